@@ -1,0 +1,159 @@
+# keep — one GNU Makefile for the whole tree.
+#
+# Sources are found by directory, so a module adds files without editing
+# this file:
+#   lib/ lang/ policy/ image/ token/ host/*/ and host/*.c (minus keepd.c)
+#                                  -> $(B)/libkeep.a
+#   cli/*.c                        -> $(B)/bin/keep
+#   host/keepd.c                   -> $(B)/bin/keepd
+#   tests/unit/test_*.c            -> $(B)/tests/test_*   (cmocka, one binary each)
+#   fuzz/*.c (but *_driver.c)      -> $(B)/replay/<name>  (replay build; libFuzzer build: build/libfuzzer/bin/<name>)
+# A module with special needs (guest kernel, images, integration checks)
+# adds a fragment mk/<module>.mk, included below.
+
+B        ?= build
+SAN      ?=
+CC       ?= gcc
+ifeq ($(origin CC),default)
+CC        = gcc
+endif
+
+WARN      = -Wall -Wextra -Werror -Wimplicit-fallthrough -Wformat=2 -Wshadow \
+            -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
+HARDEN    = -fstack-protector-strong -fPIE
+OPT      ?= -O2
+# libbsd as an overlay: <string.h> gains strlcpy, <vis.h> is NetBSD vis.
+CPPFLAGS += -I. -D_GNU_SOURCE -isystem /usr/include/bsd -DLIBBSD_OVERLAY -DLIBBSD_NETBSD_VIS
+CFLAGS   += -std=gnu11 $(OPT) -g $(WARN) $(HARDEN)
+LDFLAGS  += -pie -Wl,-z,relro,-z,now -Wl,--as-needed
+LDLIBS   += -lbsd -lseccomp -lcap -lsodium -llmdb -lyaml -lcurl -ljansson -ltls -lm
+
+ifeq ($(SAN),)
+CPPFLAGS += -D_FORTIFY_SOURCE=2
+else ifeq ($(SAN),asan)
+# FORTIFY and ASan both want to own memcpy and friends; ASan checks more.
+CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+LDFLAGS  += -fsanitize=address,undefined
+else ifeq ($(SAN),fuzz)
+CFLAGS   += -fsanitize=address,undefined,fuzzer-no-link -fno-omit-frame-pointer \
+            -fno-sanitize-recover=all -DKEEP_FUZZING
+LDFLAGS  += -fsanitize=address,undefined
+endif
+
+# Debian packages the build, the tests and the benchmarks need. Fragments
+# append theirs; mk/deps.sh installs whatever is missing.
+DEPS_PKGS += build-essential clang libclang-rt-14-dev clang-format \
+             libbsd-dev libseccomp-dev libcap-dev libsodium-dev liblmdb-dev \
+             lmdb-utils libyaml-dev libcurl4-openssl-dev libcmocka-dev \
+             libjansson-dev libtls-dev python3 curl procps
+
+LIB_SRCS   = $(wildcard lib/*.c lang/*.c policy/*.c image/*.c token/*.c host/*/*.c) \
+             $(filter-out host/keepd.c,$(wildcard host/*.c))
+KEEP_SRCS  = $(wildcard cli/*.c)
+KEEPD_SRCS = host/keepd.c
+UNIT_SRCS  = $(wildcard tests/unit/test_*.c)
+FUZZ_SRCS  = $(filter-out %_driver.c,$(wildcard fuzz/*.c))
+
+obj        = $(patsubst %.c,$(B)/obj/%.o,$(1))
+LIB_OBJS   = $(call obj,$(LIB_SRCS))
+UNIT_BINS  = $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRCS))
+FUZZ_NAMES = $(patsubst fuzz/%.c,%,$(FUZZ_SRCS))
+
+# Extra targets that `make` builds and `make check` runs; fragments append.
+ALL_EXTRA   +=
+CHECK_EXTRA +=
+
+.PHONY: all deps check unit unit-asan fuzz-replay fuzz-smoke integration \
+        format format-check run clean tests
+.DEFAULT_GOAL := all
+
+all: deps $(B)/bin/keep $(B)/bin/keepd $(ALL_EXTRA)
+
+deps:
+	@sh mk/deps.sh $(sort $(DEPS_PKGS))
+
+-include $(sort $(wildcard mk/*.mk))
+
+$(B)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+$(B)/libkeep.a: $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(B)/bin/keep: $(call obj,$(KEEP_SRCS)) $(B)/libkeep.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $(call obj,$(KEEP_SRCS)) $(B)/libkeep.a $(LDLIBS)
+
+$(B)/bin/keepd: $(call obj,$(KEEPD_SRCS)) $(B)/libkeep.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $(call obj,$(KEEPD_SRCS)) $(B)/libkeep.a $(LDLIBS)
+
+$(B)/tests/%: $(B)/obj/tests/unit/%.o $(B)/libkeep.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(B)/libkeep.a $(LDLIBS) -lcmocka
+
+# Replay build of each fuzz harness: an ordinary program that feeds every
+# file named on its command line to LLVMFuzzerTestOneInput.
+$(B)/replay/%: $(B)/obj/fuzz/%.o $(B)/obj/fuzz/replay_driver.o $(B)/libkeep.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(B)/obj/fuzz/replay_driver.o $(B)/libkeep.a $(LDLIBS)
+
+# libFuzzer build: the whole library again with clang and sanitizers.
+build/libfuzzer/bin/%: FORCE
+	$(MAKE) --no-print-directory B=build/libfuzzer SAN=fuzz CC=clang build/libfuzzer/libkeep.a build/libfuzzer/obj/fuzz/$*.o
+	@mkdir -p $(dir $@)
+	clang -fsanitize=fuzzer,address,undefined -o $@ build/libfuzzer/obj/fuzz/$*.o build/libfuzzer/libkeep.a $(LDLIBS)
+FORCE:
+
+tests: $(UNIT_BINS) $(addprefix $(B)/replay/,$(FUZZ_NAMES))
+
+unit: deps tests
+	@sh tests/run-tests.sh unit $(UNIT_BINS)
+
+unit-asan: deps
+	$(MAKE) --no-print-directory B=build/asan SAN=asan OPT=-O1 tests
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  sh tests/run-tests.sh unit-asan $(patsubst $(B)/%,build/asan/%,$(UNIT_BINS))
+
+fuzz-replay: deps $(addprefix $(B)/replay/,$(FUZZ_NAMES))
+	@sh tests/run-fuzz.sh replay $(B)/replay $(FUZZ_NAMES)
+
+FUZZ_SECONDS ?= 10
+fuzz-smoke: deps $(addprefix build/libfuzzer/bin/,$(FUZZ_NAMES))
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) sh tests/run-fuzz.sh smoke build/libfuzzer/bin $(FUZZ_NAMES)
+
+integration: all
+	@sh tests/run-tests.sh integration $(sort $(wildcard tests/integration/*.sh))
+
+# The whole suite. Each step prints its own summary; tests/summary.sh adds
+# them up into the closing "N passed, N failed" line.
+check: deps
+	@rm -f $(B)/results.txt
+	@status=0; \
+	for t in format-check all unit fuzz-replay integration $(CHECK_EXTRA) unit-asan fuzz-smoke; do \
+	  echo "==> make $$t"; \
+	  $(MAKE) --no-print-directory RESULTS=$(abspath $(B))/results.txt $$t || status=1; \
+	done; \
+	sh tests/summary.sh $(B)/results.txt; \
+	exit $$status
+
+CLANG_FORMAT ?= clang-format
+FORMAT_SRCS = $(shell git ls-files --cached --others --exclude-standard '*.c' '*.h' 2>/dev/null | grep -v '^fuzz/corpus/')
+format:
+	$(CLANG_FORMAT) -i $(FORMAT_SRCS)
+format-check:
+	@out=$$($(CLANG_FORMAT) --dry-run $(FORMAT_SRCS) 2>&1); \
+	if [ -n "$$out" ]; then echo "$$out" | head -40; echo "format-check: run 'make format'"; \
+	  echo "format-check 0 1" >> "$${RESULTS:-/dev/null}"; exit 1; fi; \
+	echo "format-check: $(words $(FORMAT_SRCS)) files clean"; \
+	echo "format-check 1 0" >> "$${RESULTS:-/dev/null}"
+
+run: all
+	@sh mk/run.sh $(B)
+
+clean:
+	rm -rf build
+
+-include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,35 @@
+#!/bin/sh
+# replay: run each harness's replay build over its seed corpus (and any
+#         committed crash reproducers in fuzz/regress/NAME/).
+# smoke:  run each libFuzzer build for FUZZ_SECONDS on a scratch copy of
+#         its corpus, so the committed corpus is not churned.
+mode=$1; dir=$2; shift 2
+pass=0; fail=0
+for n in "$@"; do
+	corpus=fuzz/corpus/$n
+	if [ ! -d "$corpus" ]; then echo "FAIL: fuzz/$n.c has no $corpus"; fail=$((fail + 1)); continue; fi
+	dict=; [ -f "fuzz/$n.dict" ] && dict="-dict=fuzz/$n.dict"
+	if [ "$mode" = replay ]; then
+		files=$(find "$corpus" fuzz/regress/"$n" -type f 2>/dev/null)
+		# shellcheck disable=SC2086
+		if "$dir/$n" $files >/dev/null 2>"$dir/$n.log"; then
+			echo "PASS: replay $n ($(echo "$files" | wc -w) inputs)"; pass=$((pass + 1))
+		else
+			echo "FAIL: replay $n"; tail -n 30 "$dir/$n.log"; fail=$((fail + 1))
+		fi
+	else
+		work=$(mktemp -d) || exit 1
+		cp -r "$corpus"/. "$work"/
+		if "$dir/$n" -max_total_time="${FUZZ_SECONDS:-10}" -rss_limit_mb=2048 \
+		    -timeout=10 -artifact_prefix="$dir/$n-" $dict "$work" >"$dir/$n.log" 2>&1; then
+			echo "PASS: fuzz $n ($(grep -o 'Done [0-9]* runs' "$dir/$n.log" | tail -n 1))"
+			pass=$((pass + 1))
+		else
+			echo "FAIL: fuzz $n"; tail -n 40 "$dir/$n.log"; fail=$((fail + 1))
+		fi
+		rm -rf "$work"
+	fi
+done
+echo "fuzz-$mode: $pass passed, $fail failed"
+[ -n "$RESULTS" ] && echo "fuzz-$mode $pass $fail 0" >>"$RESULTS"
+[ "$fail" -eq 0 ]

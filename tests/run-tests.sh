@@ -1,0 +1,38 @@
+#!/bin/sh
+# Run test programs and count them. Usage: run-tests.sh SUITE PROGRAM...
+# A cmocka binary contributes its own counts; any other program counts as one
+# test: exit 0 passes, 77 is a skip (it must say why), anything else fails.
+# Appends "SUITE passed failed skipped" to $RESULTS when set.
+suite=$1; shift
+pass=0; fail=0; skip=0; failed=
+log=$(mktemp) || exit 1
+for t in "$@"; do
+	[ -e "$t" ] || continue
+	case "$t" in
+	*.sh) bash "$t" >"$log" 2>&1 ;;
+	*) "$t" >"$log" 2>&1 ;;
+	esac
+	rc=$?
+	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
+	f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
+	if [ -n "$p$f" ]; then
+		pass=$((pass + ${p:-0})); fail=$((fail + ${f:-0}))
+		if [ "$rc" -ne 0 ] && [ -z "$f" ]; then fail=$((fail + 1)); fi
+	elif [ "$rc" -eq 0 ]; then pass=$((pass + 1))
+	elif [ "$rc" -eq 77 ]; then skip=$((skip + 1))
+	else fail=$((fail + 1))
+	fi
+	if [ "$rc" -eq 0 ]; then
+		echo "PASS: $t"
+	elif [ "$rc" -eq 77 ]; then
+		echo "SKIP: $t: $(tail -n 1 "$log")"
+	else
+		echo "FAIL: $t (exit $rc)"; sed 's/^/    /' "$log" | tail -n 60
+		failed="$failed $t"
+	fi
+	[ -n "$VERBOSE" ] && cat "$log"
+done
+rm -f "$log"
+echo "$suite: $pass passed, $fail failed, $skip skipped"
+[ -n "$RESULTS" ] && echo "$suite $pass $fail $skip" >>"$RESULTS"
+[ "$fail" -eq 0 ]
