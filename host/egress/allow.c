@@ -38,6 +38,14 @@ egress_rule_check(const struct egress_rule *r)
 		if (n == 0 || memchr(h, '*', n) != NULL)
 			return EGRESS_E_RULE;
 	}
+	for (size_t i = 0; i < n; i++) {
+		char c = h[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		        (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+		        c == '_' || c == ':'))
+			return EGRESS_E_RULE;
+	}
 	/* Reuse the URL parser so rules and URLs agree on what a host is. */
 	if (memchr(h, ':', n) != NULL) {
 		struct in6_addr a6;

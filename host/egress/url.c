@@ -230,7 +230,7 @@ egress_url_parse(const char *s, size_t len, struct egress_url *out)
 		            (is_digit((unsigned char)s[i]) || s[i] == '+' ||
 		                s[i] == '-' || s[i] == '.'))))
 			return EGRESS_E_URL;
-	if (i == len)
+	if (i == 0 || i == len)
 		return EGRESS_E_URL;
 	if (i == 5 && strncasecmp(s, "https", 5) == 0)
 		out->scheme = EGRESS_SCHEME_HTTPS;
