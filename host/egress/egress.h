@@ -178,7 +178,7 @@ struct egress_decision {
 	int allowed; /* 1 if the request was sent to the server */
 	int error; /* 0 or EGRESS_E_*: why it was refused or failed */
 	int rule; /* index of the deciding rule, -1 if none */
-	int addr_class; /* class of the address refused or used */
+	int addr_class; /* class of the address refused or used; -1 none */
 	char host[EGRESS_HOST_MAX + 1];
 	uint16_t port;
 	char addr[EGRESS_ADDRSTR_MAX]; /* the pinned address */

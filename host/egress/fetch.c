@@ -264,7 +264,7 @@ check_hop(struct egress_ctx *ctx, const struct egress_request *req,
 	int rc;
 
 	d->rule = -1;
-	d->addr_class = EGRESS_ADDR_PUBLIC;
+	d->addr_class = -1;
 	d->addr[0] = '\0';
 	if ((rc = egress_url_parse(url, url_len, u)) != 0)
 		return rc;
@@ -523,6 +523,7 @@ egress_fetch(struct egress_ctx *ctx, const struct egress_request *req,
 	memset(resp, 0, sizeof(*resp));
 	memset(&h, 0, sizeof(h));
 	d->rule = -1;
+	d->addr_class = -1;
 	start = ctx->cfg.clock(ctx->cfg.arg);
 	deadline = start + req->limits.timeout_ms;
 	h.max_body = req->limits.max_response;
@@ -631,9 +632,9 @@ egress_decision_format(
 	    "out=%llu in=%llu ms=%llu redirects=%u reason=\"%s\"%s%s%s",
 	    d->allowed ? "allow" : "deny", host[0] ? host : "-",
 	    (unsigned)d->port, d->addr[0] ? d->addr : "-",
-	    egress_addr_class_name(d->addr_class), d->rule, d->status,
-	    (unsigned long long)d->bytes_out, (unsigned long long)d->bytes_in,
-	    (unsigned long long)d->elapsed_ms, d->redirects,
-	    egress_strerror(d->error), detail[0] ? " detail=\"" : "", detail,
-	    detail[0] ? "\"" : "");
+	    d->addr_class < 0 ? "-" : egress_addr_class_name(d->addr_class),
+	    d->rule, d->status, (unsigned long long)d->bytes_out,
+	    (unsigned long long)d->bytes_in, (unsigned long long)d->elapsed_ms,
+	    d->redirects, egress_strerror(d->error),
+	    detail[0] ? " detail=\"" : "", detail, detail[0] ? "\"" : "");
 }

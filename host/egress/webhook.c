@@ -93,6 +93,7 @@ egress_webhook_deliver(struct egress_ctx *ctx, const struct egress_webhook *wh,
 	*attempts = 0;
 	memset(d, 0, sizeof(*d));
 	d->rule = -1;
+	d->addr_class = -1;
 	if (wh->url == NULL || wh->secret == NULL || wh->body == NULL ||
 	    !valid_delivery_id(wh->delivery_id)) {
 		d->error = EGRESS_E_MSG;
