@@ -315,4 +315,154 @@ int egress_webhook_deliver(struct egress_ctx *ctx,
     const struct egress_webhook *wh, unsigned *attempts,
     struct egress_decision *d);
 
+/* ---- the service (phase-2 process glue) ----------------------------
+ *
+ * The egress process receives these messages from the vmm (guest fetch)
+ * and front (webhooks) after the framework has checked the sender and the
+ * grant; the allowlist and limits travel inside the granted request.
+ * Layout: a fixed header, then the variable parts in the order listed,
+ * back to back, no padding. All integers in host byte order (both ends
+ * are on this machine). Decoders require the total length to be exactly
+ * the sum of the parts, every reserved field zero, every string free of
+ * NUL bytes and every rule NUL-terminated and zero-padded.
+ */
+#ifndef MSG_EGRESS_FETCH
+#define MSG_EGRESS_FETCH 0x0501 /* IN: egress_wire_fetch */
+#define MSG_EGRESS_FETCH_REPLY 0x0502 /* OUT: egress_wire_reply */
+#define MSG_EGRESS_WEBHOOK 0x0503 /* IN: egress_wire_webhook */
+#define MSG_EGRESS_WEBHOOK_REPLY 0x0504 /* OUT: egress_wire_reply */
+#endif
+
+#define EGRESS_WIRE_VERSION 1
+#define EGRESS_WIRE_MAX_RULES 256
+#define EGRESS_WIRE_MAX_PRINCIPAL 128
+#define EGRESS_WIRE_MAX_METHOD 16
+#define EGRESS_WIRE_MAX_HEADERS 64
+#define EGRESS_WIRE_MAX_BODY (16u << 20) /* request body */
+#define EGRESS_WIRE_MAX_RESPONSE (64u << 20) /* limits.max_response cap */
+#define EGRESS_WIRE_MAX_TIMEOUT_MS 600000u
+
+struct egress_wire_rule {
+	char host[EGRESS_HOST_MAX + 3]; /* NUL-terminated, zero-padded */
+	uint16_t port;
+	uint8_t allow_http; /* 0 or 1 */
+	uint8_t allow_private; /* 0 or 1 */
+	uint32_t reserved; /* 0 */
+};
+
+struct egress_wire_limits {
+	uint64_t max_request;
+	uint64_t max_response; /* <= EGRESS_WIRE_MAX_RESPONSE */
+	uint64_t max_resp_headers;
+	uint32_t timeout_ms; /* 1..EGRESS_WIRE_MAX_TIMEOUT_MS */
+	uint32_t connect_timeout_ms;
+	uint16_t max_redirects; /* <= 20 */
+	uint16_t max_concurrent;
+	uint32_t reserved; /* 0 */
+};
+
+/*
+ * MSG_EGRESS_FETCH, then: rules[nrules], principal, method, url, the
+ * header block (nheaders times: uint16 name_len, uint16 value_len, name,
+ * value; headers_len bytes in all), body.
+ */
+struct egress_wire_fetch {
+	uint32_t version; /* EGRESS_WIRE_VERSION */
+	uint32_t nrules; /* 1..EGRESS_WIRE_MAX_RULES */
+	uint32_t principal_len;
+	uint32_t method_len;
+	uint32_t url_len;
+	uint32_t nheaders;
+	uint32_t headers_len;
+	uint32_t body_len;
+	struct egress_wire_limits limits;
+};
+
+/* MSG_EGRESS_WEBHOOK, then: rules[nrules], principal, url, id, body. */
+struct egress_wire_webhook {
+	uint32_t version;
+	uint32_t nrules;
+	uint32_t principal_len;
+	uint32_t url_len;
+	uint32_t delivery_id_len;
+	uint32_t body_len;
+	uint32_t max_attempts; /* 1..10 */
+	uint32_t backoff_ms;
+	uint32_t max_backoff_ms;
+	uint32_t reserved; /* 0 */
+	uint8_t secret[EGRESS_WEBHOOK_KEYBYTES];
+	struct egress_wire_limits limits;
+};
+
+/* Both replies, then: response headers, response body. */
+struct egress_wire_reply {
+	uint32_t version;
+	int32_t error; /* 0 or EGRESS_E_* */
+	int32_t allowed;
+	int32_t rule;
+	int32_t addr_class;
+	uint32_t status;
+	uint32_t redirects;
+	uint32_t attempts; /* webhooks; 1 for a fetch */
+	uint64_t bytes_out;
+	uint64_t bytes_in;
+	uint64_t elapsed_ms;
+	char host[EGRESS_HOST_MAX + 3]; /* NUL-padded */
+	uint16_t port;
+	uint16_t reserved;
+	char addr[48];
+	char detail[128];
+	uint32_t headers_len;
+	uint32_t body_len;
+	uint32_t reserved2; /* 0; no implicit padding anywhere */
+};
+
+_Static_assert(sizeof(struct egress_wire_rule) == 264, "wire rule layout");
+_Static_assert(sizeof(struct egress_wire_fetch) == 72, "wire fetch layout");
+_Static_assert(sizeof(struct egress_wire_webhook) == 112, "webhook layout");
+_Static_assert(sizeof(struct egress_wire_reply) == 504, "wire reply layout");
+
+/* A decoded request: pointers into one owned allocation. */
+struct egress_decoded {
+	uint16_t type;
+	struct egress_request req; /* MSG_EGRESS_FETCH */
+	struct egress_webhook webhook; /* MSG_EGRESS_WEBHOOK */
+	void *mem;
+};
+
+/*
+ * Decode and validate a request message of the given type. Returns 0 or
+ * EGRESS_E_MSG (any length, count, string or field out of place) or
+ * EGRESS_E_NOMEM. Free with egress_wire_decoded_free, also on error.
+ */
+int egress_wire_decode(
+    uint16_t type, const void *msg, size_t len, struct egress_decoded *out);
+void egress_wire_decoded_free(struct egress_decoded *d);
+
+/* Encode requests (vmm and front use these). Returns 0, EGRESS_E_MSG for
+ * a request the decoder would refuse, or EGRESS_E_NOMEM. */
+int egress_wire_encode_fetch(
+    const struct egress_request *req, void **out, size_t *len);
+int egress_wire_encode_webhook(
+    const struct egress_webhook *wh, void **out, size_t *len);
+
+/* Check a reply and find its parts. Returns 0 or EGRESS_E_MSG. */
+int egress_wire_decode_reply(const void *msg, size_t len,
+    const struct egress_wire_reply **hdr, const uint8_t **headers,
+    const uint8_t **body);
+
+/*
+ * The pure request -> reply step for host/proc_egress.c: decode, run
+ * the fetch or webhook, encode the reply (*reply malloc'd, caller frees)
+ * with *reply_type. Returns 0 when the message was well formed, whatever
+ * the outcome (a refusal or a failed transfer is in the reply's error and
+ * in *d). A malformed message still gets a reply carrying EGRESS_E_MSG
+ * and returns EGRESS_E_MSG, for the glue to log and count; an unknown
+ * type gets none (*reply NULL, EGRESS_E_MSG); EGRESS_E_NOMEM, none.
+ * *d receives the decision to log and send to the audit log.
+ */
+int egress_service_handle(struct egress_ctx *ctx, uint16_t type,
+    const void *msg, size_t len, uint16_t *reply_type, void **reply,
+    size_t *reply_len, struct egress_decision *d);
+
 #endif
