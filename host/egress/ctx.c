@@ -5,6 +5,7 @@
  */
 #include <sys/socket.h>
 
+#include <errno.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +54,43 @@ egress_strerror(int err)
 	    errstr[err - EGRESS_E_BASE] == NULL)
 		return "unknown egress error";
 	return errstr[err - EGRESS_E_BASE];
+}
+
+int
+egress_errno(int err)
+{
+	switch (err) {
+	case 0:
+		return 0;
+	case EGRESS_E_URL:
+	case EGRESS_E_SCHEME:
+	case EGRESS_E_USERINFO:
+	case EGRESS_E_HOST:
+	case EGRESS_E_PORT:
+	case EGRESS_E_NOT_ALLOWED:
+	case EGRESS_E_PORT_DENIED:
+	case EGRESS_E_HTTP_DENIED:
+	case EGRESS_E_ADDR_DENIED:
+	case EGRESS_E_REDIRECT:
+	case EGRESS_E_RULE:
+		return -EACCES;
+	case EGRESS_E_METHOD:
+	case EGRESS_E_HEADER:
+	case EGRESS_E_MSG:
+		return -EINVAL;
+	case EGRESS_E_REQUEST_SIZE:
+		return -E2BIG;
+	case EGRESS_E_RESPONSE_SIZE:
+		return -EMSGSIZE;
+	case EGRESS_E_TIMEOUT:
+		return -ETIMEDOUT;
+	case EGRESS_E_CONCURRENCY:
+		return -EAGAIN;
+	case EGRESS_E_NOMEM:
+		return -ENOMEM;
+	default:
+		return -EIO;
+	}
 }
 
 void

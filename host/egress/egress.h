@@ -63,6 +63,13 @@ enum {
 
 const char *egress_strerror(int err);
 
+/*
+ * The negative errno a guest sees for err (host/egress/egress_abi.h):
+ * 0, -EACCES, -EINVAL, -E2BIG, -EMSGSIZE, -ETIMEDOUT, -EAGAIN, -ENOMEM
+ * or -EIO.
+ */
+int egress_errno(int err);
+
 /* ---- URLs ---------------------------------------------------------- */
 
 #define EGRESS_URL_MAX 2048 /* whole URL, bytes */

@@ -3,6 +3,7 @@
  * decoding, every truncation and extension refused, every field out of
  * place refused, and replies for refusals that never reach the network.
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,7 @@
 #include <cmocka.h>
 
 #include "host/egress/egress.h"
+#include "host/egress/egress_abi.h"
 #include "lib/util.h"
 
 static const uint8_t secret[EGRESS_WEBHOOK_KEYBYTES] = { 9, 8, 7 };
@@ -462,6 +464,24 @@ test_encode_refuses(void **state)
 	assert_null(msg);
 }
 
+static void
+test_errno(void **state)
+{
+	int e;
+
+	(void)state;
+	assert_int_equal(egress_errno(0), 0);
+	assert_int_equal(egress_errno(EGRESS_E_NOT_ALLOWED), -EACCES);
+	assert_int_equal(egress_errno(EGRESS_E_ADDR_DENIED), -EACCES);
+	assert_int_equal(egress_errno(EGRESS_E_RESPONSE_SIZE), -EMSGSIZE);
+	assert_int_equal(egress_errno(EGRESS_E_TIMEOUT), -ETIMEDOUT);
+	assert_int_equal(egress_errno(EGRESS_E_TLS), -EIO);
+	for (e = EGRESS_E_BASE + 1; e < EGRESS_E_LAST; e++)
+		assert_true(egress_errno(e) < 0);
+	assert_int_equal(sizeof(struct keep_fetch), 256);
+	assert_int_equal(KEEP_FETCH_REASON_MAX, 128);
+}
+
 int
 main(void)
 {
@@ -472,6 +492,7 @@ main(void)
 		cmocka_unit_test(test_webhook_roundtrip),
 		cmocka_unit_test(test_service),
 		cmocka_unit_test(test_encode_refuses),
+		cmocka_unit_test(test_errno),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
