@@ -76,8 +76,14 @@ static const char server_py[] =
     "            return self.send(200, json.dumps(d).encode())\n"
     "        self.send(404, b'no')\n"
     "    do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = do_PATCH = any\n"
-    "def serve(tls):\n"
-    "    s = http.server.ThreadingHTTPServer(('127.0.0.1', 0), H)\n"
+    "import socket\n"
+    "class H6(http.server.ThreadingHTTPServer):\n"
+    "    address_family = socket.AF_INET6\n"
+    "def serve(tls, v6=False):\n"
+    "    if v6:\n"
+    "        try: s = H6(('::1', 0), H)\n"
+    "        except OSError: return 0\n"
+    "    else: s = http.server.ThreadingHTTPServer(('127.0.0.1', 0), H)\n"
     "    s.daemon_threads = True\n"
     "    if tls:\n"
     "        c = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)\n"
@@ -85,7 +91,7 @@ static const char server_py[] =
     "        s.socket = c.wrap_socket(s.socket, server_side=True)\n"
     "    threading.Thread(target=s.serve_forever, daemon=True).start()\n"
     "    return s.server_address[1]\n"
-    "print(serve(True), serve(False), flush=True)\n"
+    "print(serve(True), serve(False), serve(True, True), flush=True)\n"
     "sys.stdin.read()\n";
 
 static struct {
@@ -93,7 +99,7 @@ static struct {
 	char dir[64];
 	pid_t pid;
 	int stdin_fd;
-	unsigned https_port, http_port;
+	unsigned https_port, http_port, v6_port;
 	char *ca;
 	size_t ca_len;
 	char *other_ca;
@@ -158,12 +164,20 @@ make_ca(const char *name)
 }
 
 static int
+setup_failed(int step)
+{
+	print_error("egress test set-up failed at step %d\n", step);
+	return -1;
+}
+
+static int
 setup(void **state)
 {
 	char path[128], line[64];
 	int in[2], out[2];
 	FILE *f;
 	ssize_t n;
+	size_t got;
 
 	(void)state;
 	memset(&T, 0, sizeof(T));
@@ -174,14 +188,14 @@ setup(void **state)
 	}
 	strlcpy(T.dir, "/tmp/keep-egress-XXXXXX", sizeof(T.dir));
 	if (mkdtemp(T.dir) == NULL)
-		return -1;
+		return setup_failed(1);
 	if (make_ca("ca") != 0 || make_ca("other") != 0)
-		return -1;
+		return setup_failed(2);
 	snprintf(path, sizeof(path), "%s/ext.cnf", T.dir);
 	if ((f = fopen(path, "w")) == NULL)
-		return -1;
+		return setup_failed(3);
 	fputs("subjectAltName=DNS:allowed.test,DNS:evil.test,DNS:"
-	      "localhost,IP:127.0.0.1\n",
+	      "localhost,DNS:v6.test,IP:127.0.0.1,IP:::1\n",
 	    f);
 	fclose(f);
 	if (run("cd %s && openssl req -newkey ec "
@@ -191,22 +205,22 @@ setup(void **state)
 	        "-CAkey ca.key -CAcreateserial -days 1 -extfile ext.cnf "
 	        "-out srv.pem >/dev/null 2>&1",
 	        T.dir) != 0)
-		return -1;
+		return setup_failed(4);
 	snprintf(path, sizeof(path), "%s/server.py", T.dir);
 	if ((f = fopen(path, "w")) == NULL)
-		return -1;
+		return setup_failed(5);
 	fputs(server_py, f);
 	fclose(f);
 	snprintf(path, sizeof(path), "%s/ca.pem", T.dir);
 	if ((T.ca = slurp(path, &T.ca_len)) == NULL)
-		return -1;
+		return setup_failed(6);
 	snprintf(path, sizeof(path), "%s/other.pem", T.dir);
 	if ((T.other_ca = slurp(path, &T.other_ca_len)) == NULL)
-		return -1;
+		return setup_failed(7);
 	if (pipe2(in, O_CLOEXEC) == -1 || pipe2(out, O_CLOEXEC) == -1)
-		return -1;
+		return setup_failed(8);
 	if ((T.pid = fork()) == -1)
-		return -1;
+		return setup_failed(9);
 	if (T.pid == 0) {
 		char script[128], crt[128], key[128], err[128];
 		int fd;
@@ -225,13 +239,21 @@ setup(void **state)
 	close(in[0]);
 	close(out[1]);
 	T.stdin_fd = in[1];
-	n = read(out[0], line, sizeof(line) - 1);
+	/* The line may arrive in pieces; read up to its newline. */
+	got = 0;
+	while (got < sizeof(line) - 1 && memchr(line, '\n', got) == NULL) {
+		n = read(out[0], line + got, sizeof(line) - 1 - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
 	close(out[0]);
-	if (n <= 0)
-		return -1;
-	line[n] = '\0';
-	if (sscanf(line, "%u %u", &T.https_port, &T.http_port) != 2)
-		return -1;
+	if (got == 0)
+		return setup_failed(10);
+	line[got] = '\0';
+	if (sscanf(line, "%u %u %u", &T.https_port, &T.http_port, &T.v6_port) !=
+	    3)
+		return print_error("server said: %s\n", line), setup_failed(11);
 	/* No proxy may ever be used, whatever the environment says. */
 	setenv("http_proxy", "http://127.0.0.1:9", 1);
 	setenv("https_proxy", "http://127.0.0.1:9", 1);
@@ -270,6 +292,7 @@ fake_resolve(void *arg, const char *host, uint16_t port,
 		{ "meta.test", { "169.254.169.254", NULL } },
 		{ "meta6.test", { "::ffff:169.254.169.254", NULL } },
 		{ "mixed.test", { "127.0.0.1", "10.0.0.1" } },
+		{ "v6.test", { "::1", NULL } },
 	};
 	size_t i, j;
 
@@ -362,6 +385,15 @@ small_limits(struct egress_limits *l)
 	l->timeout_ms = 1500;
 	l->connect_timeout_ms = 1000;
 	l->max_redirects = 3;
+}
+
+static void
+show(const struct egress_decision *d)
+{
+	char line[512];
+
+	egress_decision_format(d, line, sizeof(line));
+	print_message("%s\n", line);
 }
 
 static int
@@ -555,6 +587,38 @@ test_private_addresses(void **state)
 	egress_ctx_free(ctx);
 }
 
+/* A name pinned to an IPv6 address (CURLOPT_RESOLVE with brackets). */
+static void
+test_ipv6(void **state)
+{
+	struct egress_ctx *ctx;
+	struct egress_response resp;
+	struct egress_decision d;
+	struct egress_rule r[2];
+	char url[128];
+
+	(void)state;
+	SKIP_IF_NO_SERVER();
+	if (T.v6_port == 0)
+		skip();
+	ctx = new_ctx(T.ca, T.ca_len);
+	r[0] = rule("v6.test", T.v6_port, 0, 1);
+	r[1] = rule("::1", T.v6_port, 0, 1);
+	snprintf(url, sizeof(url), "https://v6.test:%u/ok", T.v6_port);
+	assert_int_equal(get(ctx, url, r, 2, &resp, &d), 0);
+	assert_int_equal(resp.status, 200);
+	assert_string_equal(d.addr, "::1");
+	egress_response_free(&resp);
+	snprintf(url, sizeof(url), "https://[::1]:%u/ok", T.v6_port);
+	assert_int_equal(get(ctx, url, r, 2, &resp, &d), 0);
+	assert_int_equal(resp.status, 200);
+	egress_response_free(&resp);
+	r[0].allow_private = 0;
+	snprintf(url, sizeof(url), "https://v6.test:%u/ok", T.v6_port);
+	assert_int_equal(get(ctx, url, r, 1, &resp, &d), EGRESS_E_ADDR_DENIED);
+	egress_ctx_free(ctx);
+}
+
 static void
 test_mixed_answers(void **state)
 {
@@ -617,6 +681,7 @@ test_redirects(void **state)
 	small_limits(&req.limits);
 	req.limits.max_redirects = 1;
 	assert_int_equal(egress_fetch(ctx, &req, &resp, &d), EGRESS_E_REDIRECT);
+	show(&d);
 	/* max_redirects 0: the 3xx itself comes back, unfollowed. */
 	req.limits.max_redirects = 0;
 	assert_int_equal(egress_fetch(ctx, &req, &resp, &d), 0);
@@ -656,6 +721,7 @@ test_limits(void **state)
 	small_limits(&req.limits);
 	req.limits.timeout_ms = 300;
 	assert_int_equal(egress_fetch(ctx, &req, &resp, &d), EGRESS_E_TIMEOUT);
+	show(&d);
 	assert_int_equal(d.allowed, 1);
 	/* Request-side limits, checked before anything is resolved. */
 	req.limits.max_request = 10;
@@ -762,6 +828,7 @@ test_webhook(void **state)
 	wh.backoff_ms = 100;
 	wh.max_backoff_ms = 150;
 	assert_int_equal(egress_webhook_deliver(ctx, &wh, &attempts, &d), 0);
+	show(&d);
 	assert_int_equal(attempts, 3);
 	assert_int_equal(T.nslept, 2);
 	assert_int_equal(T.slept[0], 100);
@@ -841,6 +908,7 @@ main(void)
 		cmocka_unit_test(test_refused_before_dns),
 		cmocka_unit_test(test_http_when_allowed),
 		cmocka_unit_test(test_private_addresses),
+		cmocka_unit_test(test_ipv6),
 		cmocka_unit_test(test_mixed_answers),
 		cmocka_unit_test(test_redirects),
 		cmocka_unit_test(test_limits),
