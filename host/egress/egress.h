@@ -453,7 +453,8 @@ int egress_wire_encode_fetch(
 int egress_wire_encode_webhook(
     const struct egress_webhook *wh, void **out, size_t *len);
 
-/* Check a reply and find its parts. Returns 0 or EGRESS_E_MSG. */
+/* Check a reply and find its parts (pointers into msg, which must be
+ * 8-byte aligned, as malloc returns). Returns 0 or EGRESS_E_MSG. */
 int egress_wire_decode_reply(const void *msg, size_t len,
     const struct egress_wire_reply **hdr, const uint8_t **headers,
     const uint8_t **body);

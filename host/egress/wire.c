@@ -93,10 +93,14 @@ static int
 rules_in(struct reader *r, uint32_t n, struct egress_rule *out)
 {
 	for (uint32_t i = 0; i < n; i++) {
-		const struct egress_wire_rule *w = take(r, sizeof(*w));
+		const void *p = take(r, sizeof(struct egress_wire_rule));
+		struct egress_wire_rule wr;
+		const struct egress_wire_rule *w = &wr;
 		const char *nul;
 
-		if (w == NULL ||
+		if (p != NULL)
+			memcpy(&wr, p, sizeof(wr));
+		if (p == NULL ||
 		    (nul = memchr(w->host, '\0', sizeof(w->host))) == NULL ||
 		    !zero(nul, sizeof(w->host) - (size_t)(nul - w->host)) ||
 		    w->reserved != 0 || w->allow_http > 1 ||
@@ -126,13 +130,18 @@ static int
 decode_fetch(const void *msg, size_t len, struct egress_decoded *out)
 {
 	struct reader r = { msg, len };
-	const struct egress_wire_fetch *h = take(&r, sizeof(*h));
+	const void *hp = take(&r, sizeof(struct egress_wire_fetch));
+	struct egress_wire_fetch hb;
+	const struct egress_wire_fetch *h = hp ? &hb : NULL;
 	struct egress_request *q = &out->req;
 	struct egress_header *hs;
 	struct egress_rule *rules;
 	uint64_t total;
 	char *arena;
 
+	/* Messages need not be aligned: copy fixed parts out, never cast. */
+	if (hp != NULL)
+		memcpy(&hb, hp, sizeof(hb));
 	if (h == NULL || h->version != EGRESS_WIRE_VERSION || h->nrules == 0 ||
 	    h->nrules > EGRESS_WIRE_MAX_RULES || h->principal_len == 0 ||
 	    h->principal_len > EGRESS_WIRE_MAX_PRINCIPAL ||
@@ -200,13 +209,17 @@ static int
 decode_webhook(const void *msg, size_t len, struct egress_decoded *out)
 {
 	struct reader r = { msg, len };
-	const struct egress_wire_webhook *h = take(&r, sizeof(*h));
+	const void *hp = take(&r, sizeof(struct egress_wire_webhook));
+	struct egress_wire_webhook hb;
+	const struct egress_wire_webhook *h = hp ? &hb : NULL;
 	struct egress_webhook *w = &out->webhook;
 	struct egress_rule *rules;
 	uint64_t total;
 	char *arena;
 	uint8_t *secret;
 
+	if (hp != NULL)
+		memcpy(&hb, hp, sizeof(hb));
 	if (h == NULL || h->version != EGRESS_WIRE_VERSION || h->nrules == 0 ||
 	    h->nrules > EGRESS_WIRE_MAX_RULES || h->principal_len == 0 ||
 	    h->principal_len > EGRESS_WIRE_MAX_PRINCIPAL || h->url_len == 0 ||
@@ -229,6 +242,7 @@ decode_webhook(const void *msg, size_t len, struct egress_decoded *out)
 	secret = (uint8_t *)(rules + h->nrules);
 	arena = (char *)(secret + EGRESS_WEBHOOK_KEYBYTES);
 	memcpy(secret, h->secret, EGRESS_WEBHOOK_KEYBYTES);
+	explicit_bzero(hb.secret, sizeof(hb.secret));
 	if (rules_in(&r, h->nrules, rules) != 0)
 		return EGRESS_E_MSG;
 	w->rules = rules;
@@ -435,7 +449,9 @@ egress_wire_decode_reply(const void *msg, size_t len,
 {
 	const struct egress_wire_reply *h = msg;
 
+	/* The caller gets a pointer into msg, so msg must be aligned. */
 	if (msg == NULL || len < sizeof(*h) ||
+	    (uintptr_t)msg % _Alignof(struct egress_wire_reply) != 0 ||
 	    h->version != EGRESS_WIRE_VERSION || h->reserved != 0 ||
 	    h->reserved2 != 0 ||
 	    (uint64_t)sizeof(*h) + h->headers_len + h->body_len != len ||
