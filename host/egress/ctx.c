@@ -15,6 +15,7 @@
 #include <curl/curl.h>
 
 #include "host/egress/egress_int.h"
+#include "lib/log.h"
 
 static const char *const errstr[] = {
 	[EGRESS_E_URL - EGRESS_E_BASE] = "malformed URL",
@@ -185,6 +186,11 @@ egress_ctx_new(const struct egress_config *cfg, struct egress_ctx **out)
 	if (cfg != NULL && cfg->ca_path != NULL &&
 	    (ctx->ca_path = strdup(cfg->ca_path)) == NULL)
 		goto nomem;
+	/* libcurl+OpenSSL would write TLS secrets where this points. */
+	if (getenv("SSLKEYLOGFILE") != NULL)
+		log_warnx("%s: SSLKEYLOGFILE is set; egress TLS keys may be "
+		          "logged",
+		    __func__);
 	if (ctx->cfg.resolve == NULL)
 		ctx->cfg.resolve = sys_resolve;
 	if (ctx->cfg.clock == NULL)
