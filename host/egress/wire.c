@@ -182,12 +182,16 @@ decode_fetch(const void *msg, size_t len, struct egress_decoded *out)
 		if (take(&r, h->headers_len) == NULL)
 			return EGRESS_E_MSG;
 		for (uint32_t i = 0; i < h->nheaders; i++) {
-			const uint16_t *nl = take(&hr, sizeof(*nl));
-			const uint16_t *vl = take(&hr, sizeof(*vl));
+			const void *lens = take(&hr, 4);
+			uint16_t nl, vl;
 
-			if (nl == NULL || vl == NULL || *nl == 0 ||
-			    (hs[i].name = take_str(&hr, *nl, &arena)) == NULL ||
-			    (hs[i].value = take_str(&hr, *vl, &arena)) == NULL)
+			if (lens == NULL)
+				return EGRESS_E_MSG;
+			memcpy(&nl, lens, 2);
+			memcpy(&vl, (const uint8_t *)lens + 2, 2);
+			if (nl == 0 ||
+			    (hs[i].name = take_str(&hr, nl, &arena)) == NULL ||
+			    (hs[i].value = take_str(&hr, vl, &arena)) == NULL)
 				return EGRESS_E_MSG;
 		}
 		if (hr.left != 0)
