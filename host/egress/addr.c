@@ -216,3 +216,30 @@ egress_addr_permitted(enum egress_addr_class c, const struct egress_rule *r)
 	}
 	return EGRESS_E_ADDR_DENIED;
 }
+
+int
+egress_addr_equal(const struct sockaddr *a, socklen_t alen,
+    const struct sockaddr *b, socklen_t blen)
+{
+	if (a == NULL || b == NULL || a->sa_family != b->sa_family)
+		return 0;
+	if (a->sa_family == AF_INET &&
+	    alen >= (socklen_t)sizeof(struct sockaddr_in) &&
+	    blen >= (socklen_t)sizeof(struct sockaddr_in)) {
+		const struct sockaddr_in *x = (const void *)a;
+		const struct sockaddr_in *y = (const void *)b;
+
+		return x->sin_port == y->sin_port &&
+		    x->sin_addr.s_addr == y->sin_addr.s_addr;
+	}
+	if (a->sa_family == AF_INET6 &&
+	    alen >= (socklen_t)sizeof(struct sockaddr_in6) &&
+	    blen >= (socklen_t)sizeof(struct sockaddr_in6)) {
+		const struct sockaddr_in6 *x = (const void *)a;
+		const struct sockaddr_in6 *y = (const void *)b;
+
+		return x->sin6_port == y->sin6_port &&
+		    memcmp(&x->sin6_addr, &y->sin6_addr, 16) == 0;
+	}
+	return 0;
+}

@@ -163,6 +163,13 @@ enum egress_addr_class egress_addr_classify(
 int egress_addr_permitted(
     enum egress_addr_class c, const struct egress_rule *r);
 
+/*
+ * The pin: 1 when a and b are the same family, address and port (the
+ * opensocket callback refuses any connection for which this is 0).
+ */
+int egress_addr_equal(const struct sockaddr *a, socklen_t alen,
+    const struct sockaddr *b, socklen_t blen);
+
 /* ---- limits, decisions, the context -------------------------------- */
 
 struct egress_limits {

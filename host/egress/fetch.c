@@ -123,31 +123,6 @@ header_cb(char *ptr, size_t size, size_t nitems_, void *arg)
 	return n;
 }
 
-static int
-same_addr(const struct sockaddr *a, socklen_t alen, const struct sockaddr *b,
-    socklen_t blen)
-{
-	if (a->sa_family != b->sa_family)
-		return 0;
-	if (a->sa_family == AF_INET && alen >= sizeof(struct sockaddr_in) &&
-	    blen >= sizeof(struct sockaddr_in)) {
-		const struct sockaddr_in *x = (const void *)a,
-		                         *y = (const void *)b;
-
-		return x->sin_port == y->sin_port &&
-		    x->sin_addr.s_addr == y->sin_addr.s_addr;
-	}
-	if (a->sa_family == AF_INET6 && alen >= sizeof(struct sockaddr_in6) &&
-	    blen >= sizeof(struct sockaddr_in6)) {
-		const struct sockaddr_in6 *x = (const void *)a,
-		                          *y = (const void *)b;
-
-		return x->sin6_port == y->sin6_port &&
-		    memcmp(&x->sin6_addr, &y->sin6_addr, 16) == 0;
-	}
-	return 0;
-}
-
 /* The last word on where a socket goes: only the address we checked. */
 static curl_socket_t
 opensocket_cb(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
@@ -155,7 +130,7 @@ opensocket_cb(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
 	struct hop *h = arg;
 
 	if (purpose != CURLSOCKTYPE_IPCXN ||
-	    !same_addr(
+	    !egress_addr_equal(
 	        &a->addr, a->addrlen, (struct sockaddr *)&h->pin, h->pinlen)) {
 		h->pin_violation = 1;
 		return CURL_SOCKET_BAD;

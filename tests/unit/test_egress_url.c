@@ -417,6 +417,46 @@ test_addr_permitted(void **state)
 }
 
 static void
+test_addr_equal(void **state)
+{
+	struct sockaddr_in a, b;
+	struct sockaddr_in6 c, e;
+
+	(void)state;
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_port = htons(443);
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	b = a;
+	assert_true(egress_addr_equal((struct sockaddr *)&a, sizeof(a),
+	    (struct sockaddr *)&b, sizeof(b)));
+	b.sin_port = htons(444);
+	assert_false(egress_addr_equal((struct sockaddr *)&a, sizeof(a),
+	    (struct sockaddr *)&b, sizeof(b)));
+	b = a;
+	inet_pton(AF_INET, "127.0.0.2", &b.sin_addr);
+	assert_false(egress_addr_equal((struct sockaddr *)&a, sizeof(a),
+	    (struct sockaddr *)&b, sizeof(b)));
+	assert_false(egress_addr_equal(
+	    (struct sockaddr *)&a, 4, (struct sockaddr *)&a, sizeof(a)));
+	memset(&c, 0, sizeof(c));
+	c.sin6_family = AF_INET6;
+	c.sin6_port = htons(443);
+	inet_pton(AF_INET6, "::ffff:127.0.0.1", &c.sin6_addr);
+	/* Same host, other family: not the pinned sockaddr. */
+	assert_false(egress_addr_equal((struct sockaddr *)&a, sizeof(a),
+	    (struct sockaddr *)&c, sizeof(c)));
+	e = c;
+	assert_true(egress_addr_equal((struct sockaddr *)&c, sizeof(c),
+	    (struct sockaddr *)&e, sizeof(e)));
+	e.sin6_addr.s6_addr[15] ^= 1;
+	assert_false(egress_addr_equal((struct sockaddr *)&c, sizeof(c),
+	    (struct sockaddr *)&e, sizeof(e)));
+	assert_false(
+	    egress_addr_equal(NULL, 0, (struct sockaddr *)&c, sizeof(c)));
+}
+
+static void
 test_strerror(void **state)
 {
 	int e;
@@ -442,6 +482,7 @@ main(void)
 		cmocka_unit_test(test_rule_check),
 		cmocka_unit_test(test_addr_table),
 		cmocka_unit_test(test_addr_permitted),
+		cmocka_unit_test(test_addr_equal),
 		cmocka_unit_test(test_strerror),
 	};
 
