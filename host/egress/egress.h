@@ -28,7 +28,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Error codes. Keep egress_strerror() in sync. */
+/* Error codes. They cross process boundaries in replies: append only.
+ * Keep egress_strerror() in sync. */
 enum {
 	EGRESS_OK = 0,
 	EGRESS_E_BASE = 5000,
