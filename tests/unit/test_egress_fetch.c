@@ -619,6 +619,34 @@ test_ipv6(void **state)
 	egress_ctx_free(ctx);
 }
 
+/* The system resolver (getaddrinfo) path: localhost is loopback. */
+static void
+test_system_resolver(void **state)
+{
+	struct egress_config cfg;
+	struct egress_ctx *ctx;
+	struct egress_response resp;
+	struct egress_decision d;
+	struct egress_rule r = rule("localhost", 0, 0, 0);
+	char url[128];
+	int rc;
+
+	(void)state;
+	SKIP_IF_NO_SERVER();
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.ca_blob = T.ca;
+	cfg.ca_blob_len = T.ca_len;
+	assert_int_equal(egress_ctx_new(&cfg, &ctx), 0);
+	snprintf(url, sizeof(url), "https://localhost:%u/ok", T.https_port);
+	rc = get(ctx, url, &r, 1, &resp, &d);
+	/* Refused either way; which depends on the host's NSS set-up. */
+	assert_true(rc == EGRESS_E_ADDR_DENIED || rc == EGRESS_E_RESOLVE);
+	if (rc == EGRESS_E_ADDR_DENIED)
+		assert_int_equal(d.addr_class, EGRESS_ADDR_LOOPBACK);
+	assert_int_equal(d.allowed, 0);
+	egress_ctx_free(ctx);
+}
+
 static void
 test_mixed_answers(void **state)
 {
@@ -909,6 +937,7 @@ main(void)
 		cmocka_unit_test(test_http_when_allowed),
 		cmocka_unit_test(test_private_addresses),
 		cmocka_unit_test(test_ipv6),
+		cmocka_unit_test(test_system_resolver),
 		cmocka_unit_test(test_mixed_answers),
 		cmocka_unit_test(test_redirects),
 		cmocka_unit_test(test_limits),
