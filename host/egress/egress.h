@@ -313,6 +313,16 @@ struct egress_webhook {
 };
 
 /*
+ * A sandbox's webhook secret, derived from a master key the parent holds
+ * so no per-sandbox secret needs storing: HMAC-SHA256(master, "keep
+ * webhook secret v1" NUL sandbox_id). The front hands it to the client
+ * that created the sandbox. Returns 0 or EGRESS_E_MSG (id empty or over
+ * 128 bytes).
+ */
+int egress_webhook_secret(
+    const uint8_t *master, const char *sandbox_id, uint8_t *out);
+
+/*
  * Compute the signature header value for body at time t into out
  * ("t=...,v1=..."). Returns 0 or EGRESS_E_INTERNAL if outlen is short.
  */

@@ -16,6 +16,28 @@
 #define MAX_ATTEMPTS 10
 
 int
+egress_webhook_secret(
+    const uint8_t *master, const char *sandbox_id, uint8_t *out)
+{
+	static const char label[] = "keep webhook secret v1";
+	crypto_auth_hmacsha256_state st;
+	size_t n;
+
+	if (sandbox_id == NULL || (n = strnlen(sandbox_id, 129)) == 0 ||
+	    n > 128)
+		return EGRESS_E_MSG;
+	crypto_auth_hmacsha256_init(&st, master, EGRESS_WEBHOOK_KEYBYTES);
+	/* sizeof(label) includes its NUL: the separator. */
+	crypto_auth_hmacsha256_update(
+	    &st, (const unsigned char *)label, sizeof(label));
+	crypto_auth_hmacsha256_update(
+	    &st, (const unsigned char *)sandbox_id, n);
+	crypto_auth_hmacsha256_final(&st, out);
+	sodium_memzero(&st, sizeof(st));
+	return 0;
+}
+
+int
 egress_webhook_sign(const uint8_t *secret, uint64_t t, const void *body,
     size_t body_len, char *out, size_t outlen)
 {

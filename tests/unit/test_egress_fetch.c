@@ -926,11 +926,32 @@ test_sign_vector(void **state)
 	    egress_webhook_sign(key, 1, "{}", 2, out, 10), EGRESS_E_INTERNAL);
 }
 
+static void
+test_secret_vector(void **state)
+{
+	uint8_t master[EGRESS_WEBHOOK_KEYBYTES], out[32];
+	char hex[65];
+
+	(void)state;
+	memset(master, 'm', sizeof(master));
+	/* python3: hmac.new(b'm'*32, b'keep webhook secret v1\0sbx_123',
+	 * 'sha256').hexdigest() */
+	assert_int_equal(egress_webhook_secret(master, "sbx_123", out), 0);
+	for (size_t i = 0; i < sizeof(out); i++)
+		snprintf(hex + 2 * i, 3, "%02x", out[i]);
+	assert_string_equal(hex,
+	    "73aacbe5b6558d993fb806ea673870b96161a5cc97f2f63811d9082a832c198e");
+	assert_int_equal(egress_webhook_secret(master, "", out), EGRESS_E_MSG);
+	assert_int_equal(
+	    egress_webhook_secret(master, NULL, out), EGRESS_E_MSG);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sign_vector),
+		cmocka_unit_test(test_secret_vector),
 		cmocka_unit_test(test_allowed),
 		cmocka_unit_test(test_ca_path_and_wrong_ca),
 		cmocka_unit_test(test_refused_before_dns),
