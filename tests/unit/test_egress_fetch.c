@@ -51,6 +51,15 @@ static const char server_py[] =
     "        p = u.path\n"
     "        if p == '/ok': return self.send(200, b'hello')\n"
     "        if p == '/big': return self.send(200, b'x' * (1 << 20))\n"
+    "        if p == '/stream':\n"
+    "            self.send_response(200)\n"
+    "            self.send_header('Connection', 'close')\n"
+    "            self.end_headers()\n"
+    "            self.close_connection = True\n"
+    "            try:\n"
+    "                for i in range(64): self.wfile.write(b'y' * 16384)\n"
+    "            except OSError: pass\n"
+    "            return\n"
     "        if p == '/slow':\n"
     "            time.sleep(3)\n"
     "            return self.send(200, b'late')\n"
@@ -719,6 +728,58 @@ test_redirects(void **state)
 	egress_ctx_free(ctx);
 }
 
+/* Credentials stay with their origin; 303 turns POST into GET. */
+static void
+test_redirect_headers(void **state)
+{
+	struct egress_ctx *ctx;
+	struct egress_response resp;
+	struct egress_decision d;
+	struct egress_request req;
+	struct egress_rule r[2];
+	struct egress_header h = { "Authorization", "Bearer s3cret" };
+	char url[256];
+
+	(void)state;
+	SKIP_IF_NO_SERVER();
+	ctx = new_ctx(T.ca, T.ca_len);
+	r[0] = rule("allowed.test", T.https_port, 0, 1);
+	r[1] = rule("127.0.0.1", T.https_port, 0, 1);
+	memset(&req, 0, sizeof(req));
+	req.method = "POST";
+	req.headers = &h;
+	req.nheaders = 1;
+	req.body = "x=1";
+	req.body_len = 3;
+	req.rules = r;
+	req.nrules = 2;
+	small_limits(&req.limits);
+	/* Same origin, 307: method, body and headers kept. */
+	snprintf(url, sizeof(url),
+	    "https://allowed.test:%u/redirect?code=307&to=/echo", T.https_port);
+	req.url = url;
+	req.url_len = strlen(url);
+	assert_int_equal(egress_fetch(ctx, &req, &resp, &d), 0);
+	assert_non_null(strstr((char *)resp.body, "\"method\": \"POST\""));
+	assert_non_null(strstr((char *)resp.body, "\"body\": \"x=1\""));
+	assert_non_null(strstr((char *)resp.body, "Bearer s3cret"));
+	egress_response_free(&resp);
+	/* Another origin (allowed), 303: GET, no body, no credentials. */
+	snprintf(url, sizeof(url),
+	    "https://allowed.test:%u/redirect?code=303&to=https://"
+	    "127.0.0.1:%u/echo",
+	    T.https_port, T.https_port);
+	req.url = url;
+	req.url_len = strlen(url);
+	assert_int_equal(egress_fetch(ctx, &req, &resp, &d), 0);
+	assert_int_equal(d.redirects, 1);
+	assert_non_null(strstr((char *)resp.body, "\"method\": \"GET\""));
+	assert_non_null(strstr((char *)resp.body, "\"body\": \"\""));
+	assert_null(strstr((char *)resp.body, "s3cret"));
+	egress_response_free(&resp);
+	egress_ctx_free(ctx);
+}
+
 static void
 test_limits(void **state)
 {
@@ -734,6 +795,12 @@ test_limits(void **state)
 	SKIP_IF_NO_SERVER();
 	ctx = new_ctx(T.ca, T.ca_len);
 	snprintf(url, sizeof(url), "https://allowed.test:%u/big", T.https_port);
+	assert_int_equal(
+	    get(ctx, url, &r, 1, &resp, &d), EGRESS_E_RESPONSE_SIZE);
+	assert_true(d.bytes_in <= 64 << 10);
+	/* No Content-Length: the write callback stops it at the limit. */
+	snprintf(
+	    url, sizeof(url), "https://allowed.test:%u/stream", T.https_port);
 	assert_int_equal(
 	    get(ctx, url, &r, 1, &resp, &d), EGRESS_E_RESPONSE_SIZE);
 	assert_true(d.bytes_in <= 64 << 10);
@@ -961,6 +1028,7 @@ main(void)
 		cmocka_unit_test(test_system_resolver),
 		cmocka_unit_test(test_mixed_answers),
 		cmocka_unit_test(test_redirects),
+		cmocka_unit_test(test_redirect_headers),
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_post_echo),
 		cmocka_unit_test(test_webhook),
