@@ -268,11 +268,13 @@ struct egress_request {
 	struct egress_limits limits;
 };
 
+/* Both buffers are malloc'd, never NULL, and followed by a NUL byte that
+ * is not counted in the length (the body may contain NULs itself). */
 struct egress_response {
 	long status;
-	char *headers; /* raw header block of the final response, malloc'd */
+	char *headers; /* raw header block of the final response */
 	size_t headers_len;
-	uint8_t *body; /* malloc'd */
+	uint8_t *body;
 	size_t body_len;
 };
 

@@ -99,6 +99,7 @@ write_cb(char *ptr, size_t size, size_t nmemb, void *arg)
 		return 0;
 	memcpy(h->body + h->body_len, ptr, n);
 	h->body_len += n;
+	h->body[h->body_len] = '\0';
 	return n;
 }
 
@@ -572,6 +573,11 @@ egress_fetch(struct egress_ctx *ctx, const struct egress_request *req,
 		url_len = strlen(url);
 	}
 done:
+	/* Never NULL on success, and NUL-terminated, for callers' ease. */
+	if (rc == 0 && h.body == NULL && (h.body = calloc(1, 1)) == NULL)
+		rc = EGRESS_E_NOMEM;
+	if (rc == 0 && h.hdrs == NULL && (h.hdrs = calloc(1, 1)) == NULL)
+		rc = EGRESS_E_NOMEM;
 	d->error = rc;
 	d->elapsed_ms = ctx->cfg.clock(ctx->cfg.arg) - start;
 	if (rc == 0) {
