@@ -75,4 +75,24 @@ struct keep_fetch {
 
 _Static_assert(sizeof(struct keep_fetch) == 256, "keep_fetch layout");
 
+#ifdef KEEP_GUEST
+/*
+ * For image authors (static x86-64 programs): issue the call. Returns 0
+ * or a negative errno, as above. The guest's own checks of f are a
+ * convenience only; the host checks everything again.
+ */
+static inline long
+keep_fetch(struct keep_fetch *f)
+{
+	long ret;
+
+	__asm__ volatile(
+	    "syscall"
+	    : "=a"(ret)
+	    : "a"((long)KEEP_SYS_FETCH), "D"(f), "S"((long)sizeof(*f))
+	    : "rcx", "r11", "memory");
+	return ret;
+}
+#endif
+
 #endif
