@@ -375,7 +375,13 @@ run_hop(struct egress_ctx *ctx, const struct egress_url *u, const char *method,
 	for (size_t i = 0; i < nhs; i++) {
 		char line[MAX_HEADER_NAME + MAX_HEADER_VALUE + 4];
 
-		snprintf(line, sizeof(line), "%s: %s", hs[i].name, hs[i].value);
+		/* "Name:" would make libcurl drop the header; "Name;" sends
+		 * it empty. */
+		if (hs[i].value[0] == '\0')
+			snprintf(line, sizeof(line), "%s;", hs[i].name);
+		else
+			snprintf(line, sizeof(line), "%s: %s", hs[i].name,
+			    hs[i].value);
 		if ((t = curl_slist_append(hl, line)) == NULL)
 			goto nomem;
 		hl = t;

@@ -857,8 +857,8 @@ test_post_echo(void **state)
 	struct egress_decision d;
 	struct egress_rule r = rule("allowed.test", T.https_port, 0, 1);
 	struct egress_request req;
-	struct egress_header h[2] = { { "X-Trace", "abc" },
-		{ "Content-Type", "text/plain" } };
+	struct egress_header h[3] = { { "X-Trace", "abc" },
+		{ "Content-Type", "text/plain" }, { "X-Empty", "" } };
 	char url[128];
 
 	(void)state;
@@ -871,7 +871,7 @@ test_post_echo(void **state)
 	req.url = url;
 	req.url_len = strlen(url);
 	req.headers = h;
-	req.nheaders = 2;
+	req.nheaders = 3;
 	req.body = "payload";
 	req.body_len = 7;
 	req.rules = &r;
@@ -885,6 +885,7 @@ test_post_echo(void **state)
 	assert_non_null(strstr((char *)resp.body, "\"x-trace\": \"abc\""));
 	assert_non_null(
 	    strstr((char *)resp.body, "\"content-type\": \"text/plain\""));
+	assert_non_null(strstr((char *)resp.body, "\"x-empty\": \"\""));
 	egress_response_free(&resp);
 	egress_ctx_free(ctx);
 }
