@@ -1,0 +1,295 @@
+/*
+ * The egress context: configuration, the CA bundle, the injected clock,
+ * sleep and resolver, and per-principal request counters. No globals, so
+ * tests run several contexts side by side.
+ */
+#include <sys/socket.h>
+
+#include <errno.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <curl/curl.h>
+
+#include "host/egress/egress_int.h"
+#include "lib/log.h"
+
+static const char *const errstr[] = {
+	[EGRESS_E_URL - EGRESS_E_BASE] = "malformed URL",
+	[EGRESS_E_SCHEME - EGRESS_E_BASE] = "scheme not http or https",
+	[EGRESS_E_USERINFO - EGRESS_E_BASE] = "userinfo in URL refused",
+	[EGRESS_E_HOST - EGRESS_E_BASE] = "malformed host",
+	[EGRESS_E_PORT - EGRESS_E_BASE] = "malformed port",
+	[EGRESS_E_RULE - EGRESS_E_BASE] = "malformed allowlist rule",
+	[EGRESS_E_NOT_ALLOWED - EGRESS_E_BASE] = "host not on the allowlist",
+	[EGRESS_E_PORT_DENIED - EGRESS_E_BASE] = "port not allowed for host",
+	[EGRESS_E_HTTP_DENIED - EGRESS_E_BASE] = "http not allowed, https only",
+	[EGRESS_E_RESOLVE - EGRESS_E_BASE] = "host did not resolve",
+	[EGRESS_E_ADDR_DENIED - EGRESS_E_BASE] = "resolved address not allowed",
+	[EGRESS_E_METHOD - EGRESS_E_BASE] = "method not allowed",
+	[EGRESS_E_HEADER - EGRESS_E_BASE] = "malformed or forbidden header",
+	[EGRESS_E_REQUEST_SIZE - EGRESS_E_BASE] = "request too large",
+	[EGRESS_E_RESPONSE_SIZE - EGRESS_E_BASE] = "response too large",
+	[EGRESS_E_TIMEOUT - EGRESS_E_BASE] = "timed out",
+	[EGRESS_E_CONNECT - EGRESS_E_BASE] = "could not connect",
+	[EGRESS_E_TLS - EGRESS_E_BASE] = "TLS failure",
+	[EGRESS_E_TRANSFER - EGRESS_E_BASE] = "transfer failed",
+	[EGRESS_E_REDIRECT - EGRESS_E_BASE] = "redirect refused",
+	[EGRESS_E_CONCURRENCY - EGRESS_E_BASE] = "too many concurrent requests",
+	[EGRESS_E_PIN - EGRESS_E_BASE] = "connection to an unchecked address",
+	[EGRESS_E_NOMEM - EGRESS_E_BASE] = "out of memory",
+	[EGRESS_E_MSG - EGRESS_E_BASE] = "malformed egress message",
+	[EGRESS_E_WEBHOOK - EGRESS_E_BASE] = "webhook not delivered",
+	[EGRESS_E_INTERNAL - EGRESS_E_BASE] = "internal error",
+};
+
+const char *
+egress_strerror(int err)
+{
+	if (err == 0)
+		return "ok";
+	if (err <= EGRESS_E_BASE || err >= EGRESS_E_LAST ||
+	    errstr[err - EGRESS_E_BASE] == NULL)
+		return "unknown egress error";
+	return errstr[err - EGRESS_E_BASE];
+}
+
+int
+egress_errno(int err)
+{
+	switch (err) {
+	case 0:
+		return 0;
+	case EGRESS_E_URL:
+	case EGRESS_E_SCHEME:
+	case EGRESS_E_USERINFO:
+	case EGRESS_E_HOST:
+	case EGRESS_E_PORT:
+	case EGRESS_E_NOT_ALLOWED:
+	case EGRESS_E_PORT_DENIED:
+	case EGRESS_E_HTTP_DENIED:
+	case EGRESS_E_ADDR_DENIED:
+	case EGRESS_E_REDIRECT:
+	case EGRESS_E_RULE:
+		return -EACCES;
+	case EGRESS_E_METHOD:
+	case EGRESS_E_HEADER:
+	case EGRESS_E_MSG:
+		return -EINVAL;
+	case EGRESS_E_REQUEST_SIZE:
+		return -E2BIG;
+	case EGRESS_E_RESPONSE_SIZE:
+		return -EMSGSIZE;
+	case EGRESS_E_TIMEOUT:
+		return -ETIMEDOUT;
+	case EGRESS_E_CONCURRENCY:
+		return -EAGAIN;
+	case EGRESS_E_NOMEM:
+		return -ENOMEM;
+	default:
+		return -EIO;
+	}
+}
+
+void
+egress_limits_default(struct egress_limits *l)
+{
+	memset(l, 0, sizeof(*l));
+	l->max_request = 1 << 20;
+	l->max_response = 8 << 20;
+	l->max_resp_headers = 64 << 10;
+	l->timeout_ms = 30000;
+	l->connect_timeout_ms = 10000;
+	l->max_redirects = 5;
+	l->max_concurrent = 4;
+}
+
+static uint64_t
+sys_clock(void *arg)
+{
+	struct timespec ts;
+
+	(void)arg;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static uint64_t
+sys_wallclock(void *arg)
+{
+	(void)arg;
+	return (uint64_t)time(NULL);
+}
+
+static void
+sys_sleep(void *arg, uint64_t ms)
+{
+	struct timespec ts = { (time_t)(ms / 1000),
+		(long)(ms % 1000) * 1000000 };
+
+	(void)arg;
+	while (nanosleep(&ts, &ts) == -1)
+		;
+}
+
+static int
+sys_resolve(void *arg, const char *host, uint16_t port,
+    struct sockaddr_storage *out, size_t max, size_t *n)
+{
+	struct addrinfo hints, *res, *ai;
+
+	(void)arg;
+	(void)port;
+	*n = 0;
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	if (getaddrinfo(host, NULL, &hints, &res) != 0)
+		return EGRESS_E_RESOLVE;
+	for (ai = res; ai != NULL && *n < max; ai = ai->ai_next) {
+		if ((ai->ai_family != AF_INET && ai->ai_family != AF_INET6) ||
+		    ai->ai_addrlen > sizeof(*out))
+			continue;
+		memset(&out[*n], 0, sizeof(out[*n]));
+		memcpy(&out[*n], ai->ai_addr, ai->ai_addrlen);
+		(*n)++;
+	}
+	freeaddrinfo(res);
+	return *n > 0 ? 0 : EGRESS_E_RESOLVE;
+}
+
+int
+egress_ctx_new(const struct egress_config *cfg, struct egress_ctx **out)
+{
+	struct egress_ctx *ctx;
+
+	*out = NULL;
+	if ((ctx = calloc(1, sizeof(*ctx))) == NULL)
+		return EGRESS_E_NOMEM;
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		free(ctx);
+		return EGRESS_E_INTERNAL;
+	}
+	if (cfg != NULL)
+		ctx->cfg = *cfg;
+	ctx->cfg.ca_blob = NULL;
+	ctx->cfg.ca_path = NULL;
+	if (cfg != NULL && cfg->ca_blob != NULL && cfg->ca_blob_len > 0) {
+		if ((ctx->ca_blob = malloc(cfg->ca_blob_len)) == NULL)
+			goto nomem;
+		memcpy(ctx->ca_blob, cfg->ca_blob, cfg->ca_blob_len);
+		ctx->ca_blob_len = cfg->ca_blob_len;
+	}
+	if (cfg != NULL && cfg->ca_path != NULL &&
+	    (ctx->ca_path = strdup(cfg->ca_path)) == NULL)
+		goto nomem;
+	/* libcurl+OpenSSL would write TLS secrets where this points. */
+	if (getenv("SSLKEYLOGFILE") != NULL)
+		log_warnx("%s: SSLKEYLOGFILE is set; egress TLS keys may be "
+		          "logged",
+		    __func__);
+	if (ctx->cfg.resolve == NULL)
+		ctx->cfg.resolve = sys_resolve;
+	if (ctx->cfg.clock == NULL)
+		ctx->cfg.clock = sys_clock;
+	if (ctx->cfg.wallclock == NULL)
+		ctx->cfg.wallclock = sys_wallclock;
+	if (ctx->cfg.sleep == NULL)
+		ctx->cfg.sleep = sys_sleep;
+	*out = ctx;
+	return 0;
+nomem:
+	egress_ctx_free(ctx);
+	return EGRESS_E_NOMEM;
+}
+
+void
+egress_ctx_free(struct egress_ctx *ctx)
+{
+	size_t i;
+
+	if (ctx == NULL)
+		return;
+	for (i = 0; i < ctx->nprincipals; i++)
+		free(ctx->principals[i].name);
+	free(ctx->principals);
+	free(ctx->ca_blob);
+	free(ctx->ca_path);
+	free(ctx);
+	curl_global_cleanup();
+}
+
+static struct egress_principal *
+principal_find(struct egress_ctx *ctx, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < ctx->nprincipals; i++)
+		if (strcmp(ctx->principals[i].name, name) == 0)
+			return &ctx->principals[i];
+	return NULL;
+}
+
+int
+egress_principal_acquire(
+    struct egress_ctx *ctx, const char *principal, unsigned max)
+{
+	struct egress_principal *p, *np;
+
+	if (principal == NULL)
+		principal = "";
+	if ((p = principal_find(ctx, principal)) == NULL) {
+		/* Reuse a slot whose count went back to zero. */
+		for (size_t i = 0; i < ctx->nprincipals && p == NULL; i++)
+			if (ctx->principals[i].count == 0) {
+				char *s = strdup(principal);
+
+				if (s == NULL)
+					return EGRESS_E_NOMEM;
+				free(ctx->principals[i].name);
+				ctx->principals[i].name = s;
+				p = &ctx->principals[i];
+			}
+	}
+	if (p == NULL) {
+		np = reallocarray(
+		    ctx->principals, ctx->nprincipals + 1, sizeof(*np));
+		if (np == NULL)
+			return EGRESS_E_NOMEM;
+		ctx->principals = np;
+		p = &np[ctx->nprincipals];
+		if ((p->name = strdup(principal)) == NULL)
+			return EGRESS_E_NOMEM;
+		p->count = 0;
+		ctx->nprincipals++;
+	}
+	if (max != 0 && p->count >= max)
+		return EGRESS_E_CONCURRENCY;
+	p->count++;
+	return 0;
+}
+
+void
+egress_principal_release(struct egress_ctx *ctx, const char *principal)
+{
+	struct egress_principal *p;
+
+	if (principal == NULL)
+		principal = "";
+	if ((p = principal_find(ctx, principal)) != NULL && p->count > 0)
+		p->count--;
+}
+
+unsigned
+egress_principal_count(struct egress_ctx *ctx, const char *principal)
+{
+	struct egress_principal *p;
+
+	if (principal == NULL)
+		principal = "";
+	p = principal_find(ctx, principal);
+	return p ? p->count : 0;
+}

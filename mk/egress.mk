@@ -1,0 +1,5 @@
+# egress (issue 9): the tests build a throwaway CA with the openssl CLI and
+# serve HTTPS on 127.0.0.1 from Debian's python3.
+# iproute2 and util-linux (unshare) run the tests in a loopback-only netns.
+DEPS_PKGS += openssl python3 iproute2 util-linux libcurl4-openssl-dev \
+             libsodium-dev
