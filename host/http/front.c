@@ -1,0 +1,485 @@
+/*
+ * The front's epoll loop. Level-triggered: each connection is registered
+ * for either input or output, never both, which makes the state machine
+ * easy to follow:
+ *
+ *   HEAD --head parsed--> BODY --body complete--> (api_handle) --> HEAD
+ *     any state --error/close--> draining output --> closed
+ *
+ * Deadlines: a request's head must arrive within head_timeout_ms of its
+ * first byte and its body within body_timeout_ms of the head; an idle
+ * keep-alive connection lives idle_timeout_ms; pending output must drain
+ * within write_timeout_ms. None is extended by trickling bytes, which is
+ * what makes slowloris useless.
+ */
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "host/http/front.h"
+#include "lib/log.h"
+
+enum conn_state { C_IDLE, C_HEAD, C_BODY };
+
+struct conn {
+	int fd;
+	unsigned slot;
+	enum conn_state state;
+	char *in;
+	size_t inlen;
+	size_t incap;
+	struct http_buf out;
+	size_t outoff;
+	struct http_request req;
+	struct http_chunked ch;
+	size_t body_r; /* chunked: raw read position */
+	size_t body_w; /* chunked: decoded write position */
+	uint64_t deadline;
+	uint64_t write_deadline;
+	int closing;
+	int want_out; /* registered for EPOLLOUT */
+	int sent_continue;
+	unsigned nreq;
+};
+
+struct front {
+	int epfd;
+	int lfd;
+	struct api *api;
+	const struct front_limits *lim;
+	struct conn **conns;
+	unsigned nconns;
+	size_t incap_max;
+};
+
+void
+front_limits_default(struct front_limits *l)
+{
+	http_limits_default(&l->http);
+	l->max_conns = 1024;
+	l->head_timeout_ms = 10000;
+	l->body_timeout_ms = 30000;
+	l->idle_timeout_ms = 60000;
+	l->write_timeout_ms = 30000;
+	l->max_requests = 0;
+	l->max_pending_out = 4 << 20;
+}
+
+static uint64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void
+conn_close(struct front *f, struct conn *c)
+{
+	epoll_ctl(f->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	close(c->fd);
+	f->conns[c->slot] = NULL;
+	f->nconns--;
+	free(c->in);
+	http_buf_free(&c->out);
+	free(c);
+}
+
+static int
+conn_watch(struct front *f, struct conn *c, int want_out)
+{
+	struct epoll_event ev;
+
+	if (c->want_out == want_out)
+		return 0;
+	memset(&ev, 0, sizeof(ev));
+	ev.events = want_out ? EPOLLOUT : EPOLLIN;
+	ev.data.ptr = c;
+	if (epoll_ctl(f->epfd, EPOLL_CTL_MOD, c->fd, &ev) == -1)
+		return -1;
+	c->want_out = want_out;
+	return 0;
+}
+
+static void
+conn_refuse(struct front *f, struct conn *c, int status)
+{
+	api_refuse(f->api, status, &c->out);
+	c->closing = 1;
+	c->inlen = 0;
+}
+
+/* Write what is pending; 0 ok (maybe partial), -1 the peer is gone. */
+static int
+conn_flush(struct front *f, struct conn *c)
+{
+	while (c->outoff < c->out.len) {
+		ssize_t n = send(c->fd, c->out.data + c->outoff,
+		    c->out.len - c->outoff, MSG_NOSIGNAL);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;
+			return -1;
+		}
+		c->outoff += (size_t)n;
+	}
+	if (c->outoff == c->out.len) {
+		c->outoff = 0;
+		c->out.len = 0;
+		c->write_deadline = 0;
+	} else if (c->write_deadline == 0)
+		c->write_deadline = mono_ms() + f->lim->write_timeout_ms;
+	return 0;
+}
+
+/*
+ * Parse and answer as many complete requests as the input holds. Stops
+ * when a request is incomplete, when the connection is closing, or when
+ * enough output is pending that the client must read first.
+ */
+static void
+conn_process(struct front *f, struct conn *c)
+{
+	const struct front_limits *lim = f->lim;
+	int status, rc;
+
+	while (!c->closing && c->out.len < lim->max_pending_out) {
+		size_t consumed;
+
+		if (c->state == C_IDLE || c->state == C_HEAD) {
+			if (c->inlen == 0) {
+				if (c->state == C_HEAD) {
+					c->state = C_IDLE;
+					c->deadline =
+					    mono_ms() + lim->idle_timeout_ms;
+				}
+				return;
+			}
+			if (c->state == C_IDLE) {
+				c->state = C_HEAD;
+				c->deadline = mono_ms() + lim->head_timeout_ms;
+			}
+			rc = http_parse_head(
+			    c->in, c->inlen, &lim->http, &c->req, &status);
+			if (rc == HTTP_MORE)
+				return;
+			if (rc == HTTP_ERROR) {
+				conn_refuse(f, c, status);
+				return;
+			}
+			c->state = C_BODY;
+			c->deadline = mono_ms() + lim->body_timeout_ms;
+			c->sent_continue = 0;
+			if (c->req.chunked) {
+				http_chunked_init(&c->ch);
+				c->body_r = c->body_w = c->req.head_len;
+			}
+		}
+
+		/* C_BODY */
+		if (c->req.chunked) {
+			rc = http_chunked_decode(&c->ch, c->in, c->inlen,
+			    &c->body_r, &c->body_w, lim->http.max_body,
+			    &status);
+			if (rc == HTTP_ERROR) {
+				conn_refuse(f, c, status);
+				return;
+			}
+			/* Compact: decoded bytes then the raw remainder. */
+			if (c->body_r > c->body_w) {
+				memmove(c->in + c->body_w, c->in + c->body_r,
+				    c->inlen - c->body_r);
+				c->inlen -= c->body_r - c->body_w;
+				c->body_r = c->body_w;
+			}
+			if (rc == HTTP_MORE)
+				goto more_body;
+			consumed = c->body_w;
+		} else {
+			consumed = c->req.head_len + c->req.content_length;
+			if (c->inlen < consumed)
+				goto more_body;
+		}
+
+		/* The buffer may have moved since the head was parsed. */
+		if (http_parse_head(c->in, c->inlen, &lim->http, &c->req,
+		        &status) != HTTP_OK) {
+			conn_refuse(f, c, 500);
+			return;
+		}
+		c->req.body = c->in + c->req.head_len;
+		c->req.body_len = consumed - c->req.head_len;
+		c->nreq++;
+		if (api_handle(f->api, &c->req, &c->out) ||
+		    (lim->max_requests && c->nreq >= lim->max_requests))
+			c->closing = 1;
+		memmove(c->in, c->in + consumed, c->inlen - consumed);
+		c->inlen -= consumed;
+		c->state = C_HEAD;
+		continue;
+	more_body:
+		if (c->req.expect_continue && !c->sent_continue) {
+			http_buf_puts(&c->out, "HTTP/1.1 100 Continue\r\n\r\n");
+			c->sent_continue = 1;
+		}
+		return;
+	}
+}
+
+static void
+conn_read(struct front *f, struct conn *c)
+{
+	ssize_t n;
+
+	if (c->inlen == c->incap) {
+		size_t cap = c->incap ? c->incap * 2 : 16384;
+		char *p;
+
+		if (c->incap >= f->incap_max) {
+			conn_refuse(f, c, 413);
+			return;
+		}
+		if (cap > f->incap_max)
+			cap = f->incap_max;
+		if ((p = realloc(c->in, cap)) == NULL) {
+			conn_refuse(f, c, 503);
+			return;
+		}
+		c->in = p;
+		c->incap = cap;
+	}
+	n = recv(c->fd, c->in + c->inlen, c->incap - c->inlen, 0);
+	if (n == -1) {
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			c->closing = 2;
+		return;
+	}
+	if (n == 0) {
+		/* Half-close: answer what is complete, then go. */
+		c->closing = c->state == C_IDLE && c->inlen == 0 ? 2 : 1;
+		if (c->closing == 1) {
+			c->closing = 0;
+			conn_process(f, c);
+			c->closing = 1;
+		}
+		return;
+	}
+	c->inlen += (size_t)n;
+	conn_process(f, c);
+}
+
+/* After any event: write, then decide what to wait for next. */
+static void
+conn_settle(struct front *f, struct conn *c)
+{
+	if (c->closing == 2 || conn_flush(f, c) == -1) {
+		conn_close(f, c);
+		return;
+	}
+	if (c->out.len > 0) {
+		if (conn_watch(f, c, 1) == -1)
+			conn_close(f, c);
+		return;
+	}
+	if (c->closing) {
+		/* Lingering close: stop sending and let the peer read. */
+		shutdown(c->fd, SHUT_WR);
+		conn_close(f, c);
+		return;
+	}
+	/* Output drained: pipelined requests may be waiting in the buffer. */
+	if (c->inlen > 0 && c->state != C_BODY) {
+		size_t before = c->inlen;
+		conn_process(f, c);
+		if (c->out.len > 0 || c->closing || c->inlen != before) {
+			conn_settle(f, c);
+			return;
+		}
+	}
+	if (conn_watch(f, c, 0) == -1)
+		conn_close(f, c);
+}
+
+static void
+front_accept(struct front *f)
+{
+	static const char busy[] =
+	    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: "
+	    "application/json\r\nContent-Length: 65\r\nConnection: "
+	    "close\r\nRetry-After: 1\r\n\r\n{\"error\":{\"message\":\"Too "
+	    "many connections\",\"code\":\"UNAVAILABLE\"}}";
+
+	for (;;) {
+		struct epoll_event ev;
+		struct conn *c;
+		unsigned slot;
+		int fd, one = 1;
+
+		fd = accept4(f->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd == -1) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				log_warn("%s: accept", __func__);
+			return;
+		}
+		if (f->nconns >= f->lim->max_conns) {
+			api_count_conn(f->api, API_CONN_REFUSED);
+			(void)send(fd, busy, sizeof(busy) - 1,
+			    MSG_NOSIGNAL | MSG_DONTWAIT);
+			close(fd);
+			continue;
+		}
+		(void)setsockopt(
+		    fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		for (slot = 0; slot < f->lim->max_conns; slot++)
+			if (f->conns[slot] == NULL)
+				break;
+		if (slot == f->lim->max_conns ||
+		    (c = calloc(1, sizeof(*c))) == NULL) {
+			close(fd);
+			continue;
+		}
+		c->fd = fd;
+		c->slot = slot;
+		c->state = C_IDLE;
+		c->deadline = mono_ms() + f->lim->idle_timeout_ms;
+		http_buf_init(&c->out);
+		memset(&ev, 0, sizeof(ev));
+		ev.events = EPOLLIN;
+		ev.data.ptr = c;
+		if (epoll_ctl(f->epfd, EPOLL_CTL_ADD, fd, &ev) == -1) {
+			close(fd);
+			free(c);
+			continue;
+		}
+		f->conns[slot] = c;
+		f->nconns++;
+		api_count_conn(f->api, API_CONN_ACCEPTED);
+	}
+}
+
+static void
+front_sweep(struct front *f, uint64_t now)
+{
+	for (unsigned i = 0; i < f->lim->max_conns; i++) {
+		struct conn *c = f->conns[i];
+
+		if (c == NULL)
+			continue;
+		if (c->write_deadline && now >= c->write_deadline) {
+			api_count_conn(f->api, API_CONN_TIMEOUT);
+			conn_close(f, c);
+			continue;
+		}
+		if (c->out.len > 0 || c->closing || now < c->deadline)
+			continue;
+		api_count_conn(f->api, API_CONN_TIMEOUT);
+		if (c->state == C_IDLE) {
+			conn_close(f, c);
+			continue;
+		}
+		/* A partial request timed out: say so, then close. */
+		conn_refuse(f, c, 408);
+		conn_settle(f, c);
+	}
+}
+
+int
+front_serve_api(int lfd, struct api *api, const struct front_limits *lim,
+    volatile int *stop)
+{
+	struct front f;
+	struct epoll_event ev, evs[64];
+	uint64_t next_sweep = 0;
+	int fl, rc = 0;
+
+	memset(&f, 0, sizeof(f));
+	f.lfd = lfd;
+	f.api = api;
+	f.lim = lim;
+	f.incap_max = lim->http.max_head + lim->http.max_body + 65536;
+	if ((f.conns = calloc(lim->max_conns, sizeof(*f.conns))) == NULL)
+		return -1;
+	if ((fl = fcntl(lfd, F_GETFL)) != -1)
+		(void)fcntl(lfd, F_SETFL, fl | O_NONBLOCK);
+	if ((f.epfd = epoll_create1(EPOLL_CLOEXEC)) == -1) {
+		free(f.conns);
+		return -1;
+	}
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN;
+	ev.data.ptr = NULL;
+	if (epoll_ctl(f.epfd, EPOLL_CTL_ADD, lfd, &ev) == -1) {
+		close(f.epfd);
+		free(f.conns);
+		return -1;
+	}
+
+	while (stop == NULL || !*stop) {
+		uint64_t now;
+		int n = epoll_wait(f.epfd, evs, (int)nitems(evs), 250);
+
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			log_warn("%s: epoll_wait", __func__);
+			rc = -1;
+			break;
+		}
+		for (int i = 0; i < n; i++) {
+			struct conn *c = evs[i].data.ptr;
+
+			if (c == NULL) {
+				front_accept(&f);
+				continue;
+			}
+			if (evs[i].events & (EPOLLERR | EPOLLHUP) &&
+			    !(evs[i].events & (EPOLLIN | EPOLLOUT))) {
+				conn_close(&f, c);
+				continue;
+			}
+			if (!c->want_out)
+				conn_read(&f, c);
+			conn_settle(&f, c);
+		}
+		now = mono_ms();
+		if (now >= next_sweep) {
+			front_sweep(&f, now);
+			next_sweep = now + 250;
+		}
+	}
+
+	for (unsigned i = 0; i < lim->max_conns; i++)
+		if (f.conns[i] != NULL)
+			conn_close(&f, f.conns[i]);
+	close(f.epfd);
+	free(f.conns);
+	return rc;
+}
+
+int
+front_serve(int lfd, const struct api_backend *be,
+    const struct front_limits *lim, volatile int *stop)
+{
+	struct api *api;
+	int rc;
+
+	if ((api = api_new(be, NULL)) == NULL)
+		return -1;
+	rc = front_serve_api(lfd, api, lim, stop);
+	api_free(api);
+	return rc;
+}

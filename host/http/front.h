@@ -1,0 +1,46 @@
+/*
+ * The front's event loop: one thread, epoll, non-blocking sockets.
+ * Each connection is a small state machine (reading the head, reading the
+ * body, writing) with a deadline per state, so a slow client holds one
+ * slot for at most the head or body timeout and never the loop.
+ *
+ * Keep-alive and pipelining: requests are answered in order; while a
+ * response is being written no further request is parsed, and reading
+ * stops once max_pending_out bytes wait to be written (backpressure).
+ */
+#ifndef KEEP_FRONT_H
+#define KEEP_FRONT_H
+
+#include <stdint.h>
+
+#include "host/api/api.h"
+#include "host/http/http.h"
+
+struct front_limits {
+	struct http_limits http;
+	unsigned max_conns; /* default 1024; above it: 503 + close */
+	uint64_t head_timeout_ms; /* first byte of a request to its head end */
+	uint64_t body_timeout_ms; /* head end to body end */
+	uint64_t idle_timeout_ms; /* between requests on a kept connection */
+	uint64_t write_timeout_ms; /* a response must drain in this time */
+	unsigned max_requests; /* per connection, 0: unlimited */
+	size_t max_pending_out; /* stop reading above this many bytes */
+};
+
+void front_limits_default(struct front_limits *);
+
+/*
+ * Serve listen_fd (a listening, preferably non-blocking, socket) until
+ * *stop becomes non-zero (checked at least every 500 ms; stop may be
+ * NULL). The api answers each request. Returns 0 on a clean stop, -1 if
+ * epoll itself fails (errno set). TLS: not in this version; terminate TLS
+ * in front of keepd (see docs/api.yaml).
+ */
+int front_serve_api(int listen_fd, struct api *, const struct front_limits *,
+    volatile int *stop);
+
+/* Convenience: api_new(be, NULL) + front_serve_api + api_free. */
+int front_serve(int listen_fd, const struct api_backend *be,
+    const struct front_limits *, volatile int *stop);
+
+#endif
