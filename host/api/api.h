@@ -358,6 +358,14 @@ enum api_conn_event {
 };
 void api_count_conn(struct api *, enum api_conn_event);
 
+/*
+ * Route i of the router, for tests that check the router against
+ * docs/api.yaml: sets *pattern ("/v1/sandboxes/{id}") and returns the
+ * method as an index into get, head, post, put, patch, delete, options;
+ * -1 past the last route.
+ */
+int api_test_route(size_t i, const char **pattern);
+
 /* The OpenAPI document (docs/api.yaml as JSON), embedded at build time. */
 extern const char api_openapi_json[];
 extern const size_t api_openapi_json_len;

@@ -1276,3 +1276,21 @@ const struct api_route api_routes[] = {
 	{ HTTP_GET, "/v1/audit", h_audit, CAP_AUDIT_READ, 0, 0, "audit" },
 };
 const size_t api_nroutes = sizeof(api_routes) / sizeof(api_routes[0]);
+
+int
+api_test_route(size_t i, const char **pattern)
+{
+	static const int verb[] = { [HTTP_GET] = 0,
+		[HTTP_HEAD] = 1,
+		[HTTP_POST] = 2,
+		[HTTP_PUT] = 3,
+		[HTTP_PATCH] = 4,
+		[HTTP_DELETE] = 5,
+		[HTTP_OPTIONS] = 6,
+		[HTTP_OTHER] = -1 };
+
+	if (i >= api_nroutes)
+		return -1;
+	*pattern = api_routes[i].pattern;
+	return verb[api_routes[i].method];
+}

@@ -656,6 +656,44 @@ test_images_audit_metrics(void **state)
 	resp_free(&r);
 }
 
+/* Every route the router serves is documented, with its capability. */
+static void
+test_openapi_covers_routes(void **state)
+{
+	static const char *const verbs[] = { "get", "head", "post", "put",
+		"patch", "delete", "options" };
+	json_t *doc =
+	    json_loadb(api_openapi_json, api_openapi_json_len, 0, NULL);
+	json_t *paths = json_object_get(doc, "paths");
+	const char *path;
+	json_t *item;
+	size_t documented = 0;
+
+	(void)state;
+	assert_non_null(doc);
+	assert_non_null(paths);
+	json_object_foreach(paths, path, item)
+	{
+		for (size_t v = 0; v < sizeof(verbs) / sizeof(verbs[0]); v++) {
+			json_t *op = json_object_get(item, verbs[v]);
+			if (op == NULL)
+				continue;
+			documented++;
+			assert_non_null(
+			    json_object_get(op, "x-keep-capability"));
+			assert_non_null(json_object_get(op, "responses"));
+		}
+	}
+	for (size_t i = 0; api_test_route(i, &path) >= 0; i++) {
+		const char *verb = verbs[api_test_route(i, &path)];
+		item = json_object_get(paths, path);
+		if (item == NULL || json_object_get(item, verb) == NULL)
+			fail_msg("undocumented route: %s %s", verb, path);
+	}
+	assert_true(documented >= 30);
+	json_decref(doc);
+}
+
 static void
 test_refuse(void **state)
 {
@@ -689,6 +727,7 @@ main(void)
 		T(test_idempotency),
 		T(test_images_audit_metrics),
 		T(test_refuse),
+		T(test_openapi_covers_routes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
