@@ -25,6 +25,7 @@
 struct client {
 	const char *url;
 	const char *token;
+	const char *cacert; /* NULL: the system's trust store */
 	int json;
 	CURL *curl;
 };
@@ -40,7 +41,9 @@ static void
 usage(void)
 {
 	fprintf(stderr,
-	    "usage: keep api [--url URL] [--token TOKEN] [--json] COMMAND\n"
+	    "usage: keep api [--url URL] [--token TOKEN] [--cacert PEM] "
+	    "[--json] "
+	    "COMMAND\n"
 	    "  sandbox create [--image IMAGE] [--ttl SECONDS] [--env K=V]...\n"
 	    "  sandbox list | get ID | delete ID | token ID\n"
 	    "  exec [--language python|javascript] SANDBOX CODE|-\n"
@@ -95,6 +98,8 @@ request(struct client *c, const char *method, const char *path,
 	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c->curl, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT, 10L);
+	if (c->cacert != NULL)
+		curl_easy_setopt(c->curl, CURLOPT_CAINFO, c->cacert);
 	if (c->token != NULL) {
 		if (asprintf(&auth, "Authorization: Bearer %s", c->token) ==
 		    -1) {
@@ -690,6 +695,7 @@ cmd_api(int argc, char **argv)
 		{ "url", required_argument, NULL, 'u' },
 		{ "token", required_argument, NULL, 't' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "cacert", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -700,7 +706,7 @@ cmd_api(int argc, char **argv)
 	c.url = DEFAULT_URL;
 	c.token = getenv("KEEP_TOKEN");
 	optind = 1;
-	while ((ch = getopt_long(argc, argv, "+u:t:jh", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "+u:t:jc:h", opts, NULL)) != -1) {
 		switch (ch) {
 		case 'u':
 			c.url = optarg;
@@ -710,6 +716,9 @@ cmd_api(int argc, char **argv)
 			break;
 		case 'j':
 			c.json = 1;
+			break;
+		case 'c':
+			c.cacert = optarg;
 			break;
 		default:
 			usage();

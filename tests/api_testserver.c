@@ -9,6 +9,8 @@
  *   -s  a token for SUB with the listed capabilities
  *   -e  an expired token
  *   -r  SUB gets 429 (Retry-After: 7) after N allowed decisions
+ *   -c CERT -k KEY  serve TLS (PEM files, read before serving)
+ *   -T MS  head, body and idle timeouts
  * With -p 0 the kernel picks the port; -P writes it to PORTFILE.
  */
 #include <sys/socket.h>
@@ -20,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <tls.h>
 #include <unistd.h>
 
 #include "host/api/api_fake.h"
@@ -33,6 +36,25 @@ on_signal(int sig)
 {
 	(void)sig;
 	stop = 1;
+}
+
+static char *
+slurp(const char *path, size_t *len)
+{
+	FILE *fp = fopen(path, "rb");
+	char *buf;
+	long n;
+
+	if (fp == NULL || fseek(fp, 0, SEEK_END) != 0 || (n = ftell(fp)) < 0 ||
+	    fseek(fp, 0, SEEK_SET) != 0 ||
+	    (buf = malloc((size_t)n + 1)) == NULL) {
+		if (fp != NULL)
+			fclose(fp);
+		return NULL;
+	}
+	*len = fread(buf, 1, (size_t)n, fp);
+	fclose(fp);
+	return buf;
 }
 
 static cap_set_t
@@ -60,18 +82,25 @@ main(int argc, char **argv)
 	struct front_limits lim;
 	struct api_fake *fake;
 	struct api *api;
-	const char *portfile = NULL;
+	const char *portfile = NULL, *certfile = NULL, *keyfile = NULL;
+	struct tls *tls = NULL;
 	int ch, fd, one = 1, port = 8421;
 
 	log_init(1, 0, "keep-api-testserver");
 	if ((fake = api_fake_new(NULL, NULL)) == NULL)
 		err(1, "api_fake_new");
 	front_limits_default(&lim);
-	while ((ch = getopt(argc, argv, "e:p:P:r:s:t:T:")) != -1) {
+	while ((ch = getopt(argc, argv, "c:e:k:p:P:r:s:t:T:")) != -1) {
 		char *a, *b;
 		switch (ch) {
 		case 'p':
 			port = atoi(optarg);
+			break;
+		case 'c':
+			certfile = optarg;
+			break;
+		case 'k':
+			keyfile = optarg;
 			break;
 		case 'P':
 			portfile = optarg;
@@ -110,6 +139,22 @@ main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (certfile != NULL && keyfile != NULL) {
+		char *cert, *key, msg[256];
+		size_t certlen, keylen;
+
+		/* As the parent would: read the files, hand over bytes. */
+		if ((cert = slurp(certfile, &certlen)) == NULL ||
+		    (key = slurp(keyfile, &keylen)) == NULL)
+			err(1, "reading the certificate or key");
+		tls = front_tls_server(
+		    cert, certlen, key, keylen, msg, sizeof(msg));
+		if (tls == NULL)
+			errx(1, "tls: %s", msg);
+		explicit_bzero(key, keylen);
+		free(key);
+		free(cert);
+	}
 	api_fake_backend(fake, &be);
 	if ((api = api_new(&be, NULL)) == NULL)
 		errx(1, "api_new");
@@ -138,8 +183,10 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	fprintf(stderr, "keep-api-testserver: listening on 127.0.0.1:%d\n",
 	    ntohs(sin.sin_port));
-	if (front_serve_api(fd, api, &lim, &stop) != 0)
-		err(1, "front_serve_api");
+	if (front_serve_tls(fd, api, &lim, tls, &stop) != 0)
+		err(1, "front_serve_tls");
+	if (tls != NULL)
+		tls_free(tls);
 	api_free(api);
 	api_fake_free(fake);
 	close(fd);

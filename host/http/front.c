@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <tls.h>
 #include <unistd.h>
 
 #include "host/http/front.h"
@@ -46,7 +47,10 @@ struct conn {
 	uint64_t deadline;
 	uint64_t write_deadline;
 	int closing;
-	int want_out; /* registered for EPOLLOUT */
+	uint32_t events; /* registered epoll events */
+	uint32_t rd_want; /* what the last read waits for */
+	uint32_t wr_want; /* what the last write waits for */
+	struct tls *tls; /* NULL: plain TCP */
 	int sent_continue;
 	unsigned nreq;
 };
@@ -56,6 +60,7 @@ struct front {
 	int lfd;
 	struct api *api;
 	const struct front_limits *lim;
+	struct tls *tls; /* server context, or NULL */
 	struct conn **conns;
 	unsigned nconns;
 	size_t incap_max;
@@ -87,6 +92,11 @@ static void
 conn_close(struct front *f, struct conn *c)
 {
 	epoll_ctl(f->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	if (c->tls != NULL) {
+		/* Best effort: a close_notify if it fits without waiting. */
+		(void)tls_close(c->tls);
+		tls_free(c->tls);
+	}
 	close(c->fd);
 	f->conns[c->slot] = NULL;
 	f->nconns--;
@@ -96,19 +106,73 @@ conn_close(struct front *f, struct conn *c)
 }
 
 static int
-conn_watch(struct front *f, struct conn *c, int want_out)
+conn_watch(struct front *f, struct conn *c, uint32_t events)
 {
 	struct epoll_event ev;
 
-	if (c->want_out == want_out)
+	if (c->events == events)
 		return 0;
 	memset(&ev, 0, sizeof(ev));
-	ev.events = want_out ? EPOLLOUT : EPOLLIN;
+	ev.events = events;
 	ev.data.ptr = c;
 	if (epoll_ctl(f->epfd, EPOLL_CTL_MOD, c->fd, &ev) == -1)
 		return -1;
-	c->want_out = want_out;
+	c->events = events;
 	return 0;
+}
+
+/*
+ * Transport, plain or TLS. Both return bytes moved, 0 for end of stream
+ * (recv only), or -1 with errno EAGAIN (and *want set to the epoll event
+ * that will let it progress) or another errno for a dead connection.
+ * With TLS, a read may need the socket writable and a write readable
+ * (renegotiation, the handshake), which is why the want is kept per
+ * direction rather than assumed.
+ */
+static ssize_t
+tls_result(struct tls *t, ssize_t n, uint32_t *want)
+{
+	if (n == TLS_WANT_POLLIN) {
+		*want = EPOLLIN;
+		errno = EAGAIN;
+		return -1;
+	}
+	if (n == TLS_WANT_POLLOUT) {
+		*want = EPOLLOUT;
+		errno = EAGAIN;
+		return -1;
+	}
+	if (n < 0) {
+		log_debug("tls: %s", tls_error(t) ? tls_error(t) : "error");
+		errno = EPROTO;
+	}
+	return n;
+}
+
+static ssize_t
+conn_recv(struct conn *c, void *buf, size_t len)
+{
+	ssize_t n;
+
+	if (c->tls == NULL) {
+		c->rd_want = EPOLLIN;
+		return recv(c->fd, buf, len, 0);
+	}
+	n = tls_read(c->tls, buf, len);
+	return tls_result(c->tls, n, &c->rd_want);
+}
+
+static ssize_t
+conn_send(struct conn *c, const void *buf, size_t len)
+{
+	ssize_t n;
+
+	if (c->tls == NULL) {
+		c->wr_want = EPOLLOUT;
+		return send(c->fd, buf, len, MSG_NOSIGNAL);
+	}
+	n = tls_write(c->tls, buf, len);
+	return tls_result(c->tls, n, &c->wr_want);
 }
 
 static void
@@ -124,8 +188,8 @@ static int
 conn_flush(struct front *f, struct conn *c)
 {
 	while (c->outoff < c->out.len) {
-		ssize_t n = send(c->fd, c->out.data + c->outoff,
-		    c->out.len - c->outoff, MSG_NOSIGNAL);
+		ssize_t n = conn_send(
+		    c, c->out.data + c->outoff, c->out.len - c->outoff);
 		if (n == -1) {
 			if (errno == EINTR)
 				continue;
@@ -243,14 +307,17 @@ conn_read(struct front *f, struct conn *c)
 {
 	ssize_t n;
 
-	if (c->inlen == c->incap) {
+	/*
+	 * A TLS record decrypts to at most 16 KiB and libtls cannot say
+	 * whether plaintext is left inside it, so a TLS read always gets a
+	 * whole record's room: nothing is stranded where epoll cannot see.
+	 */
+	size_t need = c->tls != NULL ? 16384 : 1;
+
+	while (c->incap - c->inlen < need && c->incap < f->incap_max) {
 		size_t cap = c->incap ? c->incap * 2 : 16384;
 		char *p;
 
-		if (c->incap >= f->incap_max) {
-			conn_refuse(f, c, 413);
-			return;
-		}
 		if (cap > f->incap_max)
 			cap = f->incap_max;
 		if ((p = realloc(c->in, cap)) == NULL) {
@@ -260,7 +327,11 @@ conn_read(struct front *f, struct conn *c)
 		c->in = p;
 		c->incap = cap;
 	}
-	n = recv(c->fd, c->in + c->inlen, c->incap - c->inlen, 0);
+	if (c->inlen == c->incap) {
+		conn_refuse(f, c, 413);
+		return;
+	}
+	n = conn_recv(c, c->in + c->inlen, c->incap - c->inlen);
 	if (n == -1) {
 		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
 			c->closing = 2;
@@ -289,7 +360,7 @@ conn_settle(struct front *f, struct conn *c)
 		return;
 	}
 	if (c->out.len > 0) {
-		if (conn_watch(f, c, 1) == -1)
+		if (conn_watch(f, c, c->wr_want) == -1)
 			conn_close(f, c);
 		return;
 	}
@@ -308,7 +379,7 @@ conn_settle(struct front *f, struct conn *c)
 			return;
 		}
 	}
-	if (conn_watch(f, c, 0) == -1)
+	if (conn_watch(f, c, c->rd_want) == -1)
 		conn_close(f, c);
 }
 
@@ -354,6 +425,17 @@ front_accept(struct front *f)
 		}
 		c->fd = fd;
 		c->slot = slot;
+		c->events = EPOLLIN;
+		c->rd_want = EPOLLIN;
+		c->wr_want = EPOLLOUT;
+		if (f->tls != NULL &&
+		    tls_accept_socket(f->tls, &c->tls, fd) == -1) {
+			log_warnx("%s: tls_accept_socket: %s", __func__,
+			    tls_error(f->tls));
+			close(fd);
+			free(c);
+			continue;
+		}
 		c->state = C_IDLE;
 		c->deadline = mono_ms() + f->lim->idle_timeout_ms;
 		http_buf_init(&c->out);
@@ -361,6 +443,8 @@ front_accept(struct front *f)
 		ev.events = EPOLLIN;
 		ev.data.ptr = c;
 		if (epoll_ctl(f->epfd, EPOLL_CTL_ADD, fd, &ev) == -1) {
+			if (c->tls != NULL)
+				tls_free(c->tls);
 			close(fd);
 			free(c);
 			continue;
@@ -401,6 +485,46 @@ int
 front_serve_api(int lfd, struct api *api, const struct front_limits *lim,
     volatile int *stop)
 {
+	return front_serve_tls(lfd, api, lim, NULL, stop);
+}
+
+struct tls *
+front_tls_server(const void *cert, size_t certlen, const void *key,
+    size_t keylen, char *err, size_t errlen)
+{
+	struct tls_config *cfg;
+	struct tls *t = NULL;
+
+	if ((cfg = tls_config_new()) == NULL) {
+		strlcpy(err, "tls_config_new failed", errlen);
+		return NULL;
+	}
+	if (tls_config_set_protocols(cfg, TLS_PROTOCOLS_DEFAULT) != 0 ||
+	    tls_config_set_cert_mem(cfg, cert, certlen) != 0 ||
+	    tls_config_set_key_mem(cfg, key, keylen) != 0) {
+		strlcpy(err, tls_config_error(cfg), errlen);
+		goto out;
+	}
+	if ((t = tls_server()) == NULL) {
+		strlcpy(err, "tls_server failed", errlen);
+		goto out;
+	}
+	if (tls_configure(t, cfg) != 0) {
+		strlcpy(err, tls_error(t), errlen);
+		tls_free(t);
+		t = NULL;
+	}
+out:
+	/* The key stays only in the server context. */
+	tls_config_clear_keys(cfg);
+	tls_config_free(cfg);
+	return t;
+}
+
+int
+front_serve_tls(int lfd, struct api *api, const struct front_limits *lim,
+    struct tls *tls, volatile int *stop)
+{
 	struct front f;
 	struct epoll_event ev, evs[64];
 	uint64_t next_sweep = 0;
@@ -410,6 +534,7 @@ front_serve_api(int lfd, struct api *api, const struct front_limits *lim,
 	f.lfd = lfd;
 	f.api = api;
 	f.lim = lim;
+	f.tls = tls;
 	f.incap_max = lim->http.max_head + lim->http.max_body + 65536;
 	if ((f.conns = calloc(lim->max_conns, sizeof(*f.conns))) == NULL)
 		return -1;
@@ -451,7 +576,8 @@ front_serve_api(int lfd, struct api *api, const struct front_limits *lim,
 				conn_close(&f, c);
 				continue;
 			}
-			if (!c->want_out)
+			/* With output pending, reading waits (backpressure). */
+			if (c->out.len == 0)
 				conn_read(&f, c);
 			conn_settle(&f, c);
 		}

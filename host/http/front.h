@@ -33,11 +33,26 @@ void front_limits_default(struct front_limits *);
  * Serve listen_fd (a listening, preferably non-blocking, socket) until
  * *stop becomes non-zero (checked at least every 500 ms; stop may be
  * NULL). The api answers each request. Returns 0 on a clean stop, -1 if
- * epoll itself fails (errno set). TLS: not in this version; terminate TLS
- * in front of keepd (see docs/api.yaml).
+ * epoll itself fails (errno set).
  */
 int front_serve_api(int listen_fd, struct api *, const struct front_limits *,
     volatile int *stop);
+
+struct tls;
+
+/*
+ * A libtls server context from a PEM certificate chain and key held in
+ * memory (the front is chrooted and cannot open files; the parent reads
+ * them and sends the bytes). NULL with a reason in err on failure. The
+ * caller should explicit_bzero its copy of the key afterwards.
+ */
+struct tls *front_tls_server(const void *cert, size_t certlen, const void *key,
+    size_t keylen, char *err, size_t errlen);
+
+/* front_serve_api, with every connection wrapped in TLS when tls is not
+ * NULL (the handshake runs inside the loop, under the head timeout). */
+int front_serve_tls(int listen_fd, struct api *, const struct front_limits *,
+    struct tls *tls, volatile int *stop);
 
 /* Convenience: api_new(be, NULL) + front_serve_api + api_free. */
 int front_serve(int listen_fd, const struct api_backend *be,
