@@ -770,7 +770,10 @@ idem_save(struct rq *r, struct idem_entry *e, const struct http_header *key,
 	if (e == NULL || r->status < 200 || r->status > 299 || r->out->oom)
 		return;
 	body = memmem(resp, rlen, "\r\n\r\n", 4);
-	if (body == NULL)
+	/* Replays are JSON; an event stream is not kept. */
+	if (body == NULL ||
+	    memmem(resp, (size_t)(body - resp), "text/event-stream", 17) !=
+	        NULL)
 		return;
 	body += 4;
 	e->body_len = rlen - (size_t)(body - resp);

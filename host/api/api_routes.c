@@ -40,11 +40,13 @@ iso_time(int64_t t)
 static json_t *
 bytes_string(const char *p, size_t n)
 {
-	json_t *s = json_stringn(p, n);
+	json_t *s;
 	char *fixed;
 	size_t o = 0;
 
-	if (s != NULL)
+	if (p == NULL || n == 0)
+		return json_string("");
+	if ((s = json_stringn(p, n)) != NULL)
 		return s;
 	if ((fixed = malloc(n * 3 + 1)) == NULL)
 		return NULL;

@@ -64,6 +64,7 @@ struct front {
 	struct conn **conns;
 	unsigned nconns;
 	size_t incap_max;
+	uint64_t next_sweep;
 };
 
 void
@@ -521,78 +522,118 @@ out:
 	return t;
 }
 
+struct front *
+front_new(
+    int lfd, struct api *api, const struct front_limits *lim, struct tls *tls)
+{
+	struct front *f;
+	struct epoll_event ev;
+	int fl;
+
+	if ((f = calloc(1, sizeof(*f))) == NULL)
+		return NULL;
+	f->lfd = lfd;
+	f->api = api;
+	f->lim = lim;
+	f->tls = tls;
+	f->incap_max = lim->http.max_head + lim->http.max_body + 65536;
+	f->epfd = -1;
+	if ((f->conns = calloc(lim->max_conns, sizeof(*f->conns))) == NULL)
+		goto fail;
+	if ((fl = fcntl(lfd, F_GETFL)) != -1)
+		(void)fcntl(lfd, F_SETFL, fl | O_NONBLOCK);
+	if ((f->epfd = epoll_create1(EPOLL_CLOEXEC)) == -1)
+		goto fail;
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN;
+	ev.data.ptr = NULL;
+	if (epoll_ctl(f->epfd, EPOLL_CTL_ADD, lfd, &ev) == -1)
+		goto fail;
+	return f;
+fail:
+	if (f->epfd != -1)
+		close(f->epfd);
+	free(f->conns);
+	free(f);
+	return NULL;
+}
+
+int
+front_fd(const struct front *f)
+{
+	return f->epfd;
+}
+
+unsigned
+front_nconns(const struct front *f)
+{
+	return f->nconns;
+}
+
+int
+front_step(struct front *f, int timeout_ms)
+{
+	struct epoll_event evs[64];
+	uint64_t now;
+	int n;
+
+	n = epoll_wait(f->epfd, evs, (int)nitems(evs), timeout_ms);
+	if (n == -1) {
+		if (errno == EINTR)
+			return 0;
+		log_warn("%s: epoll_wait", __func__);
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		struct conn *c = evs[i].data.ptr;
+
+		if (c == NULL) {
+			front_accept(f);
+			continue;
+		}
+		if (evs[i].events & (EPOLLERR | EPOLLHUP) &&
+		    !(evs[i].events & (EPOLLIN | EPOLLOUT))) {
+			conn_close(f, c);
+			continue;
+		}
+		/* With output pending, reading waits (backpressure). */
+		if (c->out.len == 0)
+			conn_read(f, c);
+		conn_settle(f, c);
+	}
+	now = mono_ms();
+	if (now >= f->next_sweep) {
+		front_sweep(f, now);
+		f->next_sweep = now + 250;
+	}
+	return 0;
+}
+
+void
+front_free(struct front *f)
+{
+	if (f == NULL)
+		return;
+	for (unsigned i = 0; i < f->lim->max_conns; i++)
+		if (f->conns[i] != NULL)
+			conn_close(f, f->conns[i]);
+	close(f->epfd);
+	free(f->conns);
+	free(f);
+}
+
 int
 front_serve_tls(int lfd, struct api *api, const struct front_limits *lim,
     struct tls *tls, volatile int *stop)
 {
-	struct front f;
-	struct epoll_event ev, evs[64];
-	uint64_t next_sweep = 0;
-	int fl, rc = 0;
+	struct front *f;
+	int rc = 0;
 
-	memset(&f, 0, sizeof(f));
-	f.lfd = lfd;
-	f.api = api;
-	f.lim = lim;
-	f.tls = tls;
-	f.incap_max = lim->http.max_head + lim->http.max_body + 65536;
-	if ((f.conns = calloc(lim->max_conns, sizeof(*f.conns))) == NULL)
+	if ((f = front_new(lfd, api, lim, tls)) == NULL)
 		return -1;
-	if ((fl = fcntl(lfd, F_GETFL)) != -1)
-		(void)fcntl(lfd, F_SETFL, fl | O_NONBLOCK);
-	if ((f.epfd = epoll_create1(EPOLL_CLOEXEC)) == -1) {
-		free(f.conns);
-		return -1;
-	}
-	memset(&ev, 0, sizeof(ev));
-	ev.events = EPOLLIN;
-	ev.data.ptr = NULL;
-	if (epoll_ctl(f.epfd, EPOLL_CTL_ADD, lfd, &ev) == -1) {
-		close(f.epfd);
-		free(f.conns);
-		return -1;
-	}
-
-	while (stop == NULL || !*stop) {
-		uint64_t now;
-		int n = epoll_wait(f.epfd, evs, (int)nitems(evs), 250);
-
-		if (n == -1) {
-			if (errno == EINTR)
-				continue;
-			log_warn("%s: epoll_wait", __func__);
-			rc = -1;
-			break;
-		}
-		for (int i = 0; i < n; i++) {
-			struct conn *c = evs[i].data.ptr;
-
-			if (c == NULL) {
-				front_accept(&f);
-				continue;
-			}
-			if (evs[i].events & (EPOLLERR | EPOLLHUP) &&
-			    !(evs[i].events & (EPOLLIN | EPOLLOUT))) {
-				conn_close(&f, c);
-				continue;
-			}
-			/* With output pending, reading waits (backpressure). */
-			if (c->out.len == 0)
-				conn_read(&f, c);
-			conn_settle(&f, c);
-		}
-		now = mono_ms();
-		if (now >= next_sweep) {
-			front_sweep(&f, now);
-			next_sweep = now + 250;
-		}
-	}
-
-	for (unsigned i = 0; i < lim->max_conns; i++)
-		if (f.conns[i] != NULL)
-			conn_close(&f, f.conns[i]);
-	close(f.epfd);
-	free(f.conns);
+	while (rc == 0 && (stop == NULL || !*stop))
+		rc = front_step(f, 250);
+	front_free(f);
 	return rc;
 }
 

@@ -54,6 +54,22 @@ struct tls *front_tls_server(const void *cert, size_t certlen, const void *key,
 int front_serve_tls(int listen_fd, struct api *, const struct front_limits *,
     struct tls *tls, volatile int *stop);
 
+/*
+ * The same loop, one step at a time, for a process that has its own event
+ * loop (the front process also talks to its peers): front_fd() is an
+ * epoll descriptor that polls readable when front_step() has work; call
+ * front_step(f, 0) then. Timeouts are enforced inside front_step, so call
+ * it at least every 250 ms even when idle. front_free closes the client
+ * connections, not listen_fd.
+ */
+struct front;
+struct front *front_new(
+    int listen_fd, struct api *, const struct front_limits *, struct tls *tls);
+int front_fd(const struct front *);
+int front_step(struct front *, int timeout_ms);
+unsigned front_nconns(const struct front *);
+void front_free(struct front *);
+
 /* Convenience: api_new(be, NULL) + front_serve_api + api_free. */
 int front_serve(int listen_fd, const struct api_backend *be,
     const struct front_limits *, volatile int *stop);
