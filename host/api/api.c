@@ -183,6 +183,8 @@ rq_emit(
 		http_response_header(o, "Retry-After", r->retry_after);
 	if (r->replayed)
 		http_response_header(o, "Idempotent-Replayed", "true");
+	if (status == 405)
+		http_response_header(o, "Allow", r->allow);
 	http_response_body(o, body, len, r->head_only);
 }
 
@@ -822,6 +824,17 @@ api_handle(struct api *a, const struct http_request *req, struct http_buf *out)
 		if (c->method == m) {
 			rt = c;
 			break;
+		}
+		if (strlen(r.allow) + 10 < sizeof(r.allow)) {
+			if (r.allow[0] != '\0')
+				strlcat(r.allow, ", ", sizeof(r.allow));
+			strlcat(r.allow,
+			    c->method == HTTP_GET         ? "GET, HEAD"
+			        : c->method == HTTP_POST  ? "POST"
+			        : c->method == HTTP_PUT   ? "PUT"
+			        : c->method == HTTP_PATCH ? "PATCH"
+			                                  : "DELETE",
+			    sizeof(r.allow));
 		}
 		r.id[0] = r.tail[0] = '\0';
 	}

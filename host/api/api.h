@@ -78,7 +78,14 @@ struct api_call {
 	const struct api_principal *who;
 	const char *request_id; /* also the audit log's request id */
 	enum cap_id cap; /* the capability this route needs */
-	const char *route; /* e.g. "POST /v1/sandboxes/{id}/execute" */
+	const char *route; /* metric label, e.g. "execute" */
+	/*
+	 * The backend's own: authorize may set it (typically to the grant
+	 * the policy process minted) and the op that follows reads it, so
+	 * the grant travels with the operation. The API layer only zeroes
+	 * it before authorize.
+	 */
+	void *authz;
 };
 
 struct api_kv {
@@ -228,7 +235,7 @@ struct api_backend {
 	void *ctx;
 	int (*authenticate)(void *ctx, const char *token, size_t len,
 	    struct api_principal *out, struct api_error *err);
-	int (*authorize)(void *ctx, const struct api_call *, const char *target,
+	int (*authorize)(void *ctx, struct api_call *, const char *target,
 	    struct api_error *err);
 
 	int (*sandbox_create)(void *ctx, const struct api_call *,

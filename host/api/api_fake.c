@@ -220,8 +220,8 @@ f_authenticate(void *ctx, const char *tok, size_t len,
 }
 
 static int
-f_authorize(void *ctx, const struct api_call *c, const char *target,
-    struct api_error *err)
+f_authorize(
+    void *ctx, struct api_call *c, const char *target, struct api_error *err)
 {
 	struct api_fake *f = ctx;
 	struct fake_principal *p = principal(f, c->who->sub, 0);
@@ -240,6 +240,8 @@ f_authorize(void *ctx, const struct api_call *c, const char *target,
 	if (p != NULL)
 		p->spent++;
 	audit(f, c, target, "allow");
+	/* Stands for the grant the policy process would mint. */
+	c->authz = f;
 	return API_OK;
 }
 
@@ -451,6 +453,8 @@ f_execute(void *ctx, const struct api_call *c, const char *id,
 	size_t n;
 
 	SBX_OR_404((struct api_fake *)ctx, id, s, err);
+	if (c->authz != ctx)
+		return fail(err, API_EINTERNAL, "Operation without a grant");
 	s->runs++;
 	if (ex->code_len == 4 && memcmp(ex->code, "loop", 4) == 0) {
 		out->exit_code = 124;
@@ -541,6 +545,8 @@ f_command_run(void *ctx, const struct api_call *c, const char *id,
 	struct http_buf o, e;
 
 	SBX_OR_404((struct api_fake *)ctx, id, s, err);
+	if (c->authz != ctx)
+		return fail(err, API_EINTERNAL, "Operation without a grant");
 	http_buf_init(&o);
 	http_buf_init(&e);
 	s->runs++;
@@ -721,6 +727,8 @@ f_file_write(void *ctx, const struct api_call *c, const char *id,
 	int rc;
 
 	SBX_OR_404((struct api_fake *)ctx, id, s, err);
+	if (c->authz != ctx)
+		return fail(err, API_EINTERNAL, "Operation without a grant");
 	if ((rc = check_path(path, err)) != API_OK)
 		return rc;
 	return put_file(s, path, data, len, 0, err);

@@ -62,6 +62,7 @@ struct rq {
 	int head_only;
 	int status;
 	char retry_after[24];
+	char allow[64]; /* 405: the methods the path has */
 	int replayed;
 };
 

@@ -231,6 +231,7 @@ test_errors_exact(void **state)
 	resp_free(&r);
 	callj(e, "PUT", "/v1/sandboxes", "admin", NULL, &r);
 	assert_int_equal(r.status, 405);
+	assert_non_null(strstr(r.head, "\r\nAllow: POST, GET, HEAD"));
 	resp_free(&r);
 	callj(e, "GET", "/v1/sandboxes/..%2f/files/read", "admin", NULL, &r);
 	assert_int_equal(r.status, 404);
