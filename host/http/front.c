@@ -29,7 +29,13 @@
 #include "host/http/front.h"
 #include "lib/log.h"
 
-enum conn_state { C_IDLE, C_HEAD, C_BODY };
+/* C_LINGER: answered and half-closed, discarding input until the peer
+ * closes or 2 s pass, so that our last response is not destroyed by a
+ * reset caused by unread request bytes (the peer may still be sending a
+ * body we refused). */
+enum conn_state { C_IDLE, C_HEAD, C_BODY, C_LINGER };
+
+#define LINGER_MS 2000
 
 struct conn {
 	int fd;
@@ -308,6 +314,17 @@ conn_read(struct front *f, struct conn *c)
 {
 	ssize_t n;
 
+	if (c->state == C_LINGER) {
+		char sink[4096];
+
+		n = recv(c->fd, sink, sizeof(sink), 0);
+		if (n == 0 ||
+		    (n == -1 && errno != EAGAIN && errno != EWOULDBLOCK &&
+		        errno != EINTR))
+			c->closing = 2;
+		return;
+	}
+
 	/*
 	 * A TLS record decrypts to at most 16 KiB and libtls cannot say
 	 * whether plaintext is left inside it, so a TLS read always gets a
@@ -356,7 +373,13 @@ conn_read(struct front *f, struct conn *c)
 static void
 conn_settle(struct front *f, struct conn *c)
 {
-	if (c->closing == 2 || conn_flush(f, c) == -1) {
+	if (c->closing == 2) {
+		conn_close(f, c);
+		return;
+	}
+	if (c->state == C_LINGER)
+		return;
+	if (conn_flush(f, c) == -1) {
 		conn_close(f, c);
 		return;
 	}
@@ -366,9 +389,16 @@ conn_settle(struct front *f, struct conn *c)
 		return;
 	}
 	if (c->closing) {
-		/* Lingering close: stop sending and let the peer read. */
+		if (c->tls != NULL || c->state == C_IDLE) {
+			conn_close(f, c);
+			return;
+		}
 		shutdown(c->fd, SHUT_WR);
-		conn_close(f, c);
+		c->state = C_LINGER;
+		c->deadline = mono_ms() + LINGER_MS;
+		c->inlen = 0;
+		if (conn_watch(f, c, EPOLLIN) == -1)
+			conn_close(f, c);
 		return;
 	}
 	/* Output drained: pipelined requests may be waiting in the buffer. */
@@ -466,6 +496,10 @@ front_sweep(struct front *f, uint64_t now)
 			continue;
 		if (c->write_deadline && now >= c->write_deadline) {
 			api_count_conn(f->api, API_CONN_TIMEOUT);
+			conn_close(f, c);
+			continue;
+		}
+		if (c->state == C_LINGER && now >= c->deadline) {
 			conn_close(f, c);
 			continue;
 		}

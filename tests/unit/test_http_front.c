@@ -209,6 +209,33 @@ test_malformed_closes(void **state)
 }
 
 static void
+test_refusal_survives_unread_body(void **state)
+{
+	struct env *e = *state;
+	char buf[8192], junk[65536];
+	int fd = client(e), closed;
+	ssize_t sent = 0;
+
+	/* A body over the limit arrives with its head: the 413 must reach
+	 * the client intact, not be lost to a reset. */
+	put(fd,
+	    "POST /v1/sandboxes HTTP/1.1\r\nHost: a\r\nContent-Length: "
+	    "5000000\r\n\r\n");
+	memset(junk, 'x', sizeof(junk));
+	for (int i = 0; i < 4; i++) {
+		ssize_t n = write(fd, junk, sizeof(junk));
+		if (n > 0)
+			sent += n;
+		front_step(e->front, 10);
+	}
+	assert_true(sent > 0);
+	collect(e, fd, buf, sizeof(buf), 1 << 20, 100, &closed);
+	assert_non_null(strstr(buf, "HTTP/1.1 413 Content Too Large"));
+	assert_non_null(strstr(buf, "PAYLOAD_TOO_LARGE"));
+	close(fd);
+}
+
+static void
 test_connection_limit(void **state)
 {
 	struct env *e = *state;
@@ -292,6 +319,7 @@ main(void)
 		T(test_pipelined_and_split),
 		T(test_body_in_pieces),
 		T(test_malformed_closes),
+		T(test_refusal_survives_unread_body),
 		T(test_connection_limit),
 		T(test_slow_head_times_out),
 		T(test_backpressure),
