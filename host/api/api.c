@@ -175,7 +175,12 @@ rq_emit(
 	struct http_buf *o = r->out;
 
 	r->status = status;
-	http_response_begin(o, status, ctype, len, r->close);
+	/* 204 carries no Content-Length (RFC 9110 8.6). */
+	http_response_begin(
+	    o, status, ctype, status == 204 ? (size_t)-1 : len, r->close);
+	/* An HTTP/1.0 client keeps the connection only when told so. */
+	if (!r->close && r->req != NULL && r->req->version_minor == 0)
+		http_response_header(o, "Connection", "keep-alive");
 	http_response_header(o, "X-Request-Id", r->request_id);
 	if (status == 401)
 		http_response_header(o, "WWW-Authenticate", "Bearer");

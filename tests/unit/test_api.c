@@ -310,6 +310,7 @@ test_sandbox_lifecycle(void **state)
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s", id);
 	callj(e, "DELETE", path, "admin", NULL, &r);
 	assert_int_equal(r.status, 204);
+	assert_null(strstr(r.head, "Content-Length"));
 	resp_free(&r);
 	callj(e, "GET", path, "admin", NULL, &r);
 	assert_int_equal(r.status, 404);

@@ -236,6 +236,24 @@ test_refusal_survives_unread_body(void **state)
 }
 
 static void
+test_http10_keepalive(void **state)
+{
+	struct env *e = *state;
+	char buf[8192];
+	int fd = client(e), closed;
+
+	put(fd, "GET /healthz HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+	collect(e, fd, buf, sizeof(buf), 1, 50, &closed);
+	assert_non_null(strstr(buf, "\r\nConnection: keep-alive\r\n"));
+	assert_false(closed);
+	put(fd, "GET /healthz HTTP/1.0\r\n\r\n");
+	collect(e, fd, buf, sizeof(buf), 1 << 20, 50, &closed);
+	assert_non_null(strstr(buf, "\r\nConnection: close\r\n"));
+	assert_true(closed);
+	close(fd);
+}
+
+static void
 test_connection_limit(void **state)
 {
 	struct env *e = *state;
@@ -320,6 +338,7 @@ main(void)
 		T(test_body_in_pieces),
 		T(test_malformed_closes),
 		T(test_refusal_survives_unread_body),
+		T(test_http10_keepalive),
 		T(test_connection_limit),
 		T(test_slow_head_times_out),
 		T(test_backpressure),
