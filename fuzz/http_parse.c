@@ -45,17 +45,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				abort();
 		}
 		if (req.head_len > 0 &&
-		    http_parse_head(buf, req.head_len - 1, &lim, &req2,
-			&status) == HTTP_OK)
+		    http_parse_head(
+		        buf, req.head_len - 1, &lim, &req2, &status) == HTTP_OK)
 			abort();
 		if (req.chunked) {
 			struct http_chunked c;
 			size_t r = req.head_len, w = req.head_len;
 
 			http_chunked_init(&c);
-			rc = http_chunked_decode(&c, buf, size, &r, &w,
-			    lim.max_body, &status);
-			if (w > r || r > size || w - req.head_len > lim.max_body)
+			rc = http_chunked_decode(
+			    &c, buf, size, &r, &w, lim.max_body, &status);
+			if (w > r || r > size ||
+			    w - req.head_len > lim.max_body)
 				abort();
 		}
 	}

@@ -414,6 +414,67 @@ conn_settle(struct front *f, struct conn *c)
 		conn_close(f, c);
 }
 
+/* Take a connected, non-blocking socket into the loop; closes fd on
+ * failure. */
+static int
+conn_add(struct front *f, int fd)
+{
+	struct epoll_event ev;
+	struct conn *c;
+	unsigned slot;
+
+	for (slot = 0; slot < f->lim->max_conns; slot++)
+		if (f->conns[slot] == NULL)
+			break;
+	if (slot == f->lim->max_conns || (c = calloc(1, sizeof(*c))) == NULL) {
+		close(fd);
+		return -1;
+	}
+	c->fd = fd;
+	c->slot = slot;
+	c->events = EPOLLIN;
+	c->rd_want = EPOLLIN;
+	c->wr_want = EPOLLOUT;
+	if (f->tls != NULL && tls_accept_socket(f->tls, &c->tls, fd) == -1) {
+		log_warnx(
+		    "%s: tls_accept_socket: %s", __func__, tls_error(f->tls));
+		close(fd);
+		free(c);
+		return -1;
+	}
+	c->state = C_IDLE;
+	c->deadline = mono_ms() + f->lim->idle_timeout_ms;
+	http_buf_init(&c->out);
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN;
+	ev.data.ptr = c;
+	if (epoll_ctl(f->epfd, EPOLL_CTL_ADD, fd, &ev) == -1) {
+		if (c->tls != NULL)
+			tls_free(c->tls);
+		close(fd);
+		free(c);
+		return -1;
+	}
+	f->conns[slot] = c;
+	f->nconns++;
+	api_count_conn(f->api, API_CONN_ACCEPTED);
+	return 0;
+}
+
+int
+front_adopt(struct front *f, int fd)
+{
+	int fl;
+
+	if (f->nconns >= f->lim->max_conns) {
+		close(fd);
+		return -1;
+	}
+	if ((fl = fcntl(fd, F_GETFL)) != -1)
+		(void)fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	return conn_add(f, fd);
+}
+
 static void
 front_accept(struct front *f)
 {
@@ -424,9 +485,6 @@ front_accept(struct front *f)
 	    "many connections\",\"code\":\"UNAVAILABLE\"}}";
 
 	for (;;) {
-		struct epoll_event ev;
-		struct conn *c;
-		unsigned slot;
 		int fd, one = 1;
 
 		fd = accept4(f->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
@@ -446,43 +504,7 @@ front_accept(struct front *f)
 		}
 		(void)setsockopt(
 		    fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		for (slot = 0; slot < f->lim->max_conns; slot++)
-			if (f->conns[slot] == NULL)
-				break;
-		if (slot == f->lim->max_conns ||
-		    (c = calloc(1, sizeof(*c))) == NULL) {
-			close(fd);
-			continue;
-		}
-		c->fd = fd;
-		c->slot = slot;
-		c->events = EPOLLIN;
-		c->rd_want = EPOLLIN;
-		c->wr_want = EPOLLOUT;
-		if (f->tls != NULL &&
-		    tls_accept_socket(f->tls, &c->tls, fd) == -1) {
-			log_warnx("%s: tls_accept_socket: %s", __func__,
-			    tls_error(f->tls));
-			close(fd);
-			free(c);
-			continue;
-		}
-		c->state = C_IDLE;
-		c->deadline = mono_ms() + f->lim->idle_timeout_ms;
-		http_buf_init(&c->out);
-		memset(&ev, 0, sizeof(ev));
-		ev.events = EPOLLIN;
-		ev.data.ptr = c;
-		if (epoll_ctl(f->epfd, EPOLL_CTL_ADD, fd, &ev) == -1) {
-			if (c->tls != NULL)
-				tls_free(c->tls);
-			close(fd);
-			free(c);
-			continue;
-		}
-		f->conns[slot] = c;
-		f->nconns++;
-		api_count_conn(f->api, API_CONN_ACCEPTED);
+		(void)conn_add(f, fd);
 	}
 }
 
@@ -574,15 +596,17 @@ front_new(
 	f->epfd = -1;
 	if ((f->conns = calloc(lim->max_conns, sizeof(*f->conns))) == NULL)
 		goto fail;
-	if ((fl = fcntl(lfd, F_GETFL)) != -1)
-		(void)fcntl(lfd, F_SETFL, fl | O_NONBLOCK);
 	if ((f->epfd = epoll_create1(EPOLL_CLOEXEC)) == -1)
 		goto fail;
-	memset(&ev, 0, sizeof(ev));
-	ev.events = EPOLLIN;
-	ev.data.ptr = NULL;
-	if (epoll_ctl(f->epfd, EPOLL_CTL_ADD, lfd, &ev) == -1)
-		goto fail;
+	if (lfd != -1) {
+		if ((fl = fcntl(lfd, F_GETFL)) != -1)
+			(void)fcntl(lfd, F_SETFL, fl | O_NONBLOCK);
+		memset(&ev, 0, sizeof(ev));
+		ev.events = EPOLLIN;
+		ev.data.ptr = NULL;
+		if (epoll_ctl(f->epfd, EPOLL_CTL_ADD, lfd, &ev) == -1)
+			goto fail;
+	}
 	return f;
 fail:
 	if (f->epfd != -1)

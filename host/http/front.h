@@ -32,7 +32,8 @@ void front_limits_default(struct front_limits *);
 /*
  * Serve listen_fd (a listening, preferably non-blocking, socket) until
  * *stop becomes non-zero (checked at least every 500 ms; stop may be
- * NULL). The api answers each request. Returns 0 on a clean stop, -1 if
+ * NULL). listen_fd may be -1 with front_new (connections then come only
+ * through front_adopt). The api answers each request. Returns 0 on a clean stop, -1 if
  * epoll itself fails (errno set).
  */
 int front_serve_api(int listen_fd, struct api *, const struct front_limits *,
@@ -68,6 +69,9 @@ struct front *front_new(
 int front_fd(const struct front *);
 int front_step(struct front *, int timeout_ms);
 unsigned front_nconns(const struct front *);
+/* Serve an already-connected stream socket as if accepted (tests, fuzzing,
+ * a descriptor passed in). Takes ownership of fd; 0, or -1 (fd closed). */
+int front_adopt(struct front *, int fd);
 void front_free(struct front *);
 
 /* Convenience: api_new(be, NULL) + front_serve_api + api_free. */
