@@ -9,6 +9,8 @@
  * (400/413/415) -> the backend's policy decision (403/423/429) -> handler.
  */
 #include <sodium.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,7 +181,7 @@ rq_emit(
 	http_response_begin(
 	    o, status, ctype, status == 204 ? (size_t)-1 : len, r->close);
 	/* An HTTP/1.0 client keeps the connection only when told so. */
-	if (!r->close && r->req != NULL && r->req->version_minor == 0)
+	if (!r->close && r->http10)
 		http_response_header(o, "Connection", "keep-alive");
 	http_response_header(o, "X-Request-Id", r->request_id);
 	if (status == 401)
@@ -514,8 +516,11 @@ rq_kv(
 int
 rq_accepts_sse(struct rq *r)
 {
-	const struct http_header *h = http_find_header(r->req, "accept");
+	const struct http_header *h;
 
+	if (r->req == NULL)
+		return r->sse;
+	h = http_find_header(r->req, "accept");
 	return h != NULL &&
 	    memmem(h->value, h->valuelen, "text/event-stream", 17) != NULL;
 }
@@ -801,6 +806,86 @@ idem_save(struct rq *r, struct idem_entry *e, const struct http_header *key,
 int
 api_handle(struct api *a, const struct http_request *req, struct http_buf *out)
 {
+	return api_handle_conn(a, req, out, UINT64_MAX);
+}
+
+void
+api_set_resume(struct api *a, api_resume_fn fn, void *arg)
+{
+	a->resume_fn = fn;
+	a->resume_arg = arg;
+}
+
+struct api_pending *
+api_defer(const struct api_call *call)
+{
+	/* Every api_call is the one inside an rq (api_handle_conn's). */
+	struct rq *r =
+	    (struct rq *)((const char *)call - offsetof(struct rq, call));
+	struct api_pending *p;
+
+	if (!r->can_defer || r->pending != NULL || r->route == NULL ||
+	    !r->route->deferrable)
+		return NULL;
+	if ((p = calloc(1, sizeof(*p))) == NULL)
+		return NULL;
+	p->api = r->api;
+	p->conn = r->conn;
+	p->ri = r->ri;
+	p->t0 = r->t0;
+	p->close = r->close;
+	p->head_only = r->head_only;
+	p->http10 = r->http10;
+	p->sse = rq_accepts_sse(r);
+	memcpy(p->request_id, r->request_id, sizeof(p->request_id));
+	r->pending = p;
+	r->api->pending++;
+	return p;
+}
+
+void
+api_resume_run(struct api_pending *p, int rc, struct api_run_result *res,
+    const struct api_error *err)
+{
+	struct api *a = p->api;
+	struct http_buf out;
+	struct rq r;
+
+	memset(&r, 0, sizeof(r));
+	http_buf_init(&out);
+	r.api = a;
+	r.out = &out;
+	r.close = p->close;
+	r.head_only = p->head_only;
+	r.http10 = p->http10;
+	r.sse = p->sse;
+	memcpy(r.request_id, p->request_id, sizeof(r.request_id));
+	if (rc == API_OK)
+		reply_run(&r, res);
+	else {
+		free(res->out);
+		free(res->err);
+		rq_backend_error(&r, rc, err);
+	}
+	if (out.oom) {
+		out.len = 0;
+		r.close = 1;
+	}
+	a->req_count[p->ri * API_STATUS_SLOTS +
+	    (size_t)status_slot(r.status)]++;
+	api_hist_add(&a->req_hist[p->ri], mono_s() - p->t0);
+	a->pending--;
+	if (a->resume_fn != NULL)
+		a->resume_fn(
+		    a->resume_arg, p->conn, out.data, out.len, r.close);
+	http_buf_free(&out);
+	free(p);
+}
+
+int
+api_handle_conn(struct api *a, const struct http_request *req,
+    struct http_buf *out, uint64_t conn)
+{
 	struct rq r;
 	const struct api_route *rt = NULL;
 	int path_known = 0;
@@ -813,6 +898,10 @@ api_handle(struct api *a, const struct http_request *req, struct http_buf *out)
 	r.out = out;
 	r.close = !req->keep_alive;
 	r.head_only = req->method == HTTP_HEAD;
+	r.http10 = req->version_minor == 0;
+	r.conn = conn;
+	r.can_defer = conn != UINT64_MAX && a->resume_fn != NULL;
+	r.t0 = t0;
 	make_request_id(&r);
 
 	for (ri = 0; ri < api_nroutes; ri++) {
@@ -853,6 +942,7 @@ api_handle(struct api *a, const struct http_request *req, struct http_buf *out)
 		goto done;
 	}
 	r.route = rt;
+	r.ri = ri;
 	r.call.who = &r.who;
 	r.call.request_id = r.request_id;
 	r.call.cap = rt->cap >= 0 ? (enum cap_id)rt->cap : CAP_COUNT;
@@ -874,11 +964,21 @@ api_handle(struct api *a, const struct http_request *req, struct http_buf *out)
 			if (idem_check(&r, key, hash, &slot))
 				goto done;
 			rt->fn(&r);
+			if (r.pending != NULL) {
+				/* Not kept: a deferred reply is not replayed. */
+				json_decref(r.body);
+				return API_HANDLE_PENDING;
+			}
 			idem_save(&r, slot, key, hash, out_start);
 			goto done;
 		}
 	}
 	rt->fn(&r);
+	if (r.pending != NULL) {
+		/* Counted when it is answered. */
+		json_decref(r.body);
+		return API_HANDLE_PENDING;
+	}
 done:
 	if (out->oom) {
 		/* Could not build the reply: drop the connection. */

@@ -22,8 +22,10 @@
  *   the backend with malloc() and freed by the API layer with free().
  * - ops may be NULL: the route then answers 501.
  *
- * Caveats: ops are synchronous. A backend that waits on another process
- * blocks the event loop for that time; see front.h.
+ * Caveats: ops are synchronous, except execute and command_run, which may
+ * defer their reply (api_defer below) so that a long run does not hold the
+ * event loop. Any other op that waits on another process blocks the loop
+ * for that time.
  */
 #ifndef KEEP_API_H
 #define KEEP_API_H
@@ -338,6 +340,25 @@ struct api_config {
 	unsigned json_max_depth; /* default 32 */
 };
 
+/*
+ * Deferred replies, for execute and command_run: inside the op, call
+ * api_defer(call); if it returns a handle, copy what the op needs from its
+ * inputs (they are valid only during the call), start the work, and
+ * return API_PENDING. Later, from the event loop (never from inside the
+ * op itself), call api_resume_run() exactly once with what the op would
+ * have returned; it takes ownership of res->out and res->err. The reply
+ * then goes out in order on its connection (later pipelined requests
+ * wait), or is dropped if the client has gone. api_defer returns NULL when
+ * the request cannot be deferred (api_handle without a connection): then
+ * answer synchronously. Every deferred run must be resumed before
+ * api_free().
+ */
+#define API_PENDING 100
+struct api_pending;
+struct api_pending *api_defer(const struct api_call *);
+void api_resume_run(struct api_pending *, int rc, struct api_run_result *res,
+    const struct api_error *err);
+
 /* Returns NULL on allocation failure. be must outlive the api. */
 struct api *api_new(const struct api_backend *be, const struct api_config *);
 void api_free(struct api *);
@@ -349,6 +370,19 @@ void api_free(struct api *);
  */
 int api_handle(
     struct api *, const struct http_request *req, struct http_buf *out);
+
+/*
+ * api_handle for a connection that can wait: conn is the caller's id for
+ * it. Returns 0 or 1 as api_handle, or API_HANDLE_PENDING when the reply
+ * will come later through the resume function: fn(arg, conn, response
+ * bytes, length, close).
+ */
+#define API_HANDLE_PENDING 2
+typedef void (*api_resume_fn)(
+    void *arg, uint64_t conn, const void *resp, size_t len, int close);
+void api_set_resume(struct api *, api_resume_fn fn, void *arg);
+int api_handle_conn(struct api *, const struct http_request *req,
+    struct http_buf *out, uint64_t conn);
 
 /*
  * Answer a request the HTTP layer refused (status from http_parse_head or

@@ -65,6 +65,9 @@ struct api_fake {
 	uint64_t audit_seq;
 	uint64_t next_id;
 	uint64_t next_pid;
+	struct api_pending *waiting[16];
+	char *waiting_out[16];
+	size_t nwaiting;
 };
 
 static int64_t
@@ -113,6 +116,8 @@ api_fake_free(struct api_fake *f)
 {
 	if (f == NULL)
 		return;
+	for (size_t i = 0; i < f->nwaiting; i++)
+		free(f->waiting_out[i]);
 	for (size_t i = 0; i < FAKE_SANDBOXES; i++)
 		sandbox_clear(&f->sbx[i]);
 	free(f);
@@ -462,6 +467,19 @@ f_execute(void *ctx, const struct api_call *c, const char *id,
 		strlcpy(out->reason, "timeout", sizeof(out->reason));
 		return API_OK;
 	}
+	if (ex->code_len >= 5 && memcmp(ex->code, "defer", 5) == 0) {
+		struct api_fake *f = ctx;
+		struct api_pending *p;
+
+		if (f->nwaiting < nitems(f->waiting) &&
+		    (p = api_defer(c)) != NULL) {
+			/* Inputs are gone after we return: keep a copy. */
+			f->waiting_out[f->nwaiting] =
+			    dup_bytes(ex->code, ex->code_len);
+			f->waiting[f->nwaiting++] = p;
+			return API_PENDING;
+		}
+	}
 	if (ex->code_len >= 4 && memcmp(ex->code, "fail", 4) == 0) {
 		out->exit_code = 1;
 		out->err = dup_bytes(ex->code + 4, ex->code_len - 4);
@@ -478,6 +496,34 @@ f_execute(void *ctx, const struct api_call *c, const char *id,
 	out->out_len = n;
 	out->duration_ms = 1;
 	return API_OK;
+}
+
+unsigned
+api_fake_flush(struct api_fake *f)
+{
+	unsigned n = 0;
+
+	/* Resuming may start new deferred runs: take the list first. */
+	while (f->nwaiting > 0) {
+		struct api_pending *p = f->waiting[0];
+		char *out = f->waiting_out[0];
+		struct api_run_result res;
+		struct api_error err;
+
+		memmove(f->waiting, f->waiting + 1,
+		    (f->nwaiting - 1) * sizeof(f->waiting[0]));
+		memmove(f->waiting_out, f->waiting_out + 1,
+		    (f->nwaiting - 1) * sizeof(f->waiting_out[0]));
+		f->nwaiting--;
+		memset(&res, 0, sizeof(res));
+		memset(&err, 0, sizeof(err));
+		res.out = out;
+		res.out_len = out ? strlen(out) : 0;
+		res.duration_ms = 5;
+		api_resume_run(p, out ? API_OK : API_EINTERNAL, &res, &err);
+		n++;
+	}
+	return n;
 }
 
 static int

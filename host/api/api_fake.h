@@ -33,6 +33,14 @@ int api_fake_add_token(struct api_fake *, const char *token, const char *sub,
 void api_fake_set_rate(
     struct api_fake *, const char *sub, unsigned n, unsigned retry_s);
 
+/*
+ * Deferred runs: execute with code starting "defer" answers API_PENDING
+ * when the API can defer it (else at once); api_fake_flush() then resumes
+ * every run waiting, in order, as a run finishing in the VMM would.
+ * Returns how many it resumed. Flush before freeing the api.
+ */
+unsigned api_fake_flush(struct api_fake *);
+
 /* The policy denies cap to sub (403, as the policy process would). */
 void api_fake_deny(struct api_fake *, const char *sub, enum cap_id cap);
 

@@ -44,6 +44,22 @@ struct api {
 	uint64_t refused[API_STATUS_SLOTS];
 	/* idempotency */
 	struct idem_entry *idem;
+	/* deferred replies */
+	api_resume_fn resume_fn;
+	void *resume_arg;
+	uint64_t pending;
+};
+
+struct api_pending {
+	struct api *api;
+	uint64_t conn;
+	size_t ri;
+	double t0;
+	int close;
+	int head_only;
+	int http10;
+	int sse;
+	char request_id[40];
 };
 
 /* One request in flight. */
@@ -63,6 +79,13 @@ struct rq {
 	int status;
 	char retry_after[24];
 	char allow[64]; /* 405: the methods the path has */
+	int http10;
+	int sse; /* when req is NULL (a deferred reply) */
+	int can_defer;
+	uint64_t conn;
+	size_t ri;
+	double t0;
+	struct api_pending *pending;
 	int replayed;
 };
 
@@ -76,6 +99,7 @@ struct api_route {
 	int json_body; /* 1: a JSON object body is required */
 	int idempotent; /* honours Idempotency-Key */
 	const char *name; /* metric label */
+	int deferrable; /* the op may answer API_PENDING */
 };
 
 extern const struct api_route api_routes[];
@@ -105,6 +129,7 @@ int api_valid_id(const char *s, size_t n);
 void api_observe_run(struct api *, uint64_t duration_ms);
 void api_hist_add(struct api_hist *, double seconds);
 void api_metrics(struct rq *);
+void reply_run(struct rq *, struct api_run_result *);
 uint64_t api_now_ms(struct api *);
 
 #endif

@@ -387,7 +387,7 @@ sse_event(struct http_buf *b, const char *event, json_t *data)
 	json_decref(data);
 }
 
-static void
+void
 reply_run(struct rq *r, struct api_run_result *res)
 {
 	json_t *o;
@@ -444,6 +444,8 @@ h_execute(struct rq *r)
 	memset(&res, 0, sizeof(res));
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->execute(BE(r)->ctx, &r->call, r->id, &ex, &res, &err);
+	if (rc == API_PENDING && r->pending != NULL)
+		return;
 	if (rc != API_OK) {
 		free(res.out);
 		free(res.err);
@@ -653,6 +655,8 @@ h_command_run(struct rq *r)
 	memset(&res, 0, sizeof(res));
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->command_run(BE(r)->ctx, &r->call, r->id, &c, &res, &err);
+	if (rc == API_PENDING && r->pending != NULL)
+		goto out;
 	if (rc != API_OK) {
 		free(res.out);
 		free(res.err);
@@ -1213,69 +1217,74 @@ h_audit(struct rq *r)
 #define PUBLIC (-2)
 
 /*
- * method, path, handler, capability, JSON body, Idempotency-Key, label.
+ * method, path, handler, capability, JSON body, Idempotency-Key, label,
+ * whether the op may defer its reply.
  * Order matters only for 405: the first path match decides the Allow.
  */
 const struct api_route api_routes[] = {
-	{ HTTP_GET, "/healthz", h_healthz, PUBLIC, 0, 0, "healthz" },
-	{ HTTP_GET, "/v1/openapi.json", h_openapi, PUBLIC, 0, 0, "openapi" },
-	{ HTTP_GET, "/metrics", h_metrics, CAP_ADMIN, 0, 0, "metrics" },
+	{ HTTP_GET, "/healthz", h_healthz, PUBLIC, 0, 0, "healthz", 0 },
+	{ HTTP_GET, "/v1/openapi.json", h_openapi, PUBLIC, 0, 0, "openapi", 0 },
+	{ HTTP_GET, "/metrics", h_metrics, CAP_ADMIN, 0, 0, "metrics", 0 },
 	{ HTTP_POST, "/v1/sandboxes", h_sandbox_create, CAP_SANDBOX_WRITE, 1, 1,
-	    "sandbox_create" },
+	    "sandbox_create", 0 },
 	{ HTTP_GET, "/v1/sandboxes", h_sandbox_list, CAP_SANDBOX_READ, 0, 0,
-	    "sandbox_list" },
-	{ HTTP_GET, SBX, h_sandbox_get, CAP_SANDBOX_READ, 0, 0, "sandbox_get" },
+	    "sandbox_list", 0 },
+	{ HTTP_GET, SBX, h_sandbox_get, CAP_SANDBOX_READ, 0, 0, "sandbox_get",
+	    0 },
 	{ HTTP_DELETE, SBX, h_sandbox_delete, CAP_SANDBOX_WRITE, 0, 0,
-	    "sandbox_delete" },
+	    "sandbox_delete", 0 },
 	{ HTTP_POST, SBX "/token", h_sandbox_token, CAP_SANDBOX_WRITE, 0, 0,
-	    "sandbox_token" },
-	{ HTTP_POST, SBX "/execute", h_execute, CAP_EXEC, 1, 1, "execute" },
+	    "sandbox_token", 0 },
+	{ HTTP_POST, SBX "/execute", h_execute, CAP_EXEC, 1, 1, "execute", 1 },
 	{ HTTP_POST, SBX "/execute/background", h_execute_background, CAP_EXEC,
-	    1, 1, "execute_background" },
+	    1, 1, "execute_background", 0 },
 	{ HTTP_POST, SBX "/execute/async", h_execute_async, CAP_EXEC, 1, 1,
-	    "execute_async" },
+	    "execute_async", 0 },
 	{ HTTP_GET, SBX "/execute/processes", h_processes, CAP_SANDBOX_READ, 0,
-	    0, "execute_processes" },
+	    0, "execute_processes", 0 },
 	{ HTTP_POST, SBX "/execute/kill", h_kill, CAP_EXEC, 0, 0,
-	    "execute_kill" },
+	    "execute_kill", 0 },
 	{ HTTP_POST, SBX "/commands/run", h_command_run, CAP_EXEC, 1, 1,
-	    "commands_run" },
+	    "commands_run", 1 },
 	{ HTTP_POST, SBX "/commands/background", h_command_background, CAP_EXEC,
-	    1, 1, "commands_background" },
+	    1, 1, "commands_background", 0 },
 	{ HTTP_GET, SBX "/files/read", h_file_read, CAP_ARTIFACT_READ, 0, 0,
-	    "files_read" },
+	    "files_read", 0 },
 	{ HTTP_GET, SBX "/files/list", h_file_list, CAP_ARTIFACT_READ, 0, 0,
-	    "files_list" },
+	    "files_list", 0 },
 	{ HTTP_GET, SBX "/files/exists", h_file_exists, CAP_ARTIFACT_READ, 0, 0,
-	    "files_exists" },
+	    "files_exists", 0 },
 	{ HTTP_POST, SBX "/files/write", h_file_write, CAP_ARTIFACT_WRITE, 0, 0,
-	    "files_write" },
+	    "files_write", 0 },
 	{ HTTP_POST, SBX "/files/mkdir", h_file_mkdir, CAP_ARTIFACT_WRITE, 0, 0,
-	    "files_mkdir" },
+	    "files_mkdir", 0 },
 	{ HTTP_DELETE, SBX "/files/remove", h_file_remove, CAP_ARTIFACT_WRITE,
-	    0, 0, "files_remove" },
-	{ HTTP_GET, SBX "/env", h_env_get, CAP_SANDBOX_READ, 0, 0, "env_get" },
-	{ HTTP_PUT, SBX "/env", h_env_put, CAP_SANDBOX_WRITE, 1, 0, "env_put" },
+	    0, 0, "files_remove", 0 },
+	{ HTTP_GET, SBX "/env", h_env_get, CAP_SANDBOX_READ, 0, 0, "env_get",
+	    0 },
+	{ HTTP_PUT, SBX "/env", h_env_put, CAP_SANDBOX_WRITE, 1, 0, "env_put",
+	    0 },
 	{ HTTP_PATCH, SBX "/env", h_env_patch, CAP_SANDBOX_WRITE, 1, 0,
-	    "env_patch" },
+	    "env_patch", 0 },
 	{ HTTP_DELETE, SBX "/env", h_env_delete, CAP_SANDBOX_WRITE, 0, 0,
-	    "env_delete" },
-	{ HTTP_GET, SBX "/system", h_system, CAP_SANDBOX_READ, 0, 0, "system" },
+	    "env_delete", 0 },
+	{ HTTP_GET, SBX "/system", h_system, CAP_SANDBOX_READ, 0, 0, "system",
+	    0 },
 	{ HTTP_GET, SBX "/processes", h_processes, CAP_SANDBOX_READ, 0, 0,
-	    "processes" },
-	{ HTTP_POST, "/v1/tokens", h_token_attenuate, AUTH_ONLY, 1, 0,
-	    "tokens" },
+	    "processes", 0 },
+	{ HTTP_POST, "/v1/tokens", h_token_attenuate, AUTH_ONLY, 1, 0, "tokens",
+	    0 },
 	{ HTTP_GET, "/v1/policy", h_policy_version, CAP_POLICY_READ, 0, 0,
-	    "policy" },
+	    "policy", 0 },
 	{ HTTP_POST, "/v1/policy/check", h_policy_check, CAP_POLICY_READ, 1, 0,
-	    "policy_check" },
+	    "policy_check", 0 },
 	{ HTTP_GET, "/v1/images", h_image_list, CAP_IMAGE_READ, 0, 0,
-	    "images_list" },
+	    "images_list", 0 },
 	{ HTTP_POST, "/v1/images", h_image_upload, CAP_IMAGE_WRITE, 0, 0,
-	    "images_upload" },
+	    "images_upload", 0 },
 	{ HTTP_DELETE, "/v1/images/{name}", h_image_delete, CAP_IMAGE_WRITE, 0,
-	    0, "images_delete" },
-	{ HTTP_GET, "/v1/audit", h_audit, CAP_AUDIT_READ, 0, 0, "audit" },
+	    0, "images_delete", 0 },
+	{ HTTP_GET, "/v1/audit", h_audit, CAP_AUDIT_READ, 0, 0, "audit", 0 },
 };
 const size_t api_nroutes = sizeof(api_routes) / sizeof(api_routes[0]);
 

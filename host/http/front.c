@@ -33,13 +33,17 @@
  * closes or 2 s pass, so that our last response is not destroyed by a
  * reset caused by unread request bytes (the peer may still be sending a
  * body we refused). */
-enum conn_state { C_IDLE, C_HEAD, C_BODY, C_LINGER };
+/* C_WAIT: a deferred reply is due; nothing after it is parsed until it
+ * arrives, so replies stay in request order. */
+enum conn_state { C_IDLE, C_HEAD, C_BODY, C_WAIT, C_LINGER };
 
 #define LINGER_MS 2000
 
 struct conn {
 	int fd;
 	unsigned slot;
+	uint32_t gen; /* with slot, the id a deferred reply finds it by */
+	int peer_eof; /* the client half-closed while we waited */
 	enum conn_state state;
 	char *in;
 	size_t inlen;
@@ -71,6 +75,7 @@ struct front {
 	unsigned nconns;
 	size_t incap_max;
 	uint64_t next_sweep;
+	uint32_t next_gen;
 };
 
 void
@@ -83,6 +88,7 @@ front_limits_default(struct front_limits *l)
 	l->idle_timeout_ms = 60000;
 	l->write_timeout_ms = 30000;
 	l->max_requests = 0;
+	l->wait_timeout_ms = 600000;
 	l->max_pending_out = 4 << 20;
 }
 
@@ -226,7 +232,8 @@ conn_process(struct front *f, struct conn *c)
 	const struct front_limits *lim = f->lim;
 	int status, rc;
 
-	while (!c->closing && c->out.len < lim->max_pending_out) {
+	while (!c->closing && c->out.len < lim->max_pending_out &&
+	    c->state != C_WAIT) {
 		size_t consumed;
 
 		if (c->state == C_IDLE || c->state == C_HEAD) {
@@ -293,11 +300,19 @@ conn_process(struct front *f, struct conn *c)
 		c->req.body = c->in + c->req.head_len;
 		c->req.body_len = consumed - c->req.head_len;
 		c->nreq++;
-		if (api_handle(f->api, &c->req, &c->out) ||
-		    (lim->max_requests && c->nreq >= lim->max_requests))
+		rc = api_handle_conn(
+		    f->api, &c->req, &c->out, (uint64_t)c->slot << 32 | c->gen);
+		if (lim->max_requests && c->nreq >= lim->max_requests)
 			c->closing = 1;
 		memmove(c->in, c->in + consumed, c->inlen - consumed);
 		c->inlen -= consumed;
+		if (rc == API_HANDLE_PENDING) {
+			c->state = C_WAIT;
+			c->deadline = mono_ms() + lim->wait_timeout_ms;
+			return;
+		}
+		if (rc)
+			c->closing = 1;
 		c->state = C_HEAD;
 		continue;
 	more_body:
@@ -346,6 +361,8 @@ conn_read(struct front *f, struct conn *c)
 		c->incap = cap;
 	}
 	if (c->inlen == c->incap) {
+		if (c->state == C_WAIT)
+			return; /* conn_settle stops watching input */
 		conn_refuse(f, c, 413);
 		return;
 	}
@@ -353,6 +370,11 @@ conn_read(struct front *f, struct conn *c)
 	if (n == -1) {
 		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
 			c->closing = 2;
+		return;
+	}
+	if (n == 0 && c->state == C_WAIT) {
+		/* Answer the request in flight, then close. */
+		c->peer_eof = 1;
 		return;
 	}
 	if (n == 0) {
@@ -381,6 +403,14 @@ conn_settle(struct front *f, struct conn *c)
 		return;
 	if (conn_flush(f, c) == -1) {
 		conn_close(f, c);
+		return;
+	}
+	if (c->state == C_WAIT && c->out.len == 0) {
+		/* Keep reading pipelined bytes unless there is no room or the
+		 * peer has half-closed (EOF would be reported forever). */
+		uint32_t ev = c->peer_eof || c->inlen == c->incap ? 0 : EPOLLIN;
+		if (conn_watch(f, c, ev) == -1)
+			conn_close(f, c);
 		return;
 	}
 	if (c->out.len > 0) {
@@ -432,6 +462,7 @@ conn_add(struct front *f, int fd)
 	}
 	c->fd = fd;
 	c->slot = slot;
+	c->gen = ++f->next_gen;
 	c->events = EPOLLIN;
 	c->rd_want = EPOLLIN;
 	c->wr_want = EPOLLOUT;
@@ -521,10 +552,15 @@ front_sweep(struct front *f, uint64_t now)
 			conn_close(f, c);
 			continue;
 		}
-		if (c->state == C_LINGER && now >= c->deadline) {
+		if ((c->state == C_LINGER || c->state == C_WAIT) &&
+		    now >= c->deadline) {
+			if (c->state == C_WAIT)
+				api_count_conn(f->api, API_CONN_TIMEOUT);
 			conn_close(f, c);
 			continue;
 		}
+		if (c->state == C_WAIT)
+			continue;
 		if (c->out.len > 0 || c->closing || now < c->deadline)
 			continue;
 		api_count_conn(f->api, API_CONN_TIMEOUT);
@@ -578,6 +614,27 @@ out:
 	return t;
 }
 
+/* A deferred reply arrives: put it in order on its connection, if the
+ * connection is still the one that asked. */
+static void
+front_resume(void *arg, uint64_t id, const void *resp, size_t len, int close)
+{
+	struct front *f = arg;
+	unsigned slot = (unsigned)(id >> 32);
+	struct conn *c;
+
+	if (slot >= f->lim->max_conns || (c = f->conns[slot]) == NULL ||
+	    c->gen != (uint32_t)id || c->state != C_WAIT)
+		return;
+	http_buf_add(&c->out, resp, len);
+	if (close || c->peer_eof)
+		c->closing = 1;
+	c->state = c->inlen > 0 ? C_HEAD : C_IDLE;
+	c->deadline = mono_ms() +
+	    (c->inlen > 0 ? f->lim->head_timeout_ms : f->lim->idle_timeout_ms);
+	conn_settle(f, c);
+}
+
 struct front *
 front_new(
     int lfd, struct api *api, const struct front_limits *lim, struct tls *tls)
@@ -607,6 +664,7 @@ front_new(
 		if (epoll_ctl(f->epfd, EPOLL_CTL_ADD, lfd, &ev) == -1)
 			goto fail;
 	}
+	api_set_resume(api, front_resume, f);
 	return f;
 fail:
 	if (f->epfd != -1)
@@ -672,6 +730,7 @@ front_free(struct front *f)
 {
 	if (f == NULL)
 		return;
+	api_set_resume(f->api, NULL, NULL);
 	for (unsigned i = 0; i < f->lim->max_conns; i++)
 		if (f->conns[i] != NULL)
 			conn_close(f, f->conns[i]);

@@ -23,6 +23,7 @@ struct front_limits {
 	uint64_t body_timeout_ms; /* head end to body end */
 	uint64_t idle_timeout_ms; /* between requests on a kept connection */
 	uint64_t write_timeout_ms; /* a response must drain in this time */
+	uint64_t wait_timeout_ms; /* a deferred reply must come in this */
 	unsigned max_requests; /* per connection, 0: unlimited */
 	size_t max_pending_out; /* stop reading above this many bytes */
 };

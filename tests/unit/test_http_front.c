@@ -254,6 +254,60 @@ test_http10_keepalive(void **state)
 }
 
 static void
+post(int fd, const char *target, const char *body)
+{
+	char head[512];
+
+	snprintf(head, sizeof(head),
+	    "POST %s HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer t\r\n"
+	    "Content-Length: %zu\r\n\r\n",
+	    target, strlen(body));
+	put(fd, head);
+	put(fd, body);
+}
+
+static void
+test_deferred_in_order(void **state)
+{
+	struct env *e = *state;
+	char buf[8192], *a, *b;
+	int fd = client(e), gone = client(e), closed;
+
+	post(fd, "/v1/sandboxes", "{\"image\":\"python\"}");
+	collect(e, fd, buf, sizeof(buf), 1, 50, &closed);
+	assert_non_null(strstr(buf, "201 Created"));
+
+	/* A deferred run, then a quick request pipelined behind it. */
+	post(fd, "/v1/sandboxes/sbx-1/execute", "{\"code\":\"defer-1\"}");
+	put(fd, "GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n");
+	collect(e, fd, buf, sizeof(buf), 1 << 20, 10, &closed);
+	assert_int_equal(strlen(buf), 0);
+	/* Other connections are served meanwhile. */
+	put(gone, "GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n");
+	collect(e, gone, buf, sizeof(buf), 1, 50, &closed);
+	assert_non_null(strstr(buf, "200 OK"));
+	post(gone, "/v1/sandboxes/sbx-1/execute", "{\"code\":\"defer-2\"}");
+	for (int i = 0; i < 5; i++)
+		front_step(e->front, 10);
+	close(gone);
+	for (int i = 0; i < 5; i++)
+		front_step(e->front, 10);
+
+	/* The runs finish: replies in request order; the one whose client
+	 * left is dropped. */
+	assert_int_equal(api_fake_flush(e->fake), 2);
+	collect(e, fd, buf, sizeof(buf), 1 << 20, 20, &closed);
+	a = strstr(buf, "\"stdout\":\"defer-1\"");
+	b = strstr(buf, "{\"status\":\"ok\"}");
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_true(a < b);
+	assert_false(closed);
+	assert_int_equal(front_nconns(e->front), 1);
+	close(fd);
+}
+
+static void
 test_connection_limit(void **state)
 {
 	struct env *e = *state;
@@ -339,6 +393,7 @@ main(void)
 		T(test_malformed_closes),
 		T(test_refusal_survives_unread_body),
 		T(test_http10_keepalive),
+		T(test_deferred_in_order),
 		T(test_connection_limit),
 		T(test_slow_head_times_out),
 		T(test_backpressure),
