@@ -7,6 +7,8 @@
  * Keep-alive and pipelining: requests are answered in order; while a
  * response is being written no further request is parsed, and reading
  * stops once max_pending_out bytes wait to be written (backpressure).
+ * A request whose reply the backend defers (api_defer) parks its
+ * connection until api_resume_run; other connections go on meanwhile.
  */
 #ifndef KEEP_FRONT_H
 #define KEEP_FRONT_H
@@ -31,11 +33,10 @@ struct front_limits {
 void front_limits_default(struct front_limits *);
 
 /*
- * Serve listen_fd (a listening, preferably non-blocking, socket) until
- * *stop becomes non-zero (checked at least every 500 ms; stop may be
- * NULL). listen_fd may be -1 with front_new (connections then come only
- * through front_adopt). The api answers each request. Returns 0 on a clean stop, -1 if
- * epoll itself fails (errno set).
+ * Serve listen_fd (a listening socket; made non-blocking) until *stop
+ * becomes non-zero (checked at least every 250 ms; stop may be NULL). The
+ * api answers each request. Returns 0 on a clean stop, -1 if epoll itself
+ * fails (errno set).
  */
 int front_serve_api(int listen_fd, struct api *, const struct front_limits *,
     volatile int *stop);
@@ -52,7 +53,7 @@ struct tls *front_tls_server(const void *cert, size_t certlen, const void *key,
     size_t keylen, char *err, size_t errlen);
 
 /* front_serve_api, with every connection wrapped in TLS when tls is not
- * NULL (the handshake runs inside the loop, under the head timeout). */
+ * NULL (the handshake runs inside the loop, under the idle timeout). */
 int front_serve_tls(int listen_fd, struct api *, const struct front_limits *,
     struct tls *tls, volatile int *stop);
 
@@ -61,7 +62,9 @@ int front_serve_tls(int listen_fd, struct api *, const struct front_limits *,
  * loop (the front process also talks to its peers): front_fd() is an
  * epoll descriptor that polls readable when front_step() has work; call
  * front_step(f, 0) then. Timeouts are enforced inside front_step, so call
- * it at least every 250 ms even when idle. front_free closes the client
+ * it at least every 250 ms even when idle. listen_fd may be -1
+ * (connections then come only through front_adopt). front_new registers
+ * itself as the api's resume function. front_free closes the client
  * connections, not listen_fd.
  */
 struct front;
