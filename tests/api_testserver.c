@@ -84,6 +84,7 @@ main(int argc, char **argv)
 	struct api *api;
 	const char *portfile = NULL, *certfile = NULL, *keyfile = NULL;
 	struct tls *tls = NULL;
+	struct front *front;
 	int ch, fd, one = 1, port = 8421;
 
 	log_init(1, 0, "keep-api-testserver");
@@ -183,8 +184,16 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	fprintf(stderr, "keep-api-testserver: listening on 127.0.0.1:%d\n",
 	    ntohs(sin.sin_port));
-	if (front_serve_tls(fd, api, &lim, tls, &stop) != 0)
-		err(1, "front_serve_tls");
+	/* The loop by steps, so that deferred fake runs ("defer..." code)
+	 * finish between them, as runs in the VMM would. */
+	if ((front = front_new(fd, api, &lim, tls)) == NULL)
+		err(1, "front_new");
+	while (!stop) {
+		if (front_step(front, 50) != 0)
+			err(1, "front_step");
+		api_fake_flush(fake);
+	}
+	front_free(front);
 	if (tls != NULL)
 		tls_free(tls);
 	api_free(api);

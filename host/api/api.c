@@ -843,6 +843,84 @@ api_defer(const struct api_call *call)
 	return p;
 }
 
+static void
+stream_head(struct api_pending *p, struct http_buf *o)
+{
+	http_buf_puts(o,
+	    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+	    "Cache-Control: no-cache\r\n");
+	/* HTTP/1.0 has no chunked coding: the end of the stream is the
+	 * end of the connection. */
+	if (p->http10)
+		http_buf_puts(o, "Connection: close\r\n");
+	else {
+		http_buf_puts(o, "Transfer-Encoding: chunked\r\n");
+		if (p->close)
+			http_buf_puts(o, "Connection: close\r\n");
+	}
+	http_buf_printf(o, "X-Request-Id: %s\r\n\r\n", p->request_id);
+}
+
+static void
+stream_chunk(struct api_pending *p, struct http_buf *o, const void *d, size_t n)
+{
+	if (n == 0)
+		return;
+	if (p->http10) {
+		http_buf_add(o, d, n);
+		return;
+	}
+	http_buf_printf(o, "%zx\r\n", n);
+	http_buf_add(o, d, n);
+	http_buf_add(o, "\r\n", 2);
+}
+
+void
+api_stream_run(
+    struct api_pending *p, const char *stream, const void *data, size_t len)
+{
+	struct api *a = p->api;
+	struct http_buf ev, out;
+	int is_err = strcmp(stream, "stderr") == 0;
+
+	if (len == 0)
+		return;
+	if (!p->sse) {
+		http_buf_add(is_err ? &p->acc_err : &p->acc_out, data, len);
+		return;
+	}
+	http_buf_init(&ev);
+	http_buf_init(&out);
+	if (!p->streaming) {
+		stream_head(p, &out);
+		p->streaming = 1;
+	}
+	sse_event(&ev, is_err ? "stderr" : "stdout",
+	    json_pack("{s:o}", "data", bytes_string(data, len)));
+	stream_chunk(p, &out, ev.data, ev.len);
+	if (!ev.oom && !out.oom && a->resume_fn != NULL)
+		a->resume_fn(
+		    a->resume_arg, p->conn, out.data, out.len, API_RESUME_MORE);
+	http_buf_free(&ev);
+	http_buf_free(&out);
+}
+
+/* Put streamed output back in front of the final output (non-SSE). */
+static int
+merge_acc(struct http_buf *acc, char **buf, size_t *len)
+{
+	if (acc->len == 0)
+		return 0;
+	http_buf_add(acc, *buf, *len);
+	if (acc->oom)
+		return -1;
+	free(*buf);
+	*buf = acc->data;
+	*len = acc->len;
+	http_buf_init(acc);
+	return 0;
+}
+
 void
 api_resume_run(struct api_pending *p, int rc, struct api_run_result *res,
     const struct api_error *err)
@@ -860,9 +938,44 @@ api_resume_run(struct api_pending *p, int rc, struct api_run_result *res,
 	r.http10 = p->http10;
 	r.sse = p->sse;
 	memcpy(r.request_id, p->request_id, sizeof(r.request_id));
-	if (rc == API_OK)
-		reply_run(&r, res);
-	else {
+	if (p->streaming) {
+		struct http_buf ev;
+
+		http_buf_init(&ev);
+		if (rc == API_OK) {
+			api_observe_run(a, res->duration_ms);
+			res->reason[sizeof(res->reason) - 1] = '\0';
+			run_events(&ev, res);
+		} else {
+			char msg[API_MSG_MAX];
+
+			if (rc <= API_OK || rc >= API_ERR_COUNT)
+				rc = API_EINTERNAL;
+			memcpy(msg, err->message, sizeof(msg));
+			msg[sizeof(msg) - 1] = '\0';
+			sse_event(&ev, "error",
+			    json_pack("{s:{s:s,s:s}}", "error", "message", msg,
+			        "code", api_err_code(rc)));
+		}
+		stream_chunk(p, &out, ev.data, ev.len);
+		if (!p->http10)
+			http_buf_puts(&out, "0\r\n\r\n");
+		r.close = p->close || p->http10;
+		r.status = 200;
+		if (ev.oom)
+			out.oom = 1;
+		http_buf_free(&ev);
+		free(res->out);
+		free(res->err);
+	} else if (rc == API_OK) {
+		if (merge_acc(&p->acc_out, &res->out, &res->out_len) != 0 ||
+		    merge_acc(&p->acc_err, &res->err, &res->err_len) != 0) {
+			free(res->out);
+			free(res->err);
+			rq_error(&r, API_EINTERNAL, "Out of memory");
+		} else
+			reply_run(&r, res);
+	} else {
 		free(res->out);
 		free(res->err);
 		rq_backend_error(&r, rc, err);
@@ -876,9 +989,11 @@ api_resume_run(struct api_pending *p, int rc, struct api_run_result *res,
 	api_hist_add(&a->req_hist[p->ri], mono_s() - p->t0);
 	a->pending--;
 	if (a->resume_fn != NULL)
-		a->resume_fn(
-		    a->resume_arg, p->conn, out.data, out.len, r.close);
+		a->resume_fn(a->resume_arg, p->conn, out.data, out.len,
+		    r.close ? API_RESUME_CLOSE : 0);
 	http_buf_free(&out);
+	http_buf_free(&p->acc_out);
+	http_buf_free(&p->acc_err);
 	free(p);
 }
 

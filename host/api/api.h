@@ -356,6 +356,14 @@ struct api_config {
 #define API_PENDING 100
 struct api_pending;
 struct api_pending *api_defer(const struct api_call *);
+/*
+ * Output of a deferred run as it happens (stream: "stdout" or "stderr").
+ * For a client that asked for text/event-stream it goes out at once as an
+ * event (the reply is then chunked, or close-delimited for HTTP/1.0);
+ * otherwise it is kept and prepended to the final result's output.
+ */
+void api_stream_run(
+    struct api_pending *, const char *stream, const void *data, size_t len);
 void api_resume_run(struct api_pending *, int rc, struct api_run_result *res,
     const struct api_error *err);
 
@@ -375,11 +383,13 @@ int api_handle(
  * api_handle for a connection that can wait: conn is the caller's id for
  * it. Returns 0 or 1 as api_handle, or API_HANDLE_PENDING when the reply
  * will come later through the resume function: fn(arg, conn, response
- * bytes, length, close).
+ * bytes, length, API_RESUME_* flags), once or, streaming, several times.
  */
 #define API_HANDLE_PENDING 2
+#define API_RESUME_CLOSE 0x1 /* close the connection after these bytes */
+#define API_RESUME_MORE 0x2 /* part of the reply; more will follow */
 typedef void (*api_resume_fn)(
-    void *arg, uint64_t conn, const void *resp, size_t len, int close);
+    void *arg, uint64_t conn, const void *resp, size_t len, int flags);
 void api_set_resume(struct api *, api_resume_fn fn, void *arg);
 int api_handle_conn(struct api *, const struct http_request *req,
     struct http_buf *out, uint64_t conn);

@@ -517,8 +517,12 @@ api_fake_flush(struct api_fake *f)
 		f->nwaiting--;
 		memset(&res, 0, sizeof(res));
 		memset(&err, 0, sizeof(err));
-		res.out = out;
-		res.out_len = out ? strlen(out) : 0;
+		/* The output comes as it is produced, then the end. */
+		if (out != NULL) {
+			api_stream_run(p, "stdout", out, strlen(out));
+			api_stream_run(p, "stderr", "done", 4);
+		}
+		free(out);
 		res.duration_ms = 5;
 		api_resume_run(p, out ? API_OK : API_EINTERNAL, &res, &err);
 		n++;

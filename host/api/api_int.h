@@ -59,6 +59,9 @@ struct api_pending {
 	int head_only;
 	int http10;
 	int sse;
+	int streaming; /* the head of an event stream has gone out */
+	struct http_buf acc_out; /* streamed output of a non-SSE request */
+	struct http_buf acc_err;
 	char request_id[40];
 };
 
@@ -130,6 +133,9 @@ void api_observe_run(struct api *, uint64_t duration_ms);
 void api_hist_add(struct api_hist *, double seconds);
 void api_metrics(struct rq *);
 void reply_run(struct rq *, struct api_run_result *);
+void run_events(struct http_buf *, const struct api_run_result *);
+void sse_event(struct http_buf *, const char *event, json_t *data);
+json_t *bytes_string(const char *, size_t);
 uint64_t api_now_ms(struct api *);
 
 #endif

@@ -37,7 +37,7 @@ iso_time(int64_t t)
 }
 
 /* A JSON string from bytes that may not be UTF-8: invalid bytes -> U+FFFD. */
-static json_t *
+json_t *
 bytes_string(const char *p, size_t n)
 {
 	json_t *s;
@@ -371,7 +371,7 @@ parse_exec(struct rq *r, struct api_exec *ex, const char **webhook)
 	return 0;
 }
 
-static void
+void
 sse_event(struct http_buf *b, const char *event, json_t *data)
 {
 	char *s = json_dumps(data, JSON_COMPACT | JSON_ENSURE_ASCII);
@@ -387,6 +387,24 @@ sse_event(struct http_buf *b, const char *event, json_t *data)
 	json_decref(data);
 }
 
+/* The stdout, stderr and exit events of a finished run. */
+void
+run_events(struct http_buf *b, const struct api_run_result *res)
+{
+	if (res->out_len)
+		sse_event(b, "stdout",
+		    json_pack(
+		        "{s:o}", "data", bytes_string(res->out, res->out_len)));
+	if (res->err_len)
+		sse_event(b, "stderr",
+		    json_pack(
+		        "{s:o}", "data", bytes_string(res->err, res->err_len)));
+	sse_event(b, "exit",
+	    json_pack("{s:i,s:I,s:o}", "exit_code", res->exit_code,
+	        "duration_ms", (json_int_t)res->duration_ms, "reason",
+	        res->reason[0] ? json_string(res->reason) : json_null()));
+}
+
 void
 reply_run(struct rq *r, struct api_run_result *res)
 {
@@ -398,19 +416,7 @@ reply_run(struct rq *r, struct api_run_result *res)
 		struct http_buf b;
 
 		http_buf_init(&b);
-		if (res->out_len)
-			sse_event(&b, "stdout",
-			    json_pack("{s:o}", "data",
-			        bytes_string(res->out, res->out_len)));
-		if (res->err_len)
-			sse_event(&b, "stderr",
-			    json_pack("{s:o}", "data",
-			        bytes_string(res->err, res->err_len)));
-		sse_event(&b, "exit",
-		    json_pack("{s:i,s:I,s:o}", "exit_code", res->exit_code,
-		        "duration_ms", (json_int_t)res->duration_ms, "reason",
-		        res->reason[0] ? json_string(res->reason)
-		                       : json_null()));
+		run_events(&b, res);
 		if (b.oom)
 			rq_error(r, API_EINTERNAL, "Out of memory");
 		else

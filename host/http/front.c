@@ -617,7 +617,7 @@ out:
 /* A deferred reply arrives: put it in order on its connection, if the
  * connection is still the one that asked. */
 static void
-front_resume(void *arg, uint64_t id, const void *resp, size_t len, int close)
+front_resume(void *arg, uint64_t id, const void *resp, size_t len, int flags)
 {
 	struct front *f = arg;
 	unsigned slot = (unsigned)(id >> 32);
@@ -627,7 +627,12 @@ front_resume(void *arg, uint64_t id, const void *resp, size_t len, int close)
 	    c->gen != (uint32_t)id || c->state != C_WAIT)
 		return;
 	http_buf_add(&c->out, resp, len);
-	if (close || c->peer_eof)
+	if (flags & API_RESUME_MORE) {
+		/* Part of an event stream: send it, keep waiting. */
+		conn_settle(f, c);
+		return;
+	}
+	if ((flags & API_RESUME_CLOSE) || c->peer_eof)
 		c->closing = 1;
 	c->state = c->inlen > 0 ? C_HEAD : C_IDLE;
 	c->deadline = mono_ms() +

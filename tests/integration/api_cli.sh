@@ -73,6 +73,9 @@ check "idempotent replay" test "$a" = "$b"
 check "idempotent conflict" grep -q CONFLICT <(curl -s -H 'Idempotency-Key: k' -H "Authorization: Bearer admintok" -d '{"image":"hello"}' "$U/v1/sandboxes")
 sse=$(curl -s -H 'Accept: text/event-stream' -H "Authorization: Bearer admintok" -d '{"cmd":"echo","args":["hi"]}' "$U/v1/sandboxes/$id/commands/run")
 check "SSE events" test "$sse" = "$(printf 'event: stdout\ndata: {"data":"hi\\n"}\n\nevent: exit\ndata: {"exit_code":0,"duration_ms":1,"reason":null}')"
+sse=$(curl -sN -H 'Accept: text/event-stream' -H "Authorization: Bearer admintok" -d '{"code":"defer-me"}' "$U/v1/sandboxes/$id/execute")
+check "SSE streamed (deferred run, chunked)" test "$sse" = "$(printf 'event: stdout\ndata: {"data":"defer-me"}\n\nevent: stderr\ndata: {"data":"done"}\n\nevent: exit\ndata: {"exit_code":0,"duration_ms":5,"reason":null}')"
+check "deferred run, plain JSON" grep -q '"stdout":"defer-me2","stderr":"done"' <(curl -s -H "Authorization: Bearer admintok" -d '{"code":"defer-me2"}' "$U/v1/sandboxes/$id/execute")
 check "openapi.json" python3 -c "import json,sys; d=json.load(sys.stdin); assert d['openapi'].startswith('3.1')" < <(curl -s "$U/v1/openapi.json")
 check "chunked body" grep -q '"id"' <(curl -s -H 'Transfer-Encoding: chunked' -H "Authorization: Bearer admintok" -d '{"image":"js"}' "$U/v1/sandboxes")
 

@@ -308,6 +308,44 @@ test_deferred_in_order(void **state)
 }
 
 static void
+test_deferred_sse_stream(void **state)
+{
+	struct env *e = *state;
+	char buf[8192];
+	int fd = client(e), closed;
+	const char *body = "{\"code\":\"defer-x\"}";
+	char head[512];
+
+	post(fd, "/v1/sandboxes", "{\"image\":\"python\"}");
+	collect(e, fd, buf, sizeof(buf), 1, 50, &closed);
+	snprintf(head, sizeof(head),
+	    "POST /v1/sandboxes/sbx-1/execute HTTP/1.1\r\nHost: a\r\n"
+	    "Authorization: Bearer t\r\nAccept: text/event-stream\r\n"
+	    "Content-Length: %zu\r\n\r\n%s",
+	    strlen(body), body);
+	put(fd, head);
+	put(fd, "GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n");
+	collect(e, fd, buf, sizeof(buf), 1 << 20, 10, &closed);
+	assert_int_equal(strlen(buf), 0);
+	assert_int_equal(api_fake_flush(e->fake), 1);
+	collect(e, fd, buf, sizeof(buf), 1 << 20, 20, &closed);
+	/* A chunked event stream: output events, exit, the last chunk; then
+	 * the pipelined request's reply. */
+	assert_non_null(strstr(buf,
+	    "HTTP/1.1 200 OK\r\nContent-Type: "
+	    "text/event-stream\r\n"));
+	assert_non_null(strstr(buf, "Transfer-Encoding: chunked\r\n"));
+	assert_non_null(
+	    strstr(buf, "event: stdout\ndata: {\"data\":\"defer-x\"}\n\n\r\n"));
+	assert_non_null(
+	    strstr(buf, "event: stderr\ndata: {\"data\":\"done\"}"));
+	assert_non_null(strstr(buf, "event: exit\ndata: {\"exit_code\":0"));
+	assert_true(strstr(buf, "\r\n0\r\n\r\nHTTP/1.1 200 OK") != NULL);
+	assert_false(closed);
+	close(fd);
+}
+
+static void
 test_connection_limit(void **state)
 {
 	struct env *e = *state;
@@ -394,6 +432,7 @@ main(void)
 		T(test_refusal_survives_unread_body),
 		T(test_http10_keepalive),
 		T(test_deferred_in_order),
+		T(test_deferred_sse_stream),
 		T(test_connection_limit),
 		T(test_slow_head_times_out),
 		T(test_backpressure),
