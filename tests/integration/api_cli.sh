@@ -52,7 +52,7 @@ check "env set" grep -q "^B=2$" <(api env set "$id" B=2)
 check "env get" grep -q "^A=1$" <(api env get "$id")
 check "files rm" api files rm "$id" dir/a.txt
 check "audit" grep -q "allow" <(api audit --limit 5)
-check "scoped token reads its sandbox" env KEEP_TOKEN="$tok" "$KEEP" api --url "$U" sandbox get "$id"
+check "scoped token reads its sandbox" grep -q "^$id " <(env KEEP_TOKEN="$tok" "$KEEP" api --url "$U" sandbox get "$id")
 env KEEP_TOKEN="$tok" "$KEEP" api --url "$U" sandbox get sbx-999 2>"$tmp/err"
 check "scoped token: other sandbox is 404" grep -q "NOT_FOUND, HTTP 404" "$tmp/err"
 
