@@ -1,13 +1,766 @@
-/* Placeholder until the 'api' group lands; replaced by its own change. */
+/*
+ * keep api: a client of the HTTP API on libcurl.
+ *
+ *   keep api [--url URL] [--token TOKEN] [--json] COMMAND ...
+ *
+ * The token comes from --token or KEEP_TOKEN. Human output by default;
+ * --json prints the server's JSON reply unchanged. Exit status: 0 success,
+ * 1 an error reply or a transport failure (the error envelope's message
+ * and code on stderr), 2 usage; `run` and `exec` exit with the run's own
+ * exit code when it is not 0.
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cli/cmd.h"
+
+#define DEFAULT_URL "http://127.0.0.1:8421"
+#define MAX_REPLY (64UL << 20)
+
+struct client {
+	const char *url;
+	const char *token;
+	const char *cacert; /* NULL: the system's trust store */
+	int json;
+	CURL *curl;
+};
+
+struct reply {
+	long status;
+	char *data;
+	size_t len;
+	int too_big;
+};
+
+static void
+usage(void)
+{
+	fprintf(stderr,
+	    "usage: keep api [--url URL] [--token TOKEN] [--cacert PEM] "
+	    "[--json] "
+	    "COMMAND\n"
+	    "  sandbox create [--image IMAGE] [--ttl SECONDS] [--env K=V]...\n"
+	    "  sandbox list | get ID | delete ID | token ID\n"
+	    "  exec [--language python|javascript] SANDBOX CODE|-\n"
+	    "  run SANDBOX CMD [ARG...]\n"
+	    "  files put SANDBOX LOCAL REMOTE | get SANDBOX REMOTE [LOCAL]\n"
+	    "  files ls SANDBOX [PATH] | rm SANDBOX PATH | mkdir SANDBOX PATH\n"
+	    "  env get SANDBOX | set SANDBOX K=V... | unset SANDBOX KEY\n"
+	    "  audit [--limit N]\n"
+	    "  health\n");
+}
+
+static size_t
+on_data(char *p, size_t size, size_t n, void *arg)
+{
+	struct reply *r = arg;
+	size_t len = size * n;
+	char *d;
+
+	if (r->len + len > MAX_REPLY) {
+		r->too_big = 1;
+		return 0;
+	}
+	if ((d = realloc(r->data, r->len + len + 1)) == NULL)
+		return 0;
+	r->data = d;
+	memcpy(r->data + r->len, p, len);
+	r->len += len;
+	r->data[r->len] = '\0';
+	return len;
+}
+
+/*
+ * One request. path is appended to the base URL; body may be NULL.
+ * Returns 0 with *r filled (any status), -1 on a transport failure.
+ */
+static int
+request(struct client *c, const char *method, const char *path,
+    const void *body, size_t blen, const char *ctype, struct reply *r)
+{
+	struct curl_slist *h = NULL;
+	char *url, *auth = NULL;
+	CURLcode rc;
+
+	memset(r, 0, sizeof(*r));
+	if (asprintf(&url, "%s%s", c->url, path) == -1)
+		return -1;
+	curl_easy_reset(c->curl);
+	curl_easy_setopt(c->curl, CURLOPT_URL, url);
+	curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c->curl, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT, 10L);
+	if (c->cacert != NULL)
+		curl_easy_setopt(c->curl, CURLOPT_CAINFO, c->cacert);
+	if (c->token != NULL) {
+		if (asprintf(&auth, "Authorization: Bearer %s", c->token) ==
+		    -1) {
+			free(url);
+			return -1;
+		}
+		h = curl_slist_append(h, auth);
+	}
+	/* Bodies are small; waiting for 100-continue only adds latency. */
+	h = curl_slist_append(h, "Expect:");
+	if (body != NULL) {
+		char ct[96];
+		snprintf(ct, sizeof(ct), "Content-Type: %s", ctype);
+		h = curl_slist_append(h, ct);
+		curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(
+		    c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)blen);
+	}
+	curl_easy_setopt(c->curl, CURLOPT_HTTPHEADER, h);
+	rc = curl_easy_perform(c->curl);
+	curl_slist_free_all(h);
+	free(auth);
+	free(url);
+	if (rc != CURLE_OK) {
+		fprintf(stderr, "keep api: %s: %s\n", c->url,
+		    r->too_big ? "reply too large" : curl_easy_strerror(rc));
+		free(r->data);
+		r->data = NULL;
+		return -1;
+	}
+	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &r->status);
+	return 0;
+}
+
+static int
+request_json(struct client *c, const char *method, const char *path,
+    json_t *body, struct reply *r)
+{
+	char *s = NULL;
+	int rc;
+
+	if (body != NULL &&
+	    (s = json_dumps(body, JSON_COMPACT | JSON_ENSURE_ASCII)) == NULL) {
+		fprintf(stderr, "keep api: out of memory\n");
+		return -1;
+	}
+	rc = request(
+	    c, method, path, s, s ? strlen(s) : 0, "application/json", r);
+	free(s);
+	json_decref(body);
+	return rc;
+}
+
+/* Print the error envelope of a failed reply; returns 1. */
+static int
+report_error(const struct reply *r)
+{
+	json_t *j = r->data ? json_loadb(r->data, r->len, 0, NULL) : NULL;
+	json_t *e = json_object_get(j, "error");
+	const char *msg = json_string_value(json_object_get(e, "message"));
+	const char *code = json_string_value(json_object_get(e, "code"));
+
+	if (msg != NULL && code != NULL)
+		fprintf(stderr, "keep api: %s (%s, HTTP %ld)\n", msg, code,
+		    r->status);
+	else
+		fprintf(stderr, "keep api: HTTP %ld\n", r->status);
+	json_decref(j);
+	return 1;
+}
+
+/* Parse a 2xx JSON reply, or report. Returns NULL on any failure. */
+static json_t *
+ok_json(struct client *c, struct reply *r)
+{
+	json_t *j;
+
+	if (r->status < 200 || r->status > 299) {
+		report_error(r);
+		return NULL;
+	}
+	if (r->status == 204)
+		return json_object();
+	if ((j = json_loadb(r->data ? r->data : "", r->len, 0, NULL)) == NULL) {
+		fprintf(stderr, "keep api: the server's reply is not JSON\n");
+		return NULL;
+	}
+	if (c->json)
+		printf("%.*s\n", (int)r->len, r->data);
+	return j;
+}
+
+static const char *
+jstr(json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+
+	return s ? s : "-";
+}
+
+static char *
+esc(struct client *c, const char *s)
+{
+	char *e = curl_easy_escape(c->curl, s, 0);
+
+	if (e == NULL) {
+		fprintf(stderr, "keep api: out of memory\n");
+		exit(1);
+	}
+	return e;
+}
+
+static int
+valid_id(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 64)
+		return 0;
+	return strspn(s,
+	           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	           "0123456789-_.") == n;
+}
+
+static int
+need_id(const char *s)
+{
+	if (!valid_id(s)) {
+		fprintf(stderr, "keep api: invalid sandbox id\n");
+		return 0;
+	}
+	return 1;
+}
+
+static void
+print_sandbox(json_t *s)
+{
+	printf("%-24s %-10s %-8s %s\n", jstr(s, "id"), jstr(s, "image"),
+	    jstr(s, "status"), jstr(s, "expires_at"));
+}
+
+static int
+kv_into(json_t *obj, const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+	char *k;
+
+	if (eq == NULL || eq == arg) {
+		fprintf(stderr, "keep api: expected KEY=VALUE, got %s\n", arg);
+		return -1;
+	}
+	if ((k = strndup(arg, (size_t)(eq - arg))) == NULL)
+		return -1;
+	json_object_set_new(obj, k, json_string(eq + 1));
+	free(k);
+	return 0;
+}
+
+static int
+cmd_sandbox(struct client *c, int argc, char **argv)
+{
+	struct reply r;
+	json_t *j;
+	char path[256];
+	int rc = 1;
+
+	if (argc < 1) {
+		usage();
+		return EXIT_USAGE;
+	}
+	if (strcmp(argv[0], "create") == 0) {
+		json_t *body = json_pack("{s:s}", "image", "python");
+		json_t *env = json_object();
+		for (int i = 1; i < argc; i++) {
+			if (strcmp(argv[i], "--image") == 0 && i + 1 < argc)
+				json_object_set_new(
+				    body, "image", json_string(argv[++i]));
+			else if (strcmp(argv[i], "--ttl") == 0 && i + 1 < argc)
+				json_object_set_new(body, "ttl",
+				    json_integer(strtoll(argv[++i], NULL, 10)));
+			else if (strcmp(argv[i], "--env") == 0 &&
+			    i + 1 < argc) {
+				if (kv_into(env, argv[++i]) != 0)
+					return EXIT_USAGE;
+			} else {
+				usage();
+				return EXIT_USAGE;
+			}
+		}
+		json_object_set_new(body, "env", env);
+		if (request_json(c, "POST", "/v1/sandboxes", body, &r) != 0)
+			return 1;
+		if ((j = ok_json(c, &r)) != NULL) {
+			if (!c->json)
+				printf("id: %s\nauth_token: %s\n"
+				       "token_expires_at: %s\n",
+				    jstr(j, "id"), jstr(j, "auth_token"),
+				    jstr(j, "token_expires_at"));
+			rc = 0;
+		}
+	} else if (strcmp(argv[0], "list") == 0 && argc == 1) {
+		if (request(c, "GET", "/v1/sandboxes?limit=100", NULL, 0, NULL,
+		        &r) != 0)
+			return 1;
+		if ((j = ok_json(c, &r)) != NULL) {
+			json_t *s;
+			size_t i;
+			if (!c->json)
+				json_array_foreach(
+				    json_object_get(j, "sandboxes"), i, s)
+				    print_sandbox(s);
+			rc = 0;
+		}
+	} else if ((strcmp(argv[0], "get") == 0 ||
+	               strcmp(argv[0], "delete") == 0 ||
+	               strcmp(argv[0], "token") == 0) &&
+	    argc == 2) {
+		int del = argv[0][0] == 'd', tok = argv[0][0] == 't';
+		if (!need_id(argv[1]))
+			return 1;
+		snprintf(path, sizeof(path), "/v1/sandboxes/%s%s", argv[1],
+		    tok ? "/token" : "");
+		if (request(c,
+		        del       ? "DELETE"
+		            : tok ? "POST"
+		                  : "GET",
+		        path, NULL, 0, NULL, &r) != 0)
+			return 1;
+		if ((j = ok_json(c, &r)) != NULL) {
+			if (!c->json && tok)
+				printf("auth_token: %s\ntoken_expires_at: %s\n",
+				    jstr(j, "auth_token"),
+				    jstr(j, "token_expires_at"));
+			else if (!c->json && !del)
+				print_sandbox(j);
+			rc = 0;
+		}
+	} else {
+		usage();
+		return EXIT_USAGE;
+	}
+	json_decref(j);
+	free(r.data);
+	return rc;
+}
+
+/* Print a run reply; the exit status is the run's. */
+static int
+print_run(struct client *c, struct reply *r)
+{
+	json_t *j = ok_json(c, r);
+	json_t *out, *err, *reason;
+	int code;
+
+	if (j == NULL)
+		return 1;
+	out = json_object_get(j, "stdout");
+	err = json_object_get(j, "stderr");
+	reason = json_object_get(j, "reason");
+	code = (int)json_integer_value(json_object_get(j, "exit_code"));
+	if (!c->json) {
+		fwrite(
+		    json_string_value(out), 1, json_string_length(out), stdout);
+		fwrite(
+		    json_string_value(err), 1, json_string_length(err), stderr);
+		if (json_is_string(reason))
+			fprintf(stderr, "keep api: run stopped: %s\n",
+			    json_string_value(reason));
+	}
+	json_decref(j);
+	return code < 0 || code > 255 ? 1 : code;
+}
+
+static char *
+read_all(FILE *fp, size_t *len)
+{
+	char *buf = NULL, *p;
+	size_t cap = 0, n;
+
+	*len = 0;
+	for (;;) {
+		if (*len == cap) {
+			cap = cap ? cap * 2 : 65536;
+			if (cap > MAX_REPLY ||
+			    (p = realloc(buf, cap)) == NULL) {
+				free(buf);
+				return NULL;
+			}
+			buf = p;
+		}
+		n = fread(buf + *len, 1, cap - *len, fp);
+		*len += n;
+		if (n == 0)
+			break;
+	}
+	if (ferror(fp)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+static int
+cmd_exec(struct client *c, int argc, char **argv)
+{
+	const char *lang = "python";
+	struct reply r;
+	char path[256], *code = NULL;
+	size_t len;
+	int rc;
+
+	if (argc >= 2 && strcmp(argv[0], "--language") == 0) {
+		lang = argv[1];
+		argc -= 2;
+		argv += 2;
+	}
+	if (argc != 2) {
+		usage();
+		return EXIT_USAGE;
+	}
+	if (!need_id(argv[0]))
+		return 1;
+	if (strcmp(argv[1], "-") == 0) {
+		if ((code = read_all(stdin, &len)) == NULL) {
+			fprintf(stderr, "keep api: cannot read stdin\n");
+			return 1;
+		}
+	} else if ((code = strdup(argv[1])) == NULL)
+		return 1;
+	else
+		len = strlen(code);
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/execute", argv[0]);
+	rc = request_json(c, "POST", path,
+	    json_pack("{s:s%,s:s}", "code", code, len, "language", lang), &r);
+	free(code);
+	if (rc != 0)
+		return 1;
+	rc = print_run(c, &r);
+	free(r.data);
+	return rc;
+}
+
+static int
+cmd_run_remote(struct client *c, int argc, char **argv)
+{
+	struct reply r;
+	char path[256];
+	json_t *args;
+	int rc;
+
+	if (argc < 2) {
+		usage();
+		return EXIT_USAGE;
+	}
+	if (!need_id(argv[0]))
+		return 1;
+	args = json_array();
+	for (int i = 2; i < argc; i++)
+		json_array_append_new(args, json_string(argv[i]));
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/commands/run", argv[0]);
+	if (request_json(c, "POST", path,
+	        json_pack("{s:s,s:o}", "cmd", argv[1], "args", args), &r) != 0)
+		return 1;
+	rc = print_run(c, &r);
+	free(r.data);
+	return rc;
+}
+
+static int
+cmd_files(struct client *c, int argc, char **argv)
+{
+	struct reply r;
+	char *path = NULL, *e;
+	json_t *j = NULL;
+	int rc = 1;
+
+	if (argc < 3 || !need_id(argv[1])) {
+		if (argc < 3)
+			usage();
+		return argc < 3 ? EXIT_USAGE : 1;
+	}
+	if (strcmp(argv[0], "put") == 0 && argc == 4) {
+		FILE *fp = strcmp(argv[2], "-") ? fopen(argv[2], "rb") : stdin;
+		char *data;
+		size_t len;
+
+		if (fp == NULL) {
+			fprintf(stderr, "keep api: %s: %s\n", argv[2],
+			    strerror(errno));
+			return 1;
+		}
+		data = read_all(fp, &len);
+		if (fp != stdin)
+			fclose(fp);
+		if (data == NULL) {
+			fprintf(stderr, "keep api: cannot read %s\n", argv[2]);
+			return 1;
+		}
+		e = esc(c, argv[3]);
+		if (asprintf(&path, "/v1/sandboxes/%s/files/write?path=%s",
+		        argv[1], e) == -1)
+			path = NULL;
+		curl_free(e);
+		if (path == NULL ||
+		    request(c, "POST", path, data, len,
+		        "application/octet-stream", &r) != 0) {
+			free(data);
+			free(path);
+			return 1;
+		}
+		free(data);
+		if ((j = ok_json(c, &r)) != NULL)
+			rc = 0;
+	} else if (strcmp(argv[0], "get") == 0 && (argc == 3 || argc == 4)) {
+		e = esc(c, argv[2]);
+		if (asprintf(&path, "/v1/sandboxes/%s/files/read?path=%s",
+		        argv[1], e) == -1)
+			path = NULL;
+		curl_free(e);
+		if (path == NULL ||
+		    request(c, "GET", path, NULL, 0, NULL, &r) != 0) {
+			free(path);
+			return 1;
+		}
+		if (r.status != 200)
+			report_error(&r);
+		else if (argc == 4 && strcmp(argv[3], "-") != 0) {
+			FILE *fp = fopen(argv[3], "wb");
+			if (fp == NULL ||
+			    fwrite(r.data, 1, r.len, fp) != r.len ||
+			    fclose(fp) != 0)
+				fprintf(stderr, "keep api: %s: %s\n", argv[3],
+				    strerror(errno));
+			else
+				rc = 0;
+		} else {
+			fwrite(r.data ? r.data : "", 1, r.len, stdout);
+			rc = 0;
+		}
+	} else if ((strcmp(argv[0], "ls") == 0 && argc <= 3) ||
+	    ((strcmp(argv[0], "rm") == 0 || strcmp(argv[0], "mkdir") == 0) &&
+	        argc == 3)) {
+		const char *verb = argv[0][0] == 'l' ? "list"
+		    : argv[0][0] == 'r'              ? "remove"
+		                                     : "mkdir";
+		const char *method = argv[0][0] == 'l' ? "GET"
+		    : argv[0][0] == 'r'                ? "DELETE"
+		                                       : "POST";
+		e = esc(c, argc == 3 ? argv[2] : "/");
+		if (asprintf(&path, "/v1/sandboxes/%s/files/%s?path=%s",
+		        argv[1], verb, e) == -1)
+			path = NULL;
+		curl_free(e);
+		if (path == NULL ||
+		    request(c, method, path, NULL, 0, NULL, &r) != 0) {
+			free(path);
+			return 1;
+		}
+		if ((j = ok_json(c, &r)) != NULL) {
+			json_t *ent;
+			size_t i;
+			if (!c->json && verb[0] == 'l')
+				json_array_foreach(
+				    json_object_get(j, "entries"), i, ent)
+				{
+					printf("%-4s %10lld  %s\n",
+					    jstr(ent, "type"),
+					    (long long)json_integer_value(
+					        json_object_get(ent, "size")),
+					    jstr(ent, "name"));
+				}
+			rc = 0;
+		}
+	} else {
+		usage();
+		return EXIT_USAGE;
+	}
+	json_decref(j);
+	free(r.data);
+	free(path);
+	return rc;
+}
+
+static int
+cmd_env(struct client *c, int argc, char **argv)
+{
+	struct reply r;
+	char path[256];
+	json_t *j;
+	int rc = 1;
+
+	if (argc < 2) {
+		usage();
+		return EXIT_USAGE;
+	}
+	if (!need_id(argv[1]))
+		return 1;
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/env", argv[1]);
+	if (strcmp(argv[0], "get") == 0 && argc == 2) {
+		if (request(c, "GET", path, NULL, 0, NULL, &r) != 0)
+			return 1;
+	} else if (strcmp(argv[0], "set") == 0 && argc >= 3) {
+		json_t *env = json_object();
+		for (int i = 2; i < argc; i++)
+			if (kv_into(env, argv[i]) != 0) {
+				json_decref(env);
+				return EXIT_USAGE;
+			}
+		if (request_json(c, "PATCH", path,
+		        json_pack("{s:o}", "env", env), &r) != 0)
+			return 1;
+	} else if (strcmp(argv[0], "unset") == 0 && argc == 3) {
+		char *e = esc(c, argv[2]), *p;
+		if (asprintf(&p, "%s?key=%s", path, e) == -1) {
+			curl_free(e);
+			return 1;
+		}
+		curl_free(e);
+		rc = request(c, "DELETE", p, NULL, 0, NULL, &r);
+		free(p);
+		if (rc != 0)
+			return 1;
+		rc = 1;
+	} else {
+		usage();
+		return EXIT_USAGE;
+	}
+	if ((j = ok_json(c, &r)) != NULL) {
+		const char *k;
+		json_t *v;
+		if (!c->json)
+			json_object_foreach(json_object_get(j, "env"), k, v)
+			    printf("%s=%s\n", k, json_string_value(v));
+		rc = 0;
+	}
+	json_decref(j);
+	free(r.data);
+	return rc;
+}
+
+static int
+cmd_audit_remote(struct client *c, int argc, char **argv)
+{
+	struct reply r;
+	char path[128];
+	long limit = 50;
+	json_t *j, *e;
+	size_t i;
+	int rc = 1;
+
+	if (argc == 2 && strcmp(argv[0], "--limit") == 0)
+		limit = strtol(argv[1], NULL, 10);
+	else if (argc != 0) {
+		usage();
+		return EXIT_USAGE;
+	}
+	snprintf(path, sizeof(path), "/v1/audit?limit=%ld", limit);
+	if (request(c, "GET", path, NULL, 0, NULL, &r) != 0)
+		return 1;
+	if ((j = ok_json(c, &r)) != NULL) {
+		if (!c->json)
+			json_array_foreach(json_object_get(j, "entries"), i, e)
+			    printf("%s %-6s %-12s %-24s %s\n", jstr(e, "time"),
+			        jstr(e, "decision"), jstr(e, "principal"),
+			        jstr(e, "action"), jstr(e, "target"));
+		rc = 0;
+	}
+	json_decref(j);
+	free(r.data);
+	return rc;
+}
+
+static int
+cmd_health(struct client *c)
+{
+	struct reply r;
+	json_t *j;
+
+	if (request(c, "GET", "/healthz", NULL, 0, NULL, &r) != 0)
+		return 1;
+	j = ok_json(c, &r);
+	if (j != NULL && !c->json)
+		printf("%s\n", jstr(j, "status"));
+	json_decref(j);
+	free(r.data);
+	return j == NULL;
+}
 
 int
 cmd_api(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "keep api: not in this build yet\n");
-	return 1;
+	static const struct option opts[] = {
+		{ "url", required_argument, NULL, 'u' },
+		{ "token", required_argument, NULL, 't' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "cacert", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct client c;
+	int ch, rc;
+
+	memset(&c, 0, sizeof(c));
+	c.url = DEFAULT_URL;
+	c.token = getenv("KEEP_TOKEN");
+	optind = 1;
+	while ((ch = getopt_long(argc, argv, "+u:t:jc:h", opts, NULL)) != -1) {
+		switch (ch) {
+		case 'u':
+			c.url = optarg;
+			break;
+		case 't':
+			c.token = optarg;
+			break;
+		case 'j':
+			c.json = 1;
+			break;
+		case 'c':
+			c.cacert = optarg;
+			break;
+		default:
+			usage();
+			return ch == 'h' ? 0 : EXIT_USAGE;
+		}
+	}
+	argc -= optind;
+	argv += optind;
+	if (argc < 1) {
+		usage();
+		return EXIT_USAGE;
+	}
+	if (strncmp(c.url, "http://", 7) != 0 &&
+	    strncmp(c.url, "https://", 8) != 0) {
+		fprintf(
+		    stderr, "keep api: --url must be http:// or https://\n");
+		return EXIT_USAGE;
+	}
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != 0 ||
+	    (c.curl = curl_easy_init()) == NULL) {
+		fprintf(stderr, "keep api: cannot initialise libcurl\n");
+		return 1;
+	}
+	if (strcmp(argv[0], "sandbox") == 0)
+		rc = cmd_sandbox(&c, argc - 1, argv + 1);
+	else if (strcmp(argv[0], "exec") == 0)
+		rc = cmd_exec(&c, argc - 1, argv + 1);
+	else if (strcmp(argv[0], "run") == 0)
+		rc = cmd_run_remote(&c, argc - 1, argv + 1);
+	else if (strcmp(argv[0], "files") == 0)
+		rc = cmd_files(&c, argc - 1, argv + 1);
+	else if (strcmp(argv[0], "env") == 0)
+		rc = cmd_env(&c, argc - 1, argv + 1);
+	else if (strcmp(argv[0], "audit") == 0)
+		rc = cmd_audit_remote(&c, argc - 1, argv + 1);
+	else if (strcmp(argv[0], "health") == 0)
+		rc = cmd_health(&c);
+	else {
+		usage();
+		rc = EXIT_USAGE;
+	}
+	curl_easy_cleanup(c.curl);
+	curl_global_cleanup();
+	return rc;
 }

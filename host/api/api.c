@@ -1,0 +1,1207 @@
+/*
+ * The API core: request ids, routing, authentication and the token-side
+ * capability and scope checks, the error envelope, JSON body intake,
+ * idempotency and metrics. Handlers live in api_routes.c.
+ *
+ * Order of checks for every request (so that nothing leaks before the
+ * caller is known): route match (404/405) -> bearer token (401) -> token
+ * caps (403) -> sandbox scope (404, so ids cannot be probed) -> body
+ * (400/413/415) -> the backend's policy decision (403/423/429) -> handler.
+ */
+#include <sodium.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "host/api/api_int.h"
+#include "lib/log.h"
+
+static const struct {
+	const char *code;
+	int status;
+} errtab[API_ERR_COUNT] = {
+	[API_OK] = { "OK", 200 },
+	[API_EBADREQ] = { "BAD_REQUEST", 400 },
+	[API_EUNAUTH] = { "UNAUTHORIZED", 401 },
+	[API_EFORBIDDEN] = { "FORBIDDEN", 403 },
+	[API_ENOTFOUND] = { "NOT_FOUND", 404 },
+	[API_ECONFLICT] = { "CONFLICT", 409 },
+	[API_ETOOLARGE] = { "PAYLOAD_TOO_LARGE", 413 },
+	[API_ELOCKED] = { "LOCK_REQUIRED", 423 },
+	[API_ERATE] = { "RATE_LIMITED", 429 },
+	[API_EINTERNAL] = { "INTERNAL", 500 },
+	[API_EUNAVAIL] = { "UNAVAILABLE", 503 },
+	[API_ESTORAGE] = { "STORAGE_FULL", 507 },
+	[API_ENOTIMPL] = { "NOT_IMPLEMENTED", 501 },
+};
+
+static const int status_slots[API_STATUS_SLOTS] = { 200, 201, 204, 400, 401,
+	403, 404, 405, 408, 409, 411, 413, 414, 415, 423, 429, 431, 500, 501,
+	503 };
+
+static const double hist_le[API_HIST_BUCKETS] = { 0.0005, 0.001, 0.0025, 0.005,
+	0.01, 0.025, 0.05, 0.1, 0.25, 1, 5, 30 };
+
+const char *
+api_err_code(enum api_err e)
+{
+	if ((unsigned)e >= API_ERR_COUNT)
+		return "INTERNAL";
+	return errtab[e].code;
+}
+
+int
+api_err_status(enum api_err e)
+{
+	if ((unsigned)e >= API_ERR_COUNT)
+		return 500;
+	return errtab[e].status;
+}
+
+static int
+status_slot(int status)
+{
+	for (int i = 0; i < API_STATUS_SLOTS; i++)
+		if (status_slots[i] == status)
+			return i;
+	return status >= 500 ? 17 : 3; /* 500 or 400 */
+}
+
+static uint64_t
+real_now_ms(void *arg)
+{
+	struct timespec ts;
+
+	(void)arg;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static double
+mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+uint64_t
+api_now_ms(struct api *a)
+{
+	return a->cfg.now_ms(a->cfg.now_arg);
+}
+
+struct api *
+api_new(const struct api_backend *be, const struct api_config *cfg)
+{
+	struct api *a;
+
+	if (sodium_init() < 0)
+		return NULL;
+	if ((a = calloc(1, sizeof(*a))) == NULL)
+		return NULL;
+	a->be = be;
+	if (cfg != NULL)
+		a->cfg = *cfg;
+	if (a->cfg.now_ms == NULL)
+		a->cfg.now_ms = real_now_ms;
+	if (a->cfg.idem_max == 0)
+		a->cfg.idem_max = 4096;
+	if (a->cfg.idem_ttl_ms == 0)
+		a->cfg.idem_ttl_ms = 24ULL * 3600 * 1000;
+	if (a->cfg.json_max_depth == 0)
+		a->cfg.json_max_depth = 32;
+	a->boot_nonce = randombytes_random();
+	a->req_count =
+	    calloc((api_nroutes + 1) * API_STATUS_SLOTS, sizeof(*a->req_count));
+	a->req_hist = calloc(api_nroutes + 1, sizeof(*a->req_hist));
+	a->idem = calloc(a->cfg.idem_max, sizeof(*a->idem));
+	if (a->req_count == NULL || a->req_hist == NULL || a->idem == NULL) {
+		api_free(a);
+		return NULL;
+	}
+	return a;
+}
+
+void
+api_free(struct api *a)
+{
+	if (a == NULL)
+		return;
+	if (a->idem != NULL)
+		for (size_t i = 0; i < a->cfg.idem_max; i++)
+			free(a->idem[i].body);
+	free(a->idem);
+	free(a->req_count);
+	free(a->req_hist);
+	free(a);
+}
+
+void
+api_count_conn(struct api *a, enum api_conn_event e)
+{
+	if ((unsigned)e < API_CONN_EVENT_COUNT)
+		a->conn_events[e]++;
+}
+
+void
+api_hist_add(struct api_hist *h, double s)
+{
+	for (int i = 0; i < API_HIST_BUCKETS; i++)
+		if (s <= hist_le[i]) {
+			h->bucket[i]++;
+			break;
+		}
+	h->count++;
+	h->sum += s;
+}
+
+void
+api_observe_run(struct api *a, uint64_t ms)
+{
+	a->runs++;
+	api_hist_add(&a->run_hist, (double)ms / 1000.0);
+}
+
+/* --- replies ------------------------------------------------------------ */
+
+static void
+rq_emit(
+    struct rq *r, int status, const char *ctype, const void *body, size_t len)
+{
+	struct http_buf *o = r->out;
+
+	r->status = status;
+	/* 204 carries no Content-Length (RFC 9110 8.6). */
+	http_response_begin(
+	    o, status, ctype, status == 204 ? (size_t)-1 : len, r->close);
+	/* An HTTP/1.0 client keeps the connection only when told so. */
+	if (!r->close && r->http10)
+		http_response_header(o, "Connection", "keep-alive");
+	http_response_header(o, "X-Request-Id", r->request_id);
+	if (status == 401)
+		http_response_header(o, "WWW-Authenticate", "Bearer");
+	if (r->retry_after[0] != '\0')
+		http_response_header(o, "Retry-After", r->retry_after);
+	if (r->replayed)
+		http_response_header(o, "Idempotent-Replayed", "true");
+	if (status == 405)
+		http_response_header(o, "Allow", r->allow);
+	http_response_body(o, body, len, r->head_only);
+}
+
+void
+rq_raw(
+    struct rq *r, int status, const char *ctype, const void *body, size_t len)
+{
+	rq_emit(r, status, ctype, body, len);
+}
+
+void
+rq_no_content(struct rq *r)
+{
+	rq_emit(r, 204, NULL, "", 0);
+}
+
+void
+rq_json(struct rq *r, int status, json_t *obj)
+{
+	char *s;
+
+	if (obj == NULL ||
+	    (s = json_dumps(obj, JSON_COMPACT | JSON_ENSURE_ASCII)) == NULL) {
+		json_decref(obj);
+		rq_error(r, API_EINTERNAL, "Out of memory");
+		return;
+	}
+	rq_emit(r, status, "application/json", s, strlen(s));
+	free(s);
+	json_decref(obj);
+}
+
+static void
+rq_envelope(struct rq *r, int status, const char *code, const char *msg)
+{
+	json_t *o;
+	char *s;
+
+	o = json_pack("{s:{s:s,s:s}}", "error", "message", msg, "code", code);
+	if (o == NULL || (s = json_dumps(o, JSON_COMPACT)) == NULL) {
+		static const char oom[] = "{\"error\":{\"message\":\"Out of "
+		                          "memory\",\"code\":\"INTERNAL\"}}";
+		json_decref(o);
+		rq_emit(r, 500, "application/json", oom, sizeof(oom) - 1);
+		return;
+	}
+	rq_emit(r, status, "application/json", s, strlen(s));
+	free(s);
+	json_decref(o);
+}
+
+void
+rq_error(struct rq *r, enum api_err e, const char *fmt, ...)
+{
+	char msg[API_MSG_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	rq_envelope(r, api_err_status(e), api_err_code(e), msg);
+}
+
+void
+rq_backend_error(struct rq *r, int rc, const struct api_error *err)
+{
+	char msg[API_MSG_MAX];
+
+	if (rc <= API_OK || rc >= API_ERR_COUNT)
+		rc = API_EINTERNAL;
+	/* A backend message is untrusted text to the envelope: bound it. */
+	memcpy(msg, err->message, sizeof(msg));
+	msg[sizeof(msg) - 1] = '\0';
+	if (msg[0] == '\0')
+		strlcpy(msg, http_reason(api_err_status(rc)), sizeof(msg));
+	if (rc == API_ERATE)
+		snprintf(r->retry_after, sizeof(r->retry_after), "%u",
+		    err->retry_after ? err->retry_after : 1);
+	rq_envelope(r, api_err_status(rc), api_err_code(rc), msg);
+}
+
+void
+api_refuse(struct api *a, int status, struct http_buf *out)
+{
+	struct rq r;
+	const char *code = "BAD_REQUEST", *msg = http_reason(status);
+
+	memset(&r, 0, sizeof(r));
+	r.api = a;
+	r.out = out;
+	r.close = 1;
+	snprintf(r.request_id, sizeof(r.request_id), "%08x-%llx", a->boot_nonce,
+	    (unsigned long long)++a->reqseq);
+	switch (status) {
+	case 413:
+		code = "PAYLOAD_TOO_LARGE";
+		break;
+	case 408:
+		code = "REQUEST_TIMEOUT";
+		break;
+	case 501:
+		code = "NOT_IMPLEMENTED";
+		break;
+	case 500:
+		code = "INTERNAL";
+		break;
+	case 503:
+		code = "UNAVAILABLE";
+		break;
+	default:
+		break;
+	}
+	a->refused[status_slot(status)]++;
+	rq_envelope(&r, status, code, msg);
+}
+
+/* --- inputs ------------------------------------------------------------- */
+
+int
+api_valid_id(const char *s, size_t n)
+{
+	if (n == 0 || n > API_ID_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		        (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+		        c == '.'))
+			return 0;
+	}
+	return !(n <= 2 && s[0] == '.');
+}
+
+static int
+unhex(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/*
+ * Query parameter by name, percent-decoded ('+' is a space). Returns 1
+ * found, 0 absent (an error reply was sent if required), -1 malformed or
+ * duplicated (an error reply was sent).
+ */
+int
+rq_query(struct rq *r, const char *name, char *out, size_t outlen, int required)
+{
+	const char *q = r->req->query, *end;
+	size_t nlen = strlen(name);
+	int found = 0;
+
+	if (q == NULL)
+		goto absent;
+	end = q + r->req->query_len;
+	while (q < end) {
+		const char *amp = memchr(q, '&', (size_t)(end - q));
+		const char *pe = amp ? amp : end, *eq;
+		size_t o = 0;
+
+		eq = memchr(q, '=', (size_t)(pe - q));
+		if (eq == NULL || (size_t)(eq - q) != nlen ||
+		    memcmp(q, name, nlen) != 0) {
+			q = pe + (amp != NULL);
+			continue;
+		}
+		if (found++) {
+			rq_error(r, API_EBADREQ,
+			    "Duplicate query parameter: %s", name);
+			return -1;
+		}
+		for (const char *p = eq + 1; p < pe; p++) {
+			int c = (unsigned char)*p;
+			if (c == '%') {
+				int hi, lo;
+				if (pe - p < 3 || (hi = unhex(p[1])) < 0 ||
+				    (lo = unhex(p[2])) < 0) {
+					rq_error(r, API_EBADREQ,
+					    "Malformed query parameter: %s",
+					    name);
+					return -1;
+				}
+				c = hi * 16 + lo;
+				p += 2;
+			} else if (c == '+')
+				c = ' ';
+			if (c == 0 || o + 1 >= outlen) {
+				rq_error(r, API_EBADREQ,
+				    "Invalid query parameter: %s", name);
+				return -1;
+			}
+			out[o++] = (char)c;
+		}
+		out[o] = '\0';
+		q = pe + (amp != NULL);
+	}
+	if (found)
+		return 1;
+absent:
+	out[0] = '\0';
+	if (required) {
+		rq_error(r, API_EBADREQ, "Missing query parameter: %s", name);
+		return -1;
+	}
+	return 0;
+}
+
+int
+rq_fields(struct rq *r, json_t *obj, const char *const *allowed)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach(obj, k, v)
+	{
+		size_t i;
+		for (i = 0; allowed[i] != NULL; i++)
+			if (strcmp(allowed[i], k) == 0)
+				break;
+		if (allowed[i] == NULL) {
+			char esc[64];
+			log_escape(esc, sizeof(esc), k, strlen(k));
+			rq_error(r, API_EBADREQ, "Unknown field: %s", esc);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+int
+rq_str(
+    struct rq *r, json_t *obj, const char *key, int required, const char **out)
+{
+	json_t *v = json_object_get(obj, key);
+
+	*out = NULL;
+	if (v == NULL || json_is_null(v)) {
+		if (required) {
+			rq_error(r, API_EBADREQ, "Missing field: %s", key);
+			return -1;
+		}
+		return 0;
+	}
+	if (!json_is_string(v) ||
+	    strlen(json_string_value(v)) != json_string_length(v)) {
+		rq_error(r, API_EBADREQ, "Field %s must be a string", key);
+		return -1;
+	}
+	*out = json_string_value(v);
+	return 0;
+}
+
+int
+rq_uint(struct rq *r, json_t *obj, const char *key, uint64_t max, uint64_t *out)
+{
+	json_t *v = json_object_get(obj, key);
+
+	*out = 0;
+	if (v == NULL || json_is_null(v))
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+	    (uint64_t)json_integer_value(v) > max) {
+		rq_error(r, API_EBADREQ,
+		    "Field %s must be an integer from 0 to %llu", key,
+		    (unsigned long long)max);
+		return -1;
+	}
+	*out = (uint64_t)json_integer_value(v);
+	return 0;
+}
+
+/* An object of string values; *out is malloc (pointers into the JSON). */
+int
+rq_kv(
+    struct rq *r, json_t *obj, const char *key, struct api_kv **out, size_t *n)
+{
+	json_t *v = json_object_get(obj, key), *e;
+	const char *k;
+	size_t i = 0;
+
+	*out = NULL;
+	*n = 0;
+	if (v == NULL || json_is_null(v))
+		return 0;
+	if (!json_is_object(v) || json_object_size(v) > 256) {
+		rq_error(r, API_EBADREQ,
+		    "Field %s must be an object of at most 256 strings", key);
+		return -1;
+	}
+	if (json_object_size(v) == 0)
+		return 0;
+	if ((*out = calloc(json_object_size(v), sizeof(**out))) == NULL) {
+		rq_error(r, API_EINTERNAL, "Out of memory");
+		return -1;
+	}
+	json_object_foreach(v, k, e)
+	{
+		if (!json_is_string(e) ||
+		    strlen(json_string_value(e)) != json_string_length(e) ||
+		    k[0] == '\0' || strchr(k, '=') != NULL) {
+			free(*out);
+			*out = NULL;
+			rq_error(r, API_EBADREQ,
+			    "Field %s: values must be strings, keys non-empty "
+			    "without '='",
+			    key);
+			return -1;
+		}
+		(*out)[i].key = (char *)k;
+		(*out)[i].value = (char *)json_string_value(e);
+		i++;
+	}
+	*n = i;
+	return 0;
+}
+
+int
+rq_accepts_sse(struct rq *r)
+{
+	const struct http_header *h;
+
+	if (r->req == NULL)
+		return r->sse;
+	h = http_find_header(r->req, "accept");
+	return h != NULL &&
+	    memmem(h->value, h->valuelen, "text/event-stream", 17) != NULL;
+}
+
+/* Nesting depth of a JSON text, counted outside strings. */
+static unsigned
+json_depth(const char *s, size_t n)
+{
+	unsigned d = 0, max = 0;
+	int in_str = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (in_str) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_str = 0;
+		} else if (c == '"')
+			in_str = 1;
+		else if (c == '{' || c == '[') {
+			if (++d > max)
+				max = d;
+		} else if (c == '}' || c == ']')
+			d--;
+	}
+	return max;
+}
+
+static int
+rq_load_body(struct rq *r)
+{
+	json_error_t jerr;
+
+	if (r->req->body_len == 0) {
+		rq_error(r, API_EBADREQ, "A JSON object body is required");
+		return -1;
+	}
+	if (json_depth(r->req->body, r->req->body_len) >
+	    r->api->cfg.json_max_depth) {
+		rq_error(r, API_EBADREQ, "JSON nested too deeply");
+		return -1;
+	}
+	r->body = json_loadb(
+	    r->req->body, r->req->body_len, JSON_REJECT_DUPLICATES, &jerr);
+	if (r->body == NULL) {
+		char esc[128];
+		log_escape(esc, sizeof(esc), jerr.text, strlen(jerr.text));
+		rq_error(r, API_EBADREQ,
+		    "Invalid JSON at line %d column %d: %s", jerr.line,
+		    jerr.column, esc);
+		return -1;
+	}
+	if (!json_is_object(r->body)) {
+		rq_error(r, API_EBADREQ, "The body must be a JSON object");
+		return -1;
+	}
+	return 0;
+}
+
+/* --- routing ------------------------------------------------------------ */
+
+/*
+ * Match path against pattern segment by segment; "{id}" and "{name}"
+ * capture one segment that must be a valid id. Returns 1 on a match.
+ */
+static int
+route_match(
+    const char *pattern, const char *path, size_t plen, char *id, char *tail)
+{
+	const char *pp = pattern, *sp = path, *send = path + plen;
+
+	while (*pp != '\0') {
+		const char *pe = strchr(pp + 1, '/'), *se;
+		size_t pl, sl;
+
+		if (pe == NULL)
+			pe = pp + strlen(pp);
+		if (sp >= send || *sp != '/')
+			return 0;
+		se = memchr(sp + 1, '/', (size_t)(send - sp - 1));
+		if (se == NULL)
+			se = send;
+		pl = (size_t)(pe - pp - 1);
+		sl = (size_t)(se - sp - 1);
+		if (pl == 4 && memcmp(pp + 1, "{id}", 4) == 0) {
+			if (!api_valid_id(sp + 1, sl))
+				return 0;
+			memcpy(id, sp + 1, sl);
+			id[sl] = '\0';
+		} else if (pl == 6 && memcmp(pp + 1, "{name}", 6) == 0) {
+			if (!api_valid_id(sp + 1, sl))
+				return 0;
+			memcpy(tail, sp + 1, sl);
+			tail[sl] = '\0';
+		} else if (pl != sl || memcmp(pp + 1, sp + 1, sl) != 0)
+			return 0;
+		pp = pe;
+		sp = se;
+	}
+	return sp == send;
+}
+
+static void
+make_request_id(struct rq *r)
+{
+	const struct http_header *h = http_find_header(r->req, "x-request-id");
+
+	/* A caller's id is kept when it is short and plain, for tracing. */
+	if (h != NULL && h->valuelen < sizeof(r->request_id) &&
+	    api_valid_id(h->value, h->valuelen)) {
+		memcpy(r->request_id, h->value, h->valuelen);
+		r->request_id[h->valuelen] = '\0';
+		return;
+	}
+	snprintf(r->request_id, sizeof(r->request_id), "%08x-%llx",
+	    r->api->boot_nonce, (unsigned long long)++r->api->reqseq);
+}
+
+static int
+authenticate(struct rq *r)
+{
+	const struct http_header *h = http_find_header(r->req, "authorization");
+	const struct api_backend *be = r->api->be;
+	struct api_error err;
+	int rc;
+
+	if (h == NULL || h->valuelen < 8 ||
+	    !http_token_eq(h->value, 7, "bearer ") ||
+	    h->valuelen - 7 > API_TOKEN_MAX) {
+		rq_error(r, API_EUNAUTH, "Missing or malformed bearer token");
+		return -1;
+	}
+	if (be->authenticate == NULL) {
+		rq_error(r, API_EUNAUTH, "No token verifier configured");
+		return -1;
+	}
+	memset(&err, 0, sizeof(err));
+	rc = be->authenticate(
+	    be->ctx, h->value + 7, h->valuelen - 7, &r->who, &err);
+	if (rc != API_OK) {
+		if (rc == API_EUNAUTH || rc == API_EFORBIDDEN)
+			rc = API_EUNAUTH;
+		rq_backend_error(r, rc, &err);
+		return -1;
+	}
+	r->who.sub[sizeof(r->who.sub) - 1] = '\0';
+	r->who.jti[sizeof(r->who.jti) - 1] = '\0';
+	r->who.sbx[sizeof(r->who.sbx) - 1] = '\0';
+	return 0;
+}
+
+static int
+authorize(struct rq *r)
+{
+	const struct api_route *rt = r->route;
+	const struct api_backend *be = r->api->be;
+	struct api_error err;
+	const char *target;
+	int rc;
+
+	if (rt->cap >= 0 && !(r->who.caps & CAP_BIT(rt->cap))) {
+		rq_error(r, API_EFORBIDDEN, "Missing required capability: %s",
+		    cap_name((enum cap_id)rt->cap));
+		r->api->decisions[1]++;
+		return -1;
+	}
+	/* Outside the token's sandbox: indistinguishable from absent. */
+	if (r->id[0] != '\0' && r->who.sbx[0] != '\0' &&
+	    strcmp(r->id, r->who.sbx) != 0) {
+		rq_error(r, API_ENOTFOUND, "Sandbox not found");
+		return -1;
+	}
+	if (rt->cap < 0 || be->authorize == NULL)
+		return 0;
+	target = r->id[0] != '\0' ? r->id : r->tail;
+	memset(&err, 0, sizeof(err));
+	rc = be->authorize(be->ctx, &r->call, target, &err);
+	if (rc != API_OK) {
+		r->api->decisions[1]++;
+		rq_backend_error(r, rc, &err);
+		return -1;
+	}
+	r->api->decisions[0]++;
+	return 0;
+}
+
+/* --- idempotency -------------------------------------------------------- */
+
+static void
+idem_scope(struct rq *r, char *scope, size_t len)
+{
+	snprintf(scope, len, "%s|%s|%s", r->who.sub, r->route->name, r->id);
+}
+
+/* 1: a reply was sent (replay or conflict); 0: go on; *slot for saving. */
+static int
+idem_check(struct rq *r, const struct http_header *key, unsigned char *hash,
+    struct idem_entry **slot)
+{
+	struct api *a = r->api;
+	uint64_t now = api_now_ms(a);
+	struct idem_entry *free_e = NULL, *oldest = NULL;
+	char scope[256];
+
+	*slot = NULL;
+	if (key->valuelen == 0 || key->valuelen >= sizeof(a->idem[0].key)) {
+		rq_error(r, API_EBADREQ,
+		    "Idempotency-Key must be 1 to 255 characters");
+		return 1;
+	}
+	crypto_generichash(hash, 32, (const unsigned char *)r->req->body,
+	    r->req->body_len, NULL, 0);
+	idem_scope(r, scope, sizeof(scope));
+	for (size_t i = 0; i < a->cfg.idem_max; i++) {
+		struct idem_entry *e = &a->idem[i];
+
+		if (e->used && now - e->at_ms > a->cfg.idem_ttl_ms) {
+			free(e->body);
+			memset(e, 0, sizeof(*e));
+		}
+		if (!e->used) {
+			if (free_e == NULL)
+				free_e = e;
+			continue;
+		}
+		if (oldest == NULL || e->at_ms < oldest->at_ms)
+			oldest = e;
+		if (strlen(e->key) != key->valuelen ||
+		    memcmp(e->key, key->value, key->valuelen) != 0 ||
+		    strcmp(e->scope, scope) != 0)
+			continue;
+		if (memcmp(e->hash, hash, 32) != 0) {
+			rq_error(r, API_ECONFLICT,
+			    "Idempotency-Key reused with a different body");
+			return 1;
+		}
+		r->replayed = 1;
+		rq_emit(r, e->status, "application/json", e->body, e->body_len);
+		return 1;
+	}
+	if (free_e == NULL && oldest != NULL) {
+		free(oldest->body);
+		memset(oldest, 0, sizeof(*oldest));
+		free_e = oldest;
+	}
+	*slot = free_e;
+	return 0;
+}
+
+/* Save a 2xx JSON reply: the body is what follows the head in out. */
+static void
+idem_save(struct rq *r, struct idem_entry *e, const struct http_header *key,
+    const unsigned char *hash, size_t out_start)
+{
+	const char *resp = r->out->data + out_start, *body;
+	size_t rlen = r->out->len - out_start;
+
+	if (e == NULL || r->status < 200 || r->status > 299 || r->out->oom)
+		return;
+	body = memmem(resp, rlen, "\r\n\r\n", 4);
+	/* Replays are JSON; an event stream is not kept. */
+	if (body == NULL ||
+	    memmem(resp, (size_t)(body - resp), "text/event-stream", 17) !=
+	        NULL)
+		return;
+	body += 4;
+	e->body_len = rlen - (size_t)(body - resp);
+	if ((e->body = malloc(e->body_len + 1)) == NULL)
+		return;
+	memcpy(e->body, body, e->body_len);
+	memcpy(e->key, key->value, key->valuelen);
+	e->key[key->valuelen] = '\0';
+	idem_scope(r, e->scope, sizeof(e->scope));
+	memcpy(e->hash, hash, 32);
+	e->status = r->status;
+	e->at_ms = api_now_ms(r->api);
+	e->used = 1;
+}
+
+/* --- the service function ----------------------------------------------- */
+
+int
+api_handle(struct api *a, const struct http_request *req, struct http_buf *out)
+{
+	return api_handle_conn(a, req, out, UINT64_MAX);
+}
+
+void
+api_set_resume(struct api *a, api_resume_fn fn, void *arg)
+{
+	a->resume_fn = fn;
+	a->resume_arg = arg;
+}
+
+struct api_pending *
+api_defer(const struct api_call *call)
+{
+	/* Every api_call is the one inside an rq (api_handle_conn's). */
+	struct rq *r =
+	    (struct rq *)((const char *)call - offsetof(struct rq, call));
+	struct api_pending *p;
+
+	if (!r->can_defer || r->pending != NULL || r->route == NULL ||
+	    !r->route->deferrable)
+		return NULL;
+	if ((p = calloc(1, sizeof(*p))) == NULL)
+		return NULL;
+	p->api = r->api;
+	p->conn = r->conn;
+	p->ri = r->ri;
+	p->t0 = r->t0;
+	p->close = r->close;
+	p->head_only = r->head_only;
+	p->http10 = r->http10;
+	p->sse = rq_accepts_sse(r);
+	memcpy(p->request_id, r->request_id, sizeof(p->request_id));
+	r->pending = p;
+	r->api->pending++;
+	return p;
+}
+
+static void
+stream_head(struct api_pending *p, struct http_buf *o)
+{
+	http_buf_puts(o,
+	    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+	    "Cache-Control: no-cache\r\n");
+	/* HTTP/1.0 has no chunked coding: the end of the stream is the
+	 * end of the connection. */
+	if (p->http10)
+		http_buf_puts(o, "Connection: close\r\n");
+	else {
+		http_buf_puts(o, "Transfer-Encoding: chunked\r\n");
+		if (p->close)
+			http_buf_puts(o, "Connection: close\r\n");
+	}
+	http_buf_printf(o, "X-Request-Id: %s\r\n\r\n", p->request_id);
+}
+
+static void
+stream_chunk(struct api_pending *p, struct http_buf *o, const void *d, size_t n)
+{
+	if (n == 0)
+		return;
+	if (p->http10) {
+		http_buf_add(o, d, n);
+		return;
+	}
+	http_buf_printf(o, "%zx\r\n", n);
+	http_buf_add(o, d, n);
+	http_buf_add(o, "\r\n", 2);
+}
+
+void
+api_stream_run(
+    struct api_pending *p, const char *stream, const void *data, size_t len)
+{
+	struct api *a = p->api;
+	struct http_buf ev, out;
+	int is_err = strcmp(stream, "stderr") == 0;
+
+	if (len == 0)
+		return;
+	if (!p->sse) {
+		http_buf_add(is_err ? &p->acc_err : &p->acc_out, data, len);
+		return;
+	}
+	http_buf_init(&ev);
+	http_buf_init(&out);
+	if (!p->streaming) {
+		stream_head(p, &out);
+		p->streaming = 1;
+	}
+	sse_event(&ev, is_err ? "stderr" : "stdout",
+	    json_pack("{s:o}", "data", bytes_string(data, len)));
+	stream_chunk(p, &out, ev.data, ev.len);
+	if (!ev.oom && !out.oom && a->resume_fn != NULL)
+		a->resume_fn(
+		    a->resume_arg, p->conn, out.data, out.len, API_RESUME_MORE);
+	http_buf_free(&ev);
+	http_buf_free(&out);
+}
+
+/* Put streamed output back in front of the final output (non-SSE). */
+static int
+merge_acc(struct http_buf *acc, char **buf, size_t *len)
+{
+	if (acc->len == 0)
+		return 0;
+	http_buf_add(acc, *buf, *len);
+	if (acc->oom)
+		return -1;
+	free(*buf);
+	*buf = acc->data;
+	*len = acc->len;
+	http_buf_init(acc);
+	return 0;
+}
+
+void
+api_resume_run(struct api_pending *p, int rc, struct api_run_result *res,
+    const struct api_error *err)
+{
+	struct api *a = p->api;
+	struct http_buf out;
+	struct rq r;
+
+	memset(&r, 0, sizeof(r));
+	http_buf_init(&out);
+	r.api = a;
+	r.out = &out;
+	r.close = p->close;
+	r.head_only = p->head_only;
+	r.http10 = p->http10;
+	r.sse = p->sse;
+	memcpy(r.request_id, p->request_id, sizeof(r.request_id));
+	if (p->streaming) {
+		struct http_buf ev;
+
+		http_buf_init(&ev);
+		if (rc == API_OK) {
+			api_observe_run(a, res->duration_ms);
+			res->reason[sizeof(res->reason) - 1] = '\0';
+			run_events(&ev, res);
+		} else {
+			char msg[API_MSG_MAX];
+
+			if (rc <= API_OK || rc >= API_ERR_COUNT)
+				rc = API_EINTERNAL;
+			memcpy(msg, err->message, sizeof(msg));
+			msg[sizeof(msg) - 1] = '\0';
+			sse_event(&ev, "error",
+			    json_pack("{s:{s:s,s:s}}", "error", "message", msg,
+			        "code", api_err_code(rc)));
+		}
+		stream_chunk(p, &out, ev.data, ev.len);
+		if (!p->http10)
+			http_buf_puts(&out, "0\r\n\r\n");
+		r.close = p->close || p->http10;
+		r.status = 200;
+		if (ev.oom)
+			out.oom = 1;
+		http_buf_free(&ev);
+		free(res->out);
+		free(res->err);
+	} else if (rc == API_OK) {
+		if (merge_acc(&p->acc_out, &res->out, &res->out_len) != 0 ||
+		    merge_acc(&p->acc_err, &res->err, &res->err_len) != 0) {
+			free(res->out);
+			free(res->err);
+			rq_error(&r, API_EINTERNAL, "Out of memory");
+		} else
+			reply_run(&r, res);
+	} else {
+		free(res->out);
+		free(res->err);
+		rq_backend_error(&r, rc, err);
+	}
+	if (out.oom) {
+		out.len = 0;
+		r.close = 1;
+	}
+	a->req_count[p->ri * API_STATUS_SLOTS +
+	    (size_t)status_slot(r.status)]++;
+	api_hist_add(&a->req_hist[p->ri], mono_s() - p->t0);
+	a->pending--;
+	if (a->resume_fn != NULL)
+		a->resume_fn(a->resume_arg, p->conn, out.data, out.len,
+		    r.close ? API_RESUME_CLOSE : 0);
+	http_buf_free(&out);
+	http_buf_free(&p->acc_out);
+	http_buf_free(&p->acc_err);
+	free(p);
+}
+
+int
+api_handle_conn(struct api *a, const struct http_request *req,
+    struct http_buf *out, uint64_t conn)
+{
+	struct rq r;
+	const struct api_route *rt = NULL;
+	int path_known = 0;
+	double t0 = mono_s();
+	size_t ri, out_start = out->len;
+
+	memset(&r, 0, sizeof(r));
+	r.api = a;
+	r.req = req;
+	r.out = out;
+	r.close = !req->keep_alive;
+	r.head_only = req->method == HTTP_HEAD;
+	r.http10 = req->version_minor == 0;
+	r.conn = conn;
+	r.can_defer = conn != UINT64_MAX && a->resume_fn != NULL;
+	r.t0 = t0;
+	make_request_id(&r);
+
+	for (ri = 0; ri < api_nroutes; ri++) {
+		const struct api_route *c = &api_routes[ri];
+		enum http_method m =
+		    req->method == HTTP_HEAD ? HTTP_GET : req->method;
+
+		if (!route_match(
+		        c->pattern, req->path, req->path_len, r.id, r.tail)) {
+			r.id[0] = r.tail[0] = '\0';
+			continue;
+		}
+		path_known = 1;
+		if (c->method == m) {
+			rt = c;
+			break;
+		}
+		if (strlen(r.allow) + 10 < sizeof(r.allow)) {
+			if (r.allow[0] != '\0')
+				strlcat(r.allow, ", ", sizeof(r.allow));
+			strlcat(r.allow,
+			    c->method == HTTP_GET         ? "GET, HEAD"
+			        : c->method == HTTP_POST  ? "POST"
+			        : c->method == HTTP_PUT   ? "PUT"
+			        : c->method == HTTP_PATCH ? "PATCH"
+			                                  : "DELETE",
+			    sizeof(r.allow));
+		}
+		r.id[0] = r.tail[0] = '\0';
+	}
+	if (rt == NULL) {
+		ri = api_nroutes;
+		if (path_known)
+			rq_envelope(&r, 405, "METHOD_NOT_ALLOWED",
+			    "Method not allowed");
+		else
+			rq_error(&r, API_ENOTFOUND, "No such endpoint");
+		goto done;
+	}
+	r.route = rt;
+	r.ri = ri;
+	r.call.who = &r.who;
+	r.call.request_id = r.request_id;
+	r.call.cap = rt->cap >= 0 ? (enum cap_id)rt->cap : CAP_COUNT;
+	r.call.route = rt->name;
+
+	if (rt->cap != -2) {
+		if (authenticate(&r) != 0 || authorize(&r) != 0)
+			goto done;
+	}
+	if (rt->json_body && rq_load_body(&r) != 0)
+		goto done;
+	if (rt->idempotent) {
+		const struct http_header *key =
+		    http_find_header(req, "idempotency-key");
+		struct idem_entry *slot;
+		unsigned char hash[32];
+
+		if (key != NULL) {
+			if (idem_check(&r, key, hash, &slot))
+				goto done;
+			rt->fn(&r);
+			if (r.pending != NULL) {
+				/* Not kept: a deferred reply is not replayed. */
+				json_decref(r.body);
+				return API_HANDLE_PENDING;
+			}
+			idem_save(&r, slot, key, hash, out_start);
+			goto done;
+		}
+	}
+	rt->fn(&r);
+	if (r.pending != NULL) {
+		/* Counted when it is answered. */
+		json_decref(r.body);
+		return API_HANDLE_PENDING;
+	}
+done:
+	if (out->oom) {
+		/* Could not build the reply: drop the connection. */
+		out->len = out_start;
+		out->oom = 0;
+		r.close = 1;
+	}
+	a->req_count[ri * API_STATUS_SLOTS + (size_t)status_slot(r.status)]++;
+	api_hist_add(&a->req_hist[ri], mono_s() - t0);
+	json_decref(r.body);
+	return r.close;
+}
+
+/* --- /metrics ----------------------------------------------------------- */
+
+static void
+hist_print(struct http_buf *b, const char *name, const char *labels,
+    const struct api_hist *h)
+{
+	uint64_t cum = 0;
+	const char *sep = labels[0] ? "," : "";
+
+	for (int i = 0; i < API_HIST_BUCKETS; i++) {
+		cum += h->bucket[i];
+		http_buf_printf(b, "%s_bucket{%s%sle=\"%g\"} %llu\n", name,
+		    labels, sep, hist_le[i], (unsigned long long)cum);
+	}
+	http_buf_printf(b, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", name, labels,
+	    sep, (unsigned long long)h->count);
+	http_buf_printf(b, "%s_sum{%s} %.6f\n", name, labels, h->sum);
+	http_buf_printf(b, "%s_count{%s} %llu\n", name, labels,
+	    (unsigned long long)h->count);
+}
+
+void
+api_metrics(struct rq *r)
+{
+	static const char *const conn_names[] = { "accepted", "refused",
+		"timeout" };
+	struct api *a = r->api;
+	struct http_buf b;
+
+	http_buf_init(&b);
+	http_buf_puts(&b,
+	    "# HELP keep_http_requests_total HTTP requests by route and "
+	    "status.\n# TYPE keep_http_requests_total counter\n");
+	for (size_t i = 0; i <= api_nroutes; i++)
+		for (int s = 0; s < API_STATUS_SLOTS; s++) {
+			uint64_t v =
+			    a->req_count[i * API_STATUS_SLOTS + (size_t)s];
+			if (v == 0)
+				continue;
+			http_buf_printf(&b,
+			    "keep_http_requests_total{route=\"%s\",code=\"%d\"}"
+			    " "
+			    "%llu\n",
+			    i < api_nroutes ? api_routes[i].name : "unmatched",
+			    status_slots[s], (unsigned long long)v);
+		}
+	for (int s = 0; s < API_STATUS_SLOTS; s++)
+		if (a->refused[s])
+			http_buf_printf(&b,
+			    "keep_http_requests_total{route=\"malformed\","
+			    "code=\"%d\"} %llu\n",
+			    status_slots[s], (unsigned long long)a->refused[s]);
+	http_buf_puts(&b,
+	    "# HELP keep_http_request_duration_seconds Time to answer.\n"
+	    "# TYPE keep_http_request_duration_seconds histogram\n");
+	for (size_t i = 0; i < api_nroutes; i++) {
+		char lab[128];
+		if (a->req_hist[i].count == 0)
+			continue;
+		snprintf(lab, sizeof(lab), "route=\"%s\"", api_routes[i].name);
+		hist_print(&b, "keep_http_request_duration_seconds", lab,
+		    &a->req_hist[i]);
+	}
+	http_buf_printf(&b,
+	    "# HELP keep_decisions_total Authorization decisions.\n"
+	    "# TYPE keep_decisions_total counter\n"
+	    "keep_decisions_total{result=\"allow\"} %llu\n"
+	    "keep_decisions_total{result=\"deny\"} %llu\n",
+	    (unsigned long long)a->decisions[0],
+	    (unsigned long long)a->decisions[1]);
+	http_buf_printf(&b,
+	    "# HELP keep_sandboxes_created_total Sandboxes created.\n"
+	    "# TYPE keep_sandboxes_created_total counter\n"
+	    "keep_sandboxes_created_total %llu\n"
+	    "# HELP keep_sandboxes_deleted_total Sandboxes deleted.\n"
+	    "# TYPE keep_sandboxes_deleted_total counter\n"
+	    "keep_sandboxes_deleted_total %llu\n",
+	    (unsigned long long)a->sandboxes_created,
+	    (unsigned long long)a->sandboxes_deleted);
+	http_buf_puts(&b,
+	    "# HELP keep_run_duration_seconds Run durations.\n"
+	    "# TYPE keep_run_duration_seconds histogram\n");
+	hist_print(&b, "keep_run_duration_seconds", "", &a->run_hist);
+	http_buf_puts(&b,
+	    "# HELP keep_connections_total Connection events.\n"
+	    "# TYPE keep_connections_total counter\n");
+	for (int i = 0; i < API_CONN_EVENT_COUNT; i++)
+		http_buf_printf(&b,
+		    "keep_connections_total{event=\"%s\"} %llu\n",
+		    conn_names[i], (unsigned long long)a->conn_events[i]);
+	if (a->be->metrics != NULL)
+		a->be->metrics(a->be->ctx, &b);
+	if (b.oom)
+		rq_error(r, API_EINTERNAL, "Out of memory");
+	else
+		rq_raw(r, 200, "text/plain; version=0.0.4", b.data, b.len);
+	http_buf_free(&b);
+}

@@ -1,0 +1,424 @@
+/*
+ * The sandbox API: router, handlers, JSON bodies, the error envelope,
+ * metrics and SSE. The API layer owns the wire shapes; everything it does
+ * not own (token verification, policy decisions, sandboxes, runs, files,
+ * images, audit) it asks of a struct api_backend, an ops table that the
+ * front process fills with calls over its socketpairs (and that
+ * host/api/api_fake.c fills in memory for tests).
+ *
+ * The service function is api_handle(): one parsed HTTP request in, one
+ * complete HTTP response (status line to body) appended to a buffer out.
+ * No I/O and no globals: the clock and randomness come through the api
+ * object, so tests are deterministic.
+ *
+ * Backend conventions:
+ * - Every op returns API_OK or an enum api_err, and on error may fill
+ *   err->message (shown to the client; never a secret) and, for
+ *   API_ERATE, err->retry_after (seconds).
+ * - Inputs are validated by the API layer before an op is called: ids match
+ *   [A-Za-z0-9_-]{1,64}, paths are relative or absolute workspace paths
+ *   without NUL, strings are UTF-8 without NUL.
+ * - Outputs that own memory (pointers marked "malloc") are allocated by
+ *   the backend with malloc() and freed by the API layer with free().
+ * - ops may be NULL: the route then answers 501.
+ *
+ * Caveats: ops are synchronous, except execute and command_run, which may
+ * defer their reply (api_defer below) so that a long run does not hold the
+ * event loop. Any other op that waits on another process blocks the loop
+ * for that time.
+ */
+#ifndef KEEP_API_H
+#define KEEP_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "host/http/http.h"
+#include "lib/caps.h"
+
+enum api_err {
+	API_OK = 0,
+	API_EBADREQ = 1, /* 400 BAD_REQUEST */
+	API_EUNAUTH = 2, /* 401 UNAUTHORIZED */
+	API_EFORBIDDEN = 3, /* 403 FORBIDDEN */
+	API_ENOTFOUND = 4, /* 404 NOT_FOUND */
+	API_ECONFLICT = 5, /* 409 CONFLICT */
+	API_ETOOLARGE = 6, /* 413 PAYLOAD_TOO_LARGE */
+	API_ELOCKED = 7, /* 423 LOCK_REQUIRED */
+	API_ERATE = 8, /* 429 RATE_LIMITED (+ Retry-After) */
+	API_EINTERNAL = 9, /* 500 INTERNAL */
+	API_EUNAVAIL = 10, /* 503 UNAVAILABLE (a child is restarting) */
+	API_ESTORAGE = 11, /* 507 STORAGE_FULL */
+	API_ENOTIMPL = 12, /* 501 NOT_IMPLEMENTED */
+	API_ERR_COUNT
+};
+
+/* "FORBIDDEN" etc. and the HTTP status of an error code. */
+const char *api_err_code(enum api_err);
+int api_err_status(enum api_err);
+
+#define API_ID_MAX 64
+#define API_MSG_MAX 256
+#define API_TOKEN_MAX 2048
+
+struct api_error {
+	uint32_t retry_after; /* seconds, for API_ERATE */
+	char message[API_MSG_MAX];
+};
+
+/* Who is calling: filled by the backend's authenticate op. */
+struct api_principal {
+	char sub[128]; /* principal name in the policy */
+	char jti[64]; /* token id (for audit and revocation) */
+	char sbx[API_ID_MAX + 1]; /* "" or the only sandbox allowed */
+	cap_set_t caps; /* the token's capabilities */
+	int64_t exp; /* token expiry, unix seconds */
+};
+
+/* Passed to every op after authentication. */
+struct api_call {
+	const struct api_principal *who;
+	const char *request_id; /* also the audit log's request id */
+	enum cap_id cap; /* the capability this route needs */
+	const char *route; /* metric label, e.g. "execute" */
+	/*
+	 * The backend's own: authorize may set it (typically to the grant
+	 * the policy process minted) and the op that follows reads it, so
+	 * the grant travels with the operation. The API layer only zeroes
+	 * it before authorize.
+	 */
+	void *authz;
+};
+
+struct api_kv {
+	char *key; /* malloc when returned by a backend */
+	char *value; /* malloc when returned by a backend */
+};
+
+struct api_sandbox {
+	char id[API_ID_MAX + 1];
+	char image[128];
+	int64_t created_at; /* unix seconds */
+	int64_t expires_at;
+	char status[16]; /* "running", "stopped" */
+	struct api_kv *metadata; /* malloc, nmetadata entries */
+	size_t nmetadata;
+};
+
+struct api_sandbox_spec {
+	const char *image;
+	const struct api_kv *env;
+	size_t nenv;
+	const struct api_kv *metadata;
+	size_t nmetadata;
+	uint64_t ttl_s; /* 0: the backend's default */
+};
+
+struct api_token {
+	char token[API_TOKEN_MAX];
+	int64_t expires_at;
+};
+
+enum api_lang { API_LANG_PYTHON, API_LANG_JAVASCRIPT };
+
+struct api_exec {
+	const char *code;
+	size_t code_len;
+	enum api_lang language;
+	uint64_t timeout_ms; /* 0: the policy's limit */
+};
+
+struct api_command {
+	const char *cmd; /* an executable name, never a shell string */
+	const char *const *args;
+	size_t nargs;
+	const struct api_kv *env;
+	size_t nenv;
+	const char *cwd; /* NULL: the workspace root */
+	const char *stdin_data;
+	size_t stdin_len;
+	uint64_t timeout_ms;
+};
+
+struct api_run_result {
+	char *out; /* malloc, stdout bytes */
+	size_t out_len;
+	char *err; /* malloc, stderr bytes */
+	size_t err_len;
+	int exit_code;
+	uint64_t duration_ms;
+	char reason[64]; /* "" or "timeout", "fault", "output-limit", ... */
+};
+
+struct api_process {
+	uint64_t pid;
+	char cmd[128];
+	char status[16]; /* "running", "exited" */
+	int exit_code;
+	int64_t started_at;
+};
+
+struct api_dirent {
+	char name[256];
+	char type[8]; /* "file", "dir" */
+	uint64_t size;
+	int64_t mtime;
+};
+
+struct api_usage {
+	uint64_t runs;
+	uint64_t cpu_ms;
+	uint64_t memory_bytes;
+	uint64_t workspace_bytes;
+	int64_t budget_remaining; /* -1: unlimited */
+	double read_tokens; /* token-bucket levels; -1: unlimited */
+	double write_tokens;
+};
+
+struct api_attenuate {
+	cap_set_t caps; /* wanted; the API checks it is a subset */
+	int64_t exp; /* wanted expiry; 0: the caller's */
+	const char *sbx; /* NULL or a sandbox id */
+};
+
+struct api_policy_version {
+	char version[64];
+	char hash[72]; /* "blake2b:<hex>" */
+	int64_t loaded_at;
+};
+
+struct api_check {
+	const char *principal;
+	enum cap_id cap;
+	const char *target; /* may be NULL */
+};
+
+struct api_check_result {
+	int allow;
+	char rule[128]; /* the deciding rule's name or id */
+	char location[160]; /* file:line */
+	char explanation[API_MSG_MAX];
+};
+
+struct api_image {
+	char name[128];
+	char version[64];
+	char digest[72];
+	uint64_t size;
+	char languages[64]; /* "python,javascript" or "" */
+};
+
+struct api_audit_entry {
+	uint64_t seq;
+	int64_t time;
+	char request_id[40];
+	char principal[128];
+	char action[96];
+	char target[160];
+	char decision[16];
+	char rule[128];
+};
+
+struct api_page {
+	const char *cursor; /* NULL: from the start */
+	unsigned limit; /* 1..100 */
+};
+
+/*
+ * The ops table. ctx is passed back to every op. The authenticate op maps
+ * a bearer token to a principal (API_EUNAUTH with a message otherwise);
+ * authorize is the policy decision for call->cap on target (API_EFORBIDDEN,
+ * API_ERATE + retry_after, API_ELOCKED, ...). The API layer itself checks
+ * that call->cap is among the token's caps and the sandbox scope before
+ * either op is asked, so a backend never sees a request the token alone
+ * rules out.
+ */
+struct api_backend {
+	void *ctx;
+	int (*authenticate)(void *ctx, const char *token, size_t len,
+	    struct api_principal *out, struct api_error *err);
+	int (*authorize)(void *ctx, struct api_call *, const char *target,
+	    struct api_error *err);
+
+	int (*sandbox_create)(void *ctx, const struct api_call *,
+	    const struct api_sandbox_spec *, struct api_sandbox *out,
+	    struct api_token *token, struct api_error *err);
+	/* Fills up to max entries; next[0] = 0 at the end of the list. */
+	int (*sandbox_list)(void *ctx, const struct api_call *,
+	    const struct api_page *, struct api_sandbox *out, size_t max,
+	    size_t *n, char next[API_ID_MAX + 1], struct api_error *err);
+	int (*sandbox_get)(void *ctx, const struct api_call *, const char *id,
+	    struct api_sandbox *out, struct api_error *err);
+	int (*sandbox_delete)(void *ctx, const struct api_call *,
+	    const char *id, struct api_error *err);
+	int (*sandbox_token)(void *ctx, const struct api_call *, const char *id,
+	    struct api_token *out, struct api_error *err);
+
+	int (*execute)(void *ctx, const struct api_call *, const char *id,
+	    const struct api_exec *, struct api_run_result *out,
+	    struct api_error *err);
+	int (*execute_background)(void *ctx, const struct api_call *,
+	    const char *id, const struct api_exec *, uint64_t *pid,
+	    struct api_error *err);
+	int (*execute_async)(void *ctx, const struct api_call *, const char *id,
+	    const struct api_exec *, const char *webhook_url,
+	    char run_id[API_ID_MAX + 1], struct api_error *err);
+	int (*command_run)(void *ctx, const struct api_call *, const char *id,
+	    const struct api_command *, struct api_run_result *out,
+	    struct api_error *err);
+	int (*command_background)(void *ctx, const struct api_call *,
+	    const char *id, const struct api_command *, uint64_t *pid,
+	    struct api_error *err);
+	/* *out malloc, *n entries. */
+	int (*processes)(void *ctx, const struct api_call *, const char *id,
+	    struct api_process **out, size_t *n, struct api_error *err);
+	int (*kill)(void *ctx, const struct api_call *, const char *id,
+	    uint64_t pid, struct api_error *err);
+
+	/* *data malloc. */
+	int (*file_read)(void *ctx, const struct api_call *, const char *id,
+	    const char *path, char **data, size_t *len, struct api_error *err);
+	int (*file_write)(void *ctx, const struct api_call *, const char *id,
+	    const char *path, const void *data, size_t len,
+	    struct api_error *err);
+	/* *out malloc, *n entries. */
+	int (*file_list)(void *ctx, const struct api_call *, const char *id,
+	    const char *path, struct api_dirent **out, size_t *n,
+	    struct api_error *err);
+	int (*file_exists)(void *ctx, const struct api_call *, const char *id,
+	    const char *path, int *exists, struct api_error *err);
+	int (*file_remove)(void *ctx, const struct api_call *, const char *id,
+	    const char *path, struct api_error *err);
+	int (*file_mkdir)(void *ctx, const struct api_call *, const char *id,
+	    const char *path, struct api_error *err);
+
+	/* *out malloc (keys and values too), *n entries. */
+	int (*env_get)(void *ctx, const struct api_call *, const char *id,
+	    struct api_kv **out, size_t *n, struct api_error *err);
+	/* replace: PUT (the whole set) vs PATCH (merge). */
+	int (*env_set)(void *ctx, const struct api_call *, const char *id,
+	    const struct api_kv *kv, size_t n, int replace,
+	    struct api_error *err);
+	/* keys == NULL: delete all. */
+	int (*env_delete)(void *ctx, const struct api_call *, const char *id,
+	    const char *const *keys, size_t n, struct api_error *err);
+	int (*system)(void *ctx, const struct api_call *, const char *id,
+	    struct api_usage *out, struct api_error *err);
+
+	int (*token_attenuate)(void *ctx, const struct api_call *,
+	    const struct api_attenuate *, struct api_token *out,
+	    struct api_error *err);
+	int (*policy_version)(void *ctx, const struct api_call *,
+	    struct api_policy_version *out, struct api_error *err);
+	int (*policy_check)(void *ctx, const struct api_call *,
+	    const struct api_check *, struct api_check_result *out,
+	    struct api_error *err);
+	/* *out malloc, *n entries. */
+	int (*image_list)(void *ctx, const struct api_call *,
+	    struct api_image **out, size_t *n, struct api_error *err);
+	int (*image_upload)(void *ctx, const struct api_call *,
+	    const void *blob, size_t len, struct api_image *out,
+	    struct api_error *err);
+	int (*image_delete)(void *ctx, const struct api_call *,
+	    const char *name, struct api_error *err);
+	/* *out malloc, *n entries; next[0] = 0 at the end. */
+	int (*audit_list)(void *ctx, const struct api_call *,
+	    const struct api_page *, struct api_audit_entry **out, size_t *n,
+	    char next[API_ID_MAX + 1], struct api_error *err);
+
+	/* Optional: extra Prometheus lines (sandboxes, boot histograms...). */
+	void (*metrics)(void *ctx, struct http_buf *out);
+};
+
+struct api;
+
+struct api_config {
+	uint64_t (*now_ms)(void *arg); /* wall clock, ms; NULL: real clock */
+	void *now_arg;
+	size_t idem_max; /* idempotency entries kept (default 4096) */
+	uint64_t idem_ttl_ms; /* default 24 h */
+	unsigned json_max_depth; /* default 32 */
+};
+
+/*
+ * Deferred replies, for execute and command_run: inside the op, call
+ * api_defer(call); if it returns a handle, copy what the op needs from its
+ * inputs (they are valid only during the call), start the work, and
+ * return API_PENDING. Later, from the event loop (never from inside the
+ * op itself), call api_resume_run() exactly once with what the op would
+ * have returned; it takes ownership of res->out and res->err. The reply
+ * then goes out in order on its connection (later pipelined requests
+ * wait), or is dropped if the client has gone. api_defer returns NULL when
+ * the request cannot be deferred (api_handle without a connection): then
+ * answer synchronously. Every deferred run must be resumed before
+ * api_free().
+ */
+#define API_PENDING 100
+struct api_pending;
+struct api_pending *api_defer(const struct api_call *);
+/*
+ * Output of a deferred run as it happens (stream: "stdout" or "stderr").
+ * For a client that asked for text/event-stream it goes out at once as an
+ * event (the reply is then chunked, or close-delimited for HTTP/1.0);
+ * otherwise it is kept and prepended to the final result's output.
+ */
+void api_stream_run(
+    struct api_pending *, const char *stream, const void *data, size_t len);
+void api_resume_run(struct api_pending *, int rc, struct api_run_result *res,
+    const struct api_error *err);
+
+/* Returns NULL on allocation failure. be must outlive the api. */
+struct api *api_new(const struct api_backend *be, const struct api_config *);
+void api_free(struct api *);
+
+/*
+ * Handle one complete request (body included, req->body set). Appends a
+ * whole HTTP response to out. Returns 1 if the connection must close after
+ * this response, 0 if it may persist.
+ */
+int api_handle(
+    struct api *, const struct http_request *req, struct http_buf *out);
+
+/*
+ * api_handle for a connection that can wait: conn is the caller's id for
+ * it. Returns 0 or 1 as api_handle, or API_HANDLE_PENDING when the reply
+ * will come later through the resume function: fn(arg, conn, response
+ * bytes, length, API_RESUME_* flags), once or, streaming, several times.
+ */
+#define API_HANDLE_PENDING 2
+#define API_RESUME_CLOSE 0x1 /* close the connection after these bytes */
+#define API_RESUME_MORE 0x2 /* part of the reply; more will follow */
+typedef void (*api_resume_fn)(
+    void *arg, uint64_t conn, const void *resp, size_t len, int flags);
+void api_set_resume(struct api *, api_resume_fn fn, void *arg);
+int api_handle_conn(struct api *, const struct http_request *req,
+    struct http_buf *out, uint64_t conn);
+
+/*
+ * Answer a request the HTTP layer refused (status from http_parse_head or
+ * the body decoder) with the error envelope; always "Connection: close".
+ */
+void api_refuse(struct api *, int status, struct http_buf *out);
+
+/* Count a connection-level event for /metrics. */
+enum api_conn_event {
+	API_CONN_ACCEPTED,
+	API_CONN_REFUSED, /* over the connection limit */
+	API_CONN_TIMEOUT,
+	API_CONN_EVENT_COUNT
+};
+void api_count_conn(struct api *, enum api_conn_event);
+
+/*
+ * Route i of the router, for tests that check the router against
+ * docs/api.yaml: sets *pattern ("/v1/sandboxes/{id}") and returns the
+ * method as an index into get, head, post, put, patch, delete, options;
+ * -1 past the last route.
+ */
+int api_test_route(size_t i, const char **pattern);
+
+/* The OpenAPI document (docs/api.yaml as JSON), embedded at build time. */
+extern const char api_openapi_json[];
+extern const size_t api_openapi_json_len;
+
+#endif

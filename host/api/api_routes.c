@@ -1,0 +1,1313 @@
+/*
+ * The route table and one handler per endpoint. A handler validates its
+ * inputs completely (unknown fields are errors), calls one backend op, and
+ * shapes the reply. The capability each route needs is in the table, next
+ * to the route, and documented per operation in docs/api.yaml.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "host/api/api_int.h"
+
+#define NOTIMPL(r)                                                             \
+	do {                                                                   \
+		rq_error((r), API_ENOTIMPL, "Not available on this server");   \
+		return;                                                        \
+	} while (0)
+
+#define BE(r) ((r)->api->be)
+#define PATH_MAX_API 1024
+#define MAX_TIMEOUT_MS (24ULL * 3600 * 1000)
+#define MAX_TTL_S (30ULL * 24 * 3600)
+
+static json_t *
+iso_time(int64_t t)
+{
+	struct tm tm;
+	time_t tt = (time_t)t;
+	char buf[32];
+
+	if (gmtime_r(&tt, &tm) == NULL)
+		return json_null();
+	strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	return json_string(buf);
+}
+
+/* A JSON string from bytes that may not be UTF-8: invalid bytes -> U+FFFD. */
+json_t *
+bytes_string(const char *p, size_t n)
+{
+	json_t *s;
+	char *fixed;
+	size_t o = 0;
+
+	if (p == NULL || n == 0)
+		return json_string("");
+	if ((s = json_stringn(p, n)) != NULL)
+		return s;
+	if ((fixed = malloc(n * 3 + 1)) == NULL)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)p[i];
+		if (c < 0x80 && c != 0)
+			fixed[o++] = (char)c;
+		else {
+			memcpy(fixed + o, "\xef\xbf\xbd", 3);
+			o += 3;
+		}
+	}
+	s = json_stringn(fixed, o);
+	free(fixed);
+	return s;
+}
+
+static json_t *
+kv_object(const struct api_kv *kv, size_t n)
+{
+	json_t *o = json_object();
+
+	for (size_t i = 0; o != NULL && i < n; i++)
+		json_object_set_new(o, kv[i].key, json_string(kv[i].value));
+	return o;
+}
+
+static void
+kv_free(struct api_kv *kv, size_t n)
+{
+	for (size_t i = 0; kv != NULL && i < n; i++) {
+		free(kv[i].key);
+		free(kv[i].value);
+	}
+	free(kv);
+}
+
+static json_t *
+sandbox_json(const struct api_sandbox *s)
+{
+	json_t *o = json_pack("{s:s,s:s,s:o,s:o,s:s,s:o}", "id", s->id, "image",
+	    s->image, "created_at", iso_time(s->created_at), "expires_at",
+	    iso_time(s->expires_at), "status",
+	    s->status[0] ? s->status : "running", "metadata",
+	    kv_object(s->metadata, s->nmetadata));
+	return o;
+}
+
+static void
+sandbox_release(struct api_sandbox *s)
+{
+	kv_free(s->metadata, s->nmetadata);
+	s->metadata = NULL;
+	s->nmetadata = 0;
+}
+
+/* ?path= inside the workspace. Returns 0 with path filled, -1 replied. */
+static int
+rq_path(struct rq *r, char *path, size_t len)
+{
+	if (rq_query(r, "path", path, len, 1) != 1)
+		return -1;
+	return 0;
+}
+
+static int
+rq_page(struct rq *r, char *cursor, size_t clen, struct api_page *pg)
+{
+	char lim[16];
+	int rc;
+
+	pg->limit = 50;
+	pg->cursor = NULL;
+	if ((rc = rq_query(r, "cursor", cursor, clen, 0)) < 0)
+		return -1;
+	if (rc == 1)
+		pg->cursor = cursor;
+	if ((rc = rq_query(r, "limit", lim, sizeof(lim), 0)) < 0)
+		return -1;
+	if (rc == 1) {
+		char *end;
+		unsigned long v = strtoul(lim, &end, 10);
+		if (*end != '\0' || lim[0] < '0' || lim[0] > '9' || v < 1 ||
+		    v > 100) {
+			rq_error(r, API_EBADREQ, "limit must be 1 to 100");
+			return -1;
+		}
+		pg->limit = (unsigned)v;
+	}
+	return 0;
+}
+
+/* --- public ---------------------------------------------------------- */
+
+static void
+h_healthz(struct rq *r)
+{
+	rq_json(r, 200, json_pack("{s:s}", "status", "ok"));
+}
+
+static void
+h_openapi(struct rq *r)
+{
+	rq_raw(
+	    r, 200, "application/json", api_openapi_json, api_openapi_json_len);
+}
+
+static void
+h_metrics(struct rq *r)
+{
+	api_metrics(r);
+}
+
+/* --- sandboxes ------------------------------------------------------- */
+
+static void
+h_sandbox_create(struct rq *r)
+{
+	static const char *const fields[] = { "image", "env", "ttl", "metadata",
+		NULL };
+	struct api_sandbox_spec spec;
+	struct api_sandbox sb;
+	struct api_token tok;
+	struct api_error err;
+	struct api_kv *env = NULL, *md = NULL;
+	json_t *o;
+	int rc;
+
+	memset(&spec, 0, sizeof(spec));
+	if (rq_fields(r, r->body, fields) ||
+	    rq_str(r, r->body, "image", 1, &spec.image))
+		return;
+	if (rq_uint(r, r->body, "ttl", MAX_TTL_S, &spec.ttl_s) ||
+	    rq_kv(r, r->body, "env", &env, &spec.nenv))
+		return;
+	if (rq_kv(r, r->body, "metadata", &md, &spec.nmetadata)) {
+		free(env);
+		return;
+	}
+	spec.env = env;
+	spec.metadata = md;
+	if (BE(r)->sandbox_create == NULL) {
+		free(env);
+		free(md);
+		NOTIMPL(r);
+	}
+	memset(&sb, 0, sizeof(sb));
+	memset(&tok, 0, sizeof(tok));
+	memset(&err, 0, sizeof(err));
+	rc =
+	    BE(r)->sandbox_create(BE(r)->ctx, &r->call, &spec, &sb, &tok, &err);
+	free(env);
+	free(md);
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	sb.id[sizeof(sb.id) - 1] = '\0';
+	tok.token[sizeof(tok.token) - 1] = '\0';
+	o = sandbox_json(&sb);
+	if (o != NULL) {
+		json_object_set_new(o, "auth_token", json_string(tok.token));
+		json_object_set_new(
+		    o, "token_expires_at", iso_time(tok.expires_at));
+	}
+	sandbox_release(&sb);
+	r->api->sandboxes_created++;
+	rq_json(r, 201, o);
+}
+
+static void
+h_sandbox_list(struct rq *r)
+{
+	struct api_sandbox sbs[100];
+	struct api_page pg;
+	struct api_error err;
+	char cursor[API_ID_MAX + 1], next[API_ID_MAX + 1] = "";
+	size_t n = 0;
+	json_t *arr, *o;
+	int rc;
+
+	if (rq_page(r, cursor, sizeof(cursor), &pg))
+		return;
+	memset(sbs, 0, sizeof(sbs));
+	memset(&err, 0, sizeof(err));
+	if (r->who.sbx[0] != '\0') {
+		/* A scoped token sees its own sandbox and nothing else. */
+		if (BE(r)->sandbox_get == NULL)
+			NOTIMPL(r);
+		rc = BE(r)->sandbox_get(
+		    BE(r)->ctx, &r->call, r->who.sbx, &sbs[0], &err);
+		n = rc == API_OK;
+		if (rc == API_ENOTFOUND)
+			rc = API_OK;
+	} else {
+		if (BE(r)->sandbox_list == NULL)
+			NOTIMPL(r);
+		rc = BE(r)->sandbox_list(
+		    BE(r)->ctx, &r->call, &pg, sbs, pg.limit, &n, next, &err);
+	}
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	if (n > pg.limit)
+		n = pg.limit;
+	arr = json_array();
+	for (size_t i = 0; i < n; i++) {
+		sbs[i].id[sizeof(sbs[i].id) - 1] = '\0';
+		json_array_append_new(arr, sandbox_json(&sbs[i]));
+		sandbox_release(&sbs[i]);
+	}
+	next[sizeof(next) - 1] = '\0';
+	o = json_pack("{s:o,s:o}", "sandboxes", arr, "next_cursor",
+	    next[0] ? json_string(next) : json_null());
+	rq_json(r, 200, o);
+}
+
+static void
+h_sandbox_get(struct rq *r)
+{
+	struct api_sandbox sb;
+	struct api_error err;
+	int rc;
+
+	if (BE(r)->sandbox_get == NULL)
+		NOTIMPL(r);
+	memset(&sb, 0, sizeof(sb));
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->sandbox_get(BE(r)->ctx, &r->call, r->id, &sb, &err);
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	sb.id[sizeof(sb.id) - 1] = '\0';
+	rq_json(r, 200, sandbox_json(&sb));
+	sandbox_release(&sb);
+}
+
+static void
+h_sandbox_delete(struct rq *r)
+{
+	struct api_error err;
+	int rc;
+
+	if (BE(r)->sandbox_delete == NULL)
+		NOTIMPL(r);
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->sandbox_delete(BE(r)->ctx, &r->call, r->id, &err);
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	r->api->sandboxes_deleted++;
+	rq_no_content(r);
+}
+
+static void
+h_sandbox_token(struct rq *r)
+{
+	struct api_token tok;
+	struct api_error err;
+	int rc;
+
+	if (BE(r)->sandbox_token == NULL)
+		NOTIMPL(r);
+	memset(&tok, 0, sizeof(tok));
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->sandbox_token(BE(r)->ctx, &r->call, r->id, &tok, &err);
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	tok.token[sizeof(tok.token) - 1] = '\0';
+	rq_json(r, 200,
+	    json_pack("{s:s,s:o}", "auth_token", tok.token, "token_expires_at",
+	        iso_time(tok.expires_at)));
+}
+
+/* --- runs ------------------------------------------------------------ */
+
+static int
+parse_exec(struct rq *r, struct api_exec *ex, const char **webhook)
+{
+	static const char *const fields[] = { "code", "language", "timeout",
+		NULL };
+	static const char *const fields_async[] = { "code", "language",
+		"timeout", "webhook_url", NULL };
+	const char *lang;
+	json_t *code;
+
+	memset(ex, 0, sizeof(*ex));
+	if (rq_fields(r, r->body, webhook ? fields_async : fields))
+		return -1;
+	if (rq_str(r, r->body, "code", 1, &ex->code))
+		return -1;
+	code = json_object_get(r->body, "code");
+	ex->code_len = json_string_length(code);
+	if (rq_str(r, r->body, "language", 0, &lang))
+		return -1;
+	if (lang == NULL || strcmp(lang, "python") == 0)
+		ex->language = API_LANG_PYTHON;
+	else if (strcmp(lang, "javascript") == 0 || strcmp(lang, "js") == 0)
+		ex->language = API_LANG_JAVASCRIPT;
+	else {
+		rq_error(r, API_EBADREQ,
+		    "language must be \"python\" or \"javascript\"");
+		return -1;
+	}
+	if (rq_uint(r, r->body, "timeout", MAX_TIMEOUT_MS, &ex->timeout_ms))
+		return -1;
+	if (webhook != NULL) {
+		if (rq_str(r, r->body, "webhook_url", 1, webhook))
+			return -1;
+		if (strncmp(*webhook, "https://", 8) != 0 &&
+		    strncmp(*webhook, "http://", 7) != 0) {
+			rq_error(r, API_EBADREQ,
+			    "webhook_url must be an http(s) URL");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void
+sse_event(struct http_buf *b, const char *event, json_t *data)
+{
+	char *s = json_dumps(data, JSON_COMPACT | JSON_ENSURE_ASCII);
+
+	if (s == NULL) {
+		b->oom = 1;
+		json_decref(data);
+		return;
+	}
+	/* JSON with ENSURE_ASCII has no raw newline: one data line. */
+	http_buf_printf(b, "event: %s\ndata: %s\n\n", event, s);
+	free(s);
+	json_decref(data);
+}
+
+/* The stdout, stderr and exit events of a finished run. */
+void
+run_events(struct http_buf *b, const struct api_run_result *res)
+{
+	if (res->out_len)
+		sse_event(b, "stdout",
+		    json_pack(
+		        "{s:o}", "data", bytes_string(res->out, res->out_len)));
+	if (res->err_len)
+		sse_event(b, "stderr",
+		    json_pack(
+		        "{s:o}", "data", bytes_string(res->err, res->err_len)));
+	sse_event(b, "exit",
+	    json_pack("{s:i,s:I,s:o}", "exit_code", res->exit_code,
+	        "duration_ms", (json_int_t)res->duration_ms, "reason",
+	        res->reason[0] ? json_string(res->reason) : json_null()));
+}
+
+void
+reply_run(struct rq *r, struct api_run_result *res)
+{
+	json_t *o;
+
+	api_observe_run(r->api, res->duration_ms);
+	res->reason[sizeof(res->reason) - 1] = '\0';
+	if (rq_accepts_sse(r)) {
+		struct http_buf b;
+
+		http_buf_init(&b);
+		run_events(&b, res);
+		if (b.oom)
+			rq_error(r, API_EINTERNAL, "Out of memory");
+		else
+			rq_raw(r, 200, "text/event-stream", b.data, b.len);
+		http_buf_free(&b);
+	} else {
+		o = json_pack("{s:o,s:o,s:i,s:I,s:o}", "stdout",
+		    bytes_string(res->out, res->out_len), "stderr",
+		    bytes_string(res->err, res->err_len), "exit_code",
+		    res->exit_code, "duration_ms", (json_int_t)res->duration_ms,
+		    "reason",
+		    res->reason[0] ? json_string(res->reason) : json_null());
+		rq_json(r, 200, o);
+	}
+	free(res->out);
+	free(res->err);
+}
+
+static void
+h_execute(struct rq *r)
+{
+	struct api_exec ex;
+	struct api_run_result res;
+	struct api_error err;
+	int rc;
+
+	if (parse_exec(r, &ex, NULL))
+		return;
+	if (BE(r)->execute == NULL)
+		NOTIMPL(r);
+	memset(&res, 0, sizeof(res));
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->execute(BE(r)->ctx, &r->call, r->id, &ex, &res, &err);
+	if (rc == API_PENDING && r->pending != NULL)
+		return;
+	if (rc != API_OK) {
+		free(res.out);
+		free(res.err);
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	reply_run(r, &res);
+}
+
+static void
+h_execute_background(struct rq *r)
+{
+	struct api_exec ex;
+	struct api_error err;
+	uint64_t pid = 0;
+	int rc;
+
+	if (parse_exec(r, &ex, NULL))
+		return;
+	if (BE(r)->execute_background == NULL)
+		NOTIMPL(r);
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->execute_background(
+	    BE(r)->ctx, &r->call, r->id, &ex, &pid, &err);
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	rq_json(r, 202, json_pack("{s:I}", "pid", (json_int_t)pid));
+}
+
+static void
+h_execute_async(struct rq *r)
+{
+	struct api_exec ex;
+	struct api_error err;
+	const char *hook = NULL;
+	char run_id[API_ID_MAX + 1] = "";
+	int rc;
+
+	if (parse_exec(r, &ex, &hook))
+		return;
+	if (BE(r)->execute_async == NULL)
+		NOTIMPL(r);
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->execute_async(
+	    BE(r)->ctx, &r->call, r->id, &ex, hook, run_id, &err);
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	run_id[sizeof(run_id) - 1] = '\0';
+	rq_json(r, 202, json_pack("{s:s}", "run_id", run_id));
+}
+
+static void
+h_processes(struct rq *r)
+{
+	struct api_process *ps = NULL;
+	struct api_error err;
+	size_t n = 0;
+	json_t *arr;
+	int rc;
+
+	if (BE(r)->processes == NULL)
+		NOTIMPL(r);
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->processes(BE(r)->ctx, &r->call, r->id, &ps, &n, &err);
+	if (rc != API_OK) {
+		free(ps);
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	arr = json_array();
+	for (size_t i = 0; i < n; i++) {
+		ps[i].cmd[sizeof(ps[i].cmd) - 1] = '\0';
+		ps[i].status[sizeof(ps[i].status) - 1] = '\0';
+		json_array_append_new(arr,
+		    json_pack("{s:I,s:s,s:s,s:i,s:o}", "pid",
+		        (json_int_t)ps[i].pid, "cmd", ps[i].cmd, "status",
+		        ps[i].status, "exit_code", ps[i].exit_code,
+		        "started_at", iso_time(ps[i].started_at)));
+	}
+	free(ps);
+	rq_json(r, 200, json_pack("{s:o}", "processes", arr));
+}
+
+static void
+h_kill(struct rq *r)
+{
+	struct api_error err;
+	char pids[24], *end;
+	unsigned long long pid;
+	int rc;
+
+	if (rq_query(r, "pid", pids, sizeof(pids), 1) != 1)
+		return;
+	pid = strtoull(pids, &end, 10);
+	if (*end != '\0' || pids[0] < '0' || pids[0] > '9') {
+		rq_error(r, API_EBADREQ, "pid must be a number");
+		return;
+	}
+	if (BE(r)->kill == NULL)
+		NOTIMPL(r);
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->kill(BE(r)->ctx, &r->call, r->id, pid, &err);
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	rq_no_content(r);
+}
+
+/* An executable name: no path separators, no shell syntax. */
+static int
+valid_cmd(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 64)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		        (c >= '0' && c <= '9') || c == '-' || c == '_' ||
+		        c == '.' || c == '+'))
+			return 0;
+	}
+	return s[0] != '.';
+}
+
+static int
+parse_command(struct rq *r, struct api_command *c, const char ***args,
+    struct api_kv **env)
+{
+	static const char *const fields[] = { "cmd", "args", "env", "cwd",
+		"stdin", "timeout", NULL };
+	json_t *a, *in;
+
+	memset(c, 0, sizeof(*c));
+	*args = NULL;
+	*env = NULL;
+	if (rq_fields(r, r->body, fields) ||
+	    rq_str(r, r->body, "cmd", 1, &c->cmd))
+		return -1;
+	if (!valid_cmd(c->cmd)) {
+		rq_error(r, API_EBADREQ,
+		    "cmd must be an executable name, not a path or a shell "
+		    "string");
+		return -1;
+	}
+	if (rq_str(r, r->body, "cwd", 0, &c->cwd) ||
+	    rq_str(r, r->body, "stdin", 0, &c->stdin_data) ||
+	    rq_uint(r, r->body, "timeout", MAX_TIMEOUT_MS, &c->timeout_ms))
+		return -1;
+	if ((in = json_object_get(r->body, "stdin")) != NULL &&
+	    json_is_string(in))
+		c->stdin_len = json_string_length(in);
+	a = json_object_get(r->body, "args");
+	if (a != NULL && !json_is_null(a)) {
+		if (!json_is_array(a) || json_array_size(a) > 256) {
+			rq_error(r, API_EBADREQ,
+			    "args must be an array of at most 256 strings");
+			return -1;
+		}
+		if ((*args = calloc(json_array_size(a) + 1, sizeof(char *))) ==
+		    NULL) {
+			rq_error(r, API_EINTERNAL, "Out of memory");
+			return -1;
+		}
+		for (size_t i = 0; i < json_array_size(a); i++) {
+			json_t *e = json_array_get(a, i);
+			if (!json_is_string(e) ||
+			    strlen(json_string_value(e)) !=
+			        json_string_length(e)) {
+				rq_error(r, API_EBADREQ,
+				    "args must be strings without NUL");
+				return -1;
+			}
+			(*args)[i] = json_string_value(e);
+		}
+		c->args = *args;
+		c->nargs = json_array_size(a);
+	}
+	if (rq_kv(r, r->body, "env", env, &c->nenv))
+		return -1;
+	c->env = *env;
+	return 0;
+}
+
+static void
+h_command_run(struct rq *r)
+{
+	struct api_command c;
+	struct api_run_result res;
+	struct api_error err;
+	const char **args;
+	struct api_kv *env;
+	int rc;
+
+	if (parse_command(r, &c, &args, &env))
+		goto out;
+	if (BE(r)->command_run == NULL) {
+		rq_error(r, API_ENOTIMPL, "Not available on this server");
+		goto out;
+	}
+	memset(&res, 0, sizeof(res));
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->command_run(BE(r)->ctx, &r->call, r->id, &c, &res, &err);
+	if (rc == API_PENDING && r->pending != NULL)
+		goto out;
+	if (rc != API_OK) {
+		free(res.out);
+		free(res.err);
+		rq_backend_error(r, rc, &err);
+		goto out;
+	}
+	reply_run(r, &res);
+out:
+	free(args);
+	free(env);
+}
+
+static void
+h_command_background(struct rq *r)
+{
+	struct api_command c;
+	struct api_error err;
+	const char **args;
+	struct api_kv *env;
+	uint64_t pid = 0;
+	int rc;
+
+	if (parse_command(r, &c, &args, &env))
+		goto out;
+	if (BE(r)->command_background == NULL) {
+		rq_error(r, API_ENOTIMPL, "Not available on this server");
+		goto out;
+	}
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->command_background(
+	    BE(r)->ctx, &r->call, r->id, &c, &pid, &err);
+	if (rc != API_OK)
+		rq_backend_error(r, rc, &err);
+	else
+		rq_json(r, 202, json_pack("{s:I}", "pid", (json_int_t)pid));
+out:
+	free(args);
+	free(env);
+}
+
+/* --- files ----------------------------------------------------------- */
+
+static void
+h_file_read(struct rq *r)
+{
+	char path[PATH_MAX_API], *data = NULL;
+	struct api_error err;
+	size_t len = 0;
+	int rc;
+
+	if (rq_path(r, path, sizeof(path)))
+		return;
+	if (BE(r)->file_read == NULL)
+		NOTIMPL(r);
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->file_read(
+	    BE(r)->ctx, &r->call, r->id, path, &data, &len, &err);
+	if (rc != API_OK)
+		rq_backend_error(r, rc, &err);
+	else
+		rq_raw(r, 200, "application/octet-stream", data, len);
+	free(data);
+}
+
+static void
+h_file_write(struct rq *r)
+{
+	char path[PATH_MAX_API];
+	struct api_error err;
+	int rc;
+
+	if (rq_path(r, path, sizeof(path)))
+		return;
+	if (BE(r)->file_write == NULL)
+		NOTIMPL(r);
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->file_write(BE(r)->ctx, &r->call, r->id, path, r->req->body,
+	    r->req->body_len, &err);
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	rq_json(r, 200,
+	    json_pack("{s:s,s:I}", "path", path, "size",
+	        (json_int_t)r->req->body_len));
+}
+
+static void
+h_file_list(struct rq *r)
+{
+	char path[PATH_MAX_API];
+	struct api_dirent *ents = NULL;
+	struct api_error err;
+	size_t n = 0;
+	json_t *arr;
+	int rc;
+
+	if (rq_path(r, path, sizeof(path)))
+		return;
+	if (BE(r)->file_list == NULL)
+		NOTIMPL(r);
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->file_list(
+	    BE(r)->ctx, &r->call, r->id, path, &ents, &n, &err);
+	if (rc != API_OK) {
+		free(ents);
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	arr = json_array();
+	for (size_t i = 0; i < n; i++) {
+		ents[i].name[sizeof(ents[i].name) - 1] = '\0';
+		ents[i].type[sizeof(ents[i].type) - 1] = '\0';
+		json_array_append_new(arr,
+		    json_pack("{s:o,s:s,s:I,s:o}", "name",
+		        bytes_string(ents[i].name, strlen(ents[i].name)),
+		        "type", ents[i].type, "size", (json_int_t)ents[i].size,
+		        "modified_at", iso_time(ents[i].mtime)));
+	}
+	free(ents);
+	rq_json(r, 200, json_pack("{s:s,s:o}", "path", path, "entries", arr));
+}
+
+static void
+h_file_exists(struct rq *r)
+{
+	char path[PATH_MAX_API];
+	struct api_error err;
+	int rc, exists = 0;
+
+	if (rq_path(r, path, sizeof(path)))
+		return;
+	if (BE(r)->file_exists == NULL)
+		NOTIMPL(r);
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->file_exists(
+	    BE(r)->ctx, &r->call, r->id, path, &exists, &err);
+	if (rc != API_OK)
+		rq_backend_error(r, rc, &err);
+	else
+		rq_json(r, 200,
+		    json_pack("{s:s,s:b}", "path", path, "exists", exists));
+}
+
+static void
+h_file_remove(struct rq *r)
+{
+	char path[PATH_MAX_API];
+	struct api_error err;
+	int rc;
+
+	if (rq_path(r, path, sizeof(path)))
+		return;
+	if (BE(r)->file_remove == NULL)
+		NOTIMPL(r);
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->file_remove(BE(r)->ctx, &r->call, r->id, path, &err);
+	if (rc != API_OK)
+		rq_backend_error(r, rc, &err);
+	else
+		rq_no_content(r);
+}
+
+static void
+h_file_mkdir(struct rq *r)
+{
+	char path[PATH_MAX_API];
+	struct api_error err;
+	int rc;
+
+	if (rq_path(r, path, sizeof(path)))
+		return;
+	if (BE(r)->file_mkdir == NULL)
+		NOTIMPL(r);
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->file_mkdir(BE(r)->ctx, &r->call, r->id, path, &err);
+	if (rc != API_OK)
+		rq_backend_error(r, rc, &err);
+	else
+		rq_json(r, 201, json_pack("{s:s}", "path", path));
+}
+
+/* --- env, system ----------------------------------------------------- */
+
+static void
+h_env_get(struct rq *r)
+{
+	struct api_kv *kv = NULL;
+	struct api_error err;
+	size_t n = 0;
+	int rc;
+
+	if (BE(r)->env_get == NULL)
+		NOTIMPL(r);
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->env_get(BE(r)->ctx, &r->call, r->id, &kv, &n, &err);
+	if (rc != API_OK)
+		rq_backend_error(r, rc, &err);
+	else
+		rq_json(r, 200, json_pack("{s:o}", "env", kv_object(kv, n)));
+	kv_free(kv, n);
+}
+
+static void
+env_set(struct rq *r, int replace)
+{
+	static const char *const fields[] = { "env", NULL };
+	struct api_kv *kv = NULL;
+	struct api_error err;
+	size_t n = 0;
+	int rc;
+
+	if (rq_fields(r, r->body, fields))
+		return;
+	if (json_object_get(r->body, "env") == NULL) {
+		rq_error(r, API_EBADREQ, "Missing field: env");
+		return;
+	}
+	if (rq_kv(r, r->body, "env", &kv, &n))
+		return;
+	if (BE(r)->env_set == NULL) {
+		free(kv);
+		NOTIMPL(r);
+	}
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->env_set(BE(r)->ctx, &r->call, r->id, kv, n, replace, &err);
+	free(kv);
+	if (rc != API_OK)
+		rq_backend_error(r, rc, &err);
+	else
+		h_env_get(r);
+}
+
+static void
+h_env_put(struct rq *r)
+{
+	env_set(r, 1);
+}
+
+static void
+h_env_patch(struct rq *r)
+{
+	env_set(r, 0);
+}
+
+static void
+h_env_delete(struct rq *r)
+{
+	struct api_error err;
+	char key[256];
+	const char *keys[1];
+	int rc, have;
+
+	/* ?key=NAME deletes one variable; no key deletes them all. */
+	if ((have = rq_query(r, "key", key, sizeof(key), 0)) < 0)
+		return;
+	if (BE(r)->env_delete == NULL)
+		NOTIMPL(r);
+	keys[0] = key;
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->env_delete(BE(r)->ctx, &r->call, r->id, have ? keys : NULL,
+	    have ? 1 : 0, &err);
+	if (rc != API_OK)
+		rq_backend_error(r, rc, &err);
+	else
+		rq_no_content(r);
+}
+
+static void
+h_system(struct rq *r)
+{
+	struct api_usage u;
+	struct api_error err;
+	int rc;
+
+	if (BE(r)->system == NULL)
+		NOTIMPL(r);
+	memset(&u, 0, sizeof(u));
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->system(BE(r)->ctx, &r->call, r->id, &u, &err);
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	rq_json(r, 200,
+	    json_pack("{s:I,s:I,s:I,s:I,s:o,s:{s:o,s:o}}", "runs",
+	        (json_int_t)u.runs, "cpu_ms", (json_int_t)u.cpu_ms,
+	        "memory_bytes", (json_int_t)u.memory_bytes, "workspace_bytes",
+	        (json_int_t)u.workspace_bytes, "budget_remaining",
+	        u.budget_remaining < 0 ? json_null()
+	                               : json_integer(u.budget_remaining),
+	        "rates", "read",
+	        u.read_tokens < 0 ? json_null() : json_real(u.read_tokens),
+	        "write",
+	        u.write_tokens < 0 ? json_null() : json_real(u.write_tokens)));
+}
+
+/* --- tokens, policy, images, audit ----------------------------------- */
+
+static void
+h_token_attenuate(struct rq *r)
+{
+	static const char *const fields[] = { "caps", "ttl", "sandbox", NULL };
+	struct api_attenuate at = { 0, 0, NULL };
+	struct api_token tok;
+	struct api_error err;
+	json_t *caps = json_object_get(r->body, "caps");
+	uint64_t ttl;
+	int rc;
+
+	if (rq_fields(r, r->body, fields) ||
+	    rq_uint(r, r->body, "ttl", MAX_TTL_S, &ttl) ||
+	    rq_str(r, r->body, "sandbox", 0, &at.sbx))
+		return;
+	if (caps == NULL || !json_is_array(caps) ||
+	    json_array_size(caps) == 0) {
+		rq_error(r, API_EBADREQ, "caps must be a non-empty array");
+		return;
+	}
+	for (size_t i = 0; i < json_array_size(caps); i++) {
+		json_t *c = json_array_get(caps, i);
+		int id = json_is_string(c)
+		    ? cap_lookup(json_string_value(c), json_string_length(c))
+		    : -1;
+		if (id < 0) {
+			rq_error(r, API_EBADREQ, "Unknown capability in caps");
+			return;
+		}
+		at.caps |= CAP_BIT(id);
+	}
+	/* Never wider: fewer caps, the same sandbox, an earlier expiry. */
+	if (at.caps & ~r->who.caps) {
+		rq_error(r, API_EFORBIDDEN,
+		    "A token cannot grant capabilities it does not hold");
+		return;
+	}
+	if (at.sbx != NULL && !api_valid_id(at.sbx, strlen(at.sbx))) {
+		rq_error(r, API_EBADREQ, "sandbox must be a sandbox id");
+		return;
+	}
+	if (r->who.sbx[0] != '\0') {
+		if (at.sbx != NULL && strcmp(at.sbx, r->who.sbx) != 0) {
+			rq_error(r, API_EFORBIDDEN,
+			    "A sandbox-scoped token cannot change its sandbox");
+			return;
+		}
+		at.sbx = r->who.sbx;
+	}
+	at.exp = r->who.exp;
+	if (ttl != 0) {
+		int64_t want =
+		    (int64_t)(api_now_ms(r->api) / 1000) + (int64_t)ttl;
+		if (want < at.exp || at.exp == 0)
+			at.exp = want;
+	}
+	if (BE(r)->token_attenuate == NULL)
+		NOTIMPL(r);
+	memset(&tok, 0, sizeof(tok));
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->token_attenuate(BE(r)->ctx, &r->call, &at, &tok, &err);
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	tok.token[sizeof(tok.token) - 1] = '\0';
+	rq_json(r, 201,
+	    json_pack("{s:s,s:o}", "token", tok.token, "expires_at",
+	        iso_time(tok.expires_at)));
+}
+
+static void
+h_policy_version(struct rq *r)
+{
+	struct api_policy_version v;
+	struct api_error err;
+	int rc;
+
+	if (BE(r)->policy_version == NULL)
+		NOTIMPL(r);
+	memset(&v, 0, sizeof(v));
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->policy_version(BE(r)->ctx, &r->call, &v, &err);
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	v.version[sizeof(v.version) - 1] = '\0';
+	v.hash[sizeof(v.hash) - 1] = '\0';
+	rq_json(r, 200,
+	    json_pack("{s:s,s:s,s:o}", "version", v.version, "hash", v.hash,
+	        "loaded_at", iso_time(v.loaded_at)));
+}
+
+static void
+h_policy_check(struct rq *r)
+{
+	static const char *const fields[] = { "principal", "capability",
+		"target", NULL };
+	struct api_check ck;
+	struct api_check_result res;
+	struct api_error err;
+	const char *cap;
+	int rc, id;
+
+	memset(&ck, 0, sizeof(ck));
+	if (rq_fields(r, r->body, fields) ||
+	    rq_str(r, r->body, "principal", 1, &ck.principal) ||
+	    rq_str(r, r->body, "capability", 1, &cap) ||
+	    rq_str(r, r->body, "target", 0, &ck.target))
+		return;
+	if ((id = cap_lookup(cap, strlen(cap))) < 0) {
+		rq_error(r, API_EBADREQ, "Unknown capability");
+		return;
+	}
+	ck.cap = (enum cap_id)id;
+	if (BE(r)->policy_check == NULL)
+		NOTIMPL(r);
+	memset(&res, 0, sizeof(res));
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->policy_check(BE(r)->ctx, &r->call, &ck, &res, &err);
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	res.rule[sizeof(res.rule) - 1] = '\0';
+	res.location[sizeof(res.location) - 1] = '\0';
+	res.explanation[sizeof(res.explanation) - 1] = '\0';
+	rq_json(r, 200,
+	    json_pack("{s:s,s:s,s:s,s:s}", "decision",
+	        res.allow ? "allow" : "deny", "rule", res.rule, "location",
+	        res.location, "explanation", res.explanation));
+}
+
+static json_t *
+image_json(struct api_image *im)
+{
+	im->name[sizeof(im->name) - 1] = '\0';
+	im->version[sizeof(im->version) - 1] = '\0';
+	im->digest[sizeof(im->digest) - 1] = '\0';
+	im->languages[sizeof(im->languages) - 1] = '\0';
+	return json_pack("{s:s,s:s,s:s,s:I,s:s}", "name", im->name, "version",
+	    im->version, "digest", im->digest, "size", (json_int_t)im->size,
+	    "languages", im->languages);
+}
+
+static void
+h_image_list(struct rq *r)
+{
+	struct api_image *ims = NULL;
+	struct api_error err;
+	size_t n = 0;
+	json_t *arr;
+	int rc;
+
+	if (BE(r)->image_list == NULL)
+		NOTIMPL(r);
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->image_list(BE(r)->ctx, &r->call, &ims, &n, &err);
+	if (rc != API_OK) {
+		free(ims);
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	arr = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(arr, image_json(&ims[i]));
+	free(ims);
+	rq_json(r, 200, json_pack("{s:o}", "images", arr));
+}
+
+static void
+h_image_upload(struct rq *r)
+{
+	struct api_image im;
+	struct api_error err;
+	int rc;
+
+	if (r->req->body_len == 0) {
+		rq_error(r, API_EBADREQ, "The body must be a signed image");
+		return;
+	}
+	if (BE(r)->image_upload == NULL)
+		NOTIMPL(r);
+	memset(&im, 0, sizeof(im));
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->image_upload(
+	    BE(r)->ctx, &r->call, r->req->body, r->req->body_len, &im, &err);
+	if (rc != API_OK)
+		rq_backend_error(r, rc, &err);
+	else
+		rq_json(r, 201, image_json(&im));
+}
+
+static void
+h_image_delete(struct rq *r)
+{
+	struct api_error err;
+	int rc;
+
+	if (BE(r)->image_delete == NULL)
+		NOTIMPL(r);
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->image_delete(BE(r)->ctx, &r->call, r->tail, &err);
+	if (rc != API_OK)
+		rq_backend_error(r, rc, &err);
+	else
+		rq_no_content(r);
+}
+
+static void
+h_audit(struct rq *r)
+{
+	struct api_audit_entry *ents = NULL;
+	struct api_page pg;
+	struct api_error err;
+	char cursor[API_ID_MAX + 1], next[API_ID_MAX + 1] = "";
+	size_t n = 0;
+	json_t *arr;
+	int rc;
+
+	if (rq_page(r, cursor, sizeof(cursor), &pg))
+		return;
+	if (BE(r)->audit_list == NULL)
+		NOTIMPL(r);
+	memset(&err, 0, sizeof(err));
+	rc =
+	    BE(r)->audit_list(BE(r)->ctx, &r->call, &pg, &ents, &n, next, &err);
+	if (rc != API_OK) {
+		free(ents);
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	arr = json_array();
+	for (size_t i = 0; i < n && i < pg.limit; i++) {
+		struct api_audit_entry *e = &ents[i];
+		e->request_id[sizeof(e->request_id) - 1] = '\0';
+		e->principal[sizeof(e->principal) - 1] = '\0';
+		e->action[sizeof(e->action) - 1] = '\0';
+		e->target[sizeof(e->target) - 1] = '\0';
+		e->decision[sizeof(e->decision) - 1] = '\0';
+		e->rule[sizeof(e->rule) - 1] = '\0';
+		json_array_append_new(arr,
+		    json_pack("{s:I,s:o,s:s,s:s,s:s,s:s,s:s,s:s}", "seq",
+		        (json_int_t)e->seq, "time", iso_time(e->time),
+		        "request_id", e->request_id, "principal", e->principal,
+		        "action", e->action, "target", e->target, "decision",
+		        e->decision, "rule", e->rule));
+	}
+	free(ents);
+	next[sizeof(next) - 1] = '\0';
+	rq_json(r, 200,
+	    json_pack("{s:o,s:o}", "entries", arr, "next_cursor",
+	        next[0] ? json_string(next) : json_null()));
+}
+
+#define SBX "/v1/sandboxes/{id}"
+#define AUTH_ONLY (-1)
+#define PUBLIC (-2)
+
+/*
+ * method, path, handler, capability, JSON body, Idempotency-Key, label,
+ * whether the op may defer its reply.
+ * Order matters only for 405: the first path match decides the Allow.
+ */
+const struct api_route api_routes[] = {
+	{ HTTP_GET, "/healthz", h_healthz, PUBLIC, 0, 0, "healthz", 0 },
+	{ HTTP_GET, "/v1/openapi.json", h_openapi, PUBLIC, 0, 0, "openapi", 0 },
+	{ HTTP_GET, "/metrics", h_metrics, CAP_ADMIN, 0, 0, "metrics", 0 },
+	{ HTTP_POST, "/v1/sandboxes", h_sandbox_create, CAP_SANDBOX_WRITE, 1, 1,
+	    "sandbox_create", 0 },
+	{ HTTP_GET, "/v1/sandboxes", h_sandbox_list, CAP_SANDBOX_READ, 0, 0,
+	    "sandbox_list", 0 },
+	{ HTTP_GET, SBX, h_sandbox_get, CAP_SANDBOX_READ, 0, 0, "sandbox_get",
+	    0 },
+	{ HTTP_DELETE, SBX, h_sandbox_delete, CAP_SANDBOX_WRITE, 0, 0,
+	    "sandbox_delete", 0 },
+	{ HTTP_POST, SBX "/token", h_sandbox_token, CAP_SANDBOX_WRITE, 0, 0,
+	    "sandbox_token", 0 },
+	{ HTTP_POST, SBX "/execute", h_execute, CAP_EXEC, 1, 1, "execute", 1 },
+	{ HTTP_POST, SBX "/execute/background", h_execute_background, CAP_EXEC,
+	    1, 1, "execute_background", 0 },
+	{ HTTP_POST, SBX "/execute/async", h_execute_async, CAP_EXEC, 1, 1,
+	    "execute_async", 0 },
+	{ HTTP_GET, SBX "/execute/processes", h_processes, CAP_SANDBOX_READ, 0,
+	    0, "execute_processes", 0 },
+	{ HTTP_POST, SBX "/execute/kill", h_kill, CAP_EXEC, 0, 0,
+	    "execute_kill", 0 },
+	{ HTTP_POST, SBX "/commands/run", h_command_run, CAP_EXEC, 1, 1,
+	    "commands_run", 1 },
+	{ HTTP_POST, SBX "/commands/background", h_command_background, CAP_EXEC,
+	    1, 1, "commands_background", 0 },
+	{ HTTP_GET, SBX "/files/read", h_file_read, CAP_ARTIFACT_READ, 0, 0,
+	    "files_read", 0 },
+	{ HTTP_GET, SBX "/files/list", h_file_list, CAP_ARTIFACT_READ, 0, 0,
+	    "files_list", 0 },
+	{ HTTP_GET, SBX "/files/exists", h_file_exists, CAP_ARTIFACT_READ, 0, 0,
+	    "files_exists", 0 },
+	{ HTTP_POST, SBX "/files/write", h_file_write, CAP_ARTIFACT_WRITE, 0, 0,
+	    "files_write", 0 },
+	{ HTTP_POST, SBX "/files/mkdir", h_file_mkdir, CAP_ARTIFACT_WRITE, 0, 0,
+	    "files_mkdir", 0 },
+	{ HTTP_DELETE, SBX "/files/remove", h_file_remove, CAP_ARTIFACT_WRITE,
+	    0, 0, "files_remove", 0 },
+	{ HTTP_GET, SBX "/env", h_env_get, CAP_SANDBOX_READ, 0, 0, "env_get",
+	    0 },
+	{ HTTP_PUT, SBX "/env", h_env_put, CAP_SANDBOX_WRITE, 1, 0, "env_put",
+	    0 },
+	{ HTTP_PATCH, SBX "/env", h_env_patch, CAP_SANDBOX_WRITE, 1, 0,
+	    "env_patch", 0 },
+	{ HTTP_DELETE, SBX "/env", h_env_delete, CAP_SANDBOX_WRITE, 0, 0,
+	    "env_delete", 0 },
+	{ HTTP_GET, SBX "/system", h_system, CAP_SANDBOX_READ, 0, 0, "system",
+	    0 },
+	{ HTTP_GET, SBX "/processes", h_processes, CAP_SANDBOX_READ, 0, 0,
+	    "processes", 0 },
+	{ HTTP_POST, "/v1/tokens", h_token_attenuate, AUTH_ONLY, 1, 0, "tokens",
+	    0 },
+	{ HTTP_GET, "/v1/policy", h_policy_version, CAP_POLICY_READ, 0, 0,
+	    "policy", 0 },
+	{ HTTP_POST, "/v1/policy/check", h_policy_check, CAP_POLICY_READ, 1, 0,
+	    "policy_check", 0 },
+	{ HTTP_GET, "/v1/images", h_image_list, CAP_IMAGE_READ, 0, 0,
+	    "images_list", 0 },
+	{ HTTP_POST, "/v1/images", h_image_upload, CAP_IMAGE_WRITE, 0, 0,
+	    "images_upload", 0 },
+	{ HTTP_DELETE, "/v1/images/{name}", h_image_delete, CAP_IMAGE_WRITE, 0,
+	    0, "images_delete", 0 },
+	{ HTTP_GET, "/v1/audit", h_audit, CAP_AUDIT_READ, 0, 0, "audit", 0 },
+};
+const size_t api_nroutes = sizeof(api_routes) / sizeof(api_routes[0]);
+
+int
+api_test_route(size_t i, const char **pattern)
+{
+	static const int verb[] = { [HTTP_GET] = 0,
+		[HTTP_HEAD] = 1,
+		[HTTP_POST] = 2,
+		[HTTP_PUT] = 3,
+		[HTTP_PATCH] = 4,
+		[HTTP_DELETE] = 5,
+		[HTTP_OPTIONS] = 6,
+		[HTTP_OTHER] = -1 };
+
+	if (i >= api_nroutes)
+		return -1;
+	*pattern = api_routes[i].pattern;
+	return verb[api_routes[i].method];
+}

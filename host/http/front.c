@@ -1,0 +1,774 @@
+/*
+ * The front's epoll loop. Level-triggered: each connection is registered
+ * for either input or output, never both, which makes the state machine
+ * easy to follow:
+ *
+ *   HEAD --head parsed--> BODY --body complete--> (api_handle) --> HEAD
+ *     any state --error/close--> draining output --> closed
+ *
+ * Deadlines: a request's head must arrive within head_timeout_ms of its
+ * first byte and its body within body_timeout_ms of the head; an idle
+ * keep-alive connection lives idle_timeout_ms; pending output must drain
+ * within write_timeout_ms. None is extended by trickling bytes, which is
+ * what makes slowloris useless.
+ */
+#include <sys/epoll.h>
+#include <sys/socket.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <tls.h>
+#include <unistd.h>
+
+#include "host/http/front.h"
+#include "lib/log.h"
+
+/* C_LINGER: answered and half-closed, discarding input until the peer
+ * closes or 2 s pass, so that our last response is not destroyed by a
+ * reset caused by unread request bytes (the peer may still be sending a
+ * body we refused). */
+/* C_WAIT: a deferred reply is due; nothing after it is parsed until it
+ * arrives, so replies stay in request order. */
+enum conn_state { C_IDLE, C_HEAD, C_BODY, C_WAIT, C_LINGER };
+
+#define LINGER_MS 2000
+
+struct conn {
+	int fd;
+	unsigned slot;
+	uint32_t gen; /* with slot, the id a deferred reply finds it by */
+	int peer_eof; /* the client half-closed while we waited */
+	enum conn_state state;
+	char *in;
+	size_t inlen;
+	size_t incap;
+	struct http_buf out;
+	size_t outoff;
+	struct http_request req;
+	struct http_chunked ch;
+	size_t body_r; /* chunked: raw read position */
+	size_t body_w; /* chunked: decoded write position */
+	uint64_t deadline;
+	uint64_t write_deadline;
+	int closing;
+	uint32_t events; /* registered epoll events */
+	uint32_t rd_want; /* what the last read waits for */
+	uint32_t wr_want; /* what the last write waits for */
+	struct tls *tls; /* NULL: plain TCP */
+	int sent_continue;
+	unsigned nreq;
+};
+
+struct front {
+	int epfd;
+	int lfd;
+	struct api *api;
+	const struct front_limits *lim;
+	struct tls *tls; /* server context, or NULL */
+	struct conn **conns;
+	unsigned nconns;
+	size_t incap_max;
+	uint64_t next_sweep;
+	uint32_t next_gen;
+};
+
+void
+front_limits_default(struct front_limits *l)
+{
+	http_limits_default(&l->http);
+	l->max_conns = 1024;
+	l->head_timeout_ms = 10000;
+	l->body_timeout_ms = 30000;
+	l->idle_timeout_ms = 60000;
+	l->write_timeout_ms = 30000;
+	l->max_requests = 0;
+	l->wait_timeout_ms = 600000;
+	l->max_pending_out = 4 << 20;
+}
+
+static uint64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void
+conn_close(struct front *f, struct conn *c)
+{
+	epoll_ctl(f->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	if (c->tls != NULL) {
+		/* Best effort: a close_notify if it fits without waiting. */
+		(void)tls_close(c->tls);
+		tls_free(c->tls);
+	}
+	close(c->fd);
+	f->conns[c->slot] = NULL;
+	f->nconns--;
+	free(c->in);
+	http_buf_free(&c->out);
+	free(c);
+}
+
+static int
+conn_watch(struct front *f, struct conn *c, uint32_t events)
+{
+	struct epoll_event ev;
+
+	if (c->events == events)
+		return 0;
+	memset(&ev, 0, sizeof(ev));
+	ev.events = events;
+	ev.data.ptr = c;
+	if (epoll_ctl(f->epfd, EPOLL_CTL_MOD, c->fd, &ev) == -1)
+		return -1;
+	c->events = events;
+	return 0;
+}
+
+/*
+ * Transport, plain or TLS. Both return bytes moved, 0 for end of stream
+ * (recv only), or -1 with errno EAGAIN (and *want set to the epoll event
+ * that will let it progress) or another errno for a dead connection.
+ * With TLS, a read may need the socket writable and a write readable
+ * (renegotiation, the handshake), which is why the want is kept per
+ * direction rather than assumed.
+ */
+static ssize_t
+tls_result(struct tls *t, ssize_t n, uint32_t *want)
+{
+	if (n == TLS_WANT_POLLIN) {
+		*want = EPOLLIN;
+		errno = EAGAIN;
+		return -1;
+	}
+	if (n == TLS_WANT_POLLOUT) {
+		*want = EPOLLOUT;
+		errno = EAGAIN;
+		return -1;
+	}
+	if (n < 0) {
+		log_debug("tls: %s", tls_error(t) ? tls_error(t) : "error");
+		errno = EPROTO;
+	}
+	return n;
+}
+
+static ssize_t
+conn_recv(struct conn *c, void *buf, size_t len)
+{
+	ssize_t n;
+
+	if (c->tls == NULL) {
+		c->rd_want = EPOLLIN;
+		return recv(c->fd, buf, len, 0);
+	}
+	n = tls_read(c->tls, buf, len);
+	return tls_result(c->tls, n, &c->rd_want);
+}
+
+static ssize_t
+conn_send(struct conn *c, const void *buf, size_t len)
+{
+	ssize_t n;
+
+	if (c->tls == NULL) {
+		c->wr_want = EPOLLOUT;
+		return send(c->fd, buf, len, MSG_NOSIGNAL);
+	}
+	n = tls_write(c->tls, buf, len);
+	return tls_result(c->tls, n, &c->wr_want);
+}
+
+static void
+conn_refuse(struct front *f, struct conn *c, int status)
+{
+	api_refuse(f->api, status, &c->out);
+	c->closing = 1;
+	c->inlen = 0;
+}
+
+/* Write what is pending; 0 ok (maybe partial), -1 the peer is gone. */
+static int
+conn_flush(struct front *f, struct conn *c)
+{
+	while (c->outoff < c->out.len) {
+		ssize_t n = conn_send(
+		    c, c->out.data + c->outoff, c->out.len - c->outoff);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;
+			return -1;
+		}
+		c->outoff += (size_t)n;
+	}
+	if (c->outoff == c->out.len) {
+		c->outoff = 0;
+		c->out.len = 0;
+		c->write_deadline = 0;
+	} else if (c->write_deadline == 0)
+		c->write_deadline = mono_ms() + f->lim->write_timeout_ms;
+	return 0;
+}
+
+/*
+ * Parse and answer as many complete requests as the input holds. Stops
+ * when a request is incomplete, when the connection is closing, or when
+ * enough output is pending that the client must read first.
+ */
+static void
+conn_process(struct front *f, struct conn *c)
+{
+	const struct front_limits *lim = f->lim;
+	int status, rc;
+
+	while (!c->closing && c->out.len < lim->max_pending_out &&
+	    c->state != C_WAIT) {
+		size_t consumed;
+
+		if (c->state == C_IDLE || c->state == C_HEAD) {
+			if (c->inlen == 0) {
+				if (c->state == C_HEAD) {
+					c->state = C_IDLE;
+					c->deadline =
+					    mono_ms() + lim->idle_timeout_ms;
+				}
+				return;
+			}
+			if (c->state == C_IDLE) {
+				c->state = C_HEAD;
+				c->deadline = mono_ms() + lim->head_timeout_ms;
+			}
+			rc = http_parse_head(
+			    c->in, c->inlen, &lim->http, &c->req, &status);
+			if (rc == HTTP_MORE)
+				return;
+			if (rc == HTTP_ERROR) {
+				conn_refuse(f, c, status);
+				return;
+			}
+			c->state = C_BODY;
+			c->deadline = mono_ms() + lim->body_timeout_ms;
+			c->sent_continue = 0;
+			if (c->req.chunked) {
+				http_chunked_init(&c->ch);
+				c->body_r = c->body_w = c->req.head_len;
+			}
+		}
+
+		/* C_BODY */
+		if (c->req.chunked) {
+			rc = http_chunked_decode(&c->ch, c->in, c->inlen,
+			    &c->body_r, &c->body_w, lim->http.max_body,
+			    &status);
+			if (rc == HTTP_ERROR) {
+				conn_refuse(f, c, status);
+				return;
+			}
+			/* Compact: decoded bytes then the raw remainder. */
+			if (c->body_r > c->body_w) {
+				memmove(c->in + c->body_w, c->in + c->body_r,
+				    c->inlen - c->body_r);
+				c->inlen -= c->body_r - c->body_w;
+				c->body_r = c->body_w;
+			}
+			if (rc == HTTP_MORE)
+				goto more_body;
+			consumed = c->body_w;
+		} else {
+			consumed = c->req.head_len + c->req.content_length;
+			if (c->inlen < consumed)
+				goto more_body;
+		}
+
+		/* The buffer may have moved since the head was parsed. */
+		if (http_parse_head(c->in, c->inlen, &lim->http, &c->req,
+		        &status) != HTTP_OK) {
+			conn_refuse(f, c, 500);
+			return;
+		}
+		c->req.body = c->in + c->req.head_len;
+		c->req.body_len = consumed - c->req.head_len;
+		c->nreq++;
+		rc = api_handle_conn(
+		    f->api, &c->req, &c->out, (uint64_t)c->slot << 32 | c->gen);
+		if (lim->max_requests && c->nreq >= lim->max_requests)
+			c->closing = 1;
+		memmove(c->in, c->in + consumed, c->inlen - consumed);
+		c->inlen -= consumed;
+		if (rc == API_HANDLE_PENDING) {
+			c->state = C_WAIT;
+			c->deadline = mono_ms() + lim->wait_timeout_ms;
+			return;
+		}
+		if (rc)
+			c->closing = 1;
+		c->state = C_HEAD;
+		continue;
+	more_body:
+		if (c->req.expect_continue && !c->sent_continue) {
+			http_buf_puts(&c->out, "HTTP/1.1 100 Continue\r\n\r\n");
+			c->sent_continue = 1;
+		}
+		return;
+	}
+}
+
+static void
+conn_read(struct front *f, struct conn *c)
+{
+	ssize_t n;
+
+	if (c->state == C_LINGER) {
+		char sink[4096];
+
+		n = recv(c->fd, sink, sizeof(sink), 0);
+		if (n == 0 ||
+		    (n == -1 && errno != EAGAIN && errno != EWOULDBLOCK &&
+		        errno != EINTR))
+			c->closing = 2;
+		return;
+	}
+
+	/*
+	 * A TLS record decrypts to at most 16 KiB and libtls cannot say
+	 * whether plaintext is left inside it, so a TLS read always gets a
+	 * whole record's room: nothing is stranded where epoll cannot see.
+	 */
+	size_t need = c->tls != NULL ? 16384 : 1;
+
+	while (c->incap - c->inlen < need && c->incap < f->incap_max) {
+		size_t cap = c->incap ? c->incap * 2 : 16384;
+		char *p;
+
+		if (cap > f->incap_max)
+			cap = f->incap_max;
+		if ((p = realloc(c->in, cap)) == NULL) {
+			conn_refuse(f, c, 503);
+			return;
+		}
+		c->in = p;
+		c->incap = cap;
+	}
+	if (c->inlen == c->incap) {
+		if (c->state == C_WAIT)
+			return; /* conn_settle stops watching input */
+		conn_refuse(f, c, 413);
+		return;
+	}
+	n = conn_recv(c, c->in + c->inlen, c->incap - c->inlen);
+	if (n == -1) {
+		if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			c->closing = 2;
+		return;
+	}
+	if (n == 0 && c->state == C_WAIT) {
+		/* Answer the request in flight, then close. */
+		c->peer_eof = 1;
+		return;
+	}
+	if (n == 0) {
+		/* Half-close: answer what is complete, then go. */
+		c->closing = c->state == C_IDLE && c->inlen == 0 ? 2 : 1;
+		if (c->closing == 1) {
+			c->closing = 0;
+			conn_process(f, c);
+			c->closing = 1;
+		}
+		return;
+	}
+	c->inlen += (size_t)n;
+	conn_process(f, c);
+}
+
+/* After any event: write, then decide what to wait for next. */
+static void
+conn_settle(struct front *f, struct conn *c)
+{
+	if (c->closing == 2) {
+		conn_close(f, c);
+		return;
+	}
+	if (c->state == C_LINGER)
+		return;
+	if (conn_flush(f, c) == -1) {
+		conn_close(f, c);
+		return;
+	}
+	if (c->state == C_WAIT && c->out.len == 0) {
+		/* Keep reading pipelined bytes unless there is no room or the
+		 * peer has half-closed (EOF would be reported forever). */
+		uint32_t ev = c->peer_eof || c->inlen == c->incap ? 0 : EPOLLIN;
+		if (conn_watch(f, c, ev) == -1)
+			conn_close(f, c);
+		return;
+	}
+	if (c->out.len > 0) {
+		if (conn_watch(f, c, c->wr_want) == -1)
+			conn_close(f, c);
+		return;
+	}
+	if (c->closing) {
+		if (c->tls != NULL || c->state == C_IDLE) {
+			conn_close(f, c);
+			return;
+		}
+		shutdown(c->fd, SHUT_WR);
+		c->state = C_LINGER;
+		c->deadline = mono_ms() + LINGER_MS;
+		c->inlen = 0;
+		if (conn_watch(f, c, EPOLLIN) == -1)
+			conn_close(f, c);
+		return;
+	}
+	/* Output drained: pipelined requests may be waiting in the buffer. */
+	if (c->inlen > 0 && c->state != C_BODY) {
+		size_t before = c->inlen;
+		conn_process(f, c);
+		if (c->out.len > 0 || c->closing || c->inlen != before) {
+			conn_settle(f, c);
+			return;
+		}
+	}
+	if (conn_watch(f, c, c->rd_want) == -1)
+		conn_close(f, c);
+}
+
+/* Take a connected, non-blocking socket into the loop; closes fd on
+ * failure. */
+static int
+conn_add(struct front *f, int fd)
+{
+	struct epoll_event ev;
+	struct conn *c;
+	unsigned slot;
+
+	for (slot = 0; slot < f->lim->max_conns; slot++)
+		if (f->conns[slot] == NULL)
+			break;
+	if (slot == f->lim->max_conns || (c = calloc(1, sizeof(*c))) == NULL) {
+		close(fd);
+		return -1;
+	}
+	c->fd = fd;
+	c->slot = slot;
+	c->gen = ++f->next_gen;
+	c->events = EPOLLIN;
+	c->rd_want = EPOLLIN;
+	c->wr_want = EPOLLOUT;
+	if (f->tls != NULL && tls_accept_socket(f->tls, &c->tls, fd) == -1) {
+		log_warnx(
+		    "%s: tls_accept_socket: %s", __func__, tls_error(f->tls));
+		close(fd);
+		free(c);
+		return -1;
+	}
+	c->state = C_IDLE;
+	c->deadline = mono_ms() + f->lim->idle_timeout_ms;
+	http_buf_init(&c->out);
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLIN;
+	ev.data.ptr = c;
+	if (epoll_ctl(f->epfd, EPOLL_CTL_ADD, fd, &ev) == -1) {
+		if (c->tls != NULL)
+			tls_free(c->tls);
+		close(fd);
+		free(c);
+		return -1;
+	}
+	f->conns[slot] = c;
+	f->nconns++;
+	api_count_conn(f->api, API_CONN_ACCEPTED);
+	return 0;
+}
+
+int
+front_adopt(struct front *f, int fd)
+{
+	int fl;
+
+	if (f->nconns >= f->lim->max_conns) {
+		close(fd);
+		return -1;
+	}
+	if ((fl = fcntl(fd, F_GETFL)) != -1)
+		(void)fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+	return conn_add(f, fd);
+}
+
+static void
+front_accept(struct front *f)
+{
+	static const char busy[] =
+	    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: "
+	    "application/json\r\nContent-Length: 65\r\nConnection: "
+	    "close\r\nRetry-After: 1\r\n\r\n{\"error\":{\"message\":\"Too "
+	    "many connections\",\"code\":\"UNAVAILABLE\"}}";
+
+	for (;;) {
+		int fd, one = 1;
+
+		fd = accept4(f->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd == -1) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				log_warn("%s: accept", __func__);
+			return;
+		}
+		if (f->nconns >= f->lim->max_conns) {
+			api_count_conn(f->api, API_CONN_REFUSED);
+			(void)send(fd, busy, sizeof(busy) - 1,
+			    MSG_NOSIGNAL | MSG_DONTWAIT);
+			close(fd);
+			continue;
+		}
+		(void)setsockopt(
+		    fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		(void)conn_add(f, fd);
+	}
+}
+
+static void
+front_sweep(struct front *f, uint64_t now)
+{
+	for (unsigned i = 0; i < f->lim->max_conns; i++) {
+		struct conn *c = f->conns[i];
+
+		if (c == NULL)
+			continue;
+		if (c->write_deadline && now >= c->write_deadline) {
+			api_count_conn(f->api, API_CONN_TIMEOUT);
+			conn_close(f, c);
+			continue;
+		}
+		if ((c->state == C_LINGER || c->state == C_WAIT) &&
+		    now >= c->deadline) {
+			if (c->state == C_WAIT)
+				api_count_conn(f->api, API_CONN_TIMEOUT);
+			conn_close(f, c);
+			continue;
+		}
+		if (c->state == C_WAIT)
+			continue;
+		if (c->out.len > 0 || c->closing || now < c->deadline)
+			continue;
+		api_count_conn(f->api, API_CONN_TIMEOUT);
+		if (c->state == C_IDLE) {
+			conn_close(f, c);
+			continue;
+		}
+		/* A partial request timed out: say so, then close. */
+		conn_refuse(f, c, 408);
+		conn_settle(f, c);
+	}
+}
+
+int
+front_serve_api(int lfd, struct api *api, const struct front_limits *lim,
+    volatile int *stop)
+{
+	return front_serve_tls(lfd, api, lim, NULL, stop);
+}
+
+struct tls *
+front_tls_server(const void *cert, size_t certlen, const void *key,
+    size_t keylen, char *err, size_t errlen)
+{
+	struct tls_config *cfg;
+	struct tls *t = NULL;
+
+	if ((cfg = tls_config_new()) == NULL) {
+		strlcpy(err, "tls_config_new failed", errlen);
+		return NULL;
+	}
+	if (tls_config_set_protocols(cfg, TLS_PROTOCOLS_DEFAULT) != 0 ||
+	    tls_config_set_cert_mem(cfg, cert, certlen) != 0 ||
+	    tls_config_set_key_mem(cfg, key, keylen) != 0) {
+		strlcpy(err, tls_config_error(cfg), errlen);
+		goto out;
+	}
+	if ((t = tls_server()) == NULL) {
+		strlcpy(err, "tls_server failed", errlen);
+		goto out;
+	}
+	if (tls_configure(t, cfg) != 0) {
+		strlcpy(err, tls_error(t), errlen);
+		tls_free(t);
+		t = NULL;
+	}
+out:
+	/* The key stays only in the server context. */
+	tls_config_clear_keys(cfg);
+	tls_config_free(cfg);
+	return t;
+}
+
+/* A deferred reply arrives: put it in order on its connection, if the
+ * connection is still the one that asked. */
+static void
+front_resume(void *arg, uint64_t id, const void *resp, size_t len, int flags)
+{
+	struct front *f = arg;
+	unsigned slot = (unsigned)(id >> 32);
+	struct conn *c;
+
+	if (slot >= f->lim->max_conns || (c = f->conns[slot]) == NULL ||
+	    c->gen != (uint32_t)id || c->state != C_WAIT)
+		return;
+	http_buf_add(&c->out, resp, len);
+	if (flags & API_RESUME_MORE) {
+		/* Part of an event stream: send it, keep waiting. */
+		conn_settle(f, c);
+		return;
+	}
+	if ((flags & API_RESUME_CLOSE) || c->peer_eof)
+		c->closing = 1;
+	c->state = c->inlen > 0 ? C_HEAD : C_IDLE;
+	c->deadline = mono_ms() +
+	    (c->inlen > 0 ? f->lim->head_timeout_ms : f->lim->idle_timeout_ms);
+	conn_settle(f, c);
+}
+
+struct front *
+front_new(
+    int lfd, struct api *api, const struct front_limits *lim, struct tls *tls)
+{
+	struct front *f;
+	struct epoll_event ev;
+	int fl;
+
+	if ((f = calloc(1, sizeof(*f))) == NULL)
+		return NULL;
+	f->lfd = lfd;
+	f->api = api;
+	f->lim = lim;
+	f->tls = tls;
+	f->incap_max = lim->http.max_head + lim->http.max_body + 65536;
+	f->epfd = -1;
+	if ((f->conns = calloc(lim->max_conns, sizeof(*f->conns))) == NULL)
+		goto fail;
+	if ((f->epfd = epoll_create1(EPOLL_CLOEXEC)) == -1)
+		goto fail;
+	if (lfd != -1) {
+		if ((fl = fcntl(lfd, F_GETFL)) != -1)
+			(void)fcntl(lfd, F_SETFL, fl | O_NONBLOCK);
+		memset(&ev, 0, sizeof(ev));
+		ev.events = EPOLLIN;
+		ev.data.ptr = NULL;
+		if (epoll_ctl(f->epfd, EPOLL_CTL_ADD, lfd, &ev) == -1)
+			goto fail;
+	}
+	api_set_resume(api, front_resume, f);
+	return f;
+fail:
+	if (f->epfd != -1)
+		close(f->epfd);
+	free(f->conns);
+	free(f);
+	return NULL;
+}
+
+int
+front_fd(const struct front *f)
+{
+	return f->epfd;
+}
+
+unsigned
+front_nconns(const struct front *f)
+{
+	return f->nconns;
+}
+
+int
+front_step(struct front *f, int timeout_ms)
+{
+	struct epoll_event evs[64];
+	uint64_t now;
+	int n;
+
+	n = epoll_wait(f->epfd, evs, (int)nitems(evs), timeout_ms);
+	if (n == -1) {
+		if (errno == EINTR)
+			return 0;
+		log_warn("%s: epoll_wait", __func__);
+		return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		struct conn *c = evs[i].data.ptr;
+
+		if (c == NULL) {
+			front_accept(f);
+			continue;
+		}
+		if (evs[i].events & (EPOLLERR | EPOLLHUP) &&
+		    !(evs[i].events & (EPOLLIN | EPOLLOUT))) {
+			conn_close(f, c);
+			continue;
+		}
+		/* With output pending, reading waits (backpressure). */
+		if (c->out.len == 0)
+			conn_read(f, c);
+		conn_settle(f, c);
+	}
+	now = mono_ms();
+	if (now >= f->next_sweep) {
+		front_sweep(f, now);
+		f->next_sweep = now + 250;
+	}
+	return 0;
+}
+
+void
+front_free(struct front *f)
+{
+	if (f == NULL)
+		return;
+	api_set_resume(f->api, NULL, NULL);
+	for (unsigned i = 0; i < f->lim->max_conns; i++)
+		if (f->conns[i] != NULL)
+			conn_close(f, f->conns[i]);
+	close(f->epfd);
+	free(f->conns);
+	free(f);
+}
+
+int
+front_serve_tls(int lfd, struct api *api, const struct front_limits *lim,
+    struct tls *tls, volatile int *stop)
+{
+	struct front *f;
+	int rc = 0;
+
+	if ((f = front_new(lfd, api, lim, tls)) == NULL)
+		return -1;
+	while (rc == 0 && (stop == NULL || !*stop))
+		rc = front_step(f, 250);
+	front_free(f);
+	return rc;
+}
+
+int
+front_serve(int lfd, const struct api_backend *be,
+    const struct front_limits *lim, volatile int *stop)
+{
+	struct api *api;
+	int rc;
+
+	if ((api = api_new(be, NULL)) == NULL)
+		return -1;
+	rc = front_serve_api(lfd, api, lim, stop);
+	api_free(api);
+	return rc;
+}

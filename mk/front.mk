@@ -1,0 +1,38 @@
+# The network front (issue 7): HTTP parser, API, keep api.
+#
+# docs/api.yaml is converted to JSON at build time and embedded in
+# libkeep.a, because the front is chrooted and cannot open it at run time.
+# keep-api-testserver serves the API over the in-memory fake backend, for
+# the integration tests of `keep api` and for bench/api.
+
+DEPS_PKGS += libjansson-dev libtls-dev libsodium-dev libcurl4-openssl-dev \
+             python3-yaml wrk nginx-light
+
+FRONT_GEN = $(B)/gen/api_openapi.c
+LIB_OBJS += $(B)/obj/gen/api_openapi.o
+ALL_EXTRA += $(B)/bin/keep-api-testserver
+
+$(FRONT_GEN): docs/api.yaml mk/openapi2c.py
+	@mkdir -p $(dir $@)
+	python3 mk/openapi2c.py docs/api.yaml $@
+
+$(B)/obj/gen/api_openapi.o: $(FRONT_GEN)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(B)/bin/keep-api-testserver: $(B)/obj/tests/api_testserver.o $(B)/libkeep.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(B)/libkeep.a $(LDLIBS)
+
+$(B)/obj/tests/api_testserver.o: tests/api_testserver.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+.PHONY: bench-api
+bench-api: all
+	sh bench/api.sh $(B)
+
+# The Makefile's `all:` line is read before the fragments are included, so
+# ALL_EXTRA alone does not reach it: name the test server directly too.
+all: $(B)/bin/keep-api-testserver
+integration: $(B)/bin/keep-api-testserver
