@@ -67,12 +67,14 @@ CHECK_EXTRA +=
         format format-check run clean tests
 .DEFAULT_GOAL := all
 
+# Fragments come before the first rule that uses their variables, so what
+# they add to ALL_EXTRA, CHECK_EXTRA, DEPS_PKGS and LIB_OBJS is seen.
+-include $(sort $(wildcard mk/*.mk))
+
 all: deps $(B)/bin/keep $(B)/bin/keepd $(ALL_EXTRA)
 
 deps:
 	@sh mk/deps.sh $(sort $(DEPS_PKGS))
-
--include $(sort $(wildcard mk/*.mk))
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)

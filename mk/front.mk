@@ -32,7 +32,4 @@ $(B)/obj/tests/api_testserver.o: tests/api_testserver.c
 bench-api: all
 	sh bench/api.sh $(B)
 
-# The Makefile's `all:` line is read before the fragments are included, so
-# ALL_EXTRA alone does not reach it: name the test server directly too.
-all: $(B)/bin/keep-api-testserver
 integration: $(B)/bin/keep-api-testserver
