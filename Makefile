@@ -66,6 +66,8 @@ CHECK_EXTRA +=
 .PHONY: all deps check unit unit-asan fuzz-replay fuzz-smoke integration \
         format format-check run clean tests
 .DEFAULT_GOAL := all
+# Keep objects that pattern chains build (harness and test objects).
+.SECONDARY:
 
 # Fragments come before the first rule that uses their variables, so what
 # they add to ALL_EXTRA, CHECK_EXTRA, DEPS_PKGS and LIB_OBJS is seen.
