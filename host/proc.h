@@ -81,6 +81,23 @@ struct proc_ctx {
 	void *arg; /* the process's own state */
 };
 
+/* Each child's entry point, one file each: host/proc_<name>.c. */
+int front_main(struct proc_ctx *ctx);
+int policy_main(struct proc_ctx *ctx);
+int vmm_main(struct proc_ctx *ctx);
+int store_main(struct proc_ctx *ctx);
+int egress_main(struct proc_ctx *ctx);
+
+/*
+ * Drop privileges in the fixed order (docs/architecture.md): chroot(root),
+ * chdir("/"), setgroups, setresgid, setresuid to user, every capability
+ * (effective, permitted, inheritable, bounding, ambient), then
+ * PR_SET_NO_NEW_PRIVS. When not root, warns and only sets NO_NEW_PRIVS.
+ * root or user NULL skips that step. Returns 0 or -1 (logged); the caller
+ * must not go on after -1.
+ */
+int proc_privdrop(const char *root, const char *user);
+
 /* The table, indexed by enum proc_id. */
 extern const struct proc_info proc_table[PROC_COUNT];
 
