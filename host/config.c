@@ -122,12 +122,14 @@ struct pctx {
 	yaml_document_t *doc;
 	struct keepd_config *cfg;
 	struct config_diag *diag;
+	/* Where each field was set, for errors that span fields. */
+	const yaml_mark_t *where[nitems(fields)];
 };
 
 static void KEEP_PRINTF(3, 4)
     diag_add(struct pctx *p, const yaml_mark_t *mark, const char *fmt, ...)
 {
-	char msg[192];
+	char msg[320];
 	va_list ap;
 
 	va_start(ap, fmt);
@@ -254,7 +256,7 @@ parse_keys(struct pctx *p, const struct field *f, const yaml_node_t *n)
 	size_t *count = (size_t *)((char *)p->cfg + f->count_off);
 	yaml_node_item_t *it;
 	yaml_node_t *k;
-	char esc[64];
+	char esc[160];
 
 	if (n->type != YAML_SEQUENCE_NODE) {
 		diag_add(
@@ -294,7 +296,7 @@ static void
 parse_field(struct pctx *p, const struct field *f, const yaml_node_t *n)
 {
 	char *dst = (char *)p->cfg + f->off;
-	char esc[64], tmp[64];
+	char esc[160], tmp[64];
 	struct in6_addr a6;
 	uint64_t v = 0;
 	int rc = 0;
@@ -373,9 +375,22 @@ parse_field(struct pctx *p, const struct field *f, const yaml_node_t *n)
 		return;
 	}
 	if (rc != 0 || v < f->min || v > f->max) {
-		diag_add(p, &n->start_mark, "%s: %s out of range [%llu, %llu]",
-		    f->key, scalar_esc(n, esc, sizeof(esc)),
-		    (unsigned long long)f->min, (unsigned long long)f->max);
+		char lo[32], hi[32];
+
+		if (f->kind == K_DUR) {
+			units_format_duration(lo, sizeof(lo), f->min);
+			units_format_duration(hi, sizeof(hi), f->max);
+		} else if (f->kind == K_SIZE) {
+			units_format_size(lo, sizeof(lo), f->min);
+			units_format_size(hi, sizeof(hi), f->max);
+		} else {
+			snprintf(
+			    lo, sizeof(lo), "%llu", (unsigned long long)f->min);
+			snprintf(
+			    hi, sizeof(hi), "%llu", (unsigned long long)f->max);
+		}
+		diag_add(p, &n->start_mark, "%s: %s out of range [%s, %s]",
+		    f->key, scalar_esc(n, esc, sizeof(esc)), lo, hi);
 		return;
 	}
 	set_uint(dst, f->size, v);
@@ -415,7 +430,7 @@ parse_map(struct pctx *p, const char *section, const yaml_node_t *map)
 	const yaml_node_pair_t *pair, *q;
 	const struct field *f;
 	yaml_node_t *k, *v, *k2;
-	char key[64], esc[64];
+	char key[64], esc[160];
 
 	if (map->type != YAML_MAPPING_NODE) {
 		diag_add(p, &map->start_mark, "%s: expected a mapping",
@@ -463,23 +478,39 @@ parse_map(struct pctx *p, const char *section, const yaml_node_t *map)
 			    scalar_esc(k, esc, sizeof(esc)));
 			continue;
 		}
+		p->where[f - fields] = &k->start_mark;
 		parse_field(p, f, v);
 	}
 }
 
-/* Checks across keys, reported at the root. */
+/* Where section.key was set, else the fallback. */
+static const yaml_mark_t *
+mark_of(struct pctx *p, const char *section, const char *key,
+    const yaml_mark_t *fallback)
+{
+	const struct field *f = find_field(section, key);
+
+	if (f != NULL && p->where[f - fields] != NULL)
+		return p->where[f - fields];
+	return fallback;
+}
+
+/* Checks across keys, reported where the key was set. */
 static void
 check_cross(struct pctx *p, const yaml_mark_t *mark)
 {
 	struct keepd_config *c = p->cfg;
 
 	if ((c->tls_cert[0] == '\0') != (c->tls_key[0] == '\0'))
-		diag_add(p, mark, "tls: cert and key go together");
+		diag_add(p,
+		    mark_of(p, "tls", c->tls_cert[0] ? "cert" : "key", mark),
+		    "tls: cert and key go together");
 	if (c->memory_default > c->memory_max)
-		diag_add(p, mark, "limits: memory_default exceeds memory_max");
+		diag_add(p, mark_of(p, "limits", "memory_default", mark),
+		    "memory_default exceeds memory_max");
 	if (c->timeout_default_ms > c->timeout_max_ms)
-		diag_add(
-		    p, mark, "limits: timeout_default exceeds timeout_max");
+		diag_add(p, mark_of(p, "limits", "timeout_default", mark),
+		    "timeout_default exceeds timeout_max");
 }
 
 int
@@ -490,7 +521,7 @@ config_parse(const char *name, const char *text, size_t len,
 	yaml_document_t doc, doc2;
 	yaml_node_t *root;
 	yaml_mark_t start = { 0, 0, 0 };
-	struct pctx p = { name, &doc, cfg, diag };
+	struct pctx p = { name, &doc, cfg, diag, { NULL } };
 
 	memset(diag, 0, sizeof(*diag));
 	config_defaults(cfg);
@@ -532,7 +563,7 @@ config_load(
     const char *path, struct keepd_config *cfg, struct config_diag *diag)
 {
 	yaml_mark_t start = { 0, 0, 0 };
-	struct pctx p = { path, NULL, cfg, diag };
+	struct pctx p = { path, NULL, cfg, diag, { NULL } };
 	struct stat st;
 	char *text;
 	size_t off = 0;
