@@ -182,6 +182,8 @@ proc_child_start(const struct proc_info *info, const char *root,
 	snprintf(ident, sizeof(ident), "keepd/%s", info->name);
 	log_init(foreground, verbosity, ident);
 	setproctitle("%s", info->name);
+	/* Re-executed through /proc/self/exe, the command name is "exe". */
+	prctl(PR_SET_NAME, "keepd", 0, 0, 0);
 	if (sodium_init() < 0)
 		fatalx("%s: sodium_init", __func__);
 
