@@ -142,10 +142,15 @@ add_rules(scmp_filter_ctx sc, const struct seccomp_filter *f)
 		r = &f->rules[i];
 		if (r->nr < 0)
 			continue; /* not on this architecture */
-		if (r->flags & SCR_ARG)
-			rc = seccomp_rule_add(sc, SCMP_ACT_ALLOW, r->nr, 1,
-			    SCMP_CMP(r->arg, SCMP_CMP_EQ, r->val));
-		else
+		if (r->flags & SCR_ARG) {
+			struct scmp_arg_cmp cmp = { .arg = r->arg,
+				.op = SCMP_CMP_EQ,
+				.datum_a = r->val,
+				.datum_b = 0 };
+
+			rc = seccomp_rule_add_array(
+			    sc, SCMP_ACT_ALLOW, r->nr, 1, &cmp);
+		} else
 			rc = seccomp_rule_add(sc, SCMP_ACT_ALLOW, r->nr, 0);
 		if (rc < 0)
 			return rc;
