@@ -34,6 +34,10 @@
 /* A child that ran this long before dying starts again from BACKOFF_MIN_MS. */
 #define BACKOFF_RESET_MS 10000
 #define STOP_GRACE_MS 2000
+/* Health: every child is pinged this often; one that has not answered for
+ * HEALTH_TIMEOUT_MS is hung and is killed (and so restarted). */
+#define HEALTH_INTERVAL_MS 5000
+#define HEALTH_TIMEOUT_MS 20000
 
 struct child {
 	pid_t pid; /* 0 when not running */
@@ -42,6 +46,7 @@ struct child {
 	uint64_t backoff;
 	unsigned restarts;
 	int ready;
+	uint64_t last_pong; /* monotonic ms of the last sign of life */
 };
 
 struct parent {
@@ -55,6 +60,8 @@ struct parent {
 	int root_user; /* started as root: chroot and setresuid */
 	char state[PATH_MAX], empty[PATH_MAX + 8], db[PATH_MAX + 8];
 	uint64_t policy_generation;
+	uint64_t next_health; /* monotonic ms */
+	uint64_t ping_seq;
 	int quitting;
 	int announced;
 };
@@ -329,6 +336,7 @@ h_ready(struct proc_ctx *ctx, const struct msg *m)
 	if (r.proc != m->from || r.pid != (uint64_t)ps->child[m->from].pid)
 		return -1;
 	ps->child[m->from].ready = 1;
+	ps->child[m->from].last_pong = now_ms();
 	log_info("%s: %s ready, pid %llu, seccomp %s", __func__,
 	    proc_name(m->from), (unsigned long long)r.pid,
 	    r.seccomp ? "on" : "off");
@@ -339,9 +347,11 @@ h_ready(struct proc_ctx *ctx, const struct msg *m)
 static int
 h_pong(struct proc_ctx *ctx, const struct msg *m)
 {
+	struct parent *ps = ctx->arg;
 	struct msg_ping p;
 
 	memcpy(&p, m->data, sizeof(p));
+	ps->child[m->from].last_pong = now_ms();
 	log_debug("%s: %s alive, %llu received, %llu dropped", __func__,
 	    proc_name(m->from), (unsigned long long)p.nrecv,
 	    (unsigned long long)p.ndropped);
@@ -600,6 +610,34 @@ setup(struct parent *ps)
 	signal(SIGPIPE, SIG_IGN);
 }
 
+/* Ping every ready child; kill one that has stopped answering. */
+static void
+health(struct parent *ps, uint64_t now)
+{
+	struct msg_ping ping;
+	struct child *ch;
+	enum proc_id p;
+
+	for (p = PROC_FRONT; p < PROC_COUNT; p++) {
+		ch = &ps->child[p];
+		if (ch->pid <= 0 || !ch->ready || ps->ctx.fd[p] < 0)
+			continue;
+		if (now - ch->last_pong > HEALTH_TIMEOUT_MS) {
+			log_warnx("%s: %s (pid %d) has not answered for %llu "
+			          "ms: killing it",
+			    __func__, proc_name(p), (int)ch->pid,
+			    (unsigned long long)(now - ch->last_pong));
+			kill(ch->pid, SIGKILL);
+			continue;
+		}
+		memset(&ping, 0, sizeof(ping));
+		ping.seq = ++ps->ping_seq;
+		ping.pid = (uint64_t)getpid();
+		msg_send(ps->ctx.fd[p], MSG_CTL_PING, 0, ping.seq, &ping,
+		    sizeof(ping), -1);
+	}
+}
+
 int
 parent_main(const struct keepd_config *cfg, const char *cfgpath, int foreground,
     int verbosity)
@@ -631,6 +669,7 @@ parent_main(const struct keepd_config *cfg, const char *cfgpath, int foreground,
 		if (spawn(&ps, p) == -1)
 			fatalx("cannot start %s", proc_name(p));
 
+	ps.next_health = now_ms() + HEALTH_INTERVAL_MS;
 	while (!ps.quitting) {
 		n = 0;
 		pfd[n].fd = ps.sig_fd;
@@ -644,7 +683,7 @@ parent_main(const struct keepd_config *cfg, const char *cfgpath, int foreground,
 			who[n++] = p;
 		}
 		now = now_ms();
-		next = 0;
+		next = ps.next_health;
 		for (p = PROC_FRONT; p < PROC_COUNT; p++)
 			if (ps.child[p].restart_at != 0 &&
 			    (next == 0 || ps.child[p].restart_at < next))
@@ -683,6 +722,10 @@ parent_main(const struct keepd_config *cfg, const char *cfgpath, int foreground,
 			}
 		}
 		now = now_ms();
+		if (now >= ps.next_health) {
+			health(&ps, now);
+			ps.next_health = now + HEALTH_INTERVAL_MS;
+		}
 		for (p = PROC_FRONT; p < PROC_COUNT && !ps.quitting; p++) {
 			if (ps.child[p].restart_at == 0 ||
 			    ps.child[p].restart_at > now)

@@ -133,6 +133,21 @@ done
 grep -q "SIGHUP: reloading" "$tmp/log" || die "SIGHUP not logged"
 echo "ok: SIGHUP reloaded the policy"
 
+# A hung child (stopped, so it answers no ping) is killed and restarted.
+hung=$(child_pid store)
+kill -STOP "$hung"
+back=
+for _ in $(seq 400); do
+	np=$(child_pid store)
+	if [ -n "$np" ] && [ "$np" != "$hung" ]; then back=$np; break; fi
+	sleep 0.1
+done
+kill -KILL "$hung" 2>/dev/null
+[ -n "$back" ] || die "a hung store was not replaced"
+grep -q "store (pid $hung) has not answered" "$tmp/log" || die "hang not logged"
+echo "ok: hung store $hung killed and replaced by $back"
+wait_all || die "children did not all come back"
+
 # SIGTERM: everything stops, exit 0.
 kids=$(pgrep -P "$pid")
 kill -TERM "$pid"
