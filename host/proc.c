@@ -18,6 +18,7 @@
 
 #include <sodium.h>
 
+#include "host/grant.h"
 #include "host/msg.h"
 #include "host/proc.h"
 #include "host/seccomp_filters.h"
@@ -219,13 +220,45 @@ proc_child_start(const struct proc_info *info, const char *root,
 }
 
 int
+proc_link_event(
+    struct proc_ctx *ctx, enum proc_id from, void *buf, size_t bufsz)
+{
+	int err;
+
+	if ((unsigned)from >= PROC_COUNT || ctx->fd[from] < 0)
+		return 0;
+	err = msg_dispatch(ctx, from, buf, bufsz);
+	if (err == MSG_OK)
+		return 0;
+	if (from == PROC_PARENT) {
+		/* Without the parent there is nobody to answer to: leave. */
+		log_warnx("%s: parent link: %s", __func__, msg_strerror(err));
+		return -1;
+	}
+	log_info("%s: link to %s closed (%s)", __func__, proc_name(from),
+	    msg_strerror(err));
+	close(ctx->fd[from]);
+	ctx->fd[from] = -1;
+	return 0;
+}
+
+int
+proc_grant_verify(const struct proc_ctx *ctx, const struct msg *m,
+    const void *grant, size_t len, struct grant *out)
+{
+	if ((ctx->grant_keys_held & PROC_BIT(ctx->self)) == 0)
+		return GRANT_ERR_ARG;
+	return grant_verify(grant, len, ctx->self, ctx->grant_key[ctx->self],
+	    grant_now_ms(), m->hdr.reqid, out);
+}
+
+int
 proc_loop(struct proc_ctx *ctx)
 {
 	struct pollfd pfd[PROC_COUNT];
 	enum proc_id who[PROC_COUNT];
 	uint8_t *buf;
 	size_t n, i;
-	int err;
 
 	if ((buf = malloc(MSG_BUFSZ)) == NULL)
 		fatal("%s", __func__);
@@ -247,21 +280,8 @@ proc_loop(struct proc_ctx *ctx)
 		for (i = 0; i < n && !ctx->quit; i++) {
 			if (pfd[i].revents == 0)
 				continue;
-			err = msg_dispatch(ctx, who[i], buf, MSG_BUFSZ);
-			if (err == MSG_OK)
-				continue;
-			if (who[i] == PROC_PARENT) {
-				/* Without the parent there is nobody to
-				 * answer to: leave. */
-				log_warnx("%s: parent link: %s", __func__,
-				    msg_strerror(err));
+			if (proc_link_event(ctx, who[i], buf, MSG_BUFSZ) == -1)
 				ctx->quit = 1;
-				break;
-			}
-			log_info("%s: link to %s closed (%s)", __func__,
-			    proc_name(who[i]), msg_strerror(err));
-			close(ctx->fd[who[i]]);
-			ctx->fd[who[i]] = -1;
 		}
 	}
 	free(buf);

@@ -124,4 +124,25 @@ KEEP_NORETURN void proc_child_start(const struct proc_info *info,
  */
 int proc_loop(struct proc_ctx *ctx);
 
+/*
+ * For a process with its own event loop (the front's epoll, the vmm's VM
+ * processes): call this when ctx->fd[from] is readable. It receives and
+ * dispatches one message (buf: MSG_BUFSZ bytes); a link to a peer that
+ * closed is closed and set to -1 (the parent sends a new one with
+ * MSG_CTL_PEER when the peer is back). Returns 0, or -1 when the link to
+ * the parent is gone and the process should exit.
+ */
+int proc_link_event(
+    struct proc_ctx *ctx, enum proc_id from, void *buf, size_t bufsz);
+
+/*
+ * Receiver side of a grant carried in message m: verifies it with this
+ * process's own link key, for this process's link, m's request id and the
+ * current time (host/grant.h). Returns GRANT_OK, a GRANT_ERR_*, or
+ * GRANT_ERR_ARG when the parent has not sent this process a key.
+ */
+struct grant;
+int proc_grant_verify(const struct proc_ctx *ctx, const struct msg *m,
+    const void *grant, size_t len, struct grant *out);
+
 #endif

@@ -103,7 +103,9 @@ test_policy_process(void **state)
 	struct msg_policy_decide q;
 	struct msg_policy_decision d;
 	struct msg_ping ping;
+	struct proc_ctx vmm;
 	struct grant g;
+	struct msg m;
 	uint8_t want[32];
 	int mfd;
 
@@ -160,6 +162,31 @@ test_policy_process(void **state)
 	    GRANT_ERR_DENIED);
 	assert_string_equal(g.principal, "agent-a");
 	assert_int_equal(g.cap, CAP_ARTIFACT_READ);
+
+	/* The same through the receiver's helper, as the vmm would. */
+	memset(&vmm, 0, sizeof(vmm));
+	vmm.self = PROC_VMM;
+	memset(&m, 0, sizeof(m));
+	m.hdr.reqid = 77;
+	assert_int_equal(
+	    proc_grant_verify(&vmm, &m, &d.grant, sizeof(d.grant), &g),
+	    GRANT_ERR_ARG);
+	memcpy(vmm.grant_key[PROC_VMM], fx->key, sizeof(fx->key));
+	vmm.grant_keys_held = PROC_BIT(PROC_VMM);
+	assert_int_equal(
+	    proc_grant_verify(&vmm, &m, &d.grant, sizeof(d.grant), &g),
+	    GRANT_ERR_DENIED);
+	m.hdr.reqid = 78;
+	assert_int_equal(
+	    proc_grant_verify(&vmm, &m, &d.grant, sizeof(d.grant), &g),
+	    GRANT_ERR_REQID);
+	vmm.self = PROC_STORE;
+	memcpy(vmm.grant_key[PROC_STORE], fx->key, sizeof(fx->key));
+	vmm.grant_keys_held = PROC_BIT(PROC_STORE);
+	m.hdr.reqid = 77;
+	assert_int_equal(
+	    proc_grant_verify(&vmm, &m, &d.grant, sizeof(d.grant), &g),
+	    GRANT_ERR_LINK);
 
 	/* Malformed: the front may not load a policy, a short decide, a
 	 * link without a key. All dropped; the process carries on. */
