@@ -51,6 +51,9 @@ enum msg_type {
 	MSG_CTL_SHUTDOWN = 0x0106, /* parent -> child: no payload */
 	MSG_CTL_STATS = 0x0107, /* parent -> child: no payload */
 	MSG_CTL_STATS_REPLY = 0x0108, /* child -> parent: struct msg_stats */
+	MSG_CTL_CONFIG = 0x0109, /* parent -> child: struct msg_config */
+	MSG_CTL_PUBKEYS = 0x010a, /* parent -> front, vmm: msg_pubkeys */
+	MSG_CTL_TLS = 0x010b, /* parent -> front: msg_tls + memfd */
 
 	/* 0x02xx policy */
 	MSG_POLICY_LOAD = 0x0200, /* parent -> policy: msg_policy_load+memfd */
@@ -95,6 +98,39 @@ struct msg_ready {
 	uint32_t proc; /* enum proc_id of the sender */
 	uint32_t seccomp; /* 1 when its filter is installed */
 	uint64_t pid;
+};
+
+/*
+ * The part of keepd.yaml children need, fixed-width. Sent after the grant
+ * keys at every start and again after a SIGHUP that changed it.
+ */
+struct msg_config {
+	uint64_t max_request_body;
+	uint64_t memory_default, memory_max;
+	uint64_t timeout_default_ms, timeout_max_ms;
+	uint64_t output_max, workspace_max;
+	uint64_t token_max_ttl_ms, token_clock_skew_ms;
+	uint32_t max_connections, max_sandboxes;
+	uint32_t listen_port, pad;
+};
+
+/* Public keys, resolved by the parent (file names read, whitespace
+ * trimmed): token issuers to the front, image signers to the vmm. */
+#define MSG_PUBKEYS_MAX 8
+#define MSG_PUBKEY_LEN 128
+enum msg_pubkey_kind { MSG_PUBKEYS_TOKEN = 1, MSG_PUBKEYS_IMAGE = 2 };
+struct msg_pubkeys {
+	uint32_t kind; /* enum msg_pubkey_kind */
+	uint32_t n; /* keys used, <= MSG_PUBKEYS_MAX */
+	char keys[MSG_PUBKEYS_MAX][MSG_PUBKEY_LEN]; /* "k4.public...", NUL */
+};
+
+/* The TLS certificate chain and key (PEM), read by the parent, as one
+ * sealed memfd: cert_len bytes of chain, then key_len bytes of key. */
+#define MSG_TLS_MAX (1024 * 1024)
+struct msg_tls {
+	uint64_t cert_len;
+	uint64_t key_len;
 };
 
 struct msg_stats {
@@ -236,16 +272,23 @@ int msg_h_shutdown(struct proc_ctx *ctx, const struct msg *m);
 int msg_h_stats(struct proc_ctx *ctx, const struct msg *m);
 
 #define MSG_ANY_PROC (PROC_BIT(PROC_COUNT) - 1)
-#define MSG_HANDLERS_COMMON                                                    \
-	{ MSG_CTL_PING, MSG_ANY_PROC, sizeof(struct msg_ping), 0,              \
-		msg_h_ping },                                                  \
-	    { MSG_CTL_GRANT_KEY, PROC_BIT(PROC_PARENT),                        \
-		    sizeof(struct msg_grant_key), 0, msg_h_grant_key },        \
-	    { MSG_CTL_PEER, PROC_BIT(PROC_PARENT), sizeof(struct msg_peer),    \
-		    MSG_H_FD, msg_h_peer },                                    \
-	    { MSG_CTL_SHUTDOWN, PROC_BIT(PROC_PARENT), 0, 0, msg_h_shutdown }, \
-	{                                                                      \
-		MSG_CTL_STATS, PROC_BIT(PROC_PARENT), 0, 0, msg_h_stats        \
-	}
+int msg_h_config(struct proc_ctx *ctx, const struct msg *m);
+int msg_h_pubkeys(struct proc_ctx *ctx, const struct msg *m);
+
+/* clang-format off */
+#define MSG_HANDLERS_COMMON \
+	{ MSG_CTL_PING, MSG_ANY_PROC, sizeof(struct msg_ping), 0, \
+	    msg_h_ping }, \
+	{ MSG_CTL_GRANT_KEY, PROC_BIT(PROC_PARENT), \
+	    sizeof(struct msg_grant_key), 0, msg_h_grant_key }, \
+	{ MSG_CTL_PEER, PROC_BIT(PROC_PARENT), sizeof(struct msg_peer), \
+	    MSG_H_FD, msg_h_peer }, \
+	{ MSG_CTL_SHUTDOWN, PROC_BIT(PROC_PARENT), 0, 0, msg_h_shutdown }, \
+	{ MSG_CTL_STATS, PROC_BIT(PROC_PARENT), 0, 0, msg_h_stats }, \
+	{ MSG_CTL_CONFIG, PROC_BIT(PROC_PARENT), sizeof(struct msg_config), \
+	    0, msg_h_config }, \
+	{ MSG_CTL_PUBKEYS, PROC_BIT(PROC_PARENT), \
+	    sizeof(struct msg_pubkeys), 0, msg_h_pubkeys }
+/* clang-format on */
 
 #endif

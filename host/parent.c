@@ -167,6 +167,170 @@ send_keys(struct parent *ps, enum proc_id c)
 	}
 }
 
+static void
+send_config(struct parent *ps, enum proc_id c)
+{
+	const struct keepd_config *k = &ps->cfg;
+	struct msg_config m;
+
+	memset(&m, 0, sizeof(m));
+	m.max_request_body = k->max_request_body;
+	m.memory_default = k->memory_default;
+	m.memory_max = k->memory_max;
+	m.timeout_default_ms = k->timeout_default_ms;
+	m.timeout_max_ms = k->timeout_max_ms;
+	m.output_max = k->output_max;
+	m.workspace_max = k->workspace_max;
+	m.token_max_ttl_ms = k->token_max_ttl_ms;
+	m.token_clock_skew_ms = k->token_clock_skew_ms;
+	m.max_connections = k->max_connections;
+	m.max_sandboxes = k->max_sandboxes;
+	m.listen_port = k->listen_port;
+	if (msg_send(ps->ctx.fd[c], MSG_CTL_CONFIG, 0, 0, &m, sizeof(m), -1) !=
+	    MSG_OK)
+		log_warn("%s: %s", __func__, proc_name(c));
+}
+
+/* Read a small root-owned file whole; NULL (logged) on failure. */
+static char *
+read_small(const char *path, size_t max, size_t *lenp)
+{
+	struct stat st;
+	char *buf;
+	ssize_t n;
+	size_t off = 0;
+	int fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		log_warn("%s: %s", __func__, path);
+		return NULL;
+	}
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) || st.st_size < 0 ||
+	    (size_t)st.st_size > max ||
+	    (buf = malloc((size_t)st.st_size + 1)) == NULL) {
+		log_warnx("%s: %s: not a regular file of at most %zu bytes",
+		    __func__, path, max);
+		close(fd);
+		return NULL;
+	}
+	while (off < (size_t)st.st_size &&
+	    (n = read(fd, buf + off, (size_t)st.st_size - off)) > 0)
+		off += (size_t)n;
+	close(fd);
+	buf[off] = '\0';
+	*lenp = off;
+	return buf;
+}
+
+/* A configured key: a k4.public PASERK, or a file that holds one. */
+static int
+resolve_key(const char *spec, char out[MSG_PUBKEY_LEN])
+{
+	static const char prefix[] = "k4.public.";
+	char *text = NULL, *s, *e;
+	size_t len;
+
+	if (strncmp(spec, prefix, sizeof(prefix) - 1) == 0)
+		return strlcpy(out, spec, MSG_PUBKEY_LEN) < MSG_PUBKEY_LEN ? 0
+		                                                           : -1;
+	if ((text = read_small(spec, 4096, &len)) == NULL)
+		return -1;
+	for (s = text; *s == ' ' || *s == '\t' || *s == '\n' || *s == '\r';)
+		s++;
+	for (e = s;
+	     *e != '\0' && *e != ' ' && *e != '\t' && *e != '\n' && *e != '\r';)
+		e++;
+	*e = '\0';
+	if (strncmp(s, prefix, sizeof(prefix) - 1) != 0 ||
+	    strlcpy(out, s, MSG_PUBKEY_LEN) >= MSG_PUBKEY_LEN) {
+		log_warnx(
+		    "%s: %s does not hold a k4.public key", __func__, spec);
+		free(text);
+		return -1;
+	}
+	free(text);
+	return 0;
+}
+
+static void
+send_pubkeys(struct parent *ps, enum proc_id c)
+{
+	struct msg_pubkeys m;
+	char(*keys)[CONFIG_KEY_MAX];
+	size_t i, n;
+
+	memset(&m, 0, sizeof(m));
+	if (c == PROC_FRONT) {
+		m.kind = MSG_PUBKEYS_TOKEN;
+		keys = ps->cfg.issuer_keys;
+		n = ps->cfg.nissuer_keys;
+	} else if (c == PROC_VMM) {
+		m.kind = MSG_PUBKEYS_IMAGE;
+		keys = ps->cfg.image_keys;
+		n = ps->cfg.nimage_keys;
+	} else
+		return;
+	for (i = 0; i < n && m.n < MSG_PUBKEYS_MAX; i++)
+		if (resolve_key(keys[i], m.keys[m.n]) == 0)
+			m.n++;
+	if (msg_send(ps->ctx.fd[c], MSG_CTL_PUBKEYS, 0, 0, &m, sizeof(m), -1) !=
+	    MSG_OK)
+		log_warn("%s: %s", __func__, proc_name(c));
+}
+
+/* The front cannot open files: it gets the certificate and key as bytes. */
+static void
+send_tls(struct parent *ps)
+{
+	struct msg_tls m;
+	char *cert = NULL, *key = NULL;
+	size_t clen = 0, klen = 0;
+	int mfd = -1;
+
+	if (ps->cfg.tls_cert[0] == '\0' || ps->ctx.fd[PROC_FRONT] < 0)
+		return;
+	if ((cert = read_small(ps->cfg.tls_cert, MSG_TLS_MAX, &clen)) == NULL ||
+	    (key = read_small(ps->cfg.tls_key, MSG_TLS_MAX, &klen)) == NULL)
+		goto fail;
+	if ((mfd = memfd_create("keep-tls", MFD_CLOEXEC | MFD_ALLOW_SEALING)) ==
+	        -1 ||
+	    write(mfd, cert, clen) != (ssize_t)clen ||
+	    write(mfd, key, klen) != (ssize_t)klen ||
+	    fcntl(mfd, F_ADD_SEALS,
+	        F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) == -1)
+		goto fail;
+	memset(&m, 0, sizeof(m));
+	m.cert_len = clen;
+	m.key_len = klen;
+	if (msg_send(ps->ctx.fd[PROC_FRONT], MSG_CTL_TLS, 0, 0, &m, sizeof(m),
+	        mfd) != MSG_OK)
+		goto fail;
+	goto out;
+fail:
+	log_warnx("%s: TLS certificate or key not sent: the front has none",
+	    __func__);
+out:
+	if (mfd != -1)
+		close(mfd);
+	free(cert);
+	if (key != NULL) {
+		explicit_bzero(key, klen);
+		free(key);
+	}
+}
+
+/* Everything a child gets from the parent after its start or a reload. */
+static void
+send_setup(struct parent *ps, enum proc_id c)
+{
+	send_config(ps, c);
+	send_pubkeys(ps, c);
+	if (c == PROC_FRONT)
+		send_tls(ps);
+	if (c == PROC_POLICY)
+		send_policy(ps);
+}
+
 /* In the forked child: put each descriptor at its fixed number. */
 static void
 place_fds(const int src[], const int dst[], size_t n)
@@ -298,8 +462,7 @@ spawn(struct parent *ps, enum proc_id c)
 		close(peer_end[p]);
 	}
 	send_keys(ps, c);
-	if (c == PROC_POLICY)
-		send_policy(ps);
+	send_setup(ps, c);
 	log_info("%s: started %s, pid %d", __func__, info->name, (int)pid);
 	return 0;
 }
@@ -442,6 +605,7 @@ reload(struct parent *ps)
 {
 	struct keepd_config cfg;
 	struct config_diag diag;
+	enum proc_id p;
 	size_t i;
 
 	log_info("%s: SIGHUP: reloading %s", __func__, ps->cfgpath);
@@ -467,7 +631,9 @@ reload(struct parent *ps)
 		strlcpy(cfg.user, ps->cfg.user, sizeof(cfg.user));
 		ps->cfg = cfg;
 	}
-	send_policy(ps);
+	for (p = PROC_FRONT; p < PROC_COUNT; p++)
+		if (ps->ctx.fd[p] >= 0)
+			send_setup(ps, p);
 }
 
 static void

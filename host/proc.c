@@ -359,3 +359,49 @@ msg_h_stats(struct proc_ctx *ctx, const struct msg *m)
 	msg_reply(ctx, m, MSG_CTL_STATS_REPLY, &st, sizeof(st), -1);
 	return 0;
 }
+
+int
+msg_h_config(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct msg_config *c;
+
+	if ((c = malloc(sizeof(*c))) == NULL)
+		return -1;
+	memcpy(c, m->data, sizeof(*c));
+	if (c->pad != 0 || c->memory_default > c->memory_max ||
+	    c->timeout_default_ms > c->timeout_max_ms) {
+		free(c);
+		return -1;
+	}
+	free(ctx->config);
+	ctx->config = c;
+	log_debug("%s: configuration received", __func__);
+	return 0;
+}
+
+int
+msg_h_pubkeys(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct msg_pubkeys *k, **slot;
+	uint32_t i;
+
+	if ((k = malloc(sizeof(*k))) == NULL)
+		return -1;
+	memcpy(k, m->data, sizeof(*k));
+	slot = k->kind == MSG_PUBKEYS_TOKEN ? &ctx->token_keys
+	    : k->kind == MSG_PUBKEYS_IMAGE  ? &ctx->image_keys
+	                                    : NULL;
+	if (slot == NULL || k->n > MSG_PUBKEYS_MAX)
+		goto bad;
+	for (i = 0; i < MSG_PUBKEYS_MAX; i++)
+		if (memchr(k->keys[i], '\0', MSG_PUBKEY_LEN) == NULL)
+			goto bad;
+	free(*slot);
+	*slot = k;
+	log_info("%s: %u %s key(s)", __func__, k->n,
+	    k->kind == MSG_PUBKEYS_TOKEN ? "token issuer" : "image signing");
+	return 0;
+bad:
+	free(k);
+	return -1;
+}

@@ -44,6 +44,8 @@ struct proc_ctx;
 struct seccomp_filter;
 struct msg;
 struct msg_handler;
+struct msg_config;
+struct msg_pubkeys;
 
 /* Where a child is chrooted. */
 enum proc_root {
@@ -78,6 +80,11 @@ struct proc_ctx {
 	/* Grant keys this process holds (policy: all, verifiers: their own). */
 	uint8_t grant_key[PROC_COUNT][32];
 	uint32_t grant_keys_held; /* PROC_BIT()s */
+	/* From the parent (MSG_CTL_CONFIG, MSG_CTL_PUBKEYS); NULL until
+	 * received, replaced whole on reload. */
+	struct msg_config *config;
+	struct msg_pubkeys *token_keys; /* front */
+	struct msg_pubkeys *image_keys; /* vmm */
 	void *arg; /* the process's own state */
 };
 

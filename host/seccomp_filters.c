@@ -63,6 +63,8 @@ const struct seccomp_filter seccomp_common = { "common", common_rules,
 static const struct seccomp_rule front_rules[] = {
 	R(accept4, "accept connections on the listener the parent passed"),
 	R(read, "read requests from client connections"),
+	R(recvfrom, "recv() on client connections"),
+	R(pread64, "the TLS certificate and key from the parent's memfd"),
 	R(writev, "write responses (header and body in one call)"),
 	R(epoll_create1, "the event loop"),
 	R(epoll_ctl, "the event loop"),

@@ -28,6 +28,11 @@ cleanup() {
 trap cleanup EXIT
 die() { echo "FAIL: $*"; echo "--- keepd log"; tail -n 40 "$tmp/log"; exit 1; }
 
+# TLS material and keys the parent reads and hands to the front and vmm.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+    -subj /CN=localhost -days 1 -keyout "$tmp/key.pem" -out "$tmp/cert.pem" \
+    >/dev/null 2>&1 || die "openssl"
+echo "k4.public.Hd5PTnp2GX0rBvZQ0xFGvEHdEwnnRwlDE-7YDg4cDLk" >"$tmp/issuer.pub"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 cat >"$tmp/keepd.yaml" <<EOF2
 listen:
@@ -36,6 +41,15 @@ listen:
 state_dir: $tmp/state
 policy_dir: $PWD/etc/policy
 user: _keep
+tls:
+  cert: $tmp/cert.pem
+  key: $tmp/key.pem
+tokens:
+  issuer_keys:
+    - k4.public.Hd5PTnp2GX0rBvZQ0xFGvEHdEwnnRwlDE-7YDg4cDLk
+    - $tmp/issuer.pub
+images:
+  trusted_keys: [ $tmp/issuer.pub ]
 limits:
   restart_backoff_max: 1s
 EOF2
@@ -93,6 +107,12 @@ for c in $CHILDREN; do
 	done
 	echo "ok: keepd: $c pid $p uid $uid root $root CapEff 0 NoNewPrivs 1 Seccomp 2"
 done
+for _ in $(seq 100); do grep -q "running: listening" "$tmp/log" && break; sleep 0.1; done
+grep -q "keepd/front: .*TLS certificate ([0-9]* bytes) and key received" "$tmp/log" || die "front got no TLS material"
+grep -q "keepd/front: .*2 token issuer key(s)" "$tmp/log" || die "front got no issuer keys"
+grep -q "keepd/vmm: .*1 image signing key(s)" "$tmp/log" || die "vmm got no image keys"
+grep -q "keepd/policy: .*policy generation 1 loaded" "$tmp/log" || die "policy not loaded"
+echo "ok: front has the TLS material and issuer keys, vmm the image keys, policy its text"
 [ "$(readlink "/proc/$(child_pid vmm)/root")" = "$tmp/state" ] || die "vmm root"
 [ "$(readlink "/proc/$(child_pid store)/root")" = "$tmp/state/db" ] || die "store root"
 [ "$(readlink "/proc/$(child_pid front)/root")" = "$tmp/state/empty" ] || die "front root"
