@@ -44,6 +44,8 @@ msg_strerror(int err)
 		return "i/o error";
 	case MSG_ERR_HANDLER:
 		return "handler refused the payload";
+	case MSG_ERR_AGAIN:
+		return "link would block";
 	}
 	return "unknown error";
 }
@@ -163,7 +165,7 @@ msg_send(int sock, uint32_t type, uint32_t flags, uint64_t reqid,
 		n = sendmsg(sock, &mh, MSG_NOSIGNAL);
 	} while (n == -1 && errno == EINTR);
 	if (n == -1)
-		return MSG_ERR_IO;
+		return errno == EAGAIN ? MSG_ERR_AGAIN : MSG_ERR_IO;
 	if ((size_t)n != sizeof(hdr) + len) {
 		errno = EMSGSIZE;
 		return MSG_ERR_IO;
@@ -221,7 +223,7 @@ msg_recv(int sock, void *buf, size_t bufsz, size_t *len, int *fdp)
 		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
 	} while (n == -1 && errno == EINTR);
 	if (n == -1)
-		return MSG_ERR_IO;
+		return errno == EAGAIN ? MSG_ERR_AGAIN : MSG_ERR_IO;
 	fd = take_fds(&mh);
 	if (n == 0 && fd == MSG_NO_FD)
 		return MSG_ERR_EOF;
@@ -260,6 +262,8 @@ msg_dispatch(struct proc_ctx *ctx, enum proc_id from, void *buf, size_t bufsz)
 	int err, fd;
 
 	err = msg_recv(ctx->fd[from], buf, bufsz, &len, &fd);
+	if (err == MSG_ERR_AGAIN)
+		return MSG_OK;
 	if (err == MSG_ERR_TRUNCATED) {
 		ctx->ndropped++;
 		log_dropped(ctx, from, buf, 0, err);

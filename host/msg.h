@@ -212,7 +212,9 @@ enum msg_err {
 	MSG_ERR_TOOBIG, /* payload above MSG_MAX_PAYLOAD */
 	MSG_ERR_EOF, /* peer closed the link */
 	MSG_ERR_IO, /* send/recv failed; errno is set */
-	MSG_ERR_HANDLER /* the handler refused the payload */
+	MSG_ERR_HANDLER, /* the handler refused the payload */
+	MSG_ERR_AGAIN /* non-blocking link: nothing to read, or the
+			    peer's queue is full */
 };
 
 const char *msg_strerror(int err);

@@ -442,6 +442,11 @@ spawn(struct parent *ps, enum proc_id c)
 	}
 
 	close(sv[1]);
+	/* The parent never waits on a child: a child that stops reading
+	 * makes sends fail (and is killed by the health check), it cannot
+	 * block the parent. */
+	if (fcntl(sv[0], F_SETFL, O_NONBLOCK) == -1)
+		log_warn("%s: O_NONBLOCK", __func__);
 	for (i = 1; i < (int)n; i++)
 		if (dst[i] != PROC_FD_KVM && dst[i] != PROC_FD_LISTEN)
 			close(src[i]);

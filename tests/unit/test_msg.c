@@ -280,6 +280,36 @@ test_roundtrip_dispatch(void **state)
 	close(pv[1]);
 }
 
+/* A non-blocking link: nothing to read is not an error, and a full queue
+ * makes the sender fail instead of wait. */
+static void
+test_nonblocking(void **state)
+{
+	static uint8_t buf[MSG_BUFSZ];
+	struct proc_ctx ctx;
+	uint8_t payload[FIXED_SIZE] = { 0 };
+	int sv[2], p, i, rc = MSG_OK;
+
+	(void)state;
+	assert_int_equal(
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0, sv), 0);
+	memset(&ctx, 0, sizeof(ctx));
+	for (p = 0; p < PROC_COUNT; p++)
+		ctx.fd[p] = -1;
+	ctx.fd[PROC_FRONT] = sv[1];
+	ctx.handlers = table;
+	ctx.nhandlers = nitems(table);
+	assert_int_equal(
+	    msg_dispatch(&ctx, PROC_FRONT, buf, sizeof(buf)), MSG_OK);
+	assert_int_equal(ctx.nrecv + ctx.ndropped, 0);
+	for (i = 0; i < 100000 && rc == MSG_OK; i++)
+		rc = msg_send(
+		    sv[0], T_FIXED, 0, 1, payload, sizeof(payload), -1);
+	assert_int_equal(rc, MSG_ERR_AGAIN);
+	close(sv[0]);
+	close(sv[1]);
+}
+
 static void
 test_names(void **state)
 {
@@ -331,6 +361,7 @@ main(void)
 		cmocka_unit_test(test_wrong_sender),
 		cmocka_unit_test(test_fd_rules),
 		cmocka_unit_test(test_roundtrip_dispatch),
+		cmocka_unit_test(test_nonblocking),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_proc_table),
 	};
