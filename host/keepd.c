@@ -1,9 +1,134 @@
-/* Placeholder until the host framework lands; replaced by its change. */
+/*
+ * keepd: the keep daemon. main() reads as the start-up: options, the
+ * configuration, then either the parent (forks and supervises the
+ * children) or, with the hidden -P flag, one re-executed child.
+ */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <seccomp.h>
+
+#include "host/config.h"
+#include "host/parent.h"
+#include "host/proc.h"
+#include "host/seccomp_filters.h"
+#include "lib/log.h"
+
+extern char **environ;
+
+static void KEEP_NORETURN
+usage(void)
+{
+	fprintf(stderr, "usage: keepd [-dnv] [-f file]\n");
+	exit(2);
+}
+
+/*
+ * Hidden test helper (-S NAME [-X SYSCALL]): load process NAME's seccomp
+ * filter into this process, then make SYSCALL with zero arguments. The
+ * integration tests expect a kill (SIGSYS) for calls outside the list.
+ */
+static int
+seccomp_selftest(const char *name, const char *call)
+{
+	static const char ok[] = "filter installed\n", alive[] = "survived\n";
+	const struct proc_info *info = proc_by_name(name);
+	int nr;
+
+	if (info == NULL || info->filter == NULL) {
+		fprintf(stderr, "keepd: no process %s with a filter\n", name);
+		return 2;
+	}
+	nr = call != NULL ? seccomp_syscall_resolve_name(call) : -1;
+	if (call != NULL && nr < 0) {
+		fprintf(stderr, "keepd: unknown system call %s\n", call);
+		return 2;
+	}
+	if (seccomp_filter_install(info->filter) == -1) {
+		fprintf(stderr, "keepd: seccomp: %s\n", strerror(errno));
+		return 1;
+	}
+	(void)!write(STDOUT_FILENO, ok, sizeof(ok) - 1);
+	if (nr >= 0)
+		syscall(nr, 0, 0, 0, 0, 0, 0);
+	(void)!write(STDOUT_FILENO, alive, sizeof(alive) - 1);
+	return 0;
+}
 
 int
-main(void)
+main(int argc, char *argv[])
 {
-	fprintf(stderr, "keepd: not in this build yet\n");
-	return 1;
+	struct keepd_config cfg;
+	struct config_diag diag;
+	const char *path = CONFIG_DEFAULT_PATH, *child = NULL;
+	const char *root = NULL, *user = NULL, *filter = NULL, *call = NULL;
+	const struct proc_info *info;
+	int ch, foreground = 0, check = 0, verbosity = 0;
+	size_t i;
+
+	setproctitle_init(argc, argv, environ);
+	while ((ch = getopt(argc, argv, "df:nvP:R:U:S:X:")) != -1) {
+		switch (ch) {
+		case 'd':
+			foreground = 1;
+			break;
+		case 'f':
+			path = optarg;
+			break;
+		case 'n':
+			check = 1;
+			break;
+		case 'v':
+			verbosity++;
+			break;
+		case 'P':
+			child = optarg;
+			break;
+		case 'R':
+			root = optarg;
+			break;
+		case 'U':
+			user = optarg;
+			break;
+		case 'S':
+			filter = optarg;
+			break;
+		case 'X':
+			call = optarg;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (optind != argc)
+		usage();
+	if (filter != NULL)
+		return seccomp_selftest(filter, call);
+	if (child != NULL) {
+		if ((info = proc_by_name(child)) == NULL ||
+		    info->id == PROC_PARENT)
+			usage();
+		proc_child_start(info, root, user, foreground, verbosity);
+	}
+
+	log_init(1, verbosity, "keepd");
+	if (config_load(path, &cfg, &diag) != CONFIG_OK) {
+		for (i = 0; i < diag.nerrors && i < CONFIG_ERRORS_MAX; i++)
+			fprintf(stderr, "%s\n", diag.errors[i]);
+		if (diag.nerrors > CONFIG_ERRORS_MAX)
+			fprintf(stderr, "%s: %zu more errors\n", path,
+			    diag.nerrors - CONFIG_ERRORS_MAX);
+		return 1;
+	}
+	if (check) {
+		printf("configuration OK\n");
+		return 0;
+	}
+	if (!foreground && daemon(0, 0) == -1)
+		fatal("daemon");
+	log_init(foreground, verbosity, "keepd");
+	return parent_main(&cfg, path, foreground, verbosity);
 }

@@ -1,0 +1,81 @@
+/*
+ * keepd.yaml: the daemon's configuration, parsed with libyaml into a typed
+ * struct. Every key is optional and has a default (config_defaults); an
+ * unknown key, a wrong type, a duplicate key or an out-of-range value is an
+ * error that names file:line:column. docs/keepd.yaml.5 documents each key.
+ *
+ * config_parse is pure (no I/O, no globals); config_load reads a file.
+ */
+#ifndef KEEP_HOST_CONFIG_H
+#define KEEP_HOST_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CONFIG_PATH_MAX 256
+#define CONFIG_KEYS_MAX 8 /* issuer or image keys */
+#define CONFIG_KEY_MAX 256 /* a PASERK string or a file name */
+#define CONFIG_ERRORS_MAX 16 /* further errors are counted, not kept */
+#define CONFIG_ERROR_LEN 512
+#define CONFIG_FILE_MAX (1024 * 1024)
+#define CONFIG_DEFAULT_PATH "/etc/keep/keepd.yaml"
+
+struct keepd_config {
+	/* listen: */
+	char listen_address[64]; /* an IPv4 or IPv6 literal */
+	uint16_t listen_port;
+	/* tls: (both or neither) */
+	char tls_cert[CONFIG_PATH_MAX];
+	char tls_key[CONFIG_PATH_MAX];
+	char state_dir[CONFIG_PATH_MAX];
+	char policy_dir[CONFIG_PATH_MAX];
+	char user[32];
+	/* tokens: */
+	char issuer_keys[CONFIG_KEYS_MAX][CONFIG_KEY_MAX];
+	size_t nissuer_keys;
+	uint64_t token_max_ttl_ms;
+	uint64_t token_clock_skew_ms;
+	/* images: */
+	char image_keys[CONFIG_KEYS_MAX][CONFIG_KEY_MAX];
+	size_t nimage_keys;
+	/* limits: */
+	uint32_t max_connections;
+	uint32_t max_sandboxes;
+	uint64_t max_request_body;
+	uint64_t memory_default;
+	uint64_t memory_max;
+	uint64_t timeout_default_ms;
+	uint64_t timeout_max_ms;
+	uint64_t output_max;
+	uint64_t workspace_max;
+	/* restart backoff for crashed children */
+	uint64_t restart_backoff_max_ms;
+};
+
+struct config_diag {
+	char errors[CONFIG_ERRORS_MAX][CONFIG_ERROR_LEN];
+	size_t nerrors; /* may exceed CONFIG_ERRORS_MAX */
+};
+
+enum config_err {
+	CONFIG_OK = 0,
+	CONFIG_ERR_INVALID = 2200, /* see diag */
+	CONFIG_ERR_IO /* the file could not be read; see diag */
+};
+
+/* Fill cfg with the built-in defaults (the production values). */
+void config_defaults(struct keepd_config *cfg);
+
+/*
+ * Parse len bytes of YAML named `name` (for diagnostics) over the defaults.
+ * Returns CONFIG_OK, or CONFIG_ERR_INVALID with diag filled
+ * ("name:line:col: error: ..."); cfg is then unspecified.
+ */
+int config_parse(const char *name, const char *text, size_t len,
+    struct keepd_config *cfg, struct config_diag *diag);
+
+/* Read path (at most CONFIG_FILE_MAX bytes) and config_parse it. */
+int config_load(
+    const char *path, struct keepd_config *cfg, struct config_diag *diag);
+
+#endif

@@ -1,0 +1,303 @@
+/*
+ * Message framing, decoding and dispatch between keepd's processes.
+ * msg_decode is pure (no I/O, no globals) so the unit tests and the fuzzer
+ * drive it directly; msg_dispatch adds the logging and counting.
+ */
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "host/msg.h"
+#include "lib/log.h"
+
+const char *
+msg_strerror(int err)
+{
+	switch (err) {
+	case MSG_OK:
+		return "ok";
+	case MSG_ERR_SHORT:
+		return "datagram shorter than the header";
+	case MSG_ERR_LENGTH:
+		return "header length differs from the datagram";
+	case MSG_ERR_RESERVED:
+		return "reserved bits set";
+	case MSG_ERR_TYPE:
+		return "unknown message type";
+	case MSG_ERR_SENDER:
+		return "sender may not send this type";
+	case MSG_ERR_SIZE:
+		return "wrong payload size";
+	case MSG_ERR_FD:
+		return "descriptor missing or unexpected";
+	case MSG_ERR_TRUNCATED:
+		return "datagram or control data truncated";
+	case MSG_ERR_TOOBIG:
+		return "payload too large";
+	case MSG_ERR_EOF:
+		return "link closed";
+	case MSG_ERR_IO:
+		return "i/o error";
+	case MSG_ERR_HANDLER:
+		return "handler refused the payload";
+	case MSG_ERR_AGAIN:
+		return "link would block";
+	}
+	return "unknown error";
+}
+
+const char *
+msg_type_name(uint32_t type)
+{
+	static const struct {
+		uint32_t type;
+		const char *name;
+	} names[] = {
+		{ MSG_CTL_PING, "MSG_CTL_PING" },
+		{ MSG_CTL_PONG, "MSG_CTL_PONG" },
+		{ MSG_CTL_GRANT_KEY, "MSG_CTL_GRANT_KEY" },
+		{ MSG_CTL_PEER, "MSG_CTL_PEER" },
+		{ MSG_CTL_READY, "MSG_CTL_READY" },
+		{ MSG_CTL_RELOAD, "MSG_CTL_RELOAD" },
+		{ MSG_CTL_SHUTDOWN, "MSG_CTL_SHUTDOWN" },
+		{ MSG_CTL_STATS, "MSG_CTL_STATS" },
+		{ MSG_CTL_STATS_REPLY, "MSG_CTL_STATS_REPLY" },
+		{ MSG_POLICY_LOAD, "MSG_POLICY_LOAD" },
+		{ MSG_POLICY_LOADED, "MSG_POLICY_LOADED" },
+		{ MSG_POLICY_DECIDE, "MSG_POLICY_DECIDE" },
+		{ MSG_POLICY_DECISION, "MSG_POLICY_DECISION" },
+	};
+	size_t i;
+
+	for (i = 0; i < nitems(names); i++)
+		if (names[i].type == type)
+			return names[i].name;
+	return "unknown";
+}
+
+int
+msg_decode(const struct msg_handler *handlers, size_t n, enum proc_id from,
+    const void *buf, size_t len, int has_fd, struct msg *m,
+    const struct msg_handler **hp)
+{
+	const struct msg_handler *h = NULL;
+	struct msg_hdr hdr;
+	size_t i;
+
+	if (len < sizeof(hdr))
+		return MSG_ERR_SHORT;
+	memcpy(&hdr, buf, sizeof(hdr));
+	if (hdr.len > MSG_MAX_PAYLOAD)
+		return MSG_ERR_TOOBIG;
+	if ((size_t)hdr.len != len - sizeof(hdr))
+		return MSG_ERR_LENGTH;
+	if (hdr.pad != 0 || (hdr.flags & ~MSG_F_ALL) != 0)
+		return MSG_ERR_RESERVED;
+	for (i = 0; i < n; i++) {
+		if (handlers[i].type == hdr.type) {
+			h = &handlers[i];
+			break;
+		}
+	}
+	if (h == NULL)
+		return MSG_ERR_TYPE;
+	if ((unsigned)from >= PROC_COUNT || (h->senders & PROC_BIT(from)) == 0)
+		return MSG_ERR_SENDER;
+	if (h->flags & MSG_H_VARIABLE) {
+		if (hdr.len > h->size)
+			return MSG_ERR_SIZE;
+	} else if (hdr.len != h->size)
+		return MSG_ERR_SIZE;
+	if (!!has_fd != !!(h->flags & MSG_H_FD))
+		return MSG_ERR_FD;
+	m->hdr = hdr;
+	m->data = (const uint8_t *)buf + sizeof(hdr);
+	m->from = from;
+	m->fd = MSG_NO_FD;
+	if (hp != NULL)
+		*hp = h;
+	return MSG_OK;
+}
+
+int
+msg_send(int sock, uint32_t type, uint32_t flags, uint64_t reqid,
+    const void *payload, size_t len, int fd)
+{
+	struct msg_hdr hdr;
+	struct iovec iov[2];
+	struct msghdr mh;
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} cbuf;
+	struct cmsghdr *cm;
+	ssize_t n;
+
+	if (len > MSG_MAX_PAYLOAD)
+		return MSG_ERR_TOOBIG;
+	memset(&hdr, 0, sizeof(hdr));
+	hdr.type = type;
+	hdr.flags = flags;
+	hdr.reqid = reqid;
+	hdr.len = (uint32_t)len;
+	iov[0].iov_base = &hdr;
+	iov[0].iov_len = sizeof(hdr);
+	iov[1].iov_base = (void *)(uintptr_t)payload;
+	iov[1].iov_len = len;
+	memset(&mh, 0, sizeof(mh));
+	mh.msg_iov = iov;
+	mh.msg_iovlen = len > 0 ? 2 : 1;
+	if (fd >= 0) {
+		memset(&cbuf, 0, sizeof(cbuf));
+		mh.msg_control = cbuf.buf;
+		mh.msg_controllen = sizeof(cbuf.buf);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	}
+	do {
+		n = sendmsg(sock, &mh, MSG_NOSIGNAL);
+	} while (n == -1 && errno == EINTR);
+	if (n == -1)
+		return errno == EAGAIN ? MSG_ERR_AGAIN : MSG_ERR_IO;
+	if ((size_t)n != sizeof(hdr) + len) {
+		errno = EMSGSIZE;
+		return MSG_ERR_IO;
+	}
+	return MSG_OK;
+}
+
+/* Close every descriptor in an SCM_RIGHTS control buffer but the first
+ * one, which is returned (MSG_NO_FD if none). */
+static int
+take_fds(struct msghdr *mh)
+{
+	struct cmsghdr *cm;
+	int fd = MSG_NO_FD, x;
+	size_t i, nfd;
+
+	for (cm = CMSG_FIRSTHDR(mh); cm != NULL; cm = CMSG_NXTHDR(mh, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (i = 0; i < nfd; i++) {
+			memcpy(
+			    &x, CMSG_DATA(cm) + i * sizeof(int), sizeof(int));
+			if (fd == MSG_NO_FD)
+				fd = x;
+			else
+				close(x);
+		}
+	}
+	return fd;
+}
+
+int
+msg_recv(int sock, void *buf, size_t bufsz, size_t *len, int *fdp)
+{
+	struct iovec iov;
+	struct msghdr mh;
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(4 * sizeof(int))];
+	} cbuf;
+	ssize_t n;
+	int fd;
+
+	*fdp = MSG_NO_FD;
+	*len = 0;
+	iov.iov_base = buf;
+	iov.iov_len = bufsz;
+	memset(&mh, 0, sizeof(mh));
+	mh.msg_iov = &iov;
+	mh.msg_iovlen = 1;
+	mh.msg_control = cbuf.buf;
+	mh.msg_controllen = sizeof(cbuf.buf);
+	do {
+		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+	} while (n == -1 && errno == EINTR);
+	if (n == -1)
+		return errno == EAGAIN ? MSG_ERR_AGAIN : MSG_ERR_IO;
+	fd = take_fds(&mh);
+	if (n == 0 && fd == MSG_NO_FD)
+		return MSG_ERR_EOF;
+	if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+		if (fd != MSG_NO_FD)
+			close(fd);
+		return MSG_ERR_TRUNCATED;
+	}
+	*len = (size_t)n;
+	*fdp = fd;
+	return MSG_OK;
+}
+
+static void
+log_dropped(struct proc_ctx *ctx, enum proc_id from, const void *buf,
+    size_t len, int err)
+{
+	char esc[4 * 24 + 1];
+	uint32_t type = 0;
+
+	if (len >= sizeof(type))
+		memcpy(&type, buf, sizeof(type));
+	log_escape(esc, sizeof(esc), buf, len < 24 ? len : 24);
+	log_warnx("%s: dropped message from %s: %s (type 0x%04x %s, %zu "
+	          "bytes, header \"%s\"), %llu dropped so far",
+	    __func__, proc_name(from), msg_strerror(err), type,
+	    msg_type_name(type), len, esc, (unsigned long long)ctx->ndropped);
+}
+
+int
+msg_dispatch(struct proc_ctx *ctx, enum proc_id from, void *buf, size_t bufsz)
+{
+	const struct msg_handler *h;
+	struct msg m;
+	size_t len;
+	int err, fd;
+
+	err = msg_recv(ctx->fd[from], buf, bufsz, &len, &fd);
+	if (err == MSG_ERR_AGAIN)
+		return MSG_OK;
+	if (err == MSG_ERR_TRUNCATED) {
+		ctx->ndropped++;
+		log_dropped(ctx, from, buf, 0, err);
+		return MSG_OK;
+	}
+	if (err != MSG_OK)
+		return err;
+	err = msg_decode(ctx->handlers, ctx->nhandlers, from, buf, len,
+	    fd != MSG_NO_FD, &m, &h);
+	if (err != MSG_OK) {
+		ctx->ndropped++;
+		log_dropped(ctx, from, buf, len, err);
+		if (fd != MSG_NO_FD)
+			close(fd);
+		return MSG_OK;
+	}
+	m.fd = fd;
+	ctx->nrecv++;
+	log_debug("%s: %s from %s, reqid %llu, %u bytes", __func__,
+	    msg_type_name(m.hdr.type), proc_name(from),
+	    (unsigned long long)m.hdr.reqid, m.hdr.len);
+	if (h->fn(ctx, &m) != 0) {
+		ctx->ndropped++;
+		log_dropped(ctx, from, buf, len, MSG_ERR_HANDLER);
+	}
+	return MSG_OK;
+}
+
+int
+msg_reply(struct proc_ctx *ctx, const struct msg *m, uint32_t type,
+    const void *payload, size_t len, int fd)
+{
+	if (ctx->fd[m->from] < 0)
+		return MSG_ERR_IO;
+	return msg_send(ctx->fd[m->from], type, MSG_F_REPLY, m->hdr.reqid,
+	    payload, len, fd);
+}

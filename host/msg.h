@@ -1,0 +1,296 @@
+/*
+ * Messages between keepd's processes. One message per SOCK_SEQPACKET
+ * datagram: a fixed 24-byte header, then exactly hdr.len payload bytes.
+ * Payloads are fixed-width structs (no pointers) or, where a handler
+ * declares it, a variable-size payload up to a bound. Larger data travels
+ * as a memfd over SCM_RIGHTS (at most one descriptor per message).
+ *
+ * A receiver checks, in order: the datagram holds a whole header; the
+ * reserved fields are zero; the type is known to this process; this sender
+ * may send it; the payload length is exactly right (or within the declared
+ * bound); a descriptor is present if and only if the type carries one.
+ * Anything else is logged (escaped), counted and dropped. Never fatal.
+ *
+ * Error codes are MSG_ERR_* (>= 2000, never an errno); msg_strerror names
+ * them.
+ */
+#ifndef KEEP_HOST_MSG_H
+#define KEEP_HOST_MSG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "host/grant.h"
+#include "host/proc.h"
+
+#define MSG_MAX_PAYLOAD (64 * 1024)
+
+struct msg_hdr {
+	uint32_t type; /* MSG_* */
+	uint32_t flags; /* MSG_F_*; unknown bits are rejected */
+	uint64_t reqid; /* request id, echoed in replies and logs */
+	uint32_t len; /* payload bytes after the header */
+	uint32_t pad; /* must be 0 */
+};
+_Static_assert(sizeof(struct msg_hdr) == 24, "msg_hdr is 24 bytes");
+
+/* Header flags. */
+#define MSG_F_REPLY 0x1u /* an answer to reqid */
+#define MSG_F_ERROR 0x2u /* payload is struct msg_error */
+#define MSG_F_ALL (MSG_F_REPLY | MSG_F_ERROR)
+
+/* Message types: MSG_<AREA>_<VERB>, one range of 0x100 per area. */
+enum msg_type {
+	/* 0x01xx control, parent <-> every child */
+	MSG_CTL_PING = 0x0100, /* any -> any: struct msg_ping */
+	MSG_CTL_PONG = 0x0101, /* reply: struct msg_ping */
+	MSG_CTL_GRANT_KEY = 0x0102, /* parent -> child: struct msg_grant_key */
+	MSG_CTL_PEER = 0x0103, /* parent -> child: struct msg_peer + fd */
+	MSG_CTL_READY = 0x0104, /* child -> parent: struct msg_ready */
+	MSG_CTL_RELOAD = 0x0105, /* parent -> child: no payload */
+	MSG_CTL_SHUTDOWN = 0x0106, /* parent -> child: no payload */
+	MSG_CTL_STATS = 0x0107, /* parent -> child: no payload */
+	MSG_CTL_STATS_REPLY = 0x0108, /* child -> parent: struct msg_stats */
+	MSG_CTL_CONFIG = 0x0109, /* parent -> child: struct msg_config */
+	MSG_CTL_PUBKEYS = 0x010a, /* parent -> front, vmm: msg_pubkeys */
+	MSG_CTL_TLS = 0x010b, /* parent -> front: msg_tls + memfd */
+
+	/* 0x02xx policy */
+	MSG_POLICY_LOAD = 0x0200, /* parent -> policy: msg_policy_load+memfd */
+	MSG_POLICY_LOADED = 0x0201, /* policy -> parent: msg_policy_loaded */
+	MSG_POLICY_DECIDE = 0x0202, /* front/vmm -> policy: msg_policy_decide */
+	MSG_POLICY_DECISION = 0x0203, /* policy -> asker: msg_policy_decision */
+
+	/* 0x03xx vmm, 0x04xx store, 0x05xx egress, 0x06xx front: their
+	 * owners define the verbs; the ranges are reserved here. */
+	MSG_VMM_BASE = 0x0300,
+	MSG_STORE_BASE = 0x0400,
+	MSG_EGRESS_BASE = 0x0500,
+	MSG_FRONT_BASE = 0x0600
+};
+
+/* Every reply that failed: MSG_F_ERROR set, this payload. */
+struct msg_error {
+	uint32_t code; /* area-specific error code */
+	uint32_t pad;
+	char text[120]; /* NUL-terminated, for logs only */
+};
+
+struct msg_ping {
+	uint64_t seq;
+	uint64_t pid; /* sender's pid (informational) */
+	uint64_t nrecv; /* messages it has dispatched */
+	uint64_t ndropped; /* malformed messages it has dropped */
+};
+
+struct msg_grant_key {
+	uint32_t link; /* enum proc_id of the verifying process */
+	uint32_t pad;
+	uint8_t key[32]; /* crypto_auth key; lives only in memory */
+};
+
+struct msg_peer {
+	uint32_t peer; /* enum proc_id at the other end of the fd */
+	uint32_t pad;
+};
+
+struct msg_ready {
+	uint32_t proc; /* enum proc_id of the sender */
+	uint32_t seccomp; /* 1 when its filter is installed */
+	uint64_t pid;
+};
+
+/*
+ * The part of keepd.yaml children need, fixed-width. Sent after the grant
+ * keys at every start and again after a SIGHUP that changed it.
+ */
+struct msg_config {
+	uint64_t max_request_body;
+	uint64_t memory_default, memory_max;
+	uint64_t timeout_default_ms, timeout_max_ms;
+	uint64_t output_max, workspace_max;
+	uint64_t token_max_ttl_ms, token_clock_skew_ms;
+	uint32_t max_connections, max_sandboxes;
+	uint32_t listen_port, pad;
+};
+
+/* Public keys, resolved by the parent (file names read, whitespace
+ * trimmed): token issuers to the front, image signers to the vmm. */
+#define MSG_PUBKEYS_MAX 8
+#define MSG_PUBKEY_LEN 128
+enum msg_pubkey_kind { MSG_PUBKEYS_TOKEN = 1, MSG_PUBKEYS_IMAGE = 2 };
+struct msg_pubkeys {
+	uint32_t kind; /* enum msg_pubkey_kind */
+	uint32_t n; /* keys used, <= MSG_PUBKEYS_MAX */
+	char keys[MSG_PUBKEYS_MAX][MSG_PUBKEY_LEN]; /* "k4.public...", NUL */
+};
+
+/* The TLS certificate chain and key (PEM), read by the parent, as one
+ * sealed memfd: cert_len bytes of chain, then key_len bytes of key. */
+#define MSG_TLS_MAX (1024 * 1024)
+struct msg_tls {
+	uint64_t cert_len;
+	uint64_t key_len;
+};
+
+struct msg_stats {
+	uint64_t nrecv;
+	uint64_t ndropped;
+};
+
+/* The policy text travels as a sealed memfd of exactly size bytes. */
+#define MSG_POLICY_MAX_TEXT (16u * 1024 * 1024)
+struct msg_policy_load {
+	uint64_t size;
+	uint64_t generation; /* incremented by the parent on each reload */
+};
+
+struct msg_policy_loaded {
+	uint64_t generation;
+	uint32_t status; /* 0 loaded, else an error code; old policy kept */
+	uint32_t pad;
+	uint8_t hash[32]; /* BLAKE2b-256 of the text as loaded */
+};
+
+/*
+ * A decision request: may principal do cap on target? The policy process
+ * answers with MSG_POLICY_DECISION whose grant is minted for `link` (the
+ * process that will carry out the effect). token_caps are the caps of the
+ * caller's verified token; effective rights = token_caps & policy rights.
+ */
+#define MSG_TARGET_MAX 256
+struct msg_policy_decide {
+	uint32_t cap; /* enum cap_id */
+	uint32_t link; /* enum proc_id that will verify the grant */
+	uint32_t token_caps; /* cap_set_t */
+	uint32_t target_len; /* bytes used in target[] */
+	char principal[GRANT_PRINCIPAL_MAX]; /* NUL-terminated */
+	char target[MSG_TARGET_MAX]; /* not NUL-terminated */
+};
+
+struct msg_policy_decision {
+	struct grant grant; /* decision, limits and MAC */
+	uint32_t rule; /* deciding rule id, 0 = default deny */
+	uint32_t line; /* its source line, 0 if none */
+	uint64_t retry_after_ms; /* rate limited: when to retry, else 0 */
+};
+
+/* Descriptor passing. */
+#define MSG_NO_FD (-1)
+
+/* A received, validated message. data points into the receive buffer. */
+struct msg {
+	struct msg_hdr hdr;
+	const uint8_t *data; /* hdr.len bytes */
+	enum proc_id from;
+	int fd; /* MSG_NO_FD unless the type carries one; owned by the
+		   handler, which must close it */
+};
+
+/* Handler flags. */
+#define MSG_H_VARIABLE 0x1u /* size is an upper bound, not exact */
+#define MSG_H_FD 0x2u /* exactly one descriptor comes with it */
+
+struct msg_handler {
+	uint32_t type;
+	uint32_t senders; /* PROC_BIT()s allowed to send it */
+	uint32_t size; /* exact payload size, or bound with VARIABLE */
+	uint32_t flags; /* MSG_H_* */
+	int (*fn)(struct proc_ctx *ctx, const struct msg *m);
+};
+
+enum msg_err {
+	MSG_OK = 0,
+	MSG_ERR_SHORT = 2000, /* datagram shorter than the header */
+	MSG_ERR_LENGTH, /* hdr.len differs from the datagram */
+	MSG_ERR_RESERVED, /* pad or unknown flag bits set */
+	MSG_ERR_TYPE, /* no handler for this type */
+	MSG_ERR_SENDER, /* this sender may not send this type */
+	MSG_ERR_SIZE, /* payload size not exactly right */
+	MSG_ERR_FD, /* descriptor missing or unexpected */
+	MSG_ERR_TRUNCATED, /* datagram or control data truncated */
+	MSG_ERR_TOOBIG, /* payload above MSG_MAX_PAYLOAD */
+	MSG_ERR_EOF, /* peer closed the link */
+	MSG_ERR_IO, /* send/recv failed; errno is set */
+	MSG_ERR_HANDLER, /* the handler refused the payload */
+	MSG_ERR_AGAIN /* non-blocking link: nothing to read, or the
+			    peer's queue is full */
+};
+
+const char *msg_strerror(int err);
+
+/* Name of a message type for logs ("MSG_CTL_PING"), "unknown" otherwise. */
+const char *msg_type_name(uint32_t type);
+
+/*
+ * Pure decoder: check buf[0..len) (one whole datagram) from sender `from`
+ * against handlers[0..n). has_fd says whether a descriptor came with it.
+ * On success fills *m (m->data points into buf, m->fd = MSG_NO_FD) and
+ * *h with the matching handler, and returns MSG_OK; else a MSG_ERR_*.
+ */
+int msg_decode(const struct msg_handler *handlers, size_t n, enum proc_id from,
+    const void *buf, size_t len, int has_fd, struct msg *m,
+    const struct msg_handler **h);
+
+/*
+ * Send one message: header + len payload bytes, plus fd when fd >= 0.
+ * Returns MSG_OK, MSG_ERR_TOOBIG or MSG_ERR_IO (errno set). The caller
+ * keeps ownership of fd.
+ */
+int msg_send(int sock, uint32_t type, uint32_t flags, uint64_t reqid,
+    const void *payload, size_t len, int fd);
+
+/*
+ * Receive one datagram into buf (bufsz >= sizeof(struct msg_hdr) +
+ * MSG_MAX_PAYLOAD). *len gets the datagram size, *fd the descriptor that
+ * came with it or MSG_NO_FD (extra descriptors are closed). Returns MSG_OK,
+ * MSG_ERR_EOF, MSG_ERR_TRUNCATED (the datagram is dropped and any fd
+ * closed) or MSG_ERR_IO.
+ */
+#define MSG_BUFSZ (sizeof(struct msg_hdr) + MSG_MAX_PAYLOAD)
+int msg_recv(int sock, void *buf, size_t bufsz, size_t *len, int *fd);
+
+/*
+ * Receive and dispatch one message on ctx->fd[from]: decode against
+ * ctx->handlers, call the handler. A malformed message is logged, counted
+ * in ctx->ndropped and dropped; returns MSG_OK for dispatched and dropped
+ * messages alike, MSG_ERR_EOF or MSG_ERR_IO when the link is gone.
+ */
+int msg_dispatch(
+    struct proc_ctx *ctx, enum proc_id from, void *buf, size_t bufsz);
+
+/* Reply to m on ctx's link to m->from, echoing its request id. */
+int msg_reply(struct proc_ctx *ctx, const struct msg *m, uint32_t type,
+    const void *payload, size_t len, int fd);
+
+/*
+ * Handlers every child process lists first in its table: ping, grant key,
+ * peer link, shutdown and stats, implemented in host/proc.c.
+ */
+int msg_h_ping(struct proc_ctx *ctx, const struct msg *m);
+int msg_h_grant_key(struct proc_ctx *ctx, const struct msg *m);
+int msg_h_peer(struct proc_ctx *ctx, const struct msg *m);
+int msg_h_shutdown(struct proc_ctx *ctx, const struct msg *m);
+int msg_h_stats(struct proc_ctx *ctx, const struct msg *m);
+
+#define MSG_ANY_PROC (PROC_BIT(PROC_COUNT) - 1)
+int msg_h_config(struct proc_ctx *ctx, const struct msg *m);
+int msg_h_pubkeys(struct proc_ctx *ctx, const struct msg *m);
+
+/* clang-format off */
+#define MSG_HANDLERS_COMMON \
+	{ MSG_CTL_PING, MSG_ANY_PROC, sizeof(struct msg_ping), 0, \
+	    msg_h_ping }, \
+	{ MSG_CTL_GRANT_KEY, PROC_BIT(PROC_PARENT), \
+	    sizeof(struct msg_grant_key), 0, msg_h_grant_key }, \
+	{ MSG_CTL_PEER, PROC_BIT(PROC_PARENT), sizeof(struct msg_peer), \
+	    MSG_H_FD, msg_h_peer }, \
+	{ MSG_CTL_SHUTDOWN, PROC_BIT(PROC_PARENT), 0, 0, msg_h_shutdown }, \
+	{ MSG_CTL_STATS, PROC_BIT(PROC_PARENT), 0, 0, msg_h_stats }, \
+	{ MSG_CTL_CONFIG, PROC_BIT(PROC_PARENT), sizeof(struct msg_config), \
+	    0, msg_h_config }, \
+	{ MSG_CTL_PUBKEYS, PROC_BIT(PROC_PARENT), \
+	    sizeof(struct msg_pubkeys), 0, msg_h_pubkeys }
+/* clang-format on */
+
+#endif

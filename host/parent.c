@@ -1,0 +1,916 @@
+/*
+ * The parent: set-up, the children's life cycle and supervision.
+ */
+#include <sys/mman.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <glob.h>
+#include <limits.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "host/config.h"
+#include "host/msg.h"
+#include "host/parent.h"
+#include "host/proc.h"
+#include "lib/log.h"
+
+#define BACKOFF_MIN_MS 250
+/* A child that ran this long before dying starts again from BACKOFF_MIN_MS. */
+#define BACKOFF_RESET_MS 10000
+#define STOP_GRACE_MS 2000
+/* Health: every child is pinged this often; one that has not answered for
+ * HEALTH_TIMEOUT_MS is hung and is killed (and so restarted). */
+#define HEALTH_INTERVAL_MS 5000
+#define HEALTH_TIMEOUT_MS 20000
+
+struct child {
+	pid_t pid; /* 0 when not running */
+	uint64_t started; /* monotonic ms */
+	uint64_t restart_at; /* monotonic ms, 0 = not scheduled */
+	uint64_t backoff;
+	unsigned restarts;
+	int ready;
+	uint64_t last_pong; /* monotonic ms of the last sign of life */
+};
+
+struct parent {
+	struct keepd_config cfg;
+	const char *cfgpath;
+	int foreground, verbosity;
+	struct proc_ctx ctx; /* ctx.fd[c]: link to child c */
+	struct child child[PROC_COUNT];
+	uint8_t keys[PROC_COUNT][GRANT_KEY_BYTES];
+	int kvm_fd, listen_fd, sig_fd;
+	int root_user; /* started as root: chroot and setresuid */
+	char state[PATH_MAX], empty[PATH_MAX + 8], db[PATH_MAX + 8];
+	uint64_t policy_generation;
+	uint64_t next_health; /* monotonic ms */
+	uint64_t ping_seq;
+	int quitting;
+	int announced;
+};
+
+static uint64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static const char *
+child_root(struct parent *ps, enum proc_id id)
+{
+	if (!ps->root_user)
+		return NULL;
+	switch (proc_table[id].root) {
+	case PROC_ROOT_STATE:
+		return ps->state;
+	case PROC_ROOT_DB:
+		return ps->db;
+	case PROC_ROOT_EMPTY:
+		break;
+	}
+	return ps->empty;
+}
+
+/* Send the policy text (every *.policy in policy_dir, in name order,
+ * concatenated) to the policy process as a sealed memfd. */
+static void
+send_policy(struct parent *ps)
+{
+	struct msg_policy_load req;
+	char pattern[PATH_MAX + 16], buf[8192];
+	glob_t g;
+	size_t i, total = 0;
+	ssize_t n;
+	int mfd, fd;
+
+	if (ps->ctx.fd[PROC_POLICY] < 0)
+		return;
+	if ((mfd = memfd_create(
+	         "keep-policy", MFD_CLOEXEC | MFD_ALLOW_SEALING)) == -1) {
+		log_warn("%s: memfd_create", __func__);
+		return;
+	}
+	snprintf(pattern, sizeof(pattern), "%s/*.policy", ps->cfg.policy_dir);
+	memset(&g, 0, sizeof(g));
+	if (glob(pattern, 0, NULL, &g) != 0)
+		log_warnx("%s: no policy in %s: everything is denied", __func__,
+		    ps->cfg.policy_dir);
+	for (i = 0; i < g.gl_pathc; i++) {
+		if ((fd = open(g.gl_pathv[i], O_RDONLY | O_CLOEXEC)) == -1) {
+			log_warn("%s: %s", __func__, g.gl_pathv[i]);
+			continue;
+		}
+		while ((n = read(fd, buf, sizeof(buf))) > 0) {
+			total += (size_t)n;
+			if (total > MSG_POLICY_MAX_TEXT ||
+			    write(mfd, buf, (size_t)n) != n) {
+				log_warnx("%s: policy too large or unwritable",
+				    __func__);
+				close(fd);
+				goto out;
+			}
+		}
+		close(fd);
+		log_info("%s: policy file %s", __func__, g.gl_pathv[i]);
+	}
+	if (fcntl(mfd, F_ADD_SEALS,
+	        F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) == -1)
+		log_warn("%s: seals", __func__);
+	memset(&req, 0, sizeof(req));
+	req.size = total;
+	req.generation = ++ps->policy_generation;
+	if (msg_send(ps->ctx.fd[PROC_POLICY], MSG_POLICY_LOAD, 0,
+	        req.generation, &req, sizeof(req), mfd) != MSG_OK)
+		log_warn("%s: send", __func__);
+out:
+	globfree(&g);
+	close(mfd);
+}
+
+static void
+send_keys(struct parent *ps, enum proc_id c)
+{
+	struct msg_grant_key k;
+	enum proc_id l;
+
+	for (l = PROC_FRONT; l < PROC_COUNT; l++) {
+		/* policy mints for every link; each verifier gets its own. */
+		if (c != PROC_POLICY && l != c)
+			continue;
+		memset(&k, 0, sizeof(k));
+		k.link = l;
+		memcpy(k.key, ps->keys[l], sizeof(k.key));
+		if (msg_send(ps->ctx.fd[c], MSG_CTL_GRANT_KEY, 0, 0, &k,
+		        sizeof(k), -1) != MSG_OK)
+			log_warn("%s: %s", __func__, proc_name(c));
+		sodium_memzero(&k, sizeof(k));
+	}
+}
+
+static void
+send_config(struct parent *ps, enum proc_id c)
+{
+	const struct keepd_config *k = &ps->cfg;
+	struct msg_config m;
+
+	memset(&m, 0, sizeof(m));
+	m.max_request_body = k->max_request_body;
+	m.memory_default = k->memory_default;
+	m.memory_max = k->memory_max;
+	m.timeout_default_ms = k->timeout_default_ms;
+	m.timeout_max_ms = k->timeout_max_ms;
+	m.output_max = k->output_max;
+	m.workspace_max = k->workspace_max;
+	m.token_max_ttl_ms = k->token_max_ttl_ms;
+	m.token_clock_skew_ms = k->token_clock_skew_ms;
+	m.max_connections = k->max_connections;
+	m.max_sandboxes = k->max_sandboxes;
+	m.listen_port = k->listen_port;
+	if (msg_send(ps->ctx.fd[c], MSG_CTL_CONFIG, 0, 0, &m, sizeof(m), -1) !=
+	    MSG_OK)
+		log_warn("%s: %s", __func__, proc_name(c));
+}
+
+/* Read a small root-owned file whole; NULL (logged) on failure. */
+static char *
+read_small(const char *path, size_t max, size_t *lenp)
+{
+	struct stat st;
+	char *buf;
+	ssize_t n;
+	size_t off = 0;
+	int fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1) {
+		log_warn("%s: %s", __func__, path);
+		return NULL;
+	}
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) || st.st_size < 0 ||
+	    (size_t)st.st_size > max ||
+	    (buf = malloc((size_t)st.st_size + 1)) == NULL) {
+		log_warnx("%s: %s: not a regular file of at most %zu bytes",
+		    __func__, path, max);
+		close(fd);
+		return NULL;
+	}
+	while (off < (size_t)st.st_size &&
+	    (n = read(fd, buf + off, (size_t)st.st_size - off)) > 0)
+		off += (size_t)n;
+	close(fd);
+	buf[off] = '\0';
+	*lenp = off;
+	return buf;
+}
+
+/* A configured key: a k4.public PASERK, or a file that holds one. */
+static int
+resolve_key(const char *spec, char out[MSG_PUBKEY_LEN])
+{
+	static const char prefix[] = "k4.public.";
+	char *text = NULL, *s, *e;
+	size_t len;
+
+	if (strncmp(spec, prefix, sizeof(prefix) - 1) == 0)
+		return strlcpy(out, spec, MSG_PUBKEY_LEN) < MSG_PUBKEY_LEN ? 0
+		                                                           : -1;
+	if ((text = read_small(spec, 4096, &len)) == NULL)
+		return -1;
+	for (s = text; *s == ' ' || *s == '\t' || *s == '\n' || *s == '\r';)
+		s++;
+	for (e = s;
+	     *e != '\0' && *e != ' ' && *e != '\t' && *e != '\n' && *e != '\r';)
+		e++;
+	*e = '\0';
+	if (strncmp(s, prefix, sizeof(prefix) - 1) != 0 ||
+	    strlcpy(out, s, MSG_PUBKEY_LEN) >= MSG_PUBKEY_LEN) {
+		log_warnx(
+		    "%s: %s does not hold a k4.public key", __func__, spec);
+		free(text);
+		return -1;
+	}
+	free(text);
+	return 0;
+}
+
+static void
+send_pubkeys(struct parent *ps, enum proc_id c)
+{
+	struct msg_pubkeys m;
+	char(*keys)[CONFIG_KEY_MAX];
+	size_t i, n;
+
+	memset(&m, 0, sizeof(m));
+	if (c == PROC_FRONT) {
+		m.kind = MSG_PUBKEYS_TOKEN;
+		keys = ps->cfg.issuer_keys;
+		n = ps->cfg.nissuer_keys;
+	} else if (c == PROC_VMM) {
+		m.kind = MSG_PUBKEYS_IMAGE;
+		keys = ps->cfg.image_keys;
+		n = ps->cfg.nimage_keys;
+	} else
+		return;
+	for (i = 0; i < n && m.n < MSG_PUBKEYS_MAX; i++)
+		if (resolve_key(keys[i], m.keys[m.n]) == 0)
+			m.n++;
+	if (msg_send(ps->ctx.fd[c], MSG_CTL_PUBKEYS, 0, 0, &m, sizeof(m), -1) !=
+	    MSG_OK)
+		log_warn("%s: %s", __func__, proc_name(c));
+}
+
+/* The front cannot open files: it gets the certificate and key as bytes. */
+static void
+send_tls(struct parent *ps)
+{
+	struct msg_tls m;
+	char *cert = NULL, *key = NULL;
+	size_t clen = 0, klen = 0;
+	int mfd = -1;
+
+	if (ps->cfg.tls_cert[0] == '\0' || ps->ctx.fd[PROC_FRONT] < 0)
+		return;
+	if ((cert = read_small(ps->cfg.tls_cert, MSG_TLS_MAX, &clen)) == NULL ||
+	    (key = read_small(ps->cfg.tls_key, MSG_TLS_MAX, &klen)) == NULL)
+		goto fail;
+	if ((mfd = memfd_create("keep-tls", MFD_CLOEXEC | MFD_ALLOW_SEALING)) ==
+	        -1 ||
+	    write(mfd, cert, clen) != (ssize_t)clen ||
+	    write(mfd, key, klen) != (ssize_t)klen ||
+	    fcntl(mfd, F_ADD_SEALS,
+	        F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) == -1)
+		goto fail;
+	memset(&m, 0, sizeof(m));
+	m.cert_len = clen;
+	m.key_len = klen;
+	if (msg_send(ps->ctx.fd[PROC_FRONT], MSG_CTL_TLS, 0, 0, &m, sizeof(m),
+	        mfd) != MSG_OK)
+		goto fail;
+	goto out;
+fail:
+	log_warnx("%s: TLS certificate or key not sent: the front has none",
+	    __func__);
+out:
+	if (mfd != -1)
+		close(mfd);
+	free(cert);
+	if (key != NULL) {
+		explicit_bzero(key, klen);
+		free(key);
+	}
+}
+
+/* Everything a child gets from the parent after its start or a reload. */
+static void
+send_setup(struct parent *ps, enum proc_id c)
+{
+	send_config(ps, c);
+	send_pubkeys(ps, c);
+	if (c == PROC_FRONT)
+		send_tls(ps);
+	if (c == PROC_POLICY)
+		send_policy(ps);
+}
+
+/* In the forked child: put each descriptor at its fixed number. */
+static void
+place_fds(const int src[], const int dst[], size_t n)
+{
+	int tmp[PROC_COUNT + 2];
+	size_t i;
+
+	/* Via high numbers first, so no source is clobbered by a target. */
+	for (i = 0; i < n; i++)
+		if (src[i] >= 0 && (tmp[i] = fcntl(src[i], F_DUPFD, 64)) == -1)
+			_exit(126);
+	for (i = 0; i < n; i++)
+		if (src[i] >= 0 && dup2(tmp[i], dst[i]) == -1)
+			_exit(126);
+	closefrom(PROC_FD_FIRST_FREE);
+}
+
+static int
+spawn(struct parent *ps, enum proc_id c)
+{
+	const struct proc_info *info = &proc_table[c];
+	int src[PROC_COUNT + 2], dst[PROC_COUNT + 2];
+	int peer_end[PROC_COUNT], sv[2];
+	char *argv[16], vflag[8] = "-v";
+	const char *root;
+	struct msg_peer pe;
+	sigset_t all;
+	enum proc_id p;
+	size_t n = 0;
+	int argc = 0, i;
+	pid_t pid;
+
+	for (p = 0; p < PROC_COUNT; p++)
+		peer_end[p] = -1;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1) {
+		log_warn("%s: socketpair", __func__);
+		return -1;
+	}
+	src[n] = sv[1];
+	dst[n++] = PROC_FD_LINK(PROC_PARENT);
+	for (p = PROC_FRONT; p < PROC_COUNT; p++) {
+		int pv[2];
+
+		if (p == c || !proc_linked(c, p) || ps->ctx.fd[p] < 0)
+			continue;
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pv) ==
+		    -1) {
+			log_warn("%s: socketpair", __func__);
+			continue;
+		}
+		peer_end[p] = pv[0];
+		src[n] = pv[1];
+		dst[n++] = PROC_FD_LINK(p);
+	}
+	if (c == PROC_VMM && ps->kvm_fd >= 0) {
+		src[n] = ps->kvm_fd;
+		dst[n++] = PROC_FD_KVM;
+	}
+	if (c == PROC_FRONT && ps->listen_fd >= 0) {
+		src[n] = ps->listen_fd;
+		dst[n++] = PROC_FD_LISTEN;
+	}
+
+	root = child_root(ps, c);
+	argv[argc++] = (char *)"keepd";
+	argv[argc++] = (char *)"-P";
+	argv[argc++] = (char *)info->name;
+	if (root != NULL) {
+		argv[argc++] = (char *)"-R";
+		argv[argc++] = (char *)root;
+	}
+	if (ps->root_user) {
+		argv[argc++] = (char *)"-U";
+		argv[argc++] = ps->cfg.user;
+	}
+	if (ps->foreground)
+		argv[argc++] = (char *)"-d";
+	for (i = 0; i < ps->verbosity && i < 4; i++)
+		vflag[1 + i] = 'v';
+	vflag[1 + (ps->verbosity < 4 ? ps->verbosity : 4)] = '\0';
+	if (ps->verbosity > 0)
+		argv[argc++] = vflag;
+	argv[argc] = NULL;
+
+	switch (pid = fork()) {
+	case -1:
+		log_warn("%s: fork", __func__);
+		close(sv[0]);
+		close(sv[1]);
+		for (i = 0; i < (int)n; i++)
+			if (dst[i] != PROC_FD_KVM && dst[i] != PROC_FD_LISTEN &&
+			    dst[i] != PROC_FD_LINK(PROC_PARENT))
+				close(src[i]);
+		for (p = 0; p < PROC_COUNT; p++)
+			if (peer_end[p] >= 0)
+				close(peer_end[p]);
+		return -1;
+	case 0:
+		place_fds(src, dst, n);
+		sigemptyset(&all);
+		sigprocmask(SIG_SETMASK, &all, NULL);
+		/* Ctrl-C reaches the whole process group; the parent alone
+		 * decides when children stop. */
+		signal(SIGINT, SIG_IGN);
+		signal(SIGHUP, SIG_IGN);
+		signal(SIGPIPE, SIG_IGN);
+		execv("/proc/self/exe", argv);
+		_exit(127);
+	}
+
+	close(sv[1]);
+	/* The parent never waits on a child: a child that stops reading
+	 * makes sends fail (and is killed by the health check), it cannot
+	 * block the parent. */
+	if (fcntl(sv[0], F_SETFL, O_NONBLOCK) == -1)
+		log_warn("%s: O_NONBLOCK", __func__);
+	for (i = 1; i < (int)n; i++)
+		if (dst[i] != PROC_FD_KVM && dst[i] != PROC_FD_LISTEN)
+			close(src[i]);
+	ps->ctx.fd[c] = sv[0];
+	ps->child[c].pid = pid;
+	ps->child[c].started = now_ms();
+	ps->child[c].restart_at = 0;
+	ps->child[c].ready = 0;
+	/* Hand each running peer its end of the new link. */
+	for (p = PROC_FRONT; p < PROC_COUNT; p++) {
+		if (peer_end[p] < 0)
+			continue;
+		memset(&pe, 0, sizeof(pe));
+		pe.peer = c;
+		if (msg_send(ps->ctx.fd[p], MSG_CTL_PEER, 0, 0, &pe, sizeof(pe),
+		        peer_end[p]) != MSG_OK)
+			log_warn("%s: peer link to %s", __func__, proc_name(p));
+		close(peer_end[p]);
+	}
+	send_keys(ps, c);
+	send_setup(ps, c);
+	log_info("%s: started %s, pid %d", __func__, info->name, (int)pid);
+	return 0;
+}
+
+static void
+announce(struct parent *ps)
+{
+	enum proc_id p;
+
+	for (p = PROC_FRONT; p < PROC_COUNT; p++)
+		if (!ps->child[p].ready)
+			return;
+	if (ps->announced)
+		return;
+	ps->announced = 1;
+	log_info("running: keepd: parent pid %d", (int)getpid());
+	for (p = PROC_FRONT; p < PROC_COUNT; p++)
+		log_info("running: keepd: %s pid %d, root %s, user %s",
+		    proc_name(p), (int)ps->child[p].pid,
+		    child_root(ps, p) != NULL ? child_root(ps, p) : "(none)",
+		    ps->root_user ? ps->cfg.user : "(unchanged)");
+	log_info("running: listening on %s port %u (the API is served by "
+	         "the front)",
+	    ps->cfg.listen_address, ps->cfg.listen_port);
+}
+
+static int
+h_ready(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct parent *ps = ctx->arg;
+	struct msg_ready r;
+
+	memcpy(&r, m->data, sizeof(r));
+	if (r.proc != m->from || r.pid != (uint64_t)ps->child[m->from].pid)
+		return -1;
+	ps->child[m->from].ready = 1;
+	ps->child[m->from].last_pong = now_ms();
+	log_info("%s: %s ready, pid %llu, seccomp %s", __func__,
+	    proc_name(m->from), (unsigned long long)r.pid,
+	    r.seccomp ? "on" : "off");
+	announce(ps);
+	return 0;
+}
+
+static int
+h_pong(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct parent *ps = ctx->arg;
+	struct msg_ping p;
+
+	memcpy(&p, m->data, sizeof(p));
+	ps->child[m->from].last_pong = now_ms();
+	log_debug("%s: %s alive, %llu received, %llu dropped", __func__,
+	    proc_name(m->from), (unsigned long long)p.nrecv,
+	    (unsigned long long)p.ndropped);
+	return 0;
+}
+
+static int
+h_policy_loaded(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct msg_policy_loaded r;
+	char hex[65];
+
+	memcpy(&r, m->data, sizeof(r));
+	sodium_bin2hex(hex, sizeof(hex), r.hash, sizeof(r.hash));
+	if (r.status == 0)
+		log_info("%s: policy generation %llu in force, blake2b %s",
+		    __func__, (unsigned long long)r.generation, hex);
+	else
+		log_warnx("%s: policy generation %llu refused (status %u); "
+		          "the previous policy stays in force",
+		    __func__, (unsigned long long)r.generation, r.status);
+	return 0;
+}
+
+static int
+h_stats(struct proc_ctx *ctx, const struct msg *m)
+{
+	return 0;
+}
+
+static const struct msg_handler parent_handlers[] = {
+	{ MSG_CTL_READY, MSG_ANY_PROC & ~PROC_BIT(PROC_PARENT),
+	    sizeof(struct msg_ready), 0, h_ready },
+	{ MSG_CTL_PONG, MSG_ANY_PROC & ~PROC_BIT(PROC_PARENT),
+	    sizeof(struct msg_ping), 0, h_pong },
+	{ MSG_CTL_STATS_REPLY, MSG_ANY_PROC & ~PROC_BIT(PROC_PARENT),
+	    sizeof(struct msg_stats), 0, h_stats },
+	{ MSG_POLICY_LOADED, PROC_BIT(PROC_POLICY),
+	    sizeof(struct msg_policy_loaded), 0, h_policy_loaded },
+};
+
+static void
+reap(struct parent *ps)
+{
+	struct child *ch;
+	enum proc_id p;
+	uint64_t now;
+	pid_t pid;
+	int st;
+
+	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+		for (p = PROC_FRONT; p < PROC_COUNT; p++)
+			if (ps->child[p].pid == pid)
+				break;
+		if (p == PROC_COUNT)
+			continue;
+		ch = &ps->child[p];
+		if (WIFSIGNALED(st))
+			log_warnx("%s: %s (pid %d) killed by signal %d%s",
+			    __func__, proc_name(p), (int)pid, WTERMSIG(st),
+			    WTERMSIG(st) == SIGSYS ? " (seccomp)" : "");
+		else
+			log_warnx("%s: %s (pid %d) exited with status %d",
+			    __func__, proc_name(p), (int)pid, WEXITSTATUS(st));
+		ch->pid = 0;
+		ch->ready = 0;
+		if (ps->ctx.fd[p] >= 0) {
+			close(ps->ctx.fd[p]);
+			ps->ctx.fd[p] = -1;
+		}
+		if (ps->quitting)
+			continue;
+		now = now_ms();
+		if (now - ch->started >= BACKOFF_RESET_MS || ch->backoff == 0)
+			ch->backoff = BACKOFF_MIN_MS;
+		else if (ch->backoff * 2 <= ps->cfg.restart_backoff_max_ms)
+			ch->backoff *= 2;
+		else
+			ch->backoff = ps->cfg.restart_backoff_max_ms;
+		ch->restart_at = now + ch->backoff;
+		log_info("%s: restarting %s in %llu ms", __func__, proc_name(p),
+		    (unsigned long long)ch->backoff);
+	}
+}
+
+static void
+reload(struct parent *ps)
+{
+	struct keepd_config cfg;
+	struct config_diag diag;
+	enum proc_id p;
+	size_t i;
+
+	log_info("%s: SIGHUP: reloading %s", __func__, ps->cfgpath);
+	if (config_load(ps->cfgpath, &cfg, &diag) != CONFIG_OK) {
+		for (i = 0; i < diag.nerrors && i < CONFIG_ERRORS_MAX; i++)
+			log_warnx("%s", diag.errors[i]);
+		log_warnx(
+		    "%s: configuration refused; the old one stays", __func__);
+	} else {
+		/* What is bound or created at start needs a restart. */
+		if (strcmp(cfg.listen_address, ps->cfg.listen_address) != 0 ||
+		    cfg.listen_port != ps->cfg.listen_port ||
+		    strcmp(cfg.state_dir, ps->cfg.state_dir) != 0 ||
+		    strcmp(cfg.user, ps->cfg.user) != 0)
+			log_warnx("%s: listen, state_dir and user change "
+			          "only on restart",
+			    __func__);
+		strlcpy(cfg.listen_address, ps->cfg.listen_address,
+		    sizeof(cfg.listen_address));
+		cfg.listen_port = ps->cfg.listen_port;
+		strlcpy(
+		    cfg.state_dir, ps->cfg.state_dir, sizeof(cfg.state_dir));
+		strlcpy(cfg.user, ps->cfg.user, sizeof(cfg.user));
+		ps->cfg = cfg;
+	}
+	for (p = PROC_FRONT; p < PROC_COUNT; p++)
+		if (ps->ctx.fd[p] >= 0)
+			send_setup(ps, p);
+}
+
+static void
+stop_all(struct parent *ps)
+{
+	enum proc_id p;
+	uint64_t deadline;
+	int left;
+
+	ps->quitting = 1;
+	for (p = PROC_FRONT; p < PROC_COUNT; p++)
+		if (ps->child[p].pid > 0 && ps->ctx.fd[p] >= 0)
+			msg_send(
+			    ps->ctx.fd[p], MSG_CTL_SHUTDOWN, 0, 0, NULL, 0, -1);
+	deadline = now_ms() + STOP_GRACE_MS;
+	for (;;) {
+		reap(ps);
+		left = 0;
+		for (p = PROC_FRONT; p < PROC_COUNT; p++)
+			left += ps->child[p].pid > 0;
+		if (left == 0 || now_ms() >= deadline)
+			break;
+		usleep(20000);
+	}
+	for (p = PROC_FRONT; p < PROC_COUNT; p++) {
+		if (ps->child[p].pid > 0) {
+			log_warnx("%s: %s did not stop; killing it", __func__,
+			    proc_name(p));
+			kill(ps->child[p].pid, SIGKILL);
+			waitpid(ps->child[p].pid, NULL, 0);
+			ps->child[p].pid = 0;
+		}
+	}
+}
+
+static int
+open_listener(struct parent *ps)
+{
+	struct sockaddr_storage ss;
+	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+	socklen_t sslen;
+	int fd, one = 1;
+
+	memset(&ss, 0, sizeof(ss));
+	if (inet_pton(AF_INET, ps->cfg.listen_address, &sin->sin_addr) == 1) {
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(ps->cfg.listen_port);
+		sslen = sizeof(*sin);
+	} else if (inet_pton(AF_INET6, ps->cfg.listen_address,
+	               &sin6->sin6_addr) == 1) {
+		sin6->sin6_family = AF_INET6;
+		sin6->sin6_port = htons(ps->cfg.listen_port);
+		sslen = sizeof(*sin6);
+	} else
+		return -1;
+	if ((fd = socket(ss.ss_family,
+	         SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) == -1)
+		return -1;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&ss, sslen) == -1 ||
+	    listen(fd, 511) == -1) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void
+make_dir(const char *path, mode_t mode, uid_t uid, gid_t gid)
+{
+	if (mkdir(path, mode) == -1 && errno != EEXIST)
+		fatal("%s: mkdir %s", __func__, path);
+	if (chmod(path, mode) == -1)
+		fatal("%s: chmod %s", __func__, path);
+	if (uid != (uid_t)-1 && chown(path, uid, gid) == -1)
+		fatal("%s: chown %s", __func__, path);
+}
+
+static void
+setup(struct parent *ps)
+{
+	struct passwd *pw = NULL;
+	enum proc_id p;
+	sigset_t set;
+	char *dup, *s;
+
+	ps->root_user = geteuid() == 0;
+	if (!ps->root_user)
+		log_warnx("not started as root: children keep this user, no "
+		          "chroot; seccomp and NO_NEW_PRIVS still apply");
+	else if ((pw = getpwnam(ps->cfg.user)) == NULL)
+		fatalx("user %s does not exist (make run creates it; or: "
+		       "useradd --system --no-create-home --shell "
+		       "/usr/sbin/nologin %s)",
+		    ps->cfg.user, ps->cfg.user);
+
+	/* mkdir -p the state directory, then make it absolute. */
+	if ((dup = strdup(ps->cfg.state_dir)) == NULL)
+		fatal("%s", __func__);
+	for (s = dup + 1; *s != '\0'; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(dup, 0755) == -1 && errno != EEXIST)
+			fatal("mkdir %s", dup);
+		*s = '/';
+	}
+	free(dup);
+	if (mkdir(ps->cfg.state_dir, 0755) == -1 && errno != EEXIST)
+		fatal("mkdir %s", ps->cfg.state_dir);
+	if (realpath(ps->cfg.state_dir, ps->state) == NULL)
+		fatal("realpath %s", ps->cfg.state_dir);
+	snprintf(ps->empty, sizeof(ps->empty), "%s/empty", ps->state);
+	snprintf(ps->db, sizeof(ps->db), "%s/db", ps->state);
+	make_dir(ps->empty, 0755, ps->root_user ? 0 : (uid_t)-1, 0);
+	make_dir(ps->db, 0700, pw != NULL ? pw->pw_uid : (uid_t)-1,
+	    pw != NULL ? pw->pw_gid : (gid_t)-1);
+
+	/* Grant keys: made here, kept in locked memory, never written. */
+	if (sodium_mlock(ps->keys, sizeof(ps->keys)) == -1)
+		log_warn("%s: mlock of the grant keys", __func__);
+	for (p = PROC_FRONT; p < PROC_COUNT; p++)
+		randombytes_buf(ps->keys[p], sizeof(ps->keys[p]));
+
+	if ((ps->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC)) == -1)
+		log_warn("/dev/kvm");
+	if ((ps->listen_fd = open_listener(ps)) == -1)
+		fatal("listen on %s port %u", ps->cfg.listen_address,
+		    ps->cfg.listen_port);
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	if (sigprocmask(SIG_BLOCK, &set, NULL) == -1 ||
+	    (ps->sig_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK)) == -1)
+		fatal("signalfd");
+	signal(SIGPIPE, SIG_IGN);
+}
+
+/* Ping every ready child; kill one that has stopped answering. */
+static void
+health(struct parent *ps, uint64_t now)
+{
+	struct msg_ping ping;
+	struct child *ch;
+	enum proc_id p;
+
+	for (p = PROC_FRONT; p < PROC_COUNT; p++) {
+		ch = &ps->child[p];
+		if (ch->pid <= 0 || !ch->ready || ps->ctx.fd[p] < 0)
+			continue;
+		if (now - ch->last_pong > HEALTH_TIMEOUT_MS) {
+			log_warnx("%s: %s (pid %d) has not answered for %llu "
+			          "ms: killing it",
+			    __func__, proc_name(p), (int)ch->pid,
+			    (unsigned long long)(now - ch->last_pong));
+			kill(ch->pid, SIGKILL);
+			continue;
+		}
+		memset(&ping, 0, sizeof(ping));
+		ping.seq = ++ps->ping_seq;
+		ping.pid = (uint64_t)getpid();
+		msg_send(ps->ctx.fd[p], MSG_CTL_PING, 0, ping.seq, &ping,
+		    sizeof(ping), -1);
+	}
+}
+
+int
+parent_main(const struct keepd_config *cfg, const char *cfgpath, int foreground,
+    int verbosity)
+{
+	static struct parent ps;
+	static uint8_t buf[MSG_BUFSZ];
+	struct pollfd pfd[PROC_COUNT + 1];
+	enum proc_id who[PROC_COUNT + 1];
+	struct signalfd_siginfo si;
+	enum proc_id p;
+	uint64_t now, next;
+	int n, i, timeout, err;
+
+	if (sodium_init() < 0)
+		fatalx("sodium_init");
+	ps.cfg = *cfg;
+	ps.cfgpath = cfgpath;
+	ps.foreground = foreground;
+	ps.verbosity = verbosity;
+	ps.ctx.self = PROC_PARENT;
+	ps.ctx.handlers = parent_handlers;
+	ps.ctx.nhandlers = nitems(parent_handlers);
+	ps.ctx.arg = &ps;
+	for (p = 0; p < PROC_COUNT; p++)
+		ps.ctx.fd[p] = -1;
+	setproctitle("parent");
+	setup(&ps);
+	for (p = PROC_FRONT; p < PROC_COUNT; p++)
+		if (spawn(&ps, p) == -1)
+			fatalx("cannot start %s", proc_name(p));
+
+	ps.next_health = now_ms() + HEALTH_INTERVAL_MS;
+	while (!ps.quitting) {
+		n = 0;
+		pfd[n].fd = ps.sig_fd;
+		pfd[n].events = POLLIN;
+		who[n++] = PROC_PARENT;
+		for (p = PROC_FRONT; p < PROC_COUNT; p++) {
+			if (ps.ctx.fd[p] < 0)
+				continue;
+			pfd[n].fd = ps.ctx.fd[p];
+			pfd[n].events = POLLIN;
+			who[n++] = p;
+		}
+		now = now_ms();
+		next = ps.next_health;
+		for (p = PROC_FRONT; p < PROC_COUNT; p++)
+			if (ps.child[p].restart_at != 0 &&
+			    (next == 0 || ps.child[p].restart_at < next))
+				next = ps.child[p].restart_at;
+		timeout = next == 0 ? -1 : next <= now ? 0 : (int)(next - now);
+		if (poll(pfd, (nfds_t)n, timeout) == -1 && errno != EINTR)
+			fatal("poll");
+		if (pfd[0].revents & POLLIN) {
+			while (read(ps.sig_fd, &si, sizeof(si)) ==
+			    (ssize_t)sizeof(si)) {
+				switch (si.ssi_signo) {
+				case SIGCHLD:
+					reap(&ps);
+					break;
+				case SIGHUP:
+					reload(&ps);
+					break;
+				case SIGTERM:
+				case SIGINT:
+					log_info("signal %u: stopping",
+					    si.ssi_signo);
+					ps.quitting = 1;
+					break;
+				}
+			}
+		}
+		for (i = 1; i < n && !ps.quitting; i++) {
+			if (pfd[i].revents == 0 || ps.ctx.fd[who[i]] < 0)
+				continue;
+			err = msg_dispatch(&ps.ctx, who[i], buf, sizeof(buf));
+			if (err != MSG_OK) {
+				/* The child is going away; SIGCHLD restarts
+				 * it. Stop polling a dead link. */
+				close(ps.ctx.fd[who[i]]);
+				ps.ctx.fd[who[i]] = -1;
+			}
+		}
+		now = now_ms();
+		if (now >= ps.next_health) {
+			health(&ps, now);
+			ps.next_health = now + HEALTH_INTERVAL_MS;
+		}
+		for (p = PROC_FRONT; p < PROC_COUNT && !ps.quitting; p++) {
+			if (ps.child[p].restart_at == 0 ||
+			    ps.child[p].restart_at > now)
+				continue;
+			ps.child[p].restarts++;
+			if (spawn(&ps, p) == -1)
+				ps.child[p].restart_at =
+				    now + ps.cfg.restart_backoff_max_ms;
+			else
+				log_info("restarted %s (restart %u)",
+				    proc_name(p), ps.child[p].restarts);
+		}
+	}
+	stop_all(&ps);
+	log_info("stopped");
+	return 0;
+}

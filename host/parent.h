@@ -1,0 +1,19 @@
+/*
+ * The parent process of keepd: holds the configuration, the grant keys, the
+ * listening socket and /dev/kvm; forks and re-executes each child, connects
+ * them, restarts the ones that die, reloads on SIGHUP and stops them all on
+ * SIGTERM or SIGINT.
+ */
+#ifndef KEEP_HOST_PARENT_H
+#define KEEP_HOST_PARENT_H
+
+#include "host/config.h"
+
+/*
+ * Run the parent until SIGTERM/SIGINT. cfgpath is re-read on SIGHUP.
+ * Returns the exit status (0 after a clean stop).
+ */
+int parent_main(const struct keepd_config *cfg, const char *cfgpath,
+    int foreground, int verbosity);
+
+#endif

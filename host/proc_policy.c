@@ -1,0 +1,197 @@
+/*
+ * The policy process: keeps the compiled policy and mints grants. It does
+ * no I/O but its links: the policy text arrives from the parent as a memfd
+ * (MSG_POLICY_LOAD), decisions are asked for with MSG_POLICY_DECIDE.
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "host/grant.h"
+#include "host/msg.h"
+#include "host/proc.h"
+#include "host/proc_policy.h"
+#include "lib/caps.h"
+#include "lib/log.h"
+
+struct policy_state {
+	void *compiled;
+	char *text; /* the text as loaded, kept for explain and reload */
+	size_t len;
+	uint64_t generation;
+	uint8_t hash[32];
+};
+
+static int
+builtin_compile(
+    const char *text, size_t len, void **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	return 0;
+}
+
+/* Default deny: without a compiler nothing is allowed. */
+static void
+builtin_decide(void *compiled, const struct msg_policy_decide *q,
+    struct msg_policy_decision *r)
+{
+	r->grant.decision = GRANT_DENY;
+	r->rule = 0;
+	r->line = 0;
+}
+
+static void
+builtin_free(void *compiled)
+{
+}
+
+static const struct policy_hooks builtin_hooks = { builtin_compile,
+	builtin_decide, builtin_free };
+
+const struct policy_hooks *policy_hooks = &builtin_hooks;
+
+/* Read exactly size bytes of the memfd; the parent sealed it. */
+static char *
+read_text(int fd, uint64_t size)
+{
+	struct stat st;
+	char *text;
+	size_t off = 0;
+	ssize_t n;
+
+	if (fstat(fd, &st) == -1 || st.st_size < 0 ||
+	    (uint64_t)st.st_size != size) {
+		log_warnx("%s: policy memfd size does not match", __func__);
+		return NULL;
+	}
+	if ((text = malloc(size + 1)) == NULL)
+		return NULL;
+	while (off < size) {
+		n = pread(fd, text + off, size - off, (off_t)off);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			free(text);
+			return NULL;
+		}
+		off += (size_t)n;
+	}
+	text[size] = '\0';
+	return text;
+}
+
+static int
+policy_h_load(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct policy_state *ps = ctx->arg;
+	struct msg_policy_load req;
+	struct msg_policy_loaded rep;
+	char err[256] = "";
+	void *compiled = NULL;
+	char *text;
+
+	memcpy(&req, m->data, sizeof(req));
+	memset(&rep, 0, sizeof(rep));
+	rep.generation = req.generation;
+	if (req.size > MSG_POLICY_MAX_TEXT ||
+	    (text = read_text(m->fd, req.size)) == NULL) {
+		close(m->fd);
+		rep.status = 1;
+		msg_reply(ctx, m, MSG_POLICY_LOADED, &rep, sizeof(rep), -1);
+		return -1;
+	}
+	close(m->fd);
+	crypto_generichash(
+	    rep.hash, sizeof(rep.hash), (uint8_t *)text, req.size, NULL, 0);
+	if (policy_hooks->compile(
+	        text, req.size, &compiled, err, sizeof(err)) != 0) {
+		/* Keep serving the old policy. */
+		log_warnx("%s: generation %llu refused: %s", __func__,
+		    (unsigned long long)req.generation, err);
+		free(text);
+		rep.status = 2;
+		msg_reply(ctx, m, MSG_POLICY_LOADED, &rep, sizeof(rep), -1);
+		return 0;
+	}
+	if (ps->compiled != NULL)
+		policy_hooks->free(ps->compiled);
+	free(ps->text);
+	ps->compiled = compiled;
+	ps->text = text;
+	ps->len = req.size;
+	ps->generation = req.generation;
+	memcpy(ps->hash, rep.hash, sizeof(ps->hash));
+	log_info("%s: policy generation %llu loaded, %zu bytes", __func__,
+	    (unsigned long long)ps->generation, ps->len);
+	msg_reply(ctx, m, MSG_POLICY_LOADED, &rep, sizeof(rep), -1);
+	return 0;
+}
+
+static int
+policy_h_decide(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct policy_state *ps = ctx->arg;
+	struct msg_policy_decide q;
+	struct msg_policy_decision r;
+	int rc;
+
+	memcpy(&q, m->data, sizeof(q));
+	if (q.cap >= CAP_COUNT || q.link >= PROC_COUNT ||
+	    q.link == PROC_PARENT || q.target_len > sizeof(q.target) ||
+	    memchr(q.principal, '\0', sizeof(q.principal)) == NULL ||
+	    q.principal[0] == '\0')
+		return -1;
+	if ((ctx->grant_keys_held & PROC_BIT(q.link)) == 0) {
+		log_warnx(
+		    "%s: no key for link %s", __func__, proc_name(q.link));
+		return -1;
+	}
+	memset(&r, 0, sizeof(r));
+	r.grant.link = q.link;
+	r.grant.cap = q.cap;
+	r.grant.reqid = m->hdr.reqid;
+	strlcpy(r.grant.principal, q.principal, sizeof(r.grant.principal));
+	grant_target_hash(q.target, q.target_len, r.grant.target);
+	r.grant.expires = grant_now_ms() + POLICY_GRANT_TTL_MS;
+	policy_hooks->decide(ps->compiled, &q, &r);
+	/* Effective rights = token caps & policy rights. */
+	if ((q.token_caps & CAP_BIT(q.cap)) == 0)
+		r.grant.decision = GRANT_DENY;
+	/* The hook may not widen what was asked for. */
+	r.grant.link = q.link;
+	r.grant.cap = q.cap;
+	r.grant.reqid = m->hdr.reqid;
+	r.grant.reserved = 0;
+	rc = grant_mint(&r.grant, ctx->grant_key[q.link]);
+	if (rc != GRANT_OK) {
+		log_warnx("%s: %s", __func__, grant_strerror(rc));
+		return -1;
+	}
+	msg_reply(ctx, m, MSG_POLICY_DECISION, &r, sizeof(r), -1);
+	return 0;
+}
+
+static const struct msg_handler policy_handlers[] = {
+	MSG_HANDLERS_COMMON,
+	{ MSG_POLICY_LOAD, PROC_BIT(PROC_PARENT),
+	    sizeof(struct msg_policy_load), MSG_H_FD, policy_h_load },
+	{ MSG_POLICY_DECIDE, PROC_BIT(PROC_FRONT) | PROC_BIT(PROC_VMM),
+	    sizeof(struct msg_policy_decide), 0, policy_h_decide },
+};
+
+int
+policy_main(struct proc_ctx *ctx)
+{
+	static struct policy_state ps;
+
+	ctx->handlers = policy_handlers;
+	ctx->nhandlers = nitems(policy_handlers);
+	ctx->arg = &ps;
+	log_info("%s: ready", __func__);
+	return proc_loop(ctx);
+}

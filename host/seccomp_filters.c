@@ -1,0 +1,185 @@
+/*
+ * The seccomp allowlists of keepd's children, as data. Each row says who
+ * needs the call; docs/architecture.md explains each process's set. Rules
+ * are added on top of seccomp_common. A row whose system call this
+ * architecture does not have is skipped at install time.
+ *
+ * When an area grows (the front's HTTP loop, the store's LMDB, egress's
+ * libcurl), its owner adds rows here with a reason, never a wildcard.
+ */
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
+#include <errno.h>
+#include <linux/kvm.h>
+#include <seccomp.h>
+
+#include "host/seccomp_filters.h"
+#include "lib/util.h"
+
+#define R(name, why)                                                           \
+	{                                                                      \
+		SCMP_SYS(name), 0, 0, 0, why                                   \
+	}
+#define RA(name, a, v, why)                                                    \
+	{                                                                      \
+		SCMP_SYS(name), SCR_ARG, a, (uint64_t)(v), why                 \
+	}
+
+static const struct seccomp_rule common_rules[] = {
+	R(recvmsg, "framework: receive a message (and fds) on a link"),
+	R(sendmsg, "framework: send a message (and fds) on a link"),
+	R(poll, "framework: wait on the links (glibc poll)"),
+	R(ppoll, "framework: wait on the links (poll on newer glibc)"),
+	R(close, "framework: close fds that arrive with messages, dead links"),
+	R(fcntl, "framework: check and set descriptor flags of passed fds"),
+	R(write, "log: stderr in the foreground"),
+	R(fstat, "log: glibc dprintf sizes its buffer with fstat"),
+	R(newfstatat, "log: glibc dprintf's fstat on newer glibc"),
+	R(lseek, "log: glibc dprintf syncs the stream offset on close"),
+	R(getpid, "log: syslog LOG_PID; ping replies carry the pid"),
+	RA(socket, 0, AF_UNIX,
+	    "log: glibc syslog reopens /dev/log (AF_UNIX only)"),
+	R(connect, "log: glibc syslog reconnects to /dev/log"),
+	R(sendto, "log: glibc syslog sends on its datagram socket"),
+	R(brk, "malloc"),
+	R(mmap, "malloc: large allocations"),
+	R(munmap, "malloc: large allocations"),
+	R(mremap, "realloc of large allocations"),
+	R(madvise, "malloc: trimming freed memory"),
+	R(futex, "glibc internal locks (syslog, stdio)"),
+	R(clock_gettime, "grant expiry, log time (vDSO fallback)"),
+	R(gettimeofday, "log time (vDSO fallback)"),
+	R(getrandom, "libsodium randombytes (grant nonces)"),
+	R(rt_sigreturn, "return from a signal handler"),
+	R(rt_sigprocmask, "abort() blocks signals before it raises SIGABRT"),
+	R(exit, "process exit"),
+	R(exit_group, "process exit"),
+};
+
+const struct seccomp_filter seccomp_common = { "common", common_rules,
+	nitems(common_rules) };
+
+static const struct seccomp_rule front_rules[] = {
+	R(accept4, "accept connections on the listener the parent passed"),
+	R(read, "read requests from client connections"),
+	R(recvfrom, "recv() on client connections"),
+	R(pread64, "the TLS certificate and key from the parent's memfd"),
+	R(writev, "write responses (header and body in one call)"),
+	R(epoll_create1, "the event loop"),
+	R(epoll_ctl, "the event loop"),
+	R(epoll_wait, "the event loop"),
+	R(epoll_pwait, "the event loop (glibc epoll_wait on newer kernels)"),
+	R(setsockopt, "TCP_NODELAY, SO_KEEPALIVE on client connections"),
+	R(getpeername, "client address for logs"),
+	R(shutdown, "half-close connections whose framing is in doubt"),
+	R(timerfd_create, "header, body and idle timeouts"),
+	R(timerfd_settime, "header, body and idle timeouts"),
+};
+
+const struct seccomp_filter seccomp_front = { "front", front_rules,
+	nitems(front_rules) };
+
+static const struct seccomp_rule policy_rules[] = {
+	R(pread64, "read the policy text from the memfd the parent sends"),
+};
+
+const struct seccomp_filter seccomp_policy = { "policy", policy_rules,
+	nitems(policy_rules) };
+
+static const struct seccomp_rule vmm_rules[] = {
+	RA(ioctl, 1, KVM_GET_API_VERSION, "check /dev/kvm's API version"),
+	RA(ioctl, 1, KVM_CHECK_EXTENSION, "probe KVM capabilities"),
+	RA(ioctl, 1, KVM_GET_VCPU_MMAP_SIZE, "size of the vCPU run area"),
+	RA(ioctl, 1, KVM_GET_SUPPORTED_CPUID, "CPUID, fetched once"),
+	RA(ioctl, 1, KVM_CREATE_VM, "one VM per run"),
+	R(openat, "images and workspaces under the state directory"),
+	R(read, "images, guest output pipes"),
+	R(pread64, "images"),
+	R(wait4, "reap the per-VM `keepd: vm` processes"),
+	R(kill, "stop a VM process past its timeout"),
+};
+
+const struct seccomp_filter seccomp_vmm = { "vmm", vmm_rules,
+	nitems(vmm_rules) };
+
+static const struct seccomp_rule store_rules[] = {
+	R(openat, "open the LMDB environment in the data directory"),
+	R(pread64, "LMDB page reads"),
+	R(pwrite64, "LMDB page writes"),
+	R(fdatasync, "LMDB commit durability"),
+	R(fsync, "LMDB commit durability"),
+	R(ftruncate, "LMDB grows the map file"),
+	R(flock, "LMDB lock file"),
+	R(msync, "LMDB with MDB_WRITEMAP"),
+};
+
+const struct seccomp_filter seccomp_store = { "store", store_rules,
+	nitems(store_rules) };
+
+static const struct seccomp_rule egress_rules[] = {
+	RA(socket, 0, AF_INET, "outbound HTTPS over IPv4"),
+	RA(socket, 0, AF_INET6, "outbound HTTPS over IPv6"),
+	R(getsockopt, "libcurl: SO_ERROR after a non-blocking connect"),
+	R(setsockopt, "libcurl: TCP_NODELAY, keepalive"),
+	R(getsockname, "libcurl: local address"),
+	R(getpeername, "libcurl: peer address check after connect"),
+	R(recvfrom, "libcurl: responses"),
+	R(read, "libcurl, OpenSSL"),
+	R(openat, "the CA bundle"),
+	R(pipe2, "libcurl wakeup pipe"),
+};
+
+const struct seccomp_filter seccomp_egress = { "egress", egress_rules,
+	nitems(egress_rules) };
+
+static int
+add_rules(scmp_filter_ctx sc, const struct seccomp_filter *f)
+{
+	const struct seccomp_rule *r;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < f->nrules; i++) {
+		r = &f->rules[i];
+		if (r->nr < 0)
+			continue; /* not on this architecture */
+		if (r->flags & SCR_ARG) {
+			struct scmp_arg_cmp cmp = { .arg = r->arg,
+				.op = SCMP_CMP_EQ,
+				.datum_a = r->val,
+				.datum_b = 0 };
+
+			rc = seccomp_rule_add_array(
+			    sc, SCMP_ACT_ALLOW, r->nr, 1, &cmp);
+		} else
+			rc = seccomp_rule_add(sc, SCMP_ACT_ALLOW, r->nr, 0);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+int
+seccomp_filter_install(const struct seccomp_filter *f)
+{
+	scmp_filter_ctx sc;
+	int rc;
+
+	sc = seccomp_init(SCMP_ACT_KILL_PROCESS);
+	if (sc == NULL) {
+		errno = ENOMEM;
+		return -1;
+	}
+	rc = add_rules(sc, &seccomp_common);
+	if (rc == 0 && f != NULL)
+		rc = add_rules(sc, f);
+	if (rc == 0)
+		rc = seccomp_load(sc);
+	seccomp_release(sc);
+	if (rc < 0) {
+		errno = -rc;
+		return -1;
+	}
+	return 0;
+}

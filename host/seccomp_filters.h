@@ -1,0 +1,43 @@
+/*
+ * Per-process seccomp allowlists, kept as reviewed data in
+ * host/seccomp_filters.c: one row per system call with the reason the
+ * process keeps it. The default action is SECCOMP_RET_KILL_PROCESS.
+ */
+#ifndef KEEP_HOST_SECCOMP_FILTERS_H
+#define KEEP_HOST_SECCOMP_FILTERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A rule allows nr; with SCR_ARG set only when argument `arg` == val. */
+#define SCR_ARG 0x1u
+
+struct seccomp_rule {
+	int nr; /* SCMP_SYS(name) */
+	uint32_t flags;
+	uint32_t arg;
+	uint64_t val;
+	const char *why;
+};
+
+struct seccomp_filter {
+	const char *name;
+	const struct seccomp_rule *rules;
+	size_t nrules;
+};
+
+/* The rules every child keeps (framework, logging, malloc). */
+extern const struct seccomp_filter seccomp_common;
+extern const struct seccomp_filter seccomp_front;
+extern const struct seccomp_filter seccomp_policy;
+extern const struct seccomp_filter seccomp_vmm;
+extern const struct seccomp_filter seccomp_store;
+extern const struct seccomp_filter seccomp_egress;
+
+/*
+ * Install seccomp_common plus f in the calling process (default: kill the
+ * process). Returns 0, or -1 with errno set (the filter is not loaded).
+ */
+int seccomp_filter_install(const struct seccomp_filter *f);
+
+#endif

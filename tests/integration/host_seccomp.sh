@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Each process's seccomp filter, loaded into a test process (keepd's hidden
+# -S flag), allows a call on its list and kills the process (SIGSYS) on a
+# call outside it.
+set -u
+cd "$(dirname "$0")/../.."
+KEEPD=${B:-build}/bin/keepd
+[ -x "$KEEPD" ] || { echo "FAIL: no $KEEPD (run make)"; exit 1; }
+fail=0
+
+expect_alive() { # name syscall
+	out=$(timeout 10 "$KEEPD" -S "$1" -X "$2" 2>&1); rc=$?
+	if [ "$rc" -ne 0 ] || ! grep -q survived <<<"$out"; then
+		echo "FAIL: $1: $2 should be allowed (exit $rc): $out"; fail=1
+	else
+		echo "ok: $1: $2 allowed"
+	fi
+}
+
+expect_killed() { # name syscall
+	out=$(timeout 10 "$KEEPD" -S "$1" -X "$2" 2>&1); rc=$?
+	# 159 = 128 + SIGSYS: SECCOMP_RET_KILL_PROCESS.
+	if [ "$rc" -ne 159 ] || grep -q survived <<<"$out" ||
+	    ! grep -q "filter installed" <<<"$out"; then
+		echo "FAIL: $1: $2 should kill with SIGSYS (exit $rc): $out"; fail=1
+	else
+		echo "ok: $1: $2 killed"
+	fi
+}
+
+for p in front policy vmm store egress; do
+	expect_alive "$p" getpid
+	for sc in ptrace execve fork clone mount setuid chroot socket \
+	    bpf init_module kexec_load process_vm_readv; do
+		expect_killed "$p" "$sc"
+	done
+done
+# Calls only some processes keep.
+for p in front policy egress; do expect_killed "$p" ioctl; done
+for p in front policy; do expect_killed "$p" openat; done
+for p in policy vmm store; do expect_killed "$p" accept4; done
+expect_alive front accept4
+expect_alive store fdatasync
+expect_killed front fdatasync
+# An unknown process name is a usage error, not a silent pass.
+timeout 10 "$KEEPD" -S nosuch -X getpid >/dev/null 2>&1
+[ $? -eq 2 ] || { echo "FAIL: -S nosuch should exit 2"; fail=1; }
+exit $fail
