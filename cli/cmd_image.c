@@ -1,13 +1,464 @@
-/* Placeholder until the 'image' group lands; replaced by its own change. */
+/*
+ * keep image build --name N --version V [--memory SIZE] [--cap CAP]...
+ *                  [--command NAME[=PROGRAM]]... [--file DEST=SRC]...
+ *                  PROGRAM -o OUT
+ * keep image sign --key SECRET IMAGE
+ * keep image verify --trust PUBLIC [--trust PUBLIC]... IMAGE
+ * keep image inspect [--json] IMAGE
+ *
+ * PROGRAM is stored as /bin/<basename>. A --command NAME runs PROGRAM with
+ * argv[0] NAME; NAME=PATH runs the image file at guest PATH (argv[0]
+ * NAME). Without --command, one command named after PROGRAM.
+ */
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <libgen.h>
+#include <limits.h>
+#include <sodium.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "cli/cmd.h"
+#include "image/image.h"
+#include "lib/units.h"
+#include "token/paserk.h"
+#include "token/token_err.h"
+
+#define MAX_TRUST 16
+
+static int
+image_usage(void)
+{
+	fprintf(stderr,
+	    "usage: keep image build --name N --version V [--memory SIZE] "
+	    "[--cap CAP]...\n"
+	    "           [--command NAME[=PROGRAM]]... [--file DEST=SRC]... "
+	    "PROGRAM -o OUT\n"
+	    "       keep image sign --key SECRET IMAGE\n"
+	    "       keep image verify --trust PUBLIC [--trust PUBLIC]... "
+	    "IMAGE\n"
+	    "       keep image inspect [--json] IMAGE\n");
+	return EXIT_USAGE;
+}
+
+static uint8_t *
+read_file(const char *path, uint64_t *len, uint32_t *mode)
+{
+	struct stat sb;
+	uint8_t *buf;
+	size_t got = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd == -1 || fstat(fd, &sb) == -1 || !S_ISREG(sb.st_mode)) {
+		fprintf(stderr, "keep image: %s: %s\n", path,
+		    fd == -1 ? strerror(errno) : "not a regular file");
+		if (fd != -1)
+			close(fd);
+		return NULL;
+	}
+	if ((buf = malloc(sb.st_size ? (size_t)sb.st_size : 1)) == NULL) {
+		close(fd);
+		return NULL;
+	}
+	while (got < (size_t)sb.st_size) {
+		ssize_t n = read(fd, buf + got, (size_t)sb.st_size - got);
+		if (n <= 0) {
+			fprintf(stderr, "keep image: %s: short read\n", path);
+			free(buf);
+			close(fd);
+			return NULL;
+		}
+		got += (size_t)n;
+	}
+	close(fd);
+	*len = got;
+	*mode = (sb.st_mode & 0111) ? 0755 : 0644;
+	return buf;
+}
+
+/* Write to a temporary file beside out and rename it into place. */
+static int
+open_temp(const char *out, char *tmp, size_t tmplen)
+{
+	int fd;
+
+	if (snprintf(tmp, tmplen, "%s.tmp.XXXXXX", out) >= (int)tmplen)
+		return -1;
+	if ((fd = mkstemp(tmp)) == -1)
+		fprintf(stderr, "keep image: %s: %s\n", tmp, strerror(errno));
+	else
+		fchmod(fd, 0644);
+	return fd;
+}
+
+static int
+finish_temp(int fd, const char *tmp, const char *out)
+{
+	if (fsync(fd) == -1 || close(fd) == -1 || rename(tmp, out) == -1) {
+		fprintf(stderr, "keep image: %s: %s\n", out, strerror(errno));
+		unlink(tmp);
+		return 1;
+	}
+	return 0;
+}
+
+static int
+image_build(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "name", required_argument, NULL, 'n' },
+		{ "version", required_argument, NULL, 'v' },
+		{ "memory", required_argument, NULL, 'm' },
+		{ "cap", required_argument, NULL, 'c' },
+		{ "command", required_argument, NULL, 'C' },
+		{ "file", required_argument, NULL, 'f' },
+		{ "out", required_argument, NULL, 'o' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *name = NULL, *version = NULL, *out = NULL;
+	char *cmds[IMAGE_MAX_COMMANDS], *files[IMAGE_MAX_FILES];
+	size_t ncmds = 0, nfiles = 0;
+	uint64_t memory = 64ULL << 20;
+	cap_set_t caps = 0;
+	struct image_builder *b = NULL;
+	char err[256], progpath[IMAGE_PATH_MAX], tmp[PATH_MAX];
+	int c, fd, rc = 1;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			name = optarg;
+			break;
+		case 'v':
+			version = optarg;
+			break;
+		case 'm':
+			if (units_parse_size(optarg, strlen(optarg), &memory)) {
+				fprintf(stderr, "keep image: bad --memory\n");
+				return EXIT_USAGE;
+			}
+			break;
+		case 'c': {
+			int id = cap_lookup(optarg, strlen(optarg));
+			if (id < 0) {
+				fprintf(stderr,
+				    "keep image: unknown capability %s\n",
+				    optarg);
+				return EXIT_USAGE;
+			}
+			caps |= CAP_BIT(id);
+			break;
+		}
+		case 'C':
+			if (ncmds == IMAGE_MAX_COMMANDS)
+				return image_usage();
+			cmds[ncmds++] = optarg;
+			break;
+		case 'f':
+			if (nfiles == IMAGE_MAX_FILES)
+				return image_usage();
+			files[nfiles++] = optarg;
+			break;
+		case 'o':
+			out = optarg;
+			break;
+		default:
+			return image_usage();
+		}
+	}
+	if (name == NULL || version == NULL || out == NULL ||
+	    optind != argc - 1)
+		return image_usage();
+	if (image_builder_new(name, version, memory, caps, &b) != 0) {
+		fprintf(stderr,
+		    "keep image: bad name, version or memory "
+		    "(names: letters, digits, . _ - +; memory "
+		    "2M..16G in pages)\n");
+		return EXIT_USAGE;
+	}
+	{
+		char *dup = strdup(argv[optind]);
+		uint64_t len;
+		uint32_t mode;
+		uint8_t *data = read_file(argv[optind], &len, &mode);
+
+		snprintf(progpath, sizeof(progpath), "/bin/%s",
+		    dup ? basename(dup) : "program");
+		free(dup);
+		if (data == NULL)
+			goto out;
+		if (image_builder_add_file(b, progpath, data, len, 0755)) {
+			fprintf(
+			    stderr, "keep image: cannot add %s\n", progpath);
+			free(data);
+			goto out;
+		}
+		free(data);
+	}
+	for (size_t i = 0; i < nfiles; i++) {
+		char *eq = strchr(files[i], '=');
+		uint64_t len;
+		uint32_t mode;
+		uint8_t *data;
+
+		if (eq == NULL) {
+			fprintf(stderr, "keep image: --file wants DEST=SRC\n");
+			goto out;
+		}
+		*eq = '\0';
+		if ((data = read_file(eq + 1, &len, &mode)) == NULL)
+			goto out;
+		if (image_builder_add_file(b, files[i], data, len, mode)) {
+			fprintf(stderr,
+			    "keep image: bad or duplicate file "
+			    "path %s\n",
+			    files[i]);
+			free(data);
+			goto out;
+		}
+		free(data);
+	}
+	if (ncmds == 0) {
+		if (image_builder_add_command(
+		        b, progpath + 5, progpath + 5, progpath) != 0) {
+			fprintf(stderr, "keep image: bad command name %s\n",
+			    progpath + 5);
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < ncmds; i++) {
+		char *eq = strchr(cmds[i], '=');
+		const char *prog = progpath;
+
+		if (eq != NULL) {
+			*eq = '\0';
+			prog = eq + 1;
+		}
+		if (image_builder_add_command(b, cmds[i], cmds[i], prog)) {
+			fprintf(stderr,
+			    "keep image: bad or duplicate command "
+			    "%s\n",
+			    cmds[i]);
+			goto out;
+		}
+	}
+	if ((fd = open_temp(out, tmp, sizeof(tmp))) == -1)
+		goto out;
+	if (image_builder_write(b, fd, err, sizeof(err)) != 0) {
+		fprintf(stderr, "keep image: %s\n", err);
+		close(fd);
+		unlink(tmp);
+		goto out;
+	}
+	rc = finish_temp(fd, tmp, out);
+out:
+	image_builder_free(b);
+	return rc;
+}
+
+static int
+image_sign_cmd(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "key", required_argument, NULL, 'k' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *key = NULL;
+	struct image *img;
+	uint8_t sk[64], trailer[IMAGE_TRAILER_LEN];
+	const uint8_t *body;
+	size_t blen;
+	char err[256], tmp[PATH_MAX];
+	int c, fd, rc;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (c != 'k')
+			return image_usage();
+		key = optarg;
+	}
+	if (key == NULL || optind != argc - 1)
+		return image_usage();
+	if ((rc = paserk_load_secret(key, sk)) != 0) {
+		fprintf(stderr, "keep image sign: %s: %s\n", key,
+		    token_strerror(rc));
+		return 1;
+	}
+	if (image_open(argv[optind], &img, err, sizeof(err)) != 0) {
+		fprintf(stderr, "keep image sign: %s: %s\n", argv[optind], err);
+		return 1;
+	}
+	body = image_bytes(img, &blen);
+	image_sign(body, blen, sk, trailer);
+	sodium_memzero(sk, sizeof(sk));
+	rc = 1;
+	if ((fd = open_temp(argv[optind], tmp, sizeof(tmp))) != -1) {
+		if (write(fd, body, blen) == (ssize_t)blen &&
+		    write(fd, trailer, sizeof(trailer)) ==
+		        (ssize_t)sizeof(trailer))
+			rc = finish_temp(fd, tmp, argv[optind]);
+		else {
+			fprintf(stderr, "keep image sign: write: %s\n",
+			    strerror(errno));
+			close(fd);
+			unlink(tmp);
+		}
+	}
+	image_close(img);
+	return rc;
+}
+
+static int
+image_verify_cmd(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "trust", required_argument, NULL, 't' },
+		{ NULL, 0, NULL, 0 },
+	};
+	uint8_t keys[MAX_TRUST][32];
+	size_t nkeys = 0;
+	struct image *img;
+	char err[256], kid[IMAGE_KID_MAX + 1];
+	int c, rc;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (c != 't' || nkeys == MAX_TRUST)
+			return image_usage();
+		if ((rc = paserk_load_public(optarg, keys[nkeys])) != 0) {
+			fprintf(stderr, "keep image verify: %s: %s\n", optarg,
+			    token_strerror(rc));
+			return 1;
+		}
+		nkeys++;
+	}
+	if (nkeys == 0 || optind != argc - 1)
+		return image_usage();
+	if (image_open(argv[optind], &img, err, sizeof(err)) != 0 ||
+	    image_verify(img, (const uint8_t(*)[32])keys, nkeys, kid, err,
+	        sizeof(err)) != 0) {
+		fprintf(
+		    stderr, "keep image verify: %s: %s\n", argv[optind], err);
+		if (img != NULL)
+			image_close(img);
+		return 1;
+	}
+	kid[IMAGE_KID_MAX] = '\0';
+	printf("%s: OK: %s %s signed by %s\n", argv[optind], image_name(img),
+	    image_version(img), kid);
+	image_close(img);
+	return 0;
+}
+
+static int
+image_inspect(int argc, char **argv)
+{
+	struct image *img;
+	char err[256], mem[32];
+	int json = 0;
+
+	if (argc == 3 && strcmp(argv[1], "--json") == 0)
+		json = 1;
+	else if (argc != 2)
+		return image_usage();
+	if (image_open(argv[argc - 1], &img, err, sizeof(err)) != 0) {
+		fprintf(stderr, "keep image inspect: %s: %s\n", argv[argc - 1],
+		    err);
+		return 1;
+	}
+	units_format_size(mem, sizeof(mem), image_memory(img));
+	if (json) {
+		json_t *o = json_object(), *cmds = json_array(),
+		       *files = json_array(), *caps = json_array();
+		char *s;
+
+		json_object_set_new(o, "name", json_string(image_name(img)));
+		json_object_set_new(
+		    o, "version", json_string(image_version(img)));
+		json_object_set_new(
+		    o, "memory", json_integer((json_int_t)image_memory(img)));
+		for (int i = 0; i < CAP_COUNT; i++)
+			if (image_caps(img) & CAP_BIT(i))
+				json_array_append_new(
+				    caps, json_string(cap_name(i)));
+		json_object_set_new(o, "capabilities", caps);
+		for (size_t i = 0; i < image_ncommands(img); i++) {
+			const struct image_command *c =
+			    image_command_at(img, i);
+			json_array_append_new(cmds,
+			    json_pack("{s:s,s:s,s:s}", "name", c->name, "argv0",
+			        c->argv0, "program", c->program->path));
+		}
+		json_object_set_new(o, "commands", cmds);
+		for (size_t i = 0; i < image_nfiles(img); i++) {
+			const struct image_file *f = image_file_at(img, i);
+			json_array_append_new(files,
+			    json_pack("{s:s,s:I,s:i}", "path", f->path, "size",
+			        (json_int_t)f->len, "mode", (int)f->mode));
+		}
+		json_object_set_new(o, "files", files);
+		json_object_set_new(o, "signer",
+		    image_is_signed(img)
+		        ? json_stringn(image_signer(img),
+		              strnlen(image_signer(img), IMAGE_KID_MAX))
+		        : json_null());
+		json_object_set_new(o, "signature_verified", json_false());
+		s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		printf("%s\n", s ? s : "{}");
+		free(s);
+		json_decref(o);
+	} else {
+		printf("name:     %s\nversion:  %s\nmemory:   %s\n",
+		    image_name(img), image_version(img), mem);
+		printf("caps:    ");
+		for (int i = 0; i < CAP_COUNT; i++)
+			if (image_caps(img) & CAP_BIT(i))
+				printf(" %s", cap_name(i));
+		printf("\ncommands:\n");
+		for (size_t i = 0; i < image_ncommands(img); i++) {
+			const struct image_command *c =
+			    image_command_at(img, i);
+			printf("  %-12s %s (argv0 %s)\n", c->name,
+			    c->program->path, c->argv0);
+		}
+		printf("files:\n");
+		for (size_t i = 0; i < image_nfiles(img); i++) {
+			const struct image_file *f = image_file_at(img, i);
+			printf("  %04o %10llu %s\n", f->mode,
+			    (unsigned long long)f->len, f->path);
+		}
+		if (image_is_signed(img))
+			printf("signer:   %.*s (not verified; use keep image "
+			       "verify)\n",
+			    IMAGE_KID_MAX, image_signer(img));
+		else
+			printf("signer:   none (unsigned)\n");
+	}
+	image_close(img);
+	return 0;
+}
 
 int
 cmd_image(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	fprintf(stderr, "keep image: not in this build yet\n");
-	return 1;
+	if (argc < 2)
+		return image_usage();
+	if (sodium_init() < 0)
+		return 1;
+	if (strcmp(argv[1], "build") == 0)
+		return image_build(argc - 1, argv + 1);
+	if (strcmp(argv[1], "sign") == 0)
+		return image_sign_cmd(argc - 1, argv + 1);
+	if (strcmp(argv[1], "verify") == 0)
+		return image_verify_cmd(argc - 1, argv + 1);
+	if (strcmp(argv[1], "inspect") == 0)
+		return image_inspect(argc - 1, argv + 1);
+	return image_usage();
 }

@@ -1,0 +1,113 @@
+/*
+ * Guest images: one file holding a manifest, the static executables and
+ * read-only files a guest needs, and an Ed25519 signature over all of it.
+ * See docs/image-format.md for the layout. Every byte is untrusted until
+ * image_validate() has accepted the whole file; image_verify() then checks
+ * the signature against trusted keys. keepd and `keep run --trust` only
+ * boot what both accept.
+ *
+ * Functions return 0 or an IMAGE_E_* code; those that take err/errlen
+ * also write a one-line reason (NUL-terminated) for people.
+ */
+#ifndef KEEP_IMAGE_IMAGE_H
+#define KEEP_IMAGE_IMAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/caps.h"
+
+enum image_err {
+	IMAGE_OK = 0,
+	IMAGE_E_IO = -31000, /* open, read, mmap, write */
+	IMAGE_E_FORMAT, /* not an image, or a field out of range */
+	IMAGE_E_VERSION, /* a format version we do not read */
+	IMAGE_E_HASH, /* a file's BLAKE2b hash does not match */
+	IMAGE_E_UNSIGNED, /* no signature */
+	IMAGE_E_UNTRUSTED, /* signed by a key not trusted here */
+	IMAGE_E_SIGNATURE, /* signature does not verify */
+	IMAGE_E_NOCOMMAND, /* no such command in the manifest */
+	IMAGE_E_INVAL, /* a caller's argument out of range */
+	IMAGE_E_NOMEM,
+};
+
+#define IMAGE_NAME_MAX 64
+#define IMAGE_VERSION_MAX 32
+#define IMAGE_CMD_MAX 32
+#define IMAGE_PATH_MAX 128
+#define IMAGE_MAX_COMMANDS 256
+#define IMAGE_MAX_FILES 4096
+#define IMAGE_KID_MAX 52
+
+struct image_file {
+	const char *path; /* absolute guest path, e.g. "/bin/js" */
+	const uint8_t *data;
+	uint64_t len;
+	uint32_t mode; /* permission bits: 0755 or 0644 */
+};
+
+struct image_command {
+	const char *name; /* what callers ask for: "sha256sum" */
+	const char *argv0; /* what the program sees as argv[0] */
+	const struct image_file *program;
+};
+
+struct image;
+
+/* Map and validate a file (or a buffer the caller keeps alive). The
+ * signature is not checked; use image_verify() or image_open_trusted(). */
+int image_open(const char *path, struct image **out, char *err, size_t errlen);
+int image_open_mem(const uint8_t *buf, size_t len, struct image **out,
+    char *err, size_t errlen);
+void image_close(struct image *img);
+
+/* Check the signature against trusted Ed25519 public keys. On success
+ * the signer's k4.pid is copied to kid (IMAGE_KID_MAX bytes) if not NULL. */
+int image_verify(const struct image *img, const uint8_t (*keys)[32],
+    size_t nkeys, char *kid, char *err, size_t errlen);
+
+/* image_open + image_verify. */
+int image_open_trusted(const char *path, const uint8_t (*keys)[32],
+    size_t nkeys, struct image **out, char *err, size_t errlen);
+
+const char *image_name(const struct image *img);
+const char *image_version(const struct image *img);
+uint64_t image_memory(const struct image *img);
+cap_set_t image_caps(const struct image *img);
+int image_is_signed(const struct image *img);
+const char *image_signer(const struct image *img); /* unverified kid */
+size_t image_ncommands(const struct image *img);
+const struct image_command *image_command_at(const struct image *img, size_t i);
+const struct image_command *image_command(
+    const struct image *img, const char *name);
+size_t image_nfiles(const struct image *img);
+const struct image_file *image_file_at(const struct image *img, size_t i);
+
+/* The bytes the signature covers, and the whole file. */
+const uint8_t *image_bytes(const struct image *img, size_t *len);
+
+/*
+ * Building. Files are copied; commands name a file by its guest path.
+ * image_builder_write() writes an unsigned image to fd.
+ */
+struct image_builder;
+
+int image_builder_new(const char *name, const char *version, uint64_t memory,
+    cap_set_t caps, struct image_builder **out);
+int image_builder_add_file(struct image_builder *b, const char *path,
+    const uint8_t *data, uint64_t len, uint32_t mode);
+int image_builder_add_command(struct image_builder *b, const char *name,
+    const char *argv0, const char *program_path);
+int image_builder_write(
+    struct image_builder *b, int fd, char *err, size_t errlen);
+void image_builder_free(struct image_builder *b);
+
+/* Sign: the trailer to append to the unsigned body (replacing any old
+ * one). sk is a libsodium Ed25519 secret key. */
+#define IMAGE_TRAILER_LEN 128
+int image_sign(const uint8_t *body, size_t len, const uint8_t sk[64],
+    uint8_t trailer[IMAGE_TRAILER_LEN]);
+
+const char *image_strerror(int err);
+
+#endif

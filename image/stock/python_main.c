@@ -1,0 +1,42 @@
+/*
+ * The python stock image's entry point: CPython 3.11 linked statically
+ * from Debian's libpython3.11.a. Isolated (no environment variables, no
+ * user site, no site.py) and with the standard library from one zip that
+ * the image ships, so nothing is looked up on the host side of the VM.
+ * Otherwise the ordinary command line: -c CODE, a script, or stdin.
+ */
+#include <Python.h>
+
+#define STDLIB_ZIP L"/lib/python311.zip"
+
+int
+main(int argc, char **argv)
+{
+	PyConfig config;
+	PyStatus st;
+
+	PyConfig_InitIsolatedConfig(&config);
+	config.parse_argv = 1; /* isolated configs default to 0 */
+	config.site_import = 0;
+	config.write_bytecode = 0;
+	config.user_site_directory = 0;
+	config.install_signal_handlers = 0;
+	config.module_search_paths_set = 1;
+	st = PyWideStringList_Append(&config.module_search_paths, STDLIB_ZIP);
+	if (PyStatus_Exception(st))
+		goto fail;
+	st = PyConfig_SetString(&config, &config.home, L"/");
+	if (PyStatus_Exception(st))
+		goto fail;
+	st = PyConfig_SetBytesArgv(&config, argc, argv);
+	if (PyStatus_Exception(st))
+		goto fail;
+	st = Py_InitializeFromConfig(&config);
+	if (PyStatus_Exception(st))
+		goto fail;
+	PyConfig_Clear(&config);
+	return Py_RunMain();
+fail:
+	PyConfig_Clear(&config);
+	Py_ExitStatusException(st);
+}

@@ -1,0 +1,406 @@
+/*
+ * Opening and validating an image. Every byte of the file is untrusted:
+ * the header's sizes, counts and offsets, each string's termination and
+ * alphabet, each file's bounds, alignment and hash, the padding between
+ * them, and the exact total length are checked before anything is used.
+ */
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sodium.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "image/format.h"
+#include "image/image.h"
+#include "image/image_int.h"
+
+int
+image_fail(char *err, size_t errlen, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err != NULL && errlen > 0) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return code;
+}
+
+const char *
+image_strerror(int err)
+{
+	switch (err) {
+	case IMAGE_OK:
+		return "ok";
+	case IMAGE_E_IO:
+		return "I/O error";
+	case IMAGE_E_FORMAT:
+		return "malformed image";
+	case IMAGE_E_VERSION:
+		return "unsupported image format version";
+	case IMAGE_E_HASH:
+		return "file hash mismatch";
+	case IMAGE_E_UNSIGNED:
+		return "image is not signed";
+	case IMAGE_E_UNTRUSTED:
+		return "image signed by an untrusted key";
+	case IMAGE_E_SIGNATURE:
+		return "image signature does not verify";
+	case IMAGE_E_NOCOMMAND:
+		return "no such command in the image";
+	case IMAGE_E_INVAL:
+		return "invalid argument";
+	case IMAGE_E_NOMEM:
+		return "out of memory";
+	}
+	return "unknown error";
+}
+
+/* A fixed-size string field: NUL-terminated, zero padded, non-empty,
+ * every byte in the alphabet. */
+int
+image_check_str(const uint8_t *field, size_t size, int path)
+{
+	const uint8_t *nul = memchr(field, '\0', size);
+	size_t n;
+
+	if (nul == NULL || nul == field)
+		return -1;
+	n = (size_t)(nul - field);
+	for (size_t i = n; i < size; i++)
+		if (field[i] != 0)
+			return -1;
+	for (size_t i = 0; i < n; i++) {
+		uint8_t c = field[i];
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+		    c == '-' || c == '+')
+			continue;
+		if (path && c == '/')
+			continue;
+		return -1;
+	}
+	if (path) {
+		/* Absolute, no empty, "." or ".." components. */
+		if (field[0] != '/' || field[n - 1] == '/')
+			return -1;
+		for (size_t i = 0; i < n; i++) {
+			if (field[i] != '/')
+				continue;
+			size_t j = i + 1;
+			while (j < n && field[j] != '/')
+				j++;
+			size_t clen = j - i - 1;
+			if (clen == 0 || (clen == 1 && field[i + 1] == '.') ||
+			    (clen == 2 && field[i + 1] == '.' &&
+			        field[i + 2] == '.'))
+				return -1;
+		}
+	} else if (field[0] == '.' || field[0] == '-') {
+		return -1;
+	}
+	return 0;
+}
+
+static int
+all_zero(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != 0)
+			return 0;
+	return 1;
+}
+
+static int
+validate(struct image *img, char *err, size_t errlen)
+{
+	const uint8_t *b = img->base;
+	size_t len = img->len;
+	uint64_t memory, poff, plen, tables_end, body;
+	uint32_t nc, nf, caps;
+
+	if (len < IMG_HEADER_LEN || memcmp(b, IMG_MAGIC, 8) != 0)
+		return image_fail(err, errlen, IMAGE_E_FORMAT,
+		    "not a keep image (bad magic)");
+	if (img_get32(b + IMG_H_VERSION) != IMG_VERSION)
+		return image_fail(err, errlen, IMAGE_E_VERSION,
+		    "image format version %u, expected %u",
+		    img_get32(b + IMG_H_VERSION), IMG_VERSION);
+	if (img_get32(b + IMG_H_FLAGS) != 0 ||
+	    img_get32(b + IMG_H_RESERVED0) != 0 ||
+	    img_get64(b + IMG_H_RESERVED1) != 0)
+		return image_fail(err, errlen, IMAGE_E_FORMAT,
+		    "reserved header fields are not zero");
+	memory = img_get64(b + IMG_H_MEMORY);
+	caps = img_get32(b + IMG_H_CAPS);
+	nc = img_get32(b + IMG_H_NCOMMANDS);
+	nf = img_get32(b + IMG_H_NFILES);
+	poff = img_get64(b + IMG_H_PAYLOAD_OFF);
+	plen = img_get64(b + IMG_H_PAYLOAD_LEN);
+	if (memory < IMG_MEMORY_MIN || memory > IMG_MEMORY_MAX ||
+	    memory % IMG_PAGE != 0)
+		return image_fail(err, errlen, IMAGE_E_FORMAT,
+		    "memory %llu out of range", (unsigned long long)memory);
+	if ((caps & ~CAP_ALL) != 0)
+		return image_fail(err, errlen, IMAGE_E_FORMAT,
+		    "unknown capability bits 0x%x", caps & ~CAP_ALL);
+	if (nc < 1 || nc > IMAGE_MAX_COMMANDS || nf < 1 || nf > IMAGE_MAX_FILES)
+		return image_fail(err, errlen, IMAGE_E_FORMAT,
+		    "%u commands and %u files: out of range", nc, nf);
+	tables_end = IMG_TABLES + (uint64_t)nc * IMG_CMD_LEN +
+	    (uint64_t)nf * IMG_FILE_LEN;
+	if (poff != img_round_page(tables_end) || poff > len ||
+	    plen > len - poff)
+		return image_fail(err, errlen, IMAGE_E_FORMAT,
+		    "payload offset or length out of range");
+	body = poff + plen;
+	if (len == body) {
+		img->signed_ = 0;
+	} else if (len == body + IMAGE_TRAILER_LEN &&
+	    memcmp(b + body, IMG_SIG_MAGIC, 8) == 0) {
+		img->signed_ = 1;
+		if (image_check_str(b + body + IMG_T_KID, IMAGE_KID_MAX, 0) !=
+		        0 ||
+		    !all_zero(b + body + IMG_T_KID + IMAGE_KID_MAX, 4))
+			return image_fail(err, errlen, IMAGE_E_FORMAT,
+			    "malformed signature trailer");
+		memcpy(img->kid, b + body + IMG_T_KID, IMAGE_KID_MAX);
+	} else {
+		return image_fail(err, errlen, IMAGE_E_FORMAT,
+		    "file is %zu bytes; the header says %llu (truncated or "
+		    "appended to)",
+		    len, (unsigned long long)body);
+	}
+	img->body_len = body;
+	if (image_check_str(b + IMG_M_NAME, IMAGE_NAME_MAX, 0) != 0 ||
+	    image_check_str(b + IMG_M_VERSION, IMAGE_VERSION_MAX, 0) != 0)
+		return image_fail(
+		    err, errlen, IMAGE_E_FORMAT, "malformed name or version");
+	if (!all_zero(b + tables_end, poff - tables_end))
+		return image_fail(err, errlen, IMAGE_E_FORMAT,
+		    "padding after the manifest is not zero");
+	img->name = (const char *)b + IMG_M_NAME;
+	img->version = (const char *)b + IMG_M_VERSION;
+	img->memory = memory;
+	img->caps = caps;
+	img->nfiles = nf;
+	img->ncommands = nc;
+	img->files = calloc(nf, sizeof(*img->files));
+	img->commands = calloc(nc, sizeof(*img->commands));
+	if (img->files == NULL || img->commands == NULL)
+		return image_fail(err, errlen, IMAGE_E_NOMEM, "out of memory");
+
+	/* Files: in payload order, page aligned, no overlap, zero gaps. */
+	const uint8_t *ft = b + IMG_TABLES + (uint64_t)nc * IMG_CMD_LEN;
+	uint64_t next = 0;
+	for (uint32_t i = 0; i < nf; i++) {
+		const uint8_t *e = ft + (uint64_t)i * IMG_FILE_LEN;
+		uint64_t off = img_get64(e + IMG_F_OFFSET);
+		uint64_t size = img_get64(e + IMG_F_SIZE);
+		uint32_t mode = img_get32(e + IMG_F_MODE);
+		uint8_t h[32];
+
+		if (image_check_str(e + IMG_F_PATH, IMAGE_PATH_MAX, 1) != 0)
+			return image_fail(err, errlen, IMAGE_E_FORMAT,
+			    "file %u: malformed path", i);
+		if (off % IMG_PAGE != 0 || off < next || off > plen ||
+		    size > plen - off || !all_zero(b + poff + next, off - next))
+			return image_fail(err, errlen, IMAGE_E_FORMAT,
+			    "file %u (%s): offset or size out of range, "
+			    "overlapping, or padding not zero",
+			    i, (const char *)e + IMG_F_PATH);
+		if ((mode != 0755 && mode != 0644) ||
+		    !all_zero(e + IMG_F_MODE + 4, 12))
+			return image_fail(err, errlen, IMAGE_E_FORMAT,
+			    "file %u: bad mode or reserved bytes", i);
+		for (uint32_t j = 0; j < i; j++)
+			if (strcmp(img->files[j].path,
+			        (const char *)e + IMG_F_PATH) == 0)
+				return image_fail(err, errlen, IMAGE_E_FORMAT,
+				    "file %u: duplicate path %s", i,
+				    img->files[j].path);
+		crypto_generichash(h, sizeof(h), b + poff + off, size, NULL, 0);
+		if (sodium_memcmp(h, e + IMG_F_HASH, sizeof(h)) != 0)
+			return image_fail(err, errlen, IMAGE_E_HASH,
+			    "file %s: BLAKE2b hash mismatch",
+			    (const char *)e + IMG_F_PATH);
+		img->files[i].path = (const char *)e + IMG_F_PATH;
+		img->files[i].data = b + poff + off;
+		img->files[i].len = size;
+		img->files[i].mode = mode;
+		next = off + size;
+	}
+	if (next != plen)
+		return image_fail(err, errlen, IMAGE_E_FORMAT,
+		    "payload has %llu bytes after the last file",
+		    (unsigned long long)(plen - next));
+
+	const uint8_t *ct = b + IMG_TABLES;
+	for (uint32_t i = 0; i < nc; i++) {
+		const uint8_t *e = ct + (uint64_t)i * IMG_CMD_LEN;
+		uint32_t fi = img_get32(e + IMG_C_FILE);
+
+		if (image_check_str(e + IMG_C_NAME, IMAGE_CMD_MAX, 0) != 0 ||
+		    image_check_str(e + IMG_C_ARGV0, IMAGE_CMD_MAX, 0) != 0 ||
+		    fi >= nf || !all_zero(e + IMG_C_FILE + 4, 12))
+			return image_fail(err, errlen, IMAGE_E_FORMAT,
+			    "command %u: malformed", i);
+		for (uint32_t j = 0; j < i; j++)
+			if (strcmp(img->commands[j].name,
+			        (const char *)e + IMG_C_NAME) == 0)
+				return image_fail(err, errlen, IMAGE_E_FORMAT,
+				    "command %u: duplicate name %s", i,
+				    img->commands[j].name);
+		img->commands[i].name = (const char *)e + IMG_C_NAME;
+		img->commands[i].argv0 = (const char *)e + IMG_C_ARGV0;
+		img->commands[i].program = &img->files[fi];
+	}
+	return 0;
+}
+
+int
+image_open_mem(const uint8_t *buf, size_t len, struct image **out, char *err,
+    size_t errlen)
+{
+	struct image *img;
+	int rc;
+
+	*out = NULL;
+	if (sodium_init() < 0)
+		return image_fail(err, errlen, IMAGE_E_NOMEM, "libsodium");
+	if ((img = calloc(1, sizeof(*img))) == NULL)
+		return image_fail(err, errlen, IMAGE_E_NOMEM, "out of memory");
+	img->base = buf;
+	img->len = len;
+	if ((rc = validate(img, err, errlen)) != 0) {
+		image_close(img);
+		return rc;
+	}
+	*out = img;
+	return 0;
+}
+
+int
+image_open(const char *path, struct image **out, char *err, size_t errlen)
+{
+	struct stat sb;
+	void *map;
+	int fd, rc;
+
+	*out = NULL;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) == -1)
+		return image_fail(
+		    err, errlen, IMAGE_E_IO, "%s: %s", path, strerror(errno));
+	if (fstat(fd, &sb) == -1 || !S_ISREG(sb.st_mode) || sb.st_size == 0) {
+		close(fd);
+		return image_fail(err, errlen, IMAGE_E_IO,
+		    "%s: not a non-empty regular file", path);
+	}
+	map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED)
+		return image_fail(err, errlen, IMAGE_E_IO, "%s: mmap: %s", path,
+		    strerror(errno));
+	rc = image_open_mem(map, (size_t)sb.st_size, out, err, errlen);
+	if (rc != 0) {
+		munmap(map, (size_t)sb.st_size);
+		return rc;
+	}
+	(*out)->mapped = 1;
+	return 0;
+}
+
+void
+image_close(struct image *img)
+{
+	if (img == NULL)
+		return;
+	if (img->mapped)
+		munmap((void *)img->base, img->len);
+	free(img->files);
+	free(img->commands);
+	free(img);
+}
+
+const char *
+image_name(const struct image *img)
+{
+	return img->name;
+}
+
+const char *
+image_version(const struct image *img)
+{
+	return img->version;
+}
+
+uint64_t
+image_memory(const struct image *img)
+{
+	return img->memory;
+}
+
+cap_set_t
+image_caps(const struct image *img)
+{
+	return img->caps;
+}
+
+int
+image_is_signed(const struct image *img)
+{
+	return img->signed_;
+}
+
+const char *
+image_signer(const struct image *img)
+{
+	return img->signed_ ? img->kid : NULL;
+}
+
+size_t
+image_ncommands(const struct image *img)
+{
+	return img->ncommands;
+}
+
+const struct image_command *
+image_command_at(const struct image *img, size_t i)
+{
+	return i < img->ncommands ? &img->commands[i] : NULL;
+}
+
+const struct image_command *
+image_command(const struct image *img, const char *name)
+{
+	for (size_t i = 0; i < img->ncommands; i++)
+		if (strcmp(img->commands[i].name, name) == 0)
+			return &img->commands[i];
+	return NULL;
+}
+
+size_t
+image_nfiles(const struct image *img)
+{
+	return img->nfiles;
+}
+
+const struct image_file *
+image_file_at(const struct image *img, size_t i)
+{
+	return i < img->nfiles ? &img->files[i] : NULL;
+}
+
+const uint8_t *
+image_bytes(const struct image *img, size_t *len)
+{
+	*len = img->body_len;
+	return img->base;
+}
