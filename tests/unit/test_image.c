@@ -1,0 +1,249 @@
+/* Images: build, sign, open, verify; and every kind of tampering refused. */
+#include <sys/mman.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sodium.h>
+
+#include "image/format.h"
+#include "image/image.h"
+
+struct fixture {
+	uint8_t pk[32], sk[64], other_pk[32], other_sk[64];
+	uint8_t *img; /* signed */
+	size_t len;
+};
+
+/* Build a two-file, two-command image into memory and sign it. */
+static uint8_t *
+make_image(const uint8_t sk[64], size_t *len)
+{
+	struct image_builder *b;
+	static const uint8_t prog[] = "\x7f"
+	                              "ELF not really, but bytes";
+	static const uint8_t data[] = "read-only data";
+	int fd = memfd_create("img", 0);
+	uint8_t *buf;
+	off_t end;
+
+	assert_true(fd >= 0);
+	assert_int_equal(
+	    image_builder_new("demo", "1.0", 16 << 20, CAP_BIT(CAP_EGRESS), &b),
+	    0);
+	assert_int_equal(
+	    image_builder_add_file(b, "/bin/demo", prog, sizeof(prog), 0755),
+	    0);
+	assert_int_equal(image_builder_add_file(
+	                     b, "/share/data.txt", data, sizeof(data), 0644),
+	    0);
+	assert_int_equal(
+	    image_builder_add_command(b, "demo", "demo", "/bin/demo"), 0);
+	assert_int_equal(
+	    image_builder_add_command(b, "alias", "alias", "/bin/demo"), 0);
+	assert_int_equal(image_builder_write(b, fd, NULL, 0), 0);
+	image_builder_free(b);
+	end = lseek(fd, 0, SEEK_END);
+	buf = malloc((size_t)end + IMAGE_TRAILER_LEN);
+	assert_non_null(buf);
+	assert_int_equal(pread(fd, buf, (size_t)end, 0), end);
+	close(fd);
+	image_sign(buf, (size_t)end, sk, buf + end);
+	*len = (size_t)end + IMAGE_TRAILER_LEN;
+	return buf;
+}
+
+static int
+setup(void **state)
+{
+	struct fixture *fx = calloc(1, sizeof(*fx));
+
+	crypto_sign_keypair(fx->pk, fx->sk);
+	crypto_sign_keypair(fx->other_pk, fx->other_sk);
+	fx->img = make_image(fx->sk, &fx->len);
+	*state = fx;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fixture *fx = *state;
+	free(fx->img);
+	free(fx);
+	return 0;
+}
+
+/* Open and verify a buffer; 0 when accepted. */
+static int
+check(struct fixture *fx, const uint8_t *buf, size_t len, char *err,
+    size_t errlen)
+{
+	struct image *img;
+	uint8_t *copy = malloc(len ? len : 1);
+	int rc;
+
+	memcpy(copy, buf, len);
+	rc = image_open_mem(copy, len, &img, err, errlen);
+	if (rc == 0) {
+		rc = image_verify(
+		    img, (const uint8_t(*)[32])fx->pk, 1, NULL, err, errlen);
+		image_close(img);
+	}
+	free(copy);
+	return rc;
+}
+
+static void
+test_round_trip(void **state)
+{
+	struct fixture *fx = *state;
+	struct image *img;
+	const struct image_command *c;
+	char kid[IMAGE_KID_MAX], err[256];
+
+	assert_int_equal(
+	    image_open_mem(fx->img, fx->len, &img, err, sizeof(err)), 0);
+	assert_string_equal(image_name(img), "demo");
+	assert_string_equal(image_version(img), "1.0");
+	assert_int_equal(image_memory(img), 16 << 20);
+	assert_int_equal(image_caps(img), CAP_BIT(CAP_EGRESS));
+	assert_int_equal(image_ncommands(img), 2);
+	assert_int_equal(image_nfiles(img), 2);
+	c = image_command(img, "alias");
+	assert_non_null(c);
+	assert_string_equal(c->program->path, "/bin/demo");
+	assert_null(image_command(img, "missing"));
+	/* Files start on page boundaries so a loader can map them. */
+	assert_int_equal((image_file_at(img, 0)->data - fx->img) % 4096, 0);
+	assert_int_equal((image_file_at(img, 1)->data - fx->img) % 4096, 0);
+	assert_memory_equal(image_file_at(img, 1)->data, "read-only data", 15);
+	assert_int_equal(image_verify(img, (const uint8_t(*)[32])fx->pk, 1, kid,
+	                     err, sizeof(err)),
+	    0);
+	/* Another key: untrusted, named in the message. */
+	assert_int_equal(image_verify(img, (const uint8_t(*)[32])fx->other_pk,
+	                     1, NULL, err, sizeof(err)),
+	    IMAGE_E_UNTRUSTED);
+	assert_non_null(strstr(err, "not trusted"));
+	image_close(img);
+}
+
+static void
+test_every_byte_flipped(void **state)
+{
+	struct fixture *fx = *state;
+	char err[256];
+
+	for (size_t i = 0; i < fx->len; i++) {
+		fx->img[i] ^= 0x01;
+		if (check(fx, fx->img, fx->len, err, sizeof(err)) == 0)
+			fail_msg("flipping byte %zu was accepted", i);
+		fx->img[i] ^= 0x01;
+	}
+	assert_int_equal(check(fx, fx->img, fx->len, err, sizeof(err)), 0);
+}
+
+static void
+test_truncated_and_appended(void **state)
+{
+	struct fixture *fx = *state;
+	uint8_t *bigger = malloc(fx->len + 1);
+	char err[256];
+
+	for (size_t n = 0; n < fx->len; n++)
+		assert_int_not_equal(
+		    check(fx, fx->img, n, err, sizeof(err)), 0);
+	memcpy(bigger, fx->img, fx->len);
+	bigger[fx->len] = 0;
+	assert_int_equal(
+	    check(fx, bigger, fx->len + 1, err, sizeof(err)), IMAGE_E_FORMAT);
+	assert_non_null(strstr(err, "truncated or appended"));
+	free(bigger);
+	/* Unsigned: the body alone opens, but verify refuses it. */
+	assert_int_equal(
+	    check(fx, fx->img, fx->len - IMAGE_TRAILER_LEN, err, sizeof(err)),
+	    IMAGE_E_UNSIGNED);
+}
+
+static void
+test_absurd_counts(void **state)
+{
+	struct fixture *fx = *state;
+	static const uint32_t counts[] = { 0, 0xffffffff, 0x80000000, 4097,
+		257 };
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(counts) / sizeof(counts[0]); i++) {
+		uint8_t *copy = malloc(fx->len);
+		memcpy(copy, fx->img, fx->len);
+		img_put32(copy + IMG_H_NFILES, counts[i]);
+		assert_int_equal(
+		    check(fx, copy, fx->len, err, sizeof(err)), IMAGE_E_FORMAT);
+		memcpy(copy, fx->img, fx->len);
+		img_put32(copy + IMG_H_NCOMMANDS, counts[i]);
+		assert_int_equal(
+		    check(fx, copy, fx->len, err, sizeof(err)), IMAGE_E_FORMAT);
+		memcpy(copy, fx->img, fx->len);
+		img_put64(copy + IMG_H_PAYLOAD_LEN, (uint64_t)counts[i] << 32);
+		assert_int_equal(
+		    check(fx, copy, fx->len, err, sizeof(err)), IMAGE_E_FORMAT);
+		free(copy);
+	}
+}
+
+static void
+test_builder_refusals(void **state)
+{
+	struct image_builder *b;
+
+	(void)state;
+	assert_int_equal(
+	    image_builder_new("bad name", "1", 16 << 20, 0, &b), IMAGE_E_INVAL);
+	assert_int_equal(
+	    image_builder_new("ok", "1", 1000, 0, &b), IMAGE_E_INVAL);
+	assert_int_equal(image_builder_new("ok", "1", 16 << 20, 0, &b), 0);
+	assert_int_equal(
+	    image_builder_add_file(b, "relative", (uint8_t *)"x", 1, 0644),
+	    IMAGE_E_INVAL);
+	assert_int_equal(
+	    image_builder_add_file(b, "/a/../b", (uint8_t *)"x", 1, 0644),
+	    IMAGE_E_INVAL);
+	assert_int_equal(
+	    image_builder_add_file(b, "/a", (uint8_t *)"x", 1, 04755),
+	    IMAGE_E_INVAL);
+	assert_int_equal(
+	    image_builder_add_file(b, "/a", (uint8_t *)"x", 1, 0644), 0);
+	assert_int_equal(
+	    image_builder_add_file(b, "/a", (uint8_t *)"y", 1, 0644),
+	    IMAGE_E_INVAL);
+	assert_int_equal(image_builder_add_command(b, "c", "c", "/missing"), 0);
+	/* A command whose program is not in the image is refused on write. */
+	assert_int_equal(image_builder_write(b, -1, NULL, 0), IMAGE_E_INVAL);
+	image_builder_free(b);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+		    test_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_every_byte_flipped, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_truncated_and_appended, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_absurd_counts, setup, teardown),
+		cmocka_unit_test(test_builder_refusals),
+	};
+	if (sodium_init() < 0)
+		return 1;
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
