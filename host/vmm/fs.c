@@ -1,0 +1,930 @@
+/*
+ * The guest's files: descriptors 0, 1 and 2 wired to the caller, the
+ * image's read-only files at their paths, and a workspace directory on
+ * the host for everything else. Guest paths are normalized here ("." and
+ * ".." resolved textually, so no ".." survives); the workspace is then
+ * entered with openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS), so no
+ * symlink leads out of it either.
+ */
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "host/vmm/vm_int.h"
+
+#define G_AT_FDCWD (-100)
+#define G_AT_SYMLINK_NOFOLLOW 0x100
+#define G_AT_REMOVEDIR 0x200
+#define G_AT_EMPTY_PATH 0x1000
+#define IOV_MAX_ 1024
+#define IO_CHUNK (1u << 20)
+
+/* ---- descriptors ------------------------------------------------------ */
+
+/* Descriptors are C ints: Linux reads only the low 32 bits. */
+static struct vfd *
+fd_get(struct vm *vm, uint64_t fd)
+{
+	fd = (uint32_t)fd;
+	if (fd >= vm->nfds || vm->fds[fd].kind == VFD_FREE)
+		return NULL;
+	return &vm->fds[fd];
+}
+
+static int
+fd_alloc(struct vm *vm, unsigned from)
+{
+	unsigned i;
+
+	for (i = from; i < vm->nfds; i++)
+		if (vm->fds[i].kind == VFD_FREE)
+			return (int)i;
+	return -EMFILE;
+}
+
+static void
+fd_release(struct vfd *f)
+{
+	if (f->kind == VFD_HOST && f->hostfd >= 0)
+		close(f->hostfd);
+	free(f->path);
+	memset(f, 0, sizeof(*f));
+	f->hostfd = -1;
+}
+
+int
+vm_fs_init(struct vm *vm)
+{
+	const struct vmm_config *cfg = vm->cfg;
+	unsigned i;
+
+	vm->nfds = cfg->max_files ? cfg->max_files : VM_MAX_FILES_DEFAULT;
+	if (vm->nfds < 3 || vm->nfds > 4096 ||
+	    (vm->fds = calloc(vm->nfds, sizeof(*vm->fds))) == NULL)
+		return VMM_E_NOMEM;
+	for (i = 0; i < vm->nfds; i++)
+		vm->fds[i].hostfd = -1;
+	vm->fds[0].kind = VFD_STDIN;
+	vm->fds[1].kind = VFD_OUT;
+	vm->fds[1].outfd = 1;
+	vm->fds[2].kind = VFD_OUT;
+	vm->fds[2].outfd = 2;
+	strlcpy(vm->cwd, "/", sizeof(vm->cwd));
+	if (cfg->workspace != NULL &&
+	    (vm->ws_fd = open(
+	         cfg->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return VMM_E_INVAL;
+	return VMM_OK;
+}
+
+void
+vm_fs_free(struct vm *vm)
+{
+	unsigned i;
+
+	for (i = 0; vm->fds != NULL && i < vm->nfds; i++)
+		fd_release(&vm->fds[i]);
+	free(vm->fds);
+	vm->fds = NULL;
+	if (vm->ws_fd >= 0)
+		close(vm->ws_fd);
+	vm->ws_fd = -1;
+}
+
+/* ---- paths ------------------------------------------------------------ */
+
+/*
+ * Join base and p and resolve "." and ".." textually into out (absolute,
+ * no trailing slash but for "/"). ".." above the root stays at the root.
+ */
+static int
+path_normalize(const char *base, const char *p, char *out, size_t outlen)
+{
+	char tmp[2 * VM_PATH_MAX + 2], *s, *save = NULL;
+	size_t n = 0;
+
+	if (p[0] == '\0')
+		return -ENOENT;
+	if (p[0] == '/')
+		strlcpy(tmp, p, sizeof(tmp));
+	else
+		snprintf(tmp, sizeof(tmp), "%s/%s", base, p);
+	out[0] = '\0';
+	for (s = strtok_r(tmp, "/", &save); s != NULL;
+	     s = strtok_r(NULL, "/", &save)) {
+		if (strcmp(s, ".") == 0)
+			continue;
+		if (strcmp(s, "..") == 0) {
+			while (n > 0 && out[n - 1] != '/')
+				n--;
+			if (n > 0)
+				n--;
+			out[n] = '\0';
+			continue;
+		}
+		if (n + 1 + strlen(s) + 1 > outlen)
+			return -ENAMETOOLONG;
+		out[n++] = '/';
+		memcpy(out + n, s, strlen(s));
+		n += strlen(s);
+		out[n] = '\0';
+	}
+	if (n == 0)
+		strlcpy(out, "/", outlen);
+	return 0;
+}
+
+/* The guest path at (dirfd, addr), normalized. */
+static int
+guest_path(struct vm *vm, int64_t dirfd, uint64_t addr, char *out,
+    size_t outlen, int empty_ok)
+{
+	char p[VM_PATH_MAX];
+	const char *base = vm->cwd;
+	const struct vfd *d;
+	int rc;
+
+	dirfd = (int32_t)dirfd; /* an int, as for every descriptor */
+	if ((rc = vm_gstr(vm, addr, p, sizeof(p))) != 0)
+		return rc;
+	if (p[0] == '\0' && empty_ok) {
+		if ((d = fd_get(vm, (uint64_t)dirfd)) == NULL ||
+		    d->path == NULL)
+			return -EBADF;
+		strlcpy(out, d->path, outlen);
+		return 0;
+	}
+	if (p[0] != '/' && dirfd != G_AT_FDCWD) {
+		if ((d = fd_get(vm, (uint64_t)dirfd)) == NULL)
+			return -EBADF;
+		if (d->kind != VFD_HOST && d->kind != VFD_VDIR)
+			return -ENOTDIR;
+		base = d->path;
+	}
+	return path_normalize(base, p, out, outlen);
+}
+
+static const struct vmm_file *
+image_file(struct vm *vm, const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < vm->cfg->nfiles; i++)
+		if (strcmp(vm->cfg->files[i].path, path) == 0)
+			return &vm->cfg->files[i];
+	return NULL;
+}
+
+/* Whether path is a directory made of the image files' prefixes. */
+static int
+image_dir(struct vm *vm, const char *path)
+{
+	size_t i, n = strlen(path);
+
+	if (strcmp(path, "/") == 0)
+		return 1;
+	for (i = 0; i < vm->cfg->nfiles; i++)
+		if (strncmp(vm->cfg->files[i].path, path, n) == 0 &&
+		    vm->cfg->files[i].path[n] == '/')
+			return 1;
+	return 0;
+}
+
+/* openat2 beneath the workspace; path is normalized and absolute. */
+static int
+ws_open(struct vm *vm, const char *path, uint64_t flags, uint64_t mode)
+{
+	struct open_how how;
+	const char *rel = path[1] == '\0' ? "." : path + 1;
+	long fd;
+
+	if (vm->ws_fd < 0)
+		return -ENOENT;
+	memset(&how, 0, sizeof(how));
+	how.flags = flags | O_CLOEXEC;
+	how.mode = (flags & (O_CREAT | O_TMPFILE)) ? (mode & 0777) : 0;
+	how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+	fd = syscall(SYS_openat2, vm->ws_fd, rel, &how, sizeof(how));
+	return fd == -1 ? -errno : (int)fd;
+}
+
+/* The parent directory of path in the workspace, and the last name. */
+static int
+ws_parent(struct vm *vm, const char *path, char *name, size_t namelen)
+{
+	char parent[VM_PATH_MAX];
+	const char *slash = strrchr(path, '/');
+
+	if (strcmp(path, "/") == 0)
+		return -EBUSY;
+	if ((size_t)(slash - path) >= sizeof(parent))
+		return -ENAMETOOLONG;
+	memcpy(parent, path, (size_t)(slash - path));
+	parent[slash - path] = '\0';
+	if (parent[0] == '\0')
+		strlcpy(parent, "/", sizeof(parent));
+	strlcpy(name, slash + 1, namelen);
+	return ws_open(vm, parent, O_PATH | O_DIRECTORY, 0);
+}
+
+/* ---- stat ------------------------------------------------------------- */
+
+static void
+synth_stat(struct stat *st, uint32_t mode, uint64_t size, const char *path)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (; *path != '\0'; path++)
+		h = (h ^ (uint8_t)*path) * 1099511628211ULL;
+	memset(st, 0, sizeof(*st));
+	st->st_dev = 0x6b;
+	st->st_ino = h;
+	st->st_mode = mode;
+	st->st_nlink = 1;
+	st->st_uid = 0;
+	st->st_gid = 0;
+	st->st_size = (off_t)size;
+	st->st_blksize = 4096;
+	st->st_blocks = (blkcnt_t)((size + 511) / 512);
+}
+
+static int64_t
+stat_path(struct vm *vm, const char *path, int nofollow, struct stat *st)
+{
+	const struct vmm_file *f;
+	int fd, rc = 0;
+
+	if ((f = image_file(vm, path)) != NULL) {
+		synth_stat(st, S_IFREG | f->mode, f->len, path);
+		return 0;
+	}
+	fd = ws_open(vm, path, O_PATH | (nofollow ? O_NOFOLLOW : 0), 0);
+	if (fd >= 0) {
+		if (fstat(fd, st) == -1)
+			rc = -errno;
+		close(fd);
+		return rc;
+	}
+	if (image_dir(vm, path)) {
+		synth_stat(st, S_IFDIR | 0755, 4096, path);
+		return 0;
+	}
+	return fd;
+}
+
+static int64_t
+stat_fd(struct vm *vm, struct vfd *f, struct stat *st)
+{
+	switch (f->kind) {
+	case VFD_STDIN:
+	case VFD_OUT:
+		synth_stat(
+		    st, S_IFIFO | 0600, 0, f->kind == VFD_OUT ? "o" : "i");
+		return 0;
+	case VFD_IMAGE:
+		synth_stat(
+		    st, S_IFREG | f->file->mode, f->file->len, f->file->path);
+		return 0;
+	case VFD_VDIR:
+		synth_stat(st, S_IFDIR | 0755, 4096, f->path);
+		return 0;
+	case VFD_HOST:
+		return fstat(f->hostfd, st) == -1 ? -errno : 0;
+	default:
+		return -EBADF;
+	}
+}
+
+static int64_t
+put_stat(struct vm *vm, uint64_t addr, int64_t rc, const struct stat *st)
+{
+	void *g;
+
+	if (rc != 0)
+		return rc;
+	if ((g = vm_gptr(vm, addr, sizeof(*st))) == NULL)
+		return -EFAULT;
+	memcpy(g, st, sizeof(*st));
+	return 0;
+}
+
+/* ---- open ------------------------------------------------------------- */
+
+static int64_t
+sys_openat(
+    struct vm *vm, int64_t dirfd, uint64_t addr, uint64_t flags, uint64_t mode)
+{
+	char path[VM_PATH_MAX];
+	const struct vmm_file *img;
+	struct vfd *f;
+	int fd, hostfd, rc;
+	int wr =
+	    (flags & O_ACCMODE) != O_RDONLY || (flags & (O_CREAT | O_TRUNC));
+
+	if ((rc = guest_path(vm, dirfd, addr, path, sizeof(path), 0)) != 0)
+		return rc;
+	if ((fd = fd_alloc(vm, 0)) < 0)
+		return fd;
+	f = &vm->fds[fd];
+	if ((img = image_file(vm, path)) != NULL) {
+		if (wr)
+			return -EROFS;
+		if (flags & O_DIRECTORY)
+			return -ENOTDIR;
+		f->kind = VFD_IMAGE;
+		f->file = img;
+	} else if ((hostfd = ws_open(vm, path,
+	                flags &
+	                    (O_ACCMODE | O_CREAT | O_EXCL | O_TRUNC | O_APPEND |
+	                        O_DIRECTORY | O_NOFOLLOW),
+	                mode)) >= 0) {
+		f->kind = VFD_HOST;
+		f->hostfd = hostfd;
+	} else if (image_dir(vm, path)) {
+		if (wr)
+			return -EISDIR;
+		f->kind = VFD_VDIR;
+	} else
+		return hostfd;
+	f->off = 0;
+	f->cloexec = (flags & O_CLOEXEC) != 0;
+	if ((f->path = strdup(path)) == NULL) {
+		fd_release(f);
+		return -ENOMEM;
+	}
+	return fd;
+}
+
+/* ---- read and write --------------------------------------------------- */
+
+static int64_t
+do_read(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len, int64_t pos)
+{
+	uint8_t *g;
+	uint64_t off;
+	ssize_t n;
+
+	if (len > IO_CHUNK)
+		len = IO_CHUNK;
+	if ((g = vm_gptr(vm, buf, len)) == NULL)
+		return -EFAULT;
+	switch (f->kind) {
+	case VFD_STDIN:
+		if (pos >= 0)
+			return -ESPIPE;
+		if (vm->cfg->stdin_fd < 0)
+			return 0;
+		n = read(vm->cfg->stdin_fd, g, len);
+		return n == -1 ? -errno : n;
+	case VFD_IMAGE:
+		off = pos >= 0 ? (uint64_t)pos : f->off;
+		if (off >= f->file->len)
+			return 0;
+		if (len > f->file->len - off)
+			len = f->file->len - off;
+		memcpy(g, f->file->data + off, len);
+		if (pos < 0)
+			f->off += len;
+		return (int64_t)len;
+	case VFD_HOST:
+		n = pos >= 0 ? pread(f->hostfd, g, len, (off_t)pos)
+		             : read(f->hostfd, g, len);
+		return n == -1 ? -errno : n;
+	case VFD_VDIR:
+		return -EISDIR;
+	default:
+		return -EBADF;
+	}
+}
+
+static int64_t
+do_write(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len, int64_t pos)
+{
+	const struct vmm_config *cfg = vm->cfg;
+	struct vmm_result *res = vm->res;
+	uint8_t *g;
+	uint64_t room;
+	ssize_t n;
+
+	if (len > IO_CHUNK)
+		len = IO_CHUNK;
+	if ((g = vm_gptr(vm, buf, len)) == NULL)
+		return -EFAULT;
+	switch (f->kind) {
+	case VFD_OUT:
+		if (pos >= 0)
+			return -ESPIPE;
+		room = cfg->output_max == 0 ? len
+		    : res->output_bytes >= cfg->output_max
+		    ? 0
+		    : cfg->output_max - res->output_bytes;
+		if (room < len) {
+			if (room > 0 && cfg->output != NULL)
+				cfg->output(cfg->output_arg, f->outfd, g, room);
+			res->output_bytes += room;
+			vm_stop(vm, VMM_OUTPUT_LIMIT, -1,
+			    "output-limit: more than %llu bytes of output",
+			    (unsigned long long)cfg->output_max);
+			return -EFBIG;
+		}
+		if (cfg->output != NULL)
+			cfg->output(cfg->output_arg, f->outfd, g, len);
+		res->output_bytes += len;
+		return (int64_t)len;
+	case VFD_HOST:
+		if (cfg->workspace_max != 0 &&
+		    vm->ws_written + len > cfg->workspace_max)
+			return -EDQUOT;
+		n = pos >= 0 ? pwrite(f->hostfd, g, len, (off_t)pos)
+		             : write(f->hostfd, g, len);
+		if (n == -1)
+			return -errno;
+		vm->ws_written += (uint64_t)n;
+		return n;
+	case VFD_IMAGE:
+	case VFD_STDIN:
+	case VFD_VDIR:
+		return -EBADF;
+	default:
+		return -EBADF;
+	}
+}
+
+static int64_t
+do_iov(struct vm *vm, struct vfd *f, uint64_t iov, uint64_t cnt, int wr)
+{
+	uint64_t *v, total = 0, i;
+	int64_t n;
+
+	if (cnt > IOV_MAX_)
+		return -EINVAL;
+	if ((v = vm_gptr(vm, iov, cnt * 16)) == NULL)
+		return -EFAULT;
+	for (i = 0; i < cnt; i++) {
+		uint64_t base, len;
+
+		memcpy(&base, &v[2 * i], 8);
+		memcpy(&len, &v[2 * i + 1], 8);
+		if (len == 0)
+			continue;
+		n = wr ? do_write(vm, f, base, len, -1)
+		       : do_read(vm, f, base, len, -1);
+		if (n < 0)
+			return total > 0 ? (int64_t)total : n;
+		total += (uint64_t)n;
+		if ((uint64_t)n < len || vm->stopped)
+			break;
+	}
+	return (int64_t)total;
+}
+
+/* ---- directories ------------------------------------------------------ */
+
+struct g_dirent {
+	uint64_t ino;
+	int64_t off;
+	uint16_t reclen;
+	uint8_t type;
+	char name[];
+};
+
+/* Entries of a directory made of image paths: each child name once. */
+static int64_t
+vdir_getdents(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len)
+{
+	uint8_t *g;
+	size_t i, j, n = strlen(f->path), used = 0, idx = 0;
+	char name[VM_PATH_MAX];
+
+	if ((g = vm_gptr(vm, buf, len)) == NULL)
+		return -EFAULT;
+	for (i = 0; i < vm->cfg->nfiles + 2; i++) {
+		const char *p, *e;
+		uint8_t type = 4; /* DT_DIR */
+		size_t nl, reclen;
+		int seen = 0;
+
+		if (i == 0)
+			strlcpy(name, ".", sizeof(name));
+		else if (i == 1)
+			strlcpy(name, "..", sizeof(name));
+		else {
+			p = vm->cfg->files[i - 2].path;
+			if (strcmp(f->path, "/") == 0)
+				p += 1;
+			else if (strncmp(p, f->path, n) == 0 && p[n] == '/')
+				p += n + 1;
+			else
+				continue;
+			e = strchr(p, '/');
+			nl = e != NULL ? (size_t)(e - p) : strlen(p);
+			if (nl == 0 || nl >= sizeof(name))
+				continue;
+			memcpy(name, p, nl);
+			name[nl] = '\0';
+			type = e != NULL ? 4 : 8; /* DT_REG */
+			for (j = 2; j < i && !seen; j++) {
+				const char *q = vm->cfg->files[j - 2].path;
+				size_t m =
+				    strcmp(f->path, "/") == 0 ? 1 : n + 1;
+
+				if ((m == 1 ||
+				        (strncmp(q, f->path, n) == 0 &&
+				            q[n] == '/')) &&
+				    strncmp(q + m, name, nl) == 0 &&
+				    (q[m + nl] == '/' || q[m + nl] == '\0'))
+					seen = 1;
+			}
+			if (seen)
+				continue;
+		}
+		if (idx++ < f->off)
+			continue;
+		nl = strlen(name);
+		reclen = (sizeof(struct g_dirent) + nl + 1 + 7) & ~(size_t)7;
+		if (used + reclen > len)
+			return used > 0 ? (int64_t)used : -EINVAL;
+		struct g_dirent d = { .ino = idx + 1,
+			.off = (int64_t)idx,
+			.reclen = (uint16_t)reclen,
+			.type = type };
+		memset(g + used, 0, reclen);
+		memcpy(g + used, &d, sizeof(d));
+		memcpy(g + used + sizeof(d), name, nl);
+		used += reclen;
+		f->off++;
+	}
+	return (int64_t)used;
+}
+
+static int64_t
+sys_getdents64(struct vm *vm, uint64_t fd, uint64_t buf, uint64_t len)
+{
+	struct vfd *f = fd_get(vm, fd);
+	void *g;
+	long n;
+
+	if (f == NULL)
+		return -EBADF;
+	if (len > IO_CHUNK)
+		len = IO_CHUNK;
+	if (f->kind == VFD_VDIR)
+		return vdir_getdents(vm, f, buf, len);
+	if (f->kind != VFD_HOST)
+		return -ENOTDIR;
+	if ((g = vm_gptr(vm, buf, len)) == NULL)
+		return -EFAULT;
+	/* The kernel's linux_dirent64 is what the guest expects. */
+	n = syscall(SYS_getdents64, f->hostfd, g, (unsigned)len);
+	return n == -1 ? -errno : n;
+}
+
+/* ---- the table -------------------------------------------------------- */
+
+static int64_t
+sys_fcntl(struct vm *vm, uint64_t fd, uint64_t cmd, uint64_t arg)
+{
+	struct vfd *f = fd_get(vm, fd);
+	int nfd;
+
+	if (f == NULL)
+		return -EBADF;
+	switch (cmd) {
+	case F_GETFD:
+		return f->cloexec ? FD_CLOEXEC : 0;
+	case F_SETFD:
+		f->cloexec = (arg & FD_CLOEXEC) != 0;
+		return 0;
+	case F_GETFL:
+		return f->kind == VFD_OUT ? O_WRONLY
+		    : f->kind == VFD_HOST ? fcntl(f->hostfd, F_GETFL)
+		                          : O_RDONLY;
+	case F_SETFL:
+		return 0;
+	case F_DUPFD:
+	case F_DUPFD_CLOEXEC:
+		if (arg >= vm->nfds)
+			return -EINVAL;
+		if ((nfd = fd_alloc(vm, (unsigned)arg)) < 0)
+			return nfd;
+		goto dup;
+	default:
+		return -EINVAL;
+	}
+dup:
+	vm->fds[nfd] = *f;
+	vm->fds[nfd].cloexec = cmd == F_DUPFD_CLOEXEC;
+	vm->fds[nfd].path = f->path != NULL ? strdup(f->path) : NULL;
+	if (f->kind == VFD_HOST &&
+	    (vm->fds[nfd].hostfd = fcntl(f->hostfd, F_DUPFD_CLOEXEC, 0)) ==
+	        -1) {
+		int e = errno;
+
+		free(vm->fds[nfd].path);
+		memset(&vm->fds[nfd], 0, sizeof(vm->fds[nfd]));
+		vm->fds[nfd].hostfd = -1;
+		return -e;
+	}
+	return nfd;
+}
+
+static int64_t
+sys_dup2(struct vm *vm, uint64_t oldfd, uint64_t newfd)
+{
+	struct vfd *f = fd_get(vm, oldfd);
+
+	if (f == NULL || newfd >= vm->nfds)
+		return -EBADF;
+	if (oldfd == newfd)
+		return (int64_t)newfd;
+	fd_release(&vm->fds[newfd]);
+	vm->fds[newfd].kind = VFD_FREE;
+	return sys_fcntl(vm, oldfd, F_DUPFD, newfd) == (int64_t)newfd
+	    ? (int64_t)newfd
+	    : -EBADF;
+}
+
+static int64_t
+sys_lseek(struct vm *vm, uint64_t fd, int64_t off, uint64_t whence)
+{
+	struct vfd *f = fd_get(vm, fd);
+	int64_t base, r;
+
+	if (f == NULL)
+		return -EBADF;
+	switch (f->kind) {
+	case VFD_HOST:
+		r = lseek(f->hostfd, off, (int)whence);
+		return r == -1 ? -errno : r;
+	case VFD_IMAGE:
+		base = whence == SEEK_SET ? 0
+		    : whence == SEEK_CUR  ? (int64_t)f->off
+		    : whence == SEEK_END  ? (int64_t)f->file->len
+		                          : -1;
+		if (base < 0 || (off < 0 && -off > base))
+			return -EINVAL;
+		f->off = (uint64_t)(base + off);
+		return (int64_t)f->off;
+	case VFD_VDIR:
+		if (whence != SEEK_SET || off != 0)
+			return -EINVAL;
+		f->off = 0;
+		return 0;
+	default:
+		return -ESPIPE;
+	}
+}
+
+static int64_t
+sys_readlinkat(
+    struct vm *vm, int64_t dirfd, uint64_t addr, uint64_t buf, uint64_t len)
+{
+	char path[VM_PATH_MAX], target[VM_PATH_MAX];
+	void *g;
+	ssize_t n;
+	int fd, rc;
+
+	if ((rc = guest_path(vm, dirfd, addr, path, sizeof(path), 0)) != 0)
+		return rc;
+	if (image_file(vm, path) != NULL || image_dir(vm, path))
+		return -EINVAL;
+	if ((fd = ws_open(vm, path, O_PATH | O_NOFOLLOW, 0)) < 0)
+		return fd;
+	n = readlinkat(fd, "", target, sizeof(target));
+	rc = n == -1 ? -errno : 0;
+	close(fd);
+	if (rc != 0)
+		return rc;
+	if ((uint64_t)n > len)
+		n = (ssize_t)len;
+	if ((g = vm_gptr(vm, buf, (uint64_t)n)) == NULL)
+		return -EFAULT;
+	memcpy(g, target, (size_t)n);
+	return n;
+}
+
+/* mkdirat, unlinkat, renameat: workspace only. */
+static int64_t
+sys_modify(struct vm *vm, uint64_t nr, const uint64_t a[6])
+{
+	char path[VM_PATH_MAX], name[VM_PATH_MAX], path2[VM_PATH_MAX],
+	    name2[VM_PATH_MAX];
+	int dfd, dfd2, rc;
+
+	if ((rc = guest_path(vm, (int64_t)a[0], a[1], path, sizeof(path), 0)) !=
+	    0)
+		return rc;
+	if (image_file(vm, path) != NULL)
+		return -EROFS;
+	if ((dfd = ws_parent(vm, path, name, sizeof(name))) < 0)
+		return image_dir(vm, path) ? -EROFS : dfd;
+	switch (nr) {
+	case 258: /* mkdirat */
+		rc = mkdirat(dfd, name, (mode_t)(a[2] & 0777));
+		break;
+	case 263: /* unlinkat */
+		rc = unlinkat(dfd, name, (int)(a[2] & G_AT_REMOVEDIR));
+		break;
+	case 264: /* renameat */
+		if ((rc = guest_path(vm, (int64_t)a[2], a[3], path2,
+		         sizeof(path2), 0)) != 0) {
+			close(dfd);
+			return rc;
+		}
+		if ((dfd2 = ws_parent(vm, path2, name2, sizeof(name2))) < 0) {
+			close(dfd);
+			return dfd2;
+		}
+		rc = renameat(dfd, name, dfd2, name2);
+		if (rc == -1)
+			rc = -errno;
+		close(dfd2);
+		close(dfd);
+		return rc;
+	default:
+		rc = -1;
+		errno = ENOSYS;
+	}
+	rc = rc == -1 ? -errno : 0;
+	close(dfd);
+	return rc;
+}
+
+int64_t
+vm_fs_syscall(struct vm *vm, uint64_t nr, const uint64_t a[6], int *handled)
+{
+	char path[VM_PATH_MAX];
+	struct stat st;
+	struct vfd *f;
+	int64_t rc;
+
+	*handled = 1;
+	switch (nr) {
+	case 0: /* read */
+		return (f = fd_get(vm, a[0])) ? do_read(vm, f, a[1], a[2], -1)
+		                              : -EBADF;
+	case 1: /* write */
+		return (f = fd_get(vm, a[0])) ? do_write(vm, f, a[1], a[2], -1)
+		                              : -EBADF;
+	case 17: /* pread64 */
+		if ((int64_t)a[3] < 0)
+			return -EINVAL;
+		return (f = fd_get(vm, a[0]))
+		    ? do_read(vm, f, a[1], a[2], (int64_t)a[3])
+		    : -EBADF;
+	case 18: /* pwrite64 */
+		if ((int64_t)a[3] < 0)
+			return -EINVAL;
+		return (f = fd_get(vm, a[0]))
+		    ? do_write(vm, f, a[1], a[2], (int64_t)a[3])
+		    : -EBADF;
+	case 19: /* readv */
+	case 20: /* writev */
+		return (f = fd_get(vm, a[0]))
+		    ? do_iov(vm, f, a[1], a[2], nr == 20)
+		    : -EBADF;
+	case 2: /* open */
+		return sys_openat(vm, G_AT_FDCWD, a[0], a[1], a[2]);
+	case 257: /* openat */
+		return sys_openat(vm, (int64_t)a[0], a[1], a[2], a[3]);
+	case 3: /* close */
+		if ((f = fd_get(vm, a[0])) == NULL)
+			return -EBADF;
+		fd_release(f);
+		return 0;
+	case 4: /* stat */
+	case 6: /* lstat */
+		if ((rc = guest_path(
+		         vm, G_AT_FDCWD, a[0], path, sizeof(path), 0)) != 0)
+			return rc;
+		return put_stat(
+		    vm, a[1], stat_path(vm, path, nr == 6, &st), &st);
+	case 5: /* fstat */
+		if ((f = fd_get(vm, a[0])) == NULL)
+			return -EBADF;
+		return put_stat(vm, a[1], stat_fd(vm, f, &st), &st);
+	case 262: /* newfstatat */
+		if ((a[3] & G_AT_EMPTY_PATH) &&
+		    vm_gstr(vm, a[1], path, sizeof(path)) == 0 &&
+		    path[0] == '\0') {
+			/* fstat by another name: any descriptor will do. */
+			if ((f = fd_get(vm, a[0])) == NULL)
+				return -EBADF;
+			return put_stat(vm, a[2], stat_fd(vm, f, &st), &st);
+		}
+		if ((rc = guest_path(vm, (int64_t)a[0], a[1], path,
+		         sizeof(path), (a[3] & G_AT_EMPTY_PATH) != 0)) != 0)
+			return rc;
+		return put_stat(vm, a[2],
+		    stat_path(
+		        vm, path, (a[3] & G_AT_SYMLINK_NOFOLLOW) != 0, &st),
+		    &st);
+	case 21: /* access */
+		if ((rc = guest_path(
+		         vm, G_AT_FDCWD, a[0], path, sizeof(path), 0)) != 0)
+			return rc;
+		return stat_path(vm, path, 0, &st);
+	case 269: /* faccessat */
+	case 439: /* faccessat2 */
+		if ((rc = guest_path(
+		         vm, (int64_t)a[0], a[1], path, sizeof(path), 0)) != 0)
+			return rc;
+		return stat_path(vm, path, 0, &st);
+	case 8: /* lseek */
+		return sys_lseek(vm, a[0], (int64_t)a[1], a[2]);
+	case 16: /* ioctl: no terminals here */
+		return fd_get(vm, a[0]) ? -ENOTTY : -EBADF;
+	case 32: /* dup */
+		return sys_fcntl(vm, a[0], F_DUPFD, 0);
+	case 33: /* dup2 */
+		return sys_dup2(vm, a[0], a[1]);
+	case 292: /* dup3 */
+		if (a[0] == a[1])
+			return -EINVAL;
+		return sys_dup2(vm, a[0], a[1]);
+	case 72: /* fcntl */
+		return sys_fcntl(vm, a[0], a[1], a[2]);
+	case 74: /* fsync */
+	case 75: /* fdatasync */
+		return fd_get(vm, a[0]) ? 0 : -EBADF;
+	case 77: /* ftruncate */
+		if ((f = fd_get(vm, a[0])) == NULL)
+			return -EBADF;
+		if (f->kind != VFD_HOST)
+			return -EINVAL;
+		return ftruncate(f->hostfd, (off_t)a[1]) == -1 ? -errno : 0;
+	case 7: { /* poll: everything here is always ready */
+		uint8_t *g;
+		uint64_t i, n = a[1];
+
+		if (n > vm->nfds || (g = vm_gptr(vm, a[0], n * 8)) == NULL)
+			return -EFAULT;
+		for (i = 0; i < n; i++) {
+			int16_t ev;
+
+			memcpy(&ev, g + i * 8 + 4, 2);
+			ev &= 0x5; /* POLLIN | POLLOUT */
+			memcpy(g + i * 8 + 6, &ev, 2);
+		}
+		return (int64_t)n;
+	}
+	case 79: { /* getcwd */
+		size_t n = strlen(vm->cwd) + 1;
+		void *g;
+
+		if (a[1] < n)
+			return -ERANGE;
+		if ((g = vm_gptr(vm, a[0], n)) == NULL)
+			return -EFAULT;
+		memcpy(g, vm->cwd, n);
+		return (int64_t)n;
+	}
+	case 80: /* chdir */
+		if ((rc = guest_path(
+		         vm, G_AT_FDCWD, a[0], path, sizeof(path), 0)) != 0 ||
+		    (rc = stat_path(vm, path, 0, &st)) != 0)
+			return rc;
+		if (!S_ISDIR(st.st_mode))
+			return -ENOTDIR;
+		strlcpy(vm->cwd, path, sizeof(vm->cwd));
+		return 0;
+	case 89: /* readlink */
+		return sys_readlinkat(vm, G_AT_FDCWD, a[0], a[1], a[2]);
+	case 267: /* readlinkat */
+		return sys_readlinkat(vm, (int64_t)a[0], a[1], a[2], a[3]);
+	case 217: /* getdents64 */
+		return sys_getdents64(vm, a[0], a[1], a[2]);
+	case 83: { /* mkdir */
+		uint64_t b[6] = { (uint64_t)G_AT_FDCWD, a[0], a[1], 0, 0, 0 };
+		return sys_modify(vm, 258, b);
+	}
+	case 84: /* rmdir */
+	case 87: { /* unlink */
+		uint64_t b[6] = { (uint64_t)G_AT_FDCWD, a[0],
+			nr == 84 ? G_AT_REMOVEDIR : 0, 0, 0, 0 };
+		return sys_modify(vm, 263, b);
+	}
+	case 82: { /* rename */
+		uint64_t b[6] = { (uint64_t)G_AT_FDCWD, a[0],
+			(uint64_t)G_AT_FDCWD, a[1], 0, 0 };
+		return sys_modify(vm, 264, b);
+	}
+	case 258: /* mkdirat */
+	case 263: /* unlinkat */
+	case 264: /* renameat */
+		return sys_modify(vm, nr, a);
+	case 332: /* statx: callers fall back to newfstatat */
+	case 293: /* pipe2 */
+	case 22: /* pipe */
+		return -ENOSYS;
+	}
+	*handled = 0;
+	return 0;
+}

@@ -1,0 +1,786 @@
+/*
+ * The VM itself: guest memory, the long-mode state built from the host
+ * (page tables, GDT, IDT, TSS, MSRs, CPUID, XCR0), the initial stack, and
+ * the vCPU loop with one switch on the exit reason that fails closed.
+ */
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/time.h>
+
+#include <elf.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "host/vmm/abi.h"
+#include "host/vmm/vm_int.h"
+
+/* The guest kernel's code (guest/kernel.S, embedded at build time). */
+extern const unsigned char guest_kernel[];
+extern const size_t guest_kernel_len;
+
+#define CR0_PE 0x1ULL
+#define CR0_MP 0x2ULL
+#define CR0_ET 0x10ULL
+#define CR0_NE 0x20ULL
+#define CR0_WP 0x10000ULL
+#define CR0_AM 0x40000ULL
+#define CR0_PG 0x80000000ULL
+#define CR4_PAE 0x20ULL
+#define CR4_OSFXSR 0x200ULL
+#define CR4_OSXMMEXCPT 0x400ULL
+#define CR4_OSXSAVE 0x40000ULL
+#define EFER_SCE 0x1ULL
+#define EFER_LME 0x100ULL
+#define EFER_LMA 0x400ULL
+#define PTE_P 0x1ULL
+#define PTE_W 0x2ULL
+#define PTE_U 0x4ULL
+#define PTE_PS 0x80ULL
+#define MSR_STAR 0xc0000081
+#define MSR_LSTAR 0xc0000082
+#define MSR_CSTAR 0xc0000083
+#define MSR_SFMASK 0xc0000084
+#define MSR_FS_BASE 0xc0000100
+#define MSR_GS_BASE 0xc0000101
+#define MSR_KERNEL_GS_BASE 0xc0000102
+#define RFLAGS_FIXED 0x2ULL
+/* What a CPL3 program may hold in RFLAGS: CF PF AF ZF SF TF DF OF AC ID
+ * and the reserved bit 1 (never IOPL, IF stays clear: no interrupts). */
+#define RFLAGS_USER 0x254dd5ULL
+#define STACK_MAX (8ULL << 20)
+
+const char *
+vmm_strerror(int err)
+{
+	switch (err) {
+	case VMM_OK:
+		return "success";
+	case VMM_E_ELF:
+		return "not a loadable static ELF";
+	case VMM_E_KVM:
+		return "KVM refused the VM";
+	case VMM_E_NOMEM:
+		return "out of memory";
+	case VMM_E_INVAL:
+		return "invalid argument";
+	case VMM_E_TOOBIG:
+		return "the program does not fit the guest memory";
+	}
+	return "unknown error";
+}
+
+static uint64_t
+now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+void
+vm_stop(struct vm *vm, enum vmm_status st, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (vm->stopped)
+		return;
+	vm->stopped = 1;
+	vm->res->status = st;
+	vm->res->exit_code = code;
+	va_start(ap, fmt);
+	vsnprintf(vm->res->reason, sizeof(vm->res->reason), fmt, ap);
+	va_end(ap);
+}
+
+/* ---- CPUID, once per process ------------------------------------------ */
+
+static struct kvm_cpuid2 *cpuid_cache;
+
+/* Hide what this guest has no use for or must not touch. */
+static void
+cpuid_filter(struct kvm_cpuid2 *c)
+{
+	uint32_t i;
+
+	for (i = 0; i < c->nent; i++) {
+		struct kvm_cpuid_entry2 *e = &c->entries[i];
+
+		if (e->function == 1) {
+			e->ecx &= ~(1u << 3); /* MONITOR/MWAIT */
+			e->ecx &= ~(1u << 21); /* x2APIC */
+			e->ecx &= ~(1u << 24); /* TSC deadline */
+		} else if (e->function == 7 && e->index == 0) {
+			e->ecx &= ~(1u << 3); /* PKU */
+			e->ecx &= ~(1u << 4); /* OSPKE */
+			e->ecx &= ~(1u << 5); /* WAITPKG */
+			e->ecx &= ~(1u << 16); /* LA57 */
+			e->ebx &= ~(1u << 0); /* FSGSBASE: CR4 bit is off */
+		}
+	}
+}
+
+int
+vmm_prepare(int kvm_fd)
+{
+	struct kvm_cpuid2 *c;
+	int n = 64;
+
+	if (cpuid_cache != NULL)
+		return VMM_OK;
+	for (;;) {
+		c = calloc(1, sizeof(*c) + (size_t)n * sizeof(c->entries[0]));
+		if (c == NULL)
+			return VMM_E_NOMEM;
+		c->nent = (uint32_t)n;
+		if (ioctl(kvm_fd, KVM_GET_SUPPORTED_CPUID, c) == 0)
+			break;
+		free(c);
+		if (errno != E2BIG || n >= 1024)
+			return VMM_E_KVM;
+		n *= 2;
+	}
+	cpuid_filter(c);
+	cpuid_cache = c;
+	return VMM_OK;
+}
+
+static uint32_t
+cpuid_reg(uint32_t fn, uint32_t idx, int reg)
+{
+	uint32_t i;
+
+	for (i = 0; cpuid_cache != NULL && i < cpuid_cache->nent; i++) {
+		const struct kvm_cpuid_entry2 *e = &cpuid_cache->entries[i];
+
+		if (e->function == fn && e->index == idx)
+			return reg == 0 ? e->eax
+			    : reg == 1  ? e->ebx
+			    : reg == 2  ? e->ecx
+			                : e->edx;
+	}
+	return 0;
+}
+
+/* ---- memory and tables ------------------------------------------------ */
+
+static void
+put64(struct vm *vm, uint64_t gpa, uint64_t v)
+{
+	memcpy(vm->mem + gpa, &v, sizeof(v));
+}
+
+/*
+ * Identity map: 4 KiB supervisor pages for the kernel's first 2 MiB
+ * (page 0 absent, so a NULL dereference faults), 2 MiB user pages above,
+ * and one absent 2 MiB page below the stack as its guard.
+ */
+static void
+build_page_tables(struct vm *vm)
+{
+	uint64_t gb, i, addr, guard = vm->stack_lo - VM_HUGE;
+
+	put64(vm, GUEST_PML4, GUEST_PDPT | PTE_P | PTE_W | PTE_U);
+	for (gb = 0; gb * (1ULL << 30) < vm->memsz; gb++)
+		put64(vm, GUEST_PDPT + 8 * gb,
+		    (GUEST_PD + 0x1000 * gb) | PTE_P | PTE_W | PTE_U);
+	put64(vm, GUEST_PD, GUEST_PT_LOW | PTE_P | PTE_W | PTE_U);
+	for (i = 1; i < 512; i++)
+		put64(vm, GUEST_PT_LOW + 8 * i, (i * VM_PAGE) | PTE_P | PTE_W);
+	/* Under kvm-pvm the guest's CPL0 fetches instructions with user
+	 * rights, so the stub page is user-readable (never writable). A
+	 * CPL3 jump into it gains nothing: the host accepts a stub's exit
+	 * only at CPL0. */
+	put64(vm, GUEST_PT_LOW + 8 * (GUEST_KERNEL / VM_PAGE),
+	    GUEST_KERNEL | PTE_P | PTE_U);
+	for (addr = VM_HUGE; addr < vm->memsz; addr += VM_HUGE) {
+		if (addr == guard)
+			continue;
+		put64(vm, GUEST_PD + 8 * (addr / VM_HUGE),
+		    addr | PTE_P | PTE_W | PTE_U | PTE_PS);
+	}
+}
+
+static void
+build_descriptors(struct vm *vm)
+{
+	uint64_t tss = GUEST_TSS, i, h;
+	uint8_t *idt = vm->mem + GUEST_IDT;
+
+	put64(vm, GUEST_GDT + 0x00, 0);
+	put64(vm, GUEST_GDT + 0x08, 0x00af9b000000ffffULL); /* kernel code */
+	put64(vm, GUEST_GDT + 0x10, 0x00cf93000000ffffULL); /* kernel data */
+	put64(vm, GUEST_GDT + 0x18, 0x00cff3000000ffffULL); /* user data */
+	put64(vm, GUEST_GDT + 0x20, 0x00affb000000ffffULL); /* user code */
+	put64(vm, GUEST_GDT + 0x28,
+	    GUEST_TSS_LIMIT | (tss & 0xffffff) << 16 | 0x89ULL << 40 |
+	        ((tss >> 24) & 0xff) << 56);
+	put64(vm, GUEST_GDT + 0x30, tss >> 32);
+	/*
+	 * TSS: RSP0, and an I/O bitmap for ports 0-255 that opens only the
+	 * two stub ports. Under kvm-pvm the guest's `syscall` does not leave
+	 * CPL3 (its supervisor mode needs a PVM-aware guest), so the stub's
+	 * `out` runs at CPL3 and is emulated against this bitmap. The host
+	 * accepts such an exit only at the stub's address, so a program
+	 * that jumps there gains no more than a `syscall` would.
+	 */
+	put64(vm, GUEST_TSS + 4, GUEST_KSTACK_TOP);
+	memcpy(vm->mem + GUEST_TSS + 102, &(uint16_t){ 104 }, 2);
+	memset(vm->mem + GUEST_TSS + 104, 0xff, 33);
+	vm->mem[GUEST_TSS + 104 + PORT_SYSCALL / 8] &=
+	    (uint8_t) ~(1u << (PORT_SYSCALL % 8));
+	vm->mem[GUEST_TSS + 104 + PORT_EXCEPTION / 8] &=
+	    (uint8_t) ~(1u << (PORT_EXCEPTION % 8));
+	for (i = 0; i < GUEST_NVECTORS; i++) {
+		h = GUEST_VECTOR_ENTRY(i);
+		/* #BP may be raised by int3 at CPL3 and reported as such. */
+		uint8_t attr = i == 3 ? 0xee : 0x8e;
+		uint8_t gate[16] = { (uint8_t)h, (uint8_t)(h >> 8), SEL_KCODE,
+			0, 0, attr, (uint8_t)(h >> 16), (uint8_t)(h >> 24),
+			(uint8_t)(h >> 32), (uint8_t)(h >> 40),
+			(uint8_t)(h >> 48), (uint8_t)(h >> 56), 0, 0, 0, 0 };
+
+		memcpy(idt + 16 * i, gate, sizeof(gate));
+	}
+	memcpy(vm->mem + GUEST_KERNEL, guest_kernel, guest_kernel_len);
+}
+
+static void
+seg(struct kvm_segment *s, uint16_t sel, uint8_t type, int code)
+{
+	memset(s, 0, sizeof(*s));
+	s->selector = sel;
+	s->limit = 0xffffffff;
+	s->type = type;
+	s->present = 1;
+	s->dpl = sel & 3;
+	s->s = 1;
+	s->l = code;
+	s->db = !code;
+	s->g = 1;
+}
+
+static int
+setup_cpu(struct vm *vm, uint64_t rsp)
+{
+	struct kvm_sregs sr;
+	struct kvm_regs regs;
+	struct kvm_fpu fpu;
+	/* struct kvm_msrs ends in a flexible array: room for 7 after it. */
+	union {
+		struct kvm_msrs h;
+		uint8_t bytes[sizeof(struct kvm_msrs) +
+		    7 * sizeof(struct kvm_msr_entry)];
+	} msrs;
+	struct kvm_msr_entry *me = msrs.h.entries;
+	struct kvm_xcrs xcrs;
+	uint64_t xcr0;
+	int xsave;
+
+	if (ioctl(vm->vcpufd, KVM_SET_CPUID2, cpuid_cache) == -1 ||
+	    ioctl(vm->vcpufd, KVM_GET_SREGS, &sr) == -1)
+		return -1;
+	xsave = (cpuid_reg(1, 0, 2) >> 26) & 1;
+	sr.cr0 = CR0_PE | CR0_MP | CR0_ET | CR0_NE | CR0_WP | CR0_AM | CR0_PG;
+	sr.cr3 = GUEST_PML4;
+	sr.cr4 =
+	    CR4_PAE | CR4_OSFXSR | CR4_OSXMMEXCPT | (xsave ? CR4_OSXSAVE : 0);
+	sr.efer = EFER_SCE | EFER_LME | EFER_LMA;
+	seg(&sr.cs, SEL_UCODE, 11, 1);
+	seg(&sr.ds, SEL_UDATA, 3, 0);
+	sr.es = sr.ds;
+	sr.ss = sr.ds;
+	sr.fs = sr.ds;
+	sr.gs = sr.ds;
+	sr.gdt.base = GUEST_GDT;
+	sr.gdt.limit = 0x37;
+	sr.idt.base = GUEST_IDT;
+	sr.idt.limit = 16 * GUEST_NVECTORS - 1;
+	memset(&sr.tr, 0, sizeof(sr.tr));
+	sr.tr.base = GUEST_TSS;
+	sr.tr.limit = GUEST_TSS_LIMIT;
+	sr.tr.selector = SEL_TSS;
+	sr.tr.type = 11;
+	sr.tr.present = 1;
+	memset(&sr.ldt, 0, sizeof(sr.ldt));
+	sr.ldt.type = 2;
+	sr.ldt.unusable = 1;
+	if (ioctl(vm->vcpufd, KVM_SET_SREGS, &sr) == -1)
+		return -1;
+
+	memset(&msrs, 0, sizeof(msrs));
+	msrs.h.nmsrs = 7;
+	me[0].index = MSR_STAR;
+	me[0].data = (uint64_t)SEL_KCODE << 32;
+	me[1].index = MSR_LSTAR;
+	me[1].data = GUEST_SYSCALL_ENTRY;
+	me[2].index = MSR_CSTAR;
+	me[2].data = GUEST_SYSCALL_ENTRY;
+	me[3].index = MSR_SFMASK;
+	me[3].data = 0x47700; /* TF IF DF AC NT */
+	me[4].index = MSR_FS_BASE;
+	me[5].index = MSR_GS_BASE;
+	me[6].index = MSR_KERNEL_GS_BASE;
+	if (ioctl(vm->vcpufd, KVM_SET_MSRS, &msrs) != 7)
+		return -1;
+
+	if (xsave) {
+		/* x87, SSE, AVX and AVX-512 state, as far as supported. */
+		xcr0 = ((uint64_t)cpuid_reg(0xd, 0, 3) << 32 |
+		           cpuid_reg(0xd, 0, 0)) &
+		    0xe7ULL;
+		memset(&xcrs, 0, sizeof(xcrs));
+		xcrs.nr_xcrs = 1;
+		xcrs.xcrs[0].xcr = 0;
+		xcrs.xcrs[0].value = xcr0 | 3;
+		if (ioctl(vm->vcpufd, KVM_SET_XCRS, &xcrs) == -1)
+			return -1;
+	}
+	memset(&fpu, 0, sizeof(fpu));
+	fpu.fcw = 0x37f;
+	fpu.mxcsr = 0x1f80;
+	if (ioctl(vm->vcpufd, KVM_SET_FPU, &fpu) == -1)
+		return -1;
+
+	memset(&regs, 0, sizeof(regs));
+	regs.rip = vm->elf.entry;
+	regs.rsp = rsp;
+	regs.rflags = RFLAGS_FIXED;
+	return ioctl(vm->vcpufd, KVM_SET_REGS, &regs);
+}
+
+/* ---- the initial stack ----------------------------------------------- */
+
+/* Push len bytes below *sp; returns their guest address. */
+static uint64_t
+push_bytes(struct vm *vm, uint64_t *sp, const void *p, size_t len)
+{
+	*sp -= len;
+	memcpy(vm->mem + *sp, p, len);
+	return *sp;
+}
+
+static int
+count_strings(const char *const *v, size_t *n, size_t *bytes)
+{
+	*n = 0;
+	for (; v != NULL && v[*n] != NULL; (*n)++) {
+		*bytes += strlen(v[*n]) + 1;
+		if (*n > 4096 || *bytes > (1u << 20))
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * argc, argv, envp and auxv as the static musl and glibc start-up code
+ * read them (System V x86-64 ABI, 3.4.1), strings above, 16-byte aligned.
+ */
+static int
+build_stack(struct vm *vm, uint64_t *rsp)
+{
+	const struct vmm_config *cfg = vm->cfg;
+	size_t argc, envc, bytes = 0, i, nwords;
+	uint64_t sp = vm->stack_top, *words, *w, execfn, platform, random;
+	uint8_t rnd[16];
+	int rc = -1;
+
+	if (count_strings(cfg->argv, &argc, &bytes) != 0 ||
+	    count_strings(cfg->envp, &envc, &bytes) != 0 || argc == 0)
+		return -1;
+	if (bytes + 4096 > vm->stack_top - vm->stack_lo)
+		return -1;
+	nwords = 1 + argc + 1 + envc + 1 + 2 * 20;
+	if ((words = calloc(nwords, sizeof(*words))) == NULL)
+		return -1;
+	randombytes_buf(rnd, sizeof(rnd));
+	random = push_bytes(vm, &sp, rnd, sizeof(rnd));
+	platform = push_bytes(vm, &sp, "x86_64", 7);
+	execfn = push_bytes(vm, &sp, cfg->argv[0], strlen(cfg->argv[0]) + 1);
+	w = words;
+	*w++ = argc;
+	for (i = 0; i < argc; i++)
+		*w++ =
+		    push_bytes(vm, &sp, cfg->argv[i], strlen(cfg->argv[i]) + 1);
+	*w++ = 0;
+	for (i = 0; i < envc; i++)
+		*w++ =
+		    push_bytes(vm, &sp, cfg->envp[i], strlen(cfg->envp[i]) + 1);
+	*w++ = 0;
+#define AUX(k, v)                                                              \
+	do {                                                                   \
+		*w++ = (k);                                                    \
+		*w++ = (v);                                                    \
+	} while (0)
+	AUX(AT_PHDR, vm->elf.phdr);
+	AUX(AT_PHENT, vm->elf.phentsize);
+	AUX(AT_PHNUM, vm->elf.phnum);
+	AUX(AT_PAGESZ, VM_PAGE);
+	AUX(AT_BASE, 0);
+	AUX(AT_FLAGS, 0);
+	AUX(AT_ENTRY, vm->elf.entry);
+	AUX(AT_UID, 1000);
+	AUX(AT_EUID, 1000);
+	AUX(AT_GID, 1000);
+	AUX(AT_EGID, 1000);
+	AUX(AT_SECURE, 0);
+	AUX(AT_CLKTCK, 100);
+	AUX(AT_HWCAP, cpuid_reg(1, 0, 3));
+	AUX(AT_HWCAP2, 0);
+	AUX(AT_RANDOM, random);
+	AUX(AT_PLATFORM, platform);
+	AUX(AT_EXECFN, execfn);
+	AUX(AT_NULL, 0);
+#undef AUX
+	sp &= ~15ULL;
+	if (((size_t)(w - words)) % 2 != 0)
+		sp -= 8; /* argc must land 16-byte aligned */
+	sp -= (uint64_t)(w - words) * 8;
+	memcpy(vm->mem + sp, words, (size_t)(w - words) * 8);
+	*rsp = sp;
+	rc = 0;
+	free(words);
+	return rc;
+}
+
+/* ---- loading ---------------------------------------------------------- */
+
+static int
+load_program(struct vm *vm, char *err, size_t errlen)
+{
+	const struct vmm_config *cfg = vm->cfg;
+	uint64_t free_lo, free_hi, span;
+	size_t i;
+
+	/* The stack takes the top (2 MiB aligned, under a 2 MiB guard). */
+	span = vm->memsz / 8 < STACK_MAX ? vm->memsz / 8 : STACK_MAX;
+	span = (span + VM_HUGE - 1) & ~(VM_HUGE - 1);
+	vm->stack_top = vm->memsz;
+	vm->stack_lo = vm->memsz - span;
+	if (elf_parse(cfg->elf, cfg->elf_len, GUEST_LOW_END,
+	        vm->stack_lo - VM_HUGE, &vm->elf, err, errlen) != 0)
+		return VMM_E_ELF;
+	for (i = 0; i < vm->elf.nload; i++) {
+		const struct elf_load *l = &vm->elf.load[i];
+
+		memcpy(vm->mem + l->vaddr, cfg->elf + l->offset, l->filesz);
+	}
+	/* Half of what is left for brk, half for mmap. */
+	free_lo = (vm->elf.hi + VM_HUGE - 1) & ~(VM_HUGE - 1);
+	free_hi = vm->stack_lo - VM_HUGE;
+	if (free_hi <= free_lo + 4 * VM_HUGE) {
+		snprintf(err, errlen, "the program leaves no memory free");
+		return VMM_E_TOOBIG;
+	}
+	vm->brk_start = vm->brk_cur = vm->brk_peak = vm->elf.hi;
+	vm->brk_max = free_lo + ((free_hi - free_lo) / 2 & ~(VM_HUGE - 1));
+	vm->mmap_lo = vm->brk_max;
+	vm->mmap_hi = free_hi;
+	return vm_mem_init(vm) == 0 ? VMM_OK : VMM_E_NOMEM;
+}
+
+/* ---- the vCPU loop ---------------------------------------------------- */
+
+static volatile sig_atomic_t timed_out;
+static struct kvm_run *volatile running;
+
+static void
+on_alarm(int sig)
+{
+	(void)sig;
+	timed_out = 1;
+	if (running != NULL)
+		running->immediate_exit = 1;
+}
+
+static const char *const vector_name[32] = { "#DE divide error", "#DB debug",
+	"NMI", "#BP breakpoint", "#OF overflow", "#BR bound range",
+	"#UD invalid opcode", "#NM device not available", "#DF double fault",
+	"coprocessor overrun", "#TS invalid TSS", "#NP segment not present",
+	"#SS stack fault", "#GP general protection", "#PF page fault",
+	"reserved 15", "#MF x87 error", "#AC alignment check",
+	"#MC machine check", "#XM SIMD error", "#VE virtualization",
+	"#CP control protection", "reserved 22", "reserved 23", "reserved 24",
+	"reserved 25", "reserved 26", "reserved 27", "#HV", "#VC", "#SX",
+	"reserved 31" };
+
+static int
+has_error_code(unsigned v)
+{
+	return v == 8 || (v >= 10 && v <= 14) || v == 17 || v == 21 ||
+	    v == 29 || v == 30;
+}
+
+/* The exception frame is on the kernel stack, which the guest program
+ * cannot write; it is still read with bounds checks. */
+static void
+on_exception(struct vm *vm, struct kvm_regs *r, struct kvm_sregs *s)
+{
+	unsigned v = (unsigned)(r->rax & 0xff);
+	uint64_t sp = r->rsp, frame[3] = { 0, 0, 0 }, ec = 0;
+
+	if (v >= 32 || sp < GUEST_KSTACK_TOP - 0x1000 ||
+	    sp + 24 > GUEST_KSTACK_TOP) {
+		vm_stop(vm, VMM_FAULT, -1, "fault: corrupt exception frame");
+		return;
+	}
+	if (has_error_code(v)) {
+		memcpy(&ec, vm->mem + sp, 8);
+		sp += 8;
+	}
+	memcpy(frame, vm->mem + sp, sp + 24 <= GUEST_KSTACK_TOP ? 24 : 16);
+	if (v == 14)
+		vm_stop(vm, VMM_FAULT, -1,
+		    "fault: vector 14 (%s) at rip 0x%llx, address 0x%llx, "
+		    "error 0x%llx",
+		    vector_name[v], (unsigned long long)frame[0],
+		    (unsigned long long)s->cr2, (unsigned long long)ec);
+	else
+		vm_stop(vm, VMM_FAULT, -1,
+		    "fault: vector %u (%s) at rip 0x%llx%s", v, vector_name[v],
+		    (unsigned long long)frame[0],
+		    (frame[1] & 3) == 0 ? " (in the guest kernel)" : "");
+}
+
+static void
+on_syscall(struct vm *vm)
+{
+	struct kvm_regs *r = &vm->run->s.regs.regs;
+	struct kvm_sregs *s = &vm->run->s.regs.sregs;
+	uint64_t a[6] = { r->rdi, r->rsi, r->rdx, r->r10, r->r8, r->r9 };
+	int sregs_dirty = 0;
+	int64_t ret;
+
+	vm->res->syscalls++;
+	ret = vm_syscall(vm, r->rax, a, s, &sregs_dirty);
+	if (vm->stopped)
+		return;
+	/* Return to CPL3 as sysretq would: RIP from RCX, RFLAGS from R11. */
+	r->rax = (uint64_t)ret;
+	r->rip = r->rcx;
+	r->rflags = (r->r11 & RFLAGS_USER) | RFLAGS_FIXED;
+	seg(&s->cs, SEL_UCODE, 11, 1);
+	seg(&s->ss, SEL_UDATA, 3, 0);
+	vm->run->kvm_dirty_regs |= KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
+}
+
+/* The exit came from a stub: RIP at, or just past, its `out`. The CPL
+ * is not checked: under kvm-pvm the stubs run at CPL3 (see the TSS). */
+static int
+from_stub(uint64_t rip, uint64_t lo, uint64_t hi)
+{
+	return rip >= lo && rip <= hi;
+}
+
+static void
+vcpu_loop(struct vm *vm)
+{
+	struct kvm_run *run = vm->run;
+	struct kvm_regs *r = &run->s.regs.regs;
+	struct kvm_sregs *s = &run->s.regs.sregs;
+
+	run->kvm_valid_regs = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
+	while (!vm->stopped) {
+		if (ioctl(vm->vcpufd, KVM_RUN, 0) == -1) {
+			if (errno == EINTR || errno == EAGAIN) {
+				run->immediate_exit = 0;
+				if (timed_out)
+					vm_stop(vm, VMM_TIMEOUT, -1,
+					    "timeout: stopped after %llu ms",
+					    (unsigned long long)
+					        vm->cfg->timeout_ms);
+				continue;
+			}
+			vm_stop(vm, VMM_FAULT, -1, "fault: KVM_RUN: %s",
+			    strerror(errno));
+			break;
+		}
+		vm->res->exits++;
+		switch (run->exit_reason) {
+		case KVM_EXIT_IO:
+			if (run->io.direction != KVM_EXIT_IO_OUT ||
+			    run->io.size != 1 || run->io.count != 1) {
+				vm_stop(vm, VMM_FAULT, -1,
+				    "fault: I/O to port 0x%x at rip 0x%llx",
+				    run->io.port, (unsigned long long)r->rip);
+			} else if (run->io.port == PORT_SYSCALL &&
+			    from_stub(r->rip, GUEST_SYSCALL_ENTRY,
+			        GUEST_SYSCALL_ENTRY + 2)) {
+				on_syscall(vm);
+			} else if (run->io.port == PORT_EXCEPTION &&
+			    from_stub(r->rip, GUEST_VECTOR_ENTRY(0),
+			        GUEST_VECTOR_ENTRY(GUEST_NVECTORS)) &&
+			    (r->rip - GUEST_VECTOR_ENTRY(0)) % 8 <= 4) {
+				on_exception(vm, r, s);
+			} else {
+				/* kvm-pvm lets a CPL3 `out` exit even with
+				 * IOPL 0: only the stubs may talk to us. */
+				vm_stop(vm, VMM_FAULT, -1,
+				    "fault: I/O to port 0x%x at rip 0x%llx "
+				    "(not from the kernel)",
+				    run->io.port, (unsigned long long)r->rip);
+			}
+			break;
+		case KVM_EXIT_HLT:
+			vm_stop(vm, VMM_FAULT, -1,
+			    "fault: halted at rip 0x%llx",
+			    (unsigned long long)r->rip);
+			break;
+		case KVM_EXIT_SHUTDOWN:
+			vm_stop(vm, VMM_FAULT, -1,
+			    "fault: triple fault (shutdown) at rip 0x%llx",
+			    (unsigned long long)r->rip);
+			break;
+		case KVM_EXIT_MMIO:
+			vm_stop(vm, VMM_FAULT, -1,
+			    "fault: access to unbacked address 0x%llx at rip "
+			    "0x%llx",
+			    (unsigned long long)run->mmio.phys_addr,
+			    (unsigned long long)r->rip);
+			break;
+		case KVM_EXIT_INTR:
+			break;
+		case KVM_EXIT_FAIL_ENTRY:
+			vm_stop(vm, VMM_FAULT, -1,
+			    "fault: entry failed, hardware reason 0x%llx",
+			    (unsigned long long)
+			        run->fail_entry.hardware_entry_failure_reason);
+			break;
+		case KVM_EXIT_INTERNAL_ERROR:
+			vm_stop(vm, VMM_FAULT, -1,
+			    "fault: KVM internal error %u at rip 0x%llx",
+			    run->internal.suberror, (unsigned long long)r->rip);
+			break;
+		default:
+			vm_stop(vm, VMM_FAULT, -1,
+			    "fault: unexpected exit %u at rip 0x%llx",
+			    run->exit_reason, (unsigned long long)r->rip);
+			break;
+		}
+	}
+}
+
+/* ---- vmm_run ---------------------------------------------------------- */
+
+static void
+vm_teardown(struct vm *vm)
+{
+	vm_fs_free(vm);
+	free(vm->mmap_used);
+	if (vm->run != NULL && vm->run != MAP_FAILED)
+		munmap(vm->run, vm->run_size);
+	if (vm->vcpufd >= 0)
+		close(vm->vcpufd);
+	if (vm->vmfd >= 0)
+		close(vm->vmfd);
+	if (vm->mem != NULL && vm->mem != MAP_FAILED)
+		munmap(vm->mem, vm->memsz);
+}
+
+int
+vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,
+    size_t errlen)
+{
+	struct kvm_userspace_memory_region region;
+	struct sigaction sa, osa;
+	struct itimerval it;
+	struct vm vm;
+	uint64_t t0, rsp;
+	int rc, mmap_size;
+
+	memset(res, 0, sizeof(*res));
+	memset(&vm, 0, sizeof(vm));
+	vm.cfg = cfg;
+	vm.res = res;
+	vm.vmfd = vm.vcpufd = vm.ws_fd = -1;
+	if (err != NULL && errlen > 0)
+		err[0] = '\0';
+	if (cfg->elf == NULL || cfg->argv == NULL || cfg->argv[0] == NULL ||
+	    cfg->memory < (4ULL << 20) || cfg->memory > (16ULL << 30)) {
+		snprintf(err, errlen, "bad run configuration");
+		return VMM_E_INVAL;
+	}
+	t0 = now_us();
+	if ((rc = vmm_prepare(cfg->kvm_fd)) != VMM_OK) {
+		snprintf(err, errlen, "KVM_GET_SUPPORTED_CPUID: %s",
+		    strerror(errno));
+		return rc;
+	}
+	vm.memsz = (cfg->memory + VM_HUGE - 1) & ~(VM_HUGE - 1);
+	vm.mem = mmap(NULL, vm.memsz, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (vm.mem == MAP_FAILED) {
+		vm.mem = NULL;
+		snprintf(err, errlen, "guest memory: %s", strerror(errno));
+		return VMM_E_NOMEM;
+	}
+	if ((rc = load_program(&vm, err, errlen)) != VMM_OK ||
+	    (rc = vm_fs_init(&vm)) != VMM_OK)
+		goto out;
+	if (build_stack(&vm, &rsp) != 0) {
+		snprintf(err, errlen, "arguments and environment too large");
+		rc = VMM_E_TOOBIG;
+		goto out;
+	}
+	build_page_tables(&vm);
+	build_descriptors(&vm);
+
+	rc = VMM_E_KVM;
+	if ((vm.vmfd = ioctl(cfg->kvm_fd, KVM_CREATE_VM, 0)) == -1) {
+		snprintf(err, errlen, "KVM_CREATE_VM: %s", strerror(errno));
+		goto out;
+	}
+	memset(&region, 0, sizeof(region));
+	region.memory_size = vm.memsz;
+	region.userspace_addr = (uint64_t)(uintptr_t)vm.mem;
+	if (ioctl(vm.vmfd, KVM_SET_USER_MEMORY_REGION, &region) == -1 ||
+	    (vm.vcpufd = ioctl(vm.vmfd, KVM_CREATE_VCPU, 0)) == -1 ||
+	    (mmap_size = ioctl(cfg->kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0)) <= 0) {
+		snprintf(err, errlen, "creating the vCPU: %s", strerror(errno));
+		goto out;
+	}
+	vm.run_size = (size_t)mmap_size;
+	vm.run = mmap(NULL, vm.run_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+	    vm.vcpufd, 0);
+	if (vm.run == MAP_FAILED || setup_cpu(&vm, rsp) != 0) {
+		snprintf(
+		    err, errlen, "setting up the vCPU: %s", strerror(errno));
+		goto out;
+	}
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_alarm;
+	sigemptyset(&sa.sa_mask);
+	timed_out = 0;
+	running = vm.run;
+	sigaction(SIGALRM, &sa, &osa);
+	if (cfg->timeout_ms != 0) {
+		memset(&it, 0, sizeof(it));
+		it.it_value.tv_sec = (time_t)(cfg->timeout_ms / 1000);
+		it.it_value.tv_usec =
+		    (suseconds_t)(cfg->timeout_ms % 1000) * 1000;
+		setitimer(ITIMER_REAL, &it, NULL);
+	}
+	res->boot_us = now_us() - t0;
+	t0 = now_us();
+	vcpu_loop(&vm);
+	res->run_us = now_us() - t0;
+	memset(&it, 0, sizeof(it));
+	setitimer(ITIMER_REAL, &it, NULL);
+	running = NULL;
+	sigaction(SIGALRM, &osa, NULL);
+	res->peak_memory =
+	    (vm.brk_peak - vm.brk_start) + vm.mmap_pages_peak * VM_PAGE;
+	rc = VMM_OK;
+out:
+	vm_teardown(&vm);
+	return rc;
+}

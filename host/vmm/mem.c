@@ -1,0 +1,121 @@
+/*
+ * Guest memory from the host's side: the one checked way to turn a guest
+ * address into a host pointer, and the page allocator behind mmap.
+ */
+#include <sys/mman.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "host/vmm/abi.h"
+#include "host/vmm/vm_int.h"
+
+void *
+vm_gptr(struct vm *vm, uint64_t addr, uint64_t len)
+{
+	uint64_t end = addr + len;
+
+	if (end < addr || addr < GUEST_LOW_END || end > vm->memsz)
+		return NULL;
+	/* The stack guard is unmapped in the guest: not addressable. */
+	if (addr < vm->stack_lo && end > vm->stack_lo - VM_HUGE)
+		return NULL;
+	return vm->mem + addr;
+}
+
+int
+vm_gstr(struct vm *vm, uint64_t addr, char *out, size_t max)
+{
+	size_t i;
+	const char *p;
+
+	for (i = 0; i < max; i++) {
+		if ((p = vm_gptr(vm, addr + i, 1)) == NULL)
+			return -EFAULT;
+		out[i] = *p;
+		if (*p == '\0')
+			return 0;
+	}
+	return -ENAMETOOLONG;
+}
+
+int
+vm_mem_init(struct vm *vm)
+{
+	size_t pages = (size_t)((vm->mmap_hi - vm->mmap_lo) / VM_PAGE);
+
+	vm->mmap_used = calloc(pages ? pages : 1, 1);
+	return vm->mmap_used == NULL ? -1 : 0;
+}
+
+/* First fit from the top, so the mmap area grows down towards brk as
+ * Linux's does. */
+uint64_t
+vm_mmap_alloc(struct vm *vm, uint64_t len)
+{
+	size_t pages = (size_t)((vm->mmap_hi - vm->mmap_lo) / VM_PAGE);
+	size_t want, run = 0, i;
+
+	if (len == 0 || len > vm->mmap_hi - vm->mmap_lo)
+		return 0;
+	want = (size_t)((len + VM_PAGE - 1) / VM_PAGE);
+	for (i = pages; i-- > 0;) {
+		if (vm->mmap_used[i]) {
+			run = 0;
+			continue;
+		}
+		if (++run == want) {
+			memset(vm->mmap_used + i, 1, want);
+			vm->mmap_pages_used += want;
+			if (vm->mmap_pages_used > vm->mmap_pages_peak)
+				vm->mmap_pages_peak = vm->mmap_pages_used;
+			return vm->mmap_lo + (uint64_t)i * VM_PAGE;
+		}
+	}
+	return 0;
+}
+
+int
+vm_mmap_is_used(struct vm *vm, uint64_t addr, uint64_t len)
+{
+	uint64_t i;
+
+	if (addr < vm->mmap_lo || addr + len < addr || addr + len > vm->mmap_hi)
+		return 0;
+	for (i = (addr - vm->mmap_lo) / VM_PAGE;
+	     i < (addr + len - vm->mmap_lo + VM_PAGE - 1) / VM_PAGE; i++)
+		if (!vm->mmap_used[i])
+			return 0;
+	return 1;
+}
+
+/* Free and zero: the next mapping there must read as zeroes, as
+ * anonymous memory does. Pages outside the area are ignored, as Linux
+ * ignores unmapping what is not mapped. */
+int
+vm_mmap_free(struct vm *vm, uint64_t addr, uint64_t len)
+{
+	uint64_t end, i;
+
+	if (addr % VM_PAGE != 0 || len == 0)
+		return -EINVAL;
+	len = (len + VM_PAGE - 1) & ~(VM_PAGE - 1);
+	end = addr + len;
+	if (end < addr)
+		return -EINVAL;
+	if (addr < vm->mmap_lo)
+		addr = vm->mmap_lo;
+	if (end > vm->mmap_hi)
+		end = vm->mmap_hi;
+	if (addr >= end)
+		return 0;
+	for (i = (addr - vm->mmap_lo) / VM_PAGE;
+	     i < (end - vm->mmap_lo) / VM_PAGE; i++)
+		if (vm->mmap_used[i]) {
+			vm->mmap_used[i] = 0;
+			vm->mmap_pages_used--;
+		}
+	madvise(vm->mem + addr, end - addr, MADV_DONTNEED);
+	return 0;
+}

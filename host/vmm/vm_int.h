@@ -1,0 +1,88 @@
+/* Internals of the VMM shared by its files (host/vmm/). */
+#ifndef KEEP_VMM_VM_INT_H
+#define KEEP_VMM_VM_INT_H
+
+#include <linux/kvm.h>
+#include <limits.h>
+#include <stdint.h>
+
+#include "host/vmm/elf.h"
+#include "host/vmm/vmm.h"
+
+#define VM_PAGE 4096ULL
+#define VM_HUGE (2ULL << 20)
+#define VM_PATH_MAX 1024 /* guest paths, NUL included */
+#define VM_MAX_FILES_DEFAULT 64
+
+enum vfd_kind {
+	VFD_FREE = 0,
+	VFD_STDIN,
+	VFD_OUT, /* stdout or stderr: the output sink */
+	VFD_IMAGE, /* one of cfg->files, read-only */
+	VFD_VDIR, /* a directory that exists only as a prefix of files */
+	VFD_HOST /* a workspace file or directory */
+};
+
+struct vfd {
+	enum vfd_kind kind;
+	int outfd; /* VFD_OUT: 1 or 2 */
+	const struct vmm_file *file; /* VFD_IMAGE */
+	uint64_t off; /* VFD_IMAGE, VFD_VDIR (entries returned) */
+	int hostfd; /* VFD_HOST */
+	int cloexec;
+	char *path; /* VFD_VDIR, VFD_HOST: normalized guest path */
+};
+
+struct vm {
+	const struct vmm_config *cfg;
+	struct vmm_result *res;
+	int vmfd, vcpufd;
+	struct kvm_run *run;
+	size_t run_size;
+	uint8_t *mem;
+	uint64_t memsz;
+	struct elf_info elf;
+	/* Layout of the program's memory (docs/vmm.md). */
+	uint64_t brk_start, brk_cur, brk_max;
+	uint64_t mmap_lo, mmap_hi; /* page allocator range */
+	uint8_t *mmap_used; /* one byte per page of [mmap_lo, mmap_hi) */
+	uint64_t mmap_pages_used, mmap_pages_peak;
+	uint64_t brk_peak;
+	uint64_t stack_lo, stack_top;
+	/* Files. */
+	struct vfd *fds;
+	unsigned nfds;
+	int ws_fd; /* the workspace directory, or -1 */
+	uint64_t ws_written;
+	char cwd[VM_PATH_MAX];
+	int stopped; /* the guest is done; res says how */
+};
+
+/* Guest memory: NULL unless [addr, addr+len) lies wholly in the
+ * program's memory (never the kernel's first 2 MiB). */
+void *vm_gptr(struct vm *, uint64_t addr, uint64_t len);
+/* Copy a NUL-terminated guest string; 0 or -EFAULT / -ENAMETOOLONG. */
+int vm_gstr(struct vm *, uint64_t addr, char *out, size_t max);
+
+/* The page allocator behind mmap (mem.c). */
+int vm_mem_init(struct vm *);
+uint64_t vm_mmap_alloc(struct vm *, uint64_t len); /* 0 on failure */
+int vm_mmap_free(struct vm *, uint64_t addr, uint64_t len);
+int vm_mmap_is_used(struct vm *, uint64_t addr, uint64_t len);
+
+/* Stop the guest with a status and reason. */
+void vm_stop(struct vm *, enum vmm_status, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* System calls (sys.c): nr and args from the guest's registers;
+ * returns the value for RAX (a negative errno on failure). */
+int64_t vm_syscall(struct vm *, uint64_t nr, const uint64_t a[6],
+    struct kvm_sregs *sregs, int *sregs_dirty);
+
+/* Files (fs.c). */
+int vm_fs_init(struct vm *);
+void vm_fs_free(struct vm *);
+int64_t vm_fs_syscall(
+    struct vm *, uint64_t nr, const uint64_t a[6], int *handled);
+
+#endif

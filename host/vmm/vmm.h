@@ -1,0 +1,95 @@
+/*
+ * The VMM: boots one static x86-64 Linux executable in a fresh KVM
+ * micro-VM and serves its system calls on the host (docs/vmm.md).
+ *
+ * vmm_run() is the service function: one run in, one result out. It is
+ * meant to be called in a process of its own (`keep run`, or the
+ * per-guest `keepd: vm` process), because it installs a SIGALRM handler
+ * for the timeout and the guest's effects are that process's.
+ *
+ * The guest is hostile. Every guest pointer and length goes through one
+ * overflow-safe check (vmm_mem.c) before use; an exit the VMM does not
+ * expect stops the guest with a reason; nothing the guest does can make
+ * vmm_run() fail other than by returning a status.
+ *
+ * Functions return 0 or a VMM_E_* code.
+ */
+#ifndef KEEP_VMM_VMM_H
+#define KEEP_VMM_VMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum vmm_err {
+	VMM_OK = 0,
+	VMM_E_ELF = -32000, /* the program is not a loadable static ELF */
+	VMM_E_KVM, /* /dev/kvm refused something; errno-based reason */
+	VMM_E_NOMEM, /* host memory */
+	VMM_E_INVAL, /* a caller's argument out of range */
+	VMM_E_TOOBIG /* the program does not fit the guest memory */
+};
+
+const char *vmm_strerror(int err);
+
+/* How a run ended. */
+enum vmm_status {
+	VMM_EXITED = 0, /* exit_code is the guest's exit status */
+	VMM_FAULT, /* an exception, triple fault or bad exit: see reason */
+	VMM_TIMEOUT, /* wall-clock limit */
+	VMM_OUTPUT_LIMIT /* wrote more than output_max */
+};
+
+/* A read-only file the guest can open at path (an image's files). */
+struct vmm_file {
+	const char *path; /* absolute */
+	const uint8_t *data;
+	uint64_t len;
+	uint32_t mode; /* 0755 or 0644 */
+};
+
+/* Output sink: called with each write to fd 1 or 2. */
+typedef void (*vmm_output_fn)(void *arg, int fd, const void *buf, size_t len);
+
+struct vmm_config {
+	int kvm_fd; /* an open /dev/kvm */
+	const uint8_t *elf; /* the program */
+	size_t elf_len;
+	const char *const *argv; /* argv[0] included; NULL-terminated */
+	const char *const *envp; /* NULL-terminated */
+	const struct vmm_file *files; /* read-only files, may be NULL */
+	size_t nfiles;
+	const char *workspace; /* host directory for the guest's files, or
+				  NULL: only the read-only files exist */
+	int stdin_fd; /* -1: empty stdin */
+	vmm_output_fn output; /* NULL: discard */
+	void *output_arg;
+	uint64_t memory; /* guest memory bytes, >= 4 MiB */
+	uint64_t timeout_ms; /* 0: none */
+	uint64_t output_max; /* bytes on fds 1 and 2 together; 0: none */
+	uint64_t workspace_max; /* bytes the guest may write; 0: none */
+	unsigned max_files; /* open guest descriptors; 0: 64 */
+	int trace; /* log every system call (debug) */
+};
+
+struct vmm_result {
+	enum vmm_status status;
+	int exit_code; /* VMM_EXITED */
+	char reason[160]; /* "" or what stopped the guest */
+	uint64_t boot_us; /* process-relative: VM created to first entry */
+	uint64_t run_us; /* first entry to exit */
+	uint64_t exits; /* VM exits */
+	uint64_t syscalls;
+	uint64_t peak_memory; /* guest bytes touched (brk + mmap + stack) */
+	uint64_t output_bytes;
+};
+
+/* Boot, run to completion, tear down. Returns VMM_OK whenever the guest
+ * ran (result says how it ended) or a VMM_E_* when it could not start. */
+int vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,
+    size_t errlen);
+
+/* KVM_GET_SUPPORTED_CPUID is slow (~0.5 ms here); vmm_run fetches it
+ * once per process. Call this early to take the cost before timing. */
+int vmm_prepare(int kvm_fd);
+
+#endif

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# keep run on real KVM guests (tests/guests/): each program proves one
+# behaviour of the VMM, and every hostile one is stopped and reported
+# while keep itself carries on.
+set -u
+cd "$(dirname "$0")/../.."
+B=${B:-build}; KEEP=$B/bin/keep; G=$B/guests
+if [ ! -e /dev/kvm ]; then echo "SKIP: no /dev/kvm"; exit 77; fi
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fails=0
+ok() { echo "ok: $*"; }
+bad() { echo "FAIL: $*"; fails=$((fails+1)); }
+# expect NAME WANT_RC WANT_OUT_GLOB WANT_ERR_GLOB -- keep run args...
+expect() {
+	local name=$1 rc=$2 out=$3 err=$4; shift 5
+	"$KEEP" run "$@" >"$tmp/out" 2>"$tmp/err"
+	local got=$?
+	if [ "$got" -eq "$rc" ] && [[ "$(cat "$tmp/out")" == $out ]] &&
+	    [[ "$(cat "$tmp/err")" == $err ]]; then
+		ok "$name"
+	else
+		bad "$name: exit $got (want $rc), out '$(head -c 300 "$tmp/out")', err '$(head -c 300 "$tmp/err")'"
+	fi
+}
+
+expect hello 0 "hello from a keep guest" "" -- "$G/hello"
+expect empty 0 "" "" -- "$G/empty"
+expect "exit code" 42 "" "" -- "$G/exitcode" 42
+expect "exit code 0" 0 "" "" -- "$G/exitcode" 0
+# (brackets escaped: the expectations are glob patterns)
+expect "argv, env, auxv" 0 $'argv\\[0\\]='"$G"$'/args\nargv\\[1\\]=one\nargv\\[2\\]=two words\nKEEP_TEST=yes\npagesz=4096\nentry=set\nrandom=set' "" -- --env KEEP_TEST=yes "$G/args" one "two words"
+expect "bad pointers get EFAULT" 0 $'-1 Bad address\n-1 Bad address\n-1 Bad address' "" -- "$G/badptr"
+expect "unknown calls get ENOSYS" 0 $'999: -1 Function not implemented\nfork: -1 Function not implemented' "" -- "$G/enosys"
+expect "timeout stops a loop" 124 "" "*timeout: stopped after 200 ms*" -- --timeout 200ms "$G/loop"
+expect "allocation failure is ENOMEM" 0 "allocation failed after * MiB" "" -- --memory 32M "$G/hog"
+
+"$KEEP" run --output-max 10000 "$G/chatty" >"$tmp/out" 2>"$tmp/err"
+rc=$?; n=$(wc -c <"$tmp/out")
+[ $rc -eq 125 ] && [ "$n" -eq 10000 ] && grep -q "output-limit" "$tmp/err" &&
+    ok "output limit: exactly 10000 bytes, then stopped" ||
+    bad "output limit: exit $rc, $n bytes, $(cat "$tmp/err")"
+
+for how in ud2 int3 hlt cli wrmsr jump null stack out; do
+	case $how in
+	ud2) want="*vector 6 (#UD*" ;;
+	int3) want="*vector 3 (#BP*" ;;
+	hlt|cli|wrmsr) want="*vector 13 (#GP*" ;;
+	jump|stack) want="*vector 14 (#PF*" ;;
+	null) want="*vector 14 (#PF page fault)*address 0x0,*" ;;
+	out) want="*I/O to port 0xe0*not from the kernel*" ;;
+	esac
+	expect "crash $how reported" 139 "" "keep run: fault: $want" -- "$G/crash" "$how"
+done
+
+ws=$tmp/ws; mkdir "$ws"; ln -s /etc "$ws/escape"
+expect "workspace files and escapes" 0 $'roundtrip: round trip\ndotdot: refused (No such file or directory)\nsymlink: refused (Cross-device link)\nabs: refused (No such file or directory)\nmkdir: ok' "" -- --workspace "$ws" "$G/files"
+[ "$(cat "$ws/out.txt")" = "round trip" ] && ok "guest file is on the host" || bad "workspace file"
+expect "workspace limit" 0 "refused after 64 KiB: Quota exceeded" "" -- --workspace "$ws" --workspace-max 64K "$G/diskhog"
+
+# Not an executable, or not static: refused before boot.
+echo "not an elf" >"$tmp/text"
+expect "non-ELF refused" 126 "" "*not an ELF file*" -- "$tmp/text"
+expect "dynamic ELF refused" 126 "" "*dynamically linked*" -- /bin/true
+
+echo "vmm_guests: $fails failures"
+[ $fails -eq 0 ]

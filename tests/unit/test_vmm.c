@@ -1,0 +1,193 @@
+/* The VMM's pure parts: the ELF validator and the guest-pointer check. */
+#include <elf.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "host/vmm/abi.h"
+#include "host/vmm/elf.h"
+#include "host/vmm/vm_int.h"
+
+#define LO GUEST_LOW_END
+#define HI (64ULL << 20)
+
+/* A minimal valid ET_EXEC: one R+X segment at 0x400000 with the entry. */
+struct tiny {
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph[2];
+	uint8_t code[16];
+};
+
+static void
+tiny_init(struct tiny *t)
+{
+	memset(t, 0, sizeof(*t));
+	memcpy(t->eh.e_ident, ELFMAG, SELFMAG);
+	t->eh.e_ident[EI_CLASS] = ELFCLASS64;
+	t->eh.e_ident[EI_DATA] = ELFDATA2LSB;
+	t->eh.e_ident[EI_VERSION] = EV_CURRENT;
+	t->eh.e_type = ET_EXEC;
+	t->eh.e_machine = EM_X86_64;
+	t->eh.e_version = EV_CURRENT;
+	t->eh.e_entry = 0x400000 + offsetof(struct tiny, code);
+	t->eh.e_phoff = offsetof(struct tiny, ph);
+	t->eh.e_ehsize = sizeof(Elf64_Ehdr);
+	t->eh.e_phentsize = sizeof(Elf64_Phdr);
+	t->eh.e_phnum = 1;
+	t->ph[0].p_type = PT_LOAD;
+	t->ph[0].p_flags = PF_R | PF_X;
+	t->ph[0].p_offset = 0;
+	t->ph[0].p_vaddr = 0x400000;
+	t->ph[0].p_filesz = sizeof(*t);
+	t->ph[0].p_memsz = sizeof(*t);
+	t->ph[0].p_align = 4096;
+}
+
+static int
+parse(const struct tiny *t, size_t len, struct elf_info *info)
+{
+	char err[128];
+
+	return elf_parse(
+	    (const uint8_t *)t, len, LO, HI, info, err, sizeof(err));
+}
+
+static void
+test_elf_valid(void **state)
+{
+	struct tiny t;
+	struct elf_info info;
+
+	(void)state;
+	tiny_init(&t);
+	assert_int_equal(parse(&t, sizeof(t), &info), 0);
+	assert_int_equal(info.nload, 1);
+	assert_int_equal(info.entry, t.eh.e_entry);
+	assert_int_equal(info.phdr, 0x400000 + offsetof(struct tiny, ph));
+	assert_int_equal(info.lo, 0x400000);
+	assert_int_equal(info.hi, 0x401000);
+}
+
+static void
+test_elf_static_pie_placed(void **state)
+{
+	struct tiny t;
+	struct elf_info info;
+
+	(void)state;
+	tiny_init(&t);
+	t.eh.e_type = ET_DYN;
+	t.ph[0].p_vaddr = 0;
+	t.eh.e_entry = offsetof(struct tiny, code);
+	assert_int_equal(parse(&t, sizeof(t), &info), 0);
+	assert_int_equal(info.base, ELF_PIE_BASE);
+	assert_int_equal(
+	    info.entry, ELF_PIE_BASE + offsetof(struct tiny, code));
+}
+
+/* Each mutation alone must be refused. */
+static void
+test_elf_refusals(void **state)
+{
+	struct tiny t;
+	struct elf_info info;
+	int i;
+
+	(void)state;
+	for (i = 0; i < 14; i++) {
+		size_t len = sizeof(t);
+
+		tiny_init(&t);
+		switch (i) {
+		case 0:
+			t.eh.e_ident[EI_MAG1] = 'X';
+			break;
+		case 1:
+			t.eh.e_ident[EI_CLASS] = ELFCLASS32;
+			break;
+		case 2:
+			t.eh.e_machine = EM_AARCH64;
+			break;
+		case 3:
+			t.eh.e_type = ET_REL;
+			break;
+		case 4: /* program headers past the end */
+			t.eh.e_phoff = sizeof(t) - 8;
+			break;
+		case 5: /* segment past the end of the file */
+			t.ph[0].p_filesz = sizeof(t) + 1;
+			t.ph[0].p_memsz = sizeof(t) + 1;
+			break;
+		case 6: /* file size above memory size */
+			t.ph[0].p_memsz = 8;
+			break;
+		case 7: /* W and X */
+			t.ph[0].p_flags = PF_R | PF_W | PF_X;
+			break;
+		case 8: /* below the program's memory (the kernel's) */
+			t.ph[0].p_vaddr = 0x1000;
+			t.eh.e_entry = 0x1000 + offsetof(struct tiny, code);
+			break;
+		case 9: /* wraps around */
+			t.ph[0].p_vaddr = ~0ULL - 8;
+			break;
+		case 10: /* entry outside any executable segment */
+			t.eh.e_entry = 0x900000;
+			break;
+		case 11: /* overlapping segments */
+			t.eh.e_phnum = 2;
+			t.ph[1] = t.ph[0];
+			t.ph[1].p_flags = PF_R;
+			break;
+		case 12: /* dynamically linked */
+			t.eh.e_phnum = 2;
+			t.ph[1].p_type = PT_INTERP;
+			break;
+		case 13: /* truncated header */
+			len = sizeof(Elf64_Ehdr) - 1;
+			break;
+		}
+		assert_int_equal(parse(&t, len, &info), -1);
+	}
+}
+
+static void
+test_gptr_bounds(void **state)
+{
+	struct vm vm;
+	static uint8_t mem[1];
+
+	(void)state;
+	memset(&vm, 0, sizeof(vm));
+	vm.mem = mem; /* never dereferenced: only the checks run */
+	vm.memsz = HI;
+	vm.stack_top = HI;
+	vm.stack_lo = HI - (8ULL << 20);
+	assert_non_null(vm_gptr(&vm, LO, 16));
+	assert_null(vm_gptr(&vm, 0, 1)); /* NULL page */
+	assert_null(vm_gptr(&vm, GUEST_KERNEL, 1)); /* the kernel's */
+	assert_null(vm_gptr(&vm, LO - 1, 2)); /* straddles into it */
+	assert_null(vm_gptr(&vm, HI - 8, 9)); /* past the end */
+	assert_null(vm_gptr(&vm, ~0ULL - 4, 8)); /* wraps */
+	assert_null(vm_gptr(&vm, vm.stack_lo - 4096, 1)); /* guard */
+	assert_non_null(vm_gptr(&vm, vm.stack_lo, 4096));
+	assert_non_null(vm_gptr(&vm, HI - 8, 8));
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_elf_valid),
+		cmocka_unit_test(test_elf_static_pie_placed),
+		cmocka_unit_test(test_elf_refusals),
+		cmocka_unit_test(test_gptr_bounds),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
