@@ -4,7 +4,7 @@
 # this file:
 #   lib/ lang/ policy/ image/ token/ host/*/ and host/*.c (minus keepd.c)
 #                                  -> $(B)/libkeep.a
-#   cli/*.c                        -> $(B)/bin/keep
+#   cli/*.c                        -> $(B)/bin/keep (keep api: keep-api)
 #   host/keepd.c                   -> $(B)/bin/keepd
 #   tests/unit/test_*.c            -> $(B)/tests/test_*   (cmocka, one binary each)
 #   fuzz/*.c (but *_driver.c)      -> $(B)/replay/<name>  (replay build; libFuzzer build: build/libfuzzer/bin/<name>)
@@ -40,6 +40,17 @@ CFLAGS   += -fsanitize=address,undefined,fuzzer-no-link -fno-omit-frame-pointer 
 LDFLAGS  += -fsanitize=address,undefined
 endif
 
+# keep is linked static-pie: no dynamic loader, no shared libraries to map,
+# so `keep run` boots a guest close to the bare KVM floor (bench/boot).
+# The sanitizer builds link it as everything else.
+ifeq ($(SAN),)
+KEEP_LDFLAGS = -static-pie -Wl,-z,relro,-z,now
+KEEP_LDLIBS  = -lbsd -lmd -lsodium -ljansson -llmdb -lyaml -lm
+else
+KEEP_LDFLAGS = $(LDFLAGS)
+KEEP_LDLIBS  = $(LDLIBS)
+endif
+
 # Debian packages the build, the tests and the benchmarks need. Fragments
 # append theirs; mk/deps.sh installs whatever is missing.
 DEPS_PKGS += build-essential clang libclang-rt-14-dev clang-format \
@@ -49,7 +60,11 @@ DEPS_PKGS += build-essential clang libclang-rt-14-dev clang-format \
 
 LIB_SRCS   = $(wildcard lib/*.c lang/*.c policy/*.c image/*.c token/*.c host/*/*.c) \
              $(filter-out host/keepd.c,$(wildcard host/*.c))
-KEEP_SRCS  = $(wildcard cli/*.c)
+# keep api is its own program (keep-api, exec'd by keep): libcurl and
+# the libraries it pulls would triple the start-up time of every keep
+# command, keep run's boot included.
+API_CLI_SRCS = cli/cmd_api.c cli/keep_api.c
+KEEP_SRCS  = $(filter-out $(API_CLI_SRCS),$(wildcard cli/*.c))
 KEEPD_SRCS = host/keepd.c
 UNIT_SRCS  = $(wildcard tests/unit/test_*.c)
 FUZZ_SRCS  = $(filter-out %_driver.c,$(wildcard fuzz/*.c))
@@ -73,7 +88,7 @@ CHECK_EXTRA +=
 # they add to ALL_EXTRA, CHECK_EXTRA, DEPS_PKGS and LIB_OBJS is seen.
 -include $(sort $(wildcard mk/*.mk))
 
-all: deps $(B)/bin/keep $(B)/bin/keepd $(ALL_EXTRA)
+all: deps $(B)/bin/keep $(B)/bin/keep-api $(B)/bin/keepd $(ALL_EXTRA)
 
 deps:
 	@sh mk/deps.sh $(sort $(DEPS_PKGS))
@@ -88,7 +103,11 @@ $(B)/libkeep.a: $(LIB_OBJS)
 
 $(B)/bin/keep: $(call obj,$(KEEP_SRCS)) $(B)/libkeep.a
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $(call obj,$(KEEP_SRCS)) $(B)/libkeep.a $(LDLIBS)
+	$(CC) $(KEEP_LDFLAGS) -o $@ $(call obj,$(KEEP_SRCS)) $(B)/libkeep.a $(KEEP_LDLIBS)
+
+$(B)/bin/keep-api: $(call obj,$(API_CLI_SRCS)) $(B)/libkeep.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $(call obj,$(API_CLI_SRCS)) $(B)/libkeep.a $(LDLIBS)
 
 $(B)/bin/keepd: $(call obj,$(KEEPD_SRCS)) $(B)/libkeep.a
 	@mkdir -p $(dir $@)

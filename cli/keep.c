@@ -1,8 +1,11 @@
 /*
  * keep: the command-line tool. Dispatches to one subcommand group.
  */
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cmd.h"
 #include "lib/util.h"
@@ -10,6 +13,31 @@
 #ifndef KEEP_VERSION
 #define KEEP_VERSION "0.1.0"
 #endif
+
+/*
+ * keep api lives in keep-api beside this binary, so that libcurl is not
+ * loaded by every other command (docs/development.md).
+ */
+static int
+cmd_api_exec(int argc, char **argv)
+{
+	char self[PATH_MAX], helper[PATH_MAX + 16], *slash;
+	ssize_t n;
+
+	(void)argc;
+	if ((n = readlink("/proc/self/exe", self, sizeof(self) - 1)) <= 0) {
+		fprintf(stderr, "keep: /proc/self/exe: %s\n", strerror(errno));
+		return 1;
+	}
+	self[n] = '\0';
+	if ((slash = strrchr(self, '/')) != NULL)
+		*slash = '\0';
+	snprintf(helper, sizeof(helper), "%s/keep-api", self);
+	argv[0] = "keep api";
+	execv(helper, argv);
+	fprintf(stderr, "keep: %s: %s\n", helper, strerror(errno));
+	return 1;
+}
 
 static const struct {
 	const char *name;
@@ -21,7 +49,7 @@ static const struct {
 	{ "image", cmd_image, "build, sign, verify and inspect guest images" },
 	{ "key", cmd_key, "generate keys and print key ids" },
 	{ "token", cmd_token, "sign, verify, mint and inspect tokens" },
-	{ "api", cmd_api, "talk to a running keepd over HTTP" },
+	{ "api", cmd_api_exec, "talk to a running keepd over HTTP" },
 	{ "audit", cmd_audit, "verify, tail and export the audit log" },
 };
 

@@ -46,6 +46,7 @@ install: all
 	  $(DESTDIR)$(SYSCONFDIR)/keep/policy $(DESTDIR)$(UNITDIR)
 	install -m 0755 $(B)/bin/keepd $(DESTDIR)$(PREFIX)/sbin/keepd
 	install -m 0755 $(B)/bin/keep $(DESTDIR)$(PREFIX)/bin/keep
+	install -m 0755 $(B)/bin/keep-api $(DESTDIR)$(PREFIX)/bin/keep-api
 	install -m 0644 docs/keepd.8 $(DESTDIR)$(PREFIX)/share/man/man8/keepd.8
 	install -m 0644 docs/keepd.yaml.5 $(DESTDIR)$(PREFIX)/share/man/man5/keepd.yaml.5
 	@# Never overwrite an operator's configuration or policy.

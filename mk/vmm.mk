@@ -32,3 +32,26 @@ ALL_EXTRA += $(GUEST_BINS)
 $(B)/guests/%: tests/guests/%.c
 	@mkdir -p $(dir $@)
 	musl-gcc -static -O1 -Wall -Werror -o $@ $<
+
+# bench/boot (not part of make check): keep's boot, system call, compute
+# and python costs beside the bare KVM floor, QEMU and native runs.
+DEPS_BENCH_VMM = qemu-system-x86
+.PHONY: bench-vmm
+bench-vmm: $(B)/bench/boot $(B)/bench/kvm_floor $(B)/bench/pvh.elf \
+           $(B)/bin/keep $(GUEST_BINS) $(STOCK_IMAGES)
+	@sh mk/deps.sh $(DEPS_BENCH_VMM)
+	$(B)/bench/boot $(B)
+
+$(B)/bench/boot: bench/boot.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< -lbsd
+
+# A baseline, not keep code: built without the project's warning set.
+$(B)/bench/kvm_floor: bench/kvm_floor.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -Wall -o $@ $<
+
+$(B)/bench/pvh.elf: bench/pvh.S
+	@mkdir -p $(dir $@)
+	$(CC) -m32 -c $< -o $(B)/bench/pvh.o
+	ld -m elf_i386 -Ttext=0x100000 -e pvh_start -o $@ $(B)/bench/pvh.o

@@ -132,7 +132,7 @@ int
 vmm_prepare(int kvm_fd)
 {
 	struct kvm_cpuid2 *c;
-	int n = 64;
+	int n = 128; /* enough here: one call, not two */
 
 	if (cpuid_cache != NULL)
 		return VMM_OK;
@@ -476,7 +476,7 @@ load_program(struct vm *vm, char *err, size_t errlen)
 	/* Half of what is left for brk, half for mmap. */
 	free_lo = (vm->elf.hi + VM_HUGE - 1) & ~(VM_HUGE - 1);
 	free_hi = vm->stack_lo - VM_HUGE;
-	if (free_hi <= free_lo + 4 * VM_HUGE) {
+	if (free_hi < free_lo + 2 * VM_HUGE) {
 		snprintf(err, errlen, "the program leaves no memory free");
 		return VMM_E_TOOBIG;
 	}
