@@ -114,6 +114,7 @@ cmd_run(int argc, char **argv)
 	int c, stats = 0, rc, ex = RUN_EXIT_BOOT, kvm = -1;
 
 	memset(&cfg, 0, sizeof(cfg));
+	cfg.workspace_fd = -1;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
 		switch (c) {

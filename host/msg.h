@@ -54,12 +54,15 @@ enum msg_type {
 	MSG_CTL_CONFIG = 0x0109, /* parent -> child: struct msg_config */
 	MSG_CTL_PUBKEYS = 0x010a, /* parent -> front, vmm: msg_pubkeys */
 	MSG_CTL_TLS = 0x010b, /* parent -> front: msg_tls + memfd */
+	MSG_CTL_MINT_KEY = 0x010c, /* parent -> policy: msg_mint_key */
 
 	/* 0x02xx policy */
 	MSG_POLICY_LOAD = 0x0200, /* parent -> policy: msg_policy_load+memfd */
 	MSG_POLICY_LOADED = 0x0201, /* policy -> parent: msg_policy_loaded */
 	MSG_POLICY_DECIDE = 0x0202, /* front/vmm -> policy: msg_policy_decide */
 	MSG_POLICY_DECISION = 0x0203, /* policy -> asker: msg_policy_decision */
+	MSG_POLICY_MINT = 0x0204, /* front -> policy: msg_policy_mint */
+	MSG_POLICY_MINTED = 0x0205, /* policy -> front: msg_policy_minted */
 
 	/* 0x03xx vmm, 0x04xx store, 0x05xx egress, 0x06xx front: their
 	 * owners define the verbs; the ranges are reserved here. */
@@ -111,7 +114,8 @@ struct msg_config {
 	uint64_t output_max, workspace_max;
 	uint64_t token_max_ttl_ms, token_clock_skew_ms;
 	uint32_t max_connections, max_sandboxes;
-	uint32_t listen_port, pad;
+	uint32_t listen_port;
+	uint32_t tls; /* 1: MSG_CTL_TLS follows; serve only TLS */
 };
 
 /* Public keys, resolved by the parent (file names read, whitespace
@@ -131,6 +135,16 @@ struct msg_pubkeys {
 struct msg_tls {
 	uint64_t cert_len;
 	uint64_t key_len;
+};
+
+/*
+ * The delegation key: an Ed25519 secret key the parent keeps in
+ * <state_dir>/keys/delegation.secret and gives only to the policy process,
+ * which signs attenuated tokens (sandbox tokens, POST /v1/tokens) with it.
+ * Its public half is among the token keys the front and policy trust.
+ */
+struct msg_mint_key {
+	uint8_t sk[64];
 };
 
 struct msg_stats {
@@ -185,6 +199,29 @@ struct msg {
 	enum proc_id from;
 	int fd; /* MSG_NO_FD unless the type carries one; owned by the
 		   handler, which must close it */
+};
+
+/*
+ * Attenuation: the front sends the caller's bearer token as received and
+ * what it wants; the policy process verifies the token itself (a
+ * compromised front cannot claim rights it was not given), derives the
+ * narrower claims (token_attenuate: caps a subset, exp no later, sbx the
+ * parent's or any when unscoped) and signs them with the delegation key.
+ */
+#define MSG_TOKEN_MAX 2048
+struct msg_policy_mint {
+	uint32_t caps; /* cap_set_t wanted */
+	uint32_t token_len; /* bytes used in token[] */
+	int64_t exp; /* wanted expiry, unix seconds; 0: the parent's */
+	char sbx[72]; /* NUL-terminated; "" keeps the parent's */
+	char token[MSG_TOKEN_MAX]; /* the parent token, not NUL-terminated */
+};
+
+struct msg_policy_minted {
+	int32_t status; /* 0, or a TOKEN_E_* code (negative) */
+	uint32_t token_len;
+	int64_t exp;
+	char token[MSG_TOKEN_MAX]; /* not NUL-terminated */
 };
 
 /* Handler flags. */

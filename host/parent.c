@@ -29,6 +29,7 @@
 #include "host/parent.h"
 #include "host/proc.h"
 #include "lib/log.h"
+#include "token/paserk.h"
 
 #define BACKOFF_MIN_MS 250
 /* A child that ran this long before dying starts again from BACKOFF_MIN_MS. */
@@ -56,6 +57,8 @@ struct parent {
 	struct proc_ctx ctx; /* ctx.fd[c]: link to child c */
 	struct child child[PROC_COUNT];
 	uint8_t keys[PROC_COUNT][GRANT_KEY_BYTES];
+	uint8_t mint_sk[64]; /* the delegation key (msg_mint_key) */
+	char mint_pk[MSG_PUBKEY_LEN]; /* its public half, PASERK */
 	int kvm_fd, listen_fd, sig_fd;
 	int root_user; /* started as root: chroot and setresuid */
 	char state[PATH_MAX], empty[PATH_MAX + 8], db[PATH_MAX + 8];
@@ -65,6 +68,8 @@ struct parent {
 	int quitting;
 	int announced;
 };
+
+static void make_dir(const char *, mode_t, uid_t, gid_t);
 
 static uint64_t
 now_ms(void)
@@ -186,6 +191,7 @@ send_config(struct parent *ps, enum proc_id c)
 	m.max_connections = k->max_connections;
 	m.max_sandboxes = k->max_sandboxes;
 	m.listen_port = k->listen_port;
+	m.tls = k->tls_cert[0] != '\0';
 	if (msg_send(ps->ctx.fd[c], MSG_CTL_CONFIG, 0, 0, &m, sizeof(m), -1) !=
 	    MSG_OK)
 		log_warn("%s: %s", __func__, proc_name(c));
@@ -260,8 +266,11 @@ send_pubkeys(struct parent *ps, enum proc_id c)
 	size_t i, n;
 
 	memset(&m, 0, sizeof(m));
-	if (c == PROC_FRONT) {
+	if (c == PROC_FRONT || c == PROC_POLICY) {
 		m.kind = MSG_PUBKEYS_TOKEN;
+		if (strlcpy(m.keys[0], ps->mint_pk, MSG_PUBKEY_LEN) <
+		    MSG_PUBKEY_LEN)
+			m.n = 1;
 		keys = ps->cfg.issuer_keys;
 		n = ps->cfg.nissuer_keys;
 	} else if (c == PROC_VMM) {
@@ -319,6 +328,58 @@ out:
 	}
 }
 
+static void
+send_mint_key(struct parent *ps)
+{
+	struct msg_mint_key k;
+
+	memcpy(k.sk, ps->mint_sk, sizeof(k.sk));
+	if (msg_send(ps->ctx.fd[PROC_POLICY], MSG_CTL_MINT_KEY, 0, 0, &k,
+	        sizeof(k), -1) != MSG_OK)
+		log_warn("%s", __func__);
+	sodium_memzero(&k, sizeof(k));
+}
+
+/*
+ * The delegation key signs the tokens keep derives (sandbox tokens,
+ * attenuation). It must outlive a restart, or every sandbox token would
+ * die with the daemon, so unlike the grant keys it is kept on disk, in a
+ * root-only directory no child can see.
+ */
+static void
+load_mint_key(struct parent *ps)
+{
+	char dir[PATH_MAX + 8], path[PATH_MAX + 32], text[160];
+	uint8_t pk[32];
+	int fd;
+
+	snprintf(dir, sizeof(dir), "%s/keys", ps->state);
+	make_dir(dir, 0700, ps->root_user ? 0 : (uid_t)-1, 0);
+	snprintf(path, sizeof(path), "%s/delegation.secret", dir);
+	if (sodium_mlock(ps->mint_sk, sizeof(ps->mint_sk)) == -1)
+		log_warn("%s: mlock", __func__);
+	if (access(path, F_OK) == 0) {
+		if (paserk_load_secret(path, ps->mint_sk) != 0)
+			fatalx("%s: not a usable k4.secret key (mode must be "
+			       "0600)",
+			    path);
+	} else {
+		crypto_sign_keypair(pk, ps->mint_sk);
+		if (paserk_secret_encode(text, sizeof(text), ps->mint_sk) !=
+		        0 ||
+		    (fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+		         0600)) == -1)
+			fatal("%s", path);
+		if (dprintf(fd, "%s\n", text) < 0 || close(fd) == -1)
+			fatal("%s", path);
+		sodium_memzero(text, sizeof(text));
+		log_info("%s: created the delegation key %s", __func__, path);
+	}
+	crypto_sign_ed25519_sk_to_pk(pk, ps->mint_sk);
+	if (paserk_public_encode(ps->mint_pk, sizeof(ps->mint_pk), pk) != 0)
+		fatalx("%s: encode", __func__);
+}
+
 /* Everything a child gets from the parent after its start or a reload. */
 static void
 send_setup(struct parent *ps, enum proc_id c)
@@ -327,6 +388,8 @@ send_setup(struct parent *ps, enum proc_id c)
 	send_pubkeys(ps, c);
 	if (c == PROC_FRONT)
 		send_tls(ps);
+	if (c == PROC_POLICY)
+		send_mint_key(ps);
 	if (c == PROC_POLICY)
 		send_policy(ps);
 }
@@ -430,6 +493,10 @@ spawn(struct parent *ps, enum proc_id c)
 		return -1;
 	case 0:
 		place_fds(src, dst, n);
+		/* The vmm works in the state directory (images/, workspaces/),
+		 * chrooted there when keepd runs as root, and not otherwise. */
+		if (c == PROC_VMM && chdir(ps->state) == -1)
+			_exit(126);
 		sigemptyset(&all);
 		sigprocmask(SIG_SETMASK, &all, NULL);
 		/* Ctrl-C reaches the whole process group; the parent alone
@@ -757,12 +824,25 @@ setup(struct parent *ps)
 	make_dir(ps->empty, 0755, ps->root_user ? 0 : (uid_t)-1, 0);
 	make_dir(ps->db, 0700, pw != NULL ? pw->pw_uid : (uid_t)-1,
 	    pw != NULL ? pw->pw_gid : (gid_t)-1);
+	{
+		char d[PATH_MAX + 16];
+
+		/* Images are the operator's: root-owned, read by the vmm.
+		 * Workspaces are the vmm's to create and remove. */
+		snprintf(d, sizeof(d), "%s/images", ps->state);
+		make_dir(d, 0755, ps->root_user ? 0 : (uid_t)-1, 0);
+		snprintf(d, sizeof(d), "%s/workspaces", ps->state);
+		make_dir(d, 0700, pw != NULL ? pw->pw_uid : (uid_t)-1,
+		    pw != NULL ? pw->pw_gid : (gid_t)-1);
+	}
 
 	/* Grant keys: made here, kept in locked memory, never written. */
 	if (sodium_mlock(ps->keys, sizeof(ps->keys)) == -1)
 		log_warn("%s: mlock of the grant keys", __func__);
 	for (p = PROC_FRONT; p < PROC_COUNT; p++)
 		randombytes_buf(ps->keys[p], sizeof(ps->keys[p]));
+
+	load_mint_key(ps);
 
 	if ((ps->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC)) == -1)
 		log_warn("/dev/kvm");

@@ -368,7 +368,7 @@ msg_h_config(struct proc_ctx *ctx, const struct msg *m)
 	if ((c = malloc(sizeof(*c))) == NULL)
 		return -1;
 	memcpy(c, m->data, sizeof(*c));
-	if (c->pad != 0 || c->memory_default > c->memory_max ||
+	if (c->tls > 1 || c->memory_default > c->memory_max ||
 	    c->timeout_default_ms > c->timeout_max_ms) {
 		free(c);
 		return -1;

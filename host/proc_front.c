@@ -1,9 +1,10 @@
 /*
- * The front: the TCP/TLS listener, HTTP/1.1, token verification (host/http/,
- * host/api/ in phase 2). This skeleton holds the listener the parent
- * passed, keeps the TLS certificate and key the parent sends as bytes (the
- * front cannot open files) and answers the control messages.
+ * The front: the TCP/TLS listener, HTTP/1.1 (host/http/), the API
+ * (host/api/) and its backend over the links (host/front_backend.c). One
+ * epoll loop serves the clients and the links; the TLS certificate and key
+ * arrive from the parent as bytes, since the front cannot open files.
  */
+#include <sys/epoll.h>
 #include <sys/stat.h>
 
 #include <errno.h>
@@ -11,11 +12,23 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
+#include <sodium.h>
+
+#include "host/api/api.h"
+#include "host/front_backend.h"
+#include "host/front_backend_int.h"
+#include "host/http/front.h"
 #include "host/msg.h"
 #include "host/proc.h"
 #include "lib/log.h"
 
 struct front_state {
+	struct front_backend *fb;
+	struct api *api;
+	struct front *front;
+	struct tls *tls;
+	struct front_limits lim; /* front_new keeps a pointer to it */
 	char *cert; /* PEM chain, cert_len bytes, NUL-terminated */
 	char *key; /* PEM key, key_len bytes, NUL-terminated */
 	size_t cert_len, key_len;
@@ -79,22 +92,138 @@ front_h_tls(struct proc_ctx *ctx, const struct msg *m)
 	return 0;
 }
 
-static const struct msg_handler front_handlers[] = {
-	MSG_HANDLERS_COMMON,
-	{ MSG_CTL_TLS, PROC_BIT(PROC_PARENT), sizeof(struct msg_tls), MSG_H_FD,
-	    front_h_tls },
-};
+/* Start serving once the configuration (and, if configured, the TLS
+ * material) is here; until then the listener's backlog holds clients. */
+static int
+front_start(struct proc_ctx *ctx, struct front_state *fs)
+{
+	struct front_limits *lim = &fs->lim;
+	char err[256];
+
+	if (ctx->config == NULL || (ctx->config->tls && fs->cert == NULL))
+		return 0;
+	if ((fs->fb = front_backend_new(ctx)) == NULL ||
+	    (fs->api = api_new(front_backend_ops(fs->fb), NULL)) == NULL)
+		return -1;
+	if (ctx->config->tls) {
+		fs->tls = front_tls_server(fs->cert, fs->cert_len, fs->key,
+		    fs->key_len, err, sizeof(err));
+		explicit_bzero(fs->key, fs->key_len);
+		if (fs->tls == NULL) {
+			log_warnx("%s: TLS: %s", __func__, err);
+			return -1;
+		}
+	}
+	front_limits_default(lim);
+	if (ctx->config->max_connections != 0)
+		lim->max_conns = ctx->config->max_connections;
+	if (ctx->config->max_request_body != 0)
+		lim->http.max_body = ctx->config->max_request_body;
+	if ((fs->front = front_new(ctx->listen_fd, fs->api, lim, fs->tls)) ==
+	    NULL)
+		return -1;
+	log_info("%s: serving the API%s", __func__,
+	    fs->tls != NULL ? " over TLS" : "");
+	return 1;
+}
+
+static int
+front_loop(struct proc_ctx *ctx, struct front_state *fs)
+{
+	struct epoll_event ev[16];
+	uint8_t *buf;
+	int epfd, n, i, started = 0, linkfd[PROC_COUNT];
+	enum proc_id p;
+
+	if ((buf = malloc(MSG_BUFSZ)) == NULL ||
+	    (epfd = epoll_create1(EPOLL_CLOEXEC)) == -1)
+		fatal("%s", __func__);
+	for (p = 0; p < PROC_COUNT; p++)
+		linkfd[p] = -1;
+	while (!ctx->quit) {
+		/* Links come and go (a peer restarts): keep epoll in step. */
+		for (p = 0; p < PROC_COUNT; p++) {
+			struct epoll_event e = { .events = EPOLLIN,
+				.data.u64 = p };
+
+			if (linkfd[p] == ctx->fd[p])
+				continue;
+			if (linkfd[p] != -1)
+				epoll_ctl(epfd, EPOLL_CTL_DEL, linkfd[p], NULL);
+			if (ctx->fd[p] != -1 &&
+			    epoll_ctl(epfd, EPOLL_CTL_ADD, ctx->fd[p], &e) ==
+			        -1)
+				fatal("%s: epoll_ctl", __func__);
+			if (linkfd[p] != -1 && ctx->fd[p] == -1)
+				front_backend_link_down(fs->fb, p);
+			linkfd[p] = ctx->fd[p];
+		}
+		if (!started) {
+			if ((started = front_start(ctx, fs)) == -1)
+				fatalx("%s: cannot serve", __func__);
+			if (started) {
+				struct epoll_event e = { .events = EPOLLIN,
+					.data.u64 = PROC_COUNT };
+
+				if (epoll_ctl(epfd, EPOLL_CTL_ADD,
+				        front_fd(fs->front), &e) == -1)
+					fatal("%s: epoll_ctl", __func__);
+			}
+		}
+		n = epoll_wait(epfd, ev, nitems(ev), 250);
+		if (n == -1 && errno != EINTR)
+			fatal("%s: epoll_wait", __func__);
+		for (i = 0; i < n && !ctx->quit; i++) {
+			p = (enum proc_id)ev[i].data.u64;
+			if (p == PROC_COUNT)
+				continue;
+			if (ctx->fd[p] != -1 &&
+			    proc_link_event(ctx, p, buf, MSG_BUFSZ) == -1)
+				ctx->quit = 1;
+		}
+		/* Timeouts are enforced inside front_step: call it always. */
+		if (started && !ctx->quit) {
+			front_backend_resume(fs->fb);
+			front_step(fs->front, 0);
+		}
+	}
+	if (fs->fb != NULL)
+		front_backend_stop(fs->fb);
+	if (fs->front != NULL)
+		front_free(fs->front);
+	if (fs->fb != NULL)
+		front_backend_free(fs->fb);
+	if (fs->api != NULL)
+		api_free(fs->api);
+	close(epfd);
+	free(buf);
+	return 0;
+}
 
 int
 front_main(struct proc_ctx *ctx)
 {
 	static struct front_state fs;
+	static struct msg_handler handlers[32];
+	size_t n = 0, i;
+	const struct msg_handler common[] = {
+		MSG_HANDLERS_COMMON,
+		{ MSG_CTL_TLS, PROC_BIT(PROC_PARENT), sizeof(struct msg_tls),
+		    MSG_H_FD, front_h_tls },
+	};
 
-	ctx->handlers = front_handlers;
-	ctx->nhandlers = nitems(front_handlers);
+	for (i = 0; i < nitems(common); i++)
+		handlers[n++] = common[i];
+	for (i = 0; i < fb_run_nhandlers && n < nitems(handlers); i++)
+		handlers[n++] = fb_run_handlers[i];
+	ctx->handlers = handlers;
+	ctx->nhandlers = n;
 	ctx->arg = &fs;
+	/* jansson would seed its hash function from /dev/urandom on first
+	 * use, and the front may not open files: seed it here. */
+	json_object_seed(randombytes_random() | 1);
 	if (ctx->listen_fd < 0)
-		log_warnx("%s: no listener from the parent", __func__);
+		fatalx("%s: no listener from the parent", __func__);
 	log_info("%s: ready", __func__);
-	return proc_loop(ctx);
+	return front_loop(ctx, &fs);
 }

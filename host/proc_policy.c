@@ -18,8 +18,13 @@
 #include "host/proc_policy.h"
 #include "lib/caps.h"
 #include "lib/log.h"
+#include "token/token.h"
 
 struct policy_state {
+	uint8_t mint_sk[64];
+	int have_mint_key;
+	struct token_verifier *tv; /* built for tv_keys */
+	const struct msg_pubkeys *tv_keys;
 	void *compiled;
 	char *text; /* the text as loaded, kept for explain and reload */
 	size_t len;
@@ -176,12 +181,105 @@ policy_h_decide(struct proc_ctx *ctx, const struct msg *m)
 	return 0;
 }
 
+static int
+policy_h_mint_key(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct policy_state *ps = ctx->arg;
+
+	memcpy(ps->mint_sk, m->data, sizeof(ps->mint_sk));
+	ps->have_mint_key = 1;
+	return 0;
+}
+
+/* The verifier follows the keys the parent sent last. */
+static struct token_verifier *
+verifier(struct proc_ctx *ctx)
+{
+	struct policy_state *ps = ctx->arg;
+	struct token_verifier_config vc;
+	struct token_key keys[MSG_PUBKEYS_MAX];
+	uint32_t i, n = 0;
+
+	if (ps->tv != NULL && ps->tv_keys == ctx->token_keys)
+		return ps->tv;
+	token_verifier_free(ps->tv);
+	ps->tv = NULL;
+	ps->tv_keys = ctx->token_keys;
+	if (ctx->token_keys == NULL || ctx->config == NULL)
+		return NULL;
+	for (i = 0; i < ctx->token_keys->n; i++)
+		if (paserk_public_decode(keys[n].pk, ctx->token_keys->keys[i],
+		        strlen(ctx->token_keys->keys[i])) == 0)
+			n++;
+	memset(&vc, 0, sizeof(vc));
+	vc.keys = keys;
+	vc.nkeys = n;
+	vc.audience = "keep";
+	vc.skew = (int64_t)(ctx->config->token_clock_skew_ms / 1000);
+	vc.max_lifetime = (int64_t)(ctx->config->token_max_ttl_ms / 1000);
+	if (token_verifier_new(&vc, &ps->tv) != 0)
+		ps->tv = NULL;
+	return ps->tv;
+}
+
+static int
+policy_h_mint(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct policy_state *ps = ctx->arg;
+	struct msg_policy_mint *q;
+	struct msg_policy_minted *r;
+	struct token_claims parent, child;
+	struct token_verifier *tv;
+	char *tok = NULL;
+	int rc;
+
+	if ((q = malloc(sizeof(*q))) == NULL)
+		return -1;
+	if ((r = calloc(1, sizeof(*r))) == NULL) {
+		free(q);
+		return -1;
+	}
+	memcpy(q, m->data, sizeof(*q));
+	if (q->token_len > sizeof(q->token) ||
+	    memchr(q->sbx, '\0', sizeof(q->sbx)) == NULL ||
+	    (q->caps & ~CAP_ALL) != 0)
+		rc = TOKEN_E_INVAL;
+	else if (!ps->have_mint_key || (tv = verifier(ctx)) == NULL)
+		rc = TOKEN_E_KEY;
+	else if ((rc = token_verify(tv, q->token, q->token_len, &parent)) ==
+	        0 &&
+	    (rc = token_attenuate(&parent, q->caps, q->exp, q->sbx,
+	         (int64_t)(grant_now_ms() / 1000), &child)) == 0 &&
+	    (rc = token_mint(ps->mint_sk, &child, &tok)) == 0) {
+		if (strlen(tok) > sizeof(r->token))
+			rc = TOKEN_E_TOO_LARGE;
+		else {
+			r->token_len = (uint32_t)strlen(tok);
+			memcpy(r->token, tok, r->token_len);
+			r->exp = child.exp;
+		}
+		free(tok);
+	}
+	r->status = rc;
+	if (rc != 0)
+		log_info("%s: refused: %s", __func__, token_strerror(rc));
+	msg_reply(ctx, m, MSG_POLICY_MINTED, r, sizeof(*r), -1);
+	sodium_memzero(q, sizeof(*q));
+	free(q);
+	free(r);
+	return 0;
+}
+
 static const struct msg_handler policy_handlers[] = {
 	MSG_HANDLERS_COMMON,
 	{ MSG_POLICY_LOAD, PROC_BIT(PROC_PARENT),
 	    sizeof(struct msg_policy_load), MSG_H_FD, policy_h_load },
 	{ MSG_POLICY_DECIDE, PROC_BIT(PROC_FRONT) | PROC_BIT(PROC_VMM),
 	    sizeof(struct msg_policy_decide), 0, policy_h_decide },
+	{ MSG_CTL_MINT_KEY, PROC_BIT(PROC_PARENT), sizeof(struct msg_mint_key),
+	    0, policy_h_mint_key },
+	{ MSG_POLICY_MINT, PROC_BIT(PROC_FRONT), sizeof(struct msg_policy_mint),
+	    0, policy_h_mint },
 };
 
 int

@@ -1,36 +1,902 @@
 /*
  * The vmm: holds /dev/kvm (passed by the parent, never opened here), the
- * images and the workspaces; forks one `keepd: vm` process per guest in
- * phase 2 (host/vmm/). This skeleton checks the KVM descriptor and answers
- * the control messages.
+ * images (images/NAME.img, verified against the image keys from
+ * keepd.yaml before use) and the sandboxes with their workspaces
+ * (workspaces/ID). Each run is a `keepd: vm` process forked from here,
+ * with its own seccomp allowlist, that boots the guest (host/vmm/) and
+ * exits; this process waits on it without blocking its links.
+ *
+ * Sandboxes live in this process's memory: a restart of the vmm, or of
+ * keepd, forgets them and removes their workspaces.
  */
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <linux/kvm.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
 
+#include <sodium.h>
+
+#include "host/grant.h"
 #include "host/msg.h"
 #include "host/proc.h"
+#include "host/seccomp_filters.h"
+#include "host/vmm/vmm.h"
+#include "host/vmm_msg.h"
+#include "image/image.h"
+#include "lib/caps.h"
 #include "lib/log.h"
+#include "token/paserk.h"
+
+#define VMM_SANDBOXES_MAX 256
+#define VMM_JOBS_MAX 16
+#define VMM_IMAGES_MAX 16
+#define VMM_GRACE_MS 5000 /* past a run's own timeout, then SIGKILL */
+
+struct sandbox {
+	int used;
+	char id[SBX_ID_MAX];
+	char owner[GRANT_PRINCIPAL_MAX];
+	char image[RUN_NAME_MAX];
+	int64_t created_at, expires_at;
+	char env[SBX_ENV_MAX];
+	uint32_t env_len;
+	int ws_fd;
+};
+
+struct loaded_image {
+	char name[RUN_NAME_MAX];
+	struct image *img;
+};
+
+/* A run in flight: one `keepd: vm` process. */
+struct job {
+	int used;
+	pid_t pid;
+	int pidfd;
+	uint64_t reqid;
+	enum proc_id from;
+	int outfd, errfd;
+	struct vmm_result *res; /* shared with the child */
+	uint64_t deadline; /* monotonic ms: kill after this */
+};
+
+struct vmm_state {
+	struct sandbox sbx[VMM_SANDBOXES_MAX];
+	struct loaded_image images[VMM_IMAGES_MAX];
+	struct job jobs[VMM_JOBS_MAX];
+	const struct msg_pubkeys *keys_for; /* image keys last decoded */
+	uint8_t keys[MSG_PUBKEYS_MAX][32];
+	size_t nkeys;
+};
+
+static uint64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* A sandbox id or image name: [A-Za-z0-9_-], 1..63, so it is also a safe
+ * file name. */
+static int
+safe_name(const char *s, size_t max)
+{
+	size_t i;
+
+	for (i = 0; i < max && s[i] != '\0'; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+		        (s[i] >= 'A' && s[i] <= 'Z') ||
+		        (s[i] >= '0' && s[i] <= '9') || s[i] == '_' ||
+		        s[i] == '-'))
+			return 0;
+	return i > 0 && i < max && i < 64;
+}
+
+/* The grant in a request: authentic, for this request, this cap, this
+ * target. The principal in it is the owner. */
+static int
+check_grant(struct proc_ctx *ctx, const struct msg *m, const struct grant *g,
+    uint32_t cap, const char *target, struct grant *out)
+{
+	int rc;
+
+	rc = proc_grant_verify(ctx, m, g, sizeof(*g), out);
+	if (rc == GRANT_OK)
+		rc = grant_check(out, cap, target, strlen(target));
+	if (rc != GRANT_OK) {
+		log_warnx("%s: %s from %s refused: %s", __func__,
+		    msg_type_name(m->hdr.type), proc_name(m->from),
+		    grant_strerror(rc));
+		return -1;
+	}
+	return 0;
+}
+
+static struct sandbox *
+sandbox_find(struct vmm_state *vs, const char *id, const char *owner)
+{
+	size_t i;
+
+	for (i = 0; i < VMM_SANDBOXES_MAX; i++)
+		if (vs->sbx[i].used && strcmp(vs->sbx[i].id, id) == 0 &&
+		    strcmp(vs->sbx[i].owner, owner) == 0)
+			return &vs->sbx[i];
+	return NULL;
+}
+
+/* rm -r below dirfd, then the directory itself. Bounded depth. */
+static void
+remove_tree(int dir, const char *name, int depth)
+{
+	DIR *d;
+	struct dirent *e;
+	int fd;
+
+	if (depth > 32)
+		return;
+	if (unlinkat(dir, name, 0) == 0 || errno == ENOENT)
+		return;
+	if ((fd = openat(dir, name,
+	         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+		return;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
+	while ((e = readdir(d)) != NULL)
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+			remove_tree(dirfd(d), e->d_name, depth + 1);
+	closedir(d);
+	unlinkat(dir, name, AT_REMOVEDIR);
+}
+
+static void
+sandbox_remove(struct sandbox *s)
+{
+	int wd;
+
+	if (s->ws_fd >= 0)
+		close(s->ws_fd);
+	if ((wd = open("workspaces", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) !=
+	    -1) {
+		remove_tree(wd, s->id, 0);
+		close(wd);
+	}
+	log_info("sandbox %s removed", s->id);
+	memset(s, 0, sizeof(*s));
+	s->ws_fd = -1;
+}
+
+static void
+expire_sandboxes(struct vmm_state *vs)
+{
+	int64_t now = (int64_t)time(NULL);
+	size_t i;
+
+	for (i = 0; i < VMM_SANDBOXES_MAX; i++)
+		if (vs->sbx[i].used && vs->sbx[i].expires_at <= now)
+			sandbox_remove(&vs->sbx[i]);
+}
+
+/* ---- images ----------------------------------------------------------- */
+
+static void
+decode_keys(struct proc_ctx *ctx, struct vmm_state *vs)
+{
+	uint32_t i;
+
+	if (vs->keys_for == ctx->image_keys)
+		return;
+	vs->keys_for = ctx->image_keys;
+	vs->nkeys = 0;
+	for (i = 0; ctx->image_keys != NULL && i < ctx->image_keys->n; i++)
+		if (paserk_public_decode(vs->keys[vs->nkeys],
+		        ctx->image_keys->keys[i],
+		        strlen(ctx->image_keys->keys[i])) == 0)
+			vs->nkeys++;
+}
+
+/* The image named name, opened and verified once. */
+static struct image *
+image_get(struct proc_ctx *ctx, struct vmm_state *vs, const char *name)
+{
+	char path[RUN_NAME_MAX + 16], err[256];
+	struct image *img;
+	size_t i, slot = VMM_IMAGES_MAX;
+
+	if (!safe_name(name, RUN_NAME_MAX))
+		return NULL;
+	decode_keys(ctx, vs);
+	for (i = 0; i < VMM_IMAGES_MAX; i++) {
+		if (vs->images[i].img != NULL &&
+		    strcmp(vs->images[i].name, name) == 0)
+			return vs->images[i].img;
+		if (vs->images[i].img == NULL && slot == VMM_IMAGES_MAX)
+			slot = i;
+	}
+	snprintf(path, sizeof(path), "images/%s.img", name);
+	if (image_open_trusted(path, (const uint8_t(*)[32])vs->keys, vs->nkeys,
+	        &img, err, sizeof(err)) != 0) {
+		log_warnx("image %s refused: %s", name, err);
+		return NULL;
+	}
+	if (slot == VMM_IMAGES_MAX) {
+		image_close(img);
+		return NULL;
+	}
+	strlcpy(vs->images[slot].name, name, sizeof(vs->images[slot].name));
+	vs->images[slot].img = img;
+	log_info("image %s %s verified", image_name(img), image_version(img));
+	return img;
+}
+
+/* ---- sandboxes -------------------------------------------------------- */
+
+static void
+fill_info(struct msg_vmm_sandbox_info *r, const struct sandbox *s)
+{
+	strlcpy(r->id, s->id, sizeof(r->id));
+	strlcpy(r->image, s->image, sizeof(r->image));
+	r->created_at = s->created_at;
+	r->expires_at = s->expires_at;
+}
+
+static int
+vmm_h_create(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct vmm_state *vs = ctx->arg;
+	struct msg_vmm_sandbox_new *q;
+	struct msg_vmm_sandbox_info r;
+	struct sandbox *s = NULL;
+	struct grant g;
+	char path[SBX_ID_MAX + 16];
+	size_t i;
+	int rc = -1;
+
+	if ((q = malloc(sizeof(*q))) == NULL)
+		return -1;
+	memcpy(q, m->data, sizeof(*q));
+	memset(&r, 0, sizeof(r));
+	if (memchr(q->id, '\0', sizeof(q->id)) == NULL ||
+	    memchr(q->image, '\0', sizeof(q->image)) == NULL ||
+	    !safe_name(q->id, sizeof(q->id)) || q->env_len > sizeof(q->env) ||
+	    (q->env_len > 0 && q->env[q->env_len - 1] != '\0'))
+		goto out;
+	rc = 0;
+	expire_sandboxes(vs);
+	if (check_grant(ctx, m, &q->grant, CAP_SANDBOX_WRITE, q->id, &g) != 0)
+		r.status = SBX_E_GRANT;
+	else if (image_get(ctx, vs, q->image) == NULL)
+		r.status = SBX_E_IMAGE;
+	else {
+		for (i = 0; i < VMM_SANDBOXES_MAX; i++) {
+			if (vs->sbx[i].used &&
+			    strcmp(vs->sbx[i].id, q->id) == 0)
+				break;
+			if (!vs->sbx[i].used && s == NULL)
+				s = &vs->sbx[i];
+		}
+		if (i < VMM_SANDBOXES_MAX)
+			r.status = SBX_E_EXISTS;
+		else if (s == NULL ||
+		    (ctx->config != NULL && ctx->config->max_sandboxes != 0 &&
+		        (size_t)(s - vs->sbx) >= ctx->config->max_sandboxes))
+			r.status = SBX_E_FULL;
+	}
+	if (r.status == SBX_OK) {
+		snprintf(path, sizeof(path), "workspaces/%s", q->id);
+		memset(s, 0, sizeof(*s));
+		if (mkdir(path, 0700) == -1 ||
+		    (s->ws_fd = open(
+		         path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
+			log_warn("%s: %s", __func__, path);
+			rmdir(path);
+			r.status = SBX_E_INTERNAL;
+		} else {
+			s->used = 1;
+			strlcpy(s->id, q->id, sizeof(s->id));
+			strlcpy(s->owner, g.principal, sizeof(s->owner));
+			strlcpy(s->image, q->image, sizeof(s->image));
+			memcpy(s->env, q->env, q->env_len);
+			s->env_len = q->env_len;
+			s->created_at = (int64_t)time(NULL);
+			s->expires_at = s->created_at +
+			    (int64_t)(q->ttl_s ? q->ttl_s : 3600);
+			fill_info(&r, s);
+			char esc[GRANT_PRINCIPAL_MAX * 4];
+
+			log_info("sandbox %s (%s) created for %s", s->id,
+			    s->image,
+			    log_escape(
+			        esc, sizeof(esc), s->owner, strlen(s->owner)));
+		}
+	}
+	msg_reply(ctx, m, MSG_VMM_SANDBOX_INFO, &r, sizeof(r), -1);
+out:
+	free(q);
+	return rc;
+}
+
+static int
+vmm_h_ref(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct vmm_state *vs = ctx->arg;
+	struct msg_vmm_sandbox_ref q;
+	struct msg_vmm_sandbox_info r;
+	struct sandbox *s;
+	struct grant g;
+	int del = m->hdr.type == MSG_VMM_SANDBOX_DELETE;
+
+	memcpy(&q, m->data, sizeof(q));
+	memset(&r, 0, sizeof(r));
+	if (memchr(q.id, '\0', sizeof(q.id)) == NULL)
+		return -1;
+	expire_sandboxes(vs);
+	/* Reading needs sandbox:read or :write (a token refresh asks with
+	 * the latter); deleting needs :write. */
+	if (check_grant(ctx, m, &q.grant,
+	        del || q.grant.cap == CAP_SANDBOX_WRITE ? CAP_SANDBOX_WRITE
+	                                                : CAP_SANDBOX_READ,
+	        q.id, &g) != 0)
+		r.status = SBX_E_GRANT;
+	else if ((s = sandbox_find(vs, q.id, g.principal)) == NULL)
+		r.status = SBX_E_NOTFOUND;
+	else {
+		fill_info(&r, s);
+		if (del)
+			sandbox_remove(s);
+	}
+	msg_reply(ctx, m, MSG_VMM_SANDBOX_INFO, &r, sizeof(r), -1);
+	return 0;
+}
+
+static int
+vmm_h_list(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct vmm_state *vs = ctx->arg;
+	struct msg_vmm_sandbox_list q;
+	struct msg_vmm_sandbox_page *r;
+	const struct sandbox *best;
+	struct grant g;
+	size_t i;
+
+	memcpy(&q, m->data, sizeof(q));
+	if (memchr(q.cursor, '\0', sizeof(q.cursor)) == NULL ||
+	    (r = calloc(1, sizeof(*r))) == NULL)
+		return -1;
+	expire_sandboxes(vs);
+	if (check_grant(ctx, m, &q.grant, CAP_SANDBOX_READ, "", &g) != 0)
+		r->status = SBX_E_GRANT;
+	if (q.limit == 0 || q.limit > SBX_PAGE_MAX)
+		q.limit = SBX_PAGE_MAX;
+	/* Ids in order: the cursor is the last id of the previous page. */
+	while (r->status == SBX_OK && r->n <= q.limit) {
+		best = NULL;
+		for (i = 0; i < VMM_SANDBOXES_MAX; i++) {
+			const struct sandbox *s = &vs->sbx[i];
+
+			if (!s->used || strcmp(s->owner, g.principal) != 0 ||
+			    strcmp(s->id, q.cursor) <= 0)
+				continue;
+			if (best == NULL || strcmp(s->id, best->id) < 0)
+				best = s;
+		}
+		if (best == NULL)
+			break;
+		if (r->n == q.limit) {
+			strlcpy(
+			    r->next, r->items[r->n - 1].id, sizeof(r->next));
+			break;
+		}
+		fill_info(&r->items[r->n++], best);
+		strlcpy(q.cursor, best->id, sizeof(q.cursor));
+	}
+	msg_reply(ctx, m, MSG_VMM_SANDBOX_PAGE, r, sizeof(*r), -1);
+	free(r);
+	return 0;
+}
+
+/* ---- runs ------------------------------------------------------------- */
+
+static int
+get_u32(const uint8_t **p, const uint8_t *end, uint32_t *v)
+{
+	if (end - *p < 4)
+		return -1;
+	*v = (uint32_t)(*p)[0] | (uint32_t)(*p)[1] << 8 |
+	    (uint32_t)(*p)[2] << 16 | (uint32_t)(*p)[3] << 24;
+	*p += 4;
+	return 0;
+}
+
+/* Split the request memfd's strings into vec (NUL-terminated copies in
+ * buf, which the caller frees). */
+static int
+parse_strings(const uint8_t **p, const uint8_t *end, uint32_t n,
+    const char **vec, char *buf, size_t *used, size_t cap)
+{
+	uint32_t i, len;
+
+	for (i = 0; i < n; i++) {
+		if (get_u32(p, end, &len) != 0 || (size_t)(end - *p) < len ||
+		    memchr(*p, '\0', len) != NULL || *used + len + 1 > cap)
+			return -1;
+		memcpy(buf + *used, *p, len);
+		buf[*used + len] = '\0';
+		vec[i] = buf + *used;
+		*used += len + 1;
+		*p += len;
+	}
+	return 0;
+}
+
+static void
+run_reply(struct proc_ctx *ctx, enum proc_id to, uint64_t reqid,
+    uint32_t status, int exit_code, const char *reason, int outfd,
+    uint64_t out_len, uint64_t err_len, const struct vmm_result *res)
+{
+	struct msg_vmm_run_done d;
+	int fd = outfd;
+
+	memset(&d, 0, sizeof(d));
+	d.status = status;
+	d.exit_code = exit_code;
+	d.out_len = out_len;
+	d.err_len = err_len;
+	if (res != NULL) {
+		d.duration_ms = (res->boot_us + res->run_us) / 1000;
+		d.boot_us = res->boot_us;
+	}
+	strlcpy(d.reason, reason, sizeof(d.reason));
+	if (fd < 0)
+		fd = memfd_create("keep-out", MFD_CLOEXEC);
+	if (fd < 0 || ctx->fd[to] < 0 ||
+	    msg_send(ctx->fd[to], MSG_VMM_RUN_DONE, MSG_F_REPLY, reqid, &d,
+	        sizeof(d), fd) != MSG_OK)
+		log_warnx("%s: reply for run %llu lost", __func__,
+		    (unsigned long long)reqid);
+	if (fd >= 0 && fd != outfd)
+		close(fd);
+}
+
+static void
+out_sink(void *arg, int fd, const void *buf, size_t len)
+{
+	const int *fds = arg;
+	const char *p = buf;
+	ssize_t n;
+
+	while (len > 0) {
+		n = write(fds[fd == 2], p, len);
+		if (n <= 0) {
+			if (n == -1 && errno == EINTR)
+				continue;
+			return;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+/* In the `keepd: vm` process: shed what belongs to other runs and
+ * sandboxes, confine, boot, report, exit. */
+static void __attribute__((noreturn))
+vm_process(struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_config *cfg,
+    int outfds[2], struct vmm_result *res, const char *id)
+{
+	char err[160];
+	size_t i;
+	int rc;
+
+	setproctitle("vm %s", id);
+	for (i = 0; i < PROC_COUNT; i++)
+		if (ctx->fd[i] >= 0)
+			close(ctx->fd[i]);
+	for (i = 0; i < VMM_SANDBOXES_MAX; i++)
+		if (vs->sbx[i].used && vs->sbx[i].ws_fd != cfg->workspace_fd)
+			close(vs->sbx[i].ws_fd);
+	for (i = 0; i < VMM_JOBS_MAX; i++)
+		if (vs->jobs[i].used) {
+			close(vs->jobs[i].outfd);
+			close(vs->jobs[i].errfd);
+			if (vs->jobs[i].pidfd >= 0)
+				close(vs->jobs[i].pidfd);
+		}
+	if (seccomp_filter_install(&seccomp_vm) == -1) {
+		snprintf(res->reason, sizeof(res->reason), "error: seccomp");
+		res->status = VMM_FAULT;
+		_exit(2);
+	}
+	cfg->kvm_fd = ctx->kvm_fd;
+	cfg->output = out_sink;
+	cfg->output_arg = outfds;
+	rc = vmm_run(cfg, res, err, sizeof(err));
+	if (rc != VMM_OK) {
+		strlcpy(res->reason, vmm_strerror(rc), sizeof(res->reason));
+		strlcat(res->reason, ": ", sizeof(res->reason));
+		strlcat(res->reason, err, sizeof(res->reason));
+		_exit(3);
+	}
+	_exit(0);
+}
+
+static int
+vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct vmm_state *vs = ctx->arg;
+	struct msg_vmm_run q;
+	const struct image_command *cmd;
+	const struct vmm_file *files = NULL;
+	struct vmm_file *fv = NULL;
+	struct image *img;
+	struct sandbox *s;
+	struct grant g;
+	struct vmm_config cfg;
+	struct job *job = NULL;
+	const char *argv[RUN_MAX_ARGS + 2], *envp[2 * RUN_MAX_ENV + 1];
+	const uint8_t *p, *end;
+	uint8_t *in = MAP_FAILED;
+	char *strbuf = NULL, reason[64] = "";
+	size_t used = 0, nenv = 0, i;
+	int outfds[2] = { -1, -1 }, st = RUN_REFUSED;
+	uint64_t timeout;
+	pid_t pid;
+
+	memcpy(&q, m->data, sizeof(q));
+	if (memchr(q.sandbox, '\0', sizeof(q.sandbox)) == NULL ||
+	    memchr(q.image, '\0', sizeof(q.image)) == NULL ||
+	    memchr(q.command, '\0', sizeof(q.command)) == NULL ||
+	    q.nargs > RUN_MAX_ARGS || q.nenv > RUN_MAX_ENV ||
+	    q.input_len > RUN_MAX_INPUT || q.stdin_len > q.input_len) {
+		close(m->fd);
+		return -1;
+	}
+	expire_sandboxes(vs);
+	if (check_grant(ctx, m, &q.grant, CAP_EXEC, q.sandbox, &g) != 0) {
+		strlcpy(reason, "not authorized", sizeof(reason));
+		goto refuse;
+	}
+	if ((s = sandbox_find(vs, q.sandbox, g.principal)) == NULL) {
+		strlcpy(reason, "no such sandbox", sizeof(reason));
+		goto refuse;
+	}
+	if ((img = image_get(ctx, vs, s->image)) == NULL) {
+		strlcpy(reason, "the sandbox's image does not verify",
+		    sizeof(reason));
+		goto refuse;
+	}
+	if ((cmd = image_command(img, q.command)) == NULL) {
+		strlcpy(reason, "the image has no command ", sizeof(reason));
+		strlcat(reason, q.command, sizeof(reason));
+		goto refuse;
+	}
+	for (i = 0; i < VMM_JOBS_MAX && job == NULL; i++)
+		if (!vs->jobs[i].used)
+			job = &vs->jobs[i];
+	if (job == NULL) {
+		strlcpy(reason, "too many runs at once", sizeof(reason));
+		goto refuse;
+	}
+	/* The request's strings and stdin, from its sealed memfd. */
+	if (q.input_len > 0 &&
+	    (in = mmap(NULL, q.input_len, PROT_READ, MAP_PRIVATE, m->fd, 0)) ==
+	        MAP_FAILED)
+		goto error;
+	p = in == MAP_FAILED ? NULL : in;
+	end = p + q.input_len;
+	if ((strbuf = malloc(q.input_len + SBX_ENV_MAX + 1)) == NULL)
+		goto error;
+	argv[0] = cmd->argv0;
+	if (parse_strings(&p, end - q.stdin_len, q.nargs, argv + 1, strbuf,
+	        &used, q.input_len + 1) != 0) {
+		strlcpy(reason, "malformed arguments", sizeof(reason));
+		goto refuse;
+	}
+	argv[q.nargs + 1] = NULL;
+	/* The request's variables first: getenv finds the first match, so
+	 * they override the sandbox's. */
+	if (parse_strings(&p, end - q.stdin_len, q.nenv, envp, strbuf, &used,
+	        q.input_len + 1) != 0 ||
+	    p != end - q.stdin_len) {
+		strlcpy(reason, "malformed environment", sizeof(reason));
+		goto refuse;
+	}
+	nenv = q.nenv;
+	for (i = 0; i < s->env_len && nenv < 2 * RUN_MAX_ENV;
+	     i += strlen(s->env + i) + 1)
+		envp[nenv++] = s->env + i;
+	envp[nenv] = NULL;
+	if ((fv = calloc(image_nfiles(img), sizeof(*fv))) == NULL)
+		goto error;
+	for (i = 0; i < image_nfiles(img); i++) {
+		const struct image_file *f = image_file_at(img, i);
+
+		fv[i].path = f->path;
+		fv[i].data = f->data;
+		fv[i].len = f->len;
+		fv[i].mode = f->mode;
+	}
+	files = fv;
+	timeout = g.timeout_ms;
+	if (ctx->config != NULL) {
+		if (timeout == 0)
+			timeout = ctx->config->timeout_default_ms;
+		if (ctx->config->timeout_max_ms != 0 &&
+		    timeout > ctx->config->timeout_max_ms)
+			timeout = ctx->config->timeout_max_ms;
+	}
+	if (q.timeout_ms != 0 && q.timeout_ms < timeout)
+		timeout = q.timeout_ms;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.elf = cmd->program->data;
+	cfg.elf_len = cmd->program->len;
+	cfg.argv = argv;
+	cfg.envp = envp;
+	cfg.files = files;
+	cfg.nfiles = image_nfiles(img);
+	cfg.workspace_fd = s->ws_fd;
+	cfg.memory = g.mem_max ? g.mem_max : image_memory(img);
+	if (ctx->config != NULL && ctx->config->memory_max != 0 &&
+	    cfg.memory > ctx->config->memory_max)
+		cfg.memory = ctx->config->memory_max;
+	cfg.timeout_ms = timeout;
+	cfg.output_max = g.output_max ? g.output_max
+	    : ctx->config != NULL     ? ctx->config->output_max
+	                              : 0;
+	cfg.workspace_max =
+	    ctx->config != NULL ? ctx->config->workspace_max : 0;
+	/* stdin is the tail of the request memfd. */
+	cfg.stdin_fd = m->fd;
+	if (lseek(m->fd, (off_t)(q.input_len - q.stdin_len), SEEK_SET) == -1)
+		goto error;
+
+	memset(job, 0, sizeof(*job));
+	job->res = mmap(NULL, sizeof(*job->res), PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (job->res == MAP_FAILED ||
+	    (outfds[0] = memfd_create("keep-stdout", MFD_CLOEXEC)) == -1 ||
+	    (outfds[1] = memfd_create("keep-stderr", MFD_CLOEXEC)) == -1)
+		goto error;
+	memset(job->res, 0, sizeof(*job->res));
+	switch (pid = fork()) {
+	case -1:
+		log_warn("%s: fork", __func__);
+		goto error;
+	case 0:
+		vm_process(ctx, vs, &cfg, outfds, job->res, s->id);
+	}
+	job->used = 1;
+	job->pid = pid;
+	job->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	job->reqid = m->hdr.reqid;
+	job->from = m->from;
+	job->outfd = outfds[0];
+	job->errfd = outfds[1];
+	job->deadline = mono_ms() + timeout + VMM_GRACE_MS;
+	log_info("run %llu: %s in sandbox %s, vm pid %d",
+	    (unsigned long long)job->reqid, q.command, s->id, (int)pid);
+	goto done;
+
+error:
+	log_warn("%s: run %llu", __func__, (unsigned long long)m->hdr.reqid);
+	st = RUN_ERROR;
+	strlcpy(reason, "the host could not start the run", sizeof(reason));
+refuse:
+	log_info(
+	    "run %llu refused: %s", (unsigned long long)m->hdr.reqid, reason);
+	run_reply(ctx, m->from, m->hdr.reqid, (uint32_t)st, -1, reason, -1, 0,
+	    0, NULL);
+	if (job != NULL && job->res != NULL && job->res != MAP_FAILED)
+		munmap(job->res, sizeof(*job->res));
+	if (job != NULL)
+		memset(job, 0, sizeof(*job));
+	for (i = 0; i < 2; i++)
+		if (outfds[i] != -1)
+			close(outfds[i]);
+done:
+	if (in != MAP_FAILED)
+		munmap(in, q.input_len);
+	free(strbuf);
+	free(fv);
+	close(m->fd);
+	return 0;
+}
+
+/* Append the stderr memfd to the stdout one: the reply carries both. */
+static int
+join_output(int outfd, int errfd, uint64_t *out_len, uint64_t *err_len)
+{
+	struct stat so, se;
+	char buf[65536];
+	off_t off = 0;
+	ssize_t n;
+
+	if (fstat(outfd, &so) == -1 || fstat(errfd, &se) == -1)
+		return -1;
+	*out_len = (uint64_t)so.st_size;
+	*err_len = (uint64_t)se.st_size;
+	if (lseek(outfd, 0, SEEK_END) == -1)
+		return -1;
+	while ((n = pread(errfd, buf, sizeof(buf), off)) > 0) {
+		if (write(outfd, buf, (size_t)n) != n)
+			return -1;
+		off += n;
+	}
+	return n == 0 ? 0 : -1;
+}
+
+static void
+job_finish(struct proc_ctx *ctx, struct job *job)
+{
+	static const uint32_t map[] = { [VMM_EXITED] = RUN_EXITED,
+		[VMM_FAULT] = RUN_FAULT,
+		[VMM_TIMEOUT] = RUN_TIMEOUT,
+		[VMM_OUTPUT_LIMIT] = RUN_OUTPUT_LIMIT };
+	struct vmm_result res = *job->res;
+	uint64_t out_len = 0, err_len = 0;
+	uint32_t st;
+	int wst = 0;
+	char reason[64];
+
+	waitpid(job->pid, &wst, 0);
+	res.reason[sizeof(res.reason) - 1] = '\0';
+	if (WIFEXITED(wst) && WEXITSTATUS(wst) == 0 &&
+	    (unsigned)res.status < nitems(map)) {
+		st = map[res.status];
+		strlcpy(reason, res.reason, sizeof(reason));
+	} else {
+		st = RUN_ERROR;
+		strlcpy(reason,
+		    WIFSIGNALED(wst)            ? "the vm process was killed"
+		        : res.reason[0] != '\0' ? res.reason
+		                                : "the vm process failed",
+		    sizeof(reason));
+		log_warnx("run %llu: vm pid %d: %s",
+		    (unsigned long long)job->reqid, (int)job->pid, reason);
+	}
+	if (join_output(job->outfd, job->errfd, &out_len, &err_len) != 0) {
+		st = RUN_ERROR;
+		out_len = err_len = 0;
+		strlcpy(reason, "output lost", sizeof(reason));
+	}
+	log_info("run %llu done: status %u, exit %d, %llu+%llu bytes, %llu us",
+	    (unsigned long long)job->reqid, st, res.exit_code,
+	    (unsigned long long)out_len, (unsigned long long)err_len,
+	    (unsigned long long)(res.boot_us + res.run_us));
+	run_reply(ctx, job->from, job->reqid, st, res.exit_code, reason,
+	    job->outfd, out_len, err_len, &res);
+	close(job->outfd);
+	close(job->errfd);
+	if (job->pidfd >= 0)
+		close(job->pidfd);
+	munmap(job->res, sizeof(*job->res));
+	memset(job, 0, sizeof(*job));
+}
 
 static const struct msg_handler vmm_handlers[] = {
 	MSG_HANDLERS_COMMON,
+	{ MSG_VMM_SANDBOX_CREATE, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_sandbox_new), 0, vmm_h_create },
+	{ MSG_VMM_SANDBOX_GET, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_sandbox_ref), 0, vmm_h_ref },
+	{ MSG_VMM_SANDBOX_DELETE, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_sandbox_ref), 0, vmm_h_ref },
+	{ MSG_VMM_SANDBOX_LIST, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_sandbox_list), 0, vmm_h_list },
+	{ MSG_VMM_RUN, PROC_BIT(PROC_FRONT), sizeof(struct msg_vmm_run),
+	    MSG_H_FD, vmm_h_run },
 };
+
+static int
+vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
+{
+	struct pollfd pfd[PROC_COUNT + VMM_JOBS_MAX];
+	int who[PROC_COUNT + VMM_JOBS_MAX];
+	uint8_t *buf;
+	size_t n, i;
+	uint64_t now;
+
+	if ((buf = malloc(MSG_BUFSZ)) == NULL)
+		fatal("%s", __func__);
+	while (!ctx->quit) {
+		n = 0;
+		for (i = 0; i < PROC_COUNT; i++)
+			if (ctx->fd[i] >= 0) {
+				pfd[n].fd = ctx->fd[i];
+				pfd[n].events = POLLIN;
+				who[n++] = (int)i;
+			}
+		for (i = 0; i < VMM_JOBS_MAX; i++)
+			if (vs->jobs[i].used && vs->jobs[i].pidfd >= 0) {
+				pfd[n].fd = vs->jobs[i].pidfd;
+				pfd[n].events = POLLIN;
+				who[n++] = PROC_COUNT + (int)i;
+			}
+		for (i = 0; i < n; i++)
+			pfd[i].revents = 0;
+		if (poll(pfd, n, 1000) == -1 && errno != EINTR)
+			fatal("%s: poll", __func__);
+		for (i = 0; i < n && !ctx->quit; i++) {
+			if (pfd[i].revents == 0)
+				continue;
+			if (who[i] >= PROC_COUNT)
+				job_finish(ctx, &vs->jobs[who[i] - PROC_COUNT]);
+			else if (proc_link_event(ctx, (enum proc_id)who[i], buf,
+			             MSG_BUFSZ) == -1)
+				ctx->quit = 1;
+		}
+		/* A vm process past its time limit and grace is killed; its
+		 * pidfd then reports it. */
+		now = mono_ms();
+		for (i = 0; i < VMM_JOBS_MAX; i++)
+			if (vs->jobs[i].used && now > vs->jobs[i].deadline) {
+				kill(vs->jobs[i].pid, SIGKILL);
+				vs->jobs[i].deadline = UINT64_MAX;
+			}
+		expire_sandboxes(vs);
+	}
+	for (i = 0; i < VMM_JOBS_MAX; i++)
+		if (vs->jobs[i].used)
+			kill(vs->jobs[i].pid, SIGKILL);
+	for (i = 0; i < VMM_SANDBOXES_MAX; i++)
+		if (vs->sbx[i].used)
+			sandbox_remove(&vs->sbx[i]);
+	free(buf);
+	return 0;
+}
 
 int
 vmm_main(struct proc_ctx *ctx)
 {
+	static struct vmm_state vs;
+	size_t i;
 	int v;
 
 	ctx->handlers = vmm_handlers;
 	ctx->nhandlers = nitems(vmm_handlers);
+	ctx->arg = &vs;
+	for (i = 0; i < VMM_SANDBOXES_MAX; i++)
+		vs.sbx[i].ws_fd = -1;
 	if (ctx->kvm_fd < 0)
 		log_warnx("%s: no /dev/kvm: guests cannot run", __func__);
 	else if ((v = ioctl(ctx->kvm_fd, KVM_GET_API_VERSION, 0)) !=
 	    KVM_API_VERSION)
 		log_warnx("%s: /dev/kvm API version %d, want %d", __func__, v,
 		    KVM_API_VERSION);
+	else if (vmm_prepare(ctx->kvm_fd) != VMM_OK)
+		log_warn("%s: KVM_GET_SUPPORTED_CPUID", __func__);
 	else
 		log_info("%s: /dev/kvm API version %d", __func__, v);
+	/* Workspaces of an earlier life are gone with their sandboxes. */
+	{
+		int wd = open("workspaces", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		DIR *d = wd >= 0 ? fdopendir(wd) : NULL;
+		struct dirent *e;
+
+		while (d != NULL && (e = readdir(d)) != NULL)
+			if (e->d_name[0] != '.')
+				remove_tree(dirfd(d), e->d_name, 0);
+		if (d != NULL)
+			closedir(d);
+		else if (wd >= 0)
+			close(wd);
+	}
 	log_info("%s: ready", __func__);
-	return proc_loop(ctx);
+	return vmm_loop(ctx, &vs);
 }

@@ -75,6 +75,7 @@ static const struct seccomp_rule front_rules[] = {
 	R(shutdown, "half-close connections whose framing is in doubt"),
 	R(timerfd_create, "header, body and idle timeouts"),
 	R(timerfd_settime, "header, body and idle timeouts"),
+	R(sysinfo, "OpenSSL sizes its pools when libtls is set up"),
 };
 
 const struct seccomp_filter seccomp_front = { "front", front_rules,
@@ -87,17 +88,59 @@ static const struct seccomp_rule policy_rules[] = {
 const struct seccomp_filter seccomp_policy = { "policy", policy_rules,
 	nitems(policy_rules) };
 
+/*
+ * What a `keepd: vm` process needs to boot and serve one guest
+ * (docs/vmm.md, "Host side"). The vmm process's own list includes all of
+ * it, since the vm process starts as its fork and filters stack.
+ */
+#define VM_RULES                                                               \
+	RA(ioctl, 1, KVM_CREATE_VM, "one VM per run"),                         \
+	    RA(ioctl, 1, KVM_GET_VCPU_MMAP_SIZE, "size of the vCPU run area"), \
+	    RA(ioctl, 1, KVM_SET_USER_MEMORY_REGION, "guest memory"),          \
+	    RA(ioctl, 1, KVM_CREATE_VCPU, "the one vCPU"),                     \
+	    RA(ioctl, 1, KVM_SET_CPUID2, "the filtered CPUID"),                \
+	    RA(ioctl, 1, KVM_GET_SREGS, "initial segment state"),              \
+	    RA(ioctl, 1, KVM_SET_SREGS, "long mode from the host"),            \
+	    RA(ioctl, 1, KVM_SET_MSRS, "syscall MSRs"),                        \
+	    RA(ioctl, 1, KVM_SET_XCRS, "XCR0 for SSE and AVX state"),          \
+	    RA(ioctl, 1, KVM_SET_FPU, "initial FPU state"),                    \
+	    RA(ioctl, 1, KVM_SET_REGS, "entry point and stack"),               \
+	    RA(ioctl, 1, KVM_RUN, "run the guest"),                            \
+	    R(setitimer, "the run's wall-clock limit"),                        \
+	    R(rt_sigaction, "the timer's handler"),                            \
+	    R(openat2, "workspace files, RESOLVE_BENEATH"),                    \
+	    R(read, "workspace files, stdin"), R(pread64, "workspace files"),  \
+	    R(pwrite64, "workspace files"), R(lseek, "workspace files"),       \
+	    R(getdents64, "workspace directories"),                            \
+	    R(readlinkat, "workspace symlinks"),                               \
+	    R(mkdirat, "workspace directories"),                               \
+	    R(unlinkat, "workspace files"), R(renameat, "workspace files"),    \
+	    R(ftruncate, "workspace files"), R(fstat, "workspace files"),      \
+	    R(newfstatat, "workspace files")
+
+static const struct seccomp_rule vm_rules[] = { VM_RULES };
+
+const struct seccomp_filter seccomp_vm = { "vm", vm_rules, nitems(vm_rules) };
+
 static const struct seccomp_rule vmm_rules[] = {
+	VM_RULES,
 	RA(ioctl, 1, KVM_GET_API_VERSION, "check /dev/kvm's API version"),
 	RA(ioctl, 1, KVM_CHECK_EXTENSION, "probe KVM capabilities"),
-	RA(ioctl, 1, KVM_GET_VCPU_MMAP_SIZE, "size of the vCPU run area"),
 	RA(ioctl, 1, KVM_GET_SUPPORTED_CPUID, "CPUID, fetched once"),
-	RA(ioctl, 1, KVM_CREATE_VM, "one VM per run"),
 	R(openat, "images and workspaces under the state directory"),
-	R(read, "images, guest output pipes"),
-	R(pread64, "images"),
+	R(mkdir, "a sandbox's workspace"),
+	R(rmdir, "a sandbox's workspace"),
+	R(getdents64, "removing a workspace"),
+	R(memfd_create, "a run's output"),
+	RA(clone, 0, 0x01200011,
+	    "fork a `keepd: vm` process (glibc fork's flags only: no "
+	    "threads, no namespaces)"),
+	R(pidfd_open, "wait for a vm process in the poll loop"),
 	R(wait4, "reap the per-VM `keepd: vm` processes"),
 	R(kill, "stop a VM process past its timeout"),
+	R(prctl, "setproctitle of the vm process"),
+	R(set_robust_list, "glibc fork in the child"),
+	R(rseq, "glibc fork in the child"),
 };
 
 const struct seccomp_filter seccomp_vmm = { "vmm", vmm_rules,

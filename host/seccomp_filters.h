@@ -33,6 +33,7 @@ extern const struct seccomp_filter seccomp_policy;
 extern const struct seccomp_filter seccomp_vmm;
 extern const struct seccomp_filter seccomp_store;
 extern const struct seccomp_filter seccomp_egress;
+extern const struct seccomp_filter seccomp_vm; /* a `keepd: vm` process */
 
 /*
  * Install seccomp_common plus f in the calling process (default: kill the

@@ -77,7 +77,11 @@ vm_fs_init(struct vm *vm)
 	vm->fds[2].kind = VFD_OUT;
 	vm->fds[2].outfd = 2;
 	strlcpy(vm->cwd, "/", sizeof(vm->cwd));
-	if (cfg->workspace != NULL &&
+	if (cfg->workspace_fd >= 0) {
+		if ((vm->ws_fd =
+		            fcntl(cfg->workspace_fd, F_DUPFD_CLOEXEC, 0)) == -1)
+			return VMM_E_INVAL;
+	} else if (cfg->workspace != NULL &&
 	    (vm->ws_fd = open(
 	         cfg->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
 		return VMM_E_INVAL;

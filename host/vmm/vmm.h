@@ -60,6 +60,8 @@ struct vmm_config {
 	size_t nfiles;
 	const char *workspace; /* host directory for the guest's files, or
 				  NULL: only the read-only files exist */
+	int workspace_fd; /* or an open directory (used when >= 0; vmm_run
+			     takes its own duplicate) */
 	int stdin_fd; /* -1: empty stdin */
 	vmm_output_fn output; /* NULL: discard */
 	void *output_arg;

@@ -109,7 +109,8 @@ for c in $CHILDREN; do
 done
 for _ in $(seq 100); do grep -q "running: listening" "$tmp/log" && break; sleep 0.1; done
 grep -q "keepd/front: .*TLS certificate ([0-9]* bytes) and key received" "$tmp/log" || die "front got no TLS material"
-grep -q "keepd/front: .*2 token issuer key(s)" "$tmp/log" || die "front got no issuer keys"
+# The two configured issuer keys plus the delegation key keepd made itself.
+grep -q "keepd/front: .*3 token issuer key(s)" "$tmp/log" || die "front got no issuer keys"
 grep -q "keepd/vmm: .*1 image signing key(s)" "$tmp/log" || die "vmm got no image keys"
 grep -q "keepd/policy: .*policy generation 1 loaded" "$tmp/log" || die "policy not loaded"
 echo "ok: front has the TLS material and issuer keys, vmm the image keys, policy its text"

@@ -42,6 +42,16 @@ for p in policy vmm store; do expect_killed "$p" accept4; done
 expect_alive front accept4
 expect_alive store fdatasync
 expect_killed front fdatasync
+# A `keepd: vm` process: KVM and its workspace, nothing else; not even
+# fork or opening a path outside openat2's RESOLVE_BENEATH.
+expect_alive vm getpid
+expect_alive vm openat2
+for sc in ptrace execve fork clone mount setuid chroot socket bpf \
+    openat accept4 memfd_create kill process_vm_readv; do
+	expect_killed vm "$sc"
+done
+# The vmm forks vm processes, with glibc fork's flags only.
+expect_killed vmm clone
 # An unknown process name is a usage error, not a silent pass.
 timeout 10 "$KEEPD" -S nosuch -X getpid >/dev/null 2>&1
 [ $? -eq 2 ] || { echo "FAIL: -S nosuch should exit 2"; fail=1; }

@@ -1,0 +1,479 @@
+/*
+ * The front's api_backend over its links (host/front_backend.h).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "host/front_backend.h"
+#include "host/front_backend_int.h"
+#include "host/grant.h"
+#include "host/msg.h"
+#include "lib/caps.h"
+#include "lib/log.h"
+#include "token/token.h"
+
+static uint64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+int
+fb_fail(struct api_error *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err->message, sizeof(err->message), fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+/*
+ * Send q to peer and wait for the reply to reqid of type rtype (exactly
+ * rlen bytes, or at most rlen with FB_VARIABLE). Anything else arriving on
+ * that link meanwhile is dispatched as usual. Returns API_OK, or an error
+ * with err filled: the peer is down, did not answer in time, answered with
+ * MSG_F_ERROR (its text is logged, not shown) or malformed.
+ */
+int
+fb_call(struct front_backend *fb, enum proc_id peer, uint32_t type,
+    uint64_t reqid, const void *q, size_t qlen, int qfd, uint32_t rtype,
+    uint32_t rflags, void *r, size_t *rlen, int *rfd, struct api_error *err)
+{
+	struct proc_ctx *ctx = fb->ctx;
+	const struct msg_hdr *h = (const struct msg_hdr *)fb->buf;
+	uint64_t deadline = mono_ms() + FRONT_CALL_TIMEOUT_MS, now;
+	struct pollfd pfd;
+	size_t len;
+	int fd, rc;
+
+	if (rfd != NULL)
+		*rfd = -1;
+	if (ctx->fd[peer] < 0)
+		return fb_fail(err, API_EUNAVAIL,
+		    "The %s service is restarting", proc_name(peer));
+	if ((rc = msg_send(ctx->fd[peer], type, 0, reqid, q, qlen, qfd)) !=
+	    MSG_OK) {
+		log_warnx("%s: send to %s: %s", __func__, proc_name(peer),
+		    msg_strerror(rc));
+		return fb_fail(err, API_EUNAVAIL, "The %s service is busy",
+		    proc_name(peer));
+	}
+	for (;;) {
+		now = mono_ms();
+		if (now >= deadline) {
+			log_warnx("%s: %s did not answer %s in time", __func__,
+			    proc_name(peer), msg_type_name(type));
+			return fb_fail(err, API_EUNAVAIL,
+			    "The %s service did not answer", proc_name(peer));
+		}
+		pfd.fd = ctx->fd[peer];
+		pfd.events = POLLIN;
+		pfd.revents = 0;
+		rc = poll(&pfd, 1, (int)(deadline - now));
+		if (rc == -1 && errno == EINTR)
+			continue;
+		if (rc <= 0)
+			continue;
+		rc = msg_recv(ctx->fd[peer], fb->buf, MSG_BUFSZ, &len, &fd);
+		if (rc == MSG_ERR_AGAIN || rc == MSG_ERR_TRUNCATED)
+			continue;
+		if (rc != MSG_OK) {
+			log_info("%s: link to %s closed (%s)", __func__,
+			    proc_name(peer), msg_strerror(rc));
+			close(ctx->fd[peer]);
+			ctx->fd[peer] = -1;
+			front_backend_link_down(fb, peer);
+			return fb_fail(err, API_EUNAVAIL,
+			    "The %s service is restarting", proc_name(peer));
+		}
+		if (len >= sizeof(*h) && h->reqid == reqid &&
+		    (h->flags & MSG_F_REPLY) && h->len == len - sizeof(*h))
+			break;
+		fb_dispatch(fb, peer, len, fd);
+	}
+	if (h->flags & MSG_F_ERROR) {
+		struct msg_error me;
+
+		if (fd != -1)
+			close(fd);
+		memset(&me, 0, sizeof(me));
+		memcpy(&me, fb->buf + sizeof(*h),
+		    h->len < sizeof(me) ? h->len : sizeof(me));
+		me.text[sizeof(me.text) - 1] = '\0';
+		char esc[sizeof(me.text) * 4];
+
+		log_info("%s: %s refused %s: %s", __func__, proc_name(peer),
+		    msg_type_name(type),
+		    log_escape(esc, sizeof(esc), me.text, strlen(me.text)));
+		err->retry_after = 0;
+		return me.code;
+	}
+	if (h->type != rtype ||
+	    ((rflags & FB_R_VARIABLE) ? h->len > *rlen : h->len != *rlen) ||
+	    (fd != -1) != ((rflags & FB_R_FD) != 0)) {
+		if (fd != -1)
+			close(fd);
+		log_warnx("%s: malformed %s from %s", __func__,
+		    msg_type_name(h->type), proc_name(peer));
+		return fb_fail(err, API_EINTERNAL, "Internal error");
+	}
+	memcpy(r, fb->buf + sizeof(*h), h->len);
+	*rlen = h->len;
+	if (rfd != NULL)
+		*rfd = fd;
+	return API_OK;
+}
+
+/* A message on a link that is not the reply being waited for. */
+void
+fb_dispatch(struct front_backend *fb, enum proc_id from, size_t len, int fd)
+{
+	struct proc_ctx *ctx = fb->ctx;
+	const struct msg_handler *h;
+	struct msg m;
+	int rc;
+
+	rc = msg_decode(ctx->handlers, ctx->nhandlers, from, fb->buf, len,
+	    fd != -1, &m, &h);
+	if (rc != MSG_OK) {
+		log_warnx("%s: dropped a message from %s: %s", __func__,
+		    proc_name(from), msg_strerror(rc));
+		ctx->ndropped++;
+		if (fd != -1)
+			close(fd);
+		return;
+	}
+	m.fd = fd;
+	ctx->nrecv++;
+	if (h->fn(ctx, &m) != 0)
+		ctx->ndropped++;
+}
+
+/* ---- authentication --------------------------------------------------- */
+
+static struct token_verifier *
+verifier(struct front_backend *fb)
+{
+	struct proc_ctx *ctx = fb->ctx;
+	struct token_verifier_config vc;
+	struct token_key keys[MSG_PUBKEYS_MAX];
+	uint32_t i, n = 0;
+
+	if (fb->tv != NULL && fb->tv_keys == ctx->token_keys &&
+	    fb->tv_config == ctx->config)
+		return fb->tv;
+	token_verifier_free(fb->tv);
+	fb->tv = NULL;
+	fb->tv_keys = ctx->token_keys;
+	fb->tv_config = ctx->config;
+	if (ctx->token_keys == NULL || ctx->config == NULL)
+		return NULL;
+	for (i = 0; i < ctx->token_keys->n; i++)
+		if (paserk_public_decode(keys[n].pk, ctx->token_keys->keys[i],
+		        strlen(ctx->token_keys->keys[i])) == 0)
+			n++;
+	memset(&vc, 0, sizeof(vc));
+	vc.keys = keys;
+	vc.nkeys = n;
+	vc.audience = "keep";
+	vc.skew = (int64_t)(ctx->config->token_clock_skew_ms / 1000);
+	vc.max_lifetime = (int64_t)(ctx->config->token_max_ttl_ms / 1000);
+	vc.cache_entries = 4096;
+	if (token_verifier_new(&vc, &fb->tv) != 0)
+		fb->tv = NULL;
+	return fb->tv;
+}
+
+static int
+fb_authenticate(void *arg, const char *tok, size_t len,
+    struct api_principal *out, struct api_error *err)
+{
+	struct front_backend *fb = arg;
+	struct token_verifier *tv;
+	struct token_claims c;
+	int rc;
+
+	if ((tv = verifier(fb)) == NULL)
+		return fb_fail(err, API_EUNAVAIL, "Not ready");
+	if ((rc = token_verify(tv, tok, len, &c)) != 0) {
+		log_info("token refused: %s", token_strerror(rc));
+		return fb_fail(
+		    err, API_EUNAUTH, "Invalid token: %s", token_strerror(rc));
+	}
+	if (strlen(c.sub) >= GRANT_PRINCIPAL_MAX)
+		return fb_fail(err, API_EUNAUTH, "Invalid token: sub too long");
+	memset(out, 0, sizeof(*out));
+	strlcpy(out->sub, c.sub, sizeof(out->sub));
+	strlcpy(out->jti, c.jti, sizeof(out->jti));
+	strlcpy(out->sbx, c.sbx, sizeof(out->sbx));
+	out->caps = c.caps;
+	out->exp = c.exp;
+	/* Kept for attenuation, which the policy process re-verifies. */
+	if (len < sizeof(fb->bearer)) {
+		memcpy(fb->bearer, tok, len);
+		fb->bearer_len = len;
+	} else
+		fb->bearer_len = 0;
+	return API_OK;
+}
+
+/* ---- authorization ---------------------------------------------------- */
+
+/* Which process carries out an effect needing cap. */
+static enum proc_id
+performer(enum cap_id cap)
+{
+	switch (cap) {
+	case CAP_EXEC:
+	case CAP_ARTIFACT_READ:
+	case CAP_ARTIFACT_WRITE:
+		return PROC_VMM;
+	case CAP_SANDBOX_READ:
+	case CAP_SANDBOX_WRITE:
+		return PROC_VMM; /* sandboxes live with their workspaces */
+	case CAP_AUDIT_READ:
+		return PROC_STORE;
+	case CAP_EGRESS:
+		return PROC_EGRESS;
+	default:
+		return PROC_FRONT;
+	}
+}
+
+int
+fb_decide(struct front_backend *fb, const struct api_principal *who,
+    enum cap_id cap, enum proc_id link, const char *target, uint64_t reqid,
+    struct msg_policy_decision *d, struct api_error *err)
+{
+	struct msg_policy_decide q;
+	size_t rlen = sizeof(*d);
+	int rc;
+
+	memset(&q, 0, sizeof(q));
+	q.cap = cap;
+	q.link = link;
+	q.token_caps = who->caps;
+	if (strlcpy(q.principal, who->sub, sizeof(q.principal)) >=
+	    sizeof(q.principal))
+		return fb_fail(err, API_EFORBIDDEN, "Principal name too long");
+	if (target != NULL) {
+		q.target_len = (uint32_t)strnlen(target, sizeof(q.target));
+		memcpy(q.target, target, q.target_len);
+	}
+	rc = fb_call(fb, PROC_POLICY, MSG_POLICY_DECIDE, reqid, &q, sizeof(q),
+	    -1, MSG_POLICY_DECISION, 0, d, &rlen, NULL, err);
+	if (rc != API_OK)
+		return rc > API_ERR_COUNT ? API_EUNAVAIL : rc;
+	return API_OK;
+}
+
+static int
+fb_authorize(
+    void *arg, struct api_call *call, const char *target, struct api_error *err)
+{
+	struct front_backend *fb = arg;
+	struct fb_authz *a = &fb->authz[fb->authz_next++ % FB_AUTHZ_SLOTS];
+	int rc;
+
+	memset(a, 0, sizeof(*a));
+	a->reqid = ++fb->next_reqid;
+	a->link = performer(call->cap);
+	rc = fb_decide(
+	    fb, call->who, call->cap, a->link, target, a->reqid, &a->d, err);
+	if (rc != API_OK)
+		return rc;
+	fb_audit_decision(fb, call, target, &a->d);
+	if (a->d.grant.decision != GRANT_ALLOW) {
+		if (a->d.retry_after_ms != 0) {
+			err->retry_after =
+			    (uint32_t)((a->d.retry_after_ms + 999) / 1000);
+			return fb_fail(err, API_ERATE,
+			    "Rate limit for %s exceeded", cap_name(call->cap));
+		}
+		if (a->d.rule == 0)
+			return fb_fail(err, API_EFORBIDDEN,
+			    "Missing required capability: %s (no policy rule "
+			    "allows it)",
+			    cap_name(call->cap));
+		return fb_fail(err, API_EFORBIDDEN,
+		    "Missing required capability: %s (denied by the rule "
+		    "at line %u)",
+		    cap_name(call->cap), a->d.line);
+	}
+	call->authz = a;
+	return API_OK;
+}
+
+/* ---- tokens ----------------------------------------------------------- */
+
+int
+fb_mint(struct front_backend *fb, cap_set_t caps, int64_t exp, const char *sbx,
+    struct api_token *out, struct api_error *err)
+{
+	struct msg_policy_mint *q;
+	struct msg_policy_minted *r;
+	size_t rlen = sizeof(*r);
+	int rc;
+
+	if (fb->bearer_len == 0)
+		return fb_fail(
+		    err, API_EUNAUTH, "Token too large to attenuate");
+	q = calloc(1, sizeof(*q));
+	r = calloc(1, sizeof(*r));
+	if (q == NULL || r == NULL) {
+		rc = fb_fail(err, API_EINTERNAL, "Out of memory");
+		goto out;
+	}
+	q->caps = caps;
+	q->exp = exp;
+	if (sbx != NULL)
+		strlcpy(q->sbx, sbx, sizeof(q->sbx));
+	q->token_len = (uint32_t)fb->bearer_len;
+	memcpy(q->token, fb->bearer, fb->bearer_len);
+	rc = fb_call(fb, PROC_POLICY, MSG_POLICY_MINT, ++fb->next_reqid, q,
+	    sizeof(*q), -1, MSG_POLICY_MINTED, 0, r, &rlen, NULL, err);
+	if (rc != API_OK) {
+		rc = rc > API_ERR_COUNT ? API_EUNAVAIL : rc;
+		goto out;
+	}
+	if (r->status != 0) {
+		rc = fb_fail(err,
+		    r->status == TOKEN_E_WIDER ? API_EFORBIDDEN : API_EBADREQ,
+		    "Cannot derive the token: %s", token_strerror(r->status));
+		goto out;
+	}
+	if (r->token_len >= sizeof(out->token)) {
+		rc = fb_fail(err, API_EINTERNAL, "Token too large");
+		goto out;
+	}
+	memcpy(out->token, r->token, r->token_len);
+	out->token[r->token_len] = '\0';
+	out->expires_at = r->exp;
+	rc = API_OK;
+out:
+	free(q);
+	free(r);
+	return rc;
+}
+
+static int
+fb_token_attenuate(void *arg, const struct api_call *call,
+    const struct api_attenuate *at, struct api_token *out,
+    struct api_error *err)
+{
+	return fb_mint(arg, at->caps, at->exp, at->sbx, out, err);
+}
+
+/* ---- policy ----------------------------------------------------------- */
+
+static int
+fb_policy_check(void *arg, const struct api_call *call,
+    const struct api_check *chk, struct api_check_result *out,
+    struct api_error *err)
+{
+	struct front_backend *fb = arg;
+	struct api_principal who;
+	struct msg_policy_decision d;
+	int rc;
+
+	/* A dry run: as if the principal held every capability, so the
+	 * answer is the policy's alone. */
+	memset(&who, 0, sizeof(who));
+	strlcpy(who.sub, chk->principal, sizeof(who.sub));
+	who.caps = CAP_ALL;
+	rc = fb_decide(fb, &who, chk->cap, PROC_FRONT, chk->target,
+	    ++fb->next_reqid, &d, err);
+	if (rc != API_OK)
+		return rc;
+	memset(out, 0, sizeof(*out));
+	out->allow = d.grant.decision == GRANT_ALLOW;
+	if (d.rule == 0) {
+		strlcpy(out->rule, "default-deny", sizeof(out->rule));
+		snprintf(out->explanation, sizeof(out->explanation),
+		    "no rule allows %s to %s: denied by default",
+		    chk->principal, cap_name(chk->cap));
+	} else {
+		snprintf(out->rule, sizeof(out->rule), "rule %u", d.rule);
+		snprintf(
+		    out->location, sizeof(out->location), "line %u", d.line);
+		snprintf(out->explanation, sizeof(out->explanation),
+		    "%s %s to %s by the rule at line %u",
+		    out->allow ? "allows" : "denies", chk->principal,
+		    cap_name(chk->cap), d.line);
+		if (d.retry_after_ms != 0)
+			snprintf(out->explanation, sizeof(out->explanation),
+			    "allowed by the rule at line %u, but rate limited "
+			    "now",
+			    d.line);
+	}
+	return API_OK;
+}
+
+/* ---- setup ------------------------------------------------------------ */
+
+struct front_backend *
+front_backend_new(struct proc_ctx *ctx)
+{
+	struct front_backend *fb;
+
+	if ((fb = calloc(1, sizeof(*fb))) == NULL)
+		return NULL;
+	if ((fb->buf = malloc(MSG_BUFSZ)) == NULL) {
+		free(fb);
+		return NULL;
+	}
+	fb->ctx = ctx;
+	fb->ops.ctx = fb;
+	fb->ops.authenticate = fb_authenticate;
+	fb->ops.authorize = fb_authorize;
+	fb->ops.token_attenuate = fb_token_attenuate;
+	fb->ops.policy_check = fb_policy_check;
+	fb_sandbox_ops(&fb->ops);
+	fb_run_ops(&fb->ops);
+	return fb;
+}
+
+void
+front_backend_free(struct front_backend *fb)
+{
+	if (fb == NULL)
+		return;
+	/* Runs must be resumed while the api lives (front_backend_stop). */
+	token_verifier_free(fb->tv);
+	sodium_memzero(fb->bearer, sizeof(fb->bearer));
+	free(fb->buf);
+	free(fb);
+}
+
+const struct api_backend *
+front_backend_ops(struct front_backend *fb)
+{
+	return &fb->ops;
+}
+
+void
+front_backend_stop(struct front_backend *fb)
+{
+	fb_runs_fail_all(fb);
+	front_backend_resume(fb);
+}
+
+void
+front_backend_link_down(struct front_backend *fb, enum proc_id peer)
+{
+	if (peer == PROC_VMM)
+		fb_runs_fail_all(fb);
+}

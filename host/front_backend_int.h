@@ -1,0 +1,77 @@
+/*
+ * Internals of the front's backend, shared by host/front_backend.c (links,
+ * tokens, decisions), host/front_sandbox.c (sandboxes over the vmm) and
+ * host/front_run.c (runs over the vmm).
+ */
+#ifndef KEEP_HOST_FRONT_BACKEND_INT_H
+#define KEEP_HOST_FRONT_BACKEND_INT_H
+
+#include <stdarg.h>
+#include <stdint.h>
+
+#include "host/api/api.h"
+#include "host/front_backend.h"
+#include "host/msg.h"
+
+/* The grant of each recent authorize, by slot; an op reads it at once
+ * (call->authz), so a few slots outlive any op that needs them. */
+#define FB_AUTHZ_SLOTS 8
+struct fb_authz {
+	uint64_t reqid; /* the grant is bound to it */
+	enum proc_id link;
+	struct msg_policy_decision d;
+};
+
+struct fb_run; /* a run in flight at the vmm (host/front_run.c) */
+
+/* How long a deferred run may wait for the vmm: longer than any run's
+ * time limit (keepd.yaml caps it) plus boot and teardown. */
+#define FB_RUN_WAIT_MS (11 * 60 * 1000)
+
+/*
+ * The front process's ctx->arg points to a struct whose first member is
+ * its struct front_backend *: message handlers reach the backend that way.
+ */
+
+struct front_backend {
+	struct proc_ctx *ctx;
+	struct api_backend ops;
+	uint8_t *buf; /* MSG_BUFSZ, for synchronous calls */
+	uint64_t next_reqid;
+	struct fb_authz authz[FB_AUTHZ_SLOTS];
+	unsigned authz_next;
+	struct token_verifier *tv;
+	const void *tv_keys, *tv_config; /* what tv was built from */
+	char bearer[MSG_TOKEN_MAX]; /* the last authenticated token */
+	size_t bearer_len;
+	struct fb_run *runs; /* list */
+};
+
+/* fb_call reply flags. */
+#define FB_R_VARIABLE 0x1u /* *rlen is a bound, not the exact size */
+#define FB_R_FD 0x2u /* a descriptor comes with the reply */
+
+int fb_call(struct front_backend *, enum proc_id peer, uint32_t type,
+    uint64_t reqid, const void *q, size_t qlen, int qfd, uint32_t rtype,
+    uint32_t rflags, void *r, size_t *rlen, int *rfd, struct api_error *err);
+void fb_dispatch(struct front_backend *, enum proc_id from, size_t len, int fd);
+int fb_fail(struct api_error *, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int fb_decide(struct front_backend *, const struct api_principal *, enum cap_id,
+    enum proc_id link, const char *target, uint64_t reqid,
+    struct msg_policy_decision *, struct api_error *);
+int fb_mint(struct front_backend *, cap_set_t caps, int64_t exp,
+    const char *sbx, struct api_token *out, struct api_error *err);
+
+/* host/front_sandbox.c */
+void fb_sandbox_ops(struct api_backend *);
+void fb_audit_decision(struct front_backend *, const struct api_call *,
+    const char *target, const struct msg_policy_decision *);
+
+/* host/front_run.c */
+void fb_run_ops(struct api_backend *);
+void fb_runs_fail_all(struct front_backend *);
+extern const struct msg_handler fb_run_handlers[];
+extern const size_t fb_run_nhandlers;
+
+#endif

@@ -1,0 +1,291 @@
+/*
+ * Sandboxes, from the front's side: each op is one synchronous call to
+ * the vmm (host/vmm_msg.h), which owns the sandboxes and their
+ * workspaces, carrying the policy's grant. A new sandbox's token is
+ * derived from the caller's by the policy process (fb_mint): scoped to
+ * the sandbox with `sbx`, never wider than the caller's, and expiring no
+ * later than the sandbox.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "host/front_backend_int.h"
+#include "host/vmm_msg.h"
+#include "lib/log.h"
+
+/* What a sandbox token may hold at most. */
+#define SBX_TOKEN_CAPS                                                         \
+	(CAP_BIT(CAP_SANDBOX_READ) | CAP_BIT(CAP_SANDBOX_WRITE) |              \
+	    CAP_BIT(CAP_EXEC) | CAP_BIT(CAP_ARTIFACT_READ) |                   \
+	    CAP_BIT(CAP_ARTIFACT_WRITE))
+
+static int
+sbx_error(int status, struct api_error *err)
+{
+	switch (status) {
+	case SBX_OK:
+		return API_OK;
+	case SBX_E_NOTFOUND:
+		return fb_fail(err, API_ENOTFOUND, "Sandbox not found");
+	case SBX_E_EXISTS:
+		return fb_fail(err, API_ECONFLICT, "Sandbox id taken");
+	case SBX_E_IMAGE:
+		return fb_fail(err, API_ENOTFOUND,
+		    "Image not found or not signed by a trusted key");
+	case SBX_E_FULL:
+		return fb_fail(err, API_ESTORAGE, "Sandbox limit reached");
+	case SBX_E_GRANT:
+		return fb_fail(err, API_EFORBIDDEN, "Not authorized");
+	default:
+		return fb_fail(err, API_EINTERNAL, "Internal error");
+	}
+}
+
+static void
+to_api(const struct msg_vmm_sandbox_info *i, struct api_sandbox *out)
+{
+	memset(out, 0, sizeof(*out));
+	strlcpy(out->id, i->id, sizeof(out->id));
+	strlcpy(out->image, i->image, sizeof(out->image));
+	out->created_at = i->created_at;
+	out->expires_at = i->expires_at;
+	strlcpy(out->status, "running", sizeof(out->status));
+}
+
+/* The grant authorize obtained for this call, for the vmm. */
+static const struct fb_authz *
+authz(const struct api_call *call)
+{
+	const struct fb_authz *a = call->authz;
+
+	return a != NULL && a->link == PROC_VMM ? a : NULL;
+}
+
+/* One sandbox request to the vmm with an INFO reply. */
+static int
+sbx_call(struct front_backend *fb, uint32_t type, uint64_t reqid, const void *q,
+    size_t qlen, struct msg_vmm_sandbox_info *r, struct api_error *err)
+{
+	size_t rlen = sizeof(*r);
+	int rc;
+
+	rc = fb_call(fb, PROC_VMM, type, reqid, q, qlen, -1,
+	    MSG_VMM_SANDBOX_INFO, 0, r, &rlen, NULL, err);
+	if (rc != API_OK)
+		return rc > API_ERR_COUNT ? API_EUNAVAIL : rc;
+	return sbx_error((int)r->status, err);
+}
+
+/* "sbx-" and 20 random base32 characters. */
+static void
+new_id(char out[SBX_ID_MAX])
+{
+	static const char alpha[] = "abcdefghijklmnopqrstuvwxyz234567";
+	uint8_t rnd[20];
+	size_t i;
+
+	randombytes_buf(rnd, sizeof(rnd));
+	memcpy(out, "sbx-", 4);
+	for (i = 0; i < sizeof(rnd); i++)
+		out[4 + i] = alpha[rnd[i] & 31];
+	out[4 + sizeof(rnd)] = '\0';
+}
+
+static int
+sandbox_token(struct front_backend *fb, const struct api_call *call,
+    const char *id, int64_t expires_at, struct api_token *tok,
+    struct api_error *err)
+{
+	int64_t exp = call->who->exp;
+
+	if (expires_at != 0 && (exp == 0 || expires_at < exp))
+		exp = expires_at;
+	return fb_mint(fb, call->who->caps & SBX_TOKEN_CAPS, exp, id, tok, err);
+}
+
+static int
+fb_sandbox_create(void *arg, const struct api_call *call,
+    const struct api_sandbox_spec *spec, struct api_sandbox *out,
+    struct api_token *tok, struct api_error *err)
+{
+	struct front_backend *fb = arg;
+	struct msg_vmm_sandbox_new *q;
+	struct msg_vmm_sandbox_info r;
+	struct msg_policy_decision d;
+	uint64_t reqid = ++fb->next_reqid;
+	size_t i, used = 0;
+	int rc;
+
+	if ((q = calloc(1, sizeof(*q))) == NULL)
+		return fb_fail(err, API_EINTERNAL, "Out of memory");
+	new_id(q->id);
+	/* The decision the API layer asked for had no target yet: decide
+	 * again for this sandbox, so the grant names it. */
+	rc = fb_decide(
+	    fb, call->who, CAP_SANDBOX_WRITE, PROC_VMM, q->id, reqid, &d, err);
+	if (rc != API_OK)
+		goto out;
+	if (d.grant.decision != GRANT_ALLOW) {
+		rc = fb_fail(err, API_EFORBIDDEN,
+		    "Missing required capability: sandbox:write");
+		goto out;
+	}
+	q->grant = d.grant;
+	if (strlcpy(q->image, spec->image, sizeof(q->image)) >=
+	    sizeof(q->image)) {
+		rc = fb_fail(err, API_ENOTFOUND, "Image not found");
+		goto out;
+	}
+	q->ttl_s = spec->ttl_s;
+	for (i = 0; i < spec->nenv; i++) {
+		int n = snprintf(q->env + used, sizeof(q->env) - used, "%s=%s",
+		    spec->env[i].key, spec->env[i].value);
+
+		if (n < 0 || (size_t)n + 1 > sizeof(q->env) - used ||
+		    spec->env[i].key[0] == '\0' ||
+		    strchr(spec->env[i].key, '=') != NULL) {
+			rc = fb_fail(
+			    err, API_EBADREQ, "env: bad name or too large");
+			goto out;
+		}
+		used += (size_t)n + 1;
+	}
+	q->env_len = (uint32_t)used;
+	if ((rc = sbx_call(fb, MSG_VMM_SANDBOX_CREATE, reqid, q, sizeof(*q), &r,
+	         err)) != API_OK)
+		goto out;
+	to_api(&r, out);
+	rc = sandbox_token(fb, call, r.id, r.expires_at, tok, err);
+out:
+	free(q);
+	return rc;
+}
+
+static int
+fb_sandbox_get(void *arg, const struct api_call *call, const char *id,
+    struct api_sandbox *out, struct api_error *err)
+{
+	const struct fb_authz *a = authz(call);
+	struct msg_vmm_sandbox_ref q;
+	struct msg_vmm_sandbox_info r;
+	int rc;
+
+	if (a == NULL)
+		return fb_fail(err, API_EINTERNAL, "Internal error");
+	memset(&q, 0, sizeof(q));
+	q.grant = a->d.grant;
+	strlcpy(q.id, id, sizeof(q.id));
+	if ((rc = sbx_call(arg, MSG_VMM_SANDBOX_GET, a->reqid, &q, sizeof(q),
+	         &r, err)) != API_OK)
+		return rc;
+	to_api(&r, out);
+	return API_OK;
+}
+
+static int
+fb_sandbox_delete(void *arg, const struct api_call *call, const char *id,
+    struct api_error *err)
+{
+	const struct fb_authz *a = authz(call);
+	struct msg_vmm_sandbox_ref q;
+	struct msg_vmm_sandbox_info r;
+
+	if (a == NULL)
+		return fb_fail(err, API_EINTERNAL, "Internal error");
+	memset(&q, 0, sizeof(q));
+	q.grant = a->d.grant;
+	strlcpy(q.id, id, sizeof(q.id));
+	return sbx_call(
+	    arg, MSG_VMM_SANDBOX_DELETE, a->reqid, &q, sizeof(q), &r, err);
+}
+
+static int
+fb_sandbox_list(void *arg, const struct api_call *call,
+    const struct api_page *page, struct api_sandbox *out, size_t max, size_t *n,
+    char next[API_ID_MAX + 1], struct api_error *err)
+{
+	struct front_backend *fb = arg;
+	const struct fb_authz *a = authz(call);
+	struct msg_vmm_sandbox_list q;
+	struct msg_vmm_sandbox_page *r;
+	size_t rlen, i;
+	int rc;
+
+	if (a == NULL)
+		return fb_fail(err, API_EINTERNAL, "Internal error");
+	if ((r = malloc(sizeof(*r))) == NULL)
+		return fb_fail(err, API_EINTERNAL, "Out of memory");
+	memset(&q, 0, sizeof(q));
+	q.grant = a->d.grant;
+	if (page->cursor != NULL)
+		strlcpy(q.cursor, page->cursor, sizeof(q.cursor));
+	q.limit = page->limit < max ? page->limit : (uint32_t)max;
+	rlen = sizeof(*r);
+	rc = fb_call(fb, PROC_VMM, MSG_VMM_SANDBOX_LIST, a->reqid, &q,
+	    sizeof(q), -1, MSG_VMM_SANDBOX_PAGE, 0, r, &rlen, NULL, err);
+	if (rc != API_OK)
+		rc = rc > API_ERR_COUNT ? API_EUNAVAIL : rc;
+	else if ((rc = sbx_error((int)r->status, err)) == API_OK) {
+		*n = r->n < max ? r->n : max;
+		for (i = 0; i < *n; i++) {
+			r->items[i].id[sizeof(r->items[i].id) - 1] = '\0';
+			r->items[i].image[sizeof(r->items[i].image) - 1] = '\0';
+			to_api(&r->items[i], &out[i]);
+		}
+		r->next[sizeof(r->next) - 1] = '\0';
+		strlcpy(next, r->next, API_ID_MAX + 1);
+	}
+	free(r);
+	return rc;
+}
+
+static int
+fb_sandbox_refresh(void *arg, const struct api_call *call, const char *id,
+    struct api_token *out, struct api_error *err)
+{
+	const struct fb_authz *a = authz(call);
+	struct msg_vmm_sandbox_ref q;
+	struct msg_vmm_sandbox_info r;
+	int rc;
+
+	/* The grant is for sandbox:write on id; the vmm checks it and that
+	 * the caller owns the sandbox, then the token is derived. */
+	if (a == NULL)
+		return fb_fail(err, API_EINTERNAL, "Internal error");
+	memset(&q, 0, sizeof(q));
+	q.grant = a->d.grant;
+	strlcpy(q.id, id, sizeof(q.id));
+	if ((rc = sbx_call(arg, MSG_VMM_SANDBOX_GET, a->reqid, &q, sizeof(q),
+	         &r, err)) != API_OK)
+		return rc;
+	return sandbox_token(arg, call, id, r.expires_at, out, err);
+}
+
+void
+fb_audit_decision(struct front_backend *fb, const struct api_call *call,
+    const char *target, const struct msg_policy_decision *d)
+{
+	char esc[4 * 64 + 1];
+
+	(void)fb;
+	log_info("decision %s: %s %s %s on %s: rule %u (line %u)",
+	    call->request_id,
+	    log_escape(
+	        esc, sizeof(esc), call->who->sub, strnlen(call->who->sub, 64)),
+	    d->grant.decision == GRANT_ALLOW ? "allow" : "deny",
+	    cap_name(call->cap), target[0] != '\0' ? target : "-", d->rule,
+	    d->line);
+}
+
+void
+fb_sandbox_ops(struct api_backend *ops)
+{
+	ops->sandbox_create = fb_sandbox_create;
+	ops->sandbox_get = fb_sandbox_get;
+	ops->sandbox_delete = fb_sandbox_delete;
+	ops->sandbox_list = fb_sandbox_list;
+	ops->sandbox_token = fb_sandbox_refresh;
+}

@@ -1,0 +1,128 @@
+/*
+ * Sandboxes and runs at the vmm, which owns the workspaces.
+ *
+ * Sandboxes: MSG_VMM_SANDBOX_{CREATE,GET,DELETE} answered with
+ * MSG_VMM_SANDBOX_INFO, MSG_VMM_SANDBOX_LIST with MSG_VMM_SANDBOX_PAGE.
+ * Each carries the policy's grant for link vmm (cap sandbox:write or
+ * sandbox:read, target the sandbox id, or "" for a list); the grant's
+ * principal is the owner, and a sandbox is visible to its owner only.
+ *
+ * Runs: the front asks the vmm to run one command of a sandbox's image
+ * (MSG_VMM_RUN) and the vmm answers when the guest is gone
+ * (MSG_VMM_RUN_DONE). Both are fixed-width; the variable parts travel in
+ * a sealed memfd:
+ *
+ *	request memfd:	nargs strings, then nenv "KEY=VALUE" strings, each
+ *			a u32 length (little-endian) and that many bytes
+ *			(no NUL inside), then stdin_len bytes of stdin.
+ *	reply memfd:	out_len bytes of stdout, then err_len of stderr.
+ *
+ * The grant is the policy's for link vmm, cap exec, target the sandbox id;
+ * its limits (memory, timeout, output) bound the run.
+ */
+#ifndef KEEP_HOST_VMM_MSG_H
+#define KEEP_HOST_VMM_MSG_H
+
+#include <stdint.h>
+
+#include "host/grant.h"
+#include "host/msg.h"
+
+enum {
+	MSG_VMM_SANDBOX_CREATE = MSG_VMM_BASE + 0x01, /* msg_vmm_sandbox_new */
+	MSG_VMM_SANDBOX_GET = MSG_VMM_BASE + 0x02, /* msg_vmm_sandbox_ref */
+	MSG_VMM_SANDBOX_DELETE = MSG_VMM_BASE + 0x03, /* msg_vmm_sandbox_ref */
+	MSG_VMM_SANDBOX_INFO = MSG_VMM_BASE + 0x04, /* msg_vmm_sandbox_info */
+	MSG_VMM_SANDBOX_LIST = MSG_VMM_BASE + 0x05, /* msg_vmm_sandbox_list */
+	MSG_VMM_SANDBOX_PAGE = MSG_VMM_BASE + 0x06, /* msg_vmm_sandbox_page */
+	MSG_VMM_RUN = MSG_VMM_BASE + 0x10, /* front -> vmm + memfd */
+	MSG_VMM_RUN_DONE = MSG_VMM_BASE + 0x11 /* vmm -> front + memfd */
+};
+
+#define RUN_MAX_ARGS 256
+#define RUN_MAX_ENV 256
+#define RUN_MAX_INPUT (8u << 20) /* whole request memfd */
+#define RUN_NAME_MAX 64
+#define SBX_ID_MAX 72 /* NUL included */
+#define SBX_ENV_MAX 8192 /* "K=V\0" strings, total */
+#define SBX_PAGE_MAX 100
+
+/* Status of a sandbox reply: 0 or one of these. */
+enum sbx_status {
+	SBX_OK = 0,
+	SBX_E_NOTFOUND, /* no such sandbox for this owner */
+	SBX_E_EXISTS, /* the id is taken */
+	SBX_E_IMAGE, /* no such image, or it does not verify */
+	SBX_E_FULL, /* at the configured maximum of sandboxes */
+	SBX_E_GRANT, /* the grant does not authorize it */
+	SBX_E_INTERNAL /* the host could not do it (logged) */
+};
+
+struct msg_vmm_sandbox_new {
+	struct grant grant; /* sandbox:write, target = id */
+	char id[SBX_ID_MAX];
+	char image[RUN_NAME_MAX];
+	uint64_t ttl_s;
+	uint32_t env_len; /* bytes used in env[] */
+	uint32_t pad;
+	char env[SBX_ENV_MAX]; /* "K=V\0" strings */
+};
+
+struct msg_vmm_sandbox_ref {
+	struct grant grant; /* sandbox:read or :write, target = id */
+	char id[SBX_ID_MAX];
+};
+
+struct msg_vmm_sandbox_info {
+	uint32_t status; /* enum sbx_status */
+	uint32_t pad;
+	char id[SBX_ID_MAX];
+	char image[RUN_NAME_MAX];
+	int64_t created_at, expires_at; /* unix seconds */
+};
+
+struct msg_vmm_sandbox_list {
+	struct grant grant; /* sandbox:read, target = "" (the list route's) */
+	char cursor[SBX_ID_MAX]; /* "" from the start; list ids above it */
+	uint32_t limit; /* 1..SBX_PAGE_MAX */
+	uint32_t pad;
+};
+
+struct msg_vmm_sandbox_page {
+	uint32_t status;
+	uint32_t n;
+	char next[SBX_ID_MAX]; /* "" at the end */
+	struct msg_vmm_sandbox_info items[SBX_PAGE_MAX];
+};
+
+struct msg_vmm_run {
+	struct grant grant;
+	char sandbox[72]; /* NUL-terminated, = the grant's target */
+	char image[RUN_NAME_MAX]; /* NUL-terminated image name */
+	char command[RUN_NAME_MAX]; /* NUL-terminated manifest command */
+	uint32_t nargs; /* argv[1..], not the command */
+	uint32_t nenv;
+	uint64_t stdin_len;
+	uint64_t input_len; /* size of the memfd */
+	uint64_t timeout_ms; /* asked for; the grant's limit caps it */
+};
+
+enum run_status {
+	RUN_EXITED = 0, /* exit_code is the guest's */
+	RUN_FAULT, /* the guest faulted (reason names the vector) */
+	RUN_TIMEOUT, /* killed at its time limit */
+	RUN_OUTPUT_LIMIT, /* killed at its output limit */
+	RUN_REFUSED, /* not started: grant, image or command refused */
+	RUN_ERROR /* the host could not run it */
+};
+
+struct msg_vmm_run_done {
+	uint32_t status; /* enum run_status */
+	int32_t exit_code;
+	uint64_t out_len, err_len; /* bytes in the memfd */
+	uint64_t duration_ms;
+	uint64_t boot_us;
+	char reason[64]; /* NUL-terminated, "" when exited */
+};
+
+#endif
