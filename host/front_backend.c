@@ -280,6 +280,26 @@ fb_decide(struct front_backend *fb, const struct api_principal *who,
 	return API_OK;
 }
 
+/* A decision's refusal as the API error a client sees. */
+int
+fb_refusal(
+    const struct msg_policy_decision *d, enum cap_id cap, struct api_error *err)
+{
+	if (d->retry_after_ms != 0) {
+		err->retry_after = (uint32_t)((d->retry_after_ms + 999) / 1000);
+		return fb_fail(err, API_ERATE, "Rate limit for %s exceeded",
+		    cap_name(cap));
+	}
+	if (d->rule == 0)
+		return fb_fail(err, API_EFORBIDDEN,
+		    "Missing required capability: %s (no policy rule allows "
+		    "it)",
+		    cap_name(cap));
+	return fb_fail(err, API_EFORBIDDEN,
+	    "Missing required capability: %s (denied by the rule at line %u)",
+	    cap_name(cap), d->line);
+}
+
 static int
 fb_authorize(
     void *arg, struct api_call *call, const char *target, struct api_error *err)
@@ -291,28 +311,21 @@ fb_authorize(
 	memset(a, 0, sizeof(*a));
 	a->reqid = ++fb->next_reqid;
 	a->link = performer(call->cap);
+	/* exec is decided on the executable's name, which only the run op
+	 * knows (front_run.c): the policy's exec allowlist names programs,
+	 * not sandboxes. */
+	if (call->cap == CAP_EXEC) {
+		a->deferred = 1;
+		call->authz = a;
+		return API_OK;
+	}
 	rc = fb_decide(
 	    fb, call->who, call->cap, a->link, target, a->reqid, &a->d, err);
 	if (rc != API_OK)
 		return rc;
 	fb_audit_decision(fb, call, target, &a->d);
-	if (a->d.grant.decision != GRANT_ALLOW) {
-		if (a->d.retry_after_ms != 0) {
-			err->retry_after =
-			    (uint32_t)((a->d.retry_after_ms + 999) / 1000);
-			return fb_fail(err, API_ERATE,
-			    "Rate limit for %s exceeded", cap_name(call->cap));
-		}
-		if (a->d.rule == 0)
-			return fb_fail(err, API_EFORBIDDEN,
-			    "Missing required capability: %s (no policy rule "
-			    "allows it)",
-			    cap_name(call->cap));
-		return fb_fail(err, API_EFORBIDDEN,
-		    "Missing required capability: %s (denied by the rule "
-		    "at line %u)",
-		    cap_name(call->cap), a->d.line);
-	}
+	if (a->d.grant.decision != GRANT_ALLOW)
+		return fb_refusal(&a->d, call->cap, err);
 	call->authz = a;
 	return API_OK;
 }

@@ -19,6 +19,7 @@
 struct fb_authz {
 	uint64_t reqid; /* the grant is bound to it */
 	enum proc_id link;
+	int deferred; /* the op decides (exec: on the program's name) */
 	struct msg_policy_decision d;
 };
 
@@ -60,6 +61,8 @@ int fb_fail(struct api_error *, int code, const char *fmt, ...)
 int fb_decide(struct front_backend *, const struct api_principal *, enum cap_id,
     enum proc_id link, const char *target, uint64_t reqid,
     struct msg_policy_decision *, struct api_error *);
+int fb_refusal(
+    const struct msg_policy_decision *, enum cap_id, struct api_error *);
 int fb_mint(struct front_backend *, cap_set_t caps, int64_t exp,
     const char *sbx, struct api_token *out, struct api_error *err);
 

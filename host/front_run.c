@@ -99,15 +99,28 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
     const struct api_kv *env, size_t nenv, const char *in, size_t inlen,
     uint64_t timeout_ms, struct api_error *err)
 {
-	const struct fb_authz *a = call->authz;
+	struct fb_authz *a = call->authz;
 	struct msg_vmm_run q;
 	size_t i;
 	struct fb_run *run;
 	struct stat st;
 	int mfd = -1, rc;
 
-	if (a == NULL || a->link != PROC_VMM)
+	if (a == NULL || a->link != PROC_VMM || !a->deferred)
 		return fb_fail(err, API_EINTERNAL, "Internal error");
+	/* The decision, on the program: the policy's exec allowlist. */
+	rc = fb_decide(
+	    fb, call->who, CAP_EXEC, PROC_VMM, command, a->reqid, &a->d, err);
+	if (rc != API_OK)
+		return rc;
+	fb_audit_decision(fb, call, command, &a->d);
+	if (a->d.grant.decision != GRANT_ALLOW) {
+		if (a->d.retry_after_ms != 0)
+			return fb_refusal(&a->d, CAP_EXEC, err);
+		return fb_fail(err, API_EFORBIDDEN,
+		    "Not allowed to run %s (exec: the policy's allowlist)",
+		    command);
+	}
 	memset(&q, 0, sizeof(q));
 	if (nargs > RUN_MAX_ARGS || nenv > RUN_MAX_ENV)
 		return fb_fail(
@@ -283,11 +296,9 @@ h_run_done(struct proc_ctx *ctx, const struct msg *m)
 		r->rc = fb_fail(&r->err, API_EINTERNAL, "%s", d.reason);
 		return 0;
 	}
-	if (d.reason[0] != '\0')
-		strlcpy(r->res.reason, d.reason, sizeof(r->res.reason));
-	else
-		strlcpy(r->res.reason, status_reason[d.status],
-		    sizeof(r->res.reason));
+	/* The API's reason is the short code; the vmm's detail (vector,
+	 * address) is in its log under the same request. */
+	strlcpy(r->res.reason, status_reason[d.status], sizeof(r->res.reason));
 	r->rc = API_OK;
 	return 0;
 }

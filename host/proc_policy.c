@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <jansson.h>
 #include <sodium.h>
 
 #include "host/grant.h"
@@ -290,6 +291,9 @@ policy_main(struct proc_ctx *ctx)
 	ctx->handlers = policy_handlers;
 	ctx->nhandlers = nitems(policy_handlers);
 	ctx->arg = &ps;
+	/* Tokens are JSON: seed jansson's hash here, or it would open
+	 * /dev/urandom, which this process may not. */
+	json_object_seed(randombytes_random() | 1);
 	log_info("%s: ready", __func__);
 	return proc_loop(ctx);
 }

@@ -567,7 +567,8 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 		return -1;
 	}
 	expire_sandboxes(vs);
-	if (check_grant(ctx, m, &q.grant, CAP_EXEC, q.sandbox, &g) != 0) {
+	/* exec is granted per program; the sandbox is the principal's own. */
+	if (check_grant(ctx, m, &q.grant, CAP_EXEC, q.command, &g) != 0) {
 		strlcpy(reason, "not authorized", sizeof(reason));
 		goto refuse;
 	}
@@ -775,10 +776,12 @@ job_finish(struct proc_ctx *ctx, struct job *job)
 		out_len = err_len = 0;
 		strlcpy(reason, "output lost", sizeof(reason));
 	}
-	log_info("run %llu done: status %u, exit %d, %llu+%llu bytes, %llu us",
+	log_info(
+	    "run %llu done: status %u, exit %d, %llu+%llu bytes, %llu us%s%s",
 	    (unsigned long long)job->reqid, st, res.exit_code,
 	    (unsigned long long)out_len, (unsigned long long)err_len,
-	    (unsigned long long)(res.boot_us + res.run_us));
+	    (unsigned long long)(res.boot_us + res.run_us),
+	    reason[0] != '\0' ? ": " : "", reason);
 	run_reply(ctx, job->from, job->reqid, st, res.exit_code, reason,
 	    job->outfd, out_len, err_len, &res);
 	close(job->outfd);

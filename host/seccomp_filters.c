@@ -76,6 +76,7 @@ static const struct seccomp_rule front_rules[] = {
 	R(timerfd_create, "header, body and idle timeouts"),
 	R(timerfd_settime, "header, body and idle timeouts"),
 	R(sysinfo, "OpenSSL sizes its pools when libtls is set up"),
+	R(memfd_create, "a run's arguments, environment and stdin for the vmm"),
 };
 
 const struct seccomp_filter seccomp_front = { "front", front_rules,
@@ -139,6 +140,7 @@ static const struct seccomp_rule vmm_rules[] = {
 	R(wait4, "reap the per-VM `keepd: vm` processes"),
 	R(kill, "stop a VM process past its timeout"),
 	R(prctl, "setproctitle of the vm process"),
+	R(seccomp, "the vm process installs its narrower filter"),
 	R(set_robust_list, "glibc fork in the child"),
 	R(rseq, "glibc fork in the child"),
 };

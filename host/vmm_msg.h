@@ -17,8 +17,9 @@
  *			(no NUL inside), then stdin_len bytes of stdin.
  *	reply memfd:	out_len bytes of stdout, then err_len of stderr.
  *
- * The grant is the policy's for link vmm, cap exec, target the sandbox id;
- * its limits (memory, timeout, output) bound the run.
+ * The grant is the policy's for link vmm, cap exec, target the command
+ * (the policy's exec allowlist names programs); its principal must own
+ * the sandbox, and its limits (memory, timeout, output) bound the run.
  */
 #ifndef KEEP_HOST_VMM_MSG_H
 #define KEEP_HOST_VMM_MSG_H

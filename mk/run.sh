@@ -1,7 +1,9 @@
 #!/bin/sh
 # make run: start keepd in the foreground on the development config
 # (etc/keepd.dev.yaml: state under build/run/, API on 127.0.0.1:8421, the
-# policy in etc/policy/). Ctrl-C stops keepd and all its processes.
+# policy in etc/policy/), with the stock images installed and a token
+# issuer key made on first use. Prints an admin token and a first curl.
+# Ctrl-C stops keepd and all its processes.
 B=${1:-build}
 cd "$(dirname "$0")/.." || exit 1
 if [ "$(id -u)" -eq 0 ]; then
@@ -14,14 +16,30 @@ else
 	echo "run: not root: keepd runs without chroot and user change" \
 	    "(seccomp still applies)" >&2
 fi
-mkdir -p build/run
+mkdir -p build/run/keys build/run/images
+[ -f build/run/keys/issuer.secret ] ||
+	"$B/bin/keep" key generate --out build/run/keys --name issuer >/dev/null ||
+	exit 1
+# The images keepd may boot: the stock ones, signed with the dev key that
+# etc/keepd.dev.yaml trusts.
+cp "$B"/images/*.img build/run/images/ || exit 1
 "$B/bin/keepd" -n -f etc/keepd.dev.yaml || exit 1
+token=$("$B/bin/keep" token mint --key build/run/keys/issuer.secret \
+    --sub admin --ttl 1h \
+    --caps sandbox:read,sandbox:write,exec,artifact:read,artifact:write,policy:read,admin) ||
+	exit 1
 cat <<EOT
 run: starting keepd in the foreground (Ctrl-C stops it):
 run:   config  etc/keepd.dev.yaml
 run:   policy  etc/policy/*.policy
 run:   state   build/run/ (chroots: build/run/empty, build/run/db)
-run:   API     127.0.0.1:8421 (served by keepd: front)
-run: in another terminal: ps -o pid,user,args -C keepd
+run:   images  build/run/images/ (hello, toolbox, js, python)
+run:   API     http://127.0.0.1:8421 (served by keepd: front)
+run:
+run: an admin token, valid for an hour:
+export KEEP_TOKEN=$token
+run: a first sandbox and a first run:
+curl -s -H "Authorization: Bearer \$KEEP_TOKEN" -d '{"image":"python"}' http://127.0.0.1:8421/v1/sandboxes
+curl -s -H "Authorization: Bearer \$KEEP_TOKEN" -d '{"code":"print(6*7)","language":"python"}' http://127.0.0.1:8421/v1/sandboxes/ID/execute
 EOT
 exec "$B/bin/keepd" -d -f etc/keepd.dev.yaml
