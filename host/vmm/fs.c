@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "host/vmm/vm_int.h"
+#include "host/vmm/workspace.h"
 
 #define G_AT_FDCWD (-100)
 #define G_AT_SYMLINK_NOFOLLOW 0x100
@@ -104,47 +105,6 @@ vm_fs_free(struct vm *vm)
 
 /* ---- paths ------------------------------------------------------------ */
 
-/*
- * Join base and p and resolve "." and ".." textually into out (absolute,
- * no trailing slash but for "/"). ".." above the root stays at the root.
- */
-static int
-path_normalize(const char *base, const char *p, char *out, size_t outlen)
-{
-	char tmp[2 * VM_PATH_MAX + 2], *s, *save = NULL;
-	size_t n = 0;
-
-	if (p[0] == '\0')
-		return -ENOENT;
-	if (p[0] == '/')
-		strlcpy(tmp, p, sizeof(tmp));
-	else
-		snprintf(tmp, sizeof(tmp), "%s/%s", base, p);
-	out[0] = '\0';
-	for (s = strtok_r(tmp, "/", &save); s != NULL;
-	     s = strtok_r(NULL, "/", &save)) {
-		if (strcmp(s, ".") == 0)
-			continue;
-		if (strcmp(s, "..") == 0) {
-			while (n > 0 && out[n - 1] != '/')
-				n--;
-			if (n > 0)
-				n--;
-			out[n] = '\0';
-			continue;
-		}
-		if (n + 1 + strlen(s) + 1 > outlen)
-			return -ENAMETOOLONG;
-		out[n++] = '/';
-		memcpy(out + n, s, strlen(s));
-		n += strlen(s);
-		out[n] = '\0';
-	}
-	if (n == 0)
-		strlcpy(out, "/", outlen);
-	return 0;
-}
-
 /* The guest path at (dirfd, addr), normalized. */
 static int
 guest_path(struct vm *vm, int64_t dirfd, uint64_t addr, char *out,
@@ -172,7 +132,7 @@ guest_path(struct vm *vm, int64_t dirfd, uint64_t addr, char *out,
 			return -ENOTDIR;
 		base = d->path;
 	}
-	return path_normalize(base, p, out, outlen);
+	return ws_normalize(base, p, out, outlen);
 }
 
 static const struct vmm_file *
@@ -201,41 +161,19 @@ image_dir(struct vm *vm, const char *path)
 	return 0;
 }
 
-/* openat2 beneath the workspace; path is normalized and absolute. */
+/* The workspace, through host/vmm/workspace.c; none: nothing exists. */
 static int
 ws_open(struct vm *vm, const char *path, uint64_t flags, uint64_t mode)
 {
-	struct open_how how;
-	const char *rel = path[1] == '\0' ? "." : path + 1;
-	long fd;
-
-	if (vm->ws_fd < 0)
-		return -ENOENT;
-	memset(&how, 0, sizeof(how));
-	how.flags = flags | O_CLOEXEC;
-	how.mode = (flags & (O_CREAT | O_TMPFILE)) ? (mode & 0777) : 0;
-	how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
-	fd = syscall(SYS_openat2, vm->ws_fd, rel, &how, sizeof(how));
-	return fd == -1 ? -errno : (int)fd;
+	return vm->ws_fd < 0 ? -ENOENT
+	                     : ws_openat(vm->ws_fd, path, flags, mode);
 }
 
-/* The parent directory of path in the workspace, and the last name. */
 static int
 ws_parent(struct vm *vm, const char *path, char *name, size_t namelen)
 {
-	char parent[VM_PATH_MAX];
-	const char *slash = strrchr(path, '/');
-
-	if (strcmp(path, "/") == 0)
-		return -EBUSY;
-	if ((size_t)(slash - path) >= sizeof(parent))
-		return -ENAMETOOLONG;
-	memcpy(parent, path, (size_t)(slash - path));
-	parent[slash - path] = '\0';
-	if (parent[0] == '\0')
-		strlcpy(parent, "/", sizeof(parent));
-	strlcpy(name, slash + 1, namelen);
-	return ws_open(vm, parent, O_PATH | O_DIRECTORY, 0);
+	return vm->ws_fd < 0 ? -ENOENT
+	                     : ws_parentat(vm->ws_fd, path, name, namelen);
 }
 
 /* ---- stat ------------------------------------------------------------- */

@@ -8,10 +8,11 @@
 
 #include "host/vmm/elf.h"
 #include "host/vmm/vmm.h"
+#include "host/vmm/workspace.h"
 
 #define VM_PAGE 4096ULL
 #define VM_HUGE (2ULL << 20)
-#define VM_PATH_MAX 1024 /* guest paths, NUL included */
+#define VM_PATH_MAX WS_PATH_MAX /* guest paths, NUL included */
 #define VM_MAX_FILES_DEFAULT 64
 
 enum vfd_kind {

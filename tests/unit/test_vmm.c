@@ -1,5 +1,6 @@
 /* The VMM's pure parts: the ELF validator and the guest-pointer check. */
 #include <elf.h>
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +13,8 @@
 #include "host/vmm/abi.h"
 #include "host/vmm/elf.h"
 #include "host/vmm/vm_int.h"
+#include "host/vmm/workspace.h"
+#include "lib/util.h"
 
 #define LO GUEST_LOW_END
 #define HI (64ULL << 20)
@@ -179,6 +182,38 @@ test_gptr_bounds(void **state)
 	assert_non_null(vm_gptr(&vm, HI - 8, 8));
 }
 
+/* No ".." survives normalization, and ".." above "/" stays at "/". */
+static void
+test_ws_normalize(void **state)
+{
+	static const struct {
+		const char *base, *in, *want;
+	} cases[] = {
+		{ "/", "a/b", "/a/b" },
+		{ "/a", "../../../../etc/passwd", "/etc/passwd" },
+		{ "/a/b", "./c/./d/", "/a/b/c/d" },
+		{ "/", "..", "/" },
+		{ "/x", "/y/../z", "/z" },
+		{ "/", "a//b///c", "/a/b/c" },
+		{ "/", "/", "/" },
+	};
+	char out[WS_PATH_MAX], big[WS_PATH_MAX + 8];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < nitems(cases); i++) {
+		assert_int_equal(
+		    ws_normalize(cases[i].base, cases[i].in, out, sizeof(out)),
+		    0);
+		assert_string_equal(out, cases[i].want);
+	}
+	assert_int_equal(ws_normalize("/", "", out, sizeof(out)), -ENOENT);
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	assert_int_equal(
+	    ws_normalize("/", big, out, sizeof(out)), -ENAMETOOLONG);
+}
+
 int
 main(void)
 {
@@ -187,6 +222,7 @@ main(void)
 		cmocka_unit_test(test_elf_static_pie_placed),
 		cmocka_unit_test(test_elf_refusals),
 		cmocka_unit_test(test_gptr_bounds),
+		cmocka_unit_test(test_ws_normalize),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,90 @@
+/*
+ * Paths in a workspace: textual normalization, so no ".." survives, and
+ * openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS) below the workspace
+ * directory, so no symlink leads out. Used by the guest's file calls
+ * (fs.c) and by the vmm's file API (host/proc_vmm.c).
+ */
+#include <sys/syscall.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "host/vmm/workspace.h"
+
+/*
+ * Join base and p and resolve "." and ".." textually into out (absolute,
+ * no trailing slash but for "/"). ".." above the root stays at the root.
+ */
+int
+ws_normalize(const char *base, const char *p, char *out, size_t outlen)
+{
+	char tmp[2 * WS_PATH_MAX + 2], *s, *save = NULL;
+	size_t n = 0;
+
+	if (p[0] == '\0')
+		return -ENOENT;
+	if ((p[0] == '/' ? (size_t)snprintf(tmp, sizeof(tmp), "%s", p)
+	                 : (size_t)snprintf(tmp, sizeof(tmp), "%s/%s", base,
+	                       p)) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	out[0] = '\0';
+	for (s = strtok_r(tmp, "/", &save); s != NULL;
+	     s = strtok_r(NULL, "/", &save)) {
+		if (strcmp(s, ".") == 0)
+			continue;
+		if (strcmp(s, "..") == 0) {
+			while (n > 0 && out[n - 1] != '/')
+				n--;
+			if (n > 0)
+				n--;
+			out[n] = '\0';
+			continue;
+		}
+		if (n + 1 + strlen(s) + 1 > outlen)
+			return -ENAMETOOLONG;
+		out[n++] = '/';
+		memcpy(out + n, s, strlen(s));
+		n += strlen(s);
+		out[n] = '\0';
+	}
+	if (n == 0)
+		strlcpy(out, "/", outlen);
+	return 0;
+}
+
+int
+ws_openat(int ws_fd, const char *path, uint64_t flags, uint64_t mode)
+{
+	struct open_how how;
+	const char *rel = path[1] == '\0' ? "." : path + 1;
+	long fd;
+
+	memset(&how, 0, sizeof(how));
+	how.flags = flags | O_CLOEXEC;
+	how.mode = (flags & (O_CREAT | O_TMPFILE)) ? (mode & 0777) : 0;
+	how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+	fd = syscall(SYS_openat2, ws_fd, rel, &how, sizeof(how));
+	return fd == -1 ? -errno : (int)fd;
+}
+
+int
+ws_parentat(int ws_fd, const char *path, char *name, size_t namelen)
+{
+	char parent[WS_PATH_MAX];
+	const char *slash = strrchr(path, '/');
+
+	if (strcmp(path, "/") == 0)
+		return -EBUSY;
+	if ((size_t)(slash - path) >= sizeof(parent))
+		return -ENAMETOOLONG;
+	memcpy(parent, path, (size_t)(slash - path));
+	parent[slash - path] = '\0';
+	if (parent[0] == '\0')
+		strlcpy(parent, "/", sizeof(parent));
+	strlcpy(name, slash + 1, namelen);
+	return ws_openat(ws_fd, parent, O_PATH | O_DIRECTORY, 0);
+}
