@@ -455,6 +455,7 @@ front_backend_new(struct proc_ctx *ctx)
 	fb->ops.token_attenuate = fb_token_attenuate;
 	fb->ops.policy_check = fb_policy_check;
 	fb_sandbox_ops(&fb->ops);
+	fb_file_ops(&fb->ops);
 	fb_run_ops(&fb->ops);
 	return fb;
 }

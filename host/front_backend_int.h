@@ -1,7 +1,8 @@
 /*
  * Internals of the front's backend, shared by host/front_backend.c (links,
  * tokens, decisions), host/front_sandbox.c (sandboxes over the vmm) and
- * host/front_run.c (runs over the vmm).
+ * host/front_files.c (workspace files over the vmm) and host/front_run.c
+ * (runs over the vmm).
  */
 #ifndef KEEP_HOST_FRONT_BACKEND_INT_H
 #define KEEP_HOST_FRONT_BACKEND_INT_H
@@ -70,6 +71,9 @@ int fb_mint(struct front_backend *, cap_set_t caps, int64_t exp,
 void fb_sandbox_ops(struct api_backend *);
 void fb_audit_decision(struct front_backend *, const struct api_call *,
     const char *target, const struct msg_policy_decision *);
+
+/* host/front_files.c */
+void fb_file_ops(struct api_backend *);
 
 /* host/front_run.c */
 void fb_run_ops(struct api_backend *);

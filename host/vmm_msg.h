@@ -36,6 +36,9 @@ enum {
 	MSG_VMM_SANDBOX_INFO = MSG_VMM_BASE + 0x04, /* msg_vmm_sandbox_info */
 	MSG_VMM_SANDBOX_LIST = MSG_VMM_BASE + 0x05, /* msg_vmm_sandbox_list */
 	MSG_VMM_SANDBOX_PAGE = MSG_VMM_BASE + 0x06, /* msg_vmm_sandbox_page */
+	MSG_VMM_FILE = MSG_VMM_BASE + 0x08, /* msg_vmm_file [+ memfd] */
+	MSG_VMM_FILE_REPLY =
+	    MSG_VMM_BASE + 0x09, /* msg_vmm_file_reply + memfd */
 	MSG_VMM_RUN = MSG_VMM_BASE + 0x10, /* front -> vmm + memfd */
 	MSG_VMM_RUN_DONE = MSG_VMM_BASE + 0x11 /* vmm -> front + memfd */
 };
@@ -80,6 +83,50 @@ struct msg_vmm_sandbox_info {
 	char id[SBX_ID_MAX];
 	char image[RUN_NAME_MAX];
 	int64_t created_at, expires_at; /* unix seconds */
+};
+
+/*
+ * Files in a sandbox's workspace, for the API's files/ routes. The grant
+ * is artifact:read (read, list, exists) or artifact:write (write, remove,
+ * mkdir) on the sandbox id; paths are confined to the workspace as the
+ * guest's are (host/vmm/workspace.h). Every request and every reply
+ * carries a memfd, empty when there is nothing in it: a write's bytes
+ * (exactly len), a read's bytes, a list's struct vmm_dirent records.
+ */
+enum vmm_file_op {
+	FILE_READ = 1,
+	FILE_WRITE,
+	FILE_LIST,
+	FILE_EXISTS,
+	FILE_REMOVE,
+	FILE_MKDIR
+};
+#define FILE_PATH_MAX 1024
+#define FILE_READ_MAX (32u << 20)
+#define FILE_LIST_MAX 10000
+
+struct msg_vmm_file {
+	struct grant grant;
+	char id[SBX_ID_MAX];
+	uint32_t op; /* enum vmm_file_op */
+	uint32_t pad;
+	uint64_t len; /* FILE_WRITE: bytes in the memfd */
+	char path[FILE_PATH_MAX]; /* NUL-terminated */
+};
+
+struct msg_vmm_file_reply {
+	uint32_t status; /* enum sbx_status */
+	int32_t error; /* an errno from the workspace, 0 if none */
+	uint64_t len; /* bytes (read) or entries (list) in the memfd */
+	uint32_t exists; /* FILE_EXISTS */
+	uint32_t pad;
+};
+
+struct vmm_dirent {
+	char name[256]; /* NUL-terminated */
+	char type[8]; /* "file", "dir", "link", "other" */
+	uint64_t size;
+	int64_t mtime;
 };
 
 struct msg_vmm_sandbox_list {
