@@ -264,6 +264,121 @@ fb_sandbox_refresh(void *arg, const struct api_call *call, const char *id,
 	return sandbox_token(arg, call, id, r.expires_at, out, err);
 }
 
+/* ---- environment ------------------------------------------------------ */
+
+static int
+env_call(struct front_backend *fb, const struct api_call *call, const char *id,
+    uint32_t op, const struct api_kv *kv, const char *const *keys, size_t n,
+    struct msg_vmm_env *r, struct api_error *err)
+{
+	const struct fb_authz *a = authz(call);
+	struct msg_vmm_env *q;
+	size_t rlen = sizeof(*r), used = 0, i;
+	int rc, len;
+
+	if (a == NULL)
+		return fb_fail(err, API_EINTERNAL, "Internal error");
+	if ((q = calloc(1, sizeof(*q))) == NULL)
+		return fb_fail(err, API_EINTERNAL, "Out of memory");
+	q->grant = a->d.grant;
+	strlcpy(q->id, id, sizeof(q->id));
+	q->op = op;
+	for (i = 0; i < n; i++) {
+		const char *k = kv != NULL ? kv[i].key : keys[i];
+
+		len = kv != NULL
+		    ? snprintf(q->env + used, sizeof(q->env) - used, "%s=%s", k,
+		          kv[i].value)
+		    : snprintf(q->env + used, sizeof(q->env) - used, "%s", k);
+		if (len < 0 || (size_t)len + 1 > sizeof(q->env) - used ||
+		    k[0] == '\0' || strchr(k, '=') != NULL) {
+			free(q);
+			return fb_fail(
+			    err, API_EBADREQ, "env: bad name or too large");
+		}
+		used += (size_t)len + 1;
+	}
+	q->env_len = (uint32_t)used;
+	rc = fb_call(fb, PROC_VMM, MSG_VMM_ENV, a->reqid, q, sizeof(*q), -1,
+	    MSG_VMM_ENV_REPLY, 0, r, &rlen, NULL, err);
+	free(q);
+	if (rc != API_OK)
+		return rc > API_ERR_COUNT ? API_EUNAVAIL : rc;
+	if (r->env_len > sizeof(r->env) ||
+	    (r->env_len > 0 && r->env[r->env_len - 1] != '\0'))
+		return fb_fail(err, API_EINTERNAL, "Internal error");
+	return sbx_error((int)r->op, err);
+}
+
+static int
+fb_env_get(void *arg, const struct api_call *call, const char *id,
+    struct api_kv **out, size_t *n, struct api_error *err)
+{
+	struct msg_vmm_env *r;
+	size_t i, count = 0;
+	char *eq;
+	int rc;
+
+	if ((r = malloc(sizeof(*r))) == NULL)
+		return fb_fail(err, API_EINTERNAL, "Out of memory");
+	if ((rc = env_call(arg, call, id, ENV_GET, NULL, NULL, 0, r, err)) !=
+	    API_OK)
+		goto out;
+	for (i = 0; i < r->env_len; i += strlen(r->env + i) + 1)
+		count++;
+	if ((*out = calloc(count ? count : 1, sizeof(**out))) == NULL) {
+		rc = fb_fail(err, API_EINTERNAL, "Out of memory");
+		goto out;
+	}
+	*n = 0;
+	for (i = 0; i < r->env_len; i += strlen(r->env + i) + 1) {
+		struct api_kv *kv = &(*out)[*n];
+
+		if ((eq = strchr(r->env + i, '=')) == NULL)
+			continue;
+		kv->key = strndup(r->env + i, (size_t)(eq - (r->env + i)));
+		kv->value = strdup(eq + 1);
+		(*n)++;
+		if (kv->key == NULL || kv->value == NULL) {
+			rc = fb_fail(err, API_EINTERNAL, "Out of memory");
+			break;
+		}
+	}
+out:
+	free(r);
+	return rc;
+}
+
+static int
+fb_env_set(void *arg, const struct api_call *call, const char *id,
+    const struct api_kv *kv, size_t n, int replace, struct api_error *err)
+{
+	struct msg_vmm_env *r;
+	int rc;
+
+	if ((r = malloc(sizeof(*r))) == NULL)
+		return fb_fail(err, API_EINTERNAL, "Out of memory");
+	rc = env_call(arg, call, id, replace ? ENV_REPLACE : ENV_MERGE, kv,
+	    NULL, n, r, err);
+	free(r);
+	return rc;
+}
+
+static int
+fb_env_delete(void *arg, const struct api_call *call, const char *id,
+    const char *const *keys, size_t n, struct api_error *err)
+{
+	struct msg_vmm_env *r;
+	int rc;
+
+	if ((r = malloc(sizeof(*r))) == NULL)
+		return fb_fail(err, API_EINTERNAL, "Out of memory");
+	rc = env_call(arg, call, id, keys == NULL ? ENV_CLEAR : ENV_DELETE,
+	    NULL, keys, keys == NULL ? 0 : n, r, err);
+	free(r);
+	return rc;
+}
+
 void
 fb_audit_decision(struct front_backend *fb, const struct api_call *call,
     const char *target, const struct msg_policy_decision *d)
@@ -288,4 +403,7 @@ fb_sandbox_ops(struct api_backend *ops)
 	ops->sandbox_delete = fb_sandbox_delete;
 	ops->sandbox_list = fb_sandbox_list;
 	ops->sandbox_token = fb_sandbox_refresh;
+	ops->env_get = fb_env_get;
+	ops->env_set = fb_env_set;
+	ops->env_delete = fb_env_delete;
 }

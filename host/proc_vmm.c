@@ -83,6 +83,8 @@ struct vmm_state {
 	size_t nkeys;
 };
 
+static int env_valid(const char *, size_t, int);
+
 static uint64_t
 mono_ms(void)
 {
@@ -276,7 +278,7 @@ vmm_h_create(struct proc_ctx *ctx, const struct msg *m)
 	if (memchr(q->id, '\0', sizeof(q->id)) == NULL ||
 	    memchr(q->image, '\0', sizeof(q->image)) == NULL ||
 	    !safe_name(q->id, sizeof(q->id)) || q->env_len > sizeof(q->env) ||
-	    (q->env_len > 0 && q->env[q->env_len - 1] != '\0'))
+	    !env_valid(q->env, q->env_len, 0))
 		goto out;
 	rc = 0;
 	expire_sandboxes(vs);
@@ -408,6 +410,131 @@ vmm_h_list(struct proc_ctx *ctx, const struct msg *m)
 		strlcpy(q.cursor, best->id, sizeof(q.cursor));
 	}
 	msg_reply(ctx, m, MSG_VMM_SANDBOX_PAGE, r, sizeof(*r), -1);
+	free(r);
+	return 0;
+}
+
+/* ---- environment ------------------------------------------------------ */
+
+/* Whether blob (n bytes of "K=V\0" or, names only, "K\0") is well
+ * formed: NUL-terminated strings, each with a non-empty name. */
+static int
+env_valid(const char *blob, size_t n, int names_only)
+{
+	size_t i = 0, len;
+
+	if (n > 0 && blob[n - 1] != '\0')
+		return 0;
+	while (i < n) {
+		len = strlen(blob + i);
+		if (len == 0 || blob[i] == '=' ||
+		    (!names_only && strchr(blob + i, '=') == NULL) ||
+		    (names_only && strchr(blob + i, '=') != NULL))
+			return 0;
+		i += len + 1;
+	}
+	return 1;
+}
+
+/* Whether var ("K=V") is named name (a "K" or "K=V"). */
+static int
+env_same(const char *var, const char *name)
+{
+	size_t n = strcspn(name, "=");
+
+	return strncmp(var, name, n) == 0 && var[n] == '=';
+}
+
+/* Copy the variables of from into to, skipping those drop names. */
+static int
+env_filter(const char *from, size_t flen, const char *drop, size_t dlen,
+    char *to, size_t *tlen)
+{
+	size_t i, j, len;
+	int gone;
+
+	for (i = 0; i < flen; i += len + 1) {
+		len = strlen(from + i);
+		for (gone = 0, j = 0; j < dlen && !gone;
+		     j += strlen(drop + j) + 1)
+			gone = env_same(from + i, drop + j);
+		if (gone)
+			continue;
+		if (*tlen + len + 1 > SBX_ENV_MAX)
+			return -1;
+		memcpy(to + *tlen, from + i, len + 1);
+		*tlen += len + 1;
+	}
+	return 0;
+}
+
+static int
+vmm_h_env(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct vmm_state *vs = ctx->arg;
+	struct msg_vmm_env *q, *r;
+	struct sandbox *s;
+	struct grant g;
+	size_t len = 0;
+
+	if ((q = malloc(sizeof(*q))) == NULL)
+		return -1;
+	if ((r = calloc(1, sizeof(*r))) == NULL) {
+		free(q);
+		return -1;
+	}
+	memcpy(q, m->data, sizeof(*q));
+	if (memchr(q->id, '\0', sizeof(q->id)) == NULL ||
+	    q->env_len > sizeof(q->env) || q->op < ENV_GET ||
+	    q->op > ENV_CLEAR ||
+	    !env_valid(q->env, q->env_len, q->op == ENV_DELETE)) {
+		free(q);
+		free(r);
+		return -1;
+	}
+	expire_sandboxes(vs);
+	if (check_grant(ctx, m, &q->grant,
+	        q->op == ENV_GET ? CAP_SANDBOX_READ : CAP_SANDBOX_WRITE, q->id,
+	        &g) != 0)
+		r->op = SBX_E_GRANT;
+	else if ((s = sandbox_find(vs, q->id, g.principal)) == NULL)
+		r->op = SBX_E_NOTFOUND;
+	else {
+		switch (q->op) {
+		case ENV_REPLACE:
+			memcpy(r->env, q->env, q->env_len);
+			len = q->env_len;
+			break;
+		case ENV_MERGE:
+			/* Old values the request names give way to its own. */
+			if (env_filter(s->env, s->env_len, q->env, q->env_len,
+			        r->env, &len) != 0 ||
+			    len + q->env_len > SBX_ENV_MAX)
+				r->op = SBX_E_FULL;
+			else {
+				memcpy(r->env + len, q->env, q->env_len);
+				len += q->env_len;
+			}
+			break;
+		case ENV_DELETE:
+			env_filter(s->env, s->env_len, q->env, q->env_len,
+			    r->env, &len);
+			break;
+		case ENV_CLEAR:
+			break;
+		default: /* ENV_GET */
+			memcpy(r->env, s->env, s->env_len);
+			len = s->env_len;
+		}
+		if (r->op == SBX_OK && q->op != ENV_GET) {
+			memcpy(s->env, r->env, len);
+			s->env_len = (uint32_t)len;
+		}
+		r->env_len = r->op == SBX_OK ? (uint32_t)len : 0;
+	}
+	strlcpy(r->id, q->id, sizeof(r->id));
+	msg_reply(ctx, m, MSG_VMM_ENV_REPLY, r, sizeof(*r), -1);
+	free(q);
 	free(r);
 	return 0;
 }
@@ -984,6 +1111,8 @@ static const struct msg_handler vmm_handlers[] = {
 	    MSG_H_FD, vmm_h_run },
 	{ MSG_VMM_FILE, PROC_BIT(PROC_FRONT), sizeof(struct msg_vmm_file),
 	    MSG_H_FD, vmm_h_file },
+	{ MSG_VMM_ENV, PROC_BIT(PROC_FRONT), sizeof(struct msg_vmm_env), 0,
+	    vmm_h_env },
 };
 
 static int

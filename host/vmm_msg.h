@@ -39,6 +39,8 @@ enum {
 	MSG_VMM_FILE = MSG_VMM_BASE + 0x08, /* msg_vmm_file [+ memfd] */
 	MSG_VMM_FILE_REPLY =
 	    MSG_VMM_BASE + 0x09, /* msg_vmm_file_reply + memfd */
+	MSG_VMM_ENV = MSG_VMM_BASE + 0x0a, /* msg_vmm_env */
+	MSG_VMM_ENV_REPLY = MSG_VMM_BASE + 0x0b, /* msg_vmm_env (the result) */
 	MSG_VMM_RUN = MSG_VMM_BASE + 0x10, /* front -> vmm + memfd */
 	MSG_VMM_RUN_DONE = MSG_VMM_BASE + 0x11 /* vmm -> front + memfd */
 };
@@ -127,6 +129,28 @@ struct vmm_dirent {
 	char type[8]; /* "file", "dir", "link", "other" */
 	uint64_t size;
 	int64_t mtime;
+};
+
+/*
+ * A sandbox's environment: the variables every run in it starts with
+ * (a run's own come first and win). env holds "K=V\0" strings. GET needs
+ * sandbox:read, the others sandbox:write; the reply holds the set after
+ * the operation.
+ */
+enum vmm_env_op {
+	ENV_GET = 1,
+	ENV_REPLACE, /* the whole set */
+	ENV_MERGE, /* add or overwrite these */
+	ENV_DELETE, /* remove these names (env holds "K\0" strings) */
+	ENV_CLEAR /* remove all */
+};
+
+struct msg_vmm_env {
+	struct grant grant;
+	char id[SBX_ID_MAX];
+	uint32_t op; /* enum vmm_env_op; in a reply: enum sbx_status */
+	uint32_t env_len;
+	char env[SBX_ENV_MAX];
 };
 
 struct msg_vmm_sandbox_list {
