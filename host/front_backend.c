@@ -435,6 +435,31 @@ fb_policy_check(void *arg, const struct api_call *call,
 	return API_OK;
 }
 
+static int
+fb_policy_version(void *arg, const struct api_call *call,
+    struct api_policy_version *out, struct api_error *err)
+{
+	struct front_backend *fb = arg;
+	struct msg_policy_info r;
+	size_t rlen = sizeof(r);
+	char hex[65];
+	int rc;
+
+	rc = fb_call(fb, PROC_POLICY, MSG_POLICY_INFO, ++fb->next_reqid, NULL,
+	    0, -1, MSG_POLICY_INFO_REPLY, 0, &r, &rlen, NULL, err);
+	if (rc != API_OK)
+		return rc > API_ERR_COUNT ? API_EUNAVAIL : rc;
+	if (r.generation == 0)
+		return fb_fail(err, API_EUNAVAIL, "No policy is loaded");
+	memset(out, 0, sizeof(*out));
+	snprintf(out->version, sizeof(out->version), "%llu",
+	    (unsigned long long)r.generation);
+	sodium_bin2hex(hex, sizeof(hex), r.hash, sizeof(r.hash));
+	snprintf(out->hash, sizeof(out->hash), "blake2b:%s", hex);
+	out->loaded_at = r.loaded_at;
+	return API_OK;
+}
+
 /* ---- setup ------------------------------------------------------------ */
 
 struct front_backend *
@@ -454,6 +479,7 @@ front_backend_new(struct proc_ctx *ctx)
 	fb->ops.authorize = fb_authorize;
 	fb->ops.token_attenuate = fb_token_attenuate;
 	fb->ops.policy_check = fb_policy_check;
+	fb->ops.policy_version = fb_policy_version;
 	fb_sandbox_ops(&fb->ops);
 	fb_file_ops(&fb->ops);
 	fb_run_ops(&fb->ops);

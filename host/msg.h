@@ -63,6 +63,8 @@ enum msg_type {
 	MSG_POLICY_DECISION = 0x0203, /* policy -> asker: msg_policy_decision */
 	MSG_POLICY_MINT = 0x0204, /* front -> policy: msg_policy_mint */
 	MSG_POLICY_MINTED = 0x0205, /* policy -> front: msg_policy_minted */
+	MSG_POLICY_INFO = 0x0206, /* front -> policy: no payload */
+	MSG_POLICY_INFO_REPLY = 0x0207, /* policy -> front: msg_policy_info */
 
 	/* 0x03xx vmm, 0x04xx store, 0x05xx egress, 0x06xx front: their
 	 * owners define the verbs; the ranges are reserved here. */
@@ -222,6 +224,13 @@ struct msg_policy_minted {
 	uint32_t token_len;
 	int64_t exp;
 	char token[MSG_TOKEN_MAX]; /* not NUL-terminated */
+};
+
+/* The policy in force, for GET /v1/policy. */
+struct msg_policy_info {
+	uint64_t generation; /* 0: none loaded */
+	int64_t loaded_at; /* unix seconds */
+	uint8_t hash[32]; /* BLAKE2b-256 of its text */
 };
 
 /* Handler flags. */

@@ -30,6 +30,7 @@ struct policy_state {
 	char *text; /* the text as loaded, kept for explain and reload */
 	size_t len;
 	uint64_t generation;
+	int64_t loaded_at;
 	uint8_t hash[32];
 };
 
@@ -131,6 +132,7 @@ policy_h_load(struct proc_ctx *ctx, const struct msg *m)
 	ps->text = text;
 	ps->len = req.size;
 	ps->generation = req.generation;
+	ps->loaded_at = (int64_t)(grant_now_ms() / 1000);
 	memcpy(ps->hash, rep.hash, sizeof(ps->hash));
 	log_info("%s: policy generation %llu loaded, %zu bytes", __func__,
 	    (unsigned long long)ps->generation, ps->len);
@@ -271,6 +273,22 @@ policy_h_mint(struct proc_ctx *ctx, const struct msg *m)
 	return 0;
 }
 
+static int
+policy_h_info(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct policy_state *ps = ctx->arg;
+	struct msg_policy_info r;
+
+	memset(&r, 0, sizeof(r));
+	if (ps->text != NULL) {
+		r.generation = ps->generation;
+		r.loaded_at = ps->loaded_at;
+		memcpy(r.hash, ps->hash, sizeof(r.hash));
+	}
+	msg_reply(ctx, m, MSG_POLICY_INFO_REPLY, &r, sizeof(r), -1);
+	return 0;
+}
+
 static const struct msg_handler policy_handlers[] = {
 	MSG_HANDLERS_COMMON,
 	{ MSG_POLICY_LOAD, PROC_BIT(PROC_PARENT),
@@ -281,6 +299,7 @@ static const struct msg_handler policy_handlers[] = {
 	    0, policy_h_mint_key },
 	{ MSG_POLICY_MINT, PROC_BIT(PROC_FRONT), sizeof(struct msg_policy_mint),
 	    0, policy_h_mint },
+	{ MSG_POLICY_INFO, PROC_BIT(PROC_FRONT), 0, 0, policy_h_info },
 };
 
 int

@@ -183,7 +183,7 @@ struct api_attenuate {
 
 struct api_policy_version {
 	char version[64];
-	char hash[72]; /* "blake2b:<hex>" */
+	char hash[80]; /* "blake2b:<64 hex>" */
 	int64_t loaded_at;
 };
 
