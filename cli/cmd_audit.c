@@ -180,7 +180,7 @@ data_dir(const char *data, char *out, size_t outlen)
 static int
 open_store(const struct audit_args *a, int readonly, struct store **st)
 {
-	struct store_config cfg = { 0, 0, readonly, 0 };
+	struct store_config cfg = { 0, 0, readonly, 0, 0 };
 	char dir[4096];
 	int rc;
 

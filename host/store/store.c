@@ -228,8 +228,10 @@ store_open(const char *dir, const struct store_config *cfg, struct store **out)
 	}
 	if ((rc = mdb_env_set_maxdbs(st->env, STORE_DB_COUNT)) != 0 ||
 	    (rc = mdb_env_set_mapsize(st->env, (size_t)st->map_size)) != 0 ||
-	    (rc = mdb_env_open(
-	         st->env, dir, st->readonly ? MDB_RDONLY : 0, 0600)) != 0) {
+	    (rc = mdb_env_open(st->env, dir,
+	         (st->readonly ? MDB_RDONLY : 0) |
+	             (cfg != NULL && cfg->nosync ? MDB_NOSYNC : 0),
+	         0600)) != 0) {
 		rc = rc == ENOENT ? STORE_E_NOTFOUND : store_mdb_err(rc);
 		goto fail;
 	}

@@ -103,6 +103,9 @@ struct store_config {
 	uint64_t map_max; /* grow up to this on MAP_FULL; 0: never grow */
 	int readonly; /* 1: open read-only (keep audit) */
 	uint64_t idem_ttl_ms; /* 0: 24 h */
+	/* 1: MDB_NOSYNC, commits are not durable. For fuzzing and
+	 * benchmarks that measure the baseline only; keepd never sets it. */
+	int nosync;
 };
 
 /*

@@ -42,7 +42,7 @@ rmtree(const char *dir)
 static int
 open_with(struct fx *f, uint64_t map, uint64_t max)
 {
-	struct store_config cfg = { map, max, 0, 0 };
+	struct store_config cfg = { map, max, 0, 0, 0 };
 
 	return store_open(f->dir, &cfg, &f->st);
 }
@@ -589,7 +589,7 @@ static void
 test_persist_and_readonly(void **state)
 {
 	struct fx *f = *state;
-	struct store_config ro = { 0, 0, 1, 0 };
+	struct store_config ro = { 0, 0, 1, 0, 0 };
 	struct store_sandbox s;
 	int64_t v;
 	void *mem;
