@@ -34,6 +34,7 @@ struct audit_args {
 	    *detail, *reqid, *since, *max_age, *max_entries, *jti;
 	int follow;
 	unsigned long lines, count;
+	uint64_t map_size; /* append: fixed map size, no growth */
 };
 
 static const struct option audit_opts[] = {
@@ -53,6 +54,7 @@ static const struct option audit_opts[] = {
 	{ "count", required_argument, NULL, 'c' },
 	{ "follow", no_argument, NULL, 'f' },
 	{ "lines", required_argument, NULL, 'n' },
+	{ "map-size", required_argument, NULL, 'M' },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -66,7 +68,9 @@ usage(void)
 	    "       keep audit export --since T [--data DIR]\n"
 	    "       keep audit append --action A [--principal P] [--target T]\n"
 	    "           [--decision allow|deny|info] [--rule R] [--detail D]\n"
-	    "           [--request-id ID] [--jti J] [--count N] [--data DIR]\n"
+	    "           [--request-id ID] [--jti J] [--count N] [--map-size "
+	    "S]\n"
+	    "           [--data DIR]\n"
 	    "       keep audit prune --key SECRET (--max-age D | "
 	    "--max-entries N) [--data DIR]\n");
 	return EXIT_USAGE;
@@ -141,6 +145,12 @@ parse_args(int argc, char **argv, struct audit_args *a)
 		case 'f':
 			a->follow = 1;
 			break;
+		case 'M':
+			if (units_parse_size(
+			        optarg, strlen(optarg), &a->map_size) != 0 ||
+			    a->map_size < 64 * 1024)
+				return -1;
+			break;
 		case 'n':
 			if (!parse_ulong(optarg, TAIL_MAX, &a->lines))
 				return -1;
@@ -185,8 +195,11 @@ open_store(const struct audit_args *a, int readonly, struct store **st)
 	int rc;
 
 	data_dir(a->data, dir, sizeof(dir));
-	/* A writer may need to grow the map as keepd's store would. */
-	if (!readonly)
+	/* A writer may need to grow the map as keepd's store would, unless
+	 * told to stay in a fixed map. */
+	if (!readonly && a->map_size != 0)
+		cfg.map_size = cfg.map_max = a->map_size;
+	else if (!readonly)
 		cfg.map_max = 1ull << 34;
 	if ((rc = store_open(dir, &cfg, st)) != STORE_OK) {
 		fprintf(stderr, "keep audit: %s: %s\n", dir,
