@@ -409,6 +409,12 @@ audit_tail(const struct audit_args *a)
 		store_close(st);
 		return 1;
 	}
+	/* Unfiltered, only the last entries need reading. */
+	if (a->principal == NULL && a->action == NULL &&
+	    store_audit_head(st, &after, NULL) == STORE_OK)
+		after = after > a->lines ? after - a->lines : 0;
+	else
+		after = 0;
 	rc = walk(st, &after, ring_add, &r);
 	for (size_t i = 0; i < r.n; i++)
 		print_entry(&r.e[(r.next + slots - r.n + i) % slots]);
