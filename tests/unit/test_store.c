@@ -596,12 +596,35 @@ test_persist_and_readonly(void **state)
 
 	put_sandbox(f->st, "keep_me");
 	assert_int_equal(store_counter_add(f->st, "p", "budget", 5, 1, &v), 0);
+	assert_int_equal(store_revoke(f->st, "jti-x", INT32_MAX, 1), 0);
+	{
+		struct store_run r = { "keep_me", "run_1", "agent-b", "js",
+			STORE_RUN_EXITED, 0, 1, 2, "ok", 2, "", 0, "" };
+		size_t len;
+		void *rec;
+
+		assert_int_equal(store_run_encode(&r, &rec, &len), 0);
+		assert_int_equal(
+		    store_put(f->st, STORE_DB_RUNS, rec, len, 0), 0);
+		free(rec);
+	}
 	store_close(f->st);
 	assert_int_equal(store_open(f->dir, &ro, &f->st), STORE_OK);
 	assert_int_equal(store_sandbox_get(f->st, "keep_me", &s, &mem), 0);
 	free(mem);
 	assert_int_equal(store_counter_get(f->st, "p", "budget", &v), 0);
 	assert_int_equal(v, 5);
+	{
+		struct store_run r;
+		int revoked;
+
+		assert_int_equal(
+		    store_run_get(f->st, "keep_me", "run_1", &r, &mem), 0);
+		assert_memory_equal(r.out, "ok", 2);
+		free(mem);
+		assert_int_equal(store_revoked(f->st, "jti-x", 5, &revoked), 0);
+		assert_int_equal(revoked, 1);
+	}
 	assert_int_equal(
 	    store_counter_add(f->st, "p", "budget", 1, 1, &v), STORE_E_RDONLY);
 	store_close(f->st);

@@ -5,6 +5,8 @@
  * request is refused as malformed with a reply, and each request kind
  * round-trips through encoder, service and reply decoder.
  */
+#include <sys/socket.h>
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,6 +19,7 @@
 #include <cmocka.h>
 
 #include "host/grant.h"
+#include "host/msg.h"
 #include "host/proc.h"
 #include "host/store/store.h"
 #include "host/store/store_wire.h"
@@ -452,6 +455,113 @@ test_list_audit_delete_revoke(void **state)
 	free(msg);
 }
 
+static int64_t fake_now;
+
+static int64_t
+fake_clock(void *arg)
+{
+	(void)arg;
+	return fake_now;
+}
+
+/* Idempotency through the wire: the first response within 24 h, none
+ * after; the principal must be the grant's. */
+static void
+test_idempotency(void **state)
+{
+	struct fx *f = *state;
+	const int64_t day = 24ll * 3600 * 1000;
+	struct store_idem k = { "agent-b", "key-1", 0, { 5 }, 201, "{}", 2 };
+	struct store_wire_reply h;
+	struct grant g;
+	void *rec, *msg;
+	size_t len, mlen;
+
+	fake_now = 1700000000000;
+	k.created_ms = fake_now;
+	f->svc.now_ms = fake_clock;
+	assert_int_equal(store_idem_encode(&k, &rec, &len), 0);
+	mint(&g, CAP_EXEC, "agent-a", "sbx_1", REQ);
+	assert_int_equal(store_wire_put_encode(STORE_DB_IDEMPOTENCY, 0, &g, rec,
+	                     len, &msg, &mlen),
+	    0);
+	assert_int_equal(
+	    call(f, MSG_STORE_PUT, PROC_FRONT, REQ, msg, mlen, &h, NULL, NULL),
+	    STORE_E_GRANT);
+	free(msg);
+	mint(&g, CAP_EXEC, "agent-b", "sbx_1", REQ);
+	assert_int_equal(store_wire_put_encode(STORE_DB_IDEMPOTENCY, 0, &g, rec,
+	                     len, &msg, &mlen),
+	    0);
+	assert_int_equal(
+	    call(f, MSG_STORE_PUT, PROC_FRONT, REQ, msg, mlen, &h, NULL, NULL),
+	    STORE_OK);
+	/* The same key again while live: EXISTS. */
+	assert_int_equal(
+	    call(f, MSG_STORE_PUT, PROC_FRONT, REQ, msg, mlen, &h, NULL, NULL),
+	    STORE_E_EXISTS);
+	free(msg);
+	free(rec);
+	assert_int_equal(
+	    store_wire_key_encode(MSG_STORE_GET, STORE_DB_IDEMPOTENCY,
+	        "agent-b", "key-1", 0, NULL, &msg, &mlen),
+	    0);
+	fake_now += day - 1;
+	assert_int_equal(
+	    call(f, MSG_STORE_GET, PROC_FRONT, 1, msg, mlen, &h, NULL, NULL),
+	    STORE_OK);
+	assert_int_equal(h.count, 1);
+	fake_now += 1;
+	assert_int_equal(
+	    call(f, MSG_STORE_GET, PROC_FRONT, 1, msg, mlen, &h, NULL, NULL),
+	    STORE_E_NOTFOUND);
+	free(msg);
+}
+
+/* Through the real message layer on a SOCK_SEQPACKET pair. */
+static void
+test_over_socketpair(void **state)
+{
+	static uint8_t buf[MSG_BUFSZ];
+	struct fx *f = *state;
+	struct store_wire_reply h;
+	char next[STORE_CURSOR_MAX];
+	struct msg_hdr mh;
+	int sv[2], fd;
+	size_t len, rlen, mlen;
+	uint16_t rtype;
+	void *msg, *reply;
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	assert_int_equal(store_wire_counter_encode(
+	                     STORE_COUNTER_ADD, "p", "runs", 3, &msg, &mlen),
+	    0);
+	assert_int_equal(
+	    msg_send(sv[0], MSG_STORE_COUNTER, 0, 42, msg, mlen, -1), MSG_OK);
+	free(msg);
+	assert_int_equal(msg_recv(sv[1], buf, sizeof(buf), &len, &fd), MSG_OK);
+	memcpy(&mh, buf, sizeof(mh));
+	assert_int_equal(len, sizeof(mh) + mh.len);
+	assert_int_equal(
+	    store_service_handle(&f->svc, (uint16_t)mh.type, PROC_POLICY,
+	        mh.reqid, buf + sizeof(mh), mh.len, &rtype, &reply, &rlen),
+	    STORE_OK);
+	assert_int_equal(
+	    msg_send(sv[1], rtype, MSG_F_REPLY, mh.reqid, reply, rlen, -1),
+	    MSG_OK);
+	free(reply);
+	assert_int_equal(msg_recv(sv[0], buf, sizeof(buf), &len, &fd), MSG_OK);
+	memcpy(&mh, buf, sizeof(mh));
+	assert_int_equal(mh.reqid, 42);
+	assert_int_equal(mh.type, MSG_STORE_REPLY);
+	assert_int_equal(
+	    store_wire_reply_decode(buf + sizeof(mh), mh.len, &h, next), 0);
+	assert_int_equal(h.status, STORE_OK);
+	assert_int_equal(h.value, 3);
+	close(sv[0]);
+	close(sv[1]);
+}
+
 static void
 test_reply_decoder(void **state)
 {
@@ -492,6 +602,8 @@ main(void)
 		T(test_senders),
 		T(test_malformed),
 		T(test_list_audit_delete_revoke),
+		T(test_idempotency),
+		T(test_over_socketpair),
 		cmocka_unit_test(test_reply_decoder),
 	};
 
