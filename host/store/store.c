@@ -2,6 +2,8 @@
  * The LMDB environment, short transactions, and the generic and typed
  * record operations. The audit log is in store_audit.c.
  */
+#include <sys/statvfs.h>
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -139,6 +141,22 @@ grow(struct store *st)
 	return STORE_OK;
 }
 
+/*
+ * LMDB reports a short write as EIO, which is how a full file system
+ * usually shows: name it when the file system is (nearly) out of room.
+ */
+#define NOSPC_SLACK (1u << 20)
+static int
+disk_full(struct store *st)
+{
+	struct statvfs sv;
+	mdb_filehandle_t fd;
+
+	if (mdb_env_get_fd(st->env, &fd) != 0 || fstatvfs(fd, &sv) != 0)
+		return 0;
+	return (uint64_t)sv.f_bavail * sv.f_frsize < NOSPC_SLACK;
+}
+
 int
 store_write(struct store *st, store_txn_fn fn, void *arg)
 {
@@ -151,9 +169,11 @@ store_write(struct store *st, store_txn_fn fn, void *arg)
 		if ((rc = txn_begin(st, 0, &txn)) != STORE_OK)
 			return rc;
 		rc = fn(st, txn, arg);
-		if (rc == STORE_OK)
+		if (rc == STORE_OK) {
 			rc = store_mdb_err(mdb_txn_commit(txn));
-		else
+			if (rc == STORE_E_IO && disk_full(st))
+				rc = STORE_E_NOSPC;
+		} else
 			mdb_txn_abort(txn);
 		if (rc != STORE_E_FULL || attempt > 0 || grow(st) != STORE_OK)
 			return rc;
