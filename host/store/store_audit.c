@@ -416,12 +416,12 @@ prune_fn(struct store *st, MDB_txn *txn, void *arg)
 
 		if (k.mv_size != 8 ||
 		    store_audit_decode(v.mv_data, v.mv_size, &e) != 0 ||
-		    e.seq != cp.seq + 1 || e.seq >= head.seq) {
-			if (k.mv_size == 8 && e.seq >= head.seq)
-				break; /* never the last entry */
+		    e.seq != cp.seq + 1 || e.seq > head.seq) {
 			mdb_cursor_close(c);
 			return STORE_E_CHAIN;
 		}
+		if (e.seq == head.seq)
+			break; /* never the last entry */
 		old = a->max_age_ms != 0 &&
 		    e.time_ms < a->now_ms - (int64_t)a->max_age_ms;
 		many =

@@ -470,6 +470,42 @@ test_prune_refuses_broken(void **state)
 	expect_broken(f, 3, STORE_VERIFY_MISSING);
 }
 
+/* More than one batch of 1000: several transactions, one checkpoint each,
+ * the last one standing. */
+static void
+test_prune_batches(void **state)
+{
+	struct fx *f = *state;
+	struct store_audit e[250];
+	struct store_verify v;
+	struct store_checkpoint cp;
+	uint64_t removed;
+
+	memset(e, 0, sizeof(e));
+	for (size_t i = 0; i < 250; i++) {
+		e[i].time_ms = 100000;
+		e[i].request_id = "";
+		e[i].principal = "p";
+		e[i].jti = "";
+		e[i].action = "bulk";
+		e[i].target = "";
+		e[i].decision = STORE_DECISION_INFO;
+		e[i].rule = "";
+		e[i].detail = "";
+	}
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(store_audit_append(f->st, e, 250, NULL), 0);
+	assert_int_equal(
+	    store_audit_prune(f->st, 0, 0, 7, f->sk, &removed), STORE_OK);
+	assert_int_equal(removed, N + 2500 - 7);
+	assert_int_equal(store_audit_verify(f->st, f->pk, &v), STORE_OK);
+	assert_int_equal(v.entries, 7);
+	assert_int_equal(v.first_seq, N + 2500 - 6);
+	assert_int_equal(store_audit_checkpoint(f->st, &cp), 0);
+	assert_int_equal(cp.removed, removed);
+	assert_int_equal(cp.seq, N + 2500 - 7);
+}
+
 static void
 test_list_audit(void **state)
 {
@@ -508,6 +544,7 @@ main(void)
 		T(test_append_refuses_bad_fields),
 		T(test_prune_checkpoint),
 		T(test_prune_refuses_broken),
+		T(test_prune_batches),
 		T(test_list_audit),
 	};
 
