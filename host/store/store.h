@@ -112,8 +112,10 @@ struct store_config {
  * Open (creating when not read-only) the environment in directory dir,
  * which must exist. Checks the schema version and clears reader slots
  * left by dead processes. Returns STORE_OK, STORE_E_VERSION (a schema
- * this build does not know), STORE_E_NOTFOUND (read-only and no store),
- * STORE_E_FULL (no room for the databases), STORE_E_NOMEM or STORE_E_IO.
+ * this build does not know), STORE_E_CORRUPT (the schema record is not
+ * one), STORE_E_NOTFOUND (read-only and no store), STORE_E_RDONLY (no
+ * permission), STORE_E_FULL (no room for the databases), STORE_E_NOMEM
+ * or STORE_E_IO.
  */
 int store_open(
     const char *dir, const struct store_config *cfg, struct store **out);
@@ -292,8 +294,9 @@ int store_record_key(unsigned db, const void *buf, size_t len, void *key,
  * Put an encoded record into db (not META or AUDIT: those have their
  * own calls); the key comes from the record. flags STORE_PUT_CREATE:
  * STORE_E_EXISTS if the key is there. Returns STORE_OK, STORE_E_ARG,
- * STORE_E_CORRUPT (record invalid), STORE_E_EXISTS, STORE_E_FULL,
- * STORE_E_NOSPC, STORE_E_RDONLY or STORE_E_IO.
+ * STORE_E_CORRUPT (record invalid), STORE_E_VERSION, STORE_E_EXISTS,
+ * STORE_E_FULL, STORE_E_NOSPC, STORE_E_RDONLY, STORE_E_TOOBIG (LMDB
+ * refused the size) or STORE_E_IO.
  */
 #define STORE_PUT_CREATE 0x1u
 int store_put(
@@ -317,7 +320,11 @@ int store_delete(struct store *st, unsigned db, const char *k1, const char *k2);
  * NULL lists the whole database. after is the cursor: the last key part
  * of the previous page (for AUDIT, the decimal seq), NULL for the start.
  * At most limit (1..STORE_PAGE_MAX) records. next is "" at the end, else
- * the cursor for the following page.
+ * the cursor for the following page. Returns STORE_OK, STORE_E_ARG (a
+ * two-part database without prefix, a bad cursor or limit),
+ * STORE_E_CORRUPT (a record in the range failed validation; the page is
+ * then empty), STORE_E_NOMEM or STORE_E_IO. A struct store_page is large
+ * (about 20 KiB): allocate it.
  */
 #define STORE_PAGE_MAX 1000
 #define STORE_CURSOR_MAX (STORE_PATH_MAX + 1)
