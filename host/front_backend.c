@@ -192,6 +192,8 @@ verifier(struct front_backend *fb)
 	vc.skew = (int64_t)(ctx->config->token_clock_skew_ms / 1000);
 	vc.max_lifetime = (int64_t)(ctx->config->token_max_ttl_ms / 1000);
 	vc.cache_entries = 4096;
+	vc.revoked = fb_revoked;
+	vc.revoked_ctx = fb;
 	if (token_verifier_new(&vc, &fb->tv) != 0)
 		fb->tv = NULL;
 	return fb->tv;
@@ -482,6 +484,7 @@ front_backend_new(struct proc_ctx *ctx)
 	fb->ops.policy_version = fb_policy_version;
 	fb_sandbox_ops(&fb->ops);
 	fb_file_ops(&fb->ops);
+	fb_audit_ops(&fb->ops);
 	fb_run_ops(&fb->ops);
 	return fb;
 }

@@ -69,8 +69,16 @@ int fb_mint(struct front_backend *, cap_set_t caps, int64_t exp,
 
 /* host/front_sandbox.c */
 void fb_sandbox_ops(struct api_backend *);
+
+/* host/front_audit.c */
 void fb_audit_decision(struct front_backend *, const struct api_call *,
     const char *target, const struct msg_policy_decision *);
+void fb_audit_event(struct front_backend *, const struct api_call *,
+    const char *action, const char *target, const char *detail);
+int fb_revoked(void *fb, const char *jti);
+void fb_audit_ops(struct api_backend *);
+extern const struct msg_handler fb_store_handlers[];
+extern const size_t fb_store_nhandlers;
 
 /* host/front_files.c */
 void fb_file_ops(struct api_backend *);

@@ -31,6 +31,10 @@ struct fb_run {
 	int rc;
 	struct api_run_result res;
 	struct api_error err;
+	/* For the audit entry when it ends. */
+	struct api_principal who;
+	char request_id[40];
+	char target[160]; /* sandbox id and command */
 };
 
 static uint64_t
@@ -173,6 +177,9 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 		    &run->err, API_EUNAVAIL, "The vmm service is restarting");
 	}
 	run->reqid = a->reqid;
+	run->who = *call->who;
+	strlcpy(run->request_id, call->request_id, sizeof(run->request_id));
+	snprintf(run->target, sizeof(run->target), "%s %s", id, command);
 	run->t0 = mono_ms();
 	run->deadline = run->t0 + FB_RUN_WAIT_MS;
 	run->next = fb->runs;
@@ -309,6 +316,27 @@ const struct msg_handler fb_run_handlers[] = {
 };
 const size_t fb_run_nhandlers = nitems(fb_run_handlers);
 
+static void
+run_audit(struct front_backend *fb, const struct fb_run *r)
+{
+	struct api_call call;
+	char detail[96];
+
+	memset(&call, 0, sizeof(call));
+	call.who = &r->who;
+	call.request_id = r->request_id;
+	if (r->rc != API_OK) {
+		strlcpy(detail, "not run: ", sizeof(detail));
+		strlcat(detail, r->err.message, sizeof(detail));
+	} else if (r->res.reason[0] != '\0')
+		snprintf(detail, sizeof(detail), "stopped: %s, %llu ms",
+		    r->res.reason, (unsigned long long)r->res.duration_ms);
+	else
+		snprintf(detail, sizeof(detail), "exit %d, %llu ms",
+		    r->res.exit_code, (unsigned long long)r->res.duration_ms);
+	fb_audit_event(fb, &call, "run", r->target, detail);
+}
+
 void
 front_backend_resume(struct front_backend *fb)
 {
@@ -329,6 +357,7 @@ front_backend_resume(struct front_backend *fb)
 			continue;
 		}
 		*rp = r->next;
+		run_audit(fb, r);
 		api_resume_run(r->pending, r->rc, &r->res, &r->err);
 		free(r);
 	}

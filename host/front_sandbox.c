@@ -158,6 +158,7 @@ fb_sandbox_create(void *arg, const struct api_call *call,
 	         err)) != API_OK)
 		goto out;
 	to_api(&r, out);
+	fb_audit_event(fb, call, "sandbox.create", r.id, r.image);
 	rc = sandbox_token(fb, call, r.id, r.expires_at, tok, err);
 out:
 	free(q);
@@ -192,14 +193,17 @@ fb_sandbox_delete(void *arg, const struct api_call *call, const char *id,
 	const struct fb_authz *a = authz(call);
 	struct msg_vmm_sandbox_ref q;
 	struct msg_vmm_sandbox_info r;
+	int rc;
 
 	if (a == NULL)
 		return fb_fail(err, API_EINTERNAL, "Internal error");
 	memset(&q, 0, sizeof(q));
 	q.grant = a->d.grant;
 	strlcpy(q.id, id, sizeof(q.id));
-	return sbx_call(
-	    arg, MSG_VMM_SANDBOX_DELETE, a->reqid, &q, sizeof(q), &r, err);
+	if ((rc = sbx_call(arg, MSG_VMM_SANDBOX_DELETE, a->reqid, &q, sizeof(q),
+	         &r, err)) == API_OK)
+		fb_audit_event(arg, call, "sandbox.delete", id, "");
+	return rc;
 }
 
 static int
@@ -377,22 +381,6 @@ fb_env_delete(void *arg, const struct api_call *call, const char *id,
 	    NULL, keys, keys == NULL ? 0 : n, r, err);
 	free(r);
 	return rc;
-}
-
-void
-fb_audit_decision(struct front_backend *fb, const struct api_call *call,
-    const char *target, const struct msg_policy_decision *d)
-{
-	char esc[4 * 64 + 1];
-
-	(void)fb;
-	log_info("decision %s: %s %s %s on %s: rule %u (line %u)",
-	    call->request_id,
-	    log_escape(
-	        esc, sizeof(esc), call->who->sub, strnlen(call->who->sub, 64)),
-	    d->grant.decision == GRANT_ALLOW ? "allow" : "deny",
-	    cap_name(call->cap), target[0] != '\0' ? target : "-", d->rule,
-	    d->line);
 }
 
 void

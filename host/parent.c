@@ -494,8 +494,10 @@ spawn(struct parent *ps, enum proc_id c)
 	case 0:
 		place_fds(src, dst, n);
 		/* The vmm works in the state directory (images/, workspaces/),
-		 * chrooted there when keepd runs as root, and not otherwise. */
-		if (c == PROC_VMM && chdir(ps->state) == -1)
+		 * the store in its db/: chrooted there when keepd runs as
+		 * root, and not otherwise. */
+		if ((c == PROC_VMM && chdir(ps->state) == -1) ||
+		    (c == PROC_STORE && chdir(ps->db) == -1))
 			_exit(126);
 		sigemptyset(&all);
 		sigprocmask(SIG_SETMASK, &all, NULL);

@@ -157,6 +157,10 @@ static const struct seccomp_rule store_rules[] = {
 	R(ftruncate, "LMDB grows the map file"),
 	R(flock, "LMDB lock file"),
 	R(msync, "LMDB with MDB_WRITEMAP"),
+	R(fstatfs, "LMDB checks the file system at open"),
+	R(uname, "LMDB checks the kernel version at open"),
+	R(pwritev, "LMDB writes dirty pages"),
+	R(writev, "LMDB writes dirty pages at commit"),
 };
 
 const struct seccomp_filter seccomp_store = { "store", store_rules,

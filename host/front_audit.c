@@ -1,0 +1,247 @@
+/*
+ * The front's side of the store: every decision and lifecycle event goes
+ * to the hash-chained audit log (MSG_STORE_AUDIT, not waited for: the
+ * store answers in order and a failure is logged), token revocation is
+ * asked of the store for each request (fail closed), and GET /v1/audit
+ * reads the log back.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "host/front_backend_int.h"
+#include "host/store/store.h"
+#include "host/store/store_wire.h"
+#include "lib/log.h"
+
+static int64_t
+wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void
+audit_send(struct front_backend *fb, const struct store_audit *e)
+{
+	void *msg = NULL;
+	size_t len;
+	int rc;
+
+	if (fb->ctx->fd[PROC_STORE] < 0) {
+		log_warnx("audit: the store is down; lost: %s %s", e->action,
+		    e->target);
+		return;
+	}
+	if ((rc = store_wire_audit_encode(e, 1, &msg, &len)) != STORE_OK) {
+		log_warnx("audit: %s", store_strerror(rc));
+		return;
+	}
+	if (msg_send(fb->ctx->fd[PROC_STORE], MSG_STORE_AUDIT, 0,
+	        ++fb->next_reqid, msg, len, -1) != MSG_OK)
+		log_warnx("audit: send to the store failed; lost: %s %s",
+		    e->action, e->target);
+	free(msg);
+}
+
+void
+fb_audit_decision(struct front_backend *fb, const struct api_call *call,
+    const char *target, const struct msg_policy_decision *d)
+{
+	struct store_audit e;
+	char esc[4 * 64 + 1], rule[48];
+
+	log_info("decision %s: %s %s %s on %s: rule %u (line %u)",
+	    call->request_id,
+	    log_escape(
+	        esc, sizeof(esc), call->who->sub, strnlen(call->who->sub, 64)),
+	    d->grant.decision == GRANT_ALLOW ? "allow" : "deny",
+	    cap_name(call->cap), target[0] != '\0' ? target : "-", d->rule,
+	    d->line);
+	memset(&e, 0, sizeof(e));
+	e.time_ms = wall_ms();
+	e.request_id = call->request_id;
+	e.principal = call->who->sub;
+	e.jti = call->who->jti;
+	e.action = cap_name(call->cap);
+	e.target = target;
+	e.decision = d->grant.decision == GRANT_ALLOW ? STORE_DECISION_ALLOW
+	                                              : STORE_DECISION_DENY;
+	if (d->rule != 0)
+		snprintf(
+		    rule, sizeof(rule), "rule %u, line %u", d->rule, d->line);
+	else
+		strlcpy(rule, "default deny", sizeof(rule));
+	e.rule = rule;
+	e.detail = "";
+	audit_send(fb, &e);
+}
+
+void
+fb_audit_event(struct front_backend *fb, const struct api_call *call,
+    const char *action, const char *target, const char *detail)
+{
+	struct store_audit e;
+
+	memset(&e, 0, sizeof(e));
+	e.time_ms = wall_ms();
+	e.request_id = call->request_id;
+	e.principal = call->who->sub;
+	e.jti = call->who->jti;
+	e.action = action;
+	e.target = target;
+	e.decision = STORE_DECISION_INFO;
+	e.rule = "";
+	e.detail = detail;
+	audit_send(fb, &e);
+}
+
+/* Replies to audit appends: the store answers each in order. */
+static int
+h_store_reply(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct store_wire_reply hdr;
+	char next[STORE_CURSOR_MAX];
+
+	if (store_wire_reply_decode(m->data, m->hdr.len, &hdr, next) !=
+	    STORE_OK)
+		return -1;
+	if (hdr.status != STORE_OK)
+		log_warnx("audit: the store refused an entry: %s",
+		    store_strerror((int)hdr.status));
+	return 0;
+}
+
+const struct msg_handler fb_store_handlers[] = {
+	{ MSG_STORE_REPLY, PROC_BIT(PROC_STORE), MSG_MAX_PAYLOAD,
+	    MSG_H_VARIABLE, h_store_reply },
+};
+const size_t fb_store_nhandlers = nitems(fb_store_handlers);
+
+/* One request to the store and its reply, decoded into hdr. *reply is
+ * the raw reply (fb->buf is reused by the next call: copy it). */
+static int
+store_call(struct front_backend *fb, uint16_t type, const void *q, size_t qlen,
+    void **reply, size_t *rlen, struct store_wire_reply *hdr, char *next,
+    struct api_error *err)
+{
+	int rc;
+
+	if ((*reply = malloc(MSG_MAX_PAYLOAD)) == NULL)
+		return fb_fail(err, API_EINTERNAL, "Out of memory");
+	*rlen = MSG_MAX_PAYLOAD;
+	rc = fb_call(fb, PROC_STORE, type, ++fb->next_reqid, q, qlen, -1,
+	    MSG_STORE_REPLY, FB_R_VARIABLE, *reply, rlen, NULL, err);
+	if (rc == API_OK &&
+	    store_wire_reply_decode(*reply, *rlen, hdr, next) != STORE_OK)
+		rc = fb_fail(err, API_EINTERNAL, "Internal error");
+	if (rc != API_OK) {
+		free(*reply);
+		*reply = NULL;
+		return rc > API_ERR_COUNT ? API_EUNAVAIL : rc;
+	}
+	if (hdr->status == STORE_E_FULL || hdr->status == STORE_E_NOSPC) {
+		free(*reply);
+		*reply = NULL;
+		return fb_fail(err, API_ESTORAGE, "The store is full");
+	}
+	return API_OK;
+}
+
+/* Fail closed: a token whose revocation cannot be checked is refused. */
+int
+fb_revoked(void *arg, const char *jti)
+{
+	struct front_backend *fb = arg;
+	struct store_wire_reply hdr;
+	struct api_error err;
+	char next[STORE_CURSOR_MAX];
+	void *q = NULL, *reply = NULL;
+	size_t qlen, rlen;
+	int revoked = 1;
+
+	if (jti[0] == '\0')
+		return 0;
+	if (store_wire_key_encode(MSG_STORE_REVOKED, STORE_DB_REVOCATIONS, jti,
+	        NULL, 0, NULL, &q, &qlen) != STORE_OK)
+		return 1;
+	memset(&err, 0, sizeof(err));
+	if (store_call(fb, MSG_STORE_REVOKED, q, qlen, &reply, &rlen, &hdr,
+	        next, &err) == API_OK &&
+	    hdr.status == STORE_OK)
+		revoked = hdr.value != 0;
+	else
+		log_warnx("revocation of %s unknown (%s): refused", jti,
+		    err.message[0] != '\0' ? err.message : "store error");
+	free(q);
+	free(reply);
+	return revoked;
+}
+
+static int
+fb_audit_list(void *arg, const struct api_call *call,
+    const struct api_page *page, struct api_audit_entry **out, size_t *n,
+    char next[API_ID_MAX + 1], struct api_error *err)
+{
+	struct front_backend *fb = arg;
+	struct store_wire_reply hdr;
+	char cursor[STORE_CURSOR_MAX];
+	void *q = NULL, *reply = NULL;
+	size_t qlen, rlen, i;
+	int rc;
+
+	if (store_wire_key_encode(MSG_STORE_LIST, STORE_DB_AUDIT, NULL,
+	        page->cursor, page->limit, NULL, &q, &qlen) != STORE_OK)
+		return fb_fail(err, API_EBADREQ, "Bad cursor");
+	rc = store_call(
+	    fb, MSG_STORE_LIST, q, qlen, &reply, &rlen, &hdr, cursor, err);
+	free(q);
+	if (rc != API_OK)
+		return rc;
+	if (hdr.status != STORE_OK) {
+		free(reply);
+		return fb_fail(
+		    err, API_EINTERNAL, "%s", store_strerror((int)hdr.status));
+	}
+	if ((*out = calloc(hdr.count ? hdr.count : 1, sizeof(**out))) == NULL) {
+		free(reply);
+		return fb_fail(err, API_EINTERNAL, "Out of memory");
+	}
+	*n = 0;
+	for (i = 0; i < hdr.count; i++) {
+		struct api_audit_entry *a = &(*out)[*n];
+		struct store_audit e;
+		const void *rec;
+		size_t reclen;
+
+		if (store_wire_reply_record(
+		        reply, rlen, (uint32_t)i, &rec, &reclen) != STORE_OK ||
+		    store_audit_decode(rec, reclen, &e) != STORE_OK)
+			continue;
+		a->seq = e.seq;
+		a->time = e.time_ms / 1000;
+		strlcpy(a->request_id, e.request_id, sizeof(a->request_id));
+		strlcpy(a->principal, e.principal, sizeof(a->principal));
+		strlcpy(a->action, e.action, sizeof(a->action));
+		strlcpy(a->target, e.target, sizeof(a->target));
+		strlcpy(a->decision,
+		    e.decision == STORE_DECISION_ALLOW      ? "allow"
+		        : e.decision == STORE_DECISION_DENY ? "deny"
+		                                            : "info",
+		    sizeof(a->decision));
+		strlcpy(a->rule, e.rule, sizeof(a->rule));
+		(*n)++;
+	}
+	strlcpy(next, cursor, API_ID_MAX + 1);
+	free(reply);
+	return API_OK;
+}
+
+void
+fb_audit_ops(struct api_backend *ops)
+{
+	ops->audit_list = fb_audit_list;
+}
