@@ -611,7 +611,10 @@ limit_text(const struct policy_limits *l, int field, char *b, size_t len)
 			    (unsigned long long)l->rate_period_ms[field]);
 		break;
 	case 2:
-		snprintf(b, len, "%u", l->concurrent);
+		if (l->concurrent == 0)
+			snprintf(b, len, "none");
+		else
+			snprintf(b, len, "%u", l->concurrent);
 		break;
 	case 3:
 		if (l->budget == POLICY_UNLIMITED)
@@ -620,13 +623,19 @@ limit_text(const struct policy_limits *l, int field, char *b, size_t len)
 			snprintf(b, len, "%llu", (unsigned long long)l->budget);
 		break;
 	case 4:
-		units_format_size(b, len, l->mem_max);
+	case 6: {
+		uint64_t v = field == 4 ? l->mem_max : l->output_max;
+		if (v == 0)
+			snprintf(b, len, "none");
+		else
+			units_format_size(b, len, v);
 		break;
+	}
 	case 5:
-		units_format_duration(b, len, l->timeout_ms);
-		break;
-	case 6:
-		units_format_size(b, len, l->output_max);
+		if (l->timeout_ms == 0)
+			snprintf(b, len, "none");
+		else
+			units_format_duration(b, len, l->timeout_ms);
 		break;
 	case 7:
 		snprintf(b, len, "%s", l->lock_writes ? "yes" : "no");
