@@ -361,6 +361,7 @@ lang_check(struct lang_file *f)
 			    "%s '%s' defined twice (first at line %u)",
 			    d->kind == LANG_D_ROLE ? "role" : "agent", d->name,
 			    f->byindex[prev]->loc.line);
+			d->referenced = 1; /* one report is enough */
 			continue;
 		}
 		names_add(&nm, d->kind, d->name, d->index);
