@@ -8,7 +8,9 @@
 # The golden and CLI tests run as tests/integration/policy_*.sh, the
 # unit and differential tests as tests/unit/test_lang.c and
 # test_policy.c, the fuzz harness as fuzz/policy.c.
-DEPS_PKGS += nodejs npm
+# The benchmark needs node and npm (Debian: nodejs, npm) for its Cedar
+# baseline; they are not build dependencies, so bench/policy.sh checks
+# for them itself and says so when they are missing.
 
 .PHONY: policy-golden-update bench-policy
 policy-golden-update: $(B)/bin/keep
