@@ -52,6 +52,8 @@ policy_reason_name(enum policy_reason r)
 	return "?";
 }
 
+/* A short-string hash: eight bytes a step, the tail byte by byte (a
+ * variable-length memcpy would be a library call on the hot path). */
 uint32_t
 policy_hash_name(const char *s, size_t len)
 {
@@ -66,7 +68,8 @@ policy_hash_name(const char *s, size_t len)
 	}
 	if (len > 0) {
 		w = 0;
-		memcpy(&w, s, len);
+		while (len > 0)
+			w = (w << 8) | (unsigned char)s[--len];
 		h = (h ^ w) * 0xc4ceb9fe1a85ec53ull;
 	}
 	h ^= h >> 29;
@@ -346,14 +349,14 @@ policy_compile(const struct lang_file *f, struct policy **out)
 #undef INTERN
 	for (size = 16; size < (size_t)na * 2 + 2; size <<= 1)
 		;
-	if ((p->slot = calloc(size, sizeof(uint32_t))) == NULL)
+	if ((p->slot = calloc(size, sizeof(*p->slot))) == NULL)
 		goto fail;
 	p->mask = size - 1;
 	for (i = 0; i < na; i++) {
 		h = p->pr[i].hash;
 		for (k = h & p->mask; p->slot[k] != 0; k = (k + 1) & p->mask)
 			;
-		p->slot[k] = i + 1;
+		p->slot[k] = (uint64_t)h << 32 | (i + 1);
 	}
 	*out = p;
 	p = NULL;

@@ -27,12 +27,15 @@ policy_find(const struct policy *p, const char *name, size_t len)
 {
 	uint32_t h = policy_hash_name(name, len), k, i;
 	const struct policy_principal *pr;
+	uint64_t e;
 
-	for (k = h & p->mask; (i = p->slot[k]) != 0; k = (k + 1) & p->mask) {
-		pr = &p->pr[i - 1];
-		if (pr->hash == h && pr->len == len &&
-		    memcmp(pr->name, name, len) == 0)
-			return i - 1;
+	for (k = h & p->mask; (e = p->slot[k]) != 0; k = (k + 1) & p->mask) {
+		if ((uint32_t)(e >> 32) != h)
+			continue;
+		i = (uint32_t)e - 1;
+		pr = &p->pr[i];
+		if (pr->len == len && memcmp(pr->name, name, len) == 0)
+			return i;
 	}
 	return -1;
 }

@@ -99,7 +99,7 @@ struct policy_principal {
 struct policy {
 	struct policy_principal *pr; /* sorted by name */
 	uint32_t npr;
-	uint32_t *slot; /* hash table: principal index + 1 */
+	uint64_t *slot; /* hash table: hash << 32 | (principal index + 1) */
 	uint32_t mask;
 	struct policy_exec *execs;
 	uint32_t nexecs;
