@@ -64,9 +64,14 @@ names_add(struct names *n, int kind, const char *name, uint32_t idx)
 	n->slot[i] = idx + 1;
 }
 
-/* Longest inheritance chain from d; -1 on a cycle (reported once). */
+/*
+ * Longest inheritance chain from d; -1 on a cycle (reported once), -2
+ * after an error. level is how deep the recursion is: it stops past
+ * LANG_DEPTH_MAX, so a hostile chain cannot exhaust the stack.
+ */
 static int
-depth(struct lang_file *f, struct lang_decl *d, uint8_t *state, int *dep)
+depth(struct lang_file *f, struct lang_decl *d, uint8_t *state, int *dep,
+    int level)
 {
 	struct lang_decl *pd;
 	size_t i;
@@ -81,7 +86,14 @@ depth(struct lang_file *f, struct lang_decl *d, uint8_t *state, int *dep)
 		if (d->parents[i].idx < 0)
 			continue;
 		pd = f->byindex[d->parents[i].idx];
-		if ((k = depth(f, pd, state, dep)) < 0) {
+		if (level >= LANG_DEPTH_MAX) {
+			lang_diag(f, LANG_ERROR, d->parents[i].loc,
+			    "inheritance deeper than %d", LANG_DEPTH_MAX);
+			state[d->index] = 2;
+			dep[d->index] = -2;
+			return -2;
+		}
+		if ((k = depth(f, pd, state, dep, level + 1)) < 0) {
 			if (k == -1)
 				lang_diag(f, LANG_ERROR, d->parents[i].loc,
 				    "role '%s' inherits from itself", pd->name);
@@ -174,20 +186,39 @@ check_agents(struct lang_file *f)
 {
 	uint32_t *clos, *mark, stamp = 0;
 	uint8_t *reached;
-	struct lang_decl *a, *d, *g;
+	struct lang_decl *a, *d, *g, **denies;
 	struct lang_stmt *s;
 	cap_set_t allow, deny;
-	size_t n, i, j;
+	size_t n, i, j, k, ndenies = 0;
+	uint64_t work = 0;
 
 	clos = lang_alloc(f, f->ndecls * sizeof(uint32_t));
 	mark = lang_alloc(f, f->ndecls * sizeof(uint32_t));
 	reached = lang_alloc(f, f->ndecls);
-	if (clos == NULL || mark == NULL || reached == NULL)
+	denies = lang_alloc(f, f->ndecls * sizeof(*denies));
+	if (clos == NULL || mark == NULL || reached == NULL || denies == NULL)
 		return;
+	for (d = f->decls; d != NULL; d = d->next)
+		if (d->kind == LANG_D_DENY)
+			denies[ndenies++] = d;
 	for (a = f->decls; a != NULL; a = a->next) {
 		if (a->kind != LANG_D_AGENT)
 			continue;
 		n = lang_closure(f, a, clos, mark, ++stamp);
+		/* What compiling this agent will cost; the compiler and the
+		 * reference evaluator do the same walk. */
+		work += n + ndenies;
+		for (i = 0; i < n; i++)
+			for (s = f->byindex[clos[i]]->stmts; s != NULL;
+			     s = s->next)
+				work += 1 + s->nitems;
+		if (work > LANG_WORK_MAX) {
+			lang_diag(f, LANG_ERROR, a->loc,
+			    "policy too complex: its agents inherit more than "
+			    "%u rules in all",
+			    LANG_WORK_MAX);
+			return;
+		}
 		allow = deny = 0;
 		for (i = 0; i < n; i++) {
 			d = f->byindex[clos[i]];
@@ -200,8 +231,8 @@ check_agents(struct lang_file *f)
 						    CAP_BIT(s->items[j].cap);
 			}
 		}
-		for (g = f->decls; g != NULL; g = g->next)
-			if (g->kind == LANG_D_DENY &&
+		for (k = 0; k < ndenies; k++)
+			if ((g = denies[k]) != NULL &&
 			    lang_deny_applies(g, a, mark, stamp)) {
 				s = g->stmts;
 				for (j = 0; j < s->nitems; j++) {
@@ -386,7 +417,7 @@ lang_check(struct lang_file *f)
 	}
 	for (d = f->decls; d != NULL; d = d->next)
 		if (d->kind == LANG_D_ROLE || d->kind == LANG_D_AGENT)
-			depth(f, d, state, dep);
+			depth(f, d, state, dep, 0);
 	for (d = f->decls; d != NULL; d = d->next)
 		if (d->kind == LANG_D_ROLE && !d->referenced)
 			lang_diag(f, LANG_WARNING, d->loc,

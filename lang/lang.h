@@ -49,6 +49,10 @@ const char *lang_strerror(int err);
 #define LANG_STR_MAX 253 /* exec names, hosts, test names */
 #define LANG_DIAG_MAX 100 /* further diagnostics are dropped */
 #define LANG_MSG_MAX 160
+/* Bound on the work of expanding inheritance for every agent (closure
+ * sizes, statements and top-level denies summed over agents), so the
+ * checker, compiler and reference evaluator finish in bounded time. */
+#define LANG_WORK_MAX 50000000u
 
 struct lang_loc {
 	uint32_t line; /* from 1 */

@@ -177,7 +177,7 @@ add_lists(struct build *b, struct policy_principal *pr, const uint32_t *clos,
 {
 	struct policy *p = b->p;
 	const struct lang_stmt *s;
-	size_t i, j, k;
+	size_t i, j;
 	void *nv;
 
 	pr->exec_off = p->nexecs;
@@ -187,21 +187,8 @@ add_lists(struct build *b, struct policy_principal *pr, const uint32_t *clos,
 			for (j = 0; j < s->nitems; j++) {
 				const struct lang_item *it = &s->items[j];
 				if (s->kind == LANG_S_EXEC) {
-					for (k = pr->exec_off; k < p->nexecs;
-					     k++)
-						if (strcmp(p->execs[k].name,
-						        it->str) == 0)
-							break;
-					if (k < p->nexecs) {
-						if (it->rule <
-						    p->execs[k].rule) {
-							p->execs[k].rule =
-							    it->rule;
-							p->execs[k].line =
-							    it->loc.line;
-						}
-						continue;
-					}
+					/* duplicates stay: the evaluator takes
+					 * the lowest rule among matches */
 					if (p->nexecs == b->cexec) {
 						b->cexec = b->cexec * 2 + 16;
 						if ((nv = reallocarray(p->execs,

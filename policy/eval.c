@@ -109,12 +109,12 @@ check_target(const struct policy *p, const struct policy_principal *pr,
 		for (i = 0; i < pr->nexec; i++) {
 			const struct policy_exec *e =
 			    &p->execs[pr->exec_off + i];
-			if (strlen(e->name) == req->target_len &&
+			if ((best == 0 || e->rule < best) &&
+			    strlen(e->name) == req->target_len &&
 			    memcmp(e->name, req->target, req->target_len) ==
 			        0) {
 				best = e->rule;
 				line = e->line;
-				break;
 			}
 		}
 	} else {

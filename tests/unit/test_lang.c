@@ -390,6 +390,42 @@ test_too_big(void **state)
 	assert_string_equal(lang_strerror(12345), "unknown error");
 }
 
+/* Shapes meant to exhaust the stack or the CPU end in a diagnostic. */
+static void
+test_hostile_shapes(void **state)
+{
+	struct fx *fx = *state;
+	size_t cap = 16u << 20, n = 0;
+	char *buf = malloc(cap);
+	int i;
+
+	assert_non_null(buf);
+	/* a chain far deeper than the limit: no recursion that deep */
+	for (i = 0; i < 200000; i++)
+		n +=
+		    snprintf(buf + n, cap - n, "role r%d : r%d {}\n", i, i + 1);
+	n += snprintf(buf + n, cap - n, "role r200000 {}\nagent \"a\" : r0\n");
+	assert_int_equal(load(fx, buf), LANG_E_SYNTAX);
+	assert_true(fx->f->nerrors >= 1);
+	assert_non_null(strstr(fx->f->diags[0].msg, "deeper than"));
+	/* a wide fan-in: every agent inherits 20,000 roles */
+	n = 0;
+	n += snprintf(buf + n, cap - n, "role hub");
+	for (i = 0; i < 20000; i++)
+		n += snprintf(buf + n, cap - n, "%s w%d", i ? "," : " :", i);
+	n += snprintf(buf + n, cap - n, " {}\n");
+	for (i = 0; i < 20000; i++)
+		n +=
+		    snprintf(buf + n, cap - n, "role w%d { allow admin }\n", i);
+	for (i = 0; i < 5000; i++)
+		n += snprintf(buf + n, cap - n, "agent \"a%d\" : hub\n", i);
+	assert_int_equal(load(fx, buf), LANG_E_SYNTAX);
+	assert_int_equal(fx->f->nerrors, 1);
+	assert_non_null(
+	    strstr(fx->f->diags[fx->f->ndiags - 1].msg, "too complex"));
+	free(buf);
+}
+
 int
 main(void)
 {
@@ -413,6 +449,8 @@ main(void)
 		    test_bad_names, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_nul_and_binary, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_hostile_shapes, setup, teardown),
 		cmocka_unit_test(test_print_round_trip),
 		cmocka_unit_test(test_too_big),
 	};
