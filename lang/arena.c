@@ -152,6 +152,8 @@ line_of(const struct lang_file *f, uint32_t line, size_t *len)
 		return NULL;
 	nl = memchr(p, '\n', end - p);
 	*len = (nl != NULL ? nl : end) - p;
+	if (*len > 0 && p[*len - 1] == '\r')
+		(*len)--;
 	return p;
 }
 

@@ -169,11 +169,12 @@ next(struct parser *p)
 				c = (unsigned char)s[p->pos];
 				if (c == '\0' || (c < 0x20 && c != '\t') ||
 				    c == 0x7f)
-					break;
+					break; /* \r ends it too: CRLF files */
 				advance_char(p);
 			}
 			add_comment(p, start, p->pos, own_line);
-			if (p->pos < p->len && s[p->pos] != '\n')
+			if (p->pos < p->len && s[p->pos] != '\n' &&
+			    s[p->pos] != '\r')
 				break; /* a control character: report it */
 			continue;
 		}
