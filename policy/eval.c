@@ -22,6 +22,37 @@ struct policy_quota {
 	} * v;
 };
 
+/* memcmp for short names, inline and in overlapping loads: a library
+ * call costs more than the comparison. */
+static inline int
+same(const char *a, const char *b, size_t len)
+{
+	uint64_t x, y, u, v;
+
+	if (len >= 8) {
+		while (len > 16) {
+			memcpy(&x, a, 8);
+			memcpy(&y, b, 8);
+			if (x != y)
+				return 0;
+			a += 8;
+			b += 8;
+			len -= 8;
+		}
+		memcpy(&x, a, 8);
+		memcpy(&y, b, 8);
+		memcpy(&u, a + len - 8, 8);
+		memcpy(&v, b + len - 8, 8);
+		return ((x ^ y) | (u ^ v)) == 0;
+	}
+	while (len > 0) {
+		if (*a++ != *b++)
+			return 0;
+		len--;
+	}
+	return 1;
+}
+
 int
 policy_find(const struct policy *p, const char *name, size_t len)
 {
@@ -34,7 +65,7 @@ policy_find(const struct policy *p, const char *name, size_t len)
 			continue;
 		i = (uint32_t)e - 1;
 		pr = &p->pr[i];
-		if (pr->len == len && memcmp(pr->name, name, len) == 0)
+		if (pr->len == len && same(pr->name, name, len))
 			return i;
 	}
 	return -1;
@@ -147,7 +178,7 @@ policy_decide(const struct policy *p, struct policy_quota *q, uint64_t now,
 	const struct policy_principal *pr;
 	const struct policy_limits *l;
 	struct pq *c;
-	uint64_t t, tat, tau, cost;
+	uint64_t tat, cost;
 	int i, w;
 
 	res->allow = 0;
@@ -177,7 +208,7 @@ policy_decide(const struct policy *p, struct policy_quota *q, uint64_t now,
 		return;
 	l = &pr->lim;
 	c = &q->v[i];
-	w = cap_is_write(req->cap) ? 1 : 0;
+	w = (p->writes & CAP_BIT(req->cap)) ? 1 : 0;
 	cost = l->cost[req->cap];
 	if (l->budget != POLICY_UNLIMITED &&
 	    (c->spent > l->budget || cost > l->budget - c->spent)) {
@@ -185,21 +216,16 @@ policy_decide(const struct policy *p, struct policy_quota *q, uint64_t now,
 		res->reason = POLICY_R_BUDGET;
 		return;
 	}
-	if (l->rate_count[w] != 0) {
-		/* GCRA: one token every t ns, a burst of rate_count. */
-		t = l->rate_period_ms[w] * 1000000 / l->rate_count[w];
-		if (t == 0)
-			t = 1;
-		tau = l->rate_period_ms[w] * 1000000 - t;
+	if (pr->gcra_t[w] != 0) {
 		tat = c->tat[w] > now ? c->tat[w] : now;
-		if (tat - now > tau) {
+		if (tat - now > pr->gcra_tau[w]) {
 			res->allow = 0;
 			res->reason = POLICY_R_RATE;
 			res->retry_after_ms =
-			    (tat - now - tau + 999999) / 1000000;
+			    (tat - now - pr->gcra_tau[w] + 999999) / 1000000;
 			return;
 		}
-		c->tat[w] = tat + t;
+		c->tat[w] = tat + pr->gcra_t[w];
 	}
 	c->spent += cost;
 }

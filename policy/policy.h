@@ -91,6 +91,8 @@ struct policy_principal {
 	cap_set_t deny;
 	uint32_t exec_off, nexec; /* into policy->execs */
 	uint32_t egress_off, negress; /* into policy->egress */
+	uint64_t gcra_t[2]; /* rate: ns between tokens (read, write) */
+	uint64_t gcra_tau[2]; /* rate: burst tolerance, ns */
 	uint32_t rule[CAP_COUNT]; /* deciding rule per capability, 0 none */
 	uint32_t line[CAP_COUNT];
 	struct policy_limits lim;
@@ -106,6 +108,7 @@ struct policy {
 	struct policy_egress *egress;
 	uint32_t negress;
 	uint32_t nrules;
+	cap_set_t writes; /* capabilities that count as writes */
 	uint8_t hash[32]; /* BLAKE2b-256 of the source text */
 	char *strings; /* names, owned */
 };
