@@ -71,43 +71,66 @@ policy_find(const struct policy *p, const char *name, size_t len)
 	return -1;
 }
 
-/* "host" or "host:port" against a pattern; port 0 in the rule is any.
- * A target without a port means 443. */
+/* A port of 1 to 65535 in s[0..n), else 0. */
+static unsigned long
+parse_port(const char *s, size_t n)
+{
+	unsigned long v = 0;
+	size_t i;
+
+	if (n == 0 || n > 5)
+		return 0;
+	for (i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return 0;
+		v = v * 10 + (s[i] - '0');
+	}
+	return v <= 65535 ? v : 0;
+}
+
+/*
+ * Whether a request target matches an egress entry (pattern, port; port
+ * 0 is any). Targets: "host", "host:port", "[v6]" or "[v6]:port"; no
+ * port means 443. A bare IPv6 literal ("::1") has no port.
+ */
 int
 policy_egress_match(
     const char *pattern, uint16_t port, const char *target, size_t len)
 {
-	size_t hlen = len, i, plen, slen;
+	const char *host = target, *colon, *rb;
+	size_t hlen = len, plen, slen;
 	unsigned long tport = 443;
 
-	for (i = len; i > 0; i--)
-		if (target[i - 1] == ':')
-			break;
-	if (i > 0 && memchr(target, ':', i - 1) == NULL) {
-		/* one colon: host:port (IPv6 literals carry no port) */
-		if (i == len || len - i > 5)
+	if (len > 0 && target[0] == '[') {
+		if ((rb = memchr(target, ']', len)) == NULL)
 			return 0;
-		tport = 0;
-		for (size_t j = i; j < len; j++) {
-			if (target[j] < '0' || target[j] > '9')
+		host = target + 1;
+		hlen = rb - host;
+		if ((size_t)(rb - target) + 1 < len) {
+			if (rb[1] != ':')
 				return 0;
-			tport = tport * 10 + (target[j] - '0');
+			tport = parse_port(rb + 2, len - (rb - target) - 2);
+			if (tport == 0)
+				return 0;
 		}
-		if (tport == 0 || tport > 65535)
+	} else if ((colon = memchr(target, ':', len)) != NULL &&
+	    memchr(colon + 1, ':', len - (colon - target) - 1) == NULL) {
+		/* one colon: host:port */
+		hlen = colon - target;
+		tport = parse_port(colon + 1, len - hlen - 1);
+		if (tport == 0)
 			return 0;
-		hlen = i - 1;
 	}
-	if (port != 0 && tport != port)
+	if (hlen == 0 || (port != 0 && tport != port))
 		return 0;
 	plen = strlen(pattern);
 	if (plen >= 2 && pattern[0] == '*' && pattern[1] == '.') {
 		slen = plen - 1; /* ".suffix" */
 		if (hlen <= slen)
 			return 0;
-		return strncasecmp(target + hlen - slen, pattern + 1, slen) ==
-		    0;
+		return strncasecmp(host + hlen - slen, pattern + 1, slen) == 0;
 	}
-	return hlen == plen && strncasecmp(target, pattern, plen) == 0;
+	return hlen == plen && strncasecmp(host, pattern, plen) == 0;
 }
 
 void

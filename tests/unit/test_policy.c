@@ -222,6 +222,10 @@ test_egress(void **state)
 	assert_false(ask(fx, "g", "egress", "a.npmjs.org:", STATIC).allow);
 	assert_false(ask(fx, "g", "egress", "a.npmjs.org:99999", STATIC).allow);
 	assert_true(ask(fx, "g", "egress", "10.0.0.5:8080", STATIC).allow);
+	assert_false(ask(fx, "g", "egress", ":443", STATIC).allow);
+	assert_false(ask(fx, "g", "egress", "[api.github.com]x", STATIC).allow);
+	assert_true(
+	    ask(fx, "g", "egress", "[api.github.com]:443", STATIC).allow);
 
 	assert_int_equal(
 	    policy_egress_export(fx->p, "g", rules, 4, &n), POLICY_OK);
@@ -244,6 +248,24 @@ test_egress(void **state)
 	assert_int_equal(n, 0);
 	assert_int_equal(
 	    policy_egress_export(fx->p, "zz", rules, 4, &n), POLICY_E_NOTFOUND);
+}
+
+static void
+test_egress_v6(void **state)
+{
+	struct fx *fx = *state;
+
+	build(fx,
+	    "agent \"v\" { egress \"2001:db8::1\":8443, \"::1\" "
+	    "private }\n");
+	assert_true(ask(fx, "v", "egress", "[2001:db8::1]:8443", STATIC).allow);
+	assert_false(ask(fx, "v", "egress", "[2001:db8::1]:443", STATIC).allow);
+	assert_false(ask(fx, "v", "egress", "[2001:db8::1]", STATIC).allow);
+	assert_true(ask(fx, "v", "egress", "::1", STATIC).allow);
+	assert_true(ask(fx, "v", "egress", "[::1]", STATIC).allow);
+	assert_true(ask(fx, "v", "egress", "[::1]:443", STATIC).allow);
+	assert_false(ask(fx, "v", "egress", "[::1", STATIC).allow);
+	assert_false(ask(fx, "v", "egress", "[::1]:", STATIC).allow);
 }
 
 static void
@@ -649,6 +671,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(
 		    test_exec_allowlist, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_egress, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_egress_v6, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rate, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_budget_and_cost, setup, teardown),
