@@ -123,5 +123,26 @@ policy_hooks_quota(void *compiled)
 	return compiled != NULL ? ((struct compiled *)compiled)->q : NULL;
 }
 
+int
+policy_hooks_enter(void *compiled, const char *principal)
+{
+	struct compiled *c = compiled;
+
+	if (c == NULL)
+		return POLICY_E_NOTFOUND;
+	return policy_quota_enter(
+	    c->q, policy_find(c->p, principal, strlen(principal)));
+}
+
+void
+policy_hooks_leave(void *compiled, const char *principal)
+{
+	struct compiled *c = compiled;
+
+	if (c != NULL)
+		policy_quota_leave(
+		    c->q, policy_find(c->p, principal, strlen(principal)));
+}
+
 const struct policy_hooks policy_lang_hooks = { hook_compile, hook_decide,
 	hook_free };

@@ -27,4 +27,14 @@ struct policy_quota;
 const struct policy *policy_hooks_policy(void *compiled);
 struct policy_quota *policy_hooks_quota(void *compiled);
 
+/*
+ * Concurrency for phase 2: decide cannot know when an operation ends, so
+ * the process that runs it reports start and end (a message to the policy
+ * process that calls these). enter returns POLICY_OK, POLICY_E_BUSY (the
+ * agent's "concurrent" limit is reached: answer 429) or
+ * POLICY_E_NOTFOUND; leave after every successful enter.
+ */
+int policy_hooks_enter(void *compiled, const char *principal);
+void policy_hooks_leave(void *compiled, const char *principal);
+
 #endif

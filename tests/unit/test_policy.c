@@ -416,7 +416,7 @@ test_hooks(void **state)
 {
 	static const char text[] =
 	    "agent \"a\" { allow artifact:read, exec\n exec \"node\"\n"
-	    " memory 64M\n timeout 3s\n output 2K }\n";
+	    " memory 64M\n timeout 3s\n output 2K\n concurrent 1 }\n";
 	struct msg_policy_decide q;
 	struct msg_policy_decision r;
 	void *c = NULL;
@@ -465,6 +465,13 @@ test_hooks(void **state)
 	assert_int_equal(r.grant.decision, GRANT_DENY);
 	policy_lang_hooks.decide(NULL, &q, &r);
 	assert_int_equal(r.grant.decision, GRANT_DENY);
+	/* concurrency, reported by the process that runs the operation */
+	assert_int_equal(policy_hooks_enter(c, "a"), POLICY_OK);
+	assert_int_equal(policy_hooks_enter(c, "a"), POLICY_E_BUSY);
+	policy_hooks_leave(c, "a");
+	assert_int_equal(policy_hooks_enter(c, "a"), POLICY_OK);
+	assert_int_equal(policy_hooks_enter(c, "zz"), POLICY_E_NOTFOUND);
+	assert_int_equal(policy_hooks_enter(NULL, "a"), POLICY_E_NOTFOUND);
 	policy_lang_hooks.free(c);
 	policy_lang_hooks.free(NULL);
 }
