@@ -294,6 +294,15 @@ check_agents(struct lang_file *f)
 			    "role '%s' reaches no agent", d->name);
 }
 
+/* "role r" or "agent \"a\"", for messages. */
+static const char *
+decl_what(const struct lang_decl *d, char *buf, size_t len)
+{
+	snprintf(buf, len, d->kind == LANG_D_ROLE ? "role %s" : "agent \"%s\"",
+	    d->name);
+	return buf;
+}
+
 /* Each limit may be set once per block. */
 static void
 check_block(struct lang_file *f, struct lang_decl *d)
@@ -302,11 +311,33 @@ check_block(struct lang_file *f, struct lang_decl *d)
 	struct lang_stmt *s;
 	int k;
 
+	const struct lang_item *capseen[2][CAP_COUNT];
+	char what[LANG_NAME_MAX + 16];
+	size_t i;
+
 	memset(seen, 0, sizeof(seen));
+	memset(capseen, 0, sizeof(capseen));
 	for (s = d->stmts; s != NULL; s = s->next) {
 		switch (s->kind) {
 		case LANG_S_ALLOW:
 		case LANG_S_DENY:
+			/* A repeat can never decide: the first one, with the
+			 * lower rule id, always does. */
+			k = s->kind == LANG_S_DENY;
+			for (i = 0; i < s->nitems; i++) {
+				const struct lang_item *it = &s->items[i];
+				if (capseen[k][it->cap] != NULL)
+					lang_diag(f, LANG_WARNING, it->loc,
+					    "%s %s repeated in %s (first at "
+					    "line %u)",
+					    lang_stmt_name(s->kind),
+					    cap_name(it->cap),
+					    decl_what(d, what, sizeof(what)),
+					    capseen[k][it->cap]->loc.line);
+				else
+					capseen[k][it->cap] = it;
+			}
+			continue;
 		case LANG_S_EXEC:
 		case LANG_S_EGRESS:
 			continue;
@@ -323,7 +354,8 @@ check_block(struct lang_file *f, struct lang_decl *d)
 		if (seen[s->kind][k] != NULL)
 			lang_diag(f, LANG_ERROR, s->loc,
 			    "'%s' set twice in %s (first at line %u)",
-			    lang_stmt_name(s->kind), d->name,
+			    lang_stmt_name(s->kind),
+			    decl_what(d, what, sizeof(what)),
 			    seen[s->kind][k]->loc.line);
 		else
 			seen[s->kind][k] = s;
