@@ -101,8 +101,8 @@ unload(struct loaded *l)
 	memset(l, 0, sizeof(*l));
 }
 
-/* Read, parse, check (and compile). Prints diagnostics. Returns 0, or -1
- * on errors (warnings are printed if quiet_warnings is 0). */
+/* Read, parse, check and (if compile) compile. Prints errors, and
+ * warnings too if show_warnings. Returns 0, or -1 on errors. */
 static int
 load(const char *path, struct loaded *l, int compile, int show_warnings)
 {
