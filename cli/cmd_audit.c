@@ -260,13 +260,17 @@ field(char *buf, size_t len, const char *s)
 static void
 print_entry(const struct store_audit *e)
 {
-	char t[32], p[256], ac[256], tg[1024], r[1024], q[256];
+	char t[32], p[256], ac[256], tg[1024], r[1024], q[256], d[2048];
 
 	time_text(e->time_ms, t);
-	printf("%" PRIu64 " %s %s %s %s %s rule=%s req=%s\n", e->seq, t,
+	printf("%" PRIu64 " %s %s %s %s %s rule=%s req=%s", e->seq, t,
 	    field(p, sizeof(p), e->principal), field(ac, sizeof(ac), e->action),
 	    field(tg, sizeof(tg), e->target), decision_name(e->decision),
 	    field(r, sizeof(r), e->rule), field(q, sizeof(q), e->request_id));
+	/* Last, because it is free text (the policy hash, how a run ended). */
+	if (e->detail[0] != '\0')
+		printf(" detail=%s", field(d, sizeof(d), e->detail));
+	putchar('\n');
 }
 
 /*

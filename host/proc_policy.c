@@ -19,6 +19,7 @@
 #include "host/proc_policy.h"
 #include "lib/caps.h"
 #include "lib/log.h"
+#include "policy/policy_hooks.h"
 #include "token/token.h"
 
 struct policy_state {
@@ -34,33 +35,8 @@ struct policy_state {
 	uint8_t hash[32];
 };
 
-static int
-builtin_compile(
-    const char *text, size_t len, void **out, char *err, size_t errlen)
-{
-	*out = NULL;
-	return 0;
-}
-
-/* Default deny: without a compiler nothing is allowed. */
-static void
-builtin_decide(void *compiled, const struct msg_policy_decide *q,
-    struct msg_policy_decision *r)
-{
-	r->grant.decision = GRANT_DENY;
-	r->rule = 0;
-	r->line = 0;
-}
-
-static void
-builtin_free(void *compiled)
-{
-}
-
-static const struct policy_hooks builtin_hooks = { builtin_compile,
-	builtin_decide, builtin_free };
-
-const struct policy_hooks *policy_hooks = &builtin_hooks;
+/* The policy language (policy/); tests may point this elsewhere. */
+const struct policy_hooks *policy_hooks = &policy_lang_hooks;
 
 /* Read exactly size bytes of the memfd; the parent sealed it. */
 static char *

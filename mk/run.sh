@@ -26,7 +26,7 @@ cp "$B"/images/*.img build/run/images/ || exit 1
 "$B/bin/keepd" -n -f etc/keepd.dev.yaml || exit 1
 token=$("$B/bin/keep" token mint --key build/run/keys/issuer.secret \
     --sub admin --ttl 1h \
-    --caps sandbox:read,sandbox:write,exec,artifact:read,artifact:write,policy:read,admin) ||
+    --caps sandbox:read,sandbox:write,exec,artifact:read,artifact:write,policy:read,audit:read,image:read,admin) ||
 	exit 1
 cat <<EOT
 run: starting keepd in the foreground (Ctrl-C stops it):

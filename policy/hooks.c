@@ -1,0 +1,148 @@
+/*
+ * Glue between the policy process (host/proc_policy.c) and the compiler.
+ * The only place in policy/ that reads a clock.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "host/grant.h"
+#include "host/msg.h"
+#include "policy/policy.h"
+#include "policy/policy_hooks.h"
+
+struct compiled {
+	struct policy *p;
+	struct policy_quota *q;
+};
+
+static int
+hook_compile(const char *text, size_t len, void **out, char *err, size_t errlen)
+{
+	struct compiled *c;
+	int rc;
+
+	*out = NULL;
+	if ((c = calloc(1, sizeof(*c))) == NULL) {
+		if (errlen > 0)
+			strlcpy(err, "out of memory", errlen);
+		return -1;
+	}
+	rc = policy_compile_text("policy", text, len, &c->p, err, errlen);
+	if (rc != POLICY_OK) {
+		free(c);
+		return -1;
+	}
+	if ((c->q = policy_quota_new(c->p)) == NULL) {
+		policy_free(c->p);
+		free(c);
+		if (errlen > 0)
+			strlcpy(err, "out of memory", errlen);
+		return -1;
+	}
+	*out = c;
+	return 0;
+}
+
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static void
+hook_decide(void *compiled, const struct msg_policy_decide *q,
+    struct msg_policy_decision *r)
+{
+	struct compiled *c = compiled;
+	struct policy_request req;
+	struct policy_result res;
+	size_t plen;
+
+	r->grant.decision = GRANT_DENY;
+	r->rule = 0;
+	r->line = 0;
+	r->retry_after_ms = 0;
+	r->grant.mem_max = r->grant.timeout_ms = r->grant.output_max = 0;
+	if (c == NULL || q->cap >= CAP_COUNT ||
+	    q->target_len > sizeof(q->target))
+		return;
+	plen = strnlen(q->principal, sizeof(q->principal));
+	if (plen == 0 || plen == sizeof(q->principal))
+		return;
+	r->grant.cap = q->cap;
+	memset(r->grant.principal, 0, sizeof(r->grant.principal));
+	memcpy(r->grant.principal, q->principal, plen);
+	/* A capability the token lacks is not asked of the policy, so it
+	 * spends no quota. */
+	if ((q->token_caps & CAP_BIT(q->cap)) == 0)
+		return;
+	memset(&req, 0, sizeof(req));
+	req.principal = q->principal;
+	req.principal_len = plen;
+	req.cap = q->cap;
+	req.target = q->target;
+	req.target_len = q->target_len;
+	policy_decide(c->p, c->q, now_ns(), &req, &res);
+	r->rule = res.rule;
+	r->line = res.line;
+	r->retry_after_ms = res.retry_after_ms;
+	if (res.limits != NULL) {
+		r->grant.mem_max = res.limits->mem_max;
+		r->grant.timeout_ms = res.limits->timeout_ms;
+		r->grant.output_max = res.limits->output_max;
+	}
+	r->grant.decision = res.allow ? GRANT_ALLOW : GRANT_DENY;
+}
+
+static void
+hook_free(void *compiled)
+{
+	struct compiled *c = compiled;
+
+	if (c == NULL)
+		return;
+	policy_quota_free(c->q);
+	policy_free(c->p);
+	free(c);
+}
+
+const struct policy *
+policy_hooks_policy(void *compiled)
+{
+	return compiled != NULL ? ((struct compiled *)compiled)->p : NULL;
+}
+
+struct policy_quota *
+policy_hooks_quota(void *compiled)
+{
+	return compiled != NULL ? ((struct compiled *)compiled)->q : NULL;
+}
+
+int
+policy_hooks_enter(void *compiled, const char *principal)
+{
+	struct compiled *c = compiled;
+
+	if (c == NULL)
+		return POLICY_E_NOTFOUND;
+	return policy_quota_enter(
+	    c->q, policy_find(c->p, principal, strlen(principal)));
+}
+
+void
+policy_hooks_leave(void *compiled, const char *principal)
+{
+	struct compiled *c = compiled;
+
+	if (c != NULL)
+		policy_quota_leave(
+		    c->q, policy_find(c->p, principal, strlen(principal)));
+}
+
+const struct policy_hooks policy_lang_hooks = { hook_compile, hook_decide,
+	hook_free };

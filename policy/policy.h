@@ -1,0 +1,212 @@
+/*
+ * The policy compiler, evaluator and quota engine. A pure library: no
+ * globals, no I/O, no clock (the caller passes the time in), so decisions
+ * are deterministic and testable.
+ *
+ *	struct lang_file *f;  lang_parse + lang_check, no errors
+ *	struct policy *p;
+ *	policy_compile(f, &p);
+ *	struct policy_quota *q = policy_quota_new(p);
+ *	policy_decide(p, q, now_ns, &req, &res);   q NULL: no accounting
+ *
+ * A compiled policy holds, for every agent, its effective rights as a
+ * cap_set_t (allows minus denies over its whole role inheritance), the
+ * deciding rule of every capability, its limits and its exec and egress
+ * lists. A decision is one hash lookup and a bit test; rates use GCRA
+ * (an exact token bucket in one 64-bit word per bucket).
+ *
+ * Errors: POLICY_OK or a POLICY_E_* code (>= 3100); policy_strerror.
+ * Caveats: a struct policy is immutable after compile and may be shared
+ * by readers; a struct policy_quota is not thread-safe and belongs to
+ * one compiled policy (make a new one on reload).
+ */
+#ifndef KEEP_POLICY_H
+#define KEEP_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lang/lang.h"
+#include "lib/caps.h"
+
+struct egress_rule;
+struct policy_quota;
+
+enum policy_err {
+	POLICY_OK = 0,
+	POLICY_E_NOMEM = 3100, /* allocation failed */
+	POLICY_E_ARG, /* bad argument, or a file that did not check */
+	POLICY_E_SPACE, /* output array too small */
+	POLICY_E_NOTFOUND, /* no such principal */
+	POLICY_E_BUSY /* concurrency limit reached */
+};
+
+const char *policy_strerror(int err);
+
+/* Why a decision came out as it did. */
+enum policy_reason {
+	POLICY_R_ALLOW = 0, /* an allow rule, no deny */
+	POLICY_R_DEFAULT, /* default deny: nothing allows it */
+	POLICY_R_PRINCIPAL, /* no such agent in the policy */
+	POLICY_R_DENY, /* an explicit deny rule */
+	POLICY_R_TARGET, /* exec or egress target not on the list */
+	POLICY_R_RATE, /* the rate bucket is empty (see retry_after) */
+	POLICY_R_BUDGET, /* the operation budget is spent */
+	POLICY_R_REQUEST /* malformed request (capability out of range) */
+};
+
+const char *policy_reason_name(enum policy_reason r);
+
+#define POLICY_UNLIMITED UINT64_MAX
+
+struct policy_limits {
+	uint64_t rate_count[2]; /* read, write; 0 = no rate */
+	uint64_t rate_period_ms[2];
+	uint64_t budget; /* POLICY_UNLIMITED if none */
+	uint64_t mem_max; /* bytes, 0 = not set */
+	uint64_t timeout_ms; /* 0 = not set */
+	uint64_t output_max; /* bytes, 0 = not set */
+	uint32_t concurrent; /* 0 = no limit */
+	uint32_t lock_writes; /* 1: writes need the sandbox lock */
+	uint32_t cost[CAP_COUNT]; /* per operation, default 1 */
+};
+
+struct policy_exec {
+	const char *name;
+	uint32_t rule, line;
+};
+
+struct policy_egress {
+	const char *host; /* exact, or "*.suffix" */
+	uint16_t port; /* 0 = any */
+	uint8_t http, private_;
+	uint32_t rule, line;
+};
+
+struct policy_principal {
+	const char *name;
+	uint32_t len;
+	uint32_t hash;
+	cap_set_t allow; /* effective: allows minus denies */
+	cap_set_t deny;
+	uint32_t exec_off, nexec; /* into policy->execs */
+	uint32_t egress_off, negress; /* into policy->egress */
+	uint64_t gcra_t[2]; /* rate: ns between tokens (read, write) */
+	uint64_t gcra_tau[2]; /* rate: burst tolerance, ns */
+	uint32_t rule[CAP_COUNT]; /* deciding rule per capability, 0 none */
+	uint32_t line[CAP_COUNT];
+	struct policy_limits lim;
+};
+
+struct policy {
+	struct policy_principal *pr; /* sorted by name */
+	uint32_t npr;
+	uint64_t *slot; /* hash table: hash << 32 | (principal index + 1) */
+	uint32_t mask;
+	struct policy_exec *execs;
+	uint32_t nexecs;
+	struct policy_egress *egress;
+	uint32_t negress;
+	uint32_t nrules;
+	cap_set_t writes; /* capabilities that count as writes */
+	uint8_t hash[32]; /* BLAKE2b-256 of the source text */
+	char *strings; /* names, owned */
+};
+
+struct policy_request {
+	const char *principal;
+	size_t principal_len;
+	int cap; /* enum cap_id */
+	const char *target; /* exec: a name; egress: "host[:port]" */
+	size_t target_len; /* 0: no target */
+};
+
+struct policy_result {
+	int allow;
+	enum policy_reason reason;
+	uint32_t rule; /* deciding rule id, 0 = default deny */
+	uint32_t line; /* its source line, 0 if none */
+	int principal; /* index, -1 if unknown */
+	const struct policy_limits *limits; /* NULL if unknown principal */
+	uint64_t retry_after_ms; /* POLICY_R_RATE: when a token is due */
+};
+
+/*
+ * Compile a checked file (lang_check returned LANG_OK). The policy keeps
+ * no pointer into f. Returns POLICY_OK, POLICY_E_ARG or POLICY_E_NOMEM.
+ */
+int policy_compile(const struct lang_file *f, struct policy **out);
+void policy_free(struct policy *p);
+
+/* Parse, check and compile text in one step; on failure *errbuf holds
+ * the first error as "file:line:col: error: message". */
+int policy_compile_text(const char *name, const char *text, size_t len,
+    struct policy **out, char *errbuf, size_t errlen);
+
+/* Index of a principal, or -1. */
+int policy_find(const struct policy *p, const char *name, size_t len);
+
+/*
+ * Decide a request. q may be NULL (no quota accounting); then the result
+ * is the static decision. With q, an allowed request spends a token of
+ * the read or write bucket and its cost from the budget; a denied one
+ * spends nothing. now_ns is any monotonic clock in ns. Never fails: a
+ * malformed request is a deny with POLICY_R_REQUEST.
+ */
+void policy_decide(const struct policy *p, struct policy_quota *q,
+    uint64_t now_ns, const struct policy_request *req,
+    struct policy_result *res);
+
+/* The static rule for one principal index and capability, no target. */
+void policy_decide_index(
+    const struct policy *p, int principal, int cap, struct policy_result *res);
+
+/* Quotas. One struct per compiled policy; counters start full. */
+struct policy_quota *policy_quota_new(const struct policy *p);
+void policy_quota_free(struct policy_quota *q);
+/* A concurrent operation begins or ends. Returns POLICY_OK, POLICY_E_BUSY
+ * (at the limit) or POLICY_E_NOTFOUND. */
+int policy_quota_enter(struct policy_quota *q, int principal);
+void policy_quota_leave(struct policy_quota *q, int principal);
+/* Budget spent so far, and setting it (restored from the store). */
+uint64_t policy_quota_spent(const struct policy_quota *q, int principal);
+void policy_quota_set_spent(
+    struct policy_quota *q, int principal, uint64_t spent);
+
+/*
+ * Service functions for the processes.
+ *
+ * policy_exec_allowed: whether principal may run the executable name (a
+ * bare name, never a shell string). Returns 1 or 0.
+ *
+ * policy_egress_export: the principal's egress allowlist as egress rules
+ * (host/egress/egress.h) in out[0..max). Sets *n to the count. Returns
+ * POLICY_OK, POLICY_E_NOTFOUND or POLICY_E_SPACE (*n says how many are
+ * needed). An agent denied egress exports none.
+ *
+ * policy_limits_of: the limits of a principal, NULL if unknown.
+ *
+ * policy_hash: BLAKE2b-256 of the text the policy was compiled from.
+ */
+int policy_exec_allowed(
+    const struct policy *p, const char *principal, const char *name);
+int policy_egress_export(const struct policy *p, const char *principal,
+    struct egress_rule *out, size_t max, size_t *n);
+const struct policy_limits *policy_limits_of(
+    const struct policy *p, const char *principal);
+const uint8_t *policy_hash(const struct policy *p);
+
+/*
+ * The reference evaluator: interprets the checked tree directly, with no
+ * tables, for the differential test. Fills allow, reason, rule and line
+ * (no quotas, no limits).
+ */
+void policy_ref_decide(const struct lang_file *f,
+    const struct policy_request *req, struct policy_result *res);
+
+/* Whether an egress target "host[:port]" matches host pattern and port
+ * (shared by both evaluators). */
+int policy_egress_match(
+    const char *pattern, uint16_t port, const char *target, size_t len);
+
+#endif

@@ -1,0 +1,215 @@
+/* The policy language inside the real policy process loop: a forked child
+ * runs policy_main with policy_hooks = &policy_lang_hooks (as phase 2
+ * wires it); the test plays parent and front, loads policy text through
+ * a memfd, asks for decisions and verifies the grants it gets back. */
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <sodium.h>
+
+#include "host/grant.h"
+#include "host/msg.h"
+#include "host/proc.h"
+#include "host/proc_policy.h"
+#include "lib/caps.h"
+#include "policy/policy_hooks.h"
+
+struct fixture {
+	pid_t pid;
+	int parent;
+	int front;
+	uint8_t key[GRANT_KEY_BYTES];
+};
+
+static int
+setup(void **state)
+{
+	struct fixture *fx = calloc(1, sizeof(*fx));
+	struct proc_ctx ctx;
+	int pv[2], fv[2], p;
+
+	if (fx == NULL || sodium_init() < 0)
+		return -1;
+	randombytes_buf(fx->key, sizeof(fx->key));
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, pv) == -1 ||
+	    socketpair(AF_UNIX, SOCK_SEQPACKET, 0, fv) == -1)
+		return -1;
+	if ((fx->pid = fork()) == 0) {
+		close(pv[0]);
+		close(fv[0]);
+		policy_hooks = &policy_lang_hooks;
+		memset(&ctx, 0, sizeof(ctx));
+		for (p = 0; p < PROC_COUNT; p++)
+			ctx.fd[p] = -1;
+		ctx.self = PROC_POLICY;
+		ctx.fd[PROC_PARENT] = pv[1];
+		ctx.fd[PROC_FRONT] = fv[1];
+		_exit(policy_main(&ctx));
+	}
+	close(pv[1]);
+	close(fv[1]);
+	fx->parent = pv[0];
+	fx->front = fv[0];
+	*state = fx;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fixture *fx = *state;
+	int st;
+
+	msg_send(fx->parent, MSG_CTL_SHUTDOWN, 0, 999, NULL, 0, -1);
+	close(fx->parent);
+	close(fx->front);
+	waitpid(fx->pid, &st, 0);
+	free(fx);
+	return 0;
+}
+
+static void
+expect(int fd, uint32_t type, void *payload, size_t size, uint64_t reqid)
+{
+	static uint8_t buf[MSG_BUFSZ];
+	struct msg_hdr h;
+	size_t len;
+	int rfd;
+
+	assert_int_equal(msg_recv(fd, buf, sizeof(buf), &len, &rfd), MSG_OK);
+	assert_int_equal(rfd, MSG_NO_FD);
+	assert_int_equal(len, sizeof(h) + size);
+	memcpy(&h, buf, sizeof(h));
+	assert_int_equal(h.type, type);
+	assert_int_equal(h.reqid, reqid);
+	memcpy(payload, buf + sizeof(h), size);
+}
+
+static uint32_t
+load(struct fixture *fx, const char *text, uint64_t gen)
+{
+	struct msg_policy_load l;
+	struct msg_policy_loaded r;
+	int mfd;
+
+	mfd = memfd_create("policy", MFD_CLOEXEC);
+	assert_true(mfd >= 0);
+	assert_int_equal(write(mfd, text, strlen(text)), (ssize_t)strlen(text));
+	memset(&l, 0, sizeof(l));
+	l.size = strlen(text);
+	l.generation = gen;
+	assert_int_equal(msg_send(fx->parent, MSG_POLICY_LOAD, 0, 100 + gen, &l,
+	                     sizeof(l), mfd),
+	    MSG_OK);
+	close(mfd);
+	expect(fx->parent, MSG_POLICY_LOADED, &r, sizeof(r), 100 + gen);
+	return r.status;
+}
+
+static void
+decide(struct fixture *fx, const char *who, int cap, const char *target,
+    uint32_t token_caps, uint64_t reqid, struct msg_policy_decision *d)
+{
+	struct msg_policy_decide q;
+
+	memset(&q, 0, sizeof(q));
+	q.cap = cap;
+	q.link = PROC_VMM;
+	q.token_caps = token_caps;
+	q.target_len = strlen(target);
+	memcpy(q.target, target, q.target_len);
+	strlcpy(q.principal, who, sizeof(q.principal));
+	assert_int_equal(
+	    msg_send(fx->front, MSG_POLICY_DECIDE, 0, reqid, &q, sizeof(q), -1),
+	    MSG_OK);
+	expect(fx->front, MSG_POLICY_DECISION, d, sizeof(*d), reqid);
+}
+
+static void
+test_decisions_through_the_process(void **state)
+{
+	static const char text[] = "role runner {\n"
+	                           "\tallow sandbox:read\n"
+	                           "\texec \"node\", \"pnpm\"\n"
+	                           "\tmemory 128M\n"
+	                           "\ttimeout 30s\n"
+	                           "\toutput 1M\n"
+	                           "\trate write 2/min\n"
+	                           "}\n"
+	                           "agent \"agent-b\" : runner\n";
+	struct fixture *fx = *state;
+	struct msg_grant_key k;
+	struct msg_policy_decision d;
+	struct grant g;
+
+	memset(&k, 0, sizeof(k));
+	k.link = PROC_VMM;
+	memcpy(k.key, fx->key, sizeof(k.key));
+	assert_int_equal(
+	    msg_send(fx->parent, MSG_CTL_GRANT_KEY, 0, 0, &k, sizeof(k), -1),
+	    MSG_OK);
+	assert_int_equal(load(fx, text, 1), 0);
+
+	/* allowed: an authentic grant with the policy's limits and rule */
+	decide(fx, "agent-b", CAP_EXEC, "node", CAP_ALL, 1, &d);
+	assert_int_equal(grant_verify(&d.grant, sizeof(d.grant), PROC_VMM,
+	                     fx->key, grant_now_ms(), 1, &g),
+	    GRANT_OK);
+	assert_int_equal(grant_check(&g, CAP_EXEC, "node", 4), GRANT_OK);
+	assert_int_equal(g.mem_max, 128u << 20);
+	assert_int_equal(g.timeout_ms, 30000);
+	assert_int_equal(g.output_max, 1u << 20);
+	assert_int_equal(d.rule, 2);
+	assert_int_equal(d.line, 3);
+
+	/* second write of the 2/min bucket, then rate limited */
+	decide(fx, "agent-b", CAP_EXEC, "pnpm", CAP_ALL, 2, &d);
+	assert_int_equal(d.grant.decision, GRANT_ALLOW);
+	decide(fx, "agent-b", CAP_EXEC, "node", CAP_ALL, 3, &d);
+	assert_int_equal(d.grant.decision, GRANT_DENY);
+	assert_true(d.retry_after_ms > 0 && d.retry_after_ms <= 30000);
+
+	/* off the exec list; outside the token's caps; unknown agent */
+	decide(fx, "agent-b", CAP_EXEC, "sh", CAP_ALL, 4, &d);
+	assert_int_equal(d.grant.decision, GRANT_DENY);
+	decide(fx, "agent-b", CAP_SANDBOX_READ, "sbx_1", CAP_ALL, 5, &d);
+	assert_int_equal(d.grant.decision, GRANT_ALLOW);
+	decide(
+	    fx, "agent-b", CAP_SANDBOX_READ, "sbx_1", CAP_BIT(CAP_EXEC), 6, &d);
+	assert_int_equal(d.grant.decision, GRANT_DENY);
+	decide(fx, "agent-x", CAP_SANDBOX_READ, "sbx_1", CAP_ALL, 7, &d);
+	assert_int_equal(d.grant.decision, GRANT_DENY);
+	assert_int_equal(d.rule, 0);
+
+	/* a policy with errors is refused and the old one kept */
+	assert_int_not_equal(load(fx, "agent \"a\" { allow nonsense }", 2), 0);
+	decide(fx, "agent-b", CAP_SANDBOX_READ, "sbx_1", CAP_ALL, 8, &d);
+	assert_int_equal(d.grant.decision, GRANT_ALLOW);
+
+	/* a reload replaces it, quotas start afresh */
+	assert_int_equal(load(fx, "agent \"agent-c\" { allow admin }\n", 3), 0);
+	decide(fx, "agent-b", CAP_SANDBOX_READ, "sbx_1", CAP_ALL, 9, &d);
+	assert_int_equal(d.grant.decision, GRANT_DENY);
+	decide(fx, "agent-c", CAP_ADMIN, "", CAP_ALL, 10, &d);
+	assert_int_equal(d.grant.decision, GRANT_ALLOW);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+		    test_decisions_through_the_process, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
