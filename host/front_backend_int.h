@@ -59,9 +59,12 @@ int fb_call(struct front_backend *, enum proc_id peer, uint32_t type,
 void fb_dispatch(struct front_backend *, enum proc_id from, size_t len, int fd);
 int fb_fail(struct api_error *, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* flags: DECIDE_* (host/msg.h). */
 int fb_decide(struct front_backend *, const struct api_principal *, enum cap_id,
-    enum proc_id link, const char *target, uint64_t reqid,
+    enum proc_id link, const char *target, uint64_t reqid, uint32_t flags,
     struct msg_policy_decision *, struct api_error *);
+/* Give back the concurrency slot a DECIDE_ENTER decision took. */
+void fb_leave(struct front_backend *, const char *principal);
 int fb_refusal(
     const struct msg_policy_decision *, enum cap_id, struct api_error *);
 int fb_mint(struct front_backend *, cap_set_t caps, int64_t exp,

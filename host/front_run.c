@@ -20,6 +20,7 @@
 #include "host/front_backend_int.h"
 #include "host/vmm_msg.h"
 #include "lib/log.h"
+#include "policy/policy.h"
 
 struct fb_run {
 	struct fb_run *next;
@@ -113,22 +114,24 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 	if (a == NULL || a->link != PROC_VMM || !a->deferred)
 		return fb_fail(err, API_EINTERNAL, "Internal error");
 	/* The decision, on the program: the policy's exec allowlist. */
-	rc = fb_decide(
-	    fb, call->who, CAP_EXEC, PROC_VMM, command, a->reqid, &a->d, err);
+	rc = fb_decide(fb, call->who, CAP_EXEC, PROC_VMM, command, a->reqid,
+	    DECIDE_ENTER, &a->d, err);
 	if (rc != API_OK)
 		return rc;
 	fb_audit_decision(fb, call, command, &a->d);
 	if (a->d.grant.decision != GRANT_ALLOW) {
-		if (a->d.retry_after_ms != 0)
+		if (a->d.reason != POLICY_R_TARGET)
 			return fb_refusal(&a->d, CAP_EXEC, err);
 		return fb_fail(err, API_EFORBIDDEN,
 		    "Not allowed to run %s (exec: the policy's allowlist)",
 		    command);
 	}
 	memset(&q, 0, sizeof(q));
-	if (nargs > RUN_MAX_ARGS || nenv > RUN_MAX_ENV)
+	if (nargs > RUN_MAX_ARGS || nenv > RUN_MAX_ENV) {
+		fb_leave(fb, call->who->sub);
 		return fb_fail(
 		    err, API_EBADREQ, "Too many arguments or variables");
+	}
 	q.grant = a->d.grant;
 	strlcpy(q.sandbox, id, sizeof(q.sandbox));
 	if (strlcpy(q.command, command, sizeof(q.command)) >=
@@ -192,6 +195,9 @@ bad:
 out:
 	if (mfd != -1)
 		close(mfd);
+	/* A parked run gives its slot back when it ends. */
+	if (rc != API_PENDING)
+		fb_leave(fb, call->who->sub);
 	return rc;
 }
 
@@ -358,6 +364,7 @@ front_backend_resume(struct front_backend *fb)
 		}
 		*rp = r->next;
 		run_audit(fb, r);
+		fb_leave(fb, r->who.sub);
 		api_resume_run(r->pending, r->rc, &r->res, &r->err);
 		free(r);
 	}

@@ -124,8 +124,8 @@ fb_sandbox_create(void *arg, const struct api_call *call,
 	new_id(q->id);
 	/* The decision the API layer asked for had no target yet: decide
 	 * again for this sandbox, so the grant names it. */
-	rc = fb_decide(
-	    fb, call->who, CAP_SANDBOX_WRITE, PROC_VMM, q->id, reqid, &d, err);
+	rc = fb_decide(fb, call->who, CAP_SANDBOX_WRITE, PROC_VMM, q->id, reqid,
+	    0, &d, err);
 	if (rc != API_OK)
 		goto out;
 	if (d.grant.decision != GRANT_ALLOW) {

@@ -19,6 +19,7 @@
 #include "host/proc_policy.h"
 #include "lib/caps.h"
 #include "lib/log.h"
+#include "policy/policy.h"
 #include "policy/policy_hooks.h"
 #include "token/token.h"
 
@@ -101,8 +102,12 @@ policy_h_load(struct proc_ctx *ctx, const struct msg *m)
 		msg_reply(ctx, m, MSG_POLICY_LOADED, &rep, sizeof(rep), -1);
 		return 0;
 	}
-	if (ps->compiled != NULL)
+	if (ps->compiled != NULL) {
+		if (policy_hooks == &policy_lang_hooks)
+			policy_quota_carry(policy_hooks_quota(compiled),
+			    policy_hooks_quota(ps->compiled));
 		policy_hooks->free(ps->compiled);
+	}
 	free(ps->text);
 	ps->compiled = compiled;
 	ps->text = text;
@@ -265,6 +270,31 @@ policy_h_info(struct proc_ctx *ctx, const struct msg *m)
 	return 0;
 }
 
+/* A run that took a concurrency slot (DECIDE_ENTER) has ended. */
+static int
+policy_h_leave(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct policy_state *ps = ctx->arg;
+	struct msg_policy_leave q;
+
+	memcpy(&q, m->data, sizeof(q));
+	if (memchr(q.principal, '\0', sizeof(q.principal)) == NULL)
+		return -1;
+	if (policy_hooks == &policy_lang_hooks)
+		policy_hooks_leave(ps->compiled, q.principal);
+	return 0;
+}
+
+/* A restarted front has no runs in flight: their slots are free. */
+static void
+policy_on_peer(struct proc_ctx *ctx, enum proc_id peer)
+{
+	struct policy_state *ps = ctx->arg;
+
+	if (peer == PROC_FRONT && policy_hooks == &policy_lang_hooks)
+		policy_quota_leave_all(policy_hooks_quota(ps->compiled));
+}
+
 static const struct msg_handler policy_handlers[] = {
 	MSG_HANDLERS_COMMON,
 	{ MSG_POLICY_LOAD, PROC_BIT(PROC_PARENT),
@@ -276,6 +306,8 @@ static const struct msg_handler policy_handlers[] = {
 	{ MSG_POLICY_MINT, PROC_BIT(PROC_FRONT), sizeof(struct msg_policy_mint),
 	    0, policy_h_mint },
 	{ MSG_POLICY_INFO, PROC_BIT(PROC_FRONT), 0, 0, policy_h_info },
+	{ MSG_POLICY_LEAVE, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_policy_leave), 0, policy_h_leave },
 };
 
 int
@@ -286,6 +318,7 @@ policy_main(struct proc_ctx *ctx)
 	ctx->handlers = policy_handlers;
 	ctx->nhandlers = nitems(policy_handlers);
 	ctx->arg = &ps;
+	ctx->on_peer = policy_on_peer;
 	/* Tokens are JSON: seed jansson's hash here, or it would open
 	 * /dev/urandom, which this process may not. */
 	json_object_seed(randombytes_random() | 1);

@@ -108,6 +108,7 @@ const struct seccomp_filter seccomp_policy = { "policy", policy_rules,
 	    RA(ioctl, 1, KVM_SET_REGS, "entry point and stack"),               \
 	    RA(ioctl, 1, KVM_RUN, "run the guest"),                            \
 	    R(setitimer, "the run's wall-clock limit"),                        \
+	    R(clock_nanosleep, "guest sleeps, cut short by that limit"),       \
 	    R(rt_sigaction, "the timer's handler"),                            \
 	    R(openat2, "workspace files, RESOLVE_BENEATH"),                    \
 	    R(read, "workspace files, stdin"), R(pread64, "workspace files"),  \

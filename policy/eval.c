@@ -299,6 +299,16 @@ policy_quota_leave(struct policy_quota *q, int i)
 		q->v[i].active--;
 }
 
+void
+policy_quota_leave_all(struct policy_quota *q)
+{
+	uint32_t i;
+
+	if (q != NULL)
+		for (i = 0; i < q->n; i++)
+			q->v[i].active = 0;
+}
+
 uint64_t
 policy_quota_spent(const struct policy_quota *q, int i)
 {
@@ -312,6 +322,23 @@ policy_quota_set_spent(struct policy_quota *q, int i, uint64_t spent)
 {
 	if (q != NULL && i >= 0 && (uint32_t)i < q->n)
 		q->v[i].spent = spent;
+}
+
+void
+policy_quota_carry(struct policy_quota *to, const struct policy_quota *from)
+{
+	const struct policy_principal *pr;
+	uint32_t i;
+	int j;
+
+	if (to == NULL || from == NULL)
+		return;
+	for (i = 0; i < to->n; i++) {
+		pr = &to->p->pr[i];
+		j = policy_find(from->p, pr->name, strlen(pr->name));
+		if (j >= 0 && (uint32_t)j < from->n)
+			to->v[i] = from->v[j];
+	}
 }
 
 int

@@ -5,28 +5,9 @@
 # for her sandbox only; bob may only read; a forged token is refused; a
 # runaway program is stopped by its time limit; exec outside the policy's
 # allowlist is refused before boot.
-set -u
-cd "$(dirname "$0")/../.."
-B=${B:-build}; KEEP=$B/bin/keep; KEEPD=$B/bin/keepd
-if [ ! -e /dev/kvm ]; then echo "SKIP: no /dev/kvm"; exit 77; fi
-if [ "$(id -u)" -ne 0 ]; then echo "SKIP: needs root"; exit 77; fi
-getent passwd _keep >/dev/null || useradd --system --no-create-home \
-    --home-dir /nonexistent --shell /usr/sbin/nologin _keep || exit 1
-tmp=$(mktemp -d); pid=
-cleanup() {
-	[ -n "${KEEP_TEST_KEEP:-}" ] && cp -r "$tmp" /tmp/e2e-keep
-	[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-fails=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; fails=$((fails+1)); }
+source "$(dirname "$0")/../lib/keepd.sh"
 
-mkdir -p "$tmp/state/images" "$tmp/policy"
-cp "$B"/images/*.img "$tmp/state/images/"
-"$KEEP" key generate --out "$tmp" --name issuer >/dev/null
-cat >"$tmp/policy/test.policy" <<'EOP'
+cat >"$tmp/test.policy" <<'EOP'
 role runner {
 	allow sandbox:read, sandbox:write, exec, artifact:read, artifact:write
 	exec "python", "js", "wc", "sha256sum"
@@ -40,36 +21,9 @@ role viewer {
 agent "alice" : runner
 agent "bob" : viewer
 EOP
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-cat >"$tmp/keepd.yaml" <<EOC
-listen:
-  address: 127.0.0.1
-  port: $port
-state_dir: $tmp/state
-policy_dir: $tmp/policy
-user: _keep
-tokens:
-  issuer_keys: [ $tmp/issuer.public ]
-  max_ttl: 1h
-images:
-  trusted_keys: [ $PWD/$B/keys/dev.public ]
-EOC
-"$KEEPD" -d -f "$tmp/keepd.yaml" >"$tmp/log" 2>&1 &
-pid=$!
-for _ in $(seq 100); do grep -q "running: listening" "$tmp/log" && break; sleep 0.1; done
-sleep 0.3
-url=http://127.0.0.1:$port
-mint() { "$KEEP" token mint --key "$tmp/issuer.secret" --sub "$1" --caps "$2" --ttl 10m; }
+keepd_start "$tmp/test.policy"
 alice=$(mint alice sandbox:read,sandbox:write,exec,artifact:read,artifact:write)
 bob=$(mint bob sandbox:read,sandbox:write,exec)
-# req TOKEN METHOD PATH [BODY] -> sets code and body
-req() {
-	local t=$1 m=$2 p=$3 d=${4:-}
-	body=$(curl -s -o - -w '\n%{http_code}' -X "$m" -H "Authorization: Bearer $t" \
-	    ${d:+-H 'Content-Type: application/json' -d "$d"} "$url$p")
-	code=${body##*$'\n'}; body=${body%$'\n'*}
-}
-jget() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])'"$2"')' "$1"; }
 
 req "$alice" POST /v1/sandboxes '{"image":"python","env":{"GREETING":"hi"}}'
 [ "$code" = 201 ] && ok "alice creates a python sandbox" || bad "create: $code $body"
@@ -153,7 +107,4 @@ grep -q "$sbx" "$tmp/del.audit" && ok "the delete is in the audit log" || bad "d
 grep -q "timeout" "$tmp/run.audit" && ok "runs are in the audit log, with how they ended" || bad "run audit: $(cat "$tmp/run.audit")"
 
 grep -q "keepd/front: decision" "$tmp/log" && ok "decisions are logged with their request id" || bad "no decision log"
-kill -0 "$pid" 2>/dev/null && ok "keepd still running" || bad "keepd died"
-[ $fails -eq 0 ] || { echo "--- keepd log"; tail -n 30 "$tmp/log"; }
-echo "api_e2e: $fails failures"
-[ $fails -eq 0 ]
+keepd_finish
