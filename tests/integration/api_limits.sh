@@ -43,6 +43,15 @@ for i in 1 2 3 4; do req "$dave" GET /v1/sandboxes; done
 req "$dave" GET /v1/sandboxes
 [ "$code" = 403 ] && [[ $body == *"budget exhausted"* ]] && ok "the fifth operation: 403, budget exhausted" || bad "budget: $code $body"
 
+# --- what was spent survives a restart of keepd, and the audit log has
+# every policy load with its hash.
+keepd_restart
+req "$dave" GET /v1/sandboxes
+[ "$code" = 403 ] && [[ $body == *"budget exhausted"* ]] && ok "after a restart, dave's budget is still spent" || bad "budget after restart: $code $body"
+"$KEEP" audit tail -n 1000 --action policy.load --data "$tmp/state/db" >"$tmp/pl" 2>&1
+[ "$(grep -c "blake2b $(b2sum -l 256 "$tmp/policy/test.policy" | cut -d' ' -f1)" "$tmp/pl")" = 2 ] &&
+    ok "both policy loads are in the audit log with the policy's hash" || bad "policy.load audit: $(cat "$tmp/pl")"
+
 # --- the exact envelope for a missing capability.
 gina=$(mint gina sandbox:read,sandbox:write)
 req "$gina" POST /v1/sandboxes '{"image":"toolbox"}'

@@ -43,19 +43,27 @@ tokens:
 images:
   trusted_keys: [ $PWD/$B/keys/dev.public ]
 EOC
-	"$KEEPD" -d -f "$tmp/keepd.yaml" >"$tmp/log" 2>&1 &
-	pid=$!
-	for _ in $(seq 100); do
-		grep -q "running: listening" "$tmp/log" && break
-		sleep 0.1
-	done
 	url=http://127.0.0.1:$port
+	keepd_launch
+}
+
+keepd_launch() {
+	"$KEEPD" -d -f "$tmp/keepd.yaml" >>"$tmp/log" 2>&1 &
+	pid=$!
 	keepd_wait_ready || { echo "keepd did not start"; cat "$tmp/log"; exit 1; }
+}
+
+# Stop keepd (it stops every process before it exits) and start it again
+# on the same state directory.
+keepd_restart() {
+	kill -TERM "$pid"
+	wait "$pid" 2>/dev/null
+	keepd_launch
 }
 
 # The front answers once every process is up.
 keepd_wait_ready() {
-	for _ in $(seq 100); do
+	for _ in $(seq 150); do
 		[ "$(curl -s -o /dev/null -w '%{http_code}' "$url/healthz")" = 200 ] &&
 		    return 0
 		sleep 0.1
