@@ -36,6 +36,9 @@ struct fb_run {
 	struct api_principal who;
 	char request_id[40];
 	char target[160]; /* sandbox id and command */
+	char sbx[SBX_ID_MAX];
+	char command[RUN_NAME_MAX];
+	int64_t started_ms; /* unix ms */
 };
 
 static uint64_t
@@ -45,6 +48,15 @@ mono_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int64_t
+wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static int
@@ -183,6 +195,9 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 	run->who = *call->who;
 	strlcpy(run->request_id, call->request_id, sizeof(run->request_id));
 	snprintf(run->target, sizeof(run->target), "%s %s", id, command);
+	strlcpy(run->sbx, id, sizeof(run->sbx));
+	strlcpy(run->command, command, sizeof(run->command));
+	run->started_ms = wall_ms();
 	run->t0 = mono_ms();
 	run->deadline = run->t0 + FB_RUN_WAIT_MS;
 	run->next = fb->runs;
@@ -365,6 +380,8 @@ front_backend_resume(struct front_backend *fb)
 		*rp = r->next;
 		run_audit(fb, r);
 		fb_leave(fb, r->who.sub);
+		fb_persist_run(fb, &r->who, r->sbx, r->request_id, r->command,
+		    r->rc == API_OK, &r->res, r->started_ms);
 		api_resume_run(r->pending, r->rc, &r->res, &r->err);
 		free(r);
 	}

@@ -106,6 +106,33 @@ sandbox_token(struct front_backend *fb, const struct api_call *call,
 	return fb_mint(fb, call->who->caps & SBX_TOKEN_CAPS, exp, id, tok, err);
 }
 
+/* Take back a sandbox the vmm made when it cannot be recorded. */
+static void
+sandbox_undo(
+    struct front_backend *fb, const struct api_call *call, const char *id)
+{
+	struct msg_vmm_sandbox_ref q;
+	struct msg_vmm_sandbox_info r;
+	struct msg_policy_decision d;
+	struct api_error err;
+	uint64_t reqid = ++fb->next_reqid;
+
+	memset(&q, 0, sizeof(q));
+	memset(&err, 0, sizeof(err));
+	strlcpy(q.id, id, sizeof(q.id));
+	if (fb_decide(fb, call->who, CAP_SANDBOX_WRITE, PROC_VMM, id, reqid,
+	        DECIDE_DRY_RUN, &d, &err) != API_OK ||
+	    d.grant.decision != GRANT_ALLOW)
+		goto fail;
+	q.grant = d.grant;
+	if (sbx_call(fb, MSG_VMM_SANDBOX_DELETE, reqid, &q, sizeof(q), &r,
+	        &err) == API_OK)
+		return;
+fail:
+	log_warnx(
+	    "sandbox %s: not recorded and not taken back: %s", id, err.message);
+}
+
 static int
 fb_sandbox_create(void *arg, const struct api_call *call,
     const struct api_sandbox_spec *spec, struct api_sandbox *out,
@@ -157,6 +184,11 @@ fb_sandbox_create(void *arg, const struct api_call *call,
 	if ((rc = sbx_call(fb, MSG_VMM_SANDBOX_CREATE, reqid, q, sizeof(*q), &r,
 	         err)) != API_OK)
 		goto out;
+	if ((rc = fb_persist_sandbox(fb, call->who, &r, spec, err)) != API_OK) {
+		/* Not durable, so not created. */
+		sandbox_undo(fb, call, r.id);
+		goto out;
+	}
 	to_api(&r, out);
 	fb_audit_event(fb, call, "sandbox.create", r.id, r.image);
 	rc = sandbox_token(fb, call, r.id, r.expires_at, tok, err);
@@ -200,10 +232,16 @@ fb_sandbox_delete(void *arg, const struct api_call *call, const char *id,
 	memset(&q, 0, sizeof(q));
 	q.grant = a->d.grant;
 	strlcpy(q.id, id, sizeof(q.id));
+	/* The vmm first: it checks that the caller owns the sandbox. */
 	if ((rc = sbx_call(arg, MSG_VMM_SANDBOX_DELETE, a->reqid, &q, sizeof(q),
-	         &r, err)) == API_OK)
-		fb_audit_event(arg, call, "sandbox.delete", id, "");
-	return rc;
+	         &r, err)) != API_OK)
+		return rc;
+	fb_audit_event(arg, call, "sandbox.delete", id, "");
+	/* A record left behind is not restored: its workspace is gone. */
+	if (fb_forget_sandbox(arg, call->who, id, err) != API_OK)
+		log_warnx("sandbox %s: store record not deleted: %s", id,
+		    err->message);
+	return API_OK;
 }
 
 static int
@@ -311,7 +349,9 @@ env_call(struct front_backend *fb, const struct api_call *call, const char *id,
 	if (r->env_len > sizeof(r->env) ||
 	    (r->env_len > 0 && r->env[r->env_len - 1] != '\0'))
 		return fb_fail(err, API_EINTERNAL, "Internal error");
-	return sbx_error((int)r->op, err);
+	if ((rc = sbx_error((int)r->op, err)) != API_OK || op == ENV_GET)
+		return rc;
+	return fb_sync_env(fb, call->who, id, r->env, r->env_len, err);
 }
 
 static int

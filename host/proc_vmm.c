@@ -6,8 +6,11 @@
  * with its own seccomp allowlist, that boots the guest (host/vmm/) and
  * exits; this process waits on it without blocking its links.
  *
- * Sandboxes live in this process's memory: a restart of the vmm, or of
- * keepd, forgets them and removes their workspaces.
+ * The live sandboxes are in this process's memory; their records are in
+ * the store (the front writes them, with grants, before a client hears
+ * of them). When this process starts it reads them back and adopts each
+ * whose workspace is still on disk; workspaces nobody adopted are then
+ * removed.
  */
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -33,6 +36,8 @@
 #include "host/msg.h"
 #include "host/proc.h"
 #include "host/seccomp_filters.h"
+#include "host/store/store.h"
+#include "host/store/store_wire.h"
 #include "host/vmm/vmm.h"
 #include "host/vmm/workspace.h"
 #include "host/vmm_msg.h"
@@ -81,6 +86,8 @@ struct vmm_state {
 	const struct msg_pubkeys *keys_for; /* image keys last decoded */
 	uint8_t keys[MSG_PUBKEYS_MAX][32];
 	size_t nkeys;
+	struct restore *restore; /* reading the store back, NULL when done */
+	uint32_t restore_epoch;
 };
 
 static int env_valid(const char *, size_t, int);
@@ -493,9 +500,13 @@ vmm_h_env(struct proc_ctx *ctx, const struct msg *m)
 		return -1;
 	}
 	expire_sandboxes(vs);
+	/* A write answers with the variables it leaves (the API's reply to
+	 * PUT and PATCH), so a write grant also reads. */
 	if (check_grant(ctx, m, &q->grant,
-	        q->op == ENV_GET ? CAP_SANDBOX_READ : CAP_SANDBOX_WRITE, q->id,
-	        &g) != 0)
+	        q->op == ENV_GET && q->grant.cap == CAP_SANDBOX_READ
+	            ? CAP_SANDBOX_READ
+	            : CAP_SANDBOX_WRITE,
+	        q->id, &g) != 0)
 		r->op = SBX_E_GRANT;
 	else if ((s = sandbox_find(vs, q->id, g.principal)) == NULL)
 		r->op = SBX_E_NOTFOUND;
@@ -1097,6 +1108,247 @@ job_finish(struct proc_ctx *ctx, struct job *job)
 	memset(job, 0, sizeof(*job));
 }
 
+/* ---- restore from the store ------------------------------------------- */
+
+/*
+ * One request at a time: a page of sandbox records, then each record's
+ * variables, then the next page. A request id carries the epoch (a new
+ * store link starts over) so a late reply to an abandoned pass is dropped.
+ */
+#define RESTORE_PAGE 8 /* records up to 4 KiB (the front checks) */
+#define RESTORE_TAG (UINT64_C(0x5245) << 48)
+
+struct restore {
+	struct sandbox rec[RESTORE_PAGE]; /* adopted one by one */
+	size_t n, i;
+	char cursor[STORE_CURSOR_MAX]; /* "" : the first page */
+	int last_page;
+	char env_cursor[STORE_CURSOR_MAX]; /* rec[i]'s next page, or "" */
+	uint64_t reqid;
+};
+
+static void restore_next(struct proc_ctx *, struct vmm_state *);
+
+static void
+restore_send(struct proc_ctx *ctx, struct vmm_state *vs, unsigned db,
+    const char *k1, const char *k2, unsigned limit)
+{
+	void *q;
+	size_t qlen;
+
+	vs->restore->reqid = RESTORE_TAG |
+	    (uint64_t)(vs->restore_epoch & 0xffff) << 32 |
+	    (uint32_t)(vs->restore->reqid + 1);
+	if (ctx->fd[PROC_STORE] < 0 ||
+	    store_wire_key_encode(MSG_STORE_LIST, db, k1, k2, limit, NULL, &q,
+	        &qlen) != STORE_OK) {
+		log_warnx("%s: cannot ask the store", __func__);
+		free(vs->restore);
+		vs->restore = NULL;
+		return;
+	}
+	if (msg_send(ctx->fd[PROC_STORE], MSG_STORE_LIST, 0, vs->restore->reqid,
+	        q, qlen, -1) != MSG_OK) {
+		log_warnx("%s: the store did not get it", __func__);
+		free(vs->restore);
+		vs->restore = NULL;
+	}
+	free(q);
+}
+
+/* Remove the workspaces of sandboxes that were not adopted. */
+static void
+restore_sweep(struct vmm_state *vs)
+{
+	int wd = open("workspaces", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = wd >= 0 ? fdopendir(wd) : NULL;
+	struct dirent *e;
+	size_t i;
+
+	while (d != NULL && (e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		for (i = 0; i < VMM_SANDBOXES_MAX; i++)
+			if (vs->sbx[i].used &&
+			    strcmp(vs->sbx[i].id, e->d_name) == 0)
+				break;
+		if (i == VMM_SANDBOXES_MAX) {
+			log_info(
+			    "workspace %s: no sandbox, removed", e->d_name);
+			remove_tree(dirfd(d), e->d_name, 0);
+		}
+	}
+	if (d != NULL)
+		closedir(d);
+	else if (wd >= 0)
+		close(wd);
+}
+
+static void
+restore_adopt(struct vmm_state *vs, struct sandbox *r)
+{
+	char path[SBX_ID_MAX + 16];
+	size_t i, slot = VMM_SANDBOXES_MAX;
+
+	for (i = 0; i < VMM_SANDBOXES_MAX; i++) {
+		if (vs->sbx[i].used && strcmp(vs->sbx[i].id, r->id) == 0)
+			return; /* still live: this process made it */
+		if (!vs->sbx[i].used && slot == VMM_SANDBOXES_MAX)
+			slot = i;
+	}
+	if (slot == VMM_SANDBOXES_MAX) {
+		log_warnx("sandbox %s: no room to restore it", r->id);
+		return;
+	}
+	snprintf(path, sizeof(path), "workspaces/%s", r->id);
+	if ((r->ws_fd = open(path,
+	         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
+		log_info("sandbox %s: workspace gone, not restored", r->id);
+		return;
+	}
+	r->used = 1;
+	vs->sbx[slot] = *r;
+	log_info("sandbox %s (%s) restored", r->id, r->image);
+}
+
+/* A page of sandbox records: keep the live ones for their variables. */
+static void
+restore_page(struct vmm_state *vs, const void *msg, size_t len,
+    const struct store_wire_reply *hdr, const char *next)
+{
+	struct restore *rs = vs->restore;
+	int64_t now = (int64_t)time(NULL);
+	uint32_t i;
+
+	rs->n = rs->i = 0;
+	for (i = 0; i < hdr->count && rs->n < RESTORE_PAGE; i++) {
+		struct store_sandbox ss;
+		struct sandbox *r = &rs->rec[rs->n];
+		const void *rec;
+		size_t reclen;
+
+		if (store_wire_reply_record(msg, len, i, &rec, &reclen) !=
+		        STORE_OK ||
+		    store_sandbox_decode(rec, reclen, &ss) != STORE_OK)
+			continue;
+		if (ss.expires_ms / 1000 <= now ||
+		    !safe_name(ss.id, SBX_ID_MAX))
+			continue;
+		memset(r, 0, sizeof(*r));
+		if (strlcpy(r->id, ss.id, sizeof(r->id)) >= sizeof(r->id) ||
+		    strlcpy(r->owner, ss.owner, sizeof(r->owner)) >=
+		        sizeof(r->owner) ||
+		    strlcpy(r->image, ss.image, sizeof(r->image)) >=
+		        sizeof(r->image))
+			continue;
+		r->created_at = ss.created_ms / 1000;
+		r->expires_at = ss.expires_ms / 1000;
+		r->ws_fd = -1;
+		rs->n++;
+	}
+	strlcpy(rs->cursor, next, sizeof(rs->cursor));
+	rs->last_page = next[0] == '\0';
+}
+
+/* The variables of rs->rec[rs->i]. */
+static void
+restore_env(struct vmm_state *vs, const void *msg, size_t len,
+    const struct store_wire_reply *hdr, const char *next)
+{
+	struct sandbox *r = &vs->restore->rec[vs->restore->i];
+	uint32_t i;
+	int n;
+
+	for (i = 0; i < hdr->count; i++) {
+		struct store_env e;
+		const void *rec;
+		size_t reclen;
+
+		if (store_wire_reply_record(msg, len, i, &rec, &reclen) !=
+		        STORE_OK ||
+		    store_env_decode(rec, reclen, &e) != STORE_OK ||
+		    e.key[0] == '\0' || strchr(e.key, '=') != NULL)
+			continue;
+		n = snprintf(r->env + r->env_len, sizeof(r->env) - r->env_len,
+		    "%s=%s", e.key, e.value);
+		if (n < 0 || (size_t)n + 1 > sizeof(r->env) - r->env_len)
+			break;
+		r->env_len += (uint32_t)n + 1;
+	}
+	strlcpy(vs->restore->env_cursor, i == hdr->count ? next : "",
+	    sizeof(vs->restore->env_cursor));
+	if (vs->restore->env_cursor[0] != '\0')
+		return;
+	restore_adopt(vs, r);
+	vs->restore->i++;
+}
+
+static void
+restore_next(struct proc_ctx *ctx, struct vmm_state *vs)
+{
+	struct restore *rs = vs->restore;
+
+	if (rs->i < rs->n) {
+		restore_send(ctx, vs, STORE_DB_ENV, rs->rec[rs->i].id,
+		    rs->env_cursor[0] != '\0' ? rs->env_cursor : NULL,
+		    STORE_WIRE_MAX_LIST);
+		return;
+	}
+	if (!rs->last_page) {
+		restore_send(ctx, vs, STORE_DB_SANDBOXES, NULL,
+		    rs->cursor[0] != '\0' ? rs->cursor : NULL, RESTORE_PAGE);
+		return;
+	}
+	restore_sweep(vs);
+	free(vs->restore);
+	vs->restore = NULL;
+	log_info("%s: sandboxes restored from the store", __func__);
+}
+
+static int
+vmm_h_store_reply(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct vmm_state *vs = ctx->arg;
+	struct store_wire_reply hdr;
+	char next[STORE_CURSOR_MAX];
+	struct restore *rs = vs->restore;
+
+	if (rs == NULL || m->hdr.reqid != rs->reqid)
+		return 0; /* an abandoned pass */
+	if (store_wire_reply_decode(m->data, m->hdr.len, &hdr, next) !=
+	        STORE_OK ||
+	    hdr.status != STORE_OK) {
+		log_warnx("%s: the store cannot list: %s", __func__,
+		    store_strerror((int)hdr.status));
+		free(vs->restore);
+		vs->restore = NULL;
+		return 0;
+	}
+	if (rs->i >= rs->n)
+		restore_page(vs, m->data, m->hdr.len, &hdr, next);
+	else
+		restore_env(vs, m->data, m->hdr.len, &hdr, next);
+	restore_next(ctx, vs);
+	return 0;
+}
+
+/* A (new) store link: read the sandboxes back. */
+static void
+vmm_on_peer(struct proc_ctx *ctx, enum proc_id peer)
+{
+	struct vmm_state *vs = ctx->arg;
+
+	if (peer != PROC_STORE)
+		return;
+	free(vs->restore);
+	if ((vs->restore = calloc(1, sizeof(*vs->restore))) == NULL) {
+		log_warnx("%s: out of memory", __func__);
+		return;
+	}
+	vs->restore_epoch++;
+	restore_send(ctx, vs, STORE_DB_SANDBOXES, NULL, NULL, RESTORE_PAGE);
+}
+
 static const struct msg_handler vmm_handlers[] = {
 	MSG_HANDLERS_COMMON,
 	{ MSG_VMM_SANDBOX_CREATE, PROC_BIT(PROC_FRONT),
@@ -1113,6 +1365,8 @@ static const struct msg_handler vmm_handlers[] = {
 	    MSG_H_FD, vmm_h_file },
 	{ MSG_VMM_ENV, PROC_BIT(PROC_FRONT), sizeof(struct msg_vmm_env), 0,
 	    vmm_h_env },
+	{ MSG_STORE_REPLY, PROC_BIT(PROC_STORE), MSG_MAX_PAYLOAD,
+	    MSG_H_VARIABLE, vmm_h_store_reply },
 };
 
 static int
@@ -1166,9 +1420,12 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 	for (i = 0; i < VMM_JOBS_MAX; i++)
 		if (vs->jobs[i].used)
 			kill(vs->jobs[i].pid, SIGKILL);
+	/* The sandboxes outlive this process: their workspaces stay for the
+	 * next one to adopt. */
 	for (i = 0; i < VMM_SANDBOXES_MAX; i++)
-		if (vs->sbx[i].used)
-			sandbox_remove(&vs->sbx[i]);
+		if (vs->sbx[i].used && vs->sbx[i].ws_fd >= 0)
+			close(vs->sbx[i].ws_fd);
+	free(vs->restore);
 	free(buf);
 	return 0;
 }
@@ -1183,6 +1440,7 @@ vmm_main(struct proc_ctx *ctx)
 	ctx->handlers = vmm_handlers;
 	ctx->nhandlers = nitems(vmm_handlers);
 	ctx->arg = &vs;
+	ctx->on_peer = vmm_on_peer;
 	for (i = 0; i < VMM_SANDBOXES_MAX; i++)
 		vs.sbx[i].ws_fd = -1;
 	if (ctx->kvm_fd < 0)
@@ -1195,20 +1453,10 @@ vmm_main(struct proc_ctx *ctx)
 		log_warn("%s: KVM_GET_SUPPORTED_CPUID", __func__);
 	else
 		log_info("%s: /dev/kvm API version %d", __func__, v);
-	/* Workspaces of an earlier life are gone with their sandboxes. */
-	{
-		int wd = open("workspaces", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		DIR *d = wd >= 0 ? fdopendir(wd) : NULL;
-		struct dirent *e;
-
-		while (d != NULL && (e = readdir(d)) != NULL)
-			if (e->d_name[0] != '.')
-				remove_tree(dirfd(d), e->d_name, 0);
-		if (d != NULL)
-			closedir(d);
-		else if (wd >= 0)
-			close(wd);
-	}
+	/* A restarted vmm has its store link from the start; a first one
+	 * may get it later (vmm_on_peer). */
+	if (ctx->fd[PROC_STORE] >= 0)
+		vmm_on_peer(ctx, PROC_STORE);
 	log_info("%s: ready", __func__);
 	return vmm_loop(ctx, &vs);
 }
