@@ -511,6 +511,7 @@ front_backend_new(struct proc_ctx *ctx)
 	fb_file_ops(&fb->ops);
 	fb_audit_ops(&fb->ops);
 	fb_run_ops(&fb->ops);
+	fb_persist_ops(&fb->ops);
 	return fb;
 }
 

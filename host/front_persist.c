@@ -317,3 +317,40 @@ fb_sync_env(struct front_backend *fb, const struct api_principal *who,
 	}
 	return rc;
 }
+
+static int
+fb_token_revoke(void *arg, const struct api_call *call, const char *jti,
+    int64_t exp, struct api_error *err)
+{
+	struct front_backend *fb = arg;
+	struct store_revocation v;
+	struct timespec ts;
+	void *rec;
+	size_t len;
+	int rc;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	memset(&v, 0, sizeof(v));
+	v.jti = jti;
+	v.revoked_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	v.exp_s = exp;
+	if (v.exp_s == 0)
+		v.exp_s = ts.tv_sec +
+		    (int64_t)(fb->ctx->config != NULL
+		            ? fb->ctx->config->token_max_ttl_ms / 1000 + 3600
+		            : 86400);
+	if (store_revocation_encode(&v, &rec, &len) != STORE_OK)
+		return fb_fail(err, API_EBADREQ, "Bad jti");
+	rc = put(
+	    fb, call->who, CAP_ADMIN, jti, STORE_DB_REVOCATIONS, rec, len, err);
+	free(rec);
+	if (rc == API_OK)
+		fb_audit_event(fb, call, "token.revoke", jti, "");
+	return rc;
+}
+
+void
+fb_persist_ops(struct api_backend *ops)
+{
+	ops->token_revoke = fb_token_revoke;
+}

@@ -9,6 +9,7 @@ agent "alice" {
 	allow sandbox:read, sandbox:write, exec, artifact:read, artifact:write
 	exec "cat", "echo"
 }
+agent "root" { allow admin, sandbox:read }
 EOP
 keepd_start "$tmp/test.policy"
 alice=$(mint alice sandbox:read,sandbox:write,exec,artifact:read,artifact:write 30m)
@@ -42,7 +43,22 @@ check() { # what: the sandbox, its env and its file are all there
 	[ "$code" = 404 ] && ok "$1: the deleted one stays deleted" || bad "$1: deleted: $code $body"
 }
 
+# Revocation: the admin revokes one of alice's tokens by its jti.
+victim=$(mint alice sandbox:read 30m)
+jti=$("$KEEP" token inspect "$victim" | sed -n 's/.*"jti":"\([^"]*\)".*/\1/p')
+root=$(mint root admin,sandbox:read 30m)
+req "$victim" GET /v1/sandboxes
+[ "$code" = 200 ] || bad "victim before: $code $body"
+req "$alice" POST /v1/tokens/revoke "{\"jti\":\"$jti\"}"
+[ "$code" = 403 ] && ok "only admin revokes" || bad "revoke by alice: $code $body"
+req "$root" POST /v1/tokens/revoke "{\"jti\":\"$jti\"}"
+[ "$code" = 200 ] && ok "admin revokes $jti" || bad "revoke: $code $body"
+req "$victim" GET /v1/sandboxes
+[ "$code" = 401 ] && [[ $body == *revoked* ]] && ok "the revoked token: 401 ($body)" || bad "revoked: $code $body"
+
 keepd_restart
+req "$victim" GET /v1/sandboxes
+[ "$code" = 401 ] && ok "still revoked after a restart" || bad "revoked after restart: $code $body"
 # The vmm reads the store back as it starts; give it a moment.
 for _ in $(seq 50); do
 	req "$alice" GET "/v1/sandboxes/$sbx"; [ "$code" = 200 ] && break; sleep 0.1
