@@ -51,6 +51,9 @@ req "$dave" GET /v1/sandboxes
 "$KEEP" audit tail -n 1000 --action policy.load --data "$tmp/state/db" >"$tmp/pl" 2>&1
 [ "$(grep -c "blake2b $(b2sum -l 256 "$tmp/policy/test.policy" | cut -d' ' -f1)" "$tmp/pl")" = 2 ] &&
     ok "both policy loads are in the audit log with the policy's hash" || bad "policy.load audit: $(cat "$tmp/pl")"
+"$KEEP" audit tail -n 1000 --action keys.load --data "$tmp/state/db" >"$tmp/kl" 2>&1
+grep -q '1 token issuer key(s), 1 image key(s), blake2b' "$tmp/kl" &&
+    ok "the trusted keys in force are audited" || bad "keys.load audit: $(cat "$tmp/kl")"
 
 # --- the exact envelope for a missing capability.
 gina=$(mint gina sandbox:read,sandbox:write)
