@@ -90,6 +90,9 @@ void fb_persist_run(struct front_backend *, const struct api_principal *,
     const char *id, const char *run_id, const char *command, int ok,
     const struct api_run_result *, int64_t started_ms);
 
+/* A vmm sandbox status (enum sbx_status) as the API error. */
+int fb_sbx_error(int status, struct api_error *err);
+
 /* Give back the concurrency slot a DECIDE_ENTER decision took. */
 void fb_leave(struct front_backend *, const char *principal);
 int fb_refusal(

@@ -107,6 +107,39 @@ put_env(int fd, const struct api_kv *kv)
 }
 
 /*
+ * A background run: the vmm answers as soon as the guest runs; its end
+ * comes later as MSG_VMM_BG_DONE (h_bg_done).
+ */
+static int
+run_background(struct front_backend *fb, const struct api_call *call,
+    uint64_t reqid, const struct msg_vmm_run *q, int mfd, uint64_t *pid,
+    struct api_error *err)
+{
+	struct msg_vmm_run_done d;
+	size_t dlen = sizeof(d);
+	int rfd = -1, rc;
+
+	rc = fb_call(fb, PROC_VMM, MSG_VMM_RUN, reqid, q, sizeof(*q), mfd,
+	    MSG_VMM_RUN_DONE, FB_R_FD, &d, &dlen, &rfd, err);
+	if (rfd >= 0)
+		close(rfd);
+	if (rc != API_OK)
+		return rc > API_ERR_COUNT ? API_EUNAVAIL : rc;
+	d.reason[sizeof(d.reason) - 1] = '\0';
+	switch (d.status) {
+	case RUN_STARTED:
+		*pid = d.pid;
+		fb_audit_event(
+		    fb, call, "run.background", q->sandbox, q->command);
+		return API_OK;
+	case RUN_REFUSED:
+		return fb_fail(err, API_EBADREQ, "%s", d.reason);
+	default:
+		return fb_fail(err, API_EINTERNAL, "%s", d.reason);
+	}
+}
+
+/*
  * Send one run to the vmm and park the request. args/env/stdin are only
  * valid during the op, so they go into the memfd here.
  */
@@ -114,7 +147,7 @@ static int
 run_start(struct front_backend *fb, const struct api_call *call, const char *id,
     const char *command, const char *const *args, size_t nargs,
     const struct api_kv *env, size_t nenv, const char *in, size_t inlen,
-    uint64_t timeout_ms, struct api_error *err)
+    uint64_t timeout_ms, uint64_t *bg_pid, struct api_error *err)
 {
 	struct fb_authz *a = call->authz;
 	struct msg_vmm_run q;
@@ -174,6 +207,11 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 	if (fcntl(mfd, F_ADD_SEALS,
 	        F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) == -1)
 		goto bad;
+	if (bg_pid != NULL) {
+		q.flags = RUN_F_BACKGROUND;
+		rc = run_background(fb, call, a->reqid, &q, mfd, bg_pid, err);
+		goto out;
+	}
 	if ((run = calloc(1, sizeof(*run))) == NULL) {
 		rc = fb_fail(err, API_EINTERNAL, "Out of memory");
 		goto out;
@@ -210,8 +248,8 @@ bad:
 out:
 	if (mfd != -1)
 		close(mfd);
-	/* A parked run gives its slot back when it ends. */
-	if (rc != API_PENDING)
+	/* A parked or background run gives its slot back when it ends. */
+	if (rc != API_PENDING && !(bg_pid != NULL && rc == API_OK))
 		fb_leave(fb, call->who->sub);
 	return rc;
 }
@@ -230,7 +268,21 @@ fb_execute(void *arg, const struct api_call *call, const char *id,
 		return fb_fail(err, API_EBADREQ, "code contains NUL");
 	return run_start(arg, call, id,
 	    ex->language == API_LANG_PYTHON ? "python" : "js", args, 2, NULL, 0,
-	    NULL, 0, ex->timeout_ms, err);
+	    NULL, 0, ex->timeout_ms, NULL, err);
+}
+
+static int
+fb_execute_background(void *arg, const struct api_call *call, const char *id,
+    const struct api_exec *ex, uint64_t *pid, struct api_error *err)
+{
+	const char *args[2] = { ex->language == API_LANG_PYTHON ? "-c" : "-e",
+		ex->code };
+
+	if (memchr(ex->code, '\0', ex->code_len) != NULL)
+		return fb_fail(err, API_EBADREQ, "code contains NUL");
+	return run_start(arg, call, id,
+	    ex->language == API_LANG_PYTHON ? "python" : "js", args, 2, NULL, 0,
+	    NULL, 0, ex->timeout_ms, pid, err);
 }
 
 static int
@@ -239,7 +291,110 @@ fb_command_run(void *arg, const struct api_call *call, const char *id,
     struct api_error *err)
 {
 	return run_start(arg, call, id, c->cmd, c->args, c->nargs, c->env,
-	    c->nenv, c->stdin_data, c->stdin_len, c->timeout_ms, err);
+	    c->nenv, c->stdin_data, c->stdin_len, c->timeout_ms, NULL, err);
+}
+
+static int
+fb_command_background(void *arg, const struct api_call *call, const char *id,
+    const struct api_command *c, uint64_t *pid, struct api_error *err)
+{
+	return run_start(arg, call, id, c->cmd, c->args, c->nargs, c->env,
+	    c->nenv, c->stdin_data, c->stdin_len, c->timeout_ms, pid, err);
+}
+
+static const char *const proc_status[] = {
+	[RUN_EXITED] = "exited",
+	[RUN_FAULT] = "fault",
+	[RUN_TIMEOUT] = "timeout",
+	[RUN_OUTPUT_LIMIT] = "output-limit",
+	[RUN_REFUSED] = "refused",
+	[RUN_ERROR] = "error",
+	[RUN_STARTED] = "running",
+	[RUN_KILLED] = "killed",
+};
+
+static int
+fb_processes(void *arg, const struct api_call *call, const char *id,
+    struct api_process **out, size_t *n, struct api_error *err)
+{
+	struct front_backend *fb = arg;
+	struct fb_authz *a = call->authz;
+	struct msg_vmm_sandbox_ref q;
+	struct msg_vmm_procs *r;
+	size_t rlen, i;
+	int rc;
+
+	if (a == NULL || a->link != PROC_VMM)
+		return fb_fail(err, API_EINTERNAL, "Internal error");
+	if ((r = malloc(sizeof(*r))) == NULL)
+		return fb_fail(err, API_EINTERNAL, "Out of memory");
+	memset(&q, 0, sizeof(q));
+	q.grant = a->d.grant;
+	strlcpy(q.id, id, sizeof(q.id));
+	rlen = sizeof(*r);
+	rc = fb_call(fb, PROC_VMM, MSG_VMM_PROCS, a->reqid, &q, sizeof(q), -1,
+	    MSG_VMM_PROCS_REPLY, 0, r, &rlen, NULL, err);
+	if (rc != API_OK)
+		rc = rc > API_ERR_COUNT ? API_EUNAVAIL : rc;
+	else if ((rc = fb_sbx_error((int)r->status, err)) == API_OK) {
+		if (r->n > SBX_PROCS_MAX)
+			r->n = 0;
+		if ((*out = calloc(r->n ? r->n : 1, sizeof(**out))) == NULL) {
+			free(r);
+			return fb_fail(err, API_EINTERNAL, "Out of memory");
+		}
+		for (i = 0; i < r->n; i++) {
+			struct api_process *p = &(*out)[i];
+
+			p->pid = r->p[i].pid;
+			r->p[i].cmd[sizeof(r->p[i].cmd) - 1] = '\0';
+			strlcpy(p->cmd, r->p[i].cmd, sizeof(p->cmd));
+			strlcpy(p->status,
+			    r->p[i].status < nitems(proc_status) &&
+			            proc_status[r->p[i].status] != NULL
+			        ? proc_status[r->p[i].status]
+			        : "error",
+			    sizeof(p->status));
+			p->exit_code = r->p[i].exit_code;
+			p->started_at = r->p[i].started_at;
+		}
+		*n = r->n;
+	}
+	free(r);
+	return rc;
+}
+
+/* Killing names no program: the decision is exec, without a target. */
+static int
+fb_kill(void *arg, const struct api_call *call, const char *id, uint64_t pid,
+    struct api_error *err)
+{
+	struct front_backend *fb = arg;
+	struct fb_authz *a = call->authz;
+	struct msg_vmm_kill q;
+	size_t rlen = sizeof(q);
+	int rc;
+
+	if (a == NULL || a->link != PROC_VMM || !a->deferred)
+		return fb_fail(err, API_EINTERNAL, "Internal error");
+	rc = fb_decide(
+	    fb, call->who, CAP_EXEC, PROC_VMM, "", a->reqid, 0, &a->d, err);
+	if (rc != API_OK)
+		return rc;
+	fb_audit_decision(fb, call, "", &a->d);
+	if (a->d.grant.decision != GRANT_ALLOW)
+		return fb_refusal(&a->d, CAP_EXEC, err);
+	memset(&q, 0, sizeof(q));
+	q.grant = a->d.grant;
+	strlcpy(q.id, id, sizeof(q.id));
+	q.pid = pid;
+	rc = fb_call(fb, PROC_VMM, MSG_VMM_KILL, a->reqid, &q, sizeof(q), -1,
+	    MSG_VMM_KILL_REPLY, 0, &q, &rlen, NULL, err);
+	if (rc != API_OK)
+		return rc > API_ERR_COUNT ? API_EUNAVAIL : rc;
+	if (q.status == SBX_E_NOTFOUND)
+		return fb_fail(err, API_ENOTFOUND, "No such running process");
+	return fb_sbx_error((int)q.status, err);
 }
 
 static struct fb_run *
@@ -283,6 +438,8 @@ static const char *const status_reason[] = {
 	[RUN_OUTPUT_LIMIT] = "output-limit",
 	[RUN_REFUSED] = "refused",
 	[RUN_ERROR] = "error",
+	[RUN_STARTED] = NULL,
+	[RUN_KILLED] = "killed",
 };
 
 static int
@@ -300,6 +457,7 @@ h_run_done(struct proc_ctx *ctx, const struct msg *m)
 	}
 	r->done = 1;
 	if (d.status >= nitems(status_reason) ||
+	    status_reason[d.status] == NULL ||
 	    memchr(d.reason, '\0', sizeof(d.reason)) == NULL ||
 	    fstat(m->fd, &st) == -1 || d.out_len > (uint64_t)st.st_size ||
 	    d.err_len > (uint64_t)st.st_size - d.out_len ||
@@ -331,9 +489,43 @@ h_run_done(struct proc_ctx *ctx, const struct msg *m)
 	return 0;
 }
 
+/* A background run ended: its slot back, its end in the audit log. */
+static int
+h_bg_done(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct front_backend *fb = *(struct front_backend **)ctx->arg;
+	struct msg_vmm_bg_done d;
+	struct api_principal who;
+	struct api_call call;
+	char target[160], detail[96];
+
+	memcpy(&d, m->data, sizeof(d));
+	if (memchr(d.principal, '\0', sizeof(d.principal)) == NULL ||
+	    memchr(d.id, '\0', sizeof(d.id)) == NULL ||
+	    memchr(d.cmd, '\0', sizeof(d.cmd)) == NULL)
+		return -1;
+	fb_leave(fb, d.principal);
+	memset(&who, 0, sizeof(who));
+	strlcpy(who.sub, d.principal, sizeof(who.sub));
+	memset(&call, 0, sizeof(call));
+	call.who = &who;
+	call.request_id = "";
+	snprintf(target, sizeof(target), "%s %s", d.id, d.cmd);
+	snprintf(detail, sizeof(detail), "pid %llu: %s, exit %d, %llu ms",
+	    (unsigned long long)d.pid,
+	    d.status < nitems(proc_status) && proc_status[d.status] != NULL
+	        ? proc_status[d.status]
+	        : "error",
+	    d.exit_code, (unsigned long long)d.duration_ms);
+	fb_audit_event(fb, &call, "run", target, detail);
+	return 0;
+}
+
 const struct msg_handler fb_run_handlers[] = {
 	{ MSG_VMM_RUN_DONE, PROC_BIT(PROC_VMM), sizeof(struct msg_vmm_run_done),
 	    MSG_H_FD, h_run_done },
+	{ MSG_VMM_BG_DONE, PROC_BIT(PROC_VMM), sizeof(struct msg_vmm_bg_done),
+	    0, h_bg_done },
 };
 const size_t fb_run_nhandlers = nitems(fb_run_handlers);
 
@@ -405,4 +597,8 @@ fb_run_ops(struct api_backend *ops)
 {
 	ops->execute = fb_execute;
 	ops->command_run = fb_command_run;
+	ops->execute_background = fb_execute_background;
+	ops->command_background = fb_command_background;
+	ops->processes = fb_processes;
+	ops->kill = fb_kill;
 }

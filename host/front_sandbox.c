@@ -22,8 +22,8 @@
 	    CAP_BIT(CAP_EXEC) | CAP_BIT(CAP_ARTIFACT_READ) |                   \
 	    CAP_BIT(CAP_ARTIFACT_WRITE))
 
-static int
-sbx_error(int status, struct api_error *err)
+int
+fb_sbx_error(int status, struct api_error *err)
 {
 	switch (status) {
 	case SBX_OK:
@@ -76,7 +76,7 @@ sbx_call(struct front_backend *fb, uint32_t type, uint64_t reqid, const void *q,
 	    MSG_VMM_SANDBOX_INFO, 0, r, &rlen, NULL, err);
 	if (rc != API_OK)
 		return rc > API_ERR_COUNT ? API_EUNAVAIL : rc;
-	return sbx_error((int)r->status, err);
+	return fb_sbx_error((int)r->status, err);
 }
 
 /* "sbx-" and 20 random base32 characters. */
@@ -270,7 +270,7 @@ fb_sandbox_list(void *arg, const struct api_call *call,
 	    sizeof(q), -1, MSG_VMM_SANDBOX_PAGE, 0, r, &rlen, NULL, err);
 	if (rc != API_OK)
 		rc = rc > API_ERR_COUNT ? API_EUNAVAIL : rc;
-	else if ((rc = sbx_error((int)r->status, err)) == API_OK) {
+	else if ((rc = fb_sbx_error((int)r->status, err)) == API_OK) {
 		*n = r->n < max ? r->n : max;
 		for (i = 0; i < *n; i++) {
 			r->items[i].id[sizeof(r->items[i].id) - 1] = '\0';
@@ -349,7 +349,7 @@ env_call(struct front_backend *fb, const struct api_call *call, const char *id,
 	if (r->env_len > sizeof(r->env) ||
 	    (r->env_len > 0 && r->env[r->env_len - 1] != '\0'))
 		return fb_fail(err, API_EINTERNAL, "Internal error");
-	if ((rc = sbx_error((int)r->op, err)) != API_OK || op == ENV_GET)
+	if ((rc = fb_sbx_error((int)r->op, err)) != API_OK || op == ENV_GET)
 		return rc;
 	return fb_sync_env(fb, call->who, id, r->env, r->env_len, err);
 }

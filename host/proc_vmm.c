@@ -60,6 +60,8 @@ struct sandbox {
 	char env[SBX_ENV_MAX];
 	uint32_t env_len;
 	int ws_fd;
+	struct vmm_proc procs[SBX_PROCS_MAX]; /* a ring, procs_next next */
+	uint32_t procs_next;
 };
 
 struct loaded_image {
@@ -77,6 +79,12 @@ struct job {
 	int outfd, errfd;
 	struct vmm_result *res; /* shared with the child */
 	uint64_t deadline; /* monotonic ms: kill after this */
+	/* Its entry in the sandbox's process table. */
+	uint64_t run_pid;
+	int background, killed;
+	char sbx[SBX_ID_MAX];
+	char owner[GRANT_PRINCIPAL_MAX];
+	char cmd[RUN_NAME_MAX];
 };
 
 struct vmm_state {
@@ -88,6 +96,7 @@ struct vmm_state {
 	size_t nkeys;
 	struct restore *restore; /* reading the store back, NULL when done */
 	uint32_t restore_epoch;
+	uint64_t next_pid; /* run numbers, per vmm life */
 };
 
 static int env_valid(const char *, size_t, int);
@@ -790,6 +799,26 @@ run_reply(struct proc_ctx *ctx, enum proc_id to, uint64_t reqid,
 		close(fd);
 }
 
+/* A background run is answered as soon as it runs. */
+static void
+run_started(struct proc_ctx *ctx, enum proc_id to, uint64_t reqid, uint64_t pid)
+{
+	struct msg_vmm_run_done d;
+	int fd;
+
+	memset(&d, 0, sizeof(d));
+	d.status = RUN_STARTED;
+	d.pid = pid;
+	if ((fd = memfd_create("keep-out", MFD_CLOEXEC)) < 0 ||
+	    ctx->fd[to] < 0 ||
+	    msg_send(ctx->fd[to], MSG_VMM_RUN_DONE, MSG_F_REPLY, reqid, &d,
+	        sizeof(d), fd) != MSG_OK)
+		log_warnx("%s: reply for run %llu lost", __func__,
+		    (unsigned long long)reqid);
+	if (fd >= 0)
+		close(fd);
+}
+
 static void
 out_sink(void *arg, int fd, const void *buf, size_t len)
 {
@@ -849,6 +878,91 @@ vm_process(struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_config *cfg,
 		_exit(3);
 	}
 	_exit(0);
+}
+
+/* ---- the process table ----------------------------------------------- */
+
+static struct vmm_proc *
+proc_find(struct sandbox *s, uint64_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < SBX_PROCS_MAX; i++)
+		if (s->procs[i].pid == pid && pid != 0)
+			return &s->procs[i];
+	return NULL;
+}
+
+static void
+proc_add(struct sandbox *s, uint64_t pid, const char *cmd)
+{
+	struct vmm_proc *p = &s->procs[s->procs_next++ % SBX_PROCS_MAX];
+
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	strlcpy(p->cmd, cmd, sizeof(p->cmd));
+	p->status = RUN_STARTED;
+	p->started_at = (int64_t)time(NULL);
+}
+
+static int
+vmm_h_procs(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct vmm_state *vs = ctx->arg;
+	struct msg_vmm_sandbox_ref q;
+	struct msg_vmm_procs *r;
+	struct sandbox *s;
+	struct grant g;
+	uint32_t i, k;
+
+	memcpy(&q, m->data, sizeof(q));
+	if (memchr(q.id, '\0', sizeof(q.id)) == NULL ||
+	    (r = calloc(1, sizeof(*r))) == NULL)
+		return -1;
+	if (check_grant(ctx, m, &q.grant, CAP_SANDBOX_READ, q.id, &g) != 0)
+		r->status = SBX_E_GRANT;
+	else if ((s = sandbox_find(vs, q.id, g.principal)) == NULL)
+		r->status = SBX_E_NOTFOUND;
+	else
+		for (i = 0; i < SBX_PROCS_MAX; i++) {
+			k = (s->procs_next + i) % SBX_PROCS_MAX;
+			if (s->procs[k].pid != 0)
+				r->p[r->n++] = s->procs[k];
+		}
+	msg_reply(ctx, m, MSG_VMM_PROCS_REPLY, r, sizeof(*r), -1);
+	free(r);
+	return 0;
+}
+
+/* Stop a running run of the caller's sandbox; it ends as RUN_KILLED. */
+static int
+vmm_h_kill(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct vmm_state *vs = ctx->arg;
+	struct msg_vmm_kill q;
+	struct grant g;
+	size_t i;
+
+	memcpy(&q, m->data, sizeof(q));
+	if (memchr(q.id, '\0', sizeof(q.id)) == NULL)
+		return -1;
+	q.status = SBX_E_NOTFOUND;
+	if (check_grant(ctx, m, &q.grant, CAP_EXEC, "", &g) != 0)
+		q.status = SBX_E_GRANT;
+	else if (sandbox_find(vs, q.id, g.principal) != NULL)
+		for (i = 0; i < VMM_JOBS_MAX; i++) {
+			struct job *j = &vs->jobs[i];
+
+			if (j->used && j->run_pid == q.pid &&
+			    strcmp(j->sbx, q.id) == 0) {
+				kill(j->pid, SIGKILL);
+				j->killed = 1;
+				q.status = SBX_OK;
+			}
+		}
+	memset(&q.grant, 0, sizeof(q.grant));
+	msg_reply(ctx, m, MSG_VMM_KILL_REPLY, &q, sizeof(q), -1);
+	return 0;
 }
 
 static int
@@ -1006,8 +1120,18 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	job->outfd = outfds[0];
 	job->errfd = outfds[1];
 	job->deadline = mono_ms() + timeout + VMM_GRACE_MS;
-	log_info("run %llu: %s in sandbox %s, vm pid %d",
-	    (unsigned long long)job->reqid, q.command, s->id, (int)pid);
+	job->run_pid = ++vs->next_pid;
+	job->background = (q.flags & RUN_F_BACKGROUND) != 0;
+	strlcpy(job->sbx, s->id, sizeof(job->sbx));
+	strlcpy(job->owner, s->owner, sizeof(job->owner));
+	strlcpy(job->cmd, q.command, sizeof(job->cmd));
+	proc_add(s, job->run_pid, q.command);
+	log_info("run %llu: %s in sandbox %s, vm pid %d, run %llu%s",
+	    (unsigned long long)job->reqid, q.command, s->id, (int)pid,
+	    (unsigned long long)job->run_pid,
+	    job->background ? ", in the background" : "");
+	if (job->background)
+		run_started(ctx, m->from, m->hdr.reqid, job->run_pid);
 	goto done;
 
 error:
@@ -1058,6 +1182,43 @@ join_output(int outfd, int errfd, uint64_t *out_len, uint64_t *err_len)
 	return n == 0 ? 0 : -1;
 }
 
+/*
+ * How a run ended, in its sandbox's process table; a background run's end
+ * goes to the front too (its concurrency slot, the audit log). Its output
+ * is not kept: a background program writes what it wants to keep into
+ * the workspace.
+ */
+static void
+job_record(struct proc_ctx *ctx, const struct job *job, uint32_t st,
+    int exit_code, const struct vmm_result *res)
+{
+	struct vmm_state *vs = ctx->arg;
+	struct msg_vmm_bg_done d;
+	struct vmm_proc *p;
+	struct sandbox *s;
+
+	if ((s = sandbox_find(vs, job->sbx, job->owner)) != NULL &&
+	    (p = proc_find(s, job->run_pid)) != NULL) {
+		p->status = st;
+		p->exit_code = exit_code;
+	}
+	if (!job->background)
+		return;
+	memset(&d, 0, sizeof(d));
+	strlcpy(d.principal, job->owner, sizeof(d.principal));
+	strlcpy(d.id, job->sbx, sizeof(d.id));
+	strlcpy(d.cmd, job->cmd, sizeof(d.cmd));
+	d.pid = job->run_pid;
+	d.status = st;
+	d.exit_code = exit_code;
+	d.duration_ms = (res->boot_us + res->run_us) / 1000;
+	if (ctx->fd[job->from] < 0 ||
+	    msg_send(ctx->fd[job->from], MSG_VMM_BG_DONE, 0, job->reqid, &d,
+	        sizeof(d), -1) != MSG_OK)
+		log_warnx("%s: the end of run %llu not told", __func__,
+		    (unsigned long long)job->run_pid);
+}
+
 static void
 job_finish(struct proc_ctx *ctx, struct job *job)
 {
@@ -1092,14 +1253,20 @@ job_finish(struct proc_ctx *ctx, struct job *job)
 		out_len = err_len = 0;
 		strlcpy(reason, "output lost", sizeof(reason));
 	}
+	if (job->killed) {
+		st = RUN_KILLED;
+		strlcpy(reason, "killed", sizeof(reason));
+	}
 	log_info(
 	    "run %llu done: status %u, exit %d, %llu+%llu bytes, %llu us%s%s",
 	    (unsigned long long)job->reqid, st, res.exit_code,
 	    (unsigned long long)out_len, (unsigned long long)err_len,
 	    (unsigned long long)(res.boot_us + res.run_us),
 	    reason[0] != '\0' ? ": " : "", reason);
-	run_reply(ctx, job->from, job->reqid, st, res.exit_code, reason,
-	    job->outfd, out_len, err_len, &res);
+	job_record(ctx, job, st, res.exit_code, &res);
+	if (!job->background)
+		run_reply(ctx, job->from, job->reqid, st, res.exit_code, reason,
+		    job->outfd, out_len, err_len, &res);
 	close(job->outfd);
 	close(job->errfd);
 	if (job->pidfd >= 0)
@@ -1365,6 +1532,10 @@ static const struct msg_handler vmm_handlers[] = {
 	    MSG_H_FD, vmm_h_file },
 	{ MSG_VMM_ENV, PROC_BIT(PROC_FRONT), sizeof(struct msg_vmm_env), 0,
 	    vmm_h_env },
+	{ MSG_VMM_PROCS, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_sandbox_ref), 0, vmm_h_procs },
+	{ MSG_VMM_KILL, PROC_BIT(PROC_FRONT), sizeof(struct msg_vmm_kill), 0,
+	    vmm_h_kill },
 	{ MSG_STORE_REPLY, PROC_BIT(PROC_STORE), MSG_MAX_PAYLOAD,
 	    MSG_H_VARIABLE, vmm_h_store_reply },
 };

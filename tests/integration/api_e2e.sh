@@ -48,6 +48,27 @@ req "$stok" POST "/v1/sandboxes/$sbx/execute" '{"code":"import sys; sys.exit(3)"
 req "$alice" POST "/v1/sandboxes/$sbx/execute" '{"code":"while True: pass","language":"python","timeout":500}'
 [ "$code" = 200 ] && [ "$(jget "$body" '["reason"]')" = timeout ] && ok "a runaway run is stopped at its time limit" || bad "timeout: $code $body"
 
+# Background runs: a pid at once; the program goes on and leaves a file.
+req "$alice" POST "/v1/sandboxes/$sbx/execute/background" '{"code":"import time\nopen(\"bg.txt\",\"w\").write(\"done\")\nraise SystemExit(7)","language":"python"}'
+bg=$(jget "$body" '["pid"]' 2>/dev/null)
+[ "$code" = 202 ] && [ -n "$bg" ] && ok "execute/background answers at once with a pid" || bad "background: $code $body"
+for _ in $(seq 50); do
+	req "$alice" GET "/v1/sandboxes/$sbx/processes"
+	[[ $body == *'"exit_code":7'* ]] && break; sleep 0.1
+done
+[[ $body == *"\"pid\":$bg,"*'"status":"exited","exit_code":7'* ]] && ok "processes: it exited with 7" || bad "processes: $code $body"
+req "$alice" GET "/v1/sandboxes/$sbx/files/read?path=bg.txt"
+[ "$body" = done ] && ok "the background program wrote its file" || bad "bg file: $code $body"
+req "$alice" POST "/v1/sandboxes/$sbx/execute/kill?pid=$bg"
+[ "$code" = 404 ] && ok "killing an ended process: 404" || bad "kill ended: $code $body"
+
+# JavaScript in the js image.
+req "$alice" POST /v1/sandboxes '{"image":"js"}'
+jsb=$(jget "$body" '["id"]')
+req "$alice" POST "/v1/sandboxes/$jsb/execute" '{"code":"var o = {a: [1, 2, 3]}; console.log(JSON.stringify(o), o.a.reduce(function (s, x) { return s + x; }, 0))","language":"javascript"}'
+[ "$code" = 200 ] && [ "$(jget "$body" '["stdout"]')" = '{"a":[1,2,3]} 6' ] && ok "JavaScript runs in the js sandbox" || bad "js: $code $body"
+req "$alice" DELETE "/v1/sandboxes/$jsb"
+
 req "$alice" POST /v1/sandboxes '{"image":"toolbox"}'
 tb=$(jget "$body" '["id"]')
 req "$alice" POST "/v1/sandboxes/$tb/commands/run" '{"cmd":"wc","args":["-c"],"stdin":"twelve bytes"}'

@@ -78,6 +78,22 @@ grep -q '"exit_code":0' "$tmp/slow" && ok "the first run finished" || bad "slow 
 req "$erin" POST "/v1/sandboxes/$esbx/execute" '{"code":"print(1)","language":"python"}'
 [ "$code" = 200 ] && ok "after it ended, the slot is free" || bad "concurrency after: $code $body"
 
+# A background run holds its slot until it ends, and a kill ends it.
+req "$erin" POST "/v1/sandboxes/$esbx/execute/background" '{"code":"import time; time.sleep(60)","language":"python"}'
+bpid=$(jget "$body" '["pid"]' 2>/dev/null)
+[ "$code" = 202 ] && [ -n "$bpid" ] && ok "execute/background: 202, pid $bpid" || bad "background: $code $body"
+req "$erin" POST "/v1/sandboxes/$esbx/execute" '{"code":"print(1)","language":"python"}'
+[ "$code" = 429 ] && ok "a background run holds the only slot" || bad "background slot: $code $body"
+req "$erin" POST "/v1/sandboxes/$esbx/execute/kill?pid=$bpid"
+[ "$code" = 200 ] || [ "$code" = 204 ] && ok "execute/kill" || bad "kill: $code $body"
+for _ in $(seq 50); do
+	req "$erin" POST "/v1/sandboxes/$esbx/execute" '{"code":"print(1)","language":"python"}'
+	[ "$code" = 200 ] && break; sleep 0.1
+done
+[ "$code" = 200 ] && ok "after the kill, the slot is free" || bad "after kill: $code $body"
+req "$erin" GET "/v1/sandboxes/$esbx/execute/processes"
+[[ $body == *"\"pid\":$bpid,"*'"status":"killed"'* ]] && ok "processes shows it killed" || bad "processes: $code $body"
+
 # --- tokens: expired, wrong audience, unknown key, forged.
 frank=$(mint frank $caps)
 kid=$("$KEEP" key id "$tmp/issuer.public")
