@@ -247,6 +247,9 @@ performer(enum cap_id cap)
 	case CAP_SANDBOX_READ:
 	case CAP_SANDBOX_WRITE:
 		return PROC_VMM; /* sandboxes live with their workspaces */
+	case CAP_IMAGE_READ:
+	case CAP_IMAGE_WRITE:
+		return PROC_VMM; /* it verifies and keeps the images */
 	case CAP_AUDIT_READ:
 		return PROC_STORE;
 	case CAP_EGRESS:
@@ -512,6 +515,7 @@ front_backend_new(struct proc_ctx *ctx)
 	fb_audit_ops(&fb->ops);
 	fb_run_ops(&fb->ops);
 	fb_persist_ops(&fb->ops);
+	fb_image_ops(&fb->ops);
 	return fb;
 }
 

@@ -84,6 +84,7 @@ int fb_persist_env(struct front_backend *, const struct api_principal *,
 int fb_forget_env(struct front_backend *, const struct api_principal *,
     const char *id, const char *key, struct api_error *);
 void fb_persist_ops(struct api_backend *);
+void fb_image_ops(struct api_backend *);
 int fb_sync_env(struct front_backend *, const struct api_principal *,
     const char *id, const char *env, size_t env_len, struct api_error *);
 void fb_persist_run(struct front_backend *, const struct api_principal *,

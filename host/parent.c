@@ -909,10 +909,14 @@ setup(struct parent *ps)
 		char d[PATH_MAX + 16];
 
 		/* Images are the operator's: root-owned, read by the vmm.
-		 * Workspaces are the vmm's to create and remove. */
+		 * Workspaces and uploads are the vmm's. */
 		snprintf(d, sizeof(d), "%s/images", ps->state);
 		make_dir(d, 0755, ps->root_user ? 0 : (uid_t)-1, 0);
 		snprintf(d, sizeof(d), "%s/workspaces", ps->state);
+		make_dir(d, 0700, pw != NULL ? pw->pw_uid : (uid_t)-1,
+		    pw != NULL ? pw->pw_gid : (gid_t)-1);
+		/* Images uploaded through the API, verified by the vmm. */
+		snprintf(d, sizeof(d), "%s/uploads", ps->state);
 		make_dir(d, 0700, pw != NULL ? pw->pw_uid : (uid_t)-1,
 		    pw != NULL ? pw->pw_gid : (gid_t)-1);
 	}

@@ -132,7 +132,8 @@ static const struct seccomp_rule vmm_rules[] = {
 	R(openat, "images and workspaces under the state directory"),
 	R(mkdir, "a sandbox's workspace"),
 	R(rmdir, "a sandbox's workspace"),
-	R(getdents64, "removing a workspace"),
+	R(getdents64, "removing a workspace, listing images"),
+	R(fsync, "an uploaded image is on disk before it is renamed in"),
 	R(memfd_create, "a run's output"),
 	RA(clone, 0, 0x01200011,
 	    "fork a `keepd: vm` process (glibc fork's flags only: no "

@@ -47,8 +47,11 @@ enum {
 	MSG_VMM_PROCS_REPLY = MSG_VMM_BASE + 0x13, /* msg_vmm_procs */
 	MSG_VMM_KILL = MSG_VMM_BASE + 0x14, /* msg_vmm_kill */
 	MSG_VMM_KILL_REPLY = MSG_VMM_BASE + 0x15, /* msg_vmm_kill, status */
-	MSG_VMM_BG_DONE =
-	    MSG_VMM_BASE + 0x16 /* vmm -> front: msg_vmm_bg_done */
+	MSG_VMM_BG_DONE = MSG_VMM_BASE + 0x16, /* vmm -> front: bg_done */
+	MSG_VMM_IMAGE_LIST = MSG_VMM_BASE + 0x18, /* msg_vmm_image_ref */
+	MSG_VMM_IMAGE_PUT = MSG_VMM_BASE + 0x19, /* msg_vmm_image_ref + memfd */
+	MSG_VMM_IMAGE_DELETE = MSG_VMM_BASE + 0x1a, /* msg_vmm_image_ref */
+	MSG_VMM_IMAGES = MSG_VMM_BASE + 0x1b /* msg_vmm_images, the reply */
 };
 
 #define RUN_MAX_ARGS 256
@@ -196,6 +199,40 @@ struct msg_vmm_run {
  * running one (the grant: exec, no target: killing names no program).
  */
 #define RUN_F_BACKGROUND 0x1u
+
+/*
+ * Images: the operator's in images/ (root-owned, read-only to the vmm)
+ * and the API's uploads in uploads/ (the vmm's). An upload must verify
+ * against the trusted image keys, may not take an operator image's name,
+ * and replaces an upload of the same name. Only uploads can be deleted.
+ * Grants: image:read (list) or image:write (put: no target; delete: the
+ * name).
+ */
+#define VMM_IMAGE_LIST_MAX 32
+#define VMM_IMAGE_MAX_BYTES (64u << 20)
+
+struct msg_vmm_image_ref {
+	struct grant grant;
+	char name[RUN_NAME_MAX]; /* delete: NUL-terminated; else "" */
+	uint64_t size; /* put: bytes in the memfd */
+};
+
+struct vmm_image_info {
+	char name[RUN_NAME_MAX];
+	char version[RUN_NAME_MAX];
+	char digest[72]; /* BLAKE2b-256 of the file, hex */
+	uint64_t size;
+	char languages[64]; /* "python", "javascript", "" */
+	uint32_t uploaded; /* 1: from the API */
+	uint32_t pad;
+};
+
+struct msg_vmm_images {
+	uint32_t status; /* enum sbx_status; SBX_E_EXISTS: an operator name */
+	uint32_t n;
+	char reason[128]; /* why an upload was refused */
+	struct vmm_image_info im[VMM_IMAGE_LIST_MAX];
+};
 #define SBX_PROCS_MAX 32
 
 enum run_status {
