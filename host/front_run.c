@@ -364,6 +364,47 @@ fb_processes(void *arg, const struct api_call *call, const char *id,
 	return rc;
 }
 
+/* The sandbox's usage (vmm) and its principal's quotas (policy). */
+static int
+fb_system(void *arg, const struct api_call *call, const char *id,
+    struct api_usage *out, struct api_error *err)
+{
+	struct front_backend *fb = arg;
+	struct fb_authz *a = call->authz;
+	struct msg_vmm_sandbox_ref q;
+	struct msg_vmm_system r;
+	struct msg_policy_leave pq;
+	struct msg_policy_usage pr;
+	size_t rlen = sizeof(r), plen = sizeof(pr);
+	int rc;
+
+	if (a == NULL || a->link != PROC_VMM)
+		return fb_fail(err, API_EINTERNAL, "Internal error");
+	memset(&q, 0, sizeof(q));
+	q.grant = a->d.grant;
+	strlcpy(q.id, id, sizeof(q.id));
+	rc = fb_call(fb, PROC_VMM, MSG_VMM_SYSTEM, a->reqid, &q, sizeof(q), -1,
+	    MSG_VMM_SYSTEM_REPLY, 0, &r, &rlen, NULL, err);
+	if (rc != API_OK)
+		return rc > API_ERR_COUNT ? API_EUNAVAIL : rc;
+	if ((rc = fb_sbx_error((int)r.status, err)) != API_OK)
+		return rc;
+	out->runs = r.runs;
+	out->cpu_ms = r.cpu_ms;
+	out->memory_bytes = r.memory_bytes;
+	out->workspace_bytes = r.workspace_bytes;
+	memset(&pq, 0, sizeof(pq));
+	strlcpy(pq.principal, call->who->sub, sizeof(pq.principal));
+	rc = fb_call(fb, PROC_POLICY, MSG_POLICY_USAGE, ++fb->next_reqid, &pq,
+	    sizeof(pq), -1, MSG_POLICY_USAGE_REPLY, 0, &pr, &plen, NULL, err);
+	if (rc != API_OK)
+		return rc > API_ERR_COUNT ? API_EUNAVAIL : rc;
+	out->budget_remaining = pr.budget_remaining;
+	out->read_tokens = pr.read_tokens;
+	out->write_tokens = pr.write_tokens;
+	return API_OK;
+}
+
 /* Killing names no program: the decision is exec, without a target. */
 static int
 fb_kill(void *arg, const struct api_call *call, const char *id, uint64_t pid,
@@ -601,4 +642,5 @@ fb_run_ops(struct api_backend *ops)
 	ops->command_background = fb_command_background;
 	ops->processes = fb_processes;
 	ops->kill = fb_kill;
+	ops->system = fb_system;
 }

@@ -150,9 +150,10 @@ fb_sandbox_create(void *arg, const struct api_call *call,
 		return fb_fail(err, API_EINTERNAL, "Out of memory");
 	new_id(q->id);
 	/* The decision the API layer asked for had no target yet: decide
-	 * again for this sandbox, so the grant names it. */
+	 * again for this sandbox, so the grant names it (a dry run: the
+	 * operation was counted once already). */
 	rc = fb_decide(fb, call->who, CAP_SANDBOX_WRITE, PROC_VMM, q->id, reqid,
-	    0, &d, err);
+	    DECIDE_DRY_RUN, &d, err);
 	if (rc != API_OK)
 		goto out;
 	if (d.grant.decision != GRANT_ALLOW) {

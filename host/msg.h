@@ -66,6 +66,8 @@ enum msg_type {
 	MSG_POLICY_INFO = 0x0206, /* front -> policy: no payload */
 	MSG_POLICY_INFO_REPLY = 0x0207, /* policy -> front: msg_policy_info */
 	MSG_POLICY_LEAVE = 0x0208, /* front -> policy: msg_policy_leave */
+	MSG_POLICY_USAGE = 0x0209, /* front -> policy: msg_policy_leave */
+	MSG_POLICY_USAGE_REPLY = 0x020a, /* msg_policy_usage */
 
 	/* 0x03xx vmm, 0x04xx store, 0x05xx egress, 0x06xx front: their
 	 * owners define the verbs; the ranges are reserved here. */
@@ -198,6 +200,12 @@ struct msg_policy_decide {
 
 struct msg_policy_leave {
 	char principal[GRANT_PRINCIPAL_MAX]; /* NUL-terminated */
+};
+
+/* A principal's quotas now (GET .../system). */
+struct msg_policy_usage {
+	int64_t budget_remaining; /* -1: no budget */
+	double read_tokens, write_tokens; /* -1: no rate */
 };
 
 struct msg_policy_decision {

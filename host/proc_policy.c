@@ -432,6 +432,28 @@ policy_h_info(struct proc_ctx *ctx, const struct msg *m)
 	return 0;
 }
 
+static int
+policy_h_usage(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct policy_state *ps = ctx->arg;
+	struct msg_policy_leave q;
+	struct msg_policy_usage r;
+	uint64_t left = POLICY_UNLIMITED;
+	double tokens[2] = { -1, -1 };
+
+	memcpy(&q, m->data, sizeof(q));
+	if (memchr(q.principal, '\0', sizeof(q.principal)) == NULL)
+		return -1;
+	if (policy_hooks == &policy_lang_hooks)
+		policy_hooks_levels(ps->compiled, q.principal, &left, tokens);
+	memset(&r, 0, sizeof(r));
+	r.budget_remaining = left == POLICY_UNLIMITED ? -1 : (int64_t)left;
+	r.read_tokens = tokens[0];
+	r.write_tokens = tokens[1];
+	msg_reply(ctx, m, MSG_POLICY_USAGE_REPLY, &r, sizeof(r), -1);
+	return 0;
+}
+
 /* A run that took a concurrency slot (DECIDE_ENTER) has ended. */
 static int
 policy_h_leave(struct proc_ctx *ctx, const struct msg *m)
@@ -460,6 +482,8 @@ static const struct msg_handler policy_handlers[] = {
 	{ MSG_POLICY_INFO, PROC_BIT(PROC_FRONT), 0, 0, policy_h_info },
 	{ MSG_POLICY_LEAVE, PROC_BIT(PROC_FRONT),
 	    sizeof(struct msg_policy_leave), 0, policy_h_leave },
+	{ MSG_POLICY_USAGE, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_policy_leave), 0, policy_h_usage },
 	{ MSG_STORE_REPLY, PROC_BIT(PROC_STORE), MSG_MAX_PAYLOAD,
 	    MSG_H_VARIABLE, policy_h_store_reply },
 };

@@ -62,6 +62,7 @@ struct sandbox {
 	int ws_fd;
 	struct vmm_proc procs[SBX_PROCS_MAX]; /* a ring, procs_next next */
 	uint32_t procs_next;
+	uint64_t runs, run_us, peak_memory; /* usage, this vmm's life */
 };
 
 struct loaded_image {
@@ -1169,6 +1170,72 @@ vmm_h_procs(struct proc_ctx *ctx, const struct msg *m)
 	return 0;
 }
 
+/* Bytes under dir (a workspace), bounded in depth and entries. */
+static uint64_t
+tree_bytes(int dir, int depth, size_t *budget)
+{
+	struct dirent *e;
+	struct stat sb;
+	uint64_t sum = 0;
+	DIR *d;
+	int fd;
+
+	if (depth > 32 ||
+	    (fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return 0;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return 0;
+	}
+	while ((e = readdir(d)) != NULL && *budget > 0) {
+		(*budget)--;
+		if (strcmp(e->d_name, ".") == 0 ||
+		    strcmp(e->d_name, "..") == 0 ||
+		    fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) ==
+		        -1)
+			continue;
+		if (S_ISREG(sb.st_mode))
+			sum += (uint64_t)sb.st_size;
+		else if (S_ISDIR(sb.st_mode) &&
+		    (fd = openat(dirfd(d), e->d_name,
+		         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) !=
+		        -1) {
+			sum += tree_bytes(fd, depth + 1, budget);
+			close(fd);
+		}
+	}
+	closedir(d);
+	return sum;
+}
+
+static int
+vmm_h_system(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct vmm_state *vs = ctx->arg;
+	struct msg_vmm_sandbox_ref q;
+	struct msg_vmm_system r;
+	struct sandbox *s;
+	struct grant g;
+	size_t budget = 100000;
+
+	memcpy(&q, m->data, sizeof(q));
+	if (memchr(q.id, '\0', sizeof(q.id)) == NULL)
+		return -1;
+	memset(&r, 0, sizeof(r));
+	if (check_grant(ctx, m, &q.grant, CAP_SANDBOX_READ, q.id, &g) != 0)
+		r.status = SBX_E_GRANT;
+	else if ((s = sandbox_find(vs, q.id, g.principal)) == NULL)
+		r.status = SBX_E_NOTFOUND;
+	else {
+		r.runs = s->runs;
+		r.cpu_ms = s->run_us / 1000;
+		r.memory_bytes = s->peak_memory;
+		r.workspace_bytes = tree_bytes(s->ws_fd, 0, &budget);
+	}
+	msg_reply(ctx, m, MSG_VMM_SYSTEM_REPLY, &r, sizeof(r), -1);
+	return 0;
+}
+
 /* Stop a running run of the caller's sandbox; it ends as RUN_KILLED. */
 static int
 vmm_h_kill(struct proc_ctx *ctx, const struct msg *m)
@@ -1432,10 +1499,15 @@ job_record(struct proc_ctx *ctx, const struct job *job, uint32_t st,
 	struct vmm_proc *p;
 	struct sandbox *s;
 
-	if ((s = sandbox_find(vs, job->sbx, job->owner)) != NULL &&
-	    (p = proc_find(s, job->run_pid)) != NULL) {
-		p->status = st;
-		p->exit_code = exit_code;
+	if ((s = sandbox_find(vs, job->sbx, job->owner)) != NULL) {
+		s->runs++;
+		s->run_us += res->run_us;
+		if (res->peak_memory > s->peak_memory)
+			s->peak_memory = res->peak_memory;
+		if ((p = proc_find(s, job->run_pid)) != NULL) {
+			p->status = st;
+			p->exit_code = exit_code;
+		}
 	}
 	if (!job->background)
 		return;
@@ -1771,6 +1843,8 @@ static const struct msg_handler vmm_handlers[] = {
 	    sizeof(struct msg_vmm_sandbox_ref), 0, vmm_h_procs },
 	{ MSG_VMM_KILL, PROC_BIT(PROC_FRONT), sizeof(struct msg_vmm_kill), 0,
 	    vmm_h_kill },
+	{ MSG_VMM_SYSTEM, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_sandbox_ref), 0, vmm_h_system },
 	{ MSG_VMM_IMAGE_LIST, PROC_BIT(PROC_FRONT),
 	    sizeof(struct msg_vmm_image_ref), 0, vmm_h_images },
 	{ MSG_VMM_IMAGE_PUT, PROC_BIT(PROC_FRONT),

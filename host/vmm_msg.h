@@ -51,7 +51,9 @@ enum {
 	MSG_VMM_IMAGE_LIST = MSG_VMM_BASE + 0x18, /* msg_vmm_image_ref */
 	MSG_VMM_IMAGE_PUT = MSG_VMM_BASE + 0x19, /* msg_vmm_image_ref + memfd */
 	MSG_VMM_IMAGE_DELETE = MSG_VMM_BASE + 0x1a, /* msg_vmm_image_ref */
-	MSG_VMM_IMAGES = MSG_VMM_BASE + 0x1b /* msg_vmm_images, the reply */
+	MSG_VMM_IMAGES = MSG_VMM_BASE + 0x1b, /* msg_vmm_images, the reply */
+	MSG_VMM_SYSTEM = MSG_VMM_BASE + 0x1c, /* msg_vmm_sandbox_ref */
+	MSG_VMM_SYSTEM_REPLY = MSG_VMM_BASE + 0x1d /* msg_vmm_system */
 };
 
 #define RUN_MAX_ARGS 256
@@ -254,6 +256,16 @@ struct msg_vmm_run_done {
 	uint64_t boot_us;
 	uint64_t pid; /* the run's number in its sandbox's process table */
 	char reason[64]; /* NUL-terminated, "" when exited */
+};
+
+/* A sandbox's usage since the vmm started (GET .../system). */
+struct msg_vmm_system {
+	uint32_t status; /* enum sbx_status */
+	uint32_t pad;
+	uint64_t runs;
+	uint64_t cpu_ms; /* guest time of its runs */
+	uint64_t memory_bytes; /* the most guest memory one run touched */
+	uint64_t workspace_bytes; /* what its workspace holds now */
 };
 
 struct vmm_proc {

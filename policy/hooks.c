@@ -141,6 +141,20 @@ policy_hooks_quota(void *compiled)
 	return compiled != NULL ? ((struct compiled *)compiled)->q : NULL;
 }
 
+void
+policy_hooks_levels(void *compiled, const char *principal,
+    uint64_t *budget_left, double tokens[2])
+{
+	struct compiled *c = compiled;
+
+	*budget_left = POLICY_UNLIMITED;
+	tokens[0] = tokens[1] = -1;
+	if (c != NULL)
+		policy_quota_levels(c->q,
+		    policy_find(c->p, principal, strlen(principal)), now_ns(),
+		    budget_left, tokens);
+}
+
 int
 policy_hooks_enter(void *compiled, const char *principal)
 {

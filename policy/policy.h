@@ -170,6 +170,10 @@ void policy_quota_free(struct policy_quota *q);
  * (at the limit) or POLICY_E_NOTFOUND. */
 int policy_quota_enter(struct policy_quota *q, int principal);
 void policy_quota_leave(struct policy_quota *q, int principal);
+/* What is left at now (ns): the budget (POLICY_UNLIMITED: none) and the
+ * read and write tokens a request could spend at once (-1: no rate). */
+void policy_quota_levels(const struct policy_quota *q, int principal,
+    uint64_t now, uint64_t *budget_left, double tokens[2]);
 /* Every operation has ended (the process that reported them restarted). */
 void policy_quota_leave_all(struct policy_quota *q);
 /* Budget spent so far, and setting it (restored from the store). */

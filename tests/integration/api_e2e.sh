@@ -59,6 +59,9 @@ done
 [[ $body == *"\"pid\":$bg,"*'"status":"exited","exit_code":7'* ]] && ok "processes: it exited with 7" || bad "processes: $code $body"
 req "$alice" GET "/v1/sandboxes/$sbx/files/read?path=bg.txt"
 [ "$body" = done ] && ok "the background program wrote its file" || bad "bg file: $code $body"
+req "$alice" GET "/v1/sandboxes/$sbx/system"
+[ "$code" = 200 ] && [ "$(jget "$body" '["workspace_bytes"]')" = 4 ] && [ "$(jget "$body" '["runs"]')" -ge 4 ] &&
+    ok "system: its runs and the bytes in its workspace" || bad "system: $code $body"
 req "$alice" POST "/v1/sandboxes/$sbx/execute/kill?pid=$bg"
 [ "$code" = 404 ] && ok "killing an ended process: 404" || bad "kill ended: $code $body"
 

@@ -18,6 +18,7 @@ agent "dave" : runner { budget 4 }
 agent "erin" : runner { concurrent 1 }
 agent "frank" : runner
 agent "gina" { allow sandbox:read }
+agent "hank" : runner { budget 100; rate read 10/min }
 EOP
 keepd_start "$tmp/test.policy"
 caps=sandbox:read,sandbox:write,exec
@@ -54,6 +55,16 @@ req "$dave" GET /v1/sandboxes
 "$KEEP" audit tail -n 1000 --action keys.load --data "$tmp/state/db" >"$tmp/kl" 2>&1
 grep -q '1 token issuer key(s), 1 image key(s), blake2b' "$tmp/kl" &&
     ok "the trusted keys in force are audited" || bad "keys.load audit: $(cat "$tmp/kl")"
+
+# --- a sandbox's usage and its owner's quotas.
+hank=$(mint hank $caps)
+req "$hank" POST /v1/sandboxes '{"image":"toolbox"}'
+hsbx=$(jget "$body" '["id"]')
+req "$hank" POST "/v1/sandboxes/$hsbx/commands/run" '{"cmd":"echo","args":["x"]}'
+req "$hank" GET "/v1/sandboxes/$hsbx/system"
+[ "$code" = 200 ] && [ "$(jget "$body" '["budget_remaining"]')" = 97 ] &&
+    [ "$(jget "$body" '["rates"]["read"]')" = 9.0 ] && [ "$(jget "$body" '["rates"]["write"]')" = None ] &&
+    [ "$(jget "$body" '["runs"]')" = 1 ] && ok "system: runs, budget left and rate tokens: $body" || bad "system: $code $body"
 
 # --- the exact envelope for a missing capability.
 gina=$(mint gina sandbox:read,sandbox:write)

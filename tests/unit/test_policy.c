@@ -542,7 +542,59 @@ test_hooks_quota(void **state)
 	policy_lang_hooks.decide(c2, &q, &r);
 	assert_int_equal(r.grant.decision, GRANT_DENY);
 	assert_int_equal(r.reason, POLICY_R_BUDGET);
+	{
+		uint64_t left;
+		double tok[2];
+
+		policy_hooks_levels(c2, "a", &left, tok);
+		assert_int_equal(left, 0);
+		assert_true(tok[0] < 0 && tok[1] < 0);
+		policy_hooks_levels(c2, "b", &left, tok);
+		assert_true(left == POLICY_UNLIMITED);
+	}
 	policy_lang_hooks.free(c2);
+}
+
+/* Rate levels as decide sees them: a full bucket, then one fewer each. */
+static void
+test_quota_levels(void **state)
+{
+	static const char text[] =
+	    "agent \"a\" { allow artifact:read\n rate read 3/min }\n";
+	struct policy *p = NULL;
+	struct policy_quota *q;
+	struct policy_request req;
+	struct policy_result res;
+	uint64_t left, now = 1000000000ull;
+	double tok[2];
+	char err[256];
+
+	assert_int_equal(
+	    policy_compile_text("t", text, strlen(text), &p, err, sizeof(err)),
+	    POLICY_OK);
+	q = policy_quota_new(p);
+	policy_quota_levels(q, 0, now, &left, tok);
+	assert_true(left == POLICY_UNLIMITED);
+	assert_true(tok[0] == 3.0 && tok[1] < 0);
+	memset(&req, 0, sizeof(req));
+	req.principal = "a";
+	req.principal_len = 1;
+	req.cap = CAP_ARTIFACT_READ;
+	policy_decide(p, q, now, &req, &res);
+	assert_true(res.allow);
+	policy_quota_levels(q, 0, now, &left, tok);
+	assert_true(tok[0] == 2.0);
+	policy_decide(p, q, now, &req, &res);
+	policy_decide(p, q, now, &req, &res);
+	policy_quota_levels(q, 0, now, &left, tok);
+	assert_true(tok[0] == 0.0);
+	policy_decide(p, q, now, &req, &res);
+	assert_false(res.allow);
+	/* twenty seconds later, one token is back */
+	policy_quota_levels(q, 0, now + 20000000000ull, &left, tok);
+	assert_true(tok[0] == 1.0);
+	policy_quota_free(q);
+	policy_free(p);
 }
 
 /* ---- the differential test ------------------------------------------ */
@@ -759,6 +811,7 @@ main(void)
 		cmocka_unit_test(test_hash_and_compile_text),
 		cmocka_unit_test(test_hooks),
 		cmocka_unit_test(test_hooks_quota),
+		cmocka_unit_test(test_quota_levels),
 		cmocka_unit_test(test_differential),
 		cmocka_unit_test(test_large),
 	};
