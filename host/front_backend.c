@@ -527,6 +527,8 @@ front_backend_free(struct front_backend *fb)
 	/* Runs must be resumed while the api lives (front_backend_stop). */
 	token_verifier_free(fb->tv);
 	sodium_memzero(fb->bearer, sizeof(fb->bearer));
+	free(fb->audit_buf);
+	fb_revoked_free(fb);
 	free(fb->buf);
 	free(fb);
 }
@@ -542,6 +544,13 @@ front_backend_stop(struct front_backend *fb)
 {
 	fb_runs_fail_all(fb);
 	front_backend_resume(fb);
+	fb_audit_flush(fb);
+}
+
+void
+front_backend_flush(struct front_backend *fb)
+{
+	fb_audit_flush(fb);
 }
 
 void

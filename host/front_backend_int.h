@@ -47,6 +47,10 @@ struct front_backend {
 	char bearer[MSG_TOKEN_MAX]; /* the last authenticated token */
 	size_t bearer_len;
 	struct fb_run *runs; /* list */
+	struct fb_revoked *revoked; /* host/front_revoke.c */
+	uint8_t *audit_buf; /* entries waiting for fb_audit_flush */
+	size_t audit_len;
+	uint32_t audit_count;
 };
 
 /* fb_call reply flags. */
@@ -84,6 +88,8 @@ int fb_persist_env(struct front_backend *, const struct api_principal *,
 int fb_forget_env(struct front_backend *, const struct api_principal *,
     const char *id, const char *key, struct api_error *);
 void fb_persist_ops(struct api_backend *);
+/* Send the audit entries made since the last flush, in one message. */
+void fb_audit_flush(struct front_backend *);
 void fb_image_ops(struct api_backend *);
 int fb_sync_env(struct front_backend *, const struct api_principal *,
     const char *id, const char *env, size_t env_len, struct api_error *);
@@ -110,6 +116,9 @@ void fb_audit_decision(struct front_backend *, const struct api_call *,
 void fb_audit_event(struct front_backend *, const struct api_call *,
     const char *action, const char *target, const char *detail);
 int fb_revoked(void *fb, const char *jti);
+/* A jti the store has just recorded as revoked until exp_s. */
+void fb_revoked_add(struct front_backend *, const char *jti, int64_t exp_s);
+void fb_revoked_free(struct front_backend *);
 void fb_audit_ops(struct api_backend *);
 extern const struct msg_handler fb_store_handlers[];
 extern const size_t fb_store_nhandlers;

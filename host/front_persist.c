@@ -344,8 +344,10 @@ fb_token_revoke(void *arg, const struct api_call *call, const char *jti,
 	rc = put(
 	    fb, call->who, CAP_ADMIN, jti, STORE_DB_REVOCATIONS, rec, len, err);
 	free(rec);
-	if (rc == API_OK)
+	if (rc == API_OK) {
+		fb_revoked_add(fb, jti, v.exp_s);
 		fb_audit_event(fb, call, "token.revoke", jti, "");
+	}
 	return rc;
 }
 
