@@ -246,7 +246,8 @@ fb_persist_run(struct front_backend *fb, const struct api_principal *who,
 	}
 	/* The client's answer does not wait on this record: the run's
 	 * result is its output, which the client already has. */
-	if (put(fb, who, CAP_EXEC, id, STORE_DB_RUNS, rec, len, &err) != API_OK)
+	if (put(fb, who, CAP_EXEC, command, STORE_DB_RUNS, rec, len, &err) !=
+	    API_OK)
 		log_warnx("run %s not recorded: %s", run_id, err.message);
 	free(rec);
 }
