@@ -48,6 +48,7 @@ struct front_backend {
 	size_t bearer_len;
 	struct fb_run *runs; /* list */
 	struct fb_revoked *revoked; /* host/front_revoke.c */
+	struct fb_locks *locks; /* host/front_lock.c */
 	uint8_t *audit_buf; /* entries waiting for fb_audit_flush */
 	size_t audit_len;
 	uint32_t audit_count;
@@ -91,6 +92,12 @@ void fb_persist_ops(struct api_backend *);
 /* Send the audit entries made since the last flush, in one message. */
 void fb_audit_flush(struct front_backend *);
 void fb_image_ops(struct api_backend *);
+void fb_lock_ops(struct api_backend *);
+void fb_locks_free(struct front_backend *);
+/* API_OK, or API_ELOCKED when decision d needs the sandbox's lock and
+ * the call does not name it (Keep-Lock). */
+int fb_lock_check(struct front_backend *, const struct api_call *,
+    const char *sbx, const struct msg_policy_decision *d, struct api_error *);
 int fb_sync_env(struct front_backend *, const struct api_principal *,
     const char *id, const char *env, size_t env_len, struct api_error *);
 void fb_persist_run(struct front_backend *, const struct api_principal *,

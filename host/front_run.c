@@ -171,6 +171,10 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 		    "Not allowed to run %s (exec: the policy's allowlist)",
 		    command);
 	}
+	if ((rc = fb_lock_check(fb, call, id, &a->d, err)) != API_OK) {
+		fb_leave(fb, call->who->sub);
+		return rc;
+	}
 	memset(&q, 0, sizeof(q));
 	if (nargs > RUN_MAX_ARGS || nenv > RUN_MAX_ENV) {
 		fb_leave(fb, call->who->sub);
