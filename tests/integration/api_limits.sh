@@ -20,6 +20,7 @@ agent "frank" : runner
 agent "gina" { allow sandbox:read }
 agent "hank" : runner { budget 100; rate read 10/min }
 agent "ivy" : runner { lock writes }
+agent "ops" { allow admin }
 EOP
 keepd_start "$tmp/test.policy"
 caps=sandbox:read,sandbox:write,exec
@@ -98,6 +99,13 @@ lreq "$lock" DELETE "/v1/sandboxes/$isbx/lock"
 [ "$code" = 204 ] && ok "DELETE lock" || bad "unlock: $code $body"
 lreq "$lock" PATCH "/v1/sandboxes/$isbx/env" '{"env":{"A":"3"}}'
 [ "$code" = 423 ] && ok "a released lock no longer writes" || bad "after unlock: $code $body"
+
+# --- /metrics (admin): requests, decisions, runs and boot times.
+req "$(mint ops admin)" GET /metrics
+[ "$code" = 200 ] && grep -q '^keep_boot_duration_seconds_count [1-9]' <<<"$body" &&
+    grep -q '^keep_runs_total{status="exited"} [1-9]' <<<"$body" &&
+    grep -q '^keep_decisions_total' <<<"$body" && grep -q '^keep_http_requests_total' <<<"$body" &&
+    ok "/metrics has requests, decisions, runs and the boot histogram" || bad "metrics: $code $(head -c 600 <<<"$body")"
 
 # --- the exact envelope for a missing capability.
 gina=$(mint gina sandbox:read,sandbox:write)
