@@ -93,6 +93,10 @@ int fb_persist_env(struct front_backend *, const struct api_principal *,
 int fb_forget_env(struct front_backend *, const struct api_principal *,
     const char *id, const char *key, struct api_error *);
 void fb_persist_ops(struct api_backend *);
+int fb_persist_image(struct front_backend *, const struct api_principal *,
+    const struct api_image *, struct api_error *);
+int fb_forget_image(struct front_backend *, const struct api_principal *,
+    const char *name, struct api_error *);
 /* Send the audit entries made since the last flush, in one message. */
 void fb_audit_flush(struct front_backend *);
 void fb_image_ops(struct api_backend *);
