@@ -89,8 +89,10 @@ fb_audit_decision(struct front_backend *fb, const struct api_call *call,
 	struct store_audit e;
 	char esc[4 * 64 + 1], rule[48];
 
-	log_info("decision %s: %s %s %s on %s: rule %u (line %u)",
-	    call->request_id,
+	/* Every decision is in the audit log; the operator's log has the
+	 * refusals, and the allowed ones with -v. */
+	(d->grant.decision == GRANT_ALLOW ? log_debug : log_info)(
+	    "decision %s: %s %s %s on %s: rule %u (line %u)", call->request_id,
 	    log_escape(
 	        esc, sizeof(esc), call->who->sub, strnlen(call->who->sub, 64)),
 	    d->grant.decision == GRANT_ALLOW ? "allow" : "deny",

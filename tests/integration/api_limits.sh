@@ -214,7 +214,7 @@ grep -q '^event: stdout' "$tmp/sse" && grep -q 'streamed' "$tmp/sse" && grep -q 
     ok "commands/run streams stdout and exit events" || bad "sse: $(cat "$tmp/sse")"
 
 # --- kill -9 of the front while requests are in flight.
-front=$(pgrep -f '^keepd: front' | head -n 1)
+front=$(pgrep -P "$pid" -f '^keepd: front' | head -n 1)
 inflight=
 for i in 1 2 3 4; do
 	curl -s -o /dev/null -H "Authorization: Bearer $frank" "$url/v1/sandboxes" &
@@ -225,6 +225,6 @@ wait $inflight 2>/dev/null
 keepd_wait_ready && req "$frank" GET "/v1/sandboxes/$fsbx" && [ "$code" = 200 ] &&
     ok "after kill -9 of the front, keepd serves again (and the sandbox is there)" ||
     bad "front restart: $code $body"
-[ "$(pgrep -f '^keepd: front' | head -n 1)" != "$front" ] && ok "a new front process" || bad "front not restarted"
+[ "$(pgrep -P "$pid" -f '^keepd: front' | head -n 1)" != "$front" ] && ok "a new front process" || bad "front not restarted"
 
 keepd_finish

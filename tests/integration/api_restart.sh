@@ -67,7 +67,7 @@ check "after a restart of keepd"
 req "$stok" GET "/v1/sandboxes/$sbx"
 [ "$code" = 200 ] && ok "the sandbox token still works" || bad "sandbox token: $code $body"
 
-vmm=$(pgrep -f '^keepd: vmm' | head -n 1)
+vmm=$(pgrep -P "$pid" -f '^keepd: vmm' | head -n 1)
 kill -9 "$vmm"
 for _ in $(seq 100); do
 	req "$alice" GET "/v1/sandboxes/$sbx"; [ "$code" = 200 ] && break; sleep 0.1
