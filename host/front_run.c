@@ -168,6 +168,15 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 		rc = fb_fail(err, API_EINTERNAL, "Runs need a connection");
 		goto out;
 	}
+	/* egress: the token's caps for the run's egress decisions
+	 * (host/vmm_egress.h). */
+	{
+		struct msg_vmm_run_caps rc_caps = { call->who->caps, 0 };
+
+		if (fb->ctx->fd[PROC_VMM] >= 0)
+			msg_send(fb->ctx->fd[PROC_VMM], MSG_VMM_RUN_CAPS, 0,
+			    a->reqid, &rc_caps, sizeof(rc_caps), -1);
+	}
 	if (fb->ctx->fd[PROC_VMM] < 0 ||
 	    msg_send(fb->ctx->fd[PROC_VMM], MSG_VMM_RUN, 0, a->reqid, &q,
 	        sizeof(q), mfd) != MSG_OK) {

@@ -28,6 +28,7 @@
 #include "host/msg.h"
 #include "host/parent.h"
 #include "host/proc.h"
+#include "host/proc_egress.h"
 #include "lib/log.h"
 #include "token/paserk.h"
 
@@ -392,6 +393,8 @@ send_setup(struct parent *ps, enum proc_id c)
 		send_mint_key(ps);
 	if (c == PROC_POLICY)
 		send_policy(ps);
+	if (c == PROC_EGRESS)
+		egress_send_config(&ps->cfg, ps->ctx.fd[PROC_EGRESS]);
 }
 
 /* In the forked child: put each descriptor at its fixed number. */

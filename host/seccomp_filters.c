@@ -117,7 +117,10 @@ const struct seccomp_filter seccomp_policy = { "policy", policy_rules,
 	    R(mkdirat, "workspace directories"),                               \
 	    R(unlinkat, "workspace files"), R(renameat, "workspace files"),    \
 	    R(ftruncate, "workspace files"), R(fstat, "workspace files"),      \
-	    R(newfstatat, "workspace files")
+	    R(newfstatat, "workspace files"),                                  \
+	    R(memfd_create,                                                    \
+	        "a run's output; a guest fetch's request to the "              \
+	        "vmm (KEEP_SYS_FETCH)")
 
 static const struct seccomp_rule vm_rules[] = { VM_RULES };
 
@@ -132,7 +135,7 @@ static const struct seccomp_rule vmm_rules[] = {
 	R(mkdir, "a sandbox's workspace"),
 	R(rmdir, "a sandbox's workspace"),
 	R(getdents64, "removing a workspace"),
-	R(memfd_create, "a run's output"),
+	R(socketpair, "a run's egress relay to its vm process"),
 	RA(clone, 0, 0x01200011,
 	    "fork a `keepd: vm` process (glibc fork's flags only: no "
 	    "threads, no namespaces)"),
@@ -177,6 +180,19 @@ static const struct seccomp_rule egress_rules[] = {
 	R(read, "libcurl, OpenSSL"),
 	R(openat, "the CA bundle"),
 	R(pipe2, "libcurl wakeup pipe"),
+	R(pread64, "requests arrive in a memfd"),
+	R(memfd_create, "replies leave in a memfd"),
+	R(nanosleep, "webhook backoff between attempts"),
+	R(clock_nanosleep, "webhook backoff (glibc nanosleep)"),
+	R(sendmmsg, "glibc resolver: A and AAAA queries at once"),
+	R(bind, "glibc resolver: its UDP socket"),
+	RA(ioctl, 1, FIONREAD, "glibc resolver: FIONREAD on its UDP socket"),
+	R(uname, "OpenSSL reads the kernel name once"),
+	R(getuid, "OpenSSL: secure_getenv checks"),
+	R(geteuid, "OpenSSL: secure_getenv checks"),
+	R(getgid, "OpenSSL: secure_getenv checks"),
+	R(getegid, "OpenSSL: secure_getenv checks"),
+	R(sysinfo, "OpenSSL sizes its pools"),
 };
 
 const struct seccomp_filter seccomp_egress = { "egress", egress_rules,

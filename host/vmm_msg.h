@@ -42,7 +42,23 @@ enum {
 	MSG_VMM_ENV = MSG_VMM_BASE + 0x0a, /* msg_vmm_env */
 	MSG_VMM_ENV_REPLY = MSG_VMM_BASE + 0x0b, /* msg_vmm_env (the result) */
 	MSG_VMM_RUN = MSG_VMM_BASE + 0x10, /* front -> vmm + memfd */
-	MSG_VMM_RUN_DONE = MSG_VMM_BASE + 0x11 /* vmm -> front + memfd */
+	MSG_VMM_RUN_DONE = MSG_VMM_BASE + 0x11, /* vmm -> front + memfd */
+	/* Egress (host/vmm_egress.h): the first two only on a run's own
+	 * socketpair between the vmm and its `keepd: vm` process. */
+	MSG_VMM_FETCH = MSG_VMM_BASE + 0x20, /* vm -> vmm: msg_egress_rep
+						 + memfd (wire request) */
+	MSG_VMM_FETCH_REPLY = MSG_VMM_BASE + 0x21, /* vmm -> vm: same, reply */
+	MSG_VMM_RUN_CAPS = MSG_VMM_BASE + 0x22 /* front -> vmm, just before
+						  MSG_VMM_RUN, same reqid:
+						  msg_vmm_run_caps */
+};
+
+/* The caps of the token that asked for the run: the vmm asks the policy
+ * for the run's egress decisions with them (effective rights = token
+ * caps & policy). A run without this message gets no egress. */
+struct msg_vmm_run_caps {
+	uint32_t token_caps; /* cap_set_t */
+	uint32_t pad; /* 0 */
 };
 
 #define RUN_MAX_ARGS 256

@@ -549,3 +549,10 @@ egress_service_handle(struct egress_ctx *ctx, uint16_t type, const void *msg,
 		return mrc;
 	return rc;
 }
+
+int
+egress_wire_encode_reply(const struct egress_decision *d, unsigned attempts,
+    const struct egress_response *resp, void **reply, size_t *reply_len)
+{
+	return reply_make(d, attempts, resp, reply, reply_len);
+}

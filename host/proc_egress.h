@@ -1,0 +1,71 @@
+/*
+ * The `keepd: egress` process's messages (host/proc_egress.c). The wire
+ * bytes of a request or reply (host/egress/egress.h, egress_wire_*) are
+ * larger than a link's datagram, so they travel in a sealed memfd; the
+ * datagram carries the grant and the memfd's size.
+ *
+ *	vmm   -> egress	MSG_EGRESS_FETCH	msg_egress_req + memfd
+ *	egress -> vmm	MSG_EGRESS_FETCH_REPLY	msg_egress_rep + memfd
+ *	front -> egress	MSG_EGRESS_WEBHOOK	msg_egress_req + memfd
+ *	egress -> front	MSG_EGRESS_WEBHOOK_REPLY msg_egress_rep + memfd
+ *	parent -> egress MSG_EGRESS_CONFIG	msg_egress_config + memfd
+ *
+ * The request's grant is the policy's, minted for link egress with the
+ * request id of the message that carries it, cap `egress`, its target
+ * egress_grant_target() of the request's one rule. A deny grant is
+ * relayed too: the egress process verifies it, audits the refusal and
+ * answers EGRESS_E_NOT_ALLOWED, so every decision is recorded in one
+ * place. A webhook's grant is for the sandbox's owner, and the secret in
+ * its request is replaced by the one the egress process derives.
+ */
+#ifndef KEEP_HOST_PROC_EGRESS_H
+#define KEEP_HOST_PROC_EGRESS_H
+
+#include <stdint.h>
+
+#include "host/config.h"
+#include "host/egress/egress.h"
+#include "host/grant.h"
+#include "host/msg.h"
+
+#define MSG_EGRESS_CONFIG (MSG_EGRESS_BASE + 0x05)
+
+#define EGRESS_MSG_MAX (EGRESS_WIRE_MAX_BODY + (1u << 20)) /* a request */
+#define EGRESS_REPLY_MAX (EGRESS_WIRE_MAX_RESPONSE + (2u << 20))
+
+struct msg_egress_req {
+	struct grant grant;
+	uint64_t len; /* bytes of wire request in the memfd */
+	char sandbox[72]; /* webhooks: the sandbox id, NUL-terminated */
+};
+
+struct msg_egress_rep {
+	uint64_t len; /* bytes of wire reply in the memfd */
+};
+
+/* Limits and sizes; the memfd holds the CA bundle, the hosts table and
+ * the webhook master key, back to back. */
+struct msg_egress_config {
+	uint64_t max_request, max_response;
+	uint64_t timeout_ms, connect_timeout_ms;
+	uint64_t webhook_backoff_ms;
+	uint32_t max_redirects, max_concurrent;
+	uint32_t webhook_attempts;
+	uint32_t key_len; /* 0 or EGRESS_WEBHOOK_KEYBYTES */
+	uint64_t ca_len, hosts_len;
+};
+
+/*
+ * Parent side: read egress.ca_file, egress.hosts_file and
+ * egress.webhook_key_file (as root, before the child can) and send them
+ * with the limits on fd. Logs and sends what it could on failure.
+ */
+void egress_send_config(const struct keepd_config *cfg, int fd);
+
+/* Read a whole memfd/regular file of exactly len bytes (NULL: failed).
+ * Used by both ends of these messages. */
+void *egress_memfd_read(int fd, uint64_t len);
+/* A sealed memfd holding len bytes of p; -1 on failure. */
+int egress_memfd_make(const char *name, const void *p, size_t len);
+
+#endif

@@ -1,0 +1,337 @@
+/*
+ * The vmm's egress relay (host/vmm_egress.h): the vm process's end and
+ * the vmm's end of a run's socketpair.
+ */
+#include <sys/socket.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "host/proc_egress.h"
+#include "host/vmm/vmm.h"
+#include "host/vmm_egress.h"
+#include "host/vmm_msg.h"
+#include "lib/caps.h"
+#include "lib/log.h"
+
+/* Request ids of the vmm's own egress requests: their own range, so a
+ * decision can never be mistaken for one the front asked for. */
+static uint64_t next_reqid = 1ull << 62;
+
+int
+vmm_egress_prepare(struct vmm_egress_run *r, const char *principal,
+    uint32_t token_caps, int *child_fd)
+{
+	int sv[2];
+
+	memset(r, 0, sizeof(*r));
+	r->fd = -1;
+	*child_fd = -1;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1)
+		return -1;
+	r->fd = sv[0];
+	*child_fd = sv[1];
+	strlcpy(r->principal, principal, sizeof(r->principal));
+	r->token_caps = token_caps;
+	return 0;
+}
+
+void
+vmm_egress_close(struct vmm_egress_run *r)
+{
+	if (r->fd >= 0)
+		close(r->fd);
+	free(r->req);
+	memset(r, 0, sizeof(*r));
+	r->fd = -1;
+}
+
+/* ---- the vm process's side -------------------------------------------- */
+
+static int
+child_fetch(
+    void *arg, const void *req, size_t len, void **reply, size_t *reply_len)
+{
+	int fd = (int)(intptr_t)arg, mfd, rfd = MSG_NO_FD;
+	struct msg_egress_rep q, r;
+	struct msg_hdr h;
+	uint8_t *buf;
+	size_t n;
+	int rc = -1;
+
+	*reply = NULL;
+	*reply_len = 0;
+	if ((mfd = egress_memfd_make("keep-fetch", req, len)) == -1)
+		return -1;
+	q.len = len;
+	if (msg_send(fd, MSG_VMM_FETCH, 0, 1, &q, sizeof(q), mfd) != MSG_OK) {
+		close(mfd);
+		return -1;
+	}
+	close(mfd);
+	if ((buf = malloc(MSG_BUFSZ)) == NULL)
+		return -1;
+	/* The vmm answers this one request, or the run is killed. */
+	if (msg_recv(fd, buf, MSG_BUFSZ, &n, &rfd) != MSG_OK ||
+	    n != sizeof(h) + sizeof(r))
+		goto out;
+	memcpy(&h, buf, sizeof(h));
+	memcpy(&r, buf + sizeof(h), sizeof(r));
+	if (h.type != MSG_VMM_FETCH_REPLY || h.len != sizeof(r) ||
+	    rfd == MSG_NO_FD || r.len > EGRESS_REPLY_MAX ||
+	    (*reply = egress_memfd_read(rfd, r.len)) == NULL)
+		goto out;
+	*reply_len = r.len;
+	rc = 0;
+out:
+	if (rfd != MSG_NO_FD)
+		close(rfd);
+	free(buf);
+	return rc;
+}
+
+void
+vmm_egress_child(int child_fd, struct vmm_config *cfg)
+{
+	if (child_fd < 0)
+		return;
+	cfg->fetch = child_fetch;
+	cfg->fetch_arg = (void *)(intptr_t)child_fd;
+}
+
+/* ---- the vmm's side ------------------------------------------------- */
+
+/* Answer the vm with a refusal or failure made here. */
+static void
+answer(struct vmm_egress_run *r, int err, const char *detail)
+{
+	struct egress_decision d;
+	struct msg_egress_rep q;
+	void *wire = NULL;
+	size_t len = 0;
+	int mfd = -1;
+
+	memset(&d, 0, sizeof(d));
+	d.rule = -1;
+	d.addr_class = -1;
+	d.error = err;
+	strlcpy(d.host, r->host, sizeof(d.host));
+	d.port = r->port;
+	strlcpy(d.detail, detail, sizeof(d.detail));
+	if (egress_wire_encode_reply(&d, 0, NULL, &wire, &len) != 0 ||
+	    (mfd = egress_memfd_make("keep-fetch-reply", wire, len)) == -1)
+		log_warnx("%s: cannot answer the vm", __func__);
+	else {
+		q.len = len;
+		if (msg_send(r->fd, MSG_VMM_FETCH_REPLY, MSG_F_REPLY, 1, &q,
+		        sizeof(q), mfd) != MSG_OK)
+			log_warn("%s: send", __func__);
+	}
+	if (mfd != -1)
+		close(mfd);
+	free(wire);
+	free(r->req);
+	r->req = NULL;
+	r->stage = 0;
+	r->reqid = 0;
+}
+
+int
+vmm_egress_event(struct proc_ctx *ctx, struct vmm_egress_run *r)
+{
+	struct msg_policy_decide q;
+	struct msg_egress_rep hdr;
+	struct egress_decoded dec;
+	struct egress_url u;
+	struct msg_hdr h;
+	uint8_t *buf;
+	size_t n;
+	int fd = MSG_NO_FD, rc = -1, t;
+
+	if ((buf = malloc(MSG_BUFSZ)) == NULL)
+		return 0;
+	if (msg_recv(r->fd, buf, MSG_BUFSZ, &n, &fd) != MSG_OK)
+		goto gone; /* the vm process exited */
+	memcpy(&h, buf, n < sizeof(h) ? n : sizeof(h));
+	if (n != sizeof(h) + sizeof(hdr) || h.type != MSG_VMM_FETCH ||
+	    h.flags != 0 || h.pad != 0 || h.len != sizeof(hdr) ||
+	    fd == MSG_NO_FD || r->stage != 0) {
+		log_warnx("%s: malformed request from a vm process", __func__);
+		goto gone;
+	}
+	memcpy(&hdr, buf + sizeof(h), sizeof(hdr));
+	free(r->req);
+	r->req = NULL;
+	if (hdr.len > EGRESS_MSG_MAX ||
+	    (r->req = egress_memfd_read(fd, hdr.len)) == NULL) {
+		log_warnx("%s: unreadable request from a vm process", __func__);
+		goto gone;
+	}
+	r->len = hdr.len;
+	close(fd);
+	fd = MSG_NO_FD;
+	r->host[0] = '\0';
+	r->port = 0;
+	memset(&dec, 0, sizeof(dec));
+	if (egress_wire_decode(MSG_EGRESS_FETCH, r->req, r->len, &dec) != 0 ||
+	    egress_url_parse(dec.req.url, dec.req.url_len, &u) != 0) {
+		egress_wire_decoded_free(&dec);
+		answer(r, EGRESS_E_MSG, "malformed request");
+		rc = 0;
+		goto out;
+	}
+	egress_wire_decoded_free(&dec);
+	strlcpy(r->host, u.host, sizeof(r->host));
+	r->port = u.port;
+	/* The decision, on exactly the destination the URL names. */
+	memset(&q, 0, sizeof(q));
+	q.cap = CAP_EGRESS;
+	q.link = PROC_EGRESS;
+	q.token_caps = r->token_caps;
+	strlcpy(q.principal, r->principal, sizeof(q.principal));
+	t = snprintf(
+	    q.target, sizeof(q.target), "%s:%u", u.host, (unsigned)u.port);
+	q.target_len = (uint32_t)t;
+	if (t <= 0 || (size_t)t >= sizeof(q.target) ||
+	    ctx->fd[PROC_POLICY] < 0) {
+		answer(r, EGRESS_E_INTERNAL, "the policy service is down");
+		rc = 0;
+		goto out;
+	}
+	r->reqid = ++next_reqid;
+	if (msg_send(ctx->fd[PROC_POLICY], MSG_POLICY_DECIDE, 0, r->reqid, &q,
+	        sizeof(q), -1) != MSG_OK) {
+		answer(r, EGRESS_E_INTERNAL, "the policy service is down");
+		rc = 0;
+		goto out;
+	}
+	r->stage = 1;
+	rc = 0;
+	goto out;
+gone:
+	vmm_egress_close(r);
+out:
+	if (fd != MSG_NO_FD)
+		close(fd);
+	free(buf);
+	return rc;
+}
+
+struct vmm_egress_run *
+vmm_egress_find(struct vmm_egress_run *const *runs, size_t n, uint64_t reqid)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (runs[i] != NULL && runs[i]->fd >= 0 &&
+		    runs[i]->stage != 0 && runs[i]->reqid == reqid)
+			return runs[i];
+	return NULL;
+}
+
+/* Which flags the policy bound into the grant's target: the vmm can
+ * read the hash, not forge it, so it states what it finds and egress
+ * checks it again. None match: a deny (its target has no flags). */
+static void
+grant_flags(const struct grant *g, const char *host, uint16_t port,
+    uint8_t *http, uint8_t *priv)
+{
+	char t[EGRESS_GRANT_TARGET_MAX];
+	uint8_t hash[GRANT_HASH_BYTES];
+	int h, p;
+
+	*http = *priv = 0;
+	for (h = 0; h < 2; h++)
+		for (p = 0; p < 2; p++) {
+			if (egress_grant_target(
+			        host, port, h, p, t, sizeof(t)) != 0)
+				continue;
+			grant_target_hash(t, strlen(t), hash);
+			if (memcmp(hash, g->target, sizeof(hash)) == 0) {
+				*http = (uint8_t)h;
+				*priv = (uint8_t)p;
+				return;
+			}
+		}
+}
+
+int
+vmm_egress_decision(
+    struct proc_ctx *ctx, struct vmm_egress_run *r, const struct msg *m)
+{
+	struct msg_policy_decision d;
+	struct msg_egress_req q;
+	struct egress_decoded dec;
+	struct egress_rule rule;
+	void *wire = NULL;
+	size_t wlen = 0;
+	int mfd = -1, rc = -1;
+
+	if (r->stage != 1)
+		return -1;
+	memcpy(&d, m->data, sizeof(d));
+	memset(&dec, 0, sizeof(dec));
+	if (egress_wire_decode(MSG_EGRESS_FETCH, r->req, r->len, &dec) != 0) {
+		answer(r, EGRESS_E_MSG, "malformed request");
+		goto out;
+	}
+	/* The granted destination as the only rule, the run's principal,
+	 * and limits the egress process will cap again. */
+	memset(&rule, 0, sizeof(rule));
+	strlcpy(rule.host, r->host, sizeof(rule.host));
+	rule.port = r->port;
+	grant_flags(
+	    &d.grant, r->host, r->port, &rule.allow_http, &rule.allow_private);
+	dec.req.principal = r->principal;
+	dec.req.rules = &rule;
+	dec.req.nrules = 1;
+	memset(&q, 0, sizeof(q));
+	q.grant = d.grant;
+	if (egress_wire_encode_fetch(&dec.req, &wire, &wlen) != 0 ||
+	    (mfd = egress_memfd_make("keep-egress", wire, wlen)) == -1) {
+		answer(r, EGRESS_E_INTERNAL, "the vmm could not relay");
+		goto out;
+	}
+	q.len = wlen;
+	if (ctx->fd[PROC_EGRESS] < 0 ||
+	    msg_send(ctx->fd[PROC_EGRESS], MSG_EGRESS_FETCH, 0, m->hdr.reqid,
+	        &q, sizeof(q), mfd) != MSG_OK) {
+		answer(r, EGRESS_E_INTERNAL, "the egress service is down");
+		goto out;
+	}
+	free(r->req);
+	r->req = NULL;
+	r->stage = 2;
+	rc = 0;
+out:
+	if (mfd != -1)
+		close(mfd);
+	free(wire);
+	egress_wire_decoded_free(&dec);
+	return rc;
+}
+
+int
+vmm_egress_reply(
+    struct proc_ctx *ctx, struct vmm_egress_run *r, const struct msg *m)
+{
+	struct msg_egress_rep q;
+
+	(void)ctx;
+	memcpy(&q, m->data, sizeof(q));
+	if (r->stage != 2) {
+		close(m->fd);
+		return -1;
+	}
+	/* The reply is passed on as it is: the vm process checks it. */
+	if (msg_send(r->fd, MSG_VMM_FETCH_REPLY, MSG_F_REPLY, 1, &q, sizeof(q),
+	        m->fd) != MSG_OK)
+		log_warn("%s: to the vm process", __func__);
+	close(m->fd);
+	r->stage = 0;
+	r->reqid = 0;
+	return 0;
+}
