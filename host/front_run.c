@@ -35,6 +35,10 @@ struct fb_run {
 	struct api_principal who;
 	char request_id[40];
 	char target[160]; /* sandbox id and command */
+	/* A run nobody waits for (execute/async, host/front_async.c):
+	 * called instead of resuming a request; owns res.out, res.err. */
+	fb_run_done_fn on_done;
+	void *on_done_arg;
 };
 
 static uint64_t
@@ -101,7 +105,8 @@ static int
 run_start(struct front_backend *fb, const struct api_call *call, const char *id,
     const char *command, const char *const *args, size_t nargs,
     const struct api_kv *env, size_t nenv, const char *in, size_t inlen,
-    uint64_t timeout_ms, struct api_error *err)
+    uint64_t timeout_ms, fb_run_done_fn on_done, void *on_done_arg,
+    struct api_error *err)
 {
 	struct fb_authz *a = call->authz;
 	struct msg_vmm_run q;
@@ -163,7 +168,9 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 		rc = fb_fail(err, API_EINTERNAL, "Out of memory");
 		goto out;
 	}
-	if ((run->pending = api_defer(call)) == NULL) {
+	run->on_done = on_done;
+	run->on_done_arg = on_done_arg;
+	if (on_done == NULL && (run->pending = api_defer(call)) == NULL) {
 		free(run);
 		rc = fb_fail(err, API_EINTERNAL, "Runs need a connection");
 		goto out;
@@ -218,7 +225,22 @@ fb_execute(void *arg, const struct api_call *call, const char *id,
 		return fb_fail(err, API_EBADREQ, "code contains NUL");
 	return run_start(arg, call, id,
 	    ex->language == API_LANG_PYTHON ? "python" : "js", args, 2, NULL, 0,
-	    NULL, 0, ex->timeout_ms, err);
+	    NULL, 0, ex->timeout_ms, NULL, NULL, err);
+}
+
+int
+fb_run_async(struct front_backend *fb, const struct api_call *call,
+    const char *id, const struct api_exec *ex, fb_run_done_fn done, void *arg,
+    struct api_error *err)
+{
+	const char *args[2] = { ex->language == API_LANG_PYTHON ? "-c" : "-e",
+		ex->code };
+
+	if (memchr(ex->code, '\0', ex->code_len) != NULL)
+		return fb_fail(err, API_EBADREQ, "code contains NUL");
+	return run_start(fb, call, id,
+	    ex->language == API_LANG_PYTHON ? "python" : "js", args, 2, NULL, 0,
+	    NULL, 0, ex->timeout_ms, done, arg, err);
 }
 
 static int
@@ -227,7 +249,8 @@ fb_command_run(void *arg, const struct api_call *call, const char *id,
     struct api_error *err)
 {
 	return run_start(arg, call, id, c->cmd, c->args, c->nargs, c->env,
-	    c->nenv, c->stdin_data, c->stdin_len, c->timeout_ms, err);
+	    c->nenv, c->stdin_data, c->stdin_len, c->timeout_ms, NULL, NULL,
+	    err);
 }
 
 static struct fb_run *
@@ -322,6 +345,7 @@ h_run_done(struct proc_ctx *ctx, const struct msg *m)
 const struct msg_handler fb_run_handlers[] = {
 	{ MSG_VMM_RUN_DONE, PROC_BIT(PROC_VMM), sizeof(struct msg_vmm_run_done),
 	    MSG_H_FD, h_run_done },
+	FB_ASYNC_HANDLERS, /* host/front_async.c */
 };
 const size_t fb_run_nhandlers = nitems(fb_run_handlers);
 
@@ -367,7 +391,10 @@ front_backend_resume(struct front_backend *fb)
 		}
 		*rp = r->next;
 		run_audit(fb, r);
-		api_resume_run(r->pending, r->rc, &r->res, &r->err);
+		if (r->on_done != NULL)
+			r->on_done(fb, r->on_done_arg, r->rc, &r->res, &r->err);
+		else
+			api_resume_run(r->pending, r->rc, &r->res, &r->err);
 		free(r);
 	}
 }

@@ -98,6 +98,29 @@ egress_memfd_make(const char *name, const void *p, size_t len)
 	return fd;
 }
 
+void
+egress_grant_flags(const struct grant *g, const char *host, uint16_t port,
+    uint8_t *http, uint8_t *priv)
+{
+	char t[EGRESS_GRANT_TARGET_MAX];
+	uint8_t hash[GRANT_HASH_BYTES];
+	int h, p;
+
+	*http = *priv = 0;
+	for (h = 0; h < 2; h++)
+		for (p = 0; p < 2; p++) {
+			if (egress_grant_target(
+			        host, port, h, p, t, sizeof(t)) != 0)
+				continue;
+			grant_target_hash(t, strlen(t), hash);
+			if (memcmp(hash, g->target, sizeof(hash)) == 0) {
+				*http = (uint8_t)h;
+				*priv = (uint8_t)p;
+				return;
+			}
+		}
+}
+
 /* ---- parent side ---------------------------------------------------- */
 
 static void *
@@ -390,6 +413,7 @@ check_grant(struct proc_ctx *ctx, const struct msg *m, const struct grant *in,
     struct grant *g)
 {
 	char t[EGRESS_GRANT_TARGET_MAX];
+	uint8_t hash[GRANT_HASH_BYTES];
 	int rc;
 
 	rc = proc_grant_verify(ctx, m, in, sizeof(*in), g);
@@ -398,10 +422,12 @@ check_grant(struct proc_ctx *ctx, const struct msg *m, const struct grant *in,
 	if (g->cap != CAP_EGRESS || nrules != 1 || rules[0].port == 0 ||
 	    strncmp(g->principal, principal, sizeof(g->principal)) != 0)
 		return GRANT_ERR_TARGET;
+	/* grant_check wants an allow; a deny must be for this target too. */
 	if (egress_grant_target(rules[0].host, rules[0].port,
-	        rules[0].allow_http, rules[0].allow_private, t,
-	        sizeof(t)) != 0 ||
-	    grant_check(g, CAP_EGRESS, t, strlen(t)) != GRANT_OK)
+	        rules[0].allow_http, rules[0].allow_private, t, sizeof(t)) != 0)
+		return GRANT_ERR_TARGET;
+	grant_target_hash(t, strlen(t), hash);
+	if (sodium_memcmp(hash, g->target, sizeof(hash)) != 0)
 		return GRANT_ERR_TARGET;
 	return rc;
 }

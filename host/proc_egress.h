@@ -62,6 +62,15 @@ struct msg_egress_config {
  */
 void egress_send_config(const struct keepd_config *cfg, int fd);
 
+/*
+ * Which flags (allow_http, allow_private) the policy bound into an egress
+ * grant's target for host:port (egress_grant_target). A relay reads
+ * them from the hash; it cannot forge them, and egress checks again.
+ * No match (a deny's target has none): both 0.
+ */
+void egress_grant_flags(const struct grant *g, const char *host, uint16_t port,
+    uint8_t *http, uint8_t *priv);
+
 /* Read a whole memfd/regular file of exactly len bytes (NULL: failed).
  * Used by both ends of these messages. */
 void *egress_memfd_read(int fd, uint64_t len);

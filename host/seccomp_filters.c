@@ -180,6 +180,7 @@ static const struct seccomp_rule egress_rules[] = {
 	R(read, "libcurl, OpenSSL"),
 	R(openat, "the CA bundle"),
 	R(pipe2, "libcurl wakeup pipe"),
+	RA(socketpair, 0, AF_UNIX, "libcurl wakeup socketpair (AF_UNIX only)"),
 	R(pread64, "requests arrive in a memfd"),
 	R(memfd_create, "replies leave in a memfd"),
 	R(nanosleep, "webhook backoff between attempts"),

@@ -232,32 +232,6 @@ vmm_egress_find(struct vmm_egress_run *const *runs, size_t n, uint64_t reqid)
 	return NULL;
 }
 
-/* Which flags the policy bound into the grant's target: the vmm can
- * read the hash, not forge it, so it states what it finds and egress
- * checks it again. None match: a deny (its target has no flags). */
-static void
-grant_flags(const struct grant *g, const char *host, uint16_t port,
-    uint8_t *http, uint8_t *priv)
-{
-	char t[EGRESS_GRANT_TARGET_MAX];
-	uint8_t hash[GRANT_HASH_BYTES];
-	int h, p;
-
-	*http = *priv = 0;
-	for (h = 0; h < 2; h++)
-		for (p = 0; p < 2; p++) {
-			if (egress_grant_target(
-			        host, port, h, p, t, sizeof(t)) != 0)
-				continue;
-			grant_target_hash(t, strlen(t), hash);
-			if (memcmp(hash, g->target, sizeof(hash)) == 0) {
-				*http = (uint8_t)h;
-				*priv = (uint8_t)p;
-				return;
-			}
-		}
-}
-
 int
 vmm_egress_decision(
     struct proc_ctx *ctx, struct vmm_egress_run *r, const struct msg *m)
@@ -283,7 +257,7 @@ vmm_egress_decision(
 	memset(&rule, 0, sizeof(rule));
 	strlcpy(rule.host, r->host, sizeof(rule.host));
 	rule.port = r->port;
-	grant_flags(
+	egress_grant_flags(
 	    &d.grant, r->host, r->port, &rule.allow_http, &rule.allow_private);
 	dec.req.principal = r->principal;
 	dec.req.rules = &rule;

@@ -168,7 +168,8 @@ vm_keep_fetch(struct vm *vm, uint64_t addr, uint64_t size)
 	req.rules = &rule;
 	req.nrules = 1;
 	egress_limits_default(&req.limits);
-	req.limits.max_request = k.req_body_len + k.req_headers_len + 1;
+	req.limits.max_request =
+	    (uint64_t)EGRESS_WIRE_MAX_BODY + FETCH_HEADERS_MAX + EGRESS_URL_MAX;
 	req.limits.max_response = EGRESS_WIRE_MAX_RESPONSE;
 	req.limits.max_resp_headers = 1u << 20;
 	req.limits.timeout_ms = EGRESS_WIRE_MAX_TIMEOUT_MS;
