@@ -829,6 +829,8 @@ vm_process(struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_config *cfg,
 				close(vs->jobs[i].pidfd);
 			if (vs->jobs[i].egress.fd >= 0)
 				close(vs->jobs[i].egress.fd);
+			if (vs->jobs[i].egress.shm >= 0)
+				close(vs->jobs[i].egress.shm);
 		}
 	if (seccomp_filter_install(&seccomp_vm) == -1) {
 		snprintf(res->reason, sizeof(res->reason), "error: seccomp");
@@ -994,7 +996,6 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	        vs->caps_reqid == m->hdr.reqid ? vs->caps : 0, &efd) == -1)
 		goto error;
 	vs->caps_reqid = 0;
-	vmm_egress_child(efd, &cfg);
 	switch (pid = fork()) {
 	case -1:
 		log_warn("%s: fork", __func__);
@@ -1002,8 +1003,10 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 		close(efd);
 		goto error;
 	case 0:
+		vmm_egress_child(&job->egress, efd, &cfg);
 		close(job->egress.fd);
 		job->egress.fd = -1;
+		job->egress.shm = -1; /* now the vm process's own */
 		vm_process(ctx, vs, &cfg, outfds, job->res, s->id);
 	}
 	close(efd);

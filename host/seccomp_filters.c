@@ -117,10 +117,7 @@ const struct seccomp_filter seccomp_policy = { "policy", policy_rules,
 	    R(mkdirat, "workspace directories"),                               \
 	    R(unlinkat, "workspace files"), R(renameat, "workspace files"),    \
 	    R(ftruncate, "workspace files"), R(fstat, "workspace files"),      \
-	    R(newfstatat, "workspace files"),                                  \
-	    R(memfd_create,                                                    \
-	        "a run's output; a guest fetch's request to the "              \
-	        "vmm (KEEP_SYS_FETCH)")
+	    R(newfstatat, "workspace files")
 
 static const struct seccomp_rule vm_rules[] = { VM_RULES };
 
@@ -135,6 +132,7 @@ static const struct seccomp_rule vmm_rules[] = {
 	R(mkdir, "a sandbox's workspace"),
 	R(rmdir, "a sandbox's workspace"),
 	R(getdents64, "removing a workspace"),
+	R(memfd_create, "a run's output; its egress request buffer"),
 	R(socketpair, "a run's egress relay to its vm process"),
 	RA(clone, 0, 0x01200011,
 	    "fork a `keepd: vm` process (glibc fork's flags only: no "

@@ -2,6 +2,7 @@
  * The vmm's egress relay (host/vmm_egress.h): the vm process's end and
  * the vmm's end of a run's socketpair.
  */
+#include <sys/mman.h>
 #include <sys/socket.h>
 
 #include <errno.h>
@@ -28,10 +29,15 @@ vmm_egress_prepare(struct vmm_egress_run *r, const char *principal,
 	int sv[2];
 
 	memset(r, 0, sizeof(*r));
-	r->fd = -1;
+	r->fd = r->shm = -1;
 	*child_fd = -1;
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1)
+	if ((r->shm = memfd_create("keep-fetch", MFD_CLOEXEC)) == -1)
 		return -1;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1) {
+		close(r->shm);
+		r->shm = -1;
+		return -1;
+	}
 	r->fd = sv[0];
 	*child_fd = sv[1];
 	strlcpy(r->principal, principal, sizeof(r->principal));
@@ -44,38 +50,63 @@ vmm_egress_close(struct vmm_egress_run *r)
 {
 	if (r->fd >= 0)
 		close(r->fd);
+	if (r->shm >= 0)
+		close(r->shm);
 	free(r->req);
 	memset(r, 0, sizeof(*r));
-	r->fd = -1;
+	r->fd = r->shm = -1;
 }
 
 /* ---- the vm process's side -------------------------------------------- */
+
+/* The vm process's two descriptors (one run per process). */
+static struct {
+	int sock, shm;
+} child;
+
+static int
+put_all(int fd, const void *p, size_t len)
+{
+	const uint8_t *b = p;
+	off_t off = 0;
+	ssize_t n;
+
+	while ((size_t)off < len) {
+		n = pwrite(fd, b + off, len - (size_t)off, off);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		off += n;
+	}
+	return 0;
+}
 
 static int
 child_fetch(
     void *arg, const void *req, size_t len, void **reply, size_t *reply_len)
 {
-	int fd = (int)(intptr_t)arg, mfd, rfd = MSG_NO_FD;
 	struct msg_egress_rep q, r;
 	struct msg_hdr h;
 	uint8_t *buf;
 	size_t n;
-	int rc = -1;
+	int rfd = MSG_NO_FD, rc = -1;
 
+	(void)arg;
 	*reply = NULL;
 	*reply_len = 0;
-	if ((mfd = egress_memfd_make("keep-fetch", req, len)) == -1)
+	if (ftruncate(child.shm, 0) == -1 ||
+	    ftruncate(child.shm, (off_t)len) == -1 ||
+	    put_all(child.shm, req, len) != 0)
 		return -1;
 	q.len = len;
-	if (msg_send(fd, MSG_VMM_FETCH, 0, 1, &q, sizeof(q), mfd) != MSG_OK) {
-		close(mfd);
+	if (msg_send(child.sock, MSG_VMM_FETCH, 0, 1, &q, sizeof(q), -1) !=
+	    MSG_OK)
 		return -1;
-	}
-	close(mfd);
 	if ((buf = malloc(MSG_BUFSZ)) == NULL)
 		return -1;
 	/* The vmm answers this one request, or the run is killed. */
-	if (msg_recv(fd, buf, MSG_BUFSZ, &n, &rfd) != MSG_OK ||
+	if (msg_recv(child.sock, buf, MSG_BUFSZ, &n, &rfd) != MSG_OK ||
 	    n != sizeof(h) + sizeof(r))
 		goto out;
 	memcpy(&h, buf, sizeof(h));
@@ -94,12 +125,15 @@ out:
 }
 
 void
-vmm_egress_child(int child_fd, struct vmm_config *cfg)
+vmm_egress_child(
+    const struct vmm_egress_run *r, int child_fd, struct vmm_config *cfg)
 {
-	if (child_fd < 0)
+	if (child_fd < 0 || r->shm < 0)
 		return;
+	child.sock = child_fd;
+	child.shm = r->shm;
 	cfg->fetch = child_fetch;
-	cfg->fetch_arg = (void *)(intptr_t)child_fd;
+	cfg->fetch_arg = NULL;
 }
 
 /* ---- the vmm's side ------------------------------------------------- */
@@ -158,21 +192,20 @@ vmm_egress_event(struct proc_ctx *ctx, struct vmm_egress_run *r)
 	memcpy(&h, buf, n < sizeof(h) ? n : sizeof(h));
 	if (n != sizeof(h) + sizeof(hdr) || h.type != MSG_VMM_FETCH ||
 	    h.flags != 0 || h.pad != 0 || h.len != sizeof(hdr) ||
-	    fd == MSG_NO_FD || r->stage != 0) {
+	    fd != MSG_NO_FD || r->stage != 0) {
 		log_warnx("%s: malformed request from a vm process", __func__);
 		goto gone;
 	}
 	memcpy(&hdr, buf + sizeof(h), sizeof(hdr));
 	free(r->req);
 	r->req = NULL;
+	/* One copy out of the shared buffer; only the copy is looked at. */
 	if (hdr.len > EGRESS_MSG_MAX ||
-	    (r->req = egress_memfd_read(fd, hdr.len)) == NULL) {
+	    (r->req = egress_memfd_read(r->shm, hdr.len)) == NULL) {
 		log_warnx("%s: unreadable request from a vm process", __func__);
 		goto gone;
 	}
 	r->len = hdr.len;
-	close(fd);
-	fd = MSG_NO_FD;
 	r->host[0] = '\0';
 	r->port = 0;
 	memset(&dec, 0, sizeof(dec));

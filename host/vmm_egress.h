@@ -32,6 +32,7 @@ struct vmm_config;
 
 struct vmm_egress_run {
 	int fd; /* the vmm's end of the socketpair, -1 when none */
+	int shm; /* memfd the vm process writes its request into, or -1 */
 	char principal[GRANT_PRINCIPAL_MAX];
 	uint32_t token_caps;
 	uint64_t reqid; /* the decision or fetch in flight, 0 none */
@@ -43,14 +44,18 @@ struct vmm_egress_run {
 };
 
 /*
- * Before the fork: make the socketpair. *child_fd is the vm process's
- * end. Returns 0 or -1 (errno set); r->fd is -1 on failure.
+ * Before the fork: make the socketpair and the request buffer (a memfd
+ * both processes share: the vm process may not create one). *child_fd
+ * is the vm process's end. Returns 0 or -1 (errno set); r->fd is -1 on
+ * failure.
  */
 int vmm_egress_prepare(struct vmm_egress_run *r, const char *principal,
     uint32_t token_caps, int *child_fd);
 
-/* In the vm process: let cfg's fetch calls go over child_fd. */
-void vmm_egress_child(int child_fd, struct vmm_config *cfg);
+/* In the vm process, after the fork: let cfg's fetch calls go over
+ * child_fd, with requests written into r->shm. */
+void vmm_egress_child(
+    const struct vmm_egress_run *r, int child_fd, struct vmm_config *cfg);
 
 /* The run is over: close and forget. */
 void vmm_egress_close(struct vmm_egress_run *r);

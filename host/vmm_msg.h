@@ -45,9 +45,11 @@ enum {
 	MSG_VMM_RUN_DONE = MSG_VMM_BASE + 0x11, /* vmm -> front + memfd */
 	/* Egress (host/vmm_egress.h): the first two only on a run's own
 	 * socketpair between the vmm and its `keepd: vm` process. */
-	MSG_VMM_FETCH = MSG_VMM_BASE + 0x20, /* vm -> vmm: msg_egress_rep
-						 + memfd (wire request) */
-	MSG_VMM_FETCH_REPLY = MSG_VMM_BASE + 0x21, /* vmm -> vm: same, reply */
+	MSG_VMM_FETCH = MSG_VMM_BASE + 0x20, /* vm -> vmm: msg_egress_rep;
+						 the request is in the run's
+						 shared memfd */
+	MSG_VMM_FETCH_REPLY = MSG_VMM_BASE + 0x21, /* vmm -> vm:
+						       msg_egress_rep + memfd */
 	MSG_VMM_RUN_CAPS = MSG_VMM_BASE + 0x22 /* front -> vmm, just before
 						  MSG_VMM_RUN, same reqid:
 						  msg_vmm_run_caps */
