@@ -1,0 +1,209 @@
+/*
+ * Unit tests for the egress glue: the grant target that binds the
+ * policy's http/private flags (host/egress/allow.c, policy/hooks.c,
+ * host/proc_egress.c) and the static hosts table (host/egress/hosts.c).
+ */
+#include <sys/socket.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "host/egress/egress.h"
+#include "host/grant.h"
+#include "host/msg.h"
+#include "host/proc_egress.h"
+#include "lib/caps.h"
+#include "policy/policy_hooks.h"
+
+static void
+test_grant_target(void **state)
+{
+	char buf[EGRESS_GRANT_TARGET_MAX], tiny[8];
+
+	(void)state;
+	assert_int_equal(
+	    egress_grant_target("a.test", 443, 0, 0, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "a.test:443");
+	assert_int_equal(
+	    egress_grant_target("a.test", 80, 1, 0, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "a.test:80 http");
+	assert_int_equal(
+	    egress_grant_target("a.test", 8443, 1, 1, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "a.test:8443 http private");
+	assert_int_equal(
+	    egress_grant_target("a.test", 8443, 0, 1, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "a.test:8443 private");
+	assert_int_equal(egress_grant_target("", 443, 0, 0, buf, sizeof(buf)),
+	    EGRESS_E_HOST);
+	assert_int_equal(
+	    egress_grant_target("a.test", 443, 0, 0, tiny, sizeof(tiny)),
+	    EGRESS_E_HOST);
+}
+
+/* The flags a relay reads back are exactly the ones bound. */
+static void
+test_grant_flags(void **state)
+{
+	struct grant g;
+	char t[EGRESS_GRANT_TARGET_MAX];
+	uint8_t http, priv;
+	int h, p;
+
+	(void)state;
+	for (h = 0; h < 2; h++)
+		for (p = 0; p < 2; p++) {
+			memset(&g, 0, sizeof(g));
+			egress_grant_target("x.test", 9, h, p, t, sizeof(t));
+			grant_target_hash(t, strlen(t), g.target);
+			egress_grant_flags(&g, "x.test", 9, &http, &priv);
+			assert_int_equal(http, h);
+			assert_int_equal(priv, p);
+		}
+	/* Another destination's grant yields nothing. */
+	memset(&g, 0, sizeof(g));
+	grant_target_hash("y.test:9 http", 13, g.target);
+	egress_grant_flags(&g, "x.test", 9, &http, &priv);
+	assert_int_equal(http, 0);
+	assert_int_equal(priv, 0);
+}
+
+static void
+decide(void *compiled, const char *target, struct msg_policy_decision *r)
+{
+	struct msg_policy_decide q;
+
+	memset(&q, 0, sizeof(q));
+	memset(r, 0, sizeof(*r));
+	q.cap = CAP_EGRESS;
+	q.link = 5;
+	q.token_caps = CAP_BIT(CAP_EGRESS);
+	strlcpy(q.principal, "bot", sizeof(q.principal));
+	q.target_len = (uint32_t)strlen(target);
+	memcpy(q.target, target, q.target_len);
+	grant_target_hash(q.target, q.target_len, r->grant.target);
+	policy_lang_hooks.decide(compiled, &q, r);
+}
+
+/* The policy process binds the matching entries' flags. */
+static void
+test_policy_binds_flags(void **state)
+{
+	static const char text[] = "role r {\n"
+	                           "\tegress \"a.test\":443 private\n"
+	                           "\tegress \"*.b.test\":80 http\n"
+	                           "\tegress \"c.test\":443\n"
+	                           "}\n"
+	                           "agent \"bot\" : r\n";
+	struct msg_policy_decision r;
+	uint8_t h[GRANT_HASH_BYTES];
+	void *compiled = NULL;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(policy_lang_hooks.compile(text, sizeof(text) - 1,
+	                     &compiled, err, sizeof(err)),
+	    0);
+	decide(compiled, "a.test:443", &r);
+	assert_int_equal(r.grant.decision, GRANT_ALLOW);
+	grant_target_hash("a.test:443 private", 18, h);
+	assert_memory_equal(h, r.grant.target, sizeof(h));
+	decide(compiled, "x.b.test:80", &r);
+	assert_int_equal(r.grant.decision, GRANT_ALLOW);
+	grant_target_hash("x.b.test:80 http", 16, h);
+	assert_memory_equal(h, r.grant.target, sizeof(h));
+	decide(compiled, "c.test:443", &r);
+	assert_int_equal(r.grant.decision, GRANT_ALLOW);
+	grant_target_hash("c.test:443", 10, h);
+	assert_memory_equal(h, r.grant.target, sizeof(h));
+	decide(compiled, "evil.test:443", &r);
+	assert_int_equal(r.grant.decision, GRANT_DENY);
+	grant_target_hash("evil.test:443", 13, h);
+	assert_memory_equal(h, r.grant.target, sizeof(h));
+	policy_lang_hooks.free(compiled);
+}
+
+static void
+test_hosts(void **state)
+{
+	static const char text[] = "# a comment\n"
+	                           "127.0.0.1 good.test Other.Test\n"
+	                           "\n"
+	                           "169.254.169.254\tmeta.test # metadata\r\n"
+	                           "::1 six.test";
+	struct egress_hosts *h = NULL;
+	struct sockaddr_storage out[4];
+	char a[64];
+	size_t n, line;
+
+	(void)state;
+	assert_int_equal(
+	    egress_hosts_parse(text, sizeof(text) - 1, &h, &line), 0);
+	assert_int_equal(
+	    egress_hosts_resolve(h, "other.test", 443, out, 4, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(out[0].ss_family, AF_INET);
+	inet_ntop(
+	    AF_INET, &((struct sockaddr_in *)&out[0])->sin_addr, a, sizeof(a));
+	assert_string_equal(a, "127.0.0.1");
+	assert_int_equal(
+	    egress_hosts_resolve(h, "META.test", 443, out, 4, &n), 0);
+	inet_ntop(
+	    AF_INET, &((struct sockaddr_in *)&out[0])->sin_addr, a, sizeof(a));
+	assert_string_equal(a, "169.254.169.254");
+	assert_int_equal(
+	    egress_hosts_resolve(h, "six.test", 443, out, 4, &n), 0);
+	assert_int_equal(out[0].ss_family, AF_INET6);
+	egress_hosts_free(h);
+}
+
+static void
+test_hosts_malformed(void **state)
+{
+	static const char *const bad[] = {
+		"127.0.0.1 ok.test\nnot-an-address x.test\n",
+		"127.0.0.1 bad_name\n",
+		"127.0.0.1 ok\0nul\n",
+	};
+	static const size_t want_line[] = { 2, 1, 1 };
+	struct egress_hosts *h;
+	size_t i, line;
+
+	(void)state;
+	for (i = 0; i < 2; i++) {
+		h = (void *)1;
+		assert_int_equal(
+		    egress_hosts_parse(bad[i], strlen(bad[i]), &h, &line),
+		    EGRESS_E_MSG);
+		assert_null(h);
+		assert_int_equal(line, want_line[i]);
+	}
+	assert_int_equal(
+	    egress_hosts_parse(bad[2], 17, &h, &line), EGRESS_E_MSG);
+	assert_int_equal(line, want_line[2]);
+	/* Empty is fine: DNS only. */
+	assert_int_equal(egress_hosts_parse("", 0, &h, &line), 0);
+	egress_hosts_free(h);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_grant_target),
+		cmocka_unit_test(test_grant_flags),
+		cmocka_unit_test(test_policy_binds_flags),
+		cmocka_unit_test(test_hosts),
+		cmocka_unit_test(test_hosts_malformed),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
