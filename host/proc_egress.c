@@ -14,7 +14,10 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+#include <sys/socket.h>
+
 #include <errno.h>
+#include <poll.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +37,8 @@
 #include "lib/log.h"
 
 struct egress_state {
+	struct proc_ctx *ctx;
+	uint8_t *buf; /* MSG_BUFSZ, for pings during a transfer */
 	struct egress_ctx *ec;
 	struct egress_hosts *hosts;
 	struct msg_egress_config cfg;
@@ -295,6 +300,71 @@ audit(struct proc_ctx *ctx, uint64_t reqid, const char *principal,
 	free(msg);
 }
 
+/*
+ * A transfer or a webhook's backoff blocks the loop for up to its time
+ * limit, longer than the parent waits for a pong: answer pings (and only
+ * pings; everything else waits for the loop) in the meantime.
+ */
+static void
+egress_tick(void *arg)
+{
+	struct egress_state *es = arg;
+	struct proc_ctx *ctx = es->ctx;
+	struct pollfd pfd;
+	struct msg_hdr h;
+	ssize_t n;
+
+	while (ctx->fd[PROC_PARENT] >= 0) {
+		pfd.fd = ctx->fd[PROC_PARENT];
+		pfd.events = POLLIN;
+		pfd.revents = 0;
+		if (poll(&pfd, 1, 0) != 1 || (pfd.revents & POLLIN) == 0)
+			return;
+		n = recv(pfd.fd, &h, sizeof(h), MSG_PEEK | MSG_DONTWAIT);
+		if (n != (ssize_t)sizeof(h) || h.type != MSG_CTL_PING)
+			return;
+		if (msg_dispatch(ctx, PROC_PARENT, es->buf, MSG_BUFSZ) !=
+		    MSG_OK)
+			return;
+	}
+}
+
+static uint64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Webhook backoff: sleep, answering pings. */
+static void
+egress_sleep(void *arg, uint64_t ms)
+{
+	struct egress_state *es = arg;
+	uint64_t end = mono_ms() + ms, now;
+	struct pollfd pfd;
+
+	while ((now = mono_ms()) < end) {
+		pfd.fd = es->ctx->fd[PROC_PARENT];
+		pfd.events = POLLIN;
+		pfd.revents = 0;
+		if (poll(&pfd, 1, (int)(end - now < 1000 ? end - now : 1000)) ==
+		    1)
+			egress_tick(es);
+	}
+}
+
+static int
+egress_resolve(void *arg, const char *host, uint16_t port,
+    struct sockaddr_storage *out, size_t max, size_t *n)
+{
+	struct egress_state *es = arg;
+
+	return egress_hosts_resolve(es->hosts, host, port, out, max, n);
+}
+
 static int
 egress_h_store_reply(struct proc_ctx *ctx, const struct msg *m)
 {
@@ -345,8 +415,10 @@ egress_h_config(struct proc_ctx *ctx, const struct msg *m)
 	memset(&ec, 0, sizeof(ec));
 	ec.ca_blob = c.ca_len > 0 ? blob : NULL;
 	ec.ca_blob_len = c.ca_len;
-	ec.resolve = egress_hosts_resolve;
-	ec.arg = hosts;
+	ec.resolve = egress_resolve;
+	ec.sleep = egress_sleep;
+	ec.tick = egress_tick;
+	ec.arg = es;
 	if ((rc = egress_ctx_new(&ec, &nctx)) != 0) {
 		log_warnx("%s: %s", __func__, egress_strerror(rc));
 		egress_hosts_free(hosts);
@@ -663,6 +735,9 @@ egress_main(struct proc_ctx *ctx)
 	/* Until the parent's configuration arrives: a random webhook key,
 	 * and no requests served. */
 	randombytes_buf(es.master, sizeof(es.master));
+	es.ctx = ctx;
+	if ((es.buf = malloc(MSG_BUFSZ)) == NULL)
+		fatal("%s", __func__);
 	ctx->arg = &es;
 	ctx->handlers = egress_handlers;
 	ctx->nhandlers = nitems(egress_handlers);

@@ -232,6 +232,10 @@ struct egress_config {
 	egress_wallclock_fn wallclock;
 	egress_sleep_fn sleep;
 	void *arg;
+	/* Called while a transfer runs (at least once a second, from
+	 * libcurl's progress callback), so a single-threaded caller can
+	 * answer its supervisor's pings; NULL: none. Gets arg. */
+	void (*tick)(void *arg);
 };
 
 /* Returns 0, EGRESS_E_NOMEM or EGRESS_E_INTERNAL. Copies the CA blob. */

@@ -339,6 +339,22 @@ map_curl(CURLcode cc, const struct hop *h)
 	}
 }
 
+/* libcurl's progress callback: only the caller's tick, never an abort
+ * (limits are enforced by the write callbacks and timeouts). */
+static int
+xferinfo_cb(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+    curl_off_t ulnow)
+{
+	struct egress_ctx *ctx = arg;
+
+	(void)dltotal;
+	(void)dlnow;
+	(void)ultotal;
+	(void)ulnow;
+	ctx->cfg.tick(ctx->cfg.arg);
+	return 0;
+}
+
 #define SETOPT(c, o, v)                                                        \
 	do {                                                                   \
 		if (curl_easy_setopt((c), (o), (v)) != CURLE_OK)               \
@@ -433,6 +449,11 @@ run_hop(struct egress_ctx *ctx, const struct egress_url *u, const char *method,
 	SETOPT(c, CURLOPT_WRITEFUNCTION, write_cb);
 	SETOPT(c, CURLOPT_WRITEDATA, h);
 	SETOPT(c, CURLOPT_HEADERFUNCTION, header_cb);
+	if (ctx->cfg.tick != NULL) {
+		SETOPT(c, CURLOPT_XFERINFOFUNCTION, xferinfo_cb);
+		SETOPT(c, CURLOPT_XFERINFODATA, ctx);
+		SETOPT(c, CURLOPT_NOPROGRESS, 0L);
+	}
 	SETOPT(c, CURLOPT_HEADERDATA, h);
 	SETOPT(c, CURLOPT_ERRORBUFFER, errbuf);
 	if (strcmp(method, "HEAD") == 0)

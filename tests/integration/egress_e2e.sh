@@ -62,7 +62,7 @@ class H(http.server.BaseHTTPRequestHandler):
         if p == '/ok': return self.send(200, b'hello from loopback')
         if p == '/big': return self.send(200, b'x' * (1 << 20))
         if p == '/slow':
-            time.sleep(4)
+            time.sleep(float(q.get('s', '4')))
             return self.send(200, b'late')
         if p == '/redirect':
             return self.send(302, b'', [('Location', q['to'])])
