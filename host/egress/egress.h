@@ -171,6 +171,10 @@ int egress_addr_permitted(
 int egress_addr_equal(const struct sockaddr *a, socklen_t alen,
     const struct sockaddr *b, socklen_t blen);
 
+/* 0 if m is one of GET HEAD POST PUT PATCH DELETE OPTIONS (exact
+ * case), else EGRESS_E_METHOD. */
+int egress_method_check(const char *m);
+
 /* ---- limits, decisions, the context -------------------------------- */
 
 struct egress_limits {

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "host/egress/egress.h"
+#include "lib/util.h"
 
 static const char *const errstr[] = {
 	[EGRESS_E_URL - EGRESS_E_BASE] = "malformed URL",
@@ -96,4 +97,20 @@ egress_limits_default(struct egress_limits *l)
 	l->connect_timeout_ms = 10000;
 	l->max_redirects = 5;
 	l->max_concurrent = 4;
+}
+
+static const char *const methods[] = { "GET", "HEAD", "POST", "PUT", "PATCH",
+	"DELETE", "OPTIONS" };
+
+int
+egress_method_check(const char *m)
+{
+	size_t i;
+
+	if (m == NULL)
+		return EGRESS_E_METHOD;
+	for (i = 0; i < nitems(methods); i++)
+		if (strcmp(m, methods[i]) == 0)
+			return 0;
+	return EGRESS_E_METHOD;
 }

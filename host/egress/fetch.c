@@ -139,22 +139,6 @@ opensocket_cb(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
 	return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
 }
 
-static const char *const methods[] = { "GET", "HEAD", "POST", "PUT", "PATCH",
-	"DELETE", "OPTIONS" };
-
-static int
-check_method(const char *m)
-{
-	size_t i;
-
-	if (m == NULL)
-		return EGRESS_E_METHOD;
-	for (i = 0; i < nitems(methods); i++)
-		if (strcmp(m, methods[i]) == 0)
-			return 0;
-	return EGRESS_E_METHOD;
-}
-
 /* Headers libcurl or we set, or that change framing or hop behaviour. */
 static const char *const forbidden[] = { "host", "content-length",
 	"transfer-encoding", "connection", "keep-alive", "upgrade", "te",
@@ -532,7 +516,7 @@ egress_fetch(struct egress_ctx *ctx, const struct egress_request *req,
 	h.max_body = req->limits.max_response;
 	h.max_headers = req->limits.max_resp_headers;
 
-	if ((rc = check_method(method)) != 0)
+	if ((rc = egress_method_check(method)) != 0)
 		goto done;
 	reqbytes = url_len + body_len;
 	if ((rc = check_headers(hs, nhs, &reqbytes)) != 0)

@@ -137,19 +137,13 @@ vm_keep_fetch(struct vm *vm, uint64_t addr, uint64_t size)
 	if (k.req_headers_len > 0)
 		memcpy(hblob, hdrs, k.req_headers_len);
 	hblob[k.req_headers_len] = '\0';
-	if (strlen(m) != k.method_len ||
+	if (strlen(m) != k.method_len || egress_method_check(m) != 0 ||
 	    memchr(hblob, '\0', k.req_headers_len) != NULL ||
 	    split_headers(hblob, k.req_headers_len, hs, nitems(hs), &nh) != 0 ||
 	    egress_url_parse(ublob, k.url_len, &u) != 0) {
 		set_reason(
 		    gf, "invalid request", "method, URL or headers malformed");
 		ret = -EINVAL;
-		goto out;
-	}
-	if (vm->cfg->fetch == NULL) {
-		set_reason(gf, "not allowed", "no egress for this run");
-		gf->error = EGRESS_E_NOT_ALLOWED;
-		ret = -EACCES;
 		goto out;
 	}
 	/* Placeholders: the vmm puts the granted rule and the principal. */
@@ -180,6 +174,12 @@ vm_keep_fetch(struct vm *vm, uint64_t addr, uint64_t size)
 	if (egress_wire_encode_fetch(&req, &wire, &wlen) != 0) {
 		set_reason(gf, "invalid request", "method or headers refused");
 		ret = -EINVAL;
+		goto out;
+	}
+	if (vm->cfg->fetch == NULL) {
+		set_reason(gf, "not allowed", "no egress for this run");
+		gf->error = EGRESS_E_NOT_ALLOWED;
+		ret = -EACCES;
 		goto out;
 	}
 	if (vm->cfg->fetch(vm->cfg->fetch_arg, wire, wlen, &reply, &rlen) !=
