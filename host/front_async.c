@@ -80,6 +80,28 @@ audit_hook(
 	fb_audit_event(fb, &call, "webhook", a->url, detail);
 }
 
+/* Output as a JSON string: UTF-8 as it is; other bytes become '?' (a
+ * webhook body must be valid JSON whatever the guest printed). */
+static json_t *
+text(const char *s, size_t len)
+{
+	json_t *j;
+	char *c;
+	size_t i;
+
+	if (s == NULL)
+		return json_string("");
+	if ((j = json_stringn(s, len)) != NULL)
+		return j;
+	if ((c = malloc(len + 1)) == NULL)
+		return NULL;
+	for (i = 0; i < len; i++)
+		c[i] = (unsigned char)s[i] < 0x80 && s[i] != '\0' ? s[i] : '?';
+	j = json_stringn(c, len);
+	free(c);
+	return j;
+}
+
 static char *
 result_json(const struct fb_async *a, int rc, const struct api_run_result *res,
     const struct api_error *err)
@@ -94,12 +116,8 @@ result_json(const struct fb_async *a, int rc, const struct api_run_result *res,
 	if (rc == API_OK) {
 		json_object_set_new(
 		    o, "exit_code", json_integer(res->exit_code));
-		json_object_set_new(o, "stdout",
-		    json_stringn_nocheck(
-		        res->out ? res->out : "", res->out_len));
-		json_object_set_new(o, "stderr",
-		    json_stringn_nocheck(
-		        res->err ? res->err : "", res->err_len));
+		json_object_set_new(o, "stdout", text(res->out, res->out_len));
+		json_object_set_new(o, "stderr", text(res->err, res->err_len));
 		json_object_set_new(o, "duration_ms",
 		    json_integer((json_int_t)res->duration_ms));
 		json_object_set_new(o, "reason", json_string(res->reason));
