@@ -254,8 +254,19 @@ fb_execute_async(void *arg, const struct api_call *call, const char *id,
 		return fb_fail(err, API_EBADREQ,
 		    "webhook_url is not an http(s) URL keep accepts");
 	/* Refuse a destination the policy does not grant before running. */
+	memset(&d, 0, sizeof(d));
+	d.grant.decision = UINT32_MAX; /* no decision unless one comes */
 	rc = hook_decide(
 	    fb, call->who, u.host, u.port, ++fb->next_reqid, &d, err);
+	if (d.grant.decision == GRANT_ALLOW || d.grant.decision == GRANT_DENY) {
+		struct api_call ec = *call; /* the decision was on egress */
+		char target[EGRESS_HOST_MAX + 8];
+
+		ec.cap = CAP_EGRESS;
+		snprintf(
+		    target, sizeof(target), "%s:%u", u.host, (unsigned)u.port);
+		fb_audit_decision(fb, &ec, target, &d);
+	}
 	if (rc != API_OK)
 		return rc;
 	if ((a = calloc(1, sizeof(*a))) == NULL)

@@ -249,8 +249,12 @@ sleep 0.5
 grep -q "allow" "$tmp/egress.audit" && grep -q "good.test" "$tmp/egress.audit" &&
     grep -q "deny" "$tmp/egress.audit" && grep -q "policy: denied" "$tmp/egress.audit" &&
     grep -q "resolved address not allowed" "$tmp/egress.audit" &&
+    grep -q "evil.test:$sp.*deny" "$tmp/egress.audit" &&
     ok "egress decisions are in the audit log ($(grep -c . "$tmp/egress.audit") entries)" ||
     bad "egress audit: $(cat "$tmp/egress.audit")"
+"$KEEP" audit tail -n 1000 --action egress.webhook --data "$tmp/state/db" >"$tmp/hook.audit" 2>&1
+grep -q "allow rule=attempts 3 .*status=200" "$tmp/hook.audit" &&
+    ok "the webhook delivery is in the audit log, with its attempts" || bad "webhook audit: $(cat "$tmp/hook.audit")"
 "$KEEP" audit verify --data "$tmp/state/db" >/dev/null 2>&1 && ok "the audit chain verifies" || bad "audit verify"
 grep -q "keepd/egress: .*egress .*allow host=good.test" "$tmp/log" && ok "decisions are logged" || bad "no egress log line"
 kill -0 "$pid" 2>/dev/null && ok "keepd still running" || bad "keepd died"
