@@ -473,16 +473,10 @@ clamp_limits(const struct egress_state *es, const struct grant *g,
 	l->max_concurrent = (uint16_t)es->cfg.max_concurrent;
 }
 
-/*
- * The grant against the decoded request: authentic, for egress, for
- * exactly the request's one destination and flags, and for the
- * principal the request names. Returns GRANT_OK, GRANT_ERR_DENIED (an
- * authentic refusal) or another GRANT_ERR_*.
- */
-static int
-check_grant(struct proc_ctx *ctx, const struct msg *m, const struct grant *in,
-    const char *principal, const struct egress_rule *rules, size_t nrules,
-    struct grant *g)
+int
+egress_check_grant(const struct proc_ctx *ctx, const struct msg *m,
+    const struct grant *in, const char *principal,
+    const struct egress_rule *rules, size_t nrules, struct grant *g)
 {
 	char t[EGRESS_GRANT_TARGET_MAX];
 	uint8_t hash[GRANT_HASH_BYTES];
@@ -601,7 +595,7 @@ egress_h_fetch(struct proc_ctx *ctx, const struct msg *m)
 		url[dec.req.url_len] = '\0';
 	}
 	principal = dec.req.principal;
-	rc = check_grant(
+	rc = egress_check_grant(
 	    ctx, m, &q.grant, principal, dec.req.rules, dec.req.nrules, &g);
 	if (rc != GRANT_OK || !es->have_config) {
 		const char *why =
@@ -670,7 +664,7 @@ egress_h_webhook(struct proc_ctx *ctx, const struct msg *m)
 	close(m->fd);
 	wh = dec.webhook;
 	strlcpy(url, wh.url, sizeof(url));
-	rc = check_grant(
+	rc = egress_check_grant(
 	    ctx, m, &q.grant, wh.principal, wh.rules, wh.nrules, &g);
 	if (rc != GRANT_OK || !es->have_config ||
 	    egress_webhook_secret(es->master, q.sandbox, secret) != 0) {

@@ -71,6 +71,21 @@ void egress_send_config(const struct keepd_config *cfg, int fd);
 void egress_grant_flags(const struct grant *g, const char *host, uint16_t port,
     uint8_t *http, uint8_t *priv);
 
+/*
+ * The egress process's check of a request's grant (in message m, which
+ * carried it): authentic for this process's link and m's request id,
+ * unexpired, cap `egress`, for the request's principal, and its target
+ * hash equal to egress_grant_target() of the request's one rule (host,
+ * port, http, private). Returns GRANT_OK, GRANT_ERR_DENIED (an authentic
+ * refusal for exactly this destination) or another GRANT_ERR_*; *g gets
+ * the grant when it is authentic.
+ */
+struct proc_ctx;
+struct msg;
+int egress_check_grant(const struct proc_ctx *ctx, const struct msg *m,
+    const struct grant *in, const char *principal,
+    const struct egress_rule *rules, size_t nrules, struct grant *g);
+
 /* Read a whole memfd/regular file of exactly len bytes (NULL: failed).
  * Used by both ends of these messages. */
 void *egress_memfd_read(int fd, uint64_t len);

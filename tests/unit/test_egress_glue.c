@@ -20,6 +20,7 @@
 #include "host/egress/egress.h"
 #include "host/grant.h"
 #include "host/msg.h"
+#include "host/proc.h"
 #include "host/proc_egress.h"
 #include "lib/caps.h"
 #include "policy/policy_hooks.h"
@@ -194,6 +195,101 @@ test_hosts_malformed(void **state)
 	egress_hosts_free(h);
 }
 
+/* ---- the egress process's grant check ------------------------------- */
+
+static uint8_t key[GRANT_KEY_BYTES];
+
+static void
+mint(struct grant *g, uint32_t decision, uint32_t cap, const char *principal,
+    const char *target, uint64_t reqid)
+{
+	memset(g, 0, sizeof(*g));
+	g->link = PROC_EGRESS;
+	g->decision = decision;
+	g->cap = cap;
+	strlcpy(g->principal, principal, sizeof(g->principal));
+	grant_target_hash(target, strlen(target), g->target);
+	g->reqid = reqid;
+	g->expires = grant_now_ms() + 30000;
+	assert_int_equal(grant_mint(g, key), GRANT_OK);
+}
+
+static void
+rule(struct egress_rule *r, const char *host, uint16_t port, int http, int priv)
+{
+	memset(r, 0, sizeof(*r));
+	strlcpy(r->host, host, sizeof(r->host));
+	r->port = port;
+	r->allow_http = (uint8_t)http;
+	r->allow_private = (uint8_t)priv;
+}
+
+/* What the vmm says is checked against what the policy signed. */
+static void
+test_check_grant(void **state)
+{
+	struct proc_ctx ctx;
+	struct msg m;
+	struct grant g, out;
+	struct egress_rule r[2];
+
+	(void)state;
+	memset(&ctx, 0, sizeof(ctx));
+	memset(&m, 0, sizeof(m));
+	ctx.self = PROC_EGRESS;
+	for (size_t i = 0; i < sizeof(key); i++)
+		key[i] = (uint8_t)(i * 7 + 1);
+	memcpy(ctx.grant_key[PROC_EGRESS], key, sizeof(key));
+	ctx.grant_keys_held = PROC_BIT(PROC_EGRESS);
+	m.hdr.reqid = 42;
+
+	mint(&g, GRANT_ALLOW, CAP_EGRESS, "bot", "a.test:443 private", 42);
+	rule(&r[0], "a.test", 443, 0, 1);
+	assert_int_equal(
+	    egress_check_grant(&ctx, &m, &g, "bot", r, 1, &out), GRANT_OK);
+	/* The relay claims http too, or drops private: not what was signed. */
+	rule(&r[0], "a.test", 443, 1, 1);
+	assert_int_equal(egress_check_grant(&ctx, &m, &g, "bot", r, 1, &out),
+	    GRANT_ERR_TARGET);
+	rule(&r[0], "a.test", 443, 0, 0);
+	assert_int_equal(egress_check_grant(&ctx, &m, &g, "bot", r, 1, &out),
+	    GRANT_ERR_TARGET);
+	/* Another host, port, principal, or a second rule. */
+	rule(&r[0], "b.test", 443, 0, 1);
+	assert_int_equal(egress_check_grant(&ctx, &m, &g, "bot", r, 1, &out),
+	    GRANT_ERR_TARGET);
+	rule(&r[0], "a.test", 444, 0, 1);
+	assert_int_equal(egress_check_grant(&ctx, &m, &g, "bot", r, 1, &out),
+	    GRANT_ERR_TARGET);
+	rule(&r[0], "a.test", 443, 0, 1);
+	assert_int_equal(egress_check_grant(&ctx, &m, &g, "other", r, 1, &out),
+	    GRANT_ERR_TARGET);
+	rule(&r[1], "evil.test", 443, 0, 1);
+	assert_int_equal(egress_check_grant(&ctx, &m, &g, "bot", r, 2, &out),
+	    GRANT_ERR_TARGET);
+	/* Another request's grant, a forged one, another cap. */
+	m.hdr.reqid = 43;
+	assert_int_equal(egress_check_grant(&ctx, &m, &g, "bot", r, 1, &out),
+	    GRANT_ERR_REQID);
+	m.hdr.reqid = 42;
+	g.mac[0] ^= 1;
+	assert_int_equal(
+	    egress_check_grant(&ctx, &m, &g, "bot", r, 1, &out), GRANT_ERR_MAC);
+	mint(&g, GRANT_ALLOW, CAP_EXEC, "bot", "a.test:443 private", 42);
+	assert_int_equal(egress_check_grant(&ctx, &m, &g, "bot", r, 1, &out),
+	    GRANT_ERR_TARGET);
+	/* An authentic refusal is reported as one. */
+	mint(&g, GRANT_DENY, CAP_EGRESS, "bot", "a.test:443", 42);
+	rule(&r[0], "a.test", 443, 0, 0);
+	assert_int_equal(egress_check_grant(&ctx, &m, &g, "bot", r, 1, &out),
+	    GRANT_ERR_DENIED);
+	/* A grant for another link does not verify here. */
+	mint(&g, GRANT_ALLOW, CAP_EGRESS, "bot", "a.test:443", 42);
+	g.link = PROC_VMM;
+	assert_int_not_equal(
+	    egress_check_grant(&ctx, &m, &g, "bot", r, 1, &out), GRANT_OK);
+}
+
 int
 main(void)
 {
@@ -203,6 +299,7 @@ main(void)
 		cmocka_unit_test(test_policy_binds_flags),
 		cmocka_unit_test(test_hosts),
 		cmocka_unit_test(test_hosts_malformed),
+		cmocka_unit_test(test_check_grant),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
