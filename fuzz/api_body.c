@@ -26,6 +26,7 @@ static const char *const targets[] = {
 	"POST /v1/policy/check",
 	"POST /v1/sandboxes/sbx-1/files/write?path=f",
 	"POST /v1/images",
+	"POST /v1/tokens/revoke",
 };
 
 int

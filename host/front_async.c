@@ -57,7 +57,8 @@ hook_decide(struct front_backend *fb, const struct api_principal *who,
 	int rc;
 
 	snprintf(target, sizeof(target), "%s:%u", host, (unsigned)port);
-	rc = fb_decide(fb, who, CAP_EGRESS, PROC_EGRESS, target, reqid, d, err);
+	rc = fb_decide(
+	    fb, who, CAP_EGRESS, PROC_EGRESS, target, reqid, 0, d, err);
 	if (rc != API_OK)
 		return rc;
 	if (d->grant.decision != GRANT_ALLOW)

@@ -121,20 +121,20 @@ const struct msg_handler fb_store_handlers[] = {
 };
 const size_t fb_store_nhandlers = nitems(fb_store_handlers);
 
-/* One request to the store and its reply, decoded into hdr. *reply is
- * the raw reply (fb->buf is reused by the next call: copy it). */
-static int
-store_call(struct front_backend *fb, uint16_t type, const void *q, size_t qlen,
-    void **reply, size_t *rlen, struct store_wire_reply *hdr, char *next,
-    struct api_error *err)
+int
+fb_store_call(struct front_backend *fb, uint64_t reqid, uint16_t type,
+    const void *q, size_t qlen, void **reply, size_t *rlen,
+    struct store_wire_reply *hdr, char *next, struct api_error *err)
 {
 	int rc;
 
 	if ((*reply = malloc(MSG_MAX_PAYLOAD)) == NULL)
 		return fb_fail(err, API_EINTERNAL, "Out of memory");
 	*rlen = MSG_MAX_PAYLOAD;
-	rc = fb_call(fb, PROC_STORE, type, ++fb->next_reqid, q, qlen, -1,
-	    MSG_STORE_REPLY, FB_R_VARIABLE, *reply, rlen, NULL, err);
+	if (reqid == 0)
+		reqid = ++fb->next_reqid;
+	rc = fb_call(fb, PROC_STORE, type, reqid, q, qlen, -1, MSG_STORE_REPLY,
+	    FB_R_VARIABLE, *reply, rlen, NULL, err);
 	if (rc == API_OK &&
 	    store_wire_reply_decode(*reply, *rlen, hdr, next) != STORE_OK)
 		rc = fb_fail(err, API_EINTERNAL, "Internal error");
@@ -169,8 +169,8 @@ fb_revoked(void *arg, const char *jti)
 	        NULL, 0, NULL, &q, &qlen) != STORE_OK)
 		return 1;
 	memset(&err, 0, sizeof(err));
-	if (store_call(fb, MSG_STORE_REVOKED, q, qlen, &reply, &rlen, &hdr,
-	        next, &err) == API_OK &&
+	if (fb_store_call(fb, 0, MSG_STORE_REVOKED, q, qlen, &reply, &rlen,
+	        &hdr, next, &err) == API_OK &&
 	    hdr.status == STORE_OK)
 		revoked = hdr.value != 0;
 	else
@@ -196,8 +196,8 @@ fb_audit_list(void *arg, const struct api_call *call,
 	if (store_wire_key_encode(MSG_STORE_LIST, STORE_DB_AUDIT, NULL,
 	        page->cursor, page->limit, NULL, &q, &qlen) != STORE_OK)
 		return fb_fail(err, API_EBADREQ, "Bad cursor");
-	rc = store_call(
-	    fb, MSG_STORE_LIST, q, qlen, &reply, &rlen, &hdr, cursor, err);
+	rc = fb_store_call(
+	    fb, 0, MSG_STORE_LIST, q, qlen, &reply, &rlen, &hdr, cursor, err);
 	free(q);
 	if (rc != API_OK)
 		return rc;

@@ -18,6 +18,7 @@
 #include "host/msg.h"
 #include "lib/caps.h"
 #include "lib/log.h"
+#include "policy/policy.h"
 #include "token/token.h"
 
 static uint64_t
@@ -246,6 +247,9 @@ performer(enum cap_id cap)
 	case CAP_SANDBOX_READ:
 	case CAP_SANDBOX_WRITE:
 		return PROC_VMM; /* sandboxes live with their workspaces */
+	case CAP_IMAGE_READ:
+	case CAP_IMAGE_WRITE:
+		return PROC_VMM; /* it verifies and keeps the images */
 	case CAP_AUDIT_READ:
 		return PROC_STORE;
 	case CAP_EGRESS:
@@ -258,7 +262,7 @@ performer(enum cap_id cap)
 int
 fb_decide(struct front_backend *fb, const struct api_principal *who,
     enum cap_id cap, enum proc_id link, const char *target, uint64_t reqid,
-    struct msg_policy_decision *d, struct api_error *err)
+    uint32_t flags, struct msg_policy_decision *d, struct api_error *err)
 {
 	struct msg_policy_decide q;
 	size_t rlen = sizeof(*d);
@@ -268,6 +272,7 @@ fb_decide(struct front_backend *fb, const struct api_principal *who,
 	q.cap = cap;
 	q.link = link;
 	q.token_caps = who->caps;
+	q.flags = flags;
 	if (strlcpy(q.principal, who->sub, sizeof(q.principal)) >=
 	    sizeof(q.principal))
 		return fb_fail(err, API_EFORBIDDEN, "Principal name too long");
@@ -282,24 +287,48 @@ fb_decide(struct front_backend *fb, const struct api_principal *who,
 	return API_OK;
 }
 
-/* A decision's refusal as the API error a client sees. */
+void
+fb_leave(struct front_backend *fb, const char *principal)
+{
+	struct msg_policy_leave q;
+
+	memset(&q, 0, sizeof(q));
+	strlcpy(q.principal, principal, sizeof(q.principal));
+	if (fb->ctx->fd[PROC_POLICY] < 0 ||
+	    msg_send(fb->ctx->fd[PROC_POLICY], MSG_POLICY_LEAVE, 0,
+	        ++fb->next_reqid, &q, sizeof(q), -1) != MSG_OK)
+		log_warnx("%s: the policy process did not get it", __func__);
+}
+
+/*
+ * A decision's refusal as the API error a client sees. The message names
+ * the capability and nothing of the policy's text; the deciding rule goes
+ * to the log and the audit log. A spent budget is 403, not 429: it does
+ * not refill, so a client that retries on 429 would retry for ever.
+ */
 int
 fb_refusal(
     const struct msg_policy_decision *d, enum cap_id cap, struct api_error *err)
 {
-	if (d->retry_after_ms != 0) {
+	switch (d->reason) {
+	case POLICY_R_RATE:
 		err->retry_after = (uint32_t)((d->retry_after_ms + 999) / 1000);
+		if (err->retry_after == 0)
+			err->retry_after = 1;
 		return fb_fail(err, API_ERATE, "Rate limit for %s exceeded",
 		    cap_name(cap));
-	}
-	if (d->rule == 0)
+	case POLICY_R_BUSY:
+		err->retry_after = 1;
+		return fb_fail(err, API_ERATE,
+		    "Too many operations at once (the policy's concurrent "
+		    "limit)");
+	case POLICY_R_BUDGET:
 		return fb_fail(err, API_EFORBIDDEN,
-		    "Missing required capability: %s (no policy rule allows "
-		    "it)",
-		    cap_name(cap));
-	return fb_fail(err, API_EFORBIDDEN,
-	    "Missing required capability: %s (denied by the rule at line %u)",
-	    cap_name(cap), d->line);
+		    "Operation budget exhausted (%s)", cap_name(cap));
+	default:
+		return fb_fail(err, API_EFORBIDDEN,
+		    "Missing required capability: %s", cap_name(cap));
+	}
 }
 
 static int
@@ -322,7 +351,7 @@ fb_authorize(
 		return API_OK;
 	}
 	rc = fb_decide(
-	    fb, call->who, call->cap, a->link, target, a->reqid, &a->d, err);
+	    fb, call->who, call->cap, a->link, target, a->reqid, 0, &a->d, err);
 	if (rc != API_OK)
 		return rc;
 	fb_audit_decision(fb, call, target, &a->d);
@@ -410,7 +439,7 @@ fb_policy_check(void *arg, const struct api_call *call,
 	strlcpy(who.sub, chk->principal, sizeof(who.sub));
 	who.caps = CAP_ALL;
 	rc = fb_decide(fb, &who, chk->cap, PROC_FRONT, chk->target,
-	    ++fb->next_reqid, &d, err);
+	    DECIDE_DRY_RUN, ++fb->next_reqid, &d, err);
 	if (rc != API_OK)
 		return rc;
 	memset(out, 0, sizeof(*out));
@@ -428,11 +457,10 @@ fb_policy_check(void *arg, const struct api_call *call,
 		    "%s %s to %s by the rule at line %u",
 		    out->allow ? "allows" : "denies", chk->principal,
 		    cap_name(chk->cap), d.line);
-		if (d.retry_after_ms != 0)
+		if (d.reason == POLICY_R_RATE || d.reason == POLICY_R_BUDGET)
 			snprintf(out->explanation, sizeof(out->explanation),
-			    "allowed by the rule at line %u, but rate limited "
-			    "now",
-			    d.line);
+			    "allowed by the rule at line %u, but %s now",
+			    d.line, policy_reason_name(d.reason));
 	}
 	return API_OK;
 }
@@ -487,6 +515,8 @@ front_backend_new(struct proc_ctx *ctx)
 	fb_audit_ops(&fb->ops);
 	fb_run_ops(&fb->ops);
 	fb_async_ops(&fb->ops);
+	fb_persist_ops(&fb->ops);
+	fb_image_ops(&fb->ops);
 	return fb;
 }
 

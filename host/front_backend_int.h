@@ -60,9 +60,43 @@ int fb_call(struct front_backend *, enum proc_id peer, uint32_t type,
 void fb_dispatch(struct front_backend *, enum proc_id from, size_t len, int fd);
 int fb_fail(struct api_error *, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* flags: DECIDE_* (host/msg.h). */
 int fb_decide(struct front_backend *, const struct api_principal *, enum cap_id,
-    enum proc_id link, const char *target, uint64_t reqid,
+    enum proc_id link, const char *target, uint64_t reqid, uint32_t flags,
     struct msg_policy_decision *, struct api_error *);
+/* One request to the store and its reply, decoded into hdr (reqid 0: a
+ * fresh one). *reply is malloc'd, the caller frees it. A full store is
+ * API_ESTORAGE. */
+struct store_wire_reply;
+int fb_store_call(struct front_backend *, uint64_t reqid, uint16_t type,
+    const void *q, size_t qlen, void **reply, size_t *rlen,
+    struct store_wire_reply *hdr, char *next, struct api_error *err);
+
+/* Records that outlive a restart (host/front_persist.c). Each returns an
+ * API_* code; the run record is best effort and only logged. */
+struct msg_vmm_sandbox_info;
+int fb_persist_sandbox(struct front_backend *, const struct api_principal *,
+    const struct msg_vmm_sandbox_info *, const struct api_sandbox_spec *,
+    struct api_error *);
+int fb_forget_sandbox(struct front_backend *, const struct api_principal *,
+    const char *id, struct api_error *);
+int fb_persist_env(struct front_backend *, const struct api_principal *,
+    const char *id, const char *key, const char *value, struct api_error *);
+int fb_forget_env(struct front_backend *, const struct api_principal *,
+    const char *id, const char *key, struct api_error *);
+void fb_persist_ops(struct api_backend *);
+void fb_image_ops(struct api_backend *);
+int fb_sync_env(struct front_backend *, const struct api_principal *,
+    const char *id, const char *env, size_t env_len, struct api_error *);
+void fb_persist_run(struct front_backend *, const struct api_principal *,
+    const char *id, const char *run_id, const char *command, int ok,
+    const struct api_run_result *, int64_t started_ms);
+
+/* A vmm sandbox status (enum sbx_status) as the API error. */
+int fb_sbx_error(int status, struct api_error *err);
+
+/* Give back the concurrency slot a DECIDE_ENTER decision took. */
+void fb_leave(struct front_backend *, const char *principal);
 int fb_refusal(
     const struct msg_policy_decision *, enum cap_id, struct api_error *);
 int fb_mint(struct front_backend *, cap_set_t caps, int64_t exp,

@@ -20,6 +20,7 @@
 #include "host/front_backend_int.h"
 #include "host/vmm_msg.h"
 #include "lib/log.h"
+#include "policy/policy.h"
 
 struct fb_run {
 	struct fb_run *next;
@@ -35,6 +36,9 @@ struct fb_run {
 	struct api_principal who;
 	char request_id[40];
 	char target[160]; /* sandbox id and command */
+	char sbx[SBX_ID_MAX];
+	char command[RUN_NAME_MAX];
+	int64_t started_ms; /* unix ms */
 	/* A run nobody waits for (execute/async, host/front_async.c):
 	 * called instead of resuming a request; owns res.out, res.err. */
 	fb_run_done_fn on_done;
@@ -48,6 +52,15 @@ mono_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int64_t
+wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static int
@@ -98,6 +111,39 @@ put_env(int fd, const struct api_kv *kv)
 }
 
 /*
+ * A background run: the vmm answers as soon as the guest runs; its end
+ * comes later as MSG_VMM_BG_DONE (h_bg_done).
+ */
+static int
+run_background(struct front_backend *fb, const struct api_call *call,
+    uint64_t reqid, const struct msg_vmm_run *q, int mfd, uint64_t *pid,
+    struct api_error *err)
+{
+	struct msg_vmm_run_done d;
+	size_t dlen = sizeof(d);
+	int rfd = -1, rc;
+
+	rc = fb_call(fb, PROC_VMM, MSG_VMM_RUN, reqid, q, sizeof(*q), mfd,
+	    MSG_VMM_RUN_DONE, FB_R_FD, &d, &dlen, &rfd, err);
+	if (rfd >= 0)
+		close(rfd);
+	if (rc != API_OK)
+		return rc > API_ERR_COUNT ? API_EUNAVAIL : rc;
+	d.reason[sizeof(d.reason) - 1] = '\0';
+	switch (d.status) {
+	case RUN_STARTED:
+		*pid = d.pid;
+		fb_audit_event(
+		    fb, call, "run.background", q->sandbox, q->command);
+		return API_OK;
+	case RUN_REFUSED:
+		return fb_fail(err, API_EBADREQ, "%s", d.reason);
+	default:
+		return fb_fail(err, API_EINTERNAL, "%s", d.reason);
+	}
+}
+
+/*
  * Send one run to the vmm and park the request. args/env/stdin are only
  * valid during the op, so they go into the memfd here.
  */
@@ -105,8 +151,8 @@ static int
 run_start(struct front_backend *fb, const struct api_call *call, const char *id,
     const char *command, const char *const *args, size_t nargs,
     const struct api_kv *env, size_t nenv, const char *in, size_t inlen,
-    uint64_t timeout_ms, fb_run_done_fn on_done, void *on_done_arg,
-    struct api_error *err)
+    uint64_t timeout_ms, uint64_t *bg_pid, fb_run_done_fn on_done,
+    void *on_done_arg, struct api_error *err)
 {
 	struct fb_authz *a = call->authz;
 	struct msg_vmm_run q;
@@ -118,22 +164,24 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 	if (a == NULL || a->link != PROC_VMM || !a->deferred)
 		return fb_fail(err, API_EINTERNAL, "Internal error");
 	/* The decision, on the program: the policy's exec allowlist. */
-	rc = fb_decide(
-	    fb, call->who, CAP_EXEC, PROC_VMM, command, a->reqid, &a->d, err);
+	rc = fb_decide(fb, call->who, CAP_EXEC, PROC_VMM, command, a->reqid,
+	    DECIDE_ENTER, &a->d, err);
 	if (rc != API_OK)
 		return rc;
 	fb_audit_decision(fb, call, command, &a->d);
 	if (a->d.grant.decision != GRANT_ALLOW) {
-		if (a->d.retry_after_ms != 0)
+		if (a->d.reason != POLICY_R_TARGET)
 			return fb_refusal(&a->d, CAP_EXEC, err);
 		return fb_fail(err, API_EFORBIDDEN,
 		    "Not allowed to run %s (exec: the policy's allowlist)",
 		    command);
 	}
 	memset(&q, 0, sizeof(q));
-	if (nargs > RUN_MAX_ARGS || nenv > RUN_MAX_ENV)
+	if (nargs > RUN_MAX_ARGS || nenv > RUN_MAX_ENV) {
+		fb_leave(fb, call->who->sub);
 		return fb_fail(
 		    err, API_EBADREQ, "Too many arguments or variables");
+	}
 	q.grant = a->d.grant;
 	strlcpy(q.sandbox, id, sizeof(q.sandbox));
 	if (strlcpy(q.command, command, sizeof(q.command)) >=
@@ -164,6 +212,20 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 	if (fcntl(mfd, F_ADD_SEALS,
 	        F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) == -1)
 		goto bad;
+	/* egress: the token's caps for the run's egress decisions
+	 * (host/vmm_egress.h). */
+	{
+		struct msg_vmm_run_caps rc_caps = { call->who->caps, 0 };
+
+		if (fb->ctx->fd[PROC_VMM] >= 0)
+			msg_send(fb->ctx->fd[PROC_VMM], MSG_VMM_RUN_CAPS, 0,
+			    a->reqid, &rc_caps, sizeof(rc_caps), -1);
+	}
+	if (bg_pid != NULL) {
+		q.flags = RUN_F_BACKGROUND;
+		rc = run_background(fb, call, a->reqid, &q, mfd, bg_pid, err);
+		goto out;
+	}
 	if ((run = calloc(1, sizeof(*run))) == NULL) {
 		rc = fb_fail(err, API_EINTERNAL, "Out of memory");
 		goto out;
@@ -174,15 +236,6 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 		free(run);
 		rc = fb_fail(err, API_EINTERNAL, "Runs need a connection");
 		goto out;
-	}
-	/* egress: the token's caps for the run's egress decisions
-	 * (host/vmm_egress.h). */
-	{
-		struct msg_vmm_run_caps rc_caps = { call->who->caps, 0 };
-
-		if (fb->ctx->fd[PROC_VMM] >= 0)
-			msg_send(fb->ctx->fd[PROC_VMM], MSG_VMM_RUN_CAPS, 0,
-			    a->reqid, &rc_caps, sizeof(rc_caps), -1);
 	}
 	if (fb->ctx->fd[PROC_VMM] < 0 ||
 	    msg_send(fb->ctx->fd[PROC_VMM], MSG_VMM_RUN, 0, a->reqid, &q,
@@ -196,6 +249,9 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 	run->who = *call->who;
 	strlcpy(run->request_id, call->request_id, sizeof(run->request_id));
 	snprintf(run->target, sizeof(run->target), "%s %s", id, command);
+	strlcpy(run->sbx, id, sizeof(run->sbx));
+	strlcpy(run->command, command, sizeof(run->command));
+	run->started_ms = wall_ms();
 	run->t0 = mono_ms();
 	run->deadline = run->t0 + FB_RUN_WAIT_MS;
 	run->next = fb->runs;
@@ -208,6 +264,9 @@ bad:
 out:
 	if (mfd != -1)
 		close(mfd);
+	/* A parked or background run gives its slot back when it ends. */
+	if (rc != API_PENDING && !(bg_pid != NULL && rc == API_OK))
+		fb_leave(fb, call->who->sub);
 	return rc;
 }
 
@@ -225,7 +284,7 @@ fb_execute(void *arg, const struct api_call *call, const char *id,
 		return fb_fail(err, API_EBADREQ, "code contains NUL");
 	return run_start(arg, call, id,
 	    ex->language == API_LANG_PYTHON ? "python" : "js", args, 2, NULL, 0,
-	    NULL, 0, ex->timeout_ms, NULL, NULL, err);
+	    NULL, 0, ex->timeout_ms, NULL, NULL, NULL, err);
 }
 
 int
@@ -240,7 +299,21 @@ fb_run_async(struct front_backend *fb, const struct api_call *call,
 		return fb_fail(err, API_EBADREQ, "code contains NUL");
 	return run_start(fb, call, id,
 	    ex->language == API_LANG_PYTHON ? "python" : "js", args, 2, NULL, 0,
-	    NULL, 0, ex->timeout_ms, done, arg, err);
+	    NULL, 0, ex->timeout_ms, NULL, done, arg, err);
+}
+
+static int
+fb_execute_background(void *arg, const struct api_call *call, const char *id,
+    const struct api_exec *ex, uint64_t *pid, struct api_error *err)
+{
+	const char *args[2] = { ex->language == API_LANG_PYTHON ? "-c" : "-e",
+		ex->code };
+
+	if (memchr(ex->code, '\0', ex->code_len) != NULL)
+		return fb_fail(err, API_EBADREQ, "code contains NUL");
+	return run_start(arg, call, id,
+	    ex->language == API_LANG_PYTHON ? "python" : "js", args, 2, NULL, 0,
+	    NULL, 0, ex->timeout_ms, pid, NULL, NULL, err);
 }
 
 static int
@@ -250,7 +323,152 @@ fb_command_run(void *arg, const struct api_call *call, const char *id,
 {
 	return run_start(arg, call, id, c->cmd, c->args, c->nargs, c->env,
 	    c->nenv, c->stdin_data, c->stdin_len, c->timeout_ms, NULL, NULL,
-	    err);
+	    NULL, err);
+}
+
+static int
+fb_command_background(void *arg, const struct api_call *call, const char *id,
+    const struct api_command *c, uint64_t *pid, struct api_error *err)
+{
+	return run_start(arg, call, id, c->cmd, c->args, c->nargs, c->env,
+	    c->nenv, c->stdin_data, c->stdin_len, c->timeout_ms, pid, NULL,
+	    NULL, err);
+}
+
+static const char *const proc_status[] = {
+	[RUN_EXITED] = "exited",
+	[RUN_FAULT] = "fault",
+	[RUN_TIMEOUT] = "timeout",
+	[RUN_OUTPUT_LIMIT] = "output-limit",
+	[RUN_REFUSED] = "refused",
+	[RUN_ERROR] = "error",
+	[RUN_STARTED] = "running",
+	[RUN_KILLED] = "killed",
+};
+
+static int
+fb_processes(void *arg, const struct api_call *call, const char *id,
+    struct api_process **out, size_t *n, struct api_error *err)
+{
+	struct front_backend *fb = arg;
+	struct fb_authz *a = call->authz;
+	struct msg_vmm_sandbox_ref q;
+	struct msg_vmm_procs *r;
+	size_t rlen, i;
+	int rc;
+
+	if (a == NULL || a->link != PROC_VMM)
+		return fb_fail(err, API_EINTERNAL, "Internal error");
+	if ((r = malloc(sizeof(*r))) == NULL)
+		return fb_fail(err, API_EINTERNAL, "Out of memory");
+	memset(&q, 0, sizeof(q));
+	q.grant = a->d.grant;
+	strlcpy(q.id, id, sizeof(q.id));
+	rlen = sizeof(*r);
+	rc = fb_call(fb, PROC_VMM, MSG_VMM_PROCS, a->reqid, &q, sizeof(q), -1,
+	    MSG_VMM_PROCS_REPLY, 0, r, &rlen, NULL, err);
+	if (rc != API_OK)
+		rc = rc > API_ERR_COUNT ? API_EUNAVAIL : rc;
+	else if ((rc = fb_sbx_error((int)r->status, err)) == API_OK) {
+		if (r->n > SBX_PROCS_MAX)
+			r->n = 0;
+		if ((*out = calloc(r->n ? r->n : 1, sizeof(**out))) == NULL) {
+			free(r);
+			return fb_fail(err, API_EINTERNAL, "Out of memory");
+		}
+		for (i = 0; i < r->n; i++) {
+			struct api_process *p = &(*out)[i];
+
+			p->pid = r->p[i].pid;
+			r->p[i].cmd[sizeof(r->p[i].cmd) - 1] = '\0';
+			strlcpy(p->cmd, r->p[i].cmd, sizeof(p->cmd));
+			strlcpy(p->status,
+			    r->p[i].status < nitems(proc_status) &&
+			            proc_status[r->p[i].status] != NULL
+			        ? proc_status[r->p[i].status]
+			        : "error",
+			    sizeof(p->status));
+			p->exit_code = r->p[i].exit_code;
+			p->started_at = r->p[i].started_at;
+		}
+		*n = r->n;
+	}
+	free(r);
+	return rc;
+}
+
+/* The sandbox's usage (vmm) and its principal's quotas (policy). */
+static int
+fb_system(void *arg, const struct api_call *call, const char *id,
+    struct api_usage *out, struct api_error *err)
+{
+	struct front_backend *fb = arg;
+	struct fb_authz *a = call->authz;
+	struct msg_vmm_sandbox_ref q;
+	struct msg_vmm_system r;
+	struct msg_policy_leave pq;
+	struct msg_policy_usage pr;
+	size_t rlen = sizeof(r), plen = sizeof(pr);
+	int rc;
+
+	if (a == NULL || a->link != PROC_VMM)
+		return fb_fail(err, API_EINTERNAL, "Internal error");
+	memset(&q, 0, sizeof(q));
+	q.grant = a->d.grant;
+	strlcpy(q.id, id, sizeof(q.id));
+	rc = fb_call(fb, PROC_VMM, MSG_VMM_SYSTEM, a->reqid, &q, sizeof(q), -1,
+	    MSG_VMM_SYSTEM_REPLY, 0, &r, &rlen, NULL, err);
+	if (rc != API_OK)
+		return rc > API_ERR_COUNT ? API_EUNAVAIL : rc;
+	if ((rc = fb_sbx_error((int)r.status, err)) != API_OK)
+		return rc;
+	out->runs = r.runs;
+	out->cpu_ms = r.cpu_ms;
+	out->memory_bytes = r.memory_bytes;
+	out->workspace_bytes = r.workspace_bytes;
+	memset(&pq, 0, sizeof(pq));
+	strlcpy(pq.principal, call->who->sub, sizeof(pq.principal));
+	rc = fb_call(fb, PROC_POLICY, MSG_POLICY_USAGE, ++fb->next_reqid, &pq,
+	    sizeof(pq), -1, MSG_POLICY_USAGE_REPLY, 0, &pr, &plen, NULL, err);
+	if (rc != API_OK)
+		return rc > API_ERR_COUNT ? API_EUNAVAIL : rc;
+	out->budget_remaining = pr.budget_remaining;
+	out->read_tokens = pr.read_tokens;
+	out->write_tokens = pr.write_tokens;
+	return API_OK;
+}
+
+/* Killing names no program: the decision is exec, without a target. */
+static int
+fb_kill(void *arg, const struct api_call *call, const char *id, uint64_t pid,
+    struct api_error *err)
+{
+	struct front_backend *fb = arg;
+	struct fb_authz *a = call->authz;
+	struct msg_vmm_kill q;
+	size_t rlen = sizeof(q);
+	int rc;
+
+	if (a == NULL || a->link != PROC_VMM || !a->deferred)
+		return fb_fail(err, API_EINTERNAL, "Internal error");
+	rc = fb_decide(
+	    fb, call->who, CAP_EXEC, PROC_VMM, "", a->reqid, 0, &a->d, err);
+	if (rc != API_OK)
+		return rc;
+	fb_audit_decision(fb, call, "", &a->d);
+	if (a->d.grant.decision != GRANT_ALLOW)
+		return fb_refusal(&a->d, CAP_EXEC, err);
+	memset(&q, 0, sizeof(q));
+	q.grant = a->d.grant;
+	strlcpy(q.id, id, sizeof(q.id));
+	q.pid = pid;
+	rc = fb_call(fb, PROC_VMM, MSG_VMM_KILL, a->reqid, &q, sizeof(q), -1,
+	    MSG_VMM_KILL_REPLY, 0, &q, &rlen, NULL, err);
+	if (rc != API_OK)
+		return rc > API_ERR_COUNT ? API_EUNAVAIL : rc;
+	if (q.status == SBX_E_NOTFOUND)
+		return fb_fail(err, API_ENOTFOUND, "No such running process");
+	return fb_sbx_error((int)q.status, err);
 }
 
 static struct fb_run *
@@ -294,6 +512,8 @@ static const char *const status_reason[] = {
 	[RUN_OUTPUT_LIMIT] = "output-limit",
 	[RUN_REFUSED] = "refused",
 	[RUN_ERROR] = "error",
+	[RUN_STARTED] = NULL,
+	[RUN_KILLED] = "killed",
 };
 
 static int
@@ -311,6 +531,7 @@ h_run_done(struct proc_ctx *ctx, const struct msg *m)
 	}
 	r->done = 1;
 	if (d.status >= nitems(status_reason) ||
+	    status_reason[d.status] == NULL ||
 	    memchr(d.reason, '\0', sizeof(d.reason)) == NULL ||
 	    fstat(m->fd, &st) == -1 || d.out_len > (uint64_t)st.st_size ||
 	    d.err_len > (uint64_t)st.st_size - d.out_len ||
@@ -342,9 +563,43 @@ h_run_done(struct proc_ctx *ctx, const struct msg *m)
 	return 0;
 }
 
+/* A background run ended: its slot back, its end in the audit log. */
+static int
+h_bg_done(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct front_backend *fb = *(struct front_backend **)ctx->arg;
+	struct msg_vmm_bg_done d;
+	struct api_principal who;
+	struct api_call call;
+	char target[160], detail[96];
+
+	memcpy(&d, m->data, sizeof(d));
+	if (memchr(d.principal, '\0', sizeof(d.principal)) == NULL ||
+	    memchr(d.id, '\0', sizeof(d.id)) == NULL ||
+	    memchr(d.cmd, '\0', sizeof(d.cmd)) == NULL)
+		return -1;
+	fb_leave(fb, d.principal);
+	memset(&who, 0, sizeof(who));
+	strlcpy(who.sub, d.principal, sizeof(who.sub));
+	memset(&call, 0, sizeof(call));
+	call.who = &who;
+	call.request_id = "";
+	snprintf(target, sizeof(target), "%s %s", d.id, d.cmd);
+	snprintf(detail, sizeof(detail), "pid %llu: %s, exit %d, %llu ms",
+	    (unsigned long long)d.pid,
+	    d.status < nitems(proc_status) && proc_status[d.status] != NULL
+	        ? proc_status[d.status]
+	        : "error",
+	    d.exit_code, (unsigned long long)d.duration_ms);
+	fb_audit_event(fb, &call, "run", target, detail);
+	return 0;
+}
+
 const struct msg_handler fb_run_handlers[] = {
 	{ MSG_VMM_RUN_DONE, PROC_BIT(PROC_VMM), sizeof(struct msg_vmm_run_done),
 	    MSG_H_FD, h_run_done },
+	{ MSG_VMM_BG_DONE, PROC_BIT(PROC_VMM), sizeof(struct msg_vmm_bg_done),
+	    0, h_bg_done },
 	FB_ASYNC_HANDLERS, /* host/front_async.c */
 };
 const size_t fb_run_nhandlers = nitems(fb_run_handlers);
@@ -391,6 +646,9 @@ front_backend_resume(struct front_backend *fb)
 		}
 		*rp = r->next;
 		run_audit(fb, r);
+		fb_leave(fb, r->who.sub);
+		fb_persist_run(fb, &r->who, r->sbx, r->request_id, r->command,
+		    r->rc == API_OK, &r->res, r->started_ms);
 		if (r->on_done != NULL)
 			r->on_done(fb, r->on_done_arg, r->rc, &r->res, &r->err);
 		else
@@ -417,4 +675,9 @@ fb_run_ops(struct api_backend *ops)
 {
 	ops->execute = fb_execute;
 	ops->command_run = fb_command_run;
+	ops->execute_background = fb_execute_background;
+	ops->command_background = fb_command_background;
+	ops->processes = fb_processes;
+	ops->kill = fb_kill;
+	ops->system = fb_system;
 }

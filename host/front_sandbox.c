@@ -22,8 +22,8 @@
 	    CAP_BIT(CAP_EXEC) | CAP_BIT(CAP_ARTIFACT_READ) |                   \
 	    CAP_BIT(CAP_ARTIFACT_WRITE))
 
-static int
-sbx_error(int status, struct api_error *err)
+int
+fb_sbx_error(int status, struct api_error *err)
 {
 	switch (status) {
 	case SBX_OK:
@@ -76,7 +76,7 @@ sbx_call(struct front_backend *fb, uint32_t type, uint64_t reqid, const void *q,
 	    MSG_VMM_SANDBOX_INFO, 0, r, &rlen, NULL, err);
 	if (rc != API_OK)
 		return rc > API_ERR_COUNT ? API_EUNAVAIL : rc;
-	return sbx_error((int)r->status, err);
+	return fb_sbx_error((int)r->status, err);
 }
 
 /* "sbx-" and 20 random base32 characters. */
@@ -106,6 +106,33 @@ sandbox_token(struct front_backend *fb, const struct api_call *call,
 	return fb_mint(fb, call->who->caps & SBX_TOKEN_CAPS, exp, id, tok, err);
 }
 
+/* Take back a sandbox the vmm made when it cannot be recorded. */
+static void
+sandbox_undo(
+    struct front_backend *fb, const struct api_call *call, const char *id)
+{
+	struct msg_vmm_sandbox_ref q;
+	struct msg_vmm_sandbox_info r;
+	struct msg_policy_decision d;
+	struct api_error err;
+	uint64_t reqid = ++fb->next_reqid;
+
+	memset(&q, 0, sizeof(q));
+	memset(&err, 0, sizeof(err));
+	strlcpy(q.id, id, sizeof(q.id));
+	if (fb_decide(fb, call->who, CAP_SANDBOX_WRITE, PROC_VMM, id, reqid,
+	        DECIDE_DRY_RUN, &d, &err) != API_OK ||
+	    d.grant.decision != GRANT_ALLOW)
+		goto fail;
+	q.grant = d.grant;
+	if (sbx_call(fb, MSG_VMM_SANDBOX_DELETE, reqid, &q, sizeof(q), &r,
+	        &err) == API_OK)
+		return;
+fail:
+	log_warnx(
+	    "sandbox %s: not recorded and not taken back: %s", id, err.message);
+}
+
 static int
 fb_sandbox_create(void *arg, const struct api_call *call,
     const struct api_sandbox_spec *spec, struct api_sandbox *out,
@@ -123,9 +150,10 @@ fb_sandbox_create(void *arg, const struct api_call *call,
 		return fb_fail(err, API_EINTERNAL, "Out of memory");
 	new_id(q->id);
 	/* The decision the API layer asked for had no target yet: decide
-	 * again for this sandbox, so the grant names it. */
-	rc = fb_decide(
-	    fb, call->who, CAP_SANDBOX_WRITE, PROC_VMM, q->id, reqid, &d, err);
+	 * again for this sandbox, so the grant names it (a dry run: the
+	 * operation was counted once already). */
+	rc = fb_decide(fb, call->who, CAP_SANDBOX_WRITE, PROC_VMM, q->id, reqid,
+	    DECIDE_DRY_RUN, &d, err);
 	if (rc != API_OK)
 		goto out;
 	if (d.grant.decision != GRANT_ALLOW) {
@@ -157,6 +185,11 @@ fb_sandbox_create(void *arg, const struct api_call *call,
 	if ((rc = sbx_call(fb, MSG_VMM_SANDBOX_CREATE, reqid, q, sizeof(*q), &r,
 	         err)) != API_OK)
 		goto out;
+	if ((rc = fb_persist_sandbox(fb, call->who, &r, spec, err)) != API_OK) {
+		/* Not durable, so not created. */
+		sandbox_undo(fb, call, r.id);
+		goto out;
+	}
 	to_api(&r, out);
 	fb_audit_event(fb, call, "sandbox.create", r.id, r.image);
 	rc = sandbox_token(fb, call, r.id, r.expires_at, tok, err);
@@ -200,10 +233,16 @@ fb_sandbox_delete(void *arg, const struct api_call *call, const char *id,
 	memset(&q, 0, sizeof(q));
 	q.grant = a->d.grant;
 	strlcpy(q.id, id, sizeof(q.id));
+	/* The vmm first: it checks that the caller owns the sandbox. */
 	if ((rc = sbx_call(arg, MSG_VMM_SANDBOX_DELETE, a->reqid, &q, sizeof(q),
-	         &r, err)) == API_OK)
-		fb_audit_event(arg, call, "sandbox.delete", id, "");
-	return rc;
+	         &r, err)) != API_OK)
+		return rc;
+	fb_audit_event(arg, call, "sandbox.delete", id, "");
+	/* A record left behind is not restored: its workspace is gone. */
+	if (fb_forget_sandbox(arg, call->who, id, err) != API_OK)
+		log_warnx("sandbox %s: store record not deleted: %s", id,
+		    err->message);
+	return API_OK;
 }
 
 static int
@@ -232,7 +271,7 @@ fb_sandbox_list(void *arg, const struct api_call *call,
 	    sizeof(q), -1, MSG_VMM_SANDBOX_PAGE, 0, r, &rlen, NULL, err);
 	if (rc != API_OK)
 		rc = rc > API_ERR_COUNT ? API_EUNAVAIL : rc;
-	else if ((rc = sbx_error((int)r->status, err)) == API_OK) {
+	else if ((rc = fb_sbx_error((int)r->status, err)) == API_OK) {
 		*n = r->n < max ? r->n : max;
 		for (i = 0; i < *n; i++) {
 			r->items[i].id[sizeof(r->items[i].id) - 1] = '\0';
@@ -311,7 +350,9 @@ env_call(struct front_backend *fb, const struct api_call *call, const char *id,
 	if (r->env_len > sizeof(r->env) ||
 	    (r->env_len > 0 && r->env[r->env_len - 1] != '\0'))
 		return fb_fail(err, API_EINTERNAL, "Internal error");
-	return sbx_error((int)r->op, err);
+	if ((rc = fb_sbx_error((int)r->op, err)) != API_OK || op == ENV_GET)
+		return rc;
+	return fb_sync_env(fb, call->who, id, r->env, r->env_len, err);
 }
 
 static int

@@ -65,6 +65,9 @@ enum msg_type {
 	MSG_POLICY_MINTED = 0x0205, /* policy -> front: msg_policy_minted */
 	MSG_POLICY_INFO = 0x0206, /* front -> policy: no payload */
 	MSG_POLICY_INFO_REPLY = 0x0207, /* policy -> front: msg_policy_info */
+	MSG_POLICY_LEAVE = 0x0208, /* front -> policy: msg_policy_leave */
+	MSG_POLICY_USAGE = 0x0209, /* front -> policy: msg_policy_leave */
+	MSG_POLICY_USAGE_REPLY = 0x020a, /* msg_policy_usage */
 
 	/* 0x03xx vmm, 0x04xx store, 0x05xx egress, 0x06xx front: their
 	 * owners define the verbs; the ranges are reserved here. */
@@ -180,8 +183,29 @@ struct msg_policy_decide {
 	uint32_t link; /* enum proc_id that will verify the grant */
 	uint32_t token_caps; /* cap_set_t */
 	uint32_t target_len; /* bytes used in target[] */
+	uint32_t flags; /* DECIDE_* */
+	uint32_t pad;
 	char principal[GRANT_PRINCIPAL_MAX]; /* NUL-terminated */
 	char target[MSG_TARGET_MAX]; /* not NUL-terminated */
+};
+
+/*
+ * DECIDE_ENTER: an operation that runs on (a run) takes one of the
+ * principal's concurrency slots with the decision, and the asker gives
+ * it back with MSG_POLICY_LEAVE when it ends. DECIDE_DRY_RUN: decide
+ * without spending rate or budget (POST /v1/policy/check).
+ */
+#define DECIDE_ENTER 0x1u
+#define DECIDE_DRY_RUN 0x2u
+
+struct msg_policy_leave {
+	char principal[GRANT_PRINCIPAL_MAX]; /* NUL-terminated */
+};
+
+/* A principal's quotas now (GET .../system). */
+struct msg_policy_usage {
+	int64_t budget_remaining; /* -1: no budget */
+	double read_tokens, write_tokens; /* -1: no rate */
 };
 
 struct msg_policy_decision {
@@ -189,6 +213,8 @@ struct msg_policy_decision {
 	uint32_t rule; /* deciding rule id, 0 = default deny */
 	uint32_t line; /* its source line, 0 if none */
 	uint64_t retry_after_ms; /* rate limited: when to retry, else 0 */
+	uint32_t reason; /* enum policy_reason: why, for the client's error */
+	uint32_t pad;
 };
 
 /* Descriptor passing. */

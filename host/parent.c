@@ -28,6 +28,8 @@
 #include "host/msg.h"
 #include "host/parent.h"
 #include "host/proc.h"
+#include "host/store/store.h"
+#include "host/store/store_wire.h"
 #include "host/proc_egress.h"
 #include "lib/log.h"
 #include "token/paserk.h"
@@ -60,6 +62,7 @@ struct parent {
 	uint8_t keys[PROC_COUNT][GRANT_KEY_BYTES];
 	uint8_t mint_sk[64]; /* the delegation key (msg_mint_key) */
 	char mint_pk[MSG_PUBKEY_LEN]; /* its public half, PASERK */
+	uint8_t keys_audited[32]; /* hash of the key set last audited */
 	int kvm_fd, listen_fd, sig_fd;
 	int root_user; /* started as root: chroot and setresuid */
 	char state[PATH_MAX], empty[PATH_MAX + 8], db[PATH_MAX + 8];
@@ -381,6 +384,62 @@ load_mint_key(struct parent *ps)
 		fatalx("%s: encode", __func__);
 }
 
+/*
+ * Every change of the trusted keys (token issuers, image signers) is in
+ * the audit log: at start and after each reload whose keys differ, one
+ * `keys.load` entry with the counts and a BLAKE2b of the whole set.
+ */
+static void
+audit_keys(struct parent *ps)
+{
+	crypto_generichash_state h;
+	struct store_audit e;
+	char key[MSG_PUBKEY_LEN], hex[65], detail[160];
+	uint8_t sum[32];
+	struct timespec ts;
+	size_t i, ni = 0, nm = 0, len;
+	void *msg;
+
+	crypto_generichash_init(&h, NULL, 0, sizeof(sum));
+	for (i = 0; i < ps->cfg.nissuer_keys; i++)
+		if (resolve_key(ps->cfg.issuer_keys[i], key) == 0) {
+			crypto_generichash_update(
+			    &h, (uint8_t *)key, strlen(key) + 1);
+			ni++;
+		}
+	crypto_generichash_update(&h, (const uint8_t *)"|", 1);
+	for (i = 0; i < ps->cfg.nimage_keys; i++)
+		if (resolve_key(ps->cfg.image_keys[i], key) == 0) {
+			crypto_generichash_update(
+			    &h, (uint8_t *)key, strlen(key) + 1);
+			nm++;
+		}
+	crypto_generichash_final(&h, sum, sizeof(sum));
+	if (sodium_memcmp(sum, ps->keys_audited, sizeof(sum)) == 0 ||
+	    ps->ctx.fd[PROC_STORE] < 0)
+		return;
+	memcpy(ps->keys_audited, sum, sizeof(sum));
+	sodium_bin2hex(hex, sizeof(hex), sum, sizeof(sum));
+	snprintf(detail, sizeof(detail),
+	    "%zu token issuer key(s), %zu image key(s), blake2b %s", ni, nm,
+	    hex);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	memset(&e, 0, sizeof(e));
+	e.time_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	e.request_id = e.jti = e.rule = "";
+	e.principal = "keepd";
+	e.action = "keys.load";
+	e.target = ps->cfgpath;
+	e.decision = STORE_DECISION_INFO;
+	e.detail = detail;
+	if (store_wire_audit_encode(&e, 1, &msg, &len) != STORE_OK)
+		return;
+	if (msg_send(ps->ctx.fd[PROC_STORE], MSG_STORE_AUDIT, 0, 0, msg, len,
+	        -1) != MSG_OK)
+		log_warnx("%s: the store did not get it", __func__);
+	free(msg);
+}
+
 /* Everything a child gets from the parent after its start or a reload. */
 static void
 send_setup(struct parent *ps, enum proc_id c)
@@ -393,6 +452,8 @@ send_setup(struct parent *ps, enum proc_id c)
 		send_mint_key(ps);
 	if (c == PROC_POLICY)
 		send_policy(ps);
+	if (c == PROC_STORE)
+		audit_keys(ps);
 	if (c == PROC_EGRESS)
 		egress_send_config(&ps->cfg, ps->ctx.fd[PROC_EGRESS]);
 }
@@ -622,6 +683,22 @@ h_stats(struct proc_ctx *ctx, const struct msg *m)
 	return 0;
 }
 
+/* The store's answer to an audit append (audit_keys). */
+static int
+h_store_reply(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct store_wire_reply hdr;
+	char next[STORE_CURSOR_MAX];
+
+	if (store_wire_reply_decode(m->data, m->hdr.len, &hdr, next) !=
+	    STORE_OK)
+		return -1;
+	if (hdr.status != STORE_OK)
+		log_warnx("%s: the store refused the keys entry: %s", __func__,
+		    store_strerror((int)hdr.status));
+	return 0;
+}
+
 static const struct msg_handler parent_handlers[] = {
 	{ MSG_CTL_READY, MSG_ANY_PROC & ~PROC_BIT(PROC_PARENT),
 	    sizeof(struct msg_ready), 0, h_ready },
@@ -631,6 +708,8 @@ static const struct msg_handler parent_handlers[] = {
 	    sizeof(struct msg_stats), 0, h_stats },
 	{ MSG_POLICY_LOADED, PROC_BIT(PROC_POLICY),
 	    sizeof(struct msg_policy_loaded), 0, h_policy_loaded },
+	{ MSG_STORE_REPLY, PROC_BIT(PROC_STORE), MSG_MAX_PAYLOAD,
+	    MSG_H_VARIABLE, h_store_reply },
 };
 
 static void
@@ -833,10 +912,14 @@ setup(struct parent *ps)
 		char d[PATH_MAX + 16];
 
 		/* Images are the operator's: root-owned, read by the vmm.
-		 * Workspaces are the vmm's to create and remove. */
+		 * Workspaces and uploads are the vmm's. */
 		snprintf(d, sizeof(d), "%s/images", ps->state);
 		make_dir(d, 0755, ps->root_user ? 0 : (uid_t)-1, 0);
 		snprintf(d, sizeof(d), "%s/workspaces", ps->state);
+		make_dir(d, 0700, pw != NULL ? pw->pw_uid : (uid_t)-1,
+		    pw != NULL ? pw->pw_gid : (gid_t)-1);
+		/* Images uploaded through the API, verified by the vmm. */
+		snprintf(d, sizeof(d), "%s/uploads", ps->state);
 		make_dir(d, 0700, pw != NULL ? pw->pw_uid : (uid_t)-1,
 		    pw != NULL ? pw->pw_gid : (gid_t)-1);
 	}

@@ -337,6 +337,8 @@ msg_h_peer(struct proc_ctx *ctx, const struct msg *m)
 		close(ctx->fd[pe.peer]);
 	ctx->fd[pe.peer] = m->fd;
 	log_info("%s: new link to %s", __func__, proc_name(pe.peer));
+	if (ctx->on_peer != NULL)
+		ctx->on_peer(ctx, pe.peer);
 	return 0;
 }
 

@@ -86,6 +86,9 @@ struct proc_ctx {
 	struct msg_pubkeys *token_keys; /* front */
 	struct msg_pubkeys *image_keys; /* vmm */
 	void *arg; /* the process's own state */
+	/* Called after a peer's link is replaced (the peer restarted):
+	 * state kept on the old peer's behalf is stale. NULL: nothing. */
+	void (*on_peer)(struct proc_ctx *, enum proc_id peer);
 };
 
 /* Each child's entry point, one file each: host/proc_<name>.c. */

@@ -6,8 +6,10 @@
 #include <sys/stat.h>
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -17,8 +19,11 @@
 #include "host/msg.h"
 #include "host/proc.h"
 #include "host/proc_policy.h"
+#include "host/store/store.h"
+#include "host/store/store_wire.h"
 #include "lib/caps.h"
 #include "lib/log.h"
+#include "policy/policy.h"
 #include "policy/policy_hooks.h"
 #include "token/token.h"
 
@@ -33,6 +38,9 @@ struct policy_state {
 	uint64_t generation;
 	int64_t loaded_at;
 	uint8_t hash[32];
+	/* The store has what was spent (budgets) and the audit log. */
+	int budgets_restored;
+	int load_audited;
 };
 
 /* The policy language (policy/); tests may point this elsewhere. */
@@ -68,6 +76,152 @@ read_text(int fd, uint64_t size)
 	return text;
 }
 
+/* ---- the store: spent budgets and the audit of each load --------------- */
+
+/*
+ * Budgets must outlive a restart of the policy process or of keepd: every
+ * decision that spends sets the principal's "budget" counter in the store
+ * (in order on the link, not waited for: a crash may forget the last few
+ * operations, never invent any), and the first policy loaded after a
+ * start reads them back. The request id of a read says which principal it
+ * was for, in which generation.
+ */
+#define BUDGET_READ_TAG (UINT64_C(1) << 63)
+
+static void
+store_send(
+    struct proc_ctx *ctx, uint16_t type, uint64_t reqid, void *msg, size_t len)
+{
+	if (ctx->fd[PROC_STORE] < 0 ||
+	    msg_send(ctx->fd[PROC_STORE], type, 0, reqid, msg, len, -1) !=
+	        MSG_OK)
+		log_warnx("%s: the store did not get it", __func__);
+	free(msg);
+}
+
+static void
+budget_save(struct proc_ctx *ctx, const char *principal)
+{
+	struct policy_state *ps = ctx->arg;
+	const struct policy *p = policy_hooks_policy(ps->compiled);
+	const struct policy_limits *l;
+	void *msg;
+	size_t len;
+	int i;
+
+	if (p == NULL || (l = policy_limits_of(p, principal)) == NULL ||
+	    l->budget == POLICY_UNLIMITED)
+		return;
+	i = policy_find(p, principal, strlen(principal));
+	if (store_wire_counter_encode(STORE_COUNTER_SET, principal, "budget",
+	        (int64_t)policy_quota_spent(
+	            policy_hooks_quota(ps->compiled), i),
+	        &msg, &len) == STORE_OK)
+		store_send(ctx, MSG_STORE_COUNTER, 0, msg, len);
+}
+
+static void
+budgets_restore(struct proc_ctx *ctx)
+{
+	struct policy_state *ps = ctx->arg;
+	const struct policy *p = policy_hooks_policy(ps->compiled);
+	void *msg;
+	size_t len;
+	uint32_t i;
+
+	if (p == NULL || ps->budgets_restored || ctx->fd[PROC_STORE] < 0)
+		return;
+	ps->budgets_restored = 1;
+	for (i = 0; i < p->npr; i++) {
+		if (p->pr[i].lim.budget == POLICY_UNLIMITED)
+			continue;
+		if (store_wire_counter_encode(STORE_COUNTER_GET, p->pr[i].name,
+		        "budget", 0, &msg, &len) == STORE_OK)
+			store_send(ctx, MSG_STORE_COUNTER,
+			    BUDGET_READ_TAG | ps->generation << 32 | i, msg,
+			    len);
+	}
+}
+
+/* Every policy in force is in the audit log, with its hash. */
+static void
+load_audit(struct proc_ctx *ctx)
+{
+	struct policy_state *ps = ctx->arg;
+	struct store_audit e;
+	char detail[128], hex[65], gen[24];
+	struct timespec ts;
+	void *msg;
+	size_t len;
+
+	if (ps->load_audited || ps->text == NULL || ctx->fd[PROC_STORE] < 0)
+		return;
+	ps->load_audited = 1;
+	sodium_bin2hex(hex, sizeof(hex), ps->hash, sizeof(ps->hash));
+	snprintf(gen, sizeof(gen), "%llu", (unsigned long long)ps->generation);
+	snprintf(detail, sizeof(detail), "generation %s, %zu bytes, blake2b %s",
+	    gen, ps->len, hex);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	memset(&e, 0, sizeof(e));
+	e.time_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	e.request_id = "";
+	e.principal = "keepd";
+	e.jti = "";
+	e.action = "policy.load";
+	e.target = gen;
+	e.decision = STORE_DECISION_INFO;
+	e.rule = "";
+	e.detail = detail;
+	if (store_wire_audit_encode(&e, 1, &msg, &len) == STORE_OK)
+		store_send(ctx, MSG_STORE_AUDIT, 0, msg, len);
+}
+
+static int
+policy_h_store_reply(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct policy_state *ps = ctx->arg;
+	struct store_wire_reply hdr;
+	char next[STORE_CURSOR_MAX];
+	uint64_t gen = (m->hdr.reqid & ~BUDGET_READ_TAG) >> 32;
+	uint32_t i = (uint32_t)m->hdr.reqid;
+	struct policy_quota *q;
+
+	if (store_wire_reply_decode(m->data, m->hdr.len, &hdr, next) !=
+	    STORE_OK)
+		return -1;
+	if ((m->hdr.reqid & BUDGET_READ_TAG) == 0) {
+		if (hdr.status != STORE_OK)
+			log_warnx("%s: the store refused: %s", __func__,
+			    store_strerror((int)hdr.status));
+		return 0;
+	}
+	/* A read: the spent value, if the policy it was asked for is still
+	 * the one in force; never less than what was spent since. */
+	if (hdr.status != STORE_OK || gen != ps->generation || hdr.value < 0)
+		return 0;
+	q = policy_hooks_quota(ps->compiled);
+	if ((uint64_t)hdr.value > policy_quota_spent(q, (int)i))
+		policy_quota_set_spent(q, (int)i, (uint64_t)hdr.value);
+	return 0;
+}
+
+/* A restarted front has no runs in flight: their slots are free. A new
+ * store link is where the restore and the load's audit can happen. */
+static void
+policy_on_peer(struct proc_ctx *ctx, enum proc_id peer)
+{
+	struct policy_state *ps = ctx->arg;
+
+	if (policy_hooks != &policy_lang_hooks)
+		return;
+	if (peer == PROC_FRONT)
+		policy_quota_leave_all(policy_hooks_quota(ps->compiled));
+	if (peer == PROC_STORE) {
+		budgets_restore(ctx);
+		load_audit(ctx);
+	}
+}
+
 static int
 policy_h_load(struct proc_ctx *ctx, const struct msg *m)
 {
@@ -101,8 +255,12 @@ policy_h_load(struct proc_ctx *ctx, const struct msg *m)
 		msg_reply(ctx, m, MSG_POLICY_LOADED, &rep, sizeof(rep), -1);
 		return 0;
 	}
-	if (ps->compiled != NULL)
+	if (ps->compiled != NULL) {
+		if (policy_hooks == &policy_lang_hooks)
+			policy_quota_carry(policy_hooks_quota(compiled),
+			    policy_hooks_quota(ps->compiled));
 		policy_hooks->free(ps->compiled);
+	}
 	free(ps->text);
 	ps->compiled = compiled;
 	ps->text = text;
@@ -112,6 +270,11 @@ policy_h_load(struct proc_ctx *ctx, const struct msg *m)
 	memcpy(ps->hash, rep.hash, sizeof(ps->hash));
 	log_info("%s: policy generation %llu loaded, %zu bytes", __func__,
 	    (unsigned long long)ps->generation, ps->len);
+	ps->load_audited = 0;
+	if (policy_hooks == &policy_lang_hooks) {
+		budgets_restore(ctx);
+		load_audit(ctx);
+	}
 	msg_reply(ctx, m, MSG_POLICY_LOADED, &rep, sizeof(rep), -1);
 	return 0;
 }
@@ -151,6 +314,10 @@ policy_h_decide(struct proc_ctx *ctx, const struct msg *m)
 	r.grant.cap = q.cap;
 	r.grant.reqid = m->hdr.reqid;
 	r.grant.reserved = 0;
+	if (r.grant.decision == GRANT_ALLOW &&
+	    (q.flags & DECIDE_DRY_RUN) == 0 &&
+	    policy_hooks == &policy_lang_hooks)
+		budget_save(ctx, q.principal);
 	rc = grant_mint(&r.grant, ctx->grant_key[q.link]);
 	if (rc != GRANT_OK) {
 		log_warnx("%s: %s", __func__, grant_strerror(rc));
@@ -265,6 +432,43 @@ policy_h_info(struct proc_ctx *ctx, const struct msg *m)
 	return 0;
 }
 
+static int
+policy_h_usage(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct policy_state *ps = ctx->arg;
+	struct msg_policy_leave q;
+	struct msg_policy_usage r;
+	uint64_t left = POLICY_UNLIMITED;
+	double tokens[2] = { -1, -1 };
+
+	memcpy(&q, m->data, sizeof(q));
+	if (memchr(q.principal, '\0', sizeof(q.principal)) == NULL)
+		return -1;
+	if (policy_hooks == &policy_lang_hooks)
+		policy_hooks_levels(ps->compiled, q.principal, &left, tokens);
+	memset(&r, 0, sizeof(r));
+	r.budget_remaining = left == POLICY_UNLIMITED ? -1 : (int64_t)left;
+	r.read_tokens = tokens[0];
+	r.write_tokens = tokens[1];
+	msg_reply(ctx, m, MSG_POLICY_USAGE_REPLY, &r, sizeof(r), -1);
+	return 0;
+}
+
+/* A run that took a concurrency slot (DECIDE_ENTER) has ended. */
+static int
+policy_h_leave(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct policy_state *ps = ctx->arg;
+	struct msg_policy_leave q;
+
+	memcpy(&q, m->data, sizeof(q));
+	if (memchr(q.principal, '\0', sizeof(q.principal)) == NULL)
+		return -1;
+	if (policy_hooks == &policy_lang_hooks)
+		policy_hooks_leave(ps->compiled, q.principal);
+	return 0;
+}
+
 static const struct msg_handler policy_handlers[] = {
 	MSG_HANDLERS_COMMON,
 	{ MSG_POLICY_LOAD, PROC_BIT(PROC_PARENT),
@@ -276,6 +480,12 @@ static const struct msg_handler policy_handlers[] = {
 	{ MSG_POLICY_MINT, PROC_BIT(PROC_FRONT), sizeof(struct msg_policy_mint),
 	    0, policy_h_mint },
 	{ MSG_POLICY_INFO, PROC_BIT(PROC_FRONT), 0, 0, policy_h_info },
+	{ MSG_POLICY_LEAVE, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_policy_leave), 0, policy_h_leave },
+	{ MSG_POLICY_USAGE, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_policy_leave), 0, policy_h_usage },
+	{ MSG_STORE_REPLY, PROC_BIT(PROC_STORE), MSG_MAX_PAYLOAD,
+	    MSG_H_VARIABLE, policy_h_store_reply },
 };
 
 int
@@ -286,6 +496,7 @@ policy_main(struct proc_ctx *ctx)
 	ctx->handlers = policy_handlers;
 	ctx->nhandlers = nitems(policy_handlers);
 	ctx->arg = &ps;
+	ctx->on_peer = policy_on_peer;
 	/* Tokens are JSON: seed jansson's hash here, or it would open
 	 * /dev/urandom, which this process may not. */
 	json_object_seed(randombytes_random() | 1);

@@ -41,12 +41,19 @@ store_h_request(struct proc_ctx *ctx, const struct msg *m)
 	rc = store_service_handle(&svc, (uint16_t)m->hdr.type, m->from,
 	    m->hdr.reqid, m->data, m->hdr.len, &rtype, &reply, &rlen);
 	if (reply != NULL) {
-		if (rlen > MSG_MAX_PAYLOAD)
-			/* Only a GET of a record larger than a message can
-			 * get here; no caller asks for one yet. */
-			log_warnx("%s: reply of %zu bytes to %s dropped",
+		if (rlen > MSG_MAX_PAYLOAD) {
+			/* A page of large records, or one record larger than
+			 * a message: the asker must ask for less, and hears
+			 * so rather than waiting for ever. */
+			struct store_wire_reply big;
+
+			log_warnx("%s: reply of %zu bytes to %s too large",
 			    __func__, rlen, proc_name(m->from));
-		else
+			memset(&big, 0, sizeof(big));
+			big.version = STORE_WIRE_VERSION;
+			big.status = STORE_E_ARG;
+			msg_reply(ctx, m, rtype, &big, sizeof(big), -1);
+		} else
 			msg_reply(ctx, m, rtype, reply, rlen, -1);
 	}
 	free(reply);
@@ -72,7 +79,7 @@ static const struct msg_handler store_handlers[] = {
 	    PROC_BIT(PROC_FRONT) | PROC_BIT(PROC_VMM) | PROC_BIT(PROC_POLICY)),
 	STORE_ROW(MSG_STORE_REVOKED,
 	    PROC_BIT(PROC_FRONT) | PROC_BIT(PROC_VMM) | PROC_BIT(PROC_POLICY)),
-	STORE_ROW(MSG_STORE_AUDIT, ANY),
+	STORE_ROW(MSG_STORE_AUDIT, MSG_ANY_PROC),
 	STORE_ROW(MSG_STORE_COUNTER, PROC_BIT(PROC_POLICY)),
 };
 

@@ -6,8 +6,11 @@
  * with its own seccomp allowlist, that boots the guest (host/vmm/) and
  * exits; this process waits on it without blocking its links.
  *
- * Sandboxes live in this process's memory: a restart of the vmm, or of
- * keepd, forgets them and removes their workspaces.
+ * The live sandboxes are in this process's memory; their records are in
+ * the store (the front writes them, with grants, before a client hears
+ * of them). When this process starts it reads them back and adopts each
+ * whose workspace is still on disk; workspaces nobody adopted are then
+ * removed.
  */
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -35,6 +38,8 @@
 #include "host/proc_egress.h"
 #include "host/seccomp_filters.h"
 #include "host/vmm_egress.h"
+#include "host/store/store.h"
+#include "host/store/store_wire.h"
 #include "host/vmm/vmm.h"
 #include "host/vmm/workspace.h"
 #include "host/vmm_msg.h"
@@ -57,6 +62,9 @@ struct sandbox {
 	char env[SBX_ENV_MAX];
 	uint32_t env_len;
 	int ws_fd;
+	struct vmm_proc procs[SBX_PROCS_MAX]; /* a ring, procs_next next */
+	uint32_t procs_next;
+	uint64_t runs, run_us, peak_memory; /* usage, this vmm's life */
 };
 
 struct loaded_image {
@@ -75,6 +83,12 @@ struct job {
 	struct vmm_result *res; /* shared with the child */
 	uint64_t deadline; /* monotonic ms: kill after this */
 	struct vmm_egress_run egress; /* the guest's fetch relay */
+	/* Its entry in the sandbox's process table. */
+	uint64_t run_pid;
+	int background, killed;
+	char sbx[SBX_ID_MAX];
+	char owner[GRANT_PRINCIPAL_MAX];
+	char cmd[RUN_NAME_MAX];
 };
 
 struct vmm_state {
@@ -87,9 +101,13 @@ struct vmm_state {
 	/* MSG_VMM_RUN_CAPS for the MSG_VMM_RUN that follows it. */
 	uint64_t caps_reqid;
 	uint32_t caps;
+	struct restore *restore; /* reading the store back, NULL when done */
+	uint32_t restore_epoch;
+	uint64_t next_pid; /* run numbers, per vmm life */
 };
 
 static int env_valid(const char *, size_t, int);
+static int exists(const char *);
 
 static uint64_t
 mono_ms(void)
@@ -239,6 +257,8 @@ image_get(struct proc_ctx *ctx, struct vmm_state *vs, const char *name)
 			slot = i;
 	}
 	snprintf(path, sizeof(path), "images/%s.img", name);
+	if (!exists(path))
+		snprintf(path, sizeof(path), "uploads/%s.img", name);
 	if (image_open_trusted(path, (const uint8_t(*)[32])vs->keys, vs->nkeys,
 	        &img, err, sizeof(err)) != 0) {
 		log_warnx("image %s refused: %s", name, err);
@@ -499,9 +519,13 @@ vmm_h_env(struct proc_ctx *ctx, const struct msg *m)
 		return -1;
 	}
 	expire_sandboxes(vs);
+	/* A write answers with the variables it leaves (the API's reply to
+	 * PUT and PATCH), so a write grant also reads. */
 	if (check_grant(ctx, m, &q->grant,
-	        q->op == ENV_GET ? CAP_SANDBOX_READ : CAP_SANDBOX_WRITE, q->id,
-	        &g) != 0)
+	        q->op == ENV_GET && q->grant.cap == CAP_SANDBOX_READ
+	            ? CAP_SANDBOX_READ
+	            : CAP_SANDBOX_WRITE,
+	        q->id, &g) != 0)
 		r->op = SBX_E_GRANT;
 	else if ((s = sandbox_find(vs, q->id, g.principal)) == NULL)
 		r->op = SBX_E_NOTFOUND;
@@ -785,6 +809,26 @@ run_reply(struct proc_ctx *ctx, enum proc_id to, uint64_t reqid,
 		close(fd);
 }
 
+/* A background run is answered as soon as it runs. */
+static void
+run_started(struct proc_ctx *ctx, enum proc_id to, uint64_t reqid, uint64_t pid)
+{
+	struct msg_vmm_run_done d;
+	int fd;
+
+	memset(&d, 0, sizeof(d));
+	d.status = RUN_STARTED;
+	d.pid = pid;
+	if ((fd = memfd_create("keep-out", MFD_CLOEXEC)) < 0 ||
+	    ctx->fd[to] < 0 ||
+	    msg_send(ctx->fd[to], MSG_VMM_RUN_DONE, MSG_F_REPLY, reqid, &d,
+	        sizeof(d), fd) != MSG_OK)
+		log_warnx("%s: reply for run %llu lost", __func__,
+		    (unsigned long long)reqid);
+	if (fd >= 0)
+		close(fd);
+}
+
 static void
 out_sink(void *arg, int fd, const void *buf, size_t len)
 {
@@ -848,6 +892,389 @@ vm_process(struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_config *cfg,
 		_exit(3);
 	}
 	_exit(0);
+}
+
+/* ---- images over the API ---------------------------------------------- */
+
+/* The vmm's filter has newfstatat, not access. */
+static int
+exists(const char *path)
+{
+	struct stat sb;
+
+	return fstatat(AT_FDCWD, path, &sb, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/* Forget a verified image, so the next use reads the file again. */
+static void
+image_forget(struct vmm_state *vs, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < VMM_IMAGES_MAX; i++)
+		if (vs->images[i].img != NULL &&
+		    strcmp(vs->images[i].name, name) == 0) {
+			image_close(vs->images[i].img);
+			memset(&vs->images[i], 0, sizeof(vs->images[i]));
+		}
+}
+
+static void
+image_info(const struct image *img, const uint8_t *bytes, size_t len,
+    int uploaded, struct vmm_image_info *out)
+{
+	uint8_t sum[32];
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	strlcpy(out->name, image_name(img), sizeof(out->name));
+	strlcpy(out->version, image_version(img), sizeof(out->version));
+	crypto_generichash(sum, sizeof(sum), bytes, len, NULL, 0);
+	sodium_bin2hex(out->digest, sizeof(out->digest), sum, sizeof(sum));
+	out->size = len;
+	out->uploaded = (uint32_t)uploaded;
+	for (i = 0; i < image_ncommands(img); i++) {
+		const char *c = image_command_at(img, i)->name;
+		const char *lang = strcmp(c, "python") == 0 ? "python"
+		    : strcmp(c, "js") == 0                  ? "javascript"
+		                                            : NULL;
+
+		if (lang == NULL)
+			continue;
+		if (out->languages[0] != '\0')
+			strlcat(out->languages, ",", sizeof(out->languages));
+		strlcat(out->languages, lang, sizeof(out->languages));
+	}
+}
+
+/* Every image in dir that verifies against the trusted keys. */
+static void
+image_scan(struct vmm_state *vs, const char *dir, int uploaded,
+    struct msg_vmm_images *r)
+{
+	char path[300], err[256], name[RUN_NAME_MAX];
+	struct dirent *e;
+	struct image *img;
+	const uint8_t *bytes;
+	size_t len, nl;
+	DIR *d;
+
+	if ((d = opendir(dir)) == NULL)
+		return;
+	while ((e = readdir(d)) != NULL && r->n < VMM_IMAGE_LIST_MAX) {
+		nl = strlen(e->d_name);
+		if (nl <= 4 || nl - 4 >= sizeof(name) ||
+		    strcmp(e->d_name + nl - 4, ".img") != 0)
+			continue;
+		memcpy(name, e->d_name, nl - 4);
+		name[nl - 4] = '\0';
+		if (!safe_name(name, sizeof(name)))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if (image_open_trusted(path, (const uint8_t(*)[32])vs->keys,
+		        vs->nkeys, &img, err, sizeof(err)) != 0)
+			continue;
+		bytes = image_bytes(img, &len);
+		image_info(img, bytes, len, uploaded, &r->im[r->n]);
+		/* The file's name is what a sandbox asks for. */
+		strlcpy(r->im[r->n].name, name, sizeof(r->im[r->n].name));
+		r->n++;
+		image_close(img);
+	}
+	closedir(d);
+}
+
+/* Write bytes to uploads/NAME.img: a temporary file, synced, renamed. */
+static int
+image_store(const char *name, const uint8_t *bytes, size_t len)
+{
+	char tmp[RUN_NAME_MAX + 32], path[RUN_NAME_MAX + 16];
+	size_t off = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(tmp, sizeof(tmp), "uploads/.%s.tmp", name);
+	snprintf(path, sizeof(path), "uploads/%s.img", name);
+	if ((fd = open(tmp,
+	         O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+	         0600)) == -1)
+		return -1;
+	while (off < len) {
+		if ((n = pwrite(fd, bytes + off, len - off, (off_t)off)) ==
+		    -1) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		off += (size_t)n;
+	}
+	if (off != len || fsync(fd) == -1 || close(fd) == -1) {
+		if (off == len)
+			fd = -1;
+		if (fd != -1)
+			close(fd);
+		unlinkat(AT_FDCWD, tmp, 0);
+		return -1;
+	}
+	if (renameat(AT_FDCWD, tmp, AT_FDCWD, path) == -1) {
+		unlinkat(AT_FDCWD, tmp, 0);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+vmm_h_images(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct vmm_state *vs = ctx->arg;
+	struct msg_vmm_image_ref q;
+	struct msg_vmm_images *r;
+	struct image *img = NULL;
+	uint8_t *bytes = MAP_FAILED;
+	char path[RUN_NAME_MAX + 16], err[256] = "";
+	struct grant g;
+	struct stat st;
+	int put = m->hdr.type == MSG_VMM_IMAGE_PUT;
+	int del = m->hdr.type == MSG_VMM_IMAGE_DELETE;
+
+	memcpy(&q, m->data, sizeof(q));
+	if (memchr(q.name, '\0', sizeof(q.name)) == NULL ||
+	    (r = calloc(1, sizeof(*r))) == NULL) {
+		if (put)
+			close(m->fd);
+		return -1;
+	}
+	decode_keys(ctx, vs);
+	if (check_grant(ctx, m, &q.grant,
+	        put || del ? CAP_IMAGE_WRITE : CAP_IMAGE_READ, q.name,
+	        &g) != 0) {
+		r->status = SBX_E_GRANT;
+		goto reply;
+	}
+	if (del) {
+		snprintf(path, sizeof(path), "images/%s.img", q.name);
+		if (!safe_name(q.name, sizeof(q.name)))
+			r->status = SBX_E_NOTFOUND;
+		else if (exists(path)) {
+			r->status = SBX_E_EXISTS;
+			strlcpy(r->reason, "installed by the operator",
+			    sizeof(r->reason));
+		} else {
+			snprintf(path, sizeof(path), "uploads/%s.img", q.name);
+			r->status = unlinkat(AT_FDCWD, path, 0) == 0
+			    ? SBX_OK
+			    : SBX_E_NOTFOUND;
+			image_forget(vs, q.name);
+		}
+		goto reply;
+	}
+	if (!put) {
+		image_scan(vs, "images", 0, r);
+		image_scan(vs, "uploads", 1, r);
+		goto reply;
+	}
+	/* An upload: every byte is the client's until it verifies. */
+	r->status = SBX_E_IMAGE;
+	if (fstat(m->fd, &st) == -1 || (uint64_t)st.st_size != q.size ||
+	    q.size == 0 || q.size > VMM_IMAGE_MAX_BYTES) {
+		strlcpy(r->reason, "size", sizeof(r->reason));
+		goto reply;
+	}
+	if ((bytes = mmap(NULL, q.size, PROT_READ, MAP_PRIVATE, m->fd, 0)) ==
+	    MAP_FAILED) {
+		r->status = SBX_E_INTERNAL;
+		goto reply;
+	}
+	if (image_open_mem(bytes, q.size, &img, err, sizeof(err)) != 0 ||
+	    image_verify(img, (const uint8_t(*)[32])vs->keys, vs->nkeys, NULL,
+	        err, sizeof(err)) != 0) {
+		strlcpy(r->reason, err, sizeof(r->reason));
+		goto reply;
+	}
+	if (!safe_name(image_name(img), RUN_NAME_MAX)) {
+		strlcpy(r->reason, "the image's name is not a plain name",
+		    sizeof(r->reason));
+		goto reply;
+	}
+	snprintf(path, sizeof(path), "images/%s.img", image_name(img));
+	if (exists(path)) {
+		r->status = SBX_E_EXISTS;
+		strlcpy(r->reason, "an operator image has that name",
+		    sizeof(r->reason));
+		goto reply;
+	}
+	if (image_store(image_name(img), bytes, q.size) != 0) {
+		log_warn("%s: uploads/%s.img", __func__, image_name(img));
+		r->status = SBX_E_INTERNAL;
+		goto reply;
+	}
+	image_forget(vs, image_name(img));
+	image_info(img, bytes, q.size, 1, &r->im[0]);
+	r->n = 1;
+	r->status = SBX_OK;
+	log_info("image %s %s uploaded by %s", image_name(img),
+	    image_version(img), g.principal);
+reply:
+	if (img != NULL)
+		image_close(img);
+	if (bytes != MAP_FAILED)
+		munmap(bytes, q.size);
+	if (put)
+		close(m->fd);
+	msg_reply(ctx, m, MSG_VMM_IMAGES, r, sizeof(*r), -1);
+	free(r);
+	return 0;
+}
+
+/* ---- the process table ----------------------------------------------- */
+
+static struct vmm_proc *
+proc_find(struct sandbox *s, uint64_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < SBX_PROCS_MAX; i++)
+		if (s->procs[i].pid == pid && pid != 0)
+			return &s->procs[i];
+	return NULL;
+}
+
+static void
+proc_add(struct sandbox *s, uint64_t pid, const char *cmd)
+{
+	struct vmm_proc *p = &s->procs[s->procs_next++ % SBX_PROCS_MAX];
+
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	strlcpy(p->cmd, cmd, sizeof(p->cmd));
+	p->status = RUN_STARTED;
+	p->started_at = (int64_t)time(NULL);
+}
+
+static int
+vmm_h_procs(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct vmm_state *vs = ctx->arg;
+	struct msg_vmm_sandbox_ref q;
+	struct msg_vmm_procs *r;
+	struct sandbox *s;
+	struct grant g;
+	uint32_t i, k;
+
+	memcpy(&q, m->data, sizeof(q));
+	if (memchr(q.id, '\0', sizeof(q.id)) == NULL ||
+	    (r = calloc(1, sizeof(*r))) == NULL)
+		return -1;
+	if (check_grant(ctx, m, &q.grant, CAP_SANDBOX_READ, q.id, &g) != 0)
+		r->status = SBX_E_GRANT;
+	else if ((s = sandbox_find(vs, q.id, g.principal)) == NULL)
+		r->status = SBX_E_NOTFOUND;
+	else
+		for (i = 0; i < SBX_PROCS_MAX; i++) {
+			k = (s->procs_next + i) % SBX_PROCS_MAX;
+			if (s->procs[k].pid != 0)
+				r->p[r->n++] = s->procs[k];
+		}
+	msg_reply(ctx, m, MSG_VMM_PROCS_REPLY, r, sizeof(*r), -1);
+	free(r);
+	return 0;
+}
+
+/* Bytes under dir (a workspace), bounded in depth and entries. */
+static uint64_t
+tree_bytes(int dir, int depth, size_t *budget)
+{
+	struct dirent *e;
+	struct stat sb;
+	uint64_t sum = 0;
+	DIR *d;
+	int fd;
+
+	if (depth > 32 ||
+	    (fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return 0;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return 0;
+	}
+	while ((e = readdir(d)) != NULL && *budget > 0) {
+		(*budget)--;
+		if (strcmp(e->d_name, ".") == 0 ||
+		    strcmp(e->d_name, "..") == 0 ||
+		    fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) ==
+		        -1)
+			continue;
+		if (S_ISREG(sb.st_mode))
+			sum += (uint64_t)sb.st_size;
+		else if (S_ISDIR(sb.st_mode) &&
+		    (fd = openat(dirfd(d), e->d_name,
+		         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) !=
+		        -1) {
+			sum += tree_bytes(fd, depth + 1, budget);
+			close(fd);
+		}
+	}
+	closedir(d);
+	return sum;
+}
+
+static int
+vmm_h_system(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct vmm_state *vs = ctx->arg;
+	struct msg_vmm_sandbox_ref q;
+	struct msg_vmm_system r;
+	struct sandbox *s;
+	struct grant g;
+	size_t budget = 100000;
+
+	memcpy(&q, m->data, sizeof(q));
+	if (memchr(q.id, '\0', sizeof(q.id)) == NULL)
+		return -1;
+	memset(&r, 0, sizeof(r));
+	if (check_grant(ctx, m, &q.grant, CAP_SANDBOX_READ, q.id, &g) != 0)
+		r.status = SBX_E_GRANT;
+	else if ((s = sandbox_find(vs, q.id, g.principal)) == NULL)
+		r.status = SBX_E_NOTFOUND;
+	else {
+		r.runs = s->runs;
+		r.cpu_ms = s->run_us / 1000;
+		r.memory_bytes = s->peak_memory;
+		r.workspace_bytes = tree_bytes(s->ws_fd, 0, &budget);
+	}
+	msg_reply(ctx, m, MSG_VMM_SYSTEM_REPLY, &r, sizeof(r), -1);
+	return 0;
+}
+
+/* Stop a running run of the caller's sandbox; it ends as RUN_KILLED. */
+static int
+vmm_h_kill(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct vmm_state *vs = ctx->arg;
+	struct msg_vmm_kill q;
+	struct grant g;
+	size_t i;
+
+	memcpy(&q, m->data, sizeof(q));
+	if (memchr(q.id, '\0', sizeof(q.id)) == NULL)
+		return -1;
+	q.status = SBX_E_NOTFOUND;
+	if (check_grant(ctx, m, &q.grant, CAP_EXEC, "", &g) != 0)
+		q.status = SBX_E_GRANT;
+	else if (sandbox_find(vs, q.id, g.principal) != NULL)
+		for (i = 0; i < VMM_JOBS_MAX; i++) {
+			struct job *j = &vs->jobs[i];
+
+			if (j->used && j->run_pid == q.pid &&
+			    strcmp(j->sbx, q.id) == 0) {
+				kill(j->pid, SIGKILL);
+				j->killed = 1;
+				q.status = SBX_OK;
+			}
+		}
+	memset(&q.grant, 0, sizeof(q.grant));
+	msg_reply(ctx, m, MSG_VMM_KILL_REPLY, &q, sizeof(q), -1);
+	return 0;
 }
 
 static int
@@ -1018,8 +1445,18 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	job->outfd = outfds[0];
 	job->errfd = outfds[1];
 	job->deadline = mono_ms() + timeout + VMM_GRACE_MS;
-	log_info("run %llu: %s in sandbox %s, vm pid %d",
-	    (unsigned long long)job->reqid, q.command, s->id, (int)pid);
+	job->run_pid = ++vs->next_pid;
+	job->background = (q.flags & RUN_F_BACKGROUND) != 0;
+	strlcpy(job->sbx, s->id, sizeof(job->sbx));
+	strlcpy(job->owner, s->owner, sizeof(job->owner));
+	strlcpy(job->cmd, q.command, sizeof(job->cmd));
+	proc_add(s, job->run_pid, q.command);
+	log_info("run %llu: %s in sandbox %s, vm pid %d, run %llu%s",
+	    (unsigned long long)job->reqid, q.command, s->id, (int)pid,
+	    (unsigned long long)job->run_pid,
+	    job->background ? ", in the background" : "");
+	if (job->background)
+		run_started(ctx, m->from, m->hdr.reqid, job->run_pid);
 	goto done;
 
 error:
@@ -1070,6 +1507,48 @@ join_output(int outfd, int errfd, uint64_t *out_len, uint64_t *err_len)
 	return n == 0 ? 0 : -1;
 }
 
+/*
+ * How a run ended, in its sandbox's process table; a background run's end
+ * goes to the front too (its concurrency slot, the audit log). Its output
+ * is not kept: a background program writes what it wants to keep into
+ * the workspace.
+ */
+static void
+job_record(struct proc_ctx *ctx, const struct job *job, uint32_t st,
+    int exit_code, const struct vmm_result *res)
+{
+	struct vmm_state *vs = ctx->arg;
+	struct msg_vmm_bg_done d;
+	struct vmm_proc *p;
+	struct sandbox *s;
+
+	if ((s = sandbox_find(vs, job->sbx, job->owner)) != NULL) {
+		s->runs++;
+		s->run_us += res->run_us;
+		if (res->peak_memory > s->peak_memory)
+			s->peak_memory = res->peak_memory;
+		if ((p = proc_find(s, job->run_pid)) != NULL) {
+			p->status = st;
+			p->exit_code = exit_code;
+		}
+	}
+	if (!job->background)
+		return;
+	memset(&d, 0, sizeof(d));
+	strlcpy(d.principal, job->owner, sizeof(d.principal));
+	strlcpy(d.id, job->sbx, sizeof(d.id));
+	strlcpy(d.cmd, job->cmd, sizeof(d.cmd));
+	d.pid = job->run_pid;
+	d.status = st;
+	d.exit_code = exit_code;
+	d.duration_ms = (res->boot_us + res->run_us) / 1000;
+	if (ctx->fd[job->from] < 0 ||
+	    msg_send(ctx->fd[job->from], MSG_VMM_BG_DONE, 0, job->reqid, &d,
+	        sizeof(d), -1) != MSG_OK)
+		log_warnx("%s: the end of run %llu not told", __func__,
+		    (unsigned long long)job->run_pid);
+}
+
 static void
 job_finish(struct proc_ctx *ctx, struct job *job)
 {
@@ -1104,14 +1583,20 @@ job_finish(struct proc_ctx *ctx, struct job *job)
 		out_len = err_len = 0;
 		strlcpy(reason, "output lost", sizeof(reason));
 	}
+	if (job->killed) {
+		st = RUN_KILLED;
+		strlcpy(reason, "killed", sizeof(reason));
+	}
 	log_info(
 	    "run %llu done: status %u, exit %d, %llu+%llu bytes, %llu us%s%s",
 	    (unsigned long long)job->reqid, st, res.exit_code,
 	    (unsigned long long)out_len, (unsigned long long)err_len,
 	    (unsigned long long)(res.boot_us + res.run_us),
 	    reason[0] != '\0' ? ": " : "", reason);
-	run_reply(ctx, job->from, job->reqid, st, res.exit_code, reason,
-	    job->outfd, out_len, err_len, &res);
+	job_record(ctx, job, st, res.exit_code, &res);
+	if (!job->background)
+		run_reply(ctx, job->from, job->reqid, st, res.exit_code, reason,
+		    job->outfd, out_len, err_len, &res);
 	close(job->outfd);
 	close(job->errfd);
 	if (job->pidfd >= 0)
@@ -1168,6 +1653,247 @@ vmm_h_egress_reply(struct proc_ctx *ctx, const struct msg *m)
 	return vmm_egress_reply(ctx, r, m);
 }
 
+/* ---- restore from the store ------------------------------------------- */
+
+/*
+ * One request at a time: a page of sandbox records, then each record's
+ * variables, then the next page. A request id carries the epoch (a new
+ * store link starts over) so a late reply to an abandoned pass is dropped.
+ */
+#define RESTORE_PAGE 8 /* records up to 4 KiB (the front checks) */
+#define RESTORE_TAG (UINT64_C(0x5245) << 48)
+
+struct restore {
+	struct sandbox rec[RESTORE_PAGE]; /* adopted one by one */
+	size_t n, i;
+	char cursor[STORE_CURSOR_MAX]; /* "" : the first page */
+	int last_page;
+	char env_cursor[STORE_CURSOR_MAX]; /* rec[i]'s next page, or "" */
+	uint64_t reqid;
+};
+
+static void restore_next(struct proc_ctx *, struct vmm_state *);
+
+static void
+restore_send(struct proc_ctx *ctx, struct vmm_state *vs, unsigned db,
+    const char *k1, const char *k2, unsigned limit)
+{
+	void *q;
+	size_t qlen;
+
+	vs->restore->reqid = RESTORE_TAG |
+	    (uint64_t)(vs->restore_epoch & 0xffff) << 32 |
+	    (uint32_t)(vs->restore->reqid + 1);
+	if (ctx->fd[PROC_STORE] < 0 ||
+	    store_wire_key_encode(MSG_STORE_LIST, db, k1, k2, limit, NULL, &q,
+	        &qlen) != STORE_OK) {
+		log_warnx("%s: cannot ask the store", __func__);
+		free(vs->restore);
+		vs->restore = NULL;
+		return;
+	}
+	if (msg_send(ctx->fd[PROC_STORE], MSG_STORE_LIST, 0, vs->restore->reqid,
+	        q, qlen, -1) != MSG_OK) {
+		log_warnx("%s: the store did not get it", __func__);
+		free(vs->restore);
+		vs->restore = NULL;
+	}
+	free(q);
+}
+
+/* Remove the workspaces of sandboxes that were not adopted. */
+static void
+restore_sweep(struct vmm_state *vs)
+{
+	int wd = open("workspaces", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = wd >= 0 ? fdopendir(wd) : NULL;
+	struct dirent *e;
+	size_t i;
+
+	while (d != NULL && (e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		for (i = 0; i < VMM_SANDBOXES_MAX; i++)
+			if (vs->sbx[i].used &&
+			    strcmp(vs->sbx[i].id, e->d_name) == 0)
+				break;
+		if (i == VMM_SANDBOXES_MAX) {
+			log_info(
+			    "workspace %s: no sandbox, removed", e->d_name);
+			remove_tree(dirfd(d), e->d_name, 0);
+		}
+	}
+	if (d != NULL)
+		closedir(d);
+	else if (wd >= 0)
+		close(wd);
+}
+
+static void
+restore_adopt(struct vmm_state *vs, struct sandbox *r)
+{
+	char path[SBX_ID_MAX + 16];
+	size_t i, slot = VMM_SANDBOXES_MAX;
+
+	for (i = 0; i < VMM_SANDBOXES_MAX; i++) {
+		if (vs->sbx[i].used && strcmp(vs->sbx[i].id, r->id) == 0)
+			return; /* still live: this process made it */
+		if (!vs->sbx[i].used && slot == VMM_SANDBOXES_MAX)
+			slot = i;
+	}
+	if (slot == VMM_SANDBOXES_MAX) {
+		log_warnx("sandbox %s: no room to restore it", r->id);
+		return;
+	}
+	snprintf(path, sizeof(path), "workspaces/%s", r->id);
+	if ((r->ws_fd = open(path,
+	         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1) {
+		log_info("sandbox %s: workspace gone, not restored", r->id);
+		return;
+	}
+	r->used = 1;
+	vs->sbx[slot] = *r;
+	log_info("sandbox %s (%s) restored", r->id, r->image);
+}
+
+/* A page of sandbox records: keep the live ones for their variables. */
+static void
+restore_page(struct vmm_state *vs, const void *msg, size_t len,
+    const struct store_wire_reply *hdr, const char *next)
+{
+	struct restore *rs = vs->restore;
+	int64_t now = (int64_t)time(NULL);
+	uint32_t i;
+
+	rs->n = rs->i = 0;
+	for (i = 0; i < hdr->count && rs->n < RESTORE_PAGE; i++) {
+		struct store_sandbox ss;
+		struct sandbox *r = &rs->rec[rs->n];
+		const void *rec;
+		size_t reclen;
+
+		if (store_wire_reply_record(msg, len, i, &rec, &reclen) !=
+		        STORE_OK ||
+		    store_sandbox_decode(rec, reclen, &ss) != STORE_OK)
+			continue;
+		if (ss.expires_ms / 1000 <= now ||
+		    !safe_name(ss.id, SBX_ID_MAX))
+			continue;
+		memset(r, 0, sizeof(*r));
+		if (strlcpy(r->id, ss.id, sizeof(r->id)) >= sizeof(r->id) ||
+		    strlcpy(r->owner, ss.owner, sizeof(r->owner)) >=
+		        sizeof(r->owner) ||
+		    strlcpy(r->image, ss.image, sizeof(r->image)) >=
+		        sizeof(r->image))
+			continue;
+		r->created_at = ss.created_ms / 1000;
+		r->expires_at = ss.expires_ms / 1000;
+		r->ws_fd = -1;
+		rs->n++;
+	}
+	strlcpy(rs->cursor, next, sizeof(rs->cursor));
+	rs->last_page = next[0] == '\0';
+}
+
+/* The variables of rs->rec[rs->i]. */
+static void
+restore_env(struct vmm_state *vs, const void *msg, size_t len,
+    const struct store_wire_reply *hdr, const char *next)
+{
+	struct sandbox *r = &vs->restore->rec[vs->restore->i];
+	uint32_t i;
+	int n;
+
+	for (i = 0; i < hdr->count; i++) {
+		struct store_env e;
+		const void *rec;
+		size_t reclen;
+
+		if (store_wire_reply_record(msg, len, i, &rec, &reclen) !=
+		        STORE_OK ||
+		    store_env_decode(rec, reclen, &e) != STORE_OK ||
+		    e.key[0] == '\0' || strchr(e.key, '=') != NULL)
+			continue;
+		n = snprintf(r->env + r->env_len, sizeof(r->env) - r->env_len,
+		    "%s=%s", e.key, e.value);
+		if (n < 0 || (size_t)n + 1 > sizeof(r->env) - r->env_len)
+			break;
+		r->env_len += (uint32_t)n + 1;
+	}
+	strlcpy(vs->restore->env_cursor, i == hdr->count ? next : "",
+	    sizeof(vs->restore->env_cursor));
+	if (vs->restore->env_cursor[0] != '\0')
+		return;
+	restore_adopt(vs, r);
+	vs->restore->i++;
+}
+
+static void
+restore_next(struct proc_ctx *ctx, struct vmm_state *vs)
+{
+	struct restore *rs = vs->restore;
+
+	if (rs->i < rs->n) {
+		restore_send(ctx, vs, STORE_DB_ENV, rs->rec[rs->i].id,
+		    rs->env_cursor[0] != '\0' ? rs->env_cursor : NULL,
+		    STORE_WIRE_MAX_LIST);
+		return;
+	}
+	if (!rs->last_page) {
+		restore_send(ctx, vs, STORE_DB_SANDBOXES, NULL,
+		    rs->cursor[0] != '\0' ? rs->cursor : NULL, RESTORE_PAGE);
+		return;
+	}
+	restore_sweep(vs);
+	free(vs->restore);
+	vs->restore = NULL;
+	log_info("%s: sandboxes restored from the store", __func__);
+}
+
+static int
+vmm_h_store_reply(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct vmm_state *vs = ctx->arg;
+	struct store_wire_reply hdr;
+	char next[STORE_CURSOR_MAX];
+	struct restore *rs = vs->restore;
+
+	if (rs == NULL || m->hdr.reqid != rs->reqid)
+		return 0; /* an abandoned pass */
+	if (store_wire_reply_decode(m->data, m->hdr.len, &hdr, next) !=
+	        STORE_OK ||
+	    hdr.status != STORE_OK) {
+		log_warnx("%s: the store cannot list: %s", __func__,
+		    store_strerror((int)hdr.status));
+		free(vs->restore);
+		vs->restore = NULL;
+		return 0;
+	}
+	if (rs->i >= rs->n)
+		restore_page(vs, m->data, m->hdr.len, &hdr, next);
+	else
+		restore_env(vs, m->data, m->hdr.len, &hdr, next);
+	restore_next(ctx, vs);
+	return 0;
+}
+
+/* A (new) store link: read the sandboxes back. */
+static void
+vmm_on_peer(struct proc_ctx *ctx, enum proc_id peer)
+{
+	struct vmm_state *vs = ctx->arg;
+
+	if (peer != PROC_STORE)
+		return;
+	free(vs->restore);
+	if ((vs->restore = calloc(1, sizeof(*vs->restore))) == NULL) {
+		log_warnx("%s: out of memory", __func__);
+		return;
+	}
+	vs->restore_epoch++;
+	restore_send(ctx, vs, STORE_DB_SANDBOXES, NULL, NULL, RESTORE_PAGE);
+}
+
 static const struct msg_handler vmm_handlers[] = {
 	MSG_HANDLERS_COMMON,
 	{ MSG_VMM_SANDBOX_CREATE, PROC_BIT(PROC_FRONT),
@@ -1190,6 +1916,20 @@ static const struct msg_handler vmm_handlers[] = {
 	    sizeof(struct msg_policy_decision), 0, vmm_h_egress_decision },
 	{ MSG_EGRESS_FETCH_REPLY, PROC_BIT(PROC_EGRESS),
 	    sizeof(struct msg_egress_rep), MSG_H_FD, vmm_h_egress_reply },
+	{ MSG_VMM_PROCS, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_sandbox_ref), 0, vmm_h_procs },
+	{ MSG_VMM_KILL, PROC_BIT(PROC_FRONT), sizeof(struct msg_vmm_kill), 0,
+	    vmm_h_kill },
+	{ MSG_VMM_SYSTEM, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_sandbox_ref), 0, vmm_h_system },
+	{ MSG_VMM_IMAGE_LIST, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_image_ref), 0, vmm_h_images },
+	{ MSG_VMM_IMAGE_PUT, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_image_ref), MSG_H_FD, vmm_h_images },
+	{ MSG_VMM_IMAGE_DELETE, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_image_ref), 0, vmm_h_images },
+	{ MSG_STORE_REPLY, PROC_BIT(PROC_STORE), MSG_MAX_PAYLOAD,
+	    MSG_H_VARIABLE, vmm_h_store_reply },
 };
 
 static int
@@ -1256,9 +1996,12 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 	for (i = 0; i < VMM_JOBS_MAX; i++)
 		if (vs->jobs[i].used)
 			kill(vs->jobs[i].pid, SIGKILL);
+	/* The sandboxes outlive this process: their workspaces stay for the
+	 * next one to adopt. */
 	for (i = 0; i < VMM_SANDBOXES_MAX; i++)
-		if (vs->sbx[i].used)
-			sandbox_remove(&vs->sbx[i]);
+		if (vs->sbx[i].used && vs->sbx[i].ws_fd >= 0)
+			close(vs->sbx[i].ws_fd);
+	free(vs->restore);
 	free(buf);
 	return 0;
 }
@@ -1273,6 +2016,7 @@ vmm_main(struct proc_ctx *ctx)
 	ctx->handlers = vmm_handlers;
 	ctx->nhandlers = nitems(vmm_handlers);
 	ctx->arg = &vs;
+	ctx->on_peer = vmm_on_peer;
 	for (i = 0; i < VMM_SANDBOXES_MAX; i++)
 		vs.sbx[i].ws_fd = -1;
 	if (ctx->kvm_fd < 0)
@@ -1285,20 +2029,10 @@ vmm_main(struct proc_ctx *ctx)
 		log_warn("%s: KVM_GET_SUPPORTED_CPUID", __func__);
 	else
 		log_info("%s: /dev/kvm API version %d", __func__, v);
-	/* Workspaces of an earlier life are gone with their sandboxes. */
-	{
-		int wd = open("workspaces", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		DIR *d = wd >= 0 ? fdopendir(wd) : NULL;
-		struct dirent *e;
-
-		while (d != NULL && (e = readdir(d)) != NULL)
-			if (e->d_name[0] != '.')
-				remove_tree(dirfd(d), e->d_name, 0);
-		if (d != NULL)
-			closedir(d);
-		else if (wd >= 0)
-			close(wd);
-	}
+	/* A restarted vmm has its store link from the start; a first one
+	 * may get it later (vmm_on_peer). */
+	if (ctx->fd[PROC_STORE] >= 0)
+		vmm_on_peer(ctx, PROC_STORE);
 	log_info("%s: ready", __func__);
 	return vmm_loop(ctx, &vs);
 }

@@ -108,6 +108,7 @@ const struct seccomp_filter seccomp_policy = { "policy", policy_rules,
 	    RA(ioctl, 1, KVM_SET_REGS, "entry point and stack"),               \
 	    RA(ioctl, 1, KVM_RUN, "run the guest"),                            \
 	    R(setitimer, "the run's wall-clock limit"),                        \
+	    R(clock_nanosleep, "guest sleeps, cut short by that limit"),       \
 	    R(rt_sigaction, "the timer's handler"),                            \
 	    R(openat2, "workspace files, RESOLVE_BENEATH"),                    \
 	    R(read, "workspace files, stdin"), R(pread64, "workspace files"),  \
@@ -131,7 +132,8 @@ static const struct seccomp_rule vmm_rules[] = {
 	R(openat, "images and workspaces under the state directory"),
 	R(mkdir, "a sandbox's workspace"),
 	R(rmdir, "a sandbox's workspace"),
-	R(getdents64, "removing a workspace"),
+	R(getdents64, "removing a workspace, listing images"),
+	R(fsync, "an uploaded image is on disk before it is renamed in"),
 	R(memfd_create, "a run's output; its egress request buffer"),
 	R(socketpair, "a run's egress relay to its vm process"),
 	RA(clone, 0, 0x01200011,

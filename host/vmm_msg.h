@@ -43,6 +43,17 @@ enum {
 	MSG_VMM_ENV_REPLY = MSG_VMM_BASE + 0x0b, /* msg_vmm_env (the result) */
 	MSG_VMM_RUN = MSG_VMM_BASE + 0x10, /* front -> vmm + memfd */
 	MSG_VMM_RUN_DONE = MSG_VMM_BASE + 0x11, /* vmm -> front + memfd */
+	MSG_VMM_PROCS = MSG_VMM_BASE + 0x12, /* msg_vmm_sandbox_ref */
+	MSG_VMM_PROCS_REPLY = MSG_VMM_BASE + 0x13, /* msg_vmm_procs */
+	MSG_VMM_KILL = MSG_VMM_BASE + 0x14, /* msg_vmm_kill */
+	MSG_VMM_KILL_REPLY = MSG_VMM_BASE + 0x15, /* msg_vmm_kill, status */
+	MSG_VMM_BG_DONE = MSG_VMM_BASE + 0x16, /* vmm -> front: bg_done */
+	MSG_VMM_IMAGE_LIST = MSG_VMM_BASE + 0x18, /* msg_vmm_image_ref */
+	MSG_VMM_IMAGE_PUT = MSG_VMM_BASE + 0x19, /* msg_vmm_image_ref + memfd */
+	MSG_VMM_IMAGE_DELETE = MSG_VMM_BASE + 0x1a, /* msg_vmm_image_ref */
+	MSG_VMM_IMAGES = MSG_VMM_BASE + 0x1b, /* msg_vmm_images, the reply */
+	MSG_VMM_SYSTEM = MSG_VMM_BASE + 0x1c, /* msg_vmm_sandbox_ref */
+	MSG_VMM_SYSTEM_REPLY = MSG_VMM_BASE + 0x1d, /* msg_vmm_system */
 	/* Egress (host/vmm_egress.h): the first two only on a run's own
 	 * socketpair between the vmm and its `keepd: vm` process. */
 	MSG_VMM_FETCH = MSG_VMM_BASE + 0x20, /* vm -> vmm: msg_egress_rep;
@@ -195,7 +206,54 @@ struct msg_vmm_run {
 	uint64_t stdin_len;
 	uint64_t input_len; /* size of the memfd */
 	uint64_t timeout_ms; /* asked for; the grant's limit caps it */
+	uint32_t flags; /* RUN_F_* */
+	uint32_t pad;
 };
+
+/*
+ * A background run is answered at once with RUN_STARTED and its pid (an
+ * empty memfd); when it ends the vmm tells the front with
+ * MSG_VMM_BG_DONE (not a reply), so the concurrency slot is given back.
+ * Every run, foreground or not, is in its sandbox's process table (the
+ * last SBX_PROCS_MAX), which MSG_VMM_PROCS reads; MSG_VMM_KILL stops a
+ * running one (the grant: exec, no target: killing names no program).
+ */
+#define RUN_F_BACKGROUND 0x1u
+
+/*
+ * Images: the operator's in images/ (root-owned, read-only to the vmm)
+ * and the API's uploads in uploads/ (the vmm's). An upload must verify
+ * against the trusted image keys, may not take an operator image's name,
+ * and replaces an upload of the same name. Only uploads can be deleted.
+ * Grants: image:read (list) or image:write (put: no target; delete: the
+ * name).
+ */
+#define VMM_IMAGE_LIST_MAX 32
+#define VMM_IMAGE_MAX_BYTES (64u << 20)
+
+struct msg_vmm_image_ref {
+	struct grant grant;
+	char name[RUN_NAME_MAX]; /* delete: NUL-terminated; else "" */
+	uint64_t size; /* put: bytes in the memfd */
+};
+
+struct vmm_image_info {
+	char name[RUN_NAME_MAX];
+	char version[RUN_NAME_MAX];
+	char digest[72]; /* BLAKE2b-256 of the file, hex */
+	uint64_t size;
+	char languages[64]; /* "python", "javascript", "" */
+	uint32_t uploaded; /* 1: from the API */
+	uint32_t pad;
+};
+
+struct msg_vmm_images {
+	uint32_t status; /* enum sbx_status; SBX_E_EXISTS: an operator name */
+	uint32_t n;
+	char reason[128]; /* why an upload was refused */
+	struct vmm_image_info im[VMM_IMAGE_LIST_MAX];
+};
+#define SBX_PROCS_MAX 32
 
 enum run_status {
 	RUN_EXITED = 0, /* exit_code is the guest's */
@@ -203,7 +261,9 @@ enum run_status {
 	RUN_TIMEOUT, /* killed at its time limit */
 	RUN_OUTPUT_LIMIT, /* killed at its output limit */
 	RUN_REFUSED, /* not started: grant, image or command refused */
-	RUN_ERROR /* the host could not run it */
+	RUN_ERROR, /* the host could not run it */
+	RUN_STARTED, /* background: running, pid set */
+	RUN_KILLED /* stopped by MSG_VMM_KILL */
 };
 
 struct msg_vmm_run_done {
@@ -212,7 +272,50 @@ struct msg_vmm_run_done {
 	uint64_t out_len, err_len; /* bytes in the memfd */
 	uint64_t duration_ms;
 	uint64_t boot_us;
+	uint64_t pid; /* the run's number in its sandbox's process table */
 	char reason[64]; /* NUL-terminated, "" when exited */
+};
+
+/* A sandbox's usage since the vmm started (GET .../system). */
+struct msg_vmm_system {
+	uint32_t status; /* enum sbx_status */
+	uint32_t pad;
+	uint64_t runs;
+	uint64_t cpu_ms; /* guest time of its runs */
+	uint64_t memory_bytes; /* the most guest memory one run touched */
+	uint64_t workspace_bytes; /* what its workspace holds now */
+};
+
+struct vmm_proc {
+	uint64_t pid;
+	char cmd[RUN_NAME_MAX]; /* NUL-terminated */
+	uint32_t status; /* enum run_status; RUN_STARTED while running */
+	int32_t exit_code;
+	int64_t started_at; /* unix seconds */
+};
+
+struct msg_vmm_procs {
+	uint32_t status; /* enum sbx_status */
+	uint32_t n;
+	struct vmm_proc p[SBX_PROCS_MAX]; /* oldest first */
+};
+
+struct msg_vmm_kill {
+	struct grant grant; /* exec, target "" */
+	char id[SBX_ID_MAX];
+	uint64_t pid;
+	uint32_t status; /* reply: enum sbx_status */
+	uint32_t pad;
+};
+
+struct msg_vmm_bg_done {
+	char principal[GRANT_PRINCIPAL_MAX];
+	char id[SBX_ID_MAX];
+	char cmd[RUN_NAME_MAX];
+	uint64_t pid;
+	uint32_t status; /* enum run_status */
+	int32_t exit_code;
+	uint64_t duration_ms;
 };
 
 #endif

@@ -28,6 +28,7 @@ token=$("$B/bin/keep" token mint --key build/run/keys/issuer.secret \
     --sub admin --ttl 1h \
     --caps sandbox:read,sandbox:write,exec,artifact:read,artifact:write,policy:read,audit:read,image:read,admin) ||
 	exit 1
+(umask 077 && printf '%s\n' "$token" >build/run/admin.token) || exit 1
 cat <<EOT
 run: starting keepd in the foreground (Ctrl-C stops it):
 run:   config  etc/keepd.dev.yaml
@@ -36,10 +37,10 @@ run:   state   build/run/ (chroots: build/run/empty, build/run/db)
 run:   images  build/run/images/ (hello, toolbox, js, python)
 run:   API     http://127.0.0.1:8421 (served by keepd: front)
 run:
-run: an admin token, valid for an hour:
+run: an admin token, valid for an hour (also in build/run/admin.token):
 export KEEP_TOKEN=$token
-run: a first sandbox and a first run:
-curl -s -H "Authorization: Bearer \$KEEP_TOKEN" -d '{"image":"python"}' http://127.0.0.1:8421/v1/sandboxes
-curl -s -H "Authorization: Bearer \$KEEP_TOKEN" -d '{"code":"print(6*7)","language":"python"}' http://127.0.0.1:8421/v1/sandboxes/ID/execute
+run: a first sandbox, and JavaScript run in it:
+ID=\$(curl -s -H "Authorization: Bearer \$KEEP_TOKEN" -d '{"image":"js"}' http://127.0.0.1:8421/v1/sandboxes | sed 's/.*"id":"\\([^"]*\\)".*/\\1/'); echo \$ID
+curl -s -H "Authorization: Bearer \$KEEP_TOKEN" -d '{"code":"console.log(6*7)","language":"javascript"}' http://127.0.0.1:8421/v1/sandboxes/\$ID/execute
 EOT
 exec "$B/bin/keepd" -d -f etc/keepd.dev.yaml

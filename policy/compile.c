@@ -42,6 +42,8 @@ static const char *const reasons[] = {
 	[POLICY_R_RATE] = "rate limited",
 	[POLICY_R_BUDGET] = "budget spent",
 	[POLICY_R_REQUEST] = "malformed request",
+	[POLICY_R_TOKEN] = "the token does not carry it",
+	[POLICY_R_BUSY] = "too many operations at once",
 };
 
 const char *

@@ -299,6 +299,46 @@ policy_quota_leave(struct policy_quota *q, int i)
 		q->v[i].active--;
 }
 
+void
+policy_quota_leave_all(struct policy_quota *q)
+{
+	uint32_t i;
+
+	if (q != NULL)
+		for (i = 0; i < q->n; i++)
+			q->v[i].active = 0;
+}
+
+void
+policy_quota_levels(const struct policy_quota *q, int i, uint64_t now,
+    uint64_t *budget_left, double tokens[2])
+{
+	const struct policy_principal *pr;
+	uint64_t tat, used;
+	int w;
+
+	*budget_left = POLICY_UNLIMITED;
+	tokens[0] = tokens[1] = -1;
+	if (q == NULL || i < 0 || (uint32_t)i >= q->n)
+		return;
+	pr = &q->p->pr[i];
+	if (pr->lim.budget != POLICY_UNLIMITED)
+		*budget_left = q->v[i].spent >= pr->lim.budget
+		    ? 0
+		    : pr->lim.budget - q->v[i].spent;
+	for (w = 0; w < 2; w++) {
+		if (pr->gcra_t[w] == 0)
+			continue;
+		/* As decide would see it: requests allowed while the
+		 * theoretical arrival time stays within the tolerance. */
+		tat = q->v[i].tat[w] > now ? q->v[i].tat[w] : now;
+		used = tat - now;
+		tokens[w] = used > pr->gcra_tau[w]
+		    ? 0
+		    : (double)((pr->gcra_tau[w] - used) / pr->gcra_t[w] + 1);
+	}
+}
+
 uint64_t
 policy_quota_spent(const struct policy_quota *q, int i)
 {
@@ -312,6 +352,23 @@ policy_quota_set_spent(struct policy_quota *q, int i, uint64_t spent)
 {
 	if (q != NULL && i >= 0 && (uint32_t)i < q->n)
 		q->v[i].spent = spent;
+}
+
+void
+policy_quota_carry(struct policy_quota *to, const struct policy_quota *from)
+{
+	const struct policy_principal *pr;
+	uint32_t i;
+	int j;
+
+	if (to == NULL || from == NULL)
+		return;
+	for (i = 0; i < to->n; i++) {
+		pr = &to->p->pr[i];
+		j = policy_find(from->p, pr->name, strlen(pr->name));
+		if (j >= 0 && (uint32_t)j < from->n)
+			to->v[i] = from->v[j];
+	}
 }
 
 int

@@ -119,11 +119,14 @@ hook_decide(void *compiled, const struct msg_policy_decide *q,
 	struct policy_request req;
 	struct policy_result res;
 	size_t plen;
+	int i;
 
 	r->grant.decision = GRANT_DENY;
 	r->rule = 0;
 	r->line = 0;
 	r->retry_after_ms = 0;
+	r->reason = POLICY_R_REQUEST;
+	r->pad = 0;
 	r->grant.mem_max = r->grant.timeout_ms = r->grant.output_max = 0;
 	if (c == NULL || q->cap >= CAP_COUNT ||
 	    q->target_len > sizeof(q->target))
@@ -136,18 +139,33 @@ hook_decide(void *compiled, const struct msg_policy_decide *q,
 	memcpy(r->grant.principal, q->principal, plen);
 	/* A capability the token lacks is not asked of the policy, so it
 	 * spends no quota. */
-	if ((q->token_caps & CAP_BIT(q->cap)) == 0)
+	if ((q->token_caps & CAP_BIT(q->cap)) == 0) {
+		r->reason = POLICY_R_TOKEN;
 		return;
+	}
 	memset(&req, 0, sizeof(req));
 	req.principal = q->principal;
 	req.principal_len = plen;
 	req.cap = q->cap;
 	req.target = q->target;
 	req.target_len = q->target_len;
-	policy_decide(c->p, c->q, now_ns(), &req, &res);
+	/* The slot first, so a refused operation spends no rate or budget. */
+	i = policy_find(c->p, q->principal, plen);
+	if ((q->flags & DECIDE_ENTER) && !(q->flags & DECIDE_DRY_RUN) &&
+	    policy_quota_enter(c->q, i) == POLICY_E_BUSY) {
+		r->reason = POLICY_R_BUSY;
+		r->retry_after_ms = 1000;
+		return;
+	}
+	policy_decide(c->p, (q->flags & DECIDE_DRY_RUN) ? NULL : c->q, now_ns(),
+	    &req, &res);
+	if ((q->flags & DECIDE_ENTER) && !(q->flags & DECIDE_DRY_RUN) &&
+	    !res.allow)
+		policy_quota_leave(c->q, i);
 	r->rule = res.rule;
 	r->line = res.line;
 	r->retry_after_ms = res.retry_after_ms;
+	r->reason = res.reason;
 	if (res.limits != NULL) {
 		r->grant.mem_max = res.limits->mem_max;
 		r->grant.timeout_ms = res.limits->timeout_ms;
@@ -180,6 +198,20 @@ struct policy_quota *
 policy_hooks_quota(void *compiled)
 {
 	return compiled != NULL ? ((struct compiled *)compiled)->q : NULL;
+}
+
+void
+policy_hooks_levels(void *compiled, const char *principal,
+    uint64_t *budget_left, double tokens[2])
+{
+	struct compiled *c = compiled;
+
+	*budget_left = POLICY_UNLIMITED;
+	tokens[0] = tokens[1] = -1;
+	if (c != NULL)
+		policy_quota_levels(c->q,
+		    policy_find(c->p, principal, strlen(principal)), now_ns(),
+		    budget_left, tokens);
 }
 
 int

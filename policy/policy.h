@@ -52,7 +52,9 @@ enum policy_reason {
 	POLICY_R_TARGET, /* exec or egress target not on the list */
 	POLICY_R_RATE, /* the rate bucket is empty (see retry_after) */
 	POLICY_R_BUDGET, /* the operation budget is spent */
-	POLICY_R_REQUEST /* malformed request (capability out of range) */
+	POLICY_R_REQUEST, /* malformed request (capability out of range) */
+	POLICY_R_TOKEN, /* the token does not carry the capability */
+	POLICY_R_BUSY /* the agent's concurrent operations are at the limit */
 };
 
 const char *policy_reason_name(enum policy_reason r);
@@ -168,10 +170,24 @@ void policy_quota_free(struct policy_quota *q);
  * (at the limit) or POLICY_E_NOTFOUND. */
 int policy_quota_enter(struct policy_quota *q, int principal);
 void policy_quota_leave(struct policy_quota *q, int principal);
+/* What is left at now (ns): the budget (POLICY_UNLIMITED: none) and the
+ * read and write tokens a request could spend at once (-1: no rate). */
+void policy_quota_levels(const struct policy_quota *q, int principal,
+    uint64_t now, uint64_t *budget_left, double tokens[2]);
+/* Every operation has ended (the process that reported them restarted). */
+void policy_quota_leave_all(struct policy_quota *q);
 /* Budget spent so far, and setting it (restored from the store). */
 uint64_t policy_quota_spent(const struct policy_quota *q, int principal);
 void policy_quota_set_spent(
     struct policy_quota *q, int principal, uint64_t spent);
+/*
+ * A reload keeps what was spent: each principal of to gets the counters
+ * (rate buckets, budget spent, operations in flight) of the principal of
+ * the same name in from, whose policy must still be alive. One that is
+ * new starts full.
+ */
+void policy_quota_carry(
+    struct policy_quota *to, const struct policy_quota *from);
 
 /*
  * Service functions for the processes.

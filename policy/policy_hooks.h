@@ -35,6 +35,9 @@ struct policy_quota *policy_hooks_quota(void *compiled);
  * POLICY_E_NOTFOUND; leave after every successful enter.
  */
 int policy_hooks_enter(void *compiled, const char *principal);
+/* policy_quota_levels for a principal, now. */
+void policy_hooks_levels(void *compiled, const char *principal,
+    uint64_t *budget_left, double tokens[2]);
 void policy_hooks_leave(void *compiled, const char *principal);
 
 #endif

@@ -308,6 +308,9 @@ struct api_backend {
 	int (*token_attenuate)(void *ctx, const struct api_call *,
 	    const struct api_attenuate *, struct api_token *out,
 	    struct api_error *err);
+	/* Refuse the token with this jti from now until exp (unix s). */
+	int (*token_revoke)(void *ctx, const struct api_call *, const char *jti,
+	    int64_t exp, struct api_error *err);
 	int (*policy_version)(void *ctx, const struct api_call *,
 	    struct api_policy_version *out, struct api_error *err);
 	int (*policy_check)(void *ctx, const struct api_call *,

@@ -1033,6 +1033,46 @@ h_token_attenuate(struct rq *r)
 	        iso_time(tok.expires_at)));
 }
 
+/*
+ * Revocation by jti (what `keep token inspect` shows). The record lives
+ * until expires_at, which defaults to the longest lifetime a token may
+ * have from now: by then any token with that jti has expired anyway.
+ */
+static void
+h_token_revoke(struct rq *r)
+{
+	static const char *const fields[] = { "jti", "expires_at", NULL };
+	struct api_error err;
+	const char *jti = NULL;
+	uint64_t exp = 0;
+	size_t len;
+	int rc;
+
+	if (rq_fields(r, r->body, fields) ||
+	    rq_str(r, r->body, "jti", 1, &jti) ||
+	    rq_uint(r, r->body, "expires_at", INT64_MAX, &exp))
+		return;
+	len = strlen(jti);
+	if (len == 0 || len > 64 ||
+	    strspn(jti,
+	        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	        "0123456789-_") != len) {
+		rq_error(r, API_EBADREQ,
+		    "jti must be 1 to 64 URL-safe "
+		    "characters");
+		return;
+	}
+	if (BE(r)->token_revoke == NULL)
+		NOTIMPL(r);
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->token_revoke(BE(r)->ctx, &r->call, jti, (int64_t)exp, &err);
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	rq_json(r, 200, json_pack("{s:s,s:b}", "jti", jti, "revoked", 1));
+}
+
 static void
 h_policy_version(struct rq *r)
 {
@@ -1280,6 +1320,8 @@ const struct api_route api_routes[] = {
 	    "processes", 0 },
 	{ HTTP_POST, "/v1/tokens", h_token_attenuate, AUTH_ONLY, 1, 0, "tokens",
 	    0 },
+	{ HTTP_POST, "/v1/tokens/revoke", h_token_revoke, CAP_ADMIN, 1, 0,
+	    "tokens_revoke", 0 },
 	{ HTTP_GET, "/v1/policy", h_policy_version, CAP_POLICY_READ, 0, 0,
 	    "policy", 0 },
 	{ HTTP_POST, "/v1/policy/check", h_policy_check, CAP_POLICY_READ, 1, 0,

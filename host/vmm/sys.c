@@ -146,6 +146,44 @@ sys_clock_gettime(struct vm *vm, uint64_t clk, uint64_t tp)
 	return put_guest(vm, tp, &ts, sizeof(ts));
 }
 
+/*
+ * nanosleep and clock_nanosleep: the guest's time passes for real (a
+ * program that sleeps and reads the clock must see it), on the host's
+ * clocks as sys_clock_gettime gives them. The run's time limit is a
+ * SIGALRM that interrupts the sleep; the next KVM_RUN then stops the
+ * guest, so a long sleep costs no more than the limit.
+ */
+static int64_t
+sys_sleep(struct vm *vm, uint64_t clk, uint64_t flags, uint64_t req)
+{
+	struct timespec ts;
+	const void *g;
+	clockid_t id;
+
+	switch (clk) {
+	case CLOCK_REALTIME:
+		id = CLOCK_REALTIME;
+		break;
+	case CLOCK_MONOTONIC:
+	case CLOCK_BOOTTIME:
+		id = CLOCK_MONOTONIC;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if ((flags & ~(uint64_t)TIMER_ABSTIME) != 0)
+		return -EINVAL;
+	if ((g = vm_gptr(vm, req, sizeof(ts))) == NULL)
+		return -EFAULT;
+	memcpy(&ts, g, sizeof(ts));
+	if (ts.tv_sec < 0 || ts.tv_nsec < 0 || ts.tv_nsec >= 1000000000L)
+		return -EINVAL;
+	/* EINTR is the run's limit: report the sleep done, the guest will
+	 * not run again. */
+	clock_nanosleep(id, (int)flags, &ts, NULL);
+	return 0;
+}
+
 static int64_t
 sys_uname(struct vm *vm, uint64_t buf)
 {
@@ -269,8 +307,10 @@ vm_syscall(struct vm *vm, uint64_t nr, const uint64_t a[6],
 		ret = 0;
 		break;
 	case 35: /* nanosleep */
+		ret = sys_sleep(vm, CLOCK_MONOTONIC, 0, a[0]);
+		break;
 	case 230: /* clock_nanosleep */
-		ret = 0; /* a guest has nothing to wait for */
+		ret = sys_sleep(vm, a[0], a[1], a[2]);
 		break;
 	case 39: /* getpid */
 	case 186: /* gettid */

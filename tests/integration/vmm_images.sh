@@ -51,6 +51,12 @@ out=$("$KEEP" run --trust "$K" "$I/python.img" python -c 'import json, hashlib, 
 print(json.dumps({"sha": hashlib.sha256(b"keep").hexdigest()[:12], "n": re.findall(r"\d+", "a1b22")}, sort_keys=True))' 2>&1)
 want=$(python3 -c 'import hashlib; print("{\"n\": [\"1\", \"22\"], \"sha\": \"%s\"}" % hashlib.sha256(b"keep").hexdigest()[:12])')
 [ "$out" = "$want" ] && ok "python: json, hashlib, re" || bad "python: '$out' want '$want'"
+out=$("$KEEP" run --trust "$K" "$I/python.img" python -c 'import time
+t0 = time.monotonic(); w0 = time.time(); time.sleep(0.3)
+print(time.monotonic() - t0 >= 0.3, time.time() - w0 >= 0.29)')
+[ "$out" = "True True" ] && ok "python: time.sleep takes the time it says" || bad "sleep: '$out'"
+out=$("$KEEP" run --timeout 500ms --trust "$K" "$I/python.img" python -c 'import time; time.sleep(3600)' 2>&1); rc=$?
+[ $rc -eq 124 ] && ok "a sleep past the time limit is cut short (124)" || bad "sleep timeout: $rc $out"
 
 out=$("$KEEP" run --trust "$K" "$I/toolbox.img" reboot 2>&1); rc=$?
 [ $rc -eq 126 ] && [[ $out == *"has no command reboot"* ]] && ok "command outside the manifest refused" || bad "manifest: $rc $out"

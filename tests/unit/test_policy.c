@@ -476,6 +476,127 @@ test_hooks(void **state)
 	policy_lang_hooks.free(NULL);
 }
 
+/* Runs take a slot with the decision; dry runs spend nothing; a reload
+ * keeps what was spent; a restarted front frees every slot. */
+static void
+test_hooks_quota(void **state)
+{
+	static const char text[] =
+	    "agent \"a\" { allow exec\n exec \"node\"\n concurrent 1\n"
+	    " budget 3 }\n";
+	static const char text2[] = "agent \"b\" { allow exec }\n"
+	                            "agent \"a\" { allow exec\n exec \"node\"\n"
+	                            " concurrent 1\n budget 3 }\n";
+	struct msg_policy_decide q;
+	struct msg_policy_decision r;
+	void *c = NULL, *c2 = NULL;
+	char err[256];
+
+	assert_int_equal(
+	    policy_lang_hooks.compile(text, strlen(text), &c, err, sizeof(err)),
+	    0);
+	memset(&q, 0, sizeof(q));
+	q.cap = CAP_EXEC;
+	q.token_caps = CAP_ALL;
+	strlcpy(q.principal, "a", sizeof(q.principal));
+	memcpy(q.target, "node", 4);
+	q.target_len = 4;
+	q.flags = DECIDE_ENTER;
+	policy_lang_hooks.decide(c, &q, &r);
+	assert_int_equal(r.grant.decision, GRANT_ALLOW);
+	policy_lang_hooks.decide(c, &q, &r);
+	assert_int_equal(r.grant.decision, GRANT_DENY);
+	assert_int_equal(r.reason, POLICY_R_BUSY);
+	assert_true(r.retry_after_ms > 0);
+	/* the refusal spent no budget: 1 of 3 */
+	assert_int_equal(policy_quota_spent(policy_hooks_quota(c), 0), 1);
+	/* a dry run neither enters nor spends */
+	q.flags = DECIDE_DRY_RUN;
+	policy_lang_hooks.decide(c, &q, &r);
+	assert_int_equal(r.grant.decision, GRANT_ALLOW);
+	assert_int_equal(policy_quota_spent(policy_hooks_quota(c), 0), 1);
+	/* a denied decision gives its slot back */
+	policy_hooks_leave(c, "a");
+	q.flags = DECIDE_ENTER;
+	memcpy(q.target, "sh", 2);
+	q.target_len = 2;
+	policy_lang_hooks.decide(c, &q, &r);
+	assert_int_equal(r.reason, POLICY_R_TARGET);
+	memcpy(q.target, "node", 4);
+	q.target_len = 4;
+	policy_lang_hooks.decide(c, &q, &r);
+	assert_int_equal(r.grant.decision, GRANT_ALLOW);
+	/* reload: "a" keeps its slot in use and 2 of 3 spent */
+	assert_int_equal(policy_lang_hooks.compile(
+	                     text2, strlen(text2), &c2, err, sizeof(err)),
+	    0);
+	policy_quota_carry(policy_hooks_quota(c2), policy_hooks_quota(c));
+	policy_lang_hooks.free(c);
+	policy_lang_hooks.decide(c2, &q, &r);
+	assert_int_equal(r.reason, POLICY_R_BUSY);
+	/* the front restarted: its runs are gone */
+	policy_quota_leave_all(policy_hooks_quota(c2));
+	policy_lang_hooks.decide(c2, &q, &r);
+	assert_int_equal(r.grant.decision, GRANT_ALLOW);
+	policy_hooks_leave(c2, "a");
+	policy_lang_hooks.decide(c2, &q, &r);
+	assert_int_equal(r.grant.decision, GRANT_DENY);
+	assert_int_equal(r.reason, POLICY_R_BUDGET);
+	{
+		uint64_t left;
+		double tok[2];
+
+		policy_hooks_levels(c2, "a", &left, tok);
+		assert_int_equal(left, 0);
+		assert_true(tok[0] < 0 && tok[1] < 0);
+		policy_hooks_levels(c2, "b", &left, tok);
+		assert_true(left == POLICY_UNLIMITED);
+	}
+	policy_lang_hooks.free(c2);
+}
+
+/* Rate levels as decide sees them: a full bucket, then one fewer each. */
+static void
+test_quota_levels(void **state)
+{
+	static const char text[] =
+	    "agent \"a\" { allow artifact:read\n rate read 3/min }\n";
+	struct policy *p = NULL;
+	struct policy_quota *q;
+	struct policy_request req;
+	struct policy_result res;
+	uint64_t left, now = 1000000000ull;
+	double tok[2];
+	char err[256];
+
+	assert_int_equal(
+	    policy_compile_text("t", text, strlen(text), &p, err, sizeof(err)),
+	    POLICY_OK);
+	q = policy_quota_new(p);
+	policy_quota_levels(q, 0, now, &left, tok);
+	assert_true(left == POLICY_UNLIMITED);
+	assert_true(tok[0] == 3.0 && tok[1] < 0);
+	memset(&req, 0, sizeof(req));
+	req.principal = "a";
+	req.principal_len = 1;
+	req.cap = CAP_ARTIFACT_READ;
+	policy_decide(p, q, now, &req, &res);
+	assert_true(res.allow);
+	policy_quota_levels(q, 0, now, &left, tok);
+	assert_true(tok[0] == 2.0);
+	policy_decide(p, q, now, &req, &res);
+	policy_decide(p, q, now, &req, &res);
+	policy_quota_levels(q, 0, now, &left, tok);
+	assert_true(tok[0] == 0.0);
+	policy_decide(p, q, now, &req, &res);
+	assert_false(res.allow);
+	/* twenty seconds later, one token is back */
+	policy_quota_levels(q, 0, now + 20000000000ull, &left, tok);
+	assert_true(tok[0] == 1.0);
+	policy_quota_free(q);
+	policy_free(p);
+}
+
 /* ---- the differential test ------------------------------------------ */
 
 static uint64_t
@@ -689,6 +810,8 @@ main(void)
 		    test_bad_requests, setup, teardown),
 		cmocka_unit_test(test_hash_and_compile_text),
 		cmocka_unit_test(test_hooks),
+		cmocka_unit_test(test_hooks_quota),
+		cmocka_unit_test(test_quota_levels),
 		cmocka_unit_test(test_differential),
 		cmocka_unit_test(test_large),
 	};

@@ -1,0 +1,356 @@
+/*
+ * What must outlive a restart goes to the store before the client hears
+ * it is done: sandbox records with their environment, and each run with
+ * its output. The vmm holds the live sandboxes and reads them back from
+ * the store when it starts (host/vmm_restore.c).
+ *
+ * Every write carries a grant for the store bound to its request id. The
+ * operation was decided (and counted) already, so the store's grant comes
+ * from the same question asked again as a dry run: it spends nothing, but
+ * a policy reloaded in between still has the last word.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "host/front_backend_int.h"
+#include "host/store/store.h"
+#include "host/store/store_wire.h"
+#include "host/vmm_msg.h"
+#include "lib/log.h"
+
+#define SBX_RECORD_MAX 4096
+
+/* Runs keep at most this much of each stream in the store. */
+#define RUN_KEEP_OUTPUT (24u << 10) /* both fit one message */
+
+static int
+store_grant(struct front_backend *fb, const struct api_principal *who,
+    enum cap_id cap, const char *target, uint64_t reqid, struct grant *g,
+    struct api_error *err)
+{
+	struct msg_policy_decision d;
+	int rc;
+
+	rc = fb_decide(
+	    fb, who, cap, PROC_STORE, target, reqid, DECIDE_DRY_RUN, &d, err);
+	if (rc != API_OK)
+		return rc;
+	if (d.grant.decision != GRANT_ALLOW)
+		return fb_refusal(&d, cap, err);
+	*g = d.grant;
+	return API_OK;
+}
+
+static int
+store_status(const struct store_wire_reply *hdr, struct api_error *err)
+{
+	switch (hdr->status) {
+	case STORE_OK:
+	case STORE_E_NOTFOUND: /* deleting what is not there */
+		return API_OK;
+	case STORE_E_FULL:
+	case STORE_E_NOSPC:
+		return fb_fail(err, API_ESTORAGE, "The store is full");
+	default:
+		return fb_fail(err, API_EINTERNAL, "The store refused: %s",
+		    store_strerror((int)hdr->status));
+	}
+}
+
+/* Put one record, authorized by cap on target. */
+static int
+put(struct front_backend *fb, const struct api_principal *who, enum cap_id cap,
+    const char *target, unsigned db, const void *rec, size_t reclen,
+    struct api_error *err)
+{
+	struct store_wire_reply hdr;
+	char next[STORE_CURSOR_MAX];
+	uint64_t reqid = ++fb->next_reqid;
+	void *q = NULL, *reply = NULL;
+	struct grant g;
+	size_t qlen, rlen;
+	int rc;
+
+	if ((rc = store_grant(fb, who, cap, target, reqid, &g, err)) != API_OK)
+		return rc;
+	if (store_wire_put_encode(db, 0, &g, rec, reclen, &q, &qlen) !=
+	    STORE_OK)
+		return fb_fail(err, API_EINTERNAL, "Record too large");
+	rc = fb_store_call(
+	    fb, reqid, MSG_STORE_PUT, q, qlen, &reply, &rlen, &hdr, next, err);
+	free(q);
+	if (rc == API_OK)
+		rc = store_status(&hdr, err);
+	free(reply);
+	return rc;
+}
+
+static int
+del(struct front_backend *fb, const struct api_principal *who, enum cap_id cap,
+    const char *target, unsigned db, const char *k1, const char *k2,
+    struct api_error *err)
+{
+	struct store_wire_reply hdr;
+	char next[STORE_CURSOR_MAX];
+	uint64_t reqid = ++fb->next_reqid;
+	void *q = NULL, *reply = NULL;
+	struct grant g;
+	size_t qlen, rlen;
+	int rc;
+
+	if ((rc = store_grant(fb, who, cap, target, reqid, &g, err)) != API_OK)
+		return rc;
+	if (store_wire_key_encode(
+	        MSG_STORE_DELETE, db, k1, k2, 0, &g, &q, &qlen) != STORE_OK)
+		return fb_fail(err, API_EINTERNAL, "Bad key");
+	rc = fb_store_call(fb, reqid, MSG_STORE_DELETE, q, qlen, &reply, &rlen,
+	    &hdr, next, err);
+	free(q);
+	if (rc == API_OK)
+		rc = store_status(&hdr, err);
+	free(reply);
+	return rc;
+}
+
+int
+fb_persist_sandbox(struct front_backend *fb, const struct api_principal *who,
+    const struct msg_vmm_sandbox_info *info,
+    const struct api_sandbox_spec *spec, struct api_error *err)
+{
+	struct store_sandbox s;
+	void *rec;
+	size_t len, i;
+	int rc;
+
+	memset(&s, 0, sizeof(s));
+	s.id = info->id;
+	s.image = info->image;
+	s.owner = who->sub;
+	s.created_ms = info->created_at * 1000;
+	s.expires_ms = info->expires_at * 1000;
+	s.status = STORE_SBX_RUNNING;
+	if (spec->nmetadata > STORE_META_MAX)
+		return fb_fail(err, API_EBADREQ, "At most %d metadata entries",
+		    STORE_META_MAX);
+	s.nmeta = (uint32_t)spec->nmetadata;
+	for (i = 0; i < spec->nmetadata; i++) {
+		s.meta_key[i] = spec->metadata[i].key;
+		s.meta_val[i] = spec->metadata[i].value;
+	}
+	if (store_sandbox_encode(&s, &rec, &len) != STORE_OK)
+		return fb_fail(err, API_EBADREQ,
+		    "metadata: a key or value is "
+		    "too long");
+	/* The vmm reads sandboxes back a few records to a message. */
+	if (len > SBX_RECORD_MAX) {
+		free(rec);
+		return fb_fail(err, API_EBADREQ,
+		    "metadata: at most %u bytes in all", SBX_RECORD_MAX - 512);
+	}
+	rc = put(fb, who, CAP_SANDBOX_WRITE, info->id, STORE_DB_SANDBOXES, rec,
+	    len, err);
+	free(rec);
+	for (i = 0; rc == API_OK && i < spec->nenv; i++)
+		rc = fb_persist_env(fb, who, info->id, spec->env[i].key,
+		    spec->env[i].value, err);
+	return rc;
+}
+
+int
+fb_forget_sandbox(struct front_backend *fb, const struct api_principal *who,
+    const char *id, struct api_error *err)
+{
+	/* The store deletes the sandbox's runs and variables with it. */
+	return del(
+	    fb, who, CAP_SANDBOX_WRITE, id, STORE_DB_SANDBOXES, id, NULL, err);
+}
+
+int
+fb_persist_env(struct front_backend *fb, const struct api_principal *who,
+    const char *id, const char *key, const char *value, struct api_error *err)
+{
+	struct store_env e;
+	void *rec;
+	size_t len;
+	int rc;
+
+	e.sandbox = id;
+	e.key = key;
+	e.value = value;
+	if (store_env_encode(&e, &rec, &len) != STORE_OK)
+		return fb_fail(
+		    err, API_EBADREQ, "env: a name or value is too long");
+	rc = put(fb, who, CAP_SANDBOX_WRITE, id, STORE_DB_ENV, rec, len, err);
+	free(rec);
+	return rc;
+}
+
+int
+fb_forget_env(struct front_backend *fb, const struct api_principal *who,
+    const char *id, const char *key, struct api_error *err)
+{
+	return del(fb, who, CAP_SANDBOX_WRITE, id, STORE_DB_ENV, id, key, err);
+}
+
+static uint32_t
+run_status(const char *reason)
+{
+	if (reason[0] == '\0')
+		return STORE_RUN_EXITED;
+	if (strcmp(reason, "timeout") == 0)
+		return STORE_RUN_TIMEOUT;
+	if (strcmp(reason, "fault") == 0)
+		return STORE_RUN_FAULT;
+	return STORE_RUN_KILLED;
+}
+
+void
+fb_persist_run(struct front_backend *fb, const struct api_principal *who,
+    const char *id, const char *run_id, const char *command, int ok,
+    const struct api_run_result *res, int64_t started_ms)
+{
+	struct store_run r;
+	struct api_error err;
+	struct timespec ts;
+	void *rec;
+	size_t len;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	memset(&r, 0, sizeof(r));
+	r.sandbox = id;
+	r.id = run_id;
+	r.principal = who->sub;
+	r.command = command;
+	r.status = ok ? run_status(res->reason) : STORE_RUN_FAILED;
+	r.exit_code = ok ? res->exit_code : -1;
+	r.started_ms = started_ms;
+	r.finished_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	if (ok) {
+		r.out = res->out;
+		r.out_len = (uint32_t)(res->out_len < RUN_KEEP_OUTPUT
+		        ? res->out_len
+		        : RUN_KEEP_OUTPUT);
+		r.err = res->err;
+		r.err_len = (uint32_t)(res->err_len < RUN_KEEP_OUTPUT
+		        ? res->err_len
+		        : RUN_KEEP_OUTPUT);
+		r.reason = res->reason;
+	} else
+		r.reason = "not started";
+	memset(&err, 0, sizeof(err));
+	if (store_run_encode(&r, &rec, &len) != STORE_OK) {
+		log_warnx("run %s: record refused by its encoder", run_id);
+		return;
+	}
+	/* The client's answer does not wait on this record: the run's
+	 * result is its output, which the client already has. */
+	if (put(fb, who, CAP_EXEC, id, STORE_DB_RUNS, rec, len, &err) != API_OK)
+		log_warnx("run %s not recorded: %s", run_id, err.message);
+	free(rec);
+}
+
+/* Is name a variable of the "K=V\0..." blob? */
+static int
+env_has(const char *env, size_t len, const char *name)
+{
+	size_t i, nl = strlen(name);
+
+	for (i = 0; i < len; i += strlen(env + i) + 1)
+		if (strncmp(env + i, name, nl) == 0 && env[i + nl] == '=')
+			return 1;
+	return 0;
+}
+
+/*
+ * Make the store's variables of sandbox id those of the blob the vmm
+ * answered an env operation with: whatever the operation was (merge,
+ * replace, delete, clear), the result is what must survive.
+ */
+int
+fb_sync_env(struct front_backend *fb, const struct api_principal *who,
+    const char *id, const char *env, size_t env_len, struct api_error *err)
+{
+	struct store_wire_reply hdr;
+	char next[STORE_CURSOR_MAX], *gone[STORE_PAGE_MAX];
+	void *q = NULL, *reply = NULL;
+	size_t qlen, rlen, ngone = 0, i;
+	char *var, *eq;
+	int rc;
+
+	if (store_wire_key_encode(MSG_STORE_LIST, STORE_DB_ENV, id, NULL,
+	        STORE_WIRE_MAX_LIST, NULL, &q, &qlen) != STORE_OK)
+		return fb_fail(err, API_EINTERNAL, "Bad key");
+	rc = fb_store_call(
+	    fb, 0, MSG_STORE_LIST, q, qlen, &reply, &rlen, &hdr, next, err);
+	free(q);
+	if (rc == API_OK && hdr.status != STORE_OK)
+		rc = store_status(&hdr, err);
+	for (i = 0; rc == API_OK && i < hdr.count; i++) {
+		struct store_env e;
+		const void *rec;
+		size_t reclen;
+
+		if (store_wire_reply_record(
+		        reply, rlen, (uint32_t)i, &rec, &reclen) != STORE_OK ||
+		    store_env_decode(rec, reclen, &e) != STORE_OK)
+			continue;
+		if (!env_has(env, env_len, e.key) &&
+		    (gone[ngone] = strdup(e.key)) != NULL)
+			ngone++;
+	}
+	free(reply);
+	for (i = 0; i < ngone; i++) {
+		if (rc == API_OK)
+			rc = fb_forget_env(fb, who, id, gone[i], err);
+		free(gone[i]);
+	}
+	for (i = 0; rc == API_OK && i < env_len; i += strlen(env + i) + 1) {
+		if ((var = strdup(env + i)) == NULL)
+			return fb_fail(err, API_EINTERNAL, "Out of memory");
+		if ((eq = strchr(var, '=')) != NULL) {
+			*eq = '\0';
+			rc = fb_persist_env(fb, who, id, var, eq + 1, err);
+		}
+		free(var);
+	}
+	return rc;
+}
+
+static int
+fb_token_revoke(void *arg, const struct api_call *call, const char *jti,
+    int64_t exp, struct api_error *err)
+{
+	struct front_backend *fb = arg;
+	struct store_revocation v;
+	struct timespec ts;
+	void *rec;
+	size_t len;
+	int rc;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	memset(&v, 0, sizeof(v));
+	v.jti = jti;
+	v.revoked_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	v.exp_s = exp;
+	if (v.exp_s == 0)
+		v.exp_s = ts.tv_sec +
+		    (int64_t)(fb->ctx->config != NULL
+		            ? fb->ctx->config->token_max_ttl_ms / 1000 + 3600
+		            : 86400);
+	if (store_revocation_encode(&v, &rec, &len) != STORE_OK)
+		return fb_fail(err, API_EBADREQ, "Bad jti");
+	rc = put(
+	    fb, call->who, CAP_ADMIN, jti, STORE_DB_REVOCATIONS, rec, len, err);
+	free(rec);
+	if (rc == API_OK)
+		fb_audit_event(fb, call, "token.revoke", jti, "");
+	return rc;
+}
+
+void
+fb_persist_ops(struct api_backend *ops)
+{
+	ops->token_revoke = fb_token_revoke;
+}

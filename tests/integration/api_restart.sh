@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# What outlives a restart: sandboxes with their environment and
+# workspace files survive a restart of keepd and a kill -9 of the vmm;
+# a deleted sandbox stays deleted; runs are recorded.
+source "$(dirname "$0")/../lib/keepd.sh"
+
+cat >"$tmp/test.policy" <<'EOP'
+agent "alice" {
+	allow sandbox:read, sandbox:write, exec, artifact:read, artifact:write
+	exec "cat", "echo"
+}
+agent "root" { allow admin, sandbox:read }
+EOP
+keepd_start "$tmp/test.policy"
+alice=$(mint alice sandbox:read,sandbox:write,exec,artifact:read,artifact:write 30m)
+
+req "$alice" POST /v1/sandboxes '{"image":"toolbox","env":{"COLOR":"blue"},"metadata":{"team":"red"}}'
+[ "$code" = 201 ] || bad "create: $code $body"
+sbx=$(jget "$body" '["id"]'); stok=$(jget "$body" '["auth_token"]')
+req "$alice" POST /v1/sandboxes '{"image":"toolbox"}'
+gone=$(jget "$body" '["id"]')
+req "$alice" PATCH "/v1/sandboxes/$sbx/env" '{"env":{"SHAPE":"round","GONE":"soon"}}'
+[ "$code" = 200 ] || [ "$code" = 204 ] || bad "env patch: $code $body"
+req "$alice" DELETE "/v1/sandboxes/$sbx/env?key=GONE"
+req "$alice" GET "/v1/sandboxes/$sbx/env"
+[[ $body != *GONE* ]] || bad "env delete: $code $body"
+printf 'kept\n' >"$tmp/f"
+curl -s -o /dev/null -H "Authorization: Bearer $alice" --data-binary @"$tmp/f" \
+    "$url/v1/sandboxes/$sbx/files/write?path=/notes.txt"
+req "$alice" DELETE "/v1/sandboxes/$gone"
+[ "$code" = 204 ] || [ "$code" = 200 ] || bad "delete: $code $body"
+
+check() { # what: the sandbox, its env and its file are all there
+	req "$alice" GET "/v1/sandboxes/$sbx"
+	[ "$code" = 200 ] && ok "$1: the sandbox is there" || bad "$1: get: $code $body"
+	req "$alice" POST "/v1/sandboxes/$sbx/commands/run" '{"cmd":"cat","args":["notes.txt"]}'
+	[ "$(jget "$body" '["stdout"]' 2>/dev/null)" = kept ] && ok "$1: its workspace file is there" ||
+	    bad "$1: file: $code $body"
+	req "$alice" GET "/v1/sandboxes/$sbx/env"
+	[[ $body == *'"COLOR":"blue"'* && $body == *'"SHAPE":"round"'* && $body != *GONE* ]] &&
+	    ok "$1: its environment is there" || bad "$1: env: $code $body"
+	req "$alice" GET "/v1/sandboxes/$gone"
+	[ "$code" = 404 ] && ok "$1: the deleted one stays deleted" || bad "$1: deleted: $code $body"
+}
+
+# Revocation: the admin revokes one of alice's tokens by its jti.
+victim=$(mint alice sandbox:read 30m)
+jti=$("$KEEP" token inspect "$victim" | sed -n 's/.*"jti":"\([^"]*\)".*/\1/p')
+root=$(mint root admin,sandbox:read 30m)
+req "$victim" GET /v1/sandboxes
+[ "$code" = 200 ] || bad "victim before: $code $body"
+req "$alice" POST /v1/tokens/revoke "{\"jti\":\"$jti\"}"
+[ "$code" = 403 ] && ok "only admin revokes" || bad "revoke by alice: $code $body"
+req "$root" POST /v1/tokens/revoke "{\"jti\":\"$jti\"}"
+[ "$code" = 200 ] && ok "admin revokes $jti" || bad "revoke: $code $body"
+req "$victim" GET /v1/sandboxes
+[ "$code" = 401 ] && [[ $body == *revoked* ]] && ok "the revoked token: 401 ($body)" || bad "revoked: $code $body"
+
+keepd_restart
+req "$victim" GET /v1/sandboxes
+[ "$code" = 401 ] && ok "still revoked after a restart" || bad "revoked after restart: $code $body"
+# The vmm reads the store back as it starts; give it a moment.
+for _ in $(seq 50); do
+	req "$alice" GET "/v1/sandboxes/$sbx"; [ "$code" = 200 ] && break; sleep 0.1
+done
+check "after a restart of keepd"
+req "$stok" GET "/v1/sandboxes/$sbx"
+[ "$code" = 200 ] && ok "the sandbox token still works" || bad "sandbox token: $code $body"
+
+vmm=$(pgrep -f '^keepd: vmm' | head -n 1)
+kill -9 "$vmm"
+for _ in $(seq 100); do
+	req "$alice" GET "/v1/sandboxes/$sbx"; [ "$code" = 200 ] && break; sleep 0.1
+done
+check "after kill -9 of the vmm"
+[ -z "$(ls "$tmp/state/workspaces" | grep -x "$gone")" ] && ok "the deleted sandbox's workspace is gone" ||
+    bad "workspace of the deleted sandbox left"
+
+"$KEEP" audit tail -n 1000 --action run --data "$tmp/state/db" | grep -q "$sbx cat" &&
+    ok "runs are in the audit log" || bad "run audit"
+keepd_finish

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# What a newcomer does: `make run` (mk/run.sh), then the printed commands.
+# The token file is private, the printed curl commands create a sandbox
+# and run JavaScript in it, and SIGINT stops every process.
+set -u
+cd "$(dirname "$0")/../.."
+B=${B:-build}
+if [ ! -e /dev/kvm ]; then echo "SKIP: no /dev/kvm"; exit 77; fi
+if [ "$(id -u)" -ne 0 ]; then echo "SKIP: needs root"; exit 77; fi
+if curl -s -o /dev/null http://127.0.0.1:8421/healthz; then
+	echo "SKIP: something already listens on 127.0.0.1:8421"; exit 77
+fi
+fails=0
+ok() { echo "ok: $*"; }
+bad() { echo "FAIL: $*"; fails=$((fails+1)); }
+log=$(mktemp)
+setsid sh mk/run.sh "$B" >"$log" 2>&1 &
+pid=$!
+trap 'kill -INT -$pid 2>/dev/null; rm -f "$log"' EXIT
+for _ in $(seq 100); do
+	[ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8421/healthz)" = 200 ] && break
+	sleep 0.1
+done
+[ "$(stat -c %a build/run/admin.token)" = 600 ] && ok "build/run/admin.token is mode 0600" ||
+    bad "admin.token mode $(stat -c %a build/run/admin.token)"
+grep -q "^export KEEP_TOKEN=$(cat build/run/admin.token)\$" "$log" && ok "the printed token is the file's" ||
+    bad "token not printed"
+export KEEP_TOKEN=$(cat build/run/admin.token)
+eval "$(grep '^ID=' "$log")" >/dev/null
+out=$(eval "$(grep '^curl .*execute$' "$log")")
+[[ $out == *'"stdout":"42\n"'* ]] && ok "the printed curl commands run JavaScript: $out" ||
+    bad "printed commands: ID=$ID out=$out; $(cat "$log")"
+kill -INT -$pid
+# Its session: keepd and every process it started.
+for _ in $(seq 100); do pgrep -s $pid >/dev/null || break; sleep 0.1; done
+! pgrep -s $pid >/dev/null && ok "Ctrl-C stops every process" ||
+    bad "processes left: $(pgrep -a -s $pid)"
+echo "host_make_run: $fails failures"
+[ $fails -eq 0 ]

@@ -1,0 +1,94 @@
+# Sourced by integration tests that drive a real keepd (bash).
+# keepd_start POLICY_FILE starts keepd as root with KVM, the stock images
+# trusted, a fresh issuer key and that policy; it sets tmp, url, pid.
+# Then: mint SUB CAPS [TTL], req TOKEN METHOD PATH [BODY] (sets code,
+# body), jget JSON PY-SUFFIX, ok/bad, keepd_finish (prints the log on
+# failure and gives the exit status).
+set -u
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+B=${B:-build}; KEEP=$B/bin/keep; KEEPD=$B/bin/keepd
+if [ ! -e /dev/kvm ]; then echo "SKIP: no /dev/kvm"; exit 77; fi
+if [ "$(id -u)" -ne 0 ]; then echo "SKIP: needs root"; exit 77; fi
+getent passwd _keep >/dev/null || useradd --system --no-create-home \
+    --home-dir /nonexistent --shell /usr/sbin/nologin _keep || exit 1
+tmp=$(mktemp -d); pid=
+keepd_cleanup() {
+	[ -n "${KEEP_TEST_KEEP:-}" ] && rm -rf "$KEEP_TEST_KEEP" &&
+	    cp -r "$tmp" "$KEEP_TEST_KEEP"
+	[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap keepd_cleanup EXIT
+fails=0
+ok() { echo "ok: $*"; }
+bad() { echo "FAIL: $*"; fails=$((fails+1)); }
+
+keepd_start() {
+	local port
+	mkdir -p "$tmp/state/images" "$tmp/policy"
+	cp "$B"/images/*.img "$tmp/state/images/"
+	cp "$1" "$tmp/policy/test.policy"
+	"$KEEP" key generate --out "$tmp" --name issuer >/dev/null || exit 1
+	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	cat >"$tmp/keepd.yaml" <<EOC
+listen:
+  address: 127.0.0.1
+  port: $port
+state_dir: $tmp/state
+policy_dir: $tmp/policy
+user: _keep
+tokens:
+  issuer_keys: [ $tmp/issuer.public ]
+  max_ttl: 1h
+images:
+  trusted_keys: [ $PWD/$B/keys/dev.public ]
+EOC
+	url=http://127.0.0.1:$port
+	keepd_launch
+}
+
+keepd_launch() {
+	"$KEEPD" -d -f "$tmp/keepd.yaml" >>"$tmp/log" 2>&1 &
+	pid=$!
+	keepd_wait_ready || { echo "keepd did not start"; cat "$tmp/log"; exit 1; }
+}
+
+# Stop keepd (it stops every process before it exits) and start it again
+# on the same state directory.
+keepd_restart() {
+	kill -TERM "$pid"
+	wait "$pid" 2>/dev/null
+	keepd_launch
+}
+
+# The front answers once every process is up.
+keepd_wait_ready() {
+	for _ in $(seq 150); do
+		[ "$(curl -s -o /dev/null -w '%{http_code}' "$url/healthz")" = 200 ] &&
+		    return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+mint() {
+	"$KEEP" token mint --key "$tmp/issuer.secret" --sub "$1" --caps "$2" \
+	    --ttl "${3:-10m}"
+}
+
+# req TOKEN METHOD PATH [BODY] -> sets code and body
+req() {
+	local t=$1 m=$2 p=$3 d=${4:-}
+	body=$(curl -s -o - -w '\n%{http_code}' -X "$m" -H "Authorization: Bearer $t" \
+	    ${d:+-H 'Content-Type: application/json' -d "$d"} "$url$p")
+	code=${body##*$'\n'}; body=${body%$'\n'*}
+}
+
+jget() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])'"$2"')' "$1"; }
+
+keepd_finish() {
+	kill -0 "$pid" 2>/dev/null && ok "keepd still running" || bad "keepd died"
+	[ $fails -eq 0 ] || { echo "--- keepd log"; tail -n 40 "$tmp/log"; }
+	echo "$(basename "$0" .sh): $fails failures"
+	[ $fails -eq 0 ]
+}
