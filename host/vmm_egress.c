@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,6 +89,7 @@ child_fetch(
 {
 	struct msg_egress_rep q, r;
 	struct msg_hdr h;
+	struct pollfd pfd;
 	uint8_t *buf;
 	size_t n;
 	int rfd = MSG_NO_FD, rc = -1;
@@ -105,8 +107,14 @@ child_fetch(
 		return -1;
 	if ((buf = malloc(MSG_BUFSZ)) == NULL)
 		return -1;
-	/* The vmm answers this one request, or the run is killed. */
-	if (msg_recv(child.sock, buf, MSG_BUFSZ, &n, &rfd) != MSG_OK ||
+	/* The vmm answers this one request. The run's time limit (SIGALRM,
+	 * no SA_RESTART) interrupts the wait: the call fails and the vCPU
+	 * loop then stops the guest as timed out. */
+	pfd.fd = child.sock;
+	pfd.events = POLLIN;
+	pfd.revents = 0;
+	if (poll(&pfd, 1, -1) != 1 ||
+	    msg_recv(child.sock, buf, MSG_BUFSZ, &n, &rfd) != MSG_OK ||
 	    n != sizeof(h) + sizeof(r))
 		goto out;
 	memcpy(&h, buf, sizeof(h));

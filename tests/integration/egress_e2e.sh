@@ -206,6 +206,11 @@ fetch "$alice" GET "$G/slow"
 [[ $out == *"ret=-110 "* && $out == *"timed out"* ]] &&
     ok "a slow server past the timeout: ETIMEDOUT" || bad "slow: $out"
 
+# The run's own time limit ends a guest waiting on a slower fetch.
+req "$alice" POST "/v1/sandboxes/$sbx/commands/run" '{"cmd":"fetch","args":["GET","'"$G"'/slow?s=3"],"timeout":1000}'
+[ "$code" = 200 ] && [ "$(jget "$body" '["reason"]')" = timeout ] &&
+    ok "a run's time limit stops a guest waiting on a fetch" || bad "run timeout during fetch: $code $body"
+
 # ---- js: fetch() in the stock js image ---------------------------------
 req "$alice" POST /v1/sandboxes '{"image":"js"}'
 jsx=$(jget "$body" '["id"]')
