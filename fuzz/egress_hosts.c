@@ -1,8 +1,8 @@
 /*
  * Fuzz the egress hosts table (egress.hosts_file, host/egress/hosts.c).
- * Properties: nothing crashes or leaks; a table that parses answers a
- * lookup of any name without touching DNS when the name is in it (the
- * first name of the input, if it parsed, must resolve from the table).
+ * Properties: nothing crashes or leaks; the first name of a table that
+ * parses is found in it (egress_hosts_lookup: the table only, no DNS).
+ * Also egress_resolv_parse on the same bytes.
  */
 #include <sys/socket.h>
 
@@ -22,6 +22,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	char name[EGRESS_HOST_MAX + 1], *p, *q;
 	size_t line, n, len;
 
+	(void)egress_resolv_parse((const char *)data, size, 53, out, 4, &n);
+	if (n > 4)
+		abort();
 	if (egress_hosts_parse((const char *)data, size, &h, &line) != 0) {
 		if (h != NULL)
 			abort();
@@ -39,7 +42,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (*p != '\0' && strchr(name, '#') == NULL &&
 		    memchr(name, '\n', (size_t)(p - name)) == NULL &&
 		    (size_t)(q - name) < len &&
-		    egress_hosts_resolve(h, p, 443, out, 4, &n) != 0)
+		    egress_hosts_lookup(h, p, out, 4, &n) != 0)
 			abort();
 	}
 	egress_hosts_free(h);

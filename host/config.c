@@ -92,6 +92,8 @@ static const struct field fields[] = {
 	F("egress", "ca_file", K_PATH, egress_ca_file, 0, 0),
 	F("egress", "hosts_file", K_PATH, egress_hosts_file, 0, 0),
 	F("egress", "webhook_key_file", K_PATH, egress_webhook_key_file, 0, 0),
+	F("egress", "resolv_conf", K_PATH, egress_resolv_conf, 0, 0),
+	F("egress", "dns_port", K_UINT, egress_dns_port, 1, 65535),
 	F("egress", "timeout", K_DUR, egress_timeout_ms, 100, 10 * MIN),
 	F("egress", "connect_timeout", K_DUR, egress_connect_timeout_ms, 100,
 	    10 * MIN),
@@ -130,6 +132,9 @@ config_defaults(struct keepd_config *cfg)
 	cfg->output_max = 16 * MIB;
 	cfg->workspace_max = 1 * GIB;
 	cfg->restart_backoff_max_ms = 30 * SEC;
+	strlcpy(cfg->egress_resolv_conf, "/etc/resolv.conf",
+	    sizeof(cfg->egress_resolv_conf));
+	cfg->egress_dns_port = 53;
 	cfg->egress_timeout_ms = 30 * SEC;
 	cfg->egress_connect_timeout_ms = 10 * SEC;
 	cfg->egress_max_request = 1 * MIB;

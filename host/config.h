@@ -54,6 +54,8 @@ struct keepd_config {
 	char egress_ca_file[CONFIG_PATH_MAX]; /* "": the system bundle */
 	char egress_hosts_file[CONFIG_PATH_MAX]; /* "": DNS only */
 	char egress_webhook_key_file[CONFIG_PATH_MAX]; /* "": per start */
+	char egress_resolv_conf[CONFIG_PATH_MAX]; /* nameservers, or "" */
+	uint32_t egress_dns_port;
 	uint64_t egress_timeout_ms;
 	uint64_t egress_connect_timeout_ms;
 	uint64_t egress_max_request;

@@ -16,6 +16,10 @@
 
 #include <sys/socket.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <resolv.h>
+
 #include <errno.h>
 #include <poll.h>
 #include <fcntl.h>
@@ -44,6 +48,7 @@ struct egress_state {
 	struct msg_egress_config cfg;
 	int have_config;
 	uint8_t master[EGRESS_WEBHOOK_KEYBYTES];
+	size_t nameservers; /* 0: DNS is off, the hosts table only */
 	uint64_t audit_seq;
 };
 
@@ -183,8 +188,8 @@ egress_send_config(const struct keepd_config *k, int fd)
 {
 	struct msg_egress_config m;
 	uint8_t key[EGRESS_WEBHOOK_KEYBYTES], *blob = NULL;
-	void *ca = NULL, *hosts = NULL;
-	size_t ca_len = 0, hosts_len = 0;
+	void *ca = NULL, *hosts = NULL, *resolv = NULL;
+	size_t ca_len = 0, hosts_len = 0, resolv_len = 0, total;
 	int mfd = -1;
 
 	if (fd < 0)
@@ -214,9 +219,19 @@ egress_send_config(const struct keepd_config *k, int fd)
 			    "digits; webhooks get a key for this start only",
 			    __func__, k->egress_webhook_key_file);
 	}
+	/* The process is chrooted where no /etc/resolv.conf exists: it
+	 * gets the nameservers from here (a missing file: DNS is off). */
+	if (k->egress_resolv_conf[0] != '\0' &&
+	    (resolv = slurp(k->egress_resolv_conf, 64u << 10, &resolv_len)) ==
+	        NULL)
+		log_warn("%s: egress.resolv_conf %s", __func__,
+		    k->egress_resolv_conf);
 	m.ca_len = ca_len;
 	m.hosts_len = hosts_len;
-	if ((blob = malloc(ca_len + hosts_len + m.key_len + 1)) == NULL)
+	m.resolv_len = resolv_len;
+	m.dns_port = k->egress_dns_port;
+	total = ca_len + hosts_len + m.key_len + resolv_len;
+	if ((blob = malloc(total + 1)) == NULL)
 		goto out;
 	if (ca_len > 0)
 		memcpy(blob, ca, ca_len);
@@ -224,8 +239,10 @@ egress_send_config(const struct keepd_config *k, int fd)
 		memcpy(blob + ca_len, hosts, hosts_len);
 	if (m.key_len > 0)
 		memcpy(blob + ca_len + hosts_len, key, m.key_len);
-	mfd = egress_memfd_make(
-	    "keep-egress", blob, ca_len + hosts_len + m.key_len);
+	if (resolv_len > 0)
+		memcpy(
+		    blob + ca_len + hosts_len + m.key_len, resolv, resolv_len);
+	mfd = egress_memfd_make("keep-egress", blob, total);
 	if (mfd == -1 ||
 	    msg_send(fd, MSG_EGRESS_CONFIG, 0, 0, &m, sizeof(m), mfd) != MSG_OK)
 		log_warn("%s: egress configuration not sent", __func__);
@@ -233,12 +250,13 @@ out:
 	if (mfd != -1)
 		close(mfd);
 	if (blob != NULL) {
-		sodium_memzero(blob, ca_len + hosts_len + m.key_len);
+		sodium_memzero(blob, total);
 		free(blob);
 	}
 	sodium_memzero(key, sizeof(key));
 	free(ca);
 	free(hosts);
+	free(resolv);
 }
 
 /* ---- the egress process ----------------------------------------------- */
@@ -362,6 +380,8 @@ egress_resolve(void *arg, const char *host, uint16_t port,
 {
 	struct egress_state *es = arg;
 
+	if (es->nameservers == 0)
+		return egress_hosts_lookup(es->hosts, host, out, max, n);
 	return egress_hosts_resolve(es->hosts, host, port, out, max, n);
 }
 
@@ -381,6 +401,30 @@ egress_h_store_reply(struct proc_ctx *ctx, const struct msg *m)
 	return 0;
 }
 
+/*
+ * glibc's resolver state, set from the parent's resolv.conf text: glibc
+ * honours an application's changes to _res after res_init, and the
+ * chroot has no /etc/resolv.conf of its own. No nameserver: only the
+ * hosts table resolves (glibc would otherwise ask 127.0.0.1; see
+ * egress_resolve).
+ */
+static void
+set_nameservers(
+    struct egress_state *es, const char *text, size_t len, uint16_t port)
+{
+	struct sockaddr_storage ns[MAXNS];
+	size_t n = 0, i;
+
+	egress_resolv_parse(text, len, port, ns, MAXNS, &n);
+	res_init();
+	_res.nscount = (int)n;
+	for (i = 0; i < n; i++)
+		memcpy(
+		    &_res.nsaddr_list[i], &ns[i], sizeof(_res.nsaddr_list[i]));
+	es->nameservers = n;
+	log_info("%s: %zu nameserver(s)", __func__, n);
+}
+
 static int
 egress_h_config(struct proc_ctx *ctx, const struct msg *m)
 {
@@ -395,8 +439,10 @@ egress_h_config(struct proc_ctx *ctx, const struct msg *m)
 	int rc;
 
 	memcpy(&c, m->data, sizeof(c));
-	total = c.ca_len + c.hosts_len + c.key_len;
+	total = c.ca_len + c.hosts_len + c.key_len + c.resolv_len;
 	if (c.ca_len > (4u << 20) || c.hosts_len > (1u << 20) ||
+	    c.resolv_len > (64u << 10) || c.dns_port == 0 ||
+	    c.dns_port > 65535 || c.pad != 0 ||
 	    (c.key_len != 0 && c.key_len != EGRESS_WEBHOOK_KEYBYTES) ||
 	    (blob = egress_memfd_read(m->fd, total)) == NULL) {
 		close(m->fd);
@@ -433,6 +479,8 @@ egress_h_config(struct proc_ctx *ctx, const struct msg *m)
 	if (c.key_len > 0)
 		memcpy(es->master, blob + c.ca_len + c.hosts_len,
 		    sizeof(es->master));
+	set_nameservers(es, (char *)blob + c.ca_len + c.hosts_len + c.key_len,
+	    c.resolv_len, (uint16_t)c.dns_port);
 	sodium_memzero(blob, total);
 	free(blob);
 	es->have_config = 1;

@@ -43,8 +43,8 @@ struct msg_egress_rep {
 	uint64_t len; /* bytes of wire reply in the memfd */
 };
 
-/* Limits and sizes; the memfd holds the CA bundle, the hosts table and
- * the webhook master key, back to back. */
+/* Limits and sizes; the memfd holds the CA bundle, the hosts table, the
+ * webhook master key and the resolv.conf text, back to back. */
 struct msg_egress_config {
 	uint64_t max_request, max_response;
 	uint64_t timeout_ms, connect_timeout_ms;
@@ -53,6 +53,9 @@ struct msg_egress_config {
 	uint32_t webhook_attempts;
 	uint32_t key_len; /* 0 or EGRESS_WEBHOOK_KEYBYTES */
 	uint64_t ca_len, hosts_len;
+	uint64_t resolv_len; /* egress.resolv_conf's text, last in the memfd */
+	uint32_t dns_port;
+	uint32_t pad;
 };
 
 /*

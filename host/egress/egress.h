@@ -527,9 +527,21 @@ struct egress_hosts;
 int egress_hosts_parse(
     const char *text, size_t len, struct egress_hosts **out, size_t *line);
 void egress_hosts_free(struct egress_hosts *h);
+/* The table only: 0 or EGRESS_E_RESOLVE (not in it; h may be NULL). */
+int egress_hosts_lookup(const struct egress_hosts *h, const char *host,
+    struct sockaddr_storage *out, size_t max, size_t *n);
 /* An egress_resolve_fn: arg is a struct egress_hosts (may be NULL);
  * names not in it go to getaddrinfo(3). */
 int egress_hosts_resolve(void *arg, const char *host, uint16_t port,
+    struct sockaddr_storage *out, size_t max, size_t *n);
+
+/*
+ * The nameservers of a resolv.conf(5) text: "nameserver ADDR" lines
+ * (IPv4 only: the chrooted process sets glibc's _res from them), each
+ * given port. Other lines are ignored. Fills up to max into out, sets
+ * *n. Returns 0 (also when none are found).
+ */
+int egress_resolv_parse(const char *text, size_t len, uint16_t port,
     struct sockaddr_storage *out, size_t max, size_t *n);
 
 /* Encode a reply as egress_service_handle does, for a relay that must

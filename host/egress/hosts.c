@@ -117,22 +117,28 @@ egress_hosts_free(struct egress_hosts *h)
 }
 
 int
+egress_hosts_lookup(const struct egress_hosts *h, const char *host,
+    struct sockaddr_storage *out, size_t max, size_t *n)
+{
+	size_t i;
+
+	*n = 0;
+	for (i = 0; h != NULL && i < h->n && *n < max; i++)
+		if (strcasecmp(h->e[i].name, host) == 0)
+			out[(*n)++] = h->e[i].ss;
+	return *n > 0 ? 0 : EGRESS_E_RESOLVE;
+}
+
+int
 egress_hosts_resolve(void *arg, const char *host, uint16_t port,
     struct sockaddr_storage *out, size_t max, size_t *n)
 {
 	const struct egress_hosts *h = arg;
 	struct addrinfo hints, *res, *ai;
-	size_t i;
 
 	(void)port;
-	*n = 0;
-	if (h != NULL) {
-		for (i = 0; i < h->n && *n < max; i++)
-			if (strcasecmp(h->e[i].name, host) == 0)
-				out[(*n)++] = h->e[i].ss;
-		if (*n > 0)
-			return 0;
-	}
+	if (egress_hosts_lookup(h, host, out, max, n) == 0)
+		return 0;
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
@@ -148,4 +154,38 @@ egress_hosts_resolve(void *arg, const char *host, uint16_t port,
 	}
 	freeaddrinfo(res);
 	return *n > 0 ? 0 : EGRESS_E_RESOLVE;
+}
+
+int
+egress_resolv_parse(const char *text, size_t len, uint16_t port,
+    struct sockaddr_storage *out, size_t max, size_t *n)
+{
+	char line[256], *tok, *save;
+	const char *nl;
+	size_t off = 0, l;
+	struct sockaddr_in *in4;
+
+	*n = 0;
+	while (off < len && *n < max) {
+		nl = memchr(text + off, '\n', len - off);
+		l = nl ? (size_t)(nl - (text + off)) : len - off;
+		if (l < sizeof(line) && memchr(text + off, '\0', l) == NULL) {
+			memcpy(line, text + off, l);
+			line[l] = '\0';
+			tok = strtok_r(line, " \t\r", &save);
+			if (tok != NULL && strcmp(tok, "nameserver") == 0 &&
+			    (tok = strtok_r(NULL, " \t\r", &save)) != NULL) {
+				memset(&out[*n], 0, sizeof(out[*n]));
+				in4 = (struct sockaddr_in *)&out[*n];
+				if (inet_pton(AF_INET, tok, &in4->sin_addr) ==
+				    1) {
+					in4->sin_family = AF_INET;
+					in4->sin_port = htons(port);
+					(*n)++;
+				}
+			}
+		}
+		off += l + (nl != NULL);
+	}
+	return 0;
 }

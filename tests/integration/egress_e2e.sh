@@ -17,11 +17,12 @@ command -v openssl >/dev/null && command -v python3 >/dev/null ||
 [ -x "$B/guests/fetch" ] || make --no-print-directory "$B/guests/fetch" >/dev/null || exit 1
 getent passwd _keep >/dev/null || useradd --system --no-create-home \
     --home-dir /nonexistent --shell /usr/sbin/nologin _keep || exit 1
-tmp=$(mktemp -d); pid=; spid=
+tmp=$(mktemp -d); pid=; spid=; dpid=
 cleanup() {
 	[ -n "${KEEP_TEST_KEEP:-}" ] && cp -r "$tmp" /tmp/egress-e2e-keep
 	[ -n "$pid" ] && kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
 	[ -n "$spid" ] && kill "$spid" 2>/dev/null
+	[ -n "$dpid" ] && kill "$dpid" 2>/dev/null
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -35,7 +36,7 @@ bad() { echo "FAIL: $*"; fails=$((fails+1)); }
  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
     -days 1 -subj /CN=keep-e2e-ca -addext basicConstraints=critical,CA:TRUE \
     -addext keyUsage=critical,keyCertSign -keyout ca.key -out ca.pem &&
- printf 'subjectAltName=DNS:good.test,DNS:noprivate.test,DNS:evil.test,DNS:meta.test,DNS:api.github.com,DNS:evilapi.github.com.attacker,DNS:hooks.test\n' >ext.cnf &&
+ printf 'subjectAltName=DNS:good.test,DNS:noprivate.test,DNS:evil.test,DNS:meta.test,DNS:api.github.com,DNS:evilapi.github.com.attacker,DNS:hooks.test,DNS:dns.test\n' >ext.cnf &&
  openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
     -subj /CN=good.test -keyout srv.key -out srv.csr &&
  openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
@@ -92,6 +93,37 @@ spid=$!
 for _ in $(seq 50); do [ -s "$tmp/sport" ] && break; sleep 0.1; done
 sp=$(cat "$tmp/sport")
 [ -n "$sp" ] || { echo "FAIL: test server"; exit 1; }
+# A DNS server on loopback that knows one name (dns.test -> 127.0.0.1):
+# names not in the hosts table are resolved through it, as through
+# egress.resolv_conf's nameservers in production.
+cat >"$tmp/dns.py" <<'EOPY'
+import socket, struct, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(('127.0.0.1', 0))
+print(s.getsockname()[1], flush=True)
+while True:
+    q, a = s.recvfrom(512)
+    tid = struct.unpack('>H', q[:2])[0]
+    i, labels = 12, []
+    while q[i]:
+        labels.append(q[i+1:i+1+q[i]].decode().lower()); i += q[i] + 1
+    qtype = struct.unpack('>H', q[i+1:i+3])[0]
+    question = q[12:i+5]
+    name = '.'.join(labels)
+    if name != 'dns.test':
+        s.sendto(struct.pack('>HHHHHH', tid, 0x8183, 1, 0, 0, 0) + question, a)
+    elif qtype == 1:
+        ans = b'\xc0\x0c' + struct.pack('>HHIH', 1, 1, 5, 4) + socket.inet_aton('127.0.0.1')
+        s.sendto(struct.pack('>HHHHHH', tid, 0x8180, 1, 1, 0, 0) + question + ans, a)
+    else:
+        s.sendto(struct.pack('>HHHHHH', tid, 0x8180, 1, 0, 0, 0) + question, a)
+EOPY
+python3 "$tmp/dns.py" >"$tmp/dport" 2>"$tmp/dns.log" &
+dpid=$!
+for _ in $(seq 50); do [ -s "$tmp/dport" ] && break; sleep 0.1; done
+dp=$(cat "$tmp/dport")
+[ -n "$dp" ] || { echo "FAIL: test DNS server"; exit 1; }
+echo "nameserver 127.0.0.1" >"$tmp/resolv.conf"
 cat >"$tmp/hosts" <<EOH
 127.0.0.1 good.test noprivate.test evil.test api.github.com evilapi.github.com.attacker hooks.test
 169.254.169.254 meta.test
@@ -113,7 +145,7 @@ role fetcher {
 	exec "fetch", "js"
 	egress "good.test":$sp private, "*.github.com":$sp private
 	egress "noprivate.test":$sp, "meta.test":$sp
-	egress "hooks.test":$sp private
+	egress "hooks.test":$sp private, "dns.test":$sp private
 	timeout 30s
 	memory 256M
 }
@@ -136,6 +168,8 @@ egress:
   ca_file: $tmp/ca.pem
   hosts_file: $tmp/hosts
   webhook_key_file: $tmp/webhook.key
+  resolv_conf: $tmp/resolv.conf
+  dns_port: $dp
   timeout: 2s
   connect_timeout: 2s
   max_response: 64K
@@ -185,6 +219,8 @@ fetch "$alice" GET "https://evil.test:$sp/ok"
 fetch "$alice" GET "https://evilapi.github.com.attacker:$sp/ok"
 [[ $out == *"ret=-13 "* && $out == *"policy: denied"* ]] &&
     ok "evilapi.github.com.attacker does not match *.github.com" || bad "wildcard: $out"
+fetch "$alice" GET "https://dns.test:$sp/ok"
+[[ $out == *"ret=0 status=200"* ]] && ok "a name resolved through DNS (egress.resolv_conf) is fetched" || bad "dns: $out"
 fetch "$alice" GET "https://api.github.com:$sp/ok"
 [[ $out == *"ret=0 status=200"* ]] && ok "api.github.com matches *.github.com" || bad "wildcard match: $out"
 fetch "$alice" GET "http://good.test:$sp/ok"

@@ -195,6 +195,58 @@ test_hosts_malformed(void **state)
 	egress_hosts_free(h);
 }
 
+static void
+test_resolv(void **state)
+{
+	static const char text[] = "# resolv.conf\n"
+	                           "search example.com\n"
+	                           "nameserver 10.0.0.2\n"
+	                           "nameserver ::1\n"
+	                           "nameserver\tnot-an-address\n"
+	                           "nameserver 127.0.0.1 # local\r\n"
+	                           "options ndots:2\n";
+	struct sockaddr_storage ns[3];
+	struct sockaddr_in *in4;
+	char a[32];
+	size_t n;
+
+	(void)state;
+	assert_int_equal(
+	    egress_resolv_parse(text, sizeof(text) - 1, 5353, ns, 3, &n), 0);
+	assert_int_equal(n, 2); /* IPv4 only */
+	in4 = (struct sockaddr_in *)&ns[0];
+	inet_ntop(AF_INET, &in4->sin_addr, a, sizeof(a));
+	assert_string_equal(a, "10.0.0.2");
+	assert_int_equal(ntohs(in4->sin_port), 5353);
+	in4 = (struct sockaddr_in *)&ns[1];
+	inet_ntop(AF_INET, &in4->sin_addr, a, sizeof(a));
+	assert_string_equal(a, "127.0.0.1");
+	assert_int_equal(
+	    egress_resolv_parse(text, sizeof(text) - 1, 53, ns, 1, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(egress_resolv_parse("", 0, 53, ns, 3, &n), 0);
+	assert_int_equal(n, 0);
+}
+
+static void
+test_hosts_lookup_only(void **state)
+{
+	struct egress_hosts *h = NULL;
+	struct sockaddr_storage out[2];
+	size_t n, line;
+
+	(void)state;
+	assert_int_equal(
+	    egress_hosts_lookup(NULL, "a.test", out, 2, &n), EGRESS_E_RESOLVE);
+	assert_int_equal(
+	    egress_hosts_parse("127.0.0.1 a.test\n", 17, &h, &line), 0);
+	assert_int_equal(egress_hosts_lookup(h, "A.TEST", out, 2, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(
+	    egress_hosts_lookup(h, "b.test", out, 2, &n), EGRESS_E_RESOLVE);
+	egress_hosts_free(h);
+}
+
 /* ---- the egress process's grant check ------------------------------- */
 
 static uint8_t key[GRANT_KEY_BYTES];
@@ -299,6 +351,8 @@ main(void)
 		cmocka_unit_test(test_policy_binds_flags),
 		cmocka_unit_test(test_hosts),
 		cmocka_unit_test(test_hosts_malformed),
+		cmocka_unit_test(test_resolv),
+		cmocka_unit_test(test_hosts_lookup_only),
 		cmocka_unit_test(test_check_grant),
 	};
 
