@@ -188,6 +188,7 @@ async_done(struct front_backend *fb, void *arg, int rc,
 	memset(&q, 0, sizeof(q));
 	q.grant = d.grant;
 	strlcpy(q.sandbox, a->sandbox, sizeof(q.sandbox));
+	strlcpy(q.request_id, a->request_id, sizeof(q.request_id));
 	if (egress_wire_encode_webhook(&wh, &wire, &wlen) != 0 ||
 	    (mfd = egress_memfd_make("keep-webhook", wire, wlen)) == -1) {
 		audit_hook(fb, a, "not sent: the request could not be encoded");

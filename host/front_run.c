@@ -215,8 +215,12 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 	/* egress: the token's caps for the run's egress decisions
 	 * (host/vmm_egress.h). */
 	{
-		struct msg_vmm_run_caps rc_caps = { call->who->caps, 0 };
+		struct msg_vmm_run_caps rc_caps;
 
+		memset(&rc_caps, 0, sizeof(rc_caps));
+		rc_caps.token_caps = call->who->caps;
+		strlcpy(rc_caps.request_id, call->request_id,
+		    sizeof(rc_caps.request_id));
 		if (fb->ctx->fd[PROC_VMM] >= 0)
 			msg_send(fb->ctx->fd[PROC_VMM], MSG_VMM_RUN_CAPS, 0,
 			    a->reqid, &rc_caps, sizeof(rc_caps), -1);

@@ -270,13 +270,29 @@ wall_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* A NUL-terminated, non-empty field of [A-Za-z0-9_.-] (ids only). */
+static int
+printable(const char *s, size_t max)
+{
+	size_t i;
+
+	for (i = 0; i < max && s[i] != '\0'; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+		        (s[i] >= 'A' && s[i] <= 'Z') ||
+		        (s[i] >= '0' && s[i] <= '9') || s[i] == '-' ||
+		        s[i] == '_' || s[i] == '.'))
+			return 0;
+	return i > 0 && i < max;
+}
+
 /* Log one decision and append it to the audit log (fire and forget: the
  * store answers in order; a refusal is logged by h_store_reply). */
 static void
-audit(struct proc_ctx *ctx, uint64_t reqid, const char *principal,
-    const char *action, const char *method, const char *url,
-    const struct egress_decision *d, const char *why)
+audit(struct proc_ctx *ctx, const struct msg *m, const struct msg_egress_req *q,
+    const char *principal, const char *action, const char *method,
+    const char *url, const struct egress_decision *d, const char *why)
 {
+	uint64_t reqid = m->hdr.reqid;
 	struct egress_state *es = ctx->arg;
 	struct store_audit e;
 	char line[512], target[EGRESS_URL_MAX + 40], rid[40], rule[300];
@@ -285,12 +301,21 @@ audit(struct proc_ctx *ctx, uint64_t reqid, const char *principal,
 	size_t len;
 
 	egress_decision_format(d, line, sizeof(line));
-	log_info("%s %llu: %s %s: %s%s%s", action, (unsigned long long)reqid,
+	log_info("%s %llu: %s %s in %s: %s%s%s", action,
+	    (unsigned long long)reqid,
 	    log_escape(esc, sizeof(esc), principal, strnlen(principal, 64)),
-	    method, line, why[0] != '\0' ? " " : "", why);
+	    method,
+	    q != NULL && printable(q->sandbox, sizeof(q->sandbox)) ? q->sandbox
+	                                                           : "-",
+	    line, why[0] != '\0' ? " " : "", why);
 	memset(&e, 0, sizeof(e));
 	e.time_ms = wall_ms();
-	snprintf(rid, sizeof(rid), "egress-%llu", (unsigned long long)reqid);
+	/* The API request behind it, so the run and its egress line up. */
+	if (q != NULL && printable(q->request_id, sizeof(q->request_id)))
+		strlcpy(rid, q->request_id, sizeof(rid));
+	else
+		snprintf(
+		    rid, sizeof(rid), "egress-%llu", (unsigned long long)reqid);
 	e.request_id = rid;
 	e.principal = principal;
 	e.jti = "";
@@ -652,15 +677,14 @@ egress_h_fetch(struct proc_ctx *ctx, const struct msg *m)
 		deny_decision(&d, dec.req.rules, dec.req.url, dec.req.url_len,
 		    rc != GRANT_OK ? EGRESS_E_NOT_ALLOWED : EGRESS_E_INTERNAL,
 		    why);
-		audit(ctx, m->hdr.reqid, principal, "egress", dec.req.method,
-		    url, &d, why);
+		audit(ctx, m, &q, principal, "egress", dec.req.method, url, &d,
+		    why);
 		refuse(ctx, m, MSG_EGRESS_FETCH_REPLY, &d);
 		goto out;
 	}
 	clamp_limits(es, &g, &dec.req.limits);
 	rc = egress_fetch(es->ec, &dec.req, &resp, &d);
-	audit(ctx, m->hdr.reqid, principal, "egress", dec.req.method, url, &d,
-	    "");
+	audit(ctx, m, &q, principal, "egress", dec.req.method, url, &d, "");
 	if (egress_wire_encode_reply(
 	        &d, 1, rc == 0 ? &resp : NULL, &wire, &wlen) == 0)
 		send_reply(ctx, m, MSG_EGRESS_FETCH_REPLY, wire, wlen);
@@ -722,8 +746,8 @@ egress_h_webhook(struct proc_ctx *ctx, const struct msg *m)
 		deny_decision(&d, wh.rules, wh.url, strlen(wh.url),
 		    rc != GRANT_OK ? EGRESS_E_NOT_ALLOWED : EGRESS_E_INTERNAL,
 		    why);
-		audit(ctx, m->hdr.reqid, wh.principal, "egress.webhook", "POST",
-		    url, &d, why);
+		audit(ctx, m, &q, wh.principal, "egress.webhook", "POST", url,
+		    &d, why);
 		refuse(ctx, m, MSG_EGRESS_WEBHOOK_REPLY, &d);
 		goto out;
 	}
@@ -742,8 +766,8 @@ egress_h_webhook(struct proc_ctx *ctx, const struct msg *m)
 		char why[48];
 
 		snprintf(why, sizeof(why), "attempts %u", attempts);
-		audit(ctx, m->hdr.reqid, wh.principal, "egress.webhook", "POST",
-		    url, &d, why);
+		audit(ctx, m, &q, wh.principal, "egress.webhook", "POST", url,
+		    &d, why);
 	}
 	if (rc != 0 && d.error == 0)
 		d.error = rc;

@@ -36,7 +36,9 @@
 struct msg_egress_req {
 	struct grant grant;
 	uint64_t len; /* bytes of wire request in the memfd */
-	char sandbox[72]; /* webhooks: the sandbox id, NUL-terminated */
+	char sandbox[72]; /* the sandbox id, NUL-terminated */
+	char request_id[40]; /* the API request behind it, for the audit
+				log; NUL-terminated, "" if unknown */
 };
 
 struct msg_egress_rep {

@@ -100,7 +100,7 @@ struct vmm_state {
 	size_t nkeys;
 	/* MSG_VMM_RUN_CAPS for the MSG_VMM_RUN that follows it. */
 	uint64_t caps_reqid;
-	uint32_t caps;
+	struct msg_vmm_run_caps caps;
 	struct restore *restore; /* reading the store back, NULL when done */
 	uint32_t restore_epoch;
 	uint64_t next_pid; /* run numbers, per vmm life */
@@ -1419,8 +1419,8 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	memset(job->res, 0, sizeof(*job->res));
 	/* Egress: the guest's fetches go over a socketpair to here, with
 	 * the caps of the token that asked for the run (host/vmm_egress.h). */
-	if (vmm_egress_prepare(&job->egress, g.principal,
-	        vs->caps_reqid == m->hdr.reqid ? vs->caps : 0, &efd) == -1)
+	if (vmm_egress_prepare(&job->egress, g.principal, s->id,
+	        vs->caps_reqid == m->hdr.reqid ? &vs->caps : NULL, &efd) == -1)
 		goto error;
 	vs->caps_reqid = 0;
 	switch (pid = fork()) {
@@ -1615,10 +1615,11 @@ vmm_h_run_caps(struct proc_ctx *ctx, const struct msg *m)
 	struct msg_vmm_run_caps c;
 
 	memcpy(&c, m->data, sizeof(c));
-	if (c.pad != 0)
+	if (c.pad != 0 ||
+	    memchr(c.request_id, '\0', sizeof(c.request_id)) == NULL)
 		return -1;
 	vs->caps_reqid = m->hdr.reqid;
-	vs->caps = c.token_caps;
+	vs->caps = c;
 	return 0;
 }
 

@@ -25,7 +25,7 @@ static uint64_t next_reqid = 1ull << 62;
 
 int
 vmm_egress_prepare(struct vmm_egress_run *r, const char *principal,
-    uint32_t token_caps, int *child_fd)
+    const char *sandbox, const struct msg_vmm_run_caps *caps, int *child_fd)
 {
 	int sv[2];
 
@@ -42,7 +42,11 @@ vmm_egress_prepare(struct vmm_egress_run *r, const char *principal,
 	r->fd = sv[0];
 	*child_fd = sv[1];
 	strlcpy(r->principal, principal, sizeof(r->principal));
-	r->token_caps = token_caps;
+	strlcpy(r->sandbox, sandbox, sizeof(r->sandbox));
+	if (caps != NULL) {
+		r->token_caps = caps->token_caps;
+		strlcpy(r->request_id, caps->request_id, sizeof(r->request_id));
+	}
 	return 0;
 }
 
@@ -305,6 +309,8 @@ vmm_egress_decision(
 	dec.req.nrules = 1;
 	memset(&q, 0, sizeof(q));
 	q.grant = d.grant;
+	strlcpy(q.sandbox, r->sandbox, sizeof(q.sandbox));
+	strlcpy(q.request_id, r->request_id, sizeof(q.request_id));
 	if (egress_wire_encode_fetch(&dec.req, &wire, &wlen) != 0 ||
 	    (mfd = egress_memfd_make("keep-egress", wire, wlen)) == -1) {
 		answer(r, EGRESS_E_INTERNAL, "the vmm could not relay");

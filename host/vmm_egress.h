@@ -29,12 +29,15 @@
 #include "host/proc.h"
 
 struct vmm_config;
+struct msg_vmm_run_caps;
 
 struct vmm_egress_run {
 	int fd; /* the vmm's end of the socketpair, -1 when none */
 	int shm; /* memfd the vm process writes its request into, or -1 */
 	char principal[GRANT_PRINCIPAL_MAX];
 	uint32_t token_caps;
+	char request_id[40]; /* the API request that started the run */
+	char sandbox[72];
 	uint64_t reqid; /* the decision or fetch in flight, 0 none */
 	int stage; /* 0 idle, 1 waiting for the policy, 2 for egress */
 	void *req; /* the vm's wire request while the policy decides */
@@ -46,11 +49,12 @@ struct vmm_egress_run {
 /*
  * Before the fork: make the socketpair and the request buffer (a memfd
  * both processes share: the vm process may not create one). *child_fd
- * is the vm process's end. Returns 0 or -1 (errno set); r->fd is -1 on
+ * is the vm process's end. caps is what the front sent for this run
+ * (NULL: none, so no egress is granted). Returns 0 or -1 (errno set); r->fd is -1 on
  * failure.
  */
 int vmm_egress_prepare(struct vmm_egress_run *r, const char *principal,
-    uint32_t token_caps, int *child_fd);
+    const char *sandbox, const struct msg_vmm_run_caps *caps, int *child_fd);
 
 /* In the vm process, after the fork: let cfg's fetch calls go over
  * child_fd, with requests written into r->shm. */

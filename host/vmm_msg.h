@@ -72,6 +72,7 @@ enum {
 struct msg_vmm_run_caps {
 	uint32_t token_caps; /* cap_set_t */
 	uint32_t pad; /* 0 */
+	char request_id[40]; /* the API request's, for the audit log; NUL */
 };
 
 #define RUN_MAX_ARGS 256

@@ -40,6 +40,7 @@ static int
 setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
+	struct msg_vmm_run_caps caps;
 	int p[2], e[2];
 
 	assert_non_null(f);
@@ -52,9 +53,11 @@ setup(void **state)
 	f->policy = p[1];
 	f->ctx.fd[PROC_EGRESS] = e[0];
 	f->egress = e[1];
-	assert_int_equal(vmm_egress_prepare(&f->r, "alice",
-	                     CAP_BIT(CAP_EGRESS) | CAP_BIT(CAP_EXEC), &f->vm),
-	    0);
+	memset(&caps, 0, sizeof(caps));
+	caps.token_caps = CAP_BIT(CAP_EGRESS) | CAP_BIT(CAP_EXEC);
+	strlcpy(caps.request_id, "req-1", sizeof(caps.request_id));
+	assert_int_equal(
+	    vmm_egress_prepare(&f->r, "alice", "sbx-1", &caps, &f->vm), 0);
 	*state = f;
 	return 0;
 }
@@ -158,6 +161,8 @@ test_relay(void **state)
 	assert_int_equal(h.type, MSG_EGRESS_FETCH);
 	assert_int_equal(h.reqid, m.hdr.reqid);
 	assert_memory_equal(&eq.grant, &dd.grant, sizeof(dd.grant));
+	assert_string_equal(eq.sandbox, "sbx-1");
+	assert_string_equal(eq.request_id, "req-1");
 	assert_true(fd >= 0);
 	in = egress_memfd_read(fd, eq.len);
 	close(fd);
