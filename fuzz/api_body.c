@@ -27,6 +27,7 @@ static const char *const targets[] = {
 	"POST /v1/sandboxes/sbx-1/files/write?path=f",
 	"POST /v1/images",
 	"POST /v1/tokens/revoke",
+	"POST /v1/sandboxes/sbx-1/lock",
 };
 
 int

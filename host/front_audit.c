@@ -24,27 +24,62 @@ wall_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/*
+ * Entries wait in fb->audit until the event loop has handled what was
+ * ready (fb_audit_flush), then go in one message, so the store commits
+ * them in one transaction: one fsync for a burst of requests rather than
+ * one each. They wait no longer than one pass of the loop.
+ */
 static void
 audit_send(struct front_backend *fb, const struct store_audit *e)
 {
+	struct store_wire_audit hdr;
 	void *msg = NULL;
 	size_t len;
 	int rc;
 
-	if (fb->ctx->fd[PROC_STORE] < 0) {
-		log_warnx("audit: the store is down; lost: %s %s", e->action,
-		    e->target);
-		return;
-	}
 	if ((rc = store_wire_audit_encode(e, 1, &msg, &len)) != STORE_OK) {
 		log_warnx("audit: %s", store_strerror(rc));
 		return;
 	}
-	if (msg_send(fb->ctx->fd[PROC_STORE], MSG_STORE_AUDIT, 0,
-	        ++fb->next_reqid, msg, len, -1) != MSG_OK)
-		log_warnx("audit: send to the store failed; lost: %s %s",
-		    e->action, e->target);
+	/* One entry's encoding: the header, then its length and record. */
+	len -= sizeof(hdr);
+	if (fb->audit_len + len > MSG_MAX_PAYLOAD - sizeof(hdr) ||
+	    fb->audit_count == STORE_WIRE_MAX_AUDIT)
+		fb_audit_flush(fb);
+	if (fb->audit_buf == NULL &&
+	    (fb->audit_buf = malloc(MSG_MAX_PAYLOAD)) == NULL) {
+		log_warnx(
+		    "audit: out of memory; lost: %s %s", e->action, e->target);
+		free(msg);
+		return;
+	}
+	if (fb->audit_len == 0)
+		fb->audit_len = sizeof(hdr);
+	memcpy(
+	    fb->audit_buf + fb->audit_len, (uint8_t *)msg + sizeof(hdr), len);
+	fb->audit_len += len;
+	fb->audit_count++;
 	free(msg);
+}
+
+void
+fb_audit_flush(struct front_backend *fb)
+{
+	struct store_wire_audit hdr;
+
+	if (fb->audit_count == 0)
+		return;
+	hdr.version = STORE_WIRE_VERSION;
+	hdr.count = fb->audit_count;
+	memcpy(fb->audit_buf, &hdr, sizeof(hdr));
+	if (fb->ctx->fd[PROC_STORE] < 0 ||
+	    msg_send(fb->ctx->fd[PROC_STORE], MSG_STORE_AUDIT, 0,
+	        ++fb->next_reqid, fb->audit_buf, fb->audit_len, -1) != MSG_OK)
+		log_warnx("audit: the store is down; %u entries lost",
+		    fb->audit_count);
+	fb->audit_len = 0;
+	fb->audit_count = 0;
 }
 
 void
@@ -131,6 +166,8 @@ fb_store_call(struct front_backend *fb, uint64_t reqid, uint16_t type,
 	if ((*reply = malloc(MSG_MAX_PAYLOAD)) == NULL)
 		return fb_fail(err, API_EINTERNAL, "Out of memory");
 	*rlen = MSG_MAX_PAYLOAD;
+	/* What the store is asked after an audit entry is made sees it. */
+	fb_audit_flush(fb);
 	if (reqid == 0)
 		reqid = ++fb->next_reqid;
 	rc = fb_call(fb, PROC_STORE, type, reqid, q, qlen, -1, MSG_STORE_REPLY,
@@ -149,36 +186,6 @@ fb_store_call(struct front_backend *fb, uint64_t reqid, uint16_t type,
 		return fb_fail(err, API_ESTORAGE, "The store is full");
 	}
 	return API_OK;
-}
-
-/* Fail closed: a token whose revocation cannot be checked is refused. */
-int
-fb_revoked(void *arg, const char *jti)
-{
-	struct front_backend *fb = arg;
-	struct store_wire_reply hdr;
-	struct api_error err;
-	char next[STORE_CURSOR_MAX];
-	void *q = NULL, *reply = NULL;
-	size_t qlen, rlen;
-	int revoked = 1;
-
-	if (jti[0] == '\0')
-		return 0;
-	if (store_wire_key_encode(MSG_STORE_REVOKED, STORE_DB_REVOCATIONS, jti,
-	        NULL, 0, NULL, &q, &qlen) != STORE_OK)
-		return 1;
-	memset(&err, 0, sizeof(err));
-	if (fb_store_call(fb, 0, MSG_STORE_REVOKED, q, qlen, &reply, &rlen,
-	        &hdr, next, &err) == API_OK &&
-	    hdr.status == STORE_OK)
-		revoked = hdr.value != 0;
-	else
-		log_warnx("revocation of %s unknown (%s): refused", jti,
-		    err.message[0] != '\0' ? err.message : "store error");
-	free(q);
-	free(reply);
-	return revoked;
 }
 
 static int

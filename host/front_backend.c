@@ -357,6 +357,13 @@ fb_authorize(
 	fb_audit_decision(fb, call, target, &a->d);
 	if (a->d.grant.decision != GRANT_ALLOW)
 		return fb_refusal(&a->d, call->cap, err);
+	/* target is the sandbox id on routes under /v1/sandboxes/{id}. */
+	if (strncmp(call->route, "sandbox", 7) == 0 ||
+	    strncmp(call->route, "file", 4) == 0 ||
+	    strncmp(call->route, "env", 3) == 0)
+		if ((rc = fb_lock_check(fb, call, target, &a->d, err)) !=
+		    API_OK)
+			return rc;
 	call->authz = a;
 	return API_OK;
 }
@@ -517,6 +524,7 @@ front_backend_new(struct proc_ctx *ctx)
 	fb_async_ops(&fb->ops);
 	fb_persist_ops(&fb->ops);
 	fb_image_ops(&fb->ops);
+	fb_lock_ops(&fb->ops);
 	return fb;
 }
 
@@ -528,6 +536,9 @@ front_backend_free(struct front_backend *fb)
 	/* Runs must be resumed while the api lives (front_backend_stop). */
 	token_verifier_free(fb->tv);
 	sodium_memzero(fb->bearer, sizeof(fb->bearer));
+	free(fb->audit_buf);
+	fb_revoked_free(fb);
+	fb_locks_free(fb);
 	free(fb->buf);
 	free(fb);
 }
@@ -543,6 +554,13 @@ front_backend_stop(struct front_backend *fb)
 {
 	fb_runs_fail_all(fb);
 	front_backend_resume(fb);
+	fb_audit_flush(fb);
+}
+
+void
+front_backend_flush(struct front_backend *fb)
+{
+	fb_audit_flush(fb);
 }
 
 void

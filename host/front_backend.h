@@ -31,6 +31,8 @@ const struct api_backend *front_backend_ops(struct front_backend *);
 
 /* From the event loop: reply to the runs that have finished. */
 void front_backend_resume(struct front_backend *);
+/* After each pass of the event loop: the pass's audit entries go out. */
+void front_backend_flush(struct front_backend *);
 
 /* A peer link closed: fail what waits on it. */
 void front_backend_link_down(struct front_backend *, enum proc_id peer);

@@ -48,6 +48,15 @@ struct front_backend {
 	char bearer[MSG_TOKEN_MAX]; /* the last authenticated token */
 	size_t bearer_len;
 	struct fb_run *runs; /* list */
+	struct fb_revoked *revoked; /* host/front_revoke.c */
+	struct fb_locks *locks; /* host/front_lock.c */
+	/* For /metrics: guest boot times (le 1, 2, 5, 10, 20, 50, 100 ms,
+	 * +Inf) and runs by how they ended (enum run_status). */
+	uint64_t boot_bucket[8], boot_count, boot_sum_us;
+	uint64_t runs_by_status[8];
+	uint8_t *audit_buf; /* entries waiting for fb_audit_flush */
+	size_t audit_len;
+	uint32_t audit_count;
 };
 
 /* fb_call reply flags. */
@@ -85,7 +94,19 @@ int fb_persist_env(struct front_backend *, const struct api_principal *,
 int fb_forget_env(struct front_backend *, const struct api_principal *,
     const char *id, const char *key, struct api_error *);
 void fb_persist_ops(struct api_backend *);
+int fb_persist_image(struct front_backend *, const struct api_principal *,
+    const struct api_image *, struct api_error *);
+int fb_forget_image(struct front_backend *, const struct api_principal *,
+    const char *name, struct api_error *);
+/* Send the audit entries made since the last flush, in one message. */
+void fb_audit_flush(struct front_backend *);
 void fb_image_ops(struct api_backend *);
+void fb_lock_ops(struct api_backend *);
+void fb_locks_free(struct front_backend *);
+/* API_OK, or API_ELOCKED when decision d needs the sandbox's lock and
+ * the call does not name it (Keep-Lock). */
+int fb_lock_check(struct front_backend *, const struct api_call *,
+    const char *sbx, const struct msg_policy_decision *d, struct api_error *);
 int fb_sync_env(struct front_backend *, const struct api_principal *,
     const char *id, const char *env, size_t env_len, struct api_error *);
 void fb_persist_run(struct front_backend *, const struct api_principal *,
@@ -111,6 +132,9 @@ void fb_audit_decision(struct front_backend *, const struct api_call *,
 void fb_audit_event(struct front_backend *, const struct api_call *,
     const char *action, const char *target, const char *detail);
 int fb_revoked(void *fb, const char *jti);
+/* A jti the store has just recorded as revoked until exp_s. */
+void fb_revoked_add(struct front_backend *, const char *jti, int64_t exp_s);
+void fb_revoked_free(struct front_backend *);
 void fb_audit_ops(struct api_backend *);
 extern const struct msg_handler fb_store_handlers[];
 extern const size_t fb_store_nhandlers;

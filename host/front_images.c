@@ -131,6 +131,10 @@ fb_image_upload(void *arg, const struct api_call *call, const void *blob,
 			to_api(&r->im[0], out);
 			fb_audit_event(
 			    fb, call, "image.upload", out->name, out->digest);
+			/* The file is the image; the record is its history. */
+			if (fb_persist_image(fb, call->who, out, err) != API_OK)
+				log_warnx("image %s not recorded: %s",
+				    out->name, err->message);
 		} else if (rc == API_OK)
 			rc = fb_fail(err, API_EINTERNAL, "Internal error");
 	}
@@ -154,8 +158,13 @@ fb_image_delete(void *arg, const struct api_call *call, const char *name,
 			    "Image %s was installed by the operator", name);
 		else if (r->status == SBX_E_NOTFOUND)
 			rc = fb_fail(err, API_ENOTFOUND, "Image not found");
-		else if ((rc = fb_sbx_error((int)r->status, err)) == API_OK)
+		else if ((rc = fb_sbx_error((int)r->status, err)) == API_OK) {
 			fb_audit_event(arg, call, "image.delete", name, "");
+			if (fb_forget_image(arg, call->who, name, err) !=
+			    API_OK)
+				log_warnx("image %s: record not deleted: %s",
+				    name, err->message);
+		}
 	}
 	free(r);
 	return rc;

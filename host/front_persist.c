@@ -14,6 +14,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <sodium.h>
+
 #include "host/front_backend_int.h"
 #include "host/store/store.h"
 #include "host/store/store_wire.h"
@@ -246,7 +248,8 @@ fb_persist_run(struct front_backend *fb, const struct api_principal *who,
 	}
 	/* The client's answer does not wait on this record: the run's
 	 * result is its output, which the client already has. */
-	if (put(fb, who, CAP_EXEC, id, STORE_DB_RUNS, rec, len, &err) != API_OK)
+	if (put(fb, who, CAP_EXEC, command, STORE_DB_RUNS, rec, len, &err) !=
+	    API_OK)
 		log_warnx("run %s not recorded: %s", run_id, err.message);
 	free(rec);
 }
@@ -318,6 +321,45 @@ fb_sync_env(struct front_backend *fb, const struct api_principal *who,
 	return rc;
 }
 
+/* The images uploaded through the API, recorded in the store's images. */
+int
+fb_persist_image(struct front_backend *fb, const struct api_principal *who,
+    const struct api_image *im, struct api_error *err)
+{
+	struct store_image i;
+	struct timespec ts;
+	const char *hex = strchr(im->digest, ':');
+	void *rec;
+	size_t len;
+	int rc;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	memset(&i, 0, sizeof(i));
+	i.name = im->name;
+	i.version = im->version;
+	hex = hex != NULL ? hex + 1 : im->digest;
+	if (sodium_hex2bin(i.digest, sizeof(i.digest), hex, strlen(hex), NULL,
+	        NULL, NULL) != 0)
+		memset(i.digest, 0, sizeof(i.digest));
+	i.size = im->size;
+	i.signer = "";
+	i.added_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	if (store_image_encode(&i, &rec, &len) != STORE_OK)
+		return fb_fail(err, API_EINTERNAL, "Image record refused");
+	rc = put(
+	    fb, who, CAP_IMAGE_WRITE, im->name, STORE_DB_IMAGES, rec, len, err);
+	free(rec);
+	return rc;
+}
+
+int
+fb_forget_image(struct front_backend *fb, const struct api_principal *who,
+    const char *name, struct api_error *err)
+{
+	return del(
+	    fb, who, CAP_IMAGE_WRITE, name, STORE_DB_IMAGES, name, NULL, err);
+}
+
 static int
 fb_token_revoke(void *arg, const struct api_call *call, const char *jti,
     int64_t exp, struct api_error *err)
@@ -344,8 +386,10 @@ fb_token_revoke(void *arg, const struct api_call *call, const char *jti,
 	rc = put(
 	    fb, call->who, CAP_ADMIN, jti, STORE_DB_REVOCATIONS, rec, len, err);
 	free(rec);
-	if (rc == API_OK)
+	if (rc == API_OK) {
+		fb_revoked_add(fb, jti, v.exp_s);
 		fb_audit_event(fb, call, "token.revoke", jti, "");
+	}
 	return rc;
 }
 

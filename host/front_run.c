@@ -45,6 +45,18 @@ struct fb_run {
 	void *on_done_arg;
 };
 
+/* How a run ended, as the API and /metrics name it. */
+static const char *const proc_status[] = {
+	[RUN_EXITED] = "exited",
+	[RUN_FAULT] = "fault",
+	[RUN_TIMEOUT] = "timeout",
+	[RUN_OUTPUT_LIMIT] = "output-limit",
+	[RUN_REFUSED] = "refused",
+	[RUN_ERROR] = "error",
+	[RUN_STARTED] = "running",
+	[RUN_KILLED] = "killed",
+};
+
 static uint64_t
 mono_ms(void)
 {
@@ -175,6 +187,10 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 		return fb_fail(err, API_EFORBIDDEN,
 		    "Not allowed to run %s (exec: the policy's allowlist)",
 		    command);
+	}
+	if ((rc = fb_lock_check(fb, call, id, &a->d, err)) != API_OK) {
+		fb_leave(fb, call->who->sub);
+		return rc;
 	}
 	memset(&q, 0, sizeof(q));
 	if (nargs > RUN_MAX_ARGS || nenv > RUN_MAX_ENV) {
@@ -338,17 +354,6 @@ fb_command_background(void *arg, const struct api_call *call, const char *id,
 	    c->nenv, c->stdin_data, c->stdin_len, c->timeout_ms, pid, NULL,
 	    NULL, err);
 }
-
-static const char *const proc_status[] = {
-	[RUN_EXITED] = "exited",
-	[RUN_FAULT] = "fault",
-	[RUN_TIMEOUT] = "timeout",
-	[RUN_OUTPUT_LIMIT] = "output-limit",
-	[RUN_REFUSED] = "refused",
-	[RUN_ERROR] = "error",
-	[RUN_STARTED] = "running",
-	[RUN_KILLED] = "killed",
-};
 
 static int
 fb_processes(void *arg, const struct api_call *call, const char *id,
@@ -520,6 +525,60 @@ static const char *const status_reason[] = {
 	[RUN_KILLED] = "killed",
 };
 
+static const uint64_t boot_le_us[] = { 1000, 2000, 5000, 10000, 20000, 50000,
+	100000 };
+
+static void
+metrics_count(struct front_backend *fb, const struct msg_vmm_run_done *d)
+{
+	size_t i;
+
+	if (d->status < nitems(fb->runs_by_status))
+		fb->runs_by_status[d->status]++;
+	if (d->boot_us == 0)
+		return;
+	for (i = 0; i < nitems(boot_le_us) && d->boot_us > boot_le_us[i]; i++)
+		;
+	fb->boot_bucket[i]++;
+	fb->boot_count++;
+	fb->boot_sum_us += d->boot_us;
+}
+
+static void
+fb_metrics(void *arg, struct http_buf *b)
+{
+	struct front_backend *fb = arg;
+	uint64_t cum = 0;
+	size_t i;
+
+	http_buf_puts(b,
+	    "# HELP keep_runs_total Runs by how they ended.\n"
+	    "# TYPE keep_runs_total counter\n");
+	for (i = 0; i < nitems(fb->runs_by_status); i++)
+		if (i < nitems(proc_status) && proc_status[i] != NULL &&
+		    i != RUN_STARTED)
+			http_buf_printf(b,
+			    "keep_runs_total{status=\"%s\"} %llu\n",
+			    proc_status[i],
+			    (unsigned long long)fb->runs_by_status[i]);
+	http_buf_puts(b,
+	    "# HELP keep_boot_duration_seconds Guest boot: VM created to the "
+	    "program's first instruction.\n"
+	    "# TYPE keep_boot_duration_seconds histogram\n");
+	for (i = 0; i < nitems(boot_le_us); i++) {
+		cum += fb->boot_bucket[i];
+		http_buf_printf(b,
+		    "keep_boot_duration_seconds_bucket{le=\"%g\"} %llu\n",
+		    (double)boot_le_us[i] / 1e6, (unsigned long long)cum);
+	}
+	http_buf_printf(b,
+	    "keep_boot_duration_seconds_bucket{le=\"+Inf\"} %llu\n"
+	    "keep_boot_duration_seconds_sum %.6f\n"
+	    "keep_boot_duration_seconds_count %llu\n",
+	    (unsigned long long)fb->boot_count, (double)fb->boot_sum_us / 1e6,
+	    (unsigned long long)fb->boot_count);
+}
+
 static int
 h_run_done(struct proc_ctx *ctx, const struct msg *m)
 {
@@ -548,6 +607,7 @@ h_run_done(struct proc_ctx *ctx, const struct msg *m)
 		return -1;
 	}
 	close(m->fd);
+	metrics_count(fb, &d);
 	r->res.out_len = d.out_len;
 	r->res.err_len = d.err_len;
 	r->res.exit_code = d.exit_code;
@@ -684,4 +744,5 @@ fb_run_ops(struct api_backend *ops)
 	ops->processes = fb_processes;
 	ops->kill = fb_kill;
 	ops->system = fb_system;
+	ops->metrics = fb_metrics;
 }

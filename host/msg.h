@@ -214,8 +214,12 @@ struct msg_policy_decision {
 	uint32_t line; /* its source line, 0 if none */
 	uint64_t retry_after_ms; /* rate limited: when to retry, else 0 */
 	uint32_t reason; /* enum policy_reason: why, for the client's error */
-	uint32_t pad;
+	uint32_t flags; /* DECISION_* */
 };
+
+/* The agent's policy says `lock writes` and this capability is a write:
+ * the operation needs the sandbox's lock (423 without it). */
+#define DECISION_LOCK_WRITES 0x1u
 
 /* Descriptor passing. */
 #define MSG_NO_FD (-1)

@@ -185,6 +185,7 @@ front_loop(struct proc_ctx *ctx, struct front_state *fs)
 		if (started && !ctx->quit) {
 			front_backend_resume(fs->fb);
 			front_step(fs->front, 0);
+			front_backend_flush(fs->fb);
 		}
 	}
 	if (fs->fb != NULL)

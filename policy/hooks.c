@@ -126,7 +126,7 @@ hook_decide(void *compiled, const struct msg_policy_decide *q,
 	r->line = 0;
 	r->retry_after_ms = 0;
 	r->reason = POLICY_R_REQUEST;
-	r->pad = 0;
+	r->flags = 0;
 	r->grant.mem_max = r->grant.timeout_ms = r->grant.output_max = 0;
 	if (c == NULL || q->cap >= CAP_COUNT ||
 	    q->target_len > sizeof(q->target))
@@ -166,6 +166,9 @@ hook_decide(void *compiled, const struct msg_policy_decide *q,
 	r->line = res.line;
 	r->retry_after_ms = res.retry_after_ms;
 	r->reason = res.reason;
+	if (res.limits != NULL && res.limits->lock_writes &&
+	    (c->p->writes & CAP_BIT(q->cap)))
+		r->flags |= DECISION_LOCK_WRITES;
 	if (res.limits != NULL) {
 		r->grant.mem_max = res.limits->mem_max;
 		r->grant.timeout_ms = res.limits->timeout_ms;

@@ -1062,6 +1062,15 @@ api_handle_conn(struct api *a, const struct http_request *req,
 	r.call.request_id = r.request_id;
 	r.call.cap = rt->cap >= 0 ? (enum cap_id)rt->cap : CAP_COUNT;
 	r.call.route = rt->name;
+	{
+		const struct http_header *lk =
+		    http_find_header(req, "keep-lock");
+
+		if (lk != NULL) {
+			r.call.lock = lk->value;
+			r.call.lock_len = lk->valuelen;
+		}
+	}
 
 	if (rt->cap != -2) {
 		if (authenticate(&r) != 0 || authorize(&r) != 0)

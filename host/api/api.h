@@ -88,6 +88,10 @@ struct api_call {
 	 * it before authorize.
 	 */
 	void *authz;
+	/* The Keep-Lock header (a sandbox lock id), NULL when absent; not
+	 * NUL-terminated. */
+	const char *lock;
+	size_t lock_len;
 };
 
 struct api_kv {
@@ -308,6 +312,13 @@ struct api_backend {
 	int (*token_attenuate)(void *ctx, const struct api_call *,
 	    const struct api_attenuate *, struct api_token *out,
 	    struct api_error *err);
+	/* Take the sandbox's write lock for ttl_s (0: the default), or
+	 * release the one named by call->lock. */
+	int (*sandbox_lock)(void *ctx, const struct api_call *, const char *id,
+	    uint64_t ttl_s, char lock_id[API_ID_MAX + 1], int64_t *expires_at,
+	    struct api_error *err);
+	int (*sandbox_unlock)(void *ctx, const struct api_call *,
+	    const char *id, struct api_error *err);
 	/* Refuse the token with this jti from now until exp (unix s). */
 	int (*token_revoke)(void *ctx, const struct api_call *, const char *jti,
 	    int64_t exp, struct api_error *err);

@@ -304,6 +304,52 @@ h_sandbox_delete(struct rq *r)
 	rq_no_content(r);
 }
 
+/* A sandbox's write lock, for agents whose policy says `lock writes`. */
+static void
+h_sandbox_lock(struct rq *r)
+{
+	static const char *const fields[] = { "ttl", NULL };
+	char lock_id[API_ID_MAX + 1];
+	struct api_error err;
+	int64_t expires_at = 0;
+	uint64_t ttl = 0;
+	int rc;
+
+	if (rq_fields(r, r->body, fields) ||
+	    rq_uint(r, r->body, "ttl", 3600, &ttl))
+		return;
+	if (BE(r)->sandbox_lock == NULL)
+		NOTIMPL(r);
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->sandbox_lock(
+	    BE(r)->ctx, &r->call, r->id, ttl, lock_id, &expires_at, &err);
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	lock_id[sizeof(lock_id) - 1] = '\0';
+	rq_json(r, 201,
+	    json_pack("{s:s,s:o}", "lock_id", lock_id, "expires_at",
+	        iso_time(expires_at)));
+}
+
+static void
+h_sandbox_unlock(struct rq *r)
+{
+	struct api_error err;
+	int rc;
+
+	if (BE(r)->sandbox_unlock == NULL)
+		NOTIMPL(r);
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->sandbox_unlock(BE(r)->ctx, &r->call, r->id, &err);
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	rq_no_content(r);
+}
+
 static void
 h_sandbox_token(struct rq *r)
 {
@@ -1279,6 +1325,10 @@ const struct api_route api_routes[] = {
 	    0 },
 	{ HTTP_DELETE, SBX, h_sandbox_delete, CAP_SANDBOX_WRITE, 0, 0,
 	    "sandbox_delete", 0 },
+	{ HTTP_POST, SBX "/lock", h_sandbox_lock, CAP_SANDBOX_WRITE, 1, 0,
+	    "sandbox_lock", 0 },
+	{ HTTP_DELETE, SBX "/lock", h_sandbox_unlock, CAP_SANDBOX_WRITE, 0, 0,
+	    "sandbox_unlock", 0 },
 	{ HTTP_POST, SBX "/token", h_sandbox_token, CAP_SANDBOX_WRITE, 0, 0,
 	    "sandbox_token", 0 },
 	{ HTTP_POST, SBX "/execute", h_execute, CAP_EXEC, 1, 1, "execute", 1 },

@@ -210,8 +210,9 @@ record_subject(unsigned db, const void *rec, size_t len, const char **target,
 		}
 		break;
 	case STORE_DB_RUNS:
+		/* exec is granted per program: the run's command. */
 		if ((rc = store_run_decode(rec, len, &u.r)) == 0) {
-			*target = u.r.sandbox;
+			*target = u.r.command;
 			*principal = u.r.principal;
 		}
 		break;

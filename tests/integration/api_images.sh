@@ -64,4 +64,6 @@ req "$ops" POST /v1/sandboxes '{"image":"greeter"}'
 [ -z "$(ls "$tmp/state/uploads")" ] && ok "nothing left in uploads/" || bad "uploads: $(ls -a "$tmp/state/uploads")"
 "$KEEP" audit tail -n 100 --action image.upload --data "$tmp/state/db" | grep -q greeter &&
     ok "the upload is audited" || bad "upload audit"
+! grep -q "not recorded\|record not deleted" "$tmp/log" && ok "the upload and the delete are recorded in the store" ||
+    bad "image records: $(grep 'record' "$tmp/log" | head -n 3)"
 keepd_finish

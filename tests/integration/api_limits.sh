@@ -19,6 +19,8 @@ agent "erin" : runner { concurrent 1 }
 agent "frank" : runner
 agent "gina" { allow sandbox:read }
 agent "hank" : runner { budget 100; rate read 10/min }
+agent "ivy" : runner { lock writes }
+agent "ops" { allow admin }
 EOP
 keepd_start "$tmp/test.policy"
 caps=sandbox:read,sandbox:write,exec
@@ -65,6 +67,45 @@ req "$hank" GET "/v1/sandboxes/$hsbx/system"
 [ "$code" = 200 ] && [ "$(jget "$body" '["budget_remaining"]')" = 97 ] &&
     [ "$(jget "$body" '["rates"]["read"]')" = 9.0 ] && [ "$(jget "$body" '["rates"]["write"]')" = None ] &&
     [ "$(jget "$body" '["runs"]')" = 1 ] && ok "system: runs, budget left and rate tokens: $body" || bad "system: $code $body"
+
+# --- lock writes: ivy's writes to a sandbox need its lock.
+ivy=$(mint ivy $caps)
+lreq() { # LOCK METHOD PATH [BODY]
+	local l=$1 m=$2 p=$3 d=${4:-}
+	body=$(curl -s -o - -w '\n%{http_code}' -X "$m" -H "Authorization: Bearer $ivy" \
+	    ${l:+-H "Keep-Lock: $l"} ${d:+-H 'Content-Type: application/json' -d "$d"} "$url$p")
+	code=${body##*$'\n'}; body=${body%$'\n'*}
+}
+req "$ivy" POST /v1/sandboxes '{"image":"toolbox"}'
+isbx=$(jget "$body" '["id"]')
+lreq "" PATCH "/v1/sandboxes/$isbx/env" '{"env":{"A":"1"}}'
+[ "$code" = 423 ] && [[ $body == *LOCK_REQUIRED* ]] && ok "a write without the lock: 423" || bad "no lock: $code $body"
+lreq "" POST "/v1/sandboxes/$isbx/commands/run" '{"cmd":"echo","args":["x"]}'
+[ "$code" = 423 ] && ok "a run without the lock: 423" || bad "run no lock: $code $body"
+lreq "" GET "/v1/sandboxes/$isbx/env"
+[ "$code" = 200 ] && ok "reads need no lock" || bad "read: $code $body"
+lreq "" POST "/v1/sandboxes/$isbx/lock" '{"ttl":30}'
+lock=$(jget "$body" '["lock_id"]' 2>/dev/null)
+[ "$code" = 201 ] && [ -n "$lock" ] && ok "POST lock: 201" || bad "lock: $code $body"
+lreq "$lock" PATCH "/v1/sandboxes/$isbx/env" '{"env":{"A":"1"}}'
+[ "$code" = 200 ] && ok "the write with Keep-Lock" || bad "locked write: $code $body"
+lreq "$lock" POST "/v1/sandboxes/$isbx/commands/run" '{"cmd":"echo","args":["x"]}'
+[ "$code" = 200 ] && ok "the run with Keep-Lock" || bad "locked run: $code $body"
+lreq "wrong$lock" PATCH "/v1/sandboxes/$isbx/env" '{"env":{"A":"2"}}'
+[ "$code" = 423 ] && ok "a wrong lock id: 423" || bad "wrong lock: $code $body"
+lreq "" POST "/v1/sandboxes/$isbx/lock" '{}'
+[ "$code" = 409 ] && ok "a held lock cannot be taken again without its id" || bad "relock: $code $body"
+lreq "$lock" DELETE "/v1/sandboxes/$isbx/lock"
+[ "$code" = 204 ] && ok "DELETE lock" || bad "unlock: $code $body"
+lreq "$lock" PATCH "/v1/sandboxes/$isbx/env" '{"env":{"A":"3"}}'
+[ "$code" = 423 ] && ok "a released lock no longer writes" || bad "after unlock: $code $body"
+
+# --- /metrics (admin): requests, decisions, runs and boot times.
+req "$(mint ops admin)" GET /metrics
+[ "$code" = 200 ] && grep -q '^keep_boot_duration_seconds_count [1-9]' <<<"$body" &&
+    grep -q '^keep_runs_total{status="exited"} [1-9]' <<<"$body" &&
+    grep -q '^keep_decisions_total' <<<"$body" && grep -q '^keep_http_requests_total' <<<"$body" &&
+    ok "/metrics has requests, decisions, runs and the boot histogram" || bad "metrics: $code $(head -c 600 <<<"$body")"
 
 # --- the exact envelope for a missing capability.
 gina=$(mint gina sandbox:read,sandbox:write)
