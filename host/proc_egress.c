@@ -13,6 +13,7 @@
  */
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <sys/socket.h>
 
@@ -49,6 +50,8 @@ struct egress_state {
 	int have_config;
 	uint8_t master[EGRESS_WEBHOOK_KEYBYTES];
 	size_t nameservers; /* 0: DNS is off, the hosts table only */
+	unsigned workers; /* webhook deliveries running in forked workers */
+	int in_worker; /* this process is one of them */
 	uint64_t audit_seq;
 };
 
@@ -357,6 +360,9 @@ egress_tick(void *arg)
 	struct msg_hdr h;
 	ssize_t n;
 
+	/* A webhook worker leaves the links to the process it came from. */
+	if (es->in_worker)
+		return;
 	while (ctx->fd[PROC_PARENT] >= 0) {
 		pfd.fd = ctx->fd[PROC_PARENT];
 		pfd.events = POLLIN;
@@ -390,7 +396,7 @@ egress_sleep(void *arg, uint64_t ms)
 	struct pollfd pfd;
 
 	while ((now = mono_ms()) < end) {
-		pfd.fd = es->ctx->fd[PROC_PARENT];
+		pfd.fd = es->in_worker ? -1 : es->ctx->fd[PROC_PARENT];
 		pfd.events = POLLIN;
 		pfd.revents = 0;
 		if (poll(&pfd, 1, (int)(end - now < 1000 ? end - now : 1000)) ==
@@ -634,6 +640,18 @@ grant_why(int rc)
 	}
 }
 
+#define EGRESS_WORKERS_MAX 16
+
+/* Collect finished webhook workers (called on every request). */
+static void
+reap_workers(struct egress_state *es)
+{
+	int st;
+
+	while (es->workers > 0 && waitpid(-1, &st, WNOHANG) > 0)
+		es->workers--;
+}
+
 static int
 egress_h_fetch(struct proc_ctx *ctx, const struct msg *m)
 {
@@ -649,6 +667,7 @@ egress_h_fetch(struct proc_ctx *ctx, const struct msg *m)
 	size_t wlen = 0;
 	int rc;
 
+	reap_workers(es);
 	memcpy(&q, m->data, sizeof(q));
 	memset(&dec, 0, sizeof(dec));
 	memset(&resp, 0, sizeof(resp));
@@ -761,6 +780,24 @@ egress_h_webhook(struct proc_ctx *ctx, const struct msg *m)
 	if (wh.max_backoff_ms == 0 ||
 	    wh.max_backoff_ms > 8 * es->cfg.webhook_backoff_ms)
 		wh.max_backoff_ms = (uint32_t)(8 * es->cfg.webhook_backoff_ms);
+	/*
+	 * A delivery may take all its attempts and backoff: it runs in a
+	 * forked worker (same filter, same links; a datagram is atomic, so
+	 * its reply and audit entry interleave safely with ours), so guest
+	 * fetches are not held up behind a slow receiver. Too many workers
+	 * or no fork: delivered here.
+	 */
+	reap_workers(es);
+	if (es->workers < EGRESS_WORKERS_MAX) {
+		pid_t pid = fork();
+
+		if (pid > 0) {
+			es->workers++;
+			goto out;
+		}
+		if (pid == 0)
+			es->in_worker = 1;
+	}
 	rc = egress_webhook_deliver(es->ec, &wh, &attempts, &d);
 	{
 		char why[48];
@@ -773,6 +810,8 @@ egress_h_webhook(struct proc_ctx *ctx, const struct msg *m)
 		d.error = rc;
 	if (egress_wire_encode_reply(&d, attempts, NULL, &wire, &wlen) == 0)
 		send_reply(ctx, m, MSG_EGRESS_WEBHOOK_REPLY, wire, wlen);
+	if (es->in_worker)
+		_exit(0);
 out:
 	sodium_memzero(secret, sizeof(secret));
 	free(wire);

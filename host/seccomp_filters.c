@@ -194,6 +194,12 @@ static const struct seccomp_rule egress_rules[] = {
 	R(getgid, "OpenSSL: secure_getenv checks"),
 	R(getegid, "OpenSSL: secure_getenv checks"),
 	R(sysinfo, "OpenSSL sizes its pools"),
+	RA(clone, 0, 0x01200011,
+	    "fork a webhook delivery worker (glibc fork's flags only: no "
+	    "threads, no namespaces)"),
+	R(set_robust_list, "glibc fork in the worker"),
+	R(rseq, "glibc fork in the worker"),
+	R(wait4, "reap webhook workers"),
 };
 
 const struct seccomp_filter seccomp_egress = { "egress", egress_rules,

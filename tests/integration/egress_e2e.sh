@@ -60,6 +60,7 @@ class H(http.server.BaseHTTPRequestHandler):
         n = int(self.headers.get('Content-Length') or 0)
         body = self.rfile.read(n) if n else b''
         p = u.path
+        with open(sys.argv[4], 'a') as f: f.write(self.path + '\n')
         if p == '/ok': return self.send(200, b'hello from loopback')
         if p == '/big': return self.send(200, b'x' * (1 << 20))
         if p == '/slow':
@@ -76,6 +77,7 @@ class H(http.server.BaseHTTPRequestHandler):
                 'id': self.headers.get('X-Keep-Delivery', '')})
             with open(sys.argv[3], 'w') as f: json.dump(hooks, f)
             tries = sum(1 for h in hooks if h['path'] == self.path)
+            time.sleep(float(q.get('s', '0')))
             if tries <= int(q.get('fail', '0')): return self.send(503, b'busy')
             return self.send(200, b'ok')
         self.send(404, b'no')
@@ -88,7 +90,7 @@ s.socket = c.wrap_socket(s.socket, server_side=True)
 print(s.server_address[1], flush=True)
 s.serve_forever()
 EOPY
-python3 "$tmp/server.py" "$tmp/srv.pem" "$tmp/srv.key" "$tmp/hooks.json" >"$tmp/sport" 2>"$tmp/server.log" &
+python3 "$tmp/server.py" "$tmp/srv.pem" "$tmp/srv.key" "$tmp/hooks.json" "$tmp/events" >"$tmp/sport" 2>"$tmp/server.log" &
 spid=$!
 for _ in $(seq 50); do [ -s "$tmp/sport" ] && break; sleep 0.1; done
 sp=$(cat "$tmp/sport")
@@ -278,6 +280,15 @@ assert hmac.compare_digest(want, v1), (want, v1)
 b = json.loads(h['body'])
 assert b['run_id'] == sys.argv[4] and '42' in b['stdout'], b
 EOPY
+	# A slow receiver (1 s per attempt, two failures) does not hold up
+	# a guest's fetch: it is served while the delivery is retrying.
+	req "$alice" POST "/v1/sandboxes/$jsx/execute/async" "{\"code\":\"1\",\"language\":\"javascript\",\"webhook_url\":\"https://hooks.test:$sp/hook?fail=2&s=1\"}"
+	for _ in $(seq 100); do grep -q 'hook?fail=2&s=1' "$tmp/events" 2>/dev/null && break; sleep 0.1; done
+	fetch "$alice" GET "$G/ok?during=webhook"
+	for _ in $(seq 100); do [ "$(grep -c 'hook?fail=2&s=1' "$tmp/events")" -ge 3 ] && break; sleep 0.1; done
+	order=$(grep -n 'during=webhook\|hook?fail=2&s=1' "$tmp/events" | tr '\n' ' ')
+	[[ $out == *"ret=0 status=200"* ]] && python3 -c 'import sys; e=[l for l in open(sys.argv[1]).read().split() if "during=webhook" in l or "s=1" in l]; i=[n for n,l in enumerate(e) if "during" in l]; sys.exit(0 if i and i[0] < 3 and len(e) == 4 else 1)' "$tmp/events" &&
+	    ok "a guest fetch is served while a slow webhook retries ($order)" || bad "webhook blocks egress: $out; $order"
 	req "$alice" POST "/v1/sandboxes/$jsx/execute/async" "{\"code\":\"1\",\"language\":\"javascript\",\"webhook_url\":\"https://evil.test:$sp/hook\"}"
 	[ "$code" = 403 ] && ok "a webhook to a host not on the list: 403" || bad "webhook evil: $code $body"
 else
