@@ -8,8 +8,9 @@
  * (host/proc_egress.h). Every decision, allowed or not, is logged and
  * sent to the store's audit log.
  *
- * Requests are served one at a time: a transfer blocks the loop for at
- * most its time limit, and a webhook for its attempts and backoff.
+ * Guest fetches are served one at a time: a transfer blocks the loop for
+ * at most its time limit (pings are answered meanwhile). A webhook's
+ * delivery, attempts and backoff included, runs in a forked worker.
  */
 #include <sys/mman.h>
 #include <sys/stat.h>
