@@ -138,15 +138,13 @@ fb_audit_event(struct front_backend *fb, const struct api_call *call,
 static int
 h_store_reply(struct proc_ctx *ctx, const struct msg *m)
 {
-	struct store_wire_reply hdr;
-	char next[STORE_CURSOR_MAX];
+	uint32_t status;
 
-	if (store_wire_reply_decode(m->data, m->hdr.len, &hdr, next) !=
-	    STORE_OK)
+	if (store_wire_reply_status(m->data, m->hdr.len, &status) != STORE_OK)
 		return -1;
-	if (hdr.status != STORE_OK)
+	if (status != STORE_OK)
 		log_warnx("audit: the store refused an entry: %s",
-		    store_strerror((int)hdr.status));
+		    store_strerror((int)status));
 	return 0;
 }
 

@@ -61,27 +61,19 @@ store_status(const struct store_wire_reply *hdr, struct api_error *err)
 	}
 }
 
-/* Put one record, authorized by cap on target. */
+/* Send one write (its grant inside) and read how it went. */
 static int
-put(struct front_backend *fb, const struct api_principal *who, enum cap_id cap,
-    const char *target, unsigned db, const void *rec, size_t reclen,
-    struct api_error *err)
+write_call(struct front_backend *fb, uint64_t reqid, uint16_t type, void *q,
+    size_t qlen, struct api_error *err)
 {
 	struct store_wire_reply hdr;
 	char next[STORE_CURSOR_MAX];
-	uint64_t reqid = ++fb->next_reqid;
-	void *q = NULL, *reply = NULL;
-	struct grant g;
-	size_t qlen, rlen;
+	void *reply = NULL;
+	size_t rlen;
 	int rc;
 
-	if ((rc = store_grant(fb, who, cap, target, reqid, &g, err)) != API_OK)
-		return rc;
-	if (store_wire_put_encode(db, 0, &g, rec, reclen, &q, &qlen) !=
-	    STORE_OK)
-		return fb_fail(err, API_EINTERNAL, "Record too large");
 	rc = fb_store_call(
-	    fb, reqid, MSG_STORE_PUT, q, qlen, &reply, &rlen, &hdr, next, err);
+	    fb, reqid, type, q, qlen, &reply, &rlen, &hdr, next, err);
 	free(q);
 	if (rc == API_OK)
 		rc = store_status(&hdr, err);
@@ -89,17 +81,35 @@ put(struct front_backend *fb, const struct api_principal *who, enum cap_id cap,
 	return rc;
 }
 
+/* Put one record, authorized by cap on target. */
+static int
+put(struct front_backend *fb, const struct api_principal *who, enum cap_id cap,
+    const char *target, unsigned db, const void *rec, size_t reclen,
+    struct api_error *err)
+{
+	uint64_t reqid = ++fb->next_reqid;
+	struct grant g;
+	void *q;
+	size_t qlen;
+	int rc;
+
+	if ((rc = store_grant(fb, who, cap, target, reqid, &g, err)) != API_OK)
+		return rc;
+	if (store_wire_put_encode(db, 0, &g, rec, reclen, &q, &qlen) !=
+	    STORE_OK)
+		return fb_fail(err, API_EINTERNAL, "Record too large");
+	return write_call(fb, reqid, MSG_STORE_PUT, q, qlen, err);
+}
+
 static int
 del(struct front_backend *fb, const struct api_principal *who, enum cap_id cap,
     const char *target, unsigned db, const char *k1, const char *k2,
     struct api_error *err)
 {
-	struct store_wire_reply hdr;
-	char next[STORE_CURSOR_MAX];
 	uint64_t reqid = ++fb->next_reqid;
-	void *q = NULL, *reply = NULL;
 	struct grant g;
-	size_t qlen, rlen;
+	void *q;
+	size_t qlen;
 	int rc;
 
 	if ((rc = store_grant(fb, who, cap, target, reqid, &g, err)) != API_OK)
@@ -107,13 +117,7 @@ del(struct front_backend *fb, const struct api_principal *who, enum cap_id cap,
 	if (store_wire_key_encode(
 	        MSG_STORE_DELETE, db, k1, k2, 0, &g, &q, &qlen) != STORE_OK)
 		return fb_fail(err, API_EINTERNAL, "Bad key");
-	rc = fb_store_call(fb, reqid, MSG_STORE_DELETE, q, qlen, &reply, &rlen,
-	    &hdr, next, err);
-	free(q);
-	if (rc == API_OK)
-		rc = store_status(&hdr, err);
-	free(reply);
-	return rc;
+	return write_call(fb, reqid, MSG_STORE_DELETE, q, qlen, err);
 }
 
 int

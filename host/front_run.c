@@ -290,23 +290,6 @@ out:
 	return rc;
 }
 
-static int
-fb_execute(void *arg, const struct api_call *call, const char *id,
-    const struct api_exec *ex, struct api_run_result *out,
-    struct api_error *err)
-{
-	/* The interpreters take the code as an argument: no temporary file
-	 * and no shell in between. */
-	const char *args[2] = { ex->language == API_LANG_PYTHON ? "-c" : "-e",
-		ex->code };
-
-	if (memchr(ex->code, '\0', ex->code_len) != NULL)
-		return fb_fail(err, API_EBADREQ, "code contains NUL");
-	return run_start(arg, call, id,
-	    ex->language == API_LANG_PYTHON ? "python" : "js", args, 2, NULL, 0,
-	    NULL, 0, ex->timeout_ms, NULL, NULL, NULL, err);
-}
-
 int
 fb_run_async(struct front_backend *fb, const struct api_call *call,
     const char *id, const struct api_exec *ex, fb_run_done_fn done, void *arg,
@@ -322,8 +305,10 @@ fb_run_async(struct front_backend *fb, const struct api_call *call,
 	    NULL, 0, ex->timeout_ms, NULL, done, arg, err);
 }
 
+/* The interpreters take the code as an argument: no temporary file and
+ * no shell in between. pid NULL: in the foreground. */
 static int
-fb_execute_background(void *arg, const struct api_call *call, const char *id,
+execute_code(void *arg, const struct api_call *call, const char *id,
     const struct api_exec *ex, uint64_t *pid, struct api_error *err)
 {
 	const char *args[2] = { ex->language == API_LANG_PYTHON ? "-c" : "-e",
@@ -334,6 +319,21 @@ fb_execute_background(void *arg, const struct api_call *call, const char *id,
 	return run_start(arg, call, id,
 	    ex->language == API_LANG_PYTHON ? "python" : "js", args, 2, NULL, 0,
 	    NULL, 0, ex->timeout_ms, pid, NULL, NULL, err);
+}
+
+static int
+fb_execute(void *arg, const struct api_call *call, const char *id,
+    const struct api_exec *ex, struct api_run_result *out,
+    struct api_error *err)
+{
+	return execute_code(arg, call, id, ex, NULL, err);
+}
+
+static int
+fb_execute_background(void *arg, const struct api_call *call, const char *id,
+    const struct api_exec *ex, uint64_t *pid, struct api_error *err)
+{
+	return execute_code(arg, call, id, ex, pid, err);
 }
 
 static int

@@ -738,7 +738,8 @@ idem_check(struct rq *r, const struct http_header *key, unsigned char *hash,
 	for (size_t i = 0; i < a->cfg.idem_max; i++) {
 		struct idem_entry *e = &a->idem[i];
 
-		if (e->used && now - e->at_ms > a->cfg.idem_ttl_ms) {
+		if (e->used && !e->in_flight &&
+		    now - e->at_ms > a->cfg.idem_ttl_ms) {
 			free(e->body);
 			memset(e, 0, sizeof(*e));
 		}
@@ -747,12 +748,19 @@ idem_check(struct rq *r, const struct http_header *key, unsigned char *hash,
 				free_e = e;
 			continue;
 		}
-		if (oldest == NULL || e->at_ms < oldest->at_ms)
+		if (!e->in_flight &&
+		    (oldest == NULL || e->at_ms < oldest->at_ms))
 			oldest = e;
 		if (strlen(e->key) != key->valuelen ||
 		    memcmp(e->key, key->value, key->valuelen) != 0 ||
 		    strcmp(e->scope, scope) != 0)
 			continue;
+		if (e->in_flight) {
+			rq_error(r, API_ECONFLICT,
+			    "A request with this Idempotency-Key is in "
+			    "progress");
+			return 1;
+		}
 		if (memcmp(e->hash, hash, 32) != 0) {
 			rq_error(r, API_ECONFLICT,
 			    "Idempotency-Key reused with a different body");
@@ -771,34 +779,54 @@ idem_check(struct rq *r, const struct http_header *key, unsigned char *hash,
 	return 0;
 }
 
-/* Save a 2xx JSON reply: the body is what follows the head in out. */
+/* Claim e for key and this request's scope and body hash. */
 static void
-idem_save(struct rq *r, struct idem_entry *e, const struct http_header *key,
-    const unsigned char *hash, size_t out_start)
+idem_claim(struct rq *r, struct idem_entry *e, const struct http_header *key,
+    const unsigned char *hash)
 {
-	const char *resp = r->out->data + out_start, *body;
-	size_t rlen = r->out->len - out_start;
-
-	if (e == NULL || r->status < 200 || r->status > 299 || r->out->oom)
-		return;
-	body = memmem(resp, rlen, "\r\n\r\n", 4);
-	/* Replays are JSON; an event stream is not kept. */
-	if (body == NULL ||
-	    memmem(resp, (size_t)(body - resp), "text/event-stream", 17) !=
-	        NULL)
-		return;
-	body += 4;
-	e->body_len = rlen - (size_t)(body - resp);
-	if ((e->body = malloc(e->body_len + 1)) == NULL)
-		return;
-	memcpy(e->body, body, e->body_len);
 	memcpy(e->key, key->value, key->valuelen);
 	e->key[key->valuelen] = '\0';
 	idem_scope(r, e->scope, sizeof(e->scope));
 	memcpy(e->hash, hash, 32);
-	e->status = r->status;
 	e->at_ms = api_now_ms(r->api);
 	e->used = 1;
+}
+
+/*
+ * Keep a 2xx JSON reply (resp: head and body) in a claimed entry, or
+ * give the entry up: an error or an event stream is not replayed, so a
+ * retry runs again.
+ */
+static void
+idem_fill(
+    struct idem_entry *e, int status, const char *resp, size_t rlen, int oom)
+{
+	const char *body = memmem(resp, rlen, "\r\n\r\n", 4);
+
+	e->in_flight = 0;
+	if (status < 200 || status > 299 || oom || body == NULL ||
+	    memmem(resp, (size_t)(body - resp), "text/event-stream", 17) !=
+	        NULL ||
+	    (e->body = malloc(rlen - (size_t)(body + 4 - resp) + 1)) == NULL) {
+		memset(e, 0, sizeof(*e));
+		return;
+	}
+	body += 4;
+	e->body_len = rlen - (size_t)(body - resp);
+	memcpy(e->body, body, e->body_len);
+	e->status = status;
+}
+
+/* Save a reply made at once: what follows out_start in out. */
+static void
+idem_save(struct rq *r, struct idem_entry *e, const struct http_header *key,
+    const unsigned char *hash, size_t out_start)
+{
+	if (e == NULL)
+		return;
+	idem_claim(r, e, key, hash);
+	idem_fill(e, r->status, r->out->data + out_start,
+	    r->out->len - out_start, r->out->oom);
 }
 
 /* --- the service function ----------------------------------------------- */
@@ -984,6 +1012,10 @@ api_resume_run(struct api_pending *p, int rc, struct api_run_result *res,
 		out.len = 0;
 		r.close = 1;
 	}
+	if (p->idem != NULL && p->idem->in_flight &&
+	    p->idem->serial == p->idem_serial)
+		idem_fill(p->idem, p->streaming ? 0 : r.status, out.data,
+		    out.len, out.oom);
 	a->req_count[p->ri * API_STATUS_SLOTS +
 	    (size_t)status_slot(r.status)]++;
 	api_hist_add(&a->req_hist[p->ri], mono_s() - p->t0);
@@ -1089,7 +1121,15 @@ api_handle_conn(struct api *a, const struct http_request *req,
 				goto done;
 			rt->fn(&r);
 			if (r.pending != NULL) {
-				/* Not kept: a deferred reply is not replayed. */
+				/* Reserved now, filled by api_resume_run: a
+				 * retry meanwhile is told it is in progress. */
+				if (slot != NULL) {
+					idem_claim(&r, slot, key, hash);
+					slot->in_flight = 1;
+					slot->serial = ++a->idem_serial;
+					r.pending->idem = slot;
+					r.pending->idem_serial = slot->serial;
+				}
 				json_decref(r.body);
 				return API_HANDLE_PENDING;
 			}

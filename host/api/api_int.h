@@ -26,6 +26,8 @@ struct idem_entry {
 	char *body; /* malloc */
 	size_t body_len;
 	int used;
+	int in_flight; /* a deferred reply not yet made: reserved */
+	uint64_t serial; /* which reservation, for the deferred reply */
 };
 
 struct api {
@@ -48,6 +50,7 @@ struct api {
 	api_resume_fn resume_fn;
 	void *resume_arg;
 	uint64_t pending;
+	uint64_t idem_serial; /* reservations made */
 };
 
 struct api_pending {
@@ -63,6 +66,9 @@ struct api_pending {
 	struct http_buf acc_out; /* streamed output of a non-SSE request */
 	struct http_buf acc_err;
 	char request_id[40];
+	/* An Idempotency-Key reservation, filled in by the reply. */
+	struct idem_entry *idem;
+	uint64_t idem_serial;
 };
 
 /* One request in flight. */

@@ -749,6 +749,18 @@ store_wire_reply_decode(const void *msg, size_t len,
 }
 
 int
+store_wire_reply_status(const void *msg, size_t len, uint32_t *status)
+{
+	struct store_wire_reply hdr;
+	char next[STORE_CURSOR_MAX];
+	int rc;
+
+	if ((rc = store_wire_reply_decode(msg, len, &hdr, next)) == STORE_OK)
+		*status = hdr.status;
+	return rc;
+}
+
+int
 store_wire_reply_record(
     const void *msg, size_t len, uint32_t i, const void **rec, size_t *rec_len)
 {

@@ -160,6 +160,9 @@ int store_wire_counter_encode(unsigned op, const char *principal,
  */
 int store_wire_reply_decode(const void *msg, size_t len,
     struct store_wire_reply *hdr, char next[STORE_CURSOR_MAX]);
+/* Just the status of a reply that carries nothing else the caller
+ * needs (an audit append, a counter set). STORE_OK or STORE_E_MSG. */
+int store_wire_reply_status(const void *msg, size_t len, uint32_t *status);
 int store_wire_reply_record(
     const void *msg, size_t len, uint32_t i, const void **rec, size_t *rec_len);
 

@@ -188,6 +188,23 @@ req "$frank" GET /v1/sandboxes
 n=$(jget "$body" '["sandboxes"].__len__()')
 [ "$n" = 1 ] && ok "only one sandbox was made" || bad "idempotency made $n: $body"
 fsbx=$(jget "${first%$'\n'*}" '["id"]')
+# A deferred reply (execute) is kept too: the retry gets the first run's
+# output, not a second run; a retry while it runs is told so.
+req "$frank" POST /v1/sandboxes '{"image":"python"}'
+psbx=$(jget "$body" '["id"]')
+ex() { curl -s -o - -w '\n%{http_code}' -H "Authorization: Bearer $frank" \
+    -H 'Content-Type: application/json' -H "Idempotency-Key: $1" -d "$2" "$url/v1/sandboxes/$psbx/execute"; }
+r1=$(ex e1 '{"code":"import random; print(random.random())","language":"python"}')
+r2=$(ex e1 '{"code":"import random; print(random.random())","language":"python"}')
+[[ $r1 == *$'\n200' ]] && [ "$r1" = "$r2" ] && ok "execute with the same key: the first run's output again" ||
+    bad "execute idempotency: $r1 / $r2"
+ex e2 '{"code":"import time; time.sleep(1.5)","language":"python"}' >"$tmp/slow2" &
+slow2=$!
+sleep 0.5
+r3=$(ex e2 '{"code":"import time; time.sleep(1.5)","language":"python"}')
+wait $slow2
+[[ $r3 == *$'\n409' ]] && [[ $r3 == *"in progress"* ]] && ok "a retry while the first runs: 409 in progress" ||
+    bad "in flight: $r3"
 
 # --- server-sent events.
 curl -s -N -H "Authorization: Bearer $frank" -H 'Accept: text/event-stream' \
