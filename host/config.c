@@ -89,10 +89,27 @@ static const struct field fields[] = {
 	    1024 * GIB),
 	F("limits", "restart_backoff_max", K_DUR, restart_backoff_max_ms, 100,
 	    HOUR),
+	F("egress", "ca_file", K_PATH, egress_ca_file, 0, 0),
+	F("egress", "hosts_file", K_PATH, egress_hosts_file, 0, 0),
+	F("egress", "webhook_key_file", K_PATH, egress_webhook_key_file, 0, 0),
+	F("egress", "resolv_conf", K_PATH, egress_resolv_conf, 0, 0),
+	F("egress", "dns_port", K_UINT, egress_dns_port, 1, 65535),
+	F("egress", "timeout", K_DUR, egress_timeout_ms, 100, 10 * MIN),
+	F("egress", "connect_timeout", K_DUR, egress_connect_timeout_ms, 100,
+	    10 * MIN),
+	F("egress", "max_request", K_SIZE, egress_max_request, 1 * KIB,
+	    16 * MIB),
+	F("egress", "max_response", K_SIZE, egress_max_response, 1 * KIB,
+	    64 * MIB),
+	F("egress", "max_redirects", K_UINT, egress_max_redirects, 0, 20),
+	F("egress", "max_concurrent", K_UINT, egress_max_concurrent, 1, 1000),
+	F("egress", "webhook_attempts", K_UINT, egress_webhook_attempts, 1, 10),
+	F("egress", "webhook_backoff", K_DUR, egress_webhook_backoff_ms, 10,
+	    MIN),
 };
 
 static const char *const sections[] = { "listen", "tls", "tokens", "images",
-	"limits" };
+	"limits", "egress" };
 
 void
 config_defaults(struct keepd_config *cfg)
@@ -115,6 +132,17 @@ config_defaults(struct keepd_config *cfg)
 	cfg->output_max = 16 * MIB;
 	cfg->workspace_max = 1 * GIB;
 	cfg->restart_backoff_max_ms = 30 * SEC;
+	strlcpy(cfg->egress_resolv_conf, "/etc/resolv.conf",
+	    sizeof(cfg->egress_resolv_conf));
+	cfg->egress_dns_port = 53;
+	cfg->egress_timeout_ms = 30 * SEC;
+	cfg->egress_connect_timeout_ms = 10 * SEC;
+	cfg->egress_max_request = 1 * MIB;
+	cfg->egress_max_response = 8 * MIB;
+	cfg->egress_max_redirects = 5;
+	cfg->egress_max_concurrent = 4;
+	cfg->egress_webhook_attempts = 5;
+	cfg->egress_webhook_backoff_ms = 1 * SEC;
 }
 
 struct pctx {

@@ -50,6 +50,20 @@ struct keepd_config {
 	uint64_t workspace_max;
 	/* restart backoff for crashed children */
 	uint64_t restart_backoff_max_ms;
+	/* egress: (docs/egress.md) */
+	char egress_ca_file[CONFIG_PATH_MAX]; /* "": the system bundle */
+	char egress_hosts_file[CONFIG_PATH_MAX]; /* "": DNS only */
+	char egress_webhook_key_file[CONFIG_PATH_MAX]; /* "": per start */
+	char egress_resolv_conf[CONFIG_PATH_MAX]; /* nameservers, or "" */
+	uint32_t egress_dns_port;
+	uint64_t egress_timeout_ms;
+	uint64_t egress_connect_timeout_ms;
+	uint64_t egress_max_request;
+	uint64_t egress_max_response;
+	uint32_t egress_max_redirects;
+	uint32_t egress_max_concurrent;
+	uint32_t egress_webhook_attempts;
+	uint64_t egress_webhook_backoff_ms;
 };
 
 struct config_diag {

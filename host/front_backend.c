@@ -521,6 +521,7 @@ front_backend_new(struct proc_ctx *ctx)
 	fb_file_ops(&fb->ops);
 	fb_audit_ops(&fb->ops);
 	fb_run_ops(&fb->ops);
+	fb_async_ops(&fb->ops);
 	fb_persist_ops(&fb->ops);
 	fb_image_ops(&fb->ops);
 	fb_lock_ops(&fb->ops);

@@ -13,6 +13,7 @@
 #include "host/api/api.h"
 #include "host/front_backend.h"
 #include "host/msg.h"
+#include "host/proc_egress.h"
 
 /* The grant of each recent authorize, by slot; an op reads it at once
  * (call->authz), so a few slots outlive any op that needs them. */
@@ -143,6 +144,23 @@ void fb_file_ops(struct api_backend *);
 
 /* host/front_run.c */
 void fb_run_ops(struct api_backend *);
+/* A run that answers no request: done(fb, arg, rc, res, err) is called
+ * from the loop when it ends, and owns res->out and res->err. */
+typedef void (*fb_run_done_fn)(struct front_backend *, void *arg, int rc,
+    struct api_run_result *res, const struct api_error *err);
+int fb_run_async(struct front_backend *, const struct api_call *,
+    const char *id, const struct api_exec *, fb_run_done_fn, void *arg,
+    struct api_error *);
+
+/* host/front_async.c: execute/async and its webhook. */
+void fb_async_ops(struct api_backend *);
+int fb_async_h_webhook_reply(struct proc_ctx *, const struct msg *);
+#define FB_ASYNC_HANDLERS                                                      \
+	{                                                                      \
+		MSG_EGRESS_WEBHOOK_REPLY, PROC_BIT(PROC_EGRESS),               \
+		    sizeof(struct msg_egress_rep), MSG_H_FD,                   \
+		    fb_async_h_webhook_reply                                   \
+	}
 void fb_runs_fail_all(struct front_backend *);
 extern const struct msg_handler fb_run_handlers[];
 extern const size_t fb_run_nhandlers;

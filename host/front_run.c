@@ -39,6 +39,10 @@ struct fb_run {
 	char sbx[SBX_ID_MAX];
 	char command[RUN_NAME_MAX];
 	int64_t started_ms; /* unix ms */
+	/* A run nobody waits for (execute/async, host/front_async.c):
+	 * called instead of resuming a request; owns res.out, res.err. */
+	fb_run_done_fn on_done;
+	void *on_done_arg;
 };
 
 /* How a run ended, as the API and /metrics name it. */
@@ -159,7 +163,8 @@ static int
 run_start(struct front_backend *fb, const struct api_call *call, const char *id,
     const char *command, const char *const *args, size_t nargs,
     const struct api_kv *env, size_t nenv, const char *in, size_t inlen,
-    uint64_t timeout_ms, uint64_t *bg_pid, struct api_error *err)
+    uint64_t timeout_ms, uint64_t *bg_pid, fb_run_done_fn on_done,
+    void *on_done_arg, struct api_error *err)
 {
 	struct fb_authz *a = call->authz;
 	struct msg_vmm_run q;
@@ -223,6 +228,19 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 	if (fcntl(mfd, F_ADD_SEALS,
 	        F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) == -1)
 		goto bad;
+	/* egress: the token's caps for the run's egress decisions
+	 * (host/vmm_egress.h). */
+	{
+		struct msg_vmm_run_caps rc_caps;
+
+		memset(&rc_caps, 0, sizeof(rc_caps));
+		rc_caps.token_caps = call->who->caps;
+		strlcpy(rc_caps.request_id, call->request_id,
+		    sizeof(rc_caps.request_id));
+		if (fb->ctx->fd[PROC_VMM] >= 0)
+			msg_send(fb->ctx->fd[PROC_VMM], MSG_VMM_RUN_CAPS, 0,
+			    a->reqid, &rc_caps, sizeof(rc_caps), -1);
+	}
 	if (bg_pid != NULL) {
 		q.flags = RUN_F_BACKGROUND;
 		rc = run_background(fb, call, a->reqid, &q, mfd, bg_pid, err);
@@ -232,7 +250,9 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 		rc = fb_fail(err, API_EINTERNAL, "Out of memory");
 		goto out;
 	}
-	if ((run->pending = api_defer(call)) == NULL) {
+	run->on_done = on_done;
+	run->on_done_arg = on_done_arg;
+	if (on_done == NULL && (run->pending = api_defer(call)) == NULL) {
 		free(run);
 		rc = fb_fail(err, API_EINTERNAL, "Runs need a connection");
 		goto out;
@@ -270,6 +290,21 @@ out:
 	return rc;
 }
 
+int
+fb_run_async(struct front_backend *fb, const struct api_call *call,
+    const char *id, const struct api_exec *ex, fb_run_done_fn done, void *arg,
+    struct api_error *err)
+{
+	const char *args[2] = { ex->language == API_LANG_PYTHON ? "-c" : "-e",
+		ex->code };
+
+	if (memchr(ex->code, '\0', ex->code_len) != NULL)
+		return fb_fail(err, API_EBADREQ, "code contains NUL");
+	return run_start(fb, call, id,
+	    ex->language == API_LANG_PYTHON ? "python" : "js", args, 2, NULL, 0,
+	    NULL, 0, ex->timeout_ms, NULL, done, arg, err);
+}
+
 /* The interpreters take the code as an argument: no temporary file and
  * no shell in between. pid NULL: in the foreground. */
 static int
@@ -283,7 +318,7 @@ execute_code(void *arg, const struct api_call *call, const char *id,
 		return fb_fail(err, API_EBADREQ, "code contains NUL");
 	return run_start(arg, call, id,
 	    ex->language == API_LANG_PYTHON ? "python" : "js", args, 2, NULL, 0,
-	    NULL, 0, ex->timeout_ms, pid, err);
+	    NULL, 0, ex->timeout_ms, pid, NULL, NULL, err);
 }
 
 static int
@@ -307,7 +342,8 @@ fb_command_run(void *arg, const struct api_call *call, const char *id,
     struct api_error *err)
 {
 	return run_start(arg, call, id, c->cmd, c->args, c->nargs, c->env,
-	    c->nenv, c->stdin_data, c->stdin_len, c->timeout_ms, NULL, err);
+	    c->nenv, c->stdin_data, c->stdin_len, c->timeout_ms, NULL, NULL,
+	    NULL, err);
 }
 
 static int
@@ -315,7 +351,8 @@ fb_command_background(void *arg, const struct api_call *call, const char *id,
     const struct api_command *c, uint64_t *pid, struct api_error *err)
 {
 	return run_start(arg, call, id, c->cmd, c->args, c->nargs, c->env,
-	    c->nenv, c->stdin_data, c->stdin_len, c->timeout_ms, pid, err);
+	    c->nenv, c->stdin_data, c->stdin_len, c->timeout_ms, pid, NULL,
+	    NULL, err);
 }
 
 static int
@@ -627,6 +664,7 @@ const struct msg_handler fb_run_handlers[] = {
 	    MSG_H_FD, h_run_done },
 	{ MSG_VMM_BG_DONE, PROC_BIT(PROC_VMM), sizeof(struct msg_vmm_bg_done),
 	    0, h_bg_done },
+	FB_ASYNC_HANDLERS, /* host/front_async.c */
 };
 const size_t fb_run_nhandlers = nitems(fb_run_handlers);
 
@@ -675,7 +713,10 @@ front_backend_resume(struct front_backend *fb)
 		fb_leave(fb, r->who.sub);
 		fb_persist_run(fb, &r->who, r->sbx, r->request_id, r->command,
 		    r->rc == API_OK, &r->res, r->started_ms);
-		api_resume_run(r->pending, r->rc, &r->res, &r->err);
+		if (r->on_done != NULL)
+			r->on_done(fb, r->on_done_arg, r->rc, &r->res, &r->err);
+		else
+			api_resume_run(r->pending, r->rc, &r->res, &r->err);
 		free(r);
 	}
 }

@@ -30,6 +30,7 @@
 #include "host/proc.h"
 #include "host/store/store.h"
 #include "host/store/store_wire.h"
+#include "host/proc_egress.h"
 #include "lib/log.h"
 #include "token/paserk.h"
 
@@ -453,6 +454,8 @@ send_setup(struct parent *ps, enum proc_id c)
 		send_policy(ps);
 	if (c == PROC_STORE)
 		audit_keys(ps);
+	if (c == PROC_EGRESS)
+		egress_send_config(&ps->cfg, ps->ctx.fd[PROC_EGRESS]);
 }
 
 /* In the forked child: put each descriptor at its fixed number. */

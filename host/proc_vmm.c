@@ -35,7 +35,9 @@
 #include "host/grant.h"
 #include "host/msg.h"
 #include "host/proc.h"
+#include "host/proc_egress.h"
 #include "host/seccomp_filters.h"
+#include "host/vmm_egress.h"
 #include "host/store/store.h"
 #include "host/store/store_wire.h"
 #include "host/vmm/vmm.h"
@@ -80,6 +82,7 @@ struct job {
 	int outfd, errfd;
 	struct vmm_result *res; /* shared with the child */
 	uint64_t deadline; /* monotonic ms: kill after this */
+	struct vmm_egress_run egress; /* the guest's fetch relay */
 	/* Its entry in the sandbox's process table. */
 	uint64_t run_pid;
 	int background, killed;
@@ -95,6 +98,9 @@ struct vmm_state {
 	const struct msg_pubkeys *keys_for; /* image keys last decoded */
 	uint8_t keys[MSG_PUBKEYS_MAX][32];
 	size_t nkeys;
+	/* MSG_VMM_RUN_CAPS for the MSG_VMM_RUN that follows it. */
+	uint64_t caps_reqid;
+	struct msg_vmm_run_caps caps;
 	struct restore *restore; /* reading the store back, NULL when done */
 	uint32_t restore_epoch;
 	uint64_t next_pid; /* run numbers, per vmm life */
@@ -865,6 +871,10 @@ vm_process(struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_config *cfg,
 			close(vs->jobs[i].errfd);
 			if (vs->jobs[i].pidfd >= 0)
 				close(vs->jobs[i].pidfd);
+			if (vs->jobs[i].egress.fd >= 0)
+				close(vs->jobs[i].egress.fd);
+			if (vs->jobs[i].egress.shm >= 0)
+				close(vs->jobs[i].egress.shm);
 		}
 	if (seccomp_filter_install(&seccomp_vm) == -1) {
 		snprintf(res->reason, sizeof(res->reason), "error: seccomp");
@@ -1285,7 +1295,7 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	uint8_t *in = MAP_FAILED;
 	char *strbuf = NULL, reason[64] = "";
 	size_t used = 0, nenv = 0, i;
-	int outfds[2] = { -1, -1 }, st = RUN_REFUSED;
+	int outfds[2] = { -1, -1 }, st = RUN_REFUSED, efd = -1;
 	uint64_t timeout;
 	pid_t pid;
 
@@ -1407,13 +1417,26 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	    (outfds[1] = memfd_create("keep-stderr", MFD_CLOEXEC)) == -1)
 		goto error;
 	memset(job->res, 0, sizeof(*job->res));
+	/* Egress: the guest's fetches go over a socketpair to here, with
+	 * the caps of the token that asked for the run (host/vmm_egress.h). */
+	if (vmm_egress_prepare(&job->egress, g.principal, s->id,
+	        vs->caps_reqid == m->hdr.reqid ? &vs->caps : NULL, &efd) == -1)
+		goto error;
+	vs->caps_reqid = 0;
 	switch (pid = fork()) {
 	case -1:
 		log_warn("%s: fork", __func__);
+		vmm_egress_close(&job->egress);
+		close(efd);
 		goto error;
 	case 0:
+		vmm_egress_child(&job->egress, efd, &cfg);
+		close(job->egress.fd);
+		job->egress.fd = -1;
+		job->egress.shm = -1; /* now the vm process's own */
 		vm_process(ctx, vs, &cfg, outfds, job->res, s->id);
 	}
+	close(efd);
 	job->used = 1;
 	job->pid = pid;
 	job->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
@@ -1579,7 +1602,56 @@ job_finish(struct proc_ctx *ctx, struct job *job)
 	if (job->pidfd >= 0)
 		close(job->pidfd);
 	munmap(job->res, sizeof(*job->res));
+	vmm_egress_close(&job->egress);
 	memset(job, 0, sizeof(*job));
+}
+
+/* ---- egress relay (host/vmm_egress.h) -------------------------------- */
+
+static int
+vmm_h_run_caps(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct vmm_state *vs = ctx->arg;
+	struct msg_vmm_run_caps c;
+
+	memcpy(&c, m->data, sizeof(c));
+	if (c.pad != 0 ||
+	    memchr(c.request_id, '\0', sizeof(c.request_id)) == NULL)
+		return -1;
+	vs->caps_reqid = m->hdr.reqid;
+	vs->caps = c;
+	return 0;
+}
+
+static struct vmm_egress_run *
+egress_run_find(struct vmm_state *vs, uint64_t reqid)
+{
+	struct vmm_egress_run *runs[VMM_JOBS_MAX];
+	size_t i;
+
+	for (i = 0; i < VMM_JOBS_MAX; i++)
+		runs[i] = vs->jobs[i].used ? &vs->jobs[i].egress : NULL;
+	return vmm_egress_find(runs, VMM_JOBS_MAX, reqid);
+}
+
+static int
+vmm_h_egress_decision(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct vmm_egress_run *r = egress_run_find(ctx->arg, m->hdr.reqid);
+
+	return r != NULL ? vmm_egress_decision(ctx, r, m) : -1;
+}
+
+static int
+vmm_h_egress_reply(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct vmm_egress_run *r = egress_run_find(ctx->arg, m->hdr.reqid);
+
+	if (r == NULL) {
+		close(m->fd);
+		return -1;
+	}
+	return vmm_egress_reply(ctx, r, m);
 }
 
 /* ---- restore from the store ------------------------------------------- */
@@ -1839,6 +1911,12 @@ static const struct msg_handler vmm_handlers[] = {
 	    MSG_H_FD, vmm_h_file },
 	{ MSG_VMM_ENV, PROC_BIT(PROC_FRONT), sizeof(struct msg_vmm_env), 0,
 	    vmm_h_env },
+	{ MSG_VMM_RUN_CAPS, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_run_caps), 0, vmm_h_run_caps },
+	{ MSG_POLICY_DECISION, PROC_BIT(PROC_POLICY),
+	    sizeof(struct msg_policy_decision), 0, vmm_h_egress_decision },
+	{ MSG_EGRESS_FETCH_REPLY, PROC_BIT(PROC_EGRESS),
+	    sizeof(struct msg_egress_rep), MSG_H_FD, vmm_h_egress_reply },
 	{ MSG_VMM_PROCS, PROC_BIT(PROC_FRONT),
 	    sizeof(struct msg_vmm_sandbox_ref), 0, vmm_h_procs },
 	{ MSG_VMM_KILL, PROC_BIT(PROC_FRONT), sizeof(struct msg_vmm_kill), 0,
@@ -1858,8 +1936,8 @@ static const struct msg_handler vmm_handlers[] = {
 static int
 vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 {
-	struct pollfd pfd[PROC_COUNT + VMM_JOBS_MAX];
-	int who[PROC_COUNT + VMM_JOBS_MAX];
+	struct pollfd pfd[PROC_COUNT + 2 * VMM_JOBS_MAX];
+	int who[PROC_COUNT + 2 * VMM_JOBS_MAX];
 	uint8_t *buf;
 	size_t n, i;
 	uint64_t now;
@@ -1880,6 +1958,12 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 				pfd[n].events = POLLIN;
 				who[n++] = PROC_COUNT + (int)i;
 			}
+		for (i = 0; i < VMM_JOBS_MAX; i++)
+			if (vs->jobs[i].used && vs->jobs[i].egress.fd >= 0) {
+				pfd[n].fd = vs->jobs[i].egress.fd;
+				pfd[n].events = POLLIN;
+				who[n++] = PROC_COUNT + VMM_JOBS_MAX + (int)i;
+			}
 		for (i = 0; i < n; i++)
 			pfd[i].revents = 0;
 		if (poll(pfd, n, 1000) == -1 && errno != EINTR)
@@ -1887,7 +1971,14 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 		for (i = 0; i < n && !ctx->quit; i++) {
 			if (pfd[i].revents == 0)
 				continue;
-			if (who[i] >= PROC_COUNT)
+			if (who[i] >= PROC_COUNT + VMM_JOBS_MAX) {
+				struct job *j = &vs->jobs[who[i] - PROC_COUNT -
+				    VMM_JOBS_MAX];
+
+				/* job_finish above may have ended it. */
+				if (j->used && j->egress.fd == pfd[i].fd)
+					vmm_egress_event(ctx, &j->egress);
+			} else if (who[i] >= PROC_COUNT)
 				job_finish(ctx, &vs->jobs[who[i] - PROC_COUNT]);
 			else if (proc_link_event(ctx, (enum proc_id)who[i], buf,
 			             MSG_BUFSZ) == -1)

@@ -53,7 +53,26 @@ enum {
 	MSG_VMM_IMAGE_DELETE = MSG_VMM_BASE + 0x1a, /* msg_vmm_image_ref */
 	MSG_VMM_IMAGES = MSG_VMM_BASE + 0x1b, /* msg_vmm_images, the reply */
 	MSG_VMM_SYSTEM = MSG_VMM_BASE + 0x1c, /* msg_vmm_sandbox_ref */
-	MSG_VMM_SYSTEM_REPLY = MSG_VMM_BASE + 0x1d /* msg_vmm_system */
+	MSG_VMM_SYSTEM_REPLY = MSG_VMM_BASE + 0x1d, /* msg_vmm_system */
+	/* Egress (host/vmm_egress.h): the first two only on a run's own
+	 * socketpair between the vmm and its `keepd: vm` process. */
+	MSG_VMM_FETCH = MSG_VMM_BASE + 0x20, /* vm -> vmm: msg_egress_rep;
+						 the request is in the run's
+						 shared memfd */
+	MSG_VMM_FETCH_REPLY = MSG_VMM_BASE + 0x21, /* vmm -> vm:
+						       msg_egress_rep + memfd */
+	MSG_VMM_RUN_CAPS = MSG_VMM_BASE + 0x22 /* front -> vmm, just before
+						  MSG_VMM_RUN, same reqid:
+						  msg_vmm_run_caps */
+};
+
+/* The caps of the token that asked for the run: the vmm asks the policy
+ * for the run's egress decisions with them (effective rights = token
+ * caps & policy). A run without this message gets no egress. */
+struct msg_vmm_run_caps {
+	uint32_t token_caps; /* cap_set_t */
+	uint32_t pad; /* 0 */
+	char request_id[40]; /* the API request's, for the audit log; NUL */
 };
 
 #define RUN_MAX_ARGS 256

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "host/egress/egress.h"
 #include "host/grant.h"
 #include "host/msg.h"
 #include "policy/policy.h"
@@ -42,6 +43,62 @@ hook_compile(const char *text, size_t len, void **out, char *err, size_t errlen)
 	}
 	*out = c;
 	return 0;
+}
+
+/*
+ * An egress grant also carries, under its MAC, whether the principal's
+ * entries for this destination allow plain http or non-public addresses:
+ * the target hash is over egress_grant_target()'s string, which the
+ * egress process recomputes (host/egress/egress.h). Any matching entry
+ * that allows it is enough.
+ */
+static void
+egress_bind_flags(const struct policy *p, int principal,
+    const struct msg_policy_decide *q, struct msg_policy_decision *r)
+{
+	const struct policy_principal *pr;
+	const struct policy_egress *e;
+	char host[EGRESS_HOST_MAX + 1], t[EGRESS_GRANT_TARGET_MAX];
+	const char *colon;
+	int http = 0, priv = 0;
+	unsigned long port;
+	uint32_t i;
+	size_t hl;
+	char *end;
+
+	if (principal < 0 || (uint32_t)principal >= p->npr)
+		return;
+	colon = memrchr(q->target, ':', q->target_len);
+	if (colon == NULL)
+		return;
+	hl = (size_t)(colon - q->target);
+	if (hl == 0 || hl > EGRESS_HOST_MAX || q->target_len - hl - 1 == 0 ||
+	    q->target_len - hl - 1 > 5)
+		return;
+	memcpy(host, q->target, hl);
+	host[hl] = '\0';
+	{
+		char num[6];
+
+		memcpy(num, colon + 1, q->target_len - hl - 1);
+		num[q->target_len - hl - 1] = '\0';
+		port = strtoul(num, &end, 10);
+		if (*end != '\0' || port == 0 || port > 65535)
+			return;
+	}
+	pr = &p->pr[principal];
+	for (i = 0; i < pr->negress; i++) {
+		e = &p->egress[pr->egress_off + i];
+		if (!policy_egress_match(
+		        e->host, e->port, q->target, q->target_len))
+			continue;
+		http |= e->http;
+		priv |= e->private_;
+	}
+	if ((http || priv) &&
+	    egress_grant_target(
+	        host, (uint16_t)port, http, priv, t, sizeof(t)) == 0)
+		grant_target_hash(t, strlen(t), r->grant.target);
 }
 
 static uint64_t
@@ -118,6 +175,8 @@ hook_decide(void *compiled, const struct msg_policy_decide *q,
 		r->grant.output_max = res.limits->output_max;
 	}
 	r->grant.decision = res.allow ? GRANT_ALLOW : GRANT_DENY;
+	if (res.allow && q->cap == CAP_EGRESS)
+		egress_bind_flags(c->p, res.principal, q, r);
 }
 
 static void

@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -124,4 +125,18 @@ egress_allow_match(const struct egress_rule *rules, size_t nrules,
 		return 0;
 	}
 	return best;
+}
+
+int
+egress_grant_target(const char *host, uint16_t port, int allow_http,
+    int allow_private, char *buf, size_t buflen)
+{
+	size_t hl = strnlen(host, EGRESS_HOST_MAX + 1);
+	int n;
+
+	if (hl == 0 || hl > EGRESS_HOST_MAX)
+		return EGRESS_E_HOST;
+	n = snprintf(buf, buflen, "%s:%u%s%s", host, (unsigned)port,
+	    allow_http ? " http" : "", allow_private ? " private" : "");
+	return n < 0 || (size_t)n >= buflen ? EGRESS_E_HOST : 0;
 }

@@ -171,6 +171,10 @@ int egress_addr_permitted(
 int egress_addr_equal(const struct sockaddr *a, socklen_t alen,
     const struct sockaddr *b, socklen_t blen);
 
+/* 0 if m is one of GET HEAD POST PUT PATCH DELETE OPTIONS (exact
+ * case), else EGRESS_E_METHOD. */
+int egress_method_check(const char *m);
+
 /* ---- limits, decisions, the context -------------------------------- */
 
 struct egress_limits {
@@ -232,6 +236,10 @@ struct egress_config {
 	egress_wallclock_fn wallclock;
 	egress_sleep_fn sleep;
 	void *arg;
+	/* Called while a transfer runs (at least once a second, from
+	 * libcurl's progress callback), so a single-threaded caller can
+	 * answer its supervisor's pings; NULL: none. Gets arg. */
+	void (*tick)(void *arg);
 };
 
 /* Returns 0, EGRESS_E_NOMEM or EGRESS_E_INTERNAL. Copies the CA blob. */
@@ -492,5 +500,53 @@ int egress_wire_decode_reply(const void *msg, size_t len,
 int egress_service_handle(struct egress_ctx *ctx, uint16_t type,
     const void *msg, size_t len, uint16_t *reply_type, void **reply,
     size_t *reply_len, struct egress_decision *d);
+
+/* ---- what the policy's grant binds (host/proc_egress.c) ------------
+ *
+ * An `egress` grant names one destination: its target hash is over
+ * "host:port", followed by " http" and/or " private" when the policy's
+ * entries for that destination allow plain http or non-public addresses
+ * (policy/hooks.c). The flags are thus under the grant's MAC; whoever
+ * relays the request states them, and the egress process recomputes this
+ * string and checks the hash. Returns 0 or EGRESS_E_HOST (host empty or
+ * too long, buffer short).
+ */
+#define EGRESS_GRANT_TARGET_MAX (EGRESS_HOST_MAX + 24)
+int egress_grant_target(const char *host, uint16_t port, int allow_http,
+    int allow_private, char *buf, size_t buflen);
+
+/* ---- a static hosts table (tests, air-gapped set-ups) ---------------
+ *
+ * hosts(5) syntax: "address name [name...]" per line, '#' comments. The
+ * egress process is chrooted to an empty directory, so this table, sent
+ * by the parent from egress.hosts_file, is consulted before DNS. Names
+ * are matched case-insensitively. Returns 0, EGRESS_E_MSG (a malformed
+ * line, with its number in *line) or EGRESS_E_NOMEM.
+ */
+struct egress_hosts;
+int egress_hosts_parse(
+    const char *text, size_t len, struct egress_hosts **out, size_t *line);
+void egress_hosts_free(struct egress_hosts *h);
+/* The table only: 0 or EGRESS_E_RESOLVE (not in it; h may be NULL). */
+int egress_hosts_lookup(const struct egress_hosts *h, const char *host,
+    struct sockaddr_storage *out, size_t max, size_t *n);
+/* An egress_resolve_fn: arg is a struct egress_hosts (may be NULL);
+ * names not in it go to getaddrinfo(3). */
+int egress_hosts_resolve(void *arg, const char *host, uint16_t port,
+    struct sockaddr_storage *out, size_t max, size_t *n);
+
+/*
+ * The nameservers of a resolv.conf(5) text: "nameserver ADDR" lines
+ * (IPv4 only: the chrooted process sets glibc's _res from them), each
+ * given port. Other lines are ignored. Fills up to max into out, sets
+ * *n. Returns 0 (also when none are found).
+ */
+int egress_resolv_parse(const char *text, size_t len, uint16_t port,
+    struct sockaddr_storage *out, size_t max, size_t *n);
+
+/* Encode a reply as egress_service_handle does, for a relay that must
+ * answer itself (the egress process is down). resp may be NULL. */
+int egress_wire_encode_reply(const struct egress_decision *d, unsigned attempts,
+    const struct egress_response *resp, void **reply, size_t *reply_len);
 
 #endif

@@ -1,98 +1,11 @@
 /*
- * The guest's outbound HTTP call: layout shared by the guest kernel, the
- * `keepd: vm` process and image authors. In phase 2 this moves (unchanged)
- * to guest/include/keep.h with the vmm engineer's agreement; until then
- * it lives here and nothing under guest/ includes it.
- *
- * The call. A guest program issues the Linux `syscall` instruction with
- *   rax = KEEP_SYS_FETCH, rdi = guest address of a struct keep_fetch,
- *   rsi = sizeof(struct keep_fetch).
- * The number lies far above Linux's table, so no Linux program calls it
- * by accident, and the vm process routes it instead of returning ENOSYS.
- * Return value in rax: 0 when a response came back (whatever its HTTP
- * status), or a negative errno:
- *   -EACCES    no grant for egress, or the policy refused the destination
- *              (reason in `error` and `reason`)
- *   -EFAULT    a pointer/length pair lies outside guest memory
- *   -EINVAL    a field out of range (size, version, reserved not zero)
- *   -E2BIG     request larger than the policy's limit
- *   -EMSGSIZE  response larger than the policy's limit, or than the
- *              guest's buffers (status and lengths are still set)
- *   -ETIMEDOUT total or connect time exceeded
- *   -EIO       transfer failed (connect, TLS, protocol)
- *   -EAGAIN    the principal has its maximum of requests running
- *
- * The host never trusts this struct: the vm process copies it out once,
- * checks every (address, length) pair with its one overflow-checked
- * guest-range helper, copies the IN buffers out, and writes only the OUT
- * fields and the bytes of the two response buffers. Lengths the guest
- * wrote into OUT fields beforehand are ignored.
- *
- * Headers, both ways, are "Name: value\r\n" lines, without the status
- * line; the request's must not contain Host, Content-Length,
- * Transfer-Encoding, Connection or Proxy-* (refused with -EINVAL).
- *
- * On the host the vm process turns this into MSG_EGRESS_FETCH (see
- * host/egress/egress.h) with the rules and limits from the run's grant.
+ * The guest's outbound HTTP call (KEEP_SYS_FETCH, struct keep_fetch) is
+ * defined once, in the header image authors use: guest/include/keep.h.
+ * The host (host/vmm/fetch.c) includes it through this name.
  */
 #ifndef KEEP_EGRESS_ABI_H
 #define KEEP_EGRESS_ABI_H
 
-#include <stdint.h>
-
-#define KEEP_SYS_FETCH 0x4b50 /* 'K' 'P' */
-#define KEEP_FETCH_VERSION 1
-#define KEEP_FETCH_REASON_MAX 128
-
-#ifndef IN
-#define IN /* guest -> host */
-#define OUT /* host -> guest */
-#endif
-
-struct keep_fetch {
-	IN uint32_t version; /* KEEP_FETCH_VERSION */
-	IN uint32_t size; /* sizeof(struct keep_fetch) */
-	IN uint64_t method; /* "GET", "POST", ...: address */
-	IN uint32_t method_len; /* 1..16 */
-	IN uint32_t url_len; /* 1..2048 */
-	IN uint64_t url;
-	IN uint64_t req_headers;
-	IN uint64_t req_headers_len;
-	IN uint64_t req_body;
-	IN uint64_t req_body_len;
-	IN uint64_t resp_headers; /* buffer for the response headers */
-	IN uint64_t resp_headers_cap;
-	IN uint64_t resp_body; /* buffer for the response body */
-	IN uint64_t resp_body_cap;
-	IN uint32_t timeout_ms; /* 0: the policy's; else the lesser */
-	IN uint32_t reserved; /* 0 */
-	OUT uint32_t status; /* HTTP status, 0 if none */
-	OUT int32_t error; /* EGRESS_E_* code, 0 if none */
-	OUT uint64_t resp_headers_len; /* bytes written (or needed) */
-	OUT uint64_t resp_body_len;
-	OUT char reason[KEEP_FETCH_REASON_MAX]; /* NUL-terminated, ASCII */
-};
-
-_Static_assert(sizeof(struct keep_fetch) == 256, "keep_fetch layout");
-
-#ifdef KEEP_GUEST
-/*
- * For image authors (static x86-64 programs): issue the call. Returns 0
- * or a negative errno, as above. The guest's own checks of f are a
- * convenience only; the host checks everything again.
- */
-static inline long
-keep_fetch(struct keep_fetch *f)
-{
-	long ret;
-
-	__asm__ volatile(
-	    "syscall"
-	    : "=a"(ret)
-	    : "a"((long)KEEP_SYS_FETCH), "D"(f), "S"((long)sizeof(*f))
-	    : "rcx", "r11", "memory");
-	return ret;
-}
-#endif
+#include "guest/include/keep.h"
 
 #endif

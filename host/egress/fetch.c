@@ -139,22 +139,6 @@ opensocket_cb(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
 	return socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
 }
 
-static const char *const methods[] = { "GET", "HEAD", "POST", "PUT", "PATCH",
-	"DELETE", "OPTIONS" };
-
-static int
-check_method(const char *m)
-{
-	size_t i;
-
-	if (m == NULL)
-		return EGRESS_E_METHOD;
-	for (i = 0; i < nitems(methods); i++)
-		if (strcmp(m, methods[i]) == 0)
-			return 0;
-	return EGRESS_E_METHOD;
-}
-
 /* Headers libcurl or we set, or that change framing or hop behaviour. */
 static const char *const forbidden[] = { "host", "content-length",
 	"transfer-encoding", "connection", "keep-alive", "upgrade", "te",
@@ -339,6 +323,22 @@ map_curl(CURLcode cc, const struct hop *h)
 	}
 }
 
+/* libcurl's progress callback: only the caller's tick, never an abort
+ * (limits are enforced by the write callbacks and timeouts). */
+static int
+xferinfo_cb(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+    curl_off_t ulnow)
+{
+	struct egress_ctx *ctx = arg;
+
+	(void)dltotal;
+	(void)dlnow;
+	(void)ultotal;
+	(void)ulnow;
+	ctx->cfg.tick(ctx->cfg.arg);
+	return 0;
+}
+
 #define SETOPT(c, o, v)                                                        \
 	do {                                                                   \
 		if (curl_easy_setopt((c), (o), (v)) != CURLE_OK)               \
@@ -433,6 +433,11 @@ run_hop(struct egress_ctx *ctx, const struct egress_url *u, const char *method,
 	SETOPT(c, CURLOPT_WRITEFUNCTION, write_cb);
 	SETOPT(c, CURLOPT_WRITEDATA, h);
 	SETOPT(c, CURLOPT_HEADERFUNCTION, header_cb);
+	if (ctx->cfg.tick != NULL) {
+		SETOPT(c, CURLOPT_XFERINFOFUNCTION, xferinfo_cb);
+		SETOPT(c, CURLOPT_XFERINFODATA, ctx);
+		SETOPT(c, CURLOPT_NOPROGRESS, 0L);
+	}
 	SETOPT(c, CURLOPT_HEADERDATA, h);
 	SETOPT(c, CURLOPT_ERRORBUFFER, errbuf);
 	if (strcmp(method, "HEAD") == 0)
@@ -511,7 +516,7 @@ egress_fetch(struct egress_ctx *ctx, const struct egress_request *req,
 	h.max_body = req->limits.max_response;
 	h.max_headers = req->limits.max_resp_headers;
 
-	if ((rc = check_method(method)) != 0)
+	if ((rc = egress_method_check(method)) != 0)
 		goto done;
 	reqbytes = url_len + body_len;
 	if ((rc = check_headers(hs, nhs, &reqbytes)) != 0)

@@ -509,43 +509,8 @@ reply_make(const struct egress_decision *d, unsigned attempts,
 }
 
 int
-egress_service_handle(struct egress_ctx *ctx, uint16_t type, const void *msg,
-    size_t len, uint16_t *reply_type, void **reply, size_t *reply_len,
-    struct egress_decision *d)
+egress_wire_encode_reply(const struct egress_decision *d, unsigned attempts,
+    const struct egress_response *resp, void **reply, size_t *reply_len)
 {
-	struct egress_decoded dec;
-	struct egress_response resp;
-	unsigned attempts = 0;
-	int rc, frc = 0, mrc;
-
-	*reply = NULL;
-	*reply_len = 0;
-	*reply_type = 0;
-	memset(d, 0, sizeof(*d));
-	d->rule = -1;
-	d->addr_class = -1;
-	memset(&resp, 0, sizeof(resp));
-	if (type == MSG_EGRESS_FETCH)
-		*reply_type = MSG_EGRESS_FETCH_REPLY;
-	else if (type == MSG_EGRESS_WEBHOOK)
-		*reply_type = MSG_EGRESS_WEBHOOK_REPLY;
-	else
-		return EGRESS_E_MSG;
-	rc = egress_wire_decode(type, msg, len, &dec);
-	if (rc == 0 && type == MSG_EGRESS_FETCH) {
-		attempts = 1;
-		frc = egress_fetch(ctx, &dec.req, &resp, d);
-	} else if (rc == 0)
-		frc = egress_webhook_deliver(ctx, &dec.webhook, &attempts, d);
-	else
-		d->error = rc;
-	egress_wire_decoded_free(&dec);
-	/* A webhook's body is not passed back; a fetch's is. */
-	mrc = reply_make(d, attempts,
-	    (rc == 0 && frc == 0 && type == MSG_EGRESS_FETCH) ? &resp : NULL,
-	    reply, reply_len);
-	egress_response_free(&resp);
-	if (mrc != 0)
-		return mrc;
-	return rc;
+	return reply_make(d, attempts, resp, reply, reply_len);
 }

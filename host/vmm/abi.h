@@ -15,6 +15,12 @@
  * to the kernel and are mapped supervisor-only; page 0 is not mapped.
  * Memory from 2 MiB up is the program's: ELF segments, brk heap, mmap
  * area, stack at the top.
+ *
+ * Besides Linux's calls the VMM serves one keep-specific call,
+ * KEEP_SYS_FETCH (0x4b50): an outbound HTTP(S) request the policy must
+ * grant. Its number and struct keep_fetch are defined in
+ * guest/include/keep.h (the header image authors use); the vm process
+ * serves it in host/vmm/fetch.c (docs/egress.md).
  */
 #ifndef KEEP_VMM_ABI_H
 #define KEEP_VMM_ABI_H

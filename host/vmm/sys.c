@@ -262,23 +262,6 @@ sys_getrandom(struct vm *vm, uint64_t buf, uint64_t len)
 	return (int64_t)len;
 }
 
-/* The keep egress call: no grant reaches a guest yet, so every request
- * is refused with the reason written where the guest asked for it. */
-static int64_t
-sys_keep_fetch(struct vm *vm, uint64_t addr, uint64_t size)
-{
-	struct keep_fetch *f;
-
-	if (size != sizeof(*f) || (f = vm_gptr(vm, addr, size)) == NULL)
-		return -EFAULT;
-	f->status = 0;
-	f->error = 0;
-	f->resp_headers_len = 0;
-	f->resp_body_len = 0;
-	strlcpy(f->reason, "no egress grant for this run", sizeof(f->reason));
-	return -EACCES;
-}
-
 int64_t
 vm_syscall(struct vm *vm, uint64_t nr, const uint64_t a[6],
     struct kvm_sregs *sregs, int *sregs_dirty)
@@ -443,7 +426,7 @@ vm_syscall(struct vm *vm, uint64_t nr, const uint64_t a[6],
 		ret = 0;
 		break;
 	case KEEP_SYS_FETCH:
-		ret = sys_keep_fetch(vm, a[0], a[1]);
+		ret = vm_keep_fetch(vm, a[0], a[1]); /* fetch.c */
 		break;
 	default:
 		log_debug(

@@ -65,6 +65,9 @@ void *vm_gptr(struct vm *, uint64_t addr, uint64_t len);
 /* Copy a NUL-terminated guest string; 0 or -EFAULT / -ENAMETOOLONG. */
 int vm_gstr(struct vm *, uint64_t addr, char *out, size_t max);
 
+/* KEEP_SYS_FETCH (fetch.c, guest/include/keep.h). */
+int64_t vm_keep_fetch(struct vm *, uint64_t addr, uint64_t size);
+
 /* The page allocator behind mmap (mem.c). */
 int vm_mem_init(struct vm *);
 uint64_t vm_mmap_alloc(struct vm *, uint64_t len); /* 0 on failure */

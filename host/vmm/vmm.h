@@ -71,6 +71,13 @@ struct vmm_config {
 	uint64_t workspace_max; /* bytes the guest may write; 0: none */
 	unsigned max_files; /* open guest descriptors; 0: 64 */
 	int trace; /* log every system call (debug) */
+	/* KEEP_SYS_FETCH: relay one encoded egress request (egress_wire,
+	 * host/egress/egress.h) and return the encoded reply (*reply
+	 * malloc'd), or -1 when egress is unreachable. NULL: every fetch
+	 * is refused with EACCES. */
+	int (*fetch)(void *arg, const void *req, size_t len, void **reply,
+	    size_t *reply_len);
+	void *fetch_arg;
 };
 
 struct vmm_result {

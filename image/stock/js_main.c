@@ -7,12 +7,29 @@
  * The value of the last expression is printed unless it is undefined;
  * print() and console.log() write their arguments joined by spaces. An
  * uncaught error prints its stack to stderr and exits 1.
+ *
+ * fetch(url, {method, headers, body}) -> {status, ok, headers, body}
+ * is synchronous (no promises: Duktape has no event loop here). It is
+ * the keep call KEEP_SYS_FETCH (guest/include/keep.h): the host's policy
+ * decides, and a refusal or failure throws an Error whose message is the
+ * host's reason ("host not on the allowlist: policy: denied") and whose
+ * `errno` property is the positive errno (EACCES = 13, ...). headers
+ * in the options is an object of strings; in the result, an object with
+ * lower-case names. body is a string both ways (bytes as Latin-1 would
+ * be lossy: responses are passed through as UTF-8 text). Responses up to
+ * 8 MiB of body and 64 KiB of headers.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "duktape.h"
+
+#include "../../guest/include/keep.h"
+
+#define FETCH_BODY_MAX (8u << 20)
+#define FETCH_HEADERS_MAX (64u << 10)
 
 #define SOURCE_MAX (16 * 1024 * 1024)
 
@@ -28,6 +45,135 @@ js_print(duk_context *ctx)
 	}
 	fputc('\n', stdout);
 	return 0;
+}
+
+/* Append "Name: value\r\n" for every own property of the object at idx. */
+static char *
+fetch_headers(duk_context *ctx, duk_idx_t idx, size_t *len)
+{
+	char *buf = NULL, *nb;
+	size_t n = 0, need;
+	const char *k, *v;
+
+	*len = 0;
+	duk_enum(ctx, idx, DUK_ENUM_OWN_PROPERTIES_ONLY);
+	while (duk_next(ctx, -1, 1)) {
+		k = duk_to_string(ctx, -2);
+		v = duk_to_string(ctx, -1);
+		need = strlen(k) + strlen(v) + 4;
+		if (n + need > FETCH_HEADERS_MAX ||
+		    (nb = realloc(buf, n + need + 1)) == NULL) {
+			free(buf);
+			(void)duk_range_error(ctx, "fetch: headers too large");
+		}
+		buf = nb;
+		n += (size_t)snprintf(buf + n, need + 1, "%s: %s\r\n", k, v);
+		duk_pop_2(ctx);
+	}
+	duk_pop(ctx);
+	*len = n;
+	return buf;
+}
+
+/* The response header block as an object: lower-case names, the last
+ * of repeated names wins. */
+static void
+push_headers(duk_context *ctx, char *h, size_t len)
+{
+	char *line = h, *end = h + len, *eol, *colon, *v, *p;
+
+	duk_push_object(ctx);
+	while (line < end) {
+		if ((eol = memchr(line, '\n', (size_t)(end - line))) == NULL)
+			eol = end;
+		*eol = '\0';
+		if (eol > line && eol[-1] == '\r')
+			eol[-1] = '\0';
+		if ((colon = strchr(line, ':')) != NULL && colon != line) {
+			*colon = '\0';
+			for (p = line; *p != '\0'; p++)
+				if (*p >= 'A' && *p <= 'Z')
+					*p = (char)(*p - 'A' + 'a');
+			for (v = colon + 1; *v == ' ' || *v == '\t'; v++)
+				;
+			duk_push_string(ctx, v);
+			duk_put_prop_string(ctx, -2, line);
+		}
+		line = eol + 1;
+	}
+}
+
+static duk_ret_t
+js_fetch(duk_context *ctx)
+{
+	struct keep_fetch f;
+	const char *url, *method = "GET", *body = NULL;
+	duk_size_t url_len, body_len = 0;
+	char *hdrs = NULL, *rh = NULL, *rb = NULL;
+	size_t hlen = 0;
+	long r;
+
+	url = duk_require_lstring(ctx, 0, &url_len);
+	if (duk_is_object(ctx, 1)) {
+		if (duk_get_prop_string(ctx, 1, "method"))
+			method = duk_to_string(ctx, -1);
+		duk_pop(ctx);
+		if (duk_get_prop_string(ctx, 1, "body") &&
+		    !duk_is_undefined(ctx, -1) && !duk_is_null(ctx, -1))
+			body = duk_to_lstring(ctx, -1, &body_len);
+		/* The values stay on the stack (reachable) until we return. */
+		if (duk_get_prop_string(ctx, 1, "headers") &&
+		    duk_is_object(ctx, -1))
+			hdrs =
+			    fetch_headers(ctx, duk_get_top_index(ctx), &hlen);
+	}
+	if ((rh = malloc(FETCH_HEADERS_MAX)) == NULL ||
+	    (rb = malloc(FETCH_BODY_MAX)) == NULL) {
+		free(hdrs);
+		free(rh);
+		(void)duk_error(ctx, DUK_ERR_ERROR, "fetch: out of memory");
+	}
+	memset(&f, 0, sizeof(f));
+	f.version = KEEP_FETCH_VERSION;
+	f.size = sizeof(f);
+	f.method = (uint64_t)(uintptr_t)method;
+	f.method_len = (uint32_t)strlen(method);
+	f.url = (uint64_t)(uintptr_t)url;
+	f.url_len = (uint32_t)url_len;
+	f.req_headers = (uint64_t)(uintptr_t)hdrs;
+	f.req_headers_len = hlen;
+	f.req_body = (uint64_t)(uintptr_t)body;
+	f.req_body_len = body_len;
+	f.resp_headers = (uint64_t)(uintptr_t)rh;
+	f.resp_headers_cap = FETCH_HEADERS_MAX;
+	f.resp_body = (uint64_t)(uintptr_t)rb;
+	f.resp_body_cap = FETCH_BODY_MAX;
+	r = keep_fetch(&f);
+	free(hdrs);
+	if (r != 0) {
+		free(rh);
+		free(rb);
+		f.reason[sizeof(f.reason) - 1] = '\0';
+		duk_push_error_object(ctx, DUK_ERR_ERROR, "%s",
+		    f.reason[0] != '\0' ? f.reason : strerror((int)-r));
+		duk_push_int(ctx, (int)-r);
+		duk_put_prop_string(ctx, -2, "errno");
+		duk_push_uint(ctx, f.status);
+		duk_put_prop_string(ctx, -2, "status");
+		return duk_throw(ctx);
+	}
+	duk_push_object(ctx);
+	duk_push_uint(ctx, f.status);
+	duk_put_prop_string(ctx, -2, "status");
+	duk_push_boolean(ctx, f.status >= 200 && f.status < 300);
+	duk_put_prop_string(ctx, -2, "ok");
+	push_headers(ctx, rh, (size_t)f.resp_headers_len);
+	duk_put_prop_string(ctx, -2, "headers");
+	duk_push_lstring(ctx, rb, (duk_size_t)f.resp_body_len);
+	duk_put_prop_string(ctx, -2, "body");
+	free(rh);
+	free(rb);
+	return 1;
 }
 
 static char *
@@ -100,6 +246,8 @@ main(int argc, char **argv)
 	duk_push_c_function(ctx, js_print, DUK_VARARGS);
 	duk_put_prop_string(ctx, -2, "error");
 	duk_put_global_string(ctx, "console");
+	duk_push_c_function(ctx, js_fetch, 2);
+	duk_put_global_string(ctx, "fetch");
 
 	duk_push_lstring(ctx, src, len);
 	duk_push_string(ctx, name);

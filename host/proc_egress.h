@@ -1,0 +1,100 @@
+/*
+ * The `keepd: egress` process's messages (host/proc_egress.c). The wire
+ * bytes of a request or reply (host/egress/egress.h, egress_wire_*) are
+ * larger than a link's datagram, so they travel in a sealed memfd; the
+ * datagram carries the grant and the memfd's size.
+ *
+ *	vmm   -> egress	MSG_EGRESS_FETCH	msg_egress_req + memfd
+ *	egress -> vmm	MSG_EGRESS_FETCH_REPLY	msg_egress_rep + memfd
+ *	front -> egress	MSG_EGRESS_WEBHOOK	msg_egress_req + memfd
+ *	egress -> front	MSG_EGRESS_WEBHOOK_REPLY msg_egress_rep + memfd
+ *	parent -> egress MSG_EGRESS_CONFIG	msg_egress_config + memfd
+ *
+ * The request's grant is the policy's, minted for link egress with the
+ * request id of the message that carries it, cap `egress`, its target
+ * egress_grant_target() of the request's one rule. A deny grant is
+ * relayed too: the egress process verifies it, audits the refusal and
+ * answers EGRESS_E_NOT_ALLOWED, so every decision is recorded in one
+ * place. A webhook's grant is for the sandbox's owner, and the secret in
+ * its request is replaced by the one the egress process derives.
+ */
+#ifndef KEEP_HOST_PROC_EGRESS_H
+#define KEEP_HOST_PROC_EGRESS_H
+
+#include <stdint.h>
+
+#include "host/config.h"
+#include "host/egress/egress.h"
+#include "host/grant.h"
+#include "host/msg.h"
+
+#define MSG_EGRESS_CONFIG (MSG_EGRESS_BASE + 0x05)
+
+#define EGRESS_MSG_MAX (EGRESS_WIRE_MAX_BODY + (1u << 20)) /* a request */
+#define EGRESS_REPLY_MAX (EGRESS_WIRE_MAX_RESPONSE + (2u << 20))
+
+struct msg_egress_req {
+	struct grant grant;
+	uint64_t len; /* bytes of wire request in the memfd */
+	char sandbox[72]; /* the sandbox id, NUL-terminated */
+	char request_id[40]; /* the API request behind it, for the audit
+				log; NUL-terminated, "" if unknown */
+};
+
+struct msg_egress_rep {
+	uint64_t len; /* bytes of wire reply in the memfd */
+};
+
+/* Limits and sizes; the memfd holds the CA bundle, the hosts table, the
+ * webhook master key and the resolv.conf text, back to back. */
+struct msg_egress_config {
+	uint64_t max_request, max_response;
+	uint64_t timeout_ms, connect_timeout_ms;
+	uint64_t webhook_backoff_ms;
+	uint32_t max_redirects, max_concurrent;
+	uint32_t webhook_attempts;
+	uint32_t key_len; /* 0 or EGRESS_WEBHOOK_KEYBYTES */
+	uint64_t ca_len, hosts_len;
+	uint64_t resolv_len; /* egress.resolv_conf's text, last in the memfd */
+	uint32_t dns_port;
+	uint32_t pad;
+};
+
+/*
+ * Parent side: read egress.ca_file, egress.hosts_file and
+ * egress.webhook_key_file (as root, before the child can) and send them
+ * with the limits on fd. Logs and sends what it could on failure.
+ */
+void egress_send_config(const struct keepd_config *cfg, int fd);
+
+/*
+ * Which flags (allow_http, allow_private) the policy bound into an egress
+ * grant's target for host:port (egress_grant_target). A relay reads
+ * them from the hash; it cannot forge them, and egress checks again.
+ * No match (a deny's target has none): both 0.
+ */
+void egress_grant_flags(const struct grant *g, const char *host, uint16_t port,
+    uint8_t *http, uint8_t *priv);
+
+/*
+ * The egress process's check of a request's grant (in message m, which
+ * carried it): authentic for this process's link and m's request id,
+ * unexpired, cap `egress`, for the request's principal, and its target
+ * hash equal to egress_grant_target() of the request's one rule (host,
+ * port, http, private). Returns GRANT_OK, GRANT_ERR_DENIED (an authentic
+ * refusal for exactly this destination) or another GRANT_ERR_*; *g gets
+ * the grant when it is authentic.
+ */
+struct proc_ctx;
+struct msg;
+int egress_check_grant(const struct proc_ctx *ctx, const struct msg *m,
+    const struct grant *in, const char *principal,
+    const struct egress_rule *rules, size_t nrules, struct grant *g);
+
+/* Read a whole memfd/regular file of exactly len bytes (NULL: failed).
+ * Used by both ends of these messages. */
+void *egress_memfd_read(int fd, uint64_t len);
+/* A sealed memfd holding len bytes of p; -1 on failure. */
+int egress_memfd_make(const char *name, const void *p, size_t len);
+
+#endif

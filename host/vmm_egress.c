@@ -1,0 +1,358 @@
+/*
+ * The vmm's egress relay (host/vmm_egress.h): the vm process's end and
+ * the vmm's end of a run's socketpair.
+ */
+#include <sys/mman.h>
+#include <sys/socket.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "host/proc_egress.h"
+#include "host/vmm/vmm.h"
+#include "host/vmm_egress.h"
+#include "host/vmm_msg.h"
+#include "lib/caps.h"
+#include "lib/log.h"
+
+/* Request ids of the vmm's own egress requests: their own range, so a
+ * decision can never be mistaken for one the front asked for. */
+static uint64_t next_reqid = 1ull << 62;
+
+int
+vmm_egress_prepare(struct vmm_egress_run *r, const char *principal,
+    const char *sandbox, const struct msg_vmm_run_caps *caps, int *child_fd)
+{
+	int sv[2];
+
+	memset(r, 0, sizeof(*r));
+	r->fd = r->shm = -1;
+	*child_fd = -1;
+	if ((r->shm = memfd_create("keep-fetch", MFD_CLOEXEC)) == -1)
+		return -1;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1) {
+		close(r->shm);
+		r->shm = -1;
+		return -1;
+	}
+	r->fd = sv[0];
+	*child_fd = sv[1];
+	strlcpy(r->principal, principal, sizeof(r->principal));
+	strlcpy(r->sandbox, sandbox, sizeof(r->sandbox));
+	if (caps != NULL) {
+		r->token_caps = caps->token_caps;
+		strlcpy(r->request_id, caps->request_id, sizeof(r->request_id));
+	}
+	return 0;
+}
+
+void
+vmm_egress_close(struct vmm_egress_run *r)
+{
+	if (r->fd >= 0)
+		close(r->fd);
+	if (r->shm >= 0)
+		close(r->shm);
+	free(r->req);
+	memset(r, 0, sizeof(*r));
+	r->fd = r->shm = -1;
+}
+
+/* ---- the vm process's side -------------------------------------------- */
+
+/* The vm process's two descriptors (one run per process). */
+static struct {
+	int sock, shm;
+} child;
+
+static int
+put_all(int fd, const void *p, size_t len)
+{
+	const uint8_t *b = p;
+	off_t off = 0;
+	ssize_t n;
+
+	while ((size_t)off < len) {
+		n = pwrite(fd, b + off, len - (size_t)off, off);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		off += n;
+	}
+	return 0;
+}
+
+static int
+child_fetch(
+    void *arg, const void *req, size_t len, void **reply, size_t *reply_len)
+{
+	struct msg_egress_rep q, r;
+	struct msg_hdr h;
+	struct pollfd pfd;
+	uint8_t *buf;
+	size_t n;
+	int rfd = MSG_NO_FD, rc = -1;
+
+	(void)arg;
+	*reply = NULL;
+	*reply_len = 0;
+	if (ftruncate(child.shm, 0) == -1 ||
+	    ftruncate(child.shm, (off_t)len) == -1 ||
+	    put_all(child.shm, req, len) != 0)
+		return -1;
+	q.len = len;
+	if (msg_send(child.sock, MSG_VMM_FETCH, 0, 1, &q, sizeof(q), -1) !=
+	    MSG_OK)
+		return -1;
+	if ((buf = malloc(MSG_BUFSZ)) == NULL)
+		return -1;
+	/* The vmm answers this one request. The run's time limit (SIGALRM,
+	 * no SA_RESTART) interrupts the wait: the call fails and the vCPU
+	 * loop then stops the guest as timed out. */
+	pfd.fd = child.sock;
+	pfd.events = POLLIN;
+	pfd.revents = 0;
+	if (poll(&pfd, 1, -1) != 1 ||
+	    msg_recv(child.sock, buf, MSG_BUFSZ, &n, &rfd) != MSG_OK ||
+	    n != sizeof(h) + sizeof(r))
+		goto out;
+	memcpy(&h, buf, sizeof(h));
+	memcpy(&r, buf + sizeof(h), sizeof(r));
+	if (h.type != MSG_VMM_FETCH_REPLY || h.len != sizeof(r) ||
+	    rfd == MSG_NO_FD || r.len > EGRESS_REPLY_MAX ||
+	    (*reply = egress_memfd_read(rfd, r.len)) == NULL)
+		goto out;
+	*reply_len = r.len;
+	rc = 0;
+out:
+	if (rfd != MSG_NO_FD)
+		close(rfd);
+	free(buf);
+	return rc;
+}
+
+void
+vmm_egress_child(
+    const struct vmm_egress_run *r, int child_fd, struct vmm_config *cfg)
+{
+	if (child_fd < 0 || r->shm < 0)
+		return;
+	child.sock = child_fd;
+	child.shm = r->shm;
+	cfg->fetch = child_fetch;
+	cfg->fetch_arg = NULL;
+}
+
+/* ---- the vmm's side ------------------------------------------------- */
+
+/* Answer the vm with a refusal or failure made here. */
+static void
+answer(struct vmm_egress_run *r, int err, const char *detail)
+{
+	struct egress_decision d;
+	struct msg_egress_rep q;
+	void *wire = NULL;
+	size_t len = 0;
+	int mfd = -1;
+
+	memset(&d, 0, sizeof(d));
+	d.rule = -1;
+	d.addr_class = -1;
+	d.error = err;
+	strlcpy(d.host, r->host, sizeof(d.host));
+	d.port = r->port;
+	strlcpy(d.detail, detail, sizeof(d.detail));
+	if (egress_wire_encode_reply(&d, 0, NULL, &wire, &len) != 0 ||
+	    (mfd = egress_memfd_make("keep-fetch-reply", wire, len)) == -1)
+		log_warnx("%s: cannot answer the vm", __func__);
+	else {
+		q.len = len;
+		if (msg_send(r->fd, MSG_VMM_FETCH_REPLY, MSG_F_REPLY, 1, &q,
+		        sizeof(q), mfd) != MSG_OK)
+			log_warn("%s: send", __func__);
+	}
+	if (mfd != -1)
+		close(mfd);
+	free(wire);
+	free(r->req);
+	r->req = NULL;
+	r->stage = 0;
+	r->reqid = 0;
+}
+
+int
+vmm_egress_event(struct proc_ctx *ctx, struct vmm_egress_run *r)
+{
+	struct msg_policy_decide q;
+	struct msg_egress_rep hdr;
+	struct egress_decoded dec;
+	struct egress_url u;
+	struct msg_hdr h;
+	uint8_t *buf;
+	size_t n;
+	int fd = MSG_NO_FD, rc = -1, t;
+
+	if ((buf = malloc(MSG_BUFSZ)) == NULL)
+		return 0;
+	if (msg_recv(r->fd, buf, MSG_BUFSZ, &n, &fd) != MSG_OK)
+		goto gone; /* the vm process exited */
+	memcpy(&h, buf, n < sizeof(h) ? n : sizeof(h));
+	if (n != sizeof(h) + sizeof(hdr) || h.type != MSG_VMM_FETCH ||
+	    h.flags != 0 || h.pad != 0 || h.len != sizeof(hdr) ||
+	    fd != MSG_NO_FD || r->stage != 0) {
+		log_warnx("%s: malformed request from a vm process", __func__);
+		goto gone;
+	}
+	memcpy(&hdr, buf + sizeof(h), sizeof(hdr));
+	free(r->req);
+	r->req = NULL;
+	/* One copy out of the shared buffer; only the copy is looked at. */
+	if (hdr.len > EGRESS_MSG_MAX ||
+	    (r->req = egress_memfd_read(r->shm, hdr.len)) == NULL) {
+		log_warnx("%s: unreadable request from a vm process", __func__);
+		goto gone;
+	}
+	r->len = hdr.len;
+	r->host[0] = '\0';
+	r->port = 0;
+	memset(&dec, 0, sizeof(dec));
+	if (egress_wire_decode(MSG_EGRESS_FETCH, r->req, r->len, &dec) != 0 ||
+	    egress_url_parse(dec.req.url, dec.req.url_len, &u) != 0) {
+		egress_wire_decoded_free(&dec);
+		answer(r, EGRESS_E_MSG, "malformed request");
+		rc = 0;
+		goto out;
+	}
+	egress_wire_decoded_free(&dec);
+	strlcpy(r->host, u.host, sizeof(r->host));
+	r->port = u.port;
+	/* The decision, on exactly the destination the URL names. */
+	memset(&q, 0, sizeof(q));
+	q.cap = CAP_EGRESS;
+	q.link = PROC_EGRESS;
+	q.token_caps = r->token_caps;
+	strlcpy(q.principal, r->principal, sizeof(q.principal));
+	t = snprintf(
+	    q.target, sizeof(q.target), "%s:%u", u.host, (unsigned)u.port);
+	q.target_len = (uint32_t)t;
+	if (t <= 0 || (size_t)t >= sizeof(q.target) ||
+	    ctx->fd[PROC_POLICY] < 0) {
+		answer(r, EGRESS_E_INTERNAL, "the policy service is down");
+		rc = 0;
+		goto out;
+	}
+	r->reqid = ++next_reqid;
+	if (msg_send(ctx->fd[PROC_POLICY], MSG_POLICY_DECIDE, 0, r->reqid, &q,
+	        sizeof(q), -1) != MSG_OK) {
+		answer(r, EGRESS_E_INTERNAL, "the policy service is down");
+		rc = 0;
+		goto out;
+	}
+	r->stage = 1;
+	rc = 0;
+	goto out;
+gone:
+	vmm_egress_close(r);
+out:
+	if (fd != MSG_NO_FD)
+		close(fd);
+	free(buf);
+	return rc;
+}
+
+struct vmm_egress_run *
+vmm_egress_find(struct vmm_egress_run *const *runs, size_t n, uint64_t reqid)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (runs[i] != NULL && runs[i]->fd >= 0 &&
+		    runs[i]->stage != 0 && runs[i]->reqid == reqid)
+			return runs[i];
+	return NULL;
+}
+
+int
+vmm_egress_decision(
+    struct proc_ctx *ctx, struct vmm_egress_run *r, const struct msg *m)
+{
+	struct msg_policy_decision d;
+	struct msg_egress_req q;
+	struct egress_decoded dec;
+	struct egress_rule rule;
+	void *wire = NULL;
+	size_t wlen = 0;
+	int mfd = -1, rc = -1;
+
+	if (r->stage != 1)
+		return -1;
+	memcpy(&d, m->data, sizeof(d));
+	memset(&dec, 0, sizeof(dec));
+	if (egress_wire_decode(MSG_EGRESS_FETCH, r->req, r->len, &dec) != 0) {
+		answer(r, EGRESS_E_MSG, "malformed request");
+		goto out;
+	}
+	/* The granted destination as the only rule, the run's principal,
+	 * and limits the egress process will cap again. */
+	memset(&rule, 0, sizeof(rule));
+	strlcpy(rule.host, r->host, sizeof(rule.host));
+	rule.port = r->port;
+	egress_grant_flags(
+	    &d.grant, r->host, r->port, &rule.allow_http, &rule.allow_private);
+	dec.req.principal = r->principal;
+	dec.req.rules = &rule;
+	dec.req.nrules = 1;
+	memset(&q, 0, sizeof(q));
+	q.grant = d.grant;
+	strlcpy(q.sandbox, r->sandbox, sizeof(q.sandbox));
+	strlcpy(q.request_id, r->request_id, sizeof(q.request_id));
+	if (egress_wire_encode_fetch(&dec.req, &wire, &wlen) != 0 ||
+	    (mfd = egress_memfd_make("keep-egress", wire, wlen)) == -1) {
+		answer(r, EGRESS_E_INTERNAL, "the vmm could not relay");
+		goto out;
+	}
+	q.len = wlen;
+	if (ctx->fd[PROC_EGRESS] < 0 ||
+	    msg_send(ctx->fd[PROC_EGRESS], MSG_EGRESS_FETCH, 0, m->hdr.reqid,
+	        &q, sizeof(q), mfd) != MSG_OK) {
+		answer(r, EGRESS_E_INTERNAL, "the egress service is down");
+		goto out;
+	}
+	free(r->req);
+	r->req = NULL;
+	r->stage = 2;
+	rc = 0;
+out:
+	if (mfd != -1)
+		close(mfd);
+	free(wire);
+	egress_wire_decoded_free(&dec);
+	return rc;
+}
+
+int
+vmm_egress_reply(
+    struct proc_ctx *ctx, struct vmm_egress_run *r, const struct msg *m)
+{
+	struct msg_egress_rep q;
+
+	(void)ctx;
+	memcpy(&q, m->data, sizeof(q));
+	if (r->stage != 2) {
+		close(m->fd);
+		return -1;
+	}
+	/* The reply is passed on as it is: the vm process checks it. */
+	if (msg_send(r->fd, MSG_VMM_FETCH_REPLY, MSG_F_REPLY, 1, &q, sizeof(q),
+	        m->fd) != MSG_OK)
+		log_warn("%s: to the vm process", __func__);
+	close(m->fd);
+	r->stage = 0;
+	r->reqid = 0;
+	return 0;
+}

@@ -1,0 +1,82 @@
+/*
+ * The vmm's egress relay for one run (docs/egress.md). A `keepd: vm`
+ * process cannot reach the network, the policy or the egress process:
+ * it has one socketpair to the vmm. A guest's KEEP_SYS_FETCH travels
+ *
+ *	vm  --MSG_VMM_FETCH (wire request)-->  vmm
+ *	vmm --MSG_POLICY_DECIDE (egress, "host:port", the run's principal
+ *	      and token caps, link egress)-->  policy  --decision-->  vmm
+ *	vmm --MSG_EGRESS_FETCH (grant + request with the granted rule)-->
+ *	      egress, which verifies the grant, fetches, audits
+ *	egress --MSG_EGRESS_FETCH_REPLY--> vmm --MSG_VMM_FETCH_REPLY--> vm
+ *
+ * A denial is relayed to egress too, which verifies and audits it and
+ * answers the refusal. The vmm cannot widen anything: the egress process
+ * recomputes the grant's target from the rule it is sent.
+ *
+ * One request per run is in flight at a time (a vm process blocks on
+ * its call). Every function is called from the vmm's loop.
+ */
+#ifndef KEEP_HOST_VMM_EGRESS_H
+#define KEEP_HOST_VMM_EGRESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "host/egress/egress.h"
+#include "host/grant.h"
+#include "host/msg.h"
+#include "host/proc.h"
+
+struct vmm_config;
+struct msg_vmm_run_caps;
+
+struct vmm_egress_run {
+	int fd; /* the vmm's end of the socketpair, -1 when none */
+	int shm; /* memfd the vm process writes its request into, or -1 */
+	char principal[GRANT_PRINCIPAL_MAX];
+	uint32_t token_caps;
+	char request_id[40]; /* the API request that started the run */
+	char sandbox[72];
+	uint64_t reqid; /* the decision or fetch in flight, 0 none */
+	int stage; /* 0 idle, 1 waiting for the policy, 2 for egress */
+	void *req; /* the vm's wire request while the policy decides */
+	size_t len;
+	char host[EGRESS_HOST_MAX + 1];
+	uint16_t port;
+};
+
+/*
+ * Before the fork: make the socketpair and the request buffer (a memfd
+ * both processes share: the vm process may not create one). *child_fd
+ * is the vm process's end. caps is what the front sent for this run
+ * (NULL: none, so no egress is granted). Returns 0 or -1 (errno set); r->fd is -1 on
+ * failure.
+ */
+int vmm_egress_prepare(struct vmm_egress_run *r, const char *principal,
+    const char *sandbox, const struct msg_vmm_run_caps *caps, int *child_fd);
+
+/* In the vm process, after the fork: let cfg's fetch calls go over
+ * child_fd, with requests written into r->shm. */
+void vmm_egress_child(
+    const struct vmm_egress_run *r, int child_fd, struct vmm_config *cfg);
+
+/* The run is over: close and forget. */
+void vmm_egress_close(struct vmm_egress_run *r);
+
+/* r->fd is readable. Returns 0, or -1 when the vm side is gone or
+ * misbehaved (r is closed). */
+int vmm_egress_event(struct proc_ctx *ctx, struct vmm_egress_run *r);
+
+/* The runs with a request in flight with this reqid: NULL if none. */
+struct vmm_egress_run *vmm_egress_find(
+    struct vmm_egress_run *const *runs, size_t n, uint64_t reqid);
+
+/* MSG_POLICY_DECISION and MSG_EGRESS_FETCH_REPLY for run r (found by the
+ * message's reqid). Return 0 or -1 (logged). */
+int vmm_egress_decision(
+    struct proc_ctx *ctx, struct vmm_egress_run *r, const struct msg *m);
+int vmm_egress_reply(
+    struct proc_ctx *ctx, struct vmm_egress_run *r, const struct msg *m);
+
+#endif

@@ -1,0 +1,250 @@
+/*
+ * Unit test of the vmm's egress relay (host/vmm_egress.c) over real
+ * socketpairs: whatever the vm process writes, the decision is asked for
+ * the run's principal and token caps on the URL's exact "host:port", and
+ * the request that goes to egress carries the run's principal and the
+ * one rule the grant binds, never what the vm process claimed.
+ */
+#include <sys/mman.h>
+#include <sys/socket.h>
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "host/egress/egress.h"
+#include "host/grant.h"
+#include "host/msg.h"
+#include "host/proc.h"
+#include "host/proc_egress.h"
+#include "host/vmm_egress.h"
+#include "host/vmm_msg.h"
+#include "lib/caps.h"
+
+struct fx {
+	struct proc_ctx ctx;
+	int policy, egress; /* the test's ends */
+	struct vmm_egress_run r;
+	int vm; /* the vm process's end */
+	uint8_t buf[MSG_BUFSZ];
+};
+
+static int
+setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	struct msg_vmm_run_caps caps;
+	int p[2], e[2];
+
+	assert_non_null(f);
+	for (int i = 0; i < PROC_COUNT; i++)
+		f->ctx.fd[i] = -1;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, p), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, e), 0);
+	f->ctx.self = PROC_VMM;
+	f->ctx.fd[PROC_POLICY] = p[0];
+	f->policy = p[1];
+	f->ctx.fd[PROC_EGRESS] = e[0];
+	f->egress = e[1];
+	memset(&caps, 0, sizeof(caps));
+	caps.token_caps = CAP_BIT(CAP_EGRESS) | CAP_BIT(CAP_EXEC);
+	strlcpy(caps.request_id, "req-1", sizeof(caps.request_id));
+	assert_int_equal(
+	    vmm_egress_prepare(&f->r, "alice", "sbx-1", &caps, &f->vm), 0);
+	*state = f;
+	return 0;
+}
+
+static int
+teardown(void **state)
+{
+	struct fx *f = *state;
+
+	vmm_egress_close(&f->r);
+	close(f->vm);
+	close(f->policy);
+	close(f->egress);
+	close(f->ctx.fd[PROC_POLICY]);
+	close(f->ctx.fd[PROC_EGRESS]);
+	free(f);
+	return 0;
+}
+
+/* What a vm process would send: its own idea of principal and rule. */
+static void
+vm_sends(struct fx *f, const char *url)
+{
+	struct egress_request req;
+	struct egress_rule rule;
+	struct msg_egress_rep q;
+	void *wire;
+	size_t len;
+
+	memset(&rule, 0, sizeof(rule));
+	strlcpy(rule.host, "*.test", sizeof(rule.host));
+	rule.allow_http = rule.allow_private = 1;
+	memset(&req, 0, sizeof(req));
+	req.principal = "mallory";
+	req.method = "GET";
+	req.url = url;
+	req.url_len = strlen(url);
+	req.rules = &rule;
+	req.nrules = 1;
+	egress_limits_default(&req.limits);
+	assert_int_equal(egress_wire_encode_fetch(&req, &wire, &len), 0);
+	assert_int_equal(ftruncate(f->r.shm, (off_t)len), 0);
+	assert_int_equal(pwrite(f->r.shm, wire, len, 0), (ssize_t)len);
+	free(wire);
+	q.len = len;
+	assert_int_equal(
+	    msg_send(f->vm, MSG_VMM_FETCH, 0, 1, &q, sizeof(q), -1), MSG_OK);
+}
+
+static void
+test_relay(void **state)
+{
+	struct fx *f = *state;
+	struct msg_policy_decide dq;
+	struct msg_policy_decision dd;
+	struct msg_egress_req eq;
+	struct msg_egress_rep rep;
+	struct egress_decoded dec;
+	struct egress_decision d;
+	struct msg_hdr h;
+	struct msg m;
+	void *in, *wire;
+	size_t n, wlen;
+	int fd;
+
+	vm_sends(f, "https://a.test:8443/x");
+	assert_int_equal(vmm_egress_event(&f->ctx, &f->r), 0);
+	/* The decision asked: the run's principal and caps, exact target. */
+	assert_int_equal(msg_recv(f->policy, f->buf, MSG_BUFSZ, &n, &fd), 0);
+	assert_int_equal(n, sizeof(h) + sizeof(dq));
+	memcpy(&h, f->buf, sizeof(h));
+	memcpy(&dq, f->buf + sizeof(h), sizeof(dq));
+	assert_int_equal(h.type, MSG_POLICY_DECIDE);
+	assert_int_equal(dq.cap, CAP_EGRESS);
+	assert_int_equal(dq.link, PROC_EGRESS);
+	assert_int_equal(
+	    dq.token_caps, CAP_BIT(CAP_EGRESS) | CAP_BIT(CAP_EXEC));
+	assert_string_equal(dq.principal, "alice");
+	assert_int_equal(dq.target_len, strlen("a.test:8443"));
+	assert_memory_equal(dq.target, "a.test:8443", dq.target_len);
+
+	/* The policy allows, with private bound into the target. */
+	memset(&dd, 0, sizeof(dd));
+	dd.grant.decision = GRANT_ALLOW;
+	dd.grant.cap = CAP_EGRESS;
+	grant_target_hash("a.test:8443 private", 19, dd.grant.target);
+	memset(&m, 0, sizeof(m));
+	m.hdr.type = MSG_POLICY_DECISION;
+	m.hdr.reqid = h.reqid;
+	m.data = (const uint8_t *)&dd;
+	m.fd = MSG_NO_FD;
+	assert_ptr_equal(
+	    vmm_egress_find(&(struct vmm_egress_run *){ &f->r }, 1, h.reqid),
+	    &f->r);
+	assert_int_equal(vmm_egress_decision(&f->ctx, &f->r, &m), 0);
+
+	/* What egress gets: the grant, alice, the one granted rule. */
+	assert_int_equal(msg_recv(f->egress, f->buf, MSG_BUFSZ, &n, &fd), 0);
+	memcpy(&h, f->buf, sizeof(h));
+	memcpy(&eq, f->buf + sizeof(h), sizeof(eq));
+	assert_int_equal(h.type, MSG_EGRESS_FETCH);
+	assert_int_equal(h.reqid, m.hdr.reqid);
+	assert_memory_equal(&eq.grant, &dd.grant, sizeof(dd.grant));
+	assert_string_equal(eq.sandbox, "sbx-1");
+	assert_string_equal(eq.request_id, "req-1");
+	assert_true(fd >= 0);
+	in = egress_memfd_read(fd, eq.len);
+	close(fd);
+	assert_non_null(in);
+	assert_int_equal(
+	    egress_wire_decode(MSG_EGRESS_FETCH, in, eq.len, &dec), 0);
+	assert_string_equal(dec.req.principal, "alice");
+	assert_int_equal(dec.req.nrules, 1);
+	assert_string_equal(dec.req.rules[0].host, "a.test");
+	assert_int_equal(dec.req.rules[0].port, 8443);
+	assert_int_equal(dec.req.rules[0].allow_http, 0);
+	assert_int_equal(dec.req.rules[0].allow_private, 1);
+	egress_wire_decoded_free(&dec);
+	free(in);
+
+	/* Egress answers; the vm process gets it. */
+	memset(&d, 0, sizeof(d));
+	d.allowed = 1;
+	d.status = 200;
+	d.rule = 0;
+	assert_int_equal(
+	    egress_wire_encode_reply(&d, 1, NULL, &wire, &wlen), 0);
+	rep.len = wlen;
+	m.hdr.type = MSG_EGRESS_FETCH_REPLY;
+	m.data = (const uint8_t *)&rep;
+	m.fd = egress_memfd_make("t", wire, wlen);
+	free(wire);
+	assert_int_equal(vmm_egress_reply(&f->ctx, &f->r, &m), 0);
+	assert_int_equal(msg_recv(f->vm, f->buf, MSG_BUFSZ, &n, &fd), 0);
+	memcpy(&h, f->buf, sizeof(h));
+	assert_int_equal(h.type, MSG_VMM_FETCH_REPLY);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_null(vmm_egress_find(
+	    &(struct vmm_egress_run *){ &f->r }, 1, m.hdr.reqid));
+}
+
+/* A malformed URL is answered by the vmm itself; nothing is asked. */
+static void
+test_relay_bad_url(void **state)
+{
+	struct fx *f = *state;
+	struct msg_hdr h;
+	size_t n;
+	int fd;
+
+	vm_sends(f, "https://a.test:8443/x");
+	/* Corrupt the shared buffer after the message: the vmm copies it
+	 * once and only that copy matters, so this is a decode failure. */
+	assert_int_equal(pwrite(f->r.shm, "\xff\xff\xff\xff", 4, 0), 4);
+	assert_int_equal(vmm_egress_event(&f->ctx, &f->r), 0);
+	assert_int_equal(msg_recv(f->vm, f->buf, MSG_BUFSZ, &n, &fd), 0);
+	memcpy(&h, f->buf, sizeof(h));
+	assert_int_equal(h.type, MSG_VMM_FETCH_REPLY);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(f->r.stage, 0);
+}
+
+/* A vm process that sends a descriptor or a wrong size loses its relay. */
+static void
+test_relay_misbehaving_vm(void **state)
+{
+	struct fx *f = *state;
+	struct msg_egress_rep q = { 8 };
+
+	assert_int_equal(
+	    msg_send(f->vm, MSG_VMM_FETCH, 0, 1, &q, sizeof(q), 0), MSG_OK);
+	assert_int_equal(vmm_egress_event(&f->ctx, &f->r), -1);
+	assert_int_equal(f->r.fd, -1);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_relay, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_relay_bad_url, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_relay_misbehaving_vm, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
