@@ -13,6 +13,7 @@
 #include <sodium.h>
 
 #include "host/front_backend_int.h"
+#include "host/proc_egress.h"
 #include "host/vmm_msg.h"
 #include "lib/log.h"
 
@@ -106,6 +107,30 @@ sandbox_token(struct front_backend *fb, const struct api_call *call,
 	return fb_mint(fb, call->who->caps & SBX_TOKEN_CAPS, exp, id, tok, err);
 }
 
+/* The sandbox's webhook secret from the egress process, or "". */
+static void
+webhook_secret(
+    struct front_backend *fb, const char *id, char *out, size_t outlen)
+{
+	struct msg_egress_secret q;
+	struct api_error err;
+	size_t rlen = sizeof(q);
+
+	out[0] = '\0';
+	memset(&q, 0, sizeof(q));
+	strlcpy(q.sandbox, id, sizeof(q.sandbox));
+	memset(&err, 0, sizeof(err));
+	if (fb_call(fb, PROC_EGRESS, MSG_EGRESS_SECRET, ++fb->next_reqid, &q,
+	        sizeof(q), -1, MSG_EGRESS_SECRET_REPLY, 0, &q, &rlen, NULL,
+	        &err) != API_OK) {
+		log_warnx("sandbox %s: no webhook secret: %s", id, err.message);
+		return;
+	}
+	q.hex[sizeof(q.hex) - 1] = '\0';
+	strlcpy(out, q.hex, outlen);
+	sodium_memzero(&q, sizeof(q));
+}
+
 /* Take back a sandbox the vmm made when it cannot be recorded. */
 static void
 sandbox_undo(
@@ -191,6 +216,8 @@ fb_sandbox_create(void *arg, const struct api_call *call,
 		goto out;
 	}
 	to_api(&r, out);
+	webhook_secret(
+	    fb, r.id, out->webhook_secret, sizeof(out->webhook_secret));
 	fb_audit_event(fb, call, "sandbox.create", r.id, r.image);
 	rc = sandbox_token(fb, call, r.id, r.expires_at, tok, err);
 out:

@@ -23,8 +23,9 @@
 #include <resolv.h>
 
 #include <errno.h>
-#include <poll.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,6 +188,33 @@ read_key(const char *path, uint8_t key[EGRESS_WEBHOOK_KEYBYTES])
 	return rc == 0 && bin == EGRESS_WEBHOOK_KEYBYTES ? 0 : -1;
 }
 
+/* Create a webhook master key file (64 hex digits, 0600) if missing. */
+static void
+make_key(const char *path)
+{
+	uint8_t key[EGRESS_WEBHOOK_KEYBYTES];
+	char hex[2 * EGRESS_WEBHOOK_KEYBYTES + 2];
+	int fd;
+
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)) ==
+	    -1) {
+		if (errno != EEXIST)
+			log_warn("%s: %s", __func__, path);
+		return;
+	}
+	randombytes_buf(key, sizeof(key));
+	sodium_bin2hex(hex, sizeof(hex) - 1, key, sizeof(key));
+	strlcat(hex, "\n", sizeof(hex));
+	if (write(fd, hex, strlen(hex)) != (ssize_t)strlen(hex) ||
+	    fsync(fd) == -1)
+		log_warn("%s: %s", __func__, path);
+	else
+		log_info("%s: created the webhook key %s", __func__, path);
+	close(fd);
+	sodium_memzero(key, sizeof(key));
+	sodium_memzero(hex, sizeof(hex));
+}
+
 void
 egress_send_config(const struct keepd_config *k, int fd)
 {
@@ -194,6 +222,8 @@ egress_send_config(const struct keepd_config *k, int fd)
 	uint8_t key[EGRESS_WEBHOOK_KEYBYTES], *blob = NULL;
 	void *ca = NULL, *hosts = NULL, *resolv = NULL;
 	size_t ca_len = 0, hosts_len = 0, resolv_len = 0, total;
+	char defkey[PATH_MAX];
+	const char *keyfile;
 	int mfd = -1;
 
 	if (fd < 0)
@@ -214,15 +244,20 @@ egress_send_config(const struct keepd_config *k, int fd)
 	    (hosts = slurp(k->egress_hosts_file, 1u << 20, &hosts_len)) == NULL)
 		log_warn(
 		    "%s: egress.hosts_file %s", __func__, k->egress_hosts_file);
-	if (k->egress_webhook_key_file[0] != '\0') {
-		if (read_key(k->egress_webhook_key_file, key) == 0)
-			m.key_len = sizeof(key);
-		else
-			log_warnx(
-			    "%s: egress.webhook_key_file %s: want 64 hex "
-			    "digits; webhooks get a key for this start only",
-			    __func__, k->egress_webhook_key_file);
+	keyfile = k->egress_webhook_key_file;
+	if (keyfile[0] == '\0') {
+		/* The secrets handed to clients must outlive a restart. */
+		snprintf(defkey, sizeof(defkey), "%s/keys/webhook.key",
+		    k->state_dir);
+		make_key(defkey);
+		keyfile = defkey;
 	}
+	if (read_key(keyfile, key) == 0)
+		m.key_len = sizeof(key);
+	else
+		log_warnx("%s: %s: want 64 hex digits; webhooks get a key "
+		          "for this start only",
+		    __func__, keyfile);
 	/* The process is chrooted where no /etc/resolv.conf exists: it
 	 * gets the nameservers from here (a missing file: DNS is off). */
 	if (k->egress_resolv_conf[0] != '\0' &&
@@ -821,6 +856,30 @@ out:
 	return 0;
 }
 
+/*
+ * The secret the sandbox's webhooks are signed with, for the front to
+ * give the sandbox's creator (nothing else: the master key stays here).
+ */
+static int
+egress_h_secret(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct egress_state *es = ctx->arg;
+	struct msg_egress_secret q;
+	uint8_t secret[EGRESS_WEBHOOK_KEYBYTES];
+
+	memcpy(&q, m->data, sizeof(q));
+	if (memchr(q.sandbox, '\0', sizeof(q.sandbox)) == NULL)
+		return -1;
+	memset(q.hex, 0, sizeof(q.hex));
+	if (es->have_config &&
+	    egress_webhook_secret(es->master, q.sandbox, secret) == 0)
+		sodium_bin2hex(q.hex, sizeof(q.hex), secret, sizeof(secret));
+	sodium_memzero(secret, sizeof(secret));
+	msg_reply(ctx, m, MSG_EGRESS_SECRET_REPLY, &q, sizeof(q), -1);
+	sodium_memzero(&q, sizeof(q));
+	return 0;
+}
+
 static const struct msg_handler egress_handlers[] = {
 	MSG_HANDLERS_COMMON,
 	{ MSG_EGRESS_CONFIG, PROC_BIT(PROC_PARENT),
@@ -829,6 +888,8 @@ static const struct msg_handler egress_handlers[] = {
 	    MSG_H_FD, egress_h_fetch },
 	{ MSG_EGRESS_WEBHOOK, PROC_BIT(PROC_FRONT),
 	    sizeof(struct msg_egress_req), MSG_H_FD, egress_h_webhook },
+	{ MSG_EGRESS_SECRET, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_egress_secret), 0, egress_h_secret },
 	{ MSG_STORE_REPLY, PROC_BIT(PROC_STORE), MSG_MAX_PAYLOAD,
 	    MSG_H_VARIABLE, egress_h_store_reply },
 };

@@ -29,6 +29,15 @@
 #include "host/msg.h"
 
 #define MSG_EGRESS_CONFIG (MSG_EGRESS_BASE + 0x05)
+/* front -> egress: a sandbox's webhook secret, to give its creator. */
+#define MSG_EGRESS_SECRET (MSG_EGRESS_BASE + 0x06) /* msg_egress_secret */
+#define MSG_EGRESS_SECRET_REPLY (MSG_EGRESS_BASE + 0x07)
+
+struct msg_egress_secret {
+	char sandbox[72]; /* NUL-terminated */
+	char hex[2 * EGRESS_WEBHOOK_KEYBYTES + 1]; /* reply: "" if none */
+	uint8_t pad[7];
+};
 
 #define EGRESS_MSG_MAX (EGRESS_WIRE_MAX_BODY + (1u << 20)) /* a request */
 #define EGRESS_REPLY_MAX (EGRESS_WIRE_MAX_RESPONSE + (2u << 20))

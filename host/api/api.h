@@ -107,6 +107,8 @@ struct api_sandbox {
 	char status[16]; /* "running", "stopped" */
 	struct api_kv *metadata; /* malloc, nmetadata entries */
 	size_t nmetadata;
+	/* Create only: the key its webhooks are signed with (hex), or "". */
+	char webhook_secret[72];
 };
 
 struct api_sandbox_spec {

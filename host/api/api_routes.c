@@ -211,6 +211,10 @@ h_sandbox_create(struct rq *r)
 		json_object_set_new(o, "auth_token", json_string(tok.token));
 		json_object_set_new(
 		    o, "token_expires_at", iso_time(tok.expires_at));
+		sb.webhook_secret[sizeof(sb.webhook_secret) - 1] = '\0';
+		if (sb.webhook_secret[0] != '\0')
+			json_object_set_new(o, "webhook_secret",
+			    json_string(sb.webhook_secret));
 	}
 	sandbox_release(&sb);
 	r->api->sandboxes_created++;

@@ -56,7 +56,11 @@ req "$root" POST /v1/tokens/revoke "{\"jti\":\"$jti\"}"
 req "$victim" GET /v1/sandboxes
 [ "$code" = 401 ] && [[ $body == *revoked* ]] && ok "the revoked token: 401 ($body)" || bad "revoked: $code $body"
 
+wk=$(cat "$tmp/state/keys/webhook.key" 2>/dev/null)
 keepd_restart
+[ -n "$wk" ] && [ "$(stat -c %a "$tmp/state/keys/webhook.key")" = 600 ] &&
+    [ "$(cat "$tmp/state/keys/webhook.key")" = "$wk" ] &&
+    ok "the webhook master key is kept (0600) across restarts" || bad "webhook key: $wk"
 req "$victim" GET /v1/sandboxes
 [ "$code" = 401 ] && ok "still revoked after a restart" || bad "revoked after restart: $code $body"
 # The vmm reads the store back as it starts; give it a moment.

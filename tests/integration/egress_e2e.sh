@@ -252,6 +252,7 @@ req "$alice" POST "/v1/sandboxes/$sbx/commands/run" '{"cmd":"fetch","args":["GET
 # ---- js: fetch() in the stock js image ---------------------------------
 req "$alice" POST /v1/sandboxes '{"image":"js"}'
 jsx=$(jget "$body" '["id"]')
+jsecret=$(jget "$body" '["webhook_secret"]' 2>/dev/null)
 code_js="var r = fetch('$G/echo', {method: 'PUT', headers: {'X-Test': 'js'}, body: 'abc'}); print(r.status, JSON.parse(r.body).method, JSON.parse(r.body).x); try { fetch('https://evil.test:$sp/ok'); } catch (e) { print('refused', e.message); }"
 req "$alice" POST "/v1/sandboxes/$jsx/execute" "$(python3 -c 'import json,sys; print(json.dumps({"code":sys.argv[1],"language":"javascript"}))' "$code_js")"
 jo=$(jget "$body" '["stdout"]' 2>/dev/null)
@@ -267,11 +268,13 @@ if [ "$code" = 202 ]; then
 		[ -s "$tmp/hooks.json" ] && python3 -c 'import json,sys; h=json.load(open(sys.argv[1])); sys.exit(0 if len(h)>=3 else 1)' "$tmp/hooks.json" && break
 		sleep 0.1
 	done
-	python3 - "$tmp/hooks.json" "$tmp/webhook.key" "$jsx" "$rid" <<'EOPY' && ok "webhook delivered after 2 failures, signed with the sandbox's secret" || bad "webhook: $(cat "$tmp/hooks.json" 2>/dev/null)"
+	python3 - "$tmp/hooks.json" "$tmp/webhook.key" "$jsx" "$rid" "$jsecret" <<'EOPY' && ok "webhook delivered after 2 failures, signed with the secret its sandbox's creator was given" || bad "webhook: $(cat "$tmp/hooks.json" 2>/dev/null)"
 import hmac, hashlib, json, sys
 hooks = json.load(open(sys.argv[1]))
 master = bytes.fromhex(open(sys.argv[2]).read().strip())
 secret = hmac.new(master, b'keep webhook secret v1\0' + sys.argv[3].encode(), 'sha256').digest()
+# The client has it from POST /v1/sandboxes.
+assert bytes.fromhex(sys.argv[5]) == secret, (sys.argv[5], secret.hex())
 assert len(hooks) == 3, hooks
 h = hooks[-1]
 t, v1 = [kv.split('=', 1)[1] for kv in h['sig'].split(',')]
