@@ -25,11 +25,21 @@ wall_ms(void)
 }
 
 /*
- * Entries wait in fb->audit until the event loop has handled what was
- * ready (fb_audit_flush), then go in one message, so the store commits
- * them in one transaction: one fsync for a burst of requests rather than
- * one each. They wait no longer than one pass of the loop.
+ * Entries wait in fb->audit_buf, then go in one message, so the store
+ * commits them in one transaction: one fsync for a burst of requests
+ * rather than one each. They wait at most FB_AUDIT_DELAY_MS (the event
+ * loop wakes for it, front_backend_flush_in), or until the message is
+ * full.
  */
+static uint64_t
+mono_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 static void
 audit_send(struct front_backend *fb, const struct store_audit *e)
 {
@@ -54,13 +64,35 @@ audit_send(struct front_backend *fb, const struct store_audit *e)
 		free(msg);
 		return;
 	}
-	if (fb->audit_len == 0)
+	if (fb->audit_len == 0) {
 		fb->audit_len = sizeof(hdr);
+		fb->audit_since_ms = mono_now_ms();
+	}
 	memcpy(
 	    fb->audit_buf + fb->audit_len, (uint8_t *)msg + sizeof(hdr), len);
 	fb->audit_len += len;
 	fb->audit_count++;
 	free(msg);
+}
+
+int
+front_backend_flush_in(struct front_backend *fb)
+{
+	uint64_t now;
+
+	if (fb->audit_count == 0)
+		return -1;
+	now = mono_now_ms();
+	if (now >= fb->audit_since_ms + FB_AUDIT_DELAY_MS)
+		return 0;
+	return (int)(fb->audit_since_ms + FB_AUDIT_DELAY_MS - now);
+}
+
+void
+front_backend_flush(struct front_backend *fb)
+{
+	if (front_backend_flush_in(fb) == 0)
+		fb_audit_flush(fb);
 }
 
 void

@@ -18,6 +18,7 @@
 #include "host/msg.h"
 #include "lib/caps.h"
 #include "lib/log.h"
+#include "lib/task.h"
 #include "policy/policy.h"
 #include "token/token.h"
 
@@ -42,11 +43,155 @@ fb_fail(struct api_error *err, int code, const char *fmt, ...)
 }
 
 /*
+ * The reply h (a whole message, len bytes, fd with it or -1) to a call of
+ * type that expects rtype: copy its payload to r. Returns API_OK, or an
+ * error with err filled: MSG_F_ERROR from the peer (its text is logged,
+ * not shown; its code returned) or malformed. Consumes fd on error.
+ */
+static int
+fb_reply(enum proc_id peer, uint32_t type, uint32_t rtype, uint32_t rflags,
+    const uint8_t *buf, size_t len, int fd, void *r, size_t *rlen, int *rfd,
+    struct api_error *err)
+{
+	const struct msg_hdr *h = (const struct msg_hdr *)buf;
+
+	(void)len;
+	if (h->flags & MSG_F_ERROR) {
+		struct msg_error me;
+		char esc[sizeof(me.text) * 4];
+
+		if (fd != -1)
+			close(fd);
+		memset(&me, 0, sizeof(me));
+		memcpy(&me, buf + sizeof(*h),
+		    h->len < sizeof(me) ? h->len : sizeof(me));
+		me.text[sizeof(me.text) - 1] = '\0';
+		log_info("%s: %s refused %s: %s", __func__, proc_name(peer),
+		    msg_type_name(type),
+		    log_escape(esc, sizeof(esc), me.text, strlen(me.text)));
+		err->retry_after = 0;
+		return me.code;
+	}
+	if (h->type != rtype ||
+	    ((rflags & FB_R_VARIABLE) ? h->len > *rlen : h->len != *rlen) ||
+	    (fd != -1) != ((rflags & FB_R_FD) != 0)) {
+		if (fd != -1)
+			close(fd);
+		log_warnx("%s: malformed %s from %s", __func__,
+		    msg_type_name(h->type), proc_name(peer));
+		return fb_fail(err, API_EINTERNAL, "Internal error");
+	}
+	memcpy(r, buf + sizeof(*h), h->len);
+	*rlen = h->len;
+	if (rfd != NULL)
+		*rfd = fd;
+	return API_OK;
+}
+
+/* A call of a task, suspended until its reply, its deadline or the end
+ * of its link. */
+struct fb_wait {
+	struct fb_wait *next;
+	struct task *task;
+	enum proc_id peer;
+	uint64_t reqid;
+	uint32_t type, rtype, rflags;
+	void *r;
+	size_t *rlen;
+	int *rfd;
+	struct api_error *err;
+	uint64_t deadline;
+	int rc;
+};
+
+/* Take w off the list and run its task on; free the task if it ends. */
+static void
+fb_wake(struct front_backend *fb, struct fb_wait *w, int rc)
+{
+	struct fb_wait **pp;
+	struct task *t = w->task;
+
+	for (pp = &fb->waits; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == w) {
+			*pp = w->next;
+			break;
+		}
+	fb->nwaits--;
+	w->rc = rc;
+	if (task_run(t) == TASK_DONE)
+		task_free(t);
+}
+
+/* Fail every call waiting on peer (PROC_COUNT: every call). */
+static void
+fb_fail_waits(struct front_backend *fb, enum proc_id peer, const char *why)
+{
+	struct fb_wait *w;
+
+	for (;;) {
+		for (w = fb->waits; w != NULL; w = w->next)
+			if (peer == PROC_COUNT || w->peer == peer)
+				break;
+		if (w == NULL)
+			return;
+		fb_fail(w->err, API_EUNAVAIL, "The %s service %s",
+		    proc_name(w->peer), why);
+		fb_wake(fb, w, API_EUNAVAIL);
+	}
+}
+
+void
+fb_expire_waits(struct front_backend *fb)
+{
+	uint64_t now = mono_ms();
+	struct fb_wait *w;
+
+	for (;;) {
+		for (w = fb->waits; w != NULL; w = w->next)
+			if (now >= w->deadline)
+				break;
+		if (w == NULL)
+			return;
+		log_warnx("%s: %s did not answer %s in time", __func__,
+		    proc_name(w->peer), msg_type_name(w->type));
+		fb_fail(w->err, API_EUNAVAIL, "The %s service did not answer",
+		    proc_name(w->peer));
+		fb_wake(fb, w, API_EUNAVAIL);
+	}
+}
+
+/* If the message in fb->buf is the reply a task waits for, hand it over
+ * and run the task on at once, before anything else from that link (a
+ * run's output may follow its start's reply): 1. Else 0. */
+static int
+fb_deliver(struct front_backend *fb, enum proc_id from, size_t len, int fd)
+{
+	const struct msg_hdr *h = (const struct msg_hdr *)fb->buf;
+	struct fb_wait *w;
+	int rc;
+
+	if (len < sizeof(*h) || !(h->flags & MSG_F_REPLY) ||
+	    h->len != len - sizeof(*h))
+		return 0;
+	for (w = fb->waits; w != NULL; w = w->next)
+		if (w->peer == from && w->reqid == h->reqid)
+			break;
+	if (w == NULL)
+		return 0;
+	rc = fb_reply(from, w->type, w->rtype, w->rflags, fb->buf, len, fd,
+	    w->r, w->rlen, w->rfd, w->err);
+	fb_wake(fb, w, rc);
+	return 1;
+}
+
+/*
  * Send q to peer and wait for the reply to reqid of type rtype (exactly
- * rlen bytes, or at most rlen with FB_VARIABLE). Anything else arriving on
- * that link meanwhile is dispatched as usual. Returns API_OK, or an error
- * with err filled: the peer is down, did not answer in time, answered with
- * MSG_F_ERROR (its text is logged, not shown) or malformed.
+ * rlen bytes, or at most rlen with FB_VARIABLE). In a task (every API
+ * request runs in one, host/http/front.c), the task suspends and the
+ * event loop goes on with other requests; on the loop's own stack the
+ * call waits on that one link, dispatching anything else that arrives
+ * meanwhile. Returns API_OK, or an error with err filled: the peer is
+ * down, did not answer in time, answered with MSG_F_ERROR or malformed.
  */
 int
 fb_call(struct front_backend *fb, enum proc_id peer, uint32_t type,
@@ -57,6 +202,7 @@ fb_call(struct front_backend *fb, enum proc_id peer, uint32_t type,
 	const struct msg_hdr *h = (const struct msg_hdr *)fb->buf;
 	uint64_t deadline = mono_ms() + FRONT_CALL_TIMEOUT_MS, now;
 	struct pollfd pfd;
+	struct task *self;
 	size_t len;
 	int fd, rc;
 
@@ -71,6 +217,25 @@ fb_call(struct front_backend *fb, enum proc_id peer, uint32_t type,
 		    msg_strerror(rc));
 		return fb_fail(err, API_EUNAVAIL, "The %s service is busy",
 		    proc_name(peer));
+	}
+	if ((self = task_self()) != NULL) {
+		struct fb_wait w = { .task = self,
+			.peer = peer,
+			.reqid = reqid,
+			.type = type,
+			.rtype = rtype,
+			.rflags = rflags,
+			.r = r,
+			.rlen = rlen,
+			.rfd = rfd,
+			.err = err,
+			.deadline = deadline };
+
+		w.next = fb->waits;
+		fb->waits = &w;
+		fb->nwaits++;
+		task_suspend();
+		return w.rc;
 	}
 	for (;;) {
 		now = mono_ms();
@@ -105,40 +270,12 @@ fb_call(struct front_backend *fb, enum proc_id peer, uint32_t type,
 			break;
 		fb_dispatch(fb, peer, len, fd);
 	}
-	if (h->flags & MSG_F_ERROR) {
-		struct msg_error me;
-
-		if (fd != -1)
-			close(fd);
-		memset(&me, 0, sizeof(me));
-		memcpy(&me, fb->buf + sizeof(*h),
-		    h->len < sizeof(me) ? h->len : sizeof(me));
-		me.text[sizeof(me.text) - 1] = '\0';
-		char esc[sizeof(me.text) * 4];
-
-		log_info("%s: %s refused %s: %s", __func__, proc_name(peer),
-		    msg_type_name(type),
-		    log_escape(esc, sizeof(esc), me.text, strlen(me.text)));
-		err->retry_after = 0;
-		return me.code;
-	}
-	if (h->type != rtype ||
-	    ((rflags & FB_R_VARIABLE) ? h->len > *rlen : h->len != *rlen) ||
-	    (fd != -1) != ((rflags & FB_R_FD) != 0)) {
-		if (fd != -1)
-			close(fd);
-		log_warnx("%s: malformed %s from %s", __func__,
-		    msg_type_name(h->type), proc_name(peer));
-		return fb_fail(err, API_EINTERNAL, "Internal error");
-	}
-	memcpy(r, fb->buf + sizeof(*h), h->len);
-	*rlen = h->len;
-	if (rfd != NULL)
-		*rfd = fd;
-	return API_OK;
+	return fb_reply(
+	    peer, type, rtype, rflags, fb->buf, len, fd, r, rlen, rfd, err);
 }
 
-/* A message on a link that is not the reply being waited for. */
+/* A message on a link that is not the reply being waited for: a task's
+ * reply, or a message for the handlers. */
 void
 fb_dispatch(struct front_backend *fb, enum proc_id from, size_t len, int fd)
 {
@@ -147,6 +284,8 @@ fb_dispatch(struct front_backend *fb, enum proc_id from, size_t len, int fd)
 	struct msg m;
 	int rc;
 
+	if (fb_deliver(fb, from, len, fd))
+		return;
 	rc = msg_decode(ctx->handlers, ctx->nhandlers, from, fb->buf, len,
 	    fd != -1, &m, &h);
 	if (rc != MSG_OK) {
@@ -161,6 +300,41 @@ fb_dispatch(struct front_backend *fb, enum proc_id from, size_t len, int fd)
 	ctx->nrecv++;
 	if (h->fn(ctx, &m) != 0)
 		ctx->ndropped++;
+}
+
+/* The messages waiting on a link, at most this many per loop pass, so one
+ * busy peer cannot starve the clients. */
+#define FB_LINK_BATCH 64
+
+int
+front_backend_link_event(struct front_backend *fb, enum proc_id peer)
+{
+	struct proc_ctx *ctx = fb->ctx;
+	size_t len;
+	int i, rc, fd;
+
+	if (peer == PROC_PARENT)
+		return proc_link_event(ctx, peer, fb->buf, MSG_BUFSZ);
+	for (i = 0; i < FB_LINK_BATCH && ctx->fd[peer] >= 0; i++) {
+		rc = msg_recv_nowait(
+		    ctx->fd[peer], fb->buf, MSG_BUFSZ, &len, &fd);
+		if (rc == MSG_ERR_AGAIN)
+			break;
+		if (rc == MSG_ERR_TRUNCATED) {
+			ctx->ndropped++;
+			continue;
+		}
+		if (rc != MSG_OK) {
+			log_info("%s: link to %s closed (%s)", __func__,
+			    proc_name(peer), msg_strerror(rc));
+			close(ctx->fd[peer]);
+			ctx->fd[peer] = -1;
+			front_backend_link_down(fb, peer);
+			break;
+		}
+		fb_dispatch(fb, peer, len, fd);
+	}
+	return 0;
 }
 
 /* ---- authentication --------------------------------------------------- */
@@ -224,12 +398,6 @@ fb_authenticate(void *arg, const char *tok, size_t len,
 	strlcpy(out->sbx, c.sbx, sizeof(out->sbx));
 	out->caps = c.caps;
 	out->exp = c.exp;
-	/* Kept for attenuation, which the policy process re-verifies. */
-	if (len < sizeof(fb->bearer)) {
-		memcpy(fb->bearer, tok, len);
-		fb->bearer_len = len;
-	} else
-		fb->bearer_len = 0;
 	return API_OK;
 }
 
@@ -336,7 +504,7 @@ fb_authorize(
     void *arg, struct api_call *call, const char *target, struct api_error *err)
 {
 	struct front_backend *fb = arg;
-	struct fb_authz *a = &fb->authz[fb->authz_next++ % FB_AUTHZ_SLOTS];
+	struct fb_authz *a = (struct fb_authz *)call->authz_room;
 	int rc;
 
 	memset(a, 0, sizeof(*a));
@@ -370,16 +538,20 @@ fb_authorize(
 
 /* ---- tokens ----------------------------------------------------------- */
 
+_Static_assert(sizeof(struct fb_authz) <= API_AUTHZ_ROOM,
+    "a decision fits the call's room");
+
 int
-fb_mint(struct front_backend *fb, cap_set_t caps, int64_t exp, const char *sbx,
-    struct api_token *out, struct api_error *err)
+fb_mint(struct front_backend *fb, const struct api_call *call, cap_set_t caps,
+    int64_t exp, const char *sbx, struct api_token *out, struct api_error *err)
 {
 	struct msg_policy_mint *q;
 	struct msg_policy_minted *r;
 	size_t rlen = sizeof(*r);
 	int rc;
 
-	if (fb->bearer_len == 0)
+	if (call->token == NULL || call->token_len == 0 ||
+	    call->token_len > sizeof(q->token))
 		return fb_fail(
 		    err, API_EUNAUTH, "Token too large to attenuate");
 	q = calloc(1, sizeof(*q));
@@ -392,8 +564,8 @@ fb_mint(struct front_backend *fb, cap_set_t caps, int64_t exp, const char *sbx,
 	q->exp = exp;
 	if (sbx != NULL)
 		strlcpy(q->sbx, sbx, sizeof(q->sbx));
-	q->token_len = (uint32_t)fb->bearer_len;
-	memcpy(q->token, fb->bearer, fb->bearer_len);
+	q->token_len = (uint32_t)call->token_len;
+	memcpy(q->token, call->token, call->token_len);
 	rc = fb_call(fb, PROC_POLICY, MSG_POLICY_MINT, ++fb->next_reqid, q,
 	    sizeof(*q), -1, MSG_POLICY_MINTED, 0, r, &rlen, NULL, err);
 	if (rc != API_OK) {
@@ -425,7 +597,7 @@ fb_token_attenuate(void *arg, const struct api_call *call,
     const struct api_attenuate *at, struct api_token *out,
     struct api_error *err)
 {
-	return fb_mint(arg, at->caps, at->exp, at->sbx, out, err);
+	return fb_mint(arg, call, at->caps, at->exp, at->sbx, out, err);
 }
 
 /* ---- policy ----------------------------------------------------------- */
@@ -446,7 +618,7 @@ fb_policy_check(void *arg, const struct api_call *call,
 	strlcpy(who.sub, chk->principal, sizeof(who.sub));
 	who.caps = CAP_ALL;
 	rc = fb_decide(fb, &who, chk->cap, PROC_FRONT, chk->target,
-	    DECIDE_DRY_RUN, ++fb->next_reqid, &d, err);
+	    ++fb->next_reqid, DECIDE_DRY_RUN, &d, err);
 	if (rc != API_OK)
 		return rc;
 	memset(out, 0, sizeof(*out));
@@ -535,7 +707,6 @@ front_backend_free(struct front_backend *fb)
 		return;
 	/* Runs must be resumed while the api lives (front_backend_stop). */
 	token_verifier_free(fb->tv);
-	sodium_memzero(fb->bearer, sizeof(fb->bearer));
 	free(fb->audit_buf);
 	fb_revoked_free(fb);
 	fb_locks_free(fb);
@@ -552,20 +723,16 @@ front_backend_ops(struct front_backend *fb)
 void
 front_backend_stop(struct front_backend *fb)
 {
+	fb_fail_waits(fb, PROC_COUNT, "is stopping");
 	fb_runs_fail_all(fb);
 	front_backend_resume(fb);
 	fb_audit_flush(fb);
 }
 
 void
-front_backend_flush(struct front_backend *fb)
-{
-	fb_audit_flush(fb);
-}
-
-void
 front_backend_link_down(struct front_backend *fb, enum proc_id peer)
 {
+	fb_fail_waits(fb, peer, "is restarting");
 	if (peer == PROC_VMM)
 		fb_runs_fail_all(fb);
 }

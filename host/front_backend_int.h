@@ -15,9 +15,8 @@
 #include "host/msg.h"
 #include "host/proc_egress.h"
 
-/* The grant of each recent authorize, by slot; an op reads it at once
- * (call->authz), so a few slots outlive any op that needs them. */
-#define FB_AUTHZ_SLOTS 8
+/* The grant of an authorize, kept in the call's authz_room for its op
+ * (call->authz). */
 struct fb_authz {
 	uint64_t reqid; /* the grant is bound to it */
 	enum proc_id link;
@@ -26,6 +25,7 @@ struct fb_authz {
 };
 
 struct fb_run; /* a run in flight at the vmm (host/front_run.c) */
+struct fb_wait; /* a task's call in flight (host/front_backend.c) */
 
 /* How long a deferred run may wait for the vmm: longer than any run's
  * time limit (keepd.yaml caps it) plus boot and teardown. */
@@ -41,12 +41,10 @@ struct front_backend {
 	struct api_backend ops;
 	uint8_t *buf; /* MSG_BUFSZ, for synchronous calls */
 	uint64_t next_reqid;
-	struct fb_authz authz[FB_AUTHZ_SLOTS];
-	unsigned authz_next;
+	struct fb_wait *waits; /* calls of suspended tasks (fb_call) */
+	unsigned nwaits;
 	struct token_verifier *tv;
 	const void *tv_keys, *tv_config; /* what tv was built from */
-	char bearer[MSG_TOKEN_MAX]; /* the last authenticated token */
-	size_t bearer_len;
 	struct fb_run *runs; /* list */
 	struct fb_revoked *revoked; /* host/front_revoke.c */
 	struct fb_locks *locks; /* host/front_lock.c */
@@ -57,6 +55,7 @@ struct front_backend {
 	uint8_t *audit_buf; /* entries waiting for fb_audit_flush */
 	size_t audit_len;
 	uint32_t audit_count;
+	uint64_t audit_since_ms; /* monotonic, when the first one waited */
 };
 
 /* fb_call reply flags. */
@@ -67,6 +66,8 @@ int fb_call(struct front_backend *, enum proc_id peer, uint32_t type,
     uint64_t reqid, const void *q, size_t qlen, int qfd, uint32_t rtype,
     uint32_t rflags, void *r, size_t *rlen, int *rfd, struct api_error *err);
 void fb_dispatch(struct front_backend *, enum proc_id from, size_t len, int fd);
+/* Fail the tasks' calls whose peer has not answered in time. */
+void fb_expire_waits(struct front_backend *);
 int fb_fail(struct api_error *, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* flags: DECIDE_* (host/msg.h). */
@@ -98,6 +99,10 @@ int fb_persist_image(struct front_backend *, const struct api_principal *,
     const struct api_image *, struct api_error *);
 int fb_forget_image(struct front_backend *, const struct api_principal *,
     const char *name, struct api_error *);
+/* How long audit entries may wait for the store (a crash loses at most
+ * that much of the audit log; docs/threat-model.md). */
+#define FB_AUDIT_DELAY_MS 5
+
 /* Send the audit entries made since the last flush, in one message. */
 void fb_audit_flush(struct front_backend *);
 void fb_image_ops(struct api_backend *);
@@ -120,8 +125,9 @@ int fb_sbx_error(int status, struct api_error *err);
 void fb_leave(struct front_backend *, const char *principal);
 int fb_refusal(
     const struct msg_policy_decision *, enum cap_id, struct api_error *);
-int fb_mint(struct front_backend *, cap_set_t caps, int64_t exp,
-    const char *sbx, struct api_token *out, struct api_error *err);
+/* A token derived from the caller's (call->token). */
+int fb_mint(struct front_backend *, const struct api_call *, cap_set_t caps,
+    int64_t exp, const char *sbx, struct api_token *out, struct api_error *err);
 
 /* host/front_sandbox.c */
 void fb_sandbox_ops(struct api_backend *);

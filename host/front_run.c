@@ -693,8 +693,9 @@ void
 front_backend_resume(struct front_backend *fb)
 {
 	struct fb_run **rp = &fb->runs, *r;
-
 	uint64_t now = mono_ms();
+
+	fb_expire_waits(fb);
 
 	while ((r = *rp) != NULL) {
 		if (!r->done && now >= r->deadline) {

@@ -104,7 +104,8 @@ sandbox_token(struct front_backend *fb, const struct api_call *call,
 
 	if (expires_at != 0 && (exp == 0 || expires_at < exp))
 		exp = expires_at;
-	return fb_mint(fb, call->who->caps & SBX_TOKEN_CAPS, exp, id, tok, err);
+	return fb_mint(
+	    fb, call, call->who->caps & SBX_TOKEN_CAPS, exp, id, tok, err);
 }
 
 /* The sandbox's webhook secret from the egress process, or "". */

@@ -202,8 +202,8 @@ take_fds(struct msghdr *mh)
 	return fd;
 }
 
-int
-msg_recv(int sock, void *buf, size_t bufsz, size_t *len, int *fdp)
+static int
+recv_one(int sock, void *buf, size_t bufsz, size_t *len, int *fdp, int flags)
 {
 	struct iovec iov;
 	struct msghdr mh;
@@ -224,7 +224,7 @@ msg_recv(int sock, void *buf, size_t bufsz, size_t *len, int *fdp)
 	mh.msg_control = cbuf.buf;
 	mh.msg_controllen = sizeof(cbuf.buf);
 	do {
-		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC | flags);
 	} while (n == -1 && errno == EINTR);
 	if (n == -1)
 		return errno == EAGAIN ? MSG_ERR_AGAIN : MSG_ERR_IO;
@@ -239,6 +239,18 @@ msg_recv(int sock, void *buf, size_t bufsz, size_t *len, int *fdp)
 	*len = (size_t)n;
 	*fdp = fd;
 	return MSG_OK;
+}
+
+int
+msg_recv(int sock, void *buf, size_t bufsz, size_t *len, int *fdp)
+{
+	return recv_one(sock, buf, bufsz, len, fdp, 0);
+}
+
+int
+msg_recv_nowait(int sock, void *buf, size_t bufsz, size_t *len, int *fdp)
+{
+	return recv_one(sock, buf, bufsz, len, fdp, MSG_DONTWAIT);
 }
 
 static void
@@ -257,17 +269,18 @@ log_dropped(struct proc_ctx *ctx, enum proc_id from, const void *buf,
 	    msg_type_name(type), len, esc, (unsigned long long)ctx->ndropped);
 }
 
-int
-msg_dispatch(struct proc_ctx *ctx, enum proc_id from, void *buf, size_t bufsz)
+static int
+dispatch_one(
+    struct proc_ctx *ctx, enum proc_id from, void *buf, size_t bufsz, int flags)
 {
 	const struct msg_handler *h;
 	struct msg m;
 	size_t len;
 	int err, fd;
 
-	err = msg_recv(ctx->fd[from], buf, bufsz, &len, &fd);
+	err = recv_one(ctx->fd[from], buf, bufsz, &len, &fd, flags);
 	if (err == MSG_ERR_AGAIN)
-		return MSG_OK;
+		return flags & MSG_DONTWAIT ? MSG_ERR_AGAIN : MSG_OK;
 	if (err == MSG_ERR_TRUNCATED) {
 		ctx->ndropped++;
 		log_dropped(ctx, from, buf, 0, err);
@@ -294,6 +307,19 @@ msg_dispatch(struct proc_ctx *ctx, enum proc_id from, void *buf, size_t bufsz)
 		log_dropped(ctx, from, buf, len, MSG_ERR_HANDLER);
 	}
 	return MSG_OK;
+}
+
+int
+msg_dispatch(struct proc_ctx *ctx, enum proc_id from, void *buf, size_t bufsz)
+{
+	return dispatch_one(ctx, from, buf, bufsz, 0);
+}
+
+int
+msg_dispatch_nowait(
+    struct proc_ctx *ctx, enum proc_id from, void *buf, size_t bufsz)
+{
+	return dispatch_one(ctx, from, buf, bufsz, MSG_DONTWAIT);
 }
 
 int

@@ -325,6 +325,9 @@ int msg_send(int sock, uint32_t type, uint32_t flags, uint64_t reqid,
  */
 #define MSG_BUFSZ (sizeof(struct msg_hdr) + MSG_MAX_PAYLOAD)
 int msg_recv(int sock, void *buf, size_t bufsz, size_t *len, int *fd);
+/* msg_recv that does not wait, even on a blocking link: MSG_ERR_AGAIN
+ * when nothing is queued. */
+int msg_recv_nowait(int sock, void *buf, size_t bufsz, size_t *len, int *fd);
 
 /*
  * Receive and dispatch one message on ctx->fd[from]: decode against
@@ -333,6 +336,9 @@ int msg_recv(int sock, void *buf, size_t bufsz, size_t *len, int *fd);
  * messages alike, MSG_ERR_EOF or MSG_ERR_IO when the link is gone.
  */
 int msg_dispatch(
+    struct proc_ctx *ctx, enum proc_id from, void *buf, size_t bufsz);
+/* msg_dispatch that does not wait: MSG_ERR_AGAIN when nothing is queued. */
+int msg_dispatch_nowait(
     struct proc_ctx *ctx, enum proc_id from, void *buf, size_t bufsz);
 
 /* Reply to m on ctx's link to m->from, echoing its request id. */

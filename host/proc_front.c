@@ -132,7 +132,7 @@ front_loop(struct proc_ctx *ctx, struct front_state *fs)
 {
 	struct epoll_event ev[16];
 	uint8_t *buf;
-	int epfd, n, i, started = 0, linkfd[PROC_COUNT];
+	int epfd, n, i, started = 0, linkfd[PROC_COUNT], timeout, due;
 	enum proc_id p;
 
 	if ((buf = malloc(MSG_BUFSZ)) == NULL ||
@@ -158,6 +158,11 @@ front_loop(struct proc_ctx *ctx, struct front_state *fs)
 				front_backend_link_down(fs->fb, p);
 			linkfd[p] = ctx->fd[p];
 		}
+		timeout = 250;
+		if (fs->fb != NULL &&
+		    (due = front_backend_flush_in(fs->fb)) >= 0 &&
+		    due < timeout)
+			timeout = due;
 		if (!started) {
 			if ((started = front_start(ctx, fs)) == -1)
 				fatalx("%s: cannot serve", __func__);
@@ -170,15 +175,21 @@ front_loop(struct proc_ctx *ctx, struct front_state *fs)
 					fatal("%s: epoll_ctl", __func__);
 			}
 		}
-		n = epoll_wait(epfd, ev, nitems(ev), 250);
+		n = epoll_wait(epfd, ev, nitems(ev), timeout);
 		if (n == -1 && errno != EINTR)
 			fatal("%s: epoll_wait", __func__);
 		for (i = 0; i < n && !ctx->quit; i++) {
 			p = (enum proc_id)ev[i].data.u64;
 			if (p == PROC_COUNT)
 				continue;
-			if (ctx->fd[p] != -1 &&
-			    proc_link_event(ctx, p, buf, MSG_BUFSZ) == -1)
+			if (ctx->fd[p] == -1)
+				continue;
+			/* Once serving, replies go to the tasks that wait
+			 * for them (host/front_backend.c). */
+			if ((fs->fb != NULL
+			            ? front_backend_link_event(fs->fb, p)
+			            : proc_link_event(
+			                  ctx, p, buf, MSG_BUFSZ)) == -1)
 				ctx->quit = 1;
 		}
 		/* Timeouts are enforced inside front_step: call it always. */

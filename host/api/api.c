@@ -667,6 +667,8 @@ authenticate(struct rq *r)
 		rq_backend_error(r, rc, &err);
 		return -1;
 	}
+	r->call.token = h->value + 7;
+	r->call.token_len = h->valuelen - 7;
 	r->who.sub[sizeof(r->who.sub) - 1] = '\0';
 	r->who.jti[sizeof(r->who.jti) - 1] = '\0';
 	r->who.sbx[sizeof(r->who.sbx) - 1] = '\0';

@@ -75,6 +75,9 @@ struct api_principal {
 	int64_t exp; /* token expiry, unix seconds */
 };
 
+/* Bytes of api_call.authz_room. */
+#define API_AUTHZ_ROOM 320
+
 /* Passed to every op after authentication. */
 struct api_call {
 	const struct api_principal *who;
@@ -92,6 +95,16 @@ struct api_call {
 	 * NUL-terminated. */
 	const char *lock;
 	size_t lock_len;
+	/* The bearer token as received, for attenuation (the policy process
+	 * re-verifies it); not NUL-terminated, valid during the call. */
+	const char *token;
+	size_t token_len;
+	/*
+	 * Room for what authorize keeps for the op (authz may point here).
+	 * It lives exactly as long as the call, however many other calls
+	 * the backend has in flight meanwhile.
+	 */
+	_Alignas(16) unsigned char authz_room[API_AUTHZ_ROOM];
 };
 
 struct api_kv {

@@ -28,6 +28,7 @@
 
 #include "host/http/front.h"
 #include "lib/log.h"
+#include "lib/task.h"
 
 /* C_LINGER: answered and half-closed, discarding input until the peer
  * closes or 2 s pass, so that our last response is not destroyed by a
@@ -188,6 +189,99 @@ conn_send(struct conn *c, const void *buf, size_t len)
 	return tls_result(c->tls, n, &c->wr_want);
 }
 
+/*
+ * A request served in a task (lib/task.h), so that its calls to other
+ * processes suspend it rather than the loop. It has its own copy of the
+ * request: the connection's buffer moves and fills with pipelined bytes
+ * while the task waits.
+ */
+struct conn_task {
+	struct front *f;
+	struct task *task;
+	uint64_t conn; /* slot << 32 | gen, as for a deferred reply */
+	char *in;
+	struct http_request req;
+	struct http_buf out;
+	int rc; /* api_handle_conn's */
+	int detached; /* it suspended: the connection waits in C_WAIT */
+};
+
+static void front_resume(void *, uint64_t, const void *, size_t, int);
+
+static void
+conn_task_free(struct conn_task *ct)
+{
+	free(ct->in);
+	http_buf_free(&ct->out);
+	free(ct);
+}
+
+static void
+conn_task_main(void *arg)
+{
+	struct conn_task *ct = arg;
+
+	ct->rc = api_handle_conn(ct->f->api, &ct->req, &ct->out, ct->conn);
+	if (!ct->detached)
+		return;
+	/* The connection went on without it: answer as a deferred reply
+	 * does, unless the op deferred its reply itself. The task's stack
+	 * is freed by whoever ran it last. */
+	if (ct->rc != API_HANDLE_PENDING)
+		front_resume(ct->f, ct->conn, ct->out.data, ct->out.len,
+		    ct->rc ? API_RESUME_CLOSE : 0);
+	conn_task_free(ct);
+}
+
+/*
+ * Answer the request in c->req (its bytes are c->in[0, consumed)) as
+ * api_handle_conn does. In a task when one can be had; without (out of
+ * memory) on the loop's stack, where the backend's calls then wait in
+ * turn.
+ */
+static int
+conn_handle(struct front *f, struct conn *c, size_t consumed)
+{
+	uint64_t id = (uint64_t)c->slot << 32 | c->gen;
+	struct conn_task *ct;
+	int status, rc;
+
+	if ((ct = calloc(1, sizeof(*ct))) == NULL)
+		return api_handle_conn(f->api, &c->req, &c->out, id);
+	http_buf_init(&ct->out);
+	if ((ct->in = malloc(consumed)) == NULL ||
+	    (ct->task = task_new(conn_task_main, ct)) == NULL) {
+		conn_task_free(ct);
+		return api_handle_conn(f->api, &c->req, &c->out, id);
+	}
+	memcpy(ct->in, c->in, consumed);
+	if (http_parse_head(ct->in, consumed, &f->lim->http, &ct->req,
+	        &status) != HTTP_OK) {
+		task_free(ct->task);
+		conn_task_free(ct);
+		return api_handle_conn(f->api, &c->req, &c->out, id);
+	}
+	ct->req.body = ct->in + ct->req.head_len;
+	ct->req.body_len = consumed - ct->req.head_len;
+	ct->f = f;
+	ct->conn = id;
+	if (task_run(ct->task) == TASK_SUSPENDED) {
+		ct->detached = 1;
+		return API_HANDLE_PENDING;
+	}
+	task_free(ct->task);
+	if (c->out.len == 0) {
+		struct http_buf swap = c->out;
+
+		c->out = ct->out;
+		ct->out = swap;
+	} else
+		http_buf_add(&c->out, ct->out.data, ct->out.len);
+	rc = ct->rc;
+	conn_task_free(ct);
+	return rc;
+}
+
 static void
 conn_refuse(struct front *f, struct conn *c, int status)
 {
@@ -300,8 +394,7 @@ conn_process(struct front *f, struct conn *c)
 		c->req.body = c->in + c->req.head_len;
 		c->req.body_len = consumed - c->req.head_len;
 		c->nreq++;
-		rc = api_handle_conn(
-		    f->api, &c->req, &c->out, (uint64_t)c->slot << 32 | c->gen);
+		rc = conn_handle(f, c, consumed);
 		if (lim->max_requests && c->nreq >= lim->max_requests)
 			c->closing = 1;
 		memmove(c->in, c->in + consumed, c->inlen - consumed);

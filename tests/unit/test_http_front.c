@@ -20,6 +20,7 @@
 
 #include "host/api/api_fake.h"
 #include "host/http/front.h"
+#include "lib/task.h"
 
 struct env {
 	int lfd;
@@ -421,6 +422,91 @@ test_backpressure(void **state)
 	close(fd);
 }
 
+/*
+ * A backend whose authenticate suspends the request's task for the token
+ * "slow", as the real backend does while it waits on another process;
+ * the test resumes it.
+ */
+static int (*real_authenticate)(
+    void *, const char *, size_t, struct api_principal *, struct api_error *);
+static struct task *parked;
+
+static int
+slow_authenticate(void *ctx, const char *tok, size_t len,
+    struct api_principal *who, struct api_error *err)
+{
+	if (len == 4 && memcmp(tok, "slow", 4) == 0) {
+		parked = task_self();
+		if (parked == NULL)
+			return API_EINTERNAL; /* not in a task: the test fails */
+		task_suspend();
+		tok = "t";
+		len = 1;
+	}
+	return real_authenticate(ctx, tok, len, who, err);
+}
+
+static void
+test_suspended_request_in_order(void **state)
+{
+	struct env *e = *state;
+	char buf[8192], *a, *b;
+	int fd, other, closed;
+
+	/* Connections here must outlive the steps, whatever the clock. */
+	e->lim.idle_timeout_ms = e->lim.head_timeout_ms = 600000;
+	fd = client(e);
+	other = client(e);
+	real_authenticate = e->be.authenticate;
+	e->be.authenticate = slow_authenticate;
+	parked = NULL;
+	put(fd,
+	    "GET /v1/sandboxes HTTP/1.1\r\nHost: a\r\n"
+	    "Authorization: Bearer slow\r\n\r\n"
+	    "GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n");
+	collect(e, fd, buf, sizeof(buf), 1 << 20, 10, &closed);
+	assert_int_equal(strlen(buf), 0);
+	assert_non_null(parked);
+
+	/* The loop serves other connections while the task waits. */
+	put(other,
+	    "GET /v1/sandboxes HTTP/1.1\r\nHost: a\r\n"
+	    "Authorization: Bearer t\r\n\r\n");
+	collect(e, other, buf, sizeof(buf), 1, 50, &closed);
+	assert_non_null(strstr(buf, "200 OK"));
+
+	/* Its reply comes when it ends, before the pipelined request's. */
+	assert_int_equal(task_run(parked), TASK_DONE);
+	task_free(parked);
+	collect(e, fd, buf, sizeof(buf), 1 << 20, 20, &closed);
+	a = strstr(buf, "\"sandboxes\"");
+	b = strstr(buf, "{\"status\":\"ok\"}");
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_true(a < b);
+	assert_false(closed);
+
+	/* A client that leaves while its request waits: the connection is
+	 * held for the reply, then closed; nothing else is hurt. */
+	parked = NULL;
+	put(fd,
+	    "GET /v1/sandboxes HTTP/1.1\r\nHost: a\r\n"
+	    "Authorization: Bearer slow\r\n\r\n");
+	collect(e, fd, buf, sizeof(buf), 1, 10, &closed);
+	assert_non_null(parked);
+	close(fd);
+	for (int i = 0; i < 5; i++)
+		front_step(e->front, 10);
+	assert_int_equal(front_nconns(e->front), 2);
+	assert_int_equal(task_run(parked), TASK_DONE);
+	task_free(parked);
+	for (int i = 0; i < 5; i++)
+		front_step(e->front, 10);
+	assert_int_equal(front_nconns(e->front), 1);
+	e->be.authenticate = real_authenticate;
+	close(other);
+}
+
 int
 main(void)
 {
@@ -436,6 +522,7 @@ main(void)
 		T(test_connection_limit),
 		T(test_slow_head_times_out),
 		T(test_backpressure),
+		T(test_suspended_request_in_order),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
