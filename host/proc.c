@@ -225,18 +225,18 @@ int
 proc_link_event(
     struct proc_ctx *ctx, enum proc_id from, void *buf, size_t bufsz)
 {
-	int err, i;
+	int err, i, link;
 
-	if ((unsigned)from >= PROC_COUNT || ctx->fd[from] < 0)
+	if ((unsigned)from >= PROC_COUNT || (link = ctx->fd[from]) < 0)
 		return 0;
 	/* What is queued, up to a bound so that one busy link cannot starve
 	 * the others: a poll per message would cost a system call each. */
 	err = msg_dispatch(ctx, from, buf, bufsz);
 	for (i = 1; err == MSG_OK && i < PROC_LINK_BATCH && !ctx->quit &&
-	     ctx->fd[from] >= 0;
+	     ctx->fd[from] == link;
 	     i++)
 		err = msg_dispatch_nowait(ctx, from, buf, bufsz);
-	if (err == MSG_OK || err == MSG_ERR_AGAIN || ctx->fd[from] < 0)
+	if (err == MSG_OK || err == MSG_ERR_AGAIN || ctx->fd[from] != link)
 		return 0;
 	if (from == PROC_PARENT) {
 		/* Without the parent there is nobody to answer to: leave. */

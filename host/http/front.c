@@ -52,6 +52,7 @@ struct conn {
 	struct http_buf out;
 	size_t outoff;
 	struct http_request req;
+	const char *head_at; /* c->in when req was parsed */
 	struct http_chunked ch;
 	size_t body_r; /* chunked: raw read position */
 	size_t body_w; /* chunked: decoded write position */
@@ -244,7 +245,7 @@ conn_handle(struct front *f, struct conn *c, size_t consumed)
 {
 	uint64_t id = (uint64_t)c->slot << 32 | c->gen;
 	struct conn_task *ct;
-	int status, rc;
+	int rc;
 
 	if ((ct = calloc(1, sizeof(*ct))) == NULL)
 		return api_handle_conn(f->api, &c->req, &c->out, id);
@@ -255,14 +256,8 @@ conn_handle(struct front *f, struct conn *c, size_t consumed)
 		return api_handle_conn(f->api, &c->req, &c->out, id);
 	}
 	memcpy(ct->in, c->in, consumed);
-	if (http_parse_head(ct->in, consumed, &f->lim->http, &ct->req,
-	        &status) != HTTP_OK) {
-		task_free(ct->task);
-		conn_task_free(ct);
-		return api_handle_conn(f->api, &c->req, &c->out, id);
-	}
-	ct->req.body = ct->in + ct->req.head_len;
-	ct->req.body_len = consumed - ct->req.head_len;
+	ct->req = c->req;
+	http_request_move(&ct->req, c->in, ct->in);
 	ct->f = f;
 	ct->conn = id;
 	if (task_run(ct->task) == TASK_SUSPENDED) {
@@ -345,6 +340,7 @@ conn_process(struct front *f, struct conn *c)
 			}
 			rc = http_parse_head(
 			    c->in, c->inlen, &lim->http, &c->req, &status);
+			c->head_at = c->in;
 			if (rc == HTTP_MORE)
 				return;
 			if (rc == HTTP_ERROR) {
@@ -386,11 +382,8 @@ conn_process(struct front *f, struct conn *c)
 		}
 
 		/* The buffer may have moved since the head was parsed. */
-		if (http_parse_head(c->in, c->inlen, &lim->http, &c->req,
-		        &status) != HTTP_OK) {
-			conn_refuse(f, c, 500);
-			return;
-		}
+		if (c->head_at != c->in)
+			http_request_move(&c->req, c->head_at, c->in);
 		c->req.body = c->in + c->req.head_len;
 		c->req.body_len = consumed - c->req.head_len;
 		c->nreq++;

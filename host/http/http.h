@@ -88,6 +88,14 @@ struct http_request {
 int http_parse_head(const char *buf, size_t len, const struct http_limits *,
     struct http_request *req, int *status);
 
+/*
+ * The request's bytes have been moved or copied from `from` to `to`
+ * (same offsets): point req into the new place. Cheaper than parsing the
+ * head again.
+ */
+void http_request_move(
+    struct http_request *req, const char *from, const char *to);
+
 /* Find a header by case-insensitive name; NULL if absent. */
 const struct http_header *http_find_header(
     const struct http_request *, const char *name);

@@ -505,3 +505,26 @@ http_chunked_decode(struct http_chunked *c, char *buf, size_t len, size_t *rpos,
 	*wpos = w;
 	return rc;
 }
+
+static const char *
+moved(const char *p, const char *from, const char *to)
+{
+	/* As integers: from may already be freed (realloc). */
+	return p == NULL ? NULL : to + ((uintptr_t)p - (uintptr_t)from);
+}
+
+void
+http_request_move(struct http_request *req, const char *from, const char *to)
+{
+	size_t i;
+
+	req->method_str = moved(req->method_str, from, to);
+	req->target = moved(req->target, from, to);
+	req->path = moved(req->path, from, to);
+	req->query = moved(req->query, from, to);
+	req->body = moved(req->body, from, to);
+	for (i = 0; i < req->nheaders; i++) {
+		req->headers[i].name = moved(req->headers[i].name, from, to);
+		req->headers[i].value = moved(req->headers[i].value, from, to);
+	}
+}

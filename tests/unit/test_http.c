@@ -59,6 +59,37 @@ test_simple_get(void **state)
 	}
 }
 
+/* A request copied elsewhere reads the same from its new place. */
+static void
+test_request_move(void **state)
+{
+	static const char s[] = "POST /v1/x?y=1 HTTP/1.1\r\nHost: a\r\n"
+	                        "Content-Length: 2\r\nX-K: v\r\n\r\nhi";
+	char a[sizeof(s)], b[sizeof(s)];
+	struct http_request req;
+	const struct http_header *h;
+	int status;
+	size_t i;
+
+	(void)state;
+	memcpy(a, s, sizeof(s));
+	assert_int_equal(parse(a, &req, &status), HTTP_OK);
+	req.body = a + req.head_len;
+	req.body_len = 2;
+	memcpy(b, a, sizeof(a));
+	memset(a, 'z', sizeof(a));
+	http_request_move(&req, a, b);
+	assert_memory_equal(req.path, "/v1/x", 5);
+	assert_memory_equal(req.query, "y=1", 3);
+	assert_memory_equal(req.method_str, "POST", 4);
+	assert_memory_equal(req.body, "hi", 2);
+	assert_non_null(h = http_find_header(&req, "x-k"));
+	assert_memory_equal(h->value, "v", 1);
+	for (i = 0; i < req.nheaders; i++)
+		assert_true(req.headers[i].name >= b &&
+		    req.headers[i].name < b + sizeof(b));
+}
+
 static void
 test_incremental(void **state)
 {
@@ -317,6 +348,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_simple_get),
 		cmocka_unit_test(test_incremental),
+		cmocka_unit_test(test_request_move),
 		cmocka_unit_test(test_connection_semantics),
 		cmocka_unit_test(test_framing_refusals),
 		cmocka_unit_test(test_syntax_refusals),
