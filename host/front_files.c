@@ -99,9 +99,7 @@ file_call(struct front_backend *fb, const struct api_call *call, const char *id,
 	if (rc != API_OK)
 		return rc > API_ERR_COUNT ? API_EUNAVAIL : rc;
 	if (r->status != SBX_OK)
-		rc = r->status == SBX_E_NOTFOUND
-		    ? fb_fail(err, API_ENOTFOUND, "Sandbox not found")
-		    : fb_fail(err, API_EFORBIDDEN, "Not authorized");
+		rc = fb_sbx_error((int)r->status, err);
 	else if (r->error != 0)
 		rc = errno_error(r->error, err);
 	if (rc == API_OK && rfd != NULL) {

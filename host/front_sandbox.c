@@ -40,6 +40,10 @@ fb_sbx_error(int status, struct api_error *err)
 		return fb_fail(err, API_ESTORAGE, "Sandbox limit reached");
 	case SBX_E_GRANT:
 		return fb_fail(err, API_EFORBIDDEN, "Not authorized");
+	case SBX_E_RESTORING:
+		err->retry_after = 1;
+		return fb_fail(err, API_EUNAVAIL,
+		    "Sandboxes are being restored; try again");
 	default:
 		return fb_fail(err, API_EINTERNAL, "Internal error");
 	}

@@ -166,6 +166,14 @@ sandbox_find(struct vmm_state *vs, const char *id, const char *owner)
 	return NULL;
 }
 
+/* A sandbox that is not there may only not be back yet: until the store
+ * has been read (after a restart), the client should retry. */
+static uint32_t
+not_found(const struct vmm_state *vs)
+{
+	return vs->restore != NULL ? SBX_E_RESTORING : SBX_E_NOTFOUND;
+}
+
 /* rm -r below dirfd, then the directory itself. Bounded depth. */
 static void
 remove_tree(int dir, const char *name, int depth)
@@ -384,7 +392,7 @@ vmm_h_ref(struct proc_ctx *ctx, const struct msg *m)
 	        q.id, &g) != 0)
 		r.status = SBX_E_GRANT;
 	else if ((s = sandbox_find(vs, q.id, g.principal)) == NULL)
-		r.status = SBX_E_NOTFOUND;
+		r.status = not_found(vs);
 	else {
 		fill_info(&r, s);
 		if (del)
@@ -411,6 +419,8 @@ vmm_h_list(struct proc_ctx *ctx, const struct msg *m)
 	expire_sandboxes(vs);
 	if (check_grant(ctx, m, &q.grant, CAP_SANDBOX_READ, "", &g) != 0)
 		r->status = SBX_E_GRANT;
+	else if (vs->restore != NULL)
+		r->status = SBX_E_RESTORING; /* a partial list would mislead */
 	if (q.limit == 0 || q.limit > SBX_PAGE_MAX)
 		q.limit = SBX_PAGE_MAX;
 	/* Ids in order: the cursor is the last id of the previous page. */
@@ -528,7 +538,7 @@ vmm_h_env(struct proc_ctx *ctx, const struct msg *m)
 	        q->id, &g) != 0)
 		r->op = SBX_E_GRANT;
 	else if ((s = sandbox_find(vs, q->id, g.principal)) == NULL)
-		r->op = SBX_E_NOTFOUND;
+		r->op = not_found(vs);
 	else {
 		switch (q->op) {
 		case ENV_REPLACE:
@@ -665,7 +675,7 @@ vmm_h_file(struct proc_ctx *ctx, const struct msg *m)
 	        wr ? CAP_ARTIFACT_WRITE : CAP_ARTIFACT_READ, q.id, &g) != 0)
 		r.status = SBX_E_GRANT;
 	else if ((s = sandbox_find(vs, q.id, g.principal)) == NULL)
-		r.status = SBX_E_NOTFOUND;
+		r.status = not_found(vs);
 	else if ((rc = ws_normalize("/", q.path, path, sizeof(path))) != 0 ||
 	    (out = memfd_create("keep-file", MFD_CLOEXEC)) == -1)
 		rc = rc != 0 ? rc : -errno;
@@ -1168,7 +1178,7 @@ vmm_h_procs(struct proc_ctx *ctx, const struct msg *m)
 	if (check_grant(ctx, m, &q.grant, CAP_SANDBOX_READ, q.id, &g) != 0)
 		r->status = SBX_E_GRANT;
 	else if ((s = sandbox_find(vs, q.id, g.principal)) == NULL)
-		r->status = SBX_E_NOTFOUND;
+		r->status = not_found(vs);
 	else
 		for (i = 0; i < SBX_PROCS_MAX; i++) {
 			k = (s->procs_next + i) % SBX_PROCS_MAX;
@@ -1235,7 +1245,7 @@ vmm_h_system(struct proc_ctx *ctx, const struct msg *m)
 	if (check_grant(ctx, m, &q.grant, CAP_SANDBOX_READ, q.id, &g) != 0)
 		r.status = SBX_E_GRANT;
 	else if ((s = sandbox_find(vs, q.id, g.principal)) == NULL)
-		r.status = SBX_E_NOTFOUND;
+		r.status = not_found(vs);
 	else {
 		r.runs = s->runs;
 		r.cpu_ms = s->run_us / 1000;

@@ -41,7 +41,7 @@ void __sanitizer_finish_switch_fiber(void *, const void **, size_t *);
 
 /* Stacks kept for the next task: a loop that serves one request per
  * task would otherwise map and unmap a stack per request. */
-#define TASK_CACHE 32
+#define TASK_CACHE 256
 
 struct task {
 	void *sp; /* while not running: where it stopped */

@@ -267,7 +267,7 @@ rq_backend_error(struct rq *r, int rc, const struct api_error *err)
 	msg[sizeof(msg) - 1] = '\0';
 	if (msg[0] == '\0')
 		strlcpy(msg, http_reason(api_err_status(rc)), sizeof(msg));
-	if (rc == API_ERATE)
+	if (rc == API_ERATE || (rc == API_EUNAVAIL && err->retry_after))
 		snprintf(r->retry_after, sizeof(r->retry_after), "%u",
 		    err->retry_after ? err->retry_after : 1);
 	rq_envelope(r, api_err_status(rc), api_err_code(rc), msg);
