@@ -67,15 +67,31 @@ wrk.headers["Content-Type"] = "application/json"
 LUA
 
 rps() { sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p'; }
+count() { sed -n 's/^ *\([0-9]*\) requests in.*/\1/p'; }
+# CPU time (ns, from schedstat) of each process named: "name ns" lines.
+cpu() { for p in "$@"; do echo "$(tr '\0' ' ' </proc/$p/cmdline | sed 's/^keepd: //; s/ .*//') $(cut -d' ' -f1 /proc/$p/schedstat)"; done; }
 echo "bench/api: real keepd, wrk -t$THREADS -c$CONNS -d${DURATION}s, loopback, $(nproc) cores"
-keep=$(wrk -t"$THREADS" -c"$CONNS" -d"${DURATION}s" -s "$tmp/auth.lua" \
-    "$url/v1/sandboxes/$id" | rps)
-ngx=$(wrk -t"$THREADS" -c"$CONNS" -d"${DURATION}s" "http://127.0.0.1:$nport/small.txt" | rps)
+kids=$(pgrep -P "$pid")
+cpu $kids >"$tmp/cpu0"
+wrk -t"$THREADS" -c"$CONNS" -d"${DURATION}s" -s "$tmp/auth.lua" \
+    "$url/v1/sandboxes/$id" >"$tmp/get.txt"
+cpu $kids >"$tmp/cpu1"
+nw=$(pgrep -P "$npid" -f 'nginx: worker' | head -n 1)
+cpu "$nw" >"$tmp/ncpu0"
+wrk -t"$THREADS" -c"$CONNS" -d"${DURATION}s" "http://127.0.0.1:$nport/small.txt" >"$tmp/ngx.txt"
+cpu "$nw" >"$tmp/ncpu1"
+keep=$(rps <"$tmp/get.txt"); ngx=$(rps <"$tmp/ngx.txt")
 printf '%-50s %12s req/s\n' "keepd: GET /v1/sandboxes/{id} (token, policy, audit)" "${keep:-n/a}"
 printf '%-50s %12s req/s\n' "nginx: GET /small.txt (64 B static, 1 worker)" "${ngx:-n/a}"
 if [ -n "$ngx" ] && [ -n "$keep" ]; then
 	awk -v k="$keep" -v n="$ngx" 'BEGIN { printf "ratio keepd/nginx: %.2fx (target >= 0.70x)\n", k / n }'
 fi
+# Where the time goes: CPU per request in each process, beside nginx's.
+paste "$tmp/cpu0" "$tmp/cpu1" | awk -v n="$(count <"$tmp/get.txt")" '
+	n > 0 && $4 > $2 { t += ($4 - $2); line = line sprintf(" %s %.1f", $1, ($4 - $2) / 1000 / n) }
+	END { if (n > 0) printf "CPU per request, us: keepd %.1f (%s )\n", t / 1000 / n, line }'
+paste "$tmp/ncpu0" "$tmp/ncpu1" | awk -v n="$(count <"$tmp/ngx.txt")" '
+	n > 0 { printf "CPU per request, us: nginx %.1f\n", ($4 - $2) / 1000 / n }'
 
 # POST execute, one client, then keep run of the same script.
 wrk -t1 -c1 -d"${DURATION}s" --latency -s "$tmp/exec.lua" \
