@@ -548,6 +548,9 @@ static void
 fb_metrics(void *arg, struct http_buf *b)
 {
 	struct front_backend *fb = arg;
+	struct msg_policy_info info;
+	size_t ilen = sizeof(info);
+	struct api_error err;
 	uint64_t cum = 0;
 	size_t i;
 
@@ -577,6 +580,21 @@ fb_metrics(void *arg, struct http_buf *b)
 	    "keep_boot_duration_seconds_count %llu\n",
 	    (unsigned long long)fb->boot_count, (double)fb->boot_sum_us / 1e6,
 	    (unsigned long long)fb->boot_count);
+	/* Egress is decided for the vmm and the egress process, never
+	 * through the front: the policy process counts. Left out while it
+	 * is down. */
+	if (fb_call(fb, PROC_POLICY, MSG_POLICY_INFO, ++fb->next_reqid, NULL, 0,
+	        -1, MSG_POLICY_INFO_REPLY, 0, &info, &ilen, NULL,
+	        &err) == API_OK)
+		http_buf_printf(b,
+		    "# HELP keep_egress_decisions_total Egress decisions "
+		    "(guest fetches, webhooks) since the policy process "
+		    "started.\n"
+		    "# TYPE keep_egress_decisions_total counter\n"
+		    "keep_egress_decisions_total{result=\"allow\"} %llu\n"
+		    "keep_egress_decisions_total{result=\"deny\"} %llu\n",
+		    (unsigned long long)info.egress_allow,
+		    (unsigned long long)info.egress_deny);
 }
 
 static int

@@ -261,6 +261,9 @@ struct msg_policy_info {
 	uint64_t generation; /* 0: none loaded */
 	int64_t loaded_at; /* unix seconds */
 	uint8_t hash[32]; /* BLAKE2b-256 of its text */
+	/* Egress decisions (guest fetches, webhooks) since the policy
+	 * process started. */
+	uint64_t egress_allow, egress_deny;
 };
 
 /* Handler flags. */

@@ -41,6 +41,8 @@ struct policy_state {
 	/* The store has what was spent (budgets) and the audit log. */
 	int budgets_restored;
 	int load_audited;
+	/* Egress decisions since this process started, for /metrics. */
+	uint64_t egress_allow, egress_deny;
 };
 
 /* The policy language (policy/); tests may point this elsewhere. */
@@ -318,6 +320,12 @@ policy_h_decide(struct proc_ctx *ctx, const struct msg *m)
 	    (q.flags & DECIDE_DRY_RUN) == 0 &&
 	    policy_hooks == &policy_lang_hooks)
 		budget_save(ctx, q.principal);
+	if (q.cap == CAP_EGRESS && (q.flags & DECIDE_DRY_RUN) == 0) {
+		if (r.grant.decision == GRANT_ALLOW)
+			ps->egress_allow++;
+		else
+			ps->egress_deny++;
+	}
 	rc = grant_mint(&r.grant, ctx->grant_key[q.link]);
 	if (rc != GRANT_OK) {
 		log_warnx("%s: %s", __func__, grant_strerror(rc));
@@ -423,6 +431,8 @@ policy_h_info(struct proc_ctx *ctx, const struct msg *m)
 	struct msg_policy_info r;
 
 	memset(&r, 0, sizeof(r));
+	r.egress_allow = ps->egress_allow;
+	r.egress_deny = ps->egress_deny;
 	if (ps->text != NULL) {
 		r.generation = ps->generation;
 		r.loaded_at = ps->loaded_at;

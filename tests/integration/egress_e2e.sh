@@ -152,6 +152,7 @@ role fetcher {
 	memory 256M
 }
 agent "alice" : fetcher
+agent "ops" { allow admin }
 EOP
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 cat >"$tmp/keepd.yaml" <<EOC
@@ -297,6 +298,14 @@ EOPY
 else
 	bad "execute/async: $code $body"
 fi
+
+# ---- /metrics ------------------------------------------------------------
+req "$(mint ops admin)" GET /metrics
+ea=$(sed -n 's/^keep_egress_decisions_total{result="allow"} \([0-9]*\)$/\1/p' <<<"$body")
+ed=$(sed -n 's/^keep_egress_decisions_total{result="deny"} \([0-9]*\)$/\1/p' <<<"$body")
+[ "$code" = 200 ] && [ "${ea:-0}" -ge 1 ] && [ "${ed:-0}" -ge 3 ] &&
+    ok "egress decisions are in /metrics (allow $ea, deny $ed)" ||
+    bad "metrics: $code $(grep egress <<<"$body")"
 
 # ---- the audit log ----------------------------------------------------
 sleep 0.5
