@@ -184,6 +184,20 @@ fb_deliver(struct front_backend *fb, enum proc_id from, size_t len, int fd)
 	return 1;
 }
 
+/* A link read failed (rc): the peer is gone until the parent restarts
+ * it; what waits on it fails now. */
+static void
+link_closed(struct front_backend *fb, enum proc_id peer, int rc)
+{
+	struct proc_ctx *ctx = fb->ctx;
+
+	log_info(
+	    "front: link to %s closed (%s)", proc_name(peer), msg_strerror(rc));
+	close(ctx->fd[peer]);
+	ctx->fd[peer] = -1;
+	front_backend_link_down(fb, peer);
+}
+
 /*
  * Send q to peer and wait for the reply to reqid of type rtype (exactly
  * rlen bytes, or at most rlen with FB_VARIABLE). In a task (every API
@@ -257,11 +271,7 @@ fb_call(struct front_backend *fb, enum proc_id peer, uint32_t type,
 		if (rc == MSG_ERR_AGAIN || rc == MSG_ERR_TRUNCATED)
 			continue;
 		if (rc != MSG_OK) {
-			log_info("%s: link to %s closed (%s)", __func__,
-			    proc_name(peer), msg_strerror(rc));
-			close(ctx->fd[peer]);
-			ctx->fd[peer] = -1;
-			front_backend_link_down(fb, peer);
+			link_closed(fb, peer, rc);
 			return fb_fail(err, API_EUNAVAIL,
 			    "The %s service is restarting", proc_name(peer));
 		}
@@ -325,11 +335,7 @@ front_backend_link_event(struct front_backend *fb, enum proc_id peer)
 			continue;
 		}
 		if (rc != MSG_OK) {
-			log_info("%s: link to %s closed (%s)", __func__,
-			    proc_name(peer), msg_strerror(rc));
-			close(ctx->fd[peer]);
-			ctx->fd[peer] = -1;
-			front_backend_link_down(fb, peer);
+			link_closed(fb, peer, rc);
 			break;
 		}
 		fb_dispatch(fb, peer, len, fd);
