@@ -499,6 +499,10 @@ fb_refusal(
 	case POLICY_R_BUDGET:
 		return fb_fail(err, API_EFORBIDDEN,
 		    "Operation budget exhausted (%s)", cap_name(cap));
+	case POLICY_R_RESTORING:
+		err->retry_after = 1;
+		return fb_fail(
+		    err, API_EUNAVAIL, "Budgets are being restored; try again");
 	default:
 		return fb_fail(err, API_EFORBIDDEN,
 		    "Missing required capability: %s", cap_name(cap));

@@ -40,6 +40,11 @@ struct policy_state {
 	uint8_t hash[32];
 	/* The store has what was spent (budgets) and the audit log. */
 	int budgets_restored;
+	/* By principal index: its spent budget has been asked of the store
+	 * and not answered yet. Such a principal gets no decision: until the
+	 * answer, a spent budget would look whole. */
+	uint8_t *budget_pending;
+	uint32_t pending_len, npending;
 	int load_audited;
 	/* Egress decisions since this process started, for /metrics. */
 	uint64_t egress_allow, egress_deny;
@@ -134,15 +139,39 @@ budgets_restore(struct proc_ctx *ctx)
 	if (p == NULL || ps->budgets_restored || ctx->fd[PROC_STORE] < 0)
 		return;
 	ps->budgets_restored = 1;
+	free(ps->budget_pending);
+	ps->npending = 0;
+	ps->pending_len = (uint32_t)p->npr;
+	if ((ps->budget_pending = calloc(p->npr + 1, 1)) == NULL)
+		log_warnx(
+		    "%s: out of memory; budgets are not waited for", __func__);
 	for (i = 0; i < p->npr; i++) {
 		if (p->pr[i].lim.budget == POLICY_UNLIMITED)
 			continue;
 		if (store_wire_counter_encode(STORE_COUNTER_GET, p->pr[i].name,
-		        "budget", 0, &msg, &len) == STORE_OK)
-			store_send(ctx, MSG_STORE_COUNTER,
-			    BUDGET_READ_TAG | ps->generation << 32 | i, msg,
-			    len);
+		        "budget", 0, &msg, &len) != STORE_OK)
+			continue;
+		if (ps->budget_pending != NULL) {
+			ps->budget_pending[i] = 1;
+			ps->npending++;
+		}
+		store_send(ctx, MSG_STORE_COUNTER,
+		    BUDGET_READ_TAG | ps->generation << 32 | i, msg, len);
 	}
+}
+
+/* 1 when principal's spent budget is still being read back. */
+static int
+budget_unknown(const struct policy_state *ps, const char *principal)
+{
+	const struct policy *p;
+	int i;
+
+	if (ps->npending == 0 ||
+	    (p = policy_hooks_policy(ps->compiled)) == NULL)
+		return 0;
+	i = policy_find(p, principal, strlen(principal));
+	return i >= 0 && (uint32_t)i < ps->pending_len && ps->budget_pending[i];
 }
 
 /* Every policy in force is in the audit log, with its hash. */
@@ -199,6 +228,14 @@ policy_h_store_reply(struct proc_ctx *ctx, const struct msg *m)
 	}
 	/* A read: the spent value, if the policy it was asked for is still
 	 * the one in force; never less than what was spent since. */
+	if (gen == ps->generation && ps->budget_pending != NULL &&
+	    i < ps->pending_len && ps->budget_pending[i]) {
+		ps->budget_pending[i] = 0;
+		ps->npending--;
+	}
+	if (hdr.status != STORE_OK)
+		log_warnx("%s: budget %u not restored: %s", __func__, i,
+		    store_strerror((int)hdr.status));
 	if (hdr.status != STORE_OK || gen != ps->generation || hdr.value < 0)
 		return 0;
 	q = policy_hooks_quota(ps->compiled);
@@ -257,6 +294,14 @@ policy_h_load(struct proc_ctx *ctx, const struct msg *m)
 		msg_reply(ctx, m, MSG_POLICY_LOADED, &rep, sizeof(rep), -1);
 		return 0;
 	}
+	/* Principal indexes change with the policy: reads still out for
+	 * the old one are no longer waited for. */
+	if (ps->npending > 0)
+		log_warnx("%s: %u budgets not read back before this load",
+		    __func__, ps->npending);
+	free(ps->budget_pending);
+	ps->budget_pending = NULL;
+	ps->pending_len = ps->npending = 0;
 	if (ps->compiled != NULL) {
 		if (policy_hooks == &policy_lang_hooks)
 			policy_quota_carry(policy_hooks_quota(compiled),
@@ -307,7 +352,12 @@ policy_h_decide(struct proc_ctx *ctx, const struct msg *m)
 	strlcpy(r.grant.principal, q.principal, sizeof(r.grant.principal));
 	grant_target_hash(q.target, q.target_len, r.grant.target);
 	r.grant.expires = grant_now_ms() + POLICY_GRANT_TTL_MS;
-	policy_hooks->decide(ps->compiled, &q, &r);
+	if (budget_unknown(ps, q.principal) &&
+	    (q.flags & DECIDE_DRY_RUN) == 0) {
+		r.grant.decision = GRANT_DENY;
+		r.reason = POLICY_R_RESTORING;
+	} else
+		policy_hooks->decide(ps->compiled, &q, &r);
 	/* Effective rights = token caps & policy rights. */
 	if ((q.token_caps & CAP_BIT(q.cap)) == 0)
 		r.grant.decision = GRANT_DENY;

@@ -44,6 +44,7 @@ static const char *const reasons[] = {
 	[POLICY_R_REQUEST] = "malformed request",
 	[POLICY_R_TOKEN] = "the token does not carry it",
 	[POLICY_R_BUSY] = "too many operations at once",
+	[POLICY_R_RESTORING] = "its spent budget is still being restored",
 };
 
 const char *

@@ -54,7 +54,8 @@ enum policy_reason {
 	POLICY_R_BUDGET, /* the operation budget is spent */
 	POLICY_R_REQUEST, /* malformed request (capability out of range) */
 	POLICY_R_TOKEN, /* the token does not carry the capability */
-	POLICY_R_BUSY /* the agent's concurrent operations are at the limit */
+	POLICY_R_BUSY, /* the agent's concurrent operations are at the limit */
+	POLICY_R_RESTORING /* its spent budget is still being read back */
 };
 
 const char *policy_reason_name(enum policy_reason r);

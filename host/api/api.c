@@ -1110,7 +1110,8 @@ api_handle_conn(struct api *a, const struct http_request *req,
 		if (authenticate(&r) != 0 || authorize(&r) != 0)
 			goto done;
 	}
-	if (rt->json_body && rq_load_body(&r) != 0)
+	if (rt->json_body && (rt->json_body == 1 || r.req->body_len > 0) &&
+	    rq_load_body(&r) != 0)
 		goto done;
 	if (rt->idempotent) {
 		const struct http_header *key =

@@ -105,7 +105,7 @@ struct api_route {
 	const char *pattern; /* "/v1/sandboxes/{id}/execute" */
 	api_handler fn;
 	int cap; /* enum cap_id, or -1: authenticated only, -2: public */
-	int json_body; /* 1: a JSON object body is required */
+	int json_body; /* 1: a JSON object body is required; 2: or none */
 	int idempotent; /* honours Idempotency-Key */
 	const char *name; /* metric label */
 	int deferrable; /* the op may answer API_PENDING */

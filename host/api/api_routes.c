@@ -1329,7 +1329,7 @@ const struct api_route api_routes[] = {
 	    0 },
 	{ HTTP_DELETE, SBX, h_sandbox_delete, CAP_SANDBOX_WRITE, 0, 0,
 	    "sandbox_delete", 0 },
-	{ HTTP_POST, SBX "/lock", h_sandbox_lock, CAP_SANDBOX_WRITE, 1, 0,
+	{ HTTP_POST, SBX "/lock", h_sandbox_lock, CAP_SANDBOX_WRITE, 2, 0,
 	    "sandbox_lock", 0 },
 	{ HTTP_DELETE, SBX "/lock", h_sandbox_unlock, CAP_SANDBOX_WRITE, 0, 0,
 	    "sandbox_unlock", 0 },

@@ -22,12 +22,15 @@
 #include "host/proc.h"
 #include "host/proc_policy.h"
 #include "lib/caps.h"
+#include "policy/policy.h"
 #include "policy/policy_hooks.h"
+#include "host/store/store_wire.h"
 
 struct fixture {
 	pid_t pid;
 	int parent;
 	int front;
+	int store;
 	uint8_t key[GRANT_KEY_BYTES];
 };
 
@@ -36,17 +39,19 @@ setup(void **state)
 {
 	struct fixture *fx = calloc(1, sizeof(*fx));
 	struct proc_ctx ctx;
-	int pv[2], fv[2], p;
+	int pv[2], fv[2], sv[2], p;
 
 	if (fx == NULL || sodium_init() < 0)
 		return -1;
 	randombytes_buf(fx->key, sizeof(fx->key));
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET, 0, pv) == -1 ||
-	    socketpair(AF_UNIX, SOCK_SEQPACKET, 0, fv) == -1)
+	    socketpair(AF_UNIX, SOCK_SEQPACKET, 0, fv) == -1 ||
+	    socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv) == -1)
 		return -1;
 	if ((fx->pid = fork()) == 0) {
 		close(pv[0]);
 		close(fv[0]);
+		close(sv[0]);
 		policy_hooks = &policy_lang_hooks;
 		memset(&ctx, 0, sizeof(ctx));
 		for (p = 0; p < PROC_COUNT; p++)
@@ -54,12 +59,15 @@ setup(void **state)
 		ctx.self = PROC_POLICY;
 		ctx.fd[PROC_PARENT] = pv[1];
 		ctx.fd[PROC_FRONT] = fv[1];
+		ctx.fd[PROC_STORE] = sv[1];
 		_exit(policy_main(&ctx));
 	}
 	close(pv[1]);
 	close(fv[1]);
+	close(sv[1]);
 	fx->parent = pv[0];
 	fx->front = fv[0];
+	fx->store = sv[0];
 	*state = fx;
 	return 0;
 }
@@ -73,6 +81,7 @@ teardown(void **state)
 	msg_send(fx->parent, MSG_CTL_SHUTDOWN, 0, 999, NULL, 0, -1);
 	close(fx->parent);
 	close(fx->front);
+	close(fx->store);
 	waitpid(fx->pid, &st, 0);
 	free(fx);
 	return 0;
@@ -204,12 +213,84 @@ test_decisions_through_the_process(void **state)
 	assert_int_equal(d.grant.decision, GRANT_ALLOW);
 }
 
+/*
+ * After a start, what an agent has spent is read back from the store.
+ * Until the store answers, the agent gets no decision (its budget would
+ * look whole); then the budget is what the store says.
+ */
+static void
+test_budget_waits_for_the_store(void **state)
+{
+	static const char text[] = "agent \"dave\" {\n"
+	                           "\tallow sandbox:read\n"
+	                           "\tbudget 4\n"
+	                           "}\n"
+	                           "agent \"erin\" { allow sandbox:read }\n";
+	static uint8_t buf[MSG_BUFSZ];
+	struct fixture *fx = *state;
+	struct msg_grant_key k;
+	struct msg_policy_decision d;
+	struct store_wire_reply rep;
+	struct msg_hdr h;
+	size_t len;
+	int fd, i;
+
+	memset(&k, 0, sizeof(k));
+	k.link = PROC_VMM;
+	memcpy(k.key, fx->key, sizeof(k.key));
+	assert_int_equal(
+	    msg_send(fx->parent, MSG_CTL_GRANT_KEY, 0, 0, &k, sizeof(k), -1),
+	    MSG_OK);
+	assert_int_equal(load(fx, text, 1), 0);
+
+	/* The read of dave's budget (the policy load's audit may come
+	 * first). */
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(
+		    msg_recv(fx->store, buf, sizeof(buf), &len, &fd), MSG_OK);
+		memcpy(&h, buf, sizeof(h));
+		if (h.type == MSG_STORE_COUNTER)
+			break;
+	}
+	assert_int_equal(h.type, MSG_STORE_COUNTER);
+
+	decide(fx, "dave", CAP_SANDBOX_READ, "sbx_1", CAP_ALL, 1, &d);
+	assert_int_equal(d.grant.decision, GRANT_DENY);
+	assert_int_equal(d.reason, POLICY_R_RESTORING);
+	/* an agent without a budget is not held up */
+	decide(fx, "erin", CAP_SANDBOX_READ, "sbx_1", CAP_ALL, 2, &d);
+	assert_int_equal(d.grant.decision, GRANT_ALLOW);
+
+	/* The store: dave has spent 3 of 4. */
+	memset(&rep, 0, sizeof(rep));
+	rep.version = STORE_WIRE_VERSION;
+	rep.status = STORE_OK;
+	rep.value = 3;
+	assert_int_equal(msg_send(fx->store, MSG_STORE_REPLY, MSG_F_REPLY,
+	                     h.reqid, &rep, sizeof(rep), -1),
+	    MSG_OK);
+	/* The process may see the next request before the reply (it
+	 * serves its links in turn): ask until it has read it. */
+	for (i = 0; i < 1000; i++) {
+		decide(fx, "dave", CAP_SANDBOX_READ, "sbx_1", CAP_ALL, 3, &d);
+		if (d.reason != POLICY_R_RESTORING)
+			break;
+		usleep(1000);
+	}
+	assert_int_equal(d.grant.decision, GRANT_ALLOW);
+	decide(fx, "dave", CAP_SANDBOX_READ, "sbx_1", CAP_ALL, 4, &d);
+	assert_int_equal(d.grant.decision, GRANT_DENY);
+	assert_int_equal(d.reason, POLICY_R_BUDGET);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(
 		    test_decisions_through_the_process, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_budget_waits_for_the_store, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
