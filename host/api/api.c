@@ -819,18 +819,6 @@ idem_fill(
 	e->status = status;
 }
 
-/* Save a reply made at once: what follows out_start in out. */
-static void
-idem_save(struct rq *r, struct idem_entry *e, const struct http_header *key,
-    const unsigned char *hash, size_t out_start)
-{
-	if (e == NULL)
-		return;
-	idem_claim(r, e, key, hash);
-	idem_fill(e, r->status, r->out->data + out_start,
-	    r->out->len - out_start, r->out->oom);
-}
-
 /* --- the service function ----------------------------------------------- */
 
 int
@@ -1120,23 +1108,30 @@ api_handle_conn(struct api *a, const struct http_request *req,
 		unsigned char hash[32];
 
 		if (key != NULL) {
+			uint64_t serial = 0;
+
 			if (idem_check(&r, key, hash, &slot))
 				goto done;
+			/* Reserved before the op runs (it may wait on other
+			 * processes while other requests are served): a
+			 * retry meanwhile is told it is in progress. */
+			if (slot != NULL) {
+				idem_claim(&r, slot, key, hash);
+				slot->in_flight = 1;
+				serial = slot->serial = ++a->idem_serial;
+			}
 			rt->fn(&r);
 			if (r.pending != NULL) {
-				/* Reserved now, filled by api_resume_run: a
-				 * retry meanwhile is told it is in progress. */
-				if (slot != NULL) {
-					idem_claim(&r, slot, key, hash);
-					slot->in_flight = 1;
-					slot->serial = ++a->idem_serial;
-					r.pending->idem = slot;
-					r.pending->idem_serial = slot->serial;
-				}
+				/* Filled by api_resume_run. */
+				r.pending->idem = slot;
+				r.pending->idem_serial = serial;
 				json_decref(r.body);
 				return API_HANDLE_PENDING;
 			}
-			idem_save(&r, slot, key, hash, out_start);
+			if (slot != NULL && slot->in_flight &&
+			    slot->serial == serial)
+				idem_fill(slot, r.status, out->data + out_start,
+				    out->len - out_start, out->oom);
 			goto done;
 		}
 	}

@@ -507,6 +507,82 @@ test_suspended_request_in_order(void **state)
 	close(other);
 }
 
+/* A create that waits (as the real one waits on the vmm) the first
+ * time; the test resumes it. */
+static int (*real_create)(void *, const struct api_call *,
+    const struct api_sandbox_spec *, struct api_sandbox *, struct api_token *,
+    struct api_error *);
+
+static int
+slow_create(void *ctx, const struct api_call *call,
+    const struct api_sandbox_spec *spec, struct api_sandbox *out,
+    struct api_token *tok, struct api_error *err)
+{
+	if (parked == NULL) {
+		if ((parked = task_self()) == NULL)
+			return API_EINTERNAL;
+		task_suspend();
+	}
+	return real_create(ctx, call, spec, out, tok, err);
+}
+
+static void
+create_with_key(int fd)
+{
+	static const char body[] = "{\"image\":\"python\"}";
+	char head[256];
+
+	snprintf(head, sizeof(head),
+	    "POST /v1/sandboxes HTTP/1.1\r\nHost: a\r\n"
+	    "Authorization: Bearer t\r\nIdempotency-Key: k1\r\n"
+	    "Content-Type: application/json\r\nContent-Length: %zu\r\n\r\n",
+	    sizeof(body) - 1);
+	put(fd, head);
+	put(fd, body);
+}
+
+/* While the first request with a key waits, a second with the same key
+ * is told it is in progress instead of creating a second sandbox. */
+static void
+test_idempotency_while_suspended(void **state)
+{
+	struct env *e = *state;
+	char buf[8192], first[8192];
+	const char *id;
+	int a, b, closed;
+
+	e->lim.idle_timeout_ms = e->lim.head_timeout_ms = 600000;
+	a = client(e);
+	b = client(e);
+	real_create = e->be.sandbox_create;
+	e->be.sandbox_create = slow_create;
+	parked = NULL;
+	create_with_key(a);
+	collect(e, a, buf, sizeof(buf), 1 << 20, 10, &closed);
+	assert_int_equal(strlen(buf), 0);
+	assert_non_null(parked);
+
+	create_with_key(b);
+	collect(e, b, buf, sizeof(buf), 1, 50, &closed);
+	assert_non_null(strstr(buf, "409 Conflict"));
+	assert_non_null(strstr(buf, "in progress"));
+
+	assert_int_equal(task_run(parked), TASK_DONE);
+	task_free(parked);
+	collect(e, a, first, sizeof(first), 1, 50, &closed);
+	assert_non_null(strstr(first, "201 Created"));
+	assert_non_null(id = strstr(first, "\"id\":\""));
+
+	/* Afterwards: the first result again, the same sandbox. */
+	create_with_key(b);
+	collect(e, b, buf, sizeof(buf), 1, 50, &closed);
+	assert_non_null(strstr(buf, "201 Created"));
+	assert_non_null(strstr(buf, id));
+	e->be.sandbox_create = real_create;
+	close(a);
+	close(b);
+}
+
 int
 main(void)
 {
@@ -523,6 +599,7 @@ main(void)
 		T(test_slow_head_times_out),
 		T(test_backpressure),
 		T(test_suspended_request_in_order),
+		T(test_idempotency_while_suspended),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
