@@ -168,7 +168,8 @@ fb_audit_event(struct front_backend *fb, const struct api_call *call,
 	audit_send(fb, &e);
 }
 
-/* Replies to audit appends: the store answers each in order. */
+/* Replies to writes not waited for (audit appends, idempotency records
+ * of deferred replies): the store answers each in order. */
 static int
 h_store_reply(struct proc_ctx *ctx, const struct msg *m)
 {
@@ -177,7 +178,7 @@ h_store_reply(struct proc_ctx *ctx, const struct msg *m)
 	if (store_wire_reply_status(m->data, m->hdr.len, &status) != STORE_OK)
 		return -1;
 	if (status != STORE_OK)
-		log_warnx("audit: the store refused an entry: %s",
+		log_warnx("the store refused a write: %s",
 		    store_strerror((int)status));
 	return 0;
 }

@@ -21,6 +21,7 @@
 #include "host/store/store_wire.h"
 #include "host/vmm_msg.h"
 #include "lib/log.h"
+#include "lib/task.h"
 
 #define SBX_RECORD_MAX 4096
 
@@ -397,8 +398,123 @@ fb_token_revoke(void *arg, const struct api_call *call, const char *jti,
 	return rc;
 }
 
+/* ---- idempotency ------------------------------------------------------ */
+
+/* The store's key for (scope, key): both are free text of up to 255
+ * bytes, the store's keys are shorter; a hash names the pair. */
+static void
+idem_store_key(const char *scope, const char *key, char out[33])
+{
+	crypto_generichash_state h;
+	unsigned char d[16];
+
+	crypto_generichash_init(&h, NULL, 0, sizeof(d));
+	crypto_generichash_update(
+	    &h, (const unsigned char *)scope, strlen(scope) + 1);
+	crypto_generichash_update(&h, (const unsigned char *)key, strlen(key));
+	crypto_generichash_final(&h, d, sizeof(d));
+	sodium_bin2hex(out, 33, d, sizeof(d));
+}
+
+static int
+fb_idem_load(void *arg, const struct api_call *call, const char *scope,
+    const char *key, struct api_idem *out, struct api_error *err)
+{
+	struct front_backend *fb = arg;
+	struct store_wire_reply hdr;
+	struct store_idem k;
+	char next[STORE_CURSOR_MAX], skey[33];
+	const void *rec;
+	void *q, *reply = NULL;
+	size_t qlen, rlen, reclen;
+	int rc;
+
+	idem_store_key(scope, key, skey);
+	if (store_wire_key_encode(MSG_STORE_GET, STORE_DB_IDEMPOTENCY,
+	        call->who->sub, skey, 0, NULL, &q, &qlen) != STORE_OK)
+		return fb_fail(err, API_EINTERNAL, "Bad key");
+	rc = fb_store_call(
+	    fb, 0, MSG_STORE_GET, q, qlen, &reply, &rlen, &hdr, next, err);
+	free(q);
+	if (rc != API_OK)
+		return rc;
+	rc = fb_fail(err, API_ENOTFOUND, "No such key");
+	if (hdr.status == STORE_OK && hdr.count == 1 &&
+	    store_wire_reply_record(reply, rlen, 0, &rec, &reclen) ==
+	        STORE_OK &&
+	    store_idem_decode(rec, reclen, &k) == STORE_OK &&
+	    strcmp(k.principal, call->who->sub) == 0 &&
+	    (out->body = malloc(k.body_len + 1)) != NULL) {
+		memcpy(out->hash, k.req_hash, sizeof(out->hash));
+		out->status = (int)k.status;
+		memcpy(out->body, k.body, k.body_len);
+		out->body_len = k.body_len;
+		rc = API_OK;
+	}
+	free(reply);
+	return rc;
+}
+
+/*
+ * Keep a first reply in the store. From a request's task (a reply made
+ * at once) the client hears it only once it is committed; from the loop
+ * (a deferred reply) it is sent without waiting, and the store's answer
+ * is only logged.
+ */
+static void
+fb_idem_keep(void *arg, const struct api_principal *who, const char *scope,
+    const char *key, const struct api_idem *rec)
+{
+	struct front_backend *fb = arg;
+	struct store_idem k;
+	struct api_error err;
+	struct grant none;
+	char skey[33];
+	void *r = NULL, *q = NULL;
+	size_t rlen, qlen;
+	struct timespec ts;
+
+	idem_store_key(scope, key, skey);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	memset(&k, 0, sizeof(k));
+	k.principal = who->sub;
+	k.key = skey;
+	k.created_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	memcpy(k.req_hash, rec->hash, sizeof(k.req_hash));
+	k.status = (uint32_t)rec->status;
+	k.body = rec->body;
+	k.body_len = (uint32_t)rec->body_len;
+	/* The store takes these from the front alone, without a grant. */
+	memset(&none, 0, sizeof(none));
+	if (rec->body_len > STORE_BODY_MAX ||
+	    store_idem_encode(&k, &r, &rlen) != STORE_OK ||
+	    store_wire_put_encode(STORE_DB_IDEMPOTENCY, 0, &none, r, rlen, &q,
+	        &qlen) != STORE_OK) {
+		/* A reply larger than a message is kept in memory only. */
+		log_info("idempotency: a reply of %zu bytes is not stored",
+		    rec->body_len);
+		free(r);
+		return;
+	}
+	free(r);
+	memset(&err, 0, sizeof(err));
+	if (task_self() != NULL) {
+		if (write_call(fb, ++fb->next_reqid, MSG_STORE_PUT, q, qlen,
+		        &err) != API_OK)
+			log_warnx("idempotency: not stored: %s", err.message);
+		return;
+	}
+	if (fb->ctx->fd[PROC_STORE] < 0 ||
+	    msg_send(fb->ctx->fd[PROC_STORE], MSG_STORE_PUT, 0,
+	        ++fb->next_reqid, q, qlen, -1) != MSG_OK)
+		log_warnx("idempotency: the store is down; not stored");
+	free(q);
+}
+
 void
 fb_persist_ops(struct api_backend *ops)
 {
 	ops->token_revoke = fb_token_revoke;
+	ops->idem_load = fb_idem_load;
+	ops->idem_keep = fb_idem_keep;
 }

@@ -799,7 +799,7 @@ idem_claim(struct rq *r, struct idem_entry *e, const struct http_header *key,
  * give the entry up: an error or an event stream is not replayed, so a
  * retry runs again.
  */
-static void
+static int
 idem_fill(
     struct idem_entry *e, int status, const char *resp, size_t rlen, int oom)
 {
@@ -811,12 +811,71 @@ idem_fill(
 	        NULL ||
 	    (e->body = malloc(rlen - (size_t)(body + 4 - resp) + 1)) == NULL) {
 		memset(e, 0, sizeof(*e));
-		return;
+		return 0;
 	}
 	body += 4;
 	e->body_len = rlen - (size_t)(body - resp);
 	memcpy(e->body, body, e->body_len);
 	e->status = status;
+	return 1;
+}
+
+/* A reply kept in memory goes to the backend too, to outlive a restart. */
+static void
+idem_keep(
+    struct api *a, const struct api_principal *who, const struct idem_entry *e)
+{
+	struct api_idem rec;
+
+	if (a->be->idem_keep == NULL)
+		return;
+	memcpy(rec.hash, e->hash, sizeof(rec.hash));
+	rec.status = e->status;
+	rec.body = e->body;
+	rec.body_len = e->body_len;
+	a->be->idem_keep(a->be->ctx, who, e->scope, e->key, &rec);
+}
+
+/*
+ * A key the front's memory does not have may be in the backend's (the
+ * front restarted). 1: a reply was made (the first result, or 409 for
+ * another body); 0: go on and run the op. e is this request's
+ * reservation (or NULL), released or filled here when a reply is made.
+ */
+static int
+idem_recall(struct rq *r, struct idem_entry *e, uint64_t serial,
+    const char *key, const unsigned char *hash)
+{
+	const struct api_backend *be = r->api->be;
+	struct api_error err;
+	struct api_idem rec;
+	char scope[256];
+
+	if (be->idem_load == NULL)
+		return 0;
+	idem_scope(r, scope, sizeof(scope));
+	memset(&rec, 0, sizeof(rec));
+	memset(&err, 0, sizeof(err));
+	if (be->idem_load(be->ctx, &r->call, scope, key, &rec, &err) != API_OK)
+		return 0;
+	if (memcmp(rec.hash, hash, sizeof(rec.hash)) != 0) {
+		free(rec.body);
+		if (e != NULL && e->in_flight && e->serial == serial)
+			memset(e, 0, sizeof(*e));
+		rq_error(r, API_ECONFLICT,
+		    "Idempotency-Key reused with a different body");
+		return 1;
+	}
+	r->replayed = 1;
+	rq_emit(r, rec.status, "application/json", rec.body, rec.body_len);
+	if (e != NULL && e->in_flight && e->serial == serial) {
+		e->in_flight = 0;
+		e->status = rec.status;
+		e->body = rec.body;
+		e->body_len = rec.body_len;
+	} else
+		free(rec.body);
+	return 1;
 }
 
 /* --- the service function ----------------------------------------------- */
@@ -856,6 +915,7 @@ api_defer(const struct api_call *call)
 	p->http10 = r->http10;
 	p->sse = rq_accepts_sse(r);
 	memcpy(p->request_id, r->request_id, sizeof(p->request_id));
+	p->who = r->who;
 	r->pending = p;
 	r->api->pending++;
 	return p;
@@ -1003,9 +1063,10 @@ api_resume_run(struct api_pending *p, int rc, struct api_run_result *res,
 		r.close = 1;
 	}
 	if (p->idem != NULL && p->idem->in_flight &&
-	    p->idem->serial == p->idem_serial)
-		idem_fill(p->idem, p->streaming ? 0 : r.status, out.data,
-		    out.len, out.oom);
+	    p->idem->serial == p->idem_serial &&
+	    idem_fill(p->idem, p->streaming ? 0 : r.status, out.data, out.len,
+	        out.oom))
+		idem_keep(a, &p->who, p->idem);
 	a->req_count[p->ri * API_STATUS_SLOTS +
 	    (size_t)status_slot(r.status)]++;
 	api_hist_add(&a->req_hist[p->ri], mono_s() - p->t0);
@@ -1120,6 +1181,9 @@ api_handle_conn(struct api *a, const struct http_request *req,
 				slot->in_flight = 1;
 				serial = slot->serial = ++a->idem_serial;
 			}
+			if (slot != NULL &&
+			    idem_recall(&r, slot, serial, slot->key, hash))
+				goto done;
 			rt->fn(&r);
 			if (r.pending != NULL) {
 				/* Filled by api_resume_run. */
@@ -1129,9 +1193,10 @@ api_handle_conn(struct api *a, const struct http_request *req,
 				return API_HANDLE_PENDING;
 			}
 			if (slot != NULL && slot->in_flight &&
-			    slot->serial == serial)
-				idem_fill(slot, r.status, out->data + out_start,
-				    out->len - out_start, out->oom);
+			    slot->serial == serial &&
+			    idem_fill(slot, r.status, out->data + out_start,
+			        out->len - out_start, out->oom))
+				idem_keep(a, &r.who, slot);
 			goto done;
 		}
 	}

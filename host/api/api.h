@@ -75,6 +75,14 @@ struct api_principal {
 	int64_t exp; /* token expiry, unix seconds */
 };
 
+/* An idempotent request's first reply, as kept (idem_load, idem_keep). */
+struct api_idem {
+	unsigned char hash[32]; /* BLAKE2b-256 of the request body */
+	int status;
+	char *body;
+	size_t body_len;
+};
+
 /* Bytes of api_call.authz_room. */
 #define API_AUTHZ_ROOM 320
 
@@ -357,6 +365,19 @@ struct api_backend {
 
 	/* Optional: extra Prometheus lines (sandboxes, boot histograms...). */
 	void (*metrics)(void *ctx, struct http_buf *out);
+
+	/*
+	 * Optional: idempotency records that outlive the front's memory (a
+	 * restart), for 24 h. scope names the principal, route and sandbox;
+	 * key is the Idempotency-Key. idem_load: API_OK with *out (out->body
+	 * malloc), or an error (API_ENOTFOUND: none) and the op runs.
+	 * idem_keep: best effort; it may come after the call has ended (a
+	 * deferred reply), so it gets only the principal.
+	 */
+	int (*idem_load)(void *ctx, const struct api_call *, const char *scope,
+	    const char *key, struct api_idem *out, struct api_error *err);
+	void (*idem_keep)(void *ctx, const struct api_principal *,
+	    const char *scope, const char *key, const struct api_idem *rec);
 };
 
 struct api;

@@ -69,6 +69,7 @@ struct api_pending {
 	/* An Idempotency-Key reservation, filled in by the reply. */
 	struct idem_entry *idem;
 	uint64_t idem_serial;
+	struct api_principal who; /* for the record the reply leaves */
 };
 
 /* One request in flight. */

@@ -247,8 +247,9 @@ record_subject(unsigned db, const void *rec, size_t len, const char **target,
 /* ---- handlers ------------------------------------------------------- */
 
 static int
-handle_put(struct store_service *svc, uint64_t reqid, const uint8_t *msg,
-    size_t len, void **reply, size_t *reply_len, int *status)
+handle_put(struct store_service *svc, uint32_t from, uint64_t reqid,
+    const uint8_t *msg, size_t len, void **reply, size_t *reply_len,
+    int *status)
 {
 	struct store_wire_put h;
 	const char *target, *principal;
@@ -266,8 +267,17 @@ handle_put(struct store_service *svc, uint64_t reqid, const uint8_t *msg,
 		return STORE_E_MSG;
 	if (record_subject(h.db, rec, h.rec_len, &target, &principal) != 0)
 		return STORE_E_MSG;
-	if ((rc = authorize(svc, &h.grant, reqid, h.db, target, principal)) !=
-	    STORE_OK) {
+	/*
+	 * Idempotency records are the front's memory of the replies it
+	 * made: only the front writes them, and they need no grant, since a
+	 * front that lied in them could as well lie in its replies. Every
+	 * other record is an effect and needs the policy's grant.
+	 */
+	if (h.db == STORE_DB_IDEMPOTENCY)
+		rc = from == PROC_FRONT ? STORE_OK : STORE_E_SENDER;
+	else
+		rc = authorize(svc, &h.grant, reqid, h.db, target, principal);
+	if (rc != STORE_OK) {
 		*status = rc;
 		return rc;
 	}
@@ -581,8 +591,8 @@ store_service_handle(struct store_service *svc, uint16_t type, uint32_t from,
 	else if (msg == NULL && len != 0)
 		rc = STORE_E_MSG;
 	else if (type == MSG_STORE_PUT)
-		rc =
-		    handle_put(svc, reqid, msg, len, reply, reply_len, &status);
+		rc = handle_put(
+		    svc, from, reqid, msg, len, reply, reply_len, &status);
 	else if (type == MSG_STORE_AUDIT)
 		rc = handle_audit(svc, msg, len, reply, reply_len, &status);
 	else if (type == MSG_STORE_COUNTER)

@@ -56,6 +56,16 @@ req "$root" POST /v1/tokens/revoke "{\"jti\":\"$jti\"}"
 req "$victim" GET /v1/sandboxes
 [ "$code" = 401 ] && [[ $body == *revoked* ]] && ok "the revoked token: 401 ($body)" || bad "revoked: $code $body"
 
+# Idempotency keys outlive a restart: a create answered at once, and an
+# execute answered later (a deferred reply).
+ikey() { curl -s -o - -w '\n%{http_code}' -H "Authorization: Bearer $alice" \
+    -H 'Content-Type: application/json' -H "Idempotency-Key: $1" -d "$3" "$url$2"; }
+c1=$(ikey create-1 /v1/sandboxes '{"image":"toolbox","metadata":{"k":"1"}}')
+[[ $c1 == *$'\n201' ]] || bad "idempotent create: $c1"
+e1=$(ikey exec-1 "/v1/sandboxes/$sbx/commands/run" '{"cmd":"echo","args":["once"]}')
+[[ $e1 == *$'\n200' ]] || bad "idempotent run: $e1"
+sleep 0.3
+
 wk=$(cat "$tmp/state/keys/webhook.key" 2>/dev/null)
 keepd_restart
 [ -n "$wk" ] && [ "$(stat -c %a "$tmp/state/keys/webhook.key")" = 600 ] &&
@@ -70,6 +80,16 @@ done
 check "after a restart of keepd"
 req "$stok" GET "/v1/sandboxes/$sbx"
 [ "$code" = 200 ] && ok "the sandbox token still works" || bad "sandbox token: $code $body"
+c2=$(ikey create-1 /v1/sandboxes '{"image":"toolbox","metadata":{"k":"1"}}')
+[ "$c2" = "$c1" ] && ok "after a restart, the same Idempotency-Key and body: the first sandbox again" ||
+    bad "idempotent create after restart: $c1 / $c2"
+c3=$(ikey create-1 /v1/sandboxes '{"image":"toolbox","metadata":{"k":"2"}}')
+[[ $c3 == *$'\n409' ]] && ok "after a restart, the same key with another body: 409" || bad "idem conflict: $c3"
+req "$alice" GET "/v1/sandboxes/$sbx/system"; runs0=$(jget "$body" '["runs"]' 2>/dev/null)
+e2=$(ikey exec-1 "/v1/sandboxes/$sbx/commands/run" '{"cmd":"echo","args":["once"]}')
+req "$alice" GET "/v1/sandboxes/$sbx/system"; runs1=$(jget "$body" '["runs"]' 2>/dev/null)
+[ "$e2" = "$e1" ] && [ -n "$runs0" ] && [ "$runs0" = "$runs1" ] && ok "after a restart, a deferred reply's key: the first run's result" ||
+    bad "idempotent run after restart: $e1 / $e2 (runs $runs0 -> $runs1)"
 
 vmm=$(pgrep -P "$pid" -f '^keepd: vmm' | head -n 1)
 kill -9 "$vmm"
