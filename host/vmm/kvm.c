@@ -104,75 +104,6 @@ vm_stop(struct vm *vm, enum vmm_status st, int code, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* ---- CPUID, once per process ------------------------------------------ */
-
-static struct kvm_cpuid2 *cpuid_cache;
-
-/* Hide what this guest has no use for or must not touch. */
-static void
-cpuid_filter(struct kvm_cpuid2 *c)
-{
-	uint32_t i;
-
-	for (i = 0; i < c->nent; i++) {
-		struct kvm_cpuid_entry2 *e = &c->entries[i];
-
-		if (e->function == 1) {
-			e->ecx &= ~(1u << 3); /* MONITOR/MWAIT */
-			e->ecx &= ~(1u << 21); /* x2APIC */
-			e->ecx &= ~(1u << 24); /* TSC deadline */
-		} else if (e->function == 7 && e->index == 0) {
-			e->ecx &= ~(1u << 3); /* PKU */
-			e->ecx &= ~(1u << 4); /* OSPKE */
-			e->ecx &= ~(1u << 5); /* WAITPKG */
-			e->ecx &= ~(1u << 16); /* LA57 */
-			e->ebx &= ~(1u << 0); /* FSGSBASE: CR4 bit is off */
-		}
-	}
-}
-
-int
-vmm_prepare(int kvm_fd)
-{
-	struct kvm_cpuid2 *c;
-	int n = 128; /* enough here: one call, not two */
-
-	if (cpuid_cache != NULL)
-		return VMM_OK;
-	for (;;) {
-		c = calloc(1, sizeof(*c) + (size_t)n * sizeof(c->entries[0]));
-		if (c == NULL)
-			return VMM_E_NOMEM;
-		c->nent = (uint32_t)n;
-		if (ioctl(kvm_fd, KVM_GET_SUPPORTED_CPUID, c) == 0)
-			break;
-		free(c);
-		if (errno != E2BIG || n >= 1024)
-			return VMM_E_KVM;
-		n *= 2;
-	}
-	cpuid_filter(c);
-	cpuid_cache = c;
-	return VMM_OK;
-}
-
-static uint32_t
-cpuid_reg(uint32_t fn, uint32_t idx, int reg)
-{
-	uint32_t i;
-
-	for (i = 0; cpuid_cache != NULL && i < cpuid_cache->nent; i++) {
-		const struct kvm_cpuid_entry2 *e = &cpuid_cache->entries[i];
-
-		if (e->function == fn && e->index == idx)
-			return reg == 0 ? e->eax
-			    : reg == 1  ? e->ebx
-			    : reg == 2  ? e->ecx
-			                : e->edx;
-	}
-	return 0;
-}
-
 /* ---- memory and tables ------------------------------------------------ */
 
 static void
@@ -302,9 +233,9 @@ setup_cpu(struct vm *vm, uint64_t rsp)
 	uint64_t xcr0;
 	int xsave;
 
-	if (ioctl(vm->vcpufd, KVM_SET_CPUID2, cpuid_cache) == -1)
+	if (ioctl(vm->vcpufd, KVM_SET_CPUID2, vm_cpuid()) == -1)
 		return -1;
-	xsave = (cpuid_reg(1, 0, 2) >> 26) & 1;
+	xsave = (vm_cpuid_reg(1, 0, 2) >> 26) & 1;
 
 	memset(&msrs, 0, sizeof(msrs));
 	msrs.h.nmsrs = 7;
@@ -324,8 +255,8 @@ setup_cpu(struct vm *vm, uint64_t rsp)
 
 	if (xsave) {
 		/* x87, SSE, AVX and AVX-512 state, as far as supported. */
-		xcr0 = ((uint64_t)cpuid_reg(0xd, 0, 3) << 32 |
-		           cpuid_reg(0xd, 0, 0)) &
+		xcr0 = ((uint64_t)vm_cpuid_reg(0xd, 0, 3) << 32 |
+		           vm_cpuid_reg(0xd, 0, 0)) &
 		    0xe7ULL;
 		memset(&xcrs, 0, sizeof(xcrs));
 		xcrs.nr_xcrs = 1;
@@ -452,7 +383,7 @@ build_stack(struct vm *vm, uint64_t *rsp)
 	AUX(AT_EGID, 1000);
 	AUX(AT_SECURE, 0);
 	AUX(AT_CLKTCK, 100);
-	AUX(AT_HWCAP, cpuid_reg(1, 0, 3));
+	AUX(AT_HWCAP, vm_cpuid_reg(1, 0, 3));
 	AUX(AT_HWCAP2, 0);
 	AUX(AT_RANDOM, random);
 	AUX(AT_PLATFORM, platform);
