@@ -13,8 +13,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <sodium.h>
-
 #include "host/vmm/cpuid.h"
 #include "host/vmm/vm_int.h"
 
@@ -88,39 +86,35 @@ cpuid_cache_key(uint8_t key[CPUID_KEY_LEN])
 {
 	/* kvm itself and every vendor module that may sit under /dev/kvm:
 	 * reloading one gives its sysfs directory a new inode number. */
-	static const char *const mods[] = { "kvm", "kvm_amd", "kvm_intel",
-		"kvm_pvm" };
-	crypto_generichash_state st;
-	char boot[40], path[64];
+	static const char *const mods[CPUID_KEY_MODS] = { "/sys/module/kvm",
+		"/sys/module/kvm_amd", "/sys/module/kvm_intel",
+		"/sys/module/kvm_pvm" };
 	struct stat sb;
 	uint64_t ino;
 	ssize_t n;
 	size_t i;
 	int fd;
 
+	/* The raw bytes, not a hash of them: nothing here is secret, and
+	 * a comparison of 72 bytes is all the check needs. */
+	memset(key, 0, CPUID_KEY_LEN);
 	fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
 	if (fd == -1)
 		return -1;
-	n = read(fd, boot, sizeof(boot));
+	n = read(fd, key, CPUID_KEY_BOOT_ID + 1);
 	close(fd);
-	if (n != 37)
+	if (n != CPUID_KEY_BOOT_ID + 1 || key[CPUID_KEY_BOOT_ID] != '\n')
 		return -1;
-	crypto_generichash_init(&st, NULL, 0, CPUID_KEY_LEN);
-	crypto_generichash_update(&st, (const uint8_t *)boot, (size_t)n);
-	for (i = 0; i < sizeof(mods) / sizeof(mods[0]); i++) {
-		snprintf(path, sizeof(path), "/sys/module/%s", mods[i]);
-		if (stat(path, &sb) == 0)
+	key[CPUID_KEY_BOOT_ID] = 0;
+	for (i = 0; i < CPUID_KEY_MODS; i++) {
+		if (stat(mods[i], &sb) == 0)
 			ino = (uint64_t)sb.st_ino;
 		else if (errno == ENOENT && i > 0)
 			ino = 0;
 		else
 			return -1; /* no sysfs: a reload could not be seen */
-		crypto_generichash_update(
-		    &st, (const uint8_t *)mods[i], strlen(mods[i]) + 1);
-		crypto_generichash_update(
-		    &st, (const uint8_t *)&ino, sizeof(ino));
+		memcpy(key + CPUID_KEY_BOOT_ID + 4 + 8 * i, &ino, sizeof(ino));
 	}
-	crypto_generichash_final(&st, key, CPUID_KEY_LEN);
 	return 0;
 }
 
@@ -138,7 +132,7 @@ cpuid_cache_decode(
 	if (memcmp(h.magic, CPUID_CACHE_MAGIC, sizeof(h.magic)) != 0 ||
 	    h.zero != 0 || h.nent == 0 || h.nent > CPUID_MAX_ENT ||
 	    len != sizeof(h) + h.nent * sizeof(struct kvm_cpuid_entry2) ||
-	    sodium_memcmp(h.key, key, CPUID_KEY_LEN) != 0)
+	    memcmp(h.key, key, CPUID_KEY_LEN) != 0)
 		return NULL;
 	if ((c = cpuid_alloc(h.nent)) == NULL)
 		return NULL;
@@ -181,9 +175,10 @@ cpuid_cache_encode(
 struct kvm_cpuid2 *
 cpuid_cache_load(const char *path, const uint8_t key[CPUID_KEY_LEN])
 {
-	uint8_t buf[CACHE_MAX + 1];
+	struct kvm_cpuid2 *c = NULL;
 	struct stat sb;
-	ssize_t n;
+	uint8_t *buf;
+	size_t len;
 	int fd;
 
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -191,15 +186,17 @@ cpuid_cache_load(const char *path, const uint8_t key[CPUID_KEY_LEN])
 		return NULL;
 	/* Only what this user (or nobody but root) could have written. */
 	if (fstat(fd, &sb) == -1 || !S_ISREG(sb.st_mode) ||
-	    sb.st_uid != geteuid() || (sb.st_mode & 022) != 0) {
+	    sb.st_uid != geteuid() || (sb.st_mode & 022) != 0 ||
+	    sb.st_size <= 0 || (uint64_t)sb.st_size > CACHE_MAX) {
 		close(fd);
 		return NULL;
 	}
-	n = read(fd, buf, sizeof(buf));
+	len = (size_t)sb.st_size;
+	if ((buf = malloc(len)) != NULL && read(fd, buf, len) == (ssize_t)len)
+		c = cpuid_cache_decode(buf, len, key);
+	free(buf);
 	close(fd);
-	if (n <= 0 || (size_t)n > CACHE_MAX)
-		return NULL;
-	return cpuid_cache_decode(buf, (size_t)n, key);
+	return c;
 }
 
 void

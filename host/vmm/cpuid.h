@@ -21,9 +21,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CPUID_KEY_LEN 32
+/* The key: the boot id's 36 characters and 4 zero bytes, then the sysfs
+ * inode number of each of the CPUID_KEY_MODS modules (0: not there). */
+#define CPUID_KEY_BOOT_ID 36
+#define CPUID_KEY_MODS 4
+#define CPUID_KEY_LEN (CPUID_KEY_BOOT_ID + 4 + 8 * CPUID_KEY_MODS)
 #define CPUID_MAX_ENT 256
-#define CPUID_CACHE_MAGIC "KEEPCPU1"
+#define CPUID_CACHE_MAGIC "KEEPCPU2"
 
 /* The file: this header, then nent struct kvm_cpuid_entry2, host order. */
 struct cpuid_cache_hdr {

@@ -98,9 +98,9 @@ test_refusals(void **state)
 	assert_false(decodes(big, len + 1));
 	free(big);
 	/* Header fields. */
-	h->magic[7] = '2';
+	h->magic[7] = '1'; /* the format before this one */
 	assert_false(decodes(buf, len));
-	h->magic[7] = '1';
+	h->magic[7] = '2';
 	h->zero = 1;
 	assert_false(decodes(buf, len));
 	h->zero = 0;
