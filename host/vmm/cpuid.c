@@ -84,19 +84,13 @@ cpuid_fetch(int kvm_fd)
 int
 cpuid_cache_key(uint8_t key[CPUID_KEY_LEN])
 {
-	/* kvm itself and every vendor module that may sit under /dev/kvm:
-	 * reloading one gives its sysfs directory a new inode number. */
-	static const char *const mods[CPUID_KEY_MODS] = { "/sys/module/kvm",
-		"/sys/module/kvm_amd", "/sys/module/kvm_intel",
-		"/sys/module/kvm_pvm" };
 	struct stat sb;
 	uint64_t ino;
 	ssize_t n;
-	size_t i;
 	int fd;
 
 	/* The raw bytes, not a hash of them: nothing here is secret, and
-	 * a comparison of 72 bytes is all the check needs. */
+	 * comparing them whole is all the check needs. */
 	memset(key, 0, CPUID_KEY_LEN);
 	fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
 	if (fd == -1)
@@ -106,15 +100,17 @@ cpuid_cache_key(uint8_t key[CPUID_KEY_LEN])
 	if (n != CPUID_KEY_BOOT_ID + 1 || key[CPUID_KEY_BOOT_ID] != '\n')
 		return -1;
 	key[CPUID_KEY_BOOT_ID] = 0;
-	for (i = 0; i < CPUID_KEY_MODS; i++) {
-		if (stat(mods[i], &sb) == 0)
-			ino = (uint64_t)sb.st_ino;
-		else if (errno == ENOENT && i > 0)
-			ino = 0;
-		else
-			return -1; /* no sysfs: a reload could not be seen */
-		memcpy(key + CPUID_KEY_BOOT_ID + 4 + 8 * i, &ino, sizeof(ino));
-	}
+	/*
+	 * /dev/kvm's device in sysfs. KVM registers it last thing when the
+	 * vendor module (kvm_intel, kvm_amd, kvm_pvm, ...) loads and removes
+	 * it when that module unloads, so any reload of KVM makes a new
+	 * directory with a new inode number. Without sysfs a reload could
+	 * not be seen: no cache.
+	 */
+	if (stat("/sys/devices/virtual/misc/kvm", &sb) == -1)
+		return -1;
+	ino = (uint64_t)sb.st_ino;
+	memcpy(key + CPUID_KEY_BOOT_ID + 4, &ino, sizeof(ino));
 	return 0;
 }
 

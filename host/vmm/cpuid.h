@@ -7,7 +7,8 @@
  * hypervisor), a sixth of a whole boot. KVM computes the answer once, when
  * its modules load, so it holds until they are reloaded or the machine
  * reboots: `keep run`, a fresh process each time, keeps it in a file keyed
- * to exactly that (the boot id and the sysfs identity of each KVM module).
+ * to exactly that (the boot id and the sysfs identity of /dev/kvm, which
+ * KVM registers anew whenever it loads).
  *
  * A cache file is untrusted bytes: cpuid_cache_decode() accepts only a
  * file of exactly the right size, magic and key, with sane entries; the
@@ -21,13 +22,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The key: the boot id's 36 characters and 4 zero bytes, then the sysfs
- * inode number of each of the CPUID_KEY_MODS modules (0: not there). */
+/* The key: the boot id's 36 characters and 4 zero bytes, then the inode
+ * number of /dev/kvm's device directory in sysfs. */
 #define CPUID_KEY_BOOT_ID 36
-#define CPUID_KEY_MODS 4
-#define CPUID_KEY_LEN (CPUID_KEY_BOOT_ID + 4 + 8 * CPUID_KEY_MODS)
+#define CPUID_KEY_LEN (CPUID_KEY_BOOT_ID + 4 + 8)
 #define CPUID_MAX_ENT 256
-#define CPUID_CACHE_MAGIC "KEEPCPU2"
+#define CPUID_CACHE_MAGIC "KEEPCPU3"
 
 /* The file: this header, then nent struct kvm_cpuid_entry2, host order. */
 struct cpuid_cache_hdr {

@@ -65,11 +65,11 @@ expect "dynamic ELF refused" 126 "" "*dynamically linked*" -- /bin/true
 # The CPUID cache (host/vmm/cpuid.h): root's is /run/keep-cpuid. Whatever
 # is there that this boot's KVM did not write is ignored and replaced.
 # (The entries may differ between runs: KVM reports the APIC id of the CPU
-# it ran on. The key, bytes 16-87, may not.)
+# it ran on. The key, bytes 16-63, may not.)
 cache=/run/keep-cpuid
 if [ "$(id -u)" -eq 0 ] && [ -d /sys/module/kvm ]; then
-	key() { od -An -tx1 -j16 -N72 "$cache" 2>/dev/null; }
-	fresh() { [ "$(head -c 8 "$cache" 2>/dev/null)" = KEEPCPU2 ] &&
+	key() { od -An -tx1 -j16 -N48 "$cache" 2>/dev/null; }
+	fresh() { [ "$(head -c 8 "$cache" 2>/dev/null)" = KEEPCPU3 ] &&
 	    [ "$(stat -c %u "$cache")" -eq 0 ] && [ "$(key)" = "$good" ]; }
 	expect "cpuid cache written" 0 "hello from a keep guest" "" -- "$G/hello"
 	good=$(key)
