@@ -4,8 +4,12 @@
  * parentheses):
  *
  *   boot	the bare KVM floor (bench/kvm_floor), `keep run` of a program
- *		that returns at once (within 1.2x of the floor), of hello,
- *		and QEMU -M microvm booting a PVH guest that exits at once
+ *		that returns at once (within 1.2x of the floor), the same
+ *		without keep run's CPUID cache (the first run after a boot),
+ *		of hello, and QEMU -M microvm booting a PVH guest that exits
+ *		at once. The floor and the keep rows run in alternation, run
+ *		for run, so that other work on the machine weighs on each
+ *		alike.
  *   syscall	one system call's round trip against a bare CPL3 exit
  *		(within 1.2x)
  *   compute	a compute-bound static program inside keep against the
@@ -102,26 +106,69 @@ struct stats {
 	double min, med, p90;
 };
 
-static int
-measure(char *const argv[], const char *root, int n, struct stats *s)
-{
-	double *v = calloc((size_t)n, sizeof(*v));
-	int i;
+/* One command of an alternation; unlink, if set, is removed before each
+ * of its runs (outside the timing). */
+struct cmd {
+	const char *name;
+	char *const *argv;
+	const char *unlink;
+};
 
-	if (v == NULL)
-		err(1, "calloc");
-	timed(argv, root, NULL, 0, NULL); /* warm the page cache */
-	for (i = 0; i < n; i++)
-		if ((v[i] = timed(argv, root, NULL, 0, NULL)) < 0) {
-			free(v);
-			return -1;
-		}
+static void
+summarize(double *v, int n, struct stats *s)
+{
 	qsort(v, (size_t)n, sizeof(*v), cmp);
 	s->min = v[0];
 	s->med = v[n / 2];
 	s->p90 = v[(n * 9) / 10];
+}
+
+/* n runs of each of k commands, taken in turn; 0, or -1 with the index
+ * of the command that failed in *bad. */
+static int
+measure_n(const struct cmd *c, int k, const char *root, int n,
+    struct stats *out, int *bad)
+{
+	double *v = calloc((size_t)(n * k), sizeof(*v)), t;
+	int i, j;
+
+	if (v == NULL)
+		err(1, "calloc");
+	for (j = 0; j < k; j++)
+		timed(c[j].argv, root, NULL, 0, NULL); /* warm caches */
+	for (i = 0; i < n; i++)
+		for (j = 0; j < k; j++) {
+			if (c[j].unlink != NULL)
+				unlink(c[j].unlink);
+			if ((t = timed(c[j].argv, root, NULL, 0, NULL)) < 0) {
+				*bad = j;
+				free(v);
+				return -1;
+			}
+			v[j * n + i] = t;
+		}
+	for (j = 0; j < k; j++)
+		summarize(v + j * n, n, &out[j]);
 	free(v);
 	return 0;
+}
+
+static int
+measure(char *const argv[], const char *root, int n, struct stats *s)
+{
+	struct cmd c = { NULL, argv, NULL };
+	int bad;
+
+	return measure_n(&c, 1, root, n, s, &bad);
+}
+
+static void
+print_row(const char *name, const struct stats *s, const struct stats *base)
+{
+	printf("%-34s %8.2f %8.2f %8.2f", name, s->min, s->med, s->p90);
+	if (base != NULL)
+		printf("   %5.2fx", s->med / base->med);
+	printf("\n");
 }
 
 static void
@@ -134,10 +181,7 @@ row(const char *name, char *const argv[], const char *root, int n,
 		printf("%-34s unavailable (%s failed)\n", name, argv[0]);
 		return;
 	}
-	printf("%-34s %8.2f %8.2f %8.2f", name, s.min, s.med, s.p90);
-	if (base != NULL)
-		printf("   %5.2fx", s.med / base->med);
-	printf("\n");
+	print_row(name, &s, base);
 	if (out != NULL)
 		*out = s;
 }
@@ -157,7 +201,7 @@ main(int argc, char **argv)
 {
 	struct stats floor_, keep_empty, native, inkeep, pnative, pkeep;
 	char out[256], tmp[] = "/tmp/keep-bench-XXXXXX", buf[512];
-	char *keep, *K, *n0, *nbig;
+	char *keep, *K, *n0, *nbig, *cpuid_cache = NULL;
 	long rss = 0;
 	int c;
 
@@ -171,6 +215,13 @@ main(int argc, char **argv)
 	if (access("/dev/kvm", R_OK | W_OK) != 0)
 		errx(1, "SKIP: no /dev/kvm");
 	keep = path("bin/keep");
+	/* Where keep run keeps its CPUID cache (cli/cmd_run.c). */
+	if (geteuid() == 0)
+		cpuid_cache = "/run/keep-cpuid";
+	else if (getenv("XDG_RUNTIME_DIR") != NULL &&
+	    asprintf(
+	        &cpuid_cache, "%s/keep-cpuid", getenv("XDG_RUNTIME_DIR")) == -1)
+		err(1, "asprintf");
 	K = path("keys/dev.public");
 
 	printf("bench/boot: %d runs per row; wall time of a fresh process, "
@@ -191,12 +242,26 @@ main(int argc, char **argv)
 			"-kernel", path("bench/pvh.elf"), "-device",
 			"isa-debug-exit,iobase=0xf4,iosize=1", NULL };
 
-		row("bare KVM floor (create, hlt, exit)", fl, NULL, runs, NULL,
-		    &floor_);
-		row("keep run: return 0", e, NULL, runs, &floor_, &keep_empty);
-		row("keep run: hello", h, NULL, runs, &floor_, NULL);
-		row("keep run: hello.img (signed)", hi, NULL, runs, &floor_,
-		    NULL);
+		const struct cmd boot[] = {
+			{ "bare KVM floor (create, hlt, exit)", fl, NULL },
+			{ "keep run: return 0", e, NULL },
+			{ "keep run: return 0, CPUID uncached", e,
+			    cpuid_cache },
+			{ "keep run: hello", h, NULL },
+			{ "keep run: hello.img (signed)", hi, NULL },
+		};
+		struct stats s[5] = { { 0, 0, 0 } };
+		int j, bad;
+
+		if (measure_n(boot, 5, NULL, runs, s, &bad) != 0)
+			printf("%-34s unavailable (%s failed)\n",
+			    boot[bad].name, boot[bad].argv[0]);
+		else
+			for (j = 0; j < 5; j++)
+				print_row(
+				    boot[j].name, &s[j], j == 0 ? NULL : &s[0]);
+		floor_ = s[0];
+		keep_empty = s[1];
 		row("QEMU 7.2 -M microvm, PVH exit", q, NULL,
 		    runs < 20 ? runs : 20, &floor_, NULL);
 	}

@@ -64,6 +64,23 @@ to_fd(void *arg, int fd, const void *buf, size_t len)
 	}
 }
 
+/*
+ * Where keep run keeps KVM's CPUID answer between runs (vmm_prepare_cached,
+ * host/vmm/cpuid.h): a per-boot directory only this user can write, /run
+ * for root and $XDG_RUNTIME_DIR for anyone else; NULL (no cache) when
+ * there is none.
+ */
+static const char *
+cpuid_cache_path(char *buf, size_t len)
+{
+	const char *dir = geteuid() == 0 ? "/run" : getenv("XDG_RUNTIME_DIR");
+
+	if (dir == NULL || dir[0] != '/' ||
+	    snprintf(buf, len, "%s/keep-cpuid", dir) >= (int)len)
+		return NULL;
+	return buf;
+}
+
 static uint8_t *
 map_file(const char *path, size_t *len)
 {
@@ -110,7 +127,7 @@ cmd_run(int argc, char **argv)
 	uint8_t trust[MAX_TRUST][32], *elf = NULL;
 	size_t nenv = 0, ntrust = 0, elf_len = 0, i;
 	uint64_t memory = 0, timeout = 0, output_max = 0;
-	char err[256];
+	char err[256], cachepath[4096];
 	int c, stats = 0, rc, ex = RUN_EXIT_BOOT, kvm = -1;
 
 	memset(&cfg, 0, sizeof(cfg));
@@ -249,6 +266,9 @@ cmd_run(int argc, char **argv)
 		goto out;
 	}
 	cfg.kvm_fd = kvm;
+	/* A failure here is vmm_run's to report, uncached. */
+	(void)vmm_prepare_cached(
+	    kvm, cpuid_cache_path(cachepath, sizeof(cachepath)));
 	cfg.argv = gargv;
 	cfg.envp = envp;
 	cfg.stdin_fd = 0;

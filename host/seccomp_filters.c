@@ -100,13 +100,11 @@ const struct seccomp_filter seccomp_policy = { "policy", policy_rules,
 	    RA(ioctl, 1, KVM_SET_USER_MEMORY_REGION, "guest memory"),          \
 	    RA(ioctl, 1, KVM_CREATE_VCPU, "the one vCPU"),                     \
 	    RA(ioctl, 1, KVM_SET_CPUID2, "the filtered CPUID"),                \
-	    RA(ioctl, 1, KVM_GET_SREGS, "initial segment state"),              \
-	    RA(ioctl, 1, KVM_SET_SREGS, "long mode from the host"),            \
 	    RA(ioctl, 1, KVM_SET_MSRS, "syscall MSRs"),                        \
 	    RA(ioctl, 1, KVM_SET_XCRS, "XCR0 for SSE and AVX state"),          \
 	    RA(ioctl, 1, KVM_SET_FPU, "initial FPU state"),                    \
-	    RA(ioctl, 1, KVM_SET_REGS, "entry point and stack"),               \
-	    RA(ioctl, 1, KVM_RUN, "run the guest"),                            \
+	    RA(ioctl, 1, KVM_RUN,                                              \
+	        "run the guest; its registers travel in the run area"),        \
 	    R(setitimer, "the run's wall-clock limit"),                        \
 	    R(clock_nanosleep, "guest sleeps, cut short by that limit"),       \
 	    R(rt_sigaction, "the timer's handler"),                            \

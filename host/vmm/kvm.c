@@ -43,6 +43,8 @@ extern const size_t guest_kernel_len;
 #define PTE_P 0x1ULL
 #define PTE_W 0x2ULL
 #define PTE_U 0x4ULL
+#define PTE_A 0x20ULL
+#define PTE_D 0x40ULL
 #define PTE_PS 0x80ULL
 #define MSR_STAR 0xc0000081
 #define MSR_LSTAR 0xc0000082
@@ -52,6 +54,7 @@ extern const size_t guest_kernel_len;
 #define MSR_GS_BASE 0xc0000101
 #define MSR_KERNEL_GS_BASE 0xc0000102
 #define RFLAGS_FIXED 0x2ULL
+#define APIC_BASE_DEFAULT 0xfee00900ULL
 /* What a CPL3 program may hold in RFLAGS: CF PF AF ZF SF TF DF OF AC ID
  * and the reserved bit 1 (never IOPL, IF stays clear: no interrupts). */
 #define RFLAGS_USER 0x254dd5ULL
@@ -101,75 +104,6 @@ vm_stop(struct vm *vm, enum vmm_status st, int code, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* ---- CPUID, once per process ------------------------------------------ */
-
-static struct kvm_cpuid2 *cpuid_cache;
-
-/* Hide what this guest has no use for or must not touch. */
-static void
-cpuid_filter(struct kvm_cpuid2 *c)
-{
-	uint32_t i;
-
-	for (i = 0; i < c->nent; i++) {
-		struct kvm_cpuid_entry2 *e = &c->entries[i];
-
-		if (e->function == 1) {
-			e->ecx &= ~(1u << 3); /* MONITOR/MWAIT */
-			e->ecx &= ~(1u << 21); /* x2APIC */
-			e->ecx &= ~(1u << 24); /* TSC deadline */
-		} else if (e->function == 7 && e->index == 0) {
-			e->ecx &= ~(1u << 3); /* PKU */
-			e->ecx &= ~(1u << 4); /* OSPKE */
-			e->ecx &= ~(1u << 5); /* WAITPKG */
-			e->ecx &= ~(1u << 16); /* LA57 */
-			e->ebx &= ~(1u << 0); /* FSGSBASE: CR4 bit is off */
-		}
-	}
-}
-
-int
-vmm_prepare(int kvm_fd)
-{
-	struct kvm_cpuid2 *c;
-	int n = 128; /* enough here: one call, not two */
-
-	if (cpuid_cache != NULL)
-		return VMM_OK;
-	for (;;) {
-		c = calloc(1, sizeof(*c) + (size_t)n * sizeof(c->entries[0]));
-		if (c == NULL)
-			return VMM_E_NOMEM;
-		c->nent = (uint32_t)n;
-		if (ioctl(kvm_fd, KVM_GET_SUPPORTED_CPUID, c) == 0)
-			break;
-		free(c);
-		if (errno != E2BIG || n >= 1024)
-			return VMM_E_KVM;
-		n *= 2;
-	}
-	cpuid_filter(c);
-	cpuid_cache = c;
-	return VMM_OK;
-}
-
-static uint32_t
-cpuid_reg(uint32_t fn, uint32_t idx, int reg)
-{
-	uint32_t i;
-
-	for (i = 0; cpuid_cache != NULL && i < cpuid_cache->nent; i++) {
-		const struct kvm_cpuid_entry2 *e = &cpuid_cache->entries[i];
-
-		if (e->function == fn && e->index == idx)
-			return reg == 0 ? e->eax
-			    : reg == 1  ? e->ebx
-			    : reg == 2  ? e->ecx
-			                : e->edx;
-	}
-	return 0;
-}
-
 /* ---- memory and tables ------------------------------------------------ */
 
 static void
@@ -182,30 +116,37 @@ put64(struct vm *vm, uint64_t gpa, uint64_t v)
  * Identity map: 4 KiB supervisor pages for the kernel's first 2 MiB
  * (page 0 absent, so a NULL dereference faults), 2 MiB user pages above,
  * and one absent 2 MiB page below the stack as its guard.
+ *
+ * Every entry is built accessed, and every writable leaf dirty. Under
+ * shadow paging KVM must otherwise set those bits itself, and it maps a
+ * clean page read-only until the first write, which costs the guest one
+ * more fault per 2 MiB page it reads before it writes. Nothing here uses
+ * the bits, so they carry no information to lose.
  */
 static void
 build_page_tables(struct vm *vm)
 {
+	const uint64_t dir = PTE_P | PTE_W | PTE_U | PTE_A;
 	uint64_t gb, i, addr, guard = vm->stack_lo - VM_HUGE;
 
-	put64(vm, GUEST_PML4, GUEST_PDPT | PTE_P | PTE_W | PTE_U);
+	put64(vm, GUEST_PML4, GUEST_PDPT | dir);
 	for (gb = 0; gb * (1ULL << 30) < vm->memsz; gb++)
-		put64(vm, GUEST_PDPT + 8 * gb,
-		    (GUEST_PD + 0x1000 * gb) | PTE_P | PTE_W | PTE_U);
-	put64(vm, GUEST_PD, GUEST_PT_LOW | PTE_P | PTE_W | PTE_U);
+		put64(vm, GUEST_PDPT + 8 * gb, (GUEST_PD + 0x1000 * gb) | dir);
+	put64(vm, GUEST_PD, GUEST_PT_LOW | dir);
 	for (i = 1; i < 512; i++)
-		put64(vm, GUEST_PT_LOW + 8 * i, (i * VM_PAGE) | PTE_P | PTE_W);
+		put64(vm, GUEST_PT_LOW + 8 * i,
+		    (i * VM_PAGE) | PTE_P | PTE_W | PTE_A | PTE_D);
 	/* Under kvm-pvm the guest's CPL0 fetches instructions with user
 	 * rights, so the stub page is user-readable (never writable). A
 	 * CPL3 jump into it gains nothing: the host accepts a stub's exit
 	 * only at CPL0. */
 	put64(vm, GUEST_PT_LOW + 8 * (GUEST_KERNEL / VM_PAGE),
-	    GUEST_KERNEL | PTE_P | PTE_U);
+	    GUEST_KERNEL | PTE_P | PTE_U | PTE_A);
 	for (addr = VM_HUGE; addr < vm->memsz; addr += VM_HUGE) {
 		if (addr == guard)
 			continue;
 		put64(vm, GUEST_PD + 8 * (addr / VM_HUGE),
-		    addr | PTE_P | PTE_W | PTE_U | PTE_PS);
+		    addr | PTE_P | PTE_W | PTE_U | PTE_PS | PTE_A | PTE_D);
 	}
 }
 
@@ -268,11 +209,18 @@ seg(struct kvm_segment *s, uint16_t sel, uint8_t type, int code)
 	s->g = 1;
 }
 
+/*
+ * The vCPU's state at entry. CPUID, MSRs, XCR0 and the FPU need their own
+ * ioctls; the general and segment registers go to KVM through the synced
+ * registers (KVM_CAP_SYNC_REGS), which KVM loads at the first KVM_RUN as
+ * KVM_SET_REGS and KVM_SET_SREGS would: two ioctls fewer per boot, and no
+ * KVM_GET_SREGS, since every field of the segment state is written here.
+ */
 static int
 setup_cpu(struct vm *vm, uint64_t rsp)
 {
-	struct kvm_sregs sr;
-	struct kvm_regs regs;
+	struct kvm_sregs *sr = &vm->run->s.regs.sregs;
+	struct kvm_regs *regs = &vm->run->s.regs.regs;
 	struct kvm_fpu fpu;
 	/* struct kvm_msrs ends in a flexible array: room for 7 after it. */
 	union {
@@ -285,36 +233,9 @@ setup_cpu(struct vm *vm, uint64_t rsp)
 	uint64_t xcr0;
 	int xsave;
 
-	if (ioctl(vm->vcpufd, KVM_SET_CPUID2, cpuid_cache) == -1 ||
-	    ioctl(vm->vcpufd, KVM_GET_SREGS, &sr) == -1)
+	if (ioctl(vm->vcpufd, KVM_SET_CPUID2, vm_cpuid()) == -1)
 		return -1;
-	xsave = (cpuid_reg(1, 0, 2) >> 26) & 1;
-	sr.cr0 = CR0_PE | CR0_MP | CR0_ET | CR0_NE | CR0_WP | CR0_AM | CR0_PG;
-	sr.cr3 = GUEST_PML4;
-	sr.cr4 =
-	    CR4_PAE | CR4_OSFXSR | CR4_OSXMMEXCPT | (xsave ? CR4_OSXSAVE : 0);
-	sr.efer = EFER_SCE | EFER_LME | EFER_LMA;
-	seg(&sr.cs, SEL_UCODE, 11, 1);
-	seg(&sr.ds, SEL_UDATA, 3, 0);
-	sr.es = sr.ds;
-	sr.ss = sr.ds;
-	sr.fs = sr.ds;
-	sr.gs = sr.ds;
-	sr.gdt.base = GUEST_GDT;
-	sr.gdt.limit = 0x37;
-	sr.idt.base = GUEST_IDT;
-	sr.idt.limit = 16 * GUEST_NVECTORS - 1;
-	memset(&sr.tr, 0, sizeof(sr.tr));
-	sr.tr.base = GUEST_TSS;
-	sr.tr.limit = GUEST_TSS_LIMIT;
-	sr.tr.selector = SEL_TSS;
-	sr.tr.type = 11;
-	sr.tr.present = 1;
-	memset(&sr.ldt, 0, sizeof(sr.ldt));
-	sr.ldt.type = 2;
-	sr.ldt.unusable = 1;
-	if (ioctl(vm->vcpufd, KVM_SET_SREGS, &sr) == -1)
-		return -1;
+	xsave = (vm_cpuid_reg(1, 0, 2) >> 26) & 1;
 
 	memset(&msrs, 0, sizeof(msrs));
 	msrs.h.nmsrs = 7;
@@ -334,8 +255,8 @@ setup_cpu(struct vm *vm, uint64_t rsp)
 
 	if (xsave) {
 		/* x87, SSE, AVX and AVX-512 state, as far as supported. */
-		xcr0 = ((uint64_t)cpuid_reg(0xd, 0, 3) << 32 |
-		           cpuid_reg(0xd, 0, 0)) &
+		xcr0 = ((uint64_t)vm_cpuid_reg(0xd, 0, 3) << 32 |
+		           vm_cpuid_reg(0xd, 0, 0)) &
 		    0xe7ULL;
 		memset(&xcrs, 0, sizeof(xcrs));
 		xcrs.nr_xcrs = 1;
@@ -344,17 +265,46 @@ setup_cpu(struct vm *vm, uint64_t rsp)
 		if (ioctl(vm->vcpufd, KVM_SET_XCRS, &xcrs) == -1)
 			return -1;
 	}
+	/* Not left to KVM's reset state: its MXCSR there is 0, which
+	 * would unmask every SIMD exception. */
 	memset(&fpu, 0, sizeof(fpu));
 	fpu.fcw = 0x37f;
 	fpu.mxcsr = 0x1f80;
 	if (ioctl(vm->vcpufd, KVM_SET_FPU, &fpu) == -1)
 		return -1;
 
-	memset(&regs, 0, sizeof(regs));
-	regs.rip = vm->elf.entry;
-	regs.rsp = rsp;
-	regs.rflags = RFLAGS_FIXED;
-	return ioctl(vm->vcpufd, KVM_SET_REGS, &regs);
+	memset(sr, 0, sizeof(*sr));
+	sr->cr0 = CR0_PE | CR0_MP | CR0_ET | CR0_NE | CR0_WP | CR0_AM | CR0_PG;
+	sr->cr3 = GUEST_PML4;
+	sr->cr4 =
+	    CR4_PAE | CR4_OSFXSR | CR4_OSXMMEXCPT | (xsave ? CR4_OSXSAVE : 0);
+	sr->efer = EFER_SCE | EFER_LME | EFER_LMA;
+	/* The reset value: xAPIC enabled, bootstrap processor. */
+	sr->apic_base = APIC_BASE_DEFAULT;
+	seg(&sr->cs, SEL_UCODE, 11, 1);
+	seg(&sr->ds, SEL_UDATA, 3, 0);
+	sr->es = sr->ds;
+	sr->ss = sr->ds;
+	sr->fs = sr->ds;
+	sr->gs = sr->ds;
+	sr->gdt.base = GUEST_GDT;
+	sr->gdt.limit = 0x37;
+	sr->idt.base = GUEST_IDT;
+	sr->idt.limit = 16 * GUEST_NVECTORS - 1;
+	sr->tr.base = GUEST_TSS;
+	sr->tr.limit = GUEST_TSS_LIMIT;
+	sr->tr.selector = SEL_TSS;
+	sr->tr.type = 11;
+	sr->tr.present = 1;
+	sr->ldt.type = 2;
+	sr->ldt.unusable = 1;
+
+	memset(regs, 0, sizeof(*regs));
+	regs->rip = vm->elf.entry;
+	regs->rsp = rsp;
+	regs->rflags = RFLAGS_FIXED;
+	vm->run->kvm_dirty_regs = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
+	return 0;
 }
 
 /* ---- the initial stack ----------------------------------------------- */
@@ -433,7 +383,7 @@ build_stack(struct vm *vm, uint64_t *rsp)
 	AUX(AT_EGID, 1000);
 	AUX(AT_SECURE, 0);
 	AUX(AT_CLKTCK, 100);
-	AUX(AT_HWCAP, cpuid_reg(1, 0, 3));
+	AUX(AT_HWCAP, vm_cpuid_reg(1, 0, 3));
 	AUX(AT_HWCAP2, 0);
 	AUX(AT_RANDOM, random);
 	AUX(AT_PLATFORM, platform);
@@ -756,13 +706,13 @@ vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,
 		goto out;
 	}
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_alarm;
-	sigemptyset(&sa.sa_mask);
 	timed_out = 0;
-	running = vm.run;
-	sigaction(SIGALRM, &sa, &osa);
 	if (cfg->timeout_ms != 0) {
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_alarm;
+		sigemptyset(&sa.sa_mask);
+		running = vm.run;
+		sigaction(SIGALRM, &sa, &osa);
 		memset(&it, 0, sizeof(it));
 		it.it_value.tv_sec = (time_t)(cfg->timeout_ms / 1000);
 		it.it_value.tv_usec =
@@ -773,10 +723,12 @@ vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,
 	t0 = now_us();
 	vcpu_loop(&vm);
 	res->run_us = now_us() - t0;
-	memset(&it, 0, sizeof(it));
-	setitimer(ITIMER_REAL, &it, NULL);
-	running = NULL;
-	sigaction(SIGALRM, &osa, NULL);
+	if (cfg->timeout_ms != 0) {
+		memset(&it, 0, sizeof(it));
+		setitimer(ITIMER_REAL, &it, NULL);
+		running = NULL;
+		sigaction(SIGALRM, &osa, NULL);
+	}
 	res->peak_memory =
 	    (vm.brk_peak - vm.brk_start) + vm.mmap_pages_peak * VM_PAGE;
 	rc = VMM_OK;

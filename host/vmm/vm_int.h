@@ -74,6 +74,11 @@ uint64_t vm_mmap_alloc(struct vm *, uint64_t len); /* 0 on failure */
 int vm_mmap_free(struct vm *, uint64_t addr, uint64_t len);
 int vm_mmap_is_used(struct vm *, uint64_t addr, uint64_t len);
 
+/* The guest's CPUID table once vmm_prepare() has run (cpuid.c), and one
+ * register of one leaf in it (reg 0-3: EAX EBX ECX EDX; 0 if absent). */
+const struct kvm_cpuid2 *vm_cpuid(void);
+uint32_t vm_cpuid_reg(uint32_t fn, uint32_t idx, int reg);
+
 /* Stop the guest with a status and reason. */
 void vm_stop(struct vm *, enum vmm_status, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

@@ -97,8 +97,15 @@ struct vmm_result {
 int vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,
     size_t errlen);
 
-/* KVM_GET_SUPPORTED_CPUID is slow (~0.5 ms here); vmm_run fetches it
+/* KVM_GET_SUPPORTED_CPUID is slow (~0.3 ms here); vmm_run fetches it
  * once per process. Call this early to take the cost before timing. */
 int vmm_prepare(int kvm_fd);
+
+/* The same for a process that boots one guest and exits (`keep run`):
+ * KVM's answer is read from, or else stored in, the file cache_path,
+ * which is valid only for this boot and these KVM modules (cpuid.h).
+ * A missing, foreign or stale file costs only the ioctl; a file that
+ * cannot be written is no error. */
+int vmm_prepare_cached(int kvm_fd, const char *cache_path);
 
 #endif
