@@ -90,12 +90,19 @@ policy_hash_name(const char *s, size_t len)
 {
 	uint64_t a, b, seed = len;
 
-	if (len >= 8) {
+	if (len > 16) {
+		const char *end = s + len;
+
 		while (len > 16) {
 			seed = mix(load8(s) ^ seed, load8(s + 8));
 			s += 16;
 			len -= 16;
 		}
+		/* The last 16 bytes, overlapping what the loop read: 1 to
+		 * 16 are left, too few for two loads of their own. */
+		a = load8(end - 16);
+		b = load8(end - 8);
+	} else if (len >= 8) {
 		a = load8(s);
 		b = load8(s + len - 8);
 	} else if (len >= 4) {

@@ -786,10 +786,43 @@ test_large(void **state)
 	free(buf);
 }
 
+/* Principal names of every length up to 48 are found, each looked up
+ * from a buffer of exactly its size (AddressSanitizer sees any read
+ * past it: the name hash once read up to 7 bytes too far). */
+static void
+test_names_of_every_length(void **state)
+{
+	char text[8192], name[49];
+	struct policy *p = NULL;
+	size_t off = 0, n;
+	char err[256], *copy;
+
+	(void)state;
+	for (n = 1; n <= 48; n++) {
+		memset(name, 'a' + (char)(n % 26), n);
+		name[n] = '\0';
+		off += (size_t)snprintf(text + off, sizeof(text) - off,
+		    "agent \"%s\" { allow sandbox:read }\n", name);
+	}
+	assert_int_equal(
+	    policy_compile_text("len.policy", text, off, &p, err, sizeof(err)),
+	    POLICY_OK);
+	for (n = 1; n <= 48; n++) {
+		assert_non_null(copy = malloc(n));
+		memset(copy, 'a' + (char)(n % 26), n);
+		assert_true(policy_find(p, copy, n) >= 0);
+		copy[n - 1] ^= 1;
+		assert_int_equal(policy_find(p, copy, n), -1);
+		free(copy);
+	}
+	policy_free(p);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_names_of_every_length),
 		cmocka_unit_test_setup_teardown(
 		    test_default_deny, setup, teardown),
 		cmocka_unit_test_setup_teardown(
