@@ -91,6 +91,7 @@ front_backend_flush_in(struct front_backend *fb)
 void
 front_backend_flush(struct front_backend *fb)
 {
+	fb_flush_decisions(fb);
 	if (front_backend_flush_in(fb) == 0)
 		fb_audit_flush(fb);
 }

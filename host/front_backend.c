@@ -225,6 +225,9 @@ fb_call(struct front_backend *fb, enum proc_id peer, uint32_t type,
 	if (ctx->fd[peer] < 0)
 		return fb_fail(err, API_EUNAVAIL,
 		    "The %s service is restarting", proc_name(peer));
+	/* What waits in the batch must not wait behind this call. */
+	if (task_self() == NULL)
+		fb_flush_decisions(fb);
 	if ((rc = msg_send(ctx->fd[peer], type, 0, reqid, q, qlen, qfd)) !=
 	    MSG_OK) {
 		log_warnx("%s: send to %s: %s", __func__, proc_name(peer),
@@ -284,6 +287,104 @@ fb_call(struct front_backend *fb, enum proc_id peer, uint32_t type,
 	    peer, type, rtype, rflags, fb->buf, len, fd, r, rlen, rfd, err);
 }
 
+/*
+ * Decisions go to the policy process in batches: a task's question waits
+ * for the end of the loop's pass (fb_flush_decisions), to go with the
+ * others of that pass in one message, and one message brings the
+ * answers back (docs/architecture.md). Its waiter has type
+ * MSG_POLICY_DECIDE_BATCH; the answer is copied to it by
+ * fb_deliver_decisions.
+ */
+static int
+fb_decide_batched(struct front_backend *fb, const struct msg_policy_decide *q,
+    uint64_t reqid, struct msg_policy_decision *d, struct api_error *err)
+{
+	size_t rlen = sizeof(*d);
+	struct fb_wait w = { .task = task_self(),
+		.peer = PROC_POLICY,
+		.reqid = reqid,
+		.type = MSG_POLICY_DECIDE_BATCH,
+		.rtype = MSG_POLICY_DECISIONS,
+		.r = d,
+		.rlen = &rlen,
+		.err = err,
+		.deadline = mono_ms() + FRONT_CALL_TIMEOUT_MS };
+
+	if (fb->ctx->fd[PROC_POLICY] < 0)
+		return fb_fail(
+		    err, API_EUNAVAIL, "The policy service is restarting");
+	if (fb->dbatch == NULL &&
+	    (fb->dbatch = malloc(sizeof(*fb->dbatch))) == NULL)
+		return fb_fail(err, API_EINTERNAL, "Out of memory");
+	if (fb->dbatch_n == MSG_DECIDE_BATCH_MAX)
+		fb_flush_decisions(fb);
+	fb->dbatch->e[fb->dbatch_n].reqid = reqid;
+	fb->dbatch->e[fb->dbatch_n].q = *q;
+	fb->dbatch_n++;
+	w.next = fb->waits;
+	fb->waits = &w;
+	fb->nwaits++;
+	task_suspend();
+	return w.rc;
+}
+
+void
+fb_flush_decisions(struct front_backend *fb)
+{
+	struct proc_ctx *ctx = fb->ctx;
+	uint32_t n = fb->dbatch_n;
+	int rc;
+
+	if (n == 0)
+		return;
+	fb->dbatch_n = 0;
+	fb->dbatch->h.count = n;
+	fb->dbatch->h.pad = 0;
+	rc = ctx->fd[PROC_POLICY] < 0
+	    ? MSG_ERR_IO
+	    : msg_send(ctx->fd[PROC_POLICY], MSG_POLICY_DECIDE_BATCH, 0,
+	          ++fb->next_reqid, fb->dbatch,
+	          sizeof(fb->dbatch->h) + n * sizeof(fb->dbatch->e[0]), -1);
+	if (rc != MSG_OK) {
+		log_warnx("%s: %u decisions not asked: %s", __func__, n,
+		    msg_strerror(rc));
+		fb_fail_waits(fb, PROC_POLICY, "is restarting");
+	}
+}
+
+/* The answers to a batch: each to its task, which runs on at once. A
+ * malformed batch is dropped; its tasks fail at their deadline. */
+static int
+fb_deliver_decisions(struct front_backend *fb, size_t len)
+{
+	const struct msg_hdr *h = (const struct msg_hdr *)fb->buf;
+	const uint8_t *p = fb->buf + sizeof(*h);
+	struct msg_policy_decision_entry e;
+	struct msg_batch_hdr bh;
+	struct fb_wait *w;
+	uint32_t i;
+
+	if (len < sizeof(*h) + sizeof(bh) || h->len != len - sizeof(*h) ||
+	    !(h->flags & MSG_F_REPLY) || (h->flags & MSG_F_ERROR))
+		return -1;
+	memcpy(&bh, p, sizeof(bh));
+	if (bh.count == 0 || bh.count > MSG_DECIDE_BATCH_MAX ||
+	    h->len != sizeof(bh) + bh.count * sizeof(e))
+		return -1;
+	for (i = 0; i < bh.count; i++) {
+		memcpy(&e, p + sizeof(bh) + i * sizeof(e), sizeof(e));
+		for (w = fb->waits; w != NULL; w = w->next)
+			if (w->peer == PROC_POLICY && w->reqid == e.reqid &&
+			    w->type == MSG_POLICY_DECIDE_BATCH)
+				break;
+		if (w == NULL)
+			continue; /* it gave up waiting */
+		memcpy(w->r, &e.d, sizeof(e.d));
+		fb_wake(fb, w, API_OK);
+	}
+	return 0;
+}
+
 /* A message on a link that is not the reply being waited for: a task's
  * reply, or a message for the handlers. */
 void
@@ -296,6 +397,17 @@ fb_dispatch(struct front_backend *fb, enum proc_id from, size_t len, int fd)
 
 	if (fb_deliver(fb, from, len, fd))
 		return;
+	if (from == PROC_POLICY && len >= sizeof(struct msg_hdr) &&
+	    ((const struct msg_hdr *)fb->buf)->type == MSG_POLICY_DECISIONS) {
+		if (fd != -1)
+			close(fd);
+		if (fb_deliver_decisions(fb, len) != 0) {
+			log_warnx(
+			    "%s: a malformed batch of decisions", __func__);
+			ctx->ndropped++;
+		}
+		return;
+	}
 	rc = msg_decode(ctx->handlers, ctx->nhandlers, from, fb->buf, len,
 	    fd != -1, &m, &h);
 	if (rc != MSG_OK) {
@@ -454,8 +566,11 @@ fb_decide(struct front_backend *fb, const struct api_principal *who,
 		q.target_len = (uint32_t)strnlen(target, sizeof(q.target));
 		memcpy(q.target, target, q.target_len);
 	}
-	rc = fb_call(fb, PROC_POLICY, MSG_POLICY_DECIDE, reqid, &q, sizeof(q),
-	    -1, MSG_POLICY_DECISION, 0, d, &rlen, NULL, err);
+	if (task_self() != NULL)
+		rc = fb_decide_batched(fb, &q, reqid, d, err);
+	else
+		rc = fb_call(fb, PROC_POLICY, MSG_POLICY_DECIDE, reqid, &q,
+		    sizeof(q), -1, MSG_POLICY_DECISION, 0, d, &rlen, NULL, err);
 	if (rc != API_OK)
 		return rc > API_ERR_COUNT ? API_EUNAVAIL : rc;
 	return API_OK;
@@ -720,6 +835,7 @@ front_backend_free(struct front_backend *fb)
 	free(fb->audit_buf);
 	fb_revoked_free(fb);
 	fb_locks_free(fb);
+	free(fb->dbatch);
 	free(fb->buf);
 	free(fb);
 }
@@ -733,6 +849,7 @@ front_backend_ops(struct front_backend *fb)
 void
 front_backend_stop(struct front_backend *fb)
 {
+	fb_flush_decisions(fb);
 	fb_fail_waits(fb, PROC_COUNT, "is stopping");
 	fb_runs_fail_all(fb);
 	front_backend_resume(fb);
@@ -742,6 +859,8 @@ front_backend_stop(struct front_backend *fb)
 void
 front_backend_link_down(struct front_backend *fb, enum proc_id peer)
 {
+	if (peer == PROC_POLICY)
+		fb->dbatch_n = 0; /* their waiters fail just below */
 	fb_fail_waits(fb, peer, "is restarting");
 	if (peer == PROC_VMM)
 		fb_runs_fail_all(fb);

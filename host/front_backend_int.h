@@ -43,6 +43,12 @@ struct front_backend {
 	uint64_t next_reqid;
 	struct fb_wait *waits; /* calls of suspended tasks (fb_call) */
 	unsigned nwaits;
+	/* Decisions asked in this pass of the loop, sent at its end. */
+	struct {
+		struct msg_batch_hdr h;
+		struct msg_policy_decide_entry e[MSG_DECIDE_BATCH_MAX];
+	} * dbatch;
+	uint32_t dbatch_n;
 	struct token_verifier *tv;
 	const void *tv_keys, *tv_config; /* what tv was built from */
 	struct fb_run *runs; /* list */
@@ -66,6 +72,8 @@ int fb_call(struct front_backend *, enum proc_id peer, uint32_t type,
     uint64_t reqid, const void *q, size_t qlen, int qfd, uint32_t rtype,
     uint32_t rflags, void *r, size_t *rlen, int *rfd, struct api_error *err);
 void fb_dispatch(struct front_backend *, enum proc_id from, size_t len, int fd);
+/* Send the decisions the tasks asked for in this pass, in one message. */
+void fb_flush_decisions(struct front_backend *);
 /* Fail the tasks' calls whose peer has not answered in time. */
 void fb_expire_waits(struct front_backend *);
 int fb_fail(struct api_error *, int code, const char *fmt, ...)

@@ -68,6 +68,8 @@ enum msg_type {
 	MSG_POLICY_LEAVE = 0x0208, /* front -> policy: msg_policy_leave */
 	MSG_POLICY_USAGE = 0x0209, /* front -> policy: msg_policy_leave */
 	MSG_POLICY_USAGE_REPLY = 0x020a, /* msg_policy_usage */
+	MSG_POLICY_DECIDE_BATCH = 0x020b, /* front -> policy: decide_batch */
+	MSG_POLICY_DECISIONS = 0x020c, /* policy -> front: decisions */
 
 	/* 0x03xx vmm, 0x04xx store, 0x05xx egress, 0x06xx front: their
 	 * owners define the verbs; the ranges are reserved here. */
@@ -220,6 +222,26 @@ struct msg_policy_decision {
 /* The agent's policy says `lock writes` and this capability is a write:
  * the operation needs the sandbox's lock (423 without it). */
 #define DECISION_LOCK_WRITES 0x1u
+
+/*
+ * Many decisions in one message each way: the front asks for those its
+ * requests need in one pass of its loop together (msg_batch_hdr, then
+ * count entries). Each entry is decided exactly as a MSG_POLICY_DECIDE
+ * with that request id, its grant bound to it.
+ */
+#define MSG_DECIDE_BATCH_MAX 64
+struct msg_batch_hdr {
+	uint32_t count; /* 1..MSG_DECIDE_BATCH_MAX */
+	uint32_t pad;
+};
+struct msg_policy_decide_entry {
+	uint64_t reqid;
+	struct msg_policy_decide q;
+};
+struct msg_policy_decision_entry {
+	uint64_t reqid;
+	struct msg_policy_decision d; /* a malformed entry: DENY, REQUEST */
+};
 
 /* Descriptor passing. */
 #define MSG_NO_FD (-1)

@@ -326,62 +326,114 @@ policy_h_load(struct proc_ctx *ctx, const struct msg *m)
 	return 0;
 }
 
+/*
+ * Decide q for request reqid into r, grant minted. 0, or -1 when q is
+ * malformed or its link has no key (r is then a DENY, POLICY_R_REQUEST).
+ */
 static int
-policy_h_decide(struct proc_ctx *ctx, const struct msg *m)
+decide_one(struct proc_ctx *ctx, const struct msg_policy_decide *q,
+    uint64_t reqid, struct msg_policy_decision *r)
 {
 	struct policy_state *ps = ctx->arg;
-	struct msg_policy_decide q;
-	struct msg_policy_decision r;
 	int rc;
 
-	memcpy(&q, m->data, sizeof(q));
-	if (q.cap >= CAP_COUNT || q.link >= PROC_COUNT ||
-	    q.link == PROC_PARENT || q.target_len > sizeof(q.target) ||
-	    memchr(q.principal, '\0', sizeof(q.principal)) == NULL ||
-	    q.principal[0] == '\0')
+	memset(r, 0, sizeof(*r));
+	r->grant.decision = GRANT_DENY;
+	r->reason = POLICY_R_REQUEST;
+	if (q->cap >= CAP_COUNT || q->link >= PROC_COUNT ||
+	    q->link == PROC_PARENT || q->target_len > sizeof(q->target) ||
+	    memchr(q->principal, '\0', sizeof(q->principal)) == NULL ||
+	    q->principal[0] == '\0')
 		return -1;
-	if ((ctx->grant_keys_held & PROC_BIT(q.link)) == 0) {
+	if ((ctx->grant_keys_held & PROC_BIT(q->link)) == 0) {
 		log_warnx(
-		    "%s: no key for link %s", __func__, proc_name(q.link));
+		    "%s: no key for link %s", __func__, proc_name(q->link));
 		return -1;
 	}
-	memset(&r, 0, sizeof(r));
-	r.grant.link = q.link;
-	r.grant.cap = q.cap;
-	r.grant.reqid = m->hdr.reqid;
-	strlcpy(r.grant.principal, q.principal, sizeof(r.grant.principal));
-	grant_target_hash(q.target, q.target_len, r.grant.target);
-	r.grant.expires = grant_now_ms() + POLICY_GRANT_TTL_MS;
-	if (budget_unknown(ps, q.principal) &&
-	    (q.flags & DECIDE_DRY_RUN) == 0) {
-		r.grant.decision = GRANT_DENY;
-		r.reason = POLICY_R_RESTORING;
+	r->reason = 0;
+	r->grant.link = q->link;
+	r->grant.cap = q->cap;
+	r->grant.reqid = reqid;
+	strlcpy(r->grant.principal, q->principal, sizeof(r->grant.principal));
+	grant_target_hash(q->target, q->target_len, r->grant.target);
+	r->grant.expires = grant_now_ms() + POLICY_GRANT_TTL_MS;
+	if (budget_unknown(ps, q->principal) &&
+	    (q->flags & DECIDE_DRY_RUN) == 0) {
+		r->grant.decision = GRANT_DENY;
+		r->reason = POLICY_R_RESTORING;
 	} else
-		policy_hooks->decide(ps->compiled, &q, &r);
+		policy_hooks->decide(ps->compiled, q, r);
 	/* Effective rights = token caps & policy rights. */
-	if ((q.token_caps & CAP_BIT(q.cap)) == 0)
-		r.grant.decision = GRANT_DENY;
+	if ((q->token_caps & CAP_BIT(q->cap)) == 0)
+		r->grant.decision = GRANT_DENY;
 	/* The hook may not widen what was asked for. */
-	r.grant.link = q.link;
-	r.grant.cap = q.cap;
-	r.grant.reqid = m->hdr.reqid;
-	r.grant.reserved = 0;
-	if (r.grant.decision == GRANT_ALLOW &&
-	    (q.flags & DECIDE_DRY_RUN) == 0 &&
+	r->grant.link = q->link;
+	r->grant.cap = q->cap;
+	r->grant.reqid = reqid;
+	r->grant.reserved = 0;
+	if (r->grant.decision == GRANT_ALLOW &&
+	    (q->flags & DECIDE_DRY_RUN) == 0 &&
 	    policy_hooks == &policy_lang_hooks)
-		budget_save(ctx, q.principal);
-	if (q.cap == CAP_EGRESS && (q.flags & DECIDE_DRY_RUN) == 0) {
-		if (r.grant.decision == GRANT_ALLOW)
+		budget_save(ctx, q->principal);
+	if (q->cap == CAP_EGRESS && (q->flags & DECIDE_DRY_RUN) == 0) {
+		if (r->grant.decision == GRANT_ALLOW)
 			ps->egress_allow++;
 		else
 			ps->egress_deny++;
 	}
-	rc = grant_mint(&r.grant, ctx->grant_key[q.link]);
+	rc = grant_mint(&r->grant, ctx->grant_key[q->link]);
 	if (rc != GRANT_OK) {
 		log_warnx("%s: %s", __func__, grant_strerror(rc));
+		memset(r, 0, sizeof(*r));
+		r->grant.decision = GRANT_DENY;
+		r->reason = POLICY_R_REQUEST;
 		return -1;
 	}
+	return 0;
+}
+
+static int
+policy_h_decide(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct msg_policy_decide q;
+	struct msg_policy_decision r;
+
+	memcpy(&q, m->data, sizeof(q));
+	if (decide_one(ctx, &q, m->hdr.reqid, &r) != 0)
+		return -1;
 	msg_reply(ctx, m, MSG_POLICY_DECISION, &r, sizeof(r), -1);
+	return 0;
+}
+
+/* The front's decisions of one pass: every entry gets an answer, a
+ * malformed one a refusal, so no request waits for nothing. */
+static int
+policy_h_decide_batch(struct proc_ctx *ctx, const struct msg *m)
+{
+	static struct {
+		struct msg_batch_hdr h;
+		struct msg_policy_decision_entry e[MSG_DECIDE_BATCH_MAX];
+	} out;
+	struct msg_batch_hdr h;
+	struct msg_policy_decide_entry in;
+	uint32_t i;
+
+	if (m->hdr.len < sizeof(h))
+		return -1;
+	memcpy(&h, m->data, sizeof(h));
+	if (h.count == 0 || h.count > MSG_DECIDE_BATCH_MAX || h.pad != 0 ||
+	    m->hdr.len != sizeof(h) + h.count * sizeof(in))
+		return -1;
+	memset(&out.h, 0, sizeof(out.h));
+	out.h.count = h.count;
+	for (i = 0; i < h.count; i++) {
+		memcpy(&in, m->data + sizeof(h) + i * sizeof(in), sizeof(in));
+		out.e[i].reqid = in.reqid;
+		/* decide_one leaves a refusal in place when it fails. */
+		(void)decide_one(ctx, &in.q, in.reqid, &out.e[i].d);
+	}
+	msg_reply(ctx, m, MSG_POLICY_DECISIONS, &out,
+	    sizeof(out.h) + h.count * sizeof(out.e[0]), -1);
 	return 0;
 }
 
@@ -535,6 +587,10 @@ static const struct msg_handler policy_handlers[] = {
 	    sizeof(struct msg_policy_load), MSG_H_FD, policy_h_load },
 	{ MSG_POLICY_DECIDE, PROC_BIT(PROC_FRONT) | PROC_BIT(PROC_VMM),
 	    sizeof(struct msg_policy_decide), 0, policy_h_decide },
+	{ MSG_POLICY_DECIDE_BATCH, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_batch_hdr) +
+	        MSG_DECIDE_BATCH_MAX * sizeof(struct msg_policy_decide_entry),
+	    MSG_H_VARIABLE, policy_h_decide_batch },
 	{ MSG_CTL_MINT_KEY, PROC_BIT(PROC_PARENT), sizeof(struct msg_mint_key),
 	    0, policy_h_mint_key },
 	{ MSG_POLICY_MINT, PROC_BIT(PROC_FRONT), sizeof(struct msg_policy_mint),

@@ -283,6 +283,79 @@ test_budget_waits_for_the_store(void **state)
 	assert_int_equal(d.reason, POLICY_R_BUDGET);
 }
 
+/* A batch: each entry decided as if alone, its grant bound to its own
+ * request id; a malformed entry is refused, the others are not hurt. */
+static void
+test_decide_batch(void **state)
+{
+	static struct {
+		struct msg_batch_hdr h;
+		struct msg_policy_decide_entry e[3];
+	} q;
+	static struct {
+		struct msg_batch_hdr h;
+		struct msg_policy_decision_entry e[3];
+	} r;
+	struct fixture *fx = *state;
+	struct msg_grant_key k;
+	struct grant g;
+	int i;
+
+	memset(&k, 0, sizeof(k));
+	k.link = PROC_VMM;
+	memcpy(k.key, fx->key, sizeof(k.key));
+	assert_int_equal(
+	    msg_send(fx->parent, MSG_CTL_GRANT_KEY, 0, 0, &k, sizeof(k), -1),
+	    MSG_OK);
+	assert_int_equal(
+	    load(fx, "agent \"a\" { allow sandbox:read }\n", 1), 0);
+	memset(&q, 0, sizeof(q));
+	q.h.count = 3;
+	for (i = 0; i < 3; i++) {
+		q.e[i].reqid = 700 + (uint64_t)i;
+		q.e[i].q.cap = CAP_SANDBOX_READ;
+		q.e[i].q.link = PROC_VMM;
+		q.e[i].q.token_caps = CAP_ALL;
+		q.e[i].q.target_len = 5;
+		memcpy(q.e[i].q.target, "sbx_1", 5);
+		strlcpy(q.e[i].q.principal, "a", sizeof(q.e[i].q.principal));
+	}
+	q.e[1].q.cap = CAP_COUNT; /* malformed */
+	q.e[2].q.cap = CAP_SANDBOX_WRITE; /* not allowed */
+	assert_int_equal(msg_send(fx->front, MSG_POLICY_DECIDE_BATCH, 0, 9, &q,
+	                     sizeof(q), -1),
+	    MSG_OK);
+	expect(fx->front, MSG_POLICY_DECISIONS, &r, sizeof(r), 9);
+	assert_int_equal(r.h.count, 3);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(r.e[i].reqid, 700 + (uint64_t)i);
+	assert_int_equal(r.e[0].d.grant.decision, GRANT_ALLOW);
+	assert_int_equal(grant_verify(&r.e[0].d.grant, sizeof(g), PROC_VMM,
+	                     fx->key, grant_now_ms(), 700, &g),
+	    GRANT_OK);
+	/* bound to its own request: not usable for another's */
+	assert_int_not_equal(grant_verify(&r.e[0].d.grant, sizeof(g), PROC_VMM,
+	                         fx->key, grant_now_ms(), 701, &g),
+	    GRANT_OK);
+	assert_int_equal(r.e[1].d.grant.decision, GRANT_DENY);
+	assert_int_equal(r.e[1].d.reason, POLICY_R_REQUEST);
+	assert_int_equal(r.e[2].d.grant.decision, GRANT_DENY);
+
+	/* A count that does not match the length: dropped, no answer; the
+	 * process still answers what follows. */
+	q.h.count = 2;
+	assert_int_equal(msg_send(fx->front, MSG_POLICY_DECIDE_BATCH, 0, 10, &q,
+	                     sizeof(q), -1),
+	    MSG_OK);
+	q.h.count = 1;
+	assert_int_equal(msg_send(fx->front, MSG_POLICY_DECIDE_BATCH, 0, 11, &q,
+	                     sizeof(q.h) + sizeof(q.e[0]), -1),
+	    MSG_OK);
+	expect(fx->front, MSG_POLICY_DECISIONS, &r,
+	    sizeof(r.h) + sizeof(r.e[0]), 11);
+	assert_int_equal(r.e[0].d.grant.decision, GRANT_ALLOW);
+}
+
 int
 main(void)
 {
@@ -291,6 +364,8 @@ main(void)
 		    test_decisions_through_the_process, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_budget_waits_for_the_store, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_decide_batch, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
