@@ -195,6 +195,15 @@ fb_store_call(struct front_backend *fb, uint64_t reqid, uint16_t type,
     const void *q, size_t qlen, void **reply, size_t *rlen,
     struct store_wire_reply *hdr, char *next, struct api_error *err)
 {
+	return fb_store_call_fd(
+	    fb, reqid, type, q, qlen, -1, reply, rlen, hdr, next, err);
+}
+
+int
+fb_store_call_fd(struct front_backend *fb, uint64_t reqid, uint16_t type,
+    const void *q, size_t qlen, int qfd, void **reply, size_t *rlen,
+    struct store_wire_reply *hdr, char *next, struct api_error *err)
+{
 	int rc;
 
 	if ((*reply = malloc(MSG_MAX_PAYLOAD)) == NULL)
@@ -204,7 +213,7 @@ fb_store_call(struct front_backend *fb, uint64_t reqid, uint16_t type,
 	fb_audit_flush(fb);
 	if (reqid == 0)
 		reqid = ++fb->next_reqid;
-	rc = fb_call(fb, PROC_STORE, type, reqid, q, qlen, -1, MSG_STORE_REPLY,
+	rc = fb_call(fb, PROC_STORE, type, reqid, q, qlen, qfd, MSG_STORE_REPLY,
 	    FB_R_VARIABLE, *reply, rlen, NULL, err);
 	if (rc == API_OK &&
 	    store_wire_reply_decode(*reply, *rlen, hdr, next) != STORE_OK)

@@ -89,6 +89,10 @@ struct store_wire_reply;
 int fb_store_call(struct front_backend *, uint64_t reqid, uint16_t type,
     const void *q, size_t qlen, void **reply, size_t *rlen,
     struct store_wire_reply *hdr, char *next, struct api_error *err);
+/* The same with a descriptor sent along (qfd, kept by the caller). */
+int fb_store_call_fd(struct front_backend *, uint64_t reqid, uint16_t type,
+    const void *q, size_t qlen, int qfd, void **reply, size_t *rlen,
+    struct store_wire_reply *hdr, char *next, struct api_error *err);
 
 /* Records that outlive a restart (host/front_persist.c). Each returns an
  * API_* code; the run record is best effort and only logged. */

@@ -9,10 +9,15 @@
  * from the same question asked again as a dry run: it spends nothing, but
  * a policy reloaded in between still has the last word.
  */
+#include <sys/mman.h>
+
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <sodium.h>
 
@@ -24,9 +29,6 @@
 #include "lib/task.h"
 
 #define SBX_RECORD_MAX 4096
-
-/* Runs keep at most this much of each stream in the store. */
-#define RUN_KEEP_OUTPUT (24u << 10) /* both fit one message */
 
 static int
 store_grant(struct front_backend *fb, const struct api_principal *who,
@@ -62,7 +64,39 @@ store_status(const struct store_wire_reply *hdr, struct api_error *err)
 	}
 }
 
-/* Send one write (its grant inside) and read how it went. */
+/* q in a sealed memfd, for a put larger than a message; -1 on failure. */
+static int
+sealed_copy(const void *q, size_t qlen)
+{
+	const char *p = q;
+	size_t done = 0;
+	ssize_t n;
+	int fd;
+
+	if ((fd = memfd_create("keep-put", MFD_CLOEXEC | MFD_ALLOW_SEALING)) ==
+	    -1)
+		return -1;
+	while (done < qlen) {
+		if ((n = write(fd, p + done, qlen - done)) == -1 &&
+		    errno == EINTR)
+			continue;
+		if (n <= 0) {
+			close(fd);
+			return -1;
+		}
+		done += (size_t)n;
+	}
+	if (fcntl(fd, F_ADD_SEALS,
+	        F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) ==
+	    -1) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Send one write (its grant inside) and read how it went. A put larger
+ * than a message goes in a memfd (MSG_STORE_PUT_LARGE). */
 static int
 write_call(struct front_backend *fb, uint64_t reqid, uint16_t type, void *q,
     size_t qlen, struct api_error *err)
@@ -70,12 +104,25 @@ write_call(struct front_backend *fb, uint64_t reqid, uint16_t type, void *q,
 	struct store_wire_reply hdr;
 	char next[STORE_CURSOR_MAX];
 	void *reply = NULL;
+	uint64_t len = qlen;
 	size_t rlen;
-	int rc;
+	int rc, fd;
 
-	rc = fb_store_call(
-	    fb, reqid, type, q, qlen, &reply, &rlen, &hdr, next, err);
-	free(q);
+	if (type == MSG_STORE_PUT && qlen > MSG_MAX_PAYLOAD) {
+		if (qlen > STORE_PUT_LARGE_MAX ||
+		    (fd = sealed_copy(q, qlen)) == -1) {
+			free(q);
+			return fb_fail(err, API_EINTERNAL, "Record too large");
+		}
+		free(q);
+		rc = fb_store_call_fd(fb, reqid, MSG_STORE_PUT_LARGE, &len,
+		    sizeof(len), fd, &reply, &rlen, &hdr, next, err);
+		close(fd);
+	} else {
+		rc = fb_store_call(
+		    fb, reqid, type, q, qlen, &reply, &rlen, &hdr, next, err);
+		free(q);
+	}
 	if (rc == API_OK)
 		rc = store_status(&hdr, err);
 	free(reply);
@@ -213,14 +260,39 @@ run_status(const char *reason)
 	return STORE_RUN_KILLED;
 }
 
+/* A run's record on its way to the store. */
+struct run_job {
+	struct front_backend *fb;
+	struct api_principal who;
+	char command[128];
+	char run_id[64];
+	void *rec;
+	size_t len;
+};
+
+static void
+run_record(void *arg)
+{
+	struct run_job *job = arg;
+	struct api_error err;
+
+	memset(&err, 0, sizeof(err));
+	if (put(job->fb, &job->who, CAP_EXEC, job->command, STORE_DB_RUNS,
+	        job->rec, job->len, &err) != API_OK)
+		log_warnx("run %s not recorded: %s", job->run_id, err.message);
+	free(job->rec);
+	free(job);
+}
+
 void
 fb_persist_run(struct front_backend *fb, const struct api_principal *who,
     const char *id, const char *run_id, const char *command, int ok,
     const struct api_run_result *res, int64_t started_ms)
 {
 	struct store_run r;
-	struct api_error err;
+	struct run_job *job;
 	struct timespec ts;
+	struct task *t;
 	void *rec;
 	size_t len;
 
@@ -234,29 +306,47 @@ fb_persist_run(struct front_backend *fb, const struct api_principal *who,
 	r.exit_code = ok ? res->exit_code : -1;
 	r.started_ms = started_ms;
 	r.finished_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	/* The whole output: the run's grant has already bounded it by the
+	 * policy's output limit. */
 	if (ok) {
 		r.out = res->out;
-		r.out_len = (uint32_t)(res->out_len < RUN_KEEP_OUTPUT
+		r.out_len = (uint32_t)(res->out_len < STORE_OUTPUT_MAX
 		        ? res->out_len
-		        : RUN_KEEP_OUTPUT);
+		        : STORE_OUTPUT_MAX);
 		r.err = res->err;
-		r.err_len = (uint32_t)(res->err_len < RUN_KEEP_OUTPUT
+		r.err_len = (uint32_t)(res->err_len < STORE_OUTPUT_MAX
 		        ? res->err_len
-		        : RUN_KEEP_OUTPUT);
+		        : STORE_OUTPUT_MAX);
 		r.reason = res->reason;
 	} else
 		r.reason = "not started";
-	memset(&err, 0, sizeof(err));
 	if (store_run_encode(&r, &rec, &len) != STORE_OK) {
 		log_warnx("run %s: record refused by its encoder", run_id);
 		return;
 	}
-	/* The client's answer does not wait on this record: the run's
-	 * result is its output, which the client already has. */
-	if (put(fb, who, CAP_EXEC, command, STORE_DB_RUNS, rec, len, &err) !=
-	    API_OK)
-		log_warnx("run %s not recorded: %s", run_id, err.message);
-	free(rec);
+	if ((job = calloc(1, sizeof(*job))) == NULL) {
+		log_warnx("run %s not recorded: out of memory", run_id);
+		free(rec);
+		return;
+	}
+	job->fb = fb;
+	job->who = *who;
+	strlcpy(job->command, command, sizeof(job->command));
+	strlcpy(job->run_id, run_id, sizeof(job->run_id));
+	job->rec = rec;
+	job->len = len;
+	/*
+	 * The client's answer does not wait on this record (the run's
+	 * result is its output, which the client already has), and nor
+	 * does the loop: the grant and the put run in a task of their own
+	 * when this is called from the loop.
+	 */
+	if (task_self() != NULL || (t = task_new(run_record, job)) == NULL) {
+		run_record(job);
+		return;
+	}
+	if (task_run(t) == TASK_DONE)
+		task_free(t);
 }
 
 /* Is name a variable of the "K=V\0..." blob? */

@@ -4,7 +4,10 @@
  * store's pure service step (host/store/store_wire.h). It checks senders
  * and grants itself as well; the handler table below only routes.
  */
+#include <sys/stat.h>
+
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,8 +29,10 @@
 
 static struct store_service svc;
 
+/* Serve one request (type, its payload) and send the reply to m. */
 static int
-store_h_request(struct proc_ctx *ctx, const struct msg *m)
+serve(struct proc_ctx *ctx, const struct msg *m, uint16_t type,
+    const void *data, size_t len)
 {
 	uint16_t rtype = 0;
 	void *reply = NULL;
@@ -38,8 +43,8 @@ store_h_request(struct proc_ctx *ctx, const struct msg *m)
 		return -1;
 	/* The key for link PROC_STORE arrives by MSG_CTL_GRANT_KEY. */
 	memcpy(svc.grant_key, ctx->grant_key[PROC_STORE], GRANT_KEY_BYTES);
-	rc = store_service_handle(&svc, (uint16_t)m->hdr.type, m->from,
-	    m->hdr.reqid, m->data, m->hdr.len, &rtype, &reply, &rlen);
+	rc = store_service_handle(&svc, type, m->from, m->hdr.reqid, data, len,
+	    &rtype, &reply, &rlen);
 	if (reply != NULL) {
 		if (rlen > MSG_MAX_PAYLOAD) {
 			/* A page of large records, or one record larger than
@@ -64,6 +69,52 @@ store_h_request(struct proc_ctx *ctx, const struct msg *m)
 	return rc == STORE_OK ? 0 : -1;
 }
 
+static int
+store_h_request(struct proc_ctx *ctx, const struct msg *m)
+{
+	return serve(ctx, m, (uint16_t)m->hdr.type, m->data, m->hdr.len);
+}
+
+/*
+ * A put too large for a message: its payload in a memfd the sender has
+ * sealed, so it cannot change while it is read. Then exactly a put.
+ */
+static int
+store_h_put_large(struct proc_ctx *ctx, const struct msg *m)
+{
+	const int need = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE;
+	struct stat sb;
+	uint64_t len;
+	uint8_t *buf = NULL;
+	size_t got = 0;
+	ssize_t n;
+	int seals, rc = -1;
+
+	memcpy(&len, m->data, sizeof(len));
+	if ((seals = fcntl(m->fd, F_GET_SEALS)) == -1 ||
+	    (seals & need) != need || fstat(m->fd, &sb) == -1 ||
+	    !S_ISREG(sb.st_mode) || (uint64_t)sb.st_size != len ||
+	    len <= MSG_MAX_PAYLOAD || len > STORE_PUT_LARGE_MAX ||
+	    (buf = malloc(len)) == NULL) {
+		log_warnx("%s: a large put from %s refused (%llu bytes)",
+		    __func__, proc_name(m->from), (unsigned long long)len);
+		goto out;
+	}
+	while (got < len) {
+		n = pread(m->fd, buf + got, len - got, (off_t)got);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			goto out;
+		got += (size_t)n;
+	}
+	rc = serve(ctx, m, MSG_STORE_PUT, buf, len);
+out:
+	free(buf);
+	close(m->fd);
+	return rc;
+}
+
 #define ANY (MSG_ANY_PROC & ~PROC_BIT(PROC_PARENT))
 #define STORE_ROW(type, who)                                                   \
 	{                                                                      \
@@ -81,6 +132,8 @@ static const struct msg_handler store_handlers[] = {
 	    PROC_BIT(PROC_FRONT) | PROC_BIT(PROC_VMM) | PROC_BIT(PROC_POLICY)),
 	STORE_ROW(MSG_STORE_AUDIT, MSG_ANY_PROC),
 	STORE_ROW(MSG_STORE_COUNTER, PROC_BIT(PROC_POLICY)),
+	{ MSG_STORE_PUT_LARGE, PROC_BIT(PROC_FRONT) | PROC_BIT(PROC_VMM),
+	    sizeof(uint64_t), MSG_H_FD, store_h_put_large },
 };
 
 static uint64_t

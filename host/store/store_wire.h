@@ -35,6 +35,11 @@
 #define MSG_STORE_AUDIT 0x0405 /* IN: store_wire_audit + entries */
 #define MSG_STORE_COUNTER 0x0406 /* IN: store_wire_counter + k1 + k2 */
 #define MSG_STORE_REVOKED 0x0407 /* IN: store_wire_key, db REVOCATIONS */
+/* IN: a uint64 length, and a sealed memfd holding a whole MSG_STORE_PUT
+ * payload of that length, for a record larger than a message (a run's
+ * output). Handled exactly as that MSG_STORE_PUT. */
+#define MSG_STORE_PUT_LARGE 0x0408
+#define STORE_PUT_LARGE_MAX (2 * STORE_OUTPUT_MAX + (1u << 20))
 #define MSG_STORE_REPLY 0x0480 /* OUT: store_wire_reply + next + recs */
 
 #define STORE_WIRE_VERSION 1
