@@ -3,7 +3,9 @@
 # process and then the vmm are killed with -9: every request gets a
 # whole answer (200 while the peers are up, 503 while one restarts),
 # none hangs or loses its connection, and the requests of different
-# clients are never mixed up. Then all are served again.
+# clients are never mixed up. Then all are served again. And a peer that
+# stops answering (SIGSTOP) costs its waiting requests a 503 at their
+# deadline, not the front its loop.
 source "$(dirname "$0")/../lib/keepd.sh"
 
 cat >"$tmp/test.policy" <<'EOP'
@@ -82,4 +84,26 @@ done
     ok "served again after both restarts" || bad "after restarts: $code $body"
 req "$bob" GET "/v1/sandboxes/$sa"
 [ "$code" = 404 ] && ok "bob still cannot see alice's sandbox" || bad "bob: $code $body"
+
+# A peer that stops answering (SIGSTOP): waiting requests fail with 503
+# at their deadline, the front goes on serving what does not need it
+# (healthz), and once the peer answers again so does everything else;
+# its late answers to the requests that gave up are dropped.
+policy=$(pgrep -P "$pid" -f '^keepd: policy' | head -n 1)
+kill -STOP "$policy"
+curl -s -o "$tmp/stuck" -w '%{http_code}' -H "Authorization: Bearer $alice" \
+    "$url/v1/sandboxes/$sa" >"$tmp/stuck.code" &
+cpid=$!
+sleep 1
+hz=$(curl -s -m 3 -o /dev/null -w '%{http_code}' "$url/healthz")
+[ "$hz" = 200 ] && ok "healthz is served while the policy process is stopped" || bad "healthz: $hz"
+wait "$cpid"
+[ "$(cat "$tmp/stuck.code")" = 503 ] && grep -q "did not answer" "$tmp/stuck" &&
+    ok "a request waiting on the stopped policy process: 503 at its deadline" ||
+    bad "stuck: $(cat "$tmp/stuck.code") $(cat "$tmp/stuck")"
+kill -CONT "$policy"
+for _ in $(seq 50); do
+	req "$alice" GET "/v1/sandboxes/$sa"; [ "$code" = 200 ] && break; sleep 0.1
+done
+[ "$code" = 200 ] && ok "served again once it answers" || bad "after SIGCONT: $code $body"
 keepd_finish
