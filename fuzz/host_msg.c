@@ -69,6 +69,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	}
 	grant_verify(buf, len, PROC_STORE, key, 0, 0, &g);
+	/* The same bytes as a batch's payload: every inner message found
+	 * lies whole inside it. */
+	{
+		const uint8_t *inner;
+		size_t off = 0, ilen;
+
+		while (msg_batch_next(buf, len, &off, &inner, &ilen) == 1)
+			if (inner < buf || inner + ilen > buf + len ||
+			    ilen < sizeof(struct msg_hdr))
+				abort();
+	}
 	free(buf);
 	return 0;
 }

@@ -92,6 +92,7 @@ void
 front_backend_flush(struct front_backend *fb)
 {
 	fb_flush_decisions(fb);
+	fb_flush_vmm(fb);
 	if (front_backend_flush_in(fb) == 0)
 		fb_audit_flush(fb);
 }

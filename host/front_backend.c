@@ -16,6 +16,7 @@
 #include "host/front_backend_int.h"
 #include "host/grant.h"
 #include "host/msg.h"
+#include "host/vmm_msg.h"
 #include "lib/caps.h"
 #include "lib/log.h"
 #include "lib/task.h"
@@ -164,24 +165,106 @@ fb_expire_waits(struct front_backend *fb)
  * and run the task on at once, before anything else from that link (a
  * run's output may follow its start's reply): 1. Else 0. */
 static int
-fb_deliver(struct front_backend *fb, enum proc_id from, size_t len, int fd)
+fb_deliver_buf(struct front_backend *fb, enum proc_id from, const uint8_t *buf,
+    size_t len, int fd)
 {
-	const struct msg_hdr *h = (const struct msg_hdr *)fb->buf;
+	struct msg_hdr h;
 	struct fb_wait *w;
 	int rc;
 
-	if (len < sizeof(*h) || !(h->flags & MSG_F_REPLY) ||
-	    h->len != len - sizeof(*h))
+	if (len < sizeof(h))
+		return 0;
+	memcpy(&h, buf, sizeof(h));
+	if (!(h.flags & MSG_F_REPLY) || h.len != len - sizeof(h))
 		return 0;
 	for (w = fb->waits; w != NULL; w = w->next)
-		if (w->peer == from && w->reqid == h->reqid)
+		if (w->peer == from && w->reqid == h.reqid)
 			break;
 	if (w == NULL)
 		return 0;
-	rc = fb_reply(from, w->type, w->rtype, w->rflags, fb->buf, len, fd,
-	    w->r, w->rlen, w->rfd, w->err);
+	rc = fb_reply(from, w->type, w->rtype, w->rflags, buf, len, fd, w->r,
+	    w->rlen, w->rfd, w->err);
 	fb_wake(fb, w, rc);
 	return 1;
+}
+
+static int
+fb_deliver(struct front_backend *fb, enum proc_id from, size_t len, int fd)
+{
+	return fb_deliver_buf(fb, from, fb->buf, len, fd);
+}
+
+/*
+ * Requests to the vmm from tasks go in batches too (host/msg.h): queued
+ * in this pass of the loop, sent at its end in one MSG_VMM_BATCH, and
+ * the replies come back in MSG_VMM_BATCH_REPLY. A request with a
+ * descriptor goes alone.
+ */
+static int
+fb_vmm_queue(struct front_backend *fb, uint32_t type, uint64_t reqid,
+    const void *q, size_t qlen)
+{
+	struct fb_batch *b = fb->vbatch;
+
+	if (b == NULL && (b = fb->vbatch = calloc(1, sizeof(*b))) == NULL)
+		return MSG_ERR_IO;
+	if (b->count == MSG_DECIDE_BATCH_MAX ||
+	    msg_batch_add(b->buf, sizeof(b->buf), &b->len, &b->count, type, 0,
+	        reqid, q, qlen) != MSG_OK) {
+		fb_flush_vmm(fb);
+		if (msg_batch_add(b->buf, sizeof(b->buf), &b->len, &b->count,
+		        type, 0, reqid, q, qlen) != MSG_OK)
+			return MSG_ERR_TOOBIG;
+	}
+	return MSG_OK;
+}
+
+void
+fb_flush_vmm(struct front_backend *fb)
+{
+	struct fb_batch *b = fb->vbatch;
+	struct msg_batch_hdr bh;
+	int rc;
+
+	if (b == NULL || b->count == 0)
+		return;
+	memset(&bh, 0, sizeof(bh));
+	bh.count = b->count;
+	memcpy(b->buf, &bh, sizeof(bh));
+	rc = fb->ctx->fd[PROC_VMM] < 0
+	    ? MSG_ERR_IO
+	    : msg_send(fb->ctx->fd[PROC_VMM], MSG_VMM_BATCH, 0,
+	          ++fb->next_reqid, b->buf, b->len, -1);
+	b->count = 0;
+	b->len = 0;
+	if (rc != MSG_OK) {
+		log_warnx(
+		    "%s: a batch not sent: %s", __func__, msg_strerror(rc));
+		fb_fail_waits(fb, PROC_VMM, "is restarting");
+	}
+}
+
+/* The vmm's replies to a batch, each to its task. */
+static void
+fb_deliver_vmm_batch(struct front_backend *fb, size_t len)
+{
+	const struct msg_hdr *h = (const struct msg_hdr *)fb->buf;
+	const uint8_t *inner;
+	size_t off = 0, ilen;
+	int rc;
+
+	if (len < sizeof(*h) || h->len != len - sizeof(*h)) {
+		fb->ctx->ndropped++;
+		return;
+	}
+	while ((rc = msg_batch_next(
+	            fb->buf + sizeof(*h), h->len, &off, &inner, &ilen)) == 1)
+		if (!fb_deliver_buf(fb, PROC_VMM, inner, ilen, -1))
+			log_debug("%s: a reply nobody waits for", __func__);
+	if (rc != 0) {
+		log_warnx("%s: a malformed batch of replies", __func__);
+		fb->ctx->ndropped++;
+	}
 }
 
 /* A link read failed (rc): the peer is gone until the parent restarts
@@ -225,11 +308,16 @@ fb_call(struct front_backend *fb, enum proc_id peer, uint32_t type,
 	if (ctx->fd[peer] < 0)
 		return fb_fail(err, API_EUNAVAIL,
 		    "The %s service is restarting", proc_name(peer));
-	/* What waits in the batch must not wait behind this call. */
-	if (task_self() == NULL)
+	/* What waits in the batches must not wait behind this call. */
+	if (task_self() == NULL) {
 		fb_flush_decisions(fb);
-	if ((rc = msg_send(ctx->fd[peer], type, 0, reqid, q, qlen, qfd)) !=
-	    MSG_OK) {
+		fb_flush_vmm(fb);
+	}
+	if (peer == PROC_VMM && qfd == -1 && task_self() != NULL)
+		rc = fb_vmm_queue(fb, type, reqid, q, qlen);
+	else
+		rc = msg_send(ctx->fd[peer], type, 0, reqid, q, qlen, qfd);
+	if (rc != MSG_OK) {
 		log_warnx("%s: send to %s: %s", __func__, proc_name(peer),
 		    msg_strerror(rc));
 		return fb_fail(err, API_EUNAVAIL, "The %s service is busy",
@@ -397,6 +485,13 @@ fb_dispatch(struct front_backend *fb, enum proc_id from, size_t len, int fd)
 
 	if (fb_deliver(fb, from, len, fd))
 		return;
+	if (from == PROC_VMM && len >= sizeof(struct msg_hdr) &&
+	    ((const struct msg_hdr *)fb->buf)->type == MSG_VMM_BATCH_REPLY) {
+		if (fd != -1)
+			close(fd);
+		fb_deliver_vmm_batch(fb, len);
+		return;
+	}
 	if (from == PROC_POLICY && len >= sizeof(struct msg_hdr) &&
 	    ((const struct msg_hdr *)fb->buf)->type == MSG_POLICY_DECISIONS) {
 		if (fd != -1)
@@ -836,6 +931,7 @@ front_backend_free(struct front_backend *fb)
 	fb_revoked_free(fb);
 	fb_locks_free(fb);
 	free(fb->dbatch);
+	free(fb->vbatch);
 	free(fb->buf);
 	free(fb);
 }
@@ -850,6 +946,7 @@ void
 front_backend_stop(struct front_backend *fb)
 {
 	fb_flush_decisions(fb);
+	fb_flush_vmm(fb);
 	fb_fail_waits(fb, PROC_COUNT, "is stopping");
 	fb_runs_fail_all(fb);
 	front_backend_resume(fb);
@@ -859,8 +956,11 @@ front_backend_stop(struct front_backend *fb)
 void
 front_backend_link_down(struct front_backend *fb, enum proc_id peer)
 {
+	/* What was queued for it is dropped; its waiters fail below. */
 	if (peer == PROC_POLICY)
-		fb->dbatch_n = 0; /* their waiters fail just below */
+		fb->dbatch_n = 0;
+	if (peer == PROC_VMM && fb->vbatch != NULL)
+		fb->vbatch->count = fb->vbatch->len = 0;
 	fb_fail_waits(fb, peer, "is restarting");
 	if (peer == PROC_VMM)
 		fb_runs_fail_all(fb);

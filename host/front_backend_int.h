@@ -49,6 +49,12 @@ struct front_backend {
 		struct msg_policy_decide_entry e[MSG_DECIDE_BATCH_MAX];
 	} * dbatch;
 	uint32_t dbatch_n;
+	/* Requests to the vmm queued in this pass (fb_flush_vmm). */
+	struct fb_batch {
+		uint32_t count;
+		size_t len;
+		uint8_t buf[MSG_MAX_PAYLOAD];
+	} * vbatch;
 	struct token_verifier *tv;
 	const void *tv_keys, *tv_config; /* what tv was built from */
 	struct fb_run *runs; /* list */
@@ -74,6 +80,8 @@ int fb_call(struct front_backend *, enum proc_id peer, uint32_t type,
 void fb_dispatch(struct front_backend *, enum proc_id from, size_t len, int fd);
 /* Send the decisions the tasks asked for in this pass, in one message. */
 void fb_flush_decisions(struct front_backend *);
+/* Send the tasks' requests to the vmm queued in this pass, in one. */
+void fb_flush_vmm(struct front_backend *);
 /* Fail the tasks' calls whose peer has not answered in time. */
 void fb_expire_waits(struct front_backend *);
 int fb_fail(struct api_error *, int code, const char *fmt, ...)

@@ -323,11 +323,144 @@ msg_dispatch_nowait(
 }
 
 int
+msg_batch_add(uint8_t *buf, size_t cap, size_t *len, uint32_t *count,
+    uint32_t type, uint32_t flags, uint64_t reqid, const void *payload,
+    size_t plen)
+{
+	struct msg_hdr h;
+
+	if (*len == 0)
+		*len = sizeof(struct msg_batch_hdr);
+	if (plen > cap || *len + sizeof(h) + plen > cap)
+		return MSG_ERR_TOOBIG;
+	memset(&h, 0, sizeof(h));
+	h.type = type;
+	h.flags = flags;
+	h.reqid = reqid;
+	h.len = (uint32_t)plen;
+	memcpy(buf + *len, &h, sizeof(h));
+	if (plen > 0)
+		memcpy(buf + *len + sizeof(h), payload, plen);
+	*len += sizeof(h) + plen;
+	(*count)++;
+	return MSG_OK;
+}
+
+int
+msg_batch_next(const uint8_t *payload, size_t len, size_t *off,
+    const uint8_t **msg, size_t *mlen)
+{
+	struct msg_hdr h;
+
+	if (*off == 0) {
+		struct msg_batch_hdr bh;
+
+		if (len < sizeof(bh))
+			return -1;
+		memcpy(&bh, payload, sizeof(bh));
+		if (bh.count == 0 || bh.pad != 0)
+			return -1;
+		*off = sizeof(bh);
+	}
+	if (*off == len)
+		return 0;
+	if (len - *off < sizeof(h))
+		return -1;
+	memcpy(&h, payload + *off, sizeof(h));
+	if (h.len > len - *off - sizeof(h))
+		return -1;
+	*msg = payload + *off;
+	*mlen = sizeof(h) + h.len;
+	*off += *mlen;
+	return 1;
+}
+
+/* Send what r holds, as one message of its reply type. */
+static void
+replies_flush(struct proc_ctx *ctx, struct msg_replies *r, uint64_t reqid)
+{
+	struct msg_batch_hdr bh;
+
+	if (r->count == 0)
+		return;
+	memset(&bh, 0, sizeof(bh));
+	bh.count = r->count;
+	memcpy(r->buf, &bh, sizeof(bh));
+	if (ctx->fd[r->to] < 0 ||
+	    msg_send(ctx->fd[r->to], r->reply_type, MSG_F_REPLY, reqid, r->buf,
+	        r->len, -1) != MSG_OK)
+		log_warnx("%s: %u replies to %s lost", __func__, r->count,
+		    proc_name(r->to));
+	r->count = 0;
+	r->len = 0;
+}
+
+int
+msg_batch_serve(struct proc_ctx *ctx, const struct msg *m, uint32_t reply_type,
+    struct msg_replies *r)
+{
+	const struct msg_handler *h;
+	const uint8_t *inner;
+	size_t off = 0, ilen;
+	struct msg im;
+	uint32_t n = 0;
+	int rc;
+
+	/* The whole batch is checked before any of it is served. */
+	while ((rc = msg_batch_next(
+	            m->data, m->hdr.len, &off, &inner, &ilen)) == 1)
+		n++;
+	if (rc != 0 || n == 0)
+		return -1;
+	r->to = m->from;
+	r->reply_type = reply_type;
+	r->count = 0;
+	r->len = 0;
+	ctx->replies = r;
+	off = 0;
+	while (msg_batch_next(m->data, m->hdr.len, &off, &inner, &ilen) == 1) {
+		rc = msg_decode(ctx->handlers, ctx->nhandlers, m->from, inner,
+		    ilen, 0, &im, &h);
+		if (rc == MSG_OK && im.hdr.type == m->hdr.type)
+			rc = MSG_ERR_TYPE; /* no batch inside a batch */
+		if (rc != MSG_OK) {
+			ctx->ndropped++;
+			log_dropped(ctx, m->from, inner, ilen, rc);
+			continue;
+		}
+		im.fd = MSG_NO_FD;
+		ctx->nrecv++;
+		if (h->fn(ctx, &im) != 0) {
+			ctx->ndropped++;
+			log_dropped(ctx, m->from, inner, ilen, MSG_ERR_HANDLER);
+		}
+	}
+	ctx->replies = NULL;
+	replies_flush(ctx, r, m->hdr.reqid);
+	return 0;
+}
+
+int
 msg_reply(struct proc_ctx *ctx, const struct msg *m, uint32_t type,
     const void *payload, size_t len, int fd)
 {
+	struct msg_replies *r = ctx->replies;
+
 	if (ctx->fd[m->from] < 0)
 		return MSG_ERR_IO;
+	/* In a batch: held, and sent with the others (a reply with a
+	 * descriptor goes alone, at once). */
+	if (r != NULL && r->to == m->from && fd < 0) {
+		if (msg_batch_add(r->buf, sizeof(r->buf), &r->len, &r->count,
+		        type, MSG_F_REPLY, m->hdr.reqid, payload,
+		        len) == MSG_OK)
+			return MSG_OK;
+		replies_flush(ctx, r, 0);
+		if (msg_batch_add(r->buf, sizeof(r->buf), &r->len, &r->count,
+		        type, MSG_F_REPLY, m->hdr.reqid, payload,
+		        len) == MSG_OK)
+			return MSG_OK;
+	}
 	return msg_send(ctx->fd[m->from], type, MSG_F_REPLY, m->hdr.reqid,
 	    payload, len, fd);
 }

@@ -350,6 +350,46 @@ int msg_send(int sock, uint32_t type, uint32_t flags, uint64_t reqid,
  */
 #define MSG_BUFSZ (sizeof(struct msg_hdr) + MSG_MAX_PAYLOAD)
 int msg_recv(int sock, void *buf, size_t bufsz, size_t *len, int *fd);
+/*
+ * Batches: many whole messages (each a msg_hdr and its payload, no
+ * descriptors) in one message's payload, after a msg_batch_hdr. The
+ * receiver serves each as if it had come alone, from the same sender,
+ * through the same handler table; the replies it makes without a
+ * descriptor are held and go back the same way, in as few messages of
+ * type reply_type as fit. One message instead of many cuts the cost of
+ * a crossing (docs/architecture.md).
+ */
+struct msg_replies {
+	enum proc_id to;
+	uint32_t reply_type;
+	uint32_t count;
+	size_t len;
+	uint8_t buf[MSG_MAX_PAYLOAD];
+};
+
+/* Append one message (header and payload) to a batch being built in
+ * buf (len bytes so far, header included); MSG_ERR_TOOBIG when it does
+ * not fit in cap. */
+int msg_batch_add(uint8_t *buf, size_t cap, size_t *len, uint32_t *count,
+    uint32_t type, uint32_t flags, uint64_t reqid, const void *payload,
+    size_t plen);
+/*
+ * Serve the batch in m: each inner message through ctx->handlers as from
+ * m->from (a nested batch, a malformed or unknown inner message is
+ * logged, counted and skipped), replies to the sender held in r and sent
+ * as reply_type with m's request id. Returns 0, or -1 when the batch
+ * itself is malformed (nothing is served).
+ */
+int msg_batch_serve(struct proc_ctx *ctx, const struct msg *m,
+    uint32_t reply_type, struct msg_replies *r);
+/*
+ * Walk a batch's payload: *off starts at 0; each call gives the next
+ * inner message (start and length) and returns 1, 0 at the end, -1
+ * when it is malformed.
+ */
+int msg_batch_next(const uint8_t *payload, size_t len, size_t *off,
+    const uint8_t **msg, size_t *mlen);
+
 /* msg_recv that does not wait, even on a blocking link: MSG_ERR_AGAIN
  * when nothing is queued. */
 int msg_recv_nowait(int sock, void *buf, size_t bufsz, size_t *len, int *fd);

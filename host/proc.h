@@ -22,6 +22,8 @@
 
 #include "lib/util.h"
 
+struct msg_replies;
+
 enum proc_id {
 	PROC_PARENT,
 	PROC_FRONT,
@@ -89,6 +91,9 @@ struct proc_ctx {
 	/* Called after a peer's link is replaced (the peer restarted):
 	 * state kept on the old peer's behalf is stale. NULL: nothing. */
 	void (*on_peer)(struct proc_ctx *, enum proc_id peer);
+	/* While a batch of requests is served (msg_batch_serve): replies
+	 * to its sender are held here and go back together. */
+	struct msg_replies *replies;
 };
 
 /* Each child's entry point, one file each: host/proc_<name>.c. */

@@ -1905,8 +1905,20 @@ vmm_on_peer(struct proc_ctx *ctx, enum proc_id peer)
 	restore_send(ctx, vs, STORE_DB_SANDBOXES, NULL, NULL, RESTORE_PAGE);
 }
 
+/* The front's requests of one loop pass, served one by one as if each
+ * had come alone; their replies go back together. */
+static int
+vmm_h_batch(struct proc_ctx *ctx, const struct msg *m)
+{
+	static struct msg_replies replies;
+
+	return msg_batch_serve(ctx, m, MSG_VMM_BATCH_REPLY, &replies);
+}
+
 static const struct msg_handler vmm_handlers[] = {
 	MSG_HANDLERS_COMMON,
+	{ MSG_VMM_BATCH, PROC_BIT(PROC_FRONT), MSG_MAX_PAYLOAD, MSG_H_VARIABLE,
+	    vmm_h_batch },
 	{ MSG_VMM_SANDBOX_CREATE, PROC_BIT(PROC_FRONT),
 	    sizeof(struct msg_vmm_sandbox_new), 0, vmm_h_create },
 	{ MSG_VMM_SANDBOX_GET, PROC_BIT(PROC_FRONT),

@@ -61,9 +61,13 @@ enum {
 						 shared memfd */
 	MSG_VMM_FETCH_REPLY = MSG_VMM_BASE + 0x21, /* vmm -> vm:
 						       msg_egress_rep + memfd */
-	MSG_VMM_RUN_CAPS = MSG_VMM_BASE + 0x22 /* front -> vmm, just before
-						  MSG_VMM_RUN, same reqid:
-						  msg_vmm_run_caps */
+	MSG_VMM_RUN_CAPS = MSG_VMM_BASE + 0x22, /* front -> vmm, just before
+						   MSG_VMM_RUN, same reqid:
+						   msg_vmm_run_caps */
+	/* front -> vmm: requests of one pass of the front's loop (a batch,
+	 * host/msg.h); the replies come back as batches too. */
+	MSG_VMM_BATCH = MSG_VMM_BASE + 0x24,
+	MSG_VMM_BATCH_REPLY = MSG_VMM_BASE + 0x25
 };
 
 /* The caps of the token that asked for the run: the vmm asks the policy

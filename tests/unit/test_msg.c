@@ -32,11 +32,36 @@ h_count(struct proc_ctx *ctx, const struct msg *m)
 	return 0;
 }
 
+#define T_BATCH 0x0210
+#define T_BATCH_REPLY 0x0211
+#define T_ECHO 0x0212
+
+/* Replies with its own payload, as a server does. */
+static int
+h_echo(struct proc_ctx *ctx, const struct msg *m)
+{
+	calls++;
+	return msg_reply(ctx, m, T_ECHO, m->data, m->hdr.len, -1) == MSG_OK
+	    ? 0
+	    : -1;
+}
+
+static int
+h_batch(struct proc_ctx *ctx, const struct msg *m)
+{
+	static struct msg_replies r;
+
+	return msg_batch_serve(ctx, m, T_BATCH_REPLY, &r);
+}
+
 static const struct msg_handler table[] = {
 	{ T_FIXED, PROC_BIT(PROC_FRONT) | PROC_BIT(PROC_VMM), FIXED_SIZE, 0,
 	    h_count },
 	{ T_VAR, PROC_BIT(PROC_PARENT), VAR_BOUND, MSG_H_VARIABLE, h_count },
 	{ T_FD, PROC_BIT(PROC_PARENT), 8, MSG_H_FD, h_count },
+	{ T_BATCH, PROC_BIT(PROC_FRONT), MSG_MAX_PAYLOAD, MSG_H_VARIABLE,
+	    h_batch },
+	{ T_ECHO, PROC_BIT(PROC_FRONT), 16, MSG_H_VARIABLE, h_echo },
 };
 
 /* A datagram: header claiming hdr_len, followed by body_len bytes. */
@@ -280,6 +305,95 @@ test_roundtrip_dispatch(void **state)
 	close(pv[1]);
 }
 
+/*
+ * A batch: each inner message served as if alone (its sender's rights,
+ * exact sizes), a bad one skipped without hurting the others, a batch
+ * inside a batch refused; the replies come back in one message, in
+ * order, each with its own request id. A malformed batch serves nothing.
+ */
+static void
+test_batch(void **state)
+{
+	static uint8_t buf[MSG_BUFSZ], b[MSG_MAX_PAYLOAD];
+	struct proc_ctx ctx;
+	struct msg_batch_hdr bh;
+	struct msg_hdr h;
+	const uint8_t *inner;
+	size_t len = 0, off = 0, ilen, n;
+	uint32_t count = 0;
+	int sv[2], p, fd;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	memset(&ctx, 0, sizeof(ctx));
+	for (p = 0; p < PROC_COUNT; p++)
+		ctx.fd[p] = -1;
+	ctx.fd[PROC_FRONT] = sv[1];
+	ctx.handlers = table;
+	ctx.nhandlers = nitems(table);
+	calls = 0;
+
+	assert_int_equal(
+	    msg_batch_add(b, sizeof(b), &len, &count, T_ECHO, 0, 11, "one", 3),
+	    MSG_OK);
+	/* too long for T_ECHO's bound: skipped */
+	assert_int_equal(msg_batch_add(b, sizeof(b), &len, &count, T_ECHO, 0,
+	                     12, "0123456789abcdefX", 17),
+	    MSG_OK);
+	assert_int_equal(msg_batch_add(b, sizeof(b), &len, &count, T_BATCH, 0,
+	                     13, "nested", 6),
+	    MSG_OK);
+	assert_int_equal(msg_batch_add(b, sizeof(b), &len, &count, T_ECHO, 0,
+	                     14, "three", 5),
+	    MSG_OK);
+	memset(&bh, 0, sizeof(bh));
+	bh.count = count;
+	memcpy(b, &bh, sizeof(bh));
+	assert_int_equal(msg_send(sv[0], T_BATCH, 0, 99, b, len, -1), MSG_OK);
+	assert_int_equal(
+	    msg_dispatch(&ctx, PROC_FRONT, buf, sizeof(buf)), MSG_OK);
+	assert_int_equal(calls, 2);
+	assert_int_equal(ctx.ndropped, 2);
+	assert_null(ctx.replies);
+
+	assert_int_equal(msg_recv(sv[0], buf, sizeof(buf), &n, &fd), MSG_OK);
+	memcpy(&h, buf, sizeof(h));
+	assert_int_equal(h.type, T_BATCH_REPLY);
+	assert_int_equal(h.reqid, 99);
+	assert_true(h.flags & MSG_F_REPLY);
+	assert_int_equal(
+	    msg_batch_next(buf + sizeof(h), h.len, &off, &inner, &ilen), 1);
+	memcpy(&h, inner, sizeof(h));
+	assert_int_equal(h.reqid, 11);
+	assert_memory_equal(inner + sizeof(h), "one", 3);
+	assert_int_equal(msg_batch_next(buf + sizeof(struct msg_hdr),
+	                     n - sizeof(struct msg_hdr), &off, &inner, &ilen),
+	    1);
+	memcpy(&h, inner, sizeof(h));
+	assert_int_equal(h.reqid, 14);
+	assert_int_equal(h.type, T_ECHO);
+	assert_int_equal(msg_batch_next(buf + sizeof(struct msg_hdr),
+	                     n - sizeof(struct msg_hdr), &off, &inner, &ilen),
+	    0);
+
+	/* An inner length running past the end: nothing is served. */
+	len -= 2;
+	assert_int_equal(msg_send(sv[0], T_BATCH, 0, 100, b, len, -1), MSG_OK);
+	calls = 0;
+	assert_int_equal(
+	    msg_dispatch(&ctx, PROC_FRONT, buf, sizeof(buf)), MSG_OK);
+	assert_int_equal(calls, 0);
+	/* An empty batch, and a count of zero, are malformed too. */
+	off = 0;
+	assert_int_equal(msg_batch_next(b, sizeof(bh), &off, &inner, &ilen), 0);
+	bh.count = 0;
+	memcpy(b, &bh, sizeof(bh));
+	off = 0;
+	assert_int_equal(msg_batch_next(b, len, &off, &inner, &ilen), -1);
+	close(sv[0]);
+	close(sv[1]);
+}
+
 /* A non-blocking link: nothing to read is not an error, and a full queue
  * makes the sender fail instead of wait. */
 static void
@@ -362,6 +476,7 @@ main(void)
 		cmocka_unit_test(test_fd_rules),
 		cmocka_unit_test(test_roundtrip_dispatch),
 		cmocka_unit_test(test_nonblocking),
+		cmocka_unit_test(test_batch),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_proc_table),
 	};
