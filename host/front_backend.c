@@ -105,14 +105,58 @@ struct fb_wait {
 	int rc;
 };
 
-/* Take w off the list and run its task on; free the task if it ends. */
+/* The waits are hashed by request id: with many requests in flight, a
+ * reply finds its task without walking them all. */
+static struct fb_wait **
+wait_bucket(struct front_backend *fb, uint64_t reqid)
+{
+	return &fb->waits[reqid & (FB_WAIT_BUCKETS - 1)];
+}
+
+static void
+wait_add(struct front_backend *fb, struct fb_wait *w)
+{
+	struct fb_wait **b = wait_bucket(fb, w->reqid);
+
+	w->next = *b;
+	*b = w;
+	fb->nwaits++;
+}
+
+static struct fb_wait *
+wait_find(struct front_backend *fb, enum proc_id peer, uint64_t reqid)
+{
+	struct fb_wait *w;
+
+	for (w = *wait_bucket(fb, reqid); w != NULL; w = w->next)
+		if (w->peer == peer && w->reqid == reqid)
+			return w;
+	return NULL;
+}
+
+/* The first wait that pred accepts, or NULL. */
+static struct fb_wait *
+wait_first(struct front_backend *fb,
+    int (*pred)(const struct fb_wait *, const void *), const void *arg)
+{
+	struct fb_wait *w;
+	size_t i;
+
+	for (i = 0; i < FB_WAIT_BUCKETS; i++)
+		for (w = fb->waits[i]; w != NULL; w = w->next)
+			if (pred(w, arg))
+				return w;
+	return NULL;
+}
+
+/* Take w off the table and run its task on; free the task if it ends. */
 static void
 fb_wake(struct front_backend *fb, struct fb_wait *w, int rc)
 {
 	struct fb_wait **pp;
 	struct task *t = w->task;
 
-	for (pp = &fb->waits; *pp != NULL; pp = &(*pp)->next)
+	for (pp = wait_bucket(fb, w->reqid); *pp != NULL; pp = &(*pp)->next)
 		if (*pp == w) {
 			*pp = w->next;
 			break;
@@ -123,6 +167,20 @@ fb_wake(struct front_backend *fb, struct fb_wait *w, int rc)
 		task_free(t);
 }
 
+static int
+on_peer(const struct fb_wait *w, const void *arg)
+{
+	enum proc_id peer = *(const enum proc_id *)arg;
+
+	return peer == PROC_COUNT || w->peer == peer;
+}
+
+static int
+past_deadline(const struct fb_wait *w, const void *arg)
+{
+	return *(const uint64_t *)arg >= w->deadline;
+}
+
 /* Fail every call waiting on peer (PROC_COUNT: every call). */
 static void
 fb_fail_waits(struct front_backend *fb, enum proc_id peer, const char *why)
@@ -130,10 +188,7 @@ fb_fail_waits(struct front_backend *fb, enum proc_id peer, const char *why)
 	struct fb_wait *w;
 
 	for (;;) {
-		for (w = fb->waits; w != NULL; w = w->next)
-			if (peer == PROC_COUNT || w->peer == peer)
-				break;
-		if (w == NULL)
+		if ((w = wait_first(fb, on_peer, &peer)) == NULL)
 			return;
 		fb_fail(w->err, API_EUNAVAIL, "The %s service %s",
 		    proc_name(w->peer), why);
@@ -147,11 +202,10 @@ fb_expire_waits(struct front_backend *fb)
 	uint64_t now = mono_ms();
 	struct fb_wait *w;
 
+	if (fb->nwaits == 0)
+		return;
 	for (;;) {
-		for (w = fb->waits; w != NULL; w = w->next)
-			if (now >= w->deadline)
-				break;
-		if (w == NULL)
+		if ((w = wait_first(fb, past_deadline, &now)) == NULL)
 			return;
 		log_warnx("%s: %s did not answer %s in time", __func__,
 		    proc_name(w->peer), msg_type_name(w->type));
@@ -177,10 +231,7 @@ fb_deliver_buf(struct front_backend *fb, enum proc_id from, const uint8_t *buf,
 	memcpy(&h, buf, sizeof(h));
 	if (!(h.flags & MSG_F_REPLY) || h.len != len - sizeof(h))
 		return 0;
-	for (w = fb->waits; w != NULL; w = w->next)
-		if (w->peer == from && w->reqid == h.reqid)
-			break;
-	if (w == NULL)
+	if ((w = wait_find(fb, from, h.reqid)) == NULL)
 		return 0;
 	rc = fb_reply(from, w->type, w->rtype, w->rflags, buf, len, fd, w->r,
 	    w->rlen, w->rfd, w->err);
@@ -336,9 +387,7 @@ fb_call(struct front_backend *fb, enum proc_id peer, uint32_t type,
 			.err = err,
 			.deadline = deadline };
 
-		w.next = fb->waits;
-		fb->waits = &w;
-		fb->nwaits++;
+		wait_add(fb, &w);
 		task_suspend();
 		return w.rc;
 	}
@@ -409,9 +458,7 @@ fb_decide_batched(struct front_backend *fb, const struct msg_policy_decide *q,
 	fb->dbatch->e[fb->dbatch_n].reqid = reqid;
 	fb->dbatch->e[fb->dbatch_n].q = *q;
 	fb->dbatch_n++;
-	w.next = fb->waits;
-	fb->waits = &w;
-	fb->nwaits++;
+	wait_add(fb, &w);
 	task_suspend();
 	return w.rc;
 }
@@ -461,11 +508,8 @@ fb_deliver_decisions(struct front_backend *fb, size_t len)
 		return -1;
 	for (i = 0; i < bh.count; i++) {
 		memcpy(&e, p + sizeof(bh) + i * sizeof(e), sizeof(e));
-		for (w = fb->waits; w != NULL; w = w->next)
-			if (w->peer == PROC_POLICY && w->reqid == e.reqid &&
-			    w->type == MSG_POLICY_DECIDE_BATCH)
-				break;
-		if (w == NULL)
+		if ((w = wait_find(fb, PROC_POLICY, e.reqid)) == NULL ||
+		    w->type != MSG_POLICY_DECIDE_BATCH)
 			continue; /* it gave up waiting */
 		memcpy(w->r, &e.d, sizeof(e.d));
 		fb_wake(fb, w, API_OK);

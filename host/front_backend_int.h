@@ -24,6 +24,8 @@ struct fb_authz {
 	struct msg_policy_decision d;
 };
 
+#define FB_WAIT_BUCKETS 256 /* a power of two */
+
 struct fb_run; /* a run in flight at the vmm (host/front_run.c) */
 struct fb_wait; /* a task's call in flight (host/front_backend.c) */
 
@@ -41,7 +43,8 @@ struct front_backend {
 	struct api_backend ops;
 	uint8_t *buf; /* MSG_BUFSZ, for synchronous calls */
 	uint64_t next_reqid;
-	struct fb_wait *waits; /* calls of suspended tasks (fb_call) */
+	/* Calls of suspended tasks (fb_call), hashed by request id. */
+	struct fb_wait *waits[FB_WAIT_BUCKETS];
 	unsigned nwaits;
 	/* Decisions asked in this pass of the loop, sent at its end. */
 	struct {
