@@ -23,6 +23,9 @@
 struct fb_revoked {
 	int loaded;
 	size_t n;
+	/* SipHash's key: jtis come from token issuers, and a keyed hash
+	 * keeps chosen ones from piling into one run of slots. */
+	uint8_t key[crypto_shorthash_KEYBYTES];
 	struct revoked_slot {
 		char jti[JTI_MAX]; /* "" : empty */
 		int64_t exp_s;
@@ -30,16 +33,13 @@ struct fb_revoked {
 };
 
 static size_t
-slot_of(const char *jti)
+slot_of(const struct fb_revoked *rv, const char *jti)
 {
-	uint8_t h[8];
-	uint64_t v = 0;
-	size_t i;
+	uint8_t h[crypto_shorthash_BYTES];
+	uint64_t v;
 
-	crypto_generichash(
-	    h, sizeof(h), (const uint8_t *)jti, strlen(jti), NULL, 0);
-	for (i = 0; i < sizeof(h); i++)
-		v = v << 8 | h[i];
+	crypto_shorthash(h, (const uint8_t *)jti, strlen(jti), rv->key);
+	memcpy(&v, h, sizeof(v));
 	return (size_t)(v & (REVOKED_SLOTS - 1));
 }
 
@@ -48,12 +48,12 @@ static int
 set_add(struct fb_revoked *rv, const char *jti, int64_t exp_s)
 {
 	int64_t now = (int64_t)time(NULL);
-	size_t i, k;
+	size_t i, k, first;
 
 	if (strlen(jti) >= JTI_MAX)
 		return -1;
-	for (i = 0; i < REVOKED_SLOTS; i++) {
-		k = (slot_of(jti) + i) & (REVOKED_SLOTS - 1);
+	for (i = 0, first = slot_of(rv, jti); i < REVOKED_SLOTS; i++) {
+		k = (first + i) & (REVOKED_SLOTS - 1);
 		if (strcmp(rv->slot[k].jti, jti) == 0 ||
 		    rv->slot[k].jti[0] == '\0' || rv->slot[k].exp_s < now) {
 			if (rv->slot[k].jti[0] == '\0')
@@ -71,10 +71,10 @@ set_add(struct fb_revoked *rv, const char *jti, int64_t exp_s)
 static int
 set_has(const struct fb_revoked *rv, const char *jti)
 {
-	size_t i, k;
+	size_t i, k, first;
 
-	for (i = 0; i < REVOKED_SLOTS; i++) {
-		k = (slot_of(jti) + i) & (REVOKED_SLOTS - 1);
+	for (i = 0, first = slot_of(rv, jti); i < REVOKED_SLOTS; i++) {
+		k = (first + i) & (REVOKED_SLOTS - 1);
 		if (rv->slot[k].jti[0] == '\0')
 			return 0;
 		if (strcmp(rv->slot[k].jti, jti) == 0)
@@ -170,6 +170,7 @@ fb_revoked(void *arg, const char *jti)
 		return ask(fb, jti);
 	if (!rv->loaded) {
 		memset(rv, 0, sizeof(*rv));
+		randombytes_buf(rv->key, sizeof(rv->key));
 		if (load(fb, rv) != 0) {
 			memset(rv, 0, sizeof(*rv));
 			return ask(fb, jti);

@@ -170,6 +170,25 @@ api_observe_run(struct api *a, uint64_t ms)
 
 /* --- replies ------------------------------------------------------------ */
 
+/* "%08x-%llx" of (nonce, seq), without printf: every request makes one. */
+static void
+format_request_id(char out[40], uint32_t nonce, uint64_t seq)
+{
+	static const char hex[] = "0123456789abcdef";
+	char d[16];
+	size_t i, n = 0;
+
+	for (i = 0; i < 8; i++)
+		out[i] = hex[(nonce >> (28 - 4 * i)) & 0xf];
+	out[8] = '-';
+	do
+		d[n++] = hex[seq & 0xf];
+	while ((seq >>= 4) != 0);
+	for (i = 0; i < n; i++)
+		out[9 + i] = d[n - 1 - i];
+	out[9 + n] = '\0';
+}
+
 static void
 rq_emit(
     struct rq *r, int status, const char *ctype, const void *body, size_t len)
@@ -283,8 +302,7 @@ api_refuse(struct api *a, int status, struct http_buf *out)
 	r.api = a;
 	r.out = out;
 	r.close = 1;
-	snprintf(r.request_id, sizeof(r.request_id), "%08x-%llx", a->boot_nonce,
-	    (unsigned long long)++a->reqseq);
+	format_request_id(r.request_id, a->boot_nonce, ++a->reqseq);
 	switch (status) {
 	case 413:
 		code = "PAYLOAD_TOO_LARGE";
@@ -636,8 +654,7 @@ make_request_id(struct rq *r)
 		r->request_id[h->valuelen] = '\0';
 		return;
 	}
-	snprintf(r->request_id, sizeof(r->request_id), "%08x-%llx",
-	    r->api->boot_nonce, (unsigned long long)++r->api->reqseq);
+	format_request_id(r->request_id, r->api->boot_nonce, ++r->api->reqseq);
 }
 
 static int

@@ -128,6 +128,8 @@ void http_buf_free(struct http_buf *);
 void http_buf_reset(struct http_buf *);
 void http_buf_add(struct http_buf *, const void *, size_t);
 void http_buf_puts(struct http_buf *, const char *);
+/* v in decimal. */
+void http_buf_putu(struct http_buf *, uint64_t v);
 void http_buf_printf(struct http_buf *, const char *, ...)
     __attribute__((format(printf, 2, 3)));
 /* Remove the first n bytes. */

@@ -167,14 +167,39 @@ http_reason(int status)
 }
 
 void
+http_buf_putu(struct http_buf *b, uint64_t v)
+{
+	char d[20];
+	size_t n = 0;
+
+	do
+		d[sizeof(d) - ++n] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	http_buf_add(b, d + sizeof(d) - n, n);
+}
+
+/* Every response starts here: appends rather than printf, which would
+ * cost more than the rest of a small response. */
+void
 http_response_begin(struct http_buf *b, int status, const char *ctype,
     size_t body_len, int close)
 {
-	http_buf_printf(b, "HTTP/1.1 %d %s\r\n", status, http_reason(status));
-	if (ctype != NULL)
-		http_buf_printf(b, "Content-Type: %s\r\n", ctype);
-	if (body_len != (size_t)-1)
-		http_buf_printf(b, "Content-Length: %zu\r\n", body_len);
+	http_buf_add(b, "HTTP/1.1 ", 9);
+	http_buf_putu(
+	    b, (uint64_t)(status >= 100 && status <= 999 ? status : 500));
+	http_buf_add(b, " ", 1);
+	http_buf_puts(b, http_reason(status));
+	http_buf_add(b, "\r\n", 2);
+	if (ctype != NULL) {
+		http_buf_add(b, "Content-Type: ", 14);
+		http_buf_puts(b, ctype);
+		http_buf_add(b, "\r\n", 2);
+	}
+	if (body_len != (size_t)-1) {
+		http_buf_add(b, "Content-Length: ", 16);
+		http_buf_putu(b, body_len);
+		http_buf_add(b, "\r\n", 2);
+	}
 	if (close)
 		http_buf_puts(b, "Connection: close\r\n");
 }

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "host/http/http.h"
+#include "lib/util.h"
 
 static int
 parse(const char *s, struct http_request *req, int *status)
@@ -57,6 +58,33 @@ test_simple_get(void **state)
 		assert_int_equal(h->valuelen, 10);
 		assert_memory_equal(h->value, "Bearer abc", 10);
 	}
+}
+
+/* Numbers in responses, written without printf. */
+static void
+test_putu(void **state)
+{
+	static const uint64_t v[] = { 0, 7, 10, 200, 65536, UINT64_MAX };
+	static const char *const want[] = { "0", "7", "10", "200", "65536",
+		"18446744073709551615" };
+	struct http_buf b;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < nitems(v); i++) {
+		http_buf_init(&b);
+		http_buf_putu(&b, v[i]);
+		assert_int_equal(b.len, strlen(want[i]));
+		assert_memory_equal(b.data, want[i], b.len);
+		http_buf_free(&b);
+	}
+	http_buf_init(&b);
+	http_response_begin(&b, 404, "application/json", 12, 1);
+	http_buf_add(&b, "", 1);
+	assert_string_equal(b.data,
+	    "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\n"
+	    "Content-Length: 12\r\nConnection: close\r\n");
+	http_buf_free(&b);
 }
 
 /* A request copied elsewhere reads the same from its new place. */
@@ -349,6 +377,7 @@ main(void)
 		cmocka_unit_test(test_simple_get),
 		cmocka_unit_test(test_incremental),
 		cmocka_unit_test(test_request_move),
+		cmocka_unit_test(test_putu),
 		cmocka_unit_test(test_connection_semantics),
 		cmocka_unit_test(test_framing_refusals),
 		cmocka_unit_test(test_syntax_refusals),
