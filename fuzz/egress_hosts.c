@@ -34,9 +34,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	len = size < sizeof(name) - 1 ? size : sizeof(name) - 1;
 	memcpy(name, data, len);
 	name[len] = '\0';
-	if (name[0] != ' ' && name[0] != '\t' &&
-	    (p = strpbrk(name, " \t")) != NULL) {
-		p += strspn(p, " \t");
+	/* Fields are split on space, tab and CR, as the parser does. */
+	if (name[0] != ' ' && name[0] != '\t' && name[0] != '\r' &&
+	    (p = strpbrk(name, " \t\r")) != NULL) {
+		p += strspn(p, " \t\r");
 		q = p + strcspn(p, " \t\r\n#");
 		*q = '\0';
 		if (*p != '\0' && strchr(name, '#') == NULL &&
