@@ -266,6 +266,10 @@ egress_url_parse(const char *s, size_t len, struct egress_url *out)
 		out->target[i++] = (char)c;
 	}
 	out->target[i] = '\0';
+	/* The URL as it goes on the wire (a '/' may have been added before
+	 * a query) is held to the same limit as the text. */
+	if (a1 + i > EGRESS_URL_MAX)
+		return EGRESS_E_URL;
 	return 0;
 }
 

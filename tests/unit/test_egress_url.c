@@ -150,6 +150,13 @@ test_url_limits(void **state)
 	assert_int_equal(egress_url_parse(big, EGRESS_URL_MAX, &u), 0);
 	assert_int_equal(
 	    egress_url_parse(big, EGRESS_URL_MAX + 1, &u), EGRESS_E_URL);
+	/* A query right after the host gains a '/' on the wire: at the
+	 * limit, that is one byte too many, and refused. */
+	memcpy(big, "https://a.b?", 12);
+	assert_int_equal(
+	    egress_url_parse(big, EGRESS_URL_MAX, &u), EGRESS_E_URL);
+	assert_int_equal(egress_url_parse(big, EGRESS_URL_MAX - 1, &u), 0);
+	assert_int_equal(strlen(u.target), EGRESS_URL_MAX - 11 + 1 - 1);
 	/* A 64-byte label is too long, 63 is fine. */
 	n = (size_t)snprintf(host, sizeof(host), "https://%063d.com/", 0);
 	assert_int_equal(egress_url_parse(host, n, &u), 0);
