@@ -9,10 +9,6 @@
  * from the same question asked again as a dry run: it spends nothing, but
  * a policy reloaded in between still has the last word.
  */
-#include <sys/mman.h>
-
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +18,7 @@
 #include <sodium.h>
 
 #include "host/front_backend_int.h"
+#include "host/proc_egress.h"
 #include "host/store/store.h"
 #include "host/store/store_wire.h"
 #include "host/vmm_msg.h"
@@ -64,37 +61,6 @@ store_status(const struct store_wire_reply *hdr, struct api_error *err)
 	}
 }
 
-/* q in a sealed memfd, for a put larger than a message; -1 on failure. */
-static int
-sealed_copy(const void *q, size_t qlen)
-{
-	const char *p = q;
-	size_t done = 0;
-	ssize_t n;
-	int fd;
-
-	if ((fd = memfd_create("keep-put", MFD_CLOEXEC | MFD_ALLOW_SEALING)) ==
-	    -1)
-		return -1;
-	while (done < qlen) {
-		if ((n = write(fd, p + done, qlen - done)) == -1 &&
-		    errno == EINTR)
-			continue;
-		if (n <= 0) {
-			close(fd);
-			return -1;
-		}
-		done += (size_t)n;
-	}
-	if (fcntl(fd, F_ADD_SEALS,
-	        F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) ==
-	    -1) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
 /* Send one write (its grant inside) and read how it went. A put larger
  * than a message goes in a memfd (MSG_STORE_PUT_LARGE). */
 static int
@@ -110,7 +76,7 @@ write_call(struct front_backend *fb, uint64_t reqid, uint16_t type, void *q,
 
 	if (type == MSG_STORE_PUT && qlen > MSG_MAX_PAYLOAD) {
 		if (qlen > STORE_PUT_LARGE_MAX ||
-		    (fd = sealed_copy(q, qlen)) == -1) {
+		    (fd = egress_memfd_make("keep-put", q, qlen)) == -1) {
 			free(q);
 			return fb_fail(err, API_EINTERNAL, "Record too large");
 		}
