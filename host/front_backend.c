@@ -602,7 +602,6 @@ verifier(struct front_backend *fb)
 	struct proc_ctx *ctx = fb->ctx;
 	struct token_verifier_config vc;
 	struct token_key keys[MSG_PUBKEYS_MAX];
-	uint32_t i, n = 0;
 
 	if (fb->tv != NULL && fb->tv_keys == ctx->token_keys &&
 	    fb->tv_config == ctx->config)
@@ -611,18 +610,8 @@ verifier(struct front_backend *fb)
 	fb->tv = NULL;
 	fb->tv_keys = ctx->token_keys;
 	fb->tv_config = ctx->config;
-	if (ctx->token_keys == NULL || ctx->config == NULL)
+	if (proc_token_config(ctx, keys, &vc) != 0)
 		return NULL;
-	for (i = 0; i < ctx->token_keys->n; i++)
-		if (paserk_public_decode(keys[n].pk, ctx->token_keys->keys[i],
-		        strlen(ctx->token_keys->keys[i])) == 0)
-			n++;
-	memset(&vc, 0, sizeof(vc));
-	vc.keys = keys;
-	vc.nkeys = n;
-	vc.audience = "keep";
-	vc.skew = (int64_t)(ctx->config->token_clock_skew_ms / 1000);
-	vc.max_lifetime = (int64_t)(ctx->config->token_max_ttl_ms / 1000);
 	vc.cache_entries = 4096;
 	vc.revoked = fb_revoked;
 	vc.revoked_ctx = fb;

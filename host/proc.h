@@ -96,6 +96,18 @@ struct proc_ctx {
 	struct msg_replies *replies;
 };
 
+/*
+ * The token verifier's settings for this process, from the keys and the
+ * configuration the parent sent last (host/token_config.c): keys gets
+ * MSG_PUBKEYS_MAX entries' room, vc the keys, audience, skew and maximum
+ * lifetime; the caller adds its cache and revocation check. -1 when
+ * neither has arrived yet.
+ */
+struct token_key;
+struct token_verifier_config;
+int proc_token_config(const struct proc_ctx *, struct token_key *keys,
+    struct token_verifier_config *vc);
+
 /* Each child's entry point, one file each: host/proc_<name>.c. */
 int front_main(struct proc_ctx *ctx);
 int policy_main(struct proc_ctx *ctx);

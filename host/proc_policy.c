@@ -454,25 +454,14 @@ verifier(struct proc_ctx *ctx)
 	struct policy_state *ps = ctx->arg;
 	struct token_verifier_config vc;
 	struct token_key keys[MSG_PUBKEYS_MAX];
-	uint32_t i, n = 0;
 
 	if (ps->tv != NULL && ps->tv_keys == ctx->token_keys)
 		return ps->tv;
 	token_verifier_free(ps->tv);
 	ps->tv = NULL;
 	ps->tv_keys = ctx->token_keys;
-	if (ctx->token_keys == NULL || ctx->config == NULL)
+	if (proc_token_config(ctx, keys, &vc) != 0)
 		return NULL;
-	for (i = 0; i < ctx->token_keys->n; i++)
-		if (paserk_public_decode(keys[n].pk, ctx->token_keys->keys[i],
-		        strlen(ctx->token_keys->keys[i])) == 0)
-			n++;
-	memset(&vc, 0, sizeof(vc));
-	vc.keys = keys;
-	vc.nkeys = n;
-	vc.audience = "keep";
-	vc.skew = (int64_t)(ctx->config->token_clock_skew_ms / 1000);
-	vc.max_lifetime = (int64_t)(ctx->config->token_max_ttl_ms / 1000);
 	if (token_verifier_new(&vc, &ps->tv) != 0)
 		ps->tv = NULL;
 	return ps->tv;
