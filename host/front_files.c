@@ -15,24 +15,6 @@
 #include "host/vmm_msg.h"
 
 static int
-put_all(int fd, const void *p, size_t len)
-{
-	const char *b = p;
-	ssize_t n;
-
-	while (len > 0) {
-		if ((n = write(fd, b, len)) == -1) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		b += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-static int
 errno_error(int e, struct api_error *err)
 {
 	switch (e) {
@@ -89,7 +71,7 @@ file_call(struct front_backend *fb, const struct api_call *call, const char *id,
 		return fb_fail(err, API_EBADREQ, "Path too long");
 	if ((mfd = memfd_create("keep-file", MFD_CLOEXEC)) == -1)
 		return fb_fail(err, API_EINTERNAL, "Internal error");
-	if (len > 0 && put_all(mfd, data, len) != 0) {
+	if (len > 0 && fb_write_all(mfd, data, len) != 0) {
 		close(mfd);
 		return fb_fail(err, API_EINTERNAL, "Internal error");
 	}

@@ -76,24 +76,6 @@ wall_ms(void)
 }
 
 static int
-put_bytes(int fd, const void *p, size_t len)
-{
-	const uint8_t *b = p;
-	ssize_t n;
-
-	while (len > 0) {
-		if ((n = write(fd, b, len)) == -1) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		b += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-static int
 put_str(int fd, const char *s, size_t len)
 {
 	uint8_t l[4] = { (uint8_t)len, (uint8_t)(len >> 8),
@@ -101,7 +83,8 @@ put_str(int fd, const char *s, size_t len)
 
 	if (memchr(s, '\0', len) != NULL)
 		return -1;
-	return put_bytes(fd, l, sizeof(l)) || put_bytes(fd, s, len) ? -1 : 0;
+	return fb_write_all(fd, l, sizeof(l)) || fb_write_all(fd, s, len) ? -1
+	                                                                  : 0;
 }
 
 static int
@@ -221,7 +204,7 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 	for (i = 0; i < nenv; i++)
 		if (put_env(mfd, &env[i]) != 0)
 			goto bad;
-	if (put_bytes(mfd, in, inlen) != 0 || fstat(mfd, &st) == -1 ||
+	if (fb_write_all(mfd, in, inlen) != 0 || fstat(mfd, &st) == -1 ||
 	    (uint64_t)st.st_size > RUN_MAX_INPUT)
 		goto bad;
 	q.input_len = (uint64_t)st.st_size;

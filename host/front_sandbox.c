@@ -230,22 +230,31 @@ out:
 	return rc;
 }
 
+/* A get or delete of sandbox id with the call's grant; r its info. */
 static int
-fb_sandbox_get(void *arg, const struct api_call *call, const char *id,
-    struct api_sandbox *out, struct api_error *err)
+sbx_ref_call(void *arg, const struct api_call *call, uint32_t type,
+    const char *id, struct msg_vmm_sandbox_info *r, struct api_error *err)
 {
 	const struct fb_authz *a = authz(call);
 	struct msg_vmm_sandbox_ref q;
-	struct msg_vmm_sandbox_info r;
-	int rc;
 
 	if (a == NULL)
 		return fb_fail(err, API_EINTERNAL, "Internal error");
 	memset(&q, 0, sizeof(q));
 	q.grant = a->d.grant;
 	strlcpy(q.id, id, sizeof(q.id));
-	if ((rc = sbx_call(arg, MSG_VMM_SANDBOX_GET, a->reqid, &q, sizeof(q),
-	         &r, err)) != API_OK)
+	return sbx_call(arg, type, a->reqid, &q, sizeof(q), r, err);
+}
+
+static int
+fb_sandbox_get(void *arg, const struct api_call *call, const char *id,
+    struct api_sandbox *out, struct api_error *err)
+{
+	struct msg_vmm_sandbox_info r;
+	int rc;
+
+	if ((rc = sbx_ref_call(arg, call, MSG_VMM_SANDBOX_GET, id, &r, err)) !=
+	    API_OK)
 		return rc;
 	to_api(&r, out);
 	return API_OK;
@@ -255,19 +264,12 @@ static int
 fb_sandbox_delete(void *arg, const struct api_call *call, const char *id,
     struct api_error *err)
 {
-	const struct fb_authz *a = authz(call);
-	struct msg_vmm_sandbox_ref q;
 	struct msg_vmm_sandbox_info r;
 	int rc;
 
-	if (a == NULL)
-		return fb_fail(err, API_EINTERNAL, "Internal error");
-	memset(&q, 0, sizeof(q));
-	q.grant = a->d.grant;
-	strlcpy(q.id, id, sizeof(q.id));
 	/* The vmm first: it checks that the caller owns the sandbox. */
-	if ((rc = sbx_call(arg, MSG_VMM_SANDBOX_DELETE, a->reqid, &q, sizeof(q),
-	         &r, err)) != API_OK)
+	if ((rc = sbx_ref_call(
+	         arg, call, MSG_VMM_SANDBOX_DELETE, id, &r, err)) != API_OK)
 		return rc;
 	fb_audit_event(arg, call, "sandbox.delete", id, "");
 	/* A record left behind is not restored: its workspace is gone. */
@@ -321,20 +323,13 @@ static int
 fb_sandbox_refresh(void *arg, const struct api_call *call, const char *id,
     struct api_token *out, struct api_error *err)
 {
-	const struct fb_authz *a = authz(call);
-	struct msg_vmm_sandbox_ref q;
 	struct msg_vmm_sandbox_info r;
 	int rc;
 
 	/* The grant is for sandbox:write on id; the vmm checks it and that
 	 * the caller owns the sandbox, then the token is derived. */
-	if (a == NULL)
-		return fb_fail(err, API_EINTERNAL, "Internal error");
-	memset(&q, 0, sizeof(q));
-	q.grant = a->d.grant;
-	strlcpy(q.id, id, sizeof(q.id));
-	if ((rc = sbx_call(arg, MSG_VMM_SANDBOX_GET, a->reqid, &q, sizeof(q),
-	         &r, err)) != API_OK)
+	if ((rc = sbx_ref_call(arg, call, MSG_VMM_SANDBOX_GET, id, &r, err)) !=
+	    API_OK)
 		return rc;
 	return sandbox_token(arg, call, id, r.expires_at, out, err);
 }

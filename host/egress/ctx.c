@@ -45,8 +45,8 @@ sys_sleep(void *arg, uint64_t ms)
 		;
 }
 
-static int
-sys_resolve(void *arg, const char *host, uint16_t port,
+int
+egress_sys_resolve(void *arg, const char *host, uint16_t port,
     struct sockaddr_storage *out, size_t max, size_t *n)
 {
 	struct addrinfo hints, *res, *ai;
@@ -102,7 +102,7 @@ egress_ctx_new(const struct egress_config *cfg, struct egress_ctx **out)
 		          "logged",
 		    __func__);
 	if (ctx->cfg.resolve == NULL)
-		ctx->cfg.resolve = sys_resolve;
+		ctx->cfg.resolve = egress_sys_resolve;
 	if (ctx->cfg.clock == NULL)
 		ctx->cfg.clock = sys_clock;
 	if (ctx->cfg.wallclock == NULL)

@@ -530,8 +530,12 @@ void egress_hosts_free(struct egress_hosts *h);
 /* The table only: 0 or EGRESS_E_RESOLVE (not in it; h may be NULL). */
 int egress_hosts_lookup(const struct egress_hosts *h, const char *host,
     struct sockaddr_storage *out, size_t max, size_t *n);
+/* The default egress_resolve_fn: getaddrinfo(3), IPv4 and IPv6
+ * addresses only (arg and port unused). */
+int egress_sys_resolve(void *arg, const char *host, uint16_t port,
+    struct sockaddr_storage *out, size_t max, size_t *n);
 /* An egress_resolve_fn: arg is a struct egress_hosts (may be NULL);
- * names not in it go to getaddrinfo(3). */
+ * names not in it go to egress_sys_resolve. */
 int egress_hosts_resolve(void *arg, const char *host, uint16_t port,
     struct sockaddr_storage *out, size_t max, size_t *n);
 

@@ -134,26 +134,10 @@ egress_hosts_resolve(void *arg, const char *host, uint16_t port,
     struct sockaddr_storage *out, size_t max, size_t *n)
 {
 	const struct egress_hosts *h = arg;
-	struct addrinfo hints, *res, *ai;
 
-	(void)port;
 	if (egress_hosts_lookup(h, host, out, max, n) == 0)
 		return 0;
-	memset(&hints, 0, sizeof(hints));
-	hints.ai_family = AF_UNSPEC;
-	hints.ai_socktype = SOCK_STREAM;
-	if (getaddrinfo(host, NULL, &hints, &res) != 0)
-		return EGRESS_E_RESOLVE;
-	for (ai = res; ai != NULL && *n < max; ai = ai->ai_next) {
-		if ((ai->ai_family != AF_INET && ai->ai_family != AF_INET6) ||
-		    ai->ai_addrlen > sizeof(*out))
-			continue;
-		memset(&out[*n], 0, sizeof(out[*n]));
-		memcpy(&out[*n], ai->ai_addr, ai->ai_addrlen);
-		(*n)++;
-	}
-	freeaddrinfo(res);
-	return *n > 0 ? 0 : EGRESS_E_RESOLVE;
+	return egress_sys_resolve(NULL, host, port, out, max, n);
 }
 
 int
