@@ -1,6 +1,6 @@
 /*
  * The front: the TCP/TLS listener, HTTP/1.1 (host/http/), the API
- * (host/api/) and its backend over the links (host/front_backend.c). One
+ * (host/api/) and its backend over the links (host/front/front_backend.c). One
  * epoll loop serves the clients and the links; the TLS certificate and key
  * arrive from the parent as bytes, since the front cannot open files.
  */
@@ -16,8 +16,8 @@
 #include <sodium.h>
 
 #include "host/api/api.h"
-#include "host/front_backend.h"
-#include "host/front_backend_int.h"
+#include "host/front/front_backend.h"
+#include "host/front/front_backend_int.h"
 #include "host/http/front.h"
 #include "host/msg.h"
 #include "host/proc.h"
@@ -185,7 +185,7 @@ front_loop(struct proc_ctx *ctx, struct front_state *fs)
 			if (ctx->fd[p] == -1)
 				continue;
 			/* Once serving, replies go to the tasks that wait
-			 * for them (host/front_backend.c). */
+			 * for them (host/front/front_backend.c). */
 			if ((fs->fb != NULL
 			            ? front_backend_link_event(fs->fb, p)
 			            : proc_link_event(

@@ -28,7 +28,7 @@
 #include <sodium.h>
 
 #include "host/egress/egress.h"
-#include "host/front_backend_int.h"
+#include "host/front/front_backend_int.h"
 #include "host/proc_egress.h"
 #include "lib/log.h"
 

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "host/front_backend_int.h"
+#include "host/front/front_backend_int.h"
 #include "host/vmm_msg.h"
 
 static int

@@ -1,7 +1,7 @@
 /*
- * Internals of the front's backend, shared by host/front_backend.c (links,
- * tokens, decisions), host/front_sandbox.c (sandboxes over the vmm) and
- * host/front_files.c (workspace files over the vmm) and host/front_run.c
+ * Internals of the front's backend, shared by host/front/front_backend.c (links,
+ * tokens, decisions), host/front/front_sandbox.c (sandboxes over the vmm) and
+ * host/front/front_files.c (workspace files over the vmm) and host/front/front_run.c
  * (runs over the vmm).
  */
 #ifndef KEEP_HOST_FRONT_BACKEND_INT_H
@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "host/api/api.h"
-#include "host/front_backend.h"
+#include "host/front/front_backend.h"
 #include "host/msg.h"
 #include "host/proc_egress.h"
 
@@ -26,8 +26,8 @@ struct fb_authz {
 
 #define FB_WAIT_BUCKETS 256 /* a power of two */
 
-struct fb_run; /* a run in flight at the vmm (host/front_run.c) */
-struct fb_wait; /* a task's call in flight (host/front_backend.c) */
+struct fb_run; /* a run in flight at the vmm (host/front/front_run.c) */
+struct fb_wait; /* a task's call in flight (host/front/front_backend.c) */
 
 /* How long a deferred run may wait for the vmm: longer than any run's
  * time limit (keepd.yaml caps it) plus boot and teardown. */
@@ -61,8 +61,8 @@ struct front_backend {
 	struct token_verifier *tv;
 	const void *tv_keys, *tv_config; /* what tv was built from */
 	struct fb_run *runs; /* list */
-	struct fb_revoked *revoked; /* host/front_revoke.c */
-	struct fb_locks *locks; /* host/front_lock.c */
+	struct fb_revoked *revoked; /* host/front/front_revoke.c */
+	struct fb_locks *locks; /* host/front/front_lock.c */
 	/* For /metrics: guest boot times (le 1, 2, 5, 10, 20, 50, 100 ms,
 	 * +Inf) and runs by how they ended (enum run_status). */
 	uint64_t boot_bucket[8], boot_count, boot_sum_us;
@@ -107,7 +107,7 @@ int fb_store_call_fd(struct front_backend *, uint64_t reqid, uint16_t type,
     const void *q, size_t qlen, int qfd, void **reply, size_t *rlen,
     struct store_wire_reply *hdr, char *next, struct api_error *err);
 
-/* Records that outlive a restart (host/front_persist.c). Each returns an
+/* Records that outlive a restart (host/front/front_persist.c). Each returns an
  * API_* code; the run record is best effort and only logged. */
 struct msg_vmm_sandbox_info;
 int fb_persist_sandbox(struct front_backend *, const struct api_principal *,
@@ -154,10 +154,10 @@ int fb_refusal(
 int fb_mint(struct front_backend *, const struct api_call *, cap_set_t caps,
     int64_t exp, const char *sbx, struct api_token *out, struct api_error *err);
 
-/* host/front_sandbox.c */
+/* host/front/front_sandbox.c */
 void fb_sandbox_ops(struct api_backend *);
 
-/* host/front_audit.c */
+/* host/front/front_audit.c */
 void fb_audit_decision(struct front_backend *, const struct api_call *,
     const char *target, const struct msg_policy_decision *);
 void fb_audit_event(struct front_backend *, const struct api_call *,
@@ -170,10 +170,10 @@ void fb_audit_ops(struct api_backend *);
 extern const struct msg_handler fb_store_handlers[];
 extern const size_t fb_store_nhandlers;
 
-/* host/front_files.c */
+/* host/front/front_files.c */
 void fb_file_ops(struct api_backend *);
 
-/* host/front_run.c */
+/* host/front/front_run.c */
 void fb_run_ops(struct api_backend *);
 /* A run that answers no request: done(fb, arg, rc, res, err) is called
  * from the loop when it ends, and owns res->out and res->err. */
@@ -183,7 +183,7 @@ int fb_run_async(struct front_backend *, const struct api_call *,
     const char *id, const struct api_exec *, fb_run_done_fn, void *arg,
     struct api_error *);
 
-/* host/front_async.c: execute/async and its webhook. */
+/* host/front/front_async.c: execute/async and its webhook. */
 void fb_async_ops(struct api_backend *);
 int fb_async_h_webhook_reply(struct proc_ctx *, const struct msg *);
 #define FB_ASYNC_HANDLERS                                                      \

@@ -1,5 +1,5 @@
 /*
- * The front's api_backend over its links (host/front_backend.h).
+ * The front's api_backend over its links (host/front/front_backend.h).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -12,8 +12,8 @@
 
 #include <sodium.h>
 
-#include "host/front_backend.h"
-#include "host/front_backend_int.h"
+#include "host/front/front_backend.h"
+#include "host/front/front_backend_int.h"
 #include "host/grant.h"
 #include "host/msg.h"
 #include "host/vmm_msg.h"

@@ -12,7 +12,7 @@
 
 #include <sodium.h>
 
-#include "host/front_backend_int.h"
+#include "host/front/front_backend_int.h"
 #include "host/proc_egress.h"
 #include "host/vmm_msg.h"
 #include "lib/log.h"

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "host/front_backend_int.h"
+#include "host/front/front_backend_int.h"
 #include "host/store/store.h"
 #include "host/store/store_wire.h"
 #include "lib/log.h"

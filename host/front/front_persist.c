@@ -17,7 +17,7 @@
 
 #include <sodium.h>
 
-#include "host/front_backend_int.h"
+#include "host/front/front_backend_int.h"
 #include "host/proc_egress.h"
 #include "host/store/store.h"
 #include "host/store/store_wire.h"

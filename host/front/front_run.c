@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "host/front_backend_int.h"
+#include "host/front/front_backend_int.h"
 #include "host/vmm_msg.h"
 #include "lib/log.h"
 #include "policy/policy.h"
@@ -39,7 +39,7 @@ struct fb_run {
 	char sbx[SBX_ID_MAX];
 	char command[RUN_NAME_MAX];
 	int64_t started_ms; /* unix ms */
-	/* A run nobody waits for (execute/async, host/front_async.c):
+	/* A run nobody waits for (execute/async, host/front/front_async.c):
 	 * called instead of resuming a request; owns res.out, res.err. */
 	fb_run_done_fn on_done;
 	void *on_done_arg;
@@ -665,7 +665,7 @@ const struct msg_handler fb_run_handlers[] = {
 	    MSG_H_FD, h_run_done },
 	{ MSG_VMM_BG_DONE, PROC_BIT(PROC_VMM), sizeof(struct msg_vmm_bg_done),
 	    0, h_bg_done },
-	FB_ASYNC_HANDLERS, /* host/front_async.c */
+	FB_ASYNC_HANDLERS, /* host/front/front_async.c */
 };
 const size_t fb_run_nhandlers = nitems(fb_run_handlers);
 
