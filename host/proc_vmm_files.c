@@ -1,0 +1,182 @@
+/*
+ * Files of a sandbox's workspace over the API: read, write, list, exists,
+ * remove, mkdir; data travels in memfds.
+ */
+#include "host/proc_vmm_int.h"
+
+/* ---- files ------------------------------------------------------------ */
+
+/* len bytes of from, read from its start (a memfd's offset is shared
+ * with whoever wrote it), to to. */
+static int
+copy_fd(int from, int to, uint64_t len)
+{
+	char buf[65536];
+	off_t off = 0;
+	ssize_t n;
+
+	while (len > 0) {
+		n = pread(
+		    from, buf, len < sizeof(buf) ? len : sizeof(buf), off);
+		if (n <= 0) {
+			if (n == -1 && errno == EINTR)
+				continue;
+			return n == 0 ? -EIO : -errno;
+		}
+		if (write(to, buf, (size_t)n) != n)
+			return -errno;
+		off += n;
+		len -= (uint64_t)n;
+	}
+	return 0;
+}
+
+static int
+file_list(int dir, int out, uint64_t *count)
+{
+	struct vmm_dirent de;
+	struct dirent *e;
+	struct stat st;
+	DIR *d;
+	int fd;
+
+	/* fdopendir wants a real descriptor, not an O_PATH one. */
+	if ((fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return -errno;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return -errno;
+	}
+	*count = 0;
+	while ((e = readdir(d)) != NULL && *count < FILE_LIST_MAX) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) ==
+		    -1)
+			continue;
+		memset(&de, 0, sizeof(de));
+		strlcpy(de.name, e->d_name, sizeof(de.name));
+		strlcpy(de.type,
+		    S_ISREG(st.st_mode)       ? "file"
+		        : S_ISDIR(st.st_mode) ? "dir"
+		        : S_ISLNK(st.st_mode) ? "link"
+		                              : "other",
+		    sizeof(de.type));
+		de.size = (uint64_t)st.st_size;
+		de.mtime = st.st_mtim.tv_sec;
+		if (write(out, &de, sizeof(de)) != (ssize_t)sizeof(de)) {
+			closedir(d);
+			return -EIO;
+		}
+		(*count)++;
+	}
+	closedir(d);
+	return 0;
+}
+
+int
+vmm_h_file(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct vmm_state *vs = ctx->arg;
+	struct msg_vmm_file q;
+	struct msg_vmm_file_reply r;
+	struct sandbox *s;
+	struct stat st;
+	struct grant g;
+	char path[WS_PATH_MAX], name[WS_PATH_MAX];
+	int out = -1, fd = -1, dfd = -1, rc = 0, wr;
+
+	memcpy(&q, m->data, sizeof(q));
+	wr = q.op == FILE_WRITE || q.op == FILE_REMOVE || q.op == FILE_MKDIR;
+	if (memchr(q.path, '\0', sizeof(q.path)) == NULL ||
+	    memchr(q.id, '\0', sizeof(q.id)) == NULL || q.op < FILE_READ ||
+	    q.op > FILE_MKDIR) {
+		close(m->fd);
+		return -1;
+	}
+	memset(&r, 0, sizeof(r));
+	vmm_expire_sandboxes(vs);
+	if (vmm_check_grant(ctx, m, &q.grant,
+	        wr ? CAP_ARTIFACT_WRITE : CAP_ARTIFACT_READ, q.id, &g) != 0)
+		r.status = SBX_E_GRANT;
+	else if ((s = vmm_sandbox_find(vs, q.id, g.principal)) == NULL)
+		r.status = vmm_not_found(vs);
+	else if ((rc = ws_normalize("/", q.path, path, sizeof(path))) != 0 ||
+	    (out = memfd_create("keep-file", MFD_CLOEXEC)) == -1)
+		rc = rc != 0 ? rc : -errno;
+	else {
+		switch (q.op) {
+		case FILE_READ:
+			if ((fd = ws_openat(s->ws_fd, path, O_RDONLY, 0)) < 0)
+				rc = fd;
+			else if (fstat(fd, &st) == -1)
+				rc = -errno;
+			else if (!S_ISREG(st.st_mode))
+				rc = -EISDIR;
+			else if ((uint64_t)st.st_size > FILE_READ_MAX)
+				rc = -EFBIG;
+			else if ((rc = copy_fd(
+			              fd, out, (uint64_t)st.st_size)) == 0)
+				r.len = (uint64_t)st.st_size;
+			break;
+		case FILE_WRITE:
+			if (fstat(m->fd, &st) == -1 ||
+			    (uint64_t)st.st_size != q.len)
+				rc = -EINVAL;
+			else if (ctx->config != NULL &&
+			    ctx->config->workspace_max != 0 &&
+			    q.len > ctx->config->workspace_max)
+				rc = -EDQUOT;
+			else if ((fd = ws_openat(s->ws_fd, path,
+			              O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW,
+			              0644)) < 0)
+				rc = fd;
+			else
+				rc = copy_fd(m->fd, fd, q.len);
+			break;
+		case FILE_LIST:
+			if ((fd = ws_openat(
+			         s->ws_fd, path, O_PATH | O_DIRECTORY, 0)) < 0)
+				rc = fd;
+			else
+				rc = file_list(fd, out, &r.len);
+			break;
+		case FILE_EXISTS:
+			fd = ws_openat(s->ws_fd, path, O_PATH | O_NOFOLLOW, 0);
+			r.exists = fd >= 0;
+			if (fd < 0 && fd != -ENOENT && fd != -ENOTDIR)
+				rc = fd;
+			break;
+		case FILE_REMOVE:
+		case FILE_MKDIR:
+			if (strcmp(path, "/") == 0)
+				rc = -EBUSY;
+			else if ((dfd = ws_parentat(
+			              s->ws_fd, path, name, sizeof(name))) < 0)
+				rc = dfd;
+			else if (q.op == FILE_MKDIR)
+				rc =
+				    mkdirat(dfd, name, 0755) == -1 ? -errno : 0;
+			else if (unlinkat(dfd, name, 0) == -1)
+				rc = errno == EISDIR &&
+				        unlinkat(dfd, name, AT_REMOVEDIR) == 0
+				    ? 0
+				    : -errno;
+			break;
+		}
+	}
+	r.error = rc < 0 ? -rc : 0;
+	if (out == -1)
+		out = memfd_create("keep-file", MFD_CLOEXEC);
+	if (out == -1 ||
+	    msg_reply(ctx, m, MSG_VMM_FILE_REPLY, &r, sizeof(r), out) != MSG_OK)
+		log_warnx("%s: reply lost", __func__);
+	if (out != -1)
+		close(out);
+	if (fd >= 0)
+		close(fd);
+	if (dfd >= 0)
+		close(dfd);
+	close(m->fd);
+	return 0;
+}

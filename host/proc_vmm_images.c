@@ -1,0 +1,291 @@
+/*
+ * The vmm's images: verified before use against the image keys, listed,
+ * uploaded and deleted over the API.
+ */
+#include "host/proc_vmm_int.h"
+
+/* ---- images ----------------------------------------------------------- */
+
+static void
+decode_keys(struct proc_ctx *ctx, struct vmm_state *vs)
+{
+	uint32_t i;
+
+	if (vs->keys_for == ctx->image_keys)
+		return;
+	vs->keys_for = ctx->image_keys;
+	vs->nkeys = 0;
+	for (i = 0; ctx->image_keys != NULL && i < ctx->image_keys->n; i++)
+		if (paserk_public_decode(vs->keys[vs->nkeys],
+		        ctx->image_keys->keys[i],
+		        strlen(ctx->image_keys->keys[i])) == 0)
+			vs->nkeys++;
+}
+
+/* The image named name, opened and verified once. */
+struct image *
+vmm_image_get(struct proc_ctx *ctx, struct vmm_state *vs, const char *name)
+{
+	char path[RUN_NAME_MAX + 16], err[256];
+	struct image *img;
+	size_t i, slot = VMM_IMAGES_MAX;
+
+	if (!vmm_safe_name(name, RUN_NAME_MAX))
+		return NULL;
+	decode_keys(ctx, vs);
+	for (i = 0; i < VMM_IMAGES_MAX; i++) {
+		if (vs->images[i].img != NULL &&
+		    strcmp(vs->images[i].name, name) == 0)
+			return vs->images[i].img;
+		if (vs->images[i].img == NULL && slot == VMM_IMAGES_MAX)
+			slot = i;
+	}
+	snprintf(path, sizeof(path), "images/%s.img", name);
+	if (!vmm_exists(path))
+		snprintf(path, sizeof(path), "uploads/%s.img", name);
+	if (image_open_trusted(path, (const uint8_t(*)[32])vs->keys, vs->nkeys,
+	        &img, err, sizeof(err)) != 0) {
+		log_warnx("image %s refused: %s", name, err);
+		return NULL;
+	}
+	if (slot == VMM_IMAGES_MAX) {
+		image_close(img);
+		return NULL;
+	}
+	strlcpy(vs->images[slot].name, name, sizeof(vs->images[slot].name));
+	vs->images[slot].img = img;
+	log_info("image %s %s verified", image_name(img), image_version(img));
+	return img;
+}
+
+/* ---- images over the API ---------------------------------------------- */
+
+/* The vmm's filter has newfstatat, not access. */
+int
+vmm_exists(const char *path)
+{
+	struct stat sb;
+
+	return fstatat(AT_FDCWD, path, &sb, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+/* Forget a verified image, so the next use reads the file again. */
+static void
+image_forget(struct vmm_state *vs, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < VMM_IMAGES_MAX; i++)
+		if (vs->images[i].img != NULL &&
+		    strcmp(vs->images[i].name, name) == 0) {
+			image_close(vs->images[i].img);
+			memset(&vs->images[i], 0, sizeof(vs->images[i]));
+		}
+}
+
+static void
+image_info(const struct image *img, const uint8_t *bytes, size_t len,
+    int uploaded, struct vmm_image_info *out)
+{
+	uint8_t sum[32];
+	size_t i;
+
+	memset(out, 0, sizeof(*out));
+	strlcpy(out->name, image_name(img), sizeof(out->name));
+	strlcpy(out->version, image_version(img), sizeof(out->version));
+	crypto_generichash(sum, sizeof(sum), bytes, len, NULL, 0);
+	sodium_bin2hex(out->digest, sizeof(out->digest), sum, sizeof(sum));
+	out->size = len;
+	out->uploaded = (uint32_t)uploaded;
+	for (i = 0; i < image_ncommands(img); i++) {
+		const char *c = image_command_at(img, i)->name;
+		const char *lang = strcmp(c, "python") == 0 ? "python"
+		    : strcmp(c, "js") == 0                  ? "javascript"
+		                                            : NULL;
+
+		if (lang == NULL)
+			continue;
+		if (out->languages[0] != '\0')
+			strlcat(out->languages, ",", sizeof(out->languages));
+		strlcat(out->languages, lang, sizeof(out->languages));
+	}
+}
+
+/* Every image in dir that verifies against the trusted keys. */
+static void
+image_scan(struct vmm_state *vs, const char *dir, int uploaded,
+    struct msg_vmm_images *r)
+{
+	char path[300], err[256], name[RUN_NAME_MAX];
+	struct dirent *e;
+	struct image *img;
+	const uint8_t *bytes;
+	size_t len, nl;
+	DIR *d;
+
+	if ((d = opendir(dir)) == NULL)
+		return;
+	while ((e = readdir(d)) != NULL && r->n < VMM_IMAGE_LIST_MAX) {
+		nl = strlen(e->d_name);
+		if (nl <= 4 || nl - 4 >= sizeof(name) ||
+		    strcmp(e->d_name + nl - 4, ".img") != 0)
+			continue;
+		memcpy(name, e->d_name, nl - 4);
+		name[nl - 4] = '\0';
+		if (!vmm_safe_name(name, sizeof(name)))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if (image_open_trusted(path, (const uint8_t(*)[32])vs->keys,
+		        vs->nkeys, &img, err, sizeof(err)) != 0)
+			continue;
+		bytes = image_bytes(img, &len);
+		image_info(img, bytes, len, uploaded, &r->im[r->n]);
+		/* The file's name is what a sandbox asks for. */
+		strlcpy(r->im[r->n].name, name, sizeof(r->im[r->n].name));
+		r->n++;
+		image_close(img);
+	}
+	closedir(d);
+}
+
+/* Write bytes to uploads/NAME.img: a temporary file, synced, renamed. */
+static int
+image_store(const char *name, const uint8_t *bytes, size_t len)
+{
+	char tmp[RUN_NAME_MAX + 32], path[RUN_NAME_MAX + 16];
+	size_t off = 0;
+	ssize_t n;
+	int fd;
+
+	snprintf(tmp, sizeof(tmp), "uploads/.%s.tmp", name);
+	snprintf(path, sizeof(path), "uploads/%s.img", name);
+	if ((fd = open(tmp,
+	         O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+	         0600)) == -1)
+		return -1;
+	while (off < len) {
+		if ((n = pwrite(fd, bytes + off, len - off, (off_t)off)) ==
+		    -1) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		off += (size_t)n;
+	}
+	if (off != len || fsync(fd) == -1 || close(fd) == -1) {
+		if (off == len)
+			fd = -1;
+		if (fd != -1)
+			close(fd);
+		unlinkat(AT_FDCWD, tmp, 0);
+		return -1;
+	}
+	if (renameat(AT_FDCWD, tmp, AT_FDCWD, path) == -1) {
+		unlinkat(AT_FDCWD, tmp, 0);
+		return -1;
+	}
+	return 0;
+}
+
+int
+vmm_h_images(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct vmm_state *vs = ctx->arg;
+	struct msg_vmm_image_ref q;
+	struct msg_vmm_images *r;
+	struct image *img = NULL;
+	uint8_t *bytes = MAP_FAILED;
+	char path[RUN_NAME_MAX + 16], err[256] = "";
+	struct grant g;
+	struct stat st;
+	int put = m->hdr.type == MSG_VMM_IMAGE_PUT;
+	int del = m->hdr.type == MSG_VMM_IMAGE_DELETE;
+
+	memcpy(&q, m->data, sizeof(q));
+	if (memchr(q.name, '\0', sizeof(q.name)) == NULL ||
+	    (r = calloc(1, sizeof(*r))) == NULL) {
+		if (put)
+			close(m->fd);
+		return -1;
+	}
+	decode_keys(ctx, vs);
+	if (vmm_check_grant(ctx, m, &q.grant,
+	        put || del ? CAP_IMAGE_WRITE : CAP_IMAGE_READ, q.name,
+	        &g) != 0) {
+		r->status = SBX_E_GRANT;
+		goto reply;
+	}
+	if (del) {
+		snprintf(path, sizeof(path), "images/%s.img", q.name);
+		if (!vmm_safe_name(q.name, sizeof(q.name)))
+			r->status = SBX_E_NOTFOUND;
+		else if (vmm_exists(path)) {
+			r->status = SBX_E_EXISTS;
+			strlcpy(r->reason, "installed by the operator",
+			    sizeof(r->reason));
+		} else {
+			snprintf(path, sizeof(path), "uploads/%s.img", q.name);
+			r->status = unlinkat(AT_FDCWD, path, 0) == 0
+			    ? SBX_OK
+			    : SBX_E_NOTFOUND;
+			image_forget(vs, q.name);
+		}
+		goto reply;
+	}
+	if (!put) {
+		image_scan(vs, "images", 0, r);
+		image_scan(vs, "uploads", 1, r);
+		goto reply;
+	}
+	/* An upload: every byte is the client's until it verifies. */
+	r->status = SBX_E_IMAGE;
+	if (fstat(m->fd, &st) == -1 || (uint64_t)st.st_size != q.size ||
+	    q.size == 0 || q.size > VMM_IMAGE_MAX_BYTES) {
+		strlcpy(r->reason, "size", sizeof(r->reason));
+		goto reply;
+	}
+	if ((bytes = mmap(NULL, q.size, PROT_READ, MAP_PRIVATE, m->fd, 0)) ==
+	    MAP_FAILED) {
+		r->status = SBX_E_INTERNAL;
+		goto reply;
+	}
+	if (image_open_mem(bytes, q.size, &img, err, sizeof(err)) != 0 ||
+	    image_verify(img, (const uint8_t(*)[32])vs->keys, vs->nkeys, NULL,
+	        err, sizeof(err)) != 0) {
+		strlcpy(r->reason, err, sizeof(r->reason));
+		goto reply;
+	}
+	if (!vmm_safe_name(image_name(img), RUN_NAME_MAX)) {
+		strlcpy(r->reason, "the image's name is not a plain name",
+		    sizeof(r->reason));
+		goto reply;
+	}
+	snprintf(path, sizeof(path), "images/%s.img", image_name(img));
+	if (vmm_exists(path)) {
+		r->status = SBX_E_EXISTS;
+		strlcpy(r->reason, "an operator image has that name",
+		    sizeof(r->reason));
+		goto reply;
+	}
+	if (image_store(image_name(img), bytes, q.size) != 0) {
+		log_warn("%s: uploads/%s.img", __func__, image_name(img));
+		r->status = SBX_E_INTERNAL;
+		goto reply;
+	}
+	image_forget(vs, image_name(img));
+	image_info(img, bytes, q.size, 1, &r->im[0]);
+	r->n = 1;
+	r->status = SBX_OK;
+	log_info("image %s %s uploaded by %s", image_name(img),
+	    image_version(img), g.principal);
+reply:
+	if (img != NULL)
+		image_close(img);
+	if (bytes != MAP_FAILED)
+		munmap(bytes, q.size);
+	if (put)
+		close(m->fd);
+	msg_reply(ctx, m, MSG_VMM_IMAGES, r, sizeof(*r), -1);
+	free(r);
+	return 0;
+}

@@ -1,0 +1,126 @@
+/* Internals of the vmm process (host/proc_vmm*.c): its state and the
+ * functions its files share. */
+#ifndef KEEP_HOST_PROC_VMM_INT_H
+#define KEEP_HOST_PROC_VMM_INT_H
+
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/kvm.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sodium.h>
+#include "host/grant.h"
+#include "host/msg.h"
+#include "host/proc.h"
+#include "host/proc_egress.h"
+#include "host/seccomp_filters.h"
+#include "host/vmm_egress.h"
+#include "host/store/store.h"
+#include "host/store/store_wire.h"
+#include "host/vmm/vmm.h"
+#include "host/vmm/workspace.h"
+#include "host/vmm_msg.h"
+#include "image/image.h"
+#include "lib/caps.h"
+#include "lib/log.h"
+#include "token/paserk.h"
+
+#define VMM_SANDBOXES_MAX 256
+#define VMM_JOBS_MAX 16
+#define VMM_IMAGES_MAX 16
+#define VMM_GRACE_MS 5000 /* past a run's own timeout, then SIGKILL */
+
+struct sandbox {
+	int used;
+	char id[SBX_ID_MAX];
+	char owner[GRANT_PRINCIPAL_MAX];
+	char image[RUN_NAME_MAX];
+	int64_t created_at, expires_at;
+	char env[SBX_ENV_MAX];
+	uint32_t env_len;
+	int ws_fd;
+	struct vmm_proc procs[SBX_PROCS_MAX]; /* a ring, procs_next next */
+	uint32_t procs_next;
+	uint64_t runs, run_us, peak_memory; /* usage, this vmm's life */
+};
+
+struct loaded_image {
+	char name[RUN_NAME_MAX];
+	struct image *img;
+};
+
+/* A run in flight: one `keepd: vm` process. */
+struct job {
+	int used;
+	pid_t pid;
+	int pidfd;
+	uint64_t reqid;
+	enum proc_id from;
+	int outfd, errfd;
+	struct vmm_result *res; /* shared with the child */
+	uint64_t deadline; /* monotonic ms: kill after this */
+	struct vmm_egress_run egress; /* the guest's fetch relay */
+	/* Its entry in the sandbox's process table. */
+	uint64_t run_pid;
+	int background, killed;
+	char sbx[SBX_ID_MAX];
+	char owner[GRANT_PRINCIPAL_MAX];
+	char cmd[RUN_NAME_MAX];
+};
+
+struct vmm_state {
+	struct sandbox sbx[VMM_SANDBOXES_MAX];
+	struct loaded_image images[VMM_IMAGES_MAX];
+	struct job jobs[VMM_JOBS_MAX];
+	const struct msg_pubkeys *keys_for; /* image keys last decoded */
+	uint8_t keys[MSG_PUBKEYS_MAX][32];
+	size_t nkeys;
+	/* MSG_VMM_RUN_CAPS for the MSG_VMM_RUN that follows it. */
+	uint64_t caps_reqid;
+	struct msg_vmm_run_caps caps;
+	struct restore *restore; /* reading the store back, NULL when done */
+	uint32_t restore_epoch;
+	uint64_t next_pid; /* run numbers, per vmm life */
+};
+
+int vmm_check_grant(struct proc_ctx *ctx, const struct msg *m,
+    const struct grant *g, uint32_t cap, const char *target, struct grant *out);
+int vmm_exists(const char *path);
+void vmm_expire_sandboxes(struct vmm_state *vs);
+struct image *vmm_image_get(
+    struct proc_ctx *ctx, struct vmm_state *vs, const char *name);
+void vmm_job_finish(struct proc_ctx *ctx, struct job *job);
+uint64_t vmm_mono_ms(void);
+uint32_t vmm_not_found(const struct vmm_state *vs);
+void vmm_remove_tree(int dir, const char *name, int depth);
+void vmm_restore_start(struct proc_ctx *ctx, struct vmm_state *vs);
+int vmm_safe_name(const char *s, size_t max);
+struct sandbox *vmm_sandbox_find(
+    struct vmm_state *vs, const char *id, const char *owner);
+int vmm_h_create(struct proc_ctx *ctx, const struct msg *m);
+int vmm_h_egress_decision(struct proc_ctx *ctx, const struct msg *m);
+int vmm_h_egress_reply(struct proc_ctx *ctx, const struct msg *m);
+int vmm_h_env(struct proc_ctx *ctx, const struct msg *m);
+int vmm_h_file(struct proc_ctx *ctx, const struct msg *m);
+int vmm_h_images(struct proc_ctx *ctx, const struct msg *m);
+int vmm_h_kill(struct proc_ctx *ctx, const struct msg *m);
+int vmm_h_list(struct proc_ctx *ctx, const struct msg *m);
+int vmm_h_procs(struct proc_ctx *ctx, const struct msg *m);
+int vmm_h_ref(struct proc_ctx *ctx, const struct msg *m);
+int vmm_h_run(struct proc_ctx *ctx, const struct msg *m);
+int vmm_h_run_caps(struct proc_ctx *ctx, const struct msg *m);
+int vmm_h_store_reply(struct proc_ctx *ctx, const struct msg *m);
+int vmm_h_system(struct proc_ctx *ctx, const struct msg *m);
+
+#endif

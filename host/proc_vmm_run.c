@@ -1,0 +1,615 @@
+/*
+ * Runs: each is a `keepd: vm` process forked from the vmm with its own
+ * seccomp allowlist; its output, its entry in the sandbox's process table,
+ * kill, and the relay of its guest's fetches to egress.
+ */
+#include "host/proc_vmm_int.h"
+
+/* ---- runs ------------------------------------------------------------- */
+
+static int
+get_u32(const uint8_t **p, const uint8_t *end, uint32_t *v)
+{
+	if (end - *p < 4)
+		return -1;
+	*v = (uint32_t)(*p)[0] | (uint32_t)(*p)[1] << 8 |
+	    (uint32_t)(*p)[2] << 16 | (uint32_t)(*p)[3] << 24;
+	*p += 4;
+	return 0;
+}
+
+/* Split the request memfd's strings into vec (NUL-terminated copies in
+ * buf, which the caller frees). */
+static int
+parse_strings(const uint8_t **p, const uint8_t *end, uint32_t n,
+    const char **vec, char *buf, size_t *used, size_t cap)
+{
+	uint32_t i, len;
+
+	for (i = 0; i < n; i++) {
+		if (get_u32(p, end, &len) != 0 || (size_t)(end - *p) < len ||
+		    memchr(*p, '\0', len) != NULL || *used + len + 1 > cap)
+			return -1;
+		memcpy(buf + *used, *p, len);
+		buf[*used + len] = '\0';
+		vec[i] = buf + *used;
+		*used += len + 1;
+		*p += len;
+	}
+	return 0;
+}
+
+static void
+run_reply(struct proc_ctx *ctx, enum proc_id to, uint64_t reqid,
+    uint32_t status, int exit_code, const char *reason, int outfd,
+    uint64_t out_len, uint64_t err_len, const struct vmm_result *res)
+{
+	struct msg_vmm_run_done d;
+	int fd = outfd;
+
+	memset(&d, 0, sizeof(d));
+	d.status = status;
+	d.exit_code = exit_code;
+	d.out_len = out_len;
+	d.err_len = err_len;
+	if (res != NULL) {
+		d.duration_ms = (res->boot_us + res->run_us) / 1000;
+		d.boot_us = res->boot_us;
+	}
+	strlcpy(d.reason, reason, sizeof(d.reason));
+	if (fd < 0)
+		fd = memfd_create("keep-out", MFD_CLOEXEC);
+	if (fd < 0 || ctx->fd[to] < 0 ||
+	    msg_send(ctx->fd[to], MSG_VMM_RUN_DONE, MSG_F_REPLY, reqid, &d,
+	        sizeof(d), fd) != MSG_OK)
+		log_warnx("%s: reply for run %llu lost", __func__,
+		    (unsigned long long)reqid);
+	if (fd >= 0 && fd != outfd)
+		close(fd);
+}
+
+/* A background run is answered as soon as it runs. */
+static void
+run_started(struct proc_ctx *ctx, enum proc_id to, uint64_t reqid, uint64_t pid)
+{
+	struct msg_vmm_run_done d;
+	int fd;
+
+	memset(&d, 0, sizeof(d));
+	d.status = RUN_STARTED;
+	d.pid = pid;
+	if ((fd = memfd_create("keep-out", MFD_CLOEXEC)) < 0 ||
+	    ctx->fd[to] < 0 ||
+	    msg_send(ctx->fd[to], MSG_VMM_RUN_DONE, MSG_F_REPLY, reqid, &d,
+	        sizeof(d), fd) != MSG_OK)
+		log_warnx("%s: reply for run %llu lost", __func__,
+		    (unsigned long long)reqid);
+	if (fd >= 0)
+		close(fd);
+}
+
+static void
+out_sink(void *arg, int fd, const void *buf, size_t len)
+{
+	const int *fds = arg;
+	const char *p = buf;
+	ssize_t n;
+
+	while (len > 0) {
+		n = write(fds[fd == 2], p, len);
+		if (n <= 0) {
+			if (n == -1 && errno == EINTR)
+				continue;
+			return;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
+/* In the `keepd: vm` process: shed what belongs to other runs and
+ * sandboxes, confine, boot, report, exit. */
+static void __attribute__((noreturn))
+vm_process(struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_config *cfg,
+    int outfds[2], struct vmm_result *res, const char *id)
+{
+	char err[160];
+	size_t i;
+	int rc;
+
+	setproctitle("vm %s", id);
+	for (i = 0; i < PROC_COUNT; i++)
+		if (ctx->fd[i] >= 0)
+			close(ctx->fd[i]);
+	for (i = 0; i < VMM_SANDBOXES_MAX; i++)
+		if (vs->sbx[i].used && vs->sbx[i].ws_fd != cfg->workspace_fd)
+			close(vs->sbx[i].ws_fd);
+	for (i = 0; i < VMM_JOBS_MAX; i++)
+		if (vs->jobs[i].used) {
+			close(vs->jobs[i].outfd);
+			close(vs->jobs[i].errfd);
+			if (vs->jobs[i].pidfd >= 0)
+				close(vs->jobs[i].pidfd);
+			if (vs->jobs[i].egress.fd >= 0)
+				close(vs->jobs[i].egress.fd);
+			if (vs->jobs[i].egress.shm >= 0)
+				close(vs->jobs[i].egress.shm);
+		}
+	if (seccomp_filter_install(&seccomp_vm) == -1) {
+		snprintf(res->reason, sizeof(res->reason), "error: seccomp");
+		res->status = VMM_FAULT;
+		_exit(2);
+	}
+	cfg->kvm_fd = ctx->kvm_fd;
+	cfg->output = out_sink;
+	cfg->output_arg = outfds;
+	rc = vmm_run(cfg, res, err, sizeof(err));
+	if (rc != VMM_OK) {
+		strlcpy(res->reason, vmm_strerror(rc), sizeof(res->reason));
+		strlcat(res->reason, ": ", sizeof(res->reason));
+		strlcat(res->reason, err, sizeof(res->reason));
+		_exit(3);
+	}
+	_exit(0);
+}
+
+/* ---- the process table ----------------------------------------------- */
+
+static struct vmm_proc *
+proc_find(struct sandbox *s, uint64_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < SBX_PROCS_MAX; i++)
+		if (s->procs[i].pid == pid && pid != 0)
+			return &s->procs[i];
+	return NULL;
+}
+
+static void
+proc_add(struct sandbox *s, uint64_t pid, const char *cmd)
+{
+	struct vmm_proc *p = &s->procs[s->procs_next++ % SBX_PROCS_MAX];
+
+	memset(p, 0, sizeof(*p));
+	p->pid = pid;
+	strlcpy(p->cmd, cmd, sizeof(p->cmd));
+	p->status = RUN_STARTED;
+	p->started_at = (int64_t)time(NULL);
+}
+
+int
+vmm_h_procs(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct vmm_state *vs = ctx->arg;
+	struct msg_vmm_sandbox_ref q;
+	struct msg_vmm_procs *r;
+	struct sandbox *s;
+	struct grant g;
+	uint32_t i, k;
+
+	memcpy(&q, m->data, sizeof(q));
+	if (memchr(q.id, '\0', sizeof(q.id)) == NULL ||
+	    (r = calloc(1, sizeof(*r))) == NULL)
+		return -1;
+	if (vmm_check_grant(ctx, m, &q.grant, CAP_SANDBOX_READ, q.id, &g) != 0)
+		r->status = SBX_E_GRANT;
+	else if ((s = vmm_sandbox_find(vs, q.id, g.principal)) == NULL)
+		r->status = vmm_not_found(vs);
+	else
+		for (i = 0; i < SBX_PROCS_MAX; i++) {
+			k = (s->procs_next + i) % SBX_PROCS_MAX;
+			if (s->procs[k].pid != 0)
+				r->p[r->n++] = s->procs[k];
+		}
+	msg_reply(ctx, m, MSG_VMM_PROCS_REPLY, r, sizeof(*r), -1);
+	free(r);
+	return 0;
+}
+
+int
+vmm_h_kill(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct vmm_state *vs = ctx->arg;
+	struct msg_vmm_kill q;
+	struct grant g;
+	size_t i;
+
+	memcpy(&q, m->data, sizeof(q));
+	if (memchr(q.id, '\0', sizeof(q.id)) == NULL)
+		return -1;
+	q.status = SBX_E_NOTFOUND;
+	if (vmm_check_grant(ctx, m, &q.grant, CAP_EXEC, "", &g) != 0)
+		q.status = SBX_E_GRANT;
+	else if (vmm_sandbox_find(vs, q.id, g.principal) != NULL)
+		for (i = 0; i < VMM_JOBS_MAX; i++) {
+			struct job *j = &vs->jobs[i];
+
+			if (j->used && j->run_pid == q.pid &&
+			    strcmp(j->sbx, q.id) == 0) {
+				kill(j->pid, SIGKILL);
+				j->killed = 1;
+				q.status = SBX_OK;
+			}
+		}
+	memset(&q.grant, 0, sizeof(q.grant));
+	msg_reply(ctx, m, MSG_VMM_KILL_REPLY, &q, sizeof(q), -1);
+	return 0;
+}
+
+int
+vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct vmm_state *vs = ctx->arg;
+	struct msg_vmm_run q;
+	const struct image_command *cmd;
+	const struct vmm_file *files = NULL;
+	struct vmm_file *fv = NULL;
+	struct image *img;
+	struct sandbox *s;
+	struct grant g;
+	struct vmm_config cfg;
+	struct job *job = NULL;
+	const char *argv[RUN_MAX_ARGS + 2], *envp[2 * RUN_MAX_ENV + 1];
+	const uint8_t *p, *end;
+	uint8_t *in = MAP_FAILED;
+	char *strbuf = NULL, reason[64] = "";
+	size_t used = 0, nenv = 0, i;
+	int outfds[2] = { -1, -1 }, st = RUN_REFUSED, efd = -1;
+	uint64_t timeout;
+	pid_t pid;
+
+	memcpy(&q, m->data, sizeof(q));
+	if (memchr(q.sandbox, '\0', sizeof(q.sandbox)) == NULL ||
+	    memchr(q.image, '\0', sizeof(q.image)) == NULL ||
+	    memchr(q.command, '\0', sizeof(q.command)) == NULL ||
+	    q.nargs > RUN_MAX_ARGS || q.nenv > RUN_MAX_ENV ||
+	    q.input_len > RUN_MAX_INPUT || q.stdin_len > q.input_len) {
+		close(m->fd);
+		return -1;
+	}
+	vmm_expire_sandboxes(vs);
+	/* exec is granted per program; the sandbox is the principal's own. */
+	if (vmm_check_grant(ctx, m, &q.grant, CAP_EXEC, q.command, &g) != 0) {
+		strlcpy(reason, "not authorized", sizeof(reason));
+		goto refuse;
+	}
+	if ((s = vmm_sandbox_find(vs, q.sandbox, g.principal)) == NULL) {
+		strlcpy(reason, "no such sandbox", sizeof(reason));
+		goto refuse;
+	}
+	if ((img = vmm_image_get(ctx, vs, s->image)) == NULL) {
+		strlcpy(reason, "the sandbox's image does not verify",
+		    sizeof(reason));
+		goto refuse;
+	}
+	if ((cmd = image_command(img, q.command)) == NULL) {
+		strlcpy(reason, "the image has no command ", sizeof(reason));
+		strlcat(reason, q.command, sizeof(reason));
+		goto refuse;
+	}
+	for (i = 0; i < VMM_JOBS_MAX && job == NULL; i++)
+		if (!vs->jobs[i].used)
+			job = &vs->jobs[i];
+	if (job == NULL) {
+		strlcpy(reason, "too many runs at once", sizeof(reason));
+		goto refuse;
+	}
+	/* The request's strings and stdin, from its sealed memfd. */
+	if (q.input_len > 0 &&
+	    (in = mmap(NULL, q.input_len, PROT_READ, MAP_PRIVATE, m->fd, 0)) ==
+	        MAP_FAILED)
+		goto error;
+	p = in == MAP_FAILED ? NULL : in;
+	end = p + q.input_len;
+	if ((strbuf = malloc(q.input_len + SBX_ENV_MAX + 1)) == NULL)
+		goto error;
+	argv[0] = cmd->argv0;
+	if (parse_strings(&p, end - q.stdin_len, q.nargs, argv + 1, strbuf,
+	        &used, q.input_len + 1) != 0) {
+		strlcpy(reason, "malformed arguments", sizeof(reason));
+		goto refuse;
+	}
+	argv[q.nargs + 1] = NULL;
+	/* The request's variables first: getenv finds the first match, so
+	 * they override the sandbox's. */
+	if (parse_strings(&p, end - q.stdin_len, q.nenv, envp, strbuf, &used,
+	        q.input_len + 1) != 0 ||
+	    p != end - q.stdin_len) {
+		strlcpy(reason, "malformed environment", sizeof(reason));
+		goto refuse;
+	}
+	nenv = q.nenv;
+	for (i = 0; i < s->env_len && nenv < 2 * RUN_MAX_ENV;
+	     i += strlen(s->env + i) + 1)
+		envp[nenv++] = s->env + i;
+	envp[nenv] = NULL;
+	if ((fv = calloc(image_nfiles(img), sizeof(*fv))) == NULL)
+		goto error;
+	for (i = 0; i < image_nfiles(img); i++) {
+		const struct image_file *f = image_file_at(img, i);
+
+		fv[i].path = f->path;
+		fv[i].data = f->data;
+		fv[i].len = f->len;
+		fv[i].mode = f->mode;
+	}
+	files = fv;
+	timeout = g.timeout_ms;
+	if (ctx->config != NULL) {
+		if (timeout == 0)
+			timeout = ctx->config->timeout_default_ms;
+		if (ctx->config->timeout_max_ms != 0 &&
+		    timeout > ctx->config->timeout_max_ms)
+			timeout = ctx->config->timeout_max_ms;
+	}
+	if (q.timeout_ms != 0 && q.timeout_ms < timeout)
+		timeout = q.timeout_ms;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.elf = cmd->program->data;
+	cfg.elf_len = cmd->program->len;
+	cfg.argv = argv;
+	cfg.envp = envp;
+	cfg.files = files;
+	cfg.nfiles = image_nfiles(img);
+	cfg.workspace_fd = s->ws_fd;
+	cfg.memory = g.mem_max ? g.mem_max : image_memory(img);
+	if (ctx->config != NULL && ctx->config->memory_max != 0 &&
+	    cfg.memory > ctx->config->memory_max)
+		cfg.memory = ctx->config->memory_max;
+	cfg.timeout_ms = timeout;
+	cfg.output_max = g.output_max ? g.output_max
+	    : ctx->config != NULL     ? ctx->config->output_max
+	                              : 0;
+	cfg.workspace_max =
+	    ctx->config != NULL ? ctx->config->workspace_max : 0;
+	/* stdin is the tail of the request memfd. */
+	cfg.stdin_fd = m->fd;
+	if (lseek(m->fd, (off_t)(q.input_len - q.stdin_len), SEEK_SET) == -1)
+		goto error;
+
+	memset(job, 0, sizeof(*job));
+	job->res = mmap(NULL, sizeof(*job->res), PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (job->res == MAP_FAILED ||
+	    (outfds[0] = memfd_create("keep-stdout", MFD_CLOEXEC)) == -1 ||
+	    (outfds[1] = memfd_create("keep-stderr", MFD_CLOEXEC)) == -1)
+		goto error;
+	memset(job->res, 0, sizeof(*job->res));
+	/* Egress: the guest's fetches go over a socketpair to here, with
+	 * the caps of the token that asked for the run (host/vmm_egress.h). */
+	if (vmm_egress_prepare(&job->egress, g.principal, s->id,
+	        vs->caps_reqid == m->hdr.reqid ? &vs->caps : NULL, &efd) == -1)
+		goto error;
+	vs->caps_reqid = 0;
+	switch (pid = fork()) {
+	case -1:
+		log_warn("%s: fork", __func__);
+		vmm_egress_close(&job->egress);
+		close(efd);
+		goto error;
+	case 0:
+		vmm_egress_child(&job->egress, efd, &cfg);
+		close(job->egress.fd);
+		job->egress.fd = -1;
+		job->egress.shm = -1; /* now the vm process's own */
+		vm_process(ctx, vs, &cfg, outfds, job->res, s->id);
+	}
+	close(efd);
+	job->used = 1;
+	job->pid = pid;
+	job->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	job->reqid = m->hdr.reqid;
+	job->from = m->from;
+	job->outfd = outfds[0];
+	job->errfd = outfds[1];
+	job->deadline = vmm_mono_ms() + timeout + VMM_GRACE_MS;
+	job->run_pid = ++vs->next_pid;
+	job->background = (q.flags & RUN_F_BACKGROUND) != 0;
+	strlcpy(job->sbx, s->id, sizeof(job->sbx));
+	strlcpy(job->owner, s->owner, sizeof(job->owner));
+	strlcpy(job->cmd, q.command, sizeof(job->cmd));
+	proc_add(s, job->run_pid, q.command);
+	log_info("run %llu: %s in sandbox %s, vm pid %d, run %llu%s",
+	    (unsigned long long)job->reqid, q.command, s->id, (int)pid,
+	    (unsigned long long)job->run_pid,
+	    job->background ? ", in the background" : "");
+	if (job->background)
+		run_started(ctx, m->from, m->hdr.reqid, job->run_pid);
+	goto done;
+
+error:
+	log_warn("%s: run %llu", __func__, (unsigned long long)m->hdr.reqid);
+	st = RUN_ERROR;
+	strlcpy(reason, "the host could not start the run", sizeof(reason));
+refuse:
+	log_info(
+	    "run %llu refused: %s", (unsigned long long)m->hdr.reqid, reason);
+	run_reply(ctx, m->from, m->hdr.reqid, (uint32_t)st, -1, reason, -1, 0,
+	    0, NULL);
+	if (job != NULL && job->res != NULL && job->res != MAP_FAILED)
+		munmap(job->res, sizeof(*job->res));
+	if (job != NULL)
+		memset(job, 0, sizeof(*job));
+	for (i = 0; i < 2; i++)
+		if (outfds[i] != -1)
+			close(outfds[i]);
+done:
+	if (in != MAP_FAILED)
+		munmap(in, q.input_len);
+	free(strbuf);
+	free(fv);
+	close(m->fd);
+	return 0;
+}
+
+/* Append the stderr memfd to the stdout one: the reply carries both. */
+static int
+join_output(int outfd, int errfd, uint64_t *out_len, uint64_t *err_len)
+{
+	struct stat so, se;
+	char buf[65536];
+	off_t off = 0;
+	ssize_t n;
+
+	if (fstat(outfd, &so) == -1 || fstat(errfd, &se) == -1)
+		return -1;
+	*out_len = (uint64_t)so.st_size;
+	*err_len = (uint64_t)se.st_size;
+	if (lseek(outfd, 0, SEEK_END) == -1)
+		return -1;
+	while ((n = pread(errfd, buf, sizeof(buf), off)) > 0) {
+		if (write(outfd, buf, (size_t)n) != n)
+			return -1;
+		off += n;
+	}
+	return n == 0 ? 0 : -1;
+}
+
+/*
+ * How a run ended, in its sandbox's process table; a background run's end
+ * goes to the front too (its concurrency slot, the audit log). Its output
+ * is not kept: a background program writes what it wants to keep into
+ * the workspace.
+ */
+static void
+job_record(struct proc_ctx *ctx, const struct job *job, uint32_t st,
+    int exit_code, const struct vmm_result *res)
+{
+	struct vmm_state *vs = ctx->arg;
+	struct msg_vmm_bg_done d;
+	struct vmm_proc *p;
+	struct sandbox *s;
+
+	if ((s = vmm_sandbox_find(vs, job->sbx, job->owner)) != NULL) {
+		s->runs++;
+		s->run_us += res->run_us;
+		if (res->peak_memory > s->peak_memory)
+			s->peak_memory = res->peak_memory;
+		if ((p = proc_find(s, job->run_pid)) != NULL) {
+			p->status = st;
+			p->exit_code = exit_code;
+		}
+	}
+	if (!job->background)
+		return;
+	memset(&d, 0, sizeof(d));
+	strlcpy(d.principal, job->owner, sizeof(d.principal));
+	strlcpy(d.id, job->sbx, sizeof(d.id));
+	strlcpy(d.cmd, job->cmd, sizeof(d.cmd));
+	d.pid = job->run_pid;
+	d.status = st;
+	d.exit_code = exit_code;
+	d.duration_ms = (res->boot_us + res->run_us) / 1000;
+	if (ctx->fd[job->from] < 0 ||
+	    msg_send(ctx->fd[job->from], MSG_VMM_BG_DONE, 0, job->reqid, &d,
+	        sizeof(d), -1) != MSG_OK)
+		log_warnx("%s: the end of run %llu not told", __func__,
+		    (unsigned long long)job->run_pid);
+}
+
+void
+vmm_job_finish(struct proc_ctx *ctx, struct job *job)
+{
+	static const uint32_t map[] = { [VMM_EXITED] = RUN_EXITED,
+		[VMM_FAULT] = RUN_FAULT,
+		[VMM_TIMEOUT] = RUN_TIMEOUT,
+		[VMM_OUTPUT_LIMIT] = RUN_OUTPUT_LIMIT };
+	struct vmm_result res = *job->res;
+	uint64_t out_len = 0, err_len = 0;
+	uint32_t st;
+	int wst = 0;
+	char reason[64];
+
+	waitpid(job->pid, &wst, 0);
+	res.reason[sizeof(res.reason) - 1] = '\0';
+	if (WIFEXITED(wst) && WEXITSTATUS(wst) == 0 &&
+	    (unsigned)res.status < nitems(map)) {
+		st = map[res.status];
+		strlcpy(reason, res.reason, sizeof(reason));
+	} else {
+		st = RUN_ERROR;
+		strlcpy(reason,
+		    WIFSIGNALED(wst)            ? "the vm process was killed"
+		        : res.reason[0] != '\0' ? res.reason
+		                                : "the vm process failed",
+		    sizeof(reason));
+		log_warnx("run %llu: vm pid %d: %s",
+		    (unsigned long long)job->reqid, (int)job->pid, reason);
+	}
+	if (join_output(job->outfd, job->errfd, &out_len, &err_len) != 0) {
+		st = RUN_ERROR;
+		out_len = err_len = 0;
+		strlcpy(reason, "output lost", sizeof(reason));
+	}
+	if (job->killed) {
+		st = RUN_KILLED;
+		strlcpy(reason, "killed", sizeof(reason));
+	}
+	log_info(
+	    "run %llu done: status %u, exit %d, %llu+%llu bytes, %llu us%s%s",
+	    (unsigned long long)job->reqid, st, res.exit_code,
+	    (unsigned long long)out_len, (unsigned long long)err_len,
+	    (unsigned long long)(res.boot_us + res.run_us),
+	    reason[0] != '\0' ? ": " : "", reason);
+	job_record(ctx, job, st, res.exit_code, &res);
+	if (!job->background)
+		run_reply(ctx, job->from, job->reqid, st, res.exit_code, reason,
+		    job->outfd, out_len, err_len, &res);
+	close(job->outfd);
+	close(job->errfd);
+	if (job->pidfd >= 0)
+		close(job->pidfd);
+	munmap(job->res, sizeof(*job->res));
+	vmm_egress_close(&job->egress);
+	memset(job, 0, sizeof(*job));
+}
+
+/* ---- egress relay (host/vmm_egress.h) -------------------------------- */
+
+int
+vmm_h_run_caps(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct vmm_state *vs = ctx->arg;
+	struct msg_vmm_run_caps c;
+
+	memcpy(&c, m->data, sizeof(c));
+	if (c.pad != 0 ||
+	    memchr(c.request_id, '\0', sizeof(c.request_id)) == NULL)
+		return -1;
+	vs->caps_reqid = m->hdr.reqid;
+	vs->caps = c;
+	return 0;
+}
+
+static struct vmm_egress_run *
+egress_run_find(struct vmm_state *vs, uint64_t reqid)
+{
+	struct vmm_egress_run *runs[VMM_JOBS_MAX];
+	size_t i;
+
+	for (i = 0; i < VMM_JOBS_MAX; i++)
+		runs[i] = vs->jobs[i].used ? &vs->jobs[i].egress : NULL;
+	return vmm_egress_find(runs, VMM_JOBS_MAX, reqid);
+}
+
+int
+vmm_h_egress_decision(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct vmm_egress_run *r = egress_run_find(ctx->arg, m->hdr.reqid);
+
+	return r != NULL ? vmm_egress_decision(ctx, r, m) : -1;
+}
+
+int
+vmm_h_egress_reply(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct vmm_egress_run *r = egress_run_find(ctx->arg, m->hdr.reqid);
+
+	if (r == NULL) {
+		close(m->fd);
+		return -1;
+	}
+	return vmm_egress_reply(ctx, r, m);
+}

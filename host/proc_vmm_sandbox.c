@@ -1,0 +1,447 @@
+/*
+ * The vmm's sandboxes: create, look up, list, expire and delete them,
+ * their environment variables, and what `system` reports of one.
+ */
+#include "host/proc_vmm_int.h"
+
+static int env_valid(const char *, size_t, int);
+
+struct sandbox *
+vmm_sandbox_find(struct vmm_state *vs, const char *id, const char *owner)
+{
+	size_t i;
+
+	for (i = 0; i < VMM_SANDBOXES_MAX; i++)
+		if (vs->sbx[i].used && strcmp(vs->sbx[i].id, id) == 0 &&
+		    strcmp(vs->sbx[i].owner, owner) == 0)
+			return &vs->sbx[i];
+	return NULL;
+}
+
+/* A sandbox that is not there may only not be back yet: until the store
+ * has been read (after a restart), the client should retry. */
+uint32_t
+vmm_not_found(const struct vmm_state *vs)
+{
+	return vs->restore != NULL ? SBX_E_RESTORING : SBX_E_NOTFOUND;
+}
+
+/* rm -r below dirfd, then the directory itself. Bounded depth. */
+void
+vmm_remove_tree(int dir, const char *name, int depth)
+{
+	DIR *d;
+	struct dirent *e;
+	int fd;
+
+	if (depth > 32)
+		return;
+	if (unlinkat(dir, name, 0) == 0 || errno == ENOENT)
+		return;
+	if ((fd = openat(dir, name,
+	         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+		return;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
+	while ((e = readdir(d)) != NULL)
+		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+			vmm_remove_tree(dirfd(d), e->d_name, depth + 1);
+	closedir(d);
+	unlinkat(dir, name, AT_REMOVEDIR);
+}
+
+static void
+sandbox_remove(struct sandbox *s)
+{
+	int wd;
+
+	if (s->ws_fd >= 0)
+		close(s->ws_fd);
+	if ((wd = open("workspaces", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) !=
+	    -1) {
+		vmm_remove_tree(wd, s->id, 0);
+		close(wd);
+	}
+	log_info("sandbox %s removed", s->id);
+	memset(s, 0, sizeof(*s));
+	s->ws_fd = -1;
+}
+
+void
+vmm_expire_sandboxes(struct vmm_state *vs)
+{
+	int64_t now = (int64_t)time(NULL);
+	size_t i;
+
+	for (i = 0; i < VMM_SANDBOXES_MAX; i++)
+		if (vs->sbx[i].used && vs->sbx[i].expires_at <= now)
+			sandbox_remove(&vs->sbx[i]);
+}
+
+/* ---- sandboxes -------------------------------------------------------- */
+
+static void
+fill_info(struct msg_vmm_sandbox_info *r, const struct sandbox *s)
+{
+	strlcpy(r->id, s->id, sizeof(r->id));
+	strlcpy(r->image, s->image, sizeof(r->image));
+	r->created_at = s->created_at;
+	r->expires_at = s->expires_at;
+}
+
+int
+vmm_h_create(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct vmm_state *vs = ctx->arg;
+	struct msg_vmm_sandbox_new *q;
+	struct msg_vmm_sandbox_info r;
+	struct sandbox *s = NULL;
+	struct grant g;
+	char path[SBX_ID_MAX + 16];
+	size_t i;
+	int rc = -1;
+
+	if ((q = malloc(sizeof(*q))) == NULL)
+		return -1;
+	memcpy(q, m->data, sizeof(*q));
+	memset(&r, 0, sizeof(r));
+	if (memchr(q->id, '\0', sizeof(q->id)) == NULL ||
+	    memchr(q->image, '\0', sizeof(q->image)) == NULL ||
+	    !vmm_safe_name(q->id, sizeof(q->id)) ||
+	    q->env_len > sizeof(q->env) || !env_valid(q->env, q->env_len, 0))
+		goto out;
+	rc = 0;
+	vmm_expire_sandboxes(vs);
+	if (vmm_check_grant(ctx, m, &q->grant, CAP_SANDBOX_WRITE, q->id, &g) !=
+	    0)
+		r.status = SBX_E_GRANT;
+	else if (vmm_image_get(ctx, vs, q->image) == NULL)
+		r.status = SBX_E_IMAGE;
+	else {
+		for (i = 0; i < VMM_SANDBOXES_MAX; i++) {
+			if (vs->sbx[i].used &&
+			    strcmp(vs->sbx[i].id, q->id) == 0)
+				break;
+			if (!vs->sbx[i].used && s == NULL)
+				s = &vs->sbx[i];
+		}
+		if (i < VMM_SANDBOXES_MAX)
+			r.status = SBX_E_EXISTS;
+		else if (s == NULL ||
+		    (ctx->config != NULL && ctx->config->max_sandboxes != 0 &&
+		        (size_t)(s - vs->sbx) >= ctx->config->max_sandboxes))
+			r.status = SBX_E_FULL;
+	}
+	if (r.status == SBX_OK) {
+		snprintf(path, sizeof(path), "workspaces/%s", q->id);
+		memset(s, 0, sizeof(*s));
+		if (mkdir(path, 0700) == -1 ||
+		    (s->ws_fd = open(
+		         path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
+			log_warn("%s: %s", __func__, path);
+			rmdir(path);
+			r.status = SBX_E_INTERNAL;
+		} else {
+			s->used = 1;
+			strlcpy(s->id, q->id, sizeof(s->id));
+			strlcpy(s->owner, g.principal, sizeof(s->owner));
+			strlcpy(s->image, q->image, sizeof(s->image));
+			memcpy(s->env, q->env, q->env_len);
+			s->env_len = q->env_len;
+			s->created_at = (int64_t)time(NULL);
+			s->expires_at = s->created_at +
+			    (int64_t)(q->ttl_s ? q->ttl_s : 3600);
+			fill_info(&r, s);
+			char esc[GRANT_PRINCIPAL_MAX * 4];
+
+			log_info("sandbox %s (%s) created for %s", s->id,
+			    s->image,
+			    log_escape(
+			        esc, sizeof(esc), s->owner, strlen(s->owner)));
+		}
+	}
+	msg_reply(ctx, m, MSG_VMM_SANDBOX_INFO, &r, sizeof(r), -1);
+out:
+	free(q);
+	return rc;
+}
+
+int
+vmm_h_ref(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct vmm_state *vs = ctx->arg;
+	struct msg_vmm_sandbox_ref q;
+	struct msg_vmm_sandbox_info r;
+	struct sandbox *s;
+	struct grant g;
+	int del = m->hdr.type == MSG_VMM_SANDBOX_DELETE;
+
+	memcpy(&q, m->data, sizeof(q));
+	memset(&r, 0, sizeof(r));
+	if (memchr(q.id, '\0', sizeof(q.id)) == NULL)
+		return -1;
+	vmm_expire_sandboxes(vs);
+	/* Reading needs sandbox:read or :write (a token refresh asks with
+	 * the latter); deleting needs :write. */
+	if (vmm_check_grant(ctx, m, &q.grant,
+	        del || q.grant.cap == CAP_SANDBOX_WRITE ? CAP_SANDBOX_WRITE
+	                                                : CAP_SANDBOX_READ,
+	        q.id, &g) != 0)
+		r.status = SBX_E_GRANT;
+	else if ((s = vmm_sandbox_find(vs, q.id, g.principal)) == NULL)
+		r.status = vmm_not_found(vs);
+	else {
+		fill_info(&r, s);
+		if (del)
+			sandbox_remove(s);
+	}
+	msg_reply(ctx, m, MSG_VMM_SANDBOX_INFO, &r, sizeof(r), -1);
+	return 0;
+}
+
+int
+vmm_h_list(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct vmm_state *vs = ctx->arg;
+	struct msg_vmm_sandbox_list q;
+	struct msg_vmm_sandbox_page *r;
+	const struct sandbox *best;
+	struct grant g;
+	size_t i;
+
+	memcpy(&q, m->data, sizeof(q));
+	if (memchr(q.cursor, '\0', sizeof(q.cursor)) == NULL ||
+	    (r = calloc(1, sizeof(*r))) == NULL)
+		return -1;
+	vmm_expire_sandboxes(vs);
+	if (vmm_check_grant(ctx, m, &q.grant, CAP_SANDBOX_READ, "", &g) != 0)
+		r->status = SBX_E_GRANT;
+	else if (vs->restore != NULL)
+		r->status = SBX_E_RESTORING; /* a partial list would mislead */
+	if (q.limit == 0 || q.limit > SBX_PAGE_MAX)
+		q.limit = SBX_PAGE_MAX;
+	/* Ids in order: the cursor is the last id of the previous page. */
+	while (r->status == SBX_OK && r->n <= q.limit) {
+		best = NULL;
+		for (i = 0; i < VMM_SANDBOXES_MAX; i++) {
+			const struct sandbox *s = &vs->sbx[i];
+
+			if (!s->used || strcmp(s->owner, g.principal) != 0 ||
+			    strcmp(s->id, q.cursor) <= 0)
+				continue;
+			if (best == NULL || strcmp(s->id, best->id) < 0)
+				best = s;
+		}
+		if (best == NULL)
+			break;
+		if (r->n == q.limit) {
+			strlcpy(
+			    r->next, r->items[r->n - 1].id, sizeof(r->next));
+			break;
+		}
+		fill_info(&r->items[r->n++], best);
+		strlcpy(q.cursor, best->id, sizeof(q.cursor));
+	}
+	msg_reply(ctx, m, MSG_VMM_SANDBOX_PAGE, r, sizeof(*r), -1);
+	free(r);
+	return 0;
+}
+
+/* ---- environment ------------------------------------------------------ */
+
+/* Whether blob (n bytes of "K=V\0" or, names only, "K\0") is well
+ * formed: NUL-terminated strings, each with a non-empty name. */
+static int
+env_valid(const char *blob, size_t n, int names_only)
+{
+	size_t i = 0, len;
+
+	if (n > 0 && blob[n - 1] != '\0')
+		return 0;
+	while (i < n) {
+		len = strlen(blob + i);
+		if (len == 0 || blob[i] == '=' ||
+		    (!names_only && strchr(blob + i, '=') == NULL) ||
+		    (names_only && strchr(blob + i, '=') != NULL))
+			return 0;
+		i += len + 1;
+	}
+	return 1;
+}
+
+/* Whether var ("K=V") is named name (a "K" or "K=V"). */
+static int
+env_same(const char *var, const char *name)
+{
+	size_t n = strcspn(name, "=");
+
+	return strncmp(var, name, n) == 0 && var[n] == '=';
+}
+
+/* Copy the variables of from into to, skipping those drop names. */
+static int
+env_filter(const char *from, size_t flen, const char *drop, size_t dlen,
+    char *to, size_t *tlen)
+{
+	size_t i, j, len;
+	int gone;
+
+	for (i = 0; i < flen; i += len + 1) {
+		len = strlen(from + i);
+		for (gone = 0, j = 0; j < dlen && !gone;
+		     j += strlen(drop + j) + 1)
+			gone = env_same(from + i, drop + j);
+		if (gone)
+			continue;
+		if (*tlen + len + 1 > SBX_ENV_MAX)
+			return -1;
+		memcpy(to + *tlen, from + i, len + 1);
+		*tlen += len + 1;
+	}
+	return 0;
+}
+
+int
+vmm_h_env(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct vmm_state *vs = ctx->arg;
+	struct msg_vmm_env *q, *r;
+	struct sandbox *s;
+	struct grant g;
+	size_t len = 0;
+
+	if ((q = malloc(sizeof(*q))) == NULL)
+		return -1;
+	if ((r = calloc(1, sizeof(*r))) == NULL) {
+		free(q);
+		return -1;
+	}
+	memcpy(q, m->data, sizeof(*q));
+	if (memchr(q->id, '\0', sizeof(q->id)) == NULL ||
+	    q->env_len > sizeof(q->env) || q->op < ENV_GET ||
+	    q->op > ENV_CLEAR ||
+	    !env_valid(q->env, q->env_len, q->op == ENV_DELETE)) {
+		free(q);
+		free(r);
+		return -1;
+	}
+	vmm_expire_sandboxes(vs);
+	/* A write answers with the variables it leaves (the API's reply to
+	 * PUT and PATCH), so a write grant also reads. */
+	if (vmm_check_grant(ctx, m, &q->grant,
+	        q->op == ENV_GET && q->grant.cap == CAP_SANDBOX_READ
+	            ? CAP_SANDBOX_READ
+	            : CAP_SANDBOX_WRITE,
+	        q->id, &g) != 0)
+		r->op = SBX_E_GRANT;
+	else if ((s = vmm_sandbox_find(vs, q->id, g.principal)) == NULL)
+		r->op = vmm_not_found(vs);
+	else {
+		switch (q->op) {
+		case ENV_REPLACE:
+			memcpy(r->env, q->env, q->env_len);
+			len = q->env_len;
+			break;
+		case ENV_MERGE:
+			/* Old values the request names give way to its own. */
+			if (env_filter(s->env, s->env_len, q->env, q->env_len,
+			        r->env, &len) != 0 ||
+			    len + q->env_len > SBX_ENV_MAX)
+				r->op = SBX_E_FULL;
+			else {
+				memcpy(r->env + len, q->env, q->env_len);
+				len += q->env_len;
+			}
+			break;
+		case ENV_DELETE:
+			env_filter(s->env, s->env_len, q->env, q->env_len,
+			    r->env, &len);
+			break;
+		case ENV_CLEAR:
+			break;
+		default: /* ENV_GET */
+			memcpy(r->env, s->env, s->env_len);
+			len = s->env_len;
+		}
+		if (r->op == SBX_OK && q->op != ENV_GET) {
+			memcpy(s->env, r->env, len);
+			s->env_len = (uint32_t)len;
+		}
+		r->env_len = r->op == SBX_OK ? (uint32_t)len : 0;
+	}
+	strlcpy(r->id, q->id, sizeof(r->id));
+	msg_reply(ctx, m, MSG_VMM_ENV_REPLY, r, sizeof(*r), -1);
+	free(q);
+	free(r);
+	return 0;
+}
+
+/* Bytes under dir (a workspace), bounded in depth and entries. */
+static uint64_t
+tree_bytes(int dir, int depth, size_t *budget)
+{
+	struct dirent *e;
+	struct stat sb;
+	uint64_t sum = 0;
+	DIR *d;
+	int fd;
+
+	if (depth > 32 ||
+	    (fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return 0;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return 0;
+	}
+	while ((e = readdir(d)) != NULL && *budget > 0) {
+		(*budget)--;
+		if (strcmp(e->d_name, ".") == 0 ||
+		    strcmp(e->d_name, "..") == 0 ||
+		    fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) ==
+		        -1)
+			continue;
+		if (S_ISREG(sb.st_mode))
+			sum += (uint64_t)sb.st_size;
+		else if (S_ISDIR(sb.st_mode) &&
+		    (fd = openat(dirfd(d), e->d_name,
+		         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) !=
+		        -1) {
+			sum += tree_bytes(fd, depth + 1, budget);
+			close(fd);
+		}
+	}
+	closedir(d);
+	return sum;
+}
+
+int
+vmm_h_system(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct vmm_state *vs = ctx->arg;
+	struct msg_vmm_sandbox_ref q;
+	struct msg_vmm_system r;
+	struct sandbox *s;
+	struct grant g;
+	size_t budget = 100000;
+
+	memcpy(&q, m->data, sizeof(q));
+	if (memchr(q.id, '\0', sizeof(q.id)) == NULL)
+		return -1;
+	memset(&r, 0, sizeof(r));
+	if (vmm_check_grant(ctx, m, &q.grant, CAP_SANDBOX_READ, q.id, &g) != 0)
+		r.status = SBX_E_GRANT;
+	else if ((s = vmm_sandbox_find(vs, q.id, g.principal)) == NULL)
+		r.status = vmm_not_found(vs);
+	else {
+		r.runs = s->runs;
+		r.cpu_ms = s->run_us / 1000;
+		r.memory_bytes = s->peak_memory;
+		r.workspace_bytes = tree_bytes(s->ws_fd, 0, &budget);
+	}
+	msg_reply(ctx, m, MSG_VMM_SYSTEM_REPLY, &r, sizeof(r), -1);
+	return 0;
+}
+
+/* Stop a running run of the caller's sandbox; it ends as RUN_KILLED. */
