@@ -2,6 +2,7 @@
  * keep run [--memory SIZE] [--timeout DURATION] [--workspace DIR]
  *          [--env K=V]... [--output-max SIZE] [--stats] [--trace]
  *          PROGRAM [ARG...]
+ * keep run --syscalls
  * keep run [options] --trust PUBLIC [--trust PUBLIC]... IMAGE COMMAND [ARG...]
  *
  * Boots PROGRAM (a static x86-64 ELF) or one command of a signed image in
@@ -42,7 +43,8 @@ run_usage(void)
 	    "[--output-max SIZE] [--stats]\n"
 	    "                PROGRAM [ARG...]\n"
 	    "       keep run [options] --trust PUBLIC... IMAGE COMMAND "
-	    "[ARG...]\n");
+	    "[ARG...]\n"
+	    "       keep run --syscalls\n");
 	return EXIT_USAGE;
 }
 
@@ -116,6 +118,7 @@ cmd_run(int argc, char **argv)
 		{ "trust", required_argument, NULL, 'T' },
 		{ "stats", no_argument, NULL, 's' },
 		{ "trace", no_argument, NULL, 'x' },
+		{ "syscalls", no_argument, NULL, 'S' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct vmm_config cfg;
@@ -194,6 +197,9 @@ cmd_run(int argc, char **argv)
 		case 'x':
 			cfg.trace = 1;
 			break;
+		case 'S':
+			vmm_print_syscalls(stdout);
+			return fflush(stdout) == 0 ? 0 : 1;
 		default:
 			return run_usage();
 		}

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "host/vmm/sys.h"
 #include "host/vmm/vm_int.h"
 #include "host/vmm/workspace.h"
 
@@ -260,7 +261,7 @@ put_stat(struct vm *vm, uint64_t addr, int64_t rc, const struct stat *st)
 /* ---- open ------------------------------------------------------------- */
 
 static int64_t
-sys_openat(
+open_at(
     struct vm *vm, int64_t dirfd, uint64_t addr, uint64_t flags, uint64_t mode)
 {
 	char path[VM_PATH_MAX];
@@ -507,7 +508,7 @@ vdir_getdents(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len)
 }
 
 static int64_t
-sys_getdents64(struct vm *vm, uint64_t fd, uint64_t buf, uint64_t len)
+getdents(struct vm *vm, uint64_t fd, uint64_t buf, uint64_t len)
 {
 	struct vfd *f = fd_get(vm, fd);
 	void *g;
@@ -528,10 +529,10 @@ sys_getdents64(struct vm *vm, uint64_t fd, uint64_t buf, uint64_t len)
 	return n == -1 ? -errno : n;
 }
 
-/* ---- the table -------------------------------------------------------- */
+/* ---- descriptors' calls -------------------------------------------------------- */
 
 static int64_t
-sys_fcntl(struct vm *vm, uint64_t fd, uint64_t cmd, uint64_t arg)
+fcntl_fd(struct vm *vm, uint64_t fd, uint64_t cmd, uint64_t arg)
 {
 	struct vfd *f = fd_get(vm, fd);
 	int nfd;
@@ -578,7 +579,7 @@ dup:
 }
 
 static int64_t
-sys_dup2(struct vm *vm, uint64_t oldfd, uint64_t newfd)
+dup_to(struct vm *vm, uint64_t oldfd, uint64_t newfd)
 {
 	struct vfd *f = fd_get(vm, oldfd);
 
@@ -588,13 +589,13 @@ sys_dup2(struct vm *vm, uint64_t oldfd, uint64_t newfd)
 		return (int64_t)newfd;
 	fd_release(&vm->fds[newfd]);
 	vm->fds[newfd].kind = VFD_FREE;
-	return sys_fcntl(vm, oldfd, F_DUPFD, newfd) == (int64_t)newfd
+	return fcntl_fd(vm, oldfd, F_DUPFD, newfd) == (int64_t)newfd
 	    ? (int64_t)newfd
 	    : -EBADF;
 }
 
 static int64_t
-sys_lseek(struct vm *vm, uint64_t fd, int64_t off, uint64_t whence)
+seek(struct vm *vm, uint64_t fd, int64_t off, uint64_t whence)
 {
 	struct vfd *f = fd_get(vm, fd);
 	int64_t base, r;
@@ -625,7 +626,7 @@ sys_lseek(struct vm *vm, uint64_t fd, int64_t off, uint64_t whence)
 }
 
 static int64_t
-sys_readlinkat(
+readlink_at(
     struct vm *vm, int64_t dirfd, uint64_t addr, uint64_t buf, uint64_t len)
 {
 	char path[VM_PATH_MAX], target[VM_PATH_MAX];
@@ -654,7 +655,7 @@ sys_readlinkat(
 
 /* mkdirat, unlinkat, renameat: workspace only. */
 static int64_t
-sys_modify(struct vm *vm, uint64_t nr, const uint64_t a[6])
+modify(struct vm *vm, uint64_t nr, const uint64_t a[6])
 {
 	char path[VM_PATH_MAX], name[VM_PATH_MAX], path2[VM_PATH_MAX],
 	    name2[VM_PATH_MAX];
@@ -699,174 +700,347 @@ sys_modify(struct vm *vm, uint64_t nr, const uint64_t a[6])
 	return rc;
 }
 
+/* ---- the handlers (rows in sys_table.c) ------------------------------- */
+
 int64_t
-vm_fs_syscall(struct vm *vm, uint64_t nr, const uint64_t a[6], int *handled)
+sys_read(struct vm *vm, const uint64_t a[6])
+{
+	struct vfd *f = fd_get(vm, a[0]);
+
+	return f != NULL ? do_read(vm, f, a[1], a[2], -1) : -EBADF;
+}
+
+int64_t
+sys_write(struct vm *vm, const uint64_t a[6])
+{
+	struct vfd *f = fd_get(vm, a[0]);
+
+	return f != NULL ? do_write(vm, f, a[1], a[2], -1) : -EBADF;
+}
+
+int64_t
+sys_pread64(struct vm *vm, const uint64_t a[6])
+{
+	struct vfd *f;
+
+	if ((int64_t)a[3] < 0)
+		return -EINVAL;
+	return (f = fd_get(vm, a[0])) != NULL
+	    ? do_read(vm, f, a[1], a[2], (int64_t)a[3])
+	    : -EBADF;
+}
+
+int64_t
+sys_pwrite64(struct vm *vm, const uint64_t a[6])
+{
+	struct vfd *f;
+
+	if ((int64_t)a[3] < 0)
+		return -EINVAL;
+	return (f = fd_get(vm, a[0])) != NULL
+	    ? do_write(vm, f, a[1], a[2], (int64_t)a[3])
+	    : -EBADF;
+}
+
+int64_t
+sys_readv(struct vm *vm, const uint64_t a[6])
+{
+	struct vfd *f = fd_get(vm, a[0]);
+
+	return f != NULL ? do_iov(vm, f, a[1], a[2], 0) : -EBADF;
+}
+
+int64_t
+sys_writev(struct vm *vm, const uint64_t a[6])
+{
+	struct vfd *f = fd_get(vm, a[0]);
+
+	return f != NULL ? do_iov(vm, f, a[1], a[2], 1) : -EBADF;
+}
+
+int64_t
+sys_open(struct vm *vm, const uint64_t a[6])
+{
+	return open_at(vm, G_AT_FDCWD, a[0], a[1], a[2]);
+}
+
+int64_t
+sys_openat(struct vm *vm, const uint64_t a[6])
+{
+	return open_at(vm, (int64_t)a[0], a[1], a[2], a[3]);
+}
+
+int64_t
+sys_close(struct vm *vm, const uint64_t a[6])
+{
+	struct vfd *f = fd_get(vm, a[0]);
+
+	if (f == NULL)
+		return -EBADF;
+	fd_release(f);
+	return 0;
+}
+
+static int64_t
+stat_at(struct vm *vm, int64_t dirfd, uint64_t addr, uint64_t buf, int flags)
 {
 	char path[VM_PATH_MAX];
 	struct stat st;
 	struct vfd *f;
 	int64_t rc;
 
-	*handled = 1;
-	switch (nr) {
-	case 0: /* read */
-		return (f = fd_get(vm, a[0])) ? do_read(vm, f, a[1], a[2], -1)
-		                              : -EBADF;
-	case 1: /* write */
-		return (f = fd_get(vm, a[0])) ? do_write(vm, f, a[1], a[2], -1)
-		                              : -EBADF;
-	case 17: /* pread64 */
-		if ((int64_t)a[3] < 0)
-			return -EINVAL;
-		return (f = fd_get(vm, a[0]))
-		    ? do_read(vm, f, a[1], a[2], (int64_t)a[3])
-		    : -EBADF;
-	case 18: /* pwrite64 */
-		if ((int64_t)a[3] < 0)
-			return -EINVAL;
-		return (f = fd_get(vm, a[0]))
-		    ? do_write(vm, f, a[1], a[2], (int64_t)a[3])
-		    : -EBADF;
-	case 19: /* readv */
-	case 20: /* writev */
-		return (f = fd_get(vm, a[0]))
-		    ? do_iov(vm, f, a[1], a[2], nr == 20)
-		    : -EBADF;
-	case 2: /* open */
-		return sys_openat(vm, G_AT_FDCWD, a[0], a[1], a[2]);
-	case 257: /* openat */
-		return sys_openat(vm, (int64_t)a[0], a[1], a[2], a[3]);
-	case 3: /* close */
-		if ((f = fd_get(vm, a[0])) == NULL)
+	if ((flags & G_AT_EMPTY_PATH) &&
+	    vm_gstr(vm, addr, path, sizeof(path)) == 0 && path[0] == '\0') {
+		/* fstat by another name: any descriptor will do. */
+		if ((f = fd_get(vm, (uint64_t)dirfd)) == NULL)
 			return -EBADF;
-		fd_release(f);
-		return 0;
-	case 4: /* stat */
-	case 6: /* lstat */
-		if ((rc = guest_path(
-		         vm, G_AT_FDCWD, a[0], path, sizeof(path), 0)) != 0)
-			return rc;
-		return put_stat(
-		    vm, a[1], stat_path(vm, path, nr == 6, &st), &st);
-	case 5: /* fstat */
-		if ((f = fd_get(vm, a[0])) == NULL)
-			return -EBADF;
-		return put_stat(vm, a[1], stat_fd(vm, f, &st), &st);
-	case 262: /* newfstatat */
-		if ((a[3] & G_AT_EMPTY_PATH) &&
-		    vm_gstr(vm, a[1], path, sizeof(path)) == 0 &&
-		    path[0] == '\0') {
-			/* fstat by another name: any descriptor will do. */
-			if ((f = fd_get(vm, a[0])) == NULL)
-				return -EBADF;
-			return put_stat(vm, a[2], stat_fd(vm, f, &st), &st);
-		}
-		if ((rc = guest_path(vm, (int64_t)a[0], a[1], path,
-		         sizeof(path), (a[3] & G_AT_EMPTY_PATH) != 0)) != 0)
-			return rc;
-		return put_stat(vm, a[2],
-		    stat_path(
-		        vm, path, (a[3] & G_AT_SYMLINK_NOFOLLOW) != 0, &st),
-		    &st);
-	case 21: /* access */
-		if ((rc = guest_path(
-		         vm, G_AT_FDCWD, a[0], path, sizeof(path), 0)) != 0)
-			return rc;
-		return stat_path(vm, path, 0, &st);
-	case 269: /* faccessat */
-	case 439: /* faccessat2 */
-		if ((rc = guest_path(
-		         vm, (int64_t)a[0], a[1], path, sizeof(path), 0)) != 0)
-			return rc;
-		return stat_path(vm, path, 0, &st);
-	case 8: /* lseek */
-		return sys_lseek(vm, a[0], (int64_t)a[1], a[2]);
-	case 16: /* ioctl: no terminals here */
-		return fd_get(vm, a[0]) ? -ENOTTY : -EBADF;
-	case 32: /* dup */
-		return sys_fcntl(vm, a[0], F_DUPFD, 0);
-	case 33: /* dup2 */
-		return sys_dup2(vm, a[0], a[1]);
-	case 292: /* dup3 */
-		if (a[0] == a[1])
-			return -EINVAL;
-		return sys_dup2(vm, a[0], a[1]);
-	case 72: /* fcntl */
-		return sys_fcntl(vm, a[0], a[1], a[2]);
-	case 74: /* fsync */
-	case 75: /* fdatasync */
-		return fd_get(vm, a[0]) ? 0 : -EBADF;
-	case 77: /* ftruncate */
-		if ((f = fd_get(vm, a[0])) == NULL)
-			return -EBADF;
-		if (f->kind != VFD_HOST)
-			return -EINVAL;
-		return ftruncate(f->hostfd, (off_t)a[1]) == -1 ? -errno : 0;
-	case 7: { /* poll: everything here is always ready */
-		uint8_t *g;
-		uint64_t i, n = a[1];
+		return put_stat(vm, buf, stat_fd(vm, f, &st), &st);
+	}
+	if ((rc = guest_path(vm, dirfd, addr, path, sizeof(path),
+	         (flags & G_AT_EMPTY_PATH) != 0)) != 0)
+		return rc;
+	return put_stat(vm, buf,
+	    stat_path(vm, path, (flags & G_AT_SYMLINK_NOFOLLOW) != 0, &st),
+	    &st);
+}
 
-		if (n > vm->nfds || (g = vm_gptr(vm, a[0], n * 8)) == NULL)
-			return -EFAULT;
-		for (i = 0; i < n; i++) {
-			int16_t ev;
+int64_t
+sys_stat(struct vm *vm, const uint64_t a[6])
+{
+	return stat_at(vm, G_AT_FDCWD, a[0], a[1], 0);
+}
 
-			memcpy(&ev, g + i * 8 + 4, 2);
-			ev &= 0x5; /* POLLIN | POLLOUT */
-			memcpy(g + i * 8 + 6, &ev, 2);
-		}
-		return (int64_t)n;
-	}
-	case 79: { /* getcwd */
-		size_t n = strlen(vm->cwd) + 1;
-		void *g;
+int64_t
+sys_lstat(struct vm *vm, const uint64_t a[6])
+{
+	return stat_at(vm, G_AT_FDCWD, a[0], a[1], G_AT_SYMLINK_NOFOLLOW);
+}
 
-		if (a[1] < n)
-			return -ERANGE;
-		if ((g = vm_gptr(vm, a[0], n)) == NULL)
-			return -EFAULT;
-		memcpy(g, vm->cwd, n);
-		return (int64_t)n;
+int64_t
+sys_newfstatat(struct vm *vm, const uint64_t a[6])
+{
+	return stat_at(vm, (int64_t)a[0], a[1], a[2], (int)a[3]);
+}
+
+int64_t
+sys_fstat(struct vm *vm, const uint64_t a[6])
+{
+	struct stat st;
+	struct vfd *f = fd_get(vm, a[0]);
+
+	if (f == NULL)
+		return -EBADF;
+	return put_stat(vm, a[1], stat_fd(vm, f, &st), &st);
+}
+
+static int64_t
+access_at(struct vm *vm, int64_t dirfd, uint64_t addr)
+{
+	char path[VM_PATH_MAX];
+	struct stat st;
+	int64_t rc;
+
+	if ((rc = guest_path(vm, dirfd, addr, path, sizeof(path), 0)) != 0)
+		return rc;
+	return stat_path(vm, path, 0, &st);
+}
+
+int64_t
+sys_access(struct vm *vm, const uint64_t a[6])
+{
+	return access_at(vm, G_AT_FDCWD, a[0]);
+}
+
+int64_t
+sys_faccessat(struct vm *vm, const uint64_t a[6])
+{
+	return access_at(vm, (int64_t)a[0], a[1]);
+}
+
+int64_t
+sys_faccessat2(struct vm *vm, const uint64_t a[6])
+{
+	return access_at(vm, (int64_t)a[0], a[1]);
+}
+
+int64_t
+sys_lseek(struct vm *vm, const uint64_t a[6])
+{
+	return seek(vm, a[0], (int64_t)a[1], a[2]);
+}
+
+/* No terminals here. */
+int64_t
+sys_ioctl(struct vm *vm, const uint64_t a[6])
+{
+	return fd_get(vm, a[0]) != NULL ? -ENOTTY : -EBADF;
+}
+
+int64_t
+sys_dup(struct vm *vm, const uint64_t a[6])
+{
+	return fcntl_fd(vm, a[0], F_DUPFD, 0);
+}
+
+int64_t
+sys_dup2(struct vm *vm, const uint64_t a[6])
+{
+	return dup_to(vm, a[0], a[1]);
+}
+
+int64_t
+sys_dup3(struct vm *vm, const uint64_t a[6])
+{
+	if (a[0] == a[1])
+		return -EINVAL;
+	return dup_to(vm, a[0], a[1]);
+}
+
+int64_t
+sys_fcntl(struct vm *vm, const uint64_t a[6])
+{
+	return fcntl_fd(vm, a[0], a[1], a[2]);
+}
+
+int64_t
+sys_fsync(struct vm *vm, const uint64_t a[6])
+{
+	return fd_get(vm, a[0]) != NULL ? 0 : -EBADF;
+}
+
+int64_t
+sys_fdatasync(struct vm *vm, const uint64_t a[6])
+{
+	return sys_fsync(vm, a);
+}
+
+int64_t
+sys_ftruncate(struct vm *vm, const uint64_t a[6])
+{
+	struct vfd *f = fd_get(vm, a[0]);
+
+	if (f == NULL)
+		return -EBADF;
+	if (f->kind != VFD_HOST)
+		return -EINVAL;
+	return ftruncate(f->hostfd, (off_t)a[1]) == -1 ? -errno : 0;
+}
+
+/* Everything here is always ready. */
+int64_t
+sys_poll(struct vm *vm, const uint64_t a[6])
+{
+	uint8_t *g;
+	uint64_t i, n = a[1];
+
+	if (n > vm->nfds || (g = vm_gptr(vm, a[0], n * 8)) == NULL)
+		return -EFAULT;
+	for (i = 0; i < n; i++) {
+		int16_t ev;
+
+		memcpy(&ev, g + i * 8 + 4, 2);
+		ev &= 0x5; /* POLLIN | POLLOUT */
+		memcpy(g + i * 8 + 6, &ev, 2);
 	}
-	case 80: /* chdir */
-		if ((rc = guest_path(
-		         vm, G_AT_FDCWD, a[0], path, sizeof(path), 0)) != 0 ||
-		    (rc = stat_path(vm, path, 0, &st)) != 0)
-			return rc;
-		if (!S_ISDIR(st.st_mode))
-			return -ENOTDIR;
-		strlcpy(vm->cwd, path, sizeof(vm->cwd));
-		return 0;
-	case 89: /* readlink */
-		return sys_readlinkat(vm, G_AT_FDCWD, a[0], a[1], a[2]);
-	case 267: /* readlinkat */
-		return sys_readlinkat(vm, (int64_t)a[0], a[1], a[2], a[3]);
-	case 217: /* getdents64 */
-		return sys_getdents64(vm, a[0], a[1], a[2]);
-	case 83: { /* mkdir */
-		uint64_t b[6] = { (uint64_t)G_AT_FDCWD, a[0], a[1], 0, 0, 0 };
-		return sys_modify(vm, 258, b);
-	}
-	case 84: /* rmdir */
-	case 87: { /* unlink */
-		uint64_t b[6] = { (uint64_t)G_AT_FDCWD, a[0],
-			nr == 84 ? G_AT_REMOVEDIR : 0, 0, 0, 0 };
-		return sys_modify(vm, 263, b);
-	}
-	case 82: { /* rename */
-		uint64_t b[6] = { (uint64_t)G_AT_FDCWD, a[0],
-			(uint64_t)G_AT_FDCWD, a[1], 0, 0 };
-		return sys_modify(vm, 264, b);
-	}
-	case 258: /* mkdirat */
-	case 263: /* unlinkat */
-	case 264: /* renameat */
-		return sys_modify(vm, nr, a);
-	case 332: /* statx: callers fall back to newfstatat */
-	case 293: /* pipe2 */
-	case 22: /* pipe */
-		return -ENOSYS;
-	}
-	*handled = 0;
+	return (int64_t)n;
+}
+
+int64_t
+sys_getcwd(struct vm *vm, const uint64_t a[6])
+{
+	size_t n = strlen(vm->cwd) + 1;
+	void *g;
+
+	if (a[1] < n)
+		return -ERANGE;
+	if ((g = vm_gptr(vm, a[0], n)) == NULL)
+		return -EFAULT;
+	memcpy(g, vm->cwd, n);
+	return (int64_t)n;
+}
+
+int64_t
+sys_chdir(struct vm *vm, const uint64_t a[6])
+{
+	char path[VM_PATH_MAX];
+	struct stat st;
+	int64_t rc;
+
+	if ((rc = guest_path(vm, G_AT_FDCWD, a[0], path, sizeof(path), 0)) !=
+	        0 ||
+	    (rc = stat_path(vm, path, 0, &st)) != 0)
+		return rc;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	strlcpy(vm->cwd, path, sizeof(vm->cwd));
 	return 0;
+}
+
+int64_t
+sys_readlink(struct vm *vm, const uint64_t a[6])
+{
+	return readlink_at(vm, G_AT_FDCWD, a[0], a[1], a[2]);
+}
+
+int64_t
+sys_readlinkat(struct vm *vm, const uint64_t a[6])
+{
+	return readlink_at(vm, (int64_t)a[0], a[1], a[2], a[3]);
+}
+
+int64_t
+sys_getdents64(struct vm *vm, const uint64_t a[6])
+{
+	return getdents(vm, a[0], a[1], a[2]);
+}
+
+int64_t
+sys_mkdir(struct vm *vm, const uint64_t a[6])
+{
+	uint64_t b[6] = { (uint64_t)G_AT_FDCWD, a[0], a[1], 0, 0, 0 };
+
+	return modify(vm, 258, b);
+}
+
+int64_t
+sys_rmdir(struct vm *vm, const uint64_t a[6])
+{
+	uint64_t b[6] = { (uint64_t)G_AT_FDCWD, a[0], G_AT_REMOVEDIR, 0, 0, 0 };
+
+	return modify(vm, 263, b);
+}
+
+int64_t
+sys_unlink(struct vm *vm, const uint64_t a[6])
+{
+	uint64_t b[6] = { (uint64_t)G_AT_FDCWD, a[0], 0, 0, 0, 0 };
+
+	return modify(vm, 263, b);
+}
+
+int64_t
+sys_rename(struct vm *vm, const uint64_t a[6])
+{
+	uint64_t b[6] = { (uint64_t)G_AT_FDCWD, a[0], (uint64_t)G_AT_FDCWD,
+		a[1], 0, 0 };
+
+	return modify(vm, 264, b);
+}
+
+int64_t
+sys_mkdirat(struct vm *vm, const uint64_t a[6])
+{
+	return modify(vm, 258, a);
+}
+
+int64_t
+sys_unlinkat(struct vm *vm, const uint64_t a[6])
+{
+	return modify(vm, 263, a);
+}
+
+int64_t
+sys_renameat(struct vm *vm, const uint64_t a[6])
+{
+	return modify(vm, 264, a);
 }

@@ -506,11 +506,10 @@ on_syscall(struct vm *vm)
 	struct kvm_regs *r = &vm->run->s.regs.regs;
 	struct kvm_sregs *s = &vm->run->s.regs.sregs;
 	uint64_t a[6] = { r->rdi, r->rsi, r->rdx, r->r10, r->r8, r->r9 };
-	int sregs_dirty = 0;
 	int64_t ret;
 
 	vm->res->syscalls++;
-	ret = vm_syscall(vm, r->rax, a, s, &sregs_dirty);
+	ret = vm_syscall(vm, r->rax, a);
 	if (vm->stopped)
 		return;
 	/* Return to CPL3 as sysretq would: RIP from RCX, RFLAGS from R11. */

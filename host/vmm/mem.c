@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "host/vmm/abi.h"
+#include "host/vmm/sys.h"
 #include "host/vmm/vm_int.h"
 
 void *
@@ -38,6 +39,17 @@ vm_gstr(struct vm *vm, uint64_t addr, char *out, size_t max)
 			return 0;
 	}
 	return -ENAMETOOLONG;
+}
+
+int64_t
+vm_put(struct vm *vm, uint64_t addr, const void *p, size_t len)
+{
+	void *g;
+
+	if ((g = vm_gptr(vm, addr, len)) == NULL)
+		return -EFAULT;
+	memcpy(g, p, len);
+	return 0;
 }
 
 int

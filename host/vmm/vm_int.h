@@ -83,15 +83,13 @@ uint32_t vm_cpuid_reg(uint32_t fn, uint32_t idx, int reg);
 void vm_stop(struct vm *, enum vmm_status, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* System calls (sys.c): nr and args from the guest's registers;
- * returns the value for RAX (a negative errno on failure). */
-int64_t vm_syscall(struct vm *, uint64_t nr, const uint64_t a[6],
-    struct kvm_sregs *sregs, int *sregs_dirty);
+/* System calls (sys_table.c, host/vmm/sys.h): nr and args from the
+ * guest's registers; returns the value for RAX (a negative errno on
+ * failure). The synced registers in vm->run may be changed. */
+int64_t vm_syscall(struct vm *, uint64_t nr, const uint64_t a[6]);
 
 /* Files (fs.c). */
 int vm_fs_init(struct vm *);
 void vm_fs_free(struct vm *);
-int64_t vm_fs_syscall(
-    struct vm *, uint64_t nr, const uint64_t a[6], int *handled);
 
 #endif

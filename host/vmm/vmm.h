@@ -19,6 +19,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 enum vmm_err {
 	VMM_OK = 0,
@@ -107,5 +108,10 @@ int vmm_prepare(int kvm_fd);
  * A missing, foreign or stale file costs only the ioctl; a file that
  * cannot be written is no error. */
 int vmm_prepare_cached(int kvm_fd, const char *cache_path);
+
+/* The guest's system calls, one Markdown table row each: number, name,
+ * support (full, partial, refused with its errno) and why
+ * (host/vmm/sys_table.c; `keep run --syscalls`). */
+void vmm_print_syscalls(FILE *out);
 
 #endif

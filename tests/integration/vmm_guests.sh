@@ -57,6 +57,15 @@ expect "workspace files and escapes" 0 $'roundtrip: round trip\ndotdot: refused 
 [ "$(cat "$ws/out.txt")" = "round trip" ] && ok "guest file is on the host" || bad "workspace file"
 expect "workspace limit" 0 "refused after 64 KiB: Quota exceeded" "" -- --workspace "$ws" --workspace-max 64K "$G/diskhog"
 
+# docs/vmm.md's system-call table is the one keep serves.
+sed -n '/^<!-- syscalls: generated/,/^<!-- syscalls: end/p' docs/vmm.md |
+    sed '1d;$d' >"$tmp/doc-table"
+"$KEEP" run --syscalls >"$tmp/table"
+cmp -s "$tmp/doc-table" "$tmp/table" && ok "docs/vmm.md has the system-call table" ||
+    bad "docs/vmm.md's system-call table differs from keep run --syscalls: $(diff "$tmp/doc-table" "$tmp/table" | head -5)"
+expect "trace names each call" 0 "hello from a keep guest" "*keep: syscall writev(0x1, *) = 24*keep: syscall exit_group(0x0, *" -- --trace "$G/hello"
+expect "trace names a refused call" 0 "*" "*keep: syscall fork(*) = -38 ENOSYS*" -- --trace "$G/enosys"
+
 # Not an executable, or not static: refused before boot.
 echo "not an elf" >"$tmp/text"
 expect "non-ELF refused" 126 "" "*not an ELF file*" -- "$tmp/text"

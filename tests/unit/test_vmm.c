@@ -12,6 +12,7 @@
 
 #include "host/vmm/abi.h"
 #include "host/vmm/elf.h"
+#include "host/vmm/sys.h"
 #include "host/vmm/vm_int.h"
 #include "host/vmm/workspace.h"
 #include "lib/util.h"
@@ -214,6 +215,44 @@ test_ws_normalize(void **state)
 	    ws_normalize("/", big, out, sizeof(out)), -ENAMETOOLONG);
 }
 
+/* The system-call table: each row sits at its number, has a name and a
+ * reason, and a handler exactly when it is not refused; the numbers a
+ * static musl or glibc program starts with are served. */
+static void
+test_sys_table(void **state)
+{
+	const struct vm_sysent *e;
+	size_t i;
+	unsigned last = 0;
+
+	(void)state;
+	for (i = 0; (e = vm_sys_nth(i)) != NULL; i++) {
+		assert_non_null(e->name);
+		assert_non_null(e->why);
+		assert_ptr_equal(vm_sys_row(e->nr), e);
+		if (i > 0)
+			assert_true(e->nr > last);
+		last = e->nr;
+		if (e->level == VM_SYS_REFUSED) {
+			assert_null(e->fn);
+			assert_true(e->err > 0);
+		} else {
+			assert_non_null(e->fn);
+			assert_true(e->level == VM_SYS_FULL ||
+			    e->level == VM_SYS_PARTIAL);
+		}
+	}
+	assert_true(i > 300);
+	assert_string_equal(vm_sys_row(0)->name, "read");
+	assert_string_equal(vm_sys_row(231)->name, "exit_group");
+	assert_string_equal(vm_sys_row(158)->name, "arch_prctl");
+	assert_non_null(vm_sys_row(158)->fn);
+	assert_string_equal(vm_sys_row(0x4b50)->name, "keep_fetch");
+	assert_null(vm_sys_row(335)); /* no such call on x86-64 */
+	assert_null(vm_sys_row(100000));
+	assert_null(vm_sys_row(~0ULL));
+}
+
 int
 main(void)
 {
@@ -223,6 +262,7 @@ main(void)
 		cmocka_unit_test(test_elf_refusals),
 		cmocka_unit_test(test_gptr_bounds),
 		cmocka_unit_test(test_ws_normalize),
+		cmocka_unit_test(test_sys_table),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,140 @@
+/*
+ * The guest's system calls as data (host/vmm/sys_table.c): one row per
+ * Linux x86-64 call, with its name, its handler and how far keep
+ * supports it, and the handlers of each family in a file of its own:
+ *
+ *   fs.c          files, descriptors, directories
+ *   sys_mem.c     brk, mmap and the rest of the address space
+ *   sys_time.c    clocks and sleeps
+ *   sys_proc.c    identity, limits, uname, exit
+ *   sys_signal.c  signal actions and masks
+ *   sys_thread.c  futex, tids
+ *
+ * Every handler has one signature: the guest's six argument registers
+ * in, the value for RAX out (a negative errno on failure). What a call
+ * needs beyond its arguments it finds in struct vm (the synced segment
+ * registers for arch_prctl are vm->run->s.regs.sregs).
+ */
+#ifndef KEEP_VMM_SYS_H
+#define KEEP_VMM_SYS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct vm;
+
+typedef int64_t (*vm_sys_fn)(struct vm *, const uint64_t a[6]);
+
+enum vm_sys_level {
+	VM_SYS_UNKNOWN = 0, /* no row: ENOSYS */
+	VM_SYS_FULL, /* as Linux */
+	VM_SYS_PARTIAL, /* served, with the difference in why */
+	VM_SYS_REFUSED /* answers -err at once, for the reason in why */
+};
+
+struct vm_sysent {
+	uint32_t nr;
+	const char *name;
+	vm_sys_fn fn; /* NULL when refused */
+	enum vm_sys_level level;
+	int err; /* refused: the errno */
+	const char *why;
+};
+
+/* The row of call nr, or NULL when keep knows no such call. */
+const struct vm_sysent *vm_sys_row(uint64_t nr);
+/* Row i of the table in number order (i from 0), or NULL past the end:
+ * for listing the table (keep run --syscalls). */
+const struct vm_sysent *vm_sys_nth(size_t i);
+/* "full", "partial" or "refused". */
+const char *vm_sys_level_name(enum vm_sys_level);
+
+/* Copy len bytes to guest memory at addr: 0 or -EFAULT. */
+int64_t vm_put(struct vm *, uint64_t addr, const void *p, size_t len);
+
+/* Files (fs.c). */
+int64_t sys_read(struct vm *, const uint64_t a[6]);
+int64_t sys_write(struct vm *, const uint64_t a[6]);
+int64_t sys_open(struct vm *, const uint64_t a[6]);
+int64_t sys_close(struct vm *, const uint64_t a[6]);
+int64_t sys_stat(struct vm *, const uint64_t a[6]);
+int64_t sys_fstat(struct vm *, const uint64_t a[6]);
+int64_t sys_lstat(struct vm *, const uint64_t a[6]);
+int64_t sys_poll(struct vm *, const uint64_t a[6]);
+int64_t sys_lseek(struct vm *, const uint64_t a[6]);
+int64_t sys_ioctl(struct vm *, const uint64_t a[6]);
+int64_t sys_pread64(struct vm *, const uint64_t a[6]);
+int64_t sys_pwrite64(struct vm *, const uint64_t a[6]);
+int64_t sys_readv(struct vm *, const uint64_t a[6]);
+int64_t sys_writev(struct vm *, const uint64_t a[6]);
+int64_t sys_access(struct vm *, const uint64_t a[6]);
+int64_t sys_dup(struct vm *, const uint64_t a[6]);
+int64_t sys_dup2(struct vm *, const uint64_t a[6]);
+int64_t sys_dup3(struct vm *, const uint64_t a[6]);
+int64_t sys_fcntl(struct vm *, const uint64_t a[6]);
+int64_t sys_fsync(struct vm *, const uint64_t a[6]);
+int64_t sys_fdatasync(struct vm *, const uint64_t a[6]);
+int64_t sys_ftruncate(struct vm *, const uint64_t a[6]);
+int64_t sys_getcwd(struct vm *, const uint64_t a[6]);
+int64_t sys_chdir(struct vm *, const uint64_t a[6]);
+int64_t sys_rename(struct vm *, const uint64_t a[6]);
+int64_t sys_mkdir(struct vm *, const uint64_t a[6]);
+int64_t sys_rmdir(struct vm *, const uint64_t a[6]);
+int64_t sys_unlink(struct vm *, const uint64_t a[6]);
+int64_t sys_readlink(struct vm *, const uint64_t a[6]);
+int64_t sys_getdents64(struct vm *, const uint64_t a[6]);
+int64_t sys_openat(struct vm *, const uint64_t a[6]);
+int64_t sys_mkdirat(struct vm *, const uint64_t a[6]);
+int64_t sys_newfstatat(struct vm *, const uint64_t a[6]);
+int64_t sys_unlinkat(struct vm *, const uint64_t a[6]);
+int64_t sys_renameat(struct vm *, const uint64_t a[6]);
+int64_t sys_readlinkat(struct vm *, const uint64_t a[6]);
+int64_t sys_faccessat(struct vm *, const uint64_t a[6]);
+int64_t sys_faccessat2(struct vm *, const uint64_t a[6]);
+
+/* Memory (sys_mem.c). */
+int64_t sys_mmap(struct vm *, const uint64_t a[6]);
+int64_t sys_mprotect(struct vm *, const uint64_t a[6]);
+int64_t sys_munmap(struct vm *, const uint64_t a[6]);
+int64_t sys_brk(struct vm *, const uint64_t a[6]);
+int64_t sys_mremap(struct vm *, const uint64_t a[6]);
+int64_t sys_madvise(struct vm *, const uint64_t a[6]);
+
+/* Time (sys_time.c). */
+int64_t sys_nanosleep(struct vm *, const uint64_t a[6]);
+int64_t sys_gettimeofday(struct vm *, const uint64_t a[6]);
+int64_t sys_time(struct vm *, const uint64_t a[6]);
+int64_t sys_clock_gettime(struct vm *, const uint64_t a[6]);
+int64_t sys_clock_getres(struct vm *, const uint64_t a[6]);
+int64_t sys_clock_nanosleep(struct vm *, const uint64_t a[6]);
+
+/* Processes: identity, limits, exit (sys_proc.c). */
+int64_t sys_sched_yield(struct vm *, const uint64_t a[6]);
+int64_t sys_getpid(struct vm *, const uint64_t a[6]);
+int64_t sys_exit(struct vm *, const uint64_t a[6]);
+int64_t sys_uname(struct vm *, const uint64_t a[6]);
+int64_t sys_getrlimit(struct vm *, const uint64_t a[6]);
+int64_t sys_sysinfo(struct vm *, const uint64_t a[6]);
+int64_t sys_getuid(struct vm *, const uint64_t a[6]);
+int64_t sys_getgid(struct vm *, const uint64_t a[6]);
+int64_t sys_geteuid(struct vm *, const uint64_t a[6]);
+int64_t sys_getegid(struct vm *, const uint64_t a[6]);
+int64_t sys_getppid(struct vm *, const uint64_t a[6]);
+int64_t sys_arch_prctl(struct vm *, const uint64_t a[6]);
+int64_t sys_sched_getaffinity(struct vm *, const uint64_t a[6]);
+int64_t sys_exit_group(struct vm *, const uint64_t a[6]);
+int64_t sys_prlimit64(struct vm *, const uint64_t a[6]);
+int64_t sys_getrandom(struct vm *, const uint64_t a[6]);
+int64_t sys_keep_fetch(struct vm *, const uint64_t a[6]);
+
+/* Signals (sys_signal.c). */
+int64_t sys_rt_sigaction(struct vm *, const uint64_t a[6]);
+int64_t sys_rt_sigprocmask(struct vm *, const uint64_t a[6]);
+int64_t sys_sigaltstack(struct vm *, const uint64_t a[6]);
+
+/* Threads (sys_thread.c). */
+int64_t sys_gettid(struct vm *, const uint64_t a[6]);
+int64_t sys_futex(struct vm *, const uint64_t a[6]);
+int64_t sys_set_tid_address(struct vm *, const uint64_t a[6]);
+
+#endif

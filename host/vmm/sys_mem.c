@@ -1,0 +1,114 @@
+/*
+ * The guest's address space: brk, mmap and the rest (docs/vmm.md, "Guest
+ * memory"). The page allocator behind mmap is mem.c's.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "host/vmm/sys.h"
+#include "host/vmm/vm_int.h"
+
+#define MAP_SHARED_ 0x01
+#define MAP_PRIVATE_ 0x02
+#define MAP_FIXED_ 0x10
+#define MAP_ANONYMOUS_ 0x20
+#define MAP_FIXED_NOREPLACE_ 0x100000
+
+int64_t
+sys_brk(struct vm *vm, const uint64_t a[6])
+{
+	uint64_t want = a[0];
+
+	if (want == 0 || want < vm->brk_start || want > vm->brk_max)
+		return (int64_t)vm->brk_cur;
+	if (want < vm->brk_cur)
+		/* Shrinking: what comes back later must read as zero. */
+		memset(vm->mem + want, 0, vm->brk_cur - want);
+	vm->brk_cur = want;
+	if (want > vm->brk_peak)
+		vm->brk_peak = want;
+	return (int64_t)want;
+}
+
+int64_t
+sys_mmap(struct vm *vm, const uint64_t a[6])
+{
+	uint64_t addr = a[0], len = a[1], flags = a[3], off = a[5];
+	uint64_t g;
+	int64_t n;
+
+	if (len == 0 || len > vm->mmap_hi - vm->mmap_lo || (off % VM_PAGE) != 0)
+		return -EINVAL;
+	if ((flags & (MAP_SHARED_ | MAP_PRIVATE_)) == 0)
+		return -EINVAL;
+	len = (len + VM_PAGE - 1) & ~(VM_PAGE - 1);
+	if (flags & (MAP_FIXED_ | MAP_FIXED_NOREPLACE_)) {
+		/* Only over memory the guest already mapped (glibc and
+		 * CPython use it to re-map inside their own reservations). */
+		if (addr % VM_PAGE != 0 || !vm_mmap_is_used(vm, addr, len))
+			return (flags & MAP_FIXED_NOREPLACE_) ? -EEXIST
+			                                      : -ENOMEM;
+		g = addr;
+		memset(vm->mem + g, 0, len);
+	} else if ((g = vm_mmap_alloc(vm, len)) == 0)
+		return -ENOMEM;
+	if (!(flags & MAP_ANONYMOUS_)) {
+		/* A private file mapping is a copy: the guest has no shared
+		 * memory with anything. */
+		uint64_t r[6] = { a[4], g, len, off, 0, 0 };
+
+		n = sys_pread64(vm, r);
+		if (n < 0) {
+			if (!(flags & (MAP_FIXED_ | MAP_FIXED_NOREPLACE_)))
+				vm_mmap_free(vm, g, len);
+			return n == -ESPIPE ? -ENODEV : n;
+		}
+	}
+	return (int64_t)g;
+}
+
+int64_t
+sys_mremap(struct vm *vm, const uint64_t a[6])
+{
+	uint64_t old = a[0], olen = a[1], nlen = a[2], flags = a[3], g;
+
+	if (old % VM_PAGE != 0 || olen == 0 || nlen == 0 ||
+	    !vm_mmap_is_used(vm, old, olen))
+		return -EINVAL;
+	olen = (olen + VM_PAGE - 1) & ~(VM_PAGE - 1);
+	nlen = (nlen + VM_PAGE - 1) & ~(VM_PAGE - 1);
+	if (nlen <= olen) {
+		if (nlen < olen)
+			vm_mmap_free(vm, old + nlen, olen - nlen);
+		return (int64_t)old;
+	}
+	if (!(flags & 1 /* MREMAP_MAYMOVE */))
+		return -ENOMEM;
+	if ((g = vm_mmap_alloc(vm, nlen)) == 0)
+		return -ENOMEM;
+	memcpy(vm->mem + g, vm->mem + old, olen);
+	vm_mmap_free(vm, old, olen);
+	return (int64_t)g;
+}
+
+int64_t
+sys_munmap(struct vm *vm, const uint64_t a[6])
+{
+	return vm_mmap_free(vm, a[0], a[1]);
+}
+
+/* 2 MiB pages cannot hold per-page rights. */
+int64_t
+sys_mprotect(struct vm *vm, const uint64_t a[6])
+{
+	(void)vm;
+	return a[0] % VM_PAGE == 0 ? 0 : -EINVAL;
+}
+
+int64_t
+sys_madvise(struct vm *vm, const uint64_t a[6])
+{
+	(void)vm;
+	(void)a;
+	return 0;
+}

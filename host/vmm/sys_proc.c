@@ -1,0 +1,222 @@
+/*
+ * The guest process's identity, limits and end: one process, pid 1,
+ * uid and gid 1000, a machine named "keep" that tells nothing of the
+ * host.
+ */
+#include <sys/utsname.h>
+
+#include <errno.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "host/vmm/sys.h"
+#include "host/vmm/vm_int.h"
+
+#define ARCH_SET_GS 0x1001
+#define ARCH_SET_FS 0x1002
+#define ARCH_GET_FS 0x1003
+#define ARCH_GET_GS 0x1004
+
+#define GUEST_ID 1000 /* uid, gid, euid, egid (and AT_UID..AT_EGID) */
+
+int64_t
+sys_getpid(struct vm *vm, const uint64_t a[6])
+{
+	(void)vm;
+	(void)a;
+	return 1;
+}
+
+int64_t
+sys_getppid(struct vm *vm, const uint64_t a[6])
+{
+	(void)vm;
+	(void)a;
+	return 0;
+}
+
+static int64_t
+guest_id(struct vm *vm, const uint64_t a[6])
+{
+	(void)vm;
+	(void)a;
+	return GUEST_ID;
+}
+
+int64_t
+sys_getuid(struct vm *vm, const uint64_t a[6])
+{
+	return guest_id(vm, a);
+}
+
+int64_t
+sys_getgid(struct vm *vm, const uint64_t a[6])
+{
+	return guest_id(vm, a);
+}
+
+int64_t
+sys_geteuid(struct vm *vm, const uint64_t a[6])
+{
+	return guest_id(vm, a);
+}
+
+int64_t
+sys_getegid(struct vm *vm, const uint64_t a[6])
+{
+	return guest_id(vm, a);
+}
+
+int64_t
+sys_sched_yield(struct vm *vm, const uint64_t a[6])
+{
+	(void)vm;
+	(void)a;
+	return 0;
+}
+
+int64_t
+sys_sched_getaffinity(struct vm *vm, const uint64_t a[6])
+{
+	uint64_t mask = 1;
+
+	if (a[1] < sizeof(mask))
+		return -EINVAL;
+	return vm_put(vm, a[2], &mask, sizeof(mask)) == 0
+	    ? (int64_t)sizeof(mask)
+	    : -EFAULT;
+}
+
+int64_t
+sys_uname(struct vm *vm, const uint64_t a[6])
+{
+	struct utsname u;
+
+	memset(&u, 0, sizeof(u));
+	strlcpy(u.sysname, "Linux", sizeof(u.sysname));
+	strlcpy(u.nodename, "keep", sizeof(u.nodename));
+	strlcpy(u.release, "6.1.0-keep", sizeof(u.release));
+	strlcpy(u.version, "#1 keep guest", sizeof(u.version));
+	strlcpy(u.machine, "x86_64", sizeof(u.machine));
+	return vm_put(vm, a[0], &u, sizeof(u));
+}
+
+int64_t
+sys_sysinfo(struct vm *vm, const uint64_t a[6])
+{
+	struct {
+		int64_t uptime;
+		uint64_t loads[3], totalram, freeram, sharedram, bufferram;
+		uint64_t totalswap, freeswap;
+		uint16_t procs, pad;
+		uint64_t totalhigh, freehigh;
+		uint32_t mem_unit;
+		char pad2[4];
+	} si;
+
+	memset(&si, 0, sizeof(si));
+	si.uptime = 1;
+	si.totalram = vm->memsz;
+	si.freeram =
+	    (vm->mmap_hi - vm->mmap_lo) - vm->mmap_pages_used * VM_PAGE;
+	si.procs = 1;
+	si.mem_unit = 1;
+	return vm_put(vm, a[0], &si, sizeof(si));
+}
+
+int64_t
+sys_prlimit64(struct vm *vm, const uint64_t a[6])
+{
+	uint64_t lim[2];
+
+	if (a[0] != 0)
+		return -ESRCH; /* only ourselves */
+	if (a[3] != 0) {
+		switch (a[1]) {
+		case 3: /* RLIMIT_STACK */
+			lim[0] = lim[1] = vm->stack_top - vm->stack_lo;
+			break;
+		case 7: /* RLIMIT_NOFILE */
+			lim[0] = lim[1] = vm->nfds;
+			break;
+		case 9: /* RLIMIT_AS */
+		case 2: /* RLIMIT_DATA */
+			lim[0] = lim[1] = vm->memsz;
+			break;
+		default:
+			lim[0] = lim[1] = ~0ULL; /* RLIM_INFINITY */
+		}
+		if (vm_put(vm, a[3], lim, sizeof(lim)) != 0)
+			return -EFAULT;
+	}
+	return 0; /* setting a limit is accepted and has no effect */
+}
+
+int64_t
+sys_getrlimit(struct vm *vm, const uint64_t a[6])
+{
+	uint64_t b[6] = { 0, a[0], 0, a[1], 0, 0 };
+
+	return sys_prlimit64(vm, b);
+}
+
+int64_t
+sys_getrandom(struct vm *vm, const uint64_t a[6])
+{
+	uint64_t len = a[1];
+	void *g;
+
+	if (len > (1u << 20))
+		len = 1u << 20;
+	if ((g = vm_gptr(vm, a[0], len)) == NULL)
+		return -EFAULT;
+	randombytes_buf(g, len);
+	return (int64_t)len;
+}
+
+/* FS and GS bases go into the synced segment registers: an MSR write
+ * alone would be undone when they are written back at the next entry. */
+int64_t
+sys_arch_prctl(struct vm *vm, const uint64_t a[6])
+{
+	struct kvm_sregs *s = &vm->run->s.regs.sregs;
+
+	switch (a[0]) {
+	case ARCH_SET_FS:
+	case ARCH_SET_GS:
+		if (a[1] >= (1ULL << 47))
+			return -EPERM;
+		if (a[0] == ARCH_SET_FS)
+			s->fs.base = a[1];
+		else
+			s->gs.base = a[1];
+		return 0;
+	case ARCH_GET_FS:
+		return vm_put(vm, a[1], &s->fs.base, 8);
+	case ARCH_GET_GS:
+		return vm_put(vm, a[1], &s->gs.base, 8);
+	default:
+		return -EINVAL;
+	}
+}
+
+int64_t
+sys_exit_group(struct vm *vm, const uint64_t a[6])
+{
+	vm_stop(vm, VMM_EXITED, (int)(a[0] & 0xff), "%s", "");
+	return 0;
+}
+
+/* One thread: its exit is the process's. */
+int64_t
+sys_exit(struct vm *vm, const uint64_t a[6])
+{
+	return sys_exit_group(vm, a);
+}
+
+int64_t
+sys_keep_fetch(struct vm *vm, const uint64_t a[6])
+{
+	return vm_keep_fetch(vm, a[0], a[1]); /* fetch.c */
+}

@@ -1,0 +1,617 @@
+/*
+ * The guest's system calls as data: one row per Linux x86-64 call keep
+ * knows, {number, name, handler, support, why}, in number order, in the
+ * manner of host/seccomp_filters.c. A call keep serves as Linux does is
+ * FULL; one it serves with a difference is PARTIAL and says what
+ * differs; one it refuses answers its errno at once and says why. A
+ * number with no row (none of Linux's, or a future one) is ENOSYS.
+ *
+ * The handlers live by family (host/vmm/sys.h). vm_syscall() is the one
+ * entry from the vCPU loop: look the row up, run it, trace it. `keep run
+ * --trace` prints every call by name with its result; docs/vmm.md's
+ * table is this one.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "host/egress/egress_abi.h"
+#include "host/vmm/sys.h"
+#include "host/vmm/vm_int.h"
+#include "lib/log.h"
+#include "lib/util.h"
+
+#define ROW(n, name, fn, level, err, why)                                      \
+	[n] = { n, #name, fn, level, err, why }
+#define OK(n, name, fn, why) ROW(n, name, fn, VM_SYS_FULL, 0, why)
+#define PART(n, name, fn, why) ROW(n, name, fn, VM_SYS_PARTIAL, 0, why)
+#define NO(n, name, err, why) ROW(n, name, NULL, VM_SYS_REFUSED, err, why)
+
+/* Indexed by number: Linux's x86-64 calls run from 0 to 334 and from
+ * 424 on, so the gap costs a few hundred empty rows and no search. */
+static const struct vm_sysent linux_calls[] = {
+	OK(0, read, sys_read, "stdin, image files, workspace files"),
+	OK(1, write, sys_write,
+	    "output sink (fds 1, 2; output limit), workspace files (quota)"),
+	OK(2, open, sys_open, "as openat at the cwd"),
+	OK(3, close, sys_close, ""),
+	OK(4, stat, sys_stat,
+	    "image files synthesized, workspace files from the host"),
+	OK(5, fstat, sys_fstat, ""),
+	OK(6, lstat, sys_lstat, ""),
+	PART(7, poll, sys_poll, "every descriptor is reported ready at once"),
+	OK(8, lseek, sys_lseek, ""),
+	PART(9, mmap, sys_mmap,
+	    "anonymous memory, and private file mappings as copies; MAP_FIXED "
+	    "only over the guest's own mappings"),
+	PART(10, mprotect, sys_mprotect,
+	    "succeeds without effect: 2 MiB pages hold no per-page rights"),
+	OK(11, munmap, sys_munmap, ""),
+	OK(12, brk, sys_brk, ""),
+	PART(13, rt_sigaction, sys_rt_sigaction,
+	    "recorded nowhere: no signal is ever delivered"),
+	PART(14, rt_sigprocmask, sys_rt_sigprocmask,
+	    "recorded nowhere: no signal is ever delivered"),
+	NO(15, rt_sigreturn, ENOSYS, "no signal is ever delivered"),
+	PART(16, ioctl, sys_ioctl, "ENOTTY for every request: no terminals"),
+	OK(17, pread64, sys_pread64, ""),
+	OK(18, pwrite64, sys_pwrite64, ""),
+	OK(19, readv, sys_readv, ""),
+	OK(20, writev, sys_writev, ""),
+	OK(21, access, sys_access,
+	    "existence only: the guest owns everything it can see"),
+	NO(22, pipe, ENOSYS, "no pipes or event descriptors yet"),
+	NO(23, select, ENOSYS, "no pipes or event descriptors yet"),
+	OK(24, sched_yield, sys_sched_yield, "one thread: nothing to yield to"),
+	OK(25, mremap, sys_mremap, ""),
+	NO(26, msync, ENOSYS, "not provided"),
+	NO(27, mincore, ENOSYS, "not provided"),
+	PART(28, madvise, sys_madvise, "advice is accepted and ignored"),
+	NO(29, shmget, ENOSYS, "no System V IPC"),
+	NO(30, shmat, ENOSYS, "no System V IPC"),
+	NO(31, shmctl, ENOSYS, "no System V IPC"),
+	OK(32, dup, sys_dup, ""),
+	OK(33, dup2, sys_dup2, ""),
+	NO(34, pause, ENOSYS, "no signal is ever delivered"),
+	OK(35, nanosleep, sys_nanosleep,
+	    "sleeps on the host, cut short by the run's timeout"),
+	NO(36, getitimer, ENOSYS,
+	    "no timers: their expiry is a signal or a readable descriptor"),
+	NO(37, alarm, ENOSYS,
+	    "no timers: their expiry is a signal or a readable descriptor"),
+	NO(38, setitimer, ENOSYS,
+	    "no timers: their expiry is a signal or a readable descriptor"),
+	OK(39, getpid, sys_getpid, "always 1"),
+	NO(40, sendfile, ENOSYS, "not provided"),
+	NO(41, socket, ENOSYS,
+	    "no sockets: a guest reaches the network only through "
+	    "KEEP_SYS_FETCH"),
+	NO(42, connect, ENOSYS,
+	    "no sockets: a guest reaches the network only through "
+	    "KEEP_SYS_FETCH"),
+	NO(43, accept, ENOSYS,
+	    "no sockets: a guest reaches the network only through "
+	    "KEEP_SYS_FETCH"),
+	NO(44, sendto, ENOSYS,
+	    "no sockets: a guest reaches the network only through "
+	    "KEEP_SYS_FETCH"),
+	NO(45, recvfrom, ENOSYS,
+	    "no sockets: a guest reaches the network only through "
+	    "KEEP_SYS_FETCH"),
+	NO(46, sendmsg, ENOSYS,
+	    "no sockets: a guest reaches the network only through "
+	    "KEEP_SYS_FETCH"),
+	NO(47, recvmsg, ENOSYS,
+	    "no sockets: a guest reaches the network only through "
+	    "KEEP_SYS_FETCH"),
+	NO(48, shutdown, ENOSYS,
+	    "no sockets: a guest reaches the network only through "
+	    "KEEP_SYS_FETCH"),
+	NO(49, bind, ENOSYS,
+	    "no sockets: a guest reaches the network only through "
+	    "KEEP_SYS_FETCH"),
+	NO(50, listen, ENOSYS,
+	    "no sockets: a guest reaches the network only through "
+	    "KEEP_SYS_FETCH"),
+	NO(51, getsockname, ENOSYS,
+	    "no sockets: a guest reaches the network only through "
+	    "KEEP_SYS_FETCH"),
+	NO(52, getpeername, ENOSYS,
+	    "no sockets: a guest reaches the network only through "
+	    "KEEP_SYS_FETCH"),
+	NO(53, socketpair, ENOSYS,
+	    "no sockets: a guest reaches the network only through "
+	    "KEEP_SYS_FETCH"),
+	NO(54, setsockopt, ENOSYS,
+	    "no sockets: a guest reaches the network only through "
+	    "KEEP_SYS_FETCH"),
+	NO(55, getsockopt, ENOSYS,
+	    "no sockets: a guest reaches the network only through "
+	    "KEEP_SYS_FETCH"),
+	NO(56, clone, ENOSYS, "one process per run"),
+	NO(57, fork, ENOSYS, "one process per run"),
+	NO(58, vfork, ENOSYS, "one process per run"),
+	NO(59, execve, ENOSYS, "one process per run"),
+	OK(60, exit, sys_exit, "ends the run: one thread"),
+	NO(61, wait4, ENOSYS, "one process per run"),
+	NO(62, kill, ENOSYS, "no signal is ever delivered"),
+	OK(63, uname, sys_uname,
+	    "Linux 6.1.0-keep x86_64, node \"keep\": nothing of the host"),
+	NO(64, semget, ENOSYS, "no System V IPC"),
+	NO(65, semop, ENOSYS, "no System V IPC"),
+	NO(66, semctl, ENOSYS, "no System V IPC"),
+	NO(67, shmdt, ENOSYS, "no System V IPC"),
+	NO(68, msgget, ENOSYS, "no System V IPC"),
+	NO(69, msgsnd, ENOSYS, "no System V IPC"),
+	NO(70, msgrcv, ENOSYS, "no System V IPC"),
+	NO(71, msgctl, ENOSYS, "no System V IPC"),
+	PART(72, fcntl, sys_fcntl,
+	    "F_GETFD F_SETFD F_GETFL F_DUPFD F_DUPFD_CLOEXEC; F_SETFL accepted "
+	    "without effect; no locks (EINVAL)"),
+	NO(73, flock, ENOSYS, "not provided"),
+	PART(74, fsync, sys_fsync, "nothing to do: the host writes through"),
+	PART(75, fdatasync, sys_fdatasync,
+	    "nothing to do: the host writes through"),
+	NO(76, truncate, ENOSYS, "not provided"),
+	OK(77, ftruncate, sys_ftruncate, "workspace files"),
+	NO(78, getdents, ENOSYS, "not provided"),
+	OK(79, getcwd, sys_getcwd, ""),
+	OK(80, chdir, sys_chdir, ""),
+	NO(81, fchdir, ENOSYS, "not provided"),
+	OK(82, rename, sys_rename, "within the workspace"),
+	OK(83, mkdir, sys_mkdir, "workspace only"),
+	OK(84, rmdir, sys_rmdir, "workspace only"),
+	NO(85, creat, ENOSYS, "not provided"),
+	NO(86, link, ENOSYS, "not provided"),
+	OK(87, unlink, sys_unlink, "workspace only"),
+	NO(88, symlink, ENOSYS, "not provided"),
+	OK(89, readlink, sys_readlink, "workspace symlinks"),
+	NO(90, chmod, ENOSYS, "not provided"),
+	NO(91, fchmod, ENOSYS, "not provided"),
+	NO(92, chown, ENOSYS, "not provided"),
+	NO(93, fchown, ENOSYS, "not provided"),
+	NO(94, lchown, ENOSYS, "not provided"),
+	NO(95, umask, ENOSYS, "not provided"),
+	OK(96, gettimeofday, sys_gettimeofday, ""),
+	OK(97, getrlimit, sys_getrlimit,
+	    "the run's limits (stack, descriptors, memory)"),
+	NO(98, getrusage, ENOSYS, "not provided"),
+	OK(99, sysinfo, sys_sysinfo, "the guest's own memory figures"),
+	NO(100, times, ENOSYS, "not provided"),
+	NO(101, ptrace, ENOSYS, "no other process to inspect"),
+	OK(102, getuid, sys_getuid, "1000"),
+	NO(103, syslog, ENOSYS, "the machine's administration: not a guest's"),
+	OK(104, getgid, sys_getgid, "1000"),
+	NO(105, setuid, ENOSYS, "the machine's administration: not a guest's"),
+	NO(106, setgid, ENOSYS, "the machine's administration: not a guest's"),
+	OK(107, geteuid, sys_geteuid, "1000"),
+	OK(108, getegid, sys_getegid, "1000"),
+	NO(109, setpgid, ENOSYS, "the machine's administration: not a guest's"),
+	OK(110, getppid, sys_getppid, "always 0: nothing above the guest"),
+	NO(111, getpgrp, ENOSYS, "not provided"),
+	NO(112, setsid, ENOSYS, "the machine's administration: not a guest's"),
+	NO(113, setreuid, ENOSYS,
+	    "the machine's administration: not a guest's"),
+	NO(114, setregid, ENOSYS,
+	    "the machine's administration: not a guest's"),
+	NO(115, getgroups, ENOSYS, "not provided"),
+	NO(116, setgroups, ENOSYS, "not provided"),
+	NO(117, setresuid, ENOSYS,
+	    "the machine's administration: not a guest's"),
+	NO(118, getresuid, ENOSYS, "not provided"),
+	NO(119, setresgid, ENOSYS,
+	    "the machine's administration: not a guest's"),
+	NO(120, getresgid, ENOSYS, "not provided"),
+	NO(121, getpgid, ENOSYS, "not provided"),
+	NO(122, setfsuid, ENOSYS,
+	    "the machine's administration: not a guest's"),
+	NO(123, setfsgid, ENOSYS,
+	    "the machine's administration: not a guest's"),
+	NO(124, getsid, ENOSYS, "not provided"),
+	NO(125, capget, ENOSYS, "not provided"),
+	NO(126, capset, ENOSYS, "the machine's administration: not a guest's"),
+	NO(127, rt_sigpending, ENOSYS, "no signal is ever delivered"),
+	NO(128, rt_sigtimedwait, ENOSYS, "no signal is ever delivered"),
+	NO(129, rt_sigqueueinfo, ENOSYS, "no signal is ever delivered"),
+	NO(130, rt_sigsuspend, ENOSYS, "no signal is ever delivered"),
+	PART(131, sigaltstack, sys_sigaltstack,
+	    "recorded nowhere: no signal is ever delivered"),
+	NO(132, utime, ENOSYS, "not provided"),
+	NO(133, mknod, ENOSYS, "not provided"),
+	NO(134, uselib, ENOSYS,
+	    "obsolete or never built: Linux answers ENOSYS too"),
+	NO(135, personality, ENOSYS, "not provided"),
+	NO(136, ustat, ENOSYS,
+	    "obsolete or never built: Linux answers ENOSYS too"),
+	NO(137, statfs, ENOSYS, "not provided"),
+	NO(138, fstatfs, ENOSYS, "not provided"),
+	NO(139, sysfs, ENOSYS,
+	    "obsolete or never built: Linux answers ENOSYS too"),
+	NO(140, getpriority, ENOSYS, "not provided"),
+	NO(141, setpriority, ENOSYS, "not provided"),
+	NO(142, sched_setparam, ENOSYS, "not provided"),
+	NO(143, sched_getparam, ENOSYS, "not provided"),
+	NO(144, sched_setscheduler, ENOSYS, "not provided"),
+	NO(145, sched_getscheduler, ENOSYS, "not provided"),
+	NO(146, sched_get_priority_max, ENOSYS, "not provided"),
+	NO(147, sched_get_priority_min, ENOSYS, "not provided"),
+	NO(148, sched_rr_get_interval, ENOSYS, "not provided"),
+	NO(149, mlock, ENOSYS, "not provided"),
+	NO(150, munlock, ENOSYS, "not provided"),
+	NO(151, mlockall, ENOSYS, "not provided"),
+	NO(152, munlockall, ENOSYS, "not provided"),
+	NO(153, vhangup, ENOSYS, "the machine's administration: not a guest's"),
+	NO(154, modify_ldt, ENOSYS,
+	    "the machine's administration: not a guest's"),
+	NO(155, pivot_root, ENOSYS,
+	    "the machine's administration: not a guest's"),
+	NO(156, _sysctl, ENOSYS,
+	    "obsolete or never built: Linux answers ENOSYS too"),
+	NO(157, prctl, ENOSYS, "not provided"),
+	PART(158, arch_prctl, sys_arch_prctl,
+	    "ARCH_SET_FS ARCH_SET_GS ARCH_GET_FS ARCH_GET_GS; others EINVAL"),
+	NO(159, adjtimex, ENOSYS,
+	    "the machine's administration: not a guest's"),
+	NO(160, setrlimit, ENOSYS, "not provided"),
+	NO(161, chroot, ENOSYS, "the machine's administration: not a guest's"),
+	NO(162, sync, ENOSYS, "not provided"),
+	NO(163, acct, ENOSYS, "the machine's administration: not a guest's"),
+	NO(164, settimeofday, ENOSYS,
+	    "the machine's administration: not a guest's"),
+	NO(165, mount, ENOSYS, "the machine's administration: not a guest's"),
+	NO(166, umount2, ENOSYS, "the machine's administration: not a guest's"),
+	NO(167, swapon, ENOSYS, "the machine's administration: not a guest's"),
+	NO(168, swapoff, ENOSYS, "the machine's administration: not a guest's"),
+	NO(169, reboot, ENOSYS, "the machine's administration: not a guest's"),
+	NO(170, sethostname, ENOSYS,
+	    "the machine's administration: not a guest's"),
+	NO(171, setdomainname, ENOSYS,
+	    "the machine's administration: not a guest's"),
+	NO(172, iopl, ENOSYS, "the machine's administration: not a guest's"),
+	NO(173, ioperm, ENOSYS, "the machine's administration: not a guest's"),
+	NO(174, create_module, ENOSYS,
+	    "obsolete or never built: Linux answers ENOSYS too"),
+	NO(175, init_module, ENOSYS,
+	    "the machine's administration: not a guest's"),
+	NO(176, delete_module, ENOSYS,
+	    "the machine's administration: not a guest's"),
+	NO(177, get_kernel_syms, ENOSYS,
+	    "obsolete or never built: Linux answers ENOSYS too"),
+	NO(178, query_module, ENOSYS,
+	    "obsolete or never built: Linux answers ENOSYS too"),
+	NO(179, quotactl, ENOSYS,
+	    "the machine's administration: not a guest's"),
+	NO(180, nfsservctl, ENOSYS,
+	    "obsolete or never built: Linux answers ENOSYS too"),
+	NO(181, getpmsg, ENOSYS,
+	    "obsolete or never built: Linux answers ENOSYS too"),
+	NO(182, putpmsg, ENOSYS,
+	    "obsolete or never built: Linux answers ENOSYS too"),
+	NO(183, afs_syscall, ENOSYS,
+	    "obsolete or never built: Linux answers ENOSYS too"),
+	NO(184, tuxcall, ENOSYS,
+	    "obsolete or never built: Linux answers ENOSYS too"),
+	NO(185, security, ENOSYS,
+	    "obsolete or never built: Linux answers ENOSYS too"),
+	OK(186, gettid, sys_gettid, "always 1"),
+	NO(187, readahead, ENOSYS, "not provided"),
+	NO(188, setxattr, ENOSYS, "not provided"),
+	NO(189, lsetxattr, ENOSYS, "not provided"),
+	NO(190, fsetxattr, ENOSYS, "not provided"),
+	NO(191, getxattr, ENOSYS, "not provided"),
+	NO(192, lgetxattr, ENOSYS, "not provided"),
+	NO(193, fgetxattr, ENOSYS, "not provided"),
+	NO(194, listxattr, ENOSYS, "not provided"),
+	NO(195, llistxattr, ENOSYS, "not provided"),
+	NO(196, flistxattr, ENOSYS, "not provided"),
+	NO(197, removexattr, ENOSYS, "not provided"),
+	NO(198, lremovexattr, ENOSYS, "not provided"),
+	NO(199, fremovexattr, ENOSYS, "not provided"),
+	NO(200, tkill, ENOSYS, "no signal is ever delivered"),
+	OK(201, time, sys_time, ""),
+	PART(202, futex, sys_futex,
+	    "one thread: FUTEX_WAIT answers EAGAIN, a wake wakes nobody"),
+	NO(203, sched_setaffinity, ENOSYS, "not provided"),
+	OK(204, sched_getaffinity, sys_sched_getaffinity, "one CPU"),
+	NO(205, set_thread_area, ENOSYS,
+	    "obsolete or never built: Linux answers ENOSYS too"),
+	NO(206, io_setup, ENOSYS, "no asynchronous I/O"),
+	NO(207, io_destroy, ENOSYS, "no asynchronous I/O"),
+	NO(208, io_getevents, ENOSYS, "no asynchronous I/O"),
+	NO(209, io_submit, ENOSYS, "no asynchronous I/O"),
+	NO(210, io_cancel, ENOSYS, "no asynchronous I/O"),
+	NO(211, get_thread_area, ENOSYS,
+	    "obsolete or never built: Linux answers ENOSYS too"),
+	NO(212, lookup_dcookie, ENOSYS,
+	    "the machine's administration: not a guest's"),
+	NO(213, epoll_create, ENOSYS, "no pipes or event descriptors yet"),
+	NO(214, epoll_ctl_old, ENOSYS,
+	    "obsolete or never built: Linux answers ENOSYS too"),
+	NO(215, epoll_wait_old, ENOSYS,
+	    "obsolete or never built: Linux answers ENOSYS too"),
+	NO(216, remap_file_pages, ENOSYS,
+	    "obsolete or never built: Linux answers ENOSYS too"),
+	OK(217, getdents64, sys_getdents64,
+	    "image directories synthesized, workspace directories"),
+	PART(218, set_tid_address, sys_set_tid_address,
+	    "returns the tid; nothing is cleared at exit (one thread)"),
+	NO(219, restart_syscall, ENOSYS, "not provided"),
+	NO(220, semtimedop, ENOSYS, "no System V IPC"),
+	NO(221, fadvise64, ENOSYS, "not provided"),
+	NO(222, timer_create, ENOSYS,
+	    "no timers: their expiry is a signal or a readable descriptor"),
+	NO(223, timer_settime, ENOSYS,
+	    "no timers: their expiry is a signal or a readable descriptor"),
+	NO(224, timer_gettime, ENOSYS,
+	    "no timers: their expiry is a signal or a readable descriptor"),
+	NO(225, timer_getoverrun, ENOSYS,
+	    "no timers: their expiry is a signal or a readable descriptor"),
+	NO(226, timer_delete, ENOSYS,
+	    "no timers: their expiry is a signal or a readable descriptor"),
+	NO(227, clock_settime, ENOSYS,
+	    "the machine's administration: not a guest's"),
+	OK(228, clock_gettime, sys_clock_gettime,
+	    "the host's clocks; CPU-time clocks are the vm process's thread"),
+	OK(229, clock_getres, sys_clock_getres, "1 ns"),
+	OK(230, clock_nanosleep, sys_clock_nanosleep,
+	    "relative and TIMER_ABSTIME; cut short by the run's timeout"),
+	OK(231, exit_group, sys_exit_group, "ends the run"),
+	NO(232, epoll_wait, ENOSYS, "no pipes or event descriptors yet"),
+	NO(233, epoll_ctl, ENOSYS, "no pipes or event descriptors yet"),
+	NO(234, tgkill, ENOSYS, "no signal is ever delivered"),
+	NO(235, utimes, ENOSYS, "not provided"),
+	NO(236, vserver, ENOSYS,
+	    "obsolete or never built: Linux answers ENOSYS too"),
+	NO(237, mbind, ENOSYS, "one memory node"),
+	NO(238, set_mempolicy, ENOSYS, "one memory node"),
+	NO(239, get_mempolicy, ENOSYS, "one memory node"),
+	NO(240, mq_open, ENOSYS, "no POSIX message queues"),
+	NO(241, mq_unlink, ENOSYS, "no POSIX message queues"),
+	NO(242, mq_timedsend, ENOSYS, "no POSIX message queues"),
+	NO(243, mq_timedreceive, ENOSYS, "no POSIX message queues"),
+	NO(244, mq_notify, ENOSYS, "no POSIX message queues"),
+	NO(245, mq_getsetattr, ENOSYS, "no POSIX message queues"),
+	NO(246, kexec_load, ENOSYS,
+	    "the machine's administration: not a guest's"),
+	NO(247, waitid, ENOSYS, "one process per run"),
+	NO(248, add_key, ENOSYS, "no kernel keyring"),
+	NO(249, request_key, ENOSYS, "no kernel keyring"),
+	NO(250, keyctl, ENOSYS, "no kernel keyring"),
+	NO(251, ioprio_set, ENOSYS, "not provided"),
+	NO(252, ioprio_get, ENOSYS, "not provided"),
+	NO(253, inotify_init, ENOSYS, "no file change events"),
+	NO(254, inotify_add_watch, ENOSYS, "no file change events"),
+	NO(255, inotify_rm_watch, ENOSYS, "no file change events"),
+	NO(256, migrate_pages, ENOSYS, "one memory node"),
+	OK(257, openat, sys_openat,
+	    "openat2 RESOLVE_BENEATH under the workspace"),
+	OK(258, mkdirat, sys_mkdirat, "workspace only"),
+	NO(259, mknodat, ENOSYS, "not provided"),
+	NO(260, fchownat, ENOSYS, "not provided"),
+	NO(261, futimesat, ENOSYS, "not provided"),
+	OK(262, newfstatat, sys_newfstatat, ""),
+	OK(263, unlinkat, sys_unlinkat, "workspace only"),
+	OK(264, renameat, sys_renameat, "within the workspace"),
+	NO(265, linkat, ENOSYS, "not provided"),
+	NO(266, symlinkat, ENOSYS, "not provided"),
+	OK(267, readlinkat, sys_readlinkat, "workspace symlinks"),
+	NO(268, fchmodat, ENOSYS, "not provided"),
+	OK(269, faccessat, sys_faccessat, "existence only"),
+	NO(270, pselect6, ENOSYS, "no pipes or event descriptors yet"),
+	NO(271, ppoll, ENOSYS, "no pipes or event descriptors yet"),
+	NO(272, unshare, ENOSYS, "the machine's administration: not a guest's"),
+	NO(273, set_robust_list, ENOSYS,
+	    "one thread: callers fall back without it"),
+	NO(274, get_robust_list, ENOSYS,
+	    "one thread: callers fall back without it"),
+	NO(275, splice, ENOSYS, "no pipes or event descriptors yet"),
+	NO(276, tee, ENOSYS, "no pipes or event descriptors yet"),
+	NO(277, sync_file_range, ENOSYS, "not provided"),
+	NO(278, vmsplice, ENOSYS, "no pipes or event descriptors yet"),
+	NO(279, move_pages, ENOSYS, "one memory node"),
+	NO(280, utimensat, ENOSYS, "not provided"),
+	NO(281, epoll_pwait, ENOSYS, "no pipes or event descriptors yet"),
+	NO(282, signalfd, ENOSYS, "no signal is ever delivered"),
+	NO(283, timerfd_create, ENOSYS,
+	    "no timers: their expiry is a signal or a readable descriptor"),
+	NO(284, eventfd, ENOSYS, "no pipes or event descriptors yet"),
+	NO(285, fallocate, ENOSYS, "not provided"),
+	NO(286, timerfd_settime, ENOSYS,
+	    "no timers: their expiry is a signal or a readable descriptor"),
+	NO(287, timerfd_gettime, ENOSYS,
+	    "no timers: their expiry is a signal or a readable descriptor"),
+	NO(288, accept4, ENOSYS,
+	    "no sockets: a guest reaches the network only through "
+	    "KEEP_SYS_FETCH"),
+	NO(289, signalfd4, ENOSYS, "no signal is ever delivered"),
+	NO(290, eventfd2, ENOSYS, "no pipes or event descriptors yet"),
+	NO(291, epoll_create1, ENOSYS, "no pipes or event descriptors yet"),
+	OK(292, dup3, sys_dup3, ""),
+	NO(293, pipe2, ENOSYS, "no pipes or event descriptors yet"),
+	NO(294, inotify_init1, ENOSYS, "no file change events"),
+	NO(295, preadv, ENOSYS, "not provided"),
+	NO(296, pwritev, ENOSYS, "not provided"),
+	NO(297, rt_tgsigqueueinfo, ENOSYS, "no signal is ever delivered"),
+	NO(298, perf_event_open, ENOSYS,
+	    "the machine's administration: not a guest's"),
+	NO(299, recvmmsg, ENOSYS,
+	    "no sockets: a guest reaches the network only through "
+	    "KEEP_SYS_FETCH"),
+	NO(300, fanotify_init, ENOSYS,
+	    "the machine's administration: not a guest's"),
+	NO(301, fanotify_mark, ENOSYS,
+	    "the machine's administration: not a guest's"),
+	PART(302, prlimit64, sys_prlimit64,
+	    "own process only; a new limit is accepted without effect"),
+	NO(303, name_to_handle_at, ENOSYS,
+	    "the machine's administration: not a guest's"),
+	NO(304, open_by_handle_at, ENOSYS,
+	    "the machine's administration: not a guest's"),
+	NO(305, clock_adjtime, ENOSYS,
+	    "the machine's administration: not a guest's"),
+	NO(306, syncfs, ENOSYS, "not provided"),
+	NO(307, sendmmsg, ENOSYS,
+	    "no sockets: a guest reaches the network only through "
+	    "KEEP_SYS_FETCH"),
+	NO(308, setns, ENOSYS, "the machine's administration: not a guest's"),
+	NO(309, getcpu, ENOSYS, "not provided"),
+	NO(310, process_vm_readv, ENOSYS, "no other process to inspect"),
+	NO(311, process_vm_writev, ENOSYS, "no other process to inspect"),
+	NO(312, kcmp, ENOSYS, "no other process to inspect"),
+	NO(313, finit_module, ENOSYS,
+	    "the machine's administration: not a guest's"),
+	NO(314, sched_setattr, ENOSYS, "not provided"),
+	NO(315, sched_getattr, ENOSYS, "not provided"),
+	NO(316, renameat2, ENOSYS, "not provided"),
+	NO(317, seccomp, ENOSYS, "the machine's administration: not a guest's"),
+	OK(318, getrandom, sys_getrandom, "libsodium"),
+	NO(319, memfd_create, ENOSYS, "not provided"),
+	NO(320, kexec_file_load, ENOSYS,
+	    "the machine's administration: not a guest's"),
+	NO(321, bpf, ENOSYS, "the machine's administration: not a guest's"),
+	NO(322, execveat, ENOSYS, "one process per run"),
+	NO(323, userfaultfd, ENOSYS,
+	    "the machine's administration: not a guest's"),
+	NO(324, membarrier, ENOSYS, "not provided"),
+	NO(325, mlock2, ENOSYS, "not provided"),
+	NO(326, copy_file_range, ENOSYS, "not provided"),
+	NO(327, preadv2, ENOSYS, "not provided"),
+	NO(328, pwritev2, ENOSYS, "not provided"),
+	NO(329, pkey_mprotect, ENOSYS, "not provided"),
+	NO(330, pkey_alloc, ENOSYS, "not provided"),
+	NO(331, pkey_free, ENOSYS, "not provided"),
+	NO(332, statx, ENOSYS, "callers fall back to newfstatat"),
+	NO(333, io_pgetevents, ENOSYS, "no asynchronous I/O"),
+	NO(334, rseq, ENOSYS, "one thread: callers fall back without it"),
+	NO(424, pidfd_send_signal, ENOSYS, "no signal is ever delivered"),
+	NO(425, io_uring_setup, ENOSYS, "no asynchronous I/O"),
+	NO(426, io_uring_enter, ENOSYS, "no asynchronous I/O"),
+	NO(427, io_uring_register, ENOSYS, "no asynchronous I/O"),
+	NO(428, open_tree, ENOSYS,
+	    "the machine's administration: not a guest's"),
+	NO(429, move_mount, ENOSYS,
+	    "the machine's administration: not a guest's"),
+	NO(430, fsopen, ENOSYS, "the machine's administration: not a guest's"),
+	NO(431, fsconfig, ENOSYS,
+	    "the machine's administration: not a guest's"),
+	NO(432, fsmount, ENOSYS, "the machine's administration: not a guest's"),
+	NO(433, fspick, ENOSYS, "the machine's administration: not a guest's"),
+	NO(434, pidfd_open, ENOSYS, "no signal is ever delivered"),
+	NO(435, clone3, ENOSYS, "one process per run"),
+	NO(436, close_range, ENOSYS, "not provided"),
+	NO(437, openat2, ENOSYS, "not provided"),
+	NO(438, pidfd_getfd, ENOSYS, "no signal is ever delivered"),
+	OK(439, faccessat2, sys_faccessat2, "existence only"),
+	NO(440, process_madvise, ENOSYS, "not provided"),
+	NO(441, epoll_pwait2, ENOSYS, "no pipes or event descriptors yet"),
+	NO(442, mount_setattr, ENOSYS,
+	    "the machine's administration: not a guest's"),
+	NO(443, quotactl_fd, ENOSYS,
+	    "the machine's administration: not a guest's"),
+	NO(444, landlock_create_ruleset, ENOSYS,
+	    "the machine's administration: not a guest's"),
+	NO(445, landlock_add_rule, ENOSYS,
+	    "the machine's administration: not a guest's"),
+	NO(446, landlock_restrict_self, ENOSYS,
+	    "the machine's administration: not a guest's"),
+	NO(447, memfd_secret, ENOSYS, "not provided"),
+	NO(448, process_mrelease, ENOSYS, "not provided"),
+	NO(449, futex_waitv, ENOSYS,
+	    "one thread: callers fall back without it"),
+	NO(450, set_mempolicy_home_node, ENOSYS, "one memory node"),
+
+};
+
+/* keep's own calls, far above Linux's numbers (guest/include/keep.h). */
+static const struct vm_sysent keep_calls[] = {
+	{ KEEP_SYS_FETCH, "keep_fetch", sys_keep_fetch, VM_SYS_FULL, 0,
+	    "one outbound HTTP(S) request, decided by the policy "
+	    "(docs/egress.md)" },
+};
+
+const struct vm_sysent *
+vm_sys_row(uint64_t nr)
+{
+	size_t i;
+
+	if (nr < nitems(linux_calls))
+		return linux_calls[nr].name != NULL ? &linux_calls[nr] : NULL;
+	for (i = 0; i < nitems(keep_calls); i++)
+		if (keep_calls[i].nr == nr)
+			return &keep_calls[i];
+	return NULL;
+}
+
+const struct vm_sysent *
+vm_sys_nth(size_t i)
+{
+	size_t n;
+
+	for (n = 0; n < nitems(linux_calls); n++)
+		if (linux_calls[n].name != NULL && i-- == 0)
+			return &linux_calls[n];
+	return i < nitems(keep_calls) ? &keep_calls[i] : NULL;
+}
+
+const char *
+vm_sys_level_name(enum vm_sys_level level)
+{
+	switch (level) {
+	case VM_SYS_FULL:
+		return "full";
+	case VM_SYS_PARTIAL:
+		return "partial";
+	case VM_SYS_REFUSED:
+		return "refused";
+	default:
+		return "unknown";
+	}
+}
+
+/* Markdown, as docs/vmm.md holds it (tests/integration/vmm_guests.sh
+ * checks that the two agree). */
+void
+vmm_print_syscalls(FILE *out)
+{
+	const struct vm_sysent *e;
+	size_t i;
+
+	fprintf(out, "| nr | call | support | why |\n|---|---|---|---|\n");
+	for (i = 0; (e = vm_sys_nth(i)) != NULL; i++) {
+		fprintf(out, "| %u | %s | %s", e->nr, e->name,
+		    vm_sys_level_name(e->level));
+		if (e->level == VM_SYS_REFUSED)
+			fprintf(out, " (%s)", strerrorname_np(e->err));
+		fprintf(out, " | %s |\n", e->why);
+	}
+}
+
+int64_t
+vm_syscall(struct vm *vm, uint64_t nr, const uint64_t a[6])
+{
+	const struct vm_sysent *e = vm_sys_row(nr);
+	int64_t ret;
+
+	if (e != NULL && e->fn != NULL)
+		ret = e->fn(vm, a);
+	else {
+		if (e == NULL)
+			log_debug("guest: unknown system call %llu",
+			    (unsigned long long)nr);
+		ret = e != NULL ? -e->err : -ENOSYS;
+	}
+	if (vm->cfg->trace) {
+		char num[24];
+		const char *ename =
+		    ret < 0 && ret >= -4095 ? strerrorname_np((int)-ret) : NULL;
+
+		snprintf(num, sizeof(num), "%llu", (unsigned long long)nr);
+		fprintf(stderr,
+		    "keep: syscall %s(0x%llx, 0x%llx, 0x%llx) = %lld%s%s\n",
+		    e != NULL ? e->name : num, (unsigned long long)a[0],
+		    (unsigned long long)a[1], (unsigned long long)a[2],
+		    (long long)ret, ename != NULL ? " " : "",
+		    ename != NULL ? ename : "");
+	}
+	return ret;
+}

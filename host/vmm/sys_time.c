@@ -1,0 +1,117 @@
+/*
+ * The guest's clocks and sleeps: the host's clocks, read for the guest.
+ */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "host/vmm/sys.h"
+#include "host/vmm/vm_int.h"
+
+int64_t
+sys_clock_gettime(struct vm *vm, const uint64_t a[6])
+{
+	struct timespec ts;
+	clockid_t id;
+
+	switch (a[0]) {
+	case CLOCK_REALTIME:
+	case CLOCK_REALTIME_COARSE:
+		id = CLOCK_REALTIME;
+		break;
+	case CLOCK_MONOTONIC:
+	case CLOCK_MONOTONIC_RAW:
+	case CLOCK_MONOTONIC_COARSE:
+	case CLOCK_BOOTTIME:
+		id = CLOCK_MONOTONIC;
+		break;
+	case CLOCK_PROCESS_CPUTIME_ID:
+	case CLOCK_THREAD_CPUTIME_ID:
+		id = CLOCK_THREAD_CPUTIME_ID;
+		break;
+	default:
+		return -EINVAL;
+	}
+	clock_gettime(id, &ts);
+	return vm_put(vm, a[1], &ts, sizeof(ts));
+}
+
+int64_t
+sys_clock_getres(struct vm *vm, const uint64_t a[6])
+{
+	struct timespec ts = { 0, 1 };
+
+	return a[1] != 0 ? vm_put(vm, a[1], &ts, sizeof(ts)) : 0;
+}
+
+int64_t
+sys_gettimeofday(struct vm *vm, const uint64_t a[6])
+{
+	struct timespec ts;
+	int64_t tv[2];
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	tv[0] = ts.tv_sec;
+	tv[1] = ts.tv_nsec / 1000;
+	return a[0] != 0 ? vm_put(vm, a[0], tv, sizeof(tv)) : 0;
+}
+
+int64_t
+sys_time(struct vm *vm, const uint64_t a[6])
+{
+	int64_t t = (int64_t)time(NULL);
+
+	if (a[0] != 0 && vm_put(vm, a[0], &t, sizeof(t)) != 0)
+		return -EFAULT;
+	return t;
+}
+
+/*
+ * nanosleep and clock_nanosleep: the guest's time passes for real (a
+ * program that sleeps and reads the clock must see it), on the host's
+ * clocks as sys_clock_gettime gives them. The run's time limit is a
+ * SIGALRM that interrupts the sleep; the next KVM_RUN then stops the
+ * guest, so a long sleep costs no more than the limit.
+ */
+static int64_t
+guest_sleep(struct vm *vm, uint64_t clk, uint64_t flags, uint64_t req)
+{
+	struct timespec ts;
+	const void *g;
+	clockid_t id;
+
+	switch (clk) {
+	case CLOCK_REALTIME:
+		id = CLOCK_REALTIME;
+		break;
+	case CLOCK_MONOTONIC:
+	case CLOCK_BOOTTIME:
+		id = CLOCK_MONOTONIC;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if ((flags & ~(uint64_t)TIMER_ABSTIME) != 0)
+		return -EINVAL;
+	if ((g = vm_gptr(vm, req, sizeof(ts))) == NULL)
+		return -EFAULT;
+	memcpy(&ts, g, sizeof(ts));
+	if (ts.tv_sec < 0 || ts.tv_nsec < 0 || ts.tv_nsec >= 1000000000L)
+		return -EINVAL;
+	/* EINTR is the run's limit: report the sleep done, the guest will
+	 * not run again. */
+	clock_nanosleep(id, (int)flags, &ts, NULL);
+	return 0;
+}
+
+int64_t
+sys_nanosleep(struct vm *vm, const uint64_t a[6])
+{
+	return guest_sleep(vm, CLOCK_MONOTONIC, 0, a[0]);
+}
+
+int64_t
+sys_clock_nanosleep(struct vm *vm, const uint64_t a[6])
+{
+	return guest_sleep(vm, a[0], a[1], a[2]);
+}
