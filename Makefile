@@ -93,7 +93,9 @@ all: deps $(B)/bin/keep $(B)/bin/keep-api $(B)/bin/keepd $(ALL_EXTRA)
 deps:
 	@sh mk/deps.sh $(sort $(DEPS_PKGS))
 
-$(B)/obj/%.o: %.c
+# Every rule that runs a compiler or a build tool has `| deps`: on a fresh
+# machine `make -j2` must not start the compiler before deps installs it.
+$(B)/obj/%.o: %.c | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 

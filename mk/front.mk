@@ -12,7 +12,7 @@ FRONT_GEN = $(B)/gen/api_openapi.c
 LIB_OBJS += $(B)/obj/gen/api_openapi.o
 ALL_EXTRA += $(B)/bin/keep-api-testserver
 
-$(FRONT_GEN): docs/api.yaml mk/openapi2c.py
+$(FRONT_GEN): docs/api.yaml mk/openapi2c.py | deps
 	@mkdir -p $(dir $@)
 	python3 mk/openapi2c.py docs/api.yaml $@
 
@@ -24,7 +24,7 @@ $(B)/bin/keep-api-testserver: $(B)/obj/tests/api_testserver.o $(B)/libkeep.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $< $(B)/libkeep.a $(LDLIBS)
 
-$(B)/obj/tests/api_testserver.o: tests/api_testserver.c
+$(B)/obj/tests/api_testserver.o: tests/api_testserver.c | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
