@@ -6,7 +6,10 @@
 # the integration tests of `keep api` and for bench/api.
 
 DEPS_PKGS += libjansson-dev libtls-dev libsodium-dev libcurl4-openssl-dev \
-             python3-yaml wrk nginx-light
+             python3-yaml
+# Only bench-api needs wrk and nginx (Debian starts nginx on port 80 when
+# it installs it), so make deps leaves them out and bench-api installs them.
+DEPS_BENCH_API = wrk nginx-light
 
 FRONT_GEN = $(B)/gen/api_openapi.c
 LIB_OBJS += $(B)/obj/gen/api_openapi.o
@@ -30,6 +33,7 @@ $(B)/obj/tests/api_testserver.o: tests/api_testserver.c | deps
 
 .PHONY: bench-api
 bench-api: all
-	sh bench/api.sh $(B)
+	@sh mk/deps.sh $(DEPS_BENCH_API)
+	bash bench/api.sh $(B)
 
 integration: $(B)/bin/keep-api-testserver
