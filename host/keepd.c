@@ -128,6 +128,15 @@ main(int argc, char *argv[])
 	}
 	if (check) {
 		printf("configuration OK\n");
+		/* With -v, where the API answers: for scripts such as
+		 * `make run`, which print it. */
+		if (verbosity > 0)
+			printf("url: %s://%s%s%s:%u\n",
+			    cfg.tls_cert[0] != '\0' ? "https" : "http",
+			    strchr(cfg.listen_address, ':') ? "[" : "",
+			    cfg.listen_address,
+			    strchr(cfg.listen_address, ':') ? "]" : "",
+			    (unsigned)cfg.listen_port);
 		return 0;
 	}
 	if (!foreground && daemon(0, 0) == -1)
