@@ -36,4 +36,4 @@ bench-api: all
 	@sh mk/deps.sh $(DEPS_BENCH_API)
 	bash bench/api.sh $(B)
 
-integration: $(B)/bin/keep-api-testserver
+integration: $(B)/bin/keep-api-testserver $(B)/tests/test_http_front
