@@ -32,9 +32,9 @@ struct loaded {
 };
 
 static int
-policy_usage(void)
+policy_usage_fp(FILE *fp)
 {
-	fprintf(stderr,
+	fprintf(fp,
 	    "usage: keep policy check FILE...\n"
 	    "       keep policy fmt [-w] FILE\n"
 	    "       keep policy test FILE...\n"
@@ -43,6 +43,13 @@ policy_usage(void)
 	    "       keep policy table FILE\n"
 	    "       keep policy diff OLD NEW\n");
 	return EXIT_USAGE;
+}
+
+/* The usage, on stdout when asked for (--help), else on stderr. */
+static int
+policy_usage(void)
+{
+	return policy_usage_fp(stderr);
 }
 
 static char *
@@ -781,6 +788,10 @@ cmd_policy(int argc, char **argv)
 {
 	const char *verb;
 
+	if (cli_wants_help(argc, argv)) {
+		policy_usage_fp(stdout);
+		return 0;
+	}
 	if (argc < 2)
 		return policy_usage();
 	verb = argv[1];

@@ -33,9 +33,9 @@
 #define MAX_TRUST 16
 
 static int
-run_usage(void)
+run_usage_fp(FILE *fp)
 {
-	fprintf(stderr,
+	fprintf(fp,
 	    "usage: keep run [--memory SIZE] [--timeout DURATION] "
 	    "[--workspace DIR]\n"
 	    "                [--workspace-max SIZE] [--env K=V]... "
@@ -44,6 +44,13 @@ run_usage(void)
 	    "       keep run [options] --trust PUBLIC... IMAGE COMMAND "
 	    "[ARG...]\n");
 	return EXIT_USAGE;
+}
+
+/* The usage, on stdout when asked for (--help), else on stderr. */
+static int
+run_usage(void)
+{
+	return run_usage_fp(stderr);
 }
 
 static void
@@ -116,6 +123,7 @@ cmd_run(int argc, char **argv)
 		{ "trust", required_argument, NULL, 'T' },
 		{ "stats", no_argument, NULL, 's' },
 		{ "trace", no_argument, NULL, 'x' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct vmm_config cfg;
@@ -133,8 +141,11 @@ cmd_run(int argc, char **argv)
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.workspace_fd = -1;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (c) {
+		case 'h':
+			run_usage_fp(stdout);
+			return 0;
 		case 'm':
 			if (units_parse_size(optarg, strlen(optarg), &memory)) {
 				fprintf(
