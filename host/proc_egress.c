@@ -41,6 +41,7 @@
 #include "host/store/store.h"
 #include "host/store/store_wire.h"
 #include "lib/caps.h"
+#include "lib/clock.h"
 #include "lib/log.h"
 
 struct egress_state {
@@ -412,15 +413,6 @@ egress_tick(void *arg)
 		    MSG_OK)
 			return;
 	}
-}
-
-static uint64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /* Webhook backoff: sleep, answering pings. */

@@ -404,7 +404,7 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	job->from = m->from;
 	job->outfd = outfds[0];
 	job->errfd = outfds[1];
-	job->deadline = vmm_mono_ms() + timeout + VMM_GRACE_MS;
+	job->deadline = mono_ms() + timeout + VMM_GRACE_MS;
 	job->run_pid = ++vs->next_pid;
 	job->background = (q.flags & RUN_F_BACKGROUND) != 0;
 	strlcpy(job->sbx, s->id, sizeof(job->sbx));

@@ -19,6 +19,7 @@
 
 #include "host/front/front_backend_int.h"
 #include "host/vmm_msg.h"
+#include "lib/clock.h"
 #include "lib/log.h"
 #include "policy/policy.h"
 
@@ -56,15 +57,6 @@ static const char *const proc_status[] = {
 	[RUN_STARTED] = "running",
 	[RUN_KILLED] = "killed",
 };
-
-static uint64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static int64_t
 wall_ms(void)

@@ -1,13 +1,16 @@
-/* Unit tests for lib/: units and the capability catalogue. */
+/* Unit tests for lib/: units, the capability catalogue, the clock and
+ * whole reads and writes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 
 #include "lib/caps.h"
+#include "lib/clock.h"
 #include "lib/log.h"
 #include "lib/units.h"
 
@@ -115,11 +118,29 @@ test_log_escape(void **state)
 	assert_true(strlen(out) < 9);
 }
 
+/* The monotonic clock moves forward in milliseconds. */
+static void
+test_mono_ms(void **state)
+{
+	struct timespec ts = { 0, 20 * 1000 * 1000 };
+	uint64_t a, b;
+
+	(void)state;
+	a = mono_ms();
+	assert_true(a > 0);
+	while (nanosleep(&ts, &ts) == -1)
+		;
+	b = mono_ms();
+	/* At least the 20 ms slept; no upper bound (a loaded machine). */
+	assert_true(b >= a + 20);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sizes),
+		cmocka_unit_test(test_mono_ms),
 		cmocka_unit_test(test_durations),
 		cmocka_unit_test(test_format_round_trip),
 		cmocka_unit_test(test_caps),
