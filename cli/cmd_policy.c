@@ -21,6 +21,7 @@
 
 #include "cli/cmd.h"
 #include "lang/lang.h"
+#include "lib/fdio.h"
 #include "lib/units.h"
 #include "policy/policy.h"
 
@@ -158,23 +159,6 @@ do_check(int argc, char **argv)
 		unload(&l);
 	}
 	return status;
-}
-
-static int
-write_all(int fd, const char *buf, size_t len)
-{
-	ssize_t w;
-
-	while (len > 0) {
-		if ((w = write(fd, buf, len)) < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		buf += w;
-		len -= w;
-	}
-	return 0;
 }
 
 static int

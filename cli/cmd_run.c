@@ -22,6 +22,7 @@
 #include "cli/cmd.h"
 #include "host/vmm/vmm.h"
 #include "image/image.h"
+#include "lib/fdio.h"
 #include "lib/units.h"
 #include "token/paserk.h"
 
@@ -56,19 +57,9 @@ run_usage(void)
 static void
 to_fd(void *arg, int fd, const void *buf, size_t len)
 {
-	const char *p = buf;
-	ssize_t n;
-
 	(void)arg;
-	while (len > 0) {
-		if ((n = write(fd, p, len)) == -1) {
-			if (errno == EINTR)
-				continue;
-			return; /* the reader went away; the guest goes on */
-		}
-		p += n;
-		len -= (size_t)n;
-	}
+	/* A failure means the reader went away; the guest goes on. */
+	(void)write_all(fd, buf, len);
 }
 
 /*

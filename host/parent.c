@@ -32,6 +32,7 @@
 #include "host/store/store_wire.h"
 #include "host/proc_egress.h"
 #include "lib/clock.h"
+#include "lib/fdio.h"
 #include "lib/log.h"
 #include "token/paserk.h"
 
@@ -199,7 +200,6 @@ read_small(const char *path, size_t max, size_t *lenp)
 {
 	struct stat st;
 	char *buf;
-	ssize_t n;
 	size_t off = 0;
 	int fd;
 
@@ -215,9 +215,7 @@ read_small(const char *path, size_t max, size_t *lenp)
 		close(fd);
 		return NULL;
 	}
-	while (off < (size_t)st.st_size &&
-	    (n = read(fd, buf + off, (size_t)st.st_size - off)) > 0)
-		off += (size_t)n;
+	off = read_all(fd, buf, (size_t)st.st_size);
 	close(fd);
 	buf[off] = '\0';
 	*lenp = off;

@@ -42,6 +42,7 @@
 #include "host/store/store_wire.h"
 #include "lib/caps.h"
 #include "lib/clock.h"
+#include "lib/fdio.h"
 #include "lib/log.h"
 
 struct egress_state {
@@ -144,7 +145,6 @@ slurp(const char *path, size_t max, size_t *len)
 {
 	struct stat st;
 	uint8_t *buf;
-	ssize_t n;
 	int fd;
 
 	*len = 0;
@@ -156,14 +156,7 @@ slurp(const char *path, size_t max, size_t *len)
 		close(fd);
 		return NULL;
 	}
-	while (*len < (size_t)st.st_size) {
-		n = read(fd, buf + *len, (size_t)st.st_size - *len);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		*len += (size_t)n;
-	}
+	*len = read_all(fd, buf, (size_t)st.st_size);
 	close(fd);
 	if (*len != (size_t)st.st_size) {
 		free(buf);

@@ -4,6 +4,7 @@
  * kill, and the relay of its guest's fetches to egress.
  */
 #include "host/proc_vmm_int.h"
+#include "lib/fdio.h"
 
 /* ---- runs ------------------------------------------------------------- */
 
@@ -92,19 +93,8 @@ static void
 out_sink(void *arg, int fd, const void *buf, size_t len)
 {
 	const int *fds = arg;
-	const char *p = buf;
-	ssize_t n;
 
-	while (len > 0) {
-		n = write(fds[fd == 2], p, len);
-		if (n <= 0) {
-			if (n == -1 && errno == EINTR)
-				continue;
-			return;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
+	(void)write_all(fds[fd == 2], buf, len);
 }
 
 /* In the `keepd: vm` process: shed what belongs to other runs and

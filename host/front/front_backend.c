@@ -25,24 +25,6 @@
 #include "token/token.h"
 
 int
-fb_write_all(int fd, const void *p, size_t len)
-{
-	const char *b = p;
-	ssize_t n;
-
-	while (len > 0) {
-		if ((n = write(fd, b, len)) == -1) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		b += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-int
 fb_fail(struct api_error *err, int code, const char *fmt, ...)
 {
 	va_list ap;

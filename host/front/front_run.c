@@ -20,6 +20,7 @@
 #include "host/front/front_backend_int.h"
 #include "host/vmm_msg.h"
 #include "lib/clock.h"
+#include "lib/fdio.h"
 #include "lib/log.h"
 #include "policy/policy.h"
 
@@ -75,8 +76,7 @@ put_str(int fd, const char *s, size_t len)
 
 	if (memchr(s, '\0', len) != NULL)
 		return -1;
-	return fb_write_all(fd, l, sizeof(l)) || fb_write_all(fd, s, len) ? -1
-	                                                                  : 0;
+	return write_all(fd, l, sizeof(l)) || write_all(fd, s, len) ? -1 : 0;
 }
 
 static int
@@ -196,7 +196,7 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 	for (i = 0; i < nenv; i++)
 		if (put_env(mfd, &env[i]) != 0)
 			goto bad;
-	if (fb_write_all(mfd, in, inlen) != 0 || fstat(mfd, &st) == -1 ||
+	if (write_all(mfd, in, inlen) != 0 || fstat(mfd, &st) == -1 ||
 	    (uint64_t)st.st_size > RUN_MAX_INPUT)
 		goto bad;
 	q.input_len = (uint64_t)st.st_size;
