@@ -21,6 +21,7 @@
 
 #include "cli/cmd.h"
 #include "lang/lang.h"
+#include "lib/fdio.h"
 #include "lib/units.h"
 #include "policy/policy.h"
 
@@ -32,9 +33,9 @@ struct loaded {
 };
 
 static int
-policy_usage(void)
+policy_usage_fp(FILE *fp)
 {
-	fprintf(stderr,
+	fprintf(fp,
 	    "usage: keep policy check FILE...\n"
 	    "       keep policy fmt [-w] FILE\n"
 	    "       keep policy test FILE...\n"
@@ -43,6 +44,13 @@ policy_usage(void)
 	    "       keep policy table FILE\n"
 	    "       keep policy diff OLD NEW\n");
 	return EXIT_USAGE;
+}
+
+/* The usage, on stdout when asked for (--help), else on stderr. */
+static int
+policy_usage(void)
+{
+	return policy_usage_fp(stderr);
 }
 
 static char *
@@ -151,23 +159,6 @@ do_check(int argc, char **argv)
 		unload(&l);
 	}
 	return status;
-}
-
-static int
-write_all(int fd, const char *buf, size_t len)
-{
-	ssize_t w;
-
-	while (len > 0) {
-		if ((w = write(fd, buf, len)) < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		buf += w;
-		len -= w;
-	}
-	return 0;
 }
 
 static int
@@ -781,6 +772,10 @@ cmd_policy(int argc, char **argv)
 {
 	const char *verb;
 
+	if (cli_wants_help(argc, argv)) {
+		policy_usage_fp(stdout);
+		return 0;
+	}
 	if (argc < 2)
 		return policy_usage();
 	verb = argv[1];

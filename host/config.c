@@ -19,6 +19,7 @@
 #include <yaml.h>
 
 #include "host/config.h"
+#include "lib/fdio.h"
 #include "lib/log.h"
 #include "lib/units.h"
 
@@ -595,7 +596,6 @@ config_load(
 	struct stat st;
 	char *text;
 	size_t off = 0;
-	ssize_t n;
 	int fd, rc;
 
 	memset(diag, 0, sizeof(*diag));
@@ -615,14 +615,7 @@ config_load(
 		diag_add(&p, &start, "out of memory");
 		return CONFIG_ERR_IO;
 	}
-	while (off < (size_t)st.st_size) {
-		n = read(fd, text + off, (size_t)st.st_size - off);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		off += (size_t)n;
-	}
+	off = read_all(fd, text, (size_t)st.st_size);
 	close(fd);
 	rc = config_parse(path, text, off, cfg, diag);
 	free(text);

@@ -26,6 +26,20 @@ usage(void)
 	exit(2);
 }
 
+/* keepd -h, keepd --help: the usage and the options, on stdout. */
+static void KEEP_NORETURN
+help(void)
+{
+	printf("usage: keepd [-dnv] [-f file]\n"
+	       "  -d       stay in the foreground and log to stderr\n"
+	       "  -f file  the configuration (default %s)\n"
+	       "  -n       check the configuration and exit\n"
+	       "  -v       log more; with -n, print the API's url\n"
+	       "See keepd(8) and keepd.yaml(5).\n",
+	    CONFIG_DEFAULT_PATH);
+	exit(0);
+}
+
 /*
  * Hidden test helper (-S NAME [-X SYSCALL]): load process NAME's seccomp
  * filter into this process, then make SYSCALL with zero arguments. The
@@ -73,6 +87,10 @@ main(int argc, char *argv[])
 	size_t i;
 
 	setproctitle_init(argc, argv, environ);
+	for (int a = 1; a < argc && strcmp(argv[a], "--") != 0; a++)
+		if (strcmp(argv[a], "--help") == 0 ||
+		    strcmp(argv[a], "-h") == 0)
+			help();
 	while ((ch = getopt(argc, argv, "df:nvP:R:U:S:X:")) != -1) {
 		switch (ch) {
 		case 'd':
@@ -128,6 +146,15 @@ main(int argc, char *argv[])
 	}
 	if (check) {
 		printf("configuration OK\n");
+		/* With -v, where the API answers: for scripts such as
+		 * `make run`, which print it. */
+		if (verbosity > 0)
+			printf("url: %s://%s%s%s:%u\n",
+			    cfg.tls_cert[0] != '\0' ? "https" : "http",
+			    strchr(cfg.listen_address, ':') ? "[" : "",
+			    cfg.listen_address,
+			    strchr(cfg.listen_address, ':') ? "]" : "",
+			    (unsigned)cfg.listen_port);
 		return 0;
 	}
 	if (!foreground && daemon(0, 0) == -1)

@@ -323,6 +323,15 @@ const char *msg_strerror(int err);
 /* Name of a message type for logs ("MSG_CTL_PING"), "unknown" otherwise. */
 const char *msg_type_name(uint32_t type);
 
+/* Every message type defined in host/'s headers and its name, generated
+ * at build time from them by mk/msgnames.py ($(B)/gen/msg_names.c). */
+struct msg_type_name {
+	uint32_t type;
+	const char *name;
+};
+extern const struct msg_type_name msg_type_names[];
+extern const size_t msg_type_nnames;
+
 /*
  * Pure decoder: check buf[0..len) (one whole datagram) from sender `from`
  * against handlers[0..n). has_fd says whether a descriptor came with it.

@@ -31,6 +31,8 @@
 #include "host/store/store.h"
 #include "host/store/store_wire.h"
 #include "host/proc_egress.h"
+#include "lib/clock.h"
+#include "lib/fdio.h"
 #include "lib/log.h"
 #include "token/paserk.h"
 
@@ -74,15 +76,6 @@ struct parent {
 };
 
 static void make_dir(const char *, mode_t, uid_t, gid_t);
-
-static uint64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static const char *
 child_root(struct parent *ps, enum proc_id id)
@@ -207,7 +200,6 @@ read_small(const char *path, size_t max, size_t *lenp)
 {
 	struct stat st;
 	char *buf;
-	ssize_t n;
 	size_t off = 0;
 	int fd;
 
@@ -223,9 +215,7 @@ read_small(const char *path, size_t max, size_t *lenp)
 		close(fd);
 		return NULL;
 	}
-	while (off < (size_t)st.st_size &&
-	    (n = read(fd, buf + off, (size_t)st.st_size - off)) > 0)
-		off += (size_t)n;
+	off = read_all(fd, buf, (size_t)st.st_size);
 	close(fd);
 	buf[off] = '\0';
 	*lenp = off;
@@ -585,7 +575,7 @@ spawn(struct parent *ps, enum proc_id c)
 			close(src[i]);
 	ps->ctx.fd[c] = sv[0];
 	ps->child[c].pid = pid;
-	ps->child[c].started = now_ms();
+	ps->child[c].started = mono_ms();
 	ps->child[c].restart_at = 0;
 	ps->child[c].ready = 0;
 	/* Hand each running peer its end of the new link. */
@@ -637,7 +627,7 @@ h_ready(struct proc_ctx *ctx, const struct msg *m)
 	if (r.proc != m->from || r.pid != (uint64_t)ps->child[m->from].pid)
 		return -1;
 	ps->child[m->from].ready = 1;
-	ps->child[m->from].last_pong = now_ms();
+	ps->child[m->from].last_pong = mono_ms();
 	log_info("%s: %s ready, pid %llu, seccomp %s", __func__,
 	    proc_name(m->from), (unsigned long long)r.pid,
 	    r.seccomp ? "on" : "off");
@@ -652,7 +642,7 @@ h_pong(struct proc_ctx *ctx, const struct msg *m)
 	struct msg_ping p;
 
 	memcpy(&p, m->data, sizeof(p));
-	ps->child[m->from].last_pong = now_ms();
+	ps->child[m->from].last_pong = mono_ms();
 	log_debug("%s: %s alive, %llu received, %llu dropped", __func__,
 	    proc_name(m->from), (unsigned long long)p.nrecv,
 	    (unsigned long long)p.ndropped);
@@ -741,7 +731,7 @@ reap(struct parent *ps)
 		}
 		if (ps->quitting)
 			continue;
-		now = now_ms();
+		now = mono_ms();
 		if (now - ch->started >= BACKOFF_RESET_MS || ch->backoff == 0)
 			ch->backoff = BACKOFF_MIN_MS;
 		else if (ch->backoff * 2 <= ps->cfg.restart_backoff_max_ms)
@@ -802,13 +792,13 @@ stop_all(struct parent *ps)
 		if (ps->child[p].pid > 0 && ps->ctx.fd[p] >= 0)
 			msg_send(
 			    ps->ctx.fd[p], MSG_CTL_SHUTDOWN, 0, 0, NULL, 0, -1);
-	deadline = now_ms() + STOP_GRACE_MS;
+	deadline = mono_ms() + STOP_GRACE_MS;
 	for (;;) {
 		reap(ps);
 		left = 0;
 		for (p = PROC_FRONT; p < PROC_COUNT; p++)
 			left += ps->child[p].pid > 0;
-		if (left == 0 || now_ms() >= deadline)
+		if (left == 0 || mono_ms() >= deadline)
 			break;
 		usleep(20000);
 	}
@@ -1006,7 +996,7 @@ parent_main(const struct keepd_config *cfg, const char *cfgpath, int foreground,
 		if (spawn(&ps, p) == -1)
 			fatalx("cannot start %s", proc_name(p));
 
-	ps.next_health = now_ms() + HEALTH_INTERVAL_MS;
+	ps.next_health = mono_ms() + HEALTH_INTERVAL_MS;
 	while (!ps.quitting) {
 		n = 0;
 		pfd[n].fd = ps.sig_fd;
@@ -1019,7 +1009,7 @@ parent_main(const struct keepd_config *cfg, const char *cfgpath, int foreground,
 			pfd[n].events = POLLIN;
 			who[n++] = p;
 		}
-		now = now_ms();
+		now = mono_ms();
 		next = ps.next_health;
 		for (p = PROC_FRONT; p < PROC_COUNT; p++)
 			if (ps.child[p].restart_at != 0 &&
@@ -1058,7 +1048,7 @@ parent_main(const struct keepd_config *cfg, const char *cfgpath, int foreground,
 				ps.ctx.fd[who[i]] = -1;
 			}
 		}
-		now = now_ms();
+		now = mono_ms();
 		if (now >= ps.next_health) {
 			health(&ps, now);
 			ps.next_health = now + HEALTH_INTERVAL_MS;

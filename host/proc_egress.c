@@ -41,6 +41,8 @@
 #include "host/store/store.h"
 #include "host/store/store_wire.h"
 #include "lib/caps.h"
+#include "lib/clock.h"
+#include "lib/fdio.h"
 #include "lib/log.h"
 
 struct egress_state {
@@ -143,7 +145,6 @@ slurp(const char *path, size_t max, size_t *len)
 {
 	struct stat st;
 	uint8_t *buf;
-	ssize_t n;
 	int fd;
 
 	*len = 0;
@@ -155,14 +156,7 @@ slurp(const char *path, size_t max, size_t *len)
 		close(fd);
 		return NULL;
 	}
-	while (*len < (size_t)st.st_size) {
-		n = read(fd, buf + *len, (size_t)st.st_size - *len);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		*len += (size_t)n;
-	}
+	*len = read_all(fd, buf, (size_t)st.st_size);
 	close(fd);
 	if (*len != (size_t)st.st_size) {
 		free(buf);
@@ -412,15 +406,6 @@ egress_tick(void *arg)
 		    MSG_OK)
 			return;
 	}
-}
-
-static uint64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /* Webhook backoff: sleep, answering pings. */
@@ -689,69 +674,6 @@ reap_workers(struct egress_state *es)
 }
 
 static int
-egress_h_fetch(struct proc_ctx *ctx, const struct msg *m)
-{
-	struct egress_state *es = ctx->arg;
-	struct msg_egress_req q;
-	struct egress_decoded dec;
-	struct egress_response resp;
-	struct egress_decision d;
-	struct grant g;
-	char url[EGRESS_URL_MAX + 1] = "-";
-	const char *principal;
-	void *wire = NULL, *in = NULL;
-	size_t wlen = 0;
-	int rc;
-
-	reap_workers(es);
-	memcpy(&q, m->data, sizeof(q));
-	memset(&dec, 0, sizeof(dec));
-	memset(&resp, 0, sizeof(resp));
-	if (q.len > EGRESS_MSG_MAX ||
-	    (in = egress_memfd_read(m->fd, q.len)) == NULL ||
-	    egress_wire_decode(MSG_EGRESS_FETCH, in, q.len, &dec) != 0) {
-		close(m->fd);
-		free(in);
-		egress_wire_decoded_free(&dec);
-		deny_decision(&d, NULL, NULL, 0, EGRESS_E_MSG, "malformed");
-		refuse(ctx, m, MSG_EGRESS_FETCH_REPLY, &d);
-		return -1;
-	}
-	close(m->fd);
-	if (dec.req.url_len < sizeof(url)) {
-		memcpy(url, dec.req.url, dec.req.url_len);
-		url[dec.req.url_len] = '\0';
-	}
-	principal = dec.req.principal;
-	rc = egress_check_grant(
-	    ctx, m, &q.grant, principal, dec.req.rules, dec.req.nrules, &g);
-	if (rc != GRANT_OK || !es->have_config) {
-		const char *why =
-		    rc != GRANT_OK ? grant_why(rc) : "egress: not configured";
-
-		deny_decision(&d, dec.req.rules, dec.req.url, dec.req.url_len,
-		    rc != GRANT_OK ? EGRESS_E_NOT_ALLOWED : EGRESS_E_INTERNAL,
-		    why);
-		audit(ctx, m, &q, principal, "egress", dec.req.method, url, &d,
-		    why);
-		refuse(ctx, m, MSG_EGRESS_FETCH_REPLY, &d);
-		goto out;
-	}
-	clamp_limits(es, &g, &dec.req.limits);
-	rc = egress_fetch(es->ec, &dec.req, &resp, &d);
-	audit(ctx, m, &q, principal, "egress", dec.req.method, url, &d, "");
-	if (egress_wire_encode_reply(
-	        &d, 1, rc == 0 ? &resp : NULL, &wire, &wlen) == 0)
-		send_reply(ctx, m, MSG_EGRESS_FETCH_REPLY, wire, wlen);
-out:
-	free(wire);
-	egress_response_free(&resp);
-	egress_wire_decoded_free(&dec);
-	free(in);
-	return 0;
-}
-
-static int
 valid_sandbox(const char *s, size_t max)
 {
 	size_t n = strnlen(s, max);
@@ -759,63 +681,101 @@ valid_sandbox(const char *s, size_t max)
 	return n > 0 && n < max;
 }
 
-static int
-egress_h_webhook(struct proc_ctx *ctx, const struct msg *m)
-{
-	struct egress_state *es = ctx->arg;
+/* One request being served: what the service's hooks need of it. */
+struct egress_job {
+	struct proc_ctx *ctx;
+	const struct msg *m;
 	struct msg_egress_req q;
-	struct egress_decoded dec;
-	struct egress_decision d;
-	struct egress_webhook wh;
+	uint8_t secret[EGRESS_WEBHOOK_KEYBYTES]; /* a webhook's */
+};
+
+/* The request's URL, for the log and audit ("-" when too long). */
+static void
+job_url(const char *u, size_t n, char *url, size_t cap)
+{
+	if (n < cap) {
+		memcpy(url, u, n);
+		url[n] = '\0';
+	} else
+		strlcpy(url, "-", cap);
+}
+
+/* A guest's fetch: the grant must be for this principal and destination;
+ * the transfer is held to the config's and the grant's limits. */
+static int
+fetch_admit(void *arg, struct egress_decoded *dec, struct egress_decision *d)
+{
+	struct egress_job *j = arg;
+	struct egress_state *es = j->ctx->arg;
+	struct egress_request *r = &dec->req;
+	char url[EGRESS_URL_MAX + 1];
 	struct grant g;
-	uint8_t secret[EGRESS_WEBHOOK_KEYBYTES];
-	char url[EGRESS_URL_MAX + 1] = "-";
-	void *wire = NULL, *in = NULL;
-	size_t wlen = 0;
-	unsigned attempts = 0;
+	const char *why;
 	int rc;
 
-	memcpy(&q, m->data, sizeof(q));
-	memset(&dec, 0, sizeof(dec));
-	if (q.len > EGRESS_MSG_MAX ||
-	    !valid_sandbox(q.sandbox, sizeof(q.sandbox)) ||
-	    (in = egress_memfd_read(m->fd, q.len)) == NULL ||
-	    egress_wire_decode(MSG_EGRESS_WEBHOOK, in, q.len, &dec) != 0) {
-		close(m->fd);
-		free(in);
-		egress_wire_decoded_free(&dec);
-		deny_decision(&d, NULL, NULL, 0, EGRESS_E_MSG, "malformed");
-		refuse(ctx, m, MSG_EGRESS_WEBHOOK_REPLY, &d);
-		return -1;
-	}
-	close(m->fd);
-	wh = dec.webhook;
-	strlcpy(url, wh.url, sizeof(url));
 	rc = egress_check_grant(
-	    ctx, m, &q.grant, wh.principal, wh.rules, wh.nrules, &g);
-	if (rc != GRANT_OK || !es->have_config ||
-	    egress_webhook_secret(es->master, q.sandbox, secret) != 0) {
-		const char *why =
-		    rc != GRANT_OK ? grant_why(rc) : "egress: not configured";
+	    j->ctx, j->m, &j->q.grant, r->principal, r->rules, r->nrules, &g);
+	if (rc == GRANT_OK && es->have_config) {
+		clamp_limits(es, &g, &r->limits);
+		return 0;
+	}
+	why = rc != GRANT_OK ? grant_why(rc) : "egress: not configured";
+	deny_decision(d, r->rules, r->url, r->url_len,
+	    rc != GRANT_OK ? EGRESS_E_NOT_ALLOWED : EGRESS_E_INTERNAL, why);
+	job_url(r->url, r->url_len, url, sizeof(url));
+	audit(j->ctx, j->m, &j->q, r->principal, "egress", r->method, url, d,
+	    why);
+	return EGRESS_SERVICE_REFUSED;
+}
 
-		deny_decision(&d, wh.rules, wh.url, strlen(wh.url),
+static void
+fetch_done(void *arg, const struct egress_decoded *dec,
+    const struct egress_decision *d, unsigned attempts)
+{
+	struct egress_job *j = arg;
+	char url[EGRESS_URL_MAX + 1];
+
+	job_url(dec->req.url, dec->req.url_len, url, sizeof(url));
+	audit(j->ctx, j->m, &j->q, dec->req.principal, "egress",
+	    dec->req.method, url, d, "");
+}
+
+/* A webhook: as a fetch, with the sandbox's secret derived here (never
+ * the sender's), the attempts and backoff held to the config; then
+ * handed to a forked worker when one is free. */
+static int
+webhook_admit(void *arg, struct egress_decoded *dec, struct egress_decision *d)
+{
+	struct egress_job *j = arg;
+	struct egress_state *es = j->ctx->arg;
+	struct egress_webhook *wh = &dec->webhook;
+	char url[EGRESS_URL_MAX + 1];
+	struct grant g;
+	const char *why;
+	int rc;
+
+	rc = egress_check_grant(j->ctx, j->m, &j->q.grant, wh->principal,
+	    wh->rules, wh->nrules, &g);
+	if (rc != GRANT_OK || !es->have_config ||
+	    egress_webhook_secret(es->master, j->q.sandbox, j->secret) != 0) {
+		why = rc != GRANT_OK ? grant_why(rc) : "egress: not configured";
+		deny_decision(d, wh->rules, wh->url, strlen(wh->url),
 		    rc != GRANT_OK ? EGRESS_E_NOT_ALLOWED : EGRESS_E_INTERNAL,
 		    why);
-		audit(ctx, m, &q, wh.principal, "egress.webhook", "POST", url,
-		    &d, why);
-		refuse(ctx, m, MSG_EGRESS_WEBHOOK_REPLY, &d);
-		goto out;
+		strlcpy(url, wh->url, sizeof(url));
+		audit(j->ctx, j->m, &j->q, wh->principal, "egress.webhook",
+		    "POST", url, d, why);
+		return EGRESS_SERVICE_REFUSED;
 	}
-	/* The secret is this process's to derive, never the sender's. */
-	wh.secret = secret;
-	clamp_limits(es, &g, &wh.limits);
-	if (wh.max_attempts > es->cfg.webhook_attempts)
-		wh.max_attempts = es->cfg.webhook_attempts;
-	if (wh.backoff_ms == 0 || wh.backoff_ms > es->cfg.webhook_backoff_ms)
-		wh.backoff_ms = (uint32_t)es->cfg.webhook_backoff_ms;
-	if (wh.max_backoff_ms == 0 ||
-	    wh.max_backoff_ms > 8 * es->cfg.webhook_backoff_ms)
-		wh.max_backoff_ms = (uint32_t)(8 * es->cfg.webhook_backoff_ms);
+	wh->secret = j->secret;
+	clamp_limits(es, &g, &wh->limits);
+	if (wh->max_attempts > es->cfg.webhook_attempts)
+		wh->max_attempts = es->cfg.webhook_attempts;
+	if (wh->backoff_ms == 0 || wh->backoff_ms > es->cfg.webhook_backoff_ms)
+		wh->backoff_ms = (uint32_t)es->cfg.webhook_backoff_ms;
+	if (wh->max_backoff_ms == 0 ||
+	    wh->max_backoff_ms > 8 * es->cfg.webhook_backoff_ms)
+		wh->max_backoff_ms = (uint32_t)(8 * es->cfg.webhook_backoff_ms);
 	/*
 	 * A delivery may take all its attempts and backoff: it runs in a
 	 * forked worker (same filter, same links; a datagram is atomic, so
@@ -829,31 +789,92 @@ egress_h_webhook(struct proc_ctx *ctx, const struct msg *m)
 
 		if (pid > 0) {
 			es->workers++;
-			goto out;
+			return EGRESS_SERVICE_ELSEWHERE;
 		}
 		if (pid == 0)
 			es->in_worker = 1;
 	}
-	rc = egress_webhook_deliver(es->ec, &wh, &attempts, &d);
-	{
-		char why[48];
+	return 0;
+}
 
-		snprintf(why, sizeof(why), "attempts %u", attempts);
-		audit(ctx, m, &q, wh.principal, "egress.webhook", "POST", url,
-		    &d, why);
+static void
+webhook_done(void *arg, const struct egress_decoded *dec,
+    const struct egress_decision *d, unsigned attempts)
+{
+	struct egress_job *j = arg;
+	char url[EGRESS_URL_MAX + 1], why[48];
+
+	strlcpy(url, dec->webhook.url, sizeof(url));
+	snprintf(why, sizeof(why), "attempts %u", attempts);
+	audit(j->ctx, j->m, &j->q, dec->webhook.principal, "egress.webhook",
+	    "POST", url, d, why);
+}
+
+/*
+ * Both requests take one path, egress_service_run (tested as such):
+ * decode, admit (the grant), transfer, done (the audit), reply. A
+ * malformed request gets a reply saying so and counts as refused.
+ */
+static int
+egress_serve(struct proc_ctx *ctx, const struct msg *m, uint16_t type,
+    const struct egress_service_hooks *hooks_in)
+{
+	struct egress_state *es = ctx->arg;
+	struct egress_service_hooks hooks = *hooks_in;
+	struct egress_decision d;
+	struct egress_job j;
+	void *wire = NULL, *in = NULL;
+	size_t wlen = 0;
+	uint16_t rtype;
+	int rc;
+
+	reap_workers(es);
+	memset(&j, 0, sizeof(j));
+	j.ctx = ctx;
+	j.m = m;
+	memcpy(&j.q, m->data, sizeof(j.q));
+	hooks.arg = &j;
+	if (j.q.len > EGRESS_MSG_MAX ||
+	    (type == MSG_EGRESS_WEBHOOK &&
+	        !valid_sandbox(j.q.sandbox, sizeof(j.q.sandbox))) ||
+	    (in = egress_memfd_read(m->fd, j.q.len)) == NULL) {
+		close(m->fd);
+		deny_decision(&d, NULL, NULL, 0, EGRESS_E_MSG, "malformed");
+		refuse(ctx, m,
+		    type == MSG_EGRESS_FETCH ? MSG_EGRESS_FETCH_REPLY
+		                             : MSG_EGRESS_WEBHOOK_REPLY,
+		    &d);
+		return -1;
 	}
-	if (rc != 0 && d.error == 0)
-		d.error = rc;
-	if (egress_wire_encode_reply(&d, attempts, NULL, &wire, &wlen) == 0)
-		send_reply(ctx, m, MSG_EGRESS_WEBHOOK_REPLY, wire, wlen);
+	close(m->fd);
+	rc = egress_service_run(
+	    es->ec, &hooks, type, in, j.q.len, &rtype, &wire, &wlen, &d);
+	if (wire != NULL)
+		send_reply(ctx, m, rtype, wire, wlen);
+	free(wire);
+	free(in);
+	sodium_memzero(j.secret, sizeof(j.secret));
 	if (es->in_worker)
 		_exit(0);
-out:
-	sodium_memzero(secret, sizeof(secret));
-	free(wire);
-	egress_wire_decoded_free(&dec);
-	free(in);
-	return 0;
+	return rc == EGRESS_E_MSG ? -1 : 0;
+}
+
+static int
+egress_h_fetch(struct proc_ctx *ctx, const struct msg *m)
+{
+	static const struct egress_service_hooks hooks = { fetch_admit,
+		fetch_done, NULL };
+
+	return egress_serve(ctx, m, MSG_EGRESS_FETCH, &hooks);
+}
+
+static int
+egress_h_webhook(struct proc_ctx *ctx, const struct msg *m)
+{
+	static const struct egress_service_hooks hooks = { webhook_admit,
+		webhook_done, NULL };
+
+	return egress_serve(ctx, m, MSG_EGRESS_WEBHOOK, &hooks);
 }
 
 /*

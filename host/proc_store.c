@@ -21,6 +21,7 @@
 #include "host/proc.h"
 #include "host/store/store.h"
 #include "host/store/store_wire.h"
+#include "lib/clock.h"
 #include "lib/log.h"
 
 #define STORE_MAP_SIZE (64ULL << 20)
@@ -135,15 +136,6 @@ static const struct msg_handler store_handlers[] = {
 	{ MSG_STORE_PUT_LARGE, PROC_BIT(PROC_FRONT) | PROC_BIT(PROC_VMM),
 	    sizeof(uint64_t), MSG_H_FD, store_h_put_large },
 };
-
-static uint64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 /* proc_loop with a timer: expired revocations and idempotency keys go. */
 static int

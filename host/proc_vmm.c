@@ -13,15 +13,7 @@
  * removed.
  */
 #include "host/proc_vmm_int.h"
-
-uint64_t
-vmm_mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
+#include "lib/clock.h"
 
 /* A sandbox id or image name: [A-Za-z0-9_-], 1..63, so it is also a safe
  * file name. */
@@ -170,7 +162,7 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 		}
 		/* A vm process past its time limit and grace is killed; its
 		 * pidfd then reports it. */
-		now = vmm_mono_ms();
+		now = mono_ms();
 		for (i = 0; i < VMM_JOBS_MAX; i++)
 			if (vs->jobs[i].used && now > vs->jobs[i].deadline) {
 				kill(vs->jobs[i].pid, SIGKILL);

@@ -33,6 +33,7 @@
 #include "host/vmm_msg.h"
 #include "image/image.h"
 #include "lib/caps.h"
+#include "lib/clock.h"
 #include "lib/log.h"
 #include "token/paserk.h"
 
@@ -101,7 +102,6 @@ void vmm_expire_sandboxes(struct vmm_state *vs);
 struct image *vmm_image_get(
     struct proc_ctx *ctx, struct vmm_state *vs, const char *name);
 void vmm_job_finish(struct proc_ctx *ctx, struct job *job);
-uint64_t vmm_mono_ms(void);
 uint32_t vmm_not_found(const struct vmm_state *vs);
 void vmm_remove_tree(int dir, const char *name, int depth);
 void vmm_restore_start(struct proc_ctx *ctx, struct vmm_state *vs);

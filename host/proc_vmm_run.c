@@ -4,6 +4,7 @@
  * kill, and the relay of its guest's fetches to egress.
  */
 #include "host/proc_vmm_int.h"
+#include "lib/fdio.h"
 
 /* ---- runs ------------------------------------------------------------- */
 
@@ -92,19 +93,8 @@ static void
 out_sink(void *arg, int fd, const void *buf, size_t len)
 {
 	const int *fds = arg;
-	const char *p = buf;
-	ssize_t n;
 
-	while (len > 0) {
-		n = write(fds[fd == 2], p, len);
-		if (n <= 0) {
-			if (n == -1 && errno == EINTR)
-				continue;
-			return;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
+	(void)write_all(fds[fd == 2], buf, len);
 }
 
 /* In the `keepd: vm` process: shed what belongs to other runs and
@@ -404,7 +394,7 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	job->from = m->from;
 	job->outfd = outfds[0];
 	job->errfd = outfds[1];
-	job->deadline = vmm_mono_ms() + timeout + VMM_GRACE_MS;
+	job->deadline = mono_ms() + timeout + VMM_GRACE_MS;
 	job->run_pid = ++vs->next_pid;
 	job->background = (q.flags & RUN_F_BACKGROUND) != 0;
 	strlcpy(job->sbx, s->id, sizeof(job->sbx));

@@ -3,6 +3,19 @@
 
 DEPS_PKGS += passwd mandoc
 
+# msg_type_name's table: every message type in host/'s headers, by name.
+MSG_NAMES_C = $(B)/gen/msg_names.c
+MSG_HEADERS = $(sort $(shell find host -name '*.h'))
+LIB_OBJS += $(B)/obj/gen/msg_names.o
+
+$(MSG_NAMES_C): mk/msgnames.py $(MSG_HEADERS) | deps
+	@mkdir -p $(dir $@)
+	python3 mk/msgnames.py $@ $(MSG_HEADERS)
+
+$(B)/obj/gen/msg_names.o: $(MSG_NAMES_C)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
 PREFIX     ?= /usr/local
 DESTDIR    ?=
 SYSCONFDIR ?= /etc

@@ -24,25 +24,25 @@ $(DEV_KEY): | $(B)/bin/keep
 	@mkdir -p $(dir $@)
 	$(B)/bin/keep key generate --out $(dir $@) --name dev >/dev/null
 
-$(STOCK_DIR)/hello: image/stock/hello.c
+$(STOCK_DIR)/hello: image/stock/hello.c | deps
 	@mkdir -p $(dir $@)
 	musl-gcc -static -O2 -Wall -Werror -o $@ $<
 
 # Duktape's own source trips our warning flags; it is compiled as shipped.
-$(STOCK_DIR)/js: image/stock/js_main.c
+$(STOCK_DIR)/js: image/stock/js_main.c | deps
 	@mkdir -p $(dir $@)
 	musl-gcc -static -O2 -I/usr/share/duktape -o $@ $< \
 	    /usr/share/duktape/duktape.c -lm
 
 # glibc warns that getaddrinfo and getpwnam want shared NSS modules at run
 # time; the guest has no network or users, so those paths are dead.
-$(STOCK_DIR)/python: image/stock/python_main.c
+$(STOCK_DIR)/python: image/stock/python_main.c | deps
 	@mkdir -p $(dir $@)
 	gcc -static -O2 -I/usr/include/python3.11 -o $@ $< \
 	    $(PY_CONFIG)/libpython3.11.a -lm -lz -lexpat -lpthread -ldl -lutil \
 	    -Wl,--no-warnings
 
-$(STOCK_DIR)/python311.zip: image/stock/stdlib_zip.py
+$(STOCK_DIR)/python311.zip: image/stock/stdlib_zip.py | deps
 	@mkdir -p $(dir $@)
 	python3 image/stock/stdlib_zip.py /usr/lib/python3.11 $@
 

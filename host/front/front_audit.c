@@ -13,6 +13,7 @@
 #include "host/front/front_backend_int.h"
 #include "host/store/store.h"
 #include "host/store/store_wire.h"
+#include "lib/clock.h"
 #include "lib/log.h"
 
 static int64_t
@@ -31,15 +32,6 @@ wall_ms(void)
  * loop wakes for it, front_backend_flush_in), or until the message is
  * full.
  */
-static uint64_t
-mono_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static void
 audit_send(struct front_backend *fb, const struct store_audit *e)
 {
@@ -66,7 +58,7 @@ audit_send(struct front_backend *fb, const struct store_audit *e)
 	}
 	if (fb->audit_len == 0) {
 		fb->audit_len = sizeof(hdr);
-		fb->audit_since_ms = mono_now_ms();
+		fb->audit_since_ms = mono_ms();
 	}
 	memcpy(
 	    fb->audit_buf + fb->audit_len, (uint8_t *)msg + sizeof(hdr), len);
@@ -82,7 +74,7 @@ front_backend_flush_in(struct front_backend *fb)
 
 	if (fb->audit_count == 0)
 		return -1;
-	now = mono_now_ms();
+	now = mono_ms();
 	if (now >= fb->audit_since_ms + FB_AUDIT_DELAY_MS)
 		return 0;
 	return (int)(fb->audit_since_ms + FB_AUDIT_DELAY_MS - now);

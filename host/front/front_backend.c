@@ -18,37 +18,11 @@
 #include "host/msg.h"
 #include "host/vmm_msg.h"
 #include "lib/caps.h"
+#include "lib/clock.h"
 #include "lib/log.h"
 #include "lib/task.h"
 #include "policy/policy.h"
 #include "token/token.h"
-
-static uint64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-int
-fb_write_all(int fd, const void *p, size_t len)
-{
-	const char *b = p;
-	ssize_t n;
-
-	while (len > 0) {
-		if ((n = write(fd, b, len)) == -1) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		b += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
 
 int
 fb_fail(struct api_error *err, int code, const char *fmt, ...)

@@ -87,8 +87,6 @@ void fb_flush_decisions(struct front_backend *);
 void fb_flush_vmm(struct front_backend *);
 /* Fail the tasks' calls whose peer has not answered in time. */
 void fb_expire_waits(struct front_backend *);
-/* Write all of p to fd (a memfd for another process): 0 or -1. */
-int fb_write_all(int fd, const void *p, size_t len);
 int fb_fail(struct api_error *, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* flags: DECIDE_* (host/msg.h). */

@@ -13,6 +13,7 @@
 
 #include "host/front/front_backend_int.h"
 #include "host/vmm_msg.h"
+#include "lib/fdio.h"
 
 static int
 errno_error(int e, struct api_error *err)
@@ -71,7 +72,7 @@ file_call(struct front_backend *fb, const struct api_call *call, const char *id,
 		return fb_fail(err, API_EBADREQ, "Path too long");
 	if ((mfd = memfd_create("keep-file", MFD_CLOEXEC)) == -1)
 		return fb_fail(err, API_EINTERNAL, "Internal error");
-	if (len > 0 && fb_write_all(mfd, data, len) != 0) {
+	if (len > 0 && write_all(mfd, data, len) != 0) {
 		close(mfd);
 		return fb_fail(err, API_EINTERNAL, "Internal error");
 	}

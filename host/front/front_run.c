@@ -19,6 +19,8 @@
 
 #include "host/front/front_backend_int.h"
 #include "host/vmm_msg.h"
+#include "lib/clock.h"
+#include "lib/fdio.h"
 #include "lib/log.h"
 #include "policy/policy.h"
 
@@ -57,15 +59,6 @@ static const char *const proc_status[] = {
 	[RUN_KILLED] = "killed",
 };
 
-static uint64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static int64_t
 wall_ms(void)
 {
@@ -83,8 +76,7 @@ put_str(int fd, const char *s, size_t len)
 
 	if (memchr(s, '\0', len) != NULL)
 		return -1;
-	return fb_write_all(fd, l, sizeof(l)) || fb_write_all(fd, s, len) ? -1
-	                                                                  : 0;
+	return write_all(fd, l, sizeof(l)) || write_all(fd, s, len) ? -1 : 0;
 }
 
 static int
@@ -204,7 +196,7 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 	for (i = 0; i < nenv; i++)
 		if (put_env(mfd, &env[i]) != 0)
 			goto bad;
-	if (fb_write_all(mfd, in, inlen) != 0 || fstat(mfd, &st) == -1 ||
+	if (write_all(mfd, in, inlen) != 0 || fstat(mfd, &st) == -1 ||
 	    (uint64_t)st.st_size > RUN_MAX_INPUT)
 		goto bad;
 	q.input_len = (uint64_t)st.st_size;
