@@ -207,6 +207,39 @@ load_audit(struct proc_ctx *ctx)
 		store_send(ctx, MSG_STORE_AUDIT, 0, msg, len);
 }
 
+/* A policy that was refused (it does not compile, or could not be read):
+ * the previous one stays in force, and the refusal is in the audit log. */
+static void
+refusal_audit(struct proc_ctx *ctx, uint64_t generation, const char *why)
+{
+	struct store_audit e;
+	char gen[24];
+	struct timespec ts;
+	void *msg;
+	size_t len;
+
+	if (ctx->fd[PROC_STORE] < 0) {
+		log_warnx("%s: the store is down; lost: policy generation %llu "
+		          "refused",
+		    __func__, (unsigned long long)generation);
+		return;
+	}
+	snprintf(gen, sizeof(gen), "%llu", (unsigned long long)generation);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	memset(&e, 0, sizeof(e));
+	e.time_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	e.request_id = "";
+	e.principal = "keepd";
+	e.jti = "";
+	e.action = "policy.load";
+	e.target = gen;
+	e.decision = STORE_DECISION_DENY;
+	e.rule = "policy does not compile";
+	e.detail = why;
+	if (store_wire_audit_encode(&e, 1, &msg, &len) == STORE_OK)
+		store_send(ctx, MSG_STORE_AUDIT, 0, msg, len);
+}
+
 static int
 policy_h_store_reply(struct proc_ctx *ctx, const struct msg *m)
 {
@@ -278,6 +311,7 @@ policy_h_load(struct proc_ctx *ctx, const struct msg *m)
 	    (text = read_text(m->fd, req.size)) == NULL) {
 		close(m->fd);
 		rep.status = 1;
+		refusal_audit(ctx, req.generation, "unreadable or too large");
 		msg_reply(ctx, m, MSG_POLICY_LOADED, &rep, sizeof(rep), -1);
 		return -1;
 	}
@@ -291,6 +325,7 @@ policy_h_load(struct proc_ctx *ctx, const struct msg *m)
 		    (unsigned long long)req.generation, err);
 		free(text);
 		rep.status = 2;
+		refusal_audit(ctx, req.generation, err);
 		msg_reply(ctx, m, MSG_POLICY_LOADED, &rep, sizeof(rep), -1);
 		return 0;
 	}

@@ -657,6 +657,22 @@ make_request_id(struct rq *r)
 	format_request_id(r->request_id, r->api->boot_nonce, ++r->api->reqseq);
 }
 
+void
+api_audit_refused(struct rq *r, const char *action, int status,
+    const char *rule, const char *reason)
+{
+	const struct api_backend *be = r->api->be;
+
+	if (action == NULL)
+		action = r->route->cap >= 0
+		    ? cap_name((enum cap_id)r->route->cap)
+		    : r->route->name;
+
+	if (be->audit_refused != NULL)
+		be->audit_refused(be->ctx, &r->call, action,
+		    r->id[0] != '\0' ? r->id : r->tail, status, rule, reason);
+}
+
 static int
 authenticate(struct rq *r)
 {
@@ -669,6 +685,8 @@ authenticate(struct rq *r)
 	    !http_token_eq(h->value, 7, "bearer ") ||
 	    h->valuelen - 7 > API_TOKEN_MAX) {
 		rq_error(r, API_EUNAUTH, "Missing or malformed bearer token");
+		api_audit_refused(r, NULL, 401, "token",
+		    h == NULL ? "no bearer token" : "malformed bearer token");
 		return -1;
 	}
 	if (be->authenticate == NULL) {
@@ -681,6 +699,11 @@ authenticate(struct rq *r)
 	if (rc != API_OK) {
 		if (rc == API_EUNAUTH || rc == API_EFORBIDDEN)
 			rc = API_EUNAUTH;
+		/* Nothing of a token that did not verify is trusted. */
+		memset(&r->who, 0, sizeof(r->who));
+		err.message[sizeof(err.message) - 1] = '\0';
+		if (rc == API_EUNAUTH)
+			api_audit_refused(r, NULL, 401, "token", err.message);
 		rq_backend_error(r, rc, &err);
 		return -1;
 	}
@@ -704,6 +727,8 @@ authorize(struct rq *r)
 	if (rt->cap >= 0 && !(r->who.caps & CAP_BIT(rt->cap))) {
 		rq_error(r, API_EFORBIDDEN, "Missing required capability: %s",
 		    cap_name((enum cap_id)rt->cap));
+		api_audit_refused(r, NULL, 403, "token caps",
+		    "the token does not carry the capability");
 		r->api->decisions[1]++;
 		return -1;
 	}
@@ -711,6 +736,8 @@ authorize(struct rq *r)
 	if (r->id[0] != '\0' && r->who.sbx[0] != '\0' &&
 	    strcmp(r->id, r->who.sbx) != 0) {
 		rq_error(r, API_ENOTFOUND, "Sandbox not found");
+		api_audit_refused(r, NULL, 404, "token scope",
+		    "the token is scoped to another sandbox");
 		return -1;
 	}
 	if (rt->cap < 0 || be->authorize == NULL)

@@ -244,6 +244,7 @@ struct api_audit_entry {
 	char target[160];
 	char decision[16];
 	char rule[128];
+	char detail[160]; /* "reason=... status=..." and the like */
 };
 
 struct api_page {
@@ -362,6 +363,17 @@ struct api_backend {
 	int (*audit_list)(void *ctx, const struct api_call *,
 	    const struct api_page *, struct api_audit_entry **out, size_t *n,
 	    char next[API_ID_MAX + 1], struct api_error *err);
+
+	/*
+	 * Optional: put a refusal the API layer decided itself in the audit
+	 * log (401 for a missing or invalid token, 403 for a capability the
+	 * token lacks, 404 for a sandbox outside the token's scope). action
+	 * is the capability or the route, rule what refused it ("token",
+	 * "token caps", "token scope"), reason the client's message.
+	 */
+	void (*audit_refused)(void *ctx, const struct api_call *,
+	    const char *action, const char *target, int status,
+	    const char *rule, const char *reason);
 
 	/* Optional: extra Prometheus lines (sandboxes, boot histograms...). */
 	void (*metrics)(void *ctx, struct http_buf *out);

@@ -1047,6 +1047,8 @@ h_token_attenuate(struct rq *r)
 	if (at.caps & ~r->who.caps) {
 		rq_error(r, API_EFORBIDDEN,
 		    "A token cannot grant capabilities it does not hold");
+		api_audit_refused(r, "token.attenuate", 403, "token caps",
+		    "a token cannot grant capabilities it does not hold");
 		return;
 	}
 	if (at.sbx != NULL && !api_valid_id(at.sbx, strlen(at.sbx))) {
@@ -1057,6 +1059,9 @@ h_token_attenuate(struct rq *r)
 		if (at.sbx != NULL && strcmp(at.sbx, r->who.sbx) != 0) {
 			rq_error(r, API_EFORBIDDEN,
 			    "A sandbox-scoped token cannot change its sandbox");
+			api_audit_refused(r, "token.attenuate", 403,
+			    "token scope",
+			    "a sandbox-scoped token cannot change its sandbox");
 			return;
 		}
 		at.sbx = r->who.sbx;
@@ -1294,12 +1299,13 @@ h_audit(struct rq *r)
 		e->target[sizeof(e->target) - 1] = '\0';
 		e->decision[sizeof(e->decision) - 1] = '\0';
 		e->rule[sizeof(e->rule) - 1] = '\0';
+		e->detail[sizeof(e->detail) - 1] = '\0';
 		json_array_append_new(arr,
-		    json_pack("{s:I,s:o,s:s,s:s,s:s,s:s,s:s,s:s}", "seq",
+		    json_pack("{s:I,s:o,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "seq",
 		        (json_int_t)e->seq, "time", iso_time(e->time),
 		        "request_id", e->request_id, "principal", e->principal,
 		        "action", e->action, "target", e->target, "decision",
-		        e->decision, "rule", e->rule));
+		        e->decision, "rule", e->rule, "detail", e->detail));
 	}
 	free(ents);
 	next[sizeof(next) - 1] = '\0';

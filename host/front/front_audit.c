@@ -14,6 +14,7 @@
 #include "host/store/store.h"
 #include "host/store/store_wire.h"
 #include "lib/log.h"
+#include "policy/policy.h"
 
 static int64_t
 wall_ms(void)
@@ -116,22 +117,115 @@ fb_audit_flush(struct front_backend *fb)
 	fb->audit_count = 0;
 }
 
-void
-fb_audit_decision(struct front_backend *fb, const struct api_call *call,
-    const char *target, const struct msg_policy_decision *d)
+/*
+ * Why a decision went as it did, in the audit log's words: rule says
+ * what governed it (the policy rule by id and line, or what stood in for
+ * one: the token's capabilities, the default deny), detail the reason
+ * and the answer the client was given ("reason=rate status=429"). A
+ * refusal for a limit (rate, concurrent, budget) names the rule whose
+ * limit it is, and the reason says it was the limit, not the rule.
+ */
+static void
+decision_why(const struct msg_policy_decision *d, const char *override,
+    char *rule, size_t rlen, char *detail, size_t dlen)
+{
+	const char *reason;
+	int status;
+
+	switch (d->reason) {
+	case POLICY_R_ALLOW:
+		reason = "allowed";
+		break;
+	case POLICY_R_DENY:
+		reason = "deny rule";
+		break;
+	case POLICY_R_TARGET:
+		reason = "target not allowed";
+		break;
+	case POLICY_R_RATE:
+		reason = "rate";
+		break;
+	case POLICY_R_BUSY:
+		reason = "concurrent";
+		break;
+	case POLICY_R_BUDGET:
+		reason = "budget";
+		break;
+	case POLICY_R_TOKEN:
+		reason = "token caps";
+		break;
+	case POLICY_R_PRINCIPAL:
+		reason = "unknown principal";
+		break;
+	case POLICY_R_RESTORING:
+		reason = "budget restoring";
+		break;
+	case POLICY_R_REQUEST:
+		reason = "malformed request";
+		break;
+	default:
+		reason = "default deny";
+		break;
+	}
+	if (d->grant.decision == GRANT_ALLOW && override == NULL)
+		status = 0;
+	else if (override != NULL)
+		reason = override, status = 423;
+	else if (d->reason == POLICY_R_RATE || d->reason == POLICY_R_BUSY)
+		status = 429;
+	else if (d->reason == POLICY_R_RESTORING)
+		status = 503;
+	else
+		status = 403;
+	if (override != NULL)
+		snprintf(rule, rlen, "lock writes (rule %u, line %u)", d->rule,
+		    d->line);
+	else if (d->reason == POLICY_R_BUSY)
+		strlcpy(rule, "concurrent limit", rlen);
+	else if (d->rule != 0 && d->reason == POLICY_R_RATE)
+		snprintf(rule, rlen, "rate limit (rule %u, line %u)", d->rule,
+		    d->line);
+	else if (d->rule != 0 && d->reason == POLICY_R_BUDGET)
+		snprintf(
+		    rule, rlen, "budget (rule %u, line %u)", d->rule, d->line);
+	else if (d->rule != 0)
+		snprintf(rule, rlen, "rule %u, line %u", d->rule, d->line);
+	else if (d->reason == POLICY_R_TOKEN)
+		strlcpy(rule, "token caps", rlen);
+	else if (d->reason == POLICY_R_PRINCIPAL)
+		strlcpy(rule, "unknown principal", rlen);
+	else if (d->grant.decision == GRANT_ALLOW)
+		strlcpy(rule, "", rlen);
+	else
+		strlcpy(rule, "default deny", rlen);
+	if (status == 0)
+		snprintf(detail, dlen, "reason=%s", reason);
+	else if (d->reason == POLICY_R_RATE && override == NULL)
+		snprintf(detail, dlen,
+		    "reason=%s status=%d retry_after_ms=%llu", reason, status,
+		    (unsigned long long)d->retry_after_ms);
+	else
+		snprintf(detail, dlen, "reason=%s status=%d", reason, status);
+}
+
+static void
+audit_decision(struct front_backend *fb, const struct api_call *call,
+    const char *target, const struct msg_policy_decision *d,
+    const char *override)
 {
 	struct store_audit e;
-	char esc[4 * 64 + 1], rule[48];
+	char esc[4 * 64 + 1], rule[64], detail[96];
+	int allow = d->grant.decision == GRANT_ALLOW && override == NULL;
 
+	decision_why(d, override, rule, sizeof(rule), detail, sizeof(detail));
 	/* Every decision is in the audit log; the operator's log has the
 	 * refusals, and the allowed ones with -v. */
-	(d->grant.decision == GRANT_ALLOW ? log_debug : log_info)(
-	    "decision %s: %s %s %s on %s: rule %u (line %u)", call->request_id,
+	(allow ? log_debug : log_info)("decision %s: %s %s %s on %s: %s (%s)",
+	    call->request_id,
 	    log_escape(
 	        esc, sizeof(esc), call->who->sub, strnlen(call->who->sub, 64)),
-	    d->grant.decision == GRANT_ALLOW ? "allow" : "deny",
-	    cap_name(call->cap), target[0] != '\0' ? target : "-", d->rule,
-	    d->line);
+	    allow ? "allow" : "deny", cap_name(call->cap),
+	    target[0] != '\0' ? target : "-", rule[0] ? rule : "-", detail);
 	memset(&e, 0, sizeof(e));
 	e.time_ms = wall_ms();
 	e.request_id = call->request_id;
@@ -139,15 +233,51 @@ fb_audit_decision(struct front_backend *fb, const struct api_call *call,
 	e.jti = call->who->jti;
 	e.action = cap_name(call->cap);
 	e.target = target;
-	e.decision = d->grant.decision == GRANT_ALLOW ? STORE_DECISION_ALLOW
-	                                              : STORE_DECISION_DENY;
-	if (d->rule != 0)
-		snprintf(
-		    rule, sizeof(rule), "rule %u, line %u", d->rule, d->line);
-	else
-		strlcpy(rule, "default deny", sizeof(rule));
+	e.decision = allow ? STORE_DECISION_ALLOW : STORE_DECISION_DENY;
 	e.rule = rule;
-	e.detail = "";
+	e.detail = detail;
+	audit_send(fb, &e);
+}
+
+void
+fb_audit_decision(struct front_backend *fb, const struct api_call *call,
+    const char *target, const struct msg_policy_decision *d)
+{
+	audit_decision(fb, call, target, d, NULL);
+}
+
+void
+fb_audit_lock_refusal(struct front_backend *fb, const struct api_call *call,
+    const char *target, const struct msg_policy_decision *d)
+{
+	audit_decision(fb, call, target, d, "lock");
+}
+
+/*
+ * A request refused before any policy decision: no token, a token that
+ * does not verify, or one that lacks the route's capability or is scoped
+ * to another sandbox. The principal is the token's when it verified, ""
+ * otherwise; rule names what refused it, detail the reason and status.
+ */
+static void
+fb_audit_refused(void *arg, const struct api_call *call, const char *action,
+    const char *target, int status, const char *rule, const char *reason)
+{
+	struct front_backend *fb = arg;
+	struct store_audit e;
+	char detail[API_MSG_MAX + 32];
+
+	snprintf(detail, sizeof(detail), "reason=%s status=%d", reason, status);
+	memset(&e, 0, sizeof(e));
+	e.time_ms = wall_ms();
+	e.request_id = call->request_id;
+	e.principal = call->who->sub;
+	e.jti = call->who->jti;
+	e.action = action;
+	e.target = target;
+	e.decision = STORE_DECISION_DENY;
+	e.rule = rule;
+	e.detail = detail;
 	audit_send(fb, &e);
 }
 
@@ -284,6 +414,7 @@ fb_audit_list(void *arg, const struct api_call *call,
 		                                            : "info",
 		    sizeof(a->decision));
 		strlcpy(a->rule, e.rule, sizeof(a->rule));
+		strlcpy(a->detail, e.detail, sizeof(a->detail));
 		(*n)++;
 	}
 	strlcpy(next, cursor, API_ID_MAX + 1);
@@ -295,4 +426,5 @@ void
 fb_audit_ops(struct api_backend *ops)
 {
 	ops->audit_list = fb_audit_list;
+	ops->audit_refused = fb_audit_refused;
 }

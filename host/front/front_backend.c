@@ -793,16 +793,22 @@ fb_authorize(
 	    fb, call->who, call->cap, a->link, target, a->reqid, 0, &a->d, err);
 	if (rc != API_OK)
 		return rc;
-	fb_audit_decision(fb, call, target, &a->d);
-	if (a->d.grant.decision != GRANT_ALLOW)
+	if (a->d.grant.decision != GRANT_ALLOW) {
+		fb_audit_decision(fb, call, target, &a->d);
 		return fb_refusal(&a->d, call->cap, err);
-	/* target is the sandbox id on routes under /v1/sandboxes/{id}. */
+	}
+	/* target is the sandbox id on routes under /v1/sandboxes/{id}. The
+	 * audit entry is the answer given: a write the lock refuses is a
+	 * deny, whatever the policy said. */
 	if (strncmp(call->route, "sandbox", 7) == 0 ||
 	    strncmp(call->route, "file", 4) == 0 ||
 	    strncmp(call->route, "env", 3) == 0)
 		if ((rc = fb_lock_check(fb, call, target, &a->d, err)) !=
-		    API_OK)
+		    API_OK) {
+			fb_audit_lock_refusal(fb, call, target, &a->d);
 			return rc;
+		}
+	fb_audit_decision(fb, call, target, &a->d);
 	call->authz = a;
 	return API_OK;
 }
@@ -863,12 +869,42 @@ out:
 	return rc;
 }
 
+static void
+caps_text(cap_set_t caps, char *out, size_t len)
+{
+	out[0] = '\0';
+	for (int c = 0; c < CAP_COUNT; c++)
+		if (caps & CAP_BIT(c)) {
+			if (out[0] != '\0')
+				strlcat(out, ",", len);
+			strlcat(out, cap_name((enum cap_id)c), len);
+		}
+}
+
+/* Every token minted, and every one refused, is in the audit log. */
 static int
 fb_token_attenuate(void *arg, const struct api_call *call,
     const struct api_attenuate *at, struct api_token *out,
     struct api_error *err)
 {
-	return fb_mint(arg, call, at->caps, at->exp, at->sbx, out, err);
+	char caps[256], detail[API_MSG_MAX + 320];
+	int rc;
+
+	rc = fb_mint(arg, call, at->caps, at->exp, at->sbx, out, err);
+	caps_text(at->caps, caps, sizeof(caps));
+	if (rc == API_OK)
+		snprintf(detail, sizeof(detail),
+		    "allowed: caps %s, sandbox %s, expires %lld", caps,
+		    at->sbx != NULL && at->sbx[0] ? at->sbx : "any",
+		    (long long)out->expires_at);
+	else
+		snprintf(detail, sizeof(detail),
+		    "refused: caps %s, sandbox %s: status=%d %s", caps,
+		    at->sbx != NULL && at->sbx[0] ? at->sbx : "any",
+		    api_err_status(rc), err->message);
+	fb_audit_event(arg, call, "token.attenuate",
+	    at->sbx != NULL ? at->sbx : "", detail);
+	return rc;
 }
 
 /* ---- policy ----------------------------------------------------------- */

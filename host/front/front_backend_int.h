@@ -160,6 +160,9 @@ void fb_sandbox_ops(struct api_backend *);
 /* host/front/front_audit.c */
 void fb_audit_decision(struct front_backend *, const struct api_call *,
     const char *target, const struct msg_policy_decision *);
+/* An allowed decision whose operation the sandbox's lock refused (423). */
+void fb_audit_lock_refusal(struct front_backend *, const struct api_call *,
+    const char *target, const struct msg_policy_decision *);
 void fb_audit_event(struct front_backend *, const struct api_call *,
     const char *action, const char *target, const char *detail);
 int fb_revoked(void *fb, const char *jti);

@@ -163,8 +163,8 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 	    DECIDE_ENTER, &a->d, err);
 	if (rc != API_OK)
 		return rc;
-	fb_audit_decision(fb, call, command, &a->d);
 	if (a->d.grant.decision != GRANT_ALLOW) {
+		fb_audit_decision(fb, call, command, &a->d);
 		if (a->d.reason != POLICY_R_TARGET)
 			return fb_refusal(&a->d, CAP_EXEC, err);
 		return fb_fail(err, API_EFORBIDDEN,
@@ -172,9 +172,11 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 		    command);
 	}
 	if ((rc = fb_lock_check(fb, call, id, &a->d, err)) != API_OK) {
+		fb_audit_lock_refusal(fb, call, command, &a->d);
 		fb_leave(fb, call->who->sub);
 		return rc;
 	}
+	fb_audit_decision(fb, call, command, &a->d);
 	memset(&q, 0, sizeof(q));
 	if (nargs > RUN_MAX_ARGS || nenv > RUN_MAX_ENV) {
 		fb_leave(fb, call->who->sub);
