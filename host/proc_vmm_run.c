@@ -276,6 +276,7 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	}
 	if ((s = vmm_sandbox_find(vs, q.sandbox, g.principal)) == NULL) {
 		strlcpy(reason, "no such sandbox", sizeof(reason));
+		st = RUN_NOSANDBOX;
 		goto refuse;
 	}
 	if ((img = vmm_image_get(ctx, vs, s->image)) == NULL) {

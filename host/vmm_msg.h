@@ -82,6 +82,9 @@ struct msg_vmm_run_caps {
 #define RUN_MAX_ARGS 256
 #define RUN_MAX_ENV 256
 #define RUN_MAX_INPUT (8u << 20) /* whole request memfd */
+/* Arguments and variables of a run, NULs included: they go on the guest's
+ * stack, which is at least 2 MiB (docs/api.yaml: 413 above it). */
+#define RUN_ARGS_BYTES_MAX (1u << 20)
 #define RUN_NAME_MAX 64
 #define SBX_ID_MAX 72 /* NUL included */
 #define SBX_ENV_MAX 8192 /* "K=V\0" strings, total */
@@ -269,7 +272,8 @@ enum run_status {
 	RUN_REFUSED, /* not started: grant, image or command refused */
 	RUN_ERROR, /* the host could not run it */
 	RUN_STARTED, /* background: running, pid set */
-	RUN_KILLED /* stopped by MSG_VMM_KILL */
+	RUN_KILLED, /* stopped by MSG_VMM_KILL */
+	RUN_NOSANDBOX /* not started: no such sandbox of the principal's */
 };
 
 struct msg_vmm_run_done {

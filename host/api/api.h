@@ -230,7 +230,7 @@ struct api_check_result {
 struct api_image {
 	char name[128];
 	char version[64];
-	char digest[72];
+	char digest[80]; /* "blake2b:" and 64 hex digits */
 	uint64_t size;
 	char languages[64]; /* "python,javascript" or "" */
 };

@@ -7,7 +7,7 @@
 #include "host/api/api.h"
 
 #define API_HIST_BUCKETS 12
-#define API_STATUS_SLOTS 20
+#define API_STATUS_SLOTS 23
 
 struct api_hist {
 	uint64_t bucket[API_HIST_BUCKETS]; /* cumulative on output only */

@@ -55,6 +55,7 @@ static const char *const proc_status[] = {
 	[RUN_ERROR] = "error",
 	[RUN_STARTED] = "running",
 	[RUN_KILLED] = "killed",
+	[RUN_NOSANDBOX] = "refused",
 };
 
 static uint64_t
@@ -131,6 +132,8 @@ run_background(struct front_backend *fb, const struct api_call *call,
 		fb_audit_event(
 		    fb, call, "run.background", q->sandbox, q->command);
 		return API_OK;
+	case RUN_NOSANDBOX:
+		return fb_fail(err, API_ENOTFOUND, "Sandbox not found");
 	case RUN_REFUSED:
 		return fb_fail(err, API_EBADREQ, "%s", d.reason);
 	default:
@@ -151,13 +154,25 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 {
 	struct fb_authz *a = call->authz;
 	struct msg_vmm_run q;
-	size_t i;
+	size_t i, argbytes;
 	struct fb_run *run;
 	struct stat st;
 	int mfd = -1, rc;
 
 	if (a == NULL || a->link != PROC_VMM || !a->deferred)
 		return fb_fail(err, API_EINTERNAL, "Internal error");
+	/* Arguments (an execute's code is one) and variables go on the
+	 * guest's stack, at least 2 MiB whatever its memory: refused here,
+	 * whole, before any budget is spent. */
+	for (i = 0, argbytes = 0; i < nargs; i++)
+		argbytes += strlen(args[i]) + 1;
+	for (i = 0; i < nenv; i++)
+		argbytes += strlen(env[i].key) + strlen(env[i].value) + 2;
+	if (argbytes > RUN_ARGS_BYTES_MAX)
+		return fb_fail(err, API_ETOOLARGE,
+		    "Code, arguments and environment are limited to %u bytes "
+		    "together; this request has %zu",
+		    (unsigned)RUN_ARGS_BYTES_MAX, argbytes);
 	/* The decision, on the program: the policy's exec allowlist. */
 	rc = fb_decide(fb, call->who, CAP_EXEC, PROC_VMM, command, a->reqid,
 	    DECIDE_ENTER, &a->d, err);
@@ -508,6 +523,7 @@ static const char *const status_reason[] = {
 	[RUN_ERROR] = "error",
 	[RUN_STARTED] = NULL,
 	[RUN_KILLED] = "killed",
+	[RUN_NOSANDBOX] = "refused",
 };
 
 static const uint64_t boot_le_us[] = { 1000, 2000, 5000, 10000, 20000, 50000,
@@ -615,6 +631,10 @@ h_run_done(struct proc_ctx *ctx, const struct msg *m)
 	r->res.err_len = d.err_len;
 	r->res.exit_code = d.exit_code;
 	r->res.duration_ms = d.duration_ms;
+	if (d.status == RUN_NOSANDBOX) {
+		r->rc = fb_fail(&r->err, API_ENOTFOUND, "Sandbox not found");
+		return 0;
+	}
 	if (d.status == RUN_REFUSED) {
 		r->rc = fb_fail(&r->err, API_EBADREQ, "%s", d.reason);
 		return 0;
