@@ -300,11 +300,72 @@ fb_audit_event(struct front_backend *fb, const struct api_call *call,
 	audit_send(fb, &e);
 }
 
+int
+fb_audit_must_commit(const struct front_backend *fb, enum cap_id cap)
+{
+	return fb->audit_full || cap_is_write(cap);
+}
+
+int
+fb_audit_commit(struct front_backend *fb, struct api_error *err)
+{
+	struct store_wire_audit hdr;
+	uint8_t *buf = fb->audit_buf;
+	size_t len = fb->audit_len;
+	uint32_t count = fb->audit_count, status;
+	void *reply;
+	size_t rlen = MSG_MAX_PAYLOAD;
+	int rc;
+
+	if (count == 0)
+		return API_OK;
+	/* The batch is this call's now: other requests start a new one
+	 * while it waits. */
+	fb->audit_buf = NULL;
+	fb->audit_len = 0;
+	fb->audit_count = 0;
+	hdr.version = STORE_WIRE_VERSION;
+	hdr.count = count;
+	memcpy(buf, &hdr, sizeof(hdr));
+	if ((reply = malloc(rlen)) == NULL) {
+		free(buf);
+		log_warnx("audit: out of memory; %u entries lost", count);
+		return fb_fail(err, API_EINTERNAL, "Out of memory");
+	}
+	rc = fb_call(fb, PROC_STORE, MSG_STORE_AUDIT, ++fb->next_reqid, buf,
+	    len, -1, MSG_STORE_REPLY, FB_R_VARIABLE, reply, &rlen, NULL, err);
+	free(buf);
+	if (rc != API_OK) {
+		free(reply);
+		log_warnx(
+		    "audit: %u entries not committed: %s", count, err->message);
+		return rc > API_ERR_COUNT ? API_EUNAVAIL : rc;
+	}
+	if (store_wire_reply_status(reply, rlen, &status) != STORE_OK)
+		status = STORE_E_IO;
+	free(reply);
+	if (status == STORE_OK) {
+		fb->audit_full = 0;
+		return API_OK;
+	}
+	log_warnx("audit: the store refused %u entries: %s; the operation "
+	          "is refused",
+	    count, store_strerror((int)status));
+	if (status == STORE_E_FULL || status == STORE_E_NOSPC) {
+		fb->audit_full = 1;
+		return fb_fail(err, API_ESTORAGE,
+		    "The audit log is full: the operation was not done");
+	}
+	return fb_fail(err, API_EINTERNAL,
+	    "The audit log cannot be written: the operation was not done");
+}
+
 /* Replies to writes not waited for (audit appends, idempotency records
  * of deferred replies): the store answers each in order. */
 static int
 h_store_reply(struct proc_ctx *ctx, const struct msg *m)
 {
+	struct front_backend *fb = *(struct front_backend **)ctx->arg;
 	uint32_t status;
 
 	if (store_wire_reply_status(m->data, m->hdr.len, &status) != STORE_OK)
@@ -312,6 +373,9 @@ h_store_reply(struct proc_ctx *ctx, const struct msg *m)
 	if (status != STORE_OK)
 		log_warnx("the store refused a write: %s",
 		    store_strerror((int)status));
+	/* Until an append commits again, requests wait for theirs. */
+	if (status == STORE_E_FULL || status == STORE_E_NOSPC)
+		fb->audit_full = 1;
 	return 0;
 }
 

@@ -809,6 +809,10 @@ fb_authorize(
 			return rc;
 		}
 	fb_audit_decision(fb, call, target, &a->d);
+	/* Nothing changes unless its entry is in the audit log. */
+	if (fb_audit_must_commit(fb, call->cap) &&
+	    (rc = fb_audit_commit(fb, err)) != API_OK)
+		return rc;
 	call->authz = a;
 	return API_OK;
 }

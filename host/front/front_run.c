@@ -192,6 +192,10 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 		return rc;
 	}
 	fb_audit_decision(fb, call, command, &a->d);
+	if ((rc = fb_audit_commit(fb, err)) != API_OK) {
+		fb_leave(fb, call->who->sub);
+		return rc;
+	}
 	memset(&q, 0, sizeof(q));
 	if (nargs > RUN_MAX_ARGS || nenv > RUN_MAX_ENV) {
 		fb_leave(fb, call->who->sub);
@@ -467,6 +471,8 @@ fb_kill(void *arg, const struct api_call *call, const char *id, uint64_t pid,
 	fb_audit_decision(fb, call, "", &a->d);
 	if (a->d.grant.decision != GRANT_ALLOW)
 		return fb_refusal(&a->d, CAP_EXEC, err);
+	if ((rc = fb_audit_commit(fb, err)) != API_OK)
+		return rc;
 	memset(&q, 0, sizeof(q));
 	q.grant = a->d.grant;
 	strlcpy(q.id, id, sizeof(q.id));
