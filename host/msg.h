@@ -201,6 +201,10 @@ struct msg_policy_decide {
  */
 #define DECIDE_ENTER 0x1u
 #define DECIDE_DRY_RUN 0x2u
+/* DECIDE_NO_BUDGET: an operation the budget does not count and does not
+ * refuse (an agent's read of its own usage, the deletion of its own
+ * sandbox: docs/policy-language.md). Rules and rates still apply. */
+#define DECIDE_NO_BUDGET 0x4u
 
 struct msg_policy_leave {
 	char principal[GRANT_PRINCIPAL_MAX]; /* NUL-terminated */

@@ -122,6 +122,7 @@ struct policy_request {
 	int cap; /* enum cap_id */
 	const char *target; /* exec: a name; egress: "host[:port]" */
 	size_t target_len; /* 0: no target */
+	int no_budget; /* 1: neither spends nor is refused by the budget */
 };
 
 struct policy_result {

@@ -12,6 +12,7 @@ agent "dev" {
 	exec "python", "true"
 	timeout 20s
 }
+agent "thrifty" { allow sandbox:read, sandbox:write; budget 3 }
 EOP
 keepd_start "$tmp/test.policy"
 caps=sandbox:read,sandbox:write,exec,image:read,admin
@@ -68,4 +69,20 @@ grep -q 'keep_http_requests_total{route="execute_background",code="202"} 1' <<<"
     ok "/metrics counts the 202 as 202" || bad "metrics 202: $(grep execute_background <<<"$body")"
 grep -q 'keep_http_requests_total{route="execute",code="413"} 1' <<<"$body" &&
     ok "/metrics counts the 413 as 413" || bad "metrics 413: $(grep 'route="execute"' <<<"$body")"
+# --- a spent budget: the agent still reads its usage and deletes its own
+# sandbox; everything else is refused.
+thrifty=$(mint thrifty sandbox:read,sandbox:write)
+req "$thrifty" POST /v1/sandboxes '{"image":"toolbox"}'
+tsid=$(jget "$body" '["id"]')
+req "$thrifty" GET /v1/sandboxes
+req "$thrifty" GET "/v1/sandboxes/$tsid"
+req "$thrifty" GET /v1/sandboxes
+[ "$code" = 403 ] && [[ $body == *budget* ]] && ok "the budget is spent" || bad "budget: $code $body"
+req "$thrifty" GET "/v1/sandboxes/$tsid/system"
+[ "$code" = 200 ] && [[ $(jget "$body" '["budget_remaining"]') == 0 ]] &&
+    ok "with the budget spent, its usage: 200, budget_remaining 0" || bad "usage after the budget: $code $body"
+req "$thrifty" DELETE "/v1/sandboxes/$tsid"
+[ "$code" = 204 ] && ok "with the budget spent, it deletes its own sandbox" || bad "delete after the budget: $code $body"
+req "$thrifty" DELETE "/v1/sandboxes/$sid"
+[ "$code" = 404 ] && ok "but not another's" || bad "delete of another's sandbox: $code $body"
 keepd_finish
