@@ -167,7 +167,7 @@ proc_find(struct sandbox *s, uint64_t pid)
 }
 
 static void
-proc_add(struct sandbox *s, uint64_t pid, const char *cmd)
+proc_add(struct sandbox *s, uint64_t pid, const char *cmd, int background)
 {
 	struct vmm_proc *p = &s->procs[s->procs_next++ % SBX_PROCS_MAX];
 
@@ -176,6 +176,7 @@ proc_add(struct sandbox *s, uint64_t pid, const char *cmd)
 	strlcpy(p->cmd, cmd, sizeof(p->cmd));
 	p->status = RUN_STARTED;
 	p->started_at = (int64_t)time(NULL);
+	p->background = background != 0;
 }
 
 int
@@ -411,7 +412,7 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	strlcpy(job->sbx, s->id, sizeof(job->sbx));
 	strlcpy(job->owner, s->owner, sizeof(job->owner));
 	strlcpy(job->cmd, q.command, sizeof(job->cmd));
-	proc_add(s, job->run_pid, q.command);
+	proc_add(s, job->run_pid, q.command, job->background);
 	log_info("run %llu: %s in sandbox %s, vm pid %d, run %llu%s",
 	    (unsigned long long)job->reqid, q.command, s->id, (int)pid,
 	    (unsigned long long)job->run_pid,

@@ -302,6 +302,8 @@ struct vmm_proc {
 	uint32_t status; /* enum run_status; RUN_STARTED while running */
 	int32_t exit_code;
 	int64_t started_at; /* unix seconds */
+	uint32_t background; /* 1: started by execute/commands background */
+	uint32_t pad0;
 };
 
 struct msg_vmm_procs {

@@ -183,6 +183,7 @@ struct api_process {
 	char status[16]; /* "running", "exited" */
 	int exit_code;
 	int64_t started_at;
+	int background; /* started by a background route */
 };
 
 struct api_dirent {

@@ -103,12 +103,28 @@ sandbox_release(struct api_sandbox *s)
 	s->nmetadata = 0;
 }
 
-/* ?path= inside the workspace. Returns 0 with path filled, -1 replied. */
+/*
+ * ?path= inside the workspace. Returns 0 with path filled, -1 replied.
+ * A ".." component is refused (400) wherever it is, as docs/api.yaml
+ * says: a client never needs one, and one that resolves inside the
+ * workspace today is one symlink away from meaning something else.
+ */
 static int
 rq_path(struct rq *r, char *path, size_t len)
 {
+	const char *c;
+	size_t n;
+
 	if (rq_query(r, "path", path, len, 1) != 1)
 		return -1;
+	for (c = path; *c != '\0'; c += n + (c[n] == '/')) {
+		n = strcspn(c, "/");
+		if (n == 2 && c[0] == '.' && c[1] == '.') {
+			rq_error(r, API_EBADREQ,
+			    "path must not contain a \"..\" component");
+			return -1;
+		}
+	}
 	return 0;
 }
 
@@ -580,10 +596,11 @@ h_processes(struct rq *r)
 		ps[i].cmd[sizeof(ps[i].cmd) - 1] = '\0';
 		ps[i].status[sizeof(ps[i].status) - 1] = '\0';
 		json_array_append_new(arr,
-		    json_pack("{s:I,s:s,s:s,s:i,s:o}", "pid",
+		    json_pack("{s:I,s:s,s:s,s:i,s:o,s:b}", "pid",
 		        (json_int_t)ps[i].pid, "cmd", ps[i].cmd, "status",
 		        ps[i].status, "exit_code", ps[i].exit_code,
-		        "started_at", iso_time(ps[i].started_at)));
+		        "started_at", iso_time(ps[i].started_at), "background",
+		        ps[i].background != 0));
 	}
 	free(ps);
 	rq_json(r, 200, json_pack("{s:o}", "processes", arr));

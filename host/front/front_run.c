@@ -368,8 +368,11 @@ fb_processes(void *arg, const struct api_call *call, const char *id,
 	struct msg_vmm_sandbox_ref q;
 	struct msg_vmm_procs *r;
 	size_t rlen, i;
-	int rc;
+	int rc, bg_only;
 
+	/* execute/processes: the background runs (docs/api.yaml);
+	 * processes: every run the sandbox remembers. */
+	bg_only = strcmp(call->route, "execute_processes") == 0;
 	if (a == NULL || a->link != PROC_VMM)
 		return fb_fail(err, API_EINTERNAL, "Internal error");
 	if ((r = malloc(sizeof(*r))) == NULL)
@@ -389,9 +392,13 @@ fb_processes(void *arg, const struct api_call *call, const char *id,
 			free(r);
 			return fb_fail(err, API_EINTERNAL, "Out of memory");
 		}
-		for (i = 0; i < r->n; i++) {
-			struct api_process *p = &(*out)[i];
+		for (i = 0, *n = 0; i < r->n; i++) {
+			struct api_process *p = &(*out)[*n];
 
+			if (bg_only && !r->p[i].background)
+				continue;
+			(*n)++;
+			p->background = r->p[i].background != 0;
 			p->pid = r->p[i].pid;
 			r->p[i].cmd[sizeof(r->p[i].cmd) - 1] = '\0';
 			strlcpy(p->cmd, r->p[i].cmd, sizeof(p->cmd));
@@ -404,7 +411,6 @@ fb_processes(void *arg, const struct api_call *call, const char *id,
 			p->exit_code = r->p[i].exit_code;
 			p->started_at = r->p[i].started_at;
 		}
-		*n = r->n;
 	}
 	free(r);
 	return rc;

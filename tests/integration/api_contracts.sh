@@ -8,14 +8,14 @@ source "$(dirname "$0")/../lib/keepd.sh"
 
 cat >"$tmp/test.policy" <<'EOP'
 agent "dev" {
-	allow sandbox:read, sandbox:write, exec, image:read, admin
+	allow sandbox:read, sandbox:write, exec, image:read, admin, artifact:read, artifact:write
 	exec "python", "true"
 	timeout 20s
 }
 agent "thrifty" { allow sandbox:read, sandbox:write; budget 3 }
 EOP
 keepd_start "$tmp/test.policy"
-caps=sandbox:read,sandbox:write,exec,image:read,admin
+caps=sandbox:read,sandbox:write,exec,image:read,admin,artifact:read,artifact:write
 dev=$(mint dev $caps)
 
 # --- images: the digest is blake2b: and 64 hex digits.
@@ -69,6 +69,57 @@ grep -q 'keep_http_requests_total{route="execute_background",code="202"} 1' <<<"
     ok "/metrics counts the 202 as 202" || bad "metrics 202: $(grep execute_background <<<"$body")"
 grep -q 'keep_http_requests_total{route="execute",code="413"} 1' <<<"$body" &&
     ok "/metrics counts the 413 as 413" || bad "metrics 413: $(grep 'route="execute"' <<<"$body")"
+# --- paths: a ".." component is 400, as documented, not clamped.
+for pth in ../etc/passwd a/../b /.. ..; do
+	req "$dev" GET "/v1/sandboxes/$sid/files/read?path=$pth"
+	[ "$code" = 400 ] && ok "files/read ?path=$pth: 400" || bad "files/read ?path=$pth: $code $body"
+done
+req "$dev" GET "/v1/sandboxes/$sid/files/exists?path=..a/b..c"
+[ "$code" = 200 ] && ok "names that merely contain dots are fine" || bad "files/exists ..a/b..c: $code $body"
+
+# --- bodies: up to limits.max_request_body (16M by default), as documented.
+head -c $((2 << 20)) /dev/zero >"$tmp/2m"
+code=$(curl -s -o "$tmp/b" -w '%{http_code}' -H "Authorization: Bearer $dev" --data-binary @"$tmp/2m" \
+    "$url/v1/sandboxes/$sid/files/write?path=two-mib")
+[ "$code" = 200 ] && ok "a 2 MiB file write: 200" || bad "2 MiB write: $code $(cat "$tmp/b")"
+head -c $((17 << 20)) /dev/zero >"$tmp/17m"
+code=$(curl -s -o "$tmp/b" -w '%{http_code}' -H "Authorization: Bearer $dev" --data-binary @"$tmp/17m" \
+    "$url/v1/sandboxes/$sid/files/write?path=too-big")
+[ "$code" = 413 ] && ok "a 17 MiB body: 413" || bad "17 MiB write: $code $(cat "$tmp/b")"
+python3 - docs/api.yaml <<'PY' && ok "docs: the body limit, 507 on create, the run statuses" || bad "docs disagree"
+import sys, yaml
+d = yaml.safe_load(open(sys.argv[1]))
+assert "16 MiB by default" in " ".join(d["info"]["description"].split()), "body limit"
+assert "507" in d["paths"]["/v1/sandboxes"]["post"]["responses"], "507 on create"
+st = d["components"]["schemas"]["Process"]["properties"]["status"]["enum"]
+assert {"running", "exited", "killed"} <= set(st), st
+PY
+
+# --- processes: execute/processes has the background runs only,
+# processes every run; a killed run says so, as documented.
+req "$dev" POST "/v1/sandboxes/$sid/execute" '{"code":"print(1)","language":"python"}'
+[ "$code" = 200 ] || bad "foreground run: $code $body"
+req "$dev" POST "/v1/sandboxes/$sid/execute/background" '{"code":"import time\ntime.sleep(30)","language":"python"}'
+bpid=$(jget "$body" '["pid"]')
+req "$dev" POST "/v1/sandboxes/$sid/execute/kill?pid=$bpid"
+[ "$code" = 204 ] || bad "kill: $code $body"
+for _ in $(seq 100); do
+	req "$dev" GET "/v1/sandboxes/$sid/execute/processes"
+	[[ $body == *'"killed"'* ]] && break; sleep 0.1
+done
+python3 - "$body" "$bpid" <<'PY' && ok "execute/processes: background runs only, the killed one killed" || bad "execute/processes: $body"
+import json, sys
+ps = json.loads(sys.argv[1])["processes"]
+assert ps and all(p["background"] for p in ps), ps
+assert any(p["pid"] == int(sys.argv[2]) and p["status"] == "killed" for p in ps), ps
+PY
+req "$dev" GET "/v1/sandboxes/$sid/processes"
+python3 - "$body" <<'PY' && ok "processes: foreground runs too" || bad "processes: $body"
+import json, sys
+ps = json.loads(sys.argv[1])["processes"]
+assert any(not p["background"] for p in ps) and any(p["background"] for p in ps), ps
+PY
+
 # --- a spent budget: the agent still reads its usage and deletes its own
 # sandbox; everything else is refused.
 thrifty=$(mint thrifty sandbox:read,sandbox:write)
