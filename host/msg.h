@@ -223,6 +223,9 @@ struct msg_policy_decision {
 	uint64_t retry_after_ms; /* rate limited: when to retry, else 0 */
 	uint32_t reason; /* enum policy_reason: why, for the client's error */
 	uint32_t flags; /* DECISION_* */
+	/* The deciding rule as "file:line:col" (the file's base name in
+	 * policy_dir), NUL-terminated; "" when none. */
+	char where[48];
 };
 
 /* The agent's policy says `lock writes` and this capability is a write:

@@ -21,6 +21,7 @@
 #include "host/proc_policy.h"
 #include "host/store/store.h"
 #include "host/store/store_wire.h"
+#include "lang/lang.h"
 #include "lib/caps.h"
 #include "lib/log.h"
 #include "policy/policy.h"
@@ -38,6 +39,7 @@ struct policy_state {
 	uint64_t generation;
 	int64_t loaded_at;
 	uint8_t hash[32];
+	struct lang_srcmap *srcmap; /* where each rule of text is */
 	/* The store has what was spent (budgets) and the audit log. */
 	int budgets_restored;
 	/* By principal index: its spent budget has been asked of the store
@@ -344,6 +346,9 @@ policy_h_load(struct proc_ctx *ctx, const struct msg *m)
 		policy_hooks->free(ps->compiled);
 	}
 	free(ps->text);
+	lang_srcmap_free(ps->srcmap);
+	/* Decisions name their rule as file:line:col (NULL: by line). */
+	ps->srcmap = lang_srcmap_new(text, req.size);
 	ps->compiled = compiled;
 	ps->text = text;
 	ps->len = req.size;
@@ -398,6 +403,10 @@ decide_one(struct proc_ctx *ctx, const struct msg_policy_decide *q,
 		r->reason = POLICY_R_RESTORING;
 	} else
 		policy_hooks->decide(ps->compiled, q, r);
+	if (r->rule != 0 &&
+	    lang_srcmap_rule(ps->srcmap, r->rule, r->where, sizeof(r->where)) <
+	        0)
+		r->where[0] = '\0';
 	/* Effective rights = token caps & policy rights. */
 	if ((q->token_caps & CAP_BIT(q->cap)) == 0)
 		r->grant.decision = GRANT_DENY;

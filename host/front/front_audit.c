@@ -177,19 +177,23 @@ decision_why(const struct msg_policy_decision *d, const char *override,
 		status = 503;
 	else
 		status = 403;
+	char at[64];
+
+	/* The rule by its id and where it is written (file:line:col). */
+	if (d->where[0] != '\0' && memchr(d->where, '\0', sizeof(d->where)))
+		snprintf(at, sizeof(at), "rule %u, %s", d->rule, d->where);
+	else
+		snprintf(at, sizeof(at), "rule %u, line %u", d->rule, d->line);
 	if (override != NULL)
-		snprintf(rule, rlen, "lock writes (rule %u, line %u)", d->rule,
-		    d->line);
+		snprintf(rule, rlen, "lock writes (%s)", at);
 	else if (d->reason == POLICY_R_BUSY)
 		strlcpy(rule, "concurrent limit", rlen);
 	else if (d->rule != 0 && d->reason == POLICY_R_RATE)
-		snprintf(rule, rlen, "rate limit (rule %u, line %u)", d->rule,
-		    d->line);
+		snprintf(rule, rlen, "rate limit (%s)", at);
 	else if (d->rule != 0 && d->reason == POLICY_R_BUDGET)
-		snprintf(
-		    rule, rlen, "budget (rule %u, line %u)", d->rule, d->line);
+		snprintf(rule, rlen, "budget (%s)", at);
 	else if (d->rule != 0)
-		snprintf(rule, rlen, "rule %u, line %u", d->rule, d->line);
+		strlcpy(rule, at, rlen);
 	else if (d->reason == POLICY_R_TOKEN)
 		strlcpy(rule, "token caps", rlen);
 	else if (d->reason == POLICY_R_PRINCIPAL)
@@ -214,7 +218,7 @@ audit_decision(struct front_backend *fb, const struct api_call *call,
     const char *override)
 {
 	struct store_audit e;
-	char esc[4 * 64 + 1], rule[64], detail[96];
+	char esc[4 * 64 + 1], rule[96], detail[96];
 	int allow = d->grant.decision == GRANT_ALLOW && override == NULL;
 
 	decision_why(d, override, rule, sizeof(rule), detail, sizeof(detail));

@@ -954,16 +954,21 @@ fb_policy_check(void *arg, const struct api_call *call,
 		    chk->principal, cap_name(chk->cap));
 	} else {
 		snprintf(out->rule, sizeof(out->rule), "rule %u", d.rule);
-		snprintf(
-		    out->location, sizeof(out->location), "line %u", d.line);
+		/* file:line:col in policy_dir, as `keep policy` says it. */
+		if (d.where[0] != '\0' &&
+		    memchr(d.where, '\0', sizeof(d.where)) != NULL)
+			strlcpy(out->location, d.where, sizeof(out->location));
+		else
+			snprintf(out->location, sizeof(out->location),
+			    "line %u", d.line);
 		snprintf(out->explanation, sizeof(out->explanation),
-		    "%s %s to %s by the rule at line %u",
+		    "%s %s to %s by the rule at %s",
 		    out->allow ? "allows" : "denies", chk->principal,
-		    cap_name(chk->cap), d.line);
+		    cap_name(chk->cap), out->location);
 		if (d.reason == POLICY_R_RATE || d.reason == POLICY_R_BUDGET)
 			snprintf(out->explanation, sizeof(out->explanation),
-			    "allowed by the rule at line %u, but %s now",
-			    d.line, policy_reason_name(d.reason));
+			    "allowed by the rule at %s, but %s now",
+			    out->location, policy_reason_name(d.reason));
 	}
 	return API_OK;
 }
