@@ -67,7 +67,9 @@ enum {
 	/* front -> vmm: requests of one pass of the front's loop (a batch,
 	 * host/msg.h); the replies come back as batches too. */
 	MSG_VMM_BATCH = MSG_VMM_BASE + 0x24,
-	MSG_VMM_BATCH_REPLY = MSG_VMM_BASE + 0x25
+	MSG_VMM_BATCH_REPLY = MSG_VMM_BASE + 0x25,
+	MSG_VMM_RUN_OUTPUT = MSG_VMM_BASE + 0x26 /* vmm -> front: output so
+	    far of a RUN_F_STREAM run, msg_vmm_run_output + bytes */
 };
 
 /* The caps of the token that asked for the run: the vmm asks the policy
@@ -228,6 +230,22 @@ struct msg_vmm_run {
  * running one (the grant: exec, no target: killing names no program).
  */
 #define RUN_F_BACKGROUND 0x1u
+/*
+ * RUN_F_STREAM: a foreground run whose client reads its output as it
+ * comes (text/event-stream): while it runs, the vmm sends what its
+ * program wrote since the last time, at most every VMM_STREAM_MS, as
+ * MSG_VMM_RUN_OUTPUT (not a reply, the run's reqid, before its
+ * MSG_VMM_RUN_DONE on the same link). MSG_VMM_RUN_DONE still carries the
+ * whole output; the front drops what it has already passed on.
+ */
+#define RUN_F_STREAM 0x2u
+#define VMM_STREAM_MS 100
+struct msg_vmm_run_output {
+	uint32_t stream; /* 1 stdout, 2 stderr */
+	uint32_t pad0;
+	uint64_t offset; /* of the first byte in the stream */
+	/* then the bytes */
+};
 
 /*
  * Images: the operator's in images/ (root-owned, read-only to the vmm)

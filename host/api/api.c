@@ -1208,6 +1208,7 @@ api_handle_conn(struct api *a, const struct http_request *req,
 	r.call.request_id = r.request_id;
 	r.call.cap = rt->cap >= 0 ? (enum cap_id)rt->cap : CAP_COUNT;
 	r.call.route = rt->name;
+	r.call.sse = rq_accepts_sse(&r);
 	{
 		const struct http_header *lk =
 		    http_find_header(req, "keep-lock");

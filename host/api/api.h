@@ -107,6 +107,9 @@ struct api_call {
 	 * re-verifies it); not NUL-terminated, valid during the call. */
 	const char *token;
 	size_t token_len;
+	/* 1: the client reads a run's output as it comes (Accept:
+	 * text/event-stream): the backend may call api_stream_run. */
+	int sse;
 	/*
 	 * Room for what authorize keeps for the op (authz may point here).
 	 * It lives exactly as long as the call, however many other calls

@@ -39,6 +39,9 @@ struct fb_run {
 	char sbx[SBX_ID_MAX];
 	char command[RUN_NAME_MAX];
 	int64_t started_ms; /* unix ms */
+	/* RUN_F_STREAM: stdout, stderr bytes passed on as they came
+	 * (h_run_output); the final output is what follows them. */
+	uint64_t sent[2];
 	/* A run nobody waits for (execute/async, host/front/front_async.c):
 	 * called instead of resuming a request; owns res.out, res.err. */
 	fb_run_done_fn on_done;
@@ -245,6 +248,9 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 			msg_send(fb->ctx->fd[PROC_VMM], MSG_VMM_RUN_CAPS, 0,
 			    a->reqid, &rc_caps, sizeof(rc_caps), -1);
 	}
+	/* A client that reads the output as it comes gets it so. */
+	if (bg_pid == NULL && on_done == NULL && call->sse)
+		q.flags |= RUN_F_STREAM;
 	if (bg_pid != NULL) {
 		q.flags = RUN_F_BACKGROUND;
 		rc = run_background(fb, call, a->reqid, &q, mfd, bg_pid, err);
@@ -641,6 +647,17 @@ h_run_done(struct proc_ctx *ctx, const struct msg *m)
 	metrics_count(fb, &d);
 	r->res.out_len = d.out_len;
 	r->res.err_len = d.err_len;
+	/* What went out as it came is not sent twice. */
+	if (r->sent[0] > 0 && r->sent[0] <= r->res.out_len) {
+		memmove(r->res.out, r->res.out + r->sent[0],
+		    r->res.out_len - r->sent[0]);
+		r->res.out_len -= r->sent[0];
+	}
+	if (r->sent[1] > 0 && r->sent[1] <= r->res.err_len) {
+		memmove(r->res.err, r->res.err + r->sent[1],
+		    r->res.err_len - r->sent[1]);
+		r->res.err_len -= r->sent[1];
+	}
 	r->res.exit_code = d.exit_code;
 	r->res.duration_ms = d.duration_ms;
 	if (d.status == RUN_NOSANDBOX) {
@@ -659,6 +676,36 @@ h_run_done(struct proc_ctx *ctx, const struct msg *m)
 	 * address) is in its log under the same request. */
 	strlcpy(r->res.reason, status_reason[d.status], sizeof(r->res.reason));
 	r->rc = API_OK;
+	return 0;
+}
+
+/*
+ * Output of a streaming run so far (RUN_F_STREAM): passed on to its
+ * client at once, in order; a piece out of order (never, on one link) is
+ * left for the final reply, which carries everything after what was sent.
+ */
+static int
+h_run_output(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct front_backend *fb = *(struct front_backend **)ctx->arg;
+	struct msg_vmm_run_output h;
+	struct fb_run *r;
+	size_t n;
+	int s;
+
+	if (m->hdr.len < sizeof(h))
+		return -1;
+	memcpy(&h, m->data, sizeof(h));
+	if (h.stream != 1 && h.stream != 2)
+		return -1;
+	s = (int)h.stream - 1;
+	n = m->hdr.len - sizeof(h);
+	if ((r = run_find(fb, m->hdr.reqid)) == NULL || r->pending == NULL ||
+	    h.offset != r->sent[s] || n == 0)
+		return 0;
+	api_stream_run(
+	    r->pending, s == 0 ? "stdout" : "stderr", m->data + sizeof(h), n);
+	r->sent[s] += n;
 	return 0;
 }
 
@@ -699,6 +746,8 @@ const struct msg_handler fb_run_handlers[] = {
 	    MSG_H_FD, h_run_done },
 	{ MSG_VMM_BG_DONE, PROC_BIT(PROC_VMM), sizeof(struct msg_vmm_bg_done),
 	    0, h_bg_done },
+	{ MSG_VMM_RUN_OUTPUT, PROC_BIT(PROC_VMM), MSG_MAX_PAYLOAD,
+	    MSG_H_VARIABLE, h_run_output },
 	FB_ASYNC_HANDLERS, /* host/front/front_async.c */
 };
 const size_t fb_run_nhandlers = nitems(fb_run_handlers);
