@@ -21,6 +21,7 @@ trap diskfull_cleanup EXIT
 rm -f "$tmp/state/images/python.img"
 cat >"$tmp/test.policy" <<'EOP'
 agent "dev" { allow sandbox:read, sandbox:write }
+agent "ops" { allow admin }
 EOP
 KEEPD_YAML_EXTRA=$'limits:\n  store_reserve: 2M' keepd_start "$tmp/test.policy"
 rm -f "$tmp/state/images/python.img"
@@ -107,4 +108,9 @@ assert "K%s" % sys.argv[3] not in env, "the refused write was done"
 assert all("K%d" % i in env for i in acked), "an acknowledged write is missing"' "$body" "$tmp/acked" "$refused" &&
 	    ok "the refused write was not done; the acknowledged ones were" || bad "env after the refusal"
 fi
+# /metrics counts the 507 under its own code.
+ops=$(mint ops admin)
+req "$ops" GET /metrics
+grep -q 'keep_http_requests_total{route="env_patch",code="507"} 1' <<<"$body" &&
+    ok "/metrics counts the 507 as 507" || bad "metrics 507: $(grep env_patch <<<"$body")"
 keepd_finish
