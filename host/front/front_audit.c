@@ -212,10 +212,62 @@ decision_why(const struct msg_policy_decision *d, const char *override,
 		snprintf(detail, dlen, "reason=%s status=%d", reason, status);
 }
 
-static void
+/*
+ * Append one entry and wait until the store has committed it: API_OK, or
+ * API_ESTORAGE (507) when the store has no room. The entries waiting in
+ * the batch go first (in order on the link), so the log keeps the order
+ * of the requests; this one is its own message, so its outcome is its
+ * own whatever other requests are doing meanwhile.
+ */
+static int
+commit_entry(struct front_backend *fb, const struct store_audit *e,
+    struct api_error *err)
+{
+	void *msg = NULL, *reply;
+	size_t len, rlen = MSG_MAX_PAYLOAD;
+	uint32_t status;
+	int rc;
+
+	if (store_wire_audit_encode(e, 1, &msg, &len) != STORE_OK)
+		return fb_fail(err, API_EINTERNAL, "Internal error");
+	fb_audit_flush(fb);
+	if ((reply = malloc(rlen)) == NULL) {
+		free(msg);
+		return fb_fail(err, API_EINTERNAL, "Out of memory");
+	}
+	rc = fb_call(fb, PROC_STORE, MSG_STORE_AUDIT, ++fb->next_reqid, msg,
+	    len, -1, MSG_STORE_REPLY, FB_R_VARIABLE, reply, &rlen, NULL, err);
+	free(msg);
+	if (rc != API_OK) {
+		free(reply);
+		log_warnx("audit: %s %s not committed: %s", e->action,
+		    e->target, err->message);
+		return rc > API_ERR_COUNT ? API_EUNAVAIL : rc;
+	}
+	if (store_wire_reply_status(reply, rlen, &status) != STORE_OK)
+		status = STORE_E_IO;
+	free(reply);
+	if (status == STORE_OK) {
+		fb->audit_full = 0;
+		return API_OK;
+	}
+	log_warnx("audit: the store refused %s %s: %s; the operation is "
+	          "refused",
+	    e->action, e->target, store_strerror((int)status));
+	if (status == STORE_E_FULL || status == STORE_E_NOSPC) {
+		fb->audit_full = 1;
+		return fb_fail(err, API_ESTORAGE,
+		    "The audit log is full: the operation was not done");
+	}
+	return fb_fail(err, API_EINTERNAL,
+	    "The audit log cannot be written: the operation was not done");
+}
+
+/* The decision's entry; err NULL: batched, else committed (waited). */
+static int
 audit_decision(struct front_backend *fb, const struct api_call *call,
     const char *target, const struct msg_policy_decision *d,
-    const char *override)
+    const char *override, struct api_error *err)
 {
 	struct store_audit e;
 	char esc[4 * 64 + 1], rule[96], detail[96];
@@ -240,21 +292,34 @@ audit_decision(struct front_backend *fb, const struct api_call *call,
 	e.decision = allow ? STORE_DECISION_ALLOW : STORE_DECISION_DENY;
 	e.rule = rule;
 	e.detail = detail;
+	if (err != NULL)
+		return commit_entry(fb, &e, err);
 	audit_send(fb, &e);
+	return API_OK;
+}
+
+int
+fb_audit_decision_commit(struct front_backend *fb, const struct api_call *call,
+    const char *target, const struct msg_policy_decision *d,
+    struct api_error *err)
+{
+	if (!fb_audit_must_commit(fb, call->cap))
+		return audit_decision(fb, call, target, d, NULL, NULL);
+	return audit_decision(fb, call, target, d, NULL, err);
 }
 
 void
 fb_audit_decision(struct front_backend *fb, const struct api_call *call,
     const char *target, const struct msg_policy_decision *d)
 {
-	audit_decision(fb, call, target, d, NULL);
+	audit_decision(fb, call, target, d, NULL, NULL);
 }
 
 void
 fb_audit_lock_refusal(struct front_backend *fb, const struct api_call *call,
     const char *target, const struct msg_policy_decision *d)
 {
-	audit_decision(fb, call, target, d, "lock");
+	audit_decision(fb, call, target, d, "lock", NULL);
 }
 
 /*
@@ -308,60 +373,6 @@ int
 fb_audit_must_commit(const struct front_backend *fb, enum cap_id cap)
 {
 	return fb->audit_full || cap_is_write(cap);
-}
-
-int
-fb_audit_commit(struct front_backend *fb, struct api_error *err)
-{
-	struct store_wire_audit hdr;
-	uint8_t *buf = fb->audit_buf;
-	size_t len = fb->audit_len;
-	uint32_t count = fb->audit_count, status;
-	void *reply;
-	size_t rlen = MSG_MAX_PAYLOAD;
-	int rc;
-
-	if (count == 0)
-		return API_OK;
-	/* The batch is this call's now: other requests start a new one
-	 * while it waits. */
-	fb->audit_buf = NULL;
-	fb->audit_len = 0;
-	fb->audit_count = 0;
-	hdr.version = STORE_WIRE_VERSION;
-	hdr.count = count;
-	memcpy(buf, &hdr, sizeof(hdr));
-	if ((reply = malloc(rlen)) == NULL) {
-		free(buf);
-		log_warnx("audit: out of memory; %u entries lost", count);
-		return fb_fail(err, API_EINTERNAL, "Out of memory");
-	}
-	rc = fb_call(fb, PROC_STORE, MSG_STORE_AUDIT, ++fb->next_reqid, buf,
-	    len, -1, MSG_STORE_REPLY, FB_R_VARIABLE, reply, &rlen, NULL, err);
-	free(buf);
-	if (rc != API_OK) {
-		free(reply);
-		log_warnx(
-		    "audit: %u entries not committed: %s", count, err->message);
-		return rc > API_ERR_COUNT ? API_EUNAVAIL : rc;
-	}
-	if (store_wire_reply_status(reply, rlen, &status) != STORE_OK)
-		status = STORE_E_IO;
-	free(reply);
-	if (status == STORE_OK) {
-		fb->audit_full = 0;
-		return API_OK;
-	}
-	log_warnx("audit: the store refused %u entries: %s; the operation "
-	          "is refused",
-	    count, store_strerror((int)status));
-	if (status == STORE_E_FULL || status == STORE_E_NOSPC) {
-		fb->audit_full = 1;
-		return fb_fail(err, API_ESTORAGE,
-		    "The audit log is full: the operation was not done");
-	}
-	return fb_fail(err, API_EINTERNAL,
-	    "The audit log cannot be written: the operation was not done");
 }
 
 /* Replies to writes not waited for (audit appends, idempotency records

@@ -821,10 +821,9 @@ fb_authorize(
 			fb_audit_lock_refusal(fb, call, target, &a->d);
 			return rc;
 		}
-	fb_audit_decision(fb, call, target, &a->d);
 	/* Nothing changes unless its entry is in the audit log. */
-	if (fb_audit_must_commit(fb, call->cap) &&
-	    (rc = fb_audit_commit(fb, err)) != API_OK)
+	if ((rc = fb_audit_decision_commit(fb, call, target, &a->d, err)) !=
+	    API_OK)
 		return rc;
 	call->authz = a;
 	return API_OK;

@@ -72,7 +72,8 @@ struct front_backend {
 	uint32_t audit_count;
 	uint64_t audit_since_ms; /* monotonic, when the first one waited */
 	/* The store refused an audit append for room: until one commits
-	 * again, every request waits for its entries (fb_audit_commit). */
+	 * again, every request waits for its entry
+	 * (fb_audit_decision_commit). */
 	int audit_full;
 };
 
@@ -164,12 +165,13 @@ void fb_sandbox_ops(struct api_backend *);
 void fb_audit_decision(struct front_backend *, const struct api_call *,
     const char *target, const struct msg_policy_decision *);
 /*
- * Commit the entries waiting (the caller's decision among them) and wait
- * for the store: API_OK once they are durable, API_ESTORAGE (507) when
- * the store has no room for them. An operation that changes anything
- * calls it before it is done, so none is acknowledged without its entry.
+ * The allowed decision's entry, committed before the operation is done
+ * when the operation can change anything (or the store was last found
+ * full): API_OK once it is durable, API_ESTORAGE (507) when the store has
+ * no room for it, so no operation is acknowledged without its entry.
  */
-int fb_audit_commit(struct front_backend *, struct api_error *);
+int fb_audit_decision_commit(struct front_backend *, const struct api_call *,
+    const char *target, const struct msg_policy_decision *, struct api_error *);
 /* Whether the request with capability cap must wait for its entry. */
 int fb_audit_must_commit(const struct front_backend *, enum cap_id cap);
 /* An allowed decision whose operation the sandbox's lock refused (423). */

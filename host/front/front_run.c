@@ -194,8 +194,8 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 		fb_leave(fb, call->who->sub);
 		return rc;
 	}
-	fb_audit_decision(fb, call, command, &a->d);
-	if ((rc = fb_audit_commit(fb, err)) != API_OK) {
+	if ((rc = fb_audit_decision_commit(fb, call, command, &a->d, err)) !=
+	    API_OK) {
 		fb_leave(fb, call->who->sub);
 		return rc;
 	}
@@ -480,10 +480,11 @@ fb_kill(void *arg, const struct api_call *call, const char *id, uint64_t pid,
 	    fb, call->who, CAP_EXEC, PROC_VMM, "", a->reqid, 0, &a->d, err);
 	if (rc != API_OK)
 		return rc;
-	fb_audit_decision(fb, call, "", &a->d);
-	if (a->d.grant.decision != GRANT_ALLOW)
+	if (a->d.grant.decision != GRANT_ALLOW) {
+		fb_audit_decision(fb, call, "", &a->d);
 		return fb_refusal(&a->d, CAP_EXEC, err);
-	if ((rc = fb_audit_commit(fb, err)) != API_OK)
+	}
+	if ((rc = fb_audit_decision_commit(fb, call, "", &a->d, err)) != API_OK)
 		return rc;
 	memset(&q, 0, sizeof(q));
 	q.grant = a->d.grant;

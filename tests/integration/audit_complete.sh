@@ -114,11 +114,13 @@ esid=$(jget "$body" '["id"]')
 curl -s -o /dev/null -H "Authorization: Bearer $erin" -H 'Content-Type: application/json' \
     -d '{"code":"import time\ntime.sleep(5)","language":"python"}' "$url/v1/sandboxes/$esid/execute" &
 slow=$!
+# Once it runs (processes lists foreground runs too), a second is refused.
 for _ in $(seq 100); do
-	code=$(curl -s -o /dev/null -w '%{http_code}' -H 'X-Request-Id: busy1' -H "Authorization: Bearer $erin" \
-	    -H 'Content-Type: application/json' -d '{"code":"1","language":"python"}' "$url/v1/sandboxes/$esid/execute")
-	[ "$code" = 429 ] && break; sleep 0.1
+	req "$erin" GET "/v1/sandboxes/$esid/processes"
+	[[ $body == *'"status":"running"'* ]] && break; sleep 0.1
 done
+code=$(curl -s -o /dev/null -w '%{http_code}' -H 'X-Request-Id: busy1' -H "Authorization: Bearer $erin" \
+    -H 'Content-Type: application/json' -d '{"code":"1","language":"python"}' "$url/v1/sandboxes/$esid/execute")
 [ "$code" = 429 ] && ok "a second run at once: 429" || bad "concurrent: $code"
 audit_has 'e["request_id"] == "busy1" and e["decision"] == "deny" and "reason=concurrent" in e["detail"] and e["rule"] != "default deny"' \
     "the concurrency refusal says concurrent, not default deny"
