@@ -299,6 +299,29 @@ audit_decision(struct front_backend *fb, const struct api_call *call,
 }
 
 int
+fb_audit_outcome(struct front_backend *fb, const struct api_call *call,
+    const char *action, const char *target, int allow, const char *rule,
+    const char *detail, struct api_error *err)
+{
+	struct store_audit e;
+
+	memset(&e, 0, sizeof(e));
+	e.time_ms = wall_ms();
+	e.request_id = call->request_id;
+	e.principal = call->who->sub;
+	e.jti = call->who->jti;
+	e.action = action;
+	e.target = target;
+	e.decision = allow ? STORE_DECISION_ALLOW : STORE_DECISION_DENY;
+	e.rule = rule;
+	e.detail = detail;
+	if (err != NULL)
+		return commit_entry(fb, &e, err);
+	audit_send(fb, &e);
+	return API_OK;
+}
+
+int
 fb_audit_decision_commit(struct front_backend *fb, const struct api_call *call,
     const char *target, const struct msg_policy_decision *d,
     struct api_error *err)

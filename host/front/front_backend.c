@@ -908,18 +908,24 @@ fb_token_attenuate(void *arg, const struct api_call *call,
 
 	rc = fb_mint(arg, call, at->caps, at->exp, at->sbx, out, err);
 	caps_text(at->caps, caps, sizeof(caps));
-	if (rc == API_OK)
-		snprintf(detail, sizeof(detail),
-		    "allowed: caps %s, sandbox %s, expires %lld", caps,
-		    at->sbx != NULL && at->sbx[0] ? at->sbx : "any",
-		    (long long)out->expires_at);
-	else
+	if (rc != API_OK) {
 		snprintf(detail, sizeof(detail),
 		    "refused: caps %s, sandbox %s: status=%d %s", caps,
 		    at->sbx != NULL && at->sbx[0] ? at->sbx : "any",
 		    api_err_status(rc), err->message);
-	fb_audit_event(arg, call, "token.attenuate",
-	    at->sbx != NULL ? at->sbx : "", detail);
+		fb_audit_outcome(arg, call, "token.attenuate",
+		    at->sbx != NULL ? at->sbx : "", 0, "token", detail, NULL);
+		return rc;
+	}
+	snprintf(detail, sizeof(detail),
+	    "allowed: caps %s, sandbox %s, expires %lld", caps,
+	    at->sbx != NULL && at->sbx[0] ? at->sbx : "any",
+	    (long long)out->expires_at);
+	/* A credential is given out only once its entry is committed. */
+	if ((rc = fb_audit_outcome(arg, call, "token.attenuate",
+	         at->sbx != NULL ? at->sbx : "", 1, "token", detail, err)) !=
+	    API_OK)
+		memset(out, 0, sizeof(*out));
 	return rc;
 }
 

@@ -172,6 +172,11 @@ void fb_audit_decision(struct front_backend *, const struct api_call *,
  */
 int fb_audit_decision_commit(struct front_backend *, const struct api_call *,
     const char *target, const struct msg_policy_decision *, struct api_error *);
+/* An operation's own allow or deny entry (POST /v1/tokens); err NULL:
+ * batched, else committed and waited for, as fb_audit_decision_commit. */
+int fb_audit_outcome(struct front_backend *, const struct api_call *,
+    const char *action, const char *target, int allow, const char *rule,
+    const char *detail, struct api_error *err);
 /* Whether the request with capability cap must wait for its entry. */
 int fb_audit_must_commit(const struct front_backend *, enum cap_id cap);
 /* An allowed decision whose operation the sandbox's lock refused (423). */
