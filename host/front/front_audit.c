@@ -130,6 +130,7 @@ decision_why(const struct msg_policy_decision *d, const char *override,
     char *rule, size_t rlen, char *detail, size_t dlen)
 {
 	const char *reason;
+	char at[64];
 	int status;
 
 	switch (d->reason) {
@@ -169,16 +170,15 @@ decision_why(const struct msg_policy_decision *d, const char *override,
 	}
 	if (d->grant.decision == GRANT_ALLOW && override == NULL)
 		status = 0;
-	else if (override != NULL)
-		reason = override, status = 423;
-	else if (d->reason == POLICY_R_RATE || d->reason == POLICY_R_BUSY)
+	else if (override != NULL) {
+		reason = override;
+		status = 423;
+	} else if (d->reason == POLICY_R_RATE || d->reason == POLICY_R_BUSY)
 		status = 429;
 	else if (d->reason == POLICY_R_RESTORING)
 		status = 503;
 	else
 		status = 403;
-	char at[64];
-
 	/* The rule by its id and where it is written (file:line:col). */
 	if (d->where[0] != '\0' && memchr(d->where, '\0', sizeof(d->where)))
 		snprintf(at, sizeof(at), "rule %u, %s", d->rule, d->where);
