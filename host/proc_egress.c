@@ -42,6 +42,7 @@
 #include "host/store/store_wire.h"
 #include "lib/caps.h"
 #include "lib/log.h"
+#include "policy/policy.h"
 
 struct egress_state {
 	struct proc_ctx *ctx;
@@ -728,7 +729,15 @@ egress_h_fetch(struct proc_ctx *ctx, const struct msg *m)
 	if (rc != GRANT_OK || !es->have_config) {
 		const char *why =
 		    rc != GRANT_OK ? grant_why(rc) : "egress: not configured";
+		char denied[64];
 
+		/* A policy refusal says why (token caps, target, ...). */
+		if (rc == GRANT_ERR_DENIED) {
+			snprintf(denied, sizeof(denied), "policy: denied (%s)",
+			    policy_reason_keyword(
+			        (enum policy_reason)q.policy_reason));
+			why = denied;
+		}
 		deny_decision(&d, dec.req.rules, dec.req.url, dec.req.url_len,
 		    rc != GRANT_OK ? EGRESS_E_NOT_ALLOWED : EGRESS_E_INTERNAL,
 		    why);

@@ -59,6 +59,9 @@ enum policy_reason {
 };
 
 const char *policy_reason_name(enum policy_reason r);
+/* The reason as the audit log names it: "rate", "concurrent", "budget",
+ * "token caps", "default deny", ...; "?" when out of range. */
+const char *policy_reason_keyword(enum policy_reason r);
 
 #define POLICY_UNLIMITED UINT64_MAX
 

@@ -133,41 +133,7 @@ decision_why(const struct msg_policy_decision *d, const char *override,
 	char at[64];
 	int status;
 
-	switch (d->reason) {
-	case POLICY_R_ALLOW:
-		reason = "allowed";
-		break;
-	case POLICY_R_DENY:
-		reason = "deny rule";
-		break;
-	case POLICY_R_TARGET:
-		reason = "target not allowed";
-		break;
-	case POLICY_R_RATE:
-		reason = "rate";
-		break;
-	case POLICY_R_BUSY:
-		reason = "concurrent";
-		break;
-	case POLICY_R_BUDGET:
-		reason = "budget";
-		break;
-	case POLICY_R_TOKEN:
-		reason = "token caps";
-		break;
-	case POLICY_R_PRINCIPAL:
-		reason = "unknown principal";
-		break;
-	case POLICY_R_RESTORING:
-		reason = "budget restoring";
-		break;
-	case POLICY_R_REQUEST:
-		reason = "malformed request";
-		break;
-	default:
-		reason = "default deny";
-		break;
-	}
+	reason = policy_reason_keyword((enum policy_reason)d->reason);
 	if (d->grant.decision == GRANT_ALLOW && override == NULL)
 		status = 0;
 	else if (override != NULL) {
