@@ -88,6 +88,7 @@ static const struct field fields[] = {
 	F("limits", "output_max", K_SIZE, output_max, 1 * KIB, 16 * GIB),
 	F("limits", "workspace_max", K_SIZE, workspace_max, 1 * KIB,
 	    1024 * GIB),
+	F("limits", "store_reserve", K_SIZE, store_reserve, 0, 64 * GIB),
 	F("limits", "restart_backoff_max", K_DUR, restart_backoff_max_ms, 100,
 	    HOUR),
 	F("egress", "ca_file", K_PATH, egress_ca_file, 0, 0),
@@ -132,6 +133,7 @@ config_defaults(struct keepd_config *cfg)
 	cfg->timeout_max_ms = 10 * MIN;
 	cfg->output_max = 16 * MIB;
 	cfg->workspace_max = 1 * GIB;
+	cfg->store_reserve = 64 * MIB;
 	cfg->restart_backoff_max_ms = 30 * SEC;
 	strlcpy(cfg->egress_resolv_conf, "/etc/resolv.conf",
 	    sizeof(cfg->egress_resolv_conf));

@@ -123,6 +123,8 @@ struct msg_config {
 	uint32_t max_connections, max_sandboxes;
 	uint32_t listen_port;
 	uint32_t tls; /* 1: MSG_CTL_TLS follows; serve only TLS */
+	uint32_t pad0;
+	uint64_t store_reserve; /* bytes of disk kept for the store */
 };
 
 /* Public keys, resolved by the parent (file names read, whitespace
@@ -199,6 +201,10 @@ struct msg_policy_decide {
  */
 #define DECIDE_ENTER 0x1u
 #define DECIDE_DRY_RUN 0x2u
+/* DECIDE_NO_BUDGET: an operation the budget does not count and does not
+ * refuse (an agent's read of its own usage, the deletion of its own
+ * sandbox: docs/policy-language.md). Rules and rates still apply. */
+#define DECIDE_NO_BUDGET 0x4u
 
 struct msg_policy_leave {
 	char principal[GRANT_PRINCIPAL_MAX]; /* NUL-terminated */
@@ -217,6 +223,9 @@ struct msg_policy_decision {
 	uint64_t retry_after_ms; /* rate limited: when to retry, else 0 */
 	uint32_t reason; /* enum policy_reason: why, for the client's error */
 	uint32_t flags; /* DECISION_* */
+	/* The deciding rule as "file:line:col" (the file's base name in
+	 * policy_dir), NUL-terminated; "" when none. */
+	char where[48];
 };
 
 /* The agent's policy says `lock writes` and this capability is a write:

@@ -31,6 +31,7 @@
 #include "host/store/store.h"
 #include "host/store/store_wire.h"
 #include "host/proc_egress.h"
+#include "lang/lang.h"
 #include "lib/clock.h"
 #include "lib/fdio.h"
 #include "lib/log.h"
@@ -93,60 +94,79 @@ child_root(struct parent *ps, enum proc_id id)
 	return ps->empty;
 }
 
-/* Send the policy text (every *.policy in policy_dir, in name order,
- * concatenated) to the policy process as a sealed memfd. */
+static int
+write_all_fd(int fd, const char *p, size_t len)
+{
+	ssize_t n;
+
+	while (len > 0) {
+		if ((n = write(fd, p, len)) == -1 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/*
+ * Send the policy (every *.policy in policy_dir, in name order, read by
+ * the loader `keep policy check` uses, lang/source.c: one text whose
+ * positions map back to each file) to the policy process as a sealed
+ * memfd. A set the loader cannot read is not sent: the policy in force
+ * stays (none at start: everything is denied).
+ */
 static void
 send_policy(struct parent *ps)
 {
 	struct msg_policy_load req;
-	char pattern[PATH_MAX + 16], buf[8192];
+	char pattern[PATH_MAX + 16], err[1200], *text = NULL;
 	glob_t g;
-	size_t i, total = 0;
-	ssize_t n;
-	int mfd, fd;
+	size_t i, len = 0;
+	int mfd = -1;
 
 	if (ps->ctx.fd[PROC_POLICY] < 0)
 		return;
-	if ((mfd = memfd_create(
-	         "keep-policy", MFD_CLOEXEC | MFD_ALLOW_SEALING)) == -1) {
-		log_warn("%s: memfd_create", __func__);
-		return;
-	}
 	snprintf(pattern, sizeof(pattern), "%s/*.policy", ps->cfg.policy_dir);
 	memset(&g, 0, sizeof(g));
 	if (glob(pattern, 0, NULL, &g) != 0)
 		log_warnx("%s: no policy in %s: everything is denied", __func__,
 		    ps->cfg.policy_dir);
-	for (i = 0; i < g.gl_pathc; i++) {
-		if ((fd = open(g.gl_pathv[i], O_RDONLY | O_CLOEXEC)) == -1) {
-			log_warn("%s: %s", __func__, g.gl_pathv[i]);
-			continue;
-		}
-		while ((n = read(fd, buf, sizeof(buf))) > 0) {
-			total += (size_t)n;
-			if (total > MSG_POLICY_MAX_TEXT ||
-			    write(mfd, buf, (size_t)n) != n) {
-				log_warnx("%s: policy too large or unwritable",
-				    __func__);
-				close(fd);
-				goto out;
-			}
-		}
-		close(fd);
+	if (lang_source_load((const char *const *)g.gl_pathv, g.gl_pathc, &text,
+	        &len, err, sizeof(err)) != 0) {
+		log_warnx("%s: %s; the policy in force stays", __func__, err);
+		goto out;
+	}
+	if (len > MSG_POLICY_MAX_TEXT) {
+		log_warnx("%s: policy too large", __func__);
+		goto out;
+	}
+	for (i = 0; i < g.gl_pathc; i++)
 		log_info("%s: policy file %s", __func__, g.gl_pathv[i]);
+	if ((mfd = memfd_create(
+	         "keep-policy", MFD_CLOEXEC | MFD_ALLOW_SEALING)) == -1) {
+		log_warn("%s: memfd_create", __func__);
+		goto out;
+	}
+	if (write_all_fd(mfd, text, len) != 0) {
+		log_warn("%s: write", __func__);
+		goto out;
 	}
 	if (fcntl(mfd, F_ADD_SEALS,
 	        F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) == -1)
 		log_warn("%s: seals", __func__);
 	memset(&req, 0, sizeof(req));
-	req.size = total;
+	req.size = len;
 	req.generation = ++ps->policy_generation;
 	if (msg_send(ps->ctx.fd[PROC_POLICY], MSG_POLICY_LOAD, 0,
 	        req.generation, &req, sizeof(req), mfd) != MSG_OK)
 		log_warn("%s: send", __func__);
 out:
+	free(text);
 	globfree(&g);
-	close(mfd);
+	if (mfd != -1)
+		close(mfd);
 }
 
 static void
@@ -189,6 +209,7 @@ send_config(struct parent *ps, enum proc_id c)
 	m.max_sandboxes = k->max_sandboxes;
 	m.listen_port = k->listen_port;
 	m.tls = k->tls_cert[0] != '\0';
+	m.store_reserve = k->store_reserve;
 	if (msg_send(ps->ctx.fd[c], MSG_CTL_CONFIG, 0, 0, &m, sizeof(m), -1) !=
 	    MSG_OK)
 		log_warn("%s: %s", __func__, proc_name(c));

@@ -44,6 +44,7 @@
 #include "lib/clock.h"
 #include "lib/fdio.h"
 #include "lib/log.h"
+#include "policy/policy.h"
 
 struct egress_state {
 	struct proc_ctx *ctx;
@@ -711,6 +712,7 @@ fetch_admit(void *arg, struct egress_decoded *dec, struct egress_decision *d)
 	char url[EGRESS_URL_MAX + 1];
 	struct grant g;
 	const char *why;
+	char denied[64];
 	int rc;
 
 	rc = egress_check_grant(
@@ -720,6 +722,12 @@ fetch_admit(void *arg, struct egress_decoded *dec, struct egress_decision *d)
 		return 0;
 	}
 	why = rc != GRANT_OK ? grant_why(rc) : "egress: not configured";
+	/* A policy refusal says why (token caps, target, ...). */
+	if (rc == GRANT_ERR_DENIED) {
+		snprintf(denied, sizeof(denied), "policy: denied (%s)",
+		    policy_reason_keyword((enum policy_reason)j->q.policy_reason));
+		why = denied;
+	}
 	deny_decision(d, r->rules, r->url, r->url_len,
 	    rc != GRANT_OK ? EGRESS_E_NOT_ALLOWED : EGRESS_E_INTERNAL, why);
 	job_url(r->url, r->url_len, url, sizeof(url));

@@ -48,6 +48,8 @@ struct msg_egress_req {
 	char sandbox[72]; /* the sandbox id, NUL-terminated */
 	char request_id[40]; /* the API request behind it, for the audit
 				log; NUL-terminated, "" if unknown */
+	uint32_t policy_reason; /* enum policy_reason of a denied grant */
+	uint32_t pad0;
 };
 
 struct msg_egress_rep {

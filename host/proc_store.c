@@ -42,6 +42,8 @@ serve(struct proc_ctx *ctx, const struct msg *m, uint16_t type,
 
 	if (svc.st == NULL)
 		return -1;
+	if (ctx->config != NULL)
+		store_set_reserve(svc.st, ctx->config->store_reserve);
 	/* The key for link PROC_STORE arrives by MSG_CTL_GRANT_KEY. */
 	memcpy(svc.grant_key, ctx->grant_key[PROC_STORE], GRANT_KEY_BYTES);
 	rc = store_service_handle(&svc, type, m->from, m->hdr.reqid, data, len,

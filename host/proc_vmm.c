@@ -116,6 +116,7 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 	uint8_t *buf;
 	size_t n, i;
 	uint64_t now;
+	int streaming = 0;
 
 	if ((buf = malloc(MSG_BUFSZ)) == NULL)
 		fatal("%s", __func__);
@@ -141,7 +142,9 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 			}
 		for (i = 0; i < n; i++)
 			pfd[i].revents = 0;
-		if (poll(pfd, n, 1000) == -1 && errno != EINTR)
+		/* Streaming runs' output goes out every VMM_STREAM_MS. */
+		if (poll(pfd, n, streaming ? VMM_STREAM_MS : 1000) == -1 &&
+		    errno != EINTR)
 			fatal("%s: poll", __func__);
 		for (i = 0; i < n && !ctx->quit; i++) {
 			if (pfd[i].revents == 0)
@@ -169,6 +172,7 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 				vs->jobs[i].deadline = UINT64_MAX;
 			}
 		vmm_expire_sandboxes(vs);
+		streaming = vmm_stream_outputs(ctx, vs);
 	}
 	for (i = 0; i < VMM_JOBS_MAX; i++)
 		if (vs->jobs[i].used)

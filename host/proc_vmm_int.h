@@ -75,6 +75,8 @@ struct job {
 	/* Its entry in the sandbox's process table. */
 	uint64_t run_pid;
 	int background, killed;
+	int stream; /* RUN_F_STREAM: its output goes out as it comes */
+	uint64_t sent[2]; /* stdout, stderr bytes sent so far */
 	char sbx[SBX_ID_MAX];
 	char owner[GRANT_PRINCIPAL_MAX];
 	char cmd[RUN_NAME_MAX];
@@ -102,6 +104,8 @@ void vmm_expire_sandboxes(struct vmm_state *vs);
 struct image *vmm_image_get(
     struct proc_ctx *ctx, struct vmm_state *vs, const char *name);
 void vmm_job_finish(struct proc_ctx *ctx, struct job *job);
+/* Send the new output of RUN_F_STREAM runs; 1 if any is running. */
+int vmm_stream_outputs(struct proc_ctx *ctx, struct vmm_state *vs);
 uint32_t vmm_not_found(const struct vmm_state *vs);
 void vmm_remove_tree(int dir, const char *name, int depth);
 void vmm_restore_start(struct proc_ctx *ctx, struct vmm_state *vs);

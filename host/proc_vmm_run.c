@@ -157,7 +157,7 @@ proc_find(struct sandbox *s, uint64_t pid)
 }
 
 static void
-proc_add(struct sandbox *s, uint64_t pid, const char *cmd)
+proc_add(struct sandbox *s, uint64_t pid, const char *cmd, int background)
 {
 	struct vmm_proc *p = &s->procs[s->procs_next++ % SBX_PROCS_MAX];
 
@@ -166,6 +166,7 @@ proc_add(struct sandbox *s, uint64_t pid, const char *cmd)
 	strlcpy(p->cmd, cmd, sizeof(p->cmd));
 	p->status = RUN_STARTED;
 	p->started_at = (int64_t)time(NULL);
+	p->background = background != 0;
 }
 
 int
@@ -266,6 +267,7 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	}
 	if ((s = vmm_sandbox_find(vs, q.sandbox, g.principal)) == NULL) {
 		strlcpy(reason, "no such sandbox", sizeof(reason));
+		st = RUN_NOSANDBOX;
 		goto refuse;
 	}
 	if ((img = vmm_image_get(ctx, vs, s->image)) == NULL) {
@@ -397,10 +399,12 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	job->deadline = mono_ms() + timeout + VMM_GRACE_MS;
 	job->run_pid = ++vs->next_pid;
 	job->background = (q.flags & RUN_F_BACKGROUND) != 0;
+	job->stream = !job->background && (q.flags & RUN_F_STREAM) != 0;
+	job->sent[0] = job->sent[1] = 0;
 	strlcpy(job->sbx, s->id, sizeof(job->sbx));
 	strlcpy(job->owner, s->owner, sizeof(job->owner));
 	strlcpy(job->cmd, q.command, sizeof(job->cmd));
-	proc_add(s, job->run_pid, q.command);
+	proc_add(s, job->run_pid, q.command, job->background);
 	log_info("run %llu: %s in sandbox %s, vm pid %d, run %llu%s",
 	    (unsigned long long)job->reqid, q.command, s->id, (int)pid,
 	    (unsigned long long)job->run_pid,
@@ -602,4 +606,53 @@ vmm_h_egress_reply(struct proc_ctx *ctx, const struct msg *m)
 		return -1;
 	}
 	return vmm_egress_reply(ctx, r, m);
+}
+
+/*
+ * The output of streaming runs so far, to the front (RUN_F_STREAM). The
+ * program's stdout and stderr are memfds the vm process writes: what is
+ * past what was sent goes out, a message of at most 32 KiB at a time and
+ * a few per run per pass, so a chatty run does not hold the loop.
+ */
+int
+vmm_stream_outputs(struct proc_ctx *ctx, struct vmm_state *vs)
+{
+	struct {
+		struct msg_vmm_run_output h;
+		uint8_t data[32768];
+	} m;
+	struct stat st;
+	ssize_t n;
+	size_t i;
+	int s, k, streaming = 0;
+
+	for (i = 0; i < VMM_JOBS_MAX; i++) {
+		struct job *j = &vs->jobs[i];
+
+		if (!j->used || !j->stream || ctx->fd[j->from] < 0)
+			continue;
+		streaming = 1;
+		for (s = 0; s < 2; s++) {
+			int fd = s == 0 ? j->outfd : j->errfd;
+
+			for (k = 0; k < 8; k++) {
+				if (fstat(fd, &st) == -1 || st.st_size < 0 ||
+				    (uint64_t)st.st_size <= j->sent[s])
+					break;
+				n = pread(fd, m.data, sizeof(m.data),
+				    (off_t)j->sent[s]);
+				if (n <= 0)
+					break;
+				memset(&m.h, 0, sizeof(m.h));
+				m.h.stream = (uint32_t)s + 1;
+				m.h.offset = j->sent[s];
+				if (msg_send(ctx->fd[j->from],
+				        MSG_VMM_RUN_OUTPUT, 0, j->reqid, &m,
+				        sizeof(m.h) + (size_t)n, -1) != MSG_OK)
+					break;
+				j->sent[s] += (uint64_t)n;
+			}
+		}
+	}
+	return streaming;
 }

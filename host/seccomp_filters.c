@@ -162,6 +162,7 @@ static const struct seccomp_rule store_rules[] = {
 	R(uname, "LMDB checks the kernel version at open"),
 	R(pwritev, "LMDB writes dirty pages"),
 	R(writev, "LMDB writes dirty pages at commit"),
+	R(fallocate, "the store's reserved room past the data file's end"),
 };
 
 const struct seccomp_filter seccomp_store = { "store", store_rules,

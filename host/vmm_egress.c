@@ -309,6 +309,7 @@ vmm_egress_decision(
 	dec.req.nrules = 1;
 	memset(&q, 0, sizeof(q));
 	q.grant = d.grant;
+	q.policy_reason = d.reason;
 	strlcpy(q.sandbox, r->sandbox, sizeof(q.sandbox));
 	strlcpy(q.request_id, r->request_id, sizeof(q.request_id));
 	if (egress_wire_encode_fetch(&dec.req, &wire, &wlen) != 0 ||

@@ -67,7 +67,9 @@ enum {
 	/* front -> vmm: requests of one pass of the front's loop (a batch,
 	 * host/msg.h); the replies come back as batches too. */
 	MSG_VMM_BATCH = MSG_VMM_BASE + 0x24,
-	MSG_VMM_BATCH_REPLY = MSG_VMM_BASE + 0x25
+	MSG_VMM_BATCH_REPLY = MSG_VMM_BASE + 0x25,
+	MSG_VMM_RUN_OUTPUT = MSG_VMM_BASE + 0x26 /* vmm -> front: output so
+	    far of a RUN_F_STREAM run, msg_vmm_run_output + bytes */
 };
 
 /* The caps of the token that asked for the run: the vmm asks the policy
@@ -82,6 +84,9 @@ struct msg_vmm_run_caps {
 #define RUN_MAX_ARGS 256
 #define RUN_MAX_ENV 256
 #define RUN_MAX_INPUT (8u << 20) /* whole request memfd */
+/* Arguments and variables of a run, NULs included: they go on the guest's
+ * stack, which is at least 2 MiB (docs/api.yaml: 413 above it). */
+#define RUN_ARGS_BYTES_MAX (1u << 20)
 #define RUN_NAME_MAX 64
 #define SBX_ID_MAX 72 /* NUL included */
 #define SBX_ENV_MAX 8192 /* "K=V\0" strings, total */
@@ -225,6 +230,22 @@ struct msg_vmm_run {
  * running one (the grant: exec, no target: killing names no program).
  */
 #define RUN_F_BACKGROUND 0x1u
+/*
+ * RUN_F_STREAM: a foreground run whose client reads its output as it
+ * comes (text/event-stream): while it runs, the vmm sends what its
+ * program wrote since the last time, at most every VMM_STREAM_MS, as
+ * MSG_VMM_RUN_OUTPUT (not a reply, the run's reqid, before its
+ * MSG_VMM_RUN_DONE on the same link). MSG_VMM_RUN_DONE still carries the
+ * whole output; the front drops what it has already passed on.
+ */
+#define RUN_F_STREAM 0x2u
+#define VMM_STREAM_MS 100
+struct msg_vmm_run_output {
+	uint32_t stream; /* 1 stdout, 2 stderr */
+	uint32_t pad0;
+	uint64_t offset; /* of the first byte in the stream */
+	/* then the bytes */
+};
 
 /*
  * Images: the operator's in images/ (root-owned, read-only to the vmm)
@@ -269,7 +290,8 @@ enum run_status {
 	RUN_REFUSED, /* not started: grant, image or command refused */
 	RUN_ERROR, /* the host could not run it */
 	RUN_STARTED, /* background: running, pid set */
-	RUN_KILLED /* stopped by MSG_VMM_KILL */
+	RUN_KILLED, /* stopped by MSG_VMM_KILL */
+	RUN_NOSANDBOX /* not started: no such sandbox of the principal's */
 };
 
 struct msg_vmm_run_done {
@@ -298,6 +320,8 @@ struct vmm_proc {
 	uint32_t status; /* enum run_status; RUN_STARTED while running */
 	int32_t exit_code;
 	int64_t started_at; /* unix seconds */
+	uint32_t background; /* 1: started by execute/commands background */
+	uint32_t pad0;
 };
 
 struct msg_vmm_procs {

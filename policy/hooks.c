@@ -149,6 +149,7 @@ hook_decide(void *compiled, const struct msg_policy_decide *q,
 	req.cap = q->cap;
 	req.target = q->target;
 	req.target_len = q->target_len;
+	req.no_budget = (q->flags & DECIDE_NO_BUDGET) != 0;
 	/* The slot first, so a refused operation spends no rate or budget. */
 	i = policy_find(c->p, q->principal, plen);
 	if ((q->flags & DECIDE_ENTER) && !(q->flags & DECIDE_DRY_RUN) &&

@@ -71,6 +71,10 @@ struct front_backend {
 	size_t audit_len;
 	uint32_t audit_count;
 	uint64_t audit_since_ms; /* monotonic, when the first one waited */
+	/* The store refused an audit append for room: until one commits
+	 * again, every request waits for its entry
+	 * (fb_audit_decision_commit). */
+	int audit_full;
 };
 
 /* fb_call reply flags. */
@@ -157,6 +161,24 @@ void fb_sandbox_ops(struct api_backend *);
 
 /* host/front/front_audit.c */
 void fb_audit_decision(struct front_backend *, const struct api_call *,
+    const char *target, const struct msg_policy_decision *);
+/*
+ * The allowed decision's entry, committed before the operation is done
+ * when the operation can change anything (or the store was last found
+ * full): API_OK once it is durable, API_ESTORAGE (507) when the store has
+ * no room for it, so no operation is acknowledged without its entry.
+ */
+int fb_audit_decision_commit(struct front_backend *, const struct api_call *,
+    const char *target, const struct msg_policy_decision *, struct api_error *);
+/* An operation's own allow or deny entry (POST /v1/tokens); err NULL:
+ * batched, else committed and waited for, as fb_audit_decision_commit. */
+int fb_audit_outcome(struct front_backend *, const struct api_call *,
+    const char *action, const char *target, int allow, const char *rule,
+    const char *detail, struct api_error *err);
+/* Whether the request with capability cap must wait for its entry. */
+int fb_audit_must_commit(const struct front_backend *, enum cap_id cap);
+/* An allowed decision whose operation the sandbox's lock refused (423). */
+void fb_audit_lock_refusal(struct front_backend *, const struct api_call *,
     const char *target, const struct msg_policy_decision *);
 void fb_audit_event(struct front_backend *, const struct api_call *,
     const char *action, const char *target, const char *detail);

@@ -54,7 +54,7 @@ to_api(struct vmm_image_info *i, struct api_image *out)
 	memset(out, 0, sizeof(*out));
 	strlcpy(out->name, i->name, sizeof(out->name));
 	strlcpy(out->version, i->version, sizeof(out->version));
-	snprintf(out->digest, sizeof(out->digest), "blake2b:%.62s", i->digest);
+	snprintf(out->digest, sizeof(out->digest), "blake2b:%.64s", i->digest);
 	out->size = i->size;
 	strlcpy(out->languages, i->languages, sizeof(out->languages));
 }

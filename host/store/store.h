@@ -109,6 +109,15 @@ struct store_config {
 };
 
 /*
+ * Keep bytes of disk allocated for the store past its data file's end
+ * (fallocate, renewed as it is used), so that other users of the file
+ * system (the workspaces) cannot take the room its next writes need.
+ * 0: none. store_reserve_left: what is allocated and unused now.
+ */
+void store_set_reserve(struct store *, uint64_t bytes);
+uint64_t store_reserve_left(struct store *);
+
+/*
  * Open (creating when not read-only) the environment in directory dir,
  * which must exist. Checks the schema version and clears reader slots
  * left by dead processes. Returns STORE_OK, STORE_E_VERSION (a schema

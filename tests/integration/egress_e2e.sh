@@ -323,6 +323,11 @@ grep -q "allow" "$tmp/egress.audit" && grep -q "good.test" "$tmp/egress.audit" &
     grep -q "evil.test:$sp.*deny" "$tmp/egress.audit" &&
     ok "egress decisions are in the audit log ($(grep -c . "$tmp/egress.audit") entries)" ||
     bad "egress audit: $(cat "$tmp/egress.audit")"
+# A refusal says why: the token, or a destination no rule names.
+grep -q "policy: denied (token caps)" "$tmp/egress.audit" &&
+    grep -q "evil.test:$sp.*policy: denied (target not allowed)" "$tmp/egress.audit" &&
+    ok "egress refusals name their reason (token caps, target not allowed)" ||
+    bad "egress refusal reasons: $(grep 'policy: denied' "$tmp/egress.audit")"
 "$KEEP" audit tail -n 1000 --action egress.webhook --data "$tmp/state/db" >"$tmp/hook.audit" 2>&1
 grep -q "allow rule=attempts 3 .*status=200" "$tmp/hook.audit" &&
     ok "the webhook delivery is in the audit log, with its attempts" || bad "webhook audit: $(cat "$tmp/hook.audit")"

@@ -1,6 +1,7 @@
 # Sourced by integration tests that drive a real keepd (bash).
 # keepd_start POLICY_FILE starts keepd as root with KVM, the stock images
 # trusted, a fresh issuer key and that policy; it sets tmp, url, pid.
+# KEEPD_YAML_EXTRA, when set, is appended to keepd.yaml (top-level keys).
 # Then: mint SUB CAPS [TTL], req TOKEN METHOD PATH [BODY] (sets code,
 # body), jget JSON PY-SUFFIX, ok/bad, keepd_finish (prints the log on
 # failure and gives the exit status).
@@ -42,6 +43,7 @@ tokens:
   max_ttl: 1h
 images:
   trusted_keys: [ $PWD/$B/keys/dev.public ]
+${KEEPD_YAML_EXTRA:-}
 EOC
 	url=http://127.0.0.1:$port
 	keepd_launch
