@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# One tenant cannot learn about, or take from, another: a sandbox another
+# principal cannot see answers 404 on its lock whether it is locked or
+# not; a request with two Authorization headers is refused with 400.
+source "$(dirname "$0")/../lib/keepd.sh"
+
+cat >"$tmp/test.policy" <<'EOP'
+role runner {
+	allow sandbox:read, sandbox:write, exec
+	exec "echo", "true"
+	timeout 10s
+}
+agent "ann" : runner { lock writes }
+agent "bob" : runner
+EOP
+keepd_start "$tmp/test.policy"
+caps=sandbox:read,sandbox:write,exec
+ann=$(mint ann $caps)
+bob=$(mint bob $caps)
+
+# --- a lock on a sandbox bob cannot see: 404, locked or not.
+req "$ann" POST /v1/sandboxes '{"image":"toolbox"}'
+sbx=$(jget "$body" '["id"]')
+req "$bob" DELETE "/v1/sandboxes/$sbx/lock"
+[ "$code" = 404 ] && ok "another's unlocked sandbox: 404" || bad "unlocked: $code $body"
+req "$ann" POST "/v1/sandboxes/$sbx/lock" '{"ttl":60}'
+[ "$code" = 201 ] || bad "lock: $code $body"
+req "$bob" DELETE "/v1/sandboxes/$sbx/lock"
+[ "$code" = 404 ] && ok "another's locked sandbox: 404 as well" || bad "locked: $code $body"
+req "$bob" POST "/v1/sandboxes/$sbx/lock" '{}'
+[ "$code" = 404 ] && ok "taking another's lock: 404" || bad "take: $code $body"
+
+# --- two Authorization headers: 400, even when both are valid.
+code=$(curl -s -o "$tmp/b" -w '%{http_code}' -H "Authorization: Bearer $ann" \
+    -H "Authorization: Bearer $bob" "$url/v1/sandboxes")
+[ "$code" = 400 ] && ok "two Authorization headers: 400" || bad "two Authorization: $code $(cat "$tmp/b")"
+
+keepd_finish
