@@ -34,6 +34,7 @@
 #include "image/image.h"
 #include "lib/caps.h"
 #include "lib/log.h"
+#include "lib/tree.h"
 #include "token/paserk.h"
 
 #define VMM_SANDBOXES_MAX 256
@@ -103,7 +104,6 @@ struct image *vmm_image_get(
 void vmm_job_finish(struct proc_ctx *ctx, struct job *job);
 uint64_t vmm_mono_ms(void);
 uint32_t vmm_not_found(const struct vmm_state *vs);
-void vmm_remove_tree(int dir, const char *name, int depth);
 void vmm_restore_start(struct proc_ctx *ctx, struct vmm_state *vs);
 int vmm_safe_name(const char *s, size_t max);
 struct sandbox *vmm_sandbox_find(

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One tenant cannot learn about, or take from, another: a sandbox another
 # principal cannot see answers 404 on its lock whether it is locked or
-# not; a request with two Authorization headers is refused with 400.
+# not; a request with two Authorization headers is refused with 400; a
+# workspace of any depth is removed with its sandbox, or after a restart.
 source "$(dirname "$0")/../lib/keepd.sh"
 
 cat >"$tmp/test.policy" <<'EOP'
@@ -34,5 +35,27 @@ req "$bob" POST "/v1/sandboxes/$sbx/lock" '{}'
 code=$(curl -s -o "$tmp/b" -w '%{http_code}' -H "Authorization: Bearer $ann" \
     -H "Authorization: Bearer $bob" "$url/v1/sandboxes")
 [ "$code" = 400 ] && ok "two Authorization headers: 400" || bad "two Authorization: $code $(cat "$tmp/b")"
+
+# --- a workspace of any depth is removed with its sandbox, and an
+# orphaned one by the sweep after a restart.
+deep() { # DIR DEPTH: a chain of directories with a file at each level
+	local d=$1 i
+	for ((i = 0; i < $2; i++)); do d=$d/d; mkdir -p "$d"; echo x >"$d/f"; done
+	chown -R _keep: "$1"
+}
+req "$bob" POST /v1/sandboxes '{"image":"toolbox"}'
+dsbx=$(jget "$body" '["id"]')
+ws=$tmp/state/workspaces/$dsbx
+[ -d "$ws" ] || bad "no workspace at $ws"
+deep "$ws" 200
+req "$bob" DELETE "/v1/sandboxes/$dsbx"
+[ "$code" = 204 ] || bad "delete: $code $body"
+for _ in $(seq 50); do [ -e "$ws" ] || break; sleep 0.1; done
+[ ! -e "$ws" ] && ok "a 200-deep workspace is removed with its sandbox" || bad "deep workspace left: $(find "$ws" | wc -l) entries"
+mkdir -p "$tmp/state/workspaces/sbx-orphanorphanorphan1"
+deep "$tmp/state/workspaces/sbx-orphanorphanorphan1" 200
+keepd_restart
+for _ in $(seq 50); do [ -e "$tmp/state/workspaces/sbx-orphanorphanorphan1" ] || break; sleep 0.1; done
+[ ! -e "$tmp/state/workspaces/sbx-orphanorphanorphan1" ] && ok "an orphaned 200-deep workspace is swept after a restart" || bad "orphan left"
 
 keepd_finish
