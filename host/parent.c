@@ -32,6 +32,7 @@
 #include "host/store/store_wire.h"
 #include "host/proc_egress.h"
 #include "lib/log.h"
+#include "lib/memfd.h"
 #include "token/paserk.h"
 
 #define BACKOFF_MIN_MS 250
@@ -114,8 +115,7 @@ send_policy(struct parent *ps)
 
 	if (ps->ctx.fd[PROC_POLICY] < 0)
 		return;
-	if ((mfd = memfd_create(
-	         "keep-policy", MFD_CLOEXEC | MFD_ALLOW_SEALING)) == -1) {
+	if ((mfd = memfd_new("keep-policy")) == -1) {
 		log_warn("%s: memfd_create", __func__);
 		return;
 	}
@@ -142,8 +142,7 @@ send_policy(struct parent *ps)
 		close(fd);
 		log_info("%s: policy file %s", __func__, g.gl_pathv[i]);
 	}
-	if (fcntl(mfd, F_ADD_SEALS,
-	        F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) == -1)
+	if (memfd_seal(mfd) == -1)
 		log_warn("%s: seals", __func__);
 	memset(&req, 0, sizeof(req));
 	req.size = total;
@@ -305,12 +304,9 @@ send_tls(struct parent *ps)
 	if ((cert = read_small(ps->cfg.tls_cert, MSG_TLS_MAX, &clen)) == NULL ||
 	    (key = read_small(ps->cfg.tls_key, MSG_TLS_MAX, &klen)) == NULL)
 		goto fail;
-	if ((mfd = memfd_create("keep-tls", MFD_CLOEXEC | MFD_ALLOW_SEALING)) ==
-	        -1 ||
+	if ((mfd = memfd_new("keep-tls")) == -1 ||
 	    write(mfd, cert, clen) != (ssize_t)clen ||
-	    write(mfd, key, klen) != (ssize_t)klen ||
-	    fcntl(mfd, F_ADD_SEALS,
-	        F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) == -1)
+	    write(mfd, key, klen) != (ssize_t)klen || memfd_seal(mfd) == -1)
 		goto fail;
 	memset(&m, 0, sizeof(m));
 	m.cert_len = clen;

@@ -42,6 +42,7 @@
 #include "host/store/store_wire.h"
 #include "lib/caps.h"
 #include "lib/log.h"
+#include "lib/memfd.h"
 
 struct egress_state {
 	struct proc_ctx *ctx;
@@ -56,62 +57,6 @@ struct egress_state {
 	int in_worker; /* this process is one of them */
 	uint64_t audit_seq;
 };
-
-void *
-egress_memfd_read(int fd, uint64_t len)
-{
-	struct stat st;
-	uint8_t *buf;
-	size_t got = 0;
-	ssize_t n;
-
-	if (fd < 0 || fstat(fd, &st) == -1 || st.st_size < 0 ||
-	    (uint64_t)st.st_size != len || len > EGRESS_REPLY_MAX)
-		return NULL;
-	/* malloc's alignment is what the wire decoders want. */
-	if ((buf = malloc(len > 0 ? len : 1)) == NULL)
-		return NULL;
-	while (got < len) {
-		n = pread(fd, buf + got, len - got, (off_t)got);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			free(buf);
-			return NULL;
-		}
-		got += (size_t)n;
-	}
-	return buf;
-}
-
-int
-egress_memfd_make(const char *name, const void *p, size_t len)
-{
-	const uint8_t *b = p;
-	size_t off = 0;
-	ssize_t n;
-	int fd;
-
-	if ((fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING)) == -1)
-		return -1;
-	while (off < len) {
-		n = write(fd, b + off, len - off);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			close(fd);
-			return -1;
-		}
-		off += (size_t)n;
-	}
-	if (fcntl(fd, F_ADD_SEALS,
-	        F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) ==
-	    -1) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
 
 void
 egress_grant_flags(const struct grant *g, const char *host, uint16_t port,
@@ -281,7 +226,7 @@ egress_send_config(const struct keepd_config *k, int fd)
 	if (resolv_len > 0)
 		memcpy(
 		    blob + ca_len + hosts_len + m.key_len, resolv, resolv_len);
-	mfd = egress_memfd_make("keep-egress", blob, total);
+	mfd = memfd_make_sealed("keep-egress", blob, total);
 	if (mfd == -1 ||
 	    msg_send(fd, MSG_EGRESS_CONFIG, 0, 0, &m, sizeof(m), mfd) != MSG_OK)
 		log_warn("%s: egress configuration not sent", __func__);
@@ -511,7 +456,7 @@ egress_h_config(struct proc_ctx *ctx, const struct msg *m)
 	    c.resolv_len > (64u << 10) || c.dns_port == 0 ||
 	    c.dns_port > 65535 || c.pad != 0 ||
 	    (c.key_len != 0 && c.key_len != EGRESS_WEBHOOK_KEYBYTES) ||
-	    (blob = egress_memfd_read(m->fd, total)) == NULL) {
+	    (blob = memfd_read(m->fd, total, EGRESS_REPLY_MAX)) == NULL) {
 		close(m->fd);
 		log_warnx("%s: malformed configuration", __func__);
 		return -1;
@@ -641,7 +586,7 @@ send_reply(struct proc_ctx *ctx, const struct msg *m, uint32_t type,
 	int fd;
 
 	r.len = len;
-	if ((fd = egress_memfd_make("keep-egress-reply", wire, len)) == -1 ||
+	if ((fd = memfd_make_sealed("keep-egress-reply", wire, len)) == -1 ||
 	    msg_reply(ctx, m, type, &r, sizeof(r), fd) != MSG_OK)
 		log_warn("%s: reply to %s lost", __func__, proc_name(m->from));
 	if (fd != -1)
@@ -708,7 +653,7 @@ egress_h_fetch(struct proc_ctx *ctx, const struct msg *m)
 	memset(&dec, 0, sizeof(dec));
 	memset(&resp, 0, sizeof(resp));
 	if (q.len > EGRESS_MSG_MAX ||
-	    (in = egress_memfd_read(m->fd, q.len)) == NULL ||
+	    (in = memfd_read(m->fd, q.len, EGRESS_REPLY_MAX)) == NULL ||
 	    egress_wire_decode(MSG_EGRESS_FETCH, in, q.len, &dec) != 0) {
 		close(m->fd);
 		free(in);
@@ -779,7 +724,7 @@ egress_h_webhook(struct proc_ctx *ctx, const struct msg *m)
 	memset(&dec, 0, sizeof(dec));
 	if (q.len > EGRESS_MSG_MAX ||
 	    !valid_sandbox(q.sandbox, sizeof(q.sandbox)) ||
-	    (in = egress_memfd_read(m->fd, q.len)) == NULL ||
+	    (in = memfd_read(m->fd, q.len, EGRESS_REPLY_MAX)) == NULL ||
 	    egress_wire_decode(MSG_EGRESS_WEBHOOK, in, q.len, &dec) != 0) {
 		close(m->fd);
 		free(in);

@@ -34,6 +34,7 @@
 #include "image/image.h"
 #include "lib/caps.h"
 #include "lib/log.h"
+#include "lib/memfd.h"
 #include "lib/tree.h"
 #include "token/paserk.h"
 

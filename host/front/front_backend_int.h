@@ -14,6 +14,7 @@
 #include "host/front/front_backend.h"
 #include "host/msg.h"
 #include "host/proc_egress.h"
+#include "lib/memfd.h"
 
 /* The grant of an authorize, kept in the call's authz_room for its op
  * (call->authz). */

@@ -76,7 +76,7 @@ write_call(struct front_backend *fb, uint64_t reqid, uint16_t type, void *q,
 
 	if (type == MSG_STORE_PUT && qlen > MSG_MAX_PAYLOAD) {
 		if (qlen > STORE_PUT_LARGE_MAX ||
-		    (fd = egress_memfd_make("keep-put", q, qlen)) == -1) {
+		    (fd = memfd_make_sealed("keep-put", q, qlen)) == -1) {
 			free(q);
 			return fb_fail(err, API_EINTERNAL, "Record too large");
 		}
