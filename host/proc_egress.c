@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
 #include <sodium.h>
 
 #include "host/egress/egress.h"
@@ -160,6 +161,29 @@ make_key(const char *path)
 	sodium_memzero(hex, sizeof(hex));
 }
 
+/*
+ * The system's CA bundle when egress.ca_file is not set: $SSL_CERT_FILE
+ * (OpenSSL's convention) if set, else libcurl's built-in default, else
+ * Debian's path.
+ */
+static const char *
+system_ca_file(char *buf, size_t len)
+{
+	const char *env = secure_getenv("SSL_CERT_FILE");
+	char *def = NULL;
+	CURL *c;
+
+	if (env != NULL && env[0] != '\0')
+		return env;
+	if ((c = curl_easy_init()) != NULL) {
+		if (curl_easy_getinfo(c, CURLINFO_CAINFO, &def) == CURLE_OK &&
+		    def != NULL)
+			strlcpy(buf, def, len);
+		curl_easy_cleanup(c);
+	}
+	return buf[0] != '\0' ? buf : "/etc/ssl/certs/ca-certificates.crt";
+}
+
 void
 egress_send_config(const struct keepd_config *k, int fd)
 {
@@ -167,8 +191,8 @@ egress_send_config(const struct keepd_config *k, int fd)
 	uint8_t key[EGRESS_WEBHOOK_KEYBYTES], *blob = NULL;
 	void *ca = NULL, *hosts = NULL, *resolv = NULL;
 	size_t ca_len = 0, hosts_len = 0, resolv_len = 0, total;
-	char defkey[PATH_MAX];
-	const char *keyfile;
+	char defkey[PATH_MAX], sysca[PATH_MAX] = "";
+	const char *keyfile, *ca_file;
 	int mfd = -1;
 
 	if (fd < 0)
@@ -182,9 +206,14 @@ egress_send_config(const struct keepd_config *k, int fd)
 	m.max_concurrent = k->egress_max_concurrent;
 	m.webhook_attempts = k->egress_webhook_attempts;
 	m.webhook_backoff_ms = k->egress_webhook_backoff_ms;
-	if (k->egress_ca_file[0] != '\0' &&
-	    (ca = slurp(k->egress_ca_file, 4u << 20, &ca_len)) == NULL)
-		log_warn("%s: egress.ca_file %s", __func__, k->egress_ca_file);
+	/* Read here, also when it is the system's: the process is
+	 * chrooted where no bundle exists. */
+	ca_file = k->egress_ca_file[0] != '\0'
+	    ? k->egress_ca_file
+	    : system_ca_file(sysca, sizeof(sysca));
+	if ((ca = slurp(ca_file, 4u << 20, &ca_len)) == NULL)
+		log_warn("%s: CA bundle %s: HTTPS egress will fail", __func__,
+		    ca_file);
 	if (k->egress_hosts_file[0] != '\0' &&
 	    (hosts = slurp(k->egress_hosts_file, 1u << 20, &hosts_len)) == NULL)
 		log_warn(
@@ -496,8 +525,8 @@ egress_h_config(struct proc_ctx *ctx, const struct msg *m)
 	sodium_memzero(blob, total);
 	free(blob);
 	es->have_config = 1;
-	log_info("%s: CA %s, %s hosts table, webhook key %s", __func__,
-	    c.ca_len > 0 ? "from egress.ca_file" : "of the system",
+	log_info("%s: CA bundle %s, %s hosts table, webhook key %s", __func__,
+	    c.ca_len > 0 ? "received" : "missing (HTTPS fails)",
 	    hosts != NULL ? "a" : "no",
 	    c.key_len > 0 ? "from egress.webhook_key_file" : "per start");
 	return 0;
