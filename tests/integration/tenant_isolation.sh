@@ -2,7 +2,8 @@
 # One tenant cannot learn about, or take from, another: a sandbox another
 # principal cannot see answers 404 on its lock whether it is locked or
 # not; a request with two Authorization headers is refused with 400; a
-# workspace of any depth is removed with its sandbox, or after a restart.
+# workspace of any depth is removed with its sandbox, or after a restart;
+# revoking a token revokes the tokens derived from it.
 source "$(dirname "$0")/../lib/keepd.sh"
 
 cat >"$tmp/test.policy" <<'EOP'
@@ -13,6 +14,7 @@ role runner {
 }
 agent "ann" : runner { lock writes }
 agent "bob" : runner
+agent "root" { allow admin }
 EOP
 keepd_start "$tmp/test.policy"
 caps=sandbox:read,sandbox:write,exec
@@ -35,6 +37,35 @@ req "$bob" POST "/v1/sandboxes/$sbx/lock" '{}'
 code=$(curl -s -o "$tmp/b" -w '%{http_code}' -H "Authorization: Bearer $ann" \
     -H "Authorization: Bearer $bob" "$url/v1/sandboxes")
 [ "$code" = 400 ] && ok "two Authorization headers: 400" || bad "two Authorization: $code $(cat "$tmp/b")"
+
+# --- revocation cascades: a token derived from a revoked one (POST
+# /v1/tokens, a sandbox's auth_token, and one derived from that) is
+# refused too.
+carl=$(mint bob $caps)
+req "$carl" POST /v1/tokens '{"caps":["sandbox:read"]}'
+derived=$(jget "$body" '["token"]')
+[ "$code" = 201 ] || [ "$code" = 200 ] || bad "derive: $code $body"
+req "$carl" POST /v1/sandboxes '{"image":"toolbox"}'
+sbxtok=$(jget "$body" '["auth_token"]')
+rsbx=$(jget "$body" '["id"]')
+req "$sbxtok" POST /v1/tokens '{"caps":["sandbox:read"]}'
+grand=$(jget "$body" '["token"]')
+for t in "$derived" "$sbxtok" "$grand"; do
+	req "$t" GET "/v1/sandboxes/$rsbx"
+	[ "$code" = 200 ] || bad "derived token before the revocation: $code $body"
+done
+jti=$("$KEEP" token inspect "$carl" | sed -n 's/.*"jti":"\([^"]*\)".*/\1/p')
+root=$(mint root admin)
+req "$root" POST /v1/tokens/revoke "{\"jti\":\"$jti\"}"
+[ "$code" = 200 ] || bad "revoke: $code $body"
+n=0
+for t in "$carl" "$derived" "$sbxtok" "$grand"; do
+	req "$t" GET "/v1/sandboxes/$rsbx"
+	[ "$code" = 401 ] && [[ $body == *revoked* ]] && n=$((n+1))
+done
+[ $n = 4 ] && ok "revoking a token revokes the tokens derived from it, at any depth" || bad "cascade: $n of 4 refused ($code $body)"
+req "$bob" GET "/v1/sandboxes/$rsbx"
+[ "$code" = 200 ] && ok "bob's other tokens still work" || bad "unrelated token: $code $body"
 
 # --- a workspace of any depth is removed with its sandbox, and an
 # orphaned one by the sweep after a restart.
