@@ -66,6 +66,19 @@ fill_info(struct msg_vmm_sandbox_info *r, const struct sandbox *s)
 	r->expires_at = s->expires_at;
 }
 
+/* How many sandboxes owner holds: its policy's `sandboxes` quota. */
+static uint32_t
+owned_sandboxes(const struct vmm_state *vs, const char *owner)
+{
+	uint32_t n = 0;
+	size_t i;
+
+	for (i = 0; i < VMM_SANDBOXES_MAX; i++)
+		if (vs->sbx[i].used && strcmp(vs->sbx[i].owner, owner) == 0)
+			n++;
+	return n;
+}
+
 int
 vmm_h_create(struct proc_ctx *ctx, const struct msg *m)
 {
@@ -108,6 +121,9 @@ vmm_h_create(struct proc_ctx *ctx, const struct msg *m)
 		    (ctx->config != NULL && ctx->config->max_sandboxes != 0 &&
 		        (size_t)(s - vs->sbx) >= ctx->config->max_sandboxes))
 			r.status = SBX_E_FULL;
+		else if (g.count_max != 0 &&
+		    owned_sandboxes(vs, g.principal) >= g.count_max)
+			r.status = SBX_E_QUOTA;
 	}
 	if (r.status == SBX_OK) {
 		snprintf(path, sizeof(path), "workspaces/%s", q->id);

@@ -38,6 +38,10 @@ fb_sbx_error(int status, struct api_error *err)
 		    "Image not found or not signed by a trusted key");
 	case SBX_E_FULL:
 		return fb_fail(err, API_ESTORAGE, "Sandbox limit reached");
+	case SBX_E_QUOTA:
+		return fb_fail(err, API_EFORBIDDEN,
+		    "Sandbox quota reached: the policy's `sandboxes` limit; "
+		    "delete one first");
 	case SBX_E_GRANT:
 		return fb_fail(err, API_EFORBIDDEN, "Not authorized");
 	case SBX_E_RESTORING:

@@ -3,7 +3,8 @@
 # principal cannot see answers 404 on its lock whether it is locked or
 # not; a request with two Authorization headers is refused with 400; a
 # workspace of any depth is removed with its sandbox, or after a restart;
-# revoking a token revokes the tokens derived from it.
+# revoking a token revokes the tokens derived from it; the policy's
+# `sandboxes` quota is per principal.
 source "$(dirname "$0")/../lib/keepd.sh"
 
 cat >"$tmp/test.policy" <<'EOP'
@@ -15,6 +16,7 @@ role runner {
 agent "ann" : runner { lock writes }
 agent "bob" : runner
 agent "root" { allow admin }
+agent "dora" : runner { sandboxes 2 }
 EOP
 keepd_start "$tmp/test.policy"
 caps=sandbox:read,sandbox:write,exec
@@ -37,6 +39,23 @@ req "$bob" POST "/v1/sandboxes/$sbx/lock" '{}'
 code=$(curl -s -o "$tmp/b" -w '%{http_code}' -H "Authorization: Bearer $ann" \
     -H "Authorization: Bearer $bob" "$url/v1/sandboxes")
 [ "$code" = 400 ] && ok "two Authorization headers: 400" || bad "two Authorization: $code $(cat "$tmp/b")"
+
+# --- dora may hold two sandboxes at once; others are not counted
+# against her, and a deleted one frees its place.
+dora=$(mint dora $caps)
+req "$dora" POST /v1/sandboxes '{"image":"toolbox"}'
+d1=$(jget "$body" '["id"]')
+req "$dora" POST /v1/sandboxes '{"image":"toolbox"}'
+[ "$code" = 201 ] || bad "dora's second: $code $body"
+req "$dora" POST /v1/sandboxes '{"image":"toolbox"}'
+[ "$code" = 403 ] && [[ $body == *"Sandbox quota"* ]] && ok "a third sandbox past 'sandboxes 2': 403" || bad "quota: $code $body"
+req "$bob" POST /v1/sandboxes '{"image":"toolbox"}'
+[ "$code" = 201 ] && ok "another principal still creates" || bad "bob after dora's quota: $code $body"
+req "$dora" DELETE "/v1/sandboxes/$d1"
+req "$dora" POST /v1/sandboxes '{"image":"toolbox"}'
+[ "$code" = 201 ] && ok "a deleted sandbox frees its place" || bad "after delete: $code $body"
+"$KEEP" policy explain "$tmp/policy/test.policy" dora sandbox:write | grep -q "sandboxes 2" &&
+    ok "keep policy explain shows the quota" || bad "explain: $("$KEEP" policy explain "$tmp/policy/test.policy" dora sandbox:write)"
 
 # --- revocation cascades: a token derived from a revoked one (POST
 # /v1/tokens, a sandbox's auth_token, and one derived from that) is
