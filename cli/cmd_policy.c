@@ -409,6 +409,9 @@ print_limits(const struct policy_limits *lim)
 	}
 	if (lim->lock_writes)
 		printf("%slock writes", any++ ? ", " : "  limits: ");
+	if (lim->sandboxes)
+		printf("%ssandboxes %u",
+		    any++ ? ", " : "  limits: ", lim->sandboxes);
 	for (c = 0; c < CAP_COUNT; c++)
 		if (lim->cost[c] != 1)
 			printf("%scost %s %u",
@@ -737,6 +740,14 @@ diff_principal(const struct policy *a, const struct policy_principal *pa,
 		else
 			printf("agent \"%s\": cost %s: %s -> %s\n", pa->name,
 			    cap_name(c - 8), x, y);
+		n++;
+	}
+	if (pa->lim.sandboxes != pb->lim.sandboxes) {
+		snprintf(x, sizeof(x), "%u", pa->lim.sandboxes);
+		snprintf(y, sizeof(y), "%u", pb->lim.sandboxes);
+		printf("agent \"%s\": sandboxes: %s -> %s\n", pa->name,
+		    pa->lim.sandboxes ? x : "none",
+		    pb->lim.sandboxes ? y : "none");
 		n++;
 	}
 	n += diff_lists(a, pa, b, pb, "removed");

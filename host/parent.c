@@ -35,6 +35,7 @@
 #include "lib/clock.h"
 #include "lib/fdio.h"
 #include "lib/log.h"
+#include "lib/memfd.h"
 #include "token/paserk.h"
 
 #define BACKOFF_MIN_MS 250
@@ -94,22 +95,6 @@ child_root(struct parent *ps, enum proc_id id)
 	return ps->empty;
 }
 
-static int
-write_all_fd(int fd, const char *p, size_t len)
-{
-	ssize_t n;
-
-	while (len > 0) {
-		if ((n = write(fd, p, len)) == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /*
  * Send the policy (every *.policy in policy_dir, in name order, read by
  * the loader `keep policy check` uses, lang/source.c: one text whose
@@ -144,17 +129,15 @@ send_policy(struct parent *ps)
 	}
 	for (i = 0; i < g.gl_pathc; i++)
 		log_info("%s: policy file %s", __func__, g.gl_pathv[i]);
-	if ((mfd = memfd_create(
-	         "keep-policy", MFD_CLOEXEC | MFD_ALLOW_SEALING)) == -1) {
+	if ((mfd = memfd_new("keep-policy")) == -1) {
 		log_warn("%s: memfd_create", __func__);
 		goto out;
 	}
-	if (write_all_fd(mfd, text, len) != 0) {
+	if (write_all(mfd, text, len) != 0) {
 		log_warn("%s: write", __func__);
 		goto out;
 	}
-	if (fcntl(mfd, F_ADD_SEALS,
-	        F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) == -1)
+	if (memfd_seal(mfd) == -1)
 		log_warn("%s: seals", __func__);
 	memset(&req, 0, sizeof(req));
 	req.size = len;
@@ -316,12 +299,9 @@ send_tls(struct parent *ps)
 	if ((cert = read_small(ps->cfg.tls_cert, MSG_TLS_MAX, &clen)) == NULL ||
 	    (key = read_small(ps->cfg.tls_key, MSG_TLS_MAX, &klen)) == NULL)
 		goto fail;
-	if ((mfd = memfd_create("keep-tls", MFD_CLOEXEC | MFD_ALLOW_SEALING)) ==
-	        -1 ||
+	if ((mfd = memfd_new("keep-tls")) == -1 ||
 	    write(mfd, cert, clen) != (ssize_t)clen ||
-	    write(mfd, key, klen) != (ssize_t)klen ||
-	    fcntl(mfd, F_ADD_SEALS,
-	        F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) == -1)
+	    write(mfd, key, klen) != (ssize_t)klen || memfd_seal(mfd) == -1)
 		goto fail;
 	memset(&m, 0, sizeof(m));
 	m.cert_len = clen;

@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
 #include <sodium.h>
 
 #include "host/egress/egress.h"
@@ -44,6 +45,7 @@
 #include "lib/clock.h"
 #include "lib/fdio.h"
 #include "lib/log.h"
+#include "lib/memfd.h"
 #include "policy/policy.h"
 
 struct egress_state {
@@ -59,62 +61,6 @@ struct egress_state {
 	int in_worker; /* this process is one of them */
 	uint64_t audit_seq;
 };
-
-void *
-egress_memfd_read(int fd, uint64_t len)
-{
-	struct stat st;
-	uint8_t *buf;
-	size_t got = 0;
-	ssize_t n;
-
-	if (fd < 0 || fstat(fd, &st) == -1 || st.st_size < 0 ||
-	    (uint64_t)st.st_size != len || len > EGRESS_REPLY_MAX)
-		return NULL;
-	/* malloc's alignment is what the wire decoders want. */
-	if ((buf = malloc(len > 0 ? len : 1)) == NULL)
-		return NULL;
-	while (got < len) {
-		n = pread(fd, buf + got, len - got, (off_t)got);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			free(buf);
-			return NULL;
-		}
-		got += (size_t)n;
-	}
-	return buf;
-}
-
-int
-egress_memfd_make(const char *name, const void *p, size_t len)
-{
-	const uint8_t *b = p;
-	size_t off = 0;
-	ssize_t n;
-	int fd;
-
-	if ((fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING)) == -1)
-		return -1;
-	while (off < len) {
-		n = write(fd, b + off, len - off);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			close(fd);
-			return -1;
-		}
-		off += (size_t)n;
-	}
-	if (fcntl(fd, F_ADD_SEALS,
-	        F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) ==
-	    -1) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
 
 void
 egress_grant_flags(const struct grant *g, const char *host, uint16_t port,
@@ -210,6 +156,29 @@ make_key(const char *path)
 	sodium_memzero(hex, sizeof(hex));
 }
 
+/*
+ * The system's CA bundle when egress.ca_file is not set: $SSL_CERT_FILE
+ * (OpenSSL's convention) if set, else libcurl's built-in default, else
+ * Debian's path.
+ */
+static const char *
+system_ca_file(char *buf, size_t len)
+{
+	const char *env = secure_getenv("SSL_CERT_FILE");
+	char *def = NULL;
+	CURL *c;
+
+	if (env != NULL && env[0] != '\0')
+		return env;
+	if ((c = curl_easy_init()) != NULL) {
+		if (curl_easy_getinfo(c, CURLINFO_CAINFO, &def) == CURLE_OK &&
+		    def != NULL)
+			strlcpy(buf, def, len);
+		curl_easy_cleanup(c);
+	}
+	return buf[0] != '\0' ? buf : "/etc/ssl/certs/ca-certificates.crt";
+}
+
 void
 egress_send_config(const struct keepd_config *k, int fd)
 {
@@ -217,8 +186,8 @@ egress_send_config(const struct keepd_config *k, int fd)
 	uint8_t key[EGRESS_WEBHOOK_KEYBYTES], *blob = NULL;
 	void *ca = NULL, *hosts = NULL, *resolv = NULL;
 	size_t ca_len = 0, hosts_len = 0, resolv_len = 0, total;
-	char defkey[PATH_MAX];
-	const char *keyfile;
+	char defkey[PATH_MAX], sysca[PATH_MAX] = "";
+	const char *keyfile, *ca_file;
 	int mfd = -1;
 
 	if (fd < 0)
@@ -232,9 +201,14 @@ egress_send_config(const struct keepd_config *k, int fd)
 	m.max_concurrent = k->egress_max_concurrent;
 	m.webhook_attempts = k->egress_webhook_attempts;
 	m.webhook_backoff_ms = k->egress_webhook_backoff_ms;
-	if (k->egress_ca_file[0] != '\0' &&
-	    (ca = slurp(k->egress_ca_file, 4u << 20, &ca_len)) == NULL)
-		log_warn("%s: egress.ca_file %s", __func__, k->egress_ca_file);
+	/* Read here, also when it is the system's: the process is
+	 * chrooted where no bundle exists. */
+	ca_file = k->egress_ca_file[0] != '\0'
+	    ? k->egress_ca_file
+	    : system_ca_file(sysca, sizeof(sysca));
+	if ((ca = slurp(ca_file, 4u << 20, &ca_len)) == NULL)
+		log_warn("%s: CA bundle %s: HTTPS egress will fail", __func__,
+		    ca_file);
 	if (k->egress_hosts_file[0] != '\0' &&
 	    (hosts = slurp(k->egress_hosts_file, 1u << 20, &hosts_len)) == NULL)
 		log_warn(
@@ -276,7 +250,7 @@ egress_send_config(const struct keepd_config *k, int fd)
 	if (resolv_len > 0)
 		memcpy(
 		    blob + ca_len + hosts_len + m.key_len, resolv, resolv_len);
-	mfd = egress_memfd_make("keep-egress", blob, total);
+	mfd = memfd_make_sealed("keep-egress", blob, total);
 	if (mfd == -1 ||
 	    msg_send(fd, MSG_EGRESS_CONFIG, 0, 0, &m, sizeof(m), mfd) != MSG_OK)
 		log_warn("%s: egress configuration not sent", __func__);
@@ -497,7 +471,7 @@ egress_h_config(struct proc_ctx *ctx, const struct msg *m)
 	    c.resolv_len > (64u << 10) || c.dns_port == 0 ||
 	    c.dns_port > 65535 || c.pad != 0 ||
 	    (c.key_len != 0 && c.key_len != EGRESS_WEBHOOK_KEYBYTES) ||
-	    (blob = egress_memfd_read(m->fd, total)) == NULL) {
+	    (blob = memfd_read(m->fd, total, EGRESS_REPLY_MAX)) == NULL) {
 		close(m->fd);
 		log_warnx("%s: malformed configuration", __func__);
 		return -1;
@@ -537,8 +511,8 @@ egress_h_config(struct proc_ctx *ctx, const struct msg *m)
 	sodium_memzero(blob, total);
 	free(blob);
 	es->have_config = 1;
-	log_info("%s: CA %s, %s hosts table, webhook key %s", __func__,
-	    c.ca_len > 0 ? "from egress.ca_file" : "of the system",
+	log_info("%s: CA bundle %s, %s hosts table, webhook key %s", __func__,
+	    c.ca_len > 0 ? "received" : "missing (HTTPS fails)",
 	    hosts != NULL ? "a" : "no",
 	    c.key_len > 0 ? "from egress.webhook_key_file" : "per start");
 	return 0;
@@ -627,7 +601,7 @@ send_reply(struct proc_ctx *ctx, const struct msg *m, uint32_t type,
 	int fd;
 
 	r.len = len;
-	if ((fd = egress_memfd_make("keep-egress-reply", wire, len)) == -1 ||
+	if ((fd = memfd_make_sealed("keep-egress-reply", wire, len)) == -1 ||
 	    msg_reply(ctx, m, type, &r, sizeof(r), fd) != MSG_OK)
 		log_warn("%s: reply to %s lost", __func__, proc_name(m->from));
 	if (fd != -1)
@@ -845,7 +819,7 @@ egress_serve(struct proc_ctx *ctx, const struct msg *m, uint16_t type,
 	if (j.q.len > EGRESS_MSG_MAX ||
 	    (type == MSG_EGRESS_WEBHOOK &&
 	        !valid_sandbox(j.q.sandbox, sizeof(j.q.sandbox))) ||
-	    (in = egress_memfd_read(m->fd, j.q.len)) == NULL) {
+	    (in = memfd_read(m->fd, j.q.len, EGRESS_REPLY_MAX)) == NULL) {
 		close(m->fd);
 		deny_decision(&d, NULL, NULL, 0, EGRESS_E_MSG, "malformed");
 		refuse(ctx, m,

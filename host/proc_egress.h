@@ -102,10 +102,4 @@ int egress_check_grant(const struct proc_ctx *ctx, const struct msg *m,
     const struct grant *in, const char *principal,
     const struct egress_rule *rules, size_t nrules, struct grant *g);
 
-/* Read a whole memfd/regular file of exactly len bytes (NULL: failed).
- * Used by both ends of these messages. */
-void *egress_memfd_read(int fd, uint64_t len);
-/* A sealed memfd holding len bytes of p; -1 on failure. */
-int egress_memfd_make(const char *name, const void *p, size_t len);
-
 #endif

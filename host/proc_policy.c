@@ -24,6 +24,7 @@
 #include "lang/lang.h"
 #include "lib/caps.h"
 #include "lib/log.h"
+#include "lib/memfd.h"
 #include "policy/policy.h"
 #include "policy/policy_hooks.h"
 #include "token/token.h"
@@ -55,33 +56,14 @@ struct policy_state {
 /* The policy language (policy/); tests may point this elsewhere. */
 const struct policy_hooks *policy_hooks = &policy_lang_hooks;
 
-/* Read exactly size bytes of the memfd; the parent sealed it. */
+/* Exactly size bytes of the memfd, NUL-terminated; the parent sealed it. */
 static char *
 read_text(int fd, uint64_t size)
 {
-	struct stat st;
 	char *text;
-	size_t off = 0;
-	ssize_t n;
 
-	if (fstat(fd, &st) == -1 || st.st_size < 0 ||
-	    (uint64_t)st.st_size != size) {
-		log_warnx("%s: policy memfd size does not match", __func__);
-		return NULL;
-	}
-	if ((text = malloc(size + 1)) == NULL)
-		return NULL;
-	while (off < size) {
-		n = pread(fd, text + off, size - off, (off_t)off);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			free(text);
-			return NULL;
-		}
-		off += (size_t)n;
-	}
-	text[size] = '\0';
+	if ((text = memfd_read(fd, size, MSG_POLICY_MAX_TEXT)) == NULL)
+		log_warn("%s: the policy memfd", __func__);
 	return text;
 }
 

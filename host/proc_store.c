@@ -23,6 +23,7 @@
 #include "host/store/store_wire.h"
 #include "lib/clock.h"
 #include "lib/log.h"
+#include "lib/memfd.h"
 
 #define STORE_MAP_SIZE (64ULL << 20)
 #define STORE_MAP_MAX (4ULL << 30)
@@ -85,31 +86,16 @@ store_h_request(struct proc_ctx *ctx, const struct msg *m)
 static int
 store_h_put_large(struct proc_ctx *ctx, const struct msg *m)
 {
-	const int need = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE;
-	struct stat sb;
 	uint64_t len;
 	uint8_t *buf = NULL;
-	size_t got = 0;
-	ssize_t n;
-	int seals, rc = -1;
+	int rc = -1;
 
 	memcpy(&len, m->data, sizeof(len));
-	if ((seals = fcntl(m->fd, F_GET_SEALS)) == -1 ||
-	    (seals & need) != need || fstat(m->fd, &sb) == -1 ||
-	    !S_ISREG(sb.st_mode) || (uint64_t)sb.st_size != len ||
-	    len <= MSG_MAX_PAYLOAD || len > STORE_PUT_LARGE_MAX ||
-	    (buf = malloc(len)) == NULL) {
+	if (len <= MSG_MAX_PAYLOAD ||
+	    (buf = memfd_read(m->fd, len, STORE_PUT_LARGE_MAX)) == NULL) {
 		log_warnx("%s: a large put from %s refused (%llu bytes)",
 		    __func__, proc_name(m->from), (unsigned long long)len);
 		goto out;
-	}
-	while (got < len) {
-		n = pread(m->fd, buf + got, len - got, (off_t)got);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			goto out;
-		got += (size_t)n;
 	}
 	rc = serve(ctx, m, MSG_STORE_PUT, buf, len);
 out:

@@ -188,7 +188,6 @@ vmm_h_images(struct proc_ctx *ctx, const struct msg *m)
 	uint8_t *bytes = MAP_FAILED;
 	char path[RUN_NAME_MAX + 16], err[256] = "";
 	struct grant g;
-	struct stat st;
 	int put = m->hdr.type == MSG_VMM_IMAGE_PUT;
 	int del = m->hdr.type == MSG_VMM_IMAGE_DELETE;
 
@@ -230,8 +229,8 @@ vmm_h_images(struct proc_ctx *ctx, const struct msg *m)
 	}
 	/* An upload: every byte is the client's until it verifies. */
 	r->status = SBX_E_IMAGE;
-	if (fstat(m->fd, &st) == -1 || (uint64_t)st.st_size != q.size ||
-	    q.size == 0 || q.size > VMM_IMAGE_MAX_BYTES) {
+	if (q.size == 0 ||
+	    memfd_check(m->fd, q.size, VMM_IMAGE_MAX_BYTES) == -1) {
 		strlcpy(r->reason, "size", sizeof(r->reason));
 		goto reply;
 	}

@@ -35,6 +35,8 @@
 #include "lib/caps.h"
 #include "lib/clock.h"
 #include "lib/log.h"
+#include "lib/memfd.h"
+#include "lib/tree.h"
 #include "token/paserk.h"
 
 #define VMM_SANDBOXES_MAX 256
@@ -107,7 +109,6 @@ void vmm_job_finish(struct proc_ctx *ctx, struct job *job);
 /* Send the new output of RUN_F_STREAM runs; 1 if any is running. */
 int vmm_stream_outputs(struct proc_ctx *ctx, struct vmm_state *vs);
 uint32_t vmm_not_found(const struct vmm_state *vs);
-void vmm_remove_tree(int dir, const char *name, int depth);
 void vmm_restore_start(struct proc_ctx *ctx, struct vmm_state *vs);
 int vmm_safe_name(const char *s, size_t max);
 struct sandbox *vmm_sandbox_find(

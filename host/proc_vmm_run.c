@@ -59,7 +59,7 @@ run_reply(struct proc_ctx *ctx, enum proc_id to, uint64_t reqid,
 	}
 	strlcpy(d.reason, reason, sizeof(d.reason));
 	if (fd < 0)
-		fd = memfd_create("keep-out", MFD_CLOEXEC);
+		fd = memfd_make_sealed("keep-out", NULL, 0);
 	if (fd < 0 || ctx->fd[to] < 0 ||
 	    msg_send(ctx->fd[to], MSG_VMM_RUN_DONE, MSG_F_REPLY, reqid, &d,
 	        sizeof(d), fd) != MSG_OK)
@@ -79,7 +79,7 @@ run_started(struct proc_ctx *ctx, enum proc_id to, uint64_t reqid, uint64_t pid)
 	memset(&d, 0, sizeof(d));
 	d.status = RUN_STARTED;
 	d.pid = pid;
-	if ((fd = memfd_create("keep-out", MFD_CLOEXEC)) < 0 ||
+	if ((fd = memfd_make_sealed("keep-out", NULL, 0)) < 0 ||
 	    ctx->fd[to] < 0 ||
 	    msg_send(ctx->fd[to], MSG_VMM_RUN_DONE, MSG_F_REPLY, reqid, &d,
 	        sizeof(d), fd) != MSG_OK)
@@ -287,7 +287,13 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 		strlcpy(reason, "too many runs at once", sizeof(reason));
 		goto refuse;
 	}
-	/* The request's strings and stdin, from its sealed memfd. */
+	/* The request's strings and stdin, from its sealed memfd: checked
+	 * first, since a short one would fault the mapping (SIGBUS). */
+	if (memfd_check(m->fd, q.input_len, RUN_MAX_INPUT) == -1) {
+		strlcpy(reason, "the request's memfd is not sealed at its size",
+		    sizeof(reason));
+		goto refuse;
+	}
 	if (q.input_len > 0 &&
 	    (in = mmap(NULL, q.input_len, PROT_READ, MAP_PRIVATE, m->fd, 0)) ==
 	        MAP_FAILED)
@@ -365,8 +371,8 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	job->res = mmap(NULL, sizeof(*job->res), PROT_READ | PROT_WRITE,
 	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (job->res == MAP_FAILED ||
-	    (outfds[0] = memfd_create("keep-stdout", MFD_CLOEXEC)) == -1 ||
-	    (outfds[1] = memfd_create("keep-stderr", MFD_CLOEXEC)) == -1)
+	    (outfds[0] = memfd_new("keep-stdout")) == -1 ||
+	    (outfds[1] = memfd_new("keep-stderr")) == -1)
 		goto error;
 	memset(job->res, 0, sizeof(*job->res));
 	/* Egress: the guest's fetches go over a socketpair to here, with
@@ -532,10 +538,15 @@ vmm_job_finish(struct proc_ctx *ctx, struct job *job)
 		log_warnx("run %llu: vm pid %d: %s",
 		    (unsigned long long)job->reqid, (int)job->pid, reason);
 	}
-	if (join_output(job->outfd, job->errfd, &out_len, &err_len) != 0) {
+	/* Sealed before it leaves: what remains of the run (its guest's
+	 * other processes) can no longer change what the front reads. */
+	if (join_output(job->outfd, job->errfd, &out_len, &err_len) != 0 ||
+	    memfd_seal(job->outfd) == -1) {
 		st = RUN_ERROR;
 		out_len = err_len = 0;
 		strlcpy(reason, "output lost", sizeof(reason));
+		close(job->outfd);
+		job->outfd = -1;
 	}
 	if (job->killed) {
 		st = RUN_KILLED;
@@ -551,7 +562,8 @@ vmm_job_finish(struct proc_ctx *ctx, struct job *job)
 	if (!job->background)
 		run_reply(ctx, job->from, job->reqid, st, res.exit_code, reason,
 		    job->outfd, out_len, err_len, &res);
-	close(job->outfd);
+	if (job->outfd >= 0)
+		close(job->outfd);
 	close(job->errfd);
 	if (job->pidfd >= 0)
 		close(job->pidfd);

@@ -101,7 +101,8 @@ enum sbx_status {
 	SBX_E_FULL, /* at the configured maximum of sandboxes */
 	SBX_E_GRANT, /* the grant does not authorize it */
 	SBX_E_INTERNAL, /* the host could not do it (logged) */
-	SBX_E_RESTORING /* not found yet: the vmm is still reading the store */
+	SBX_E_RESTORING, /* not found yet: the vmm is still reading the store */
+	SBX_E_QUOTA /* the principal holds its policy's `sandboxes` already */
 };
 
 struct msg_vmm_sandbox_new {

@@ -1,6 +1,8 @@
 /*
  * The front's api_backend over its links (host/front/front_backend.h).
  */
+#include <sys/stat.h>
+
 #include <errno.h>
 #include <stdarg.h>
 #include <poll.h>
@@ -308,6 +310,21 @@ fb_deliver_vmm_batch(struct front_backend *fb, size_t len)
 		log_warnx("%s: a malformed batch of replies", __func__);
 		fb->ctx->ndropped++;
 	}
+}
+
+uint64_t
+fb_link_id(struct front_backend *fb, enum proc_id peer)
+{
+	int fd = fb->ctx->fd[peer];
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	struct stat st;
+
+	/* Each socketpair has an inode of its own. */
+	if (fd < 0 || fstat(fd, &st) == -1)
+		return 0;
+	if (poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR)))
+		return 0;
+	return (uint64_t)st.st_ino;
 }
 
 /* A link read failed (rc): the peer is gone until the parent restarts

@@ -14,6 +14,7 @@
 #include "host/front/front_backend.h"
 #include "host/msg.h"
 #include "host/proc_egress.h"
+#include "lib/memfd.h"
 
 /* The grant of an authorize, kept in the call's authz_room for its op
  * (call->authz). */
@@ -75,6 +76,11 @@ struct front_backend {
 	 * again, every request waits for its entry
 	 * (fb_audit_decision_commit). */
 	int audit_full;
+	/* Env snapshots from the vmm, numbered in the order it made them,
+	 * and the syncs to the store running now, one per sandbox
+	 * (fb_sync_env). */
+	uint64_t env_seq;
+	struct fb_env_sync *env_syncs;
 };
 
 /* fb_call reply flags. */
@@ -139,6 +145,9 @@ void fb_locks_free(struct front_backend *);
  * the call does not name it (Keep-Lock). */
 int fb_lock_check(struct front_backend *, const struct api_call *,
     const char *sbx, const struct msg_policy_decision *d, struct api_error *);
+/* The identity of the link to peer as it is now: 0 if there is none or
+ * its peer has gone; another value once the parent has replaced it. */
+uint64_t fb_link_id(struct front_backend *, enum proc_id peer);
 int fb_sync_env(struct front_backend *, const struct api_principal *,
     const char *id, const char *env, size_t env_len, struct api_error *);
 void fb_persist_run(struct front_backend *, const struct api_principal *,

@@ -208,8 +208,7 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 	q.nenv = (uint32_t)nenv;
 	q.stdin_len = inlen;
 	q.timeout_ms = timeout_ms;
-	if ((mfd = memfd_create("keep-run", MFD_CLOEXEC | MFD_ALLOW_SEALING)) ==
-	    -1) {
+	if ((mfd = memfd_new("keep-run")) == -1) {
 		rc = fb_fail(err, API_EINTERNAL, "Internal error");
 		goto out;
 	}
@@ -224,8 +223,7 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 	    (uint64_t)st.st_size > RUN_MAX_INPUT)
 		goto bad;
 	q.input_len = (uint64_t)st.st_size;
-	if (fcntl(mfd, F_ADD_SEALS,
-	        F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) == -1)
+	if (memfd_seal(mfd) == -1)
 		goto bad;
 	/* egress: the token's caps for the run's egress decisions
 	 * (host/vmm_egress.h). */
@@ -615,7 +613,6 @@ h_run_done(struct proc_ctx *ctx, const struct msg *m)
 	struct front_backend *fb = *(struct front_backend **)ctx->arg;
 	struct msg_vmm_run_done d;
 	struct fb_run *r;
-	struct stat st;
 
 	memcpy(&d, m->data, sizeof(d));
 	if ((r = run_find(fb, m->hdr.reqid)) == NULL) {
@@ -626,8 +623,8 @@ h_run_done(struct proc_ctx *ctx, const struct msg *m)
 	if (d.status >= nitems(status_reason) ||
 	    status_reason[d.status] == NULL ||
 	    memchr(d.reason, '\0', sizeof(d.reason)) == NULL ||
-	    fstat(m->fd, &st) == -1 || d.out_len > (uint64_t)st.st_size ||
-	    d.err_len > (uint64_t)st.st_size - d.out_len ||
+	    d.err_len > UINT64_MAX - d.out_len ||
+	    memfd_check(m->fd, d.out_len + d.err_len, UINT64_MAX) == -1 ||
 	    (r->res.out = read_exact(m->fd, 0, d.out_len)) == NULL ||
 	    (r->res.err = read_exact(m->fd, d.out_len, d.err_len)) == NULL) {
 		close(m->fd);
