@@ -13,6 +13,7 @@
 
 #include "host/config.h"
 #include "host/parent.h"
+#include "host/preflight.h"
 #include "host/proc.h"
 #include "host/seccomp_filters.h"
 #include "lib/log.h"
@@ -128,6 +129,8 @@ main(int argc, char *argv[])
 	}
 	if (check) {
 		printf("configuration OK\n");
+		fflush(stdout);
+		preflight_check(&cfg, stderr);
 		return 0;
 	}
 	if (!foreground && daemon(0, 0) == -1)
