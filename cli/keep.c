@@ -52,6 +52,7 @@ static const struct {
 	{ "api", cmd_api_exec, "talk to a running keepd over HTTP" },
 	{ "audit", cmd_audit, "verify, tail and export the audit log" },
 	{ "store", cmd_store, "back up and restore the store (LMDB)" },
+	{ "status", cmd_status, "processes, versions, policy, store, limits" },
 };
 
 static void
