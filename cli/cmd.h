@@ -40,5 +40,7 @@ int cmd_key(int argc, char **argv);
 int cmd_token(int argc, char **argv);
 int cmd_api(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
+int cmd_store(int argc, char **argv);
+int cmd_status(int argc, char **argv);
 
 #endif

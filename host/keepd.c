@@ -13,6 +13,7 @@
 
 #include "host/config.h"
 #include "host/parent.h"
+#include "host/preflight.h"
 #include "host/proc.h"
 #include "host/seccomp_filters.h"
 #include "lib/log.h"
@@ -155,6 +156,8 @@ main(int argc, char *argv[])
 			    cfg.listen_address,
 			    strchr(cfg.listen_address, ':') ? "]" : "",
 			    (unsigned)cfg.listen_port);
+		fflush(stdout);
+		preflight_check(&cfg, stderr);
 		return 0;
 	}
 	if (!foreground && daemon(0, 0) == -1)

@@ -203,6 +203,27 @@ format_request_id(char out[40], uint32_t nonce, uint64_t seq)
 	out[9 + n] = '\0';
 }
 
+/*
+ * One log line per refused or failed request (every request with -v),
+ * named by the X-Request-Id the client got, so that a report quoting it
+ * finds the line in the journal. Route names are ours; the principal and
+ * the sandbox id come from outside and are escaped.
+ */
+static void
+rq_log(const struct rq *r, int status)
+{
+	char sub[4 * sizeof(r->who.sub) + 1], id[4 * sizeof(r->id) + 1];
+
+	if (status < 400 && log_verbosity() < 1)
+		return;
+	log_escape(sub, sizeof(sub), r->who.sub,
+	    strnlen(r->who.sub, sizeof(r->who.sub)));
+	log_escape(id, sizeof(id), r->id, strnlen(r->id, sizeof(r->id)));
+	log_info("request %s: %s%s%s by \"%s\": %d", r->request_id,
+	    r->route != NULL ? r->route->name : "-", id[0] != '\0' ? " " : "",
+	    id, sub, status);
+}
+
 static void
 rq_emit(
     struct rq *r, int status, const char *ctype, const void *body, size_t len)
@@ -210,6 +231,7 @@ rq_emit(
 	struct http_buf *o = r->out;
 
 	r->status = status;
+	rq_log(r, status);
 	/* 204 carries no Content-Length (RFC 9110 8.6). */
 	http_response_begin(
 	    o, status, ctype, status == 204 ? (size_t)-1 : len, r->close);

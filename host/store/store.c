@@ -347,6 +347,16 @@ store_map_size(struct store *st)
 	return st->map_size;
 }
 
+int
+store_copy(struct store *st, const char *dir)
+{
+	int rc = mdb_env_copy2(st->env, dir, MDB_CP_COMPACT);
+
+	if (rc != 0)
+		errno = rc;
+	return store_mdb_err(rc);
+}
+
 /* ---- generic access ------------------------------------------------- */
 
 /* Validate a value found under key in db; the record must name the key. */

@@ -133,6 +133,15 @@ void store_close(struct store *st);
 /* The current map size in bytes (after growth). */
 uint64_t store_map_size(struct store *st);
 
+/*
+ * A consistent, compacted copy of the whole environment into directory
+ * dir (which must exist and hold no data.mdb): LMDB's mdb_env_copy2 with
+ * MDB_CP_COMPACT, inside one read transaction, so it runs beside a
+ * writer in another process (keep store backup). Returns STORE_OK,
+ * STORE_E_NOSPC, STORE_E_RDONLY or STORE_E_IO (errno says more).
+ */
+int store_copy(struct store *st, const char *dir);
+
 /* ---- records -------------------------------------------------------- */
 
 enum store_sandbox_status {
