@@ -16,5 +16,6 @@ int cmd_key(int argc, char **argv);
 int cmd_token(int argc, char **argv);
 int cmd_api(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
+int cmd_cron(int argc, char **argv);
 
 #endif

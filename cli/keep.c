@@ -51,6 +51,7 @@ static const struct {
 	{ "token", cmd_token, "sign, verify, mint and inspect tokens" },
 	{ "api", cmd_api_exec, "talk to a running keepd over HTTP" },
 	{ "audit", cmd_audit, "verify, tail and export the audit log" },
+	{ "cron", cmd_cron, "when a schedule's cron expression fires" },
 };
 
 static void
