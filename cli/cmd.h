@@ -42,5 +42,6 @@ int cmd_api(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
 int cmd_store(int argc, char **argv);
 int cmd_status(int argc, char **argv);
+int cmd_cron(int argc, char **argv);
 
 #endif

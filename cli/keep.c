@@ -53,6 +53,7 @@ static const struct {
 	{ "audit", cmd_audit, "verify, tail and export the audit log" },
 	{ "store", cmd_store, "back up and restore the store (LMDB)" },
 	{ "status", cmd_status, "processes, versions, policy, store, limits" },
+	{ "cron", cmd_cron, "when a schedule's cron expression fires" },
 };
 
 static void
