@@ -67,7 +67,7 @@ vmm_strerror(int err)
 	case VMM_OK:
 		return "success";
 	case VMM_E_ELF:
-		return "not a loadable static ELF";
+		return "not a loadable ELF";
 	case VMM_E_KVM:
 		return "KVM refused the VM";
 	case VMM_E_NOMEM:
@@ -300,7 +300,7 @@ setup_cpu(struct vm *vm, uint64_t rsp)
 	sr->ldt.unusable = 1;
 
 	memset(regs, 0, sizeof(*regs));
-	regs->rip = vm->elf.entry;
+	regs->rip = vm->start;
 	regs->rsp = rsp;
 	regs->rflags = RFLAGS_FIXED;
 	vm->run->kvm_dirty_regs = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
@@ -374,7 +374,7 @@ build_stack(struct vm *vm, uint64_t *rsp)
 	AUX(AT_PHENT, vm->elf.phentsize);
 	AUX(AT_PHNUM, vm->elf.phnum);
 	AUX(AT_PAGESZ, VM_PAGE);
-	AUX(AT_BASE, 0);
+	AUX(AT_BASE, vm->interp_base);
 	AUX(AT_FLAGS, 0);
 	AUX(AT_ENTRY, vm->elf.entry);
 	AUX(AT_UID, 1000);
@@ -434,7 +434,11 @@ load_program(struct vm *vm, char *err, size_t errlen)
 	vm->brk_max = free_lo + ((free_hi - free_lo) / 2 & ~(VM_HUGE - 1));
 	vm->mmap_lo = vm->brk_max;
 	vm->mmap_hi = free_hi;
-	return vm_mem_init(vm) == 0 ? VMM_OK : VMM_E_NOMEM;
+	vm->start = vm->elf.entry;
+	if (vm_mem_init(vm) != 0)
+		return VMM_E_NOMEM;
+	return vm->elf.interp_len != 0 ? vm_load_interp(vm, err, errlen)
+	                               : VMM_OK;
 }
 
 /* ---- the vCPU loop ---------------------------------------------------- */

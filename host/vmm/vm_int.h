@@ -42,7 +42,10 @@ struct vm {
 	size_t run_size;
 	uint8_t *mem;
 	uint64_t memsz;
-	struct elf_info elf;
+	struct elf_info elf; /* the program */
+	struct elf_info interp; /* its PT_INTERP loader, if it has one */
+	uint64_t interp_base; /* AT_BASE: 0 for a static program */
+	uint64_t start; /* first RIP: the loader's entry, else the program's */
 	/* Layout of the program's memory (docs/vmm.md). */
 	uint64_t brk_start, brk_cur, brk_max;
 	uint64_t mmap_lo, mmap_hi; /* page allocator range */
@@ -68,11 +71,18 @@ int vm_gstr(struct vm *, uint64_t addr, char *out, size_t max);
 /* KEEP_SYS_FETCH (fetch.c, guest/include/keep.h). */
 int64_t vm_keep_fetch(struct vm *, uint64_t addr, uint64_t size);
 
+/* Place and copy the program's PT_INTERP loader from the image's files
+ * (loader.c); once the memory layout is set. VMM_OK or a VMM_E_*. */
+int vm_load_interp(struct vm *, char *err, size_t errlen);
+
 /* The page allocator behind mmap (mem.c). */
 int vm_mem_init(struct vm *);
 uint64_t vm_mmap_alloc(struct vm *, uint64_t len); /* 0 on failure */
 int vm_mmap_free(struct vm *, uint64_t addr, uint64_t len);
 int vm_mmap_is_used(struct vm *, uint64_t addr, uint64_t len);
+/* Copy a file's bytes into a private mapping; bytes read or -errno. */
+int64_t vm_mmap_fill(
+    struct vm *, int fd, uint64_t g, uint64_t len, uint64_t off);
 
 /* The guest's CPUID table once vmm_prepare() has run (cpuid.c), and one
  * register of one leaf in it (reg 0-3: EAX EBX ECX EDX; 0 if absent). */

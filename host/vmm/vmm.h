@@ -23,7 +23,8 @@
 
 enum vmm_err {
 	VMM_OK = 0,
-	VMM_E_ELF = -32000, /* the program is not a loadable static ELF */
+	VMM_E_ELF =
+	    -32000, /* the program (or its loader) is not a loadable ELF */
 	VMM_E_KVM, /* /dev/kvm refused something; errno-based reason */
 	VMM_E_NOMEM, /* host memory */
 	VMM_E_INVAL, /* a caller's argument out of range */

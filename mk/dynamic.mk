@@ -1,0 +1,14 @@
+# Dynamic executables (issue 18): test guests built with the host's plain
+# gcc (PIEs with an interpreter, loaded by glibc's ld.so in the guest).
+
+DYN_GUESTS = $(B)/guests/dynamic/hello $(B)/guests/dynamic/dlopen \
+             $(B)/guests/dynamic/libsquare.so
+ALL_EXTRA += $(DYN_GUESTS)
+
+$(B)/guests/dynamic/%: tests/guests/dynamic/%.c
+	@mkdir -p $(dir $@)
+	gcc -O1 -Wall -Werror -o $@ $<
+
+$(B)/guests/dynamic/lib%.so: tests/guests/dynamic/%.c
+	@mkdir -p $(dir $@)
+	gcc -O1 -Wall -Werror -shared -fPIC -o $@ $<
