@@ -500,7 +500,7 @@ vdir_getdents(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len)
 			.type = type };
 		memset(g + used, 0, reclen);
 		memcpy(g + used, &d, sizeof(d));
-		memcpy(g + used + sizeof(d), name, nl);
+		memcpy(g + used + offsetof(struct g_dirent, name), name, nl);
 		used += reclen;
 		f->off++;
 	}
