@@ -36,7 +36,7 @@ enum image_err {
 #define IMAGE_CMD_MAX 32
 #define IMAGE_PATH_MAX 128
 #define IMAGE_MAX_COMMANDS 256
-#define IMAGE_MAX_FILES 4096
+#define IMAGE_MAX_FILES 65536
 #define IMAGE_KID_MAX 52
 
 struct image_file {

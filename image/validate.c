@@ -83,7 +83,10 @@ image_check_str(const uint8_t *field, size_t size, int path)
 		    (c >= '0' && c <= '9') || c == '.' || c == '_' ||
 		    c == '-' || c == '+')
 			continue;
-		if (path && c == '/')
+		/* Package files have names like "[" and "c++filt" and
+		 * "x@2x.png": a path may hold any printable byte but the
+		 * space and the backslash. */
+		if (path && c > 0x20 && c < 0x7f && c != '\\')
 			continue;
 		return -1;
 	}
@@ -119,12 +122,40 @@ all_zero(const uint8_t *p, size_t n)
 }
 
 static int
+cmp_path(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* No two files share a path: sorted, in n log n (an image may hold tens
+ * of thousands of files). */
+static int
+unique_paths(const struct image *img, char *err, size_t errlen)
+{
+	const char **v = calloc(img->nfiles, sizeof(*v));
+	int rc = 0;
+
+	if (v == NULL)
+		return image_fail(err, errlen, IMAGE_E_NOMEM, "out of memory");
+	for (size_t i = 0; i < img->nfiles; i++)
+		v[i] = img->files[i].path;
+	qsort(v, img->nfiles, sizeof(*v), cmp_path);
+	for (size_t i = 1; i < img->nfiles && rc == 0; i++)
+		if (strcmp(v[i - 1], v[i]) == 0)
+			rc = image_fail(err, errlen, IMAGE_E_FORMAT,
+			    "duplicate path %s", v[i]);
+	free(v);
+	return rc;
+}
+
+static int
 validate(struct image *img, char *err, size_t errlen)
 {
 	const uint8_t *b = img->base;
 	size_t len = img->len;
 	uint64_t memory, poff, plen, tables_end, body;
 	uint32_t nc, nf, caps;
+	int rc;
 
 	if (len < IMG_HEADER_LEN || memcmp(b, IMG_MAGIC, 8) != 0)
 		return image_fail(err, errlen, IMAGE_E_FORMAT,
@@ -220,12 +251,6 @@ validate(struct image *img, char *err, size_t errlen)
 		    !all_zero(e + IMG_F_MODE + 4, 12))
 			return image_fail(err, errlen, IMAGE_E_FORMAT,
 			    "file %u: bad mode or reserved bytes", i);
-		for (uint32_t j = 0; j < i; j++)
-			if (strcmp(img->files[j].path,
-			        (const char *)e + IMG_F_PATH) == 0)
-				return image_fail(err, errlen, IMAGE_E_FORMAT,
-				    "file %u: duplicate path %s", i,
-				    img->files[j].path);
 		crypto_generichash(h, sizeof(h), b + poff + off, size, NULL, 0);
 		if (sodium_memcmp(h, e + IMG_F_HASH, sizeof(h)) != 0)
 			return image_fail(err, errlen, IMAGE_E_HASH,
@@ -241,6 +266,8 @@ validate(struct image *img, char *err, size_t errlen)
 		return image_fail(err, errlen, IMAGE_E_FORMAT,
 		    "payload has %llu bytes after the last file",
 		    (unsigned long long)(plen - next));
+	if ((rc = unique_paths(img, err, errlen)) != 0)
+		return rc;
 
 	const uint8_t *ct = b + IMG_TABLES;
 	for (uint32_t i = 0; i < nc; i++) {
