@@ -54,6 +54,7 @@ struct vm {
 	uint64_t brk_peak;
 	uint64_t stack_lo, stack_top;
 	/* Files. */
+	uint32_t *img_order; /* cfg->files by path (imgtree.c) */
 	struct vfd *fds;
 	unsigned nfds;
 	int ws_fd; /* the workspace directory, or -1 */
@@ -97,6 +98,16 @@ void vm_stop(struct vm *, enum vmm_status, int code, const char *fmt, ...)
  * guest's registers; returns the value for RAX (a negative errno on
  * failure). The synced registers in vm->run may be changed. */
 int64_t vm_syscall(struct vm *, uint64_t nr, const uint64_t a[6]);
+
+/* The image's files by path (imgtree.c): the index, a file by its
+ * exact path, whether a path is a directory of them, and the idx-th
+ * entry of such a directory (0, or -1 past the last). */
+int vm_img_init(struct vm *);
+void vm_img_free(struct vm *);
+const struct vmm_file *vm_img_find(struct vm *, const char *path);
+int vm_img_is_dir(struct vm *, const char *path);
+int vm_img_child(struct vm *, const char *dir, size_t idx, char *name,
+    size_t max, int *is_dir);
 
 /* Files (fs.c). */
 int vm_fs_init(struct vm *);

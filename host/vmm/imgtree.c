@@ -1,0 +1,166 @@
+/*
+ * The image's files as a tree (docs/vmm.md, "Files"): an index of
+ * cfg->files sorted by path, so that finding a file, telling whether a
+ * path is a directory and listing a directory cost a binary search, not a
+ * walk of every file. An image from Debian packages holds thousands of
+ * files and CPython stats and lists hundreds of paths while it starts.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "host/vmm/vm_int.h"
+
+static const struct vmm_config *sort_cfg; /* qsort has no argument */
+
+static int
+by_path(const void *a, const void *b)
+{
+	return strcmp(sort_cfg->files[*(const uint32_t *)a].path,
+	    sort_cfg->files[*(const uint32_t *)b].path);
+}
+
+int
+vm_img_init(struct vm *vm)
+{
+	const struct vmm_config *cfg = vm->cfg;
+	size_t i;
+	int sorted = 1;
+
+	if (cfg->nfiles == 0)
+		return VMM_OK;
+	if (cfg->nfiles > UINT32_MAX ||
+	    (vm->img_order = calloc(cfg->nfiles, sizeof(uint32_t))) == NULL)
+		return VMM_E_NOMEM;
+	for (i = 0; i < cfg->nfiles; i++) {
+		vm->img_order[i] = (uint32_t)i;
+		if (i > 0 &&
+		    strcmp(cfg->files[i - 1].path, cfg->files[i].path) >= 0)
+			sorted = 0;
+	}
+	/* Images keep's builder writes are sorted already. */
+	if (!sorted) {
+		sort_cfg = cfg;
+		qsort(vm->img_order, cfg->nfiles, sizeof(uint32_t), by_path);
+		sort_cfg = NULL;
+	}
+	return VMM_OK;
+}
+
+void
+vm_img_free(struct vm *vm)
+{
+	free(vm->img_order);
+	vm->img_order = NULL;
+}
+
+static const char *
+path_at(const struct vm *vm, size_t pos)
+{
+	return vm->cfg->files[vm->img_order[pos]].path;
+}
+
+/* The first position whose path is not below key. */
+static size_t
+lower_bound(const struct vm *vm, const char *key)
+{
+	size_t lo = 0, hi = vm->cfg->nfiles;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(path_at(vm, mid), key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+const struct vmm_file *
+vm_img_find(struct vm *vm, const char *path)
+{
+	size_t pos;
+
+	if (vm->img_order == NULL)
+		return NULL;
+	pos = lower_bound(vm, path);
+	return pos < vm->cfg->nfiles && strcmp(path_at(vm, pos), path) == 0
+	    ? &vm->cfg->files[vm->img_order[pos]]
+	    : NULL;
+}
+
+/* dir with a '/' after it ("/" stays "/"); 0, or -1 when too long. */
+static int
+dir_prefix(const char *dir, char *out, size_t max)
+{
+	size_t n = strlen(dir);
+
+	if (strcmp(dir, "/") == 0)
+		n = 0;
+	if (n + 2 > max)
+		return -1;
+	memcpy(out, dir, n);
+	out[n] = '/';
+	out[n + 1] = '\0';
+	return 0;
+}
+
+int
+vm_img_is_dir(struct vm *vm, const char *path)
+{
+	char prefix[VM_PATH_MAX + 1];
+	size_t pos;
+
+	if (strcmp(path, "/") == 0)
+		return 1;
+	if (vm->img_order == NULL ||
+	    dir_prefix(path, prefix, sizeof(prefix)) != 0)
+		return 0;
+	pos = lower_bound(vm, prefix);
+	return pos < vm->cfg->nfiles &&
+	    strncmp(path_at(vm, pos), prefix, strlen(prefix)) == 0;
+}
+
+int
+vm_img_child(struct vm *vm, const char *dir, size_t idx, char *name, size_t max,
+    int *is_dir)
+{
+	char prefix[VM_PATH_MAX + 1], key[2 * VM_PATH_MAX + 2];
+	size_t pos, plen, k;
+
+	if (vm->img_order == NULL ||
+	    dir_prefix(dir, prefix, sizeof(prefix)) != 0)
+		return -1;
+	plen = strlen(prefix);
+	pos = lower_bound(vm, prefix);
+	for (k = 0;; k++) {
+		const char *p, *rest;
+		size_t cl;
+
+		if (pos >= vm->cfg->nfiles)
+			return -1;
+		p = path_at(vm, pos);
+		if (strncmp(p, prefix, plen) != 0)
+			return -1;
+		rest = p + plen;
+		cl = strcspn(rest, "/");
+		if (k == idx) {
+			if (cl == 0 || cl >= max)
+				return -1;
+			memcpy(name, rest, cl);
+			name[cl] = '\0';
+			*is_dir = rest[cl] == '/';
+			return 0;
+		}
+		if (rest[cl] != '/') {
+			pos++;
+			continue;
+		}
+		/* Past the whole subdirectory: every path under it begins
+		 * with prefix + name + '/', and '0' follows '/'. */
+		memcpy(key, p, plen + cl);
+		key[plen + cl] = '0';
+		key[plen + cl + 1] = '\0';
+		pos = lower_bound(vm, key);
+	}
+}
