@@ -1,7 +1,8 @@
 /*
  * keep image build --name N --version V [--memory SIZE] [--cap CAP]...
  *                  [--command NAME[=PROGRAM]]... [--file DEST=SRC]...
- *                  [--deb PKG]... [--manifest FILE] [PROGRAM] -o OUT
+ *                  [--deb PKG]... [--manifest FILE] [--defer-hashes]
+ *                  [PROGRAM] -o OUT
  * keep image sign --key SECRET IMAGE
  * keep image verify --trust PUBLIC [--trust PUBLIC]... IMAGE
  * keep image inspect [--json] IMAGE
@@ -44,7 +45,7 @@ image_usage(void)
 	    "[--cap CAP]...\n"
 	    "           [--command NAME[=PROGRAM]]... [--file DEST=SRC]... "
 	    "[--deb PKG]...\n"
-	    "           [--manifest FILE] [PROGRAM] -o OUT\n"
+	    "           [--manifest FILE] [--defer-hashes] [PROGRAM] -o OUT\n"
 	    "       keep image sign --key SECRET IMAGE\n"
 	    "       keep image verify --trust PUBLIC [--trust PUBLIC]... "
 	    "IMAGE\n"
@@ -115,8 +116,8 @@ finish_temp(int fd, const char *tmp, const char *out)
 
 /* What a build is made of, from options and manifest lines alike. */
 struct build_spec {
-	char **cmds, **files, **debs;
-	size_t ncmds, nfiles, ndebs;
+	char **cmds, **files, **debs, **envs;
+	size_t ncmds, nfiles, ndebs, nenvs;
 	char **owned; /* strings read from a manifest, freed at the end */
 	size_t nowned;
 };
@@ -142,6 +143,7 @@ spec_free(struct build_spec *sp)
 	free(sp->cmds);
 	free(sp->files);
 	free(sp->debs);
+	free(sp->envs);
 }
 
 /*
@@ -149,6 +151,7 @@ spec_free(struct build_spec *sp)
  *   deb PKG
  *   file DEST=SRC
  *   command NAME[=PATH]
+ *   env NAME=VALUE
  * Blank lines and lines starting with '#' are ignored.
  */
 static int
@@ -194,16 +197,56 @@ spec_manifest(struct build_spec *sp, const char *path)
 			rc = spec_push(&sp->files, &sp->nfiles, dup);
 		else if (strcmp(word, "command") == 0)
 			rc = spec_push(&sp->cmds, &sp->ncmds, dup);
+		else if (strcmp(word, "env") == 0)
+			rc = spec_push(&sp->envs, &sp->nenvs, dup);
 		else {
 			fprintf(stderr,
 			    "keep image: %s:%u: unknown item %s (deb, file, "
-			    "command)\n",
+			    "command, env)\n",
 			    path, lineno, word);
 			rc = -1;
 		}
 	}
 	fclose(f);
 	return rc;
+}
+
+/* The image's default environment (docs/vmm.md): a file of NAME=VALUE
+ * lines the VMM appends after the caller's variables. Written to a
+ * temporary file so it joins the sorted set like any other. */
+#define IMAGE_ENV_PATH "/etc/keep/environment"
+
+static int
+write_env_file(const struct build_spec *sp, char *path, size_t max)
+{
+	FILE *f;
+	int fd;
+
+	snprintf(path, max, "/tmp/keep-image-env.XXXXXX");
+	if ((fd = mkstemp(path)) == -1) {
+		path[0] = '\0';
+		fprintf(stderr, "keep image: temporary file: %s\n",
+		    strerror(errno));
+		return -1;
+	}
+	if ((f = fdopen(fd, "w")) == NULL) {
+		close(fd);
+		return -1;
+	}
+	for (size_t i = 0; i < sp->nenvs; i++) {
+		const char *e = sp->envs[i], *eq = strchr(e, '=');
+
+		if (eq == NULL || eq == e || strpbrk(e, "\n\r") != NULL) {
+			fprintf(stderr,
+			    "keep image: --env wants NAME=VALUE, "
+			    "not %s\n",
+			    e);
+			fclose(f);
+			return -1;
+		}
+		fprintf(f, "%s\n", e);
+	}
+	return fclose(f) == 0 ? 0 : -1;
 }
 
 static int
@@ -237,6 +280,8 @@ image_build(int argc, char **argv)
 		{ "file", required_argument, NULL, 'f' },
 		{ "deb", required_argument, NULL, 'd' },
 		{ "manifest", required_argument, NULL, 'M' },
+		{ "defer-hashes", no_argument, NULL, 'D' },
+		{ "env", required_argument, NULL, 'e' },
 		{ "out", required_argument, NULL, 'o' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -247,7 +292,8 @@ image_build(int argc, char **argv)
 	cap_set_t caps = 0;
 	struct image_builder *b = NULL;
 	char err[512], progpath[IMAGE_PATH_MAX] = "", tmp[PATH_MAX];
-	int c, fd, rc = 1;
+	char envtmp[PATH_MAX] = "";
+	int c, fd, rc = 1, deferred = 0, envfile;
 
 	memset(&sp, 0, sizeof(sp));
 	optind = 1;
@@ -292,6 +338,13 @@ image_build(int argc, char **argv)
 			break;
 		case 'M':
 			if (spec_manifest(&sp, optarg) != 0)
+				goto out;
+			break;
+		case 'D':
+			deferred = 1;
+			break;
+		case 'e':
+			if (spec_push(&sp.envs, &sp.nenvs, optarg) != 0)
 				goto out;
 			break;
 		case 'o':
@@ -343,12 +396,23 @@ image_build(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (sp.nenvs > 0 &&
+	    (envfile = write_env_file(&sp, envtmp, sizeof(envtmp))) != 0)
+		goto out;
+	if (sp.nenvs > 0 &&
+	    deb_set_add_explicit(
+	        &set, IMAGE_ENV_PATH, envtmp, err, sizeof(err)) != 0) {
+		fprintf(stderr, "keep image: %s\n", err);
+		goto out;
+	}
 	if (sp.ndebs > 0 &&
 	    deb_set_collect(&set, (const char *const *)sp.debs, sp.ndebs, err,
 	        sizeof(err)) != 0) {
 		fprintf(stderr, "keep image: %s\n", err);
 		goto out;
 	}
+	if (deferred)
+		image_builder_defer_hashes(b);
 	/* Sorted, so the same inputs give the same image. */
 	deb_set_sort(&set);
 	for (size_t i = 0; i < set.n; i++)
@@ -396,6 +460,8 @@ image_build(int argc, char **argv)
 	}
 	rc = finish_temp(fd, tmp, out);
 out:
+	if (envtmp[0] != '\0')
+		unlink(envtmp);
 	image_builder_free(b);
 	deb_set_free(&set);
 	spec_free(&sp);
@@ -413,7 +479,7 @@ image_sign_cmd(int argc, char **argv)
 	struct image *img;
 	uint8_t sk[64], trailer[IMAGE_TRAILER_LEN];
 	const uint8_t *body;
-	size_t blen;
+	size_t blen, sblen;
 	char err[256], tmp[PATH_MAX];
 	int c, fd, rc;
 
@@ -434,8 +500,21 @@ image_sign_cmd(int argc, char **argv)
 		fprintf(stderr, "keep image sign: %s: %s\n", argv[optind], err);
 		return 1;
 	}
+	/* What is signed is checked first: with deferred hashes the
+	 * signature covers the files' hashes, not the files. */
+	for (size_t i = 0; i < image_nfiles(img); i++)
+		if (image_file_verify(image_file_at(img, i)) != 0) {
+			fprintf(stderr,
+			    "keep image sign: %s: %s does not match its "
+			    "hash\n",
+			    argv[optind], image_file_at(img, i)->path);
+			sodium_memzero(sk, sizeof(sk));
+			image_close(img);
+			return 1;
+		}
+	body = image_signed_bytes(img, &sblen);
+	image_sign(body, sblen, sk, trailer);
 	body = image_bytes(img, &blen);
-	image_sign(body, blen, sk, trailer);
 	sodium_memzero(sk, sizeof(sk));
 	rc = 1;
 	if ((fd = open_temp(argv[optind], tmp, sizeof(tmp))) != -1) {
@@ -482,7 +561,8 @@ image_verify_cmd(int argc, char **argv)
 		return image_usage();
 	if (image_open(argv[optind], &img, err, sizeof(err)) != 0 ||
 	    image_verify(img, (const uint8_t(*)[32])keys, nkeys, kid, err,
-	        sizeof(err)) != 0) {
+	        sizeof(err)) != 0 ||
+	    image_verify_files(img, err, sizeof(err)) != 0) {
 		fprintf(
 		    stderr, "keep image verify: %s: %s\n", argv[optind], err);
 		if (img != NULL)

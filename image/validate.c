@@ -164,7 +164,7 @@ validate(struct image *img, char *err, size_t errlen)
 		return image_fail(err, errlen, IMAGE_E_VERSION,
 		    "image format version %u, expected %u",
 		    img_get32(b + IMG_H_VERSION), IMG_VERSION);
-	if (img_get32(b + IMG_H_FLAGS) != 0 ||
+	if ((img_get32(b + IMG_H_FLAGS) & ~IMG_FLAG_DEFERRED) != 0 ||
 	    img_get32(b + IMG_H_RESERVED0) != 0 ||
 	    img_get64(b + IMG_H_RESERVED1) != 0)
 		return image_fail(err, errlen, IMAGE_E_FORMAT,
@@ -210,6 +210,8 @@ validate(struct image *img, char *err, size_t errlen)
 		    len, (unsigned long long)body);
 	}
 	img->body_len = body;
+	img->deferred = (img_get32(b + IMG_H_FLAGS) & IMG_FLAG_DEFERRED) != 0;
+	img->manifest_len = (size_t)poff;
 	if (image_check_str(b + IMG_M_NAME, IMAGE_NAME_MAX, 0) != 0 ||
 	    image_check_str(b + IMG_M_VERSION, IMAGE_VERSION_MAX, 0) != 0)
 		return image_fail(
@@ -251,11 +253,15 @@ validate(struct image *img, char *err, size_t errlen)
 		    !all_zero(e + IMG_F_MODE + 4, 12))
 			return image_fail(err, errlen, IMAGE_E_FORMAT,
 			    "file %u: bad mode or reserved bytes", i);
-		crypto_generichash(h, sizeof(h), b + poff + off, size, NULL, 0);
-		if (sodium_memcmp(h, e + IMG_F_HASH, sizeof(h)) != 0)
-			return image_fail(err, errlen, IMAGE_E_HASH,
-			    "file %s: BLAKE2b hash mismatch",
-			    (const char *)e + IMG_F_PATH);
+		if (!img->deferred) {
+			crypto_generichash(
+			    h, sizeof(h), b + poff + off, size, NULL, 0);
+			if (sodium_memcmp(h, e + IMG_F_HASH, sizeof(h)) != 0)
+				return image_fail(err, errlen, IMAGE_E_HASH,
+				    "file %s: BLAKE2b hash mismatch",
+				    (const char *)e + IMG_F_PATH);
+		}
+		img->files[i].hash = img->deferred ? e + IMG_F_HASH : NULL;
 		img->files[i].path = (const char *)e + IMG_F_PATH;
 		img->files[i].data = b + poff + off;
 		img->files[i].len = size;
@@ -430,4 +436,39 @@ image_bytes(const struct image *img, size_t *len)
 {
 	*len = img->body_len;
 	return img->base;
+}
+
+const uint8_t *
+image_signed_bytes(const struct image *img, size_t *len)
+{
+	*len = img->deferred ? img->manifest_len : img->body_len;
+	return img->base;
+}
+
+int
+image_is_deferred(const struct image *img)
+{
+	return img->deferred;
+}
+
+int
+image_verify_files(const struct image *img, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < img->nfiles; i++)
+		if (image_file_verify(&img->files[i]) != 0)
+			return image_fail(err, errlen, IMAGE_E_HASH,
+			    "file %s: BLAKE2b hash mismatch",
+			    img->files[i].path);
+	return 0;
+}
+
+int
+image_file_verify(const struct image_file *f)
+{
+	uint8_t h[32];
+
+	if (f->hash == NULL)
+		return 0;
+	crypto_generichash(h, sizeof(h), f->data, f->len, NULL, 0);
+	return sodium_memcmp(h, f->hash, sizeof(h)) == 0 ? 0 : IMAGE_E_HASH;
 }

@@ -271,6 +271,8 @@ open_at(
 			return -EROFS;
 		if (flags & O_DIRECTORY)
 			return -ENOTDIR;
+		if ((rc = vm_img_check(vm, img)) != 0)
+			return rc;
 		f->kind = VFD_IMAGE;
 		f->file = img;
 	} else if ((hostfd = ws_open(vm, path,

@@ -5,8 +5,11 @@
  * walk of every file. An image from Debian packages holds thousands of
  * files and CPython stats and lists hundreds of paths while it starts.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <sodium.h>
 
 #include "host/vmm/vm_int.h"
 
@@ -29,7 +32,8 @@ vm_img_init(struct vm *vm)
 	if (cfg->nfiles == 0)
 		return VMM_OK;
 	if (cfg->nfiles > UINT32_MAX ||
-	    (vm->img_order = calloc(cfg->nfiles, sizeof(uint32_t))) == NULL)
+	    (vm->img_order = calloc(cfg->nfiles, sizeof(uint32_t))) == NULL ||
+	    (vm->img_checked = calloc(cfg->nfiles, 1)) == NULL)
 		return VMM_E_NOMEM;
 	for (i = 0; i < cfg->nfiles; i++) {
 		vm->img_order[i] = (uint32_t)i;
@@ -51,6 +55,28 @@ vm_img_free(struct vm *vm)
 {
 	free(vm->img_order);
 	vm->img_order = NULL;
+	free(vm->img_checked);
+	vm->img_checked = NULL;
+}
+
+int
+vm_img_check(struct vm *vm, const struct vmm_file *f)
+{
+	size_t i = (size_t)(f - vm->cfg->files);
+	uint8_t h[32];
+
+	if (f->hash == NULL || vm->img_checked == NULL ||
+	    i >= vm->cfg->nfiles || vm->img_checked[i])
+		return 0;
+	crypto_generichash(h, sizeof(h), f->data, f->len, NULL, 0);
+	if (sodium_memcmp(h, f->hash, sizeof(h)) != 0) {
+		vm_stop(vm, VMM_FAULT, -1,
+		    "image file %s does not match its hash (tampered image)",
+		    f->path);
+		return -EIO;
+	}
+	vm->img_checked[i] = 1;
+	return 0;
 }
 
 static const char *

@@ -338,19 +338,26 @@ static int
 build_stack(struct vm *vm, uint64_t *rsp)
 {
 	const struct vmm_config *cfg = vm->cfg;
-	size_t argc, envc, bytes = 0, i, nwords;
+	size_t argc, envc, imgc = 0, bytes = 0, i, nwords;
 	uint64_t sp = vm->stack_top, *words, *w, execfn, platform, random;
 	uint8_t rnd[16];
+	char **imgenv = NULL;
 	int rc = -1;
 
 	if (count_strings(cfg->argv, &argc, &bytes) != 0 ||
 	    count_strings(cfg->envp, &envc, &bytes) != 0 || argc == 0)
 		return -1;
-	if (bytes + 4096 > vm->stack_top - vm->stack_lo)
+	if (vm_image_env(vm, &imgenv, &imgc) != 0 ||
+	    count_strings((const char *const *)imgenv, &imgc, &bytes) != 0 ||
+	    bytes + 4096 > vm->stack_top - vm->stack_lo) {
+		vm_image_env_free(imgenv);
 		return -1;
-	nwords = 1 + argc + 1 + envc + 1 + 2 * 20;
-	if ((words = calloc(nwords, sizeof(*words))) == NULL)
+	}
+	nwords = 1 + argc + 1 + envc + imgc + 1 + 2 * 20;
+	if ((words = calloc(nwords, sizeof(*words))) == NULL) {
+		vm_image_env_free(imgenv);
 		return -1;
+	}
 	randombytes_buf(rnd, sizeof(rnd));
 	random = push_bytes(vm, &sp, rnd, sizeof(rnd));
 	platform = push_bytes(vm, &sp, "x86_64", 7);
@@ -364,6 +371,8 @@ build_stack(struct vm *vm, uint64_t *rsp)
 	for (i = 0; i < envc; i++)
 		*w++ =
 		    push_bytes(vm, &sp, cfg->envp[i], strlen(cfg->envp[i]) + 1);
+	for (i = 0; i < imgc; i++)
+		*w++ = push_bytes(vm, &sp, imgenv[i], strlen(imgenv[i]) + 1);
 	*w++ = 0;
 #define AUX(k, v)                                                              \
 	do {                                                                   \
@@ -398,6 +407,7 @@ build_stack(struct vm *vm, uint64_t *rsp)
 	*rsp = sp;
 	rc = 0;
 	free(words);
+	vm_image_env_free(imgenv);
 	return rc;
 }
 
@@ -679,7 +689,10 @@ vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,
 	    (rc = vm_fs_init(&vm)) != VMM_OK)
 		goto out;
 	if (build_stack(&vm, &rsp) != 0) {
-		snprintf(err, errlen, "arguments and environment too large");
+		snprintf(err, errlen,
+		    "arguments and environment too large, or a malformed "
+		    "%s in the image",
+		    VM_IMAGE_ENV);
 		rc = VMM_E_TOOBIG;
 		goto out;
 	}

@@ -55,6 +55,7 @@ struct vm {
 	uint64_t stack_lo, stack_top;
 	/* Files. */
 	uint32_t *img_order; /* cfg->files by path (imgtree.c) */
+	uint8_t *img_checked; /* per file: its hash was checked */
 	struct vfd *fds;
 	unsigned nfds;
 	int ws_fd; /* the workspace directory, or -1 */
@@ -75,6 +76,17 @@ int64_t vm_keep_fetch(struct vm *, uint64_t addr, uint64_t size);
 /* Place and copy the program's PT_INTERP loader from the image's files
  * (loader.c); once the memory layout is set. VMM_OK or a VMM_E_*. */
 int vm_load_interp(struct vm *, char *err, size_t errlen);
+
+/* An image's default environment: the file VM_IMAGE_ENV, lines
+ * NAME=VALUE ('#' starts a comment line), appended after the caller's
+ * variables, which override it. *out (NULL-terminated, *n entries) is
+ * freed with vm_image_env_free. 0 (no file is fine), or -1 when the
+ * file is malformed or too large. */
+#define VM_IMAGE_ENV "/etc/keep/environment"
+#define VM_IMAGE_ENV_MAX 16384
+#define VM_IMAGE_ENV_LINES 64
+int vm_image_env(struct vm *, char ***out, size_t *n);
+void vm_image_env_free(char **v);
 
 /* The page allocator behind mmap (mem.c). */
 int vm_mem_init(struct vm *);
@@ -106,6 +118,9 @@ int vm_img_init(struct vm *);
 void vm_img_free(struct vm *);
 const struct vmm_file *vm_img_find(struct vm *, const char *path);
 int vm_img_is_dir(struct vm *, const char *path);
+/* Before a file's first use: 0, or -EIO with the guest stopped when its
+ * contents do not match vmm_file.hash (a tampered image). */
+int vm_img_check(struct vm *, const struct vmm_file *);
 int vm_img_child(struct vm *, const char *dir, size_t idx, char *name,
     size_t max, int *is_dir);
 

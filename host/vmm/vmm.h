@@ -47,6 +47,10 @@ struct vmm_file {
 	const uint8_t *data;
 	uint64_t len;
 	uint32_t mode; /* 0755 or 0644 */
+	/* NULL, or the BLAKE2b-256 data must have: the VMM checks it when
+	 * the guest first opens the file (an image with deferred hashes,
+	 * docs/image-format.md) and stops the guest on a mismatch. */
+	const uint8_t *hash;
 };
 
 /* Output sink: called with each write to fd 1 or 2. */
