@@ -13,13 +13,48 @@
 
 #include "host/vmm/vm_int.h"
 
-static const struct vmm_config *sort_cfg; /* qsort has no argument */
-
 static int
-by_path(const void *a, const void *b)
+less(const struct vmm_config *cfg, uint32_t a, uint32_t b)
 {
-	return strcmp(sort_cfg->files[*(const uint32_t *)a].path,
-	    sort_cfg->files[*(const uint32_t *)b].path);
+	return strcmp(cfg->files[a].path, cfg->files[b].path) < 0;
+}
+
+/* Heapsort of the indexes by path: in place, no allocation, and no
+ * qsort (glibc's asks sysinfo(2), outside the vm process's allowlist). */
+static void
+sift_down(const struct vmm_config *cfg, uint32_t *v, size_t root, size_t n)
+{
+	for (;;) {
+		size_t child = 2 * root + 1;
+		uint32_t t;
+
+		if (child >= n)
+			return;
+		if (child + 1 < n && less(cfg, v[child], v[child + 1]))
+			child++;
+		if (!less(cfg, v[root], v[child]))
+			return;
+		t = v[root];
+		v[root] = v[child];
+		v[child] = t;
+		root = child;
+	}
+}
+
+static void
+sort_by_path(const struct vmm_config *cfg, uint32_t *v, size_t n)
+{
+	size_t i;
+
+	for (i = n / 2; i-- > 0;)
+		sift_down(cfg, v, i, n);
+	for (i = n; i-- > 1;) {
+		uint32_t t = v[0];
+
+		v[0] = v[i];
+		v[i] = t;
+		sift_down(cfg, v, 0, i);
+	}
 }
 
 int
@@ -42,11 +77,8 @@ vm_img_init(struct vm *vm)
 			sorted = 0;
 	}
 	/* Images keep's builder writes are sorted already. */
-	if (!sorted) {
-		sort_cfg = cfg;
-		qsort(vm->img_order, cfg->nfiles, sizeof(uint32_t), by_path);
-		sort_cfg = NULL;
-	}
+	if (!sorted)
+		sort_by_path(cfg, vm->img_order, cfg->nfiles);
 	return VMM_OK;
 }
 

@@ -213,6 +213,62 @@ test_elf_refusals(void **state)
 	}
 }
 
+/* The image's files by path: found, listed and told apart from
+ * directories, whatever order the image holds them in. */
+static void
+test_img_tree(void **state)
+{
+	static const struct vmm_file files[] = {
+		{ "/usr/lib/b.so", NULL, 0, 0644, NULL },
+		{ "/bin/sh", NULL, 0, 0755, NULL },
+		{ "/usr/lib/a-b", NULL, 0, 0644, NULL },
+		{ "/usr/lib/a/x.py", NULL, 0, 0644, NULL },
+		{ "/usr/lib/a/y.py", NULL, 0, 0644, NULL },
+		{ "/usr/lib/a0", NULL, 0, 0644, NULL },
+		{ "/usr/bin/env", NULL, 0, 0755, NULL },
+	};
+	static const char *const lib[] = { "a-b", "a", "a0", "b.so" };
+	struct vmm_config cfg;
+	struct vm vm;
+	char name[64];
+	int is_dir;
+	size_t i;
+
+	(void)state;
+	memset(&cfg, 0, sizeof(cfg));
+	memset(&vm, 0, sizeof(vm));
+	cfg.files = files;
+	cfg.nfiles = nitems(files);
+	vm.cfg = &cfg;
+	assert_int_equal(vm_img_init(&vm), 0);
+	assert_ptr_equal(vm_img_find(&vm, "/bin/sh"), &files[1]);
+	assert_ptr_equal(vm_img_find(&vm, "/usr/lib/a/y.py"), &files[4]);
+	assert_null(vm_img_find(&vm, "/usr/lib/a"));
+	assert_null(vm_img_find(&vm, "/usr/lib/c"));
+	assert_true(vm_img_is_dir(&vm, "/"));
+	assert_true(vm_img_is_dir(&vm, "/usr/lib/a"));
+	assert_false(vm_img_is_dir(&vm, "/usr/lib/a0"));
+	assert_false(vm_img_is_dir(&vm, "/usr/li"));
+	for (i = 0; i < nitems(lib); i++) {
+		assert_int_equal(vm_img_child(&vm, "/usr/lib", i, name,
+		                     sizeof(name), &is_dir),
+		    0);
+		assert_string_equal(name, lib[i]);
+		assert_int_equal(is_dir, strcmp(lib[i], "a") == 0);
+	}
+	assert_int_equal(
+	    vm_img_child(&vm, "/usr/lib", i, name, sizeof(name), &is_dir), -1);
+	assert_int_equal(
+	    vm_img_child(&vm, "/", 0, name, sizeof(name), &is_dir), 0);
+	assert_string_equal(name, "bin");
+	assert_int_equal(
+	    vm_img_child(&vm, "/", 1, name, sizeof(name), &is_dir), 0);
+	assert_string_equal(name, "usr");
+	assert_int_equal(
+	    vm_img_child(&vm, "/", 2, name, sizeof(name), &is_dir), -1);
+	vm_img_free(&vm);
+}
+
 static void
 test_gptr_bounds(void **state)
 {
@@ -314,6 +370,7 @@ main(void)
 		cmocka_unit_test(test_elf_static_pie_placed),
 		cmocka_unit_test(test_elf_refusals),
 		cmocka_unit_test(test_elf_interp_recorded),
+		cmocka_unit_test(test_img_tree),
 		cmocka_unit_test(test_gptr_bounds),
 		cmocka_unit_test(test_ws_normalize),
 		cmocka_unit_test(test_sys_table),
