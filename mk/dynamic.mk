@@ -12,3 +12,10 @@ $(B)/guests/dynamic/%: tests/guests/dynamic/%.c
 $(B)/guests/dynamic/lib%.so: tests/guests/dynamic/%.c
 	@mkdir -p $(dir $@)
 	gcc -O1 -Wall -Werror -shared -fPIC -o $@ $<
+
+# bench/images (not part of make check): the package images' start,
+# import and memory figures beside Debian's own interpreter, their build
+# times and sizes.
+.PHONY: bench-images
+bench-images: $(B)/bin/keep images
+	bash bench/images.sh $(B)
