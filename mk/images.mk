@@ -81,7 +81,7 @@ $(IMG_DIR)/python-static.img: $(STOCK_DIR)/python $(STOCK_DIR)/python311.zip $(B
 # Images from Debian packages (issue 18), hundreds of MiB: rebuilt when
 # their manifest or the installed packages change (dpkg's status file),
 # not whenever keep is relinked, so `make check` builds them once.
-DEB_IMAGE_DEPS = /var/lib/dpkg/status | $(B)/bin/keep $(DEV_KEY)
+DEB_IMAGE_DEPS = /var/lib/dpkg/status | deps $(B)/bin/keep $(DEV_KEY)
 DEPS_PKGS += python3.11 python3-numpy python3-pandas python3-matplotlib \
              python3-pil python3-contourpy python3-fonttools tzdata \
              fonts-dejavu-core fonts-dejavu-extra fonts-lyx \
@@ -91,10 +91,10 @@ DEPS_PKGS += python3.11 python3-numpy python3-pandas python3-matplotlib \
 # matplotlib's font list, made here so the guest never builds it (it
 # starts a thread to say it is building). The image holds it where the
 # guest's matplotlib looks with HOME=/; it names the fonts by their
-# paths, which the image holds too.
-$(STOCK_DIR)/mpl/fontlist-v330.json: /var/lib/dpkg/status
+# paths, which the image holds too. Sorted, so the image is reproducible.
+$(STOCK_DIR)/mpl/fontlist-v330.json: image/stock/mpl_fontlist.py /var/lib/dpkg/status | deps
 	@rm -rf $(dir $@) && mkdir -p $(dir $@)
-	MPLCONFIGDIR=$(dir $@) /usr/bin/python3.11 -c 'import matplotlib.font_manager'
+	/usr/bin/python3.11 $< $(dir $@)
 	@test -f $@
 
 $(IMG_DIR)/python.img: images/python.manifest $(STOCK_DIR)/mpl/fontlist-v330.json $(DEB_IMAGE_DEPS)
