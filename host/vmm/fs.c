@@ -351,9 +351,8 @@ static int64_t
 do_write(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len, int64_t pos)
 {
 	const struct vmm_config *cfg = vm->cfg;
-	struct vmm_result *res = vm->res;
 	uint8_t *g;
-	uint64_t room;
+	uint64_t room, done, *ob;
 	ssize_t n;
 
 	if (len > IO_CHUNK)
@@ -364,14 +363,16 @@ do_write(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len, int64_t pos)
 	case VFD_OUT:
 		if (pos >= 0)
 			return -ESPIPE;
-		room = cfg->output_max == 0 ? len
-		    : res->output_bytes >= cfg->output_max
-		    ? 0
-		    : cfg->output_max - res->output_bytes;
+		/* Counted for the whole process tree (proc.c). */
+		ob = vm_output_counter(vm);
+		done = __atomic_load_n(ob, __ATOMIC_SEQ_CST);
+		room = cfg->output_max == 0   ? len
+		    : done >= cfg->output_max ? 0
+		                              : cfg->output_max - done;
 		if (room < len) {
 			if (room > 0 && cfg->output != NULL)
 				cfg->output(cfg->output_arg, f->outfd, g, room);
-			res->output_bytes += room;
+			__atomic_fetch_add(ob, room, __ATOMIC_SEQ_CST);
 			vm_stop(vm, VMM_OUTPUT_LIMIT, -1,
 			    "output-limit: more than %llu bytes of output",
 			    (unsigned long long)cfg->output_max);
@@ -379,7 +380,7 @@ do_write(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len, int64_t pos)
 		}
 		if (cfg->output != NULL)
 			cfg->output(cfg->output_arg, f->outfd, g, len);
-		res->output_bytes += len;
+		__atomic_fetch_add(ob, len, __ATOMIC_SEQ_CST);
 		return (int64_t)len;
 	case VFD_HOST:
 		if (cfg->workspace_max != 0 &&

@@ -216,12 +216,9 @@ seg(struct kvm_segment *s, uint16_t sel, uint8_t type, int code)
  * KVM_SET_REGS and KVM_SET_SREGS would: two ioctls fewer per boot, and no
  * KVM_GET_SREGS, since every field of the segment state is written here.
  */
-static int
-setup_cpu(struct vm *vm, uint64_t rsp)
+int
+vm_cpu_fixed(struct vm *vm)
 {
-	struct kvm_sregs *sr = &vm->run->s.regs.sregs;
-	struct kvm_regs *regs = &vm->run->s.regs.regs;
-	struct kvm_fpu fpu;
 	/* struct kvm_msrs ends in a flexible array: room for 7 after it. */
 	union {
 		struct kvm_msrs h;
@@ -265,6 +262,19 @@ setup_cpu(struct vm *vm, uint64_t rsp)
 		if (ioctl(vm->vcpufd, KVM_SET_XCRS, &xcrs) == -1)
 			return -1;
 	}
+	return 0;
+}
+
+static int
+setup_cpu(struct vm *vm, uint64_t rsp)
+{
+	struct kvm_sregs *sr = &vm->run->s.regs.sregs;
+	struct kvm_regs *regs = &vm->run->s.regs.regs;
+	struct kvm_fpu fpu;
+	int xsave = (vm_cpuid_reg(1, 0, 2) >> 26) & 1;
+
+	if (vm_cpu_fixed(vm) != 0)
+		return -1;
 	/* Not left to KVM's reset state: its MXCSR there is 0, which
 	 * would unmask every SIMD exception. */
 	memset(&fpu, 0, sizeof(fpu));
@@ -512,6 +522,9 @@ on_syscall(struct vm *vm)
 	ret = vm_syscall(vm, r->rax, a);
 	if (vm->stopped)
 		return;
+	/* fork and execve leave this process on a new vCPU. */
+	r = &vm->run->s.regs.regs;
+	s = &vm->run->s.regs.sregs;
 	/* Return to CPL3 as sysretq would: RIP from RCX, RFLAGS from R11. */
 	r->rax = (uint64_t)ret;
 	r->rip = r->rcx;
@@ -532,12 +545,16 @@ from_stub(uint64_t rip, uint64_t lo, uint64_t hi)
 static void
 vcpu_loop(struct vm *vm)
 {
-	struct kvm_run *run = vm->run;
-	struct kvm_regs *r = &run->s.regs.regs;
-	struct kvm_sregs *s = &run->s.regs.sregs;
+	struct kvm_run *run;
+	struct kvm_regs *r;
+	struct kvm_sregs *s;
 
-	run->kvm_valid_regs = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
 	while (!vm->stopped) {
+		/* Re-read each time: fork and execve replace the vCPU. */
+		run = vm->run;
+		r = &run->s.regs.regs;
+		s = &run->s.regs.sregs;
+		run->kvm_valid_regs = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
 		if (ioctl(vm->vcpufd, KVM_RUN, 0) == -1) {
 			if (errno == EINTR || errno == EAGAIN) {
 				run->immediate_exit = 0;
@@ -617,6 +634,83 @@ vcpu_loop(struct vm *vm)
 	}
 }
 
+/* ---- the VM and its timer -------------------------------------------- */
+
+int
+vm_kvm_create(struct vm *vm, char *err, size_t errlen)
+{
+	struct kvm_userspace_memory_region region;
+	int mmap_size;
+
+	if ((vm->vmfd = ioctl(vm->cfg->kvm_fd, KVM_CREATE_VM, 0)) == -1) {
+		snprintf(err, errlen, "KVM_CREATE_VM: %s", strerror(errno));
+		return -1;
+	}
+	memset(&region, 0, sizeof(region));
+	region.memory_size = vm->memsz;
+	region.userspace_addr = (uint64_t)(uintptr_t)vm->mem;
+	if (ioctl(vm->vmfd, KVM_SET_USER_MEMORY_REGION, &region) == -1 ||
+	    (vm->vcpufd = ioctl(vm->vmfd, KVM_CREATE_VCPU, 0)) == -1 ||
+	    (mmap_size = ioctl(vm->cfg->kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0)) <=
+	        0) {
+		snprintf(err, errlen, "creating the vCPU: %s", strerror(errno));
+		return -1;
+	}
+	vm->run_size = (size_t)mmap_size;
+	vm->run = mmap(NULL, vm->run_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+	    vm->vcpufd, 0);
+	if (vm->run == MAP_FAILED) {
+		vm->run = NULL;
+		snprintf(
+		    err, errlen, "the vCPU's run area: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+void
+vm_kvm_drop(struct vm *vm)
+{
+	if (vm->run != NULL && vm->run != MAP_FAILED)
+		munmap(vm->run, vm->run_size);
+	if (vm->vcpufd >= 0)
+		close(vm->vcpufd);
+	if (vm->vmfd >= 0)
+		close(vm->vmfd);
+	vm->run = NULL;
+	vm->vcpufd = vm->vmfd = -1;
+}
+
+/* The SIGALRM that kicks KVM_RUN at vm->deadline_us; itimers do not
+ * survive fork, so each guest process arms its own. */
+void
+vm_timer_arm(struct vm *vm)
+{
+	struct itimerval it;
+	uint64_t now = now_us(), left;
+
+	timed_out = 0;
+	running = vm->run;
+	if (vm->deadline_us == 0)
+		return;
+	if (now >= vm->deadline_us) {
+		timed_out = 1;
+		vm->run->immediate_exit = 1;
+		return;
+	}
+	left = vm->deadline_us - now;
+	memset(&it, 0, sizeof(it));
+	it.it_value.tv_sec = (time_t)(left / 1000000);
+	it.it_value.tv_usec = (suseconds_t)(left % 1000000);
+	setitimer(ITIMER_REAL, &it, NULL);
+}
+
+uint64_t
+vm_now_us(void)
+{
+	return now_us();
+}
+
 /* ---- vmm_run ---------------------------------------------------------- */
 
 static void
@@ -624,12 +718,7 @@ vm_teardown(struct vm *vm)
 {
 	vm_fs_free(vm);
 	free(vm->mmap_used);
-	if (vm->run != NULL && vm->run != MAP_FAILED)
-		munmap(vm->run, vm->run_size);
-	if (vm->vcpufd >= 0)
-		close(vm->vcpufd);
-	if (vm->vmfd >= 0)
-		close(vm->vmfd);
+	vm_kvm_drop(vm);
 	if (vm->mem != NULL && vm->mem != MAP_FAILED)
 		munmap(vm->mem, vm->memsz);
 }
@@ -638,12 +727,11 @@ int
 vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,
     size_t errlen)
 {
-	struct kvm_userspace_memory_region region;
 	struct sigaction sa, osa;
 	struct itimerval it;
 	struct vm vm;
 	uint64_t t0, rsp;
-	int rc, mmap_size;
+	int rc;
 
 	memset(res, 0, sizeof(*res));
 	memset(&vm, 0, sizeof(vm));
@@ -683,44 +771,33 @@ vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,
 	build_descriptors(&vm);
 
 	rc = VMM_E_KVM;
-	if ((vm.vmfd = ioctl(cfg->kvm_fd, KVM_CREATE_VM, 0)) == -1) {
-		snprintf(err, errlen, "KVM_CREATE_VM: %s", strerror(errno));
+	if (vm_kvm_create(&vm, err, errlen) != 0)
 		goto out;
-	}
-	memset(&region, 0, sizeof(region));
-	region.memory_size = vm.memsz;
-	region.userspace_addr = (uint64_t)(uintptr_t)vm.mem;
-	if (ioctl(vm.vmfd, KVM_SET_USER_MEMORY_REGION, &region) == -1 ||
-	    (vm.vcpufd = ioctl(vm.vmfd, KVM_CREATE_VCPU, 0)) == -1 ||
-	    (mmap_size = ioctl(cfg->kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0)) <= 0) {
-		snprintf(err, errlen, "creating the vCPU: %s", strerror(errno));
-		goto out;
-	}
-	vm.run_size = (size_t)mmap_size;
-	vm.run = mmap(NULL, vm.run_size, PROT_READ | PROT_WRITE, MAP_SHARED,
-	    vm.vcpufd, 0);
-	if (vm.run == MAP_FAILED || setup_cpu(&vm, rsp) != 0) {
+	if (setup_cpu(&vm, rsp) != 0) {
 		snprintf(
 		    err, errlen, "setting up the vCPU: %s", strerror(errno));
 		goto out;
 	}
+	if (vm_proc_init(&vm) != 0) {
+		snprintf(err, errlen, "the process table: %s", strerror(errno));
+		rc = VMM_E_NOMEM;
+		goto out;
+	}
 
-	timed_out = 0;
 	if (cfg->timeout_ms != 0) {
+		vm.deadline_us = now_us() + cfg->timeout_ms * 1000;
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_handler = on_alarm;
 		sigemptyset(&sa.sa_mask);
-		running = vm.run;
 		sigaction(SIGALRM, &sa, &osa);
-		memset(&it, 0, sizeof(it));
-		it.it_value.tv_sec = (time_t)(cfg->timeout_ms / 1000);
-		it.it_value.tv_usec =
-		    (suseconds_t)(cfg->timeout_ms % 1000) * 1000;
-		setitimer(ITIMER_REAL, &it, NULL);
+		vm_timer_arm(&vm);
 	}
 	res->boot_us = now_us() - t0;
 	t0 = now_us();
 	vcpu_loop(&vm);
+	/* A forked guest process ends here: it never returns to the
+	 * caller of vmm_run (proc.c). The first one stops the rest. */
+	vm_proc_finish(&vm);
 	res->run_us = now_us() - t0;
 	if (cfg->timeout_ms != 0) {
 		memset(&it, 0, sizeof(it));

@@ -110,7 +110,6 @@ int64_t sys_clock_nanosleep(struct vm *, const uint64_t a[6]);
 
 /* Processes: identity, limits, exit (sys_proc.c). */
 int64_t sys_sched_yield(struct vm *, const uint64_t a[6]);
-int64_t sys_getpid(struct vm *, const uint64_t a[6]);
 int64_t sys_exit(struct vm *, const uint64_t a[6]);
 int64_t sys_uname(struct vm *, const uint64_t a[6]);
 int64_t sys_getrlimit(struct vm *, const uint64_t a[6]);
@@ -119,13 +118,29 @@ int64_t sys_getuid(struct vm *, const uint64_t a[6]);
 int64_t sys_getgid(struct vm *, const uint64_t a[6]);
 int64_t sys_geteuid(struct vm *, const uint64_t a[6]);
 int64_t sys_getegid(struct vm *, const uint64_t a[6]);
-int64_t sys_getppid(struct vm *, const uint64_t a[6]);
 int64_t sys_arch_prctl(struct vm *, const uint64_t a[6]);
 int64_t sys_sched_getaffinity(struct vm *, const uint64_t a[6]);
 int64_t sys_exit_group(struct vm *, const uint64_t a[6]);
 int64_t sys_prlimit64(struct vm *, const uint64_t a[6]);
 int64_t sys_getrandom(struct vm *, const uint64_t a[6]);
 int64_t sys_keep_fetch(struct vm *, const uint64_t a[6]);
+
+/* Processes: fork, exec, wait, kill, groups (proc.c, exec.c). */
+int64_t sys_clone(struct vm *, const uint64_t a[6]);
+int64_t sys_fork(struct vm *, const uint64_t a[6]);
+int64_t sys_vfork(struct vm *, const uint64_t a[6]);
+int64_t sys_wait4(struct vm *, const uint64_t a[6]);
+int64_t sys_waitid(struct vm *, const uint64_t a[6]);
+int64_t sys_kill(struct vm *, const uint64_t a[6]);
+int64_t sys_tkill(struct vm *, const uint64_t a[6]);
+int64_t sys_tgkill(struct vm *, const uint64_t a[6]);
+int64_t sys_getpid(struct vm *, const uint64_t a[6]);
+int64_t sys_getppid(struct vm *, const uint64_t a[6]);
+int64_t sys_setpgid(struct vm *, const uint64_t a[6]);
+int64_t sys_getpgid(struct vm *, const uint64_t a[6]);
+int64_t sys_getpgrp(struct vm *, const uint64_t a[6]);
+int64_t sys_getsid(struct vm *, const uint64_t a[6]);
+int64_t sys_setsid(struct vm *, const uint64_t a[6]);
 
 /* Signals (sys_signal.c). */
 int64_t sys_rt_sigaction(struct vm *, const uint64_t a[6]);

@@ -20,22 +20,6 @@
 
 #define GUEST_ID 1000 /* uid, gid, euid, egid (and AT_UID..AT_EGID) */
 
-int64_t
-sys_getpid(struct vm *vm, const uint64_t a[6])
-{
-	(void)vm;
-	(void)a;
-	return 1;
-}
-
-int64_t
-sys_getppid(struct vm *vm, const uint64_t a[6])
-{
-	(void)vm;
-	(void)a;
-	return 0;
-}
-
 static int64_t
 guest_id(struct vm *vm, const uint64_t a[6])
 {

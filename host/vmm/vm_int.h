@@ -57,7 +57,65 @@ struct vm {
 	uint64_t ws_written;
 	char cwd[VM_PATH_MAX];
 	int stopped; /* the guest is done; res says how */
+	uint64_t deadline_us; /* the run's time limit (vm_now_us), or 0 */
+	/* The guest process tree (proc.c): one host process per guest
+	 * process, all sharing one table. */
+	struct vm_tree *tree;
+	int slot; /* this process's row in tree->slot */
+	int32_t pid, ppid; /* guest pids; the first process is 1 */
+	int is_child; /* forked: ends with _exit, never returns */
+	int term_sig; /* killed by a guest kill of itself */
+	int vfork_fd; /* a vfork child's pipe to its waiting parent, or -1 */
+	struct vmm_result child_res; /* a child's own result */
 };
+
+/* ---- clone.c: the vCPU's state, and a VM rebuilt around it ---------- */
+
+/*
+ * Everything of a vCPU that the guest can change and a new VM must
+ * carry over. The rest (CPUID, MSRs, XCR0) is fixed by the VMM at boot
+ * and rebuilt by vm_cpu_fixed; a CPL3 program cannot change it.
+ */
+struct vm_cpu_state {
+	struct kvm_regs regs;
+	struct kvm_sregs sregs;
+	struct kvm_fpu fpu; /* x87, SSE; or, with XSAVE, the whole area: */
+	struct kvm_xsave xsave;
+	int has_xsave;
+	uint64_t tsc;
+};
+
+/* Read the vCPU's state as of the last exit (registers from the synced
+ * run area; FPU, XSAVE and TSC by ioctl). 0 or -1 (errno). */
+int vm_cpu_capture(struct vm *, struct vm_cpu_state *);
+/* Replace this process's VM by a new one over the same guest memory,
+ * with the vCPU in the given state: the old VM's descriptors are closed
+ * (in a forked process they were only references to the parent's). */
+int vm_cpu_rebuild(
+    struct vm *, const struct vm_cpu_state *, char *err, size_t errlen);
+/* fork(2) for a guest: the child inherits guest memory copy-on-write
+ * and runs on a VM of its own built from the captured state. Returns
+ * the child's host pid in the parent, 0 in the child (on its new VM),
+ * -1 with errno on failure (nothing changed). */
+pid_t vm_fork(
+    struct vm *, const struct vm_cpu_state *, char *err, size_t errlen);
+
+/* kvm.c: create the VM and vCPU over vm->mem; drop them; the fixed
+ * part of the vCPU's state; the time limit's timer. */
+int vm_kvm_create(struct vm *, char *err, size_t errlen);
+void vm_kvm_drop(struct vm *);
+int vm_cpu_fixed(struct vm *);
+void vm_timer_arm(struct vm *);
+uint64_t vm_now_us(void);
+
+/* ---- proc.c: the guest process tree ----------------------------------- */
+
+int vm_proc_init(struct vm *);
+/* At the end of vcpu_loop: a child reports and _exits; the first
+ * process stops whatever is left of the tree. */
+void vm_proc_finish(struct vm *);
+/* Output bytes of the whole tree (fs.c counts writes to fds 1 and 2). */
+uint64_t *vm_output_counter(struct vm *);
 
 /* Guest memory: NULL unless [addr, addr+len) lies wholly in the
  * program's memory (never the kernel's first 2 MiB). */
