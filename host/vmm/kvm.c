@@ -522,7 +522,12 @@ on_syscall(struct vm *vm)
 	ret = vm_syscall(vm, r->rax, a);
 	if (vm->stopped)
 		return;
-	/* fork and execve leave this process on a new vCPU. */
+	/* fork and execve leave this process on a new vCPU; after execve
+	 * it starts at the new program's entry, not after a call. */
+	if (vm->execed) {
+		vm->execed = 0;
+		return;
+	}
 	r = &vm->run->s.regs.regs;
 	s = &vm->run->s.regs.sregs;
 	/* Return to CPL3 as sysretq would: RIP from RCX, RFLAGS from R11. */
@@ -671,6 +676,8 @@ vm_kvm_create(struct vm *vm, char *err, size_t errlen)
 void
 vm_kvm_drop(struct vm *vm)
 {
+	/* The timer's handler must not touch a run area being unmapped. */
+	running = NULL;
 	if (vm->run != NULL && vm->run != MAP_FAILED)
 		munmap(vm->run, vm->run_size);
 	if (vm->vcpufd >= 0)
@@ -711,12 +718,56 @@ vm_now_us(void)
 	return now_us();
 }
 
+int
+vm_exec_image(
+    struct vm *vm, const struct vmm_config *cfg, char *err, size_t errlen)
+{
+	struct vm *old;
+	uint64_t rsp;
+	uint8_t *mem;
+
+	mem = mmap(NULL, vm->memsz, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (mem == MAP_FAILED || (old = malloc(sizeof(*old))) == NULL) {
+		if (mem != MAP_FAILED)
+			munmap(mem, vm->memsz);
+		snprintf(err, errlen, "guest memory: %s", strerror(errno));
+		return -1;
+	}
+	*old = *vm;
+	vm->mem = mem;
+	vm->cfg = cfg;
+	vm->mmap_used = NULL;
+	vm->mmap_pages_used = vm->mmap_pages_peak = 0;
+	if (load_program(vm, err, errlen) != VMM_OK ||
+	    build_stack(vm, &rsp) != 0) {
+		if (err[0] == '\0')
+			snprintf(err, errlen, "arguments too large");
+		free(vm->mmap_used);
+		munmap(mem, vm->memsz);
+		*vm = *old;
+		free(old);
+		return -1;
+	}
+	build_page_tables(vm);
+	build_descriptors(vm);
+	munmap(old->mem, old->memsz);
+	free(old->mmap_used);
+	free(old);
+	vm_kvm_drop(vm);
+	if (vm_kvm_create(vm, err, errlen) != 0 || setup_cpu(vm, rsp) != 0)
+		return -2;
+	vm_timer_arm(vm);
+	return 0;
+}
+
 /* ---- vmm_run ---------------------------------------------------------- */
 
 static void
 vm_teardown(struct vm *vm)
 {
 	vm_fs_free(vm);
+	vm_exec_free(vm);
 	free(vm->mmap_used);
 	vm_kvm_drop(vm);
 	if (vm->mem != NULL && vm->mem != MAP_FAILED)
@@ -778,6 +829,9 @@ vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,
 		    err, errlen, "setting up the vCPU: %s", strerror(errno));
 		goto out;
 	}
+	/* A guest writing to a pipe with no reader gets EPIPE here and
+	 * SIGPIPE's default action from us (fs.c), not a host signal. */
+	signal(SIGPIPE, SIG_IGN);
 	if (vm_proc_init(&vm) != 0) {
 		snprintf(err, errlen, "the process table: %s", strerror(errno));
 		rc = VMM_E_NOMEM;

@@ -91,6 +91,8 @@ int64_t sys_renameat(struct vm *, const uint64_t a[6]);
 int64_t sys_readlinkat(struct vm *, const uint64_t a[6]);
 int64_t sys_faccessat(struct vm *, const uint64_t a[6]);
 int64_t sys_faccessat2(struct vm *, const uint64_t a[6]);
+int64_t sys_pipe(struct vm *, const uint64_t a[6]);
+int64_t sys_pipe2(struct vm *, const uint64_t a[6]);
 
 /* Memory (sys_mem.c). */
 int64_t sys_mmap(struct vm *, const uint64_t a[6]);
@@ -141,6 +143,8 @@ int64_t sys_getpgid(struct vm *, const uint64_t a[6]);
 int64_t sys_getpgrp(struct vm *, const uint64_t a[6]);
 int64_t sys_getsid(struct vm *, const uint64_t a[6]);
 int64_t sys_setsid(struct vm *, const uint64_t a[6]);
+int64_t sys_execve(struct vm *, const uint64_t a[6]);
+int64_t sys_execveat(struct vm *, const uint64_t a[6]);
 
 /* Signals (sys_signal.c). */
 int64_t sys_rt_sigaction(struct vm *, const uint64_t a[6]);

@@ -30,6 +30,7 @@ struct vfd {
 	const struct vmm_file *file; /* VFD_IMAGE */
 	uint64_t off; /* VFD_IMAGE, VFD_VDIR (entries returned) */
 	int hostfd; /* VFD_HOST */
+	int pipe; /* VFD_HOST: a pipe's end (no path, no quota) */
 	int cloexec;
 	char *path; /* VFD_VDIR, VFD_HOST: normalized guest path */
 };
@@ -67,6 +68,8 @@ struct vm {
 	int term_sig; /* killed by a guest kill of itself */
 	int vfork_fd; /* a vfork child's pipe to its waiting parent, or -1 */
 	struct vmm_result child_res; /* a child's own result */
+	struct vm_exec *exec; /* what execve loaded (exec.c), or NULL */
+	int execed; /* the last system call replaced the program */
 };
 
 /* ---- clone.c: the vCPU's state, and a VM rebuilt around it ---------- */
@@ -107,6 +110,16 @@ void vm_kvm_drop(struct vm *);
 int vm_cpu_fixed(struct vm *);
 void vm_timer_arm(struct vm *);
 uint64_t vm_now_us(void);
+
+/* kvm.c: replace guest memory and the VM by a fresh boot of cfg's
+ * program, argv and envp (cfg must outlive the program). 0; -1 when
+ * nothing changed (err says why); -2 when the old program is gone but
+ * the new VM could not be made. */
+int vm_exec_image(
+    struct vm *, const struct vmm_config *cfg, char *err, size_t errlen);
+
+/* exec.c */
+void vm_exec_free(struct vm *);
 
 /* ---- proc.c: the guest process tree ----------------------------------- */
 
@@ -149,5 +162,12 @@ int64_t vm_syscall(struct vm *, uint64_t nr, const uint64_t a[6]);
 /* Files (fs.c). */
 int vm_fs_init(struct vm *);
 void vm_fs_free(struct vm *);
+/* execve's program at a guest path (relative to the cwd): the running
+ * program for /proc/self/exe, an image file, or a workspace file with an
+ * exec bit read whole into *owned (the caller frees it). 0 or -errno. */
+int vm_fs_program(struct vm *, const char *gpath, char *path, size_t pathlen,
+    const uint8_t **data, size_t *len, uint8_t **owned);
+/* Close the close-on-exec descriptors. */
+void vm_fs_exec_close(struct vm *);
 
 #endif

@@ -40,9 +40,50 @@ done
 [ "$left" -eq 0 ] && ok "the spinning orphan was stopped" ||
     bad "orphan: $left processes left"
 
+# execve: /proc/self/exe, a workspace "#!" script, and the errors.
+ws=$tmp/ws; mkdir -p "$ws"
+"$KEEP" run --timeout 20s --workspace "$ws" "$G/execer" >"$tmp/out" 2>"$tmp/err"; rc=$?
+want='  argv[0]=/proc/self/exe
+  argv[1]=child
+  argv[2]=one
+  argv[3]=two
+  env WHO=child, fd 5 closed
+/proc/self/exe: exit 4
+  argv[0]=/proc/self/exe
+  argv[1]=child
+  argv[2]=/script
+  argv[3]=arg
+  env WHO=child, fd 5 closed
+/script: exit 4
+execve /noexec: Permission denied
+/noexec: exit 127
+execve /garbage: Exec format error
+/garbage: exit 127
+execve /missing: No such file or directory
+/missing: exit 127'
+[ $rc -eq 0 ] && [ "$(cat "$tmp/out")" = "$want" ] &&
+    ok "execve: self, a script, EACCES, ENOEXEC, ENOENT" ||
+    bad "execve: exit $rc: $(diff <(echo "$want") "$tmp/out") $(cat "$tmp/err")"
+
+# busybox sh: pipelines, $(...), redirections, && and ||, subshells, a
+# writer whose reader is gone (yes | head), byte-identical to native.
+# Paths are relative: the workspace is the guest's / and its cwd.
+script='echo a b c | tr a-z A-Z | cat; x=$(echo sub | tr s S); echo "got $x"
+true && echo and; false || echo or; (exit 3); echo "status $?"
+for i in 1 2 3; do echo $i; done | wc -l; yes | head -2
+echo redir > f.txt; cat < f.txt; echo err 1>&2; echo more >> f.txt
+sort -r f.txt | head -1; busybox true; echo "applet $?"; exit 7'
+mkdir -p "$tmp/native_ws"; rm -rf "$ws"/*
+(cd "$tmp/native_ws" && /bin/busybox sh -c "$script") >"$tmp/native" 2>&1; nrc=$?
+"$KEEP" run --timeout 20s --workspace "$ws" /bin/busybox sh -c "$script" >"$tmp/keep" 2>&1; krc=$?
+[ $nrc -eq $krc ] && cmp -s "$tmp/native" "$tmp/keep" &&
+    ok "busybox sh pipelines and redirections: same as native (exit $krc)" ||
+    bad "busybox sh: native $nrc keep $krc: $(diff "$tmp/native" "$tmp/keep")"
+
 # ---- keepd: the same programs in an image, through commands/run ----------
 "$KEEP" image build --name procs --version 1 --memory 64M \
     --file /bin/forkbomb="$G/forkbomb" --file /bin/orphan="$G/orphan" \
+    --file /bin/busybox=/bin/busybox --command sh=/bin/busybox \
     --command forkwait --command forkbomb=/bin/forkbomb \
     --command orphan=/bin/orphan "$G/forkwait" -o "$tmp/procs.img.tmp" >/dev/null &&
 "$KEEP" image sign --key "$B/keys/dev.secret" "$tmp/procs.img.tmp" >/dev/null ||
@@ -50,7 +91,7 @@ done
 cat >"$tmp/test.policy" <<'EOP'
 role runner {
 	allow sandbox:read, sandbox:write, exec
-	exec "forkwait", "forkbomb", "orphan"
+	exec "forkwait", "forkbomb", "orphan", "sh"
 	timeout 20s
 }
 agent "alice" : runner
@@ -81,5 +122,12 @@ done
 req "$alice" POST "/v1/sandboxes/$sbx/commands/run" '{"cmd":"orphan","args":["5"]}'
 [ "$code" = 200 ] && [ "$(jget "$body" '["exit_code"]')" = 5 ] &&
     ok "commands/run: a zombie and an orphan" || bad "commands/run orphan: $code $body"
+
+req "$alice" POST "/v1/sandboxes/$sbx/commands/run" "$(python3 -c 'import json,sys; print(json.dumps({"cmd":"sh","args":["-c",sys.argv[1]]}))' "$script")"
+(cd "$tmp/native_ws" && rm -f f.txt && /bin/busybox sh -c "$script") >"$tmp/nout" 2>"$tmp/nerr"
+[ "$code" = 200 ] && [ "$(jget "$body" '["stdout"]')" = "$(cat "$tmp/nout")" ] &&
+    [ "$(jget "$body" '["stderr"]')" = "$(cat "$tmp/nerr")" ] &&
+    [ "$(jget "$body" '["exit_code"]')" = 7 ] &&
+    ok "commands/run: busybox sh pipelines, same as native" || bad "commands/run sh: $code $body"
 
 keepd_finish
