@@ -41,6 +41,12 @@ fd_get(struct vm *vm, uint64_t fd)
 	return &vm->fds[fd];
 }
 
+struct vfd *
+vm_fd(struct vm *vm, uint64_t fd)
+{
+	return fd_get(vm, fd);
+}
+
 static int
 fd_alloc(struct vm *vm, unsigned from)
 {
@@ -943,25 +949,6 @@ sys_ftruncate(struct vm *vm, const uint64_t a[6])
 	if (f->kind != VFD_HOST)
 		return -EINVAL;
 	return ftruncate(f->hostfd, (off_t)a[1]) == -1 ? -errno : 0;
-}
-
-/* Everything here is always ready. */
-int64_t
-sys_poll(struct vm *vm, const uint64_t a[6])
-{
-	uint8_t *g;
-	uint64_t i, n = a[1];
-
-	if (n > vm->nfds || (g = vm_gptr(vm, a[0], n * 8)) == NULL)
-		return -EFAULT;
-	for (i = 0; i < n; i++) {
-		int16_t ev;
-
-		memcpy(&ev, g + i * 8 + 4, 2);
-		ev &= 0x5; /* POLLIN | POLLOUT */
-		memcpy(g + i * 8 + 6, &ev, 2);
-	}
-	return (int64_t)n;
 }
 
 int64_t

@@ -60,7 +60,6 @@ int64_t sys_close(struct vm *, const uint64_t a[6]);
 int64_t sys_stat(struct vm *, const uint64_t a[6]);
 int64_t sys_fstat(struct vm *, const uint64_t a[6]);
 int64_t sys_lstat(struct vm *, const uint64_t a[6]);
-int64_t sys_poll(struct vm *, const uint64_t a[6]);
 int64_t sys_lseek(struct vm *, const uint64_t a[6]);
 int64_t sys_ioctl(struct vm *, const uint64_t a[6]);
 int64_t sys_pread64(struct vm *, const uint64_t a[6]);
@@ -93,6 +92,12 @@ int64_t sys_faccessat(struct vm *, const uint64_t a[6]);
 int64_t sys_faccessat2(struct vm *, const uint64_t a[6]);
 int64_t sys_pipe(struct vm *, const uint64_t a[6]);
 int64_t sys_pipe2(struct vm *, const uint64_t a[6]);
+
+/* Waiting on descriptors (poll.c). */
+int64_t sys_poll(struct vm *, const uint64_t a[6]);
+int64_t sys_ppoll(struct vm *, const uint64_t a[6]);
+int64_t sys_select(struct vm *, const uint64_t a[6]);
+int64_t sys_pselect6(struct vm *, const uint64_t a[6]);
 
 /* Memory (sys_mem.c). */
 int64_t sys_mmap(struct vm *, const uint64_t a[6]);

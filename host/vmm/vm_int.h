@@ -167,6 +167,8 @@ void vm_fs_free(struct vm *);
  * exec bit read whole into *owned (the caller frees it). 0 or -errno. */
 int vm_fs_program(struct vm *, const char *gpath, char *path, size_t pathlen,
     const uint8_t **data, size_t *len, uint8_t **owned);
+/* The open descriptor fd, or NULL. */
+struct vfd *vm_fd(struct vm *, uint64_t fd);
 /* Close the close-on-exec descriptors. */
 void vm_fs_exec_close(struct vm *);
 

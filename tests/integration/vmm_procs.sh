@@ -20,6 +20,7 @@ same() {
 
 # ---- keep run -------------------------------------------------------------
 same "fork, wait4, statuses, kill" "$G/forkwait"
+same "pipes: poll and select timeouts, POLLHUP, dup2 across exec, SIGPIPE" "$G/pipes"
 
 "$KEEP" run --timeout 2s "$G/forkbomb" >"$tmp/out" 2>"$tmp/err"; rc=$?
 [ $rc -eq 124 ] && grep -q "process limit, 64, was reached" "$tmp/err" &&
