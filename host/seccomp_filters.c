@@ -140,7 +140,9 @@ const struct seccomp_filter seccomp_policy = { "policy", policy_rules,
 	    R(wait4, "guest wait4: the guest's children are the host's"),      \
 	    RA(kill, 1, SIGKILL,                                               \
 	        "a guest kill, and the first process ending the tree: "        \
-	        "SIGKILL only")
+	        "SIGKILL only"),                                               \
+	    RA(kill, 1, SIGUSR2,                                               \
+	        "wake a guest process a signal was queued for (proc.c)")
 
 static const struct seccomp_rule vm_rules[] = { VM_RULES, VM_PROC_RULES };
 

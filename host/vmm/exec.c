@@ -227,7 +227,8 @@ do_exec(struct vm *vm, const char *gpath, uint64_t argv, uint64_t envp)
 	}
 	vm_exec_free(vm);
 	vm->exec = x;
-	vm->execed = 1;
+	vm->regs_replaced = 1;
+	vm_signal_exec(vm);
 	vm_fs_exec_close(vm);
 	if (vm->vfork_fd >= 0) {
 		/* A vfork parent waits until here. */

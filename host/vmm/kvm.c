@@ -452,13 +452,33 @@ load_program(struct vm *vm, char *err, size_t errlen)
 static volatile sig_atomic_t timed_out;
 static struct kvm_run *volatile running;
 
+static volatile uint64_t run_deadline_us;
+
+/* The host's one timer serves the run's limit and the guest's alarm:
+ * whichever is due, KVM_RUN (or a blocking call) is cut short. */
 static void
 on_alarm(int sig)
 {
 	(void)sig;
-	timed_out = 1;
+	if (run_deadline_us != 0 && now_us() >= run_deadline_us)
+		timed_out = 1;
 	if (running != NULL)
 		running->immediate_exit = 1;
+}
+
+/* Another guest process queued a signal for this one (proc.c). */
+static void
+on_kick(int sig)
+{
+	(void)sig;
+	if (running != NULL)
+		running->immediate_exit = 1;
+}
+
+int
+vm_timed_out(void)
+{
+	return timed_out;
 }
 
 static const char *const vector_name[32] = { "#DE divide error", "#DB debug",
@@ -485,7 +505,7 @@ static void
 on_exception(struct vm *vm, struct kvm_regs *r, struct kvm_sregs *s)
 {
 	unsigned v = (unsigned)(r->rax & 0xff);
-	uint64_t sp = r->rsp, frame[3] = { 0, 0, 0 }, ec = 0;
+	uint64_t sp = r->rsp, frame[5] = { 0, 0, 0, 0, 0 }, ec = 0;
 
 	if (v >= 32 || sp < GUEST_KSTACK_TOP - 0x1000 ||
 	    sp + 24 > GUEST_KSTACK_TOP) {
@@ -496,7 +516,16 @@ on_exception(struct vm *vm, struct kvm_regs *r, struct kvm_sregs *s)
 		memcpy(&ec, vm->mem + sp, 8);
 		sp += 8;
 	}
-	memcpy(frame, vm->mem + sp, sp + 24 <= GUEST_KSTACK_TOP ? 24 : 16);
+	memcpy(frame, vm->mem + sp,
+	    sp + 40 <= GUEST_KSTACK_TOP       ? 40
+	        : sp + 24 <= GUEST_KSTACK_TOP ? 24
+	                                      : 16);
+	/* A fault in the program's own code goes to its handler, if it
+	 * has one (RIP, RFLAGS and RSP from the frame; AL holds the vector,
+	 * the rest of the registers are the program's). */
+	if ((frame[1] & 3) == 3 && sp + 40 <= GUEST_KSTACK_TOP &&
+	    vm_signal_fault(vm, v, frame[0], frame[3], frame[2], s->cr2))
+		return;
 	if (v == 14)
 		vm_stop(vm, VMM_FAULT, -1,
 		    "fault: vector 14 (%s) at rip 0x%llx, address 0x%llx, "
@@ -516,16 +545,18 @@ on_syscall(struct vm *vm)
 	struct kvm_regs *r = &vm->run->s.regs.regs;
 	struct kvm_sregs *s = &vm->run->s.regs.sregs;
 	uint64_t a[6] = { r->rdi, r->rsi, r->rdx, r->r10, r->r8, r->r9 };
+	uint64_t nr = r->rax;
 	int64_t ret;
 
 	vm->res->syscalls++;
-	ret = vm_syscall(vm, r->rax, a);
+	ret = vm_syscall(vm, nr, a);
 	if (vm->stopped)
 		return;
 	/* fork and execve leave this process on a new vCPU; after execve
 	 * it starts at the new program's entry, not after a call. */
-	if (vm->execed) {
-		vm->execed = 0;
+	if (vm->regs_replaced) {
+		vm->regs_replaced = 0;
+		vm_signal_after_syscall(vm, nr);
 		return;
 	}
 	r = &vm->run->s.regs.regs;
@@ -537,6 +568,7 @@ on_syscall(struct vm *vm)
 	seg(&s->cs, SEL_UCODE, 11, 1);
 	seg(&s->ss, SEL_UDATA, 3, 0);
 	vm->run->kvm_dirty_regs |= KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
+	vm_signal_after_syscall(vm, nr);
 }
 
 /* The exit came from a stub: RIP at, or just past, its `out`. The CPL
@@ -568,6 +600,8 @@ vcpu_loop(struct vm *vm)
 					    "timeout: stopped after %llu ms",
 					    (unsigned long long)
 					        vm->cfg->timeout_ms);
+				else
+					vm_signal_after_kick(vm);
 				continue;
 			}
 			vm_stop(vm, VMM_FAULT, -1, "fault: KVM_RUN: %s",
@@ -694,22 +728,33 @@ void
 vm_timer_arm(struct vm *vm)
 {
 	struct itimerval it;
-	uint64_t now = now_us(), left;
+	uint64_t now = now_us(), next = vm->deadline_us, left;
 
-	timed_out = 0;
 	running = vm->run;
-	if (vm->deadline_us == 0)
-		return;
-	if (now >= vm->deadline_us) {
-		timed_out = 1;
+	run_deadline_us = vm->deadline_us;
+	timed_out = vm->deadline_us != 0 && now >= vm->deadline_us;
+	if (timed_out) {
 		vm->run->immediate_exit = 1;
 		return;
 	}
-	left = vm->deadline_us - now;
+	if (vm->sig.alarm_at_us != 0 &&
+	    (next == 0 || vm->sig.alarm_at_us < next))
+		next = vm->sig.alarm_at_us;
 	memset(&it, 0, sizeof(it));
-	it.it_value.tv_sec = (time_t)(left / 1000000);
-	it.it_value.tv_usec = (suseconds_t)(left % 1000000);
+	if (next != 0) {
+		left = next > now ? next - now : 1;
+		it.it_value.tv_sec = (time_t)(left / 1000000);
+		it.it_value.tv_usec = (suseconds_t)(left % 1000000);
+	}
 	setitimer(ITIMER_REAL, &it, NULL);
+}
+
+void
+vm_set_user_segments(struct vm *vm)
+{
+	seg(&vm->run->s.regs.sregs.cs, SEL_UCODE, 11, 1);
+	seg(&vm->run->s.regs.sregs.ss, SEL_UDATA, 3, 0);
+	vm->run->kvm_dirty_regs |= KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
 }
 
 uint64_t
@@ -778,7 +823,7 @@ int
 vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,
     size_t errlen)
 {
-	struct sigaction sa, osa;
+	struct sigaction sa, osa, okick;
 	struct itimerval it;
 	struct vm vm;
 	uint64_t t0, rsp;
@@ -838,14 +883,18 @@ vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,
 		goto out;
 	}
 
-	if (cfg->timeout_ms != 0) {
+	if (cfg->timeout_ms != 0)
 		vm.deadline_us = now_us() + cfg->timeout_ms * 1000;
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = on_alarm;
-		sigemptyset(&sa.sa_mask);
-		sigaction(SIGALRM, &sa, &osa);
-		vm_timer_arm(&vm);
-	}
+	/* SIGALRM: the run's limit and the guest's alarm; SIGUSR2: a
+	 * signal from another guest process. Neither restarts a blocking
+	 * call, so a guest's wait is cut short by either. */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_alarm;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGALRM, &sa, &osa);
+	sa.sa_handler = on_kick;
+	sigaction(SIGUSR2, &sa, &okick);
+	vm_timer_arm(&vm);
 	res->boot_us = now_us() - t0;
 	t0 = now_us();
 	vcpu_loop(&vm);
@@ -853,12 +902,11 @@ vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,
 	 * caller of vmm_run (proc.c). The first one stops the rest. */
 	vm_proc_finish(&vm);
 	res->run_us = now_us() - t0;
-	if (cfg->timeout_ms != 0) {
-		memset(&it, 0, sizeof(it));
-		setitimer(ITIMER_REAL, &it, NULL);
-		running = NULL;
-		sigaction(SIGALRM, &osa, NULL);
-	}
+	memset(&it, 0, sizeof(it));
+	setitimer(ITIMER_REAL, &it, NULL);
+	running = NULL;
+	sigaction(SIGALRM, &osa, NULL);
+	sigaction(SIGUSR2, &okick, NULL);
 	res->peak_memory =
 	    (vm.brk_peak - vm.brk_start) + vm.mmap_pages_peak * VM_PAGE;
 	rc = VMM_OK;

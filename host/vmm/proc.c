@@ -48,6 +48,10 @@ struct vm_slot {
 	int32_t wstatus; /* SLOT_ZOMBIE: the guest's wait status */
 	int32_t killsig; /* the signal a guest kill ended it with */
 	int32_t pgid, sid;
+	/* Signals (sys_signal.c): pending from other processes, and what
+	 * the process does with each, so a sender neither queues an
+	 * ignored one nor wakes the process for it. Bit sig-1. */
+	uint64_t pending, caught, ignored;
 };
 
 struct vm_tree {
@@ -66,6 +70,8 @@ struct vm_tree {
 #define CAS(p, old, new)                                                       \
 	__atomic_compare_exchange_n(                                           \
 	    p, old, new, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)
+
+static void post(struct vm *, struct vm_slot *, int sig);
 
 static uint64_t
 word(uint32_t state, int32_t parent)
@@ -208,6 +214,8 @@ vm_proc_finish(struct vm *vm)
 			if (CAS(&s->word, &w, nw))
 				break;
 		}
+		if (w_parent(w) != 0 && (s = find_pid(vm, w_parent(w))) != NULL)
+			post(vm, s, SIGCHLD);
 		_exit(vm->res->status == VMM_EXITED ? vm->res->exit_code & 0xff
 		                                    : 128 + SIGKILL);
 	}
@@ -291,6 +299,9 @@ do_clone(struct vm *vm, uint64_t flags, uint64_t newsp, uint64_t ptid,
 	STORE(&s->killsig, 0);
 	STORE(&s->pgid, LOAD(&me(vm)->pgid));
 	STORE(&s->sid, LOAD(&me(vm)->sid));
+	STORE(&s->pending, 0);
+	STORE(&s->caught, LOAD(&me(vm)->caught));
+	STORE(&s->ignored, LOAD(&me(vm)->ignored));
 	if (flags & CLONE_PARENT_SETTID_) {
 		int32_t *p = vm_gptr(vm, ptid, sizeof(*p));
 
@@ -328,6 +339,7 @@ do_clone(struct vm *vm, uint64_t flags, uint64_t newsp, uint64_t ptid,
 	vm->pid = gpid;
 	memset(&vm->child_res, 0, sizeof(vm->child_res));
 	vm->res = &vm->child_res;
+	vm_signal_forked(vm);
 	vm_timer_arm(vm);
 	if (vp[0] >= 0) {
 		close(vp[0]);
@@ -479,35 +491,59 @@ sys_waitid(struct vm *vm, const uint64_t a[6])
 
 /* ---- kill ---------------------------------------------------------------- */
 
-/* Signals whose default action is to do nothing, or to stop (there is
- * no job control): sending them changes nothing until signals are
- * delivered (docs/vmm.md). */
-static int
-harmless(int sig)
-{
-	return sig == SIGCHLD || sig == SIGCONT || sig == SIGURG ||
-	    sig == SIGWINCH || sig == SIGSTOP || sig == SIGTSTP ||
-	    sig == SIGTTIN || sig == SIGTTOU;
-}
-
+/* Queue sig for the process in s and wake it (SIGUSR2 interrupts its
+ * KVM_RUN or its blocking call); it acts on it itself. SIGKILL cannot
+ * wait: the host kills the process, and its parent's wait sees sig. */
 static void
-kill_slot(struct vm *vm, struct vm_slot *s, int sig)
+post(struct vm *vm, struct vm_slot *s, int sig)
 {
+	uint64_t bit = 1ULL << (sig - 1), w;
 	int32_t zero = 0;
-	uint64_t w;
+	pid_t hp = LOAD(&s->host_pid);
 
 	if (s == me(vm)) {
-		vm->term_sig = sig;
-		vm_stop(vm, VMM_EXITED, 128 + sig, "killed by signal %d", sig);
+		vm_signal_raise(vm, sig);
 		return;
 	}
-	__atomic_compare_exchange_n(
-	    &s->killsig, &zero, sig, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-	if (LOAD(&s->host_pid) > 0)
-		kill(LOAD(&s->host_pid), SIGKILL);
-	/* An orphan has no one to reap it. */
-	w = word(SLOT_LIVE, 0);
-	CAS(&s->word, &w, word(SLOT_FREE, 0));
+	if (sig == SIGKILL) {
+		__atomic_compare_exchange_n(&s->killsig, &zero, sig, 0,
+		    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+		if (hp > 0)
+			kill(hp, SIGKILL);
+		/* An orphan has no one to reap it. */
+		w = word(SLOT_LIVE, 0);
+		CAS(&s->word, &w, word(SLOT_FREE, 0));
+		return;
+	}
+	if ((LOAD(&s->ignored) & bit) ||
+	    (!(LOAD(&s->caught) & bit) && vm_signal_default_ignored(sig)))
+		return;
+	__atomic_fetch_or(&s->pending, bit, __ATOMIC_SEQ_CST);
+	if (hp > 0)
+		kill(hp, SIGUSR2);
+}
+
+uint64_t
+vm_proc_take_pending(struct vm *vm)
+{
+	if (vm->tree == NULL)
+		return 0;
+	return __atomic_exchange_n(&me(vm)->pending, 0, __ATOMIC_SEQ_CST);
+}
+
+uint64_t
+vm_proc_peek_pending(struct vm *vm)
+{
+	return vm->tree == NULL ? 0 : LOAD(&me(vm)->pending);
+}
+
+void
+vm_proc_dispositions(struct vm *vm, uint64_t caught, uint64_t ignored)
+{
+	if (vm->tree == NULL)
+		return;
+	STORE(&me(vm)->caught, caught);
+	STORE(&me(vm)->ignored, ignored);
 }
 
 static int64_t
@@ -523,8 +559,8 @@ do_kill(struct vm *vm, int32_t pid, uint64_t sig)
 		if ((s = find_pid(vm, pid)) == NULL ||
 		    w_state(LOAD(&s->word)) != SLOT_LIVE)
 			return -ESRCH;
-		if (sig != 0 && !harmless((int)sig))
-			kill_slot(vm, s, (int)sig);
+		if (sig != 0)
+			post(vm, s, (int)sig);
 		return 0;
 	}
 	pg = pid == 0 ? LOAD(&me(vm)->pgid) : -pid;
@@ -535,13 +571,12 @@ do_kill(struct vm *vm, int32_t pid, uint64_t sig)
 		               : LOAD(&s->pgid) != pg))
 			continue;
 		hit++;
-		if (sig != 0 && !harmless((int)sig) && s != me(vm))
-			kill_slot(vm, s, (int)sig);
+		if (sig != 0 && s != me(vm))
+			post(vm, s, (int)sig);
 	}
 	/* Ourselves last, so the others are signalled first. */
-	if (pid != -1 && sig != 0 && !harmless((int)sig) &&
-	    LOAD(&me(vm)->pgid) == pg)
-		kill_slot(vm, me(vm), (int)sig);
+	if (pid != -1 && sig != 0 && LOAD(&me(vm)->pgid) == pg)
+		post(vm, me(vm), (int)sig);
 	return hit ? 0 : -ESRCH;
 }
 

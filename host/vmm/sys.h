@@ -155,6 +155,13 @@ int64_t sys_execveat(struct vm *, const uint64_t a[6]);
 int64_t sys_rt_sigaction(struct vm *, const uint64_t a[6]);
 int64_t sys_rt_sigprocmask(struct vm *, const uint64_t a[6]);
 int64_t sys_sigaltstack(struct vm *, const uint64_t a[6]);
+int64_t sys_rt_sigreturn(struct vm *, const uint64_t a[6]);
+int64_t sys_rt_sigpending(struct vm *, const uint64_t a[6]);
+int64_t sys_rt_sigsuspend(struct vm *, const uint64_t a[6]);
+int64_t sys_pause(struct vm *, const uint64_t a[6]);
+int64_t sys_alarm(struct vm *, const uint64_t a[6]);
+int64_t sys_getitimer(struct vm *, const uint64_t a[6]);
+int64_t sys_setitimer(struct vm *, const uint64_t a[6]);
 
 /* Threads (sys_thread.c). */
 int64_t sys_gettid(struct vm *, const uint64_t a[6]);

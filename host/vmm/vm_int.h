@@ -35,6 +35,22 @@ struct vfd {
 	char *path; /* VFD_VDIR, VFD_HOST: normalized guest path */
 };
 
+/* The kernel's struct sigaction on x86-64 (rt_sigaction). */
+struct vm_sigaction {
+	uint64_t handler, flags, restorer, mask;
+};
+
+/* A process's signals (sys_signal.c). Bit sig-1 in every mask. */
+struct vm_signals {
+	struct vm_sigaction act[65]; /* by number; 0 unused */
+	uint64_t blocked, pending;
+	uint64_t saved; /* rt_sigsuspend: the mask to restore */
+	int has_saved;
+	uint64_t ss_sp, ss_size; /* sigaltstack; size 0: none */
+	uint32_t ss_flags;
+	uint64_t alarm_at_us, alarm_interval_us; /* ITIMER_REAL, vm_now_us */
+};
+
 struct vm {
 	const struct vmm_config *cfg;
 	struct vmm_result *res;
@@ -69,7 +85,9 @@ struct vm {
 	int vfork_fd; /* a vfork child's pipe to its waiting parent, or -1 */
 	struct vmm_result child_res; /* a child's own result */
 	struct vm_exec *exec; /* what execve loaded (exec.c), or NULL */
-	int execed; /* the last system call replaced the program */
+	int regs_replaced; /* the last call set every register (execve,
+			      rt_sigreturn): no return to the caller */
+	struct vm_signals sig;
 };
 
 /* ---- clone.c: the vCPU's state, and a VM rebuilt around it ---------- */
@@ -109,6 +127,9 @@ int vm_kvm_create(struct vm *, char *err, size_t errlen);
 void vm_kvm_drop(struct vm *);
 int vm_cpu_fixed(struct vm *);
 void vm_timer_arm(struct vm *);
+int vm_timed_out(void);
+/* The user code and stack segments into the synced registers. */
+void vm_set_user_segments(struct vm *);
 uint64_t vm_now_us(void);
 
 /* kvm.c: replace guest memory and the VM by a fresh boot of cfg's
@@ -127,6 +148,26 @@ int vm_proc_init(struct vm *);
 /* At the end of vcpu_loop: a child reports and _exits; the first
  * process stops whatever is left of the tree. */
 void vm_proc_finish(struct vm *);
+/* Signals queued for this process by others (taken or looked at), and
+ * what it catches and ignores, for senders to see. */
+uint64_t vm_proc_take_pending(struct vm *);
+uint64_t vm_proc_peek_pending(struct vm *);
+void vm_proc_dispositions(struct vm *, uint64_t caught, uint64_t ignored);
+
+/* ---- sys_signal.c: delivery ------------------------------------------- */
+
+int vm_signal_default_ignored(int sig);
+void vm_signal_raise(struct vm *, int sig); /* to this process */
+void vm_signal_forked(struct vm *);
+void vm_signal_exec(struct vm *);
+/* Deliver a pending signal as the call nr returns, or after a kick out
+ * of KVM_RUN. */
+void vm_signal_after_syscall(struct vm *, uint64_t nr);
+void vm_signal_after_kick(struct vm *);
+/* An exception the program has a handler for: 1 when delivered. */
+int vm_signal_fault(struct vm *, unsigned vector, uint64_t rip, uint64_t rsp,
+    uint64_t rflags, uint64_t addr);
+
 /* Output bytes of the whole tree (fs.c counts writes to fds 1 and 2). */
 uint64_t *vm_output_counter(struct vm *);
 

@@ -21,6 +21,12 @@ same() {
 # ---- keep run -------------------------------------------------------------
 same "fork, wait4, statuses, kill" "$G/forkwait"
 same "pipes: poll and select timeouts, POLLHUP, dup2 across exec, SIGPIPE" "$G/pipes"
+same "signals: handlers, masks, alarm, timers, SIGCHLD, faults, altstack" "$G/signals"
+"$KEEP" run --timeout 20s "$G/signals" corrupt >"$tmp/out" 2>"$tmp/err"; rc=$?
+[ $rc -eq 139 ] && [ "$(cat "$tmp/out")" = "wrecking my own frame" ] &&
+    grep -q "fault: rt_sigreturn" "$tmp/err" &&
+    ok "a handler that wrecks its own frame only ends itself" ||
+    bad "corrupt frame: exit $rc, $(cat "$tmp/out") $(cat "$tmp/err")"
 
 "$KEEP" run --timeout 2s "$G/forkbomb" >"$tmp/out" 2>"$tmp/err"; rc=$?
 [ $rc -eq 124 ] && grep -q "process limit, 64, was reached" "$tmp/err" &&
@@ -81,18 +87,28 @@ mkdir -p "$tmp/native_ws"; rm -rf "$ws"/*
     ok "busybox sh pipelines and redirections: same as native (exit $krc)" ||
     bad "busybox sh: native $nrc keep $krc: $(diff "$tmp/native" "$tmp/keep")"
 
+# busybox sh: wait (rt_sigsuspend until SIGCHLD) and trap.
+script2='echo fg; (exit 4); echo "sub $?"; wait; echo "waited $?"
+trap "echo trapped" USR1; kill -USR1 $$; echo after; kill -TERM $$; echo not'
+(cd "$tmp/native_ws" && /bin/busybox sh -c "$script2") >"$tmp/native" 2>&1; nrc=$?
+"$KEEP" run --timeout 20s --workspace "$ws" /bin/busybox sh -c "$script2" >"$tmp/keep" 2>&1; krc=$?
+[ $nrc -eq $krc ] && cmp -s "$tmp/native" "$tmp/keep" &&
+    ok "busybox sh wait, trap and kill \$\$: same as native (exit $krc)" ||
+    bad "busybox sh signals: native $nrc keep $krc: $(diff "$tmp/native" "$tmp/keep")"
+
 # ---- keepd: the same programs in an image, through commands/run ----------
 "$KEEP" image build --name procs --version 1 --memory 64M \
     --file /bin/forkbomb="$G/forkbomb" --file /bin/orphan="$G/orphan" \
     --file /bin/busybox=/bin/busybox --command sh=/bin/busybox \
     --command forkwait --command forkbomb=/bin/forkbomb \
-    --command orphan=/bin/orphan "$G/forkwait" -o "$tmp/procs.img.tmp" >/dev/null &&
+    --command orphan=/bin/orphan --file /bin/signals="$G/signals" \
+    --command signals=/bin/signals "$G/forkwait" -o "$tmp/procs.img.tmp" >/dev/null &&
 "$KEEP" image sign --key "$B/keys/dev.secret" "$tmp/procs.img.tmp" >/dev/null ||
     { echo "FAIL: procs image"; exit 1; }
 cat >"$tmp/test.policy" <<'EOP'
 role runner {
 	allow sandbox:read, sandbox:write, exec
-	exec "forkwait", "forkbomb", "orphan", "sh"
+	exec "forkwait", "forkbomb", "orphan", "sh", "signals"
 	timeout 20s
 }
 agent "alice" : runner
@@ -130,5 +146,10 @@ req "$alice" POST "/v1/sandboxes/$sbx/commands/run" "$(python3 -c 'import json,s
     [ "$(jget "$body" '["stderr"]')" = "$(cat "$tmp/nerr")" ] &&
     [ "$(jget "$body" '["exit_code"]')" = 7 ] &&
     ok "commands/run: busybox sh pipelines, same as native" || bad "commands/run sh: $code $body"
+
+req "$alice" POST "/v1/sandboxes/$sbx/commands/run" '{"cmd":"signals"}'
+"$G/signals" >"$tmp/native" 2>&1
+[ "$code" = 200 ] && [ "$(jget "$body" '["stdout"]')" = "$(cat "$tmp/native")" ] &&
+    ok "commands/run: signals, same as native" || bad "commands/run signals: $code $body"
 
 keepd_finish
