@@ -32,6 +32,9 @@ same "signals: handlers, masks, alarm, timers, SIGCHLD, faults, altstack" "$G/si
 [ $rc -eq 124 ] && grep -q "process limit, 64, was reached" "$tmp/err" &&
     ok "a fork bomb stops at the process limit" ||
     bad "fork bomb: exit $rc, $(cat "$tmp/err")"
+"$KEEP" run --processes 5 --timeout 1s "$G/forkbomb" >"$tmp/out" 2>"$tmp/err"; rc=$?
+[ $rc -eq 124 ] && grep -q "process limit, 5, was reached" "$tmp/err" &&
+    ok "keep run --processes sets the limit" || bad "--processes: exit $rc, $(cat "$tmp/err")"
 # Nothing of it is left once keep returns.
 left=$(pgrep -f "$G/forkbomb" | wc -l)
 [ "$left" -eq 0 ] && ok "no process of the fork bomb is left" ||
