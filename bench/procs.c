@@ -1,15 +1,43 @@
 /*
- * bench/procs: fork+exit+wait round trips and pipe throughput, timed
+ * bench/procs: fork+exit+wait round trips, pipe throughput, thread
+ * create+join and a condition-variable ping-pong between two threads, timed
  * inside the program, so the same static binary runs natively and in
  * keep (`make bench-procs` prints both side by side).
  * Usage: procs [forks] [pipe MiB]
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static int turn, rounds = 2000;
+
+static void *
+nothing(void *arg)
+{
+	return arg;
+}
+
+static void *
+ponger(void *arg)
+{
+	int i;
+
+	for (i = 0; i < rounds; i++) {
+		pthread_mutex_lock(&mu);
+		while (turn != 1)
+			pthread_cond_wait(&cv, &mu);
+		turn = 0;
+		pthread_cond_signal(&cv);
+		pthread_mutex_unlock(&mu);
+	}
+	return arg;
+}
 
 static double
 now(void)
@@ -55,5 +83,31 @@ main(int argc, char **argv)
 		total += n;
 	waitpid(p, &st, 0);
 	printf("pipe: %.0f MiB/s\n", (double)total / (1 << 20) / (now() - t));
+	t = now();
+	for (i = 0; i < forks; i++) {
+		pthread_t th;
+
+		pthread_create(&th, NULL, nothing, NULL);
+		pthread_join(th, NULL);
+	}
+	printf("thread create+join: %.1f us\n", (now() - t) / forks * 1e6);
+	{
+		pthread_t th;
+
+		pthread_create(&th, NULL, ponger, NULL);
+		t = now();
+		for (i = 0; i < rounds; i++) {
+			pthread_mutex_lock(&mu);
+			turn = 1;
+			pthread_cond_signal(&cv);
+			while (turn != 0)
+				pthread_cond_wait(&cv, &mu);
+			pthread_mutex_unlock(&mu);
+		}
+		printf("futex ping-pong (condition variable): %.1f us a round "
+		       "trip\n",
+		    (now() - t) / rounds * 1e6);
+		pthread_join(th, NULL);
+	}
 	return 0;
 }

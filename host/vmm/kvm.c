@@ -600,8 +600,10 @@ vcpu_loop(struct vm *vm)
 					    "timeout: stopped after %llu ms",
 					    (unsigned long long)
 					        vm->cfg->timeout_ms);
-				else
+				else {
+					vm_thread_preempt(vm);
 					vm_signal_after_kick(vm);
+				}
 				continue;
 			}
 			vm_stop(vm, VMM_FAULT, -1, "fault: KVM_RUN: %s",
@@ -740,6 +742,8 @@ vm_timer_arm(struct vm *vm)
 	if (vm->sig.alarm_at_us != 0 &&
 	    (next == 0 || vm->sig.alarm_at_us < next))
 		next = vm->sig.alarm_at_us;
+	if (vm->slice_at_us != 0 && (next == 0 || vm->slice_at_us < next))
+		next = vm->slice_at_us;
 	memset(&it, 0, sizeof(it));
 	if (next != 0) {
 		left = next > now ? next - now : 1;
@@ -813,6 +817,7 @@ vm_teardown(struct vm *vm)
 {
 	vm_fs_free(vm);
 	vm_exec_free(vm);
+	vm_thread_reset(vm);
 	free(vm->mmap_used);
 	vm_kvm_drop(vm);
 	if (vm->mem != NULL && vm->mem != MAP_FAILED)

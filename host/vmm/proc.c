@@ -277,8 +277,10 @@ do_clone(struct vm *vm, uint64_t flags, uint64_t newsp, uint64_t ptid,
 	pid_t pid;
 	char c;
 
-	if (flags & (CLONE_THREAD_ | CLONE_SIGHAND_))
-		return -ENOSYS; /* threads: docs/vmm.md */
+	if (flags & CLONE_THREAD_)
+		return vm_thread_clone(vm, flags, newsp, ptid, ctid, tls);
+	if (flags & CLONE_SIGHAND_)
+		return -EINVAL; /* needs CLONE_VM, and then CLONE_THREAD */
 	if ((flags & ~known) != 0)
 		return -EINVAL;
 	/* CLONE_VM is accepted only as vfork (posix_spawn, vfork): the
@@ -340,6 +342,7 @@ do_clone(struct vm *vm, uint64_t flags, uint64_t newsp, uint64_t ptid,
 	memset(&vm->child_res, 0, sizeof(vm->child_res));
 	vm->res = &vm->child_res;
 	vm_signal_forked(vm);
+	vm_thread_reset(vm);
 	vm_timer_arm(vm);
 	if (vp[0] >= 0) {
 		close(vp[0]);
@@ -521,6 +524,12 @@ post(struct vm *vm, struct vm_slot *s, int sig)
 	__atomic_fetch_or(&s->pending, bit, __ATOMIC_SEQ_CST);
 	if (hp > 0)
 		kill(hp, SIGUSR2);
+}
+
+int32_t
+vm_proc_new_tid(struct vm *vm)
+{
+	return __atomic_fetch_add(&vm->tree->next_pid, 1, __ATOMIC_SEQ_CST);
 }
 
 uint64_t

@@ -116,8 +116,6 @@ int64_t sys_clock_getres(struct vm *, const uint64_t a[6]);
 int64_t sys_clock_nanosleep(struct vm *, const uint64_t a[6]);
 
 /* Processes: identity, limits, exit (sys_proc.c). */
-int64_t sys_sched_yield(struct vm *, const uint64_t a[6]);
-int64_t sys_exit(struct vm *, const uint64_t a[6]);
 int64_t sys_uname(struct vm *, const uint64_t a[6]);
 int64_t sys_getrlimit(struct vm *, const uint64_t a[6]);
 int64_t sys_sysinfo(struct vm *, const uint64_t a[6]);
@@ -167,5 +165,8 @@ int64_t sys_setitimer(struct vm *, const uint64_t a[6]);
 int64_t sys_gettid(struct vm *, const uint64_t a[6]);
 int64_t sys_futex(struct vm *, const uint64_t a[6]);
 int64_t sys_set_tid_address(struct vm *, const uint64_t a[6]);
+int64_t sys_set_robust_list(struct vm *, const uint64_t a[6]);
+int64_t sys_sched_yield(struct vm *, const uint64_t a[6]);
+int64_t sys_exit(struct vm *, const uint64_t a[6]);
 
 #endif

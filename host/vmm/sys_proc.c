@@ -53,14 +53,6 @@ sys_getegid(struct vm *vm, const uint64_t a[6])
 }
 
 int64_t
-sys_sched_yield(struct vm *vm, const uint64_t a[6])
-{
-	(void)vm;
-	(void)a;
-	return 0;
-}
-
-int64_t
 sys_sched_getaffinity(struct vm *vm, const uint64_t a[6])
 {
 	uint64_t mask = 1;
@@ -190,13 +182,6 @@ sys_exit_group(struct vm *vm, const uint64_t a[6])
 {
 	vm_stop(vm, VMM_EXITED, (int)(a[0] & 0xff), "%s", "");
 	return 0;
-}
-
-/* One thread: its exit is the process's. */
-int64_t
-sys_exit(struct vm *vm, const uint64_t a[6])
-{
-	return sys_exit_group(vm, a);
 }
 
 int64_t

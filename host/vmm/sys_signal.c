@@ -247,6 +247,12 @@ deliverable(struct vm *vm)
 	return (vm->sig.pending & ~vm->sig.blocked) != 0;
 }
 
+int
+vm_signal_pending(struct vm *vm)
+{
+	return deliverable(vm);
+}
+
 /*
  * Sleep until a signal arrives for the guest (or the run's time is up):
  * SIGUSR2 and SIGALRM are blocked on the host while the table is

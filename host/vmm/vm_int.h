@@ -88,6 +88,8 @@ struct vm {
 	int regs_replaced; /* the last call set every register (execve,
 			      rt_sigreturn): no return to the caller */
 	struct vm_signals sig;
+	struct vm_threads *threads; /* sys_thread.c; NULL: one thread */
+	uint64_t slice_at_us; /* the running thread's slice ends */
 };
 
 /* ---- clone.c: the vCPU's state, and a VM rebuilt around it ---------- */
@@ -164,9 +166,22 @@ void vm_signal_exec(struct vm *);
  * of KVM_RUN. */
 void vm_signal_after_syscall(struct vm *, uint64_t nr);
 void vm_signal_after_kick(struct vm *);
+/* Whether a signal the process would act on is pending now. */
+int vm_signal_pending(struct vm *);
 /* An exception the program has a handler for: 1 when delivered. */
 int vm_signal_fault(struct vm *, unsigned vector, uint64_t rip, uint64_t rsp,
     uint64_t rflags, uint64_t addr);
+
+/* A fresh thread id from the run's pid space. */
+int32_t vm_proc_new_tid(struct vm *);
+
+/* ---- sys_thread.c: threads on the one vCPU ------------------------- */
+
+int64_t vm_thread_clone(struct vm *, uint64_t flags, uint64_t newsp,
+    uint64_t ptid, uint64_t ctid, uint64_t tls);
+void vm_thread_reset(struct vm *);
+/* After a kick out of KVM_RUN: the next thread if the slice is over. */
+void vm_thread_preempt(struct vm *);
 
 /* Output bytes of the whole tree (fs.c counts writes to fds 1 and 2). */
 uint64_t *vm_output_counter(struct vm *);

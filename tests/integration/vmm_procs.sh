@@ -19,9 +19,33 @@ same() {
 }
 
 # ---- keep run -------------------------------------------------------------
+ws=$tmp/ws; mkdir -p "$ws"
 same "fork, wait4, statuses, kill" "$G/forkwait"
 same "pipes: poll and select timeouts, POLLHUP, dup2 across exec, SIGPIPE" "$G/pipes"
 same "signals: handlers, masks, alarm, timers, SIGCHLD, faults, altstack" "$G/signals"
+same "threads: mutex, condition ping-pong, timed wait, time slices" "$G/threads"
+"$KEEP" run --timeout 1s "$G/threads" spin >"$tmp/out" 2>"$tmp/err"; rc=$?
+[ $rc -eq 124 ] && grep -q "timeout" "$tmp/err" &&
+    ok "a thread that spins past the time limit is stopped" ||
+    bad "spinning thread: exit $rc, $(cat "$tmp/err")"
+# Python (glibc, static): threading and signal.alarm, as natively.
+cat >"$ws/t.py" <<'EOPY'
+import threading, signal, time
+r = []
+def f(i): r.append(i * i)
+ts = [threading.Thread(target=f, args=(i,)) for i in range(4)]
+[t.start() for t in ts]; [t.join() for t in ts]
+print("threads", sorted(r))
+def h(s, f): print("alarm", s)
+signal.signal(signal.SIGALRM, h); signal.alarm(1); time.sleep(2)
+t0 = time.time(); time.sleep(0.2); print("slept", time.time() - t0 >= 0.2)
+EOPY
+python3 "$ws/t.py" >"$tmp/native" 2>&1
+"$KEEP" run --timeout 30s --workspace "$ws" --trust "$B/keys/dev.public" \
+    "$B/images/python.img" python /t.py >"$tmp/keep" 2>&1; rc=$?
+[ $rc -eq 0 ] && cmp -s "$tmp/native" "$tmp/keep" &&
+    ok "python threading and signal.alarm: same as native" ||
+    bad "python: exit $rc: $(diff "$tmp/native" "$tmp/keep")"
 "$KEEP" run --timeout 20s "$G/signals" corrupt >"$tmp/out" 2>"$tmp/err"; rc=$?
 [ $rc -eq 139 ] && [ "$(cat "$tmp/out")" = "wrecking my own frame" ] &&
     grep -q "fault: rt_sigreturn" "$tmp/err" &&
@@ -51,7 +75,6 @@ done
     bad "orphan: $left processes left"
 
 # execve: /proc/self/exe, a workspace "#!" script, and the errors.
-ws=$tmp/ws; mkdir -p "$ws"
 "$KEEP" run --timeout 20s --workspace "$ws" "$G/execer" >"$tmp/out" 2>"$tmp/err"; rc=$?
 want='  argv[0]=/proc/self/exe
   argv[1]=child
@@ -105,13 +128,14 @@ trap "echo trapped" USR1; kill -USR1 $$; echo after; kill -TERM $$; echo not'
     --file /bin/busybox=/bin/busybox --command sh=/bin/busybox \
     --command forkwait --command forkbomb=/bin/forkbomb \
     --command orphan=/bin/orphan --file /bin/signals="$G/signals" \
-    --command signals=/bin/signals "$G/forkwait" -o "$tmp/procs.img.tmp" >/dev/null &&
+    --command signals=/bin/signals --file /bin/threads="$G/threads" \
+    --command threads=/bin/threads "$G/forkwait" -o "$tmp/procs.img.tmp" >/dev/null &&
 "$KEEP" image sign --key "$B/keys/dev.secret" "$tmp/procs.img.tmp" >/dev/null ||
     { echo "FAIL: procs image"; exit 1; }
 cat >"$tmp/test.policy" <<'EOP'
 role runner {
 	allow sandbox:read, sandbox:write, exec
-	exec "forkwait", "forkbomb", "orphan", "sh", "signals"
+	exec "forkwait", "forkbomb", "orphan", "sh", "signals", "threads"
 	timeout 20s
 }
 agent "alice" : runner
@@ -154,5 +178,10 @@ req "$alice" POST "/v1/sandboxes/$sbx/commands/run" '{"cmd":"signals"}'
 "$G/signals" >"$tmp/native" 2>&1
 [ "$code" = 200 ] && [ "$(jget "$body" '["stdout"]')" = "$(cat "$tmp/native")" ] &&
     ok "commands/run: signals, same as native" || bad "commands/run signals: $code $body"
+
+req "$alice" POST "/v1/sandboxes/$sbx/commands/run" '{"cmd":"threads"}'
+"$G/threads" >"$tmp/native" 2>&1
+[ "$code" = 200 ] && [ "$(jget "$body" '["stdout"]')" = "$(cat "$tmp/native")" ] &&
+    ok "commands/run: threads, same as native" || bad "commands/run threads: $code $body"
 
 keepd_finish
