@@ -189,12 +189,12 @@ do_exec(struct vm *vm, const char *gpath, uint64_t argv, uint64_t envp)
 		nargv--;
 	}
 	nargv += k;
-	if ((rc = copy_vec(vm, x, envp, offs + nargv + 1, &nenv, &used)) != 0)
-		goto fail;
 	if (nargv == 0) {
 		/* Linux gives a program argv[0] = "" when it got none. */
 		offs[nargv++] = (size_t)add_string(x, &used, "", 0);
 	}
+	if ((rc = copy_vec(vm, x, envp, offs + nargv + 1, &nenv, &used)) != 0)
+		goto fail;
 	if ((x->vec = calloc(nargv + nenv + 2, sizeof(*x->vec))) == NULL) {
 		rc = -ENOMEM;
 		goto fail;

@@ -564,6 +564,8 @@ do_kill(struct vm *vm, int32_t pid, uint64_t sig)
 
 	if (sig > 64)
 		return -EINVAL;
+	if (pid == INT32_MIN)
+		return -ESRCH; /* no such group, and -pid would overflow */
 	if (pid > 0) {
 		if ((s = find_pid(vm, pid)) == NULL ||
 		    w_state(LOAD(&s->word)) != SLOT_LIVE)

@@ -30,6 +30,11 @@ main(int argc, char **argv)
 	int i, fd;
 
 	setvbuf(stdout, NULL, _IONBF, 0);
+	if (argc == 1 && argv[0][0] == '\0') {
+		printf(
+		    "  empty argv: argv[0]=\"\", env WHO=%s\n", getenv("WHO"));
+		return 9;
+	}
 	if (argc > 1 && strcmp(argv[1], "child") == 0) {
 		for (i = 0; i < argc; i++)
 			printf("  argv[%d]=%s\n", i, argv[i]);
@@ -54,5 +59,13 @@ main(int argc, char **argv)
 	close(fd);
 	run((char *[]){ "/garbage", NULL });
 	run((char *[]){ "/missing", NULL });
+	/* No argv at all: Linux passes argv[0] = "". */
+	if (fork() == 0) {
+		execve("/proc/self/exe", (char *[]){ NULL },
+		    (char *[]){ "WHO=nobody", NULL });
+		_exit(127);
+	}
+	wait(&fd);
+	printf("empty argv: exit %d\n", WEXITSTATUS(fd));
 	return 0;
 }

@@ -93,7 +93,9 @@ execve /noexec: Permission denied
 execve /garbage: Exec format error
 /garbage: exit 127
 execve /missing: No such file or directory
-/missing: exit 127'
+/missing: exit 127
+  empty argv: argv[0]="", env WHO=nobody
+empty argv: exit 9'
 [ $rc -eq 0 ] && [ "$(cat "$tmp/out")" = "$want" ] &&
     ok "execve: self, a script, EACCES, ENOEXEC, ENOENT" ||
     bad "execve: exit $rc: $(diff <(echo "$want") "$tmp/out") $(cat "$tmp/err")"
