@@ -14,6 +14,7 @@
 #define VM_HUGE (2ULL << 20)
 #define VM_PATH_MAX WS_PATH_MAX /* guest paths, NUL included */
 #define VM_MAX_FILES_DEFAULT 64
+#define VM_XSAVE_LEGACY 4096 /* struct kvm_xsave's region[1024] */
 
 enum vfd_kind {
 	VFD_FREE = 0,
@@ -103,7 +104,11 @@ struct vm_cpu_state {
 	struct kvm_regs regs;
 	struct kvm_sregs sregs;
 	struct kvm_fpu fpu; /* x87, SSE; or, with XSAVE, the whole area: */
-	struct kvm_xsave xsave;
+	/* KVM_GET_XSAVE's legacy 4096-byte area as bytes: newer kernel
+	 * headers end struct kvm_xsave with a flexible array, which may not
+	 * sit inside another struct (clang refuses it). Everything the VM's
+	 * XCR0 enables (x87 to AVX-512, 2,688 bytes) fits in it. */
+	_Alignas(64) uint8_t xsave[VM_XSAVE_LEGACY];
 	int has_xsave;
 	uint64_t tsc;
 };
@@ -143,6 +148,11 @@ int vm_exec_image(
 
 /* exec.c */
 void vm_exec_free(struct vm *);
+/* A script's "#!interp [arg]" line (the first 256 bytes of data, which
+ * are the guest's): 0 with both NUL-terminated in their buffers (interp
+ * non-empty, without blanks; arg trimmed, maybe empty), or -ENOEXEC. */
+int vm_exec_shebang(const uint8_t *data, size_t len, char *interp, size_t ilen,
+    char *arg, size_t alen);
 
 /* ---- proc.c: the guest process tree ----------------------------------- */
 
