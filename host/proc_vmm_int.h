@@ -108,6 +108,8 @@ struct image *vmm_image_get(
 void vmm_job_finish(struct proc_ctx *ctx, struct job *job);
 /* Send the new output of RUN_F_STREAM runs; 1 if any is running. */
 int vmm_stream_outputs(struct proc_ctx *ctx, struct vmm_state *vs);
+/* SIGKILL a vm process and the guest processes it forked (its group). */
+void vmm_kill_tree(pid_t pid);
 uint32_t vmm_not_found(const struct vmm_state *vs);
 void vmm_restore_start(struct proc_ctx *ctx, struct vmm_state *vs);
 int vmm_safe_name(const char *s, size_t max);
