@@ -17,6 +17,10 @@
 #include "host/seccomp_filters.h"
 #include "lib/util.h"
 
+#ifndef __NR_fchmodat2
+#define __NR_fchmodat2 452 /* Linux 6.6; newer than these headers */
+#endif
+
 #define R(name, why)                                                           \
 	{                                                                      \
 		SCMP_SYS(name), 0, 0, 0, why                                   \
@@ -116,7 +120,16 @@ const struct seccomp_filter seccomp_policy = { "policy", policy_rules,
 	    R(mkdirat, "workspace directories"),                               \
 	    R(unlinkat, "workspace files"), R(renameat, "workspace files"),    \
 	    R(ftruncate, "workspace files"), R(fstat, "workspace files"),      \
-	    R(newfstatat, "workspace files")
+	    R(newfstatat, "workspace files"),                                  \
+	    R(fchmod, "guest fchmod on a workspace file"),                     \
+	    R(fchmodat2, "guest chmod: on an O_PATH descriptor, no race"),     \
+	    R(fchmodat, "guest chmod before Linux 6.6, via /proc/self/fd"),    \
+	    R(utimensat, "guest utimensat and futimens (touch)"),              \
+	    R(symlinkat, "guest symlinks, created in the workspace"),          \
+	    R(linkat, "guest hard links within the workspace"),                \
+	    R(renameat2, "guest rename, RENAME_NOREPLACE and EXCHANGE"),       \
+	    R(fallocate, "guest fallocate, counted against the quota"),        \
+	    R(umask, "the guest's umask is applied by the VMM instead")
 
 static const struct seccomp_rule vm_rules[] = { VM_RULES };
 

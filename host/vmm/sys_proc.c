@@ -220,3 +220,28 @@ sys_keep_fetch(struct vm *vm, const uint64_t a[6])
 {
 	return vm_keep_fetch(vm, a[0], a[1]); /* fetch.c */
 }
+
+/* getresuid and getresgid: real, effective and saved, all the guest's. */
+static int64_t
+put_ids(struct vm *vm, const uint64_t a[6])
+{
+	uint32_t id = GUEST_ID;
+	int i;
+
+	for (i = 0; i < 3; i++)
+		if (vm_put(vm, a[i], &id, sizeof(id)) != 0)
+			return -EFAULT;
+	return 0;
+}
+
+int64_t
+sys_getresuid(struct vm *vm, const uint64_t a[6])
+{
+	return put_ids(vm, a);
+}
+
+int64_t
+sys_getresgid(struct vm *vm, const uint64_t a[6])
+{
+	return put_ids(vm, a);
+}
