@@ -55,3 +55,10 @@ $(B)/bench/pvh.elf: bench/pvh.S
 	@mkdir -p $(dir $@)
 	$(CC) -m32 -c $< -o $(B)/bench/pvh.o
 	ld -m elf_i386 -Ttext=0x100000 -e pvh_start -o $@ $(B)/bench/pvh.o
+
+# The compatibility suite (not part of make check): Debian's
+# busybox-static applets in keep run and natively, byte-compared
+# (tests/compat/, docs/vmm.md "Compatibility").
+.PHONY: check-compat
+check-compat: $(B)/bin/keep $(DEV_KEY)
+	bash tests/compat/busybox.sh

@@ -173,6 +173,14 @@ int64_t sys_prlimit64(struct vm *, const uint64_t a[6]);
 int64_t sys_getrandom(struct vm *, const uint64_t a[6]);
 int64_t sys_getresuid(struct vm *, const uint64_t a[6]);
 int64_t sys_getresgid(struct vm *, const uint64_t a[6]);
+int64_t sys_setuid(struct vm *, const uint64_t a[6]);
+int64_t sys_setgid(struct vm *, const uint64_t a[6]);
+int64_t sys_setreuid(struct vm *, const uint64_t a[6]);
+int64_t sys_setregid(struct vm *, const uint64_t a[6]);
+int64_t sys_setresuid(struct vm *, const uint64_t a[6]);
+int64_t sys_setresgid(struct vm *, const uint64_t a[6]);
+int64_t sys_setfsuid(struct vm *, const uint64_t a[6]);
+int64_t sys_setfsgid(struct vm *, const uint64_t a[6]);
 int64_t sys_keep_fetch(struct vm *, const uint64_t a[6]);
 
 /* Signals (sys_signal.c). */

@@ -127,6 +127,10 @@ main(void)
 		printf("getgroups: %d first %d\n", k, k > 0 ? (int)g[0] : -1);
 	}
 	show("setgroups", setgroups(0, NULL));
+	show("setuid self", setuid(1000));
+	show("setgid self", setgid(1000));
+	show("setuid root", setuid(0));
+	show("setresuid -1", setresuid(-1, 1000, -1));
 
 	/* symlinks and hard links */
 	show("symlink", symlink("f", "lnk"));

@@ -38,6 +38,10 @@ chown root: EPERM
 lchown missing: ENOENT
 getgroups: 1 first 1000
 setgroups: EPERM
+setuid self: ok
+setgid self: ok
+setuid root: EPERM
+setresuid -1: ok
 symlink: ok
 symlink exists: EEXIST
 readlink: f
