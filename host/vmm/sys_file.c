@@ -870,7 +870,7 @@ sys_truncate(struct vm *vm, const uint64_t a[6])
 			return rc;
 		return S_ISDIR(st.st_mode) ? -EISDIR : -EROFS;
 	}
-	if ((fd = vm_ws_open(vm, path, O_WRONLY, 0)) < 0)
+	if ((fd = vm_ws_open(vm, path, O_WRONLY | O_NONBLOCK, 0)) < 0)
 		return fd;
 	before = vm_quota_bytes(fd);
 	rc = ftruncate(fd, (off_t)a[1]) == -1 ? -errno : 0;
