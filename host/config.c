@@ -89,6 +89,7 @@ static const struct field fields[] = {
 	F("limits", "workspace_max", K_SIZE, workspace_max, 1 * KIB,
 	    1024 * GIB),
 	F("limits", "store_reserve", K_SIZE, store_reserve, 0, 64 * GIB),
+	F("limits", "max_files", K_UINT, max_files, 16, 65536),
 	F("limits", "restart_backoff_max", K_DUR, restart_backoff_max_ms, 100,
 	    HOUR),
 	F("egress", "ca_file", K_PATH, egress_ca_file, 0, 0),
@@ -134,6 +135,7 @@ config_defaults(struct keepd_config *cfg)
 	cfg->output_max = 16 * MIB;
 	cfg->workspace_max = 1 * GIB;
 	cfg->store_reserve = 64 * MIB;
+	cfg->max_files = 1024;
 	cfg->restart_backoff_max_ms = 30 * SEC;
 	strlcpy(cfg->egress_resolv_conf, "/etc/resolv.conf",
 	    sizeof(cfg->egress_resolv_conf));

@@ -123,7 +123,7 @@ struct msg_config {
 	uint32_t max_connections, max_sandboxes;
 	uint32_t listen_port;
 	uint32_t tls; /* 1: MSG_CTL_TLS follows; serve only TLS */
-	uint32_t pad0;
+	uint32_t max_files; /* a guest's open descriptors */
 	uint64_t store_reserve; /* bytes of disk kept for the store */
 };
 

@@ -186,6 +186,7 @@ send_config(struct parent *ps, enum proc_id c)
 	m.timeout_max_ms = k->timeout_max_ms;
 	m.output_max = k->output_max;
 	m.workspace_max = k->workspace_max;
+	m.max_files = k->max_files;
 	m.token_max_ttl_ms = k->token_max_ttl_ms;
 	m.token_clock_skew_ms = k->token_clock_skew_ms;
 	m.max_connections = k->max_connections;

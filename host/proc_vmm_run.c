@@ -382,6 +382,7 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	                              : 0;
 	cfg.workspace_max =
 	    ctx->config != NULL ? ctx->config->workspace_max : 0;
+	cfg.max_files = ctx->config != NULL ? ctx->config->max_files : 0;
 	/* stdin is the tail of the request memfd. */
 	cfg.stdin_fd = m->fd;
 	if (lseek(m->fd, (off_t)(q.input_len - q.stdin_len), SEEK_SET) == -1)

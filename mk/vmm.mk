@@ -66,3 +66,9 @@ bench-procs: $(B)/bench/procs $(B)/bin/keep
 $(B)/bench/procs: bench/procs.c
 	@mkdir -p $(dir $@)
 	musl-gcc -static -O2 -Wall -Werror -o $@ $<
+# The compatibility suite (not part of make check): Debian's
+# busybox-static applets in keep run and natively, byte-compared
+# (tests/compat/, docs/vmm.md "Compatibility").
+.PHONY: check-compat
+check-compat: $(B)/bin/keep $(DEV_KEY)
+	bash tests/compat/busybox.sh
