@@ -382,9 +382,9 @@ static int
 parse_exec(struct rq *r, struct api_exec *ex, const char **webhook)
 {
 	static const char *const fields[] = { "code", "language", "timeout",
-		NULL };
+		"context_id", "env_vars", NULL };
 	static const char *const fields_async[] = { "code", "language",
-		"timeout", "webhook_url", NULL };
+		"timeout", "webhook_url", "env_vars", NULL };
 	const char *lang;
 	json_t *code;
 
@@ -408,11 +408,24 @@ parse_exec(struct rq *r, struct api_exec *ex, const char **webhook)
 	}
 	if (rq_uint(r, r->body, "timeout", MAX_TIMEOUT_MS, &ex->timeout_ms))
 		return -1;
+	if (rq_str(r, r->body, "context_id", 0, &ex->context_id))
+		return -1;
+	if (ex->context_id != NULL &&
+	    !api_valid_id(ex->context_id, strlen(ex->context_id))) {
+		rq_error(r, API_EBADREQ, "context_id is not a context's id");
+		return -1;
+	}
+	if (rq_kv(
+	        r, r->body, "env_vars", (struct api_kv **)&ex->env, &ex->nenv))
+		return -1;
 	if (webhook != NULL) {
-		if (rq_str(r, r->body, "webhook_url", 1, webhook))
+		if (rq_str(r, r->body, "webhook_url", 1, webhook)) {
+			free((void *)ex->env);
 			return -1;
+		}
 		if (strncmp(*webhook, "https://", 8) != 0 &&
 		    strncmp(*webhook, "http://", 7) != 0) {
+			free((void *)ex->env);
 			rq_error(r, API_EBADREQ,
 			    "webhook_url must be an http(s) URL");
 			return -1;
@@ -462,6 +475,10 @@ reply_run(struct rq *r, struct api_run_result *res)
 
 	api_observe_run(r->api, res->duration_ms);
 	res->reason[sizeof(res->reason) - 1] = '\0';
+	if (res->cell) {
+		reply_cell(r, res);
+		return;
+	}
 	if (rq_accepts_sse(r)) {
 		struct http_buf b;
 
@@ -495,11 +512,14 @@ h_execute(struct rq *r)
 
 	if (parse_exec(r, &ex, NULL))
 		return;
-	if (BE(r)->execute == NULL)
+	if (BE(r)->execute == NULL) {
+		free((void *)ex.env);
 		NOTIMPL(r);
+	}
 	memset(&res, 0, sizeof(res));
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->execute(BE(r)->ctx, &r->call, r->id, &ex, &res, &err);
+	free((void *)ex.env);
 	if (rc == API_PENDING && r->pending != NULL)
 		return;
 	if (rc != API_OK) {
@@ -521,11 +541,20 @@ h_execute_background(struct rq *r)
 
 	if (parse_exec(r, &ex, NULL))
 		return;
-	if (BE(r)->execute_background == NULL)
+	if (ex.context_id != NULL) {
+		free((void *)ex.env);
+		rq_error(r, API_EBADREQ,
+		    "context_id: a context's cells run in the foreground");
+		return;
+	}
+	if (BE(r)->execute_background == NULL) {
+		free((void *)ex.env);
 		NOTIMPL(r);
+	}
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->execute_background(
 	    BE(r)->ctx, &r->call, r->id, &ex, &pid, &err);
+	free((void *)ex.env);
 	if (rc != API_OK) {
 		rq_backend_error(r, rc, &err);
 		return;
@@ -544,11 +573,14 @@ h_execute_async(struct rq *r)
 
 	if (parse_exec(r, &ex, &hook))
 		return;
-	if (BE(r)->execute_async == NULL)
+	if (BE(r)->execute_async == NULL) {
+		free((void *)ex.env);
 		NOTIMPL(r);
+	}
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->execute_async(
 	    BE(r)->ctx, &r->call, r->id, &ex, hook, run_id, &err);
+	free((void *)ex.env);
 	if (rc != API_OK) {
 		rq_backend_error(r, rc, &err);
 		return;
@@ -1387,6 +1419,14 @@ const struct api_route api_routes[] = {
 	{ HTTP_DELETE, "/v1/images/{name}", h_image_delete, CAP_IMAGE_WRITE, 0,
 	    0, "images_delete", 0 },
 	{ HTTP_GET, "/v1/audit", h_audit, CAP_AUDIT_READ, 0, 0, "audit", 0 },
+	{ HTTP_POST, SBX "/contexts", h_context_create, CAP_EXEC, 2, 0,
+	    "contexts_create", 0 },
+	{ HTTP_GET, SBX "/contexts", h_context_list, CAP_SANDBOX_READ, 0, 0,
+	    "contexts_list", 0 },
+	{ HTTP_DELETE, SBX "/contexts/{name}", h_context_delete, CAP_EXEC, 0, 0,
+	    "contexts_delete", 0 },
+	{ HTTP_POST, SBX "/contexts/{name}/restart", h_context_restart,
+	    CAP_EXEC, 2, 0, "contexts_restart", 0 },
 };
 const size_t api_nroutes = sizeof(api_routes) / sizeof(api_routes[0]);
 

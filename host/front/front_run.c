@@ -43,6 +43,7 @@ struct fb_run {
 	 * called instead of resuming a request; owns res.out, res.err. */
 	fb_run_done_fn on_done;
 	void *on_done_arg;
+	int cell; /* a live context's cell: its output is JSON lines */
 };
 
 /* How a run ended, as the API and /metrics name it. */
@@ -55,6 +56,7 @@ static const char *const proc_status[] = {
 	[RUN_ERROR] = "error",
 	[RUN_STARTED] = "running",
 	[RUN_KILLED] = "killed",
+	[RUN_NOTFOUND] = "not-found",
 };
 
 static uint64_t
@@ -147,7 +149,7 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
     const char *command, const char *const *args, size_t nargs,
     const struct api_kv *env, size_t nenv, const char *in, size_t inlen,
     uint64_t timeout_ms, uint64_t *bg_pid, fb_run_done_fn on_done,
-    void *on_done_arg, struct api_error *err)
+    void *on_done_arg, const char *context, struct api_error *err)
 {
 	struct fb_authz *a = call->authz;
 	struct msg_vmm_run q;
@@ -192,6 +194,14 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 	q.nenv = (uint32_t)nenv;
 	q.stdin_len = inlen;
 	q.timeout_ms = timeout_ms;
+	if (context != NULL) {
+		q.flags |= RUN_F_CONTEXT;
+		if (strlcpy(q.context, context, sizeof(q.context)) >=
+		    sizeof(q.context)) {
+			rc = fb_fail(err, API_ENOTFOUND, "Context not found");
+			goto out;
+		}
+	}
 	if ((mfd = memfd_create("keep-run", MFD_CLOEXEC | MFD_ALLOW_SEALING)) ==
 	    -1) {
 		rc = fb_fail(err, API_EINTERNAL, "Internal error");
@@ -225,7 +235,7 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 			    a->reqid, &rc_caps, sizeof(rc_caps), -1);
 	}
 	if (bg_pid != NULL) {
-		q.flags = RUN_F_BACKGROUND;
+		q.flags |= RUN_F_BACKGROUND;
 		rc = run_background(fb, call, a->reqid, &q, mfd, bg_pid, err);
 		goto out;
 	}
@@ -235,6 +245,7 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 	}
 	run->on_done = on_done;
 	run->on_done_arg = on_done_arg;
+	run->cell = context != NULL;
 	if (on_done == NULL && (run->pending = api_defer(call)) == NULL) {
 		free(run);
 		rc = fb_fail(err, API_EINTERNAL, "Runs need a connection");
@@ -284,8 +295,8 @@ fb_run_async(struct front_backend *fb, const struct api_call *call,
 	if (memchr(ex->code, '\0', ex->code_len) != NULL)
 		return fb_fail(err, API_EBADREQ, "code contains NUL");
 	return run_start(fb, call, id,
-	    ex->language == API_LANG_PYTHON ? "python" : "js", args, 2, NULL, 0,
-	    NULL, 0, ex->timeout_ms, NULL, done, arg, err);
+	    ex->language == API_LANG_PYTHON ? "python" : "js", args, 2, ex->env,
+	    ex->nenv, NULL, 0, ex->timeout_ms, NULL, done, arg, NULL, err);
 }
 
 /* The interpreters take the code as an argument: no temporary file and
@@ -299,9 +310,15 @@ execute_code(void *arg, const struct api_call *call, const char *id,
 
 	if (memchr(ex->code, '\0', ex->code_len) != NULL)
 		return fb_fail(err, API_EBADREQ, "code contains NUL");
+	/* A cell: the code alone; the context's driver runs it. */
+	if (ex->context_id != NULL && pid == NULL)
+		return run_start(arg, call, id,
+		    ex->language == API_LANG_PYTHON ? "python" : "js", args + 1,
+		    1, ex->env, ex->nenv, NULL, 0, ex->timeout_ms, NULL, NULL,
+		    NULL, ex->context_id, err);
 	return run_start(arg, call, id,
-	    ex->language == API_LANG_PYTHON ? "python" : "js", args, 2, NULL, 0,
-	    NULL, 0, ex->timeout_ms, pid, NULL, NULL, err);
+	    ex->language == API_LANG_PYTHON ? "python" : "js", args, 2, ex->env,
+	    ex->nenv, NULL, 0, ex->timeout_ms, pid, NULL, NULL, NULL, err);
 }
 
 static int
@@ -326,7 +343,7 @@ fb_command_run(void *arg, const struct api_call *call, const char *id,
 {
 	return run_start(arg, call, id, c->cmd, c->args, c->nargs, c->env,
 	    c->nenv, c->stdin_data, c->stdin_len, c->timeout_ms, NULL, NULL,
-	    NULL, err);
+	    NULL, NULL, err);
 }
 
 static int
@@ -335,7 +352,7 @@ fb_command_background(void *arg, const struct api_call *call, const char *id,
 {
 	return run_start(arg, call, id, c->cmd, c->args, c->nargs, c->env,
 	    c->nenv, c->stdin_data, c->stdin_len, c->timeout_ms, pid, NULL,
-	    NULL, err);
+	    NULL, NULL, err);
 }
 
 static int
@@ -506,6 +523,7 @@ static const char *const status_reason[] = {
 	[RUN_ERROR] = "error",
 	[RUN_STARTED] = NULL,
 	[RUN_KILLED] = "killed",
+	[RUN_NOTFOUND] = "not-found",
 };
 
 static const uint64_t boot_le_us[] = { 1000, 2000, 5000, 10000, 20000, 50000,
@@ -613,6 +631,11 @@ h_run_done(struct proc_ctx *ctx, const struct msg *m)
 	r->res.err_len = d.err_len;
 	r->res.exit_code = d.exit_code;
 	r->res.duration_ms = d.duration_ms;
+	r->res.cell = r->cell;
+	if (d.status == RUN_NOTFOUND) {
+		r->rc = fb_fail(&r->err, API_ENOTFOUND, "Context not found");
+		return 0;
+	}
 	if (d.status == RUN_REFUSED) {
 		r->rc = fb_fail(&r->err, API_EBADREQ, "%s", d.reason);
 		return 0;

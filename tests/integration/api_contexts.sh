@@ -1,0 +1,160 @@
+#!/usr/bin/env bash
+# Live contexts (docs/contexts.md) through a real keepd and real KVM
+# guests: state kept between cells and lost on restart; results, errors
+# and the ndjson stream in E2B's shapes; env_vars for one cell; a cell
+# that times out or kills its interpreter leaves the context usable
+# (restarted, said in the reply); a context dies with its sandbox;
+# contexts are the caller's own.
+source "$(dirname "$0")/../lib/keepd.sh"
+
+cat >"$tmp/test.policy" <<'EOP'
+role runner {
+	allow sandbox:read, sandbox:write, exec
+	exec "python"
+	timeout 10s
+	output 1M
+	memory 256M
+}
+agent "alice" : runner
+agent "bob" : runner
+EOP
+keepd_start "$tmp/test.policy"
+alice=$(mint alice sandbox:read,sandbox:write,exec)
+bob=$(mint bob sandbox:read,sandbox:write,exec)
+
+req "$alice" POST /v1/sandboxes '{"image":"python"}'
+sbx=$(jget "$body" '["id"]')
+
+req "$alice" POST "/v1/sandboxes/$sbx/contexts" '{"language":"python","cwd":"/work"}'
+[ "$code" = 201 ] && [ "$(jget "$body" '["language"]')" = python ] &&
+    [ "$(jget "$body" '["cwd"]')" = /work ] && ok "a python context is created" || bad "create: $code $body"
+cid=$(jget "$body" '["id"]')
+
+cell() { # cell TOKEN CONTEXT CODE [EXTRA-JSON]
+	req "$1" POST "/v1/sandboxes/$sbx/execute" "$(python3 -c '
+import json, sys
+d = {"code": sys.argv[2], "language": "python", "context_id": sys.argv[1]}
+d.update(json.loads(sys.argv[3] or "{}"))
+print(json.dumps(d))' "$2" "$3" "${4:-}")"
+}
+
+cell "$alice" "$cid" 'x = 42'
+[ "$code" = 200 ] && [ "$(jget "$body" '["execution_count"]')" = 1 ] &&
+    [ "$(jget "$body" '["error"]')" = None ] && ok "x = 42" || bad "first cell: $code $body"
+cell "$alice" "$cid" 'print(x)'
+[ "$code" = 200 ] && [ "$(jget "$body" '["stdout"]')" = 42 ] &&
+    [ "$(jget "$body" '["execution_count"]')" = 2 ] && ok "print(x) gives 42: state kept" || bad "second cell: $code $body"
+
+cell "$alice" "$cid" 'import os
+f = open("kept.txt", "w"); f.write("a")
+os.getcwd()'
+[ "$(jget "$body" '["results"][0]["text"]')" = "'/work'" ] &&
+    [ "$(jget "$body" '["results"][0]["is_main_result"]')" = True ] &&
+    ok "the last expression is the main result; cwd is /work" || bad "result: $body"
+cell "$alice" "$cid" 'f.write("b"); f.close(); open("kept.txt").read()'
+[ "$(jget "$body" '["results"][0]["text"]')" = "'ab'" ] && ok "open files survive between cells" || bad "file: $body"
+
+cell "$alice" "$cid" 'import os; print(os.environ.get("ONLY_HERE"))' '{"env_vars":{"ONLY_HERE":"yes"}}'
+[ "$(jget "$body" '["stdout"]')" = yes ] && ok "env_vars reach the cell" || bad "env_vars: $body"
+cell "$alice" "$cid" 'import os; print(os.environ.get("ONLY_HERE"))'
+[ "$(jget "$body" '["stdout"]')" = None ] && ok "env_vars hold for that cell only" || bad "env_vars after: $body"
+
+cell "$alice" "$cid" '1/0'
+[ "$code" = 200 ] && [ "$(jget "$body" '["error"]["name"]')" = ZeroDivisionError ] &&
+    [[ "$(jget "$body" '["error"]["traceback"]')" == *'<cell>'* ]] && ok "an exception is the cell's error" || bad "error: $body"
+cell "$alice" "$cid" 'print(x + 1)'
+[ "$(jget "$body" '["stdout"]')" = 43 ] && ok "the context goes on after an error" || bad "after error: $body"
+
+# The ndjson stream.
+req_nd() {
+	body=$(curl -s -w '\n%{http_code}' -H "Authorization: Bearer $alice" \
+	    -H 'Accept: application/x-ndjson' -H 'Content-Type: application/json' \
+	    -d "$1" "$url/v1/sandboxes/$sbx/execute")
+	code=${body##*$'\n'}; body=${body%$'\n'*}
+}
+req_nd "{\"code\":\"print('hi')\\nimport sys; print('oops', file=sys.stderr)\\nx\\nraise KeyError('k')\",\"context_id\":\"$cid\"}"
+shape=$(python3 -c '
+import json, sys
+out = []
+for l in sys.argv[1].splitlines():
+    o = json.loads(l)
+    out.append(o["type"] + ":" + str(o.get("text", o.get("name", o.get("execution_count", "")))).strip())
+print(" ".join(out))' "$body" 2>&1)
+[ "$code" = 200 ] && [ "$shape" = "stdout:hi stderr:oops error:KeyError number_of_executions:9" ] &&
+    ok "ndjson: stdout, stderr, error and number_of_executions lines" || bad "ndjson: $code $shape / $body"
+req_nd "{\"code\":\"x * 2\",\"context_id\":\"$cid\"}"
+[[ $body == *'{"type":"result"'*'"is_main_result":true'*'"text":"84"'* ]] ||
+[[ $body == *'"text":"84"'*'"type":"result"'* ]] && ok "ndjson: the result line" || bad "ndjson result: $body"
+
+# Rich results where the image has the modules; today's static image
+# has neither pandas nor matplotlib, so this checks the guard.
+cell "$alice" "$cid" 'import importlib.util as u
+bool(u.find_spec("pandas")) and bool(u.find_spec("matplotlib"))'
+if [ "$(jget "$body" '["results"][0]["text"]')" = True ]; then
+	cell "$alice" "$cid" 'import pandas as pd, matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+plt.plot([1, 2, 3])
+pd.DataFrame({"a": [1, 2]})'
+	python3 -c '
+import json, sys, base64
+r = json.loads(sys.argv[1])["results"]
+fig = [x for x in r if "png" in x][0]
+assert base64.b64decode(fig["png"])[:8] == b"\x89PNG\r\n\x1a\n"
+main = [x for x in r if x["is_main_result"]][0]
+assert "<table" in main["html"] and "a" in main["text"]' "$body" &&
+	    ok "a DataFrame as html and text, a figure as png" || bad "rich: $body"
+else
+	echo "note: no pandas/matplotlib in the python image: rich results not exercised"
+fi
+
+# Another principal does not see alice's context.
+req "$bob" POST /v1/sandboxes '{"image":"python"}'
+bsbx=$(jget "$body" '["id"]')
+req "$bob" POST "/v1/sandboxes/$bsbx/execute" "{\"code\":\"1\",\"context_id\":\"$cid\"}"
+[ "$code" = 404 ] && ok "another principal's context is not found" || bad "bob: $code $body"
+req "$alice" POST "/v1/sandboxes/$sbx/execute" '{"code":"1","context_id":"ctx-nosuchcontext"}'
+[ "$code" = 404 ] && ok "an unknown context is 404" || bad "unknown: $code $body"
+
+req "$alice" GET "/v1/sandboxes/$sbx/contexts"
+[ "$code" = 200 ] && [ "$(jget "$body" '[0]["id"]')" = "$cid" ] &&
+    [ "$(jget "$body" '[0]["execution_count"]')" -ge 10 ] && ok "list shows the context and its count" || bad "list: $code $body"
+
+# A cell past its time limit: the reply says so; the context restarts.
+cell "$alice" "$cid" 'while True: pass' '{"timeout":300}'
+[ "$code" = 200 ] && [ "$(jget "$body" '["reason"]')" = timeout ] &&
+    [ "$(jget "$body" '["error"]["name"]')" = TimeoutError ] && ok "a runaway cell stops at its time limit" || bad "timeout: $code $body"
+cell "$alice" "$cid" 'print("x" in dir())'
+[ "$(jget "$body" '["stdout"]')" = False ] && [ "$(jget "$body" '["execution_count"]')" = 1 ] &&
+    ok "after a timeout the context runs again, fresh" || bad "after timeout: $body"
+
+# A cell that ends its interpreter.
+cell "$alice" "$cid" 'y = 1'
+cell "$alice" "$cid" 'import os; print("bye", flush=True); os._exit(3)'
+[ "$code" = 200 ] && [ "$(jget "$body" '["error"]["name"]')" = ContextDied ] &&
+    [ "$(jget "$body" '["stdout"]')" = bye ] && ok "a cell that exits the interpreter is reported, its output kept" || bad "exit: $code $body"
+cell "$alice" "$cid" 'print("y" in dir())'
+[ "$(jget "$body" '["stdout"]')" = False ] && ok "then the context runs again, fresh" || bad "after exit: $body"
+
+# Restart: state lost.
+cell "$alice" "$cid" 'z = 5'
+req "$alice" POST "/v1/sandboxes/$sbx/contexts/$cid/restart"
+[ "$code" = 200 ] && [ "$(jget "$body" '["execution_count"]')" = 0 ] && ok "restart" || bad "restart: $code $body"
+cell "$alice" "$cid" 'z'
+[ "$(jget "$body" '["error"]["name"]')" = NameError ] && ok "state is lost on restart" || bad "after restart: $body"
+
+# Delete one; the other dies with its sandbox.
+req "$alice" POST "/v1/sandboxes/$sbx/contexts" '{}'
+c2=$(jget "$body" '["id"]')
+req "$alice" DELETE "/v1/sandboxes/$sbx/contexts/$cid"
+[ "$code" = 204 ] && ok "delete" || bad "delete: $code $body"
+cell "$alice" "$cid" '1'
+[ "$code" = 404 ] && ok "a deleted context is gone" || bad "deleted: $code $body"
+cell "$alice" "$c2" 'w = 1'
+vmpids() { pgrep -f "keepd: vm $sbx" || true; }
+[ -n "$(vmpids)" ] && ok "the context's vm process is up" || bad "no vm process for $sbx"
+req "$alice" DELETE "/v1/sandboxes/$sbx"
+for _ in $(seq 50); do [ -z "$(vmpids)" ] && break; sleep 0.1; done
+[ -z "$(vmpids)" ] && ok "a context dies with its sandbox" || bad "vm processes left: $(vmpids)"
+
+keepd_finish
