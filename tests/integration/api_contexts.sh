@@ -143,6 +143,19 @@ req "$alice" POST "/v1/sandboxes/$sbx/contexts/$cid/restart"
 cell "$alice" "$cid" 'z'
 [ "$(jget "$body" '["error"]["name"]')" = NameError ] && ok "state is lost on restart" || bad "after restart: $body"
 
+# The same through `keep api`.
+kapi() { "$KEEP" api --url "$url" --token "$alice" "$@"; }
+kc=$(kapi contexts create "$sbx" --cwd /cli)
+kapi exec --context "$kc" "$sbx" 'n = 6' >/dev/null
+out=$(kapi exec --context "$kc" "$sbx" 'print("n is", n); n * 7')
+[ "$out" = "n is 6
+42" ] && ok "keep api exec --context keeps state and shows the main result" || bad "keep api exec: $out"
+kapi exec --context "$kc" "$sbx" 'undefined_name' >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc = 1 ] && grep -q NameError "$tmp/err" && ok "keep api: a cell's error on stderr, exit 1" || bad "keep api error: $rc $(cat "$tmp/err")"
+kapi contexts list "$sbx" | grep -q "^$kc .* /cli$" && ok "keep api contexts list" || bad "list: $(kapi contexts list "$sbx")"
+kapi contexts restart "$sbx" "$kc" >/dev/null && kapi contexts delete "$sbx" "$kc" &&
+    ! kapi contexts list "$sbx" | grep -q "$kc" && ok "keep api contexts restart and delete" || bad "cli restart/delete"
+
 # Delete one; the other dies with its sandbox.
 req "$alice" POST "/v1/sandboxes/$sbx/contexts" '{}'
 c2=$(jget "$body" '["id"]')
