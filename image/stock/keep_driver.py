@@ -59,12 +59,24 @@ def _keep_context():
             text, pending[1] = pending[1][:cut], pending[1][cut:]
             send({"type": kind, "text": text})
 
+    class Bytes(io.RawIOBase):  # sys.stdout.buffer
+        def __init__(self, kind):
+            self.kind = kind
+
+        def writable(self):
+            return True
+
+        def write(self, b):
+            stream(self.kind, bytes(b).decode("utf-8", "replace"))
+            return len(b)
+
     class Stream(io.TextIOBase):
         encoding = "utf-8"
         errors = "replace"
 
         def __init__(self, kind):
             self.kind = kind
+            self.buffer = Bytes(kind)
 
         def writable(self):
             return True
