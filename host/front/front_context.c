@@ -118,6 +118,30 @@ ctx_call(struct front_backend *fb, const struct api_call *call, uint32_t type,
 	return ctx_error(r->status, err);
 }
 
+/*
+ * The principal's `contexts` quota (0: none), from the policy process.
+ * The vmm counts the live contexts, which only it knows; the front
+ * carries the number as it carries the end of a concurrent operation.
+ */
+static int
+contexts_quota(struct front_backend *fb, const struct api_call *call,
+    uint32_t *max, struct api_error *err)
+{
+	struct msg_policy_leave q;
+	struct msg_policy_usage r;
+	size_t rlen = sizeof(r);
+	int rc;
+
+	memset(&q, 0, sizeof(q));
+	strlcpy(q.principal, call->who->sub, sizeof(q.principal));
+	rc = fb_call(fb, PROC_POLICY, MSG_POLICY_USAGE, ++fb->next_reqid, &q,
+	    sizeof(q), -1, MSG_POLICY_USAGE_REPLY, 0, &r, &rlen, NULL, err);
+	if (rc != API_OK)
+		return rc > API_ERR_COUNT ? API_EUNAVAIL : rc;
+	*max = r.contexts_max;
+	return API_OK;
+}
+
 static int
 fb_context_create(void *arg, const struct api_call *call, const char *id,
     enum api_lang language, const char *cwd, struct api_context *out,
@@ -137,12 +161,19 @@ fb_context_create(void *arg, const struct api_call *call, const char *id,
 	new_context_id(q.context);
 	strlcpy(q.cwd, cwd, sizeof(q.cwd));
 	q.language = CTX_LANG_PYTHON;
+	if ((rc = contexts_quota(arg, call, &q.max_contexts, err)) != API_OK) {
+		free(r);
+		return rc;
+	}
 	rc = ctx_call(arg, call, MSG_VMM_CONTEXT_CREATE, "python", &q, r, err);
 	if (rc == API_OK && r->n == 1) {
 		to_api(&r->c[0], out);
 		fb_audit_event(arg, call, "context.create", id, out->id);
 	} else if (rc == API_OK)
 		rc = fb_fail(err, API_EINTERNAL, "Internal error");
+	else if (r->status == SBX_E_CTX_FULL)
+		fb_audit_event(
+		    arg, call, "context.refused", id, "at the contexts quota");
 	free(r);
 	return rc;
 }

@@ -14,6 +14,7 @@ role runner {
 	timeout 10s
 	output 1M
 	memory 256M
+	contexts 2
 }
 agent "alice" : runner
 agent "bob" : runner
@@ -146,6 +147,11 @@ cell "$alice" "$cid" 'z'
 # The same through `keep api`.
 kapi() { "$KEEP" api --url "$url" --token "$alice" "$@"; }
 kc=$(kapi contexts create "$sbx" --cwd /cli)
+# alice holds two live contexts: her policy's quota.
+req "$alice" POST "/v1/sandboxes/$sbx/contexts" '{}'
+[ "$code" = 403 ] && [[ $body == *"Context limit"* ]] && ok "a third context is refused: contexts 2" || bad "quota: $code $body"
+req "$bob" POST "/v1/sandboxes/$bsbx/contexts" '{}'
+[ "$code" = 201 ] && ok "another principal's quota is their own" || bad "bob's quota: $code $body"
 kapi exec --context "$kc" "$sbx" 'n = 6' >/dev/null
 out=$(kapi exec --context "$kc" "$sbx" 'print("n is", n); n * 7')
 [ "$out" = "n is 6
@@ -156,6 +162,11 @@ kapi contexts list "$sbx" | grep -q "^$kc .* /cli$" && ok "keep api contexts lis
 kapi contexts restart "$sbx" "$kc" >/dev/null && kapi contexts delete "$sbx" "$kc" &&
     ! kapi contexts list "$sbx" | grep -q "$kc" && ok "keep api contexts restart and delete" || bad "cli restart/delete"
 
+for _ in $(seq 20); do
+	"$KEEP" audit tail -n 1000 --action context.refused --data "$tmp/state/db" >"$tmp/refused.audit" 2>&1
+	grep -q alice "$tmp/refused.audit" && break; sleep 0.1
+done
+grep -q alice "$tmp/refused.audit" && ok "the refusal is in the audit log" || bad "audit: $(cat "$tmp/refused.audit")"
 # Delete one; the other dies with its sandbox.
 req "$alice" POST "/v1/sandboxes/$sbx/contexts" '{}'
 c2=$(jget "$body" '["id"]')
