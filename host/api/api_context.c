@@ -233,20 +233,27 @@ append_text(struct http_buf *b, json_t *line)
 	http_buf_add(b, json_string_value(t), json_string_length(t));
 }
 
-void
-reply_cell(struct rq *r, struct api_run_result *res)
+/*
+ * The driver's lines (out) and the raw output (err) of a cell, decoded:
+ * an object with "lines" (what the ndjson reply sends: the cleaned lines
+ * in order, the raw output as a last stderr line, number_of_executions
+ * last) and the one-object reply's "stdout", "stderr", "logs",
+ * "results", "error" and "execution_count". Lines that are not JSON
+ * objects of a known type are dropped. NULL when out of memory.
+ */
+json_t *
+api_cell_decode(
+    const char *out, size_t out_len, const char *err, size_t err_len)
 {
-	struct http_buf out, err, nd;
+	struct http_buf so, se;
 	json_t *lines = json_array(), *results = json_array(),
 	       *log_out = json_array(), *log_err = json_array(), *error = NULL,
-	       *count = NULL, *line, *v, *o;
-	const char *p = res->out, *end = res->out + res->out_len, *nl;
+	       *count = NULL, *line, *v, *o, *r = NULL;
+	const char *p = out, *end = out + out_len, *nl;
 	const char *type;
-	size_t i;
 
-	http_buf_init(&out);
-	http_buf_init(&err);
-	http_buf_init(&nd);
+	http_buf_init(&so);
+	http_buf_init(&se);
 	while (p != NULL && p < end) {
 		json_error_t jerr;
 
@@ -268,11 +275,11 @@ reply_cell(struct rq *r, struct api_run_result *res)
 			continue;
 		}
 		if (strcmp(type, "stdout") == 0) {
-			append_text(&out, line);
+			append_text(&so, line);
 			json_array_append(
 			    log_out, json_object_get(line, "text"));
 		} else if (strcmp(type, "stderr") == 0) {
-			append_text(&err, line);
+			append_text(&se, line);
 			json_array_append(
 			    log_err, json_object_get(line, "text"));
 		} else if (strcmp(type, "result") == 0) {
@@ -286,20 +293,52 @@ reply_cell(struct rq *r, struct api_run_result *res)
 		json_array_append_new(lines, line);
 	}
 	/* Raw writes to descriptors 1 and 2, past the driver. */
-	if (res->err_len > 0) {
-		line = json_pack("{s:s,s:o}", "type", "stderr", "text",
-		    bytes_string(res->err, res->err_len));
-		if (line != NULL) {
-			append_text(&err, line);
-			json_array_append(
-			    log_err, json_object_get(line, "text"));
-			json_array_append_new(lines, line);
-		}
+	if (err_len > 0 &&
+	    (line = json_pack("{s:s,s:o}", "type", "stderr", "text",
+	         bytes_string(err, err_len))) != NULL) {
+		append_text(&se, line);
+		json_array_append(log_err, json_object_get(line, "text"));
+		json_array_append_new(lines, line);
 	}
 	if (count != NULL)
 		json_array_append(lines, count);
+	if (!so.oom && !se.oom)
+		r = json_pack("{s:O,s:s%,s:s%,s:{s:O,s:O},s:O,s:O,s:O}",
+		    "lines", lines, "stdout", so.data ? so.data : "", so.len,
+		    "stderr", se.data ? se.data : "", se.len, "logs", "stdout",
+		    log_out, "stderr", log_err, "results", results, "error",
+		    error != NULL ? error : json_null(), "execution_count",
+		    count != NULL ? json_object_get(count, "execution_count")
+		                  : json_null());
+	json_decref(lines);
+	json_decref(results);
+	json_decref(log_out);
+	json_decref(log_err);
+	json_decref(error);
+	json_decref(count);
+	http_buf_free(&so);
+	http_buf_free(&se);
+	return r;
+}
+
+void
+reply_cell(struct rq *r, struct api_run_result *res)
+{
+	struct http_buf nd;
+	json_t *d, *line, *error;
+	size_t i;
+
+	d = api_cell_decode(res->out, res->out_len, res->err, res->err_len);
+	free(res->out);
+	free(res->err);
+	res->out = res->err = NULL;
+	if (d == NULL) {
+		rq_error(r, API_EINTERNAL, "Out of memory");
+		return;
+	}
 	if (rq_accepts_ndjson(r)) {
-		json_array_foreach(lines, i, line)
+		http_buf_init(&nd);
+		json_array_foreach(json_object_get(d, "lines"), i, line)
 		{
 			char *s = json_dumps(line, JSON_COMPACT);
 
@@ -311,35 +350,21 @@ reply_cell(struct rq *r, struct api_run_result *res)
 			http_buf_puts(&nd, "\n");
 			free(s);
 		}
-		if (nd.oom || out.oom || err.oom)
+		if (nd.oom)
 			rq_error(r, API_EINTERNAL, "Out of memory");
 		else
 			rq_raw(r, 200, "application/x-ndjson", nd.data, nd.len);
-	} else if (out.oom || err.oom)
-		rq_error(r, API_EINTERNAL, "Out of memory");
-	else
-		rq_json(r, 200,
-		    json_pack("{s:s%,s:s%,s:{s:O,s:O},s:O,s:O,s:O,s:i,s:I,s:o}",
-		        "stdout", out.data ? out.data : "", out.len, "stderr",
-		        err.data ? err.data : "", err.len, "logs", "stdout",
-		        log_out, "stderr", log_err, "results", results, "error",
-		        error != NULL ? error : json_null(), "execution_count",
-		        count != NULL
-		            ? json_object_get(count, "execution_count")
-		            : json_null(),
-		        "exit_code", error != NULL ? 1 : 0, "duration_ms",
-		        (json_int_t)res->duration_ms, "reason",
-		        res->reason[0] ? json_string(res->reason)
-		                       : json_null()));
-	json_decref(lines);
-	json_decref(results);
-	json_decref(log_out);
-	json_decref(log_err);
-	json_decref(error);
-	json_decref(count);
-	http_buf_free(&out);
-	http_buf_free(&err);
-	http_buf_free(&nd);
-	free(res->out);
-	free(res->err);
+		http_buf_free(&nd);
+		json_decref(d);
+		return;
+	}
+	json_object_del(d, "lines");
+	error = json_object_get(d, "error");
+	json_object_set_new(
+	    d, "exit_code", json_integer(json_is_object(error)));
+	json_object_set_new(
+	    d, "duration_ms", json_integer((json_int_t)res->duration_ms));
+	json_object_set_new(d, "reason",
+	    res->reason[0] ? json_string(res->reason) : json_null());
+	rq_json(r, 200, d);
 }

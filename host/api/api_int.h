@@ -146,6 +146,8 @@ void h_context_delete(struct rq *);
 void h_context_restart(struct rq *);
 /* A context cell's reply from the driver's JSON lines in res->out. */
 void reply_cell(struct rq *, struct api_run_result *res);
+json_t *api_cell_decode(
+    const char *out, size_t out_len, const char *err, size_t err_len);
 int api_valid_id(const char *s, size_t n);
 void api_observe_run(struct api *, uint64_t duration_ms);
 void api_hist_add(struct api_hist *, double seconds);
