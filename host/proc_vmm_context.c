@@ -515,6 +515,7 @@ vmm_context_cell(struct proc_ctx *ctx, struct vmm_state *vs,
 	uint64_t timeout;
 	size_t flen = 0;
 	ssize_t n;
+	int room;
 
 	if (memchr(q->context, '\0', sizeof(q->context)) == NULL ||
 	    (c = ctx_find(vs, s->id, g->principal, q->context)) == NULL) {
@@ -553,7 +554,12 @@ vmm_context_cell(struct proc_ctx *ctx, struct vmm_state *vs,
 		goto refuse;
 	}
 	/* The whole frame goes into the pipe's room at once, or not at all:
-	 * the driver reads a cell only when the last one is done. */
+	 * between cells the driver has read everything, so the pipe is
+	 * empty and a frame that fits its size fits. */
+	if ((room = fcntl(c->in_fd, F_GETPIPE_SZ)) > 0 && flen > (size_t)room) {
+		strlcpy(reason, "the cell is too large", sizeof(reason));
+		goto refuse;
+	}
 	if ((n = write(c->in_fd, frame, flen)) != (ssize_t)flen) {
 		if (n > 0)
 			ctx_stop(c); /* half a frame: the driver is lost */

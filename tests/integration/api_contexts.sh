@@ -32,12 +32,17 @@ req "$alice" POST "/v1/sandboxes/$sbx/contexts" '{"language":"python","cwd":"/wo
 cid=$(jget "$body" '["id"]')
 
 cell() { # cell TOKEN CONTEXT CODE [EXTRA-JSON]
-	req "$1" POST "/v1/sandboxes/$sbx/execute" "$(python3 -c '
+	python3 -c '
 import json, sys
 d = {"code": sys.argv[2], "language": "python", "context_id": sys.argv[1]}
 d.update(json.loads(sys.argv[3] or "{}"))
-print(json.dumps(d))' "$2" "$3" "${4:-}")"
+print(json.dumps(d))' "$2" "$3" "${4:-}" >"$tmp/cell.json"
+	body=$(curl -s -w '\n%{http_code}' -H "Authorization: Bearer $1" \
+	    -H 'Content-Type: application/json' --data-binary @"$tmp/cell.json" \
+	    "$url/v1/sandboxes/$sbx/execute")
+	code=${body##*$'\n'}; body=${body%$'\n'*}
 }
+
 
 cell "$alice" "$cid" 'x = 42'
 [ "$code" = 200 ] && [ "$(jget "$body" '["execution_count"]')" = 1 ] &&
@@ -86,6 +91,22 @@ print(" ".join(out))' "$body" 2>&1)
 req_nd "{\"code\":\"x * 2\",\"context_id\":\"$cid\"}"
 [[ $body == *'{"type":"result"'*'"is_main_result":true'*'"text":"84"'* ]] ||
 [[ $body == *'"text":"84"'*'"type":"result"'* ]] && ok "ndjson: the result line" || bad "ndjson result: $body"
+
+# Large cells go through whole; one past the pipe's room is refused.
+python3 -c 'import json, sys; print(json.dumps({"code": "s = \"" + "x" * 300000 + "\"\nlen(s)", "context_id": sys.argv[1]}))' "$cid" >"$tmp/big.json"
+body=$(curl -s -w '\n%{http_code}' -H "Authorization: Bearer $alice" -H 'Content-Type: application/json' \
+    --data-binary @"$tmp/big.json" "$url/v1/sandboxes/$sbx/execute"); code=${body##*$'\n'}; body=${body%$'\n'*}
+[ "$(jget "$body" '["results"][0]["text"]')" = 300000 ] && ok "a 300 KB cell" || bad "big cell: $code ${body:0:200}"
+python3 -c 'import json, sys; print(json.dumps({"code": "s = \"" + "x" * 2000000 + "\"", "context_id": sys.argv[1]}))' "$cid" >"$tmp/big.json"
+body=$(curl -s -w '\n%{http_code}' -H "Authorization: Bearer $alice" -H 'Content-Type: application/json' \
+    --data-binary @"$tmp/big.json" "$url/v1/sandboxes/$sbx/execute"); code=${body##*$'\n'}; body=${body%$'\n'*}
+[ "$code" = 400 ] && [[ $body == *"too large"* ]] && ok "a 2 MB cell is refused" || bad "huge cell: $code ${body:0:200}"
+cell "$alice" "$cid" 'print(x)'
+[ "$(jget "$body" '["stdout"]')" = 42 ] && ok "the context is intact after the refusal" || bad "after huge: $body"
+req "$alice" POST "/v1/sandboxes/$sbx/contexts" '{"language":"js"}'
+[ "$code" = 400 ] && ok "js contexts: 400 for now" || bad "js: $code $body"
+req "$alice" POST "/v1/sandboxes/$sbx/execute" "{\"code\":\"1\",\"language\":\"javascript\",\"context_id\":\"$cid\"}"
+[ "$code" = 403 ] && ok "a js cell for a python context: refused (js is not on alice's exec list)" || bad "lang mismatch: $code $body"
 
 # Rich results where the image has the modules; today's static image
 # has neither pandas nor matplotlib, so this checks the guard.
