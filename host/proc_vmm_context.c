@@ -26,7 +26,9 @@
 #define CTX_OUTPUT_MAX (16u << 20) /* a cell's output without a limit */
 #define CTX_HDR_LEN 24 /* "KEEPCELL", nonce[8], u32 code, u32 nenv */
 
-extern const char keep_driver_py[]; /* build/gen/context_drivers.c */
+/* build/gen/context_drivers.c, from image/stock/keep_driver.{py,js} */
+extern const char keep_driver_py[];
+extern const char keep_driver_js[];
 
 static const char *const ctx_program[] = {
 	[CTX_LANG_PYTHON] = "python",
@@ -149,8 +151,7 @@ ctx_spawn(struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_context *c,
 		strlcpy(reason, "the sandbox's image does not verify", rlen);
 		return -1;
 	}
-	if (c->language != CTX_LANG_PYTHON ||
-	    (cmd = image_command(img, ctx_program[c->language])) == NULL) {
+	if ((cmd = image_command(img, ctx_program[c->language])) == NULL) {
 		snprintf(reason, rlen, "the sandbox's image has no %s",
 		    ctx_program[c->language]);
 		return -1;
@@ -165,10 +166,12 @@ ctx_spawn(struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_context *c,
 		fv[i].len = f->len;
 		fv[i].mode = f->mode;
 	}
+	/* python -c DRIVER CWD; js -e DRIVER (Duktape has no files: no
+	 * working directory). */
 	argv[0] = cmd->argv0;
-	argv[1] = "-c";
-	argv[2] = keep_driver_py;
-	argv[3] = c->cwd;
+	argv[1] = c->language == CTX_LANG_JS ? "-e" : "-c";
+	argv[2] = c->language == CTX_LANG_JS ? keep_driver_js : keep_driver_py;
+	argv[3] = c->language == CTX_LANG_JS ? NULL : c->cwd;
 	argv[4] = NULL;
 	for (i = 0; i < s->env_len && nenv < RUN_MAX_ENV;
 	     i += strlen(s->env + i) + 1)
@@ -656,7 +659,7 @@ ctx_create(struct proc_ctx *ctx, struct vmm_state *vs,
 	size_t i, mine = 0;
 
 	if (!vmm_safe_name(q->context, sizeof(q->context)) ||
-	    !ctx_cwd_ok(q->cwd) || q->language != CTX_LANG_PYTHON)
+	    !ctx_cwd_ok(q->cwd) || q->language >= nitems(ctx_program))
 		return SBX_E_INTERNAL;
 	for (i = 0; i < VMM_CONTEXTS_MAX; i++) {
 		if (!vs->ctxs[i].used) {
@@ -722,6 +725,9 @@ vmm_h_context(struct proc_ctx *ctx, const struct msg *m)
 		target = q.sandbox;
 		break;
 	case MSG_VMM_CONTEXT_DELETE:
+	case MSG_VMM_CONTEXT_RESTART:
+		/* No program: the interpreter was decided at create, and
+		 * every cell is decided again. */
 		target = "";
 		break;
 	default:
@@ -743,9 +749,6 @@ vmm_h_context(struct proc_ctx *ctx, const struct msg *m)
 		r->status = SBX_E_CTX_NOTFOUND;
 	else if (m->hdr.type == MSG_VMM_CONTEXT_DELETE)
 		ctx_remove(ctx, c, "deleted");
-	else if (m->hdr.type == MSG_VMM_CONTEXT_RESTART &&
-	    c->language != q.language)
-		r->status = SBX_E_GRANT; /* decided for another program */
 	else {
 		ctx_died(ctx, c, RUN_KILLED, "ContextRestarted",
 		    "the context was restarted");

@@ -247,8 +247,8 @@ struct msg_vmm_run {
  * caller's, or gone, is RUN_NOTFOUND; one busy with a cell is
  * RUN_REFUSED.
  *
- * Grants: create and restart are exec of the interpreter's command
- * ("python"), as a run of it would be; delete is exec without a target
+ * Grants: create is exec of the interpreter's command ("python", "js"),
+ * as a run of it would be; restart and delete are exec without a target
  * (as kill); list is sandbox:read of the sandbox.
  */
 #define RUN_F_CONTEXT 0x2u

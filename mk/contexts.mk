@@ -4,9 +4,10 @@
 CTX_GEN = $(B)/gen/context_drivers.c
 LIB_OBJS += $(B)/obj/gen/context_drivers.o
 
-$(CTX_GEN): image/stock/keep_driver.py mk/text2c.py
+$(CTX_GEN): image/stock/keep_driver.py image/stock/keep_driver.js mk/text2c.py
 	@mkdir -p $(dir $@)
-	python3 mk/text2c.py $@ keep_driver_py=image/stock/keep_driver.py
+	python3 mk/text2c.py $@ keep_driver_py=image/stock/keep_driver.py \
+	    keep_driver_js=image/stock/keep_driver.js
 
 $(B)/obj/gen/context_drivers.o: $(CTX_GEN)
 	@mkdir -p $(dir $@)

@@ -5,10 +5,11 @@
  * vm` processes. A cell is a run (host/front/front_run.c) with the
  * context's id.
  *
- * Decisions: creating or restarting a context starts its interpreter,
- * so it is exec of the interpreter's program ("python"), decided by the
- * policy's exec allowlist as a run of it would be; deleting one names no
- * program (exec without a target, as kill); listing is sandbox:read.
+ * Decisions: creating a context starts its interpreter, so it is exec
+ * of the interpreter's program ("python", "js"), decided by the policy's
+ * exec allowlist as a run of it would be; restarting and deleting name
+ * no program (exec without a target, as kill: every cell is decided
+ * again on its program); listing is sandbox:read.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,21 +152,20 @@ fb_context_create(void *arg, const struct api_call *call, const char *id,
 	struct msg_vmm_contexts *r;
 	int rc;
 
-	if (language != API_LANG_PYTHON)
-		return fb_fail(
-		    err, API_EBADREQ, "Live contexts run python (js: not yet)");
 	if ((r = calloc(1, sizeof(*r))) == NULL)
 		return fb_fail(err, API_EINTERNAL, "Out of memory");
 	memset(&q, 0, sizeof(q));
 	strlcpy(q.sandbox, id, sizeof(q.sandbox));
 	new_context_id(q.context);
 	strlcpy(q.cwd, cwd, sizeof(q.cwd));
-	q.language = CTX_LANG_PYTHON;
+	q.language =
+	    language == API_LANG_JAVASCRIPT ? CTX_LANG_JS : CTX_LANG_PYTHON;
 	if ((rc = contexts_quota(arg, call, &q.max_contexts, err)) != API_OK) {
 		free(r);
 		return rc;
 	}
-	rc = ctx_call(arg, call, MSG_VMM_CONTEXT_CREATE, "python", &q, r, err);
+	rc = ctx_call(arg, call, MSG_VMM_CONTEXT_CREATE,
+	    language == API_LANG_JAVASCRIPT ? "js" : "python", &q, r, err);
 	if (rc == API_OK && r->n == 1) {
 		to_api(&r->c[0], out);
 		fb_audit_event(arg, call, "context.create", id, out->id);
@@ -242,12 +242,11 @@ fb_context_restart(void *arg, const struct api_call *call, const char *id,
 		return fb_fail(err, API_EINTERNAL, "Out of memory");
 	memset(&q, 0, sizeof(q));
 	strlcpy(q.sandbox, id, sizeof(q.sandbox));
-	q.language = CTX_LANG_PYTHON;
 	if (strlcpy(q.context, cid, sizeof(q.context)) >= sizeof(q.context))
 		rc = fb_fail(err, API_ENOTFOUND, "Context not found");
 	else
 		rc = ctx_call(
-		    arg, call, MSG_VMM_CONTEXT_RESTART, "python", &q, r, err);
+		    arg, call, MSG_VMM_CONTEXT_RESTART, "", &q, r, err);
 	if (rc == API_OK && r->n == 1) {
 		to_api(&r->c[0], out);
 		fb_audit_event(arg, call, "context.restart", id, cid);
