@@ -9,6 +9,8 @@
 #   cell     POST execute {"code":"print(1)","context_id":...}: a cell in a
 #            live context, through the API
 #   cell/vmm the same cell as the vmm timed it (pipe in to end line out)
+#   memory   the idle context's vm process (VmRSS, RssAnon) beside a
+#            native python3.11
 # Targets (docs/contexts.md): a cell in a live context <= 1 ms plus the
 # cell's own time; from a template, print(1) <= 0.5x native (templates
 # are not built yet: no row).
@@ -90,3 +92,11 @@ print("%-56s %9s %9s %8s" % ("row", "p50 ms", "p90 ms", "x native"))
 for name, (p50, p90) in rows:
     print("%-56s %9.2f %9.2f %8.2f" % (name, p50, p90, p50 / native[0]))
 EOPY
+# Host memory of the idle context: its vm process (the guest's touched
+# pages are its anonymous memory) against a native python3.11 at rest.
+for p in $(pgrep -f "keepd: vm $id"); do
+	grep -E '^(VmRSS|RssAnon)' /proc/$p/status | tr -s ' ' | tr '\n' ' '
+	echo "(idle context vm process $p)"
+done
+python3.11 -c 'import time, sys; sys.stdout.write(open("/proc/self/status").read()); sys.stdout.flush()' |
+    grep -E '^(VmRSS|RssAnon)' | tr -s ' ' | tr '\n' ' '; echo "(native python3.11 at rest)"

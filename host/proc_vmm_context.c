@@ -105,6 +105,9 @@ static void
 ctx_stop(struct vmm_context *c)
 {
 	if (c->pid > 0) {
+		/* Its group too, where guest processes are host processes
+		 * of its group. */
+		kill(-c->pid, SIGKILL);
 		kill(c->pid, SIGKILL);
 		waitpid(c->pid, NULL, 0);
 	}
@@ -428,8 +431,10 @@ vmm_contexts_kill_all(struct vmm_state *vs)
 	size_t i;
 
 	for (i = 0; i < VMM_CONTEXTS_MAX; i++)
-		if (vs->ctxs[i].used && vs->ctxs[i].pid > 0)
+		if (vs->ctxs[i].used && vs->ctxs[i].pid > 0) {
+			kill(-vs->ctxs[i].pid, SIGKILL);
 			kill(vs->ctxs[i].pid, SIGKILL);
+		}
 }
 
 /* ---- a cell ----------------------------------------------------------- */

@@ -159,6 +159,26 @@ req "$alice" GET "/v1/sandboxes/$sbx/contexts"
 [ "$code" = 200 ] && [ "$(jget "$body" '[0]["id"]')" = "$cid" ] &&
     [ "$(jget "$body" '[0]["execution_count"]')" -ge 10 ] && ok "list shows the context and its count" || bad "list: $code $body"
 
+# Hostile cells: memory exhaustion is the cell's MemoryError; the
+# context goes on.
+cell "$alice" "$cid" 'hog = []
+while True: hog.append(bytearray(16 << 20))'
+[ "$code" = 200 ] && [ "$(jget "$body" '["error"]["name"]')" = MemoryError ] && ok "a cell that exhausts memory gets MemoryError" || bad "memory: $code ${body:0:300}"
+cell "$alice" "$cid" 'del hog; print(x)'
+[ "$(jget "$body" '["stdout"]')" = 42 ] && ok "and the context keeps its state" || bad "after memory: $body"
+
+# Two contexts are two interpreters, each booted with its own AT_RANDOM
+# and seeded from getrandom: they never share PRNG state.
+req "$alice" POST "/v1/sandboxes/$sbx/contexts" '{}'
+rc2=$(jget "$body" '["id"]')
+cell "$alice" "$cid" 'import random, os; print(random.random(), os.urandom(8).hex(), hash("keep"))'
+r1=$(jget "$body" '["stdout"]')
+cell "$alice" "$rc2" 'import random, os; print(random.random(), os.urandom(8).hex(), hash("keep"))'
+r2=$(jget "$body" '["stdout"]')
+python3 -c 'import sys; a, b = sys.argv[1].split(), sys.argv[2].split(); sys.exit(not (len(a) == len(b) == 3 and all(x != y for x, y in zip(a, b))))' "$r1" "$r2" &&
+    ok "two contexts draw different random(), urandom and hash secret" || bad "randomness: $r1 / $r2"
+req "$alice" DELETE "/v1/sandboxes/$sbx/contexts/$rc2"
+
 # A cell past its time limit: the reply says so; the context restarts.
 cell "$alice" "$cid" 'while True: pass' '{"timeout":300}'
 [ "$code" = 200 ] && [ "$(jget "$body" '["reason"]')" = timeout ] &&
