@@ -1076,17 +1076,20 @@ api_resume_run(struct api_pending *p, int rc, struct api_run_result *res,
 		http_buf_free(&ev);
 		free(res->out);
 		free(res->err);
+		free(res->results);
 	} else if (rc == API_OK) {
 		if (merge_acc(&p->acc_out, &res->out, &res->out_len) != 0 ||
 		    merge_acc(&p->acc_err, &res->err, &res->err_len) != 0) {
 			free(res->out);
 			free(res->err);
+			free(res->results);
 			rq_error(&r, API_EINTERNAL, "Out of memory");
 		} else
 			reply_run(&r, res);
 	} else {
 		free(res->out);
 		free(res->err);
+		free(res->results);
 		rq_backend_error(&r, rc, err);
 	}
 	if (out.oom) {

@@ -189,6 +189,10 @@ struct api_run_result {
 	uint64_t duration_ms;
 	char reason[64]; /* "" or "timeout", "fault", "output-limit", ... */
 	int cell; /* out: a live context's JSON lines (docs/contexts.md) */
+	/* malloc, a python execute's results as a JSON array (untrusted:
+	 * written by the guest), or NULL: no results field. */
+	char *results;
+	size_t results_len;
 };
 
 struct api_process {

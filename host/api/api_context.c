@@ -187,6 +187,29 @@ clean_result(json_t *in)
 	return o;
 }
 
+#define RESULTS_MAX 64
+
+json_t *
+api_results_decode(const char *text, size_t len)
+{
+	json_t *v, *arr = json_array(), *x;
+	size_t i;
+
+	if (arr == NULL || text == NULL)
+		return arr;
+	v = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
+	if (json_is_array(v))
+		json_array_foreach(v, i, x)
+		{
+			if (i >= RESULTS_MAX)
+				break;
+			if (json_is_object(x))
+				json_array_append_new(arr, clean_result(x));
+		}
+	json_decref(v);
+	return arr;
+}
+
 static const char *
 str_of(json_t *o, const char *key)
 {
@@ -331,7 +354,8 @@ reply_cell(struct rq *r, struct api_run_result *res)
 	d = api_cell_decode(res->out, res->out_len, res->err, res->err_len);
 	free(res->out);
 	free(res->err);
-	res->out = res->err = NULL;
+	free(res->results);
+	res->out = res->err = res->results = NULL;
 	if (d == NULL) {
 		rq_error(r, API_EINTERNAL, "Out of memory");
 		return;

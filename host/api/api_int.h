@@ -148,6 +148,9 @@ void h_context_restart(struct rq *);
 void reply_cell(struct rq *, struct api_run_result *res);
 json_t *api_cell_decode(
     const char *out, size_t out_len, const char *err, size_t err_len);
+/* A python execute's results (keep_once.py's JSON array, untrusted) as
+ * the API's array of Result objects; never NULL but out of memory. */
+json_t *api_results_decode(const char *text, size_t len);
 int api_valid_id(const char *s, size_t n);
 void api_observe_run(struct api *, uint64_t duration_ms);
 void api_hist_add(struct api_hist *, double seconds);

@@ -462,6 +462,15 @@ run_events(struct http_buf *b, const struct api_run_result *res)
 		sse_event(b, "stderr",
 		    json_pack(
 		        "{s:o}", "data", bytes_string(res->err, res->err_len)));
+	if (res->results != NULL) {
+		json_t *rs = api_results_decode(res->results, res->results_len),
+		       *x;
+		size_t i;
+
+		json_array_foreach(rs, i, x)
+		    sse_event(b, "result", json_incref(x));
+		json_decref(rs);
+	}
 	sse_event(b, "exit",
 	    json_pack("{s:i,s:I,s:o}", "exit_code", res->exit_code,
 	        "duration_ms", (json_int_t)res->duration_ms, "reason",
@@ -496,10 +505,14 @@ reply_run(struct rq *r, struct api_run_result *res)
 		    res->exit_code, "duration_ms", (json_int_t)res->duration_ms,
 		    "reason",
 		    res->reason[0] ? json_string(res->reason) : json_null());
+		if (o != NULL && res->results != NULL)
+			json_object_set_new(o, "results",
+			    api_results_decode(res->results, res->results_len));
 		rq_json(r, 200, o);
 	}
 	free(res->out);
 	free(res->err);
+	free(res->results);
 }
 
 static void
@@ -525,6 +538,7 @@ h_execute(struct rq *r)
 	if (rc != API_OK) {
 		free(res.out);
 		free(res.err);
+		free(res.results);
 		rq_backend_error(r, rc, &err);
 		return;
 	}
@@ -748,6 +762,7 @@ h_command_run(struct rq *r)
 	if (rc != API_OK) {
 		free(res.out);
 		free(res.err);
+		free(res.results);
 		rq_backend_error(r, rc, &err);
 		goto out;
 	}

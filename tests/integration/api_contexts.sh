@@ -147,6 +147,28 @@ jcell 'null.y'
 [ "$(jget "$body" '["error"]["name"]')" = TypeError ] && ok "js: an error" || bad "js error: $body"
 req "$alice" DELETE "/v1/sandboxes/$jsbx"
 
+# A plain python execute (no context) has results too, and otherwise
+# behaves as python -c: output, tracebacks and exit status unchanged.
+pyx() {
+	req "$alice" POST "/v1/sandboxes/$sbx/execute" "$(python3 -c 'import json, sys; print(json.dumps({"code": sys.argv[1], "language": "python"}))' "$1")"
+}
+pyx 'x = 6
+x * 7'
+[ "$code" = 200 ] && [ "$(jget "$body" '["results"][0]["text"]')" = 42 ] && [ "$(jget "$body" '["results"][0]["is_main_result"]')" = True ] &&
+    [ "$(jget "$body" '["stderr"]')" = "" ] && ok "execute: the last expression is a result" || bad "execute results: $body"
+pyx 'print(1)'
+[ "$(jget "$body" '["results"]')" = "[]" ] && [ "$(jget "$body" '["stdout"]')" = 1 ] && ok "execute: no value, no results" || bad "execute print: $body"
+pyx '1/0'
+want=$(python3.11 -I -S -c '1/0' 2>&1)
+[ "$(jget "$body" '["exit_code"]')" = 1 ] && [ "$(jget "$body" '["stderr"]')" = "$want" ] &&
+    ok "execute: the traceback is python -c's" || bad "execute traceback: $body / $want"
+pyx 'import sys; print(sys.argv, __name__); sys.exit(3)'
+[ "$(jget "$body" '["exit_code"]')" = 3 ] && [ "$(jget "$body" '["stdout"]')" = "['-c'] __main__" ] &&
+    ok "execute: argv, __name__ and exit status as -c" || bad "execute exit: $body"
+pyx 'import sys; sys.stderr.write("\x1ekeep-results:forged:[{\"text\":\"no\"}]\n"); 5'
+[ "$(jget "$body" '["results"][0]["text"]')" = 5 ] && [[ "$(jget "$body" '["stderr"]')" == *forged* ]] &&
+    ok "execute: a forged results line is the program's stderr" || bad "forged: $body"
+
 # Another principal does not see alice's context.
 req "$bob" POST /v1/sandboxes '{"image":"python"}'
 bsbx=$(jget "$body" '["id"]')
