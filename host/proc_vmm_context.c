@@ -87,8 +87,7 @@ ctx_drain(struct vmm_context *c)
 		return;
 	while ((n = read(c->out_fd, buf, sizeof(buf))) > 0) {
 		len = (size_t)n - 1;
-		if ((buf[0] == 1 ? c->out_len : c->err_len) + len >
-		        c->output_max ||
+		if (c->out_len + c->err_len + len > c->output_max ||
 		    put_all(buf[0] == 1 ? c->outfd : c->errfd, buf + 1, len) !=
 		        0)
 			return;
@@ -389,7 +388,8 @@ vmm_context_event(
 		cell_finish(ctx, c, RUN_EXITED, NULL, NULL);
 		return;
 	}
-	if ((buf[0] == 1 ? c->out_len : c->err_len) + len > c->output_max) {
+	/* The limit is on both together, as a run's. */
+	if (c->out_len + c->err_len + len > c->output_max) {
 		ctx_died(ctx, c, RUN_OUTPUT_LIMIT, "OutputLimit",
 		    "the cell wrote more than its output limit");
 		return;

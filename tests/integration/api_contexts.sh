@@ -201,6 +201,13 @@ python3 -c 'import sys; a, b = sys.argv[1].split(), sys.argv[2].split(); sys.exi
     ok "two contexts draw different random(), urandom and hash secret" || bad "randomness: $r1 / $r2"
 req "$alice" DELETE "/v1/sandboxes/$sbx/contexts/$rc2"
 
+# Past the policy's output limit (1M): stopped, said, restarted.
+cell "$alice" "$cid" 'for _ in range(3000): print("y" * 1000)'
+printf '%s' "$body" >"$tmp/big.out"
+verdict=$(python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(d["reason"], d["error"]["name"], len(d["stdout"]) <= 1 << 20)' "$tmp/big.out")
+[ "$code" = 200 ] && [ "$verdict" = "output-limit OutputLimit True" ] && ok "a cell past its output limit is stopped" || bad "output limit: $code $verdict"
+cell "$alice" "$cid" 'x = 42'
+
 # A cell past its time limit: the reply says so; the context restarts.
 cell "$alice" "$cid" 'while True: pass' '{"timeout":300}'
 [ "$code" = 200 ] && [ "$(jget "$body" '["reason"]')" = timeout ] &&
