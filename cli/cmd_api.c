@@ -350,13 +350,17 @@ cmd_sandbox(struct client *c, int argc, char **argv)
 }
 
 /* Print a run reply; the exit status is the run's. */
-/* A context cell's main result (as a REPL shows it) and its error. */
+/* A context cell's main result (as a REPL shows it) and its error. A
+ * plain execute's reply has no execution_count: its output stays
+ * exactly the program's. */
 static void
 print_cell(json_t *j)
 {
 	json_t *res, *err = json_object_get(j, "error"), *tb;
 	size_t i;
 
+	if (json_object_get(j, "execution_count") == NULL)
+		return;
 	json_array_foreach(json_object_get(j, "results"), i,
 	    res) if (json_is_true(json_object_get(res, "is_main_result")) &&
 	    json_is_string(json_object_get(res, "text")))
