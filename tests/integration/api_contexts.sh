@@ -268,4 +268,24 @@ req "$alice" DELETE "/v1/sandboxes/$sbx"
 for _ in $(seq 50); do [ -z "$(vmpids)" ] && break; sleep 0.1; done
 [ -z "$(vmpids)" ] && ok "a context dies with its sandbox" || bad "vm processes left: $(vmpids)"
 
+# A vmm killed with -9 takes its contexts along: their interpreters see
+# the end of their cell pipe and exit; none is left behind, and the
+# restarted vmm knows none of them.
+req "$alice" POST /v1/sandboxes '{"image":"python"}'
+ksbx=$(jget "$body" '["id"]')
+req "$alice" POST "/v1/sandboxes/$ksbx/contexts" '{}'
+kcid=$(jget "$body" '["id"]')
+sbx=$ksbx cell "$alice" "$kcid" 'k = 1'
+kpids() { pgrep -f "keepd: vm $ksbx" || true; }
+[ -n "$(kpids)" ] && ok "a context before the vmm is killed" || bad "no context vm process"
+vmm=$(pgrep -P "$pid" -f '^keepd: vmm') # this keepd's vmm only
+[ -n "$vmm" ] && kill -KILL "$vmm"
+for _ in $(seq 100); do [ -z "$(kpids)" ] && break; sleep 0.1; done
+[ -z "$(kpids)" ] && ok "its interpreter ends with the vmm" || bad "left behind: $(kpids)"
+for _ in $(seq 100); do
+	sbx=$ksbx cell "$alice" "$kcid" 'k'
+	[ "$code" != 503 ] && break; sleep 0.1
+done
+[ "$code" = 404 ] && [[ $body == *"Context not found"* ]] && ok "the restarted vmm knows no such context" || bad "after vmm restart: $code $body"
+
 keepd_finish
