@@ -98,16 +98,28 @@ ctx_drain(struct vmm_context *c)
 	}
 }
 
+/*
+ * The interpreter's whole process tree: the vm process leads its own
+ * process group (ctx_spawn) and every guest process is a host process
+ * forked from it (host/vmm/proc.c), so the group is the tree. Before its
+ * setpgid the vm process has forked nothing and the pid is enough.
+ */
+static void
+ctx_kill_tree(pid_t pid)
+{
+	if (pid <= 0)
+		return;
+	kill(-pid, SIGKILL);
+	kill(pid, SIGKILL);
+}
+
 /* Kill the interpreter and wait for it: a SIGKILLed vm process is gone
  * within milliseconds (its VM torn down by the kernel). */
 static void
 ctx_stop(struct vmm_context *c)
 {
 	if (c->pid > 0) {
-		/* Its group too, where guest processes are host processes
-		 * of its group. */
-		kill(-c->pid, SIGKILL);
-		kill(c->pid, SIGKILL);
+		ctx_kill_tree(c->pid);
 		waitpid(c->pid, NULL, 0);
 	}
 	ctx_drain(c);
@@ -207,6 +219,8 @@ ctx_spawn(struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_context *c,
 	case -1:
 		goto error;
 	case 0:
+		/* Its own group, before the guest can fork: ctx_kill_tree. */
+		setpgid(0, 0);
 		close(in[1]);
 		close(out[0]);
 		memset(&res, 0, sizeof(res));
@@ -431,10 +445,8 @@ vmm_contexts_kill_all(struct vmm_state *vs)
 	size_t i;
 
 	for (i = 0; i < VMM_CONTEXTS_MAX; i++)
-		if (vs->ctxs[i].used && vs->ctxs[i].pid > 0) {
-			kill(-vs->ctxs[i].pid, SIGKILL);
-			kill(vs->ctxs[i].pid, SIGKILL);
-		}
+		if (vs->ctxs[i].used)
+			ctx_kill_tree(vs->ctxs[i].pid);
 }
 
 /* ---- a cell ----------------------------------------------------------- */

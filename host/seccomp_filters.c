@@ -145,6 +145,9 @@ static const struct seccomp_rule vmm_rules[] = {
 	R(seccomp, "the vm process installs its narrower filter"),
 	R(set_robust_list, "glibc fork in the child"),
 	R(rseq, "glibc fork in the child"),
+	R(setpgid,
+	    "a new vm process leads its own process group, so a kill "
+	    "reaches the guest processes it forks"),
 };
 
 const struct seccomp_filter seccomp_vmm = { "vmm", vmm_rules,

@@ -264,9 +264,15 @@ cell "$alice" "$cid" '1'
 cell "$alice" "$c2" 'w = 1'
 vmpids() { pgrep -f "keepd: vm $sbx" || true; }
 [ -n "$(vmpids)" ] && ok "the context's vm process is up" || bad "no vm process for $sbx"
+# Its vm process leads its own process group, which holds every guest
+# process it forks: killing the context kills the group (the tree).
+vp=$(vmpids | head -n 1)
+[ -n "$vp" ] && [ "$(ps -o pgid= -p "$vp" | tr -d ' ')" = "$vp" ] &&
+    ok "a context's vm process leads its own process group" || bad "pgid of $vp: $(ps -o pid,pgid,args -p "$vp")"
 req "$alice" DELETE "/v1/sandboxes/$sbx"
 for _ in $(seq 50); do [ -z "$(vmpids)" ] && break; sleep 0.1; done
 [ -z "$(vmpids)" ] && ok "a context dies with its sandbox" || bad "vm processes left: $(vmpids)"
+[ -z "$(pgrep -g "$vp" || true)" ] && ok "and nothing of its process group is left" || bad "group $vp left: $(pgrep -g "$vp")"
 
 # A vmm killed with -9 takes its contexts along: their interpreters see
 # the end of their cell pipe and exit; none is left behind, and the
