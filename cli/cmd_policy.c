@@ -412,6 +412,9 @@ print_limits(const struct policy_limits *lim)
 	if (lim->sandboxes)
 		printf("%ssandboxes %u",
 		    any++ ? ", " : "  limits: ", lim->sandboxes);
+	if (lim->contexts)
+		printf("%scontexts %u",
+		    any++ ? ", " : "  limits: ", lim->contexts);
 	for (c = 0; c < CAP_COUNT; c++)
 		if (lim->cost[c] != 1)
 			printf("%scost %s %u",
@@ -748,6 +751,14 @@ diff_principal(const struct policy *a, const struct policy_principal *pa,
 		printf("agent \"%s\": sandboxes: %s -> %s\n", pa->name,
 		    pa->lim.sandboxes ? x : "none",
 		    pb->lim.sandboxes ? y : "none");
+		n++;
+	}
+	if (pa->lim.contexts != pb->lim.contexts) {
+		snprintf(x, sizeof(x), "%u", pa->lim.contexts);
+		snprintf(y, sizeof(y), "%u", pb->lim.contexts);
+		printf("agent \"%s\": contexts: %s -> %s\n", pa->name,
+		    pa->lim.contexts ? x : "none",
+		    pb->lim.contexts ? y : "none");
 		n++;
 	}
 	n += diff_lists(a, pa, b, pb, "removed");

@@ -214,6 +214,8 @@ struct msg_policy_leave {
 struct msg_policy_usage {
 	int64_t budget_remaining; /* -1: no budget */
 	double read_tokens, write_tokens; /* -1: no rate */
+	uint32_t contexts_max; /* live contexts at once, 0: no limit */
+	uint32_t pad;
 };
 
 struct msg_policy_decision {

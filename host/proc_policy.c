@@ -571,9 +571,15 @@ policy_h_usage(struct proc_ctx *ctx, const struct msg *m)
 	memcpy(&q, m->data, sizeof(q));
 	if (memchr(q.principal, '\0', sizeof(q.principal)) == NULL)
 		return -1;
-	if (policy_hooks == &policy_lang_hooks)
-		policy_hooks_levels(ps->compiled, q.principal, &left, tokens);
 	memset(&r, 0, sizeof(r));
+	if (policy_hooks == &policy_lang_hooks) {
+		const struct policy_limits *lim;
+
+		policy_hooks_levels(ps->compiled, q.principal, &left, tokens);
+		if ((lim = policy_hooks_limits(ps->compiled, q.principal)) !=
+		    NULL)
+			r.contexts_max = lim->contexts;
+	}
 	r.budget_remaining = left == POLICY_UNLIMITED ? -1 : (int64_t)left;
 	r.read_tokens = tokens[0];
 	r.write_tokens = tokens[1];

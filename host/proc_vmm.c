@@ -106,13 +106,24 @@ static const struct msg_handler vmm_handlers[] = {
 	    sizeof(struct msg_vmm_image_ref), 0, vmm_h_images },
 	{ MSG_STORE_REPLY, PROC_BIT(PROC_STORE), MSG_MAX_PAYLOAD,
 	    MSG_H_VARIABLE, vmm_h_store_reply },
+	{ MSG_VMM_CONTEXT_CREATE, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_context), 0, vmm_h_context },
+	{ MSG_VMM_CONTEXT_LIST, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_context), 0, vmm_h_context },
+	{ MSG_VMM_CONTEXT_DELETE, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_context), 0, vmm_h_context },
+	{ MSG_VMM_CONTEXT_RESTART, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_context), 0, vmm_h_context },
 };
+
+/* poll entries past the runs' are contexts' (who = CTX_WHO + index). */
+#define CTX_WHO (PROC_COUNT + 2 * VMM_JOBS_MAX)
 
 static int
 vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 {
-	struct pollfd pfd[PROC_COUNT + 2 * VMM_JOBS_MAX];
-	int who[PROC_COUNT + 2 * VMM_JOBS_MAX];
+	struct pollfd pfd[PROC_COUNT + 2 * VMM_JOBS_MAX + 2 * VMM_CONTEXTS_MAX];
+	int who[PROC_COUNT + 2 * VMM_JOBS_MAX + 2 * VMM_CONTEXTS_MAX];
 	uint8_t *buf;
 	size_t n, i;
 	uint64_t now;
@@ -140,6 +151,23 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 				pfd[n].events = POLLIN;
 				who[n++] = PROC_COUNT + VMM_JOBS_MAX + (int)i;
 			}
+		/* A live context: its interpreter's end and its output. */
+		for (i = 0; i < VMM_CONTEXTS_MAX; i++) {
+			struct vmm_context *c = &vs->ctxs[i];
+
+			if (!c->used)
+				continue;
+			if (c->pidfd >= 0) {
+				pfd[n].fd = c->pidfd;
+				pfd[n].events = POLLIN;
+				who[n++] = CTX_WHO + (int)i;
+			}
+			if (c->out_fd >= 0) {
+				pfd[n].fd = c->out_fd;
+				pfd[n].events = POLLIN;
+				who[n++] = CTX_WHO + (int)i;
+			}
+		}
 		for (i = 0; i < n; i++)
 			pfd[i].revents = 0;
 		/* Streaming runs' output goes out every VMM_STREAM_MS. */
@@ -149,7 +177,11 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 		for (i = 0; i < n && !ctx->quit; i++) {
 			if (pfd[i].revents == 0)
 				continue;
-			if (who[i] >= PROC_COUNT + VMM_JOBS_MAX) {
+			if (who[i] >= CTX_WHO)
+				vmm_context_event(ctx,
+				    &vs->ctxs[who[i] - CTX_WHO], pfd[i].fd,
+				    pfd[i].revents);
+			else if (who[i] >= PROC_COUNT + VMM_JOBS_MAX) {
 				struct job *j = &vs->jobs[who[i] - PROC_COUNT -
 				    VMM_JOBS_MAX];
 
@@ -173,10 +205,12 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 			}
 		vmm_expire_sandboxes(vs);
 		streaming = vmm_stream_outputs(ctx, vs);
+		vmm_contexts_tick(ctx, vs);
 	}
 	for (i = 0; i < VMM_JOBS_MAX; i++)
 		if (vs->jobs[i].used)
 			vmm_kill_tree(vs->jobs[i].pid);
+	vmm_contexts_kill_all(vs);
 	/* The sandboxes outlive this process: their workspaces stay for the
 	 * next one to adopt. */
 	for (i = 0; i < VMM_SANDBOXES_MAX; i++)

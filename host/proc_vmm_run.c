@@ -99,9 +99,9 @@ out_sink(void *arg, int fd, const void *buf, size_t len)
 
 /* In the `keepd: vm` process: shed what belongs to other runs and
  * sandboxes, confine, boot, report, exit. */
-static void __attribute__((noreturn))
-vm_process(struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_config *cfg,
-    int outfds[2], struct vmm_result *res, const char *id)
+void __attribute__((noreturn)) vmm_vm_process(struct proc_ctx *ctx,
+    struct vmm_state *vs, struct vmm_config *cfg, int outfds[2],
+    struct vmm_result *res, const char *id)
 {
 	char err[160];
 	size_t i;
@@ -128,14 +128,17 @@ vm_process(struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_config *cfg,
 			if (vs->jobs[i].egress.shm >= 0)
 				close(vs->jobs[i].egress.shm);
 		}
+	vmm_contexts_close(vs);
 	if (seccomp_filter_install(&seccomp_vm) == -1) {
 		snprintf(res->reason, sizeof(res->reason), "error: seccomp");
 		res->status = VMM_FAULT;
 		_exit(2);
 	}
 	cfg->kvm_fd = ctx->kvm_fd;
-	cfg->output = out_sink;
-	cfg->output_arg = outfds;
+	if (cfg->output == NULL) {
+		cfg->output = out_sink;
+		cfg->output_arg = outfds;
+	}
 	rc = vmm_run(cfg, res, err, sizeof(err));
 	if (rc != VMM_OK) {
 		strlcpy(res->reason, vmm_strerror(rc), sizeof(res->reason));
@@ -282,6 +285,11 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 		st = RUN_NOSANDBOX;
 		goto refuse;
 	}
+	if (q.flags & RUN_F_CONTEXT) {
+		vmm_context_cell(ctx, vs, m, &q, &g, s);
+		close(m->fd);
+		return 0;
+	}
 	if ((img = vmm_image_get(ctx, vs, s->image)) == NULL) {
 		strlcpy(reason, "the sandbox's image does not verify",
 		    sizeof(reason));
@@ -413,7 +421,7 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 		close(job->egress.fd);
 		job->egress.fd = -1;
 		job->egress.shm = -1; /* now the vm process's own */
-		vm_process(ctx, vs, &cfg, outfds, job->res, s->id);
+		vmm_vm_process(ctx, vs, &cfg, outfds, job->res, s->id);
 	}
 	close(efd);
 	job->used = 1;
@@ -466,8 +474,8 @@ done:
 }
 
 /* Append the stderr memfd to the stdout one: the reply carries both. */
-static int
-join_output(int outfd, int errfd, uint64_t *out_len, uint64_t *err_len)
+int
+vmm_join_output(int outfd, int errfd, uint64_t *out_len, uint64_t *err_len)
 {
 	struct stat so, se;
 	char buf[65536];
@@ -561,7 +569,7 @@ vmm_job_finish(struct proc_ctx *ctx, struct job *job)
 	}
 	/* Sealed before it leaves: what remains of the run (its guest's
 	 * other processes) can no longer change what the front reads. */
-	if (join_output(job->outfd, job->errfd, &out_len, &err_len) != 0 ||
+	if (vmm_join_output(job->outfd, job->errfd, &out_len, &err_len) != 0 ||
 	    memfd_seal(job->outfd) == -1) {
 		st = RUN_ERROR;
 		out_len = err_len = 0;

@@ -173,6 +173,7 @@ static const struct seccomp_rule vmm_rules[] = {
 	R(fsync, "an uploaded image is on disk before it is renamed in"),
 	R(memfd_create, "a run's output; its egress request buffer"),
 	R(socketpair, "a run's egress relay to its vm process"),
+	R(pipe2, "a live context's cell pipe to its vm process"),
 	RA(clone, 0, 0x01200011,
 	    "fork a `keepd: vm` process (glibc fork's flags only: no "
 	    "threads, no namespaces)"),

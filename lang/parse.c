@@ -657,6 +657,7 @@ static const char *const stmt_names[] = {
 	[LANG_S_EGRESS] = "egress",
 	[LANG_S_LOCK] = "lock",
 	[LANG_S_SANDBOXES] = "sandboxes",
+	[LANG_S_CONTEXTS] = "contexts",
 };
 
 const char *
@@ -696,6 +697,15 @@ stmt_body(struct parser *p, struct lang_stmt *s)
 		if (s->value == 0) {
 			lang_diag(p->f, LANG_ERROR, s->loc,
 			    "sandboxes 0; use deny sandbox:write to forbid");
+			return -1;
+		}
+		return 0;
+	case LANG_S_CONTEXTS:
+		if (take_number(p, "count", 1000, &s->value) < 0)
+			return -1;
+		if (s->value == 0) {
+			lang_diag(p->f, LANG_ERROR, s->loc,
+			    "contexts 0; without exec there are none");
 			return -1;
 		}
 		return 0;
@@ -772,7 +782,7 @@ parse_stmt(struct parser *p)
 		expected(p,
 		    "a statement (allow, deny, rate, concurrent, "
 		    "budget, cost, memory, timeout, output, exec, "
-		    "egress, lock, sandboxes)");
+		    "egress, lock, sandboxes, contexts)");
 		return NULL;
 	}
 	if ((s = lang_alloc(p->f, sizeof(*s))) == NULL)

@@ -219,6 +219,9 @@ fold_stmt(struct policy_principal *pr, const struct lang_stmt *s,
 	case LANG_S_SANDBOXES:
 		l->sandboxes = (uint32_t)s->value;
 		break;
+	case LANG_S_CONTEXTS:
+		l->contexts = (uint32_t)s->value;
+		break;
 	default:
 		break;
 	}

@@ -221,6 +221,18 @@ policy_hooks_levels(void *compiled, const char *principal,
 		    budget_left, tokens);
 }
 
+const struct policy_limits *
+policy_hooks_limits(void *compiled, const char *principal)
+{
+	struct compiled *c = compiled;
+	int i;
+
+	if (c == NULL ||
+	    (i = policy_find(c->p, principal, strlen(principal))) < 0)
+		return NULL;
+	return &c->p->pr[i].lim;
+}
+
 int
 policy_hooks_enter(void *compiled, const char *principal)
 {

@@ -579,6 +579,18 @@ rq_accepts_sse(struct rq *r)
 	    memmem(h->value, h->valuelen, "text/event-stream", 17) != NULL;
 }
 
+int
+rq_accepts_ndjson(struct rq *r)
+{
+	const struct http_header *h;
+
+	if (r->req == NULL)
+		return r->ndjson;
+	h = http_find_header(r->req, "accept");
+	return h != NULL &&
+	    memmem(h->value, h->valuelen, "application/x-ndjson", 20) != NULL;
+}
+
 /* Nesting depth of a JSON text, counted outside strings. */
 static unsigned
 json_depth(const char *s, size_t n)
@@ -999,6 +1011,7 @@ api_defer(const struct api_call *call)
 	p->head_only = r->head_only;
 	p->http10 = r->http10;
 	p->sse = rq_accepts_sse(r);
+	p->ndjson = rq_accepts_ndjson(r);
 	memcpy(p->request_id, r->request_id, sizeof(p->request_id));
 	p->who = r->who;
 	r->pending = p;
@@ -1100,6 +1113,7 @@ api_resume_run(struct api_pending *p, int rc, struct api_run_result *res,
 	r.head_only = p->head_only;
 	r.http10 = p->http10;
 	r.sse = p->sse;
+	r.ndjson = p->ndjson;
 	memcpy(r.request_id, p->request_id, sizeof(r.request_id));
 	if (p->streaming) {
 		struct http_buf ev;
@@ -1130,17 +1144,20 @@ api_resume_run(struct api_pending *p, int rc, struct api_run_result *res,
 		http_buf_free(&ev);
 		free(res->out);
 		free(res->err);
+		free(res->results);
 	} else if (rc == API_OK) {
 		if (merge_acc(&p->acc_out, &res->out, &res->out_len) != 0 ||
 		    merge_acc(&p->acc_err, &res->err, &res->err_len) != 0) {
 			free(res->out);
 			free(res->err);
+			free(res->results);
 			rq_error(&r, API_EINTERNAL, "Out of memory");
 		} else
 			reply_run(&r, res);
 	} else {
 		free(res->out);
 		free(res->err);
+		free(res->results);
 		rq_backend_error(&r, rc, err);
 	}
 	if (out.oom) {

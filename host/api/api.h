@@ -156,6 +156,19 @@ struct api_exec {
 	size_t code_len;
 	enum api_lang language;
 	uint64_t timeout_ms; /* 0: the policy's limit */
+	const char *context_id; /* a live context's id, or NULL: a new run */
+	const struct api_kv *env; /* env_vars: for this execute only */
+	size_t nenv;
+};
+
+/* A live context (docs/contexts.md). */
+struct api_context {
+	char id[API_ID_MAX + 1];
+	char language[16]; /* "python" */
+	char cwd[256];
+	char state[16]; /* "idle", "busy", "dead" (restarts at the next cell) */
+	uint64_t execution_count;
+	int64_t created_at;
 };
 
 struct api_command {
@@ -178,6 +191,11 @@ struct api_run_result {
 	int exit_code;
 	uint64_t duration_ms;
 	char reason[64]; /* "" or "timeout", "fault", "output-limit", ... */
+	int cell; /* out: a live context's JSON lines (docs/contexts.md) */
+	/* malloc, a python execute's results as a JSON array (untrusted:
+	 * written by the guest), or NULL: no results field. */
+	char *results;
+	size_t results_len;
 };
 
 struct api_process {
@@ -394,6 +412,18 @@ struct api_backend {
 	    const char *key, struct api_idem *out, struct api_error *err);
 	void (*idem_keep)(void *ctx, const struct api_principal *,
 	    const char *scope, const char *key, const struct api_idem *rec);
+
+	/* Live contexts of sandbox id; *out malloc, *n entries. */
+	int (*context_create)(void *ctx, const struct api_call *,
+	    const char *id, enum api_lang language, const char *cwd,
+	    struct api_context *out, struct api_error *err);
+	int (*context_list)(void *ctx, const struct api_call *, const char *id,
+	    struct api_context **out, size_t *n, struct api_error *err);
+	int (*context_delete)(void *ctx, const struct api_call *,
+	    const char *id, const char *cid, struct api_error *err);
+	int (*context_restart)(void *ctx, const struct api_call *,
+	    const char *id, const char *cid, struct api_context *out,
+	    struct api_error *err);
 };
 
 struct api;

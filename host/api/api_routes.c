@@ -398,9 +398,9 @@ static int
 parse_exec(struct rq *r, struct api_exec *ex, const char **webhook)
 {
 	static const char *const fields[] = { "code", "language", "timeout",
-		NULL };
+		"context_id", "env_vars", NULL };
 	static const char *const fields_async[] = { "code", "language",
-		"timeout", "webhook_url", NULL };
+		"timeout", "webhook_url", "env_vars", NULL };
 	const char *lang;
 	json_t *code;
 
@@ -424,11 +424,24 @@ parse_exec(struct rq *r, struct api_exec *ex, const char **webhook)
 	}
 	if (rq_uint(r, r->body, "timeout", MAX_TIMEOUT_MS, &ex->timeout_ms))
 		return -1;
+	if (rq_str(r, r->body, "context_id", 0, &ex->context_id))
+		return -1;
+	if (ex->context_id != NULL &&
+	    !api_valid_id(ex->context_id, strlen(ex->context_id))) {
+		rq_error(r, API_EBADREQ, "context_id is not a context's id");
+		return -1;
+	}
+	if (rq_kv(
+	        r, r->body, "env_vars", (struct api_kv **)&ex->env, &ex->nenv))
+		return -1;
 	if (webhook != NULL) {
-		if (rq_str(r, r->body, "webhook_url", 1, webhook))
+		if (rq_str(r, r->body, "webhook_url", 1, webhook)) {
+			free((void *)ex->env);
 			return -1;
+		}
 		if (strncmp(*webhook, "https://", 8) != 0 &&
 		    strncmp(*webhook, "http://", 7) != 0) {
+			free((void *)ex->env);
 			rq_error(r, API_EBADREQ,
 			    "webhook_url must be an http(s) URL");
 			return -1;
@@ -465,6 +478,15 @@ run_events(struct http_buf *b, const struct api_run_result *res)
 		sse_event(b, "stderr",
 		    json_pack(
 		        "{s:o}", "data", bytes_string(res->err, res->err_len)));
+	if (res->results != NULL) {
+		json_t *rs = api_results_decode(res->results, res->results_len),
+		       *x;
+		size_t i;
+
+		json_array_foreach(rs, i, x)
+		    sse_event(b, "result", json_incref(x));
+		json_decref(rs);
+	}
 	sse_event(b, "exit",
 	    json_pack("{s:i,s:I,s:o}", "exit_code", res->exit_code,
 	        "duration_ms", (json_int_t)res->duration_ms, "reason",
@@ -478,6 +500,10 @@ reply_run(struct rq *r, struct api_run_result *res)
 
 	api_observe_run(r->api, res->duration_ms);
 	res->reason[sizeof(res->reason) - 1] = '\0';
+	if (res->cell) {
+		reply_cell(r, res);
+		return;
+	}
 	if (rq_accepts_sse(r)) {
 		struct http_buf b;
 
@@ -495,10 +521,14 @@ reply_run(struct rq *r, struct api_run_result *res)
 		    res->exit_code, "duration_ms", (json_int_t)res->duration_ms,
 		    "reason",
 		    res->reason[0] ? json_string(res->reason) : json_null());
+		if (o != NULL && res->results != NULL)
+			json_object_set_new(o, "results",
+			    api_results_decode(res->results, res->results_len));
 		rq_json(r, 200, o);
 	}
 	free(res->out);
 	free(res->err);
+	free(res->results);
 }
 
 static void
@@ -511,16 +541,20 @@ h_execute(struct rq *r)
 
 	if (parse_exec(r, &ex, NULL))
 		return;
-	if (BE(r)->execute == NULL)
+	if (BE(r)->execute == NULL) {
+		free((void *)ex.env);
 		NOTIMPL(r);
+	}
 	memset(&res, 0, sizeof(res));
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->execute(BE(r)->ctx, &r->call, r->id, &ex, &res, &err);
+	free((void *)ex.env);
 	if (rc == API_PENDING && r->pending != NULL)
 		return;
 	if (rc != API_OK) {
 		free(res.out);
 		free(res.err);
+		free(res.results);
 		rq_backend_error(r, rc, &err);
 		return;
 	}
@@ -537,11 +571,20 @@ h_execute_background(struct rq *r)
 
 	if (parse_exec(r, &ex, NULL))
 		return;
-	if (BE(r)->execute_background == NULL)
+	if (ex.context_id != NULL) {
+		free((void *)ex.env);
+		rq_error(r, API_EBADREQ,
+		    "context_id: a context's cells run in the foreground");
+		return;
+	}
+	if (BE(r)->execute_background == NULL) {
+		free((void *)ex.env);
 		NOTIMPL(r);
+	}
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->execute_background(
 	    BE(r)->ctx, &r->call, r->id, &ex, &pid, &err);
+	free((void *)ex.env);
 	if (rc != API_OK) {
 		rq_backend_error(r, rc, &err);
 		return;
@@ -560,11 +603,14 @@ h_execute_async(struct rq *r)
 
 	if (parse_exec(r, &ex, &hook))
 		return;
-	if (BE(r)->execute_async == NULL)
+	if (BE(r)->execute_async == NULL) {
+		free((void *)ex.env);
 		NOTIMPL(r);
+	}
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->execute_async(
 	    BE(r)->ctx, &r->call, r->id, &ex, hook, run_id, &err);
+	free((void *)ex.env);
 	if (rc != API_OK) {
 		rq_backend_error(r, rc, &err);
 		return;
@@ -733,6 +779,7 @@ h_command_run(struct rq *r)
 	if (rc != API_OK) {
 		free(res.out);
 		free(res.err);
+		free(res.results);
 		rq_backend_error(r, rc, &err);
 		goto out;
 	}
@@ -1410,6 +1457,14 @@ const struct api_route api_routes[] = {
 	{ HTTP_DELETE, "/v1/images/{name}", h_image_delete, CAP_IMAGE_WRITE, 0,
 	    0, "images_delete", 0 },
 	{ HTTP_GET, "/v1/audit", h_audit, CAP_AUDIT_READ, 0, 0, "audit", 0 },
+	{ HTTP_POST, SBX "/contexts", h_context_create, CAP_EXEC, 2, 0,
+	    "contexts_create", 0 },
+	{ HTTP_GET, SBX "/contexts", h_context_list, CAP_SANDBOX_READ, 0, 0,
+	    "contexts_list", 0 },
+	{ HTTP_DELETE, SBX "/contexts/{name}", h_context_delete, CAP_EXEC, 0, 0,
+	    "contexts_delete", 0 },
+	{ HTTP_POST, SBX "/contexts/{name}/restart", h_context_restart,
+	    CAP_EXEC, 2, 0, "contexts_restart", 0 },
 };
 const size_t api_nroutes = sizeof(api_routes) / sizeof(api_routes[0]);
 

@@ -150,7 +150,8 @@ async_done(struct front_backend *fb, void *arg, int rc,
 	body = result_json(a, rc, res, err);
 	free(res->out);
 	free(res->err);
-	res->out = res->err = NULL;
+	free(res->results);
+	res->out = res->err = res->results = NULL;
 	memset(&derr, 0, sizeof(derr));
 	if (body == NULL) {
 		audit_hook(fb, a, "not sent: out of memory");

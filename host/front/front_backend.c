@@ -1022,6 +1022,7 @@ front_backend_new(struct proc_ctx *ctx)
 	fb_persist_ops(&fb->ops);
 	fb_image_ops(&fb->ops);
 	fb_lock_ops(&fb->ops);
+	fb_context_ops(&fb->ops);
 	return fb;
 }
 

@@ -204,6 +204,10 @@ void fb_file_ops(struct api_backend *);
 
 /* host/front/front_run.c */
 void fb_run_ops(struct api_backend *);
+void fb_context_ops(struct api_backend *); /* host/front/front_context.c */
+/* A python execute's results line out of res->err into res->results
+ * (host/front/front_run.c). */
+void fb_take_results(struct api_run_result *res, const char *nonce);
 /* A run that answers no request: done(fb, arg, rc, res, err) is called
  * from the loop when it ends, and owns res->out and res->err. */
 typedef void (*fb_run_done_fn)(struct front_backend *, void *arg, int rc,

@@ -17,6 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "host/front/front_backend_int.h"
 #include "host/vmm_msg.h"
 #include "lib/clock.h"
@@ -48,6 +50,8 @@ struct fb_run {
 	 * called instead of resuming a request; owns res.out, res.err. */
 	fb_run_done_fn on_done;
 	void *on_done_arg;
+	int cell; /* a live context's cell: its output is JSON lines */
+	char results_nonce[20]; /* a plain python execute's (keep_once.py) */
 };
 
 /* How a run ended, as the API and /metrics name it. */
@@ -61,6 +65,7 @@ static const char *const proc_status[] = {
 	[RUN_STARTED] = "running",
 	[RUN_KILLED] = "killed",
 	[RUN_NOSANDBOX] = "refused",
+	[RUN_NOTFOUND] = "not-found",
 };
 
 static int64_t
@@ -145,7 +150,8 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
     const char *command, const char *const *args, size_t nargs,
     const struct api_kv *env, size_t nenv, const char *in, size_t inlen,
     uint64_t timeout_ms, uint64_t *bg_pid, fb_run_done_fn on_done,
-    void *on_done_arg, struct api_error *err)
+    void *on_done_arg, const char *context, const char *results_nonce,
+    struct api_error *err)
 {
 	struct fb_authz *a = call->authz;
 	struct msg_vmm_run q;
@@ -208,6 +214,14 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 	q.nenv = (uint32_t)nenv;
 	q.stdin_len = inlen;
 	q.timeout_ms = timeout_ms;
+	if (context != NULL) {
+		q.flags |= RUN_F_CONTEXT;
+		if (strlcpy(q.context, context, sizeof(q.context)) >=
+		    sizeof(q.context)) {
+			rc = fb_fail(err, API_ENOTFOUND, "Context not found");
+			goto out;
+		}
+	}
 	if ((mfd = memfd_new("keep-run")) == -1) {
 		rc = fb_fail(err, API_EINTERNAL, "Internal error");
 		goto out;
@@ -242,7 +256,7 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 	if (bg_pid == NULL && on_done == NULL && call->sse)
 		q.flags |= RUN_F_STREAM;
 	if (bg_pid != NULL) {
-		q.flags = RUN_F_BACKGROUND;
+		q.flags |= RUN_F_BACKGROUND;
 		rc = run_background(fb, call, a->reqid, &q, mfd, bg_pid, err);
 		goto out;
 	}
@@ -252,6 +266,10 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 	}
 	run->on_done = on_done;
 	run->on_done_arg = on_done_arg;
+	run->cell = context != NULL;
+	if (results_nonce != NULL)
+		strlcpy(run->results_nonce, results_nonce,
+		    sizeof(run->results_nonce));
 	if (on_done == NULL && (run->pending = api_defer(call)) == NULL) {
 		free(run);
 		rc = fb_fail(err, API_EINTERNAL, "Runs need a connection");
@@ -301,24 +319,46 @@ fb_run_async(struct front_backend *fb, const struct api_call *call,
 	if (memchr(ex->code, '\0', ex->code_len) != NULL)
 		return fb_fail(err, API_EBADREQ, "code contains NUL");
 	return run_start(fb, call, id,
-	    ex->language == API_LANG_PYTHON ? "python" : "js", args, 2, NULL, 0,
-	    NULL, 0, ex->timeout_ms, NULL, done, arg, err);
+	    ex->language == API_LANG_PYTHON ? "python" : "js", args, 2, ex->env,
+	    ex->nenv, NULL, 0, ex->timeout_ms, NULL, done, arg, NULL, NULL,
+	    err);
 }
 
 /* The interpreters take the code as an argument: no temporary file and
  * no shell in between. pid NULL: in the foreground. */
+extern const char keep_once_py[]; /* build/gen/context_drivers.c */
+
 static int
 execute_code(void *arg, const struct api_call *call, const char *id,
     const struct api_exec *ex, uint64_t *pid, struct api_error *err)
 {
-	const char *args[2] = { ex->language == API_LANG_PYTHON ? "-c" : "-e",
+	const char *args[4] = { ex->language == API_LANG_PYTHON ? "-c" : "-e",
 		ex->code };
+	const char *lang = ex->language == API_LANG_PYTHON ? "python" : "js";
+	char nonce[20];
+	uint8_t rnd[8];
 
 	if (memchr(ex->code, '\0', ex->code_len) != NULL)
 		return fb_fail(err, API_EBADREQ, "code contains NUL");
-	return run_start(arg, call, id,
-	    ex->language == API_LANG_PYTHON ? "python" : "js", args, 2, NULL, 0,
-	    NULL, 0, ex->timeout_ms, pid, NULL, NULL, err);
+	/* A cell: the code alone; the context's driver runs it. */
+	if (ex->context_id != NULL && pid == NULL)
+		return run_start(arg, call, id, lang, args + 1, 1, ex->env,
+		    ex->nenv, NULL, 0, ex->timeout_ms, NULL, NULL, NULL,
+		    ex->context_id, NULL, err);
+	/* Python in the foreground: through keep_once.py, which runs the
+	 * code as -c would and adds its results (docs/contexts.md). */
+	if (ex->language == API_LANG_PYTHON && pid == NULL) {
+		randombytes_buf(rnd, sizeof(rnd));
+		sodium_bin2hex(nonce, sizeof(nonce), rnd, sizeof(rnd));
+		args[1] = keep_once_py;
+		args[2] = nonce;
+		args[3] = ex->code;
+		return run_start(arg, call, id, lang, args, 4, ex->env,
+		    ex->nenv, NULL, 0, ex->timeout_ms, NULL, NULL, NULL, NULL,
+		    nonce, err);
+	}
+	return run_start(arg, call, id, lang, args, 2, ex->env, ex->nenv, NULL,
+	    0, ex->timeout_ms, pid, NULL, NULL, NULL, NULL, err);
 }
 
 static int
@@ -343,7 +383,7 @@ fb_command_run(void *arg, const struct api_call *call, const char *id,
 {
 	return run_start(arg, call, id, c->cmd, c->args, c->nargs, c->env,
 	    c->nenv, c->stdin_data, c->stdin_len, c->timeout_ms, NULL, NULL,
-	    NULL, err);
+	    NULL, NULL, NULL, err);
 }
 
 static int
@@ -352,7 +392,7 @@ fb_command_background(void *arg, const struct api_call *call, const char *id,
 {
 	return run_start(arg, call, id, c->cmd, c->args, c->nargs, c->env,
 	    c->nenv, c->stdin_data, c->stdin_len, c->timeout_ms, pid, NULL,
-	    NULL, err);
+	    NULL, NULL, NULL, err);
 }
 
 static int
@@ -533,6 +573,7 @@ static const char *const status_reason[] = {
 	[RUN_STARTED] = NULL,
 	[RUN_KILLED] = "killed",
 	[RUN_NOSANDBOX] = "refused",
+	[RUN_NOTFOUND] = "not-found",
 };
 
 static const uint64_t boot_le_us[] = { 1000, 2000, 5000, 10000, 20000, 50000,
@@ -607,6 +648,47 @@ fb_metrics(void *arg, struct http_buf *b)
 		    (unsigned long long)info.egress_deny);
 }
 
+/*
+ * keep_once.py's results line, "\x1ekeep-results:NONCE:JSON\n", the last
+ * one under this run's nonce, moved out of stderr into res->results
+ * (left NULL when there is none or no memory). The JSON is the API's
+ * to decode as untrusted.
+ */
+void
+fb_take_results(struct api_run_result *res, const char *nonce)
+{
+	char mark[48];
+	char *p, *at = NULL, *end, *e = res->err;
+	size_t ml, left;
+
+	ml =
+	    (size_t)snprintf(mark, sizeof(mark), "\x1ekeep-results:%s:", nonce);
+	if (e == NULL || ml >= sizeof(mark))
+		return;
+	for (p = e; (left = res->err_len - (size_t)(p - e)) >= ml &&
+	     (p = memmem(p, left, mark, ml)) != NULL;
+	     p++)
+		at = p;
+	if (at == NULL) {
+		/* None: a python execute still answers results, empty. */
+		if ((res->results = strdup("[]")) != NULL)
+			res->results_len = 2;
+		return;
+	}
+	end = memchr(at, '\n', res->err_len - (size_t)(at - e));
+	end = end != NULL ? end + 1 : e + res->err_len;
+	res->results_len = (size_t)(end - at) - ml;
+	if ((res->results = malloc(res->results_len + 1)) == NULL) {
+		res->results_len = 0;
+		return;
+	}
+	memcpy(res->results, at + ml, res->results_len);
+	res->results[res->results_len] = '\0';
+	memmove(at, end, res->err_len - (size_t)(end - e));
+	res->err_len -= (size_t)(end - at);
+	e[res->err_len] = '\0';
+}
+
 static int
 h_run_done(struct proc_ctx *ctx, const struct msg *m)
 {
@@ -650,8 +732,15 @@ h_run_done(struct proc_ctx *ctx, const struct msg *m)
 	}
 	r->res.exit_code = d.exit_code;
 	r->res.duration_ms = d.duration_ms;
+	r->res.cell = r->cell;
+	if (r->results_nonce[0] != '\0')
+		fb_take_results(&r->res, r->results_nonce);
 	if (d.status == RUN_NOSANDBOX) {
 		r->rc = fb_fail(&r->err, API_ENOTFOUND, "Sandbox not found");
+		return 0;
+	}
+	if (d.status == RUN_NOTFOUND) {
+		r->rc = fb_fail(&r->err, API_ENOTFOUND, "Context not found");
 		return 0;
 	}
 	if (d.status == RUN_REFUSED) {
