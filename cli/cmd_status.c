@@ -31,6 +31,7 @@
 #include "cli/cmd.h"
 #include "host/config.h"
 #include "host/store/store.h"
+#include "lang/lang.h"
 #include "lib/caps.h"
 #include "lib/units.h"
 #include "policy/policy.h"
@@ -40,11 +41,18 @@
 #endif
 #define TITLE_MAX 64
 
+/* The usage, on stdout when asked for (--help), else on stderr. */
+static int
+status_usage_to(FILE *fp, int status)
+{
+	fprintf(fp, "usage: keep status [-f CONFIG]\n");
+	return status;
+}
+
 static int
 status_usage(void)
 {
-	fprintf(stderr, "usage: keep status [-f CONFIG]\n");
-	return EXIT_USAGE;
+	return status_usage_to(stderr, EXIT_USAGE);
 }
 
 /* The name of uid from /etc/passwd (keep is static: no NSS), or "?". */
@@ -216,31 +224,23 @@ healthz(const struct keepd_config *cfg)
 static char *
 policy_text(const char *dir, size_t *len, size_t *nfiles)
 {
-	char pattern[CONFIG_PATH_MAX + 16], *text = NULL, *grown;
+	char pattern[CONFIG_PATH_MAX + 16], err[512], *text = NULL;
 	glob_t g;
-	size_t i, n;
-	FILE *fp;
 
+	/* As keepd's parent reads them (lang_source_load), so that the
+	 * hash is the one keepd logs. */
 	*len = *nfiles = 0;
 	snprintf(pattern, sizeof(pattern), "%s/*.policy", dir);
 	memset(&g, 0, sizeof(g));
-	if (glob(pattern, 0, NULL, &g) == 0)
-		for (i = 0; i < g.gl_pathc; i++) {
-			if ((fp = fopen(g.gl_pathv[i], "r")) == NULL)
-				continue;
-			(*nfiles)++;
-			for (;;) {
-				if (*len > (16u << 20) ||
-				    (grown = realloc(text, *len + 8193)) ==
-				        NULL)
-					break;
-				text = grown;
-				if ((n = fread(text + *len, 1, 8192, fp)) == 0)
-					break;
-				*len += n;
-			}
-			fclose(fp);
+	if (glob(pattern, 0, NULL, &g) == 0) {
+		*nfiles = g.gl_pathc;
+		if (lang_source_load((const char *const *)g.gl_pathv,
+		        g.gl_pathc, &text, len, err, sizeof(err)) != 0) {
+			printf("  %s\n", err);
+			text = NULL;
+			*len = 0;
 		}
+	}
 	globfree(&g);
 	return text;
 }
@@ -279,8 +279,7 @@ show_policy(const struct keepd_config *cfg)
 	}
 	for (i = 0; i < sizeof(p->hash); i++)
 		snprintf(hex + 2 * i, 3, "%02x", p->hash[i]);
-	printf(
-	    "  blake2b %s (as on disk; keepd logs the hash it loads)\n", hex);
+	printf("  blake2b %s (as keepd loads it and logs it)\n", hex);
 	printf("  %u principals, %u rules\n", p->npr, p->nrules);
 	if (p->npr > 0)
 		printf("  %-20s %-9s %-9s %-5s %-10s %-7s %-7s %s\n", "quotas",
@@ -348,6 +347,8 @@ cmd_status(int argc, char **argv)
 	char state[PATH_MAX];
 	int ch, nproc, health;
 
+	if (cli_wants_help(argc, argv))
+		return status_usage_to(stdout, 0);
 	optind = 1;
 	while ((ch = getopt_long(argc, argv, "f:h", opts, NULL)) != -1) {
 		switch (ch) {
@@ -355,8 +356,7 @@ cmd_status(int argc, char **argv)
 			path = optarg;
 			break;
 		case 'h':
-			status_usage();
-			return 0;
+			return status_usage_to(stdout, 0);
 		default:
 			return status_usage();
 		}

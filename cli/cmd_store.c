@@ -35,13 +35,20 @@
 #define ARG_MAX_LEN 1024 /* a directory named on the command line */
 #define PATH_LEN (ARG_MAX_LEN + 128)
 
+/* The usage, on stdout when asked for (--help), else on stderr. */
+static int
+store_usage_to(FILE *fp, int status)
+{
+	fprintf(fp,
+	    "usage: keep store backup [--data DIR] BACKUP\n"
+	    "       keep store restore [--data DIR] BACKUP\n");
+	return status;
+}
+
 static int
 store_usage(void)
 {
-	fprintf(stderr,
-	    "usage: keep store backup [--data DIR] BACKUP\n"
-	    "       keep store restore [--data DIR] BACKUP\n");
-	return EXIT_USAGE;
+	return store_usage_to(stderr, EXIT_USAGE);
 }
 
 static int
@@ -270,6 +277,8 @@ cmd_store(int argc, char **argv)
 	const char *data = DEFAULT_STATE, *verb;
 	int ch;
 
+	if (cli_wants_help(argc, argv))
+		return store_usage_to(stdout, 0);
 	if (argc < 2)
 		return store_usage();
 	verb = argv[1];
@@ -282,8 +291,7 @@ cmd_store(int argc, char **argv)
 			data = optarg;
 			break;
 		case 'h':
-			store_usage();
-			return 0;
+			return store_usage_to(stdout, 0);
 		default:
 			return store_usage();
 		}

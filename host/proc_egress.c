@@ -699,7 +699,8 @@ fetch_admit(void *arg, struct egress_decoded *dec, struct egress_decision *d)
 	/* A policy refusal says why (token caps, target, ...). */
 	if (rc == GRANT_ERR_DENIED) {
 		snprintf(denied, sizeof(denied), "policy: denied (%s)",
-		    policy_reason_keyword((enum policy_reason)j->q.policy_reason));
+		    policy_reason_keyword(
+		        (enum policy_reason)j->q.policy_reason));
 		why = denied;
 	}
 	deny_decision(d, r->rules, r->url, r->url_len,

@@ -274,7 +274,7 @@ cell_reply(struct proc_ctx *ctx, enum proc_id to, uint64_t reqid,
 	d.duration_ms = ms;
 	strlcpy(d.reason, reason, sizeof(d.reason));
 	if (rfd < 0)
-		rfd = memfd_create("keep-out", MFD_CLOEXEC);
+		rfd = memfd_make_sealed("keep-out", NULL, 0);
 	if (rfd < 0 || ctx->fd[to] < 0 ||
 	    msg_send(ctx->fd[to], MSG_VMM_RUN_DONE, MSG_F_REPLY, reqid, &d,
 	        sizeof(d), rfd) != MSG_OK)
@@ -328,7 +328,9 @@ cell_finish(struct proc_ctx *ctx, struct vmm_context *c, uint32_t status,
 		if (n > 0 && (size_t)n < sizeof(line))
 			(void)put_all(c->outfd, line, (size_t)n);
 	}
-	if (vmm_join_output(c->outfd, c->errfd, &out_len, &err_len) != 0) {
+	/* The front takes only a sealed memfd (lib/memfd.c). */
+	if (vmm_join_output(c->outfd, c->errfd, &out_len, &err_len) != 0 ||
+	    memfd_seal(c->outfd) == -1) {
 		status = RUN_ERROR;
 		out_len = err_len = 0;
 	}
@@ -589,8 +591,8 @@ vmm_context_cell(struct proc_ctx *ctx, struct vmm_state *vs,
 		    sizeof(reason));
 		goto refuse;
 	}
-	if ((c->outfd = memfd_create("keep-cell-out", MFD_CLOEXEC)) == -1 ||
-	    (c->errfd = memfd_create("keep-cell-err", MFD_CLOEXEC)) == -1) {
+	if ((c->outfd = memfd_new("keep-cell-out")) == -1 ||
+	    (c->errfd = memfd_new("keep-cell-err")) == -1) {
 		if (c->outfd != -1)
 			close(c->outfd);
 		c->outfd = -1;

@@ -1416,8 +1416,8 @@ make_pipe(struct vm *vm, uint64_t addr, uint64_t flags)
 		f->kind = VFD_HOST;
 		f->hostfd = hp[i];
 		f->pipe = 1;
-		f->flags = (i == 0 ? O_RDONLY : O_WRONLY) |
-		    (int)(flags & O_NONBLOCK);
+		f->flags =
+		    (i == 0 ? O_RDONLY : O_WRONLY) | (int)(flags & O_NONBLOCK);
 		f->cloexec = (flags & O_CLOEXEC) != 0;
 	}
 	memcpy(out, g, sizeof(g));

@@ -23,7 +23,7 @@ cat >"$tmp/test.policy" <<'EOP'
 agent "dev" { allow sandbox:read, sandbox:write }
 agent "ops" { allow admin }
 EOP
-KEEPD_YAML_EXTRA=$'limits:\n  store_reserve: 2M' keepd_start "$tmp/test.policy"
+KEEPD_IMAGES=toolbox KEEPD_YAML_EXTRA=$'limits:\n  store_reserve: 2M' keepd_start "$tmp/test.policy"
 rm -f "$tmp/state/images/python.img"
 dev=$(mint dev sandbox:read,sandbox:write 30m)
 req "$dev" POST /v1/sandboxes '{"image":"toolbox"}'
