@@ -3,7 +3,9 @@
 # connections from one address, then from many, while another client's
 # authenticated request and /healthz still succeed; and clients that do
 # not read their (large) replies are closed once the replies waiting pass
-# limits.max_replies_pending, the front's memory staying bounded.
+# limits.max_replies_pending, the front's memory staying bounded; every
+# child's heap is limited (limits.process_memory, RLIMIT_DATA), and a
+# front at its limit refuses the one reply it cannot build and goes on.
 source "$(dirname "$0")/../lib/keepd.sh"
 
 cat >"$tmp/test.policy" <<'EOP'
@@ -167,5 +169,20 @@ for p in front policy store egress vmm; do
 	have=$(awk '/^Max data size/ { print $4 }' "/proc/$ppid/limits")
 	[ "$have" = "$want" ] && ok "$p: RLIMIT_DATA $have" || bad "$p: RLIMIT_DATA $have, want $want"
 done
+
+# A front held to 48M cannot build a 25 MB reply: that request fails
+# with an error, the front stays up (same pid) and serves the next.
+sed -i 's/process_memory: 512M/process_memory: 48M/' "$tmp/keepd.yaml"
+keepd_restart
+front=$(ps --ppid "$pid" -o pid=,args= | awk '/keepd: front/ { print $1; exit }')
+req "$alice" POST /v1/sandboxes '{"image":"python"}'
+sbx=$(jget "$body" '["id"]')
+req "$alice" POST "/v1/sandboxes/$sbx/execute" \
+    '{"code":"import sys; sys.stdout.write(\"\\x01\" * (4 << 20))","language":"python"}'
+[ "$code" = 500 ] && [[ $body == *"Out of memory"* ]] &&
+    ok "under a 48M heap limit a 25 MB reply is refused: $code" || bad "48M front: $code ${body:0:200}"
+req "$alice" POST "/v1/sandboxes/$sbx/execute" '{"code":"print(1)","language":"python"}'
+[ "$code" = 200 ] && kill -0 "$front" && [ "$(ps --ppid "$pid" -o pid=,args= | awk '/keepd: front/ { print $1; exit }')" = "$front" ] &&
+    ok "and the same front serves the next run" || bad "after the refused reply: $code $body"
 
 keepd_finish
