@@ -991,7 +991,7 @@ front_step(struct front *f, int timeout_ms)
 {
 	struct epoll_event evs[64];
 	uint64_t now;
-	int n;
+	int n, accept_due = 0;
 
 	n = epoll_wait(f->epfd, evs, (int)nitems(evs), timeout_ms);
 	if (n == -1) {
@@ -1005,7 +1005,7 @@ front_step(struct front *f, int timeout_ms)
 		struct conn *c = evs[i].data.ptr;
 
 		if (c == NULL) {
-			front_accept(f);
+			accept_due = 1;
 			continue;
 		}
 		if (evs[i].events & (EPOLLERR | EPOLLHUP) &&
@@ -1019,6 +1019,10 @@ front_step(struct front *f, int timeout_ms)
 		conn_settle(f, c);
 	}
 	f->in_step = 0;
+	/* After the events: making room closes other connections, which
+	 * may have events of their own further down evs. */
+	if (accept_due)
+		front_accept(f);
 	front_shed(f, NULL, 0);
 	now = mono_ms();
 	if (now >= f->next_sweep) {
