@@ -90,6 +90,14 @@ static const struct field fields[] = {
 	    1024 * GIB),
 	F("limits", "store_reserve", K_SIZE, store_reserve, 0, 64 * GIB),
 	F("limits", "max_files", K_UINT, max_files, 16, 65536),
+	F("limits", "max_connections_per_client", K_UINT,
+	    max_connections_per_client, 1, 1000000),
+	F("limits", "unauthenticated_timeout", K_DUR,
+	    unauthenticated_timeout_ms, 100, HOUR),
+	F("limits", "max_replies_pending", K_SIZE, max_replies_pending, 1 * MIB,
+	    64 * GIB),
+	F("limits", "process_memory", K_SIZE, process_memory, 16 * MIB,
+	    1024 * GIB),
 	F("limits", "restart_backoff_max", K_DUR, restart_backoff_max_ms, 100,
 	    HOUR),
 	F("egress", "ca_file", K_PATH, egress_ca_file, 0, 0),
@@ -126,6 +134,10 @@ config_defaults(struct keepd_config *cfg)
 	cfg->token_max_ttl_ms = DAY;
 	cfg->token_clock_skew_ms = 30 * SEC;
 	cfg->max_connections = 1024;
+	cfg->max_connections_per_client = 128;
+	cfg->unauthenticated_timeout_ms = 10 * SEC;
+	cfg->max_replies_pending = 256 * MIB;
+	cfg->process_memory = 1 * GIB;
 	cfg->max_sandboxes = 256;
 	cfg->max_request_body = 16 * MIB;
 	cfg->memory_default = 128 * MIB;

@@ -50,6 +50,11 @@ struct keepd_config {
 	uint64_t workspace_max;
 	uint64_t store_reserve; /* disk kept allocated for the store */
 	uint32_t max_files; /* a guest's open descriptors (docs/vmm.md) */
+	uint32_t max_connections_per_client; /* per source address */
+	uint64_t unauthenticated_timeout_ms; /* idle, before a proven request */
+	uint64_t max_replies_pending; /* bytes of replies waiting, in all */
+	uint64_t
+	    process_memory; /* RLIMIT_DATA of each child (vmm: + memory_max) */
 	/* restart backoff for crashed children */
 	uint64_t restart_backoff_max_ms;
 	/* egress: (docs/egress.md) */

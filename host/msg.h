@@ -125,6 +125,10 @@ struct msg_config {
 	uint32_t tls; /* 1: MSG_CTL_TLS follows; serve only TLS */
 	uint32_t max_files; /* a guest's open descriptors */
 	uint64_t store_reserve; /* bytes of disk kept for the store */
+	uint32_t max_connections_per_client;
+	uint32_t pad; /* 0 */
+	uint64_t unauthenticated_timeout_ms;
+	uint64_t max_replies_pending;
 };
 
 /* Public keys, resolved by the parent (file names read, whitespace

@@ -2,6 +2,7 @@
  * The parent: set-up, the children's life cycle and supervision.
  */
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -194,6 +195,9 @@ send_config(struct parent *ps, enum proc_id c)
 	m.listen_port = k->listen_port;
 	m.tls = k->tls_cert[0] != '\0';
 	m.store_reserve = k->store_reserve;
+	m.max_connections_per_client = k->max_connections_per_client;
+	m.unauthenticated_timeout_ms = k->unauthenticated_timeout_ms;
+	m.max_replies_pending = k->max_replies_pending;
 	if (msg_send(ps->ctx.fd[c], MSG_CTL_CONFIG, 0, 0, &m, sizeof(m), -1) !=
 	    MSG_OK)
 		log_warn("%s: %s", __func__, proc_name(c));
@@ -450,6 +454,34 @@ send_setup(struct parent *ps, enum proc_id c)
 		egress_send_config(&ps->cfg, ps->ctx.fd[PROC_EGRESS]);
 }
 
+/*
+ * In the forked child: bound its heap (RLIMIT_DATA: private writable
+ * mappings, malloc's included), so that a child that leaks or is made to
+ * hold too much fails its allocations (and answers 503) instead of
+ * pushing the box into the OOM killer. The vmm and the vm processes it
+ * forks also hold guest memory, up to memory_max each. Not under
+ * AddressSanitizer, whose shadow memory is such a mapping.
+ */
+static int
+child_memory_limit(const struct parent *ps, enum proc_id c)
+{
+#ifdef __SANITIZE_ADDRESS__
+	(void)ps;
+	(void)c;
+	return 0;
+#else
+	struct rlimit rl;
+	uint64_t max = ps->cfg.process_memory;
+
+	if (max == 0)
+		return 0;
+	if (c == PROC_VMM)
+		max += ps->cfg.memory_max;
+	rl.rlim_cur = rl.rlim_max = (rlim_t)max;
+	return setrlimit(RLIMIT_DATA, &rl);
+#endif
+}
+
 /* In the forked child: put each descriptor at its fixed number. */
 static void
 place_fds(const int src[], const int dst[], size_t n)
@@ -554,6 +586,8 @@ spawn(struct parent *ps, enum proc_id c)
 		 * root, and not otherwise. */
 		if ((c == PROC_VMM && chdir(ps->state) == -1) ||
 		    (c == PROC_STORE && chdir(ps->db) == -1))
+			_exit(126);
+		if (child_memory_limit(ps, c) == -1)
 			_exit(126);
 		sigemptyset(&all);
 		sigprocmask(SIG_SETMASK, &all, NULL);

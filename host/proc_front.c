@@ -117,6 +117,14 @@ front_start(struct proc_ctx *ctx, struct front_state *fs)
 	front_limits_default(lim);
 	if (ctx->config->max_connections != 0)
 		lim->max_conns = ctx->config->max_connections;
+	if (ctx->config->max_connections_per_client != 0)
+		lim->max_conns_per_client =
+		    ctx->config->max_connections_per_client;
+	if (ctx->config->unauthenticated_timeout_ms != 0)
+		lim->unproven_timeout_ms =
+		    ctx->config->unauthenticated_timeout_ms;
+	if (ctx->config->max_replies_pending != 0)
+		lim->max_pending_total = ctx->config->max_replies_pending;
 	if (ctx->config->max_request_body != 0)
 		lim->http.max_body = ctx->config->max_request_body;
 	if ((fs->front = front_new(ctx->listen_fd, fs->api, lim, fs->tls)) ==

@@ -244,6 +244,16 @@ vmm_main(struct proc_ctx *ctx)
 		log_warn("%s: KVM_GET_SUPPORTED_CPUID", __func__);
 	else
 		log_info("%s: /dev/kvm API version %d", __func__, v);
+	/* docs/threat-model.md: what each ABI leaves open. */
+	if ((v = landlock_abi()) >= 6)
+		log_info("%s: Landlock ABI %d: vm processes confined to their "
+		         "workspace, signals scoped",
+		    __func__, v);
+	else
+		log_warnx("%s: Landlock ABI %d (want 6): vm processes %s",
+		    __func__, v,
+		    v > 0 ? "confined to their workspace, signals not scoped"
+		          : "not confined beyond chroot and seccomp");
 	/* A restarted vmm has its store link from the start; a first one
 	 * may get it later (vmm_on_peer). */
 	if (ctx->fd[PROC_STORE] >= 0)

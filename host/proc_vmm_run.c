@@ -129,8 +129,10 @@ void __attribute__((noreturn)) vmm_vm_process(struct proc_ctx *ctx,
 				close(vs->jobs[i].egress.shm);
 		}
 	vmm_contexts_close(vs);
-	if (seccomp_filter_install(&seccomp_vm) == -1) {
-		snprintf(res->reason, sizeof(res->reason), "error: seccomp");
+	/* Its workspace only, no signals or sockets beyond its own. */
+	if (vm_confine(cfg->workspace_fd, err, sizeof(err)) == -1) {
+		strlcpy(res->reason, "error: ", sizeof(res->reason));
+		strlcat(res->reason, err, sizeof(res->reason));
 		res->status = VMM_FAULT;
 		_exit(2);
 	}

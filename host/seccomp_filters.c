@@ -43,10 +43,6 @@ static const struct seccomp_rule common_rules[] = {
 	R(newfstatat, "log: glibc dprintf's fstat on newer glibc"),
 	R(lseek, "log: glibc dprintf syncs the stream offset on close"),
 	R(getpid, "log: syslog LOG_PID; ping replies carry the pid"),
-	RA(socket, 0, AF_UNIX,
-	    "log: glibc syslog reopens /dev/log (AF_UNIX only)"),
-	R(connect, "log: glibc syslog reconnects to /dev/log"),
-	R(sendto, "log: glibc syslog sends on its datagram socket"),
 	R(brk, "malloc"),
 	R(mmap, "malloc: large allocations"),
 	R(munmap, "malloc: large allocations"),
@@ -64,6 +60,17 @@ static const struct seccomp_rule common_rules[] = {
 
 const struct seccomp_filter seccomp_common = { "common", common_rules,
 	nitems(common_rules) };
+
+/* Part of the common rules, unless a filter says SCF_NO_SOCKETS. */
+static const struct seccomp_rule syslog_rules[] = {
+	RA(socket, 0, AF_UNIX,
+	    "log: glibc syslog reopens /dev/log (AF_UNIX only)"),
+	R(connect, "log: glibc syslog reconnects to /dev/log"),
+	R(sendto, "log: glibc syslog sends on its datagram socket"),
+};
+
+static const struct seccomp_filter seccomp_syslog = { "syslog", syslog_rules,
+	nitems(syslog_rules) };
 
 static const struct seccomp_rule front_rules[] = {
 	R(accept4, "accept connections on the listener the parent passed"),
@@ -159,6 +166,9 @@ const struct seccomp_filter seccomp_policy = { "policy", policy_rules,
 
 static const struct seccomp_rule vm_rules[] = { VM_RULES, VM_PROC_RULES };
 
+/* Installed with SCF_NO_SOCKETS: no sockets but the ones it was given
+ * (its egress relay); it logs to stderr, and Landlock confines it first
+ * (host/vm_confine.c). */
 const struct seccomp_filter seccomp_vm = { "vm", vm_rules, nitems(vm_rules) };
 
 static const struct seccomp_rule vmm_rules[] = {
@@ -182,6 +192,11 @@ static const struct seccomp_rule vmm_rules[] = {
 	R(kill, "stop a VM process past its timeout"),
 	R(prctl, "setproctitle of the vm process"),
 	R(seccomp, "the vm process installs its narrower filter"),
+	R(landlock_create_ruleset,
+	    "the vm process confines itself to its workspace"),
+	R(landlock_add_rule, "the vm process confines itself to its workspace"),
+	R(landlock_restrict_self,
+	    "the vm process confines itself to its workspace"),
 	R(set_robust_list, "glibc fork in the child"),
 	R(rseq, "glibc fork in the child"),
 	R(setpgid,
@@ -277,6 +292,12 @@ add_rules(scmp_filter_ctx sc, const struct seccomp_filter *f)
 int
 seccomp_filter_install(const struct seccomp_filter *f)
 {
+	return seccomp_filter_install_flags(f, 0);
+}
+
+int
+seccomp_filter_install_flags(const struct seccomp_filter *f, unsigned flags)
+{
 	scmp_filter_ctx sc;
 	int rc;
 
@@ -286,6 +307,8 @@ seccomp_filter_install(const struct seccomp_filter *f)
 		return -1;
 	}
 	rc = add_rules(sc, &seccomp_common);
+	if (rc == 0 && !(flags & SCF_NO_SOCKETS))
+		rc = add_rules(sc, &seccomp_syslog);
 	if (rc == 0 && f != NULL)
 		rc = add_rules(sc, f);
 	if (rc == 0)

@@ -757,6 +757,8 @@ authenticate(struct rq *r)
 	}
 	r->call.token = h->value + 7;
 	r->call.token_len = h->valuelen - 7;
+	if (r->api->auth_fn != NULL && r->conn != UINT64_MAX)
+		r->api->auth_fn(r->api->auth_arg, r->conn);
 	r->who.sub[sizeof(r->who.sub) - 1] = '\0';
 	r->who.jti[sizeof(r->who.jti) - 1] = '\0';
 	r->who.sbx[sizeof(r->who.sbx) - 1] = '\0';
@@ -988,6 +990,13 @@ api_set_resume(struct api *a, api_resume_fn fn, void *arg)
 {
 	a->resume_fn = fn;
 	a->resume_arg = arg;
+}
+
+void
+api_set_auth_notify(struct api *a, api_auth_fn fn, void *arg)
+{
+	a->auth_fn = fn;
+	a->auth_arg = arg;
 }
 
 struct api_pending *

@@ -491,6 +491,15 @@ int api_handle_conn(struct api *, const struct http_request *req,
     struct http_buf *out, uint64_t conn);
 
 /*
+ * fn(arg, conn) is called when a request on connection conn (as given to
+ * api_handle_conn) carried a bearer token that verified, before its reply
+ * is built: the front then treats that connection as a known client's
+ * (docs/architecture.md, "Connection limits").
+ */
+typedef void (*api_auth_fn)(void *arg, uint64_t conn);
+void api_set_auth_notify(struct api *, api_auth_fn fn, void *arg);
+
+/*
  * Answer a request the HTTP layer refused (status from http_parse_head or
  * the body decoder) with the error envelope; always "Connection: close".
  */

@@ -49,6 +49,8 @@ struct api {
 	/* deferred replies */
 	api_resume_fn resume_fn;
 	void *resume_arg;
+	api_auth_fn auth_fn; /* a connection's bearer token verified */
+	void *auth_arg;
 	uint64_t pending;
 	uint64_t idem_serial; /* reservations made */
 };

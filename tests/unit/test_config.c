@@ -102,6 +102,10 @@ test_values(void **state)
 	assert_int_equal(c.workspace_max, 10ULL << 30);
 	assert_int_equal(c.max_files, 4096);
 	assert_int_equal(c.restart_backoff_max_ms, 3600000);
+	assert_int_equal(c.max_connections_per_client, 3);
+	assert_int_equal(c.unauthenticated_timeout_ms, 2000);
+	assert_int_equal(c.max_replies_pending, 8 << 20);
+	assert_int_equal(c.process_memory, 512 << 20);
 }
 
 static void
@@ -118,6 +122,9 @@ test_defaults(void **state)
 	assert_string_equal(c.policy_dir, "/etc/keep/policy");
 	assert_string_equal(c.user, "_keep");
 	assert_int_equal(c.max_files, 1024);
+	assert_int_equal(c.max_connections_per_client, 128);
+	assert_int_equal(c.unauthenticated_timeout_ms, 10000);
+	assert_int_equal(c.process_memory, 1 << 30);
 	assert_int_equal(config_parse("x", "{}", 2, &c, &d), CONFIG_OK);
 }
 

@@ -350,21 +350,175 @@ test_deferred_sse_stream(void **state)
 	close(fd);
 }
 
+/* A client from a given loopback source address. */
+static int
+client_from(struct env *e, const char *src)
+{
+	struct sockaddr_in a;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	assert_true(fd >= 0);
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	assert_int_equal(inet_pton(AF_INET, src, &a.sin_addr), 1);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(
+	    connect(fd, (struct sockaddr *)&e->sin, sizeof(e->sin)), 0);
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	for (int i = 0; i < 5; i++)
+		front_step(e->front, 10);
+	return fd;
+}
+
+/* Make fd's connection proven: an authenticated request, answered. */
+static void
+prove(struct env *e, int fd)
+{
+	char buf[8192];
+	int closed;
+
+	put(fd,
+	    "GET /v1/sandboxes HTTP/1.1\r\nHost: a\r\n"
+	    "Authorization: Bearer t\r\n\r\n");
+	collect(e, fd, buf, sizeof(buf), 1 << 20, 5, &closed);
+	assert_non_null(strstr(buf, "HTTP/1.1 200 "));
+	assert_false(closed);
+}
+
+/*
+ * Every slot taken by idle connections that never authenticated: a
+ * newcomer gets in and the oldest of them goes. Every slot taken by
+ * proven ones: 503.
+ */
 static void
 test_connection_limit(void **state)
 {
 	struct env *e = *state;
 	char buf[8192];
-	int fds[5], closed;
+	int fds[6], closed;
 
+	e->lim.idle_timeout_ms = 60000;
 	for (int i = 0; i < 5; i++)
 		fds[i] = client(e);
 	assert_int_equal(front_nconns(e->front), 4);
+	collect(e, fds[0], buf, sizeof(buf), 1 << 20, 5, &closed);
+	assert_true(closed);
+	put(fds[4], "GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n");
 	collect(e, fds[4], buf, sizeof(buf), 1 << 20, 5, &closed);
+	assert_non_null(strstr(buf, "HTTP/1.1 200 "));
+	for (int i = 1; i < 5; i++)
+		prove(e, fds[i]);
+	fds[5] = client(e);
+	collect(e, fds[5], buf, sizeof(buf), 1 << 20, 5, &closed);
 	assert_non_null(strstr(buf, "HTTP/1.1 503 "));
 	assert_true(closed);
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 6; i++)
 		close(fds[i]);
+}
+
+/* One address may hold max_conns_per_client; another still gets in. */
+static void
+test_per_client_limit(void **state)
+{
+	struct env *e = *state;
+	char buf[8192];
+	int a[3], b, closed;
+
+	e->lim.max_conns_per_client = 2;
+	for (int i = 0; i < 3; i++)
+		a[i] = client_from(e, "127.0.0.2");
+	collect(e, a[2], buf, sizeof(buf), 1 << 20, 5, &closed);
+	assert_non_null(strstr(buf, "HTTP/1.1 503 "));
+	assert_non_null(strstr(buf, "from this address"));
+	assert_true(closed);
+	b = client_from(e, "127.0.0.1");
+	put(b, "GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n");
+	collect(e, b, buf, sizeof(buf), 1 << 20, 5, &closed);
+	assert_non_null(strstr(buf, "HTTP/1.1 200 "));
+	for (int i = 0; i < 3; i++)
+		close(a[i]);
+	close(b);
+}
+
+/* An unproven connection idles for unproven_timeout_ms only; a proven
+ * one for idle_timeout_ms. */
+static void
+test_unproven_idle(void **state)
+{
+	struct env *e = *state;
+	char buf[8192];
+	int idle, proven, closed = 0;
+
+	e->lim.idle_timeout_ms = 60000;
+	e->lim.unproven_timeout_ms = 100;
+	proven = client(e);
+	prove(e, proven);
+	idle = client(e);
+	for (int i = 0; i < 200 && !closed; i++)
+		collect(e, idle, buf, sizeof(buf), 1 << 20, 1, &closed);
+	assert_true(closed);
+	collect(e, proven, buf, sizeof(buf), 1 << 20, 1, &closed);
+	assert_false(closed);
+	close(idle);
+	close(proven);
+}
+
+/*
+ * Replies waiting for clients that do not read are bounded in all: past
+ * max_pending_total the connection with the most waiting is closed, and
+ * the others are served.
+ */
+static void
+test_pending_total(void **state)
+{
+	struct env *e = *state;
+	char buf[8192];
+	int slow[2], fast, closed, nclosed = 0, small = 4096;
+
+	e->lim.max_pending_total = 1 << 20;
+	e->lim.max_pending_out = 4 << 20;
+	for (int i = 0; i < 2; i++) {
+		slow[i] = socket(AF_INET, SOCK_STREAM, 0);
+		assert_true(slow[i] >= 0);
+		setsockopt(
+		    slow[i], SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+		assert_int_equal(connect(slow[i], (struct sockaddr *)&e->sin,
+		                     sizeof(e->sin)),
+		    0);
+		fcntl(slow[i], F_SETFL, fcntl(slow[i], F_GETFL) | O_NONBLOCK);
+		/* More than the kernel's socket buffers hold. */
+		for (int k = 0; k < 120; k++)
+			put(slow[i],
+			    "GET /v1/openapi.json HTTP/1.1\r\n"
+			    "Host: a\r\n\r\n");
+		for (int k = 0; k < 10; k++)
+			front_step(e->front, 10);
+	}
+	/* At least one of them was closed (they do not read: the front's
+	 * share of their replies passes the bound). */
+	assert_true(front_nconns(e->front) < 2);
+	/* Its client sees the end of the stream once it reads what the
+	 * kernel still holds (bounded poll). */
+	for (int step = 0; step < 500 && nclosed == 0; step++) {
+		front_step(e->front, 10);
+		for (int i = 0; i < 2; i++) {
+			char sink[65536];
+			ssize_t n;
+
+			while ((n = read(slow[i], sink, sizeof(sink))) > 0)
+				;
+			if (n == 0 || (n == -1 && errno == ECONNRESET))
+				nclosed++;
+		}
+	}
+	assert_true(nclosed >= 1);
+	fast = client(e);
+	put(fast, "GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n");
+	collect(e, fast, buf, sizeof(buf), 1 << 20, 5, &closed);
+	assert_non_null(strstr(buf, "HTTP/1.1 200 "));
+	close(slow[0]);
+	close(slow[1]);
+	close(fast);
 }
 
 static void
@@ -616,6 +770,9 @@ main(void)
 		T(test_deferred_in_order),
 		T(test_deferred_sse_stream),
 		T(test_connection_limit),
+		T(test_per_client_limit),
+		T(test_unproven_idle),
+		T(test_pending_total),
 		T(test_slow_head_times_out),
 		T(test_idle_closed_silently),
 		T(test_backpressure),
