@@ -123,6 +123,7 @@ struct msg_config {
 	uint32_t max_connections, max_sandboxes;
 	uint32_t listen_port;
 	uint32_t tls; /* 1: MSG_CTL_TLS follows; serve only TLS */
+	char node[24]; /* keepd.yaml node: sandbox id prefix, "" none */
 };
 
 /* Public keys, resolved by the parent (file names read, whitespace

@@ -196,6 +196,7 @@ send_config(struct parent *ps, enum proc_id c)
 	m.max_sandboxes = k->max_sandboxes;
 	m.listen_port = k->listen_port;
 	m.tls = k->tls_cert[0] != '\0';
+	strlcpy(m.node, k->node, sizeof(m.node));
 	if (msg_send(ps->ctx.fd[c], MSG_CTL_CONFIG, 0, 0, &m, sizeof(m), -1) !=
 	    MSG_OK)
 		log_warn("%s: %s", __func__, proc_name(c));
