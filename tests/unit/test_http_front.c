@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "host/api/api_fake.h"
+#include "tests/api_fake.h"
 #include "host/http/front.h"
 #include "lib/task.h"
 
