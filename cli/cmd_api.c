@@ -759,6 +759,15 @@ cmd_revoke(struct client *c, int argc, char **argv)
 		return 1;
 	}
 	while (fgets(line, sizeof(line), fp) != NULL) {
+		if (strchr(line, '\n') == NULL && !feof(fp)) {
+			fprintf(stderr,
+			    "keep api: %s: a line longer than %zu "
+			    "bytes\n",
+			    fleet, sizeof(line) - 2);
+			fclose(fp);
+			c->url = base;
+			return 1;
+		}
 		if ((p = strchr(line, '#')) != NULL)
 			*p = '\0';
 		p = line;
