@@ -786,6 +786,7 @@ cmd_revoke(struct client *c, int argc, char **argv)
 			printf(
 			    "%s %s: FAILED (not an http(s) URL)\n", name, url);
 			failed++;
+			nodes++;
 			continue;
 		}
 		c->url = url;

@@ -165,6 +165,11 @@ out=$("$KEEPAPI" --token "$ops" revoke --fleet "$tmp/fleet2" "$jti" 2>&1)
 rc=$?
 [ $rc = 1 ] && echo "$out" | grep -q "^c .*FAILED" && echo "$out" | grep -q "revoked on 1 of 2 nodes" &&
     ok "a node that does not answer fails the fan-out (exit 1)" || bad "fan-out with a dead node: rc $rc: $out"
+printf 'a %s\nz ftp://127.0.0.1/\n' "${nurl[a]}" >"$tmp/fleet3"
+out=$("$KEEPAPI" --token "$ops" revoke --fleet "$tmp/fleet3" "$jti" 2>&1)
+rc=$?
+[ $rc = 1 ] && echo "$out" | grep -q "^z .*not an http" && echo "$out" | grep -q "revoked on 1 of 2 nodes" &&
+    ok "a node that is not an http(s) URL fails the fan-out" || bad "fan-out with an ftp node: rc $rc: $out"
 
 # Draining b: no new sandboxes there, its own still served.
 hactl "set server fleet/b state drain" >/dev/null
