@@ -55,6 +55,7 @@ usage_fp(FILE *fp)
 	    "  files ls SANDBOX [PATH] | rm SANDBOX PATH | mkdir SANDBOX PATH\n"
 	    "  env get SANDBOX | set SANDBOX K=V... | unset SANDBOX KEY\n"
 	    "  audit [--limit N]\n"
+	    "  revoke [--fleet FILE] [--expires-at UNIX] JTI\n"
 	    "  health\n");
 }
 
@@ -823,6 +824,121 @@ run_wants_help(int argc, char **argv)
 	return 0;
 }
 
+/* POST /v1/tokens/revoke to one node; prints the outcome. Returns 0/1. */
+static int
+revoke_one(
+    struct client *c, const char *node, const char *jti, json_int_t expires_at)
+{
+	struct reply r;
+	json_t *body, *j;
+
+	body = expires_at > 0
+	    ? json_pack("{s:s,s:I}", "jti", jti, "expires_at", expires_at)
+	    : json_pack("{s:s}", "jti", jti);
+	if (body == NULL ||
+	    request_json(c, "POST", "/v1/tokens/revoke", body, &r) != 0) {
+		printf("%s %s: FAILED (no answer)\n", node, c->url);
+		return 1;
+	}
+	if ((j = ok_json(c, &r)) != NULL && !c->json)
+		printf("%s %s: revoked %s\n", node, c->url, jti);
+	else if (j == NULL)
+		printf("%s %s: FAILED (HTTP %ld)\n", node, c->url, r.status);
+	json_decref(j);
+	free(r.data);
+	return j == NULL;
+}
+
+/*
+ * revoke [--fleet FILE] [--expires-at UNIX] JTI: the jti's revocation
+ * stored by keepd (and audited there). Each box keeps its own store, so
+ * a fleet (docs/scaling.md) revokes on every node: FILE lists one node a
+ * line, "NAME URL" or "URL" ('#' starts a comment), and each gets the
+ * request; the exit status is 1 unless every node confirmed.
+ */
+static int
+cmd_revoke(struct client *c, int argc, char **argv)
+{
+	const char *fleet = NULL, *jti = NULL, *base = c->url, *errstr;
+	char line[1024], *p, *name, *url;
+	json_int_t expires_at = 0;
+	int i, failed = 0, nodes = 0;
+	FILE *fp;
+
+	for (i = 0; i < argc; i++) {
+		if (strcmp(argv[i], "--fleet") == 0 && i + 1 < argc)
+			fleet = argv[++i];
+		else if (strcmp(argv[i], "--expires-at") == 0 && i + 1 < argc) {
+			expires_at = strtonum(argv[++i], 1, INT64_MAX, &errstr);
+			if (errstr != NULL) {
+				fprintf(stderr,
+				    "keep api: --expires-at %s: %s\n", argv[i],
+				    errstr);
+				return EXIT_USAGE;
+			}
+		} else if (jti == NULL && argv[i][0] != '-')
+			jti = argv[i];
+		else {
+			usage();
+			return EXIT_USAGE;
+		}
+	}
+	if (jti == NULL) {
+		usage();
+		return EXIT_USAGE;
+	}
+	if (fleet == NULL)
+		return revoke_one(c, "-", jti, expires_at);
+	if ((fp = fopen(fleet, "r")) == NULL) {
+		fprintf(stderr, "keep api: %s: %s\n", fleet, strerror(errno));
+		return 1;
+	}
+	while (fgets(line, sizeof(line), fp) != NULL) {
+		if (strchr(line, '\n') == NULL && !feof(fp)) {
+			fprintf(stderr,
+			    "keep api: %s: a line longer than %zu "
+			    "bytes\n",
+			    fleet, sizeof(line) - 2);
+			fclose(fp);
+			c->url = base;
+			return 1;
+		}
+		if ((p = strchr(line, '#')) != NULL)
+			*p = '\0';
+		p = line;
+		name = strsep(&p, " \t\r\n");
+		while (p != NULL && (*p == ' ' || *p == '\t'))
+			p++;
+		url = p != NULL ? strsep(&p, " \t\r\n") : NULL;
+		if (name == NULL || *name == '\0')
+			continue;
+		if (url == NULL || *url == '\0') {
+			url = name;
+			name = "-";
+		}
+		if (strncmp(url, "http://", 7) != 0 &&
+		    strncmp(url, "https://", 8) != 0) {
+			printf(
+			    "%s %s: FAILED (not an http(s) URL)\n", name, url);
+			failed++;
+			nodes++;
+			continue;
+		}
+		c->url = url;
+		failed += revoke_one(c, name, jti, expires_at);
+		nodes++;
+	}
+	fclose(fp);
+	c->url = base;
+	if (nodes == 0) {
+		fprintf(stderr, "keep api: %s names no node\n", fleet);
+		return 1;
+	}
+	if (!c->json)
+		printf("revoked on %d of %d nodes\n", nodes - failed, nodes);
+	return failed != 0;
+}
+
 int
 cmd_api(int argc, char **argv)
 {
@@ -903,6 +1019,8 @@ cmd_api(int argc, char **argv)
 		rc = cmd_audit_remote(&c, argc - 1, argv + 1);
 	else if (strcmp(argv[0], "health") == 0)
 		rc = cmd_health(&c);
+	else if (strcmp(argv[0], "revoke") == 0)
+		rc = cmd_revoke(&c, argc - 1, argv + 1);
 	else {
 		usage();
 		rc = EXIT_USAGE;

@@ -28,6 +28,7 @@ enum kind {
 	K_PATH, /* a file or directory name */
 	K_ADDR, /* an IPv4 or IPv6 literal */
 	K_USER, /* a user name */
+	K_NODE, /* a node name: [a-z0-9]{1,16} */
 	K_UINT, /* a decimal integer in [min, max] */
 	K_SIZE, /* "128M" in [min, max] bytes */
 	K_DUR, /* "30s" in [min, max] ms */
@@ -72,6 +73,7 @@ static const struct field fields[] = {
 	F(NULL, "state_dir", K_PATH, state_dir, 0, 0),
 	F(NULL, "policy_dir", K_PATH, policy_dir, 0, 0),
 	F(NULL, "user", K_USER, user, 0, 0),
+	F(NULL, "node", K_NODE, node, 0, 0),
 	FK("tokens", "issuer_keys", issuer_keys, nissuer_keys),
 	F("tokens", "max_ttl", K_DUR, token_max_ttl_ms, SEC, 365 * DAY),
 	F("tokens", "clock_skew", K_DUR, token_clock_skew_ms, 0, 10 * MIN),
@@ -369,6 +371,16 @@ parse_field(struct pctx *p, const struct field *f, const yaml_node_t *n)
 			diag_add(p, &n->start_mark,
 			    "%s: \"%s\" is not a user "
 			    "name",
+			    f->key, scalar_esc(n, esc, sizeof(esc)));
+		return;
+	case K_NODE:
+		if (get_string(p, n, f->key, dst, f->size) == 0 &&
+		    (dst[0] == '\0' ||
+		        strspn(dst, "abcdefghijklmnopqrstuvwxyz0123456789") !=
+		            strlen(dst)))
+			diag_add(p, &n->start_mark,
+			    "%s: \"%s\" is not a node name (1 to 16 of a-z "
+			    "0-9)",
 			    f->key, scalar_esc(n, esc, sizeof(esc)));
 		return;
 	case K_ADDR:

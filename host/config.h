@@ -19,6 +19,7 @@
 #define CONFIG_ERROR_LEN 512
 #define CONFIG_FILE_MAX (1024 * 1024)
 #define CONFIG_DEFAULT_PATH "/etc/keep/keepd.yaml"
+#define CONFIG_NODE_MAX 16 /* [a-z0-9], a sandbox id prefix */
 
 struct keepd_config {
 	/* listen: */
@@ -30,6 +31,9 @@ struct keepd_config {
 	char state_dir[CONFIG_PATH_MAX];
 	char policy_dir[CONFIG_PATH_MAX];
 	char user[32];
+	/* node: this box's name in a fleet, the prefix of its sandbox ids
+	 * ("" alone: no prefix). docs/scaling.md */
+	char node[CONFIG_NODE_MAX + 1];
 	/* tokens: */
 	char issuer_keys[CONFIG_KEYS_MAX][CONFIG_KEY_MAX];
 	size_t nissuer_keys;

@@ -129,6 +129,7 @@ struct msg_config {
 	uint32_t pad; /* 0 */
 	uint64_t unauthenticated_timeout_ms;
 	uint64_t max_replies_pending;
+	char node[24]; /* keepd.yaml node: sandbox id prefix, "" none */
 };
 
 /* Public keys, resolved by the parent (file names read, whitespace

@@ -198,6 +198,7 @@ send_config(struct parent *ps, enum proc_id c)
 	m.max_connections_per_client = k->max_connections_per_client;
 	m.unauthenticated_timeout_ms = k->unauthenticated_timeout_ms;
 	m.max_replies_pending = k->max_replies_pending;
+	strlcpy(m.node, k->node, sizeof(m.node));
 	if (msg_send(ps->ctx.fd[c], MSG_CTL_CONFIG, 0, 0, &m, sizeof(m), -1) !=
 	    MSG_OK)
 		log_warn("%s: %s", __func__, proc_name(c));

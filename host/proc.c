@@ -18,6 +18,7 @@
 
 #include <sodium.h>
 
+#include "host/config.h"
 #include "host/grant.h"
 #include "host/msg.h"
 #include "host/proc.h"
@@ -379,7 +380,10 @@ msg_h_config(struct proc_ctx *ctx, const struct msg *m)
 		return -1;
 	memcpy(c, m->data, sizeof(*c));
 	if (c->tls > 1 || c->memory_default > c->memory_max ||
-	    c->timeout_default_ms > c->timeout_max_ms) {
+	    c->timeout_default_ms > c->timeout_max_ms ||
+	    strnlen(c->node, sizeof(c->node)) > CONFIG_NODE_MAX ||
+	    strspn(c->node, "abcdefghijklmnopqrstuvwxyz0123456789") !=
+	        strlen(c->node)) {
 		free(c);
 		return -1;
 	}

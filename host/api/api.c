@@ -110,11 +110,44 @@ api_now_ms(struct api *a)
 	return a->cfg.now_ms(a->cfg.now_arg);
 }
 
+/* Every op but the optional ones (metrics, idem_load, idem_keep): the
+ * routes call them without checking. */
+static int
+backend_complete(const struct api_backend *be)
+{
+	const void *const ops[] = { (void *)be->authenticate,
+		(void *)be->authorize, (void *)be->sandbox_create,
+		(void *)be->sandbox_list, (void *)be->sandbox_get,
+		(void *)be->sandbox_delete, (void *)be->sandbox_token,
+		(void *)be->execute, (void *)be->execute_background,
+		(void *)be->execute_async, (void *)be->command_run,
+		(void *)be->command_background, (void *)be->processes,
+		(void *)be->kill, (void *)be->file_read, (void *)be->file_write,
+		(void *)be->file_list, (void *)be->file_exists,
+		(void *)be->file_remove, (void *)be->file_mkdir,
+		(void *)be->env_get, (void *)be->env_set,
+		(void *)be->env_delete, (void *)be->system,
+		(void *)be->token_attenuate, (void *)be->sandbox_lock,
+		(void *)be->sandbox_unlock, (void *)be->token_revoke,
+		(void *)be->policy_version, (void *)be->policy_check,
+		(void *)be->image_list, (void *)be->image_upload,
+		(void *)be->image_delete, (void *)be->audit_list };
+
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (ops[i] == NULL)
+			return 0;
+	return 1;
+}
+
 struct api *
 api_new(const struct api_backend *be, const struct api_config *cfg)
 {
 	struct api *a;
 
+	if (be == NULL || !backend_complete(be)) {
+		log_warnx("%s: the backend lacks an op", __func__);
+		return NULL;
+	}
 	if (sodium_init() < 0)
 		return NULL;
 	if ((a = calloc(1, sizeof(*a))) == NULL)
@@ -737,10 +770,6 @@ authenticate(struct rq *r)
 		    h == NULL ? "no bearer token" : "malformed bearer token");
 		return -1;
 	}
-	if (be->authenticate == NULL) {
-		rq_error(r, API_EUNAUTH, "No token verifier configured");
-		return -1;
-	}
 	memset(&err, 0, sizeof(err));
 	rc = be->authenticate(
 	    be->ctx, h->value + 7, h->valuelen - 7, &r->who, &err);
@@ -790,7 +819,7 @@ authorize(struct rq *r)
 		    "the token is scoped to another sandbox");
 		return -1;
 	}
-	if (rt->cap < 0 || be->authorize == NULL)
+	if (rt->cap < 0)
 		return 0;
 	target = r->id[0] != '\0' ? r->id : r->tail;
 	/* A scoped token's list is a read of its own sandbox (the list

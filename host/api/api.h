@@ -4,7 +4,7 @@
  * not own (token verification, policy decisions, sandboxes, runs, files,
  * images, audit) it asks of a struct api_backend, an ops table that the
  * front process fills with calls over its socketpairs (and that
- * host/api/api_fake.c fills in memory for tests).
+ * tests/api_fake.c fills in memory for tests).
  *
  * The service function is api_handle(): one parsed HTTP request in, one
  * complete HTTP response (status line to body) appended to a buffer out.
@@ -463,7 +463,9 @@ void api_stream_run(
 void api_resume_run(struct api_pending *, int rc, struct api_run_result *res,
     const struct api_error *err);
 
-/* Returns NULL on allocation failure. be must outlive the api. */
+/* Returns NULL on allocation failure, or when an op of be is NULL but
+ * the optional ones (metrics, idem_load, idem_keep): a backend serves
+ * every route. be must outlive the api. */
 struct api *api_new(const struct api_backend *be, const struct api_config *);
 void api_free(struct api *);
 

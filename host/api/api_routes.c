@@ -12,12 +12,6 @@
 
 #include "host/api/api_int.h"
 
-#define NOTIMPL(r)                                                             \
-	do {                                                                   \
-		rq_error((r), API_ENOTIMPL, "Not available on this server");   \
-		return;                                                        \
-	} while (0)
-
 #define BE(r) ((r)->api->be)
 #define PATH_MAX_API 1024
 #define MAX_TIMEOUT_MS (24ULL * 3600 * 1000)
@@ -204,11 +198,6 @@ h_sandbox_create(struct rq *r)
 	}
 	spec.env = env;
 	spec.metadata = md;
-	if (BE(r)->sandbox_create == NULL) {
-		free(env);
-		free(md);
-		NOTIMPL(r);
-	}
 	memset(&sb, 0, sizeof(sb));
 	memset(&tok, 0, sizeof(tok));
 	memset(&err, 0, sizeof(err));
@@ -254,16 +243,12 @@ h_sandbox_list(struct rq *r)
 	memset(&err, 0, sizeof(err));
 	if (r->who.sbx[0] != '\0') {
 		/* A scoped token sees its own sandbox and nothing else. */
-		if (BE(r)->sandbox_get == NULL)
-			NOTIMPL(r);
 		rc = BE(r)->sandbox_get(
 		    BE(r)->ctx, &r->call, r->who.sbx, &sbs[0], &err);
 		n = rc == API_OK;
 		if (rc == API_ENOTFOUND)
 			rc = API_OK;
 	} else {
-		if (BE(r)->sandbox_list == NULL)
-			NOTIMPL(r);
 		rc = BE(r)->sandbox_list(
 		    BE(r)->ctx, &r->call, &pg, sbs, pg.limit, &n, next, &err);
 	}
@@ -292,8 +277,6 @@ h_sandbox_get(struct rq *r)
 	struct api_error err;
 	int rc;
 
-	if (BE(r)->sandbox_get == NULL)
-		NOTIMPL(r);
 	memset(&sb, 0, sizeof(sb));
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->sandbox_get(BE(r)->ctx, &r->call, r->id, &sb, &err);
@@ -312,8 +295,6 @@ h_sandbox_delete(struct rq *r)
 	struct api_error err;
 	int rc;
 
-	if (BE(r)->sandbox_delete == NULL)
-		NOTIMPL(r);
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->sandbox_delete(BE(r)->ctx, &r->call, r->id, &err);
 	if (rc != API_OK) {
@@ -338,8 +319,6 @@ h_sandbox_lock(struct rq *r)
 	if (rq_fields(r, r->body, fields) ||
 	    rq_uint(r, r->body, "ttl", 3600, &ttl))
 		return;
-	if (BE(r)->sandbox_lock == NULL)
-		NOTIMPL(r);
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->sandbox_lock(
 	    BE(r)->ctx, &r->call, r->id, ttl, lock_id, &expires_at, &err);
@@ -359,8 +338,6 @@ h_sandbox_unlock(struct rq *r)
 	struct api_error err;
 	int rc;
 
-	if (BE(r)->sandbox_unlock == NULL)
-		NOTIMPL(r);
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->sandbox_unlock(BE(r)->ctx, &r->call, r->id, &err);
 	if (rc != API_OK) {
@@ -377,8 +354,6 @@ h_sandbox_token(struct rq *r)
 	struct api_error err;
 	int rc;
 
-	if (BE(r)->sandbox_token == NULL)
-		NOTIMPL(r);
 	memset(&tok, 0, sizeof(tok));
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->sandbox_token(BE(r)->ctx, &r->call, r->id, &tok, &err);
@@ -541,10 +516,6 @@ h_execute(struct rq *r)
 
 	if (parse_exec(r, &ex, NULL))
 		return;
-	if (BE(r)->execute == NULL) {
-		free((void *)ex.env);
-		NOTIMPL(r);
-	}
 	memset(&res, 0, sizeof(res));
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->execute(BE(r)->ctx, &r->call, r->id, &ex, &res, &err);
@@ -577,10 +548,6 @@ h_execute_background(struct rq *r)
 		    "context_id: a context's cells run in the foreground");
 		return;
 	}
-	if (BE(r)->execute_background == NULL) {
-		free((void *)ex.env);
-		NOTIMPL(r);
-	}
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->execute_background(
 	    BE(r)->ctx, &r->call, r->id, &ex, &pid, &err);
@@ -603,10 +570,6 @@ h_execute_async(struct rq *r)
 
 	if (parse_exec(r, &ex, &hook))
 		return;
-	if (BE(r)->execute_async == NULL) {
-		free((void *)ex.env);
-		NOTIMPL(r);
-	}
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->execute_async(
 	    BE(r)->ctx, &r->call, r->id, &ex, hook, run_id, &err);
@@ -628,8 +591,6 @@ h_processes(struct rq *r)
 	json_t *arr;
 	int rc;
 
-	if (BE(r)->processes == NULL)
-		NOTIMPL(r);
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->processes(BE(r)->ctx, &r->call, r->id, &ps, &n, &err);
 	if (rc != API_OK) {
@@ -667,8 +628,6 @@ h_kill(struct rq *r)
 		rq_error(r, API_EBADREQ, "pid must be a number");
 		return;
 	}
-	if (BE(r)->kill == NULL)
-		NOTIMPL(r);
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->kill(BE(r)->ctx, &r->call, r->id, pid, &err);
 	if (rc != API_OK) {
@@ -767,10 +726,6 @@ h_command_run(struct rq *r)
 
 	if (parse_command(r, &c, &args, &env))
 		goto out;
-	if (BE(r)->command_run == NULL) {
-		rq_error(r, API_ENOTIMPL, "Not available on this server");
-		goto out;
-	}
 	memset(&res, 0, sizeof(res));
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->command_run(BE(r)->ctx, &r->call, r->id, &c, &res, &err);
@@ -801,10 +756,6 @@ h_command_background(struct rq *r)
 
 	if (parse_command(r, &c, &args, &env))
 		goto out;
-	if (BE(r)->command_background == NULL) {
-		rq_error(r, API_ENOTIMPL, "Not available on this server");
-		goto out;
-	}
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->command_background(
 	    BE(r)->ctx, &r->call, r->id, &c, &pid, &err);
@@ -829,8 +780,6 @@ h_file_read(struct rq *r)
 
 	if (rq_path(r, path, sizeof(path)))
 		return;
-	if (BE(r)->file_read == NULL)
-		NOTIMPL(r);
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->file_read(
 	    BE(r)->ctx, &r->call, r->id, path, &data, &len, &err);
@@ -850,8 +799,6 @@ h_file_write(struct rq *r)
 
 	if (rq_path(r, path, sizeof(path)))
 		return;
-	if (BE(r)->file_write == NULL)
-		NOTIMPL(r);
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->file_write(BE(r)->ctx, &r->call, r->id, path, r->req->body,
 	    r->req->body_len, &err);
@@ -876,8 +823,6 @@ h_file_list(struct rq *r)
 
 	if (rq_path(r, path, sizeof(path)))
 		return;
-	if (BE(r)->file_list == NULL)
-		NOTIMPL(r);
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->file_list(
 	    BE(r)->ctx, &r->call, r->id, path, &ents, &n, &err);
@@ -909,8 +854,6 @@ h_file_exists(struct rq *r)
 
 	if (rq_path(r, path, sizeof(path)))
 		return;
-	if (BE(r)->file_exists == NULL)
-		NOTIMPL(r);
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->file_exists(
 	    BE(r)->ctx, &r->call, r->id, path, &exists, &err);
@@ -930,8 +873,6 @@ h_file_remove(struct rq *r)
 
 	if (rq_path(r, path, sizeof(path)))
 		return;
-	if (BE(r)->file_remove == NULL)
-		NOTIMPL(r);
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->file_remove(BE(r)->ctx, &r->call, r->id, path, &err);
 	if (rc != API_OK)
@@ -949,8 +890,6 @@ h_file_mkdir(struct rq *r)
 
 	if (rq_path(r, path, sizeof(path)))
 		return;
-	if (BE(r)->file_mkdir == NULL)
-		NOTIMPL(r);
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->file_mkdir(BE(r)->ctx, &r->call, r->id, path, &err);
 	if (rc != API_OK)
@@ -969,8 +908,6 @@ h_env_get(struct rq *r)
 	size_t n = 0;
 	int rc;
 
-	if (BE(r)->env_get == NULL)
-		NOTIMPL(r);
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->env_get(BE(r)->ctx, &r->call, r->id, &kv, &n, &err);
 	if (rc != API_OK)
@@ -997,10 +934,6 @@ env_set(struct rq *r, int replace)
 	}
 	if (rq_kv(r, r->body, "env", &kv, &n))
 		return;
-	if (BE(r)->env_set == NULL) {
-		free(kv);
-		NOTIMPL(r);
-	}
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->env_set(BE(r)->ctx, &r->call, r->id, kv, n, replace, &err);
 	free(kv);
@@ -1033,8 +966,6 @@ h_env_delete(struct rq *r)
 	/* ?key=NAME deletes one variable; no key deletes them all. */
 	if ((have = rq_query(r, "key", key, sizeof(key), 0)) < 0)
 		return;
-	if (BE(r)->env_delete == NULL)
-		NOTIMPL(r);
 	keys[0] = key;
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->env_delete(BE(r)->ctx, &r->call, r->id, have ? keys : NULL,
@@ -1052,8 +983,6 @@ h_system(struct rq *r)
 	struct api_error err;
 	int rc;
 
-	if (BE(r)->system == NULL)
-		NOTIMPL(r);
 	memset(&u, 0, sizeof(u));
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->system(BE(r)->ctx, &r->call, r->id, &u, &err);
@@ -1137,8 +1066,6 @@ h_token_attenuate(struct rq *r)
 		if (want < at.exp || at.exp == 0)
 			at.exp = want;
 	}
-	if (BE(r)->token_attenuate == NULL)
-		NOTIMPL(r);
 	memset(&tok, 0, sizeof(tok));
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->token_attenuate(BE(r)->ctx, &r->call, &at, &tok, &err);
@@ -1181,8 +1108,6 @@ h_token_revoke(struct rq *r)
 		    "characters");
 		return;
 	}
-	if (BE(r)->token_revoke == NULL)
-		NOTIMPL(r);
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->token_revoke(BE(r)->ctx, &r->call, jti, (int64_t)exp, &err);
 	if (rc != API_OK) {
@@ -1199,8 +1124,6 @@ h_policy_version(struct rq *r)
 	struct api_error err;
 	int rc;
 
-	if (BE(r)->policy_version == NULL)
-		NOTIMPL(r);
 	memset(&v, 0, sizeof(v));
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->policy_version(BE(r)->ctx, &r->call, &v, &err);
@@ -1237,8 +1160,6 @@ h_policy_check(struct rq *r)
 		return;
 	}
 	ck.cap = (enum cap_id)id;
-	if (BE(r)->policy_check == NULL)
-		NOTIMPL(r);
 	memset(&res, 0, sizeof(res));
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->policy_check(BE(r)->ctx, &r->call, &ck, &res, &err);
@@ -1276,8 +1197,6 @@ h_image_list(struct rq *r)
 	json_t *arr;
 	int rc;
 
-	if (BE(r)->image_list == NULL)
-		NOTIMPL(r);
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->image_list(BE(r)->ctx, &r->call, &ims, &n, &err);
 	if (rc != API_OK) {
@@ -1303,8 +1222,6 @@ h_image_upload(struct rq *r)
 		rq_error(r, API_EBADREQ, "The body must be a signed image");
 		return;
 	}
-	if (BE(r)->image_upload == NULL)
-		NOTIMPL(r);
 	memset(&im, 0, sizeof(im));
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->image_upload(
@@ -1321,8 +1238,6 @@ h_image_delete(struct rq *r)
 	struct api_error err;
 	int rc;
 
-	if (BE(r)->image_delete == NULL)
-		NOTIMPL(r);
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->image_delete(BE(r)->ctx, &r->call, r->tail, &err);
 	if (rc != API_OK)
@@ -1344,8 +1259,6 @@ h_audit(struct rq *r)
 
 	if (rq_page(r, cursor, sizeof(cursor), &pg))
 		return;
-	if (BE(r)->audit_list == NULL)
-		NOTIMPL(r);
 	memset(&err, 0, sizeof(err));
 	rc =
 	    BE(r)->audit_list(BE(r)->ctx, &r->call, &pg, &ents, &n, next, &err);

@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "host/api/api_fake.h"
+#include "tests/api_fake.h"
 #include "host/http/front.h"
 #include "lib/task.h"
 

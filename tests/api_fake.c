@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "host/api/api_fake.h"
+#include "tests/api_fake.h"
 #include "lib/util.h"
 
 #define FAKE_TOKENS 256
@@ -23,6 +23,7 @@ struct fake_token {
 	char token[API_TOKEN_MAX];
 	struct api_principal p;
 	int used;
+	int revoked;
 };
 
 struct fake_file {
@@ -44,6 +45,8 @@ struct fake_sandbox {
 	struct api_process procs[FAKE_PROCS];
 	size_t nprocs;
 	uint64_t runs;
+	char lock[API_ID_MAX + 1]; /* "" unlocked */
+	int64_t lock_expires;
 	int used;
 };
 
@@ -218,6 +221,8 @@ f_authenticate(void *ctx, const char *tok, size_t len,
 			continue;
 		if (t->p.exp != 0 && t->p.exp <= fnow(f))
 			return fail(err, API_EUNAUTH, "Token expired");
+		if (t->revoked)
+			return fail(err, API_EUNAUTH, "Token revoked");
 		*out = t->p;
 		return API_OK;
 	}
@@ -415,6 +420,58 @@ f_sandbox_delete(
 
 	SBX_OR_404((struct api_fake *)ctx, id, s, err);
 	sandbox_clear(s);
+	return API_OK;
+}
+
+/* The lock of a sandbox: held while unexpired; Keep-Lock with its id
+ * extends or releases it, as the front does (host/front/front_lock.c). */
+static int
+lock_held(struct api_fake *f, const struct fake_sandbox *s)
+{
+	return s->lock[0] != '\0' && s->lock_expires > fnow(f);
+}
+
+static int
+lock_named(const struct fake_sandbox *s, const struct api_call *c)
+{
+	return c->lock != NULL && c->lock_len == strlen(s->lock) &&
+	    memcmp(c->lock, s->lock, c->lock_len) == 0;
+}
+
+static int
+f_sandbox_lock(void *ctx, const struct api_call *c, const char *id,
+    uint64_t ttl_s, char lock_id[API_ID_MAX + 1], int64_t *expires_at,
+    struct api_error *err)
+{
+	struct api_fake *f = ctx;
+	struct fake_sandbox *s;
+
+	SBX_OR_404(f, id, s, err);
+	if (lock_held(f, s) && !lock_named(s, c))
+		return fail(err, API_ECONFLICT, "The sandbox is locked");
+	if (!lock_held(f, s))
+		snprintf(s->lock, sizeof(s->lock), "lock-%llu",
+		    (unsigned long long)f->next_id++);
+	s->lock_expires = fnow(f) + (int64_t)(ttl_s != 0 ? ttl_s : 60);
+	strlcpy(lock_id, s->lock, API_ID_MAX + 1);
+	*expires_at = s->lock_expires;
+	return API_OK;
+}
+
+static int
+f_sandbox_unlock(
+    void *ctx, const struct api_call *c, const char *id, struct api_error *err)
+{
+	struct api_fake *f = ctx;
+	struct fake_sandbox *s;
+
+	SBX_OR_404(f, id, s, err);
+	if (!lock_held(f, s))
+		return fail(err, API_ENOTFOUND, "The sandbox is not locked");
+	if (!lock_named(s, c))
+		return fail(err, API_ECONFLICT,
+		    "Keep-Lock does not name this sandbox's lock");
+	s->lock[0] = '\0';
 	return API_OK;
 }
 
@@ -952,6 +1009,21 @@ f_token_attenuate(void *ctx, const struct api_call *c,
 	return API_OK;
 }
 
+/* Every registered token with this jti is refused from now on (the
+ * fake keeps no record of a jti it has not issued, nor the expiry). */
+static int
+f_token_revoke(void *ctx, const struct api_call *c, const char *jti,
+    int64_t exp, struct api_error *err)
+{
+	struct api_fake *f = ctx;
+
+	for (size_t i = 0; i < FAKE_TOKENS; i++)
+		if (f->tokens[i].used && strcmp(f->tokens[i].p.jti, jti) == 0)
+			f->tokens[i].revoked = 1;
+	audit(f, c, jti, "allow");
+	return API_OK;
+}
+
 static int
 f_policy_version(void *ctx, const struct api_call *c,
     struct api_policy_version *v, struct api_error *err)
@@ -1099,6 +1171,9 @@ api_fake_backend(struct api_fake *f, struct api_backend *be)
 	be->env_delete = f_env_delete;
 	be->system = f_system;
 	be->token_attenuate = f_token_attenuate;
+	be->sandbox_lock = f_sandbox_lock;
+	be->sandbox_unlock = f_sandbox_unlock;
+	be->token_revoke = f_token_revoke;
 	be->policy_version = f_policy_version;
 	be->policy_check = f_policy_check;
 	be->image_list = f_image_list;
