@@ -664,6 +664,45 @@ vm_quota_release(struct vm *vm, uint64_t bytes)
 	vm->ws_used = bytes < vm->ws_used ? vm->ws_used - bytes : 0;
 }
 
+/*
+ * A writev to a pipe is one write, as on Linux: its reader sees the
+ * pieces together (musl's stdio writes a buffer and a line with one
+ * writev). Gathered here, at most IO_CHUNK bytes.
+ */
+static int64_t
+gather_write(struct vm *vm, struct vfd *f, const uint64_t *v, uint64_t cnt)
+{
+	uint64_t base, len, total = 0, i;
+	uint8_t *buf, *g;
+	int64_t n;
+
+	for (i = 0; i < cnt && total < IO_CHUNK; i++) {
+		memcpy(&len, &v[2 * i + 1], 8);
+		total += len < IO_CHUNK - total ? len : IO_CHUNK - total;
+	}
+	if (total == 0)
+		return 0;
+	if ((buf = malloc(total)) == NULL)
+		return -ENOMEM;
+	for (i = 0, n = 0; i < cnt && (uint64_t)n < total; i++) {
+		memcpy(&base, &v[2 * i], 8);
+		memcpy(&len, &v[2 * i + 1], 8);
+		if (len > total - (uint64_t)n)
+			len = total - (uint64_t)n;
+		if (len == 0)
+			continue;
+		if ((g = vm_gptr(vm, base, len)) == NULL) {
+			free(buf);
+			return -EFAULT;
+		}
+		memcpy(buf + n, g, len);
+		n += (int64_t)len;
+	}
+	n = vm_fd_write(vm, f, buf, total, -1);
+	free(buf);
+	return n;
+}
+
 static int64_t
 do_iov(struct vm *vm, struct vfd *f, uint64_t iov, uint64_t cnt, int wr)
 {
@@ -674,6 +713,8 @@ do_iov(struct vm *vm, struct vfd *f, uint64_t iov, uint64_t cnt, int wr)
 		return -EINVAL;
 	if ((v = vm_gptr(vm, iov, cnt * 16)) == NULL)
 		return -EFAULT;
+	if (wr && cnt > 1 && f->kind == VFD_HOST && f->pipe)
+		return gather_write(vm, f, v, cnt);
 	for (i = 0; i < cnt; i++) {
 		uint64_t base, len;
 
