@@ -73,7 +73,7 @@ main(int argc, char *argv[])
 	size_t i;
 
 	setproctitle_init(argc, argv, environ);
-	while ((ch = getopt(argc, argv, "df:nvP:R:U:S:X:")) != -1) {
+	while ((ch = getopt(argc, argv, "df:nvP:R:U:S:T:X:")) != -1) {
 		switch (ch) {
 		case 'd':
 			foreground = 1;
@@ -101,6 +101,9 @@ main(int argc, char *argv[])
 			break;
 		case 'X':
 			call = optarg;
+			break;
+		case 'T':
+			parent_test_clock(optarg);
 			break;
 		default:
 			usage();

@@ -246,6 +246,36 @@ struct api_audit_entry {
 	char rule[128];
 };
 
+/* A schedule as GET shows it (docs/schedules.md). */
+#define API_SCHED_NEXT 5
+struct api_schedule {
+	char id[API_ID_MAX + 1];
+	char owner[128];
+	char *spec; /* malloc: the definition, compact JSON */
+	int64_t created_at, updated_at; /* unix seconds */
+	int64_t last_fire_at; /* 0: never */
+	int64_t next[API_SCHED_NEXT]; /* the next fire times, nnext of them */
+	size_t nnext;
+	uint64_t fires; /* fires so far */
+};
+
+/* One fire of a schedule. */
+struct api_schedule_run {
+	uint64_t seq;
+	int64_t fire_at; /* the occurrence it was for */
+	int64_t started_at, finished_at;
+	char status[16]; /* "completed", "failed", "refused" */
+	int exit_code;
+	int catch_up; /* a fire missed while keepd was down */
+	char sandbox[API_ID_MAX + 1];
+	char run_id[API_ID_MAX + 1];
+	char detail[API_MSG_MAX];
+	char *out; /* malloc */
+	size_t out_len;
+	char *err; /* malloc */
+	size_t err_len;
+};
+
 struct api_page {
 	const char *cursor; /* NULL: from the start */
 	unsigned limit; /* 1..100 */
@@ -362,6 +392,25 @@ struct api_backend {
 	int (*audit_list)(void *ctx, const struct api_call *,
 	    const struct api_page *, struct api_audit_entry **out, size_t *n,
 	    char next[API_ID_MAX + 1], struct api_error *err);
+
+	/*
+	 * Schedules. spec and patch are JSON text the backend validates
+	 * (API_EBADREQ with the reason); out->spec is malloc. list and runs
+	 * fill *out (malloc, *n entries; runs newest first).
+	 */
+	int (*schedule_create)(void *ctx, const struct api_call *,
+	    const char *spec, struct api_schedule *out, struct api_error *err);
+	int (*schedule_list)(void *ctx, const struct api_call *,
+	    struct api_schedule **out, size_t *n, struct api_error *err);
+	int (*schedule_get)(void *ctx, const struct api_call *, const char *id,
+	    struct api_schedule *out, struct api_error *err);
+	int (*schedule_update)(void *ctx, const struct api_call *,
+	    const char *id, const char *patch, struct api_schedule *out,
+	    struct api_error *err);
+	int (*schedule_delete)(void *ctx, const struct api_call *,
+	    const char *id, struct api_error *err);
+	int (*schedule_runs)(void *ctx, const struct api_call *, const char *id,
+	    struct api_schedule_run **out, size_t *n, struct api_error *err);
 
 	/* Optional: extra Prometheus lines (sandboxes, boot histograms...). */
 	void (*metrics)(void *ctx, struct http_buf *out);

@@ -145,4 +145,12 @@ void sse_event(struct http_buf *, const char *event, json_t *data);
 json_t *bytes_string(const char *, size_t);
 uint64_t api_now_ms(struct api *);
 
+/* host/api/api_sched.c: /v1/schedules. */
+void h_schedule_create(struct rq *);
+void h_schedule_list(struct rq *);
+void h_schedule_get(struct rq *);
+void h_schedule_update(struct rq *);
+void h_schedule_delete(struct rq *);
+void h_schedule_runs(struct rq *);
+
 #endif

@@ -968,6 +968,7 @@ front_backend_new(struct proc_ctx *ctx)
 	fb_persist_ops(&fb->ops);
 	fb_image_ops(&fb->ops);
 	fb_lock_ops(&fb->ops);
+	fb_sched_ops(&fb->ops);
 	return fb;
 }
 
@@ -981,6 +982,7 @@ front_backend_free(struct front_backend *fb)
 	free(fb->audit_buf);
 	fb_revoked_free(fb);
 	fb_locks_free(fb);
+	fb_sched_free(fb);
 	free(fb->dbatch);
 	free(fb->vbatch);
 	free(fb->buf);

@@ -288,6 +288,16 @@ fb_run_async(struct front_backend *fb, const struct api_call *call,
 	    NULL, 0, ex->timeout_ms, NULL, done, arg, err);
 }
 
+int
+fb_run_command_async(struct front_backend *fb, const struct api_call *call,
+    const char *id, const struct api_command *c, fb_run_done_fn done, void *arg,
+    struct api_error *err)
+{
+	return run_start(fb, call, id, c->cmd, c->args, c->nargs, c->env,
+	    c->nenv, c->stdin_data, c->stdin_len, c->timeout_ms, NULL, done,
+	    arg, err);
+}
+
 /* The interpreters take the code as an argument: no temporary file and
  * no shell in between. pid NULL: in the foreground. */
 static int
@@ -697,6 +707,7 @@ front_backend_resume(struct front_backend *fb)
 	uint64_t now = mono_ms();
 
 	fb_expire_waits(fb);
+	fb_sched_tick(fb);
 
 	while ((r = *rp) != NULL) {
 		if (!r->done && now >= r->deadline) {
