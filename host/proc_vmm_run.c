@@ -275,7 +275,12 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 		goto refuse;
 	}
 	if ((s = vmm_sandbox_find(vs, q.sandbox, g.principal)) == NULL) {
-		strlcpy(reason, "no such sandbox", sizeof(reason));
+		/* The front answers "restoring" with 503 and Retry-After. */
+		strlcpy(reason,
+		    vs->restore != NULL
+		        ? "restoring: the sandbox is not back yet"
+		        : "no such sandbox",
+		    sizeof(reason));
 		goto refuse;
 	}
 	if ((img = vmm_image_get(ctx, vs, s->image)) == NULL) {

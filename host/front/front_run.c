@@ -623,6 +623,12 @@ h_run_done(struct proc_ctx *ctx, const struct msg *m)
 	r->res.err_len = d.err_len;
 	r->res.exit_code = d.exit_code;
 	r->res.duration_ms = d.duration_ms;
+	if (d.status == RUN_REFUSED && strncmp(d.reason, "restoring", 9) == 0) {
+		/* The vmm is still reading its sandboxes back: try again. */
+		r->err.retry_after = 1;
+		r->rc = fb_fail(&r->err, API_EUNAVAIL, "%s", d.reason);
+		return 0;
+	}
 	if (d.status == RUN_REFUSED) {
 		r->rc = fb_fail(&r->err, API_EBADREQ, "%s", d.reason);
 		return 0;

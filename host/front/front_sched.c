@@ -41,6 +41,10 @@
 #define SCHED_FRESH_TTL_S 3600
 /* Missed occurrences are walked at most this far to find the last. */
 #define SCHED_WALK_MAX 100000
+/* A fire the vmm cannot take yet (it is restarting, or reading its
+ * sandboxes back) is tried again this often, this many times. */
+#define SCHED_RETRY_FIRE_MS 1000
+#define SCHED_RETRIES 60
 
 enum { SCHEDS_UNLOADED, SCHEDS_LOADING, SCHEDS_READY };
 
@@ -55,6 +59,12 @@ struct fb_sched {
 	int64_t next_s; /* the next occurrence to fire; 0: none */
 	int busy; /* a fire is in flight */
 	int gone; /* deleted while a fire was in flight */
+	/* A fire to try again (SCHED_RETRIES): its occurrence and number. */
+	int retry;
+	uint64_t retry_at; /* monotonic ms */
+	int64_t retry_occurrence;
+	uint64_t retry_seq;
+	int retry_catch_up, retry_attempt;
 };
 
 struct fb_scheds {
@@ -76,6 +86,7 @@ struct fb_fire {
 	int64_t occurrence; /* unix s */
 	uint64_t seq;
 	int catch_up;
+	int attempt; /* 0, then each retry */
 	int64_t started_ms;
 	int rc;
 	struct api_run_result res;
@@ -232,8 +243,8 @@ sched_from_record(const void *rec, size_t len)
 	return s;
 }
 
-static void fire_start(
-    struct front_backend *, struct fb_sched *, int64_t occurrence, int);
+static void fire_start(struct front_backend *, struct fb_sched *,
+    int64_t occurrence, int catch_up, uint64_t seq, int attempt);
 
 /*
  * A schedule just loaded: the occurrences that came and went while
@@ -261,7 +272,7 @@ sched_arm(struct front_backend *fb, struct fb_sched *s, int64_t now)
 		log_info(
 		    "schedule %s: missed fires up to %lld: one catch-up run",
 		    s->id, (long long)t);
-		fire_start(fb, s, t, 1);
+		fire_start(fb, s, t, 1, s->next_seq++, 0);
 	} else
 		log_info("schedule %s: missed fires up to %lld skipped", s->id,
 		    (long long)t);
@@ -571,6 +582,18 @@ fire_finish_main(void *arg)
 
 	if (f->fresh)
 		fire_cleanup(f);
+	if (f->rc == API_EUNAVAIL && f->attempt < SCHED_RETRIES && !s->gone) {
+		log_info("schedule %s: fire %llu: %s; trying again", s->id,
+		    (unsigned long long)f->seq, f->err.message);
+		s->retry = 1;
+		s->retry_at = mono_ms() + SCHED_RETRY_FIRE_MS;
+		s->retry_occurrence = f->occurrence;
+		s->retry_seq = f->seq;
+		s->retry_catch_up = f->catch_up;
+		s->retry_attempt = f->attempt + 1;
+		s->busy = 0;
+		goto out;
+	}
 	if (f->rc == API_OK)
 		snprintf(detail, sizeof(detail), "fire %llu: exit %d%s%s",
 		    (unsigned long long)f->seq, f->res.exit_code,
@@ -589,6 +612,7 @@ fire_finish_main(void *arg)
 	s->busy = 0;
 	if (s->gone)
 		sched_free(s);
+out:
 	json_decref(f->doc);
 	free(f->res.out);
 	free(f->res.err);
@@ -597,7 +621,7 @@ fire_finish_main(void *arg)
 
 static void
 fire_start(struct front_backend *fb, struct fb_sched *s, int64_t occurrence,
-    int catch_up)
+    int catch_up, uint64_t seq, int attempt)
 {
 	struct fb_fire *f;
 	uint8_t rnd[10];
@@ -612,7 +636,8 @@ fire_start(struct front_backend *fb, struct fb_sched *s, int64_t occurrence,
 	owner_of(s, &f->who);
 	f->occurrence = occurrence;
 	f->catch_up = catch_up;
-	f->seq = s->next_seq++;
+	f->seq = seq;
+	f->attempt = attempt;
 	f->started_ms = sched_now_ms(fb);
 	s->last_fire_ms = occurrence * 1000;
 	s->busy = 1;
@@ -655,7 +680,13 @@ fb_sched_tick(struct front_backend *fb)
 		return;
 	now = sched_now_ms(fb) / 1000;
 	for (s = ss->list; s != NULL; s = s->next) {
-		if (!s->spec.enabled || s->busy || s->next_s == 0 ||
+		if (s->retry && !s->busy && mono_ms() >= s->retry_at) {
+			s->retry = 0;
+			fire_start(fb, s, s->retry_occurrence,
+			    s->retry_catch_up, s->retry_seq, s->retry_attempt);
+			continue;
+		}
+		if (!s->spec.enabled || s->busy || s->retry || s->next_s == 0 ||
 		    now < s->next_s)
 			continue;
 		/* A fire late by more than one period (a busy loop, a jump
@@ -667,7 +698,7 @@ fb_sched_tick(struct front_backend *fb)
 		     i++)
 			occ = n;
 		s->next_s = sched_spec_next(&s->spec, now, &n) == 0 ? n : 0;
-		fire_start(fb, s, occ, 0);
+		fire_start(fb, s, occ, 0, s->next_seq++, 0);
 	}
 }
 

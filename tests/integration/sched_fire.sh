@@ -96,8 +96,9 @@ date -u -d 2026-01-01T12:07:30Z +%s >"$tmp/clock"
 keepd_launch
 runs "$alice" "$s2" 1 && ok "missed once: one catch-up run" || bad "no catch-up: $body"
 [ "$(jget "$body" '["runs"][0]["catch_up"]')" = True ] &&
+    [ "$(jget "$body" '["runs"][0]["status"]')" = completed ] &&
     [ "$(jget "$body" '["runs"][0]["fire_at"]')" = 2026-01-01T12:07:00Z ] &&
-    ok "the catch-up is marked and names 12:07" || bad "catch-up: $body"
+    ok "the catch-up ran, is marked and names 12:07" || bad "catch-up: $body"
 req "$alice" GET "/v1/schedules/$s1/runs"
 [ "$(fires)" = "12:03 12:02 12:01" ] && ok "missed skip: nothing ran for 12:04-12:07" ||
     bad "skip: $(fires)"
@@ -105,6 +106,21 @@ clock 12:08:00
 runs "$alice" "$s1" 4 && [ "$(fires)" = "12:08 12:03 12:02 12:01" ] &&
     ok "both go on at 12:08" || bad "after restart: $(fires)"
 runs "$alice" "$s2" 2 || bad "once after restart: $body"
+
+# One time, in a fresh sandbox that is deleted after.
+req "$alice" POST /v1/schedules '{"at":"2026-01-01T12:08:30Z","image":"toolbox","command":{"cmd":"echo","args":["fresh"]}}'
+[ "$code" = 201 ] || bad "create at: $code $body"
+s4=$(jget "$body" '["id"]')
+clock 12:08:30
+runs "$alice" "$s4" 1 && [ "$(jget "$body" '["runs"][0]["stdout"]')" = fresh ] &&
+    ok "a one-time fire in a fresh sandbox" || bad "at: $body"
+fresh=$(jget "$body" '["runs"][0]["sandbox_id"]')
+req "$alice" GET "/v1/sandboxes/$fresh"
+[ "$code" = 404 ] && ok "its sandbox is deleted after" || bad "fresh sandbox: $code $body"
+req "$alice" GET "/v1/schedules/$s4"
+[ "$(jget "$body" '["next_fire_at"]')" = "[]" ] && ok "a one-time schedule has no next fire" ||
+    bad "at next: $body"
+req "$alice" DELETE "/v1/schedules/$s4"
 
 # Disabled: no fire; deleted: gone.
 req "$alice" PATCH "/v1/schedules/$s2" '{"enabled":false}'
@@ -152,5 +168,20 @@ req "$alice" GET "/v1/schedules/$s1"
 [ "$code" = 404 ] && ok "deleted" || bad "after delete: $code $body"
 req "$alice" GET /v1/schedules
 [ "$(jget "$body" '["schedules"].__len__()')" = 1 ] && ok "alice lists her one schedule left" || bad "list: $body"
+
+# keep api schedules
+K() { "$KEEP" api --url "$url" --token "$alice" schedules "$@"; }
+out=$(K create --cron "0 * * * *" --tz "EST5EDT,M3.2.0,M11.1.0" --sandbox "$sbx" --cmd echo hi there) &&
+    [[ $out == *"when: 0 * * * * (EST5EDT"* && $out == *"next_fire_at: 2026-01-01T13:00:00Z"* ]] &&
+    ok "keep api schedules create" || bad "cli create: $out"
+cid=$(sed -n 's/^id: //p' <<<"$out")
+out=$(K list) && [[ $out == *"$cid"*enabled* ]] && ok "keep api schedules list" || bad "cli list: $out"
+out=$(K update "$cid" --disable) && [[ $out == *"enabled: no"* ]] &&
+    ok "keep api schedules update --disable" || bad "cli update: $out"
+out=$(K runs "$s2") && [[ $out == *"#0 2026-01-01T12:07:00Z completed exit 0 catch-up"* ]] &&
+    ok "keep api schedules runs" || bad "cli runs: $out"
+K delete "$cid" && ! K get "$cid" 2>/dev/null && ok "keep api schedules delete" || bad "cli delete"
+out=$(K create --cron "61 * * * *" --sandbox "$sbx" --cmd echo 2>&1); rc=$?
+[ $rc = 1 ] && [[ $out == *"out of range"* ]] && ok "a bad schedule: exit 1 ($out)" || bad "cli bad: $rc $out"
 
 keepd_finish
