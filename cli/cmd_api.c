@@ -707,7 +707,8 @@ load_spec(const char *name)
 static int
 schedule_opts(json_t *body, int argc, char **argv, int create)
 {
-	const char *lang = "python";
+	const char *lang = "python", *timeout = NULL;
+	json_t *what;
 
 	for (int i = 0; i < argc; i++) {
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -740,16 +741,9 @@ schedule_opts(json_t *body, int argc, char **argv, int create)
 			json_object_set_new(body, "image", json_string(v));
 		else if (strcmp(o, "--language") == 0)
 			lang = v;
-		else if (strcmp(o, "--timeout") == 0) {
-			json_t *what = json_object_get(body, "execute");
-
-			if (what == NULL)
-				what = json_object_get(body, "command");
-			if (what == NULL)
-				return -1;
-			json_object_set_new(what, "timeout",
-			    json_integer(strtoll(v, NULL, 10)));
-		} else if (strcmp(o, "--exec") == 0) {
+		else if (strcmp(o, "--timeout") == 0)
+			timeout = v;
+		else if (strcmp(o, "--exec") == 0) {
 			size_t n = strlen(v);
 			char *code = strcmp(v, "-") == 0 ? read_all(stdin, &n)
 			                                 : strdup(v);
@@ -777,6 +771,14 @@ schedule_opts(json_t *body, int argc, char **argv, int create)
 			json_decref(spec);
 		} else
 			return -1;
+	}
+	/* --timeout MS, anywhere before --cmd: the run's time limit. */
+	if (timeout != NULL) {
+		if ((what = json_object_get(body, "execute")) == NULL &&
+		    (what = json_object_get(body, "command")) == NULL)
+			return -1;
+		json_object_set_new(
+		    what, "timeout", json_integer(strtoll(timeout, NULL, 10)));
 	}
 	return 0;
 }

@@ -22,7 +22,7 @@ extern char **environ;
 static void KEEP_NORETURN
 usage(void)
 {
-	fprintf(stderr, "usage: keepd [-dnv] [-f file]\n");
+	fprintf(stderr, "usage: keepd [-dnv] [-f file] [-T clock-file]\n");
 	exit(2);
 }
 
