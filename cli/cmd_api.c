@@ -28,6 +28,9 @@ struct client {
 	const char *cacert; /* NULL: the system's trust store */
 	int json;
 	CURL *curl;
+	/* A stream's reader instead of the reply buffer (files watch). */
+	size_t (*sink)(char *, size_t, size_t, void *);
+	void *sink_arg;
 };
 
 struct reply {
@@ -50,6 +53,7 @@ usage(void)
 	    "  run SANDBOX CMD [ARG...]\n"
 	    "  files put SANDBOX LOCAL REMOTE | get SANDBOX REMOTE [LOCAL]\n"
 	    "  files ls SANDBOX [PATH] | rm SANDBOX PATH | mkdir SANDBOX PATH\n"
+	    "  files watch SANDBOX DIR\n"
 	    "  env get SANDBOX | set SANDBOX K=V... | unset SANDBOX KEY\n"
 	    "  audit [--limit N]\n"
 	    "  schedules create (--cron EXPR | --at TIME) [--tz ZONE]\n"
@@ -103,8 +107,9 @@ request(struct client *c, const char *method, const char *path,
 	curl_easy_reset(c->curl);
 	curl_easy_setopt(c->curl, CURLOPT_URL, url);
 	curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(
+	    c->curl, CURLOPT_WRITEFUNCTION, c->sink ? c->sink : on_data);
+	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, c->sink ? c->sink_arg : r);
 	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c->curl, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT, 10L);
@@ -478,6 +483,99 @@ cmd_run_remote(struct client *c, int argc, char **argv)
 	return rc;
 }
 
+/* files watch: the event stream as it comes, one line an event. */
+struct watch_sink {
+	struct client *c;
+	struct reply err; /* an error reply's body */
+	char line[8192];
+	size_t len;
+	char event[32];
+	int ended;
+};
+
+static void
+watch_line(struct watch_sink *w)
+{
+	json_t *j;
+
+	w->line[w->len] = '\0';
+	if (strncmp(w->line, "event: ", 7) == 0)
+		strlcpy(w->event, w->line + 7, sizeof(w->event));
+	else if (strncmp(w->line, "data: ", 6) == 0) {
+		if (strcmp(w->event, "end") == 0)
+			w->ended = 1;
+		if (w->c->json)
+			printf("%s %s\n", w->event, w->line + 6);
+		else if ((j = json_loads(w->line + 6, 0, NULL)) != NULL) {
+			if (json_object_get(j, "path") != NULL)
+				printf("%s %s%s\n", w->event, jstr(j, "path"),
+				    strcmp(jstr(j, "type"), "dir") == 0 ? "/"
+				                                        : "");
+			else if (json_object_get(j, "count") != NULL)
+				printf("%s %lld\n", w->event,
+				    (long long)json_integer_value(
+				        json_object_get(j, "count")));
+			else
+				printf("%s %s\n", w->event, jstr(j, "reason"));
+			json_decref(j);
+		}
+		fflush(stdout);
+	}
+	w->len = 0;
+}
+
+static size_t
+watch_data(char *p, size_t size, size_t n, void *arg)
+{
+	struct watch_sink *w = arg;
+	long status = 0;
+
+	curl_easy_getinfo(w->c->curl, CURLINFO_RESPONSE_CODE, &status);
+	if (status != 200)
+		return on_data(p, size, n, &w->err);
+	for (size_t i = 0; i < size * n; i++) {
+		if (p[i] == '\n')
+			watch_line(w);
+		else if (w->len < sizeof(w->line) - 1)
+			w->line[w->len++] = p[i];
+	}
+	return size * n;
+}
+
+static int
+cmd_watch(struct client *c, const char *sbx, const char *dir)
+{
+	struct watch_sink w;
+	struct reply r;
+	char *path, *e = esc(c, dir);
+	int rc;
+
+	memset(&w, 0, sizeof(w));
+	w.c = c;
+	if (asprintf(&path, "/v1/sandboxes/%s/files/watch?path=%s", sbx, e) ==
+	    -1) {
+		curl_free(e);
+		return 1;
+	}
+	curl_free(e);
+	c->sink = watch_data;
+	c->sink_arg = &w;
+	rc = request(c, "GET", path, NULL, 0, NULL, &r);
+	c->sink = NULL;
+	free(path);
+	if (rc != 0) {
+		free(w.err.data);
+		return 1;
+	}
+	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &w.err.status);
+	if (w.err.status != 200) {
+		report_error(&w.err);
+		free(w.err.data);
+		return 1;
+	}
+	return w.ended ? 0 : 1;
+}
+
 static int
 cmd_files(struct client *c, int argc, char **argv)
 {
@@ -491,6 +589,8 @@ cmd_files(struct client *c, int argc, char **argv)
 			usage();
 		return argc < 3 ? EXIT_USAGE : 1;
 	}
+	if (strcmp(argv[0], "watch") == 0 && argc == 3)
+		return cmd_watch(c, argv[1], argv[2]);
 	if (strcmp(argv[0], "put") == 0 && argc == 4) {
 		FILE *fp = strcmp(argv[2], "-") ? fopen(argv[2], "rb") : stdin;
 		char *data;

@@ -64,6 +64,9 @@ vmm_on_peer(struct proc_ctx *ctx, enum proc_id peer)
 {
 	if (peer == PROC_STORE)
 		vmm_restore_start(ctx, ctx->arg);
+	/* A new front knows nothing of the old one's watches. */
+	if (peer == PROC_FRONT)
+		vmm_watch_stop_all(ctx->arg);
 }
 
 /* The front's requests of one loop pass, served one by one as if each
@@ -114,16 +117,21 @@ static const struct msg_handler vmm_handlers[] = {
 	    sizeof(struct msg_vmm_image_ref), 0, vmm_h_images },
 	{ MSG_STORE_REPLY, PROC_BIT(PROC_STORE), MSG_MAX_PAYLOAD,
 	    MSG_H_VARIABLE, vmm_h_store_reply },
+	{ MSG_VMM_WATCH, PROC_BIT(PROC_FRONT), sizeof(struct msg_vmm_watch), 0,
+	    vmm_h_watch },
+	{ MSG_VMM_WATCH_STOP, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_watch_stop), 0, vmm_h_watch_stop },
 };
 
 static int
 vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 {
-	struct pollfd pfd[PROC_COUNT + 2 * VMM_JOBS_MAX];
-	int who[PROC_COUNT + 2 * VMM_JOBS_MAX];
+	struct pollfd pfd[PROC_COUNT + 2 * VMM_JOBS_MAX + WATCH_MAX];
+	int who[PROC_COUNT + 2 * VMM_JOBS_MAX + WATCH_MAX];
 	uint8_t *buf;
 	size_t n, i;
 	uint64_t now;
+	int timeout;
 
 	if ((buf = malloc(MSG_BUFSZ)) == NULL)
 		fatal("%s", __func__);
@@ -147,14 +155,27 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 				pfd[n].events = POLLIN;
 				who[n++] = PROC_COUNT + VMM_JOBS_MAX + (int)i;
 			}
+		for (i = 0; i < WATCH_MAX; i++)
+			if (vmm_watch_fd(vs, i) >= 0) {
+				pfd[n].fd = vmm_watch_fd(vs, i);
+				pfd[n].events = POLLIN;
+				who[n++] =
+				    PROC_COUNT + 2 * VMM_JOBS_MAX + (int)i;
+			}
 		for (i = 0; i < n; i++)
 			pfd[i].revents = 0;
-		if (poll(pfd, n, 1000) == -1 && errno != EINTR)
+		if ((timeout = vmm_watch_tick(ctx, vs)) < 0 || timeout > 1000)
+			timeout = 1000;
+		if (poll(pfd, n, timeout) == -1 && errno != EINTR)
 			fatal("%s: poll", __func__);
 		for (i = 0; i < n && !ctx->quit; i++) {
 			if (pfd[i].revents == 0)
 				continue;
-			if (who[i] >= PROC_COUNT + VMM_JOBS_MAX) {
+			if (who[i] >= PROC_COUNT + 2 * VMM_JOBS_MAX)
+				vmm_watch_event(ctx, vs,
+				    (size_t)who[i] - PROC_COUNT -
+				        2 * VMM_JOBS_MAX);
+			else if (who[i] >= PROC_COUNT + VMM_JOBS_MAX) {
 				struct job *j = &vs->jobs[who[i] - PROC_COUNT -
 				    VMM_JOBS_MAX];
 
@@ -178,6 +199,7 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 			}
 		vmm_expire_sandboxes(vs);
 	}
+	vmm_watch_stop_all(vs);
 	for (i = 0; i < VMM_JOBS_MAX; i++)
 		if (vs->jobs[i].used)
 			kill(vs->jobs[i].pid, SIGKILL);

@@ -144,6 +144,11 @@ static const struct seccomp_rule vmm_rules[] = {
 	R(seccomp, "the vm process installs its narrower filter"),
 	R(set_robust_list, "glibc fork in the child"),
 	R(rseq, "glibc fork in the child"),
+	R(inotify_init1, "files/watch: one inotify instance a watch"),
+	R(inotify_add_watch, "files/watch: a directory, as \".\" after fchdir"),
+	R(fchdir,
+	    "files/watch: into a directory opened beneath the "
+	    "workspace, and back to the root"),
 };
 
 const struct seccomp_filter seccomp_vmm = { "vmm", vmm_rules,

@@ -67,7 +67,14 @@ enum {
 	/* front -> vmm: requests of one pass of the front's loop (a batch,
 	 * host/msg.h); the replies come back as batches too. */
 	MSG_VMM_BATCH = MSG_VMM_BASE + 0x24,
-	MSG_VMM_BATCH_REPLY = MSG_VMM_BASE + 0x25
+	MSG_VMM_BATCH_REPLY = MSG_VMM_BASE + 0x25,
+	/* Watching a workspace directory (host/proc_vmm_watch.c): */
+	MSG_VMM_WATCH = MSG_VMM_BASE + 0x30, /* front -> vmm: msg_vmm_watch */
+	MSG_VMM_WATCH_REPLY = MSG_VMM_BASE + 0x31, /* msg_vmm_watch_reply */
+	/* vmm -> front, reqid = the watch's: msg_vmm_watch_events, then
+	 * count entries */
+	MSG_VMM_WATCH_EVENTS = MSG_VMM_BASE + 0x32,
+	MSG_VMM_WATCH_STOP = MSG_VMM_BASE + 0x33 /* front -> vmm: _stop */
 };
 
 /* The caps of the token that asked for the run: the vmm asks the policy
@@ -186,6 +193,55 @@ struct msg_vmm_env {
 	uint32_t op; /* enum vmm_env_op; in a reply: enum sbx_status */
 	uint32_t env_len;
 	char env[SBX_ENV_MAX];
+};
+
+/*
+ * A watch of a directory of a sandbox's workspace and what is under it
+ * (docs/api.yaml, files/watch). The grant is artifact:read on the
+ * sandbox id; the watch is the request's reqid from then on. Bounds: at
+ * most WATCH_MAX watches (WATCH_PER_SANDBOX a sandbox), WATCH_DIRS_MAX
+ * directories each, WATCH_RATE events a second each (the rest are
+ * counted as dropped); events on one path within WATCH_FLUSH_MS are
+ * coalesced into one.
+ */
+#define WATCH_MAX 32
+#define WATCH_PER_SANDBOX 4
+#define WATCH_DIRS_MAX 64
+#define WATCH_DEPTH_MAX 8
+#define WATCH_RATE 200
+#define WATCH_FLUSH_MS 100
+#define WATCH_PENDING_MAX 256
+
+struct msg_vmm_watch {
+	struct grant grant;
+	char id[SBX_ID_MAX];
+	char path[FILE_PATH_MAX]; /* NUL-terminated */
+};
+
+struct msg_vmm_watch_reply {
+	uint32_t status; /* enum sbx_status */
+	int32_t error; /* an errno: ENOENT, ENOTDIR, EMFILE (too many) */
+};
+
+enum watch_kind { WATCH_CREATED = 1, WATCH_MODIFIED, WATCH_DELETED };
+enum watch_end {
+	WATCH_GOING = 0, /* more will come */
+	WATCH_END_SANDBOX, /* the sandbox was deleted or expired */
+	WATCH_END_DIR, /* the watched directory was deleted or moved */
+	WATCH_END_STOPPED /* the front asked (its client went) */
+};
+
+/* Then count times: u8 kind (enum watch_kind), u8 is_dir, u16 len, len
+ * bytes of path (absolute in the workspace, no NUL); nothing after. */
+struct msg_vmm_watch_events {
+	uint32_t count;
+	uint32_t dropped; /* events not sent (rate, overflow) since the last */
+	uint32_t end; /* enum watch_end */
+	uint32_t pad;
+};
+
+struct msg_vmm_watch_stop {
+	uint64_t watch;
 };
 
 struct msg_vmm_sandbox_list {

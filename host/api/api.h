@@ -394,6 +394,15 @@ struct api_backend {
 	    char next[API_ID_MAX + 1], struct api_error *err);
 
 	/*
+	 * files/watch: start watching path (a directory) of sandbox id. On
+	 * success the op has deferred its reply (api_defer) and returns
+	 * API_PENDING; the events then go out with api_stream_event and the
+	 * stream ends with api_stream_end.
+	 */
+	int (*file_watch)(void *ctx, const struct api_call *, const char *id,
+	    const char *path, struct api_error *err);
+
+	/*
 	 * Schedules. spec and patch are JSON text the backend validates
 	 * (API_EBADREQ with the reason); out->spec is malloc. list and runs
 	 * fill *out (malloc, *n entries; runs newest first).
@@ -465,6 +474,23 @@ void api_stream_run(
     struct api_pending *, const char *stream, const void *data, size_t len);
 void api_resume_run(struct api_pending *, int rc, struct api_run_result *res,
     const struct api_error *err);
+
+/*
+ * Event streams that are not runs (files/watch): one event (data: JSON
+ * text without a newline, which the stream refuses) goes out at once; an
+ * event NULL sends a comment, to keep the connection alive. The head of
+ * the stream goes with the first. api_stream_end sends a last event (or
+ * none: NULL), ends the stream and frees the handle. api_pending_alive
+ * is 0 once the client has gone (closed or half-closed its connection):
+ * then end the stream, nobody reads it.
+ */
+void api_stream_event(
+    struct api_pending *, const char *event, const char *data_json);
+void api_stream_end(
+    struct api_pending *, const char *event, const char *data_json);
+int api_pending_alive(const struct api_pending *);
+typedef int (*api_alive_fn)(void *arg, uint64_t conn);
+void api_set_alive(struct api *, api_alive_fn fn, void *arg);
 
 /* Returns NULL on allocation failure. be must outlive the api. */
 struct api *api_new(const struct api_backend *be, const struct api_config *);

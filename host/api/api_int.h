@@ -49,6 +49,8 @@ struct api {
 	/* deferred replies */
 	api_resume_fn resume_fn;
 	void *resume_arg;
+	api_alive_fn alive_fn; /* is a deferred reply's client still there */
+	void *alive_arg;
 	uint64_t pending;
 	uint64_t idem_serial; /* reservations made */
 };
@@ -144,6 +146,14 @@ void run_events(struct http_buf *, const struct api_run_result *);
 void sse_event(struct http_buf *, const char *event, json_t *data);
 json_t *bytes_string(const char *, size_t);
 uint64_t api_now_ms(struct api *);
+
+/* Event streams (host/api/api.c): the head, one chunk of events. */
+void stream_head(struct api_pending *, struct http_buf *);
+void stream_chunk(
+    struct api_pending *, struct http_buf *, const void *, size_t);
+
+/* host/api/api_watch.c: files/watch. */
+void h_file_watch(struct rq *);
 
 /* host/api/api_sched.c: /v1/schedules. */
 void h_schedule_create(struct rq *);

@@ -1360,6 +1360,8 @@ const struct api_route api_routes[] = {
 	    "files_mkdir", 0 },
 	{ HTTP_DELETE, SBX "/files/remove", h_file_remove, CAP_ARTIFACT_WRITE,
 	    0, 0, "files_remove", 0 },
+	{ HTTP_GET, SBX "/files/watch", h_file_watch, CAP_ARTIFACT_READ, 0, 0,
+	    "files_watch", 1 },
 	{ HTTP_GET, SBX "/env", h_env_get, CAP_SANDBOX_READ, 0, 0, "env_get",
 	    0 },
 	{ HTTP_PUT, SBX "/env", h_env_put, CAP_SANDBOX_WRITE, 1, 0, "env_put",

@@ -969,6 +969,7 @@ front_backend_new(struct proc_ctx *ctx)
 	fb_image_ops(&fb->ops);
 	fb_lock_ops(&fb->ops);
 	fb_sched_ops(&fb->ops);
+	fb_watch_ops(&fb->ops);
 	return fb;
 }
 
@@ -1003,6 +1004,7 @@ front_backend_stop(struct front_backend *fb)
 	fb_fail_waits(fb, PROC_COUNT, "is stopping");
 	fb_runs_fail_all(fb);
 	front_backend_resume(fb);
+	fb_watch_end_all(fb, "keepd is stopping");
 	fb_audit_flush(fb);
 }
 
@@ -1017,4 +1019,6 @@ front_backend_link_down(struct front_backend *fb, enum proc_id peer)
 	fb_fail_waits(fb, peer, "is restarting");
 	if (peer == PROC_VMM)
 		fb_runs_fail_all(fb);
+	if (peer == PROC_VMM)
+		fb_watch_end_all(fb, "the vmm restarted");
 }

@@ -72,6 +72,7 @@ struct front_backend {
 	uint32_t audit_count;
 	uint64_t audit_since_ms; /* monotonic, when the first one waited */
 	struct fb_scheds *scheds; /* host/front/front_sched.c */
+	struct fb_watch *watches; /* host/front/front_watch.c */
 	int64_t test_clock_s; /* > 0: schedules' time (keepd -T), seconds */
 };
 
@@ -195,6 +196,16 @@ int fb_run_async(struct front_backend *, const struct api_call *,
 int fb_run_command_async(struct front_backend *, const struct api_call *,
     const char *id, const struct api_command *, fb_run_done_fn, void *arg,
     struct api_error *);
+
+/* host/front/front_watch.c: files/watch streams. */
+struct fb_watch;
+void fb_watch_ops(struct api_backend *);
+/* From the loop: stop the watches whose client went; keep the others'
+ * connections alive. */
+void fb_watch_tick(struct front_backend *);
+void fb_watch_end_all(struct front_backend *, const char *reason);
+extern const struct msg_handler fb_watch_handlers[];
+extern const size_t fb_watch_nhandlers;
 
 /* host/front/front_sched.c: schedules and their timers. */
 struct fb_scheds;

@@ -714,6 +714,7 @@ front_backend_resume(struct front_backend *fb)
 
 	fb_expire_waits(fb);
 	fb_sched_tick(fb);
+	fb_watch_tick(fb);
 
 	while ((r = *rp) != NULL) {
 		if (!r->done && now >= r->deadline) {
