@@ -483,12 +483,37 @@ send_test_clock(struct parent *ps)
 		log_info("%s: test clock %lld", __func__, v);
 }
 
+/* The zone table, made once (tzdata changes with a package upgrade, which
+ * restarts keepd). */
+static int zones_fd = -1;
+static size_t zones_len;
+
+static void
+send_zones(struct parent *ps)
+{
+	struct msg_zones m;
+
+	if (zones_fd == -1 &&
+	    (zones_fd = parent_zones_memfd(
+	         "/usr/share/zoneinfo", &zones_len)) == -1)
+		return;
+	if (zones_len == 0 || zones_len > MSG_ZONES_MAX)
+		return;
+	memset(&m, 0, sizeof(m));
+	m.len = zones_len;
+	if (msg_send(ps->ctx.fd[PROC_FRONT], MSG_CTL_ZONES, 0, 0, &m, sizeof(m),
+	        zones_fd) != MSG_OK)
+		log_warnx("%s: the front did not take it", __func__);
+}
+
 /* Everything a child gets from the parent after its start or a reload. */
 static void
 send_setup(struct parent *ps, enum proc_id c)
 {
 	if (c == PROC_FRONT)
 		send_test_clock(ps);
+	if (c == PROC_FRONT)
+		send_zones(ps);
 	send_config(ps, c);
 	send_pubkeys(ps, c);
 	if (c == PROC_FRONT)

@@ -33,6 +33,8 @@ struct front_state {
 	char *key; /* PEM key, key_len bytes, NUL-terminated */
 	size_t cert_len, key_len;
 	int64_t test_clock_s; /* keepd -T: the schedules' clock, else 0 */
+	char *zones; /* the zone table (MSG_CTL_ZONES), NUL-terminated */
+	size_t zones_len;
 };
 
 /* Read len bytes at off from fd into a new NUL-terminated buffer. */
@@ -109,6 +111,37 @@ front_h_test_clock(struct proc_ctx *ctx, const struct msg *m)
 	return 0;
 }
 
+/* The time zones' rules by name, for schedules. */
+static int
+front_h_zones(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct front_state *fs = ctx->arg;
+	struct msg_zones z;
+	struct stat st;
+	char *text;
+
+	memcpy(&z, m->data, sizeof(z));
+	if (z.len == 0 || z.len > MSG_ZONES_MAX || fstat(m->fd, &st) == -1 ||
+	    (uint64_t)st.st_size != z.len ||
+	    (text = read_at(m->fd, 0, z.len)) == NULL) {
+		close(m->fd);
+		return -1;
+	}
+	close(m->fd);
+	if (memchr(text, '\0', z.len) != NULL) {
+		free(text);
+		return -1;
+	}
+	free(fs->zones);
+	fs->zones = text;
+	fs->zones_len = z.len;
+	if (fs->fb != NULL) {
+		fs->fb->zones = fs->zones;
+		fs->fb->zones_len = fs->zones_len;
+	}
+	return 0;
+}
+
 /* Start serving once the configuration (and, if configured, the TLS
  * material) is here; until then the listener's backlog holds clients. */
 static int
@@ -123,6 +156,8 @@ front_start(struct proc_ctx *ctx, struct front_state *fs)
 	    (fs->api = api_new(front_backend_ops(fs->fb), NULL)) == NULL)
 		return -1;
 	fs->fb->test_clock_s = fs->test_clock_s;
+	fs->fb->zones = fs->zones;
+	fs->fb->zones_len = fs->zones_len;
 	if (ctx->config->tls) {
 		fs->tls = front_tls_server(fs->cert, fs->cert_len, fs->key,
 		    fs->key_len, err, sizeof(err));
@@ -242,6 +277,8 @@ front_main(struct proc_ctx *ctx)
 		    MSG_H_FD, front_h_tls },
 		{ MSG_CTL_TEST_CLOCK, PROC_BIT(PROC_PARENT),
 		    sizeof(struct msg_test_clock), 0, front_h_test_clock },
+		{ MSG_CTL_ZONES, PROC_BIT(PROC_PARENT),
+		    sizeof(struct msg_zones), MSG_H_FD, front_h_zones },
 	};
 
 	for (i = 0; i < nitems(common); i++)

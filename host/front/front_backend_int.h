@@ -74,6 +74,8 @@ struct front_backend {
 	struct fb_scheds *scheds; /* host/front/front_sched.c */
 	struct fb_watch *watches; /* host/front/front_watch.c */
 	int64_t test_clock_s; /* > 0: schedules' time (keepd -T), seconds */
+	const char *zones; /* "NAME\tRULE\n" lines (MSG_CTL_ZONES), or NULL */
+	size_t zones_len;
 };
 
 /* fb_call reply flags. */

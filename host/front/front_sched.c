@@ -206,18 +206,31 @@ seq_key(uint64_t seq, char out[21])
 	snprintf(out, 21, "%020llu", (unsigned long long)seq);
 }
 
+/* A zone by name from the parent's table (host/parent_zones.c): the
+ * rule is validated as any input by tz_parse_rule. */
 static int
-zone_none(void *arg, const char *name, struct tz *out)
+zone_lookup(void *arg, const char *name, struct tz *out)
 {
-	(void)arg;
-	(void)name;
-	(void)out;
+	struct front_backend *fb = arg;
+	const char *p = fb->zones, *end = fb->zones + fb->zones_len, *nl;
+	size_t n = strlen(name);
+
+	if (p == NULL || !tz_name_valid(name))
+		return -1;
+	for (; p < end; p = nl + 1) {
+		if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
+			return -1;
+		if ((size_t)(nl - p) > n && memcmp(p, name, n) == 0 &&
+		    p[n] == '\t')
+			return tz_parse_rule(
+			    p + n + 1, (size_t)(nl - p) - n - 1, out);
+	}
 	return -1;
 }
 
 /* One record read back: validated as any input. */
 static struct fb_sched *
-sched_from_record(const void *rec, size_t len)
+sched_from_record(struct front_backend *fb, const void *rec, size_t len)
 {
 	struct store_schedule r;
 	struct fb_sched *s;
@@ -227,7 +240,7 @@ sched_from_record(const void *rec, size_t len)
 	    strlen(r.owner) >= GRANT_PRINCIPAL_MAX ||
 	    strlen(r.id) > API_ID_MAX || (s = calloc(1, sizeof(*s))) == NULL)
 		return NULL;
-	if (sched_spec_parse_text(r.spec, strlen(r.spec), zone_none, NULL,
+	if (sched_spec_parse_text(r.spec, strlen(r.spec), zone_lookup, fb,
 	        &s->spec, err, sizeof(err)) != 0) {
 		log_warnx("schedule %s: its record is refused: %s", r.id, err);
 		free(s);
@@ -312,7 +325,7 @@ load_main(void *arg)
 
 			if (store_wire_reply_record(
 			        reply, rlen, i, &rec, &reclen) != STORE_OK ||
-			    (s = sched_from_record(rec, reclen)) == NULL)
+			    (s = sched_from_record(fb, rec, reclen)) == NULL)
 				continue;
 			s->next = loaded;
 			loaded = s;
@@ -804,7 +817,7 @@ fb_schedule_create(void *arg, const struct api_call *call, const char *text,
 		return fb_fail(err, API_EFORBIDDEN, "Principal name too long");
 	if ((s = calloc(1, sizeof(*s))) == NULL)
 		return fb_fail(err, API_EINTERNAL, "Out of memory");
-	if (sched_spec_parse_text(text, strlen(text), zone_none, NULL, &s->spec,
+	if (sched_spec_parse_text(text, strlen(text), zone_lookup, fb, &s->spec,
 	        err->message, sizeof(err->message)) != 0) {
 		free(s);
 		return API_EBADREQ;
@@ -892,7 +905,7 @@ fb_schedule_update(void *arg, const struct api_call *call, const char *id,
 		return fb_fail(err, API_ENOTFOUND, "Schedule not found");
 	if ((patch = json_loads(text, JSON_REJECT_DUPLICATES, &je)) == NULL)
 		return fb_fail(err, API_EBADREQ, "Bad JSON");
-	rc = sched_spec_patch(&s->spec, patch, zone_none, NULL, &fresh,
+	rc = sched_spec_patch(&s->spec, patch, zone_lookup, fb, &fresh,
 	    err->message, sizeof(err->message));
 	json_decref(patch);
 	if (rc != 0)

@@ -66,6 +66,14 @@ req "$alice" POST /v1/schedules '{"cron":"* * * *","sandbox_id":"'$sbx'","comman
 req "$alice" POST /v1/schedules '{"cron":"* * * * *","sandbox_id":"'$sbx'","command":{"cmd":"echo"},"colour":1}'
 [ "$code" = 400 ] && ok "an unknown field: 400" || bad "unknown field: $code $body"
 
+# Zones by name (the parent's table from tzdata) or as POSIX rules.
+req "$alice" POST /v1/schedules '{"cron":"0 9 * * *","timezone":"Europe/Berlin","sandbox_id":"'$sbx'","command":{"cmd":"echo"},"enabled":true}'
+[ "$code" = 201 ] && [ "$(jget "$body" '["next_fire_at"][0]')" = 2026-01-02T08:00:00Z ] &&
+    ok "9:00 in Europe/Berlin is 08:00 UTC in winter" || bad "zone: $code $body"
+req "$alice" DELETE "/v1/schedules/$(jget "$body" '["id"]')"
+req "$alice" POST /v1/schedules '{"cron":"0 9 * * *","timezone":"Mars/Olympus","sandbox_id":"'$sbx'","command":{"cmd":"echo"}}'
+[ "$code" = 400 ] && [[ $body == *timezone* ]] && ok "an unknown zone: 400" || bad "bad zone: $code $body"
+
 req "$alice" POST /v1/schedules "$every"
 [ "$code" = 201 ] || bad "create: $code $body"
 s1=$(jget "$body" '["id"]')
