@@ -92,6 +92,20 @@ kill "$c1"; wait "$c1" 2>/dev/null
 wait_for "$tmp/log" "stopped by the front" && ok "a client that goes stops its watch" ||
     bad "client gone: $(grep -i watch "$tmp/log")"
 
+# At most four watches a sandbox: a fifth is 429.
+cs=
+for i in 1 2 3 4; do
+	watch "$alice" "$sbx" /data "$tmp/lim$i"; cs="$cs $!"
+	wait_for "$tmp/lim$i" "event: ready" || bad "watch $i: $(cat "$tmp/lim$i")"
+done
+req "$alice" GET "/v1/sandboxes/$sbx/files/watch?path=/data"
+[ "$code" = 429 ] && ok "a fifth watch on a sandbox: 429" || bad "fifth: $code $body"
+kill $cs; wait $cs 2>/dev/null
+for _ in $(seq 100); do
+	[ "$(grep -c "stopped by the front" "$tmp/log")" -ge 5 ] && break
+	sleep 0.1
+done
+
 # The sandbox goes: the stream ends (and keep api files watch with it).
 watch "$alice" "$sbx" / "$tmp/ev2"; c2=$!
 wait_for "$tmp/ev2" "event: ready" || bad "ready 2: $(cat "$tmp/ev2")"
