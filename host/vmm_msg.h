@@ -244,6 +244,16 @@ struct msg_vmm_watch_stop {
 	uint64_t watch;
 };
 
+/* host/watch_wire.c. A whole MSG_VMM_WATCH_EVENTS payload: 0 with *h
+ * when every entry is in bounds (a known kind, a path that starts with
+ * '/', without NUL, shorter than FILE_PATH_MAX) and nothing follows the
+ * last, else -1. Then watch_events_entry walks the entries from offset
+ * sizeof(*h), returning the next entry's offset. */
+int watch_events_check(
+    const uint8_t *p, size_t len, struct msg_vmm_watch_events *h);
+size_t watch_events_entry(const uint8_t *p, size_t off, uint8_t *kind,
+    int *is_dir, const char **path, size_t *n);
+
 struct msg_vmm_sandbox_list {
 	struct grant grant; /* sandbox:read, target = "" (the list route's) */
 	char cursor[SBX_ID_MAX]; /* "" from the start; list ids above it */

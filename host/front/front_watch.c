@@ -50,6 +50,23 @@ event(struct fb_watch *w, const char *name, json_t *data)
 	free(s);
 }
 
+/* A path as a JSON string: names are bytes, not always UTF-8; a byte
+ * that is not is shown as '?'. */
+static json_t *
+path_string(const char *p, size_t n)
+{
+	json_t *j;
+	char *c;
+
+	if ((j = json_stringn(p, n)) != NULL || (c = malloc(n + 1)) == NULL)
+		return j;
+	for (size_t i = 0; i < n; i++)
+		c[i] = (unsigned char)p[i] < 0x80 ? p[i] : '?';
+	j = json_stringn(c, n);
+	free(c);
+	return j;
+}
+
 static void
 end(struct front_backend *fb, struct fb_watch *w, const char *reason)
 {
@@ -159,39 +176,23 @@ h_watch_events(struct proc_ctx *ctx, const struct msg *m)
 	size_t off;
 	uint32_t i;
 
-	if ((size_t)m->hdr.len < sizeof(h))
-		return -1;
-	memcpy(&h, m->data, sizeof(h));
-	if (h.end >= nitems(end_name) || h.pad != 0)
-		return -1;
-	/* The whole message first: every entry in bounds, nothing after. */
 	p = m->data;
-	for (i = 0, off = sizeof(h); i < h.count; i++) {
-		size_t n;
-
-		if ((size_t)m->hdr.len - off < 4)
-			return -1;
-		n = (size_t)p[off + 2] | (size_t)p[off + 3] << 8;
-		if (p[off] < WATCH_CREATED || p[off] > WATCH_DELETED ||
-		    p[off + 1] > 1 || n == 0 || n >= FILE_PATH_MAX ||
-		    (size_t)m->hdr.len - off - 4 < n || p[off + 4] != '/' ||
-		    memchr(p + off + 4, '\0', n) != NULL)
-			return -1;
-		off += 4 + n;
-	}
-	if (off != (size_t)m->hdr.len)
+	if (watch_events_check(p, m->hdr.len, &h) != 0)
 		return -1;
 	for (w = fb->watches; w != NULL && w->id != m->hdr.reqid; w = w->next)
 		;
 	if (w == NULL)
 		return 0; /* ended here already */
 	for (i = 0, off = sizeof(h); i < h.count; i++) {
-		size_t n = (size_t)p[off + 2] | (size_t)p[off + 3] << 8;
+		const char *path;
+		uint8_t kind;
+		int is_dir;
+		size_t n;
 
-		event(w, kind_name[p[off]],
-		    json_pack("{s:s%,s:s}", "path", (const char *)p + off + 4,
-		        n, "type", p[off + 1] ? "dir" : "file"));
-		off += 4 + n;
+		off = watch_events_entry(p, off, &kind, &is_dir, &path, &n);
+		event(w, kind_name[kind],
+		    json_pack("{s:o,s:s}", "path", path_string(path, n), "type",
+		        is_dir ? "dir" : "file"));
 	}
 	if (h.dropped != 0)
 		event(w, "dropped",
