@@ -1393,13 +1393,13 @@ const struct api_route api_routes[] = {
 	    1, "schedule_create", 0 },
 	{ HTTP_GET, "/v1/schedules", h_schedule_list, CAP_SCHEDULE_READ, 0, 0,
 	    "schedule_list", 0 },
-	{ HTTP_GET, "/v1/schedules/{name}", h_schedule_get, CAP_SCHEDULE_READ,
-	    0, 0, "schedule_get", 0 },
-	{ HTTP_PATCH, "/v1/schedules/{name}", h_schedule_update,
+	{ HTTP_GET, "/v1/schedules/{id}", h_schedule_get, CAP_SCHEDULE_READ, 0,
+	    0, "schedule_get", 0 },
+	{ HTTP_PATCH, "/v1/schedules/{id}", h_schedule_update,
 	    CAP_SCHEDULE_WRITE, 1, 0, "schedule_update", 0 },
-	{ HTTP_DELETE, "/v1/schedules/{name}", h_schedule_delete,
+	{ HTTP_DELETE, "/v1/schedules/{id}", h_schedule_delete,
 	    CAP_SCHEDULE_WRITE, 0, 0, "schedule_delete", 0 },
-	{ HTTP_GET, "/v1/schedules/{name}/runs", h_schedule_runs,
+	{ HTTP_GET, "/v1/schedules/{id}/runs", h_schedule_runs,
 	    CAP_SCHEDULE_READ, 0, 0, "schedule_runs", 0 },
 };
 const size_t api_nroutes = sizeof(api_routes) / sizeof(api_routes[0]);

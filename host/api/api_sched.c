@@ -147,7 +147,7 @@ h_schedule_get(struct rq *r)
 	}
 	memset(&s, 0, sizeof(s));
 	memset(&err, 0, sizeof(err));
-	rc = BE(r)->schedule_get(BE(r)->ctx, &r->call, r->tail, &s, &err);
+	rc = BE(r)->schedule_get(BE(r)->ctx, &r->call, r->id, &s, &err);
 	if (rc != API_OK) {
 		free(s.spec);
 		rq_backend_error(r, rc, &err);
@@ -172,8 +172,8 @@ h_schedule_update(struct rq *r)
 		return;
 	memset(&s, 0, sizeof(s));
 	memset(&err, 0, sizeof(err));
-	rc = BE(r)->schedule_update(
-	    BE(r)->ctx, &r->call, r->tail, text, &s, &err);
+	rc =
+	    BE(r)->schedule_update(BE(r)->ctx, &r->call, r->id, text, &s, &err);
 	free(text);
 	if (rc != API_OK) {
 		free(s.spec);
@@ -194,7 +194,7 @@ h_schedule_delete(struct rq *r)
 		return;
 	}
 	memset(&err, 0, sizeof(err));
-	rc = BE(r)->schedule_delete(BE(r)->ctx, &r->call, r->tail, &err);
+	rc = BE(r)->schedule_delete(BE(r)->ctx, &r->call, r->id, &err);
 	if (rc != API_OK) {
 		rq_backend_error(r, rc, &err);
 		return;
@@ -241,7 +241,7 @@ h_schedule_runs(struct rq *r)
 		return;
 	}
 	memset(&err, 0, sizeof(err));
-	rc = BE(r)->schedule_runs(BE(r)->ctx, &r->call, r->tail, &x, &n, &err);
+	rc = BE(r)->schedule_runs(BE(r)->ctx, &r->call, r->id, &x, &n, &err);
 	if (rc != API_OK) {
 		rq_backend_error(r, rc, &err);
 		return;
