@@ -9,7 +9,7 @@ source "$(dirname "$0")/../lib/keepd.sh"
 cat >"$tmp/test.policy" <<'EOP'
 agent "alice" {
 	allow sandbox:read, sandbox:write, exec, schedule:read, schedule:write
-	exec "echo"
+	exec "echo", "python"
 }
 agent "bob" {
 	allow sandbox:read, sandbox:write, exec, schedule:read, schedule:write
@@ -115,13 +115,14 @@ runs "$alice" "$s1" 4 && [ "$(fires)" = "12:08 12:03 12:02 12:01" ] &&
     ok "both go on at 12:08" || bad "after restart: $(fires)"
 runs "$alice" "$s2" 2 || bad "once after restart: $body"
 
-# One time, in a fresh sandbox that is deleted after.
-req "$alice" POST /v1/schedules '{"at":"2026-01-01T12:08:30Z","image":"toolbox","command":{"cmd":"echo","args":["fresh"]}}'
+# One time, in a fresh sandbox that is deleted after: a Python execute.
+[ -e "$B/images/python.img" ] || bad "no python image (make images)"
+req "$alice" POST /v1/schedules '{"at":"2026-01-01T12:08:30Z","image":"python","execute":{"language":"python","code":"print(6*7)"}}'
 [ "$code" = 201 ] || bad "create at: $code $body"
 s4=$(jget "$body" '["id"]')
 clock 12:08:30
-runs "$alice" "$s4" 1 && [ "$(jget "$body" '["runs"][0]["stdout"]')" = fresh ] &&
-    ok "a one-time fire in a fresh sandbox" || bad "at: $body"
+runs "$alice" "$s4" 1 && [ "$(jget "$body" '["runs"][0]["stdout"]')" = 42 ] &&
+    ok "a one-time Python execute in a fresh sandbox" || bad "at: $body"
 fresh=$(jget "$body" '["runs"][0]["sandbox_id"]')
 req "$alice" GET "/v1/sandboxes/$fresh"
 [ "$code" = 404 ] && ok "its sandbox is deleted after" || bad "fresh sandbox: $code $body"
