@@ -202,7 +202,7 @@ watch_flush(struct proc_ctx *ctx, struct vmm_watch *w)
 static void
 watch_queue(struct vmm_watch *w, uint8_t kind, int is_dir, const char *path)
 {
-	uint64_t now = vmm_mono_ms();
+	uint64_t now = mono_ms();
 	size_t i;
 
 	if (now / 1000 != w->second) {
@@ -298,7 +298,7 @@ vmm_watch_event(struct proc_ctx *ctx, struct vmm_state *vs, size_t i)
 int
 vmm_watch_tick(struct proc_ctx *ctx, struct vmm_state *vs)
 {
-	uint64_t now = vmm_mono_ms();
+	uint64_t now = mono_ms();
 	int next = -1;
 
 	for (size_t i = 0; i < WATCH_MAX; i++) {

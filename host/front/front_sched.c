@@ -29,6 +29,7 @@
 #include "host/sched/sched_spec.h"
 #include "host/store/store.h"
 #include "host/store/store_wire.h"
+#include "lib/clock.h"
 #include "lib/log.h"
 #include "lib/task.h"
 #include "policy/policy.h"
@@ -92,15 +93,6 @@ struct fb_fire {
 	struct api_run_result res;
 	struct api_error err;
 };
-
-static uint64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 /* Schedules' time in ms: the test clock when keepd runs with one. */
 static int64_t

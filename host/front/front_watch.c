@@ -18,6 +18,7 @@
 
 #include "host/front/front_backend_int.h"
 #include "host/vmm_msg.h"
+#include "lib/clock.h"
 #include "lib/log.h"
 
 #define WATCH_BEAT_MS 15000
@@ -28,15 +29,6 @@ struct fb_watch {
 	struct api_pending *pending;
 	uint64_t beat_at; /* monotonic ms */
 };
-
-static uint64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static void
 event(struct fb_watch *w, const char *name, json_t *data)
