@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -240,6 +241,70 @@ test_store_records(void **state)
 	    store_key_make(STORE_DB_SCHED_RUNS, "sch-1", "x", key), 0);
 }
 
+/* A schedule's fires are listed in fire order under it, and go with it. */
+static void
+test_store_cascade(void **state)
+{
+	char dir[] = "/tmp/test_sched.XXXXXX", path[64];
+	struct store_config cfg = { 0 };
+	struct store_schedule s = { "sch-1", "alice", "{}", 0, 1, 1, 0, 0 };
+	struct store_sched_run r = { "sch-1", NULL, "alice",
+		STORE_SCHED_REFUSED, -1, 0, 0, 0, 0, "", "", "budget", NULL, 0,
+		NULL, 0 };
+	struct store_page *pg = calloc(1, sizeof(*pg));
+	struct store *st;
+	char seq[21];
+	void *rec;
+	size_t len;
+
+	(void)state;
+	assert_non_null(pg);
+	assert_non_null(mkdtemp(dir));
+	cfg.nosync = 1;
+	assert_int_equal(store_open(dir, &cfg, &st), STORE_OK);
+	assert_int_equal(store_schedule_encode(&s, &rec, &len), STORE_OK);
+	assert_int_equal(
+	    store_put(st, STORE_DB_SCHEDULES, rec, len, 0), STORE_OK);
+	free(rec);
+	/* 10 after 9: the keys sort as numbers. */
+	for (int i = 12; i >= 8; i--) {
+		snprintf(seq, sizeof(seq), "%020d", i);
+		r.seq = seq;
+		assert_int_equal(
+		    store_sched_run_encode(&r, &rec, &len), STORE_OK);
+		assert_int_equal(
+		    store_put(st, STORE_DB_SCHED_RUNS, rec, len, 0), STORE_OK);
+		free(rec);
+	}
+	assert_int_equal(
+	    store_list(st, STORE_DB_SCHED_RUNS, "sch-1", NULL, 10, pg),
+	    STORE_OK);
+	assert_int_equal(pg->n, 5);
+	for (size_t i = 0; i < pg->n; i++) {
+		struct store_sched_run x;
+
+		assert_int_equal(
+		    store_sched_run_decode(pg->rec[i], pg->len[i], &x),
+		    STORE_OK);
+		assert_int_equal(strtoull(x.seq, NULL, 10), 8 + i);
+	}
+	store_page_free(pg);
+	assert_int_equal(
+	    store_delete(st, STORE_DB_SCHEDULES, "sch-1", NULL), STORE_OK);
+	assert_int_equal(
+	    store_list(st, STORE_DB_SCHED_RUNS, "sch-1", NULL, 10, pg),
+	    STORE_OK);
+	assert_int_equal(pg->n, 0);
+	store_page_free(pg);
+	free(pg);
+	store_close(st);
+	snprintf(path, sizeof(path), "%s/data.mdb", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/lock.mdb", dir);
+	unlink(path);
+	rmdir(dir);
+}
+
 int
 main(void)
 {
@@ -250,6 +315,7 @@ main(void)
 		cmocka_unit_test(test_patch),
 		cmocka_unit_test(test_time_format),
 		cmocka_unit_test(test_store_records),
+		cmocka_unit_test(test_store_cascade),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
