@@ -30,12 +30,6 @@ struct watch_dir {
 	char path[WS_PATH_MAX]; /* absolute in the workspace */
 };
 
-struct watch_pending {
-	uint8_t kind; /* enum watch_kind */
-	uint8_t is_dir;
-	char path[WS_PATH_MAX];
-};
-
 struct vmm_watch {
 	uint64_t id; /* the front's reqid */
 	char sbx[SBX_ID_MAX];
@@ -43,12 +37,7 @@ struct vmm_watch {
 	int ifd;
 	size_t ndirs;
 	struct watch_dir dirs[WATCH_DIRS_MAX];
-	size_t npend;
-	struct watch_pending pend[WATCH_PENDING_MAX];
-	uint32_t dropped;
-	uint64_t flush_at; /* monotonic ms; 0: nothing pending */
-	uint64_t second; /* the rate's current second */
-	uint32_t in_second;
+	struct watch_batch b; /* waiting to go */
 	uint32_t end; /* enum watch_end, once ending */
 };
 
@@ -89,7 +78,7 @@ watch_dir(struct vmm_watch *w, int ws_fd, const char *path, int depth)
 	int fd, lfd = -1, wd, root;
 
 	if (w->ndirs >= WATCH_DIRS_MAX) {
-		w->dropped++;
+		w->b.dropped++;
 		return -ENOSPC;
 	}
 	if ((fd = ws_openat(
@@ -165,24 +154,24 @@ watch_flush(struct proc_ctx *ctx, struct vmm_watch *w)
 	struct msg_vmm_watch_events h;
 	size_t off = sizeof(h), i = 0;
 
-	while (i < w->npend || (i == 0 && (w->dropped || w->end))) {
+	while (i < w->b.npend || (i == 0 && (w->b.dropped || w->end))) {
 		memset(&h, 0, sizeof(h));
 		off = sizeof(h);
-		for (; i < w->npend; i++) {
-			size_t n = strlen(w->pend[i].path);
+		for (; i < w->b.npend; i++) {
+			size_t n = strlen(w->b.pend[i].path);
 
 			if (off + 4 + n > sizeof(buf))
 				break;
-			buf[off] = w->pend[i].kind;
-			buf[off + 1] = w->pend[i].is_dir;
+			buf[off] = w->b.pend[i].kind;
+			buf[off + 1] = w->b.pend[i].is_dir;
 			buf[off + 2] = (uint8_t)n;
 			buf[off + 3] = (uint8_t)(n >> 8);
-			memcpy(buf + off + 4, w->pend[i].path, n);
+			memcpy(buf + off + 4, w->b.pend[i].path, n);
 			off += 4 + n;
 			h.count++;
 		}
-		if (i >= w->npend) {
-			h.dropped = w->dropped;
+		if (i >= w->b.npend) {
+			h.dropped = w->b.dropped;
 			h.end = w->end;
 		}
 		memcpy(buf, &h, sizeof(h));
@@ -191,44 +180,12 @@ watch_flush(struct proc_ctx *ctx, struct vmm_watch *w)
 		        w->id, buf, off, -1) != MSG_OK)
 			log_warnx("%s: watch %llu: events lost", __func__,
 			    (unsigned long long)w->id);
-		if (i >= w->npend)
+		if (i >= w->b.npend)
 			break;
 	}
-	w->npend = 0;
-	w->dropped = 0;
-	w->flush_at = 0;
-}
-
-static void
-watch_queue(struct vmm_watch *w, uint8_t kind, int is_dir, const char *path)
-{
-	uint64_t now = mono_ms();
-	size_t i;
-
-	if (now / 1000 != w->second) {
-		w->second = now / 1000;
-		w->in_second = 0;
-	}
-	for (i = 0; i < w->npend; i++)
-		if (strcmp(w->pend[i].path, path) == 0) {
-			/* Coalesced: a new file's first writes are its
-			 * creation. */
-			if (!(w->pend[i].kind == WATCH_CREATED &&
-			        kind == WATCH_MODIFIED))
-				w->pend[i].kind = kind;
-			return;
-		}
-	if (w->in_second >= WATCH_RATE || w->npend >= WATCH_PENDING_MAX) {
-		w->dropped++;
-		return;
-	}
-	w->in_second++;
-	w->pend[w->npend].kind = kind;
-	w->pend[w->npend].is_dir = (uint8_t)(is_dir != 0);
-	strlcpy(w->pend[w->npend].path, path, sizeof(w->pend[0].path));
-	w->npend++;
-	if (w->flush_at == 0)
-		w->flush_at = now + WATCH_FLUSH_MS;
+	w->b.npend = 0;
+	w->b.dropped = 0;
+	w->b.flush_at = 0;
 }
 
 void
@@ -254,7 +211,7 @@ vmm_watch_event(struct proc_ctx *ctx, struct vmm_state *vs, size_t i)
 			break;
 		p += sizeof(*ev) + ev->len;
 		if (ev->mask & IN_Q_OVERFLOW) {
-			w->dropped++;
+			w->b.dropped++;
 			continue;
 		}
 		for (d = 0; d < w->ndirs && w->dirs[d].wd != ev->wd; d++)
@@ -281,7 +238,8 @@ vmm_watch_event(struct proc_ctx *ctx, struct vmm_state *vs, size_t i)
 			kind = WATCH_MODIFIED;
 		if (kind == 0)
 			continue;
-		watch_queue(w, kind, (ev->mask & IN_ISDIR) != 0, path);
+		watch_batch_add(
+		    &w->b, kind, (ev->mask & IN_ISDIR) != 0, path, mono_ms());
 		/* A new directory is watched too, within the bounds. */
 		if (kind == WATCH_CREATED && (ev->mask & IN_ISDIR) &&
 		    s != NULL &&
@@ -309,7 +267,7 @@ vmm_watch_tick(struct proc_ctx *ctx, struct vmm_state *vs)
 		if (!w->end && vmm_sandbox_find(vs, w->sbx, w->owner) == NULL &&
 		    vs->restore == NULL)
 			w->end = WATCH_END_SANDBOX;
-		if (w->end || (w->flush_at != 0 && now >= w->flush_at))
+		if (w->end || (w->b.flush_at != 0 && now >= w->b.flush_at))
 			watch_flush(ctx, w);
 		if (w->end) {
 			log_info("watch %llu on sandbox %s ended (%u)",
@@ -317,9 +275,9 @@ vmm_watch_tick(struct proc_ctx *ctx, struct vmm_state *vs)
 			watch_free(vs, i);
 			continue;
 		}
-		if (w->flush_at != 0 &&
-		    (next == -1 || (int)(w->flush_at - now) < next))
-			next = (int)(w->flush_at - now);
+		if (w->b.flush_at != 0 &&
+		    (next == -1 || (int)(w->b.flush_at - now) < next))
+			next = (int)(w->b.flush_at - now);
 	}
 	return next;
 }

@@ -270,6 +270,27 @@ int watch_events_check(
 size_t watch_events_entry(const uint8_t *p, size_t off, uint8_t *kind,
     int *is_dir, const char **path, size_t *n);
 
+/* The vmm's events of one watch waiting to go (host/watch_wire.c):
+ * watch_batch_add coalesces an event on a path already waiting (a new
+ * file's writes stay its creation), counts as dropped what is over
+ * WATCH_RATE in the current second or WATCH_PENDING_MAX, and sets
+ * flush_at WATCH_FLUSH_MS after the first event waits. */
+struct watch_pending {
+	uint8_t kind; /* enum watch_kind */
+	uint8_t is_dir;
+	char path[FILE_PATH_MAX];
+};
+struct watch_batch {
+	size_t npend;
+	struct watch_pending pend[WATCH_PENDING_MAX];
+	uint32_t dropped;
+	uint64_t flush_at; /* monotonic ms; 0: nothing waits */
+	uint64_t second; /* the rate's current second */
+	uint32_t in_second;
+};
+void watch_batch_add(struct watch_batch *, uint8_t kind, int is_dir,
+    const char *path, uint64_t now_ms);
+
 struct msg_vmm_sandbox_list {
 	struct grant grant; /* sandbox:read, target = "" (the list route's) */
 	char cursor[SBX_ID_MAX]; /* "" from the start; list ids above it */

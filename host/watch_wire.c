@@ -1,6 +1,7 @@
 /*
- * MSG_VMM_WATCH_EVENTS (host/vmm_msg.h): the check of a whole message
- * from the vmm and the walk of its entries, for the front. Pure.
+ * MSG_VMM_WATCH_EVENTS (host/vmm_msg.h): the vmm's batch of a watch's
+ * events (coalesced, bounded), and the check of a whole message and the
+ * walk of its entries for the front. Pure.
  */
 #include <string.h>
 
@@ -42,4 +43,35 @@ watch_events_entry(const uint8_t *p, size_t off, uint8_t *kind, int *is_dir,
 	*n = (size_t)p[off + 2] | (size_t)p[off + 3] << 8;
 	*path = (const char *)p + off + 4;
 	return off + 4 + *n;
+}
+
+void
+watch_batch_add(struct watch_batch *b, uint8_t kind, int is_dir,
+    const char *path, uint64_t now_ms)
+{
+	size_t i;
+
+	if (now_ms / 1000 != b->second) {
+		b->second = now_ms / 1000;
+		b->in_second = 0;
+	}
+	for (i = 0; i < b->npend; i++)
+		if (strcmp(b->pend[i].path, path) == 0) {
+			if (!(b->pend[i].kind == WATCH_CREATED &&
+			        kind == WATCH_MODIFIED))
+				b->pend[i].kind = kind;
+			return;
+		}
+	if (b->in_second >= WATCH_RATE || b->npend >= WATCH_PENDING_MAX ||
+	    strlen(path) >= sizeof(b->pend[0].path)) {
+		b->dropped++;
+		return;
+	}
+	b->in_second++;
+	b->pend[b->npend].kind = kind;
+	b->pend[b->npend].is_dir = (uint8_t)(is_dir != 0);
+	memcpy(b->pend[b->npend].path, path, strlen(path) + 1);
+	b->npend++;
+	if (b->flush_at == 0)
+		b->flush_at = now_ms + WATCH_FLUSH_MS;
 }
