@@ -64,7 +64,7 @@ api_err_status(enum api_err e)
 	return errtab[e].status;
 }
 
-static int
+int
 status_slot(int status)
 {
 	for (int i = 0; i < API_STATUS_SLOTS; i++)
@@ -95,7 +95,7 @@ real_now_ms(void *arg)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static double
+double
 mono_s(void)
 {
 	struct timespec ts;
@@ -1079,95 +1079,6 @@ api_stream_run(
 		    a->resume_arg, p->conn, out.data, out.len, API_RESUME_MORE);
 	http_buf_free(&ev);
 	http_buf_free(&out);
-}
-
-/* ---- event streams that are not runs (files/watch) ---------------------- */
-
-void
-api_set_alive(struct api *a, api_alive_fn fn, void *arg)
-{
-	a->alive_fn = fn;
-	a->alive_arg = arg;
-}
-
-int
-api_pending_alive(const struct api_pending *p)
-{
-	struct api *a = p->api;
-
-	return a->alive_fn == NULL || a->alive_fn(a->alive_arg, p->conn);
-}
-
-/* One event as SSE text; refused (nothing added) if a field would break
- * the framing. */
-static void
-stream_event_text(struct http_buf *ev, const char *event, const char *data_json)
-{
-	if (event == NULL) {
-		http_buf_puts(ev, ": keep-alive\n\n");
-		return;
-	}
-	if (strpbrk(event, "\r\n") != NULL ||
-	    strpbrk(data_json, "\r\n") != NULL)
-		return;
-	http_buf_printf(ev, "event: %s\ndata: %s\n\n", event, data_json);
-}
-
-void
-api_stream_event(
-    struct api_pending *p, const char *event, const char *data_json)
-{
-	struct api *a = p->api;
-	struct http_buf ev, out;
-
-	http_buf_init(&ev);
-	http_buf_init(&out);
-	if (!p->streaming) {
-		stream_head(p, &out);
-		p->streaming = 1;
-	}
-	stream_event_text(&ev, event, data_json);
-	stream_chunk(p, &out, ev.data, ev.len);
-	if (!ev.oom && !out.oom && a->resume_fn != NULL)
-		a->resume_fn(
-		    a->resume_arg, p->conn, out.data, out.len, API_RESUME_MORE);
-	http_buf_free(&ev);
-	http_buf_free(&out);
-}
-
-void
-api_stream_end(struct api_pending *p, const char *event, const char *data_json)
-{
-	struct api *a = p->api;
-	struct http_buf ev, out;
-	int close = p->close || p->http10;
-
-	http_buf_init(&ev);
-	http_buf_init(&out);
-	if (!p->streaming) {
-		stream_head(p, &out);
-		p->streaming = 1;
-	}
-	if (event != NULL)
-		stream_event_text(&ev, event, data_json);
-	stream_chunk(p, &out, ev.data, ev.len);
-	if (!p->http10)
-		http_buf_puts(&out, "0\r\n\r\n");
-	if (ev.oom || out.oom) {
-		out.len = 0;
-		close = 1;
-	}
-	a->req_count[p->ri * API_STATUS_SLOTS + (size_t)status_slot(200)]++;
-	api_hist_add(&a->req_hist[p->ri], mono_s() - p->t0);
-	a->pending--;
-	if (a->resume_fn != NULL)
-		a->resume_fn(a->resume_arg, p->conn, out.data, out.len,
-		    close ? API_RESUME_CLOSE : 0);
-	http_buf_free(&ev);
-	http_buf_free(&out);
-	http_buf_free(&p->acc_out);
-	http_buf_free(&p->acc_err);
-	free(p);
 }
 
 /* Put streamed output back in front of the final output (non-SSE). */

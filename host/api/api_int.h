@@ -167,10 +167,14 @@ void sse_event(struct http_buf *, const char *event, json_t *data);
 json_t *bytes_string(const char *, size_t);
 uint64_t api_now_ms(struct api *);
 
-/* Event streams (host/api/api.c): the head, one chunk of events. */
+/* Event streams (host/api/api.c): the head, one chunk of events; the
+ * streams that are not runs are in host/api/api_watch.c. */
 void stream_head(struct api_pending *, struct http_buf *);
 void stream_chunk(
     struct api_pending *, struct http_buf *, const void *, size_t);
+/* The metrics slot of an HTTP status; the monotonic clock in seconds. */
+int status_slot(int status);
+double mono_s(void);
 
 /* host/api/api_watch.c: files/watch. */
 void h_file_watch(struct rq *);
