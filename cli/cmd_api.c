@@ -28,6 +28,9 @@ struct client {
 	const char *cacert; /* NULL: the system's trust store */
 	int json;
 	CURL *curl;
+	/* A stream's reader instead of the reply buffer (files watch). */
+	size_t (*sink)(char *, size_t, size_t, void *);
+	void *sink_arg;
 };
 
 struct reply {
@@ -53,9 +56,20 @@ usage_fp(FILE *fp)
 	    "  run SANDBOX CMD [ARG...]\n"
 	    "  files put SANDBOX LOCAL REMOTE | get SANDBOX REMOTE [LOCAL]\n"
 	    "  files ls SANDBOX [PATH] | rm SANDBOX PATH | mkdir SANDBOX PATH\n"
+	    "  files watch SANDBOX DIR\n"
 	    "  env get SANDBOX | set SANDBOX K=V... | unset SANDBOX KEY\n"
 	    "  audit [--limit N]\n"
 	    "  revoke [--fleet FILE] [--expires-at UNIX] JTI\n"
+	    "  schedules create (--cron EXPR | --at TIME) [--tz ZONE]\n"
+	    "      (--sandbox ID | --image IMAGE) [--missed skip|once] "
+	    "[--disabled]\n"
+	    "      [--name NAME] [--timeout MS]\n"
+	    "      (--exec [--language L] CODE|- | --cmd CMD [ARG...])\n"
+	    "  schedules create --spec FILE|-\n"
+	    "  schedules update ID [--enable|--disable] [--cron EXPR] "
+	    "[--at TIME]\n"
+	    "      [--tz ZONE] [--missed skip|once] [--spec FILE|-]\n"
+	    "  schedules list | get ID | delete ID | runs ID\n"
 	    "  health\n");
 }
 
@@ -104,8 +118,9 @@ request(struct client *c, const char *method, const char *path,
 	curl_easy_reset(c->curl);
 	curl_easy_setopt(c->curl, CURLOPT_URL, url);
 	curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(
+	    c->curl, CURLOPT_WRITEFUNCTION, c->sink ? c->sink : on_data);
+	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, c->sink ? c->sink_arg : r);
 	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c->curl, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT, 10L);
@@ -514,6 +529,99 @@ cmd_run_remote(struct client *c, int argc, char **argv)
 	return rc;
 }
 
+/* files watch: the event stream as it comes, one line an event. */
+struct watch_sink {
+	struct client *c;
+	struct reply err; /* an error reply's body */
+	char line[8192];
+	size_t len;
+	char event[32];
+	int ended;
+};
+
+static void
+watch_line(struct watch_sink *w)
+{
+	json_t *j;
+
+	w->line[w->len] = '\0';
+	if (strncmp(w->line, "event: ", 7) == 0)
+		strlcpy(w->event, w->line + 7, sizeof(w->event));
+	else if (strncmp(w->line, "data: ", 6) == 0) {
+		if (strcmp(w->event, "end") == 0)
+			w->ended = 1;
+		if (w->c->json)
+			printf("%s %s\n", w->event, w->line + 6);
+		else if ((j = json_loads(w->line + 6, 0, NULL)) != NULL) {
+			if (json_object_get(j, "path") != NULL)
+				printf("%s %s%s\n", w->event, jstr(j, "path"),
+				    strcmp(jstr(j, "type"), "dir") == 0 ? "/"
+				                                        : "");
+			else if (json_object_get(j, "count") != NULL)
+				printf("%s %lld\n", w->event,
+				    (long long)json_integer_value(
+				        json_object_get(j, "count")));
+			else
+				printf("%s %s\n", w->event, jstr(j, "reason"));
+			json_decref(j);
+		}
+		fflush(stdout);
+	}
+	w->len = 0;
+}
+
+static size_t
+watch_data(char *p, size_t size, size_t n, void *arg)
+{
+	struct watch_sink *w = arg;
+	long status = 0;
+
+	curl_easy_getinfo(w->c->curl, CURLINFO_RESPONSE_CODE, &status);
+	if (status != 200)
+		return on_data(p, size, n, &w->err);
+	for (size_t i = 0; i < size * n; i++) {
+		if (p[i] == '\n')
+			watch_line(w);
+		else if (w->len < sizeof(w->line) - 1)
+			w->line[w->len++] = p[i];
+	}
+	return size * n;
+}
+
+static int
+cmd_watch(struct client *c, const char *sbx, const char *dir)
+{
+	struct watch_sink w;
+	struct reply r;
+	char *path, *e = esc(c, dir);
+	int rc;
+
+	memset(&w, 0, sizeof(w));
+	w.c = c;
+	if (asprintf(&path, "/v1/sandboxes/%s/files/watch?path=%s", sbx, e) ==
+	    -1) {
+		curl_free(e);
+		return 1;
+	}
+	curl_free(e);
+	c->sink = watch_data;
+	c->sink_arg = &w;
+	rc = request(c, "GET", path, NULL, 0, NULL, &r);
+	c->sink = NULL;
+	free(path);
+	if (rc != 0) {
+		free(w.err.data);
+		return 1;
+	}
+	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &w.err.status);
+	if (w.err.status != 200) {
+		report_error(&w.err);
+		free(w.err.data);
+		return 1;
+	}
+	return w.ended ? 0 : 1;
+}
+
 static int
 cmd_files(struct client *c, int argc, char **argv)
 {
@@ -527,6 +635,8 @@ cmd_files(struct client *c, int argc, char **argv)
 			usage();
 		return argc < 3 ? EXIT_USAGE : 1;
 	}
+	if (strcmp(argv[0], "watch") == 0 && argc == 3)
+		return cmd_watch(c, argv[1], argv[2]);
 	if (strcmp(argv[0], "put") == 0 && argc == 4) {
 		FILE *fp = strcmp(argv[2], "-") ? fopen(argv[2], "rb") : stdin;
 		char *data;
@@ -797,6 +907,241 @@ cmd_audit_remote(struct client *c, int argc, char **argv)
 	return rc;
 }
 
+/* A JSON object from a file or stdin ("-"). */
+static json_t *
+load_spec(const char *name)
+{
+	json_error_t je;
+	json_t *j;
+
+	j = strcmp(name, "-") == 0 ? json_loadf(stdin, 0, &je)
+	                           : json_load_file(name, 0, &je);
+	if (j == NULL || !json_is_object(j)) {
+		fprintf(stderr, "keep api: %s: not a JSON object: %s\n", name,
+		    j == NULL ? je.text : "");
+		json_decref(j);
+		return NULL;
+	}
+	return j;
+}
+
+/*
+ * The options of create and update into body. For create, what to run
+ * comes last: --exec CODE or --cmd CMD [ARG...] (the rest of the line).
+ */
+static int
+schedule_opts(json_t *body, int argc, char **argv, int create)
+{
+	const char *lang = "python", *timeout = NULL;
+	json_t *what;
+
+	for (int i = 0; i < argc; i++) {
+		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (strcmp(o, "--enable") == 0 || strcmp(o, "--disable") == 0) {
+			json_object_set_new(
+			    body, "enabled", json_boolean(o[2] == 'e'));
+			continue;
+		}
+		if (strcmp(o, "--disabled") == 0 && create) {
+			json_object_set_new(body, "enabled", json_false());
+			continue;
+		}
+		if (v == NULL)
+			return -1;
+		i++;
+		if (strcmp(o, "--cron") == 0)
+			json_object_set_new(body, "cron", json_string(v));
+		else if (strcmp(o, "--at") == 0)
+			json_object_set_new(body, "at", json_string(v));
+		else if (strcmp(o, "--tz") == 0)
+			json_object_set_new(body, "timezone", json_string(v));
+		else if (strcmp(o, "--missed") == 0)
+			json_object_set_new(body, "missed", json_string(v));
+		else if (strcmp(o, "--name") == 0)
+			json_object_set_new(body, "name", json_string(v));
+		else if (strcmp(o, "--sandbox") == 0)
+			json_object_set_new(body, "sandbox_id", json_string(v));
+		else if (strcmp(o, "--image") == 0)
+			json_object_set_new(body, "image", json_string(v));
+		else if (strcmp(o, "--language") == 0)
+			lang = v;
+		else if (strcmp(o, "--timeout") == 0)
+			timeout = v;
+		else if (strcmp(o, "--exec") == 0) {
+			size_t n = strlen(v);
+			char *code = strcmp(v, "-") == 0 ? read_all(stdin, &n)
+			                                 : strdup(v);
+
+			if (code == NULL)
+				return -1;
+			json_object_set_new(body, "execute",
+			    json_pack("{s:s%,s:s}", "code", code, n, "language",
+			        lang));
+			free(code);
+		} else if (strcmp(o, "--cmd") == 0) {
+			json_t *args = json_array();
+
+			for (i++; i < argc; i++)
+				json_array_append_new(
+				    args, json_string(argv[i]));
+			json_object_set_new(body, "command",
+			    json_pack("{s:s,s:o}", "cmd", v, "args", args));
+		} else if (strcmp(o, "--spec") == 0) {
+			json_t *spec = load_spec(v);
+
+			if (spec == NULL)
+				return -1;
+			json_object_update(body, spec);
+			json_decref(spec);
+		} else
+			return -1;
+	}
+	/* --timeout MS, anywhere before --cmd: the run's time limit. */
+	if (timeout != NULL) {
+		if ((what = json_object_get(body, "execute")) == NULL &&
+		    (what = json_object_get(body, "command")) == NULL)
+			return -1;
+		json_object_set_new(
+		    what, "timeout", json_integer(strtoll(timeout, NULL, 10)));
+	}
+	return 0;
+}
+
+static void
+print_schedule(json_t *s, int full)
+{
+	json_t *next = json_object_get(s, "next_fire_at"), *t;
+	const char *when = json_string_value(json_object_get(s, "cron"));
+	const char *where = json_string_value(json_object_get(s, "sandbox_id"));
+	size_t i;
+
+	if (when == NULL)
+		when = jstr(s, "at");
+	if (where == NULL)
+		where = jstr(s, "image");
+	if (!full) {
+		printf("%-24s %-8s %-20s %-24s %s\n", jstr(s, "id"),
+		    json_is_true(json_object_get(s, "enabled")) ? "enabled"
+		                                                : "disabled",
+		    when, where, jstr(json_array_get(next, 0), NULL));
+		return;
+	}
+	printf("id: %s\nowner: %s\nwhen: %s (%s)\nwhere: %s\nenabled: %s\n"
+	       "missed: %s\nfires: %lld\nlast_fire_at: %s\n",
+	    jstr(s, "id"), jstr(s, "owner"), when, jstr(s, "timezone"), where,
+	    json_is_true(json_object_get(s, "enabled")) ? "yes" : "no",
+	    jstr(s, "missed"),
+	    (long long)json_integer_value(json_object_get(s, "fires")),
+	    jstr(s, "last_fire_at"));
+	json_array_foreach(next, i, t)
+	    printf("next_fire_at: %s\n", json_string_value(t));
+}
+
+static void
+print_runs(json_t *runs)
+{
+	json_t *x;
+	size_t i;
+
+	json_array_foreach(runs, i, x)
+	{
+		const char *out =
+		    json_string_value(json_object_get(x, "stdout"));
+		json_t *code = json_object_get(x, "exit_code");
+
+		char code_s[24] = "-";
+
+		if (json_is_integer(code))
+			snprintf(code_s, sizeof(code_s), "%lld",
+			    (long long)json_integer_value(code));
+		printf("#%lld %s %s exit %s%s%s%s\n",
+		    (long long)json_integer_value(json_object_get(x, "seq")),
+		    jstr(x, "fire_at"), jstr(x, "status"), code_s,
+		    json_is_true(json_object_get(x, "catch_up")) ? " catch-up"
+		                                                 : "",
+		    json_string_length(json_object_get(x, "detail")) ? ": "
+		                                                     : "",
+		    json_string_length(json_object_get(x, "detail"))
+		        ? jstr(x, "detail")
+		        : "");
+		if (out != NULL && out[0] != '\0')
+			printf("  stdout: %s%s", out,
+			    out[strlen(out) - 1] == '\n' ? "" : "\n");
+	}
+}
+
+static int
+cmd_schedules(struct client *c, int argc, char **argv)
+{
+	struct reply r;
+	char path[256];
+	json_t *j = NULL, *body;
+	int rc = 1;
+
+	if (argc < 1) {
+		usage();
+		return EXIT_USAGE;
+	}
+	if (strcmp(argv[0], "create") == 0) {
+		body = json_object();
+		if (schedule_opts(body, argc - 1, argv + 1, 1) != 0) {
+			json_decref(body);
+			usage();
+			return EXIT_USAGE;
+		}
+		if (request_json(c, "POST", "/v1/schedules", body, &r) != 0)
+			return 1;
+	} else if (strcmp(argv[0], "list") == 0 && argc == 1) {
+		if (request(c, "GET", "/v1/schedules", NULL, 0, NULL, &r) != 0)
+			return 1;
+	} else if (argc >= 2 && valid_id(argv[1]) &&
+	    (strcmp(argv[0], "update") == 0 ||
+	        (argc == 2 &&
+	            (strcmp(argv[0], "get") == 0 ||
+	                strcmp(argv[0], "delete") == 0 ||
+	                strcmp(argv[0], "runs") == 0)))) {
+		snprintf(path, sizeof(path), "/v1/schedules/%s%s", argv[1],
+		    strcmp(argv[0], "runs") == 0 ? "/runs" : "");
+		if (strcmp(argv[0], "update") == 0) {
+			body = json_object();
+			if (schedule_opts(body, argc - 2, argv + 2, 0) != 0) {
+				json_decref(body);
+				usage();
+				return EXIT_USAGE;
+			}
+			if (request_json(c, "PATCH", path, body, &r) != 0)
+				return 1;
+		} else if (request(c,
+		               strcmp(argv[0], "delete") == 0 ? "DELETE"
+		                                              : "GET",
+		               path, NULL, 0, NULL, &r) != 0)
+			return 1;
+	} else {
+		usage();
+		return EXIT_USAGE;
+	}
+	if ((j = ok_json(c, &r)) != NULL) {
+		if (!c->json) {
+			json_t *s;
+			size_t i;
+
+			if (strcmp(argv[0], "list") == 0)
+				json_array_foreach(
+				    json_object_get(j, "schedules"), i, s)
+				    print_schedule(s, 0);
+			else if (strcmp(argv[0], "runs") == 0)
+				print_runs(json_object_get(j, "runs"));
+			else if (strcmp(argv[0], "delete") != 0)
+				print_schedule(j, 1);
+		}
+		rc = 0;
+	}
+	json_decref(j);
+	free(r.data);
+	return rc;
+}
+
 static int
 cmd_health(struct client *c)
 {
@@ -1017,6 +1362,8 @@ cmd_api(int argc, char **argv)
 		rc = cmd_contexts(&c, argc - 1, argv + 1);
 	else if (strcmp(argv[0], "audit") == 0)
 		rc = cmd_audit_remote(&c, argc - 1, argv + 1);
+	else if (strcmp(argv[0], "schedules") == 0)
+		rc = cmd_schedules(&c, argc - 1, argv + 1);
 	else if (strcmp(argv[0], "health") == 0)
 		rc = cmd_health(&c);
 	else if (strcmp(argv[0], "revoke") == 0)

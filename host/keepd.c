@@ -24,7 +24,7 @@ extern char **environ;
 static void KEEP_NORETURN
 usage(void)
 {
-	fprintf(stderr, "usage: keepd [-dnv] [-f file]\n");
+	fprintf(stderr, "usage: keepd [-dnv] [-f file] [-T clock-file]\n");
 	exit(2);
 }
 
@@ -32,10 +32,11 @@ usage(void)
 static void KEEP_NORETURN
 help(void)
 {
-	printf("usage: keepd [-dnv] [-f file]\n"
+	printf("usage: keepd [-dnv] [-f file] [-T clock-file]\n"
 	       "  -d       stay in the foreground and log to stderr\n"
 	       "  -f file  the configuration (default %s)\n"
 	       "  -n       check the configuration and exit\n"
+	       "  -T file  tests only: schedules take their time from file\n"
 	       "  -v       log more; with -n, print the API's url\n"
 	       "See keepd(8) and keepd.yaml(5).\n",
 	    CONFIG_DEFAULT_PATH);
@@ -96,7 +97,7 @@ main(int argc, char *argv[])
 		if (strcmp(argv[a], "--help") == 0 ||
 		    strcmp(argv[a], "-h") == 0)
 			help();
-	while ((ch = getopt(argc, argv, "df:nvP:R:U:S:X:J:")) != -1) {
+	while ((ch = getopt(argc, argv, "df:nvP:R:U:S:T:X:J:")) != -1) {
 		switch (ch) {
 		case 'd':
 			foreground = 1;
@@ -127,6 +128,9 @@ main(int argc, char *argv[])
 			break;
 		case 'J':
 			confine = optarg;
+			break;
+		case 'T':
+			parent_test_clock(optarg);
 			break;
 		default:
 			usage();

@@ -55,6 +55,10 @@ enum msg_type {
 	MSG_CTL_PUBKEYS = 0x010a, /* parent -> front, vmm: msg_pubkeys */
 	MSG_CTL_TLS = 0x010b, /* parent -> front: msg_tls + memfd */
 	MSG_CTL_MINT_KEY = 0x010c, /* parent -> policy: msg_mint_key */
+	/* parent -> front, keepd -T only: msg_test_clock */
+	MSG_CTL_TEST_CLOCK = 0x0120,
+	/* parent -> front: msg_zones + memfd, the time zones' rules */
+	MSG_CTL_ZONES = 0x0121,
 
 	/* 0x02xx policy */
 	MSG_POLICY_LOAD = 0x0200, /* parent -> policy: msg_policy_load+memfd */
@@ -149,6 +153,19 @@ struct msg_pubkeys {
 struct msg_tls {
 	uint64_t cert_len;
 	uint64_t key_len;
+};
+
+/* The schedules' clock for tests (keepd -T FILE, docs/schedules.md):
+ * unix seconds, > 0. Never sent otherwise. */
+struct msg_test_clock {
+	int64_t now_s;
+};
+
+/* The zone table (host/parent_zones.c): len bytes of "NAME\tRULE\n"
+ * lines in a sealed memfd. */
+#define MSG_ZONES_MAX (1u << 20)
+struct msg_zones {
+	uint64_t len;
 };
 
 /*

@@ -437,10 +437,80 @@ audit_keys(struct parent *ps)
 	free(msg);
 }
 
+static const char *test_clock_path;
+
+void
+parent_test_clock(const char *path)
+{
+	test_clock_path = path;
+}
+
+/* keepd -T: the test clock's file is the test's, as the state directory
+ * is; a file that does not hold a time leaves the clock as it was. */
+static void
+send_test_clock(struct parent *ps)
+{
+	struct msg_test_clock m;
+	char *text, *end;
+	long long v;
+	size_t len;
+
+	if (test_clock_path == NULL)
+		return;
+	if ((text = read_small(test_clock_path, 64, &len)) == NULL) {
+		log_warnx("%s: %s: cannot read it", __func__, test_clock_path);
+		return;
+	}
+	v = strtoll(text, &end, 10);
+	while (*end == '\n' || *end == ' ')
+		end++;
+	if (end == text || *end != '\0' || v <= 0) {
+		log_warnx(
+		    "%s: %s: not a time in seconds", __func__, test_clock_path);
+		free(text);
+		return;
+	}
+	free(text);
+	memset(&m, 0, sizeof(m));
+	m.now_s = v;
+	if (msg_send(ps->ctx.fd[PROC_FRONT], MSG_CTL_TEST_CLOCK, 0, 0, &m,
+	        sizeof(m), -1) != MSG_OK)
+		log_warnx("%s: the front did not take it", __func__);
+	else
+		log_info("%s: test clock %lld", __func__, v);
+}
+
+/* The zone table, made once (tzdata changes with a package upgrade, which
+ * restarts keepd). */
+static int zones_fd = -1;
+static size_t zones_len;
+
+static void
+send_zones(struct parent *ps)
+{
+	struct msg_zones m;
+
+	if (zones_fd == -1 &&
+	    (zones_fd = parent_zones_memfd(
+	         "/usr/share/zoneinfo", &zones_len)) == -1)
+		return;
+	if (zones_len == 0 || zones_len > MSG_ZONES_MAX)
+		return;
+	memset(&m, 0, sizeof(m));
+	m.len = zones_len;
+	if (msg_send(ps->ctx.fd[PROC_FRONT], MSG_CTL_ZONES, 0, 0, &m, sizeof(m),
+	        zones_fd) != MSG_OK)
+		log_warnx("%s: the front did not take it", __func__);
+}
+
 /* Everything a child gets from the parent after its start or a reload. */
 static void
 send_setup(struct parent *ps, enum proc_id c)
 {
+	if (c == PROC_FRONT)
+		send_test_clock(ps);
+	if (c == PROC_FRONT)
+		send_zones(ps);
 	send_config(ps, c);
 	send_pubkeys(ps, c);
 	if (c == PROC_FRONT)

@@ -56,6 +56,9 @@ vmm_on_peer(struct proc_ctx *ctx, enum proc_id peer)
 {
 	if (peer == PROC_STORE)
 		vmm_restore_start(ctx, ctx->arg);
+	/* A new front knows nothing of the old one's watches. */
+	if (peer == PROC_FRONT)
+		vmm_watch_stop_all(ctx->arg);
 }
 
 /* The front's requests of one loop pass, served one by one as if each
@@ -114,20 +117,28 @@ static const struct msg_handler vmm_handlers[] = {
 	    sizeof(struct msg_vmm_context), 0, vmm_h_context },
 	{ MSG_VMM_CONTEXT_RESTART, PROC_BIT(PROC_FRONT),
 	    sizeof(struct msg_vmm_context), 0, vmm_h_context },
+	{ MSG_VMM_WATCH, PROC_BIT(PROC_FRONT), sizeof(struct msg_vmm_watch), 0,
+	    vmm_h_watch },
+	{ MSG_VMM_WATCH_STOP, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_watch_stop), 0, vmm_h_watch_stop },
 };
 
-/* poll entries past the runs' are contexts' (who = CTX_WHO + index). */
+/* poll entries past the runs' are contexts' (who = CTX_WHO + index),
+ * then watches' (WATCH_WHO + index). */
 #define CTX_WHO (PROC_COUNT + 2 * VMM_JOBS_MAX)
+#define WATCH_WHO (CTX_WHO + VMM_CONTEXTS_MAX)
 
 static int
 vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 {
-	struct pollfd pfd[PROC_COUNT + 2 * VMM_JOBS_MAX + 2 * VMM_CONTEXTS_MAX];
-	int who[PROC_COUNT + 2 * VMM_JOBS_MAX + 2 * VMM_CONTEXTS_MAX];
+	struct pollfd pfd[PROC_COUNT + 2 * VMM_JOBS_MAX + 2 * VMM_CONTEXTS_MAX +
+	    WATCH_MAX];
+	int who[PROC_COUNT + 2 * VMM_JOBS_MAX + 2 * VMM_CONTEXTS_MAX +
+	    WATCH_MAX];
 	uint8_t *buf;
 	size_t n, i;
 	uint64_t now;
-	int streaming = 0;
+	int streaming = 0, timeout, due;
 
 	if ((buf = malloc(MSG_BUFSZ)) == NULL)
 		fatal("%s", __func__);
@@ -168,16 +179,28 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 				who[n++] = CTX_WHO + (int)i;
 			}
 		}
+		for (i = 0; i < WATCH_MAX; i++)
+			if (vmm_watch_fd(vs, i) >= 0) {
+				pfd[n].fd = vmm_watch_fd(vs, i);
+				pfd[n].events = POLLIN;
+				who[n++] = WATCH_WHO + (int)i;
+			}
 		for (i = 0; i < n; i++)
 			pfd[i].revents = 0;
-		/* Streaming runs' output goes out every VMM_STREAM_MS. */
-		if (poll(pfd, n, streaming ? VMM_STREAM_MS : 1000) == -1 &&
-		    errno != EINTR)
+		/* Streaming runs' output goes out every VMM_STREAM_MS; a
+		 * watch's events every WATCH_FLUSH_MS. */
+		timeout = streaming ? VMM_STREAM_MS : 1000;
+		if ((due = vmm_watch_tick(ctx, vs)) >= 0 && due < timeout)
+			timeout = due;
+		if (poll(pfd, n, timeout) == -1 && errno != EINTR)
 			fatal("%s: poll", __func__);
 		for (i = 0; i < n && !ctx->quit; i++) {
 			if (pfd[i].revents == 0)
 				continue;
-			if (who[i] >= CTX_WHO)
+			if (who[i] >= WATCH_WHO)
+				vmm_watch_event(
+				    ctx, vs, (size_t)(who[i] - WATCH_WHO));
+			else if (who[i] >= CTX_WHO)
 				vmm_context_event(ctx,
 				    &vs->ctxs[who[i] - CTX_WHO], pfd[i].fd,
 				    pfd[i].revents);
@@ -207,6 +230,7 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 		streaming = vmm_stream_outputs(ctx, vs);
 		vmm_contexts_tick(ctx, vs);
 	}
+	vmm_watch_stop_all(vs);
 	for (i = 0; i < VMM_JOBS_MAX; i++)
 		if (vs->jobs[i].used)
 			vmm_kill_tree(vs->jobs[i].pid);

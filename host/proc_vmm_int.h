@@ -126,6 +126,7 @@ struct vmm_state {
 	struct restore *restore; /* reading the store back, NULL when done */
 	uint32_t restore_epoch;
 	uint64_t next_pid; /* run numbers, per vmm life */
+	struct vmm_watch *watches[WATCH_MAX]; /* host/proc_vmm_watch.c */
 	struct vmm_context ctxs[VMM_CONTEXTS_MAX];
 };
 
@@ -173,5 +174,18 @@ int vmm_h_run(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_run_caps(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_store_reply(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_system(struct proc_ctx *ctx, const struct msg *m);
+
+/* host/proc_vmm_watch.c: files/watch. */
+struct vmm_watch;
+int vmm_h_watch(struct proc_ctx *ctx, const struct msg *m);
+int vmm_h_watch_stop(struct proc_ctx *ctx, const struct msg *m);
+/* The inotify descriptor of watch i, or -1. */
+int vmm_watch_fd(const struct vmm_state *vs, size_t i);
+void vmm_watch_event(struct proc_ctx *ctx, struct vmm_state *vs, size_t i);
+/* Each pass of the loop: flush what is due, end the watches of sandboxes
+ * that are gone. Returns the ms until the next flush (-1: none). */
+int vmm_watch_tick(struct proc_ctx *ctx, struct vmm_state *vs);
+/* The front restarted: its watches are gone. */
+void vmm_watch_stop_all(struct vmm_state *vs);
 
 #endif

@@ -283,8 +283,15 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 		goto refuse;
 	}
 	if ((s = vmm_sandbox_find(vs, q.sandbox, g.principal)) == NULL) {
-		strlcpy(reason, "no such sandbox", sizeof(reason));
-		st = RUN_NOSANDBOX;
+		/* The front answers "restoring" with 503 and Retry-After. */
+		if (vs->restore != NULL)
+			strlcpy(reason,
+			    "restoring: the sandbox is not back yet",
+			    sizeof(reason));
+		else {
+			strlcpy(reason, "no such sandbox", sizeof(reason));
+			st = RUN_NOSANDBOX;
+		}
 		goto refuse;
 	}
 	if (q.flags & RUN_F_CONTEXT) {

@@ -199,6 +199,11 @@ static const struct seccomp_rule vmm_rules[] = {
 	    "the vm process confines itself to its workspace"),
 	R(set_robust_list, "glibc fork in the child"),
 	R(rseq, "glibc fork in the child"),
+	R(inotify_init1, "files/watch: one inotify instance a watch"),
+	R(inotify_add_watch, "files/watch: a directory, as \".\" after fchdir"),
+	R(fchdir,
+	    "files/watch: into a directory opened beneath the "
+	    "workspace, and back to the root"),
 	R(setpgid,
 	    "a new vm process leads its own process group, so a kill "
 	    "reaches the guest processes it forks"),

@@ -76,7 +76,14 @@ enum {
 	MSG_VMM_CONTEXT_LIST = MSG_VMM_BASE + 0x29,
 	MSG_VMM_CONTEXT_DELETE = MSG_VMM_BASE + 0x2a,
 	MSG_VMM_CONTEXT_RESTART = MSG_VMM_BASE + 0x2b,
-	MSG_VMM_CONTEXT_REPLY = MSG_VMM_BASE + 0x2c
+	MSG_VMM_CONTEXT_REPLY = MSG_VMM_BASE + 0x2c,
+	/* Watching a workspace directory (host/proc_vmm_watch.c): */
+	MSG_VMM_WATCH = MSG_VMM_BASE + 0x30, /* front -> vmm: msg_vmm_watch */
+	MSG_VMM_WATCH_REPLY = MSG_VMM_BASE + 0x31, /* msg_vmm_watch_reply */
+	/* vmm -> front, reqid = the watch's: msg_vmm_watch_events, then
+	 * count entries */
+	MSG_VMM_WATCH_EVENTS = MSG_VMM_BASE + 0x32,
+	MSG_VMM_WATCH_STOP = MSG_VMM_BASE + 0x33 /* front -> vmm: _stop */
 };
 
 /* The caps of the token that asked for the run: the vmm asks the policy
@@ -203,6 +210,86 @@ struct msg_vmm_env {
 	uint32_t env_len;
 	char env[SBX_ENV_MAX];
 };
+
+/*
+ * A watch of a directory of a sandbox's workspace and what is under it
+ * (docs/api.yaml, files/watch). The grant is artifact:read on the
+ * sandbox id; the watch is the request's reqid from then on. Bounds: at
+ * most WATCH_MAX watches (WATCH_PER_SANDBOX a sandbox), WATCH_DIRS_MAX
+ * directories each, WATCH_RATE events a second each (the rest are
+ * counted as dropped); events on one path within WATCH_FLUSH_MS are
+ * coalesced into one.
+ */
+#define WATCH_MAX 32
+#define WATCH_PER_SANDBOX 4
+#define WATCH_DIRS_MAX 64
+#define WATCH_DEPTH_MAX 8
+#define WATCH_RATE 200
+#define WATCH_FLUSH_MS 100
+#define WATCH_PENDING_MAX 256
+
+struct msg_vmm_watch {
+	struct grant grant;
+	char id[SBX_ID_MAX];
+	char path[FILE_PATH_MAX]; /* NUL-terminated */
+};
+
+struct msg_vmm_watch_reply {
+	uint32_t status; /* enum sbx_status */
+	int32_t error; /* an errno: ENOENT, ENOTDIR, EMFILE (too many) */
+};
+
+enum watch_kind { WATCH_CREATED = 1, WATCH_MODIFIED, WATCH_DELETED };
+enum watch_end {
+	WATCH_GOING = 0, /* more will come */
+	WATCH_END_SANDBOX, /* the sandbox was deleted or expired */
+	WATCH_END_DIR, /* the watched directory was deleted or moved */
+	WATCH_END_STOPPED /* the front asked (its client went) */
+};
+
+/* Then count times: u8 kind (enum watch_kind), u8 is_dir, u16 len, len
+ * bytes of path (absolute in the workspace, no NUL); nothing after. */
+struct msg_vmm_watch_events {
+	uint32_t count;
+	uint32_t dropped; /* events not sent (rate, overflow) since the last */
+	uint32_t end; /* enum watch_end */
+	uint32_t pad;
+};
+
+struct msg_vmm_watch_stop {
+	uint64_t watch;
+};
+
+/* host/watch_wire.c. A whole MSG_VMM_WATCH_EVENTS payload: 0 with *h
+ * when every entry is in bounds (a known kind, a path that starts with
+ * '/', without NUL, shorter than FILE_PATH_MAX) and nothing follows the
+ * last, else -1. Then watch_events_entry walks the entries from offset
+ * sizeof(*h), returning the next entry's offset. */
+int watch_events_check(
+    const uint8_t *p, size_t len, struct msg_vmm_watch_events *h);
+size_t watch_events_entry(const uint8_t *p, size_t off, uint8_t *kind,
+    int *is_dir, const char **path, size_t *n);
+
+/* The vmm's events of one watch waiting to go (host/watch_wire.c):
+ * watch_batch_add coalesces an event on a path already waiting (a new
+ * file's writes stay its creation), counts as dropped what is over
+ * WATCH_RATE in the current second or WATCH_PENDING_MAX, and sets
+ * flush_at WATCH_FLUSH_MS after the first event waits. */
+struct watch_pending {
+	uint8_t kind; /* enum watch_kind */
+	uint8_t is_dir;
+	char path[FILE_PATH_MAX];
+};
+struct watch_batch {
+	size_t npend;
+	struct watch_pending pend[WATCH_PENDING_MAX];
+	uint32_t dropped;
+	uint64_t flush_at; /* monotonic ms; 0: nothing waits */
+	uint64_t second; /* the rate's current second */
+	uint32_t in_second;
+};
+void watch_batch_add(struct watch_batch *, uint8_t kind, int is_dir,
+    const char *path, uint64_t now_ms);
 
 struct msg_vmm_sandbox_list {
 	struct grant grant; /* sandbox:read, target = "" (the list route's) */

@@ -64,7 +64,7 @@ api_err_status(enum api_err e)
 	return errtab[e].status;
 }
 
-static int
+int
 status_slot(int status)
 {
 	for (int i = 0; i < API_STATUS_SLOTS; i++)
@@ -95,7 +95,7 @@ real_now_ms(void *arg)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static double
+double
 mono_s(void)
 {
 	struct timespec ts;
@@ -1057,7 +1057,7 @@ api_defer(const struct api_call *call)
 	return p;
 }
 
-static void
+void
 stream_head(struct api_pending *p, struct http_buf *o)
 {
 	http_buf_puts(o,
@@ -1075,7 +1075,7 @@ stream_head(struct api_pending *p, struct http_buf *o)
 	http_buf_printf(o, "X-Request-Id: %s\r\n\r\n", p->request_id);
 }
 
-static void
+void
 stream_chunk(struct api_pending *p, struct http_buf *o, const void *d, size_t n)
 {
 	if (n == 0)

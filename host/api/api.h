@@ -269,6 +269,36 @@ struct api_audit_entry {
 	char detail[160]; /* "reason=... status=..." and the like */
 };
 
+/* A schedule as GET shows it (docs/schedules.md). */
+#define API_SCHED_NEXT 5
+struct api_schedule {
+	char id[API_ID_MAX + 1];
+	char owner[128];
+	char *spec; /* malloc: the definition, compact JSON */
+	int64_t created_at, updated_at; /* unix seconds */
+	int64_t last_fire_at; /* 0: never */
+	int64_t next[API_SCHED_NEXT]; /* the next fire times, nnext of them */
+	size_t nnext;
+	uint64_t fires; /* fires so far */
+};
+
+/* One fire of a schedule. */
+struct api_schedule_run {
+	uint64_t seq;
+	int64_t fire_at; /* the occurrence it was for */
+	int64_t started_at, finished_at;
+	char status[16]; /* "completed", "failed", "refused" */
+	int exit_code;
+	int catch_up; /* a fire missed while keepd was down */
+	char sandbox[API_ID_MAX + 1];
+	char run_id[API_ID_MAX + 1];
+	char detail[API_MSG_MAX];
+	char *out; /* malloc */
+	size_t out_len;
+	char *err; /* malloc */
+	size_t err_len;
+};
+
 struct api_page {
 	const char *cursor; /* NULL: from the start */
 	unsigned limit; /* 1..100 */
@@ -387,6 +417,34 @@ struct api_backend {
 	    char next[API_ID_MAX + 1], struct api_error *err);
 
 	/*
+	 * files/watch: start watching path (a directory) of sandbox id. On
+	 * success the op has deferred its reply (api_defer) and returns
+	 * API_PENDING; the events then go out with api_stream_event and the
+	 * stream ends with api_stream_end.
+	 */
+	int (*file_watch)(void *ctx, const struct api_call *, const char *id,
+	    const char *path, struct api_error *err);
+
+	/*
+	 * Schedules. spec and patch are JSON text the backend validates
+	 * (API_EBADREQ with the reason); out->spec is malloc. list and runs
+	 * fill *out (malloc, *n entries; runs newest first).
+	 */
+	int (*schedule_create)(void *ctx, const struct api_call *,
+	    const char *spec, struct api_schedule *out, struct api_error *err);
+	int (*schedule_list)(void *ctx, const struct api_call *,
+	    struct api_schedule **out, size_t *n, struct api_error *err);
+	int (*schedule_get)(void *ctx, const struct api_call *, const char *id,
+	    struct api_schedule *out, struct api_error *err);
+	int (*schedule_update)(void *ctx, const struct api_call *,
+	    const char *id, const char *patch, struct api_schedule *out,
+	    struct api_error *err);
+	int (*schedule_delete)(void *ctx, const struct api_call *,
+	    const char *id, struct api_error *err);
+	int (*schedule_runs)(void *ctx, const struct api_call *, const char *id,
+	    struct api_schedule_run **out, size_t *n, struct api_error *err);
+
+	/*
 	 * Optional: put a refusal the API layer decided itself in the audit
 	 * log (401 for a missing or invalid token, 403 for a capability the
 	 * token lacks, 404 for a sandbox outside the token's scope). action
@@ -462,6 +520,23 @@ void api_stream_run(
     struct api_pending *, const char *stream, const void *data, size_t len);
 void api_resume_run(struct api_pending *, int rc, struct api_run_result *res,
     const struct api_error *err);
+
+/*
+ * Event streams that are not runs (files/watch): one event (data: JSON
+ * text without a newline, which the stream refuses) goes out at once; an
+ * event NULL sends a comment, to keep the connection alive. The head of
+ * the stream goes with the first. api_stream_end sends a last event (or
+ * none: NULL), ends the stream and frees the handle. api_pending_alive
+ * is 0 once the client has gone (closed or half-closed its connection):
+ * then end the stream, nobody reads it.
+ */
+void api_stream_event(
+    struct api_pending *, const char *event, const char *data_json);
+void api_stream_end(
+    struct api_pending *, const char *event, const char *data_json);
+int api_pending_alive(const struct api_pending *);
+typedef int (*api_alive_fn)(void *arg, uint64_t conn);
+void api_set_alive(struct api *, api_alive_fn fn, void *arg);
 
 /* Returns NULL on allocation failure, or when an op of be is NULL but
  * the optional ones (metrics, idem_load, idem_keep): a backend serves

@@ -51,6 +51,8 @@ struct api {
 	void *resume_arg;
 	api_auth_fn auth_fn; /* a connection's bearer token verified */
 	void *auth_arg;
+	api_alive_fn alive_fn; /* is a deferred reply's client still there */
+	void *alive_arg;
 	uint64_t pending;
 	uint64_t idem_serial; /* reservations made */
 };
@@ -166,5 +168,25 @@ void run_events(struct http_buf *, const struct api_run_result *);
 void sse_event(struct http_buf *, const char *event, json_t *data);
 json_t *bytes_string(const char *, size_t);
 uint64_t api_now_ms(struct api *);
+
+/* Event streams (host/api/api.c): the head, one chunk of events; the
+ * streams that are not runs are in host/api/api_watch.c. */
+void stream_head(struct api_pending *, struct http_buf *);
+void stream_chunk(
+    struct api_pending *, struct http_buf *, const void *, size_t);
+/* The metrics slot of an HTTP status; the monotonic clock in seconds. */
+int status_slot(int status);
+double mono_s(void);
+
+/* host/api/api_watch.c: files/watch. */
+void h_file_watch(struct rq *);
+
+/* host/api/api_sched.c: /v1/schedules. */
+void h_schedule_create(struct rq *);
+void h_schedule_list(struct rq *);
+void h_schedule_get(struct rq *);
+void h_schedule_update(struct rq *);
+void h_schedule_delete(struct rq *);
+void h_schedule_runs(struct rq *);
 
 #endif

@@ -1022,6 +1022,8 @@ front_backend_new(struct proc_ctx *ctx)
 	fb_persist_ops(&fb->ops);
 	fb_image_ops(&fb->ops);
 	fb_lock_ops(&fb->ops);
+	fb_sched_ops(&fb->ops);
+	fb_watch_ops(&fb->ops);
 	fb_context_ops(&fb->ops);
 	return fb;
 }
@@ -1036,6 +1038,7 @@ front_backend_free(struct front_backend *fb)
 	free(fb->audit_buf);
 	fb_revoked_free(fb);
 	fb_locks_free(fb);
+	fb_sched_free(fb);
 	free(fb->dbatch);
 	free(fb->vbatch);
 	free(fb->buf);
@@ -1056,6 +1059,7 @@ front_backend_stop(struct front_backend *fb)
 	fb_fail_waits(fb, PROC_COUNT, "is stopping");
 	fb_runs_fail_all(fb);
 	front_backend_resume(fb);
+	fb_watch_end_all(fb, "keepd is stopping");
 	fb_audit_flush(fb);
 }
 
@@ -1070,4 +1074,6 @@ front_backend_link_down(struct front_backend *fb, enum proc_id peer)
 	fb_fail_waits(fb, peer, "is restarting");
 	if (peer == PROC_VMM)
 		fb_runs_fail_all(fb);
+	if (peer == PROC_VMM)
+		fb_watch_end_all(fb, "the vmm restarted");
 }

@@ -324,6 +324,16 @@ fb_run_async(struct front_backend *fb, const struct api_call *call,
 	    err);
 }
 
+int
+fb_run_command_async(struct front_backend *fb, const struct api_call *call,
+    const char *id, const struct api_command *c, fb_run_done_fn done, void *arg,
+    struct api_error *err)
+{
+	return run_start(fb, call, id, c->cmd, c->args, c->nargs, c->env,
+	    c->nenv, c->stdin_data, c->stdin_len, c->timeout_ms, NULL, done,
+	    arg, NULL, NULL, err);
+}
+
 /* The interpreters take the code as an argument: no temporary file and
  * no shell in between. pid NULL: in the foreground. */
 extern const char keep_once_py[]; /* build/gen/context_drivers.c */
@@ -739,6 +749,12 @@ h_run_done(struct proc_ctx *ctx, const struct msg *m)
 		r->rc = fb_fail(&r->err, API_ENOTFOUND, "Sandbox not found");
 		return 0;
 	}
+	if (d.status == RUN_REFUSED && strncmp(d.reason, "restoring", 9) == 0) {
+		/* The vmm is still reading its sandboxes back: try again. */
+		r->err.retry_after = 1;
+		r->rc = fb_fail(&r->err, API_EUNAVAIL, "%s", d.reason);
+		return 0;
+	}
 	if (d.status == RUN_NOTFOUND) {
 		r->rc = fb_fail(&r->err, API_ENOTFOUND, "Context not found");
 		return 0;
@@ -859,6 +875,8 @@ front_backend_resume(struct front_backend *fb)
 	uint64_t now = mono_ms();
 
 	fb_expire_waits(fb);
+	fb_sched_tick(fb);
+	fb_watch_tick(fb);
 
 	while ((r = *rp) != NULL) {
 		if (!r->done && now >= r->deadline) {

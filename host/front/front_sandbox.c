@@ -239,7 +239,10 @@ fb_sandbox_create(void *arg, const struct api_call *call,
 	webhook_secret(
 	    fb, r.id, out->webhook_secret, sizeof(out->webhook_secret));
 	fb_audit_event(fb, call, "sandbox.create", r.id, r.image);
-	rc = sandbox_token(fb, call, r.id, r.expires_at, tok, err);
+	/* A schedule's fresh sandbox (host/front/front_sched.c) has no
+	 * caller's token to derive one from, and needs none. */
+	rc = tok != NULL ? sandbox_token(fb, call, r.id, r.expires_at, tok, err)
+	                 : API_OK;
 out:
 	free(q);
 	return rc;

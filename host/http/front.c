@@ -896,6 +896,19 @@ front_proven(void *arg, uint64_t id)
 		c->proven = 1;
 }
 
+/* Does the client that waits for a deferred reply still read? */
+static int
+front_alive(void *arg, uint64_t id)
+{
+	struct front *f = arg;
+	unsigned slot = (unsigned)(id >> 32);
+	struct conn *c;
+
+	return slot < f->lim->max_conns && (c = f->conns[slot]) != NULL &&
+	    c->gen == (uint32_t)id && c->state == C_WAIT && !c->peer_eof &&
+	    !c->closing;
+}
+
 /* A deferred reply arrives: put it in order on its connection, if the
  * connection is still the one that asked. */
 static void
@@ -914,7 +927,9 @@ front_resume(void *arg, uint64_t id, const void *resp, size_t len, int flags)
 		front_shed(f, c, len);
 	http_buf_add(&c->out, resp, len);
 	if (flags & API_RESUME_MORE) {
-		/* Part of an event stream: send it, keep waiting. */
+		/* Part of an event stream: send it, keep waiting; a stream
+		 * that goes on (a watch) is not a reply that never came. */
+		c->deadline = mono_ms() + f->lim->wait_timeout_ms;
 		conn_settle(f, c);
 		return;
 	}
@@ -957,6 +972,7 @@ front_new(
 	}
 	api_set_resume(api, front_resume, f);
 	api_set_auth_notify(api, front_proven, f);
+	api_set_alive(api, front_alive, f);
 	return f;
 fail:
 	if (f->epfd != -1)
@@ -1031,6 +1047,7 @@ front_free(struct front *f)
 		return;
 	api_set_resume(f->api, NULL, NULL);
 	api_set_auth_notify(f->api, NULL, NULL);
+	api_set_alive(f->api, NULL, NULL);
 	for (unsigned i = 0; i < f->lim->max_conns; i++)
 		if (f->conns[i] != NULL)
 			conn_close(f, f->conns[i]);

@@ -156,6 +156,10 @@ write_rule(unsigned db, const char *k1, int *cap, int *cap2)
 	case STORE_DB_IDEMPOTENCY:
 		*cap = -1;
 		return 0;
+	case STORE_DB_SCHEDULES:
+	case STORE_DB_SCHED_RUNS:
+		*cap = CAP_SCHEDULE_WRITE;
+		return 0;
 	default:
 		(void)k1;
 		return -1;
@@ -198,6 +202,8 @@ record_subject(unsigned db, const void *rec, size_t len, const char **target,
 		struct store_image i;
 		struct store_env e;
 		struct store_file f;
+		struct store_schedule d;
+		struct store_sched_run g;
 	} u;
 	int rc = STORE_E_MSG;
 
@@ -237,6 +243,18 @@ record_subject(unsigned db, const void *rec, size_t len, const char **target,
 	case STORE_DB_FILES:
 		if ((rc = store_file_decode(rec, len, &u.f)) == 0)
 			*target = u.f.sandbox;
+		break;
+	case STORE_DB_SCHEDULES:
+		if ((rc = store_schedule_decode(rec, len, &u.d)) == 0) {
+			*target = u.d.id;
+			*principal = u.d.owner;
+		}
+		break;
+	case STORE_DB_SCHED_RUNS:
+		if ((rc = store_sched_run_decode(rec, len, &u.g)) == 0) {
+			*target = u.g.schedule;
+			*principal = u.g.owner;
+		}
 		break;
 	default:
 		break;
