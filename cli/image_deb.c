@@ -396,7 +396,10 @@ add_listed(struct deb_set *s, struct owned *o, const char *path, char *err,
 
 /* The bytecode Debian compiled at install for a listed Python source
  * (DIR/__pycache__/NAME.*.pyc): without it every run compiles again,
- * and cannot cache the result in a read-only image. */
+ * and cannot cache the result in a read-only image. Optimized bytecode
+ * (NAME.*.opt-1.pyc, opt-2) is left out: Debian does not ship it, so
+ * there is only what a `python -O` on the build machine happened to
+ * write, which would make the image depend on that machine's past. */
 static int
 add_bytecode(struct deb_set *s, struct owned *o, const char *py, char *err,
     size_t errlen)
@@ -413,7 +416,8 @@ add_bytecode(struct deb_set *s, struct owned *o, const char *py, char *err,
 	if (glob(pat, 0, NULL, &g) != 0)
 		return 0;
 	for (size_t i = 0; i < g.gl_pathc && rc == 0; i++)
-		rc = add_listed(s, o, g.gl_pathv[i], err, errlen);
+		if (strstr(g.gl_pathv[i] + dl, ".opt-") == NULL)
+			rc = add_listed(s, o, g.gl_pathv[i], err, errlen);
 	globfree(&g);
 	return rc;
 }

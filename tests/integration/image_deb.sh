@@ -50,6 +50,23 @@ err=$(build --deb 'bash;rm' --command x=/bin/x -o "$tmp/c.img" 2>&1); rc=$?
 [ $rc -ne 0 ] && [[ $err == *"not a package name"* ]] && ok "a bad package name is refused" ||
 	bad "bad name: $rc '$err'"
 
+# Python bytecode: what Debian compiled at install comes with its source;
+# optimized bytecode a `python -O` on this machine wrote does not.
+if [ -f /usr/lib/python3/dist-packages/six.py ] && [ -x /usr/bin/python3.11 ]; then
+	opt=/usr/lib/python3/dist-packages/__pycache__/six.cpython-311.opt-1.pyc
+	made=; [ -e $opt ] || made=1
+	env -u PYTHONDONTWRITEBYTECODE /usr/bin/python3.11 -O -c 'import six' || exit 1
+	[ -e $opt ] || { echo "python -O wrote no $opt"; exit 1; }
+	build --deb python3-six --file /bin/bash=/bin/bash --command bash=/bin/bash -o "$tmp/six.img"
+	rc=$?
+	[ -n "$made" ] && rm -f $opt
+	[ $rc -eq 0 ] || exit 1
+	list=$("$KEEP" image inspect "$tmp/six.img")
+	[[ $list == *" /usr/lib/python3/dist-packages/__pycache__/six.cpython-311.pyc"* ]] &&
+		[[ $list != *".opt-1.pyc"* ]] && ok "Debian's bytecode is taken, a local python -O's is not" ||
+		bad "bytecode: $(echo "$list" | grep pyc)"
+fi
+
 # A package's link to a file no package holds (openssl's cert.pem is the
 # bundle update-ca-certificates writes) is the build machine's file, not
 # the package's: refused unless given with --file.
