@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What a newcomer does: `make run` (mk/run.sh), then the printed commands.
 # The token file is private, the printed curl commands create a sandbox
-# and run JavaScript in it, and SIGINT stops every process.
+# and run JavaScript in it, then run pandas in a python sandbox on a CSV
+# they upload and fetch the chart it drew, and SIGINT stops every process.
 set -u
 cd "$(dirname "$0")/../.."
 B=${B:-build}
@@ -13,10 +14,10 @@ fi
 fails=0
 ok() { echo "ok: $*"; }
 bad() { echo "FAIL: $*"; fails=$((fails+1)); }
-log=$(mktemp)
+log=$(mktemp); chartdir=$(mktemp -d)
 setsid sh mk/run.sh "$B" >"$log" 2>&1 &
 pid=$!
-trap 'kill -INT -$pid 2>/dev/null; rm -f "$log"' EXIT
+trap 'kill -INT -$pid 2>/dev/null; rm -rf "$log" "$chartdir"' EXIT
 for _ in $(seq 100); do
 	[ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8421/healthz)" = 200 ] && break
 	sleep 0.1
@@ -30,6 +31,16 @@ eval "$(grep '^ID=' "$log")" >/dev/null
 out=$(eval "$(grep '^curl .*execute$' "$log")")
 [[ $out == *'"stdout":"42\n"'* ]] && ok "the printed curl commands run JavaScript: $out" ||
     bad "printed commands: ID=$ID out=$out; $(cat "$log")"
+# The python example (issue 18): pandas on an uploaded CSV, and the
+# chart it drew fetched back; run where chart.png may land.
+out=$(cd "$chartdir" && eval "$(grep '^PY=' "$log")" >/dev/null &&
+	eval "$(grep '^printf .*files/write' "$log")" >/dev/null &&
+	eval "$(grep '^curl .*/execute -d ' "$log")" &&
+	eval "$(grep '^curl .*files/read' "$log")")
+[[ $out == *'"stdout":"       temp\ncity       \nOslo    3.0\nParis  13.0\n"'* ]] &&
+	ok "the printed curl commands run pandas on an uploaded CSV" || bad "python example: $out"
+[ "$(head -c 8 "$chartdir/chart.png" 2>/dev/null | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] &&
+	ok "and fetch the PNG chart it drew" || bad "chart.png: $(head -c 100 "$chartdir/chart.png" 2>&1)"
 kill -INT -$pid
 # Its session: keepd and every process it started.
 for _ in $(seq 100); do pgrep -s $pid >/dev/null || break; sleep 0.1; done
