@@ -62,6 +62,11 @@ bash script.sh
 bash -c echo ${BASH_VERSINFO[0]} $((2**40))
 LIST
 
+# A script finds awk and sh in PATH as it does on Debian (there they are
+# links that Debian's alternatives and dash own, here gawk and bash).
+got=$("$KEEP" run --workspace "$ws" --trust "$K" "$I/shell.img" bash -c 'type -P awk sh; [ -x /usr/bin/awk ] && [ -x /bin/sh ] && echo executable' 2>&1)
+[ "$got" = "$(printf '/usr/bin/awk\n/bin/sh\nexecutable')" ] && ok "awk and sh are in PATH" || bad "awk and sh: '$got'"
+
 # Through keepd: commands/run picks the programs from the image by name.
 cat >"$tmp/test.policy" <<'EOP'
 agent "sh" {
