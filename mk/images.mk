@@ -37,15 +37,19 @@ $(STOCK_DIR)/js: image/stock/js_main.c
 
 # glibc warns that getaddrinfo and getpwnam want shared NSS modules at run
 # time; the guest has no network or users, so those paths are dead.
-$(STOCK_DIR)/python: image/stock/python_main.c
+# Relinked when Debian's packages change (dpkg keeps a package's file
+# times, so libpython3.11.a's own is no guide).
+$(STOCK_DIR)/python: image/stock/python_main.c /var/lib/dpkg/status
 	@mkdir -p $(dir $@)
 	gcc -static -O2 -I/usr/include/python3.11 -o $@ $< \
 	    $(PY_CONFIG)/libpython3.11.a -lm -lz -lexpat -lpthread -ldl -lutil \
 	    -Wl,--no-warnings
 
-$(STOCK_DIR)/python311.zip: image/stock/stdlib_zip.py
+# Remade when Debian's packages change (an update of the standard
+# library), with Debian's interpreter, not whichever python3 PATH finds.
+$(STOCK_DIR)/python311.zip: image/stock/stdlib_zip.py /var/lib/dpkg/status
 	@mkdir -p $(dir $@)
-	python3 image/stock/stdlib_zip.py /usr/lib/python3.11 $@
+	/usr/bin/python3 image/stock/stdlib_zip.py /usr/lib/python3.11 $@
 
 # build -> sign -> rename, so a failed step never leaves an unsigned image.
 define sign_image
