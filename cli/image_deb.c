@@ -87,6 +87,7 @@ set_add(struct deb_set *s, const char *guest, const char *host, int explicit_)
 	s->v[s->n].guest = strdup(guest);
 	s->v[s->n].host = strdup(host);
 	s->v[s->n].explicit_ = explicit_;
+	s->v[s->n].pyc_source = NULL;
 	if (s->v[s->n].guest == NULL || s->v[s->n].host == NULL) {
 		free(s->v[s->n].guest);
 		free(s->v[s->n].host);
@@ -127,6 +128,7 @@ deb_set_free(struct deb_set *s)
 	for (size_t i = 0; i < s->n; i++) {
 		free(s->v[i].guest);
 		free(s->v[i].host);
+		free(s->v[i].pyc_source);
 	}
 	free(s->v);
 	memset(s, 0, sizeof(*s));
@@ -396,7 +398,8 @@ add_listed(struct deb_set *s, struct owned *o, const char *path, char *err,
 
 /* The bytecode Debian compiled at install for a listed Python source
  * (DIR/__pycache__/NAME.*.pyc): without it every run compiles again,
- * and cannot cache the result in a read-only image. Optimized bytecode
+ * and cannot cache the result in a read-only image. Each is marked with
+ * its source, to be stored hash-based (image/pyc.h). Optimized bytecode
  * (NAME.*.opt-1.pyc, opt-2) is left out: Debian does not ship it, so
  * there is only what a `python -O` on the build machine happened to
  * write, which would make the image depend on that machine's past. */
@@ -415,9 +418,16 @@ add_bytecode(struct deb_set *s, struct owned *o, const char *py, char *err,
 		return 0;
 	if (glob(pat, 0, NULL, &g) != 0)
 		return 0;
-	for (size_t i = 0; i < g.gl_pathc && rc == 0; i++)
-		if (strstr(g.gl_pathv[i] + dl, ".opt-") == NULL)
-			rc = add_listed(s, o, g.gl_pathv[i], err, errlen);
+	for (size_t i = 0; i < g.gl_pathc && rc == 0; i++) {
+		size_t before = s->n;
+
+		if (strstr(g.gl_pathv[i] + dl, ".opt-") != NULL)
+			continue;
+		rc = add_listed(s, o, g.gl_pathv[i], err, errlen);
+		if (rc == 0 && s->n > before &&
+		    (s->v[s->n - 1].pyc_source = strdup(py)) == NULL)
+			rc = deb_fail(err, errlen, "out of memory");
+	}
 	globfree(&g);
 	return rc;
 }

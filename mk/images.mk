@@ -83,9 +83,11 @@ $(IMG_DIR)/python-static.img: $(STOCK_DIR)/python $(STOCK_DIR)/python311.zip $(B
 	$(sign_image)
 
 # Images from Debian packages (issue 18), hundreds of MiB: rebuilt when
-# their manifest or the installed packages change (dpkg's status file),
-# not whenever keep is relinked, so `make check` builds them once.
-DEB_IMAGE_DEPS = /var/lib/dpkg/status | deps $(B)/bin/keep $(DEV_KEY)
+# their manifest, the installed packages (dpkg's status file) or the way
+# the builder packs them change, not whenever keep is relinked, so
+# `make check` builds them once.
+DEB_IMAGE_DEPS = /var/lib/dpkg/status cli/image_deb.c image/pyc.c \
+                 image/elfdeps.c | deps $(B)/bin/keep $(DEV_KEY)
 DEPS_PKGS += python3.11 python3-numpy python3-pandas python3-matplotlib \
              python3-pil python3-contourpy python3-fonttools tzdata \
              fonts-dejavu-core fonts-dejavu-extra fonts-lyx \

@@ -4,7 +4,8 @@
 # imports, but for the few listed below with the reason; numpy solves a
 # 100x100 system as the host does; pandas reads, groups and writes a
 # workspace CSV and gives the HTML and text reprs that execute's results
-# carry; matplotlib saves a PNG that decodes, to a file and to memory.
+# carry; matplotlib saves a PNG that decodes, to a file and to memory;
+# the modules load from Debian's bytecode, none recompiled.
 set -u
 cd "$(dirname "$0")/../.."
 B=${B:-build}; KEEP=$B/bin/keep; K=$B/keys/dev.public; I=$B/images
@@ -77,6 +78,14 @@ print(decimal.Decimal(1) / 7, fractions.Fraction(3, 9), statistics.mean([1, 2, 4
 want=$($PY -c 'import decimal, fractions, statistics, zoneinfo
 print(decimal.Decimal(1) / 7, fractions.Fraction(3, 9), statistics.mean([1, 2, 4]), zoneinfo.ZoneInfo("Europe/Paris"))')
 [ "$out" = "$want" ] && ok "the modules the static image lacked: $out" || bad "modules: '$out' want '$want'"
+
+# Debian's bytecode is used as it is: the image keeps no source times,
+# so the builder stores it hash-based; a stale .pyc would make every run
+# compile each module it imports again.
+out=$(py -v -c 'import json, decimal, numpy' 2>&1)
+stale=$(grep -c "bytecode is stale" <<<"$out"); used=$(grep -c "^# code object from .*\.pyc" <<<"$out")
+[ "$stale" = 0 ] && [ "$used" -gt 100 ] && ok "bytecode: $used modules loaded from .pyc, none stale" ||
+	bad "bytecode: $stale stale, $used loaded: $(grep -m3 "bytecode is stale" <<<"$out")"
 
 solve='import numpy as np
 rng = np.random.default_rng(18)
