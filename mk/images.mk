@@ -46,10 +46,11 @@ $(STOCK_DIR)/python: image/stock/python_main.c /var/lib/dpkg/status
 	    -Wl,--no-warnings
 
 # Remade when Debian's packages change (an update of the standard
-# library), with Debian's interpreter, not whichever python3 PATH finds.
+# library), with Debian's interpreter, not whichever python3 PATH finds:
+# the bytecode it compiles must be the static interpreter's version.
 $(STOCK_DIR)/python311.zip: image/stock/stdlib_zip.py /var/lib/dpkg/status
 	@mkdir -p $(dir $@)
-	/usr/bin/python3 image/stock/stdlib_zip.py /usr/lib/python3.11 $@
+	PYTHONHASHSEED=0 /usr/bin/python3.11 image/stock/stdlib_zip.py /usr/lib/python3.11 $@
 
 # build -> sign -> rename, so a failed step never leaves an unsigned image.
 define sign_image

@@ -119,5 +119,12 @@ dims=$($PY -c 'from PIL import Image; im = Image.open("'"$ws"'/plot.png"); im.lo
 [ "$out" = "agg True" ] && [ "$dims" = "PNG (640, 480)" ] && ok "matplotlib (Agg) saved a PNG that decodes: $dims" ||
 	bad "matplotlib: '$out' '$dims'"
 
+# python-static: its standard library comes from the zip's bytecode,
+# compiled at build time, not by the guest at each start.
+out=$("$KEEP" run --workspace "$ws" --trust "$K" "$I/python-static.img" python -c 'import json, collections
+print(json.__spec__.origin, collections.__spec__.origin, json.dumps(collections.Counter("keep")))' 2>&1)
+[ "$out" = '/lib/python311.zip/json/__init__.pyc /lib/python311.zip/collections/__init__.pyc {"k": 1, "e": 2, "p": 1}' ] &&
+	ok "python-static loads its standard library from bytecode" || bad "python-static: '$out'"
+
 [ $fails -eq 0 ] && echo "image_python: all passed" || echo "image_python: $fails failed"
 [ $fails -eq 0 ]
