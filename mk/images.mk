@@ -74,8 +74,9 @@ $(IMG_DIR)/js.img: $(STOCK_DIR)/js $(B)/bin/keep $(DEV_KEY)
 	$(B)/bin/keep image build --name js --version 2.7 --memory 128M $< -o $@.tmp
 	$(sign_image)
 
-# The static interpreter of issue 5: boots faster, but with a trimmed
-# standard library and no extension modules (docs/image-format.md).
+# The static interpreter of issue 5: boots about as fast as python, with
+# a trimmed standard library and no extension modules
+# (docs/image-format.md).
 $(IMG_DIR)/python-static.img: $(STOCK_DIR)/python $(STOCK_DIR)/python311.zip $(B)/bin/keep $(DEV_KEY)
 	@mkdir -p $(dir $@)
 	$(B)/bin/keep image build --name python-static --version 3.11 --memory 256M \
