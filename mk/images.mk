@@ -25,12 +25,12 @@ $(DEV_KEY): | $(B)/bin/keep
 	@mkdir -p $(dir $@)
 	$(B)/bin/keep key generate --out $(dir $@) --name dev >/dev/null
 
-$(STOCK_DIR)/hello: image/stock/hello.c
+$(STOCK_DIR)/hello: image/stock/hello.c | deps
 	@mkdir -p $(dir $@)
 	musl-gcc -static -O2 -Wall -Werror -o $@ $<
 
 # Duktape's own source trips our warning flags; it is compiled as shipped.
-$(STOCK_DIR)/js: image/stock/js_main.c
+$(STOCK_DIR)/js: image/stock/js_main.c | deps
 	@mkdir -p $(dir $@)
 	musl-gcc -static -O2 -I/usr/share/duktape -o $@ $< \
 	    /usr/share/duktape/duktape.c -lm
@@ -39,7 +39,7 @@ $(STOCK_DIR)/js: image/stock/js_main.c
 # time; the guest has no network or users, so those paths are dead.
 # Relinked when Debian's packages change (dpkg keeps a package's file
 # times, so libpython3.11.a's own is no guide).
-$(STOCK_DIR)/python: image/stock/python_main.c /var/lib/dpkg/status
+$(STOCK_DIR)/python: image/stock/python_main.c /var/lib/dpkg/status | deps
 	@mkdir -p $(dir $@)
 	gcc -static -O2 -I/usr/include/python3.11 -o $@ $< \
 	    $(PY_CONFIG)/libpython3.11.a -lm -lz -lexpat -lpthread -ldl -lutil \
@@ -48,7 +48,7 @@ $(STOCK_DIR)/python: image/stock/python_main.c /var/lib/dpkg/status
 # Remade when Debian's packages change (an update of the standard
 # library), with Debian's interpreter, not whichever python3 PATH finds:
 # the bytecode it compiles must be the static interpreter's version.
-$(STOCK_DIR)/python311.zip: image/stock/stdlib_zip.py /var/lib/dpkg/status
+$(STOCK_DIR)/python311.zip: image/stock/stdlib_zip.py /var/lib/dpkg/status | deps
 	@mkdir -p $(dir $@)
 	PYTHONHASHSEED=0 /usr/bin/python3.11 image/stock/stdlib_zip.py /usr/lib/python3.11 $@
 
