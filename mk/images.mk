@@ -96,8 +96,8 @@ DEPS_PKGS += python3.11 python3-numpy python3-pandas python3-matplotlib \
              bash coreutils grep sed gawk findutils diffutils jq file \
              libmagic-mgc tar gzip xz-utils
 
-# matplotlib's font list, made here so the guest never builds it (it
-# starts a thread to say it is building). The image holds it where the
+# matplotlib's font list, made here so that no run scans the fonts
+# again (a read-only image keeps nothing a run writes). The image holds it where the
 # guest's matplotlib looks with HOME=/; it names the fonts by their
 # paths, which the image holds too. Sorted, so the image is reproducible.
 $(STOCK_DIR)/mpl/fontlist-v330.json: image/stock/mpl_fontlist.py /var/lib/dpkg/status | deps
