@@ -3,7 +3,8 @@
 # with the stock python image: upload a CSV with files/write, run pandas
 # on it and draw a matplotlib chart with execute, fetch the chart with
 # files/read. The output is what Debian's own interpreter prints for the
-# same code and file, and the PNG decodes.
+# same code and file, and the PNG decodes; execute's results carry the
+# figure (PNG) and the DataFrame (text and HTML).
 source "$(dirname "$0")/../lib/keepd.sh"
 PY=/usr/bin/python3.11
 
@@ -28,6 +29,7 @@ print(g.to_csv(), end="")
 print(d.pivot_table(index="month", columns="region", values="amount").round(2))
 ax = g["sum"].plot.bar(title="sales by region")
 ax.figure.savefig("chart.png", dpi=80)
+g
 PY
 
 req "$tok" POST /v1/sandboxes '{"image":"python"}'
@@ -45,6 +47,19 @@ mkdir "$tmp/native" && cp "$tmp/sales.csv" "$tmp/native/" &&
 [ "$code" = 200 ] && [ "$(jget "$body" '["exit_code"]')" = 0 ] && [ "$got" = "$want" ] &&
 	ok "execute: pandas on the uploaded CSV prints what the host's python prints" ||
 	bad "execute: $code '$got' want '$want' ($body)"
+
+# results (item 4 of issue 18): the open figure as a PNG that decodes,
+# the DataFrame (the last expression) as text and HTML.
+res=$(python3 -c 'import base64, json, sys
+r = json.loads(sys.argv[1]).get("results", [])
+figs = [x for x in r if not x["is_main_result"] and "png" in x]
+main = [x for x in r if x["is_main_result"]]
+open(sys.argv[2], "wb").write(base64.b64decode(figs[0]["png"]) if figs else b"")
+print(len(figs), len(main), main and main[0]["text"].split("\n")[0].split(), main and "<table" in main[0].get("html", ""))' "$body" "$tmp/result.png" 2>&1)
+rdims=$("$PY" -c 'import sys; from PIL import Image; im = Image.open(sys.argv[1]); im.load(); print(im.format, im.size)' "$tmp/result.png" 2>&1)
+[ "$res" = "1 1 ['sum', 'mean', 'count'] True" ] && [ "$rdims" = "PNG (640, 480)" ] &&
+	ok "execute's results: the figure as a PNG that decodes ($rdims), the DataFrame as text and HTML" ||
+	bad "results: '$res' '$rdims'"
 
 code=$(curl -s -o "$tmp/chart.png" -w '%{http_code}' -H "Authorization: Bearer $tok" \
     "$url/v1/sandboxes/$sb/files/read?path=chart.png")
