@@ -243,6 +243,10 @@ int vm_load_interp(struct vm *, char *err, size_t errlen);
 #define VM_IMAGE_ENV_LINES 64
 int vm_image_env(struct vm *, char ***out, size_t *n);
 void vm_image_env_free(char **v);
+/* The parser under vm_image_env, pure (fuzz/vmm_env.c): the file's
+ * len bytes, the caller's variables envp (NULL-terminated, or NULL). */
+int vm_env_parse(const uint8_t *data, size_t len, const char *const *envp,
+    char ***out, size_t *n);
 
 /* The page allocator behind mmap (mem.c). */
 int vm_mem_init(struct vm *);
