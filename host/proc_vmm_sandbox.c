@@ -64,6 +64,7 @@ sandbox_remove(struct sandbox *s)
 		vmm_remove_tree(wd, s->id, 0);
 		close(wd);
 	}
+	vmm_contexts_sandbox_gone(s->id);
 	log_info("sandbox %s removed", s->id);
 	memset(s, 0, sizeof(*s));
 	s->ws_fd = -1;

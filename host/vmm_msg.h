@@ -260,7 +260,8 @@ enum ctx_lang { CTX_LANG_PYTHON = 0, CTX_LANG_JS = 1 };
 enum ctx_state {
 	CTX_IDLE = 0, /* waiting for a cell (or still starting) */
 	CTX_BUSY, /* running a cell */
-	CTX_DEAD /* its interpreter ended; the next cell starts a new one */
+	CTX_DEAD, /* its interpreter ended; the next cell starts a new one */
+	CTX_PAUSED /* no interpreter: the next cell resumes from its journal */
 };
 
 struct msg_vmm_context {
@@ -270,6 +271,9 @@ struct msg_vmm_context {
 	char cwd[CTX_CWD_MAX]; /* create: the guest path, NUL-terminated */
 	uint32_t language; /* enum ctx_lang */
 	uint32_t max_contexts; /* create: the principal's quota, 0: none */
+	uint32_t pad;
+	uint64_t pause_ms; /* create: idle time before a pause, 0: never */
+	uint64_t disk_max; /* create: the snapshot quota (bytes), 0: none */
 };
 
 struct vmm_context_info {

@@ -26,6 +26,7 @@ static const char *const ctx_state_name[] = {
 	[CTX_IDLE] = "idle",
 	[CTX_BUSY] = "busy",
 	[CTX_DEAD] = "dead",
+	[CTX_PAUSED] = "paused",
 };
 
 /* "ctx-" and 20 random base32 characters, as sandbox ids. */
@@ -120,13 +121,14 @@ ctx_call(struct front_backend *fb, const struct api_call *call, uint32_t type,
 }
 
 /*
- * The principal's `contexts` quota (0: none), from the policy process.
- * The vmm counts the live contexts, which only it knows; the front
- * carries the number as it carries the end of a concurrent operation.
+ * The principal's `contexts` quota (0: none), `pause` time and
+ * `snapshots` quota, from the policy process, into q. The vmm counts the
+ * live contexts and the disk they use, which only it knows; the front
+ * carries the numbers as it carries the end of a concurrent operation.
  */
 static int
 contexts_quota(struct front_backend *fb, const struct api_call *call,
-    uint32_t *max, struct api_error *err)
+    struct msg_vmm_context *ctxq, struct api_error *err)
 {
 	struct msg_policy_leave q;
 	struct msg_policy_usage r;
@@ -139,7 +141,9 @@ contexts_quota(struct front_backend *fb, const struct api_call *call,
 	    sizeof(q), -1, MSG_POLICY_USAGE_REPLY, 0, &r, &rlen, NULL, err);
 	if (rc != API_OK)
 		return rc > API_ERR_COUNT ? API_EUNAVAIL : rc;
-	*max = r.contexts_max;
+	ctxq->max_contexts = r.contexts_max;
+	ctxq->pause_ms = r.pause_ms;
+	ctxq->disk_max = r.snapshots_max;
 	return API_OK;
 }
 
@@ -160,7 +164,7 @@ fb_context_create(void *arg, const struct api_call *call, const char *id,
 	strlcpy(q.cwd, cwd, sizeof(q.cwd));
 	q.language =
 	    language == API_LANG_JAVASCRIPT ? CTX_LANG_JS : CTX_LANG_PYTHON;
-	if ((rc = contexts_quota(arg, call, &q.max_contexts, err)) != API_OK) {
+	if ((rc = contexts_quota(arg, call, &q, err)) != API_OK) {
 		free(r);
 		return rc;
 	}

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Live contexts that outlive their interpreter (docs/contexts.md, "Pause,
+# persist, resume"): an idle context is paused after its policy's pause
+# time (its vm process gone) and resumed by the next cell; contexts come
+# back after a restart of keepd and after a kill -9 of the vmm with the
+# state of their acknowledged cells; a torn journal record is cut off;
+# the snapshots quota refuses a cell that would pass it.
+source "$(dirname "$0")/../lib/keepd.sh"
+
+cat >"$tmp/test.policy" <<'EOP'
+role runner {
+	allow sandbox:read, sandbox:write, exec
+	exec "python"
+	timeout 10s
+	memory 256M
+	contexts 4
+}
+agent "alice" : runner {
+	pause 1s
+}
+agent "carol" : runner {
+	snapshots 2K
+}
+EOP
+keepd_start "$tmp/test.policy"
+alice=$(mint alice sandbox:read,sandbox:write,exec)
+carol=$(mint carol sandbox:read,sandbox:write,exec)
+
+req "$alice" POST /v1/sandboxes '{"image":"python"}'
+sbx=$(jget "$body" '["id"]')
+req "$alice" POST "/v1/sandboxes/$sbx/contexts" '{}'
+cid=$(jget "$body" '["id"]')
+
+cell() { # cell TOKEN CONTEXT CODE
+	req "$1" POST "/v1/sandboxes/$sbx/execute" "$(python3 -c 'import json, sys; print(json.dumps({"code": sys.argv[2], "context_id": sys.argv[1]}))' "$2" "$3")"
+}
+state() { # state TOKEN CONTEXT -> its listed state
+	req "$1" GET "/v1/sandboxes/$sbx/contexts"
+	python3 -c 'import json, sys; print([c["state"] for c in json.loads(sys.argv[1]) if c["id"] == sys.argv[2]][0])' "$body" "$2" 2>/dev/null
+}
+vmpids() { pgrep -f "keepd: vm $sbx" || true; }
+
+cell "$alice" "$cid" 'import random
+seed = random.random()
+n = 1'
+cell "$alice" "$cid" 'n += 1; items = [n] * 3'
+[ "$code" = 200 ] && ok "two cells acknowledged" || bad "cells: $code $body"
+
+# Idle past `pause 1s`: paused, no vm process (no CPU, no memory).
+for _ in $(seq 100); do [ "$(state "$alice" "$cid")" = paused ] && break; sleep 0.1; done
+[ "$(state "$alice" "$cid")" = paused ] && ok "an idle context is paused after its policy's pause time" || bad "not paused: $body"
+[ -z "$(vmpids)" ] && ok "a paused context has no vm process" || bad "vm process of a paused context: $(vmpids)"
+req "$alice" GET "/v1/sandboxes/$sbx/contexts"
+[ "$(jget "$body" '[0]["execution_count"]')" = 2 ] && ok "a paused context lists its acknowledged cells" || bad "count: $body"
+cell "$alice" "$cid" 'print(n, items, seed > 0)'
+[ "$(jget "$body" '["stdout"]')" = "2 [2, 2, 2] True" ] && [ "$(jget "$body" '["execution_count"]')" = 3 ] &&
+    ok "the next cell resumes it with its state" || bad "resume: $body"
+cell "$alice" "$cid" 'before = seed'
+
+# A restart of keepd: the context comes back paused, its state with it.
+keepd_restart
+alice=$(mint alice sandbox:read,sandbox:write,exec)
+for _ in $(seq 100); do
+	cell "$alice" "$cid" 'print(n, items, before == seed)'
+	[ "$code" != 503 ] && break; sleep 0.1
+done
+[ "$code" = 200 ] && [ "$(jget "$body" '["stdout"]')" = "2 [2, 2, 2] True" ] &&
+    ok "a context survives a restart of keepd" || bad "after keepd restart: $code $body"
+
+# A kill -9 of the vmm while the context is paused: the same answer.
+cell "$alice" "$cid" 'n = 7'
+for _ in $(seq 100); do [ "$(state "$alice" "$cid")" = paused ] && break; sleep 0.1; done
+vmm=$(pgrep -P "$pid" -f '^keepd: vmm')
+[ -n "$vmm" ] && kill -KILL "$vmm"
+for _ in $(seq 100); do
+	cell "$alice" "$cid" 'print(n * 6)'
+	[ "$code" != 503 ] && break; sleep 0.1
+done
+[ "$code" = 200 ] && [ "$(jget "$body" '["stdout"]')" = 42 ] &&
+    ok "a paused context resumed after a vmm kill -9 gives the same answer" || bad "after kill -9: $code $body"
+
+# A torn last record (a crash in the middle of an append, before the
+# reply) is cut off; the acknowledged cells before it stay.
+kill -TERM "$pid"; wait "$pid" 2>/dev/null
+j="$tmp/state/contexts/$sbx/$cid"
+[ -f "$j" ] && ok "the journal is under the state directory" || bad "no journal at $j"
+printf '\x40\x00\x00\x00torn' >>"$j"
+keepd_launch
+alice=$(mint alice sandbox:read,sandbox:write,exec)
+for _ in $(seq 100); do
+	cell "$alice" "$cid" 'print(n)'
+	[ "$code" != 503 ] && break; sleep 0.1
+done
+[ "$(jget "$body" '["stdout"]')" = 7 ] && ok "a torn record is cut off, the rest resumes" || bad "torn: $code $body"
+grep -q "a torn record cut off" "$tmp/log" && ok "and the cut is logged" || bad "no log of the cut"
+
+# Restart empties the journal: nothing comes back after it.
+req "$alice" POST "/v1/sandboxes/$sbx/contexts/$cid/restart"
+keepd_restart
+alice=$(mint alice sandbox:read,sandbox:write,exec)
+for _ in $(seq 100); do
+	cell "$alice" "$cid" 'n'
+	[ "$code" != 503 ] && break; sleep 0.1
+done
+[ "$(jget "$body" '["error"]["name"]')" = NameError ] && ok "a restarted context stays empty across a keepd restart" || bad "after restart: $code $body"
+
+# The snapshots quota (2K for carol): a cell whose record would pass it
+# is refused before it runs; the context keeps what it had.
+carol=$(mint carol sandbox:read,sandbox:write,exec)
+req "$carol" POST /v1/sandboxes '{"image":"python"}'
+csbx=$(jget "$body" '["id"]')
+sbx=$csbx
+req "$carol" POST "/v1/sandboxes/$sbx/contexts" '{}'
+ccid=$(jget "$body" '["id"]')
+cell "$carol" "$ccid" 'a = 1'
+[ "$code" = 200 ] && ok "a small cell under the quota" || bad "small: $code $body"
+cell "$carol" "$ccid" "b = '$(head -c 3000 /dev/zero | tr '\0' x)'"
+[ "$code" = 400 ] && [[ $body == *"snapshot quota"* ]] && ok "a cell past the snapshots quota is refused" || bad "quota: $code $body"
+cell "$carol" "$ccid" 'print(a)'
+[ "$(jget "$body" '["stdout"]')" = 1 ] && ok "the context keeps its state" || bad "after quota: $body"
+
+# Deleting a sandbox removes its contexts' journals.
+req "$carol" DELETE "/v1/sandboxes/$csbx"
+for _ in $(seq 50); do [ ! -e "$tmp/state/contexts/$csbx" ] && break; sleep 0.1; done
+[ ! -e "$tmp/state/contexts/$csbx" ] && ok "a sandbox's journals go with it" || bad "left: $(ls "$tmp/state/contexts/$csbx")"
+
+keepd_finish
