@@ -122,6 +122,12 @@ static const struct msg_handler vmm_handlers[] = {
 	    sizeof(struct msg_vmm_context), 0, vmm_h_context },
 	{ MSG_VMM_CONTEXT_RESTART, PROC_BIT(PROC_FRONT),
 	    sizeof(struct msg_vmm_context), 0, vmm_h_context },
+	{ MSG_VMM_CONTEXT_FORK, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_context), 0, vmm_h_context },
+	{ MSG_VMM_CONTEXT_SNAPSHOT, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_context), 0, vmm_h_context },
+	{ MSG_VMM_CONTEXT_SNAPSHOTS, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_context), 0, vmm_h_context },
 };
 
 /* poll entries past the runs' are contexts' (who = CTX_WHO + index). */

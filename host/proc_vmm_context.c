@@ -592,6 +592,12 @@ vmm_contexts_tick(struct proc_ctx *ctx, struct vmm_state *vs)
 	uint64_t now = vmm_mono_ms();
 	size_t i;
 
+	/* A snapshot's file went with its sandbox's directory. */
+	for (i = 0; i < VMM_SNAPSHOTS_MAX; i++)
+		if (vs->snaps[i].used &&
+		    vmm_sandbox_find(
+		        vs, vs->snaps[i].h.sbx, vs->snaps[i].h.owner) == NULL)
+			memset(&vs->snaps[i], 0, sizeof(vs->snaps[i]));
 	for (i = 0; i < VMM_CONTEXTS_MAX; i++) {
 		struct vmm_context *c = &vs->ctxs[i];
 
@@ -967,10 +973,16 @@ vmm_snapshot_adopt(struct vmm_state *vs, const struct ctx_journal_head *h,
 	return -1;
 }
 
+/*
+ * A new context: fresh (src NULL: its interpreter starts now), or a copy
+ * of a journal (a fork's context, a snapshot) that is paused and resumes
+ * at its first cell, as any paused context does.
+ */
 static uint32_t
 ctx_create(struct proc_ctx *ctx, struct vmm_state *vs,
     const struct msg_vmm_context *q, const struct grant *g, struct sandbox *s,
-    struct msg_vmm_contexts *r)
+    const struct ctx_journal_head *src, int src_fd, uint64_t src_bytes,
+    uint64_t src_cells, struct msg_vmm_contexts *r)
 {
 	struct vmm_context *c = NULL;
 	char reason[96];
@@ -992,28 +1004,134 @@ ctx_create(struct proc_ctx *ctx, struct vmm_state *vs,
 	}
 	if (c == NULL || (q->max_contexts != 0 && mine >= q->max_contexts))
 		return SBX_E_CTX_FULL;
+	if (src != NULL && q->disk_max != 0 &&
+	    ctx_disk_used(vs, g->principal) + src_bytes > q->disk_max)
+		return SBX_E_SNAP_FULL;
 	memset(c, 0, sizeof(*c));
 	ctx_init_fds(c);
 	strlcpy(c->id, q->context, sizeof(c->id));
 	strlcpy(c->sbx, s->id, sizeof(c->sbx));
 	strlcpy(c->owner, g->principal, sizeof(c->owner));
-	strlcpy(c->cwd, q->cwd, sizeof(c->cwd));
-	c->language = q->language;
+	strlcpy(c->cwd, src != NULL ? src->cwd : q->cwd, sizeof(c->cwd));
+	c->language = src != NULL ? src->language : q->language;
 	c->created_at = (int64_t)time(NULL);
 	c->mem_max = g->mem_max;
 	c->pause_ms = q->pause_ms;
 	c->disk_max = q->disk_max;
-	if (ctx_spawn(ctx, vs, c, s, reason, sizeof(reason)) != 0) {
-		log_warnx("context %s: %s", c->id, reason);
-		memset(c, 0, sizeof(*c));
-		ctx_init_fds(c);
-		return SBX_E_IMAGE;
+	if (src != NULL) {
+		ctx_journal_open(c, src_fd, src_bytes, src_cells);
+		if (c->jfd < 0) {
+			memset(c, 0, sizeof(*c));
+			ctx_init_fds(c);
+			return SBX_E_INTERNAL;
+		}
+		log_info("context %s: %llu cells of %s %s", c->id,
+		    (unsigned long long)src_cells,
+		    src->kind == CTX_JOURNAL_SNAPSHOT ? "snapshot" : "context",
+		    src->name);
+	} else {
+		if (ctx_spawn(ctx, vs, c, s, reason, sizeof(reason)) != 0) {
+			log_warnx("context %s: %s", c->id, reason);
+			memset(c, 0, sizeof(*c));
+			ctx_init_fds(c);
+			return SBX_E_IMAGE;
+		}
+		ctx_journal_open(c, -1, 0, 0);
 	}
-	ctx_journal_open(c, -1, 0, 0);
 	c->used = 1;
 	ctx_info(c, &r->c[0]);
 	r->n = 1;
 	return SBX_OK;
+}
+
+static struct vmm_snapshot *
+snap_find(
+    struct vmm_state *vs, const char *sbx, const char *owner, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < VMM_SNAPSHOTS_MAX; i++) {
+		struct vmm_snapshot *n = &vs->snaps[i];
+
+		if (n->used && strcmp(n->h.sbx, sbx) == 0 &&
+		    strcmp(n->h.owner, owner) == 0 &&
+		    strcmp(n->h.name, name) == 0)
+			return n;
+	}
+	return NULL;
+}
+
+static void
+snap_info(const struct vmm_snapshot *n, struct vmm_context_info *i)
+{
+	memset(i, 0, sizeof(*i));
+	strlcpy(i->id, n->h.name, sizeof(i->id));
+	strlcpy(i->from, n->h.from, sizeof(i->from));
+	strlcpy(i->cwd, n->h.cwd, sizeof(i->cwd));
+	i->language = n->h.language;
+	i->state = CTX_PAUSED;
+	i->execution_count = n->cells;
+	i->created_at = n->h.created_at;
+	i->bytes = n->bytes;
+}
+
+/* A named copy of the context's journal, now: its acknowledged cells. */
+static uint32_t
+ctx_snapshot(struct vmm_state *vs, const struct msg_vmm_context *q,
+    struct vmm_context *c, struct msg_vmm_contexts *r)
+{
+	struct vmm_snapshot *n = NULL;
+	size_t i;
+
+	if (!vmm_safe_name(q->name, sizeof(q->name)))
+		return SBX_E_INTERNAL;
+	if (snap_find(vs, c->sbx, c->owner, q->name) != NULL)
+		return SBX_E_SNAP_EXISTS;
+	for (i = 0; i < VMM_SNAPSHOTS_MAX && n == NULL; i++)
+		if (!vs->snaps[i].used)
+			n = &vs->snaps[i];
+	if (n == NULL ||
+	    (c->disk_max != 0 &&
+	        ctx_disk_used(vs, c->owner) + c->jbytes > c->disk_max))
+		return SBX_E_SNAP_FULL;
+	if (c->jfd < 0)
+		return SBX_E_INTERNAL;
+	memset(n, 0, sizeof(*n));
+	ctx_head(c, &n->h);
+	n->h.kind = CTX_JOURNAL_SNAPSHOT;
+	strlcpy(n->h.name, q->name, sizeof(n->h.name));
+	strlcpy(n->h.from, c->id, sizeof(n->h.from));
+	n->h.created_at = (int64_t)time(NULL);
+	if (vmm_ctxdisk_create(&n->h, c->jfd, c->jbytes, 0) != 0)
+		return SBX_E_INTERNAL;
+	n->cells = c->jcells;
+	n->bytes = c->jbytes;
+	n->used = 1;
+	log_info("context %s: snapshot %s (%llu cells)", c->id, q->name,
+	    (unsigned long long)n->cells);
+	snap_info(n, &r->c[0]);
+	r->n = 1;
+	return SBX_OK;
+}
+
+/* Restore a snapshot into a new context. */
+static uint32_t
+ctx_restore(struct proc_ctx *ctx, struct vmm_state *vs,
+    const struct msg_vmm_context *q, const struct grant *g, struct sandbox *s,
+    struct msg_vmm_contexts *r)
+{
+	struct vmm_snapshot *n;
+	uint32_t st;
+	int fd;
+
+	if ((n = snap_find(vs, s->id, g->principal, q->name)) == NULL)
+		return SBX_E_SNAP_NOTFOUND;
+	if ((fd = vmm_ctxdisk_open(s->id, CTX_JOURNAL_SNAPSHOT, n->h.name)) ==
+	    -1)
+		return SBX_E_INTERNAL;
+	st = ctx_create(ctx, vs, q, g, s, &n->h, fd, n->bytes, n->cells, r);
+	close(fd);
+	return st;
 }
 
 int
@@ -1034,6 +1152,8 @@ vmm_h_context(struct proc_ctx *ctx, const struct msg *m)
 	if (memchr(q.sandbox, '\0', sizeof(q.sandbox)) == NULL ||
 	    memchr(q.context, '\0', sizeof(q.context)) == NULL ||
 	    memchr(q.cwd, '\0', sizeof(q.cwd)) == NULL ||
+	    memchr(q.from, '\0', sizeof(q.from)) == NULL ||
+	    memchr(q.name, '\0', sizeof(q.name)) == NULL ||
 	    q.language >= nitems(ctx_program))
 		return -1;
 	if ((r = calloc(1, sizeof(*r))) == NULL)
@@ -1042,25 +1162,51 @@ vmm_h_context(struct proc_ctx *ctx, const struct msg *m)
 	vmm_contexts_tick(ctx, vs);
 	switch (m->hdr.type) {
 	case MSG_VMM_CONTEXT_LIST:
+	case MSG_VMM_CONTEXT_SNAPSHOTS:
 		cap = CAP_SANDBOX_READ;
 		target = q.sandbox;
 		break;
 	case MSG_VMM_CONTEXT_DELETE:
 	case MSG_VMM_CONTEXT_RESTART:
+	case MSG_VMM_CONTEXT_FORK:
+	case MSG_VMM_CONTEXT_SNAPSHOT:
 		/* No program: the interpreter was decided at create, and
 		 * every cell is decided again. */
 		target = "";
 		break;
 	default:
-		target = ctx_program[q.language];
+		/* A restored snapshot's language is the snapshot's. */
+		target = q.name[0] != '\0' ? "" : ctx_program[q.language];
 	}
 	if (vmm_check_grant(ctx, m, &q.grant, cap, target, &g) != 0)
 		r->status = SBX_E_GRANT;
 	else if ((s = vmm_sandbox_find(vs, q.sandbox, g.principal)) == NULL)
 		r->status = vmm_not_found(vs);
+	else if (m->hdr.type == MSG_VMM_CONTEXT_CREATE && q.name[0] != '\0')
+		r->status = ctx_restore(ctx, vs, &q, &g, s, r);
 	else if (m->hdr.type == MSG_VMM_CONTEXT_CREATE)
-		r->status = ctx_create(ctx, vs, &q, &g, s, r);
-	else if (m->hdr.type == MSG_VMM_CONTEXT_LIST) {
+		r->status = ctx_create(ctx, vs, &q, &g, s, NULL, -1, 0, 0, r);
+	else if (m->hdr.type == MSG_VMM_CONTEXT_FORK) {
+		struct ctx_journal_head h;
+
+		if ((c = ctx_find(vs, s->id, g.principal, q.from)) == NULL)
+			r->status = SBX_E_CTX_NOTFOUND;
+		else if (c->jfd < 0)
+			r->status = SBX_E_INTERNAL;
+		else {
+			ctx_head(c, &h);
+			r->status = ctx_create(ctx, vs, &q, &g, s, &h, c->jfd,
+			    c->jbytes, c->jcells, r);
+		}
+	} else if (m->hdr.type == MSG_VMM_CONTEXT_SNAPSHOTS) {
+		for (i = 0; i < VMM_SNAPSHOTS_MAX && r->n < CTX_PAGE_MAX; i++)
+			if (vs->snaps[i].used &&
+			    strcmp(vs->snaps[i].h.sbx, s->id) == 0 &&
+			    strcmp(vs->snaps[i].h.owner, g.principal) == 0 &&
+			    (q.context[0] == '\0' ||
+			        strcmp(vs->snaps[i].h.from, q.context) == 0))
+				snap_info(&vs->snaps[i], &r->c[r->n++]);
+	} else if (m->hdr.type == MSG_VMM_CONTEXT_LIST) {
 		for (i = 0; i < VMM_CONTEXTS_MAX && r->n < CTX_PAGE_MAX; i++)
 			if (vs->ctxs[i].used &&
 			    strcmp(vs->ctxs[i].sbx, s->id) == 0 &&
@@ -1070,6 +1216,8 @@ vmm_h_context(struct proc_ctx *ctx, const struct msg *m)
 		r->status = SBX_E_CTX_NOTFOUND;
 	else if (m->hdr.type == MSG_VMM_CONTEXT_DELETE)
 		ctx_remove(ctx, c, "deleted", 1);
+	else if (m->hdr.type == MSG_VMM_CONTEXT_SNAPSHOT)
+		r->status = ctx_snapshot(vs, &q, c, r);
 	else {
 		ctx_died(ctx, c, RUN_KILLED, "ContextRestarted",
 		    "the context was restarted: its state is lost");

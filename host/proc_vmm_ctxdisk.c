@@ -173,6 +173,21 @@ vmm_ctxdisk_reset(int fd, uint64_t *bytes)
 	return 0;
 }
 
+/* A journal or snapshot file, read-only (the source of a copy). */
+int
+vmm_ctxdisk_open(const char *sbx, int kind, const char *name)
+{
+	char f[CTX_ID_MAX + 8];
+	int dir, fd;
+
+	if ((dir = sbx_dir(sbx, 0)) == -1)
+		return -1;
+	file_name(f, sizeof(f), kind, name);
+	fd = openat(dir, f, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	close(dir);
+	return fd;
+}
+
 void
 vmm_ctxdisk_unlink(const char *sbx, int kind, const char *name)
 {

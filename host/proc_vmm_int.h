@@ -180,6 +180,7 @@ int vmm_ctxdisk_append(
 int vmm_ctxdisk_read(int fd, uint64_t *at, uint8_t **payload, size_t *len);
 int vmm_ctxdisk_reset(int fd, uint64_t *bytes);
 void vmm_ctxdisk_unlink(const char *sbx, int kind, const char *name);
+int vmm_ctxdisk_open(const char *sbx, int kind, const char *name);
 void vmm_contexts_sandbox_gone(const char *sbx);
 void vmm_contexts_adopt(struct vmm_state *vs);
 int vmm_join_output(int outfd, int errfd, uint64_t *out_len, uint64_t *err_len);

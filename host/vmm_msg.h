@@ -74,7 +74,13 @@ enum {
 	MSG_VMM_CONTEXT_LIST = MSG_VMM_BASE + 0x29,
 	MSG_VMM_CONTEXT_DELETE = MSG_VMM_BASE + 0x2a,
 	MSG_VMM_CONTEXT_RESTART = MSG_VMM_BASE + 0x2b,
-	MSG_VMM_CONTEXT_REPLY = MSG_VMM_BASE + 0x2c
+	MSG_VMM_CONTEXT_REPLY = MSG_VMM_BASE + 0x2c,
+	/* Fork a context (from -> the new context), name a snapshot of one
+	 * (context, name), list a context's snapshots (context); a create
+	 * with a name restores that snapshot into the new context. */
+	MSG_VMM_CONTEXT_FORK = MSG_VMM_BASE + 0x40,
+	MSG_VMM_CONTEXT_SNAPSHOT = MSG_VMM_BASE + 0x41,
+	MSG_VMM_CONTEXT_SNAPSHOTS = MSG_VMM_BASE + 0x42
 };
 
 /* The caps of the token that asked for the run: the vmm asks the policy
@@ -106,7 +112,10 @@ enum sbx_status {
 	SBX_E_INTERNAL, /* the host could not do it (logged) */
 	SBX_E_RESTORING, /* not found yet: the vmm is still reading the store */
 	SBX_E_CTX_NOTFOUND, /* no such context in this sandbox */
-	SBX_E_CTX_FULL /* at the principal's or the vmm's context limit */
+	SBX_E_CTX_FULL, /* at the principal's or the vmm's context limit */
+	SBX_E_SNAP_NOTFOUND, /* no such snapshot in this sandbox */
+	SBX_E_SNAP_EXISTS, /* the snapshot's name is taken */
+	SBX_E_SNAP_FULL /* at the principal's snapshots quota or the vmm's */
 };
 
 struct msg_vmm_sandbox_new {
@@ -274,6 +283,8 @@ struct msg_vmm_context {
 	uint32_t pad;
 	uint64_t pause_ms; /* create: idle time before a pause, 0: never */
 	uint64_t disk_max; /* create: the snapshot quota (bytes), 0: none */
+	char from[CTX_ID_MAX]; /* fork: the context forked */
+	char name[CTX_ID_MAX]; /* snapshot: its name; create: restore it */
 };
 
 struct vmm_context_info {
@@ -283,6 +294,10 @@ struct vmm_context_info {
 	uint32_t state; /* enum ctx_state */
 	uint64_t execution_count;
 	int64_t created_at; /* unix seconds */
+	/* A snapshot (id is its name): the context it was taken from, the
+	 * bytes its journal holds. */
+	char from[CTX_ID_MAX];
+	uint64_t bytes;
 };
 
 struct msg_vmm_contexts {

@@ -104,6 +104,51 @@ for _ in $(seq 100); do
 done
 [ "$(jget "$body" '["error"]["name"]')" = NameError ] && ok "a restarted context stays empty across a keepd restart" || bad "after restart: $code $body"
 
+# Fork: a new context with the same state; a write in one is not seen
+# in the other.
+cell "$alice" "$cid" 'shared = {"v": 1}; log = ["a"]'
+req "$alice" POST "/v1/sandboxes/$sbx/contexts/$cid/fork"
+[ "$code" = 201 ] && [ "$(jget "$body" '["state"]')" = paused ] && ok "fork gives a new context, paused" || bad "fork: $code $body"
+fid=$(jget "$body" '["id"]')
+cell "$alice" "$fid" 'shared["v"] = 2; log.append("fork"); print(shared["v"], log)'
+[ "$(jget "$body" '["stdout"]')" = "2 ['a', 'fork']" ] && ok "the fork has the state and writes its own" || bad "fork cell: $body"
+cell "$alice" "$cid" 'print(shared["v"], log)'
+[ "$(jget "$body" '["stdout"]')" = "1 ['a']" ] && ok "a write in the fork is not seen in the original" || bad "original after fork: $body"
+cell "$alice" "$cid" 'shared["v"] = 3'
+cell "$alice" "$fid" 'print(shared["v"])'
+[ "$(jget "$body" '["stdout"]')" = 2 ] && ok "nor one in the original in the fork" || bad "fork after original: $body"
+
+# Named snapshots: taken, listed, restored into a new context (also
+# after the original moved on, and after it was deleted).
+req "$alice" POST "/v1/sandboxes/$sbx/contexts/$cid/snapshots" '{"name":"v1"}'
+[ "$code" = 201 ] && [ "$(jget "$body" '["name"]')" = v1 ] && [ "$(jget "$body" '["context_id"]')" = "$cid" ] &&
+    ok "a named snapshot" || bad "snapshot: $code $body"
+req "$alice" POST "/v1/sandboxes/$sbx/contexts/$cid/snapshots" '{"name":"v1"}'
+[ "$code" = 409 ] && ok "a taken snapshot name is 409" || bad "dup snapshot: $code $body"
+cell "$alice" "$cid" 'shared["v"] = 4'
+req "$alice" GET "/v1/sandboxes/$sbx/contexts/$cid/snapshots"
+[ "$(jget "$body" '[0]["name"]')" = v1 ] && [ "$(jget "$body" '[0]["bytes"]')" -gt 0 ] && ok "snapshots are listed" || bad "list snapshots: $body"
+req "$alice" DELETE "/v1/sandboxes/$sbx/contexts/$fid"
+req "$alice" DELETE "/v1/sandboxes/$sbx/contexts/$cid"
+kapi() { "$KEEP" api --url "$url" --token "$alice" "$@"; }
+rid=$(kapi contexts create "$sbx" --snapshot v1)
+[ -n "$rid" ] && ok "keep api contexts create --snapshot" || bad "restore through keep api"
+cell "$alice" "$rid" 'print(shared["v"], log)'
+[ "$(jget "$body" '["stdout"]')" = "3 ['a']" ] && ok "a restored snapshot has the state it was taken with" || bad "restored: $body"
+kapi contexts snapshots "$sbx" "$cid" | grep -q "^v1 .*$cid" && ok "keep api contexts snapshots lists it after its context is gone" || bad "cli snapshots: $(kapi contexts snapshots "$sbx" "$cid")"
+f2=$(kapi contexts fork "$sbx" "$rid") && kapi contexts snapshot "$sbx" "$f2" v2 >/dev/null &&
+    ok "keep api contexts fork and snapshot" || bad "cli fork/snapshot"
+req "$alice" POST "/v1/sandboxes/$sbx/contexts" '{"snapshot":"nosuch"}'
+[ "$code" = 404 ] && ok "an unknown snapshot is 404" || bad "unknown snapshot: $code $body"
+# Snapshots survive a restart of keepd.
+keepd_restart
+alice=$(mint alice sandbox:read,sandbox:write,exec)
+for _ in $(seq 100); do
+	req "$alice" GET "/v1/sandboxes/$sbx/contexts/$cid/snapshots"
+	[ "$code" != 503 ] && break; sleep 0.1
+done
+[ "$(jget "$body" '[0]["name"]')" = v1 ] && ok "snapshots survive a restart of keepd" || bad "snapshots after restart: $code $body"
+
 # The snapshots quota (2K for carol): a cell whose record would pass it
 # is refused before it runs; the context keeps what it had.
 carol=$(mint carol sandbox:read,sandbox:write,exec)
