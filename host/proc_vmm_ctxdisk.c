@@ -13,7 +13,6 @@
 #include "host/proc_vmm_int.h"
 
 #define CTX_DIR "contexts"
-#define CTX_JOURNAL_FILE_MAX (256u << 20) /* read back whole on adopt */
 
 static int
 put_all_fd(int fd, const void *p, size_t len)
@@ -214,27 +213,27 @@ vmm_contexts_sandbox_gone(const char *sbx)
 	close(top);
 }
 
-/* Read a journal file whole and check it; the torn tail, if any, is cut
- * off. Returns an open descriptor (O_APPEND) or -1. */
+/* Check a journal file (mapped whole, read-only) ; the torn tail, if
+ * any, is cut off. Returns an open descriptor (O_APPEND) or -1. */
 static int
 adopt_file(int dir, const char *name, struct ctx_journal_head *h,
     uint64_t *cells, uint64_t *bytes)
 {
 	struct stat st;
-	uint8_t *buf = NULL;
+	uint8_t *buf = MAP_FAILED;
 	size_t valid;
 	int fd;
 
 	if ((fd = openat(dir, name, O_RDWR | O_CLOEXEC | O_NOFOLLOW)) == -1)
 		return -1;
 	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
-	    (uint64_t)st.st_size > CTX_JOURNAL_FILE_MAX ||
-	    (buf = malloc((size_t)st.st_size + 1)) == NULL ||
-	    pread(fd, buf, (size_t)st.st_size, 0) != st.st_size ||
+	    (uint64_t)st.st_size < sizeof(*h) ||
+	    (buf = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd,
+	         0)) == MAP_FAILED ||
 	    ctx_journal_scan(buf, (size_t)st.st_size, h, cells, &valid) != 0)
 		goto fail;
-	free(buf);
-	buf = NULL;
+	munmap(buf, (size_t)st.st_size);
+	buf = MAP_FAILED;
 	if (valid != (size_t)st.st_size) {
 		log_warnx("%s: %s: a torn record cut off (%zu of %lld bytes)",
 		    __func__, name, valid, (long long)st.st_size);
@@ -246,7 +245,8 @@ adopt_file(int dir, const char *name, struct ctx_journal_head *h,
 	*bytes = valid;
 	return fd;
 fail:
-	free(buf);
+	if (buf != MAP_FAILED)
+		munmap(buf, (size_t)st.st_size);
 	close(fd);
 	return -1;
 }
@@ -284,14 +284,23 @@ adopt_sandbox(struct vmm_state *vs, struct sandbox *s, int dir)
 		    h.kind !=
 		        (snap ? CTX_JOURNAL_SNAPSHOT : CTX_JOURNAL_CONTEXT) ||
 		    strcmp(snap ? n + 5 : n, h.name) != 0 ||
-		    !vmm_safe_name(h.name, sizeof(h.name)) ||
-		    (snap ? vmm_snapshot_adopt(vs, &h, cells, bytes)
-		          : vmm_context_adopt(vs, &h, fd, cells, bytes)) != 0) {
-			log_warnx("%s: %s/%s/%s is not adopted: removed",
+		    !vmm_safe_name(h.name, sizeof(h.name))) {
+			log_warnx("%s: %s/%s/%s is not a journal of this "
+			          "sandbox: removed",
 			    __func__, CTX_DIR, s->id, n);
 			unlinkat(dir, n, 0);
 			if (fd != -1)
 				close(fd);
+			continue;
+		}
+		if ((snap ? vmm_snapshot_adopt(vs, &h, cells, bytes)
+		          : vmm_context_adopt(vs, &h, fd, cells, bytes)) != 0) {
+			/* Well-formed, but no room in the vmm: left for a
+			 * later start rather than lost. */
+			log_warnx("%s: %s/%s/%s: no room in the vmm, left on "
+			          "disk",
+			    __func__, CTX_DIR, s->id, n);
+			close(fd);
 			continue;
 		}
 		if (snap)
