@@ -262,7 +262,8 @@ h_context_snapshot(struct rq *r)
 	if (rq_fields(r, r->body, fields) ||
 	    rq_str(r, r->body, "name", 1, &name))
 		return;
-	if (!api_valid_id(name, strlen(name)) ||
+	/* The vmm's file names: no dots. */
+	if (!api_valid_id(name, strlen(name)) || strchr(name, '.') != NULL ||
 	    strlen(name) >= sizeof(s.name)) {
 		rq_error(r, API_EBADREQ,
 		    "name must be 1 to %zu of [A-Za-z0-9_-]",

@@ -154,6 +154,10 @@ cell "$alice" "$fid" 'print(shared["v"])'
 req "$alice" POST "/v1/sandboxes/$sbx/contexts/$cid/snapshots" '{"name":"v1"}'
 [ "$code" = 201 ] && [ "$(jget "$body" '["name"]')" = v1 ] && [ "$(jget "$body" '["context_id"]')" = "$cid" ] &&
     ok "a named snapshot" || bad "snapshot: $code $body"
+for bad_name in '"a.b"' '""' '"../x"' "\"$(printf 'n%.0s' $(seq 40))\"" 7; do
+	req "$alice" POST "/v1/sandboxes/$sbx/contexts/$cid/snapshots" "{\"name\":$bad_name}"
+	[ "$code" = 400 ] && ok "snapshot name $bad_name is 400" || bad "snapshot name $bad_name: $code $body"
+done
 req "$alice" POST "/v1/sandboxes/$sbx/contexts/$cid/snapshots" '{"name":"v1"}'
 [ "$code" = 409 ] && ok "a taken snapshot name is 409" || bad "dup snapshot: $code $body"
 cell "$alice" "$cid" 'shared["v"] = 4'
