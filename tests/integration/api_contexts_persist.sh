@@ -199,6 +199,32 @@ cell "$carol" "$ccid" "b = '$(head -c 3000 /dev/zero | tr '\0' x)'"
 cell "$carol" "$ccid" 'print(a)'
 [ "$(jget "$body" '["stdout"]')" = 1 ] && ok "the context keeps its state" || bad "after quota: $body"
 
+# An idle context's VM takes no CPU: its vm process sleeps in a read of
+# its cell pipe, and its CPU time does not move while it waits.
+cpu() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+vp=$(pgrep -f "keepd: vm $sbx" | head -n 1)
+if [ -n "$vp" ]; then
+	c0=$(cpu "$vp"); sleep 0.5; c1=$(cpu "$vp")
+	st=$(awk '/^State:/ {print $2}' "/proc/$vp/status")
+	[ "$c0" = "$c1" ] && [ "$st" = S ] && ok "an idle context's vm process sleeps and uses no CPU" || bad "idle vm process $vp: $c0 -> $c1 ticks, state $st"
+else
+	bad "no vm process for carol's context"
+fi
+
+# A cell whose reply never came (the vmm killed in the middle of it) is
+# not acknowledged: after the restart the context has the state before
+# it.
+( sleep 0.5; kill -KILL "$(pgrep -P "$pid" -f '^keepd: vmm')" ) &
+killer=$!
+cell "$carol" "$ccid" 'import time; time.sleep(5); lost = 1'
+wait "$killer"
+[ "$code" != 200 ] && ok "the cell in flight is not answered ($code)" || bad "cell across vmm kill: $code $body"
+for _ in $(seq 100); do
+	cell "$carol" "$ccid" 'print(a, "lost" in dir())'
+	vmm_back && break; sleep 0.1
+done
+[ "$(jget "$body" '["stdout"]')" = "1 False" ] && ok "and is not part of the state after the restart" || bad "after the lost cell: $code $body"
+
 # Deleting a sandbox removes its contexts' journals.
 req "$carol" DELETE "/v1/sandboxes/$csbx"
 for _ in $(seq 50); do [ ! -e "$tmp/state/contexts/$csbx" ] && break; sleep 0.1; done
