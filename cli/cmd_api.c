@@ -38,9 +38,9 @@ struct reply {
 };
 
 static void
-usage(void)
+usage_fp(FILE *fp)
 {
-	fprintf(stderr,
+	fprintf(fp,
 	    "usage: keep api [--url URL] [--token TOKEN] [--cacert PEM] "
 	    "[--json] "
 	    "COMMAND\n"
@@ -59,6 +59,13 @@ usage(void)
 	    "  env get SANDBOX | set SANDBOX K=V... | unset SANDBOX KEY\n"
 	    "  audit [--limit N]\n"
 	    "  health\n");
+}
+
+/* The usage, on stdout when asked for (--help), else on stderr. */
+static void
+usage(void)
+{
+	usage_fp(stderr);
 }
 
 static size_t
@@ -844,6 +851,17 @@ cmd_health(struct client *c)
 	return j == NULL;
 }
 
+/* keep api run --help, run SANDBOX --help (no command is named so). */
+static int
+run_wants_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc && i <= 2; i++)
+		if (strcmp(argv[i], "-h") == 0 ||
+		    strcmp(argv[i], "--help") == 0)
+			return 1;
+	return 0;
+}
+
 int
 cmd_api(int argc, char **argv)
 {
@@ -876,9 +894,12 @@ cmd_api(int argc, char **argv)
 		case 'c':
 			c.cacert = optarg;
 			break;
+		case 'h':
+			usage_fp(stdout);
+			return 0;
 		default:
 			usage();
-			return ch == 'h' ? 0 : EXIT_USAGE;
+			return EXIT_USAGE;
 		}
 	}
 	argc -= optind;
@@ -886,6 +907,13 @@ cmd_api(int argc, char **argv)
 	if (argc < 1) {
 		usage();
 		return EXIT_USAGE;
+	}
+	/* keep api COMMAND --help: before any request. The arguments of
+	 * `run` after its sandbox and command are the remote command's. */
+	if (strcmp(argv[0], "run") == 0 ? run_wants_help(argc, argv)
+	                                : cli_wants_help(argc, argv)) {
+		usage_fp(stdout);
+		return 0;
 	}
 	if (strncmp(c.url, "http://", 7) != 0 &&
 	    strncmp(c.url, "https://", 8) != 0) {

@@ -13,15 +13,7 @@
  * removed.
  */
 #include "host/proc_vmm_int.h"
-
-uint64_t
-vmm_mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
+#include "lib/clock.h"
 
 /* A sandbox id or image name: [A-Za-z0-9_-], 1..63, so it is also a safe
  * file name. */
@@ -141,6 +133,7 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 	uint8_t *buf;
 	size_t n, i;
 	uint64_t now;
+	int streaming = 0;
 
 	if ((buf = malloc(MSG_BUFSZ)) == NULL)
 		fatal("%s", __func__);
@@ -183,7 +176,9 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 		}
 		for (i = 0; i < n; i++)
 			pfd[i].revents = 0;
-		if (poll(pfd, n, 1000) == -1 && errno != EINTR)
+		/* Streaming runs' output goes out every VMM_STREAM_MS. */
+		if (poll(pfd, n, streaming ? VMM_STREAM_MS : 1000) == -1 &&
+		    errno != EINTR)
 			fatal("%s: poll", __func__);
 		for (i = 0; i < n && !ctx->quit; i++) {
 			if (pfd[i].revents == 0)
@@ -208,18 +203,19 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 		}
 		/* A vm process past its time limit and grace is killed; its
 		 * pidfd then reports it. */
-		now = vmm_mono_ms();
+		now = mono_ms();
 		for (i = 0; i < VMM_JOBS_MAX; i++)
 			if (vs->jobs[i].used && now > vs->jobs[i].deadline) {
-				kill(vs->jobs[i].pid, SIGKILL);
+				vmm_kill_tree(vs->jobs[i].pid);
 				vs->jobs[i].deadline = UINT64_MAX;
 			}
 		vmm_expire_sandboxes(vs);
+		streaming = vmm_stream_outputs(ctx, vs);
 		vmm_contexts_tick(ctx, vs);
 	}
 	for (i = 0; i < VMM_JOBS_MAX; i++)
 		if (vs->jobs[i].used)
-			kill(vs->jobs[i].pid, SIGKILL);
+			vmm_kill_tree(vs->jobs[i].pid);
 	vmm_contexts_kill_all(vs);
 	/* The sandboxes outlive this process: their workspaces stay for the
 	 * next one to adopt. */

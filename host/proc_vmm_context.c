@@ -291,7 +291,7 @@ cell_reply(struct proc_ctx *ctx, enum proc_id to, uint64_t reqid,
 	d.duration_ms = ms;
 	strlcpy(d.reason, reason, sizeof(d.reason));
 	if (rfd < 0)
-		rfd = memfd_create("keep-out", MFD_CLOEXEC);
+		rfd = memfd_make_sealed("keep-out", NULL, 0);
 	if (rfd < 0 || ctx->fd[to] < 0 ||
 	    msg_send(ctx->fd[to], MSG_VMM_RUN_DONE, MSG_F_REPLY, reqid, &d,
 	        sizeof(d), rfd) != MSG_OK)
@@ -347,13 +347,15 @@ cell_finish(struct proc_ctx *ctx, struct vmm_context *c, uint32_t status,
 		if (n > 0 && (size_t)n < sizeof(line))
 			(void)put_all(c->outfd, line, (size_t)n);
 	}
-	if (vmm_join_output(c->outfd, c->errfd, &out_len, &err_len) != 0) {
+	/* The front takes only a sealed memfd (lib/memfd.c). */
+	if (vmm_join_output(c->outfd, c->errfd, &out_len, &err_len) != 0 ||
+	    memfd_seal(c->outfd) == -1) {
 		status = RUN_ERROR;
 		out_len = err_len = 0;
 	}
 	cell_reply(ctx, c->from, c->reqid, status,
 	    status == RUN_ERROR ? "the host lost the cell's output" : "",
-	    c->outfd, out_len, err_len, vmm_mono_ms() - c->t0);
+	    c->outfd, out_len, err_len, mono_ms() - c->t0);
 	close(c->outfd);
 	close(c->errfd);
 	c->outfd = c->errfd = -1;
@@ -450,14 +452,17 @@ ctx_write_frame(struct vmm_context *c, const uint8_t *f, size_t len)
 	return write(c->in_fd, f, len) == (ssize_t)len ? 0 : -1;
 }
 
-/* Each step (a journal's cell run again, the cell) has the cell's time
- * limit: each of them once ran within it. */
+/* Each step has its own time limit: the cell its own (what the request
+ * asked, within the policy's); a journal's cell run again the policy's,
+ * as each of them once ran within it (a request's shorter limit is for
+ * its own cell, not for bringing the context back). */
 static void
 ctx_arm(struct vmm_context *c)
 {
-	uint64_t now = vmm_mono_ms();
+	uint64_t now = mono_ms(),
+	         t = c->replay_left > 0 ? c->replay_timeout : c->cell_timeout;
 
-	c->deadline = c->cell_timeout ? now + c->cell_timeout : UINT64_MAX;
+	c->deadline = t ? now + t : UINT64_MAX;
 }
 
 /*
@@ -520,7 +525,7 @@ ctx_cell_done(struct proc_ctx *ctx, struct vmm_context *c)
 		}
 		c->jcells++;
 	}
-	c->last_used = vmm_mono_ms();
+	c->last_used = mono_ms();
 	cell_finish(ctx, c, RUN_EXITED, NULL, NULL);
 }
 
@@ -589,7 +594,7 @@ vmm_context_event(
 void
 vmm_contexts_tick(struct proc_ctx *ctx, struct vmm_state *vs)
 {
-	uint64_t now = vmm_mono_ms();
+	uint64_t now = mono_ms();
 	size_t i;
 
 	/* A snapshot's file went with its sandbox's directory. */
@@ -703,7 +708,8 @@ cell_frame(const uint8_t *in, size_t inlen, uint32_t nenv, uint8_t *out,
 }
 
 /* A cell's time limit: the grant's, else keepd.yaml's default, capped
- * by its maximum, and by what the request asked; 0: none. */
+ * by its maximum, and by what the request asked (q NULL: none); 0: no
+ * limit. */
 static uint64_t
 cell_timeout(
     struct proc_ctx *ctx, const struct grant *g, const struct msg_vmm_run *q)
@@ -717,7 +723,8 @@ cell_timeout(
 		    timeout > ctx->config->timeout_max_ms)
 			timeout = ctx->config->timeout_max_ms;
 	}
-	if (q->timeout_ms != 0 && (timeout == 0 || q->timeout_ms < timeout))
+	if (q != NULL && q->timeout_ms != 0 &&
+	    (timeout == 0 || q->timeout_ms < timeout))
 		timeout = q->timeout_ms;
 	return timeout;
 }
@@ -802,8 +809,8 @@ vmm_context_cell(struct proc_ctx *ctx, struct vmm_state *vs,
 		strlcpy(reason, "the cell is too large", sizeof(reason));
 		goto refuse;
 	}
-	if ((c->outfd = memfd_create("keep-cell-out", MFD_CLOEXEC)) == -1 ||
-	    (c->errfd = memfd_create("keep-cell-err", MFD_CLOEXEC)) == -1) {
+	if ((c->outfd = memfd_new("keep-cell-out")) == -1 ||
+	    (c->errfd = memfd_new("keep-cell-err")) == -1) {
 		if (c->outfd != -1)
 			close(c->outfd);
 		c->outfd = -1;
@@ -813,6 +820,7 @@ vmm_context_cell(struct proc_ctx *ctx, struct vmm_state *vs,
 		goto refuse;
 	}
 	c->cell_timeout = cell_timeout(ctx, g, q);
+	c->replay_timeout = cell_timeout(ctx, g, NULL);
 	c->output_max = g->output_max ? g->output_max
 	    : ctx->config != NULL && ctx->config->output_max
 	    ? ctx->config->output_max
@@ -824,7 +832,7 @@ vmm_context_cell(struct proc_ctx *ctx, struct vmm_state *vs,
 	c->frame = frame;
 	c->frame_len = flen;
 	frame = NULL;
-	c->t0 = vmm_mono_ms();
+	c->t0 = mono_ms();
 	/* A new interpreter first runs the journal's cells again. */
 	if (c->count == 0 && c->jcells > 0 && c->jfd >= 0) {
 		c->replay_left = c->jcells;
@@ -912,7 +920,7 @@ ctx_journal_open(
 	c->jfd = vmm_ctxdisk_create(&h, src_fd, src_bytes, 1);
 	c->jbytes = c->jfd >= 0 ? (src_fd >= 0 ? src_bytes : sizeof(h)) : 0;
 	c->jcells = c->jfd >= 0 ? cells : 0;
-	c->last_used = vmm_mono_ms();
+	c->last_used = mono_ms();
 	if (c->jfd < 0)
 		log_warnx("context %s: no journal: it will not survive its "
 		          "interpreter",

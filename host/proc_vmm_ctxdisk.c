@@ -11,6 +11,7 @@
  */
 #include "host/ctx_journal.h"
 #include "host/proc_vmm_int.h"
+#include "lib/tree.h"
 
 #define CTX_DIR "contexts"
 
@@ -209,7 +210,8 @@ vmm_contexts_sandbox_gone(const char *sbx)
 
 	if ((top = open(CTX_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
 		return;
-	vmm_remove_tree(top, sbx, 0);
+	if (tree_remove(top, sbx) == -1)
+		log_warn("%s: %s/%s", __func__, CTX_DIR, sbx);
 	close(top);
 }
 
@@ -341,7 +343,7 @@ vmm_contexts_adopt(struct vmm_state *vs)
 		    (fd = openat(top, e->d_name,
 		         O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)) ==
 		        -1) {
-			vmm_remove_tree(top, e->d_name, 0);
+			(void)tree_remove(top, e->d_name);
 			continue;
 		}
 		adopt_sandbox(vs, s, fd);

@@ -34,7 +34,10 @@
 #include "host/vmm_msg.h"
 #include "image/image.h"
 #include "lib/caps.h"
+#include "lib/clock.h"
 #include "lib/log.h"
+#include "lib/memfd.h"
+#include "lib/tree.h"
 #include "token/paserk.h"
 
 #define VMM_SANDBOXES_MAX 256
@@ -75,6 +78,8 @@ struct job {
 	/* Its entry in the sandbox's process table. */
 	uint64_t run_pid;
 	int background, killed;
+	int stream; /* RUN_F_STREAM: its output goes out as it comes */
+	uint64_t sent[2]; /* stdout, stderr bytes sent so far */
 	char sbx[SBX_ID_MAX];
 	char owner[GRANT_PRINCIPAL_MAX];
 	char cmd[RUN_NAME_MAX];
@@ -115,7 +120,7 @@ struct vmm_context {
 	uint64_t disk_max; /* the principal's snapshot quota, 0: none */
 	uint64_t last_used; /* monotonic ms: its last cell's end */
 	/* Replaying its journal before the cell in flight. */
-	uint64_t replay_left, replay_at, cell_timeout;
+	uint64_t replay_left, replay_at, cell_timeout, replay_timeout;
 };
 
 #define VMM_SNAPSHOTS_MAX 64
@@ -151,9 +156,11 @@ void vmm_expire_sandboxes(struct vmm_state *vs);
 struct image *vmm_image_get(
     struct proc_ctx *ctx, struct vmm_state *vs, const char *name);
 void vmm_job_finish(struct proc_ctx *ctx, struct job *job);
-uint64_t vmm_mono_ms(void);
+/* Send the new output of RUN_F_STREAM runs; 1 if any is running. */
+int vmm_stream_outputs(struct proc_ctx *ctx, struct vmm_state *vs);
+/* SIGKILL a vm process and the guest processes it forked (its group). */
+void vmm_kill_tree(pid_t pid);
 uint32_t vmm_not_found(const struct vmm_state *vs);
-void vmm_remove_tree(int dir, const char *name, int depth);
 void vmm_restore_start(struct proc_ctx *ctx, struct vmm_state *vs);
 int vmm_safe_name(const char *s, size_t max);
 struct sandbox *vmm_sandbox_find(

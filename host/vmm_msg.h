@@ -68,6 +68,8 @@ enum {
 	 * host/msg.h); the replies come back as batches too. */
 	MSG_VMM_BATCH = MSG_VMM_BASE + 0x24,
 	MSG_VMM_BATCH_REPLY = MSG_VMM_BASE + 0x25,
+	MSG_VMM_RUN_OUTPUT = MSG_VMM_BASE + 0x26, /* vmm -> front: output so
+	    far of a RUN_F_STREAM run, msg_vmm_run_output + bytes */
 	/* Live contexts (below): front -> vmm msg_vmm_context, answered
 	 * with MSG_VMM_CONTEXT_REPLY (msg_vmm_contexts). */
 	MSG_VMM_CONTEXT_CREATE = MSG_VMM_BASE + 0x28,
@@ -95,6 +97,9 @@ struct msg_vmm_run_caps {
 #define RUN_MAX_ARGS 256
 #define RUN_MAX_ENV 256
 #define RUN_MAX_INPUT (8u << 20) /* whole request memfd */
+/* Arguments and variables of a run, NULs included: they go on the guest's
+ * stack, which is at least 2 MiB (docs/api.yaml: 413 above it). */
+#define RUN_ARGS_BYTES_MAX (1u << 20)
 #define RUN_NAME_MAX 64
 #define CTX_ID_MAX 32 /* "ctx-" and 20 base32 characters, NUL included */
 #define SBX_ID_MAX 72 /* NUL included */
@@ -111,6 +116,7 @@ enum sbx_status {
 	SBX_E_GRANT, /* the grant does not authorize it */
 	SBX_E_INTERNAL, /* the host could not do it (logged) */
 	SBX_E_RESTORING, /* not found yet: the vmm is still reading the store */
+	SBX_E_QUOTA, /* the principal holds its policy's `sandboxes` already */
 	SBX_E_CTX_NOTFOUND, /* no such context in this sandbox */
 	SBX_E_CTX_FULL, /* at the principal's or the vmm's context limit */
 	SBX_E_SNAP_NOTFOUND, /* no such snapshot in this sandbox */
@@ -245,6 +251,22 @@ struct msg_vmm_run {
  * running one (the grant: exec, no target: killing names no program).
  */
 #define RUN_F_BACKGROUND 0x1u
+/*
+ * RUN_F_STREAM: a foreground run whose client reads its output as it
+ * comes (text/event-stream): while it runs, the vmm sends what its
+ * program wrote since the last time, at most every VMM_STREAM_MS, as
+ * MSG_VMM_RUN_OUTPUT (not a reply, the run's reqid, before its
+ * MSG_VMM_RUN_DONE on the same link). MSG_VMM_RUN_DONE still carries the
+ * whole output; the front drops what it has already passed on.
+ */
+#define RUN_F_STREAM 0x2u
+#define VMM_STREAM_MS 100
+struct msg_vmm_run_output {
+	uint32_t stream; /* 1 stdout, 2 stderr */
+	uint32_t pad0;
+	uint64_t offset; /* of the first byte in the stream */
+	/* then the bytes */
+};
 
 /*
  * Live contexts (docs/contexts.md): an interpreter that stays up in its
@@ -260,7 +282,7 @@ struct msg_vmm_run {
  * as a run of it would be; restart and delete are exec without a target
  * (as kill); list is sandbox:read of the sandbox.
  */
-#define RUN_F_CONTEXT 0x2u
+#define RUN_F_CONTEXT 0x4u
 #define CTX_PAGE_MAX 32 /* contexts per sandbox */
 #define CTX_CWD_MAX 256
 
@@ -350,6 +372,7 @@ enum run_status {
 	RUN_ERROR, /* the host could not run it */
 	RUN_STARTED, /* background: running, pid set */
 	RUN_KILLED, /* stopped by MSG_VMM_KILL */
+	RUN_NOSANDBOX, /* not started: no such sandbox of the principal's */
 	RUN_NOTFOUND /* a cell for a context that does not exist */
 };
 
@@ -379,6 +402,8 @@ struct vmm_proc {
 	uint32_t status; /* enum run_status; RUN_STARTED while running */
 	int32_t exit_code;
 	int64_t started_at; /* unix seconds */
+	uint32_t background; /* 1: started by execute/commands background */
+	uint32_t pad0;
 };
 
 struct msg_vmm_procs {

@@ -6,7 +6,7 @@ CTX_GEN = $(B)/gen/context_drivers.c
 LIB_OBJS += $(B)/obj/gen/context_drivers.o
 
 $(CTX_GEN): image/stock/keep_driver.py image/stock/keep_driver.js \
-    image/stock/keep_once.py mk/text2c.py
+    image/stock/keep_once.py mk/text2c.py | deps
 	@mkdir -p $(dir $@)
 	python3 mk/text2c.py $@ keep_driver_py=image/stock/keep_driver.py \
 	    keep_driver_js=image/stock/keep_driver.js \

@@ -107,6 +107,9 @@ struct api_call {
 	 * re-verifies it); not NUL-terminated, valid during the call. */
 	const char *token;
 	size_t token_len;
+	/* 1: the client reads a run's output as it comes (Accept:
+	 * text/event-stream): the backend may call api_stream_run. */
+	int sse;
 	/*
 	 * Room for what authorize keeps for the op (authz may point here).
 	 * It lives exactly as long as the call, however many other calls
@@ -212,6 +215,7 @@ struct api_process {
 	char status[16]; /* "running", "exited" */
 	int exit_code;
 	int64_t started_at;
+	int background; /* started by a background route */
 };
 
 struct api_dirent {
@@ -259,7 +263,7 @@ struct api_check_result {
 struct api_image {
 	char name[128];
 	char version[64];
-	char digest[72];
+	char digest[80]; /* "blake2b:" and 64 hex digits */
 	uint64_t size;
 	char languages[64]; /* "python,javascript" or "" */
 };
@@ -273,6 +277,7 @@ struct api_audit_entry {
 	char target[160];
 	char decision[16];
 	char rule[128];
+	char detail[160]; /* "reason=... status=..." and the like */
 };
 
 struct api_page {
@@ -391,6 +396,17 @@ struct api_backend {
 	int (*audit_list)(void *ctx, const struct api_call *,
 	    const struct api_page *, struct api_audit_entry **out, size_t *n,
 	    char next[API_ID_MAX + 1], struct api_error *err);
+
+	/*
+	 * Optional: put a refusal the API layer decided itself in the audit
+	 * log (401 for a missing or invalid token, 403 for a capability the
+	 * token lacks, 404 for a sandbox outside the token's scope). action
+	 * is the capability or the route, rule what refused it ("token",
+	 * "token caps", "token scope"), reason the client's message.
+	 */
+	void (*audit_refused)(void *ctx, const struct api_call *,
+	    const char *action, const char *target, int status,
+	    const char *rule, const char *reason);
 
 	/* Optional: extra Prometheus lines (sandboxes, boot histograms...). */
 	void (*metrics)(void *ctx, struct http_buf *out);

@@ -7,7 +7,7 @@
 #include "host/api/api.h"
 
 #define API_HIST_BUCKETS 12
-#define API_STATUS_SLOTS 20
+#define API_STATUS_SLOTS 23
 
 struct api_hist {
 	uint64_t bucket[API_HIST_BUCKETS]; /* cumulative on output only */
@@ -122,6 +122,10 @@ void rq_json(struct rq *, int status, json_t *obj); /* steals obj */
 void rq_error(struct rq *, enum api_err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void rq_backend_error(struct rq *, int rc, const struct api_error *);
+/* A refusal of the API layer's own, to the audit log (the backend's
+ * audit_refused op); action NULL: the route's capability or name. */
+void api_audit_refused(struct rq *, const char *action, int status,
+    const char *rule, const char *reason);
 void rq_raw(
     struct rq *, int status, const char *ctype, const void *body, size_t len);
 void rq_no_content(struct rq *);

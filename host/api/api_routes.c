@@ -103,12 +103,28 @@ sandbox_release(struct api_sandbox *s)
 	s->nmetadata = 0;
 }
 
-/* ?path= inside the workspace. Returns 0 with path filled, -1 replied. */
+/*
+ * ?path= inside the workspace. Returns 0 with path filled, -1 replied.
+ * A ".." component is refused (400) wherever it is, as docs/api.yaml
+ * says: a client never needs one, and one that resolves inside the
+ * workspace today is one symlink away from meaning something else.
+ */
 static int
 rq_path(struct rq *r, char *path, size_t len)
 {
+	const char *c;
+	size_t n;
+
 	if (rq_query(r, "path", path, len, 1) != 1)
 		return -1;
+	for (c = path; *c != '\0'; c += n + (c[n] == '/')) {
+		n = strcspn(c, "/");
+		if (n == 2 && c[0] == '.' && c[1] == '.') {
+			rq_error(r, API_EBADREQ,
+			    "path must not contain a \"..\" component");
+			return -1;
+		}
+	}
 	return 0;
 }
 
@@ -626,10 +642,11 @@ h_processes(struct rq *r)
 		ps[i].cmd[sizeof(ps[i].cmd) - 1] = '\0';
 		ps[i].status[sizeof(ps[i].status) - 1] = '\0';
 		json_array_append_new(arr,
-		    json_pack("{s:I,s:s,s:s,s:i,s:o}", "pid",
+		    json_pack("{s:I,s:s,s:s,s:i,s:o,s:b}", "pid",
 		        (json_int_t)ps[i].pid, "cmd", ps[i].cmd, "status",
 		        ps[i].status, "exit_code", ps[i].exit_code,
-		        "started_at", iso_time(ps[i].started_at)));
+		        "started_at", iso_time(ps[i].started_at), "background",
+		        ps[i].background != 0));
 	}
 	free(ps);
 	rq_json(r, 200, json_pack("{s:o}", "processes", arr));
@@ -1094,6 +1111,8 @@ h_token_attenuate(struct rq *r)
 	if (at.caps & ~r->who.caps) {
 		rq_error(r, API_EFORBIDDEN,
 		    "A token cannot grant capabilities it does not hold");
+		api_audit_refused(r, "token.attenuate", 403, "token caps",
+		    "a token cannot grant capabilities it does not hold");
 		return;
 	}
 	if (at.sbx != NULL && !api_valid_id(at.sbx, strlen(at.sbx))) {
@@ -1104,6 +1123,9 @@ h_token_attenuate(struct rq *r)
 		if (at.sbx != NULL && strcmp(at.sbx, r->who.sbx) != 0) {
 			rq_error(r, API_EFORBIDDEN,
 			    "A sandbox-scoped token cannot change its sandbox");
+			api_audit_refused(r, "token.attenuate", 403,
+			    "token scope",
+			    "a sandbox-scoped token cannot change its sandbox");
 			return;
 		}
 		at.sbx = r->who.sbx;
@@ -1341,12 +1363,13 @@ h_audit(struct rq *r)
 		e->target[sizeof(e->target) - 1] = '\0';
 		e->decision[sizeof(e->decision) - 1] = '\0';
 		e->rule[sizeof(e->rule) - 1] = '\0';
+		e->detail[sizeof(e->detail) - 1] = '\0';
 		json_array_append_new(arr,
-		    json_pack("{s:I,s:o,s:s,s:s,s:s,s:s,s:s,s:s}", "seq",
+		    json_pack("{s:I,s:o,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "seq",
 		        (json_int_t)e->seq, "time", iso_time(e->time),
 		        "request_id", e->request_id, "principal", e->principal,
 		        "action", e->action, "target", e->target, "decision",
-		        e->decision, "rule", e->rule));
+		        e->decision, "rule", e->rule, "detail", e->detail));
 	}
 	free(ents);
 	next[sizeof(next) - 1] = '\0';

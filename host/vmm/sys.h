@@ -4,6 +4,9 @@
  * supports it, and the handlers of each family in a file of its own:
  *
  *   fs.c          files, descriptors, directories
+ *   sys_file.c    modes, owners, links, times, statfs, xattrs, copies
+ *   sys_poll.c    poll, select and their timeouts
+ *   procfs.c      the synthetic /proc and /dev (no calls of its own)
  *   sys_mem.c     brk, mmap and the rest of the address space
  *   sys_time.c    clocks and sleeps
  *   sys_proc.c    identity, limits, uname, exit
@@ -60,7 +63,6 @@ int64_t sys_close(struct vm *, const uint64_t a[6]);
 int64_t sys_stat(struct vm *, const uint64_t a[6]);
 int64_t sys_fstat(struct vm *, const uint64_t a[6]);
 int64_t sys_lstat(struct vm *, const uint64_t a[6]);
-int64_t sys_poll(struct vm *, const uint64_t a[6]);
 int64_t sys_lseek(struct vm *, const uint64_t a[6]);
 int64_t sys_ioctl(struct vm *, const uint64_t a[6]);
 int64_t sys_pread64(struct vm *, const uint64_t a[6]);
@@ -91,6 +93,54 @@ int64_t sys_renameat(struct vm *, const uint64_t a[6]);
 int64_t sys_readlinkat(struct vm *, const uint64_t a[6]);
 int64_t sys_faccessat(struct vm *, const uint64_t a[6]);
 int64_t sys_faccessat2(struct vm *, const uint64_t a[6]);
+int64_t sys_pipe(struct vm *, const uint64_t a[6]);
+int64_t sys_pipe2(struct vm *, const uint64_t a[6]);
+
+/* Waiting on descriptors (poll.c). */
+int64_t sys_renameat2(struct vm *, const uint64_t a[6]);
+
+/* Files: modes, owners, links, times, figures, copies (sys_file.c). */
+int64_t sys_chmod(struct vm *, const uint64_t a[6]);
+int64_t sys_fchmod(struct vm *, const uint64_t a[6]);
+int64_t sys_fchmodat(struct vm *, const uint64_t a[6]);
+int64_t sys_umask(struct vm *, const uint64_t a[6]);
+int64_t sys_chown(struct vm *, const uint64_t a[6]);
+int64_t sys_fchown(struct vm *, const uint64_t a[6]);
+int64_t sys_lchown(struct vm *, const uint64_t a[6]);
+int64_t sys_fchownat(struct vm *, const uint64_t a[6]);
+int64_t sys_getgroups(struct vm *, const uint64_t a[6]);
+int64_t sys_setgroups(struct vm *, const uint64_t a[6]);
+int64_t sys_symlink(struct vm *, const uint64_t a[6]);
+int64_t sys_symlinkat(struct vm *, const uint64_t a[6]);
+int64_t sys_link(struct vm *, const uint64_t a[6]);
+int64_t sys_linkat(struct vm *, const uint64_t a[6]);
+int64_t sys_utimensat(struct vm *, const uint64_t a[6]);
+int64_t sys_utimes(struct vm *, const uint64_t a[6]);
+int64_t sys_futimesat(struct vm *, const uint64_t a[6]);
+int64_t sys_utime(struct vm *, const uint64_t a[6]);
+int64_t sys_statfs(struct vm *, const uint64_t a[6]);
+int64_t sys_fstatfs(struct vm *, const uint64_t a[6]);
+int64_t sys_statx(struct vm *, const uint64_t a[6]);
+int64_t sys_getxattr(struct vm *, const uint64_t a[6]);
+int64_t sys_lgetxattr(struct vm *, const uint64_t a[6]);
+int64_t sys_fgetxattr(struct vm *, const uint64_t a[6]);
+int64_t sys_listxattr(struct vm *, const uint64_t a[6]);
+int64_t sys_llistxattr(struct vm *, const uint64_t a[6]);
+int64_t sys_flistxattr(struct vm *, const uint64_t a[6]);
+int64_t sys_sendfile(struct vm *, const uint64_t a[6]);
+int64_t sys_copy_file_range(struct vm *, const uint64_t a[6]);
+int64_t sys_close_range(struct vm *, const uint64_t a[6]);
+int64_t sys_fchdir(struct vm *, const uint64_t a[6]);
+int64_t sys_creat(struct vm *, const uint64_t a[6]);
+int64_t sys_truncate(struct vm *, const uint64_t a[6]);
+int64_t sys_fallocate(struct vm *, const uint64_t a[6]);
+int64_t sys_flock(struct vm *, const uint64_t a[6]);
+
+/* Waiting on descriptors (sys_poll.c). */
+int64_t sys_poll(struct vm *, const uint64_t a[6]);
+int64_t sys_ppoll(struct vm *, const uint64_t a[6]);
+int64_t sys_select(struct vm *, const uint64_t a[6]);
+int64_t sys_pselect6(struct vm *, const uint64_t a[6]);
 
 /* Memory (sys_mem.c). */
 int64_t sys_mmap(struct vm *, const uint64_t a[6]);
@@ -109,9 +159,6 @@ int64_t sys_clock_getres(struct vm *, const uint64_t a[6]);
 int64_t sys_clock_nanosleep(struct vm *, const uint64_t a[6]);
 
 /* Processes: identity, limits, exit (sys_proc.c). */
-int64_t sys_sched_yield(struct vm *, const uint64_t a[6]);
-int64_t sys_getpid(struct vm *, const uint64_t a[6]);
-int64_t sys_exit(struct vm *, const uint64_t a[6]);
 int64_t sys_uname(struct vm *, const uint64_t a[6]);
 int64_t sys_getrlimit(struct vm *, const uint64_t a[6]);
 int64_t sys_sysinfo(struct vm *, const uint64_t a[6]);
@@ -119,22 +166,60 @@ int64_t sys_getuid(struct vm *, const uint64_t a[6]);
 int64_t sys_getgid(struct vm *, const uint64_t a[6]);
 int64_t sys_geteuid(struct vm *, const uint64_t a[6]);
 int64_t sys_getegid(struct vm *, const uint64_t a[6]);
-int64_t sys_getppid(struct vm *, const uint64_t a[6]);
 int64_t sys_arch_prctl(struct vm *, const uint64_t a[6]);
 int64_t sys_sched_getaffinity(struct vm *, const uint64_t a[6]);
 int64_t sys_exit_group(struct vm *, const uint64_t a[6]);
 int64_t sys_prlimit64(struct vm *, const uint64_t a[6]);
 int64_t sys_getrandom(struct vm *, const uint64_t a[6]);
+int64_t sys_getresuid(struct vm *, const uint64_t a[6]);
+int64_t sys_getresgid(struct vm *, const uint64_t a[6]);
+int64_t sys_setuid(struct vm *, const uint64_t a[6]);
+int64_t sys_setgid(struct vm *, const uint64_t a[6]);
+int64_t sys_setreuid(struct vm *, const uint64_t a[6]);
+int64_t sys_setregid(struct vm *, const uint64_t a[6]);
+int64_t sys_setresuid(struct vm *, const uint64_t a[6]);
+int64_t sys_setresgid(struct vm *, const uint64_t a[6]);
+int64_t sys_setfsuid(struct vm *, const uint64_t a[6]);
+int64_t sys_setfsgid(struct vm *, const uint64_t a[6]);
 int64_t sys_keep_fetch(struct vm *, const uint64_t a[6]);
+
+/* Processes: fork, exec, wait, kill, groups (proc.c, exec.c). */
+int64_t sys_clone(struct vm *, const uint64_t a[6]);
+int64_t sys_fork(struct vm *, const uint64_t a[6]);
+int64_t sys_vfork(struct vm *, const uint64_t a[6]);
+int64_t sys_wait4(struct vm *, const uint64_t a[6]);
+int64_t sys_waitid(struct vm *, const uint64_t a[6]);
+int64_t sys_kill(struct vm *, const uint64_t a[6]);
+int64_t sys_tkill(struct vm *, const uint64_t a[6]);
+int64_t sys_tgkill(struct vm *, const uint64_t a[6]);
+int64_t sys_getpid(struct vm *, const uint64_t a[6]);
+int64_t sys_getppid(struct vm *, const uint64_t a[6]);
+int64_t sys_setpgid(struct vm *, const uint64_t a[6]);
+int64_t sys_getpgid(struct vm *, const uint64_t a[6]);
+int64_t sys_getpgrp(struct vm *, const uint64_t a[6]);
+int64_t sys_getsid(struct vm *, const uint64_t a[6]);
+int64_t sys_setsid(struct vm *, const uint64_t a[6]);
+int64_t sys_execve(struct vm *, const uint64_t a[6]);
+int64_t sys_execveat(struct vm *, const uint64_t a[6]);
 
 /* Signals (sys_signal.c). */
 int64_t sys_rt_sigaction(struct vm *, const uint64_t a[6]);
 int64_t sys_rt_sigprocmask(struct vm *, const uint64_t a[6]);
 int64_t sys_sigaltstack(struct vm *, const uint64_t a[6]);
+int64_t sys_rt_sigreturn(struct vm *, const uint64_t a[6]);
+int64_t sys_rt_sigpending(struct vm *, const uint64_t a[6]);
+int64_t sys_rt_sigsuspend(struct vm *, const uint64_t a[6]);
+int64_t sys_pause(struct vm *, const uint64_t a[6]);
+int64_t sys_alarm(struct vm *, const uint64_t a[6]);
+int64_t sys_getitimer(struct vm *, const uint64_t a[6]);
+int64_t sys_setitimer(struct vm *, const uint64_t a[6]);
 
 /* Threads (sys_thread.c). */
 int64_t sys_gettid(struct vm *, const uint64_t a[6]);
 int64_t sys_futex(struct vm *, const uint64_t a[6]);
 int64_t sys_set_tid_address(struct vm *, const uint64_t a[6]);
+int64_t sys_set_robust_list(struct vm *, const uint64_t a[6]);
+int64_t sys_sched_yield(struct vm *, const uint64_t a[6]);
+int64_t sys_exit(struct vm *, const uint64_t a[6]);
 
 #endif

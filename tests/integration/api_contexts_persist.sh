@@ -123,6 +123,23 @@ while True:
 [ "$code" = 200 ] && ok "a fork bomb is answered ($(jget "$body" '["reason"]'))" || bad "fork bomb: $code $body"
 cell "$alice" "$cid" 'print(keep_me)'
 [ "$(jget "$body" '["stdout"]')" = 5 ] && ok "the context is usable after a fork bomb" || bad "after fork bomb: $body"
+# A process a cell forks ends with the cell: only the context's own
+# interpreter answers the next cells.
+cell "$alice" "$cid" 'import os
+try:
+    pid = os.fork()
+except OSError:
+    pid = -1
+if pid > 0:
+    os.waitpid(pid, 0)
+forked = pid'
+seen=""
+for _ in 1 2 3; do
+	cell "$alice" "$cid" 'print(forked > 0 if forked >= 0 else "fork unsupported")'
+	seen="$seen$(jget "$body" '["stdout"]') "
+done
+[[ $seen == "True True True " || $seen == *unsupported* ]] &&
+    ok "a cell's forked child never answers for the context ($seen)" || bad "after a fork in a cell: $seen / $body"
 cellt "$alice" "$cid" 'import os, signal
 hits = []
 signal.signal(signal.SIGUSR1, lambda *a: hits.append(1))
