@@ -53,6 +53,7 @@ usage_fp(FILE *fp)
 	    "  contexts delete SANDBOX CTX | restart SANDBOX CTX | fork "
 	    "SANDBOX CTX\n"
 	    "  contexts snapshot SANDBOX CTX NAME | snapshots SANDBOX CTX\n"
+	    "  contexts snapshot-delete SANDBOX CTX NAME\n"
 	    "  run SANDBOX CMD [ARG...]\n"
 	    "  files put SANDBOX LOCAL REMOTE | get SANDBOX REMOTE [LOCAL]\n"
 	    "  files ls SANDBOX [PATH] | rm SANDBOX PATH | mkdir SANDBOX PATH\n"
@@ -774,6 +775,25 @@ cmd_contexts(struct client *c, int argc, char **argv)
 		if (request_json(c, "POST", path,
 		        json_pack("{s:s}", "name", argv[3]), &r) != 0)
 			return 1;
+	} else if (strcmp(argv[0], "snapshot-delete") == 0 && argc == 4) {
+		char *e = esc(c, argv[3]), *p;
+
+		if (asprintf(&p,
+		        "/v1/sandboxes/%s/contexts/%s/snapshots?name=%s",
+		        argv[1], argv[2], e) == -1) {
+			curl_free(e);
+			return 1;
+		}
+		curl_free(e);
+		rc = request(c, "DELETE", p, NULL, 0, NULL, &r);
+		free(p);
+		if (rc != 0)
+			return 1;
+		if (r.status == 204) {
+			free(r.data);
+			return 0;
+		}
+		rc = 1;
 	} else if (strcmp(argv[0], "snapshots") == 0 && argc == 3) {
 		snprintf(path, sizeof(path),
 		    "/v1/sandboxes/%s/contexts/%s/snapshots", argv[1], argv[2]);

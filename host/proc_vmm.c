@@ -120,6 +120,8 @@ static const struct msg_handler vmm_handlers[] = {
 	    sizeof(struct msg_vmm_context), 0, vmm_h_context },
 	{ MSG_VMM_CONTEXT_SNAPSHOTS, PROC_BIT(PROC_FRONT),
 	    sizeof(struct msg_vmm_context), 0, vmm_h_context },
+	{ MSG_VMM_CONTEXT_SNAPSHOT_DELETE, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_context), 0, vmm_h_context },
 };
 
 /* poll entries past the runs' are contexts' (who = CTX_WHO + index). */

@@ -1178,6 +1178,7 @@ vmm_h_context(struct proc_ctx *ctx, const struct msg *m)
 	case MSG_VMM_CONTEXT_RESTART:
 	case MSG_VMM_CONTEXT_FORK:
 	case MSG_VMM_CONTEXT_SNAPSHOT:
+	case MSG_VMM_CONTEXT_SNAPSHOT_DELETE:
 		/* No program: the interpreter was decided at create, and
 		 * every cell is decided again. */
 		target = "";
@@ -1205,6 +1206,20 @@ vmm_h_context(struct proc_ctx *ctx, const struct msg *m)
 			ctx_head(c, &h);
 			r->status = ctx_create(ctx, vs, &q, &g, s, &h, c->jfd,
 			    c->jbytes, c->jcells, r);
+		}
+	} else if (m->hdr.type == MSG_VMM_CONTEXT_SNAPSHOT_DELETE) {
+		struct vmm_snapshot *n =
+		    snap_find(vs, s->id, g.principal, q.name);
+
+		/* Under the context it was taken from, as listed. */
+		if (n == NULL || strcmp(n->h.from, q.context) != 0)
+			r->status = SBX_E_SNAP_NOTFOUND;
+		else {
+			vmm_ctxdisk_unlink(
+			    s->id, CTX_JOURNAL_SNAPSHOT, n->h.name);
+			log_info("snapshot %s of sandbox %s deleted", n->h.name,
+			    s->id);
+			memset(n, 0, sizeof(*n));
 		}
 	} else if (m->hdr.type == MSG_VMM_CONTEXT_SNAPSHOTS) {
 		for (i = 0; i < VMM_SNAPSHOTS_MAX && r->n < CTX_PAGE_MAX; i++)

@@ -82,7 +82,8 @@ enum {
 	 * with a name restores that snapshot into the new context. */
 	MSG_VMM_CONTEXT_FORK = MSG_VMM_BASE + 0x40,
 	MSG_VMM_CONTEXT_SNAPSHOT = MSG_VMM_BASE + 0x41,
-	MSG_VMM_CONTEXT_SNAPSHOTS = MSG_VMM_BASE + 0x42
+	MSG_VMM_CONTEXT_SNAPSHOTS = MSG_VMM_BASE + 0x42,
+	MSG_VMM_CONTEXT_SNAPSHOT_DELETE = MSG_VMM_BASE + 0x43 /* name */
 };
 
 /* The caps of the token that asked for the run: the vmm asks the policy

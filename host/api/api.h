@@ -449,6 +449,10 @@ struct api_backend {
 	int (*context_snapshots)(void *ctx, const struct api_call *,
 	    const char *id, const char *cid, struct api_snapshot **out,
 	    size_t *n, struct api_error *err);
+	/* Delete snapshot name of the sandbox (cid: the route's context). */
+	int (*context_snapshot_delete)(void *ctx, const struct api_call *,
+	    const char *id, const char *cid, const char *name,
+	    struct api_error *err);
 };
 
 struct api;

@@ -313,6 +313,34 @@ h_context_snapshots(struct rq *r)
 	rq_json(r, 200, arr);
 }
 
+/* DELETE .../contexts/{cid}/snapshots?name=NAME */
+void
+h_context_snapshot_delete(struct rq *r)
+{
+	struct api_error err;
+	char name[API_ID_MAX + 1];
+	int rc;
+
+	if (rq_query(r, "name", name, sizeof(name), 1) < 0)
+		return;
+	if (!api_valid_id(name, strlen(name)) || strchr(name, '.') != NULL) {
+		rq_error(r, API_EBADREQ, "name is not a snapshot's name");
+		return;
+	}
+	if (BE(r)->context_snapshot_delete == NULL) {
+		rq_error(r, API_ENOTIMPL, "Not available on this server");
+		return;
+	}
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->context_snapshot_delete(
+	    BE(r)->ctx, &r->call, r->id, r->tail, name, &err);
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	rq_no_content(r);
+}
+
 /* ---- a cell's reply --------------------------------------------------- */
 
 /* The fields of a result passed on: E2B's, by type. */

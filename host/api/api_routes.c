@@ -1471,6 +1471,9 @@ const struct api_route api_routes[] = {
 	    CAP_EXEC, 1, 0, "contexts_snapshot", 0 },
 	{ HTTP_GET, SBX "/contexts/{name}/snapshots", h_context_snapshots,
 	    CAP_SANDBOX_READ, 0, 0, "contexts_snapshots", 0 },
+	{ HTTP_DELETE, SBX "/contexts/{name}/snapshots",
+	    h_context_snapshot_delete, CAP_EXEC, 0, 0,
+	    "contexts_snapshot_delete", 0 },
 };
 const size_t api_nroutes = sizeof(api_routes) / sizeof(api_routes[0]);
 

@@ -404,6 +404,30 @@ fb_context_snapshots(void *arg, const struct api_call *call, const char *id,
 	return rc;
 }
 
+static int
+fb_context_snapshot_delete(void *arg, const struct api_call *call,
+    const char *id, const char *cid, const char *name, struct api_error *err)
+{
+	struct msg_vmm_context q;
+	struct msg_vmm_contexts *r;
+	int rc;
+
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		return fb_fail(err, API_EINTERNAL, "Out of memory");
+	memset(&q, 0, sizeof(q));
+	strlcpy(q.sandbox, id, sizeof(q.sandbox));
+	if (strlcpy(q.context, cid, sizeof(q.context)) >= sizeof(q.context) ||
+	    strlcpy(q.name, name, sizeof(q.name)) >= sizeof(q.name))
+		rc = fb_fail(err, API_ENOTFOUND, "Snapshot not found");
+	else
+		rc = ctx_call(
+		    arg, call, MSG_VMM_CONTEXT_SNAPSHOT_DELETE, "", &q, r, err);
+	if (rc == API_OK)
+		fb_audit_event(arg, call, "context.snapshot.delete", id, name);
+	free(r);
+	return rc;
+}
+
 void
 fb_context_ops(struct api_backend *ops)
 {
@@ -415,4 +439,5 @@ fb_context_ops(struct api_backend *ops)
 	ops->context_restore = fb_context_restore;
 	ops->context_snapshot = fb_context_snapshot;
 	ops->context_snapshots = fb_context_snapshots;
+	ops->context_snapshot_delete = fb_context_snapshot_delete;
 }

@@ -200,6 +200,14 @@ for _ in $(seq 100); do
 	vmm_back && break; sleep 0.1
 done
 [ "$(jget "$body" '[0]["name"]')" = v1 ] && ok "snapshots survive a restart of keepd" || bad "snapshots after restart: $code $body"
+req "$alice" DELETE "/v1/sandboxes/$sbx/contexts/$rid/snapshots?name=v1"
+[ "$code" = 404 ] && ok "a snapshot is deleted only under its own context" || bad "delete under another context: $code $body"
+"$KEEP" api --url "$url" --token "$alice" contexts snapshot-delete "$sbx" "$cid" v1 &&
+    [ ! -e "$tmp/state/contexts/$sbx/snap-v1" ] && ok "keep api contexts snapshot-delete removes it" || bad "snapshot-delete: $(ls "$tmp/state/contexts/$sbx")"
+req "$alice" GET "/v1/sandboxes/$sbx/contexts/$cid/snapshots"
+[ "$body" = "[]" ] && ok "and it is no longer listed" || bad "after snapshot delete: $body"
+req "$alice" DELETE "/v1/sandboxes/$sbx/contexts/$cid/snapshots?name=v1"
+[ "$code" = 404 ] && ok "deleting it again is 404" || bad "delete again: $code $body"
 
 # The snapshots quota (2K for carol): a cell whose record would pass it
 # is refused before it runs; the context keeps what it had.
