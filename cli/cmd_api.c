@@ -51,8 +51,12 @@ usage_fp(FILE *fp)
 	    "  sandbox list | get ID | delete ID | token ID\n"
 	    "  exec [--language python|javascript] [--context CTX] SANDBOX "
 	    "CODE|-\n"
-	    "  contexts create SANDBOX [--cwd DIR] | list SANDBOX\n"
-	    "  contexts delete SANDBOX CTX | restart SANDBOX CTX\n"
+	    "  contexts create SANDBOX [--cwd DIR | --snapshot NAME] | list "
+	    "SANDBOX\n"
+	    "  contexts delete SANDBOX CTX | restart SANDBOX CTX | fork "
+	    "SANDBOX CTX\n"
+	    "  contexts snapshot SANDBOX CTX NAME | snapshots SANDBOX CTX\n"
+	    "  contexts snapshot-delete SANDBOX CTX NAME\n"
 	    "  run SANDBOX CMD [ARG...]\n"
 	    "  files put SANDBOX LOCAL REMOTE | get SANDBOX REMOTE [LOCAL]\n"
 	    "  files ls SANDBOX [PATH] | rm SANDBOX PATH | mkdir SANDBOX PATH\n"
@@ -806,7 +810,18 @@ print_context(json_t *x)
 	    jstr(x, "cwd")[0] ? jstr(x, "cwd") : "/");
 }
 
-/* keep api contexts create|list|delete|restart SANDBOX [CTX] */
+static void
+print_snapshot(json_t *x)
+{
+	printf("%-31s %-26s %6lld %10lld\n", jstr(x, "name"),
+	    jstr(x, "context_id"),
+	    (long long)json_integer_value(
+	        json_object_get(x, "execution_count")),
+	    (long long)json_integer_value(json_object_get(x, "bytes")));
+}
+
+/* keep api contexts create|list|delete|restart|fork|snapshot|snapshots
+ * SANDBOX [CTX [NAME]] */
 static int
 cmd_contexts(struct client *c, int argc, char **argv)
 {
@@ -826,7 +841,10 @@ cmd_contexts(struct client *c, int argc, char **argv)
 	if (strcmp(argv[0], "create") == 0 && (argc == 2 || argc == 4)) {
 		json_t *body = json_pack("{s:s}", "language", "python");
 
-		if (argc == 4) {
+		if (argc == 4 && strcmp(argv[2], "--snapshot") == 0) {
+			json_decref(body);
+			body = json_pack("{s:s}", "snapshot", argv[3]);
+		} else if (argc == 4) {
 			if (strcmp(argv[2], "--cwd") != 0) {
 				json_decref(body);
 				usage();
@@ -857,13 +875,54 @@ cmd_contexts(struct client *c, int argc, char **argv)
 			free(r.data);
 			return 0;
 		}
+	} else if (strcmp(argv[0], "fork") == 0 && argc == 3) {
+		snprintf(path, sizeof(path),
+		    "/v1/sandboxes/%s/contexts/%s/fork", argv[1], argv[2]);
+		if (request(c, "POST", path, NULL, 0, NULL, &r) != 0)
+			return 1;
+	} else if (strcmp(argv[0], "snapshot") == 0 && argc == 4) {
+		snprintf(path, sizeof(path),
+		    "/v1/sandboxes/%s/contexts/%s/snapshots", argv[1], argv[2]);
+		if (request_json(c, "POST", path,
+		        json_pack("{s:s}", "name", argv[3]), &r) != 0)
+			return 1;
+	} else if (strcmp(argv[0], "snapshot-delete") == 0 && argc == 4) {
+		char *e = esc(c, argv[3]), *p;
+
+		if (asprintf(&p,
+		        "/v1/sandboxes/%s/contexts/%s/snapshots?name=%s",
+		        argv[1], argv[2], e) == -1) {
+			curl_free(e);
+			return 1;
+		}
+		curl_free(e);
+		rc = request(c, "DELETE", p, NULL, 0, NULL, &r);
+		free(p);
+		if (rc != 0)
+			return 1;
+		if (r.status == 204) {
+			free(r.data);
+			return 0;
+		}
+		rc = 1;
+	} else if (strcmp(argv[0], "snapshots") == 0 && argc == 3) {
+		snprintf(path, sizeof(path),
+		    "/v1/sandboxes/%s/contexts/%s/snapshots", argv[1], argv[2]);
+		if (request(c, "GET", path, NULL, 0, NULL, &r) != 0)
+			return 1;
 	} else {
 		usage();
 		return EXIT_USAGE;
 	}
 	if ((j = ok_json(c, &r)) != NULL) {
-		if (!c->json && strcmp(argv[0], "create") == 0)
+		if (!c->json &&
+		    (strcmp(argv[0], "create") == 0 ||
+		        strcmp(argv[0], "fork") == 0))
 			printf("%s\n", jstr(j, "id"));
+		else if (!c->json && strcmp(argv[0], "snapshot") == 0)
+			printf("%s\n", jstr(j, "name"));
+		else if (!c->json && strcmp(argv[0], "snapshots") == 0)
+			json_array_foreach(j, i, x) print_snapshot(x);
 		else if (!c->json && json_is_array(j))
 			json_array_foreach(j, i, x) print_context(x);
 		else if (!c->json)

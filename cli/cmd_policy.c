@@ -415,6 +415,14 @@ print_limits(const struct policy_limits *lim)
 	if (lim->contexts)
 		printf("%scontexts %u",
 		    any++ ? ", " : "  limits: ", lim->contexts);
+	if (lim->pause_ms) {
+		units_format_duration(b, sizeof(b), lim->pause_ms);
+		printf("%spause %s", any++ ? ", " : "  limits: ", b);
+	}
+	if (lim->snapshots_max) {
+		units_format_size(b, sizeof(b), lim->snapshots_max);
+		printf("%ssnapshots %s", any++ ? ", " : "  limits: ", b);
+	}
 	for (c = 0; c < CAP_COUNT; c++)
 		if (lim->cost[c] != 1)
 			printf("%scost %s %u",
@@ -759,6 +767,22 @@ diff_principal(const struct policy *a, const struct policy_principal *pa,
 		printf("agent \"%s\": contexts: %s -> %s\n", pa->name,
 		    pa->lim.contexts ? x : "none",
 		    pb->lim.contexts ? y : "none");
+		n++;
+	}
+	if (pa->lim.pause_ms != pb->lim.pause_ms) {
+		units_format_duration(x, sizeof(x), pa->lim.pause_ms);
+		units_format_duration(y, sizeof(y), pb->lim.pause_ms);
+		printf("agent \"%s\": pause: %s -> %s\n", pa->name,
+		    pa->lim.pause_ms ? x : "never",
+		    pb->lim.pause_ms ? y : "never");
+		n++;
+	}
+	if (pa->lim.snapshots_max != pb->lim.snapshots_max) {
+		units_format_size(x, sizeof(x), pa->lim.snapshots_max);
+		units_format_size(y, sizeof(y), pb->lim.snapshots_max);
+		printf("agent \"%s\": snapshots: %s -> %s\n", pa->name,
+		    pa->lim.snapshots_max ? x : "none",
+		    pb->lim.snapshots_max ? y : "none");
 		n++;
 	}
 	n += diff_lists(a, pa, b, pb, "removed");

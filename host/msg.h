@@ -238,6 +238,8 @@ struct msg_policy_usage {
 	double read_tokens, write_tokens; /* -1: no rate */
 	uint32_t contexts_max; /* live contexts at once, 0: no limit */
 	uint32_t pad;
+	uint64_t pause_ms; /* a context's idle time before a pause, 0: never */
+	uint64_t snapshots_max; /* contexts' disk (bytes), 0: no limit */
 };
 
 struct msg_policy_decision {

@@ -1017,6 +1017,10 @@ setup(struct parent *ps)
 		snprintf(d, sizeof(d), "%s/uploads", ps->state);
 		make_dir(d, 0700, pw != NULL ? pw->pw_uid : (uid_t)-1,
 		    pw != NULL ? pw->pw_gid : (gid_t)-1);
+		/* Live contexts' journals and snapshots (docs/contexts.md). */
+		snprintf(d, sizeof(d), "%s/contexts", ps->state);
+		make_dir(d, 0700, pw != NULL ? pw->pw_uid : (uid_t)-1,
+		    pw != NULL ? pw->pw_gid : (gid_t)-1);
 	}
 
 	/* Grant keys: made here, kept in locked memory, never written. */

@@ -577,8 +577,11 @@ policy_h_usage(struct proc_ctx *ctx, const struct msg *m)
 
 		policy_hooks_levels(ps->compiled, q.principal, &left, tokens);
 		if ((lim = policy_hooks_limits(ps->compiled, q.principal)) !=
-		    NULL)
+		    NULL) {
 			r.contexts_max = lim->contexts;
+			r.pause_ms = lim->pause_ms;
+			r.snapshots_max = lim->snapshots_max;
+		}
 	}
 	r.budget_remaining = left == POLICY_UNLIMITED ? -1 : (int64_t)left;
 	r.read_tokens = tokens[0];

@@ -121,6 +121,14 @@ static const struct msg_handler vmm_handlers[] = {
 	    vmm_h_watch },
 	{ MSG_VMM_WATCH_STOP, PROC_BIT(PROC_FRONT),
 	    sizeof(struct msg_vmm_watch_stop), 0, vmm_h_watch_stop },
+	{ MSG_VMM_CONTEXT_FORK, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_context), 0, vmm_h_context },
+	{ MSG_VMM_CONTEXT_SNAPSHOT, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_context), 0, vmm_h_context },
+	{ MSG_VMM_CONTEXT_SNAPSHOTS, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_context), 0, vmm_h_context },
+	{ MSG_VMM_CONTEXT_SNAPSHOT_DELETE, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_context), 0, vmm_h_context },
 };
 
 /* poll entries past the runs' are contexts' (who = CTX_WHO + index),

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sodium.h>
+#include "host/ctx_journal.h"
 #include "host/grant.h"
 #include "host/msg.h"
 #include "host/proc.h"
@@ -111,6 +112,26 @@ struct vmm_context {
 	size_t end_len;
 	int outfd, errfd; /* memfds: the driver's lines, raw output */
 	uint64_t out_len, err_len;
+	uint8_t *frame; /* the cell in flight's frame, kept for its journal */
+	size_t frame_len;
+	/* Its journal (host/ctx_journal.h, host/proc_vmm_ctxdisk.c): the
+	 * acknowledged cells a new interpreter runs again to resume. */
+	int jfd;
+	uint64_t jcells, jbytes;
+	uint64_t pause_ms; /* idle time before a pause, 0: never */
+	uint64_t disk_max; /* the principal's snapshot quota, 0: none */
+	uint64_t last_used; /* monotonic ms: its last cell's end */
+	/* Replaying its journal before the cell in flight. */
+	uint64_t replay_left, replay_at, cell_timeout, replay_timeout;
+};
+
+#define VMM_SNAPSHOTS_MAX 64
+
+/* A named snapshot of a context (docs/contexts.md): its journal's copy. */
+struct vmm_snapshot {
+	int used;
+	struct ctx_journal_head h;
+	uint64_t cells, bytes;
 };
 
 struct vmm_state {
@@ -128,6 +149,7 @@ struct vmm_state {
 	uint64_t next_pid; /* run numbers, per vmm life */
 	struct vmm_watch *watches[WATCH_MAX]; /* host/proc_vmm_watch.c */
 	struct vmm_context ctxs[VMM_CONTEXTS_MAX];
+	struct vmm_snapshot snaps[VMM_SNAPSHOTS_MAX];
 };
 
 int vmm_check_grant(struct proc_ctx *ctx, const struct msg *m,
@@ -156,6 +178,21 @@ void vmm_context_event(
 void vmm_contexts_tick(struct proc_ctx *ctx, struct vmm_state *vs);
 void vmm_contexts_close(struct vmm_state *vs);
 void vmm_contexts_kill_all(struct vmm_state *vs);
+int vmm_context_adopt(struct vmm_state *vs, const struct ctx_journal_head *h,
+    int fd, uint64_t cells, uint64_t bytes);
+int vmm_snapshot_adopt(struct vmm_state *vs, const struct ctx_journal_head *h,
+    uint64_t cells, uint64_t bytes);
+/* Contexts on disk (host/proc_vmm_ctxdisk.c). */
+int vmm_ctxdisk_create(const struct ctx_journal_head *h, int src_fd,
+    uint64_t src_bytes, int keep_open);
+int vmm_ctxdisk_append(
+    int fd, uint64_t *bytes, const uint8_t *payload, size_t len);
+int vmm_ctxdisk_read(int fd, uint64_t *at, uint8_t **payload, size_t *len);
+int vmm_ctxdisk_reset(int fd, uint64_t *bytes);
+void vmm_ctxdisk_unlink(const char *sbx, int kind, const char *name);
+int vmm_ctxdisk_open(const char *sbx, int kind, const char *name);
+void vmm_contexts_sandbox_gone(const char *sbx);
+void vmm_contexts_adopt(struct vmm_state *vs);
 int vmm_join_output(int outfd, int errfd, uint64_t *out_len, uint64_t *err_len);
 void __attribute__((noreturn)) vmm_vm_process(struct proc_ctx *ctx,
     struct vmm_state *vs, struct vmm_config *cfg, int outfds[2],

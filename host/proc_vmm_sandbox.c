@@ -39,6 +39,7 @@ sandbox_remove(struct sandbox *s)
 			log_warn("sandbox %s: removing its workspace", s->id);
 		close(wd);
 	}
+	vmm_contexts_sandbox_gone(s->id);
 	log_info("sandbox %s removed", s->id);
 	memset(s, 0, sizeof(*s));
 	s->ws_fd = -1;

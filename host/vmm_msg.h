@@ -83,7 +83,14 @@ enum {
 	/* vmm -> front, reqid = the watch's: msg_vmm_watch_events, then
 	 * count entries */
 	MSG_VMM_WATCH_EVENTS = MSG_VMM_BASE + 0x32,
-	MSG_VMM_WATCH_STOP = MSG_VMM_BASE + 0x33 /* front -> vmm: _stop */
+	MSG_VMM_WATCH_STOP = MSG_VMM_BASE + 0x33, /* front -> vmm: _stop */
+	/* Fork a context (from -> the new context), name a snapshot of one
+	 * (context, name), list a context's snapshots (context); a create
+	 * with a name restores that snapshot into the new context. */
+	MSG_VMM_CONTEXT_FORK = MSG_VMM_BASE + 0x40,
+	MSG_VMM_CONTEXT_SNAPSHOT = MSG_VMM_BASE + 0x41,
+	MSG_VMM_CONTEXT_SNAPSHOTS = MSG_VMM_BASE + 0x42,
+	MSG_VMM_CONTEXT_SNAPSHOT_DELETE = MSG_VMM_BASE + 0x43 /* name */
 };
 
 /* The caps of the token that asked for the run: the vmm asks the policy
@@ -119,7 +126,10 @@ enum sbx_status {
 	SBX_E_RESTORING, /* not found yet: the vmm is still reading the store */
 	SBX_E_QUOTA, /* the principal holds its policy's `sandboxes` already */
 	SBX_E_CTX_NOTFOUND, /* no such context in this sandbox */
-	SBX_E_CTX_FULL /* at the principal's or the vmm's context limit */
+	SBX_E_CTX_FULL, /* at the principal's or the vmm's context limit */
+	SBX_E_SNAP_NOTFOUND, /* no such snapshot in this sandbox */
+	SBX_E_SNAP_EXISTS, /* the snapshot's name is taken */
+	SBX_E_SNAP_FULL /* at the principal's snapshots quota or the vmm's */
 };
 
 struct msg_vmm_sandbox_new {
@@ -369,7 +379,8 @@ enum ctx_lang { CTX_LANG_PYTHON = 0, CTX_LANG_JS = 1 };
 enum ctx_state {
 	CTX_IDLE = 0, /* waiting for a cell (or still starting) */
 	CTX_BUSY, /* running a cell */
-	CTX_DEAD /* its interpreter ended; the next cell starts a new one */
+	CTX_DEAD, /* its interpreter ended; the next cell starts a new one */
+	CTX_PAUSED /* no interpreter: the next cell resumes from its journal */
 };
 
 struct msg_vmm_context {
@@ -379,6 +390,11 @@ struct msg_vmm_context {
 	char cwd[CTX_CWD_MAX]; /* create: the guest path, NUL-terminated */
 	uint32_t language; /* enum ctx_lang */
 	uint32_t max_contexts; /* create: the principal's quota, 0: none */
+	uint32_t pad;
+	uint64_t pause_ms; /* create: idle time before a pause, 0: never */
+	uint64_t disk_max; /* create: the snapshot quota (bytes), 0: none */
+	char from[CTX_ID_MAX]; /* fork: the context forked */
+	char name[CTX_ID_MAX]; /* snapshot: its name; create: restore it */
 };
 
 struct vmm_context_info {
@@ -388,6 +404,10 @@ struct vmm_context_info {
 	uint32_t state; /* enum ctx_state */
 	uint64_t execution_count;
 	int64_t created_at; /* unix seconds */
+	/* A snapshot (id is its name): the context it was taken from, the
+	 * bytes its journal holds. */
+	char from[CTX_ID_MAX];
+	uint64_t bytes;
 };
 
 struct msg_vmm_contexts {

@@ -81,7 +81,9 @@ enum lang_stmt_kind {
 	LANG_S_EGRESS,
 	LANG_S_LOCK,
 	LANG_S_SANDBOXES,
-	LANG_S_CONTEXTS /* live contexts at once (docs/contexts.md) */
+	LANG_S_CONTEXTS, /* live contexts at once (docs/contexts.md) */
+	LANG_S_PAUSE, /* a context's idle time before it is paused */
+	LANG_S_SNAPSHOTS /* disk for contexts' journals and snapshots */
 };
 
 enum lang_rate_kind { LANG_RATE_READ = 0, LANG_RATE_WRITE = 1 };

@@ -658,6 +658,8 @@ static const char *const stmt_names[] = {
 	[LANG_S_LOCK] = "lock",
 	[LANG_S_SANDBOXES] = "sandboxes",
 	[LANG_S_CONTEXTS] = "contexts",
+	[LANG_S_PAUSE] = "pause",
+	[LANG_S_SNAPSHOTS] = "snapshots",
 };
 
 const char *
@@ -722,8 +724,10 @@ stmt_body(struct parser *p, struct lang_stmt *s)
 	}
 	case LANG_S_MEMORY:
 	case LANG_S_OUTPUT:
+	case LANG_S_SNAPSHOTS:
 		return parse_unit(p, s, 0);
 	case LANG_S_TIMEOUT:
+	case LANG_S_PAUSE:
 		return parse_unit(p, s, 1);
 	case LANG_S_EXEC:
 		return parse_exec(p, s);
@@ -782,7 +786,7 @@ parse_stmt(struct parser *p)
 		expected(p,
 		    "a statement (allow, deny, rate, concurrent, "
 		    "budget, cost, memory, timeout, output, exec, "
-		    "egress, lock, sandboxes, contexts)");
+		    "egress, lock, sandboxes, contexts, pause, snapshots)");
 		return NULL;
 	}
 	if ((s = lang_alloc(p->f, sizeof(*s))) == NULL)

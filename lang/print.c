@@ -117,10 +117,12 @@ stmt(struct out *o, const struct lang_stmt *s)
 		break;
 	case LANG_S_MEMORY:
 	case LANG_S_OUTPUT:
+	case LANG_S_SNAPSHOTS:
 		units_format_size(b, sizeof(b), s->value);
 		put(o, " %s", b);
 		break;
 	case LANG_S_TIMEOUT:
+	case LANG_S_PAUSE:
 		units_format_duration(b, sizeof(b), s->value);
 		put(o, " %s", b);
 		break;

@@ -222,6 +222,12 @@ fold_stmt(struct policy_principal *pr, const struct lang_stmt *s,
 	case LANG_S_CONTEXTS:
 		l->contexts = (uint32_t)s->value;
 		break;
+	case LANG_S_PAUSE:
+		l->pause_ms = s->value;
+		break;
+	case LANG_S_SNAPSHOTS:
+		l->snapshots_max = s->value;
+		break;
 	default:
 		break;
 	}

@@ -77,6 +77,8 @@ struct policy_limits {
 	uint32_t cost[CAP_COUNT]; /* per operation, default 1 */
 	uint32_t sandboxes; /* sandboxes held at once, 0 = no limit */
 	uint32_t contexts; /* live contexts at once, 0 = no limit */
+	uint64_t pause_ms; /* a context idle this long is paused, 0 = never */
+	uint64_t snapshots_max; /* bytes of journals and snapshots, 0 = none */
 };
 
 struct policy_exec {

@@ -166,8 +166,19 @@ struct api_context {
 	char id[API_ID_MAX + 1];
 	char language[16]; /* "python" */
 	char cwd[256];
-	char state[16]; /* "idle", "busy", "dead" (restarts at the next cell) */
+	char state[16]; /* "idle", "busy", "paused", "dead" */
 	uint64_t execution_count;
+	int64_t created_at;
+};
+
+/* A named snapshot of a live context (docs/contexts.md). */
+struct api_snapshot {
+	char name[API_ID_MAX + 1];
+	char context_id[API_ID_MAX + 1]; /* the context it was taken from */
+	char language[16];
+	char cwd[256];
+	uint64_t execution_count; /* the acknowledged cells it holds */
+	uint64_t bytes; /* on disk, counted by the snapshots quota */
 	int64_t created_at;
 };
 
@@ -481,6 +492,24 @@ struct api_backend {
 	    const char *id, const char *cid, struct api_error *err);
 	int (*context_restart)(void *ctx, const struct api_call *,
 	    const char *id, const char *cid, struct api_context *out,
+	    struct api_error *err);
+	/* A new context with cid's state (fork), or with snapshot name's
+	 * (restore); a named snapshot of cid; cid's snapshots (*out
+	 * malloc, *n entries). */
+	int (*context_fork)(void *ctx, const struct api_call *, const char *id,
+	    const char *cid, struct api_context *out, struct api_error *err);
+	int (*context_restore)(void *ctx, const struct api_call *,
+	    const char *id, const char *name, struct api_context *out,
+	    struct api_error *err);
+	int (*context_snapshot)(void *ctx, const struct api_call *,
+	    const char *id, const char *cid, const char *name,
+	    struct api_snapshot *out, struct api_error *err);
+	int (*context_snapshots)(void *ctx, const struct api_call *,
+	    const char *id, const char *cid, struct api_snapshot **out,
+	    size_t *n, struct api_error *err);
+	/* Delete snapshot name of the sandbox (cid: the route's context). */
+	int (*context_snapshot_delete)(void *ctx, const struct api_call *,
+	    const char *id, const char *cid, const char *name,
 	    struct api_error *err);
 };
 

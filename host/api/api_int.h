@@ -152,6 +152,10 @@ void h_context_create(struct rq *);
 void h_context_list(struct rq *);
 void h_context_delete(struct rq *);
 void h_context_restart(struct rq *);
+void h_context_fork(struct rq *);
+void h_context_snapshot(struct rq *);
+void h_context_snapshots(struct rq *);
+void h_context_snapshot_delete(struct rq *);
 /* A context cell's reply from the driver's JSON lines in res->out. */
 void reply_cell(struct rq *, struct api_run_result *res);
 json_t *api_cell_decode(

@@ -1392,6 +1392,15 @@ const struct api_route api_routes[] = {
 	    "contexts_delete", 0 },
 	{ HTTP_POST, SBX "/contexts/{name}/restart", h_context_restart,
 	    CAP_EXEC, 2, 0, "contexts_restart", 0 },
+	{ HTTP_POST, SBX "/contexts/{name}/fork", h_context_fork, CAP_EXEC, 2,
+	    0, "contexts_fork", 0 },
+	{ HTTP_POST, SBX "/contexts/{name}/snapshots", h_context_snapshot,
+	    CAP_EXEC, 1, 0, "contexts_snapshot", 0 },
+	{ HTTP_GET, SBX "/contexts/{name}/snapshots", h_context_snapshots,
+	    CAP_SANDBOX_READ, 0, 0, "contexts_snapshots", 0 },
+	{ HTTP_DELETE, SBX "/contexts/{name}/snapshots",
+	    h_context_snapshot_delete, CAP_EXEC, 0, 0,
+	    "contexts_snapshot_delete", 0 },
 };
 const size_t api_nroutes = sizeof(api_routes) / sizeof(api_routes[0]);
 
