@@ -72,6 +72,7 @@ struct vm_tree {
 	    p, old, new, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)
 
 static void post(struct vm *, struct vm_slot *, int sig);
+static void signal_host(struct vm *, struct vm_slot *, int sig);
 
 static uint64_t
 word(uint32_t state, int32_t parent)
@@ -224,9 +225,8 @@ vm_proc_finish(struct vm *vm)
 	STORE(&t->closing, 1);
 	for (i = 1; i < t->nslots; i++) {
 		s = &t->slot[i];
-		if (w_state(LOAD(&s->word)) == SLOT_LIVE &&
-		    LOAD(&s->host_pid) > 0)
-			kill(LOAD(&s->host_pid), SIGKILL);
+		if (w_state(LOAD(&s->word)) == SLOT_LIVE)
+			signal_host(vm, s, SIGKILL);
 	}
 	while (waitpid(-1, NULL, __WALL) > 0 || errno == EINTR)
 		;
@@ -494,6 +494,30 @@ sys_waitid(struct vm *vm, const uint64_t a[6])
 
 /* ---- kill ---------------------------------------------------------------- */
 
+/*
+ * The only place a host signal leaves this file. The guest names
+ * processes by guest pid and never sees a host pid; still, a host pid is
+ * signalled only when it is a row of this run's table that is not free
+ * (a process of the tree, alive or a zombie not yet reaped, so its pid
+ * cannot have been reused; keepd, keep and the rest of the host are
+ * never rows), never pid 1 or below (kill(2)'s "every process" and
+ * "my group" forms), and only with the two signals the tree uses. The vm
+ * process's seccomp filter and its Landlock signal scope are the
+ * layers beneath this one (docs/vmm.md, "Processes").
+ */
+static void
+signal_host(struct vm *vm, struct vm_slot *s, int sig)
+{
+	pid_t hp = LOAD(&s->host_pid);
+	unsigned i = (unsigned)(s - vm->tree->slot);
+
+	if (i >= vm->tree->nslots || hp <= 1 ||
+	    (sig != SIGKILL && sig != SIGUSR2) ||
+	    w_state(LOAD(&s->word)) == SLOT_FREE)
+		return;
+	kill(hp, sig);
+}
+
 /* Queue sig for the process in s and wake it (SIGUSR2 interrupts its
  * KVM_RUN or its blocking call); it acts on it itself. SIGKILL cannot
  * wait: the host kills the process, and its parent's wait sees sig. */
@@ -502,7 +526,6 @@ post(struct vm *vm, struct vm_slot *s, int sig)
 {
 	uint64_t bit = 1ULL << (sig - 1), w;
 	int32_t zero = 0;
-	pid_t hp = LOAD(&s->host_pid);
 
 	if (s == me(vm)) {
 		vm_signal_raise(vm, sig);
@@ -511,8 +534,7 @@ post(struct vm *vm, struct vm_slot *s, int sig)
 	if (sig == SIGKILL) {
 		__atomic_compare_exchange_n(&s->killsig, &zero, sig, 0,
 		    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-		if (hp > 0)
-			kill(hp, SIGKILL);
+		signal_host(vm, s, SIGKILL);
 		/* An orphan has no one to reap it. */
 		w = word(SLOT_LIVE, 0);
 		CAS(&s->word, &w, word(SLOT_FREE, 0));
@@ -522,8 +544,7 @@ post(struct vm *vm, struct vm_slot *s, int sig)
 	    (!(LOAD(&s->caught) & bit) && vm_signal_default_ignored(sig)))
 		return;
 	__atomic_fetch_or(&s->pending, bit, __ATOMIC_SEQ_CST);
-	if (hp > 0)
-		kill(hp, SIGUSR2);
+	signal_host(vm, s, SIGUSR2);
 }
 
 int32_t
@@ -676,21 +697,39 @@ sys_kill(struct vm *vm, const uint64_t a[6])
 	return do_kill(vm, (int32_t)a[0], a[1]);
 }
 
+/*
+ * A thread-directed signal. The threads of a process share its one vCPU
+ * (sys_thread.c), and a signal for one of them is the process's: the
+ * thread running when it is delivered takes it (docs/vmm.md). A tid of
+ * another process is its main thread's, its pid; any other is ESRCH.
+ */
+static int64_t
+thread_kill(struct vm *vm, int32_t tgid, int32_t tid, uint64_t sig)
+{
+	if (tid <= 0 || tgid == 0 || tgid < -1)
+		return -EINVAL;
+	if (vm_thread_is_mine(vm, tid)) {
+		if (tgid != -1 && tgid != vm->pid)
+			return -ESRCH;
+		return do_kill(vm, vm->pid, sig);
+	}
+	if (tgid != -1 && tgid != tid)
+		return -ESRCH;
+	return do_kill(vm, tid, sig);
+}
+
 int64_t
 sys_tkill(struct vm *vm, const uint64_t a[6])
 {
-	if ((int32_t)a[0] <= 0)
-		return -EINVAL;
-	return do_kill(vm, (int32_t)a[0], a[1]);
+	return thread_kill(vm, -1, (int32_t)a[0], a[1]);
 }
 
-/* One thread per process: the thread group is the process. */
 int64_t
 sys_tgkill(struct vm *vm, const uint64_t a[6])
 {
-	if ((int32_t)a[0] <= 0 || (int32_t)a[0] != (int32_t)a[1])
-		return (int32_t)a[0] <= 0 ? -EINVAL : -ESRCH;
-	return do_kill(vm, (int32_t)a[1], a[2]);
+	if ((int32_t)a[0] <= 0)
+		return -EINVAL;
+	return thread_kill(vm, (int32_t)a[0], (int32_t)a[1], a[2]);
 }
 
 int64_t

@@ -318,7 +318,8 @@ static const struct vm_sysent linux_calls[] = {
 	NO(198, lremovexattr, ENOSYS, "not provided"),
 	NO(199, fremovexattr, ENOSYS, "not provided"),
 	PART(200, tkill, sys_tkill,
-	    "within the run's own processes; no job-control stops"),
+	    "within the run's own processes; a signal for one thread is its "
+	    "process's; no job-control stops"),
 	OK(201, time, sys_time, ""),
 	PART(202, futex, sys_futex,
 	    "WAIT, WAKE, their BITSET forms, REQUEUE, CMP_REQUEUE among the "
@@ -371,7 +372,8 @@ static const struct vm_sysent linux_calls[] = {
 	NO(232, epoll_wait, ENOSYS, "no pipes or event descriptors yet"),
 	NO(233, epoll_ctl, ENOSYS, "no pipes or event descriptors yet"),
 	PART(234, tgkill, sys_tgkill,
-	    "within the run's own processes; no job-control stops"),
+	    "within the run's own processes; a signal for one thread is its "
+	    "process's; no job-control stops"),
 	NO(235, utimes, ENOSYS, "not provided"),
 	NO(236, vserver, ENOSYS,
 	    "obsolete or never built: Linux answers ENOSYS too"),

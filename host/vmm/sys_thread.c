@@ -459,6 +459,22 @@ sys_futex(struct vm *vm, const uint64_t a[6])
 
 /* ---- ids, exit, yield ------------------------------------------------------ */
 
+int
+vm_thread_is_mine(struct vm *vm, int32_t tid)
+{
+	int i;
+
+	if (tid == vm->pid)
+		return 1;
+	if (vm->threads == NULL)
+		return 0;
+	for (i = 0; i < THREADS_MAX; i++)
+		if (vm->threads->t[i].state != T_FREE &&
+		    vm->threads->t[i].tid == tid)
+			return 1;
+	return 0;
+}
+
 int64_t
 sys_gettid(struct vm *vm, const uint64_t a[6])
 {

@@ -190,6 +190,8 @@ int32_t vm_proc_new_tid(struct vm *);
 int64_t vm_thread_clone(struct vm *, uint64_t flags, uint64_t newsp,
     uint64_t ptid, uint64_t ctid, uint64_t tls);
 void vm_thread_reset(struct vm *);
+/* Whether tid is a thread of this process (its main thread's is the pid). */
+int vm_thread_is_mine(struct vm *, int32_t tid);
 /* After a kick out of KVM_RUN: the next thread if the slice is over. */
 void vm_thread_preempt(struct vm *);
 

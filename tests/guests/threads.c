@@ -1,9 +1,12 @@
 /* Threads: create and join, a mutex under contention, a condition
  * variable ping-pong, a timed wait, a spinning thread that needs the
- * scheduler's time slice, tids. "threads spin": a thread that spins past
+ * scheduler's time slice, tids, raise() and pthread_kill from a thread
+ * that is not the first (tgkill). "threads spin": a thread that spins past
  * the run's time limit. */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -48,6 +51,29 @@ ponger(void *arg)
 		pthread_mutex_unlock(&mu);
 	}
 	return NULL;
+}
+
+static volatile sig_atomic_t got_usr1;
+
+static void
+on_usr1(int sig)
+{
+	(void)sig;
+	got_usr1++;
+}
+
+/* tgkill from a second thread: to itself (raise), to the first thread,
+ * and to a tid of no thread of ours. */
+static void *
+raiser(void *arg)
+{
+	pthread_t first = *(pthread_t *)arg;
+	long rc;
+
+	raise(SIGUSR1);
+	pthread_kill(first, SIGUSR1);
+	rc = syscall(SYS_tgkill, getpid(), 999999, SIGUSR1);
+	return (void *)(long)(rc == -1 && errno == ESRCH);
 }
 
 static void *
@@ -124,5 +150,14 @@ main(int argc, char **argv)
 		;
 	pthread_join(p, NULL);
 	printf("a spinning thread gave way: %d\n", flag);
+
+	signal(SIGUSR1, on_usr1);
+	p = pthread_self();
+	pthread_create(&t[0], NULL, raiser, &p);
+	pthread_join(t[0], &ret);
+	while (got_usr1 < 2)
+		sched_yield();
+	printf("tgkill from a thread: %d signals, a stranger tid ESRCH %ld\n",
+	    (int)got_usr1, (long)ret);
 	return 0;
 }

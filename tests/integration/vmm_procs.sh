@@ -81,6 +81,17 @@ done
 [ "$left" -eq 0 ] && ok "the spinning orphan was stopped" ||
     bad "orphan: $left processes left"
 
+# A guest signals host processes by host pid (its own vm process, the
+# shell that started keep, a bystander) and by every "all" form: each is
+# refused and every one of them lives on. (Never run hostkill natively.)
+sleep 300 & victim=$!
+bash -c 'exec "$0" run --timeout 20s "$1" $$ $PPID "$2"' "$KEEP" "$G/hostkill" \
+    "$victim" >"$tmp/out" 2>"$tmp/err"; rc=$?
+[ $rc -eq 0 ] && grep -q "^all refused$" "$tmp/out" && ! grep -q REACHED "$tmp/out" &&
+    [ "$(grep -c ESRCH "$tmp/out")" -ge 24 ] && kill -0 "$victim" &&
+    ok "keep run: a guest's kill and tgkill never reach a host process" ||
+    bad "hostkill: exit $rc: $(cat "$tmp/out" "$tmp/err")"
+
 # execve: /proc/self/exe, a workspace "#!" script, and the errors.
 "$KEEP" run --timeout 20s --workspace "$ws" "$G/execer" >"$tmp/out" 2>"$tmp/err"; rc=$?
 want='  argv[0]=/proc/self/exe
@@ -138,13 +149,14 @@ trap "echo trapped" USR1; kill -USR1 $$; echo after; kill -TERM $$; echo not'
     --command forkwait --command forkbomb=/bin/forkbomb \
     --command orphan=/bin/orphan --file /bin/signals="$G/signals" \
     --command signals=/bin/signals --file /bin/threads="$G/threads" \
-    --command threads=/bin/threads "$G/forkwait" -o "$tmp/procs.img.tmp" >/dev/null &&
+    --command threads=/bin/threads --file /bin/hostkill="$G/hostkill" \
+    --command hostkill=/bin/hostkill "$G/forkwait" -o "$tmp/procs.img.tmp" >/dev/null &&
 "$KEEP" image sign --key "$B/keys/dev.secret" "$tmp/procs.img.tmp" >/dev/null ||
     { echo "FAIL: procs image"; exit 1; }
 cat >"$tmp/test.policy" <<'EOP'
 role runner {
 	allow sandbox:read, sandbox:write, exec
-	exec "forkwait", "forkbomb", "orphan", "sh", "signals", "threads"
+	exec "forkwait", "forkbomb", "orphan", "sh", "signals", "threads", "hostkill"
 	timeout 20s
 }
 agent "alice" : runner
@@ -192,5 +204,16 @@ req "$alice" POST "/v1/sandboxes/$sbx/commands/run" '{"cmd":"threads"}'
 "$G/threads" >"$tmp/native" 2>&1
 [ "$code" = 200 ] && [ "$(jget "$body" '["stdout"]')" = "$(cat "$tmp/native")" ] &&
     ok "commands/run: threads, same as native" || bad "commands/run threads: $code $body"
+
+# Through keepd: the vm process's parent is the vmm process, then
+# keepd's parent; none of them, nor the bystander, can be reached.
+vmm_pid=$(pgrep -P "$pid" -f "vmm" | head -1); keepd_pid=$pid
+req "$alice" POST "/v1/sandboxes/$sbx/commands/run" "{\"cmd\":\"hostkill\",\"args\":[\"$vmm_pid\",\"$keepd_pid\",\"$victim\"]}"
+[ "$code" = 200 ] && [ "$(jget "$body" '["exit_code"]')" = 0 ] &&
+    jget "$body" '["stdout"]' | grep -q "^all refused$" && [ -n "$vmm_pid" ] &&
+    kill -0 "$vmm_pid" && kill -0 "$keepd_pid" && kill -0 "$victim" &&
+    ok "commands/run: a guest's kill and tgkill never reach the vmm, keepd or a bystander" ||
+    bad "commands/run hostkill: vmm $vmm_pid: $code $body"
+kill "$victim"
 
 keepd_finish
