@@ -394,13 +394,11 @@ do_write(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len, int64_t pos)
 		if (f->pipe) {
 			if (pos >= 0)
 				return -ESPIPE;
+			/* No reader: EPIPE and SIGPIPE, which ends the
+			 * writer unless it ignores or catches it. */
 			if ((n = write(f->hostfd, g, len)) == -1 &&
-			    errno == EPIPE) {
-				/* No reader: SIGPIPE's default action. */
-				vm->term_sig = SIGPIPE;
-				vm_stop(vm, VMM_EXITED, 128 + SIGPIPE,
-				    "killed by signal %d (no reader)", SIGPIPE);
-			}
+			    errno == EPIPE)
+				vm_signal_raise(vm, SIGPIPE);
 			return n == -1 ? -errno : n;
 		}
 		if (cfg->workspace_max != 0 &&
@@ -571,6 +569,18 @@ fcntl_fd(struct vm *vm, uint64_t fd, uint64_t cmd, uint64_t arg)
 		    : f->kind == VFD_HOST ? fcntl(f->hostfd, F_GETFL)
 		                          : O_RDONLY;
 	case F_SETFL:
+		/* O_NONBLOCK on a pipe, eventfd or epoll descriptor (its
+		 * host one, shared with other processes as on Linux);
+		 * other flags and kinds are accepted and ignored. */
+		if (f->kind == VFD_HOST && f->pipe) {
+			int fl = fcntl(f->hostfd, F_GETFL);
+
+			if (fl == -1 ||
+			    fcntl(f->hostfd, F_SETFL,
+			        (fl & ~O_NONBLOCK) | (int)(arg & O_NONBLOCK)) ==
+			        -1)
+				return -errno;
+		}
 		return 0;
 	case F_DUPFD:
 	case F_DUPFD_CLOEXEC:
