@@ -126,7 +126,12 @@ const struct seccomp_filter seccomp_policy = { "policy", policy_rules,
 	        "guest fork: that state into the child's vCPU"),               \
 	    RA(ioctl, 1, KVM_GET_MSRS,                                         \
 	        "guest fork: the TSC, so the child's does not restart at 0"),  \
-	    R(pipe2, "guest vfork: the parent waits for the child's exec")
+	    R(pipe2, "guest vfork: the parent waits for the child's exec"),    \
+	    R(eventfd2, "a guest eventfd is a host one (vmm/sys_event.c)"),    \
+	    R(epoll_create1, "a guest epoll is a host one (vmm/sys_event.c)"), \
+	    R(epoll_ctl, "a guest epoll's interest list"),                     \
+	    R(epoll_wait, "a guest epoll_wait"),                               \
+	    R(epoll_pwait, "a guest epoll_wait (glibc on newer kernels)")
 
 /* What a guest process tree adds (host/vmm/proc.c): each guest process
  * is a vm process forked from its parent's. The vmm process's own list

@@ -28,6 +28,7 @@
 #define G_AT_EMPTY_PATH 0x1000
 #define IOV_MAX_ 1024
 #define IO_CHUNK (1u << 20)
+#define PIPE_BUF_ 4096 /* Linux's atomic pipe write */
 
 /* ---- descriptors ------------------------------------------------------ */
 
@@ -56,6 +57,21 @@ fd_alloc(struct vm *vm, unsigned from)
 		if (vm->fds[i].kind == VFD_FREE)
 			return (int)i;
 	return -EMFILE;
+}
+
+int
+vm_fd_add_host(struct vm *vm, int hostfd, int cloexec)
+{
+	int gfd = fd_alloc(vm, 0);
+
+	if (gfd < 0)
+		return gfd;
+	memset(&vm->fds[gfd], 0, sizeof(vm->fds[gfd]));
+	vm->fds[gfd].kind = VFD_HOST;
+	vm->fds[gfd].hostfd = hostfd;
+	vm->fds[gfd].pipe = 1;
+	vm->fds[gfd].cloexec = cloexec;
+	return gfd;
 }
 
 static void
@@ -419,6 +435,55 @@ do_write(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len, int64_t pos)
 	}
 }
 
+/*
+ * writev to a pipe: Linux writes up to PIPE_BUF bytes in one piece that
+ * no reader sees split (musl's stdio flushes its buffer and the new
+ * bytes as two vectors), so the vectors are gathered and written once;
+ * a larger writev goes vector by vector, as Linux may split it too.
+ */
+static int64_t
+pipe_writev(struct vm *vm, struct vfd *f, const uint64_t *v, uint64_t cnt)
+{
+	uint8_t buf[PIPE_BUF_];
+	uint64_t total = 0, i, base, len, done = 0;
+	const uint8_t *g;
+	int64_t n;
+	ssize_t w;
+
+	for (i = 0; i < cnt; i++) {
+		memcpy(&len, &v[2 * i + 1], 8);
+		if (len > PIPE_BUF_ || (total += len) > PIPE_BUF_)
+			break;
+	}
+	if (i < cnt) {
+		for (i = 0; i < cnt; i++) {
+			memcpy(&base, &v[2 * i], 8);
+			memcpy(&len, &v[2 * i + 1], 8);
+			if (len == 0)
+				continue;
+			if ((n = do_write(vm, f, base, len, -1)) < 0)
+				return done > 0 ? (int64_t)done : n;
+			done += (uint64_t)n;
+			if ((uint64_t)n < len || vm->stopped)
+				break;
+		}
+		return (int64_t)done;
+	}
+	for (i = 0; i < cnt; i++) {
+		memcpy(&base, &v[2 * i], 8);
+		memcpy(&len, &v[2 * i + 1], 8);
+		if (len == 0)
+			continue;
+		if ((g = vm_gptr(vm, base, len)) == NULL)
+			return -EFAULT;
+		memcpy(buf + done, g, len);
+		done += len;
+	}
+	if ((w = write(f->hostfd, buf, done)) == -1 && errno == EPIPE)
+		vm_signal_raise(vm, SIGPIPE);
+	return w == -1 ? -errno : w;
+}
+
 static int64_t
 do_iov(struct vm *vm, struct vfd *f, uint64_t iov, uint64_t cnt, int wr)
 {
@@ -429,6 +494,8 @@ do_iov(struct vm *vm, struct vfd *f, uint64_t iov, uint64_t cnt, int wr)
 		return -EINVAL;
 	if ((v = vm_gptr(vm, iov, cnt * 16)) == NULL)
 		return -EFAULT;
+	if (wr && f->kind == VFD_HOST && f->pipe)
+		return pipe_writev(vm, f, v, cnt);
 	for (i = 0; i < cnt; i++) {
 		uint64_t base, len;
 

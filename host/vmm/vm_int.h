@@ -31,7 +31,8 @@ struct vfd {
 	const struct vmm_file *file; /* VFD_IMAGE */
 	uint64_t off; /* VFD_IMAGE, VFD_VDIR (entries returned) */
 	int hostfd; /* VFD_HOST */
-	int pipe; /* VFD_HOST: a pipe's end (no path, no quota) */
+	int pipe; /* VFD_HOST: a pipe's end, an eventfd or an epoll
+		     instance (no path, no quota) */
 	int cloexec;
 	char *path; /* VFD_VDIR, VFD_HOST: normalized guest path */
 };
@@ -237,6 +238,10 @@ int vm_fs_program(struct vm *, const char *gpath, char *path, size_t pathlen,
     const uint8_t **data, size_t *len, uint8_t **owned);
 /* The open descriptor fd, or NULL. */
 struct vfd *vm_fd(struct vm *, uint64_t fd);
+/* A new guest descriptor (the lowest free) for a host one with no path
+ * (an eventfd, an epoll instance; read and written as a pipe end): its
+ * number, or -EMFILE, and then hostfd is still the caller's. */
+int vm_fd_add_host(struct vm *, int hostfd, int cloexec);
 /* Close the close-on-exec descriptors. */
 void vm_fs_exec_close(struct vm *);
 

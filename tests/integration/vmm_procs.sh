@@ -22,6 +22,11 @@ same() {
 ws=$tmp/ws; mkdir -p "$ws"
 same "fork, wait4, statuses, kill" "$G/forkwait"
 same "pipes: poll and select timeouts, POLLHUP, dup2 across exec, SIGPIPE" "$G/pipes"
+same "epoll and eventfd: counters, level and edge, one-shot, timeouts, fork" "$G/events"
+: | "$G/events" stdio 2>&1 | cat >"$tmp/native"
+: | "$KEEP" run --timeout 20s "$G/events" stdio 2>&1 | cat >"$tmp/keep"
+cmp -s "$tmp/native" "$tmp/keep" && ok "epoll on stdout and stdin pipes: same as native" ||
+    bad "epoll stdio: $(diff "$tmp/native" "$tmp/keep")"
 same "signals: handlers, masks, alarm, timers, SIGCHLD, faults, altstack" "$G/signals"
 same "threads: mutex, condition ping-pong, timed wait, time slices" "$G/threads"
 "$KEEP" run --timeout 1s "$G/threads" spin >"$tmp/out" 2>"$tmp/err"; rc=$?
@@ -150,13 +155,15 @@ trap "echo trapped" USR1; kill -USR1 $$; echo after; kill -TERM $$; echo not'
     --command orphan=/bin/orphan --file /bin/signals="$G/signals" \
     --command signals=/bin/signals --file /bin/threads="$G/threads" \
     --command threads=/bin/threads --file /bin/hostkill="$G/hostkill" \
-    --command hostkill=/bin/hostkill "$G/forkwait" -o "$tmp/procs.img.tmp" >/dev/null &&
+    --command hostkill=/bin/hostkill --file /bin/events="$G/events" \
+    --command events=/bin/events "$G/forkwait" -o "$tmp/procs.img.tmp" >/dev/null &&
 "$KEEP" image sign --key "$B/keys/dev.secret" "$tmp/procs.img.tmp" >/dev/null ||
     { echo "FAIL: procs image"; exit 1; }
 cat >"$tmp/test.policy" <<'EOP'
 role runner {
 	allow sandbox:read, sandbox:write, exec
-	exec "forkwait", "forkbomb", "orphan", "sh", "signals", "threads", "hostkill"
+	exec "forkwait", "forkbomb", "orphan", "sh", "signals", "threads", "hostkill",
+	    "events"
 	timeout 20s
 }
 agent "alice" : runner
@@ -204,6 +211,11 @@ req "$alice" POST "/v1/sandboxes/$sbx/commands/run" '{"cmd":"threads"}'
 "$G/threads" >"$tmp/native" 2>&1
 [ "$code" = 200 ] && [ "$(jget "$body" '["stdout"]')" = "$(cat "$tmp/native")" ] &&
     ok "commands/run: threads, same as native" || bad "commands/run threads: $code $body"
+
+req "$alice" POST "/v1/sandboxes/$sbx/commands/run" '{"cmd":"events"}'
+"$G/events" >"$tmp/native" 2>&1
+[ "$code" = 200 ] && [ "$(jget "$body" '["stdout"]')" = "$(cat "$tmp/native")" ] &&
+    ok "commands/run: epoll and eventfd, same as native" || bad "commands/run events: $code $body"
 
 # Through keepd: the vm process's parent is the vmm process, then
 # keepd's parent; none of them, nor the bystander, can be reached.
