@@ -51,12 +51,30 @@ r = subprocess.run([exe, "-c", "import sys; print('child', sys.argv[1:]); sys.ex
 print("subprocess", r.returncode, repr(r.stdout), repr(r.stderr))
 r = subprocess.run([exe, "-c", "print(input())"], input="fed\n", capture_output=True, text=True)
 print("subprocess stdin", r.returncode, repr(r.stdout))
+import selectors, os
+sel = selectors.DefaultSelector(); rp, wp = os.pipe(); sel.register(rp, selectors.EVENT_READ, "pipe")
+t0 = time.time(); print("selector", type(sel).__name__, sel.select(0.1), time.time() - t0 >= 0.1)
+os.write(wp, b"x"); print("ready", [(k.data, e) for k, e in sel.select(1)])
+# The stock image's interpreter installs no handlers: ignore SIGPIPE as python3 does.
+signal.signal(signal.SIGPIPE, signal.SIG_IGN); os.close(rp)
+try:
+    os.write(wp, b"x")
+except BrokenPipeError:
+    print("BrokenPipeError, still alive")
+p = subprocess.Popen([exe, "-c", "import time; time.sleep(30)"])
+p.send_signal(signal.SIGTERM); print("child terminated", p.wait())
+p = subprocess.Popen([exe, "-c", "import sys; print(sys.stdin.read())"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+print("communicate", p.communicate(b"hello", timeout=10))
+try:
+    subprocess.run([exe, "-c", "import time; time.sleep(30)"], timeout=0.5)
+except subprocess.TimeoutExpired:
+    print("timeout expired")
 EOPY
 python3 "$ws/t.py" >"$tmp/native" 2>&1
 "$KEEP" run --timeout 30s --workspace "$ws" --trust "$B/keys/dev.public" \
     "$B/images/python.img" python /t.py >"$tmp/keep" 2>&1; rc=$?
 [ $rc -eq 0 ] && cmp -s "$tmp/native" "$tmp/keep" &&
-    ok "python threading, signal.alarm, subprocess.run: same as native" ||
+    ok "python threading, signal.alarm, subprocess, selectors (epoll), EPIPE: same as native" ||
     bad "python: exit $rc: $(diff "$tmp/native" "$tmp/keep")"
 "$KEEP" run --timeout 20s "$G/signals" corrupt >"$tmp/out" 2>"$tmp/err"; rc=$?
 [ $rc -eq 139 ] && [ "$(cat "$tmp/out")" = "wrecking my own frame" ] &&
