@@ -342,6 +342,7 @@ do_clone(struct vm *vm, uint64_t flags, uint64_t newsp, uint64_t ptid,
 	memset(&vm->child_res, 0, sizeof(vm->child_res));
 	vm->res = &vm->child_res;
 	vm_signal_forked(vm);
+	vm_outside_signals(1); /* the parent's, not inherited (fork(2)) */
 	vm_thread_reset(vm);
 	vm_timer_arm(vm);
 	if (vp[0] >= 0) {
@@ -557,14 +558,16 @@ uint64_t
 vm_proc_take_pending(struct vm *vm)
 {
 	if (vm->tree == NULL)
-		return 0;
-	return __atomic_exchange_n(&me(vm)->pending, 0, __ATOMIC_SEQ_CST);
+		return vm_outside_signals(1);
+	return __atomic_exchange_n(&me(vm)->pending, 0, __ATOMIC_SEQ_CST) |
+	    vm_outside_signals(1);
 }
 
 uint64_t
 vm_proc_peek_pending(struct vm *vm)
 {
-	return vm->tree == NULL ? 0 : LOAD(&me(vm)->pending);
+	return (vm->tree == NULL ? 0 : LOAD(&me(vm)->pending)) |
+	    vm_outside_signals(0);
 }
 
 void

@@ -170,8 +170,8 @@ expire(struct vm_threads *ts, uint64_t now)
 
 /*
  * Nothing can run: sleep until a futex deadline, a signal or the run's
- * end (SIGUSR2 and SIGALRM unblocked only inside ppoll, so no wake-up is
- * lost). A signal wakes the first waiting thread with EINTR to take it.
+ * end (the host signals that wake a guest unblocked only inside ppoll,
+ * so no wake-up is lost). A signal wakes the first waiting thread with EINTR to take it.
  */
 static void
 idle(struct vm *vm, struct vm_threads *ts)
@@ -181,9 +181,7 @@ idle(struct vm *vm, struct vm_threads *ts)
 	uint64_t now, first;
 	int i;
 
-	sigemptyset(&block);
-	sigaddset(&block, SIGUSR2);
-	sigaddset(&block, SIGALRM);
+	vm_wake_signals(&block);
 	sigprocmask(SIG_BLOCK, &block, &old);
 	for (;;) {
 		now = vm_now_us();

@@ -4,6 +4,7 @@
 
 #include <linux/kvm.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdint.h>
 
 #include "host/vmm/elf.h"
@@ -136,6 +137,12 @@ void vm_kvm_drop(struct vm *);
 int vm_cpu_fixed(struct vm *);
 void vm_timer_arm(struct vm *);
 int vm_timed_out(void);
+/* SIGINT, SIGTERM, SIGHUP from outside the run, as guest signal bits
+ * (bit sig-1); take: and clear them. */
+uint64_t vm_outside_signals(int take);
+/* The host signals that wake a guest (SIGALRM, SIGUSR2 and those from
+ * outside), for a wait that blocks them until ppoll takes them. */
+void vm_wake_signals(sigset_t *);
 /* The user code and stack segments into the synced registers. */
 void vm_set_user_segments(struct vm *);
 uint64_t vm_now_us(void);

@@ -53,7 +53,10 @@ stdio(void)
 {
 	struct epoll_event e = { .events = EPOLLOUT, .data.u64 = 1 };
 	int ep = epoll_create1(EPOLL_CLOEXEC);
+	char c;
 
+	while (read(0, &c, 1) > 0) /* to its end: the writer is gone */
+		;
 	printf("add stdout: %s\n", err(epoll_ctl(ep, EPOLL_CTL_ADD, 1, &e)));
 	e.events = EPOLLIN;
 	e.data.u64 = 0;

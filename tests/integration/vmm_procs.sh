@@ -165,6 +165,22 @@ trap "echo trapped" USR1; kill -USR1 $$; echo after; kill -TERM $$; echo not'
     ok "busybox sh wait, trap and kill \$\$: same as native (exit $krc)" ||
     bad "busybox sh signals: native $nrc keep $krc: $(diff "$tmp/native" "$tmp/keep")"
 
+# SIGTERM and SIGINT to keep run reach its guest, which may trap them,
+# as the same script natively.
+term='trap "echo got TERM; exit 5" TERM; trap "echo got INT; exit 6" INT
+echo ready; while :; do sleep 0.1; done'
+for sig in TERM INT; do
+	(cd "$tmp/native_ws" && exec /bin/busybox sh -c "$term") >"$tmp/native" 2>&1 & np=$!
+	"$KEEP" run --timeout 20s --workspace "$ws" /bin/busybox sh -c "$term" >"$tmp/keep" 2>&1 & kp=$!
+	for _ in $(seq 100); do
+		grep -q ready "$tmp/native" && grep -q ready "$tmp/keep" && break; sleep 0.1
+	done
+	kill -"$sig" "$np" "$kp"; wait "$np"; nrc=$?; wait "$kp"; krc=$?
+	[ $nrc -eq $krc ] && cmp -s "$tmp/native" "$tmp/keep" &&
+	    ok "SIG$sig to keep run: the guest's trap runs, as natively (exit $krc)" ||
+	    bad "SIG$sig: native $nrc keep $krc: $(diff "$tmp/native" "$tmp/keep")"
+done
+
 # ---- keepd: the same programs in an image, through commands/run ----------
 "$KEEP" image build --name procs --version 1 --memory 64M \
     --file /bin/forkbomb="$G/forkbomb" --file /bin/orphan="$G/orphan" \
@@ -179,7 +195,7 @@ trap "echo trapped" USR1; kill -USR1 $$; echo after; kill -TERM $$; echo not'
     { echo "FAIL: procs image"; exit 1; }
 cat >"$tmp/test.policy" <<'EOP'
 role runner {
-	allow sandbox:read, sandbox:write, exec
+	allow sandbox:read, sandbox:write, exec, artifact:read
 	exec "forkwait", "forkbomb", "orphan", "sh", "signals", "threads", "hostkill",
 	    "events"
 	timeout 20s
@@ -189,7 +205,7 @@ EOP
 mkdir -p "$tmp/state/images"
 mv "$tmp/procs.img.tmp" "$tmp/state/images/procs.img"
 keepd_start "$tmp/test.policy"
-alice=$(mint alice sandbox:read,sandbox:write,exec)
+alice=$(mint alice sandbox:read,sandbox:write,exec,artifact:read)
 req "$alice" POST /v1/sandboxes '{"image":"procs"}'
 [ "$code" = 201 ] || { bad "sandbox: $code $body"; keepd_finish; exit 1; }
 sbx=$(jget "$body" '["id"]')
@@ -234,6 +250,44 @@ req "$alice" POST "/v1/sandboxes/$sbx/commands/run" '{"cmd":"events"}'
 "$G/events" >"$tmp/native" 2>&1
 [ "$code" = 200 ] && [ "$(jget "$body" '["stdout"]')" = "$(cat "$tmp/native")" ] &&
     ok "commands/run: epoll and eventfd, same as native" || bad "commands/run events: $code $body"
+
+# execute/kill with a signal: TERM reaches the whole tree, which may
+# trap it; one that ignores it is killed after the grace period.
+req "$alice" POST "/v1/sandboxes/$sbx/commands/background" "$(python3 -c 'import json,sys; print(json.dumps({"cmd":"sh","args":["-c",sys.argv[1]]}))' \
+    'trap "echo got TERM >term.txt; exit 5" TERM; sleep 100 & echo ready >ready.txt; while :; do sleep 0.1; done')"
+bgp=$(jget "$body" '["pid"]' 2>/dev/null)
+for _ in $(seq 100); do
+	req "$alice" GET "/v1/sandboxes/$sbx/files/read?path=ready.txt"; [ "$code" = 200 ] && break; sleep 0.1
+done
+req "$alice" POST "/v1/sandboxes/$sbx/execute/kill?pid=$bgp&signal=BOGUS"
+[ "$code" = 400 ] && ok "execute/kill: an unknown signal is 400" || bad "kill BOGUS: $code $body"
+req "$alice" POST "/v1/sandboxes/$sbx/execute/kill?pid=$bgp&signal=TERM"
+[ "$code" = 204 ] || bad "kill TERM: $code $body"
+for _ in $(seq 100); do
+	req "$alice" GET "/v1/sandboxes/$sbx/processes"
+	[[ $body == *"\"pid\":$bgp,"*'"status":"killed","exit_code":5'* ]] && break; sleep 0.1
+done
+[[ $body == *"\"pid\":$bgp,"*'"status":"killed","exit_code":5'* ]] &&
+    req "$alice" GET "/v1/sandboxes/$sbx/files/read?path=term.txt" && [ "$body" = $'got TERM\n' ] &&
+    ok "execute/kill?signal=TERM: the guest's trap ran, exit 5" || bad "kill TERM: $code $body"
+req "$alice" POST "/v1/sandboxes/$sbx/commands/background" '{"cmd":"sh","args":["-c","trap \"\" TERM; echo ready >ready2.txt; while :; do sleep 0.1; done"]}'
+bgp=$(jget "$body" '["pid"]' 2>/dev/null)
+for _ in $(seq 100); do
+	req "$alice" GET "/v1/sandboxes/$sbx/files/read?path=ready2.txt"; [ "$code" = 200 ] && break; sleep 0.1
+done
+req "$alice" POST "/v1/sandboxes/$sbx/execute/kill?pid=$bgp&signal=TERM"
+for _ in $(seq 150); do
+	req "$alice" GET "/v1/sandboxes/$sbx/processes"
+	[[ $body == *"\"pid\":$bgp,"*'"status":"killed"'* ]] && break; sleep 0.1
+done
+[[ $body == *"\"pid\":$bgp,"*'"status":"killed"'* ]] &&
+    ok "execute/kill?signal=TERM: a tree that ignores it is killed after the grace" ||
+    bad "kill TERM ignored: $code $body"
+for _ in $(seq 50); do
+	left=$(pgrep -f "vm $sbx" | wc -l); [ "$left" -eq 0 ] && break; sleep 0.1
+done
+[ "$left" -eq 0 ] && ok "execute/kill: no vm process of the tree is left" ||
+    bad "execute/kill: $left vm processes left"
 
 # Through keepd: the vm process's parent is the vmm process, then
 # keepd's parent; none of them, nor the bystander, can be reached.
