@@ -61,7 +61,9 @@ $(B)/bench/pvh.elf: bench/pvh.S
 .PHONY: bench-procs
 bench-procs: $(B)/bench/procs $(B)/bin/keep
 	@echo "native:"; $(B)/bench/procs
-	@echo "keep:"; $(B)/bin/keep run --memory 128M $(B)/bench/procs
+	@ws=$$(mktemp -d) && mkdir -p $$ws/bin && cp /bin/busybox $$ws/bin/ && \
+	    echo "keep:" && $(B)/bin/keep run --memory 128M --timeout 300s \
+	    --workspace $$ws $(B)/bench/procs; rc=$$?; rm -rf $$ws; exit $$rc
 
 $(B)/bench/procs: bench/procs.c
 	@mkdir -p $(dir $@)
