@@ -394,6 +394,7 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	    cfg.memory > ctx->config->memory_max)
 		cfg.memory = ctx->config->memory_max;
 	cfg.timeout_ms = timeout;
+	cfg.max_procs = (unsigned)g.procs_max; /* 0: the default, 64 */
 	cfg.output_max = g.output_max ? g.output_max
 	    : ctx->config != NULL     ? ctx->config->output_max
 	                              : 0;

@@ -79,7 +79,8 @@ enum lang_stmt_kind {
 	LANG_S_OUTPUT,
 	LANG_S_EXEC,
 	LANG_S_EGRESS,
-	LANG_S_LOCK
+	LANG_S_LOCK,
+	LANG_S_PROCESSES /* guest processes a run may have at once */
 };
 
 enum lang_rate_kind { LANG_RATE_READ = 0, LANG_RATE_WRITE = 1 };

@@ -107,6 +107,7 @@ stmt(struct out *o, const struct lang_stmt *s)
 		break;
 	case LANG_S_CONCURRENT:
 	case LANG_S_BUDGET:
+	case LANG_S_PROCESSES:
 		put(o, " %llu", (unsigned long long)s->value);
 		break;
 	case LANG_S_COST:

@@ -128,6 +128,7 @@ hook_decide(void *compiled, const struct msg_policy_decide *q,
 	r->reason = POLICY_R_REQUEST;
 	r->flags = 0;
 	r->grant.mem_max = r->grant.timeout_ms = r->grant.output_max = 0;
+	r->grant.procs_max = 0;
 	if (c == NULL || q->cap >= CAP_COUNT ||
 	    q->target_len > sizeof(q->target))
 		return;
@@ -173,6 +174,7 @@ hook_decide(void *compiled, const struct msg_policy_decide *q,
 		r->grant.mem_max = res.limits->mem_max;
 		r->grant.timeout_ms = res.limits->timeout_ms;
 		r->grant.output_max = res.limits->output_max;
+		r->grant.procs_max = res.limits->procs_max;
 	}
 	r->grant.decision = res.allow ? GRANT_ALLOW : GRANT_DENY;
 	if (res.allow && q->cap == CAP_EGRESS)

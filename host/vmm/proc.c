@@ -240,7 +240,7 @@ vm_proc_finish(struct vm *vm)
 		size_t n = strlen(vm->res->reason);
 
 		snprintf(vm->res->reason + n, sizeof(vm->res->reason) - n,
-		    " (the process limit, %u, was reached)", t->nslots);
+		    " (process limit %u reached)", t->nslots);
 	}
 	tree_free(vm);
 }

@@ -83,11 +83,11 @@ python3 "$ws/t.py" >"$tmp/native" 2>&1
     bad "corrupt frame: exit $rc, $(cat "$tmp/out") $(cat "$tmp/err")"
 
 "$KEEP" run --timeout 2s "$G/forkbomb" >"$tmp/out" 2>"$tmp/err"; rc=$?
-[ $rc -eq 124 ] && grep -q "process limit, 64, was reached" "$tmp/err" &&
+[ $rc -eq 124 ] && grep -q "process limit 64 reached" "$tmp/err" &&
     ok "a fork bomb stops at the process limit" ||
     bad "fork bomb: exit $rc, $(cat "$tmp/err")"
 "$KEEP" run --processes 5 --timeout 1s "$G/forkbomb" >"$tmp/out" 2>"$tmp/err"; rc=$?
-[ $rc -eq 124 ] && grep -q "process limit, 5, was reached" "$tmp/err" &&
+[ $rc -eq 124 ] && grep -q "process limit 5 reached" "$tmp/err" &&
     ok "keep run --processes sets the limit" || bad "--processes: exit $rc, $(cat "$tmp/err")"
 # Nothing of it is left once keep returns.
 left=$(pgrep -f "$G/forkbomb" | wc -l)
@@ -199,6 +199,7 @@ role runner {
 	exec "forkwait", "forkbomb", "orphan", "sh", "signals", "threads", "hostkill",
 	    "events"
 	timeout 20s
+	processes 8
 }
 agent "alice" : runner
 EOP
@@ -218,7 +219,9 @@ req "$alice" POST "/v1/sandboxes/$sbx/commands/run" '{"cmd":"forkwait"}'
 
 req "$alice" POST "/v1/sandboxes/$sbx/commands/run" '{"cmd":"forkbomb","timeout":2000}'
 [ "$code" = 200 ] && [ "$(jget "$body" '["reason"]')" = timeout ] &&
-    ok "commands/run: a fork bomb ends at the run's time limit" || bad "commands/run forkbomb: $code $body"
+    grep -q "done: .*process limit 8 reached" "$tmp/log" &&
+    ok "commands/run: a fork bomb stops at the policy's process limit (8) and ends at the time limit" ||
+    bad "commands/run forkbomb: $code $body $(grep 'process limit' "$tmp/log")"
 for _ in $(seq 50); do
 	left=$(pgrep -f "vm $sbx" | wc -l); [ "$left" -eq 0 ] && break; sleep 0.1
 done
