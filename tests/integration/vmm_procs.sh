@@ -292,6 +292,24 @@ done
 [ "$left" -eq 0 ] && ok "execute/kill: no vm process of the tree is left" ||
     bad "execute/kill: $left vm processes left"
 
+# No process outlives its sandbox: deleting it kills the tree of a
+# background run still going in it.
+req "$alice" POST /v1/sandboxes '{"image":"procs"}'
+sbx2=$(jget "$body" '["id"]')
+req "$alice" POST "/v1/sandboxes/$sbx2/commands/background" '{"cmd":"sh","args":["-c","while :; do :; done | cat"]}'
+[ "$code" = 202 ] || bad "background in a second sandbox: $code $body"
+for _ in $(seq 100); do
+	[ "$(pgrep -f "vm $sbx2" | wc -l)" -ge 2 ] && break; sleep 0.1
+done
+started=$(pgrep -f "vm $sbx2" | wc -l)
+req "$alice" DELETE "/v1/sandboxes/$sbx2"
+for _ in $(seq 50); do
+	left=$(pgrep -f "vm $sbx2" | wc -l); [ "$left" -eq 0 ] && break; sleep 0.1
+done
+[ "$started" -ge 2 ] && [ "$left" -eq 0 ] &&
+    ok "deleting a sandbox kills the process trees of its runs" ||
+    bad "sandbox delete: $started vm processes at first, $left left"
+
 # Through keepd: the vm process's parent is the vmm process, then
 # keepd's parent; none of them, nor the bystander, can be reached.
 vmm_pid=$(pgrep -P "$pid" -f "vmm" | head -1); keepd_pid=$pid
