@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <linux/openat2.h>
 #include <stdio.h>
@@ -800,12 +801,29 @@ modify(struct vm *vm, uint64_t nr, const uint64_t a[6])
 
 /* ---- the handlers (rows in sys_table.c) ------------------------------- */
 
+/* A read or write that would block on a pipe or stdin, from a process
+ * with other threads: the thread is parked until the descriptor is
+ * ready, and the call is issued again (sys_thread.c); 1 when parked. */
+static int
+park_io(struct vm *vm, struct vfd *f, int wr)
+{
+	int hfd = f->kind == VFD_HOST && f->pipe ? f->hostfd
+	    : f->kind == VFD_STDIN && !wr        ? vm->cfg->stdin_fd
+	                                         : -1;
+
+	return hfd >= 0 && vm_thread_park_fd(vm, hfd, wr ? POLLOUT : POLLIN);
+}
+
 int64_t
 sys_read(struct vm *vm, const uint64_t a[6])
 {
 	struct vfd *f = fd_get(vm, a[0]);
 
-	return f != NULL ? do_read(vm, f, a[1], a[2], -1) : -EBADF;
+	if (f == NULL)
+		return -EBADF;
+	if (park_io(vm, f, 0))
+		return 0;
+	return do_read(vm, f, a[1], a[2], -1);
 }
 
 int64_t
@@ -813,7 +831,11 @@ sys_write(struct vm *vm, const uint64_t a[6])
 {
 	struct vfd *f = fd_get(vm, a[0]);
 
-	return f != NULL ? do_write(vm, f, a[1], a[2], -1) : -EBADF;
+	if (f == NULL)
+		return -EBADF;
+	if (park_io(vm, f, 1))
+		return 0;
+	return do_write(vm, f, a[1], a[2], -1);
 }
 
 int64_t
@@ -845,7 +867,11 @@ sys_readv(struct vm *vm, const uint64_t a[6])
 {
 	struct vfd *f = fd_get(vm, a[0]);
 
-	return f != NULL ? do_iov(vm, f, a[1], a[2], 0) : -EBADF;
+	if (f == NULL)
+		return -EBADF;
+	if (park_io(vm, f, 0))
+		return 0;
+	return do_iov(vm, f, a[1], a[2], 0);
 }
 
 int64_t
@@ -853,7 +879,11 @@ sys_writev(struct vm *vm, const uint64_t a[6])
 {
 	struct vfd *f = fd_get(vm, a[0]);
 
-	return f != NULL ? do_iov(vm, f, a[1], a[2], 1) : -EBADF;
+	if (f == NULL)
+		return -EBADF;
+	if (park_io(vm, f, 1))
+		return 0;
+	return do_iov(vm, f, a[1], a[2], 1);
 }
 
 int64_t

@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -257,6 +258,21 @@ epoll_wait_ms(
 		return -EINVAL;
 	if ((g = vm_gptr(vm, events, (uint64_t)max * EPOLL_EVENT_SIZE)) == NULL)
 		return -EFAULT;
+	/* With other threads, nothing ready yet: park on the epoll
+	 * descriptor itself (readable when an event is), and the call is
+	 * issued again then (sys_thread.c). */
+	if (timeout_ms != 0 && vm->threads != NULL) {
+		struct pollfd p = { .fd = ep, .events = POLLIN };
+
+		if ((n = epoll_wait(ep, g, max, 0)) != 0)
+			return n == -1 ? -errno : n;
+		if (vm_thread_park(vm, &p, 1,
+		        timeout_ms < 0
+		            ? 0
+		            : vm_now_us() + (uint64_t)timeout_ms * 1000 + 1,
+		        0))
+			return 0;
+	}
 	if ((n = epoll_wait(ep, g, max, timeout_ms)) == -1)
 		return -errno;
 	return n;

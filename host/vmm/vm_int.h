@@ -200,6 +200,21 @@ int64_t vm_thread_clone(struct vm *, uint64_t flags, uint64_t newsp,
 void vm_thread_reset(struct vm *);
 /* Whether tid is a thread of this process (its main thread's is the pid). */
 int vm_thread_is_mine(struct vm *, int32_t tid);
+/*
+ * A call that would block in the host, from a process with other
+ * threads: park the running thread until one of fds (host descriptors,
+ * at most 16) is ready, and then issue its call again; or until
+ * deadline_us (vm_now_us; 0 none), when the call returns timeout_ret;
+ * or until a signal (-EINTR). 1 when parked (the caller returns at once
+ * and its value is not used); 0 when the process has no other thread
+ * and the caller blocks itself.
+ */
+struct pollfd;
+int vm_thread_park(struct vm *, const struct pollfd *fds, int n,
+    uint64_t deadline_us, int64_t timeout_ret);
+/* Park for a blocking read (POLLIN) or write (POLLOUT) on one host
+ * descriptor that is not ready now and not O_NONBLOCK; 1 when parked. */
+int vm_thread_park_fd(struct vm *, int hostfd, short events);
 /* After a kick out of KVM_RUN: the next thread if the slice is over. */
 void vm_thread_preempt(struct vm *);
 

@@ -1,14 +1,18 @@
 /* Threads: create and join, a mutex under contention, a condition
  * variable ping-pong, a timed wait, a spinning thread that needs the
  * scheduler's time slice, tids, raise() and pthread_kill from a thread
- * that is not the first (tgkill). "threads spin": a thread that spins past
+ * that is not the first (tgkill), and calls that block (a pipe read,
+ * poll, epoll_wait, a sleep) while the other threads go on, the one
+ * that will wake them among them. "threads spin": a thread that spins past
  * the run's time limit. */
 #include <errno.h>
 #include <pthread.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -74,6 +78,61 @@ raiser(void *arg)
 	pthread_kill(first, SIGUSR1);
 	rc = syscall(SYS_tgkill, getpid(), 999999, SIGUSR1);
 	return (void *)(long)(rc == -1 && errno == ESRCH);
+}
+
+static int pfd[2];
+static volatile int slept, started;
+
+/* Each blocks until the first thread writes to the pipe. */
+static void *
+pipe_reader(void *arg)
+{
+	char c = 0;
+
+	(void)arg;
+	started = 1;
+	return (void *)(long)(read(pfd[0], &c, 1) == 1 ? c : -1);
+}
+
+static void *
+poller(void *arg)
+{
+	struct pollfd p = { .fd = pfd[0], .events = POLLIN };
+	char c = 0;
+
+	(void)arg;
+	started = 1;
+	if (poll(&p, 1, -1) != 1 || read(pfd[0], &c, 1) != 1)
+		return (void *)-1L;
+	return (void *)(long)c;
+}
+
+static void *
+epoller(void *arg)
+{
+	struct epoll_event e = { .events = EPOLLIN };
+	int ep = epoll_create1(0);
+	char c = 0;
+
+	(void)arg;
+	epoll_ctl(ep, EPOLL_CTL_ADD, pfd[0], &e);
+	started = 1;
+	if (epoll_wait(ep, &e, 1, -1) != 1 || read(pfd[0], &c, 1) != 1)
+		c = -1;
+	close(ep);
+	return (void *)(long)c;
+}
+
+/* Sleeps while the first thread spins until it is done. */
+static void *
+sleeper(void *arg)
+{
+	struct timespec d = { 0, 50000000 };
+
+	(void)arg;
+	nanosleep(&d, NULL);
+	slept = 1;
+	return NULL;
 }
 
 static void *
@@ -159,5 +218,29 @@ main(int argc, char **argv)
 		sched_yield();
 	printf("tgkill from a thread: %d signals, a stranger tid ESRCH %ld\n",
 	    (int)got_usr1, (long)ret);
+
+	pipe(pfd);
+	{
+		void *(*fn[3])(void *) = { pipe_reader, poller, epoller };
+		const char *name[3] = { "read", "poll", "epoll_wait" };
+		struct timespec d = { 0, 20000000 };
+
+		for (i = 0; i < 3; i++) {
+			started = 0;
+			pthread_create(&p, NULL, fn[i], NULL);
+			while (!started) /* until it is about to block */
+				sched_yield();
+			nanosleep(&d, NULL); /* it blocks meanwhile */
+			write(pfd[1], "x", 1);
+			pthread_join(p, &ret);
+			printf("a thread blocked in %s woke with %c\n", name[i],
+			    (int)(long)ret);
+		}
+	}
+	pthread_create(&p, NULL, sleeper, NULL);
+	while (!slept)
+		;
+	pthread_join(p, NULL);
+	printf("a thread slept while the first spun: %d\n", slept);
 	return 0;
 }
