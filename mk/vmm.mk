@@ -3,7 +3,7 @@
 # guest/kernel.S is assembled to a flat binary and embedded in libkeep.a,
 # so keep and keepd carry the guest kernel they were built with.
 
-DEPS_PKGS += musl-tools busybox-static
+DEPS_PKGS += musl-tools busybox-static bash-static
 
 GUEST_KERNEL_BIN = $(B)/guest/kernel.bin
 GUEST_KERNEL_C   = $(B)/gen/guest_kernel.c

@@ -156,6 +156,30 @@ mkdir -p "$tmp/native_ws"; rm -rf "$ws"/*
     ok "busybox sh pipelines and redirections: same as native (exit $krc)" ||
     bad "busybox sh: native $nrc keep $krc: $(diff "$tmp/native" "$tmp/keep")"
 
+# bash-static and busybox sh running external commands (busybox applets
+# by their names, found on PATH, in keep from the workspace) in pipelines,
+# $(...), functions, redirections, trap: byte-identical to native.
+rm -rf "$ws"/* "$tmp/native_ws"/*; mkdir -p "$ws/bin" "$tmp/bb"; cp /bin/busybox "$ws/bin/"
+for a in tr seq sort head wc cat sleep; do
+	ln -s busybox "$ws/bin/$a"; ln -s /bin/busybox "$tmp/bb/$a"
+done
+script3='echo a | tr a b; seq 1 1000 | sort -r | head -3; x=$(echo sub | tr s S); echo "got $x"
+f() { echo "in f $1"; return 3; }; f one || echo "f failed $?"
+for i in 1 2 3; do echo $i; done | wc -l
+echo redir > f.txt; cat < f.txt; echo more >> f.txt; wc -l < f.txt
+trap "echo trapped" USR1; kill -USR1 $$; echo after
+true && echo and; false || echo or; exit 4'
+for sh in "/bin/bash-static" "/bin/busybox sh"; do
+	rm -f "$ws/f.txt" "$tmp/native_ws/f.txt"
+	# shellcheck disable=SC2086 # the shell and its applet name
+	(cd "$tmp/native_ws" && PATH=$tmp/bb exec $sh -c "$script3") >"$tmp/native" 2>&1; nrc=$?
+	# shellcheck disable=SC2086
+	"$KEEP" run --timeout 20s --workspace "$ws" --env PATH=/bin $sh -c "$script3" >"$tmp/keep" 2>&1; krc=$?
+	[ "$nrc" -eq "$krc" ] && cmp -s "$tmp/native" "$tmp/keep" &&
+	    ok "$sh: external commands in pipelines, \$(...), redirections: same as native (exit $krc)" ||
+	    bad "$sh externals: native $nrc keep $krc: $(diff "$tmp/native" "$tmp/keep")"
+done
+
 # busybox sh: wait (rt_sigsuspend until SIGCHLD) and trap.
 script2='echo fg; (exit 4); echo "sub $?"; wait; echo "waited $?"
 trap "echo trapped" USR1; kill -USR1 $$; echo after; kill -TERM $$; echo not'
