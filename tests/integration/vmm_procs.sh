@@ -76,6 +76,42 @@ python3 "$ws/t.py" >"$tmp/native" 2>&1
 [ $rc -eq 0 ] && cmp -s "$tmp/native" "$tmp/keep" &&
     ok "python threading, signal.alarm, subprocess, selectors (epoll), EPIPE: same as native" ||
     bad "python: exit $rc: $(diff "$tmp/native" "$tmp/keep")"
+# Python threads that sleep, queue, read a pipe another thread writes,
+# run a subprocess, wait on an Event set by a Timer.
+cat >"$ws/t2.py" <<'EOPY'
+import threading, time, queue, subprocess, sys, os
+exe = sys.executable or "/bin/python"
+res = {}
+def slow(n):
+    time.sleep(0.05); res[n] = n * n
+ts = [threading.Thread(target=slow, args=(i,)) for i in range(4)]
+[t.start() for t in ts]; [t.join() for t in ts]
+print("sleepers", sorted(res.items()))
+q = queue.Queue()
+def producer():
+    for i in range(3): q.put(i)
+    q.put(None)
+threading.Thread(target=producer).start()
+got = []
+while (x := q.get()) is not None: got.append(x)
+print("queue", got)
+r, w = os.pipe()
+def reader(out): out.append(os.read(r, 10))
+out = []; th = threading.Thread(target=reader, args=(out,)); th.start()
+time.sleep(0.05); os.write(w, b"hi"); th.join(); print("pipe between threads", out)
+out = []
+def sub(): out.append(subprocess.run([exe, "-c", "print('from a thread')"], capture_output=True, text=True).stdout.strip())
+th = threading.Thread(target=sub); th.start(); th.join(); print("subprocess in a thread", out)
+ev = threading.Event()
+threading.Timer(0.05, ev.set).start()
+print("event", ev.wait(5))
+EOPY
+python3 "$ws/t2.py" >"$tmp/native" 2>&1
+"$KEEP" run --timeout 30s --workspace "$ws" --trust "$B/keys/dev.public" \
+    "$B/images/python.img" python /t2.py >"$tmp/keep" 2>&1; rc=$?
+[ $rc -eq 0 ] && cmp -s "$tmp/native" "$tmp/keep" &&
+    ok "python threads: sleeps, a queue, a pipe between threads, subprocess in a thread, Timer: same as native" ||
+    bad "python threads: exit $rc: $(diff "$tmp/native" "$tmp/keep")"
 "$KEEP" run --timeout 20s "$G/signals" corrupt >"$tmp/out" 2>"$tmp/err"; rc=$?
 [ $rc -eq 139 ] && [ "$(cat "$tmp/out")" = "wrecking my own frame" ] &&
     grep -q "fault: rt_sigreturn" "$tmp/err" &&
