@@ -27,6 +27,8 @@
 #include "host/vmm/vm_int.h"
 
 #define PROCS_DEFAULT 64
+#define WAIT_POLL_US 5000 /* a parked wait4 looks again this often */
+#define WAIT_PARKED INT64_MIN /* wait_child: the thread was parked */
 #define PROCS_MAX 1024
 
 #define CSIGNAL_ 0x000000ffULL
@@ -407,7 +409,20 @@ wait_child(struct vm *vm, int32_t gpid, int nohang, int32_t *gst)
 	} else if (!has_children(vm))
 		return -ECHILD;
 	for (;;) {
-		hp = wait4(target, &hst, (nohang ? WNOHANG : 0) | __WALL, NULL);
+		/* With other threads: look, and if no child has ended, look
+		 * again in a few milliseconds while they run rather than
+		 * block them (no descriptor tells of a child's end). */
+		if (!nohang && vm->threads != NULL) {
+			hp = wait4(target, &hst, WNOHANG | __WALL, NULL);
+			if (hp == 0 &&
+			    vm_thread_park(vm, NULL, 0,
+			        vm_now_us() + WAIT_POLL_US, VM_PARK_AGAIN))
+				return WAIT_PARKED;
+			if (hp == 0)
+				hp = wait4(target, &hst, __WALL, NULL);
+		} else
+			hp = wait4(target, &hst,
+			    (nohang ? WNOHANG : 0) | __WALL, NULL);
 		if (hp == 0)
 			return 0;
 		if (hp == -1)
@@ -448,7 +463,10 @@ sys_wait4(struct vm *vm, const uint64_t a[6])
 	    (a[3] != 0 &&
 	        (ru = vm_gptr(vm, a[3], sizeof(struct rusage))) == NULL))
 		return -EFAULT;
-	if ((r = wait_child(vm, (int32_t)a[0], a[2] & WNOHANG, &gst)) > 0) {
+	if ((r = wait_child(vm, (int32_t)a[0], a[2] & WNOHANG, &gst)) ==
+	    WAIT_PARKED)
+		return 0; /* issued again later (sys_thread.c) */
+	if (r > 0) {
 		if (st != NULL)
 			memcpy(st, &gst, 4);
 		if (ru != NULL)
@@ -473,6 +491,8 @@ sys_waitid(struct vm *vm, const uint64_t a[6])
 		return -EFAULT;
 	r = wait_child(
 	    vm, a[0] == P_PID ? (int32_t)a[1] : -1, a[3] & WNOHANG, &gst);
+	if (r == WAIT_PARKED)
+		return 0; /* issued again later (sys_thread.c) */
 	if (r < 0)
 		return r;
 	if (info != NULL) {

@@ -12,7 +12,8 @@
  * of an empty pipe) parks its thread instead while the process has
  * others (vm_thread_park): the thread waits on its host descriptors and
  * deadline beside the futex waiters, and the call is issued again once a
- * descriptor is ready. Other host calls (wait4, workspace files) still
+ * descriptor is ready (wait4, with no descriptor to wait on, every few
+ * milliseconds). Other host calls (sigsuspend, workspace files) still
  * block the process's other threads with them.
  */
 #include <sys/ioctl.h>
@@ -189,6 +190,10 @@ static void
 resume(struct vm_thread *t, int64_t ret)
 {
 	t->state = T_RUN;
+	if (t->reissue && ret == VM_PARK_AGAIN) {
+		t->npfd = 0; /* its deadline: issued again as it stands */
+		return;
+	}
 	t->regs.rax = (uint64_t)ret;
 	if (t->reissue) {
 		t->regs.rip = t->regs.rcx;

@@ -205,10 +205,13 @@ int vm_thread_is_mine(struct vm *, int32_t tid);
  * threads: park the running thread until one of fds (host descriptors,
  * at most 16) is ready, and then issue its call again; or until
  * deadline_us (vm_now_us; 0 none), when the call returns timeout_ret;
- * or until a signal (-EINTR). 1 when parked (the caller returns at once
- * and its value is not used); 0 when the process has no other thread
- * and the caller blocks itself.
+ * or until a signal (-EINTR). timeout_ret VM_PARK_AGAIN: the call is
+ * issued again at its deadline too (a wait with nothing to poll looks
+ * again now and then). 1 when parked (the caller returns at once and
+ * its value is not used); 0 when the process has no other thread and
+ * the caller blocks itself.
  */
+#define VM_PARK_AGAIN INT64_MIN
 struct pollfd;
 int vm_thread_park(struct vm *, const struct pollfd *fds, int n,
     uint64_t deadline_us, int64_t timeout_ret);

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -121,6 +122,24 @@ epoller(void *arg)
 		c = -1;
 	close(ep);
 	return (void *)(long)c;
+}
+
+/* Forks a child that ends when the first thread writes to the pipe,
+ * and waits for it. */
+static void *
+waiter(void *arg)
+{
+	pid_t c;
+	int st = 0;
+	char b;
+
+	(void)arg;
+	if ((c = fork()) == 0)
+		_exit(read(pfd[0], &b, 1) == 1 ? 7 : 1);
+	started = 1;
+	if (waitpid(c, &st, 0) != c)
+		return (void *)-1L;
+	return (void *)(long)WEXITSTATUS(st);
 }
 
 /* Sleeps while the first thread spins until it is done. */
@@ -237,6 +256,19 @@ main(int argc, char **argv)
 			    (int)(long)ret);
 		}
 	}
+	started = 0;
+	pthread_create(&p, NULL, waiter, NULL);
+	while (!started)
+		sched_yield();
+	{
+		struct timespec d = { 0, 20000000 };
+
+		nanosleep(&d, NULL);
+	}
+	write(pfd[1], "x", 1);
+	pthread_join(p, &ret);
+	printf("a thread in waitpid while the first let its child end: %ld\n",
+	    (long)ret);
 	pthread_create(&p, NULL, sleeper, NULL);
 	while (!slept)
 		;
