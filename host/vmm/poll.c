@@ -32,15 +32,15 @@ struct gpollfd {
  * From a process with other threads: nothing is ready yet, so the thread
  * is parked on the host descriptors (sys_thread.c) and the call is issued
  * again when one is ready, or returns 0 at the timeout. VM_PARKED when
- * parked; 0 when it cannot be (too many descriptors, none ready now
- * only because the call has not looked: see the caller).
+ * parked; 0 when one is ready after all, or the call cannot be parked
+ * (more descriptors than a parked call holds): the caller waits itself.
  */
 static int64_t
 park(struct vm *vm, struct pollfd *h, size_t n, int64_t timeout_ns)
 {
 	uint64_t deadline = 0;
 
-	if (n > 16 || ppoll(h, n, &(struct timespec){ 0, 0 }, NULL) != 0)
+	if (ppoll(h, n, &(struct timespec){ 0, 0 }, NULL) != 0)
 		return 0;
 	if (timeout_ns > 0)
 		deadline = vm_now_us() + (uint64_t)(timeout_ns / 1000) + 1;
