@@ -42,7 +42,10 @@ struct grant {
 	uint64_t mem_max; /* guest memory, bytes */
 	uint64_t timeout_ms; /* per run */
 	uint64_t output_max; /* bytes of output */
-	uint64_t procs_max; /* guest processes at once, <= GRANT_PROCS_MAX */
+	/* For a create (sandbox:write): how many the principal may hold at
+	 * once, this one included; 0 = no limit of its own. */
+	uint32_t count_max;
+	uint32_t procs_max; /* guest processes at once, <= GRANT_PROCS_MAX */
 	uint8_t nonce[GRANT_NONCE_BYTES];
 	uint8_t mac[GRANT_MAC_BYTES];
 };

@@ -18,6 +18,10 @@
 #include "host/seccomp_filters.h"
 #include "lib/util.h"
 
+#ifndef __NR_fchmodat2
+#define __NR_fchmodat2 452 /* Linux 6.6; newer than these headers */
+#endif
+
 #define R(name, why)                                                           \
 	{                                                                      \
 		SCMP_SYS(name), 0, 0, 0, why                                   \
@@ -131,7 +135,16 @@ const struct seccomp_filter seccomp_policy = { "policy", policy_rules,
 	    R(epoll_create1, "a guest epoll is a host one (vmm/sys_event.c)"), \
 	    R(epoll_ctl, "a guest epoll's interest list"),                     \
 	    R(epoll_wait, "a guest epoll_wait"),                               \
-	    R(epoll_pwait, "a guest epoll_wait (glibc on newer kernels)")
+	    R(epoll_pwait, "a guest epoll_wait (glibc on newer kernels)"),     \
+	    R(fchmod, "guest fchmod on a workspace file"),                     \
+	    R(fchmodat2, "guest chmod: on an O_PATH descriptor, no race"),     \
+	    R(fchmodat, "guest chmod before Linux 6.6, via /proc/self/fd"),    \
+	    R(utimensat, "guest utimensat and futimens (touch)"),              \
+	    R(symlinkat, "guest symlinks, created in the workspace"),          \
+	    R(linkat, "guest hard links within the workspace"),                \
+	    R(renameat2, "guest rename, RENAME_NOREPLACE and EXCHANGE"),       \
+	    R(fallocate, "guest fallocate, counted against the quota"),        \
+	    R(umask, "the guest's umask is applied by the VMM instead")
 
 /* What a guest process tree adds (host/vmm/proc.c): each guest process
  * is a vm process forked from its parent's. The vmm process's own list
@@ -165,6 +178,7 @@ static const struct seccomp_rule vmm_rules[] = {
 	R(fsync, "an uploaded image is on disk before it is renamed in"),
 	R(memfd_create, "a run's output; its egress request buffer"),
 	R(socketpair, "a run's egress relay to its vm process"),
+	R(pipe2, "a live context's cell pipe to its vm process"),
 	RA(clone, 0, 0x01200011,
 	    "fork a `keepd: vm` process (glibc fork's flags only: no "
 	    "threads, no namespaces)"),
@@ -196,6 +210,7 @@ static const struct seccomp_rule store_rules[] = {
 	R(uname, "LMDB checks the kernel version at open"),
 	R(pwritev, "LMDB writes dirty pages"),
 	R(writev, "LMDB writes dirty pages at commit"),
+	R(fallocate, "the store's reserved room past the data file's end"),
 };
 
 const struct seccomp_filter seccomp_store = { "store", store_rules,
