@@ -396,7 +396,8 @@ decide_one(struct proc_ctx *ctx, const struct msg_policy_decide *q,
 	r->grant.link = q->link;
 	r->grant.cap = q->cap;
 	r->grant.reqid = reqid;
-	r->grant.reserved = 0;
+	if (r->grant.procs_max > GRANT_PROCS_MAX)
+		r->grant.procs_max = GRANT_PROCS_MAX;
 	if (r->grant.decision == GRANT_ALLOW &&
 	    (q->flags & DECIDE_DRY_RUN) == 0 &&
 	    policy_hooks == &policy_lang_hooks)

@@ -160,6 +160,27 @@ vmm_kill_tree(pid_t pid)
 	kill(pid, SIGKILL);
 }
 
+/*
+ * The API's kill with a signal the guest may act on: every process of
+ * the run's tree gets it (its vm processes take it as their guest's own,
+ * host/vmm/kvm.c), as a terminal's ^C reaches a foreground job; whatever
+ * is left VMM_GRACE_MS later is killed.
+ */
+static void
+vmm_signal_tree(struct job *j, int sig)
+{
+	uint64_t by = mono_ms() + VMM_GRACE_MS;
+
+	if (sig == 0 || sig == SIGKILL) {
+		vmm_kill_tree(j->pid);
+		return;
+	}
+	kill(-j->pid, sig);
+	kill(j->pid, sig);
+	if (j->deadline > by)
+		j->deadline = by;
+}
+
 /* ---- the process table ----------------------------------------------- */
 
 static struct vmm_proc *
@@ -224,7 +245,9 @@ vmm_h_kill(struct proc_ctx *ctx, const struct msg *m)
 	size_t i;
 
 	memcpy(&q, m->data, sizeof(q));
-	if (memchr(q.id, '\0', sizeof(q.id)) == NULL)
+	if (memchr(q.id, '\0', sizeof(q.id)) == NULL ||
+	    (q.sig != 0 && q.sig != SIGKILL && q.sig != SIGTERM &&
+	        q.sig != SIGINT && q.sig != SIGHUP))
 		return -1;
 	q.status = SBX_E_NOTFOUND;
 	if (vmm_check_grant(ctx, m, &q.grant, CAP_EXEC, "", &g) != 0)
@@ -235,7 +258,7 @@ vmm_h_kill(struct proc_ctx *ctx, const struct msg *m)
 
 			if (j->used && j->run_pid == q.pid &&
 			    strcmp(j->sbx, q.id) == 0) {
-				vmm_kill_tree(j->pid);
+				vmm_signal_tree(j, (int)q.sig);
 				j->killed = 1;
 				q.status = SBX_OK;
 			}
@@ -394,6 +417,7 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	    cfg.memory > ctx->config->memory_max)
 		cfg.memory = ctx->config->memory_max;
 	cfg.timeout_ms = timeout;
+	cfg.max_procs = (unsigned)g.procs_max; /* 0: the default, 64 */
 	cfg.output_max = g.output_max ? g.output_max
 	    : ctx->config != NULL     ? ctx->config->output_max
 	                              : 0;

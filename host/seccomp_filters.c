@@ -138,6 +138,11 @@ const struct seccomp_filter seccomp_policy = { "policy", policy_rules,
 	    RA(ioctl, 1, KVM_GET_MSRS,                                         \
 	        "guest fork: the TSC, so the child's does not restart at 0"),  \
 	    R(pipe2, "guest vfork: the parent waits for the child's exec"),    \
+	    R(eventfd2, "a guest eventfd is a host one (vmm/sys_event.c)"),    \
+	    R(epoll_create1, "a guest epoll is a host one (vmm/sys_event.c)"), \
+	    R(epoll_ctl, "a guest epoll's interest list"),                     \
+	    R(epoll_wait, "a guest epoll_wait"),                               \
+	    R(epoll_pwait, "a guest epoll_wait (glibc on newer kernels)"),     \
 	    R(fchmod, "guest fchmod on a workspace file"),                     \
 	    R(fchmodat2, "guest chmod: on an O_PATH descriptor, no race"),     \
 	    R(fchmodat, "guest chmod before Linux 6.6, via /proc/self/fd"),    \

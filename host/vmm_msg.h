@@ -505,7 +505,7 @@ struct msg_vmm_kill {
 	char id[SBX_ID_MAX];
 	uint64_t pid;
 	uint32_t status; /* reply: enum sbx_status */
-	uint32_t pad;
+	uint32_t sig; /* SIGKILL (or 0); SIGTERM, SIGINT, SIGHUP first */
 };
 
 struct msg_vmm_bg_done {

@@ -83,7 +83,8 @@ enum lang_stmt_kind {
 	LANG_S_SANDBOXES,
 	LANG_S_CONTEXTS, /* live contexts at once (docs/contexts.md) */
 	LANG_S_PAUSE, /* a context's idle time before it is paused */
-	LANG_S_SNAPSHOTS /* disk for contexts' journals and snapshots */
+	LANG_S_SNAPSHOTS, /* disk for contexts' journals and snapshots */
+	LANG_S_PROCESSES /* guest processes a run may have at once */
 };
 
 enum lang_rate_kind { LANG_RATE_READ = 0, LANG_RATE_WRITE = 1 };

@@ -660,6 +660,7 @@ static const char *const stmt_names[] = {
 	[LANG_S_CONTEXTS] = "contexts",
 	[LANG_S_PAUSE] = "pause",
 	[LANG_S_SNAPSHOTS] = "snapshots",
+	[LANG_S_PROCESSES] = "processes",
 };
 
 const char *
@@ -738,6 +739,15 @@ stmt_body(struct parser *p, struct lang_stmt *s)
 			return expected(p, "'writes'");
 		next(p);
 		return 0;
+	case LANG_S_PROCESSES:
+		if (take_number(p, "processes", 1024, &s->value) < 0)
+			return -1;
+		if (s->value == 0) {
+			lang_diag(p->f, LANG_ERROR, s->loc,
+			    "processes 0; a run needs its first process");
+			return -1;
+		}
+		return 0;
 	}
 	return -1;
 }
@@ -786,7 +796,8 @@ parse_stmt(struct parser *p)
 		expected(p,
 		    "a statement (allow, deny, rate, concurrent, "
 		    "budget, cost, memory, timeout, output, exec, "
-		    "egress, lock, sandboxes, contexts, pause, snapshots)");
+		    "egress, lock, sandboxes, contexts, pause, snapshots, "
+		    "processes)");
 		return NULL;
 	}
 	if ((s = lang_alloc(p->f, sizeof(*s))) == NULL)

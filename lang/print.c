@@ -109,6 +109,7 @@ stmt(struct out *o, const struct lang_stmt *s)
 	case LANG_S_BUDGET:
 	case LANG_S_SANDBOXES:
 	case LANG_S_CONTEXTS:
+	case LANG_S_PROCESSES:
 		put(o, " %llu", (unsigned long long)s->value);
 		break;
 	case LANG_S_COST:

@@ -3,7 +3,7 @@
 # guest/kernel.S is assembled to a flat binary and embedded in libkeep.a,
 # so keep and keepd carry the guest kernel they were built with.
 
-DEPS_PKGS += musl-tools busybox-static
+DEPS_PKGS += musl-tools busybox-static bash-static
 
 GUEST_KERNEL_BIN = $(B)/guest/kernel.bin
 GUEST_KERNEL_C   = $(B)/gen/guest_kernel.c
@@ -61,7 +61,9 @@ $(B)/bench/pvh.elf: bench/pvh.S | deps
 .PHONY: bench-procs
 bench-procs: $(B)/bench/procs $(B)/bin/keep
 	@echo "native:"; $(B)/bench/procs
-	@echo "keep:"; $(B)/bin/keep run --memory 128M $(B)/bench/procs
+	@ws=$$(mktemp -d) && mkdir -p $$ws/bin && cp /bin/busybox $$ws/bin/ && \
+	    echo "keep:" && $(B)/bin/keep run --memory 128M --timeout 300s \
+	    --workspace $$ws $(B)/bench/procs; rc=$$?; rm -rf $$ws; exit $$rc
 
 $(B)/bench/procs: bench/procs.c
 	@mkdir -p $(dir $@)

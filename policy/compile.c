@@ -228,6 +228,9 @@ fold_stmt(struct policy_principal *pr, const struct lang_stmt *s,
 	case LANG_S_SNAPSHOTS:
 		l->snapshots_max = s->value;
 		break;
+	case LANG_S_PROCESSES:
+		l->procs_max = (uint32_t)s->value;
+		break;
 	default:
 		break;
 	}

@@ -74,6 +74,7 @@ struct policy_limits {
 	uint64_t output_max; /* bytes, 0 = not set */
 	uint32_t concurrent; /* 0 = no limit */
 	uint32_t lock_writes; /* 1: writes need the sandbox lock */
+	uint32_t procs_max; /* guest processes at once, 0 = not set */
 	uint32_t cost[CAP_COUNT]; /* per operation, default 1 */
 	uint32_t sandboxes; /* sandboxes held at once, 0 = no limit */
 	uint32_t contexts; /* live contexts at once, 0 = no limit */

@@ -740,7 +740,7 @@ f_processes(void *ctx, const struct api_call *c, const char *id,
 
 static int
 f_kill(void *ctx, const struct api_call *c, const char *id, uint64_t pid,
-    struct api_error *err)
+    int sig, struct api_error *err)
 {
 	struct fake_sandbox *s;
 
@@ -749,7 +749,7 @@ f_kill(void *ctx, const struct api_call *c, const char *id, uint64_t pid,
 		if (s->procs[i].pid == pid) {
 			strlcpy(s->procs[i].status, "exited",
 			    sizeof(s->procs[i].status));
-			s->procs[i].exit_code = 137;
+			s->procs[i].exit_code = 128 + sig;
 			return API_OK;
 		}
 	return fail(err, API_ENOTFOUND, "No such process");

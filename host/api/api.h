@@ -363,8 +363,10 @@ struct api_backend {
 	/* *out malloc, *n entries. */
 	int (*processes)(void *ctx, const struct api_call *, const char *id,
 	    struct api_process **out, size_t *n, struct api_error *err);
+	/* sig: SIGKILL, or SIGTERM, SIGINT, SIGHUP for the run's processes
+	 * to act on before SIGKILL follows (docs/api.yaml). */
 	int (*kill)(void *ctx, const struct api_call *, const char *id,
-	    uint64_t pid, struct api_error *err);
+	    uint64_t pid, int sig, struct api_error *err);
 
 	/* *data malloc. */
 	int (*file_read)(void *ctx, const struct api_call *, const char *id,

@@ -5,6 +5,7 @@
  * to the route, and documented per operation in docs/api.yaml.
  */
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -616,10 +617,16 @@ h_processes(struct rq *r)
 static void
 h_kill(struct rq *r)
 {
+	static const struct {
+		const char *name;
+		int sig;
+	} sigs[] = { { "KILL", SIGKILL }, { "TERM", SIGTERM },
+		{ "INT", SIGINT }, { "HUP", SIGHUP } };
 	struct api_error err;
-	char pids[24], *end;
+	char pids[24], sname[8], *end;
 	unsigned long long pid;
-	int rc;
+	int rc, sig = SIGKILL;
+	size_t i;
 
 	if (rq_query(r, "pid", pids, sizeof(pids), 1) != 1)
 		return;
@@ -628,8 +635,21 @@ h_kill(struct rq *r)
 		rq_error(r, API_EBADREQ, "pid must be a number");
 		return;
 	}
+	if ((rc = rq_query(r, "signal", sname, sizeof(sname), 0)) < 0)
+		return;
+	if (rc == 1) {
+		for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+			if (strcmp(sname, sigs[i].name) == 0)
+				break;
+		if (i == sizeof(sigs) / sizeof(sigs[0])) {
+			rq_error(r, API_EBADREQ,
+			    "signal must be KILL, TERM, INT or HUP");
+			return;
+		}
+		sig = sigs[i].sig;
+	}
 	memset(&err, 0, sizeof(err));
-	rc = BE(r)->kill(BE(r)->ctx, &r->call, r->id, pid, &err);
+	rc = BE(r)->kill(BE(r)->ctx, &r->call, r->id, pid, sig, &err);
 	if (rc != API_OK) {
 		rq_backend_error(r, rc, &err);
 		return;

@@ -506,7 +506,7 @@ fb_system(void *arg, const struct api_call *call, const char *id,
 /* Killing names no program: the decision is exec, without a target. */
 static int
 fb_kill(void *arg, const struct api_call *call, const char *id, uint64_t pid,
-    struct api_error *err)
+    int sig, struct api_error *err)
 {
 	struct front_backend *fb = arg;
 	struct fb_authz *a = call->authz;
@@ -530,6 +530,7 @@ fb_kill(void *arg, const struct api_call *call, const char *id, uint64_t pid,
 	q.grant = a->d.grant;
 	strlcpy(q.id, id, sizeof(q.id));
 	q.pid = pid;
+	q.sig = (uint32_t)sig;
 	rc = fb_call(fb, PROC_VMM, MSG_VMM_KILL, a->reqid, &q, sizeof(q), -1,
 	    MSG_VMM_KILL_REPLY, 0, &q, &rlen, NULL, err);
 	if (rc != API_OK)

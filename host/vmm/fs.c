@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <linux/openat2.h>
 #include <stdio.h>
@@ -28,6 +29,7 @@
 
 #define IOV_MAX_ 1024
 #define IO_CHUNK (1u << 20)
+#define PIPE_BUF_ 4096 /* Linux's atomic pipe write */
 
 /* ---- descriptors ------------------------------------------------------ */
 
@@ -56,6 +58,22 @@ fd_alloc(struct vm *vm, unsigned from)
 		if (vm->fds[i].kind == VFD_FREE)
 			return (int)i;
 	return -EMFILE;
+}
+
+int
+vm_fd_add_host(struct vm *vm, int hostfd, int cloexec)
+{
+	int gfd = fd_alloc(vm, 0);
+
+	if (gfd < 0)
+		return gfd;
+	memset(&vm->fds[gfd], 0, sizeof(vm->fds[gfd]));
+	vm->fds[gfd].kind = VFD_HOST;
+	vm->fds[gfd].hostfd = hostfd;
+	vm->fds[gfd].pipe = 1;
+	vm->fds[gfd].flags = O_RDWR | (fcntl(hostfd, F_GETFL) & O_NONBLOCK);
+	vm->fds[gfd].cloexec = cloexec;
+	return gfd;
 }
 
 static void
@@ -576,13 +594,11 @@ vm_fd_write(
 		if (f->pipe) {
 			if (pos >= 0)
 				return -ESPIPE;
+			/* No reader: EPIPE and SIGPIPE, which ends the
+			 * writer unless it ignores or catches it. */
 			if ((n = write(f->hostfd, g, len)) == -1 &&
-			    errno == EPIPE) {
-				/* No reader: SIGPIPE's default action. */
-				vm->term_sig = SIGPIPE;
-				vm_stop(vm, VMM_EXITED, 128 + SIGPIPE,
-				    "killed by signal %d (no reader)", SIGPIPE);
-			}
+			    errno == EPIPE)
+				vm_signal_raise(vm, SIGPIPE);
 			return n == -1 ? -errno : n;
 		}
 		if (cfg->workspace_max != 0) {
@@ -621,6 +637,55 @@ do_write(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len, int64_t pos)
 	if ((g = vm_gptr(vm, buf, len)) == NULL)
 		return -EFAULT;
 	return vm_fd_write(vm, f, g, len, pos);
+}
+
+/*
+ * writev to a pipe: Linux writes up to PIPE_BUF bytes in one piece that
+ * no reader sees split (musl's stdio flushes its buffer and the new
+ * bytes as two vectors), so the vectors are gathered and written once;
+ * a larger writev goes vector by vector, as Linux may split it too.
+ */
+static int64_t
+pipe_writev(struct vm *vm, struct vfd *f, const uint64_t *v, uint64_t cnt)
+{
+	uint8_t buf[PIPE_BUF_];
+	uint64_t total = 0, i, base, len, done = 0;
+	const uint8_t *g;
+	int64_t n;
+	ssize_t w;
+
+	for (i = 0; i < cnt; i++) {
+		memcpy(&len, &v[2 * i + 1], 8);
+		if (len > PIPE_BUF_ || (total += len) > PIPE_BUF_)
+			break;
+	}
+	if (i < cnt) {
+		for (i = 0; i < cnt; i++) {
+			memcpy(&base, &v[2 * i], 8);
+			memcpy(&len, &v[2 * i + 1], 8);
+			if (len == 0)
+				continue;
+			if ((n = do_write(vm, f, base, len, -1)) < 0)
+				return done > 0 ? (int64_t)done : n;
+			done += (uint64_t)n;
+			if ((uint64_t)n < len || vm->stopped)
+				break;
+		}
+		return (int64_t)done;
+	}
+	for (i = 0; i < cnt; i++) {
+		memcpy(&base, &v[2 * i], 8);
+		memcpy(&len, &v[2 * i + 1], 8);
+		if (len == 0)
+			continue;
+		if ((g = vm_gptr(vm, base, len)) == NULL)
+			return -EFAULT;
+		memcpy(buf + done, g, len);
+		done += len;
+	}
+	if ((w = write(f->hostfd, buf, done)) == -1 && errno == EPIPE)
+		vm_signal_raise(vm, SIGPIPE);
+	return w == -1 ? -errno : w;
 }
 
 /* ---- the workspace quota ---------------------------------------------- */
@@ -664,45 +729,6 @@ vm_quota_release(struct vm *vm, uint64_t bytes)
 	vm->ws_used = bytes < vm->ws_used ? vm->ws_used - bytes : 0;
 }
 
-/*
- * A writev to a pipe is one write, as on Linux: its reader sees the
- * pieces together (musl's stdio writes a buffer and a line with one
- * writev). Gathered here, at most IO_CHUNK bytes.
- */
-static int64_t
-gather_write(struct vm *vm, struct vfd *f, const uint64_t *v, uint64_t cnt)
-{
-	uint64_t base, len, total = 0, i;
-	uint8_t *buf, *g;
-	int64_t n;
-
-	for (i = 0; i < cnt && total < IO_CHUNK; i++) {
-		memcpy(&len, &v[2 * i + 1], 8);
-		total += len < IO_CHUNK - total ? len : IO_CHUNK - total;
-	}
-	if (total == 0)
-		return 0;
-	if ((buf = malloc(total)) == NULL)
-		return -ENOMEM;
-	for (i = 0, n = 0; i < cnt && (uint64_t)n < total; i++) {
-		memcpy(&base, &v[2 * i], 8);
-		memcpy(&len, &v[2 * i + 1], 8);
-		if (len > total - (uint64_t)n)
-			len = total - (uint64_t)n;
-		if (len == 0)
-			continue;
-		if ((g = vm_gptr(vm, base, len)) == NULL) {
-			free(buf);
-			return -EFAULT;
-		}
-		memcpy(buf + n, g, len);
-		n += (int64_t)len;
-	}
-	n = vm_fd_write(vm, f, buf, total, -1);
-	free(buf);
-	return n;
-}
-
 static int64_t
 do_iov(struct vm *vm, struct vfd *f, uint64_t iov, uint64_t cnt, int wr)
 {
@@ -713,8 +739,8 @@ do_iov(struct vm *vm, struct vfd *f, uint64_t iov, uint64_t cnt, int wr)
 		return -EINVAL;
 	if ((v = vm_gptr(vm, iov, cnt * 16)) == NULL)
 		return -EFAULT;
-	if (wr && cnt > 1 && f->kind == VFD_HOST && f->pipe)
-		return gather_write(vm, f, v, cnt);
+	if (wr && f->kind == VFD_HOST && f->pipe)
+		return pipe_writev(vm, f, v, cnt);
 	for (i = 0; i < cnt; i++) {
 		uint64_t base, len;
 
@@ -865,6 +891,20 @@ fcntl_fd(struct vm *vm, uint64_t fd, uint64_t cmd, uint64_t arg)
 		    : f->kind == VFD_HOST ? fcntl(f->hostfd, F_GETFL)
 		                          : f->flags;
 	case F_SETFL:
+		/* O_NONBLOCK on a pipe, eventfd or epoll descriptor (its
+		 * host one, shared with other processes as on Linux);
+		 * other flags and kinds are accepted and ignored. */
+		if (f->kind == VFD_HOST && f->pipe) {
+			int fl = fcntl(f->hostfd, F_GETFL);
+
+			if (fl == -1 ||
+			    fcntl(f->hostfd, F_SETFL,
+			        (fl & ~O_NONBLOCK) | (int)(arg & O_NONBLOCK)) ==
+			        -1)
+				return -errno;
+			f->flags =
+			    (f->flags & ~O_NONBLOCK) | (int)(arg & O_NONBLOCK);
+		}
 		return 0;
 	case F_DUPFD:
 	case F_DUPFD_CLOEXEC:
@@ -1083,12 +1123,29 @@ do_rename(struct vm *vm, const uint64_t a[6], unsigned flags)
 
 /* ---- the handlers (rows in sys_table.c) ------------------------------- */
 
+/* A read or write that would block on a pipe or stdin, from a process
+ * with other threads: the thread is parked until the descriptor is
+ * ready, and the call is issued again (sys_thread.c); 1 when parked. */
+static int
+park_io(struct vm *vm, struct vfd *f, int wr)
+{
+	int hfd = f->kind == VFD_HOST && f->pipe ? f->hostfd
+	    : f->kind == VFD_STDIN && !wr        ? vm->cfg->stdin_fd
+	                                         : -1;
+
+	return hfd >= 0 && vm_thread_park_fd(vm, hfd, wr ? POLLOUT : POLLIN);
+}
+
 int64_t
 sys_read(struct vm *vm, const uint64_t a[6])
 {
 	struct vfd *f = fd_get(vm, a[0]);
 
-	return f != NULL ? do_read(vm, f, a[1], a[2], -1) : -EBADF;
+	if (f == NULL)
+		return -EBADF;
+	if (park_io(vm, f, 0))
+		return 0;
+	return do_read(vm, f, a[1], a[2], -1);
 }
 
 int64_t
@@ -1096,7 +1153,11 @@ sys_write(struct vm *vm, const uint64_t a[6])
 {
 	struct vfd *f = fd_get(vm, a[0]);
 
-	return f != NULL ? do_write(vm, f, a[1], a[2], -1) : -EBADF;
+	if (f == NULL)
+		return -EBADF;
+	if (park_io(vm, f, 1))
+		return 0;
+	return do_write(vm, f, a[1], a[2], -1);
 }
 
 int64_t
@@ -1128,7 +1189,11 @@ sys_readv(struct vm *vm, const uint64_t a[6])
 {
 	struct vfd *f = fd_get(vm, a[0]);
 
-	return f != NULL ? do_iov(vm, f, a[1], a[2], 0) : -EBADF;
+	if (f == NULL)
+		return -EBADF;
+	if (park_io(vm, f, 0))
+		return 0;
+	return do_iov(vm, f, a[1], a[2], 0);
 }
 
 int64_t
@@ -1136,7 +1201,11 @@ sys_writev(struct vm *vm, const uint64_t a[6])
 {
 	struct vfd *f = fd_get(vm, a[0]);
 
-	return f != NULL ? do_iov(vm, f, a[1], a[2], 1) : -EBADF;
+	if (f == NULL)
+		return -EBADF;
+	if (park_io(vm, f, 1))
+		return 0;
+	return do_iov(vm, f, a[1], a[2], 1);
 }
 
 int64_t

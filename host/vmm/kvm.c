@@ -489,6 +489,40 @@ on_kick(int sig)
 		running->immediate_exit = 1;
 }
 
+/*
+ * SIGINT, SIGTERM and SIGHUP sent to a vm process from outside the run
+ * (the API's kill, keep run's terminal) are its guest process's own:
+ * queued here and taken at the next call boundary or kick (proc.c), as
+ * a signal from another guest process is. Bit sig-1.
+ */
+static volatile uint32_t from_outside;
+
+static void
+on_outside(int sig)
+{
+	__atomic_fetch_or(&from_outside, 1u << (sig - 1), __ATOMIC_SEQ_CST);
+	if (running != NULL)
+		running->immediate_exit = 1;
+}
+
+void
+vm_wake_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGUSR2);
+	sigaddset(set, SIGALRM);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGHUP);
+}
+
+uint64_t
+vm_outside_signals(int take)
+{
+	return take ? __atomic_exchange_n(&from_outside, 0, __ATOMIC_SEQ_CST)
+	            : __atomic_load_n(&from_outside, __ATOMIC_SEQ_CST);
+}
+
 int
 vm_timed_out(void)
 {
@@ -847,7 +881,9 @@ int
 vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,
     size_t errlen)
 {
-	struct sigaction sa, osa, okick;
+	static const int outside[] = { SIGINT, SIGTERM, SIGHUP };
+	struct sigaction sa, osa, okick, oout[3];
+	size_t i;
 	struct itimerval it;
 	struct vm vm;
 	uint64_t t0, rsp;
@@ -921,6 +957,10 @@ vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,
 	sigaction(SIGALRM, &sa, &osa);
 	sa.sa_handler = on_kick;
 	sigaction(SIGUSR2, &sa, &okick);
+	sa.sa_handler = on_outside;
+	from_outside = 0;
+	for (i = 0; i < sizeof(outside) / sizeof(outside[0]); i++)
+		sigaction(outside[i], &sa, &oout[i]);
 	vm_timer_arm(&vm);
 	res->boot_us = now_us() - t0;
 	t0 = now_us();
@@ -934,6 +974,8 @@ vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,
 	running = NULL;
 	sigaction(SIGALRM, &osa, NULL);
 	sigaction(SIGUSR2, &okick, NULL);
+	for (i = 0; i < sizeof(outside) / sizeof(outside[0]); i++)
+		sigaction(outside[i], &oout[i], NULL);
 	res->peak_memory =
 	    (vm.brk_peak - vm.brk_start) + vm.mmap_pages_peak * VM_PAGE;
 	rc = VMM_OK;

@@ -4,6 +4,7 @@
 
 #include <linux/kvm.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdint.h>
 
 #include "host/vmm/elf.h"
@@ -40,7 +41,8 @@ struct vfd {
 	uint64_t off; /* VFD_IMAGE, VFD_SYNTH, VFD_VDIR and VFD_SDIR
 			 (entries returned) */
 	int hostfd; /* VFD_HOST */
-	int pipe; /* VFD_HOST: a pipe's end (no path, no quota) */
+	int pipe; /* VFD_HOST: a pipe's end, an eventfd or an epoll
+		     instance (no path, no quota) */
 	int cloexec;
 	int flags; /* O_ACCMODE | O_APPEND | O_NONBLOCK as opened */
 	enum vm_dev dev; /* VFD_DEV */
@@ -159,6 +161,12 @@ void vm_kvm_drop(struct vm *);
 int vm_cpu_fixed(struct vm *);
 void vm_timer_arm(struct vm *);
 int vm_timed_out(void);
+/* SIGINT, SIGTERM, SIGHUP from outside the run, as guest signal bits
+ * (bit sig-1); take: and clear them. */
+uint64_t vm_outside_signals(int take);
+/* The host signals that wake a guest (SIGALRM, SIGUSR2 and those from
+ * outside), for a wait that blocks them until ppoll takes them. */
+void vm_wake_signals(sigset_t *);
 /* The user code and stack segments into the synced registers. */
 void vm_set_user_segments(struct vm *);
 uint64_t vm_now_us(void);
@@ -214,6 +222,26 @@ int32_t vm_proc_new_tid(struct vm *);
 int64_t vm_thread_clone(struct vm *, uint64_t flags, uint64_t newsp,
     uint64_t ptid, uint64_t ctid, uint64_t tls);
 void vm_thread_reset(struct vm *);
+/* Whether tid is a thread of this process (its main thread's is the pid). */
+int vm_thread_is_mine(struct vm *, int32_t tid);
+/*
+ * A call that would block in the host, from a process with other
+ * threads: park the running thread until one of fds (host descriptors,
+ * at most 16) is ready, and then issue its call again; or until
+ * deadline_us (vm_now_us; 0 none), when the call returns timeout_ret;
+ * or until a signal (-EINTR). timeout_ret VM_PARK_AGAIN: the call is
+ * issued again at its deadline too (a wait with nothing to poll looks
+ * again now and then). 1 when parked (the caller returns at once and
+ * its value is not used); 0 when the process has no other thread and
+ * the caller blocks itself.
+ */
+#define VM_PARK_AGAIN INT64_MIN
+struct pollfd;
+int vm_thread_park(struct vm *, const struct pollfd *fds, int n,
+    uint64_t deadline_us, int64_t timeout_ret);
+/* Park for a blocking read (POLLIN) or write (POLLOUT) on one host
+ * descriptor that is not ready now and not O_NONBLOCK; 1 when parked. */
+int vm_thread_park_fd(struct vm *, int hostfd, short events);
 /* After a kick out of KVM_RUN: the next thread if the slice is over. */
 void vm_thread_preempt(struct vm *);
 
@@ -294,6 +322,10 @@ int vm_fs_program(struct vm *, const char *gpath, char *path, size_t pathlen,
     const uint8_t **data, size_t *len, uint8_t **owned);
 /* The open descriptor fd, or NULL. */
 struct vfd *vm_fd(struct vm *, uint64_t fd);
+/* A new guest descriptor (the lowest free) for a host one with no path
+ * (an eventfd, an epoll instance; read and written as a pipe end): its
+ * number, or -EMFILE, and then hostfd is still the caller's. */
+int vm_fd_add_host(struct vm *, int hostfd, int cloexec);
 /* Close the close-on-exec descriptors. */
 void vm_fs_exec_close(struct vm *);
 

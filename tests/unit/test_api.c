@@ -474,6 +474,26 @@ test_execute_sse(void **state)
 	callj(e, "GET", p, "admin", NULL, &r);
 	assert_non_null(strstr(r.body, "\"pid\":100"));
 	resp_free(&r);
+	snprintf(p, sizeof(p),
+	    "/v1/sandboxes/%s/execute/kill?pid=100&signal=STOP", id);
+	callj(e, "POST", p, "admin", NULL, &r);
+	assert_int_equal(r.status, 400);
+	resp_free(&r);
+	snprintf(p, sizeof(p),
+	    "/v1/sandboxes/%s/execute/kill?pid=100&signal=TERM&signal=KILL",
+	    id);
+	callj(e, "POST", p, "admin", NULL, &r);
+	assert_int_equal(r.status, 400);
+	resp_free(&r);
+	snprintf(p, sizeof(p),
+	    "/v1/sandboxes/%s/execute/kill?pid=100&signal=TERM", id);
+	callj(e, "POST", p, "admin", NULL, &r);
+	assert_int_equal(r.status, 204);
+	resp_free(&r);
+	snprintf(p, sizeof(p), "/v1/sandboxes/%s/execute/processes", id);
+	callj(e, "GET", p, "admin", NULL, &r);
+	assert_non_null(strstr(r.body, "\"exit_code\":143"));
+	resp_free(&r);
 	snprintf(p, sizeof(p), "/v1/sandboxes/%s/execute/kill?pid=100", id);
 	callj(e, "POST", p, "admin", NULL, &r);
 	assert_int_equal(r.status, 204);
