@@ -40,7 +40,7 @@ run_usage(void)
 	    "usage: keep run [--memory SIZE] [--timeout DURATION] "
 	    "[--workspace DIR]\n"
 	    "                [--workspace-max SIZE] [--env K=V]... "
-	    "[--output-max SIZE] [--stats]\n"
+	    "[--output-max SIZE] [--processes N] [--stats]\n"
 	    "                PROGRAM [ARG...]\n"
 	    "       keep run [options] --trust PUBLIC... IMAGE COMMAND "
 	    "[ARG...]\n"
@@ -119,6 +119,7 @@ cmd_run(int argc, char **argv)
 		{ "stats", no_argument, NULL, 's' },
 		{ "trace", no_argument, NULL, 'x' },
 		{ "syscalls", no_argument, NULL, 'S' },
+		{ "processes", required_argument, NULL, 'P' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct vmm_config cfg;
@@ -191,6 +192,21 @@ cmd_run(int argc, char **argv)
 			}
 			ntrust++;
 			break;
+		case 'P': {
+			char *end;
+			unsigned long n = strtoul(optarg, &end, 10);
+
+			if (*optarg == '\0' || *end != '\0' || n < 1 ||
+			    n > 1024) {
+				fprintf(stderr,
+				    "keep run: bad --processes %s (1 to "
+				    "1024)\n",
+				    optarg);
+				return EXIT_USAGE;
+			}
+			cfg.max_procs = (unsigned)n;
+			break;
+		}
 		case 's':
 			stats = 1;
 			break;

@@ -173,14 +173,14 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 		now = vmm_mono_ms();
 		for (i = 0; i < VMM_JOBS_MAX; i++)
 			if (vs->jobs[i].used && now > vs->jobs[i].deadline) {
-				kill(vs->jobs[i].pid, SIGKILL);
+				vmm_kill_tree(vs->jobs[i].pid);
 				vs->jobs[i].deadline = UINT64_MAX;
 			}
 		vmm_expire_sandboxes(vs);
 	}
 	for (i = 0; i < VMM_JOBS_MAX; i++)
 		if (vs->jobs[i].used)
-			kill(vs->jobs[i].pid, SIGKILL);
+			vmm_kill_tree(vs->jobs[i].pid);
 	/* The sandboxes outlive this process: their workspaces stay for the
 	 * next one to adopt. */
 	for (i = 0; i < VMM_SANDBOXES_MAX; i++)

@@ -101,6 +101,8 @@ void vmm_expire_sandboxes(struct vmm_state *vs);
 struct image *vmm_image_get(
     struct proc_ctx *ctx, struct vmm_state *vs, const char *name);
 void vmm_job_finish(struct proc_ctx *ctx, struct job *job);
+/* SIGKILL a vm process and the guest processes it forked (its group). */
+void vmm_kill_tree(pid_t pid);
 uint64_t vmm_mono_ms(void);
 uint32_t vmm_not_found(const struct vmm_state *vs);
 void vmm_remove_tree(int dir, const char *name, int depth);

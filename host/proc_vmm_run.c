@@ -118,6 +118,9 @@ vm_process(struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_config *cfg,
 	int rc;
 
 	setproctitle("vm %s", id);
+	/* The guest's processes are this one's forks (host/vmm/proc.c):
+	 * one process group, so the vmm's kill reaches all of them. */
+	setpgid(0, 0);
 	for (i = 0; i < PROC_COUNT; i++)
 		if (ctx->fd[i] >= 0)
 			close(ctx->fd[i]);
@@ -151,6 +154,15 @@ vm_process(struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_config *cfg,
 		_exit(3);
 	}
 	_exit(0);
+}
+
+void
+vmm_kill_tree(pid_t pid)
+{
+	/* The group is the vm process's own from its first instruction on;
+	 * before that it has no guest children and the pid is enough. */
+	kill(-pid, SIGKILL);
+	kill(pid, SIGKILL);
 }
 
 /* ---- the process table ----------------------------------------------- */
@@ -227,7 +239,7 @@ vmm_h_kill(struct proc_ctx *ctx, const struct msg *m)
 
 			if (j->used && j->run_pid == q.pid &&
 			    strcmp(j->sbx, q.id) == 0) {
-				kill(j->pid, SIGKILL);
+				vmm_kill_tree(j->pid);
 				j->killed = 1;
 				q.status = SBX_OK;
 			}

@@ -55,3 +55,14 @@ $(B)/bench/pvh.elf: bench/pvh.S
 	@mkdir -p $(dir $@)
 	$(CC) -m32 -c $< -o $(B)/bench/pvh.o
 	ld -m elf_i386 -Ttext=0x100000 -e pvh_start -o $@ $(B)/bench/pvh.o
+
+# bench/procs (not part of make check): guest fork+exit+wait and pipe
+# throughput, the same static program natively and in keep.
+.PHONY: bench-procs
+bench-procs: $(B)/bench/procs $(B)/bin/keep
+	@echo "native:"; $(B)/bench/procs
+	@echo "keep:"; $(B)/bin/keep run --memory 128M $(B)/bench/procs
+
+$(B)/bench/procs: bench/procs.c
+	@mkdir -p $(dir $@)
+	musl-gcc -static -O2 -Wall -Werror -o $@ $<

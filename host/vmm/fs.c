@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,12 @@ fd_get(struct vm *vm, uint64_t fd)
 	if (fd >= vm->nfds || vm->fds[fd].kind == VFD_FREE)
 		return NULL;
 	return &vm->fds[fd];
+}
+
+struct vfd *
+vm_fd(struct vm *vm, uint64_t fd)
+{
+	return fd_get(vm, fd);
 }
 
 static int
@@ -129,7 +136,8 @@ guest_path(struct vm *vm, int64_t dirfd, uint64_t addr, char *out,
 	if (p[0] != '/' && dirfd != G_AT_FDCWD) {
 		if ((d = fd_get(vm, (uint64_t)dirfd)) == NULL)
 			return -EBADF;
-		if (d->kind != VFD_HOST && d->kind != VFD_VDIR)
+		if ((d->kind != VFD_HOST && d->kind != VFD_VDIR) ||
+		    d->path == NULL)
 			return -ENOTDIR;
 		base = d->path;
 	}
@@ -351,9 +359,8 @@ static int64_t
 do_write(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len, int64_t pos)
 {
 	const struct vmm_config *cfg = vm->cfg;
-	struct vmm_result *res = vm->res;
 	uint8_t *g;
-	uint64_t room;
+	uint64_t room, done, *ob;
 	ssize_t n;
 
 	if (len > IO_CHUNK)
@@ -364,14 +371,16 @@ do_write(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len, int64_t pos)
 	case VFD_OUT:
 		if (pos >= 0)
 			return -ESPIPE;
-		room = cfg->output_max == 0 ? len
-		    : res->output_bytes >= cfg->output_max
-		    ? 0
-		    : cfg->output_max - res->output_bytes;
+		/* Counted for the whole process tree (proc.c). */
+		ob = vm_output_counter(vm);
+		done = __atomic_load_n(ob, __ATOMIC_SEQ_CST);
+		room = cfg->output_max == 0   ? len
+		    : done >= cfg->output_max ? 0
+		                              : cfg->output_max - done;
 		if (room < len) {
 			if (room > 0 && cfg->output != NULL)
 				cfg->output(cfg->output_arg, f->outfd, g, room);
-			res->output_bytes += room;
+			__atomic_fetch_add(ob, room, __ATOMIC_SEQ_CST);
 			vm_stop(vm, VMM_OUTPUT_LIMIT, -1,
 			    "output-limit: more than %llu bytes of output",
 			    (unsigned long long)cfg->output_max);
@@ -379,9 +388,21 @@ do_write(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len, int64_t pos)
 		}
 		if (cfg->output != NULL)
 			cfg->output(cfg->output_arg, f->outfd, g, len);
-		res->output_bytes += len;
+		__atomic_fetch_add(ob, len, __ATOMIC_SEQ_CST);
 		return (int64_t)len;
 	case VFD_HOST:
+		if (f->pipe) {
+			if (pos >= 0)
+				return -ESPIPE;
+			if ((n = write(f->hostfd, g, len)) == -1 &&
+			    errno == EPIPE) {
+				/* No reader: SIGPIPE's default action. */
+				vm->term_sig = SIGPIPE;
+				vm_stop(vm, VMM_EXITED, 128 + SIGPIPE,
+				    "killed by signal %d (no reader)", SIGPIPE);
+			}
+			return n == -1 ? -errno : n;
+		}
 		if (cfg->workspace_max != 0 &&
 		    vm->ws_written + len > cfg->workspace_max)
 			return -EDQUOT;
@@ -891,9 +912,13 @@ sys_dup2(struct vm *vm, const uint64_t a[6])
 int64_t
 sys_dup3(struct vm *vm, const uint64_t a[6])
 {
-	if (a[0] == a[1])
+	int64_t r;
+
+	if (a[0] == a[1] || (a[2] & ~(uint64_t)O_CLOEXEC) != 0)
 		return -EINVAL;
-	return dup_to(vm, a[0], a[1]);
+	if ((r = dup_to(vm, a[0], a[1])) >= 0)
+		vm->fds[r].cloexec = (a[2] & O_CLOEXEC) != 0;
+	return r;
 }
 
 int64_t
@@ -924,25 +949,6 @@ sys_ftruncate(struct vm *vm, const uint64_t a[6])
 	if (f->kind != VFD_HOST)
 		return -EINVAL;
 	return ftruncate(f->hostfd, (off_t)a[1]) == -1 ? -errno : 0;
-}
-
-/* Everything here is always ready. */
-int64_t
-sys_poll(struct vm *vm, const uint64_t a[6])
-{
-	uint8_t *g;
-	uint64_t i, n = a[1];
-
-	if (n > vm->nfds || (g = vm_gptr(vm, a[0], n * 8)) == NULL)
-		return -EFAULT;
-	for (i = 0; i < n; i++) {
-		int16_t ev;
-
-		memcpy(&ev, g + i * 8 + 4, 2);
-		ev &= 0x5; /* POLLIN | POLLOUT */
-		memcpy(g + i * 8 + 6, &ev, 2);
-	}
-	return (int64_t)n;
 }
 
 int64_t
@@ -1043,4 +1049,121 @@ int64_t
 sys_renameat(struct vm *vm, const uint64_t a[6])
 {
 	return modify(vm, 264, a);
+}
+
+/* ---- pipes -------------------------------------------------------------- */
+
+/* pipe and pipe2: a host pipe, so that it crosses fork as it is. */
+static int64_t
+make_pipe(struct vm *vm, uint64_t addr, uint64_t flags)
+{
+	int hp[2], g[2];
+	void *out;
+
+	if ((flags & ~(uint64_t)(O_CLOEXEC | O_NONBLOCK)) != 0)
+		return -EINVAL;
+	if ((out = vm_gptr(vm, addr, sizeof(g))) == NULL)
+		return -EFAULT;
+	if ((g[0] = fd_alloc(vm, 0)) < 0)
+		return g[0];
+	vm->fds[g[0]].kind = VFD_HOST; /* reserved while the second is found */
+	g[1] = fd_alloc(vm, 0);
+	vm->fds[g[0]].kind = VFD_FREE;
+	if (g[1] < 0)
+		return g[1];
+	if (pipe2(hp, O_CLOEXEC | (int)(flags & O_NONBLOCK)) == -1)
+		return -errno;
+	/* Each guest read and write costs a VM exit, so the writer and the
+	 * reader are best kept apart by a deep buffer (1 MiB, the host's
+	 * default limit): both run at once instead of in lockstep. Failing
+	 * leaves Linux's 64 KiB. */
+	fcntl(hp[1], F_SETPIPE_SZ, 1 << 20);
+	for (int i = 0; i < 2; i++) {
+		struct vfd *f = &vm->fds[g[i]];
+
+		memset(f, 0, sizeof(*f));
+		f->kind = VFD_HOST;
+		f->hostfd = hp[i];
+		f->pipe = 1;
+		f->cloexec = (flags & O_CLOEXEC) != 0;
+	}
+	memcpy(out, g, sizeof(g));
+	return 0;
+}
+
+int64_t
+sys_pipe(struct vm *vm, const uint64_t a[6])
+{
+	return make_pipe(vm, a[0], 0);
+}
+
+int64_t
+sys_pipe2(struct vm *vm, const uint64_t a[6])
+{
+	return make_pipe(vm, a[0], a[1]);
+}
+
+/* ---- exec --------------------------------------------------------------- */
+
+int
+vm_fs_program(struct vm *vm, const char *gpath, char *path, size_t pathlen,
+    const uint8_t **data, size_t *len, uint8_t **owned)
+{
+	const struct vmm_file *f;
+	struct stat st;
+	uint8_t *buf;
+	size_t got = 0;
+	ssize_t n;
+	int rc, fd;
+
+	*owned = NULL;
+	if (gpath[0] == '\0')
+		return -ENOENT;
+	if ((rc = ws_normalize(vm->cwd, gpath, path, pathlen)) != 0)
+		return rc;
+	if (strcmp(path, "/proc/self/exe") == 0) {
+		/* The running program (busybox re-executes itself so). */
+		*data = vm->cfg->elf;
+		*len = vm->cfg->elf_len;
+		return 0;
+	}
+	if ((f = image_file(vm, path)) != NULL) {
+		if ((f->mode & 0111) == 0)
+			return -EACCES;
+		*data = f->data;
+		*len = f->len;
+		return 0;
+	}
+	if (image_dir(vm, path))
+		return -EACCES;
+	if ((fd = ws_open(vm, path, O_RDONLY, 0)) < 0)
+		return fd;
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    (st.st_mode & 0111) == 0) {
+		close(fd);
+		return -EACCES;
+	}
+	if ((uint64_t)st.st_size > vm->memsz ||
+	    (buf = malloc(st.st_size ? (size_t)st.st_size : 1)) == NULL) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while (got < (size_t)st.st_size &&
+	    (n = pread(fd, buf + got, (size_t)st.st_size - got, (off_t)got)) >
+	        0)
+		got += (size_t)n;
+	close(fd);
+	*data = *owned = buf;
+	*len = got;
+	return 0;
+}
+
+void
+vm_fs_exec_close(struct vm *vm)
+{
+	unsigned i;
+
+	for (i = 0; i < vm->nfds; i++)
+		if (vm->fds[i].kind != VFD_FREE && vm->fds[i].cloexec)
+			fd_release(&vm->fds[i]);
 }

@@ -30,8 +30,25 @@ struct vfd {
 	const struct vmm_file *file; /* VFD_IMAGE */
 	uint64_t off; /* VFD_IMAGE, VFD_VDIR (entries returned) */
 	int hostfd; /* VFD_HOST */
+	int pipe; /* VFD_HOST: a pipe's end (no path, no quota) */
 	int cloexec;
 	char *path; /* VFD_VDIR, VFD_HOST: normalized guest path */
+};
+
+/* The kernel's struct sigaction on x86-64 (rt_sigaction). */
+struct vm_sigaction {
+	uint64_t handler, flags, restorer, mask;
+};
+
+/* A process's signals (sys_signal.c). Bit sig-1 in every mask. */
+struct vm_signals {
+	struct vm_sigaction act[65]; /* by number; 0 unused */
+	uint64_t blocked, pending;
+	uint64_t saved; /* rt_sigsuspend: the mask to restore */
+	int has_saved;
+	uint64_t ss_sp, ss_size; /* sigaltstack; size 0: none */
+	uint32_t ss_flags;
+	uint64_t alarm_at_us, alarm_interval_us; /* ITIMER_REAL, vm_now_us */
 };
 
 struct vm {
@@ -57,7 +74,117 @@ struct vm {
 	uint64_t ws_written;
 	char cwd[VM_PATH_MAX];
 	int stopped; /* the guest is done; res says how */
+	uint64_t deadline_us; /* the run's time limit (vm_now_us), or 0 */
+	/* The guest process tree (proc.c): one host process per guest
+	 * process, all sharing one table. */
+	struct vm_tree *tree;
+	int slot; /* this process's row in tree->slot */
+	int32_t pid, ppid; /* guest pids; the first process is 1 */
+	int is_child; /* forked: ends with _exit, never returns */
+	int term_sig; /* killed by a guest kill of itself */
+	int vfork_fd; /* a vfork child's pipe to its waiting parent, or -1 */
+	struct vmm_result child_res; /* a child's own result */
+	struct vm_exec *exec; /* what execve loaded (exec.c), or NULL */
+	int regs_replaced; /* the last call set every register (execve,
+			      rt_sigreturn): no return to the caller */
+	struct vm_signals sig;
+	struct vm_threads *threads; /* sys_thread.c; NULL: one thread */
+	uint64_t slice_at_us; /* the running thread's slice ends */
 };
+
+/* ---- clone.c: the vCPU's state, and a VM rebuilt around it ---------- */
+
+/*
+ * Everything of a vCPU that the guest can change and a new VM must
+ * carry over. The rest (CPUID, MSRs, XCR0) is fixed by the VMM at boot
+ * and rebuilt by vm_cpu_fixed; a CPL3 program cannot change it.
+ */
+struct vm_cpu_state {
+	struct kvm_regs regs;
+	struct kvm_sregs sregs;
+	struct kvm_fpu fpu; /* x87, SSE; or, with XSAVE, the whole area: */
+	struct kvm_xsave xsave;
+	int has_xsave;
+	uint64_t tsc;
+};
+
+/* Read the vCPU's state as of the last exit (registers from the synced
+ * run area; FPU, XSAVE and TSC by ioctl). 0 or -1 (errno). */
+int vm_cpu_capture(struct vm *, struct vm_cpu_state *);
+/* Replace this process's VM by a new one over the same guest memory,
+ * with the vCPU in the given state: the old VM's descriptors are closed
+ * (in a forked process they were only references to the parent's). */
+int vm_cpu_rebuild(
+    struct vm *, const struct vm_cpu_state *, char *err, size_t errlen);
+/* fork(2) for a guest: the child inherits guest memory copy-on-write
+ * and runs on a VM of its own built from the captured state. Returns
+ * the child's host pid in the parent, 0 in the child (on its new VM),
+ * -1 with errno on failure (nothing changed). */
+pid_t vm_fork(
+    struct vm *, const struct vm_cpu_state *, char *err, size_t errlen);
+
+/* kvm.c: create the VM and vCPU over vm->mem; drop them; the fixed
+ * part of the vCPU's state; the time limit's timer. */
+int vm_kvm_create(struct vm *, char *err, size_t errlen);
+void vm_kvm_drop(struct vm *);
+int vm_cpu_fixed(struct vm *);
+void vm_timer_arm(struct vm *);
+int vm_timed_out(void);
+/* The user code and stack segments into the synced registers. */
+void vm_set_user_segments(struct vm *);
+uint64_t vm_now_us(void);
+
+/* kvm.c: replace guest memory and the VM by a fresh boot of cfg's
+ * program, argv and envp (cfg must outlive the program). 0; -1 when
+ * nothing changed (err says why); -2 when the old program is gone but
+ * the new VM could not be made. */
+int vm_exec_image(
+    struct vm *, const struct vmm_config *cfg, char *err, size_t errlen);
+
+/* exec.c */
+void vm_exec_free(struct vm *);
+
+/* ---- proc.c: the guest process tree ----------------------------------- */
+
+int vm_proc_init(struct vm *);
+/* At the end of vcpu_loop: a child reports and _exits; the first
+ * process stops whatever is left of the tree. */
+void vm_proc_finish(struct vm *);
+/* Signals queued for this process by others (taken or looked at), and
+ * what it catches and ignores, for senders to see. */
+uint64_t vm_proc_take_pending(struct vm *);
+uint64_t vm_proc_peek_pending(struct vm *);
+void vm_proc_dispositions(struct vm *, uint64_t caught, uint64_t ignored);
+
+/* ---- sys_signal.c: delivery ------------------------------------------- */
+
+int vm_signal_default_ignored(int sig);
+void vm_signal_raise(struct vm *, int sig); /* to this process */
+void vm_signal_forked(struct vm *);
+void vm_signal_exec(struct vm *);
+/* Deliver a pending signal as the call nr returns, or after a kick out
+ * of KVM_RUN. */
+void vm_signal_after_syscall(struct vm *, uint64_t nr);
+void vm_signal_after_kick(struct vm *);
+/* Whether a signal the process would act on is pending now. */
+int vm_signal_pending(struct vm *);
+/* An exception the program has a handler for: 1 when delivered. */
+int vm_signal_fault(struct vm *, unsigned vector, uint64_t rip, uint64_t rsp,
+    uint64_t rflags, uint64_t addr);
+
+/* A fresh thread id from the run's pid space. */
+int32_t vm_proc_new_tid(struct vm *);
+
+/* ---- sys_thread.c: threads on the one vCPU ------------------------- */
+
+int64_t vm_thread_clone(struct vm *, uint64_t flags, uint64_t newsp,
+    uint64_t ptid, uint64_t ctid, uint64_t tls);
+void vm_thread_reset(struct vm *);
+/* After a kick out of KVM_RUN: the next thread if the slice is over. */
+void vm_thread_preempt(struct vm *);
+
+/* Output bytes of the whole tree (fs.c counts writes to fds 1 and 2). */
+uint64_t *vm_output_counter(struct vm *);
 
 /* Guest memory: NULL unless [addr, addr+len) lies wholly in the
  * program's memory (never the kernel's first 2 MiB). */
@@ -91,5 +218,14 @@ int64_t vm_syscall(struct vm *, uint64_t nr, const uint64_t a[6]);
 /* Files (fs.c). */
 int vm_fs_init(struct vm *);
 void vm_fs_free(struct vm *);
+/* execve's program at a guest path (relative to the cwd): the running
+ * program for /proc/self/exe, an image file, or a workspace file with an
+ * exec bit read whole into *owned (the caller frees it). 0 or -errno. */
+int vm_fs_program(struct vm *, const char *gpath, char *path, size_t pathlen,
+    const uint8_t **data, size_t *len, uint8_t **owned);
+/* The open descriptor fd, or NULL. */
+struct vfd *vm_fd(struct vm *, uint64_t fd);
+/* Close the close-on-exec descriptors. */
+void vm_fs_exec_close(struct vm *);
 
 #endif

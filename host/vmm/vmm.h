@@ -71,6 +71,8 @@ struct vmm_config {
 	uint64_t output_max; /* bytes on fds 1 and 2 together; 0: none */
 	uint64_t workspace_max; /* bytes the guest may write; 0: none */
 	unsigned max_files; /* open guest descriptors; 0: 64 */
+	unsigned max_procs; /* guest processes at once, the first included;
+			     0: 64, at most 1024 */
 	int trace; /* log every system call (debug) */
 	/* KEEP_SYS_FETCH: relay one encoded egress request (egress_wire,
 	 * host/egress/egress.h) and return the encoded reply (*reply
