@@ -253,6 +253,13 @@ cmd_run(int argc, char **argv)
 			files[i].data = f->data;
 			files[i].len = f->len;
 			files[i].mode = f->mode;
+			files[i].hash = f->hash;
+		}
+		if (image_file_verify(cmd->program) != 0) {
+			fprintf(stderr,
+			    "keep run: image %s: %s does not match its hash\n",
+			    image_name(img), cmd->program->path);
+			goto out;
 		}
 		cfg.files = files;
 		cfg.nfiles = image_nfiles(img);

@@ -251,7 +251,8 @@ vmm_h_images(struct proc_ctx *ctx, const struct msg *m)
 	}
 	if (image_open_mem(bytes, q.size, &img, err, sizeof(err)) != 0 ||
 	    image_verify(img, (const uint8_t(*)[32])vs->keys, vs->nkeys, NULL,
-	        err, sizeof(err)) != 0) {
+	        err, sizeof(err)) != 0 ||
+	    image_verify_files(img, err, sizeof(err)) != 0) {
 		strlcpy(r->reason, err, sizeof(r->reason));
 		goto reply;
 	}

@@ -300,6 +300,13 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 		strlcat(reason, q.command, sizeof(reason));
 		goto refuse;
 	}
+	/* An image with deferred hashes: the program is checked here, the
+	 * files the guest opens by the VMM. */
+	if (image_file_verify(cmd->program) != 0) {
+		strlcpy(reason, "the program does not match its hash",
+		    sizeof(reason));
+		goto refuse;
+	}
 	for (i = 0; i < VMM_JOBS_MAX && job == NULL; i++)
 		if (!vs->jobs[i].used)
 			job = &vs->jobs[i];
@@ -345,6 +352,7 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 		fv[i].data = f->data;
 		fv[i].len = f->len;
 		fv[i].mode = f->mode;
+		fv[i].hash = f->hash;
 	}
 	files = fv;
 	timeout = g.timeout_ms;

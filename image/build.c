@@ -29,6 +29,7 @@ struct image_builder {
 	size_t nfiles;
 	struct builder_cmd *cmds;
 	size_t ncmds;
+	int deferred;
 };
 
 /* Copy s into a zero-padded field and check it as the validator will. */
@@ -156,6 +157,7 @@ image_builder_write(struct image_builder *b, int fd, char *err, size_t errlen)
 		return image_fail(err, errlen, IMAGE_E_NOMEM, "out of memory");
 	memcpy(head, IMG_MAGIC, 8);
 	img_put32(head + IMG_H_VERSION, IMG_VERSION);
+	img_put32(head + IMG_H_FLAGS, b->deferred ? IMG_FLAG_DEFERRED : 0);
 	img_put64(head + IMG_H_MEMORY, b->memory);
 	img_put32(head + IMG_H_CAPS, b->caps);
 	img_put32(head + IMG_H_NCOMMANDS, (uint32_t)b->ncmds);
@@ -216,6 +218,12 @@ image_builder_write(struct image_builder *b, int fd, char *err, size_t errlen)
 out:
 	free(head);
 	return rc;
+}
+
+void
+image_builder_defer_hashes(struct image_builder *b)
+{
+	b->deferred = 1;
 }
 
 void

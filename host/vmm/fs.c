@@ -86,6 +86,8 @@ vm_fs_init(struct vm *vm)
 	vm->fds[2].kind = VFD_OUT;
 	vm->fds[2].outfd = 2;
 	strlcpy(vm->cwd, "/", sizeof(vm->cwd));
+	if (vm_img_init(vm) != VMM_OK)
+		return VMM_E_NOMEM;
 	if (cfg->workspace_fd >= 0) {
 		if ((vm->ws_fd =
 		            fcntl(cfg->workspace_fd, F_DUPFD_CLOEXEC, 0)) == -1)
@@ -106,6 +108,7 @@ vm_fs_free(struct vm *vm)
 		fd_release(&vm->fds[i]);
 	free(vm->fds);
 	vm->fds = NULL;
+	vm_img_free(vm);
 	if (vm->ws_fd >= 0)
 		close(vm->ws_fd);
 	vm->ws_fd = -1;
@@ -147,27 +150,14 @@ guest_path(struct vm *vm, int64_t dirfd, uint64_t addr, char *out,
 static const struct vmm_file *
 image_file(struct vm *vm, const char *path)
 {
-	size_t i;
-
-	for (i = 0; i < vm->cfg->nfiles; i++)
-		if (strcmp(vm->cfg->files[i].path, path) == 0)
-			return &vm->cfg->files[i];
-	return NULL;
+	return vm_img_find(vm, path);
 }
 
 /* Whether path is a directory made of the image files' prefixes. */
 static int
 image_dir(struct vm *vm, const char *path)
 {
-	size_t i, n = strlen(path);
-
-	if (strcmp(path, "/") == 0)
-		return 1;
-	for (i = 0; i < vm->cfg->nfiles; i++)
-		if (strncmp(vm->cfg->files[i].path, path, n) == 0 &&
-		    vm->cfg->files[i].path[n] == '/')
-			return 1;
-	return 0;
+	return vm_img_is_dir(vm, path);
 }
 
 /* The workspace, through host/vmm/workspace.c; none: nothing exists. */
@@ -289,6 +279,8 @@ open_at(
 			return -EROFS;
 		if (flags & O_DIRECTORY)
 			return -ENOTDIR;
+		if ((rc = vm_img_check(vm, img)) != 0)
+			return rc;
 		f->kind = VFD_IMAGE;
 		f->file = img;
 	} else if ((hostfd = ws_open(vm, path,
@@ -464,64 +456,38 @@ static int64_t
 vdir_getdents(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len)
 {
 	uint8_t *g;
-	size_t i, j, n = strlen(f->path), used = 0, idx = 0;
+	size_t used = 0;
 	char name[VM_PATH_MAX];
 
 	if ((g = vm_gptr(vm, buf, len)) == NULL)
 		return -EFAULT;
-	for (i = 0; i < vm->cfg->nfiles + 2; i++) {
-		const char *p, *e;
+	for (;;) {
+		uint64_t idx = f->off;
 		uint8_t type = 4; /* DT_DIR */
 		size_t nl, reclen;
-		int seen = 0;
+		int is_dir;
 
-		if (i == 0)
+		if (idx == 0)
 			strlcpy(name, ".", sizeof(name));
-		else if (i == 1)
+		else if (idx == 1)
 			strlcpy(name, "..", sizeof(name));
-		else {
-			p = vm->cfg->files[i - 2].path;
-			if (strcmp(f->path, "/") == 0)
-				p += 1;
-			else if (strncmp(p, f->path, n) == 0 && p[n] == '/')
-				p += n + 1;
-			else
-				continue;
-			e = strchr(p, '/');
-			nl = e != NULL ? (size_t)(e - p) : strlen(p);
-			if (nl == 0 || nl >= sizeof(name))
-				continue;
-			memcpy(name, p, nl);
-			name[nl] = '\0';
-			type = e != NULL ? 4 : 8; /* DT_REG */
-			for (j = 2; j < i && !seen; j++) {
-				const char *q = vm->cfg->files[j - 2].path;
-				size_t m =
-				    strcmp(f->path, "/") == 0 ? 1 : n + 1;
-
-				if ((m == 1 ||
-				        (strncmp(q, f->path, n) == 0 &&
-				            q[n] == '/')) &&
-				    strncmp(q + m, name, nl) == 0 &&
-				    (q[m + nl] == '/' || q[m + nl] == '\0'))
-					seen = 1;
-			}
-			if (seen)
-				continue;
-		}
-		if (idx++ < f->off)
-			continue;
+		else if (vm_img_child(vm, f->path, (size_t)(idx - 2), name,
+		             sizeof(name), &is_dir) != 0)
+			break;
+		else if (!is_dir)
+			type = 8; /* DT_REG */
 		nl = strlen(name);
-		reclen = (sizeof(struct g_dirent) + nl + 1 + 7) & ~(size_t)7;
+		reclen =
+		    (offsetof(struct g_dirent, name) + nl + 1 + 7) & ~(size_t)7;
 		if (used + reclen > len)
 			return used > 0 ? (int64_t)used : -EINVAL;
-		struct g_dirent d = { .ino = idx + 1,
-			.off = (int64_t)idx,
+		struct g_dirent d = { .ino = idx + 2,
+			.off = (int64_t)idx + 1,
 			.reclen = (uint16_t)reclen,
 			.type = type };
 		memset(g + used, 0, reclen);
-		memcpy(g + used, &d, sizeof(d));
-		memcpy(g + used + sizeof(d), name, nl);
+		memcpy(g + used, &d, offsetof(struct g_dirent, name));
+		memcpy(g + used + offsetof(struct g_dirent, name), name, nl);
 		used += reclen;
 		f->off++;
 	}

@@ -67,7 +67,7 @@ vmm_strerror(int err)
 	case VMM_OK:
 		return "success";
 	case VMM_E_ELF:
-		return "not a loadable static ELF";
+		return "not a loadable ELF";
 	case VMM_E_KVM:
 		return "KVM refused the VM";
 	case VMM_E_NOMEM:
@@ -310,7 +310,7 @@ setup_cpu(struct vm *vm, uint64_t rsp)
 	sr->ldt.unusable = 1;
 
 	memset(regs, 0, sizeof(*regs));
-	regs->rip = vm->elf.entry;
+	regs->rip = vm->start;
 	regs->rsp = rsp;
 	regs->rflags = RFLAGS_FIXED;
 	vm->run->kvm_dirty_regs = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
@@ -348,19 +348,26 @@ static int
 build_stack(struct vm *vm, uint64_t *rsp)
 {
 	const struct vmm_config *cfg = vm->cfg;
-	size_t argc, envc, bytes = 0, i, nwords;
+	size_t argc, envc, imgc = 0, bytes = 0, i, nwords;
 	uint64_t sp = vm->stack_top, *words, *w, execfn, platform, random;
 	uint8_t rnd[16];
+	char **imgenv = NULL;
 	int rc = -1;
 
 	if (count_strings(cfg->argv, &argc, &bytes) != 0 ||
 	    count_strings(cfg->envp, &envc, &bytes) != 0 || argc == 0)
 		return -1;
-	if (bytes + 4096 > vm->stack_top - vm->stack_lo)
+	if (vm_image_env(vm, &imgenv, &imgc) != 0 ||
+	    count_strings((const char *const *)imgenv, &imgc, &bytes) != 0 ||
+	    bytes + 4096 > vm->stack_top - vm->stack_lo) {
+		vm_image_env_free(imgenv);
 		return -1;
-	nwords = 1 + argc + 1 + envc + 1 + 2 * 20;
-	if ((words = calloc(nwords, sizeof(*words))) == NULL)
+	}
+	nwords = 1 + argc + 1 + envc + imgc + 1 + 2 * 20;
+	if ((words = calloc(nwords, sizeof(*words))) == NULL) {
+		vm_image_env_free(imgenv);
 		return -1;
+	}
 	randombytes_buf(rnd, sizeof(rnd));
 	random = push_bytes(vm, &sp, rnd, sizeof(rnd));
 	platform = push_bytes(vm, &sp, "x86_64", 7);
@@ -374,6 +381,8 @@ build_stack(struct vm *vm, uint64_t *rsp)
 	for (i = 0; i < envc; i++)
 		*w++ =
 		    push_bytes(vm, &sp, cfg->envp[i], strlen(cfg->envp[i]) + 1);
+	for (i = 0; i < imgc; i++)
+		*w++ = push_bytes(vm, &sp, imgenv[i], strlen(imgenv[i]) + 1);
 	*w++ = 0;
 #define AUX(k, v)                                                              \
 	do {                                                                   \
@@ -384,7 +393,7 @@ build_stack(struct vm *vm, uint64_t *rsp)
 	AUX(AT_PHENT, vm->elf.phentsize);
 	AUX(AT_PHNUM, vm->elf.phnum);
 	AUX(AT_PAGESZ, VM_PAGE);
-	AUX(AT_BASE, 0);
+	AUX(AT_BASE, vm->interp_base);
 	AUX(AT_FLAGS, 0);
 	AUX(AT_ENTRY, vm->elf.entry);
 	AUX(AT_UID, 1000);
@@ -408,6 +417,7 @@ build_stack(struct vm *vm, uint64_t *rsp)
 	*rsp = sp;
 	rc = 0;
 	free(words);
+	vm_image_env_free(imgenv);
 	return rc;
 }
 
@@ -444,7 +454,11 @@ load_program(struct vm *vm, char *err, size_t errlen)
 	vm->brk_max = free_lo + ((free_hi - free_lo) / 2 & ~(VM_HUGE - 1));
 	vm->mmap_lo = vm->brk_max;
 	vm->mmap_hi = free_hi;
-	return vm_mem_init(vm) == 0 ? VMM_OK : VMM_E_NOMEM;
+	vm->start = vm->elf.entry;
+	if (vm_mem_init(vm) != 0)
+		return VMM_E_NOMEM;
+	return vm->elf.interp_len != 0 ? vm_load_interp(vm, err, errlen)
+	                               : VMM_OK;
 }
 
 /* ---- the vCPU loop ---------------------------------------------------- */
@@ -864,7 +878,10 @@ vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,
 	    (rc = vm_fs_init(&vm)) != VMM_OK)
 		goto out;
 	if (build_stack(&vm, &rsp) != 0) {
-		snprintf(err, errlen, "arguments and environment too large");
+		snprintf(err, errlen,
+		    "arguments and environment too large, or a malformed "
+		    "%s in the image",
+		    VM_IMAGE_ENV);
 		rc = VMM_E_TOOBIG;
 		goto out;
 	}

@@ -59,7 +59,10 @@ struct vm {
 	size_t run_size;
 	uint8_t *mem;
 	uint64_t memsz;
-	struct elf_info elf;
+	struct elf_info elf; /* the program */
+	struct elf_info interp; /* its PT_INTERP loader, if it has one */
+	uint64_t interp_base; /* AT_BASE: 0 for a static program */
+	uint64_t start; /* first RIP: the loader's entry, else the program's */
 	/* Layout of the program's memory (docs/vmm.md). */
 	uint64_t brk_start, brk_cur, brk_max;
 	uint64_t mmap_lo, mmap_hi; /* page allocator range */
@@ -68,6 +71,8 @@ struct vm {
 	uint64_t brk_peak;
 	uint64_t stack_lo, stack_top;
 	/* Files. */
+	uint32_t *img_order; /* cfg->files by path (imgtree.c) */
+	uint8_t *img_checked; /* per file: its hash was checked */
 	struct vfd *fds;
 	unsigned nfds;
 	int ws_fd; /* the workspace directory, or -1 */
@@ -195,11 +200,29 @@ int vm_gstr(struct vm *, uint64_t addr, char *out, size_t max);
 /* KEEP_SYS_FETCH (fetch.c, guest/include/keep.h). */
 int64_t vm_keep_fetch(struct vm *, uint64_t addr, uint64_t size);
 
+/* Place and copy the program's PT_INTERP loader from the image's files
+ * (loader.c); once the memory layout is set. VMM_OK or a VMM_E_*. */
+int vm_load_interp(struct vm *, char *err, size_t errlen);
+
+/* An image's default environment: the file VM_IMAGE_ENV, lines
+ * NAME=VALUE ('#' starts a comment line), appended after the caller's
+ * variables, which override it. *out (NULL-terminated, *n entries) is
+ * freed with vm_image_env_free. 0 (no file is fine), or -1 when the
+ * file is malformed or too large. */
+#define VM_IMAGE_ENV "/etc/keep/environment"
+#define VM_IMAGE_ENV_MAX 16384
+#define VM_IMAGE_ENV_LINES 64
+int vm_image_env(struct vm *, char ***out, size_t *n);
+void vm_image_env_free(char **v);
+
 /* The page allocator behind mmap (mem.c). */
 int vm_mem_init(struct vm *);
 uint64_t vm_mmap_alloc(struct vm *, uint64_t len); /* 0 on failure */
 int vm_mmap_free(struct vm *, uint64_t addr, uint64_t len);
 int vm_mmap_is_used(struct vm *, uint64_t addr, uint64_t len);
+/* Copy a file's bytes into a private mapping; bytes read or -errno. */
+int64_t vm_mmap_fill(
+    struct vm *, int fd, uint64_t g, uint64_t len, uint64_t off);
 
 /* The guest's CPUID table once vmm_prepare() has run (cpuid.c), and one
  * register of one leaf in it (reg 0-3: EAX EBX ECX EDX; 0 if absent). */
@@ -214,6 +237,19 @@ void vm_stop(struct vm *, enum vmm_status, int code, const char *fmt, ...)
  * guest's registers; returns the value for RAX (a negative errno on
  * failure). The synced registers in vm->run may be changed. */
 int64_t vm_syscall(struct vm *, uint64_t nr, const uint64_t a[6]);
+
+/* The image's files by path (imgtree.c): the index, a file by its
+ * exact path, whether a path is a directory of them, and the idx-th
+ * entry of such a directory (0, or -1 past the last). */
+int vm_img_init(struct vm *);
+void vm_img_free(struct vm *);
+const struct vmm_file *vm_img_find(struct vm *, const char *path);
+int vm_img_is_dir(struct vm *, const char *path);
+/* Before a file's first use: 0, or -EIO with the guest stopped when its
+ * contents do not match vmm_file.hash (a tampered image). */
+int vm_img_check(struct vm *, const struct vmm_file *);
+int vm_img_child(struct vm *, const char *dir, size_t idx, char *name,
+    size_t max, int *is_dir);
 
 /* Files (fs.c). */
 int vm_fs_init(struct vm *);
