@@ -138,6 +138,7 @@ vm_process(struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_config *cfg,
 			if (vs->jobs[i].egress.shm >= 0)
 				close(vs->jobs[i].egress.shm);
 		}
+	vmm_templates_close(vs);
 	if (seccomp_filter_install(&seccomp_vm) == -1) {
 		snprintf(res->reason, sizeof(res->reason), "error: seccomp");
 		res->status = VMM_FAULT;
@@ -268,6 +269,7 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	char *strbuf = NULL, reason[64] = "";
 	size_t used = 0, nenv = 0, i;
 	int outfds[2] = { -1, -1 }, st = RUN_REFUSED, efd = -1;
+	int from_template = 0;
 	uint64_t timeout;
 	pid_t pid;
 
@@ -403,19 +405,25 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	        vs->caps_reqid == m->hdr.reqid ? &vs->caps : NULL, &efd) == -1)
 		goto error;
 	vs->caps_reqid = 0;
-	switch (pid = fork()) {
-	case -1:
-		log_warn("%s: fork", __func__);
-		vmm_egress_close(&job->egress);
-		close(efd);
-		goto error;
-	case 0:
-		vmm_egress_child(&job->egress, efd, &cfg);
-		close(job->egress.fd);
-		job->egress.fd = -1;
-		job->egress.shm = -1; /* now the vm process's own */
-		vm_process(ctx, vs, &cfg, outfds, job->res, s->id);
-	}
+	/* A clone of the image's template when one is ready, else a cold
+	 * boot (docs/templates.md). */
+	if ((pid = vmm_template_clone(ctx, vs, img, s->image, q.command,
+	         g.principal, s->id, &cfg, job, outfds, efd)) > 0)
+		from_template = 1;
+	else
+		switch (pid = fork()) {
+		case -1:
+			log_warn("%s: fork", __func__);
+			vmm_egress_close(&job->egress);
+			close(efd);
+			goto error;
+		case 0:
+			vmm_egress_child(&job->egress, efd, &cfg);
+			close(job->egress.fd);
+			job->egress.fd = -1;
+			job->egress.shm = -1; /* now the vm process's own */
+			vm_process(ctx, vs, &cfg, outfds, job->res, s->id);
+		}
 	close(efd);
 	job->used = 1;
 	job->pid = pid;
@@ -431,10 +439,11 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	strlcpy(job->owner, s->owner, sizeof(job->owner));
 	strlcpy(job->cmd, q.command, sizeof(job->cmd));
 	proc_add(s, job->run_pid, q.command);
-	log_info("run %llu: %s in sandbox %s, vm pid %d, run %llu%s",
+	log_info("run %llu: %s in sandbox %s, vm pid %d, run %llu%s%s",
 	    (unsigned long long)job->reqid, q.command, s->id, (int)pid,
 	    (unsigned long long)job->run_pid,
-	    job->background ? ", in the background" : "");
+	    job->background ? ", in the background" : "",
+	    from_template ? ", from its template" : "");
 	if (job->background)
 		run_started(ctx, m->from, m->hdr.reqid, job->run_pid);
 	goto done;

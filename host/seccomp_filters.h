@@ -34,6 +34,8 @@ extern const struct seccomp_filter seccomp_vmm;
 extern const struct seccomp_filter seccomp_store;
 extern const struct seccomp_filter seccomp_egress;
 extern const struct seccomp_filter seccomp_vm; /* a `keepd: vm` process */
+/* A template's holder, `keepd: template` (host/proc_vmm_template.c). */
+extern const struct seccomp_filter seccomp_template;
 
 /*
  * Install seccomp_common plus f in the calling process (default: kill the

@@ -76,6 +76,8 @@ vmm_strerror(int err)
 		return "invalid argument";
 	case VMM_E_TOOBIG:
 		return "the program does not fit the guest memory";
+	case VMM_E_TEMPLATE:
+		return "the template did not reach its ready call";
 	}
 	return "unknown error";
 }
@@ -600,7 +602,7 @@ vcpu_loop(struct vm *vm)
 	struct kvm_regs *r;
 	struct kvm_sregs *s;
 
-	while (!vm->stopped) {
+	while (!vm->stopped && !vm->parked) {
 		/* Re-read each time: fork and execve replace the vCPU. */
 		run = vm->run;
 		r = &run->s.regs.regs;
@@ -826,87 +828,84 @@ vm_exec_image(
 
 /* ---- vmm_run ---------------------------------------------------------- */
 
-static void
+void
 vm_teardown(struct vm *vm)
 {
 	vm_fs_free(vm);
 	vm_exec_free(vm);
 	vm_thread_reset(vm);
 	free(vm->mmap_used);
+	vm->mmap_used = NULL;
 	vm_kvm_drop(vm);
 	if (vm->mem != NULL && vm->mem != MAP_FAILED)
 		munmap(vm->mem, vm->memsz);
+	vm->mem = NULL;
 }
 
 int
-vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,
-    size_t errlen)
+vm_boot(struct vm *vm, char *err, size_t errlen)
 {
-	struct sigaction sa, osa, okick;
-	struct itimerval it;
-	struct vm vm;
-	uint64_t t0, rsp;
+	const struct vmm_config *cfg = vm->cfg;
+	uint64_t rsp;
 	int rc;
 
-	memset(res, 0, sizeof(*res));
-	memset(&vm, 0, sizeof(vm));
-	vm.cfg = cfg;
-	vm.res = res;
-	vm.vmfd = vm.vcpufd = vm.ws_fd = -1;
-	if (err != NULL && errlen > 0)
-		err[0] = '\0';
 	if (cfg->elf == NULL || cfg->argv == NULL || cfg->argv[0] == NULL ||
 	    cfg->memory < (4ULL << 20) || cfg->memory > (16ULL << 30)) {
 		snprintf(err, errlen, "bad run configuration");
 		return VMM_E_INVAL;
 	}
-	t0 = now_us();
 	if ((rc = vmm_prepare(cfg->kvm_fd)) != VMM_OK) {
 		snprintf(err, errlen, "KVM_GET_SUPPORTED_CPUID: %s",
 		    strerror(errno));
 		return rc;
 	}
-	vm.memsz = (cfg->memory + VM_HUGE - 1) & ~(VM_HUGE - 1);
-	vm.mem = mmap(NULL, vm.memsz, PROT_READ | PROT_WRITE,
+	vm->memsz = (cfg->memory + VM_HUGE - 1) & ~(VM_HUGE - 1);
+	vm->mem = mmap(NULL, vm->memsz, PROT_READ | PROT_WRITE,
 	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (vm.mem == MAP_FAILED) {
-		vm.mem = NULL;
+	if (vm->mem == MAP_FAILED) {
+		vm->mem = NULL;
 		snprintf(err, errlen, "guest memory: %s", strerror(errno));
 		return VMM_E_NOMEM;
 	}
-	if ((rc = load_program(&vm, err, errlen)) != VMM_OK ||
-	    (rc = vm_fs_init(&vm)) != VMM_OK)
-		goto out;
-	if (build_stack(&vm, &rsp) != 0) {
+	if ((rc = load_program(vm, err, errlen)) != VMM_OK ||
+	    (rc = vm_fs_init(vm)) != VMM_OK)
+		return rc;
+	if (build_stack(vm, &rsp) != 0) {
 		snprintf(err, errlen,
 		    "arguments and environment too large, or a malformed "
 		    "%s in the image",
 		    VM_IMAGE_ENV);
-		rc = VMM_E_TOOBIG;
-		goto out;
+		return VMM_E_TOOBIG;
 	}
-	build_page_tables(&vm);
-	build_descriptors(&vm);
+	build_page_tables(vm);
+	build_descriptors(vm);
 
-	rc = VMM_E_KVM;
-	if (vm_kvm_create(&vm, err, errlen) != 0)
-		goto out;
-	if (setup_cpu(&vm, rsp) != 0) {
+	if (vm_kvm_create(vm, err, errlen) != 0)
+		return VMM_E_KVM;
+	if (setup_cpu(vm, rsp) != 0) {
 		snprintf(
 		    err, errlen, "setting up the vCPU: %s", strerror(errno));
-		goto out;
+		return VMM_E_KVM;
 	}
 	/* A guest writing to a pipe with no reader gets EPIPE here and
 	 * SIGPIPE's default action from us (fs.c), not a host signal. */
 	signal(SIGPIPE, SIG_IGN);
-	if (vm_proc_init(&vm) != 0) {
+	if (vm_proc_init(vm) != 0) {
 		snprintf(err, errlen, "the process table: %s", strerror(errno));
-		rc = VMM_E_NOMEM;
-		goto out;
+		return VMM_E_NOMEM;
 	}
+	return VMM_OK;
+}
 
-	if (cfg->timeout_ms != 0)
-		vm.deadline_us = now_us() + cfg->timeout_ms * 1000;
+void
+vm_serve(struct vm *vm)
+{
+	struct sigaction sa, osa, okick;
+	struct itimerval it;
+	uint64_t t0;
+
+	if (vm->cfg->timeout_ms != 0)
+		vm->deadline_us = now_us() + vm->cfg->timeout_ms * 1000;
 	/* SIGALRM: the run's limit and the guest's alarm; SIGUSR2: a
 	 * signal from another guest process. Neither restarts a blocking
 	 * call, so a guest's wait is cut short by either. */
@@ -916,23 +915,47 @@ vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,
 	sigaction(SIGALRM, &sa, &osa);
 	sa.sa_handler = on_kick;
 	sigaction(SIGUSR2, &sa, &okick);
-	vm_timer_arm(&vm);
-	res->boot_us = now_us() - t0;
+	vm_timer_arm(vm);
 	t0 = now_us();
-	vcpu_loop(&vm);
-	/* A forked guest process ends here: it never returns to the
-	 * caller of vmm_run (proc.c). The first one stops the rest. */
-	vm_proc_finish(&vm);
-	res->run_us = now_us() - t0;
+	vcpu_loop(vm);
+	/* A template parked at its ready call keeps its process tree for
+	 * its clones to replace; anything else is done. */
+	if (!vm->parked) {
+		/* A forked guest process ends here: it never returns to
+		 * the caller of vmm_run (proc.c). The first one stops the
+		 * rest. */
+		vm_proc_finish(vm);
+	}
+	vm->res->run_us = now_us() - t0;
 	memset(&it, 0, sizeof(it));
 	setitimer(ITIMER_REAL, &it, NULL);
 	running = NULL;
 	sigaction(SIGALRM, &osa, NULL);
 	sigaction(SIGUSR2, &okick, NULL);
-	res->peak_memory =
-	    (vm.brk_peak - vm.brk_start) + vm.mmap_pages_peak * VM_PAGE;
-	rc = VMM_OK;
-out:
+	vm->res->peak_memory =
+	    (vm->brk_peak - vm->brk_start) + vm->mmap_pages_peak * VM_PAGE;
+}
+
+int
+vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,
+    size_t errlen)
+{
+	struct vm vm;
+	uint64_t t0;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	memset(&vm, 0, sizeof(vm));
+	vm.cfg = cfg;
+	vm.res = res;
+	vm.vmfd = vm.vcpufd = vm.ws_fd = -1;
+	if (err != NULL && errlen > 0)
+		err[0] = '\0';
+	t0 = now_us();
+	if ((rc = vm_boot(&vm, err, errlen)) == VMM_OK) {
+		res->boot_us = now_us() - t0;
+		vm_serve(&vm);
+	}
 	vm_teardown(&vm);
 	return rc;
 }

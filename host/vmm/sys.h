@@ -129,6 +129,7 @@ int64_t sys_exit_group(struct vm *, const uint64_t a[6]);
 int64_t sys_prlimit64(struct vm *, const uint64_t a[6]);
 int64_t sys_getrandom(struct vm *, const uint64_t a[6]);
 int64_t sys_keep_fetch(struct vm *, const uint64_t a[6]);
+int64_t sys_keep_ready(struct vm *, const uint64_t a[6]); /* template.c */
 
 /* Processes: fork, exec, wait, kill, groups (proc.c, exec.c). */
 int64_t sys_clone(struct vm *, const uint64_t a[6]);
