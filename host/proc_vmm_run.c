@@ -576,12 +576,14 @@ vmm_job_finish(struct proc_ctx *ctx, struct job *job)
 		st = RUN_KILLED;
 		strlcpy(reason, "killed", sizeof(reason));
 	}
-	log_info(
-	    "run %llu done: status %u, exit %d, %llu+%llu bytes, %llu us%s%s",
+	log_info("run %llu done: status %u, exit %d, %llu+%llu bytes, %llu us "
+	         "(boot %llu, %llu exits, %llu calls)%s%s",
 	    (unsigned long long)job->reqid, st, res.exit_code,
 	    (unsigned long long)out_len, (unsigned long long)err_len,
 	    (unsigned long long)(res.boot_us + res.run_us),
-	    reason[0] != '\0' ? ": " : "", reason);
+	    (unsigned long long)res.boot_us, (unsigned long long)res.exits,
+	    (unsigned long long)res.syscalls, reason[0] != '\0' ? ": " : "",
+	    reason);
 	job_record(ctx, job, st, res.exit_code, &res);
 	if (!job->background)
 		run_reply(ctx, job->from, job->reqid, st, res.exit_code, reason,

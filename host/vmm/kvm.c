@@ -828,6 +828,33 @@ vm_exec_image(
 
 /* ---- vmm_run ---------------------------------------------------------- */
 
+/*
+ * Guest memory, aligned to 2 MiB: the guest maps it with 2 MiB pages,
+ * and where the host backs an aligned 2 MiB with a transparent huge
+ * page, KVM maps it whole, one fault where there would be 512. A
+ * template's clones read most of what they touch, so for them it is the
+ * difference between a fault per 4 KiB page and one per 2 MiB.
+ */
+static uint8_t *
+guest_mem_map(uint64_t size)
+{
+	uint8_t *p, *aligned;
+	uint64_t slack;
+
+	p = mmap(NULL, size + VM_HUGE, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return MAP_FAILED;
+	aligned = (uint8_t *)(((uintptr_t)p + VM_HUGE - 1) & ~(VM_HUGE - 1));
+	slack = (uint64_t)(aligned - p);
+	if (slack > 0)
+		munmap(p, slack);
+	if (VM_HUGE - slack > 0)
+		munmap(aligned + size, VM_HUGE - slack);
+	madvise(aligned, size, MADV_HUGEPAGE);
+	return aligned;
+}
+
 void
 vm_teardown(struct vm *vm)
 {
@@ -860,8 +887,7 @@ vm_boot(struct vm *vm, char *err, size_t errlen)
 		return rc;
 	}
 	vm->memsz = (cfg->memory + VM_HUGE - 1) & ~(VM_HUGE - 1);
-	vm->mem = mmap(NULL, vm->memsz, PROT_READ | PROT_WRITE,
-	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	vm->mem = guest_mem_map(vm->memsz);
 	if (vm->mem == MAP_FAILED) {
 		vm->mem = NULL;
 		snprintf(err, errlen, "guest memory: %s", strerror(errno));
