@@ -119,8 +119,8 @@ static const struct msg_handler vmm_handlers[] = {
 static int
 vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 {
-	struct pollfd pfd[PROC_COUNT + 2 * VMM_JOBS_MAX];
-	int who[PROC_COUNT + 2 * VMM_JOBS_MAX];
+	struct pollfd pfd[PROC_COUNT + 2 * VMM_JOBS_MAX + VMM_TEMPLATES_MAX];
+	int who[PROC_COUNT + 2 * VMM_JOBS_MAX + VMM_TEMPLATES_MAX];
 	uint8_t *buf;
 	size_t n, i;
 	uint64_t now;
@@ -147,6 +147,14 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 				pfd[n].events = POLLIN;
 				who[n++] = PROC_COUNT + VMM_JOBS_MAX + (int)i;
 			}
+		/* Template holders report their boot (proc_vmm_template.c). */
+		for (i = 0; i < VMM_TEMPLATES_MAX; i++)
+			if (vmm_template_pollfd(vs, i) >= 0) {
+				pfd[n].fd = vmm_template_pollfd(vs, i);
+				pfd[n].events = POLLIN;
+				who[n++] =
+				    PROC_COUNT + 2 * VMM_JOBS_MAX + (int)i;
+			}
 		for (i = 0; i < n; i++)
 			pfd[i].revents = 0;
 		if (poll(pfd, n, 1000) == -1 && errno != EINTR)
@@ -154,7 +162,11 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 		for (i = 0; i < n && !ctx->quit; i++) {
 			if (pfd[i].revents == 0)
 				continue;
-			if (who[i] >= PROC_COUNT + VMM_JOBS_MAX) {
+			if (who[i] >= PROC_COUNT + 2 * VMM_JOBS_MAX)
+				vmm_template_event(vs,
+				    (size_t)who[i] - PROC_COUNT -
+				        2 * VMM_JOBS_MAX);
+			else if (who[i] >= PROC_COUNT + VMM_JOBS_MAX) {
 				struct job *j = &vs->jobs[who[i] - PROC_COUNT -
 				    VMM_JOBS_MAX];
 

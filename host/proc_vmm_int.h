@@ -153,6 +153,10 @@ pid_t vmm_template_clone(struct proc_ctx *ctx, struct vmm_state *vs,
     const struct image *img, const char *image_name, const char *command,
     const char *principal, const char *sbx_id, const struct vmm_config *cfg,
     struct job *job, const int outfds[2], int efd);
+/* The vmm's loop: the descriptor to poll for holder i (-1: none), and
+ * what it reported (a booting template's ready or failed). */
+int vmm_template_pollfd(const struct vmm_state *vs, size_t i);
+void vmm_template_event(struct vmm_state *vs, size_t i);
 /* Kill the templates of an image that changed or went away. */
 void vmm_templates_forget(struct vmm_state *vs, const char *image);
 /* In a forked child: close the links to the holders. */

@@ -450,6 +450,21 @@ slot_start(struct proc_ctx *ctx, struct vmm_state *vs, struct tpl_slot *ts,
 	return 0;
 }
 
+int
+vmm_template_pollfd(const struct vmm_state *vs, size_t i)
+{
+	const struct tpl_slot *ts = &vs->templates[i];
+
+	return ts->used && ts->state == TPL_BOOTING ? ts->fd : -1;
+}
+
+void
+vmm_template_event(struct vmm_state *vs, size_t i)
+{
+	if (i < VMM_TEMPLATES_MAX && vs->templates[i].used)
+		slot_check(&vs->templates[i]);
+}
+
 void
 vmm_templates_forget(struct vmm_state *vs, const char *image)
 {

@@ -79,7 +79,7 @@ def _main():
     except BaseException as e:
         # As the interpreter reports it, without this file's frame.
         tb = e.__traceback__.tb_next if e.__traceback__ else None
-        sys.excepthook(type(e), e, tb)
+        sys.excepthook(type(e), e.with_traceback(tb), tb)
         status = 1
     _finish(status)
 
