@@ -90,6 +90,7 @@ struct tpl_slot {
 	 * only the image's code ever ran in it (shared by everyone). */
 	char owner[GRANT_PRINCIPAL_MAX];
 	pid_t pid; /* the holder */
+	pid_t spare_pid; /* its spare clone, a child of this process */
 	int fd; /* the vmm's end of the socketpair to it */
 	int state;
 	uint64_t request_max;

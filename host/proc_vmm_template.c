@@ -17,10 +17,20 @@
  * handed to another. A template dies with its image (a new upload or a
  * delete), and the oldest goes when the table is full.
  *
- * holder <-> vmm, on the socketpair (SOCK_SEQPACKET), fixed sizes:
- *	holder -> vmm	struct tpl_status: ready (with the largest request
- *			that fits), failed (with a reason), cloned (pid)
- *	vmm -> holder	struct tpl_clone + TPL_CLONE_FDS descriptors
+ * The holder keeps one spare clone ahead of the runs: forked, its VM
+ * already rebuilt over the copy-on-write memory (the rebuild of a 1 GiB
+ * guest's VM costs milliseconds here), waiting on the socketpair. It is
+ * the spare that takes the next request and becomes the run's vm
+ * process; the holder then forks the next spare.
+ *
+ * holder or spare <-> vmm, on the socketpair (SOCK_SEQPACKET), fixed
+ * sizes:
+ *	-> vmm	struct tpl_status: ready (with the largest request that
+ *		fits), failed (with a reason), spare (its pid, so the vmm can
+ *		reap one that never ran), cloned (the spare that took a
+ *		request: its pid), refused (a malformed request)
+ *	vmm ->	struct tpl_clone + TPL_CLONE_FDS descriptors, read by the
+ *		spare
  */
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -36,7 +46,13 @@
 #define TPL_MAGIC 0x4b54504cU /* "KTPL" */
 
 enum { TPL_BOOTING = 1, TPL_READY, TPL_FAILED };
-enum { TPL_ST_READY = 1, TPL_ST_FAILED, TPL_ST_CLONED, TPL_ST_REFUSED };
+enum {
+	TPL_ST_READY = 1,
+	TPL_ST_FAILED,
+	TPL_ST_CLONED,
+	TPL_ST_REFUSED,
+	TPL_ST_SPARE /* pid: a new spare, a child of the vmm */
+};
 
 struct tpl_status {
 	uint32_t magic;
@@ -274,21 +290,56 @@ clone_run(struct proc_ctx *ctx, struct vmm_template *t, int sock,
 	_exit(0);
 }
 
-/* The holder: boot, report, then one clone per request until the vmm
- * closes the link. */
+/* A spare: rebuild the VM now, then wait for a request and run it. It
+ * tells the holder (one byte on taken) when it has taken one. */
+static void __attribute__((noreturn))
+spare_main(struct proc_ctx *ctx, struct vmm_template *t, int sock, int taken)
+{
+	struct tpl_clone q;
+	char err[160];
+	int fds[TPL_CLONE_FDS], n;
+
+	/* A child of the vmm: it goes with the vmm. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (vmm_template_prepare(t, err, sizeof(err)) != VMM_OK)
+		_exit(1);
+	for (;;) {
+		if ((n = holder_recv(sock, &q, fds)) == 0)
+			_exit(0);
+		if (n > 0)
+			break;
+		holder_send(
+		    sock, TPL_ST_REFUSED, 0, 0, 0, "malformed clone request");
+	}
+	/* The answer first: the holder's next spare is announced after it,
+	 * and the vmm reaps a spare announced before its predecessor was
+	 * taken as one that died. */
+	holder_send(sock, TPL_ST_CLONED, getpid(), 0, 0, "");
+	if (write(taken, "t", 1) != 1)
+		_exit(1);
+	close(taken);
+	clone_run(ctx, t, sock, &q, fds);
+}
+
+/* The holder: boot, report, then keep a spare clone waiting until the
+ * vmm closes the link. */
 static void __attribute__((noreturn)) holder_main(struct proc_ctx *ctx,
     const struct vmm_config *boot, int sock, const char *name)
 {
 	struct vmm_template *t;
-	struct tpl_clone q;
-	char err[160], reason[160];
-	int fds[TPL_CLONE_FDS];
+	struct pollfd pfd[2];
+	char err[160], reason[160], c;
+	int p[2], failures = 0;
 	pid_t pid;
 	size_t i;
-	int n;
 
 	setproctitle("template %s", name);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	/* Forked in the middle of a run's start: whatever of it is open
+	 * here (its request, output, egress link) is not the template's. */
+	for (i = 3; i < 1024; i++)
+		if ((int)i != sock && (int)i != ctx->kvm_fd)
+			close((int)i);
 	sodium_memzero(ctx->grant_key, sizeof(ctx->grant_key));
 	if (seccomp_filter_install(&seccomp_template) == -1)
 		_exit(2);
@@ -310,30 +361,54 @@ static void __attribute__((noreturn)) holder_main(struct proc_ctx *ctx,
 	}
 	holder_send(sock, TPL_ST_READY, 0, vmm_template_request_max(t),
 	    vmm_template_memory(t), "");
-	for (;;) {
-		if ((n = holder_recv(sock, &q, fds)) == 0)
-			_exit(0);
-		if (n < 0) {
-			holder_send(sock, TPL_ST_REFUSED, 0, 0, 0,
-			    "malformed clone request");
-			continue;
-		}
-		/* The clone is the vmm's child, as a cold vm process is. */
+	while (failures < 3) {
+		if (pipe2(p, O_CLOEXEC) == -1)
+			break;
+		/* The spare is the vmm's child, as a cold vm process is. */
 		pid = (pid_t)syscall(
 		    SYS_clone, CLONE_PARENT | SIGCHLD, NULL, NULL, NULL, 0);
-		if (pid == 0)
-			clone_run(ctx, t, sock, &q, fds);
-		for (i = 0; i < TPL_CLONE_FDS; i++)
-			close(fds[i]);
+		if (pid == 0) {
+			close(p[0]);
+			spare_main(ctx, t, sock, p[1]);
+		}
+		close(p[1]);
 		if (pid < 0)
-			holder_send(
-			    sock, TPL_ST_REFUSED, 0, 0, 0, strerror(errno));
-		else
-			holder_send(sock, TPL_ST_CLONED, pid, 0, 0, "");
+			break;
+		holder_send(sock, TPL_ST_SPARE, pid, 0, 0, "");
+		/* Until the spare takes a request (a byte) or dies (end of
+		 * file), or the vmm hangs up. */
+		pfd[0].fd = p[0];
+		pfd[0].events = POLLIN;
+		pfd[1].fd = sock;
+		pfd[1].events = 0;
+		for (;;) {
+			pfd[0].revents = pfd[1].revents = 0;
+			if (poll(pfd, 2, -1) == -1 && errno != EINTR)
+				_exit(1);
+			if (pfd[1].revents & (POLLHUP | POLLERR))
+				_exit(0);
+			if (pfd[0].revents != 0)
+				break;
+		}
+		failures = read(p[0], &c, 1) == 1 ? 0 : failures + 1;
+		close(p[0]);
 	}
+	holder_send(sock, TPL_ST_FAILED, 0, 0, 0, "its clones fail");
+	_exit(1);
 }
 
 /* ---- the vmm's side ---------------------------------------------------- */
+
+/* A spare that never took a run is the vmm's child: kill and reap it. */
+static void
+slot_reap_spare(struct tpl_slot *ts)
+{
+	if (ts->spare_pid > 0) {
+		kill(ts->spare_pid, SIGKILL);
+		waitpid(ts->spare_pid, NULL, 0);
+	}
+	ts->spare_pid = 0;
+}
 
 static void
 slot_kill(struct tpl_slot *ts)
@@ -344,6 +419,7 @@ slot_kill(struct tpl_slot *ts)
 		kill(ts->pid, SIGKILL);
 		waitpid(ts->pid, NULL, 0);
 	}
+	slot_reap_spare(ts);
 	memset(ts, 0, sizeof(*ts));
 	ts->fd = -1;
 }
@@ -366,38 +442,54 @@ slot_read(struct tpl_slot *ts, int ms, struct tpl_status *st)
 	return 0;
 }
 
-/* A booting template that has reported: ready or failed. */
+/* What the holder said: ready, a new spare, or failed. */
+static void
+slot_status(struct tpl_slot *ts, int rc, const struct tpl_status *st)
+{
+	if (rc == 0 && st->status == TPL_ST_READY && ts->state == TPL_BOOTING) {
+		ts->state = TPL_READY;
+		ts->request_max = st->request_max;
+		log_info("template %s %s (%llu MiB guest memory): ready, "
+		         "holding %llu KiB",
+		    ts->image, ts->command,
+		    (unsigned long long)(ts->memory >> 20),
+		    (unsigned long long)(st->memory >> 10));
+		return;
+	}
+	if (rc == 0 && st->status == TPL_ST_SPARE && st->pid > 0) {
+		/* The last spare died before it took a run. */
+		slot_reap_spare(ts);
+		ts->spare_pid = st->pid;
+		return;
+	}
+	if (rc == 0 &&
+	    (st->status == TPL_ST_REFUSED || st->status == TPL_ST_CLONED))
+		return; /* answers to a request that gave up waiting */
+	log_warnx("template %s %s failed: %s", ts->image, ts->command,
+	    rc == 0 && st->status == TPL_ST_FAILED ? st->reason
+	                                           : "the holder died");
+	if (ts->fd >= 0)
+		close(ts->fd);
+	ts->fd = -1;
+	if (ts->pid > 0) {
+		kill(ts->pid, SIGKILL);
+		waitpid(ts->pid, NULL, 0);
+	}
+	ts->pid = 0;
+	slot_reap_spare(ts);
+	ts->state = TPL_FAILED;
+	ts->failed_at_ms = vmm_mono_ms();
+}
+
+/* Whatever the holder has said, without waiting. */
 static void
 slot_check(struct tpl_slot *ts)
 {
 	struct tpl_status st;
 	int rc;
 
-	if (ts->state != TPL_BOOTING)
-		return;
-	if ((rc = slot_read(ts, 0, &st)) == -1)
-		return;
-	if (rc == 0 && st.status == TPL_ST_READY) {
-		ts->state = TPL_READY;
-		ts->request_max = st.request_max;
-		log_info("template %s %s (%llu MiB guest memory): ready, "
-		         "holding %llu KiB",
-		    ts->image, ts->command,
-		    (unsigned long long)(ts->memory >> 20),
-		    (unsigned long long)(st.memory >> 10));
-		return;
-	}
-	log_warnx("template %s %s failed: %s", ts->image, ts->command,
-	    rc == 0 && st.status == TPL_ST_FAILED ? st.reason
-	                                          : "the holder died");
-	if (ts->fd >= 0)
-		close(ts->fd);
-	ts->fd = -1;
-	if (ts->pid > 0)
-		waitpid(ts->pid, NULL, 0);
-	ts->pid = 0;
-	ts->state = TPL_FAILED;
-	ts->failed_at_ms = vmm_mono_ms();
+	while (ts->fd >= 0 && (rc = slot_read(ts, 0, &st)) != -1)
+		slot_status(ts, rc, &st);
 }
 
 static int
@@ -455,7 +547,7 @@ vmm_template_pollfd(const struct vmm_state *vs, size_t i)
 {
 	const struct tpl_slot *ts = &vs->templates[i];
 
-	return ts->used && ts->state == TPL_BOOTING ? ts->fd : -1;
+	return ts->used ? ts->fd : -1;
 }
 
 void
@@ -697,10 +789,17 @@ vmm_template_clone(struct proc_ctx *ctx, struct vmm_state *vs,
 	fds[TPL_FD_EGRESS] = efd;
 	fds[TPL_FD_EGRESS_SHM] = job->egress.shm;
 	st.status = 0;
-	if (cfg->stdin_fd < 0 || cfg->workspace_fd < 0 || efd < 0 ||
-	    job->egress.shm < 0 || send_clone(ts->fd, &q, fds) != 0 ||
-	    (rc = slot_read(ts, TPL_REPLY_MS, &st)) != 0 ||
-	    st.status != TPL_ST_CLONED || st.pid <= 0) {
+	rc = -1;
+	if (cfg->stdin_fd >= 0 && cfg->workspace_fd >= 0 && efd >= 0 &&
+	    job->egress.shm >= 0 && send_clone(ts->fd, &q, fds) == 0) {
+		uint64_t until = vmm_mono_ms() + TPL_REPLY_MS;
+
+		/* Spares may be announced before the answer. */
+		while ((rc = slot_read(ts, TPL_REPLY_MS, &st)) == 0 &&
+		    st.status == TPL_ST_SPARE && vmm_mono_ms() < until)
+			slot_status(ts, rc, &st);
+	}
+	if (rc != 0 || st.status != TPL_ST_CLONED || st.pid <= 0) {
 		munmap(res, sizeof(*res));
 		log_warnx("template %s %s: no clone (%s), the run boots cold",
 		    ts->image, ts->command,
@@ -710,6 +809,8 @@ vmm_template_clone(struct proc_ctx *ctx, struct vmm_state *vs,
 		slot_kill(ts);
 		goto cold;
 	}
+	if (st.pid == ts->spare_pid)
+		ts->spare_pid = 0; /* now a job's, reaped as one */
 	close(sfd);
 	close(rfd);
 	munmap(job->res, sizeof(*job->res));

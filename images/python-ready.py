@@ -44,12 +44,33 @@ def _wait():
     return parts[:argc], parts[argc:argc + envc]
 
 
+def _numpy_state():
+    """The address of numpy's global MT19937 key and position, or None.
+
+    Reseeding through numpy.random.seed() would run numpy's seeding code,
+    and each page of it a clone touches costs a fault; writing a fresh
+    key from getrandom straight into the generator's state costs none.
+    """
+    nprandom = sys.modules.get("numpy.random")
+    if nprandom is None:
+        return None
+    bitgen = nprandom.mtrand._rand._bit_generator
+    if type(bitgen).__name__ != "MT19937":
+        return None
+    return bitgen.ctypes.state_address
+
+
+_NUMPY_STATE = _numpy_state()
+_MT_KEY = 624 * 4  # uint32_t key[624]; int pos (numpy's mt19937_state)
+
+
 def _refresh():
     """Clones share the template's memory: reseed its generators."""
     random.seed()
-    nprandom = sys.modules.get("numpy.random")
-    if nprandom is not None:
-        nprandom.seed()
+    if _NUMPY_STATE is not None:
+        ctypes.memmove(_NUMPY_STATE, os.urandom(_MT_KEY), _MT_KEY)
+        # pos = 624: the next draw regenerates the whole key.
+        ctypes.c_int.from_address(_NUMPY_STATE + _MT_KEY).value = 624
 
 
 def _main():
@@ -59,11 +80,15 @@ def _main():
             or any(e.startswith(b"PYTHON") for e in env)):
         os.execve("/proc/self/exe", argv, dict(
             e.split(b"=", 1) for e in env if b"=" in e))
-    os.environ.clear()
-    for e in env:
-        key, sep, value = e.partition(b"=")
-        if sep:
-            os.environ[os.fsdecode(key)] = os.fsdecode(value)
+    # Most runs bring the environment the template started with (the
+    # image's); only a different one is set, as a cold start would have.
+    current = sorted(b"%s=%s" % kv for kv in os.environb.items())
+    if sorted(env) != current:
+        os.environ.clear()
+        for e in env:
+            key, sep, value = e.partition(b"=")
+            if sep:
+                os.environ[os.fsdecode(key)] = os.fsdecode(value)
     code = os.fsdecode(argv[2])
     sys.argv = ["-c"] + [os.fsdecode(a) for a in argv[3:]]
     sys.orig_argv = [os.fsdecode(a) for a in argv]

@@ -194,19 +194,44 @@ write_request(struct vm *vm, char *err, size_t errlen)
 }
 
 int
+vmm_template_prepare(struct vmm_template *t, char *err, size_t errlen)
+{
+	struct vm *vm = &t->vm;
+
+	if (err != NULL && errlen > 0)
+		err[0] = '\0';
+	if (vm->template_state != VM_TPL_PARKED) {
+		snprintf(err, errlen, "not a parked template");
+		return VMM_E_INVAL;
+	}
+	/* RAX, the request's length, goes in with the run (the synced
+	 * registers are loaded at the first KVM_RUN). */
+	if (vm_cpu_rebuild(vm, &t->cpu, err, errlen) != 0)
+		return VMM_E_KVM;
+	vm->template_state = VM_TPL_PREPARED;
+	return VMM_OK;
+}
+
+int
 vmm_template_run(struct vmm_template *t, const struct vmm_config *run,
     struct vmm_result *res, char *err, size_t errlen)
 {
 	struct vm *vm = &t->vm;
-	struct vm_cpu_state st;
 	uint64_t t0 = mono_us(), len;
+	int rc;
 
 	memset(res, 0, sizeof(*res));
 	if (err != NULL && errlen > 0)
 		err[0] = '\0';
-	if (vm->template_state != VM_TPL_PARKED || run->argv == NULL ||
-	    run->argv[0] == NULL) {
+	if (run->argv == NULL || run->argv[0] == NULL) {
 		snprintf(err, errlen, "bad run configuration");
+		return VMM_E_INVAL;
+	}
+	if (vm->template_state == VM_TPL_PARKED &&
+	    (rc = vmm_template_prepare(t, err, errlen)) != VMM_OK)
+		return rc;
+	if (vm->template_state != VM_TPL_PREPARED) {
+		snprintf(err, errlen, "not a parked template");
 		return VMM_E_INVAL;
 	}
 	/* What the image put there stays (the program, its files, its
@@ -230,7 +255,6 @@ vmm_template_run(struct vmm_template *t, const struct vmm_config *run,
 	t->run.fetch_arg = run->fetch_arg;
 	vm->cfg = &t->run;
 	vm->res = res;
-	vm->template_state = VM_TPL_CLONE;
 	vm->parked = 0;
 	vm->stopped = 0;
 
@@ -256,10 +280,9 @@ vmm_template_run(struct vmm_template *t, const struct vmm_config *run,
 	}
 	if ((len = write_request(vm, err, errlen)) == 0)
 		return VMM_E_TOOBIG;
-	st = t->cpu;
-	st.regs.rax = len;
-	if (vm_cpu_rebuild(vm, &st, err, errlen) != 0)
-		return VMM_E_KVM;
+	vm->run->s.regs.regs.rax = len;
+	vm->run->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
+	vm->template_state = VM_TPL_CLONE;
 	res->boot_us = mono_us() - t0;
 	vm_serve(vm);
 	return VMM_OK;

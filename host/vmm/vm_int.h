@@ -102,7 +102,13 @@ struct vm {
 	uint64_t ready_buf, ready_len;
 };
 
-enum { VM_TPL_NONE = 0, VM_TPL_BOOTING, VM_TPL_PARKED, VM_TPL_CLONE };
+enum {
+	VM_TPL_NONE = 0,
+	VM_TPL_BOOTING,
+	VM_TPL_PARKED,
+	VM_TPL_PREPARED, /* a copy with its VM rebuilt, waiting for a run */
+	VM_TPL_CLONE
+};
 
 /* ---- clone.c: the vCPU's state, and a VM rebuilt around it ---------- */
 

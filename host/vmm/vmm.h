@@ -125,6 +125,10 @@ int vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,
  * included, always fit). The template in that process is used up; the
  * caller exits.
  *
+ * vmm_template_prepare does the part of vmm_template_run that needs no
+ * run, ahead of it (a spare copy waiting for its run: the VM rebuilt
+ * over the inherited memory); vmm_template_run then skips it.
+ *
  * vmm_template_memory: guest bytes the template holds (brk and mmap).
  */
 struct vmm_template;
@@ -132,6 +136,7 @@ int vmm_template_boot(const struct vmm_config *cfg, struct vmm_template **out,
     char *err, size_t errlen);
 int vmm_template_run(struct vmm_template *t, const struct vmm_config *run,
     struct vmm_result *res, char *err, size_t errlen);
+int vmm_template_prepare(struct vmm_template *t, char *err, size_t errlen);
 uint64_t vmm_template_request_max(const struct vmm_template *t);
 uint64_t vmm_template_memory(const struct vmm_template *t);
 void vmm_template_free(struct vmm_template *t);
