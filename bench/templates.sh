@@ -3,7 +3,8 @@
 # baseline measured in the same run.
 #  1. python -c 'print(1)': Debian's /usr/bin/python3.11 on the host (the
 #     interpreter the python image holds) beside keep run (a cold boot),
-#     execute through the API on an image without a template (cold) and
+#     execute through the API on an image without a template (cold),
+#     keep run --template (a clone from the user's template holder) and
 #     execute from the python image's template (target: p50 <= 0.5x
 #     native);
 #  2. import numpy as np; print(np.ones(3).sum()): native beside execute

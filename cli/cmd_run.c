@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cli/cmd.h"
+#include "cli/run_template.h"
 #include "host/vmm/vmm.h"
 #include "image/image.h"
 #include "lib/units.h"
@@ -41,6 +42,7 @@ run_usage(void)
 	    "[--workspace DIR]\n"
 	    "                [--workspace-max SIZE] [--env K=V]... "
 	    "[--output-max SIZE] [--processes N] [--stats]\n"
+	    "                [--template]\n"
 	    "                PROGRAM [ARG...]\n"
 	    "       keep run [options] --trust PUBLIC... IMAGE COMMAND "
 	    "[ARG...]\n"
@@ -120,6 +122,7 @@ cmd_run(int argc, char **argv)
 		{ "trace", no_argument, NULL, 'x' },
 		{ "syscalls", no_argument, NULL, 'S' },
 		{ "processes", required_argument, NULL, 'P' },
+		{ "template", no_argument, NULL, 'L' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct vmm_config cfg;
@@ -132,7 +135,7 @@ cmd_run(int argc, char **argv)
 	size_t nenv = 0, ntrust = 0, elf_len = 0, i;
 	uint64_t memory = 0, timeout = 0, output_max = 0;
 	char err[256], cachepath[4096];
-	int c, stats = 0, rc, ex = RUN_EXIT_BOOT, kvm = -1;
+	int c, stats = 0, rc, ex = RUN_EXIT_BOOT, kvm = -1, use_template = 0;
 
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.workspace_fd = -1;
@@ -209,6 +212,9 @@ cmd_run(int argc, char **argv)
 		}
 		case 's':
 			stats = 1;
+			break;
+		case 'L':
+			use_template = 1;
 			break;
 		case 'x':
 			cfg.trace = 1;
@@ -305,7 +311,16 @@ cmd_run(int argc, char **argv)
 	cfg.memory = memory ? memory : 64ULL << 20;
 	cfg.timeout_ms = timeout;
 	cfg.output_max = output_max;
-	rc = vmm_run(&cfg, &res, err, sizeof(err));
+	rc = -1;
+	if (use_template && img != NULL &&
+	    (rc = run_template(argv[0], img, argv[1], &cfg,
+	         (const uint8_t(*)[32])trust, ntrust, &res, err,
+	         sizeof(err))) == -2) {
+		fprintf(stderr, "keep run: %s\n", err);
+		goto out;
+	}
+	if (rc != 0)
+		rc = vmm_run(&cfg, &res, err, sizeof(err));
 	if (rc != VMM_OK) {
 		fprintf(stderr, "keep run: %s: %s\n", vmm_strerror(rc), err);
 		goto out;

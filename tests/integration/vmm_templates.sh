@@ -124,6 +124,28 @@ done
 run_ready "$alice" "$sa" seven
 [[ $out == *"boot=v2"*"MARK=seven"* ]] && ok "the template is rebuilt from the new image" || bad "after v2: $out"
 
+# keep run --template: the first run boots cold and starts this user's
+# template holder for the image; once it listens, runs are its clones.
+before=$(ls /run/keep-template-* 2>/dev/null)
+krt() { "$KEEP" run --template --env MARK="$1" --trust "$B/keys/dev.public" "$tmp/rdy.img" ready "exit=7"; }
+out=$(krt k0)
+[[ $out == "cold: ready answered"* ]] && ok "keep run --template boots cold without a holder" || bad "krt cold: $out"
+sock=
+for _ in $(seq 600); do
+	sock=$(comm -13 <(echo "$before") <(ls /run/keep-template-* 2>/dev/null) | grep -v '\.lock$' | head -n 1)
+	[ -n "$sock" ] && break
+	sleep 0.1
+done
+holder=$(ss -xlpn 2>/dev/null | grep -F "$sock " | sed -n 's/.*pid=\([0-9]*\).*/\1/p' | head -n 1)
+k1=$(krt k1); r1=$?
+k2=$(krt k2)
+[ -n "$sock" ] && [ "$r1" = 7 ] && [[ $k1 == *"boot=v2"*"argv[1]=exit=7"*"MARK=k1"*"table_intact=yes"* ]] &&
+    [[ $k2 == *"MARK=k2"*"table_intact=yes"* ]] &&
+    [ "$(grep -o 'random=.*' <<<"$k1")" != "$(grep -o 'random=.*' <<<"$k2")" ] &&
+    ok "keep run --template runs clones of the held template ($sock)" || bad "krt: $sock $r1 $k1 / $k2"
+[ -n "$holder" ] && kill "$holder" 2>/dev/null
+[ -n "$sock" ] && rm -f "$sock"
+
 # Python: the stock image's template (numpy imported). The first execute
 # boots it; later ones are clones.
 req "$alice" POST /v1/sandboxes '{"image":"python"}'
