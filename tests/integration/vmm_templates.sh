@@ -144,7 +144,7 @@ k2=$(krt k2)
     [ "$(grep -o 'random=.*' <<<"$k1")" != "$(grep -o 'random=.*' <<<"$k2")" ] &&
     ok "keep run --template runs clones of the held template ($sock)" || bad "krt: $sock $r1 $k1 / $k2"
 [ -n "$holder" ] && kill "$holder" 2>/dev/null
-[ -n "$sock" ] && rm -f "$sock"
+[ -n "$sock" ] && rm -f "$sock" "$sock.lock"
 
 # Python: the stock image's template (numpy imported). The first execute
 # boots it; later ones are clones.
