@@ -133,7 +133,7 @@ cmd_run(int argc, char **argv)
 	const char *envp[MAX_ENV + 1], **gargv = NULL;
 	uint8_t trust[MAX_TRUST][32], *elf = NULL;
 	size_t nenv = 0, ntrust = 0, elf_len = 0, i;
-	uint64_t memory = 0, timeout = 0, output_max = 0;
+	uint64_t memory = 0, timeout = 0, output_max = 0, memory_opt;
 	char err[256], cachepath[4096];
 	int c, stats = 0, rc, ex = RUN_EXIT_BOOT, kvm = -1, use_template = 0;
 
@@ -232,6 +232,24 @@ cmd_run(int argc, char **argv)
 		return run_usage();
 	envp[nenv] = NULL;
 
+	memory_opt = memory;
+	if (ntrust > 0 && use_template && argc >= 2) {
+		/* A template holder for this image file verified it when it
+		 * started (docs/templates.md). */
+		cfg.envp = envp;
+		cfg.timeout_ms = timeout;
+		cfg.output_max = output_max;
+		rc = run_template(argv[0], argv[1],
+		    (const char *const *)argv + 2, &cfg, memory,
+		    (const uint8_t(*)[32])trust, ntrust, &res, err,
+		    sizeof(err));
+		if (rc == -2) {
+			fprintf(stderr, "keep run: %s\n", err);
+			return RUN_EXIT_BOOT;
+		}
+		if (rc == 0)
+			goto have_result;
+	}
 	if (ntrust > 0) {
 		/* An image: verified before anything in it is used, and the
 		 * command checked before any VM exists. */
@@ -311,16 +329,11 @@ cmd_run(int argc, char **argv)
 	cfg.memory = memory ? memory : 64ULL << 20;
 	cfg.timeout_ms = timeout;
 	cfg.output_max = output_max;
-	rc = -1;
-	if (use_template && img != NULL &&
-	    (rc = run_template(argv[0], img, argv[1], &cfg,
-	         (const uint8_t(*)[32])trust, ntrust, &res, err,
-	         sizeof(err))) == -2) {
-		fprintf(stderr, "keep run: %s\n", err);
-		goto out;
-	}
-	if (rc != 0)
-		rc = vmm_run(&cfg, &res, err, sizeof(err));
+	if (use_template && img != NULL)
+		run_template_start(argv[0], img, argv[1], &cfg, memory_opt,
+		    (const uint8_t(*)[32])trust, ntrust);
+	rc = vmm_run(&cfg, &res, err, sizeof(err));
+have_result:
 	if (rc != VMM_OK) {
 		fprintf(stderr, "keep run: %s: %s\n", vmm_strerror(rc), err);
 		goto out;

@@ -60,9 +60,8 @@ struct tpl_reply {
 };
 
 static int
-socket_path(const char *image_path, const char *command,
-    const struct vmm_config *cfg, const uint8_t (*trust)[32], size_t ntrust,
-    char *out, size_t outlen)
+socket_path(const char *image_path, const char *command, uint64_t memory,
+    const uint8_t (*trust)[32], size_t ntrust, char *out, size_t outlen)
 {
 	crypto_generichash_state h;
 	unsigned char key[8];
@@ -80,7 +79,7 @@ socket_path(const char *image_path, const char *command,
 	id[2] = (uint64_t)st.st_size;
 	id[3] = (uint64_t)st.st_mtim.tv_sec * 1000000000ULL +
 	    (uint64_t)st.st_mtim.tv_nsec;
-	id[4] = cfg->memory;
+	id[4] = memory;
 	crypto_generichash_init(&h, NULL, 0, sizeof(key));
 	crypto_generichash_update(
 	    &h, (const unsigned char *)real, strlen(real) + 1);
@@ -246,10 +245,12 @@ clone_output(void *arg, int fd, const void *buf, size_t len)
 	}
 }
 
-/* In the holder's child: one run on the clone, the reply, exit. */
+/* In the holder's child: one run on the clone, the reply, exit. The
+ * request's argv starts with its first argument; argv[0] is the
+ * command's, from the image. */
 static void __attribute__((noreturn))
-serve_one(struct vmm_template *t, const struct vmm_config *boot, int conn,
-    const struct tpl_req *q, int fds[NFDS])
+serve_one(struct vmm_template *t, const struct vmm_config *boot,
+    const char *argv0, int conn, const struct tpl_req *q, int fds[NFDS])
 {
 	struct vmm_config cfg;
 	struct tpl_reply r;
@@ -261,6 +262,7 @@ serve_one(struct vmm_template *t, const struct vmm_config *boot, int conn,
 		r.rc = VMM_E_INVAL;
 		strlcpy(r.err, "malformed request", sizeof(r.err));
 	} else {
+		argv[0] = (char *)argv0;
 		cfg = *boot;
 		cfg.argv = (const char *const *)argv;
 		cfg.envp = (const char *const *)envp;
@@ -393,7 +395,8 @@ static void __attribute__((noreturn)) holder(const char *path,
 		conns[i] = c;
 		if ((kids[i] = fork()) == 0) {
 			close(lfd);
-			serve_one(t, &boot, c, &q, fds);
+			serve_one(t, &boot, image_command(img, command)->argv0,
+			    c, &q, fds);
 		}
 		for (n = 0; n < NFDS; n++)
 			if (fds[n] >= 0)
@@ -411,8 +414,8 @@ static void __attribute__((noreturn)) holder(const char *path,
 }
 
 int
-run_template(const char *image_path, const struct image *img,
-    const char *command, const struct vmm_config *cfg,
+run_template(const char *image_path, const char *command,
+    const char *const *args, const struct vmm_config *cfg, uint64_t memory,
     const uint8_t (*trust)[32], size_t ntrust, struct vmm_result *res,
     char *err, size_t errlen)
 {
@@ -422,9 +425,8 @@ run_template(const char *image_path, const struct image *img,
 	char path[108];
 	int s = -1, sfd = -1, fds[NFDS], ws = -1, rc = -1;
 	ssize_t n;
-	pid_t pid;
 
-	if (socket_path(image_path, command, cfg, trust, ntrust, path,
+	if (socket_path(image_path, command, memory, trust, ntrust, path,
 	        sizeof(path)) != 0)
 		return -1;
 	memset(&sa, 0, sizeof(sa));
@@ -432,21 +434,8 @@ run_template(const char *image_path, const struct image *img,
 	strlcpy(sa.sun_path, path, sizeof(sa.sun_path));
 	if ((s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0)) == -1)
 		return -1;
-	if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) == -1) {
-		close(s);
-		/* No holder: start one for the next run, detached (its
-		 * own session, reparented), and boot this one cold. */
-		if ((pid = fork()) == 0) {
-			setsid();
-			if (fork() == 0)
-				holder(path, *cfg, img, command);
-			_exit(0);
-		}
-		if (pid > 0)
-			waitpid(pid, NULL, 0);
-		return -1;
-	}
-	if (!same_user(s))
+	if (connect(s, (struct sockaddr *)&sa, sizeof(sa)) == -1 ||
+	    !same_user(s))
 		goto out;
 	memset(&q, 0, sizeof(q));
 	q.magic = RUN_TPL_MAGIC;
@@ -455,10 +444,16 @@ run_template(const char *image_path, const struct image *img,
 	q.workspace_max = cfg->workspace_max;
 	q.max_procs = cfg->max_procs;
 	q.trace = (uint32_t)cfg->trace;
+	/* An empty string where argv[0] goes: the holder puts the
+	 * command's there. */
 	if ((sfd = memfd_create("keep-run-argv", MFD_CLOEXEC)) == -1 ||
-	    put_strings(sfd, cfg->argv, &q.nargs, &q.strings_len) != 0 ||
-	    put_strings(sfd, cfg->envp, &q.nenv, &q.strings_len) != 0 ||
-	    q.strings_len > RUN_TPL_STRINGS_MAX)
+	    write(sfd, "", 1) != 1 ||
+	    put_strings(sfd, args, &q.nargs, &q.strings_len) != 0 ||
+	    put_strings(sfd, cfg->envp, &q.nenv, &q.strings_len) != 0)
+		goto out;
+	q.nargs++;
+	q.strings_len++;
+	if (q.strings_len > RUN_TPL_STRINGS_MAX)
 		goto out;
 	if (cfg->workspace != NULL &&
 	    (ws = open(cfg->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) ==
@@ -501,4 +496,26 @@ out:
 		close(ws);
 	close(s);
 	return rc;
+}
+
+void
+run_template_start(const char *image_path, const struct image *img,
+    const char *command, const struct vmm_config *cfg, uint64_t memory,
+    const uint8_t (*trust)[32], size_t ntrust)
+{
+	char path[108];
+	pid_t pid;
+
+	if (socket_path(image_path, command, memory, trust, ntrust, path,
+	        sizeof(path)) != 0)
+		return;
+	/* Detached: its own session, reparented at once. */
+	if ((pid = fork()) == 0) {
+		setsid();
+		if (fork() == 0)
+			holder(path, *cfg, img, command);
+		_exit(0);
+	}
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
 }
