@@ -54,8 +54,15 @@ grep 'template python python .*: ready' "$tmp/log" | sed 's/^keepd\/vmm: /# /'
 
 echo "bench/templates: $RUNS runs each (cold rows: fewer), alternating with the baseline"
 echo
+before=$(ls /run/keep-template-* 2>/dev/null)
 python3 bench/templates.py "$url" "$tok" "$sbx" "$cold" "$KEEP" \
     "$B/images/python.img" "$B/keys/dev.public" "$RUNS" || exit 1
+# The keep run template holder this run started: stopped by its pid.
+for s in $(comm -13 <(echo "$before") <(ls /run/keep-template-* 2>/dev/null) | grep -v '\.lock$'); do
+	hp=$(ss -xlpn 2>/dev/null | grep -F "$s " | sed -n 's/.*pid=\([0-9]*\).*/\1/p' | head -n 1)
+	[ -n "$hp" ] && kill "$hp"
+	rm -f "$s" "$s.lock"
+done
 
 # A python clone's own memory: an execute that sleeps, in the background.
 req "$tok" POST "/v1/sandboxes/$sbx/execute/background" \

@@ -16,7 +16,7 @@ source "$(dirname "$0")/../lib/keepd.sh"
 cat >"$tmp/test.policy" <<'EOP'
 agent "alice" {
 	allow image:read, image:write, sandbox:read, sandbox:write, exec
-	exec "ready", "python"
+	exec "ready", "python", "greet"
 }
 agent "bob" {
 	allow image:read, sandbox:read, sandbox:write, exec
@@ -123,6 +123,21 @@ for _ in $(seq 600); do
 done
 run_ready "$alice" "$sa" seven
 [[ $out == *"boot=v2"*"MARK=seven"* ]] && ok "the template is rebuilt from the new image" || bad "after v2: $out"
+
+# A template that ends before its ready call fails, is logged with the
+# reason, and its image's runs go on booting cold.
+printf 'command greet\n' >"$tmp/badtpl"
+"$KEEP" image build --name badtpl --version 1 --memory 32M --command greet \
+    --file /etc/keep/template="$tmp/badtpl" "$B/guests/args" -o "$tmp/badtpl.img" >/dev/null &&
+    "$KEEP" image sign --key "$B/keys/dev.secret" "$tmp/badtpl.img" >/dev/null || bad "build badtpl"
+upload "$alice" "$tmp/badtpl.img"
+req "$alice" POST /v1/sandboxes '{"image":"badtpl"}'
+sbad=$(jget "$body" '["id"]')
+req "$alice" POST "/v1/sandboxes/$sbad/commands/run" '{"cmd":"greet","args":["one"]}'
+wait_log "template badtpl greet failed: the template ended before its ready call" &&
+    ok "a template that never reaches its ready call is reported" || bad "badtpl: $(grep badtpl "$tmp/log")"
+req "$alice" POST "/v1/sandboxes/$sbad/commands/run" '{"cmd":"greet","args":["two"]}'
+[[ $(jget "$body" '["stdout"]') == *"argv[1]=two"* ]] && ok "and its image's runs boot cold" || bad "badtpl run: $body"
 
 # keep run --template: the first run boots cold and starts this user's
 # template holder for the image; once it listens, runs are its clones.
