@@ -38,9 +38,9 @@
 #define MAX_TRUST 16
 
 static int
-image_usage(void)
+image_usage_fp(FILE *fp)
 {
-	fprintf(stderr,
+	fprintf(fp,
 	    "usage: keep image build --name N --version V [--memory SIZE] "
 	    "[--cap CAP]...\n"
 	    "           [--command NAME[=PROGRAM]]... [--file DEST=SRC]... "
@@ -51,6 +51,13 @@ image_usage(void)
 	    "IMAGE\n"
 	    "       keep image inspect [--json] IMAGE\n");
 	return EXIT_USAGE;
+}
+
+/* The usage, on stdout when asked for (--help), else on stderr. */
+static int
+image_usage(void)
+{
+	return image_usage_fp(stderr);
 }
 
 static uint8_t *
@@ -667,6 +674,10 @@ image_inspect(int argc, char **argv)
 int
 cmd_image(int argc, char **argv)
 {
+	if (cli_wants_help(argc, argv)) {
+		image_usage_fp(stdout);
+		return 0;
+	}
 	if (argc < 2)
 		return image_usage();
 	if (sodium_init() < 0)

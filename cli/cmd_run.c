@@ -24,6 +24,7 @@
 #include "cli/run_template.h"
 #include "host/vmm/vmm.h"
 #include "image/image.h"
+#include "lib/fdio.h"
 #include "lib/units.h"
 #include "token/paserk.h"
 
@@ -35,9 +36,9 @@
 #define MAX_TRUST 16
 
 static int
-run_usage(void)
+run_usage_fp(FILE *fp)
 {
-	fprintf(stderr,
+	fprintf(fp,
 	    "usage: keep run [--memory SIZE] [--timeout DURATION] "
 	    "[--workspace DIR]\n"
 	    "                [--workspace-max SIZE] [--env K=V]... "
@@ -50,22 +51,19 @@ run_usage(void)
 	return EXIT_USAGE;
 }
 
+/* The usage, on stdout when asked for (--help), else on stderr. */
+static int
+run_usage(void)
+{
+	return run_usage_fp(stderr);
+}
+
 static void
 to_fd(void *arg, int fd, const void *buf, size_t len)
 {
-	const char *p = buf;
-	ssize_t n;
-
 	(void)arg;
-	while (len > 0) {
-		if ((n = write(fd, p, len)) == -1) {
-			if (errno == EINTR)
-				continue;
-			return; /* the reader went away; the guest goes on */
-		}
-		p += n;
-		len -= (size_t)n;
-	}
+	/* A failure means the reader went away; the guest goes on. */
+	(void)write_all(fd, buf, len);
 }
 
 /*
@@ -121,6 +119,7 @@ cmd_run(int argc, char **argv)
 		{ "stats", no_argument, NULL, 's' },
 		{ "trace", no_argument, NULL, 'x' },
 		{ "syscalls", no_argument, NULL, 'S' },
+		{ "help", no_argument, NULL, 'h' },
 		{ "processes", required_argument, NULL, 'P' },
 		{ "template", no_argument, NULL, 'L' },
 		{ NULL, 0, NULL, 0 },
@@ -140,8 +139,11 @@ cmd_run(int argc, char **argv)
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.workspace_fd = -1;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (c) {
+		case 'h':
+			run_usage_fp(stdout);
+			return 0;
 		case 'm':
 			if (units_parse_size(optarg, strlen(optarg), &memory)) {
 				fprintf(

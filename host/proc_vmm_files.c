@@ -31,6 +31,27 @@ copy_fd(int from, int to, uint64_t len)
 	return 0;
 }
 
+/* Whether a file of len bytes at path fits the workspace's quota, which
+ * counts what the workspace holds (docs/vmm.md, "Limits"): what is
+ * there, less the file it replaces, plus the new one. */
+static int
+upload_fits(int ws_fd, const char *path, uint64_t len, uint64_t max)
+{
+	uint64_t used, old = 0;
+	struct stat st;
+	int fd;
+
+	if (len > max || ws_usage(ws_fd, WS_USAGE_MAX_ENTRIES, &used) != 0)
+		return 0;
+	if ((fd = ws_openat(ws_fd, path, O_PATH | O_NOFOLLOW, 0)) >= 0) {
+		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
+			old = (uint64_t)st.st_blocks * 512;
+		close(fd);
+	}
+	used = used > old ? used - old : 0;
+	return len <= max - (used < max ? used : max);
+}
+
 static int
 file_list(int dir, int out, uint64_t *count)
 {
@@ -102,7 +123,7 @@ vmm_h_file(struct proc_ctx *ctx, const struct msg *m)
 	else if ((s = vmm_sandbox_find(vs, q.id, g.principal)) == NULL)
 		r.status = vmm_not_found(vs);
 	else if ((rc = ws_normalize("/", q.path, path, sizeof(path))) != 0 ||
-	    (out = memfd_create("keep-file", MFD_CLOEXEC)) == -1)
+	    (out = memfd_new("keep-file")) == -1)
 		rc = rc != 0 ? rc : -errno;
 	else {
 		switch (q.op) {
@@ -120,12 +141,12 @@ vmm_h_file(struct proc_ctx *ctx, const struct msg *m)
 				r.len = (uint64_t)st.st_size;
 			break;
 		case FILE_WRITE:
-			if (fstat(m->fd, &st) == -1 ||
-			    (uint64_t)st.st_size != q.len)
+			if (memfd_check(m->fd, q.len, FILE_READ_MAX) == -1)
 				rc = -EINVAL;
 			else if (ctx->config != NULL &&
 			    ctx->config->workspace_max != 0 &&
-			    q.len > ctx->config->workspace_max)
+			    !upload_fits(s->ws_fd, path, q.len,
+			        ctx->config->workspace_max))
 				rc = -EDQUOT;
 			else if ((fd = ws_openat(s->ws_fd, path,
 			              O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW,
@@ -166,8 +187,12 @@ vmm_h_file(struct proc_ctx *ctx, const struct msg *m)
 		}
 	}
 	r.error = rc < 0 ? -rc : 0;
+	if (out != -1 && memfd_seal(out) == -1) {
+		close(out);
+		out = -1;
+	}
 	if (out == -1)
-		out = memfd_create("keep-file", MFD_CLOEXEC);
+		out = memfd_make_sealed("keep-file", NULL, 0);
 	if (out == -1 ||
 	    msg_reply(ctx, m, MSG_VMM_FILE_REPLY, &r, sizeof(r), out) != MSG_OK)
 		log_warnx("%s: reply lost", __func__);

@@ -478,7 +478,7 @@ slot_status(struct tpl_slot *ts, int rc, const struct tpl_status *st)
 	ts->pid = 0;
 	slot_reap_spare(ts);
 	ts->state = TPL_FAILED;
-	ts->failed_at_ms = vmm_mono_ms();
+	ts->failed_at_ms = mono_ms();
 }
 
 /* Whatever the holder has said, without waiting. */
@@ -652,7 +652,7 @@ slot_get(struct proc_ctx *ctx, struct vmm_state *vs, const struct image *img,
 			if (s->state == TPL_READY)
 				return s;
 			if (s->state == TPL_BOOTING ||
-			    vmm_mono_ms() - s->failed_at_ms < TPL_RETRY_MS)
+			    mono_ms() - s->failed_at_ms < TPL_RETRY_MS)
 				return NULL;
 			slot_kill(s);
 			ts = s;
@@ -695,7 +695,7 @@ slot_get(struct proc_ctx *ctx, struct vmm_state *vs, const struct image *img,
 	strlcpy(ts->image, image_name, sizeof(ts->image));
 	strlcpy(ts->command, spec.commands[0], sizeof(ts->command));
 	ts->memory = memory;
-	ts->started_ms = vmm_mono_ms();
+	ts->started_ms = mono_ms();
 	/* Only the image's code runs in the template: no owner. */
 	ts->owner[0] = '\0';
 	if (slot_start(ctx, vs, ts, &boot) != 0) {
@@ -792,11 +792,11 @@ vmm_template_clone(struct proc_ctx *ctx, struct vmm_state *vs,
 	rc = -1;
 	if (cfg->stdin_fd >= 0 && cfg->workspace_fd >= 0 && efd >= 0 &&
 	    job->egress.shm >= 0 && send_clone(ts->fd, &q, fds) == 0) {
-		uint64_t until = vmm_mono_ms() + TPL_REPLY_MS;
+		uint64_t until = mono_ms() + TPL_REPLY_MS;
 
 		/* Spares may be announced before the answer. */
 		while ((rc = slot_read(ts, TPL_REPLY_MS, &st)) == 0 &&
-		    st.status == TPL_ST_SPARE && vmm_mono_ms() < until)
+		    st.status == TPL_ST_SPARE && mono_ms() < until)
 			slot_status(ts, rc, &st);
 	}
 	if (rc != 0 || st.status != TPL_ST_CLONED || st.pid <= 0) {

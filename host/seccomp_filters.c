@@ -19,6 +19,10 @@
 #include "host/seccomp_filters.h"
 #include "lib/util.h"
 
+#ifndef __NR_fchmodat2
+#define __NR_fchmodat2 452 /* Linux 6.6; newer than these headers */
+#endif
+
 #define R(name, why)                                                           \
 	{                                                                      \
 		SCMP_SYS(name), 0, 0, 0, why                                   \
@@ -127,7 +131,16 @@ const struct seccomp_filter seccomp_policy = { "policy", policy_rules,
 	        "guest fork: that state into the child's vCPU"),               \
 	    RA(ioctl, 1, KVM_GET_MSRS,                                         \
 	        "guest fork: the TSC, so the child's does not restart at 0"),  \
-	    R(pipe2, "guest vfork: the parent waits for the child's exec")
+	    R(pipe2, "guest vfork: the parent waits for the child's exec"),    \
+	    R(fchmod, "guest fchmod on a workspace file"),                     \
+	    R(fchmodat2, "guest chmod: on an O_PATH descriptor, no race"),     \
+	    R(fchmodat, "guest chmod before Linux 6.6, via /proc/self/fd"),    \
+	    R(utimensat, "guest utimensat and futimens (touch)"),              \
+	    R(symlinkat, "guest symlinks, created in the workspace"),          \
+	    R(linkat, "guest hard links within the workspace"),                \
+	    R(renameat2, "guest rename, RENAME_NOREPLACE and EXCHANGE"),       \
+	    R(fallocate, "guest fallocate, counted against the quota"),        \
+	    R(umask, "the guest's umask is applied by the VMM instead")
 
 /* What a guest process tree adds (host/vmm/proc.c): each guest process
  * is a vm process forked from its parent's. The vmm process's own list
@@ -180,6 +193,7 @@ static const struct seccomp_rule vmm_rules[] = {
 	R(fsync, "an uploaded image is on disk before it is renamed in"),
 	R(memfd_create, "a run's output; its egress request buffer"),
 	R(socketpair, "a run's egress relay to its vm process"),
+	R(pipe2, "a live context's cell pipe to its vm process"),
 	RA(clone, 0, 0x01200011,
 	    "fork a `keepd: vm` process (glibc fork's flags only: no "
 	    "threads, no namespaces)"),
@@ -214,6 +228,7 @@ static const struct seccomp_rule store_rules[] = {
 	R(uname, "LMDB checks the kernel version at open"),
 	R(pwritev, "LMDB writes dirty pages"),
 	R(writev, "LMDB writes dirty pages at commit"),
+	R(fallocate, "the store's reserved room past the data file's end"),
 };
 
 const struct seccomp_filter seccomp_store = { "store", store_rules,

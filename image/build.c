@@ -8,6 +8,7 @@
 #include "image/format.h"
 #include "image/image.h"
 #include "image/image_int.h"
+#include "lib/fdio.h"
 
 struct builder_file {
 	char path[IMAGE_PATH_MAX];
@@ -118,23 +119,6 @@ image_builder_add_command(struct image_builder *b, const char *name,
 	    set_field(c->program, sizeof(c->program), program_path, 1) != 0)
 		return IMAGE_E_INVAL;
 	b->ncmds++;
-	return 0;
-}
-
-static int
-write_all(int fd, const void *buf, size_t len)
-{
-	const uint8_t *p = buf;
-
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
 	return 0;
 }
 

@@ -64,6 +64,17 @@ _NUMPY_STATE = _numpy_state()
 _MT_KEY = 624 * 4  # uint32_t key[624]; int pos (numpy's mt19937_state)
 
 
+def _python_vars(env):
+    """The PYTHON* variables, which the interpreter reads as it starts."""
+    return sorted(e for e in env if e.startswith(b"PYTHON"))
+
+
+# The template started with the image's environment (PYTHONEXECUTABLE,
+# say); a run whose PYTHON* variables differ needs a fresh interpreter.
+_TEMPLATE_PYTHON_VARS = _python_vars(
+    b"%s=%s" % kv for kv in os.environb.items())
+
+
 def _refresh():
     """Clones share the template's memory: reseed its generators."""
     random.seed()
@@ -77,7 +88,7 @@ def _main():
     argv, env = _wait()
     _refresh()
     if (len(argv) < 3 or argv[1] != b"-c"
-            or any(e.startswith(b"PYTHON") for e in env)):
+            or _python_vars(env) != _TEMPLATE_PYTHON_VARS):
         os.execve("/proc/self/exe", argv, dict(
             e.split(b"=", 1) for e in env if b"=" in e))
     # Most runs bring the environment the template started with (the

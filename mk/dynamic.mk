@@ -5,11 +5,11 @@ DYN_GUESTS = $(B)/guests/dynamic/hello $(B)/guests/dynamic/dlopen \
              $(B)/guests/dynamic/libsquare.so
 ALL_EXTRA += $(DYN_GUESTS)
 
-$(B)/guests/dynamic/%: tests/guests/dynamic/%.c
+$(B)/guests/dynamic/%: tests/guests/dynamic/%.c | deps
 	@mkdir -p $(dir $@)
 	gcc -O1 -Wall -Werror -o $@ $<
 
-$(B)/guests/dynamic/lib%.so: tests/guests/dynamic/%.c
+$(B)/guests/dynamic/lib%.so: tests/guests/dynamic/%.c | deps
 	@mkdir -p $(dir $@)
 	gcc -O1 -Wall -Werror -shared -fPIC -o $@ $<
 

@@ -25,25 +25,25 @@ $(DEV_KEY): | $(B)/bin/keep
 	@mkdir -p $(dir $@)
 	$(B)/bin/keep key generate --out $(dir $@) --name dev >/dev/null
 
-$(STOCK_DIR)/hello: image/stock/hello.c
+$(STOCK_DIR)/hello: image/stock/hello.c | deps
 	@mkdir -p $(dir $@)
 	musl-gcc -static -O2 -Wall -Werror -o $@ $<
 
 # Duktape's own source trips our warning flags; it is compiled as shipped.
-$(STOCK_DIR)/js: image/stock/js_main.c
+$(STOCK_DIR)/js: image/stock/js_main.c | deps
 	@mkdir -p $(dir $@)
 	musl-gcc -static -O2 -I/usr/share/duktape -o $@ $< \
 	    /usr/share/duktape/duktape.c -lm
 
 # glibc warns that getaddrinfo and getpwnam want shared NSS modules at run
 # time; the guest has no network or users, so those paths are dead.
-$(STOCK_DIR)/python: image/stock/python_main.c
+$(STOCK_DIR)/python: image/stock/python_main.c | deps
 	@mkdir -p $(dir $@)
 	gcc -static -O2 -I/usr/include/python3.11 -o $@ $< \
 	    $(PY_CONFIG)/libpython3.11.a -lm -lz -lexpat -lpthread -ldl -lutil \
 	    -Wl,--no-warnings
 
-$(STOCK_DIR)/python311.zip: image/stock/stdlib_zip.py
+$(STOCK_DIR)/python311.zip: image/stock/stdlib_zip.py | deps
 	@mkdir -p $(dir $@)
 	python3 image/stock/stdlib_zip.py /usr/lib/python3.11 $@
 
@@ -81,7 +81,7 @@ $(IMG_DIR)/python-static.img: $(STOCK_DIR)/python $(STOCK_DIR)/python311.zip $(B
 # Images from Debian packages (issue 18), hundreds of MiB: rebuilt when
 # their manifest or the installed packages change (dpkg's status file),
 # not whenever keep is relinked, so `make check` builds them once.
-DEB_IMAGE_DEPS = /var/lib/dpkg/status | $(B)/bin/keep $(DEV_KEY)
+DEB_IMAGE_DEPS = /var/lib/dpkg/status | deps $(B)/bin/keep $(DEV_KEY)
 DEPS_PKGS += python3.11 python3-numpy python3-pandas python3-matplotlib \
              python3-pil python3-contourpy python3-fonttools tzdata \
              fonts-dejavu-core fonts-dejavu-extra fonts-lyx \
@@ -91,10 +91,10 @@ DEPS_PKGS += python3.11 python3-numpy python3-pandas python3-matplotlib \
 # matplotlib's font list, made here so the guest never builds it (it
 # starts a thread to say it is building). The image holds it where the
 # guest's matplotlib looks with HOME=/; it names the fonts by their
-# paths, which the image holds too.
-$(STOCK_DIR)/mpl/fontlist-v330.json: /var/lib/dpkg/status
+# paths, which the image holds too. Sorted, so the image is reproducible.
+$(STOCK_DIR)/mpl/fontlist-v330.json: image/stock/mpl_fontlist.py /var/lib/dpkg/status | deps
 	@rm -rf $(dir $@) && mkdir -p $(dir $@)
-	MPLCONFIGDIR=$(dir $@) /usr/bin/python3.11 -c 'import matplotlib.font_manager'
+	/usr/bin/python3.11 $< $(dir $@)
 	@test -f $@
 
 $(IMG_DIR)/python.img: images/python.manifest images/python.template \

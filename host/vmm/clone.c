@@ -16,8 +16,12 @@
 #include <unistd.h>
 
 #include "host/vmm/vm_int.h"
+#include "lib/log.h"
 
 #define MSR_IA32_TSC 0x10
+
+_Static_assert(sizeof(struct kvm_xsave) == VM_XSAVE_LEGACY,
+    "KVM_GET_XSAVE copies the legacy area, no more");
 
 /* Read or write one MSR. */
 static int
@@ -50,7 +54,7 @@ vm_cpu_capture(struct vm *vm, struct vm_cpu_state *st)
 	st->sregs = vm->run->s.regs.sregs;
 	st->has_xsave = (vm_cpuid_reg(1, 0, 2) >> 26) & 1;
 	if (st->has_xsave) {
-		if (ioctl(vm->vcpufd, KVM_GET_XSAVE, &st->xsave) == -1)
+		if (ioctl(vm->vcpufd, KVM_GET_XSAVE, st->xsave) == -1)
 			return -1;
 	} else if (ioctl(vm->vcpufd, KVM_GET_FPU, &st->fpu) == -1)
 		return -1;
@@ -69,7 +73,7 @@ vm_cpu_rebuild(
 	if (vm_kvm_create(vm, err, errlen) != 0)
 		return -1;
 	if (vm_cpu_fixed(vm) != 0 ||
-	    (st->has_xsave ? ioctl(vm->vcpufd, KVM_SET_XSAVE, &st->xsave)
+	    (st->has_xsave ? ioctl(vm->vcpufd, KVM_SET_XSAVE, st->xsave)
 	                   : ioctl(vm->vcpufd, KVM_SET_FPU, &st->fpu)) == -1 ||
 	    msr_io(vm->vcpufd, KVM_SET_MSRS, MSR_IA32_TSC, &tsc) != 0) {
 		snprintf(
@@ -92,7 +96,9 @@ vm_fork(struct vm *vm, const struct vm_cpu_state *st, char *err, size_t errlen)
 
 	if ((pid = fork()) != 0)
 		return pid; /* the parent, or -1 */
-	if (vm_cpu_rebuild(vm, st, err, errlen) != 0)
+	if (vm_cpu_rebuild(vm, st, err, errlen) != 0) {
+		log_warnx("guest fork: the child's VM: %s", err);
 		_exit(127);
+	}
 	return 0;
 }

@@ -93,15 +93,16 @@ copy_vec(struct vm *vm, struct vm_exec *x, uint64_t addr, size_t *offs,
 	}
 }
 
-/* "#!interp [arg]" from the first line; 0, or -ENOEXEC. */
-static int
-shebang(const uint8_t *data, size_t len, char *interp, size_t ilen, char *arg,
-    size_t alen)
+int
+vm_exec_shebang(const uint8_t *data, size_t len, char *interp, size_t ilen,
+    char *arg, size_t alen)
 {
 	char line[SHEBANG_MAX + 1];
 	char *p, *e, *a;
 	size_t n = len < SHEBANG_MAX ? len : SHEBANG_MAX;
 
+	if (len < 2 || data[0] != '#' || data[1] != '!')
+		return -ENOEXEC;
 	memcpy(line, data, n);
 	line[n] = '\0';
 	if ((e = memchr(line, '\n', n)) == NULL)
@@ -155,8 +156,7 @@ do_exec(struct vm *vm, const char *gpath, uint64_t argv, uint64_t envp)
 	}
 	x->owned = owned;
 	if (!is_elf(data, len)) {
-		if (len < 2 || data[0] != '#' || data[1] != '!' ||
-		    shebang(data, len, interp, sizeof(interp), iarg,
+		if (vm_exec_shebang(data, len, interp, sizeof(interp), iarg,
 		        sizeof(iarg)) != 0) {
 			rc = -ENOEXEC;
 			goto fail;

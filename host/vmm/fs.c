@@ -10,6 +10,7 @@
 #include <sys/syscall.h>
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <linux/openat2.h>
@@ -18,14 +19,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
+#include "host/vmm/fs_int.h"
 #include "host/vmm/sys.h"
 #include "host/vmm/vm_int.h"
 #include "host/vmm/workspace.h"
 
-#define G_AT_FDCWD (-100)
-#define G_AT_SYMLINK_NOFOLLOW 0x100
-#define G_AT_REMOVEDIR 0x200
-#define G_AT_EMPTY_PATH 0x1000
 #define IOV_MAX_ 1024
 #define IO_CHUNK (1u << 20)
 
@@ -64,8 +64,53 @@ fd_release(struct vfd *f)
 	if (f->kind == VFD_HOST && f->hostfd >= 0)
 		close(f->hostfd);
 	free(f->path);
+	free(f->owned);
 	memset(f, 0, sizeof(*f));
 	f->hostfd = -1;
+}
+
+int
+vm_fd_alloc(struct vm *vm, unsigned from)
+{
+	return fd_alloc(vm, from);
+}
+
+void
+vm_fd_release(struct vfd *f)
+{
+	fd_release(f);
+}
+
+int
+vm_fd_copy(struct vm *vm, const struct vfd *f, int newfd, int cloexec)
+{
+	struct vfd *n = &vm->fds[newfd];
+
+	*n = *f;
+	n->cloexec = cloexec;
+	n->path = NULL;
+	n->owned = NULL;
+	n->hostfd = -1;
+	if (f->path != NULL && (n->path = strdup(f->path)) == NULL)
+		goto nomem;
+	if (f->owned != NULL) {
+		/* A /proc file's bytes: each descriptor its own copy. */
+		if ((n->owned = malloc(f->len ? f->len : 1)) == NULL)
+			goto nomem;
+		memcpy(n->owned, f->owned, f->len);
+		n->data = n->owned;
+	}
+	if (f->kind == VFD_HOST &&
+	    (n->hostfd = fcntl(f->hostfd, F_DUPFD_CLOEXEC, 0)) == -1) {
+		int e = errno;
+
+		fd_release(n);
+		return -e;
+	}
+	return 0;
+nomem:
+	fd_release(n);
+	return -ENOMEM;
 }
 
 int
@@ -75,7 +120,7 @@ vm_fs_init(struct vm *vm)
 	unsigned i;
 
 	vm->nfds = cfg->max_files ? cfg->max_files : VM_MAX_FILES_DEFAULT;
-	if (vm->nfds < 3 || vm->nfds > 4096 ||
+	if (vm->nfds < 3 || vm->nfds > VM_MAX_FILES_LIMIT ||
 	    (vm->fds = calloc(vm->nfds, sizeof(*vm->fds))) == NULL)
 		return VMM_E_NOMEM;
 	for (i = 0; i < vm->nfds; i++)
@@ -88,6 +133,10 @@ vm_fs_init(struct vm *vm)
 	strlcpy(vm->cwd, "/", sizeof(vm->cwd));
 	if (vm_img_init(vm) != VMM_OK)
 		return VMM_E_NOMEM;
+	/* The guest's umask is applied here, so the process's must not
+	 * apply again (vmm_run owns its process, vmm.h). */
+	vm->umask = VM_UMASK_DEFAULT;
+	vm->host_umask = umask(0);
 	if (cfg->workspace_fd >= 0) {
 		if ((vm->ws_fd =
 		            fcntl(cfg->workspace_fd, F_DUPFD_CLOEXEC, 0)) == -1)
@@ -96,6 +145,14 @@ vm_fs_init(struct vm *vm)
 	    (vm->ws_fd = open(
 	         cfg->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
 		return VMM_E_INVAL;
+	if (vm->ws_fd >= 0) {
+		/* A writable /tmp, as programs expect one. */
+		(void)mkdirat(vm->ws_fd, "tmp", 01777);
+		if (cfg->workspace_max != 0 &&
+		    ws_usage(vm->ws_fd, WS_USAGE_MAX_ENTRIES, &vm->ws_used) !=
+		        0)
+			vm->ws_used = UINT64_MAX; /* too big to count: full */
+	}
 	return VMM_OK;
 }
 
@@ -104,6 +161,8 @@ vm_fs_free(struct vm *vm)
 {
 	unsigned i;
 
+	if (vm->fds != NULL)
+		umask(vm->host_umask);
 	for (i = 0; vm->fds != NULL && i < vm->nfds; i++)
 		fd_release(&vm->fds[i]);
 	free(vm->fds);
@@ -175,6 +234,31 @@ ws_parent(struct vm *vm, const char *path, char *name, size_t namelen)
 	                     : ws_parentat(vm->ws_fd, path, name, namelen);
 }
 
+int
+vm_path(struct vm *vm, int64_t dirfd, uint64_t addr, char *out, size_t outlen,
+    int empty_ok)
+{
+	return guest_path(vm, dirfd, addr, out, outlen, empty_ok);
+}
+
+int
+vm_path_in_image(struct vm *vm, const char *path)
+{
+	return image_file(vm, path) != NULL || image_dir(vm, path);
+}
+
+int
+vm_ws_open(struct vm *vm, const char *path, uint64_t flags, uint64_t mode)
+{
+	return ws_open(vm, path, flags, mode);
+}
+
+int
+vm_ws_parent(struct vm *vm, const char *path, char *name, size_t namelen)
+{
+	return ws_parent(vm, path, name, namelen);
+}
+
 /* ---- stat ------------------------------------------------------------- */
 
 static void
@@ -196,20 +280,33 @@ synth_stat(struct stat *st, uint32_t mode, uint64_t size, const char *path)
 	st->st_blocks = (blkcnt_t)((size + 511) / 512);
 }
 
+/* The workspace's files are the guest's own: its uid and gid, never the
+ * host's. */
+static int64_t
+host_fstat(int fd, struct stat *st)
+{
+	if (fstat(fd, st) == -1)
+		return -errno;
+	st->st_uid = VM_GUEST_ID;
+	st->st_gid = VM_GUEST_ID;
+	return 0;
+}
+
 static int64_t
 stat_path(struct vm *vm, const char *path, int nofollow, struct stat *st)
 {
 	const struct vmm_file *f;
 	int fd, rc = 0;
 
+	if (vm_synth_path(path))
+		return vm_synth_stat(vm, path, nofollow, st);
 	if ((f = image_file(vm, path)) != NULL) {
 		synth_stat(st, S_IFREG | f->mode, f->len, path);
 		return 0;
 	}
 	fd = ws_open(vm, path, O_PATH | (nofollow ? O_NOFOLLOW : 0), 0);
 	if (fd >= 0) {
-		if (fstat(fd, st) == -1)
-			rc = -errno;
+		rc = (int)host_fstat(fd, st);
 		close(fd);
 		return rc;
 	}
@@ -237,10 +334,26 @@ stat_fd(struct vm *vm, struct vfd *f, struct stat *st)
 		synth_stat(st, S_IFDIR | 0755, 4096, f->path);
 		return 0;
 	case VFD_HOST:
-		return fstat(f->hostfd, st) == -1 ? -errno : 0;
+		return host_fstat(f->hostfd, st);
+	case VFD_DEV:
+	case VFD_SYNTH:
+	case VFD_SDIR:
+		return vm_synth_stat(vm, f->path, 0, st);
 	default:
 		return -EBADF;
 	}
+}
+
+int64_t
+vm_stat_path(struct vm *vm, const char *path, int nofollow, struct stat *st)
+{
+	return stat_path(vm, path, nofollow, st);
+}
+
+int64_t
+vm_stat_fd(struct vm *vm, struct vfd *f, struct stat *st)
+{
+	return stat_fd(vm, f, st);
 }
 
 static int64_t
@@ -256,6 +369,12 @@ put_stat(struct vm *vm, uint64_t addr, int64_t rc, const struct stat *st)
 	return 0;
 }
 
+int64_t
+vm_put_stat(struct vm *vm, uint64_t addr, int64_t rc, const struct stat *st)
+{
+	return put_stat(vm, addr, rc, st);
+}
+
 /* ---- open ------------------------------------------------------------- */
 
 static int64_t
@@ -269,11 +388,23 @@ open_at(
 	int wr =
 	    (flags & O_ACCMODE) != O_RDONLY || (flags & (O_CREAT | O_TRUNC));
 
+	uint64_t before = 0;
+
 	if ((rc = guest_path(vm, dirfd, addr, path, sizeof(path), 0)) != 0)
 		return rc;
 	if ((fd = fd_alloc(vm, 0)) < 0)
 		return fd;
 	f = &vm->fds[fd];
+	if (vm_synth_path(path)) {
+		int64_t r = vm_synth_open(vm, path, flags, f, fd);
+
+		return r < 0 ? r : fd;
+	}
+	if ((flags & O_TRUNC) && vm->cfg->workspace_max != 0 &&
+	    (hostfd = ws_open(vm, path, O_PATH, 0)) >= 0) {
+		before = vm_quota_bytes(hostfd);
+		close(hostfd);
+	}
 	if ((img = image_file(vm, path)) != NULL) {
 		if (wr)
 			return -EROFS;
@@ -287,9 +418,11 @@ open_at(
 	                flags &
 	                    (O_ACCMODE | O_CREAT | O_EXCL | O_TRUNC | O_APPEND |
 	                        O_DIRECTORY | O_NOFOLLOW),
-	                mode)) >= 0) {
+	                mode & ~(uint64_t)vm->umask)) >= 0) {
 		f->kind = VFD_HOST;
 		f->hostfd = hostfd;
+		if (flags & O_TRUNC)
+			vm_quota_update(vm, before, hostfd);
 	} else if (image_dir(vm, path)) {
 		if (wr)
 			return -EISDIR;
@@ -298,6 +431,7 @@ open_at(
 		return hostfd;
 	f->off = 0;
 	f->cloexec = (flags & O_CLOEXEC) != 0;
+	f->flags = (int)(flags & (O_ACCMODE | O_APPEND | O_NONBLOCK));
 	if ((f->path = strdup(path)) == NULL) {
 		fd_release(f);
 		return -ENOMEM;
@@ -307,17 +441,32 @@ open_at(
 
 /* ---- read and write --------------------------------------------------- */
 
+/* A synthetic file's bytes, read as an image file's are. */
 static int64_t
-do_read(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len, int64_t pos)
+read_bytes(struct vfd *f, const uint8_t *data, uint64_t size, void *g,
+    uint64_t len, int64_t pos)
 {
-	uint8_t *g;
-	uint64_t off;
+	uint64_t off = pos >= 0 ? (uint64_t)pos : f->off;
+
+	if (off >= size)
+		return 0;
+	if (len > size - off)
+		len = size - off;
+	memcpy(g, data + off, len);
+	if (pos < 0)
+		f->off += len;
+	return (int64_t)len;
+}
+
+int64_t
+vm_fd_read(struct vm *vm, struct vfd *f, void *g, uint64_t len, int64_t pos)
+{
 	ssize_t n;
 
 	if (len > IO_CHUNK)
 		len = IO_CHUNK;
-	if ((g = vm_gptr(vm, buf, len)) == NULL)
-		return -EFAULT;
+	if ((f->flags & O_ACCMODE) == O_WRONLY && f->kind != VFD_OUT)
+		return -EBADF;
 	switch (f->kind) {
 	case VFD_STDIN:
 		if (pos >= 0)
@@ -327,20 +476,23 @@ do_read(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len, int64_t pos)
 		n = read(vm->cfg->stdin_fd, g, len);
 		return n == -1 ? -errno : n;
 	case VFD_IMAGE:
-		off = pos >= 0 ? (uint64_t)pos : f->off;
-		if (off >= f->file->len)
-			return 0;
-		if (len > f->file->len - off)
-			len = f->file->len - off;
-		memcpy(g, f->file->data + off, len);
-		if (pos < 0)
-			f->off += len;
-		return (int64_t)len;
+		return read_bytes(f, f->file->data, f->file->len, g, len, pos);
+	case VFD_SYNTH:
+		return read_bytes(f, f->data, f->len, g, len, pos);
 	case VFD_HOST:
 		n = pos >= 0 ? pread(f->hostfd, g, len, (off_t)pos)
 		             : read(f->hostfd, g, len);
 		return n == -1 ? -errno : n;
+	case VFD_DEV:
+		if (f->dev == VM_DEV_NULL)
+			return 0;
+		if (f->dev == VM_DEV_ZERO)
+			memset(g, 0, len);
+		else
+			randombytes_buf(g, len);
+		return (int64_t)len;
 	case VFD_VDIR:
+	case VFD_SDIR:
 		return -EISDIR;
 	default:
 		return -EBADF;
@@ -348,17 +500,55 @@ do_read(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len, int64_t pos)
 }
 
 static int64_t
-do_write(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len, int64_t pos)
+do_read(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len, int64_t pos)
 {
-	const struct vmm_config *cfg = vm->cfg;
 	uint8_t *g;
-	uint64_t room, done, *ob;
-	ssize_t n;
 
 	if (len > IO_CHUNK)
 		len = IO_CHUNK;
 	if ((g = vm_gptr(vm, buf, len)) == NULL)
 		return -EFAULT;
+	return vm_fd_read(vm, f, g, len, pos);
+}
+
+/* What a write of len bytes at pos (< 0: the file's offset or end) may
+ * add to the workspace: nothing when it overwrites allocated bytes of a
+ * file without holes, else up to len. */
+static uint64_t
+write_growth(struct vfd *f, uint64_t len, int64_t pos)
+{
+	struct stat st;
+	uint64_t end, alloc;
+	off_t cur;
+
+	if (fstat(f->hostfd, &st) == -1)
+		return len;
+	alloc = (uint64_t)st.st_blocks * 512;
+	if (alloc < (uint64_t)st.st_size)
+		return len; /* sparse: any write may fill a hole */
+	if (pos < 0) {
+		if ((f->flags & O_APPEND) ||
+		    (cur = lseek(f->hostfd, 0, SEEK_CUR)) == -1)
+			cur = st.st_size;
+		pos = cur;
+	}
+	end = (uint64_t)pos + len;
+	return end <= alloc ? 0 : end - alloc < len ? end - alloc : len;
+}
+
+int64_t
+vm_fd_write(
+    struct vm *vm, struct vfd *f, const void *g, uint64_t len, int64_t pos)
+{
+	const struct vmm_config *cfg = vm->cfg;
+	uint64_t room, done, *ob, before = 0;
+	ssize_t n;
+	int rc;
+
+	if (len > IO_CHUNK)
+		len = IO_CHUNK;
+	if ((f->flags & O_ACCMODE) == O_RDONLY && f->kind == VFD_HOST)
+		return -EBADF;
 	switch (f->kind) {
 	case VFD_OUT:
 		if (pos >= 0)
@@ -395,22 +585,83 @@ do_write(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len, int64_t pos)
 			}
 			return n == -1 ? -errno : n;
 		}
-		if (cfg->workspace_max != 0 &&
-		    vm->ws_written + len > cfg->workspace_max)
-			return -EDQUOT;
+		if (cfg->workspace_max != 0) {
+			if ((rc = vm_quota_check(
+			         vm, write_growth(f, len, pos))) != 0)
+				return rc;
+			before = vm_quota_bytes(f->hostfd);
+		}
 		n = pos >= 0 ? pwrite(f->hostfd, g, len, (off_t)pos)
 		             : write(f->hostfd, g, len);
 		if (n == -1)
 			return -errno;
-		vm->ws_written += (uint64_t)n;
+		if (cfg->workspace_max != 0)
+			vm_quota_update(vm, before, f->hostfd);
 		return n;
+	case VFD_DEV:
+		return (int64_t)len; /* null, zero and random take anything */
 	case VFD_IMAGE:
+	case VFD_SYNTH:
 	case VFD_STDIN:
 	case VFD_VDIR:
+	case VFD_SDIR:
 		return -EBADF;
 	default:
 		return -EBADF;
 	}
+}
+
+static int64_t
+do_write(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len, int64_t pos)
+{
+	uint8_t *g;
+
+	if (len > IO_CHUNK)
+		len = IO_CHUNK;
+	if ((g = vm_gptr(vm, buf, len)) == NULL)
+		return -EFAULT;
+	return vm_fd_write(vm, f, g, len, pos);
+}
+
+/* ---- the workspace quota ---------------------------------------------- */
+
+uint64_t
+vm_quota_bytes(int hostfd)
+{
+	struct stat st;
+
+	return fstat(hostfd, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
+}
+
+int
+vm_quota_check(struct vm *vm, uint64_t grow)
+{
+	uint64_t max = vm->cfg->workspace_max;
+
+	if (max == 0 || grow == 0)
+		return 0;
+	return vm->ws_used > max || grow > max - vm->ws_used ? -EDQUOT : 0;
+}
+
+void
+vm_quota_update(struct vm *vm, uint64_t before, int hostfd)
+{
+	uint64_t now = vm_quota_bytes(hostfd);
+
+	if (vm->ws_used == UINT64_MAX)
+		return;
+	if (now >= before)
+		vm->ws_used += now - before;
+	else
+		vm_quota_release(vm, before - now);
+}
+
+void
+vm_quota_release(struct vm *vm, uint64_t bytes)
+{
+	if (vm->ws_used == UINT64_MAX)
+		return;
+	vm->ws_used = bytes < vm->ws_used ? vm->ws_used - bytes : 0;
 }
 
 static int64_t
@@ -450,6 +701,8 @@ struct g_dirent {
 	uint8_t type;
 	char name[];
 };
+/* Where the name starts (19): sizeof would count the padding after. */
+#define DIRENT_NAME offsetof(struct g_dirent, name)
 
 /* Entries of a directory made of image paths: each child name once. */
 static int64_t
@@ -477,8 +730,7 @@ vdir_getdents(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len)
 		else if (!is_dir)
 			type = 8; /* DT_REG */
 		nl = strlen(name);
-		reclen =
-		    (offsetof(struct g_dirent, name) + nl + 1 + 7) & ~(size_t)7;
+		reclen = (DIRENT_NAME + nl + 1 + 7) & ~(size_t)7;
 		if (used + reclen > len)
 			return used > 0 ? (int64_t)used : -EINVAL;
 		struct g_dirent d = { .ino = idx + 2,
@@ -486,8 +738,41 @@ vdir_getdents(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len)
 			.reclen = (uint16_t)reclen,
 			.type = type };
 		memset(g + used, 0, reclen);
-		memcpy(g + used, &d, offsetof(struct g_dirent, name));
-		memcpy(g + used + offsetof(struct g_dirent, name), name, nl);
+		memcpy(g + used, &d, DIRENT_NAME);
+		memcpy(g + used + DIRENT_NAME, name, nl);
+		used += reclen;
+		f->off++;
+	}
+	return (int64_t)used;
+}
+
+/* Entries of a /proc or /dev directory (procfs.c made the list). */
+static int64_t
+sdir_getdents(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len)
+{
+	uint8_t *g;
+	size_t used = 0, idx = 0, pos = 0;
+
+	if ((g = vm_gptr(vm, buf, len)) == NULL)
+		return -EFAULT;
+	while (pos < f->len) {
+		uint8_t type = f->data[pos];
+		const char *name = (const char *)f->data + pos + 1;
+		size_t nl = strnlen(name, f->len - pos - 1), reclen;
+
+		pos += 2 + nl;
+		if (idx++ < f->off)
+			continue;
+		reclen = (DIRENT_NAME + nl + 1 + 7) & ~(size_t)7;
+		if (used + reclen > len)
+			return used > 0 ? (int64_t)used : -EINVAL;
+		struct g_dirent d = { .ino = idx + 1,
+			.off = (int64_t)idx,
+			.reclen = (uint16_t)reclen,
+			.type = type };
+		memset(g + used, 0, reclen);
+		memcpy(g + used, &d, DIRENT_NAME);
+		memcpy(g + used + DIRENT_NAME, name, nl);
 		used += reclen;
 		f->off++;
 	}
@@ -507,6 +792,8 @@ getdents(struct vm *vm, uint64_t fd, uint64_t buf, uint64_t len)
 		len = IO_CHUNK;
 	if (f->kind == VFD_VDIR)
 		return vdir_getdents(vm, f, buf, len);
+	if (f->kind == VFD_SDIR)
+		return sdir_getdents(vm, f, buf, len);
 	if (f->kind != VFD_HOST)
 		return -ENOTDIR;
 	if ((g = vm_gptr(vm, buf, len)) == NULL)
@@ -522,7 +809,7 @@ static int64_t
 fcntl_fd(struct vm *vm, uint64_t fd, uint64_t cmd, uint64_t arg)
 {
 	struct vfd *f = fd_get(vm, fd);
-	int nfd;
+	int nfd, rc;
 
 	if (f == NULL)
 		return -EBADF;
@@ -535,7 +822,7 @@ fcntl_fd(struct vm *vm, uint64_t fd, uint64_t cmd, uint64_t arg)
 	case F_GETFL:
 		return f->kind == VFD_OUT ? O_WRONLY
 		    : f->kind == VFD_HOST ? fcntl(f->hostfd, F_GETFL)
-		                          : O_RDONLY;
+		                          : f->flags;
 	case F_SETFL:
 		return 0;
 	case F_DUPFD:
@@ -549,19 +836,8 @@ fcntl_fd(struct vm *vm, uint64_t fd, uint64_t cmd, uint64_t arg)
 		return -EINVAL;
 	}
 dup:
-	vm->fds[nfd] = *f;
-	vm->fds[nfd].cloexec = cmd == F_DUPFD_CLOEXEC;
-	vm->fds[nfd].path = f->path != NULL ? strdup(f->path) : NULL;
-	if (f->kind == VFD_HOST &&
-	    (vm->fds[nfd].hostfd = fcntl(f->hostfd, F_DUPFD_CLOEXEC, 0)) ==
-	        -1) {
-		int e = errno;
-
-		free(vm->fds[nfd].path);
-		memset(&vm->fds[nfd], 0, sizeof(vm->fds[nfd]));
-		vm->fds[nfd].hostfd = -1;
-		return -e;
-	}
+	if ((rc = vm_fd_copy(vm, f, nfd, cmd == F_DUPFD_CLOEXEC)) != 0)
+		return rc;
 	return nfd;
 }
 
@@ -594,19 +870,24 @@ seek(struct vm *vm, uint64_t fd, int64_t off, uint64_t whence)
 		r = lseek(f->hostfd, off, (int)whence);
 		return r == -1 ? -errno : r;
 	case VFD_IMAGE:
+	case VFD_SYNTH:
 		base = whence == SEEK_SET ? 0
 		    : whence == SEEK_CUR  ? (int64_t)f->off
-		    : whence == SEEK_END  ? (int64_t)f->file->len
-		                          : -1;
+		    : whence == SEEK_END
+		    ? (int64_t)(f->kind == VFD_IMAGE ? f->file->len : f->len)
+		    : -1;
 		if (base < 0 || (off < 0 && -off > base))
 			return -EINVAL;
 		f->off = (uint64_t)(base + off);
 		return (int64_t)f->off;
 	case VFD_VDIR:
+	case VFD_SDIR:
 		if (whence != SEEK_SET || off != 0)
 			return -EINVAL;
 		f->off = 0;
 		return 0;
+	case VFD_DEV:
+		return 0; /* as Linux's null and zero devices */
 	default:
 		return -ESPIPE;
 	}
@@ -617,72 +898,144 @@ readlink_at(
     struct vm *vm, int64_t dirfd, uint64_t addr, uint64_t buf, uint64_t len)
 {
 	char path[VM_PATH_MAX], target[VM_PATH_MAX];
-	void *g;
+	struct stat st;
 	ssize_t n;
 	int fd, rc;
 
-	if ((rc = guest_path(vm, dirfd, addr, path, sizeof(path), 0)) != 0)
-		return rc;
-	if (image_file(vm, path) != NULL || image_dir(vm, path))
+	if ((int64_t)len <= 0)
 		return -EINVAL;
-	if ((fd = ws_open(vm, path, O_PATH | O_NOFOLLOW, 0)) < 0)
-		return fd;
-	n = readlinkat(fd, "", target, sizeof(target));
-	rc = n == -1 ? -errno : 0;
-	close(fd);
-	if (rc != 0)
+	if ((rc = guest_path(vm, dirfd, addr, path, sizeof(path), 1)) != 0)
 		return rc;
+	if (vm_synth_path(path)) {
+		if ((n = vm_synth_readlink(vm, path, target, sizeof(target))) <
+		    0)
+			return n;
+	} else if (image_file(vm, path) != NULL || image_dir(vm, path))
+		return -EINVAL;
+	else {
+		if ((fd = ws_open(vm, path, O_PATH | O_NOFOLLOW, 0)) < 0)
+			return fd;
+		/* Not a symlink: EINVAL, which glibc's realpath relies on. */
+		if (fstat(fd, &st) == -1 || !S_ISLNK(st.st_mode))
+			n = -1, errno = EINVAL;
+		else
+			n = readlinkat(fd, "", target, sizeof(target));
+		rc = n == -1 ? -errno : 0;
+		close(fd);
+		if (rc != 0)
+			return rc;
+	}
 	if ((uint64_t)n > len)
 		n = (ssize_t)len;
-	if ((g = vm_gptr(vm, buf, (uint64_t)n)) == NULL)
-		return -EFAULT;
-	memcpy(g, target, (size_t)n);
-	return n;
+	return vm_put(vm, buf, target, (size_t)n) == 0 ? n : -EFAULT;
 }
 
 /* mkdirat, unlinkat, renameat: workspace only. */
+/* What unlinking or replacing name in dfd frees: a file's blocks when
+ * this is its last link. */
+static uint64_t
+freed_bytes(struct vm *vm, int dfd, const char *name)
+{
+	struct stat st;
+
+	if (vm->cfg->workspace_max == 0 ||
+	    fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1 ||
+	    (!S_ISDIR(st.st_mode) && st.st_nlink > 1))
+		return 0;
+	return (uint64_t)st.st_blocks * 512;
+}
+
+/* A path the guest may not change: the image's and the synthetic. */
+static int
+read_only_path(struct vm *vm, const char *path)
+{
+	return vm_synth_path(path) || image_file(vm, path) != NULL ||
+	    (image_dir(vm, path) && strcmp(path, "/") != 0);
+}
+
 static int64_t
-modify(struct vm *vm, uint64_t nr, const uint64_t a[6])
+do_mkdir(struct vm *vm, int64_t dirfd, uint64_t addr, uint64_t mode)
+{
+	char path[VM_PATH_MAX], name[VM_PATH_MAX];
+	struct stat st;
+	int dfd, rc;
+
+	if ((rc = guest_path(vm, dirfd, addr, path, sizeof(path), 0)) != 0)
+		return rc;
+	/* Linux answers EEXIST before EROFS: `mkdir -p /` relies on it. */
+	if (stat_path(vm, path, 1, &st) == 0)
+		return -EEXIST;
+	if (read_only_path(vm, path))
+		return -EROFS;
+	if ((dfd = ws_parent(vm, path, name, sizeof(name))) < 0)
+		return dfd;
+	rc = mkdirat(dfd, name, (mode_t)(mode & 01777 & ~vm->umask)) == -1
+	    ? -errno
+	    : 0;
+	if (rc == 0 && vm->cfg->workspace_max != 0 &&
+	    vm->ws_used != UINT64_MAX &&
+	    fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		vm->ws_used += (uint64_t)st.st_blocks * 512;
+	close(dfd);
+	return rc;
+}
+
+static int64_t
+do_unlink(struct vm *vm, int64_t dirfd, uint64_t addr, uint64_t flags)
+{
+	char path[VM_PATH_MAX], name[VM_PATH_MAX];
+	uint64_t freed;
+	int dfd, rc;
+
+	if ((flags & ~(uint64_t)G_AT_REMOVEDIR) != 0)
+		return -EINVAL;
+	if ((rc = guest_path(vm, dirfd, addr, path, sizeof(path), 0)) != 0)
+		return rc;
+	if (strcmp(path, "/") == 0)
+		return (flags & G_AT_REMOVEDIR) ? -EBUSY : -EISDIR;
+	if (read_only_path(vm, path))
+		return -EROFS;
+	if ((dfd = ws_parent(vm, path, name, sizeof(name))) < 0)
+		return dfd;
+	freed = freed_bytes(vm, dfd, name);
+	rc = unlinkat(dfd, name, (int)(flags & G_AT_REMOVEDIR)) == -1 ? -errno
+	                                                              : 0;
+	if (rc == 0)
+		vm_quota_release(vm, freed);
+	close(dfd);
+	return rc;
+}
+
+static int64_t
+do_rename(struct vm *vm, const uint64_t a[6], unsigned flags)
 {
 	char path[VM_PATH_MAX], name[VM_PATH_MAX], path2[VM_PATH_MAX],
 	    name2[VM_PATH_MAX];
+	uint64_t freed;
 	int dfd, dfd2, rc;
 
 	if ((rc = guest_path(vm, (int64_t)a[0], a[1], path, sizeof(path), 0)) !=
-	    0)
+	        0 ||
+	    (rc = guest_path(
+	         vm, (int64_t)a[2], a[3], path2, sizeof(path2), 0)) != 0)
 		return rc;
-	if (image_file(vm, path) != NULL)
+	if (strcmp(path, "/") == 0 || strcmp(path2, "/") == 0)
+		return -EBUSY;
+	if (read_only_path(vm, path) || read_only_path(vm, path2))
 		return -EROFS;
 	if ((dfd = ws_parent(vm, path, name, sizeof(name))) < 0)
-		return image_dir(vm, path) ? -EROFS : dfd;
-	switch (nr) {
-	case 258: /* mkdirat */
-		rc = mkdirat(dfd, name, (mode_t)(a[2] & 0777));
-		break;
-	case 263: /* unlinkat */
-		rc = unlinkat(dfd, name, (int)(a[2] & G_AT_REMOVEDIR));
-		break;
-	case 264: /* renameat */
-		if ((rc = guest_path(vm, (int64_t)a[2], a[3], path2,
-		         sizeof(path2), 0)) != 0) {
-			close(dfd);
-			return rc;
-		}
-		if ((dfd2 = ws_parent(vm, path2, name2, sizeof(name2))) < 0) {
-			close(dfd);
-			return dfd2;
-		}
-		rc = renameat(dfd, name, dfd2, name2);
-		if (rc == -1)
-			rc = -errno;
-		close(dfd2);
+		return dfd;
+	if ((dfd2 = ws_parent(vm, path2, name2, sizeof(name2))) < 0) {
 		close(dfd);
-		return rc;
-	default:
-		rc = -1;
-		errno = ENOSYS;
+		return dfd2;
 	}
-	rc = rc == -1 ? -errno : 0;
+	freed = freed_bytes(vm, dfd2, name2);
+	rc = (int)syscall(SYS_renameat2, dfd, name, dfd2, name2, flags) == -1
+	    ? -errno
+	    : 0;
+	if (rc == 0 && !(flags & RENAME_EXCHANGE))
+		vm_quota_release(vm, freed);
+	close(dfd2);
 	close(dfd);
 	return rc;
 }
@@ -905,16 +1258,23 @@ sys_fdatasync(struct vm *vm, const uint64_t a[6])
 	return sys_fsync(vm, a);
 }
 
+/* A file's size is free; its blocks count against the quota, so a
+ * sparse extension costs nothing until it is written. */
 int64_t
 sys_ftruncate(struct vm *vm, const uint64_t a[6])
 {
 	struct vfd *f = fd_get(vm, a[0]);
+	uint64_t before;
+	int rc;
 
 	if (f == NULL)
 		return -EBADF;
-	if (f->kind != VFD_HOST)
+	if (f->kind != VFD_HOST || (int64_t)a[1] < 0)
 		return -EINVAL;
-	return ftruncate(f->hostfd, (off_t)a[1]) == -1 ? -errno : 0;
+	before = vm_quota_bytes(f->hostfd);
+	rc = ftruncate(f->hostfd, (off_t)a[1]) == -1 ? -errno : 0;
+	vm_quota_update(vm, before, f->hostfd);
+	return rc;
 }
 
 int64_t
@@ -969,25 +1329,19 @@ sys_getdents64(struct vm *vm, const uint64_t a[6])
 int64_t
 sys_mkdir(struct vm *vm, const uint64_t a[6])
 {
-	uint64_t b[6] = { (uint64_t)G_AT_FDCWD, a[0], a[1], 0, 0, 0 };
-
-	return modify(vm, 258, b);
+	return do_mkdir(vm, G_AT_FDCWD, a[0], a[1]);
 }
 
 int64_t
 sys_rmdir(struct vm *vm, const uint64_t a[6])
 {
-	uint64_t b[6] = { (uint64_t)G_AT_FDCWD, a[0], G_AT_REMOVEDIR, 0, 0, 0 };
-
-	return modify(vm, 263, b);
+	return do_unlink(vm, G_AT_FDCWD, a[0], G_AT_REMOVEDIR);
 }
 
 int64_t
 sys_unlink(struct vm *vm, const uint64_t a[6])
 {
-	uint64_t b[6] = { (uint64_t)G_AT_FDCWD, a[0], 0, 0, 0, 0 };
-
-	return modify(vm, 263, b);
+	return do_unlink(vm, G_AT_FDCWD, a[0], 0);
 }
 
 int64_t
@@ -996,25 +1350,36 @@ sys_rename(struct vm *vm, const uint64_t a[6])
 	uint64_t b[6] = { (uint64_t)G_AT_FDCWD, a[0], (uint64_t)G_AT_FDCWD,
 		a[1], 0, 0 };
 
-	return modify(vm, 264, b);
+	return do_rename(vm, b, 0);
 }
 
 int64_t
 sys_mkdirat(struct vm *vm, const uint64_t a[6])
 {
-	return modify(vm, 258, a);
+	return do_mkdir(vm, (int64_t)a[0], a[1], a[2]);
 }
 
 int64_t
 sys_unlinkat(struct vm *vm, const uint64_t a[6])
 {
-	return modify(vm, 263, a);
+	return do_unlink(vm, (int64_t)a[0], a[1], a[2]);
 }
 
 int64_t
 sys_renameat(struct vm *vm, const uint64_t a[6])
 {
-	return modify(vm, 264, a);
+	return do_rename(vm, a, 0);
+}
+
+/* RENAME_NOREPLACE and RENAME_EXCHANGE as Linux; RENAME_WHITEOUT is a
+ * privileged overlay matter: EINVAL for anything else. */
+int64_t
+sys_renameat2(struct vm *vm, const uint64_t a[6])
+{
+	if ((a[4] & ~(uint64_t)(RENAME_NOREPLACE | RENAME_EXCHANGE)) != 0 ||
+	    ((a[4] & RENAME_NOREPLACE) && (a[4] & RENAME_EXCHANGE)))
+		return -EINVAL;
+	return do_rename(vm, a, (unsigned)a[4]);
 }
 
 /* ---- pipes -------------------------------------------------------------- */
@@ -1051,6 +1416,8 @@ make_pipe(struct vm *vm, uint64_t addr, uint64_t flags)
 		f->kind = VFD_HOST;
 		f->hostfd = hp[i];
 		f->pipe = 1;
+		f->flags =
+		    (i == 0 ? O_RDONLY : O_WRONLY) | (int)(flags & O_NONBLOCK);
 		f->cloexec = (flags & O_CLOEXEC) != 0;
 	}
 	memcpy(out, g, sizeof(g));

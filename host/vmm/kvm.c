@@ -699,7 +699,12 @@ vm_kvm_create(struct vm *vm, char *err, size_t errlen)
 	struct kvm_userspace_memory_region region;
 	int mmap_size;
 
-	if ((vm->vmfd = ioctl(vm->cfg->kvm_fd, KVM_CREATE_VM, 0)) == -1) {
+	/* A signal for the guest (SIGUSR2, SIGALRM) may land here in a
+	 * freshly forked process: not a reason to fail. */
+	while ((vm->vmfd = ioctl(vm->cfg->kvm_fd, KVM_CREATE_VM, 0)) == -1 &&
+	    errno == EINTR)
+		;
+	if (vm->vmfd == -1) {
 		snprintf(err, errlen, "KVM_CREATE_VM: %s", strerror(errno));
 		return -1;
 	}

@@ -4,6 +4,9 @@
  * supports it, and the handlers of each family in a file of its own:
  *
  *   fs.c          files, descriptors, directories
+ *   sys_file.c    modes, owners, links, times, statfs, xattrs, copies
+ *   sys_poll.c    poll, select and their timeouts
+ *   procfs.c      the synthetic /proc and /dev (no calls of its own)
  *   sys_mem.c     brk, mmap and the rest of the address space
  *   sys_time.c    clocks and sleeps
  *   sys_proc.c    identity, limits, uname, exit
@@ -94,6 +97,46 @@ int64_t sys_pipe(struct vm *, const uint64_t a[6]);
 int64_t sys_pipe2(struct vm *, const uint64_t a[6]);
 
 /* Waiting on descriptors (poll.c). */
+int64_t sys_renameat2(struct vm *, const uint64_t a[6]);
+
+/* Files: modes, owners, links, times, figures, copies (sys_file.c). */
+int64_t sys_chmod(struct vm *, const uint64_t a[6]);
+int64_t sys_fchmod(struct vm *, const uint64_t a[6]);
+int64_t sys_fchmodat(struct vm *, const uint64_t a[6]);
+int64_t sys_umask(struct vm *, const uint64_t a[6]);
+int64_t sys_chown(struct vm *, const uint64_t a[6]);
+int64_t sys_fchown(struct vm *, const uint64_t a[6]);
+int64_t sys_lchown(struct vm *, const uint64_t a[6]);
+int64_t sys_fchownat(struct vm *, const uint64_t a[6]);
+int64_t sys_getgroups(struct vm *, const uint64_t a[6]);
+int64_t sys_setgroups(struct vm *, const uint64_t a[6]);
+int64_t sys_symlink(struct vm *, const uint64_t a[6]);
+int64_t sys_symlinkat(struct vm *, const uint64_t a[6]);
+int64_t sys_link(struct vm *, const uint64_t a[6]);
+int64_t sys_linkat(struct vm *, const uint64_t a[6]);
+int64_t sys_utimensat(struct vm *, const uint64_t a[6]);
+int64_t sys_utimes(struct vm *, const uint64_t a[6]);
+int64_t sys_futimesat(struct vm *, const uint64_t a[6]);
+int64_t sys_utime(struct vm *, const uint64_t a[6]);
+int64_t sys_statfs(struct vm *, const uint64_t a[6]);
+int64_t sys_fstatfs(struct vm *, const uint64_t a[6]);
+int64_t sys_statx(struct vm *, const uint64_t a[6]);
+int64_t sys_getxattr(struct vm *, const uint64_t a[6]);
+int64_t sys_lgetxattr(struct vm *, const uint64_t a[6]);
+int64_t sys_fgetxattr(struct vm *, const uint64_t a[6]);
+int64_t sys_listxattr(struct vm *, const uint64_t a[6]);
+int64_t sys_llistxattr(struct vm *, const uint64_t a[6]);
+int64_t sys_flistxattr(struct vm *, const uint64_t a[6]);
+int64_t sys_sendfile(struct vm *, const uint64_t a[6]);
+int64_t sys_copy_file_range(struct vm *, const uint64_t a[6]);
+int64_t sys_close_range(struct vm *, const uint64_t a[6]);
+int64_t sys_fchdir(struct vm *, const uint64_t a[6]);
+int64_t sys_creat(struct vm *, const uint64_t a[6]);
+int64_t sys_truncate(struct vm *, const uint64_t a[6]);
+int64_t sys_fallocate(struct vm *, const uint64_t a[6]);
+int64_t sys_flock(struct vm *, const uint64_t a[6]);
+
+/* Waiting on descriptors (sys_poll.c). */
 int64_t sys_poll(struct vm *, const uint64_t a[6]);
 int64_t sys_ppoll(struct vm *, const uint64_t a[6]);
 int64_t sys_select(struct vm *, const uint64_t a[6]);
@@ -128,6 +171,16 @@ int64_t sys_sched_getaffinity(struct vm *, const uint64_t a[6]);
 int64_t sys_exit_group(struct vm *, const uint64_t a[6]);
 int64_t sys_prlimit64(struct vm *, const uint64_t a[6]);
 int64_t sys_getrandom(struct vm *, const uint64_t a[6]);
+int64_t sys_getresuid(struct vm *, const uint64_t a[6]);
+int64_t sys_getresgid(struct vm *, const uint64_t a[6]);
+int64_t sys_setuid(struct vm *, const uint64_t a[6]);
+int64_t sys_setgid(struct vm *, const uint64_t a[6]);
+int64_t sys_setreuid(struct vm *, const uint64_t a[6]);
+int64_t sys_setregid(struct vm *, const uint64_t a[6]);
+int64_t sys_setresuid(struct vm *, const uint64_t a[6]);
+int64_t sys_setresgid(struct vm *, const uint64_t a[6]);
+int64_t sys_setfsuid(struct vm *, const uint64_t a[6]);
+int64_t sys_setfsgid(struct vm *, const uint64_t a[6]);
 int64_t sys_keep_fetch(struct vm *, const uint64_t a[6]);
 int64_t sys_keep_ready(struct vm *, const uint64_t a[6]); /* template.c */
 

@@ -189,3 +189,98 @@ sys_keep_fetch(struct vm *vm, const uint64_t a[6])
 {
 	return vm_keep_fetch(vm, a[0], a[1]); /* fetch.c */
 }
+
+/* getresuid and getresgid: real, effective and saved, all the guest's. */
+static int64_t
+put_ids(struct vm *vm, const uint64_t a[6])
+{
+	uint32_t id = GUEST_ID;
+	int i;
+
+	for (i = 0; i < 3; i++)
+		if (vm_put(vm, a[i], &id, sizeof(id)) != 0)
+			return -EFAULT;
+	return 0;
+}
+
+int64_t
+sys_getresuid(struct vm *vm, const uint64_t a[6])
+{
+	return put_ids(vm, a);
+}
+
+int64_t
+sys_getresgid(struct vm *vm, const uint64_t a[6])
+{
+	return put_ids(vm, a);
+}
+
+/* The set*id calls: the guest may "change" to the ids it has (or leave
+ * one, -1), as any process may; anything else is EPERM, as for a
+ * process without CAP_SETUID or CAP_SETGID. */
+static int64_t
+same_ids(const uint64_t a[6], int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if ((uint32_t)a[i] != UINT32_MAX && (uint32_t)a[i] != GUEST_ID)
+			return -EPERM;
+	return 0;
+}
+
+int64_t
+sys_setuid(struct vm *vm, const uint64_t a[6])
+{
+	(void)vm;
+	return (uint32_t)a[0] == GUEST_ID ? 0 : -EPERM;
+}
+
+int64_t
+sys_setgid(struct vm *vm, const uint64_t a[6])
+{
+	return sys_setuid(vm, a);
+}
+
+int64_t
+sys_setreuid(struct vm *vm, const uint64_t a[6])
+{
+	(void)vm;
+	return same_ids(a, 2);
+}
+
+int64_t
+sys_setregid(struct vm *vm, const uint64_t a[6])
+{
+	(void)vm;
+	return same_ids(a, 2);
+}
+
+int64_t
+sys_setresuid(struct vm *vm, const uint64_t a[6])
+{
+	(void)vm;
+	return same_ids(a, 3);
+}
+
+int64_t
+sys_setresgid(struct vm *vm, const uint64_t a[6])
+{
+	(void)vm;
+	return same_ids(a, 3);
+}
+
+/* setfsuid and setfsgid answer the old id and never fail. */
+int64_t
+sys_setfsuid(struct vm *vm, const uint64_t a[6])
+{
+	(void)vm;
+	(void)a;
+	return GUEST_ID;
+}
+
+int64_t
+sys_setfsgid(struct vm *vm, const uint64_t a[6])
+{
+	return sys_setfsuid(vm, a);
+}

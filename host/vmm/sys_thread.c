@@ -447,7 +447,8 @@ sys_futex(struct vm *vm, const uint64_t a[6])
 			return -EFAULT;
 		if (*g != (uint32_t)a[5])
 			return -EAGAIN;
-		/* fall through */
+		return futex_requeue(vm, a[0], (int64_t)(uint32_t)a[2],
+		    (int64_t)(uint32_t)a[3], a[4]);
 	case FUTEX_REQUEUE_:
 		return futex_requeue(vm, a[0], (int64_t)(uint32_t)a[2],
 		    (int64_t)(uint32_t)a[3], a[4]);

@@ -13,7 +13,11 @@
 #define VM_PAGE 4096ULL
 #define VM_HUGE (2ULL << 20)
 #define VM_PATH_MAX WS_PATH_MAX /* guest paths, NUL included */
-#define VM_MAX_FILES_DEFAULT 64
+#define VM_XSAVE_LEGACY 4096 /* struct kvm_xsave's region[1024] */
+#define VM_MAX_FILES_DEFAULT 1024
+#define VM_MAX_FILES_LIMIT 65536
+#define VM_GUEST_ID 1000 /* the guest's uid and gid */
+#define VM_UMASK_DEFAULT 022
 
 enum vfd_kind {
 	VFD_FREE = 0,
@@ -21,18 +25,32 @@ enum vfd_kind {
 	VFD_OUT, /* stdout or stderr: the output sink */
 	VFD_IMAGE, /* one of cfg->files, read-only */
 	VFD_VDIR, /* a directory that exists only as a prefix of files */
-	VFD_HOST /* a workspace file or directory */
+	VFD_HOST, /* a workspace file or directory */
+	VFD_DEV, /* /dev/null, /dev/zero, /dev/urandom (procfs.c) */
+	VFD_SYNTH, /* a /proc file: bytes made when it was opened */
+	VFD_SDIR /* a /proc or /dev directory: names made when opened */
 };
+
+enum vm_dev { VM_DEV_NULL = 1, VM_DEV_ZERO, VM_DEV_RANDOM };
 
 struct vfd {
 	enum vfd_kind kind;
 	int outfd; /* VFD_OUT: 1 or 2 */
 	const struct vmm_file *file; /* VFD_IMAGE */
-	uint64_t off; /* VFD_IMAGE, VFD_VDIR (entries returned) */
+	uint64_t off; /* VFD_IMAGE, VFD_SYNTH, VFD_VDIR and VFD_SDIR
+			 (entries returned) */
 	int hostfd; /* VFD_HOST */
 	int pipe; /* VFD_HOST: a pipe's end (no path, no quota) */
 	int cloexec;
-	char *path; /* VFD_VDIR, VFD_HOST: normalized guest path */
+	int flags; /* O_ACCMODE | O_APPEND | O_NONBLOCK as opened */
+	enum vm_dev dev; /* VFD_DEV */
+	/* VFD_SYNTH: the bytes (data points into owned or at the
+	 * program); VFD_SDIR: "name\0" entries, each name after a
+	 * one-byte DT_ type. */
+	const uint8_t *data;
+	uint64_t len;
+	uint8_t *owned;
+	char *path; /* normalized guest path (not for 0-2 at start) */
 };
 
 /* The kernel's struct sigaction on x86-64 (rt_sigaction). */
@@ -76,7 +94,9 @@ struct vm {
 	struct vfd *fds;
 	unsigned nfds;
 	int ws_fd; /* the workspace directory, or -1 */
-	uint64_t ws_written;
+	uint64_t ws_used; /* bytes the workspace holds (docs/vmm.md) */
+	unsigned umask; /* the guest's */
+	unsigned host_umask; /* the process's, put back at the end */
 	char cwd[VM_PATH_MAX];
 	int stopped; /* the guest is done; res says how */
 	uint64_t deadline_us; /* the run's time limit (vm_now_us), or 0 */
@@ -121,7 +141,11 @@ struct vm_cpu_state {
 	struct kvm_regs regs;
 	struct kvm_sregs sregs;
 	struct kvm_fpu fpu; /* x87, SSE; or, with XSAVE, the whole area: */
-	struct kvm_xsave xsave;
+	/* KVM_GET_XSAVE's legacy 4096-byte area as bytes: newer kernel
+	 * headers end struct kvm_xsave with a flexible array, which may not
+	 * sit inside another struct (clang refuses it). Everything the VM's
+	 * XCR0 enables (x87 to AVX-512, 2,688 bytes) fits in it. */
+	_Alignas(64) uint8_t xsave[VM_XSAVE_LEGACY];
 	int has_xsave;
 	uint64_t tsc;
 };
@@ -169,6 +193,11 @@ int vm_exec_image(
 
 /* exec.c */
 void vm_exec_free(struct vm *);
+/* A script's "#!interp [arg]" line (the first 256 bytes of data, which
+ * are the guest's): 0 with both NUL-terminated in their buffers (interp
+ * non-empty, without blanks; arg trimmed, maybe empty), or -ENOEXEC. */
+int vm_exec_shebang(const uint8_t *data, size_t len, char *interp, size_t ilen,
+    char *arg, size_t alen);
 
 /* ---- proc.c: the guest process tree ----------------------------------- */
 

@@ -75,8 +75,11 @@ struct vmm_config {
 	uint64_t memory; /* guest memory bytes, >= 4 MiB */
 	uint64_t timeout_ms; /* 0: none */
 	uint64_t output_max; /* bytes on fds 1 and 2 together; 0: none */
-	uint64_t workspace_max; /* bytes the guest may write; 0: none */
-	unsigned max_files; /* open guest descriptors; 0: 64 */
+	uint64_t workspace_max; /* bytes the workspace may hold (its
+				  allocated blocks, counted across runs);
+				  0: none */
+	unsigned max_files; /* open guest descriptors; 0: 1024 (at most
+			      65536); RLIMIT_NOFILE reports it */
 	unsigned max_procs; /* guest processes at once, the first included;
 			     0: 64, at most 1024 */
 	int trace; /* log every system call (debug) */

@@ -4,8 +4,10 @@
  * directory, so no symlink leads out. Used by the guest's file calls
  * (fs.c) and by the vmm's file API (host/proc_vmm.c).
  */
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -87,4 +89,64 @@ ws_parentat(int ws_fd, const char *path, char *name, size_t namelen)
 		strlcpy(parent, "/", sizeof(parent));
 	strlcpy(name, slash + 1, namelen);
 	return ws_openat(ws_fd, parent, O_PATH | O_DIRECTORY, 0);
+}
+
+/* One directory of ws_usage's walk: dfd is consumed. */
+static int
+usage_dir(int dfd, dev_t dev, unsigned depth, unsigned *left, uint64_t *bytes)
+{
+	struct open_how how;
+	struct dirent *e;
+	struct stat st;
+	DIR *d;
+	int rc = 0, sub;
+
+	if (depth > WS_USAGE_MAX_DEPTH) {
+		close(dfd);
+		return -E2BIG;
+	}
+	if ((d = fdopendir(dfd)) == NULL) {
+		rc = -errno;
+		close(dfd);
+		return rc;
+	}
+	while (rc == 0 && (e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if (*left == 0) {
+			rc = -E2BIG;
+			break;
+		}
+		(*left)--;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) ==
+		    -1)
+			continue; /* gone since readdir: nothing to count */
+		*bytes += (uint64_t)st.st_blocks * 512;
+		if (!S_ISDIR(st.st_mode) || st.st_dev != dev)
+			continue;
+		memset(&how, 0, sizeof(how));
+		how.flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+		how.resolve =
+		    RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV;
+		sub = (int)syscall(
+		    SYS_openat2, dirfd(d), e->d_name, &how, sizeof(how));
+		if (sub >= 0)
+			rc = usage_dir(sub, dev, depth + 1, left, bytes);
+	}
+	closedir(d);
+	return rc;
+}
+
+int
+ws_usage(int ws_fd, unsigned max_entries, uint64_t *bytes)
+{
+	struct stat st;
+	int dfd;
+
+	*bytes = 0;
+	if (fstat(ws_fd, &st) == -1)
+		return -errno;
+	if ((dfd = ws_openat(ws_fd, "/", O_RDONLY | O_DIRECTORY, 0)) < 0)
+		return dfd;
+	return usage_dir(dfd, st.st_dev, 0, &max_entries, bytes);
 }

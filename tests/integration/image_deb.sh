@@ -21,6 +21,17 @@ build --deb bash --command bash=/bin/bash -o "$tmp/a.img" || exit 1
 build --deb bash --command bash=/bin/bash -o "$tmp/b.img" || exit 1
 cmp -s "$tmp/a.img" "$tmp/b.img" && ok "the same packages give the same image" ||
 	bad "two builds of bash differ"
+# The python image's one generated file, matplotlib's font list, is the
+# same from two runs whose string hashes (and so set orders) differ.
+if [ -x /usr/bin/python3.11 ] && /usr/bin/python3.11 -c 'import matplotlib' 2>/dev/null; then
+	for seed in 1 2; do
+		mkdir "$tmp/mpl$seed"
+		PYTHONHASHSEED=$seed /usr/bin/python3.11 image/stock/mpl_fontlist.py "$tmp/mpl$seed" || exit 1
+	done
+	cmp -s "$tmp/mpl1/fontlist-v330.json" "$tmp/mpl2/fontlist-v330.json" &&
+		ok "matplotlib's font list is the same from two runs" ||
+		bad "the font list depends on the hash seed"
+fi
 list=$("$KEEP" image inspect "$tmp/a.img")
 for f in /bin/bash /lib64/ld-linux-x86-64.so.2 /lib/x86_64-linux-gnu/libc.so.6 \
 	/lib/x86_64-linux-gnu/libtinfo.so.6 /etc/bash.bashrc; do

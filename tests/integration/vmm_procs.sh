@@ -39,12 +39,19 @@ print("threads", sorted(r))
 def h(s, f): print("alarm", s)
 signal.signal(signal.SIGALRM, h); signal.alarm(1); time.sleep(2)
 t0 = time.time(); time.sleep(0.2); print("slept", time.time() - t0 >= 0.2)
+import subprocess, sys
+exe = sys.executable or "/bin/python"  # keep's has no /proc/self/exe yet
+r = subprocess.run([exe, "-c", "import sys; print('child', sys.argv[1:]); sys.exit(3)", "a"],
+                   capture_output=True, text=True)
+print("subprocess", r.returncode, repr(r.stdout), repr(r.stderr))
+r = subprocess.run([exe, "-c", "print(input())"], input="fed\n", capture_output=True, text=True)
+print("subprocess stdin", r.returncode, repr(r.stdout))
 EOPY
 python3 "$ws/t.py" >"$tmp/native" 2>&1
 "$KEEP" run --timeout 30s --workspace "$ws" --trust "$B/keys/dev.public" \
     "$B/images/python.img" python /t.py >"$tmp/keep" 2>&1; rc=$?
 [ $rc -eq 0 ] && cmp -s "$tmp/native" "$tmp/keep" &&
-    ok "python threading and signal.alarm: same as native" ||
+    ok "python threading, signal.alarm, subprocess.run: same as native" ||
     bad "python: exit $rc: $(diff "$tmp/native" "$tmp/keep")"
 "$KEEP" run --timeout 20s "$G/signals" corrupt >"$tmp/out" 2>"$tmp/err"; rc=$?
 [ $rc -eq 139 ] && [ "$(cat "$tmp/out")" = "wrecking my own frame" ] &&

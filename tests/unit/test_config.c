@@ -100,6 +100,7 @@ test_values(void **state)
 	assert_int_equal(c.max_request_body, 1024);
 	assert_int_equal(c.memory_max, 64 << 20);
 	assert_int_equal(c.workspace_max, 10ULL << 30);
+	assert_int_equal(c.max_files, 4096);
 	assert_int_equal(c.restart_backoff_max_ms, 3600000);
 }
 
@@ -116,6 +117,7 @@ test_defaults(void **state)
 	assert_string_equal(c.state_dir, "/var/lib/keep");
 	assert_string_equal(c.policy_dir, "/etc/keep/policy");
 	assert_string_equal(c.user, "_keep");
+	assert_int_equal(c.max_files, 1024);
 	assert_int_equal(config_parse("x", "{}", 2, &c, &d), CONFIG_OK);
 }
 

@@ -1,6 +1,10 @@
 /* The VMM's pure parts: the ELF validator and the guest-pointer check. */
 #include <elf.h>
 #include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <stdio.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -362,6 +366,46 @@ test_sys_table(void **state)
 	assert_null(vm_sys_row(~0ULL));
 }
 
+/* The workspace quota's walk: blocks, not sizes; symlinks not followed;
+ * bounded. */
+static void
+test_ws_usage(void **state)
+{
+	char dir[] = "/tmp/keep-ws-usage-XXXXXX", path[256];
+	char buf[8192];
+	uint64_t bytes, dense;
+	int ws, fd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	ws = open(dir, O_RDONLY | O_DIRECTORY);
+	assert_true(ws >= 0);
+	assert_int_equal(ws_usage(ws, 100, &bytes), 0);
+	assert_int_equal(bytes, 0);
+	memset(buf, 'x', sizeof(buf));
+	snprintf(path, sizeof(path), "%s/dense", dir);
+	fd = open(path, O_WRONLY | O_CREAT, 0600);
+	assert_int_equal(write(fd, buf, sizeof(buf)), sizeof(buf));
+	fsync(fd);
+	close(fd);
+	assert_int_equal(ws_usage(ws, 100, &dense), 0);
+	assert_true(dense >= sizeof(buf));
+	snprintf(path, sizeof(path), "%s/sub", dir);
+	assert_int_equal(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/sub/sparse", dir);
+	fd = open(path, O_WRONLY | O_CREAT, 0600);
+	assert_int_equal(ftruncate(fd, 1LL << 30), 0);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/sub/out", dir);
+	assert_int_equal(symlink("/usr", path), 0);
+	assert_int_equal(ws_usage(ws, 100, &bytes), 0);
+	assert_true(bytes >= dense && bytes < dense + (1 << 20));
+	assert_int_equal(ws_usage(ws, 2, &bytes), -E2BIG);
+	close(ws);
+	snprintf(buf, sizeof(buf), "rm -rf %s", dir);
+	assert_int_equal(system(buf), 0);
+}
+
 int
 main(void)
 {
@@ -374,6 +418,7 @@ main(void)
 		cmocka_unit_test(test_gptr_bounds),
 		cmocka_unit_test(test_ws_normalize),
 		cmocka_unit_test(test_sys_table),
+		cmocka_unit_test(test_ws_usage),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

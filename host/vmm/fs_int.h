@@ -1,0 +1,79 @@
+/*
+ * What the guest's file calls share across host/vmm/: descriptors,
+ * guest paths and the three places a path can lead (fs.c), the
+ * workspace quota (fs.c), and the synthetic /proc and /dev (procfs.c).
+ */
+#ifndef KEEP_VMM_FS_INT_H
+#define KEEP_VMM_FS_INT_H
+
+#include <sys/stat.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "host/vmm/vm_int.h"
+
+#define G_AT_FDCWD (-100)
+#define G_AT_SYMLINK_NOFOLLOW 0x100
+#define G_AT_REMOVEDIR 0x200
+#define G_AT_SYMLINK_FOLLOW 0x400
+#define G_AT_EMPTY_PATH 0x1000
+
+/* ---- fs.c ---- */
+
+/* Descriptor fd (its low 32 bits), or NULL when not open. */
+struct vfd *vm_fd(struct vm *, uint64_t fd);
+/* The lowest free descriptor from `from` on, or -EMFILE. */
+int vm_fd_alloc(struct vm *, unsigned from);
+void vm_fd_release(struct vfd *);
+/* Descriptor newfd becomes a copy of f (newfd free). 0 or -errno. */
+int vm_fd_copy(struct vm *, const struct vfd *f, int newfd, int cloexec);
+/* The guest path at (dirfd, addr), normalized; empty_ok: "" names
+ * dirfd itself (AT_EMPTY_PATH). 0 or -errno. */
+int vm_path(struct vm *, int64_t dirfd, uint64_t addr, char *out, size_t outlen,
+    int empty_ok);
+/* Whether path is one of the image's files or directories. */
+int vm_path_in_image(struct vm *, const char *path);
+/* The workspace, beneath its directory (host/vmm/workspace.c). */
+int vm_ws_open(struct vm *, const char *path, uint64_t flags, uint64_t mode);
+int vm_ws_parent(struct vm *, const char *path, char *name, size_t namelen);
+int64_t vm_stat_path(
+    struct vm *, const char *path, int nofollow, struct stat *st);
+int64_t vm_stat_fd(struct vm *, struct vfd *, struct stat *st);
+/* Copy a struct stat to the guest (rc passed through when not 0). */
+int64_t vm_put_stat(
+    struct vm *, uint64_t addr, int64_t rc, const struct stat *);
+/* Read or write a descriptor with host memory; pos < 0: at its offset. */
+int64_t vm_fd_read(
+    struct vm *, struct vfd *, void *buf, uint64_t len, int64_t pos);
+int64_t vm_fd_write(
+    struct vm *, struct vfd *, const void *buf, uint64_t len, int64_t pos);
+
+/* The workspace quota (docs/vmm.md, "Limits"). Whether growing a file
+ * by up to `grow` bytes fits: 0 or -EDQUOT. */
+int vm_quota_check(struct vm *, uint64_t grow);
+/* Account for a change to a file: its allocated bytes before (from
+ * vm_quota_bytes) and the file as it is now. */
+uint64_t vm_quota_bytes(int hostfd);
+void vm_quota_update(struct vm *, uint64_t before, int hostfd);
+/* Account for bytes freed (an unlink, a rename over a file). */
+void vm_quota_release(struct vm *, uint64_t bytes);
+
+/* ---- procfs.c ---- */
+
+/* Whether path is under the synthetic /proc or /dev. */
+int vm_synth_path(const char *path);
+int64_t vm_synth_stat(
+    struct vm *, const char *path, int nofollow, struct stat *st);
+/* Fill the free descriptor f for path, opened with flags; 0 or -errno
+ * (the descriptor stays free on failure). */
+int64_t vm_synth_open(
+    struct vm *, const char *path, uint64_t flags, struct vfd *f, int fd);
+/* The target of a synthetic symlink: its length or -errno (EINVAL for
+ * anything not a symlink). */
+int64_t vm_synth_readlink(
+    struct vm *, const char *path, char *out, size_t outlen);
+/* What /proc/self/fd/N names for descriptor f. */
+void vm_fd_describe(const struct vfd *f, int fd, char *out, size_t outlen);
+
+#endif
