@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cli/cmd.h"
+#include "cli/run_template.h"
 #include "host/vmm/vmm.h"
 #include "image/image.h"
 #include "lib/fdio.h"
@@ -42,6 +43,7 @@ run_usage_fp(FILE *fp)
 	    "[--workspace DIR]\n"
 	    "                [--workspace-max SIZE] [--env K=V]... "
 	    "[--output-max SIZE] [--processes N] [--stats]\n"
+	    "                [--template]\n"
 	    "                PROGRAM [ARG...]\n"
 	    "       keep run [options] --trust PUBLIC... IMAGE COMMAND "
 	    "[ARG...]\n"
@@ -119,6 +121,7 @@ cmd_run(int argc, char **argv)
 		{ "syscalls", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "processes", required_argument, NULL, 'P' },
+		{ "template", no_argument, NULL, 'L' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct vmm_config cfg;
@@ -129,9 +132,9 @@ cmd_run(int argc, char **argv)
 	const char *envp[MAX_ENV + 1], **gargv = NULL;
 	uint8_t trust[MAX_TRUST][32], *elf = NULL;
 	size_t nenv = 0, ntrust = 0, elf_len = 0, i;
-	uint64_t memory = 0, timeout = 0, output_max = 0;
+	uint64_t memory = 0, timeout = 0, output_max = 0, memory_opt;
 	char err[256], cachepath[4096];
-	int c, stats = 0, rc, ex = RUN_EXIT_BOOT, kvm = -1;
+	int c, stats = 0, rc, ex = RUN_EXIT_BOOT, kvm = -1, use_template = 0;
 
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.workspace_fd = -1;
@@ -212,6 +215,9 @@ cmd_run(int argc, char **argv)
 		case 's':
 			stats = 1;
 			break;
+		case 'L':
+			use_template = 1;
+			break;
 		case 'x':
 			cfg.trace = 1;
 			break;
@@ -228,6 +234,24 @@ cmd_run(int argc, char **argv)
 		return run_usage();
 	envp[nenv] = NULL;
 
+	memory_opt = memory;
+	if (ntrust > 0 && use_template && argc >= 2) {
+		/* A template holder for this image file verified it when it
+		 * started (docs/templates.md). */
+		cfg.envp = envp;
+		cfg.timeout_ms = timeout;
+		cfg.output_max = output_max;
+		rc = run_template(argv[0], argv[1],
+		    (const char *const *)argv + 2, &cfg, memory,
+		    (const uint8_t(*)[32])trust, ntrust, &res, err,
+		    sizeof(err));
+		if (rc == -2) {
+			fprintf(stderr, "keep run: %s\n", err);
+			return RUN_EXIT_BOOT;
+		}
+		if (rc == 0)
+			goto have_result;
+	}
 	if (ntrust > 0) {
 		/* An image: verified before anything in it is used, and the
 		 * command checked before any VM exists. */
@@ -307,7 +331,11 @@ cmd_run(int argc, char **argv)
 	cfg.memory = memory ? memory : 64ULL << 20;
 	cfg.timeout_ms = timeout;
 	cfg.output_max = output_max;
+	if (use_template && img != NULL)
+		run_template_start(argv[0], img, argv[1], &cfg, memory_opt,
+		    (const uint8_t(*)[32])trust, ntrust);
 	rc = vmm_run(&cfg, &res, err, sizeof(err));
+have_result:
 	if (rc != VMM_OK) {
 		fprintf(stderr, "keep run: %s: %s\n", vmm_strerror(rc), err);
 		goto out;

@@ -135,14 +135,16 @@ static const struct msg_handler vmm_handlers[] = {
  * then watches' (WATCH_WHO + index). */
 #define CTX_WHO (PROC_COUNT + 2 * VMM_JOBS_MAX)
 #define WATCH_WHO (CTX_WHO + VMM_CONTEXTS_MAX)
+/* and past those, template holders' (who = TPL_WHO + index). */
+#define TPL_WHO (WATCH_WHO + WATCH_MAX)
 
 static int
 vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 {
 	struct pollfd pfd[PROC_COUNT + 2 * VMM_JOBS_MAX + 2 * VMM_CONTEXTS_MAX +
-	    WATCH_MAX];
+	    WATCH_MAX + VMM_TEMPLATES_MAX];
 	int who[PROC_COUNT + 2 * VMM_JOBS_MAX + 2 * VMM_CONTEXTS_MAX +
-	    WATCH_MAX];
+	    WATCH_MAX + VMM_TEMPLATES_MAX];
 	uint8_t *buf;
 	size_t n, i;
 	uint64_t now;
@@ -169,6 +171,14 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 				pfd[n].fd = vs->jobs[i].egress.fd;
 				pfd[n].events = POLLIN;
 				who[n++] = PROC_COUNT + VMM_JOBS_MAX + (int)i;
+			}
+		/* Template holders report their boot and their spares
+		 * (proc_vmm_template.c). */
+		for (i = 0; i < VMM_TEMPLATES_MAX; i++)
+			if (vmm_template_pollfd(vs, i) >= 0) {
+				pfd[n].fd = vmm_template_pollfd(vs, i);
+				pfd[n].events = POLLIN;
+				who[n++] = TPL_WHO + (int)i;
 			}
 		/* A live context: its interpreter's end and its output. */
 		for (i = 0; i < VMM_CONTEXTS_MAX; i++) {
@@ -205,7 +215,10 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 		for (i = 0; i < n && !ctx->quit; i++) {
 			if (pfd[i].revents == 0)
 				continue;
-			if (who[i] >= WATCH_WHO)
+			if (who[i] >= TPL_WHO)
+				vmm_template_event(
+				    vs, (size_t)(who[i] - TPL_WHO));
+			else if (who[i] >= WATCH_WHO)
 				vmm_watch_event(
 				    ctx, vs, (size_t)(who[i] - WATCH_WHO));
 			else if (who[i] >= CTX_WHO)

@@ -87,6 +87,24 @@ struct job {
 	char cmd[RUN_NAME_MAX];
 };
 
+/* A template and its holder process (host/proc_vmm_template.c). */
+#define VMM_TEMPLATES_MAX 8
+struct tpl_slot {
+	int used;
+	char image[RUN_NAME_MAX];
+	char command[RUN_NAME_MAX]; /* the command it boots */
+	uint64_t memory; /* guest memory: part of the key */
+	/* The principal whose code wrote the template's memory, or "" when
+	 * only the image's code ever ran in it (shared by everyone). */
+	char owner[GRANT_PRINCIPAL_MAX];
+	pid_t pid; /* the holder */
+	pid_t spare_pid; /* its spare clone, a child of this process */
+	int fd; /* the vmm's end of the socketpair to it */
+	int state;
+	uint64_t request_max;
+	uint64_t started_ms, failed_at_ms;
+};
+
 #define VMM_CONTEXTS_MAX 32
 
 /* A live context (host/proc_vmm_context.c): an interpreter in its own
@@ -148,6 +166,7 @@ struct vmm_state {
 	uint32_t restore_epoch;
 	uint64_t next_pid; /* run numbers, per vmm life */
 	struct vmm_watch *watches[WATCH_MAX]; /* host/proc_vmm_watch.c */
+	struct tpl_slot templates[VMM_TEMPLATES_MAX];
 	struct vmm_context ctxs[VMM_CONTEXTS_MAX];
 	struct vmm_snapshot snaps[VMM_SNAPSHOTS_MAX];
 };
@@ -224,5 +243,25 @@ void vmm_watch_event(struct proc_ctx *ctx, struct vmm_state *vs, size_t i);
 int vmm_watch_tick(struct proc_ctx *ctx, struct vmm_state *vs);
 /* The front restarted: its watches are gone. */
 void vmm_watch_stop_all(struct vmm_state *vs);
+/* Templates (host/proc_vmm_template.c). vmm_template_clone starts the
+ * run cfg describes as a clone of the image's template for command when
+ * one is ready for this principal: the clone's host pid (a child of
+ * this process; job->res is replaced by a page it shares), or 0 when the
+ * run must boot cold (no template, still booting, the request too large,
+ * the holder failing). */
+pid_t vmm_template_clone(struct proc_ctx *ctx, struct vmm_state *vs,
+    const struct image *img, const char *image_name, const char *command,
+    const char *principal, const char *sbx_id, const struct vmm_config *cfg,
+    struct job *job, const int outfds[2], int efd);
+/* The vmm's loop: the descriptor to poll for holder i (-1: none), and
+ * what it reported (a booting template's ready or failed). */
+int vmm_template_pollfd(const struct vmm_state *vs, size_t i);
+void vmm_template_event(struct vmm_state *vs, size_t i);
+/* Kill the templates of an image that changed or went away. */
+void vmm_templates_forget(struct vmm_state *vs, const char *image);
+/* In a forked child: close the links to the holders. */
+void vmm_templates_close(struct vmm_state *vs);
+/* Whether a template written by owner ("" for none) may serve principal. */
+int vmm_template_usable(const char *owner, const char *principal);
 
 #endif

@@ -128,6 +128,7 @@ void __attribute__((noreturn)) vmm_vm_process(struct proc_ctx *ctx,
 			if (vs->jobs[i].egress.shm >= 0)
 				close(vs->jobs[i].egress.shm);
 		}
+	vmm_templates_close(vs);
 	vmm_contexts_close(vs);
 	/* Its workspace only, no signals or sockets beyond its own. */
 	if (vm_confine(cfg->workspace_fd, err, sizeof(err)) == -1) {
@@ -287,6 +288,7 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	char *strbuf = NULL, reason[64] = "";
 	size_t used = 0, nenv = 0, i;
 	int outfds[2] = { -1, -1 }, st = RUN_REFUSED, efd = -1;
+	int from_template = 0;
 	uint64_t timeout;
 	pid_t pid;
 
@@ -443,19 +445,25 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	        vs->caps_reqid == m->hdr.reqid ? &vs->caps : NULL, &efd) == -1)
 		goto error;
 	vs->caps_reqid = 0;
-	switch (pid = fork()) {
-	case -1:
-		log_warn("%s: fork", __func__);
-		vmm_egress_close(&job->egress);
-		close(efd);
-		goto error;
-	case 0:
-		vmm_egress_child(&job->egress, efd, &cfg);
-		close(job->egress.fd);
-		job->egress.fd = -1;
-		job->egress.shm = -1; /* now the vm process's own */
-		vmm_vm_process(ctx, vs, &cfg, outfds, job->res, s->id);
-	}
+	/* A clone of the image's template when one is ready, else a cold
+	 * boot (docs/templates.md). */
+	if ((pid = vmm_template_clone(ctx, vs, img, s->image, q.command,
+	         g.principal, s->id, &cfg, job, outfds, efd)) > 0)
+		from_template = 1;
+	else
+		switch (pid = fork()) {
+		case -1:
+			log_warn("%s: fork", __func__);
+			vmm_egress_close(&job->egress);
+			close(efd);
+			goto error;
+		case 0:
+			vmm_egress_child(&job->egress, efd, &cfg);
+			close(job->egress.fd);
+			job->egress.fd = -1;
+			job->egress.shm = -1; /* now the vm process's own */
+			vmm_vm_process(ctx, vs, &cfg, outfds, job->res, s->id);
+		}
 	close(efd);
 	job->used = 1;
 	job->pid = pid;
@@ -473,10 +481,11 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	strlcpy(job->owner, s->owner, sizeof(job->owner));
 	strlcpy(job->cmd, q.command, sizeof(job->cmd));
 	proc_add(s, job->run_pid, q.command, job->background);
-	log_info("run %llu: %s in sandbox %s, vm pid %d, run %llu%s",
+	log_info("run %llu: %s in sandbox %s, vm pid %d, run %llu%s%s",
 	    (unsigned long long)job->reqid, q.command, s->id, (int)pid,
 	    (unsigned long long)job->run_pid,
-	    job->background ? ", in the background" : "");
+	    job->background ? ", in the background" : "",
+	    from_template ? ", from its template" : "");
 	if (job->background)
 		run_started(ctx, m->from, m->hdr.reqid, job->run_pid);
 	goto done;
@@ -614,12 +623,14 @@ vmm_job_finish(struct proc_ctx *ctx, struct job *job)
 		st = RUN_KILLED;
 		strlcpy(reason, "killed", sizeof(reason));
 	}
-	log_info(
-	    "run %llu done: status %u, exit %d, %llu+%llu bytes, %llu us%s%s",
+	log_info("run %llu done: status %u, exit %d, %llu+%llu bytes, %llu us "
+	         "(boot %llu, %llu exits, %llu calls)%s%s",
 	    (unsigned long long)job->reqid, st, res.exit_code,
 	    (unsigned long long)out_len, (unsigned long long)err_len,
 	    (unsigned long long)(res.boot_us + res.run_us),
-	    reason[0] != '\0' ? ": " : "", reason);
+	    (unsigned long long)res.boot_us, (unsigned long long)res.exits,
+	    (unsigned long long)res.syscalls, reason[0] != '\0' ? ": " : "",
+	    reason);
 	job_record(ctx, job, st, res.exit_code, &res);
 	if (!job->background)
 		run_reply(ctx, job->from, job->reqid, st, res.exit_code, reason,

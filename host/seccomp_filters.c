@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <linux/kvm.h>
 #include <seccomp.h>
@@ -176,6 +177,31 @@ static const struct seccomp_rule vm_rules[] = { VM_RULES, VM_PROC_RULES };
  * (host/vm_confine.c). */
 const struct seccomp_filter seccomp_vm = { "vm", vm_rules, nitems(vm_rules) };
 
+/*
+ * A template's holder boots its guest as a vm process would, then forks
+ * one clone per run, each of which installs seccomp_vm on top of this
+ * before it touches the run (docs/templates.md).
+ */
+static const struct seccomp_rule template_rules[] = {
+	VM_RULES,
+	VM_PROC_RULES,
+	RA(clone, 0, CLONE_PARENT | SIGCHLD,
+	    "a clone for a run, made the vmm's child (CLONE_PARENT) so the "
+	    "vmm waits for it as for any vm process"),
+	R(seccomp, "a clone installs the vm process's filter"),
+	R(prctl, "a clone's process title"),
+	R(setpgid, "a clone leads its own process group, as a vm process"),
+	R(landlock_create_ruleset,
+	    "a clone confines itself to its run's workspace (vm_confine)"),
+	R(landlock_add_rule,
+	    "a clone confines itself to its run's workspace (vm_confine)"),
+	R(landlock_restrict_self,
+	    "a clone confines itself to its run's workspace (vm_confine)"),
+};
+
+const struct seccomp_filter seccomp_template = { "template", template_rules,
+	nitems(template_rules) };
+
 static const struct seccomp_rule vmm_rules[] = {
 	VM_RULES,
 	RA(ioctl, 1, KVM_GET_API_VERSION, "check /dev/kvm's API version"),
@@ -192,6 +218,9 @@ static const struct seccomp_rule vmm_rules[] = {
 	RA(clone, 0, 0x01200011,
 	    "fork a `keepd: vm` process (glibc fork's flags only: no "
 	    "threads, no namespaces)"),
+	RA(clone, 0, CLONE_PARENT | SIGCHLD,
+	    "not used here: a template's holder, forked from here, makes its "
+	    "clones the vmm's children, and filters stack"),
 	R(pidfd_open, "wait for a vm process in the poll loop"),
 	R(wait4, "reap the per-VM `keepd: vm` processes"),
 	R(kill, "stop a VM process past its timeout"),

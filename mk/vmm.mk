@@ -68,9 +68,22 @@ bench-procs: $(B)/bench/procs $(B)/bin/keep
 $(B)/bench/procs: bench/procs.c
 	@mkdir -p $(dir $@)
 	musl-gcc -static -O2 -Wall -Werror -o $@ $<
+
 # The compatibility suite (not part of make check): Debian's
 # busybox-static applets in keep run and natively, byte-compared
 # (tests/compat/, docs/vmm.md "Compatibility").
 .PHONY: check-compat
 check-compat: $(B)/bin/keep $(DEV_KEY)
 	bash tests/compat/busybox.sh
+
+# bench/templates (not part of make check): python from a template
+# through keep run and the API beside native python3.11, numpy, and an
+# empty template's clone beside the bare KVM floor (docs/templates.md).
+.PHONY: bench-templates
+bench-templates: $(B)/bench/tplclone $(B)/bench/kvm_floor $(B)/bin/keep \
+                 $(B)/bin/keepd $(GUEST_BINS) $(STOCK_IMAGES)
+	bash bench/templates.sh $(B)
+
+$(B)/bench/tplclone: bench/tplclone.c $(B)/libkeep.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(B)/libkeep.a $(LDLIBS)

@@ -76,6 +76,8 @@ vmm_strerror(int err)
 		return "invalid argument";
 	case VMM_E_TOOBIG:
 		return "the program does not fit the guest memory";
+	case VMM_E_TEMPLATE:
+		return "the template did not reach its ready call";
 	}
 	return "unknown error";
 }
@@ -634,7 +636,7 @@ vcpu_loop(struct vm *vm)
 	struct kvm_regs *r;
 	struct kvm_sregs *s;
 
-	while (!vm->stopped) {
+	while (!vm->stopped && !vm->parked) {
 		/* Re-read each time: fork and execve replace the vCPU. */
 		run = vm->run;
 		r = &run->s.regs.regs;
@@ -865,89 +867,113 @@ vm_exec_image(
 
 /* ---- vmm_run ---------------------------------------------------------- */
 
-static void
+/*
+ * Guest memory, aligned to 2 MiB: the guest maps it with 2 MiB pages,
+ * and where the host backs an aligned 2 MiB with a transparent huge
+ * page, KVM maps it whole, one fault where there would be 512. A
+ * template's clones read most of what they touch, so for them it is the
+ * difference between a fault per 4 KiB page and one per 2 MiB.
+ */
+static uint8_t *
+guest_mem_map(uint64_t size)
+{
+	uint8_t *p, *aligned;
+	uint64_t slack;
+
+	p = mmap(NULL, size + VM_HUGE, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return MAP_FAILED;
+	aligned = (uint8_t *)(((uintptr_t)p + VM_HUGE - 1) & ~(VM_HUGE - 1));
+	slack = (uint64_t)(aligned - p);
+	if (slack > 0)
+		munmap(p, slack);
+	if (VM_HUGE - slack > 0)
+		munmap(aligned + size, VM_HUGE - slack);
+	madvise(aligned, size, MADV_HUGEPAGE);
+	return aligned;
+}
+
+void
 vm_teardown(struct vm *vm)
 {
 	vm_fs_free(vm);
 	vm_exec_free(vm);
 	vm_thread_reset(vm);
 	free(vm->mmap_used);
+	vm->mmap_used = NULL;
 	vm_kvm_drop(vm);
 	if (vm->mem != NULL && vm->mem != MAP_FAILED)
 		munmap(vm->mem, vm->memsz);
+	vm->mem = NULL;
 }
 
 int
-vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,
-    size_t errlen)
+vm_boot(struct vm *vm, char *err, size_t errlen)
 {
-	static const int outside[] = { SIGINT, SIGTERM, SIGHUP };
-	struct sigaction sa, osa, okick, oout[3];
-	size_t i;
-	struct itimerval it;
-	struct vm vm;
-	uint64_t t0, rsp;
+	const struct vmm_config *cfg = vm->cfg;
+	uint64_t rsp;
 	int rc;
 
-	memset(res, 0, sizeof(*res));
-	memset(&vm, 0, sizeof(vm));
-	vm.cfg = cfg;
-	vm.res = res;
-	vm.vmfd = vm.vcpufd = vm.ws_fd = -1;
-	if (err != NULL && errlen > 0)
-		err[0] = '\0';
 	if (cfg->elf == NULL || cfg->argv == NULL || cfg->argv[0] == NULL ||
 	    cfg->memory < (4ULL << 20) || cfg->memory > (16ULL << 30)) {
 		snprintf(err, errlen, "bad run configuration");
 		return VMM_E_INVAL;
 	}
-	t0 = now_us();
 	if ((rc = vmm_prepare(cfg->kvm_fd)) != VMM_OK) {
 		snprintf(err, errlen, "KVM_GET_SUPPORTED_CPUID: %s",
 		    strerror(errno));
 		return rc;
 	}
-	vm.memsz = (cfg->memory + VM_HUGE - 1) & ~(VM_HUGE - 1);
-	vm.mem = mmap(NULL, vm.memsz, PROT_READ | PROT_WRITE,
-	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (vm.mem == MAP_FAILED) {
-		vm.mem = NULL;
+	vm->memsz = (cfg->memory + VM_HUGE - 1) & ~(VM_HUGE - 1);
+	vm->mem = guest_mem_map(vm->memsz);
+	if (vm->mem == MAP_FAILED) {
+		vm->mem = NULL;
 		snprintf(err, errlen, "guest memory: %s", strerror(errno));
 		return VMM_E_NOMEM;
 	}
-	if ((rc = load_program(&vm, err, errlen)) != VMM_OK ||
-	    (rc = vm_fs_init(&vm)) != VMM_OK)
-		goto out;
-	if (build_stack(&vm, &rsp) != 0) {
+	if ((rc = load_program(vm, err, errlen)) != VMM_OK ||
+	    (rc = vm_fs_init(vm)) != VMM_OK)
+		return rc;
+	if (build_stack(vm, &rsp) != 0) {
 		snprintf(err, errlen,
 		    "arguments and environment too large, or a malformed "
 		    "%s in the image",
 		    VM_IMAGE_ENV);
-		rc = VMM_E_TOOBIG;
-		goto out;
+		return VMM_E_TOOBIG;
 	}
-	build_page_tables(&vm);
-	build_descriptors(&vm);
+	build_page_tables(vm);
+	build_descriptors(vm);
 
-	rc = VMM_E_KVM;
-	if (vm_kvm_create(&vm, err, errlen) != 0)
-		goto out;
-	if (setup_cpu(&vm, rsp) != 0) {
+	if (vm_kvm_create(vm, err, errlen) != 0)
+		return VMM_E_KVM;
+	if (setup_cpu(vm, rsp) != 0) {
 		snprintf(
 		    err, errlen, "setting up the vCPU: %s", strerror(errno));
-		goto out;
+		return VMM_E_KVM;
 	}
 	/* A guest writing to a pipe with no reader gets EPIPE here and
 	 * SIGPIPE's default action from us (fs.c), not a host signal. */
 	signal(SIGPIPE, SIG_IGN);
-	if (vm_proc_init(&vm) != 0) {
+	if (vm_proc_init(vm) != 0) {
 		snprintf(err, errlen, "the process table: %s", strerror(errno));
-		rc = VMM_E_NOMEM;
-		goto out;
+		return VMM_E_NOMEM;
 	}
+	return VMM_OK;
+}
 
-	if (cfg->timeout_ms != 0)
-		vm.deadline_us = now_us() + cfg->timeout_ms * 1000;
+void
+vm_serve(struct vm *vm)
+{
+	/* SIGINT, SIGTERM and SIGHUP from outside go to the guest. */
+	static const int outside[] = { SIGINT, SIGTERM, SIGHUP };
+	struct sigaction sa, osa, okick, oout[3];
+	struct itimerval it;
+	size_t i;
+	uint64_t t0;
+
+	if (vm->cfg->timeout_ms != 0)
+		vm->deadline_us = now_us() + vm->cfg->timeout_ms * 1000;
 	/* SIGALRM: the run's limit and the guest's alarm; SIGUSR2: a
 	 * signal from another guest process. Neither restarts a blocking
 	 * call, so a guest's wait is cut short by either. */
@@ -961,14 +987,18 @@ vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,
 	from_outside = 0;
 	for (i = 0; i < sizeof(outside) / sizeof(outside[0]); i++)
 		sigaction(outside[i], &sa, &oout[i]);
-	vm_timer_arm(&vm);
-	res->boot_us = now_us() - t0;
+	vm_timer_arm(vm);
 	t0 = now_us();
-	vcpu_loop(&vm);
-	/* A forked guest process ends here: it never returns to the
-	 * caller of vmm_run (proc.c). The first one stops the rest. */
-	vm_proc_finish(&vm);
-	res->run_us = now_us() - t0;
+	vcpu_loop(vm);
+	/* A template parked at its ready call keeps its process tree for
+	 * its clones to replace; anything else is done. */
+	if (!vm->parked) {
+		/* A forked guest process ends here: it never returns to
+		 * the caller of vmm_run (proc.c). The first one stops the
+		 * rest. */
+		vm_proc_finish(vm);
+	}
+	vm->res->run_us = now_us() - t0;
 	memset(&it, 0, sizeof(it));
 	setitimer(ITIMER_REAL, &it, NULL);
 	running = NULL;
@@ -976,10 +1006,30 @@ vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,
 	sigaction(SIGUSR2, &okick, NULL);
 	for (i = 0; i < sizeof(outside) / sizeof(outside[0]); i++)
 		sigaction(outside[i], &oout[i], NULL);
-	res->peak_memory =
-	    (vm.brk_peak - vm.brk_start) + vm.mmap_pages_peak * VM_PAGE;
-	rc = VMM_OK;
-out:
+	vm->res->peak_memory =
+	    (vm->brk_peak - vm->brk_start) + vm->mmap_pages_peak * VM_PAGE;
+}
+
+int
+vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,
+    size_t errlen)
+{
+	struct vm vm;
+	uint64_t t0;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	memset(&vm, 0, sizeof(vm));
+	vm.cfg = cfg;
+	vm.res = res;
+	vm.vmfd = vm.vcpufd = vm.ws_fd = -1;
+	if (err != NULL && errlen > 0)
+		err[0] = '\0';
+	t0 = now_us();
+	if ((rc = vm_boot(&vm, err, errlen)) == VMM_OK) {
+		res->boot_us = now_us() - t0;
+		vm_serve(&vm);
+	}
 	vm_teardown(&vm);
 	return rc;
 }

@@ -803,3 +803,21 @@ sys_setsid(struct vm *vm, const uint64_t a[6])
 	(void)a;
 	return do_setsid(vm);
 }
+
+/* ---- templates (template.c) -------------------------------------------- */
+
+int
+vm_proc_alone(struct vm *vm)
+{
+	return vm->tree != NULL && vm->pid == 1 && vm->tree->next_pid == 2;
+}
+
+/* The template's table is a MAP_SHARED page: a clone that wrote into it
+ * would write into its siblings'. Each clone drops its mapping of it and
+ * starts a table of its own. */
+int
+vm_proc_fresh(struct vm *vm)
+{
+	tree_free(vm);
+	return vm_proc_init(vm);
+}

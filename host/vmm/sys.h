@@ -183,6 +183,7 @@ int64_t sys_setresgid(struct vm *, const uint64_t a[6]);
 int64_t sys_setfsuid(struct vm *, const uint64_t a[6]);
 int64_t sys_setfsgid(struct vm *, const uint64_t a[6]);
 int64_t sys_keep_fetch(struct vm *, const uint64_t a[6]);
+int64_t sys_keep_ready(struct vm *, const uint64_t a[6]); /* template.c */
 
 /* Processes: fork, exec, wait, kill, groups (proc.c, exec.c). */
 int64_t sys_clone(struct vm *, const uint64_t a[6]);

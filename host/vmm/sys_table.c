@@ -578,6 +578,9 @@ static const struct vm_sysent keep_calls[] = {
 	{ KEEP_SYS_FETCH, "keep_fetch", sys_keep_fetch, VM_SYS_FULL, 0,
 	    "one outbound HTTP(S) request, decided by the policy "
 	    "(docs/egress.md)" },
+	{ KEEP_SYS_READY, "keep_ready", sys_keep_ready, VM_SYS_FULL, 0,
+	    "a template's ready point: parks the guest; each clone resumes "
+	    "with its run's request (docs/templates.md)" },
 };
 
 const struct vm_sysent *

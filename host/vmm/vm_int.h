@@ -117,6 +117,19 @@ struct vm {
 	struct vm_signals sig;
 	struct vm_threads *threads; /* sys_thread.c; NULL: one thread */
 	uint64_t slice_at_us; /* the running thread's slice ends */
+	/* Templates (template.c): booting one, parked at its ready call
+	 * (KEEP_SYS_READY) with the request buffer it gave, or a clone. */
+	int template_state; /* VM_TPL_NONE, ... */
+	int parked; /* the ready call was made: leave the vCPU loop */
+	uint64_t ready_buf, ready_len;
+};
+
+enum {
+	VM_TPL_NONE = 0,
+	VM_TPL_BOOTING,
+	VM_TPL_PARKED,
+	VM_TPL_PREPARED, /* a copy with its VM rebuilt, waiting for a run */
+	VM_TPL_CLONE
 };
 
 /* ---- clone.c: the vCPU's state, and a VM rebuilt around it ---------- */
@@ -171,6 +184,14 @@ void vm_wake_signals(sigset_t *);
 void vm_set_user_segments(struct vm *);
 uint64_t vm_now_us(void);
 
+/* kvm.c: vmm_run in two halves, for templates (template.c): build
+ * the guest, its VM and its process table from vm->cfg (VMM_OK or a
+ * VMM_E_*); then run the vCPU until the guest ends or parks (timer and
+ * signal handlers set and restored around it). */
+int vm_boot(struct vm *, char *err, size_t errlen);
+void vm_serve(struct vm *);
+void vm_teardown(struct vm *);
+
 /* kvm.c: replace guest memory and the VM by a fresh boot of cfg's
  * program, argv and envp (cfg must outlive the program). 0; -1 when
  * nothing changed (err says why); -2 when the old program is gone but
@@ -192,6 +213,10 @@ int vm_proc_init(struct vm *);
 /* At the end of vcpu_loop: a child reports and _exits; the first
  * process stops whatever is left of the tree. */
 void vm_proc_finish(struct vm *);
+/* Templates: whether this process is the run's only one so far; and a
+ * fresh process table for a clone (the template's is left alone). */
+int vm_proc_alone(struct vm *);
+int vm_proc_fresh(struct vm *);
 /* Signals queued for this process by others (taken or looked at), and
  * what it catches and ignores, for senders to see. */
 uint64_t vm_proc_take_pending(struct vm *);
