@@ -142,6 +142,12 @@ build_page_tables(struct vm *vm)
 	 * only at CPL0. */
 	put64(vm, GUEST_PT_LOW + 8 * (GUEST_KERNEL / VM_PAGE),
 	    GUEST_KERNEL | PTE_P | PTE_U | PTE_A);
+	/* The vDSO and its data page: user read-only, so the guest reads
+	 * its clocks without an exit and cannot change what it reads. */
+	for (addr = GUEST_VVAR; addr < GUEST_VDSO + GUEST_VDSO_MAX;
+	     addr += VM_PAGE)
+		put64(vm, GUEST_PT_LOW + 8 * (addr / VM_PAGE),
+		    addr | PTE_P | PTE_U | PTE_A);
 	for (addr = VM_HUGE; addr < vm->memsz; addr += VM_HUGE) {
 		if (addr == guard)
 			continue;
@@ -192,6 +198,7 @@ build_descriptors(struct vm *vm)
 		memcpy(idt + 16 * i, gate, sizeof(gate));
 	}
 	memcpy(vm->mem + GUEST_KERNEL, guest_kernel, guest_kernel_len);
+	vm_vdso_install(vm);
 }
 
 static void
@@ -363,7 +370,7 @@ build_stack(struct vm *vm, uint64_t *rsp)
 		vm_image_env_free(imgenv);
 		return -1;
 	}
-	nwords = 1 + argc + 1 + envc + imgc + 1 + 2 * 20;
+	nwords = 1 + argc + 1 + envc + imgc + 1 + 2 * 22;
 	if ((words = calloc(nwords, sizeof(*words))) == NULL) {
 		vm_image_env_free(imgenv);
 		return -1;
@@ -407,6 +414,8 @@ build_stack(struct vm *vm, uint64_t *rsp)
 	AUX(AT_RANDOM, random);
 	AUX(AT_PLATFORM, platform);
 	AUX(AT_EXECFN, execfn);
+	if (vm_vdso_base() != 0)
+		AUX(AT_SYSINFO_EHDR, vm_vdso_base());
 	AUX(AT_NULL, 0);
 #undef AUX
 	sp &= ~15ULL;
@@ -563,6 +572,7 @@ on_syscall(struct vm *vm)
 	int64_t ret;
 
 	vm->res->syscalls++;
+	vm_vdso_tick(vm);
 	ret = vm_syscall(vm, nr, a);
 	if (vm->stopped)
 		return;
@@ -825,6 +835,7 @@ vm_exec_image(
 	vm_kvm_drop(vm);
 	if (vm_kvm_create(vm, err, errlen) != 0 || setup_cpu(vm, rsp) != 0)
 		return -2;
+	vm_vdso_sync(vm);
 	vm_timer_arm(vm);
 	return 0;
 }
@@ -901,6 +912,7 @@ vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,
 		    err, errlen, "setting up the vCPU: %s", strerror(errno));
 		goto out;
 	}
+	vm_vdso_sync(&vm);
 	/* A guest writing to a pipe with no reader gets EPIPE here and
 	 * SIGPIPE's default action from us (fs.c), not a host signal. */
 	signal(SIGPIPE, SIG_IGN);

@@ -115,6 +115,7 @@ struct vm {
 	struct vm_signals sig;
 	struct vm_threads *threads; /* sys_thread.c; NULL: one thread */
 	uint64_t slice_at_us; /* the running thread's slice ends */
+	uint64_t vdso_sync_us; /* the vDSO's data page was last synced */
 };
 
 /* ---- clone.c: the vCPU's state, and a VM rebuilt around it ---------- */
@@ -225,6 +226,16 @@ uint64_t *vm_output_counter(struct vm *);
 void *vm_gptr(struct vm *, uint64_t addr, uint64_t len);
 /* Copy a NUL-terminated guest string; 0 or -EFAULT / -ENAMETOOLONG. */
 int vm_gstr(struct vm *, uint64_t addr, char *out, size_t max);
+
+/* vdso.c: the vDSO's address for AT_SYSINFO_EHDR (0: none); its image
+ * and a disabled data page into fresh guest memory; the data page set
+ * from the vCPU's TSC and the host's clocks (once the vCPU exists, and
+ * again on every VM rebuilt around the guest); and again at an exit a
+ * second or more after the last. */
+uint64_t vm_vdso_base(void);
+void vm_vdso_install(struct vm *);
+void vm_vdso_sync(struct vm *);
+void vm_vdso_tick(struct vm *);
 
 /* KEEP_SYS_FETCH (fetch.c, guest/include/keep.h). */
 int64_t vm_keep_fetch(struct vm *, uint64_t addr, uint64_t size);
