@@ -816,12 +816,14 @@ vm_exec_image(
 	vm->mem = mem;
 	vm->cfg = cfg;
 	vm->mmap_used = NULL;
+	vm->mmap_file = NULL;
 	vm->mmap_pages_used = vm->mmap_pages_peak = 0;
 	if (load_program(vm, err, errlen) != VMM_OK ||
 	    build_stack(vm, &rsp) != 0) {
 		if (err[0] == '\0')
 			snprintf(err, errlen, "arguments too large");
 		free(vm->mmap_used);
+		free(vm->mmap_file);
 		munmap(mem, vm->memsz);
 		*vm = *old;
 		free(old);
@@ -831,6 +833,7 @@ vm_exec_image(
 	build_descriptors(vm);
 	munmap(old->mem, old->memsz);
 	free(old->mmap_used);
+	free(old->mmap_file);
 	free(old);
 	vm_kvm_drop(vm);
 	if (vm_kvm_create(vm, err, errlen) != 0 || setup_cpu(vm, rsp) != 0)
@@ -849,6 +852,9 @@ vm_teardown(struct vm *vm)
 	vm_exec_free(vm);
 	vm_thread_reset(vm);
 	free(vm->mmap_used);
+	free(vm->mmap_file);
+	if (vm->pagemap_pid != 0 && vm->pagemap_fd >= 0)
+		close(vm->pagemap_fd);
 	vm_kvm_drop(vm);
 	if (vm->mem != NULL && vm->mem != MAP_FAILED)
 		munmap(vm->mem, vm->memsz);
@@ -946,8 +952,9 @@ vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,
 	running = NULL;
 	sigaction(SIGALRM, &osa, NULL);
 	sigaction(SIGUSR2, &okick, NULL);
-	res->peak_memory =
-	    (vm.brk_peak - vm.brk_start) + vm.mmap_pages_peak * VM_PAGE;
+	vm_imgmap_settle(&vm);
+	res->peak_memory = (vm.brk_peak - vm.brk_start) +
+	    (vm.mmap_pages_peak + vm.file_touched_pages) * VM_PAGE;
 	rc = VMM_OK;
 out:
 	vm_teardown(&vm);

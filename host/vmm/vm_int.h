@@ -116,6 +116,13 @@ struct vm {
 	struct vm_threads *threads; /* sys_thread.c; NULL: one thread */
 	uint64_t slice_at_us; /* the running thread's slice ends */
 	uint64_t vdso_sync_us; /* the vDSO's data page was last synced */
+	/* Image pages (imgmap.c): per page of the mmap area, 1 when it is
+	 * the image's page, copy-on-write (not in mmap_pages_used). */
+	uint8_t *mmap_file;
+	uint64_t mmap_file_pages, file_touched_pages;
+	unsigned imgmaps; /* image mappings made by this process */
+	int pagemap_fd; /* /proc/self/pagemap of pagemap_pid */
+	pid_t pagemap_pid;
 };
 
 /* ---- clone.c: the vCPU's state, and a VM rebuilt around it ---------- */
@@ -236,6 +243,17 @@ uint64_t vm_vdso_base(void);
 void vm_vdso_install(struct vm *);
 void vm_vdso_sync(struct vm *);
 void vm_vdso_tick(struct vm *);
+
+/* imgmap.c: a guest mmap of an image file at g as the image's own
+ * pages, copy-on-write: the bytes so mapped from g on (whole pages of
+ * the file; 0: none), for the caller to copy the rest; or -ENOMEM.
+ * Release:
+ * image pages in a range become anonymous zeroes again, charged if
+ * touched (held: counted as pages the guest holds from now on).
+ * Settle: release them all at the end of the run. */
+int64_t vm_imgmap(struct vm *, int fd, uint64_t g, uint64_t len, uint64_t off);
+void vm_imgmap_release(struct vm *, uint64_t addr, uint64_t len, int held);
+void vm_imgmap_settle(struct vm *);
 
 /* KEEP_SYS_FETCH (fetch.c, guest/include/keep.h). */
 int64_t vm_keep_fetch(struct vm *, uint64_t addr, uint64_t size);
