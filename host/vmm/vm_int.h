@@ -237,7 +237,7 @@ int vm_gstr(struct vm *, uint64_t addr, char *out, size_t max);
 /* vdso.c: the vDSO's address for AT_SYSINFO_EHDR (0: none); its image
  * and a disabled data page into fresh guest memory; the data page set
  * from the vCPU's TSC and the host's clocks (once the vCPU exists, and
- * again on every VM rebuilt around the guest); and again at an exit a
+ * again on every VM rebuilt around the guest); and again at a system call a
  * second or more after the last. */
 uint64_t vm_vdso_base(void);
 void vm_vdso_install(struct vm *);
