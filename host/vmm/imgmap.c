@@ -32,8 +32,10 @@
 #include "host/vmm/sys.h"
 #include "host/vmm/vm_int.h"
 
-/* Each image mapping may split this process's mappings in three; the
- * kernel allows 65,530 (vm.max_map_count). Past this, copies. */
+/* Each image mapping, and each release of part of one, may split this
+ * process's host mappings; the kernel stops them at vm.max_map_count
+ * (65,530), a few hundred bytes of kernel memory each. ld.so makes
+ * three or four per library; past this many, copies. */
 #define IMGMAP_MAX 8192
 #define PAGEMAP_PRESENT (1ULL << 63)
 #define PAGEMAP_SWAPPED (1ULL << 62)
