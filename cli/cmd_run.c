@@ -131,13 +131,14 @@ cmd_run(int argc, char **argv)
 	const struct image_command *cmd;
 	const char *envp[MAX_ENV + 1], **gargv = NULL;
 	uint8_t trust[MAX_TRUST][32], *elf = NULL;
-	size_t nenv = 0, ntrust = 0, elf_len = 0, i;
+	size_t nenv = 0, ntrust = 0, elf_len = 0, image_len = 0, i;
 	uint64_t memory = 0, timeout = 0, output_max = 0, memory_opt;
 	char err[256], cachepath[4096];
 	int c, stats = 0, rc, ex = RUN_EXIT_BOOT, kvm = -1, use_template = 0;
 
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.workspace_fd = -1;
+	cfg.image_fd = -1;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (c) {
@@ -257,7 +258,7 @@ cmd_run(int argc, char **argv)
 		 * command checked before any VM exists. */
 		if (argc < 2)
 			return run_usage();
-		if (image_open_trusted(argv[0], (const uint8_t(*)[32])trust,
+		if (image_open_trusted_fd(argv[0], (const uint8_t(*)[32])trust,
 		        ntrust, &img, err, sizeof(err)) != 0) {
 			fprintf(stderr, "keep run: %s\n", err);
 			return RUN_EXIT_BOOT;
@@ -289,6 +290,9 @@ cmd_run(int argc, char **argv)
 		}
 		cfg.files = files;
 		cfg.nfiles = image_nfiles(img);
+		/* Its files' pages map into the guest copy-on-write. */
+		cfg.image_fd = image_fd(img, &cfg.image_map, &image_len);
+		cfg.image_map_len = image_len;
 		cfg.elf = cmd->program->data;
 		cfg.elf_len = cmd->program->len;
 		gargv[0] = cmd->argv0;

@@ -138,6 +138,8 @@ const struct seccomp_filter seccomp_policy = { "policy", policy_rules,
 	        "guest fork: that state into the child's vCPU"),               \
 	    RA(ioctl, 1, KVM_GET_MSRS,                                         \
 	        "guest fork: the TSC, so the child's does not restart at 0"),  \
+	    RA(ioctl, 1, KVM_GET_TSC_KHZ,                                      \
+	        "the vDSO: the rate of the guest's TSC (host/vmm/vdso.c)"),    \
 	    R(pipe2, "guest vfork: the parent waits for the child's exec"),    \
 	    R(eventfd2, "a guest eventfd is a host one (vmm/sys_event.c)"),    \
 	    R(epoll_create1, "a guest epoll is a host one (vmm/sys_event.c)"), \

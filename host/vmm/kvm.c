@@ -144,6 +144,12 @@ build_page_tables(struct vm *vm)
 	 * only at CPL0. */
 	put64(vm, GUEST_PT_LOW + 8 * (GUEST_KERNEL / VM_PAGE),
 	    GUEST_KERNEL | PTE_P | PTE_U | PTE_A);
+	/* The vDSO and its data page: user read-only, so the guest reads
+	 * its clocks without an exit and cannot change what it reads. */
+	for (addr = GUEST_VVAR; addr < GUEST_VDSO + GUEST_VDSO_MAX;
+	     addr += VM_PAGE)
+		put64(vm, GUEST_PT_LOW + 8 * (addr / VM_PAGE),
+		    addr | PTE_P | PTE_U | PTE_A);
 	for (addr = VM_HUGE; addr < vm->memsz; addr += VM_HUGE) {
 		if (addr == guard)
 			continue;
@@ -194,6 +200,7 @@ build_descriptors(struct vm *vm)
 		memcpy(idt + 16 * i, gate, sizeof(gate));
 	}
 	memcpy(vm->mem + GUEST_KERNEL, guest_kernel, guest_kernel_len);
+	vm_vdso_install(vm);
 }
 
 static void
@@ -365,7 +372,7 @@ build_stack(struct vm *vm, uint64_t *rsp)
 		vm_image_env_free(imgenv);
 		return -1;
 	}
-	nwords = 1 + argc + 1 + envc + imgc + 1 + 2 * 20;
+	nwords = 1 + argc + 1 + envc + imgc + 1 + 2 * 22;
 	if ((words = calloc(nwords, sizeof(*words))) == NULL) {
 		vm_image_env_free(imgenv);
 		return -1;
@@ -409,6 +416,8 @@ build_stack(struct vm *vm, uint64_t *rsp)
 	AUX(AT_RANDOM, random);
 	AUX(AT_PLATFORM, platform);
 	AUX(AT_EXECFN, execfn);
+	if (vm_vdso_base() != 0)
+		AUX(AT_SYSINFO_EHDR, vm_vdso_base());
 	AUX(AT_NULL, 0);
 #undef AUX
 	sp &= ~15ULL;
@@ -599,6 +608,7 @@ on_syscall(struct vm *vm)
 	int64_t ret;
 
 	vm->res->syscalls++;
+	vm_vdso_tick(vm);
 	ret = vm_syscall(vm, nr, a);
 	if (vm->stopped)
 		return;
@@ -842,12 +852,14 @@ vm_exec_image(
 	vm->mem = mem;
 	vm->cfg = cfg;
 	vm->mmap_used = NULL;
+	vm->mmap_file = NULL;
 	vm->mmap_pages_used = vm->mmap_pages_peak = 0;
 	if (load_program(vm, err, errlen) != VMM_OK ||
 	    build_stack(vm, &rsp) != 0) {
 		if (err[0] == '\0')
 			snprintf(err, errlen, "arguments too large");
 		free(vm->mmap_used);
+		free(vm->mmap_file);
 		munmap(mem, vm->memsz);
 		*vm = *old;
 		free(old);
@@ -857,10 +869,12 @@ vm_exec_image(
 	build_descriptors(vm);
 	munmap(old->mem, old->memsz);
 	free(old->mmap_used);
+	free(old->mmap_file);
 	free(old);
 	vm_kvm_drop(vm);
 	if (vm_kvm_create(vm, err, errlen) != 0 || setup_cpu(vm, rsp) != 0)
 		return -2;
+	vm_vdso_sync(vm);
 	vm_timer_arm(vm);
 	return 0;
 }
@@ -902,6 +916,10 @@ vm_teardown(struct vm *vm)
 	vm_thread_reset(vm);
 	free(vm->mmap_used);
 	vm->mmap_used = NULL;
+	free(vm->mmap_file);
+	vm->mmap_file = NULL;
+	if (vm->pagemap_pid != 0 && vm->pagemap_fd >= 0)
+		close(vm->pagemap_fd);
 	vm_kvm_drop(vm);
 	if (vm->mem != NULL && vm->mem != MAP_FAILED)
 		munmap(vm->mem, vm->memsz);
@@ -952,6 +970,7 @@ vm_boot(struct vm *vm, char *err, size_t errlen)
 		    err, errlen, "setting up the vCPU: %s", strerror(errno));
 		return VMM_E_KVM;
 	}
+	vm_vdso_sync(vm);
 	/* A guest writing to a pipe with no reader gets EPIPE here and
 	 * SIGPIPE's default action from us (fs.c), not a host signal. */
 	signal(SIGPIPE, SIG_IGN);
@@ -1006,8 +1025,9 @@ vm_serve(struct vm *vm)
 	sigaction(SIGUSR2, &okick, NULL);
 	for (i = 0; i < sizeof(outside) / sizeof(outside[0]); i++)
 		sigaction(outside[i], &oout[i], NULL);
-	vm->res->peak_memory =
-	    (vm->brk_peak - vm->brk_start) + vm->mmap_pages_peak * VM_PAGE;
+	vm_imgmap_settle(vm);
+	vm->res->peak_memory = (vm->brk_peak - vm->brk_start) +
+	    (vm->mmap_pages_peak + vm->file_touched_pages) * VM_PAGE;
 }
 
 int

@@ -44,7 +44,8 @@ static const struct vm_sysent linux_calls[] = {
 	    "files always ready; the run's timeout ends the wait"),
 	OK(8, lseek, sys_lseek, ""),
 	PART(9, mmap, sys_mmap,
-	    "anonymous memory, and private file mappings as copies; MAP_FIXED "
+	    "anonymous memory, and private file mappings: an image file's "
+	    "whole pages copy-on-write (keep run), else copies; MAP_FIXED "
 	    "only over the guest's own mappings"),
 	PART(10, mprotect, sys_mprotect,
 	    "succeeds without effect: 2 MiB pages hold no per-page rights"),

@@ -122,6 +122,14 @@ struct vm {
 	int template_state; /* VM_TPL_NONE, ... */
 	int parked; /* the ready call was made: leave the vCPU loop */
 	uint64_t ready_buf, ready_len;
+	uint64_t vdso_sync_us; /* the vDSO's data page was last synced */
+	/* Image pages (imgmap.c): per page of the mmap area, 1 when it is
+	 * the image's page, copy-on-write (not in mmap_pages_used). */
+	uint8_t *mmap_file;
+	uint64_t mmap_file_pages, file_touched_pages;
+	unsigned imgmaps; /* image mappings made by this process */
+	int pagemap_fd; /* /proc/self/pagemap of pagemap_pid */
+	pid_t pagemap_pid;
 };
 
 enum {
@@ -278,6 +286,27 @@ uint64_t *vm_output_counter(struct vm *);
 void *vm_gptr(struct vm *, uint64_t addr, uint64_t len);
 /* Copy a NUL-terminated guest string; 0 or -EFAULT / -ENAMETOOLONG. */
 int vm_gstr(struct vm *, uint64_t addr, char *out, size_t max);
+
+/* vdso.c: the vDSO's address for AT_SYSINFO_EHDR (0: none); its image
+ * and a disabled data page into fresh guest memory; the data page set
+ * from the vCPU's TSC and the host's clocks (once the vCPU exists, and
+ * again on every VM rebuilt around the guest); and again at a system call a
+ * second or more after the last. */
+uint64_t vm_vdso_base(void);
+void vm_vdso_install(struct vm *);
+void vm_vdso_sync(struct vm *);
+void vm_vdso_tick(struct vm *);
+
+/* imgmap.c: a guest mmap of an image file at g as the image's own
+ * pages, copy-on-write: the bytes so mapped from g on (whole pages of
+ * the file; 0: none), for the caller to copy the rest; or -ENOMEM.
+ * Release:
+ * image pages in a range become anonymous zeroes again, charged if
+ * touched (held: counted as pages the guest holds from now on).
+ * Settle: release them all at the end of the run. */
+int64_t vm_imgmap(struct vm *, int fd, uint64_t g, uint64_t len, uint64_t off);
+void vm_imgmap_release(struct vm *, uint64_t addr, uint64_t len, int held);
+void vm_imgmap_settle(struct vm *);
 
 /* KEEP_SYS_FETCH (fetch.c, guest/include/keep.h). */
 int64_t vm_keep_fetch(struct vm *, uint64_t addr, uint64_t size);

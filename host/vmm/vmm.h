@@ -90,6 +90,14 @@ struct vmm_config {
 	int (*fetch)(void *arg, const void *req, size_t len, void **reply,
 	    size_t *reply_len);
 	void *fetch_arg;
+	/* The image file the files' data lies in, mapped whole at image_map
+	 * (image_map_len bytes) from the read-only image_fd: private file
+	 * mappings of its files are then its pages, copy-on-write, charged
+	 * by the pages the guest touches (docs/vmm.md "Image pages").
+	 * image_map NULL: such mappings are copies. */
+	const uint8_t *image_map;
+	uint64_t image_map_len;
+	int image_fd;
 };
 
 struct vmm_result {
@@ -100,7 +108,8 @@ struct vmm_result {
 	uint64_t run_us; /* first entry to exit */
 	uint64_t exits; /* VM exits */
 	uint64_t syscalls;
-	uint64_t peak_memory; /* guest bytes touched (brk + mmap + stack) */
+	uint64_t peak_memory; /* guest bytes held (brk + mmap), image
+				 pages counted only where touched */
 	uint64_t output_bytes;
 };
 
