@@ -22,6 +22,7 @@
 #include "host/msg.h"
 #include "host/proc.h"
 #include "host/seccomp_filters.h"
+#include "lib/clock.h"
 #include "lib/log.h"
 
 #define P(x) PROC_BIT(PROC_##x)
@@ -263,10 +264,19 @@ proc_grant_verify(const struct proc_ctx *ctx, const struct msg *m,
 int
 proc_loop(struct proc_ctx *ctx)
 {
+	return proc_loop_every(ctx, 0, NULL, NULL);
+}
+
+int
+proc_loop_every(
+    struct proc_ctx *ctx, unsigned every_ms, void (*tick)(void *), void *arg)
+{
 	struct pollfd pfd[PROC_COUNT];
 	enum proc_id who[PROC_COUNT];
+	uint64_t next = mono_ms() + every_ms, now;
 	uint8_t *buf;
 	size_t n, i;
+	int timeout = -1;
 
 	if ((buf = malloc(MSG_BUFSZ)) == NULL)
 		fatal("%s", __func__);
@@ -280,7 +290,11 @@ proc_loop(struct proc_ctx *ctx)
 			pfd[n].revents = 0;
 			who[n++] = (enum proc_id)i;
 		}
-		if (poll(pfd, n, -1) == -1) {
+		if (tick != NULL) {
+			now = mono_ms();
+			timeout = next > now ? (int)(next - now) : 0;
+		}
+		if (poll(pfd, n, timeout) == -1) {
 			if (errno == EINTR)
 				continue;
 			fatal("%s: poll", __func__);
@@ -290,6 +304,10 @@ proc_loop(struct proc_ctx *ctx)
 				continue;
 			if (proc_link_event(ctx, who[i], buf, MSG_BUFSZ) == -1)
 				ctx->quit = 1;
+		}
+		if (tick != NULL && !ctx->quit && mono_ms() >= next) {
+			tick(arg);
+			next = mono_ms() + every_ms;
 		}
 	}
 	free(buf);

@@ -219,12 +219,59 @@ test_policy_process(void **state)
 	msg_send(fx->parent, MSG_CTL_SHUTDOWN, 0, 6, NULL, 0, -1);
 }
 
+/* proc_loop_every: a tick that stops the loop on its third run. */
+static unsigned ticks;
+
+static void
+tick_thrice(void *arg)
+{
+	struct proc_ctx *ctx = arg;
+
+	if (++ticks == 3)
+		ctx->quit = 1;
+}
+
+static void
+loop_ctx(struct proc_ctx *ctx, int parent_fd)
+{
+	memset(ctx, 0, sizeof(*ctx));
+	for (int p = 0; p < PROC_COUNT; p++)
+		ctx->fd[p] = -1;
+	ctx->self = PROC_STORE;
+	ctx->fd[PROC_PARENT] = parent_fd;
+}
+
+static void
+test_loop_every(void **state)
+{
+	struct proc_ctx ctx;
+	int sv[2];
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	/* Nothing to read: the timer alone runs, each time it is due. */
+	loop_ctx(&ctx, sv[1]);
+	ticks = 0;
+	assert_int_equal(proc_loop_every(&ctx, 1, tick_thrice, &ctx), 0);
+	assert_int_equal(ticks, 3);
+	/* Links are served between ticks: the parent leaving ends the loop
+	 * long before a tick is due. */
+	ctx.quit = 0;
+	ticks = 0;
+	close(sv[0]);
+	assert_int_equal(proc_loop_every(&ctx, 600000, tick_thrice, &ctx), 0);
+	assert_int_equal(ticks, 0);
+	if (ctx.fd[PROC_PARENT] != -1)
+		close(ctx.fd[PROC_PARENT]);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(
 		    test_policy_process, setup, teardown),
+		cmocka_unit_test(test_loop_every),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
