@@ -35,31 +35,6 @@ struct front_state {
 	size_t cert_len, key_len;
 };
 
-/* Read len bytes at off from fd into a new NUL-terminated buffer. */
-static char *
-read_at(int fd, uint64_t off, uint64_t len)
-{
-	char *buf;
-	size_t got = 0;
-	ssize_t n;
-
-	if ((buf = malloc(len + 1)) == NULL)
-		return NULL;
-	while (got < len) {
-		n = pread(fd, buf + got, len - got, (off_t)(off + got));
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			explicit_bzero(buf, len);
-			free(buf);
-			return NULL;
-		}
-		got += (size_t)n;
-	}
-	buf[len] = '\0';
-	return buf;
-}
-
 static int
 front_h_tls(struct proc_ctx *ctx, const struct msg *m)
 {
@@ -71,8 +46,8 @@ front_h_tls(struct proc_ctx *ctx, const struct msg *m)
 	if (t.cert_len == 0 || t.key_len == 0 || t.cert_len > MSG_TLS_MAX ||
 	    t.key_len > MSG_TLS_MAX ||
 	    memfd_check(m->fd, t.cert_len + t.key_len, 2 * MSG_TLS_MAX) == -1 ||
-	    (cert = read_at(m->fd, 0, t.cert_len)) == NULL ||
-	    (key = read_at(m->fd, t.cert_len, t.key_len)) == NULL) {
+	    (cert = memfd_read_at(m->fd, 0, t.cert_len)) == NULL ||
+	    (key = memfd_read_at(m->fd, t.cert_len, t.key_len)) == NULL) {
 		free(cert);
 		close(m->fd);
 		return -1;
