@@ -314,6 +314,27 @@ proc_loop_every(
 	return 0;
 }
 
+void
+proc_drain(struct proc_ctx *ctx)
+{
+	uint8_t *buf;
+	unsigned n;
+	int p;
+
+	if ((buf = malloc(MSG_BUFSZ)) == NULL)
+		return;
+	for (p = 0; p < PROC_COUNT; p++) {
+		if (p == PROC_PARENT)
+			continue;
+		for (n = 0; n < PROC_DRAIN_MAX && ctx->fd[p] >= 0 &&
+		     msg_dispatch_nowait(
+		         ctx, (enum proc_id)p, buf, MSG_BUFSZ) == MSG_OK;
+		     n++)
+			;
+	}
+	free(buf);
+}
+
 int
 msg_h_ping(struct proc_ctx *ctx, const struct msg *m)
 {

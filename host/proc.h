@@ -160,6 +160,16 @@ int proc_loop_every(
     struct proc_ctx *ctx, unsigned every_ms, void (*tick)(void *), void *arg);
 
 /*
+ * After the loop, when the process is told to stop: dispatch what the
+ * peers had already sent (not the parent's), without waiting for more.
+ * The parent stops every process at once, so a write a peer sent just
+ * before (and may have acknowledged to its client) would otherwise be
+ * lost to a clean restart. At most PROC_DRAIN_MAX messages a link.
+ */
+#define PROC_DRAIN_MAX 4096
+void proc_drain(struct proc_ctx *ctx);
+
+/*
  * For a process with its own event loop (the front's epoll, the vmm's VM
  * processes): call this when ctx->fd[from] is readable. It receives and
  * dispatches one message (buf: MSG_BUFSZ bytes); a link to a peer that

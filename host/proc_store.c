@@ -165,6 +165,9 @@ store_main(struct proc_ctx *ctx)
 		    (unsigned long long)(store_map_size(svc.st) >> 20));
 	log_info("%s: ready", __func__);
 	rc = proc_loop_every(ctx, STORE_EXPIRE_MS, store_expire_tick, NULL);
+	/* A record a peer sent before the stop is written (an idempotent
+	 * reply, an audit entry), not lost to a clean restart. */
+	proc_drain(ctx);
 	if (svc.st != NULL)
 		store_close(svc.st);
 	return rc;

@@ -265,6 +265,48 @@ test_loop_every(void **state)
 		close(ctx.fd[PROC_PARENT]);
 }
 
+/* Stopped with pings from the front still queued: the loop leaves at
+ * the parent's shutdown, and proc_drain answers every one of them. */
+static void
+test_drain_on_shutdown(void **state)
+{
+	static const struct msg_handler common[] = { MSG_HANDLERS_COMMON };
+	struct proc_ctx ctx;
+	struct msg_ping ping;
+	struct msg_hdr h;
+	uint8_t reply[256];
+	int pv[2], fv[2], pongs = 0;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, pv), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, fv), 0);
+	loop_ctx(&ctx, pv[1]);
+	ctx.fd[PROC_FRONT] = fv[1];
+	ctx.handlers = common;
+	ctx.nhandlers = nitems(common);
+	memset(&ping, 0, sizeof(ping));
+	for (int i = 0; i < 3; i++) {
+		ping.seq = (uint64_t)i;
+		assert_int_equal(msg_send(fv[0], MSG_CTL_PING, 0, (uint64_t)i,
+		                     &ping, sizeof(ping), -1),
+		    MSG_OK);
+	}
+	assert_int_equal(
+	    msg_send(pv[0], MSG_CTL_SHUTDOWN, 0, 9, NULL, 0, -1), MSG_OK);
+	assert_int_equal(proc_loop_every(&ctx, 600000, tick_thrice, &ctx), 0);
+	proc_drain(&ctx);
+	while (recv(fv[0], reply, sizeof(reply), MSG_DONTWAIT) >=
+	    (ssize_t)sizeof(h)) {
+		memcpy(&h, reply, sizeof(h));
+		pongs += h.type == MSG_CTL_PONG;
+	}
+	assert_int_equal(pongs, 3);
+	close(pv[0]);
+	close(pv[1]);
+	close(fv[0]);
+	close(fv[1]);
+}
+
 int
 main(void)
 {
@@ -272,6 +314,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(
 		    test_policy_process, setup, teardown),
 		cmocka_unit_test(test_loop_every),
+		cmocka_unit_test(test_drain_on_shutdown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
