@@ -20,7 +20,6 @@
  * state lost, said in the reply).
  */
 #include "host/proc_vmm_int.h"
-#include "lib/fdio.h"
 
 #define CTX_CHUNK 32768 /* bytes of guest output per datagram */
 #define CTX_PIPE_SIZE (1u << 20) /* asked for the cell pipe */
@@ -73,6 +72,8 @@ ctx_close_fds(struct vmm_context *c)
 	c->pidfd = c->in_fd = c->out_fd = -1;
 }
 
+static int put_all(int fd, const void *p, size_t len);
+
 /* What the vm process wrote before it ended, into the cell in flight:
  * the last lines of a cell that crashes belong to its reply. */
 static void
@@ -87,8 +88,8 @@ ctx_drain(struct vmm_context *c)
 	while ((n = read(c->out_fd, buf, sizeof(buf))) > 0) {
 		len = (size_t)n - 1;
 		if (c->out_len + c->err_len + len > c->output_max ||
-		    write_all(
-		        buf[0] == 1 ? c->outfd : c->errfd, buf + 1, len) != 0)
+		    put_all(buf[0] == 1 ? c->outfd : c->errfd, buf + 1, len) !=
+		        0)
 			return;
 		if (buf[0] == 1)
 			c->out_len += len;
@@ -264,6 +265,7 @@ cell_reply(struct proc_ctx *ctx, enum proc_id to, uint64_t reqid,
     uint64_t err_len, uint64_t ms)
 {
 	struct msg_vmm_run_done d;
+	int rfd = fd;
 
 	memset(&d, 0, sizeof(d));
 	d.status = status;
@@ -271,7 +273,34 @@ cell_reply(struct proc_ctx *ctx, enum proc_id to, uint64_t reqid,
 	d.err_len = err_len;
 	d.duration_ms = ms;
 	strlcpy(d.reason, reason, sizeof(d.reason));
-	vmm_run_done_send(ctx, to, reqid, &d, fd, "cell");
+	if (rfd < 0)
+		rfd = memfd_make_sealed("keep-out", NULL, 0);
+	if (rfd < 0 || ctx->fd[to] < 0 ||
+	    msg_send(ctx->fd[to], MSG_VMM_RUN_DONE, MSG_F_REPLY, reqid, &d,
+	        sizeof(d), rfd) != MSG_OK)
+		log_warnx("%s: reply for cell %llu lost", __func__,
+		    (unsigned long long)reqid);
+	if (rfd >= 0 && rfd != fd)
+		close(rfd);
+}
+
+static int
+put_all(int fd, const void *p, size_t len)
+{
+	/* fd is a memfd of ours: a short write is the host's failure. */
+	const char *s = p;
+	ssize_t n;
+
+	while (len > 0) {
+		if ((n = write(fd, s, len)) <= 0) {
+			if (n == -1 && errno == EINTR)
+				continue;
+			return -1;
+		}
+		s += n;
+		len -= (size_t)n;
+	}
+	return 0;
 }
 
 /*
@@ -297,7 +326,7 @@ cell_finish(struct proc_ctx *ctx, struct vmm_context *c, uint32_t status,
 		    "lost\",\"traceback\":\"\"}\n",
 		    name, value);
 		if (n > 0 && (size_t)n < sizeof(line))
-			(void)write_all(c->outfd, line, (size_t)n);
+			(void)put_all(c->outfd, line, (size_t)n);
 	}
 	/* The front takes only a sealed memfd (lib/memfd.c). */
 	if (vmm_join_output(c->outfd, c->errfd, &out_len, &err_len) != 0 ||
@@ -381,7 +410,7 @@ vmm_context_event(
 		    "the cell wrote more than its output limit");
 		return;
 	}
-	if (write_all(buf[0] == 1 ? c->outfd : c->errfd, buf + 1, len) != 0) {
+	if (put_all(buf[0] == 1 ? c->outfd : c->errfd, buf + 1, len) != 0) {
 		ctx_died(ctx, c, RUN_ERROR, "HostError",
 		    "the host could not keep the cell's output");
 		return;
