@@ -5,17 +5,13 @@
 # that times out or kills its interpreter leaves the context usable
 # (restarted, said in the reply); a context dies with its sandbox;
 # contexts are the caller's own.
-# No cell here depends on the machine's speed: the policy's time limit is
-# far above what any cell needs (importing pandas and matplotlib took
-# over 10 s with the machine loaded); the cell that must time out asks
-# for its own 300 ms.
 source "$(dirname "$0")/../lib/keepd.sh"
 
 cat >"$tmp/test.policy" <<'EOP'
 role runner {
 	allow sandbox:read, sandbox:write, exec
 	exec "python", "js"
-	timeout 300s
+	timeout 60s
 	output 1M
 	memory 256M
 	contexts 2
