@@ -23,6 +23,7 @@
 #include "host/msg.h"
 #include "host/proc.h"
 #include "host/seccomp_filters.h"
+#include "lib/clock.h"
 #include "lib/log.h"
 
 #define P(x) PROC_BIT(PROC_##x)
@@ -264,10 +265,19 @@ proc_grant_verify(const struct proc_ctx *ctx, const struct msg *m,
 int
 proc_loop(struct proc_ctx *ctx)
 {
+	return proc_loop_every(ctx, 0, NULL, NULL);
+}
+
+int
+proc_loop_every(
+    struct proc_ctx *ctx, unsigned every_ms, void (*tick)(void *), void *arg)
+{
 	struct pollfd pfd[PROC_COUNT];
 	enum proc_id who[PROC_COUNT];
+	uint64_t next = mono_ms() + every_ms, now;
 	uint8_t *buf;
 	size_t n, i;
+	int timeout = -1;
 
 	if ((buf = malloc(MSG_BUFSZ)) == NULL)
 		fatal("%s", __func__);
@@ -281,7 +291,11 @@ proc_loop(struct proc_ctx *ctx)
 			pfd[n].revents = 0;
 			who[n++] = (enum proc_id)i;
 		}
-		if (poll(pfd, n, -1) == -1) {
+		if (tick != NULL) {
+			now = mono_ms();
+			timeout = next > now ? (int)(next - now) : 0;
+		}
+		if (poll(pfd, n, timeout) == -1) {
 			if (errno == EINTR)
 				continue;
 			fatal("%s: poll", __func__);
@@ -292,9 +306,34 @@ proc_loop(struct proc_ctx *ctx)
 			if (proc_link_event(ctx, who[i], buf, MSG_BUFSZ) == -1)
 				ctx->quit = 1;
 		}
+		if (tick != NULL && !ctx->quit && mono_ms() >= next) {
+			tick(arg);
+			next = mono_ms() + every_ms;
+		}
 	}
 	free(buf);
 	return 0;
+}
+
+void
+proc_drain(struct proc_ctx *ctx)
+{
+	uint8_t *buf;
+	unsigned n;
+	int p;
+
+	if ((buf = malloc(MSG_BUFSZ)) == NULL)
+		return;
+	for (p = 0; p < PROC_COUNT; p++) {
+		if (p == PROC_PARENT)
+			continue;
+		for (n = 0; n < PROC_DRAIN_MAX && ctx->fd[p] >= 0 &&
+		     msg_dispatch_nowait(
+		         ctx, (enum proc_id)p, buf, MSG_BUFSZ) == MSG_OK;
+		     n++)
+			;
+	}
+	free(buf);
 }
 
 int

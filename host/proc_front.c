@@ -38,31 +38,6 @@ struct front_state {
 	size_t zones_len;
 };
 
-/* Read len bytes at off from fd into a new NUL-terminated buffer. */
-static char *
-read_at(int fd, uint64_t off, uint64_t len)
-{
-	char *buf;
-	size_t got = 0;
-	ssize_t n;
-
-	if ((buf = malloc(len + 1)) == NULL)
-		return NULL;
-	while (got < len) {
-		n = pread(fd, buf + got, len - got, (off_t)(off + got));
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			explicit_bzero(buf, len);
-			free(buf);
-			return NULL;
-		}
-		got += (size_t)n;
-	}
-	buf[len] = '\0';
-	return buf;
-}
-
 static int
 front_h_tls(struct proc_ctx *ctx, const struct msg *m)
 {
@@ -74,8 +49,8 @@ front_h_tls(struct proc_ctx *ctx, const struct msg *m)
 	if (t.cert_len == 0 || t.key_len == 0 || t.cert_len > MSG_TLS_MAX ||
 	    t.key_len > MSG_TLS_MAX ||
 	    memfd_check(m->fd, t.cert_len + t.key_len, 2 * MSG_TLS_MAX) == -1 ||
-	    (cert = read_at(m->fd, 0, t.cert_len)) == NULL ||
-	    (key = read_at(m->fd, t.cert_len, t.key_len)) == NULL) {
+	    (cert = memfd_read_at(m->fd, 0, t.cert_len)) == NULL ||
+	    (key = memfd_read_at(m->fd, t.cert_len, t.key_len)) == NULL) {
 		free(cert);
 		close(m->fd);
 		return -1;
@@ -123,7 +98,7 @@ front_h_zones(struct proc_ctx *ctx, const struct msg *m)
 	memcpy(&z, m->data, sizeof(z));
 	if (z.len == 0 || z.len > MSG_ZONES_MAX || fstat(m->fd, &st) == -1 ||
 	    (uint64_t)st.st_size != z.len ||
-	    (text = read_at(m->fd, 0, z.len)) == NULL) {
+	    (text = memfd_read_at(m->fd, 0, z.len)) == NULL) {
 		close(m->fd);
 		return -1;
 	}

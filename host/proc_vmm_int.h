@@ -213,6 +213,11 @@ int vmm_ctxdisk_open(const char *sbx, int kind, const char *name);
 void vmm_contexts_sandbox_gone(const char *sbx);
 void vmm_contexts_adopt(struct vmm_state *vs);
 int vmm_join_output(int outfd, int errfd, uint64_t *out_len, uint64_t *err_len);
+/* Send MSG_VMM_RUN_DONE for a run with its output, outfd, or an empty
+ * sealed memfd when it has none (-1): the reply always carries one.
+ * what ("run") names it in the log should it be lost. */
+void vmm_run_done_send(struct proc_ctx *ctx, enum proc_id to, uint64_t reqid,
+    const struct msg_vmm_run_done *d, int outfd, const char *what);
 void __attribute__((noreturn)) vmm_vm_process(struct proc_ctx *ctx,
     struct vmm_state *vs, struct vmm_config *cfg, int outfds[2],
     struct vmm_result *res, const char *id);

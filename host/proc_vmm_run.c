@@ -40,13 +40,29 @@ parse_strings(const uint8_t **p, const uint8_t *end, uint32_t n,
 	return 0;
 }
 
+void
+vmm_run_done_send(struct proc_ctx *ctx, enum proc_id to, uint64_t reqid,
+    const struct msg_vmm_run_done *d, int outfd, const char *what)
+{
+	int fd = outfd;
+
+	if (fd < 0)
+		fd = memfd_make_sealed("keep-out", NULL, 0);
+	if (fd < 0 || ctx->fd[to] < 0 ||
+	    msg_send(ctx->fd[to], MSG_VMM_RUN_DONE, MSG_F_REPLY, reqid, d,
+	        sizeof(*d), fd) != MSG_OK)
+		log_warnx("%s: reply for %s %llu lost", __func__, what,
+		    (unsigned long long)reqid);
+	if (fd >= 0 && fd != outfd)
+		close(fd);
+}
+
 static void
 run_reply(struct proc_ctx *ctx, enum proc_id to, uint64_t reqid,
     uint32_t status, int exit_code, const char *reason, int outfd,
     uint64_t out_len, uint64_t err_len, const struct vmm_result *res)
 {
 	struct msg_vmm_run_done d;
-	int fd = outfd;
 
 	memset(&d, 0, sizeof(d));
 	d.status = status;
@@ -58,15 +74,7 @@ run_reply(struct proc_ctx *ctx, enum proc_id to, uint64_t reqid,
 		d.boot_us = res->boot_us;
 	}
 	strlcpy(d.reason, reason, sizeof(d.reason));
-	if (fd < 0)
-		fd = memfd_make_sealed("keep-out", NULL, 0);
-	if (fd < 0 || ctx->fd[to] < 0 ||
-	    msg_send(ctx->fd[to], MSG_VMM_RUN_DONE, MSG_F_REPLY, reqid, &d,
-	        sizeof(d), fd) != MSG_OK)
-		log_warnx("%s: reply for run %llu lost", __func__,
-		    (unsigned long long)reqid);
-	if (fd >= 0 && fd != outfd)
-		close(fd);
+	vmm_run_done_send(ctx, to, reqid, &d, outfd, "run");
 }
 
 /* A background run is answered as soon as it runs. */
@@ -74,19 +82,11 @@ static void
 run_started(struct proc_ctx *ctx, enum proc_id to, uint64_t reqid, uint64_t pid)
 {
 	struct msg_vmm_run_done d;
-	int fd;
 
 	memset(&d, 0, sizeof(d));
 	d.status = RUN_STARTED;
 	d.pid = pid;
-	if ((fd = memfd_make_sealed("keep-out", NULL, 0)) < 0 ||
-	    ctx->fd[to] < 0 ||
-	    msg_send(ctx->fd[to], MSG_VMM_RUN_DONE, MSG_F_REPLY, reqid, &d,
-	        sizeof(d), fd) != MSG_OK)
-		log_warnx("%s: reply for run %llu lost", __func__,
-		    (unsigned long long)reqid);
-	if (fd >= 0)
-		close(fd);
+	vmm_run_done_send(ctx, to, reqid, &d, -1, "run");
 }
 
 static void

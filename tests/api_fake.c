@@ -587,6 +587,12 @@ api_fake_flush(struct api_fake *f)
 	return n;
 }
 
+unsigned
+api_fake_pending(const struct api_fake *f)
+{
+	return (unsigned)f->nwaiting;
+}
+
 static int
 add_proc(struct fake_sandbox *s, struct api_fake *f, const char *cmd,
     uint64_t *pid, struct api_error *err)

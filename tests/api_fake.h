@@ -46,6 +46,9 @@ void api_fake_set_rate(
  */
 unsigned api_fake_flush(struct api_fake *);
 
+/* How many deferred runs wait for api_fake_flush(). */
+unsigned api_fake_pending(const struct api_fake *);
+
 /* The policy denies cap to sub (403, as the policy process would). */
 void api_fake_deny(struct api_fake *, const char *sub, enum cap_id cap);
 

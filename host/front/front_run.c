@@ -551,29 +551,6 @@ run_find(struct front_backend *fb, uint64_t reqid)
 	return NULL;
 }
 
-static char *
-read_exact(int fd, uint64_t off, uint64_t len)
-{
-	char *buf;
-	size_t got = 0;
-	ssize_t n;
-
-	if ((buf = malloc(len + 1)) == NULL)
-		return NULL;
-	while (got < len) {
-		n = pread(fd, buf + got, len - got, (off_t)(off + got));
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			free(buf);
-			return NULL;
-		}
-		got += (size_t)n;
-	}
-	buf[len] = '\0';
-	return buf;
-}
-
 static const char *const status_reason[] = {
 	[RUN_EXITED] = "",
 	[RUN_FAULT] = "fault",
@@ -718,8 +695,8 @@ h_run_done(struct proc_ctx *ctx, const struct msg *m)
 	    memchr(d.reason, '\0', sizeof(d.reason)) == NULL ||
 	    d.err_len > UINT64_MAX - d.out_len ||
 	    memfd_check(m->fd, d.out_len + d.err_len, UINT64_MAX) == -1 ||
-	    (r->res.out = read_exact(m->fd, 0, d.out_len)) == NULL ||
-	    (r->res.err = read_exact(m->fd, d.out_len, d.err_len)) == NULL) {
+	    (r->res.out = memfd_read_at(m->fd, 0, d.out_len)) == NULL ||
+	    (r->res.err = memfd_read_at(m->fd, d.out_len, d.err_len)) == NULL) {
 		close(m->fd);
 		free(r->res.out);
 		r->res.out = NULL;

@@ -21,8 +21,6 @@
 
 /* ---- fs.c ---- */
 
-/* Descriptor fd (its low 32 bits), or NULL when not open. */
-struct vfd *vm_fd(struct vm *, uint64_t fd);
 /* The lowest free descriptor from `from` on, or -EMFILE. */
 int vm_fd_alloc(struct vm *, unsigned from);
 void vm_fd_release(struct vfd *);

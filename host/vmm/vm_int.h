@@ -374,7 +374,7 @@ void vm_fs_free(struct vm *);
  * exec bit read whole into *owned (the caller frees it). 0 or -errno. */
 int vm_fs_program(struct vm *, const char *gpath, char *path, size_t pathlen,
     const uint8_t **data, size_t *len, uint8_t **owned);
-/* The open descriptor fd, or NULL. */
+/* Descriptor fd (its low 32 bits), or NULL when not open (fs.c). */
 struct vfd *vm_fd(struct vm *, uint64_t fd);
 /* A new guest descriptor (the lowest free) for a host one with no path
  * (an eventfd, an epoll instance; read and written as a pipe end): its

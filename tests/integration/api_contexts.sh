@@ -259,7 +259,7 @@ kapi contexts list "$sbx" | grep -q "^$kc .* /cli$" && ok "keep api contexts lis
 kapi contexts restart "$sbx" "$kc" >/dev/null && kapi contexts delete "$sbx" "$kc" &&
     ! kapi contexts list "$sbx" | grep -q "$kc" && ok "keep api contexts restart and delete" || bad "cli restart/delete"
 
-for _ in $(seq 20); do
+for _ in $(seq 200); do
 	"$KEEP" audit tail -n 1000 --action context.refused --data "$tmp/state/db" >"$tmp/refused.audit" 2>&1
 	grep -q alice "$tmp/refused.audit" && break; sleep 0.1
 done
@@ -282,6 +282,8 @@ vp=$(vmpids | head -n 1)
 req "$alice" DELETE "/v1/sandboxes/$sbx"
 for _ in $(seq 50); do [ -z "$(vmpids)" ] && break; sleep 0.1; done
 [ -z "$(vmpids)" ] && ok "a context dies with its sandbox" || bad "vm processes left: $(vmpids)"
+# Its members are reaped by whoever inherits them: wait, bounded.
+for _ in $(seq 100); do [ -z "$(pgrep -g "$vp" || true)" ] && break; sleep 0.1; done
 [ -z "$(pgrep -g "$vp" || true)" ] && ok "and nothing of its process group is left" || bad "group $vp left: $(pgrep -g "$vp")"
 
 # A vmm killed with -9 takes its interpreters along: they see the end of

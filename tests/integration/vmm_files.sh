@@ -146,7 +146,12 @@ pselect6: rc 0, slept
 poll stdout: rc 1 revents 4
 WANT
 same "sleeping calls sleep" "$tmp/sleep.want" -- "$G/sleeper"
-{ sleep 1; } | "$KEEP" run "$G/sleeper" stdin >"$tmp/out" 2>&1
+# A stdin that stays open and silent however long the run takes to
+# start: a FIFO this shell holds open for writing until the run is over.
+mkfifo "$tmp/idle"
+exec 3<>"$tmp/idle"
+"$KEEP" run "$G/sleeper" stdin <"$tmp/idle" >"$tmp/out" 2>&1
+exec 3>&-
 [ "$(cat "$tmp/out")" = $'poll stdin: rc 0, slept\nrevents: 0' ] && ok "poll on an idle stdin waits its timeout" ||
     bad "poll idle stdin: $(cat "$tmp/out")"
 echo hi | "$KEEP" run "$G/sleeper" stdin >"$tmp/out" 2>&1
