@@ -120,6 +120,8 @@ unlink /dev/null: Read-only file system
 /proc/meminfo has MemTotal:: yes
 /proc/cpuinfo has processor	: 0: yes
 cmdline: argv[0], then one, NUL-terminated: yes
+/dev/tty is a char device: yes
+open /dev/tty: ENXIO
 /tmp writable: yes
 /tmp mode: 1777
 WANT

@@ -55,6 +55,40 @@ done
 ws=$tmp/ws; mkdir "$ws"; ln -s /etc "$ws/escape"
 expect "workspace files and escapes" 0 $'roundtrip: round trip\ndotdot: refused (No such file or directory)\nsymlink: refused (Cross-device link)\nabs: refused (No such file or directory)\nmkdir: ok' "" -- --workspace "$ws" "$G/files"
 [ "$(cat "$ws/out.txt")" = "round trip" ] && ok "guest file is on the host" || bad "workspace file"
+
+# Symlinks out of the workspace and loops (tests/guests/symlinks.c): the
+# guest may make any link, but every call that follows one out answers
+# EXDEV, a loop ELOOP, and nothing outside the workspace changes.
+top=$tmp/top; mkdir -p "$top/ws"; echo canary >"$top/canary"
+ln -s /etc/passwd "$top/ws/host-abs"; ln -s ../.. "$top/ws/host-up"
+passwd_before=$(stat -c '%s %a %Y %Z' /etc/passwd)
+calls="open|open for writing|create below|stat|stat below|chmod|truncate|utimes|mkdir below|unlink below|link follow|rename below|opendir|chdir"
+{
+	for l in abs up deep loop ping pong viaproc; do echo "$l symlink: ok"; done
+	echo "abs readlink: /etc/passwd"
+	for l in abs up deep loop ping viaproc host-abs host-up; do
+		case $l in loop|ping) e=ELOOP ;; *) e=EXDEV ;; esac
+		IFS='|'; for c in $calls; do echo "$l $c: $e"; done; unset IFS
+		echo "$l lstat: ok"
+	done
+} >"$tmp/symlinks.want"
+"$KEEP" run --workspace "$top/ws" "$G/symlinks" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc -eq 0 ] && cmp -s "$tmp/symlinks.want" "$tmp/out" &&
+    ok "symlinks out and loops are never followed" ||
+    bad "symlinks: exit $rc: $(diff "$tmp/symlinks.want" "$tmp/out" | head -20) $(head -c 300 "$tmp/err")"
+[ "$(ls -A "$top")" = "$(printf 'canary\nws')" ] && [ "$(cat "$top/canary")" = canary ] &&
+    [ "$(stat -c '%s %a %Y %Z' /etc/passwd)" = "$passwd_before" ] &&
+    [ ! -e "$top/ws/hard" ] && [ ! -e "$top/ws/stolen" ] &&
+    ok "symlinks: nothing outside the workspace changed" ||
+    bad "symlinks: outside changed: $(ls -la "$top")"
+[ "$(readlink "$top/ws/up")" = ../.. ] && [ "$(readlink "$top/ws/loop")" = loop ] &&
+    ok "symlinks: created as written" || bad "symlinks: $(ls -la "$top/ws")"
+expect "hostile file call arguments" 0 "*survived" "" -- --timeout 60s --workspace "$top/ws" "$G/filehostile"
+[ "$(ls -A "$top")" = "$(printf 'canary\nws')" ] && [ "$(cat "$top/canary")" = canary ] &&
+    [ "$(stat -c '%s %a %Y %Z' /etc/passwd)" = "$passwd_before" ] &&
+    ok "hostile file calls: nothing outside the workspace changed" ||
+    bad "hostile file calls: outside changed: $(ls -la "$top")"
 # The limit counts what the workspace holds (out.txt and /tmp among it).
 expect "workspace limit" 0 "refused after [1-6][0-9] KiB: Quota exceeded" "" -- --workspace "$ws" --workspace-max 64K "$G/diskhog"
 
