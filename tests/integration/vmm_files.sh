@@ -135,6 +135,15 @@ grep -q "^MemTotal: *65536 kB" "$tmp/mem" && ok "meminfo is the guest's 64 MiB" 
 grep -q "^MemTotal: *32768 kB" "$tmp/mem" && ok "meminfo follows --memory" || bad "meminfo 32M: $(head -3 "$tmp/mem")"
 "$KEEP" run --trust "$B/keys/dev.public" "$B/images/toolbox.img" cat /proc/self/status >"$tmp/st" 2>&1
 grep -q "^Name:	cat$" "$tmp/st" && grep -q "^Pid:	1$" "$tmp/st" && ok "status names the program" || bad "status: $(head -3 "$tmp/st")"
+# "/" lists what is there: the workspace's names, then /dev, /proc and
+# the image's directories, each once (the workspace's own bin too).
+mkdir -p "$tmp/ws3/bin" "$tmp/ws3/x"
+"$KEEP" run --workspace "$tmp/ws3" --trust "$B/keys/dev.public" "$B/images/toolbox.img" ls -a / >"$tmp/ls" 2>&1
+[ "$(tr '\n' ' ' <"$tmp/ls")" = ". .. bin dev proc tmp x " ] && ok "ls / with a workspace" || bad "ls /: $(cat "$tmp/ls")"
+"$KEEP" run --trust "$B/keys/dev.public" "$B/images/toolbox.img" ls -a / >"$tmp/ls" 2>&1
+[ "$(tr '\n' ' ' <"$tmp/ls")" = ". .. bin dev proc " ] && ok "ls / without a workspace" || bad "ls / (no workspace): $(cat "$tmp/ls")"
+"$KEEP" run --workspace "$tmp/ws3" --trust "$B/keys/dev.public" "$B/images/toolbox.img" find / -maxdepth 1 -type d >"$tmp/ls" 2>&1
+[ "$(sort "$tmp/ls" | tr '\n' ' ')" = "/ /bin /dev /proc /tmp /x " ] && ok "find / with a workspace" || bad "find /: $(cat "$tmp/ls")"
 
 # Sleeping calls sleep; a sleep is cut short by the run's time limit.
 cat >"$tmp/sleep.want" <<'WANT'
