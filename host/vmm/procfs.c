@@ -666,9 +666,13 @@ vm_synth_open(
 	case N_DIR:
 		if (wr)
 			return -EISDIR;
-		if ((rc = make(vm, &nd, &f->owned, &f->len)) != 0)
-			return rc;
+		/* Marked used first: /proc/self/fd lists the descriptor
+		 * that reads it, as Linux's does. */
 		f->kind = VFD_SDIR;
+		if ((rc = make(vm, &nd, &f->owned, &f->len)) != 0) {
+			f->kind = VFD_FREE;
+			return rc;
+		}
 		f->data = f->owned;
 		break;
 	case N_FILE:

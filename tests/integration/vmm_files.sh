@@ -103,7 +103,7 @@ through /dev/stdout
 exe bytes: ELF, size matches: yes
 fd for /dev/null: 3
 /proc/self/fd/3 -> /dev/null
-fds: 0 1 2 3
+fds: 0 1 2 3 4
 read /dev/null: 0
 write /dev/null: 3
 read /dev/zero: 100, nonzero 0
