@@ -170,8 +170,9 @@ static const struct vm_sysent linux_calls[] = {
 	OK(86, link, sys_link, "within the workspace; from the image: EXDEV"),
 	OK(87, unlink, sys_unlink, "workspace only"),
 	PART(88, symlink, sys_symlink,
-	    "created as written; never followed out of the workspace, absolute "
-	    "targets do not resolve (EXDEV)"),
+	    "created as written; followed as in a chroot at the workspace "
+	    "(never out of it); a target in the image, /proc or /dev is not "
+	    "reached through one"),
 	OK(89, readlink, sys_readlink, "workspace symlinks"),
 	OK(90, chmod, sys_chmod,
 	    "workspace files (through an O_PATH descriptor: no symlink race); "
@@ -401,8 +402,7 @@ static const struct vm_sysent linux_calls[] = {
 	NO(254, inotify_add_watch, ENOSYS, "no file change events"),
 	NO(255, inotify_rm_watch, ENOSYS, "no file change events"),
 	NO(256, migrate_pages, ENOSYS, "one memory node"),
-	OK(257, openat, sys_openat,
-	    "openat2 RESOLVE_BENEATH under the workspace"),
+	OK(257, openat, sys_openat, "openat2 RESOLVE_IN_ROOT at the workspace"),
 	OK(258, mkdirat, sys_mkdirat, "workspace only"),
 	NO(259, mknodat, EPERM,
 	    "no device or FIFO nodes: opening a FIFO would block the vm "

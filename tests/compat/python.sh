@@ -11,9 +11,12 @@
 # The interpreter gets the whole standard library as /lib/python311.zip
 # (the stock image leaves out what a guest could not use before processes
 # and threads; here nothing is left out but the tests, tkinter and idle),
-# and the tests as a directory /lib/python3.11/test in the workspace. The
-# native side runs the same files chrooted, as the guest is placed
-# (tests/compat/lib.sh). PY_MODULES="test_a test_b" picks other modules.
+# and the tests as a directory /lib/python3.11/test in the workspace,
+# beside a pure-Python _contextvars (tests/compat/python/: the static
+# interpreter lacks the C one, and without it most modules fail to import
+# on both sides). The native side runs the same files chrooted, as the
+# guest is placed (tests/compat/lib.sh). PY_MODULES="test_a test_b" picks
+# other modules.
 set -u
 cd "$(dirname "$0")/../.."
 B=${B:-build}; KEEP=$B/bin/keep; PY=$B/stock/python
@@ -64,6 +67,7 @@ EOF
 # directory of its own under /tmp and removes it.
 mkdir -p "$tmp/k/lib/python3.11" "$tmp/k/tmp"
 cp -a "$TESTS" "$tmp/k/lib/python3.11/test"
+cp tests/compat/python/_contextvars.py "$tmp/k/lib/python3.11/"
 find "$tmp/k" -name __pycache__ -prune -exec rm -rf {} +
 cp -a "$tmp/k" "$tmp/n"
 mkdir -p "$tmp/n/bin" "$tmp/n/dev"
