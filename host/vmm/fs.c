@@ -6,6 +6,7 @@
  * entered with openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS), so no
  * symlink leads out of it either.
  */
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
@@ -386,6 +387,19 @@ vm_put_stat(struct vm *vm, uint64_t addr, int64_t rc, const struct stat *st)
 
 /* ---- open ------------------------------------------------------------- */
 
+/* Whether the guest's path string ends in "/" (and is not just "/"). */
+static int
+trailing_slash(struct vm *vm, uint64_t addr)
+{
+	char raw[VM_PATH_MAX];
+	size_t n;
+
+	if (vm_gstr(vm, addr, raw, sizeof(raw)) != 0)
+		return 0;
+	n = strlen(raw);
+	return n > 1 && raw[n - 1] == '/';
+}
+
 static int64_t
 open_at(
     struct vm *vm, int64_t dirfd, uint64_t addr, uint64_t flags, uint64_t mode)
@@ -401,6 +415,21 @@ open_at(
 
 	if ((rc = guest_path(vm, dirfd, addr, path, sizeof(path), 0)) != 0)
 		return rc;
+	/* "name/" must be a directory: normalizing drops the slash, so its
+	 * meaning is kept here (Linux: EISDIR to create one, ENOTDIR when
+	 * it is a file). */
+	if (trailing_slash(vm, addr)) {
+		if (flags & O_CREAT)
+			return -EISDIR;
+		flags |= O_DIRECTORY;
+	}
+	/* O_PATH: a descriptor naming the object (a symlink itself with
+	 * O_NOFOLLOW), for fstat, *at calls and /proc/self/fd; glibc's
+	 * fchmodat(AT_SYMLINK_NOFOLLOW) and realpath use it. */
+	if (flags & O_PATH) {
+		flags &= O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC;
+		wr = 0;
+	}
 	if ((fd = fd_alloc(vm, 0)) < 0)
 		return fd;
 	f = &vm->fds[fd];
@@ -424,7 +453,7 @@ open_at(
 	} else if ((hostfd = ws_open(vm, path,
 	                flags &
 	                    (O_ACCMODE | O_CREAT | O_EXCL | O_TRUNC | O_APPEND |
-	                        O_DIRECTORY | O_NOFOLLOW),
+	                        O_DIRECTORY | O_NOFOLLOW | O_PATH),
 	                mode & ~(uint64_t)vm->umask)) >= 0) {
 		f->kind = VFD_HOST;
 		f->hostfd = hostfd;
@@ -920,10 +949,18 @@ fcntl_fd(struct vm *vm, uint64_t fd, uint64_t cmd, uint64_t arg)
 		f->cloexec = (arg & FD_CLOEXEC) != 0;
 		return 0;
 	case F_GETFL:
-		return f->kind == VFD_OUT ? O_WRONLY
-		    : f->kind == VFD_HOST ? fcntl(f->hostfd, F_GETFL)
-		                          : f->flags;
+		if (f->kind == VFD_HOST) {
+			if ((rc = fcntl(f->hostfd, F_GETFL)) == -1)
+				return -errno;
+			return (rc & ~O_NONBLOCK) | (f->flags & O_NONBLOCK);
+		}
+		return (f->kind == VFD_OUT ? O_WRONLY
+		                           : f->flags & ~O_NONBLOCK) |
+		    (f->flags & O_NONBLOCK);
 	case F_SETFL:
+		/* Only O_NONBLOCK is the guest's to change (F_GETFL shows
+		 * it back); the host descriptor keeps its own flags. */
+		f->flags = (f->flags & ~O_NONBLOCK) | ((int)arg & O_NONBLOCK);
 		return 0;
 	case F_DUPFD:
 	case F_DUPFD_CLOEXEC:
@@ -1311,11 +1348,29 @@ sys_lseek(struct vm *vm, const uint64_t a[6])
 	return seek(vm, a[0], (int64_t)a[1], a[2]);
 }
 
-/* No terminals here. */
+/* No terminals here; the descriptor-flag requests every descriptor
+ * answers on Linux (CPython's os.set_blocking uses FIONBIO). */
 int64_t
 sys_ioctl(struct vm *vm, const uint64_t a[6])
 {
-	return fd_get(vm, a[0]) != NULL ? -ENOTTY : -EBADF;
+	struct vfd *f = fd_get(vm, a[0]);
+	const int *on;
+
+	if (f == NULL)
+		return -EBADF;
+	switch (a[1]) {
+	case FIOCLEX:
+	case FIONCLEX:
+		f->cloexec = a[1] == FIOCLEX;
+		return 0;
+	case FIONBIO:
+		if ((on = vm_gptr(vm, a[2], sizeof(*on))) == NULL)
+			return -EFAULT;
+		f->flags = *on ? f->flags | O_NONBLOCK : f->flags & ~O_NONBLOCK;
+		return 0;
+	default:
+		return -ENOTTY;
+	}
 }
 
 int64_t
@@ -1333,9 +1388,13 @@ sys_dup2(struct vm *vm, const uint64_t a[6])
 int64_t
 sys_dup3(struct vm *vm, const uint64_t a[6])
 {
-	if (a[0] == a[1])
+	int64_t rc;
+
+	if (a[0] == a[1] || (a[2] & ~(uint64_t)O_CLOEXEC) != 0)
 		return -EINVAL;
-	return dup_to(vm, a[0], a[1]);
+	if ((rc = dup_to(vm, a[0], a[1])) >= 0)
+		vm->fds[rc].cloexec = (a[2] & O_CLOEXEC) != 0;
+	return rc;
 }
 
 int64_t

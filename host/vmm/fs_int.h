@@ -81,6 +81,9 @@ int64_t vm_synth_stat(
  * (the descriptor stays free on failure). */
 int64_t vm_synth_open(
     struct vm *, const char *path, uint64_t flags, struct vfd *f, int fd);
+/* The guest descriptor a /proc/self/fd/N path (or a link to one, such
+ * as /dev/stdin) stands for when followed, or -1. */
+int vm_synth_fd_of(struct vm *, const char *path);
 /* The target of a synthetic symlink: its length or -errno (EINVAL for
  * anything not a symlink). */
 int64_t vm_synth_readlink(

@@ -617,6 +617,16 @@ vm_synth_stat(struct vm *vm, const char *path, int nofollow, struct stat *st)
 	return 0;
 }
 
+int
+vm_synth_fd_of(struct vm *vm, const char *path)
+{
+	struct node nd;
+
+	if (lookup(vm, path, 0, &nd) != 0 || nd.kind != N_FD)
+		return -1;
+	return nd.fd;
+}
+
 int64_t
 vm_synth_readlink(struct vm *vm, const char *path, char *out, size_t outlen)
 {

@@ -70,6 +70,14 @@ object_at(
 	}
 	if ((rc = vm_path(vm, dirfd, addr, path, sizeof(path), 0)) != 0)
 		return rc;
+	/* /proc/self/fd/N followed is the object behind descriptor N (glibc
+	 * changes a file's mode through it). */
+	if (vm_synth_path(path) && !(flags & G_AT_SYMLINK_NOFOLLOW) &&
+	    (rc = vm_synth_fd_of(vm, path)) >= 0 &&
+	    (f = vm_fd(vm, (uint64_t)rc)) != NULL && f->kind == VFD_HOST) {
+		*fd = fcntl(f->hostfd, F_DUPFD_CLOEXEC, 0);
+		return *fd == -1 ? -errno : 0;
+	}
 	if (vm_synth_path(path) || vm_path_in_image(vm, path)) {
 		*ro = 1;
 		return (int)vm_stat_path(
@@ -519,7 +527,7 @@ static int64_t
 put_statfs(struct vm *vm, uint64_t buf, int ro)
 {
 	struct statfs sf;
-	uint64_t max = vm->cfg->workspace_max, used;
+	uint64_t max = vm->cfg->workspace_max, used, ws_bytes = 0;
 
 	memset(&sf, 0, sizeof(sf));
 	sf.f_type = WS_FS_MAGIC;
@@ -534,8 +542,15 @@ put_statfs(struct vm *vm, uint64_t buf, int ro)
 	} else {
 		sf.f_blocks =
 		    max != 0 ? (fsblkcnt_t)(max / 4096) : WS_FS_BLOCKS_NOLIMIT;
-		used = vm->ws_used == UINT64_MAX ? (uint64_t)sf.f_blocks
-		                                 : (vm->ws_used + 4095) / 4096;
+		/* Without a quota nothing keeps count: walk now (bounded as
+		 * the quota's walk is), so "used" is what the workspace holds. */
+		if (max == 0 &&
+		    ws_usage(vm->ws_fd, WS_USAGE_MAX_ENTRIES, &ws_bytes) == 0)
+			used = (ws_bytes + 4095) / 4096;
+		else
+			used = vm->ws_used == UINT64_MAX
+			    ? (uint64_t)sf.f_blocks
+			    : (vm->ws_used + 4095) / 4096;
 		sf.f_bfree = used < sf.f_blocks ? sf.f_blocks - used : 0;
 		sf.f_bavail = sf.f_bfree;
 		sf.f_ffree = WS_FS_FILES / 2;

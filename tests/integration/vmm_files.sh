@@ -82,6 +82,21 @@ sendfile: 6
 copy_file_range: 5
 off after: 6
 copied: ello
+O_PATH of a symlink: the link
+lchmod of a symlink: ENOTSUP
+lchmod of a file: ok
+mode after lchmod: 640
+dup3 cloexec: ok
+cloexec after dup3: 1
+FIONBIO: ok
+nonblock after FIONBIO: 1
+FIOCLEX: ok
+cloexec after FIOCLEX: 1
+open file/: ENOTDIR
+create name/: EISDIR
+open dir/: ok
+newname created: no
+statfs used>0: 1
 close_range: ok
 closed: EBADF
 RLIMIT_NOFILE: 1024
