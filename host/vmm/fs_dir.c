@@ -1,0 +1,238 @@
+/*
+ * Directory listings for the guest (getdents64): the workspace's from
+ * the host kernel, followed at "/" by the names that exist there without
+ * being in the workspace (/dev, /proc, the image's top level); the
+ * image's directories, made of its files' paths; and /proc and /dev,
+ * from the list procfs.c made. Each entry in the kernel's
+ * linux_dirent64 form, which is what the guest expects.
+ */
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "host/vmm/fs_int.h"
+#include "host/vmm/vm_int.h"
+#include "lib/util.h"
+
+#define DIR_CHUNK (1u << 20) /* the most one call fills */
+
+struct g_dirent {
+	uint64_t ino;
+	int64_t off;
+	uint16_t reclen;
+	uint8_t type;
+	char name[];
+};
+/* Where the name starts (19): sizeof would count the padding after. */
+#define DIRENT_NAME offsetof(struct g_dirent, name)
+
+static int
+is_root_dir(const struct vfd *f)
+{
+	return strcmp(f->path, "/") == 0;
+}
+
+/* Entries of a directory made of image paths: each child name once;
+ * the root also holds /dev and /proc. */
+static int64_t
+vdir_getdents(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len)
+{
+	uint8_t *g;
+	size_t i, j, n = strlen(f->path), used = 0, idx = 0;
+	char name[VM_PATH_MAX];
+
+	if ((g = vm_gptr(vm, buf, len)) == NULL)
+		return -EFAULT;
+	for (i = 0; i < vm->cfg->nfiles + 4; i++) {
+		const char *p, *e;
+		uint8_t type = 4; /* DT_DIR */
+		size_t nl, reclen;
+		int seen = 0;
+
+		if (i == 0)
+			strlcpy(name, ".", sizeof(name));
+		else if (i == 1)
+			strlcpy(name, "..", sizeof(name));
+		else if (i < 4) {
+			if (!is_root_dir(f))
+				continue;
+			strlcpy(name, i == 2 ? "dev" : "proc", sizeof(name));
+		} else {
+			p = vm->cfg->files[i - 4].path;
+			if (strcmp(f->path, "/") == 0)
+				p += 1;
+			else if (strncmp(p, f->path, n) == 0 && p[n] == '/')
+				p += n + 1;
+			else
+				continue;
+			e = strchr(p, '/');
+			nl = e != NULL ? (size_t)(e - p) : strlen(p);
+			if (nl == 0 || nl >= sizeof(name))
+				continue;
+			memcpy(name, p, nl);
+			name[nl] = '\0';
+			type = e != NULL ? 4 : 8; /* DT_REG */
+			if (is_root_dir(f) &&
+			    (strcmp(name, "dev") == 0 ||
+			        strcmp(name, "proc") == 0))
+				continue;
+			for (j = 4; j < i && !seen; j++) {
+				const char *q = vm->cfg->files[j - 4].path;
+				size_t m =
+				    strcmp(f->path, "/") == 0 ? 1 : n + 1;
+
+				if ((m == 1 ||
+				        (strncmp(q, f->path, n) == 0 &&
+				            q[n] == '/')) &&
+				    strncmp(q + m, name, nl) == 0 &&
+				    (q[m + nl] == '/' || q[m + nl] == '\0'))
+					seen = 1;
+			}
+			if (seen)
+				continue;
+		}
+		if (idx++ < f->off)
+			continue;
+		nl = strlen(name);
+		reclen = (DIRENT_NAME + nl + 1 + 7) & ~(size_t)7;
+		if (used + reclen > len)
+			return used > 0 ? (int64_t)used : -EINVAL;
+		struct g_dirent d = { .ino = idx + 1,
+			.off = (int64_t)idx,
+			.reclen = (uint16_t)reclen,
+			.type = type };
+		memset(g + used, 0, reclen);
+		memcpy(g + used, &d, DIRENT_NAME);
+		memcpy(g + used + DIRENT_NAME, name, nl);
+		used += reclen;
+		f->off++;
+	}
+	return (int64_t)used;
+}
+
+/* Entries of a /proc or /dev directory (procfs.c made the list). */
+static int64_t
+sdir_getdents(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len)
+{
+	uint8_t *g;
+	size_t used = 0, idx = 0, pos = 0;
+
+	if ((g = vm_gptr(vm, buf, len)) == NULL)
+		return -EFAULT;
+	while (pos < f->len) {
+		uint8_t type = f->data[pos];
+		const char *name = (const char *)f->data + pos + 1;
+		size_t nl = strnlen(name, f->len - pos - 1), reclen;
+
+		pos += 2 + nl;
+		if (idx++ < f->off)
+			continue;
+		reclen = (DIRENT_NAME + nl + 1 + 7) & ~(size_t)7;
+		if (used + reclen > len)
+			return used > 0 ? (int64_t)used : -EINVAL;
+		struct g_dirent d = { .ino = idx + 1,
+			.off = (int64_t)idx,
+			.reclen = (uint16_t)reclen,
+			.type = type };
+		memset(g + used, 0, reclen);
+		memcpy(g + used, &d, DIRENT_NAME);
+		memcpy(g + used + DIRENT_NAME, name, nl);
+		used += reclen;
+		f->off++;
+	}
+	return (int64_t)used;
+}
+
+/* The root's own entries after the workspace's: /dev, /proc and the
+ * image's top-level names exist at "/" but are not in the workspace
+ * directory, and a program that lists "/" (ls, find, os.listdir) should
+ * find them there, as it would on Linux. A name the workspace holds is
+ * listed once, from the workspace. f->off counts the extras returned. */
+static int64_t
+root_extras(struct vm *vm, struct vfd *f, uint8_t *g, uint64_t len)
+{
+	static const char *synth[] = { "dev", "proc" };
+	size_t i, j, nl, reclen, used = 0, idx = 0;
+	char name[VM_PATH_MAX];
+	struct stat st;
+
+	for (i = 0; i < nitems(synth) + vm->cfg->nfiles; i++) {
+		const char *p, *e;
+		uint8_t type = 4; /* DT_DIR */
+		int seen = 0;
+
+		if (i < nitems(synth))
+			strlcpy(name, synth[i], sizeof(name));
+		else {
+			p = vm->cfg->files[i - nitems(synth)].path + 1;
+			e = strchr(p, '/');
+			nl = e != NULL ? (size_t)(e - p) : strlen(p);
+			if (nl == 0 || nl >= sizeof(name))
+				continue;
+			memcpy(name, p, nl);
+			name[nl] = '\0';
+			if (e == NULL)
+				type = 8; /* DT_REG */
+			for (j = 0; j < nitems(synth) && !seen; j++)
+				seen = strcmp(synth[j], name) == 0;
+			for (j = 0; j < i - nitems(synth) && !seen; j++) {
+				const char *q = vm->cfg->files[j].path + 1;
+
+				seen = strncmp(q, name, nl) == 0 &&
+				    (q[nl] == '/' || q[nl] == '\0');
+			}
+			if (seen)
+				continue;
+		}
+		if (fstatat(vm->ws_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+			continue;
+		if (idx++ < f->off)
+			continue;
+		nl = strlen(name);
+		reclen = (DIRENT_NAME + nl + 1 + 7) & ~(size_t)7;
+		if (used + reclen > len)
+			return used > 0 ? (int64_t)used : -EINVAL;
+		struct g_dirent d = { .ino = 0x100000000ULL + idx,
+			.off = INT64_MAX - 64 + (int64_t)idx,
+			.reclen = (uint16_t)reclen,
+			.type = type };
+		memset(g + used, 0, reclen);
+		memcpy(g + used, &d, DIRENT_NAME);
+		memcpy(g + used + DIRENT_NAME, name, nl);
+		used += reclen;
+		f->off++;
+	}
+	return (int64_t)used;
+}
+
+int64_t
+vm_getdents(struct vm *vm, uint64_t fd, uint64_t buf, uint64_t len)
+{
+	struct vfd *f = vm_fd(vm, fd);
+	void *g;
+	long n;
+
+	if (f == NULL)
+		return -EBADF;
+	if (len > DIR_CHUNK)
+		len = DIR_CHUNK;
+	if (f->kind == VFD_VDIR)
+		return vdir_getdents(vm, f, buf, len);
+	if (f->kind == VFD_SDIR)
+		return sdir_getdents(vm, f, buf, len);
+	if (f->kind != VFD_HOST)
+		return -ENOTDIR;
+	if ((g = vm_gptr(vm, buf, len)) == NULL)
+		return -EFAULT;
+	/* The kernel's linux_dirent64 is what the guest expects. */
+	n = syscall(SYS_getdents64, f->hostfd, g, (unsigned)len);
+	if (n == 0 && f->path != NULL && strcmp(f->path, "/") == 0)
+		return root_extras(vm, f, g, len);
+	return n == -1 ? -errno : n;
+}
