@@ -228,6 +228,22 @@ image_dir(struct vm *vm, const char *path)
 	return 0;
 }
 
+/* Whether a directory on the way to path is an image file ("/lib/x.zip/
+ * a.py"): Linux answers such a path ENOTDIR, not ENOENT. */
+static int
+image_file_on_the_way(struct vm *vm, const char *path)
+{
+	size_t i, n;
+
+	for (i = 0; i < vm->cfg->nfiles; i++) {
+		n = strlen(vm->cfg->files[i].path);
+		if (strncmp(path, vm->cfg->files[i].path, n) == 0 &&
+		    path[n] == '/')
+			return 1;
+	}
+	return 0;
+}
+
 /* The workspace, through host/vmm/workspace.c; none: nothing exists. */
 static int
 ws_open(struct vm *vm, const char *path, uint64_t flags, uint64_t mode)
@@ -323,7 +339,7 @@ stat_path(struct vm *vm, const char *path, int nofollow, struct stat *st)
 		synth_stat(st, S_IFDIR | 0755, 4096, path);
 		return 0;
 	}
-	return fd;
+	return fd == -ENOENT && image_file_on_the_way(vm, path) ? -ENOTDIR : fd;
 }
 
 static int64_t
@@ -463,7 +479,9 @@ open_at(
 			return -EISDIR;
 		f->kind = VFD_VDIR;
 	} else
-		return hostfd;
+		return hostfd == -ENOENT && image_file_on_the_way(vm, path)
+		    ? -ENOTDIR
+		    : hostfd;
 	f->off = 0;
 	f->cloexec = (flags & O_CLOEXEC) != 0;
 	f->flags = (int)(flags & (O_ACCMODE | O_APPEND | O_NONBLOCK));

@@ -150,6 +150,9 @@ grep -q "^MemTotal: *65536 kB" "$tmp/mem" && ok "meminfo is the guest's 64 MiB" 
 grep -q "^MemTotal: *32768 kB" "$tmp/mem" && ok "meminfo follows --memory" || bad "meminfo 32M: $(head -3 "$tmp/mem")"
 "$KEEP" run --trust "$B/keys/dev.public" "$B/images/toolbox.img" cat /proc/self/status >"$tmp/st" 2>&1
 grep -q "^Name:	cat$" "$tmp/st" && grep -q "^Pid:	1$" "$tmp/st" && ok "status names the program" || bad "status: $(head -3 "$tmp/st")"
+# A path through an image file is ENOTDIR, as through any file.
+"$KEEP" run --trust "$B/keys/dev.public" "$B/images/toolbox.img" cat /bin/busybox/x >"$tmp/ls" 2>&1
+grep -q "Not a directory" "$tmp/ls" && ok "a path through an image file is ENOTDIR" || bad "image file/x: $(cat "$tmp/ls")"
 # "/" lists what is there: the workspace's names, then /dev, /proc and
 # the image's directories, each once (the workspace's own bin too).
 mkdir -p "$tmp/ws3/bin" "$tmp/ws3/x"
