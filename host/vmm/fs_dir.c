@@ -149,6 +149,44 @@ sdir_getdents(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len)
 	return (int64_t)used;
 }
 
+#define ROOT_NAMES_MAX 64 /* distinct top-level names listed at "/" */
+
+struct root_name {
+	char name[256];
+	uint8_t type;
+};
+
+/* The names at "/" that are not the workspace's: /dev, /proc, then the
+ * image's top-level names, each once, in one pass over its files (an
+ * image may hold thousands; its top level holds a few names). */
+static size_t
+root_names(struct vm *vm, struct root_name *out, size_t max)
+{
+	size_t i, j, nl, n = 0;
+
+	strlcpy(out[n].name, "dev", sizeof(out[n].name));
+	out[n++].type = 4; /* DT_DIR */
+	strlcpy(out[n].name, "proc", sizeof(out[n].name));
+	out[n++].type = 4;
+	for (i = 0; i < vm->cfg->nfiles && n < max; i++) {
+		const char *p = vm->cfg->files[i].path + 1, *e = strchr(p, '/');
+
+		nl = e != NULL ? (size_t)(e - p) : strlen(p);
+		if (nl == 0 || nl >= sizeof(out[n].name))
+			continue;
+		for (j = 0; j < n; j++)
+			if (strncmp(out[j].name, p, nl) == 0 &&
+			    out[j].name[nl] == '\0')
+				break;
+		if (j < n)
+			continue;
+		memcpy(out[n].name, p, nl);
+		out[n].name[nl] = '\0';
+		out[n++].type = e != NULL ? 4 : 8; /* DT_DIR, DT_REG */
+	}
+	return n;
+}
+
 /* The root's own entries after the workspace's: /dev, /proc and the
  * image's top-level names exist at "/" but are not in the workspace
  * directory, and a program that lists "/" (ls, find, os.listdir) should
@@ -157,54 +195,28 @@ sdir_getdents(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len)
 static int64_t
 root_extras(struct vm *vm, struct vfd *f, uint8_t *g, uint64_t len)
 {
-	static const char *synth[] = { "dev", "proc" };
-	size_t i, j, nl, reclen, used = 0, idx = 0;
-	char name[VM_PATH_MAX];
+	struct root_name names[ROOT_NAMES_MAX];
+	size_t i, n, nl, reclen, used = 0, idx = 0;
 	struct stat st;
 
-	for (i = 0; i < nitems(synth) + vm->cfg->nfiles; i++) {
-		const char *p, *e;
-		uint8_t type = 4; /* DT_DIR */
-		int seen = 0;
-
-		if (i < nitems(synth))
-			strlcpy(name, synth[i], sizeof(name));
-		else {
-			p = vm->cfg->files[i - nitems(synth)].path + 1;
-			e = strchr(p, '/');
-			nl = e != NULL ? (size_t)(e - p) : strlen(p);
-			if (nl == 0 || nl >= sizeof(name))
-				continue;
-			memcpy(name, p, nl);
-			name[nl] = '\0';
-			if (e == NULL)
-				type = 8; /* DT_REG */
-			for (j = 0; j < nitems(synth) && !seen; j++)
-				seen = strcmp(synth[j], name) == 0;
-			for (j = 0; j < i - nitems(synth) && !seen; j++) {
-				const char *q = vm->cfg->files[j].path + 1;
-
-				seen = strncmp(q, name, nl) == 0 &&
-				    (q[nl] == '/' || q[nl] == '\0');
-			}
-			if (seen)
-				continue;
-		}
-		if (fstatat(vm->ws_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+	n = root_names(vm, names, nitems(names));
+	for (i = 0; i < n; i++) {
+		if (fstatat(vm->ws_fd, names[i].name, &st,
+		        AT_SYMLINK_NOFOLLOW) == 0)
 			continue;
 		if (idx++ < f->off)
 			continue;
-		nl = strlen(name);
+		nl = strlen(names[i].name);
 		reclen = (DIRENT_NAME + nl + 1 + 7) & ~(size_t)7;
 		if (used + reclen > len)
 			return used > 0 ? (int64_t)used : -EINVAL;
 		struct g_dirent d = { .ino = 0x100000000ULL + idx,
 			.off = INT64_MAX - 64 + (int64_t)idx,
 			.reclen = (uint16_t)reclen,
-			.type = type };
+			.type = names[i].type };
 		memset(g + used, 0, reclen);
 		memcpy(g + used, &d, DIRENT_NAME);
-		memcpy(g + used + DIRENT_NAME, name, nl);
+		memcpy(g + used + DIRENT_NAME, names[i].name, nl);
 		used += reclen;
 		f->off++;
 	}
