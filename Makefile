@@ -93,7 +93,9 @@ all: deps $(B)/bin/keep $(B)/bin/keep-api $(B)/bin/keepd $(ALL_EXTRA)
 deps:
 	@sh mk/deps.sh $(sort $(DEPS_PKGS))
 
-$(B)/obj/%.o: %.c
+# Every rule that runs a compiler or a build tool has `| deps`: on a fresh
+# machine `make -j2` must not start the compiler before deps installs it.
+$(B)/obj/%.o: %.c | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
@@ -163,11 +165,20 @@ check: deps
 	exit $$status
 
 CLANG_FORMAT ?= clang-format
-FORMAT_SRCS = $(shell git ls-files --cached --others --exclude-standard '*.c' '*.h' 2>/dev/null | grep -v '^fuzz/corpus/')
+# The files git knows; in a tree without git (a tarball, a copy), every
+# .c and .h outside the build directories. No files at all is an error:
+# clang-format given none would read stdin and a check of nothing passes.
+FORMAT_SRCS = $(shell { git ls-files --cached --others --exclude-standard '*.c' '*.h' 2>/dev/null || \
+                find . \( -path ./build -o -path ./$(B) -o -path ./.git \) -prune -o \
+                  -type f \( -name '*.c' -o -name '*.h' \) -print | sed 's|^\./||'; } | \
+                grep -v '^fuzz/corpus/' | sort)
 format:
+	@[ -n "$(strip $(FORMAT_SRCS))" ] || { echo "format: no .c or .h files found" >&2; exit 1; }
 	$(CLANG_FORMAT) -i $(FORMAT_SRCS)
 format-check:
-	@out=$$($(CLANG_FORMAT) --dry-run $(FORMAT_SRCS) 2>&1); \
+	@if [ -z "$(strip $(FORMAT_SRCS))" ]; then echo "format-check: no .c or .h files found" >&2; \
+	  echo "format-check 0 1" >> "$${RESULTS:-/dev/null}"; exit 1; fi; \
+	out=$$($(CLANG_FORMAT) --dry-run $(FORMAT_SRCS) </dev/null 2>&1); \
 	if [ -n "$$out" ]; then echo "$$out" | head -40; echo "format-check: run 'make format'"; \
 	  echo "format-check 0 1" >> "$${RESULTS:-/dev/null}"; exit 1; fi; \
 	echo "format-check: $(words $(FORMAT_SRCS)) files clean"; \

@@ -38,21 +38,31 @@ struct reply {
 };
 
 static void
-usage(void)
+usage_fp(FILE *fp)
 {
-	fprintf(stderr,
+	fprintf(fp,
 	    "usage: keep api [--url URL] [--token TOKEN] [--cacert PEM] "
 	    "[--json] "
 	    "COMMAND\n"
 	    "  sandbox create [--image IMAGE] [--ttl SECONDS] [--env K=V]...\n"
 	    "  sandbox list | get ID | delete ID | token ID\n"
-	    "  exec [--language python|javascript] SANDBOX CODE|-\n"
+	    "  exec [--language python|javascript] [--context CTX] SANDBOX "
+	    "CODE|-\n"
+	    "  contexts create SANDBOX [--cwd DIR] | list SANDBOX\n"
+	    "  contexts delete SANDBOX CTX | restart SANDBOX CTX\n"
 	    "  run SANDBOX CMD [ARG...]\n"
 	    "  files put SANDBOX LOCAL REMOTE | get SANDBOX REMOTE [LOCAL]\n"
 	    "  files ls SANDBOX [PATH] | rm SANDBOX PATH | mkdir SANDBOX PATH\n"
 	    "  env get SANDBOX | set SANDBOX K=V... | unset SANDBOX KEY\n"
 	    "  audit [--limit N]\n"
 	    "  health\n");
+}
+
+/* The usage, on stdout when asked for (--help), else on stderr. */
+static void
+usage(void)
+{
+	usage_fp(stderr);
 }
 
 static size_t
@@ -347,6 +357,32 @@ cmd_sandbox(struct client *c, int argc, char **argv)
 }
 
 /* Print a run reply; the exit status is the run's. */
+/* A context cell's main result (as a REPL shows it) and its error. A
+ * plain execute's reply has no execution_count: its output stays
+ * exactly the program's. */
+static void
+print_cell(json_t *j)
+{
+	json_t *res, *err = json_object_get(j, "error"), *tb;
+	size_t i;
+
+	if (json_object_get(j, "execution_count") == NULL)
+		return;
+	json_array_foreach(json_object_get(j, "results"), i,
+	    res) if (json_is_true(json_object_get(res, "is_main_result")) &&
+	    json_is_string(json_object_get(res, "text")))
+	    printf("%s\n", json_string_value(json_object_get(res, "text")));
+	if (!json_is_object(err))
+		return;
+	tb = json_object_get(err, "traceback");
+	if (json_is_string(tb) && json_string_length(tb) > 0)
+		fputs(json_string_value(tb), stderr);
+	else
+		fprintf(stderr, "%s: %s\n",
+		    json_string_value(json_object_get(err, "name")),
+		    json_string_value(json_object_get(err, "value")));
+}
+
 static int
 print_run(struct client *c, struct reply *r)
 {
@@ -365,6 +401,7 @@ print_run(struct client *c, struct reply *r)
 		    json_string_value(out), 1, json_string_length(out), stdout);
 		fwrite(
 		    json_string_value(err), 1, json_string_length(err), stderr);
+		print_cell(j);
 		if (json_is_string(reason))
 			fprintf(stderr, "keep api: run stopped: %s\n",
 			    json_string_value(reason));
@@ -405,14 +442,20 @@ read_all(FILE *fp, size_t *len)
 static int
 cmd_exec(struct client *c, int argc, char **argv)
 {
-	const char *lang = "python";
+	const char *lang = "python", *context = NULL;
 	struct reply r;
 	char path[256], *code = NULL;
 	size_t len;
+	json_t *body;
 	int rc;
 
-	if (argc >= 2 && strcmp(argv[0], "--language") == 0) {
-		lang = argv[1];
+	while (argc >= 2 &&
+	    (strcmp(argv[0], "--language") == 0 ||
+	        strcmp(argv[0], "--context") == 0)) {
+		if (strcmp(argv[0], "--language") == 0)
+			lang = argv[1];
+		else
+			context = argv[1];
 		argc -= 2;
 		argv += 2;
 	}
@@ -432,8 +475,10 @@ cmd_exec(struct client *c, int argc, char **argv)
 	else
 		len = strlen(code);
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/execute", argv[0]);
-	rc = request_json(c, "POST", path,
-	    json_pack("{s:s%,s:s}", "code", code, len, "language", lang), &r);
+	body = json_pack("{s:s%,s:s}", "code", code, len, "language", lang);
+	if (context != NULL)
+		json_object_set_new(body, "context_id", json_string(context));
+	rc = request_json(c, "POST", path, body, &r);
 	free(code);
 	if (rc != 0)
 		return 1;
@@ -640,6 +685,85 @@ cmd_env(struct client *c, int argc, char **argv)
 	return rc;
 }
 
+static void
+print_context(json_t *x)
+{
+	printf("%-26s %-8s %-6s %6lld %s\n", jstr(x, "id"), jstr(x, "language"),
+	    jstr(x, "state"),
+	    (long long)json_integer_value(
+	        json_object_get(x, "execution_count")),
+	    jstr(x, "cwd")[0] ? jstr(x, "cwd") : "/");
+}
+
+/* keep api contexts create|list|delete|restart SANDBOX [CTX] */
+static int
+cmd_contexts(struct client *c, int argc, char **argv)
+{
+	struct reply r;
+	char path[320];
+	json_t *j, *x;
+	size_t i;
+	int rc = 1;
+
+	if (argc < 2) {
+		usage();
+		return EXIT_USAGE;
+	}
+	if (!need_id(argv[1]) ||
+	    (argc >= 3 && strcmp(argv[0], "create") && !need_id(argv[2])))
+		return 1;
+	if (strcmp(argv[0], "create") == 0 && (argc == 2 || argc == 4)) {
+		json_t *body = json_pack("{s:s}", "language", "python");
+
+		if (argc == 4) {
+			if (strcmp(argv[2], "--cwd") != 0) {
+				json_decref(body);
+				usage();
+				return EXIT_USAGE;
+			}
+			json_object_set_new(body, "cwd", json_string(argv[3]));
+		}
+		snprintf(
+		    path, sizeof(path), "/v1/sandboxes/%s/contexts", argv[1]);
+		if (request_json(c, "POST", path, body, &r) != 0)
+			return 1;
+	} else if (strcmp(argv[0], "list") == 0 && argc == 2) {
+		snprintf(
+		    path, sizeof(path), "/v1/sandboxes/%s/contexts", argv[1]);
+		if (request(c, "GET", path, NULL, 0, NULL, &r) != 0)
+			return 1;
+	} else if ((strcmp(argv[0], "delete") == 0 ||
+	               strcmp(argv[0], "restart") == 0) &&
+	    argc == 3) {
+		snprintf(path, sizeof(path), "/v1/sandboxes/%s/contexts/%s%s",
+		    argv[1], argv[2],
+		    strcmp(argv[0], "restart") == 0 ? "/restart" : "");
+		if (request(c,
+		        strcmp(argv[0], "delete") == 0 ? "DELETE" : "POST",
+		        path, NULL, 0, NULL, &r) != 0)
+			return 1;
+		if (r.status == 204) {
+			free(r.data);
+			return 0;
+		}
+	} else {
+		usage();
+		return EXIT_USAGE;
+	}
+	if ((j = ok_json(c, &r)) != NULL) {
+		if (!c->json && strcmp(argv[0], "create") == 0)
+			printf("%s\n", jstr(j, "id"));
+		else if (!c->json && json_is_array(j))
+			json_array_foreach(j, i, x) print_context(x);
+		else if (!c->json)
+			print_context(j);
+		rc = 0;
+	}
+	json_decref(j);
+	free(r.data);
+	return rc;
+}
+
 static int
 cmd_audit_remote(struct client *c, int argc, char **argv)
 {
@@ -688,6 +812,17 @@ cmd_health(struct client *c)
 	return j == NULL;
 }
 
+/* keep api run --help, run SANDBOX --help (no command is named so). */
+static int
+run_wants_help(int argc, char **argv)
+{
+	for (int i = 1; i < argc && i <= 2; i++)
+		if (strcmp(argv[i], "-h") == 0 ||
+		    strcmp(argv[i], "--help") == 0)
+			return 1;
+	return 0;
+}
+
 int
 cmd_api(int argc, char **argv)
 {
@@ -720,9 +855,12 @@ cmd_api(int argc, char **argv)
 		case 'c':
 			c.cacert = optarg;
 			break;
+		case 'h':
+			usage_fp(stdout);
+			return 0;
 		default:
 			usage();
-			return ch == 'h' ? 0 : EXIT_USAGE;
+			return EXIT_USAGE;
 		}
 	}
 	argc -= optind;
@@ -730,6 +868,13 @@ cmd_api(int argc, char **argv)
 	if (argc < 1) {
 		usage();
 		return EXIT_USAGE;
+	}
+	/* keep api COMMAND --help: before any request. The arguments of
+	 * `run` after its sandbox and command are the remote command's. */
+	if (strcmp(argv[0], "run") == 0 ? run_wants_help(argc, argv)
+	                                : cli_wants_help(argc, argv)) {
+		usage_fp(stdout);
+		return 0;
 	}
 	if (strncmp(c.url, "http://", 7) != 0 &&
 	    strncmp(c.url, "https://", 8) != 0) {
@@ -752,6 +897,8 @@ cmd_api(int argc, char **argv)
 		rc = cmd_files(&c, argc - 1, argv + 1);
 	else if (strcmp(argv[0], "env") == 0)
 		rc = cmd_env(&c, argc - 1, argv + 1);
+	else if (strcmp(argv[0], "contexts") == 0)
+		rc = cmd_contexts(&c, argc - 1, argv + 1);
 	else if (strcmp(argv[0], "audit") == 0)
 		rc = cmd_audit_remote(&c, argc - 1, argv + 1);
 	else if (strcmp(argv[0], "health") == 0)

@@ -59,9 +59,9 @@ static const struct option audit_opts[] = {
 };
 
 static int
-usage(void)
+usage_fp(FILE *fp)
 {
-	fprintf(stderr,
+	fprintf(fp,
 	    "usage: keep audit verify [--data DIR] [--key PUBLIC]\n"
 	    "       keep audit tail [-f] [-n N] [--principal P] [--action A] "
 	    "[--data DIR]\n"
@@ -74,6 +74,13 @@ usage(void)
 	    "       keep audit prune --key SECRET (--max-age D | "
 	    "--max-entries N) [--data DIR]\n");
 	return EXIT_USAGE;
+}
+
+/* The usage, on stdout when asked for (--help), else on stderr. */
+static int
+usage(void)
+{
+	return usage_fp(stderr);
 }
 
 static int
@@ -649,6 +656,10 @@ cmd_audit(int argc, char **argv)
 	struct audit_args a;
 	const char *sub;
 
+	if (cli_wants_help(argc, argv)) {
+		usage_fp(stdout);
+		return 0;
+	}
 	if (argc < 2)
 		return usage();
 	sub = argv[1];

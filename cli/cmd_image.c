@@ -1,7 +1,8 @@
 /*
  * keep image build --name N --version V [--memory SIZE] [--cap CAP]...
  *                  [--command NAME[=PROGRAM]]... [--file DEST=SRC]...
- *                  PROGRAM -o OUT
+ *                  [--deb PKG]... [--manifest FILE] [--defer-hashes]
+ *                  [PROGRAM] -o OUT
  * keep image sign --key SECRET IMAGE
  * keep image verify --trust PUBLIC [--trust PUBLIC]... IMAGE
  * keep image inspect [--json] IMAGE
@@ -9,6 +10,9 @@
  * PROGRAM is stored as /bin/<basename>. A --command NAME runs PROGRAM with
  * argv[0] NAME; NAME=PATH runs the image file at guest PATH (argv[0]
  * NAME). Without --command, one command named after PROGRAM.
+ * --deb PKG adds an installed Debian package's files and the shared
+ * libraries its ELF files need (cli/image_deb.h); PROGRAM is then
+ * optional. A manifest gives the same items a line each.
  */
 #include <sys/stat.h>
 
@@ -25,6 +29,7 @@
 #include <unistd.h>
 
 #include "cli/cmd.h"
+#include "cli/image_deb.h"
 #include "image/image.h"
 #include "lib/units.h"
 #include "token/paserk.h"
@@ -33,18 +38,26 @@
 #define MAX_TRUST 16
 
 static int
-image_usage(void)
+image_usage_fp(FILE *fp)
 {
-	fprintf(stderr,
+	fprintf(fp,
 	    "usage: keep image build --name N --version V [--memory SIZE] "
 	    "[--cap CAP]...\n"
 	    "           [--command NAME[=PROGRAM]]... [--file DEST=SRC]... "
-	    "PROGRAM -o OUT\n"
+	    "[--deb PKG]...\n"
+	    "           [--manifest FILE] [--defer-hashes] [PROGRAM] -o OUT\n"
 	    "       keep image sign --key SECRET IMAGE\n"
 	    "       keep image verify --trust PUBLIC [--trust PUBLIC]... "
 	    "IMAGE\n"
 	    "       keep image inspect [--json] IMAGE\n");
 	return EXIT_USAGE;
+}
+
+/* The usage, on stdout when asked for (--help), else on stderr. */
+static int
+image_usage(void)
+{
+	return image_usage_fp(stderr);
 }
 
 static uint8_t *
@@ -108,6 +121,160 @@ finish_temp(int fd, const char *tmp, const char *out)
 	return 0;
 }
 
+/* What a build is made of, from options and manifest lines alike. */
+struct build_spec {
+	char **cmds, **files, **debs, **envs;
+	size_t ncmds, nfiles, ndebs, nenvs;
+	char **owned; /* strings read from a manifest, freed at the end */
+	size_t nowned;
+};
+
+static int
+spec_push(char ***v, size_t *n, char *s)
+{
+	char **nv = reallocarray(*v, *n + 1, sizeof(**v));
+
+	if (nv == NULL)
+		return -1;
+	*v = nv;
+	(*v)[(*n)++] = s;
+	return 0;
+}
+
+static void
+spec_free(struct build_spec *sp)
+{
+	for (size_t i = 0; i < sp->nowned; i++)
+		free(sp->owned[i]);
+	free(sp->owned);
+	free(sp->cmds);
+	free(sp->files);
+	free(sp->debs);
+	free(sp->envs);
+}
+
+/*
+ * A manifest: one item a line, as the options give them.
+ *   deb PKG
+ *   file DEST=SRC
+ *   command NAME[=PATH]
+ *   env NAME=VALUE
+ * Blank lines and lines starting with '#' are ignored.
+ */
+static int
+spec_manifest(struct build_spec *sp, const char *path)
+{
+	char line[4096];
+	unsigned lineno = 0;
+	FILE *f = fopen(path, "re");
+	int rc = 0;
+
+	if (f == NULL) {
+		fprintf(stderr, "keep image: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	while (rc == 0 && fgets(line, sizeof(line), f) != NULL) {
+		char *p = line, *word, *arg, *dup;
+
+		lineno++;
+		line[strcspn(line, "\r\n")] = '\0';
+		while (*p == ' ' || *p == '\t')
+			p++;
+		if (*p == '\0' || *p == '#')
+			continue;
+		word = p;
+		p += strcspn(p, " \t");
+		if (*p != '\0')
+			*p++ = '\0';
+		while (*p == ' ' || *p == '\t')
+			p++;
+		arg = p;
+		if (*arg == '\0' || strpbrk(arg, " \t") != NULL ||
+		    (dup = strdup(arg)) == NULL ||
+		    spec_push(&sp->owned, &sp->nowned, dup) != 0) {
+			fprintf(stderr,
+			    "keep image: %s:%u: want KIND ARGUMENT\n", path,
+			    lineno);
+			rc = -1;
+			break;
+		}
+		if (strcmp(word, "deb") == 0)
+			rc = spec_push(&sp->debs, &sp->ndebs, dup);
+		else if (strcmp(word, "file") == 0)
+			rc = spec_push(&sp->files, &sp->nfiles, dup);
+		else if (strcmp(word, "command") == 0)
+			rc = spec_push(&sp->cmds, &sp->ncmds, dup);
+		else if (strcmp(word, "env") == 0)
+			rc = spec_push(&sp->envs, &sp->nenvs, dup);
+		else {
+			fprintf(stderr,
+			    "keep image: %s:%u: unknown item %s (deb, file, "
+			    "command, env)\n",
+			    path, lineno, word);
+			rc = -1;
+		}
+	}
+	fclose(f);
+	return rc;
+}
+
+/* The image's default environment (docs/vmm.md): a file of NAME=VALUE
+ * lines the VMM appends after the caller's variables. Written to a
+ * temporary file so it joins the sorted set like any other. */
+#define IMAGE_ENV_PATH "/etc/keep/environment"
+
+static int
+write_env_file(const struct build_spec *sp, char *path, size_t max)
+{
+	FILE *f;
+	int fd;
+
+	snprintf(path, max, "/tmp/keep-image-env.XXXXXX");
+	if ((fd = mkstemp(path)) == -1) {
+		path[0] = '\0';
+		fprintf(stderr, "keep image: temporary file: %s\n",
+		    strerror(errno));
+		return -1;
+	}
+	if ((f = fdopen(fd, "w")) == NULL) {
+		close(fd);
+		return -1;
+	}
+	for (size_t i = 0; i < sp->nenvs; i++) {
+		const char *e = sp->envs[i], *eq = strchr(e, '=');
+
+		if (eq == NULL || eq == e || strpbrk(e, "\n\r") != NULL) {
+			fprintf(stderr,
+			    "keep image: --env wants NAME=VALUE, "
+			    "not %s\n",
+			    e);
+			fclose(f);
+			return -1;
+		}
+		fprintf(f, "%s\n", e);
+	}
+	return fclose(f) == 0 ? 0 : -1;
+}
+
+static int
+add_set_file(struct image_builder *b, const struct deb_entry *e)
+{
+	uint64_t len;
+	uint32_t mode;
+	uint8_t *data = read_file(e->host, &len, &mode);
+
+	if (data == NULL)
+		return -1;
+	if (image_builder_add_file(b, e->guest, data, len, mode)) {
+		fprintf(stderr, "keep image: bad or duplicate file path %s\n",
+		    e->guest);
+		free(data);
+		return -1;
+	}
+	free(data);
+	return 0;
+}
+
 static int
 image_build(int argc, char **argv)
 {
@@ -118,18 +285,24 @@ image_build(int argc, char **argv)
 		{ "cap", required_argument, NULL, 'c' },
 		{ "command", required_argument, NULL, 'C' },
 		{ "file", required_argument, NULL, 'f' },
+		{ "deb", required_argument, NULL, 'd' },
+		{ "manifest", required_argument, NULL, 'M' },
+		{ "defer-hashes", no_argument, NULL, 'D' },
+		{ "env", required_argument, NULL, 'e' },
 		{ "out", required_argument, NULL, 'o' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *name = NULL, *version = NULL, *out = NULL;
-	char *cmds[IMAGE_MAX_COMMANDS], *files[IMAGE_MAX_FILES];
-	size_t ncmds = 0, nfiles = 0;
+	struct build_spec sp;
+	struct deb_set set = { NULL, 0, 0 };
 	uint64_t memory = 64ULL << 20;
 	cap_set_t caps = 0;
 	struct image_builder *b = NULL;
-	char err[256], progpath[IMAGE_PATH_MAX], tmp[PATH_MAX];
-	int c, fd, rc = 1;
+	char err[512], progpath[IMAGE_PATH_MAX] = "", tmp[PATH_MAX];
+	char envtmp[PATH_MAX] = "";
+	int c, fd, rc = 1, deferred = 0, envfile;
 
+	memset(&sp, 0, sizeof(sp));
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
 		switch (c) {
@@ -142,7 +315,8 @@ image_build(int argc, char **argv)
 		case 'm':
 			if (units_parse_size(optarg, strlen(optarg), &memory)) {
 				fprintf(stderr, "keep image: bad --memory\n");
-				return EXIT_USAGE;
+				rc = EXIT_USAGE;
+				goto out;
 			}
 			break;
 		case 'c': {
@@ -151,81 +325,114 @@ image_build(int argc, char **argv)
 				fprintf(stderr,
 				    "keep image: unknown capability %s\n",
 				    optarg);
-				return EXIT_USAGE;
+				rc = EXIT_USAGE;
+				goto out;
 			}
 			caps |= CAP_BIT(id);
 			break;
 		}
 		case 'C':
-			if (ncmds == IMAGE_MAX_COMMANDS)
-				return image_usage();
-			cmds[ncmds++] = optarg;
+			if (spec_push(&sp.cmds, &sp.ncmds, optarg) != 0)
+				goto out;
 			break;
 		case 'f':
-			if (nfiles == IMAGE_MAX_FILES)
-				return image_usage();
-			files[nfiles++] = optarg;
+			if (spec_push(&sp.files, &sp.nfiles, optarg) != 0)
+				goto out;
+			break;
+		case 'd':
+			if (spec_push(&sp.debs, &sp.ndebs, optarg) != 0)
+				goto out;
+			break;
+		case 'M':
+			if (spec_manifest(&sp, optarg) != 0)
+				goto out;
+			break;
+		case 'D':
+			deferred = 1;
+			break;
+		case 'e':
+			if (spec_push(&sp.envs, &sp.nenvs, optarg) != 0)
+				goto out;
 			break;
 		case 'o':
 			out = optarg;
 			break;
 		default:
-			return image_usage();
+			rc = image_usage();
+			goto out;
 		}
 	}
+	/* PROGRAM may be left out when packages bring the programs. */
 	if (name == NULL || version == NULL || out == NULL ||
-	    optind != argc - 1)
-		return image_usage();
+	    optind < argc - 1 || (optind == argc && sp.ndebs == 0) ||
+	    sp.ncmds > IMAGE_MAX_COMMANDS || sp.nfiles > IMAGE_MAX_FILES) {
+		rc = image_usage();
+		goto out;
+	}
 	if (image_builder_new(name, version, memory, caps, &b) != 0) {
 		fprintf(stderr,
 		    "keep image: bad name, version or memory "
 		    "(names: letters, digits, . _ - +; memory "
 		    "2M..16G in pages)\n");
-		return EXIT_USAGE;
+		rc = EXIT_USAGE;
+		goto out;
 	}
-	{
+	if (optind == argc - 1) {
 		char *dup = strdup(argv[optind]);
-		uint64_t len;
-		uint32_t mode;
-		uint8_t *data = read_file(argv[optind], &len, &mode);
 
 		snprintf(progpath, sizeof(progpath), "/bin/%s",
 		    dup ? basename(dup) : "program");
 		free(dup);
-		if (data == NULL)
-			goto out;
-		if (image_builder_add_file(b, progpath, data, len, 0755)) {
-			fprintf(
-			    stderr, "keep image: cannot add %s\n", progpath);
-			free(data);
+		if (deb_set_add_explicit(
+		        &set, progpath, argv[optind], err, sizeof(err)) != 0) {
+			fprintf(stderr, "keep image: %s\n", err);
 			goto out;
 		}
-		free(data);
 	}
-	for (size_t i = 0; i < nfiles; i++) {
-		char *eq = strchr(files[i], '=');
-		uint64_t len;
-		uint32_t mode;
-		uint8_t *data;
+	for (size_t i = 0; i < sp.nfiles; i++) {
+		char *eq = strchr(sp.files[i], '=');
 
 		if (eq == NULL) {
 			fprintf(stderr, "keep image: --file wants DEST=SRC\n");
 			goto out;
 		}
 		*eq = '\0';
-		if ((data = read_file(eq + 1, &len, &mode)) == NULL)
-			goto out;
-		if (image_builder_add_file(b, files[i], data, len, mode)) {
-			fprintf(stderr,
-			    "keep image: bad or duplicate file "
-			    "path %s\n",
-			    files[i]);
-			free(data);
+		if (deb_set_add_explicit(
+		        &set, sp.files[i], eq + 1, err, sizeof(err)) != 0) {
+			fprintf(stderr, "keep image: %s\n", err);
 			goto out;
 		}
-		free(data);
 	}
-	if (ncmds == 0) {
+	if (sp.nenvs > 0 &&
+	    (envfile = write_env_file(&sp, envtmp, sizeof(envtmp))) != 0)
+		goto out;
+	if (sp.nenvs > 0 &&
+	    deb_set_add_explicit(
+	        &set, IMAGE_ENV_PATH, envtmp, err, sizeof(err)) != 0) {
+		fprintf(stderr, "keep image: %s\n", err);
+		goto out;
+	}
+	if (sp.ndebs > 0 &&
+	    deb_set_collect(&set, (const char *const *)sp.debs, sp.ndebs, err,
+	        sizeof(err)) != 0) {
+		fprintf(stderr, "keep image: %s\n", err);
+		goto out;
+	}
+	if (deferred)
+		image_builder_defer_hashes(b);
+	/* Sorted, so the same inputs give the same image. */
+	deb_set_sort(&set);
+	for (size_t i = 0; i < set.n; i++)
+		if (add_set_file(b, &set.v[i]) != 0)
+			goto out;
+	if (sp.ncmds == 0) {
+		if (progpath[0] == '\0') {
+			fprintf(stderr,
+			    "keep image: give --command NAME=PATH "
+			    "for an image without PROGRAM\n");
+			rc = EXIT_USAGE;
+			goto out;
+		}
 		if (image_builder_add_command(
 		        b, progpath + 5, progpath + 5, progpath) != 0) {
 			fprintf(stderr, "keep image: bad command name %s\n",
@@ -233,19 +440,20 @@ image_build(int argc, char **argv)
 			goto out;
 		}
 	}
-	for (size_t i = 0; i < ncmds; i++) {
-		char *eq = strchr(cmds[i], '=');
+	for (size_t i = 0; i < sp.ncmds; i++) {
+		char *eq = strchr(sp.cmds[i], '=');
 		const char *prog = progpath;
 
 		if (eq != NULL) {
 			*eq = '\0';
 			prog = eq + 1;
 		}
-		if (image_builder_add_command(b, cmds[i], cmds[i], prog)) {
+		if (image_builder_add_command(
+		        b, sp.cmds[i], sp.cmds[i], prog)) {
 			fprintf(stderr,
 			    "keep image: bad or duplicate command "
 			    "%s\n",
-			    cmds[i]);
+			    sp.cmds[i]);
 			goto out;
 		}
 	}
@@ -259,7 +467,11 @@ image_build(int argc, char **argv)
 	}
 	rc = finish_temp(fd, tmp, out);
 out:
+	if (envtmp[0] != '\0')
+		unlink(envtmp);
 	image_builder_free(b);
+	deb_set_free(&set);
+	spec_free(&sp);
 	return rc;
 }
 
@@ -274,7 +486,7 @@ image_sign_cmd(int argc, char **argv)
 	struct image *img;
 	uint8_t sk[64], trailer[IMAGE_TRAILER_LEN];
 	const uint8_t *body;
-	size_t blen;
+	size_t blen, sblen;
 	char err[256], tmp[PATH_MAX];
 	int c, fd, rc;
 
@@ -295,8 +507,21 @@ image_sign_cmd(int argc, char **argv)
 		fprintf(stderr, "keep image sign: %s: %s\n", argv[optind], err);
 		return 1;
 	}
+	/* What is signed is checked first: with deferred hashes the
+	 * signature covers the files' hashes, not the files. */
+	for (size_t i = 0; i < image_nfiles(img); i++)
+		if (image_file_verify(image_file_at(img, i)) != 0) {
+			fprintf(stderr,
+			    "keep image sign: %s: %s does not match its "
+			    "hash\n",
+			    argv[optind], image_file_at(img, i)->path);
+			sodium_memzero(sk, sizeof(sk));
+			image_close(img);
+			return 1;
+		}
+	body = image_signed_bytes(img, &sblen);
+	image_sign(body, sblen, sk, trailer);
 	body = image_bytes(img, &blen);
-	image_sign(body, blen, sk, trailer);
 	sodium_memzero(sk, sizeof(sk));
 	rc = 1;
 	if ((fd = open_temp(argv[optind], tmp, sizeof(tmp))) != -1) {
@@ -343,7 +568,8 @@ image_verify_cmd(int argc, char **argv)
 		return image_usage();
 	if (image_open(argv[optind], &img, err, sizeof(err)) != 0 ||
 	    image_verify(img, (const uint8_t(*)[32])keys, nkeys, kid, err,
-	        sizeof(err)) != 0) {
+	        sizeof(err)) != 0 ||
+	    image_verify_files(img, err, sizeof(err)) != 0) {
 		fprintf(
 		    stderr, "keep image verify: %s: %s\n", argv[optind], err);
 		if (img != NULL)
@@ -448,6 +674,10 @@ image_inspect(int argc, char **argv)
 int
 cmd_image(int argc, char **argv)
 {
+	if (cli_wants_help(argc, argv)) {
+		image_usage_fp(stdout);
+		return 0;
+	}
 	if (argc < 2)
 		return image_usage();
 	if (sodium_init() < 0)

@@ -19,12 +19,19 @@
 #include "token/token_err.h"
 
 static int
-key_usage(void)
+key_usage_fp(FILE *fp)
 {
-	fprintf(stderr,
+	fprintf(fp,
 	    "usage: keep key generate --out DIR [--name NAME]\n"
 	    "       keep key id PUBLIC\n");
 	return EXIT_USAGE;
+}
+
+/* The usage, on stdout when asked for (--help), else on stderr. */
+static int
+key_usage(void)
+{
+	return key_usage_fp(stderr);
 }
 
 static int
@@ -127,6 +134,10 @@ key_id(int argc, char **argv)
 int
 cmd_key(int argc, char **argv)
 {
+	if (cli_wants_help(argc, argv)) {
+		key_usage_fp(stdout);
+		return 0;
+	}
 	if (argc < 2)
 		return key_usage();
 	if (strcmp(argv[1], "generate") == 0)

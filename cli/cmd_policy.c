@@ -21,6 +21,7 @@
 
 #include "cli/cmd.h"
 #include "lang/lang.h"
+#include "lib/fdio.h"
 #include "lib/units.h"
 #include "policy/policy.h"
 
@@ -32,9 +33,9 @@ struct loaded {
 };
 
 static int
-policy_usage(void)
+policy_usage_fp(FILE *fp)
 {
-	fprintf(stderr,
+	fprintf(fp,
 	    "usage: keep policy check FILE...\n"
 	    "       keep policy fmt [-w] FILE\n"
 	    "       keep policy test FILE...\n"
@@ -43,6 +44,13 @@ policy_usage(void)
 	    "       keep policy table FILE\n"
 	    "       keep policy diff OLD NEW\n");
 	return EXIT_USAGE;
+}
+
+/* The usage, on stdout when asked for (--help), else on stderr. */
+static int
+policy_usage(void)
+{
+	return policy_usage_fp(stderr);
 }
 
 static char *
@@ -101,16 +109,26 @@ unload(struct loaded *l)
 	memset(l, 0, sizeof(*l));
 }
 
-/* Read, parse, check and (if compile) compile. Prints errors, and
- * warnings too if show_warnings. Returns 0, or -1 on errors. */
+/*
+ * Read the files of one policy with the loader keepd uses (lang/source.c:
+ * in order, as one text whose positions map back to each file), parse,
+ * check and (if compile) compile. Prints errors, and warnings too if
+ * show_warnings. Returns 0, or -1 on errors.
+ */
 static int
-load(const char *path, struct loaded *l, int compile, int show_warnings)
+load_set(const char *const *paths, size_t n, struct loaded *l, int compile,
+    int show_warnings)
 {
+	const char *path = paths[0];
+	char err[1200];
 	int rc;
 
 	memset(l, 0, sizeof(*l));
-	if ((l->text = read_file(path, &l->len)) == NULL)
+	if (lang_source_load(paths, n, &l->text, &l->len, err, sizeof(err)) !=
+	    0) {
+		fprintf(stderr, "keep policy: %s\n", err);
 		return -1;
+	}
 	rc = lang_parse(path, l->text, l->len, &l->f);
 	if (l->f == NULL) {
 		fprintf(
@@ -136,37 +154,31 @@ load(const char *path, struct loaded *l, int compile, int show_warnings)
 }
 
 static int
-do_check(int argc, char **argv)
+load(const char *path, struct loaded *l, int compile, int show_warnings)
 {
-	struct loaded l;
-	int i, status = 0;
+	return load_set(&path, 1, l, compile, show_warnings);
+}
 
-	if (argc < 1)
-		return policy_usage();
-	for (i = 0; i < argc; i++) {
-		if (load(argv[i], &l, 1, 1) < 0) {
-			status = 1;
-			continue;
-		}
-		unload(&l);
-	}
-	return status;
+/* "file:line:col" of a position in what was loaded. */
+static const char *
+at(const struct loaded *l, uint32_t line, uint32_t col, char *buf, size_t len)
+{
+	lang_source_format(l->text, l->len, "policy", line, col, buf, len);
+	return buf;
 }
 
 static int
-write_all(int fd, const char *buf, size_t len)
+do_check(int argc, char **argv)
 {
-	ssize_t w;
+	struct loaded l;
 
-	while (len > 0) {
-		if ((w = write(fd, buf, len)) < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		buf += w;
-		len -= w;
-	}
+	if (argc < 1)
+		return policy_usage();
+	/* The files are one policy, as keepd loads its policy_dir: an agent
+	 * defined in two of them is an error here as it is there. */
+	if (load_set((const char *const *)argv, (size_t)argc, &l, 1, 1) < 0)
+		return 1;
+	unload(&l);
 	return 0;
 }
 
@@ -262,16 +274,15 @@ do_test(int argc, char **argv)
 	struct policy_request req;
 	struct policy_result res, ref;
 	struct loaded l;
-	char target[LANG_STR_MAX + 16];
-	int i, passed = 0, failed = 0, ok;
+	char target[LANG_STR_MAX + 16], pos[1100], rpos[1100];
+	int passed = 0, failed = 0, ok;
 
 	if (argc < 1)
 		return policy_usage();
-	for (i = 0; i < argc; i++) {
-		if (load(argv[i], &l, 1, 0) < 0) {
-			failed++;
-			continue;
-		}
+	/* One policy, its tests included, from all the files at once. */
+	if (load_set((const char *const *)argv, (size_t)argc, &l, 1, 0) < 0)
+		failed++;
+	else {
 		for (d = l.f->decls; d != NULL; d = d->next) {
 			if (d->kind != LANG_D_TEST)
 				continue;
@@ -292,24 +303,27 @@ do_test(int argc, char **argv)
 				if (res.allow != ref.allow ||
 				    res.rule != ref.rule) {
 					fprintf(stderr,
-					    "%s:%u:%u: internal error: "
+					    "%s: internal error: "
 					    "compiled and reference "
 					    "evaluators disagree\n",
-					    argv[i], e->loc.line, e->loc.col);
+					    at(&l, e->loc.line, e->loc.col, pos,
+					        sizeof(pos)));
 					ok = 0;
 				}
 				if (res.allow == e->allow)
 					continue;
 				ok = 0;
-				printf("%s:%u:%u: test \"%s\": expected %s, "
+				printf("%s: test \"%s\": expected %s, "
 				       "got %s (%s",
-				    argv[i], e->loc.line, e->loc.col, d->name,
-				    e->allow ? "allow" : "deny",
+				    at(&l, e->loc.line, e->loc.col, pos,
+				        sizeof(pos)),
+				    d->name, e->allow ? "allow" : "deny",
 				    res.allow ? "allow" : "deny",
 				    policy_reason_name(res.reason));
 				if (res.rule != 0)
-					printf(", rule %u at line %u", res.rule,
-					    res.line);
+					printf(", rule %u at %s", res.rule,
+					    at(&l, res.line, 0, rpos,
+					        sizeof(rpos)));
 				printf(")\n");
 			}
 			if (ok)
@@ -395,6 +409,12 @@ print_limits(const struct policy_limits *lim)
 	}
 	if (lim->lock_writes)
 		printf("%slock writes", any++ ? ", " : "  limits: ");
+	if (lim->sandboxes)
+		printf("%ssandboxes %u",
+		    any++ ? ", " : "  limits: ", lim->sandboxes);
+	if (lim->contexts)
+		printf("%scontexts %u",
+		    any++ ? ", " : "  limits: ", lim->contexts);
 	for (c = 0; c < CAP_COUNT; c++)
 		if (lim->cost[c] != 1)
 			printf("%scost %s %u",
@@ -440,7 +460,7 @@ do_explain(int argc, char **argv)
 	struct policy_request req;
 	struct policy_result res;
 	struct loaded l;
-	char label[128];
+	char label[128], pos[1100];
 
 	if (argc < 3 || argc > 4)
 		return policy_usage();
@@ -453,8 +473,8 @@ do_explain(int argc, char **argv)
 	printf("%s: agent \"%s\" %s%s%s\n", res.allow ? "allow" : "deny",
 	    argv[1], argv[2], argc == 4 ? " " : "", argc == 4 ? argv[3] : "");
 	if (res.rule != 0 && find_rule(l.f, res.rule, &d, &s, &it) == 0) {
-		printf("  by rule %u at %s:%u:%u, in %s:\n", res.rule, argv[0],
-		    it->loc.line, it->loc.col,
+		printf("  by rule %u at %s, in %s:\n", res.rule,
+		    at(&l, it->loc.line, it->loc.col, pos, sizeof(pos)),
 		    decl_label(d, label, sizeof(label)));
 		print_source_line(&l, it->loc.line);
 	} else
@@ -471,6 +491,7 @@ do_who_can(int argc, char **argv)
 	struct policy_request req;
 	struct policy_result res;
 	struct loaded l;
+	char pos[1100];
 	uint32_t i;
 	int n = 0;
 
@@ -485,8 +506,8 @@ do_who_can(int argc, char **argv)
 		req.principal_len = l.p->pr[i].len;
 		policy_decide(l.p, NULL, 0, &req, &res);
 		if (res.allow) {
-			printf("%s\t(rule %u, line %u)\n", l.p->pr[i].name,
-			    res.rule, res.line);
+			printf("%s\t(rule %u, %s)\n", l.p->pr[i].name, res.rule,
+			    at(&l, res.line, 0, pos, sizeof(pos)));
 			n++;
 		}
 	}
@@ -724,6 +745,22 @@ diff_principal(const struct policy *a, const struct policy_principal *pa,
 			    cap_name(c - 8), x, y);
 		n++;
 	}
+	if (pa->lim.sandboxes != pb->lim.sandboxes) {
+		snprintf(x, sizeof(x), "%u", pa->lim.sandboxes);
+		snprintf(y, sizeof(y), "%u", pb->lim.sandboxes);
+		printf("agent \"%s\": sandboxes: %s -> %s\n", pa->name,
+		    pa->lim.sandboxes ? x : "none",
+		    pb->lim.sandboxes ? y : "none");
+		n++;
+	}
+	if (pa->lim.contexts != pb->lim.contexts) {
+		snprintf(x, sizeof(x), "%u", pa->lim.contexts);
+		snprintf(y, sizeof(y), "%u", pb->lim.contexts);
+		printf("agent \"%s\": contexts: %s -> %s\n", pa->name,
+		    pa->lim.contexts ? x : "none",
+		    pb->lim.contexts ? y : "none");
+		n++;
+	}
 	n += diff_lists(a, pa, b, pb, "removed");
 	n += diff_lists(b, pb, a, pa, "added");
 	return n;
@@ -781,6 +818,10 @@ cmd_policy(int argc, char **argv)
 {
 	const char *verb;
 
+	if (cli_wants_help(argc, argv)) {
+		policy_usage_fp(stdout);
+		return 0;
+	}
 	if (argc < 2)
 		return policy_usage();
 	verb = argv[1];

@@ -23,6 +23,7 @@
 #include "cli/cmd.h"
 #include "host/vmm/vmm.h"
 #include "image/image.h"
+#include "lib/fdio.h"
 #include "lib/units.h"
 #include "token/paserk.h"
 
@@ -34,13 +35,13 @@
 #define MAX_TRUST 16
 
 static int
-run_usage(void)
+run_usage_fp(FILE *fp)
 {
-	fprintf(stderr,
+	fprintf(fp,
 	    "usage: keep run [--memory SIZE] [--timeout DURATION] "
 	    "[--workspace DIR]\n"
 	    "                [--workspace-max SIZE] [--env K=V]... "
-	    "[--output-max SIZE] [--stats]\n"
+	    "[--output-max SIZE] [--processes N] [--stats]\n"
 	    "                PROGRAM [ARG...]\n"
 	    "       keep run [options] --trust PUBLIC... IMAGE COMMAND "
 	    "[ARG...]\n"
@@ -48,22 +49,19 @@ run_usage(void)
 	return EXIT_USAGE;
 }
 
+/* The usage, on stdout when asked for (--help), else on stderr. */
+static int
+run_usage(void)
+{
+	return run_usage_fp(stderr);
+}
+
 static void
 to_fd(void *arg, int fd, const void *buf, size_t len)
 {
-	const char *p = buf;
-	ssize_t n;
-
 	(void)arg;
-	while (len > 0) {
-		if ((n = write(fd, p, len)) == -1) {
-			if (errno == EINTR)
-				continue;
-			return; /* the reader went away; the guest goes on */
-		}
-		p += n;
-		len -= (size_t)n;
-	}
+	/* A failure means the reader went away; the guest goes on. */
+	(void)write_all(fd, buf, len);
 }
 
 /*
@@ -119,6 +117,8 @@ cmd_run(int argc, char **argv)
 		{ "stats", no_argument, NULL, 's' },
 		{ "trace", no_argument, NULL, 'x' },
 		{ "syscalls", no_argument, NULL, 'S' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "processes", required_argument, NULL, 'P' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct vmm_config cfg;
@@ -136,8 +136,11 @@ cmd_run(int argc, char **argv)
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.workspace_fd = -1;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (c) {
+		case 'h':
+			run_usage_fp(stdout);
+			return 0;
 		case 'm':
 			if (units_parse_size(optarg, strlen(optarg), &memory)) {
 				fprintf(
@@ -191,6 +194,21 @@ cmd_run(int argc, char **argv)
 			}
 			ntrust++;
 			break;
+		case 'P': {
+			char *end;
+			unsigned long n = strtoul(optarg, &end, 10);
+
+			if (*optarg == '\0' || *end != '\0' || n < 1 ||
+			    n > 1024) {
+				fprintf(stderr,
+				    "keep run: bad --processes %s (1 to "
+				    "1024)\n",
+				    optarg);
+				return EXIT_USAGE;
+			}
+			cfg.max_procs = (unsigned)n;
+			break;
+		}
 		case 's':
 			stats = 1;
 			break;
@@ -237,6 +255,13 @@ cmd_run(int argc, char **argv)
 			files[i].data = f->data;
 			files[i].len = f->len;
 			files[i].mode = f->mode;
+			files[i].hash = f->hash;
+		}
+		if (image_file_verify(cmd->program) != 0) {
+			fprintf(stderr,
+			    "keep run: image %s: %s does not match its hash\n",
+			    image_name(img), cmd->program->path);
+			goto out;
 		}
 		cfg.files = files;
 		cfg.nfiles = image_nfiles(img);

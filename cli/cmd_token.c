@@ -23,9 +23,9 @@
 #include "token/token.h"
 
 static int
-token_usage(void)
+token_usage_fp(FILE *fp)
 {
-	fprintf(stderr,
+	fprintf(fp,
 	    "usage: keep token sign --secret-key KEY [--footer STR] "
 	    "[--implicit STR] PAYLOAD_JSON\n"
 	    "       keep token verify --public-key KEY [--implicit STR] "
@@ -35,6 +35,13 @@ token_usage(void)
 	    "[--iss ISS]\n"
 	    "       keep token inspect TOKEN\n");
 	return EXIT_USAGE;
+}
+
+/* The usage, on stdout when asked for (--help), else on stderr. */
+static int
+token_usage(void)
+{
+	return token_usage_fp(stderr);
 }
 
 /* The argument itself, or standard input for "-" (trailing newline
@@ -301,6 +308,10 @@ token_inspect(int argc, char **argv)
 int
 cmd_token(int argc, char **argv)
 {
+	if (cli_wants_help(argc, argv)) {
+		token_usage_fp(stdout);
+		return 0;
+	}
 	if (argc < 2)
 		return token_usage();
 	if (sodium_init() < 0)

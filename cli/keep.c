@@ -51,6 +51,9 @@ static const struct {
 	{ "token", cmd_token, "sign, verify, mint and inspect tokens" },
 	{ "api", cmd_api_exec, "talk to a running keepd over HTTP" },
 	{ "audit", cmd_audit, "verify, tail and export the audit log" },
+	{ "store", cmd_store, "back up and restore the store (LMDB)" },
+	{ "status", cmd_status, "processes, versions, policy, store, limits" },
+	{ "cron", cmd_cron, "when a schedule's cron expression fires" },
 };
 
 static void

@@ -41,6 +41,22 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		const struct image_file *f = image_file_at(img, i);
 		if (f->data < data || f->data + f->len > data + size)
 			abort();
+		/* Deferred hashes: the hash lies in the manifest, and the
+		 * check reads the file in full. */
+		if (f->hash != NULL &&
+		    (!image_is_deferred(img) || f->hash < data ||
+		        f->hash + 32 > data + size))
+			abort();
+		(void)image_file_verify(f);
+	}
+	{
+		size_t slen, blen;
+		const uint8_t *s = image_signed_bytes(img, &slen);
+		const uint8_t *b = image_bytes(img, &blen);
+
+		if (s != data || b != data || slen > blen || blen > size ||
+		    (!image_is_deferred(img) && slen != blen))
+			abort();
 	}
 	(void)image_verify(
 	    img, (const uint8_t(*)[32])pk, 1, NULL, err, sizeof(err));

@@ -34,6 +34,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (info.entry < info.lo || info.entry >= info.hi)
 		abort();
+	/* The interpreter path the loader looks up must lie in the file,
+	 * NUL after it. */
+	if (info.interp_len != 0 &&
+	    (info.interp_off + info.interp_len >= size ||
+	        data[info.interp_off + info.interp_len] != '\0'))
+		abort();
 	(void)sink;
 	return 0;
 }

@@ -19,6 +19,7 @@
 #include <yaml.h>
 
 #include "host/config.h"
+#include "lib/fdio.h"
 #include "lib/log.h"
 #include "lib/units.h"
 
@@ -87,6 +88,7 @@ static const struct field fields[] = {
 	F("limits", "output_max", K_SIZE, output_max, 1 * KIB, 16 * GIB),
 	F("limits", "workspace_max", K_SIZE, workspace_max, 1 * KIB,
 	    1024 * GIB),
+	F("limits", "store_reserve", K_SIZE, store_reserve, 0, 64 * GIB),
 	F("limits", "max_files", K_UINT, max_files, 16, 65536),
 	F("limits", "restart_backoff_max", K_DUR, restart_backoff_max_ms, 100,
 	    HOUR),
@@ -132,6 +134,7 @@ config_defaults(struct keepd_config *cfg)
 	cfg->timeout_max_ms = 10 * MIN;
 	cfg->output_max = 16 * MIB;
 	cfg->workspace_max = 1 * GIB;
+	cfg->store_reserve = 64 * MIB;
 	cfg->max_files = 1024;
 	cfg->restart_backoff_max_ms = 30 * SEC;
 	strlcpy(cfg->egress_resolv_conf, "/etc/resolv.conf",
@@ -597,7 +600,6 @@ config_load(
 	struct stat st;
 	char *text;
 	size_t off = 0;
-	ssize_t n;
 	int fd, rc;
 
 	memset(diag, 0, sizeof(*diag));
@@ -617,14 +619,7 @@ config_load(
 		diag_add(&p, &start, "out of memory");
 		return CONFIG_ERR_IO;
 	}
-	while (off < (size_t)st.st_size) {
-		n = read(fd, text + off, (size_t)st.st_size - off);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		off += (size_t)n;
-	}
+	off = read_all(fd, text, (size_t)st.st_size);
 	close(fd);
 	rc = config_parse(path, text, off, cfg, diag);
 	free(text);

@@ -48,6 +48,7 @@ struct keepd_config {
 	uint64_t timeout_max_ms;
 	uint64_t output_max;
 	uint64_t workspace_max;
+	uint64_t store_reserve; /* disk kept allocated for the store */
 	uint32_t max_files; /* a guest's open descriptors (docs/vmm.md) */
 	/* restart backoff for crashed children */
 	uint64_t restart_backoff_max_ms;

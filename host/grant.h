@@ -41,7 +41,10 @@ struct grant {
 	uint64_t mem_max; /* guest memory, bytes */
 	uint64_t timeout_ms; /* per run */
 	uint64_t output_max; /* bytes of output */
-	uint64_t reserved; /* must be 0 */
+	/* For a create (sandbox:write): how many the principal may hold at
+	 * once, this one included; 0 = no limit of its own. */
+	uint32_t count_max;
+	uint32_t reserved; /* must be 0 */
 	uint8_t nonce[GRANT_NONCE_BYTES];
 	uint8_t mac[GRANT_MAC_BYTES];
 };

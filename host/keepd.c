@@ -13,6 +13,7 @@
 
 #include "host/config.h"
 #include "host/parent.h"
+#include "host/preflight.h"
 #include "host/proc.h"
 #include "host/seccomp_filters.h"
 #include "lib/log.h"
@@ -24,6 +25,20 @@ usage(void)
 {
 	fprintf(stderr, "usage: keepd [-dnv] [-f file]\n");
 	exit(2);
+}
+
+/* keepd -h, keepd --help: the usage and the options, on stdout. */
+static void KEEP_NORETURN
+help(void)
+{
+	printf("usage: keepd [-dnv] [-f file]\n"
+	       "  -d       stay in the foreground and log to stderr\n"
+	       "  -f file  the configuration (default %s)\n"
+	       "  -n       check the configuration and exit\n"
+	       "  -v       log more; with -n, print the API's url\n"
+	       "See keepd(8) and keepd.yaml(5).\n",
+	    CONFIG_DEFAULT_PATH);
+	exit(0);
 }
 
 /*
@@ -73,6 +88,10 @@ main(int argc, char *argv[])
 	size_t i;
 
 	setproctitle_init(argc, argv, environ);
+	for (int a = 1; a < argc && strcmp(argv[a], "--") != 0; a++)
+		if (strcmp(argv[a], "--help") == 0 ||
+		    strcmp(argv[a], "-h") == 0)
+			help();
 	while ((ch = getopt(argc, argv, "df:nvP:R:U:S:X:")) != -1) {
 		switch (ch) {
 		case 'd':
@@ -128,6 +147,17 @@ main(int argc, char *argv[])
 	}
 	if (check) {
 		printf("configuration OK\n");
+		/* With -v, where the API answers: for scripts such as
+		 * `make run`, which print it. */
+		if (verbosity > 0)
+			printf("url: %s://%s%s%s:%u\n",
+			    cfg.tls_cert[0] != '\0' ? "https" : "http",
+			    strchr(cfg.listen_address, ':') ? "[" : "",
+			    cfg.listen_address,
+			    strchr(cfg.listen_address, ':') ? "]" : "",
+			    (unsigned)cfg.listen_port);
+		fflush(stdout);
+		preflight_check(&cfg, stderr);
 		return 0;
 	}
 	if (!foreground && daemon(0, 0) == -1)

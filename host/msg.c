@@ -53,33 +53,11 @@ msg_strerror(int err)
 const char *
 msg_type_name(uint32_t type)
 {
-	static const struct {
-		uint32_t type;
-		const char *name;
-	} names[] = {
-		{ MSG_CTL_PING, "MSG_CTL_PING" },
-		{ MSG_CTL_PONG, "MSG_CTL_PONG" },
-		{ MSG_CTL_GRANT_KEY, "MSG_CTL_GRANT_KEY" },
-		{ MSG_CTL_PEER, "MSG_CTL_PEER" },
-		{ MSG_CTL_READY, "MSG_CTL_READY" },
-		{ MSG_CTL_RELOAD, "MSG_CTL_RELOAD" },
-		{ MSG_CTL_SHUTDOWN, "MSG_CTL_SHUTDOWN" },
-		{ MSG_CTL_STATS, "MSG_CTL_STATS" },
-		{ MSG_CTL_STATS_REPLY, "MSG_CTL_STATS_REPLY" },
-		{ MSG_POLICY_LOAD, "MSG_POLICY_LOAD" },
-		{ MSG_POLICY_LOADED, "MSG_POLICY_LOADED" },
-		{ MSG_POLICY_DECIDE, "MSG_POLICY_DECIDE" },
-		{ MSG_POLICY_DECISION, "MSG_POLICY_DECISION" },
-		{ MSG_POLICY_MINT, "MSG_POLICY_MINT" },
-		{ MSG_POLICY_MINTED, "MSG_POLICY_MINTED" },
-		{ MSG_POLICY_INFO, "MSG_POLICY_INFO" },
-		{ MSG_POLICY_INFO_REPLY, "MSG_POLICY_INFO_REPLY" },
-	};
 	size_t i;
 
-	for (i = 0; i < nitems(names); i++)
-		if (names[i].type == type)
-			return names[i].name;
+	for (i = 0; i < msg_type_nnames; i++)
+		if (msg_type_names[i].type == type)
+			return msg_type_names[i].name;
 	return "unknown";
 }
 

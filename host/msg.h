@@ -124,6 +124,7 @@ struct msg_config {
 	uint32_t listen_port;
 	uint32_t tls; /* 1: MSG_CTL_TLS follows; serve only TLS */
 	uint32_t max_files; /* a guest's open descriptors */
+	uint64_t store_reserve; /* bytes of disk kept for the store */
 };
 
 /* Public keys, resolved by the parent (file names read, whitespace
@@ -200,6 +201,10 @@ struct msg_policy_decide {
  */
 #define DECIDE_ENTER 0x1u
 #define DECIDE_DRY_RUN 0x2u
+/* DECIDE_NO_BUDGET: an operation the budget does not count and does not
+ * refuse (an agent's read of its own usage, the deletion of its own
+ * sandbox: docs/policy-language.md). Rules and rates still apply. */
+#define DECIDE_NO_BUDGET 0x4u
 
 struct msg_policy_leave {
 	char principal[GRANT_PRINCIPAL_MAX]; /* NUL-terminated */
@@ -209,6 +214,8 @@ struct msg_policy_leave {
 struct msg_policy_usage {
 	int64_t budget_remaining; /* -1: no budget */
 	double read_tokens, write_tokens; /* -1: no rate */
+	uint32_t contexts_max; /* live contexts at once, 0: no limit */
+	uint32_t pad;
 };
 
 struct msg_policy_decision {
@@ -218,6 +225,9 @@ struct msg_policy_decision {
 	uint64_t retry_after_ms; /* rate limited: when to retry, else 0 */
 	uint32_t reason; /* enum policy_reason: why, for the client's error */
 	uint32_t flags; /* DECISION_* */
+	/* The deciding rule as "file:line:col" (the file's base name in
+	 * policy_dir), NUL-terminated; "" when none. */
+	char where[48];
 };
 
 /* The agent's policy says `lock writes` and this capability is a write:
@@ -323,6 +333,15 @@ const char *msg_strerror(int err);
 
 /* Name of a message type for logs ("MSG_CTL_PING"), "unknown" otherwise. */
 const char *msg_type_name(uint32_t type);
+
+/* Every message type defined in host/'s headers and its name, generated
+ * at build time from them by mk/msgnames.py ($(B)/gen/msg_names.c). */
+struct msg_type_name {
+	uint32_t type;
+	const char *name;
+};
+extern const struct msg_type_name msg_type_names[];
+extern const size_t msg_type_nnames;
 
 /*
  * Pure decoder: check buf[0..len) (one whole datagram) from sender `from`

@@ -31,7 +31,11 @@
 #include "host/store/store.h"
 #include "host/store/store_wire.h"
 #include "host/proc_egress.h"
+#include "lang/lang.h"
+#include "lib/clock.h"
+#include "lib/fdio.h"
 #include "lib/log.h"
+#include "lib/memfd.h"
 #include "token/paserk.h"
 
 #define BACKOFF_MIN_MS 250
@@ -75,15 +79,6 @@ struct parent {
 
 static void make_dir(const char *, mode_t, uid_t, gid_t);
 
-static uint64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static const char *
 child_root(struct parent *ps, enum proc_id id)
 {
@@ -100,60 +95,61 @@ child_root(struct parent *ps, enum proc_id id)
 	return ps->empty;
 }
 
-/* Send the policy text (every *.policy in policy_dir, in name order,
- * concatenated) to the policy process as a sealed memfd. */
+/*
+ * Send the policy (every *.policy in policy_dir, in name order, read by
+ * the loader `keep policy check` uses, lang/source.c: one text whose
+ * positions map back to each file) to the policy process as a sealed
+ * memfd. A set the loader cannot read is not sent: the policy in force
+ * stays (none at start: everything is denied).
+ */
 static void
 send_policy(struct parent *ps)
 {
 	struct msg_policy_load req;
-	char pattern[PATH_MAX + 16], buf[8192];
+	char pattern[PATH_MAX + 16], err[1200], *text = NULL;
 	glob_t g;
-	size_t i, total = 0;
-	ssize_t n;
-	int mfd, fd;
+	size_t i, len = 0;
+	int mfd = -1;
 
 	if (ps->ctx.fd[PROC_POLICY] < 0)
 		return;
-	if ((mfd = memfd_create(
-	         "keep-policy", MFD_CLOEXEC | MFD_ALLOW_SEALING)) == -1) {
-		log_warn("%s: memfd_create", __func__);
-		return;
-	}
 	snprintf(pattern, sizeof(pattern), "%s/*.policy", ps->cfg.policy_dir);
 	memset(&g, 0, sizeof(g));
 	if (glob(pattern, 0, NULL, &g) != 0)
 		log_warnx("%s: no policy in %s: everything is denied", __func__,
 		    ps->cfg.policy_dir);
-	for (i = 0; i < g.gl_pathc; i++) {
-		if ((fd = open(g.gl_pathv[i], O_RDONLY | O_CLOEXEC)) == -1) {
-			log_warn("%s: %s", __func__, g.gl_pathv[i]);
-			continue;
-		}
-		while ((n = read(fd, buf, sizeof(buf))) > 0) {
-			total += (size_t)n;
-			if (total > MSG_POLICY_MAX_TEXT ||
-			    write(mfd, buf, (size_t)n) != n) {
-				log_warnx("%s: policy too large or unwritable",
-				    __func__);
-				close(fd);
-				goto out;
-			}
-		}
-		close(fd);
-		log_info("%s: policy file %s", __func__, g.gl_pathv[i]);
+	if (lang_source_load((const char *const *)g.gl_pathv, g.gl_pathc, &text,
+	        &len, err, sizeof(err)) != 0) {
+		log_warnx("%s: %s; the policy in force stays", __func__, err);
+		goto out;
 	}
-	if (fcntl(mfd, F_ADD_SEALS,
-	        F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) == -1)
+	if (len > MSG_POLICY_MAX_TEXT) {
+		log_warnx("%s: policy too large", __func__);
+		goto out;
+	}
+	for (i = 0; i < g.gl_pathc; i++)
+		log_info("%s: policy file %s", __func__, g.gl_pathv[i]);
+	if ((mfd = memfd_new("keep-policy")) == -1) {
+		log_warn("%s: memfd_create", __func__);
+		goto out;
+	}
+	if (write_all(mfd, text, len) != 0) {
+		log_warn("%s: write", __func__);
+		goto out;
+	}
+	if (memfd_seal(mfd) == -1)
 		log_warn("%s: seals", __func__);
 	memset(&req, 0, sizeof(req));
-	req.size = total;
+	req.size = len;
 	req.generation = ++ps->policy_generation;
 	if (msg_send(ps->ctx.fd[PROC_POLICY], MSG_POLICY_LOAD, 0,
 	        req.generation, &req, sizeof(req), mfd) != MSG_OK)
 		log_warn("%s: send", __func__);
 out:
+	free(text);
 	globfree(&g);
-	close(mfd);
+	if (mfd != -1)
+		close(mfd);
 }
 
 static void
@@ -197,6 +193,7 @@ send_config(struct parent *ps, enum proc_id c)
 	m.max_sandboxes = k->max_sandboxes;
 	m.listen_port = k->listen_port;
 	m.tls = k->tls_cert[0] != '\0';
+	m.store_reserve = k->store_reserve;
 	if (msg_send(ps->ctx.fd[c], MSG_CTL_CONFIG, 0, 0, &m, sizeof(m), -1) !=
 	    MSG_OK)
 		log_warn("%s: %s", __func__, proc_name(c));
@@ -208,7 +205,6 @@ read_small(const char *path, size_t max, size_t *lenp)
 {
 	struct stat st;
 	char *buf;
-	ssize_t n;
 	size_t off = 0;
 	int fd;
 
@@ -224,9 +220,7 @@ read_small(const char *path, size_t max, size_t *lenp)
 		close(fd);
 		return NULL;
 	}
-	while (off < (size_t)st.st_size &&
-	    (n = read(fd, buf + off, (size_t)st.st_size - off)) > 0)
-		off += (size_t)n;
+	off = read_all(fd, buf, (size_t)st.st_size);
 	close(fd);
 	buf[off] = '\0';
 	*lenp = off;
@@ -306,12 +300,9 @@ send_tls(struct parent *ps)
 	if ((cert = read_small(ps->cfg.tls_cert, MSG_TLS_MAX, &clen)) == NULL ||
 	    (key = read_small(ps->cfg.tls_key, MSG_TLS_MAX, &klen)) == NULL)
 		goto fail;
-	if ((mfd = memfd_create("keep-tls", MFD_CLOEXEC | MFD_ALLOW_SEALING)) ==
-	        -1 ||
+	if ((mfd = memfd_new("keep-tls")) == -1 ||
 	    write(mfd, cert, clen) != (ssize_t)clen ||
-	    write(mfd, key, klen) != (ssize_t)klen ||
-	    fcntl(mfd, F_ADD_SEALS,
-	        F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) == -1)
+	    write(mfd, key, klen) != (ssize_t)klen || memfd_seal(mfd) == -1)
 		goto fail;
 	memset(&m, 0, sizeof(m));
 	m.cert_len = clen;
@@ -586,7 +577,7 @@ spawn(struct parent *ps, enum proc_id c)
 			close(src[i]);
 	ps->ctx.fd[c] = sv[0];
 	ps->child[c].pid = pid;
-	ps->child[c].started = now_ms();
+	ps->child[c].started = mono_ms();
 	ps->child[c].restart_at = 0;
 	ps->child[c].ready = 0;
 	/* Hand each running peer its end of the new link. */
@@ -638,7 +629,7 @@ h_ready(struct proc_ctx *ctx, const struct msg *m)
 	if (r.proc != m->from || r.pid != (uint64_t)ps->child[m->from].pid)
 		return -1;
 	ps->child[m->from].ready = 1;
-	ps->child[m->from].last_pong = now_ms();
+	ps->child[m->from].last_pong = mono_ms();
 	log_info("%s: %s ready, pid %llu, seccomp %s", __func__,
 	    proc_name(m->from), (unsigned long long)r.pid,
 	    r.seccomp ? "on" : "off");
@@ -653,7 +644,7 @@ h_pong(struct proc_ctx *ctx, const struct msg *m)
 	struct msg_ping p;
 
 	memcpy(&p, m->data, sizeof(p));
-	ps->child[m->from].last_pong = now_ms();
+	ps->child[m->from].last_pong = mono_ms();
 	log_debug("%s: %s alive, %llu received, %llu dropped", __func__,
 	    proc_name(m->from), (unsigned long long)p.nrecv,
 	    (unsigned long long)p.ndropped);
@@ -742,7 +733,7 @@ reap(struct parent *ps)
 		}
 		if (ps->quitting)
 			continue;
-		now = now_ms();
+		now = mono_ms();
 		if (now - ch->started >= BACKOFF_RESET_MS || ch->backoff == 0)
 			ch->backoff = BACKOFF_MIN_MS;
 		else if (ch->backoff * 2 <= ps->cfg.restart_backoff_max_ms)
@@ -803,13 +794,13 @@ stop_all(struct parent *ps)
 		if (ps->child[p].pid > 0 && ps->ctx.fd[p] >= 0)
 			msg_send(
 			    ps->ctx.fd[p], MSG_CTL_SHUTDOWN, 0, 0, NULL, 0, -1);
-	deadline = now_ms() + STOP_GRACE_MS;
+	deadline = mono_ms() + STOP_GRACE_MS;
 	for (;;) {
 		reap(ps);
 		left = 0;
 		for (p = PROC_FRONT; p < PROC_COUNT; p++)
 			left += ps->child[p].pid > 0;
-		if (left == 0 || now_ms() >= deadline)
+		if (left == 0 || mono_ms() >= deadline)
 			break;
 		usleep(20000);
 	}
@@ -1007,7 +998,7 @@ parent_main(const struct keepd_config *cfg, const char *cfgpath, int foreground,
 		if (spawn(&ps, p) == -1)
 			fatalx("cannot start %s", proc_name(p));
 
-	ps.next_health = now_ms() + HEALTH_INTERVAL_MS;
+	ps.next_health = mono_ms() + HEALTH_INTERVAL_MS;
 	while (!ps.quitting) {
 		n = 0;
 		pfd[n].fd = ps.sig_fd;
@@ -1020,7 +1011,7 @@ parent_main(const struct keepd_config *cfg, const char *cfgpath, int foreground,
 			pfd[n].events = POLLIN;
 			who[n++] = p;
 		}
-		now = now_ms();
+		now = mono_ms();
 		next = ps.next_health;
 		for (p = PROC_FRONT; p < PROC_COUNT; p++)
 			if (ps.child[p].restart_at != 0 &&
@@ -1059,7 +1050,7 @@ parent_main(const struct keepd_config *cfg, const char *cfgpath, int foreground,
 				ps.ctx.fd[who[i]] = -1;
 			}
 		}
-		now = now_ms();
+		now = mono_ms();
 		if (now >= ps.next_health) {
 			health(&ps, now);
 			ps.next_health = now + HEALTH_INTERVAL_MS;

@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
 #include <sodium.h>
 
 #include "host/egress/egress.h"
@@ -41,7 +42,11 @@
 #include "host/store/store.h"
 #include "host/store/store_wire.h"
 #include "lib/caps.h"
+#include "lib/clock.h"
+#include "lib/fdio.h"
 #include "lib/log.h"
+#include "lib/memfd.h"
+#include "policy/policy.h"
 
 struct egress_state {
 	struct proc_ctx *ctx;
@@ -56,62 +61,6 @@ struct egress_state {
 	int in_worker; /* this process is one of them */
 	uint64_t audit_seq;
 };
-
-void *
-egress_memfd_read(int fd, uint64_t len)
-{
-	struct stat st;
-	uint8_t *buf;
-	size_t got = 0;
-	ssize_t n;
-
-	if (fd < 0 || fstat(fd, &st) == -1 || st.st_size < 0 ||
-	    (uint64_t)st.st_size != len || len > EGRESS_REPLY_MAX)
-		return NULL;
-	/* malloc's alignment is what the wire decoders want. */
-	if ((buf = malloc(len > 0 ? len : 1)) == NULL)
-		return NULL;
-	while (got < len) {
-		n = pread(fd, buf + got, len - got, (off_t)got);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			free(buf);
-			return NULL;
-		}
-		got += (size_t)n;
-	}
-	return buf;
-}
-
-int
-egress_memfd_make(const char *name, const void *p, size_t len)
-{
-	const uint8_t *b = p;
-	size_t off = 0;
-	ssize_t n;
-	int fd;
-
-	if ((fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING)) == -1)
-		return -1;
-	while (off < len) {
-		n = write(fd, b + off, len - off);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			close(fd);
-			return -1;
-		}
-		off += (size_t)n;
-	}
-	if (fcntl(fd, F_ADD_SEALS,
-	        F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) ==
-	    -1) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
 
 void
 egress_grant_flags(const struct grant *g, const char *host, uint16_t port,
@@ -143,7 +92,6 @@ slurp(const char *path, size_t max, size_t *len)
 {
 	struct stat st;
 	uint8_t *buf;
-	ssize_t n;
 	int fd;
 
 	*len = 0;
@@ -155,14 +103,7 @@ slurp(const char *path, size_t max, size_t *len)
 		close(fd);
 		return NULL;
 	}
-	while (*len < (size_t)st.st_size) {
-		n = read(fd, buf + *len, (size_t)st.st_size - *len);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			break;
-		*len += (size_t)n;
-	}
+	*len = read_all(fd, buf, (size_t)st.st_size);
 	close(fd);
 	if (*len != (size_t)st.st_size) {
 		free(buf);
@@ -215,6 +156,29 @@ make_key(const char *path)
 	sodium_memzero(hex, sizeof(hex));
 }
 
+/*
+ * The system's CA bundle when egress.ca_file is not set: $SSL_CERT_FILE
+ * (OpenSSL's convention) if set, else libcurl's built-in default, else
+ * Debian's path.
+ */
+static const char *
+system_ca_file(char *buf, size_t len)
+{
+	const char *env = secure_getenv("SSL_CERT_FILE");
+	char *def = NULL;
+	CURL *c;
+
+	if (env != NULL && env[0] != '\0')
+		return env;
+	if ((c = curl_easy_init()) != NULL) {
+		if (curl_easy_getinfo(c, CURLINFO_CAINFO, &def) == CURLE_OK &&
+		    def != NULL)
+			strlcpy(buf, def, len);
+		curl_easy_cleanup(c);
+	}
+	return buf[0] != '\0' ? buf : "/etc/ssl/certs/ca-certificates.crt";
+}
+
 void
 egress_send_config(const struct keepd_config *k, int fd)
 {
@@ -222,8 +186,8 @@ egress_send_config(const struct keepd_config *k, int fd)
 	uint8_t key[EGRESS_WEBHOOK_KEYBYTES], *blob = NULL;
 	void *ca = NULL, *hosts = NULL, *resolv = NULL;
 	size_t ca_len = 0, hosts_len = 0, resolv_len = 0, total;
-	char defkey[PATH_MAX];
-	const char *keyfile;
+	char defkey[PATH_MAX], sysca[PATH_MAX] = "";
+	const char *keyfile, *ca_file;
 	int mfd = -1;
 
 	if (fd < 0)
@@ -237,9 +201,14 @@ egress_send_config(const struct keepd_config *k, int fd)
 	m.max_concurrent = k->egress_max_concurrent;
 	m.webhook_attempts = k->egress_webhook_attempts;
 	m.webhook_backoff_ms = k->egress_webhook_backoff_ms;
-	if (k->egress_ca_file[0] != '\0' &&
-	    (ca = slurp(k->egress_ca_file, 4u << 20, &ca_len)) == NULL)
-		log_warn("%s: egress.ca_file %s", __func__, k->egress_ca_file);
+	/* Read here, also when it is the system's: the process is
+	 * chrooted where no bundle exists. */
+	ca_file = k->egress_ca_file[0] != '\0'
+	    ? k->egress_ca_file
+	    : system_ca_file(sysca, sizeof(sysca));
+	if ((ca = slurp(ca_file, 4u << 20, &ca_len)) == NULL)
+		log_warn("%s: CA bundle %s: HTTPS egress will fail", __func__,
+		    ca_file);
 	if (k->egress_hosts_file[0] != '\0' &&
 	    (hosts = slurp(k->egress_hosts_file, 1u << 20, &hosts_len)) == NULL)
 		log_warn(
@@ -281,7 +250,7 @@ egress_send_config(const struct keepd_config *k, int fd)
 	if (resolv_len > 0)
 		memcpy(
 		    blob + ca_len + hosts_len + m.key_len, resolv, resolv_len);
-	mfd = egress_memfd_make("keep-egress", blob, total);
+	mfd = memfd_make_sealed("keep-egress", blob, total);
 	if (mfd == -1 ||
 	    msg_send(fd, MSG_EGRESS_CONFIG, 0, 0, &m, sizeof(m), mfd) != MSG_OK)
 		log_warn("%s: egress configuration not sent", __func__);
@@ -414,15 +383,6 @@ egress_tick(void *arg)
 	}
 }
 
-static uint64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 /* Webhook backoff: sleep, answering pings. */
 static void
 egress_sleep(void *arg, uint64_t ms)
@@ -511,7 +471,7 @@ egress_h_config(struct proc_ctx *ctx, const struct msg *m)
 	    c.resolv_len > (64u << 10) || c.dns_port == 0 ||
 	    c.dns_port > 65535 || c.pad != 0 ||
 	    (c.key_len != 0 && c.key_len != EGRESS_WEBHOOK_KEYBYTES) ||
-	    (blob = egress_memfd_read(m->fd, total)) == NULL) {
+	    (blob = memfd_read(m->fd, total, EGRESS_REPLY_MAX)) == NULL) {
 		close(m->fd);
 		log_warnx("%s: malformed configuration", __func__);
 		return -1;
@@ -551,8 +511,8 @@ egress_h_config(struct proc_ctx *ctx, const struct msg *m)
 	sodium_memzero(blob, total);
 	free(blob);
 	es->have_config = 1;
-	log_info("%s: CA %s, %s hosts table, webhook key %s", __func__,
-	    c.ca_len > 0 ? "from egress.ca_file" : "of the system",
+	log_info("%s: CA bundle %s, %s hosts table, webhook key %s", __func__,
+	    c.ca_len > 0 ? "received" : "missing (HTTPS fails)",
 	    hosts != NULL ? "a" : "no",
 	    c.key_len > 0 ? "from egress.webhook_key_file" : "per start");
 	return 0;
@@ -641,7 +601,7 @@ send_reply(struct proc_ctx *ctx, const struct msg *m, uint32_t type,
 	int fd;
 
 	r.len = len;
-	if ((fd = egress_memfd_make("keep-egress-reply", wire, len)) == -1 ||
+	if ((fd = memfd_make_sealed("keep-egress-reply", wire, len)) == -1 ||
 	    msg_reply(ctx, m, type, &r, sizeof(r), fd) != MSG_OK)
 		log_warn("%s: reply to %s lost", __func__, proc_name(m->from));
 	if (fd != -1)
@@ -689,69 +649,6 @@ reap_workers(struct egress_state *es)
 }
 
 static int
-egress_h_fetch(struct proc_ctx *ctx, const struct msg *m)
-{
-	struct egress_state *es = ctx->arg;
-	struct msg_egress_req q;
-	struct egress_decoded dec;
-	struct egress_response resp;
-	struct egress_decision d;
-	struct grant g;
-	char url[EGRESS_URL_MAX + 1] = "-";
-	const char *principal;
-	void *wire = NULL, *in = NULL;
-	size_t wlen = 0;
-	int rc;
-
-	reap_workers(es);
-	memcpy(&q, m->data, sizeof(q));
-	memset(&dec, 0, sizeof(dec));
-	memset(&resp, 0, sizeof(resp));
-	if (q.len > EGRESS_MSG_MAX ||
-	    (in = egress_memfd_read(m->fd, q.len)) == NULL ||
-	    egress_wire_decode(MSG_EGRESS_FETCH, in, q.len, &dec) != 0) {
-		close(m->fd);
-		free(in);
-		egress_wire_decoded_free(&dec);
-		deny_decision(&d, NULL, NULL, 0, EGRESS_E_MSG, "malformed");
-		refuse(ctx, m, MSG_EGRESS_FETCH_REPLY, &d);
-		return -1;
-	}
-	close(m->fd);
-	if (dec.req.url_len < sizeof(url)) {
-		memcpy(url, dec.req.url, dec.req.url_len);
-		url[dec.req.url_len] = '\0';
-	}
-	principal = dec.req.principal;
-	rc = egress_check_grant(
-	    ctx, m, &q.grant, principal, dec.req.rules, dec.req.nrules, &g);
-	if (rc != GRANT_OK || !es->have_config) {
-		const char *why =
-		    rc != GRANT_OK ? grant_why(rc) : "egress: not configured";
-
-		deny_decision(&d, dec.req.rules, dec.req.url, dec.req.url_len,
-		    rc != GRANT_OK ? EGRESS_E_NOT_ALLOWED : EGRESS_E_INTERNAL,
-		    why);
-		audit(ctx, m, &q, principal, "egress", dec.req.method, url, &d,
-		    why);
-		refuse(ctx, m, MSG_EGRESS_FETCH_REPLY, &d);
-		goto out;
-	}
-	clamp_limits(es, &g, &dec.req.limits);
-	rc = egress_fetch(es->ec, &dec.req, &resp, &d);
-	audit(ctx, m, &q, principal, "egress", dec.req.method, url, &d, "");
-	if (egress_wire_encode_reply(
-	        &d, 1, rc == 0 ? &resp : NULL, &wire, &wlen) == 0)
-		send_reply(ctx, m, MSG_EGRESS_FETCH_REPLY, wire, wlen);
-out:
-	free(wire);
-	egress_response_free(&resp);
-	egress_wire_decoded_free(&dec);
-	free(in);
-	return 0;
-}
-
-static int
 valid_sandbox(const char *s, size_t max)
 {
 	size_t n = strnlen(s, max);
@@ -759,63 +656,109 @@ valid_sandbox(const char *s, size_t max)
 	return n > 0 && n < max;
 }
 
-static int
-egress_h_webhook(struct proc_ctx *ctx, const struct msg *m)
-{
-	struct egress_state *es = ctx->arg;
+/* One request being served: what the service's hooks need of it. */
+struct egress_job {
+	struct proc_ctx *ctx;
+	const struct msg *m;
 	struct msg_egress_req q;
-	struct egress_decoded dec;
-	struct egress_decision d;
-	struct egress_webhook wh;
+	uint8_t secret[EGRESS_WEBHOOK_KEYBYTES]; /* a webhook's */
+};
+
+/* The request's URL, for the log and audit ("-" when too long). */
+static void
+job_url(const char *u, size_t n, char *url, size_t cap)
+{
+	if (n < cap) {
+		memcpy(url, u, n);
+		url[n] = '\0';
+	} else
+		strlcpy(url, "-", cap);
+}
+
+/* A guest's fetch: the grant must be for this principal and destination;
+ * the transfer is held to the config's and the grant's limits. */
+static int
+fetch_admit(void *arg, struct egress_decoded *dec, struct egress_decision *d)
+{
+	struct egress_job *j = arg;
+	struct egress_state *es = j->ctx->arg;
+	struct egress_request *r = &dec->req;
+	char url[EGRESS_URL_MAX + 1];
 	struct grant g;
-	uint8_t secret[EGRESS_WEBHOOK_KEYBYTES];
-	char url[EGRESS_URL_MAX + 1] = "-";
-	void *wire = NULL, *in = NULL;
-	size_t wlen = 0;
-	unsigned attempts = 0;
+	const char *why;
+	char denied[64];
 	int rc;
 
-	memcpy(&q, m->data, sizeof(q));
-	memset(&dec, 0, sizeof(dec));
-	if (q.len > EGRESS_MSG_MAX ||
-	    !valid_sandbox(q.sandbox, sizeof(q.sandbox)) ||
-	    (in = egress_memfd_read(m->fd, q.len)) == NULL ||
-	    egress_wire_decode(MSG_EGRESS_WEBHOOK, in, q.len, &dec) != 0) {
-		close(m->fd);
-		free(in);
-		egress_wire_decoded_free(&dec);
-		deny_decision(&d, NULL, NULL, 0, EGRESS_E_MSG, "malformed");
-		refuse(ctx, m, MSG_EGRESS_WEBHOOK_REPLY, &d);
-		return -1;
-	}
-	close(m->fd);
-	wh = dec.webhook;
-	strlcpy(url, wh.url, sizeof(url));
 	rc = egress_check_grant(
-	    ctx, m, &q.grant, wh.principal, wh.rules, wh.nrules, &g);
-	if (rc != GRANT_OK || !es->have_config ||
-	    egress_webhook_secret(es->master, q.sandbox, secret) != 0) {
-		const char *why =
-		    rc != GRANT_OK ? grant_why(rc) : "egress: not configured";
+	    j->ctx, j->m, &j->q.grant, r->principal, r->rules, r->nrules, &g);
+	if (rc == GRANT_OK && es->have_config) {
+		clamp_limits(es, &g, &r->limits);
+		return 0;
+	}
+	why = rc != GRANT_OK ? grant_why(rc) : "egress: not configured";
+	/* A policy refusal says why (token caps, target, ...). */
+	if (rc == GRANT_ERR_DENIED) {
+		snprintf(denied, sizeof(denied), "policy: denied (%s)",
+		    policy_reason_keyword(
+		        (enum policy_reason)j->q.policy_reason));
+		why = denied;
+	}
+	deny_decision(d, r->rules, r->url, r->url_len,
+	    rc != GRANT_OK ? EGRESS_E_NOT_ALLOWED : EGRESS_E_INTERNAL, why);
+	job_url(r->url, r->url_len, url, sizeof(url));
+	audit(j->ctx, j->m, &j->q, r->principal, "egress", r->method, url, d,
+	    why);
+	return EGRESS_SERVICE_REFUSED;
+}
 
-		deny_decision(&d, wh.rules, wh.url, strlen(wh.url),
+static void
+fetch_done(void *arg, const struct egress_decoded *dec,
+    const struct egress_decision *d, unsigned attempts)
+{
+	struct egress_job *j = arg;
+	char url[EGRESS_URL_MAX + 1];
+
+	job_url(dec->req.url, dec->req.url_len, url, sizeof(url));
+	audit(j->ctx, j->m, &j->q, dec->req.principal, "egress",
+	    dec->req.method, url, d, "");
+}
+
+/* A webhook: as a fetch, with the sandbox's secret derived here (never
+ * the sender's), the attempts and backoff held to the config; then
+ * handed to a forked worker when one is free. */
+static int
+webhook_admit(void *arg, struct egress_decoded *dec, struct egress_decision *d)
+{
+	struct egress_job *j = arg;
+	struct egress_state *es = j->ctx->arg;
+	struct egress_webhook *wh = &dec->webhook;
+	char url[EGRESS_URL_MAX + 1];
+	struct grant g;
+	const char *why;
+	int rc;
+
+	rc = egress_check_grant(j->ctx, j->m, &j->q.grant, wh->principal,
+	    wh->rules, wh->nrules, &g);
+	if (rc != GRANT_OK || !es->have_config ||
+	    egress_webhook_secret(es->master, j->q.sandbox, j->secret) != 0) {
+		why = rc != GRANT_OK ? grant_why(rc) : "egress: not configured";
+		deny_decision(d, wh->rules, wh->url, strlen(wh->url),
 		    rc != GRANT_OK ? EGRESS_E_NOT_ALLOWED : EGRESS_E_INTERNAL,
 		    why);
-		audit(ctx, m, &q, wh.principal, "egress.webhook", "POST", url,
-		    &d, why);
-		refuse(ctx, m, MSG_EGRESS_WEBHOOK_REPLY, &d);
-		goto out;
+		strlcpy(url, wh->url, sizeof(url));
+		audit(j->ctx, j->m, &j->q, wh->principal, "egress.webhook",
+		    "POST", url, d, why);
+		return EGRESS_SERVICE_REFUSED;
 	}
-	/* The secret is this process's to derive, never the sender's. */
-	wh.secret = secret;
-	clamp_limits(es, &g, &wh.limits);
-	if (wh.max_attempts > es->cfg.webhook_attempts)
-		wh.max_attempts = es->cfg.webhook_attempts;
-	if (wh.backoff_ms == 0 || wh.backoff_ms > es->cfg.webhook_backoff_ms)
-		wh.backoff_ms = (uint32_t)es->cfg.webhook_backoff_ms;
-	if (wh.max_backoff_ms == 0 ||
-	    wh.max_backoff_ms > 8 * es->cfg.webhook_backoff_ms)
-		wh.max_backoff_ms = (uint32_t)(8 * es->cfg.webhook_backoff_ms);
+	wh->secret = j->secret;
+	clamp_limits(es, &g, &wh->limits);
+	if (wh->max_attempts > es->cfg.webhook_attempts)
+		wh->max_attempts = es->cfg.webhook_attempts;
+	if (wh->backoff_ms == 0 || wh->backoff_ms > es->cfg.webhook_backoff_ms)
+		wh->backoff_ms = (uint32_t)es->cfg.webhook_backoff_ms;
+	if (wh->max_backoff_ms == 0 ||
+	    wh->max_backoff_ms > 8 * es->cfg.webhook_backoff_ms)
+		wh->max_backoff_ms = (uint32_t)(8 * es->cfg.webhook_backoff_ms);
 	/*
 	 * A delivery may take all its attempts and backoff: it runs in a
 	 * forked worker (same filter, same links; a datagram is atomic, so
@@ -829,31 +772,92 @@ egress_h_webhook(struct proc_ctx *ctx, const struct msg *m)
 
 		if (pid > 0) {
 			es->workers++;
-			goto out;
+			return EGRESS_SERVICE_ELSEWHERE;
 		}
 		if (pid == 0)
 			es->in_worker = 1;
 	}
-	rc = egress_webhook_deliver(es->ec, &wh, &attempts, &d);
-	{
-		char why[48];
+	return 0;
+}
 
-		snprintf(why, sizeof(why), "attempts %u", attempts);
-		audit(ctx, m, &q, wh.principal, "egress.webhook", "POST", url,
-		    &d, why);
+static void
+webhook_done(void *arg, const struct egress_decoded *dec,
+    const struct egress_decision *d, unsigned attempts)
+{
+	struct egress_job *j = arg;
+	char url[EGRESS_URL_MAX + 1], why[48];
+
+	strlcpy(url, dec->webhook.url, sizeof(url));
+	snprintf(why, sizeof(why), "attempts %u", attempts);
+	audit(j->ctx, j->m, &j->q, dec->webhook.principal, "egress.webhook",
+	    "POST", url, d, why);
+}
+
+/*
+ * Both requests take one path, egress_service_run (tested as such):
+ * decode, admit (the grant), transfer, done (the audit), reply. A
+ * malformed request gets a reply saying so and counts as refused.
+ */
+static int
+egress_serve(struct proc_ctx *ctx, const struct msg *m, uint16_t type,
+    const struct egress_service_hooks *hooks_in)
+{
+	struct egress_state *es = ctx->arg;
+	struct egress_service_hooks hooks = *hooks_in;
+	struct egress_decision d;
+	struct egress_job j;
+	void *wire = NULL, *in = NULL;
+	size_t wlen = 0;
+	uint16_t rtype;
+	int rc;
+
+	reap_workers(es);
+	memset(&j, 0, sizeof(j));
+	j.ctx = ctx;
+	j.m = m;
+	memcpy(&j.q, m->data, sizeof(j.q));
+	hooks.arg = &j;
+	if (j.q.len > EGRESS_MSG_MAX ||
+	    (type == MSG_EGRESS_WEBHOOK &&
+	        !valid_sandbox(j.q.sandbox, sizeof(j.q.sandbox))) ||
+	    (in = memfd_read(m->fd, j.q.len, EGRESS_REPLY_MAX)) == NULL) {
+		close(m->fd);
+		deny_decision(&d, NULL, NULL, 0, EGRESS_E_MSG, "malformed");
+		refuse(ctx, m,
+		    type == MSG_EGRESS_FETCH ? MSG_EGRESS_FETCH_REPLY
+		                             : MSG_EGRESS_WEBHOOK_REPLY,
+		    &d);
+		return -1;
 	}
-	if (rc != 0 && d.error == 0)
-		d.error = rc;
-	if (egress_wire_encode_reply(&d, attempts, NULL, &wire, &wlen) == 0)
-		send_reply(ctx, m, MSG_EGRESS_WEBHOOK_REPLY, wire, wlen);
+	close(m->fd);
+	rc = egress_service_run(
+	    es->ec, &hooks, type, in, j.q.len, &rtype, &wire, &wlen, &d);
+	if (wire != NULL)
+		send_reply(ctx, m, rtype, wire, wlen);
+	free(wire);
+	free(in);
+	sodium_memzero(j.secret, sizeof(j.secret));
 	if (es->in_worker)
 		_exit(0);
-out:
-	sodium_memzero(secret, sizeof(secret));
-	free(wire);
-	egress_wire_decoded_free(&dec);
-	free(in);
-	return 0;
+	return rc == EGRESS_E_MSG ? -1 : 0;
+}
+
+static int
+egress_h_fetch(struct proc_ctx *ctx, const struct msg *m)
+{
+	static const struct egress_service_hooks hooks = { fetch_admit,
+		fetch_done, NULL };
+
+	return egress_serve(ctx, m, MSG_EGRESS_FETCH, &hooks);
+}
+
+static int
+egress_h_webhook(struct proc_ctx *ctx, const struct msg *m)
+{
+	static const struct egress_service_hooks hooks = { webhook_admit,
+		webhook_done, NULL };
+
+	return egress_serve(ctx, m, MSG_EGRESS_WEBHOOK, &hooks);
 }
 
 /*

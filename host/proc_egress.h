@@ -48,6 +48,8 @@ struct msg_egress_req {
 	char sandbox[72]; /* the sandbox id, NUL-terminated */
 	char request_id[40]; /* the API request behind it, for the audit
 				log; NUL-terminated, "" if unknown */
+	uint32_t policy_reason; /* enum policy_reason of a denied grant */
+	uint32_t pad0;
 };
 
 struct msg_egress_rep {
@@ -99,11 +101,5 @@ struct msg;
 int egress_check_grant(const struct proc_ctx *ctx, const struct msg *m,
     const struct grant *in, const char *principal,
     const struct egress_rule *rules, size_t nrules, struct grant *g);
-
-/* Read a whole memfd/regular file of exactly len bytes (NULL: failed).
- * Used by both ends of these messages. */
-void *egress_memfd_read(int fd, uint64_t len);
-/* A sealed memfd holding len bytes of p; -1 on failure. */
-int egress_memfd_make(const char *name, const void *p, size_t len);
 
 #endif

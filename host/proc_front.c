@@ -22,6 +22,7 @@
 #include "host/msg.h"
 #include "host/proc.h"
 #include "lib/log.h"
+#include "lib/memfd.h"
 
 struct front_state {
 	struct front_backend *fb;
@@ -64,13 +65,12 @@ front_h_tls(struct proc_ctx *ctx, const struct msg *m)
 {
 	struct front_state *fs = ctx->arg;
 	struct msg_tls t;
-	struct stat st;
 	char *cert = NULL, *key = NULL;
 
 	memcpy(&t, m->data, sizeof(t));
 	if (t.cert_len == 0 || t.key_len == 0 || t.cert_len > MSG_TLS_MAX ||
-	    t.key_len > MSG_TLS_MAX || fstat(m->fd, &st) == -1 ||
-	    (uint64_t)st.st_size != t.cert_len + t.key_len ||
+	    t.key_len > MSG_TLS_MAX ||
+	    memfd_check(m->fd, t.cert_len + t.key_len, 2 * MSG_TLS_MAX) == -1 ||
 	    (cert = read_at(m->fd, 0, t.cert_len)) == NULL ||
 	    (key = read_at(m->fd, t.cert_len, t.key_len)) == NULL) {
 		free(cert);

@@ -21,8 +21,10 @@
 #include "host/proc_policy.h"
 #include "host/store/store.h"
 #include "host/store/store_wire.h"
+#include "lang/lang.h"
 #include "lib/caps.h"
 #include "lib/log.h"
+#include "lib/memfd.h"
 #include "policy/policy.h"
 #include "policy/policy_hooks.h"
 #include "token/token.h"
@@ -38,6 +40,7 @@ struct policy_state {
 	uint64_t generation;
 	int64_t loaded_at;
 	uint8_t hash[32];
+	struct lang_srcmap *srcmap; /* where each rule of text is */
 	/* The store has what was spent (budgets) and the audit log. */
 	int budgets_restored;
 	/* By principal index: its spent budget has been asked of the store
@@ -53,33 +56,14 @@ struct policy_state {
 /* The policy language (policy/); tests may point this elsewhere. */
 const struct policy_hooks *policy_hooks = &policy_lang_hooks;
 
-/* Read exactly size bytes of the memfd; the parent sealed it. */
+/* Exactly size bytes of the memfd, NUL-terminated; the parent sealed it. */
 static char *
 read_text(int fd, uint64_t size)
 {
-	struct stat st;
 	char *text;
-	size_t off = 0;
-	ssize_t n;
 
-	if (fstat(fd, &st) == -1 || st.st_size < 0 ||
-	    (uint64_t)st.st_size != size) {
-		log_warnx("%s: policy memfd size does not match", __func__);
-		return NULL;
-	}
-	if ((text = malloc(size + 1)) == NULL)
-		return NULL;
-	while (off < size) {
-		n = pread(fd, text + off, size - off, (off_t)off);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			free(text);
-			return NULL;
-		}
-		off += (size_t)n;
-	}
-	text[size] = '\0';
+	if ((text = memfd_read(fd, size, MSG_POLICY_MAX_TEXT)) == NULL)
+		log_warn("%s: the policy memfd", __func__);
 	return text;
 }
 
@@ -207,6 +191,39 @@ load_audit(struct proc_ctx *ctx)
 		store_send(ctx, MSG_STORE_AUDIT, 0, msg, len);
 }
 
+/* A policy that was refused (it does not compile, or could not be read):
+ * the previous one stays in force, and the refusal is in the audit log. */
+static void
+refusal_audit(struct proc_ctx *ctx, uint64_t generation, const char *why)
+{
+	struct store_audit e;
+	char gen[24];
+	struct timespec ts;
+	void *msg;
+	size_t len;
+
+	if (ctx->fd[PROC_STORE] < 0) {
+		log_warnx("%s: the store is down; lost: policy generation %llu "
+		          "refused",
+		    __func__, (unsigned long long)generation);
+		return;
+	}
+	snprintf(gen, sizeof(gen), "%llu", (unsigned long long)generation);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	memset(&e, 0, sizeof(e));
+	e.time_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	e.request_id = "";
+	e.principal = "keepd";
+	e.jti = "";
+	e.action = "policy.load";
+	e.target = gen;
+	e.decision = STORE_DECISION_DENY;
+	e.rule = "policy does not compile";
+	e.detail = why;
+	if (store_wire_audit_encode(&e, 1, &msg, &len) == STORE_OK)
+		store_send(ctx, MSG_STORE_AUDIT, 0, msg, len);
+}
+
 static int
 policy_h_store_reply(struct proc_ctx *ctx, const struct msg *m)
 {
@@ -278,6 +295,7 @@ policy_h_load(struct proc_ctx *ctx, const struct msg *m)
 	    (text = read_text(m->fd, req.size)) == NULL) {
 		close(m->fd);
 		rep.status = 1;
+		refusal_audit(ctx, req.generation, "unreadable or too large");
 		msg_reply(ctx, m, MSG_POLICY_LOADED, &rep, sizeof(rep), -1);
 		return -1;
 	}
@@ -291,6 +309,7 @@ policy_h_load(struct proc_ctx *ctx, const struct msg *m)
 		    (unsigned long long)req.generation, err);
 		free(text);
 		rep.status = 2;
+		refusal_audit(ctx, req.generation, err);
 		msg_reply(ctx, m, MSG_POLICY_LOADED, &rep, sizeof(rep), -1);
 		return 0;
 	}
@@ -309,6 +328,9 @@ policy_h_load(struct proc_ctx *ctx, const struct msg *m)
 		policy_hooks->free(ps->compiled);
 	}
 	free(ps->text);
+	lang_srcmap_free(ps->srcmap);
+	/* Decisions name their rule as file:line:col (NULL: by line). */
+	ps->srcmap = lang_srcmap_new(text, req.size);
 	ps->compiled = compiled;
 	ps->text = text;
 	ps->len = req.size;
@@ -363,6 +385,10 @@ decide_one(struct proc_ctx *ctx, const struct msg_policy_decide *q,
 		r->reason = POLICY_R_RESTORING;
 	} else
 		policy_hooks->decide(ps->compiled, q, r);
+	if (r->rule != 0 &&
+	    lang_srcmap_rule(ps->srcmap, r->rule, r->where, sizeof(r->where)) <
+	        0)
+		r->where[0] = '\0';
 	/* Effective rights = token caps & policy rights. */
 	if ((q->token_caps & CAP_BIT(q->cap)) == 0)
 		r->grant.decision = GRANT_DENY;
@@ -545,9 +571,15 @@ policy_h_usage(struct proc_ctx *ctx, const struct msg *m)
 	memcpy(&q, m->data, sizeof(q));
 	if (memchr(q.principal, '\0', sizeof(q.principal)) == NULL)
 		return -1;
-	if (policy_hooks == &policy_lang_hooks)
-		policy_hooks_levels(ps->compiled, q.principal, &left, tokens);
 	memset(&r, 0, sizeof(r));
+	if (policy_hooks == &policy_lang_hooks) {
+		const struct policy_limits *lim;
+
+		policy_hooks_levels(ps->compiled, q.principal, &left, tokens);
+		if ((lim = policy_hooks_limits(ps->compiled, q.principal)) !=
+		    NULL)
+			r.contexts_max = lim->contexts;
+	}
 	r.budget_remaining = left == POLICY_UNLIMITED ? -1 : (int64_t)left;
 	r.read_tokens = tokens[0];
 	r.write_tokens = tokens[1];

@@ -21,7 +21,9 @@
 #include "host/proc.h"
 #include "host/store/store.h"
 #include "host/store/store_wire.h"
+#include "lib/clock.h"
 #include "lib/log.h"
+#include "lib/memfd.h"
 
 #define STORE_MAP_SIZE (64ULL << 20)
 #define STORE_MAP_MAX (4ULL << 30)
@@ -41,6 +43,8 @@ serve(struct proc_ctx *ctx, const struct msg *m, uint16_t type,
 
 	if (svc.st == NULL)
 		return -1;
+	if (ctx->config != NULL)
+		store_set_reserve(svc.st, ctx->config->store_reserve);
 	/* The key for link PROC_STORE arrives by MSG_CTL_GRANT_KEY. */
 	memcpy(svc.grant_key, ctx->grant_key[PROC_STORE], GRANT_KEY_BYTES);
 	rc = store_service_handle(&svc, type, m->from, m->hdr.reqid, data, len,
@@ -82,31 +86,16 @@ store_h_request(struct proc_ctx *ctx, const struct msg *m)
 static int
 store_h_put_large(struct proc_ctx *ctx, const struct msg *m)
 {
-	const int need = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE;
-	struct stat sb;
 	uint64_t len;
 	uint8_t *buf = NULL;
-	size_t got = 0;
-	ssize_t n;
-	int seals, rc = -1;
+	int rc = -1;
 
 	memcpy(&len, m->data, sizeof(len));
-	if ((seals = fcntl(m->fd, F_GET_SEALS)) == -1 ||
-	    (seals & need) != need || fstat(m->fd, &sb) == -1 ||
-	    !S_ISREG(sb.st_mode) || (uint64_t)sb.st_size != len ||
-	    len <= MSG_MAX_PAYLOAD || len > STORE_PUT_LARGE_MAX ||
-	    (buf = malloc(len)) == NULL) {
+	if (len <= MSG_MAX_PAYLOAD ||
+	    (buf = memfd_read(m->fd, len, STORE_PUT_LARGE_MAX)) == NULL) {
 		log_warnx("%s: a large put from %s refused (%llu bytes)",
 		    __func__, proc_name(m->from), (unsigned long long)len);
 		goto out;
-	}
-	while (got < len) {
-		n = pread(m->fd, buf + got, len - got, (off_t)got);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			goto out;
-		got += (size_t)n;
 	}
 	rc = serve(ctx, m, MSG_STORE_PUT, buf, len);
 out:
@@ -135,15 +124,6 @@ static const struct msg_handler store_handlers[] = {
 	{ MSG_STORE_PUT_LARGE, PROC_BIT(PROC_FRONT) | PROC_BIT(PROC_VMM),
 	    sizeof(uint64_t), MSG_H_FD, store_h_put_large },
 };
-
-static uint64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 /* proc_loop with a timer: expired revocations and idempotency keys go. */
 static int

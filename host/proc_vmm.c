@@ -13,15 +13,7 @@
  * removed.
  */
 #include "host/proc_vmm_int.h"
-
-uint64_t
-vmm_mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
+#include "lib/clock.h"
 
 /* A sandbox id or image name: [A-Za-z0-9_-], 1..63, so it is also a safe
  * file name. */
@@ -114,16 +106,28 @@ static const struct msg_handler vmm_handlers[] = {
 	    sizeof(struct msg_vmm_image_ref), 0, vmm_h_images },
 	{ MSG_STORE_REPLY, PROC_BIT(PROC_STORE), MSG_MAX_PAYLOAD,
 	    MSG_H_VARIABLE, vmm_h_store_reply },
+	{ MSG_VMM_CONTEXT_CREATE, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_context), 0, vmm_h_context },
+	{ MSG_VMM_CONTEXT_LIST, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_context), 0, vmm_h_context },
+	{ MSG_VMM_CONTEXT_DELETE, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_context), 0, vmm_h_context },
+	{ MSG_VMM_CONTEXT_RESTART, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_context), 0, vmm_h_context },
 };
+
+/* poll entries past the runs' are contexts' (who = CTX_WHO + index). */
+#define CTX_WHO (PROC_COUNT + 2 * VMM_JOBS_MAX)
 
 static int
 vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 {
-	struct pollfd pfd[PROC_COUNT + 2 * VMM_JOBS_MAX];
-	int who[PROC_COUNT + 2 * VMM_JOBS_MAX];
+	struct pollfd pfd[PROC_COUNT + 2 * VMM_JOBS_MAX + 2 * VMM_CONTEXTS_MAX];
+	int who[PROC_COUNT + 2 * VMM_JOBS_MAX + 2 * VMM_CONTEXTS_MAX];
 	uint8_t *buf;
 	size_t n, i;
 	uint64_t now;
+	int streaming = 0;
 
 	if ((buf = malloc(MSG_BUFSZ)) == NULL)
 		fatal("%s", __func__);
@@ -147,14 +151,37 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 				pfd[n].events = POLLIN;
 				who[n++] = PROC_COUNT + VMM_JOBS_MAX + (int)i;
 			}
+		/* A live context: its interpreter's end and its output. */
+		for (i = 0; i < VMM_CONTEXTS_MAX; i++) {
+			struct vmm_context *c = &vs->ctxs[i];
+
+			if (!c->used)
+				continue;
+			if (c->pidfd >= 0) {
+				pfd[n].fd = c->pidfd;
+				pfd[n].events = POLLIN;
+				who[n++] = CTX_WHO + (int)i;
+			}
+			if (c->out_fd >= 0) {
+				pfd[n].fd = c->out_fd;
+				pfd[n].events = POLLIN;
+				who[n++] = CTX_WHO + (int)i;
+			}
+		}
 		for (i = 0; i < n; i++)
 			pfd[i].revents = 0;
-		if (poll(pfd, n, 1000) == -1 && errno != EINTR)
+		/* Streaming runs' output goes out every VMM_STREAM_MS. */
+		if (poll(pfd, n, streaming ? VMM_STREAM_MS : 1000) == -1 &&
+		    errno != EINTR)
 			fatal("%s: poll", __func__);
 		for (i = 0; i < n && !ctx->quit; i++) {
 			if (pfd[i].revents == 0)
 				continue;
-			if (who[i] >= PROC_COUNT + VMM_JOBS_MAX) {
+			if (who[i] >= CTX_WHO)
+				vmm_context_event(ctx,
+				    &vs->ctxs[who[i] - CTX_WHO], pfd[i].fd,
+				    pfd[i].revents);
+			else if (who[i] >= PROC_COUNT + VMM_JOBS_MAX) {
 				struct job *j = &vs->jobs[who[i] - PROC_COUNT -
 				    VMM_JOBS_MAX];
 
@@ -170,17 +197,20 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 		}
 		/* A vm process past its time limit and grace is killed; its
 		 * pidfd then reports it. */
-		now = vmm_mono_ms();
+		now = mono_ms();
 		for (i = 0; i < VMM_JOBS_MAX; i++)
 			if (vs->jobs[i].used && now > vs->jobs[i].deadline) {
-				kill(vs->jobs[i].pid, SIGKILL);
+				vmm_kill_tree(vs->jobs[i].pid);
 				vs->jobs[i].deadline = UINT64_MAX;
 			}
 		vmm_expire_sandboxes(vs);
+		streaming = vmm_stream_outputs(ctx, vs);
+		vmm_contexts_tick(ctx, vs);
 	}
 	for (i = 0; i < VMM_JOBS_MAX; i++)
 		if (vs->jobs[i].used)
-			kill(vs->jobs[i].pid, SIGKILL);
+			vmm_kill_tree(vs->jobs[i].pid);
+	vmm_contexts_kill_all(vs);
 	/* The sandboxes outlive this process: their workspaces stay for the
 	 * next one to adopt. */
 	for (i = 0; i < VMM_SANDBOXES_MAX; i++)

@@ -123,7 +123,7 @@ vmm_h_file(struct proc_ctx *ctx, const struct msg *m)
 	else if ((s = vmm_sandbox_find(vs, q.id, g.principal)) == NULL)
 		r.status = vmm_not_found(vs);
 	else if ((rc = ws_normalize("/", q.path, path, sizeof(path))) != 0 ||
-	    (out = memfd_create("keep-file", MFD_CLOEXEC)) == -1)
+	    (out = memfd_new("keep-file")) == -1)
 		rc = rc != 0 ? rc : -errno;
 	else {
 		switch (q.op) {
@@ -141,8 +141,7 @@ vmm_h_file(struct proc_ctx *ctx, const struct msg *m)
 				r.len = (uint64_t)st.st_size;
 			break;
 		case FILE_WRITE:
-			if (fstat(m->fd, &st) == -1 ||
-			    (uint64_t)st.st_size != q.len)
+			if (memfd_check(m->fd, q.len, FILE_READ_MAX) == -1)
 				rc = -EINVAL;
 			else if (ctx->config != NULL &&
 			    ctx->config->workspace_max != 0 &&
@@ -188,8 +187,12 @@ vmm_h_file(struct proc_ctx *ctx, const struct msg *m)
 		}
 	}
 	r.error = rc < 0 ? -rc : 0;
+	if (out != -1 && memfd_seal(out) == -1) {
+		close(out);
+		out = -1;
+	}
 	if (out == -1)
-		out = memfd_create("keep-file", MFD_CLOEXEC);
+		out = memfd_make_sealed("keep-file", NULL, 0);
 	if (out == -1 ||
 	    msg_reply(ctx, m, MSG_VMM_FILE_REPLY, &r, sizeof(r), out) != MSG_OK)
 		log_warnx("%s: reply lost", __func__);

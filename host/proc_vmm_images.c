@@ -3,6 +3,7 @@
  * uploaded and deleted over the API.
  */
 #include "host/proc_vmm_int.h"
+#include "lib/fdio.h"
 
 /* ---- images ----------------------------------------------------------- */
 
@@ -153,9 +154,7 @@ static int
 image_store(const char *name, const uint8_t *bytes, size_t len)
 {
 	char tmp[RUN_NAME_MAX + 32], path[RUN_NAME_MAX + 16];
-	size_t off = 0;
-	ssize_t n;
-	int fd;
+	int fd, whole;
 
 	snprintf(tmp, sizeof(tmp), "uploads/.%s.tmp", name);
 	snprintf(path, sizeof(path), "uploads/%s.img", name);
@@ -163,17 +162,9 @@ image_store(const char *name, const uint8_t *bytes, size_t len)
 	         O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
 	         0600)) == -1)
 		return -1;
-	while (off < len) {
-		if ((n = pwrite(fd, bytes + off, len - off, (off_t)off)) ==
-		    -1) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		off += (size_t)n;
-	}
-	if (off != len || fsync(fd) == -1 || close(fd) == -1) {
-		if (off == len)
+	whole = write_all(fd, bytes, len) == 0;
+	if (!whole || fsync(fd) == -1 || close(fd) == -1) {
+		if (whole)
 			fd = -1;
 		if (fd != -1)
 			close(fd);
@@ -197,7 +188,6 @@ vmm_h_images(struct proc_ctx *ctx, const struct msg *m)
 	uint8_t *bytes = MAP_FAILED;
 	char path[RUN_NAME_MAX + 16], err[256] = "";
 	struct grant g;
-	struct stat st;
 	int put = m->hdr.type == MSG_VMM_IMAGE_PUT;
 	int del = m->hdr.type == MSG_VMM_IMAGE_DELETE;
 
@@ -239,8 +229,8 @@ vmm_h_images(struct proc_ctx *ctx, const struct msg *m)
 	}
 	/* An upload: every byte is the client's until it verifies. */
 	r->status = SBX_E_IMAGE;
-	if (fstat(m->fd, &st) == -1 || (uint64_t)st.st_size != q.size ||
-	    q.size == 0 || q.size > VMM_IMAGE_MAX_BYTES) {
+	if (q.size == 0 ||
+	    memfd_check(m->fd, q.size, VMM_IMAGE_MAX_BYTES) == -1) {
 		strlcpy(r->reason, "size", sizeof(r->reason));
 		goto reply;
 	}
@@ -251,7 +241,8 @@ vmm_h_images(struct proc_ctx *ctx, const struct msg *m)
 	}
 	if (image_open_mem(bytes, q.size, &img, err, sizeof(err)) != 0 ||
 	    image_verify(img, (const uint8_t(*)[32])vs->keys, vs->nkeys, NULL,
-	        err, sizeof(err)) != 0) {
+	        err, sizeof(err)) != 0 ||
+	    image_verify_files(img, err, sizeof(err)) != 0) {
 		strlcpy(r->reason, err, sizeof(r->reason));
 		goto reply;
 	}

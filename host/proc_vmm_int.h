@@ -33,7 +33,10 @@
 #include "host/vmm_msg.h"
 #include "image/image.h"
 #include "lib/caps.h"
+#include "lib/clock.h"
 #include "lib/log.h"
+#include "lib/memfd.h"
+#include "lib/tree.h"
 #include "token/paserk.h"
 
 #define VMM_SANDBOXES_MAX 256
@@ -74,9 +77,38 @@ struct job {
 	/* Its entry in the sandbox's process table. */
 	uint64_t run_pid;
 	int background, killed;
+	int stream; /* RUN_F_STREAM: its output goes out as it comes */
+	uint64_t sent[2]; /* stdout, stderr bytes sent so far */
 	char sbx[SBX_ID_MAX];
 	char owner[GRANT_PRINCIPAL_MAX];
 	char cmd[RUN_NAME_MAX];
+};
+
+#define VMM_CONTEXTS_MAX 32
+
+/* A live context (host/proc_vmm_context.c): an interpreter in its own
+ * `keepd: vm` process, idle between cells. */
+struct vmm_context {
+	int used;
+	char id[CTX_ID_MAX];
+	char sbx[SBX_ID_MAX];
+	char owner[GRANT_PRINCIPAL_MAX];
+	char cwd[CTX_CWD_MAX];
+	uint32_t language; /* enum ctx_lang */
+	int64_t created_at;
+	uint64_t mem_max; /* the grant's at create, 0: the image's */
+	uint64_t count; /* cells this interpreter ran */
+	pid_t pid; /* 0: dead, the next cell starts one */
+	int pidfd, in_fd, out_fd; /* cells in (a pipe); frames out */
+	/* The cell in flight. */
+	int busy;
+	uint64_t reqid;
+	enum proc_id from;
+	uint64_t t0, deadline, output_max;
+	char end[64]; /* its end line */
+	size_t end_len;
+	int outfd, errfd; /* memfds: the driver's lines, raw output */
+	uint64_t out_len, err_len;
 };
 
 struct vmm_state {
@@ -92,6 +124,7 @@ struct vmm_state {
 	struct restore *restore; /* reading the store back, NULL when done */
 	uint32_t restore_epoch;
 	uint64_t next_pid; /* run numbers, per vmm life */
+	struct vmm_context ctxs[VMM_CONTEXTS_MAX];
 };
 
 int vmm_check_grant(struct proc_ctx *ctx, const struct msg *m,
@@ -101,13 +134,29 @@ void vmm_expire_sandboxes(struct vmm_state *vs);
 struct image *vmm_image_get(
     struct proc_ctx *ctx, struct vmm_state *vs, const char *name);
 void vmm_job_finish(struct proc_ctx *ctx, struct job *job);
-uint64_t vmm_mono_ms(void);
+/* Send the new output of RUN_F_STREAM runs; 1 if any is running. */
+int vmm_stream_outputs(struct proc_ctx *ctx, struct vmm_state *vs);
+/* SIGKILL a vm process and the guest processes it forked (its group). */
+void vmm_kill_tree(pid_t pid);
 uint32_t vmm_not_found(const struct vmm_state *vs);
-void vmm_remove_tree(int dir, const char *name, int depth);
 void vmm_restore_start(struct proc_ctx *ctx, struct vmm_state *vs);
 int vmm_safe_name(const char *s, size_t max);
 struct sandbox *vmm_sandbox_find(
     struct vmm_state *vs, const char *id, const char *owner);
+/* Live contexts (host/proc_vmm_context.c). */
+int vmm_h_context(struct proc_ctx *ctx, const struct msg *m);
+void vmm_context_cell(struct proc_ctx *ctx, struct vmm_state *vs,
+    const struct msg *m, const struct msg_vmm_run *q, const struct grant *g,
+    struct sandbox *s);
+void vmm_context_event(
+    struct proc_ctx *ctx, struct vmm_context *c, int fd, short revents);
+void vmm_contexts_tick(struct proc_ctx *ctx, struct vmm_state *vs);
+void vmm_contexts_close(struct vmm_state *vs);
+void vmm_contexts_kill_all(struct vmm_state *vs);
+int vmm_join_output(int outfd, int errfd, uint64_t *out_len, uint64_t *err_len);
+void __attribute__((noreturn)) vmm_vm_process(struct proc_ctx *ctx,
+    struct vmm_state *vs, struct vmm_config *cfg, int outfds[2],
+    struct vmm_result *res, const char *id);
 int vmm_h_create(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_egress_decision(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_egress_reply(struct proc_ctx *ctx, const struct msg *m);

@@ -71,7 +71,9 @@ restore_sweep(struct vmm_state *vs)
 		if (i == VMM_SANDBOXES_MAX) {
 			log_info(
 			    "workspace %s: no sandbox, removed", e->d_name);
-			vmm_remove_tree(dirfd(d), e->d_name, 0);
+			if (tree_remove(dirfd(d), e->d_name) == -1)
+				log_warn(
+				    "workspace %s: removing it", e->d_name);
 		}
 	}
 	if (d != NULL)

@@ -4,6 +4,7 @@
  * kill, and the relay of its guest's fetches to egress.
  */
 #include "host/proc_vmm_int.h"
+#include "lib/fdio.h"
 
 /* ---- runs ------------------------------------------------------------- */
 
@@ -58,7 +59,7 @@ run_reply(struct proc_ctx *ctx, enum proc_id to, uint64_t reqid,
 	}
 	strlcpy(d.reason, reason, sizeof(d.reason));
 	if (fd < 0)
-		fd = memfd_create("keep-out", MFD_CLOEXEC);
+		fd = memfd_make_sealed("keep-out", NULL, 0);
 	if (fd < 0 || ctx->fd[to] < 0 ||
 	    msg_send(ctx->fd[to], MSG_VMM_RUN_DONE, MSG_F_REPLY, reqid, &d,
 	        sizeof(d), fd) != MSG_OK)
@@ -78,7 +79,7 @@ run_started(struct proc_ctx *ctx, enum proc_id to, uint64_t reqid, uint64_t pid)
 	memset(&d, 0, sizeof(d));
 	d.status = RUN_STARTED;
 	d.pid = pid;
-	if ((fd = memfd_create("keep-out", MFD_CLOEXEC)) < 0 ||
+	if ((fd = memfd_make_sealed("keep-out", NULL, 0)) < 0 ||
 	    ctx->fd[to] < 0 ||
 	    msg_send(ctx->fd[to], MSG_VMM_RUN_DONE, MSG_F_REPLY, reqid, &d,
 	        sizeof(d), fd) != MSG_OK)
@@ -92,32 +93,24 @@ static void
 out_sink(void *arg, int fd, const void *buf, size_t len)
 {
 	const int *fds = arg;
-	const char *p = buf;
-	ssize_t n;
 
-	while (len > 0) {
-		n = write(fds[fd == 2], p, len);
-		if (n <= 0) {
-			if (n == -1 && errno == EINTR)
-				continue;
-			return;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
+	(void)write_all(fds[fd == 2], buf, len);
 }
 
 /* In the `keepd: vm` process: shed what belongs to other runs and
  * sandboxes, confine, boot, report, exit. */
-static void __attribute__((noreturn))
-vm_process(struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_config *cfg,
-    int outfds[2], struct vmm_result *res, const char *id)
+void __attribute__((noreturn)) vmm_vm_process(struct proc_ctx *ctx,
+    struct vmm_state *vs, struct vmm_config *cfg, int outfds[2],
+    struct vmm_result *res, const char *id)
 {
 	char err[160];
 	size_t i;
 	int rc;
 
 	setproctitle("vm %s", id);
+	/* The guest's processes are this one's forks (host/vmm/proc.c):
+	 * one process group, so the vmm's kill reaches all of them. */
+	setpgid(0, 0);
 	for (i = 0; i < PROC_COUNT; i++)
 		if (ctx->fd[i] >= 0)
 			close(ctx->fd[i]);
@@ -135,14 +128,17 @@ vm_process(struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_config *cfg,
 			if (vs->jobs[i].egress.shm >= 0)
 				close(vs->jobs[i].egress.shm);
 		}
+	vmm_contexts_close(vs);
 	if (seccomp_filter_install(&seccomp_vm) == -1) {
 		snprintf(res->reason, sizeof(res->reason), "error: seccomp");
 		res->status = VMM_FAULT;
 		_exit(2);
 	}
 	cfg->kvm_fd = ctx->kvm_fd;
-	cfg->output = out_sink;
-	cfg->output_arg = outfds;
+	if (cfg->output == NULL) {
+		cfg->output = out_sink;
+		cfg->output_arg = outfds;
+	}
 	rc = vmm_run(cfg, res, err, sizeof(err));
 	if (rc != VMM_OK) {
 		strlcpy(res->reason, vmm_strerror(rc), sizeof(res->reason));
@@ -151,6 +147,15 @@ vm_process(struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_config *cfg,
 		_exit(3);
 	}
 	_exit(0);
+}
+
+void
+vmm_kill_tree(pid_t pid)
+{
+	/* The group is the vm process's own from its first instruction on;
+	 * before that it has no guest children and the pid is enough. */
+	kill(-pid, SIGKILL);
+	kill(pid, SIGKILL);
 }
 
 /* ---- the process table ----------------------------------------------- */
@@ -167,7 +172,7 @@ proc_find(struct sandbox *s, uint64_t pid)
 }
 
 static void
-proc_add(struct sandbox *s, uint64_t pid, const char *cmd)
+proc_add(struct sandbox *s, uint64_t pid, const char *cmd, int background)
 {
 	struct vmm_proc *p = &s->procs[s->procs_next++ % SBX_PROCS_MAX];
 
@@ -176,6 +181,7 @@ proc_add(struct sandbox *s, uint64_t pid, const char *cmd)
 	strlcpy(p->cmd, cmd, sizeof(p->cmd));
 	p->status = RUN_STARTED;
 	p->started_at = (int64_t)time(NULL);
+	p->background = background != 0;
 }
 
 int
@@ -227,7 +233,7 @@ vmm_h_kill(struct proc_ctx *ctx, const struct msg *m)
 
 			if (j->used && j->run_pid == q.pid &&
 			    strcmp(j->sbx, q.id) == 0) {
-				kill(j->pid, SIGKILL);
+				vmm_kill_tree(j->pid);
 				j->killed = 1;
 				q.status = SBX_OK;
 			}
@@ -276,7 +282,13 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	}
 	if ((s = vmm_sandbox_find(vs, q.sandbox, g.principal)) == NULL) {
 		strlcpy(reason, "no such sandbox", sizeof(reason));
+		st = RUN_NOSANDBOX;
 		goto refuse;
+	}
+	if (q.flags & RUN_F_CONTEXT) {
+		vmm_context_cell(ctx, vs, m, &q, &g, s);
+		close(m->fd);
+		return 0;
 	}
 	if ((img = vmm_image_get(ctx, vs, s->image)) == NULL) {
 		strlcpy(reason, "the sandbox's image does not verify",
@@ -288,6 +300,13 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 		strlcat(reason, q.command, sizeof(reason));
 		goto refuse;
 	}
+	/* An image with deferred hashes: the program is checked here, the
+	 * files the guest opens by the VMM. */
+	if (image_file_verify(cmd->program) != 0) {
+		strlcpy(reason, "the program does not match its hash",
+		    sizeof(reason));
+		goto refuse;
+	}
 	for (i = 0; i < VMM_JOBS_MAX && job == NULL; i++)
 		if (!vs->jobs[i].used)
 			job = &vs->jobs[i];
@@ -295,7 +314,13 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 		strlcpy(reason, "too many runs at once", sizeof(reason));
 		goto refuse;
 	}
-	/* The request's strings and stdin, from its sealed memfd. */
+	/* The request's strings and stdin, from its sealed memfd: checked
+	 * first, since a short one would fault the mapping (SIGBUS). */
+	if (memfd_check(m->fd, q.input_len, RUN_MAX_INPUT) == -1) {
+		strlcpy(reason, "the request's memfd is not sealed at its size",
+		    sizeof(reason));
+		goto refuse;
+	}
 	if (q.input_len > 0 &&
 	    (in = mmap(NULL, q.input_len, PROT_READ, MAP_PRIVATE, m->fd, 0)) ==
 	        MAP_FAILED)
@@ -333,6 +358,7 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 		fv[i].data = f->data;
 		fv[i].len = f->len;
 		fv[i].mode = f->mode;
+		fv[i].hash = f->hash;
 	}
 	files = fv;
 	timeout = g.timeout_ms;
@@ -374,8 +400,8 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	job->res = mmap(NULL, sizeof(*job->res), PROT_READ | PROT_WRITE,
 	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (job->res == MAP_FAILED ||
-	    (outfds[0] = memfd_create("keep-stdout", MFD_CLOEXEC)) == -1 ||
-	    (outfds[1] = memfd_create("keep-stderr", MFD_CLOEXEC)) == -1)
+	    (outfds[0] = memfd_new("keep-stdout")) == -1 ||
+	    (outfds[1] = memfd_new("keep-stderr")) == -1)
 		goto error;
 	memset(job->res, 0, sizeof(*job->res));
 	/* Egress: the guest's fetches go over a socketpair to here, with
@@ -395,7 +421,7 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 		close(job->egress.fd);
 		job->egress.fd = -1;
 		job->egress.shm = -1; /* now the vm process's own */
-		vm_process(ctx, vs, &cfg, outfds, job->res, s->id);
+		vmm_vm_process(ctx, vs, &cfg, outfds, job->res, s->id);
 	}
 	close(efd);
 	job->used = 1;
@@ -405,13 +431,15 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	job->from = m->from;
 	job->outfd = outfds[0];
 	job->errfd = outfds[1];
-	job->deadline = vmm_mono_ms() + timeout + VMM_GRACE_MS;
+	job->deadline = mono_ms() + timeout + VMM_GRACE_MS;
 	job->run_pid = ++vs->next_pid;
 	job->background = (q.flags & RUN_F_BACKGROUND) != 0;
+	job->stream = !job->background && (q.flags & RUN_F_STREAM) != 0;
+	job->sent[0] = job->sent[1] = 0;
 	strlcpy(job->sbx, s->id, sizeof(job->sbx));
 	strlcpy(job->owner, s->owner, sizeof(job->owner));
 	strlcpy(job->cmd, q.command, sizeof(job->cmd));
-	proc_add(s, job->run_pid, q.command);
+	proc_add(s, job->run_pid, q.command, job->background);
 	log_info("run %llu: %s in sandbox %s, vm pid %d, run %llu%s",
 	    (unsigned long long)job->reqid, q.command, s->id, (int)pid,
 	    (unsigned long long)job->run_pid,
@@ -446,8 +474,8 @@ done:
 }
 
 /* Append the stderr memfd to the stdout one: the reply carries both. */
-static int
-join_output(int outfd, int errfd, uint64_t *out_len, uint64_t *err_len)
+int
+vmm_join_output(int outfd, int errfd, uint64_t *out_len, uint64_t *err_len)
 {
 	struct stat so, se;
 	char buf[65536];
@@ -539,10 +567,15 @@ vmm_job_finish(struct proc_ctx *ctx, struct job *job)
 		log_warnx("run %llu: vm pid %d: %s",
 		    (unsigned long long)job->reqid, (int)job->pid, reason);
 	}
-	if (join_output(job->outfd, job->errfd, &out_len, &err_len) != 0) {
+	/* Sealed before it leaves: what remains of the run (its guest's
+	 * other processes) can no longer change what the front reads. */
+	if (vmm_join_output(job->outfd, job->errfd, &out_len, &err_len) != 0 ||
+	    memfd_seal(job->outfd) == -1) {
 		st = RUN_ERROR;
 		out_len = err_len = 0;
 		strlcpy(reason, "output lost", sizeof(reason));
+		close(job->outfd);
+		job->outfd = -1;
 	}
 	if (job->killed) {
 		st = RUN_KILLED;
@@ -558,7 +591,8 @@ vmm_job_finish(struct proc_ctx *ctx, struct job *job)
 	if (!job->background)
 		run_reply(ctx, job->from, job->reqid, st, res.exit_code, reason,
 		    job->outfd, out_len, err_len, &res);
-	close(job->outfd);
+	if (job->outfd >= 0)
+		close(job->outfd);
 	close(job->errfd);
 	if (job->pidfd >= 0)
 		close(job->pidfd);
@@ -613,4 +647,53 @@ vmm_h_egress_reply(struct proc_ctx *ctx, const struct msg *m)
 		return -1;
 	}
 	return vmm_egress_reply(ctx, r, m);
+}
+
+/*
+ * The output of streaming runs so far, to the front (RUN_F_STREAM). The
+ * program's stdout and stderr are memfds the vm process writes: what is
+ * past what was sent goes out, a message of at most 32 KiB at a time and
+ * a few per run per pass, so a chatty run does not hold the loop.
+ */
+int
+vmm_stream_outputs(struct proc_ctx *ctx, struct vmm_state *vs)
+{
+	struct {
+		struct msg_vmm_run_output h;
+		uint8_t data[32768];
+	} m;
+	struct stat st;
+	ssize_t n;
+	size_t i;
+	int s, k, streaming = 0;
+
+	for (i = 0; i < VMM_JOBS_MAX; i++) {
+		struct job *j = &vs->jobs[i];
+
+		if (!j->used || !j->stream || ctx->fd[j->from] < 0)
+			continue;
+		streaming = 1;
+		for (s = 0; s < 2; s++) {
+			int fd = s == 0 ? j->outfd : j->errfd;
+
+			for (k = 0; k < 8; k++) {
+				if (fstat(fd, &st) == -1 || st.st_size < 0 ||
+				    (uint64_t)st.st_size <= j->sent[s])
+					break;
+				n = pread(fd, m.data, sizeof(m.data),
+				    (off_t)j->sent[s]);
+				if (n <= 0)
+					break;
+				memset(&m.h, 0, sizeof(m.h));
+				m.h.stream = (uint32_t)s + 1;
+				m.h.offset = j->sent[s];
+				if (msg_send(ctx->fd[j->from],
+				        MSG_VMM_RUN_OUTPUT, 0, j->reqid, &m,
+				        sizeof(m.h) + (size_t)n, -1) != MSG_OK)
+					break;
+				j->sent[s] += (uint64_t)n;
+			}
+		}
+	}
+	return streaming;
 }

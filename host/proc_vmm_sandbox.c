@@ -26,32 +26,6 @@ vmm_not_found(const struct vmm_state *vs)
 	return vs->restore != NULL ? SBX_E_RESTORING : SBX_E_NOTFOUND;
 }
 
-/* rm -r below dirfd, then the directory itself. Bounded depth. */
-void
-vmm_remove_tree(int dir, const char *name, int depth)
-{
-	DIR *d;
-	struct dirent *e;
-	int fd;
-
-	if (depth > 32)
-		return;
-	if (unlinkat(dir, name, 0) == 0 || errno == ENOENT)
-		return;
-	if ((fd = openat(dir, name,
-	         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1)
-		return;
-	if ((d = fdopendir(fd)) == NULL) {
-		close(fd);
-		return;
-	}
-	while ((e = readdir(d)) != NULL)
-		if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
-			vmm_remove_tree(dirfd(d), e->d_name, depth + 1);
-	closedir(d);
-	unlinkat(dir, name, AT_REMOVEDIR);
-}
-
 static void
 sandbox_remove(struct sandbox *s)
 {
@@ -61,7 +35,8 @@ sandbox_remove(struct sandbox *s)
 		close(s->ws_fd);
 	if ((wd = open("workspaces", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) !=
 	    -1) {
-		vmm_remove_tree(wd, s->id, 0);
+		if (tree_remove(wd, s->id) == -1)
+			log_warn("sandbox %s: removing its workspace", s->id);
 		close(wd);
 	}
 	log_info("sandbox %s removed", s->id);
@@ -89,6 +64,19 @@ fill_info(struct msg_vmm_sandbox_info *r, const struct sandbox *s)
 	strlcpy(r->image, s->image, sizeof(r->image));
 	r->created_at = s->created_at;
 	r->expires_at = s->expires_at;
+}
+
+/* How many sandboxes owner holds: its policy's `sandboxes` quota. */
+static uint32_t
+owned_sandboxes(const struct vmm_state *vs, const char *owner)
+{
+	uint32_t n = 0;
+	size_t i;
+
+	for (i = 0; i < VMM_SANDBOXES_MAX; i++)
+		if (vs->sbx[i].used && strcmp(vs->sbx[i].owner, owner) == 0)
+			n++;
+	return n;
 }
 
 int
@@ -133,6 +121,9 @@ vmm_h_create(struct proc_ctx *ctx, const struct msg *m)
 		    (ctx->config != NULL && ctx->config->max_sandboxes != 0 &&
 		        (size_t)(s - vs->sbx) >= ctx->config->max_sandboxes))
 			r.status = SBX_E_FULL;
+		else if (g.count_max != 0 &&
+		    owned_sandboxes(vs, g.principal) >= g.count_max)
+			r.status = SBX_E_QUOTA;
 	}
 	if (r.status == SBX_OK) {
 		snprintf(path, sizeof(path), "workspaces/%s", q->id);

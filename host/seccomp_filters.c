@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 #include <errno.h>
+#include <signal.h>
 #include <linux/kvm.h>
 #include <seccomp.h>
 
@@ -121,6 +122,15 @@ const struct seccomp_filter seccomp_policy = { "policy", policy_rules,
 	    R(unlinkat, "workspace files"), R(renameat, "workspace files"),    \
 	    R(ftruncate, "workspace files"), R(fstat, "workspace files"),      \
 	    R(newfstatat, "workspace files"),                                  \
+	    RA(ioctl, 1, KVM_GET_FPU,                                          \
+	        "guest fork: the vCPU's x87 and SSE state (no XSAVE)"),        \
+	    RA(ioctl, 1, KVM_GET_XSAVE,                                        \
+	        "guest fork: the vCPU's XSAVE state, where KVM has XSAVE"),    \
+	    RA(ioctl, 1, KVM_SET_XSAVE,                                        \
+	        "guest fork: that state into the child's vCPU"),               \
+	    RA(ioctl, 1, KVM_GET_MSRS,                                         \
+	        "guest fork: the TSC, so the child's does not restart at 0"),  \
+	    R(pipe2, "guest vfork: the parent waits for the child's exec"),    \
 	    R(fchmod, "guest fchmod on a workspace file"),                     \
 	    R(fchmodat2, "guest chmod: on an O_PATH descriptor, no race"),     \
 	    R(fchmodat, "guest chmod before Linux 6.6, via /proc/self/fd"),    \
@@ -131,7 +141,23 @@ const struct seccomp_filter seccomp_policy = { "policy", policy_rules,
 	    R(fallocate, "guest fallocate, counted against the quota"),        \
 	    R(umask, "the guest's umask is applied by the VMM instead")
 
-static const struct seccomp_rule vm_rules[] = { VM_RULES };
+/* What a guest process tree adds (host/vmm/proc.c): each guest process
+ * is a vm process forked from its parent's. The vmm process's own list
+ * has these already, for its own children. */
+#define VM_PROC_RULES                                                          \
+	RA(clone, 0, 0x01200011,                                               \
+	    "guest fork: glibc fork's flags only (no threads, no "             \
+	    "namespaces)"),                                                    \
+	    R(set_robust_list, "glibc fork in the child"),                     \
+	    R(rseq, "glibc fork in the child"),                                \
+	    R(wait4, "guest wait4: the guest's children are the host's"),      \
+	    RA(kill, 1, SIGKILL,                                               \
+	        "a guest kill, and the first process ending the tree: "        \
+	        "SIGKILL only"),                                               \
+	    RA(kill, 1, SIGUSR2,                                               \
+	        "wake a guest process a signal was queued for (proc.c)")
+
+static const struct seccomp_rule vm_rules[] = { VM_RULES, VM_PROC_RULES };
 
 const struct seccomp_filter seccomp_vm = { "vm", vm_rules, nitems(vm_rules) };
 
@@ -147,6 +173,7 @@ static const struct seccomp_rule vmm_rules[] = {
 	R(fsync, "an uploaded image is on disk before it is renamed in"),
 	R(memfd_create, "a run's output; its egress request buffer"),
 	R(socketpair, "a run's egress relay to its vm process"),
+	R(pipe2, "a live context's cell pipe to its vm process"),
 	RA(clone, 0, 0x01200011,
 	    "fork a `keepd: vm` process (glibc fork's flags only: no "
 	    "threads, no namespaces)"),
@@ -157,6 +184,9 @@ static const struct seccomp_rule vmm_rules[] = {
 	R(seccomp, "the vm process installs its narrower filter"),
 	R(set_robust_list, "glibc fork in the child"),
 	R(rseq, "glibc fork in the child"),
+	R(setpgid,
+	    "a new vm process leads its own process group, so a kill "
+	    "reaches the guest processes it forks"),
 };
 
 const struct seccomp_filter seccomp_vmm = { "vmm", vmm_rules,
@@ -175,6 +205,7 @@ static const struct seccomp_rule store_rules[] = {
 	R(uname, "LMDB checks the kernel version at open"),
 	R(pwritev, "LMDB writes dirty pages"),
 	R(writev, "LMDB writes dirty pages at commit"),
+	R(fallocate, "the store's reserved room past the data file's end"),
 };
 
 const struct seccomp_filter seccomp_store = { "store", store_rules,

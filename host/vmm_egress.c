@@ -18,6 +18,7 @@
 #include "host/vmm_msg.h"
 #include "lib/caps.h"
 #include "lib/log.h"
+#include "lib/memfd.h"
 
 /* Request ids of the vmm's own egress requests: their own range, so a
  * decision can never be mistaken for one the front asked for. */
@@ -125,7 +126,7 @@ child_fetch(
 	memcpy(&r, buf + sizeof(h), sizeof(r));
 	if (h.type != MSG_VMM_FETCH_REPLY || h.len != sizeof(r) ||
 	    rfd == MSG_NO_FD || r.len > EGRESS_REPLY_MAX ||
-	    (*reply = egress_memfd_read(rfd, r.len)) == NULL)
+	    (*reply = memfd_read(rfd, r.len, EGRESS_REPLY_MAX)) == NULL)
 		goto out;
 	*reply_len = r.len;
 	rc = 0;
@@ -168,7 +169,7 @@ answer(struct vmm_egress_run *r, int err, const char *detail)
 	d.port = r->port;
 	strlcpy(d.detail, detail, sizeof(d.detail));
 	if (egress_wire_encode_reply(&d, 0, NULL, &wire, &len) != 0 ||
-	    (mfd = egress_memfd_make("keep-fetch-reply", wire, len)) == -1)
+	    (mfd = memfd_make_sealed("keep-fetch-reply", wire, len)) == -1)
 		log_warnx("%s: cannot answer the vm", __func__);
 	else {
 		q.len = len;
@@ -193,6 +194,7 @@ vmm_egress_event(struct proc_ctx *ctx, struct vmm_egress_run *r)
 	struct egress_decoded dec;
 	struct egress_url u;
 	struct msg_hdr h;
+	struct stat st;
 	uint8_t *buf;
 	size_t n;
 	int fd = MSG_NO_FD, rc = -1, t;
@@ -211,9 +213,13 @@ vmm_egress_event(struct proc_ctx *ctx, struct vmm_egress_run *r)
 	memcpy(&hdr, buf + sizeof(h), sizeof(hdr));
 	free(r->req);
 	r->req = NULL;
-	/* One copy out of the shared buffer; only the copy is looked at. */
-	if (hdr.len > EGRESS_MSG_MAX ||
-	    (r->req = egress_memfd_read(r->shm, hdr.len)) == NULL) {
+	/* One copy out of the shared buffer; only the copy is looked at.
+	 * The buffer is the vmm's own memfd, which the vm process writes:
+	 * it has no seals, and it is read, never mapped. */
+	if (hdr.len > EGRESS_MSG_MAX || fstat(r->shm, &st) == -1 ||
+	    (uint64_t)st.st_size != hdr.len ||
+	    (r->req = malloc(hdr.len + 1)) == NULL ||
+	    memfd_pread_all(r->shm, r->req, hdr.len, 0) == -1) {
 		log_warnx("%s: unreadable request from a vm process", __func__);
 		goto gone;
 	}
@@ -309,10 +315,11 @@ vmm_egress_decision(
 	dec.req.nrules = 1;
 	memset(&q, 0, sizeof(q));
 	q.grant = d.grant;
+	q.policy_reason = d.reason;
 	strlcpy(q.sandbox, r->sandbox, sizeof(q.sandbox));
 	strlcpy(q.request_id, r->request_id, sizeof(q.request_id));
 	if (egress_wire_encode_fetch(&dec.req, &wire, &wlen) != 0 ||
-	    (mfd = egress_memfd_make("keep-egress", wire, wlen)) == -1) {
+	    (mfd = memfd_make_sealed("keep-egress", wire, wlen)) == -1) {
 		answer(r, EGRESS_E_INTERNAL, "the vmm could not relay");
 		goto out;
 	}

@@ -67,7 +67,16 @@ enum {
 	/* front -> vmm: requests of one pass of the front's loop (a batch,
 	 * host/msg.h); the replies come back as batches too. */
 	MSG_VMM_BATCH = MSG_VMM_BASE + 0x24,
-	MSG_VMM_BATCH_REPLY = MSG_VMM_BASE + 0x25
+	MSG_VMM_BATCH_REPLY = MSG_VMM_BASE + 0x25,
+	MSG_VMM_RUN_OUTPUT = MSG_VMM_BASE + 0x26, /* vmm -> front: output so
+	    far of a RUN_F_STREAM run, msg_vmm_run_output + bytes */
+	/* Live contexts (below): front -> vmm msg_vmm_context, answered
+	 * with MSG_VMM_CONTEXT_REPLY (msg_vmm_contexts). */
+	MSG_VMM_CONTEXT_CREATE = MSG_VMM_BASE + 0x28,
+	MSG_VMM_CONTEXT_LIST = MSG_VMM_BASE + 0x29,
+	MSG_VMM_CONTEXT_DELETE = MSG_VMM_BASE + 0x2a,
+	MSG_VMM_CONTEXT_RESTART = MSG_VMM_BASE + 0x2b,
+	MSG_VMM_CONTEXT_REPLY = MSG_VMM_BASE + 0x2c
 };
 
 /* The caps of the token that asked for the run: the vmm asks the policy
@@ -82,7 +91,11 @@ struct msg_vmm_run_caps {
 #define RUN_MAX_ARGS 256
 #define RUN_MAX_ENV 256
 #define RUN_MAX_INPUT (8u << 20) /* whole request memfd */
+/* Arguments and variables of a run, NULs included: they go on the guest's
+ * stack, which is at least 2 MiB (docs/api.yaml: 413 above it). */
+#define RUN_ARGS_BYTES_MAX (1u << 20)
 #define RUN_NAME_MAX 64
+#define CTX_ID_MAX 32 /* "ctx-" and 20 base32 characters, NUL included */
 #define SBX_ID_MAX 72 /* NUL included */
 #define SBX_ENV_MAX 8192 /* "K=V\0" strings, total */
 #define SBX_PAGE_MAX 100
@@ -96,7 +109,10 @@ enum sbx_status {
 	SBX_E_FULL, /* at the configured maximum of sandboxes */
 	SBX_E_GRANT, /* the grant does not authorize it */
 	SBX_E_INTERNAL, /* the host could not do it (logged) */
-	SBX_E_RESTORING /* not found yet: the vmm is still reading the store */
+	SBX_E_RESTORING, /* not found yet: the vmm is still reading the store */
+	SBX_E_QUOTA, /* the principal holds its policy's `sandboxes` already */
+	SBX_E_CTX_NOTFOUND, /* no such context in this sandbox */
+	SBX_E_CTX_FULL /* at the principal's or the vmm's context limit */
 };
 
 struct msg_vmm_sandbox_new {
@@ -214,6 +230,7 @@ struct msg_vmm_run {
 	uint64_t timeout_ms; /* asked for; the grant's limit caps it */
 	uint32_t flags; /* RUN_F_* */
 	uint32_t pad;
+	char context[CTX_ID_MAX]; /* RUN_F_CONTEXT: NUL-terminated; else 0 */
 };
 
 /*
@@ -225,6 +242,72 @@ struct msg_vmm_run {
  * running one (the grant: exec, no target: killing names no program).
  */
 #define RUN_F_BACKGROUND 0x1u
+/*
+ * RUN_F_STREAM: a foreground run whose client reads its output as it
+ * comes (text/event-stream): while it runs, the vmm sends what its
+ * program wrote since the last time, at most every VMM_STREAM_MS, as
+ * MSG_VMM_RUN_OUTPUT (not a reply, the run's reqid, before its
+ * MSG_VMM_RUN_DONE on the same link). MSG_VMM_RUN_DONE still carries the
+ * whole output; the front drops what it has already passed on.
+ */
+#define RUN_F_STREAM 0x2u
+#define VMM_STREAM_MS 100
+struct msg_vmm_run_output {
+	uint32_t stream; /* 1 stdout, 2 stderr */
+	uint32_t pad0;
+	uint64_t offset; /* of the first byte in the stream */
+	/* then the bytes */
+};
+
+/*
+ * Live contexts (docs/contexts.md): an interpreter that stays up in its
+ * own `keepd: vm` process between cells. A cell is a MSG_VMM_RUN with
+ * RUN_F_CONTEXT and the context's id: one argument (the code), nenv
+ * variables for that cell, no stdin. Its MSG_VMM_RUN_DONE carries the
+ * driver's JSON lines as "stdout" (out_len) and the raw output of
+ * descriptors 1 and 2 as "stderr" (err_len). A context that is not the
+ * caller's, or gone, is RUN_NOTFOUND; one busy with a cell is
+ * RUN_REFUSED.
+ *
+ * Grants: create is exec of the interpreter's command ("python", "js"),
+ * as a run of it would be; restart and delete are exec without a target
+ * (as kill); list is sandbox:read of the sandbox.
+ */
+#define RUN_F_CONTEXT 0x4u
+#define CTX_PAGE_MAX 32 /* contexts per sandbox */
+#define CTX_CWD_MAX 256
+
+enum ctx_lang { CTX_LANG_PYTHON = 0, CTX_LANG_JS = 1 };
+
+enum ctx_state {
+	CTX_IDLE = 0, /* waiting for a cell (or still starting) */
+	CTX_BUSY, /* running a cell */
+	CTX_DEAD /* its interpreter ended; the next cell starts a new one */
+};
+
+struct msg_vmm_context {
+	struct grant grant;
+	char sandbox[SBX_ID_MAX]; /* NUL-terminated */
+	char context[CTX_ID_MAX]; /* create: the new id; list: "" */
+	char cwd[CTX_CWD_MAX]; /* create: the guest path, NUL-terminated */
+	uint32_t language; /* enum ctx_lang */
+	uint32_t max_contexts; /* create: the principal's quota, 0: none */
+};
+
+struct vmm_context_info {
+	char id[CTX_ID_MAX];
+	char cwd[CTX_CWD_MAX];
+	uint32_t language; /* enum ctx_lang */
+	uint32_t state; /* enum ctx_state */
+	uint64_t execution_count;
+	int64_t created_at; /* unix seconds */
+};
+
+struct msg_vmm_contexts {
+	uint32_t status; /* enum sbx_status; SBX_E_CTX_* for contexts */
+	uint32_t n;
+	struct vmm_context_info c[CTX_PAGE_MAX];
+};
 
 /*
  * Images: the operator's in images/ (root-owned, read-only to the vmm)
@@ -269,7 +352,9 @@ enum run_status {
 	RUN_REFUSED, /* not started: grant, image or command refused */
 	RUN_ERROR, /* the host could not run it */
 	RUN_STARTED, /* background: running, pid set */
-	RUN_KILLED /* stopped by MSG_VMM_KILL */
+	RUN_KILLED, /* stopped by MSG_VMM_KILL */
+	RUN_NOSANDBOX, /* not started: no such sandbox of the principal's */
+	RUN_NOTFOUND /* a cell for a context that does not exist */
 };
 
 struct msg_vmm_run_done {
@@ -298,6 +383,8 @@ struct vmm_proc {
 	uint32_t status; /* enum run_status; RUN_STARTED while running */
 	int32_t exit_code;
 	int64_t started_at; /* unix seconds */
+	uint32_t background; /* 1: started by execute/commands background */
+	uint32_t pad0;
 };
 
 struct msg_vmm_procs {

@@ -8,6 +8,7 @@
 #include "image/format.h"
 #include "image/image.h"
 #include "image/image_int.h"
+#include "lib/fdio.h"
 
 struct builder_file {
 	char path[IMAGE_PATH_MAX];
@@ -29,6 +30,7 @@ struct image_builder {
 	size_t nfiles;
 	struct builder_cmd *cmds;
 	size_t ncmds;
+	int deferred;
 };
 
 /* Copy s into a zero-padded field and check it as the validator will. */
@@ -120,23 +122,6 @@ image_builder_add_command(struct image_builder *b, const char *name,
 	return 0;
 }
 
-static int
-write_all(int fd, const void *buf, size_t len)
-{
-	const uint8_t *p = buf;
-
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 int
 image_builder_write(struct image_builder *b, int fd, char *err, size_t errlen)
 {
@@ -156,6 +141,7 @@ image_builder_write(struct image_builder *b, int fd, char *err, size_t errlen)
 		return image_fail(err, errlen, IMAGE_E_NOMEM, "out of memory");
 	memcpy(head, IMG_MAGIC, 8);
 	img_put32(head + IMG_H_VERSION, IMG_VERSION);
+	img_put32(head + IMG_H_FLAGS, b->deferred ? IMG_FLAG_DEFERRED : 0);
 	img_put64(head + IMG_H_MEMORY, b->memory);
 	img_put32(head + IMG_H_CAPS, b->caps);
 	img_put32(head + IMG_H_NCOMMANDS, (uint32_t)b->ncmds);
@@ -216,6 +202,12 @@ image_builder_write(struct image_builder *b, int fd, char *err, size_t errlen)
 out:
 	free(head);
 	return rc;
+}
+
+void
+image_builder_defer_hashes(struct image_builder *b)
+{
+	b->deferred = 1;
 }
 
 void

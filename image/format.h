@@ -12,6 +12,10 @@
 #define IMG_SIG_MAGIC "KEEPSIG" /* 8 bytes with its NUL */
 #define IMG_VERSION 1
 #define IMG_PAGE 4096u
+/* Header flags. IMG_FLAG_DEFERRED: the signature covers the manifest
+ * (header and tables, which hold every file's hash), not the payload;
+ * each file's hash is checked when the file is first used. */
+#define IMG_FLAG_DEFERRED 1u
 
 /* Header, 64 bytes at offset 0. */
 #define IMG_H_MAGIC 0

@@ -36,7 +36,7 @@ enum image_err {
 #define IMAGE_CMD_MAX 32
 #define IMAGE_PATH_MAX 128
 #define IMAGE_MAX_COMMANDS 256
-#define IMAGE_MAX_FILES 4096
+#define IMAGE_MAX_FILES 65536
 #define IMAGE_KID_MAX 52
 
 struct image_file {
@@ -44,6 +44,11 @@ struct image_file {
 	const uint8_t *data;
 	uint64_t len;
 	uint32_t mode; /* permission bits: 0755 or 0644 */
+	/* NULL: the contents were checked when the image was opened. Else
+	 * (an image with deferred hashes) the BLAKE2b-256 the contents
+	 * must have: check it (image_file_verify, or the VMM's own check
+	 * through vmm_file.hash) before the first byte is used. */
+	const uint8_t *hash;
 };
 
 struct image_command {
@@ -83,8 +88,25 @@ const struct image_command *image_command(
 size_t image_nfiles(const struct image *img);
 const struct image_file *image_file_at(const struct image *img, size_t i);
 
-/* The bytes the signature covers, and the whole file. */
+/* The body (every byte before the signature trailer). */
 const uint8_t *image_bytes(const struct image *img, size_t *len);
+
+/* The bytes the signature covers: the body, or for an image with
+ * deferred hashes its manifest (header and tables) alone. */
+const uint8_t *image_signed_bytes(const struct image *img, size_t *len);
+
+/* Whether file contents are checked on use rather than at open
+ * (docs/image-format.md, "Deferred hashes"). */
+int image_is_deferred(const struct image *img);
+
+/* 0 when f's contents match its hash (or were checked at open), else
+ * IMAGE_E_HASH. */
+int image_file_verify(const struct image_file *f);
+
+/* Every file's contents against its hash (a no-op for an image checked
+ * at open): for an image taken in (upload, keep image verify), so a
+ * tampered payload is refused before it is kept, not first at a run. */
+int image_verify_files(const struct image *img, char *err, size_t errlen);
 
 /*
  * Building. Files are copied; commands name a file by its guest path.
@@ -98,6 +120,9 @@ int image_builder_add_file(struct image_builder *b, const char *path,
     const uint8_t *data, uint64_t len, uint32_t mode);
 int image_builder_add_command(struct image_builder *b, const char *name,
     const char *argv0, const char *program_path);
+/* Write an image whose file hashes are checked on use (large images:
+ * a run reads and checks only the files it opens). */
+void image_builder_defer_hashes(struct image_builder *b);
 int image_builder_write(
     struct image_builder *b, int fd, char *err, size_t errlen);
 void image_builder_free(struct image_builder *b);

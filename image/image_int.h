@@ -12,6 +12,9 @@ struct image {
 	const uint8_t *base;
 	size_t len, body_len;
 	int mapped, signed_;
+	int deferred; /* IMG_FLAG_DEFERRED: file hashes checked on use */
+	size_t manifest_len; /* header and tables: what a deferred
+				image's signature covers */
 	char kid[IMAGE_KID_MAX];
 	const char *name, *version;
 	uint64_t memory;

@@ -61,7 +61,8 @@ image_verify(const struct image *img, const uint8_t (*keys)[32], size_t nkeys,
 		paserk_pid(pid, sizeof(pid), keys[i]);
 		if (memcmp(pid, img->kid, IMAGE_KID_MAX) != 0)
 			continue;
-		sig_state(&st, pid, img->base, img->body_len);
+		sig_state(&st, pid, img->base,
+		    img->deferred ? img->manifest_len : img->body_len);
 		if (crypto_sign_final_verify(&st, sig, keys[i]) != 0)
 			return image_fail(err, errlen, IMAGE_E_SIGNATURE,
 			    "image %s: signature by %s does not verify",

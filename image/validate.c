@@ -83,7 +83,10 @@ image_check_str(const uint8_t *field, size_t size, int path)
 		    (c >= '0' && c <= '9') || c == '.' || c == '_' ||
 		    c == '-' || c == '+')
 			continue;
-		if (path && c == '/')
+		/* Package files have names like "[" and "c++filt" and
+		 * "x@2x.png": a path may hold any printable byte but the
+		 * space and the backslash. */
+		if (path && c > 0x20 && c < 0x7f && c != '\\')
 			continue;
 		return -1;
 	}
@@ -118,6 +121,42 @@ all_zero(const uint8_t *p, size_t n)
 	return 1;
 }
 
+/* No two files share a path: an open-addressing set of the paths, in
+ * linear time (an image may hold tens of thousands of files). Not qsort:
+ * glibc's asks sysinfo(2) for the machine's memory, outside the vmm
+ * process's seccomp allowlist. */
+static int
+unique_paths(const struct image *img, char *err, size_t errlen)
+{
+	size_t cap = 16, mask, i;
+	const char **set;
+	int rc = 0;
+
+	while (cap < 2 * img->nfiles)
+		cap *= 2;
+	mask = cap - 1;
+	if ((set = calloc(cap, sizeof(*set))) == NULL)
+		return image_fail(err, errlen, IMAGE_E_NOMEM, "out of memory");
+	for (i = 0; i < img->nfiles && rc == 0; i++) {
+		const char *p = img->files[i].path;
+		uint64_t h = 1469598103934665603ULL;
+		size_t slot;
+
+		for (const char *c = p; *c != '\0'; c++)
+			h = (h ^ (uint8_t)*c) * 1099511628211ULL;
+		for (slot = (size_t)h & mask; set[slot] != NULL;
+		     slot = (slot + 1) & mask)
+			if (strcmp(set[slot], p) == 0) {
+				rc = image_fail(err, errlen, IMAGE_E_FORMAT,
+				    "duplicate path %s", p);
+				break;
+			}
+		set[slot] = p;
+	}
+	free(set);
+	return rc;
+}
+
 static int
 validate(struct image *img, char *err, size_t errlen)
 {
@@ -125,6 +164,7 @@ validate(struct image *img, char *err, size_t errlen)
 	size_t len = img->len;
 	uint64_t memory, poff, plen, tables_end, body;
 	uint32_t nc, nf, caps;
+	int rc;
 
 	if (len < IMG_HEADER_LEN || memcmp(b, IMG_MAGIC, 8) != 0)
 		return image_fail(err, errlen, IMAGE_E_FORMAT,
@@ -133,7 +173,7 @@ validate(struct image *img, char *err, size_t errlen)
 		return image_fail(err, errlen, IMAGE_E_VERSION,
 		    "image format version %u, expected %u",
 		    img_get32(b + IMG_H_VERSION), IMG_VERSION);
-	if (img_get32(b + IMG_H_FLAGS) != 0 ||
+	if ((img_get32(b + IMG_H_FLAGS) & ~IMG_FLAG_DEFERRED) != 0 ||
 	    img_get32(b + IMG_H_RESERVED0) != 0 ||
 	    img_get64(b + IMG_H_RESERVED1) != 0)
 		return image_fail(err, errlen, IMAGE_E_FORMAT,
@@ -179,6 +219,8 @@ validate(struct image *img, char *err, size_t errlen)
 		    len, (unsigned long long)body);
 	}
 	img->body_len = body;
+	img->deferred = (img_get32(b + IMG_H_FLAGS) & IMG_FLAG_DEFERRED) != 0;
+	img->manifest_len = (size_t)poff;
 	if (image_check_str(b + IMG_M_NAME, IMAGE_NAME_MAX, 0) != 0 ||
 	    image_check_str(b + IMG_M_VERSION, IMAGE_VERSION_MAX, 0) != 0)
 		return image_fail(
@@ -220,17 +262,15 @@ validate(struct image *img, char *err, size_t errlen)
 		    !all_zero(e + IMG_F_MODE + 4, 12))
 			return image_fail(err, errlen, IMAGE_E_FORMAT,
 			    "file %u: bad mode or reserved bytes", i);
-		for (uint32_t j = 0; j < i; j++)
-			if (strcmp(img->files[j].path,
-			        (const char *)e + IMG_F_PATH) == 0)
-				return image_fail(err, errlen, IMAGE_E_FORMAT,
-				    "file %u: duplicate path %s", i,
-				    img->files[j].path);
-		crypto_generichash(h, sizeof(h), b + poff + off, size, NULL, 0);
-		if (sodium_memcmp(h, e + IMG_F_HASH, sizeof(h)) != 0)
-			return image_fail(err, errlen, IMAGE_E_HASH,
-			    "file %s: BLAKE2b hash mismatch",
-			    (const char *)e + IMG_F_PATH);
+		if (!img->deferred) {
+			crypto_generichash(
+			    h, sizeof(h), b + poff + off, size, NULL, 0);
+			if (sodium_memcmp(h, e + IMG_F_HASH, sizeof(h)) != 0)
+				return image_fail(err, errlen, IMAGE_E_HASH,
+				    "file %s: BLAKE2b hash mismatch",
+				    (const char *)e + IMG_F_PATH);
+		}
+		img->files[i].hash = img->deferred ? e + IMG_F_HASH : NULL;
 		img->files[i].path = (const char *)e + IMG_F_PATH;
 		img->files[i].data = b + poff + off;
 		img->files[i].len = size;
@@ -241,6 +281,8 @@ validate(struct image *img, char *err, size_t errlen)
 		return image_fail(err, errlen, IMAGE_E_FORMAT,
 		    "payload has %llu bytes after the last file",
 		    (unsigned long long)(plen - next));
+	if ((rc = unique_paths(img, err, errlen)) != 0)
+		return rc;
 
 	const uint8_t *ct = b + IMG_TABLES;
 	for (uint32_t i = 0; i < nc; i++) {
@@ -403,4 +445,39 @@ image_bytes(const struct image *img, size_t *len)
 {
 	*len = img->body_len;
 	return img->base;
+}
+
+const uint8_t *
+image_signed_bytes(const struct image *img, size_t *len)
+{
+	*len = img->deferred ? img->manifest_len : img->body_len;
+	return img->base;
+}
+
+int
+image_is_deferred(const struct image *img)
+{
+	return img->deferred;
+}
+
+int
+image_verify_files(const struct image *img, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < img->nfiles; i++)
+		if (image_file_verify(&img->files[i]) != 0)
+			return image_fail(err, errlen, IMAGE_E_HASH,
+			    "file %s: BLAKE2b hash mismatch",
+			    img->files[i].path);
+	return 0;
+}
+
+int
+image_file_verify(const struct image_file *f)
+{
+	uint8_t h[32];
+
+	if (f->hash == NULL)
+		return 0;
+	crypto_generichash(h, sizeof(h), f->data, f->len, NULL, 0);
+	return sodium_memcmp(h, f->hash, sizeof(h)) == 0 ? 0 : IMAGE_E_HASH;
 }

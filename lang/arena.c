@@ -166,9 +166,13 @@ lang_diag_format(const struct lang_file *f, const struct lang_diag *d,
 	int w, total;
 	char caret[512];
 
-	total =
-	    snprintf(buf, buflen, "%s:%u:%u: %s: %s\n", f->name, d->loc.line,
-	        d->loc.col, d->sev == LANG_ERROR ? "error" : "warning", d->msg);
+	char where[1100];
+
+	/* Positions in the files the loader read (lang/source.c). */
+	lang_source_format(f->text, f->len, f->name, d->loc.line, d->loc.col,
+	    where, sizeof(where));
+	total = snprintf(buf, buflen, "%s: %s: %s\n", where,
+	    d->sev == LANG_ERROR ? "error" : "warning", d->msg);
 	if (total < 0)
 		return total;
 	if ((src = line_of(f, d->loc.line, &len)) == NULL)

@@ -294,6 +294,16 @@ check_agents(struct lang_file *f)
 			    "role '%s' reaches no agent", d->name);
 }
 
+/* A position as messages name it: "file:line:col" in the files the
+ * loader read (lang/source.c), so a repeat in another file is found. */
+static const char *
+where(const struct lang_file *f, struct lang_loc loc, char *buf, size_t len)
+{
+	lang_source_format(
+	    f->text, f->len, f->name, loc.line, loc.col, buf, len);
+	return buf;
+}
+
 /* "role r" or "agent \"a\"", for messages. */
 static const char *
 decl_what(const struct lang_decl *d, char *buf, size_t len)
@@ -307,12 +317,12 @@ decl_what(const struct lang_decl *d, char *buf, size_t len)
 static void
 check_block(struct lang_file *f, struct lang_decl *d)
 {
-	const struct lang_stmt *seen[LANG_S_LOCK + 1][CAP_COUNT];
+	const struct lang_stmt *seen[LANG_S_CONTEXTS + 1][CAP_COUNT];
 	struct lang_stmt *s;
 	int k;
 
 	const struct lang_item *capseen[2][CAP_COUNT];
-	char what[LANG_NAME_MAX + 16];
+	char what[LANG_NAME_MAX + 16], at[LANG_MSG_MAX];
 	size_t i;
 
 	memset(seen, 0, sizeof(seen));
@@ -329,11 +339,12 @@ check_block(struct lang_file *f, struct lang_decl *d)
 				if (capseen[k][it->cap] != NULL)
 					lang_diag(f, LANG_WARNING, it->loc,
 					    "%s %s repeated in %s (first at "
-					    "line %u)",
+					    "%s)",
 					    lang_stmt_name(s->kind),
 					    cap_name(it->cap),
 					    decl_what(d, what, sizeof(what)),
-					    capseen[k][it->cap]->loc.line);
+					    where(f, capseen[k][it->cap]->loc,
+					        at, sizeof(at)));
 				else
 					capseen[k][it->cap] = it;
 			}
@@ -353,10 +364,10 @@ check_block(struct lang_file *f, struct lang_decl *d)
 			continue;
 		if (seen[s->kind][k] != NULL)
 			lang_diag(f, LANG_ERROR, s->loc,
-			    "'%s' set twice in %s (first at line %u)",
+			    "'%s' set twice in %s (first at %s)",
 			    lang_stmt_name(s->kind),
 			    decl_what(d, what, sizeof(what)),
-			    seen[s->kind][k]->loc.line);
+			    where(f, seen[s->kind][k]->loc, at, sizeof(at)));
 		else
 			seen[s->kind][k] = s;
 	}
@@ -401,6 +412,7 @@ lang_check(struct lang_file *f)
 	uint8_t *state;
 	int *dep, prev;
 	size_t i;
+	char at[LANG_MSG_MAX];
 
 	if (f == NULL || f->nerrors || f->oom)
 		return LANG_E_ARG;
@@ -421,9 +433,9 @@ lang_check(struct lang_file *f)
 			continue;
 		if ((prev = names_find(f, &nm, d->kind, d->name)) >= 0) {
 			lang_diag(f, LANG_ERROR, d->loc,
-			    "%s '%s' defined twice (first at line %u)",
+			    "%s '%s' defined twice (first at %s)",
 			    d->kind == LANG_D_ROLE ? "role" : "agent", d->name,
-			    f->byindex[prev]->loc.line);
+			    where(f, f->byindex[prev]->loc, at, sizeof(at)));
 			d->referenced = 1; /* one report is enough */
 			continue;
 		}

@@ -79,7 +79,9 @@ enum lang_stmt_kind {
 	LANG_S_OUTPUT,
 	LANG_S_EXEC,
 	LANG_S_EGRESS,
-	LANG_S_LOCK
+	LANG_S_LOCK,
+	LANG_S_SANDBOXES,
+	LANG_S_CONTEXTS /* live contexts at once (docs/contexts.md) */
 };
 
 enum lang_rate_kind { LANG_RATE_READ = 0, LANG_RATE_WRITE = 1 };
@@ -222,6 +224,35 @@ int lang_diag_format(const struct lang_file *f, const struct lang_diag *d,
 int lang_print_alloc(const struct lang_file *f, char **out, size_t *outlen);
 
 void lang_free(struct lang_file *f);
+
+/*
+ * The one loader (lang/source.c), used by `keep policy` and by keepd: the
+ * files paths[0..n) ("-": stdin) read in that order into one text
+ * (*text malloc'd, NUL-terminated), each after a marker line
+ * LANG_SOURCE_MARK NAME. At most LANG_TEXT_MAX bytes in all. Returns 0,
+ * or -1 with err filled (unreadable, too large, or a file with a line of
+ * its own that starts with the marker).
+ */
+#define LANG_SOURCE_MARK "#@file "
+int lang_source_load(const char *const *paths, size_t n, char **text,
+    size_t *len, char *err, size_t errlen);
+/* The file (*name, *namelen, not NUL-terminated; NULL for a text without
+ * markers) and the line in it of line of a loaded text. */
+uint32_t lang_source_where(const char *text, size_t len, uint32_t line,
+    const char **name, size_t *namelen);
+/* "file:line:col" (or "file:line" when col is 0) of a position in a
+ * loaded text; dflt names a text without markers. snprintf's return. */
+int lang_source_format(const char *text, size_t len, const char *dflt,
+    uint32_t line, uint32_t col, char *buf, size_t buflen);
+/* Where each rule of a loaded text is, kept apart from the text (keepd's
+ * policy process names a decision's rule as "file:line:col", the file's
+ * base name). NULL on failure or a text that does not parse. */
+struct lang_srcmap;
+struct lang_srcmap *lang_srcmap_new(const char *text, size_t len);
+/* snprintf's return, or -1 for an unknown rule. */
+int lang_srcmap_rule(
+    const struct lang_srcmap *, uint32_t rule, char *buf, size_t len);
+void lang_srcmap_free(struct lang_srcmap *);
 
 /* Look up a declaration by kind and name after lang_check; NULL if none. */
 const struct lang_decl *lang_find(

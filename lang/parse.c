@@ -656,6 +656,8 @@ static const char *const stmt_names[] = {
 	[LANG_S_EXEC] = "exec",
 	[LANG_S_EGRESS] = "egress",
 	[LANG_S_LOCK] = "lock",
+	[LANG_S_SANDBOXES] = "sandboxes",
+	[LANG_S_CONTEXTS] = "contexts",
 };
 
 const char *
@@ -689,6 +691,24 @@ stmt_body(struct parser *p, struct lang_stmt *s)
 		return 0;
 	case LANG_S_BUDGET:
 		return take_number(p, "budget", UINT64_C(1) << 62, &s->value);
+	case LANG_S_SANDBOXES:
+		if (take_number(p, "count", 100000, &s->value) < 0)
+			return -1;
+		if (s->value == 0) {
+			lang_diag(p->f, LANG_ERROR, s->loc,
+			    "sandboxes 0; use deny sandbox:write to forbid");
+			return -1;
+		}
+		return 0;
+	case LANG_S_CONTEXTS:
+		if (take_number(p, "count", 1000, &s->value) < 0)
+			return -1;
+		if (s->value == 0) {
+			lang_diag(p->f, LANG_ERROR, s->loc,
+			    "contexts 0; without exec there are none");
+			return -1;
+		}
+		return 0;
 	case LANG_S_COST: {
 		struct lang_loc loc;
 		int id;
@@ -762,7 +782,7 @@ parse_stmt(struct parser *p)
 		expected(p,
 		    "a statement (allow, deny, rate, concurrent, "
 		    "budget, cost, memory, timeout, output, exec, "
-		    "egress, lock)");
+		    "egress, lock, sandboxes, contexts)");
 		return NULL;
 	}
 	if ((s = lang_alloc(p->f, sizeof(*s))) == NULL)

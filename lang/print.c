@@ -107,6 +107,8 @@ stmt(struct out *o, const struct lang_stmt *s)
 		break;
 	case LANG_S_CONCURRENT:
 	case LANG_S_BUDGET:
+	case LANG_S_SANDBOXES:
+	case LANG_S_CONTEXTS:
 		put(o, " %llu", (unsigned long long)s->value);
 		break;
 	case LANG_S_COST:

@@ -6,13 +6,16 @@
 # the integration tests of `keep api` and for bench/api.
 
 DEPS_PKGS += libjansson-dev libtls-dev libsodium-dev libcurl4-openssl-dev \
-             python3-yaml wrk nginx-light
+             python3-yaml
+# Only bench-api needs wrk and nginx (Debian starts nginx on port 80 when
+# it installs it), so make deps leaves them out and bench-api installs them.
+DEPS_BENCH_API = wrk nginx-light
 
 FRONT_GEN = $(B)/gen/api_openapi.c
 LIB_OBJS += $(B)/obj/gen/api_openapi.o
 ALL_EXTRA += $(B)/bin/keep-api-testserver
 
-$(FRONT_GEN): docs/api.yaml mk/openapi2c.py
+$(FRONT_GEN): docs/api.yaml mk/openapi2c.py | deps
 	@mkdir -p $(dir $@)
 	python3 mk/openapi2c.py docs/api.yaml $@
 
@@ -24,12 +27,13 @@ $(B)/bin/keep-api-testserver: $(B)/obj/tests/api_testserver.o $(B)/libkeep.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $< $(B)/libkeep.a $(LDLIBS)
 
-$(B)/obj/tests/api_testserver.o: tests/api_testserver.c
+$(B)/obj/tests/api_testserver.o: tests/api_testserver.c | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
 
 .PHONY: bench-api
 bench-api: all
-	sh bench/api.sh $(B)
+	@sh mk/deps.sh $(DEPS_BENCH_API)
+	bash bench/api.sh $(B)
 
-integration: $(B)/bin/keep-api-testserver
+integration: $(B)/bin/keep-api-testserver $(B)/tests/test_http_front

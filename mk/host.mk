@@ -3,10 +3,26 @@
 
 DEPS_PKGS += passwd mandoc
 
+# msg_type_name's table: every message type in host/'s headers, by name.
+MSG_NAMES_C = $(B)/gen/msg_names.c
+MSG_HEADERS = $(sort $(shell find host -name '*.h'))
+LIB_OBJS += $(B)/obj/gen/msg_names.o
+
+$(MSG_NAMES_C): mk/msgnames.py $(MSG_HEADERS) | deps
+	@mkdir -p $(dir $@)
+	python3 mk/msgnames.py $@ $(MSG_HEADERS)
+
+$(B)/obj/gen/msg_names.o: $(MSG_NAMES_C)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
 PREFIX     ?= /usr/local
 DESTDIR    ?=
 SYSCONFDIR ?= /etc
 UNITDIR    ?= /lib/systemd/system
+MANDIR     ?= $(PREFIX)/share/man
+DATADIR    ?= $(PREFIX)/share/keep
+DOCDIR     ?= $(PREFIX)/share/doc/keep
 
 .PHONY: host-golden host-lint install
 
@@ -14,11 +30,12 @@ UNITDIR    ?= /lib/systemd/system
 # is what `keepd -n -f tests/config/NAME.yaml` prints.
 host-golden: $(B)/bin/keepd
 	@for f in tests/config/*.yaml; do \
-	  $(B)/bin/keepd -n -f $$f >$${f%.yaml}.out 2>&1; \
+	  $(B)/bin/keepd -n -f $$f 2>&1 | grep -v '^keepd: ' >$${f%.yaml}.out; \
 	done; echo "host-golden: regenerated tests/config/*.out"
 
 # The bundled configs parse, the manual pages lint clean, and every
-# process file has its entry point in the process table.
+# process file has its entry point in the process table.  A file
+# host/proc_X_Y.c beside host/proc_X.c is part of process X, not a process.
 CHECK_EXTRA += host-lint
 host-lint: $(B)/bin/keepd
 	@p=0; f=0; \
@@ -33,6 +50,7 @@ host-lint: $(B)/bin/keepd
 	done; \
 	for s in host/proc_*.c; do \
 	  n=$$(basename $$s .c | sed 's/^proc_//'); \
+	  case $$n in *_*) [ -f host/proc_$${n%%_*}.c ] && continue;; esac; \
 	  if grep -q "^$${n}_main(" $$s && grep -q "$${n}_main," host/proc.c; then p=$$((p+1)); \
 	  else echo "FAIL: $$s: no $${n}_main in it or in host/proc.c's table"; f=$$((f+1)); fi; \
 	done; \
@@ -40,22 +58,36 @@ host-lint: $(B)/bin/keepd
 	[ -n "$$RESULTS" ] && echo "host-lint $$p $$f 0" >>"$$RESULTS"; \
 	[ $$f -eq 0 ]
 
+# Everything the Debian package holds (mk/deb.mk builds it with this
+# target): programs, every manual page, the unit, the production config
+# and deny-all policy (never over an operator's), the stock images with
+# their public key, the docs and policy examples. As root without
+# DESTDIR, keep-setup then makes the user, state dir, issuer key and
+# installs the stock images where keepd boots them.
 install: all
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)$(PREFIX)/bin \
-	  $(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(PREFIX)/share/man/man5 \
-	  $(DESTDIR)$(SYSCONFDIR)/keep/policy $(DESTDIR)$(UNITDIR)
+	  $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8 \
+	  $(DESTDIR)$(SYSCONFDIR)/keep/policy $(DESTDIR)$(UNITDIR) \
+	  $(DESTDIR)$(DATADIR)/images $(DESTDIR)$(DATADIR)/keys \
+	  $(DESTDIR)$(DOCDIR)/examples/policy
 	install -m 0755 $(B)/bin/keepd $(DESTDIR)$(PREFIX)/sbin/keepd
 	install -m 0755 $(B)/bin/keep $(DESTDIR)$(PREFIX)/bin/keep
 	install -m 0755 $(B)/bin/keep-api $(DESTDIR)$(PREFIX)/bin/keep-api
-	install -m 0644 docs/keepd.8 $(DESTDIR)$(PREFIX)/share/man/man8/keepd.8
-	install -m 0644 docs/keepd.yaml.5 $(DESTDIR)$(PREFIX)/share/man/man5/keepd.yaml.5
+	for m in $(wildcard docs/*.1 docs/*.5 docs/*.8); do \
+	  install -m 0644 $$m $(DESTDIR)$(MANDIR)/man$${m##*.}/$${m#docs/}; done
+	install -m 0644 $(wildcard $(B)/images/*.img) $(DESTDIR)$(DATADIR)/images/
+	install -m 0644 $(B)/keys/dev.public $(DESTDIR)$(DATADIR)/keys/stock-images.public
+	install -m 0755 etc/keep-setup.sh $(DESTDIR)$(DATADIR)/keep-setup
+	install -m 0644 docs/*.md docs/api.yaml $(DESTDIR)$(DOCDIR)/
+	install -m 0644 policy/examples/*.policy $(DESTDIR)$(DOCDIR)/examples/policy/
 	@# Never overwrite an operator's configuration or policy.
 	[ -e $(DESTDIR)$(SYSCONFDIR)/keep/keepd.yaml ] || \
-	  install -m 0644 etc/keepd.yaml $(DESTDIR)$(SYSCONFDIR)/keep/keepd.yaml
+	  (umask 022 && sed 's|/usr/share/keep/|$(DATADIR)/|g' etc/keepd.yaml \
+	    >$(DESTDIR)$(SYSCONFDIR)/keep/keepd.yaml)
 	[ -e $(DESTDIR)$(SYSCONFDIR)/keep/policy/default.policy ] || \
-	  install -m 0644 etc/policy/default.policy $(DESTDIR)$(SYSCONFDIR)/keep/policy/default.policy
+	  install -m 0644 etc/production/default.policy $(DESTDIR)$(SYSCONFDIR)/keep/policy/default.policy
 	sed 's|@SBINDIR@|$(PREFIX)/sbin|g' etc/keepd.service >$(DESTDIR)$(UNITDIR)/keepd.service
 	chmod 0644 $(DESTDIR)$(UNITDIR)/keepd.service
-	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" -eq 0 ] && ! getent passwd _keep >/dev/null; then \
-	  useradd --system --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin _keep; fi
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" -eq 0 ]; then \
+	  $(DATADIR)/keep-setup $(DATADIR) $(PREFIX)/bin; fi
 	@echo "install: done; systemctl daemon-reload && systemctl enable --now keepd"

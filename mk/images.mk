@@ -10,7 +10,8 @@ STOCK_DIR = $(B)/stock
 DEV_KEY   = $(B)/keys/dev.secret
 PY_CONFIG = /usr/lib/python3.11/config-3.11-x86_64-linux-gnu
 STOCK_IMAGES = $(IMG_DIR)/hello.img $(IMG_DIR)/toolbox.img \
-               $(IMG_DIR)/js.img $(IMG_DIR)/python.img
+               $(IMG_DIR)/js.img $(IMG_DIR)/python.img \
+               $(IMG_DIR)/python-static.img $(IMG_DIR)/shell.img
 TOOLBOX_APPLETS = cat ls wc head tail sort uniq grep sed awk sha256sum \
                   md5sum base64 cut tr find stat du mkdir rm cp mv touch \
                   echo printf date true false
@@ -24,25 +25,25 @@ $(DEV_KEY): | $(B)/bin/keep
 	@mkdir -p $(dir $@)
 	$(B)/bin/keep key generate --out $(dir $@) --name dev >/dev/null
 
-$(STOCK_DIR)/hello: image/stock/hello.c
+$(STOCK_DIR)/hello: image/stock/hello.c | deps
 	@mkdir -p $(dir $@)
 	musl-gcc -static -O2 -Wall -Werror -o $@ $<
 
 # Duktape's own source trips our warning flags; it is compiled as shipped.
-$(STOCK_DIR)/js: image/stock/js_main.c
+$(STOCK_DIR)/js: image/stock/js_main.c | deps
 	@mkdir -p $(dir $@)
 	musl-gcc -static -O2 -I/usr/share/duktape -o $@ $< \
 	    /usr/share/duktape/duktape.c -lm
 
 # glibc warns that getaddrinfo and getpwnam want shared NSS modules at run
 # time; the guest has no network or users, so those paths are dead.
-$(STOCK_DIR)/python: image/stock/python_main.c
+$(STOCK_DIR)/python: image/stock/python_main.c | deps
 	@mkdir -p $(dir $@)
 	gcc -static -O2 -I/usr/include/python3.11 -o $@ $< \
 	    $(PY_CONFIG)/libpython3.11.a -lm -lz -lexpat -lpthread -ldl -lutil \
 	    -Wl,--no-warnings
 
-$(STOCK_DIR)/python311.zip: image/stock/stdlib_zip.py
+$(STOCK_DIR)/python311.zip: image/stock/stdlib_zip.py | deps
 	@mkdir -p $(dir $@)
 	python3 image/stock/stdlib_zip.py /usr/lib/python3.11 $@
 
@@ -68,8 +69,49 @@ $(IMG_DIR)/js.img: $(STOCK_DIR)/js $(B)/bin/keep $(DEV_KEY)
 	$(B)/bin/keep image build --name js --version 2.7 --memory 128M $< -o $@.tmp
 	$(sign_image)
 
-$(IMG_DIR)/python.img: $(STOCK_DIR)/python $(STOCK_DIR)/python311.zip $(B)/bin/keep $(DEV_KEY)
+# The static interpreter of issue 5: boots faster, but with a trimmed
+# standard library and no extension modules (docs/image-format.md).
+$(IMG_DIR)/python-static.img: $(STOCK_DIR)/python $(STOCK_DIR)/python311.zip $(B)/bin/keep $(DEV_KEY)
 	@mkdir -p $(dir $@)
-	$(B)/bin/keep image build --name python --version 3.11 --memory 256M \
-	    --file /lib/python311.zip=$(STOCK_DIR)/python311.zip $< -o $@.tmp
+	$(B)/bin/keep image build --name python-static --version 3.11 --memory 256M \
+	    --file /lib/python311.zip=$(STOCK_DIR)/python311.zip \
+	    --command python $< -o $@.tmp
+	$(sign_image)
+
+# Images from Debian packages (issue 18), hundreds of MiB: rebuilt when
+# their manifest or the installed packages change (dpkg's status file),
+# not whenever keep is relinked, so `make check` builds them once.
+DEB_IMAGE_DEPS = /var/lib/dpkg/status | deps $(B)/bin/keep $(DEV_KEY)
+DEPS_PKGS += python3.11 python3-numpy python3-pandas python3-matplotlib \
+             python3-pil python3-contourpy python3-fonttools tzdata \
+             fonts-dejavu-core fonts-dejavu-extra fonts-lyx \
+             bash coreutils grep sed gawk findutils diffutils jq file \
+             libmagic-mgc tar gzip xz-utils
+
+# matplotlib's font list, made here so the guest never builds it (it
+# starts a thread to say it is building). The image holds it where the
+# guest's matplotlib looks with HOME=/; it names the fonts by their
+# paths, which the image holds too. Sorted, so the image is reproducible.
+$(STOCK_DIR)/mpl/fontlist-v330.json: image/stock/mpl_fontlist.py /var/lib/dpkg/status | deps
+	@rm -rf $(dir $@) && mkdir -p $(dir $@)
+	/usr/bin/python3.11 $< $(dir $@)
+	@test -f $@
+
+$(IMG_DIR)/python.img: images/python.manifest $(STOCK_DIR)/mpl/fontlist-v330.json $(DEB_IMAGE_DEPS)
+	@mkdir -p $(dir $@)
+	$(B)/bin/keep image build --name python --version 3.11 --memory 1G \
+	    --defer-hashes --manifest $< \
+	    --file /.cache/matplotlib/fontlist-v330.json=$(STOCK_DIR)/mpl/fontlist-v330.json \
+	    -o $@.tmp
+	$(sign_image)
+
+$(STOCK_DIR)/shell.manifest: images/shell.manifest mk/deb-commands.sh /var/lib/dpkg/status
+	@mkdir -p $(dir $@)
+	{ cat $<; sh mk/deb-commands.sh $$(sed -n 's/^deb //p' $<); } >$@.tmp
+	mv $@.tmp $@
+
+$(IMG_DIR)/shell.img: $(STOCK_DIR)/shell.manifest $(DEB_IMAGE_DEPS)
+	@mkdir -p $(dir $@)
+	$(B)/bin/keep image build --name shell --version 1.0 --memory 256M \
+	    --defer-hashes --manifest $< -o $@.tmp
 	$(sign_image)

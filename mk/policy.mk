@@ -9,16 +9,18 @@
 # unit and differential tests as tests/unit/test_lang.c and
 # test_policy.c, the fuzz harness as fuzz/policy.c.
 # The benchmark needs node and npm (Debian: nodejs, npm) for its Cedar
-# baseline; they are not build dependencies, so bench/policy.sh checks
-# for them itself and says so when they are missing.
+# baseline; they are not build dependencies, so bench-policy installs
+# them (and bench/policy.sh still says so when they are missing).
 
 .PHONY: policy-golden-update bench-policy
 policy-golden-update: $(B)/bin/keep
 	UPDATE=1 B=$(B) bash tests/integration/policy_golden.sh
 
+DEPS_BENCH_POLICY = nodejs npm
 bench-policy: $(B)/bench/policy
+	@sh mk/deps.sh $(DEPS_BENCH_POLICY)
 	B=$(B) sh bench/policy.sh
 
-$(B)/bench/policy: $(B)/obj/bench/policy.o $(B)/libkeep.a
+$(B)/bench/policy: $(B)/obj/bench/policy.o $(B)/libkeep.a | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $< $(B)/libkeep.a $(LDLIBS)

@@ -9,7 +9,7 @@ GUEST_KERNEL_BIN = $(B)/guest/kernel.bin
 GUEST_KERNEL_C   = $(B)/gen/guest_kernel.c
 LIB_OBJS += $(B)/obj/gen/guest_kernel.o
 
-$(B)/guest/kernel.o: guest/kernel.S host/vmm/abi.h
+$(B)/guest/kernel.o: guest/kernel.S host/vmm/abi.h | deps
 	@mkdir -p $(dir $@)
 	$(CC) -I. -c $< -o $@
 
@@ -29,7 +29,7 @@ GUEST_SRCS = $(wildcard tests/guests/*.c)
 GUEST_BINS = $(patsubst tests/guests/%.c,$(B)/guests/%,$(GUEST_SRCS))
 ALL_EXTRA += $(GUEST_BINS)
 
-$(B)/guests/%: tests/guests/%.c
+$(B)/guests/%: tests/guests/%.c | deps
 	@mkdir -p $(dir $@)
 	musl-gcc -static -O1 -Wall -Werror -o $@ $<
 
@@ -42,19 +42,30 @@ bench-vmm: $(B)/bench/boot $(B)/bench/kvm_floor $(B)/bench/pvh.elf \
 	@sh mk/deps.sh $(DEPS_BENCH_VMM)
 	$(B)/bench/boot $(B)
 
-$(B)/bench/boot: bench/boot.c
+$(B)/bench/boot: bench/boot.c | deps
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< -lbsd
 
 # A baseline, not keep code: built without the project's warning set.
-$(B)/bench/kvm_floor: bench/kvm_floor.c
+$(B)/bench/kvm_floor: bench/kvm_floor.c | deps
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -Wall -o $@ $<
 
-$(B)/bench/pvh.elf: bench/pvh.S
+$(B)/bench/pvh.elf: bench/pvh.S | deps
 	@mkdir -p $(dir $@)
 	$(CC) -m32 -c $< -o $(B)/bench/pvh.o
 	ld -m elf_i386 -Ttext=0x100000 -e pvh_start -o $@ $(B)/bench/pvh.o
+
+# bench/procs (not part of make check): guest fork+exit+wait and pipe
+# throughput, the same static program natively and in keep.
+.PHONY: bench-procs
+bench-procs: $(B)/bench/procs $(B)/bin/keep
+	@echo "native:"; $(B)/bench/procs
+	@echo "keep:"; $(B)/bin/keep run --memory 128M $(B)/bench/procs
+
+$(B)/bench/procs: bench/procs.c
+	@mkdir -p $(dir $@)
+	musl-gcc -static -O2 -Wall -Werror -o $@ $<
 
 # The compatibility suites (not part of make check: several minutes):
 # Debian's busybox-static applets, bash-static and sash scripts, and

@@ -47,6 +47,28 @@ static const char *const reasons[] = {
 	[POLICY_R_RESTORING] = "its spent budget is still being restored",
 };
 
+static const char *const keywords[] = {
+	[POLICY_R_ALLOW] = "allowed",
+	[POLICY_R_DEFAULT] = "default deny",
+	[POLICY_R_PRINCIPAL] = "unknown principal",
+	[POLICY_R_DENY] = "deny rule",
+	[POLICY_R_TARGET] = "target not allowed",
+	[POLICY_R_RATE] = "rate",
+	[POLICY_R_BUDGET] = "budget",
+	[POLICY_R_REQUEST] = "malformed request",
+	[POLICY_R_TOKEN] = "token caps",
+	[POLICY_R_BUSY] = "concurrent",
+	[POLICY_R_RESTORING] = "budget restoring",
+};
+
+const char *
+policy_reason_keyword(enum policy_reason r)
+{
+	if ((size_t)r < sizeof(keywords) / sizeof(keywords[0]))
+		return keywords[r];
+	return "?";
+}
+
 const char *
 policy_reason_name(enum policy_reason r)
 {
@@ -193,6 +215,12 @@ fold_stmt(struct policy_principal *pr, const struct lang_stmt *s,
 		break;
 	case LANG_S_OUTPUT:
 		l->output_max = s->value;
+		break;
+	case LANG_S_SANDBOXES:
+		l->sandboxes = (uint32_t)s->value;
+		break;
+	case LANG_S_CONTEXTS:
+		l->contexts = (uint32_t)s->value;
 		break;
 	default:
 		break;

@@ -233,7 +233,9 @@ policy_decide(const struct policy *p, struct policy_quota *q, uint64_t now,
 	c = &q->v[i];
 	w = (p->writes & CAP_BIT(req->cap)) ? 1 : 0;
 	cost = l->cost[req->cap];
-	if (l->budget != POLICY_UNLIMITED &&
+	if (req->no_budget)
+		cost = 0;
+	if (l->budget != POLICY_UNLIMITED && cost > 0 &&
 	    (c->spent > l->budget || cost > l->budget - c->spent)) {
 		res->allow = 0;
 		res->reason = POLICY_R_BUDGET;

@@ -128,6 +128,7 @@ hook_decide(void *compiled, const struct msg_policy_decide *q,
 	r->reason = POLICY_R_REQUEST;
 	r->flags = 0;
 	r->grant.mem_max = r->grant.timeout_ms = r->grant.output_max = 0;
+	r->grant.count_max = 0;
 	if (c == NULL || q->cap >= CAP_COUNT ||
 	    q->target_len > sizeof(q->target))
 		return;
@@ -149,6 +150,7 @@ hook_decide(void *compiled, const struct msg_policy_decide *q,
 	req.cap = q->cap;
 	req.target = q->target;
 	req.target_len = q->target_len;
+	req.no_budget = (q->flags & DECIDE_NO_BUDGET) != 0;
 	/* The slot first, so a refused operation spends no rate or budget. */
 	i = policy_find(c->p, q->principal, plen);
 	if ((q->flags & DECIDE_ENTER) && !(q->flags & DECIDE_DRY_RUN) &&
@@ -173,6 +175,8 @@ hook_decide(void *compiled, const struct msg_policy_decide *q,
 		r->grant.mem_max = res.limits->mem_max;
 		r->grant.timeout_ms = res.limits->timeout_ms;
 		r->grant.output_max = res.limits->output_max;
+		if (q->cap == CAP_SANDBOX_WRITE)
+			r->grant.count_max = res.limits->sandboxes;
 	}
 	r->grant.decision = res.allow ? GRANT_ALLOW : GRANT_DENY;
 	if (res.allow && q->cap == CAP_EGRESS)
@@ -215,6 +219,18 @@ policy_hooks_levels(void *compiled, const char *principal,
 		policy_quota_levels(c->q,
 		    policy_find(c->p, principal, strlen(principal)), now_ns(),
 		    budget_left, tokens);
+}
+
+const struct policy_limits *
+policy_hooks_limits(void *compiled, const char *principal)
+{
+	struct compiled *c = compiled;
+	int i;
+
+	if (c == NULL ||
+	    (i = policy_find(c->p, principal, strlen(principal))) < 0)
+		return NULL;
+	return &c->p->pr[i].lim;
 }
 
 int

@@ -59,6 +59,9 @@ enum policy_reason {
 };
 
 const char *policy_reason_name(enum policy_reason r);
+/* The reason as the audit log names it: "rate", "concurrent", "budget",
+ * "token caps", "default deny", ...; "?" when out of range. */
+const char *policy_reason_keyword(enum policy_reason r);
 
 #define POLICY_UNLIMITED UINT64_MAX
 
@@ -72,6 +75,8 @@ struct policy_limits {
 	uint32_t concurrent; /* 0 = no limit */
 	uint32_t lock_writes; /* 1: writes need the sandbox lock */
 	uint32_t cost[CAP_COUNT]; /* per operation, default 1 */
+	uint32_t sandboxes; /* sandboxes held at once, 0 = no limit */
+	uint32_t contexts; /* live contexts at once, 0 = no limit */
 };
 
 struct policy_exec {
@@ -122,6 +127,7 @@ struct policy_request {
 	int cap; /* enum cap_id */
 	const char *target; /* exec: a name; egress: "host[:port]" */
 	size_t target_len; /* 0: no target */
+	int no_budget; /* 1: neither spends nor is refused by the budget */
 };
 
 struct policy_result {

@@ -36,6 +36,9 @@ struct policy_quota *policy_hooks_quota(void *compiled);
  */
 int policy_hooks_enter(void *compiled, const char *principal);
 /* policy_quota_levels for a principal, now. */
+/* The principal's limits in the compiled policy, or NULL. */
+const struct policy_limits *policy_hooks_limits(
+    void *compiled, const char *principal);
 void policy_hooks_levels(void *compiled, const char *principal,
     uint64_t *budget_left, double tokens[2]);
 void policy_hooks_leave(void *compiled, const char *principal);

@@ -1,6 +1,6 @@
 #!/bin/sh
 # Run test programs and count them. Usage: run-tests.sh SUITE PROGRAM...
-# A cmocka binary contributes its own counts; any other program counts as one
+# A cmocka binary contributes its own counts (passed, failed, skipped); any other program counts as one
 # test: exit 0 passes, 77 is a skip (it must say why), anything else fails.
 # Appends "SUITE passed failed skipped" to $RESULTS when set.
 suite=$1; shift
@@ -15,8 +15,9 @@ for t in "$@"; do
 	rc=$?
 	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
 	f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
-	if [ -n "$p$f" ]; then
-		pass=$((pass + ${p:-0})); fail=$((fail + ${f:-0}))
+	s=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
+	if [ -n "$p$f$s" ]; then
+		pass=$((pass + ${p:-0})); fail=$((fail + ${f:-0})); skip=$((skip + ${s:-0}))
 		if [ "$rc" -ne 0 ] && [ -z "$f" ]; then fail=$((fail + 1)); fi
 	elif [ "$rc" -eq 0 ]; then pass=$((pass + 1))
 	elif [ "$rc" -eq 77 ]; then skip=$((skip + 1))

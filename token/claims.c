@@ -133,6 +133,31 @@ get_str(json_t *o, const char *key, char out[TOKEN_STR_MAX], int required)
 	return 0;
 }
 
+/* The optional "pjti": an array of 1..TOKEN_CHAIN_MAX non-empty jtis. */
+static int
+get_chain(json_t *o, struct token_claims *c)
+{
+	json_t *a = json_object_get(o, "pjti"), *v;
+	size_t i, n;
+
+	c->nchain = 0;
+	if (a == NULL)
+		return 0;
+	if (!json_is_array(a) || json_array_size(a) == 0 ||
+	    json_array_size(a) > TOKEN_CHAIN_MAX)
+		return TOKEN_E_CLAIM;
+	json_array_foreach(a, i, v)
+	{
+		if (!json_is_string(v) || (n = json_string_length(v)) == 0 ||
+		    n >= TOKEN_JTI_MAX ||
+		    memchr(json_string_value(v), '\0', n) != NULL)
+			return TOKEN_E_CLAIM;
+		memcpy(c->chain[i], json_string_value(v), n + 1);
+	}
+	c->nchain = json_array_size(a);
+	return 0;
+}
+
 static int
 get_time(json_t *o, const char *key, int64_t *t, int required)
 {
@@ -178,6 +203,8 @@ token_claims_parse(const uint8_t *json, size_t len, struct token_claims *c)
 		rc = TOKEN_E_CLAIM;
 		goto out;
 	}
+	if ((rc = get_chain(o, c)) != 0)
+		goto out;
 	if ((caps = json_object_get(o, "caps")) == NULL ||
 	    !json_is_array(caps)) {
 		rc = TOKEN_E_CLAIM;
@@ -260,6 +287,17 @@ token_claims_encode(const struct token_claims *c, char **out)
 	json_object_set(o, "caps", caps);
 	if (c->sbx[0])
 		json_object_set_new(o, "sbx", json_string(c->sbx));
+	if (c->nchain > 0) {
+		json_t *chain = json_array();
+
+		if (chain == NULL || c->nchain > TOKEN_CHAIN_MAX) {
+			json_decref(chain);
+			goto out;
+		}
+		for (size_t i = 0; i < c->nchain; i++)
+			json_array_append_new(chain, json_string(c->chain[i]));
+		json_object_set_new(o, "pjti", chain);
+	}
 	if ((*out = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER)) != NULL)
 		rc = 0;
 out:
@@ -300,7 +338,11 @@ token_attenuate(const struct token_claims *parent, cap_set_t caps, int64_t exp,
 		return TOKEN_E_WIDER;
 	if (sbx != NULL && strlen(sbx) >= TOKEN_STR_MAX)
 		return TOKEN_E_INVAL;
+	if (parent->nchain >= TOKEN_CHAIN_MAX ||
+	    strlen(parent->jti) >= TOKEN_JTI_MAX)
+		return TOKEN_E_INVAL;
 	*child = *parent;
+	strlcpy(child->chain[child->nchain++], parent->jti, TOKEN_JTI_MAX);
 	child->caps = caps;
 	child->exp = exp != 0 ? exp : parent->exp;
 	if (sbx != NULL && sbx[0] != '\0')

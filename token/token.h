@@ -25,6 +25,11 @@
 #include "token/token_err.h"
 
 #define TOKEN_STR_MAX 128 /* each string claim, NUL included */
+/* A derived token names the tokens it descends from (claim "pjti", the
+ * root first), so that revoking any of them revokes it: at most this many
+ * generations, each jti at most TOKEN_JTI_MAX - 1 bytes. */
+#define TOKEN_CHAIN_MAX 8
+#define TOKEN_JTI_MAX 64
 
 struct token_claims {
 	char iss[TOKEN_STR_MAX];
@@ -34,6 +39,8 @@ struct token_claims {
 	char sbx[TOKEN_STR_MAX]; /* "" when the token is not scoped */
 	int64_t iat, nbf, exp; /* seconds since the epoch */
 	cap_set_t caps;
+	char chain[TOKEN_CHAIN_MAX][TOKEN_JTI_MAX]; /* ancestors' jtis */
+	size_t nchain;
 };
 
 struct token_key {
@@ -91,8 +98,11 @@ int token_mint(
  * Attenuation: derive claims for a narrower token from verified parent
  * claims. caps must be a subset of the parent's, exp no later (0 keeps
  * the parent's), sbx either the parent's or, when the parent is not
- * scoped, any sandbox ("" keeps the parent's). A fresh jti and iat=now.
- * Returns TOKEN_E_WIDER if anything would widen.
+ * scoped, any sandbox ("" keeps the parent's). A fresh jti and iat=now;
+ * the child's chain is the parent's with the parent's jti appended, so
+ * the verifier's revocation check covers every ancestor. Returns
+ * TOKEN_E_WIDER if anything would widen, TOKEN_E_INVAL if the chain would
+ * be longer than TOKEN_CHAIN_MAX or the parent's jti does not fit in it.
  */
 int token_attenuate(const struct token_claims *parent, cap_set_t caps,
     int64_t exp, const char *sbx, int64_t now, struct token_claims *child);

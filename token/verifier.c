@@ -227,7 +227,13 @@ token_verify(struct token_verifier *v, const char *tok, size_t len,
 		slot->claims = *claims;
 	}
 revocation:
-	if (v->revoked != NULL && v->revoked(v->revoked_ctx, claims->jti))
-		return TOKEN_E_REVOKED;
+	/* Revoking a token revokes every token derived from it. */
+	if (v->revoked != NULL) {
+		if (v->revoked(v->revoked_ctx, claims->jti))
+			return TOKEN_E_REVOKED;
+		for (size_t i = 0; i < claims->nchain; i++)
+			if (v->revoked(v->revoked_ctx, claims->chain[i]))
+				return TOKEN_E_REVOKED;
+	}
 	return 0;
 }

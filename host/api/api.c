@@ -39,9 +39,11 @@ static const struct {
 	[API_ENOTIMPL] = { "NOT_IMPLEMENTED", 501 },
 };
 
-static const int status_slots[API_STATUS_SLOTS] = { 200, 201, 204, 400, 401,
-	403, 404, 405, 408, 409, 411, 413, 414, 415, 423, 429, 431, 500, 501,
-	503 };
+/* Every status the API answers with (errtab, the routes' successes and
+ * the HTTP layer's refusals): each is counted under its own code. */
+static const int status_slots[API_STATUS_SLOTS] = { 200, 201, 202, 204, 400,
+	401, 403, 404, 405, 408, 409, 411, 413, 414, 415, 423, 429, 431, 500,
+	501, 503, 507, 0 };
 
 static const double hist_le[API_HIST_BUCKETS] = { 0.0005, 0.001, 0.0025, 0.005,
 	0.01, 0.025, 0.05, 0.1, 0.25, 1, 5, 30 };
@@ -68,7 +70,19 @@ status_slot(int status)
 	for (int i = 0; i < API_STATUS_SLOTS; i++)
 		if (status_slots[i] == status)
 			return i;
-	return status >= 500 ? 17 : 3; /* 500 or 400 */
+	/* Not reached for a status the API gives; never mislabelled as
+	 * another code: the last slot, "other". */
+	return API_STATUS_SLOTS - 1;
+}
+
+/* A slot's code label: the status, or "other" for the last slot. */
+static const char *
+slot_label(int slot, char buf[8])
+{
+	if (status_slots[slot] == 0)
+		return "other";
+	snprintf(buf, 8, "%d", status_slots[slot]);
+	return buf;
 }
 
 static uint64_t
@@ -189,6 +203,27 @@ format_request_id(char out[40], uint32_t nonce, uint64_t seq)
 	out[9 + n] = '\0';
 }
 
+/*
+ * One log line per refused or failed request (every request with -v),
+ * named by the X-Request-Id the client got, so that a report quoting it
+ * finds the line in the journal. Route names are ours; the principal and
+ * the sandbox id come from outside and are escaped.
+ */
+static void
+rq_log(const struct rq *r, int status)
+{
+	char sub[4 * sizeof(r->who.sub) + 1], id[4 * sizeof(r->id) + 1];
+
+	if (status < 400 && log_verbosity() < 1)
+		return;
+	log_escape(sub, sizeof(sub), r->who.sub,
+	    strnlen(r->who.sub, sizeof(r->who.sub)));
+	log_escape(id, sizeof(id), r->id, strnlen(r->id, sizeof(r->id)));
+	log_info("request %s: %s%s%s by \"%s\": %d", r->request_id,
+	    r->route != NULL ? r->route->name : "-", id[0] != '\0' ? " " : "",
+	    id, sub, status);
+}
+
 static void
 rq_emit(
     struct rq *r, int status, const char *ctype, const void *body, size_t len)
@@ -196,6 +231,7 @@ rq_emit(
 	struct http_buf *o = r->out;
 
 	r->status = status;
+	rq_log(r, status);
 	/* 204 carries no Content-Length (RFC 9110 8.6). */
 	http_response_begin(
 	    o, status, ctype, status == 204 ? (size_t)-1 : len, r->close);
@@ -543,6 +579,18 @@ rq_accepts_sse(struct rq *r)
 	    memmem(h->value, h->valuelen, "text/event-stream", 17) != NULL;
 }
 
+int
+rq_accepts_ndjson(struct rq *r)
+{
+	const struct http_header *h;
+
+	if (r->req == NULL)
+		return r->ndjson;
+	h = http_find_header(r->req, "accept");
+	return h != NULL &&
+	    memmem(h->value, h->valuelen, "application/x-ndjson", 20) != NULL;
+}
+
 /* Nesting depth of a JSON text, counted outside strings. */
 static unsigned
 json_depth(const char *s, size_t n)
@@ -657,6 +705,22 @@ make_request_id(struct rq *r)
 	format_request_id(r->request_id, r->api->boot_nonce, ++r->api->reqseq);
 }
 
+void
+api_audit_refused(struct rq *r, const char *action, int status,
+    const char *rule, const char *reason)
+{
+	const struct api_backend *be = r->api->be;
+
+	if (action == NULL)
+		action = r->route->cap >= 0
+		    ? cap_name((enum cap_id)r->route->cap)
+		    : r->route->name;
+
+	if (be->audit_refused != NULL)
+		be->audit_refused(be->ctx, &r->call, action,
+		    r->id[0] != '\0' ? r->id : r->tail, status, rule, reason);
+}
+
 static int
 authenticate(struct rq *r)
 {
@@ -669,6 +733,8 @@ authenticate(struct rq *r)
 	    !http_token_eq(h->value, 7, "bearer ") ||
 	    h->valuelen - 7 > API_TOKEN_MAX) {
 		rq_error(r, API_EUNAUTH, "Missing or malformed bearer token");
+		api_audit_refused(r, NULL, 401, "token",
+		    h == NULL ? "no bearer token" : "malformed bearer token");
 		return -1;
 	}
 	if (be->authenticate == NULL) {
@@ -681,6 +747,11 @@ authenticate(struct rq *r)
 	if (rc != API_OK) {
 		if (rc == API_EUNAUTH || rc == API_EFORBIDDEN)
 			rc = API_EUNAUTH;
+		/* Nothing of a token that did not verify is trusted. */
+		memset(&r->who, 0, sizeof(r->who));
+		err.message[sizeof(err.message) - 1] = '\0';
+		if (rc == API_EUNAUTH)
+			api_audit_refused(r, NULL, 401, "token", err.message);
 		rq_backend_error(r, rc, &err);
 		return -1;
 	}
@@ -704,6 +775,8 @@ authorize(struct rq *r)
 	if (rt->cap >= 0 && !(r->who.caps & CAP_BIT(rt->cap))) {
 		rq_error(r, API_EFORBIDDEN, "Missing required capability: %s",
 		    cap_name((enum cap_id)rt->cap));
+		api_audit_refused(r, NULL, 403, "token caps",
+		    "the token does not carry the capability");
 		r->api->decisions[1]++;
 		return -1;
 	}
@@ -711,11 +784,18 @@ authorize(struct rq *r)
 	if (r->id[0] != '\0' && r->who.sbx[0] != '\0' &&
 	    strcmp(r->id, r->who.sbx) != 0) {
 		rq_error(r, API_ENOTFOUND, "Sandbox not found");
+		api_audit_refused(r, NULL, 404, "token scope",
+		    "the token is scoped to another sandbox");
 		return -1;
 	}
 	if (rt->cap < 0 || be->authorize == NULL)
 		return 0;
 	target = r->id[0] != '\0' ? r->id : r->tail;
+	/* A scoped token's list is a read of its own sandbox (the list
+	 * route asks the backend for that sandbox alone): decided on it. */
+	if (target[0] == '\0' && r->who.sbx[0] != '\0' &&
+	    strcmp(rt->name, "sandbox_list") == 0)
+		target = r->who.sbx;
 	memset(&err, 0, sizeof(err));
 	rc = be->authorize(be->ctx, &r->call, target, &err);
 	if (rc != API_OK) {
@@ -931,6 +1011,7 @@ api_defer(const struct api_call *call)
 	p->head_only = r->head_only;
 	p->http10 = r->http10;
 	p->sse = rq_accepts_sse(r);
+	p->ndjson = rq_accepts_ndjson(r);
 	memcpy(p->request_id, r->request_id, sizeof(p->request_id));
 	p->who = r->who;
 	r->pending = p;
@@ -1032,6 +1113,7 @@ api_resume_run(struct api_pending *p, int rc, struct api_run_result *res,
 	r.head_only = p->head_only;
 	r.http10 = p->http10;
 	r.sse = p->sse;
+	r.ndjson = p->ndjson;
 	memcpy(r.request_id, p->request_id, sizeof(r.request_id));
 	if (p->streaming) {
 		struct http_buf ev;
@@ -1062,17 +1144,20 @@ api_resume_run(struct api_pending *p, int rc, struct api_run_result *res,
 		http_buf_free(&ev);
 		free(res->out);
 		free(res->err);
+		free(res->results);
 	} else if (rc == API_OK) {
 		if (merge_acc(&p->acc_out, &res->out, &res->out_len) != 0 ||
 		    merge_acc(&p->acc_err, &res->err, &res->err_len) != 0) {
 			free(res->out);
 			free(res->err);
+			free(res->results);
 			rq_error(&r, API_EINTERNAL, "Out of memory");
 		} else
 			reply_run(&r, res);
 	} else {
 		free(res->out);
 		free(res->err);
+		free(res->results);
 		rq_backend_error(&r, rc, err);
 	}
 	if (out.oom) {
@@ -1162,6 +1247,7 @@ api_handle_conn(struct api *a, const struct http_request *req,
 	r.call.request_id = r.request_id;
 	r.call.cap = rt->cap >= 0 ? (enum cap_id)rt->cap : CAP_COUNT;
 	r.call.route = rt->name;
+	r.call.sse = rq_accepts_sse(&r);
 	{
 		const struct http_header *lk =
 		    http_find_header(req, "keep-lock");
@@ -1264,6 +1350,7 @@ api_metrics(struct rq *r)
 		"timeout" };
 	struct api *a = r->api;
 	struct http_buf b;
+	char lbl[8];
 
 	http_buf_init(&b);
 	http_buf_puts(&b,
@@ -1276,18 +1363,19 @@ api_metrics(struct rq *r)
 			if (v == 0)
 				continue;
 			http_buf_printf(&b,
-			    "keep_http_requests_total{route=\"%s\",code=\"%d\"}"
+			    "keep_http_requests_total{route=\"%s\",code=\"%s\"}"
 			    " "
 			    "%llu\n",
 			    i < api_nroutes ? api_routes[i].name : "unmatched",
-			    status_slots[s], (unsigned long long)v);
+			    slot_label(s, lbl), (unsigned long long)v);
 		}
 	for (int s = 0; s < API_STATUS_SLOTS; s++)
 		if (a->refused[s])
 			http_buf_printf(&b,
 			    "keep_http_requests_total{route=\"malformed\","
-			    "code=\"%d\"} %llu\n",
-			    status_slots[s], (unsigned long long)a->refused[s]);
+			    "code=\"%s\"} %llu\n",
+			    slot_label(s, lbl),
+			    (unsigned long long)a->refused[s]);
 	http_buf_puts(&b,
 	    "# HELP keep_http_request_duration_seconds Time to answer.\n"
 	    "# TYPE keep_http_request_duration_seconds histogram\n");

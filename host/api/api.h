@@ -107,6 +107,9 @@ struct api_call {
 	 * re-verifies it); not NUL-terminated, valid during the call. */
 	const char *token;
 	size_t token_len;
+	/* 1: the client reads a run's output as it comes (Accept:
+	 * text/event-stream): the backend may call api_stream_run. */
+	int sse;
 	/*
 	 * Room for what authorize keeps for the op (authz may point here).
 	 * It lives exactly as long as the call, however many other calls
@@ -153,6 +156,19 @@ struct api_exec {
 	size_t code_len;
 	enum api_lang language;
 	uint64_t timeout_ms; /* 0: the policy's limit */
+	const char *context_id; /* a live context's id, or NULL: a new run */
+	const struct api_kv *env; /* env_vars: for this execute only */
+	size_t nenv;
+};
+
+/* A live context (docs/contexts.md). */
+struct api_context {
+	char id[API_ID_MAX + 1];
+	char language[16]; /* "python" */
+	char cwd[256];
+	char state[16]; /* "idle", "busy", "dead" (restarts at the next cell) */
+	uint64_t execution_count;
+	int64_t created_at;
 };
 
 struct api_command {
@@ -175,6 +191,11 @@ struct api_run_result {
 	int exit_code;
 	uint64_t duration_ms;
 	char reason[64]; /* "" or "timeout", "fault", "output-limit", ... */
+	int cell; /* out: a live context's JSON lines (docs/contexts.md) */
+	/* malloc, a python execute's results as a JSON array (untrusted:
+	 * written by the guest), or NULL: no results field. */
+	char *results;
+	size_t results_len;
 };
 
 struct api_process {
@@ -183,6 +204,7 @@ struct api_process {
 	char status[16]; /* "running", "exited" */
 	int exit_code;
 	int64_t started_at;
+	int background; /* started by a background route */
 };
 
 struct api_dirent {
@@ -230,7 +252,7 @@ struct api_check_result {
 struct api_image {
 	char name[128];
 	char version[64];
-	char digest[72];
+	char digest[80]; /* "blake2b:" and 64 hex digits */
 	uint64_t size;
 	char languages[64]; /* "python,javascript" or "" */
 };
@@ -244,6 +266,7 @@ struct api_audit_entry {
 	char target[160];
 	char decision[16];
 	char rule[128];
+	char detail[160]; /* "reason=... status=..." and the like */
 };
 
 struct api_page {
@@ -363,6 +386,17 @@ struct api_backend {
 	    const struct api_page *, struct api_audit_entry **out, size_t *n,
 	    char next[API_ID_MAX + 1], struct api_error *err);
 
+	/*
+	 * Optional: put a refusal the API layer decided itself in the audit
+	 * log (401 for a missing or invalid token, 403 for a capability the
+	 * token lacks, 404 for a sandbox outside the token's scope). action
+	 * is the capability or the route, rule what refused it ("token",
+	 * "token caps", "token scope"), reason the client's message.
+	 */
+	void (*audit_refused)(void *ctx, const struct api_call *,
+	    const char *action, const char *target, int status,
+	    const char *rule, const char *reason);
+
 	/* Optional: extra Prometheus lines (sandboxes, boot histograms...). */
 	void (*metrics)(void *ctx, struct http_buf *out);
 
@@ -378,6 +412,18 @@ struct api_backend {
 	    const char *key, struct api_idem *out, struct api_error *err);
 	void (*idem_keep)(void *ctx, const struct api_principal *,
 	    const char *scope, const char *key, const struct api_idem *rec);
+
+	/* Live contexts of sandbox id; *out malloc, *n entries. */
+	int (*context_create)(void *ctx, const struct api_call *,
+	    const char *id, enum api_lang language, const char *cwd,
+	    struct api_context *out, struct api_error *err);
+	int (*context_list)(void *ctx, const struct api_call *, const char *id,
+	    struct api_context **out, size_t *n, struct api_error *err);
+	int (*context_delete)(void *ctx, const struct api_call *,
+	    const char *id, const char *cid, struct api_error *err);
+	int (*context_restart)(void *ctx, const struct api_call *,
+	    const char *id, const char *cid, struct api_context *out,
+	    struct api_error *err);
 };
 
 struct api;

@@ -7,7 +7,7 @@
 #include "host/api/api.h"
 
 #define API_HIST_BUCKETS 12
-#define API_STATUS_SLOTS 20
+#define API_STATUS_SLOTS 23
 
 struct api_hist {
 	uint64_t bucket[API_HIST_BUCKETS]; /* cumulative on output only */
@@ -62,6 +62,7 @@ struct api_pending {
 	int head_only;
 	int http10;
 	int sse;
+	int ndjson; /* Accept: application/x-ndjson (a context's cell) */
 	int streaming; /* the head of an event stream has gone out */
 	struct http_buf acc_out; /* streamed output of a non-SSE request */
 	struct http_buf acc_err;
@@ -91,6 +92,7 @@ struct rq {
 	char allow[64]; /* 405: the methods the path has */
 	int http10;
 	int sse; /* when req is NULL (a deferred reply) */
+	int ndjson; /* the same, for application/x-ndjson */
 	int can_defer;
 	uint64_t conn;
 	size_t ri;
@@ -120,6 +122,10 @@ void rq_json(struct rq *, int status, json_t *obj); /* steals obj */
 void rq_error(struct rq *, enum api_err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void rq_backend_error(struct rq *, int rc, const struct api_error *);
+/* A refusal of the API layer's own, to the audit log (the backend's
+ * audit_refused op); action NULL: the route's capability or name. */
+void api_audit_refused(struct rq *, const char *action, int status,
+    const char *rule, const char *reason);
 void rq_raw(
     struct rq *, int status, const char *ctype, const void *body, size_t len);
 void rq_no_content(struct rq *);
@@ -135,6 +141,20 @@ int rq_uint(
 int rq_kv(
     struct rq *, json_t *obj, const char *key, struct api_kv **out, size_t *n);
 int rq_accepts_sse(struct rq *);
+int rq_accepts_ndjson(struct rq *);
+
+/* Live contexts (host/api/api_context.c). */
+void h_context_create(struct rq *);
+void h_context_list(struct rq *);
+void h_context_delete(struct rq *);
+void h_context_restart(struct rq *);
+/* A context cell's reply from the driver's JSON lines in res->out. */
+void reply_cell(struct rq *, struct api_run_result *res);
+json_t *api_cell_decode(
+    const char *out, size_t out_len, const char *err, size_t err_len);
+/* A python execute's results (keep_once.py's JSON array, untrusted) as
+ * the API's array of Result objects; never NULL but out of memory. */
+json_t *api_results_decode(const char *text, size_t len);
 int api_valid_id(const char *s, size_t n);
 void api_observe_run(struct api *, uint64_t duration_ms);
 void api_hist_add(struct api_hist *, double seconds);

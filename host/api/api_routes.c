@@ -103,12 +103,28 @@ sandbox_release(struct api_sandbox *s)
 	s->nmetadata = 0;
 }
 
-/* ?path= inside the workspace. Returns 0 with path filled, -1 replied. */
+/*
+ * ?path= inside the workspace. Returns 0 with path filled, -1 replied.
+ * A ".." component is refused (400) wherever it is, as docs/api.yaml
+ * says: a client never needs one, and one that resolves inside the
+ * workspace today is one symlink away from meaning something else.
+ */
 static int
 rq_path(struct rq *r, char *path, size_t len)
 {
+	const char *c;
+	size_t n;
+
 	if (rq_query(r, "path", path, len, 1) != 1)
 		return -1;
+	for (c = path; *c != '\0'; c += n + (c[n] == '/')) {
+		n = strcspn(c, "/");
+		if (n == 2 && c[0] == '.' && c[1] == '.') {
+			rq_error(r, API_EBADREQ,
+			    "path must not contain a \"..\" component");
+			return -1;
+		}
+	}
 	return 0;
 }
 
@@ -382,9 +398,9 @@ static int
 parse_exec(struct rq *r, struct api_exec *ex, const char **webhook)
 {
 	static const char *const fields[] = { "code", "language", "timeout",
-		NULL };
+		"context_id", "env_vars", NULL };
 	static const char *const fields_async[] = { "code", "language",
-		"timeout", "webhook_url", NULL };
+		"timeout", "webhook_url", "env_vars", NULL };
 	const char *lang;
 	json_t *code;
 
@@ -408,11 +424,24 @@ parse_exec(struct rq *r, struct api_exec *ex, const char **webhook)
 	}
 	if (rq_uint(r, r->body, "timeout", MAX_TIMEOUT_MS, &ex->timeout_ms))
 		return -1;
+	if (rq_str(r, r->body, "context_id", 0, &ex->context_id))
+		return -1;
+	if (ex->context_id != NULL &&
+	    !api_valid_id(ex->context_id, strlen(ex->context_id))) {
+		rq_error(r, API_EBADREQ, "context_id is not a context's id");
+		return -1;
+	}
+	if (rq_kv(
+	        r, r->body, "env_vars", (struct api_kv **)&ex->env, &ex->nenv))
+		return -1;
 	if (webhook != NULL) {
-		if (rq_str(r, r->body, "webhook_url", 1, webhook))
+		if (rq_str(r, r->body, "webhook_url", 1, webhook)) {
+			free((void *)ex->env);
 			return -1;
+		}
 		if (strncmp(*webhook, "https://", 8) != 0 &&
 		    strncmp(*webhook, "http://", 7) != 0) {
+			free((void *)ex->env);
 			rq_error(r, API_EBADREQ,
 			    "webhook_url must be an http(s) URL");
 			return -1;
@@ -449,6 +478,15 @@ run_events(struct http_buf *b, const struct api_run_result *res)
 		sse_event(b, "stderr",
 		    json_pack(
 		        "{s:o}", "data", bytes_string(res->err, res->err_len)));
+	if (res->results != NULL) {
+		json_t *rs = api_results_decode(res->results, res->results_len),
+		       *x;
+		size_t i;
+
+		json_array_foreach(rs, i, x)
+		    sse_event(b, "result", json_incref(x));
+		json_decref(rs);
+	}
 	sse_event(b, "exit",
 	    json_pack("{s:i,s:I,s:o}", "exit_code", res->exit_code,
 	        "duration_ms", (json_int_t)res->duration_ms, "reason",
@@ -462,6 +500,10 @@ reply_run(struct rq *r, struct api_run_result *res)
 
 	api_observe_run(r->api, res->duration_ms);
 	res->reason[sizeof(res->reason) - 1] = '\0';
+	if (res->cell) {
+		reply_cell(r, res);
+		return;
+	}
 	if (rq_accepts_sse(r)) {
 		struct http_buf b;
 
@@ -479,10 +521,14 @@ reply_run(struct rq *r, struct api_run_result *res)
 		    res->exit_code, "duration_ms", (json_int_t)res->duration_ms,
 		    "reason",
 		    res->reason[0] ? json_string(res->reason) : json_null());
+		if (o != NULL && res->results != NULL)
+			json_object_set_new(o, "results",
+			    api_results_decode(res->results, res->results_len));
 		rq_json(r, 200, o);
 	}
 	free(res->out);
 	free(res->err);
+	free(res->results);
 }
 
 static void
@@ -495,16 +541,20 @@ h_execute(struct rq *r)
 
 	if (parse_exec(r, &ex, NULL))
 		return;
-	if (BE(r)->execute == NULL)
+	if (BE(r)->execute == NULL) {
+		free((void *)ex.env);
 		NOTIMPL(r);
+	}
 	memset(&res, 0, sizeof(res));
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->execute(BE(r)->ctx, &r->call, r->id, &ex, &res, &err);
+	free((void *)ex.env);
 	if (rc == API_PENDING && r->pending != NULL)
 		return;
 	if (rc != API_OK) {
 		free(res.out);
 		free(res.err);
+		free(res.results);
 		rq_backend_error(r, rc, &err);
 		return;
 	}
@@ -521,11 +571,20 @@ h_execute_background(struct rq *r)
 
 	if (parse_exec(r, &ex, NULL))
 		return;
-	if (BE(r)->execute_background == NULL)
+	if (ex.context_id != NULL) {
+		free((void *)ex.env);
+		rq_error(r, API_EBADREQ,
+		    "context_id: a context's cells run in the foreground");
+		return;
+	}
+	if (BE(r)->execute_background == NULL) {
+		free((void *)ex.env);
 		NOTIMPL(r);
+	}
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->execute_background(
 	    BE(r)->ctx, &r->call, r->id, &ex, &pid, &err);
+	free((void *)ex.env);
 	if (rc != API_OK) {
 		rq_backend_error(r, rc, &err);
 		return;
@@ -544,11 +603,14 @@ h_execute_async(struct rq *r)
 
 	if (parse_exec(r, &ex, &hook))
 		return;
-	if (BE(r)->execute_async == NULL)
+	if (BE(r)->execute_async == NULL) {
+		free((void *)ex.env);
 		NOTIMPL(r);
+	}
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->execute_async(
 	    BE(r)->ctx, &r->call, r->id, &ex, hook, run_id, &err);
+	free((void *)ex.env);
 	if (rc != API_OK) {
 		rq_backend_error(r, rc, &err);
 		return;
@@ -580,10 +642,11 @@ h_processes(struct rq *r)
 		ps[i].cmd[sizeof(ps[i].cmd) - 1] = '\0';
 		ps[i].status[sizeof(ps[i].status) - 1] = '\0';
 		json_array_append_new(arr,
-		    json_pack("{s:I,s:s,s:s,s:i,s:o}", "pid",
+		    json_pack("{s:I,s:s,s:s,s:i,s:o,s:b}", "pid",
 		        (json_int_t)ps[i].pid, "cmd", ps[i].cmd, "status",
 		        ps[i].status, "exit_code", ps[i].exit_code,
-		        "started_at", iso_time(ps[i].started_at)));
+		        "started_at", iso_time(ps[i].started_at), "background",
+		        ps[i].background != 0));
 	}
 	free(ps);
 	rq_json(r, 200, json_pack("{s:o}", "processes", arr));
@@ -716,6 +779,7 @@ h_command_run(struct rq *r)
 	if (rc != API_OK) {
 		free(res.out);
 		free(res.err);
+		free(res.results);
 		rq_backend_error(r, rc, &err);
 		goto out;
 	}
@@ -1047,6 +1111,8 @@ h_token_attenuate(struct rq *r)
 	if (at.caps & ~r->who.caps) {
 		rq_error(r, API_EFORBIDDEN,
 		    "A token cannot grant capabilities it does not hold");
+		api_audit_refused(r, "token.attenuate", 403, "token caps",
+		    "a token cannot grant capabilities it does not hold");
 		return;
 	}
 	if (at.sbx != NULL && !api_valid_id(at.sbx, strlen(at.sbx))) {
@@ -1057,6 +1123,9 @@ h_token_attenuate(struct rq *r)
 		if (at.sbx != NULL && strcmp(at.sbx, r->who.sbx) != 0) {
 			rq_error(r, API_EFORBIDDEN,
 			    "A sandbox-scoped token cannot change its sandbox");
+			api_audit_refused(r, "token.attenuate", 403,
+			    "token scope",
+			    "a sandbox-scoped token cannot change its sandbox");
 			return;
 		}
 		at.sbx = r->who.sbx;
@@ -1294,12 +1363,13 @@ h_audit(struct rq *r)
 		e->target[sizeof(e->target) - 1] = '\0';
 		e->decision[sizeof(e->decision) - 1] = '\0';
 		e->rule[sizeof(e->rule) - 1] = '\0';
+		e->detail[sizeof(e->detail) - 1] = '\0';
 		json_array_append_new(arr,
-		    json_pack("{s:I,s:o,s:s,s:s,s:s,s:s,s:s,s:s}", "seq",
+		    json_pack("{s:I,s:o,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "seq",
 		        (json_int_t)e->seq, "time", iso_time(e->time),
 		        "request_id", e->request_id, "principal", e->principal,
 		        "action", e->action, "target", e->target, "decision",
-		        e->decision, "rule", e->rule));
+		        e->decision, "rule", e->rule, "detail", e->detail));
 	}
 	free(ents);
 	next[sizeof(next) - 1] = '\0';
@@ -1387,6 +1457,14 @@ const struct api_route api_routes[] = {
 	{ HTTP_DELETE, "/v1/images/{name}", h_image_delete, CAP_IMAGE_WRITE, 0,
 	    0, "images_delete", 0 },
 	{ HTTP_GET, "/v1/audit", h_audit, CAP_AUDIT_READ, 0, 0, "audit", 0 },
+	{ HTTP_POST, SBX "/contexts", h_context_create, CAP_EXEC, 2, 0,
+	    "contexts_create", 0 },
+	{ HTTP_GET, SBX "/contexts", h_context_list, CAP_SANDBOX_READ, 0, 0,
+	    "contexts_list", 0 },
+	{ HTTP_DELETE, SBX "/contexts/{name}", h_context_delete, CAP_EXEC, 0, 0,
+	    "contexts_delete", 0 },
+	{ HTTP_POST, SBX "/contexts/{name}/restart", h_context_restart,
+	    CAP_EXEC, 2, 0, "contexts_restart", 0 },
 };
 const size_t api_nroutes = sizeof(api_routes) / sizeof(api_routes[0]);
 

@@ -15,16 +15,14 @@
 #include <curl/curl.h>
 
 #include "host/egress/egress_int.h"
+#include "lib/clock.h"
 #include "lib/log.h"
 
 static uint64_t
 sys_clock(void *arg)
 {
-	struct timespec ts;
-
 	(void)arg;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return mono_ms();
 }
 
 static uint64_t

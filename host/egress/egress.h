@@ -488,7 +488,7 @@ int egress_wire_decode_reply(const void *msg, size_t len,
     const uint8_t **body);
 
 /*
- * The pure request -> reply step for host/proc_egress.c: decode, run
+ * The request -> reply step of host/proc_egress.c: decode, run
  * the fetch or webhook, encode the reply (*reply malloc'd, caller frees)
  * with *reply_type. Returns 0 when the message was well formed, whatever
  * the outcome (a refusal or a failed transfer is in the reply's error and
@@ -500,6 +500,32 @@ int egress_wire_decode_reply(const void *msg, size_t len,
 int egress_service_handle(struct egress_ctx *ctx, uint16_t type,
     const void *msg, size_t len, uint16_t *reply_type, void **reply,
     size_t *reply_len, struct egress_decision *d);
+
+/*
+ * What the server of the requests (host/proc_egress.c) does around each
+ * transfer, with egress_service_run. admit is asked once a request has
+ * decoded, before any transfer; it may narrow the request (its limits, a
+ * webhook's secret) and returns 0 to go on, EGRESS_SERVICE_REFUSED with
+ * *d filled (no transfer; the reply carries d), or
+ * EGRESS_SERVICE_ELSEWHERE when another process (a forked worker) serves
+ * it and replies itself (no reply here: *reply NULL, returns 0). done is
+ * told the outcome of each admitted request before its reply is encoded.
+ * Either may be NULL.
+ */
+#define EGRESS_SERVICE_REFUSED 1
+#define EGRESS_SERVICE_ELSEWHERE 2
+struct egress_service_hooks {
+	int (*admit)(
+	    void *arg, struct egress_decoded *dec, struct egress_decision *d);
+	void (*done)(void *arg, const struct egress_decoded *dec,
+	    const struct egress_decision *d, unsigned attempts);
+	void *arg;
+};
+/* egress_service_handle with the server's hooks (NULL: none). */
+int egress_service_run(struct egress_ctx *ctx,
+    const struct egress_service_hooks *hooks, uint16_t type, const void *msg,
+    size_t len, uint16_t *reply_type, void **reply, size_t *reply_len,
+    struct egress_decision *d);
 
 /* ---- what the policy's grant binds (host/proc_egress.c) ------------
  *

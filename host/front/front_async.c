@@ -150,7 +150,8 @@ async_done(struct front_backend *fb, void *arg, int rc,
 	body = result_json(a, rc, res, err);
 	free(res->out);
 	free(res->err);
-	res->out = res->err = NULL;
+	free(res->results);
+	res->out = res->err = res->results = NULL;
 	memset(&derr, 0, sizeof(derr));
 	if (body == NULL) {
 		audit_hook(fb, a, "not sent: out of memory");
@@ -190,7 +191,7 @@ async_done(struct front_backend *fb, void *arg, int rc,
 	strlcpy(q.sandbox, a->sandbox, sizeof(q.sandbox));
 	strlcpy(q.request_id, a->request_id, sizeof(q.request_id));
 	if (egress_wire_encode_webhook(&wh, &wire, &wlen) != 0 ||
-	    (mfd = egress_memfd_make("keep-webhook", wire, wlen)) == -1) {
+	    (mfd = memfd_make_sealed("keep-webhook", wire, wlen)) == -1) {
 		audit_hook(fb, a, "not sent: the request could not be encoded");
 		goto out;
 	}
@@ -223,7 +224,7 @@ fb_async_h_webhook_reply(struct proc_ctx *ctx, const struct msg *m)
 
 	(void)ctx;
 	memcpy(&r, m->data, sizeof(r));
-	buf = egress_memfd_read(m->fd, r.len);
+	buf = memfd_read(m->fd, r.len, EGRESS_REPLY_MAX);
 	close(m->fd);
 	if (buf == NULL || egress_wire_decode_reply(buf, r.len, &h, &hd, &bd)) {
 		free(buf);

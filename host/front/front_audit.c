@@ -13,7 +13,9 @@
 #include "host/front/front_backend_int.h"
 #include "host/store/store.h"
 #include "host/store/store_wire.h"
+#include "lib/clock.h"
 #include "lib/log.h"
+#include "policy/policy.h"
 
 static int64_t
 wall_ms(void)
@@ -31,15 +33,6 @@ wall_ms(void)
  * loop wakes for it, front_backend_flush_in), or until the message is
  * full.
  */
-static uint64_t
-mono_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static void
 audit_send(struct front_backend *fb, const struct store_audit *e)
 {
@@ -66,7 +59,7 @@ audit_send(struct front_backend *fb, const struct store_audit *e)
 	}
 	if (fb->audit_len == 0) {
 		fb->audit_len = sizeof(hdr);
-		fb->audit_since_ms = mono_now_ms();
+		fb->audit_since_ms = mono_ms();
 	}
 	memcpy(
 	    fb->audit_buf + fb->audit_len, (uint8_t *)msg + sizeof(hdr), len);
@@ -82,7 +75,7 @@ front_backend_flush_in(struct front_backend *fb)
 
 	if (fb->audit_count == 0)
 		return -1;
-	now = mono_now_ms();
+	now = mono_ms();
 	if (now >= fb->audit_since_ms + FB_AUDIT_DELAY_MS)
 		return 0;
 	return (int)(fb->audit_since_ms + FB_AUDIT_DELAY_MS - now);
@@ -116,22 +109,137 @@ fb_audit_flush(struct front_backend *fb)
 	fb->audit_count = 0;
 }
 
-void
-fb_audit_decision(struct front_backend *fb, const struct api_call *call,
-    const char *target, const struct msg_policy_decision *d)
+/*
+ * Why a decision went as it did, in the audit log's words: rule says
+ * what governed it (the policy rule by id and line, or what stood in for
+ * one: the token's capabilities, the default deny), detail the reason
+ * and the answer the client was given ("reason=rate status=429"). A
+ * refusal for a limit (rate, concurrent, budget) names the rule whose
+ * limit it is, and the reason says it was the limit, not the rule.
+ */
+static void
+decision_why(const struct msg_policy_decision *d, const char *override,
+    char *rule, size_t rlen, char *detail, size_t dlen)
+{
+	const char *reason;
+	char at[64];
+	int status;
+
+	reason = policy_reason_keyword((enum policy_reason)d->reason);
+	if (d->grant.decision == GRANT_ALLOW && override == NULL)
+		status = 0;
+	else if (override != NULL) {
+		reason = override;
+		status = 423;
+	} else if (d->reason == POLICY_R_RATE || d->reason == POLICY_R_BUSY)
+		status = 429;
+	else if (d->reason == POLICY_R_RESTORING)
+		status = 503;
+	else
+		status = 403;
+	/* The rule by its id and where it is written (file:line:col). */
+	if (d->where[0] != '\0' && memchr(d->where, '\0', sizeof(d->where)))
+		snprintf(at, sizeof(at), "rule %u, %s", d->rule, d->where);
+	else
+		snprintf(at, sizeof(at), "rule %u, line %u", d->rule, d->line);
+	if (override != NULL)
+		snprintf(rule, rlen, "lock writes (%s)", at);
+	else if (d->reason == POLICY_R_BUSY)
+		strlcpy(rule, "concurrent limit", rlen);
+	else if (d->rule != 0 && d->reason == POLICY_R_RATE)
+		snprintf(rule, rlen, "rate limit (%s)", at);
+	else if (d->rule != 0 && d->reason == POLICY_R_BUDGET)
+		snprintf(rule, rlen, "budget (%s)", at);
+	else if (d->rule != 0)
+		strlcpy(rule, at, rlen);
+	else if (d->reason == POLICY_R_TOKEN)
+		strlcpy(rule, "token caps", rlen);
+	else if (d->reason == POLICY_R_PRINCIPAL)
+		strlcpy(rule, "unknown principal", rlen);
+	else if (d->grant.decision == GRANT_ALLOW)
+		strlcpy(rule, "", rlen);
+	else
+		strlcpy(rule, "default deny", rlen);
+	if (status == 0)
+		snprintf(detail, dlen, "reason=%s", reason);
+	else if (d->reason == POLICY_R_RATE && override == NULL)
+		snprintf(detail, dlen,
+		    "reason=%s status=%d retry_after_ms=%llu", reason, status,
+		    (unsigned long long)d->retry_after_ms);
+	else
+		snprintf(detail, dlen, "reason=%s status=%d", reason, status);
+}
+
+/*
+ * Append one entry and wait until the store has committed it: API_OK, or
+ * API_ESTORAGE (507) when the store has no room. The entries waiting in
+ * the batch go first (in order on the link), so the log keeps the order
+ * of the requests; this one is its own message, so its outcome is its
+ * own whatever other requests are doing meanwhile.
+ */
+static int
+commit_entry(struct front_backend *fb, const struct store_audit *e,
+    struct api_error *err)
+{
+	void *msg = NULL, *reply;
+	size_t len, rlen = MSG_MAX_PAYLOAD;
+	uint32_t status;
+	int rc;
+
+	if (store_wire_audit_encode(e, 1, &msg, &len) != STORE_OK)
+		return fb_fail(err, API_EINTERNAL, "Internal error");
+	fb_audit_flush(fb);
+	if ((reply = malloc(rlen)) == NULL) {
+		free(msg);
+		return fb_fail(err, API_EINTERNAL, "Out of memory");
+	}
+	rc = fb_call(fb, PROC_STORE, MSG_STORE_AUDIT, ++fb->next_reqid, msg,
+	    len, -1, MSG_STORE_REPLY, FB_R_VARIABLE, reply, &rlen, NULL, err);
+	free(msg);
+	if (rc != API_OK) {
+		free(reply);
+		log_warnx("audit: %s %s not committed: %s", e->action,
+		    e->target, err->message);
+		return rc > API_ERR_COUNT ? API_EUNAVAIL : rc;
+	}
+	if (store_wire_reply_status(reply, rlen, &status) != STORE_OK)
+		status = STORE_E_IO;
+	free(reply);
+	if (status == STORE_OK) {
+		fb->audit_full = 0;
+		return API_OK;
+	}
+	log_warnx("audit: the store refused %s %s: %s; the operation is "
+	          "refused",
+	    e->action, e->target, store_strerror((int)status));
+	if (status == STORE_E_FULL || status == STORE_E_NOSPC) {
+		fb->audit_full = 1;
+		return fb_fail(err, API_ESTORAGE,
+		    "The audit log is full: the operation was not done");
+	}
+	return fb_fail(err, API_EINTERNAL,
+	    "The audit log cannot be written: the operation was not done");
+}
+
+/* The decision's entry; err NULL: batched, else committed (waited). */
+static int
+audit_decision(struct front_backend *fb, const struct api_call *call,
+    const char *target, const struct msg_policy_decision *d,
+    const char *override, struct api_error *err)
 {
 	struct store_audit e;
-	char esc[4 * 64 + 1], rule[48];
+	char esc[4 * 64 + 1], rule[96], detail[96];
+	int allow = d->grant.decision == GRANT_ALLOW && override == NULL;
 
+	decision_why(d, override, rule, sizeof(rule), detail, sizeof(detail));
 	/* Every decision is in the audit log; the operator's log has the
 	 * refusals, and the allowed ones with -v. */
-	(d->grant.decision == GRANT_ALLOW ? log_debug : log_info)(
-	    "decision %s: %s %s %s on %s: rule %u (line %u)", call->request_id,
+	(allow ? log_debug : log_info)("decision %s: %s %s %s on %s: %s (%s)",
+	    call->request_id,
 	    log_escape(
 	        esc, sizeof(esc), call->who->sub, strnlen(call->who->sub, 64)),
-	    d->grant.decision == GRANT_ALLOW ? "allow" : "deny",
-	    cap_name(call->cap), target[0] != '\0' ? target : "-", d->rule,
-	    d->line);
+	    allow ? "allow" : "deny", cap_name(call->cap),
+	    target[0] != '\0' ? target : "-", rule[0] ? rule : "-", detail);
 	memset(&e, 0, sizeof(e));
 	e.time_ms = wall_ms();
 	e.request_id = call->request_id;
@@ -139,15 +247,87 @@ fb_audit_decision(struct front_backend *fb, const struct api_call *call,
 	e.jti = call->who->jti;
 	e.action = cap_name(call->cap);
 	e.target = target;
-	e.decision = d->grant.decision == GRANT_ALLOW ? STORE_DECISION_ALLOW
-	                                              : STORE_DECISION_DENY;
-	if (d->rule != 0)
-		snprintf(
-		    rule, sizeof(rule), "rule %u, line %u", d->rule, d->line);
-	else
-		strlcpy(rule, "default deny", sizeof(rule));
+	e.decision = allow ? STORE_DECISION_ALLOW : STORE_DECISION_DENY;
 	e.rule = rule;
-	e.detail = "";
+	e.detail = detail;
+	if (err != NULL)
+		return commit_entry(fb, &e, err);
+	audit_send(fb, &e);
+	return API_OK;
+}
+
+int
+fb_audit_outcome(struct front_backend *fb, const struct api_call *call,
+    const char *action, const char *target, int allow, const char *rule,
+    const char *detail, struct api_error *err)
+{
+	struct store_audit e;
+
+	memset(&e, 0, sizeof(e));
+	e.time_ms = wall_ms();
+	e.request_id = call->request_id;
+	e.principal = call->who->sub;
+	e.jti = call->who->jti;
+	e.action = action;
+	e.target = target;
+	e.decision = allow ? STORE_DECISION_ALLOW : STORE_DECISION_DENY;
+	e.rule = rule;
+	e.detail = detail;
+	if (err != NULL)
+		return commit_entry(fb, &e, err);
+	audit_send(fb, &e);
+	return API_OK;
+}
+
+int
+fb_audit_decision_commit(struct front_backend *fb, const struct api_call *call,
+    const char *target, const struct msg_policy_decision *d,
+    struct api_error *err)
+{
+	if (!fb_audit_must_commit(fb, call->cap))
+		return audit_decision(fb, call, target, d, NULL, NULL);
+	return audit_decision(fb, call, target, d, NULL, err);
+}
+
+void
+fb_audit_decision(struct front_backend *fb, const struct api_call *call,
+    const char *target, const struct msg_policy_decision *d)
+{
+	audit_decision(fb, call, target, d, NULL, NULL);
+}
+
+void
+fb_audit_lock_refusal(struct front_backend *fb, const struct api_call *call,
+    const char *target, const struct msg_policy_decision *d)
+{
+	audit_decision(fb, call, target, d, "lock", NULL);
+}
+
+/*
+ * A request refused before any policy decision: no token, a token that
+ * does not verify, or one that lacks the route's capability or is scoped
+ * to another sandbox. The principal is the token's when it verified, ""
+ * otherwise; rule names what refused it, detail the reason and status.
+ */
+static void
+fb_audit_refused(void *arg, const struct api_call *call, const char *action,
+    const char *target, int status, const char *rule, const char *reason)
+{
+	struct front_backend *fb = arg;
+	struct store_audit e;
+	char detail[API_MSG_MAX + 32];
+
+	snprintf(detail, sizeof(detail), "reason=%s status=%d", reason, status);
+	memset(&e, 0, sizeof(e));
+	e.time_ms = wall_ms();
+	e.request_id = call->request_id;
+	e.principal = call->who->sub;
+	e.jti = call->who->jti;
+	e.action = action;
+	e.target = target;
+	e.decision = STORE_DECISION_DENY;
+	e.rule = rule;
+	e.detail = detail;
 	audit_send(fb, &e);
 }
 
@@ -170,11 +350,18 @@ fb_audit_event(struct front_backend *fb, const struct api_call *call,
 	audit_send(fb, &e);
 }
 
+int
+fb_audit_must_commit(const struct front_backend *fb, enum cap_id cap)
+{
+	return fb->audit_full || cap_is_write(cap);
+}
+
 /* Replies to writes not waited for (audit appends, idempotency records
  * of deferred replies): the store answers each in order. */
 static int
 h_store_reply(struct proc_ctx *ctx, const struct msg *m)
 {
+	struct front_backend *fb = *(struct front_backend **)ctx->arg;
 	uint32_t status;
 
 	if (store_wire_reply_status(m->data, m->hdr.len, &status) != STORE_OK)
@@ -182,6 +369,9 @@ h_store_reply(struct proc_ctx *ctx, const struct msg *m)
 	if (status != STORE_OK)
 		log_warnx("the store refused a write: %s",
 		    store_strerror((int)status));
+	/* Until an append commits again, requests wait for theirs. */
+	if (status == STORE_E_FULL || status == STORE_E_NOSPC)
+		fb->audit_full = 1;
 	return 0;
 }
 
@@ -284,6 +474,7 @@ fb_audit_list(void *arg, const struct api_call *call,
 		                                            : "info",
 		    sizeof(a->decision));
 		strlcpy(a->rule, e.rule, sizeof(a->rule));
+		strlcpy(a->detail, e.detail, sizeof(a->detail));
 		(*n)++;
 	}
 	strlcpy(next, cursor, API_ID_MAX + 1);
@@ -295,4 +486,5 @@ void
 fb_audit_ops(struct api_backend *ops)
 {
 	ops->audit_list = fb_audit_list;
+	ops->audit_refused = fb_audit_refused;
 }

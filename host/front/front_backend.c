@@ -1,6 +1,8 @@
 /*
  * The front's api_backend over its links (host/front/front_backend.h).
  */
+#include <sys/stat.h>
+
 #include <errno.h>
 #include <stdarg.h>
 #include <poll.h>
@@ -18,37 +20,11 @@
 #include "host/msg.h"
 #include "host/vmm_msg.h"
 #include "lib/caps.h"
+#include "lib/clock.h"
 #include "lib/log.h"
 #include "lib/task.h"
 #include "policy/policy.h"
 #include "token/token.h"
-
-static uint64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-int
-fb_write_all(int fd, const void *p, size_t len)
-{
-	const char *b = p;
-	ssize_t n;
-
-	while (len > 0) {
-		if ((n = write(fd, b, len)) == -1) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		b += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
 
 int
 fb_fail(struct api_error *err, int code, const char *fmt, ...)
@@ -334,6 +310,21 @@ fb_deliver_vmm_batch(struct front_backend *fb, size_t len)
 		log_warnx("%s: a malformed batch of replies", __func__);
 		fb->ctx->ndropped++;
 	}
+}
+
+uint64_t
+fb_link_id(struct front_backend *fb, enum proc_id peer)
+{
+	int fd = fb->ctx->fd[peer];
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	struct stat st;
+
+	/* Each socketpair has an inode of its own. */
+	if (fd < 0 || fstat(fd, &st) == -1)
+		return 0;
+	if (poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR)))
+		return 0;
+	return (uint64_t)st.st_ino;
 }
 
 /* A link read failed (rc): the peer is gone until the parent restarts
@@ -770,6 +761,19 @@ fb_refusal(
 	}
 }
 
+/*
+ * Operations the budget does not count: an agent whose budget is spent
+ * can still read its own usage and delete its own sandboxes (the vmm
+ * serves both only for the sandbox's owner), so it can see why and clean
+ * up. docs/policy-language.md.
+ */
+static int
+budget_free(const struct api_call *call)
+{
+	return strcmp(call->route, "system") == 0 ||
+	    strcmp(call->route, "sandbox_delete") == 0;
+}
+
 static int
 fb_authorize(
     void *arg, struct api_call *call, const char *target, struct api_error *err)
@@ -789,20 +793,29 @@ fb_authorize(
 		call->authz = a;
 		return API_OK;
 	}
-	rc = fb_decide(
-	    fb, call->who, call->cap, a->link, target, a->reqid, 0, &a->d, err);
+	rc = fb_decide(fb, call->who, call->cap, a->link, target, a->reqid,
+	    budget_free(call) ? DECIDE_NO_BUDGET : 0, &a->d, err);
 	if (rc != API_OK)
 		return rc;
-	fb_audit_decision(fb, call, target, &a->d);
-	if (a->d.grant.decision != GRANT_ALLOW)
+	if (a->d.grant.decision != GRANT_ALLOW) {
+		fb_audit_decision(fb, call, target, &a->d);
 		return fb_refusal(&a->d, call->cap, err);
-	/* target is the sandbox id on routes under /v1/sandboxes/{id}. */
+	}
+	/* target is the sandbox id on routes under /v1/sandboxes/{id}. The
+	 * audit entry is the answer given: a write the lock refuses is a
+	 * deny, whatever the policy said. */
 	if (strncmp(call->route, "sandbox", 7) == 0 ||
 	    strncmp(call->route, "file", 4) == 0 ||
 	    strncmp(call->route, "env", 3) == 0)
 		if ((rc = fb_lock_check(fb, call, target, &a->d, err)) !=
-		    API_OK)
+		    API_OK) {
+			fb_audit_lock_refusal(fb, call, target, &a->d);
 			return rc;
+		}
+	/* Nothing changes unless its entry is in the audit log. */
+	if ((rc = fb_audit_decision_commit(fb, call, target, &a->d, err)) !=
+	    API_OK)
+		return rc;
 	call->authz = a;
 	return API_OK;
 }
@@ -863,12 +876,48 @@ out:
 	return rc;
 }
 
+static void
+caps_text(cap_set_t caps, char *out, size_t len)
+{
+	out[0] = '\0';
+	for (int c = 0; c < CAP_COUNT; c++)
+		if (caps & CAP_BIT(c)) {
+			if (out[0] != '\0')
+				strlcat(out, ",", len);
+			strlcat(out, cap_name((enum cap_id)c), len);
+		}
+}
+
+/* Every token minted, and every one refused, is in the audit log. */
 static int
 fb_token_attenuate(void *arg, const struct api_call *call,
     const struct api_attenuate *at, struct api_token *out,
     struct api_error *err)
 {
-	return fb_mint(arg, call, at->caps, at->exp, at->sbx, out, err);
+	char caps[256], detail[API_MSG_MAX + 320];
+	int rc;
+
+	rc = fb_mint(arg, call, at->caps, at->exp, at->sbx, out, err);
+	caps_text(at->caps, caps, sizeof(caps));
+	if (rc != API_OK) {
+		snprintf(detail, sizeof(detail),
+		    "refused: caps %s, sandbox %s: status=%d %s", caps,
+		    at->sbx != NULL && at->sbx[0] ? at->sbx : "any",
+		    api_err_status(rc), err->message);
+		fb_audit_outcome(arg, call, "token.attenuate",
+		    at->sbx != NULL ? at->sbx : "", 0, "token", detail, NULL);
+		return rc;
+	}
+	snprintf(detail, sizeof(detail),
+	    "allowed: caps %s, sandbox %s, expires %lld", caps,
+	    at->sbx != NULL && at->sbx[0] ? at->sbx : "any",
+	    (long long)out->expires_at);
+	/* A credential is given out only once its entry is committed. */
+	if ((rc = fb_audit_outcome(arg, call, "token.attenuate",
+	         at->sbx != NULL ? at->sbx : "", 1, "token", detail, err)) !=
+	    API_OK)
+		memset(out, 0, sizeof(*out));
+	return rc;
 }
 
 /* ---- policy ----------------------------------------------------------- */
@@ -901,16 +950,21 @@ fb_policy_check(void *arg, const struct api_call *call,
 		    chk->principal, cap_name(chk->cap));
 	} else {
 		snprintf(out->rule, sizeof(out->rule), "rule %u", d.rule);
-		snprintf(
-		    out->location, sizeof(out->location), "line %u", d.line);
+		/* file:line:col in policy_dir, as `keep policy` says it. */
+		if (d.where[0] != '\0' &&
+		    memchr(d.where, '\0', sizeof(d.where)) != NULL)
+			strlcpy(out->location, d.where, sizeof(out->location));
+		else
+			snprintf(out->location, sizeof(out->location),
+			    "line %u", d.line);
 		snprintf(out->explanation, sizeof(out->explanation),
-		    "%s %s to %s by the rule at line %u",
+		    "%s %s to %s by the rule at %s",
 		    out->allow ? "allows" : "denies", chk->principal,
-		    cap_name(chk->cap), d.line);
+		    cap_name(chk->cap), out->location);
 		if (d.reason == POLICY_R_RATE || d.reason == POLICY_R_BUDGET)
 			snprintf(out->explanation, sizeof(out->explanation),
-			    "allowed by the rule at line %u, but %s now",
-			    d.line, policy_reason_name(d.reason));
+			    "allowed by the rule at %s, but %s now",
+			    out->location, policy_reason_name(d.reason));
 	}
 	return API_OK;
 }
@@ -968,6 +1022,7 @@ front_backend_new(struct proc_ctx *ctx)
 	fb_persist_ops(&fb->ops);
 	fb_image_ops(&fb->ops);
 	fb_lock_ops(&fb->ops);
+	fb_context_ops(&fb->ops);
 	return fb;
 }
 

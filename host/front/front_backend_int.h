@@ -14,6 +14,7 @@
 #include "host/front/front_backend.h"
 #include "host/msg.h"
 #include "host/proc_egress.h"
+#include "lib/memfd.h"
 
 /* The grant of an authorize, kept in the call's authz_room for its op
  * (call->authz). */
@@ -71,6 +72,15 @@ struct front_backend {
 	size_t audit_len;
 	uint32_t audit_count;
 	uint64_t audit_since_ms; /* monotonic, when the first one waited */
+	/* The store refused an audit append for room: until one commits
+	 * again, every request waits for its entry
+	 * (fb_audit_decision_commit). */
+	int audit_full;
+	/* Env snapshots from the vmm, numbered in the order it made them,
+	 * and the syncs to the store running now, one per sandbox
+	 * (fb_sync_env). */
+	uint64_t env_seq;
+	struct fb_env_sync *env_syncs;
 };
 
 /* fb_call reply flags. */
@@ -87,8 +97,6 @@ void fb_flush_decisions(struct front_backend *);
 void fb_flush_vmm(struct front_backend *);
 /* Fail the tasks' calls whose peer has not answered in time. */
 void fb_expire_waits(struct front_backend *);
-/* Write all of p to fd (a memfd for another process): 0 or -1. */
-int fb_write_all(int fd, const void *p, size_t len);
 int fb_fail(struct api_error *, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* flags: DECIDE_* (host/msg.h). */
@@ -137,6 +145,9 @@ void fb_locks_free(struct front_backend *);
  * the call does not name it (Keep-Lock). */
 int fb_lock_check(struct front_backend *, const struct api_call *,
     const char *sbx, const struct msg_policy_decision *d, struct api_error *);
+/* The identity of the link to peer as it is now: 0 if there is none or
+ * its peer has gone; another value once the parent has replaced it. */
+uint64_t fb_link_id(struct front_backend *, enum proc_id peer);
 int fb_sync_env(struct front_backend *, const struct api_principal *,
     const char *id, const char *env, size_t env_len, struct api_error *);
 void fb_persist_run(struct front_backend *, const struct api_principal *,
@@ -160,6 +171,24 @@ void fb_sandbox_ops(struct api_backend *);
 /* host/front/front_audit.c */
 void fb_audit_decision(struct front_backend *, const struct api_call *,
     const char *target, const struct msg_policy_decision *);
+/*
+ * The allowed decision's entry, committed before the operation is done
+ * when the operation can change anything (or the store was last found
+ * full): API_OK once it is durable, API_ESTORAGE (507) when the store has
+ * no room for it, so no operation is acknowledged without its entry.
+ */
+int fb_audit_decision_commit(struct front_backend *, const struct api_call *,
+    const char *target, const struct msg_policy_decision *, struct api_error *);
+/* An operation's own allow or deny entry (POST /v1/tokens); err NULL:
+ * batched, else committed and waited for, as fb_audit_decision_commit. */
+int fb_audit_outcome(struct front_backend *, const struct api_call *,
+    const char *action, const char *target, int allow, const char *rule,
+    const char *detail, struct api_error *err);
+/* Whether the request with capability cap must wait for its entry. */
+int fb_audit_must_commit(const struct front_backend *, enum cap_id cap);
+/* An allowed decision whose operation the sandbox's lock refused (423). */
+void fb_audit_lock_refusal(struct front_backend *, const struct api_call *,
+    const char *target, const struct msg_policy_decision *);
 void fb_audit_event(struct front_backend *, const struct api_call *,
     const char *action, const char *target, const char *detail);
 int fb_revoked(void *fb, const char *jti);
@@ -175,6 +204,10 @@ void fb_file_ops(struct api_backend *);
 
 /* host/front/front_run.c */
 void fb_run_ops(struct api_backend *);
+void fb_context_ops(struct api_backend *); /* host/front/front_context.c */
+/* A python execute's results line out of res->err into res->results
+ * (host/front/front_run.c). */
+void fb_take_results(struct api_run_result *res, const char *nonce);
 /* A run that answers no request: done(fb, arg, rc, res, err) is called
  * from the loop when it ends, and owns res->out and res->err. */
 typedef void (*fb_run_done_fn)(struct front_backend *, void *arg, int rc,

@@ -13,6 +13,7 @@
 
 #include "host/front/front_backend_int.h"
 #include "host/vmm_msg.h"
+#include "lib/fdio.h"
 
 static int
 errno_error(int e, struct api_error *err)
@@ -69,12 +70,8 @@ file_call(struct front_backend *fb, const struct api_call *call, const char *id,
 	q.len = len;
 	if (strlcpy(q.path, path, sizeof(q.path)) >= sizeof(q.path))
 		return fb_fail(err, API_EBADREQ, "Path too long");
-	if ((mfd = memfd_create("keep-file", MFD_CLOEXEC)) == -1)
+	if ((mfd = memfd_make_sealed("keep-file", data, len)) == -1)
 		return fb_fail(err, API_EINTERNAL, "Internal error");
-	if (len > 0 && fb_write_all(mfd, data, len) != 0) {
-		close(mfd);
-		return fb_fail(err, API_EINTERNAL, "Internal error");
-	}
 	rc = fb_call(fb, PROC_VMM, MSG_VMM_FILE, a->reqid, &q, sizeof(q), mfd,
 	    MSG_VMM_FILE_REPLY, FB_R_FD, r, &rlen, &fd, err);
 	close(mfd);
@@ -92,26 +89,12 @@ file_call(struct front_backend *fb, const struct api_call *call, const char *id,
 	return rc;
 }
 
-/* The reply memfd's first len bytes, malloc'ed. */
+/* The reply memfd's len bytes (all it holds, sealed), malloc'ed. */
 static int
 slurp(int fd, uint64_t len, char **out, struct api_error *err)
 {
-	struct stat st;
-	size_t got = 0;
-	ssize_t n;
-
-	if (fstat(fd, &st) == -1 || (uint64_t)st.st_size < len ||
-	    len > FILE_READ_MAX || (*out = malloc(len + 1)) == NULL)
+	if ((*out = memfd_read(fd, len, FILE_READ_MAX)) == NULL)
 		return fb_fail(err, API_EINTERNAL, "Internal error");
-	while (got < len) {
-		n = pread(fd, *out + got, len - got, (off_t)got);
-		if (n <= 0) {
-			free(*out);
-			*out = NULL;
-			return fb_fail(err, API_EINTERNAL, "Internal error");
-		}
-		got += (size_t)n;
-	}
 	return API_OK;
 }
 

@@ -54,7 +54,7 @@ to_api(struct vmm_image_info *i, struct api_image *out)
 	memset(out, 0, sizeof(*out));
 	strlcpy(out->name, i->name, sizeof(out->name));
 	strlcpy(out->version, i->version, sizeof(out->version));
-	snprintf(out->digest, sizeof(out->digest), "blake2b:%.62s", i->digest);
+	snprintf(out->digest, sizeof(out->digest), "blake2b:%.64s", i->digest);
 	out->size = i->size;
 	strlcpy(out->languages, i->languages, sizeof(out->languages));
 }
@@ -90,30 +90,14 @@ fb_image_upload(void *arg, const struct api_call *call, const void *blob,
 {
 	struct front_backend *fb = arg;
 	struct msg_vmm_images *r = NULL;
-	const uint8_t *p = blob;
-	size_t off = 0;
-	ssize_t w;
 	int fd, rc;
 
 	if (len > VMM_IMAGE_MAX_BYTES)
 		return fb_fail(err, API_ETOOLARGE, "An image is at most %u MiB",
 		    VMM_IMAGE_MAX_BYTES >> 20);
-	if ((fd = memfd_create(
-	         "keep-image", MFD_CLOEXEC | MFD_ALLOW_SEALING)) == -1)
+	if ((fd = memfd_make_sealed("keep-image", blob, len)) == -1)
 		return fb_fail(err, API_EINTERNAL, "Internal error");
-	while (off < len) {
-		if ((w = write(fd, p + off, len - off)) == -1) {
-			if (errno == EINTR)
-				continue;
-			break;
-		}
-		off += (size_t)w;
-	}
-	if (off != len ||
-	    fcntl(fd, F_ADD_SEALS,
-	        F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) ==
-	        -1 ||
-	    (r = malloc(sizeof(*r))) == NULL) {
+	if ((r = malloc(sizeof(*r))) == NULL) {
 		close(fd);
 		return fb_fail(err, API_EINTERNAL, "Internal error");
 	}

@@ -125,9 +125,19 @@ fb_sandbox_unlock(void *arg, const struct api_call *call, const char *id,
     struct api_error *err)
 {
 	struct front_backend *fb = arg;
-	struct fb_lock *l = lock_find(fb, id);
+	struct api_sandbox sb;
+	struct fb_lock *l;
+	int rc;
 
-	if (l == NULL)
+	/*
+	 * A sandbox the caller cannot see answers 404 before the lock is
+	 * looked at, so that 409 tells no one else that it is locked.
+	 */
+	memset(&sb, 0, sizeof(sb));
+	if ((rc = fb->ops.sandbox_get(arg, call, id, &sb, err)) != API_OK)
+		return rc;
+	free(sb.metadata);
+	if ((l = lock_find(fb, id)) == NULL)
 		return fb_fail(err, API_ENOTFOUND, "The sandbox is not locked");
 	if (!lock_matches(l, call))
 		return fb_fail(err, API_ECONFLICT,

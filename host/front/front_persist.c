@@ -76,7 +76,7 @@ write_call(struct front_backend *fb, uint64_t reqid, uint16_t type, void *q,
 
 	if (type == MSG_STORE_PUT && qlen > MSG_MAX_PAYLOAD) {
 		if (qlen > STORE_PUT_LARGE_MAX ||
-		    (fd = egress_memfd_make("keep-put", q, qlen)) == -1) {
+		    (fd = memfd_make_sealed("keep-put", q, qlen)) == -1) {
 			free(q);
 			return fb_fail(err, API_EINTERNAL, "Record too large");
 		}
@@ -332,8 +332,8 @@ env_has(const char *env, size_t len, const char *name)
  * answered an env operation with: whatever the operation was (merge,
  * replace, delete, clear), the result is what must survive.
  */
-int
-fb_sync_env(struct front_backend *fb, const struct api_principal *who,
+static int
+sync_env_once(struct front_backend *fb, const struct api_principal *who,
     const char *id, const char *env, size_t env_len, struct api_error *err)
 {
 	struct store_wire_reply hdr;
@@ -379,6 +379,119 @@ fb_sync_env(struct front_backend *fb, const struct api_principal *who,
 		}
 		free(var);
 	}
+	return rc;
+}
+
+/*
+ * The syncs of one sandbox run one at a time, newest snapshot first. Two
+ * at once would each delete what the other's (newer or older) snapshot
+ * added, and an older one's puts could land after a newer one's: an
+ * acknowledged write would then be missing from the store (and, after a
+ * restart of the vmm, which reads the store back, from the sandbox).
+ * Snapshots are numbered in the order the vmm made them: a reply's task
+ * runs as soon as it arrives, before the next reply, so the number is
+ * taken here before anything can suspend. While one task writes, the
+ * others leave their snapshot (only the newest is kept: it holds all of
+ * the older ones' effects) and wait; after each round the writer wakes
+ * the tasks whose snapshot that round covered, with its result.
+ */
+struct fb_env_waiter {
+	struct fb_env_waiter *next;
+	struct task *task;
+	uint64_t seq;
+	struct api_error *err;
+	int rc;
+};
+
+struct fb_env_sync {
+	struct fb_env_sync *next;
+	char id[SBX_ID_MAX];
+	char *env; /* the newest snapshot not yet written, or NULL */
+	size_t env_len;
+	uint64_t want; /* its number */
+	struct fb_env_waiter *waiters;
+};
+
+static void
+env_sync_wake(
+    struct fb_env_sync *s, uint64_t upto, int rc, const struct api_error *err)
+{
+	struct fb_env_waiter **pp = &s->waiters, *w;
+
+	while ((w = *pp) != NULL) {
+		if (w->seq > upto) {
+			pp = &w->next;
+			continue;
+		}
+		*pp = w->next;
+		w->rc = rc;
+		if (rc != API_OK)
+			*w->err = *err;
+		if (task_run(w->task) == TASK_DONE)
+			task_free(w->task);
+		pp = &s->waiters; /* the list may have changed meanwhile */
+	}
+}
+
+int
+fb_sync_env(struct front_backend *fb, const struct api_principal *who,
+    const char *id, const char *env, size_t env_len, struct api_error *err)
+{
+	uint64_t seq = ++fb->env_seq, cur;
+	struct fb_env_sync *s, **pp;
+	struct fb_env_waiter w;
+	struct api_error round_err;
+	char *blob;
+	size_t blob_len;
+	int rc, round_rc;
+
+	for (s = fb->env_syncs; s != NULL; s = s->next)
+		if (strcmp(s->id, id) == 0)
+			break;
+	if (s != NULL && task_self() != NULL) {
+		if ((blob = malloc(env_len + 1)) == NULL)
+			return fb_fail(err, API_EINTERNAL, "Out of memory");
+		memcpy(blob, env, env_len);
+		free(s->env);
+		s->env = blob;
+		s->env_len = env_len;
+		s->want = seq;
+		memset(&w, 0, sizeof(w));
+		w.task = task_self();
+		w.seq = seq;
+		w.err = err;
+		w.next = s->waiters;
+		s->waiters = &w;
+		task_suspend();
+		return w.rc;
+	}
+	if (s != NULL || strlen(id) >= sizeof(s->id) ||
+	    (s = calloc(1, sizeof(*s))) == NULL)
+		return sync_env_once(fb, who, id, env, env_len, err);
+	strlcpy(s->id, id, sizeof(s->id));
+	s->next = fb->env_syncs;
+	fb->env_syncs = s;
+	rc = sync_env_once(fb, who, id, env, env_len, err);
+	env_sync_wake(s, seq, rc, err);
+	while (s->want > seq && s->env != NULL) {
+		cur = s->want;
+		blob = s->env;
+		blob_len = s->env_len;
+		s->env = NULL;
+		memset(&round_err, 0, sizeof(round_err));
+		round_rc =
+		    sync_env_once(fb, who, id, blob, blob_len, &round_err);
+		free(blob);
+		env_sync_wake(s, cur, round_rc, &round_err);
+		seq = cur;
+	}
+	for (pp = &fb->env_syncs; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == s) {
+			*pp = s->next;
+			break;
+		}
+	free(s->env);
+	free(s);
 	return rc;
 }
 

@@ -17,8 +17,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "host/front/front_backend_int.h"
 #include "host/vmm_msg.h"
+#include "lib/clock.h"
+#include "lib/fdio.h"
 #include "lib/log.h"
 #include "policy/policy.h"
 
@@ -39,10 +43,15 @@ struct fb_run {
 	char sbx[SBX_ID_MAX];
 	char command[RUN_NAME_MAX];
 	int64_t started_ms; /* unix ms */
+	/* RUN_F_STREAM: stdout, stderr bytes passed on as they came
+	 * (h_run_output); the final output is what follows them. */
+	uint64_t sent[2];
 	/* A run nobody waits for (execute/async, host/front/front_async.c):
 	 * called instead of resuming a request; owns res.out, res.err. */
 	fb_run_done_fn on_done;
 	void *on_done_arg;
+	int cell; /* a live context's cell: its output is JSON lines */
+	char results_nonce[20]; /* a plain python execute's (keep_once.py) */
 };
 
 /* How a run ended, as the API and /metrics name it. */
@@ -55,16 +64,9 @@ static const char *const proc_status[] = {
 	[RUN_ERROR] = "error",
 	[RUN_STARTED] = "running",
 	[RUN_KILLED] = "killed",
+	[RUN_NOSANDBOX] = "refused",
+	[RUN_NOTFOUND] = "not-found",
 };
-
-static uint64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static int64_t
 wall_ms(void)
@@ -83,8 +85,7 @@ put_str(int fd, const char *s, size_t len)
 
 	if (memchr(s, '\0', len) != NULL)
 		return -1;
-	return fb_write_all(fd, l, sizeof(l)) || fb_write_all(fd, s, len) ? -1
-	                                                                  : 0;
+	return write_all(fd, l, sizeof(l)) || write_all(fd, s, len) ? -1 : 0;
 }
 
 static int
@@ -131,6 +132,8 @@ run_background(struct front_backend *fb, const struct api_call *call,
 		fb_audit_event(
 		    fb, call, "run.background", q->sandbox, q->command);
 		return API_OK;
+	case RUN_NOSANDBOX:
+		return fb_fail(err, API_ENOTFOUND, "Sandbox not found");
 	case RUN_REFUSED:
 		return fb_fail(err, API_EBADREQ, "%s", d.reason);
 	default:
@@ -147,24 +150,37 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
     const char *command, const char *const *args, size_t nargs,
     const struct api_kv *env, size_t nenv, const char *in, size_t inlen,
     uint64_t timeout_ms, uint64_t *bg_pid, fb_run_done_fn on_done,
-    void *on_done_arg, struct api_error *err)
+    void *on_done_arg, const char *context, const char *results_nonce,
+    struct api_error *err)
 {
 	struct fb_authz *a = call->authz;
 	struct msg_vmm_run q;
-	size_t i;
+	size_t i, argbytes;
 	struct fb_run *run;
 	struct stat st;
 	int mfd = -1, rc;
 
 	if (a == NULL || a->link != PROC_VMM || !a->deferred)
 		return fb_fail(err, API_EINTERNAL, "Internal error");
+	/* Arguments (an execute's code is one) and variables go on the
+	 * guest's stack, at least 2 MiB whatever its memory: refused here,
+	 * whole, before any budget is spent. */
+	for (i = 0, argbytes = 0; i < nargs; i++)
+		argbytes += strlen(args[i]) + 1;
+	for (i = 0; i < nenv; i++)
+		argbytes += strlen(env[i].key) + strlen(env[i].value) + 2;
+	if (argbytes > RUN_ARGS_BYTES_MAX)
+		return fb_fail(err, API_ETOOLARGE,
+		    "Code, arguments and environment are limited to %u bytes "
+		    "together; this request has %zu",
+		    (unsigned)RUN_ARGS_BYTES_MAX, argbytes);
 	/* The decision, on the program: the policy's exec allowlist. */
 	rc = fb_decide(fb, call->who, CAP_EXEC, PROC_VMM, command, a->reqid,
 	    DECIDE_ENTER, &a->d, err);
 	if (rc != API_OK)
 		return rc;
-	fb_audit_decision(fb, call, command, &a->d);
 	if (a->d.grant.decision != GRANT_ALLOW) {
+		fb_audit_decision(fb, call, command, &a->d);
 		if (a->d.reason != POLICY_R_TARGET)
 			return fb_refusal(&a->d, CAP_EXEC, err);
 		return fb_fail(err, API_EFORBIDDEN,
@@ -172,6 +188,12 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 		    command);
 	}
 	if ((rc = fb_lock_check(fb, call, id, &a->d, err)) != API_OK) {
+		fb_audit_lock_refusal(fb, call, command, &a->d);
+		fb_leave(fb, call->who->sub);
+		return rc;
+	}
+	if ((rc = fb_audit_decision_commit(fb, call, command, &a->d, err)) !=
+	    API_OK) {
 		fb_leave(fb, call->who->sub);
 		return rc;
 	}
@@ -192,8 +214,15 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 	q.nenv = (uint32_t)nenv;
 	q.stdin_len = inlen;
 	q.timeout_ms = timeout_ms;
-	if ((mfd = memfd_create("keep-run", MFD_CLOEXEC | MFD_ALLOW_SEALING)) ==
-	    -1) {
+	if (context != NULL) {
+		q.flags |= RUN_F_CONTEXT;
+		if (strlcpy(q.context, context, sizeof(q.context)) >=
+		    sizeof(q.context)) {
+			rc = fb_fail(err, API_ENOTFOUND, "Context not found");
+			goto out;
+		}
+	}
+	if ((mfd = memfd_new("keep-run")) == -1) {
 		rc = fb_fail(err, API_EINTERNAL, "Internal error");
 		goto out;
 	}
@@ -204,12 +233,11 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 	for (i = 0; i < nenv; i++)
 		if (put_env(mfd, &env[i]) != 0)
 			goto bad;
-	if (fb_write_all(mfd, in, inlen) != 0 || fstat(mfd, &st) == -1 ||
+	if (write_all(mfd, in, inlen) != 0 || fstat(mfd, &st) == -1 ||
 	    (uint64_t)st.st_size > RUN_MAX_INPUT)
 		goto bad;
 	q.input_len = (uint64_t)st.st_size;
-	if (fcntl(mfd, F_ADD_SEALS,
-	        F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) == -1)
+	if (memfd_seal(mfd) == -1)
 		goto bad;
 	/* egress: the token's caps for the run's egress decisions
 	 * (host/vmm_egress.h). */
@@ -224,8 +252,11 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 			msg_send(fb->ctx->fd[PROC_VMM], MSG_VMM_RUN_CAPS, 0,
 			    a->reqid, &rc_caps, sizeof(rc_caps), -1);
 	}
+	/* A client that reads the output as it comes gets it so. */
+	if (bg_pid == NULL && on_done == NULL && call->sse)
+		q.flags |= RUN_F_STREAM;
 	if (bg_pid != NULL) {
-		q.flags = RUN_F_BACKGROUND;
+		q.flags |= RUN_F_BACKGROUND;
 		rc = run_background(fb, call, a->reqid, &q, mfd, bg_pid, err);
 		goto out;
 	}
@@ -235,6 +266,10 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 	}
 	run->on_done = on_done;
 	run->on_done_arg = on_done_arg;
+	run->cell = context != NULL;
+	if (results_nonce != NULL)
+		strlcpy(run->results_nonce, results_nonce,
+		    sizeof(run->results_nonce));
 	if (on_done == NULL && (run->pending = api_defer(call)) == NULL) {
 		free(run);
 		rc = fb_fail(err, API_EINTERNAL, "Runs need a connection");
@@ -284,24 +319,46 @@ fb_run_async(struct front_backend *fb, const struct api_call *call,
 	if (memchr(ex->code, '\0', ex->code_len) != NULL)
 		return fb_fail(err, API_EBADREQ, "code contains NUL");
 	return run_start(fb, call, id,
-	    ex->language == API_LANG_PYTHON ? "python" : "js", args, 2, NULL, 0,
-	    NULL, 0, ex->timeout_ms, NULL, done, arg, err);
+	    ex->language == API_LANG_PYTHON ? "python" : "js", args, 2, ex->env,
+	    ex->nenv, NULL, 0, ex->timeout_ms, NULL, done, arg, NULL, NULL,
+	    err);
 }
 
 /* The interpreters take the code as an argument: no temporary file and
  * no shell in between. pid NULL: in the foreground. */
+extern const char keep_once_py[]; /* build/gen/context_drivers.c */
+
 static int
 execute_code(void *arg, const struct api_call *call, const char *id,
     const struct api_exec *ex, uint64_t *pid, struct api_error *err)
 {
-	const char *args[2] = { ex->language == API_LANG_PYTHON ? "-c" : "-e",
+	const char *args[4] = { ex->language == API_LANG_PYTHON ? "-c" : "-e",
 		ex->code };
+	const char *lang = ex->language == API_LANG_PYTHON ? "python" : "js";
+	char nonce[20];
+	uint8_t rnd[8];
 
 	if (memchr(ex->code, '\0', ex->code_len) != NULL)
 		return fb_fail(err, API_EBADREQ, "code contains NUL");
-	return run_start(arg, call, id,
-	    ex->language == API_LANG_PYTHON ? "python" : "js", args, 2, NULL, 0,
-	    NULL, 0, ex->timeout_ms, pid, NULL, NULL, err);
+	/* A cell: the code alone; the context's driver runs it. */
+	if (ex->context_id != NULL && pid == NULL)
+		return run_start(arg, call, id, lang, args + 1, 1, ex->env,
+		    ex->nenv, NULL, 0, ex->timeout_ms, NULL, NULL, NULL,
+		    ex->context_id, NULL, err);
+	/* Python in the foreground: through keep_once.py, which runs the
+	 * code as -c would and adds its results (docs/contexts.md). */
+	if (ex->language == API_LANG_PYTHON && pid == NULL) {
+		randombytes_buf(rnd, sizeof(rnd));
+		sodium_bin2hex(nonce, sizeof(nonce), rnd, sizeof(rnd));
+		args[1] = keep_once_py;
+		args[2] = nonce;
+		args[3] = ex->code;
+		return run_start(arg, call, id, lang, args, 4, ex->env,
+		    ex->nenv, NULL, 0, ex->timeout_ms, NULL, NULL, NULL, NULL,
+		    nonce, err);
+	}
+	return run_start(arg, call, id, lang, args, 2, ex->env, ex->nenv, NULL,
+	    0, ex->timeout_ms, pid, NULL, NULL, NULL, NULL, err);
 }
 
 static int
@@ -326,7 +383,7 @@ fb_command_run(void *arg, const struct api_call *call, const char *id,
 {
 	return run_start(arg, call, id, c->cmd, c->args, c->nargs, c->env,
 	    c->nenv, c->stdin_data, c->stdin_len, c->timeout_ms, NULL, NULL,
-	    NULL, err);
+	    NULL, NULL, NULL, err);
 }
 
 static int
@@ -335,7 +392,7 @@ fb_command_background(void *arg, const struct api_call *call, const char *id,
 {
 	return run_start(arg, call, id, c->cmd, c->args, c->nargs, c->env,
 	    c->nenv, c->stdin_data, c->stdin_len, c->timeout_ms, pid, NULL,
-	    NULL, err);
+	    NULL, NULL, NULL, err);
 }
 
 static int
@@ -347,8 +404,11 @@ fb_processes(void *arg, const struct api_call *call, const char *id,
 	struct msg_vmm_sandbox_ref q;
 	struct msg_vmm_procs *r;
 	size_t rlen, i;
-	int rc;
+	int rc, bg_only;
 
+	/* execute/processes: the background runs (docs/api.yaml);
+	 * processes: every run the sandbox remembers. */
+	bg_only = strcmp(call->route, "execute_processes") == 0;
 	if (a == NULL || a->link != PROC_VMM)
 		return fb_fail(err, API_EINTERNAL, "Internal error");
 	if ((r = malloc(sizeof(*r))) == NULL)
@@ -368,9 +428,13 @@ fb_processes(void *arg, const struct api_call *call, const char *id,
 			free(r);
 			return fb_fail(err, API_EINTERNAL, "Out of memory");
 		}
-		for (i = 0; i < r->n; i++) {
-			struct api_process *p = &(*out)[i];
+		for (i = 0, *n = 0; i < r->n; i++) {
+			struct api_process *p = &(*out)[*n];
 
+			if (bg_only && !r->p[i].background)
+				continue;
+			(*n)++;
+			p->background = r->p[i].background != 0;
 			p->pid = r->p[i].pid;
 			r->p[i].cmd[sizeof(r->p[i].cmd) - 1] = '\0';
 			strlcpy(p->cmd, r->p[i].cmd, sizeof(p->cmd));
@@ -383,7 +447,6 @@ fb_processes(void *arg, const struct api_call *call, const char *id,
 			p->exit_code = r->p[i].exit_code;
 			p->started_at = r->p[i].started_at;
 		}
-		*n = r->n;
 	}
 	free(r);
 	return rc;
@@ -447,9 +510,12 @@ fb_kill(void *arg, const struct api_call *call, const char *id, uint64_t pid,
 	    fb, call->who, CAP_EXEC, PROC_VMM, "", a->reqid, 0, &a->d, err);
 	if (rc != API_OK)
 		return rc;
-	fb_audit_decision(fb, call, "", &a->d);
-	if (a->d.grant.decision != GRANT_ALLOW)
+	if (a->d.grant.decision != GRANT_ALLOW) {
+		fb_audit_decision(fb, call, "", &a->d);
 		return fb_refusal(&a->d, CAP_EXEC, err);
+	}
+	if ((rc = fb_audit_decision_commit(fb, call, "", &a->d, err)) != API_OK)
+		return rc;
 	memset(&q, 0, sizeof(q));
 	q.grant = a->d.grant;
 	strlcpy(q.id, id, sizeof(q.id));
@@ -506,6 +572,8 @@ static const char *const status_reason[] = {
 	[RUN_ERROR] = "error",
 	[RUN_STARTED] = NULL,
 	[RUN_KILLED] = "killed",
+	[RUN_NOSANDBOX] = "refused",
+	[RUN_NOTFOUND] = "not-found",
 };
 
 static const uint64_t boot_le_us[] = { 1000, 2000, 5000, 10000, 20000, 50000,
@@ -580,13 +648,53 @@ fb_metrics(void *arg, struct http_buf *b)
 		    (unsigned long long)info.egress_deny);
 }
 
+/*
+ * keep_once.py's results line, "\x1ekeep-results:NONCE:JSON\n", the last
+ * one under this run's nonce, moved out of stderr into res->results
+ * (left NULL when there is none or no memory). The JSON is the API's
+ * to decode as untrusted.
+ */
+void
+fb_take_results(struct api_run_result *res, const char *nonce)
+{
+	char mark[48];
+	char *p, *at = NULL, *end, *e = res->err;
+	size_t ml, left;
+
+	ml =
+	    (size_t)snprintf(mark, sizeof(mark), "\x1ekeep-results:%s:", nonce);
+	if (e == NULL || ml >= sizeof(mark))
+		return;
+	for (p = e; (left = res->err_len - (size_t)(p - e)) >= ml &&
+	     (p = memmem(p, left, mark, ml)) != NULL;
+	     p++)
+		at = p;
+	if (at == NULL) {
+		/* None: a python execute still answers results, empty. */
+		if ((res->results = strdup("[]")) != NULL)
+			res->results_len = 2;
+		return;
+	}
+	end = memchr(at, '\n', res->err_len - (size_t)(at - e));
+	end = end != NULL ? end + 1 : e + res->err_len;
+	res->results_len = (size_t)(end - at) - ml;
+	if ((res->results = malloc(res->results_len + 1)) == NULL) {
+		res->results_len = 0;
+		return;
+	}
+	memcpy(res->results, at + ml, res->results_len);
+	res->results[res->results_len] = '\0';
+	memmove(at, end, res->err_len - (size_t)(end - e));
+	res->err_len -= (size_t)(end - at);
+	e[res->err_len] = '\0';
+}
+
 static int
 h_run_done(struct proc_ctx *ctx, const struct msg *m)
 {
 	struct front_backend *fb = *(struct front_backend **)ctx->arg;
 	struct msg_vmm_run_done d;
 	struct fb_run *r;
-	struct stat st;
 
 	memcpy(&d, m->data, sizeof(d));
 	if ((r = run_find(fb, m->hdr.reqid)) == NULL) {
@@ -597,8 +705,8 @@ h_run_done(struct proc_ctx *ctx, const struct msg *m)
 	if (d.status >= nitems(status_reason) ||
 	    status_reason[d.status] == NULL ||
 	    memchr(d.reason, '\0', sizeof(d.reason)) == NULL ||
-	    fstat(m->fd, &st) == -1 || d.out_len > (uint64_t)st.st_size ||
-	    d.err_len > (uint64_t)st.st_size - d.out_len ||
+	    d.err_len > UINT64_MAX - d.out_len ||
+	    memfd_check(m->fd, d.out_len + d.err_len, UINT64_MAX) == -1 ||
 	    (r->res.out = read_exact(m->fd, 0, d.out_len)) == NULL ||
 	    (r->res.err = read_exact(m->fd, d.out_len, d.err_len)) == NULL) {
 		close(m->fd);
@@ -611,8 +719,30 @@ h_run_done(struct proc_ctx *ctx, const struct msg *m)
 	metrics_count(fb, &d);
 	r->res.out_len = d.out_len;
 	r->res.err_len = d.err_len;
+	/* What went out as it came is not sent twice. */
+	if (r->sent[0] > 0 && r->sent[0] <= r->res.out_len) {
+		memmove(r->res.out, r->res.out + r->sent[0],
+		    r->res.out_len - r->sent[0]);
+		r->res.out_len -= r->sent[0];
+	}
+	if (r->sent[1] > 0 && r->sent[1] <= r->res.err_len) {
+		memmove(r->res.err, r->res.err + r->sent[1],
+		    r->res.err_len - r->sent[1]);
+		r->res.err_len -= r->sent[1];
+	}
 	r->res.exit_code = d.exit_code;
 	r->res.duration_ms = d.duration_ms;
+	r->res.cell = r->cell;
+	if (r->results_nonce[0] != '\0')
+		fb_take_results(&r->res, r->results_nonce);
+	if (d.status == RUN_NOSANDBOX) {
+		r->rc = fb_fail(&r->err, API_ENOTFOUND, "Sandbox not found");
+		return 0;
+	}
+	if (d.status == RUN_NOTFOUND) {
+		r->rc = fb_fail(&r->err, API_ENOTFOUND, "Context not found");
+		return 0;
+	}
 	if (d.status == RUN_REFUSED) {
 		r->rc = fb_fail(&r->err, API_EBADREQ, "%s", d.reason);
 		return 0;
@@ -625,6 +755,36 @@ h_run_done(struct proc_ctx *ctx, const struct msg *m)
 	 * address) is in its log under the same request. */
 	strlcpy(r->res.reason, status_reason[d.status], sizeof(r->res.reason));
 	r->rc = API_OK;
+	return 0;
+}
+
+/*
+ * Output of a streaming run so far (RUN_F_STREAM): passed on to its
+ * client at once, in order; a piece out of order (never, on one link) is
+ * left for the final reply, which carries everything after what was sent.
+ */
+static int
+h_run_output(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct front_backend *fb = *(struct front_backend **)ctx->arg;
+	struct msg_vmm_run_output h;
+	struct fb_run *r;
+	size_t n;
+	int s;
+
+	if (m->hdr.len < sizeof(h))
+		return -1;
+	memcpy(&h, m->data, sizeof(h));
+	if (h.stream != 1 && h.stream != 2)
+		return -1;
+	s = (int)h.stream - 1;
+	n = m->hdr.len - sizeof(h);
+	if ((r = run_find(fb, m->hdr.reqid)) == NULL || r->pending == NULL ||
+	    h.offset != r->sent[s] || n == 0)
+		return 0;
+	api_stream_run(
+	    r->pending, s == 0 ? "stdout" : "stderr", m->data + sizeof(h), n);
+	r->sent[s] += n;
 	return 0;
 }
 
@@ -665,6 +825,8 @@ const struct msg_handler fb_run_handlers[] = {
 	    MSG_H_FD, h_run_done },
 	{ MSG_VMM_BG_DONE, PROC_BIT(PROC_VMM), sizeof(struct msg_vmm_bg_done),
 	    0, h_bg_done },
+	{ MSG_VMM_RUN_OUTPUT, PROC_BIT(PROC_VMM), MSG_MAX_PAYLOAD,
+	    MSG_H_VARIABLE, h_run_output },
 	FB_ASYNC_HANDLERS, /* host/front/front_async.c */
 };
 const size_t fb_run_nhandlers = nitems(fb_run_handlers);

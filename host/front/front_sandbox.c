@@ -38,6 +38,10 @@ fb_sbx_error(int status, struct api_error *err)
 		    "Image not found or not signed by a trusted key");
 	case SBX_E_FULL:
 		return fb_fail(err, API_ESTORAGE, "Sandbox limit reached");
+	case SBX_E_QUOTA:
+		return fb_fail(err, API_EFORBIDDEN,
+		    "Sandbox quota reached: the policy's `sandboxes` limit; "
+		    "delete one first");
 	case SBX_E_GRANT:
 		return fb_fail(err, API_EFORBIDDEN, "Not authorized");
 	case SBX_E_RESTORING:
@@ -344,10 +348,12 @@ env_call(struct front_backend *fb, const struct api_call *call, const char *id,
 	const struct fb_authz *a = authz(call);
 	struct msg_vmm_env *q;
 	size_t rlen = sizeof(*r), used = 0, i;
+	uint64_t vmm_link;
 	int rc, len;
 
 	if (a == NULL)
 		return fb_fail(err, API_EINTERNAL, "Internal error");
+	vmm_link = fb_link_id(fb, PROC_VMM);
 	if ((q = calloc(1, sizeof(*q))) == NULL)
 		return fb_fail(err, API_EINTERNAL, "Out of memory");
 	q->grant = a->d.grant;
@@ -379,7 +385,21 @@ env_call(struct front_backend *fb, const struct api_call *call, const char *id,
 		return fb_fail(err, API_EINTERNAL, "Internal error");
 	if ((rc = fb_sbx_error((int)r->op, err)) != API_OK || op == ENV_GET)
 		return rc;
-	return fb_sync_env(fb, call->who, id, r->env, r->env_len, err);
+	if ((rc = fb_sync_env(fb, call->who, id, r->env, r->env_len, err)) !=
+	    API_OK)
+		return rc;
+	/*
+	 * A vmm that restarted while the store was written may have read
+	 * the sandbox's variables back before our writes landed: it would
+	 * not have this change, and its next answer would take it out of
+	 * the store as well. Not acknowledged then: the client retries
+	 * against the new vmm. A vmm still on the same link has not
+	 * restarted, so one that restarts later reads our writes.
+	 */
+	if (vmm_link == 0 || fb_link_id(fb, PROC_VMM) != vmm_link)
+		return fb_fail(err, API_EUNAVAIL,
+		    "The vmm service restarted during the change: retry");
+	return API_OK;
 }
 
 static int

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "host/http/front.h"
+#include "lib/clock.h"
 #include "lib/log.h"
 #include "lib/task.h"
 
@@ -92,15 +93,6 @@ front_limits_default(struct front_limits *l)
 	l->max_requests = 0;
 	l->wait_timeout_ms = 600000;
 	l->max_pending_out = 4 << 20;
-}
-
-static uint64_t
-mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 static void

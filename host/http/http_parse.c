@@ -282,7 +282,7 @@ parse_field(
 static int
 interpret_fields(struct http_request *req, int *status)
 {
-	int ncl = 0, nte = 0, nhost = 0, close = 0, keep = 0;
+	int ncl = 0, nte = 0, nhost = 0, nauth = 0, close = 0, keep = 0;
 
 	req->chunked = 0;
 	req->content_length = 0;
@@ -304,6 +304,11 @@ interpret_fields(struct http_request *req, int *status)
 			req->chunked = 1;
 		} else if (http_token_eq(h->name, h->namelen, "host")) {
 			if (++nhost > 1)
+				return fail(status, 400);
+		} else if (http_token_eq(
+		               h->name, h->namelen, "authorization")) {
+			/* Two credentials: which one a proxy checked is unknown. */
+			if (++nauth > 1)
 				return fail(status, 400);
 		} else if (http_token_eq(h->name, h->namelen, "connection")) {
 			if (parse_connection(

@@ -2,9 +2,11 @@
  * The LMDB environment, short transactions, and the generic and typed
  * record operations. The audit log is in store_audit.c.
  */
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,6 +159,54 @@ disk_full(struct store *st)
 	return (uint64_t)sv.f_bavail * sv.f_frsize < NOSPC_SLACK;
 }
 
+/*
+ * The store's room on a file system it shares with the workspaces: the
+ * blocks of st->reserve bytes past the data file's end are allocated
+ * beforehand (fallocate, the file's size unchanged), so LMDB's next pages
+ * land in them even when a tenant has filled the disk. Renewed when half
+ * is used; when renewing fails (the disk is full), what is left of it is
+ * still there, and a write past it is STORE_E_NOSPC.
+ */
+static void
+reserve_room(struct store *st)
+{
+	mdb_filehandle_t fd;
+	struct stat sb;
+	uint64_t want;
+
+	if (st->reserve == 0 || st->readonly ||
+	    mdb_env_get_fd(st->env, &fd) != 0 || fstat(fd, &sb) != 0 ||
+	    sb.st_size < 0)
+		return;
+	if (st->reserved_to >= (uint64_t)sb.st_size + st->reserve / 2)
+		return;
+	want = (uint64_t)sb.st_size + st->reserve;
+	if (fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, (off_t)want) == 0)
+		st->reserved_to = want;
+}
+
+void
+store_set_reserve(struct store *st, uint64_t bytes)
+{
+	if (st->reserve == bytes)
+		return;
+	st->reserve = bytes;
+	st->reserved_to = 0;
+	reserve_room(st);
+}
+
+uint64_t
+store_reserve_left(struct store *st)
+{
+	mdb_filehandle_t fd;
+	struct stat sb;
+
+	if (st->reserve == 0 || mdb_env_get_fd(st->env, &fd) != 0 ||
+	    fstat(fd, &sb) != 0 || (uint64_t)sb.st_size >= st->reserved_to)
+		return 0;
+	return st->reserved_to - (uint64_t)sb.st_size;
+}
+
 int
 store_write(struct store *st, store_txn_fn fn, void *arg)
 {
@@ -173,6 +223,8 @@ store_write(struct store *st, store_txn_fn fn, void *arg)
 			rc = store_mdb_err(mdb_txn_commit(txn));
 			if (rc == STORE_E_IO && disk_full(st))
 				rc = STORE_E_NOSPC;
+			if (rc == STORE_OK)
+				reserve_room(st);
 		} else
 			mdb_txn_abort(txn);
 		if (rc != STORE_E_FULL || attempt > 0 || grow(st) != STORE_OK)
@@ -293,6 +345,16 @@ uint64_t
 store_map_size(struct store *st)
 {
 	return st->map_size;
+}
+
+int
+store_copy(struct store *st, const char *dir)
+{
+	int rc = mdb_env_copy2(st->env, dir, MDB_CP_COMPACT);
+
+	if (rc != 0)
+		errno = rc;
+	return store_mdb_err(rc);
 }
 
 /* ---- generic access ------------------------------------------------- */

@@ -109,6 +109,15 @@ struct store_config {
 };
 
 /*
+ * Keep bytes of disk allocated for the store past its data file's end
+ * (fallocate, renewed as it is used), so that other users of the file
+ * system (the workspaces) cannot take the room its next writes need.
+ * 0: none. store_reserve_left: what is allocated and unused now.
+ */
+void store_set_reserve(struct store *, uint64_t bytes);
+uint64_t store_reserve_left(struct store *);
+
+/*
  * Open (creating when not read-only) the environment in directory dir,
  * which must exist. Checks the schema version and clears reader slots
  * left by dead processes. Returns STORE_OK, STORE_E_VERSION (a schema
@@ -123,6 +132,15 @@ void store_close(struct store *st);
 
 /* The current map size in bytes (after growth). */
 uint64_t store_map_size(struct store *st);
+
+/*
+ * A consistent, compacted copy of the whole environment into directory
+ * dir (which must exist and hold no data.mdb): LMDB's mdb_env_copy2 with
+ * MDB_CP_COMPACT, inside one read transaction, so it runs beside a
+ * writer in another process (keep store backup). Returns STORE_OK,
+ * STORE_E_NOSPC, STORE_E_RDONLY or STORE_E_IO (errno says more).
+ */
+int store_copy(struct store *st, const char *dir);
 
 /* ---- records -------------------------------------------------------- */
 

@@ -16,6 +16,9 @@ struct store {
 	int readonly;
 	uint64_t map_size, map_max;
 	uint64_t idem_ttl_ms;
+	/* Room kept allocated past the data file's end (store_set_reserve),
+	 * and the offset up to which it is allocated now. */
+	uint64_t reserve, reserved_to;
 };
 
 /* An LMDB or errno value as a STORE_E_* code. */

@@ -36,9 +36,35 @@ add_over(uint64_t a, uint64_t b, uint64_t *sum)
 	return *sum < a;
 }
 
+/* The PT_INTERP path: absolute, printable, NUL-terminated inside the
+ * segment, shorter than ELF_INTERP_MAX. */
+static int
+interp_ok(const uint8_t *buf, size_t len, const Elf64_Phdr *ph)
+{
+	uint64_t end, i;
+
+	if (ph->p_filesz < 3 || ph->p_filesz > ELF_INTERP_MAX ||
+	    add_over(ph->p_offset, ph->p_filesz, &end) || end > len)
+		return 0;
+	if (buf[ph->p_offset] != '/' || buf[end - 1] != '\0')
+		return 0;
+	for (i = ph->p_offset; i < end - 1; i++)
+		if (buf[i] < 0x21 || buf[i] > 0x7e)
+			return 0;
+	return 1;
+}
+
 int
 elf_parse(const uint8_t *buf, size_t len, uint64_t mem_lo, uint64_t mem_hi,
     struct elf_info *out, char *err, size_t errlen)
+{
+	return elf_parse_at(
+	    buf, len, ELF_PIE_BASE, mem_lo, mem_hi, out, err, errlen);
+}
+
+int
+elf_parse_at(const uint8_t *buf, size_t len, uint64_t pie_base, uint64_t mem_lo,
+    uint64_t mem_hi, struct elf_info *out, char *err, size_t errlen)
 {
 	Elf64_Ehdr eh;
 	Elf64_Phdr ph;
@@ -71,7 +97,10 @@ elf_parse(const uint8_t *buf, size_t len, uint64_t mem_lo, uint64_t mem_hi,
 	    phend > len)
 		return elf_fail(
 		    err, errlen, "program headers lie outside the file");
-	out->base = eh.e_type == ET_DYN ? ELF_PIE_BASE : 0;
+	if (pie_base % PAGE != 0)
+		return elf_fail(err, errlen, "load base not page-aligned");
+	out->type = eh.e_type;
+	out->base = eh.e_type == ET_DYN ? pie_base : 0;
 	out->phnum = eh.e_phnum;
 	out->phentsize = eh.e_phentsize;
 
@@ -79,10 +108,14 @@ elf_parse(const uint8_t *buf, size_t len, uint64_t mem_lo, uint64_t mem_hi,
 		struct elf_load *l;
 
 		memcpy(&ph, buf + eh.e_phoff + i * sizeof(ph), sizeof(ph));
-		if (ph.p_type == PT_INTERP)
-			return elf_fail(err, errlen,
-			    "dynamically linked (has an interpreter); keep "
-			    "runs static executables only");
+		if (ph.p_type == PT_INTERP) {
+			if (out->interp_len != 0 || !interp_ok(buf, len, &ph))
+				return elf_fail(err, errlen,
+				    "bad or repeated interpreter path");
+			out->interp_off = ph.p_offset;
+			out->interp_len = ph.p_filesz - 1;
+			continue;
+		}
 		if (ph.p_type != PT_LOAD)
 			continue;
 		if (out->nload == ELF_MAX_LOADS)

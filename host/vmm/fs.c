@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +42,12 @@ fd_get(struct vm *vm, uint64_t fd)
 	return &vm->fds[fd];
 }
 
+struct vfd *
+vm_fd(struct vm *vm, uint64_t fd)
+{
+	return fd_get(vm, fd);
+}
+
 static int
 fd_alloc(struct vm *vm, unsigned from)
 {
@@ -61,12 +68,6 @@ fd_release(struct vfd *f)
 	free(f->owned);
 	memset(f, 0, sizeof(*f));
 	f->hostfd = -1;
-}
-
-struct vfd *
-vm_fd(struct vm *vm, uint64_t fd)
-{
-	return fd_get(vm, fd);
 }
 
 int
@@ -131,6 +132,8 @@ vm_fs_init(struct vm *vm)
 	vm->fds[2].kind = VFD_OUT;
 	vm->fds[2].outfd = 2;
 	strlcpy(vm->cwd, "/", sizeof(vm->cwd));
+	if (vm_img_init(vm) != VMM_OK)
+		return VMM_E_NOMEM;
 	/* The guest's umask is applied here, so the process's must not
 	 * apply again (vmm_run owns its process, vmm.h). */
 	vm->umask = VM_UMASK_DEFAULT;
@@ -165,6 +168,7 @@ vm_fs_free(struct vm *vm)
 		fd_release(&vm->fds[i]);
 	free(vm->fds);
 	vm->fds = NULL;
+	vm_img_free(vm);
 	if (vm->ws_fd >= 0)
 		close(vm->ws_fd);
 	vm->ws_fd = -1;
@@ -195,7 +199,8 @@ guest_path(struct vm *vm, int64_t dirfd, uint64_t addr, char *out,
 	if (p[0] != '/' && dirfd != G_AT_FDCWD) {
 		if ((d = fd_get(vm, (uint64_t)dirfd)) == NULL)
 			return -EBADF;
-		if (d->kind != VFD_HOST && d->kind != VFD_VDIR)
+		if ((d->kind != VFD_HOST && d->kind != VFD_VDIR) ||
+		    d->path == NULL)
 			return -ENOTDIR;
 		base = d->path;
 	}
@@ -205,27 +210,14 @@ guest_path(struct vm *vm, int64_t dirfd, uint64_t addr, char *out,
 static const struct vmm_file *
 image_file(struct vm *vm, const char *path)
 {
-	size_t i;
-
-	for (i = 0; i < vm->cfg->nfiles; i++)
-		if (strcmp(vm->cfg->files[i].path, path) == 0)
-			return &vm->cfg->files[i];
-	return NULL;
+	return vm_img_find(vm, path);
 }
 
 /* Whether path is a directory made of the image files' prefixes. */
 static int
 image_dir(struct vm *vm, const char *path)
 {
-	size_t i, n = strlen(path);
-
-	if (strcmp(path, "/") == 0)
-		return 1;
-	for (i = 0; i < vm->cfg->nfiles; i++)
-		if (strncmp(vm->cfg->files[i].path, path, n) == 0 &&
-		    vm->cfg->files[i].path[n] == '/')
-			return 1;
-	return 0;
+	return vm_img_is_dir(vm, path);
 }
 
 /* Whether a directory on the way to path is an image file ("/lib/x.zip/
@@ -463,6 +455,8 @@ open_at(
 			return -EROFS;
 		if (flags & O_DIRECTORY)
 			return -ENOTDIR;
+		if ((rc = vm_img_check(vm, img)) != 0)
+			return rc;
 		f->kind = VFD_IMAGE;
 		f->file = img;
 	} else if ((hostfd = ws_open(vm, path,
@@ -594,8 +588,7 @@ vm_fd_write(
     struct vm *vm, struct vfd *f, const void *g, uint64_t len, int64_t pos)
 {
 	const struct vmm_config *cfg = vm->cfg;
-	struct vmm_result *res = vm->res;
-	uint64_t room, before = 0;
+	uint64_t room, done, *ob, before = 0;
 	ssize_t n;
 	int rc;
 
@@ -607,14 +600,16 @@ vm_fd_write(
 	case VFD_OUT:
 		if (pos >= 0)
 			return -ESPIPE;
-		room = cfg->output_max == 0 ? len
-		    : res->output_bytes >= cfg->output_max
-		    ? 0
-		    : cfg->output_max - res->output_bytes;
+		/* Counted for the whole process tree (proc.c). */
+		ob = vm_output_counter(vm);
+		done = __atomic_load_n(ob, __ATOMIC_SEQ_CST);
+		room = cfg->output_max == 0   ? len
+		    : done >= cfg->output_max ? 0
+		                              : cfg->output_max - done;
 		if (room < len) {
 			if (room > 0 && cfg->output != NULL)
 				cfg->output(cfg->output_arg, f->outfd, g, room);
-			res->output_bytes += room;
+			__atomic_fetch_add(ob, room, __ATOMIC_SEQ_CST);
 			vm_stop(vm, VMM_OUTPUT_LIMIT, -1,
 			    "output-limit: more than %llu bytes of output",
 			    (unsigned long long)cfg->output_max);
@@ -622,9 +617,21 @@ vm_fd_write(
 		}
 		if (cfg->output != NULL)
 			cfg->output(cfg->output_arg, f->outfd, g, len);
-		res->output_bytes += len;
+		__atomic_fetch_add(ob, len, __ATOMIC_SEQ_CST);
 		return (int64_t)len;
 	case VFD_HOST:
+		if (f->pipe) {
+			if (pos >= 0)
+				return -ESPIPE;
+			if ((n = write(f->hostfd, g, len)) == -1 &&
+			    errno == EPIPE) {
+				/* No reader: SIGPIPE's default action. */
+				vm->term_sig = SIGPIPE;
+				vm_stop(vm, VMM_EXITED, 128 + SIGPIPE,
+				    "killed by signal %d (no reader)", SIGPIPE);
+			}
+			return n == -1 ? -errno : n;
+		}
 		if (cfg->workspace_max != 0) {
 			if ((rc = vm_quota_check(
 			         vm, write_growth(f, len, pos))) != 0)
@@ -732,6 +739,24 @@ do_iov(struct vm *vm, struct vfd *f, uint64_t iov, uint64_t cnt, int wr)
 	return (int64_t)total;
 }
 
+/* A pipe's reads and writes are the host pipe's, so its host descriptor
+ * takes O_NONBLOCK too (EAGAIN instead of waiting); a file's host
+ * descriptor keeps its own flags (a file never waits). */
+static int64_t
+set_nonblock(struct vfd *f, int on)
+{
+	int hf;
+
+	if (f->kind == VFD_HOST && f->pipe) {
+		if ((hf = fcntl(f->hostfd, F_GETFL)) == -1 ||
+		    fcntl(f->hostfd, F_SETFL,
+		        on ? hf | O_NONBLOCK : hf & ~O_NONBLOCK) == -1)
+			return -errno;
+	}
+	f->flags = on ? f->flags | O_NONBLOCK : f->flags & ~O_NONBLOCK;
+	return 0;
+}
+
 /* ---- descriptors' calls -------------------------------------------------------- */
 
 static int64_t
@@ -759,9 +784,8 @@ fcntl_fd(struct vm *vm, uint64_t fd, uint64_t cmd, uint64_t arg)
 		    (f->flags & O_NONBLOCK);
 	case F_SETFL:
 		/* Only O_NONBLOCK is the guest's to change (F_GETFL shows
-		 * it back); the host descriptor keeps its own flags. */
-		f->flags = (f->flags & ~O_NONBLOCK) | ((int)arg & O_NONBLOCK);
-		return 0;
+		 * it back). */
+		return set_nonblock(f, ((int)arg & O_NONBLOCK) != 0);
 	case F_DUPFD:
 	case F_DUPFD_CLOEXEC:
 		if (arg >= vm->nfds)
@@ -1166,8 +1190,7 @@ sys_ioctl(struct vm *vm, const uint64_t a[6])
 	case FIONBIO:
 		if ((on = vm_gptr(vm, a[2], sizeof(*on))) == NULL)
 			return -EFAULT;
-		f->flags = *on ? f->flags | O_NONBLOCK : f->flags & ~O_NONBLOCK;
-		return 0;
+		return set_nonblock(f, *on != 0);
 	default:
 		return -ENOTTY;
 	}
@@ -1188,13 +1211,13 @@ sys_dup2(struct vm *vm, const uint64_t a[6])
 int64_t
 sys_dup3(struct vm *vm, const uint64_t a[6])
 {
-	int64_t rc;
+	int64_t r;
 
 	if (a[0] == a[1] || (a[2] & ~(uint64_t)O_CLOEXEC) != 0)
 		return -EINVAL;
-	if ((rc = dup_to(vm, a[0], a[1])) >= 0)
-		vm->fds[rc].cloexec = (a[2] & O_CLOEXEC) != 0;
-	return rc;
+	if ((r = dup_to(vm, a[0], a[1])) >= 0)
+		vm->fds[r].cloexec = (a[2] & O_CLOEXEC) != 0;
+	return r;
 }
 
 int64_t
@@ -1337,4 +1360,123 @@ sys_renameat2(struct vm *vm, const uint64_t a[6])
 	    ((a[4] & RENAME_NOREPLACE) && (a[4] & RENAME_EXCHANGE)))
 		return -EINVAL;
 	return do_rename(vm, a, (unsigned)a[4]);
+}
+
+/* ---- pipes -------------------------------------------------------------- */
+
+/* pipe and pipe2: a host pipe, so that it crosses fork as it is. */
+static int64_t
+make_pipe(struct vm *vm, uint64_t addr, uint64_t flags)
+{
+	int hp[2], g[2];
+	void *out;
+
+	if ((flags & ~(uint64_t)(O_CLOEXEC | O_NONBLOCK)) != 0)
+		return -EINVAL;
+	if ((out = vm_gptr(vm, addr, sizeof(g))) == NULL)
+		return -EFAULT;
+	if ((g[0] = fd_alloc(vm, 0)) < 0)
+		return g[0];
+	vm->fds[g[0]].kind = VFD_HOST; /* reserved while the second is found */
+	g[1] = fd_alloc(vm, 0);
+	vm->fds[g[0]].kind = VFD_FREE;
+	if (g[1] < 0)
+		return g[1];
+	if (pipe2(hp, O_CLOEXEC | (int)(flags & O_NONBLOCK)) == -1)
+		return -errno;
+	/* Each guest read and write costs a VM exit, so the writer and the
+	 * reader are best kept apart by a deep buffer (1 MiB, the host's
+	 * default limit): both run at once instead of in lockstep. Failing
+	 * leaves Linux's 64 KiB. */
+	fcntl(hp[1], F_SETPIPE_SZ, 1 << 20);
+	for (int i = 0; i < 2; i++) {
+		struct vfd *f = &vm->fds[g[i]];
+
+		memset(f, 0, sizeof(*f));
+		f->kind = VFD_HOST;
+		f->hostfd = hp[i];
+		f->pipe = 1;
+		f->flags =
+		    (i == 0 ? O_RDONLY : O_WRONLY) | (int)(flags & O_NONBLOCK);
+		f->cloexec = (flags & O_CLOEXEC) != 0;
+	}
+	memcpy(out, g, sizeof(g));
+	return 0;
+}
+
+int64_t
+sys_pipe(struct vm *vm, const uint64_t a[6])
+{
+	return make_pipe(vm, a[0], 0);
+}
+
+int64_t
+sys_pipe2(struct vm *vm, const uint64_t a[6])
+{
+	return make_pipe(vm, a[0], a[1]);
+}
+
+/* ---- exec --------------------------------------------------------------- */
+
+int
+vm_fs_program(struct vm *vm, const char *gpath, char *path, size_t pathlen,
+    const uint8_t **data, size_t *len, uint8_t **owned)
+{
+	const struct vmm_file *f;
+	struct stat st;
+	uint8_t *buf;
+	size_t got = 0;
+	ssize_t n;
+	int rc, fd;
+
+	*owned = NULL;
+	if (gpath[0] == '\0')
+		return -ENOENT;
+	if ((rc = ws_normalize(vm->cwd, gpath, path, pathlen)) != 0)
+		return rc;
+	if (strcmp(path, "/proc/self/exe") == 0) {
+		/* The running program (busybox re-executes itself so). */
+		*data = vm->cfg->elf;
+		*len = vm->cfg->elf_len;
+		return 0;
+	}
+	if ((f = image_file(vm, path)) != NULL) {
+		if ((f->mode & 0111) == 0)
+			return -EACCES;
+		*data = f->data;
+		*len = f->len;
+		return 0;
+	}
+	if (image_dir(vm, path))
+		return -EACCES;
+	if ((fd = ws_open(vm, path, O_RDONLY, 0)) < 0)
+		return fd;
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    (st.st_mode & 0111) == 0) {
+		close(fd);
+		return -EACCES;
+	}
+	if ((uint64_t)st.st_size > vm->memsz ||
+	    (buf = malloc(st.st_size ? (size_t)st.st_size : 1)) == NULL) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while (got < (size_t)st.st_size &&
+	    (n = pread(fd, buf + got, (size_t)st.st_size - got, (off_t)got)) >
+	        0)
+		got += (size_t)n;
+	close(fd);
+	*data = *owned = buf;
+	*len = got;
+	return 0;
+}
+
+void
+vm_fs_exec_close(struct vm *vm)
+{
+	unsigned i;
+
+	for (i = 0; i < vm->nfds; i++)
+		if (vm->fds[i].kind != VFD_FREE && vm->fds[i].cloexec)
+			fd_release(&vm->fds[i]);
 }

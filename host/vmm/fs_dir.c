@@ -39,72 +39,44 @@ is_root_dir(const struct vfd *f)
 }
 
 /* Entries of a directory made of image paths: each child name once;
- * the root also holds /dev and /proc. */
+ * the root also holds /dev and /proc (an image's own names for them are
+ * shadowed, as its paths there are). */
 static int64_t
 vdir_getdents(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len)
 {
 	uint8_t *g;
-	size_t i, j, n = strlen(f->path), used = 0, idx = 0;
+	size_t used = 0, extra = is_root_dir(f) ? 2 : 0;
 	char name[VM_PATH_MAX];
 
 	if ((g = vm_gptr(vm, buf, len)) == NULL)
 		return -EFAULT;
-	for (i = 0; i < vm->cfg->nfiles + 4; i++) {
-		const char *p, *e;
+	for (;;) {
+		uint64_t idx = f->off;
 		uint8_t type = 4; /* DT_DIR */
 		size_t nl, reclen;
-		int seen = 0;
+		int is_dir;
 
-		if (i == 0)
+		if (idx == 0)
 			strlcpy(name, ".", sizeof(name));
-		else if (i == 1)
+		else if (idx == 1)
 			strlcpy(name, "..", sizeof(name));
-		else if (i < 4) {
-			if (!is_root_dir(f))
-				continue;
-			strlcpy(name, i == 2 ? "dev" : "proc", sizeof(name));
-		} else {
-			p = vm->cfg->files[i - 4].path;
-			if (strcmp(f->path, "/") == 0)
-				p += 1;
-			else if (strncmp(p, f->path, n) == 0 && p[n] == '/')
-				p += n + 1;
-			else
-				continue;
-			e = strchr(p, '/');
-			nl = e != NULL ? (size_t)(e - p) : strlen(p);
-			if (nl == 0 || nl >= sizeof(name))
-				continue;
-			memcpy(name, p, nl);
-			name[nl] = '\0';
-			type = e != NULL ? 4 : 8; /* DT_REG */
-			if (is_root_dir(f) &&
-			    (strcmp(name, "dev") == 0 ||
-			        strcmp(name, "proc") == 0))
-				continue;
-			for (j = 4; j < i && !seen; j++) {
-				const char *q = vm->cfg->files[j - 4].path;
-				size_t m =
-				    strcmp(f->path, "/") == 0 ? 1 : n + 1;
-
-				if ((m == 1 ||
-				        (strncmp(q, f->path, n) == 0 &&
-				            q[n] == '/')) &&
-				    strncmp(q + m, name, nl) == 0 &&
-				    (q[m + nl] == '/' || q[m + nl] == '\0'))
-					seen = 1;
-			}
-			if (seen)
-				continue;
-		}
-		if (idx++ < f->off)
+		else if (idx < 2 + extra)
+			strlcpy(name, idx == 2 ? "dev" : "proc", sizeof(name));
+		else if (vm_img_child(vm, f->path, (size_t)(idx - 2 - extra),
+		             name, sizeof(name), &is_dir) != 0)
+			break;
+		else if (extra != 0 &&
+		    (strcmp(name, "dev") == 0 || strcmp(name, "proc") == 0)) {
+			f->off++;
 			continue;
+		} else if (!is_dir)
+			type = 8; /* DT_REG */
 		nl = strlen(name);
 		reclen = (DIRENT_NAME + nl + 1 + 7) & ~(size_t)7;
 		if (used + reclen > len)
 			return used > 0 ? (int64_t)used : -EINVAL;
-		struct g_dirent d = { .ino = idx + 1,
-			.off = (int64_t)idx,
+		struct g_dirent d = { .ino = idx + 2,
+			.off = (int64_t)idx + 1,
 			.reclen = (uint16_t)reclen,
 			.type = type };
 		memset(g + used, 0, reclen);

@@ -59,18 +59,6 @@ void vm_quota_update(struct vm *, uint64_t before, int hostfd);
 /* Account for bytes freed (an unlink, a rename over a file). */
 void vm_quota_release(struct vm *, uint64_t bytes);
 
-/* ---- sys_poll.c ---- */
-
-struct vm_pollfd {
-	int32_t fd;
-	uint16_t events, revents; /* Linux's POLL* bits */
-};
-/* Wait until one of pf[0..n) is ready or timeout_ns passes (-1:
- * forever); the number ready, or -errno. The one place that knows how
- * each kind of descriptor becomes ready. */
-int64_t vm_wait(
-    struct vm *, struct vm_pollfd *pf, size_t n, int64_t timeout_ns);
-
 /* ---- procfs.c ---- */
 
 /* Whether path is under the synthetic /proc or /dev. */

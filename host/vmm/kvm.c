@@ -67,7 +67,7 @@ vmm_strerror(int err)
 	case VMM_OK:
 		return "success";
 	case VMM_E_ELF:
-		return "not a loadable static ELF";
+		return "not a loadable ELF";
 	case VMM_E_KVM:
 		return "KVM refused the VM";
 	case VMM_E_NOMEM:
@@ -216,12 +216,9 @@ seg(struct kvm_segment *s, uint16_t sel, uint8_t type, int code)
  * KVM_SET_REGS and KVM_SET_SREGS would: two ioctls fewer per boot, and no
  * KVM_GET_SREGS, since every field of the segment state is written here.
  */
-static int
-setup_cpu(struct vm *vm, uint64_t rsp)
+int
+vm_cpu_fixed(struct vm *vm)
 {
-	struct kvm_sregs *sr = &vm->run->s.regs.sregs;
-	struct kvm_regs *regs = &vm->run->s.regs.regs;
-	struct kvm_fpu fpu;
 	/* struct kvm_msrs ends in a flexible array: room for 7 after it. */
 	union {
 		struct kvm_msrs h;
@@ -265,6 +262,19 @@ setup_cpu(struct vm *vm, uint64_t rsp)
 		if (ioctl(vm->vcpufd, KVM_SET_XCRS, &xcrs) == -1)
 			return -1;
 	}
+	return 0;
+}
+
+static int
+setup_cpu(struct vm *vm, uint64_t rsp)
+{
+	struct kvm_sregs *sr = &vm->run->s.regs.sregs;
+	struct kvm_regs *regs = &vm->run->s.regs.regs;
+	struct kvm_fpu fpu;
+	int xsave = (vm_cpuid_reg(1, 0, 2) >> 26) & 1;
+
+	if (vm_cpu_fixed(vm) != 0)
+		return -1;
 	/* Not left to KVM's reset state: its MXCSR there is 0, which
 	 * would unmask every SIMD exception. */
 	memset(&fpu, 0, sizeof(fpu));
@@ -300,7 +310,7 @@ setup_cpu(struct vm *vm, uint64_t rsp)
 	sr->ldt.unusable = 1;
 
 	memset(regs, 0, sizeof(*regs));
-	regs->rip = vm->elf.entry;
+	regs->rip = vm->start;
 	regs->rsp = rsp;
 	regs->rflags = RFLAGS_FIXED;
 	vm->run->kvm_dirty_regs = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
@@ -338,19 +348,26 @@ static int
 build_stack(struct vm *vm, uint64_t *rsp)
 {
 	const struct vmm_config *cfg = vm->cfg;
-	size_t argc, envc, bytes = 0, i, nwords;
+	size_t argc, envc, imgc = 0, bytes = 0, i, nwords;
 	uint64_t sp = vm->stack_top, *words, *w, execfn, platform, random;
 	uint8_t rnd[16];
+	char **imgenv = NULL;
 	int rc = -1;
 
 	if (count_strings(cfg->argv, &argc, &bytes) != 0 ||
 	    count_strings(cfg->envp, &envc, &bytes) != 0 || argc == 0)
 		return -1;
-	if (bytes + 4096 > vm->stack_top - vm->stack_lo)
+	if (vm_image_env(vm, &imgenv, &imgc) != 0 ||
+	    count_strings((const char *const *)imgenv, &imgc, &bytes) != 0 ||
+	    bytes + 4096 > vm->stack_top - vm->stack_lo) {
+		vm_image_env_free(imgenv);
 		return -1;
-	nwords = 1 + argc + 1 + envc + 1 + 2 * 20;
-	if ((words = calloc(nwords, sizeof(*words))) == NULL)
+	}
+	nwords = 1 + argc + 1 + envc + imgc + 1 + 2 * 20;
+	if ((words = calloc(nwords, sizeof(*words))) == NULL) {
+		vm_image_env_free(imgenv);
 		return -1;
+	}
 	randombytes_buf(rnd, sizeof(rnd));
 	random = push_bytes(vm, &sp, rnd, sizeof(rnd));
 	platform = push_bytes(vm, &sp, "x86_64", 7);
@@ -364,6 +381,8 @@ build_stack(struct vm *vm, uint64_t *rsp)
 	for (i = 0; i < envc; i++)
 		*w++ =
 		    push_bytes(vm, &sp, cfg->envp[i], strlen(cfg->envp[i]) + 1);
+	for (i = 0; i < imgc; i++)
+		*w++ = push_bytes(vm, &sp, imgenv[i], strlen(imgenv[i]) + 1);
 	*w++ = 0;
 #define AUX(k, v)                                                              \
 	do {                                                                   \
@@ -374,7 +393,7 @@ build_stack(struct vm *vm, uint64_t *rsp)
 	AUX(AT_PHENT, vm->elf.phentsize);
 	AUX(AT_PHNUM, vm->elf.phnum);
 	AUX(AT_PAGESZ, VM_PAGE);
-	AUX(AT_BASE, 0);
+	AUX(AT_BASE, vm->interp_base);
 	AUX(AT_FLAGS, 0);
 	AUX(AT_ENTRY, vm->elf.entry);
 	AUX(AT_UID, 1000);
@@ -398,6 +417,7 @@ build_stack(struct vm *vm, uint64_t *rsp)
 	*rsp = sp;
 	rc = 0;
 	free(words);
+	vm_image_env_free(imgenv);
 	return rc;
 }
 
@@ -434,7 +454,11 @@ load_program(struct vm *vm, char *err, size_t errlen)
 	vm->brk_max = free_lo + ((free_hi - free_lo) / 2 & ~(VM_HUGE - 1));
 	vm->mmap_lo = vm->brk_max;
 	vm->mmap_hi = free_hi;
-	return vm_mem_init(vm) == 0 ? VMM_OK : VMM_E_NOMEM;
+	vm->start = vm->elf.entry;
+	if (vm_mem_init(vm) != 0)
+		return VMM_E_NOMEM;
+	return vm->elf.interp_len != 0 ? vm_load_interp(vm, err, errlen)
+	                               : VMM_OK;
 }
 
 /* ---- the vCPU loop ---------------------------------------------------- */
@@ -442,13 +466,33 @@ load_program(struct vm *vm, char *err, size_t errlen)
 static volatile sig_atomic_t timed_out;
 static struct kvm_run *volatile running;
 
+static volatile uint64_t run_deadline_us;
+
+/* The host's one timer serves the run's limit and the guest's alarm:
+ * whichever is due, KVM_RUN (or a blocking call) is cut short. */
 static void
 on_alarm(int sig)
 {
 	(void)sig;
-	timed_out = 1;
+	if (run_deadline_us != 0 && now_us() >= run_deadline_us)
+		timed_out = 1;
 	if (running != NULL)
 		running->immediate_exit = 1;
+}
+
+/* Another guest process queued a signal for this one (proc.c). */
+static void
+on_kick(int sig)
+{
+	(void)sig;
+	if (running != NULL)
+		running->immediate_exit = 1;
+}
+
+int
+vm_timed_out(void)
+{
+	return timed_out;
 }
 
 static const char *const vector_name[32] = { "#DE divide error", "#DB debug",
@@ -475,7 +519,7 @@ static void
 on_exception(struct vm *vm, struct kvm_regs *r, struct kvm_sregs *s)
 {
 	unsigned v = (unsigned)(r->rax & 0xff);
-	uint64_t sp = r->rsp, frame[3] = { 0, 0, 0 }, ec = 0;
+	uint64_t sp = r->rsp, frame[5] = { 0, 0, 0, 0, 0 }, ec = 0;
 
 	if (v >= 32 || sp < GUEST_KSTACK_TOP - 0x1000 ||
 	    sp + 24 > GUEST_KSTACK_TOP) {
@@ -486,7 +530,16 @@ on_exception(struct vm *vm, struct kvm_regs *r, struct kvm_sregs *s)
 		memcpy(&ec, vm->mem + sp, 8);
 		sp += 8;
 	}
-	memcpy(frame, vm->mem + sp, sp + 24 <= GUEST_KSTACK_TOP ? 24 : 16);
+	memcpy(frame, vm->mem + sp,
+	    sp + 40 <= GUEST_KSTACK_TOP       ? 40
+	        : sp + 24 <= GUEST_KSTACK_TOP ? 24
+	                                      : 16);
+	/* A fault in the program's own code goes to its handler, if it
+	 * has one (RIP, RFLAGS and RSP from the frame; AL holds the vector,
+	 * the rest of the registers are the program's). */
+	if ((frame[1] & 3) == 3 && sp + 40 <= GUEST_KSTACK_TOP &&
+	    vm_signal_fault(vm, v, frame[0], frame[3], frame[2], s->cr2))
+		return;
 	if (v == 14)
 		vm_stop(vm, VMM_FAULT, -1,
 		    "fault: vector 14 (%s) at rip 0x%llx, address 0x%llx, "
@@ -506,12 +559,22 @@ on_syscall(struct vm *vm)
 	struct kvm_regs *r = &vm->run->s.regs.regs;
 	struct kvm_sregs *s = &vm->run->s.regs.sregs;
 	uint64_t a[6] = { r->rdi, r->rsi, r->rdx, r->r10, r->r8, r->r9 };
+	uint64_t nr = r->rax;
 	int64_t ret;
 
 	vm->res->syscalls++;
-	ret = vm_syscall(vm, r->rax, a);
+	ret = vm_syscall(vm, nr, a);
 	if (vm->stopped)
 		return;
+	/* fork and execve leave this process on a new vCPU; after execve
+	 * it starts at the new program's entry, not after a call. */
+	if (vm->regs_replaced) {
+		vm->regs_replaced = 0;
+		vm_signal_after_syscall(vm, nr);
+		return;
+	}
+	r = &vm->run->s.regs.regs;
+	s = &vm->run->s.regs.sregs;
 	/* Return to CPL3 as sysretq would: RIP from RCX, RFLAGS from R11. */
 	r->rax = (uint64_t)ret;
 	r->rip = r->rcx;
@@ -519,6 +582,7 @@ on_syscall(struct vm *vm)
 	seg(&s->cs, SEL_UCODE, 11, 1);
 	seg(&s->ss, SEL_UDATA, 3, 0);
 	vm->run->kvm_dirty_regs |= KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
+	vm_signal_after_syscall(vm, nr);
 }
 
 /* The exit came from a stub: RIP at, or just past, its `out`. The CPL
@@ -532,12 +596,16 @@ from_stub(uint64_t rip, uint64_t lo, uint64_t hi)
 static void
 vcpu_loop(struct vm *vm)
 {
-	struct kvm_run *run = vm->run;
-	struct kvm_regs *r = &run->s.regs.regs;
-	struct kvm_sregs *s = &run->s.regs.sregs;
+	struct kvm_run *run;
+	struct kvm_regs *r;
+	struct kvm_sregs *s;
 
-	run->kvm_valid_regs = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
 	while (!vm->stopped) {
+		/* Re-read each time: fork and execve replace the vCPU. */
+		run = vm->run;
+		r = &run->s.regs.regs;
+		s = &run->s.regs.sregs;
+		run->kvm_valid_regs = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
 		if (ioctl(vm->vcpufd, KVM_RUN, 0) == -1) {
 			if (errno == EINTR || errno == EAGAIN) {
 				run->immediate_exit = 0;
@@ -546,6 +614,10 @@ vcpu_loop(struct vm *vm)
 					    "timeout: stopped after %llu ms",
 					    (unsigned long long)
 					        vm->cfg->timeout_ms);
+				else {
+					vm_thread_preempt(vm);
+					vm_signal_after_kick(vm);
+				}
 				continue;
 			}
 			vm_stop(vm, VMM_FAULT, -1, "fault: KVM_RUN: %s",
@@ -617,19 +689,156 @@ vcpu_loop(struct vm *vm)
 	}
 }
 
-/* ---- vmm_run ---------------------------------------------------------- */
+/* ---- the VM and its timer -------------------------------------------- */
 
-static void
-vm_teardown(struct vm *vm)
+int
+vm_kvm_create(struct vm *vm, char *err, size_t errlen)
 {
-	vm_fs_free(vm);
-	free(vm->mmap_used);
+	struct kvm_userspace_memory_region region;
+	int mmap_size;
+
+	/* A signal for the guest (SIGUSR2, SIGALRM) may land here in a
+	 * freshly forked process: not a reason to fail. */
+	while ((vm->vmfd = ioctl(vm->cfg->kvm_fd, KVM_CREATE_VM, 0)) == -1 &&
+	    errno == EINTR)
+		;
+	if (vm->vmfd == -1) {
+		snprintf(err, errlen, "KVM_CREATE_VM: %s", strerror(errno));
+		return -1;
+	}
+	memset(&region, 0, sizeof(region));
+	region.memory_size = vm->memsz;
+	region.userspace_addr = (uint64_t)(uintptr_t)vm->mem;
+	if (ioctl(vm->vmfd, KVM_SET_USER_MEMORY_REGION, &region) == -1 ||
+	    (vm->vcpufd = ioctl(vm->vmfd, KVM_CREATE_VCPU, 0)) == -1 ||
+	    (mmap_size = ioctl(vm->cfg->kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0)) <=
+	        0) {
+		snprintf(err, errlen, "creating the vCPU: %s", strerror(errno));
+		return -1;
+	}
+	vm->run_size = (size_t)mmap_size;
+	vm->run = mmap(NULL, vm->run_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+	    vm->vcpufd, 0);
+	if (vm->run == MAP_FAILED) {
+		vm->run = NULL;
+		snprintf(
+		    err, errlen, "the vCPU's run area: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+void
+vm_kvm_drop(struct vm *vm)
+{
+	/* The timer's handler must not touch a run area being unmapped. */
+	running = NULL;
 	if (vm->run != NULL && vm->run != MAP_FAILED)
 		munmap(vm->run, vm->run_size);
 	if (vm->vcpufd >= 0)
 		close(vm->vcpufd);
 	if (vm->vmfd >= 0)
 		close(vm->vmfd);
+	vm->run = NULL;
+	vm->vcpufd = vm->vmfd = -1;
+}
+
+/* The SIGALRM that kicks KVM_RUN at vm->deadline_us; itimers do not
+ * survive fork, so each guest process arms its own. */
+void
+vm_timer_arm(struct vm *vm)
+{
+	struct itimerval it;
+	uint64_t now = now_us(), next = vm->deadline_us, left;
+
+	running = vm->run;
+	run_deadline_us = vm->deadline_us;
+	timed_out = vm->deadline_us != 0 && now >= vm->deadline_us;
+	if (timed_out) {
+		vm->run->immediate_exit = 1;
+		return;
+	}
+	if (vm->sig.alarm_at_us != 0 &&
+	    (next == 0 || vm->sig.alarm_at_us < next))
+		next = vm->sig.alarm_at_us;
+	if (vm->slice_at_us != 0 && (next == 0 || vm->slice_at_us < next))
+		next = vm->slice_at_us;
+	memset(&it, 0, sizeof(it));
+	if (next != 0) {
+		left = next > now ? next - now : 1;
+		it.it_value.tv_sec = (time_t)(left / 1000000);
+		it.it_value.tv_usec = (suseconds_t)(left % 1000000);
+	}
+	setitimer(ITIMER_REAL, &it, NULL);
+}
+
+void
+vm_set_user_segments(struct vm *vm)
+{
+	seg(&vm->run->s.regs.sregs.cs, SEL_UCODE, 11, 1);
+	seg(&vm->run->s.regs.sregs.ss, SEL_UDATA, 3, 0);
+	vm->run->kvm_dirty_regs |= KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
+}
+
+uint64_t
+vm_now_us(void)
+{
+	return now_us();
+}
+
+int
+vm_exec_image(
+    struct vm *vm, const struct vmm_config *cfg, char *err, size_t errlen)
+{
+	struct vm *old;
+	uint64_t rsp;
+	uint8_t *mem;
+
+	mem = mmap(NULL, vm->memsz, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (mem == MAP_FAILED || (old = malloc(sizeof(*old))) == NULL) {
+		if (mem != MAP_FAILED)
+			munmap(mem, vm->memsz);
+		snprintf(err, errlen, "guest memory: %s", strerror(errno));
+		return -1;
+	}
+	*old = *vm;
+	vm->mem = mem;
+	vm->cfg = cfg;
+	vm->mmap_used = NULL;
+	vm->mmap_pages_used = vm->mmap_pages_peak = 0;
+	if (load_program(vm, err, errlen) != VMM_OK ||
+	    build_stack(vm, &rsp) != 0) {
+		if (err[0] == '\0')
+			snprintf(err, errlen, "arguments too large");
+		free(vm->mmap_used);
+		munmap(mem, vm->memsz);
+		*vm = *old;
+		free(old);
+		return -1;
+	}
+	build_page_tables(vm);
+	build_descriptors(vm);
+	munmap(old->mem, old->memsz);
+	free(old->mmap_used);
+	free(old);
+	vm_kvm_drop(vm);
+	if (vm_kvm_create(vm, err, errlen) != 0 || setup_cpu(vm, rsp) != 0)
+		return -2;
+	vm_timer_arm(vm);
+	return 0;
+}
+
+/* ---- vmm_run ---------------------------------------------------------- */
+
+static void
+vm_teardown(struct vm *vm)
+{
+	vm_fs_free(vm);
+	vm_exec_free(vm);
+	vm_thread_reset(vm);
+	free(vm->mmap_used);
+	vm_kvm_drop(vm);
 	if (vm->mem != NULL && vm->mem != MAP_FAILED)
 		munmap(vm->mem, vm->memsz);
 }
@@ -638,12 +847,11 @@ int
 vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,
     size_t errlen)
 {
-	struct kvm_userspace_memory_region region;
-	struct sigaction sa, osa;
+	struct sigaction sa, osa, okick;
 	struct itimerval it;
 	struct vm vm;
 	uint64_t t0, rsp;
-	int rc, mmap_size;
+	int rc;
 
 	memset(res, 0, sizeof(*res));
 	memset(&vm, 0, sizeof(vm));
@@ -675,7 +883,10 @@ vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,
 	    (rc = vm_fs_init(&vm)) != VMM_OK)
 		goto out;
 	if (build_stack(&vm, &rsp) != 0) {
-		snprintf(err, errlen, "arguments and environment too large");
+		snprintf(err, errlen,
+		    "arguments and environment too large, or a malformed "
+		    "%s in the image",
+		    VM_IMAGE_ENV);
 		rc = VMM_E_TOOBIG;
 		goto out;
 	}
@@ -683,51 +894,46 @@ vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,
 	build_descriptors(&vm);
 
 	rc = VMM_E_KVM;
-	if ((vm.vmfd = ioctl(cfg->kvm_fd, KVM_CREATE_VM, 0)) == -1) {
-		snprintf(err, errlen, "KVM_CREATE_VM: %s", strerror(errno));
+	if (vm_kvm_create(&vm, err, errlen) != 0)
 		goto out;
-	}
-	memset(&region, 0, sizeof(region));
-	region.memory_size = vm.memsz;
-	region.userspace_addr = (uint64_t)(uintptr_t)vm.mem;
-	if (ioctl(vm.vmfd, KVM_SET_USER_MEMORY_REGION, &region) == -1 ||
-	    (vm.vcpufd = ioctl(vm.vmfd, KVM_CREATE_VCPU, 0)) == -1 ||
-	    (mmap_size = ioctl(cfg->kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0)) <= 0) {
-		snprintf(err, errlen, "creating the vCPU: %s", strerror(errno));
-		goto out;
-	}
-	vm.run_size = (size_t)mmap_size;
-	vm.run = mmap(NULL, vm.run_size, PROT_READ | PROT_WRITE, MAP_SHARED,
-	    vm.vcpufd, 0);
-	if (vm.run == MAP_FAILED || setup_cpu(&vm, rsp) != 0) {
+	if (setup_cpu(&vm, rsp) != 0) {
 		snprintf(
 		    err, errlen, "setting up the vCPU: %s", strerror(errno));
 		goto out;
 	}
-
-	timed_out = 0;
-	if (cfg->timeout_ms != 0) {
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = on_alarm;
-		sigemptyset(&sa.sa_mask);
-		running = vm.run;
-		sigaction(SIGALRM, &sa, &osa);
-		memset(&it, 0, sizeof(it));
-		it.it_value.tv_sec = (time_t)(cfg->timeout_ms / 1000);
-		it.it_value.tv_usec =
-		    (suseconds_t)(cfg->timeout_ms % 1000) * 1000;
-		setitimer(ITIMER_REAL, &it, NULL);
+	/* A guest writing to a pipe with no reader gets EPIPE here and
+	 * SIGPIPE's default action from us (fs.c), not a host signal. */
+	signal(SIGPIPE, SIG_IGN);
+	if (vm_proc_init(&vm) != 0) {
+		snprintf(err, errlen, "the process table: %s", strerror(errno));
+		rc = VMM_E_NOMEM;
+		goto out;
 	}
+
+	if (cfg->timeout_ms != 0)
+		vm.deadline_us = now_us() + cfg->timeout_ms * 1000;
+	/* SIGALRM: the run's limit and the guest's alarm; SIGUSR2: a
+	 * signal from another guest process. Neither restarts a blocking
+	 * call, so a guest's wait is cut short by either. */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_alarm;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGALRM, &sa, &osa);
+	sa.sa_handler = on_kick;
+	sigaction(SIGUSR2, &sa, &okick);
+	vm_timer_arm(&vm);
 	res->boot_us = now_us() - t0;
 	t0 = now_us();
 	vcpu_loop(&vm);
+	/* A forked guest process ends here: it never returns to the
+	 * caller of vmm_run (proc.c). The first one stops the rest. */
+	vm_proc_finish(&vm);
 	res->run_us = now_us() - t0;
-	if (cfg->timeout_ms != 0) {
-		memset(&it, 0, sizeof(it));
-		setitimer(ITIMER_REAL, &it, NULL);
-		running = NULL;
-		sigaction(SIGALRM, &osa, NULL);
-	}
+	memset(&it, 0, sizeof(it));
+	setitimer(ITIMER_REAL, &it, NULL);
+	running = NULL;
+	sigaction(SIGALRM, &osa, NULL);
+	sigaction(SIGUSR2, &okick, NULL);
 	res->peak_memory =
 	    (vm.brk_peak - vm.brk_start) + vm.mmap_pages_peak * VM_PAGE;
 	rc = VMM_OK;

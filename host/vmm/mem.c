@@ -131,3 +131,25 @@ vm_mmap_free(struct vm *vm, uint64_t addr, uint64_t len)
 	madvise(vm->mem + addr, end - addr, MADV_DONTNEED);
 	return 0;
 }
+
+/* The contents of a private file mapping: reads at off until len bytes
+ * or the end of the file (the rest stays zero, as past a file's end in
+ * Linux). One read may be short (fs.c caps each), so it loops. */
+int64_t
+vm_mmap_fill(struct vm *vm, int fd, uint64_t g, uint64_t len, uint64_t off)
+{
+	uint64_t done = 0;
+
+	while (done < len) {
+		uint64_t r[6] = { (uint64_t)fd, g + done, len - done,
+			off + done, 0, 0 };
+		int64_t n = sys_pread64(vm, r);
+
+		if (n < 0)
+			return n;
+		if (n == 0)
+			break;
+		done += (uint64_t)n;
+	}
+	return (int64_t)done;
+}

@@ -93,6 +93,10 @@ int64_t sys_renameat(struct vm *, const uint64_t a[6]);
 int64_t sys_readlinkat(struct vm *, const uint64_t a[6]);
 int64_t sys_faccessat(struct vm *, const uint64_t a[6]);
 int64_t sys_faccessat2(struct vm *, const uint64_t a[6]);
+int64_t sys_pipe(struct vm *, const uint64_t a[6]);
+int64_t sys_pipe2(struct vm *, const uint64_t a[6]);
+
+/* Waiting on descriptors (poll.c). */
 int64_t sys_renameat2(struct vm *, const uint64_t a[6]);
 
 /* Files: modes, owners, links, times, figures, copies (sys_file.c). */
@@ -155,9 +159,6 @@ int64_t sys_clock_getres(struct vm *, const uint64_t a[6]);
 int64_t sys_clock_nanosleep(struct vm *, const uint64_t a[6]);
 
 /* Processes: identity, limits, exit (sys_proc.c). */
-int64_t sys_sched_yield(struct vm *, const uint64_t a[6]);
-int64_t sys_getpid(struct vm *, const uint64_t a[6]);
-int64_t sys_exit(struct vm *, const uint64_t a[6]);
 int64_t sys_uname(struct vm *, const uint64_t a[6]);
 int64_t sys_getrlimit(struct vm *, const uint64_t a[6]);
 int64_t sys_sysinfo(struct vm *, const uint64_t a[6]);
@@ -165,7 +166,6 @@ int64_t sys_getuid(struct vm *, const uint64_t a[6]);
 int64_t sys_getgid(struct vm *, const uint64_t a[6]);
 int64_t sys_geteuid(struct vm *, const uint64_t a[6]);
 int64_t sys_getegid(struct vm *, const uint64_t a[6]);
-int64_t sys_getppid(struct vm *, const uint64_t a[6]);
 int64_t sys_arch_prctl(struct vm *, const uint64_t a[6]);
 int64_t sys_sched_getaffinity(struct vm *, const uint64_t a[6]);
 int64_t sys_exit_group(struct vm *, const uint64_t a[6]);
@@ -183,14 +183,43 @@ int64_t sys_setfsuid(struct vm *, const uint64_t a[6]);
 int64_t sys_setfsgid(struct vm *, const uint64_t a[6]);
 int64_t sys_keep_fetch(struct vm *, const uint64_t a[6]);
 
+/* Processes: fork, exec, wait, kill, groups (proc.c, exec.c). */
+int64_t sys_clone(struct vm *, const uint64_t a[6]);
+int64_t sys_fork(struct vm *, const uint64_t a[6]);
+int64_t sys_vfork(struct vm *, const uint64_t a[6]);
+int64_t sys_wait4(struct vm *, const uint64_t a[6]);
+int64_t sys_waitid(struct vm *, const uint64_t a[6]);
+int64_t sys_kill(struct vm *, const uint64_t a[6]);
+int64_t sys_tkill(struct vm *, const uint64_t a[6]);
+int64_t sys_tgkill(struct vm *, const uint64_t a[6]);
+int64_t sys_getpid(struct vm *, const uint64_t a[6]);
+int64_t sys_getppid(struct vm *, const uint64_t a[6]);
+int64_t sys_setpgid(struct vm *, const uint64_t a[6]);
+int64_t sys_getpgid(struct vm *, const uint64_t a[6]);
+int64_t sys_getpgrp(struct vm *, const uint64_t a[6]);
+int64_t sys_getsid(struct vm *, const uint64_t a[6]);
+int64_t sys_setsid(struct vm *, const uint64_t a[6]);
+int64_t sys_execve(struct vm *, const uint64_t a[6]);
+int64_t sys_execveat(struct vm *, const uint64_t a[6]);
+
 /* Signals (sys_signal.c). */
 int64_t sys_rt_sigaction(struct vm *, const uint64_t a[6]);
 int64_t sys_rt_sigprocmask(struct vm *, const uint64_t a[6]);
 int64_t sys_sigaltstack(struct vm *, const uint64_t a[6]);
+int64_t sys_rt_sigreturn(struct vm *, const uint64_t a[6]);
+int64_t sys_rt_sigpending(struct vm *, const uint64_t a[6]);
+int64_t sys_rt_sigsuspend(struct vm *, const uint64_t a[6]);
+int64_t sys_pause(struct vm *, const uint64_t a[6]);
+int64_t sys_alarm(struct vm *, const uint64_t a[6]);
+int64_t sys_getitimer(struct vm *, const uint64_t a[6]);
+int64_t sys_setitimer(struct vm *, const uint64_t a[6]);
 
 /* Threads (sys_thread.c). */
 int64_t sys_gettid(struct vm *, const uint64_t a[6]);
 int64_t sys_futex(struct vm *, const uint64_t a[6]);
 int64_t sys_set_tid_address(struct vm *, const uint64_t a[6]);
+int64_t sys_set_robust_list(struct vm *, const uint64_t a[6]);
+int64_t sys_sched_yield(struct vm *, const uint64_t a[6]);
+int64_t sys_exit(struct vm *, const uint64_t a[6]);
 
 #endif

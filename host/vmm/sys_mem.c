@@ -55,9 +55,7 @@ sys_mmap(struct vm *vm, const uint64_t a[6])
 	if (!(flags & MAP_ANONYMOUS_)) {
 		/* A private file mapping is a copy: the guest has no shared
 		 * memory with anything. */
-		uint64_t r[6] = { a[4], g, len, off, 0, 0 };
-
-		n = sys_pread64(vm, r);
+		n = vm_mmap_fill(vm, (int)a[4], g, len, off);
 		if (n < 0) {
 			if (!(flags & (MAP_FIXED_ | MAP_FIXED_NOREPLACE_)))
 				vm_mmap_free(vm, g, len);

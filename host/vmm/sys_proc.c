@@ -20,22 +20,6 @@
 
 #define GUEST_ID 1000 /* uid, gid, euid, egid (and AT_UID..AT_EGID) */
 
-int64_t
-sys_getpid(struct vm *vm, const uint64_t a[6])
-{
-	(void)vm;
-	(void)a;
-	return 1;
-}
-
-int64_t
-sys_getppid(struct vm *vm, const uint64_t a[6])
-{
-	(void)vm;
-	(void)a;
-	return 0;
-}
-
 static int64_t
 guest_id(struct vm *vm, const uint64_t a[6])
 {
@@ -66,14 +50,6 @@ int64_t
 sys_getegid(struct vm *vm, const uint64_t a[6])
 {
 	return guest_id(vm, a);
-}
-
-int64_t
-sys_sched_yield(struct vm *vm, const uint64_t a[6])
-{
-	(void)vm;
-	(void)a;
-	return 0;
 }
 
 int64_t
@@ -206,13 +182,6 @@ sys_exit_group(struct vm *vm, const uint64_t a[6])
 {
 	vm_stop(vm, VMM_EXITED, (int)(a[0] & 0xff), "%s", "");
 	return 0;
-}
-
-/* One thread: its exit is the process's. */
-int64_t
-sys_exit(struct vm *vm, const uint64_t a[6])
-{
-	return sys_exit_group(vm, a);
 }
 
 int64_t

@@ -1,34 +1,676 @@
 /*
- * Signal actions, masks and the alternate stack. No signal is ever
- * delivered to the guest yet, so nothing is recorded: the old action
- * and the old mask read as the defaults.
+ * Signals (docs/vmm.md, "Signals"): actions, masks, the alternate stack,
+ * alarm and setitimer, and delivery. A signal is delivered when the
+ * guest is between instructions of its own code: at the return of a
+ * system call, after a kick out of KVM_RUN (the run's SIGALRM timer, or
+ * SIGUSR2 from another guest process that queued one in the process
+ * table), or at an exception the program has a handler for.
+ *
+ * A handler runs on a Linux x86-64 `struct rt_sigframe` built on the
+ * guest's stack (or its alternate stack): the return address (the
+ * program's SA_RESTORER), a ucontext with the general registers, the
+ * mask and a 512-byte FXSAVE image of the x87/SSE state, and the
+ * siginfo. rt_sigreturn reads it back from guest memory through
+ * vm_gptr, keeps RFLAGS to what a CPL3 program may hold, forces the user
+ * segments and masks MXCSR: a handler that corrupts its frame can only
+ * send itself somewhere it could have jumped anyway.
  */
-#include <errno.h>
-#include <stdint.h>
+#include <sys/ioctl.h>
+#include <sys/time.h>
 
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include "host/vmm/abi.h"
 #include "host/vmm/sys.h"
 #include "host/vmm/vm_int.h"
+
+#define SIG_DFL_ 0
+#define SIG_IGN_ 1
+#define SA_SIGINFO_ 0x4ULL
+#define SA_ONSTACK_ 0x08000000ULL
+#define SA_RESTART_ 0x10000000ULL
+#define SA_NODEFER_ 0x40000000ULL
+#define SA_RESETHAND_ 0x80000000ULL
+#define SA_RESTORER_ 0x04000000ULL
+#define SS_ONSTACK_ 1
+#define SS_DISABLE_ 2
+#define SS_AUTODISARM_ (1U << 31)
+#define MINSIGSTKSZ_ 2048
+#define UNBLOCKABLE ((1ULL << (SIGKILL - 1)) | (1ULL << (SIGSTOP - 1)))
+#define RFLAGS_USER 0x254dd5ULL
+#define RFLAGS_FIXED 0x2ULL
+#define REDZONE 128
+#define FXSAVE_SIZE 512
+#define FRAME_SIZE 440 /* pretcode + ucontext (304) + siginfo (128) */
+#define UC_OFF 8
+#define MC_OFF (UC_OFF + 40) /* after uc_flags, uc_link, uc_stack */
+#define MASK_OFF (MC_OFF + 256)
+#define INFO_OFF (UC_OFF + 304)
+
+static uint64_t
+bit(int sig)
+{
+	return 1ULL << (sig - 1);
+}
+
+int
+vm_signal_default_ignored(int sig)
+{
+	return sig == SIGCHLD || sig == SIGCONT || sig == SIGURG ||
+	    sig == SIGWINCH || sig == SIGSTOP || sig == SIGTSTP ||
+	    sig == SIGTTIN || sig == SIGTTOU;
+}
+
+static void
+publish(struct vm *vm)
+{
+	uint64_t caught = 0, ignored = 0;
+	int s;
+
+	for (s = 1; s <= 64; s++) {
+		if (vm->sig.act[s].handler == SIG_IGN_)
+			ignored |= bit(s);
+		else if (vm->sig.act[s].handler != SIG_DFL_)
+			caught |= bit(s);
+	}
+	vm_proc_dispositions(vm, caught, ignored);
+}
+
+void
+vm_signal_raise(struct vm *vm, int sig)
+{
+	if (sig >= 1 && sig <= 64)
+		vm->sig.pending |= bit(sig);
+}
+
+void
+vm_signal_forked(struct vm *vm)
+{
+	/* A child starts with nothing pending and no timer (fork(2)). */
+	vm->sig.pending = 0;
+	vm->sig.alarm_at_us = vm->sig.alarm_interval_us = 0;
+}
+
+void
+vm_signal_exec(struct vm *vm)
+{
+	int s;
+
+	/* Handlers do not survive exec; ignored signals stay ignored. */
+	for (s = 1; s <= 64; s++)
+		if (vm->sig.act[s].handler != SIG_IGN_)
+			memset(&vm->sig.act[s], 0, sizeof(vm->sig.act[s]));
+	vm->sig.ss_sp = vm->sig.ss_size = 0;
+	vm->sig.ss_flags = SS_DISABLE_;
+	publish(vm);
+}
+
+/* ---- the system calls ------------------------------------------------- */
 
 int64_t
 sys_rt_sigaction(struct vm *vm, const uint64_t a[6])
 {
-	uint8_t zero[32] = { 0 }; /* struct kernel_sigaction: SIG_DFL */
+	int sig = (int)a[0];
+	struct vm_sigaction *cur, nw;
+	void *g;
 
-	return a[2] != 0 ? vm_put(vm, a[2], zero, sizeof(zero)) : 0;
+	if (sig < 1 || sig > 64 || a[3] != 8)
+		return -EINVAL;
+	cur = &vm->sig.act[sig];
+	if (a[1] != 0) {
+		if ((g = vm_gptr(vm, a[1], sizeof(nw))) == NULL)
+			return -EFAULT;
+		if (sig == SIGKILL || sig == SIGSTOP)
+			return -EINVAL;
+		memcpy(&nw, g, sizeof(nw));
+	}
+	if (a[2] != 0 && vm_put(vm, a[2], cur, sizeof(*cur)) != 0)
+		return -EFAULT;
+	if (a[1] != 0) {
+		nw.mask &= ~UNBLOCKABLE;
+		*cur = nw;
+		if (nw.handler == SIG_IGN_ ||
+		    (nw.handler == SIG_DFL_ && vm_signal_default_ignored(sig)))
+			vm->sig.pending &= ~bit(sig); /* POSIX: discarded */
+		publish(vm);
+	}
+	return 0;
 }
 
 int64_t
 sys_rt_sigprocmask(struct vm *vm, const uint64_t a[6])
 {
-	uint64_t zero = 0; /* nothing blocked */
+	uint64_t set = 0, old = vm->sig.blocked;
+	const void *g;
 
-	return a[2] != 0 ? vm_put(vm, a[2], &zero, sizeof(zero)) : 0;
+	if (a[3] != 8)
+		return -EINVAL;
+	if (a[1] != 0) {
+		if ((g = vm_gptr(vm, a[1], 8)) == NULL)
+			return -EFAULT;
+		memcpy(&set, g, 8);
+		switch (a[0]) {
+		case SIG_BLOCK:
+			vm->sig.blocked |= set;
+			break;
+		case SIG_UNBLOCK:
+			vm->sig.blocked &= ~set;
+			break;
+		case SIG_SETMASK:
+			vm->sig.blocked = set;
+			break;
+		default:
+			return -EINVAL;
+		}
+		vm->sig.blocked &= ~UNBLOCKABLE;
+	}
+	return a[2] != 0 ? vm_put(vm, a[2], &old, 8) : 0;
+}
+
+static int
+on_altstack(struct vm *vm, uint64_t sp)
+{
+	return vm->sig.ss_size != 0 && sp > vm->sig.ss_sp &&
+	    sp <= vm->sig.ss_sp + vm->sig.ss_size;
 }
 
 int64_t
 sys_sigaltstack(struct vm *vm, const uint64_t a[6])
 {
-	(void)vm;
+	struct {
+		uint64_t sp;
+		uint32_t flags, pad;
+		uint64_t size;
+	} ss, old;
+	const void *g;
+	uint64_t rsp = vm->run->s.regs.regs.rsp;
+
+	memset(&old, 0, sizeof(old));
+	old.sp = vm->sig.ss_sp;
+	old.size = vm->sig.ss_size;
+	old.flags = vm->sig.ss_size == 0 ? SS_DISABLE_
+	    : on_altstack(vm, rsp)       ? SS_ONSTACK_
+	                                 : 0;
+	if (a[0] != 0) {
+		if ((g = vm_gptr(vm, a[0], sizeof(ss))) == NULL)
+			return -EFAULT;
+		memcpy(&ss, g, sizeof(ss));
+		if (on_altstack(vm, rsp))
+			return -EPERM;
+		if ((ss.flags &
+		        ~(SS_DISABLE_ | SS_ONSTACK_ | SS_AUTODISARM_)) != 0)
+			return -EINVAL;
+		if (ss.flags & SS_DISABLE_) {
+			vm->sig.ss_sp = vm->sig.ss_size = 0;
+		} else {
+			if (ss.size < MINSIGSTKSZ_)
+				return -ENOMEM;
+			vm->sig.ss_sp = ss.sp;
+			vm->sig.ss_size = ss.size;
+		}
+	}
+	return a[1] != 0 ? vm_put(vm, a[1], &old, sizeof(old)) : 0;
+}
+
+int64_t
+sys_rt_sigpending(struct vm *vm, const uint64_t a[6])
+{
+	uint64_t p =
+	    (vm->sig.pending | vm_proc_peek_pending(vm)) & vm->sig.blocked;
+
+	if (a[1] != 8)
+		return -EINVAL;
+	return vm_put(vm, a[0], &p, 8);
+}
+
+/* Whether a signal the process would act on is pending (taking the
+ * table's into its own, and a due alarm). */
+static int
+deliverable(struct vm *vm)
+{
+	uint64_t now;
+
+	vm->sig.pending |= vm_proc_take_pending(vm);
+	if (vm->sig.alarm_at_us != 0 &&
+	    (now = vm_now_us()) >= vm->sig.alarm_at_us) {
+		vm->sig.pending |= bit(SIGALRM);
+		vm->sig.alarm_at_us = vm->sig.alarm_interval_us != 0
+		    ? now + vm->sig.alarm_interval_us
+		    : 0;
+		vm_timer_arm(vm);
+	}
+	return (vm->sig.pending & ~vm->sig.blocked) != 0;
+}
+
+int
+vm_signal_pending(struct vm *vm)
+{
+	return deliverable(vm);
+}
+
+/*
+ * Sleep until a signal arrives for the guest (or the run's time is up):
+ * SIGUSR2 and SIGALRM are blocked on the host while the table is
+ * checked, and ppoll takes them again atomically, so no wake-up is lost.
+ */
+static void
+wait_signal(struct vm *vm)
+{
+	sigset_t block, old;
+
+	sigemptyset(&block);
+	sigaddset(&block, SIGUSR2);
+	sigaddset(&block, SIGALRM);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	while (!deliverable(vm) && !vm_timed_out())
+		ppoll(NULL, 0, NULL, &old);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+int64_t
+sys_rt_sigsuspend(struct vm *vm, const uint64_t a[6])
+{
+	uint64_t mask;
+	const void *g;
+
+	if (a[1] != 8)
+		return -EINVAL;
+	if ((g = vm_gptr(vm, a[0], 8)) == NULL)
+		return -EFAULT;
+	memcpy(&mask, g, 8);
+	/* The handler runs with this mask; its sigreturn restores the
+	 * one from before (vm->sig.saved). */
+	vm->sig.saved = vm->sig.blocked;
+	vm->sig.has_saved = 1;
+	vm->sig.blocked = mask & ~UNBLOCKABLE;
+	wait_signal(vm);
+	return -EINTR;
+}
+
+int64_t
+sys_pause(struct vm *vm, const uint64_t a[6])
+{
 	(void)a;
+	wait_signal(vm);
+	return -EINTR;
+}
+
+/* ITIMER_REAL as microseconds: value and interval. */
+static void
+itimer_get(struct vm *vm, int64_t out[4])
+{
+	uint64_t now = vm_now_us(), left = 0;
+
+	if (vm->sig.alarm_at_us > now)
+		left = vm->sig.alarm_at_us - now;
+	else if (vm->sig.alarm_at_us != 0)
+		left = 1;
+	out[0] = (int64_t)(vm->sig.alarm_interval_us / 1000000);
+	out[1] = (int64_t)(vm->sig.alarm_interval_us % 1000000);
+	out[2] = (int64_t)(left / 1000000);
+	out[3] = (int64_t)(left % 1000000);
+}
+
+static void
+itimer_set(struct vm *vm, uint64_t value_us, uint64_t interval_us)
+{
+	vm->sig.alarm_at_us = value_us != 0 ? vm_now_us() + value_us : 0;
+	vm->sig.alarm_interval_us = interval_us;
+	vm_timer_arm(vm);
+}
+
+int64_t
+sys_getitimer(struct vm *vm, const uint64_t a[6])
+{
+	int64_t v[4] = { 0, 0, 0, 0 };
+
+	if (a[0] > 2)
+		return -EINVAL;
+	if (a[0] == ITIMER_REAL)
+		itimer_get(vm, v);
+	return vm_put(vm, a[1], v, sizeof(v));
+}
+
+int64_t
+sys_setitimer(struct vm *vm, const uint64_t a[6])
+{
+	int64_t v[4], old[4] = { 0, 0, 0, 0 };
+	const void *g;
+
+	if (a[0] != ITIMER_REAL)
+		return a[0] > 2 ? -EINVAL : -ENOSYS;
+	if (a[1] == 0 || (g = vm_gptr(vm, a[1], sizeof(v))) == NULL)
+		return -EFAULT;
+	memcpy(v, g, sizeof(v));
+	if (v[0] < 0 || v[2] < 0 || v[1] < 0 || v[1] >= 1000000 || v[3] < 0 ||
+	    v[3] >= 1000000 || v[0] > (1LL << 31) || v[2] > (1LL << 31))
+		return -EINVAL;
+	itimer_get(vm, old);
+	itimer_set(vm, (uint64_t)v[2] * 1000000 + (uint64_t)v[3],
+	    (uint64_t)v[0] * 1000000 + (uint64_t)v[1]);
+	return a[2] != 0 ? vm_put(vm, a[2], old, sizeof(old)) : 0;
+}
+
+int64_t
+sys_alarm(struct vm *vm, const uint64_t a[6])
+{
+	int64_t old[4];
+	uint32_t secs = (uint32_t)a[0];
+
+	itimer_get(vm, old);
+	itimer_set(vm, (uint64_t)secs * 1000000, 0);
+	/* The seconds that were left, rounded up as Linux does. */
+	return old[2] + (old[3] >= 500000 ? 1 : 0) +
+	    (old[2] == 0 && old[3] > 0 && old[3] < 500000 ? 1 : 0);
+}
+
+/* ---- frames -------------------------------------------------------------- */
+
+static void
+fpu_to_fxsave(const struct kvm_fpu *f, uint8_t x[FXSAVE_SIZE])
+{
+	uint32_t mask = 0xffbf;
+
+	memset(x, 0, FXSAVE_SIZE);
+	memcpy(x + 0, &f->fcw, 2);
+	memcpy(x + 2, &f->fsw, 2);
+	x[4] = f->ftwx;
+	memcpy(x + 6, &f->last_opcode, 2);
+	memcpy(x + 8, &f->last_ip, 8);
+	memcpy(x + 16, &f->last_dp, 8);
+	memcpy(x + 24, &f->mxcsr, 4);
+	memcpy(x + 28, &mask, 4);
+	memcpy(x + 32, f->fpr, 128);
+	memcpy(x + 160, f->xmm, 256);
+}
+
+static void
+fxsave_to_fpu(const uint8_t x[FXSAVE_SIZE], struct kvm_fpu *f)
+{
+	memset(f, 0, sizeof(*f));
+	memcpy(&f->fcw, x + 0, 2);
+	memcpy(&f->fsw, x + 2, 2);
+	f->ftwx = x[4];
+	memcpy(&f->last_opcode, x + 6, 2);
+	memcpy(&f->last_ip, x + 8, 8);
+	memcpy(&f->last_dp, x + 16, 8);
+	memcpy(&f->mxcsr, x + 24, 4);
+	/* Reserved MXCSR bits would fault the host's restore: dropped. */
+	f->mxcsr &= 0xffbf;
+	memcpy(f->fpr, x + 32, 128);
+	memcpy(f->xmm, x + 160, 256);
+}
+
+/* The general registers in sigcontext order (r8..r15, rdi, rsi, rbp,
+ * rbx, rdx, rax, rcx, rsp, rip, eflags). */
+static void
+regs_to_mc(const struct kvm_regs *r, uint64_t mc[18])
+{
+	const uint64_t v[18] = { r->r8, r->r9, r->r10, r->r11, r->r12, r->r13,
+		r->r14, r->r15, r->rdi, r->rsi, r->rbp, r->rbx, r->rdx, r->rax,
+		r->rcx, r->rsp, r->rip, r->rflags };
+
+	memcpy(mc, v, sizeof(v));
+}
+
+/*
+ * Run the handler of sig: the frame goes below the interrupted stack's
+ * red zone (or at the top of the alternate stack), the registers are
+ * set for the handler's entry. 0, or -1 when the frame does not fit in
+ * guest memory (the process then dies of SIGSEGV, as on Linux).
+ */
+static int
+setup_frame(struct vm *vm, int sig, int code, uint64_t addr)
+{
+	struct kvm_regs *r = &vm->run->s.regs.regs;
+	struct vm_sigaction *act = &vm->sig.act[sig];
+	struct kvm_fpu fpu;
+	uint64_t sp = r->rsp, fpaddr, frame, mc[18], v;
+	uint8_t *g, fx[FXSAVE_SIZE];
+	uint16_t segs[4] = { SEL_UCODE, 0, 0, SEL_UDATA };
+	uint64_t mask = vm->sig.has_saved ? vm->sig.saved : vm->sig.blocked;
+	int32_t info[4] = { sig, 0, code, 0 };
+
+	if (!(act->flags & SA_RESTORER_))
+		return -1; /* x86-64 has no default restorer */
+	if ((act->flags & SA_ONSTACK_) && vm->sig.ss_size != 0 &&
+	    !on_altstack(vm, sp))
+		sp = vm->sig.ss_sp + vm->sig.ss_size;
+	else
+		sp -= REDZONE;
+	fpaddr = (sp - FXSAVE_SIZE) & ~63ULL;
+	frame = ((fpaddr - FRAME_SIZE) & ~15ULL) - 8;
+	if (fpaddr > sp || frame > fpaddr ||
+	    (g = vm_gptr(vm, frame, fpaddr + FXSAVE_SIZE - frame)) == NULL)
+		return -1;
+	if (ioctl(vm->vcpufd, KVM_GET_FPU, &fpu) == -1)
+		return -1;
+	fpu_to_fxsave(&fpu, fx);
+	memset(g, 0, fpaddr + FXSAVE_SIZE - frame);
+	memcpy(g + (fpaddr - frame), fx, FXSAVE_SIZE);
+	memcpy(g, &act->restorer, 8);
+	v = 0x6; /* UC_SIGCONTEXT_SS | UC_STRICT_RESTORE_SS */
+	memcpy(g + UC_OFF, &v, 8);
+	memcpy(g + UC_OFF + 16, &vm->sig.ss_sp, 8);
+	v = vm->sig.ss_size == 0      ? SS_DISABLE_
+	    : on_altstack(vm, r->rsp) ? SS_ONSTACK_
+	                              : 0;
+	memcpy(g + UC_OFF + 24, &v, 4);
+	memcpy(g + UC_OFF + 32, &vm->sig.ss_size, 8);
+	regs_to_mc(r, mc);
+	memcpy(g + MC_OFF, mc, sizeof(mc));
+	memcpy(g + MC_OFF + 144, segs, sizeof(segs));
+	memcpy(g + MC_OFF + 152 + 8, &(uint64_t){ 0 }, 8); /* trapno */
+	memcpy(g + MC_OFF + 152 + 16, &mask, 8); /* oldmask */
+	memcpy(g + MC_OFF + 152 + 24, &addr, 8); /* cr2 */
+	memcpy(g + MC_OFF + 184, &fpaddr, 8);
+	memcpy(g + MASK_OFF, &mask, 8);
+	memcpy(g + INFO_OFF, info, sizeof(info));
+	memcpy(g + INFO_OFF + 16, &addr, 8); /* si_addr, or si_pid 0 */
+
+	vm->sig.has_saved = 0;
+	vm->sig.blocked |= act->mask;
+	if (!(act->flags & SA_NODEFER_))
+		vm->sig.blocked |= bit(sig);
+	vm->sig.blocked &= ~UNBLOCKABLE;
+	r->rdi = (uint64_t)sig;
+	r->rsi = frame + INFO_OFF;
+	r->rdx = frame + UC_OFF;
+	r->rax = 0;
+	r->rsp = frame;
+	r->rip = act->handler;
+	r->rflags &= ~0x400ULL; /* DF clear, as the ABI wants */
+	if (act->flags & SA_RESETHAND_)
+		memset(act, 0, sizeof(*act));
+	/* A clean x87/SSE state for the handler, as Linux gives it. */
+	memset(&fpu, 0, sizeof(fpu));
+	fpu.fcw = 0x37f;
+	fpu.mxcsr = 0x1f80;
+	ioctl(vm->vcpufd, KVM_SET_FPU, &fpu);
+	vm->run->kvm_dirty_regs |= KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
+	publish(vm);
 	return 0;
+}
+
+int64_t
+sys_rt_sigreturn(struct vm *vm, const uint64_t a[6])
+{
+	struct kvm_regs *r = &vm->run->s.regs.regs;
+	uint64_t uc = r->rsp, mc[18], mask, fpaddr;
+	struct kvm_fpu fpu;
+	const uint8_t *g, *fx;
+
+	(void)a;
+	/* The handler's `ret` popped pretcode: rsp is at the ucontext. */
+	if ((g = vm_gptr(vm, uc, FRAME_SIZE - UC_OFF)) == NULL) {
+		vm_stop(vm, VMM_FAULT, -1,
+		    "fault: rt_sigreturn with a bad frame at 0x%llx",
+		    (unsigned long long)uc);
+		return 0;
+	}
+	memcpy(mc, g + (MC_OFF - UC_OFF), sizeof(mc));
+	memcpy(&fpaddr, g + (MC_OFF - UC_OFF) + 184, 8);
+	memcpy(&mask, g + (MASK_OFF - UC_OFF), 8);
+	if (fpaddr != 0) {
+		if ((fx = vm_gptr(vm, fpaddr, FXSAVE_SIZE)) == NULL) {
+			vm_stop(vm, VMM_FAULT, -1,
+			    "fault: rt_sigreturn with a bad FPU state");
+			return 0;
+		}
+		fxsave_to_fpu(fx, &fpu);
+		ioctl(vm->vcpufd, KVM_SET_FPU, &fpu);
+	}
+	r->r8 = mc[0];
+	r->r9 = mc[1];
+	r->r10 = mc[2];
+	r->r11 = mc[3];
+	r->r12 = mc[4];
+	r->r13 = mc[5];
+	r->r14 = mc[6];
+	r->r15 = mc[7];
+	r->rdi = mc[8];
+	r->rsi = mc[9];
+	r->rbp = mc[10];
+	r->rbx = mc[11];
+	r->rdx = mc[12];
+	r->rax = mc[13];
+	r->rcx = mc[14];
+	r->rsp = mc[15];
+	r->rip = mc[16];
+	r->rflags = (mc[17] & RFLAGS_USER) | RFLAGS_FIXED;
+	vm->sig.blocked = mask & ~UNBLOCKABLE;
+	vm_set_user_segments(vm);
+	vm->regs_replaced = 1;
+	return (int64_t)r->rax;
+}
+
+/* ---- delivery ------------------------------------------------------------ */
+
+/* The default action of sig: nothing, or the end of the process. */
+static void
+default_action(struct vm *vm, int sig)
+{
+	if (vm_signal_default_ignored(sig))
+		return;
+	vm->term_sig = sig;
+	vm_stop(vm, VMM_EXITED, 128 + sig, "killed by signal %d", sig);
+}
+
+/* Deliver one pending, unblocked signal, if any. restart: the call
+ * that just returned -EINTR may be restarted (SA_RESTART). */
+static void
+deliver(struct vm *vm, uint64_t nr, int restartable)
+{
+	struct kvm_regs *r = &vm->run->s.regs.regs;
+	uint64_t ready;
+	int sig;
+
+	if (!deliverable(vm) && !vm->sig.has_saved)
+		return;
+	ready = vm->sig.pending & ~vm->sig.blocked;
+	if (ready == 0) {
+		if (vm->sig.has_saved) { /* sigsuspend woke for nothing */
+			vm->sig.blocked = vm->sig.saved;
+			vm->sig.has_saved = 0;
+		}
+		return;
+	}
+	sig = __builtin_ctzll(ready) + 1;
+	vm->sig.pending &= ~bit(sig);
+	switch (vm->sig.act[sig].handler) {
+	case SIG_IGN_:
+		return;
+	case SIG_DFL_:
+		default_action(vm, sig);
+		return;
+	}
+	if (restartable && (int64_t)r->rax == -EINTR &&
+	    (vm->sig.act[sig].flags & SA_RESTART_)) {
+		r->rax = nr;
+		r->rip -= 2; /* back onto the `syscall` */
+	}
+	if (setup_frame(vm, sig, 0 /* SI_USER */, 0) != 0) {
+		vm->term_sig = SIGSEGV;
+		vm_stop(vm, VMM_FAULT, -1,
+		    "fault: no room for the frame of signal %d", sig);
+	}
+}
+
+static int
+restartable_call(uint64_t nr)
+{
+	/* read write readv writev wait4 waitid */
+	return nr == 0 || nr == 1 || nr == 19 || nr == 20 || nr == 61 ||
+	    nr == 247;
+}
+
+void
+vm_signal_after_syscall(struct vm *vm, uint64_t nr)
+{
+	deliver(vm, nr, restartable_call(nr));
+}
+
+void
+vm_signal_after_kick(struct vm *vm)
+{
+	uint64_t rip = vm->run->s.regs.regs.rip;
+
+	/* Only between the program's own instructions, never in a stub
+	 * (its exit follows at once and delivers then). */
+	if (rip >= GUEST_KERNEL && rip < GUEST_KERNEL + VM_PAGE)
+		return;
+	deliver(vm, 0, 0);
+}
+
+int
+vm_signal_fault(struct vm *vm, unsigned vector, uint64_t rip, uint64_t rsp,
+    uint64_t rflags, uint64_t addr)
+{
+	struct kvm_regs *r = &vm->run->s.regs.regs;
+	int sig, code;
+
+	switch (vector) {
+	case 0:
+	case 16:
+	case 19:
+		sig = SIGFPE;
+		code = vector == 0 ? 1 /* FPE_INTDIV */ : 0;
+		break;
+	case 6:
+		sig = SIGILL;
+		code = 2; /* ILL_ILLOPN */
+		break;
+	case 3:
+	case 1:
+		sig = SIGTRAP;
+		code = 0x80; /* SI_KERNEL */
+		break;
+	case 17:
+		sig = SIGBUS;
+		code = 1; /* BUS_ADRALN */
+		break;
+	case 13:
+	case 14:
+	case 12:
+		sig = SIGSEGV;
+		code = vector == 14 ? 1 /* SEGV_MAPERR */ : 0x80;
+		break;
+	default:
+		return 0;
+	}
+	if (vm->sig.act[sig].handler <= SIG_IGN_ ||
+	    (vm->sig.blocked & bit(sig)))
+		return 0; /* Linux kills a process that blocks or ignores it */
+	r->rip = rip;
+	r->rsp = rsp;
+	r->rflags = (rflags & RFLAGS_USER) | RFLAGS_FIXED;
+	vm_set_user_segments(vm);
+	if (setup_frame(vm, sig, code, vector == 14 ? addr : rip) != 0)
+		return 0;
+	return 1;
 }

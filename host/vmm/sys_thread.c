@@ -1,35 +1,523 @@
 /*
- * Thread calls of a one-thread guest: its tid is 1, and a futex has no
- * other thread to wait for or to wake.
+ * Threads (docs/vmm.md, "Threads"): guest threads share the process's one
+ * vCPU, multiplexed by the VMM, so the vm process stays single-threaded
+ * and its seccomp list does not grow. Each thread is a saved register
+ * set (general registers, FS and GS bases, x87/SSE state, signal mask);
+ * the running one lives in the vCPU. The VMM switches threads when the
+ * running one waits on a futex, yields or exits, and when its time slice
+ * ends (the host's timer kicks KVM_RUN), so a thread that spins cannot
+ * starve the others nor outlast the run's time limit.
+ *
+ * A thread blocked in a host call (a read on an empty pipe) blocks the
+ * process's other threads with it.
  */
-#include <errno.h>
+#include <sys/ioctl.h>
 
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <poll.h>
+
+#include "host/vmm/abi.h"
 #include "host/vmm/sys.h"
 #include "host/vmm/vm_int.h"
 
+#define THREADS_MAX 64
+#define SLICE_US 10000
+
 #define FUTEX_CMD_MASK 0x7f
 #define FUTEX_WAIT_ 0
+#define FUTEX_WAKE_ 1
+#define FUTEX_REQUEUE_ 3
+#define FUTEX_CMP_REQUEUE_ 4
+#define FUTEX_WAKE_OP_ 5
+#define FUTEX_WAIT_BITSET_ 9
+#define FUTEX_WAKE_BITSET_ 10
+#define FUTEX_CLOCK_REALTIME_ 256
+
+#define CLONE_VM_ 0x00000100ULL
+#define CLONE_FS_ 0x00000200ULL
+#define CLONE_FILES_ 0x00000400ULL
+#define CLONE_SIGHAND_ 0x00000800ULL
+#define CLONE_THREAD_ 0x00010000ULL
+#define CLONE_SYSVSEM_ 0x00040000ULL
+#define CLONE_SETTLS_ 0x00080000ULL
+#define CLONE_PARENT_SETTID_ 0x00100000ULL
+#define CLONE_CHILD_CLEARTID_ 0x00200000ULL
+#define CLONE_DETACHED_ 0x00400000ULL
+#define CLONE_CHILD_SETTID_ 0x01000000ULL
+
+#define RFLAGS_USER 0x254dd5ULL
+#define RFLAGS_FIXED 0x2ULL
+
+enum { T_FREE = 0, T_RUN, T_WAIT };
+
+struct vm_thread {
+	int state;
+	int32_t tid;
+	struct kvm_regs regs;
+	uint64_t fs_base, gs_base;
+	struct kvm_fpu fpu;
+	uint64_t blocked;
+	uint64_t clear_tid; /* CLONE_CHILD_CLEARTID, set_tid_address */
+	uint64_t futex; /* T_WAIT: the address */
+	uint32_t bitset;
+	uint64_t deadline_us; /* T_WAIT: 0 none */
+};
+
+struct vm_threads {
+	struct vm_thread t[THREADS_MAX];
+	int cur;
+};
+
+/* The thread table, made at the first thread or set_tid_address. */
+static struct vm_threads *
+table(struct vm *vm)
+{
+	struct vm_threads *ts = vm->threads;
+
+	if (ts == NULL && (ts = calloc(1, sizeof(*ts))) != NULL) {
+		ts->t[0].state = T_RUN;
+		ts->t[0].tid = vm->pid;
+		ts->cur = 0;
+		vm->threads = ts;
+	}
+	return ts;
+}
+
+/* After fork or execve only the calling thread is left, as the
+ * process's one thread (its tid the pid). */
+void
+vm_thread_reset(struct vm *vm)
+{
+	free(vm->threads);
+	vm->threads = NULL;
+	vm->slice_at_us = 0;
+}
+
+static int
+runnable_others(struct vm_threads *ts)
+{
+	int i, n = 0;
+
+	for (i = 0; i < THREADS_MAX; i++)
+		if (i != ts->cur && ts->t[i].state == T_RUN)
+			n++;
+	return n;
+}
+
+/* Save the running thread's state from the vCPU. */
+static void
+save(struct vm *vm, struct vm_thread *t)
+{
+	t->regs = vm->run->s.regs.regs;
+	t->fs_base = vm->run->s.regs.sregs.fs.base;
+	t->gs_base = vm->run->s.regs.sregs.gs.base;
+	ioctl(vm->vcpufd, KVM_GET_FPU, &t->fpu);
+	t->blocked = vm->sig.blocked;
+}
+
+static void
+load(struct vm *vm, struct vm_thread *t)
+{
+	vm->run->s.regs.regs = t->regs;
+	vm->run->s.regs.sregs.fs.base = t->fs_base;
+	vm->run->s.regs.sregs.gs.base = t->gs_base;
+	ioctl(vm->vcpufd, KVM_SET_FPU, &t->fpu);
+	vm->sig.blocked = t->blocked;
+	vm_set_user_segments(vm);
+}
+
+/* The next runnable thread after cur, round robin; -1 if none. */
+static int
+next_runnable(struct vm_threads *ts, int include_cur)
+{
+	int i, k;
+
+	for (i = 1; i <= THREADS_MAX; i++) {
+		k = (ts->cur + i) % THREADS_MAX;
+		if (ts->t[k].state == T_RUN && (k != ts->cur || include_cur))
+			return k;
+	}
+	return -1;
+}
+
+static void
+set_slice(struct vm *vm)
+{
+	struct vm_threads *ts = vm->threads;
+
+	vm->slice_at_us =
+	    ts != NULL && runnable_others(ts) > 0 ? vm_now_us() + SLICE_US : 0;
+	vm_timer_arm(vm);
+}
+
+/* Wake the waiters on a futex whose deadline passed. */
+static void
+expire(struct vm_threads *ts, uint64_t now)
+{
+	int i;
+
+	for (i = 0; i < THREADS_MAX; i++)
+		if (ts->t[i].state == T_WAIT && ts->t[i].deadline_us != 0 &&
+		    now >= ts->t[i].deadline_us) {
+			ts->t[i].state = T_RUN;
+			ts->t[i].regs.rax = (uint64_t)-ETIMEDOUT;
+		}
+}
+
+/*
+ * Nothing can run: sleep until a futex deadline, a signal or the run's
+ * end (SIGUSR2 and SIGALRM unblocked only inside ppoll, so no wake-up is
+ * lost). A signal wakes the first waiting thread with EINTR to take it.
+ */
+static void
+idle(struct vm *vm, struct vm_threads *ts)
+{
+	sigset_t block, old;
+	struct timespec tmo, *tp;
+	uint64_t now, first;
+	int i;
+
+	sigemptyset(&block);
+	sigaddset(&block, SIGUSR2);
+	sigaddset(&block, SIGALRM);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	for (;;) {
+		now = vm_now_us();
+		expire(ts, now);
+		if (next_runnable(ts, 1) >= 0 || vm_timed_out())
+			break;
+		if (vm_signal_pending(vm)) {
+			for (i = 0; i < THREADS_MAX; i++)
+				if (ts->t[i].state == T_WAIT) {
+					ts->t[i].state = T_RUN;
+					ts->t[i].regs.rax = (uint64_t)-EINTR;
+					break;
+				}
+			break;
+		}
+		for (i = 0, first = 0; i < THREADS_MAX; i++)
+			if (ts->t[i].state == T_WAIT &&
+			    ts->t[i].deadline_us != 0 &&
+			    (first == 0 || ts->t[i].deadline_us < first))
+				first = ts->t[i].deadline_us;
+		tp = NULL;
+		if (first != 0) {
+			tmo.tv_sec = (time_t)((first - now) / 1000000);
+			tmo.tv_nsec = (long)((first - now) % 1000000) * 1000;
+			tp = &tmo;
+		}
+		ppoll(NULL, 0, tp, &old);
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+/* The running thread has been saved (and is no longer T_RUN, or may
+ * stay so): put the next one on the vCPU. */
+static void
+switch_away(struct vm *vm, struct vm_threads *ts)
+{
+	int next = next_runnable(ts, 1);
+
+	if (next < 0) {
+		idle(vm, ts);
+		next = next_runnable(ts, 1);
+	}
+	if (next < 0) {
+		/* Only the run's end woke us: resume the thread that
+		 * waited, interrupted; the loop stops before it runs. */
+		next = ts->cur;
+		ts->t[next].state = T_RUN;
+		ts->t[next].regs.rax = (uint64_t)-EINTR;
+	}
+	ts->cur = next;
+	load(vm, &ts->t[next]);
+	vm->regs_replaced = 1;
+	set_slice(vm);
+}
+
+/* The current call returns ret to the thread, later: its registers
+ * are made as the return would leave them, then saved. */
+static void
+save_returning(struct vm *vm, struct vm_thread *t, int64_t ret)
+{
+	struct kvm_regs *r = &vm->run->s.regs.regs;
+
+	r->rax = (uint64_t)ret;
+	r->rip = r->rcx;
+	r->rflags = (r->r11 & RFLAGS_USER) | RFLAGS_FIXED;
+	save(vm, t);
+}
+
+void
+vm_thread_preempt(struct vm *vm)
+{
+	struct vm_threads *ts = vm->threads;
+	uint64_t rip = vm->run->s.regs.regs.rip;
+
+	if (ts == NULL || vm->slice_at_us == 0 || vm_now_us() < vm->slice_at_us)
+		return;
+	if (rip >= GUEST_KERNEL && rip < GUEST_KERNEL + VM_PAGE)
+		return; /* in a stub: its exit comes at once */
+	if (runnable_others(ts) == 0) {
+		set_slice(vm);
+		return;
+	}
+	save(vm, &ts->t[ts->cur]);
+	switch_away(vm, ts);
+	vm->regs_replaced = 0; /* not inside a call */
+}
+
+/* ---- clone of a thread ---------------------------------------------------- */
+
+int64_t
+vm_thread_clone(struct vm *vm, uint64_t flags, uint64_t newsp, uint64_t ptid,
+    uint64_t ctid, uint64_t tls)
+{
+	const uint64_t need = CLONE_VM_ | CLONE_SIGHAND_ | CLONE_THREAD_;
+	const uint64_t known = need | CLONE_FS_ | CLONE_FILES_ |
+	    CLONE_SYSVSEM_ | CLONE_SETTLS_ | CLONE_PARENT_SETTID_ |
+	    CLONE_CHILD_CLEARTID_ | CLONE_DETACHED_ | CLONE_CHILD_SETTID_;
+	struct vm_threads *ts;
+	struct vm_thread *t;
+	struct kvm_regs *r = &vm->run->s.regs.regs;
+	int32_t tid;
+	int i;
+
+	if ((flags & need) != need || (flags & ~known) != 0 || newsp == 0)
+		return -EINVAL;
+	if ((ts = table(vm)) == NULL)
+		return -ENOMEM;
+	for (i = 0; i < THREADS_MAX && ts->t[i].state != T_FREE; i++)
+		;
+	if (i == THREADS_MAX)
+		return -EAGAIN;
+	if (((flags & CLONE_PARENT_SETTID_) && vm_gptr(vm, ptid, 4) == NULL) ||
+	    ((flags & CLONE_CHILD_SETTID_) && vm_gptr(vm, ctid, 4) == NULL))
+		return -EFAULT;
+	if ((tid = vm_proc_new_tid(vm)) <= 0)
+		return -EAGAIN;
+	t = &ts->t[i];
+	memset(t, 0, sizeof(*t));
+	save(vm, t);
+	t->regs.rax = 0;
+	t->regs.rip = r->rcx;
+	t->regs.rflags = (r->r11 & RFLAGS_USER) | RFLAGS_FIXED;
+	t->regs.rsp = newsp;
+	if (flags & CLONE_SETTLS_)
+		t->fs_base = tls;
+	if (flags & CLONE_CHILD_CLEARTID_)
+		t->clear_tid = ctid;
+	t->tid = tid;
+	t->state = T_RUN;
+	if (flags & CLONE_PARENT_SETTID_)
+		memcpy(vm_gptr(vm, ptid, 4), &tid, 4);
+	if (flags & CLONE_CHILD_SETTID_)
+		memcpy(vm_gptr(vm, ctid, 4), &tid, 4);
+	set_slice(vm);
+	return tid;
+}
+
+/* ---- futex ------------------------------------------------------------------ */
+
+static int64_t
+futex_wake(struct vm *vm, uint64_t addr, uint32_t bitset, int64_t n)
+{
+	struct vm_threads *ts = vm->threads;
+	int i;
+	int64_t woken = 0;
+
+	for (i = 0; ts != NULL && i < THREADS_MAX && woken < n; i++)
+		if (ts->t[i].state == T_WAIT && ts->t[i].futex == addr &&
+		    (ts->t[i].bitset & bitset) != 0) {
+			ts->t[i].state = T_RUN;
+			ts->t[i].regs.rax = 0;
+			woken++;
+		}
+	if (woken > 0)
+		set_slice(vm);
+	return woken;
+}
+
+/* A guest timespec: relative (FUTEX_WAIT) or absolute on the monotonic
+ * or real-time clock (FUTEX_WAIT_BITSET) as a vm_now_us deadline. */
+static int64_t
+futex_deadline(struct vm *vm, uint64_t addr, int absolute, int realtime,
+    uint64_t *deadline)
+{
+	const int64_t *g;
+	int64_t t[2];
+	struct timespec now;
+	int64_t us;
+
+	*deadline = 0;
+	if (addr == 0)
+		return 0;
+	if ((g = vm_gptr(vm, addr, sizeof(t))) == NULL)
+		return -EFAULT;
+	memcpy(t, g, sizeof(t));
+	if (t[0] < 0 || t[1] < 0 || t[1] >= 1000000000)
+		return -EINVAL;
+	if (t[0] > (1LL << 40))
+		return 0; /* far enough to be never */
+	us = t[0] * 1000000 + t[1] / 1000;
+	if (absolute) {
+		clock_gettime(
+		    realtime ? CLOCK_REALTIME : CLOCK_MONOTONIC, &now);
+		us -= now.tv_sec * 1000000 + now.tv_nsec / 1000;
+	}
+	*deadline = vm_now_us() + (us > 0 ? (uint64_t)us : 0) + 1;
+	return 0;
+}
+
+static int64_t
+futex_wait(struct vm *vm, uint64_t addr, uint32_t val, uint64_t timeout,
+    int absolute, int realtime, uint32_t bitset)
+{
+	struct vm_threads *ts;
+	struct vm_thread *t;
+	const uint32_t *g;
+	uint64_t deadline;
+	int64_t rc;
+
+	if ((g = vm_gptr(vm, addr, 4)) == NULL || addr % 4 != 0)
+		return -EFAULT;
+	if (bitset == 0)
+		return -EINVAL;
+	if ((rc = futex_deadline(vm, timeout, absolute, realtime, &deadline)) !=
+	    0)
+		return rc;
+	if (__atomic_load_n(g, __ATOMIC_SEQ_CST) != val)
+		return -EAGAIN;
+	if ((ts = table(vm)) == NULL)
+		return -ENOMEM;
+	t = &ts->t[ts->cur];
+	save_returning(vm, t, 0);
+	t->state = T_WAIT;
+	t->futex = addr;
+	t->bitset = bitset;
+	t->deadline_us = deadline;
+	switch_away(vm, ts);
+	return 0;
+}
+
+static int64_t
+futex_requeue(
+    struct vm *vm, uint64_t addr, int64_t nwake, int64_t nmove, uint64_t addr2)
+{
+	struct vm_threads *ts = vm->threads;
+	int64_t done = futex_wake(vm, addr, ~0u, nwake), moved = 0;
+	int i;
+
+	if (vm_gptr(vm, addr2, 4) == NULL)
+		return -EFAULT;
+	for (i = 0; ts != NULL && i < THREADS_MAX && moved < nmove; i++)
+		if (ts->t[i].state == T_WAIT && ts->t[i].futex == addr) {
+			ts->t[i].futex = addr2;
+			moved++;
+		}
+	return done + moved;
+}
+
+int64_t
+sys_futex(struct vm *vm, const uint64_t a[6])
+{
+	int op = (int)(a[1] & FUTEX_CMD_MASK);
+	int realtime = (a[1] & FUTEX_CLOCK_REALTIME_) != 0;
+	const uint32_t *g;
+
+	switch (op) {
+	case FUTEX_WAIT_:
+		return futex_wait(vm, a[0], (uint32_t)a[2], a[3], 0, 0, ~0u);
+	case FUTEX_WAIT_BITSET_:
+		return futex_wait(vm, a[0], (uint32_t)a[2], a[3], 1, realtime,
+		    (uint32_t)a[5]);
+	case FUTEX_WAKE_:
+	case FUTEX_WAKE_BITSET_:
+		if (vm_gptr(vm, a[0], 4) == NULL)
+			return -EFAULT;
+		return futex_wake(vm, a[0],
+		    op == FUTEX_WAKE_ ? ~0u : (uint32_t)a[5],
+		    (int64_t)(uint32_t)a[2]);
+	case FUTEX_CMP_REQUEUE_:
+		if ((g = vm_gptr(vm, a[0], 4)) == NULL)
+			return -EFAULT;
+		if (*g != (uint32_t)a[5])
+			return -EAGAIN;
+		return futex_requeue(vm, a[0], (int64_t)(uint32_t)a[2],
+		    (int64_t)(uint32_t)a[3], a[4]);
+	case FUTEX_REQUEUE_:
+		return futex_requeue(vm, a[0], (int64_t)(uint32_t)a[2],
+		    (int64_t)(uint32_t)a[3], a[4]);
+	default:
+		return -ENOSYS; /* WAKE_OP, PI futexes: docs/vmm.md */
+	}
+}
+
+/* ---- ids, exit, yield ------------------------------------------------------ */
 
 int64_t
 sys_gettid(struct vm *vm, const uint64_t a[6])
 {
-	(void)vm;
 	(void)a;
-	return 1;
+	return vm->threads != NULL ? vm->threads->t[vm->threads->cur].tid
+	                           : vm->pid;
 }
 
 int64_t
 sys_set_tid_address(struct vm *vm, const uint64_t a[6])
 {
-	(void)vm;
-	(void)a;
-	return 1;
+	struct vm_threads *ts = table(vm);
+
+	if (ts != NULL)
+		ts->t[ts->cur].clear_tid = a[0];
+	return sys_gettid(vm, a);
 }
 
-/* One thread, so a wait never blocks on another. */
 int64_t
-sys_futex(struct vm *vm, const uint64_t a[6])
+sys_set_robust_list(struct vm *vm, const uint64_t a[6])
 {
 	(void)vm;
-	return (a[1] & FUTEX_CMD_MASK) == FUTEX_WAIT_ ? -EAGAIN : 0;
+	return a[1] == 24 ? 0 : -EINVAL; /* accepted; the list is unused */
+}
+
+int64_t
+sys_sched_yield(struct vm *vm, const uint64_t a[6])
+{
+	struct vm_threads *ts = vm->threads;
+
+	(void)a;
+	if (ts == NULL || runnable_others(ts) == 0)
+		return 0;
+	save_returning(vm, &ts->t[ts->cur], 0);
+	switch_away(vm, ts);
+	return 0;
+}
+
+/* exit: the thread's, and the process's with its last thread. */
+int64_t
+sys_exit(struct vm *vm, const uint64_t a[6])
+{
+	struct vm_threads *ts = vm->threads;
+	struct vm_thread *t;
+	uint32_t zero = 0;
+	int i, live = 0;
+
+	for (i = 0; ts != NULL && i < THREADS_MAX; i++)
+		if (ts->t[i].state != T_FREE)
+			live++;
+	if (live <= 1)
+		return sys_exit_group(vm, a);
+	t = &ts->t[ts->cur];
+	/* CLONE_CHILD_CLEARTID: zero the tid and wake its joiner. */
+	if (t->clear_tid != 0 && vm_gptr(vm, t->clear_tid, 4) != NULL) {
+		memcpy(vm_gptr(vm, t->clear_tid, 4), &zero, 4);
+		futex_wake(vm, t->clear_tid, ~0u, 1);
+	}
+	t->state = T_FREE;
+	switch_away(vm, ts);
+	return 0;
 }

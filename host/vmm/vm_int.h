@@ -13,6 +13,7 @@
 #define VM_PAGE 4096ULL
 #define VM_HUGE (2ULL << 20)
 #define VM_PATH_MAX WS_PATH_MAX /* guest paths, NUL included */
+#define VM_XSAVE_LEGACY 4096 /* struct kvm_xsave's region[1024] */
 #define VM_MAX_FILES_DEFAULT 1024
 #define VM_MAX_FILES_LIMIT 65536
 #define VM_GUEST_ID 1000 /* the guest's uid and gid */
@@ -39,6 +40,7 @@ struct vfd {
 	uint64_t off; /* VFD_IMAGE, VFD_SYNTH, VFD_VDIR and VFD_SDIR
 			 (entries returned) */
 	int hostfd; /* VFD_HOST */
+	int pipe; /* VFD_HOST: a pipe's end (no path, no quota) */
 	int cloexec;
 	int flags; /* O_ACCMODE | O_APPEND | O_NONBLOCK as opened */
 	enum vm_dev dev; /* VFD_DEV */
@@ -51,6 +53,22 @@ struct vfd {
 	char *path; /* normalized guest path (not for 0-2 at start) */
 };
 
+/* The kernel's struct sigaction on x86-64 (rt_sigaction). */
+struct vm_sigaction {
+	uint64_t handler, flags, restorer, mask;
+};
+
+/* A process's signals (sys_signal.c). Bit sig-1 in every mask. */
+struct vm_signals {
+	struct vm_sigaction act[65]; /* by number; 0 unused */
+	uint64_t blocked, pending;
+	uint64_t saved; /* rt_sigsuspend: the mask to restore */
+	int has_saved;
+	uint64_t ss_sp, ss_size; /* sigaltstack; size 0: none */
+	uint32_t ss_flags;
+	uint64_t alarm_at_us, alarm_interval_us; /* ITIMER_REAL, vm_now_us */
+};
+
 struct vm {
 	const struct vmm_config *cfg;
 	struct vmm_result *res;
@@ -59,7 +77,10 @@ struct vm {
 	size_t run_size;
 	uint8_t *mem;
 	uint64_t memsz;
-	struct elf_info elf;
+	struct elf_info elf; /* the program */
+	struct elf_info interp; /* its PT_INTERP loader, if it has one */
+	uint64_t interp_base; /* AT_BASE: 0 for a static program */
+	uint64_t start; /* first RIP: the loader's entry, else the program's */
 	/* Layout of the program's memory (docs/vmm.md). */
 	uint64_t brk_start, brk_cur, brk_max;
 	uint64_t mmap_lo, mmap_hi; /* page allocator range */
@@ -68,6 +89,8 @@ struct vm {
 	uint64_t brk_peak;
 	uint64_t stack_lo, stack_top;
 	/* Files. */
+	uint32_t *img_order; /* cfg->files by path (imgtree.c) */
+	uint8_t *img_checked; /* per file: its hash was checked */
 	struct vfd *fds;
 	unsigned nfds;
 	int ws_fd; /* the workspace directory, or -1 */
@@ -76,7 +99,126 @@ struct vm {
 	unsigned host_umask; /* the process's, put back at the end */
 	char cwd[VM_PATH_MAX];
 	int stopped; /* the guest is done; res says how */
+	uint64_t deadline_us; /* the run's time limit (vm_now_us), or 0 */
+	/* The guest process tree (proc.c): one host process per guest
+	 * process, all sharing one table. */
+	struct vm_tree *tree;
+	int slot; /* this process's row in tree->slot */
+	int32_t pid, ppid; /* guest pids; the first process is 1 */
+	int is_child; /* forked: ends with _exit, never returns */
+	int term_sig; /* killed by a guest kill of itself */
+	int vfork_fd; /* a vfork child's pipe to its waiting parent, or -1 */
+	struct vmm_result child_res; /* a child's own result */
+	struct vm_exec *exec; /* what execve loaded (exec.c), or NULL */
+	int regs_replaced; /* the last call set every register (execve,
+			      rt_sigreturn): no return to the caller */
+	struct vm_signals sig;
+	struct vm_threads *threads; /* sys_thread.c; NULL: one thread */
+	uint64_t slice_at_us; /* the running thread's slice ends */
 };
+
+/* ---- clone.c: the vCPU's state, and a VM rebuilt around it ---------- */
+
+/*
+ * Everything of a vCPU that the guest can change and a new VM must
+ * carry over. The rest (CPUID, MSRs, XCR0) is fixed by the VMM at boot
+ * and rebuilt by vm_cpu_fixed; a CPL3 program cannot change it.
+ */
+struct vm_cpu_state {
+	struct kvm_regs regs;
+	struct kvm_sregs sregs;
+	struct kvm_fpu fpu; /* x87, SSE; or, with XSAVE, the whole area: */
+	/* KVM_GET_XSAVE's legacy 4096-byte area as bytes: newer kernel
+	 * headers end struct kvm_xsave with a flexible array, which may not
+	 * sit inside another struct (clang refuses it). Everything the VM's
+	 * XCR0 enables (x87 to AVX-512, 2,688 bytes) fits in it. */
+	_Alignas(64) uint8_t xsave[VM_XSAVE_LEGACY];
+	int has_xsave;
+	uint64_t tsc;
+};
+
+/* Read the vCPU's state as of the last exit (registers from the synced
+ * run area; FPU, XSAVE and TSC by ioctl). 0 or -1 (errno). */
+int vm_cpu_capture(struct vm *, struct vm_cpu_state *);
+/* Replace this process's VM by a new one over the same guest memory,
+ * with the vCPU in the given state: the old VM's descriptors are closed
+ * (in a forked process they were only references to the parent's). */
+int vm_cpu_rebuild(
+    struct vm *, const struct vm_cpu_state *, char *err, size_t errlen);
+/* fork(2) for a guest: the child inherits guest memory copy-on-write
+ * and runs on a VM of its own built from the captured state. Returns
+ * the child's host pid in the parent, 0 in the child (on its new VM),
+ * -1 with errno on failure (nothing changed). */
+pid_t vm_fork(
+    struct vm *, const struct vm_cpu_state *, char *err, size_t errlen);
+
+/* kvm.c: create the VM and vCPU over vm->mem; drop them; the fixed
+ * part of the vCPU's state; the time limit's timer. */
+int vm_kvm_create(struct vm *, char *err, size_t errlen);
+void vm_kvm_drop(struct vm *);
+int vm_cpu_fixed(struct vm *);
+void vm_timer_arm(struct vm *);
+int vm_timed_out(void);
+/* The user code and stack segments into the synced registers. */
+void vm_set_user_segments(struct vm *);
+uint64_t vm_now_us(void);
+
+/* kvm.c: replace guest memory and the VM by a fresh boot of cfg's
+ * program, argv and envp (cfg must outlive the program). 0; -1 when
+ * nothing changed (err says why); -2 when the old program is gone but
+ * the new VM could not be made. */
+int vm_exec_image(
+    struct vm *, const struct vmm_config *cfg, char *err, size_t errlen);
+
+/* exec.c */
+void vm_exec_free(struct vm *);
+/* A script's "#!interp [arg]" line (the first 256 bytes of data, which
+ * are the guest's): 0 with both NUL-terminated in their buffers (interp
+ * non-empty, without blanks; arg trimmed, maybe empty), or -ENOEXEC. */
+int vm_exec_shebang(const uint8_t *data, size_t len, char *interp, size_t ilen,
+    char *arg, size_t alen);
+
+/* ---- proc.c: the guest process tree ----------------------------------- */
+
+int vm_proc_init(struct vm *);
+/* At the end of vcpu_loop: a child reports and _exits; the first
+ * process stops whatever is left of the tree. */
+void vm_proc_finish(struct vm *);
+/* Signals queued for this process by others (taken or looked at), and
+ * what it catches and ignores, for senders to see. */
+uint64_t vm_proc_take_pending(struct vm *);
+uint64_t vm_proc_peek_pending(struct vm *);
+void vm_proc_dispositions(struct vm *, uint64_t caught, uint64_t ignored);
+
+/* ---- sys_signal.c: delivery ------------------------------------------- */
+
+int vm_signal_default_ignored(int sig);
+void vm_signal_raise(struct vm *, int sig); /* to this process */
+void vm_signal_forked(struct vm *);
+void vm_signal_exec(struct vm *);
+/* Deliver a pending signal as the call nr returns, or after a kick out
+ * of KVM_RUN. */
+void vm_signal_after_syscall(struct vm *, uint64_t nr);
+void vm_signal_after_kick(struct vm *);
+/* Whether a signal the process would act on is pending now. */
+int vm_signal_pending(struct vm *);
+/* An exception the program has a handler for: 1 when delivered. */
+int vm_signal_fault(struct vm *, unsigned vector, uint64_t rip, uint64_t rsp,
+    uint64_t rflags, uint64_t addr);
+
+/* A fresh thread id from the run's pid space. */
+int32_t vm_proc_new_tid(struct vm *);
+
+/* ---- sys_thread.c: threads on the one vCPU ------------------------- */
+
+int64_t vm_thread_clone(struct vm *, uint64_t flags, uint64_t newsp,
+    uint64_t ptid, uint64_t ctid, uint64_t tls);
+void vm_thread_reset(struct vm *);
+/* After a kick out of KVM_RUN: the next thread if the slice is over. */
+void vm_thread_preempt(struct vm *);
+
+/* Output bytes of the whole tree (fs.c counts writes to fds 1 and 2). */
+uint64_t *vm_output_counter(struct vm *);
 
 /* Guest memory: NULL unless [addr, addr+len) lies wholly in the
  * program's memory (never the kernel's first 2 MiB). */
@@ -87,11 +229,29 @@ int vm_gstr(struct vm *, uint64_t addr, char *out, size_t max);
 /* KEEP_SYS_FETCH (fetch.c, guest/include/keep.h). */
 int64_t vm_keep_fetch(struct vm *, uint64_t addr, uint64_t size);
 
+/* Place and copy the program's PT_INTERP loader from the image's files
+ * (loader.c); once the memory layout is set. VMM_OK or a VMM_E_*. */
+int vm_load_interp(struct vm *, char *err, size_t errlen);
+
+/* An image's default environment: the file VM_IMAGE_ENV, lines
+ * NAME=VALUE ('#' starts a comment line), appended after the caller's
+ * variables, which override it. *out (NULL-terminated, *n entries) is
+ * freed with vm_image_env_free. 0 (no file is fine), or -1 when the
+ * file is malformed or too large. */
+#define VM_IMAGE_ENV "/etc/keep/environment"
+#define VM_IMAGE_ENV_MAX 16384
+#define VM_IMAGE_ENV_LINES 64
+int vm_image_env(struct vm *, char ***out, size_t *n);
+void vm_image_env_free(char **v);
+
 /* The page allocator behind mmap (mem.c). */
 int vm_mem_init(struct vm *);
 uint64_t vm_mmap_alloc(struct vm *, uint64_t len); /* 0 on failure */
 int vm_mmap_free(struct vm *, uint64_t addr, uint64_t len);
 int vm_mmap_is_used(struct vm *, uint64_t addr, uint64_t len);
+/* Copy a file's bytes into a private mapping; bytes read or -errno. */
+int64_t vm_mmap_fill(
+    struct vm *, int fd, uint64_t g, uint64_t len, uint64_t off);
 
 /* The guest's CPUID table once vmm_prepare() has run (cpuid.c), and one
  * register of one leaf in it (reg 0-3: EAX EBX ECX EDX; 0 if absent). */
@@ -107,8 +267,30 @@ void vm_stop(struct vm *, enum vmm_status, int code, const char *fmt, ...)
  * failure). The synced registers in vm->run may be changed. */
 int64_t vm_syscall(struct vm *, uint64_t nr, const uint64_t a[6]);
 
+/* The image's files by path (imgtree.c): the index, a file by its
+ * exact path, whether a path is a directory of them, and the idx-th
+ * entry of such a directory (0, or -1 past the last). */
+int vm_img_init(struct vm *);
+void vm_img_free(struct vm *);
+const struct vmm_file *vm_img_find(struct vm *, const char *path);
+int vm_img_is_dir(struct vm *, const char *path);
+/* Before a file's first use: 0, or -EIO with the guest stopped when its
+ * contents do not match vmm_file.hash (a tampered image). */
+int vm_img_check(struct vm *, const struct vmm_file *);
+int vm_img_child(struct vm *, const char *dir, size_t idx, char *name,
+    size_t max, int *is_dir);
+
 /* Files (fs.c). */
 int vm_fs_init(struct vm *);
 void vm_fs_free(struct vm *);
+/* execve's program at a guest path (relative to the cwd): the running
+ * program for /proc/self/exe, an image file, or a workspace file with an
+ * exec bit read whole into *owned (the caller frees it). 0 or -errno. */
+int vm_fs_program(struct vm *, const char *gpath, char *path, size_t pathlen,
+    const uint8_t **data, size_t *len, uint8_t **owned);
+/* The open descriptor fd, or NULL. */
+struct vfd *vm_fd(struct vm *, uint64_t fd);
+/* Close the close-on-exec descriptors. */
+void vm_fs_exec_close(struct vm *);
 
 #endif

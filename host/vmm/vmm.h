@@ -23,7 +23,8 @@
 
 enum vmm_err {
 	VMM_OK = 0,
-	VMM_E_ELF = -32000, /* the program is not a loadable static ELF */
+	VMM_E_ELF =
+	    -32000, /* the program (or its loader) is not a loadable ELF */
 	VMM_E_KVM, /* /dev/kvm refused something; errno-based reason */
 	VMM_E_NOMEM, /* host memory */
 	VMM_E_INVAL, /* a caller's argument out of range */
@@ -46,6 +47,10 @@ struct vmm_file {
 	const uint8_t *data;
 	uint64_t len;
 	uint32_t mode; /* 0755 or 0644 */
+	/* NULL, or the BLAKE2b-256 data must have: the VMM checks it when
+	 * the guest first opens the file (an image with deferred hashes,
+	 * docs/image-format.md) and stops the guest on a mismatch. */
+	const uint8_t *hash;
 };
 
 /* Output sink: called with each write to fd 1 or 2. */
@@ -74,6 +79,8 @@ struct vmm_config {
 				  0: none */
 	unsigned max_files; /* open guest descriptors; 0: 1024 (at most
 			      65536); RLIMIT_NOFILE reports it */
+	unsigned max_procs; /* guest processes at once, the first included;
+			     0: 64, at most 1024 */
 	int trace; /* log every system call (debug) */
 	/* KEEP_SYS_FETCH: relay one encoded egress request (egress_wire,
 	 * host/egress/egress.h) and return the encoded reply (*reply

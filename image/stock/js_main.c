@@ -18,11 +18,20 @@
  * lower-case names. body is a string both ways (bytes as Latin-1 would
  * be lossy: responses are passed through as UTF-8 text). Responses up to
  * 8 MiB of body and 64 KiB of headers.
+ *
+ * For keep's live contexts (docs/contexts.md) two more functions:
+ * __keep_cell() reads the next cell the host framed on standard input
+ * and returns {code, nonce, env} (null at the end of input), and
+ * __keep_write(fd, text) writes text to descriptor 1 or 2 unbuffered.
+ * keep's context driver (image/stock/keep_driver.js) is built on them.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <unistd.h>
 
 #include "duktape.h"
 
@@ -176,6 +185,116 @@ js_fetch(duk_context *ctx)
 	return 1;
 }
 
+static int
+read_exact(int fd, void *p, size_t n)
+{
+	char *b = p;
+	ssize_t got;
+
+	while (n > 0) {
+		if ((got = read(fd, b, n)) <= 0) {
+			if (got == -1 && errno == EINTR)
+				continue;
+			return -1;
+		}
+		b += got;
+		n -= (size_t)got;
+	}
+	return 0;
+}
+
+static uint32_t
+le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	    (uint32_t)p[3] << 24;
+}
+
+/* "KEEPCELL", nonce[8], u32 code length, u32 variables; the code; each
+ * variable a u32 length and "KEY=VALUE". */
+static duk_ret_t
+js_keep_cell(duk_context *ctx)
+{
+	static const char hex[] = "0123456789abcdef";
+	uint8_t h[24];
+	char nonce[17], *buf;
+	uint32_t len, nenv, i;
+	int k;
+
+	if (read_exact(0, h, sizeof(h)) != 0) {
+		duk_push_null(ctx);
+		return 1;
+	}
+	if (memcmp(h, "KEEPCELL", 8) != 0 || le32(h + 16) > SOURCE_MAX ||
+	    le32(h + 20) > 4096)
+		return duk_error(ctx, DUK_ERR_ERROR, "keep: bad cell frame");
+	for (k = 0; k < 8; k++) {
+		nonce[2 * k] = hex[h[8 + k] >> 4];
+		nonce[2 * k + 1] = hex[h[8 + k] & 15];
+	}
+	nonce[16] = '\0';
+	len = le32(h + 16);
+	nenv = le32(h + 20);
+	duk_push_object(ctx);
+	duk_push_string(ctx, nonce);
+	duk_put_prop_string(ctx, -2, "nonce");
+	for (i = 0; i <= nenv; i++) {
+		uint8_t l[4];
+		char *eq;
+
+		if (i > 0) {
+			if (read_exact(0, l, sizeof(l)) != 0 ||
+			    (len = le32(l)) > SOURCE_MAX)
+				return duk_error(
+				    ctx, DUK_ERR_ERROR, "keep: bad cell frame");
+		}
+		if ((buf = malloc(len + 1)) == NULL)
+			return duk_error(ctx, DUK_ERR_ERROR, "out of memory");
+		if (read_exact(0, buf, len) != 0) {
+			free(buf);
+			return duk_error(
+			    ctx, DUK_ERR_ERROR, "keep: bad cell frame");
+		}
+		buf[len] = '\0';
+		if (i == 0) {
+			duk_push_lstring(ctx, buf, len);
+			duk_put_prop_string(ctx, -2, "code");
+			duk_push_object(ctx);
+		} else if ((eq = memchr(buf, '=', len)) != NULL) {
+			duk_push_lstring(
+			    ctx, eq + 1, len - (size_t)(eq - buf) - 1);
+			duk_put_prop_lstring(ctx, -2, buf, (size_t)(eq - buf));
+		}
+		free(buf);
+	}
+	duk_put_prop_string(ctx, -2, "env");
+	return 1;
+}
+
+static duk_ret_t
+js_keep_write(duk_context *ctx)
+{
+	int fd = duk_require_int(ctx, 0);
+	duk_size_t n;
+	const char *s = duk_require_lstring(ctx, 1, &n);
+	ssize_t w;
+
+	if (fd != 1 && fd != 2)
+		return duk_error(ctx, DUK_ERR_RANGE_ERROR, "fd must be 1 or 2");
+	fflush(fd == 1 ? stdout : stderr);
+	while (n > 0) {
+		if ((w = write(fd, s, n)) <= 0) {
+			if (w == -1 && errno == EINTR)
+				continue;
+			return duk_error(
+			    ctx, DUK_ERR_ERROR, "keep: write failed");
+		}
+		s += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
 static char *
 read_all(FILE *fp, size_t *len)
 {
@@ -248,6 +367,10 @@ main(int argc, char **argv)
 	duk_put_global_string(ctx, "console");
 	duk_push_c_function(ctx, js_fetch, 2);
 	duk_put_global_string(ctx, "fetch");
+	duk_push_c_function(ctx, js_keep_cell, 0);
+	duk_put_global_string(ctx, "__keep_cell");
+	duk_push_c_function(ctx, js_keep_write, 2);
+	duk_put_global_string(ctx, "__keep_write");
 
 	duk_push_lstring(ctx, src, len);
 	duk_push_string(ctx, name);

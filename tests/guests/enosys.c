@@ -10,10 +10,10 @@ main(void)
 {
 	long a = syscall(999);
 	int ea = errno;
-	pid_t p = fork();
-	int ep = errno;
+	long c = syscall(435 /* clone3 */, 0, 0);
+	int ec = errno;
 
-	printf("999: %ld %s\nfork: %d %s\n", a, strerror(ea), (int)p,
-	    strerror(ep));
+	printf(
+	    "999: %ld %s\nclone3: %ld %s\n", a, strerror(ea), c, strerror(ec));
 	return 0;
 }

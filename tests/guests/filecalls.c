@@ -264,6 +264,18 @@ main(void)
 	printf("cloexec after FIOCLEX: %d\n", fcntl(fd, F_GETFD) & FD_CLOEXEC);
 	close(fd);
 	close(fd2);
+	/* F_SETFL O_NONBLOCK on a pipe: an empty one answers EAGAIN */
+	{
+		int p[2];
+		char c;
+
+		show("pipe", pipe(p));
+		fcntl(p[0], F_SETFL, O_NONBLOCK);
+		printf("empty nonblocking pipe: %s\n",
+		    read(p[0], &c, 1) < 0 && errno == EAGAIN ? "EAGAIN" : "no");
+		close(p[0]);
+		close(p[1]);
+	}
 	/* a trailing slash means a directory */
 	show("open file/", open("f/", O_RDONLY));
 	show("create name/", open("newname/", O_WRONLY | O_CREAT, 0644));

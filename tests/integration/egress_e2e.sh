@@ -181,9 +181,12 @@ egress:
 EOC
 "$KEEPD" -d -f "$tmp/keepd.yaml" >"$tmp/log" 2>&1 &
 pid=$!
-for _ in $(seq 100); do grep -q "running: listening" "$tmp/log" && break; sleep 0.1; done
-sleep 0.3
 url=http://127.0.0.1:$port
+# The front answers once every process is up.
+for _ in $(seq 150); do
+	[ "$(curl -s -o /dev/null -w '%{http_code}' "$url/healthz")" = 200 ] && break
+	sleep 0.1
+done
 mint() { "$KEEP" token mint --key "$tmp/issuer.secret" --sub "$1" --caps "$2" --ttl 10m; }
 alice=$(mint alice sandbox:read,sandbox:write,exec,egress)
 noegress=$(mint alice sandbox:read,sandbox:write,exec)
@@ -308,14 +311,23 @@ ed=$(sed -n 's/^keep_egress_decisions_total{result="deny"} \([0-9]*\)$/\1/p' <<<
     bad "metrics: $code $(grep egress <<<"$body")"
 
 # ---- the audit log ----------------------------------------------------
-sleep 0.5
-"$KEEP" audit tail -n 1000 --action egress --data "$tmp/state/db" >"$tmp/egress.audit" 2>&1
+# The entries are committed by the store process: poll for the last kind.
+for _ in $(seq 50); do
+	"$KEEP" audit tail -n 1000 --action egress --data "$tmp/state/db" >"$tmp/egress.audit" 2>&1
+	grep -q "evil.test:$sp.*deny" "$tmp/egress.audit" && break
+	sleep 0.1
+done
 grep -q "allow" "$tmp/egress.audit" && grep -q "good.test" "$tmp/egress.audit" &&
     grep -q "deny" "$tmp/egress.audit" && grep -q "policy: denied" "$tmp/egress.audit" &&
     grep -q "resolved address not allowed" "$tmp/egress.audit" &&
     grep -q "evil.test:$sp.*deny" "$tmp/egress.audit" &&
     ok "egress decisions are in the audit log ($(grep -c . "$tmp/egress.audit") entries)" ||
     bad "egress audit: $(cat "$tmp/egress.audit")"
+# A refusal says why: the token, or a destination no rule names.
+grep -q "policy: denied (token caps)" "$tmp/egress.audit" &&
+    grep -q "evil.test:$sp.*policy: denied (target not allowed)" "$tmp/egress.audit" &&
+    ok "egress refusals name their reason (token caps, target not allowed)" ||
+    bad "egress refusal reasons: $(grep 'policy: denied' "$tmp/egress.audit")"
 "$KEEP" audit tail -n 1000 --action egress.webhook --data "$tmp/state/db" >"$tmp/hook.audit" 2>&1
 grep -q "allow rule=attempts 3 .*status=200" "$tmp/hook.audit" &&
     ok "the webhook delivery is in the audit log, with its attempts" || bad "webhook audit: $(cat "$tmp/hook.audit")"

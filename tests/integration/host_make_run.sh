@@ -1,26 +1,33 @@
 #!/usr/bin/env bash
 # What a newcomer does: `make run` (mk/run.sh), then the printed commands.
-# The token file is private, the printed curl commands create a sandbox
+# The token file is private, the token and commands are printed only once
+# keepd answers, with the address its configuration names (here a free
+# port, not the default 8421), the printed curl commands create a sandbox
 # and run JavaScript in it, and SIGINT stops every process.
 set -u
 cd "$(dirname "$0")/../.."
 B=${B:-build}
 if [ ! -e /dev/kvm ]; then echo "SKIP: no /dev/kvm"; exit 77; fi
 if [ "$(id -u)" -ne 0 ]; then echo "SKIP: needs root"; exit 77; fi
-if curl -s -o /dev/null http://127.0.0.1:8421/healthz; then
-	echo "SKIP: something already listens on 127.0.0.1:8421"; exit 77
-fi
 fails=0
 ok() { echo "ok: $*"; }
 bad() { echo "FAIL: $*"; fails=$((fails+1)); }
 log=$(mktemp)
-setsid sh mk/run.sh "$B" >"$log" 2>&1 &
+conf=$(mktemp --suffix=.yaml)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+sed "s/^  port: 8421\$/  port: $port/" etc/keepd.dev.yaml >"$conf"
+grep -q "port: $port" "$conf" || { echo "FAIL: no port in etc/keepd.dev.yaml"; exit 1; }
+KEEP_RUN_CONFIG=$conf setsid sh mk/run.sh "$B" >"$log" 2>&1 &
 pid=$!
-trap 'kill -INT -$pid 2>/dev/null; rm -f "$log"' EXIT
-for _ in $(seq 100); do
-	[ "$(curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8421/healthz)" = 200 ] && break
-	sleep 0.1
-done
+trap 'kill -INT -$pid 2>/dev/null; rm -f "$log" "$conf"' EXIT
+# The moment the token is printed, keepd must answer.
+for _ in $(seq 300); do grep -q '^export KEEP_TOKEN=' "$log" && break; sleep 0.05; done
+hz=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/healthz")
+[ "$hz" = 200 ] && ok "keepd answers when the token is printed" ||
+    bad "token printed before keepd answers (healthz: $hz): $(cat "$log")"
+grep -q "API     http://127.0.0.1:$port " "$log" && grep -q "127.0.0.1:$port/v1/sandboxes" "$log" &&
+    ! grep -q 8421 "$log" && ok "the printed address is the configured one (port $port)" ||
+    bad "printed address: $(grep -E 'API|curl' "$log")"
 [ "$(stat -c %a build/run/admin.token)" = 600 ] && ok "build/run/admin.token is mode 0600" ||
     bad "admin.token mode $(stat -c %a build/run/admin.token)"
 grep -q "^export KEEP_TOKEN=$(cat build/run/admin.token)\$" "$log" && ok "the printed token is the file's" ||

@@ -92,6 +92,8 @@ FIONBIO: ok
 nonblock after FIONBIO: 1
 FIOCLEX: ok
 cloexec after FIOCLEX: 1
+pipe: ok
+empty nonblocking pipe: EAGAIN
 open file/: ENOTDIR
 create name/: EISDIR
 open dir/: ok

@@ -30,7 +30,7 @@ expect "exit code 0" 0 "" "" -- "$G/exitcode" 0
 # (brackets escaped: the expectations are glob patterns)
 expect "argv, env, auxv" 0 $'argv\\[0\\]='"$G"$'/args\nargv\\[1\\]=one\nargv\\[2\\]=two words\nKEEP_TEST=yes\npagesz=4096\nentry=set\nrandom=set' "" -- --env KEEP_TEST=yes "$G/args" one "two words"
 expect "bad pointers get EFAULT" 0 $'-1 Bad address\n-1 Bad address\n-1 Bad address' "" -- "$G/badptr"
-expect "unknown calls get ENOSYS" 0 $'999: -1 Function not implemented\nfork: -1 Function not implemented' "" -- "$G/enosys"
+expect "unknown calls get ENOSYS" 0 $'999: -1 Function not implemented\nclone3: -1 Function not implemented' "" -- "$G/enosys"
 expect "timeout stops a loop" 124 "" "*timeout: stopped after 200 ms*" -- --timeout 200ms "$G/loop"
 expect "allocation failure is ENOMEM" 0 "allocation failed after * MiB" "" -- --memory 32M "$G/hog"
 
@@ -123,12 +123,12 @@ sed -n '/^<!-- syscalls: generated/,/^<!-- syscalls: end/p' docs/vmm.md |
 cmp -s "$tmp/doc-table" "$tmp/table" && ok "docs/vmm.md has the system-call table" ||
     bad "docs/vmm.md's system-call table differs from keep run --syscalls: $(diff "$tmp/doc-table" "$tmp/table" | head -5)"
 expect "trace names each call" 0 "hello from a keep guest" "*keep: syscall writev(0x1, *) = 24*keep: syscall exit_group(0x0, *" -- --trace "$G/hello"
-expect "trace names a refused call" 0 "*" "*keep: syscall fork(*) = -38 ENOSYS*" -- --trace "$G/enosys"
+expect "trace names a refused call" 0 "*" "*keep: syscall clone3(*) = -38 ENOSYS*" -- --trace "$G/enosys"
 
-# Not an executable, or not static: refused before boot.
+# Not an executable, or dynamic without its loader: refused before boot.
 echo "not an elf" >"$tmp/text"
 expect "non-ELF refused" 126 "" "*not an ELF file*" -- "$tmp/text"
-expect "dynamic ELF refused" 126 "" "*dynamically linked*" -- /bin/true
+expect "dynamic ELF without its loader refused" 126 "" "*interpreter /lib64/ld-linux-x86-64.so.2 is not in the image*" -- /bin/true
 
 # The CPUID cache (host/vmm/cpuid.h): root's is /run/keep-cpuid. Whatever
 # is there that this boot's KVM did not write is ignored and replaced.

@@ -1,6 +1,8 @@
 # Sourced by integration tests that drive a real keepd (bash).
 # keepd_start POLICY_FILE starts keepd as root with KVM, the stock images
 # trusted, a fresh issuer key and that policy; it sets tmp, url, pid.
+# KEEPD_YAML_EXTRA, when set, is appended to keepd.yaml (top-level keys);
+# KEEPD_IMAGES, when set, names the only images to install ("toolbox js").
 # Then: mint SUB CAPS [TTL], req TOKEN METHOD PATH [BODY] (sets code,
 # body), jget JSON PY-SUFFIX, ok/bad, keepd_finish (prints the log on
 # failure and gives the exit status).
@@ -26,7 +28,14 @@ bad() { echo "FAIL: $*"; fails=$((fails+1)); }
 keepd_start() {
 	local port
 	mkdir -p "$tmp/state/images" "$tmp/policy"
-	cp "$B"/images/*.img "$tmp/state/images/"
+	# Hard links where they can be: the python image is hundreds of MiB.
+	local imgs=("$B"/images/*.img) i
+	if [ -n "${KEEPD_IMAGES:-}" ]; then
+		imgs=()
+		for i in $KEEPD_IMAGES; do imgs+=("$B/images/$i.img"); done
+	fi
+	cp -l "${imgs[@]}" "$tmp/state/images/" 2>/dev/null ||
+		cp "${imgs[@]}" "$tmp/state/images/"
 	cp "$1" "$tmp/policy/test.policy"
 	"$KEEP" key generate --out "$tmp" --name issuer >/dev/null || exit 1
 	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -42,6 +51,7 @@ tokens:
   max_ttl: 1h
 images:
   trusted_keys: [ $PWD/$B/keys/dev.public ]
+${KEEPD_YAML_EXTRA:-}
 EOC
 	url=http://127.0.0.1:$port
 	keepd_launch

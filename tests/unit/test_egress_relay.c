@@ -27,6 +27,7 @@
 #include "host/vmm_egress.h"
 #include "host/vmm_msg.h"
 #include "lib/caps.h"
+#include "lib/memfd.h"
 
 struct fx {
 	struct proc_ctx ctx;
@@ -164,7 +165,7 @@ test_relay(void **state)
 	assert_string_equal(eq.sandbox, "sbx-1");
 	assert_string_equal(eq.request_id, "req-1");
 	assert_true(fd >= 0);
-	in = egress_memfd_read(fd, eq.len);
+	in = memfd_read(fd, eq.len, EGRESS_REPLY_MAX);
 	close(fd);
 	assert_non_null(in);
 	assert_int_equal(
@@ -188,7 +189,7 @@ test_relay(void **state)
 	rep.len = wlen;
 	m.hdr.type = MSG_EGRESS_FETCH_REPLY;
 	m.data = (const uint8_t *)&rep;
-	m.fd = egress_memfd_make("t", wire, wlen);
+	m.fd = memfd_make_sealed("t", wire, wlen);
 	free(wire);
 	assert_int_equal(vmm_egress_reply(&f->ctx, &f->r, &m), 0);
 	assert_int_equal(msg_recv(f->vm, f->buf, MSG_BUFSZ, &n, &fd), 0);

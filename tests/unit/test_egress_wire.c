@@ -444,6 +444,109 @@ test_service(void **state)
 	egress_ctx_free(ctx);
 }
 
+/* The server's hooks (host/proc_egress.c serves through them). */
+struct hook_log {
+	int admit_rc;
+	int admitted, done;
+	unsigned attempts;
+	char principal[64];
+};
+
+static int
+hook_admit(void *arg, struct egress_decoded *dec, struct egress_decision *d)
+{
+	struct hook_log *l = arg;
+
+	l->admitted++;
+	snprintf(l->principal, sizeof(l->principal), "%s", dec->req.principal);
+	if (l->admit_rc == EGRESS_SERVICE_REFUSED) {
+		d->error = EGRESS_E_NOT_ALLOWED;
+		snprintf(d->detail, sizeof(d->detail), "grant: expired");
+	}
+	return l->admit_rc;
+}
+
+static void
+hook_done(void *arg, const struct egress_decoded *dec,
+    const struct egress_decision *d, unsigned attempts)
+{
+	struct hook_log *l = arg;
+
+	l->done++;
+	l->attempts = attempts;
+}
+
+static void
+test_service_hooks(void **state)
+{
+	struct egress_ctx *ctx;
+	struct egress_request q;
+	struct egress_rule r[2];
+	struct egress_header h[2];
+	struct egress_decision d;
+	const struct egress_wire_reply *rep;
+	const uint8_t *rh, *rb;
+	struct hook_log l;
+	struct egress_service_hooks hooks = { hook_admit, hook_done, &l };
+	void *msg, *reply;
+	size_t len, rlen;
+	uint16_t rtype;
+	unsigned char junk[16] = { 1 };
+
+	(void)state;
+	assert_int_equal(egress_ctx_new(NULL, &ctx), 0);
+	sample_fetch(&q, r, h);
+	q.url = "https://evil.example/";
+	q.url_len = strlen(q.url);
+	assert_int_equal(egress_wire_encode_fetch(&q, &msg, &len), 0);
+	/* Refused by the server (its grant check): no transfer, the reply
+	 * carries its decision, done is not told. */
+	memset(&l, 0, sizeof(l));
+	l.admit_rc = EGRESS_SERVICE_REFUSED;
+	assert_int_equal(egress_service_run(ctx, &hooks, MSG_EGRESS_FETCH, msg,
+	                     len, &rtype, &reply, &rlen, &d),
+	    0);
+	assert_int_equal(l.admitted, 1);
+	assert_int_equal(l.done, 0);
+	assert_string_equal(l.principal, q.principal);
+	assert_int_equal(
+	    egress_wire_decode_reply(reply, rlen, &rep, &rh, &rb), 0);
+	assert_int_equal(rep->error, EGRESS_E_NOT_ALLOWED);
+	assert_int_equal(rep->attempts, 0);
+	assert_string_equal(rep->detail, "grant: expired");
+	free(reply);
+	/* Served elsewhere (a worker): no reply here. */
+	memset(&l, 0, sizeof(l));
+	l.admit_rc = EGRESS_SERVICE_ELSEWHERE;
+	assert_int_equal(egress_service_run(ctx, &hooks, MSG_EGRESS_FETCH, msg,
+	                     len, &rtype, &reply, &rlen, &d),
+	    0);
+	assert_null(reply);
+	assert_int_equal(l.done, 0);
+	/* Admitted: the transfer's own checks run (the allowlist refuses
+	 * it) and done is told, with the attempts. */
+	memset(&l, 0, sizeof(l));
+	assert_int_equal(egress_service_run(ctx, &hooks, MSG_EGRESS_FETCH, msg,
+	                     len, &rtype, &reply, &rlen, &d),
+	    0);
+	assert_int_equal(l.done, 1);
+	assert_int_equal(l.attempts, 1);
+	assert_int_equal(d.error, EGRESS_E_NOT_ALLOWED);
+	free(reply);
+	free(msg);
+	/* Malformed: the hooks are not asked; the reply says so. */
+	memset(&l, 0, sizeof(l));
+	assert_int_equal(egress_service_run(ctx, &hooks, MSG_EGRESS_FETCH, junk,
+	                     sizeof(junk), &rtype, &reply, &rlen, &d),
+	    EGRESS_E_MSG);
+	assert_int_equal(l.admitted + l.done, 0);
+	assert_int_equal(
+	    egress_wire_decode_reply(reply, rlen, &rep, &rh, &rb), 0);
+	assert_string_equal(rep->detail, "malformed");
+	free(reply);
+	egress_ctx_free(ctx);
+}
+
 static void
 test_encode_refuses(void **state)
 {
@@ -494,6 +597,7 @@ main(void)
 		cmocka_unit_test(test_fetch_fields),
 		cmocka_unit_test(test_webhook_roundtrip),
 		cmocka_unit_test(test_service),
+		cmocka_unit_test(test_service_hooks),
 		cmocka_unit_test(test_encode_refuses),
 		cmocka_unit_test(test_errno),
 	};

@@ -197,6 +197,10 @@ test_framing_refusals(void **state)
 	refused("POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 2000000\r\n\r\n",
 	    413);
 	refused("POST / HTTP/1.1\r\nHost: a\r\nExpect: 200-ok\r\n\r\n", 417);
+	/* Two credentials, as two Hosts, are refused. */
+	refused("GET / HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer x\r\n"
+	        "authorization: Bearer y\r\n\r\n",
+	    400);
 }
 
 static void

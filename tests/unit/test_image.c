@@ -59,6 +59,78 @@ make_image(const uint8_t sk[64], size_t *len)
 	return buf;
 }
 
+/* Deferred hashes: the signature covers the manifest; a tampered payload
+ * still opens and verifies, and is caught file by file. */
+static void
+test_deferred(void **state)
+{
+	struct image_builder *b;
+	static const uint8_t prog[] = "program bytes";
+	static const uint8_t data[] = "read-only data";
+	uint8_t pk[32], sk[64], *buf;
+	int fd = memfd_create("img", 0);
+	struct image *img;
+	const struct image_file *f;
+	size_t slen, len;
+	off_t end;
+
+	(void)state;
+	crypto_sign_keypair(pk, sk);
+	assert_true(fd >= 0);
+	assert_int_equal(image_builder_new("big", "1", 16 << 20, 0, &b), 0);
+	assert_int_equal(
+	    image_builder_add_file(b, "/bin/p", prog, sizeof(prog), 0755), 0);
+	assert_int_equal(
+	    image_builder_add_file(b, "/d/x", data, sizeof(data), 0644), 0);
+	assert_int_equal(image_builder_add_command(b, "p", "p", "/bin/p"), 0);
+	image_builder_defer_hashes(b);
+	assert_int_equal(image_builder_write(b, fd, NULL, 0), 0);
+	image_builder_free(b);
+	end = lseek(fd, 0, SEEK_END);
+	len = (size_t)end + IMAGE_TRAILER_LEN;
+	assert_non_null(buf = malloc(len));
+	assert_int_equal(pread(fd, buf, (size_t)end, 0), end);
+	close(fd);
+
+	assert_int_equal(image_open_mem(buf, (size_t)end, &img, NULL, 0), 0);
+	assert_true(image_is_deferred(img));
+	assert_ptr_equal(image_signed_bytes(img, &slen), buf);
+	assert_true(slen < (size_t)end); /* the manifest alone */
+	image_sign(buf, slen, sk, buf + end);
+	image_close(img);
+
+	assert_int_equal(image_open_mem(buf, len, &img, NULL, 0), 0);
+	assert_int_equal(
+	    image_verify(img, (const uint8_t(*)[32])pk, 1, NULL, NULL, 0), 0);
+	assert_int_equal(image_verify_files(img, NULL, 0), 0);
+	f = image_file_at(img, 1);
+	assert_non_null(f->hash);
+	assert_int_equal(image_file_verify(f), 0);
+	image_close(img);
+
+	/* One payload byte flipped: the signature still holds (it covers
+	 * the hashes), the file does not. */
+	buf[slen + 4096 + 2] ^= 1;
+	assert_int_equal(image_open_mem(buf, len, &img, NULL, 0), 0);
+	assert_int_equal(
+	    image_verify(img, (const uint8_t(*)[32])pk, 1, NULL, NULL, 0), 0);
+	assert_int_equal(image_file_verify(image_file_at(img, 0)), 0);
+	assert_int_equal(
+	    image_file_verify(image_file_at(img, 1)), IMAGE_E_HASH);
+	assert_int_equal(image_verify_files(img, NULL, 0), IMAGE_E_HASH);
+	image_close(img);
+	buf[slen + 4096 + 2] ^= 1;
+
+	/* One manifest byte flipped (a file's hash): the signature fails. */
+	buf[IMG_TABLES + IMG_CMD_LEN + IMG_FILE_LEN + IMG_F_HASH] ^= 1;
+	assert_int_equal(image_open_mem(buf, len, &img, NULL, 0), 0);
+	assert_int_equal(
+	    image_verify(img, (const uint8_t(*)[32])pk, 1, NULL, NULL, 0),
+	    IMAGE_E_SIGNATURE);
+	image_close(img);
+	free(buf);
+}
+
 static int
 setup(void **state)
 {
@@ -242,6 +314,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(
 		    test_absurd_counts, setup, teardown),
 		cmocka_unit_test(test_builder_refusals),
+		cmocka_unit_test(test_deferred),
 	};
 	if (sodium_init() < 0)
 		return 1;

@@ -1,13 +1,23 @@
-/* Unit tests for lib/: units and the capability catalogue. */
+/* Unit tests for lib/: units, the capability catalogue, the clock and
+ * whole reads and writes. */
+#include <sys/wait.h>
+
+#include <errno.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "lib/caps.h"
+#include "lib/clock.h"
+#include "lib/fdio.h"
 #include "lib/log.h"
 #include "lib/units.h"
 
@@ -115,11 +125,91 @@ test_log_escape(void **state)
 	assert_true(strlen(out) < 9);
 }
 
+/* The monotonic clock moves forward in milliseconds. */
+static void
+test_mono_ms(void **state)
+{
+	struct timespec ts = { 0, 20 * 1000 * 1000 };
+	uint64_t a, b;
+
+	(void)state;
+	a = mono_ms();
+	assert_true(a > 0);
+	while (nanosleep(&ts, &ts) == -1)
+		;
+	b = mono_ms();
+	/* At least the 20 ms slept; no upper bound (a loaded machine). */
+	assert_true(b >= a + 20);
+}
+
+/* Whole writes and reads: through a pipe in pieces, to end of file, and
+ * to a reader that has gone. */
+static void
+test_fdio(void **state)
+{
+	enum { LEN = 256 * 1024 }; /* larger than a pipe's buffer */
+	char *out = malloc(LEN), *in = malloc(LEN + 16),
+	     path[] = "/tmp/keep-test-fdio-XXXXXX";
+	int p[2], fd, st;
+	pid_t pid;
+
+	(void)state;
+	assert_non_null(out);
+	assert_non_null(in);
+	for (size_t i = 0; i < LEN; i++)
+		out[i] = (char)(i * 7);
+	assert_int_equal(pipe(p), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(p[0]);
+		/* In three writes, each longer than the pipe holds. */
+		_exit(write_all(p[1], out, LEN / 4) == 0 &&
+		            write_all(p[1], out + LEN / 4, LEN / 2) == 0 &&
+		            write_all(p[1], out + 3 * (LEN / 4), LEN / 4) == 0
+		        ? 0
+		        : 1);
+	}
+	close(p[1]);
+	/* More asked than will come: all of it, then end of file. */
+	assert_int_equal(read_all(p[0], in, LEN + 16), LEN);
+	assert_memory_equal(in, out, LEN);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(p[0]);
+	/* A file: written whole, read back. */
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	unlink(path);
+	assert_int_equal(write_all(fd, out, LEN), 0);
+	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+	assert_int_equal(read_all(fd, in, 100), 100);
+	assert_int_equal(read_all(fd, in + 100, LEN), LEN - 100);
+	assert_memory_equal(in, out, LEN);
+	close(fd);
+	/* Nobody reads: -1 and EPIPE, not a hang. */
+	signal(SIGPIPE, SIG_IGN);
+	assert_int_equal(pipe(p), 0);
+	close(p[0]);
+	errno = 0;
+	assert_int_equal(write_all(p[1], out, 16), -1);
+	assert_int_equal(errno, EPIPE);
+	close(p[1]);
+	/* A bad descriptor reads nothing, with errno set. */
+	errno = 0;
+	assert_int_equal(read_all(-1, in, 16), 0);
+	assert_int_equal(errno, EBADF);
+	free(out);
+	free(in);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sizes),
+		cmocka_unit_test(test_mono_ms),
+		cmocka_unit_test(test_fdio),
 		cmocka_unit_test(test_durations),
 		cmocka_unit_test(test_format_round_trip),
 		cmocka_unit_test(test_caps),

@@ -12,8 +12,12 @@
 
 #include <cmocka.h>
 
+#include "host/egress/egress.h"
 #include "host/msg.h"
 #include "host/proc.h"
+#include "host/proc_egress.h"
+#include "host/store/store_wire.h"
+#include "host/vmm_msg.h"
 
 #define T_FIXED 0x0200
 #define T_VAR 0x0201
@@ -424,6 +428,46 @@ test_nonblocking(void **state)
 	close(sv[1]);
 }
 
+/* Every message type has its name: one from each area and header, and
+ * the table (generated from the headers) has one row per type. */
+static void
+test_type_names_complete(void **state)
+{
+	static const struct {
+		uint32_t type;
+		const char *name;
+	} some[] = {
+		{ MSG_CTL_MINT_KEY, "MSG_CTL_MINT_KEY" },
+		{ MSG_POLICY_DECISIONS, "MSG_POLICY_DECISIONS" },
+		{ MSG_VMM_SANDBOX_CREATE, "MSG_VMM_SANDBOX_CREATE" },
+		{ MSG_VMM_RUN_DONE, "MSG_VMM_RUN_DONE" },
+		{ MSG_VMM_BATCH_REPLY, "MSG_VMM_BATCH_REPLY" },
+		{ MSG_STORE_PUT, "MSG_STORE_PUT" },
+		{ MSG_STORE_REPLY, "MSG_STORE_REPLY" },
+		{ MSG_EGRESS_FETCH, "MSG_EGRESS_FETCH" },
+		{ MSG_EGRESS_WEBHOOK_REPLY, "MSG_EGRESS_WEBHOOK_REPLY" },
+		{ MSG_EGRESS_SECRET_REPLY, "MSG_EGRESS_SECRET_REPLY" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(some) / sizeof(some[0]); i++)
+		assert_string_equal(msg_type_name(some[i].type), some[i].name);
+	/* 13 control, 13 policy, 28 vmm, 9 store, 7 egress types. */
+	assert_true(msg_type_nnames >= 70);
+	for (size_t i = 0; i < msg_type_nnames; i++) {
+		assert_true(msg_type_names[i].type >= 0x0100 &&
+		    msg_type_names[i].type < 0x0700);
+		assert_string_equal(msg_type_name(msg_type_names[i].type),
+		    msg_type_names[i].name);
+		for (size_t j = i + 1; j < msg_type_nnames; j++) {
+			assert_int_not_equal(
+			    msg_type_names[i].type, msg_type_names[j].type);
+			assert_string_not_equal(
+			    msg_type_names[i].name, msg_type_names[j].name);
+		}
+	}
+}
+
 static void
 test_names(void **state)
 {
@@ -477,6 +521,7 @@ main(void)
 		cmocka_unit_test(test_roundtrip_dispatch),
 		cmocka_unit_test(test_nonblocking),
 		cmocka_unit_test(test_batch),
+		cmocka_unit_test(test_type_names_complete),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_proc_table),
 	};

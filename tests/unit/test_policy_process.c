@@ -22,6 +22,7 @@
 #include "host/proc.h"
 #include "host/proc_policy.h"
 #include "lib/caps.h"
+#include "lib/memfd.h"
 #include "policy/policy.h"
 #include "policy/policy_hooks.h"
 #include "host/store/store_wire.h"
@@ -111,9 +112,8 @@ load(struct fixture *fx, const char *text, uint64_t gen)
 	struct msg_policy_loaded r;
 	int mfd;
 
-	mfd = memfd_create("policy", MFD_CLOEXEC);
+	mfd = memfd_make_sealed("policy", text, strlen(text));
 	assert_true(mfd >= 0);
-	assert_int_equal(write(mfd, text, strlen(text)), (ssize_t)strlen(text));
 	memset(&l, 0, sizeof(l));
 	l.size = strlen(text);
 	l.generation = gen;

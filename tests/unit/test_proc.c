@@ -20,6 +20,7 @@
 #include "host/msg.h"
 #include "host/proc.h"
 #include "lib/caps.h"
+#include "lib/memfd.h"
 
 struct fixture {
 	pid_t pid;
@@ -116,10 +117,8 @@ test_policy_process(void **state)
 	assert_int_equal(
 	    msg_send(fx->parent, MSG_CTL_GRANT_KEY, 0, 0, &k, sizeof(k), -1),
 	    MSG_OK);
-	mfd = memfd_create("t", MFD_CLOEXEC);
+	mfd = memfd_make_sealed("t", text, sizeof(text) - 1);
 	assert_true(mfd >= 0);
-	assert_int_equal(
-	    write(mfd, text, sizeof(text) - 1), (ssize_t)sizeof(text) - 1);
 	memset(&load, 0, sizeof(load));
 	load.size = sizeof(text) - 1;
 	load.generation = 1;
@@ -135,13 +134,21 @@ test_policy_process(void **state)
 	assert_memory_equal(loaded.hash, want, sizeof(want));
 
 	/* A size that does not match the memfd is refused, old policy kept. */
-	mfd = memfd_create("t", MFD_CLOEXEC);
-	assert_int_equal(write(mfd, "x", 1), 1);
+	mfd = memfd_make_sealed("t", "x", 1);
 	load.size = 2;
 	load.generation = 2;
 	msg_send(fx->parent, MSG_POLICY_LOAD, 0, 10, &load, sizeof(load), mfd);
 	close(mfd);
 	expect(fx->parent, MSG_POLICY_LOADED, &loaded, sizeof(loaded), 10);
+	assert_int_not_equal(loaded.status, 0);
+	/* So is an unsealed memfd of the right size. */
+	mfd = memfd_create("t", MFD_CLOEXEC);
+	assert_int_equal(write(mfd, "x", 1), 1);
+	load.size = 1;
+	load.generation = 3;
+	msg_send(fx->parent, MSG_POLICY_LOAD, 0, 11, &load, sizeof(load), mfd);
+	close(mfd);
+	expect(fx->parent, MSG_POLICY_LOADED, &loaded, sizeof(loaded), 11);
 	assert_int_not_equal(loaded.status, 0);
 
 	/* The front asks; the built-in hooks deny, and the grant says so,
@@ -205,8 +212,8 @@ test_policy_process(void **state)
 	expect(fx->front, MSG_CTL_PONG, &ping, sizeof(ping), 5);
 	assert_int_equal(ping.seq, 5);
 	assert_int_equal(ping.pid, (uint64_t)fx->pid);
-	/* grant key, 2 loads, decide, ping; 1 refused load + 4 bad. */
-	assert_int_equal(ping.ndropped, 5);
+	/* grant key, 3 loads, decide, ping; 2 refused loads + 4 bad. */
+	assert_int_equal(ping.ndropped, 6);
 
 	/* Shutdown: the loop ends and the process exits 0. */
 	msg_send(fx->parent, MSG_CTL_SHUTDOWN, 0, 6, NULL, 0, -1);

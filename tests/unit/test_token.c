@@ -441,6 +441,58 @@ test_attenuation(void **state)
 	    TOKEN_E_WIDER);
 }
 
+/* Revoking a token revokes every token derived from it, at any depth,
+ * also when the derived token is in the verifier's cache. */
+static void
+test_revocation_cascades(void **state)
+{
+	struct fixture *fx = *state;
+	struct token_claims root, child, grandchild, got;
+	char *tok_child, *tok_grand;
+	int i;
+
+	claims_for(&root, "agent-b");
+	assert_int_equal(token_attenuate(&root, CAP_BIT(CAP_EXEC), 0, "sbx-1",
+	                     fake_now, &child),
+	    0);
+	assert_int_equal(child.nchain, 1);
+	assert_string_equal(child.chain[0], root.jti);
+	assert_int_equal(token_attenuate(&child, CAP_BIT(CAP_EXEC), 0, NULL,
+	                     fake_now, &grandchild),
+	    0);
+	assert_int_equal(grandchild.nchain, 2);
+	assert_int_equal(token_mint(fx->sk[0], &child, &tok_child), 0);
+	assert_int_equal(token_mint(fx->sk[0], &grandchild, &tok_grand), 0);
+	/* The chain survives the wire; both verify (and are cached). */
+	assert_int_equal(verify_str(fx, tok_grand, &got), 0);
+	assert_int_equal(got.nchain, 2);
+	assert_string_equal(got.chain[0], root.jti);
+	assert_string_equal(got.chain[1], child.jti);
+	assert_int_equal(verify_str(fx, tok_child, &got), 0);
+	/* The root revoked: both descendants are refused. */
+	revoked_jti = root.jti;
+	assert_int_equal(verify_str(fx, tok_child, &got), TOKEN_E_REVOKED);
+	assert_int_equal(verify_str(fx, tok_grand, &got), TOKEN_E_REVOKED);
+	/* The middle one revoked: its child too, not its parent. */
+	revoked_jti = child.jti;
+	assert_int_equal(verify_str(fx, tok_grand, &got), TOKEN_E_REVOKED);
+	revoked_jti = grandchild.jti;
+	assert_int_equal(verify_str(fx, tok_child, &got), 0);
+	revoked_jti = NULL;
+	free(tok_child);
+	free(tok_grand);
+	/* The chain is bounded. */
+	for (i = 0; i < TOKEN_CHAIN_MAX; i++) {
+		assert_int_equal(token_attenuate(&root, root.caps, 0, NULL,
+		                     fake_now, &child),
+		    0);
+		root = child;
+	}
+	assert_int_equal(
+	    token_attenuate(&root, root.caps, 0, NULL, fake_now, &child),
+	    TOKEN_E_INVAL);
+}
+
 static void
 test_times(void **state)
 {
@@ -481,6 +533,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(
 		    test_verifier_refusals, setup, teardown),
 		cmocka_unit_test(test_attenuation),
+		cmocka_unit_test_setup_teardown(
+		    test_revocation_cascades, setup, teardown),
 		cmocka_unit_test(test_times),
 	};
 	if (sodium_init() < 0)

@@ -98,6 +98,53 @@ test_elf_static_pie_placed(void **state)
 	    info.entry, ELF_PIE_BASE + offsetof(struct tiny, code));
 }
 
+/* A PT_INTERP naming the path held in t->code. */
+static void
+interp_at_code(struct tiny *t, const char *path)
+{
+	memset(t->code, 0, sizeof(t->code));
+	memcpy(t->code, path, strlen(path) + 1);
+	t->eh.e_phnum = 2;
+	memset(&t->ph[1], 0, sizeof(t->ph[1]));
+	t->ph[1].p_type = PT_INTERP;
+	t->ph[1].p_flags = PF_R;
+	t->ph[1].p_offset = offsetof(struct tiny, code);
+	t->ph[1].p_vaddr = 0x400000 + offsetof(struct tiny, code);
+	t->ph[1].p_filesz = strlen(path) + 1;
+	t->ph[1].p_memsz = strlen(path) + 1;
+}
+
+static void
+test_elf_interp_recorded(void **state)
+{
+	struct tiny t;
+	struct elf_info info;
+	char err[128];
+
+	(void)state;
+	tiny_init(&t);
+	assert_int_equal(parse(&t, sizeof(t), &info), 0);
+	assert_int_equal(info.interp_len, 0);
+	interp_at_code(&t, "/lib/ld.so");
+	assert_int_equal(parse(&t, sizeof(t), &info), 0);
+	assert_int_equal(info.interp_len, strlen("/lib/ld.so"));
+	assert_memory_equal((const uint8_t *)&t + info.interp_off, "/lib/ld.so",
+	    info.interp_len + 1);
+	/* The loader itself: ET_DYN placed where the caller says. */
+	tiny_init(&t);
+	t.eh.e_type = ET_DYN;
+	t.ph[0].p_vaddr = 0;
+	t.eh.e_entry = offsetof(struct tiny, code);
+	assert_int_equal(elf_parse_at((const uint8_t *)&t, sizeof(t), 0x2000000,
+	                     LO, HI, &info, err, sizeof(err)),
+	    0);
+	assert_int_equal(info.base, 0x2000000);
+	assert_int_equal(info.entry, 0x2000000 + offsetof(struct tiny, code));
+	assert_int_equal(elf_parse_at((const uint8_t *)&t, sizeof(t), 0x2000800,
+	                     LO, HI, &info, err, sizeof(err)),
+	    -1);
+}
+
 /* Each mutation alone must be refused. */
 static void
 test_elf_refusals(void **state)
@@ -107,7 +154,7 @@ test_elf_refusals(void **state)
 	int i;
 
 	(void)state;
-	for (i = 0; i < 14; i++) {
+	for (i = 0; i < 16; i++) {
 		size_t len = sizeof(t);
 
 		tiny_init(&t);
@@ -152,16 +199,78 @@ test_elf_refusals(void **state)
 			t.ph[1] = t.ph[0];
 			t.ph[1].p_flags = PF_R;
 			break;
-		case 12: /* dynamically linked */
-			t.eh.e_phnum = 2;
-			t.ph[1].p_type = PT_INTERP;
+		case 12: /* an interpreter path without its NUL */
+			interp_at_code(&t, "/lib/ld.so");
+			memset(t.code, 'x', sizeof(t.code));
 			break;
 		case 13: /* truncated header */
 			len = sizeof(Elf64_Ehdr) - 1;
 			break;
+		case 14: /* a relative interpreter path */
+			interp_at_code(&t, "lib/ld.so");
+			break;
+		case 15: /* an interpreter path with a control byte */
+			interp_at_code(&t, "/lib/l\nd.so");
+			break;
 		}
 		assert_int_equal(parse(&t, len, &info), -1);
 	}
+}
+
+/* The image's files by path: found, listed and told apart from
+ * directories, whatever order the image holds them in. */
+static void
+test_img_tree(void **state)
+{
+	static const struct vmm_file files[] = {
+		{ "/usr/lib/b.so", NULL, 0, 0644, NULL },
+		{ "/bin/sh", NULL, 0, 0755, NULL },
+		{ "/usr/lib/a-b", NULL, 0, 0644, NULL },
+		{ "/usr/lib/a/x.py", NULL, 0, 0644, NULL },
+		{ "/usr/lib/a/y.py", NULL, 0, 0644, NULL },
+		{ "/usr/lib/a0", NULL, 0, 0644, NULL },
+		{ "/usr/bin/env", NULL, 0, 0755, NULL },
+	};
+	static const char *const lib[] = { "a-b", "a", "a0", "b.so" };
+	struct vmm_config cfg;
+	struct vm vm;
+	char name[64];
+	int is_dir;
+	size_t i;
+
+	(void)state;
+	memset(&cfg, 0, sizeof(cfg));
+	memset(&vm, 0, sizeof(vm));
+	cfg.files = files;
+	cfg.nfiles = nitems(files);
+	vm.cfg = &cfg;
+	assert_int_equal(vm_img_init(&vm), 0);
+	assert_ptr_equal(vm_img_find(&vm, "/bin/sh"), &files[1]);
+	assert_ptr_equal(vm_img_find(&vm, "/usr/lib/a/y.py"), &files[4]);
+	assert_null(vm_img_find(&vm, "/usr/lib/a"));
+	assert_null(vm_img_find(&vm, "/usr/lib/c"));
+	assert_true(vm_img_is_dir(&vm, "/"));
+	assert_true(vm_img_is_dir(&vm, "/usr/lib/a"));
+	assert_false(vm_img_is_dir(&vm, "/usr/lib/a0"));
+	assert_false(vm_img_is_dir(&vm, "/usr/li"));
+	for (i = 0; i < nitems(lib); i++) {
+		assert_int_equal(vm_img_child(&vm, "/usr/lib", i, name,
+		                     sizeof(name), &is_dir),
+		    0);
+		assert_string_equal(name, lib[i]);
+		assert_int_equal(is_dir, strcmp(lib[i], "a") == 0);
+	}
+	assert_int_equal(
+	    vm_img_child(&vm, "/usr/lib", i, name, sizeof(name), &is_dir), -1);
+	assert_int_equal(
+	    vm_img_child(&vm, "/", 0, name, sizeof(name), &is_dir), 0);
+	assert_string_equal(name, "bin");
+	assert_int_equal(
+	    vm_img_child(&vm, "/", 1, name, sizeof(name), &is_dir), 0);
+	assert_string_equal(name, "usr");
+	assert_int_equal(
+	    vm_img_child(&vm, "/", 2, name, sizeof(name), &is_dir), -1);
+	vm_img_free(&vm);
 }
 
 static void
@@ -304,6 +413,8 @@ main(void)
 		cmocka_unit_test(test_elf_valid),
 		cmocka_unit_test(test_elf_static_pie_placed),
 		cmocka_unit_test(test_elf_refusals),
+		cmocka_unit_test(test_elf_interp_recorded),
+		cmocka_unit_test(test_img_tree),
 		cmocka_unit_test(test_gptr_bounds),
 		cmocka_unit_test(test_ws_normalize),
 		cmocka_unit_test(test_sys_table),

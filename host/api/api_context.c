@@ -1,0 +1,394 @@
+/*
+ * Live contexts (docs/contexts.md): the routes under
+ * /v1/sandboxes/{id}/contexts and the reply of a cell run in one
+ * (execute with context_id), in the shapes of E2B's code interpreter.
+ *
+ * A cell's output arrives as the driver's JSON lines, written by code in
+ * the guest: every line is decoded as untrusted JSON and only the known
+ * types and fields are passed on, rebuilt here.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "host/api/api_int.h"
+#include "host/http/http.h"
+
+#define BE(r) ((r)->api->be)
+
+static json_t *
+context_json(const struct api_context *c)
+{
+	char when[32] = "";
+	struct tm tm;
+	time_t t = (time_t)c->created_at;
+
+	if (gmtime_r(&t, &tm) != NULL)
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	return json_pack("{s:s%,s:s%,s:s%,s:s%,s:I,s:s}", "id", c->id,
+	    strnlen(c->id, sizeof(c->id) - 1), "language", c->language,
+	    strnlen(c->language, sizeof(c->language) - 1), "cwd", c->cwd,
+	    strnlen(c->cwd, sizeof(c->cwd) - 1), "state", c->state,
+	    strnlen(c->state, sizeof(c->state) - 1), "execution_count",
+	    (json_int_t)c->execution_count, "created_at", when);
+}
+
+static int
+parse_language(struct rq *r, json_t *body, enum api_lang *lang)
+{
+	const char *s = NULL;
+
+	*lang = API_LANG_PYTHON;
+	if (body != NULL && rq_str(r, body, "language", 0, &s))
+		return -1;
+	if (s == NULL || strcmp(s, "python") == 0)
+		return 0;
+	if (strcmp(s, "js") == 0 || strcmp(s, "javascript") == 0) {
+		*lang = API_LANG_JAVASCRIPT;
+		return 0;
+	}
+	rq_error(r, API_EBADREQ, "language must be \"python\" or \"js\"");
+	return -1;
+}
+
+void
+h_context_create(struct rq *r)
+{
+	static const char *const fields[] = { "language", "cwd", NULL };
+	struct api_context c;
+	struct api_error err;
+	enum api_lang lang;
+	const char *cwd = NULL;
+	int rc;
+
+	if (r->body != NULL && rq_fields(r, r->body, fields))
+		return;
+	if (parse_language(r, r->body, &lang))
+		return;
+	if (r->body != NULL && rq_str(r, r->body, "cwd", 0, &cwd))
+		return;
+	if (cwd != NULL &&
+	    (strlen(cwd) >= sizeof(c.cwd) || cwd[0] != '/' ||
+	        strlen(cwd) !=
+	            json_string_length(json_object_get(r->body, "cwd")))) {
+		rq_error(r, API_EBADREQ,
+		    "cwd must be an absolute path of at most %zu bytes",
+		    sizeof(c.cwd) - 1);
+		return;
+	}
+	if (BE(r)->context_create == NULL) {
+		rq_error(r, API_ENOTIMPL, "Not available on this server");
+		return;
+	}
+	memset(&c, 0, sizeof(c));
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->context_create(BE(r)->ctx, &r->call, r->id, lang,
+	    cwd != NULL ? cwd : "", &c, &err);
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	rq_json(r, 201, context_json(&c));
+}
+
+void
+h_context_list(struct rq *r)
+{
+	struct api_context *cs = NULL;
+	struct api_error err;
+	size_t n = 0, i;
+	json_t *arr;
+	int rc;
+
+	if (BE(r)->context_list == NULL) {
+		rq_error(r, API_ENOTIMPL, "Not available on this server");
+		return;
+	}
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->context_list(BE(r)->ctx, &r->call, r->id, &cs, &n, &err);
+	if (rc != API_OK) {
+		free(cs);
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	arr = json_array();
+	for (i = 0; i < n; i++)
+		json_array_append_new(arr, context_json(&cs[i]));
+	free(cs);
+	rq_json(r, 200, arr);
+}
+
+void
+h_context_delete(struct rq *r)
+{
+	struct api_error err;
+	int rc;
+
+	if (BE(r)->context_delete == NULL) {
+		rq_error(r, API_ENOTIMPL, "Not available on this server");
+		return;
+	}
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->context_delete(BE(r)->ctx, &r->call, r->id, r->tail, &err);
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	rq_no_content(r);
+}
+
+void
+h_context_restart(struct rq *r)
+{
+	struct api_context c;
+	struct api_error err;
+	int rc;
+
+	if (r->body != NULL && json_object_size(r->body) != 0) {
+		rq_error(r, API_EBADREQ, "restart takes no fields");
+		return;
+	}
+	if (BE(r)->context_restart == NULL) {
+		rq_error(r, API_ENOTIMPL, "Not available on this server");
+		return;
+	}
+	memset(&c, 0, sizeof(c));
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->context_restart(
+	    BE(r)->ctx, &r->call, r->id, r->tail, &c, &err);
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	rq_json(r, 200, context_json(&c));
+}
+
+/* ---- a cell's reply --------------------------------------------------- */
+
+/* The fields of a result passed on: E2B's, by type. */
+static const char *const result_strings[] = { "text", "html", "markdown", "svg",
+	"png", "jpeg", "latex", "pdf", "javascript" };
+
+static json_t *
+clean_result(json_t *in)
+{
+	json_t *o = json_object(), *v;
+	size_t i;
+
+	for (i = 0; i < sizeof(result_strings) / sizeof(result_strings[0]); i++)
+		if ((v = json_object_get(in, result_strings[i])) != NULL &&
+		    json_is_string(v))
+			json_object_set(o, result_strings[i], v);
+	if ((v = json_object_get(in, "json")) != NULL)
+		json_object_set(o, "json", v);
+	json_object_set_new(o, "is_main_result",
+	    json_boolean(json_is_true(json_object_get(in, "is_main_result"))));
+	return o;
+}
+
+#define RESULTS_MAX 64
+
+json_t *
+api_results_decode(const char *text, size_t len)
+{
+	json_t *v, *arr = json_array(), *x;
+	size_t i;
+
+	if (arr == NULL || text == NULL)
+		return arr;
+	v = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
+	if (json_is_array(v))
+		json_array_foreach(v, i, x)
+		{
+			if (i >= RESULTS_MAX)
+				break;
+			if (json_is_object(x))
+				json_array_append_new(arr, clean_result(x));
+		}
+	json_decref(v);
+	return arr;
+}
+
+static const char *
+str_of(json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+
+	return json_is_string(v) ? json_string_value(v) : "";
+}
+
+/* One line of the driver's, or NULL when it is not one we pass on. */
+static json_t *
+clean_line(json_t *in)
+{
+	const char *type = str_of(in, "type");
+	json_t *o;
+
+	if (strcmp(type, "stdout") == 0 || strcmp(type, "stderr") == 0) {
+		json_t *t = json_object_get(in, "text");
+
+		return json_pack("{s:s,s:s%}", "type", type, "text",
+		    json_is_string(t) ? json_string_value(t) : "",
+		    json_is_string(t) ? json_string_length(t) : 0);
+	}
+	if (strcmp(type, "result") == 0) {
+		o = clean_result(in);
+		json_object_set_new(o, "type", json_string("result"));
+		return o;
+	}
+	if (strcmp(type, "error") == 0)
+		return json_pack("{s:s,s:s,s:s,s:s}", "type", "error", "name",
+		    str_of(in, "name"), "value", str_of(in, "value"),
+		    "traceback", str_of(in, "traceback"));
+	if (strcmp(type, "number_of_executions") == 0 &&
+	    json_is_integer(json_object_get(in, "execution_count")))
+		return json_pack("{s:s,s:I}", "type", type, "execution_count",
+		    json_integer_value(json_object_get(in, "execution_count")));
+	return NULL;
+}
+
+static void
+append_text(struct http_buf *b, json_t *line)
+{
+	json_t *t = json_object_get(line, "text");
+
+	http_buf_add(b, json_string_value(t), json_string_length(t));
+}
+
+/*
+ * The driver's lines (out) and the raw output (err) of a cell, decoded:
+ * an object with "lines" (what the ndjson reply sends: the cleaned lines
+ * in order, the raw output as a last stderr line, number_of_executions
+ * last) and the one-object reply's "stdout", "stderr", "logs",
+ * "results", "error" and "execution_count". Lines that are not JSON
+ * objects of a known type are dropped. NULL when out of memory.
+ */
+json_t *
+api_cell_decode(
+    const char *out, size_t out_len, const char *err, size_t err_len)
+{
+	struct http_buf so, se;
+	json_t *lines = json_array(), *results = json_array(),
+	       *log_out = json_array(), *log_err = json_array(), *error = NULL,
+	       *count = NULL, *line, *v, *o, *r = NULL;
+	const char *p = out, *end = out + out_len, *nl;
+	const char *type;
+
+	http_buf_init(&so);
+	http_buf_init(&se);
+	while (p != NULL && p < end) {
+		json_error_t jerr;
+
+		if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
+			nl = end;
+		v = json_loadb(
+		    p, (size_t)(nl - p), JSON_REJECT_DUPLICATES, &jerr);
+		p = nl + 1;
+		if (v == NULL)
+			continue;
+		line = json_is_object(v) ? clean_line(v) : NULL;
+		json_decref(v);
+		if (line == NULL)
+			continue;
+		type = str_of(line, "type");
+		if (strcmp(type, "number_of_executions") == 0) {
+			json_decref(count);
+			count = line;
+			continue;
+		}
+		if (strcmp(type, "stdout") == 0) {
+			append_text(&so, line);
+			json_array_append(
+			    log_out, json_object_get(line, "text"));
+		} else if (strcmp(type, "stderr") == 0) {
+			append_text(&se, line);
+			json_array_append(
+			    log_err, json_object_get(line, "text"));
+		} else if (strcmp(type, "result") == 0) {
+			o = json_deep_copy(line);
+			json_object_del(o, "type");
+			json_array_append_new(results, o);
+		} else if (error == NULL) {
+			error = json_deep_copy(line);
+			json_object_del(error, "type");
+		}
+		json_array_append_new(lines, line);
+	}
+	/* Raw writes to descriptors 1 and 2, past the driver. */
+	if (err_len > 0 &&
+	    (line = json_pack("{s:s,s:o}", "type", "stderr", "text",
+	         bytes_string(err, err_len))) != NULL) {
+		append_text(&se, line);
+		json_array_append(log_err, json_object_get(line, "text"));
+		json_array_append_new(lines, line);
+	}
+	if (count != NULL)
+		json_array_append(lines, count);
+	if (!so.oom && !se.oom)
+		r = json_pack("{s:O,s:s%,s:s%,s:{s:O,s:O},s:O,s:O,s:O}",
+		    "lines", lines, "stdout", so.data ? so.data : "", so.len,
+		    "stderr", se.data ? se.data : "", se.len, "logs", "stdout",
+		    log_out, "stderr", log_err, "results", results, "error",
+		    error != NULL ? error : json_null(), "execution_count",
+		    count != NULL ? json_object_get(count, "execution_count")
+		                  : json_null());
+	json_decref(lines);
+	json_decref(results);
+	json_decref(log_out);
+	json_decref(log_err);
+	json_decref(error);
+	json_decref(count);
+	http_buf_free(&so);
+	http_buf_free(&se);
+	return r;
+}
+
+void
+reply_cell(struct rq *r, struct api_run_result *res)
+{
+	struct http_buf nd;
+	json_t *d, *line, *error;
+	size_t i;
+
+	d = api_cell_decode(res->out, res->out_len, res->err, res->err_len);
+	free(res->out);
+	free(res->err);
+	free(res->results);
+	res->out = res->err = res->results = NULL;
+	if (d == NULL) {
+		rq_error(r, API_EINTERNAL, "Out of memory");
+		return;
+	}
+	if (rq_accepts_ndjson(r)) {
+		http_buf_init(&nd);
+		json_array_foreach(json_object_get(d, "lines"), i, line)
+		{
+			char *s = json_dumps(line, JSON_COMPACT);
+
+			if (s == NULL) {
+				nd.oom = 1;
+				break;
+			}
+			http_buf_puts(&nd, s);
+			http_buf_puts(&nd, "\n");
+			free(s);
+		}
+		if (nd.oom)
+			rq_error(r, API_EINTERNAL, "Out of memory");
+		else
+			rq_raw(r, 200, "application/x-ndjson", nd.data, nd.len);
+		http_buf_free(&nd);
+		json_decref(d);
+		return;
+	}
+	json_object_del(d, "lines");
+	error = json_object_get(d, "error");
+	json_object_set_new(
+	    d, "exit_code", json_integer(json_is_object(error)));
+	json_object_set_new(
+	    d, "duration_ms", json_integer((json_int_t)res->duration_ms));
+	json_object_set_new(d, "reason",
+	    res->reason[0] ? json_string(res->reason) : json_null());
+	rq_json(r, 200, d);
+}

@@ -1,0 +1,104 @@
+/*
+ * A guest's vCPU carried into a new VM: its state captured at an exit,
+ * and a VM rebuilt around the same guest memory in this process or in a
+ * forked one. fork (proc.c) and templates build on it.
+ *
+ * Guest memory is one MAP_PRIVATE anonymous mapping, so a host fork
+ * gives the child a copy-on-write copy of it for free; the child then
+ * needs only a VM of its own over that mapping (a KVM VM belongs to the
+ * mm that created it) and the vCPU's state.
+ */
+#include <sys/ioctl.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "host/vmm/vm_int.h"
+#include "lib/log.h"
+
+#define MSR_IA32_TSC 0x10
+
+_Static_assert(sizeof(struct kvm_xsave) == VM_XSAVE_LEGACY,
+    "KVM_GET_XSAVE copies the legacy area, no more");
+
+/* Read or write one MSR. */
+static int
+msr_io(int vcpufd, unsigned long req, uint32_t index, uint64_t *value)
+{
+	union {
+		struct kvm_msrs h;
+		uint8_t bytes[sizeof(struct kvm_msrs) +
+		    sizeof(struct kvm_msr_entry)];
+	} m;
+
+	memset(&m, 0, sizeof(m));
+	m.h.nmsrs = 1;
+	m.h.entries[0].index = index;
+	m.h.entries[0].data = *value;
+	if (ioctl(vcpufd, req, &m) != 1)
+		return -1;
+	*value = m.h.entries[0].data;
+	return 0;
+}
+
+int
+vm_cpu_capture(struct vm *vm, struct vm_cpu_state *st)
+{
+	memset(st, 0, sizeof(*st));
+	/* The run area holds the registers of the last exit
+	 * (kvm_valid_regs), including any the host changed since, which
+	 * KVM would load at the next entry anyway. */
+	st->regs = vm->run->s.regs.regs;
+	st->sregs = vm->run->s.regs.sregs;
+	st->has_xsave = (vm_cpuid_reg(1, 0, 2) >> 26) & 1;
+	if (st->has_xsave) {
+		if (ioctl(vm->vcpufd, KVM_GET_XSAVE, st->xsave) == -1)
+			return -1;
+	} else if (ioctl(vm->vcpufd, KVM_GET_FPU, &st->fpu) == -1)
+		return -1;
+	/* The guest reads the TSC with rdtsc: a new vCPU would restart it
+	 * at zero and time would run backwards. */
+	return msr_io(vm->vcpufd, KVM_GET_MSRS, MSR_IA32_TSC, &st->tsc);
+}
+
+int
+vm_cpu_rebuild(
+    struct vm *vm, const struct vm_cpu_state *st, char *err, size_t errlen)
+{
+	uint64_t tsc = st->tsc;
+
+	vm_kvm_drop(vm);
+	if (vm_kvm_create(vm, err, errlen) != 0)
+		return -1;
+	if (vm_cpu_fixed(vm) != 0 ||
+	    (st->has_xsave ? ioctl(vm->vcpufd, KVM_SET_XSAVE, st->xsave)
+	                   : ioctl(vm->vcpufd, KVM_SET_FPU, &st->fpu)) == -1 ||
+	    msr_io(vm->vcpufd, KVM_SET_MSRS, MSR_IA32_TSC, &tsc) != 0) {
+		snprintf(
+		    err, errlen, "restoring the vCPU: %s", strerror(errno));
+		return -1;
+	}
+	/* General and segment registers go in through the run area, as at
+	 * boot: KVM loads them at the next KVM_RUN. */
+	vm->run->s.regs.regs = st->regs;
+	vm->run->s.regs.sregs = st->sregs;
+	vm->run->kvm_valid_regs = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
+	vm->run->kvm_dirty_regs = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
+	return 0;
+}
+
+pid_t
+vm_fork(struct vm *vm, const struct vm_cpu_state *st, char *err, size_t errlen)
+{
+	pid_t pid;
+
+	if ((pid = fork()) != 0)
+		return pid; /* the parent, or -1 */
+	if (vm_cpu_rebuild(vm, st, err, errlen) != 0) {
+		log_warnx("guest fork: the child's VM: %s", err);
+		_exit(127);
+	}
+	return 0;
+}

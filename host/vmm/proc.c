@@ -1,0 +1,743 @@
+/*
+ * Guest processes (docs/vmm.md, "Processes"): each is a host process of
+ * its own with its own VM, forked from its guest parent's (clone.c).
+ * The run's processes share one table in a MAP_SHARED page made by the
+ * first: guest pid, host pid, parent, process group and session, and the
+ * wait status a child leaves for its parent. The table's size is the
+ * run's process limit, so a fork bomb meets EAGAIN there, never the
+ * host's limit.
+ *
+ * A row changes state by compare-and-swap on one word (state | parent's
+ * guest pid << 32), so a child that exits and a parent that exits at
+ * the same moment agree on who frees the row: a child of a live parent
+ * becomes a zombie its parent reaps with wait4; an orphan frees its own.
+ */
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "host/vmm/sys.h"
+#include "host/vmm/vm_int.h"
+
+#define PROCS_DEFAULT 64
+#define PROCS_MAX 1024
+
+#define CSIGNAL_ 0x000000ffULL
+#define CLONE_VM_ 0x00000100ULL
+#define CLONE_VFORK_ 0x00004000ULL
+#define CLONE_SETTLS_ 0x00080000ULL
+#define CLONE_PARENT_SETTID_ 0x00100000ULL
+#define CLONE_CHILD_CLEARTID_ 0x00200000ULL
+#define CLONE_CHILD_SETTID_ 0x01000000ULL
+#define CLONE_THREAD_ 0x00010000ULL
+#define CLONE_SIGHAND_ 0x00000800ULL
+
+enum { SLOT_FREE = 0, SLOT_LIVE = 1, SLOT_ZOMBIE = 2 };
+
+struct vm_slot {
+	uint64_t word; /* state | parent's guest pid << 32 */
+	int32_t host_pid;
+	int32_t guest_pid;
+	int32_t wstatus; /* SLOT_ZOMBIE: the guest's wait status */
+	int32_t killsig; /* the signal a guest kill ended it with */
+	int32_t pgid, sid;
+	/* Signals (sys_signal.c): pending from other processes, and what
+	 * the process does with each, so a sender neither queues an
+	 * ignored one nor wakes the process for it. Bit sig-1. */
+	uint64_t pending, caught, ignored;
+};
+
+struct vm_tree {
+	uint64_t output_bytes;
+	size_t size; /* of this mapping */
+	int32_t next_pid;
+	int32_t closing; /* the first process has ended: no more forks */
+	int32_t limit_hit;
+	int32_t output_limited;
+	unsigned nslots;
+	struct vm_slot slot[];
+};
+
+#define LOAD(p) __atomic_load_n(p, __ATOMIC_SEQ_CST)
+#define STORE(p, v) __atomic_store_n(p, v, __ATOMIC_SEQ_CST)
+#define CAS(p, old, new)                                                       \
+	__atomic_compare_exchange_n(                                           \
+	    p, old, new, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)
+
+static void post(struct vm *, struct vm_slot *, int sig);
+
+static uint64_t
+word(uint32_t state, int32_t parent)
+{
+	return (uint64_t)state | (uint64_t)(uint32_t)parent << 32;
+}
+
+static uint32_t
+w_state(uint64_t w)
+{
+	return (uint32_t)w;
+}
+
+static int32_t
+w_parent(uint64_t w)
+{
+	return (int32_t)(w >> 32);
+}
+
+uint64_t *
+vm_output_counter(struct vm *vm)
+{
+	return vm->tree != NULL ? &vm->tree->output_bytes
+	                        : &vm->res->output_bytes;
+}
+
+int
+vm_proc_init(struct vm *vm)
+{
+	unsigned n = vm->cfg->max_procs ? vm->cfg->max_procs : PROCS_DEFAULT;
+	size_t size;
+	struct vm_tree *t;
+
+	if (n > PROCS_MAX)
+		n = PROCS_MAX;
+	size = sizeof(*t) + n * sizeof(t->slot[0]);
+	t = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+	    -1, 0);
+	if (t == MAP_FAILED)
+		return -1;
+	t->size = size;
+	t->nslots = n;
+	t->next_pid = 2;
+	t->slot[0].word = word(SLOT_LIVE, 0);
+	t->slot[0].host_pid = getpid();
+	t->slot[0].guest_pid = t->slot[0].pgid = t->slot[0].sid = 1;
+	vm->tree = t;
+	vm->slot = 0;
+	vm->pid = 1;
+	vm->ppid = 0;
+	vm->vfork_fd = -1;
+	return 0;
+}
+
+static void
+tree_free(struct vm *vm)
+{
+	if (vm->tree != NULL)
+		munmap(vm->tree, vm->tree->size);
+	vm->tree = NULL;
+}
+
+static struct vm_slot *
+me(struct vm *vm)
+{
+	return &vm->tree->slot[vm->slot];
+}
+
+static struct vm_slot *
+find_pid(struct vm *vm, int32_t gpid)
+{
+	unsigned i;
+
+	for (i = 0; i < vm->tree->nslots; i++)
+		if (w_state(LOAD(&vm->tree->slot[i].word)) != SLOT_FREE &&
+		    LOAD(&vm->tree->slot[i].guest_pid) == gpid)
+			return &vm->tree->slot[i];
+	return NULL;
+}
+
+/* The wait status a guest parent sees for a process that ended as res
+ * says: exit codes as they are, a fault as SIGSEGV, a process the run
+ * stopped (time, output) as SIGKILL. */
+static int32_t
+guest_wstatus(struct vm *vm)
+{
+	switch (vm->res->status) {
+	case VMM_EXITED:
+		return vm->term_sig != 0 ? vm->term_sig
+		                         : (vm->res->exit_code & 0xff) << 8;
+	case VMM_FAULT:
+		return SIGSEGV;
+	default:
+		return SIGKILL;
+	}
+}
+
+/* Rows of children whose parent is going away: a zombie is freed (no
+ * one will reap it), a live child becomes an orphan. */
+static void
+orphan_children(struct vm *vm)
+{
+	unsigned i;
+	uint64_t w;
+
+	for (i = 0; i < vm->tree->nslots; i++) {
+		struct vm_slot *s = &vm->tree->slot[i];
+
+		for (w = LOAD(&s->word);
+		     w_parent(w) == vm->pid && w_state(w) != SLOT_FREE;) {
+			uint64_t nw = w_state(w) == SLOT_ZOMBIE
+			    ? word(SLOT_FREE, 0)
+			    : word(SLOT_LIVE, 0);
+			if (CAS(&s->word, &w, nw))
+				break;
+		}
+	}
+}
+
+void
+vm_proc_finish(struct vm *vm)
+{
+	struct vm_tree *t = vm->tree;
+	struct vm_slot *s;
+	unsigned i;
+	uint64_t w;
+
+	if (t == NULL)
+		return;
+	if (vm->res->status == VMM_OUTPUT_LIMIT)
+		STORE(&t->output_limited, 1);
+	orphan_children(vm);
+	if (vm->is_child) {
+		s = me(vm);
+		STORE(&s->wstatus, guest_wstatus(vm));
+		for (w = LOAD(&s->word);;) {
+			uint64_t nw = w_parent(w) == 0
+			    ? word(SLOT_FREE, 0)
+			    : word(SLOT_ZOMBIE, w_parent(w));
+			if (CAS(&s->word, &w, nw))
+				break;
+		}
+		if (w_parent(w) != 0 && (s = find_pid(vm, w_parent(w))) != NULL)
+			post(vm, s, SIGCHLD);
+		_exit(vm->res->status == VMM_EXITED ? vm->res->exit_code & 0xff
+		                                    : 128 + SIGKILL);
+	}
+	/* The first process is the run: what is left of the tree stops
+	 * with it. A child forked from here on sees closing and exits. */
+	STORE(&t->closing, 1);
+	for (i = 1; i < t->nslots; i++) {
+		s = &t->slot[i];
+		if (w_state(LOAD(&s->word)) == SLOT_LIVE &&
+		    LOAD(&s->host_pid) > 0)
+			kill(LOAD(&s->host_pid), SIGKILL);
+	}
+	while (waitpid(-1, NULL, __WALL) > 0 || errno == EINTR)
+		;
+	vm->res->output_bytes = LOAD(&t->output_bytes);
+	if (LOAD(&t->output_limited) && vm->res->status == VMM_EXITED) {
+		vm->stopped = 0;
+		vm_stop(vm, VMM_OUTPUT_LIMIT, -1,
+		    "output-limit: more than %llu bytes of output",
+		    (unsigned long long)vm->cfg->output_max);
+	} else if (LOAD(&t->limit_hit) && vm->res->status == VMM_TIMEOUT) {
+		size_t n = strlen(vm->res->reason);
+
+		snprintf(vm->res->reason + n, sizeof(vm->res->reason) - n,
+		    " (the process limit, %u, was reached)", t->nslots);
+	}
+	tree_free(vm);
+}
+
+/* ---- fork, vfork, clone ------------------------------------------------ */
+
+static int
+reserve_slot(struct vm *vm)
+{
+	unsigned i;
+	uint64_t w;
+
+	for (i = 0; i < vm->tree->nslots; i++) {
+		w = word(SLOT_FREE, 0);
+		if (LOAD(&vm->tree->slot[i].word) == w &&
+		    CAS(&vm->tree->slot[i].word, &w, word(SLOT_LIVE, vm->pid)))
+			return (int)i;
+	}
+	return -1;
+}
+
+static int64_t
+do_clone(struct vm *vm, uint64_t flags, uint64_t newsp, uint64_t ptid,
+    uint64_t ctid, uint64_t tls)
+{
+	const uint64_t known = CSIGNAL_ | CLONE_VM_ | CLONE_VFORK_ |
+	    CLONE_SETTLS_ | CLONE_PARENT_SETTID_ | CLONE_CHILD_CLEARTID_ |
+	    CLONE_CHILD_SETTID_;
+	struct vm_cpu_state st;
+	struct vm_slot *s;
+	char err[160];
+	int32_t gpid;
+	int slot, vp[2] = { -1, -1 };
+	pid_t pid;
+	char c;
+
+	if (flags & CLONE_THREAD_)
+		return vm_thread_clone(vm, flags, newsp, ptid, ctid, tls);
+	if (flags & CLONE_SIGHAND_)
+		return -EINVAL; /* needs CLONE_VM, and then CLONE_THREAD */
+	if ((flags & ~known) != 0)
+		return -EINVAL;
+	/* CLONE_VM is accepted only as vfork (posix_spawn, vfork): the
+	 * child gets a copy, and the parent waits for its exec or exit. */
+	if ((flags & CLONE_VM_) && !(flags & CLONE_VFORK_))
+		return -ENOSYS;
+	if (LOAD(&vm->tree->closing))
+		return -EAGAIN;
+	if ((slot = reserve_slot(vm)) < 0) {
+		STORE(&vm->tree->limit_hit, 1);
+		return -EAGAIN;
+	}
+	s = &vm->tree->slot[slot];
+	gpid = __atomic_fetch_add(&vm->tree->next_pid, 1, __ATOMIC_SEQ_CST);
+	STORE(&s->guest_pid, gpid);
+	STORE(&s->host_pid, 0);
+	STORE(&s->wstatus, 0);
+	STORE(&s->killsig, 0);
+	STORE(&s->pgid, LOAD(&me(vm)->pgid));
+	STORE(&s->sid, LOAD(&me(vm)->sid));
+	STORE(&s->pending, 0);
+	STORE(&s->caught, LOAD(&me(vm)->caught));
+	STORE(&s->ignored, LOAD(&me(vm)->ignored));
+	if (flags & CLONE_PARENT_SETTID_) {
+		int32_t *p = vm_gptr(vm, ptid, sizeof(*p));
+
+		if (p == NULL)
+			goto fault;
+		memcpy(p, &gpid, sizeof(gpid));
+	}
+	if ((flags & CLONE_CHILD_SETTID_) && vm_gptr(vm, ctid, 4) == NULL)
+		goto fault;
+	if ((flags & CLONE_VFORK_) && pipe2(vp, O_CLOEXEC) == -1)
+		goto nomem;
+	if (vm_cpu_capture(vm, &st) != 0)
+		goto nomem;
+	if ((pid = vm_fork(vm, &st, err, sizeof(err))) == -1)
+		goto nomem;
+	if (pid > 0) {
+		STORE(&s->host_pid, pid);
+		if (vp[0] >= 0) {
+			/* vfork: until the child execs or exits. */
+			close(vp[1]);
+			while (read(vp[0], &c, 1) == -1 && errno == EINTR &&
+			    !vm->stopped)
+				;
+			close(vp[0]);
+		}
+		return gpid;
+	}
+	/* The child, on its own VM. */
+	STORE(&s->host_pid, getpid());
+	if (LOAD(&vm->tree->closing))
+		_exit(128 + SIGKILL);
+	vm->is_child = 1;
+	vm->slot = slot;
+	vm->ppid = vm->pid;
+	vm->pid = gpid;
+	memset(&vm->child_res, 0, sizeof(vm->child_res));
+	vm->res = &vm->child_res;
+	vm_signal_forked(vm);
+	vm_thread_reset(vm);
+	vm_timer_arm(vm);
+	if (vp[0] >= 0) {
+		close(vp[0]);
+		vm->vfork_fd = vp[1];
+	}
+	if (newsp != 0)
+		vm->run->s.regs.regs.rsp = newsp;
+	if (flags & CLONE_SETTLS_)
+		vm->run->s.regs.sregs.fs.base = tls;
+	if (flags & CLONE_CHILD_SETTID_)
+		memcpy(vm_gptr(vm, ctid, 4), &gpid, sizeof(gpid));
+	return 0;
+fault:
+	STORE(&s->word, word(SLOT_FREE, 0));
+	return -EFAULT;
+nomem:
+	if (vp[0] >= 0) {
+		close(vp[0]);
+		close(vp[1]);
+	}
+	STORE(&s->word, word(SLOT_FREE, 0));
+	return -EAGAIN;
+}
+
+/* ---- wait4, waitid ------------------------------------------------------ */
+
+static int
+has_children(struct vm *vm)
+{
+	unsigned i;
+	uint64_t w;
+
+	for (i = 0; i < vm->tree->nslots; i++) {
+		w = LOAD(&vm->tree->slot[i].word);
+		if (w_state(w) != SLOT_FREE && w_parent(w) == vm->pid)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Wait for a child (gpid > 0: that one; anything else: any, since the
+ * guest's process groups live only in the table). The host's wait4 does
+ * the waiting: the guest's children are this process's host children.
+ * 0 (WNOHANG, none yet), a guest pid with *gst set, or -errno.
+ */
+static int64_t
+wait_child(struct vm *vm, int32_t gpid, int nohang, int32_t *gst)
+{
+	struct vm_slot *s = NULL;
+	pid_t target = -1, hp;
+	int hst;
+	unsigned i;
+	int32_t got;
+
+	if (gpid > 0) {
+		if ((s = find_pid(vm, gpid)) == NULL ||
+		    w_parent(LOAD(&s->word)) != vm->pid ||
+		    (target = LOAD(&s->host_pid)) <= 0)
+			return -ECHILD;
+	} else if (!has_children(vm))
+		return -ECHILD;
+	for (;;) {
+		hp = wait4(target, &hst, (nohang ? WNOHANG : 0) | __WALL, NULL);
+		if (hp == 0)
+			return 0;
+		if (hp == -1)
+			return errno == EINTR ? -EINTR : -ECHILD;
+		for (i = 0, s = NULL; i < vm->tree->nslots && s == NULL; i++)
+			if (LOAD(&vm->tree->slot[i].host_pid) == hp &&
+			    w_state(LOAD(&vm->tree->slot[i].word)) != SLOT_FREE)
+				s = &vm->tree->slot[i];
+		if (s == NULL)
+			continue; /* not a guest process of ours */
+		if (w_state(LOAD(&s->word)) == SLOT_ZOMBIE)
+			*gst = LOAD(&s->wstatus);
+		else if (LOAD(&s->killsig) != 0)
+			*gst = LOAD(&s->killsig);
+		else if (WIFSIGNALED(hst))
+			*gst = WTERMSIG(hst);
+		else
+			*gst = (WEXITSTATUS(hst) & 0xff) << 8;
+		got = LOAD(&s->guest_pid);
+		STORE(&s->host_pid, 0);
+		STORE(&s->word, word(SLOT_FREE, 0));
+		return got;
+	}
+}
+
+int64_t
+sys_wait4(struct vm *vm, const uint64_t a[6])
+{
+	int32_t gst = 0;
+	int64_t r;
+	void *st = NULL, *ru = NULL;
+
+	if ((a[2] &
+	        ~(uint64_t)(WNOHANG | WUNTRACED | WCONTINUED | __WALL |
+	            __WCLONE | __WNOTHREAD)) != 0)
+		return -EINVAL;
+	if ((a[1] != 0 && (st = vm_gptr(vm, a[1], 4)) == NULL) ||
+	    (a[3] != 0 &&
+	        (ru = vm_gptr(vm, a[3], sizeof(struct rusage))) == NULL))
+		return -EFAULT;
+	if ((r = wait_child(vm, (int32_t)a[0], a[2] & WNOHANG, &gst)) > 0) {
+		if (st != NULL)
+			memcpy(st, &gst, 4);
+		if (ru != NULL)
+			memset(ru, 0, sizeof(struct rusage));
+	}
+	return r;
+}
+
+int64_t
+sys_waitid(struct vm *vm, const uint64_t a[6])
+{
+	uint8_t *info = NULL;
+	int32_t gst = 0, v;
+	int64_t r;
+
+	if (a[0] > P_PGID || (a[3] & WEXITED) == 0 ||
+	    (a[3] &
+	        ~(uint64_t)(WNOHANG | WEXITED | WSTOPPED | WCONTINUED | __WALL |
+	            __WCLONE | __WNOTHREAD)) != 0)
+		return -EINVAL; /* WNOWAIT among them: docs/vmm.md */
+	if (a[2] != 0 && (info = vm_gptr(vm, a[2], 128)) == NULL)
+		return -EFAULT;
+	r = wait_child(
+	    vm, a[0] == P_PID ? (int32_t)a[1] : -1, a[3] & WNOHANG, &gst);
+	if (r < 0)
+		return r;
+	if (info != NULL) {
+		memset(info, 0, 128);
+		if (r > 0) {
+			v = SIGCHLD;
+			memcpy(info, &v, 4);
+			v = WIFEXITED(gst) ? CLD_EXITED : CLD_KILLED;
+			memcpy(info + 8, &v, 4);
+			v = (int32_t)r;
+			memcpy(info + 16, &v, 4);
+			v = 1000;
+			memcpy(info + 20, &v, 4);
+			v = WIFEXITED(gst) ? WEXITSTATUS(gst) : WTERMSIG(gst);
+			memcpy(info + 24, &v, 4);
+		}
+	}
+	return 0;
+}
+
+/* ---- kill ---------------------------------------------------------------- */
+
+/* Queue sig for the process in s and wake it (SIGUSR2 interrupts its
+ * KVM_RUN or its blocking call); it acts on it itself. SIGKILL cannot
+ * wait: the host kills the process, and its parent's wait sees sig. */
+static void
+post(struct vm *vm, struct vm_slot *s, int sig)
+{
+	uint64_t bit = 1ULL << (sig - 1), w;
+	int32_t zero = 0;
+	pid_t hp = LOAD(&s->host_pid);
+
+	if (s == me(vm)) {
+		vm_signal_raise(vm, sig);
+		return;
+	}
+	if (sig == SIGKILL) {
+		__atomic_compare_exchange_n(&s->killsig, &zero, sig, 0,
+		    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+		if (hp > 0)
+			kill(hp, SIGKILL);
+		/* An orphan has no one to reap it. */
+		w = word(SLOT_LIVE, 0);
+		CAS(&s->word, &w, word(SLOT_FREE, 0));
+		return;
+	}
+	if ((LOAD(&s->ignored) & bit) ||
+	    (!(LOAD(&s->caught) & bit) && vm_signal_default_ignored(sig)))
+		return;
+	__atomic_fetch_or(&s->pending, bit, __ATOMIC_SEQ_CST);
+	if (hp > 0)
+		kill(hp, SIGUSR2);
+}
+
+int32_t
+vm_proc_new_tid(struct vm *vm)
+{
+	return __atomic_fetch_add(&vm->tree->next_pid, 1, __ATOMIC_SEQ_CST);
+}
+
+uint64_t
+vm_proc_take_pending(struct vm *vm)
+{
+	if (vm->tree == NULL)
+		return 0;
+	return __atomic_exchange_n(&me(vm)->pending, 0, __ATOMIC_SEQ_CST);
+}
+
+uint64_t
+vm_proc_peek_pending(struct vm *vm)
+{
+	return vm->tree == NULL ? 0 : LOAD(&me(vm)->pending);
+}
+
+void
+vm_proc_dispositions(struct vm *vm, uint64_t caught, uint64_t ignored)
+{
+	if (vm->tree == NULL)
+		return;
+	STORE(&me(vm)->caught, caught);
+	STORE(&me(vm)->ignored, ignored);
+}
+
+static int64_t
+do_kill(struct vm *vm, int32_t pid, uint64_t sig)
+{
+	struct vm_slot *s;
+	unsigned i, hit = 0;
+	int32_t pg;
+
+	if (sig > 64)
+		return -EINVAL;
+	if (pid == INT32_MIN)
+		return -ESRCH; /* no such group, and -pid would overflow */
+	if (pid > 0) {
+		if ((s = find_pid(vm, pid)) == NULL ||
+		    w_state(LOAD(&s->word)) != SLOT_LIVE)
+			return -ESRCH;
+		if (sig != 0)
+			post(vm, s, (int)sig);
+		return 0;
+	}
+	pg = pid == 0 ? LOAD(&me(vm)->pgid) : -pid;
+	for (i = 0; i < vm->tree->nslots; i++) {
+		s = &vm->tree->slot[i];
+		if (w_state(LOAD(&s->word)) != SLOT_LIVE ||
+		    (pid == -1 ? s == me(vm) || LOAD(&s->guest_pid) == 1
+		               : LOAD(&s->pgid) != pg))
+			continue;
+		hit++;
+		if (sig != 0 && s != me(vm))
+			post(vm, s, (int)sig);
+	}
+	/* Ourselves last, so the others are signalled first. */
+	if (pid != -1 && sig != 0 && LOAD(&me(vm)->pgid) == pg)
+		post(vm, me(vm), (int)sig);
+	return hit ? 0 : -ESRCH;
+}
+
+/* ---- process groups and sessions ----------------------------------------- */
+
+static struct vm_slot *
+self_or_child(struct vm *vm, int32_t pid)
+{
+	struct vm_slot *s;
+
+	if (pid == 0 || pid == vm->pid)
+		return me(vm);
+	if ((s = find_pid(vm, pid)) == NULL ||
+	    w_parent(LOAD(&s->word)) != vm->pid)
+		return NULL;
+	return s;
+}
+
+static int64_t
+do_setpgid(struct vm *vm, int32_t pid, int32_t pgid)
+{
+	struct vm_slot *s;
+
+	if (pgid < 0)
+		return -EINVAL;
+	if ((s = self_or_child(vm, pid)) == NULL)
+		return -ESRCH;
+	if (LOAD(&s->sid) == LOAD(&s->guest_pid) ||
+	    LOAD(&s->sid) != LOAD(&me(vm)->sid))
+		return -EPERM;
+	STORE(&s->pgid, pgid == 0 ? LOAD(&s->guest_pid) : pgid);
+	return 0;
+}
+
+static int64_t
+do_getpgid(struct vm *vm, int32_t pid, int sid)
+{
+	struct vm_slot *s;
+
+	if (pid == 0)
+		s = me(vm);
+	else if ((s = find_pid(vm, pid)) == NULL)
+		return -ESRCH;
+	return sid ? LOAD(&s->sid) : LOAD(&s->pgid);
+}
+
+static int64_t
+do_setsid(struct vm *vm)
+{
+	unsigned i;
+
+	for (i = 0; i < vm->tree->nslots; i++)
+		if (w_state(LOAD(&vm->tree->slot[i].word)) != SLOT_FREE &&
+		    LOAD(&vm->tree->slot[i].pgid) == vm->pid)
+			return -EPERM;
+	STORE(&me(vm)->sid, vm->pid);
+	STORE(&me(vm)->pgid, vm->pid);
+	return vm->pid;
+}
+
+/* ---- the table's handlers (host/vmm/sys_table.c) ----------------------- */
+
+int64_t
+sys_clone(struct vm *vm, const uint64_t a[6])
+{
+	return do_clone(vm, a[0], a[1], a[2], a[3], a[4]);
+}
+
+int64_t
+sys_fork(struct vm *vm, const uint64_t a[6])
+{
+	(void)a;
+	return do_clone(vm, SIGCHLD, 0, 0, 0, 0);
+}
+
+int64_t
+sys_vfork(struct vm *vm, const uint64_t a[6])
+{
+	(void)a;
+	return do_clone(vm, CLONE_VM_ | CLONE_VFORK_ | SIGCHLD, 0, 0, 0, 0);
+}
+
+int64_t
+sys_kill(struct vm *vm, const uint64_t a[6])
+{
+	return do_kill(vm, (int32_t)a[0], a[1]);
+}
+
+int64_t
+sys_tkill(struct vm *vm, const uint64_t a[6])
+{
+	if ((int32_t)a[0] <= 0)
+		return -EINVAL;
+	return do_kill(vm, (int32_t)a[0], a[1]);
+}
+
+/* One thread per process: the thread group is the process. */
+int64_t
+sys_tgkill(struct vm *vm, const uint64_t a[6])
+{
+	if ((int32_t)a[0] <= 0 || (int32_t)a[0] != (int32_t)a[1])
+		return (int32_t)a[0] <= 0 ? -EINVAL : -ESRCH;
+	return do_kill(vm, (int32_t)a[1], a[2]);
+}
+
+int64_t
+sys_getpid(struct vm *vm, const uint64_t a[6])
+{
+	(void)a;
+	return vm->pid;
+}
+
+/* An orphan's parent is the first process, as init would be. */
+int64_t
+sys_getppid(struct vm *vm, const uint64_t a[6])
+{
+	(void)a;
+	if (vm->ppid == 0)
+		return 0;
+	return w_parent(LOAD(&me(vm)->word)) == 0 ? 1 : vm->ppid;
+}
+
+int64_t
+sys_setpgid(struct vm *vm, const uint64_t a[6])
+{
+	return do_setpgid(vm, (int32_t)a[0], (int32_t)a[1]);
+}
+
+int64_t
+sys_getpgid(struct vm *vm, const uint64_t a[6])
+{
+	return do_getpgid(vm, (int32_t)a[0], 0);
+}
+
+int64_t
+sys_getpgrp(struct vm *vm, const uint64_t a[6])
+{
+	(void)a;
+	return do_getpgid(vm, 0, 0);
+}
+
+int64_t
+sys_getsid(struct vm *vm, const uint64_t a[6])
+{
+	return do_getpgid(vm, (int32_t)a[0], 1);
+}
+
+int64_t
+sys_setsid(struct vm *vm, const uint64_t a[6])
+{
+	(void)a;
+	return do_setsid(vm);
+}

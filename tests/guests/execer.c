@@ -1,0 +1,71 @@
+/* execve: the running program again (/proc/self/exe, as busybox does),
+ * a workspace program, a "#!" script, and the errors that leave the
+ * caller running. Usage: execer [child ARGS...] */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void
+run(char *const argv[])
+{
+	int st;
+	pid_t p = fork();
+
+	if (p == 0) {
+		execve(argv[0], argv, (char *[]){ "WHO=child", NULL });
+		printf("execve %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	waitpid(p, &st, 0);
+	printf("%s: exit %d\n", argv[0], WEXITSTATUS(st));
+}
+
+int
+main(int argc, char **argv)
+{
+	int i, fd;
+
+	setvbuf(stdout, NULL, _IONBF, 0);
+	if (argc == 1 && argv[0][0] == '\0') {
+		printf(
+		    "  empty argv: argv[0]=\"\", env WHO=%s\n", getenv("WHO"));
+		return 9;
+	}
+	if (argc > 1 && strcmp(argv[1], "child") == 0) {
+		for (i = 0; i < argc; i++)
+			printf("  argv[%d]=%s\n", i, argv[i]);
+		printf("  env WHO=%s, fd 5 %s\n", getenv("WHO"),
+		    fcntl(5, F_GETFD) == -1 ? "closed" : "open");
+		return argc;
+	}
+	/* fd 5 is close-on-exec: the new program must not have it. */
+	fd = open("/", O_RDONLY | O_CLOEXEC);
+	dup3(fd, 5, O_CLOEXEC);
+	run((char *[]){ "/proc/self/exe", "child", "one", "two", NULL });
+	/* A script whose interpreter is this program. */
+	fd = open("/script", O_WRONLY | O_CREAT | O_TRUNC, 0755);
+	dprintf(fd, "#!/proc/self/exe child\nexit 0\n");
+	close(fd);
+	run((char *[]){ "/script", "arg", NULL });
+	fd = open("/noexec", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	close(fd);
+	run((char *[]){ "/noexec", NULL });
+	fd = open("/garbage", O_WRONLY | O_CREAT | O_TRUNC, 0755);
+	dprintf(fd, "not a program\n");
+	close(fd);
+	run((char *[]){ "/garbage", NULL });
+	run((char *[]){ "/missing", NULL });
+	/* No argv at all: Linux passes argv[0] = "". */
+	if (fork() == 0) {
+		execve("/proc/self/exe", (char *[]){ NULL },
+		    (char *[]){ "WHO=nobody", NULL });
+		_exit(127);
+	}
+	wait(&fd);
+	printf("empty argv: exit %d\n", WEXITSTATUS(fd));
+	return 0;
+}

@@ -1,0 +1,95 @@
+/* Pipes across processes: poll and select with real timeouts, POLLHUP,
+ * dup2 onto stdout across exec, and a writer whose reader died. */
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/select.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static long
+ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000 +
+	    (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+int
+main(int argc, char **argv)
+{
+	int fd[2], st, n;
+	struct pollfd p;
+	struct timespec t0;
+	struct timeval tv = { 0, 100000 };
+	fd_set rs;
+	char buf[64];
+	pid_t c;
+
+	if (argc > 1) { /* exec'd with its stdout on a pipe */
+		printf("through the pipe: %s\n", argv[1]);
+		return 0;
+	}
+	setvbuf(stdout, NULL, _IONBF, 0);
+	pipe(fd);
+	p.fd = fd[0];
+	p.events = POLLIN;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	n = poll(&p, 1, 200);
+	printf("poll on an empty pipe: %d ready, waited its timeout: %d\n", n,
+	    ms_since(&t0) >= 200);
+	FD_ZERO(&rs);
+	FD_SET(fd[0], &rs);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	n = select(fd[0] + 1, &rs, NULL, NULL, &tv);
+	printf("select on an empty pipe: %d, waited its timeout: %d\n", n,
+	    ms_since(&t0) >= 100);
+	if ((c = fork()) == 0) {
+		usleep(100000);
+		write(fd[1], "late", 4);
+		_exit(0);
+	}
+	n = poll(&p, 1, -1);
+	printf("poll woke for a child's write: %d %s\n", n,
+	    p.revents & POLLIN ? "POLLIN" : "?");
+	n = read(fd[0], buf, sizeof(buf));
+	printf("read %.*s\n", n, buf);
+	waitpid(c, &st, 0);
+	close(fd[1]);
+	n = poll(&p, 1, 1000);
+	printf("writer closed: %s, read %zd\n",
+	    p.revents & POLLHUP ? "POLLHUP" : "?", read(fd[0], buf, 1));
+	close(fd[0]);
+
+	/* A child's stdout on a pipe, across exec. */
+	pipe(fd);
+	if ((c = fork()) == 0) {
+		dup2(fd[1], 1);
+		close(fd[0]);
+		close(fd[1]);
+		execl("/proc/self/exe", "pipes", "hello", (char *)NULL);
+		_exit(127);
+	}
+	close(fd[1]);
+	while ((n = read(fd[0], buf, sizeof(buf))) > 0)
+		printf("parent got: %.*s", n, buf);
+	waitpid(c, &st, 0);
+	close(fd[0]);
+
+	/* A writer whose reader died: SIGPIPE's default ends it. */
+	pipe(fd);
+	close(fd[0]);
+	if ((c = fork()) == 0) {
+		for (;;)
+			write(fd[1], "x", 1);
+	}
+	waitpid(c, &st, 0);
+	printf("writer without a reader: %s %d\n",
+	    WIFSIGNALED(st) ? "killed by" : "exited",
+	    WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+	return 0;
+}

@@ -1,0 +1,297 @@
+#!/usr/bin/env bash
+# Live contexts (docs/contexts.md) through a real keepd and real KVM
+# guests: state kept between cells and lost on restart; results, errors
+# and the ndjson stream in E2B's shapes; env_vars for one cell; a cell
+# that times out or kills its interpreter leaves the context usable
+# (restarted, said in the reply); a context dies with its sandbox;
+# contexts are the caller's own.
+source "$(dirname "$0")/../lib/keepd.sh"
+
+cat >"$tmp/test.policy" <<'EOP'
+role runner {
+	allow sandbox:read, sandbox:write, exec
+	exec "python", "js"
+	timeout 10s
+	output 1M
+	memory 256M
+	contexts 2
+}
+agent "alice" : runner
+agent "bob" : runner
+EOP
+keepd_start "$tmp/test.policy"
+alice=$(mint alice sandbox:read,sandbox:write,exec)
+bob=$(mint bob sandbox:read,sandbox:write,exec)
+
+req "$alice" POST /v1/sandboxes '{"image":"python"}'
+sbx=$(jget "$body" '["id"]')
+
+req "$alice" POST "/v1/sandboxes/$sbx/contexts" '{"language":"python","cwd":"/work"}'
+[ "$code" = 201 ] && [ "$(jget "$body" '["language"]')" = python ] &&
+    [ "$(jget "$body" '["cwd"]')" = /work ] && ok "a python context is created" || bad "create: $code $body"
+cid=$(jget "$body" '["id"]')
+
+cell() { # cell TOKEN CONTEXT CODE [EXTRA-JSON]
+	python3 -c '
+import json, sys
+d = {"code": sys.argv[2], "language": "python", "context_id": sys.argv[1]}
+d.update(json.loads(sys.argv[3] or "{}"))
+print(json.dumps(d))' "$2" "$3" "${4:-}" >"$tmp/cell.json"
+	body=$(curl -s -w '\n%{http_code}' -H "Authorization: Bearer $1" \
+	    -H 'Content-Type: application/json' --data-binary @"$tmp/cell.json" \
+	    "$url/v1/sandboxes/$sbx/execute")
+	code=${body##*$'\n'}; body=${body%$'\n'*}
+}
+
+
+cell "$alice" "$cid" 'x = 42'
+[ "$code" = 200 ] && [ "$(jget "$body" '["execution_count"]')" = 1 ] &&
+    [ "$(jget "$body" '["error"]')" = None ] && ok "x = 42" || bad "first cell: $code $body"
+cell "$alice" "$cid" 'print(x)'
+[ "$code" = 200 ] && [ "$(jget "$body" '["stdout"]')" = 42 ] &&
+    [ "$(jget "$body" '["execution_count"]')" = 2 ] && ok "print(x) gives 42: state kept" || bad "second cell: $code $body"
+
+cell "$alice" "$cid" 'import os
+f = open("kept.txt", "w"); f.write("a")
+os.getcwd()'
+[ "$(jget "$body" '["results"][0]["text"]')" = "'/work'" ] &&
+    [ "$(jget "$body" '["results"][0]["is_main_result"]')" = True ] &&
+    ok "the last expression is the main result; cwd is /work" || bad "result: $body"
+cell "$alice" "$cid" 'f.write("b"); f.close(); open("kept.txt").read()'
+[ "$(jget "$body" '["results"][0]["text"]')" = "'ab'" ] && ok "open files survive between cells" || bad "file: $body"
+
+cell "$alice" "$cid" 'import os; print(os.environ.get("ONLY_HERE"))' '{"env_vars":{"ONLY_HERE":"yes"}}'
+[ "$(jget "$body" '["stdout"]')" = yes ] && ok "env_vars reach the cell" || bad "env_vars: $body"
+cell "$alice" "$cid" 'import os; print(os.environ.get("ONLY_HERE"))'
+[ "$(jget "$body" '["stdout"]')" = None ] && ok "env_vars hold for that cell only" || bad "env_vars after: $body"
+
+cell "$alice" "$cid" '1/0'
+[ "$code" = 200 ] && [ "$(jget "$body" '["error"]["name"]')" = ZeroDivisionError ] &&
+    [[ "$(jget "$body" '["error"]["traceback"]')" == *'<cell>'* ]] && ok "an exception is the cell's error" || bad "error: $body"
+cell "$alice" "$cid" 'print(x + 1)'
+[ "$(jget "$body" '["stdout"]')" = 43 ] && ok "the context goes on after an error" || bad "after error: $body"
+
+# The ndjson stream.
+req_nd() {
+	body=$(curl -s -w '\n%{http_code}' -H "Authorization: Bearer $alice" \
+	    -H 'Accept: application/x-ndjson' -H 'Content-Type: application/json' \
+	    -d "$1" "$url/v1/sandboxes/$sbx/execute")
+	code=${body##*$'\n'}; body=${body%$'\n'*}
+}
+req_nd "{\"code\":\"print('hi')\\nimport sys; print('oops', file=sys.stderr)\\nx\\nraise KeyError('k')\",\"context_id\":\"$cid\"}"
+shape=$(python3 -c '
+import json, sys
+out = []
+for l in sys.argv[1].splitlines():
+    o = json.loads(l)
+    out.append(o["type"] + ":" + str(o.get("text", o.get("name", o.get("execution_count", "")))).strip())
+print(" ".join(out))' "$body" 2>&1)
+[ "$code" = 200 ] && [ "$shape" = "stdout:hi stderr:oops error:KeyError number_of_executions:9" ] &&
+    ok "ndjson: stdout, stderr, error and number_of_executions lines" || bad "ndjson: $code $shape / $body"
+req_nd "{\"code\":\"x * 2\",\"context_id\":\"$cid\"}"
+[[ $body == *'{"type":"result"'*'"is_main_result":true'*'"text":"84"'* ]] ||
+[[ $body == *'"text":"84"'*'"type":"result"'* ]] && ok "ndjson: the result line" || bad "ndjson result: $body"
+
+# Large cells go through whole; one past the pipe's room is refused.
+python3 -c 'import json, sys; print(json.dumps({"code": "s = \"" + "x" * 300000 + "\"\nlen(s)", "context_id": sys.argv[1]}))' "$cid" >"$tmp/big.json"
+body=$(curl -s -w '\n%{http_code}' -H "Authorization: Bearer $alice" -H 'Content-Type: application/json' \
+    --data-binary @"$tmp/big.json" "$url/v1/sandboxes/$sbx/execute"); code=${body##*$'\n'}; body=${body%$'\n'*}
+[ "$(jget "$body" '["results"][0]["text"]')" = 300000 ] && ok "a 300 KB cell" || bad "big cell: $code ${body:0:200}"
+python3 -c 'import json, sys; print(json.dumps({"code": "s = \"" + "x" * 2000000 + "\"", "context_id": sys.argv[1]}))' "$cid" >"$tmp/big.json"
+body=$(curl -s -w '\n%{http_code}' -H "Authorization: Bearer $alice" -H 'Content-Type: application/json' \
+    --data-binary @"$tmp/big.json" "$url/v1/sandboxes/$sbx/execute"); code=${body##*$'\n'}; body=${body%$'\n'*}
+[ "$code" = 413 ] && [[ $body == *"limited to"* ]] && ok "a 2 MB cell is refused (413, as any execute past the argument limit)" || bad "huge cell: $code ${body:0:200}"
+cell "$alice" "$cid" 'print(x)'
+[ "$(jget "$body" '["stdout"]')" = 42 ] && ok "the context is intact after the refusal" || bad "after huge: $body"
+req "$alice" POST "/v1/sandboxes/$sbx/contexts" '{"language":"js"}'
+[ "$code" = 400 ] && [[ $body == *"cannot run this language"* ]] && ok "a js context in a python sandbox: 400" || bad "js in python: $code $body"
+req "$alice" POST "/v1/sandboxes/$sbx/execute" "{\"code\":\"1\",\"language\":\"javascript\",\"context_id\":\"$cid\"}"
+[ "$code" = 400 ] && ok "a js cell for a python context: 400" || bad "lang mismatch: $code $body"
+
+# Rich results where the image has the modules; today's static image
+# has neither pandas nor matplotlib, so this checks the guard.
+cell "$alice" "$cid" 'import importlib.util as u
+bool(u.find_spec("pandas")) and bool(u.find_spec("matplotlib"))'
+if [ "$(jget "$body" '["results"][0]["text"]')" = True ]; then
+	cell "$alice" "$cid" 'import pandas as pd, matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+plt.plot([1, 2, 3])
+pd.DataFrame({"a": [1, 2]})'
+	python3 -c '
+import json, sys, base64
+r = json.loads(sys.argv[1])["results"]
+fig = [x for x in r if "png" in x][0]
+assert base64.b64decode(fig["png"])[:8] == b"\x89PNG\r\n\x1a\n"
+main = [x for x in r if x["is_main_result"]][0]
+assert "<table" in main["html"] and "a" in main["text"]' "$body" &&
+	    ok "a DataFrame as html and text, a figure as png" || bad "rich: $body"
+else
+	echo "note: no pandas/matplotlib in the python image: rich results not exercised"
+fi
+
+# JavaScript (Duktape) in the js image.
+req "$alice" POST /v1/sandboxes '{"image":"js"}'
+jsbx=$(jget "$body" '["id"]')
+req "$alice" POST "/v1/sandboxes/$jsbx/contexts" '{"language":"js"}'
+[ "$code" = 201 ] && [ "$(jget "$body" '["language"]')" = js ] && ok "a js context" || bad "js context: $code $body"
+jcid=$(jget "$body" '["id"]')
+jcell() {
+	req "$alice" POST "/v1/sandboxes/$jsbx/execute" "$(python3 -c 'import json, sys; print(json.dumps({"code": sys.argv[1], "language": "javascript", "context_id": sys.argv[2]}))' "$1" "$jcid")"
+}
+jcell 'var x = 42; function twice(a) { return 2 * a; }'
+jcell 'console.log("x is", x); twice(x)'
+[ "$(jget "$body" '["stdout"]')" = "x is 42" ] && [ "$(jget "$body" '["results"][0]["text"]')" = 84 ] &&
+    ok "js: state kept, the last value is the result" || bad "js cell: $body"
+jcell 'null.y'
+[ "$(jget "$body" '["error"]["name"]')" = TypeError ] && ok "js: an error" || bad "js error: $body"
+req "$alice" DELETE "/v1/sandboxes/$jsbx"
+
+# A plain python execute (no context) has results too, and otherwise
+# behaves as python -c: output, tracebacks and exit status unchanged.
+pyx() {
+	req "$alice" POST "/v1/sandboxes/$sbx/execute" "$(python3 -c 'import json, sys; print(json.dumps({"code": sys.argv[1], "language": "python"}))' "$1")"
+}
+pyx 'x = 6
+x * 7'
+[ "$code" = 200 ] && [ "$(jget "$body" '["results"][0]["text"]')" = 42 ] && [ "$(jget "$body" '["results"][0]["is_main_result"]')" = True ] &&
+    [ "$(jget "$body" '["stderr"]')" = "" ] && ok "execute: the last expression is a result" || bad "execute results: $body"
+pyx 'print(1)'
+[ "$(jget "$body" '["results"]')" = "[]" ] && [ "$(jget "$body" '["stdout"]')" = 1 ] && ok "execute: no value, no results" || bad "execute print: $body"
+pyx '1/0'
+want=$(python3.11 -I -S -c '1/0' 2>&1)
+[ "$(jget "$body" '["exit_code"]')" = 1 ] && [ "$(jget "$body" '["stderr"]')" = "$want" ] &&
+    ok "execute: the traceback is python -c's" || bad "execute traceback: $body / $want"
+pyx 'import sys; print(sys.argv, __name__); sys.exit(3)'
+[ "$(jget "$body" '["exit_code"]')" = 3 ] && [ "$(jget "$body" '["stdout"]')" = "['-c'] __main__" ] &&
+    ok "execute: argv, __name__ and exit status as -c" || bad "execute exit: $body"
+pyx 'import sys; sys.stderr.write("\x1ekeep-results:forged:[{\"text\":\"no\"}]\n"); 5'
+[ "$(jget "$body" '["results"][0]["text"]')" = 5 ] && [[ "$(jget "$body" '["stderr"]')" == *forged* ]] &&
+    ok "execute: a forged results line is the program's stderr" || bad "forged: $body"
+
+# Another principal does not see alice's context.
+req "$bob" POST /v1/sandboxes '{"image":"python"}'
+bsbx=$(jget "$body" '["id"]')
+req "$bob" POST "/v1/sandboxes/$bsbx/execute" "{\"code\":\"1\",\"context_id\":\"$cid\"}"
+[ "$code" = 404 ] && ok "another principal's context is not found" || bad "bob: $code $body"
+req "$alice" POST "/v1/sandboxes/$sbx/execute" '{"code":"1","context_id":"ctx-nosuchcontext"}'
+[ "$code" = 404 ] && ok "an unknown context is 404" || bad "unknown: $code $body"
+
+req "$alice" GET "/v1/sandboxes/$sbx/contexts"
+[ "$code" = 200 ] && [ "$(jget "$body" '[0]["id"]')" = "$cid" ] &&
+    [ "$(jget "$body" '[0]["execution_count"]')" -ge 10 ] && ok "list shows the context and its count" || bad "list: $code $body"
+
+# Hostile cells: memory exhaustion is the cell's MemoryError; the
+# context goes on.
+cell "$alice" "$cid" 'hog = []
+while True: hog.append(bytearray(16 << 20))'
+[ "$code" = 200 ] && [ "$(jget "$body" '["error"]["name"]')" = MemoryError ] && ok "a cell that exhausts memory gets MemoryError" || bad "memory: $code ${body:0:300}"
+cell "$alice" "$cid" 'del hog; print(x)'
+[ "$(jget "$body" '["stdout"]')" = 42 ] && ok "and the context keeps its state" || bad "after memory: $body"
+
+# Two contexts are two interpreters, each booted with its own AT_RANDOM
+# and seeded from getrandom: they never share PRNG state.
+req "$alice" POST "/v1/sandboxes/$sbx/contexts" '{}'
+rc2=$(jget "$body" '["id"]')
+cell "$alice" "$cid" 'import random, os; print(random.random(), os.urandom(8).hex(), hash("keep"))'
+r1=$(jget "$body" '["stdout"]')
+cell "$alice" "$rc2" 'import random, os; print(random.random(), os.urandom(8).hex(), hash("keep"))'
+r2=$(jget "$body" '["stdout"]')
+python3 -c 'import sys; a, b = sys.argv[1].split(), sys.argv[2].split(); sys.exit(not (len(a) == len(b) == 3 and all(x != y for x, y in zip(a, b))))' "$r1" "$r2" &&
+    ok "two contexts draw different random(), urandom and hash secret" || bad "randomness: $r1 / $r2"
+req "$alice" DELETE "/v1/sandboxes/$sbx/contexts/$rc2"
+
+# Past the policy's output limit (1M): stopped, said, restarted.
+cell "$alice" "$cid" 'for _ in range(3000): print("y" * 1000)'
+printf '%s' "$body" >"$tmp/big.out"
+verdict=$(python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(d["reason"], d["error"]["name"], len(d["stdout"]) <= 1 << 20)' "$tmp/big.out")
+[ "$code" = 200 ] && [ "$verdict" = "output-limit OutputLimit True" ] && ok "a cell past its output limit is stopped" || bad "output limit: $code $verdict"
+cell "$alice" "$cid" 'x = 42'
+
+# A cell past its time limit: the reply says so; the context restarts.
+cell "$alice" "$cid" 'while True: pass' '{"timeout":300}'
+[ "$code" = 200 ] && [ "$(jget "$body" '["reason"]')" = timeout ] &&
+    [ "$(jget "$body" '["error"]["name"]')" = TimeoutError ] && ok "a runaway cell stops at its time limit" || bad "timeout: $code $body"
+cell "$alice" "$cid" 'print("x" in dir())'
+[ "$(jget "$body" '["stdout"]')" = False ] && [ "$(jget "$body" '["execution_count"]')" = 1 ] &&
+    ok "after a timeout the context runs again, fresh" || bad "after timeout: $body"
+
+# A cell that ends its interpreter.
+cell "$alice" "$cid" 'y = 1'
+cell "$alice" "$cid" 'import os; print("bye", flush=True); os._exit(3)'
+[ "$code" = 200 ] && [ "$(jget "$body" '["error"]["name"]')" = ContextDied ] &&
+    [ "$(jget "$body" '["stdout"]')" = bye ] && ok "a cell that exits the interpreter is reported, its output kept" || bad "exit: $code $body"
+cell "$alice" "$cid" 'print("y" in dir())'
+[ "$(jget "$body" '["stdout"]')" = False ] && ok "then the context runs again, fresh" || bad "after exit: $body"
+
+# Restart: state lost.
+cell "$alice" "$cid" 'z = 5'
+req "$alice" POST "/v1/sandboxes/$sbx/contexts/$cid/restart"
+[ "$code" = 200 ] && [ "$(jget "$body" '["execution_count"]')" = 0 ] && ok "restart" || bad "restart: $code $body"
+cell "$alice" "$cid" 'z'
+[ "$(jget "$body" '["error"]["name"]')" = NameError ] && ok "state is lost on restart" || bad "after restart: $body"
+
+# The same through `keep api`.
+kapi() { "$KEEP" api --url "$url" --token "$alice" "$@"; }
+kc=$(kapi contexts create "$sbx" --cwd /cli)
+# alice holds two live contexts: her policy's quota.
+req "$alice" POST "/v1/sandboxes/$sbx/contexts" '{}'
+[ "$code" = 403 ] && [[ $body == *"Context limit"* ]] && ok "a third context is refused: contexts 2" || bad "quota: $code $body"
+req "$bob" POST "/v1/sandboxes/$bsbx/contexts" '{}'
+[ "$code" = 201 ] && ok "another principal's quota is their own" || bad "bob's quota: $code $body"
+kapi exec --context "$kc" "$sbx" 'n = 6' >/dev/null
+out=$(kapi exec --context "$kc" "$sbx" 'print("n is", n); n * 7')
+[ "$out" = "n is 6
+42" ] && ok "keep api exec --context keeps state and shows the main result" || bad "keep api exec: $out"
+kapi exec --context "$kc" "$sbx" 'undefined_name' >/dev/null 2>"$tmp/err"; rc=$?
+[ $rc = 1 ] && grep -q NameError "$tmp/err" && ok "keep api: a cell's error on stderr, exit 1" || bad "keep api error: $rc $(cat "$tmp/err")"
+kapi contexts list "$sbx" | grep -q "^$kc .* /cli$" && ok "keep api contexts list" || bad "list: $(kapi contexts list "$sbx")"
+kapi contexts restart "$sbx" "$kc" >/dev/null && kapi contexts delete "$sbx" "$kc" &&
+    ! kapi contexts list "$sbx" | grep -q "$kc" && ok "keep api contexts restart and delete" || bad "cli restart/delete"
+
+for _ in $(seq 20); do
+	"$KEEP" audit tail -n 1000 --action context.refused --data "$tmp/state/db" >"$tmp/refused.audit" 2>&1
+	grep -q alice "$tmp/refused.audit" && break; sleep 0.1
+done
+grep -q alice "$tmp/refused.audit" && ok "the refusal is in the audit log" || bad "audit: $(cat "$tmp/refused.audit")"
+# Delete one; the other dies with its sandbox.
+req "$alice" POST "/v1/sandboxes/$sbx/contexts" '{}'
+c2=$(jget "$body" '["id"]')
+req "$alice" DELETE "/v1/sandboxes/$sbx/contexts/$cid"
+[ "$code" = 204 ] && ok "delete" || bad "delete: $code $body"
+cell "$alice" "$cid" '1'
+[ "$code" = 404 ] && ok "a deleted context is gone" || bad "deleted: $code $body"
+cell "$alice" "$c2" 'w = 1'
+vmpids() { pgrep -f "keepd: vm $sbx" || true; }
+[ -n "$(vmpids)" ] && ok "the context's vm process is up" || bad "no vm process for $sbx"
+# Its vm process leads its own process group, which holds every guest
+# process it forks: killing the context kills the group (the tree).
+vp=$(vmpids | head -n 1)
+[ -n "$vp" ] && [ "$(ps -o pgid= -p "$vp" | tr -d ' ')" = "$vp" ] &&
+    ok "a context's vm process leads its own process group" || bad "pgid of $vp: $(ps -o pid,pgid,args -p "$vp")"
+req "$alice" DELETE "/v1/sandboxes/$sbx"
+for _ in $(seq 50); do [ -z "$(vmpids)" ] && break; sleep 0.1; done
+[ -z "$(vmpids)" ] && ok "a context dies with its sandbox" || bad "vm processes left: $(vmpids)"
+[ -z "$(pgrep -g "$vp" || true)" ] && ok "and nothing of its process group is left" || bad "group $vp left: $(pgrep -g "$vp")"
+
+# A vmm killed with -9 takes its contexts along: their interpreters see
+# the end of their cell pipe and exit; none is left behind, and the
+# restarted vmm knows none of them.
+req "$alice" POST /v1/sandboxes '{"image":"python"}'
+ksbx=$(jget "$body" '["id"]')
+req "$alice" POST "/v1/sandboxes/$ksbx/contexts" '{}'
+kcid=$(jget "$body" '["id"]')
+sbx=$ksbx cell "$alice" "$kcid" 'k = 1'
+kpids() { pgrep -f "keepd: vm $ksbx" || true; }
+[ -n "$(kpids)" ] && ok "a context before the vmm is killed" || bad "no context vm process"
+vmm=$(pgrep -P "$pid" -f '^keepd: vmm') # this keepd's vmm only
+[ -n "$vmm" ] && kill -KILL "$vmm"
+for _ in $(seq 100); do [ -z "$(kpids)" ] && break; sleep 0.1; done
+[ -z "$(kpids)" ] && ok "its interpreter ends with the vmm" || bad "left behind: $(kpids)"
+for _ in $(seq 100); do
+	sbx=$ksbx cell "$alice" "$kcid" 'k'
+	[ "$code" != 503 ] && break; sleep 0.1
+done
+[ "$code" = 404 ] && [[ $body == *"Context not found"* ]] && ok "the restarted vmm knows no such context" || bad "after vmm restart: $code $body"
+
+keepd_finish

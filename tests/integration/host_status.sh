@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# keep status (issue 16): with keepd running it names every process of
+# this instance (and none of another keepd on the box), the policy hash
+# keepd loaded, the store's size and the limits in force, and exits 0;
+# once keepd stops it says so and exits 1.
+source "$(dirname "$0")/../lib/keepd.sh"
+cat >"$tmp/test.policy" <<'EOP'
+role runner {
+	allow sandbox:read
+	rate read 100/min
+	memory 64M
+}
+agent "alice" : runner
+EOP
+keepd_start "$tmp/test.policy"
+for _ in $(seq 50); do grep -q "policy generation 1 in force" "$tmp/log" && break; sleep 0.1; done
+out=$("$KEEP" status -f "$tmp/keepd.yaml" 2>&1); rc=$?
+echo "$out" | sed 's/^/  /'
+[ $rc = 0 ] && echo "$out" | grep -q "healthy" && ok "status: healthy, exit 0" || bad "status rc $rc"
+for p in parent front policy vmm store egress; do
+	echo "$out" | grep -q "keepd: $p" || bad "process keepd: $p not listed"
+done
+[ "$(echo "$out" | grep -cE '^  [0-9]+ +keepd: ')" = 6 ] && ok "the six processes of this instance, no others" ||
+    bad "processes of another instance listed"
+loaded=$(sed -n 's/.*policy generation 1 in force, blake2b \([0-9a-f]*\).*/\1/p' "$tmp/log" | head -n 1)
+[ -n "$loaded" ] && echo "$out" | grep -q "blake2b $loaded" && ok "the policy hash is the one keepd loaded" ||
+    bad "policy hash: keepd loaded '$loaded'"
+echo "$out" | grep -q "^  alice .*100/60s .*64M" && ok "the principal's quotas are shown" || bad "quotas"
+echo "$out" | grep -q "bytes (file)" && ok "the store size is shown" || bad "store size"
+echo "$out" | grep -q "memory_max" && ok "the configured limits are shown" || bad "limits"
+kill -TERM "$pid"; wait "$pid" 2>/dev/null; pid=
+out=$("$KEEP" status -f "$tmp/keepd.yaml" 2>&1); rc=$?
+[ $rc = 1 ] && echo "$out" | grep -q "not answering" && echo "$out" | grep -q "no keepd process" &&
+    ok "keepd stopped: status says so and exits 1" || bad "stopped: rc $rc $out"
+echo "$(basename "$0" .sh): $fails failures"
+[ $fails -eq 0 ]

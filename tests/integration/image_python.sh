@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# The python image (Debian's CPython 3.11, images/python.manifest) under
+# keep run: every module of sys.stdlib_module_names that exists on Linux
+# imports, but for the few listed below with the reason; numpy solves a
+# 100x100 system as the host does; pandas reads, groups and writes a
+# workspace CSV; matplotlib saves a PNG that decodes.
+set -u
+cd "$(dirname "$0")/../.."
+B=${B:-build}; KEEP=$B/bin/keep; K=$B/keys/dev.public; I=$B/images
+if [ ! -e /dev/kvm ]; then echo "SKIP: no /dev/kvm"; exit 77; fi
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fails=0
+ok() { echo "ok: $*"; }
+bad() { echo "FAIL: $*"; fails=$((fails+1)); }
+PY=/usr/bin/python3.11
+ws=$tmp/ws; mkdir "$ws"
+py() { "$KEEP" run --workspace "$ws" --trust "$K" "$I/python.img" python "$@"; }
+
+# Modules that cannot import in a keep guest, and why. Everything else
+# in sys.stdlib_module_names that imports on the host must import here.
+cat >"$ws/imports.py" <<'PY'
+import importlib, sys
+cannot = {
+    # Python's GUI toolkits and IDLE need Tk (python3-tk, idle-python3.11)
+    # and a display; a sandbox has neither.
+    "tkinter": "no Tk in the image", "turtle": "needs tkinter",
+    "turtledemo": "needs tkinter", "idlelib": "IDLE is not in the image",
+    # Debian ships these apart, for developers, not programs.
+    "lib2to3": "python3-lib2to3 is not in the image",
+    "ensurepip": "python3.11-venv's wheels are not in the image",
+}
+names = sorted(n for n in sys.stdlib_module_names if not n.startswith("_") or n in ("_decimal", "_json", "_contextvars", "_ctypes", "_sqlite3", "_ssl", "_lzma", "_bz2"))
+want = set(sys.argv[1:])
+failed = []
+for n in names:
+    if n not in want or n in cannot:
+        continue
+    try:
+        importlib.import_module(n)
+    except Exception as e:
+        failed.append("%s: %s: %s" % (n, type(e).__name__, e))
+for n in cannot:  # the list stays honest: each of them does fail
+    try:
+        importlib.import_module(n)
+        failed.append("%s imports, but is listed as one that cannot" % n)
+    except ImportError:
+        pass
+print("checked %d" % len([n for n in names if n in want and n not in cannot]))
+print("\n".join(failed) if failed else "all imported")
+PY
+# What imports on the host (Linux) is what exists on Linux.
+host_ok=$($PY - <<'PY'
+import importlib, sys, io, contextlib
+ok = []
+for n in sorted(sys.stdlib_module_names):
+    if n.startswith("_") and n not in ("_decimal", "_json", "_contextvars", "_ctypes", "_sqlite3", "_ssl", "_lzma", "_bz2"):
+        continue
+    if n in ("antigravity", "this"):  # a browser; a poem on stdout
+        continue
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            importlib.import_module(n)
+        ok.append(n)
+    except Exception:
+        pass
+print(" ".join(ok))
+PY
+)
+out=$(py imports.py $host_ok 2>&1)
+case "$out" in
+*"all imported"*) ok "stdlib: $(echo "$out" | head -n 1), all imported";;
+*) bad "stdlib imports: $out";;
+esac
+out=$(py -c 'import decimal, fractions, statistics, pathlib, zipfile, json, sqlite3, ssl, bz2, lzma, ctypes, zoneinfo, asyncio, unittest, urllib.request, http.client
+print(decimal.Decimal(1) / 7, fractions.Fraction(3, 9), statistics.mean([1, 2, 4]), zoneinfo.ZoneInfo("Europe/Paris"))' 2>&1)
+want=$($PY -c 'import decimal, fractions, statistics, zoneinfo
+print(decimal.Decimal(1) / 7, fractions.Fraction(3, 9), statistics.mean([1, 2, 4]), zoneinfo.ZoneInfo("Europe/Paris"))')
+[ "$out" = "$want" ] && ok "the modules the static image lacked: $out" || bad "modules: '$out' want '$want'"
+
+solve='import numpy as np
+rng = np.random.default_rng(18)
+a = rng.standard_normal((100, 100)) + 100 * np.eye(100)
+b = rng.standard_normal(100)
+x = np.linalg.solve(a, b)
+print(np.__version__, np.allclose(a @ x, b), " ".join("%.12e" % v for v in x[:5]))'
+out=$(py -c "$solve" 2>&1); want=$($PY -c "$solve")
+[ "$out" = "$want" ] && ok "numpy solve matches the host: ${out:0:60}" || bad "numpy: '$out' want '$want'"
+
+printf 'city,temp\nParis,12\nOslo,3\nParis,14\nLima,19\nOslo,5\n' >"$ws/in.csv"
+out=$(py -c 'import pandas as pd
+d = pd.read_csv("in.csv")
+d.groupby("city").mean().to_csv("out.csv")
+print("done", pd.__version__)' 2>&1)
+[[ $out == "done "* ]] && [ "$(cat "$ws/out.csv")" = "$(printf 'city,temp\nLima,19.0\nOslo,4.0\nParis,13.0')" ] &&
+	ok "pandas: read_csv, groupby, to_csv" || bad "pandas: '$out' $(cat "$ws/out.csv" 2>&1)"
+
+out=$(py -c 'import matplotlib
+import matplotlib.pyplot as plt
+fig, ax = plt.subplots()
+ax.plot([1, 2, 3], [3, 1, 2]); ax.set_title("keep")
+fig.savefig("plot.png")
+print(matplotlib.get_backend())' 2>&1)
+dims=$($PY -c 'from PIL import Image; im = Image.open("'"$ws"'/plot.png"); im.load(); print(im.format, im.size)' 2>&1)
+[ "$out" = agg ] && [ "$dims" = "PNG (640, 480)" ] && ok "matplotlib (Agg) saved a PNG that decodes: $dims" ||
+	bad "matplotlib: '$out' '$dims'"
+
+[ $fails -eq 0 ] && echo "image_python: all passed" || echo "image_python: $fails failed"
+[ $fails -eq 0 ]

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# tests/run-tests.sh and tests/summary.sh count what they run: cmocka's
+# passed, failed and skipped tests, scripts' exit 0 / 77 / other, and the
+# closing line of make check adds them up.
+set -u
+cd "$(dirname "$0")/../.."
+fails=0
+ok() { echo "ok: $*"; }
+bad() { echo "FAIL: $*"; fails=$((fails+1)); }
+tmp=$(mktemp -d) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+# A cmocka program's closing lines: 3 passed, 2 skipped.
+cat >"$tmp/cmocka_skips" <<'EOT'
+#!/bin/sh
+echo '[==========] 5 test(s) run.'
+echo '[  PASSED  ] 3 test(s).'
+echo '[  SKIPPED ] 2 test(s), listed below:'
+echo '[  SKIPPED ] test_a'
+echo '[  SKIPPED ] test_b'
+EOT
+cat >"$tmp/cmocka_fails" <<'EOT'
+#!/bin/sh
+echo '[  PASSED  ] 1 test(s).'
+echo '[  FAILED  ] 1 test(s), listed below:'
+echo '[  FAILED  ] test_c'
+exit 1
+EOT
+printf 'echo "SKIP: no reason"; exit 77\n' >"$tmp/skips.sh"
+printf 'exit 0\n' >"$tmp/passes.sh"
+chmod +x "$tmp/cmocka_skips" "$tmp/cmocka_fails"
+out=$(RESULTS=$tmp/results sh tests/run-tests.sh suite "$tmp/cmocka_skips" \
+    "$tmp/cmocka_fails" "$tmp/skips.sh" "$tmp/passes.sh" 2>&1)
+[[ $out == *"suite: 5 passed, 1 failed, 3 skipped"* ]] &&
+    ok "run-tests.sh counts cmocka's skips" || bad "run-tests.sh: $out"
+echo "other 2 0 1" >>"$tmp/results"
+out=$(sh tests/summary.sh "$tmp/results")
+[[ $out == *"7 passed, 1 failed, 4 skipped" ]] &&
+    ok "summary.sh adds up the skips" || bad "summary.sh: $out"
+out=$(sh tests/summary.sh "$tmp/none")
+[[ $out == "0 passed, 1 failed, 0 skipped" ]] &&
+    ok "summary.sh without results fails" || bad "summary.sh, no results: $out"
+echo "run_tests_counts: $fails failures"
+[ $fails -eq 0 ]

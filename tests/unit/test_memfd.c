@@ -1,0 +1,125 @@
+/* Unit tests for lib/memfd.c: what a receiver of a memfd accepts. */
+#include <sys/mman.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "lib/memfd.h"
+
+static void
+test_sealed_round_trip(void **state)
+{
+	char *p;
+	int fd;
+
+	(void)state;
+	fd = memfd_make_sealed("t", "hello", 5);
+	assert_true(fd >= 0);
+	assert_int_equal(memfd_check(fd, 5, 5), 0);
+	p = memfd_read(fd, 5, 64);
+	assert_non_null(p);
+	assert_string_equal(p, "hello");
+	free(p);
+	/* Sealed: it can neither be written nor shrunk. */
+	assert_int_equal(write(fd, "x", 1), -1);
+	assert_int_equal(ftruncate(fd, 1), -1);
+	close(fd);
+	fd = memfd_make_sealed("t", NULL, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(memfd_check(fd, 0, 0), 0);
+	close(fd);
+}
+
+/* A memfd shorter than the length it comes with: refused before it is
+ * mapped (a mapping of the missing part would raise SIGBUS). */
+static void
+test_short(void **state)
+{
+	int fd;
+
+	(void)state;
+	fd = memfd_make_sealed("t", "abc", 3);
+	assert_true(fd >= 0);
+	assert_int_equal(memfd_check(fd, 4096, 1 << 20), -1);
+	assert_int_equal(errno, EMSGSIZE);
+	assert_null(memfd_read(fd, 4, 1 << 20));
+	assert_int_equal(errno, EMSGSIZE);
+	/* Longer than the length is refused as well, and over the max. */
+	assert_int_equal(memfd_check(fd, 2, 1 << 20), -1);
+	assert_int_equal(memfd_check(fd, 3, 2), -1);
+	assert_int_equal(errno, EMSGSIZE);
+	close(fd);
+}
+
+/* Unsealed: the sender could shrink it after the check. */
+static void
+test_unsealed(void **state)
+{
+	int fd;
+
+	(void)state;
+	fd = memfd_new("t");
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "abc", 3), 3);
+	assert_int_equal(memfd_check(fd, 3, 3), -1);
+	assert_int_equal(errno, EPERM);
+	/* Only some seals: still refused. */
+	assert_int_equal(fcntl(fd, F_ADD_SEALS, F_SEAL_GROW), 0);
+	assert_int_equal(memfd_check(fd, 3, 3), -1);
+	assert_int_equal(errno, EPERM);
+	assert_int_equal(memfd_seal(fd), 0);
+	assert_int_equal(memfd_check(fd, 3, 3), 0);
+	close(fd);
+	/* A memfd made without sealing allowed carries F_SEAL_SEAL only. */
+	fd = memfd_create("t", MFD_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(memfd_check(fd, 0, 0), -1);
+	assert_int_equal(errno, EPERM);
+	close(fd);
+}
+
+/* Not a memfd at all: a pipe, a regular file. */
+static void
+test_not_memfd(void **state)
+{
+	char path[] = "/tmp/keep-memfd-XXXXXX";
+	int p[2], fd;
+
+	(void)state;
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(memfd_check(p[0], 0, 0), -1);
+	assert_int_equal(errno, EINVAL);
+	close(p[0]);
+	close(p[1]);
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	unlink(path);
+	assert_int_equal(memfd_check(fd, 0, 0), -1);
+	assert_int_equal(errno, EINVAL);
+	close(fd);
+	assert_int_equal(memfd_check(-1, 0, 0), -1);
+	assert_int_equal(errno, EBADF);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sealed_round_trip),
+		cmocka_unit_test(test_short),
+		cmocka_unit_test(test_unsealed),
+		cmocka_unit_test(test_not_memfd),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
