@@ -3,9 +3,10 @@
 # stdout and exit status compared byte for byte: busybox applets from the
 # toolbox stock image and bash-static scripts from tests/compat/bash/.
 # The short subset of `make check-compat` (tests/compat/, docs/compat.md)
-# that make check runs: cases that need nothing the guest lacks (no
-# second process), so each one must agree. The native side runs in a
-# copy of the same files with an empty environment.
+# that make check runs: cases that need no program but the one run
+# (bash's subshells, here-documents and $(...) fork bash itself and
+# talk through pipes), so each one must agree. The native side runs in
+# a copy of the same files with an empty environment.
 set -u
 cd "$(dirname "$0")/../.."
 B=${B:-build}; KEEP=$B/bin/keep; BB=/bin/busybox; BASH_BIN=/bin/bash-static
@@ -50,7 +51,7 @@ applet grep nothing fruit.txt
 applet wc -l numbers.txt
 applet find dir -type f
 applet stat -c '%n %s %F %a' fruit.txt dir
-for s in arith strings status files; do
+for s in arith strings status files heredoc subst; do
 	cp "tests/compat/bash/$s.sh" "$fix/script.sh"
 	same "bash $s.sh" "$BASH_BIN" script.sh -- "$BASH_BIN" /script.sh
 done
