@@ -121,7 +121,7 @@ const struct seccomp_filter seccomp_policy = { "policy", policy_rules,
 	    R(setitimer, "the run's wall-clock limit"),                        \
 	    R(clock_nanosleep, "guest sleeps, cut short by that limit"),       \
 	    R(rt_sigaction, "the timer's handler"),                            \
-	    R(openat2, "workspace files, RESOLVE_BENEATH"),                    \
+	    R(openat2, "workspace files, RESOLVE_IN_ROOT"),                    \
 	    R(read, "workspace files, stdin"), R(pread64, "workspace files"),  \
 	    R(pwrite64, "workspace files"), R(lseek, "workspace files"),       \
 	    R(getdents64, "workspace directories"),                            \

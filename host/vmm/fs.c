@@ -6,6 +6,7 @@
  * entered with openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS), so no
  * symlink leads out of it either.
  */
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
@@ -237,6 +238,22 @@ image_dir(struct vm *vm, const char *path)
 	return vm_img_is_dir(vm, path);
 }
 
+/* Whether a directory on the way to path is an image file ("/lib/x.zip/
+ * a.py"): Linux answers such a path ENOTDIR, not ENOENT. */
+static int
+image_file_on_the_way(struct vm *vm, const char *path)
+{
+	size_t i, n;
+
+	for (i = 0; i < vm->cfg->nfiles; i++) {
+		n = strlen(vm->cfg->files[i].path);
+		if (strncmp(path, vm->cfg->files[i].path, n) == 0 &&
+		    path[n] == '/')
+			return 1;
+	}
+	return 0;
+}
+
 /* The workspace, through host/vmm/workspace.c; none: nothing exists. */
 static int
 ws_open(struct vm *vm, const char *path, uint64_t flags, uint64_t mode)
@@ -332,7 +349,7 @@ stat_path(struct vm *vm, const char *path, int nofollow, struct stat *st)
 		synth_stat(st, S_IFDIR | 0755, 4096, path);
 		return 0;
 	}
-	return fd;
+	return fd == -ENOENT && image_file_on_the_way(vm, path) ? -ENOTDIR : fd;
 }
 
 static int64_t
@@ -395,6 +412,19 @@ vm_put_stat(struct vm *vm, uint64_t addr, int64_t rc, const struct stat *st)
 
 /* ---- open ------------------------------------------------------------- */
 
+/* Whether the guest's path string ends in "/" (and is not just "/"). */
+static int
+trailing_slash(struct vm *vm, uint64_t addr)
+{
+	char raw[VM_PATH_MAX];
+	size_t n;
+
+	if (vm_gstr(vm, addr, raw, sizeof(raw)) != 0)
+		return 0;
+	n = strlen(raw);
+	return n > 1 && raw[n - 1] == '/';
+}
+
 static int64_t
 open_at(
     struct vm *vm, int64_t dirfd, uint64_t addr, uint64_t flags, uint64_t mode)
@@ -410,6 +440,21 @@ open_at(
 
 	if ((rc = guest_path(vm, dirfd, addr, path, sizeof(path), 0)) != 0)
 		return rc;
+	/* "name/" must be a directory: normalizing drops the slash, so its
+	 * meaning is kept here (Linux: EISDIR to create one, ENOTDIR when
+	 * it is a file). */
+	if (trailing_slash(vm, addr)) {
+		if (flags & O_CREAT)
+			return -EISDIR;
+		flags |= O_DIRECTORY;
+	}
+	/* O_PATH: a descriptor naming the object (a symlink itself with
+	 * O_NOFOLLOW), for fstat, *at calls and /proc/self/fd; glibc's
+	 * fchmodat(AT_SYMLINK_NOFOLLOW) and realpath use it. */
+	if (flags & O_PATH) {
+		flags &= O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC;
+		wr = 0;
+	}
 	if ((fd = fd_alloc(vm, 0)) < 0)
 		return fd;
 	f = &vm->fds[fd];
@@ -435,7 +480,7 @@ open_at(
 	} else if ((hostfd = ws_open(vm, path,
 	                flags &
 	                    (O_ACCMODE | O_CREAT | O_EXCL | O_TRUNC | O_APPEND |
-	                        O_DIRECTORY | O_NOFOLLOW),
+	                        O_DIRECTORY | O_NOFOLLOW | O_PATH),
 	                mode & ~(uint64_t)vm->umask)) >= 0) {
 		f->kind = VFD_HOST;
 		f->hostfd = hostfd;
@@ -446,7 +491,9 @@ open_at(
 			return -EISDIR;
 		f->kind = VFD_VDIR;
 	} else
-		return hostfd;
+		return hostfd == -ENOENT && image_file_on_the_way(vm, path)
+		    ? -ENOTDIR
+		    : hostfd;
 	f->off = 0;
 	f->cloexec = (flags & O_CLOEXEC) != 0;
 	f->flags = (int)(flags & (O_ACCMODE | O_APPEND | O_NONBLOCK));
@@ -759,115 +806,22 @@ do_iov(struct vm *vm, struct vfd *f, uint64_t iov, uint64_t cnt, int wr)
 	return (int64_t)total;
 }
 
-/* ---- directories ------------------------------------------------------ */
-
-struct g_dirent {
-	uint64_t ino;
-	int64_t off;
-	uint16_t reclen;
-	uint8_t type;
-	char name[];
-};
-/* Where the name starts (19): sizeof would count the padding after. */
-#define DIRENT_NAME offsetof(struct g_dirent, name)
-
-/* Entries of a directory made of image paths: each child name once. */
+/* A pipe's reads and writes are the host pipe's, so its host descriptor
+ * takes O_NONBLOCK too (EAGAIN instead of waiting); a file's host
+ * descriptor keeps its own flags (a file never waits). */
 static int64_t
-vdir_getdents(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len)
+set_nonblock(struct vfd *f, int on)
 {
-	uint8_t *g;
-	size_t used = 0;
-	char name[VM_PATH_MAX];
+	int hf;
 
-	if ((g = vm_gptr(vm, buf, len)) == NULL)
-		return -EFAULT;
-	for (;;) {
-		uint64_t idx = f->off;
-		uint8_t type = 4; /* DT_DIR */
-		size_t nl, reclen;
-		int is_dir;
-
-		if (idx == 0)
-			strlcpy(name, ".", sizeof(name));
-		else if (idx == 1)
-			strlcpy(name, "..", sizeof(name));
-		else if (vm_img_child(vm, f->path, (size_t)(idx - 2), name,
-		             sizeof(name), &is_dir) != 0)
-			break;
-		else if (!is_dir)
-			type = 8; /* DT_REG */
-		nl = strlen(name);
-		reclen = (DIRENT_NAME + nl + 1 + 7) & ~(size_t)7;
-		if (used + reclen > len)
-			return used > 0 ? (int64_t)used : -EINVAL;
-		struct g_dirent d = { .ino = idx + 2,
-			.off = (int64_t)idx + 1,
-			.reclen = (uint16_t)reclen,
-			.type = type };
-		memset(g + used, 0, reclen);
-		memcpy(g + used, &d, DIRENT_NAME);
-		memcpy(g + used + DIRENT_NAME, name, nl);
-		used += reclen;
-		f->off++;
+	if (f->kind == VFD_HOST && f->pipe) {
+		if ((hf = fcntl(f->hostfd, F_GETFL)) == -1 ||
+		    fcntl(f->hostfd, F_SETFL,
+		        on ? hf | O_NONBLOCK : hf & ~O_NONBLOCK) == -1)
+			return -errno;
 	}
-	return (int64_t)used;
-}
-
-/* Entries of a /proc or /dev directory (procfs.c made the list). */
-static int64_t
-sdir_getdents(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len)
-{
-	uint8_t *g;
-	size_t used = 0, idx = 0, pos = 0;
-
-	if ((g = vm_gptr(vm, buf, len)) == NULL)
-		return -EFAULT;
-	while (pos < f->len) {
-		uint8_t type = f->data[pos];
-		const char *name = (const char *)f->data + pos + 1;
-		size_t nl = strnlen(name, f->len - pos - 1), reclen;
-
-		pos += 2 + nl;
-		if (idx++ < f->off)
-			continue;
-		reclen = (DIRENT_NAME + nl + 1 + 7) & ~(size_t)7;
-		if (used + reclen > len)
-			return used > 0 ? (int64_t)used : -EINVAL;
-		struct g_dirent d = { .ino = idx + 1,
-			.off = (int64_t)idx,
-			.reclen = (uint16_t)reclen,
-			.type = type };
-		memset(g + used, 0, reclen);
-		memcpy(g + used, &d, DIRENT_NAME);
-		memcpy(g + used + DIRENT_NAME, name, nl);
-		used += reclen;
-		f->off++;
-	}
-	return (int64_t)used;
-}
-
-static int64_t
-getdents(struct vm *vm, uint64_t fd, uint64_t buf, uint64_t len)
-{
-	struct vfd *f = fd_get(vm, fd);
-	void *g;
-	long n;
-
-	if (f == NULL)
-		return -EBADF;
-	if (len > IO_CHUNK)
-		len = IO_CHUNK;
-	if (f->kind == VFD_VDIR)
-		return vdir_getdents(vm, f, buf, len);
-	if (f->kind == VFD_SDIR)
-		return sdir_getdents(vm, f, buf, len);
-	if (f->kind != VFD_HOST)
-		return -ENOTDIR;
-	if ((g = vm_gptr(vm, buf, len)) == NULL)
-		return -EFAULT;
-	/* The kernel's linux_dirent64 is what the guest expects. */
-	n = syscall(SYS_getdents64, f->hostfd, g, (unsigned)len);
-	return n == -1 ? -errno : n;
+	f->flags = on ? f->flags | O_NONBLOCK : f->flags & ~O_NONBLOCK;
+	return 0;
 }
 
 /* ---- descriptors' calls -------------------------------------------------------- */
@@ -887,25 +841,18 @@ fcntl_fd(struct vm *vm, uint64_t fd, uint64_t cmd, uint64_t arg)
 		f->cloexec = (arg & FD_CLOEXEC) != 0;
 		return 0;
 	case F_GETFL:
-		return f->kind == VFD_OUT ? O_WRONLY
-		    : f->kind == VFD_HOST ? fcntl(f->hostfd, F_GETFL)
-		                          : f->flags;
-	case F_SETFL:
-		/* O_NONBLOCK on a pipe, eventfd or epoll descriptor (its
-		 * host one, shared with other processes as on Linux);
-		 * other flags and kinds are accepted and ignored. */
-		if (f->kind == VFD_HOST && f->pipe) {
-			int fl = fcntl(f->hostfd, F_GETFL);
-
-			if (fl == -1 ||
-			    fcntl(f->hostfd, F_SETFL,
-			        (fl & ~O_NONBLOCK) | (int)(arg & O_NONBLOCK)) ==
-			        -1)
+		if (f->kind == VFD_HOST) {
+			if ((rc = fcntl(f->hostfd, F_GETFL)) == -1)
 				return -errno;
-			f->flags =
-			    (f->flags & ~O_NONBLOCK) | (int)(arg & O_NONBLOCK);
+			return (rc & ~O_NONBLOCK) | (f->flags & O_NONBLOCK);
 		}
-		return 0;
+		return (f->kind == VFD_OUT ? O_WRONLY
+		                           : f->flags & ~O_NONBLOCK) |
+		    (f->flags & O_NONBLOCK);
+	case F_SETFL:
+		/* Only O_NONBLOCK is the guest's to change (F_GETFL shows
+		 * it back). */
+		return set_nonblock(f, ((int)arg & O_NONBLOCK) != 0);
 	case F_DUPFD:
 	case F_DUPFD_CLOEXEC:
 		if (arg >= vm->nfds)
@@ -949,6 +896,8 @@ seek(struct vm *vm, uint64_t fd, int64_t off, uint64_t whence)
 	switch (f->kind) {
 	case VFD_HOST:
 		r = lseek(f->hostfd, off, (int)whence);
+		if (r == 0)
+			f->off = 0; /* rewinddir: root_extras start again */
 		return r == -1 ? -errno : r;
 	case VFD_IMAGE:
 	case VFD_SYNTH:
@@ -1319,11 +1268,28 @@ sys_lseek(struct vm *vm, const uint64_t a[6])
 	return seek(vm, a[0], (int64_t)a[1], a[2]);
 }
 
-/* No terminals here. */
+/* No terminals here; the descriptor-flag requests every descriptor
+ * answers on Linux (CPython's os.set_blocking uses FIONBIO). */
 int64_t
 sys_ioctl(struct vm *vm, const uint64_t a[6])
 {
-	return fd_get(vm, a[0]) != NULL ? -ENOTTY : -EBADF;
+	struct vfd *f = fd_get(vm, a[0]);
+	const int *on;
+
+	if (f == NULL)
+		return -EBADF;
+	switch (a[1]) {
+	case FIOCLEX:
+	case FIONCLEX:
+		f->cloexec = a[1] == FIOCLEX;
+		return 0;
+	case FIONBIO:
+		if ((on = vm_gptr(vm, a[2], sizeof(*on))) == NULL)
+			return -EFAULT;
+		return set_nonblock(f, *on != 0);
+	default:
+		return -ENOTTY;
+	}
 }
 
 int64_t
@@ -1433,7 +1399,7 @@ sys_readlinkat(struct vm *vm, const uint64_t a[6])
 int64_t
 sys_getdents64(struct vm *vm, const uint64_t a[6])
 {
-	return getdents(vm, a[0], a[1], a[2]);
+	return vm_getdents(vm, a[0], a[1], a[2]);
 }
 
 int64_t

@@ -56,7 +56,8 @@ static const struct vm_sysent linux_calls[] = {
 	OK(14, rt_sigprocmask, sys_rt_sigprocmask, ""),
 	OK(15, rt_sigreturn, sys_rt_sigreturn,
 	    "the frame is read back through the checked guest pointers"),
-	PART(16, ioctl, sys_ioctl, "ENOTTY for every request: no terminals"),
+	PART(16, ioctl, sys_ioctl,
+	    "FIONBIO, FIOCLEX, FIONCLEX; ENOTTY for the rest: no terminals"),
 	OK(17, pread64, sys_pread64, ""),
 	OK(18, pwrite64, sys_pwrite64, ""),
 	OK(19, readv, sys_readv, ""),
@@ -179,8 +180,9 @@ static const struct vm_sysent linux_calls[] = {
 	OK(86, link, sys_link, "within the workspace; from the image: EXDEV"),
 	OK(87, unlink, sys_unlink, "workspace only"),
 	PART(88, symlink, sys_symlink,
-	    "created as written; never followed out of the workspace, absolute "
-	    "targets do not resolve (EXDEV)"),
+	    "created as written; followed as in a chroot at the workspace "
+	    "(never out of it); a target in the image, /proc or /dev is not "
+	    "reached through one"),
 	OK(89, readlink, sys_readlink, "workspace symlinks"),
 	OK(90, chmod, sys_chmod,
 	    "workspace files (through an O_PATH descriptor: no symlink race); "
@@ -418,8 +420,7 @@ static const struct vm_sysent linux_calls[] = {
 	NO(254, inotify_add_watch, ENOSYS, "no file change events"),
 	NO(255, inotify_rm_watch, ENOSYS, "no file change events"),
 	NO(256, migrate_pages, ENOSYS, "one memory node"),
-	OK(257, openat, sys_openat,
-	    "openat2 RESOLVE_BENEATH under the workspace"),
+	OK(257, openat, sys_openat, "openat2 RESOLVE_IN_ROOT at the workspace"),
 	OK(258, mkdirat, sys_mkdirat, "workspace only"),
 	NO(259, mknodat, EPERM,
 	    "no device or FIFO nodes: opening a FIFO would block the vm "
