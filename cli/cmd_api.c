@@ -46,14 +46,15 @@ usage_fp(FILE *fp)
 	    "COMMAND\n"
 	    "  sandbox create [--image IMAGE] [--ttl SECONDS] [--env K=V]...\n"
 	    "  sandbox list | get ID | delete ID | token ID\n"
-	    "  exec [--language python|javascript] [--context CTX] SANDBOX "
-	    "CODE|-\n"
+	    "  exec [--language python|javascript] [--context CTX] "
+	    "[--env K=V]... SANDBOX CODE|-\n"
 	    "  contexts create SANDBOX [--cwd DIR] | list SANDBOX\n"
 	    "  contexts delete SANDBOX CTX | restart SANDBOX CTX\n"
-	    "  run SANDBOX CMD [ARG...]\n"
+	    "  run [--env K=V]... SANDBOX CMD [ARG...]\n"
 	    "  files put SANDBOX LOCAL REMOTE | get SANDBOX REMOTE [LOCAL]\n"
 	    "  files ls SANDBOX [PATH] | rm SANDBOX PATH | mkdir SANDBOX PATH\n"
 	    "  env get SANDBOX | set SANDBOX K=V... | unset SANDBOX KEY\n"
+	    "  secrets set NAME [VALUE|-] | list | delete NAME\n"
 	    "  audit [--limit N]\n"
 	    "  health\n");
 }
@@ -446,36 +447,50 @@ cmd_exec(struct client *c, int argc, char **argv)
 	struct reply r;
 	char path[256], *code = NULL;
 	size_t len;
-	json_t *body;
+	json_t *body, *env = json_object();
 	int rc;
 
 	while (argc >= 2 &&
 	    (strcmp(argv[0], "--language") == 0 ||
-	        strcmp(argv[0], "--context") == 0)) {
+	        strcmp(argv[0], "--context") == 0 ||
+	        strcmp(argv[0], "--env") == 0)) {
 		if (strcmp(argv[0], "--language") == 0)
 			lang = argv[1];
-		else
+		else if (strcmp(argv[0], "--env") == 0) {
+			if (kv_into(env, argv[1]) != 0) {
+				json_decref(env);
+				return EXIT_USAGE;
+			}
+		} else
 			context = argv[1];
 		argc -= 2;
 		argv += 2;
 	}
 	if (argc != 2) {
+		json_decref(env);
 		usage();
 		return EXIT_USAGE;
 	}
-	if (!need_id(argv[0]))
+	if (!need_id(argv[0])) {
+		json_decref(env);
 		return 1;
+	}
 	if (strcmp(argv[1], "-") == 0) {
 		if ((code = read_all(stdin, &len)) == NULL) {
 			fprintf(stderr, "keep api: cannot read stdin\n");
+			json_decref(env);
 			return 1;
 		}
-	} else if ((code = strdup(argv[1])) == NULL)
+	} else if ((code = strdup(argv[1])) == NULL) {
+		json_decref(env);
 		return 1;
-	else
+	} else
 		len = strlen(code);
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/execute", argv[0]);
 	body = json_pack("{s:s%,s:s}", "code", code, len, "language", lang);
+	if (json_object_size(env) > 0)
+		json_object_set(body, "env_vars", env);
+	json_decref(env);
 	if (context != NULL)
 		json_object_set_new(body, "context_id", json_string(context));
 	rc = request_json(c, "POST", path, body, &r);
@@ -492,21 +507,35 @@ cmd_run_remote(struct client *c, int argc, char **argv)
 {
 	struct reply r;
 	char path[256];
-	json_t *args;
+	json_t *args, *env = json_object(), *body;
 	int rc;
 
+	while (argc >= 2 && strcmp(argv[0], "--env") == 0) {
+		if (kv_into(env, argv[1]) != 0) {
+			json_decref(env);
+			return EXIT_USAGE;
+		}
+		argc -= 2;
+		argv += 2;
+	}
 	if (argc < 2) {
+		json_decref(env);
 		usage();
 		return EXIT_USAGE;
 	}
-	if (!need_id(argv[0]))
+	if (!need_id(argv[0])) {
+		json_decref(env);
 		return 1;
+	}
 	args = json_array();
 	for (int i = 2; i < argc; i++)
 		json_array_append_new(args, json_string(argv[i]));
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/commands/run", argv[0]);
-	if (request_json(c, "POST", path,
-	        json_pack("{s:s,s:o}", "cmd", argv[1], "args", args), &r) != 0)
+	body = json_pack("{s:s,s:o}", "cmd", argv[1], "args", args);
+	if (json_object_size(env) > 0)
+		json_object_set(body, "env", env);
+	json_decref(env);
+	if (request_json(c, "POST", path, body, &r) != 0)
 		return 1;
 	rc = print_run(c, &r);
 	free(r.data);
@@ -678,6 +707,87 @@ cmd_env(struct client *c, int argc, char **argv)
 		if (!c->json)
 			json_object_foreach(json_object_get(j, "env"), k, v)
 			    printf("%s=%s\n", k, json_string_value(v));
+		rc = 0;
+	}
+	json_decref(j);
+	free(r.data);
+	return rc;
+}
+
+/*
+ * keep api secrets set NAME [VALUE|-] | list | delete NAME. Without a
+ * VALUE (or with -) the value is read from stdin, one trailing newline
+ * dropped, so that it never shows in a process listing.
+ */
+static int
+cmd_secrets(struct client *c, int argc, char **argv)
+{
+	struct reply r;
+	char *path = NULL, *value = NULL, *e;
+	json_t *j, *x;
+	size_t i, len = 0;
+	int rc = 1;
+
+	if (argc == 1 && strcmp(argv[0], "list") == 0) {
+		if (request(c, "GET", "/v1/secrets", NULL, 0, NULL, &r) != 0)
+			return 1;
+	} else if (argc >= 2 && argc <= 3 && strcmp(argv[0], "set") == 0) {
+		if (argc == 2 || strcmp(argv[2], "-") == 0) {
+			if ((value = read_all(stdin, &len)) == NULL) {
+				fprintf(
+				    stderr, "keep api: cannot read stdin\n");
+				return 1;
+			}
+			if (len > 0 && value[len - 1] == '\n')
+				value[--len] = '\0';
+		} else if ((value = strdup(argv[2])) != NULL)
+			len = strlen(value);
+		e = esc(c, argv[1]);
+		if (value == NULL || e == NULL ||
+		    asprintf(&path, "/v1/secrets/%s", e) == -1)
+			path = NULL;
+		curl_free(e);
+		rc = path == NULL
+		    ? -1
+		    : request_json(c, "PUT", path,
+		          json_pack("{s:s%}", "value", value, len), &r);
+		if (value != NULL) {
+			explicit_bzero(value, len);
+			free(value);
+		}
+		free(path);
+		if (rc != 0)
+			return 1;
+		rc = 1;
+	} else if (argc == 2 && strcmp(argv[0], "delete") == 0) {
+		e = esc(c, argv[1]);
+		if (e == NULL || asprintf(&path, "/v1/secrets/%s", e) == -1)
+			path = NULL;
+		curl_free(e);
+		if (path == NULL ||
+		    request(c, "DELETE", path, NULL, 0, NULL, &r) != 0) {
+			free(path);
+			return 1;
+		}
+		free(path);
+		if (r.status == 204) {
+			free(r.data);
+			return 0;
+		}
+	} else {
+		usage();
+		return EXIT_USAGE;
+	}
+	if ((j = ok_json(c, &r)) != NULL) {
+		if (!c->json && (x = json_object_get(j, "secrets")) != NULL)
+			for (i = 0; i < json_array_size(x); i++)
+				printf("%-32s %-20s %s\n",
+				    jstr(json_array_get(x, i), "name"),
+				    jstr(json_array_get(x, i), "updated_at"),
+				    jstr(json_array_get(x, i), "set_by"));
+		else if (!c->json)
+			printf(
+			    "%s %s\n", jstr(j, "name"), jstr(j, "updated_at"));
 		rc = 0;
 	}
 	json_decref(j);
@@ -901,6 +1011,8 @@ cmd_api(int argc, char **argv)
 		rc = cmd_contexts(&c, argc - 1, argv + 1);
 	else if (strcmp(argv[0], "audit") == 0)
 		rc = cmd_audit_remote(&c, argc - 1, argv + 1);
+	else if (strcmp(argv[0], "secrets") == 0)
+		rc = cmd_secrets(&c, argc - 1, argv + 1);
 	else if (strcmp(argv[0], "health") == 0)
 		rc = cmd_health(&c);
 	else {

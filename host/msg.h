@@ -55,6 +55,7 @@ enum msg_type {
 	MSG_CTL_PUBKEYS = 0x010a, /* parent -> front, vmm: msg_pubkeys */
 	MSG_CTL_TLS = 0x010b, /* parent -> front: msg_tls + memfd */
 	MSG_CTL_MINT_KEY = 0x010c, /* parent -> policy: msg_mint_key */
+	MSG_CTL_SECRET_KEY = 0x0110, /* parent -> front, vmm: msg_secret_key */
 
 	/* 0x02xx policy */
 	MSG_POLICY_LOAD = 0x0200, /* parent -> policy: msg_policy_load+memfd */
@@ -154,6 +155,18 @@ struct msg_tls {
  */
 struct msg_mint_key {
 	uint8_t sk[64];
+};
+
+/*
+ * The secrets key (docs/secrets.md): an X25519 key pair the parent keeps
+ * in <state_dir>/keys/secrets.key. The front gets the public half only,
+ * enough to seal a value it accepts (crypto_box_seal) and never enough
+ * to open a stored one; the vmm gets both halves and opens a secret only
+ * for a run whose grant names it. sk is all zero for the front.
+ */
+struct msg_secret_key {
+	uint8_t pk[32];
+	uint8_t sk[32];
 };
 
 struct msg_stats {

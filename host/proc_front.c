@@ -230,6 +230,8 @@ front_main(struct proc_ctx *ctx)
 		handlers[n++] = fb_run_handlers[i];
 	for (i = 0; i < fb_store_nhandlers && n < nitems(handlers); i++)
 		handlers[n++] = fb_store_handlers[i];
+	for (i = 0; i < fb_secret_nhandlers && n < nitems(handlers); i++)
+		handlers[n++] = fb_secret_handlers[i];
 	ctx->handlers = handlers;
 	ctx->nhandlers = n;
 	ctx->arg = &fs;

@@ -82,6 +82,24 @@ struct job {
 	char sbx[SBX_ID_MAX];
 	char owner[GRANT_PRINCIPAL_MAX];
 	char cmd[RUN_NAME_MAX];
+	/* The values of the secrets it was given, redacted from its
+	 * output (docs/secrets.md); raw[]: stdout, stderr bytes consumed
+	 * when its output streams (sent[] counts what went out). */
+	struct vmm_run_secrets *secrets;
+	uint64_t raw[2];
+};
+
+/* The secrets of one run (host/proc_vmm_secrets.c). */
+struct vmm_secret {
+	char name[64];
+	char principal[GRANT_PRINCIPAL_MAX];
+	uint8_t value[4096];
+	size_t len;
+};
+struct vmm_run_secrets {
+	uint64_t reqid;
+	size_t n;
+	struct vmm_secret s[16];
 };
 
 #define VMM_CONTEXTS_MAX 32
@@ -125,6 +143,11 @@ struct vmm_state {
 	uint32_t restore_epoch;
 	uint64_t next_pid; /* run numbers, per vmm life */
 	struct vmm_context ctxs[VMM_CONTEXTS_MAX];
+	/* docs/secrets.md: the key that opens stored secrets, and the
+	 * secrets sent for the MSG_VMM_RUN that comes next. */
+	struct msg_secret_key secret_key;
+	int have_secret_key;
+	struct vmm_run_secrets *pending_secrets;
 };
 
 int vmm_check_grant(struct proc_ctx *ctx, const struct msg *m,
@@ -171,5 +194,15 @@ int vmm_h_run(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_run_caps(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_store_reply(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_system(struct proc_ctx *ctx, const struct msg *m);
+/* Secrets (host/proc_vmm_secrets.c). */
+int vmm_h_secret_key(struct proc_ctx *ctx, const struct msg *m);
+int vmm_h_run_secret(struct proc_ctx *ctx, const struct msg *m);
+struct vmm_run_secrets *vmm_secrets_take(
+    struct vmm_state *vs, uint64_t reqid, const char *principal);
+void vmm_secrets_free(struct vmm_run_secrets *rs);
+int vmm_secrets_expand(
+    const struct vmm_run_secrets *rs, const char **envp, size_t n, char **bufs);
+int vmm_secrets_stream(struct proc_ctx *ctx, struct job *j, int s, int fd);
+int vmm_secrets_redact_output(struct job *j);
 
 #endif

@@ -262,6 +262,8 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	char *strbuf = NULL, reason[64] = "";
 	size_t used = 0, nenv = 0, i;
 	int outfds[2] = { -1, -1 }, st = RUN_REFUSED, efd = -1;
+	struct vmm_run_secrets *rs = NULL;
+	char *ebufs[RUN_MAX_ENV] = { NULL };
 	uint64_t timeout;
 	pid_t pid;
 
@@ -277,15 +279,19 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	vmm_expire_sandboxes(vs);
 	/* exec is granted per program; the sandbox is the principal's own. */
 	if (vmm_check_grant(ctx, m, &q.grant, CAP_EXEC, q.command, &g) != 0) {
+		vmm_secrets_free(vmm_secrets_take(vs, m->hdr.reqid, ""));
 		strlcpy(reason, "not authorized", sizeof(reason));
 		goto refuse;
 	}
+	/* The secrets sent for this run and granted to its principal. */
+	rs = vmm_secrets_take(vs, m->hdr.reqid, g.principal);
 	if ((s = vmm_sandbox_find(vs, q.sandbox, g.principal)) == NULL) {
 		strlcpy(reason, "no such sandbox", sizeof(reason));
 		st = RUN_NOSANDBOX;
 		goto refuse;
 	}
 	if (q.flags & RUN_F_CONTEXT) {
+		vmm_secrets_free(rs);
 		vmm_context_cell(ctx, vs, m, &q, &g, s);
 		close(m->fd);
 		return 0;
@@ -342,6 +348,12 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	        q.input_len + 1) != 0 ||
 	    p != end - q.stdin_len) {
 		strlcpy(reason, "malformed environment", sizeof(reason));
+		goto refuse;
+	}
+	if (vmm_secrets_expand(rs, envp, q.nenv, ebufs) != 0) {
+		strlcpy(reason,
+		    "a variable names a secret this run was not given",
+		    sizeof(reason));
 		goto refuse;
 	}
 	nenv = q.nenv;
@@ -436,6 +448,8 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	job->background = (q.flags & RUN_F_BACKGROUND) != 0;
 	job->stream = !job->background && (q.flags & RUN_F_STREAM) != 0;
 	job->sent[0] = job->sent[1] = 0;
+	job->secrets = rs;
+	rs = NULL;
 	strlcpy(job->sbx, s->id, sizeof(job->sbx));
 	strlcpy(job->owner, s->owner, sizeof(job->owner));
 	strlcpy(job->cmd, q.command, sizeof(job->cmd));
@@ -465,6 +479,12 @@ refuse:
 		if (outfds[i] != -1)
 			close(outfds[i]);
 done:
+	for (i = 0; i < RUN_MAX_ENV && i < q.nenv; i++)
+		if (ebufs[i] != NULL) {
+			sodium_memzero(ebufs[i], strlen(ebufs[i]));
+			free(ebufs[i]);
+		}
+	vmm_secrets_free(rs);
 	if (in != MAP_FAILED)
 		munmap(in, q.input_len);
 	free(strbuf);
@@ -567,14 +587,25 @@ vmm_job_finish(struct proc_ctx *ctx, struct job *job)
 		log_warnx("run %llu: vm pid %d: %s",
 		    (unsigned long long)job->reqid, (int)job->pid, reason);
 	}
+	/* A run given secrets: no value leaves in its output. */
+	if (job->secrets != NULL && vmm_secrets_redact_output(job) != 0) {
+		st = RUN_ERROR;
+		strlcpy(reason, "output lost", sizeof(reason));
+		close(job->outfd);
+		job->outfd = -1;
+	}
+	vmm_secrets_free(job->secrets);
+	job->secrets = NULL;
 	/* Sealed before it leaves: what remains of the run (its guest's
 	 * other processes) can no longer change what the front reads. */
-	if (vmm_join_output(job->outfd, job->errfd, &out_len, &err_len) != 0 ||
+	if (job->outfd < 0 ||
+	    vmm_join_output(job->outfd, job->errfd, &out_len, &err_len) != 0 ||
 	    memfd_seal(job->outfd) == -1) {
 		st = RUN_ERROR;
 		out_len = err_len = 0;
 		strlcpy(reason, "output lost", sizeof(reason));
-		close(job->outfd);
+		if (job->outfd >= 0)
+			close(job->outfd);
 		job->outfd = -1;
 	}
 	if (job->killed) {
@@ -676,6 +707,13 @@ vmm_stream_outputs(struct proc_ctx *ctx, struct vmm_state *vs)
 		for (s = 0; s < 2; s++) {
 			int fd = s == 0 ? j->outfd : j->errfd;
 
+			if (j->secrets != NULL) {
+				for (k = 0; k < 8; k++)
+					if (vmm_secrets_stream(ctx, j, s, fd) <=
+					    0)
+						break;
+				continue;
+			}
 			for (k = 0; k < 8; k++) {
 				if (fstat(fd, &st) == -1 || st.st_size < 0 ||
 				    (uint64_t)st.st_size <= j->sent[s])

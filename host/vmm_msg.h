@@ -76,7 +76,26 @@ enum {
 	MSG_VMM_CONTEXT_LIST = MSG_VMM_BASE + 0x29,
 	MSG_VMM_CONTEXT_DELETE = MSG_VMM_BASE + 0x2a,
 	MSG_VMM_CONTEXT_RESTART = MSG_VMM_BASE + 0x2b,
-	MSG_VMM_CONTEXT_REPLY = MSG_VMM_BASE + 0x2c
+	MSG_VMM_CONTEXT_REPLY = MSG_VMM_BASE + 0x2c,
+	MSG_VMM_RUN_SECRET = MSG_VMM_BASE + 0x30 /* front -> vmm, before
+						    MSG_VMM_RUN, same reqid:
+						    msg_vmm_run_secret */
+};
+
+/*
+ * One secret for the MSG_VMM_RUN that follows (docs/secrets.md): the
+ * policy's grant (secret:read, target the name, minted for the vmm and
+ * this request id) and the value as the store keeps it, sealed to the
+ * secrets key, which only the vmm can open. At most SECRET_RUN_MAX per
+ * run; the vmm forgets them once that run has started or been refused.
+ */
+#define RUN_SECRET_SEALED_MAX 4200 /* = STORE_SEALED_MAX */
+struct msg_vmm_run_secret {
+	struct grant grant;
+	char name[64]; /* NUL-terminated, = the grant's target */
+	uint32_t sealed_len; /* 1..RUN_SECRET_SEALED_MAX */
+	uint32_t pad; /* 0 */
+	uint8_t sealed[RUN_SECRET_SEALED_MAX];
 };
 
 /* The caps of the token that asked for the run: the vmm asks the policy

@@ -269,6 +269,13 @@ struct api_audit_entry {
 	char detail[160]; /* "reason=... status=..." and the like */
 };
 
+/* A secret's metadata; its value never leaves keepd's processes. */
+struct api_secret {
+	char name[64];
+	int64_t created_at, updated_at; /* unix ms */
+	char set_by[128]; /* the principal of the last PUT */
+};
+
 struct api_page {
 	const char *cursor; /* NULL: from the start */
 	unsigned limit; /* 1..100 */
@@ -424,6 +431,19 @@ struct api_backend {
 	int (*context_restart)(void *ctx, const struct api_call *,
 	    const char *id, const char *cid, struct api_context *out,
 	    struct api_error *err);
+
+	/*
+	 * Secrets (docs/secrets.md). secret_put seals value (len bytes) and
+	 * keeps it under name; *created is 1 when the name was new. No op
+	 * ever returns a value. secret_list: *out malloc, *n entries.
+	 */
+	int (*secret_put)(void *ctx, const struct api_call *, const char *name,
+	    const char *value, size_t len, struct api_secret *out, int *created,
+	    struct api_error *err);
+	int (*secret_delete)(void *ctx, const struct api_call *,
+	    const char *name, struct api_error *err);
+	int (*secret_list)(void *ctx, const struct api_call *,
+	    struct api_secret **out, size_t *n, struct api_error *err);
 };
 
 struct api;

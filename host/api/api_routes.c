@@ -204,6 +204,11 @@ h_sandbox_create(struct rq *r)
 	}
 	spec.env = env;
 	spec.metadata = md;
+	if (rq_env_no_secrets(r, env, spec.nenv)) {
+		free(env);
+		free(md);
+		return;
+	}
 	if (BE(r)->sandbox_create == NULL) {
 		free(env);
 		free(md);
@@ -997,6 +1002,10 @@ env_set(struct rq *r, int replace)
 	}
 	if (rq_kv(r, r->body, "env", &kv, &n))
 		return;
+	if (rq_env_no_secrets(r, kv, n)) {
+		free(kv);
+		return;
+	}
 	if (BE(r)->env_set == NULL) {
 		free(kv);
 		NOTIMPL(r);
@@ -1465,6 +1474,12 @@ const struct api_route api_routes[] = {
 	    "contexts_delete", 0 },
 	{ HTTP_POST, SBX "/contexts/{name}/restart", h_context_restart,
 	    CAP_EXEC, 2, 0, "contexts_restart", 0 },
+	{ HTTP_GET, "/v1/secrets", h_secret_list, CAP_SECRET_READ, 0, 0,
+	    "secrets_list", 0 },
+	{ HTTP_PUT, "/v1/secrets/{name}", h_secret_put, CAP_SECRET_WRITE, 1, 0,
+	    "secrets_put", 0 },
+	{ HTTP_DELETE, "/v1/secrets/{name}", h_secret_delete, CAP_SECRET_WRITE,
+	    0, 0, "secrets_delete", 0 },
 };
 const size_t api_nroutes = sizeof(api_routes) / sizeof(api_routes[0]);
 

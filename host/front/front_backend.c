@@ -1023,6 +1023,7 @@ front_backend_new(struct proc_ctx *ctx)
 	fb_image_ops(&fb->ops);
 	fb_lock_ops(&fb->ops);
 	fb_context_ops(&fb->ops);
+	fb_secret_ops(&fb->ops);
 	return fb;
 }
 

@@ -226,6 +226,21 @@ int fb_async_h_webhook_reply(struct proc_ctx *, const struct msg *);
 		    fb_async_h_webhook_reply                                   \
 	}
 void fb_runs_fail_all(struct front_backend *);
+/* Put or delete one record, authorized by cap on target
+ * (host/front/front_persist.c). */
+int fb_store_put(struct front_backend *, const struct api_principal *,
+    enum cap_id cap, const char *target, unsigned db, const void *rec,
+    size_t reclen, struct api_error *err);
+int fb_store_del(struct front_backend *, const struct api_principal *,
+    enum cap_id cap, const char *target, unsigned db, const char *k1,
+    struct api_error *err);
+/* Secrets (host/front/front_secrets.c, docs/secrets.md). */
+void fb_secret_ops(struct api_backend *);
+extern const struct msg_handler fb_secret_handlers[];
+extern const size_t fb_secret_nhandlers;
+int fb_run_secrets(struct front_backend *, const struct api_call *,
+    const char *sandbox, uint64_t reqid, const struct api_kv *env, size_t nenv,
+    int context, struct api_error *err);
 extern const struct msg_handler fb_run_handlers[];
 extern const size_t fb_run_nhandlers;
 

@@ -197,6 +197,12 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 		fb_leave(fb, call->who->sub);
 		return rc;
 	}
+	/* Secrets the variables name go to the vmm first (docs/secrets.md). */
+	if ((rc = fb_run_secrets(fb, call, id, a->reqid, env, nenv,
+	         context != NULL, err)) != API_OK) {
+		fb_leave(fb, call->who->sub);
+		return rc;
+	}
 	memset(&q, 0, sizeof(q));
 	if (nargs > RUN_MAX_ARGS || nenv > RUN_MAX_ENV) {
 		fb_leave(fb, call->who->sub);

@@ -29,6 +29,7 @@ static const char *const db_names[STORE_DB_COUNT] = {
 	[STORE_DB_IMAGES] = "images",
 	[STORE_DB_ENV] = "env",
 	[STORE_DB_FILES] = "files",
+	[STORE_DB_SECRETS] = "secrets",
 };
 
 const char *

@@ -44,6 +44,7 @@ int store_read_begin(struct store *st, MDB_txn **txn);
 #define STORE_TAG_IMAGE 'I'
 #define STORE_TAG_ENV 'E'
 #define STORE_TAG_FILE 'F'
+#define STORE_TAG_SECRET 'Z'
 #define STORE_TAG_SCHEMA 'M'
 #define STORE_TAG_HEAD 'H'
 #define STORE_TAG_CHECKPOINT 'P'

@@ -711,6 +711,43 @@ store_file_decode(const void *buf, size_t len, struct store_file *out)
 	DONE(out, f);
 }
 
+int
+store_secret_encode(const struct store_secret *in, void **out, size_t *len)
+{
+	struct store_wbuf w = { 0 };
+
+	if (!store_name_ok(in->name, STORE_NAME_MAX) ||
+	    !store_name_ok(in->set_by, STORE_NAME_MAX) || in->sealed_len == 0 ||
+	    in->sealed_len > STORE_SEALED_MAX)
+		w.err = STORE_E_ARG;
+	store_w_hdr(&w, STORE_TAG_SECRET);
+	store_w_str(&w, in->name, STORE_NAME_MAX);
+	store_w_blob(&w, in->sealed, in->sealed_len, STORE_SEALED_MAX);
+	store_w_u64(&w, (uint64_t)in->created_ms);
+	store_w_u64(&w, (uint64_t)in->updated_ms);
+	store_w_str(&w, in->set_by, STORE_NAME_MAX);
+	return store_w_finish(&w, out, len);
+}
+
+int
+store_secret_decode(const void *buf, size_t len, struct store_secret *out)
+{
+	struct store_rbuf r = { buf, len, 0 };
+	struct store_secret s;
+
+	memset(&s, 0, sizeof(s));
+	if (store_r_hdr(&r, STORE_TAG_SECRET) != 0)
+		return r.err;
+	s.name = store_r_str(&r, STORE_NAME_MAX);
+	s.sealed = store_r_blob(&r, STORE_SEALED_MAX, &s.sealed_len);
+	s.created_ms = (int64_t)store_r_u64(&r);
+	s.updated_ms = (int64_t)store_r_u64(&r);
+	s.set_by = store_r_str(&r, STORE_NAME_MAX);
+	BAD(!store_name_ok(s.name, STORE_NAME_MAX) ||
+	    !store_name_ok(s.set_by, STORE_NAME_MAX) || s.sealed_len == 0);
+	DONE(out, s);
+}
+
 /* ---- meta ----------------------------------------------------------- */
 
 int
@@ -804,6 +841,7 @@ store_record_check(unsigned db, const void *buf, size_t len)
 		struct store_image i;
 		struct store_env e;
 		struct store_file f;
+		struct store_secret z;
 		struct store_head h;
 		struct store_checkpoint p;
 	} u;
@@ -836,6 +874,8 @@ store_record_check(unsigned db, const void *buf, size_t len)
 		return store_env_decode(buf, len, &u.e);
 	case STORE_DB_FILES:
 		return store_file_decode(buf, len, &u.f);
+	case STORE_DB_SECRETS:
+		return store_secret_decode(buf, len, &u.z);
 	default:
 		return STORE_E_ARG;
 	}
@@ -879,6 +919,7 @@ store_record_key(unsigned db, const void *buf, size_t len, void *key,
 		struct store_image i;
 		struct store_env e;
 		struct store_file f;
+		struct store_secret z;
 	} u;
 	size_t n = 0;
 	int rc;
@@ -932,6 +973,11 @@ store_record_key(unsigned db, const void *buf, size_t len, void *key,
 		if ((rc = store_file_decode(buf, len, &u.f)) != 0)
 			return rc;
 		n = key2(u.f.sandbox, u.f.path, key, keymax);
+		break;
+	case STORE_DB_SECRETS:
+		if ((rc = store_secret_decode(buf, len, &u.z)) != 0)
+			return rc;
+		n = key1(u.z.name, key, keymax);
 		break;
 	default:
 		return STORE_E_ARG;

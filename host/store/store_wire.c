@@ -149,6 +149,9 @@ write_rule(unsigned db, const char *k1, int *cap, int *cap2)
 	case STORE_DB_IMAGES:
 		*cap = CAP_IMAGE_WRITE;
 		return 0;
+	case STORE_DB_SECRETS:
+		*cap = CAP_SECRET_WRITE;
+		return 0;
 	case STORE_DB_REVOCATIONS:
 		*cap = CAP_ADMIN;
 		*cap2 = CAP_SANDBOX_WRITE;
@@ -198,6 +201,7 @@ record_subject(unsigned db, const void *rec, size_t len, const char **target,
 		struct store_image i;
 		struct store_env e;
 		struct store_file f;
+		struct store_secret z;
 	} u;
 	int rc = STORE_E_MSG;
 
@@ -237,6 +241,12 @@ record_subject(unsigned db, const void *rec, size_t len, const char **target,
 	case STORE_DB_FILES:
 		if ((rc = store_file_decode(rec, len, &u.f)) == 0)
 			*target = u.f.sandbox;
+		break;
+	case STORE_DB_SECRETS:
+		if ((rc = store_secret_decode(rec, len, &u.z)) == 0) {
+			*target = u.z.name;
+			*principal = u.z.set_by;
+		}
 		break;
 	default:
 		break;
