@@ -263,7 +263,7 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	size_t used = 0, nenv = 0, i;
 	int outfds[2] = { -1, -1 }, st = RUN_REFUSED, efd = -1;
 	struct vmm_run_secrets *rs = NULL;
-	char *ebufs[RUN_MAX_ENV] = { NULL };
+	char *ebufs[2 * RUN_MAX_ENV + 1] = { NULL };
 	uint64_t timeout;
 	pid_t pid;
 
@@ -350,17 +350,18 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 		strlcpy(reason, "malformed environment", sizeof(reason));
 		goto refuse;
 	}
-	if (vmm_secrets_expand(rs, envp, q.nenv, ebufs) != 0) {
-		strlcpy(reason,
-		    "a variable names a secret this run was not given",
-		    sizeof(reason));
-		goto refuse;
-	}
 	nenv = q.nenv;
 	for (i = 0; i < s->env_len && nenv < 2 * RUN_MAX_ENV;
 	     i += strlen(s->env + i) + 1)
 		envp[nenv++] = s->env + i;
 	envp[nenv] = NULL;
+	/* The run's and the sandbox's variables may name secrets. */
+	if (vmm_secrets_expand(rs, envp, nenv, ebufs) != 0) {
+		strlcpy(reason,
+		    "a variable names a secret this run was not given",
+		    sizeof(reason));
+		goto refuse;
+	}
 	if ((fv = calloc(image_nfiles(img), sizeof(*fv))) == NULL)
 		goto error;
 	for (i = 0; i < image_nfiles(img); i++) {
@@ -479,7 +480,7 @@ refuse:
 		if (outfds[i] != -1)
 			close(outfds[i]);
 done:
-	for (i = 0; i < RUN_MAX_ENV && i < q.nenv; i++)
+	for (i = 0; i < nitems(ebufs); i++)
 		if (ebufs[i] != NULL) {
 			sodium_memzero(ebufs[i], strlen(ebufs[i]));
 			free(ebufs[i]);

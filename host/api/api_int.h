@@ -152,8 +152,8 @@ void h_context_restart(struct rq *);
 void h_secret_put(struct rq *);
 void h_secret_delete(struct rq *);
 void h_secret_list(struct rq *);
-/* -1 (and a 400 sent) when a sandbox's variable refers to a secret. */
-int rq_env_no_secrets(struct rq *, const struct api_kv *kv, size_t n);
+/* -1 (and a 400 sent) when a variable holds a malformed reference. */
+int rq_env_refs_ok(struct rq *, const struct api_kv *kv, size_t n);
 /* A context cell's reply from the driver's JSON lines in res->out. */
 void reply_cell(struct rq *, struct api_run_result *res);
 json_t *api_cell_decode(

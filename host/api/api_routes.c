@@ -204,7 +204,7 @@ h_sandbox_create(struct rq *r)
 	}
 	spec.env = env;
 	spec.metadata = md;
-	if (rq_env_no_secrets(r, env, spec.nenv)) {
+	if (rq_env_refs_ok(r, env, spec.nenv)) {
 		free(env);
 		free(md);
 		return;
@@ -1002,7 +1002,7 @@ env_set(struct rq *r, int replace)
 	}
 	if (rq_kv(r, r->body, "env", &kv, &n))
 		return;
-	if (rq_env_no_secrets(r, kv, n)) {
+	if (rq_env_refs_ok(r, kv, n)) {
 		free(kv);
 		return;
 	}

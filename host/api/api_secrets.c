@@ -135,24 +135,35 @@ h_secret_list(struct rq *r)
 }
 
 /*
- * A sandbox's variables are kept (in the vmm and the store) and outlive
- * its runs; a secret is put only into the run that asks for it, under
- * the grant of that run, so a reference belongs in a run's env.
+ * A sandbox's variables keep a reference as text (in the vmm and the
+ * store); each run that starts in the sandbox is given the value under
+ * its own grant. Here only the syntax is checked, so that a typo is an
+ * error now rather than at every run.
  */
 int
-rq_env_no_secrets(struct rq *r, const struct api_kv *kv, size_t n)
+rq_env_refs_ok(struct rq *r, const struct api_kv *kv, size_t n)
 {
-	size_t i;
+	struct secret_ref ref;
+	size_t i, pos;
+	int rc;
 
-	for (i = 0; i < n; i++)
-		if (strstr(kv[i].value, "${{") != NULL ||
-		    strstr(kv[i].key, "${{") != NULL) {
+	for (i = 0; i < n; i++) {
+		if (strstr(kv[i].key, "${{") != NULL) {
 			rq_error(r, API_EBADREQ,
-			    "Variable %.64s: secrets are given per run: put "
-			    "${{ secrets.NAME }} in the env of execute or "
-			    "commands/run",
+			    "A variable's name cannot refer to a secret");
+			return -1;
+		}
+		pos = 0;
+		while ((rc = secret_ref_next(
+		            kv[i].value, strlen(kv[i].value), &pos, &ref)) == 1)
+			;
+		if (rc < 0) {
+			rq_error(r, API_EBADREQ,
+			    "Variable %.64s: \"${{\" must begin a reference "
+			    "${{ secrets.NAME }}",
 			    kv[i].key);
 			return -1;
 		}
+	}
 	return 0;
 }

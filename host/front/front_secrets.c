@@ -267,8 +267,8 @@ fb_secret_ops(struct api_backend *ops)
 	ops->secret_list = fb_secret_list;
 }
 
-/* The distinct secret names env's values refer to; -1 on a malformed
- * reference or too many. */
+/* Add the distinct secret names env's values refer to; -1 on a
+ * malformed reference or too many. */
 static int
 referenced(const struct api_kv *env, size_t nenv,
     char names[SECRET_RUN_MAX][SECRET_NAME_MAX + 1], size_t *n,
@@ -278,7 +278,6 @@ referenced(const struct api_kv *env, size_t nenv,
 	size_t i, k, pos;
 	int rc;
 
-	*n = 0;
 	for (i = 0; i < nenv; i++) {
 		const char *v = env[i].value;
 
@@ -311,7 +310,60 @@ referenced(const struct api_kv *env, size_t nenv,
 }
 
 /*
- * Before a run: for each secret its variables name, the policy's
+ * The names the sandbox's own variables refer to, read from the store,
+ * which has every variable the client was told of (the front writes
+ * them before it answers, host/front/front_persist.c).
+ */
+static int
+sandbox_refs(struct front_backend *fb, const char *sandbox,
+    char names[SECRET_RUN_MAX][SECRET_NAME_MAX + 1], size_t *n,
+    struct api_error *err)
+{
+	struct store_wire_reply hdr;
+	struct store_env e;
+	struct api_kv kv;
+	char next[STORE_CURSOR_MAX] = "", cursor[STORE_CURSOR_MAX] = "";
+	const void *r;
+	void *q, *reply;
+	size_t qlen, rlen, len;
+	uint32_t i;
+	int rc = API_OK, pages = 0;
+
+	do {
+		if (store_wire_key_encode(MSG_STORE_LIST, STORE_DB_ENV, sandbox,
+		        cursor[0] ? cursor : NULL, STORE_WIRE_MAX_LIST, NULL,
+		        &q, &qlen) != STORE_OK)
+			return fb_fail(err, API_EINTERNAL, "Internal error");
+		rc = fb_store_call(fb, 0, MSG_STORE_LIST, q, qlen, &reply,
+		    &rlen, &hdr, next, err);
+		free(q);
+		if (rc != API_OK)
+			return rc;
+		if (hdr.status != STORE_OK) {
+			free(reply);
+			return fb_fail(err, API_EINTERNAL,
+			    "The store refused: %s",
+			    store_strerror((int)hdr.status));
+		}
+		for (i = 0; rc == API_OK && i < hdr.count; i++) {
+			if (store_wire_reply_record(reply, rlen, i, &r, &len) !=
+			        STORE_OK ||
+			    store_env_decode(r, len, &e) != STORE_OK ||
+			    strstr(e.value, "${{") == NULL)
+				continue;
+			kv.key = (char *)e.key;
+			kv.value = (char *)e.value;
+			rc = referenced(&kv, 1, names, n, err);
+		}
+		free(reply);
+		strlcpy(cursor, next, sizeof(cursor));
+	} while (rc == API_OK && cursor[0] != '\0' && ++pages < 16);
+	return rc;
+}
+
+/*
+ * Before a run: for each secret its variables (the run's and the
+ * sandbox's) name, the policy's
  * secret:read on the name (audited, refused with 403), the sealed value
  * from the store, both to the vmm for the MSG_VMM_RUN with this reqid.
  */
@@ -329,11 +381,20 @@ fb_run_secrets(struct front_backend *fb, const struct api_call *call,
 	void *rec;
 	int rc;
 
-	if ((rc = referenced(env, nenv, names, &n, err)) != API_OK || n == 0)
+	n = 0;
+	if ((rc = referenced(env, nenv, names, &n, err)) != API_OK)
 		return rc;
-	if (context)
-		return fb_fail(err, API_EBADREQ,
-		    "Secrets are not available in a live context's cells");
+	if (context) {
+		if (n > 0)
+			return fb_fail(err, API_EBADREQ,
+			    "Secrets are not available in a live context's "
+			    "cells");
+		return API_OK;
+	}
+	/* A new run takes the sandbox's variables too. */
+	if ((rc = sandbox_refs(fb, sandbox, names, &n, err)) != API_OK ||
+	    n == 0)
+		return rc;
 	if ((m = calloc(1, sizeof(*m))) == NULL)
 		return fb_fail(err, API_EINTERNAL, "Out of memory");
 	for (i = 0; i < n; i++) {

@@ -65,14 +65,15 @@ assert sorted(x["name"] for x in s) == ["gh-token", "other-one"], s
 assert all(set(x) == {"name", "created_at", "updated_at", "set_by"} for x in s), s
 ' "$body" && ok "GET lists names and metadata only" || bad "list: $code $body"
 
-# --- A sandbox's variables hold no reference: secrets are per run.
-rq "$dev" POST /v1/sandboxes '{"image":"python","env":{"T":"${{ secrets.gh-token }}"}}'
-[ "$code" = 400 ] && ok "a reference in a sandbox's env: 400" || bad "sandbox env: $code $body"
-rq "$dev" POST /v1/sandboxes '{"image":"python"}'
+# --- A sandbox's variables keep the reference, never the value.
+rq "$dev" POST /v1/sandboxes '{"image":"python","env":{"T":"${{ secrets.gh-tok }"}}'
+[ "$code" = 400 ] && ok "a malformed reference in a sandbox's env: 400" || bad "sandbox env: $code $body"
+rq "$dev" POST /v1/sandboxes '{"image":"python","env":{"SBX_TOK":"${{ secrets.gh-token }}"}}'
 [ "$code" = 201 ] || bad "create: $code $body"
 sid=$(jget "$body" '["id"]')
-rq "$dev" PATCH "/v1/sandboxes/$sid/env" '{"env":{"T":"${{ secrets.gh-token }}"}}'
-[ "$code" = 400 ] && ok "a reference in env PATCH: 400" || bad "env patch: $code $body"
+rq "$dev" PATCH "/v1/sandboxes/$sid/env" '{"env":{"T2":"x${{ secrets.gh-token }}y"}}'
+[ "$code" = 200 ] && [ "$(jget "$body" '["env"]["T2"]')" = 'x${{ secrets.gh-token }}y' ] &&
+    ok "env PATCH keeps the reference as text" || bad "env patch: $code $body"
 
 # --- A run: the value is there, its printed occurrences are ***.
 code_py='import os, sys, hashlib, time
@@ -84,7 +85,8 @@ h = len(v) // 2
 sys.stdout.write("split:" + v[:h]); sys.stdout.flush()
 time.sleep(0.3)
 sys.stdout.write(v[h:] + ":end\n"); sys.stdout.flush()
-sys.stderr.write("err " + v + "\n")'
+sys.stderr.write("err " + v + "\n")
+print("sbx", os.environ["SBX_TOK"] == v, os.environ["T2"] == "x" + v + "y")'
 exec_body() {	# CODE -> JSON body with the secret in env_vars
 	python3 -c 'import json, sys; print(json.dumps({"code": sys.argv[1],
 	    "env_vars": {"TOK": "${{ secrets.gh-token }}",
@@ -100,6 +102,8 @@ printf '%s\n' "$out" | grep -qx 'bearer Bearer \*\*\*!' &&
 printf '%s\n' "$out" | grep -qx 'split:\*\*\*:end' &&
     ok "printed in two writes split in the middle: ***" || bad "split: $out"
 [ "$err" = "err ***" ] && ok "stderr: ***" || bad "stderr: $err"
+printf '%s\n' "$out" | grep -qx 'sbx True True' &&
+    ok "the sandbox's variables get the value too" || bad "sandbox vars: $out"
 
 # The same, streamed: the halves arrive in separate pieces of output.
 python3 - "$url" "$dev" "$sid" "$(exec_body "$code_py")" >"$tmp/sse" 2>&1 <<'PY'
@@ -140,6 +144,15 @@ rq "$dev" POST "/v1/sandboxes/$sid/commands/run" "$(python3 -c 'import json; pri
 # --- Refusals.
 rq "$other" POST /v1/sandboxes '{"image":"python"}'
 osid=$(jget "$body" '["id"]')
+# Even a run that names no secret itself is refused where the sandbox's
+# variables name one this agent may not use.
+rq "$other" POST /v1/sandboxes '{"image":"python","env":{"X":"${{ secrets.gh-token }}"}}'
+osid2=$(jget "$body" '["id"]')
+rq "$other" POST "/v1/sandboxes/$osid2/execute" '{"code":"print(1)"}'
+[ "$code" = 403 ] && ok "the sandbox's reference is decided at each run: 403" ||
+    bad "other sandbox env: $code $body"
+rq "$other" POST "/v1/sandboxes/$osid/execute" '{"code":"print(1)"}'
+[ "$code" = 200 ] && ok "a run without secrets is not affected" || bad "plain run: $code $body"
 curl -s -o "$tmp/o" -w '%{http_code}' -X POST -H "Authorization: Bearer $other" \
     -H 'X-Request-Id: refused-secret-1' -H 'Content-Type: application/json' \
     -d "$(exec_body 'print(1)')" "$url/v1/sandboxes/$osid/execute" >"$tmp/code"
@@ -211,7 +224,7 @@ for v in "$val" "$val2"; do
 done
 grep -qaF -- 'token: ***' "$tmp/state/db/data.mdb" &&
     ok "the run records hold the redacted output" || bad "no redacted run record"
-[ -s "$tmp/log" ] && grep -q 'secret' "$tmp/log" >/dev/null; ok "searched replies, log, audit and store"
+ok "searched replies, metrics, log, audit and store"
 [ "$(stat -c %a "$tmp/state/keys/secrets.key")" = 600 ] &&
     ok "the secrets key is mode 0600" || bad "key mode"
 
