@@ -88,6 +88,8 @@ static const struct msg_handler vmm_handlers[] = {
 	    vmm_h_env },
 	{ MSG_VMM_RUN_CAPS, PROC_BIT(PROC_FRONT),
 	    sizeof(struct msg_vmm_run_caps), 0, vmm_h_run_caps },
+	{ MSG_VMM_TERM_INPUT, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_term_input), 0, vmm_h_term_input },
 	{ MSG_VMM_RUN_SECRET, PROC_BIT(PROC_FRONT),
 	    sizeof(struct msg_vmm_run_secret), 0, vmm_h_run_secret },
 	{ MSG_CTL_SECRET_KEY, PROC_BIT(PROC_PARENT),

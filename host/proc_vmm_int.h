@@ -87,6 +87,11 @@ struct job {
 	 * when its output streams (sent[] counts what went out). */
 	struct vmm_run_secrets *secrets;
 	uint64_t raw[2];
+	/* RUN_F_TERMINAL: its stdin is a pipe whose write end this is
+	 * (-1 once the session ended); its size, in memory shared with
+	 * the vm process (vmm_run clears res, so not there). */
+	int term, term_fd;
+	struct vmm_winsize *winsize;
 };
 
 /* The secrets of one run (host/proc_vmm_secrets.c). */
@@ -196,6 +201,7 @@ int vmm_h_store_reply(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_system(struct proc_ctx *ctx, const struct msg *m);
 /* Secrets (host/proc_vmm_secrets.c). */
 int vmm_h_secret_key(struct proc_ctx *ctx, const struct msg *m);
+int vmm_h_term_input(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_run_secret(struct proc_ctx *ctx, const struct msg *m);
 struct vmm_run_secrets *vmm_secrets_take(
     struct vmm_state *vs, uint64_t reqid, const char *principal);

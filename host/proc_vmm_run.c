@@ -97,6 +97,16 @@ out_sink(void *arg, int fd, const void *buf, size_t len)
 	(void)write_all(fds[fd == 2], buf, len);
 }
 
+/* A terminal has one screen: stdout and stderr in the order written. */
+static void
+term_sink(void *arg, int fd, const void *buf, size_t len)
+{
+	const int *fds = arg;
+
+	(void)fd;
+	(void)write_all(fds[0], buf, len);
+}
+
 /* In the `keepd: vm` process: shed what belongs to other runs and
  * sandboxes, confine, boot, report, exit. */
 void __attribute__((noreturn)) vmm_vm_process(struct proc_ctx *ctx,
@@ -121,6 +131,8 @@ void __attribute__((noreturn)) vmm_vm_process(struct proc_ctx *ctx,
 		if (vs->jobs[i].used) {
 			close(vs->jobs[i].outfd);
 			close(vs->jobs[i].errfd);
+			if (vs->jobs[i].term && vs->jobs[i].term_fd >= 0)
+				close(vs->jobs[i].term_fd);
 			if (vs->jobs[i].pidfd >= 0)
 				close(vs->jobs[i].pidfd);
 			if (vs->jobs[i].egress.fd >= 0)
@@ -262,6 +274,7 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	char *strbuf = NULL, reason[64] = "";
 	size_t used = 0, nenv = 0, i;
 	int outfds[2] = { -1, -1 }, st = RUN_REFUSED, efd = -1;
+	int term[2] = { -1, -1 };
 	struct vmm_run_secrets *rs = NULL;
 	char *ebufs[2 * RUN_MAX_ENV + 1] = { NULL };
 	uint64_t timeout;
@@ -404,10 +417,21 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	cfg.workspace_max =
 	    ctx->config != NULL ? ctx->config->workspace_max : 0;
 	cfg.max_files = ctx->config != NULL ? ctx->config->max_files : 0;
-	/* stdin is the tail of the request memfd. */
+	/* stdin is the tail of the request memfd, or a terminal's pipe. */
 	cfg.stdin_fd = m->fd;
 	if (lseek(m->fd, (off_t)(q.input_len - q.stdin_len), SEEK_SET) == -1)
 		goto error;
+	if (q.flags & RUN_F_TERMINAL) {
+		if ((q.flags & (RUN_F_BACKGROUND | RUN_F_STREAM)) !=
+		        RUN_F_STREAM ||
+		    pipe2(term, O_CLOEXEC) == -1 ||
+		    fcntl(term[1], F_SETFL, O_NONBLOCK) == -1)
+			goto error;
+		cfg.stdin_fd = term[0];
+		cfg.tty = 1;
+		cfg.output = term_sink;
+		cfg.output_arg = outfds;
+	}
 
 	memset(job, 0, sizeof(*job));
 	job->res = mmap(NULL, sizeof(*job->res), PROT_READ | PROT_WRITE,
@@ -417,6 +441,17 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	    (outfds[1] = memfd_new("keep-stderr")) == -1)
 		goto error;
 	memset(job->res, 0, sizeof(*job->res));
+	if (cfg.tty) {
+		job->winsize = mmap(NULL, sizeof(*job->winsize),
+		    PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		if (job->winsize == MAP_FAILED) {
+			job->winsize = NULL;
+			goto error;
+		}
+		job->winsize->rows = 24;
+		job->winsize->cols = 80;
+		cfg.winsize = job->winsize;
+	}
 	/* Egress: the guest's fetches go over a socketpair to here, with
 	 * the caps of the token that asked for the run (host/vmm_egress.h). */
 	if (vmm_egress_prepare(&job->egress, g.principal, s->id,
@@ -430,6 +465,8 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 		close(efd);
 		goto error;
 	case 0:
+		if (term[1] != -1)
+			close(term[1]);
 		vmm_egress_child(&job->egress, efd, &cfg);
 		close(job->egress.fd);
 		job->egress.fd = -1;
@@ -437,6 +474,13 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 		vmm_vm_process(ctx, vs, &cfg, outfds, job->res, s->id);
 	}
 	close(efd);
+	if (term[0] != -1) {
+		close(term[0]);
+		term[0] = -1;
+		job->term = 1;
+		job->term_fd = term[1];
+		term[1] = -1;
+	}
 	job->used = 1;
 	job->pid = pid;
 	job->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
@@ -461,6 +505,18 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	    job->background ? ", in the background" : "");
 	if (job->background)
 		run_started(ctx, m->from, m->hdr.reqid, job->run_pid);
+	if (job->term) {
+		/* The terminal's start: its client may talk now. */
+		struct msg_vmm_run_output h;
+
+		memset(&h, 0, sizeof(h));
+		h.stream = 1;
+		if (ctx->fd[m->from] < 0 ||
+		    msg_send(ctx->fd[m->from], MSG_VMM_RUN_OUTPUT, 0,
+		        m->hdr.reqid, &h, sizeof(h), -1) != MSG_OK)
+			log_warnx("run %llu: its start not told",
+			    (unsigned long long)m->hdr.reqid);
+	}
 	goto done;
 
 error:
@@ -474,12 +530,17 @@ refuse:
 	    0, NULL);
 	if (job != NULL && job->res != NULL && job->res != MAP_FAILED)
 		munmap(job->res, sizeof(*job->res));
+	if (job != NULL && job->winsize != NULL)
+		munmap(job->winsize, sizeof(*job->winsize));
 	if (job != NULL)
 		memset(job, 0, sizeof(*job));
 	for (i = 0; i < 2; i++)
 		if (outfds[i] != -1)
 			close(outfds[i]);
 done:
+	for (i = 0; i < 2; i++)
+		if (term[i] != -1)
+			close(term[i]);
 	for (i = 0; i < nitems(ebufs); i++)
 		if (ebufs[i] != NULL) {
 			sodium_memzero(ebufs[i], strlen(ebufs[i]));
@@ -626,11 +687,69 @@ vmm_job_finish(struct proc_ctx *ctx, struct job *job)
 	if (job->outfd >= 0)
 		close(job->outfd);
 	close(job->errfd);
+	if (job->term && job->term_fd >= 0)
+		close(job->term_fd);
+	if (job->winsize != NULL)
+		munmap(job->winsize, sizeof(*job->winsize));
 	if (job->pidfd >= 0)
 		close(job->pidfd);
 	munmap(job->res, sizeof(*job->res));
 	vmm_egress_close(&job->egress);
 	memset(job, 0, sizeof(*job));
+}
+
+/* ---- terminals (docs/terminal.md) ------------------------------------- */
+
+/*
+ * A terminal run's input: bytes for its stdin pipe, a new size, or the
+ * session's end (the pipe closes: the shell reads EOF and exits). The
+ * pipe does not block the vmm: input that does not fit (a guest that
+ * reads nothing while the client types 64 KiB) is dropped and logged.
+ */
+int
+vmm_h_term_input(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct vmm_state *vs = ctx->arg;
+	struct msg_vmm_term_input q;
+	struct job *j = NULL;
+	ssize_t n;
+	size_t i;
+
+	memcpy(&q, m->data, sizeof(q));
+	if (q.pad != 0 || q.len > sizeof(q.data) ||
+	    (q.kind == TERM_IN_RESIZE &&
+	        (q.cols == 0 || q.cols > 1000 || q.rows == 0 ||
+	            q.rows > 1000)) ||
+	    (q.kind != TERM_IN_DATA && q.kind != TERM_IN_RESIZE &&
+	        q.kind != TERM_IN_EOF))
+		return -1;
+	for (i = 0; i < VMM_JOBS_MAX; i++)
+		if (vs->jobs[i].used && vs->jobs[i].term &&
+		    vs->jobs[i].reqid == m->hdr.reqid &&
+		    vs->jobs[i].from == m->from)
+			j = &vs->jobs[i];
+	if (j == NULL || j->term_fd < 0)
+		return 0;
+	switch (q.kind) {
+	case TERM_IN_DATA:
+		n = write(j->term_fd, q.data, q.len);
+		if (n != (ssize_t)q.len)
+			log_warnx("run %llu: %zd of %u bytes of terminal input "
+			          "taken",
+			    (unsigned long long)j->reqid, n, q.len);
+		break;
+	case TERM_IN_RESIZE:
+		if (j->winsize != NULL) {
+			j->winsize->rows = q.rows;
+			j->winsize->cols = q.cols;
+		}
+		break;
+	default:
+		close(j->term_fd);
+		j->term_fd = -1;
+		break;
+	}
+	return 0;
 }
 
 /* ---- egress relay (host/vmm_egress.h) -------------------------------- */

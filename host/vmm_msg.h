@@ -77,9 +77,28 @@ enum {
 	MSG_VMM_CONTEXT_DELETE = MSG_VMM_BASE + 0x2a,
 	MSG_VMM_CONTEXT_RESTART = MSG_VMM_BASE + 0x2b,
 	MSG_VMM_CONTEXT_REPLY = MSG_VMM_BASE + 0x2c,
-	MSG_VMM_RUN_SECRET = MSG_VMM_BASE + 0x30 /* front -> vmm, before
-						    MSG_VMM_RUN, same reqid:
-						    msg_vmm_run_secret */
+	MSG_VMM_RUN_SECRET = MSG_VMM_BASE + 0x30, /* front -> vmm, before
+						     MSG_VMM_RUN, same reqid:
+						     msg_vmm_run_secret */
+	MSG_VMM_TERM_INPUT = MSG_VMM_BASE + 0x31 /* front -> vmm: a terminal
+						    run's input, its reqid:
+						    msg_vmm_term_input */
+};
+
+/*
+ * RUN_F_TERMINAL (with RUN_F_STREAM): an interactive run bound to a
+ * terminal (docs/terminal.md). Its stdin is a pipe the vmm writes what
+ * MSG_VMM_TERM_INPUT brings; its fds 0-2 are a terminal to the guest;
+ * the vmm announces its start with an empty MSG_VMM_RUN_OUTPUT.
+ */
+#define RUN_F_TERMINAL 0x8u
+enum term_input_kind { TERM_IN_DATA = 1, TERM_IN_RESIZE, TERM_IN_EOF };
+struct msg_vmm_term_input {
+	uint32_t kind; /* enum term_input_kind */
+	uint16_t cols, rows; /* TERM_IN_RESIZE: 1..1000 */
+	uint32_t len; /* TERM_IN_DATA: bytes of data used */
+	uint32_t pad; /* 0 */
+	uint8_t data[4096];
 };
 
 /*

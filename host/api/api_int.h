@@ -51,6 +51,7 @@ struct api {
 	void *resume_arg;
 	uint64_t pending;
 	uint64_t idem_serial; /* reservations made */
+	struct api_pending *ws; /* terminal sessions (api_terminal.c) */
 };
 
 struct api_pending {
@@ -71,6 +72,11 @@ struct api_pending {
 	struct idem_entry *idem;
 	uint64_t idem_serial;
 	struct api_principal who; /* for the record the reply leaves */
+	/* A terminal (host/api/api_terminal.c): the 101 head waits for the
+	 * run's first sign of life; sessions are listed for their input. */
+	int ws, ws_up, ws_gone;
+	char ws_head[256];
+	struct api_pending *ws_next;
 };
 
 /* One request in flight. */
@@ -148,6 +154,11 @@ void h_context_create(struct rq *);
 void h_context_list(struct rq *);
 void h_context_delete(struct rq *);
 void h_context_restart(struct rq *);
+/* The terminal (host/api/api_terminal.c). */
+void h_terminal(struct rq *);
+/* 1 when p is a terminal whose stream or end api_terminal.c handled. */
+int api_ws_stream(struct api_pending *p, const void *data, size_t len);
+int api_ws_end(struct api_pending *p, int rc, struct api_run_result *res);
 /* Secrets (host/api/api_secrets.c). */
 void h_secret_put(struct rq *);
 void h_secret_delete(struct rq *);

@@ -1474,6 +1474,8 @@ const struct api_route api_routes[] = {
 	    "contexts_delete", 0 },
 	{ HTTP_POST, SBX "/contexts/{name}/restart", h_context_restart,
 	    CAP_EXEC, 2, 0, "contexts_restart", 0 },
+	{ HTTP_GET, SBX "/terminal", h_terminal, CAP_EXEC, 0, 0, "terminal",
+	    1 },
 	{ HTTP_GET, "/v1/secrets", h_secret_list, CAP_SECRET_READ, 0, 0,
 	    "secrets_list", 0 },
 	{ HTTP_PUT, "/v1/secrets/{name}", h_secret_put, CAP_SECRET_WRITE, 1, 0,

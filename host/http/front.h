@@ -28,6 +28,8 @@ struct front_limits {
 	uint64_t wait_timeout_ms; /* a deferred reply must come in this */
 	unsigned max_requests; /* per connection, 0: unlimited */
 	size_t max_pending_out; /* stop reading above this many bytes */
+	uint64_t ws_idle_timeout_ms; /* a WebSocket with no message from
+					 its client (default 10 min) */
 };
 
 void front_limits_default(struct front_limits *);

@@ -18,6 +18,7 @@
 #define VM_MAX_FILES_LIMIT 65536
 #define VM_GUEST_ID 1000 /* the guest's uid and gid */
 #define VM_UMASK_DEFAULT 022
+#define VM_TERMIOS_BYTES 36 /* the kernel's struct termios */
 
 enum vfd_kind {
 	VFD_FREE = 0,
@@ -115,7 +116,22 @@ struct vm {
 	struct vm_signals sig;
 	struct vm_threads *threads; /* sys_thread.c; NULL: one thread */
 	uint64_t slice_at_us; /* the running thread's slice ends */
+	uint8_t
+	    termios[VM_TERMIOS_BYTES]; /* cfg->tty: the terminal's (tty.c) */
 };
+
+/* ---- tty.c: fds 0-2 as a terminal when cfg->tty ---------------------- */
+
+void vm_tty_init(struct vm *);
+int vm_tty_is(const struct vm *, const struct vfd *);
+int64_t vm_tty_ioctl(struct vm *, struct vfd *, uint64_t req, uint64_t arg);
+/* Input as the terminal's flags make it (ICRNL), in place. */
+void vm_tty_input(struct vm *, const struct vfd *, uint8_t *buf, size_t n);
+/* Output as they make it (ONLCR): 0 with *out NULL when unchanged, or
+ * with *out (malloc) and *outlen the bytes to write instead; -1 no
+ * memory. */
+int vm_tty_output(struct vm *, const struct vfd *, const void *g, size_t len,
+    uint8_t **out, size_t *outlen);
 
 /* ---- clone.c: the vCPU's state, and a VM rebuilt around it ---------- */
 

@@ -89,6 +89,16 @@ struct vmm_config {
 	int (*fetch)(void *arg, const void *req, size_t len, void **reply,
 	    size_t *reply_len);
 	void *fetch_arg;
+	/* 1: the guest's fds 0-2 are a terminal (docs/terminal.md), of
+	 * the size *winsize (NULL: 80x24). */
+	int tty;
+	const volatile struct vmm_winsize *winsize;
+};
+
+/* A terminal's size (rows, columns), which the caller may change while
+ * the guest runs (shared memory): TIOCGWINSZ reads it. */
+struct vmm_winsize {
+	uint16_t rows, cols;
 };
 
 struct vmm_result {
