@@ -196,6 +196,13 @@ out=$(jget "$body" '["stdout"]' 2>/dev/null)
     ok "after rotation the run gets the new value" || bad "rotated run: $code $body"
 audit_has 'e["action"] == "secret.rotate" and e["target"] == "gh-token"' "the rotation"
 
+# --- A restart: the key is read back from its file, the value opens.
+keepd_restart
+rq "$dev" POST "/v1/sandboxes/$sid/execute" "$(exec_body "$code_py")"
+out=$(jget "$body" '["stdout"]' 2>/dev/null)
+[ "$code" = 200 ] && [ "$(printf '%s\n' "$out" | head -1)" = "$(sha "$val2")" ] &&
+    ok "after a restart the stored value still opens" || bad "after restart: $code $body"
+
 # --- DELETE.
 rq "$dev" DELETE /v1/secrets/other-one
 [ "$code" = 204 ] && ok "DELETE: 204" || bad "delete: $code $body"
