@@ -183,6 +183,14 @@ grep -qx 'status 403' "$tmp/out3" && ok "an agent that may not run sh: 403" || b
 req "$dev" GET "/v1/sandboxes/$sid/terminal"
 [ "$code" = 400 ] && ok "no upgrade: 400" || bad "no upgrade: $code $body"
 
+# keep api terminal, its input a pipe: its end is ^D to the shell.
+printf 'echo hi-from-cli\n' | timeout 60 "$KEEP" api --url "$url" --token "$dev" \
+    terminal "$sid" >"$tmp/cli" 2>&1
+rc=$?
+tr -d '\r' <"$tmp/cli" | grep -qx 'hi-from-cli' && [ $rc = 0 ] &&
+    ok "keep api terminal: typed, read, ended by the end of input" ||
+    bad "keep api terminal: rc $rc: $(cat -v "$tmp/cli" | head -c 400)"
+
 for i in $(seq 50); do
 	"$KEEP" audit export --data "$tmp/state" --since 1h >"$tmp/audit.jsonl" 2>/dev/null
 	grep -q '"action":"run".*"target":"'"$sid"' sh"' "$tmp/audit.jsonl" && break
