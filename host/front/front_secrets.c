@@ -405,7 +405,13 @@ fb_run_secrets(struct front_backend *fb, const struct api_call *call,
 	}
 	if (n == 0)
 		return API_OK;
-	if ((m = calloc(1, sizeof(*m))) == NULL)
+	/*
+	 * Gathered first (decisions and store reads suspend this task),
+	 * then sent together: between the first and the MSG_VMM_RUN that
+	 * follows them on the link, nothing of another run can come, so
+	 * the vmm keeps one run's secrets at a time.
+	 */
+	if ((m = calloc(n, sizeof(*m))) == NULL)
 		return fb_fail(err, API_EINTERNAL, "Out of memory");
 	for (i = 0; i < n; i++) {
 		rc = fb_decide(fb, call->who, CAP_SECRET_READ, PROC_VMM,
@@ -430,15 +436,16 @@ fb_run_secrets(struct front_backend *fb, const struct api_call *call,
 				    "No secret named %s", names[i]);
 			break;
 		}
-		memset(m, 0, sizeof(*m));
-		m->grant = d.grant;
-		strlcpy(m->name, names[i], sizeof(m->name));
-		m->sealed_len = z.sealed_len;
-		memcpy(m->sealed, z.sealed, z.sealed_len);
+		m[i].grant = d.grant;
+		strlcpy(m[i].name, names[i], sizeof(m[i].name));
+		m[i].sealed_len = z.sealed_len;
+		memcpy(m[i].sealed, z.sealed, z.sealed_len);
 		free(rec);
+	}
+	for (i = 0; rc == API_OK && i < n; i++) {
 		if (fb->ctx->fd[PROC_VMM] < 0 ||
 		    msg_send(fb->ctx->fd[PROC_VMM], MSG_VMM_RUN_SECRET, 0,
-		        reqid, m, sizeof(*m), -1) != MSG_OK) {
+		        reqid, &m[i], sizeof(m[i]), -1) != MSG_OK) {
 			rc = fb_fail(
 			    err, API_EUNAVAIL, "The vmm service is restarting");
 			break;

@@ -20,7 +20,7 @@ cat >"$tmp/test.policy" <<'EOP'
 agent "dev" {
 	allow sandbox:read, sandbox:write, exec, secret:write
 	exec "python"
-	secret "gh-token"
+	secret "gh-token", "gh-token2"
 	timeout 60s
 }
 agent "other" {
@@ -195,6 +195,24 @@ out=$(jget "$body" '["stdout"]' 2>/dev/null)
     printf '%s\n' "$out" | grep -qx 'token: \*\*\*' &&
     ok "after rotation the run gets the new value" || bad "rotated run: $code $body"
 audit_has 'e["action"] == "secret.rotate" and e["target"] == "gh-token"' "the rotation"
+
+# --- Runs with secrets at once: each gets its values.
+rq "$dev" PUT /v1/secrets/gh-token2 '{"value":"second-secret-value"}'
+conc_body=$(python3 -c 'import json; print(json.dumps({"code": "import os; print(os.environ[\"A\"] == os.environ[\"B\"][:0] + os.environ[\"A\"], len(os.environ[\"B\"]))", "env_vars": {"A": "${{ secrets.gh-token }}", "B": "${{ secrets.gh-token2 }}"}}))')
+cpids=
+for i in 1 2 3 4 5 6; do
+	curl -s -m 120 -X POST -H "Authorization: Bearer $dev" -H 'Content-Type: application/json' \
+	    -d "$conc_body" "$url/v1/sandboxes/$sid/execute" >"$tmp/conc.$i" &
+	cpids="$cpids $!"
+done
+wait $cpids
+nconc=0
+for i in 1 2 3 4 5 6; do
+	cat "$tmp/conc.$i" >>"$replies"
+	[ "$(jget "$(cat "$tmp/conc.$i")" '["stdout"]' 2>/dev/null)" = "True 19" ] && nconc=$((nconc+1))
+done
+[ $nconc = 6 ] && ok "six runs with two secrets each at once" ||
+    bad "concurrent: $nconc of 6: $(cat "$tmp/conc.1")"
 
 # --- A restart: the key is read back from its file, the value opens.
 keepd_restart
