@@ -150,13 +150,14 @@ ws_unlink(struct api *a, struct api_pending *p)
 		}
 }
 
+/* The live session of connection conn; up: only once upgraded. */
 static struct api_pending *
-ws_find(struct api *a, uint64_t conn)
+ws_find(struct api *a, uint64_t conn, int up)
 {
 	struct api_pending *p;
 
 	for (p = a->ws; p != NULL; p = p->ws_next)
-		if (p->conn == conn && p->ws_up && !p->ws_gone)
+		if (p->conn == conn && (p->ws_up || !up) && !p->ws_gone)
 			return p;
 	return NULL;
 }
@@ -223,7 +224,7 @@ void
 api_ws_message(
     struct api *a, uint64_t conn, int opcode, const void *data, size_t len)
 {
-	struct api_pending *p = ws_find(a, conn);
+	struct api_pending *p = ws_find(a, conn, 1);
 	json_t *j, *v;
 	const char *type;
 
@@ -254,10 +255,12 @@ api_ws_message(
 	json_decref(j);
 }
 
+/* The session's end, or its client gone before the 101: the shell's
+ * input ends either way, so it does not wait out its time limit. */
 void
 api_ws_closed(struct api *a, uint64_t conn)
 {
-	struct api_pending *p = ws_find(a, conn);
+	struct api_pending *p = ws_find(a, conn, 0);
 
 	if (p == NULL)
 		return;

@@ -109,11 +109,12 @@ conn_id(const struct conn *c)
 	return (uint64_t)c->slot << 32 | c->gen;
 }
 
-/* The api hears once that a WebSocket session is over. */
+/* The api hears once that a WebSocket session is over (or that the
+ * client of one not yet upgraded has gone). */
 static void
 ws_ended(struct front *f, struct conn *c)
 {
-	if (c->state == C_WS && !c->ws_told) {
+	if ((c->state == C_WS || c->state == C_WAIT) && !c->ws_told) {
 		c->ws_told = 1;
 		api_ws_closed(f->api, conn_id(c));
 	}

@@ -159,6 +159,15 @@ elif mode == "unmasked":
             code = struct.unpack(">H", data[:2])[0]
             break
     print("close", code)
+elif mode == "hangup":
+    u = urllib.parse.urlparse(url)
+    s = socket.create_connection((u.hostname, u.port), timeout=30)
+    s.sendall(("GET %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+        "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+        "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+        "Sec-WebSocket-Version: 13\r\n\r\n" % (path, tok)).encode())
+    s.close()
+    print("hung up")
 elif mode == "refused":
     w = WS(url, path, tok)
     print("status", w.status)
@@ -190,6 +199,20 @@ rc=$?
 tr -d '\r' <"$tmp/cli" | grep -qx 'hi-from-cli' && [ $rc = 0 ] &&
     ok "keep api terminal: typed, read, ended by the end of input" ||
     bad "keep api terminal: rc $rc: $(cat -v "$tmp/cli" | head -c 400)"
+
+# A client that goes before its 101: the shell's input ends, and the run
+# with it, long before its 60 s limit.
+req "$dev" POST /v1/sandboxes '{"image":"shell"}'
+hsid=$(jget "$body" '["id"]')
+python3 "$tmp/ws.py" "$url" "$hsid" "$dev" hangup >/dev/null 2>&1
+for i in $(seq 200); do
+	"$KEEP" audit export --data "$tmp/state" --since 1h >"$tmp/audit.jsonl" 2>/dev/null
+	grep -q '"action":"run".*"target":"'"$hsid"' sh".*"detail":"exit' "$tmp/audit.jsonl" && break
+	sleep 0.1
+done
+grep -q '"action":"run".*"target":"'"$hsid"' sh".*"detail":"exit' "$tmp/audit.jsonl" &&
+    ok "a client gone before the 101: the shell ends at once" ||
+    bad "hangup: $(grep "$hsid" "$tmp/audit.jsonl" | tail -n 2)"
 
 for i in $(seq 50); do
 	"$KEEP" audit export --data "$tmp/state" --since 1h >"$tmp/audit.jsonl" 2>/dev/null
