@@ -408,7 +408,10 @@ load_secret_key(struct parent *ps)
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/keys/secrets.key", ps->state);
+	if (ps->cfg.secrets_key_file[0] != '\0')
+		snprintf(path, sizeof(path), "%s", ps->cfg.secrets_key_file);
+	else
+		snprintf(path, sizeof(path), "%s/keys/secrets.key", ps->state);
 	if (sodium_mlock(&ps->secret_key, sizeof(ps->secret_key)) == -1)
 		log_warn("%s: mlock", __func__);
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) != -1) {

@@ -29,6 +29,8 @@ agent "other" {
 }
 agent "ops" { allow admin, audit:read }
 EOP
+# The key where keepd.yaml says (secrets_key_file), made at first start.
+KEEPD_YAML_EXTRA="secrets_key_file: $tmp/secrets.hex"
 KEEPD_IMAGES="python" keepd_start "$tmp/test.policy"
 caps=sandbox:read,sandbox:write,exec,secret:read,secret:write
 dev=$(mint dev $caps)
@@ -250,7 +252,9 @@ done
 grep -qaF -- 'token: ***' "$tmp/state/db/data.mdb" &&
     ok "the run records hold the redacted output" || bad "no redacted run record"
 ok "searched replies, metrics, log, audit and store"
-[ "$(stat -c %a "$tmp/state/keys/secrets.key")" = 600 ] &&
-    ok "the secrets key is mode 0600" || bad "key mode"
+[ "$(stat -c %a "$tmp/secrets.hex")" = 600 ] &&
+    [ ! -e "$tmp/state/keys/secrets.key" ] &&
+    ok "the secrets key is where keepd.yaml says, mode 0600" || bad "key file"
+grep -qaF -- "$(cat "$tmp/secrets.hex")" "$tmp/log" "$replies" && bad "the key in a log or reply"
 
 keepd_finish
