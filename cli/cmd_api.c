@@ -9,15 +9,24 @@
  * and code on stderr), 2 usage; `run` and `exec` exit with the run's own
  * exit code when it is not 0.
  */
+#include <sys/ioctl.h>
+
 #include <curl/curl.h>
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <sodium.h>
 
 #include "cli/cmd.h"
+#include "host/http/ws.h"
 
 #define DEFAULT_URL "http://127.0.0.1:8421"
 #define MAX_REPLY (64UL << 20)
@@ -49,19 +58,21 @@ usage_fp(FILE *fp)
 	    "COMMAND\n"
 	    "  sandbox create [--image IMAGE] [--ttl SECONDS] [--env K=V]...\n"
 	    "  sandbox list | get ID | delete ID | token ID\n"
-	    "  exec [--language python|javascript] [--context CTX] SANDBOX "
-	    "CODE|-\n"
+	    "  exec [--language python|javascript] [--context CTX] "
+	    "[--env K=V]... SANDBOX CODE|-\n"
 	    "  contexts create SANDBOX [--cwd DIR | --snapshot NAME] | list "
 	    "SANDBOX\n"
 	    "  contexts delete SANDBOX CTX | restart SANDBOX CTX | fork "
 	    "SANDBOX CTX\n"
 	    "  contexts snapshot SANDBOX CTX NAME | snapshots SANDBOX CTX\n"
 	    "  contexts snapshot-delete SANDBOX CTX NAME\n"
-	    "  run SANDBOX CMD [ARG...]\n"
+	    "  run [--env K=V]... SANDBOX CMD [ARG...]\n"
 	    "  files put SANDBOX LOCAL REMOTE | get SANDBOX REMOTE [LOCAL]\n"
 	    "  files ls SANDBOX [PATH] | rm SANDBOX PATH | mkdir SANDBOX PATH\n"
 	    "  files watch SANDBOX DIR\n"
 	    "  env get SANDBOX | set SANDBOX K=V... | unset SANDBOX KEY\n"
+	    "  secrets set NAME [VALUE|-] | list | delete NAME\n"
+	    "  terminal SANDBOX\n"
 	    "  audit [--limit N]\n"
 	    "  revoke [--fleet FILE] [--expires-at UNIX] JTI\n"
 	    "  schedules create (--cron EXPR | --at TIME) [--tz ZONE]\n"
@@ -466,36 +477,50 @@ cmd_exec(struct client *c, int argc, char **argv)
 	struct reply r;
 	char path[256], *code = NULL;
 	size_t len;
-	json_t *body;
+	json_t *body, *env = json_object();
 	int rc;
 
 	while (argc >= 2 &&
 	    (strcmp(argv[0], "--language") == 0 ||
-	        strcmp(argv[0], "--context") == 0)) {
+	        strcmp(argv[0], "--context") == 0 ||
+	        strcmp(argv[0], "--env") == 0)) {
 		if (strcmp(argv[0], "--language") == 0)
 			lang = argv[1];
-		else
+		else if (strcmp(argv[0], "--env") == 0) {
+			if (kv_into(env, argv[1]) != 0) {
+				json_decref(env);
+				return EXIT_USAGE;
+			}
+		} else
 			context = argv[1];
 		argc -= 2;
 		argv += 2;
 	}
 	if (argc != 2) {
+		json_decref(env);
 		usage();
 		return EXIT_USAGE;
 	}
-	if (!need_id(argv[0]))
+	if (!need_id(argv[0])) {
+		json_decref(env);
 		return 1;
+	}
 	if (strcmp(argv[1], "-") == 0) {
 		if ((code = read_all(stdin, &len)) == NULL) {
 			fprintf(stderr, "keep api: cannot read stdin\n");
+			json_decref(env);
 			return 1;
 		}
-	} else if ((code = strdup(argv[1])) == NULL)
+	} else if ((code = strdup(argv[1])) == NULL) {
+		json_decref(env);
 		return 1;
-	else
+	} else
 		len = strlen(code);
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/execute", argv[0]);
 	body = json_pack("{s:s%,s:s}", "code", code, len, "language", lang);
+	if (json_object_size(env) > 0)
+		json_object_set(body, "env_vars", env);
+	json_decref(env);
 	if (context != NULL)
 		json_object_set_new(body, "context_id", json_string(context));
 	rc = request_json(c, "POST", path, body, &r);
@@ -512,21 +537,35 @@ cmd_run_remote(struct client *c, int argc, char **argv)
 {
 	struct reply r;
 	char path[256];
-	json_t *args;
+	json_t *args, *env = json_object(), *body;
 	int rc;
 
+	while (argc >= 2 && strcmp(argv[0], "--env") == 0) {
+		if (kv_into(env, argv[1]) != 0) {
+			json_decref(env);
+			return EXIT_USAGE;
+		}
+		argc -= 2;
+		argv += 2;
+	}
 	if (argc < 2) {
+		json_decref(env);
 		usage();
 		return EXIT_USAGE;
 	}
-	if (!need_id(argv[0]))
+	if (!need_id(argv[0])) {
+		json_decref(env);
 		return 1;
+	}
 	args = json_array();
 	for (int i = 2; i < argc; i++)
 		json_array_append_new(args, json_string(argv[i]));
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s/commands/run", argv[0]);
-	if (request_json(c, "POST", path,
-	        json_pack("{s:s,s:o}", "cmd", argv[1], "args", args), &r) != 0)
+	body = json_pack("{s:s,s:o}", "cmd", argv[1], "args", args);
+	if (json_object_size(env) > 0)
+		json_object_set(body, "env", env);
+	json_decref(env);
+	if (request_json(c, "POST", path, body, &r) != 0)
 		return 1;
 	rc = print_run(c, &r);
 	free(r.data);
@@ -797,6 +836,371 @@ cmd_env(struct client *c, int argc, char **argv)
 	}
 	json_decref(j);
 	free(r.data);
+	return rc;
+}
+
+/*
+ * keep api secrets set NAME [VALUE|-] | list | delete NAME. Without a
+ * VALUE (or with -) the value is read from stdin, one trailing newline
+ * dropped, so that it never shows in a process listing.
+ */
+static int
+cmd_secrets(struct client *c, int argc, char **argv)
+{
+	struct reply r;
+	char *path = NULL, *value = NULL, *e;
+	json_t *j, *x;
+	size_t i, len = 0;
+	int rc = 1;
+
+	if (argc == 1 && strcmp(argv[0], "list") == 0) {
+		if (request(c, "GET", "/v1/secrets", NULL, 0, NULL, &r) != 0)
+			return 1;
+	} else if (argc >= 2 && argc <= 3 && strcmp(argv[0], "set") == 0) {
+		if (argc == 2 || strcmp(argv[2], "-") == 0) {
+			if ((value = read_all(stdin, &len)) == NULL) {
+				fprintf(
+				    stderr, "keep api: cannot read stdin\n");
+				return 1;
+			}
+			if (len > 0 && value[len - 1] == '\n')
+				value[--len] = '\0';
+		} else if ((value = strdup(argv[2])) != NULL)
+			len = strlen(value);
+		e = esc(c, argv[1]);
+		if (value == NULL || e == NULL ||
+		    asprintf(&path, "/v1/secrets/%s", e) == -1)
+			path = NULL;
+		curl_free(e);
+		rc = path == NULL
+		    ? -1
+		    : request_json(c, "PUT", path,
+		          json_pack("{s:s%}", "value", value, len), &r);
+		if (value != NULL) {
+			explicit_bzero(value, len);
+			free(value);
+		}
+		free(path);
+		if (rc != 0)
+			return 1;
+		rc = 1;
+	} else if (argc == 2 && strcmp(argv[0], "delete") == 0) {
+		e = esc(c, argv[1]);
+		if (e == NULL || asprintf(&path, "/v1/secrets/%s", e) == -1)
+			path = NULL;
+		curl_free(e);
+		if (path == NULL ||
+		    request(c, "DELETE", path, NULL, 0, NULL, &r) != 0) {
+			free(path);
+			return 1;
+		}
+		free(path);
+		if (r.status == 204) {
+			free(r.data);
+			return 0;
+		}
+	} else {
+		usage();
+		return EXIT_USAGE;
+	}
+	if ((j = ok_json(c, &r)) != NULL) {
+		if (!c->json && (x = json_object_get(j, "secrets")) != NULL)
+			for (i = 0; i < json_array_size(x); i++)
+				printf("%-32s %-20s %s\n",
+				    jstr(json_array_get(x, i), "name"),
+				    jstr(json_array_get(x, i), "updated_at"),
+				    jstr(json_array_get(x, i), "set_by"));
+		else if (!c->json)
+			printf(
+			    "%s %s\n", jstr(j, "name"), jstr(j, "updated_at"));
+		rc = 0;
+	}
+	json_decref(j);
+	free(r.data);
+	return rc;
+}
+
+/* ---- keep api terminal: a WebSocket client (docs/terminal.md) ---- */
+
+static volatile sig_atomic_t term_resized;
+
+static void
+on_winch(int sig)
+{
+	(void)sig;
+	term_resized = 1;
+}
+
+/* Send all of buf on the connected handle, waiting on its socket. */
+static int
+term_send_all(CURL *h, curl_socket_t fd, const void *buf, size_t len)
+{
+	size_t off = 0, n;
+	struct pollfd p = { fd, POLLOUT, 0 };
+	CURLcode rc;
+
+	while (off < len) {
+		rc = curl_easy_send(h, (const char *)buf + off, len - off, &n);
+		if (rc == CURLE_AGAIN) {
+			if (poll(&p, 1, 10000) <= 0)
+				return -1;
+			continue;
+		}
+		if (rc != CURLE_OK)
+			return -1;
+		off += n;
+	}
+	return 0;
+}
+
+/* One masked client frame (RFC 6455 5.3). */
+static int
+term_frame(
+    CURL *h, curl_socket_t fd, enum ws_opcode op, const void *data, size_t len)
+{
+	uint8_t *f, mask[4];
+	size_t hl = 2, i;
+
+	if ((f = malloc(len + 14)) == NULL)
+		return -1;
+	f[0] = (uint8_t)(0x80 | op);
+	if (len < 126)
+		f[1] = (uint8_t)(0x80 | len);
+	else {
+		f[1] = 0x80 | 126;
+		f[2] = (uint8_t)(len >> 8);
+		f[3] = (uint8_t)len;
+		hl = 4;
+	}
+	randombytes_buf(mask, sizeof(mask));
+	memcpy(f + hl, mask, 4);
+	for (i = 0; i < len; i++)
+		f[hl + 4 + i] = ((const uint8_t *)data)[i] ^ mask[i & 3];
+	i = (size_t)term_send_all(h, fd, f, hl + 4 + len);
+	free(f);
+	return (int)i;
+}
+
+static void
+term_size(unsigned *cols, unsigned *rows)
+{
+	struct winsize ws;
+
+	*cols = 80;
+	*rows = 24;
+	if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0 &&
+	    ws.ws_row > 0 && ws.ws_col <= 1000 && ws.ws_row <= 1000) {
+		*cols = ws.ws_col;
+		*rows = ws.ws_row;
+	}
+}
+
+/*
+ * The server's frames in buf[0, *len): output to stdout, pings answered;
+ * 1 when it closed, -1 on a frame no server sends.
+ */
+static int
+term_frames(CURL *h, curl_socket_t fd, uint8_t *buf, size_t *len)
+{
+	size_t hl, i;
+	uint64_t n;
+	int op;
+
+	while (*len >= 2) {
+		op = buf[0] & 0x0f;
+		n = buf[1] & 0x7f;
+		hl = 2;
+		if (buf[1] & 0x80)
+			return -1;
+		if (n == 126) {
+			if (*len < 4)
+				return 0;
+			n = (uint64_t)buf[2] << 8 | buf[3];
+			hl = 4;
+		} else if (n == 127) {
+			if (*len < 10)
+				return 0;
+			for (n = 0, i = 2; i < 10; i++)
+				n = n << 8 | buf[i];
+			hl = 10;
+		}
+		if (n > (1u << 20))
+			return -1;
+		if (*len < hl + n)
+			return 0;
+		if (op == WS_OP_BINARY || op == WS_OP_TEXT)
+			(void)!write(STDOUT_FILENO, buf + hl, (size_t)n);
+		else if (op == WS_OP_PING)
+			(void)term_frame(
+			    h, fd, WS_OP_PONG, buf + hl, (size_t)n);
+		else if (op == WS_OP_CLOSE) {
+			(void)term_frame(
+			    h, fd, WS_OP_CLOSE, buf + hl, n >= 2 ? 2 : 0);
+			return 1;
+		}
+		memmove(buf, buf + hl + n, *len - hl - (size_t)n);
+		*len -= hl + (size_t)n;
+	}
+	return 0;
+}
+
+/*
+ * keep api terminal SANDBOX: the sandbox's shell on this terminal. The
+ * local terminal goes raw while it runs; without one (stdin a pipe or a
+ * file), the input is sent as it is and its end as ^D.
+ */
+static int
+cmd_terminal(struct client *c, int argc, char **argv)
+{
+	static uint8_t buf[(1u << 20) + 16];
+	struct termios saved, raw;
+	struct pollfd p[2];
+	curl_socket_t fd;
+	char *req = NULL, *host = NULL, key[25], accept[29], in[4096];
+	unsigned char nonce[16];
+	size_t len = 0, n;
+	unsigned cols, rows;
+	int tty, rc, done = 0, sent_eof = 0;
+	CURLcode cc;
+
+	if (argc != 1) {
+		usage();
+		return EXIT_USAGE;
+	}
+	if (!need_id(argv[0]))
+		return 1;
+	curl_easy_reset(c->curl);
+	curl_easy_setopt(c->curl, CURLOPT_URL, c->url);
+	curl_easy_setopt(c->curl, CURLOPT_CONNECT_ONLY, 1L);
+	curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT, 10L);
+	if (c->cacert != NULL)
+		curl_easy_setopt(c->curl, CURLOPT_CAINFO, c->cacert);
+	if ((cc = curl_easy_perform(c->curl)) != CURLE_OK ||
+	    curl_easy_getinfo(c->curl, CURLINFO_ACTIVESOCKET, &fd) !=
+	        CURLE_OK) {
+		fprintf(stderr, "keep api: %s: %s\n", c->url,
+		    curl_easy_strerror(cc));
+		return 1;
+	}
+	randombytes_buf(nonce, sizeof(nonce));
+	sodium_bin2base64(key, sizeof(key), nonce, sizeof(nonce),
+	    sodium_base64_VARIANT_ORIGINAL);
+	term_size(&cols, &rows);
+	host = strstr(c->url, "://") + 3;
+	if (asprintf(&req,
+	        "GET /v1/sandboxes/%s/terminal?cols=%u&rows=%u HTTP/1.1\r\n"
+	        "Host: %.*s\r\nAuthorization: Bearer %s\r\n"
+	        "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+	        "Sec-WebSocket-Key: %s\r\nSec-WebSocket-Version: 13\r\n\r\n",
+	        argv[0], cols, rows, (int)strcspn(host, "/"), host,
+	        c->token != NULL ? c->token : "", key) == -1)
+		return 1;
+	if (term_send_all(c->curl, fd, req, strlen(req)) != 0) {
+		free(req);
+		fprintf(stderr, "keep api: the request did not go out\n");
+		return 1;
+	}
+	free(req);
+	/* The head: 101 and the right accept, or the error's body. */
+	p[0].fd = fd;
+	p[0].events = POLLIN;
+	while (memmem(buf, len, "\r\n\r\n", 4) == NULL) {
+		cc = curl_easy_recv(
+		    c->curl, (char *)buf + len, sizeof(buf) - 1 - len, &n);
+		if (cc == CURLE_AGAIN) {
+			if (poll(p, 1, 30000) <= 0)
+				break;
+			continue;
+		}
+		if (cc != CURLE_OK || n == 0)
+			break;
+		len += n;
+	}
+	buf[len] = '\0';
+	ws_accept(key, strlen(key), accept);
+	if (strncmp((char *)buf, "HTTP/1.1 101 ", 13) != 0 ||
+	    strcasestr((char *)buf, accept) == NULL) {
+		char *body = strstr((char *)buf, "\r\n\r\n");
+		fprintf(stderr, "keep api: no terminal: %.*s\n",
+		    (int)strcspn((char *)buf, "\r"), (char *)buf);
+		if (body != NULL && body[4] != '\0')
+			fprintf(stderr, "%s\n", body + 4);
+		return 1;
+	}
+	n = (size_t)((uint8_t *)strstr((char *)buf, "\r\n\r\n") + 4 - buf);
+	memmove(buf, buf + n, len - n);
+	len -= n;
+
+	tty = isatty(STDIN_FILENO);
+	if (tty && tcgetattr(STDIN_FILENO, &saved) == 0) {
+		raw = saved;
+		cfmakeraw(&raw);
+		tcsetattr(STDIN_FILENO, TCSAFLUSH, &raw);
+		signal(SIGWINCH, on_winch);
+	} else
+		tty = 0;
+	p[1].fd = STDIN_FILENO;
+	p[1].events = POLLIN;
+	for (;;) {
+		if ((rc = term_frames(c->curl, fd, buf, &len)) != 0) {
+			rc = rc == 1 ? 0 : 1;
+			break;
+		}
+		/* Gone without a close frame. */
+		rc = 1;
+		if (done)
+			break;
+		if (term_resized) {
+			char msg[64];
+
+			term_resized = 0;
+			term_size(&cols, &rows);
+			snprintf(msg, sizeof(msg),
+			    "{\"type\":\"resize\",\"cols\":%u,\"rows\":%u}",
+			    cols, rows);
+			if (term_frame(
+			        c->curl, fd, WS_OP_TEXT, msg, strlen(msg)) != 0)
+				break;
+		}
+		p[0].revents = p[1].revents = 0;
+		if (poll(p, sent_eof ? 1 : 2, -1) == -1) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (p[1].revents & (POLLIN | POLLHUP)) {
+			ssize_t r = read(STDIN_FILENO, in, sizeof(in));
+
+			if (r > 0) {
+				if (term_frame(c->curl, fd, WS_OP_BINARY, in,
+				        (size_t)r) != 0)
+					break;
+			} else {
+				/* The end of input, as a terminal says it. */
+				sent_eof = 1;
+				if (term_frame(c->curl, fd, WS_OP_BINARY,
+				        "\x04", 1) != 0)
+					break;
+			}
+		}
+		if (p[0].revents & (POLLIN | POLLHUP | POLLERR)) {
+			for (;;) {
+				cc = curl_easy_recv(c->curl, (char *)buf + len,
+				    sizeof(buf) - len, &n);
+				if (cc == CURLE_AGAIN)
+					break;
+				if (cc != CURLE_OK || n == 0) {
+					done = 1;
+					break;
+				}
+				len += n;
+				if (len == sizeof(buf))
+					break;
+			}
+		}
+	}
+	if (tty)
+		tcsetattr(STDIN_FILENO, TCSAFLUSH, &saved);
 	return rc;
 }
 
@@ -1423,6 +1827,10 @@ cmd_api(int argc, char **argv)
 		rc = cmd_audit_remote(&c, argc - 1, argv + 1);
 	else if (strcmp(argv[0], "schedules") == 0)
 		rc = cmd_schedules(&c, argc - 1, argv + 1);
+	else if (strcmp(argv[0], "secrets") == 0)
+		rc = cmd_secrets(&c, argc - 1, argv + 1);
+	else if (strcmp(argv[0], "terminal") == 0)
+		rc = cmd_terminal(&c, argc - 1, argv + 1);
 	else if (strcmp(argv[0], "health") == 0)
 		rc = cmd_health(&c);
 	else if (strcmp(argv[0], "revoke") == 0)

@@ -590,6 +590,9 @@ do_table(int argc, char **argv)
 		for (k = 0; k < pr->nexec; k++)
 			printf("%-*s   exec \"%s\"\n", w, "",
 			    l.p->execs[pr->exec_off + k].name);
+		for (k = 0; k < pr->nsecret; k++)
+			printf("%-*s   secret \"%s\"\n", w, "",
+			    l.p->secrets[pr->secret_off + k].name);
 		for (k = 0; k < pr->negress; k++) {
 			const struct policy_egress *e =
 			    &l.p->egress[pr->egress_off + k];
@@ -697,6 +700,18 @@ diff_lists(const struct policy *a, const struct policy_principal *pa,
 		if (k == pb->nexec) {
 			printf("agent \"%s\": exec \"%s\" %s\n", pa->name, name,
 			    sign);
+			n++;
+		}
+	}
+	for (i = 0; i < pa->nsecret; i++) {
+		const char *name = a->secrets[pa->secret_off + i].name;
+		for (k = 0; k < pb->nsecret; k++)
+			if (strcmp(b->secrets[pb->secret_off + k].name, name) ==
+			    0)
+				break;
+		if (k == pb->nsecret) {
+			printf("agent \"%s\": secret \"%s\" %s\n", pa->name,
+			    name, sign);
 			n++;
 		}
 	}

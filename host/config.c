@@ -74,6 +74,7 @@ static const struct field fields[] = {
 	F(NULL, "policy_dir", K_PATH, policy_dir, 0, 0),
 	F(NULL, "user", K_USER, user, 0, 0),
 	F(NULL, "node", K_NODE, node, 0, 0),
+	F(NULL, "secrets_key_file", K_PATH, secrets_key_file, 0, 0),
 	FK("tokens", "issuer_keys", issuer_keys, nissuer_keys),
 	F("tokens", "max_ttl", K_DUR, token_max_ttl_ms, SEC, 365 * DAY),
 	F("tokens", "clock_skew", K_DUR, token_clock_skew_ms, 0, 10 * MIN),

@@ -75,6 +75,8 @@ struct keepd_config {
 	uint32_t egress_max_concurrent;
 	uint32_t egress_webhook_attempts;
 	uint64_t egress_webhook_backoff_ms;
+	/* The secrets key (docs/secrets.md); "": <state_dir>/keys/secrets.key */
+	char secrets_key_file[CONFIG_PATH_MAX];
 };
 
 struct config_diag {

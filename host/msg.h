@@ -59,6 +59,7 @@ enum msg_type {
 	MSG_CTL_TEST_CLOCK = 0x0120,
 	/* parent -> front: msg_zones + memfd, the time zones' rules */
 	MSG_CTL_ZONES = 0x0121,
+	MSG_CTL_SECRET_KEY = 0x0110, /* parent -> front, vmm: msg_secret_key */
 
 	/* 0x02xx policy */
 	MSG_POLICY_LOAD = 0x0200, /* parent -> policy: msg_policy_load+memfd */
@@ -176,6 +177,18 @@ struct msg_zones {
  */
 struct msg_mint_key {
 	uint8_t sk[64];
+};
+
+/*
+ * The secrets key (docs/secrets.md): an X25519 key pair the parent keeps
+ * in <state_dir>/keys/secrets.key. The front gets the public half only,
+ * enough to seal a value it accepts (crypto_box_seal) and never enough
+ * to open a stored one; the vmm gets both halves and opens a secret only
+ * for a run whose grant names it. sk is all zero for the front.
+ */
+struct msg_secret_key {
+	uint8_t pk[32];
+	uint8_t sk[32];
 };
 
 struct msg_stats {

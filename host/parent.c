@@ -66,6 +66,7 @@ struct parent {
 	struct child child[PROC_COUNT];
 	uint8_t keys[PROC_COUNT][GRANT_KEY_BYTES];
 	uint8_t mint_sk[64]; /* the delegation key (msg_mint_key) */
+	struct msg_secret_key secret_key; /* docs/secrets.md */
 	char mint_pk[MSG_PUBKEY_LEN]; /* its public half, PASERK */
 	uint8_t keys_audited[32]; /* hash of the key set last audited */
 	int kvm_fd, listen_fd, sig_fd;
@@ -381,6 +382,68 @@ load_mint_key(struct parent *ps)
 		fatalx("%s: encode", __func__);
 }
 
+/* The public half to the front, both to the vmm (msg_secret_key). */
+static void
+send_secret_key(struct parent *ps, enum proc_id c)
+{
+	struct msg_secret_key k;
+
+	memcpy(k.pk, ps->secret_key.pk, sizeof(k.pk));
+	if (c == PROC_VMM)
+		memcpy(k.sk, ps->secret_key.sk, sizeof(k.sk));
+	else
+		memset(k.sk, 0, sizeof(k.sk));
+	if (msg_send(ps->ctx.fd[c], MSG_CTL_SECRET_KEY, 0, 0, &k, sizeof(k),
+	        -1) != MSG_OK)
+		log_warn("%s", __func__);
+	sodium_memzero(&k, sizeof(k));
+}
+
+/*
+ * The secrets key seals the values of /v1/secrets at rest. Like the
+ * delegation key it must outlive a restart (or every stored secret would
+ * be lost), so it lives in the root-only keys directory: 32 bytes of
+ * X25519 secret key in hex, mode 0600, refused if anyone else may read it.
+ */
+static void
+load_secret_key(struct parent *ps)
+{
+	char path[PATH_MAX + 32], hex[2 * 32 + 2];
+	struct stat sb;
+	ssize_t n;
+	int fd;
+
+	if (ps->cfg.secrets_key_file[0] != '\0')
+		snprintf(path, sizeof(path), "%s", ps->cfg.secrets_key_file);
+	else
+		snprintf(path, sizeof(path), "%s/keys/secrets.key", ps->state);
+	if (sodium_mlock(&ps->secret_key, sizeof(ps->secret_key)) == -1)
+		log_warn("%s: mlock", __func__);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) != -1) {
+		if (fstat(fd, &sb) == -1 || !S_ISREG(sb.st_mode) ||
+		    (sb.st_mode & 077) != 0)
+			fatalx("%s: must be a regular file of mode 0600", path);
+		n = read(fd, hex, sizeof(hex));
+		close(fd);
+		if (n < 64 || (n == 65 && hex[64] != '\n') || n > 65 ||
+		    sodium_hex2bin(ps->secret_key.sk, sizeof(ps->secret_key.sk),
+		        hex, 64, NULL, NULL, NULL) != 0)
+			fatalx("%s: not 32 bytes in hex", path);
+	} else if (errno == ENOENT) {
+		crypto_box_keypair(ps->secret_key.pk, ps->secret_key.sk);
+		sodium_bin2hex(hex, sizeof(hex), ps->secret_key.sk, 32);
+		if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+		         0600)) == -1 ||
+		    dprintf(fd, "%s\n", hex) < 0 || fsync(fd) == -1 ||
+		    close(fd) == -1)
+			fatal("%s", path);
+		log_info("%s: created the secrets key %s", __func__, path);
+	} else
+		fatal("%s", path);
+	sodium_memzero(hex, sizeof(hex));
+	crypto_scalarmult_base(ps->secret_key.pk, ps->secret_key.sk);
+}
+
 /*
  * Every change of the trusted keys (token issuers, image signers) is in
  * the audit log: at start and after each reload whose keys differ, one
@@ -517,6 +580,8 @@ send_setup(struct parent *ps, enum proc_id c)
 		send_tls(ps);
 	if (c == PROC_POLICY)
 		send_mint_key(ps);
+	if (c == PROC_FRONT || c == PROC_VMM)
+		send_secret_key(ps, c);
 	if (c == PROC_POLICY)
 		send_policy(ps);
 	if (c == PROC_STORE)
@@ -1030,6 +1095,7 @@ setup(struct parent *ps)
 		randombytes_buf(ps->keys[p], sizeof(ps->keys[p]));
 
 	load_mint_key(ps);
+	load_secret_key(ps);
 
 	if ((ps->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC)) == -1)
 		log_warn("/dev/kvm");

@@ -272,6 +272,8 @@ front_main(struct proc_ctx *ctx)
 		handlers[n++] = fb_store_handlers[i];
 	for (i = 0; i < fb_watch_nhandlers && n < nitems(handlers); i++)
 		handlers[n++] = fb_watch_handlers[i];
+	for (i = 0; i < fb_secret_nhandlers && n < nitems(handlers); i++)
+		handlers[n++] = fb_secret_handlers[i];
 	ctx->handlers = handlers;
 	ctx->nhandlers = n;
 	ctx->arg = &fs;

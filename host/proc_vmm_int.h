@@ -85,6 +85,29 @@ struct job {
 	char sbx[SBX_ID_MAX];
 	char owner[GRANT_PRINCIPAL_MAX];
 	char cmd[RUN_NAME_MAX];
+	/* The values of the secrets it was given, redacted from its
+	 * output (docs/secrets.md); raw[]: stdout, stderr bytes consumed
+	 * when its output streams (sent[] counts what went out). */
+	struct vmm_run_secrets *secrets;
+	uint64_t raw[2];
+	/* RUN_F_TERMINAL: its stdin is a pipe whose write end this is
+	 * (-1 once the session ended); its size, in memory shared with
+	 * the vm process (vmm_run clears res, so not there). */
+	int term, term_fd;
+	struct vmm_winsize *winsize;
+};
+
+/* The secrets of one run (host/proc_vmm_secrets.c). */
+struct vmm_secret {
+	char name[64];
+	char principal[GRANT_PRINCIPAL_MAX];
+	uint8_t value[4096];
+	size_t len;
+};
+struct vmm_run_secrets {
+	uint64_t reqid;
+	size_t n;
+	struct vmm_secret s[16];
 };
 
 /* A template and its holder process (host/proc_vmm_template.c). */
@@ -169,6 +192,11 @@ struct vmm_state {
 	struct tpl_slot templates[VMM_TEMPLATES_MAX];
 	struct vmm_context ctxs[VMM_CONTEXTS_MAX];
 	struct vmm_snapshot snaps[VMM_SNAPSHOTS_MAX];
+	/* docs/secrets.md: the key that opens stored secrets, and the
+	 * secrets sent for the MSG_VMM_RUN that comes next. */
+	struct msg_secret_key secret_key;
+	int have_secret_key;
+	struct vmm_run_secrets *pending_secrets;
 };
 
 int vmm_check_grant(struct proc_ctx *ctx, const struct msg *m,
@@ -235,6 +263,17 @@ int vmm_h_run(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_run_caps(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_store_reply(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_system(struct proc_ctx *ctx, const struct msg *m);
+/* Secrets (host/proc_vmm_secrets.c). */
+int vmm_h_secret_key(struct proc_ctx *ctx, const struct msg *m);
+int vmm_h_term_input(struct proc_ctx *ctx, const struct msg *m);
+int vmm_h_run_secret(struct proc_ctx *ctx, const struct msg *m);
+struct vmm_run_secrets *vmm_secrets_take(
+    struct vmm_state *vs, uint64_t reqid, const char *principal);
+void vmm_secrets_free(struct vmm_run_secrets *rs);
+int vmm_secrets_expand(
+    const struct vmm_run_secrets *rs, const char **envp, size_t n, char **bufs);
+int vmm_secrets_stream(struct proc_ctx *ctx, struct job *j, int s, int fd);
+int vmm_secrets_redact_output(struct job *j);
 
 /* host/proc_vmm_watch.c: files/watch. */
 struct vmm_watch;

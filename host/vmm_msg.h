@@ -90,7 +90,45 @@ enum {
 	MSG_VMM_CONTEXT_FORK = MSG_VMM_BASE + 0x40,
 	MSG_VMM_CONTEXT_SNAPSHOT = MSG_VMM_BASE + 0x41,
 	MSG_VMM_CONTEXT_SNAPSHOTS = MSG_VMM_BASE + 0x42,
-	MSG_VMM_CONTEXT_SNAPSHOT_DELETE = MSG_VMM_BASE + 0x43 /* name */
+	MSG_VMM_CONTEXT_SNAPSHOT_DELETE = MSG_VMM_BASE + 0x43, /* name */
+	MSG_VMM_RUN_SECRET = MSG_VMM_BASE + 0x50, /* front -> vmm, before
+						     MSG_VMM_RUN, same reqid:
+						     msg_vmm_run_secret */
+	MSG_VMM_TERM_INPUT = MSG_VMM_BASE + 0x51 /* front -> vmm: a terminal
+						    run's input, its reqid:
+						    msg_vmm_term_input */
+};
+
+/*
+ * RUN_F_TERMINAL (with RUN_F_STREAM): an interactive run bound to a
+ * terminal (docs/terminal.md). Its stdin is a pipe the vmm writes what
+ * MSG_VMM_TERM_INPUT brings; its fds 0-2 are a terminal to the guest;
+ * the vmm announces its start with an empty MSG_VMM_RUN_OUTPUT.
+ */
+#define RUN_F_TERMINAL 0x8u
+enum term_input_kind { TERM_IN_DATA = 1, TERM_IN_RESIZE, TERM_IN_EOF };
+struct msg_vmm_term_input {
+	uint32_t kind; /* enum term_input_kind */
+	uint16_t cols, rows; /* TERM_IN_RESIZE: 1..1000 */
+	uint32_t len; /* TERM_IN_DATA: bytes of data used */
+	uint32_t pad; /* 0 */
+	uint8_t data[4096];
+};
+
+/*
+ * One secret for the MSG_VMM_RUN that follows (docs/secrets.md): the
+ * policy's grant (secret:read, target the name, minted for the vmm and
+ * this request id) and the value as the store keeps it, sealed to the
+ * secrets key, which only the vmm can open. At most SECRET_RUN_MAX per
+ * run; the vmm forgets them once that run has started or been refused.
+ */
+#define RUN_SECRET_SEALED_MAX 4200 /* = STORE_SEALED_MAX */
+struct msg_vmm_run_secret {
+	struct grant grant;
+	char name[64]; /* NUL-terminated, = the grant's target */
+	uint32_t sealed_len; /* 1..RUN_SECRET_SEALED_MAX */
+	uint32_t pad; /* 0 */
+	uint8_t sealed[RUN_SECRET_SEALED_MAX];
 };
 
 /* The caps of the token that asked for the run: the vmm asks the policy

@@ -128,6 +128,7 @@ stmt(struct out *o, const struct lang_stmt *s)
 		put(o, " %s", b);
 		break;
 	case LANG_S_EXEC:
+	case LANG_S_SECRET:
 		for (i = 0; i < s->nitems; i++)
 			put(o, "%s \"%s\"", i ? "," : "", s->items[i].str);
 		break;

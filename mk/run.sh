@@ -33,7 +33,7 @@ url=$("$B/bin/keepd" -n -v -f "$CONFIG" | sed -n 's/^url: //p')
 [ -n "$url" ] || exit 1
 token=$("$B/bin/keep" token mint --key build/run/keys/issuer.secret \
     --sub admin --ttl 1h \
-    --caps sandbox:read,sandbox:write,exec,artifact:read,artifact:write,policy:read,audit:read,image:read,admin) ||
+    --caps sandbox:read,sandbox:write,exec,artifact:read,artifact:write,policy:read,audit:read,image:read,admin,secret:read,secret:write) ||
 	exit 1
 (umask 077 && printf '%s\n' "$token" >build/run/admin.token) || exit 1
 echo "run: starting keepd in the foreground (Ctrl-C stops it): $CONFIG"

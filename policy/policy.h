@@ -49,7 +49,7 @@ enum policy_reason {
 	POLICY_R_DEFAULT, /* default deny: nothing allows it */
 	POLICY_R_PRINCIPAL, /* no such agent in the policy */
 	POLICY_R_DENY, /* an explicit deny rule */
-	POLICY_R_TARGET, /* exec or egress target not on the list */
+	POLICY_R_TARGET, /* exec, egress or secret target not on the list */
 	POLICY_R_RATE, /* the rate bucket is empty (see retry_after) */
 	POLICY_R_BUDGET, /* the operation budget is spent */
 	POLICY_R_REQUEST, /* malformed request (capability out of range) */
@@ -107,6 +107,7 @@ struct policy_principal {
 	uint32_t rule[CAP_COUNT]; /* deciding rule per capability, 0 none */
 	uint32_t line[CAP_COUNT];
 	struct policy_limits lim;
+	uint32_t secret_off, nsecret; /* into policy->secrets */
 };
 
 struct policy {
@@ -118,6 +119,8 @@ struct policy {
 	uint32_t nexecs;
 	struct policy_egress *egress;
 	uint32_t negress;
+	struct policy_exec *secrets; /* names a secret list allows */
+	uint32_t nsecrets;
 	uint32_t nrules;
 	cap_set_t writes; /* capabilities that count as writes */
 	uint8_t hash[32]; /* BLAKE2b-256 of the source text */
@@ -128,7 +131,8 @@ struct policy_request {
 	const char *principal;
 	size_t principal_len;
 	int cap; /* enum cap_id */
-	const char *target; /* exec: a name; egress: "host[:port]" */
+	const char
+	    *target; /* exec, secret:read: a name; egress: "host[:port]" */
 	size_t target_len; /* 0: no target */
 	int no_budget; /* 1: neither spends nor is refused by the budget */
 };

@@ -1097,6 +1097,8 @@ api_stream_run(
 	struct http_buf ev, out;
 	int is_err = strcmp(stream, "stderr") == 0;
 
+	if (api_ws_stream(p, data, len))
+		return;
 	if (len == 0)
 		return;
 	if (!p->sse) {
@@ -1143,6 +1145,8 @@ api_resume_run(struct api_pending *p, int rc, struct api_run_result *res,
 	struct http_buf out;
 	struct rq r;
 
+	if (api_ws_end(p, rc, res))
+		return;
 	memset(&r, 0, sizeof(r));
 	http_buf_init(&out);
 	r.api = a;

@@ -310,6 +310,21 @@ struct api_schedule_run {
 	size_t err_len;
 };
 
+/* A terminal's start (docs/terminal.md). */
+struct api_terminal {
+	unsigned cols, rows; /* 1..1000 */
+	const char *term; /* TERM for the shell */
+};
+enum api_term_input { API_TERM_DATA = 1, API_TERM_RESIZE, API_TERM_EOF };
+struct api_pending;
+
+/* A secret's metadata; its value never leaves keepd's processes. */
+struct api_secret {
+	char name[64];
+	int64_t created_at, updated_at; /* unix ms */
+	char set_by[128]; /* the principal of the last PUT */
+};
+
 struct api_page {
 	const char *cursor; /* NULL: from the start */
 	unsigned limit; /* 1..100 */
@@ -513,6 +528,32 @@ struct api_backend {
 	int (*context_snapshot_delete)(void *ctx, const struct api_call *,
 	    const char *id, const char *cid, const char *name,
 	    struct api_error *err);
+
+	/*
+	 * The terminal (docs/terminal.md): terminal_open starts an
+	 * interactive shell run in sandbox id and defers its reply
+	 * (api_defer, API_PENDING); its output comes as a streaming run's
+	 * does. terminal_input passes the client's input (API_TERM_DATA),
+	 * a new size (API_TERM_RESIZE) or the session's end (API_TERM_EOF)
+	 * to the run of that pending reply.
+	 */
+	int (*terminal_open)(void *ctx, const struct api_call *, const char *id,
+	    const struct api_terminal *, struct api_error *err);
+	void (*terminal_input)(void *ctx, struct api_pending *, int kind,
+	    const void *data, size_t len, unsigned cols, unsigned rows);
+
+	/*
+	 * Secrets (docs/secrets.md). secret_put seals value (len bytes) and
+	 * keeps it under name; *created is 1 when the name was new. No op
+	 * ever returns a value. secret_list: *out malloc, *n entries.
+	 */
+	int (*secret_put)(void *ctx, const struct api_call *, const char *name,
+	    const char *value, size_t len, struct api_secret *out, int *created,
+	    struct api_error *err);
+	int (*secret_delete)(void *ctx, const struct api_call *,
+	    const char *name, struct api_error *err);
+	int (*secret_list)(void *ctx, const struct api_call *,
+	    struct api_secret **out, size_t *n, struct api_error *err);
 };
 
 struct api;
@@ -592,11 +633,20 @@ int api_handle(
 #define API_HANDLE_PENDING 2
 #define API_RESUME_CLOSE 0x1 /* close the connection after these bytes */
 #define API_RESUME_MORE 0x2 /* part of the reply; more will follow */
+/* resp is a 101 head: from here on the connection is a WebSocket, and
+ * what follows (API_RESUME_MORE) is the terminal's output to frame; the
+ * last call (no MORE) ends the session (docs/terminal.md). */
+#define API_RESUME_UPGRADE 0x4
 typedef void (*api_resume_fn)(
     void *arg, uint64_t conn, const void *resp, size_t len, int flags);
 void api_set_resume(struct api *, api_resume_fn fn, void *arg);
 int api_handle_conn(struct api *, const struct http_request *req,
     struct http_buf *out, uint64_t conn);
+/* A WebSocket message from the client of connection conn (opcode 1
+ * text, 2 binary), and the end of its session (close, EOF, timeout). */
+void api_ws_message(
+    struct api *, uint64_t conn, int opcode, const void *data, size_t len);
+void api_ws_closed(struct api *, uint64_t conn);
 
 /*
  * fn(arg, conn) is called when a request on connection conn (as given to

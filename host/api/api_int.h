@@ -55,6 +55,7 @@ struct api {
 	void *alive_arg;
 	uint64_t pending;
 	uint64_t idem_serial; /* reservations made */
+	struct api_pending *ws; /* terminal sessions (api_terminal.c) */
 };
 
 struct api_pending {
@@ -75,6 +76,11 @@ struct api_pending {
 	struct idem_entry *idem;
 	uint64_t idem_serial;
 	struct api_principal who; /* for the record the reply leaves */
+	/* A terminal (host/api/api_terminal.c): the 101 head waits for the
+	 * run's first sign of life; sessions are listed for their input. */
+	int ws, ws_up, ws_gone;
+	char ws_head[256];
+	struct api_pending *ws_next;
 };
 
 /* One request in flight. */
@@ -156,6 +162,17 @@ void h_context_fork(struct rq *);
 void h_context_snapshot(struct rq *);
 void h_context_snapshots(struct rq *);
 void h_context_snapshot_delete(struct rq *);
+/* The terminal (host/api/api_terminal.c). */
+void h_terminal(struct rq *);
+/* 1 when p is a terminal whose stream or end api_terminal.c handled. */
+int api_ws_stream(struct api_pending *p, const void *data, size_t len);
+int api_ws_end(struct api_pending *p, int rc, struct api_run_result *res);
+/* Secrets (host/api/api_secrets.c). */
+void h_secret_put(struct rq *);
+void h_secret_delete(struct rq *);
+void h_secret_list(struct rq *);
+/* -1 (and a 400 sent) when a variable holds a malformed reference. */
+int rq_env_refs_ok(struct rq *, const struct api_kv *kv, size_t n);
 /* A context cell's reply from the driver's JSON lines in res->out. */
 void reply_cell(struct rq *, struct api_run_result *res);
 json_t *api_cell_decode(

@@ -199,6 +199,11 @@ h_sandbox_create(struct rq *r)
 	}
 	spec.env = env;
 	spec.metadata = md;
+	if (rq_env_refs_ok(r, env, spec.nenv)) {
+		free(env);
+		free(md);
+		return;
+	}
 	memset(&sb, 0, sizeof(sb));
 	memset(&tok, 0, sizeof(tok));
 	memset(&err, 0, sizeof(err));
@@ -954,6 +959,10 @@ env_set(struct rq *r, int replace)
 	}
 	if (rq_kv(r, r->body, "env", &kv, &n))
 		return;
+	if (rq_env_refs_ok(r, kv, n)) {
+		free(kv);
+		return;
+	}
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->env_set(BE(r)->ctx, &r->call, r->id, kv, n, replace, &err);
 	free(kv);
@@ -1421,6 +1430,14 @@ const struct api_route api_routes[] = {
 	{ HTTP_DELETE, SBX "/contexts/{name}/snapshots",
 	    h_context_snapshot_delete, CAP_EXEC, 0, 0,
 	    "contexts_snapshot_delete", 0 },
+	{ HTTP_GET, SBX "/terminal", h_terminal, CAP_EXEC, 0, 0, "terminal",
+	    1 },
+	{ HTTP_GET, "/v1/secrets", h_secret_list, CAP_SECRET_READ, 0, 0,
+	    "secrets_list", 0 },
+	{ HTTP_PUT, "/v1/secrets/{name}", h_secret_put, CAP_SECRET_WRITE, 1, 0,
+	    "secrets_put", 0 },
+	{ HTTP_DELETE, "/v1/secrets/{name}", h_secret_delete, CAP_SECRET_WRITE,
+	    0, 0, "secrets_delete", 0 },
 };
 const size_t api_nroutes = sizeof(api_routes) / sizeof(api_routes[0]);
 

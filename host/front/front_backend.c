@@ -1025,6 +1025,7 @@ front_backend_new(struct proc_ctx *ctx)
 	fb_sched_ops(&fb->ops);
 	fb_watch_ops(&fb->ops);
 	fb_context_ops(&fb->ops);
+	fb_secret_ops(&fb->ops);
 	return fb;
 }
 

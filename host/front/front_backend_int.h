@@ -259,6 +259,13 @@ int fb_async_h_webhook_reply(struct proc_ctx *, const struct msg *);
 		    fb_async_h_webhook_reply                                   \
 	}
 void fb_runs_fail_all(struct front_backend *);
+/* Secrets (host/front/front_secrets.c, docs/secrets.md). */
+void fb_secret_ops(struct api_backend *);
+extern const struct msg_handler fb_secret_handlers[];
+extern const size_t fb_secret_nhandlers;
+int fb_run_secrets(struct front_backend *, const struct api_call *,
+    const char *sandbox, uint64_t reqid, const struct api_kv *env, size_t nenv,
+    int context, struct api_error *err);
 extern const struct msg_handler fb_run_handlers[];
 extern const size_t fb_run_nhandlers;
 

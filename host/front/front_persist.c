@@ -134,6 +134,7 @@ del(struct front_backend *fb, const struct api_principal *who, enum cap_id cap,
 	return write_call(fb, reqid, MSG_STORE_DELETE, q, qlen, err);
 }
 
+/* For other areas' records (front_sched.c, front_secrets.c). */
 int
 fb_store_put(struct front_backend *fb, const struct api_principal *who,
     enum cap_id cap, const char *target, unsigned db, const void *rec,

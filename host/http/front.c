@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "host/http/front.h"
+#include "host/http/ws.h"
 #include "lib/clock.h"
 #include "lib/log.h"
 #include "lib/task.h"
@@ -47,7 +48,11 @@
  * body we refused). */
 /* C_WAIT: a deferred reply is due; nothing after it is parsed until it
  * arrives, so replies stay in request order. */
-enum conn_state { C_IDLE, C_HEAD, C_BODY, C_WAIT, C_LINGER };
+/* C_WS: upgraded to a WebSocket (the terminal, host/http/ws.h). */
+enum conn_state { C_IDLE, C_HEAD, C_BODY, C_WAIT, C_LINGER, C_WS };
+
+#define WS_MAX_MESSAGE 65536
+#define WS_MAX_OUT (4u << 20) /* a client that reads no output is closed */
 
 #define LINGER_MS 2000
 
@@ -80,6 +85,8 @@ struct conn {
 	size_t counted; /* out.len as counted in front.pending_total */
 	uint8_t peer[17]; /* family, then the address (IPv6: its /64) */
 	uint8_t peerlen; /* 0: no address (adopted), no per-client limit */
+	struct ws_reader ws; /* C_WS */
+	int ws_told; /* the api knows the session has ended */
 };
 
 struct front {
@@ -112,6 +119,7 @@ front_limits_default(struct front_limits *l)
 	l->max_conns_per_client = 128;
 	l->unproven_timeout_ms = 10000;
 	l->max_pending_total = (size_t)256 << 20;
+	l->ws_idle_timeout_ms = 10 * 60 * 1000;
 }
 
 /* When a connection that has nothing in flight may be dropped. */
@@ -126,10 +134,29 @@ idle_deadline(const struct front *f, const struct conn *c)
 	return mono_ms() + ms;
 }
 
+static uint64_t
+conn_id(const struct conn *c)
+{
+	return (uint64_t)c->slot << 32 | c->gen;
+}
+
+/* The api hears once that a WebSocket session is over (or that the
+ * client of one not yet upgraded has gone). */
+static void
+ws_ended(struct front *f, struct conn *c)
+{
+	if ((c->state == C_WS || c->state == C_WAIT) && !c->ws_told) {
+		c->ws_told = 1;
+		api_ws_closed(f->api, conn_id(c));
+	}
+}
+
 static void
 conn_close(struct front *f, struct conn *c)
 {
 	f->pending_total -= c->counted;
+	ws_ended(f, c);
+	ws_reader_free(&c->ws);
 	epoll_ctl(f->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	if (c->tls != NULL) {
 		/* Best effort: a close_notify if it fits without waiting. */
@@ -433,6 +460,77 @@ conn_process(struct front *f, struct conn *c)
 	}
 }
 
+/* One server frame, whole, to the output. */
+static void
+ws_send(struct conn *c, enum ws_opcode op, const void *data, size_t len)
+{
+	uint8_t head[10];
+
+	http_buf_add(&c->out, head, ws_frame_head(head, op, len));
+	http_buf_add(&c->out, data, len);
+}
+
+static void
+ws_close(struct front *f, struct conn *c, uint16_t code, const char *why)
+{
+	uint8_t p[2 + 64];
+	size_t n = strlen(why) < 64 ? strlen(why) : 64;
+
+	p[0] = (uint8_t)(code >> 8);
+	p[1] = (uint8_t)code;
+	memcpy(p + 2, why, n);
+	ws_send(c, WS_OP_CLOSE, p, 2 + n);
+	ws_ended(f, c);
+	c->closing = 1;
+}
+
+/* The frames the input holds: messages to the api, pings answered. */
+static void
+ws_process(struct front *f, struct conn *c)
+{
+	struct ws_msg m;
+	size_t used;
+	uint16_t code;
+	int rc;
+
+	while (!c->closing && c->inlen > 0) {
+		rc = ws_read(
+		    &c->ws, (uint8_t *)c->in, c->inlen, &used, &m, &code);
+		if (rc == WS_ERROR) {
+			ws_close(f, c, code, "protocol error");
+			c->inlen = 0;
+			return;
+		}
+		if (rc == WS_MORE) {
+			memmove(c->in, c->in + used, c->inlen - used);
+			c->inlen -= used;
+			if (used == 0)
+				return;
+			continue;
+		}
+		/* m may point into c->in: used before the input moves. */
+		c->deadline = mono_ms() + f->lim->ws_idle_timeout_ms;
+		switch (m.opcode) {
+		case WS_OP_PING:
+			ws_send(c, WS_OP_PONG, m.data, m.len);
+			break;
+		case WS_OP_PONG:
+			break;
+		case WS_OP_CLOSE:
+			ws_close(f, c,
+			    m.close_code ? m.close_code : WS_CLOSE_NORMAL, "");
+			c->inlen = 0;
+			return;
+		default:
+			api_ws_message(
+			    f->api, conn_id(c), m.opcode, m.data, m.len);
+			break;
+		}
+		memmove(c->in, c->in + used, c->inlen - used);
+		c->inlen -= used;
+	}
+}
+
 static void
 conn_read(struct front *f, struct conn *c)
 {
@@ -481,6 +579,16 @@ conn_read(struct front *f, struct conn *c)
 			c->closing = 2;
 		return;
 	}
+	if (c->state == C_WS) {
+		if (n == 0) {
+			ws_ended(f, c);
+			c->closing = 2;
+			return;
+		}
+		c->inlen += (size_t)n;
+		ws_process(f, c);
+		return;
+	}
 	if (n == 0 && c->state == C_WAIT) {
 		/* Answer the request in flight, then close. */
 		c->peer_eof = 1;
@@ -514,6 +622,27 @@ conn_settle_io(struct front *f, struct conn *c)
 		return;
 	if (conn_flush(f, c) == -1) {
 		conn_close(f, c);
+		return;
+	}
+	if (c->state == C_WS) {
+		if (c->out.len > WS_MAX_OUT) {
+			conn_close(f, c);
+			return;
+		}
+		if (c->closing && c->out.len == 0) {
+			/* The close frame is out: the client's may follow. */
+			ws_ended(f, c);
+			shutdown(c->fd, SHUT_WR);
+			c->state = C_LINGER;
+			c->deadline = mono_ms() + LINGER_MS;
+			c->inlen = 0;
+			if (conn_watch(f, c, EPOLLIN) == -1)
+				conn_close(f, c);
+			return;
+		}
+		if (conn_watch(
+		        f, c, c->out.len > 0 ? c->wr_want : c->rd_want) == -1)
+			conn_close(f, c);
 		return;
 	}
 	if (c->state == C_WAIT && c->out.len == 0) {
@@ -830,6 +959,14 @@ front_sweep(struct front *f, uint64_t now)
 		}
 		if (c->state == C_WAIT)
 			continue;
+		if (c->state == C_WS) {
+			if (!c->closing && now >= c->deadline) {
+				api_count_conn(f->api, API_CONN_TIMEOUT);
+				ws_close(f, c, WS_CLOSE_GOING_AWAY, "idle");
+				conn_settle(f, c);
+			}
+			continue;
+		}
 		if (c->out.len > 0 || c->closing || now < c->deadline)
 			continue;
 		api_count_conn(f->api, API_CONN_TIMEOUT);
@@ -919,13 +1056,36 @@ front_resume(void *arg, uint64_t id, const void *resp, size_t len, int flags)
 	struct conn *c;
 
 	if (slot >= f->lim->max_conns || (c = f->conns[slot]) == NULL ||
-	    c->gen != (uint32_t)id || c->state != C_WAIT)
+	    c->gen != (uint32_t)id)
+		return;
+	if (c->state == C_WS) {
+		/* The terminal's output, framed here; its end closes. */
+		if (c->closing)
+			return;
+		if (len > 0)
+			ws_send(c, WS_OP_BINARY, resp, len);
+		if (!(flags & API_RESUME_MORE))
+			ws_close(f, c, WS_CLOSE_NORMAL, "exit");
+		conn_settle(f, c);
+		return;
+	}
+	if (c->state != C_WAIT)
 		return;
 	/* Make room first: the bytes of those that do not read go before
 	 * these are copied. */
 	if (!f->in_step)
 		front_shed(f, c, len);
 	http_buf_add(&c->out, resp, len);
+	if (flags & API_RESUME_UPGRADE) {
+		/* 101 sent: from here on the connection is a WebSocket. */
+		c->state = C_WS;
+		ws_reader_init(&c->ws, WS_MAX_MESSAGE);
+		c->deadline = mono_ms() + f->lim->ws_idle_timeout_ms;
+		if (c->inlen > 0)
+			ws_process(f, c);
+		conn_settle(f, c);
+		return;
+	}
 	if (flags & API_RESUME_MORE) {
 		/* Part of an event stream: send it, keep waiting; a stream
 		 * that goes on (a watch) is not a reply that never came. */

@@ -39,6 +39,8 @@ struct front_limits {
 	 * above it the connection that has waited longest for its reader
 	 * is closed (0: no bound). */
 	size_t max_pending_total;
+	uint64_t ws_idle_timeout_ms; /* a WebSocket with no message from
+					 its client (default 10 min) */
 };
 
 void front_limits_default(struct front_limits *);

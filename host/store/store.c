@@ -31,6 +31,7 @@ static const char *const db_names[STORE_DB_COUNT] = {
 	[STORE_DB_FILES] = "files",
 	[STORE_DB_SCHEDULES] = "schedules",
 	[STORE_DB_SCHED_RUNS] = "schedule_runs",
+	[STORE_DB_SECRETS] = "secrets",
 };
 
 const char *

@@ -74,6 +74,7 @@ enum store_db {
 	STORE_DB_FILES, /* sandbox NUL path -> struct store_file */
 	STORE_DB_SCHEDULES, /* id -> struct store_schedule */
 	STORE_DB_SCHED_RUNS, /* schedule NUL seq -> struct store_sched_run */
+	STORE_DB_SECRETS, /* name -> struct store_secret (docs/secrets.md) */
 	STORE_DB_COUNT
 };
 
@@ -253,6 +254,17 @@ struct store_env {
 	const char *value; /* <= STORE_VALUE_MAX */
 };
 
+/* A secret: its value sealed to the vmm's key (crypto_box_seal), never
+ * in clear here. */
+#define STORE_SEALED_MAX 4200
+struct store_secret {
+	const char *name;
+	const void *sealed;
+	uint32_t sealed_len; /* 1..STORE_SEALED_MAX */
+	int64_t created_ms, updated_ms;
+	const char *set_by; /* the principal of the last PUT */
+};
+
 struct store_file {
 	const char *sandbox;
 	const char *path; /* absolute, inside the workspace */
@@ -342,6 +354,8 @@ int store_sched_run_encode(
     const struct store_sched_run *in, void **out, size_t *len);
 int store_sched_run_decode(
     const void *buf, size_t len, struct store_sched_run *out);
+int store_secret_encode(const struct store_secret *in, void **out, size_t *len);
+int store_secret_decode(const void *buf, size_t len, struct store_secret *out);
 
 /*
  * Validate a value found in database db (any kind, including the meta

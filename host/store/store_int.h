@@ -46,6 +46,7 @@ int store_read_begin(struct store *st, MDB_txn **txn);
 #define STORE_TAG_FILE 'F'
 #define STORE_TAG_SCHEDULE 'D'
 #define STORE_TAG_SCHED_RUN 'G'
+#define STORE_TAG_SECRET 'Z'
 #define STORE_TAG_SCHEMA 'M'
 #define STORE_TAG_HEAD 'H'
 #define STORE_TAG_CHECKPOINT 'P'

@@ -935,6 +935,7 @@ store_record_check(unsigned db, const void *buf, size_t len)
 		struct store_file f;
 		struct store_schedule d;
 		struct store_sched_run g;
+		struct store_secret z;
 		struct store_head h;
 		struct store_checkpoint p;
 	} u;
@@ -971,6 +972,8 @@ store_record_check(unsigned db, const void *buf, size_t len)
 		return store_schedule_decode(buf, len, &u.d);
 	case STORE_DB_SCHED_RUNS:
 		return store_sched_run_decode(buf, len, &u.g);
+	case STORE_DB_SECRETS:
+		return store_secret_decode(buf, len, &u.z);
 	default:
 		return STORE_E_ARG;
 	}
@@ -1016,6 +1019,7 @@ store_record_key(unsigned db, const void *buf, size_t len, void *key,
 		struct store_file f;
 		struct store_schedule d;
 		struct store_sched_run g;
+		struct store_secret z;
 	} u;
 	size_t n = 0;
 	int rc;
@@ -1080,6 +1084,11 @@ store_record_key(unsigned db, const void *buf, size_t len, void *key,
 			return rc;
 		n = key2(u.g.schedule, u.g.seq, key, keymax);
 		break;
+	case STORE_DB_SECRETS:
+		if ((rc = store_secret_decode(buf, len, &u.z)) != 0)
+			return rc;
+		n = key1(u.z.name, key, keymax);
+		break;
 	default:
 		return STORE_E_ARG;
 	}
@@ -1125,4 +1134,41 @@ store_key_make(
 	if (!store_name_ok(k2, max2))
 		return 0;
 	return key2(k1, k2, key, STORE_KEY_MAX);
+}
+
+int
+store_secret_encode(const struct store_secret *in, void **out, size_t *len)
+{
+	struct store_wbuf w = { 0 };
+
+	if (!store_name_ok(in->name, STORE_NAME_MAX) ||
+	    !store_name_ok(in->set_by, STORE_NAME_MAX) || in->sealed_len == 0 ||
+	    in->sealed_len > STORE_SEALED_MAX)
+		w.err = STORE_E_ARG;
+	store_w_hdr(&w, STORE_TAG_SECRET);
+	store_w_str(&w, in->name, STORE_NAME_MAX);
+	store_w_blob(&w, in->sealed, in->sealed_len, STORE_SEALED_MAX);
+	store_w_u64(&w, (uint64_t)in->created_ms);
+	store_w_u64(&w, (uint64_t)in->updated_ms);
+	store_w_str(&w, in->set_by, STORE_NAME_MAX);
+	return store_w_finish(&w, out, len);
+}
+
+int
+store_secret_decode(const void *buf, size_t len, struct store_secret *out)
+{
+	struct store_rbuf r = { buf, len, 0 };
+	struct store_secret s;
+
+	memset(&s, 0, sizeof(s));
+	if (store_r_hdr(&r, STORE_TAG_SECRET) != 0)
+		return r.err;
+	s.name = store_r_str(&r, STORE_NAME_MAX);
+	s.sealed = store_r_blob(&r, STORE_SEALED_MAX, &s.sealed_len);
+	s.created_ms = (int64_t)store_r_u64(&r);
+	s.updated_ms = (int64_t)store_r_u64(&r);
+	s.set_by = store_r_str(&r, STORE_NAME_MAX);
+	BAD(!store_name_ok(s.name, STORE_NAME_MAX) ||
+	    !store_name_ok(s.set_by, STORE_NAME_MAX) || s.sealed_len == 0);
+	DONE(out, s);
 }

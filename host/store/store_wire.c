@@ -149,6 +149,9 @@ write_rule(unsigned db, const char *k1, int *cap, int *cap2)
 	case STORE_DB_IMAGES:
 		*cap = CAP_IMAGE_WRITE;
 		return 0;
+	case STORE_DB_SECRETS:
+		*cap = CAP_SECRET_WRITE;
+		return 0;
 	case STORE_DB_REVOCATIONS:
 		*cap = CAP_ADMIN;
 		*cap2 = CAP_SANDBOX_WRITE;
@@ -204,6 +207,7 @@ record_subject(unsigned db, const void *rec, size_t len, const char **target,
 		struct store_file f;
 		struct store_schedule d;
 		struct store_sched_run g;
+		struct store_secret z;
 	} u;
 	int rc = STORE_E_MSG;
 
@@ -254,6 +258,12 @@ record_subject(unsigned db, const void *rec, size_t len, const char **target,
 		if ((rc = store_sched_run_decode(rec, len, &u.g)) == 0) {
 			*target = u.g.schedule;
 			*principal = u.g.owner;
+		}
+		break;
+	case STORE_DB_SECRETS:
+		if ((rc = store_secret_decode(rec, len, &u.z)) == 0) {
+			*target = u.z.name;
+			*principal = u.z.set_by;
 		}
 		break;
 	default:

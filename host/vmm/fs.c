@@ -150,6 +150,8 @@ vm_fs_init(struct vm *vm)
 	vm->fds[2].kind = VFD_OUT;
 	vm->fds[2].outfd = 2;
 	strlcpy(vm->cwd, "/", sizeof(vm->cwd));
+	if (cfg->tty)
+		vm_tty_init(vm);
 	if (vm_img_init(vm) != VMM_OK)
 		return VMM_E_NOMEM;
 	/* The guest's umask is applied here, so the process's must not
@@ -539,6 +541,8 @@ vm_fd_read(struct vm *vm, struct vfd *f, void *g, uint64_t len, int64_t pos)
 		if (vm->cfg->stdin_fd < 0)
 			return 0;
 		n = read(vm->cfg->stdin_fd, g, len);
+		if (n > 0)
+			vm_tty_input(vm, f, g, (size_t)n);
 		return n == -1 ? -errno : n;
 	case VFD_IMAGE:
 		return read_bytes(f, f->file->data, f->file->len, g, len, pos);
@@ -601,9 +605,35 @@ write_growth(struct vfd *f, uint64_t len, int64_t pos)
 	return end <= alloc ? 0 : end - alloc < len ? end - alloc : len;
 }
 
+static int64_t fd_write(
+    struct vm *vm, struct vfd *f, const void *g, uint64_t len, int64_t pos);
+
+/* A terminal's output goes as its flags make it (tty.c); the caller is
+ * told its own length was written. */
 int64_t
 vm_fd_write(
     struct vm *vm, struct vfd *f, const void *g, uint64_t len, int64_t pos)
+{
+	uint8_t *t = NULL;
+	size_t tlen = 0;
+	int64_t rc;
+
+	if (len > IO_CHUNK)
+		len = IO_CHUNK;
+	/* Translated, it may double: it must still go out whole. */
+	if (vm_tty_is(vm, f) && len > IO_CHUNK / 2)
+		len = IO_CHUNK / 2;
+	if (vm_tty_output(vm, f, g, (size_t)len, &t, &tlen) != 0)
+		return -ENOMEM;
+	if (t == NULL)
+		return fd_write(vm, f, g, len, pos);
+	rc = fd_write(vm, f, t, tlen, pos);
+	free(t);
+	return rc < 0 ? rc : (int64_t)len;
+}
+
+static int64_t
+fd_write(struct vm *vm, struct vfd *f, const void *g, uint64_t len, int64_t pos)
 {
 	const struct vmm_config *cfg = vm->cfg;
 	uint64_t room, done, *ob, before = 0;
@@ -1268,8 +1298,9 @@ sys_lseek(struct vm *vm, const uint64_t a[6])
 	return seek(vm, a[0], (int64_t)a[1], a[2]);
 }
 
-/* No terminals here; the descriptor-flag requests every descriptor
- * answers on Linux (CPython's os.set_blocking uses FIONBIO). */
+/* The descriptor-flag requests every descriptor answers on Linux
+ * (CPython's os.set_blocking uses FIONBIO); the terminal requests on a
+ * terminal run's fds 0-2 (tty.c), ENOTTY elsewhere. */
 int64_t
 sys_ioctl(struct vm *vm, const uint64_t a[6])
 {
@@ -1288,7 +1319,7 @@ sys_ioctl(struct vm *vm, const uint64_t a[6])
 			return -EFAULT;
 		return set_nonblock(f, *on != 0);
 	default:
-		return -ENOTTY;
+		return vm_tty_ioctl(vm, f, a[1] & 0xffffffffu, a[2]);
 	}
 }
 

@@ -57,7 +57,9 @@ static const struct vm_sysent linux_calls[] = {
 	OK(15, rt_sigreturn, sys_rt_sigreturn,
 	    "the frame is read back through the checked guest pointers"),
 	PART(16, ioctl, sys_ioctl,
-	    "FIONBIO, FIOCLEX, FIONCLEX; ENOTTY for the rest: no terminals"),
+	    "FIONBIO, FIOCLEX, FIONCLEX; a terminal run's fds 0-2 answer the "
+	    "termios, window size and process group requests (tty.c); ENOTTY "
+	    "otherwise"),
 	OK(17, pread64, sys_pread64, ""),
 	OK(18, pwrite64, sys_pwrite64, ""),
 	OK(19, readv, sys_readv, ""),

@@ -19,6 +19,7 @@
 #define VM_MAX_FILES_LIMIT 65536
 #define VM_GUEST_ID 1000 /* the guest's uid and gid */
 #define VM_UMASK_DEFAULT 022
+#define VM_TERMIOS_BYTES 36 /* the kernel's struct termios */
 
 enum vfd_kind {
 	VFD_FREE = 0,
@@ -130,6 +131,8 @@ struct vm {
 	unsigned imgmaps; /* image mappings made by this process */
 	int pagemap_fd; /* /proc/self/pagemap of pagemap_pid */
 	pid_t pagemap_pid;
+	uint8_t
+	    termios[VM_TERMIOS_BYTES]; /* cfg->tty: the terminal's (tty.c) */
 };
 
 enum {
@@ -139,6 +142,19 @@ enum {
 	VM_TPL_PREPARED, /* a copy with its VM rebuilt, waiting for a run */
 	VM_TPL_CLONE
 };
+
+/* ---- tty.c: fds 0-2 as a terminal when cfg->tty ---------------------- */
+
+void vm_tty_init(struct vm *);
+int vm_tty_is(const struct vm *, const struct vfd *);
+int64_t vm_tty_ioctl(struct vm *, struct vfd *, uint64_t req, uint64_t arg);
+/* Input as the terminal's flags make it (ICRNL), in place. */
+void vm_tty_input(struct vm *, const struct vfd *, uint8_t *buf, size_t n);
+/* Output as they make it (ONLCR): 0 with *out NULL when unchanged, or
+ * with *out (malloc) and *outlen the bytes to write instead; -1 no
+ * memory. */
+int vm_tty_output(struct vm *, const struct vfd *, const void *g, size_t len,
+    uint8_t **out, size_t *outlen);
 
 /* ---- clone.c: the vCPU's state, and a VM rebuilt around it ---------- */
 

@@ -98,6 +98,16 @@ struct vmm_config {
 	const uint8_t *image_map;
 	uint64_t image_map_len;
 	int image_fd;
+	/* 1: the guest's fds 0-2 are a terminal (docs/terminal.md), of
+	 * the size *winsize (NULL: 80x24). */
+	int tty;
+	const volatile struct vmm_winsize *winsize;
+};
+
+/* A terminal's size (rows, columns), which the caller may change while
+ * the guest runs (shared memory): TIOCGWINSZ reads it. */
+struct vmm_winsize {
+	uint16_t rows, cols;
 };
 
 struct vmm_result {

@@ -450,8 +450,17 @@ test_connection_limit(void **state)
 	int fds[6], closed;
 
 	e->lim.idle_timeout_ms = 60000;
-	for (int i = 0; i < 5; i++)
+	e->lim.unproven_timeout_ms = 60000;
+	for (int i = 0; i < 4; i++)
 		fds[i] = client(e);
+	/* The fifth takes the oldest one's slot: the count stays 4, and the
+	 * oldest reads its end. */
+	fds[4] = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fds[4] >= 0);
+	assert_int_equal(
+	    connect(fds[4], (struct sockaddr *)&e->sin, sizeof(e->sin)), 0);
+	fcntl(fds[4], F_SETFL, fcntl(fds[4], F_GETFL) | O_NONBLOCK);
+	step_until(e, readable(fds[0]));
 	assert_int_equal(front_nconns(e->front), 4);
 	collect(e, fds[0], buf, sizeof(buf), 1 << 20, STEPS_MAX, &closed);
 	assert_true(closed);
