@@ -381,11 +381,33 @@ fire_done(struct front_backend *fb, void *arg, int rc,
 	fire_spawn(f, fire_finish_main);
 }
 
+/* A run's variables from its definition's env (checked when it was
+ * stored): they point into the definition. */
+static size_t
+fire_env(const json_t *obj, struct api_kv *kv)
+{
+	const json_t *env = json_object_get(obj, "env"), *v;
+	const char *k;
+	size_t n = 0;
+
+	if (env == NULL)
+		return 0;
+	json_object_foreach((json_t *)env, k, v)
+	{
+		if (n == SCHED_ENV_MAX || !json_is_string(v))
+			break;
+		kv[n].key = (char *)k;
+		kv[n++].value = (char *)json_string_value(v);
+	}
+	return n;
+}
+
 static int
 fire_run(struct fb_fire *f, struct api_call *call)
 {
 	struct front_backend *fb = f->fb;
 	json_t *doc = f->doc, *ex, *c;
+	struct api_kv env[SCHED_ENV_MAX];
 	int rc;
 
 	call->cap = CAP_EXEC;
@@ -406,6 +428,8 @@ fire_run(struct fb_fire *f, struct api_call *call)
 		    : API_LANG_JAVASCRIPT;
 		e.timeout_ms = (uint64_t)json_integer_value(
 		    json_object_get(ex, "timeout"));
+		e.env = env;
+		e.nenv = fire_env(ex, env);
 		return fb_run_async(
 		    fb, call, f->sandbox, &e, fire_done, f, &f->err);
 	}
@@ -429,6 +453,8 @@ fire_run(struct fb_fire *f, struct api_call *call)
 			cmd.nargs = SCHED_ARGS_MAX;
 		cmd.timeout_ms =
 		    (uint64_t)json_integer_value(json_object_get(c, "timeout"));
+		cmd.env = env;
+		cmd.nenv = fire_env(c, env);
 		return fb_run_command_async(
 		    fb, call, f->sandbox, &cmd, fire_done, f, &f->err);
 	}

@@ -110,11 +110,50 @@ get_timeout(const json_t *obj, const char *where, char *err, size_t errlen)
 	return 0;
 }
 
+/* The run's variables: names as a shell's, values as text, both
+ * without NUL; "${{ secrets.NAME }}" in a value is resolved at each
+ * fire, under the policy then (docs/secrets.md). */
+static int
+parse_env(const json_t *obj, const char *where, char *err, size_t errlen)
+{
+	const json_t *env = json_object_get(obj, "env"), *v;
+	const char *k;
+
+	if (env == NULL)
+		return 0;
+	if (!json_is_object(env) || json_object_size(env) > SCHED_ENV_MAX)
+		return fail(err, errlen,
+		    "%s.env must be an object of at most %d variables", where,
+		    SCHED_ENV_MAX);
+	json_object_foreach((json_t *)env, k, v)
+	{
+		size_t i, n = strlen(k);
+
+		for (i = 0; i < n && i < 128; i++)
+			if (!(k[i] == '_' || (k[i] >= 'A' && k[i] <= 'Z') ||
+			        (k[i] >= 'a' && k[i] <= 'z') ||
+			        (i > 0 && k[i] >= '0' && k[i] <= '9')))
+				break;
+		if (n == 0 || i != n)
+			return fail(err, errlen,
+			    "%s.env: a name is letters, digits and _, not "
+			    "starting with a digit, at most 128",
+			    where);
+		if (!json_is_string(v) || json_string_length(v) > 4096 ||
+		    strlen(json_string_value(v)) != json_string_length(v))
+			return fail(err, errlen,
+			    "%s.env.%s must be a string of at most 4096 bytes "
+			    "without NUL",
+			    where, k);
+	}
+	return 0;
+}
+
 static int
 parse_execute(const json_t *ex, char *err, size_t errlen)
 {
 	static const char *const fields[] = { "code", "language", "timeout",
-		NULL };
+		"env", NULL };
 	const char *code, *lang;
 
 	if (!json_is_object(ex))
@@ -131,13 +170,16 @@ parse_execute(const json_t *ex, char *err, size_t errlen)
 	if (strcmp(lang, "python") != 0 && strcmp(lang, "javascript") != 0)
 		return fail(err, errlen,
 		    "execute.language must be \"python\" or \"javascript\"");
+	if (parse_env(ex, "execute", err, errlen) != 0)
+		return -1;
 	return get_timeout(ex, "execute", err, errlen);
 }
 
 static int
 parse_command(const json_t *c, char *err, size_t errlen)
 {
-	static const char *const fields[] = { "cmd", "args", "timeout", NULL };
+	static const char *const fields[] = { "cmd", "args", "timeout", "env",
+		NULL };
 	const char *cmd;
 	json_t *args, *a;
 	size_t i;
@@ -172,6 +214,8 @@ parse_command(const json_t *c, char *err, size_t errlen)
 				    i);
 		}
 	}
+	if (parse_env(c, "command", err, errlen) != 0)
+		return -1;
 	return get_timeout(c, "command", err, errlen);
 }
 

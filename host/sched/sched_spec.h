@@ -28,6 +28,7 @@
 #define SCHED_SPEC_TEXT_MAX 32768 /* the compact JSON form */
 #define SCHED_CODE_MAX 16384 /* execute.code, bytes */
 #define SCHED_ARGS_MAX 32 /* command.args */
+#define SCHED_ENV_MAX 64 /* execute.env, command.env: variables */
 #define SCHED_NAME_MAX 64
 #define SCHED_ZONE_MAX 64
 
