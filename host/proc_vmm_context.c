@@ -26,6 +26,7 @@
  * not restore).
  */
 #include "host/proc_vmm_int.h"
+#include "lib/fdio.h"
 
 #define CTX_CHUNK 32768 /* bytes of guest output per datagram */
 #define CTX_PIPE_SIZE (1u << 20) /* asked for the cell pipe */
@@ -78,8 +79,6 @@ ctx_close_fds(struct vmm_context *c)
 	c->pidfd = c->in_fd = c->out_fd = -1;
 }
 
-static int put_all(int fd, const void *p, size_t len);
-
 static void
 ctx_init_fds(struct vmm_context *c)
 {
@@ -102,8 +101,8 @@ ctx_drain(struct vmm_context *c)
 		if (c->replay_left > 0)
 			continue; /* a replayed cell's: nobody's */
 		if (c->out_len + c->err_len + len > c->output_max ||
-		    put_all(buf[0] == 1 ? c->outfd : c->errfd, buf + 1, len) !=
-		        0)
+		    write_all(
+		        buf[0] == 1 ? c->outfd : c->errfd, buf + 1, len) != 0)
 			return;
 		if (buf[0] == 1)
 			c->out_len += len;
@@ -301,25 +300,6 @@ cell_reply(struct proc_ctx *ctx, enum proc_id to, uint64_t reqid,
 		close(rfd);
 }
 
-static int
-put_all(int fd, const void *p, size_t len)
-{
-	/* fd is a memfd of ours: a short write is the host's failure. */
-	const char *s = p;
-	ssize_t n;
-
-	while (len > 0) {
-		if ((n = write(fd, s, len)) <= 0) {
-			if (n == -1 && errno == EINTR)
-				continue;
-			return -1;
-		}
-		s += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /*
  * End the cell in flight. name NULL: it ended as the driver said;
  * otherwise the host ended it, and an error line of ours (fixed text,
@@ -345,7 +325,7 @@ cell_finish(struct proc_ctx *ctx, struct vmm_context *c, uint32_t status,
 		    "\"traceback\":\"\"}\n",
 		    name, value);
 		if (n > 0 && (size_t)n < sizeof(line))
-			(void)put_all(c->outfd, line, (size_t)n);
+			(void)write_all(c->outfd, line, (size_t)n);
 	}
 	/* The front takes only a sealed memfd (lib/memfd.c). */
 	if (vmm_join_output(c->outfd, c->errfd, &out_len, &err_len) != 0 ||
@@ -579,7 +559,7 @@ vmm_context_event(
 		    "the cell wrote more than its output limit");
 		return;
 	}
-	if (put_all(buf[0] == 1 ? c->outfd : c->errfd, buf + 1, len) != 0) {
+	if (write_all(buf[0] == 1 ? c->outfd : c->errfd, buf + 1, len) != 0) {
 		ctx_lost(ctx, c, RUN_ERROR, "HostError",
 		    "the host could not keep the cell's output");
 		return;

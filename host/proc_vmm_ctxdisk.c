@@ -11,27 +11,10 @@
  */
 #include "host/ctx_journal.h"
 #include "host/proc_vmm_int.h"
+#include "lib/fdio.h"
 #include "lib/tree.h"
 
 #define CTX_DIR "contexts"
-
-static int
-put_all_fd(int fd, const void *p, size_t len)
-{
-	const uint8_t *s = p;
-	ssize_t n;
-
-	while (len > 0) {
-		if ((n = write(fd, s, len)) <= 0) {
-			if (n == -1 && errno == EINTR)
-				continue;
-			return -1;
-		}
-		s += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
 
 /* contexts/SBX, made if missing; a directory fd or -1. */
 static int
@@ -81,14 +64,14 @@ vmm_ctxdisk_create(const struct ctx_journal_head *h, int src_fd,
 	if ((fd = openat(dir, tmp,
 	         O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600)) ==
 	        -1 ||
-	    put_all_fd(fd, h, sizeof(*h)) != 0)
+	    write_all(fd, h, sizeof(*h)) != 0)
 		goto fail;
 	while (src_fd >= 0 && at < src_bytes) {
 		size_t want =
 		    src_bytes - at < sizeof(buf) ? src_bytes - at : sizeof(buf);
 
 		if ((n = pread(src_fd, buf, want, (off_t)at)) <= 0 ||
-		    put_all_fd(fd, buf, (size_t)n) != 0)
+		    write_all(fd, buf, (size_t)n) != 0)
 			goto fail;
 		at += (uint64_t)n;
 	}
@@ -123,8 +106,8 @@ vmm_ctxdisk_append(int fd, uint64_t *bytes, const uint8_t *payload, size_t len)
 	uint8_t rec[CTX_JOURNAL_REC_HDR];
 
 	ctx_journal_record_head(payload, len, rec);
-	if (put_all_fd(fd, rec, sizeof(rec)) != 0 ||
-	    put_all_fd(fd, payload, len) != 0 || fsync(fd) == -1) {
+	if (write_all(fd, rec, sizeof(rec)) != 0 ||
+	    write_all(fd, payload, len) != 0 || fsync(fd) == -1) {
 		log_warn("%s", __func__);
 		if (ftruncate(fd, (off_t)*bytes) == -1)
 			log_warn("%s: ftruncate", __func__);
