@@ -1147,6 +1147,167 @@ f_metrics(void *ctx, struct http_buf *b)
 	    live);
 }
 
+/*
+ * What the fake does not simulate (contexts, schedules, watches, the
+ * terminal, secrets): it answers as a server without them would, so
+ * that production routes never need a branch for a missing op.
+ */
+static int
+unavailable(struct api_error *err)
+{
+	return fail(err, API_ENOTIMPL, "Not available in the fake backend");
+}
+
+static int
+f_file_watch(void *ctx, const struct api_call *p1, const char *id,
+    const char *path, struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static int
+f_schedule_create(void *ctx, const struct api_call *p1, const char *spec,
+    struct api_schedule *out, struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static int
+f_schedule_list(void *ctx, const struct api_call *p1, struct api_schedule **out,
+    size_t *n, struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static int
+f_schedule_get(void *ctx, const struct api_call *p1, const char *id,
+    struct api_schedule *out, struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static int
+f_schedule_update(void *ctx, const struct api_call *p1, const char *id,
+    const char *patch, struct api_schedule *out, struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static int
+f_schedule_delete(
+    void *ctx, const struct api_call *p1, const char *id, struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static int
+f_schedule_runs(void *ctx, const struct api_call *p1, const char *id,
+    struct api_schedule_run **out, size_t *n, struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static int
+f_context_create(void *ctx, const struct api_call *p1, const char *id,
+    enum api_lang language, const char *cwd, struct api_context *out,
+    struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static int
+f_context_list(void *ctx, const struct api_call *p1, const char *id,
+    struct api_context **out, size_t *n, struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static int
+f_context_delete(void *ctx, const struct api_call *p1, const char *id,
+    const char *cid, struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static int
+f_context_restart(void *ctx, const struct api_call *p1, const char *id,
+    const char *cid, struct api_context *out, struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static int
+f_context_fork(void *ctx, const struct api_call *p1, const char *id,
+    const char *cid, struct api_context *out, struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static int
+f_context_restore(void *ctx, const struct api_call *p1, const char *id,
+    const char *name, struct api_context *out, struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static int
+f_context_snapshot(void *ctx, const struct api_call *p1, const char *id,
+    const char *cid, const char *name, struct api_snapshot *out,
+    struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static int
+f_context_snapshots(void *ctx, const struct api_call *p1, const char *id,
+    const char *cid, struct api_snapshot **out, size_t *n,
+    struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static int
+f_context_snapshot_delete(void *ctx, const struct api_call *p1, const char *id,
+    const char *cid, const char *name, struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static int
+f_terminal_open(void *ctx, const struct api_call *p1, const char *id,
+    const struct api_terminal *p3, struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static void
+f_terminal_input(void *ctx, struct api_pending *p1, int kind, const void *data,
+    size_t len, unsigned cols, unsigned rows)
+{
+}
+
+static int
+f_secret_put(void *ctx, const struct api_call *p1, const char *name,
+    const char *value, size_t len, struct api_secret *out, int *created,
+    struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static int
+f_secret_delete(void *ctx, const struct api_call *p1, const char *name,
+    struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static int
+f_secret_list(void *ctx, const struct api_call *p1, struct api_secret **out,
+    size_t *n, struct api_error *err)
+{
+	return unavailable(err);
+}
+
 void
 api_fake_backend(struct api_fake *f, struct api_backend *be)
 {
@@ -1187,4 +1348,25 @@ api_fake_backend(struct api_fake *f, struct api_backend *be)
 	be->image_delete = f_image_delete;
 	be->audit_list = f_audit_list;
 	be->metrics = f_metrics;
+	be->file_watch = f_file_watch;
+	be->schedule_create = f_schedule_create;
+	be->schedule_list = f_schedule_list;
+	be->schedule_get = f_schedule_get;
+	be->schedule_update = f_schedule_update;
+	be->schedule_delete = f_schedule_delete;
+	be->schedule_runs = f_schedule_runs;
+	be->context_create = f_context_create;
+	be->context_list = f_context_list;
+	be->context_delete = f_context_delete;
+	be->context_restart = f_context_restart;
+	be->context_fork = f_context_fork;
+	be->context_restore = f_context_restore;
+	be->context_snapshot = f_context_snapshot;
+	be->context_snapshots = f_context_snapshots;
+	be->context_snapshot_delete = f_context_snapshot_delete;
+	be->terminal_open = f_terminal_open;
+	be->terminal_input = f_terminal_input;
+	be->secret_put = f_secret_put;
+	be->secret_delete = f_secret_delete;
+	be->secret_list = f_secret_list;
 }

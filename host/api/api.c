@@ -131,7 +131,18 @@ backend_complete(const struct api_backend *be)
 		(void *)be->sandbox_unlock, (void *)be->token_revoke,
 		(void *)be->policy_version, (void *)be->policy_check,
 		(void *)be->image_list, (void *)be->image_upload,
-		(void *)be->image_delete, (void *)be->audit_list };
+		(void *)be->image_delete, (void *)be->audit_list,
+		(void *)be->context_create, (void *)be->context_list,
+		(void *)be->context_delete, (void *)be->context_restart,
+		(void *)be->context_fork, (void *)be->context_restore,
+		(void *)be->context_snapshot, (void *)be->context_snapshots,
+		(void *)be->context_snapshot_delete, (void *)be->file_watch,
+		(void *)be->schedule_create, (void *)be->schedule_list,
+		(void *)be->schedule_get, (void *)be->schedule_update,
+		(void *)be->schedule_delete, (void *)be->schedule_runs,
+		(void *)be->terminal_open, (void *)be->terminal_input,
+		(void *)be->secret_put, (void *)be->secret_delete,
+		(void *)be->secret_list };
 
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
 		if (ops[i] == NULL)

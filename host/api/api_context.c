@@ -90,10 +90,6 @@ context_restore(struct rq *r, const char *name)
 		rq_error(r, API_EBADREQ, "snapshot is not a snapshot's name");
 		return;
 	}
-	if (BE(r)->context_restore == NULL) {
-		rq_error(r, API_ENOTIMPL, "Not available on this server");
-		return;
-	}
 	memset(&c, 0, sizeof(c));
 	memset(&err, 0, sizeof(err));
 	rc =
@@ -137,10 +133,6 @@ h_context_create(struct rq *r)
 		    sizeof(c.cwd) - 1);
 		return;
 	}
-	if (BE(r)->context_create == NULL) {
-		rq_error(r, API_ENOTIMPL, "Not available on this server");
-		return;
-	}
 	memset(&c, 0, sizeof(c));
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->context_create(BE(r)->ctx, &r->call, r->id, lang,
@@ -161,10 +153,6 @@ h_context_list(struct rq *r)
 	json_t *arr;
 	int rc;
 
-	if (BE(r)->context_list == NULL) {
-		rq_error(r, API_ENOTIMPL, "Not available on this server");
-		return;
-	}
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->context_list(BE(r)->ctx, &r->call, r->id, &cs, &n, &err);
 	if (rc != API_OK) {
@@ -185,10 +173,6 @@ h_context_delete(struct rq *r)
 	struct api_error err;
 	int rc;
 
-	if (BE(r)->context_delete == NULL) {
-		rq_error(r, API_ENOTIMPL, "Not available on this server");
-		return;
-	}
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->context_delete(BE(r)->ctx, &r->call, r->id, r->tail, &err);
 	if (rc != API_OK) {
@@ -207,10 +191,6 @@ h_context_restart(struct rq *r)
 
 	if (r->body != NULL && json_object_size(r->body) != 0) {
 		rq_error(r, API_EBADREQ, "restart takes no fields");
-		return;
-	}
-	if (BE(r)->context_restart == NULL) {
-		rq_error(r, API_ENOTIMPL, "Not available on this server");
 		return;
 	}
 	memset(&c, 0, sizeof(c));
@@ -233,10 +213,6 @@ h_context_fork(struct rq *r)
 
 	if (r->body != NULL && json_object_size(r->body) != 0) {
 		rq_error(r, API_EBADREQ, "fork takes no fields");
-		return;
-	}
-	if (BE(r)->context_fork == NULL) {
-		rq_error(r, API_ENOTIMPL, "Not available on this server");
 		return;
 	}
 	memset(&c, 0, sizeof(c));
@@ -270,10 +246,6 @@ h_context_snapshot(struct rq *r)
 		    sizeof(s.name) - 1);
 		return;
 	}
-	if (BE(r)->context_snapshot == NULL) {
-		rq_error(r, API_ENOTIMPL, "Not available on this server");
-		return;
-	}
 	memset(&s, 0, sizeof(s));
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->context_snapshot(
@@ -294,10 +266,6 @@ h_context_snapshots(struct rq *r)
 	json_t *arr;
 	int rc;
 
-	if (BE(r)->context_snapshots == NULL) {
-		rq_error(r, API_ENOTIMPL, "Not available on this server");
-		return;
-	}
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->context_snapshots(
 	    BE(r)->ctx, &r->call, r->id, r->tail, &ss, &n, &err);
@@ -325,10 +293,6 @@ h_context_snapshot_delete(struct rq *r)
 		return;
 	if (!api_valid_id(name, strlen(name)) || strchr(name, '.') != NULL) {
 		rq_error(r, API_EBADREQ, "name is not a snapshot's name");
-		return;
-	}
-	if (BE(r)->context_snapshot_delete == NULL) {
-		rq_error(r, API_ENOTIMPL, "Not available on this server");
 		return;
 	}
 	memset(&err, 0, sizeof(err));

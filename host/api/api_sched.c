@@ -83,10 +83,6 @@ h_schedule_create(struct rq *r)
 	char *text;
 	int rc;
 
-	if (BE(r)->schedule_create == NULL) {
-		rq_error(r, API_ENOTIMPL, "Not available on this server");
-		return;
-	}
 	if ((text = body_text(r)) == NULL)
 		return;
 	memset(&s, 0, sizeof(s));
@@ -110,10 +106,6 @@ h_schedule_list(struct rq *r)
 	json_t *arr;
 	int rc;
 
-	if (BE(r)->schedule_list == NULL) {
-		rq_error(r, API_ENOTIMPL, "Not available on this server");
-		return;
-	}
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->schedule_list(BE(r)->ctx, &r->call, &s, &n, &err);
 	if (rc != API_OK) {
@@ -141,10 +133,6 @@ h_schedule_get(struct rq *r)
 	struct api_error err;
 	int rc;
 
-	if (BE(r)->schedule_get == NULL) {
-		rq_error(r, API_ENOTIMPL, "Not available on this server");
-		return;
-	}
 	memset(&s, 0, sizeof(s));
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->schedule_get(BE(r)->ctx, &r->call, r->id, &s, &err);
@@ -164,10 +152,6 @@ h_schedule_update(struct rq *r)
 	char *text;
 	int rc;
 
-	if (BE(r)->schedule_update == NULL) {
-		rq_error(r, API_ENOTIMPL, "Not available on this server");
-		return;
-	}
 	if ((text = body_text(r)) == NULL)
 		return;
 	memset(&s, 0, sizeof(s));
@@ -189,10 +173,6 @@ h_schedule_delete(struct rq *r)
 	struct api_error err;
 	int rc;
 
-	if (BE(r)->schedule_delete == NULL) {
-		rq_error(r, API_ENOTIMPL, "Not available on this server");
-		return;
-	}
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->schedule_delete(BE(r)->ctx, &r->call, r->id, &err);
 	if (rc != API_OK) {
@@ -236,10 +216,6 @@ h_schedule_runs(struct rq *r)
 	json_t *arr;
 	int rc;
 
-	if (BE(r)->schedule_runs == NULL) {
-		rq_error(r, API_ENOTIMPL, "Not available on this server");
-		return;
-	}
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->schedule_runs(BE(r)->ctx, &r->call, r->id, &x, &n, &err);
 	if (rc != API_OK) {

@@ -14,11 +14,6 @@
 #include "lib/secret_ref.h"
 
 #define BE(r) ((r)->api->be)
-#define NOTIMPL(r)                                                             \
-	do {                                                                   \
-		rq_error((r), API_ENOTIMPL, "Not available on this server");   \
-		return;                                                        \
-	} while (0)
 
 static json_t *
 iso_ms(int64_t ms)
@@ -77,8 +72,6 @@ h_secret_put(struct rq *r)
 		    SECRET_VALUE_MIN, SECRET_VALUE_MAX);
 		return;
 	}
-	if (BE(r)->secret_put == NULL)
-		NOTIMPL(r);
 	memset(&s, 0, sizeof(s));
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->secret_put(
@@ -100,8 +93,6 @@ h_secret_delete(struct rq *r)
 
 	if (!name_ok(r))
 		return;
-	if (BE(r)->secret_delete == NULL)
-		NOTIMPL(r);
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->secret_delete(BE(r)->ctx, &r->call, r->tail, &err);
 	if (rc != API_OK)
@@ -119,8 +110,6 @@ h_secret_list(struct rq *r)
 	size_t n = 0, i;
 	int rc;
 
-	if (BE(r)->secret_list == NULL)
-		NOTIMPL(r);
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->secret_list(BE(r)->ctx, &r->call, &s, &n, &err);
 	if (rc != API_OK) {

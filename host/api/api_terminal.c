@@ -115,10 +115,6 @@ h_terminal(struct rq *r)
 		return;
 	}
 	t.term = term;
-	if (BE(r)->terminal_open == NULL || BE(r)->terminal_input == NULL) {
-		rq_error(r, API_ENOTIMPL, "Not available on this server");
-		return;
-	}
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->terminal_open(BE(r)->ctx, &r->call, r->id, &t, &err);
 	if (rc != API_PENDING || (p = r->pending) == NULL) {

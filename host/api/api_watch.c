@@ -21,10 +21,6 @@ h_file_watch(struct rq *r)
 
 	if (rq_query(r, "path", path, sizeof(path), 1) != 1)
 		return;
-	if (r->api->be->file_watch == NULL) {
-		rq_error(r, API_ENOTIMPL, "Not available on this server");
-		return;
-	}
 	memset(&err, 0, sizeof(err));
 	rc = r->api->be->file_watch(
 	    r->api->be->ctx, &r->call, r->id, path, &err);
