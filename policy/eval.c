@@ -160,10 +160,12 @@ check_target(const struct policy *p, const struct policy_principal *pr,
 	uint32_t i, best = 0, line = 0;
 
 	if (req->cap == CAP_EXEC || req->cap == CAP_SECRET_READ) {
-		const struct policy_exec *list = req->cap == CAP_EXEC
-		    ? &p->execs[pr->exec_off]
-		    : &p->secrets[pr->secret_off];
 		uint32_t n = req->cap == CAP_EXEC ? pr->nexec : pr->nsecret;
+		/* A policy without secrets (or execs) has no list at all:
+		 * no pointer is made into it. */
+		const struct policy_exec *list = n == 0 ? NULL
+		    : req->cap == CAP_EXEC ? &p->execs[pr->exec_off]
+		                           : &p->secrets[pr->secret_off];
 
 		for (i = 0; i < n; i++) {
 			const struct policy_exec *e = &list[i];

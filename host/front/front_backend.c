@@ -640,7 +640,15 @@ fb_authenticate(void *arg, const char *tok, size_t len,
 
 	if ((tv = verifier(fb)) == NULL)
 		return fb_fail(err, API_EUNAVAIL, "Not ready");
-	if ((rc = token_verify(tv, tok, len, &c)) != 0) {
+	if ((rc = token_verify(tv, tok, len, &c)) ==
+	    TOKEN_E_REVOCATION_UNKNOWN) {
+		/* The store is restarting: the client retries, as for any
+		 * child that is (not a 401 for a token that may be good). */
+		log_info("token refused for now: %s", token_strerror(rc));
+		return fb_fail(err, API_EUNAVAIL,
+		    "Token revocation status unknown; try again");
+	}
+	if (rc != 0) {
 		log_info("token refused: %s", token_strerror(rc));
 		return fb_fail(
 		    err, API_EUNAUTH, "Invalid token: %s", token_strerror(rc));
