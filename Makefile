@@ -7,6 +7,9 @@
 #   cli/*.c                        -> $(B)/bin/keep (keep api: keep-api)
 #   host/keepd.c                   -> $(B)/bin/keepd
 #   tests/unit/test_*.c            -> $(B)/tests/test_*   (cmocka, one binary each)
+#   tests/api_fake.c               -> $(B)/libkeeptest.a  (test doubles, linked
+#                                     only into tests, fuzz harnesses and
+#                                     keep-api-testserver; never in libkeep.a)
 #   fuzz/*.c (but *_driver.c)      -> $(B)/replay/<name>  (replay build; libFuzzer build: build/libfuzzer/bin/<name>)
 # A module with special needs (guest kernel, images, integration checks)
 # adds a fragment mk/<module>.mk, included below.
@@ -67,6 +70,7 @@ API_CLI_SRCS = cli/cmd_api.c cli/keep_api.c
 KEEP_SRCS  = $(filter-out $(API_CLI_SRCS),$(wildcard cli/*.c))
 KEEPD_SRCS = host/keepd.c
 UNIT_SRCS  = $(wildcard tests/unit/test_*.c)
+TEST_LIB_SRCS = tests/api_fake.c
 FUZZ_SRCS  = $(filter-out %_driver.c,$(wildcard fuzz/*.c))
 
 obj        = $(patsubst %.c,$(B)/obj/%.o,$(1))
@@ -103,6 +107,10 @@ $(B)/libkeep.a: $(LIB_OBJS)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
+$(B)/libkeeptest.a: $(call obj,$(TEST_LIB_SRCS))
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
 $(B)/bin/keep: $(call obj,$(KEEP_SRCS)) $(B)/libkeep.a
 	@mkdir -p $(dir $@)
 	$(CC) $(KEEP_LDFLAGS) -o $@ $(call obj,$(KEEP_SRCS)) $(B)/libkeep.a $(KEEP_LDLIBS)
@@ -115,21 +123,21 @@ $(B)/bin/keepd: $(call obj,$(KEEPD_SRCS)) $(B)/libkeep.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $(call obj,$(KEEPD_SRCS)) $(B)/libkeep.a $(LDLIBS)
 
-$(B)/tests/%: $(B)/obj/tests/unit/%.o $(B)/libkeep.a
+$(B)/tests/%: $(B)/obj/tests/unit/%.o $(B)/libkeeptest.a $(B)/libkeep.a
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $< $(B)/libkeep.a $(LDLIBS) -lcmocka
+	$(CC) $(LDFLAGS) -o $@ $< $(B)/libkeeptest.a $(B)/libkeep.a $(LDLIBS) -lcmocka
 
 # Replay build of each fuzz harness: an ordinary program that feeds every
 # file named on its command line to LLVMFuzzerTestOneInput.
-$(B)/replay/%: $(B)/obj/fuzz/%.o $(B)/obj/fuzz/replay_driver.o $(B)/libkeep.a
+$(B)/replay/%: $(B)/obj/fuzz/%.o $(B)/obj/fuzz/replay_driver.o $(B)/libkeeptest.a $(B)/libkeep.a
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $< $(B)/obj/fuzz/replay_driver.o $(B)/libkeep.a $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $< $(B)/obj/fuzz/replay_driver.o $(B)/libkeeptest.a $(B)/libkeep.a $(LDLIBS)
 
 # libFuzzer build: the whole library again with clang and sanitizers.
 build/libfuzzer/bin/%: FORCE
-	$(MAKE) --no-print-directory B=build/libfuzzer SAN=fuzz CC=clang build/libfuzzer/libkeep.a build/libfuzzer/obj/fuzz/$*.o
+	$(MAKE) --no-print-directory B=build/libfuzzer SAN=fuzz CC=clang build/libfuzzer/libkeeptest.a build/libfuzzer/libkeep.a build/libfuzzer/obj/fuzz/$*.o
 	@mkdir -p $(dir $@)
-	clang -fsanitize=fuzzer,address,undefined -o $@ build/libfuzzer/obj/fuzz/$*.o build/libfuzzer/libkeep.a $(LDLIBS)
+	clang -fsanitize=fuzzer,address,undefined -o $@ build/libfuzzer/obj/fuzz/$*.o build/libfuzzer/libkeeptest.a build/libfuzzer/libkeep.a $(LDLIBS)
 FORCE:
 
 tests: $(UNIT_BINS) $(addprefix $(B)/replay/,$(FUZZ_NAMES))

@@ -1,8 +1,10 @@
 /*
  * bench/procs: fork+exit+wait round trips, pipe throughput, thread
- * create+join and a condition-variable ping-pong between two threads, timed
- * inside the program, so the same static binary runs natively and in
- * keep (`make bench-procs` prints both side by side).
+ * create+join, a condition-variable ping-pong between two threads, and a
+ * shell's work through /bin/busybox (`sh -c 'echo x | cat'`, and a loop
+ * of 1,000 external commands), timed inside the program, so the same
+ * static binary runs natively and in keep (`make bench-procs` prints
+ * both side by side, with busybox in keep's workspace).
  * Usage: procs [forks] [pipe MiB]
  */
 #include <pthread.h>
@@ -46,6 +48,35 @@ now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Seconds for `busybox sh -c script` with its output read from a pipe,
+ * or -1 when it did not exit 0. */
+static double
+shell(const char *script)
+{
+	double t = now();
+	char b[512];
+	pid_t p;
+	int st, fd[2];
+
+	if (pipe(fd) != 0)
+		return -1;
+	if ((p = fork()) == 0) {
+		dup2(fd[1], 1);
+		close(fd[0]);
+		close(fd[1]);
+		execl("/bin/busybox", "sh", "-c", script, (char *)NULL);
+		_exit(127);
+	}
+	close(fd[1]);
+	while (read(fd[0], b, sizeof(b)) > 0)
+		;
+	close(fd[0]);
+	if (p < 0 || waitpid(p, &st, 0) != p || !WIFEXITED(st) ||
+	    WEXITSTATUS(st) != 0)
+		return -1;
+	return now() - t;
 }
 
 int
@@ -109,5 +140,19 @@ main(int argc, char **argv)
 		    (now() - t) / rounds * 1e6);
 		pthread_join(th, NULL);
 	}
+	if (access("/bin/busybox", X_OK) != 0) {
+		printf("shell: no /bin/busybox\n");
+		return 0;
+	}
+	for (i = 0, t = 0; i < 20 && t >= 0; i++) {
+		double one = shell("echo x | cat");
+
+		t = one < 0 ? -1 : t + one;
+	}
+	printf("sh -c 'echo x | cat': %.0f us\n", t < 0 ? -1 : t / 20 * 1e6);
+	t = shell("i=0; while [ $i -lt 1000 ]; do /bin/busybox true; "
+	          "i=$((i+1)); done");
+	printf("shell loop, 1000 external commands: %.1f ms, %.0f us each\n",
+	    t * 1e3, t * 1e3);
 	return 0;
 }

@@ -11,6 +11,10 @@
 #   cell/vmm the same cell as the vmm timed it (pipe in to end line out)
 #   memory   the idle context's vm process (VmRSS, RssAnon) beside a
 #            native python3.11
+#   resume   a cell in a context paused after its policy's `pause 1s`,
+#            which first runs its 10 acknowledged cells again in a new
+#            interpreter (docs/contexts.md), beside a cell in a live one;
+#            and what the paused context holds (no process; its journal)
 # Targets (docs/contexts.md): a cell in a live context <= 1 ms plus the
 # cell's own time; from a template, print(1) <= 0.5x native (templates
 # are not built yet: no row).
@@ -25,6 +29,11 @@ cat >"$tmp/bench.policy" <<'EOP'
 agent "bench" {
 	allow sandbox:read, sandbox:write, exec
 	exec "python"
+}
+agent "bench-pause" {
+	allow sandbox:read, sandbox:write, exec
+	exec "python"
+	pause 1s
 }
 EOP
 keepd_start "$tmp/bench.policy"
@@ -100,3 +109,57 @@ for p in $(pgrep -f "keepd: vm $id"); do
 done
 python3.11 -c 'import time, sys; sys.stdout.write(open("/proc/self/status").read()); sys.stdout.flush()' |
     grep -E '^(VmRSS|RssAnon)' | tr -s ' ' | tr '\n' ' '; echo "(native python3.11 at rest)"
+
+# Resume of a paused context: 10 acknowledged cells, paused after 1 s
+# idle, then one cell (timed) that brings it back first.
+ptok=$(mint bench-pause sandbox:read,sandbox:write,exec 1h)
+req "$ptok" POST /v1/sandboxes '{"image":"python"}'
+pid_sbx=$(jget "$body" '["id"]')
+req "$ptok" POST "/v1/sandboxes/$pid_sbx/contexts" '{}'
+pcid=$(jget "$body" '["id"]')
+python3 - "$url" "$ptok" "$pid_sbx" "$pcid" "$tmp/state/contexts" <<'EOPY'
+import http.client, json, os, subprocess, sys, time, urllib.parse
+
+url, tok, sbx, cid, cdir = sys.argv[1:6]
+u = urllib.parse.urlparse(url)
+conn = http.client.HTTPConnection(u.hostname, u.port)
+hdr = {"Authorization": "Bearer " + tok, "Content-Type": "application/json"}
+
+def call(method, path, body=None):
+    conn.request(method, path, json.dumps(body) if body else None, hdr)
+    r = conn.getresponse()
+    return r.status, json.loads(r.read() or b"null")
+
+def cell(code):
+    t0 = time.perf_counter()
+    st, d = call("POST", "/v1/sandboxes/%s/execute" % sbx,
+                 {"code": code, "context_id": cid})
+    if st != 200 or d.get("error"):
+        sys.exit("bench/snap: resume: %d %s" % (st, d))
+    return (time.perf_counter() - t0) * 1000
+
+def paused():
+    for _ in range(100):
+        st, cs = call("GET", "/v1/sandboxes/%s/contexts" % sbx)
+        if cs and cs[0]["state"] == "paused":
+            return
+        time.sleep(0.1)
+    sys.exit("bench/snap: the context did not pause")
+
+for i in range(10):
+    cell("v%d = %d" % (i, i))
+live = sorted(cell("print(1)") for _ in range(20))
+res = []
+for _ in range(5):
+    paused()
+    res.append(cell("print(1)"))
+res.sort()
+print("%-56s %9.2f" % ("API execute print(1) in a live context, p50", live[10]))
+print("%-56s %9.2f" % ("  resuming a paused one (10 cells run again), p50", res[2]))
+paused()
+vm = subprocess.run(["pgrep", "-f", "keepd: vm " + sbx], capture_output=True,
+                    text=True).stdout.split()
+j = os.path.join(cdir, sbx, cid)
+print("paused context: %d vm processes, journal %d bytes on disk" %
+      (len(vm), os.path.getsize(j)))
+EOPY

@@ -31,6 +31,7 @@
 #include "cli/cmd.h"
 #include "cli/image_deb.h"
 #include "image/image.h"
+#include "image/pyc.h"
 #include "lib/units.h"
 #include "token/paserk.h"
 #include "token/token_err.h"
@@ -45,7 +46,9 @@ image_usage_fp(FILE *fp)
 	    "[--cap CAP]...\n"
 	    "           [--command NAME[=PROGRAM]]... [--file DEST=SRC]... "
 	    "[--deb PKG]...\n"
-	    "           [--manifest FILE] [--defer-hashes] [PROGRAM] -o OUT\n"
+	    "           [--manifest FILE] [--defer-hashes] [--env "
+	    "NAME=VALUE]... "
+	    "[PROGRAM] -o OUT\n"
 	    "       keep image sign --key SECRET IMAGE\n"
 	    "       keep image verify --trust PUBLIC [--trust PUBLIC]... "
 	    "IMAGE\n"
@@ -256,6 +259,30 @@ write_env_file(const struct build_spec *sp, char *path, size_t max)
 	return fclose(f) == 0 ? 0 : -1;
 }
 
+/* A .pyc Debian compiled, made loadable without its source's time,
+ * which the image does not keep (image/pyc.h); left as it is when it
+ * is not current for its source. */
+static void
+pyc_for_image(const char *source, uint8_t **data, uint64_t *len)
+{
+	struct stat sb;
+	uint8_t *src, *out;
+	uint64_t srclen;
+	uint32_t mode;
+	size_t outlen;
+
+	if (stat(source, &sb) == -1 ||
+	    (src = read_file(source, &srclen, &mode)) == NULL)
+		return;
+	if (pyc_make_unchecked(*data, (size_t)*len, src, (size_t)srclen,
+	        (int64_t)sb.st_mtime, &out, &outlen) == 1) {
+		free(*data);
+		*data = out;
+		*len = outlen;
+	}
+	free(src);
+}
+
 static int
 add_set_file(struct image_builder *b, const struct deb_entry *e)
 {
@@ -265,6 +292,8 @@ add_set_file(struct image_builder *b, const struct deb_entry *e)
 
 	if (data == NULL)
 		return -1;
+	if (e->pyc_source != NULL)
+		pyc_for_image(e->pyc_source, &data, &len);
 	if (image_builder_add_file(b, e->guest, data, len, mode)) {
 		fprintf(stderr, "keep image: bad or duplicate file path %s\n",
 		    e->guest);

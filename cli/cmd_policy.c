@@ -415,6 +415,14 @@ print_limits(const struct policy_limits *lim)
 	if (lim->contexts)
 		printf("%scontexts %u",
 		    any++ ? ", " : "  limits: ", lim->contexts);
+	if (lim->pause_ms) {
+		units_format_duration(b, sizeof(b), lim->pause_ms);
+		printf("%spause %s", any++ ? ", " : "  limits: ", b);
+	}
+	if (lim->snapshots_max) {
+		units_format_size(b, sizeof(b), lim->snapshots_max);
+		printf("%ssnapshots %s", any++ ? ", " : "  limits: ", b);
+	}
 	for (c = 0; c < CAP_COUNT; c++)
 		if (lim->cost[c] != 1)
 			printf("%scost %s %u",
@@ -582,6 +590,9 @@ do_table(int argc, char **argv)
 		for (k = 0; k < pr->nexec; k++)
 			printf("%-*s   exec \"%s\"\n", w, "",
 			    l.p->execs[pr->exec_off + k].name);
+		for (k = 0; k < pr->nsecret; k++)
+			printf("%-*s   secret \"%s\"\n", w, "",
+			    l.p->secrets[pr->secret_off + k].name);
 		for (k = 0; k < pr->negress; k++) {
 			const struct policy_egress *e =
 			    &l.p->egress[pr->egress_off + k];
@@ -692,6 +703,18 @@ diff_lists(const struct policy *a, const struct policy_principal *pa,
 			n++;
 		}
 	}
+	for (i = 0; i < pa->nsecret; i++) {
+		const char *name = a->secrets[pa->secret_off + i].name;
+		for (k = 0; k < pb->nsecret; k++)
+			if (strcmp(b->secrets[pb->secret_off + k].name, name) ==
+			    0)
+				break;
+		if (k == pb->nsecret) {
+			printf("agent \"%s\": secret \"%s\" %s\n", pa->name,
+			    name, sign);
+			n++;
+		}
+	}
 	for (i = 0; i < pa->negress; i++) {
 		const struct policy_egress *e = &a->egress[pa->egress_off + i];
 		for (k = 0; k < pb->negress; k++)
@@ -759,6 +782,22 @@ diff_principal(const struct policy *a, const struct policy_principal *pa,
 		printf("agent \"%s\": contexts: %s -> %s\n", pa->name,
 		    pa->lim.contexts ? x : "none",
 		    pb->lim.contexts ? y : "none");
+		n++;
+	}
+	if (pa->lim.pause_ms != pb->lim.pause_ms) {
+		units_format_duration(x, sizeof(x), pa->lim.pause_ms);
+		units_format_duration(y, sizeof(y), pb->lim.pause_ms);
+		printf("agent \"%s\": pause: %s -> %s\n", pa->name,
+		    pa->lim.pause_ms ? x : "never",
+		    pb->lim.pause_ms ? y : "never");
+		n++;
+	}
+	if (pa->lim.snapshots_max != pb->lim.snapshots_max) {
+		units_format_size(x, sizeof(x), pa->lim.snapshots_max);
+		units_format_size(y, sizeof(y), pb->lim.snapshots_max);
+		printf("agent \"%s\": snapshots: %s -> %s\n", pa->name,
+		    pa->lim.snapshots_max ? x : "none",
+		    pb->lim.snapshots_max ? y : "none");
 		n++;
 	}
 	n += diff_lists(a, pa, b, pb, "removed");

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cli/cmd.h"
+#include "cli/run_template.h"
 #include "host/vmm/vmm.h"
 #include "image/image.h"
 #include "lib/fdio.h"
@@ -42,6 +43,7 @@ run_usage_fp(FILE *fp)
 	    "[--workspace DIR]\n"
 	    "                [--workspace-max SIZE] [--env K=V]... "
 	    "[--output-max SIZE] [--processes N] [--stats]\n"
+	    "                [--template]\n"
 	    "                PROGRAM [ARG...]\n"
 	    "       keep run [options] --trust PUBLIC... IMAGE COMMAND "
 	    "[ARG...]\n"
@@ -119,6 +121,7 @@ cmd_run(int argc, char **argv)
 		{ "syscalls", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "processes", required_argument, NULL, 'P' },
+		{ "template", no_argument, NULL, 'L' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct vmm_config cfg;
@@ -128,13 +131,14 @@ cmd_run(int argc, char **argv)
 	const struct image_command *cmd;
 	const char *envp[MAX_ENV + 1], **gargv = NULL;
 	uint8_t trust[MAX_TRUST][32], *elf = NULL;
-	size_t nenv = 0, ntrust = 0, elf_len = 0, i;
-	uint64_t memory = 0, timeout = 0, output_max = 0;
+	size_t nenv = 0, ntrust = 0, elf_len = 0, image_len = 0, i;
+	uint64_t memory = 0, timeout = 0, output_max = 0, memory_opt;
 	char err[256], cachepath[4096];
-	int c, stats = 0, rc, ex = RUN_EXIT_BOOT, kvm = -1;
+	int c, stats = 0, rc, ex = RUN_EXIT_BOOT, kvm = -1, use_template = 0;
 
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.workspace_fd = -1;
+	cfg.image_fd = -1;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (c) {
@@ -212,6 +216,9 @@ cmd_run(int argc, char **argv)
 		case 's':
 			stats = 1;
 			break;
+		case 'L':
+			use_template = 1;
+			break;
 		case 'x':
 			cfg.trace = 1;
 			break;
@@ -228,12 +235,30 @@ cmd_run(int argc, char **argv)
 		return run_usage();
 	envp[nenv] = NULL;
 
+	memory_opt = memory;
+	if (ntrust > 0 && use_template && argc >= 2) {
+		/* A template holder for this image file verified it when it
+		 * started (docs/templates.md). */
+		cfg.envp = envp;
+		cfg.timeout_ms = timeout;
+		cfg.output_max = output_max;
+		rc = run_template(argv[0], argv[1],
+		    (const char *const *)argv + 2, &cfg, memory,
+		    (const uint8_t(*)[32])trust, ntrust, &res, err,
+		    sizeof(err));
+		if (rc == -2) {
+			fprintf(stderr, "keep run: %s\n", err);
+			return RUN_EXIT_BOOT;
+		}
+		if (rc == 0)
+			goto have_result;
+	}
 	if (ntrust > 0) {
 		/* An image: verified before anything in it is used, and the
 		 * command checked before any VM exists. */
 		if (argc < 2)
 			return run_usage();
-		if (image_open_trusted(argv[0], (const uint8_t(*)[32])trust,
+		if (image_open_trusted_fd(argv[0], (const uint8_t(*)[32])trust,
 		        ntrust, &img, err, sizeof(err)) != 0) {
 			fprintf(stderr, "keep run: %s\n", err);
 			return RUN_EXIT_BOOT;
@@ -265,6 +290,9 @@ cmd_run(int argc, char **argv)
 		}
 		cfg.files = files;
 		cfg.nfiles = image_nfiles(img);
+		/* Its files' pages map into the guest copy-on-write. */
+		cfg.image_fd = image_fd(img, &cfg.image_map, &image_len);
+		cfg.image_map_len = image_len;
 		cfg.elf = cmd->program->data;
 		cfg.elf_len = cmd->program->len;
 		gargv[0] = cmd->argv0;
@@ -307,7 +335,11 @@ cmd_run(int argc, char **argv)
 	cfg.memory = memory ? memory : 64ULL << 20;
 	cfg.timeout_ms = timeout;
 	cfg.output_max = output_max;
+	if (use_template && img != NULL)
+		run_template_start(argv[0], img, argv[1], &cfg, memory_opt,
+		    (const uint8_t(*)[32])trust, ntrust);
 	rc = vmm_run(&cfg, &res, err, sizeof(err));
+have_result:
 	if (rc != VMM_OK) {
 		fprintf(stderr, "keep run: %s: %s\n", vmm_strerror(rc), err);
 		goto out;

@@ -87,6 +87,7 @@ set_add(struct deb_set *s, const char *guest, const char *host, int explicit_)
 	s->v[s->n].guest = strdup(guest);
 	s->v[s->n].host = strdup(host);
 	s->v[s->n].explicit_ = explicit_;
+	s->v[s->n].pyc_source = NULL;
 	if (s->v[s->n].guest == NULL || s->v[s->n].host == NULL) {
 		free(s->v[s->n].guest);
 		free(s->v[s->n].host);
@@ -127,6 +128,7 @@ deb_set_free(struct deb_set *s)
 	for (size_t i = 0; i < s->n; i++) {
 		free(s->v[i].guest);
 		free(s->v[i].host);
+		free(s->v[i].pyc_source);
 	}
 	free(s->v);
 	memset(s, 0, sizeof(*s));
@@ -299,19 +301,17 @@ owned_has(const struct owned *o, const char *path)
 	    bsearch(&path, o->v, o->n, sizeof(*o->v), cmp_str) != NULL;
 }
 
-/* A host file belongs to a package if a package lists it, its target,
- * or the target under the names /usr-merge gives it (/lib for
+/* The file a host path leads to belongs to a package if a package
+ * lists it, or lists it under the name /usr-merge gives it (/lib for
  * /usr/lib, /bin for /usr/bin). */
 static int
-owned_file(const struct owned *o, const char *path)
+owned_target(const struct owned *o, const char *path)
 {
 	static const char *const merged[] = { "/lib/", "/lib64/", "/bin/",
 		"/sbin/" };
 	char real[PATH_MAX], alt[PATH_MAX];
 	size_t i;
 
-	if (owned_has(o, path))
-		return 1;
 	if (realpath(path, real) == NULL)
 		return 0;
 	if (owned_has(o, real))
@@ -327,6 +327,14 @@ owned_file(const struct owned *o, const char *path)
 			return 1;
 	}
 	return 0;
+}
+
+/* A host file belongs to a package if a package lists it or the file it
+ * leads to. */
+static int
+owned_file(const struct owned *o, const char *path)
+{
+	return owned_has(o, path) || owned_target(o, path);
 }
 
 static void
@@ -351,9 +359,15 @@ skipped(const char *path)
 }
 
 /* Add guest path `path` holding host file `path` when it is a regular
- * file (or a link to one); directories and dangling links are skipped. */
+ * file (or a link to one); directories and dangling links are skipped.
+ * A link must lead to a file some package holds: a package may link to
+ * a file the machine generated or its administrator wrote (systemd's
+ * /usr/lib/environment.d/99-environment.conf is /etc/environment),
+ * which is the build machine's, not the package's; --file takes one
+ * on purpose. */
 static int
-add_listed(struct deb_set *s, const char *path, char *err, size_t errlen)
+add_listed(struct deb_set *s, struct owned *o, const char *path, char *err,
+    size_t errlen)
 {
 	struct stat sb;
 
@@ -361,6 +375,18 @@ add_listed(struct deb_set *s, const char *path, char *err, size_t errlen)
 		return 0;
 	if (stat(path, &sb) == -1 || !S_ISREG(sb.st_mode))
 		return 0;
+	if (lstat(path, &sb) == -1)
+		return deb_fail(err, errlen, "%s: %s", path, strerror(errno));
+	if (S_ISLNK(sb.st_mode)) {
+		if (owned_load(o) != 0)
+			return deb_fail(
+			    err, errlen, "cannot read %s", DPKG_INFO);
+		if (!owned_target(o, path))
+			return deb_fail(err, errlen,
+			    "%s links to a file outside the installed packages "
+			    "(give it with --file to take it)",
+			    path);
+	}
 	if (strlen(path) >= IMAGE_PATH_MAX)
 		return deb_fail(err, errlen,
 		    "%s: path longer than the image format's %d bytes", path,
@@ -372,9 +398,14 @@ add_listed(struct deb_set *s, const char *path, char *err, size_t errlen)
 
 /* The bytecode Debian compiled at install for a listed Python source
  * (DIR/__pycache__/NAME.*.pyc): without it every run compiles again,
- * and cannot cache the result in a read-only image. */
+ * and cannot cache the result in a read-only image. Each is marked with
+ * its source, to be stored hash-based (image/pyc.h). Optimized bytecode
+ * (NAME.*.opt-1.pyc, opt-2) is left out: Debian does not ship it, so
+ * there is only what a `python -O` on the build machine happened to
+ * write, which would make the image depend on that machine's past. */
 static int
-add_bytecode(struct deb_set *s, const char *py, char *err, size_t errlen)
+add_bytecode(struct deb_set *s, struct owned *o, const char *py, char *err,
+    size_t errlen)
 {
 	char pat[PATH_MAX];
 	const char *slash = strrchr(py, '/');
@@ -387,14 +418,23 @@ add_bytecode(struct deb_set *s, const char *py, char *err, size_t errlen)
 		return 0;
 	if (glob(pat, 0, NULL, &g) != 0)
 		return 0;
-	for (size_t i = 0; i < g.gl_pathc && rc == 0; i++)
-		rc = add_listed(s, g.gl_pathv[i], err, errlen);
+	for (size_t i = 0; i < g.gl_pathc && rc == 0; i++) {
+		size_t before = s->n;
+
+		if (strstr(g.gl_pathv[i] + dl, ".opt-") != NULL)
+			continue;
+		rc = add_listed(s, o, g.gl_pathv[i], err, errlen);
+		if (rc == 0 && s->n > before &&
+		    (s->v[s->n - 1].pyc_source = strdup(py)) == NULL)
+			rc = deb_fail(err, errlen, "out of memory");
+	}
 	globfree(&g);
 	return rc;
 }
 
 static int
-add_package(struct deb_set *s, const char *pkg, char *err, size_t errlen)
+add_package(struct deb_set *s, struct owned *o, const char *pkg, char *err,
+    size_t errlen)
 {
 	char *argv[] = { "dpkg-query", "-L", NULL, NULL };
 	char *out, *line, *save = NULL;
@@ -417,10 +457,10 @@ add_package(struct deb_set *s, const char *pkg, char *err, size_t errlen)
 
 		if (line[0] != '/')
 			continue; /* "diverted by ..." and the like */
-		rc = add_listed(s, line, err, errlen);
+		rc = add_listed(s, o, line, err, errlen);
 		if (rc == 0 && n > 3 && strcmp(line + n - 3, ".py") == 0 &&
 		    !skipped(line))
-			rc = add_bytecode(s, line, err, errlen);
+			rc = add_bytecode(s, o, line, err, errlen);
 	}
 	free(out);
 	return rc;
@@ -546,7 +586,7 @@ deb_set_collect(struct deb_set *s, const char *const *pkgs, size_t npkgs,
 	int rc = 0;
 
 	for (i = 0; i < npkgs && rc == 0; i++)
-		rc = add_package(s, pkgs[i], err, errlen);
+		rc = add_package(s, &o, pkgs[i], err, errlen);
 	/* The set grows as libraries come in; each is then visited too. */
 	for (i = 0; i < s->n && rc == 0; i++) {
 		struct elfdeps d;

@@ -18,6 +18,9 @@ struct deb_entry {
 	char *guest; /* absolute guest path */
 	char *host; /* the host file whose bytes it holds */
 	int explicit_; /* given by the caller, not found by the builder */
+	/* Python bytecode Debian compiled for this source: stored as an
+	 * unchecked hash-based .pyc when current for it (image/pyc.h). */
+	char *pyc_source;
 };
 
 struct deb_set {

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "host/api/api.h"
-#include "host/api/api_fake.h"
+#include "tests/api_fake.h"
 
 static struct api *fuzz_api;
 

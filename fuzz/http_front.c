@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "host/api/api_fake.h"
+#include "tests/api_fake.h"
 #include "host/http/front.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -122,6 +122,22 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		same(rec, len, rc, out, olen);
 		break;
 	}
+	case STORE_DB_SCHEDULES: {
+		struct store_schedule x;
+
+		(void)store_schedule_decode(rec, len, &x);
+		rc = store_schedule_encode(&x, &out, &olen);
+		same(rec, len, rc, out, olen);
+		break;
+	}
+	case STORE_DB_SCHED_RUNS: {
+		struct store_sched_run x;
+
+		(void)store_sched_run_decode(rec, len, &x);
+		rc = store_sched_run_encode(&x, &out, &olen);
+		same(rec, len, rc, out, olen);
+		break;
+	}
 	default:
 		break;
 	}

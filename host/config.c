@@ -28,6 +28,7 @@ enum kind {
 	K_PATH, /* a file or directory name */
 	K_ADDR, /* an IPv4 or IPv6 literal */
 	K_USER, /* a user name */
+	K_NODE, /* a node name: [a-z0-9]{1,16} */
 	K_UINT, /* a decimal integer in [min, max] */
 	K_SIZE, /* "128M" in [min, max] bytes */
 	K_DUR, /* "30s" in [min, max] ms */
@@ -72,6 +73,8 @@ static const struct field fields[] = {
 	F(NULL, "state_dir", K_PATH, state_dir, 0, 0),
 	F(NULL, "policy_dir", K_PATH, policy_dir, 0, 0),
 	F(NULL, "user", K_USER, user, 0, 0),
+	F(NULL, "node", K_NODE, node, 0, 0),
+	F(NULL, "secrets_key_file", K_PATH, secrets_key_file, 0, 0),
 	FK("tokens", "issuer_keys", issuer_keys, nissuer_keys),
 	F("tokens", "max_ttl", K_DUR, token_max_ttl_ms, SEC, 365 * DAY),
 	F("tokens", "clock_skew", K_DUR, token_clock_skew_ms, 0, 10 * MIN),
@@ -90,6 +93,14 @@ static const struct field fields[] = {
 	    1024 * GIB),
 	F("limits", "store_reserve", K_SIZE, store_reserve, 0, 64 * GIB),
 	F("limits", "max_files", K_UINT, max_files, 16, 65536),
+	F("limits", "max_connections_per_client", K_UINT,
+	    max_connections_per_client, 1, 1000000),
+	F("limits", "unauthenticated_timeout", K_DUR,
+	    unauthenticated_timeout_ms, 100, HOUR),
+	F("limits", "max_replies_pending", K_SIZE, max_replies_pending, 1 * MIB,
+	    64 * GIB),
+	F("limits", "process_memory", K_SIZE, process_memory, 16 * MIB,
+	    1024 * GIB),
 	F("limits", "restart_backoff_max", K_DUR, restart_backoff_max_ms, 100,
 	    HOUR),
 	F("egress", "ca_file", K_PATH, egress_ca_file, 0, 0),
@@ -126,6 +137,10 @@ config_defaults(struct keepd_config *cfg)
 	cfg->token_max_ttl_ms = DAY;
 	cfg->token_clock_skew_ms = 30 * SEC;
 	cfg->max_connections = 1024;
+	cfg->max_connections_per_client = 128;
+	cfg->unauthenticated_timeout_ms = 10 * SEC;
+	cfg->max_replies_pending = 256 * MIB;
+	cfg->process_memory = 1 * GIB;
 	cfg->max_sandboxes = 256;
 	cfg->max_request_body = 16 * MIB;
 	cfg->memory_default = 128 * MIB;
@@ -357,6 +372,16 @@ parse_field(struct pctx *p, const struct field *f, const yaml_node_t *n)
 			diag_add(p, &n->start_mark,
 			    "%s: \"%s\" is not a user "
 			    "name",
+			    f->key, scalar_esc(n, esc, sizeof(esc)));
+		return;
+	case K_NODE:
+		if (get_string(p, n, f->key, dst, f->size) == 0 &&
+		    (dst[0] == '\0' ||
+		        strspn(dst, "abcdefghijklmnopqrstuvwxyz0123456789") !=
+		            strlen(dst)))
+			diag_add(p, &n->start_mark,
+			    "%s: \"%s\" is not a node name (1 to 16 of a-z "
+			    "0-9)",
 			    f->key, scalar_esc(n, esc, sizeof(esc)));
 		return;
 	case K_ADDR:

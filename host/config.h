@@ -19,6 +19,7 @@
 #define CONFIG_ERROR_LEN 512
 #define CONFIG_FILE_MAX (1024 * 1024)
 #define CONFIG_DEFAULT_PATH "/etc/keep/keepd.yaml"
+#define CONFIG_NODE_MAX 16 /* [a-z0-9], a sandbox id prefix */
 
 struct keepd_config {
 	/* listen: */
@@ -30,6 +31,9 @@ struct keepd_config {
 	char state_dir[CONFIG_PATH_MAX];
 	char policy_dir[CONFIG_PATH_MAX];
 	char user[32];
+	/* node: this box's name in a fleet, the prefix of its sandbox ids
+	 * ("" alone: no prefix). docs/scaling.md */
+	char node[CONFIG_NODE_MAX + 1];
 	/* tokens: */
 	char issuer_keys[CONFIG_KEYS_MAX][CONFIG_KEY_MAX];
 	size_t nissuer_keys;
@@ -50,6 +54,11 @@ struct keepd_config {
 	uint64_t workspace_max;
 	uint64_t store_reserve; /* disk kept allocated for the store */
 	uint32_t max_files; /* a guest's open descriptors (docs/vmm.md) */
+	uint32_t max_connections_per_client; /* per source address */
+	uint64_t unauthenticated_timeout_ms; /* idle, before a proven request */
+	uint64_t max_replies_pending; /* bytes of replies waiting, in all */
+	uint64_t
+	    process_memory; /* RLIMIT_DATA of each child (vmm: + memory_max) */
 	/* restart backoff for crashed children */
 	uint64_t restart_backoff_max_ms;
 	/* egress: (docs/egress.md) */
@@ -66,6 +75,8 @@ struct keepd_config {
 	uint32_t egress_max_concurrent;
 	uint32_t egress_webhook_attempts;
 	uint64_t egress_webhook_backoff_ms;
+	/* The secrets key (docs/secrets.md); "": <state_dir>/keys/secrets.key */
+	char secrets_key_file[CONFIG_PATH_MAX];
 };
 
 struct config_diag {

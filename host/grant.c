@@ -74,7 +74,7 @@ grant_fields_ok(const struct grant *g)
 		return 0;
 	if (g->principal[0] == '\0')
 		return 0;
-	if (g->reserved != 0)
+	if (g->procs_max > GRANT_PROCS_MAX)
 		return 0;
 	return 1;
 }

@@ -25,6 +25,7 @@
 #define GRANT_HASH_BYTES 32 /* BLAKE2b-256 */
 #define GRANT_NONCE_BYTES 16
 #define GRANT_PRINCIPAL_MAX 64 /* including the NUL */
+#define GRANT_PROCS_MAX 1024 /* the policy language's bound */
 
 enum grant_decision { GRANT_DENY = 0, GRANT_ALLOW = 1 };
 
@@ -44,7 +45,7 @@ struct grant {
 	/* For a create (sandbox:write): how many the principal may hold at
 	 * once, this one included; 0 = no limit of its own. */
 	uint32_t count_max;
-	uint32_t reserved; /* must be 0 */
+	uint32_t procs_max; /* guest processes at once, <= GRANT_PROCS_MAX */
 	uint8_t nonce[GRANT_NONCE_BYTES];
 	uint8_t mac[GRANT_MAC_BYTES];
 };
@@ -59,7 +60,7 @@ enum grant_err {
 	GRANT_ERR_EXPIRED, /* expires <= now */
 	GRANT_ERR_REQID, /* minted for another request */
 	GRANT_ERR_FIELD, /* a field out of range (decision, cap,
-				  principal not terminated, reserved) */
+				  principal not terminated, procs_max) */
 	GRANT_ERR_DENIED, /* valid, but the decision is deny */
 	GRANT_ERR_TARGET, /* valid, but for another target */
 	GRANT_ERR_ARG /* bad argument from the caller */

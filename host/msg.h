@@ -55,6 +55,11 @@ enum msg_type {
 	MSG_CTL_PUBKEYS = 0x010a, /* parent -> front, vmm: msg_pubkeys */
 	MSG_CTL_TLS = 0x010b, /* parent -> front: msg_tls + memfd */
 	MSG_CTL_MINT_KEY = 0x010c, /* parent -> policy: msg_mint_key */
+	/* parent -> front, keepd -T only: msg_test_clock */
+	MSG_CTL_TEST_CLOCK = 0x0120,
+	/* parent -> front: msg_zones + memfd, the time zones' rules */
+	MSG_CTL_ZONES = 0x0121,
+	MSG_CTL_SECRET_KEY = 0x0110, /* parent -> front, vmm: msg_secret_key */
 
 	/* 0x02xx policy */
 	MSG_POLICY_LOAD = 0x0200, /* parent -> policy: msg_policy_load+memfd */
@@ -125,6 +130,11 @@ struct msg_config {
 	uint32_t tls; /* 1: MSG_CTL_TLS follows; serve only TLS */
 	uint32_t max_files; /* a guest's open descriptors */
 	uint64_t store_reserve; /* bytes of disk kept for the store */
+	uint32_t max_connections_per_client;
+	uint32_t pad; /* 0 */
+	uint64_t unauthenticated_timeout_ms;
+	uint64_t max_replies_pending;
+	char node[24]; /* keepd.yaml node: sandbox id prefix, "" none */
 };
 
 /* Public keys, resolved by the parent (file names read, whitespace
@@ -146,6 +156,19 @@ struct msg_tls {
 	uint64_t key_len;
 };
 
+/* The schedules' clock for tests (keepd -T FILE, docs/schedules.md):
+ * unix seconds, > 0. Never sent otherwise. */
+struct msg_test_clock {
+	int64_t now_s;
+};
+
+/* The zone table (host/parent_zones.c): len bytes of "NAME\tRULE\n"
+ * lines in a sealed memfd. */
+#define MSG_ZONES_MAX (1u << 20)
+struct msg_zones {
+	uint64_t len;
+};
+
 /*
  * The delegation key: an Ed25519 secret key the parent keeps in
  * <state_dir>/keys/delegation.secret and gives only to the policy process,
@@ -154,6 +177,18 @@ struct msg_tls {
  */
 struct msg_mint_key {
 	uint8_t sk[64];
+};
+
+/*
+ * The secrets key (docs/secrets.md): an X25519 key pair the parent keeps
+ * in <state_dir>/keys/secrets.key. The front gets the public half only,
+ * enough to seal a value it accepts (crypto_box_seal) and never enough
+ * to open a stored one; the vmm gets both halves and opens a secret only
+ * for a run whose grant names it. sk is all zero for the front.
+ */
+struct msg_secret_key {
+	uint8_t pk[32];
+	uint8_t sk[32];
 };
 
 struct msg_stats {
@@ -216,6 +251,8 @@ struct msg_policy_usage {
 	double read_tokens, write_tokens; /* -1: no rate */
 	uint32_t contexts_max; /* live contexts at once, 0: no limit */
 	uint32_t pad;
+	uint64_t pause_ms; /* a context's idle time before a pause, 0: never */
+	uint64_t snapshots_max; /* contexts' disk (bytes), 0: no limit */
 };
 
 struct msg_policy_decision {

@@ -2,6 +2,7 @@
  * The parent: set-up, the children's life cycle and supervision.
  */
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -65,6 +66,7 @@ struct parent {
 	struct child child[PROC_COUNT];
 	uint8_t keys[PROC_COUNT][GRANT_KEY_BYTES];
 	uint8_t mint_sk[64]; /* the delegation key (msg_mint_key) */
+	struct msg_secret_key secret_key; /* docs/secrets.md */
 	char mint_pk[MSG_PUBKEY_LEN]; /* its public half, PASERK */
 	uint8_t keys_audited[32]; /* hash of the key set last audited */
 	int kvm_fd, listen_fd, sig_fd;
@@ -194,6 +196,10 @@ send_config(struct parent *ps, enum proc_id c)
 	m.listen_port = k->listen_port;
 	m.tls = k->tls_cert[0] != '\0';
 	m.store_reserve = k->store_reserve;
+	m.max_connections_per_client = k->max_connections_per_client;
+	m.unauthenticated_timeout_ms = k->unauthenticated_timeout_ms;
+	m.max_replies_pending = k->max_replies_pending;
+	strlcpy(m.node, k->node, sizeof(m.node));
 	if (msg_send(ps->ctx.fd[c], MSG_CTL_CONFIG, 0, 0, &m, sizeof(m), -1) !=
 	    MSG_OK)
 		log_warn("%s: %s", __func__, proc_name(c));
@@ -376,6 +382,68 @@ load_mint_key(struct parent *ps)
 		fatalx("%s: encode", __func__);
 }
 
+/* The public half to the front, both to the vmm (msg_secret_key). */
+static void
+send_secret_key(struct parent *ps, enum proc_id c)
+{
+	struct msg_secret_key k;
+
+	memcpy(k.pk, ps->secret_key.pk, sizeof(k.pk));
+	if (c == PROC_VMM)
+		memcpy(k.sk, ps->secret_key.sk, sizeof(k.sk));
+	else
+		memset(k.sk, 0, sizeof(k.sk));
+	if (msg_send(ps->ctx.fd[c], MSG_CTL_SECRET_KEY, 0, 0, &k, sizeof(k),
+	        -1) != MSG_OK)
+		log_warn("%s", __func__);
+	sodium_memzero(&k, sizeof(k));
+}
+
+/*
+ * The secrets key seals the values of /v1/secrets at rest. Like the
+ * delegation key it must outlive a restart (or every stored secret would
+ * be lost), so it lives in the root-only keys directory: 32 bytes of
+ * X25519 secret key in hex, mode 0600, refused if anyone else may read it.
+ */
+static void
+load_secret_key(struct parent *ps)
+{
+	char path[PATH_MAX + 32], hex[2 * 32 + 2];
+	struct stat sb;
+	ssize_t n;
+	int fd;
+
+	if (ps->cfg.secrets_key_file[0] != '\0')
+		snprintf(path, sizeof(path), "%s", ps->cfg.secrets_key_file);
+	else
+		snprintf(path, sizeof(path), "%s/keys/secrets.key", ps->state);
+	if (sodium_mlock(&ps->secret_key, sizeof(ps->secret_key)) == -1)
+		log_warn("%s: mlock", __func__);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) != -1) {
+		if (fstat(fd, &sb) == -1 || !S_ISREG(sb.st_mode) ||
+		    (sb.st_mode & 077) != 0)
+			fatalx("%s: must be a regular file of mode 0600", path);
+		n = read(fd, hex, sizeof(hex));
+		close(fd);
+		if (n < 64 || (n == 65 && hex[64] != '\n') || n > 65 ||
+		    sodium_hex2bin(ps->secret_key.sk, sizeof(ps->secret_key.sk),
+		        hex, 64, NULL, NULL, NULL) != 0)
+			fatalx("%s: not 32 bytes in hex", path);
+	} else if (errno == ENOENT) {
+		crypto_box_keypair(ps->secret_key.pk, ps->secret_key.sk);
+		sodium_bin2hex(hex, sizeof(hex), ps->secret_key.sk, 32);
+		if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+		         0600)) == -1 ||
+		    dprintf(fd, "%s\n", hex) < 0 || fsync(fd) == -1 ||
+		    close(fd) == -1)
+			fatal("%s", path);
+		log_info("%s: created the secrets key %s", __func__, path);
+	} else
+		fatal("%s", path);
+	sodium_memzero(hex, sizeof(hex));
+	crypto_scalarmult_base(ps->secret_key.pk, ps->secret_key.sk);
+}
+
 /*
  * Every change of the trusted keys (token issuers, image signers) is in
  * the audit log: at start and after each reload whose keys differ, one
@@ -432,22 +500,122 @@ audit_keys(struct parent *ps)
 	free(msg);
 }
 
+static const char *test_clock_path;
+
+void
+parent_test_clock(const char *path)
+{
+	test_clock_path = path;
+}
+
+/* keepd -T: the test clock's file is the test's, as the state directory
+ * is; a file that does not hold a time leaves the clock as it was. */
+static void
+send_test_clock(struct parent *ps)
+{
+	struct msg_test_clock m;
+	char *text, *end;
+	long long v;
+	size_t len;
+
+	if (test_clock_path == NULL)
+		return;
+	if ((text = read_small(test_clock_path, 64, &len)) == NULL) {
+		log_warnx("%s: %s: cannot read it", __func__, test_clock_path);
+		return;
+	}
+	v = strtoll(text, &end, 10);
+	while (*end == '\n' || *end == ' ')
+		end++;
+	if (end == text || *end != '\0' || v <= 0) {
+		log_warnx(
+		    "%s: %s: not a time in seconds", __func__, test_clock_path);
+		free(text);
+		return;
+	}
+	free(text);
+	memset(&m, 0, sizeof(m));
+	m.now_s = v;
+	if (msg_send(ps->ctx.fd[PROC_FRONT], MSG_CTL_TEST_CLOCK, 0, 0, &m,
+	        sizeof(m), -1) != MSG_OK)
+		log_warnx("%s: the front did not take it", __func__);
+	else
+		log_info("%s: test clock %lld", __func__, v);
+}
+
+/* The zone table, made once (tzdata changes with a package upgrade, which
+ * restarts keepd). */
+static int zones_fd = -1;
+static size_t zones_len;
+
+static void
+send_zones(struct parent *ps)
+{
+	struct msg_zones m;
+
+	if (zones_fd == -1 &&
+	    (zones_fd = parent_zones_memfd(
+	         "/usr/share/zoneinfo", &zones_len)) == -1)
+		return;
+	if (zones_len == 0 || zones_len > MSG_ZONES_MAX)
+		return;
+	memset(&m, 0, sizeof(m));
+	m.len = zones_len;
+	if (msg_send(ps->ctx.fd[PROC_FRONT], MSG_CTL_ZONES, 0, 0, &m, sizeof(m),
+	        zones_fd) != MSG_OK)
+		log_warnx("%s: the front did not take it", __func__);
+}
+
 /* Everything a child gets from the parent after its start or a reload. */
 static void
 send_setup(struct parent *ps, enum proc_id c)
 {
+	if (c == PROC_FRONT)
+		send_test_clock(ps);
+	if (c == PROC_FRONT)
+		send_zones(ps);
 	send_config(ps, c);
 	send_pubkeys(ps, c);
 	if (c == PROC_FRONT)
 		send_tls(ps);
 	if (c == PROC_POLICY)
 		send_mint_key(ps);
+	if (c == PROC_FRONT || c == PROC_VMM)
+		send_secret_key(ps, c);
 	if (c == PROC_POLICY)
 		send_policy(ps);
 	if (c == PROC_STORE)
 		audit_keys(ps);
 	if (c == PROC_EGRESS)
 		egress_send_config(&ps->cfg, ps->ctx.fd[PROC_EGRESS]);
+}
+
+/*
+ * In the forked child: bound its heap (RLIMIT_DATA: private writable
+ * mappings, malloc's included), so that a child that leaks or is made to
+ * hold too much fails its allocations (and answers 503) instead of
+ * pushing the box into the OOM killer. The vmm and the vm processes it
+ * forks also hold guest memory, up to memory_max each. Not under
+ * AddressSanitizer, whose shadow memory is such a mapping.
+ */
+static int
+child_memory_limit(const struct parent *ps, enum proc_id c)
+{
+#ifdef __SANITIZE_ADDRESS__
+	(void)ps;
+	(void)c;
+	return 0;
+#else
+	struct rlimit rl;
+	uint64_t max = ps->cfg.process_memory;
+
+	if (max == 0)
+		return 0;
+	if (c == PROC_VMM)
+		max += ps->cfg.memory_max;
+	rl.rlim_cur = rl.rlim_max = (rlim_t)max;
+	return setrlimit(RLIMIT_DATA, &rl);
+#endif
 }
 
 /* In the forked child: put each descriptor at its fixed number. */
@@ -554,6 +722,8 @@ spawn(struct parent *ps, enum proc_id c)
 		 * root, and not otherwise. */
 		if ((c == PROC_VMM && chdir(ps->state) == -1) ||
 		    (c == PROC_STORE && chdir(ps->db) == -1))
+			_exit(126);
+		if (child_memory_limit(ps, c) == -1)
 			_exit(126);
 		sigemptyset(&all);
 		sigprocmask(SIG_SETMASK, &all, NULL);
@@ -912,6 +1082,10 @@ setup(struct parent *ps)
 		snprintf(d, sizeof(d), "%s/uploads", ps->state);
 		make_dir(d, 0700, pw != NULL ? pw->pw_uid : (uid_t)-1,
 		    pw != NULL ? pw->pw_gid : (gid_t)-1);
+		/* Live contexts' journals and snapshots (docs/contexts.md). */
+		snprintf(d, sizeof(d), "%s/contexts", ps->state);
+		make_dir(d, 0700, pw != NULL ? pw->pw_uid : (uid_t)-1,
+		    pw != NULL ? pw->pw_gid : (gid_t)-1);
 	}
 
 	/* Grant keys: made here, kept in locked memory, never written. */
@@ -921,6 +1095,7 @@ setup(struct parent *ps)
 		randombytes_buf(ps->keys[p], sizeof(ps->keys[p]));
 
 	load_mint_key(ps);
+	load_secret_key(ps);
 
 	if ((ps->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC)) == -1)
 		log_warn("/dev/kvm");

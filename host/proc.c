@@ -18,10 +18,12 @@
 
 #include <sodium.h>
 
+#include "host/config.h"
 #include "host/grant.h"
 #include "host/msg.h"
 #include "host/proc.h"
 #include "host/seccomp_filters.h"
+#include "lib/clock.h"
 #include "lib/log.h"
 
 #define P(x) PROC_BIT(PROC_##x)
@@ -263,10 +265,19 @@ proc_grant_verify(const struct proc_ctx *ctx, const struct msg *m,
 int
 proc_loop(struct proc_ctx *ctx)
 {
+	return proc_loop_every(ctx, 0, NULL, NULL);
+}
+
+int
+proc_loop_every(
+    struct proc_ctx *ctx, unsigned every_ms, void (*tick)(void *), void *arg)
+{
 	struct pollfd pfd[PROC_COUNT];
 	enum proc_id who[PROC_COUNT];
+	uint64_t next = mono_ms() + every_ms, now;
 	uint8_t *buf;
 	size_t n, i;
+	int timeout = -1;
 
 	if ((buf = malloc(MSG_BUFSZ)) == NULL)
 		fatal("%s", __func__);
@@ -280,7 +291,11 @@ proc_loop(struct proc_ctx *ctx)
 			pfd[n].revents = 0;
 			who[n++] = (enum proc_id)i;
 		}
-		if (poll(pfd, n, -1) == -1) {
+		if (tick != NULL) {
+			now = mono_ms();
+			timeout = next > now ? (int)(next - now) : 0;
+		}
+		if (poll(pfd, n, timeout) == -1) {
 			if (errno == EINTR)
 				continue;
 			fatal("%s: poll", __func__);
@@ -291,9 +306,34 @@ proc_loop(struct proc_ctx *ctx)
 			if (proc_link_event(ctx, who[i], buf, MSG_BUFSZ) == -1)
 				ctx->quit = 1;
 		}
+		if (tick != NULL && !ctx->quit && mono_ms() >= next) {
+			tick(arg);
+			next = mono_ms() + every_ms;
+		}
 	}
 	free(buf);
 	return 0;
+}
+
+void
+proc_drain(struct proc_ctx *ctx)
+{
+	uint8_t *buf;
+	unsigned n;
+	int p;
+
+	if ((buf = malloc(MSG_BUFSZ)) == NULL)
+		return;
+	for (p = 0; p < PROC_COUNT; p++) {
+		if (p == PROC_PARENT)
+			continue;
+		for (n = 0; n < PROC_DRAIN_MAX && ctx->fd[p] >= 0 &&
+		     msg_dispatch_nowait(
+		         ctx, (enum proc_id)p, buf, MSG_BUFSZ) == MSG_OK;
+		     n++)
+			;
+	}
+	free(buf);
 }
 
 int
@@ -379,7 +419,10 @@ msg_h_config(struct proc_ctx *ctx, const struct msg *m)
 		return -1;
 	memcpy(c, m->data, sizeof(*c));
 	if (c->tls > 1 || c->memory_default > c->memory_max ||
-	    c->timeout_default_ms > c->timeout_max_ms) {
+	    c->timeout_default_ms > c->timeout_max_ms ||
+	    strnlen(c->node, sizeof(c->node)) > CONFIG_NODE_MAX ||
+	    strspn(c->node, "abcdefghijklmnopqrstuvwxyz0123456789") !=
+	        strlen(c->node)) {
 		free(c);
 		return -1;
 	}

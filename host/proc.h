@@ -152,6 +152,24 @@ KEEP_NORETURN void proc_child_start(const struct proc_info *info,
 int proc_loop(struct proc_ctx *ctx);
 
 /*
+ * proc_loop with a timer: tick(arg) runs every every_ms milliseconds
+ * (> 0), between messages, for as long as the loop does (the store's
+ * expiry of old records).
+ */
+int proc_loop_every(
+    struct proc_ctx *ctx, unsigned every_ms, void (*tick)(void *), void *arg);
+
+/*
+ * After the loop, when the process is told to stop: dispatch what the
+ * peers had already sent (not the parent's), without waiting for more.
+ * The parent stops every process at once, so a write a peer sent just
+ * before (and may have acknowledged to its client) would otherwise be
+ * lost to a clean restart. At most PROC_DRAIN_MAX messages a link.
+ */
+#define PROC_DRAIN_MAX 4096
+void proc_drain(struct proc_ctx *ctx);
+
+/*
  * For a process with its own event loop (the front's epoll, the vmm's VM
  * processes): call this when ctx->fd[from] is readable. It receives and
  * dispatches one message (buf: MSG_BUFSZ bytes); a link to a peer that

@@ -33,32 +33,10 @@ struct front_state {
 	char *cert; /* PEM chain, cert_len bytes, NUL-terminated */
 	char *key; /* PEM key, key_len bytes, NUL-terminated */
 	size_t cert_len, key_len;
+	int64_t test_clock_s; /* keepd -T: the schedules' clock, else 0 */
+	char *zones; /* the zone table (MSG_CTL_ZONES), NUL-terminated */
+	size_t zones_len;
 };
-
-/* Read len bytes at off from fd into a new NUL-terminated buffer. */
-static char *
-read_at(int fd, uint64_t off, uint64_t len)
-{
-	char *buf;
-	size_t got = 0;
-	ssize_t n;
-
-	if ((buf = malloc(len + 1)) == NULL)
-		return NULL;
-	while (got < len) {
-		n = pread(fd, buf + got, len - got, (off_t)(off + got));
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			explicit_bzero(buf, len);
-			free(buf);
-			return NULL;
-		}
-		got += (size_t)n;
-	}
-	buf[len] = '\0';
-	return buf;
-}
 
 static int
 front_h_tls(struct proc_ctx *ctx, const struct msg *m)
@@ -71,8 +49,8 @@ front_h_tls(struct proc_ctx *ctx, const struct msg *m)
 	if (t.cert_len == 0 || t.key_len == 0 || t.cert_len > MSG_TLS_MAX ||
 	    t.key_len > MSG_TLS_MAX ||
 	    memfd_check(m->fd, t.cert_len + t.key_len, 2 * MSG_TLS_MAX) == -1 ||
-	    (cert = read_at(m->fd, 0, t.cert_len)) == NULL ||
-	    (key = read_at(m->fd, t.cert_len, t.key_len)) == NULL) {
+	    (cert = memfd_read_at(m->fd, 0, t.cert_len)) == NULL ||
+	    (key = memfd_read_at(m->fd, t.cert_len, t.key_len)) == NULL) {
 		free(cert);
 		close(m->fd);
 		return -1;
@@ -92,6 +70,53 @@ front_h_tls(struct proc_ctx *ctx, const struct msg *m)
 	return 0;
 }
 
+/* keepd -T only: the time schedules go by (host/front/front_sched.c). */
+static int
+front_h_test_clock(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct front_state *fs = ctx->arg;
+	struct msg_test_clock t;
+
+	memcpy(&t, m->data, sizeof(t));
+	if (t.now_s <= 0)
+		return -1;
+	fs->test_clock_s = t.now_s;
+	if (fs->fb != NULL)
+		fs->fb->test_clock_s = t.now_s;
+	return 0;
+}
+
+/* The time zones' rules by name, for schedules. */
+static int
+front_h_zones(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct front_state *fs = ctx->arg;
+	struct msg_zones z;
+	struct stat st;
+	char *text;
+
+	memcpy(&z, m->data, sizeof(z));
+	if (z.len == 0 || z.len > MSG_ZONES_MAX || fstat(m->fd, &st) == -1 ||
+	    (uint64_t)st.st_size != z.len ||
+	    (text = memfd_read_at(m->fd, 0, z.len)) == NULL) {
+		close(m->fd);
+		return -1;
+	}
+	close(m->fd);
+	if (memchr(text, '\0', z.len) != NULL) {
+		free(text);
+		return -1;
+	}
+	free(fs->zones);
+	fs->zones = text;
+	fs->zones_len = z.len;
+	if (fs->fb != NULL) {
+		fs->fb->zones = fs->zones;
+		fs->fb->zones_len = fs->zones_len;
+	}
+	return 0;
+}
+
 /* Start serving once the configuration (and, if configured, the TLS
  * material) is here; until then the listener's backlog holds clients. */
 static int
@@ -105,6 +130,9 @@ front_start(struct proc_ctx *ctx, struct front_state *fs)
 	if ((fs->fb = front_backend_new(ctx)) == NULL ||
 	    (fs->api = api_new(front_backend_ops(fs->fb), NULL)) == NULL)
 		return -1;
+	fs->fb->test_clock_s = fs->test_clock_s;
+	fs->fb->zones = fs->zones;
+	fs->fb->zones_len = fs->zones_len;
 	if (ctx->config->tls) {
 		fs->tls = front_tls_server(fs->cert, fs->cert_len, fs->key,
 		    fs->key_len, err, sizeof(err));
@@ -117,6 +145,14 @@ front_start(struct proc_ctx *ctx, struct front_state *fs)
 	front_limits_default(lim);
 	if (ctx->config->max_connections != 0)
 		lim->max_conns = ctx->config->max_connections;
+	if (ctx->config->max_connections_per_client != 0)
+		lim->max_conns_per_client =
+		    ctx->config->max_connections_per_client;
+	if (ctx->config->unauthenticated_timeout_ms != 0)
+		lim->unproven_timeout_ms =
+		    ctx->config->unauthenticated_timeout_ms;
+	if (ctx->config->max_replies_pending != 0)
+		lim->max_pending_total = ctx->config->max_replies_pending;
 	if (ctx->config->max_request_body != 0)
 		lim->http.max_body = ctx->config->max_request_body;
 	if ((fs->front = front_new(ctx->listen_fd, fs->api, lim, fs->tls)) ==
@@ -222,6 +258,10 @@ front_main(struct proc_ctx *ctx)
 		MSG_HANDLERS_COMMON,
 		{ MSG_CTL_TLS, PROC_BIT(PROC_PARENT), sizeof(struct msg_tls),
 		    MSG_H_FD, front_h_tls },
+		{ MSG_CTL_TEST_CLOCK, PROC_BIT(PROC_PARENT),
+		    sizeof(struct msg_test_clock), 0, front_h_test_clock },
+		{ MSG_CTL_ZONES, PROC_BIT(PROC_PARENT),
+		    sizeof(struct msg_zones), MSG_H_FD, front_h_zones },
 	};
 
 	for (i = 0; i < nitems(common); i++)
@@ -230,6 +270,10 @@ front_main(struct proc_ctx *ctx)
 		handlers[n++] = fb_run_handlers[i];
 	for (i = 0; i < fb_store_nhandlers && n < nitems(handlers); i++)
 		handlers[n++] = fb_store_handlers[i];
+	for (i = 0; i < fb_watch_nhandlers && n < nitems(handlers); i++)
+		handlers[n++] = fb_watch_handlers[i];
+	for (i = 0; i < fb_secret_nhandlers && n < nitems(handlers); i++)
+		handlers[n++] = fb_secret_handlers[i];
 	ctx->handlers = handlers;
 	ctx->nhandlers = n;
 	ctx->arg = &fs;

@@ -158,16 +158,37 @@ budget_unknown(const struct policy_state *ps, const char *principal)
 	return i >= 0 && (uint32_t)i < ps->pending_len && ps->budget_pending[i];
 }
 
+/* keepd's own policy.load entry for generation gen. */
+static void
+policy_load_entry(struct proc_ctx *ctx, const char *gen, uint32_t decision,
+    const char *rule, const char *detail)
+{
+	struct store_audit e;
+	struct timespec ts;
+	void *msg;
+	size_t len;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	memset(&e, 0, sizeof(e));
+	e.time_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	e.request_id = "";
+	e.principal = "keepd";
+	e.jti = "";
+	e.action = "policy.load";
+	e.target = gen;
+	e.decision = decision;
+	e.rule = rule;
+	e.detail = detail;
+	if (store_wire_audit_encode(&e, 1, &msg, &len) == STORE_OK)
+		store_send(ctx, MSG_STORE_AUDIT, 0, msg, len);
+}
+
 /* Every policy in force is in the audit log, with its hash. */
 static void
 load_audit(struct proc_ctx *ctx)
 {
 	struct policy_state *ps = ctx->arg;
-	struct store_audit e;
 	char detail[128], hex[65], gen[24];
-	struct timespec ts;
-	void *msg;
-	size_t len;
 
 	if (ps->load_audited || ps->text == NULL || ctx->fd[PROC_STORE] < 0)
 		return;
@@ -176,19 +197,7 @@ load_audit(struct proc_ctx *ctx)
 	snprintf(gen, sizeof(gen), "%llu", (unsigned long long)ps->generation);
 	snprintf(detail, sizeof(detail), "generation %s, %zu bytes, blake2b %s",
 	    gen, ps->len, hex);
-	clock_gettime(CLOCK_REALTIME, &ts);
-	memset(&e, 0, sizeof(e));
-	e.time_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-	e.request_id = "";
-	e.principal = "keepd";
-	e.jti = "";
-	e.action = "policy.load";
-	e.target = gen;
-	e.decision = STORE_DECISION_INFO;
-	e.rule = "";
-	e.detail = detail;
-	if (store_wire_audit_encode(&e, 1, &msg, &len) == STORE_OK)
-		store_send(ctx, MSG_STORE_AUDIT, 0, msg, len);
+	policy_load_entry(ctx, gen, STORE_DECISION_INFO, "", detail);
 }
 
 /* A policy that was refused (it does not compile, or could not be read):
@@ -196,11 +205,7 @@ load_audit(struct proc_ctx *ctx)
 static void
 refusal_audit(struct proc_ctx *ctx, uint64_t generation, const char *why)
 {
-	struct store_audit e;
 	char gen[24];
-	struct timespec ts;
-	void *msg;
-	size_t len;
 
 	if (ctx->fd[PROC_STORE] < 0) {
 		log_warnx("%s: the store is down; lost: policy generation %llu "
@@ -209,19 +214,8 @@ refusal_audit(struct proc_ctx *ctx, uint64_t generation, const char *why)
 		return;
 	}
 	snprintf(gen, sizeof(gen), "%llu", (unsigned long long)generation);
-	clock_gettime(CLOCK_REALTIME, &ts);
-	memset(&e, 0, sizeof(e));
-	e.time_ms = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-	e.request_id = "";
-	e.principal = "keepd";
-	e.jti = "";
-	e.action = "policy.load";
-	e.target = gen;
-	e.decision = STORE_DECISION_DENY;
-	e.rule = "policy does not compile";
-	e.detail = why;
-	if (store_wire_audit_encode(&e, 1, &msg, &len) == STORE_OK)
-		store_send(ctx, MSG_STORE_AUDIT, 0, msg, len);
+	policy_load_entry(
+	    ctx, gen, STORE_DECISION_DENY, "policy does not compile", why);
 }
 
 static int
@@ -396,7 +390,8 @@ decide_one(struct proc_ctx *ctx, const struct msg_policy_decide *q,
 	r->grant.link = q->link;
 	r->grant.cap = q->cap;
 	r->grant.reqid = reqid;
-	r->grant.reserved = 0;
+	if (r->grant.procs_max > GRANT_PROCS_MAX)
+		r->grant.procs_max = GRANT_PROCS_MAX;
 	if (r->grant.decision == GRANT_ALLOW &&
 	    (q->flags & DECIDE_DRY_RUN) == 0 &&
 	    policy_hooks == &policy_lang_hooks)
@@ -577,8 +572,11 @@ policy_h_usage(struct proc_ctx *ctx, const struct msg *m)
 
 		policy_hooks_levels(ps->compiled, q.principal, &left, tokens);
 		if ((lim = policy_hooks_limits(ps->compiled, q.principal)) !=
-		    NULL)
+		    NULL) {
 			r.contexts_max = lim->contexts;
+			r.pause_ms = lim->pause_ms;
+			r.snapshots_max = lim->snapshots_max;
+		}
 	}
 	r.budget_remaining = left == POLICY_UNLIMITED ? -1 : (int64_t)left;
 	r.read_tokens = tokens[0];

@@ -6,9 +6,7 @@
  */
 #include <sys/stat.h>
 
-#include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -21,7 +19,6 @@
 #include "host/proc.h"
 #include "host/store/store.h"
 #include "host/store/store_wire.h"
-#include "lib/clock.h"
 #include "lib/log.h"
 #include "lib/memfd.h"
 
@@ -125,49 +122,23 @@ static const struct msg_handler store_handlers[] = {
 	    sizeof(uint64_t), MSG_H_FD, store_h_put_large },
 };
 
-/* proc_loop with a timer: expired revocations and idempotency keys go. */
-static int
-store_loop(struct proc_ctx *ctx)
+/* The loop's timer: expired revocations and idempotency keys go. */
+static void
+store_expire_tick(void *arg)
 {
-	struct pollfd pfd[PROC_COUNT];
-	enum proc_id who[PROC_COUNT];
-	uint64_t next = mono_ms() + STORE_EXPIRE_MS, n_expired;
-	uint8_t *buf;
-	size_t n, i;
+	struct timespec ts;
+	uint64_t n_expired;
 
-	if ((buf = malloc(MSG_BUFSZ)) == NULL)
-		fatal("%s", __func__);
-	while (!ctx->quit) {
-		n = 0;
-		for (i = 0; i < PROC_COUNT; i++)
-			if (ctx->fd[i] >= 0) {
-				pfd[n].fd = ctx->fd[i];
-				pfd[n].events = POLLIN;
-				pfd[n].revents = 0;
-				who[n++] = (enum proc_id)i;
-			}
-		if (poll(pfd, n, 1000) == -1 && errno != EINTR)
-			fatal("%s: poll", __func__);
-		for (i = 0; i < n && !ctx->quit; i++)
-			if (pfd[i].revents != 0 &&
-			    proc_link_event(ctx, who[i], buf, MSG_BUFSZ) == -1)
-				ctx->quit = 1;
-		if (svc.st != NULL && mono_ms() >= next) {
-			struct timespec ts;
-
-			clock_gettime(CLOCK_REALTIME, &ts);
-			if (store_expire(svc.st,
-			        (int64_t)ts.tv_sec * 1000 +
-			            ts.tv_nsec / 1000000,
-			        &n_expired) == STORE_OK &&
-			    n_expired > 0)
-				log_info("%s: %llu expired records removed",
-				    __func__, (unsigned long long)n_expired);
-			next = mono_ms() + STORE_EXPIRE_MS;
-		}
-	}
-	free(buf);
-	return 0;
+	(void)arg;
+	if (svc.st == NULL)
+		return;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if (store_expire(svc.st,
+	        (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,
+	        &n_expired) == STORE_OK &&
+	    n_expired > 0)
+		log_info("%s: %llu expired records removed", __func__,
+		    (unsigned long long)n_expired);
 }
 
 int
@@ -193,7 +164,10 @@ store_main(struct proc_ctx *ctx)
 		log_info("%s: LMDB environment open, map %llu MiB", __func__,
 		    (unsigned long long)(store_map_size(svc.st) >> 20));
 	log_info("%s: ready", __func__);
-	rc = store_loop(ctx);
+	rc = proc_loop_every(ctx, STORE_EXPIRE_MS, store_expire_tick, NULL);
+	/* A record a peer sent before the stop is written (an idempotent
+	 * reply, an audit entry), not lost to a clean restart. */
+	proc_drain(ctx);
 	if (svc.st != NULL)
 		store_close(svc.st);
 	return rc;

@@ -56,6 +56,9 @@ vmm_on_peer(struct proc_ctx *ctx, enum proc_id peer)
 {
 	if (peer == PROC_STORE)
 		vmm_restore_start(ctx, ctx->arg);
+	/* A new front knows nothing of the old one's watches. */
+	if (peer == PROC_FRONT)
+		vmm_watch_stop_all(ctx->arg);
 }
 
 /* The front's requests of one loop pass, served one by one as if each
@@ -88,6 +91,12 @@ static const struct msg_handler vmm_handlers[] = {
 	    vmm_h_env },
 	{ MSG_VMM_RUN_CAPS, PROC_BIT(PROC_FRONT),
 	    sizeof(struct msg_vmm_run_caps), 0, vmm_h_run_caps },
+	{ MSG_VMM_TERM_INPUT, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_term_input), 0, vmm_h_term_input },
+	{ MSG_VMM_RUN_SECRET, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_run_secret), 0, vmm_h_run_secret },
+	{ MSG_CTL_SECRET_KEY, PROC_BIT(PROC_PARENT),
+	    sizeof(struct msg_secret_key), 0, vmm_h_secret_key },
 	{ MSG_POLICY_DECISION, PROC_BIT(PROC_POLICY),
 	    sizeof(struct msg_policy_decision), 0, vmm_h_egress_decision },
 	{ MSG_EGRESS_FETCH_REPLY, PROC_BIT(PROC_EGRESS),
@@ -114,20 +123,38 @@ static const struct msg_handler vmm_handlers[] = {
 	    sizeof(struct msg_vmm_context), 0, vmm_h_context },
 	{ MSG_VMM_CONTEXT_RESTART, PROC_BIT(PROC_FRONT),
 	    sizeof(struct msg_vmm_context), 0, vmm_h_context },
+	{ MSG_VMM_WATCH, PROC_BIT(PROC_FRONT), sizeof(struct msg_vmm_watch), 0,
+	    vmm_h_watch },
+	{ MSG_VMM_WATCH_STOP, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_watch_stop), 0, vmm_h_watch_stop },
+	{ MSG_VMM_CONTEXT_FORK, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_context), 0, vmm_h_context },
+	{ MSG_VMM_CONTEXT_SNAPSHOT, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_context), 0, vmm_h_context },
+	{ MSG_VMM_CONTEXT_SNAPSHOTS, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_context), 0, vmm_h_context },
+	{ MSG_VMM_CONTEXT_SNAPSHOT_DELETE, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_context), 0, vmm_h_context },
 };
 
-/* poll entries past the runs' are contexts' (who = CTX_WHO + index). */
+/* poll entries past the runs' are contexts' (who = CTX_WHO + index),
+ * then watches' (WATCH_WHO + index). */
 #define CTX_WHO (PROC_COUNT + 2 * VMM_JOBS_MAX)
+#define WATCH_WHO (CTX_WHO + VMM_CONTEXTS_MAX)
+/* and past those, template holders' (who = TPL_WHO + index). */
+#define TPL_WHO (WATCH_WHO + WATCH_MAX)
 
 static int
 vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 {
-	struct pollfd pfd[PROC_COUNT + 2 * VMM_JOBS_MAX + 2 * VMM_CONTEXTS_MAX];
-	int who[PROC_COUNT + 2 * VMM_JOBS_MAX + 2 * VMM_CONTEXTS_MAX];
+	struct pollfd pfd[PROC_COUNT + 2 * VMM_JOBS_MAX + 2 * VMM_CONTEXTS_MAX +
+	    WATCH_MAX + VMM_TEMPLATES_MAX];
+	int who[PROC_COUNT + 2 * VMM_JOBS_MAX + 2 * VMM_CONTEXTS_MAX +
+	    WATCH_MAX + VMM_TEMPLATES_MAX];
 	uint8_t *buf;
 	size_t n, i;
 	uint64_t now;
-	int streaming = 0;
+	int streaming = 0, timeout, due;
 
 	if ((buf = malloc(MSG_BUFSZ)) == NULL)
 		fatal("%s", __func__);
@@ -151,6 +178,14 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 				pfd[n].events = POLLIN;
 				who[n++] = PROC_COUNT + VMM_JOBS_MAX + (int)i;
 			}
+		/* Template holders report their boot and their spares
+		 * (proc_vmm_template.c). */
+		for (i = 0; i < VMM_TEMPLATES_MAX; i++)
+			if (vmm_template_pollfd(vs, i) >= 0) {
+				pfd[n].fd = vmm_template_pollfd(vs, i);
+				pfd[n].events = POLLIN;
+				who[n++] = TPL_WHO + (int)i;
+			}
 		/* A live context: its interpreter's end and its output. */
 		for (i = 0; i < VMM_CONTEXTS_MAX; i++) {
 			struct vmm_context *c = &vs->ctxs[i];
@@ -168,16 +203,31 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 				who[n++] = CTX_WHO + (int)i;
 			}
 		}
+		for (i = 0; i < WATCH_MAX; i++)
+			if (vmm_watch_fd(vs, i) >= 0) {
+				pfd[n].fd = vmm_watch_fd(vs, i);
+				pfd[n].events = POLLIN;
+				who[n++] = WATCH_WHO + (int)i;
+			}
 		for (i = 0; i < n; i++)
 			pfd[i].revents = 0;
-		/* Streaming runs' output goes out every VMM_STREAM_MS. */
-		if (poll(pfd, n, streaming ? VMM_STREAM_MS : 1000) == -1 &&
-		    errno != EINTR)
+		/* Streaming runs' output goes out every VMM_STREAM_MS; a
+		 * watch's events every WATCH_FLUSH_MS. */
+		timeout = streaming ? VMM_STREAM_MS : 1000;
+		if ((due = vmm_watch_tick(ctx, vs)) >= 0 && due < timeout)
+			timeout = due;
+		if (poll(pfd, n, timeout) == -1 && errno != EINTR)
 			fatal("%s: poll", __func__);
 		for (i = 0; i < n && !ctx->quit; i++) {
 			if (pfd[i].revents == 0)
 				continue;
-			if (who[i] >= CTX_WHO)
+			if (who[i] >= TPL_WHO)
+				vmm_template_event(
+				    vs, (size_t)(who[i] - TPL_WHO));
+			else if (who[i] >= WATCH_WHO)
+				vmm_watch_event(
+				    ctx, vs, (size_t)(who[i] - WATCH_WHO));
+			else if (who[i] >= CTX_WHO)
 				vmm_context_event(ctx,
 				    &vs->ctxs[who[i] - CTX_WHO], pfd[i].fd,
 				    pfd[i].revents);
@@ -207,6 +257,7 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 		streaming = vmm_stream_outputs(ctx, vs);
 		vmm_contexts_tick(ctx, vs);
 	}
+	vmm_watch_stop_all(vs);
 	for (i = 0; i < VMM_JOBS_MAX; i++)
 		if (vs->jobs[i].used)
 			vmm_kill_tree(vs->jobs[i].pid);
@@ -244,6 +295,16 @@ vmm_main(struct proc_ctx *ctx)
 		log_warn("%s: KVM_GET_SUPPORTED_CPUID", __func__);
 	else
 		log_info("%s: /dev/kvm API version %d", __func__, v);
+	/* docs/threat-model.md: what each ABI leaves open. */
+	if ((v = landlock_abi()) >= 6)
+		log_info("%s: Landlock ABI %d: vm processes confined to their "
+		         "workspace, signals scoped",
+		    __func__, v);
+	else
+		log_warnx("%s: Landlock ABI %d (want 6): vm processes %s",
+		    __func__, v,
+		    v > 0 ? "confined to their workspace, signals not scoped"
+		          : "not confined beyond chroot and seccomp");
 	/* A restarted vmm has its store link from the start; a first one
 	 * may get it later (vmm_on_peer). */
 	if (ctx->fd[PROC_STORE] >= 0)

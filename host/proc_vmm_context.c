@@ -14,12 +14,19 @@
  * here beyond the end line: the front decodes the lines as untrusted
  * JSON.
  *
- * A cell past its time limit, past its output limit, or whose
- * interpreter dies is answered with an error line of our own, and the
- * context's interpreter is gone: the next cell starts a fresh one (its
- * state lost, said in the reply).
+ * Every cell the driver ends is acknowledged: appended to the context's
+ * journal and fsynced before the reply (host/proc_vmm_ctxdisk.c). A cell
+ * past its time limit, past its output limit, or whose interpreter dies
+ * is answered with an error line of our own and is not journaled; the
+ * interpreter is gone. So is a context's that was idle past its policy's
+ * pause time, or that a restarted vmm adopted from disk: in each case
+ * the next cell first runs the journal's cells again in a new
+ * interpreter (their output dropped), which brings back the state of the
+ * last acknowledged cell (docs/contexts.md says what that does and does
+ * not restore).
  */
 #include "host/proc_vmm_int.h"
+#include "lib/fdio.h"
 
 #define CTX_CHUNK 32768 /* bytes of guest output per datagram */
 #define CTX_PIPE_SIZE (1u << 20) /* asked for the cell pipe */
@@ -72,7 +79,11 @@ ctx_close_fds(struct vmm_context *c)
 	c->pidfd = c->in_fd = c->out_fd = -1;
 }
 
-static int put_all(int fd, const void *p, size_t len);
+static void
+ctx_init_fds(struct vmm_context *c)
+{
+	c->pidfd = c->in_fd = c->out_fd = c->outfd = c->errfd = c->jfd = -1;
+}
 
 /* What the vm process wrote before it ended, into the cell in flight:
  * the last lines of a cell that crashes belong to its reply. */
@@ -87,9 +98,11 @@ ctx_drain(struct vmm_context *c)
 		return;
 	while ((n = read(c->out_fd, buf, sizeof(buf))) > 0) {
 		len = (size_t)n - 1;
+		if (c->replay_left > 0)
+			continue; /* a replayed cell's: nobody's */
 		if (c->out_len + c->err_len + len > c->output_max ||
-		    put_all(buf[0] == 1 ? c->outfd : c->errfd, buf + 1, len) !=
-		        0)
+		    write_all(
+		        buf[0] == 1 ? c->outfd : c->errfd, buf + 1, len) != 0)
 			return;
 		if (buf[0] == 1)
 			c->out_len += len;
@@ -125,6 +138,7 @@ ctx_stop(struct vmm_context *c)
 	ctx_drain(c);
 	c->pid = 0;
 	c->count = 0;
+	c->replay_left = 0;
 	ctx_close_fds(c);
 }
 
@@ -140,6 +154,8 @@ vmm_contexts_close(struct vmm_state *vs)
 		if (!c->used)
 			continue;
 		ctx_close_fds(c);
+		if (c->jfd >= 0)
+			close(c->jfd);
 		if (c->busy) {
 			close(c->outfd);
 			close(c->errfd);
@@ -284,25 +300,6 @@ cell_reply(struct proc_ctx *ctx, enum proc_id to, uint64_t reqid,
 		close(rfd);
 }
 
-static int
-put_all(int fd, const void *p, size_t len)
-{
-	/* fd is a memfd of ours: a short write is the host's failure. */
-	const char *s = p;
-	ssize_t n;
-
-	while (len > 0) {
-		if ((n = write(fd, s, len)) <= 0) {
-			if (n == -1 && errno == EINTR)
-				continue;
-			return -1;
-		}
-		s += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 /*
  * End the cell in flight. name NULL: it ended as the driver said;
  * otherwise the host ended it, and an error line of ours (fixed text,
@@ -319,14 +316,16 @@ cell_finish(struct proc_ctx *ctx, struct vmm_context *c, uint32_t status,
 	if (!c->busy)
 		return;
 	c->busy = 0;
+	free(c->frame);
+	c->frame = NULL;
+	c->frame_len = 0;
 	if (name != NULL) {
 		n = snprintf(line, sizeof(line),
-		    "{\"type\":\"error\",\"name\":\"%s\",\"value\":\"%s; the "
-		    "context's interpreter was restarted and its state is "
-		    "lost\",\"traceback\":\"\"}\n",
+		    "{\"type\":\"error\",\"name\":\"%s\",\"value\":\"%s\","
+		    "\"traceback\":\"\"}\n",
 		    name, value);
 		if (n > 0 && (size_t)n < sizeof(line))
-			(void)put_all(c->outfd, line, (size_t)n);
+			(void)write_all(c->outfd, line, (size_t)n);
 	}
 	/* The front takes only a sealed memfd (lib/memfd.c). */
 	if (vmm_join_output(c->outfd, c->errfd, &out_len, &err_len) != 0 ||
@@ -343,7 +342,7 @@ cell_finish(struct proc_ctx *ctx, struct vmm_context *c, uint32_t status,
 }
 
 /* The interpreter is gone (or is made so): the cell in flight, if any,
- * ends with an error; the next cell starts a fresh interpreter. */
+ * ends with an error whose value is said in full. */
 static void
 ctx_died(struct proc_ctx *ctx, struct vmm_context *c, uint32_t status,
     const char *name, const char *value)
@@ -352,13 +351,162 @@ ctx_died(struct proc_ctx *ctx, struct vmm_context *c, uint32_t status,
 	cell_finish(ctx, c, status, name, value);
 }
 
+/* The cell in flight went wrong: the interpreter is stopped, and the
+ * reply says what the context is now. No quotes or backslashes in what:
+ * it goes into JSON as it is. */
 static void
-ctx_remove(struct proc_ctx *ctx, struct vmm_context *c, const char *why)
+ctx_lost(struct proc_ctx *ctx, struct vmm_context *c, uint32_t status,
+    const char *name, const char *what)
 {
-	ctx_died(ctx, c, RUN_KILLED, "ContextDeleted", why);
+	char v[320];
+
+	if (c->replay_left > 0)
+		snprintf(v, sizeof(v),
+		    "%s while bringing back acknowledged cell %llu of %llu; "
+		    "the cell did not run; the context is paused with its "
+		    "journal, tried again at the next cell (restart it to "
+		    "start empty)",
+		    what, (unsigned long long)(c->jcells - c->replay_left + 1),
+		    (unsigned long long)c->jcells);
+	else if (c->jfd >= 0)
+		snprintf(v, sizeof(v),
+		    "%s; the context is back at its last acknowledged cell "
+		    "(%llu): its interpreter was stopped and the next cell "
+		    "runs the %llu acknowledged cells again first",
+		    what, (unsigned long long)c->jcells,
+		    (unsigned long long)c->jcells);
+	else
+		snprintf(v, sizeof(v),
+		    "%s; the context's interpreter was restarted and its "
+		    "state is lost",
+		    what);
+	if (c->replay_left > 0)
+		name = "RestoreFailed";
+	ctx_died(ctx, c, status, name, v);
+}
+
+static void
+ctx_remove(struct proc_ctx *ctx, struct vmm_context *c, const char *why,
+    int unlink_journal)
+{
+	char v[96];
+
+	snprintf(v, sizeof(v), "the context was removed: %s", why);
+	ctx_died(ctx, c, RUN_KILLED, "ContextDeleted", v);
 	log_info("context %s removed: %s", c->id, why);
+	if (c->jfd >= 0)
+		close(c->jfd);
+	if (unlink_journal)
+		vmm_ctxdisk_unlink(c->sbx, CTX_JOURNAL_CONTEXT, c->id);
 	memset(c, 0, sizeof(*c));
-	c->pidfd = c->in_fd = c->out_fd = c->outfd = c->errfd = -1;
+	ctx_init_fds(c);
+}
+
+/* The frame for payload p (a journal record's), with a fresh nonce and
+ * the end line to wait for. malloc'd. */
+static uint8_t *
+ctx_frame_for(struct vmm_context *c, const uint8_t *p, size_t len)
+{
+	uint8_t *f, nonce[8];
+	char hex[17];
+
+	if ((f = malloc(16 + len)) == NULL)
+		return NULL;
+	randombytes_buf(nonce, sizeof(nonce));
+	memcpy(f, "KEEPCELL", 8);
+	memcpy(f + 8, nonce, 8);
+	memcpy(f + 16, p, len);
+	sodium_bin2hex(hex, sizeof(hex), nonce, sizeof(nonce));
+	c->end_len = (size_t)snprintf(c->end, sizeof(c->end),
+	    "{\"type\":\"end\",\"nonce\":\"%s\"}\n", hex);
+	return f;
+}
+
+static int
+ctx_write_frame(struct vmm_context *c, const uint8_t *f, size_t len)
+{
+	int room = fcntl(c->in_fd, F_GETPIPE_SZ);
+
+	if (room > 0 && len > (size_t)room)
+		return -1;
+	return write(c->in_fd, f, len) == (ssize_t)len ? 0 : -1;
+}
+
+/* Each step has its own time limit: the cell its own (what the request
+ * asked, within the policy's); a journal's cell run again the policy's,
+ * as each of them once ran within it (a request's shorter limit is for
+ * its own cell, not for bringing the context back). */
+static void
+ctx_arm(struct vmm_context *c)
+{
+	uint64_t now = mono_ms(),
+	         t = c->replay_left > 0 ? c->replay_timeout : c->cell_timeout;
+
+	c->deadline = t ? now + t : UINT64_MAX;
+}
+
+/*
+ * The next step of a cell: the next journal record to run again, or,
+ * once none is left, the cell itself (its frame made when it came).
+ */
+static void
+ctx_step(struct proc_ctx *ctx, struct vmm_context *c)
+{
+	uint8_t *p = NULL, *f;
+	size_t len;
+	int rc;
+
+	if (c->replay_left == 0) {
+		/* The cell's own nonce is in its frame. */
+		char hex[17];
+
+		sodium_bin2hex(hex, sizeof(hex), c->frame + 8, 8);
+		c->end_len = (size_t)snprintf(c->end, sizeof(c->end),
+		    "{\"type\":\"end\",\"nonce\":\"%s\"}\n", hex);
+		ctx_arm(c);
+		if (ctx_write_frame(c, c->frame, c->frame_len) != 0)
+			ctx_lost(ctx, c, RUN_ERROR, "HostError",
+			    "the interpreter did not take the cell");
+		return;
+	}
+	if (vmm_ctxdisk_read(c->jfd, &c->replay_at, &p, &len) != 0 ||
+	    (f = ctx_frame_for(c, p, len)) == NULL) {
+		free(p);
+		ctx_lost(ctx, c, RUN_ERROR, "HostError",
+		    "the host could not read the journal");
+		return;
+	}
+	free(p);
+	ctx_arm(c);
+	rc = ctx_write_frame(c, f, 16 + len);
+	free(f);
+	if (rc != 0)
+		ctx_lost(ctx, c, RUN_ERROR, "HostError",
+		    "the interpreter did not take a journal's cell");
+}
+
+/* The driver ended the cell in flight: acknowledge it (journal, then
+ * reply), or go on with the replay. */
+static void
+ctx_cell_done(struct proc_ctx *ctx, struct vmm_context *c)
+{
+	c->count++;
+	if (c->replay_left > 0) {
+		c->replay_left--;
+		ctx_step(ctx, c);
+		return;
+	}
+	if (c->jfd >= 0) {
+		if (vmm_ctxdisk_append(c->jfd, &c->jbytes, c->frame + 16,
+		        c->frame_len - 16) != 0) {
+			ctx_lost(ctx, c, RUN_ERROR, "HostError",
+			    "the host could not record the cell");
+			return;
+		}
+		c->jcells++;
+	}
+	c->last_used = mono_ms();
+	cell_finish(ctx, c, RUN_EXITED, NULL, NULL);
 }
 
 /* ---- events from the vm process --------------------------------------- */
@@ -380,7 +528,7 @@ vmm_context_event(
 		log_info("context %s: interpreter ended (%s %d)", c->id,
 		    WIFSIGNALED(wst) ? "signal" : "status",
 		    WIFSIGNALED(wst) ? WTERMSIG(wst) : WEXITSTATUS(wst));
-		ctx_died(ctx, c, RUN_FAULT, "ContextDied",
+		ctx_lost(ctx, c, RUN_FAULT, "ContextDied",
 		    "the interpreter ended during the cell");
 		return;
 	}
@@ -400,18 +548,19 @@ vmm_context_event(
 		return; /* between cells: nobody asked */
 	if (buf[0] == 1 && len == c->end_len &&
 	    memcmp(buf + 1, c->end, len) == 0) {
-		c->count++;
-		cell_finish(ctx, c, RUN_EXITED, NULL, NULL);
+		ctx_cell_done(ctx, c);
 		return;
 	}
+	if (c->replay_left > 0)
+		return; /* a replayed cell's output: nobody's */
 	/* The limit is on both together, as a run's. */
 	if (c->out_len + c->err_len + len > c->output_max) {
-		ctx_died(ctx, c, RUN_OUTPUT_LIMIT, "OutputLimit",
+		ctx_lost(ctx, c, RUN_OUTPUT_LIMIT, "OutputLimit",
 		    "the cell wrote more than its output limit");
 		return;
 	}
-	if (put_all(buf[0] == 1 ? c->outfd : c->errfd, buf + 1, len) != 0) {
-		ctx_died(ctx, c, RUN_ERROR, "HostError",
+	if (write_all(buf[0] == 1 ? c->outfd : c->errfd, buf + 1, len) != 0) {
+		ctx_lost(ctx, c, RUN_ERROR, "HostError",
 		    "the host could not keep the cell's output");
 		return;
 	}
@@ -428,16 +577,29 @@ vmm_contexts_tick(struct proc_ctx *ctx, struct vmm_state *vs)
 	uint64_t now = mono_ms();
 	size_t i;
 
+	/* A snapshot's file went with its sandbox's directory. */
+	for (i = 0; i < VMM_SNAPSHOTS_MAX; i++)
+		if (vs->snaps[i].used &&
+		    vmm_sandbox_find(
+		        vs, vs->snaps[i].h.sbx, vs->snaps[i].h.owner) == NULL)
+			memset(&vs->snaps[i], 0, sizeof(vs->snaps[i]));
 	for (i = 0; i < VMM_CONTEXTS_MAX; i++) {
 		struct vmm_context *c = &vs->ctxs[i];
 
 		if (!c->used)
 			continue;
 		if (vmm_sandbox_find(vs, c->sbx, c->owner) == NULL)
-			ctx_remove(ctx, c, "its sandbox is gone");
+			ctx_remove(ctx, c, "its sandbox is gone", 1);
 		else if (c->busy && now > c->deadline)
-			ctx_died(ctx, c, RUN_TIMEOUT, "TimeoutError",
+			ctx_lost(ctx, c, RUN_TIMEOUT, "TimeoutError",
 			    "the cell ran past its time limit");
+		else if (!c->busy && c->pid > 0 && c->jfd >= 0 &&
+		    c->pause_ms != 0 && now - c->last_used >= c->pause_ms) {
+			/* Its state is its journal: the VM can go. */
+			ctx_stop(c);
+			log_info("context %s paused after %llu ms idle", c->id,
+			    (unsigned long long)c->pause_ms);
+		}
 	}
 }
 
@@ -525,6 +687,45 @@ cell_frame(const uint8_t *in, size_t inlen, uint32_t nenv, uint8_t *out,
 	return o;
 }
 
+/* A cell's time limit: the grant's, else keepd.yaml's default, capped
+ * by its maximum, and by what the request asked (q NULL: none); 0: no
+ * limit. */
+static uint64_t
+cell_timeout(
+    struct proc_ctx *ctx, const struct grant *g, const struct msg_vmm_run *q)
+{
+	uint64_t timeout = g->timeout_ms;
+
+	if (ctx->config != NULL) {
+		if (timeout == 0)
+			timeout = ctx->config->timeout_default_ms;
+		if (ctx->config->timeout_max_ms != 0 &&
+		    timeout > ctx->config->timeout_max_ms)
+			timeout = ctx->config->timeout_max_ms;
+	}
+	if (q != NULL && q->timeout_ms != 0 &&
+	    (timeout == 0 || q->timeout_ms < timeout))
+		timeout = q->timeout_ms;
+	return timeout;
+}
+
+/* What a principal's journals and snapshots hold on disk. */
+static uint64_t
+ctx_disk_used(const struct vmm_state *vs, const char *owner)
+{
+	uint64_t sum = 0;
+	size_t i;
+
+	for (i = 0; i < VMM_CONTEXTS_MAX; i++)
+		if (vs->ctxs[i].used && strcmp(vs->ctxs[i].owner, owner) == 0)
+			sum += vs->ctxs[i].jbytes;
+	for (i = 0; i < VMM_SNAPSHOTS_MAX; i++)
+		if (vs->snaps[i].used &&
+		    strcmp(vs->snaps[i].h.owner, owner) == 0)
+			sum += vs->snaps[i].bytes;
+	return sum;
+}
+
 void
 vmm_context_cell(struct proc_ctx *ctx, struct vmm_state *vs,
     const struct msg *m, const struct msg_vmm_run *q, const struct grant *g,
@@ -532,11 +733,9 @@ vmm_context_cell(struct proc_ctx *ctx, struct vmm_state *vs,
 {
 	struct vmm_context *c;
 	uint8_t *in = MAP_FAILED, *frame = NULL, nonce[8];
-	char reason[96] = "", hex[17];
+	char reason[96] = "";
 	uint32_t st = RUN_REFUSED;
-	uint64_t timeout;
 	size_t flen = 0;
-	ssize_t n;
 	int room;
 
 	if (memchr(q->context, '\0', sizeof(q->context)) == NULL ||
@@ -570,25 +769,24 @@ vmm_context_cell(struct proc_ctx *ctx, struct vmm_state *vs,
 		strlcpy(reason, "malformed cell", sizeof(reason));
 		goto refuse;
 	}
+	if (c->disk_max != 0 &&
+	    ctx_disk_used(vs, c->owner) + CTX_JOURNAL_REC_HDR + flen - 16 >
+	        c->disk_max) {
+		strlcpy(reason,
+		    "the snapshot quota is reached (snapshots in the policy)",
+		    sizeof(reason));
+		goto refuse;
+	}
 	if (c->pid == 0 &&
 	    ctx_spawn(ctx, vs, c, s, reason, sizeof(reason)) != 0) {
 		st = RUN_ERROR;
 		goto refuse;
 	}
-	/* The whole frame goes into the pipe's room at once, or not at all:
+	/* A frame goes into the pipe's room at once, or not at all:
 	 * between cells the driver has read everything, so the pipe is
 	 * empty and a frame that fits its size fits. */
 	if ((room = fcntl(c->in_fd, F_GETPIPE_SZ)) > 0 && flen > (size_t)room) {
 		strlcpy(reason, "the cell is too large", sizeof(reason));
-		goto refuse;
-	}
-	if ((n = write(c->in_fd, frame, flen)) != (ssize_t)flen) {
-		if (n > 0)
-			ctx_stop(c); /* half a frame: the driver is lost */
-		strlcpy(reason,
-		    n > 0 || errno == EAGAIN ? "the cell is too large"
-		                             : "the interpreter is not reading",
-		    sizeof(reason));
 		goto refuse;
 	}
 	if ((c->outfd = memfd_new("keep-cell-out")) == -1 ||
@@ -596,25 +794,13 @@ vmm_context_cell(struct proc_ctx *ctx, struct vmm_state *vs,
 		if (c->outfd != -1)
 			close(c->outfd);
 		c->outfd = -1;
-		ctx_stop(c);
 		st = RUN_ERROR;
 		strlcpy(reason, "the host could not take the cell's output",
 		    sizeof(reason));
 		goto refuse;
 	}
-	sodium_bin2hex(hex, sizeof(hex), nonce, sizeof(nonce));
-	c->end_len = (size_t)snprintf(c->end, sizeof(c->end),
-	    "{\"type\":\"end\",\"nonce\":\"%s\"}\n", hex);
-	timeout = g->timeout_ms;
-	if (ctx->config != NULL) {
-		if (timeout == 0)
-			timeout = ctx->config->timeout_default_ms;
-		if (ctx->config->timeout_max_ms != 0 &&
-		    timeout > ctx->config->timeout_max_ms)
-			timeout = ctx->config->timeout_max_ms;
-	}
-	if (q->timeout_ms != 0 && (timeout == 0 || q->timeout_ms < timeout))
-		timeout = q->timeout_ms;
+	c->cell_timeout = cell_timeout(ctx, g, q);
+	c->replay_timeout = cell_timeout(ctx, g, NULL);
 	c->output_max = g->output_max ? g->output_max
 	    : ctx->config != NULL && ctx->config->output_max
 	    ? ctx->config->output_max
@@ -622,9 +808,19 @@ vmm_context_cell(struct proc_ctx *ctx, struct vmm_state *vs,
 	c->busy = 1;
 	c->reqid = m->hdr.reqid;
 	c->from = m->from;
-	c->t0 = mono_ms();
-	c->deadline = timeout ? c->t0 + timeout : UINT64_MAX;
 	c->out_len = c->err_len = 0;
+	c->frame = frame;
+	c->frame_len = flen;
+	frame = NULL;
+	c->t0 = mono_ms();
+	/* A new interpreter first runs the journal's cells again. */
+	if (c->count == 0 && c->jcells > 0 && c->jfd >= 0) {
+		c->replay_left = c->jcells;
+		c->replay_at = sizeof(struct ctx_journal_head);
+		log_info("context %s: resuming, %llu cells to run again", c->id,
+		    (unsigned long long)c->jcells);
+	}
+	ctx_step(ctx, c);
 	s->runs++;
 	goto done;
 refuse:
@@ -646,8 +842,11 @@ ctx_info(const struct vmm_context *c, struct vmm_context_info *i)
 	strlcpy(i->id, c->id, sizeof(i->id));
 	strlcpy(i->cwd, c->cwd, sizeof(i->cwd));
 	i->language = c->language;
-	i->state = c->busy ? CTX_BUSY : c->pid > 0 ? CTX_IDLE : CTX_DEAD;
-	i->execution_count = c->count;
+	i->state = c->busy ? CTX_BUSY
+	    : c->pid > 0   ? CTX_IDLE
+	    : c->jfd >= 0  ? CTX_PAUSED
+	                   : CTX_DEAD;
+	i->execution_count = c->pid > 0 ? c->count : c->jcells;
 	i->created_at = c->created_at;
 }
 
@@ -668,10 +867,110 @@ ctx_cwd_ok(const char *cwd)
 	return 1;
 }
 
+static void
+ctx_head(const struct vmm_context *c, struct ctx_journal_head *h)
+{
+	memset(h, 0, sizeof(*h));
+	memcpy(h->magic, CTX_JOURNAL_MAGIC, 8);
+	strlcpy(h->name, c->id, sizeof(h->name));
+	strlcpy(h->sbx, c->sbx, sizeof(h->sbx));
+	strlcpy(h->owner, c->owner, sizeof(h->owner));
+	strlcpy(h->cwd, c->cwd, sizeof(h->cwd));
+	h->language = c->language;
+	h->kind = CTX_JOURNAL_CONTEXT;
+	h->created_at = c->created_at;
+	h->mem_max = c->mem_max;
+	h->pause_ms = c->pause_ms;
+	h->disk_max = c->disk_max;
+}
+
+/*
+ * The context's journal on disk: a copy of src's first src_bytes (its
+ * cells) for a fork or a restored snapshot, else empty. A context whose
+ * journal cannot be written still runs, without persistence (its list
+ * entry and every lost cell's reply say so: "dead", "state is lost").
+ */
+static void
+ctx_journal_open(
+    struct vmm_context *c, int src_fd, uint64_t src_bytes, uint64_t cells)
+{
+	struct ctx_journal_head h;
+
+	ctx_head(c, &h);
+	c->jfd = vmm_ctxdisk_create(&h, src_fd, src_bytes, 1);
+	c->jbytes = c->jfd >= 0 ? (src_fd >= 0 ? src_bytes : sizeof(h)) : 0;
+	c->jcells = c->jfd >= 0 ? cells : 0;
+	c->last_used = mono_ms();
+	if (c->jfd < 0)
+		log_warnx("context %s: no journal: it will not survive its "
+		          "interpreter",
+		    c->id);
+}
+
+/* A journal found on disk by a restarted vmm: a paused context. */
+int
+vmm_context_adopt(struct vmm_state *vs, const struct ctx_journal_head *h,
+    int fd, uint64_t cells, uint64_t bytes)
+{
+	struct vmm_context *c = NULL;
+	size_t i;
+
+	for (i = 0; i < VMM_CONTEXTS_MAX; i++) {
+		if (!vs->ctxs[i].used && c == NULL)
+			c = &vs->ctxs[i];
+		else if (vs->ctxs[i].used &&
+		    strcmp(vs->ctxs[i].id, h->name) == 0)
+			return -1;
+	}
+	if (c == NULL || !ctx_cwd_ok(h->cwd))
+		return -1;
+	memset(c, 0, sizeof(*c));
+	ctx_init_fds(c);
+	strlcpy(c->id, h->name, sizeof(c->id));
+	strlcpy(c->sbx, h->sbx, sizeof(c->sbx));
+	strlcpy(c->owner, h->owner, sizeof(c->owner));
+	strlcpy(c->cwd, h->cwd, sizeof(c->cwd));
+	c->language = h->language;
+	c->created_at = h->created_at;
+	c->mem_max = h->mem_max;
+	c->pause_ms = h->pause_ms;
+	c->disk_max = h->disk_max;
+	c->jfd = fd;
+	c->jcells = cells;
+	c->jbytes = bytes;
+	c->used = 1;
+	log_info("context %s in sandbox %s adopted, paused (%llu cells)", c->id,
+	    c->sbx, (unsigned long long)cells);
+	return 0;
+}
+
+int
+vmm_snapshot_adopt(struct vmm_state *vs, const struct ctx_journal_head *h,
+    uint64_t cells, uint64_t bytes)
+{
+	size_t i;
+
+	for (i = 0; i < VMM_SNAPSHOTS_MAX; i++)
+		if (!vs->snaps[i].used) {
+			vs->snaps[i].used = 1;
+			vs->snaps[i].h = *h;
+			vs->snaps[i].cells = cells;
+			vs->snaps[i].bytes = bytes;
+			return 0;
+		}
+	return -1;
+}
+
+/*
+ * A new context: fresh (src NULL: its interpreter starts now), or a copy
+ * of a journal (a fork's context, a snapshot) that is paused and resumes
+ * at its first cell, as any paused context does.
+ */
 static uint32_t
 ctx_create(struct proc_ctx *ctx, struct vmm_state *vs,
     const struct msg_vmm_context *q, const struct grant *g, struct sandbox *s,
-    struct msg_vmm_contexts *r)
+    const struct ctx_journal_head *src, int src_fd, uint64_t src_bytes,
+    uint64_t src_cells, struct msg_vmm_contexts *r)
 {
 	struct vmm_context *c = NULL;
 	char reason[96];
@@ -693,25 +992,134 @@ ctx_create(struct proc_ctx *ctx, struct vmm_state *vs,
 	}
 	if (c == NULL || (q->max_contexts != 0 && mine >= q->max_contexts))
 		return SBX_E_CTX_FULL;
+	if (src != NULL && q->disk_max != 0 &&
+	    ctx_disk_used(vs, g->principal) + src_bytes > q->disk_max)
+		return SBX_E_SNAP_FULL;
 	memset(c, 0, sizeof(*c));
-	c->pidfd = c->in_fd = c->out_fd = c->outfd = c->errfd = -1;
+	ctx_init_fds(c);
 	strlcpy(c->id, q->context, sizeof(c->id));
 	strlcpy(c->sbx, s->id, sizeof(c->sbx));
 	strlcpy(c->owner, g->principal, sizeof(c->owner));
-	strlcpy(c->cwd, q->cwd, sizeof(c->cwd));
-	c->language = q->language;
+	strlcpy(c->cwd, src != NULL ? src->cwd : q->cwd, sizeof(c->cwd));
+	c->language = src != NULL ? src->language : q->language;
 	c->created_at = (int64_t)time(NULL);
 	c->mem_max = g->mem_max;
-	if (ctx_spawn(ctx, vs, c, s, reason, sizeof(reason)) != 0) {
-		log_warnx("context %s: %s", c->id, reason);
-		memset(c, 0, sizeof(*c));
-		c->pidfd = c->in_fd = c->out_fd = c->outfd = c->errfd = -1;
-		return SBX_E_IMAGE;
+	c->pause_ms = q->pause_ms;
+	c->disk_max = q->disk_max;
+	if (src != NULL) {
+		ctx_journal_open(c, src_fd, src_bytes, src_cells);
+		if (c->jfd < 0) {
+			memset(c, 0, sizeof(*c));
+			ctx_init_fds(c);
+			return SBX_E_INTERNAL;
+		}
+		log_info("context %s: %llu cells of %s %s", c->id,
+		    (unsigned long long)src_cells,
+		    src->kind == CTX_JOURNAL_SNAPSHOT ? "snapshot" : "context",
+		    src->name);
+	} else {
+		if (ctx_spawn(ctx, vs, c, s, reason, sizeof(reason)) != 0) {
+			log_warnx("context %s: %s", c->id, reason);
+			memset(c, 0, sizeof(*c));
+			ctx_init_fds(c);
+			return SBX_E_IMAGE;
+		}
+		ctx_journal_open(c, -1, 0, 0);
 	}
 	c->used = 1;
 	ctx_info(c, &r->c[0]);
 	r->n = 1;
 	return SBX_OK;
+}
+
+static struct vmm_snapshot *
+snap_find(
+    struct vmm_state *vs, const char *sbx, const char *owner, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < VMM_SNAPSHOTS_MAX; i++) {
+		struct vmm_snapshot *n = &vs->snaps[i];
+
+		if (n->used && strcmp(n->h.sbx, sbx) == 0 &&
+		    strcmp(n->h.owner, owner) == 0 &&
+		    strcmp(n->h.name, name) == 0)
+			return n;
+	}
+	return NULL;
+}
+
+static void
+snap_info(const struct vmm_snapshot *n, struct vmm_context_info *i)
+{
+	memset(i, 0, sizeof(*i));
+	strlcpy(i->id, n->h.name, sizeof(i->id));
+	strlcpy(i->from, n->h.from, sizeof(i->from));
+	strlcpy(i->cwd, n->h.cwd, sizeof(i->cwd));
+	i->language = n->h.language;
+	i->state = CTX_PAUSED;
+	i->execution_count = n->cells;
+	i->created_at = n->h.created_at;
+	i->bytes = n->bytes;
+}
+
+/* A named copy of the context's journal, now: its acknowledged cells. */
+static uint32_t
+ctx_snapshot(struct vmm_state *vs, const struct msg_vmm_context *q,
+    struct vmm_context *c, struct msg_vmm_contexts *r)
+{
+	struct vmm_snapshot *n = NULL;
+	size_t i;
+
+	if (!vmm_safe_name(q->name, sizeof(q->name)))
+		return SBX_E_INTERNAL;
+	if (snap_find(vs, c->sbx, c->owner, q->name) != NULL)
+		return SBX_E_SNAP_EXISTS;
+	for (i = 0; i < VMM_SNAPSHOTS_MAX && n == NULL; i++)
+		if (!vs->snaps[i].used)
+			n = &vs->snaps[i];
+	if (n == NULL ||
+	    (c->disk_max != 0 &&
+	        ctx_disk_used(vs, c->owner) + c->jbytes > c->disk_max))
+		return SBX_E_SNAP_FULL;
+	if (c->jfd < 0)
+		return SBX_E_INTERNAL;
+	memset(n, 0, sizeof(*n));
+	ctx_head(c, &n->h);
+	n->h.kind = CTX_JOURNAL_SNAPSHOT;
+	strlcpy(n->h.name, q->name, sizeof(n->h.name));
+	strlcpy(n->h.from, c->id, sizeof(n->h.from));
+	n->h.created_at = (int64_t)time(NULL);
+	if (vmm_ctxdisk_create(&n->h, c->jfd, c->jbytes, 0) != 0)
+		return SBX_E_INTERNAL;
+	n->cells = c->jcells;
+	n->bytes = c->jbytes;
+	n->used = 1;
+	log_info("context %s: snapshot %s (%llu cells)", c->id, q->name,
+	    (unsigned long long)n->cells);
+	snap_info(n, &r->c[0]);
+	r->n = 1;
+	return SBX_OK;
+}
+
+/* Restore a snapshot into a new context. */
+static uint32_t
+ctx_restore(struct proc_ctx *ctx, struct vmm_state *vs,
+    const struct msg_vmm_context *q, const struct grant *g, struct sandbox *s,
+    struct msg_vmm_contexts *r)
+{
+	struct vmm_snapshot *n;
+	uint32_t st;
+	int fd;
+
+	if ((n = snap_find(vs, s->id, g->principal, q->name)) == NULL)
+		return SBX_E_SNAP_NOTFOUND;
+	if ((fd = vmm_ctxdisk_open(s->id, CTX_JOURNAL_SNAPSHOT, n->h.name)) ==
+	    -1)
+		return SBX_E_INTERNAL;
+	st = ctx_create(ctx, vs, q, g, s, &n->h, fd, n->bytes, n->cells, r);
+	close(fd);
+	return st;
 }
 
 int
@@ -732,6 +1140,8 @@ vmm_h_context(struct proc_ctx *ctx, const struct msg *m)
 	if (memchr(q.sandbox, '\0', sizeof(q.sandbox)) == NULL ||
 	    memchr(q.context, '\0', sizeof(q.context)) == NULL ||
 	    memchr(q.cwd, '\0', sizeof(q.cwd)) == NULL ||
+	    memchr(q.from, '\0', sizeof(q.from)) == NULL ||
+	    memchr(q.name, '\0', sizeof(q.name)) == NULL ||
 	    q.language >= nitems(ctx_program))
 		return -1;
 	if ((r = calloc(1, sizeof(*r))) == NULL)
@@ -740,25 +1150,66 @@ vmm_h_context(struct proc_ctx *ctx, const struct msg *m)
 	vmm_contexts_tick(ctx, vs);
 	switch (m->hdr.type) {
 	case MSG_VMM_CONTEXT_LIST:
+	case MSG_VMM_CONTEXT_SNAPSHOTS:
 		cap = CAP_SANDBOX_READ;
 		target = q.sandbox;
 		break;
 	case MSG_VMM_CONTEXT_DELETE:
 	case MSG_VMM_CONTEXT_RESTART:
+	case MSG_VMM_CONTEXT_FORK:
+	case MSG_VMM_CONTEXT_SNAPSHOT:
+	case MSG_VMM_CONTEXT_SNAPSHOT_DELETE:
 		/* No program: the interpreter was decided at create, and
 		 * every cell is decided again. */
 		target = "";
 		break;
 	default:
-		target = ctx_program[q.language];
+		/* A restored snapshot's language is the snapshot's. */
+		target = q.name[0] != '\0' ? "" : ctx_program[q.language];
 	}
 	if (vmm_check_grant(ctx, m, &q.grant, cap, target, &g) != 0)
 		r->status = SBX_E_GRANT;
 	else if ((s = vmm_sandbox_find(vs, q.sandbox, g.principal)) == NULL)
 		r->status = vmm_not_found(vs);
+	else if (m->hdr.type == MSG_VMM_CONTEXT_CREATE && q.name[0] != '\0')
+		r->status = ctx_restore(ctx, vs, &q, &g, s, r);
 	else if (m->hdr.type == MSG_VMM_CONTEXT_CREATE)
-		r->status = ctx_create(ctx, vs, &q, &g, s, r);
-	else if (m->hdr.type == MSG_VMM_CONTEXT_LIST) {
+		r->status = ctx_create(ctx, vs, &q, &g, s, NULL, -1, 0, 0, r);
+	else if (m->hdr.type == MSG_VMM_CONTEXT_FORK) {
+		struct ctx_journal_head h;
+
+		if ((c = ctx_find(vs, s->id, g.principal, q.from)) == NULL)
+			r->status = SBX_E_CTX_NOTFOUND;
+		else if (c->jfd < 0)
+			r->status = SBX_E_INTERNAL;
+		else {
+			ctx_head(c, &h);
+			r->status = ctx_create(ctx, vs, &q, &g, s, &h, c->jfd,
+			    c->jbytes, c->jcells, r);
+		}
+	} else if (m->hdr.type == MSG_VMM_CONTEXT_SNAPSHOT_DELETE) {
+		struct vmm_snapshot *n =
+		    snap_find(vs, s->id, g.principal, q.name);
+
+		/* Under the context it was taken from, as listed. */
+		if (n == NULL || strcmp(n->h.from, q.context) != 0)
+			r->status = SBX_E_SNAP_NOTFOUND;
+		else {
+			vmm_ctxdisk_unlink(
+			    s->id, CTX_JOURNAL_SNAPSHOT, n->h.name);
+			log_info("snapshot %s of sandbox %s deleted", n->h.name,
+			    s->id);
+			memset(n, 0, sizeof(*n));
+		}
+	} else if (m->hdr.type == MSG_VMM_CONTEXT_SNAPSHOTS) {
+		for (i = 0; i < VMM_SNAPSHOTS_MAX && r->n < CTX_PAGE_MAX; i++)
+			if (vs->snaps[i].used &&
+			    strcmp(vs->snaps[i].h.sbx, s->id) == 0 &&
+			    strcmp(vs->snaps[i].h.owner, g.principal) == 0 &&
+			    (q.context[0] == '\0' ||
+			        strcmp(vs->snaps[i].h.from, q.context) == 0))
+				snap_info(&vs->snaps[i], &r->c[r->n++]);
+	} else if (m->hdr.type == MSG_VMM_CONTEXT_LIST) {
 		for (i = 0; i < VMM_CONTEXTS_MAX && r->n < CTX_PAGE_MAX; i++)
 			if (vs->ctxs[i].used &&
 			    strcmp(vs->ctxs[i].sbx, s->id) == 0 &&
@@ -767,10 +1218,21 @@ vmm_h_context(struct proc_ctx *ctx, const struct msg *m)
 	} else if ((c = ctx_find(vs, s->id, g.principal, q.context)) == NULL)
 		r->status = SBX_E_CTX_NOTFOUND;
 	else if (m->hdr.type == MSG_VMM_CONTEXT_DELETE)
-		ctx_remove(ctx, c, "deleted");
+		ctx_remove(ctx, c, "deleted", 1);
+	else if (m->hdr.type == MSG_VMM_CONTEXT_SNAPSHOT)
+		r->status = ctx_snapshot(vs, &q, c, r);
 	else {
 		ctx_died(ctx, c, RUN_KILLED, "ContextRestarted",
-		    "the context was restarted");
+		    "the context was restarted: its state is lost");
+		if (c->jfd >= 0 && vmm_ctxdisk_reset(c->jfd, &c->jbytes) != 0) {
+			/* A journal that cannot be emptied would bring the
+			 * old state back: the context goes without one. */
+			log_warn("context %s: journal", c->id);
+			close(c->jfd);
+			c->jfd = -1;
+			vmm_ctxdisk_unlink(c->sbx, CTX_JOURNAL_CONTEXT, c->id);
+		}
+		c->jcells = 0;
 		if (ctx_spawn(ctx, vs, c, s, reason, sizeof(reason)) != 0) {
 			log_warnx("context %s: %s", c->id, reason);
 			r->status = SBX_E_INTERNAL;

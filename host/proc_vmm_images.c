@@ -79,6 +79,7 @@ image_forget(struct vmm_state *vs, const char *name)
 	for (i = 0; i < VMM_IMAGES_MAX; i++)
 		if (vs->images[i].img != NULL &&
 		    strcmp(vs->images[i].name, name) == 0) {
+			vmm_templates_forget(vs, name);
 			image_close(vs->images[i].img);
 			memset(&vs->images[i], 0, sizeof(vs->images[i]));
 		}

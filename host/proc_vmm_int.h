@@ -20,11 +20,13 @@
 #include <time.h>
 #include <unistd.h>
 #include <sodium.h>
+#include "host/ctx_journal.h"
 #include "host/grant.h"
 #include "host/msg.h"
 #include "host/proc.h"
 #include "host/proc_egress.h"
 #include "host/seccomp_filters.h"
+#include "host/vm_confine.h"
 #include "host/vmm_egress.h"
 #include "host/store/store.h"
 #include "host/store/store_wire.h"
@@ -34,6 +36,7 @@
 #include "image/image.h"
 #include "lib/caps.h"
 #include "lib/clock.h"
+#include "lib/landlock.h"
 #include "lib/log.h"
 #include "lib/memfd.h"
 #include "lib/tree.h"
@@ -82,6 +85,47 @@ struct job {
 	char sbx[SBX_ID_MAX];
 	char owner[GRANT_PRINCIPAL_MAX];
 	char cmd[RUN_NAME_MAX];
+	/* The values of the secrets it was given, redacted from its
+	 * output (docs/secrets.md); raw[]: stdout, stderr bytes consumed
+	 * when its output streams (sent[] counts what went out). */
+	struct vmm_run_secrets *secrets;
+	uint64_t raw[2];
+	/* RUN_F_TERMINAL: its stdin is a pipe whose write end this is
+	 * (-1 once the session ended); its size, in memory shared with
+	 * the vm process (vmm_run clears res, so not there). */
+	int term, term_fd;
+	struct vmm_winsize *winsize;
+};
+
+/* The secrets of one run (host/proc_vmm_secrets.c). */
+struct vmm_secret {
+	char name[64];
+	char principal[GRANT_PRINCIPAL_MAX];
+	uint8_t value[4096];
+	size_t len;
+};
+struct vmm_run_secrets {
+	uint64_t reqid;
+	size_t n;
+	struct vmm_secret s[16];
+};
+
+/* A template and its holder process (host/proc_vmm_template.c). */
+#define VMM_TEMPLATES_MAX 8
+struct tpl_slot {
+	int used;
+	char image[RUN_NAME_MAX];
+	char command[RUN_NAME_MAX]; /* the command it boots */
+	uint64_t memory; /* guest memory: part of the key */
+	/* The principal whose code wrote the template's memory, or "" when
+	 * only the image's code ever ran in it (shared by everyone). */
+	char owner[GRANT_PRINCIPAL_MAX];
+	pid_t pid; /* the holder */
+	pid_t spare_pid; /* its spare clone, a child of this process */
+	int fd; /* the vmm's end of the socketpair to it */
+	int state;
+	uint64_t request_max;
+	uint64_t started_ms, failed_at_ms;
 };
 
 #define VMM_CONTEXTS_MAX 32
@@ -109,6 +153,26 @@ struct vmm_context {
 	size_t end_len;
 	int outfd, errfd; /* memfds: the driver's lines, raw output */
 	uint64_t out_len, err_len;
+	uint8_t *frame; /* the cell in flight's frame, kept for its journal */
+	size_t frame_len;
+	/* Its journal (host/ctx_journal.h, host/proc_vmm_ctxdisk.c): the
+	 * acknowledged cells a new interpreter runs again to resume. */
+	int jfd;
+	uint64_t jcells, jbytes;
+	uint64_t pause_ms; /* idle time before a pause, 0: never */
+	uint64_t disk_max; /* the principal's snapshot quota, 0: none */
+	uint64_t last_used; /* monotonic ms: its last cell's end */
+	/* Replaying its journal before the cell in flight. */
+	uint64_t replay_left, replay_at, cell_timeout, replay_timeout;
+};
+
+#define VMM_SNAPSHOTS_MAX 64
+
+/* A named snapshot of a context (docs/contexts.md): its journal's copy. */
+struct vmm_snapshot {
+	int used;
+	struct ctx_journal_head h;
+	uint64_t cells, bytes;
 };
 
 struct vmm_state {
@@ -124,7 +188,15 @@ struct vmm_state {
 	struct restore *restore; /* reading the store back, NULL when done */
 	uint32_t restore_epoch;
 	uint64_t next_pid; /* run numbers, per vmm life */
+	struct vmm_watch *watches[WATCH_MAX]; /* host/proc_vmm_watch.c */
+	struct tpl_slot templates[VMM_TEMPLATES_MAX];
 	struct vmm_context ctxs[VMM_CONTEXTS_MAX];
+	struct vmm_snapshot snaps[VMM_SNAPSHOTS_MAX];
+	/* docs/secrets.md: the key that opens stored secrets, and the
+	 * secrets sent for the MSG_VMM_RUN that comes next. */
+	struct msg_secret_key secret_key;
+	int have_secret_key;
+	struct vmm_run_secrets *pending_secrets;
 };
 
 int vmm_check_grant(struct proc_ctx *ctx, const struct msg *m,
@@ -153,7 +225,27 @@ void vmm_context_event(
 void vmm_contexts_tick(struct proc_ctx *ctx, struct vmm_state *vs);
 void vmm_contexts_close(struct vmm_state *vs);
 void vmm_contexts_kill_all(struct vmm_state *vs);
+int vmm_context_adopt(struct vmm_state *vs, const struct ctx_journal_head *h,
+    int fd, uint64_t cells, uint64_t bytes);
+int vmm_snapshot_adopt(struct vmm_state *vs, const struct ctx_journal_head *h,
+    uint64_t cells, uint64_t bytes);
+/* Contexts on disk (host/proc_vmm_ctxdisk.c). */
+int vmm_ctxdisk_create(const struct ctx_journal_head *h, int src_fd,
+    uint64_t src_bytes, int keep_open);
+int vmm_ctxdisk_append(
+    int fd, uint64_t *bytes, const uint8_t *payload, size_t len);
+int vmm_ctxdisk_read(int fd, uint64_t *at, uint8_t **payload, size_t *len);
+int vmm_ctxdisk_reset(int fd, uint64_t *bytes);
+void vmm_ctxdisk_unlink(const char *sbx, int kind, const char *name);
+int vmm_ctxdisk_open(const char *sbx, int kind, const char *name);
+void vmm_contexts_sandbox_gone(const char *sbx);
+void vmm_contexts_adopt(struct vmm_state *vs);
 int vmm_join_output(int outfd, int errfd, uint64_t *out_len, uint64_t *err_len);
+/* Send MSG_VMM_RUN_DONE for a run with its output, outfd, or an empty
+ * sealed memfd when it has none (-1): the reply always carries one.
+ * what ("run") names it in the log should it be lost. */
+void vmm_run_done_send(struct proc_ctx *ctx, enum proc_id to, uint64_t reqid,
+    const struct msg_vmm_run_done *d, int outfd, const char *what);
 void __attribute__((noreturn)) vmm_vm_process(struct proc_ctx *ctx,
     struct vmm_state *vs, struct vmm_config *cfg, int outfds[2],
     struct vmm_result *res, const char *id);
@@ -171,5 +263,49 @@ int vmm_h_run(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_run_caps(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_store_reply(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_system(struct proc_ctx *ctx, const struct msg *m);
+/* Secrets (host/proc_vmm_secrets.c). */
+int vmm_h_secret_key(struct proc_ctx *ctx, const struct msg *m);
+int vmm_h_term_input(struct proc_ctx *ctx, const struct msg *m);
+int vmm_h_run_secret(struct proc_ctx *ctx, const struct msg *m);
+struct vmm_run_secrets *vmm_secrets_take(
+    struct vmm_state *vs, uint64_t reqid, const char *principal);
+void vmm_secrets_free(struct vmm_run_secrets *rs);
+int vmm_secrets_expand(
+    const struct vmm_run_secrets *rs, const char **envp, size_t n, char **bufs);
+int vmm_secrets_stream(struct proc_ctx *ctx, struct job *j, int s, int fd);
+int vmm_secrets_redact_output(struct job *j);
+
+/* host/proc_vmm_watch.c: files/watch. */
+struct vmm_watch;
+int vmm_h_watch(struct proc_ctx *ctx, const struct msg *m);
+int vmm_h_watch_stop(struct proc_ctx *ctx, const struct msg *m);
+/* The inotify descriptor of watch i, or -1. */
+int vmm_watch_fd(const struct vmm_state *vs, size_t i);
+void vmm_watch_event(struct proc_ctx *ctx, struct vmm_state *vs, size_t i);
+/* Each pass of the loop: flush what is due, end the watches of sandboxes
+ * that are gone. Returns the ms until the next flush (-1: none). */
+int vmm_watch_tick(struct proc_ctx *ctx, struct vmm_state *vs);
+/* The front restarted: its watches are gone. */
+void vmm_watch_stop_all(struct vmm_state *vs);
+/* Templates (host/proc_vmm_template.c). vmm_template_clone starts the
+ * run cfg describes as a clone of the image's template for command when
+ * one is ready for this principal: the clone's host pid (a child of
+ * this process; job->res is replaced by a page it shares), or 0 when the
+ * run must boot cold (no template, still booting, the request too large,
+ * the holder failing). */
+pid_t vmm_template_clone(struct proc_ctx *ctx, struct vmm_state *vs,
+    const struct image *img, const char *image_name, const char *command,
+    const char *principal, const char *sbx_id, const struct vmm_config *cfg,
+    struct job *job, const int outfds[2], int efd);
+/* The vmm's loop: the descriptor to poll for holder i (-1: none), and
+ * what it reported (a booting template's ready or failed). */
+int vmm_template_pollfd(const struct vmm_state *vs, size_t i);
+void vmm_template_event(struct vmm_state *vs, size_t i);
+/* Kill the templates of an image that changed or went away. */
+void vmm_templates_forget(struct vmm_state *vs, const char *image);
+/* In a forked child: close the links to the holders. */
+void vmm_templates_close(struct vmm_state *vs);
+/* Whether a template written by owner ("" for none) may serve principal. */
+int vmm_template_usable(const char *owner, const char *principal);
 
 #endif

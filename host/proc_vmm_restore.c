@@ -200,6 +200,7 @@ restore_next(struct proc_ctx *ctx, struct vmm_state *vs)
 	restore_sweep(vs);
 	free(vs->restore);
 	vs->restore = NULL;
+	vmm_contexts_adopt(vs); /* their contexts, paused */
 	log_info("%s: sandboxes restored from the store", __func__);
 }
 

@@ -40,13 +40,29 @@ parse_strings(const uint8_t **p, const uint8_t *end, uint32_t n,
 	return 0;
 }
 
+void
+vmm_run_done_send(struct proc_ctx *ctx, enum proc_id to, uint64_t reqid,
+    const struct msg_vmm_run_done *d, int outfd, const char *what)
+{
+	int fd = outfd;
+
+	if (fd < 0)
+		fd = memfd_make_sealed("keep-out", NULL, 0);
+	if (fd < 0 || ctx->fd[to] < 0 ||
+	    msg_send(ctx->fd[to], MSG_VMM_RUN_DONE, MSG_F_REPLY, reqid, d,
+	        sizeof(*d), fd) != MSG_OK)
+		log_warnx("%s: reply for %s %llu lost", __func__, what,
+		    (unsigned long long)reqid);
+	if (fd >= 0 && fd != outfd)
+		close(fd);
+}
+
 static void
 run_reply(struct proc_ctx *ctx, enum proc_id to, uint64_t reqid,
     uint32_t status, int exit_code, const char *reason, int outfd,
     uint64_t out_len, uint64_t err_len, const struct vmm_result *res)
 {
 	struct msg_vmm_run_done d;
-	int fd = outfd;
 
 	memset(&d, 0, sizeof(d));
 	d.status = status;
@@ -58,15 +74,7 @@ run_reply(struct proc_ctx *ctx, enum proc_id to, uint64_t reqid,
 		d.boot_us = res->boot_us;
 	}
 	strlcpy(d.reason, reason, sizeof(d.reason));
-	if (fd < 0)
-		fd = memfd_make_sealed("keep-out", NULL, 0);
-	if (fd < 0 || ctx->fd[to] < 0 ||
-	    msg_send(ctx->fd[to], MSG_VMM_RUN_DONE, MSG_F_REPLY, reqid, &d,
-	        sizeof(d), fd) != MSG_OK)
-		log_warnx("%s: reply for run %llu lost", __func__,
-		    (unsigned long long)reqid);
-	if (fd >= 0 && fd != outfd)
-		close(fd);
+	vmm_run_done_send(ctx, to, reqid, &d, outfd, "run");
 }
 
 /* A background run is answered as soon as it runs. */
@@ -74,19 +82,11 @@ static void
 run_started(struct proc_ctx *ctx, enum proc_id to, uint64_t reqid, uint64_t pid)
 {
 	struct msg_vmm_run_done d;
-	int fd;
 
 	memset(&d, 0, sizeof(d));
 	d.status = RUN_STARTED;
 	d.pid = pid;
-	if ((fd = memfd_make_sealed("keep-out", NULL, 0)) < 0 ||
-	    ctx->fd[to] < 0 ||
-	    msg_send(ctx->fd[to], MSG_VMM_RUN_DONE, MSG_F_REPLY, reqid, &d,
-	        sizeof(d), fd) != MSG_OK)
-		log_warnx("%s: reply for run %llu lost", __func__,
-		    (unsigned long long)reqid);
-	if (fd >= 0)
-		close(fd);
+	vmm_run_done_send(ctx, to, reqid, &d, -1, "run");
 }
 
 static void
@@ -95,6 +95,16 @@ out_sink(void *arg, int fd, const void *buf, size_t len)
 	const int *fds = arg;
 
 	(void)write_all(fds[fd == 2], buf, len);
+}
+
+/* A terminal has one screen: stdout and stderr in the order written. */
+static void
+term_sink(void *arg, int fd, const void *buf, size_t len)
+{
+	const int *fds = arg;
+
+	(void)fd;
+	(void)write_all(fds[0], buf, len);
 }
 
 /* In the `keepd: vm` process: shed what belongs to other runs and
@@ -121,6 +131,8 @@ void __attribute__((noreturn)) vmm_vm_process(struct proc_ctx *ctx,
 		if (vs->jobs[i].used) {
 			close(vs->jobs[i].outfd);
 			close(vs->jobs[i].errfd);
+			if (vs->jobs[i].term && vs->jobs[i].term_fd >= 0)
+				close(vs->jobs[i].term_fd);
 			if (vs->jobs[i].pidfd >= 0)
 				close(vs->jobs[i].pidfd);
 			if (vs->jobs[i].egress.fd >= 0)
@@ -128,9 +140,12 @@ void __attribute__((noreturn)) vmm_vm_process(struct proc_ctx *ctx,
 			if (vs->jobs[i].egress.shm >= 0)
 				close(vs->jobs[i].egress.shm);
 		}
+	vmm_templates_close(vs);
 	vmm_contexts_close(vs);
-	if (seccomp_filter_install(&seccomp_vm) == -1) {
-		snprintf(res->reason, sizeof(res->reason), "error: seccomp");
+	/* Its workspace only, no signals or sockets beyond its own. */
+	if (vm_confine(cfg->workspace_fd, err, sizeof(err)) == -1) {
+		strlcpy(res->reason, "error: ", sizeof(res->reason));
+		strlcat(res->reason, err, sizeof(res->reason));
 		res->status = VMM_FAULT;
 		_exit(2);
 	}
@@ -156,6 +171,27 @@ vmm_kill_tree(pid_t pid)
 	 * before that it has no guest children and the pid is enough. */
 	kill(-pid, SIGKILL);
 	kill(pid, SIGKILL);
+}
+
+/*
+ * The API's kill with a signal the guest may act on: every process of
+ * the run's tree gets it (its vm processes take it as their guest's own,
+ * host/vmm/kvm.c), as a terminal's ^C reaches a foreground job; whatever
+ * is left VMM_GRACE_MS later is killed.
+ */
+static void
+vmm_signal_tree(struct job *j, int sig)
+{
+	uint64_t by = mono_ms() + VMM_GRACE_MS;
+
+	if (sig == 0 || sig == SIGKILL) {
+		vmm_kill_tree(j->pid);
+		return;
+	}
+	kill(-j->pid, sig);
+	kill(j->pid, sig);
+	if (j->deadline > by)
+		j->deadline = by;
 }
 
 /* ---- the process table ----------------------------------------------- */
@@ -222,7 +258,9 @@ vmm_h_kill(struct proc_ctx *ctx, const struct msg *m)
 	size_t i;
 
 	memcpy(&q, m->data, sizeof(q));
-	if (memchr(q.id, '\0', sizeof(q.id)) == NULL)
+	if (memchr(q.id, '\0', sizeof(q.id)) == NULL ||
+	    (q.sig != 0 && q.sig != SIGKILL && q.sig != SIGTERM &&
+	        q.sig != SIGINT && q.sig != SIGHUP))
 		return -1;
 	q.status = SBX_E_NOTFOUND;
 	if (vmm_check_grant(ctx, m, &q.grant, CAP_EXEC, "", &g) != 0)
@@ -233,7 +271,7 @@ vmm_h_kill(struct proc_ctx *ctx, const struct msg *m)
 
 			if (j->used && j->run_pid == q.pid &&
 			    strcmp(j->sbx, q.id) == 0) {
-				vmm_kill_tree(j->pid);
+				vmm_signal_tree(j, (int)q.sig);
 				j->killed = 1;
 				q.status = SBX_OK;
 			}
@@ -262,6 +300,10 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	char *strbuf = NULL, reason[64] = "";
 	size_t used = 0, nenv = 0, i;
 	int outfds[2] = { -1, -1 }, st = RUN_REFUSED, efd = -1;
+	int from_template = 0;
+	int term[2] = { -1, -1 };
+	struct vmm_run_secrets *rs = NULL;
+	char *ebufs[2 * RUN_MAX_ENV + 1] = { NULL };
 	uint64_t timeout;
 	pid_t pid;
 
@@ -277,15 +319,26 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	vmm_expire_sandboxes(vs);
 	/* exec is granted per program; the sandbox is the principal's own. */
 	if (vmm_check_grant(ctx, m, &q.grant, CAP_EXEC, q.command, &g) != 0) {
+		vmm_secrets_free(vmm_secrets_take(vs, m->hdr.reqid, ""));
 		strlcpy(reason, "not authorized", sizeof(reason));
 		goto refuse;
 	}
+	/* The secrets sent for this run and granted to its principal. */
+	rs = vmm_secrets_take(vs, m->hdr.reqid, g.principal);
 	if ((s = vmm_sandbox_find(vs, q.sandbox, g.principal)) == NULL) {
-		strlcpy(reason, "no such sandbox", sizeof(reason));
-		st = RUN_NOSANDBOX;
+		/* The front answers "restoring" with 503 and Retry-After. */
+		if (vs->restore != NULL)
+			strlcpy(reason,
+			    "restoring: the sandbox is not back yet",
+			    sizeof(reason));
+		else {
+			strlcpy(reason, "no such sandbox", sizeof(reason));
+			st = RUN_NOSANDBOX;
+		}
 		goto refuse;
 	}
 	if (q.flags & RUN_F_CONTEXT) {
+		vmm_secrets_free(rs);
 		vmm_context_cell(ctx, vs, m, &q, &g, s);
 		close(m->fd);
 		return 0;
@@ -349,6 +402,13 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	     i += strlen(s->env + i) + 1)
 		envp[nenv++] = s->env + i;
 	envp[nenv] = NULL;
+	/* The run's and the sandbox's variables may name secrets. */
+	if (vmm_secrets_expand(rs, envp, nenv, ebufs) != 0) {
+		strlcpy(reason,
+		    "a variable names a secret this run was not given",
+		    sizeof(reason));
+		goto refuse;
+	}
 	if ((fv = calloc(image_nfiles(img), sizeof(*fv))) == NULL)
 		goto error;
 	for (i = 0; i < image_nfiles(img); i++) {
@@ -385,16 +445,28 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	    cfg.memory > ctx->config->memory_max)
 		cfg.memory = ctx->config->memory_max;
 	cfg.timeout_ms = timeout;
+	cfg.max_procs = (unsigned)g.procs_max; /* 0: the default, 64 */
 	cfg.output_max = g.output_max ? g.output_max
 	    : ctx->config != NULL     ? ctx->config->output_max
 	                              : 0;
 	cfg.workspace_max =
 	    ctx->config != NULL ? ctx->config->workspace_max : 0;
 	cfg.max_files = ctx->config != NULL ? ctx->config->max_files : 0;
-	/* stdin is the tail of the request memfd. */
+	/* stdin is the tail of the request memfd, or a terminal's pipe. */
 	cfg.stdin_fd = m->fd;
 	if (lseek(m->fd, (off_t)(q.input_len - q.stdin_len), SEEK_SET) == -1)
 		goto error;
+	if (q.flags & RUN_F_TERMINAL) {
+		if ((q.flags & (RUN_F_BACKGROUND | RUN_F_STREAM)) !=
+		        RUN_F_STREAM ||
+		    pipe2(term, O_CLOEXEC) == -1 ||
+		    fcntl(term[1], F_SETFL, O_NONBLOCK) == -1)
+			goto error;
+		cfg.stdin_fd = term[0];
+		cfg.tty = 1;
+		cfg.output = term_sink;
+		cfg.output_arg = outfds;
+	}
 
 	memset(job, 0, sizeof(*job));
 	job->res = mmap(NULL, sizeof(*job->res), PROT_READ | PROT_WRITE,
@@ -404,26 +476,52 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	    (outfds[1] = memfd_new("keep-stderr")) == -1)
 		goto error;
 	memset(job->res, 0, sizeof(*job->res));
+	if (cfg.tty) {
+		job->winsize = mmap(NULL, sizeof(*job->winsize),
+		    PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		if (job->winsize == MAP_FAILED) {
+			job->winsize = NULL;
+			goto error;
+		}
+		job->winsize->rows = 24;
+		job->winsize->cols = 80;
+		cfg.winsize = job->winsize;
+	}
 	/* Egress: the guest's fetches go over a socketpair to here, with
 	 * the caps of the token that asked for the run (host/vmm_egress.h). */
 	if (vmm_egress_prepare(&job->egress, g.principal, s->id,
 	        vs->caps_reqid == m->hdr.reqid ? &vs->caps : NULL, &efd) == -1)
 		goto error;
 	vs->caps_reqid = 0;
-	switch (pid = fork()) {
-	case -1:
-		log_warn("%s: fork", __func__);
-		vmm_egress_close(&job->egress);
-		close(efd);
-		goto error;
-	case 0:
-		vmm_egress_child(&job->egress, efd, &cfg);
-		close(job->egress.fd);
-		job->egress.fd = -1;
-		job->egress.shm = -1; /* now the vm process's own */
-		vmm_vm_process(ctx, vs, &cfg, outfds, job->res, s->id);
-	}
+	/* A clone of the image's template when one is ready, else a cold
+	 * boot (docs/templates.md). */
+	if ((pid = vmm_template_clone(ctx, vs, img, s->image, q.command,
+	         g.principal, s->id, &cfg, job, outfds, efd)) > 0)
+		from_template = 1;
+	else
+		switch (pid = fork()) {
+		case -1:
+			log_warn("%s: fork", __func__);
+			vmm_egress_close(&job->egress);
+			close(efd);
+			goto error;
+		case 0:
+			if (term[1] != -1)
+				close(term[1]);
+			vmm_egress_child(&job->egress, efd, &cfg);
+			close(job->egress.fd);
+			job->egress.fd = -1;
+			job->egress.shm = -1; /* now the vm process's own */
+			vmm_vm_process(ctx, vs, &cfg, outfds, job->res, s->id);
+		}
 	close(efd);
+	if (term[0] != -1) {
+		close(term[0]);
+		term[0] = -1;
+		job->term = 1;
+		job->term_fd = term[1];
+		term[1] = -1;
+	}
 	job->used = 1;
 	job->pid = pid;
 	job->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
@@ -436,16 +534,31 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	job->background = (q.flags & RUN_F_BACKGROUND) != 0;
 	job->stream = !job->background && (q.flags & RUN_F_STREAM) != 0;
 	job->sent[0] = job->sent[1] = 0;
+	job->secrets = rs;
+	rs = NULL;
 	strlcpy(job->sbx, s->id, sizeof(job->sbx));
 	strlcpy(job->owner, s->owner, sizeof(job->owner));
 	strlcpy(job->cmd, q.command, sizeof(job->cmd));
 	proc_add(s, job->run_pid, q.command, job->background);
-	log_info("run %llu: %s in sandbox %s, vm pid %d, run %llu%s",
+	log_info("run %llu: %s in sandbox %s, vm pid %d, run %llu%s%s",
 	    (unsigned long long)job->reqid, q.command, s->id, (int)pid,
 	    (unsigned long long)job->run_pid,
-	    job->background ? ", in the background" : "");
+	    job->background ? ", in the background" : "",
+	    from_template ? ", from its template" : "");
 	if (job->background)
 		run_started(ctx, m->from, m->hdr.reqid, job->run_pid);
+	if (job->term) {
+		/* The terminal's start: its client may talk now. */
+		struct msg_vmm_run_output h;
+
+		memset(&h, 0, sizeof(h));
+		h.stream = 1;
+		if (ctx->fd[m->from] < 0 ||
+		    msg_send(ctx->fd[m->from], MSG_VMM_RUN_OUTPUT, 0,
+		        m->hdr.reqid, &h, sizeof(h), -1) != MSG_OK)
+			log_warnx("run %llu: its start not told",
+			    (unsigned long long)m->hdr.reqid);
+	}
 	goto done;
 
 error:
@@ -459,12 +572,23 @@ refuse:
 	    0, NULL);
 	if (job != NULL && job->res != NULL && job->res != MAP_FAILED)
 		munmap(job->res, sizeof(*job->res));
+	if (job != NULL && job->winsize != NULL)
+		munmap(job->winsize, sizeof(*job->winsize));
 	if (job != NULL)
 		memset(job, 0, sizeof(*job));
 	for (i = 0; i < 2; i++)
 		if (outfds[i] != -1)
 			close(outfds[i]);
 done:
+	for (i = 0; i < 2; i++)
+		if (term[i] != -1)
+			close(term[i]);
+	for (i = 0; i < nitems(ebufs); i++)
+		if (ebufs[i] != NULL) {
+			sodium_memzero(ebufs[i], strlen(ebufs[i]));
+			free(ebufs[i]);
+		}
+	vmm_secrets_free(rs);
 	if (in != MAP_FAILED)
 		munmap(in, q.input_len);
 	free(strbuf);
@@ -567,26 +691,39 @@ vmm_job_finish(struct proc_ctx *ctx, struct job *job)
 		log_warnx("run %llu: vm pid %d: %s",
 		    (unsigned long long)job->reqid, (int)job->pid, reason);
 	}
+	/* A run given secrets: no value leaves in its output. */
+	if (job->secrets != NULL && vmm_secrets_redact_output(job) != 0) {
+		st = RUN_ERROR;
+		strlcpy(reason, "output lost", sizeof(reason));
+		close(job->outfd);
+		job->outfd = -1;
+	}
+	vmm_secrets_free(job->secrets);
+	job->secrets = NULL;
 	/* Sealed before it leaves: what remains of the run (its guest's
 	 * other processes) can no longer change what the front reads. */
-	if (vmm_join_output(job->outfd, job->errfd, &out_len, &err_len) != 0 ||
+	if (job->outfd < 0 ||
+	    vmm_join_output(job->outfd, job->errfd, &out_len, &err_len) != 0 ||
 	    memfd_seal(job->outfd) == -1) {
 		st = RUN_ERROR;
 		out_len = err_len = 0;
 		strlcpy(reason, "output lost", sizeof(reason));
-		close(job->outfd);
+		if (job->outfd >= 0)
+			close(job->outfd);
 		job->outfd = -1;
 	}
 	if (job->killed) {
 		st = RUN_KILLED;
 		strlcpy(reason, "killed", sizeof(reason));
 	}
-	log_info(
-	    "run %llu done: status %u, exit %d, %llu+%llu bytes, %llu us%s%s",
+	log_info("run %llu done: status %u, exit %d, %llu+%llu bytes, %llu us "
+	         "(boot %llu, %llu exits, %llu calls)%s%s",
 	    (unsigned long long)job->reqid, st, res.exit_code,
 	    (unsigned long long)out_len, (unsigned long long)err_len,
 	    (unsigned long long)(res.boot_us + res.run_us),
-	    reason[0] != '\0' ? ": " : "", reason);
+	    (unsigned long long)res.boot_us, (unsigned long long)res.exits,
+	    (unsigned long long)res.syscalls, reason[0] != '\0' ? ": " : "",
+	    reason);
 	job_record(ctx, job, st, res.exit_code, &res);
 	if (!job->background)
 		run_reply(ctx, job->from, job->reqid, st, res.exit_code, reason,
@@ -594,11 +731,69 @@ vmm_job_finish(struct proc_ctx *ctx, struct job *job)
 	if (job->outfd >= 0)
 		close(job->outfd);
 	close(job->errfd);
+	if (job->term && job->term_fd >= 0)
+		close(job->term_fd);
+	if (job->winsize != NULL)
+		munmap(job->winsize, sizeof(*job->winsize));
 	if (job->pidfd >= 0)
 		close(job->pidfd);
 	munmap(job->res, sizeof(*job->res));
 	vmm_egress_close(&job->egress);
 	memset(job, 0, sizeof(*job));
+}
+
+/* ---- terminals (docs/terminal.md) ------------------------------------- */
+
+/*
+ * A terminal run's input: bytes for its stdin pipe, a new size, or the
+ * session's end (the pipe closes: the shell reads EOF and exits). The
+ * pipe does not block the vmm: input that does not fit (a guest that
+ * reads nothing while the client types 64 KiB) is dropped and logged.
+ */
+int
+vmm_h_term_input(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct vmm_state *vs = ctx->arg;
+	struct msg_vmm_term_input q;
+	struct job *j = NULL;
+	ssize_t n;
+	size_t i;
+
+	memcpy(&q, m->data, sizeof(q));
+	if (q.pad != 0 || q.len > sizeof(q.data) ||
+	    (q.kind == TERM_IN_RESIZE &&
+	        (q.cols == 0 || q.cols > 1000 || q.rows == 0 ||
+	            q.rows > 1000)) ||
+	    (q.kind != TERM_IN_DATA && q.kind != TERM_IN_RESIZE &&
+	        q.kind != TERM_IN_EOF))
+		return -1;
+	for (i = 0; i < VMM_JOBS_MAX; i++)
+		if (vs->jobs[i].used && vs->jobs[i].term &&
+		    vs->jobs[i].reqid == m->hdr.reqid &&
+		    vs->jobs[i].from == m->from)
+			j = &vs->jobs[i];
+	if (j == NULL || j->term_fd < 0)
+		return 0;
+	switch (q.kind) {
+	case TERM_IN_DATA:
+		n = write(j->term_fd, q.data, q.len);
+		if (n != (ssize_t)q.len)
+			log_warnx("run %llu: %zd of %u bytes of terminal input "
+			          "taken",
+			    (unsigned long long)j->reqid, n, q.len);
+		break;
+	case TERM_IN_RESIZE:
+		if (j->winsize != NULL) {
+			j->winsize->rows = q.rows;
+			j->winsize->cols = q.cols;
+		}
+		break;
+	default:
+		close(j->term_fd);
+		j->term_fd = -1;
+		break;
+	}
+	return 0;
 }
 
 /* ---- egress relay (host/vmm_egress.h) -------------------------------- */
@@ -676,6 +871,13 @@ vmm_stream_outputs(struct proc_ctx *ctx, struct vmm_state *vs)
 		for (s = 0; s < 2; s++) {
 			int fd = s == 0 ? j->outfd : j->errfd;
 
+			if (j->secrets != NULL) {
+				for (k = 0; k < 8; k++)
+					if (vmm_secrets_stream(ctx, j, s, fd) <=
+					    0)
+						break;
+				continue;
+			}
 			for (k = 0; k < 8; k++) {
 				if (fstat(fd, &st) == -1 || st.st_size < 0 ||
 				    (uint64_t)st.st_size <= j->sent[s])

@@ -26,10 +26,20 @@ vmm_not_found(const struct vmm_state *vs)
 	return vs->restore != NULL ? SBX_E_RESTORING : SBX_E_NOTFOUND;
 }
 
+/* No process outlives its sandbox: the runs still going in it (and
+ * every guest process they forked) are killed before its workspace
+ * goes; each then ends as killed. */
 static void
-sandbox_remove(struct sandbox *s)
+sandbox_remove(struct vmm_state *vs, struct sandbox *s)
 {
+	size_t i;
 	int wd;
+
+	for (i = 0; i < VMM_JOBS_MAX; i++)
+		if (vs->jobs[i].used && strcmp(vs->jobs[i].sbx, s->id) == 0) {
+			vmm_kill_tree(vs->jobs[i].pid);
+			vs->jobs[i].killed = 1;
+		}
 
 	if (s->ws_fd >= 0)
 		close(s->ws_fd);
@@ -39,6 +49,7 @@ sandbox_remove(struct sandbox *s)
 			log_warn("sandbox %s: removing its workspace", s->id);
 		close(wd);
 	}
+	vmm_contexts_sandbox_gone(s->id);
 	log_info("sandbox %s removed", s->id);
 	memset(s, 0, sizeof(*s));
 	s->ws_fd = -1;
@@ -52,7 +63,7 @@ vmm_expire_sandboxes(struct vmm_state *vs)
 
 	for (i = 0; i < VMM_SANDBOXES_MAX; i++)
 		if (vs->sbx[i].used && vs->sbx[i].expires_at <= now)
-			sandbox_remove(&vs->sbx[i]);
+			sandbox_remove(vs, &vs->sbx[i]);
 }
 
 /* ---- sandboxes -------------------------------------------------------- */
@@ -186,7 +197,7 @@ vmm_h_ref(struct proc_ctx *ctx, const struct msg *m)
 	else {
 		fill_info(&r, s);
 		if (del)
-			sandbox_remove(s);
+			sandbox_remove(vs, s);
 	}
 	msg_reply(ctx, m, MSG_VMM_SANDBOX_INFO, &r, sizeof(r), -1);
 	return 0;

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <linux/kvm.h>
 #include <seccomp.h>
@@ -43,10 +44,6 @@ static const struct seccomp_rule common_rules[] = {
 	R(newfstatat, "log: glibc dprintf's fstat on newer glibc"),
 	R(lseek, "log: glibc dprintf syncs the stream offset on close"),
 	R(getpid, "log: syslog LOG_PID; ping replies carry the pid"),
-	RA(socket, 0, AF_UNIX,
-	    "log: glibc syslog reopens /dev/log (AF_UNIX only)"),
-	R(connect, "log: glibc syslog reconnects to /dev/log"),
-	R(sendto, "log: glibc syslog sends on its datagram socket"),
 	R(brk, "malloc"),
 	R(mmap, "malloc: large allocations"),
 	R(munmap, "malloc: large allocations"),
@@ -64,6 +61,17 @@ static const struct seccomp_rule common_rules[] = {
 
 const struct seccomp_filter seccomp_common = { "common", common_rules,
 	nitems(common_rules) };
+
+/* Part of the common rules, unless a filter says SCF_NO_SOCKETS. */
+static const struct seccomp_rule syslog_rules[] = {
+	RA(socket, 0, AF_UNIX,
+	    "log: glibc syslog reopens /dev/log (AF_UNIX only)"),
+	R(connect, "log: glibc syslog reconnects to /dev/log"),
+	R(sendto, "log: glibc syslog sends on its datagram socket"),
+};
+
+static const struct seccomp_filter seccomp_syslog = { "syslog", syslog_rules,
+	nitems(syslog_rules) };
 
 static const struct seccomp_rule front_rules[] = {
 	R(accept4, "accept connections on the listener the parent passed"),
@@ -113,7 +121,7 @@ const struct seccomp_filter seccomp_policy = { "policy", policy_rules,
 	    R(setitimer, "the run's wall-clock limit"),                        \
 	    R(clock_nanosleep, "guest sleeps, cut short by that limit"),       \
 	    R(rt_sigaction, "the timer's handler"),                            \
-	    R(openat2, "workspace files, RESOLVE_BENEATH"),                    \
+	    R(openat2, "workspace files, RESOLVE_IN_ROOT"),                    \
 	    R(read, "workspace files, stdin"), R(pread64, "workspace files"),  \
 	    R(pwrite64, "workspace files"), R(lseek, "workspace files"),       \
 	    R(getdents64, "workspace directories"),                            \
@@ -130,7 +138,14 @@ const struct seccomp_filter seccomp_policy = { "policy", policy_rules,
 	        "guest fork: that state into the child's vCPU"),               \
 	    RA(ioctl, 1, KVM_GET_MSRS,                                         \
 	        "guest fork: the TSC, so the child's does not restart at 0"),  \
+	    RA(ioctl, 1, KVM_GET_TSC_KHZ,                                      \
+	        "the vDSO: the rate of the guest's TSC (host/vmm/vdso.c)"),    \
 	    R(pipe2, "guest vfork: the parent waits for the child's exec"),    \
+	    R(eventfd2, "a guest eventfd is a host one (vmm/sys_event.c)"),    \
+	    R(epoll_create1, "a guest epoll is a host one (vmm/sys_event.c)"), \
+	    R(epoll_ctl, "a guest epoll's interest list"),                     \
+	    R(epoll_wait, "a guest epoll_wait"),                               \
+	    R(epoll_pwait, "a guest epoll_wait (glibc on newer kernels)"),     \
 	    R(fchmod, "guest fchmod on a workspace file"),                     \
 	    R(fchmodat2, "guest chmod: on an O_PATH descriptor, no race"),     \
 	    R(fchmodat, "guest chmod before Linux 6.6, via /proc/self/fd"),    \
@@ -159,7 +174,35 @@ const struct seccomp_filter seccomp_policy = { "policy", policy_rules,
 
 static const struct seccomp_rule vm_rules[] = { VM_RULES, VM_PROC_RULES };
 
+/* Installed with SCF_NO_SOCKETS: no sockets but the ones it was given
+ * (its egress relay); it logs to stderr, and Landlock confines it first
+ * (host/vm_confine.c). */
 const struct seccomp_filter seccomp_vm = { "vm", vm_rules, nitems(vm_rules) };
+
+/*
+ * A template's holder boots its guest as a vm process would, then forks
+ * one clone per run, each of which installs seccomp_vm on top of this
+ * before it touches the run (docs/templates.md).
+ */
+static const struct seccomp_rule template_rules[] = {
+	VM_RULES,
+	VM_PROC_RULES,
+	RA(clone, 0, CLONE_PARENT | SIGCHLD,
+	    "a clone for a run, made the vmm's child (CLONE_PARENT) so the "
+	    "vmm waits for it as for any vm process"),
+	R(seccomp, "a clone installs the vm process's filter"),
+	R(prctl, "a clone's process title"),
+	R(setpgid, "a clone leads its own process group, as a vm process"),
+	R(landlock_create_ruleset,
+	    "a clone confines itself to its run's workspace (vm_confine)"),
+	R(landlock_add_rule,
+	    "a clone confines itself to its run's workspace (vm_confine)"),
+	R(landlock_restrict_self,
+	    "a clone confines itself to its run's workspace (vm_confine)"),
+};
+
+const struct seccomp_filter seccomp_template = { "template", template_rules,
+	nitems(template_rules) };
 
 static const struct seccomp_rule vmm_rules[] = {
 	VM_RULES,
@@ -177,13 +220,26 @@ static const struct seccomp_rule vmm_rules[] = {
 	RA(clone, 0, 0x01200011,
 	    "fork a `keepd: vm` process (glibc fork's flags only: no "
 	    "threads, no namespaces)"),
+	RA(clone, 0, CLONE_PARENT | SIGCHLD,
+	    "not used here: a template's holder, forked from here, makes its "
+	    "clones the vmm's children, and filters stack"),
 	R(pidfd_open, "wait for a vm process in the poll loop"),
 	R(wait4, "reap the per-VM `keepd: vm` processes"),
 	R(kill, "stop a VM process past its timeout"),
 	R(prctl, "setproctitle of the vm process"),
 	R(seccomp, "the vm process installs its narrower filter"),
+	R(landlock_create_ruleset,
+	    "the vm process confines itself to its workspace"),
+	R(landlock_add_rule, "the vm process confines itself to its workspace"),
+	R(landlock_restrict_self,
+	    "the vm process confines itself to its workspace"),
 	R(set_robust_list, "glibc fork in the child"),
 	R(rseq, "glibc fork in the child"),
+	R(inotify_init1, "files/watch: one inotify instance a watch"),
+	R(inotify_add_watch, "files/watch: a directory, as \".\" after fchdir"),
+	R(fchdir,
+	    "files/watch: into a directory opened beneath the "
+	    "workspace, and back to the root"),
 	R(setpgid,
 	    "a new vm process leads its own process group, so a kill "
 	    "reaches the guest processes it forks"),
@@ -277,6 +333,12 @@ add_rules(scmp_filter_ctx sc, const struct seccomp_filter *f)
 int
 seccomp_filter_install(const struct seccomp_filter *f)
 {
+	return seccomp_filter_install_flags(f, 0);
+}
+
+int
+seccomp_filter_install_flags(const struct seccomp_filter *f, unsigned flags)
+{
 	scmp_filter_ctx sc;
 	int rc;
 
@@ -286,6 +348,8 @@ seccomp_filter_install(const struct seccomp_filter *f)
 		return -1;
 	}
 	rc = add_rules(sc, &seccomp_common);
+	if (rc == 0 && !(flags & SCF_NO_SOCKETS))
+		rc = add_rules(sc, &seccomp_syslog);
 	if (rc == 0 && f != NULL)
 		rc = add_rules(sc, f);
 	if (rc == 0)

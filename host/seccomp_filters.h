@@ -33,12 +33,24 @@ extern const struct seccomp_filter seccomp_policy;
 extern const struct seccomp_filter seccomp_vmm;
 extern const struct seccomp_filter seccomp_store;
 extern const struct seccomp_filter seccomp_egress;
-extern const struct seccomp_filter seccomp_vm; /* a `keepd: vm` process */
+/* A `keepd: vm` process: installed with SCF_NO_SOCKETS (vm_confine). */
+extern const struct seccomp_filter seccomp_vm;
+/* A template's holder, `keepd: template` (host/proc_vmm_template.c). */
+extern const struct seccomp_filter seccomp_template;
 
 /*
- * Install seccomp_common plus f in the calling process (default: kill the
- * process). Returns 0, or -1 with errno set (the filter is not loaded).
+ * Install seccomp_common (minus its syslog rows with SCF_NO_SOCKETS) plus
+ * f in the calling process (default: kill the process). Returns 0, or -1 with errno set (the filter is not loaded).
  */
 int seccomp_filter_install(const struct seccomp_filter *f);
+
+/* Without the syslog socket rows of seccomp_common (socket(AF_UNIX),
+ * connect, sendto): for a process that logs to stderr only
+ * (log_stderr_only) and must reach no socket but those it was given. */
+#define SCF_NO_SOCKETS 0x1u
+
+/* seccomp_filter_install with SCF_* flags. */
+int seccomp_filter_install_flags(
+    const struct seccomp_filter *f, unsigned flags);
 
 #endif

@@ -76,7 +76,59 @@ enum {
 	MSG_VMM_CONTEXT_LIST = MSG_VMM_BASE + 0x29,
 	MSG_VMM_CONTEXT_DELETE = MSG_VMM_BASE + 0x2a,
 	MSG_VMM_CONTEXT_RESTART = MSG_VMM_BASE + 0x2b,
-	MSG_VMM_CONTEXT_REPLY = MSG_VMM_BASE + 0x2c
+	MSG_VMM_CONTEXT_REPLY = MSG_VMM_BASE + 0x2c,
+	/* Watching a workspace directory (host/proc_vmm_watch.c): */
+	MSG_VMM_WATCH = MSG_VMM_BASE + 0x30, /* front -> vmm: msg_vmm_watch */
+	MSG_VMM_WATCH_REPLY = MSG_VMM_BASE + 0x31, /* msg_vmm_watch_reply */
+	/* vmm -> front, reqid = the watch's: msg_vmm_watch_events, then
+	 * count entries */
+	MSG_VMM_WATCH_EVENTS = MSG_VMM_BASE + 0x32,
+	MSG_VMM_WATCH_STOP = MSG_VMM_BASE + 0x33, /* front -> vmm: _stop */
+	/* Fork a context (from -> the new context), name a snapshot of one
+	 * (context, name), list a context's snapshots (context); a create
+	 * with a name restores that snapshot into the new context. */
+	MSG_VMM_CONTEXT_FORK = MSG_VMM_BASE + 0x40,
+	MSG_VMM_CONTEXT_SNAPSHOT = MSG_VMM_BASE + 0x41,
+	MSG_VMM_CONTEXT_SNAPSHOTS = MSG_VMM_BASE + 0x42,
+	MSG_VMM_CONTEXT_SNAPSHOT_DELETE = MSG_VMM_BASE + 0x43, /* name */
+	MSG_VMM_RUN_SECRET = MSG_VMM_BASE + 0x50, /* front -> vmm, before
+						     MSG_VMM_RUN, same reqid:
+						     msg_vmm_run_secret */
+	MSG_VMM_TERM_INPUT = MSG_VMM_BASE + 0x51 /* front -> vmm: a terminal
+						    run's input, its reqid:
+						    msg_vmm_term_input */
+};
+
+/*
+ * RUN_F_TERMINAL (with RUN_F_STREAM): an interactive run bound to a
+ * terminal (docs/terminal.md). Its stdin is a pipe the vmm writes what
+ * MSG_VMM_TERM_INPUT brings; its fds 0-2 are a terminal to the guest;
+ * the vmm announces its start with an empty MSG_VMM_RUN_OUTPUT.
+ */
+#define RUN_F_TERMINAL 0x8u
+enum term_input_kind { TERM_IN_DATA = 1, TERM_IN_RESIZE, TERM_IN_EOF };
+struct msg_vmm_term_input {
+	uint32_t kind; /* enum term_input_kind */
+	uint16_t cols, rows; /* TERM_IN_RESIZE: 1..1000 */
+	uint32_t len; /* TERM_IN_DATA: bytes of data used */
+	uint32_t pad; /* 0 */
+	uint8_t data[4096];
+};
+
+/*
+ * One secret for the MSG_VMM_RUN that follows (docs/secrets.md): the
+ * policy's grant (secret:read, target the name, minted for the vmm and
+ * this request id) and the value as the store keeps it, sealed to the
+ * secrets key, which only the vmm can open. At most SECRET_RUN_MAX per
+ * run; the vmm forgets them once that run has started or been refused.
+ */
+#define RUN_SECRET_SEALED_MAX 4200 /* = STORE_SEALED_MAX */
+struct msg_vmm_run_secret {
+	struct grant grant;
+	char name[64]; /* NUL-terminated, = the grant's target */
+	uint32_t sealed_len; /* 1..RUN_SECRET_SEALED_MAX */
+	uint32_t pad; /* 0 */
+	uint8_t sealed[RUN_SECRET_SEALED_MAX];
 };
 
 /* The caps of the token that asked for the run: the vmm asks the policy
@@ -112,7 +164,10 @@ enum sbx_status {
 	SBX_E_RESTORING, /* not found yet: the vmm is still reading the store */
 	SBX_E_QUOTA, /* the principal holds its policy's `sandboxes` already */
 	SBX_E_CTX_NOTFOUND, /* no such context in this sandbox */
-	SBX_E_CTX_FULL /* at the principal's or the vmm's context limit */
+	SBX_E_CTX_FULL, /* at the principal's or the vmm's context limit */
+	SBX_E_SNAP_NOTFOUND, /* no such snapshot in this sandbox */
+	SBX_E_SNAP_EXISTS, /* the snapshot's name is taken */
+	SBX_E_SNAP_FULL /* at the principal's snapshots quota or the vmm's */
 };
 
 struct msg_vmm_sandbox_new {
@@ -204,6 +259,86 @@ struct msg_vmm_env {
 	char env[SBX_ENV_MAX];
 };
 
+/*
+ * A watch of a directory of a sandbox's workspace and what is under it
+ * (docs/api.yaml, files/watch). The grant is artifact:read on the
+ * sandbox id; the watch is the request's reqid from then on. Bounds: at
+ * most WATCH_MAX watches (WATCH_PER_SANDBOX a sandbox), WATCH_DIRS_MAX
+ * directories each, WATCH_RATE events a second each (the rest are
+ * counted as dropped); events on one path within WATCH_FLUSH_MS are
+ * coalesced into one.
+ */
+#define WATCH_MAX 32
+#define WATCH_PER_SANDBOX 4
+#define WATCH_DIRS_MAX 64
+#define WATCH_DEPTH_MAX 8
+#define WATCH_RATE 200
+#define WATCH_FLUSH_MS 100
+#define WATCH_PENDING_MAX 256
+
+struct msg_vmm_watch {
+	struct grant grant;
+	char id[SBX_ID_MAX];
+	char path[FILE_PATH_MAX]; /* NUL-terminated */
+};
+
+struct msg_vmm_watch_reply {
+	uint32_t status; /* enum sbx_status */
+	int32_t error; /* an errno: ENOENT, ENOTDIR, EMFILE (too many) */
+};
+
+enum watch_kind { WATCH_CREATED = 1, WATCH_MODIFIED, WATCH_DELETED };
+enum watch_end {
+	WATCH_GOING = 0, /* more will come */
+	WATCH_END_SANDBOX, /* the sandbox was deleted or expired */
+	WATCH_END_DIR, /* the watched directory was deleted or moved */
+	WATCH_END_STOPPED /* the front asked (its client went) */
+};
+
+/* Then count times: u8 kind (enum watch_kind), u8 is_dir, u16 len, len
+ * bytes of path (absolute in the workspace, no NUL); nothing after. */
+struct msg_vmm_watch_events {
+	uint32_t count;
+	uint32_t dropped; /* events not sent (rate, overflow) since the last */
+	uint32_t end; /* enum watch_end */
+	uint32_t pad;
+};
+
+struct msg_vmm_watch_stop {
+	uint64_t watch;
+};
+
+/* host/watch_wire.c. A whole MSG_VMM_WATCH_EVENTS payload: 0 with *h
+ * when every entry is in bounds (a known kind, a path that starts with
+ * '/', without NUL, shorter than FILE_PATH_MAX) and nothing follows the
+ * last, else -1. Then watch_events_entry walks the entries from offset
+ * sizeof(*h), returning the next entry's offset. */
+int watch_events_check(
+    const uint8_t *p, size_t len, struct msg_vmm_watch_events *h);
+size_t watch_events_entry(const uint8_t *p, size_t off, uint8_t *kind,
+    int *is_dir, const char **path, size_t *n);
+
+/* The vmm's events of one watch waiting to go (host/watch_wire.c):
+ * watch_batch_add coalesces an event on a path already waiting (a new
+ * file's writes stay its creation), counts as dropped what is over
+ * WATCH_RATE in the current second or WATCH_PENDING_MAX, and sets
+ * flush_at WATCH_FLUSH_MS after the first event waits. */
+struct watch_pending {
+	uint8_t kind; /* enum watch_kind */
+	uint8_t is_dir;
+	char path[FILE_PATH_MAX];
+};
+struct watch_batch {
+	size_t npend;
+	struct watch_pending pend[WATCH_PENDING_MAX];
+	uint32_t dropped;
+	uint64_t flush_at; /* monotonic ms; 0: nothing waits */
+	uint64_t second; /* the rate's current second */
+	uint32_t in_second;
+};
+void watch_batch_add(struct watch_batch *, uint8_t kind, int is_dir,
+    const char *path, uint64_t now_ms);
+
 struct msg_vmm_sandbox_list {
 	struct grant grant; /* sandbox:read, target = "" (the list route's) */
 	char cursor[SBX_ID_MAX]; /* "" from the start; list ids above it */
@@ -282,7 +417,8 @@ enum ctx_lang { CTX_LANG_PYTHON = 0, CTX_LANG_JS = 1 };
 enum ctx_state {
 	CTX_IDLE = 0, /* waiting for a cell (or still starting) */
 	CTX_BUSY, /* running a cell */
-	CTX_DEAD /* its interpreter ended; the next cell starts a new one */
+	CTX_DEAD, /* its interpreter ended; the next cell starts a new one */
+	CTX_PAUSED /* no interpreter: the next cell resumes from its journal */
 };
 
 struct msg_vmm_context {
@@ -292,6 +428,11 @@ struct msg_vmm_context {
 	char cwd[CTX_CWD_MAX]; /* create: the guest path, NUL-terminated */
 	uint32_t language; /* enum ctx_lang */
 	uint32_t max_contexts; /* create: the principal's quota, 0: none */
+	uint32_t pad;
+	uint64_t pause_ms; /* create: idle time before a pause, 0: never */
+	uint64_t disk_max; /* create: the snapshot quota (bytes), 0: none */
+	char from[CTX_ID_MAX]; /* fork: the context forked */
+	char name[CTX_ID_MAX]; /* snapshot: its name; create: restore it */
 };
 
 struct vmm_context_info {
@@ -301,6 +442,10 @@ struct vmm_context_info {
 	uint32_t state; /* enum ctx_state */
 	uint64_t execution_count;
 	int64_t created_at; /* unix seconds */
+	/* A snapshot (id is its name): the context it was taken from, the
+	 * bytes its journal holds. */
+	char from[CTX_ID_MAX];
+	uint64_t bytes;
 };
 
 struct msg_vmm_contexts {
@@ -398,7 +543,7 @@ struct msg_vmm_kill {
 	char id[SBX_ID_MAX];
 	uint64_t pid;
 	uint32_t status; /* reply: enum sbx_status */
-	uint32_t pad;
+	uint32_t sig; /* SIGKILL (or 0); SIGTERM, SIGINT, SIGHUP first */
 };
 
 struct msg_vmm_bg_done {

@@ -1,29 +1,12 @@
 /* DT_NEEDED, DT_RUNPATH and PT_INTERP of an ELF file (image/elfdeps.h). */
 #include <elf.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "image/elfdeps.h"
+#include "lib/errf.h"
 
 #define MAX_PHDRS 256
 #define MAX_DYN 4096
-
-static int deps_fail(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int
-deps_fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err != NULL && errlen > 0) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -1;
-}
 
 /* [off, off+n) inside [0, len), without wrapping. */
 static int
@@ -88,22 +71,22 @@ elfdeps_parse(const uint8_t *buf, size_t len, struct elfdeps *out, char *err,
 	if (len < SELFMAG || memcmp(buf, ELFMAG, SELFMAG) != 0)
 		return 1;
 	if (len < sizeof(eh))
-		return deps_fail(err, errlen, "truncated ELF header");
+		return errf(err, errlen, "truncated ELF header");
 	memcpy(&eh, buf, sizeof(eh));
 	if (eh.e_ident[EI_CLASS] != ELFCLASS64 ||
 	    eh.e_ident[EI_DATA] != ELFDATA2LSB || eh.e_machine != EM_X86_64)
-		return deps_fail(err, errlen, "not an x86-64 ELF file");
+		return errf(err, errlen, "not an x86-64 ELF file");
 	if (eh.e_type != ET_EXEC && eh.e_type != ET_DYN)
 		return 1; /* an object file or core: nothing is loaded */
 	if (eh.e_phnum > MAX_PHDRS ||
 	    (eh.e_phnum > 0 && eh.e_phentsize != sizeof(ph)) ||
 	    !in_file(eh.e_phoff, (uint64_t)eh.e_phnum * sizeof(ph), len))
-		return deps_fail(err, errlen, "bad program header table");
+		return errf(err, errlen, "bad program header table");
 	for (i = 0; i < eh.e_phnum; i++) {
 		memcpy(&ph, buf + eh.e_phoff + i * sizeof(ph), sizeof(ph));
 		if (ph.p_type == PT_DYNAMIC) {
 			if (!in_file(ph.p_offset, ph.p_filesz, len))
-				return deps_fail(err, errlen,
+				return errf(err, errlen,
 				    "PT_DYNAMIC lies outside the file");
 			dyn_off = ph.p_offset;
 			dyn_len = ph.p_filesz;
@@ -113,13 +96,13 @@ elfdeps_parse(const uint8_t *buf, size_t len, struct elfdeps *out, char *err,
 			    buf[ph.p_offset + ph.p_filesz - 1] != '\0' ||
 			    memchr(buf + ph.p_offset, '\0', ph.p_filesz - 1) !=
 			        NULL)
-				return deps_fail(err, errlen, "bad PT_INTERP");
+				return errf(err, errlen, "bad PT_INTERP");
 			memcpy(out->interp, buf + ph.p_offset, ph.p_filesz);
 		}
 	}
 	n = (size_t)(dyn_len / sizeof(d));
 	if (n > MAX_DYN)
-		return deps_fail(err, errlen, "dynamic section too large");
+		return errf(err, errlen, "dynamic section too large");
 	for (i = 0; i < n; i++) {
 		memcpy(&d, buf + dyn_off + i * sizeof(d), sizeof(d));
 		if (d.d_tag == DT_NULL)
@@ -127,13 +110,13 @@ elfdeps_parse(const uint8_t *buf, size_t len, struct elfdeps *out, char *err,
 		switch (d.d_tag) {
 		case DT_NEEDED:
 			if (nneeded == ELFDEPS_MAX_NEEDED)
-				return deps_fail(
+				return errf(
 				    err, errlen, "too many DT_NEEDED entries");
 			needed[nneeded++] = d.d_un.d_val;
 			break;
 		case DT_STRTAB:
 			if (va_to_off(buf, &eh, d.d_un.d_ptr, &strtab) != 0)
-				return deps_fail(err, errlen,
+				return errf(err, errlen,
 				    "DT_STRTAB is not in a loaded segment");
 			has_strtab = 1;
 			break;
@@ -153,17 +136,17 @@ elfdeps_parse(const uint8_t *buf, size_t len, struct elfdeps *out, char *err,
 	if (nneeded == 0 && runpath == UINT64_MAX && rpath == UINT64_MAX)
 		return 0;
 	if (!has_strtab || !in_file(strtab, strsz, len))
-		return deps_fail(err, errlen, "bad dynamic string table");
+		return errf(err, errlen, "bad dynamic string table");
 	for (i = 0; i < nneeded; i++)
 		if (get_str(buf, strtab, strsz, needed[i], out->needed[i],
 		        ELFDEPS_NAME_MAX) != 0)
-			return deps_fail(err, errlen, "bad DT_NEEDED name");
+			return errf(err, errlen, "bad DT_NEEDED name");
 	out->nneeded = nneeded;
 	/* The loader ignores DT_RPATH when DT_RUNPATH is present. */
 	off = runpath != UINT64_MAX ? runpath : rpath;
 	if (off != UINT64_MAX &&
 	    get_str(buf, strtab, strsz, off, out->runpath,
 	        ELFDEPS_RUNPATH_MAX) != 0)
-		return deps_fail(err, errlen, "bad DT_RUNPATH");
+		return errf(err, errlen, "bad DT_RUNPATH");
 	return 0;
 }

@@ -74,6 +74,15 @@ int image_verify(const struct image *img, const uint8_t (*keys)[32],
 /* image_open + image_verify. */
 int image_open_trusted(const char *path, const uint8_t (*keys)[32],
     size_t nkeys, struct image **out, char *err, size_t errlen);
+/* The same, keeping the file open (read-only) until image_close, for a
+ * VMM that maps the image's pages into guest memory (docs/vmm.md "Image
+ * pages"). image_fd gives that descriptor and where the file is mapped
+ * whole; -1 for an image opened any other way. */
+int image_open_fd(
+    const char *path, struct image **out, char *err, size_t errlen);
+int image_open_trusted_fd(const char *path, const uint8_t (*keys)[32],
+    size_t nkeys, struct image **out, char *err, size_t errlen);
+int image_fd(const struct image *img, const uint8_t **base, size_t *len);
 
 const char *image_name(const struct image *img);
 const char *image_version(const struct image *img);

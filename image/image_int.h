@@ -12,6 +12,7 @@ struct image {
 	const uint8_t *base;
 	size_t len, body_len;
 	int mapped, signed_;
+	int fd; /* image_open_trusted_fd: the file mapped at base; else -1 */
 	int deferred; /* IMG_FLAG_DEFERRED: file hashes checked on use */
 	size_t manifest_len; /* header and tables: what a deferred
 				image's signature covers */

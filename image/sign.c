@@ -76,17 +76,32 @@ image_verify(const struct image *img, const uint8_t (*keys)[32], size_t nkeys,
 	    IMAGE_KID_MAX, img->kid);
 }
 
-int
-image_open_trusted(const char *path, const uint8_t (*keys)[32], size_t nkeys,
-    struct image **out, char *err, size_t errlen)
+static int
+open_trusted(int keep_fd, const char *path, const uint8_t (*keys)[32],
+    size_t nkeys, struct image **out, char *err, size_t errlen)
 {
 	int rc;
 
-	if ((rc = image_open(path, out, err, errlen)) != 0)
+	if ((rc = keep_fd ? image_open_fd(path, out, err, errlen)
+	                  : image_open(path, out, err, errlen)) != 0)
 		return rc;
 	if ((rc = image_verify(*out, keys, nkeys, NULL, err, errlen)) != 0) {
 		image_close(*out);
 		*out = NULL;
 	}
 	return rc;
+}
+
+int
+image_open_trusted(const char *path, const uint8_t (*keys)[32], size_t nkeys,
+    struct image **out, char *err, size_t errlen)
+{
+	return open_trusted(0, path, keys, nkeys, out, err, errlen);
+}
+
+int
+image_open_trusted_fd(const char *path, const uint8_t (*keys)[32], size_t nkeys,
+    struct image **out, char *err, size_t errlen)
+{
+	return open_trusted(1, path, keys, nkeys, out, err, errlen);
 }

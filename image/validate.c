@@ -321,6 +321,7 @@ image_open_mem(const uint8_t *buf, size_t len, struct image **out, char *err,
 		return image_fail(err, errlen, IMAGE_E_NOMEM, "out of memory");
 	img->base = buf;
 	img->len = len;
+	img->fd = -1;
 	if ((rc = validate(img, err, errlen)) != 0) {
 		image_close(img);
 		return rc;
@@ -329,8 +330,9 @@ image_open_mem(const uint8_t *buf, size_t len, struct image **out, char *err,
 	return 0;
 }
 
-int
-image_open(const char *path, struct image **out, char *err, size_t errlen)
+static int
+open_file(
+    const char *path, int keep_fd, struct image **out, char *err, size_t errlen)
 {
 	struct stat sb;
 	void *map;
@@ -346,17 +348,43 @@ image_open(const char *path, struct image **out, char *err, size_t errlen)
 		    "%s: not a non-empty regular file", path);
 	}
 	map = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
-	if (map == MAP_FAILED)
+	if (map == MAP_FAILED) {
+		close(fd);
 		return image_fail(err, errlen, IMAGE_E_IO, "%s: mmap: %s", path,
 		    strerror(errno));
+	}
 	rc = image_open_mem(map, (size_t)sb.st_size, out, err, errlen);
 	if (rc != 0) {
+		close(fd);
 		munmap(map, (size_t)sb.st_size);
 		return rc;
 	}
 	(*out)->mapped = 1;
+	if (keep_fd)
+		(*out)->fd = fd;
+	else
+		close(fd);
 	return 0;
+}
+
+int
+image_open(const char *path, struct image **out, char *err, size_t errlen)
+{
+	return open_file(path, 0, out, err, errlen);
+}
+
+int
+image_open_fd(const char *path, struct image **out, char *err, size_t errlen)
+{
+	return open_file(path, 1, out, err, errlen);
+}
+
+int
+image_fd(const struct image *img, const uint8_t **base, size_t *len)
+{
+	*base = img->base;
+	*len = img->len;
+	return img->fd;
 }
 
 void
@@ -366,6 +394,8 @@ image_close(struct image *img)
 		return;
 	if (img->mapped)
 		munmap((void *)img->base, img->len);
+	if (img->fd >= 0)
+		close(img->fd);
 	free(img->files);
 	free(img->commands);
 	free(img);

@@ -176,6 +176,8 @@ stmt_allows(const struct lang_stmt *s)
 		return CAP_BIT(CAP_EXEC);
 	case LANG_S_EGRESS:
 		return CAP_BIT(CAP_EGRESS);
+	case LANG_S_SECRET:
+		return CAP_BIT(CAP_SECRET_READ);
 	default:
 		return 0;
 	}
@@ -246,9 +248,10 @@ check_agents(struct lang_file *f)
 			for (s = d->stmts; s != NULL; s = s->next)
 				for (j = 0; j < s->nitems; j++) {
 					struct lang_item *it = &s->items[j];
-					int c = it->cap >= 0 ? it->cap
-					    : s->kind == LANG_S_EXEC
-					    ? CAP_EXEC
+					int c = it->cap >= 0         ? it->cap
+					    : s->kind == LANG_S_EXEC ? CAP_EXEC
+					    : s->kind == LANG_S_SECRET
+					    ? CAP_SECRET_READ
 					    : CAP_EGRESS;
 					if (s->kind == LANG_S_DENY) {
 						if (allow & CAP_BIT(c))
@@ -317,7 +320,7 @@ decl_what(const struct lang_decl *d, char *buf, size_t len)
 static void
 check_block(struct lang_file *f, struct lang_decl *d)
 {
-	const struct lang_stmt *seen[LANG_S_CONTEXTS + 1][CAP_COUNT];
+	const struct lang_stmt *seen[LANG_S_SECRET + 1][CAP_COUNT];
 	struct lang_stmt *s;
 	int k;
 
@@ -351,6 +354,7 @@ check_block(struct lang_file *f, struct lang_decl *d)
 			continue;
 		case LANG_S_EXEC:
 		case LANG_S_EGRESS:
+		case LANG_S_SECRET:
 			continue;
 		case LANG_S_RATE:
 		case LANG_S_COST:

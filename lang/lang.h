@@ -81,7 +81,11 @@ enum lang_stmt_kind {
 	LANG_S_EGRESS,
 	LANG_S_LOCK,
 	LANG_S_SANDBOXES,
-	LANG_S_CONTEXTS /* live contexts at once (docs/contexts.md) */
+	LANG_S_CONTEXTS, /* live contexts at once (docs/contexts.md) */
+	LANG_S_PAUSE, /* a context's idle time before it is paused */
+	LANG_S_SNAPSHOTS, /* disk for contexts' journals and snapshots */
+	LANG_S_PROCESSES, /* guest processes a run may have at once */
+	LANG_S_SECRET /* secrets it may inject (docs/secrets.md) */
 };
 
 enum lang_rate_kind { LANG_RATE_READ = 0, LANG_RATE_WRITE = 1 };
@@ -92,8 +96,8 @@ enum lang_rate_kind { LANG_RATE_READ = 0, LANG_RATE_WRITE = 1 };
 struct lang_item {
 	struct lang_loc loc;
 	uint32_t rule;
-	int cap; /* enum cap_id, -1 for exec and egress items */
-	char *str; /* exec name or egress host */
+	int cap; /* enum cap_id, -1 for exec, egress and secret items */
+	char *str; /* exec name, egress host or secret name */
 	uint16_t port; /* egress: 0 = any port */
 	uint8_t http; /* egress: http allowed too */
 	uint8_t private_; /* egress: private addresses allowed */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "lang/lang_int.h"
+#include "lib/secret_ref.h"
 #include "lib/units.h"
 
 enum tok_type {
@@ -525,6 +526,37 @@ parse_exec(struct parser *p, struct lang_stmt *s)
 	return 0;
 }
 
+/* secret "name", ...: the secrets an agent may inject into a run's
+ * environment; the names follow lib/secret_ref.h. */
+static int
+parse_secret(struct parser *p, struct lang_stmt *s)
+{
+	struct lang_item *it;
+	struct lang_loc loc;
+	size_t cap = 0;
+	char *name;
+
+	do {
+		loc = p->t.loc;
+		if ((name = take_string(p, "secret name", 255)) == NULL)
+			return -1;
+		if (!secret_name_ok(name, strlen(name))) {
+			lang_diag(p->f, LANG_ERROR, loc,
+			    "'%s' is not a secret name (1 to 63 letters, "
+			    "digits, '-' or '_')",
+			    name);
+			return -1;
+		}
+		if ((it = grow_items(p, s, &cap)) == NULL)
+			return -1;
+		it->loc = loc;
+		it->cap = -1;
+		it->str = name;
+		it->rule = ++p->rule;
+	} while (accept(p, T_COMMA));
+	return 0;
+}
+
 static int
 parse_egress(struct parser *p, struct lang_stmt *s)
 {
@@ -658,6 +690,10 @@ static const char *const stmt_names[] = {
 	[LANG_S_LOCK] = "lock",
 	[LANG_S_SANDBOXES] = "sandboxes",
 	[LANG_S_CONTEXTS] = "contexts",
+	[LANG_S_PAUSE] = "pause",
+	[LANG_S_SNAPSHOTS] = "snapshots",
+	[LANG_S_PROCESSES] = "processes",
+	[LANG_S_SECRET] = "secret",
 };
 
 const char *
@@ -722,17 +758,30 @@ stmt_body(struct parser *p, struct lang_stmt *s)
 	}
 	case LANG_S_MEMORY:
 	case LANG_S_OUTPUT:
+	case LANG_S_SNAPSHOTS:
 		return parse_unit(p, s, 0);
 	case LANG_S_TIMEOUT:
+	case LANG_S_PAUSE:
 		return parse_unit(p, s, 1);
 	case LANG_S_EXEC:
 		return parse_exec(p, s);
 	case LANG_S_EGRESS:
 		return parse_egress(p, s);
+	case LANG_S_SECRET:
+		return parse_secret(p, s);
 	case LANG_S_LOCK:
 		if (!is_word(p, "writes"))
 			return expected(p, "'writes'");
 		next(p);
+		return 0;
+	case LANG_S_PROCESSES:
+		if (take_number(p, "processes", 1024, &s->value) < 0)
+			return -1;
+		if (s->value == 0) {
+			lang_diag(p->f, LANG_ERROR, s->loc,
+			    "processes 0; a run needs its first process");
+			return -1;
+		}
 		return 0;
 	}
 	return -1;
@@ -782,7 +831,8 @@ parse_stmt(struct parser *p)
 		expected(p,
 		    "a statement (allow, deny, rate, concurrent, "
 		    "budget, cost, memory, timeout, output, exec, "
-		    "egress, lock, sandboxes, contexts)");
+		    "egress, lock, sandboxes, contexts, pause, snapshots, "
+		    "processes, secret)");
 		return NULL;
 	}
 	if ((s = lang_alloc(p->f, sizeof(*s))) == NULL)

@@ -109,6 +109,7 @@ stmt(struct out *o, const struct lang_stmt *s)
 	case LANG_S_BUDGET:
 	case LANG_S_SANDBOXES:
 	case LANG_S_CONTEXTS:
+	case LANG_S_PROCESSES:
 		put(o, " %llu", (unsigned long long)s->value);
 		break;
 	case LANG_S_COST:
@@ -117,14 +118,17 @@ stmt(struct out *o, const struct lang_stmt *s)
 		break;
 	case LANG_S_MEMORY:
 	case LANG_S_OUTPUT:
+	case LANG_S_SNAPSHOTS:
 		units_format_size(b, sizeof(b), s->value);
 		put(o, " %s", b);
 		break;
 	case LANG_S_TIMEOUT:
+	case LANG_S_PAUSE:
 		units_format_duration(b, sizeof(b), s->value);
 		put(o, " %s", b);
 		break;
 	case LANG_S_EXEC:
+	case LANG_S_SECRET:
 		for (i = 0; i < s->nitems; i++)
 			put(o, "%s \"%s\"", i ? "," : "", s->items[i].str);
 		break;

@@ -25,6 +25,7 @@ static const struct {
 	[CAP_EGRESS] = { "egress", 1 },
 	[CAP_SECRET_READ] = { "secret:read", 0 },
 	[CAP_ADMIN] = { "admin", 1 },
+	[CAP_SECRET_WRITE] = { "secret:write", 1 },
 };
 
 const char *

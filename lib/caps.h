@@ -32,6 +32,7 @@ enum cap_id {
 	CAP_EGRESS,
 	CAP_SECRET_READ,
 	CAP_ADMIN,
+	CAP_SECRET_WRITE, /* set and delete secrets (docs/secrets.md) */
 	CAP_COUNT
 };
 

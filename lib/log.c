@@ -31,6 +31,14 @@ log_init(int foreground, int verbosity, const char *ident)
 }
 
 void
+log_stderr_only(void)
+{
+	if (!log_to_stderr)
+		closelog();
+	log_to_stderr = 1;
+}
+
+void
 log_procname(const char *name)
 {
 	strlcpy(log_name, name, sizeof(log_name));

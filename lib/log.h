@@ -16,6 +16,9 @@
 
 void log_init(int foreground, int verbosity, const char *ident);
 void log_procname(const char *name);
+/* From now on log to stderr only, and close the syslog socket (a process
+ * whose seccomp filter allows no socket calls). */
+void log_stderr_only(void);
 int log_verbosity(void);
 
 void log_warn(const char *fmt, ...) KEEP_PRINTF(1, 2);

@@ -4,7 +4,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "lib/memfd.h"
@@ -103,17 +105,25 @@ memfd_pread_all(int fd, void *buf, size_t len, uint64_t off)
 void *
 memfd_read(int fd, uint64_t len, uint64_t max)
 {
-	uint8_t *buf;
-	int saved;
-
 	if (memfd_check(fd, len, max) == -1)
 		return NULL;
-	if (len >= SIZE_MAX || (buf = malloc((size_t)len + 1)) == NULL) {
+	return memfd_read_at(fd, 0, len);
+}
+
+char *
+memfd_read_at(int fd, uint64_t off, uint64_t len)
+{
+	char *buf;
+	int saved;
+
+	if (len > INT64_MAX || off > (uint64_t)INT64_MAX - len ||
+	    (buf = malloc((size_t)len + 1)) == NULL) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (memfd_pread_all(fd, buf, (size_t)len, 0) == -1) {
+	if (memfd_pread_all(fd, buf, (size_t)len, off) == -1) {
 		saved = errno;
+		explicit_bzero(buf, (size_t)len);
 		free(buf);
 		errno = saved;
 		return NULL;

@@ -48,6 +48,13 @@ int memfd_check(int fd, uint64_t len, uint64_t max);
  */
 void *memfd_read(int fd, uint64_t len, uint64_t max);
 
+/*
+ * The len bytes at off of a memfd already checked (memfd_check), in a
+ * new buffer with a NUL after them. NULL with errno on failure (EIO when
+ * the file ends first); what was read is wiped first (it may be a key).
+ */
+char *memfd_read_at(int fd, uint64_t off, uint64_t len);
+
 /* len bytes at off of fd into buf (pread until done). 0, or -1 with
  * errno (EIO when the file ends first). */
 int memfd_pread_all(int fd, void *buf, size_t len, uint64_t off);

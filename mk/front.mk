@@ -2,7 +2,8 @@
 #
 # docs/api.yaml is converted to JSON at build time and embedded in
 # libkeep.a, because the front is chrooted and cannot open it at run time.
-# keep-api-testserver serves the API over the in-memory fake backend, for
+# keep-api-testserver serves the API over the in-memory fake backend
+# (tests/api_fake.c, in $(B)/libkeeptest.a, never in libkeep.a), for
 # the integration tests of `keep api` and for bench/api.
 
 DEPS_PKGS += libjansson-dev libtls-dev libsodium-dev libcurl4-openssl-dev \
@@ -23,9 +24,9 @@ $(B)/obj/gen/api_openapi.o: $(FRONT_GEN)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-$(B)/bin/keep-api-testserver: $(B)/obj/tests/api_testserver.o $(B)/libkeep.a
+$(B)/bin/keep-api-testserver: $(B)/obj/tests/api_testserver.o $(B)/libkeeptest.a $(B)/libkeep.a
 	@mkdir -p $(dir $@)
-	$(CC) $(LDFLAGS) -o $@ $< $(B)/libkeep.a $(LDLIBS)
+	$(CC) $(LDFLAGS) -o $@ $< $(B)/libkeeptest.a $(B)/libkeep.a $(LDLIBS)
 
 $(B)/obj/tests/api_testserver.o: tests/api_testserver.c | deps
 	@mkdir -p $(dir $@)

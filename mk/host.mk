@@ -80,6 +80,7 @@ install: all
 	install -m 0755 etc/keep-setup.sh $(DESTDIR)$(DATADIR)/keep-setup
 	install -m 0644 docs/*.md docs/api.yaml $(DESTDIR)$(DOCDIR)/
 	install -m 0644 policy/examples/*.policy $(DESTDIR)$(DOCDIR)/examples/policy/
+	install -m 0644 etc/haproxy-keep.cfg $(DESTDIR)$(DOCDIR)/examples/
 	@# Never overwrite an operator's configuration or policy.
 	[ -e $(DESTDIR)$(SYSCONFDIR)/keep/keepd.yaml ] || \
 	  (umask 022 && sed 's|/usr/share/keep/|$(DATADIR)/|g' etc/keepd.yaml \

@@ -37,15 +37,20 @@ $(STOCK_DIR)/js: image/stock/js_main.c | deps
 
 # glibc warns that getaddrinfo and getpwnam want shared NSS modules at run
 # time; the guest has no network or users, so those paths are dead.
-$(STOCK_DIR)/python: image/stock/python_main.c | deps
+# Relinked when Debian's packages change (dpkg keeps a package's file
+# times, so libpython3.11.a's own is no guide).
+$(STOCK_DIR)/python: image/stock/python_main.c /var/lib/dpkg/status | deps
 	@mkdir -p $(dir $@)
 	gcc -static -O2 -I/usr/include/python3.11 -o $@ $< \
 	    $(PY_CONFIG)/libpython3.11.a -lm -lz -lexpat -lpthread -ldl -lutil \
 	    -Wl,--no-warnings
 
-$(STOCK_DIR)/python311.zip: image/stock/stdlib_zip.py | deps
+# Remade when Debian's packages change (an update of the standard
+# library), with Debian's interpreter, not whichever python3 PATH finds:
+# the bytecode it compiles must be the static interpreter's version.
+$(STOCK_DIR)/python311.zip: image/stock/stdlib_zip.py /var/lib/dpkg/status | deps
 	@mkdir -p $(dir $@)
-	python3 image/stock/stdlib_zip.py /usr/lib/python3.11 $@
+	PYTHONHASHSEED=0 /usr/bin/python3.11 image/stock/stdlib_zip.py /usr/lib/python3.11 $@
 
 # build -> sign -> rename, so a failed step never leaves an unsigned image.
 define sign_image
@@ -69,8 +74,9 @@ $(IMG_DIR)/js.img: $(STOCK_DIR)/js $(B)/bin/keep $(DEV_KEY)
 	$(B)/bin/keep image build --name js --version 2.7 --memory 128M $< -o $@.tmp
 	$(sign_image)
 
-# The static interpreter of issue 5: boots faster, but with a trimmed
-# standard library and no extension modules (docs/image-format.md).
+# The static interpreter of issue 5: boots about as fast as python, with
+# a trimmed standard library and no extension modules
+# (docs/image-format.md).
 $(IMG_DIR)/python-static.img: $(STOCK_DIR)/python $(STOCK_DIR)/python311.zip $(B)/bin/keep $(DEV_KEY)
 	@mkdir -p $(dir $@)
 	$(B)/bin/keep image build --name python-static --version 3.11 --memory 256M \
@@ -79,17 +85,19 @@ $(IMG_DIR)/python-static.img: $(STOCK_DIR)/python $(STOCK_DIR)/python311.zip $(B
 	$(sign_image)
 
 # Images from Debian packages (issue 18), hundreds of MiB: rebuilt when
-# their manifest or the installed packages change (dpkg's status file),
-# not whenever keep is relinked, so `make check` builds them once.
-DEB_IMAGE_DEPS = /var/lib/dpkg/status | deps $(B)/bin/keep $(DEV_KEY)
+# their manifest, the installed packages (dpkg's status file) or the way
+# the builder packs them change, not whenever keep is relinked, so
+# `make check` builds them once.
+DEB_IMAGE_DEPS = /var/lib/dpkg/status cli/image_deb.c image/pyc.c \
+                 image/elfdeps.c | deps $(B)/bin/keep $(DEV_KEY)
 DEPS_PKGS += python3.11 python3-numpy python3-pandas python3-matplotlib \
              python3-pil python3-contourpy python3-fonttools tzdata \
              fonts-dejavu-core fonts-dejavu-extra fonts-lyx \
              bash coreutils grep sed gawk findutils diffutils jq file \
              libmagic-mgc tar gzip xz-utils
 
-# matplotlib's font list, made here so the guest never builds it (it
-# starts a thread to say it is building). The image holds it where the
+# matplotlib's font list, made here so that no run scans the fonts
+# again (a read-only image keeps nothing a run writes). The image holds it where the
 # guest's matplotlib looks with HOME=/; it names the fonts by their
 # paths, which the image holds too. Sorted, so the image is reproducible.
 $(STOCK_DIR)/mpl/fontlist-v330.json: image/stock/mpl_fontlist.py /var/lib/dpkg/status | deps
@@ -97,7 +105,8 @@ $(STOCK_DIR)/mpl/fontlist-v330.json: image/stock/mpl_fontlist.py /var/lib/dpkg/s
 	/usr/bin/python3.11 $< $(dir $@)
 	@test -f $@
 
-$(IMG_DIR)/python.img: images/python.manifest $(STOCK_DIR)/mpl/fontlist-v330.json $(DEB_IMAGE_DEPS)
+$(IMG_DIR)/python.img: images/python.manifest images/python.template \
+    images/python-ready.py $(STOCK_DIR)/mpl/fontlist-v330.json $(DEB_IMAGE_DEPS)
 	@mkdir -p $(dir $@)
 	$(B)/bin/keep image build --name python --version 3.11 --memory 1G \
 	    --defer-hashes --manifest $< \

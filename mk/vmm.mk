@@ -3,7 +3,7 @@
 # guest/kernel.S is assembled to a flat binary and embedded in libkeep.a,
 # so keep and keepd carry the guest kernel they were built with.
 
-DEPS_PKGS += musl-tools busybox-static
+DEPS_PKGS += musl-tools busybox-static bash-static
 
 GUEST_KERNEL_BIN = $(B)/guest/kernel.bin
 GUEST_KERNEL_C   = $(B)/gen/guest_kernel.c
@@ -61,14 +61,44 @@ $(B)/bench/pvh.elf: bench/pvh.S | deps
 .PHONY: bench-procs
 bench-procs: $(B)/bench/procs $(B)/bin/keep
 	@echo "native:"; $(B)/bench/procs
-	@echo "keep:"; $(B)/bin/keep run --memory 128M $(B)/bench/procs
+	@ws=$$(mktemp -d) && mkdir -p $$ws/bin && cp /bin/busybox $$ws/bin/ && \
+	    echo "keep:" && $(B)/bin/keep run --memory 128M --timeout 300s \
+	    --workspace $$ws $(B)/bench/procs; rc=$$?; rm -rf $$ws; exit $$rc
 
 $(B)/bench/procs: bench/procs.c
 	@mkdir -p $(dir $@)
 	musl-gcc -static -O2 -Wall -Werror -o $@ $<
-# The compatibility suite (not part of make check): Debian's
-# busybox-static applets in keep run and natively, byte-compared
-# (tests/compat/, docs/vmm.md "Compatibility").
+
+# The compatibility suites (not part of make check: several minutes):
+# Debian's busybox-static applets, bash-static and sash scripts, and
+# CPython's own regression tests, each in keep run and natively with the
+# same binary, with the scores side by side at the end (tests/compat/,
+# docs/compat.md). Their packages are installed here, not by make deps.
+DEPS_COMPAT = busybox-static bash-static sash libpython3.11-testsuite \
+              util-linux coreutils
+COMPAT_SUITES = busybox shells python
 .PHONY: check-compat
-check-compat: $(B)/bin/keep $(DEV_KEY)
-	bash tests/compat/busybox.sh
+check-compat: $(B)/bin/keep $(DEV_KEY) $(STOCK_DIR)/python
+	@sh mk/deps.sh $(DEPS_COMPAT)
+	@status=0; for s in $(COMPAT_SUITES); do \
+	  echo "== $$s"; \
+	  (bash tests/compat/$$s.sh; echo $$? >$(B)/compat-$$s.rc) | \
+	      tee $(B)/compat-$$s.txt; \
+	  [ "$$(cat $(B)/compat-$$s.rc)" = 0 ] || status=1; \
+	done; \
+	echo "== compatibility, keep beside native (docs/compat.md)"; \
+	grep -h -e '^busybox: [0-9]' -e '^shells: bash' -e '^python: clean' \
+	    $(foreach s,$(COMPAT_SUITES),$(B)/compat-$(s).txt); \
+	exit $$status
+
+# bench/templates (not part of make check): python from a template
+# through keep run and the API beside native python3.11, numpy, and an
+# empty template's clone beside the bare KVM floor (docs/templates.md).
+.PHONY: bench-templates
+bench-templates: $(B)/bench/tplclone $(B)/bench/kvm_floor $(B)/bin/keep \
+                 $(B)/bin/keepd $(GUEST_BINS) $(STOCK_IMAGES)
+	bash bench/templates.sh $(B)
+
+$(B)/bench/tplclone: bench/tplclone.c $(B)/libkeep.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< $(B)/libkeep.a $(LDLIBS)

@@ -173,8 +173,11 @@ fold_stmt(struct policy_principal *pr, const struct lang_stmt *s,
 		}
 		return;
 	case LANG_S_EXEC:
-	case LANG_S_EGRESS: {
-		int c = s->kind == LANG_S_EXEC ? CAP_EXEC : CAP_EGRESS;
+	case LANG_S_EGRESS:
+	case LANG_S_SECRET: {
+		int c = s->kind == LANG_S_EXEC ? CAP_EXEC
+		    : s->kind == LANG_S_SECRET ? CAP_SECRET_READ
+		                               : CAP_EGRESS;
 		pr->allow |= CAP_BIT(c);
 		for (i = 0; i < s->nitems; i++)
 			set_rule(&arule[c], &aline[c], &s->items[i]);
@@ -222,6 +225,15 @@ fold_stmt(struct policy_principal *pr, const struct lang_stmt *s,
 	case LANG_S_CONTEXTS:
 		l->contexts = (uint32_t)s->value;
 		break;
+	case LANG_S_PAUSE:
+		l->pause_ms = s->value;
+		break;
+	case LANG_S_SNAPSHOTS:
+		l->snapshots_max = s->value;
+		break;
+	case LANG_S_PROCESSES:
+		l->procs_max = (uint32_t)s->value;
+		break;
 	default:
 		break;
 	}
@@ -238,7 +250,7 @@ struct build {
 	const struct lang_file *f;
 	struct policy *p;
 	uint32_t *clos, *mark, stamp;
-	size_t cexec, cegress;
+	size_t cexec, cegress, csecret;
 };
 
 static int
@@ -252,6 +264,7 @@ add_lists(struct build *b, struct policy_principal *pr, const uint32_t *clos,
 
 	pr->exec_off = p->nexecs;
 	pr->egress_off = p->negress;
+	pr->secret_off = p->nsecrets;
 	for (i = 0; i < n; i++)
 		for (s = b->f->byindex[clos[i]]->stmts; s != NULL; s = s->next)
 			for (j = 0; j < s->nitems; j++) {
@@ -271,6 +284,22 @@ add_lists(struct build *b, struct policy_principal *pr, const uint32_t *clos,
 					p->execs[p->nexecs].name = it->str;
 					p->execs[p->nexecs].rule = it->rule;
 					p->execs[p->nexecs++].line =
+					    it->loc.line;
+				} else if (s->kind == LANG_S_SECRET) {
+					if (p->nsecrets == b->csecret) {
+						b->csecret =
+						    b->csecret * 2 + 16;
+						if ((nv = reallocarray(
+						         p->secrets, b->csecret,
+						         sizeof(
+						             *p->secrets))) ==
+						    NULL)
+							return -1;
+						p->secrets = nv;
+					}
+					p->secrets[p->nsecrets].name = it->str;
+					p->secrets[p->nsecrets].rule = it->rule;
+					p->secrets[p->nsecrets++].line =
 					    it->loc.line;
 				} else if (s->kind == LANG_S_EGRESS) {
 					struct policy_egress *e;
@@ -295,6 +324,7 @@ add_lists(struct build *b, struct policy_principal *pr, const uint32_t *clos,
 			}
 	pr->nexec = p->nexecs - pr->exec_off;
 	pr->negress = p->negress - pr->egress_off;
+	pr->nsecret = p->nsecrets - pr->secret_off;
 	return 0;
 }
 
@@ -396,6 +426,8 @@ policy_compile(const struct lang_file *f, struct policy **out)
 		strsize += strlen(p->execs[i].name) + 1;
 	for (i = 0; i < p->negress; i++)
 		strsize += strlen(p->egress[i].host) + 1;
+	for (i = 0; i < p->nsecrets; i++)
+		strsize += strlen(p->secrets[i].name) + 1;
 	if ((p->strings = malloc(strsize + 1)) == NULL)
 		goto fail;
 	off = 0;
@@ -416,6 +448,8 @@ policy_compile(const struct lang_file *f, struct policy **out)
 		INTERN(p->execs[i].name);
 	for (i = 0; i < p->negress; i++)
 		INTERN(p->egress[i].host);
+	for (i = 0; i < p->nsecrets; i++)
+		INTERN(p->secrets[i].name);
 #undef INTERN
 	for (size = 16; size < (size_t)na * 2 + 2; size <<= 1)
 		;
@@ -449,6 +483,7 @@ policy_free(struct policy *p)
 	free(p->slot);
 	free(p->execs);
 	free(p->egress);
+	free(p->secrets);
 	free(p->strings);
 	free(p);
 }

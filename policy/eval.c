@@ -159,10 +159,16 @@ check_target(const struct policy *p, const struct policy_principal *pr,
 {
 	uint32_t i, best = 0, line = 0;
 
-	if (req->cap == CAP_EXEC) {
-		for (i = 0; i < pr->nexec; i++) {
-			const struct policy_exec *e =
-			    &p->execs[pr->exec_off + i];
+	if (req->cap == CAP_EXEC || req->cap == CAP_SECRET_READ) {
+		uint32_t n = req->cap == CAP_EXEC ? pr->nexec : pr->nsecret;
+		/* A policy without secrets (or execs) has no list at all:
+		 * no pointer is made into it. */
+		const struct policy_exec *list = n == 0 ? NULL
+		    : req->cap == CAP_EXEC ? &p->execs[pr->exec_off]
+		                           : &p->secrets[pr->secret_off];
+
+		for (i = 0; i < n; i++) {
+			const struct policy_exec *e = &list[i];
 			if ((best == 0 || e->rule < best) &&
 			    strlen(e->name) == req->target_len &&
 			    memcmp(e->name, req->target, req->target_len) ==
@@ -222,7 +228,8 @@ policy_decide(const struct policy *p, struct policy_quota *q, uint64_t now,
 		return;
 	pr = &p->pr[i];
 	if (req->target_len > 0 &&
-	    (req->cap == CAP_EXEC || req->cap == CAP_EGRESS)) {
+	    (req->cap == CAP_EXEC || req->cap == CAP_EGRESS ||
+	        req->cap == CAP_SECRET_READ)) {
 		check_target(p, pr, req, res);
 		if (!res->allow)
 			return;

@@ -129,6 +129,7 @@ hook_decide(void *compiled, const struct msg_policy_decide *q,
 	r->flags = 0;
 	r->grant.mem_max = r->grant.timeout_ms = r->grant.output_max = 0;
 	r->grant.count_max = 0;
+	r->grant.procs_max = 0;
 	if (c == NULL || q->cap >= CAP_COUNT ||
 	    q->target_len > sizeof(q->target))
 		return;
@@ -177,6 +178,7 @@ hook_decide(void *compiled, const struct msg_policy_decide *q,
 		r->grant.output_max = res.limits->output_max;
 		if (q->cap == CAP_SANDBOX_WRITE)
 			r->grant.count_max = res.limits->sandboxes;
+		r->grant.procs_max = res.limits->procs_max;
 	}
 	r->grant.decision = res.allow ? GRANT_ALLOW : GRANT_DENY;
 	if (res.allow && q->cap == CAP_EGRESS)

@@ -49,7 +49,7 @@ enum policy_reason {
 	POLICY_R_DEFAULT, /* default deny: nothing allows it */
 	POLICY_R_PRINCIPAL, /* no such agent in the policy */
 	POLICY_R_DENY, /* an explicit deny rule */
-	POLICY_R_TARGET, /* exec or egress target not on the list */
+	POLICY_R_TARGET, /* exec, egress or secret target not on the list */
 	POLICY_R_RATE, /* the rate bucket is empty (see retry_after) */
 	POLICY_R_BUDGET, /* the operation budget is spent */
 	POLICY_R_REQUEST, /* malformed request (capability out of range) */
@@ -74,9 +74,12 @@ struct policy_limits {
 	uint64_t output_max; /* bytes, 0 = not set */
 	uint32_t concurrent; /* 0 = no limit */
 	uint32_t lock_writes; /* 1: writes need the sandbox lock */
+	uint32_t procs_max; /* guest processes at once, 0 = not set */
 	uint32_t cost[CAP_COUNT]; /* per operation, default 1 */
 	uint32_t sandboxes; /* sandboxes held at once, 0 = no limit */
 	uint32_t contexts; /* live contexts at once, 0 = no limit */
+	uint64_t pause_ms; /* a context idle this long is paused, 0 = never */
+	uint64_t snapshots_max; /* bytes of journals and snapshots, 0 = none */
 };
 
 struct policy_exec {
@@ -104,6 +107,7 @@ struct policy_principal {
 	uint32_t rule[CAP_COUNT]; /* deciding rule per capability, 0 none */
 	uint32_t line[CAP_COUNT];
 	struct policy_limits lim;
+	uint32_t secret_off, nsecret; /* into policy->secrets */
 };
 
 struct policy {
@@ -115,6 +119,8 @@ struct policy {
 	uint32_t nexecs;
 	struct policy_egress *egress;
 	uint32_t negress;
+	struct policy_exec *secrets; /* names a secret list allows */
+	uint32_t nsecrets;
 	uint32_t nrules;
 	cap_set_t writes; /* capabilities that count as writes */
 	uint8_t hash[32]; /* BLAKE2b-256 of the source text */
@@ -125,7 +131,8 @@ struct policy_request {
 	const char *principal;
 	size_t principal_len;
 	int cap; /* enum cap_id */
-	const char *target; /* exec: a name; egress: "host[:port]" */
+	const char
+	    *target; /* exec, secret:read: a name; egress: "host[:port]" */
 	size_t target_len; /* 0: no target */
 	int no_budget; /* 1: neither spends nor is refused by the budget */
 };

@@ -54,6 +54,13 @@ walk(const struct lang_file *f, const struct lang_decl *d, int cap,
 				    memcmp(req->target, it->str,
 				        req->target_len) == 0)
 					consider(target, it);
+			} else if (s->kind == LANG_S_SECRET &&
+			    cap == CAP_SECRET_READ) {
+				consider(allow, it);
+				if (req->target_len == strlen(it->str) &&
+				    memcmp(req->target, it->str,
+				        req->target_len) == 0)
+					consider(target, it);
 			} else if (s->kind == LANG_S_EGRESS &&
 			    cap == CAP_EGRESS) {
 				consider(allow, it);
@@ -146,14 +153,16 @@ policy_ref_decide(const struct lang_file *f, const struct policy_request *req,
 	} else if (allow.rule == 0) {
 		res->reason = POLICY_R_DEFAULT;
 	} else if (req->target_len > 0 &&
-	    (req->cap == CAP_EXEC || req->cap == CAP_EGRESS) &&
+	    (req->cap == CAP_EXEC || req->cap == CAP_EGRESS ||
+	        req->cap == CAP_SECRET_READ) &&
 	    target.rule == 0) {
 		res->reason = POLICY_R_TARGET;
 	} else {
 		res->allow = 1;
 		res->reason = POLICY_R_ALLOW;
 		if (req->target_len > 0 &&
-		    (req->cap == CAP_EXEC || req->cap == CAP_EGRESS)) {
+		    (req->cap == CAP_EXEC || req->cap == CAP_EGRESS ||
+		        req->cap == CAP_SECRET_READ)) {
 			res->rule = target.rule;
 			res->line = target.line;
 		} else {

@@ -25,7 +25,7 @@
 #include <tls.h>
 #include <unistd.h>
 
-#include "host/api/api_fake.h"
+#include "tests/api_fake.h"
 #include "host/http/front.h"
 #include "lib/log.h"
 

@@ -8,9 +8,14 @@ pass=0; fail=0; skip=0; failed=
 log=$(mktemp) || exit 1
 for t in "$@"; do
 	[ -e "$t" ] || continue
+	# RESULTS is this script's: a test that runs make (make_order.sh,
+	# make_format_nogit.sh) must not add its inner suites' lines to it,
+	# nor get it through the outer make's MAKEFLAGS.
 	case "$t" in
-	*.sh) bash "$t" >"$log" 2>&1 ;;
-	*) "$t" >"$log" 2>&1 ;;
+	*.sh) env -u RESULTS -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+	    bash "$t" >"$log" 2>&1 ;;
+	*) env -u RESULTS -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+	    "$t" >"$log" 2>&1 ;;
 	esac
 	rc=$?
 	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)

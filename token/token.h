@@ -55,7 +55,9 @@ struct token_verifier_config {
 	int64_t skew; /* seconds of clock skew tolerated */
 	int64_t max_lifetime; /* exp - iat at most; 0 = no limit */
 	size_t cache_entries; /* 0 = no cache */
-	/* Returns 1 if jti is revoked. NULL = nothing is revoked. */
+	/* Returns 1 if jti is revoked, 0 if not, -1 when it cannot be
+	 * told now (TOKEN_E_REVOCATION_UNKNOWN). NULL = nothing is
+	 * revoked. */
 	int (*revoked)(void *ctx, const char *jti);
 	void *revoked_ctx;
 	/* Seconds since the epoch. NULL = time(NULL). */

@@ -24,6 +24,7 @@ enum token_err {
 	TOKEN_E_KEYFILE, /* a key file unreadable or too open */
 	TOKEN_E_NOMEM,
 	TOKEN_E_INVAL, /* a caller's argument is out of range */
+	TOKEN_E_REVOCATION_UNKNOWN, /* whether jti is revoked cannot be told now */
 };
 
 const char *token_strerror(int err);

@@ -73,6 +73,8 @@ token_strerror(int err)
 		return "out of memory";
 	case TOKEN_E_INVAL:
 		return "invalid argument";
+	case TOKEN_E_REVOCATION_UNKNOWN:
+		return "revocation status unknown";
 	}
 	return "unknown error";
 }
@@ -229,11 +231,14 @@ token_verify(struct token_verifier *v, const char *tok, size_t len,
 revocation:
 	/* Revoking a token revokes every token derived from it. */
 	if (v->revoked != NULL) {
-		if (v->revoked(v->revoked_ctx, claims->jti))
-			return TOKEN_E_REVOKED;
-		for (size_t i = 0; i < claims->nchain; i++)
-			if (v->revoked(v->revoked_ctx, claims->chain[i]))
-				return TOKEN_E_REVOKED;
+		int r = v->revoked(v->revoked_ctx, claims->jti);
+
+		for (size_t i = 0; i < claims->nchain && r == 0; i++)
+			r = v->revoked(v->revoked_ctx, claims->chain[i]);
+		/* Unknown is refused too, but as a state to retry. */
+		if (r != 0)
+			return r < 0 ? TOKEN_E_REVOCATION_UNKNOWN
+			             : TOKEN_E_REVOKED;
 	}
 	return 0;
 }

@@ -46,6 +46,34 @@
 #include <stdint.h>
 
 #define KEEP_SYS_FETCH 0x4b50 /* 'K' 'P' */
+
+/*
+ * KEEP_SYS_READY: the ready point of an image's template
+ * (docs/templates.md). rdi = guest address of a buffer, rsi = its
+ * length (4 KiB .. 64 MiB). The program calls it once, when it has done
+ * the work every run shares (an interpreter: started, its usual modules
+ * imported) and waits for the run's request.
+ *
+ * While keep boots the template, the call does not return: the VMM
+ * parks the guest there and keeps it. Each run then continues from a
+ * copy-on-write clone of the parked guest, in which the call returns
+ * the length of the request it wrote into the buffer:
+ *   u32 argc, u32 envc (little-endian), then argc + envc strings, each
+ *   NUL-terminated: the run's argv (argv[0] included) and its whole
+ *   environment (the caller's and the image's, as a cold boot's
+ *   environ would hold them).
+ * The program then does what a cold start with that argv and
+ * environment would have done. Clones share everything the template
+ * held, PRNG state included: a program refreshes its generators from
+ * getrandom(2) after the call returns.
+ * Errors: -EFAULT (the buffer is not the guest's), -EINVAL (length out
+ * of range, or the program has other processes or threads), -ENOSYS (a
+ * cold run: the program was not started as a template), -EALREADY (a
+ * clone that has had its request).
+ */
+#define KEEP_SYS_READY 0x4b51 /* 'K' 'Q' */
+#define KEEP_READY_MIN 4096
+#define KEEP_READY_MAX (64u << 20)
 #define KEEP_FETCH_VERSION 1
 #define KEEP_FETCH_REASON_MAX 128
 

@@ -64,7 +64,7 @@ api_err_status(enum api_err e)
 	return errtab[e].status;
 }
 
-static int
+int
 status_slot(int status)
 {
 	for (int i = 0; i < API_STATUS_SLOTS; i++)
@@ -95,7 +95,7 @@ real_now_ms(void *arg)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-static double
+double
 mono_s(void)
 {
 	struct timespec ts;
@@ -110,11 +110,55 @@ api_now_ms(struct api *a)
 	return a->cfg.now_ms(a->cfg.now_arg);
 }
 
+/* Every op but the optional ones (metrics, idem_load, idem_keep): the
+ * routes call them without checking. */
+static int
+backend_complete(const struct api_backend *be)
+{
+	const void *const ops[] = { (void *)be->authenticate,
+		(void *)be->authorize, (void *)be->sandbox_create,
+		(void *)be->sandbox_list, (void *)be->sandbox_get,
+		(void *)be->sandbox_delete, (void *)be->sandbox_token,
+		(void *)be->execute, (void *)be->execute_background,
+		(void *)be->execute_async, (void *)be->command_run,
+		(void *)be->command_background, (void *)be->processes,
+		(void *)be->kill, (void *)be->file_read, (void *)be->file_write,
+		(void *)be->file_list, (void *)be->file_exists,
+		(void *)be->file_remove, (void *)be->file_mkdir,
+		(void *)be->env_get, (void *)be->env_set,
+		(void *)be->env_delete, (void *)be->system,
+		(void *)be->token_attenuate, (void *)be->sandbox_lock,
+		(void *)be->sandbox_unlock, (void *)be->token_revoke,
+		(void *)be->policy_version, (void *)be->policy_check,
+		(void *)be->image_list, (void *)be->image_upload,
+		(void *)be->image_delete, (void *)be->audit_list,
+		(void *)be->context_create, (void *)be->context_list,
+		(void *)be->context_delete, (void *)be->context_restart,
+		(void *)be->context_fork, (void *)be->context_restore,
+		(void *)be->context_snapshot, (void *)be->context_snapshots,
+		(void *)be->context_snapshot_delete, (void *)be->file_watch,
+		(void *)be->schedule_create, (void *)be->schedule_list,
+		(void *)be->schedule_get, (void *)be->schedule_update,
+		(void *)be->schedule_delete, (void *)be->schedule_runs,
+		(void *)be->terminal_open, (void *)be->terminal_input,
+		(void *)be->secret_put, (void *)be->secret_delete,
+		(void *)be->secret_list };
+
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (ops[i] == NULL)
+			return 0;
+	return 1;
+}
+
 struct api *
 api_new(const struct api_backend *be, const struct api_config *cfg)
 {
 	struct api *a;
 
+	if (be == NULL || !backend_complete(be)) {
+		log_warnx("%s: the backend lacks an op", __func__);
+		return NULL;
+	}
 	if (sodium_init() < 0)
 		return NULL;
 	if ((a = calloc(1, sizeof(*a))) == NULL)
@@ -737,10 +781,6 @@ authenticate(struct rq *r)
 		    h == NULL ? "no bearer token" : "malformed bearer token");
 		return -1;
 	}
-	if (be->authenticate == NULL) {
-		rq_error(r, API_EUNAUTH, "No token verifier configured");
-		return -1;
-	}
 	memset(&err, 0, sizeof(err));
 	rc = be->authenticate(
 	    be->ctx, h->value + 7, h->valuelen - 7, &r->who, &err);
@@ -757,6 +797,8 @@ authenticate(struct rq *r)
 	}
 	r->call.token = h->value + 7;
 	r->call.token_len = h->valuelen - 7;
+	if (r->api->auth_fn != NULL && r->conn != UINT64_MAX)
+		r->api->auth_fn(r->api->auth_arg, r->conn);
 	r->who.sub[sizeof(r->who.sub) - 1] = '\0';
 	r->who.jti[sizeof(r->who.jti) - 1] = '\0';
 	r->who.sbx[sizeof(r->who.sbx) - 1] = '\0';
@@ -788,7 +830,7 @@ authorize(struct rq *r)
 		    "the token is scoped to another sandbox");
 		return -1;
 	}
-	if (rt->cap < 0 || be->authorize == NULL)
+	if (rt->cap < 0)
 		return 0;
 	target = r->id[0] != '\0' ? r->id : r->tail;
 	/* A scoped token's list is a read of its own sandbox (the list
@@ -990,6 +1032,13 @@ api_set_resume(struct api *a, api_resume_fn fn, void *arg)
 	a->resume_arg = arg;
 }
 
+void
+api_set_auth_notify(struct api *a, api_auth_fn fn, void *arg)
+{
+	a->auth_fn = fn;
+	a->auth_arg = arg;
+}
+
 struct api_pending *
 api_defer(const struct api_call *call)
 {
@@ -1019,7 +1068,7 @@ api_defer(const struct api_call *call)
 	return p;
 }
 
-static void
+void
 stream_head(struct api_pending *p, struct http_buf *o)
 {
 	http_buf_puts(o,
@@ -1037,7 +1086,7 @@ stream_head(struct api_pending *p, struct http_buf *o)
 	http_buf_printf(o, "X-Request-Id: %s\r\n\r\n", p->request_id);
 }
 
-static void
+void
 stream_chunk(struct api_pending *p, struct http_buf *o, const void *d, size_t n)
 {
 	if (n == 0)
@@ -1059,6 +1108,8 @@ api_stream_run(
 	struct http_buf ev, out;
 	int is_err = strcmp(stream, "stderr") == 0;
 
+	if (api_ws_stream(p, data, len))
+		return;
 	if (len == 0)
 		return;
 	if (!p->sse) {
@@ -1105,6 +1156,8 @@ api_resume_run(struct api_pending *p, int rc, struct api_run_result *res,
 	struct http_buf out;
 	struct rq r;
 
+	if (api_ws_end(p, rc, res))
+		return;
 	memset(&r, 0, sizeof(r));
 	http_buf_init(&out);
 	r.api = a;

@@ -4,7 +4,7 @@
  * not own (token verification, policy decisions, sandboxes, runs, files,
  * images, audit) it asks of a struct api_backend, an ops table that the
  * front process fills with calls over its socketpairs (and that
- * host/api/api_fake.c fills in memory for tests).
+ * tests/api_fake.c fills in memory for tests).
  *
  * The service function is api_handle(): one parsed HTTP request in, one
  * complete HTTP response (status line to body) appended to a buffer out.
@@ -166,8 +166,19 @@ struct api_context {
 	char id[API_ID_MAX + 1];
 	char language[16]; /* "python" */
 	char cwd[256];
-	char state[16]; /* "idle", "busy", "dead" (restarts at the next cell) */
+	char state[16]; /* "idle", "busy", "paused", "dead" */
 	uint64_t execution_count;
+	int64_t created_at;
+};
+
+/* A named snapshot of a live context (docs/contexts.md). */
+struct api_snapshot {
+	char name[API_ID_MAX + 1];
+	char context_id[API_ID_MAX + 1]; /* the context it was taken from */
+	char language[16];
+	char cwd[256];
+	uint64_t execution_count; /* the acknowledged cells it holds */
+	uint64_t bytes; /* on disk, counted by the snapshots quota */
 	int64_t created_at;
 };
 
@@ -269,6 +280,51 @@ struct api_audit_entry {
 	char detail[160]; /* "reason=... status=..." and the like */
 };
 
+/* A schedule as GET shows it (docs/schedules.md). */
+#define API_SCHED_NEXT 5
+struct api_schedule {
+	char id[API_ID_MAX + 1];
+	char owner[128];
+	char *spec; /* malloc: the definition, compact JSON */
+	int64_t created_at, updated_at; /* unix seconds */
+	int64_t last_fire_at; /* 0: never */
+	int64_t next[API_SCHED_NEXT]; /* the next fire times, nnext of them */
+	size_t nnext;
+	uint64_t fires; /* fires so far */
+};
+
+/* One fire of a schedule. */
+struct api_schedule_run {
+	uint64_t seq;
+	int64_t fire_at; /* the occurrence it was for */
+	int64_t started_at, finished_at;
+	char status[16]; /* "completed", "failed", "refused" */
+	int exit_code;
+	int catch_up; /* a fire missed while keepd was down */
+	char sandbox[API_ID_MAX + 1];
+	char run_id[API_ID_MAX + 1];
+	char detail[API_MSG_MAX];
+	char *out; /* malloc */
+	size_t out_len;
+	char *err; /* malloc */
+	size_t err_len;
+};
+
+/* A terminal's start (docs/terminal.md). */
+struct api_terminal {
+	unsigned cols, rows; /* 1..1000 */
+	const char *term; /* TERM for the shell */
+};
+enum api_term_input { API_TERM_DATA = 1, API_TERM_RESIZE, API_TERM_EOF };
+struct api_pending;
+
+/* A secret's metadata; its value never leaves keepd's processes. */
+struct api_secret {
+	char name[64];
+	int64_t created_at, updated_at; /* unix ms */
+	char set_by[128]; /* the principal of the last PUT */
+};
+
 struct api_page {
 	const char *cursor; /* NULL: from the start */
 	unsigned limit; /* 1..100 */
@@ -322,8 +378,10 @@ struct api_backend {
 	/* *out malloc, *n entries. */
 	int (*processes)(void *ctx, const struct api_call *, const char *id,
 	    struct api_process **out, size_t *n, struct api_error *err);
+	/* sig: SIGKILL, or SIGTERM, SIGINT, SIGHUP for the run's processes
+	 * to act on before SIGKILL follows (docs/api.yaml). */
 	int (*kill)(void *ctx, const struct api_call *, const char *id,
-	    uint64_t pid, struct api_error *err);
+	    uint64_t pid, int sig, struct api_error *err);
 
 	/* *data malloc. */
 	int (*file_read)(void *ctx, const struct api_call *, const char *id,
@@ -387,6 +445,34 @@ struct api_backend {
 	    char next[API_ID_MAX + 1], struct api_error *err);
 
 	/*
+	 * files/watch: start watching path (a directory) of sandbox id. On
+	 * success the op has deferred its reply (api_defer) and returns
+	 * API_PENDING; the events then go out with api_stream_event and the
+	 * stream ends with api_stream_end.
+	 */
+	int (*file_watch)(void *ctx, const struct api_call *, const char *id,
+	    const char *path, struct api_error *err);
+
+	/*
+	 * Schedules. spec and patch are JSON text the backend validates
+	 * (API_EBADREQ with the reason); out->spec is malloc. list and runs
+	 * fill *out (malloc, *n entries; runs newest first).
+	 */
+	int (*schedule_create)(void *ctx, const struct api_call *,
+	    const char *spec, struct api_schedule *out, struct api_error *err);
+	int (*schedule_list)(void *ctx, const struct api_call *,
+	    struct api_schedule **out, size_t *n, struct api_error *err);
+	int (*schedule_get)(void *ctx, const struct api_call *, const char *id,
+	    struct api_schedule *out, struct api_error *err);
+	int (*schedule_update)(void *ctx, const struct api_call *,
+	    const char *id, const char *patch, struct api_schedule *out,
+	    struct api_error *err);
+	int (*schedule_delete)(void *ctx, const struct api_call *,
+	    const char *id, struct api_error *err);
+	int (*schedule_runs)(void *ctx, const struct api_call *, const char *id,
+	    struct api_schedule_run **out, size_t *n, struct api_error *err);
+
+	/*
 	 * Optional: put a refusal the API layer decided itself in the audit
 	 * log (401 for a missing or invalid token, 403 for a capability the
 	 * token lacks, 404 for a sandbox outside the token's scope). action
@@ -424,6 +510,50 @@ struct api_backend {
 	int (*context_restart)(void *ctx, const struct api_call *,
 	    const char *id, const char *cid, struct api_context *out,
 	    struct api_error *err);
+	/* A new context with cid's state (fork), or with snapshot name's
+	 * (restore); a named snapshot of cid; cid's snapshots (*out
+	 * malloc, *n entries). */
+	int (*context_fork)(void *ctx, const struct api_call *, const char *id,
+	    const char *cid, struct api_context *out, struct api_error *err);
+	int (*context_restore)(void *ctx, const struct api_call *,
+	    const char *id, const char *name, struct api_context *out,
+	    struct api_error *err);
+	int (*context_snapshot)(void *ctx, const struct api_call *,
+	    const char *id, const char *cid, const char *name,
+	    struct api_snapshot *out, struct api_error *err);
+	int (*context_snapshots)(void *ctx, const struct api_call *,
+	    const char *id, const char *cid, struct api_snapshot **out,
+	    size_t *n, struct api_error *err);
+	/* Delete snapshot name of the sandbox (cid: the route's context). */
+	int (*context_snapshot_delete)(void *ctx, const struct api_call *,
+	    const char *id, const char *cid, const char *name,
+	    struct api_error *err);
+
+	/*
+	 * The terminal (docs/terminal.md): terminal_open starts an
+	 * interactive shell run in sandbox id and defers its reply
+	 * (api_defer, API_PENDING); its output comes as a streaming run's
+	 * does. terminal_input passes the client's input (API_TERM_DATA),
+	 * a new size (API_TERM_RESIZE) or the session's end (API_TERM_EOF)
+	 * to the run of that pending reply.
+	 */
+	int (*terminal_open)(void *ctx, const struct api_call *, const char *id,
+	    const struct api_terminal *, struct api_error *err);
+	void (*terminal_input)(void *ctx, struct api_pending *, int kind,
+	    const void *data, size_t len, unsigned cols, unsigned rows);
+
+	/*
+	 * Secrets (docs/secrets.md). secret_put seals value (len bytes) and
+	 * keeps it under name; *created is 1 when the name was new. No op
+	 * ever returns a value. secret_list: *out malloc, *n entries.
+	 */
+	int (*secret_put)(void *ctx, const struct api_call *, const char *name,
+	    const char *value, size_t len, struct api_secret *out, int *created,
+	    struct api_error *err);
+	int (*secret_delete)(void *ctx, const struct api_call *,
+	    const char *name, struct api_error *err);
+	int (*secret_list)(void *ctx, const struct api_call *,
+	    struct api_secret **out, size_t *n, struct api_error *err);
 };
 
 struct api;
@@ -463,7 +593,26 @@ void api_stream_run(
 void api_resume_run(struct api_pending *, int rc, struct api_run_result *res,
     const struct api_error *err);
 
-/* Returns NULL on allocation failure. be must outlive the api. */
+/*
+ * Event streams that are not runs (files/watch): one event (data: JSON
+ * text without a newline, which the stream refuses) goes out at once; an
+ * event NULL sends a comment, to keep the connection alive. The head of
+ * the stream goes with the first. api_stream_end sends a last event (or
+ * none: NULL), ends the stream and frees the handle. api_pending_alive
+ * is 0 once the client has gone (closed or half-closed its connection):
+ * then end the stream, nobody reads it.
+ */
+void api_stream_event(
+    struct api_pending *, const char *event, const char *data_json);
+void api_stream_end(
+    struct api_pending *, const char *event, const char *data_json);
+int api_pending_alive(const struct api_pending *);
+typedef int (*api_alive_fn)(void *arg, uint64_t conn);
+void api_set_alive(struct api *, api_alive_fn fn, void *arg);
+
+/* Returns NULL on allocation failure, or when an op of be is NULL but
+ * the optional ones (metrics, idem_load, idem_keep): a backend serves
+ * every route. be must outlive the api. */
 struct api *api_new(const struct api_backend *be, const struct api_config *);
 void api_free(struct api *);
 
@@ -484,11 +633,29 @@ int api_handle(
 #define API_HANDLE_PENDING 2
 #define API_RESUME_CLOSE 0x1 /* close the connection after these bytes */
 #define API_RESUME_MORE 0x2 /* part of the reply; more will follow */
+/* resp is a 101 head: from here on the connection is a WebSocket, and
+ * what follows (API_RESUME_MORE) is the terminal's output to frame; the
+ * last call (no MORE) ends the session (docs/terminal.md). */
+#define API_RESUME_UPGRADE 0x4
 typedef void (*api_resume_fn)(
     void *arg, uint64_t conn, const void *resp, size_t len, int flags);
 void api_set_resume(struct api *, api_resume_fn fn, void *arg);
 int api_handle_conn(struct api *, const struct http_request *req,
     struct http_buf *out, uint64_t conn);
+/* A WebSocket message from the client of connection conn (opcode 1
+ * text, 2 binary), and the end of its session (close, EOF, timeout). */
+void api_ws_message(
+    struct api *, uint64_t conn, int opcode, const void *data, size_t len);
+void api_ws_closed(struct api *, uint64_t conn);
+
+/*
+ * fn(arg, conn) is called when a request on connection conn (as given to
+ * api_handle_conn) carried a bearer token that verified, before its reply
+ * is built: the front then treats that connection as a known client's
+ * (docs/architecture.md, "Connection limits").
+ */
+typedef void (*api_auth_fn)(void *arg, uint64_t conn);
+void api_set_auth_notify(struct api *, api_auth_fn fn, void *arg);
 
 /*
  * Answer a request the HTTP layer refused (status from http_parse_head or

@@ -52,18 +52,74 @@ parse_language(struct rq *r, json_t *body, enum api_lang *lang)
 	return -1;
 }
 
+static json_t *
+snapshot_json(const struct api_snapshot *s)
+{
+	char when[32] = "";
+	struct tm tm;
+	time_t t = (time_t)s->created_at;
+
+	if (gmtime_r(&t, &tm) != NULL)
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	return json_pack("{s:s%,s:s%,s:s%,s:s%,s:I,s:I,s:s}", "name", s->name,
+	    strnlen(s->name, sizeof(s->name) - 1), "context_id", s->context_id,
+	    strnlen(s->context_id, sizeof(s->context_id) - 1), "language",
+	    s->language, strnlen(s->language, sizeof(s->language) - 1), "cwd",
+	    s->cwd, strnlen(s->cwd, sizeof(s->cwd) - 1), "execution_count",
+	    (json_int_t)s->execution_count, "bytes", (json_int_t)s->bytes,
+	    "created_at", when);
+}
+
+/* POST .../contexts {"snapshot":NAME}: the snapshot into a new context,
+ * its language and cwd the snapshot's. */
+static void
+context_restore(struct rq *r, const char *name)
+{
+	struct api_context c;
+	struct api_error err;
+	int rc;
+
+	if (json_object_get(r->body, "language") != NULL ||
+	    json_object_get(r->body, "cwd") != NULL) {
+		rq_error(r, API_EBADREQ,
+		    "a restored snapshot has its own language and cwd");
+		return;
+	}
+	if (!api_valid_id(name, strlen(name)) ||
+	    strlen(name) >= sizeof(((struct api_snapshot *)0)->name)) {
+		rq_error(r, API_EBADREQ, "snapshot is not a snapshot's name");
+		return;
+	}
+	memset(&c, 0, sizeof(c));
+	memset(&err, 0, sizeof(err));
+	rc =
+	    BE(r)->context_restore(BE(r)->ctx, &r->call, r->id, name, &c, &err);
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	rq_json(r, 201, context_json(&c));
+}
+
 void
 h_context_create(struct rq *r)
 {
-	static const char *const fields[] = { "language", "cwd", NULL };
+	static const char *const fields[] = { "language", "cwd", "snapshot",
+		NULL };
 	struct api_context c;
 	struct api_error err;
 	enum api_lang lang;
-	const char *cwd = NULL;
+	const char *cwd = NULL, *snap = NULL;
 	int rc;
 
 	if (r->body != NULL && rq_fields(r, r->body, fields))
 		return;
+	if (r->body != NULL && rq_str(r, r->body, "snapshot", 0, &snap))
+		return;
+	if (snap != NULL) {
+		context_restore(r, snap);
+		return;
+	}
 	if (parse_language(r, r->body, &lang))
 		return;
 	if (r->body != NULL && rq_str(r, r->body, "cwd", 0, &cwd))
@@ -75,10 +131,6 @@ h_context_create(struct rq *r)
 		rq_error(r, API_EBADREQ,
 		    "cwd must be an absolute path of at most %zu bytes",
 		    sizeof(c.cwd) - 1);
-		return;
-	}
-	if (BE(r)->context_create == NULL) {
-		rq_error(r, API_ENOTIMPL, "Not available on this server");
 		return;
 	}
 	memset(&c, 0, sizeof(c));
@@ -101,10 +153,6 @@ h_context_list(struct rq *r)
 	json_t *arr;
 	int rc;
 
-	if (BE(r)->context_list == NULL) {
-		rq_error(r, API_ENOTIMPL, "Not available on this server");
-		return;
-	}
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->context_list(BE(r)->ctx, &r->call, r->id, &cs, &n, &err);
 	if (rc != API_OK) {
@@ -125,10 +173,6 @@ h_context_delete(struct rq *r)
 	struct api_error err;
 	int rc;
 
-	if (BE(r)->context_delete == NULL) {
-		rq_error(r, API_ENOTIMPL, "Not available on this server");
-		return;
-	}
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->context_delete(BE(r)->ctx, &r->call, r->id, r->tail, &err);
 	if (rc != API_OK) {
@@ -149,10 +193,6 @@ h_context_restart(struct rq *r)
 		rq_error(r, API_EBADREQ, "restart takes no fields");
 		return;
 	}
-	if (BE(r)->context_restart == NULL) {
-		rq_error(r, API_ENOTIMPL, "Not available on this server");
-		return;
-	}
 	memset(&c, 0, sizeof(c));
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->context_restart(
@@ -162,6 +202,107 @@ h_context_restart(struct rq *r)
 		return;
 	}
 	rq_json(r, 200, context_json(&c));
+}
+
+void
+h_context_fork(struct rq *r)
+{
+	struct api_context c;
+	struct api_error err;
+	int rc;
+
+	if (r->body != NULL && json_object_size(r->body) != 0) {
+		rq_error(r, API_EBADREQ, "fork takes no fields");
+		return;
+	}
+	memset(&c, 0, sizeof(c));
+	memset(&err, 0, sizeof(err));
+	rc =
+	    BE(r)->context_fork(BE(r)->ctx, &r->call, r->id, r->tail, &c, &err);
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	rq_json(r, 201, context_json(&c));
+}
+
+void
+h_context_snapshot(struct rq *r)
+{
+	static const char *const fields[] = { "name", NULL };
+	struct api_snapshot s;
+	struct api_error err;
+	const char *name = NULL;
+	int rc;
+
+	if (rq_fields(r, r->body, fields) ||
+	    rq_str(r, r->body, "name", 1, &name))
+		return;
+	/* The vmm's file names: no dots. */
+	if (!api_valid_id(name, strlen(name)) || strchr(name, '.') != NULL ||
+	    strlen(name) >= sizeof(s.name)) {
+		rq_error(r, API_EBADREQ,
+		    "name must be 1 to %zu of [A-Za-z0-9_-]",
+		    sizeof(s.name) - 1);
+		return;
+	}
+	memset(&s, 0, sizeof(s));
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->context_snapshot(
+	    BE(r)->ctx, &r->call, r->id, r->tail, name, &s, &err);
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	rq_json(r, 201, snapshot_json(&s));
+}
+
+void
+h_context_snapshots(struct rq *r)
+{
+	struct api_snapshot *ss = NULL;
+	struct api_error err;
+	size_t n = 0, i;
+	json_t *arr;
+	int rc;
+
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->context_snapshots(
+	    BE(r)->ctx, &r->call, r->id, r->tail, &ss, &n, &err);
+	if (rc != API_OK) {
+		free(ss);
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	arr = json_array();
+	for (i = 0; i < n; i++)
+		json_array_append_new(arr, snapshot_json(&ss[i]));
+	free(ss);
+	rq_json(r, 200, arr);
+}
+
+/* DELETE .../contexts/{cid}/snapshots?name=NAME */
+void
+h_context_snapshot_delete(struct rq *r)
+{
+	struct api_error err;
+	char name[API_ID_MAX + 1];
+	int rc;
+
+	if (rq_query(r, "name", name, sizeof(name), 1) < 0)
+		return;
+	if (!api_valid_id(name, strlen(name)) || strchr(name, '.') != NULL) {
+		rq_error(r, API_EBADREQ, "name is not a snapshot's name");
+		return;
+	}
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->context_snapshot_delete(
+	    BE(r)->ctx, &r->call, r->id, r->tail, name, &err);
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	rq_no_content(r);
 }
 
 /* ---- a cell's reply --------------------------------------------------- */

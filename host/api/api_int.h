@@ -49,8 +49,13 @@ struct api {
 	/* deferred replies */
 	api_resume_fn resume_fn;
 	void *resume_arg;
+	api_auth_fn auth_fn; /* a connection's bearer token verified */
+	void *auth_arg;
+	api_alive_fn alive_fn; /* is a deferred reply's client still there */
+	void *alive_arg;
 	uint64_t pending;
 	uint64_t idem_serial; /* reservations made */
+	struct api_pending *ws; /* terminal sessions (api_terminal.c) */
 };
 
 struct api_pending {
@@ -71,6 +76,11 @@ struct api_pending {
 	struct idem_entry *idem;
 	uint64_t idem_serial;
 	struct api_principal who; /* for the record the reply leaves */
+	/* A terminal (host/api/api_terminal.c): the 101 head waits for the
+	 * run's first sign of life; sessions are listed for their input. */
+	int ws, ws_up, ws_gone;
+	char ws_head[256];
+	struct api_pending *ws_next;
 };
 
 /* One request in flight. */
@@ -148,6 +158,21 @@ void h_context_create(struct rq *);
 void h_context_list(struct rq *);
 void h_context_delete(struct rq *);
 void h_context_restart(struct rq *);
+void h_context_fork(struct rq *);
+void h_context_snapshot(struct rq *);
+void h_context_snapshots(struct rq *);
+void h_context_snapshot_delete(struct rq *);
+/* The terminal (host/api/api_terminal.c). */
+void h_terminal(struct rq *);
+/* 1 when p is a terminal whose stream or end api_terminal.c handled. */
+int api_ws_stream(struct api_pending *p, const void *data, size_t len);
+int api_ws_end(struct api_pending *p, int rc, struct api_run_result *res);
+/* Secrets (host/api/api_secrets.c). */
+void h_secret_put(struct rq *);
+void h_secret_delete(struct rq *);
+void h_secret_list(struct rq *);
+/* -1 (and a 400 sent) when a variable holds a malformed reference. */
+int rq_env_refs_ok(struct rq *, const struct api_kv *kv, size_t n);
 /* A context cell's reply from the driver's JSON lines in res->out. */
 void reply_cell(struct rq *, struct api_run_result *res);
 json_t *api_cell_decode(
@@ -164,5 +189,25 @@ void run_events(struct http_buf *, const struct api_run_result *);
 void sse_event(struct http_buf *, const char *event, json_t *data);
 json_t *bytes_string(const char *, size_t);
 uint64_t api_now_ms(struct api *);
+
+/* Event streams (host/api/api.c): the head, one chunk of events; the
+ * streams that are not runs are in host/api/api_watch.c. */
+void stream_head(struct api_pending *, struct http_buf *);
+void stream_chunk(
+    struct api_pending *, struct http_buf *, const void *, size_t);
+/* The metrics slot of an HTTP status; the monotonic clock in seconds. */
+int status_slot(int status);
+double mono_s(void);
+
+/* host/api/api_watch.c: files/watch. */
+void h_file_watch(struct rq *);
+
+/* host/api/api_sched.c: /v1/schedules. */
+void h_schedule_create(struct rq *);
+void h_schedule_list(struct rq *);
+void h_schedule_get(struct rq *);
+void h_schedule_update(struct rq *);
+void h_schedule_delete(struct rq *);
+void h_schedule_runs(struct rq *);
 
 #endif

@@ -5,18 +5,13 @@
  * to the route, and documented per operation in docs/api.yaml.
  */
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "host/api/api_int.h"
-
-#define NOTIMPL(r)                                                             \
-	do {                                                                   \
-		rq_error((r), API_ENOTIMPL, "Not available on this server");   \
-		return;                                                        \
-	} while (0)
 
 #define BE(r) ((r)->api->be)
 #define PATH_MAX_API 1024
@@ -204,10 +199,10 @@ h_sandbox_create(struct rq *r)
 	}
 	spec.env = env;
 	spec.metadata = md;
-	if (BE(r)->sandbox_create == NULL) {
+	if (rq_env_refs_ok(r, env, spec.nenv)) {
 		free(env);
 		free(md);
-		NOTIMPL(r);
+		return;
 	}
 	memset(&sb, 0, sizeof(sb));
 	memset(&tok, 0, sizeof(tok));
@@ -254,16 +249,12 @@ h_sandbox_list(struct rq *r)
 	memset(&err, 0, sizeof(err));
 	if (r->who.sbx[0] != '\0') {
 		/* A scoped token sees its own sandbox and nothing else. */
-		if (BE(r)->sandbox_get == NULL)
-			NOTIMPL(r);
 		rc = BE(r)->sandbox_get(
 		    BE(r)->ctx, &r->call, r->who.sbx, &sbs[0], &err);
 		n = rc == API_OK;
 		if (rc == API_ENOTFOUND)
 			rc = API_OK;
 	} else {
-		if (BE(r)->sandbox_list == NULL)
-			NOTIMPL(r);
 		rc = BE(r)->sandbox_list(
 		    BE(r)->ctx, &r->call, &pg, sbs, pg.limit, &n, next, &err);
 	}
@@ -292,8 +283,6 @@ h_sandbox_get(struct rq *r)
 	struct api_error err;
 	int rc;
 
-	if (BE(r)->sandbox_get == NULL)
-		NOTIMPL(r);
 	memset(&sb, 0, sizeof(sb));
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->sandbox_get(BE(r)->ctx, &r->call, r->id, &sb, &err);
@@ -312,8 +301,6 @@ h_sandbox_delete(struct rq *r)
 	struct api_error err;
 	int rc;
 
-	if (BE(r)->sandbox_delete == NULL)
-		NOTIMPL(r);
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->sandbox_delete(BE(r)->ctx, &r->call, r->id, &err);
 	if (rc != API_OK) {
@@ -338,8 +325,6 @@ h_sandbox_lock(struct rq *r)
 	if (rq_fields(r, r->body, fields) ||
 	    rq_uint(r, r->body, "ttl", 3600, &ttl))
 		return;
-	if (BE(r)->sandbox_lock == NULL)
-		NOTIMPL(r);
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->sandbox_lock(
 	    BE(r)->ctx, &r->call, r->id, ttl, lock_id, &expires_at, &err);
@@ -359,8 +344,6 @@ h_sandbox_unlock(struct rq *r)
 	struct api_error err;
 	int rc;
 
-	if (BE(r)->sandbox_unlock == NULL)
-		NOTIMPL(r);
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->sandbox_unlock(BE(r)->ctx, &r->call, r->id, &err);
 	if (rc != API_OK) {
@@ -377,8 +360,6 @@ h_sandbox_token(struct rq *r)
 	struct api_error err;
 	int rc;
 
-	if (BE(r)->sandbox_token == NULL)
-		NOTIMPL(r);
 	memset(&tok, 0, sizeof(tok));
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->sandbox_token(BE(r)->ctx, &r->call, r->id, &tok, &err);
@@ -541,10 +522,6 @@ h_execute(struct rq *r)
 
 	if (parse_exec(r, &ex, NULL))
 		return;
-	if (BE(r)->execute == NULL) {
-		free((void *)ex.env);
-		NOTIMPL(r);
-	}
 	memset(&res, 0, sizeof(res));
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->execute(BE(r)->ctx, &r->call, r->id, &ex, &res, &err);
@@ -577,10 +554,6 @@ h_execute_background(struct rq *r)
 		    "context_id: a context's cells run in the foreground");
 		return;
 	}
-	if (BE(r)->execute_background == NULL) {
-		free((void *)ex.env);
-		NOTIMPL(r);
-	}
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->execute_background(
 	    BE(r)->ctx, &r->call, r->id, &ex, &pid, &err);
@@ -603,10 +576,6 @@ h_execute_async(struct rq *r)
 
 	if (parse_exec(r, &ex, &hook))
 		return;
-	if (BE(r)->execute_async == NULL) {
-		free((void *)ex.env);
-		NOTIMPL(r);
-	}
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->execute_async(
 	    BE(r)->ctx, &r->call, r->id, &ex, hook, run_id, &err);
@@ -628,8 +597,6 @@ h_processes(struct rq *r)
 	json_t *arr;
 	int rc;
 
-	if (BE(r)->processes == NULL)
-		NOTIMPL(r);
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->processes(BE(r)->ctx, &r->call, r->id, &ps, &n, &err);
 	if (rc != API_OK) {
@@ -655,10 +622,16 @@ h_processes(struct rq *r)
 static void
 h_kill(struct rq *r)
 {
+	static const struct {
+		const char *name;
+		int sig;
+	} sigs[] = { { "KILL", SIGKILL }, { "TERM", SIGTERM },
+		{ "INT", SIGINT }, { "HUP", SIGHUP } };
 	struct api_error err;
-	char pids[24], *end;
+	char pids[24], sname[8], *end;
 	unsigned long long pid;
-	int rc;
+	int rc, sig = SIGKILL;
+	size_t i;
 
 	if (rq_query(r, "pid", pids, sizeof(pids), 1) != 1)
 		return;
@@ -667,10 +640,21 @@ h_kill(struct rq *r)
 		rq_error(r, API_EBADREQ, "pid must be a number");
 		return;
 	}
-	if (BE(r)->kill == NULL)
-		NOTIMPL(r);
+	if ((rc = rq_query(r, "signal", sname, sizeof(sname), 0)) < 0)
+		return;
+	if (rc == 1) {
+		for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+			if (strcmp(sname, sigs[i].name) == 0)
+				break;
+		if (i == sizeof(sigs) / sizeof(sigs[0])) {
+			rq_error(r, API_EBADREQ,
+			    "signal must be KILL, TERM, INT or HUP");
+			return;
+		}
+		sig = sigs[i].sig;
+	}
 	memset(&err, 0, sizeof(err));
-	rc = BE(r)->kill(BE(r)->ctx, &r->call, r->id, pid, &err);
+	rc = BE(r)->kill(BE(r)->ctx, &r->call, r->id, pid, sig, &err);
 	if (rc != API_OK) {
 		rq_backend_error(r, rc, &err);
 		return;
@@ -767,10 +751,6 @@ h_command_run(struct rq *r)
 
 	if (parse_command(r, &c, &args, &env))
 		goto out;
-	if (BE(r)->command_run == NULL) {
-		rq_error(r, API_ENOTIMPL, "Not available on this server");
-		goto out;
-	}
 	memset(&res, 0, sizeof(res));
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->command_run(BE(r)->ctx, &r->call, r->id, &c, &res, &err);
@@ -801,10 +781,6 @@ h_command_background(struct rq *r)
 
 	if (parse_command(r, &c, &args, &env))
 		goto out;
-	if (BE(r)->command_background == NULL) {
-		rq_error(r, API_ENOTIMPL, "Not available on this server");
-		goto out;
-	}
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->command_background(
 	    BE(r)->ctx, &r->call, r->id, &c, &pid, &err);
@@ -829,8 +805,6 @@ h_file_read(struct rq *r)
 
 	if (rq_path(r, path, sizeof(path)))
 		return;
-	if (BE(r)->file_read == NULL)
-		NOTIMPL(r);
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->file_read(
 	    BE(r)->ctx, &r->call, r->id, path, &data, &len, &err);
@@ -850,8 +824,6 @@ h_file_write(struct rq *r)
 
 	if (rq_path(r, path, sizeof(path)))
 		return;
-	if (BE(r)->file_write == NULL)
-		NOTIMPL(r);
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->file_write(BE(r)->ctx, &r->call, r->id, path, r->req->body,
 	    r->req->body_len, &err);
@@ -876,8 +848,6 @@ h_file_list(struct rq *r)
 
 	if (rq_path(r, path, sizeof(path)))
 		return;
-	if (BE(r)->file_list == NULL)
-		NOTIMPL(r);
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->file_list(
 	    BE(r)->ctx, &r->call, r->id, path, &ents, &n, &err);
@@ -909,8 +879,6 @@ h_file_exists(struct rq *r)
 
 	if (rq_path(r, path, sizeof(path)))
 		return;
-	if (BE(r)->file_exists == NULL)
-		NOTIMPL(r);
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->file_exists(
 	    BE(r)->ctx, &r->call, r->id, path, &exists, &err);
@@ -930,8 +898,6 @@ h_file_remove(struct rq *r)
 
 	if (rq_path(r, path, sizeof(path)))
 		return;
-	if (BE(r)->file_remove == NULL)
-		NOTIMPL(r);
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->file_remove(BE(r)->ctx, &r->call, r->id, path, &err);
 	if (rc != API_OK)
@@ -949,8 +915,6 @@ h_file_mkdir(struct rq *r)
 
 	if (rq_path(r, path, sizeof(path)))
 		return;
-	if (BE(r)->file_mkdir == NULL)
-		NOTIMPL(r);
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->file_mkdir(BE(r)->ctx, &r->call, r->id, path, &err);
 	if (rc != API_OK)
@@ -969,8 +933,6 @@ h_env_get(struct rq *r)
 	size_t n = 0;
 	int rc;
 
-	if (BE(r)->env_get == NULL)
-		NOTIMPL(r);
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->env_get(BE(r)->ctx, &r->call, r->id, &kv, &n, &err);
 	if (rc != API_OK)
@@ -997,9 +959,9 @@ env_set(struct rq *r, int replace)
 	}
 	if (rq_kv(r, r->body, "env", &kv, &n))
 		return;
-	if (BE(r)->env_set == NULL) {
+	if (rq_env_refs_ok(r, kv, n)) {
 		free(kv);
-		NOTIMPL(r);
+		return;
 	}
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->env_set(BE(r)->ctx, &r->call, r->id, kv, n, replace, &err);
@@ -1033,8 +995,6 @@ h_env_delete(struct rq *r)
 	/* ?key=NAME deletes one variable; no key deletes them all. */
 	if ((have = rq_query(r, "key", key, sizeof(key), 0)) < 0)
 		return;
-	if (BE(r)->env_delete == NULL)
-		NOTIMPL(r);
 	keys[0] = key;
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->env_delete(BE(r)->ctx, &r->call, r->id, have ? keys : NULL,
@@ -1052,8 +1012,6 @@ h_system(struct rq *r)
 	struct api_error err;
 	int rc;
 
-	if (BE(r)->system == NULL)
-		NOTIMPL(r);
 	memset(&u, 0, sizeof(u));
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->system(BE(r)->ctx, &r->call, r->id, &u, &err);
@@ -1137,8 +1095,6 @@ h_token_attenuate(struct rq *r)
 		if (want < at.exp || at.exp == 0)
 			at.exp = want;
 	}
-	if (BE(r)->token_attenuate == NULL)
-		NOTIMPL(r);
 	memset(&tok, 0, sizeof(tok));
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->token_attenuate(BE(r)->ctx, &r->call, &at, &tok, &err);
@@ -1181,8 +1137,6 @@ h_token_revoke(struct rq *r)
 		    "characters");
 		return;
 	}
-	if (BE(r)->token_revoke == NULL)
-		NOTIMPL(r);
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->token_revoke(BE(r)->ctx, &r->call, jti, (int64_t)exp, &err);
 	if (rc != API_OK) {
@@ -1199,8 +1153,6 @@ h_policy_version(struct rq *r)
 	struct api_error err;
 	int rc;
 
-	if (BE(r)->policy_version == NULL)
-		NOTIMPL(r);
 	memset(&v, 0, sizeof(v));
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->policy_version(BE(r)->ctx, &r->call, &v, &err);
@@ -1237,8 +1189,6 @@ h_policy_check(struct rq *r)
 		return;
 	}
 	ck.cap = (enum cap_id)id;
-	if (BE(r)->policy_check == NULL)
-		NOTIMPL(r);
 	memset(&res, 0, sizeof(res));
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->policy_check(BE(r)->ctx, &r->call, &ck, &res, &err);
@@ -1276,8 +1226,6 @@ h_image_list(struct rq *r)
 	json_t *arr;
 	int rc;
 
-	if (BE(r)->image_list == NULL)
-		NOTIMPL(r);
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->image_list(BE(r)->ctx, &r->call, &ims, &n, &err);
 	if (rc != API_OK) {
@@ -1303,8 +1251,6 @@ h_image_upload(struct rq *r)
 		rq_error(r, API_EBADREQ, "The body must be a signed image");
 		return;
 	}
-	if (BE(r)->image_upload == NULL)
-		NOTIMPL(r);
 	memset(&im, 0, sizeof(im));
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->image_upload(
@@ -1321,8 +1267,6 @@ h_image_delete(struct rq *r)
 	struct api_error err;
 	int rc;
 
-	if (BE(r)->image_delete == NULL)
-		NOTIMPL(r);
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->image_delete(BE(r)->ctx, &r->call, r->tail, &err);
 	if (rc != API_OK)
@@ -1344,8 +1288,6 @@ h_audit(struct rq *r)
 
 	if (rq_page(r, cursor, sizeof(cursor), &pg))
 		return;
-	if (BE(r)->audit_list == NULL)
-		NOTIMPL(r);
 	memset(&err, 0, sizeof(err));
 	rc =
 	    BE(r)->audit_list(BE(r)->ctx, &r->call, &pg, &ents, &n, next, &err);
@@ -1430,6 +1372,8 @@ const struct api_route api_routes[] = {
 	    "files_mkdir", 0 },
 	{ HTTP_DELETE, SBX "/files/remove", h_file_remove, CAP_ARTIFACT_WRITE,
 	    0, 0, "files_remove", 0 },
+	{ HTTP_GET, SBX "/files/watch", h_file_watch, CAP_ARTIFACT_READ, 0, 0,
+	    "files_watch", 1 },
 	{ HTTP_GET, SBX "/env", h_env_get, CAP_SANDBOX_READ, 0, 0, "env_get",
 	    0 },
 	{ HTTP_PUT, SBX "/env", h_env_put, CAP_SANDBOX_WRITE, 1, 0, "env_put",
@@ -1457,6 +1401,18 @@ const struct api_route api_routes[] = {
 	{ HTTP_DELETE, "/v1/images/{name}", h_image_delete, CAP_IMAGE_WRITE, 0,
 	    0, "images_delete", 0 },
 	{ HTTP_GET, "/v1/audit", h_audit, CAP_AUDIT_READ, 0, 0, "audit", 0 },
+	{ HTTP_POST, "/v1/schedules", h_schedule_create, CAP_SCHEDULE_WRITE, 1,
+	    1, "schedule_create", 0 },
+	{ HTTP_GET, "/v1/schedules", h_schedule_list, CAP_SCHEDULE_READ, 0, 0,
+	    "schedule_list", 0 },
+	{ HTTP_GET, "/v1/schedules/{id}", h_schedule_get, CAP_SCHEDULE_READ, 0,
+	    0, "schedule_get", 0 },
+	{ HTTP_PATCH, "/v1/schedules/{id}", h_schedule_update,
+	    CAP_SCHEDULE_WRITE, 1, 0, "schedule_update", 0 },
+	{ HTTP_DELETE, "/v1/schedules/{id}", h_schedule_delete,
+	    CAP_SCHEDULE_WRITE, 0, 0, "schedule_delete", 0 },
+	{ HTTP_GET, "/v1/schedules/{id}/runs", h_schedule_runs,
+	    CAP_SCHEDULE_READ, 0, 0, "schedule_runs", 0 },
 	{ HTTP_POST, SBX "/contexts", h_context_create, CAP_EXEC, 2, 0,
 	    "contexts_create", 0 },
 	{ HTTP_GET, SBX "/contexts", h_context_list, CAP_SANDBOX_READ, 0, 0,
@@ -1465,6 +1421,23 @@ const struct api_route api_routes[] = {
 	    "contexts_delete", 0 },
 	{ HTTP_POST, SBX "/contexts/{name}/restart", h_context_restart,
 	    CAP_EXEC, 2, 0, "contexts_restart", 0 },
+	{ HTTP_POST, SBX "/contexts/{name}/fork", h_context_fork, CAP_EXEC, 2,
+	    0, "contexts_fork", 0 },
+	{ HTTP_POST, SBX "/contexts/{name}/snapshots", h_context_snapshot,
+	    CAP_EXEC, 1, 0, "contexts_snapshot", 0 },
+	{ HTTP_GET, SBX "/contexts/{name}/snapshots", h_context_snapshots,
+	    CAP_SANDBOX_READ, 0, 0, "contexts_snapshots", 0 },
+	{ HTTP_DELETE, SBX "/contexts/{name}/snapshots",
+	    h_context_snapshot_delete, CAP_EXEC, 0, 0,
+	    "contexts_snapshot_delete", 0 },
+	{ HTTP_GET, SBX "/terminal", h_terminal, CAP_EXEC, 0, 0, "terminal",
+	    1 },
+	{ HTTP_GET, "/v1/secrets", h_secret_list, CAP_SECRET_READ, 0, 0,
+	    "secrets_list", 0 },
+	{ HTTP_PUT, "/v1/secrets/{name}", h_secret_put, CAP_SECRET_WRITE, 1, 0,
+	    "secrets_put", 0 },
+	{ HTTP_DELETE, "/v1/secrets/{name}", h_secret_delete, CAP_SECRET_WRITE,
+	    0, 0, "secrets_delete", 0 },
 };
 const size_t api_nroutes = sizeof(api_routes) / sizeof(api_routes[0]);
 

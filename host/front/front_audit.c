@@ -227,7 +227,6 @@ audit_decision(struct front_backend *fb, const struct api_call *call,
     const char *target, const struct msg_policy_decision *d,
     const char *override, struct api_error *err)
 {
-	struct store_audit e;
 	char esc[4 * 64 + 1], rule[96], detail[96];
 	int allow = d->grant.decision == GRANT_ALLOW && override == NULL;
 
@@ -240,20 +239,8 @@ audit_decision(struct front_backend *fb, const struct api_call *call,
 	        esc, sizeof(esc), call->who->sub, strnlen(call->who->sub, 64)),
 	    allow ? "allow" : "deny", cap_name(call->cap),
 	    target[0] != '\0' ? target : "-", rule[0] ? rule : "-", detail);
-	memset(&e, 0, sizeof(e));
-	e.time_ms = wall_ms();
-	e.request_id = call->request_id;
-	e.principal = call->who->sub;
-	e.jti = call->who->jti;
-	e.action = cap_name(call->cap);
-	e.target = target;
-	e.decision = allow ? STORE_DECISION_ALLOW : STORE_DECISION_DENY;
-	e.rule = rule;
-	e.detail = detail;
-	if (err != NULL)
-		return commit_entry(fb, &e, err);
-	audit_send(fb, &e);
-	return API_OK;
+	return fb_audit_outcome(
+	    fb, call, cap_name(call->cap), target, allow, rule, detail, err);
 }
 
 int

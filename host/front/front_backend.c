@@ -640,7 +640,15 @@ fb_authenticate(void *arg, const char *tok, size_t len,
 
 	if ((tv = verifier(fb)) == NULL)
 		return fb_fail(err, API_EUNAVAIL, "Not ready");
-	if ((rc = token_verify(tv, tok, len, &c)) != 0) {
+	if ((rc = token_verify(tv, tok, len, &c)) ==
+	    TOKEN_E_REVOCATION_UNKNOWN) {
+		/* The store is restarting: the client retries, as for any
+		 * child that is (not a 401 for a token that may be good). */
+		log_info("token refused for now: %s", token_strerror(rc));
+		return fb_fail(err, API_EUNAVAIL,
+		    "Token revocation status unknown; try again");
+	}
+	if (rc != 0) {
 		log_info("token refused: %s", token_strerror(rc));
 		return fb_fail(
 		    err, API_EUNAUTH, "Invalid token: %s", token_strerror(rc));
@@ -1022,7 +1030,10 @@ front_backend_new(struct proc_ctx *ctx)
 	fb_persist_ops(&fb->ops);
 	fb_image_ops(&fb->ops);
 	fb_lock_ops(&fb->ops);
+	fb_sched_ops(&fb->ops);
+	fb_watch_ops(&fb->ops);
 	fb_context_ops(&fb->ops);
+	fb_secret_ops(&fb->ops);
 	return fb;
 }
 
@@ -1036,6 +1047,7 @@ front_backend_free(struct front_backend *fb)
 	free(fb->audit_buf);
 	fb_revoked_free(fb);
 	fb_locks_free(fb);
+	fb_sched_free(fb);
 	free(fb->dbatch);
 	free(fb->vbatch);
 	free(fb->buf);
@@ -1056,6 +1068,7 @@ front_backend_stop(struct front_backend *fb)
 	fb_fail_waits(fb, PROC_COUNT, "is stopping");
 	fb_runs_fail_all(fb);
 	front_backend_resume(fb);
+	fb_watch_end_all(fb, "keepd is stopping");
 	fb_audit_flush(fb);
 }
 
@@ -1070,4 +1083,6 @@ front_backend_link_down(struct front_backend *fb, enum proc_id peer)
 	fb_fail_waits(fb, peer, "is restarting");
 	if (peer == PROC_VMM)
 		fb_runs_fail_all(fb);
+	if (peer == PROC_VMM)
+		fb_watch_end_all(fb, "the vmm restarted");
 }

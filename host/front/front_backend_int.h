@@ -72,6 +72,11 @@ struct front_backend {
 	size_t audit_len;
 	uint32_t audit_count;
 	uint64_t audit_since_ms; /* monotonic, when the first one waited */
+	struct fb_scheds *scheds; /* host/front/front_sched.c */
+	struct fb_watch *watches; /* host/front/front_watch.c */
+	int64_t test_clock_s; /* > 0: schedules' time (keepd -T), seconds */
+	const char *zones; /* "NAME\tRULE\n" lines (MSG_CTL_ZONES), or NULL */
+	size_t zones_len;
 	/* The store refused an audit append for room: until one commits
 	 * again, every request waits for its entry
 	 * (fb_audit_decision_commit). */
@@ -128,6 +133,14 @@ int fb_persist_env(struct front_backend *, const struct api_principal *,
 int fb_forget_env(struct front_backend *, const struct api_principal *,
     const char *id, const char *key, struct api_error *);
 void fb_persist_ops(struct api_backend *);
+/* One record put or deleted, authorized by a dry-run decision of cap on
+ * target for who (the store checks the grant). */
+int fb_store_put(struct front_backend *, const struct api_principal *,
+    enum cap_id cap, const char *target, unsigned db, const void *rec,
+    size_t reclen, struct api_error *);
+int fb_store_del(struct front_backend *, const struct api_principal *,
+    enum cap_id cap, const char *target, unsigned db, const char *k1,
+    const char *k2, struct api_error *);
 int fb_persist_image(struct front_backend *, const struct api_principal *,
     const struct api_image *, struct api_error *);
 int fb_forget_image(struct front_backend *, const struct api_principal *,
@@ -215,6 +228,26 @@ typedef void (*fb_run_done_fn)(struct front_backend *, void *arg, int rc,
 int fb_run_async(struct front_backend *, const struct api_call *,
     const char *id, const struct api_exec *, fb_run_done_fn, void *arg,
     struct api_error *);
+int fb_run_command_async(struct front_backend *, const struct api_call *,
+    const char *id, const struct api_command *, fb_run_done_fn, void *arg,
+    struct api_error *);
+
+/* host/front/front_watch.c: files/watch streams. */
+struct fb_watch;
+void fb_watch_ops(struct api_backend *);
+/* From the loop: stop the watches whose client went; keep the others'
+ * connections alive. */
+void fb_watch_tick(struct front_backend *);
+void fb_watch_end_all(struct front_backend *, const char *reason);
+extern const struct msg_handler fb_watch_handlers[];
+extern const size_t fb_watch_nhandlers;
+
+/* host/front/front_sched.c: schedules and their timers. */
+struct fb_scheds;
+void fb_sched_ops(struct api_backend *);
+/* From the loop: load the schedules once, then fire what is due. */
+void fb_sched_tick(struct front_backend *);
+void fb_sched_free(struct front_backend *);
 
 /* host/front/front_async.c: execute/async and its webhook. */
 void fb_async_ops(struct api_backend *);
@@ -226,6 +259,13 @@ int fb_async_h_webhook_reply(struct proc_ctx *, const struct msg *);
 		    fb_async_h_webhook_reply                                   \
 	}
 void fb_runs_fail_all(struct front_backend *);
+/* Secrets (host/front/front_secrets.c, docs/secrets.md). */
+void fb_secret_ops(struct api_backend *);
+extern const struct msg_handler fb_secret_handlers[];
+extern const size_t fb_secret_nhandlers;
+int fb_run_secrets(struct front_backend *, const struct api_call *,
+    const char *sandbox, uint64_t reqid, const struct api_kv *env, size_t nenv,
+    int context, struct api_error *err);
 extern const struct msg_handler fb_run_handlers[];
 extern const size_t fb_run_nhandlers;
 

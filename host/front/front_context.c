@@ -26,6 +26,7 @@ static const char *const ctx_state_name[] = {
 	[CTX_IDLE] = "idle",
 	[CTX_BUSY] = "busy",
 	[CTX_DEAD] = "dead",
+	[CTX_PAUSED] = "paused",
 };
 
 /* "ctx-" and 20 random base32 characters, as sandbox ids. */
@@ -56,6 +57,14 @@ ctx_error(uint32_t status, struct api_error *err)
 	case SBX_E_IMAGE:
 		return fb_fail(err, API_EBADREQ,
 		    "The sandbox's image cannot run this language");
+	case SBX_E_SNAP_NOTFOUND:
+		return fb_fail(err, API_ENOTFOUND, "Snapshot not found");
+	case SBX_E_SNAP_EXISTS:
+		return fb_fail(err, API_ECONFLICT,
+		    "A snapshot of that name exists in this sandbox");
+	case SBX_E_SNAP_FULL:
+		return fb_fail(err, API_EFORBIDDEN,
+		    "Snapshot quota reached (snapshots in the policy)");
 	default:
 		return fb_sbx_error((int)status, err);
 	}
@@ -120,13 +129,14 @@ ctx_call(struct front_backend *fb, const struct api_call *call, uint32_t type,
 }
 
 /*
- * The principal's `contexts` quota (0: none), from the policy process.
- * The vmm counts the live contexts, which only it knows; the front
- * carries the number as it carries the end of a concurrent operation.
+ * The principal's `contexts` quota (0: none), `pause` time and
+ * `snapshots` quota, from the policy process, into q. The vmm counts the
+ * live contexts and the disk they use, which only it knows; the front
+ * carries the numbers as it carries the end of a concurrent operation.
  */
 static int
 contexts_quota(struct front_backend *fb, const struct api_call *call,
-    uint32_t *max, struct api_error *err)
+    struct msg_vmm_context *ctxq, struct api_error *err)
 {
 	struct msg_policy_leave q;
 	struct msg_policy_usage r;
@@ -139,7 +149,9 @@ contexts_quota(struct front_backend *fb, const struct api_call *call,
 	    sizeof(q), -1, MSG_POLICY_USAGE_REPLY, 0, &r, &rlen, NULL, err);
 	if (rc != API_OK)
 		return rc > API_ERR_COUNT ? API_EUNAVAIL : rc;
-	*max = r.contexts_max;
+	ctxq->max_contexts = r.contexts_max;
+	ctxq->pause_ms = r.pause_ms;
+	ctxq->disk_max = r.snapshots_max;
 	return API_OK;
 }
 
@@ -160,7 +172,7 @@ fb_context_create(void *arg, const struct api_call *call, const char *id,
 	strlcpy(q.cwd, cwd, sizeof(q.cwd));
 	q.language =
 	    language == API_LANG_JAVASCRIPT ? CTX_LANG_JS : CTX_LANG_PYTHON;
-	if ((rc = contexts_quota(arg, call, &q.max_contexts, err)) != API_OK) {
+	if ((rc = contexts_quota(arg, call, &q, err)) != API_OK) {
 		free(r);
 		return rc;
 	}
@@ -256,6 +268,166 @@ fb_context_restart(void *arg, const struct api_call *call, const char *id,
 	return rc;
 }
 
+/* A new context from cid (fork) or from snapshot name (restore). */
+static int
+context_from(struct front_backend *fb, const struct api_call *call,
+    const char *id, const char *cid, const char *name, struct api_context *out,
+    struct api_error *err)
+{
+	struct msg_vmm_context q;
+	struct msg_vmm_contexts *r;
+	int rc;
+
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		return fb_fail(err, API_EINTERNAL, "Out of memory");
+	memset(&q, 0, sizeof(q));
+	strlcpy(q.sandbox, id, sizeof(q.sandbox));
+	new_context_id(q.context);
+	if (strlcpy(q.from, cid, sizeof(q.from)) >= sizeof(q.from) ||
+	    strlcpy(q.name, name, sizeof(q.name)) >= sizeof(q.name))
+		rc = fb_fail(err, API_ENOTFOUND,
+		    cid[0] ? "Context not found" : "Snapshot not found");
+	else
+		rc = contexts_quota(fb, call, &q, err);
+	if (rc == API_OK)
+		rc = ctx_call(fb, call,
+		    cid[0] ? MSG_VMM_CONTEXT_FORK : MSG_VMM_CONTEXT_CREATE, "",
+		    &q, r, err);
+	if (rc == API_OK && r->n == 1) {
+		to_api(&r->c[0], out);
+		fb_audit_event(fb, call,
+		    cid[0] ? "context.fork" : "context.restore", id, out->id);
+	} else if (rc == API_OK)
+		rc = fb_fail(err, API_EINTERNAL, "Internal error");
+	else if (r->status == SBX_E_CTX_FULL || r->status == SBX_E_SNAP_FULL)
+		fb_audit_event(fb, call, "context.refused", id,
+		    r->status == SBX_E_CTX_FULL ? "at the contexts quota"
+		                                : "at the snapshots quota");
+	free(r);
+	return rc;
+}
+
+static int
+fb_context_fork(void *arg, const struct api_call *call, const char *id,
+    const char *cid, struct api_context *out, struct api_error *err)
+{
+	return context_from(arg, call, id, cid, "", out, err);
+}
+
+static int
+fb_context_restore(void *arg, const struct api_call *call, const char *id,
+    const char *name, struct api_context *out, struct api_error *err)
+{
+	return context_from(arg, call, id, "", name, out, err);
+}
+
+static void
+to_api_snapshot(const struct vmm_context_info *i, struct api_snapshot *out)
+{
+	memset(out, 0, sizeof(*out));
+	memcpy(out->name, i->id, sizeof(i->id));
+	out->name[sizeof(i->id) - 1] = '\0';
+	memcpy(out->context_id, i->from, sizeof(i->from));
+	out->context_id[sizeof(i->from) - 1] = '\0';
+	strlcpy(out->language, i->language == CTX_LANG_JS ? "js" : "python",
+	    sizeof(out->language));
+	memcpy(out->cwd, i->cwd, sizeof(out->cwd));
+	out->cwd[sizeof(out->cwd) - 1] = '\0';
+	out->execution_count = i->execution_count;
+	out->bytes = i->bytes;
+	out->created_at = i->created_at;
+}
+
+static int
+fb_context_snapshot(void *arg, const struct api_call *call, const char *id,
+    const char *cid, const char *name, struct api_snapshot *out,
+    struct api_error *err)
+{
+	struct msg_vmm_context q;
+	struct msg_vmm_contexts *r;
+	int rc;
+
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		return fb_fail(err, API_EINTERNAL, "Out of memory");
+	memset(&q, 0, sizeof(q));
+	strlcpy(q.sandbox, id, sizeof(q.sandbox));
+	if (strlcpy(q.context, cid, sizeof(q.context)) >= sizeof(q.context))
+		rc = fb_fail(err, API_ENOTFOUND, "Context not found");
+	else if (strlcpy(q.name, name, sizeof(q.name)) >= sizeof(q.name))
+		rc = fb_fail(err, API_EBADREQ, "The name is too long");
+	else
+		rc = ctx_call(
+		    arg, call, MSG_VMM_CONTEXT_SNAPSHOT, "", &q, r, err);
+	if (rc == API_OK && r->n == 1) {
+		to_api_snapshot(&r->c[0], out);
+		fb_audit_event(arg, call, "context.snapshot", id, name);
+	} else if (rc == API_OK)
+		rc = fb_fail(err, API_EINTERNAL, "Internal error");
+	else if (r->status == SBX_E_SNAP_FULL)
+		fb_audit_event(
+		    arg, call, "context.refused", id, "at the snapshots quota");
+	free(r);
+	return rc;
+}
+
+static int
+fb_context_snapshots(void *arg, const struct api_call *call, const char *id,
+    const char *cid, struct api_snapshot **out, size_t *n,
+    struct api_error *err)
+{
+	struct msg_vmm_context q;
+	struct msg_vmm_contexts *r;
+	size_t i;
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		return fb_fail(err, API_EINTERNAL, "Out of memory");
+	memset(&q, 0, sizeof(q));
+	strlcpy(q.sandbox, id, sizeof(q.sandbox));
+	if (strlcpy(q.context, cid, sizeof(q.context)) >= sizeof(q.context))
+		rc = fb_fail(err, API_ENOTFOUND, "Context not found");
+	else
+		rc = ctx_call(
+		    arg, call, MSG_VMM_CONTEXT_SNAPSHOTS, "", &q, r, err);
+	if (rc == API_OK) {
+		if ((*out = calloc(r->n ? r->n : 1, sizeof(**out))) == NULL)
+			rc = fb_fail(err, API_EINTERNAL, "Out of memory");
+		else {
+			for (i = 0; i < r->n; i++)
+				to_api_snapshot(&r->c[i], &(*out)[i]);
+			*n = r->n;
+		}
+	}
+	free(r);
+	return rc;
+}
+
+static int
+fb_context_snapshot_delete(void *arg, const struct api_call *call,
+    const char *id, const char *cid, const char *name, struct api_error *err)
+{
+	struct msg_vmm_context q;
+	struct msg_vmm_contexts *r;
+	int rc;
+
+	if ((r = calloc(1, sizeof(*r))) == NULL)
+		return fb_fail(err, API_EINTERNAL, "Out of memory");
+	memset(&q, 0, sizeof(q));
+	strlcpy(q.sandbox, id, sizeof(q.sandbox));
+	if (strlcpy(q.context, cid, sizeof(q.context)) >= sizeof(q.context) ||
+	    strlcpy(q.name, name, sizeof(q.name)) >= sizeof(q.name))
+		rc = fb_fail(err, API_ENOTFOUND, "Snapshot not found");
+	else
+		rc = ctx_call(
+		    arg, call, MSG_VMM_CONTEXT_SNAPSHOT_DELETE, "", &q, r, err);
+	if (rc == API_OK)
+		fb_audit_event(arg, call, "context.snapshot.delete", id, name);
+	free(r);
+	return rc;
+}
+
 void
 fb_context_ops(struct api_backend *ops)
 {
@@ -263,4 +435,9 @@ fb_context_ops(struct api_backend *ops)
 	ops->context_list = fb_context_list;
 	ops->context_delete = fb_context_delete;
 	ops->context_restart = fb_context_restart;
+	ops->context_fork = fb_context_fork;
+	ops->context_restore = fb_context_restore;
+	ops->context_snapshot = fb_context_snapshot;
+	ops->context_snapshots = fb_context_snapshots;
+	ops->context_snapshot_delete = fb_context_snapshot_delete;
 }

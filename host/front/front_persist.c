@@ -134,6 +134,23 @@ del(struct front_backend *fb, const struct api_principal *who, enum cap_id cap,
 	return write_call(fb, reqid, MSG_STORE_DELETE, q, qlen, err);
 }
 
+/* For other areas' records (front_sched.c, front_secrets.c). */
+int
+fb_store_put(struct front_backend *fb, const struct api_principal *who,
+    enum cap_id cap, const char *target, unsigned db, const void *rec,
+    size_t reclen, struct api_error *err)
+{
+	return put(fb, who, cap, target, db, rec, reclen, err);
+}
+
+int
+fb_store_del(struct front_backend *fb, const struct api_principal *who,
+    enum cap_id cap, const char *target, unsigned db, const char *k1,
+    const char *k2, struct api_error *err)
+{
+	return del(fb, who, cap, target, db, k1, k2, err);
+}
+
 int
 fb_persist_sandbox(struct front_backend *fb, const struct api_principal *who,
     const struct msg_vmm_sandbox_info *info,

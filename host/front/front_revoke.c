@@ -140,11 +140,11 @@ ask(struct front_backend *fb, const char *jti)
 	char next[STORE_CURSOR_MAX];
 	void *q = NULL, *reply = NULL;
 	size_t qlen, rlen;
-	int revoked = 1;
+	int revoked = -1; /* unknown: refused, to be retried */
 
 	if (store_wire_key_encode(MSG_STORE_REVOKED, STORE_DB_REVOCATIONS, jti,
 	        NULL, 0, NULL, &q, &qlen) != STORE_OK)
-		return 1;
+		return -1;
 	memset(&err, 0, sizeof(err));
 	if (fb_store_call(fb, 0, MSG_STORE_REVOKED, q, qlen, &reply, &rlen,
 	        &hdr, next, &err) == API_OK &&

@@ -146,12 +146,12 @@ run_background(struct front_backend *fb, const struct api_call *call,
  * valid during the op, so they go into the memfd here.
  */
 static int
-run_start(struct front_backend *fb, const struct api_call *call, const char *id,
-    const char *command, const char *const *args, size_t nargs,
+run_start_flags(struct front_backend *fb, const struct api_call *call,
+    const char *id, const char *command, const char *const *args, size_t nargs,
     const struct api_kv *env, size_t nenv, const char *in, size_t inlen,
     uint64_t timeout_ms, uint64_t *bg_pid, fb_run_done_fn on_done,
     void *on_done_arg, const char *context, const char *results_nonce,
-    struct api_error *err)
+    uint32_t run_flags, struct api_error *err)
 {
 	struct fb_authz *a = call->authz;
 	struct msg_vmm_run q;
@@ -197,6 +197,12 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 		fb_leave(fb, call->who->sub);
 		return rc;
 	}
+	/* Secrets the variables name go to the vmm first (docs/secrets.md). */
+	if ((rc = fb_run_secrets(fb, call, id, a->reqid, env, nenv,
+	         context != NULL, err)) != API_OK) {
+		fb_leave(fb, call->who->sub);
+		return rc;
+	}
 	memset(&q, 0, sizeof(q));
 	if (nargs > RUN_MAX_ARGS || nenv > RUN_MAX_ENV) {
 		fb_leave(fb, call->who->sub);
@@ -212,6 +218,7 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 	}
 	q.nargs = (uint32_t)nargs;
 	q.nenv = (uint32_t)nenv;
+	q.flags |= run_flags;
 	q.stdin_len = inlen;
 	q.timeout_ms = timeout_ms;
 	if (context != NULL) {
@@ -308,6 +315,85 @@ out:
 	return rc;
 }
 
+static int
+run_start(struct front_backend *fb, const struct api_call *call, const char *id,
+    const char *command, const char *const *args, size_t nargs,
+    const struct api_kv *env, size_t nenv, const char *in, size_t inlen,
+    uint64_t timeout_ms, uint64_t *bg_pid, fb_run_done_fn on_done,
+    void *on_done_arg, const char *context, const char *results_nonce,
+    struct api_error *err)
+{
+	return run_start_flags(fb, call, id, command, args, nargs, env, nenv,
+	    in, inlen, timeout_ms, bg_pid, on_done, on_done_arg, context,
+	    results_nonce, 0, err);
+}
+
+/* The terminal's input to the vmm for the run of pending p
+ * (docs/terminal.md); data longer than one message goes in several. */
+static void
+fb_terminal_input(void *arg, struct api_pending *p, int kind, const void *data,
+    size_t len, unsigned cols, unsigned rows)
+{
+	struct front_backend *fb = arg;
+	struct msg_vmm_term_input *m;
+	struct fb_run *r;
+	size_t off = 0, n;
+
+	for (r = fb->runs; r != NULL; r = r->next)
+		if (r->pending == p && !r->done)
+			break;
+	if (r == NULL || fb->ctx->fd[PROC_VMM] < 0 ||
+	    (m = calloc(1, sizeof(*m))) == NULL)
+		return;
+	do {
+		n = len - off < sizeof(m->data) ? len - off : sizeof(m->data);
+		memset(m, 0, sizeof(*m));
+		m->kind = kind == API_TERM_RESIZE ? TERM_IN_RESIZE
+		    : kind == API_TERM_EOF        ? TERM_IN_EOF
+		                                  : TERM_IN_DATA;
+		m->cols = (uint16_t)cols;
+		m->rows = (uint16_t)rows;
+		m->len = (uint32_t)n;
+		if (n > 0)
+			memcpy(m->data, (const char *)data + off, n);
+		if (msg_send(fb->ctx->fd[PROC_VMM], MSG_VMM_TERM_INPUT, 0,
+		        r->reqid, m, sizeof(*m), -1) != MSG_OK)
+			break;
+		off += n;
+	} while (off < len);
+	free(m);
+}
+
+/* An interactive shell, `sh -i`, bound to a terminal (docs/terminal.md). */
+static int
+fb_terminal_open(void *arg, const struct api_call *call, const char *id,
+    const struct api_terminal *t, struct api_error *err)
+{
+	static const char *const args[] = { "-i" };
+	struct front_backend *fb = arg;
+	struct api_kv env[1];
+	char term[64];
+	int rc;
+
+	snprintf(term, sizeof(term), "%s", t->term);
+	env[0].key = "TERM";
+	env[0].value = term;
+	rc = run_start_flags(fb, call, id, "sh", args, 1, env, 1, NULL, 0, 0,
+	    NULL, NULL, NULL, NULL, NULL, RUN_F_TERMINAL | RUN_F_STREAM, err);
+	if (rc == API_PENDING) {
+		const struct fb_authz *a = call->authz;
+		struct fb_run *r;
+
+		for (r = fb->runs; r != NULL; r = r->next)
+			if (r->pending != NULL && r->reqid == a->reqid)
+				break;
+		if (r != NULL)
+			fb_terminal_input(fb, r->pending, API_TERM_RESIZE, NULL,
+			    0, t->cols, t->rows);
+	}
+	return rc;
+}
+
 int
 fb_run_async(struct front_backend *fb, const struct api_call *call,
     const char *id, const struct api_exec *ex, fb_run_done_fn done, void *arg,
@@ -322,6 +408,16 @@ fb_run_async(struct front_backend *fb, const struct api_call *call,
 	    ex->language == API_LANG_PYTHON ? "python" : "js", args, 2, ex->env,
 	    ex->nenv, NULL, 0, ex->timeout_ms, NULL, done, arg, NULL, NULL,
 	    err);
+}
+
+int
+fb_run_command_async(struct front_backend *fb, const struct api_call *call,
+    const char *id, const struct api_command *c, fb_run_done_fn done, void *arg,
+    struct api_error *err)
+{
+	return run_start(fb, call, id, c->cmd, c->args, c->nargs, c->env,
+	    c->nenv, c->stdin_data, c->stdin_len, c->timeout_ms, NULL, done,
+	    arg, NULL, NULL, err);
 }
 
 /* The interpreters take the code as an argument: no temporary file and
@@ -496,7 +592,7 @@ fb_system(void *arg, const struct api_call *call, const char *id,
 /* Killing names no program: the decision is exec, without a target. */
 static int
 fb_kill(void *arg, const struct api_call *call, const char *id, uint64_t pid,
-    struct api_error *err)
+    int sig, struct api_error *err)
 {
 	struct front_backend *fb = arg;
 	struct fb_authz *a = call->authz;
@@ -520,6 +616,7 @@ fb_kill(void *arg, const struct api_call *call, const char *id, uint64_t pid,
 	q.grant = a->d.grant;
 	strlcpy(q.id, id, sizeof(q.id));
 	q.pid = pid;
+	q.sig = (uint32_t)sig;
 	rc = fb_call(fb, PROC_VMM, MSG_VMM_KILL, a->reqid, &q, sizeof(q), -1,
 	    MSG_VMM_KILL_REPLY, 0, &q, &rlen, NULL, err);
 	if (rc != API_OK)
@@ -538,29 +635,6 @@ run_find(struct front_backend *fb, uint64_t reqid)
 		if (r->reqid == reqid && !r->done)
 			return r;
 	return NULL;
-}
-
-static char *
-read_exact(int fd, uint64_t off, uint64_t len)
-{
-	char *buf;
-	size_t got = 0;
-	ssize_t n;
-
-	if ((buf = malloc(len + 1)) == NULL)
-		return NULL;
-	while (got < len) {
-		n = pread(fd, buf + got, len - got, (off_t)(off + got));
-		if (n == -1 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			free(buf);
-			return NULL;
-		}
-		got += (size_t)n;
-	}
-	buf[len] = '\0';
-	return buf;
 }
 
 static const char *const status_reason[] = {
@@ -707,8 +781,8 @@ h_run_done(struct proc_ctx *ctx, const struct msg *m)
 	    memchr(d.reason, '\0', sizeof(d.reason)) == NULL ||
 	    d.err_len > UINT64_MAX - d.out_len ||
 	    memfd_check(m->fd, d.out_len + d.err_len, UINT64_MAX) == -1 ||
-	    (r->res.out = read_exact(m->fd, 0, d.out_len)) == NULL ||
-	    (r->res.err = read_exact(m->fd, d.out_len, d.err_len)) == NULL) {
+	    (r->res.out = memfd_read_at(m->fd, 0, d.out_len)) == NULL ||
+	    (r->res.err = memfd_read_at(m->fd, d.out_len, d.err_len)) == NULL) {
 		close(m->fd);
 		free(r->res.out);
 		r->res.out = NULL;
@@ -737,6 +811,12 @@ h_run_done(struct proc_ctx *ctx, const struct msg *m)
 		fb_take_results(&r->res, r->results_nonce);
 	if (d.status == RUN_NOSANDBOX) {
 		r->rc = fb_fail(&r->err, API_ENOTFOUND, "Sandbox not found");
+		return 0;
+	}
+	if (d.status == RUN_REFUSED && strncmp(d.reason, "restoring", 9) == 0) {
+		/* The vmm is still reading its sandboxes back: try again. */
+		r->err.retry_after = 1;
+		r->rc = fb_fail(&r->err, API_EUNAVAIL, "%s", d.reason);
 		return 0;
 	}
 	if (d.status == RUN_NOTFOUND) {
@@ -779,8 +859,9 @@ h_run_output(struct proc_ctx *ctx, const struct msg *m)
 		return -1;
 	s = (int)h.stream - 1;
 	n = m->hdr.len - sizeof(h);
+	/* An empty piece (a terminal's start) passes too. */
 	if ((r = run_find(fb, m->hdr.reqid)) == NULL || r->pending == NULL ||
-	    h.offset != r->sent[s] || n == 0)
+	    h.offset != r->sent[s])
 		return 0;
 	api_stream_run(
 	    r->pending, s == 0 ? "stdout" : "stderr", m->data + sizeof(h), n);
@@ -859,6 +940,8 @@ front_backend_resume(struct front_backend *fb)
 	uint64_t now = mono_ms();
 
 	fb_expire_waits(fb);
+	fb_sched_tick(fb);
+	fb_watch_tick(fb);
 
 	while ((r = *rp) != NULL) {
 		if (!r->done && now >= r->deadline) {
@@ -909,4 +992,6 @@ fb_run_ops(struct api_backend *ops)
 	ops->kill = fb_kill;
 	ops->system = fb_system;
 	ops->metrics = fb_metrics;
+	ops->terminal_open = fb_terminal_open;
+	ops->terminal_input = fb_terminal_input;
 }

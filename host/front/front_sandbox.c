@@ -12,6 +12,7 @@
 
 #include <sodium.h>
 
+#include "host/config.h"
 #include "host/front/front_backend_int.h"
 #include "host/proc_egress.h"
 #include "host/vmm_msg.h"
@@ -88,19 +89,29 @@ sbx_call(struct front_backend *fb, uint32_t type, uint64_t reqid, const void *q,
 	return fb_sbx_error((int)r->status, err);
 }
 
-/* "sbx-" and 20 random base32 characters. */
+/* "sbx-" and 20 random base32 characters; "sbx-<node>-" and 20 when
+ * keepd.yaml names the node, so a balancer in front of several boxes
+ * routes every request for the sandbox to the box that holds it
+ * (docs/scaling.md). The random part has no '-', so the node is always
+ * the text between the first two dashes. */
 static void
-new_id(char out[SBX_ID_MAX])
+new_id(const struct msg_config *cfg, char out[SBX_ID_MAX])
 {
 	static const char alpha[] = "abcdefghijklmnopqrstuvwxyz234567";
 	uint8_t rnd[20];
-	size_t i;
+	size_t i, at = 4;
 
-	randombytes_buf(rnd, sizeof(rnd));
 	memcpy(out, "sbx-", 4);
+	if (cfg != NULL && cfg->node[0] != '\0') {
+		i = strnlen(cfg->node, CONFIG_NODE_MAX);
+		memcpy(out + at, cfg->node, i);
+		at += i;
+		out[at++] = '-';
+	}
+	randombytes_buf(rnd, sizeof(rnd));
 	for (i = 0; i < sizeof(rnd); i++)
-		out[4 + i] = alpha[rnd[i] & 31];
-	out[4 + sizeof(rnd)] = '\0';
+		out[at + i] = alpha[rnd[i] & 31];
+	out[at + sizeof(rnd)] = '\0';
 }
 
 static int
@@ -182,7 +193,7 @@ fb_sandbox_create(void *arg, const struct api_call *call,
 
 	if ((q = calloc(1, sizeof(*q))) == NULL)
 		return fb_fail(err, API_EINTERNAL, "Out of memory");
-	new_id(q->id);
+	new_id(fb->ctx->config, q->id);
 	/* The decision the API layer asked for had no target yet: decide
 	 * again for this sandbox, so the grant names it (a dry run: the
 	 * operation was counted once already). */
@@ -228,7 +239,10 @@ fb_sandbox_create(void *arg, const struct api_call *call,
 	webhook_secret(
 	    fb, r.id, out->webhook_secret, sizeof(out->webhook_secret));
 	fb_audit_event(fb, call, "sandbox.create", r.id, r.image);
-	rc = sandbox_token(fb, call, r.id, r.expires_at, tok, err);
+	/* A schedule's fresh sandbox (host/front/front_sched.c) has no
+	 * caller's token to derive one from, and needs none. */
+	rc = tok != NULL ? sandbox_token(fb, call, r.id, r.expires_at, tok, err)
+	                 : API_OK;
 out:
 	free(q);
 	return rc;

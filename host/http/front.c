@@ -11,6 +11,15 @@
  * keep-alive connection lives idle_timeout_ms; pending output must drain
  * within write_timeout_ms. None is extended by trickling bytes, which is
  * what makes slowloris useless.
+ *
+ * Fair shares: a source address holds at most max_conns_per_client
+ * connections; a connection that has not yet shown a verified bearer
+ * token ("unproven") idles unproven_timeout_ms at most, and when every
+ * slot is taken the oldest idle unproven one makes room for a newcomer,
+ * so idle sockets cannot lock anyone out (/healthz included). The bytes
+ * of replies waiting for their readers are bounded in all
+ * (max_pending_total): past it, the connection that has waited longest
+ * for its reader is closed.
  */
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -18,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <stdbool.h>
 #include <netinet/tcp.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -27,6 +37,7 @@
 #include <unistd.h>
 
 #include "host/http/front.h"
+#include "host/http/ws.h"
 #include "lib/clock.h"
 #include "lib/log.h"
 #include "lib/task.h"
@@ -37,7 +48,11 @@
  * body we refused). */
 /* C_WAIT: a deferred reply is due; nothing after it is parsed until it
  * arrives, so replies stay in request order. */
-enum conn_state { C_IDLE, C_HEAD, C_BODY, C_WAIT, C_LINGER };
+/* C_WS: upgraded to a WebSocket (the terminal, host/http/ws.h). */
+enum conn_state { C_IDLE, C_HEAD, C_BODY, C_WAIT, C_LINGER, C_WS };
+
+#define WS_MAX_MESSAGE 65536
+#define WS_MAX_OUT (4u << 20) /* a client that reads no output is closed */
 
 #define LINGER_MS 2000
 
@@ -66,6 +81,12 @@ struct conn {
 	struct tls *tls; /* NULL: plain TCP */
 	int sent_continue;
 	unsigned nreq;
+	int proven; /* a bearer token verified on this connection */
+	size_t counted; /* out.len as counted in front.pending_total */
+	uint8_t peer[17]; /* family, then the address (IPv6: its /64) */
+	uint8_t peerlen; /* 0: no address (adopted), no per-client limit */
+	struct ws_reader ws; /* C_WS */
+	int ws_told; /* the api knows the session has ended */
 };
 
 struct front {
@@ -79,6 +100,8 @@ struct front {
 	size_t incap_max;
 	uint64_t next_sweep;
 	uint32_t next_gen;
+	size_t pending_total; /* sum of conns' counted */
+	int in_step; /* front_step is walking its events */
 };
 
 void
@@ -93,11 +116,47 @@ front_limits_default(struct front_limits *l)
 	l->max_requests = 0;
 	l->wait_timeout_ms = 600000;
 	l->max_pending_out = 4 << 20;
+	l->max_conns_per_client = 128;
+	l->unproven_timeout_ms = 10000;
+	l->max_pending_total = (size_t)256 << 20;
+	l->ws_idle_timeout_ms = 10 * 60 * 1000;
+}
+
+/* When a connection that has nothing in flight may be dropped. */
+static uint64_t
+idle_deadline(const struct front *f, const struct conn *c)
+{
+	uint64_t ms = f->lim->idle_timeout_ms;
+
+	if (!c->proven && f->lim->unproven_timeout_ms != 0 &&
+	    f->lim->unproven_timeout_ms < ms)
+		ms = f->lim->unproven_timeout_ms;
+	return mono_ms() + ms;
+}
+
+static uint64_t
+conn_id(const struct conn *c)
+{
+	return (uint64_t)c->slot << 32 | c->gen;
+}
+
+/* The api hears once that a WebSocket session is over (or that the
+ * client of one not yet upgraded has gone). */
+static void
+ws_ended(struct front *f, struct conn *c)
+{
+	if ((c->state == C_WS || c->state == C_WAIT) && !c->ws_told) {
+		c->ws_told = 1;
+		api_ws_closed(f->api, conn_id(c));
+	}
 }
 
 static void
 conn_close(struct front *f, struct conn *c)
 {
+	f->pending_total -= c->counted;
+	ws_ended(f, c);
+	ws_reader_free(&c->ws);
 	epoll_ctl(f->epfd, EPOLL_CTL_DEL, c->fd, NULL);
 	if (c->tls != NULL) {
 		/* Best effort: a close_notify if it fits without waiting. */
@@ -321,8 +380,7 @@ conn_process(struct front *f, struct conn *c)
 			if (c->inlen == 0) {
 				if (c->state == C_HEAD) {
 					c->state = C_IDLE;
-					c->deadline =
-					    mono_ms() + lim->idle_timeout_ms;
+					c->deadline = idle_deadline(f, c);
 				}
 				return;
 			}
@@ -402,6 +460,77 @@ conn_process(struct front *f, struct conn *c)
 	}
 }
 
+/* One server frame, whole, to the output. */
+static void
+ws_send(struct conn *c, enum ws_opcode op, const void *data, size_t len)
+{
+	uint8_t head[10];
+
+	http_buf_add(&c->out, head, ws_frame_head(head, op, len));
+	http_buf_add(&c->out, data, len);
+}
+
+static void
+ws_close(struct front *f, struct conn *c, uint16_t code, const char *why)
+{
+	uint8_t p[2 + 64];
+	size_t n = strlen(why) < 64 ? strlen(why) : 64;
+
+	p[0] = (uint8_t)(code >> 8);
+	p[1] = (uint8_t)code;
+	memcpy(p + 2, why, n);
+	ws_send(c, WS_OP_CLOSE, p, 2 + n);
+	ws_ended(f, c);
+	c->closing = 1;
+}
+
+/* The frames the input holds: messages to the api, pings answered. */
+static void
+ws_process(struct front *f, struct conn *c)
+{
+	struct ws_msg m;
+	size_t used;
+	uint16_t code;
+	int rc;
+
+	while (!c->closing && c->inlen > 0) {
+		rc = ws_read(
+		    &c->ws, (uint8_t *)c->in, c->inlen, &used, &m, &code);
+		if (rc == WS_ERROR) {
+			ws_close(f, c, code, "protocol error");
+			c->inlen = 0;
+			return;
+		}
+		if (rc == WS_MORE) {
+			memmove(c->in, c->in + used, c->inlen - used);
+			c->inlen -= used;
+			if (used == 0)
+				return;
+			continue;
+		}
+		/* m may point into c->in: used before the input moves. */
+		c->deadline = mono_ms() + f->lim->ws_idle_timeout_ms;
+		switch (m.opcode) {
+		case WS_OP_PING:
+			ws_send(c, WS_OP_PONG, m.data, m.len);
+			break;
+		case WS_OP_PONG:
+			break;
+		case WS_OP_CLOSE:
+			ws_close(f, c,
+			    m.close_code ? m.close_code : WS_CLOSE_NORMAL, "");
+			c->inlen = 0;
+			return;
+		default:
+			api_ws_message(
+			    f->api, conn_id(c), m.opcode, m.data, m.len);
+			break;
+		}
+		memmove(c->in, c->in + used, c->inlen - used);
+		c->inlen -= used;
+	}
+}
+
 static void
 conn_read(struct front *f, struct conn *c)
 {
@@ -450,6 +579,16 @@ conn_read(struct front *f, struct conn *c)
 			c->closing = 2;
 		return;
 	}
+	if (c->state == C_WS) {
+		if (n == 0) {
+			ws_ended(f, c);
+			c->closing = 2;
+			return;
+		}
+		c->inlen += (size_t)n;
+		ws_process(f, c);
+		return;
+	}
 	if (n == 0 && c->state == C_WAIT) {
 		/* Answer the request in flight, then close. */
 		c->peer_eof = 1;
@@ -469,9 +608,11 @@ conn_read(struct front *f, struct conn *c)
 	conn_process(f, c);
 }
 
+static void conn_settle(struct front *, struct conn *);
+
 /* After any event: write, then decide what to wait for next. */
 static void
-conn_settle(struct front *f, struct conn *c)
+conn_settle_io(struct front *f, struct conn *c)
 {
 	if (c->closing == 2) {
 		conn_close(f, c);
@@ -481,6 +622,27 @@ conn_settle(struct front *f, struct conn *c)
 		return;
 	if (conn_flush(f, c) == -1) {
 		conn_close(f, c);
+		return;
+	}
+	if (c->state == C_WS) {
+		if (c->out.len > WS_MAX_OUT) {
+			conn_close(f, c);
+			return;
+		}
+		if (c->closing && c->out.len == 0) {
+			/* The close frame is out: the client's may follow. */
+			ws_ended(f, c);
+			shutdown(c->fd, SHUT_WR);
+			c->state = C_LINGER;
+			c->deadline = mono_ms() + LINGER_MS;
+			c->inlen = 0;
+			if (conn_watch(f, c, EPOLLIN) == -1)
+				conn_close(f, c);
+			return;
+		}
+		if (conn_watch(
+		        f, c, c->out.len > 0 ? c->wr_want : c->rd_want) == -1)
+			conn_close(f, c);
 		return;
 	}
 	if (c->state == C_WAIT && c->out.len == 0) {
@@ -514,7 +676,7 @@ conn_settle(struct front *f, struct conn *c)
 		size_t before = c->inlen;
 		conn_process(f, c);
 		if (c->out.len > 0 || c->closing || c->inlen != before) {
-			conn_settle(f, c);
+			conn_settle_io(f, c);
 			return;
 		}
 	}
@@ -522,10 +684,24 @@ conn_settle(struct front *f, struct conn *c)
 		conn_close(f, c);
 }
 
-/* Take a connected, non-blocking socket into the loop; closes fd on
- * failure. */
+/* conn_settle_io, then count what is left waiting for the reader. */
+static void
+conn_settle(struct front *f, struct conn *c)
+{
+	unsigned slot = c->slot;
+
+	conn_settle_io(f, c);
+	if (f->conns[slot] != c)
+		return; /* closed */
+	f->pending_total -= c->counted;
+	c->counted = c->out.len;
+	f->pending_total += c->counted;
+}
+
+/* Take a connected, non-blocking socket from peer (a key made by
+ * peer_key, or NULL) into the loop; closes fd on failure. */
 static int
-conn_add(struct front *f, int fd)
+conn_add(struct front *f, int fd, const uint8_t *peer, size_t peerlen)
 {
 	struct epoll_event ev;
 	struct conn *c;
@@ -540,6 +716,10 @@ conn_add(struct front *f, int fd)
 	}
 	c->fd = fd;
 	c->slot = slot;
+	if (peer != NULL && peerlen <= sizeof(c->peer)) {
+		memcpy(c->peer, peer, peerlen);
+		c->peerlen = (uint8_t)peerlen;
+	}
 	c->gen = ++f->next_gen;
 	c->events = EPOLLIN;
 	c->rd_want = EPOLLIN;
@@ -552,7 +732,7 @@ conn_add(struct front *f, int fd)
 		return -1;
 	}
 	c->state = C_IDLE;
-	c->deadline = mono_ms() + f->lim->idle_timeout_ms;
+	c->deadline = idle_deadline(f, c);
 	http_buf_init(&c->out);
 	memset(&ev, 0, sizeof(ev));
 	ev.events = EPOLLIN;
@@ -581,7 +761,126 @@ front_adopt(struct front *f, int fd)
 	}
 	if ((fl = fcntl(fd, F_GETFL)) != -1)
 		(void)fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-	return conn_add(f, fd);
+	return conn_add(f, fd, NULL, 0);
+}
+
+/*
+ * The key a per-client limit counts by: the family, then the IPv4
+ * address or the IPv6 /64 (one host or one site holds a whole /64, so
+ * counting single IPv6 addresses would limit nothing). An IPv4-mapped
+ * IPv6 address counts as its IPv4 address. 0: no key (not IP).
+ */
+static size_t
+peer_key(const struct sockaddr_storage *ss, uint8_t key[17])
+{
+	static const uint8_t v4mapped[12] = { [10] = 0xff, [11] = 0xff };
+
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *sin = (const void *)ss;
+
+		key[0] = AF_INET;
+		memcpy(key + 1, &sin->sin_addr, 4);
+		return 5;
+	}
+	if (ss->ss_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const void *)ss;
+		const uint8_t *a = s6->sin6_addr.s6_addr;
+
+		if (memcmp(a, v4mapped, sizeof(v4mapped)) == 0) {
+			key[0] = AF_INET;
+			memcpy(key + 1, a + 12, 4);
+			return 5;
+		}
+		key[0] = AF_INET6;
+		memcpy(key + 1, a, 8);
+		return 9;
+	}
+	return 0;
+}
+
+static unsigned
+conns_from(const struct front *f, const uint8_t *key, size_t keylen)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < f->lim->max_conns; i++) {
+		const struct conn *c = f->conns[i];
+
+		if (c != NULL && c->peerlen == keylen &&
+		    memcmp(c->peer, key, keylen) == 0)
+			n++;
+	}
+	return n;
+}
+
+/*
+ * Every slot is taken: close the oldest connection that has not shown a
+ * verified token and has nothing in flight (idle, or a head still
+ * arriving), so that a newcomer gets its slot. false: there is none.
+ */
+static bool
+conn_evict_unproven(struct front *f)
+{
+	struct conn *oldest = NULL;
+
+	for (unsigned i = 0; i < f->lim->max_conns; i++) {
+		struct conn *c = f->conns[i];
+
+		if (c == NULL || c->proven || c->closing || c->out.len > 0 ||
+		    (c->state != C_IDLE && c->state != C_HEAD))
+			continue;
+		if (oldest == NULL || (int32_t)(c->gen - oldest->gen) < 0)
+			oldest = c;
+	}
+	if (oldest == NULL)
+		return false;
+	api_count_conn(f->api, API_CONN_TIMEOUT);
+	conn_close(f, oldest);
+	return true;
+}
+
+/*
+ * Replies waiting for their readers past max_pending_total: close the
+ * connection that has waited longest for its reader, as long as more
+ * than one connection has a reply waiting (one reply alone is bounded by
+ * the output limits and the write timeout). keep (or NULL) is spared;
+ * extra bytes are about to be added to it. Never while front_step walks
+ * its events: it closes connections other than the one at hand.
+ */
+static void
+front_shed(struct front *f, const struct conn *keep, size_t extra)
+{
+	while (f->lim->max_pending_total != 0 &&
+	    f->pending_total + extra > f->lim->max_pending_total) {
+		struct conn *victim = NULL;
+		unsigned waiting = extra > 0 && keep->counted == 0;
+
+		for (unsigned i = 0; i < f->lim->max_conns; i++) {
+			struct conn *c = f->conns[i];
+
+			if (c == NULL || c->counted == 0)
+				continue;
+			waiting++;
+			if (c == keep)
+				continue;
+			if (victim == NULL ||
+			    (c->write_deadline != 0 &&
+			        (victim->write_deadline == 0 ||
+			            c->write_deadline <
+			                victim->write_deadline)) ||
+			    (c->write_deadline == victim->write_deadline &&
+			        c->counted > victim->counted))
+				victim = c;
+		}
+		if (waiting < 2 || victim == NULL)
+			return;
+		log_warnx("%s: %zu bytes of replies wait for clients that do "
+		          "not read (limit %zu): closing one holding %zu",
+		    __func__, f->pending_total + extra,
+		    f->lim->max_pending_total, victim->counted);
+		api_count_conn(f->api, API_CONN_TIMEOUT);
+		conn_close(f, victim);
+	}
 }
 
 static void
@@ -592,11 +891,22 @@ front_accept(struct front *f)
 	    "application/json\r\nContent-Length: 65\r\nConnection: "
 	    "close\r\nRetry-After: 1\r\n\r\n{\"error\":{\"message\":\"Too "
 	    "many connections\",\"code\":\"UNAVAILABLE\"}}";
+	static const char busy_client[] =
+	    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: "
+	    "application/json\r\nContent-Length: 83\r\nConnection: "
+	    "close\r\nRetry-After: 1\r\n\r\n{\"error\":{\"message\":\"Too "
+	    "many connections from this address\",\"code\":\"UNAVAILABLE\"}}";
 
 	for (;;) {
+		struct sockaddr_storage ss;
+		socklen_t sslen = sizeof(ss);
+		uint8_t key[17];
+		size_t keylen;
 		int fd, one = 1;
 
-		fd = accept4(f->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		memset(&ss, 0, sizeof(ss));
+		fd = accept4(f->lfd, (struct sockaddr *)&ss, &sslen,
+		    SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd == -1) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
@@ -604,7 +914,17 @@ front_accept(struct front *f)
 				log_warn("%s: accept", __func__);
 			return;
 		}
-		if (f->nconns >= f->lim->max_conns) {
+		keylen = peer_key(&ss, key);
+		if (keylen != 0 && f->lim->max_conns_per_client != 0 &&
+		    conns_from(f, key, keylen) >=
+		        f->lim->max_conns_per_client) {
+			api_count_conn(f->api, API_CONN_REFUSED);
+			(void)send(fd, busy_client, sizeof(busy_client) - 1,
+			    MSG_NOSIGNAL | MSG_DONTWAIT);
+			close(fd);
+			continue;
+		}
+		if (f->nconns >= f->lim->max_conns && !conn_evict_unproven(f)) {
 			api_count_conn(f->api, API_CONN_REFUSED);
 			(void)send(fd, busy, sizeof(busy) - 1,
 			    MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -613,7 +933,7 @@ front_accept(struct front *f)
 		}
 		(void)setsockopt(
 		    fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		(void)conn_add(f, fd);
+		(void)conn_add(f, fd, key, keylen);
 	}
 }
 
@@ -639,6 +959,14 @@ front_sweep(struct front *f, uint64_t now)
 		}
 		if (c->state == C_WAIT)
 			continue;
+		if (c->state == C_WS) {
+			if (!c->closing && now >= c->deadline) {
+				api_count_conn(f->api, API_CONN_TIMEOUT);
+				ws_close(f, c, WS_CLOSE_GOING_AWAY, "idle");
+				conn_settle(f, c);
+			}
+			continue;
+		}
 		if (c->out.len > 0 || c->closing || now < c->deadline)
 			continue;
 		api_count_conn(f->api, API_CONN_TIMEOUT);
@@ -692,6 +1020,32 @@ out:
 	return t;
 }
 
+/* A request on connection id carried a verified bearer token. */
+static void
+front_proven(void *arg, uint64_t id)
+{
+	struct front *f = arg;
+	unsigned slot = (unsigned)(id >> 32);
+	struct conn *c;
+
+	if (slot < f->lim->max_conns && (c = f->conns[slot]) != NULL &&
+	    c->gen == (uint32_t)id)
+		c->proven = 1;
+}
+
+/* Does the client that waits for a deferred reply still read? */
+static int
+front_alive(void *arg, uint64_t id)
+{
+	struct front *f = arg;
+	unsigned slot = (unsigned)(id >> 32);
+	struct conn *c;
+
+	return slot < f->lim->max_conns && (c = f->conns[slot]) != NULL &&
+	    c->gen == (uint32_t)id && c->state == C_WAIT && !c->peer_eof &&
+	    !c->closing;
+}
+
 /* A deferred reply arrives: put it in order on its connection, if the
  * connection is still the one that asked. */
 static void
@@ -702,19 +1056,48 @@ front_resume(void *arg, uint64_t id, const void *resp, size_t len, int flags)
 	struct conn *c;
 
 	if (slot >= f->lim->max_conns || (c = f->conns[slot]) == NULL ||
-	    c->gen != (uint32_t)id || c->state != C_WAIT)
+	    c->gen != (uint32_t)id)
 		return;
+	if (c->state == C_WS) {
+		/* The terminal's output, framed here; its end closes. */
+		if (c->closing)
+			return;
+		if (len > 0)
+			ws_send(c, WS_OP_BINARY, resp, len);
+		if (!(flags & API_RESUME_MORE))
+			ws_close(f, c, WS_CLOSE_NORMAL, "exit");
+		conn_settle(f, c);
+		return;
+	}
+	if (c->state != C_WAIT)
+		return;
+	/* Make room first: the bytes of those that do not read go before
+	 * these are copied. */
+	if (!f->in_step)
+		front_shed(f, c, len);
 	http_buf_add(&c->out, resp, len);
+	if (flags & API_RESUME_UPGRADE) {
+		/* 101 sent: from here on the connection is a WebSocket. */
+		c->state = C_WS;
+		ws_reader_init(&c->ws, WS_MAX_MESSAGE);
+		c->deadline = mono_ms() + f->lim->ws_idle_timeout_ms;
+		if (c->inlen > 0)
+			ws_process(f, c);
+		conn_settle(f, c);
+		return;
+	}
 	if (flags & API_RESUME_MORE) {
-		/* Part of an event stream: send it, keep waiting. */
+		/* Part of an event stream: send it, keep waiting; a stream
+		 * that goes on (a watch) is not a reply that never came. */
+		c->deadline = mono_ms() + f->lim->wait_timeout_ms;
 		conn_settle(f, c);
 		return;
 	}
 	if ((flags & API_RESUME_CLOSE) || c->peer_eof)
 		c->closing = 1;
 	c->state = c->inlen > 0 ? C_HEAD : C_IDLE;
-	c->deadline = mono_ms() +
-	    (c->inlen > 0 ? f->lim->head_timeout_ms : f->lim->idle_timeout_ms);
+	c->deadline = c->inlen > 0 ? mono_ms() + f->lim->head_timeout_ms
+	                           : idle_deadline(f, c);
 	conn_settle(f, c);
 }
 
@@ -748,6 +1131,8 @@ front_new(
 			goto fail;
 	}
 	api_set_resume(api, front_resume, f);
+	api_set_auth_notify(api, front_proven, f);
+	api_set_alive(api, front_alive, f);
 	return f;
 fail:
 	if (f->epfd != -1)
@@ -774,7 +1159,7 @@ front_step(struct front *f, int timeout_ms)
 {
 	struct epoll_event evs[64];
 	uint64_t now;
-	int n;
+	int n, accept_due = 0;
 
 	n = epoll_wait(f->epfd, evs, (int)nitems(evs), timeout_ms);
 	if (n == -1) {
@@ -783,11 +1168,12 @@ front_step(struct front *f, int timeout_ms)
 		log_warn("%s: epoll_wait", __func__);
 		return -1;
 	}
+	f->in_step = 1;
 	for (int i = 0; i < n; i++) {
 		struct conn *c = evs[i].data.ptr;
 
 		if (c == NULL) {
-			front_accept(f);
+			accept_due = 1;
 			continue;
 		}
 		if (evs[i].events & (EPOLLERR | EPOLLHUP) &&
@@ -800,6 +1186,12 @@ front_step(struct front *f, int timeout_ms)
 			conn_read(f, c);
 		conn_settle(f, c);
 	}
+	f->in_step = 0;
+	/* After the events: making room closes other connections, which
+	 * may have events of their own further down evs. */
+	if (accept_due)
+		front_accept(f);
+	front_shed(f, NULL, 0);
 	now = mono_ms();
 	if (now >= f->next_sweep) {
 		front_sweep(f, now);
@@ -814,6 +1206,8 @@ front_free(struct front *f)
 	if (f == NULL)
 		return;
 	api_set_resume(f->api, NULL, NULL);
+	api_set_auth_notify(f->api, NULL, NULL);
+	api_set_alive(f->api, NULL, NULL);
 	for (unsigned i = 0; i < f->lim->max_conns; i++)
 		if (f->conns[i] != NULL)
 			conn_close(f, f->conns[i]);

@@ -28,6 +28,19 @@ struct front_limits {
 	uint64_t wait_timeout_ms; /* a deferred reply must come in this */
 	unsigned max_requests; /* per connection, 0: unlimited */
 	size_t max_pending_out; /* stop reading above this many bytes */
+	/* Per source address (0: no limit); above it: 503 + close. */
+	unsigned max_conns_per_client;
+	/* How long a connection may stay idle before a bearer token has
+	 * verified on it ("proven", api_set_auth_notify); when every slot
+	 * is taken, the oldest idle unproven connection is closed to make
+	 * room for a new one. */
+	uint64_t unproven_timeout_ms;
+	/* Bytes of replies waiting for their clients, over all connections;
+	 * above it the connection that has waited longest for its reader
+	 * is closed (0: no bound). */
+	size_t max_pending_total;
+	uint64_t ws_idle_timeout_ms; /* a WebSocket with no message from
+					 its client (default 10 min) */
 };
 
 void front_limits_default(struct front_limits *);

@@ -29,6 +29,9 @@ static const char *const db_names[STORE_DB_COUNT] = {
 	[STORE_DB_IMAGES] = "images",
 	[STORE_DB_ENV] = "env",
 	[STORE_DB_FILES] = "files",
+	[STORE_DB_SCHEDULES] = "schedules",
+	[STORE_DB_SCHED_RUNS] = "schedule_runs",
+	[STORE_DB_SECRETS] = "secrets",
 };
 
 const char *
@@ -504,6 +507,16 @@ del_fn(struct store *st, MDB_txn *txn, void *arg)
 			         prefix, n + 1)) != STORE_OK)
 				return rc;
 	}
+	if (a->db == STORE_DB_SCHEDULES) {
+		uint8_t prefix[STORE_ID_MAX + 1];
+		size_t n = strlen(a->k1);
+
+		memcpy(prefix, a->k1, n);
+		prefix[n] = '\0';
+		if ((rc = delete_prefix(txn, st->dbi[STORE_DB_SCHED_RUNS],
+		         prefix, n + 1)) != STORE_OK)
+			return rc;
+	}
 	return STORE_OK;
 }
 
@@ -586,13 +599,17 @@ store_list(struct store *st, unsigned db, const char *prefix, const char *after,
 	} else if ((prefix != NULL) !=
 	    (db == STORE_DB_RUNS || db == STORE_DB_COUNTERS ||
 	        db == STORE_DB_IDEMPOTENCY || db == STORE_DB_ENV ||
-	        db == STORE_DB_FILES)) {
+	        db == STORE_DB_FILES || db == STORE_DB_SCHED_RUNS)) {
 		/* Two-part keys are listed per first part, others whole. */
 		return STORE_E_ARG;
 	} else if (prefix != NULL) {
-		/* Start at prefix NUL after; both parts validated. */
-		if ((slen = store_key_make(
-		         db, prefix, after ? after : "x", start)) == 0)
+		/* Start at prefix NUL after; both parts validated (a fire's
+		 * number is all digits, so its stand-in is too). */
+		const char *k2 = after != NULL  ? after
+		    : db == STORE_DB_SCHED_RUNS ? "00000000000000000000"
+		                                : "x";
+
+		if ((slen = store_key_make(db, prefix, k2, start)) == 0)
 			return STORE_E_ARG;
 		plen = strlen(prefix) + 1;
 		memcpy(pfx, start, plen);

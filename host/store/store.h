@@ -72,6 +72,9 @@ enum store_db {
 	STORE_DB_IMAGES, /* name -> struct store_image */
 	STORE_DB_ENV, /* sandbox NUL name -> struct store_env */
 	STORE_DB_FILES, /* sandbox NUL path -> struct store_file */
+	STORE_DB_SCHEDULES, /* id -> struct store_schedule */
+	STORE_DB_SCHED_RUNS, /* schedule NUL seq -> struct store_sched_run */
+	STORE_DB_SECRETS, /* name -> struct store_secret (docs/secrets.md) */
 	STORE_DB_COUNT
 };
 
@@ -251,6 +254,17 @@ struct store_env {
 	const char *value; /* <= STORE_VALUE_MAX */
 };
 
+/* A secret: its value sealed to the vmm's key (crypto_box_seal), never
+ * in clear here. */
+#define STORE_SEALED_MAX 4200
+struct store_secret {
+	const char *name;
+	const void *sealed;
+	uint32_t sealed_len; /* 1..STORE_SEALED_MAX */
+	int64_t created_ms, updated_ms;
+	const char *set_by; /* the principal of the last PUT */
+};
+
 struct store_file {
 	const char *sandbox;
 	const char *path; /* absolute, inside the workspace */
@@ -258,6 +272,47 @@ struct store_file {
 	int64_t mtime_ms;
 	const void *data;
 	uint32_t len; /* <= STORE_FILE_MAX */
+};
+
+/*
+ * A schedule (docs/schedules.md): spec is its definition as compact JSON,
+ * which the front validates again whenever it reads one back.
+ */
+#define STORE_SPEC_MAX 32768
+#define STORE_SCHED_OUT_MAX 16384 /* a fire's stdout, stderr each */
+struct store_schedule {
+	const char *id;
+	const char *owner; /* principal that created it */
+	const char *spec; /* <= STORE_SPEC_MAX */
+	uint64_t caps; /* the creating token's capabilities */
+	int64_t created_ms, updated_ms;
+	int64_t last_fire_ms; /* the occurrence last fired or skipped; 0 */
+	uint64_t next_seq; /* the next fire's number */
+};
+
+enum store_sched_run_status {
+	STORE_SCHED_COMPLETED = 1, /* it ran: exit_code is valid */
+	STORE_SCHED_FAILED, /* it could not start or did not finish */
+	STORE_SCHED_REFUSED /* the policy refused the fire */
+};
+
+/* One fire of a schedule. seq is 20 decimal digits, so keys sort. */
+struct store_sched_run {
+	const char *schedule;
+	const char *seq;
+	const char *owner;
+	uint32_t status; /* enum store_sched_run_status */
+	int32_t exit_code;
+	uint32_t catch_up; /* 1: a fire missed while keepd was down */
+	int64_t fire_ms; /* the occurrence (scheduled time) */
+	int64_t started_ms, finished_ms;
+	const char *sandbox; /* where it ran, "" if nowhere */
+	const char *run_id; /* the run's request id, "" */
+	const char *detail; /* "" or why it failed, the stop reason */
+	const void *out; /* out_len <= STORE_SCHED_OUT_MAX */
+	uint32_t out_len;
+	const void *err;
+	uint32_t err_len;
 };
 
 /*
@@ -291,6 +346,16 @@ int store_env_encode(const struct store_env *in, void **out, size_t *len);
 int store_env_decode(const void *buf, size_t len, struct store_env *out);
 int store_file_encode(const struct store_file *in, void **out, size_t *len);
 int store_file_decode(const void *buf, size_t len, struct store_file *out);
+int store_schedule_encode(
+    const struct store_schedule *in, void **out, size_t *len);
+int store_schedule_decode(
+    const void *buf, size_t len, struct store_schedule *out);
+int store_sched_run_encode(
+    const struct store_sched_run *in, void **out, size_t *len);
+int store_sched_run_decode(
+    const void *buf, size_t len, struct store_sched_run *out);
+int store_secret_encode(const struct store_secret *in, void **out, size_t *len);
+int store_secret_decode(const void *buf, size_t len, struct store_secret *out);
 
 /*
  * Validate a value found in database db (any kind, including the meta
@@ -326,7 +391,8 @@ int store_put(
  * files), NULL otherwise. get returns the validated record as a malloc'd
  * copy in *rec (free it), length *len. Return STORE_OK, STORE_E_ARG,
  * STORE_E_NOTFOUND, STORE_E_CORRUPT and (delete) the write errors.
- * Deleting a sandbox also deletes its runs, env and files.
+ * Deleting a sandbox also deletes its runs, env and files; deleting a
+ * schedule its fires (STORE_DB_SCHED_RUNS).
  */
 int store_get(struct store *st, unsigned db, const char *k1, const char *k2,
     void **rec, size_t *len);

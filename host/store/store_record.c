@@ -711,6 +711,135 @@ store_file_decode(const void *buf, size_t len, struct store_file *out)
 	DONE(out, f);
 }
 
+/* A fire's number as its key part: 20 decimal digits. */
+static int
+seq_ok(const char *s)
+{
+	size_t n = 0;
+
+	if (s == NULL)
+		return 0;
+	for (; s[n] != '\0'; n++)
+		if (n >= 20 || s[n] < '0' || s[n] > '9')
+			return 0;
+	return n == 20;
+}
+
+int
+store_schedule_encode(const struct store_schedule *in, void **out, size_t *len)
+{
+	struct store_wbuf w = { 0 };
+
+	if (!store_id_ok(in->id, STORE_ID_MAX) ||
+	    !store_name_ok(in->owner, STORE_NAME_MAX) ||
+	    !store_name_ok(in->spec, STORE_SPEC_MAX))
+		w.err = STORE_E_ARG;
+	store_w_hdr(&w, STORE_TAG_SCHEDULE);
+	store_w_str(&w, in->id, STORE_ID_MAX);
+	store_w_str(&w, in->owner, STORE_NAME_MAX);
+	store_w_str(&w, in->spec, STORE_SPEC_MAX);
+	store_w_u64(&w, in->caps);
+	store_w_u64(&w, (uint64_t)in->created_ms);
+	store_w_u64(&w, (uint64_t)in->updated_ms);
+	store_w_u64(&w, (uint64_t)in->last_fire_ms);
+	store_w_u64(&w, in->next_seq);
+	return store_w_finish(&w, out, len);
+}
+
+int
+store_schedule_decode(const void *buf, size_t len, struct store_schedule *out)
+{
+	struct store_rbuf r = { buf, len, 0 };
+	struct store_schedule s;
+
+	memset(&s, 0, sizeof(s));
+	if (store_r_hdr(&r, STORE_TAG_SCHEDULE) != 0)
+		return r.err;
+	s.id = store_r_str(&r, STORE_ID_MAX);
+	s.owner = store_r_str(&r, STORE_NAME_MAX);
+	s.spec = store_r_str(&r, STORE_SPEC_MAX);
+	s.caps = store_r_u64(&r);
+	s.created_ms = (int64_t)store_r_u64(&r);
+	s.updated_ms = (int64_t)store_r_u64(&r);
+	s.last_fire_ms = (int64_t)store_r_u64(&r);
+	s.next_seq = store_r_u64(&r);
+	BAD(!store_id_ok(s.id, STORE_ID_MAX) ||
+	    !store_name_ok(s.owner, STORE_NAME_MAX) ||
+	    !store_name_ok(s.spec, STORE_SPEC_MAX));
+	DONE(out, s);
+}
+
+static int
+sched_text_ok(const char *s, size_t max)
+{
+	return s != NULL && (s[0] == '\0' || store_name_ok(s, max));
+}
+
+int
+store_sched_run_encode(
+    const struct store_sched_run *in, void **out, size_t *len)
+{
+	struct store_wbuf w = { 0 };
+
+	if (!store_id_ok(in->schedule, STORE_ID_MAX) || !seq_ok(in->seq) ||
+	    !store_name_ok(in->owner, STORE_NAME_MAX) ||
+	    in->status < STORE_SCHED_COMPLETED ||
+	    in->status > STORE_SCHED_REFUSED || in->catch_up > 1 ||
+	    !sched_text_ok(in->sandbox, STORE_ID_MAX) ||
+	    !sched_text_ok(in->run_id, STORE_ID_MAX) ||
+	    !sched_text_ok(in->detail, STORE_TEXT_MAX))
+		w.err = STORE_E_ARG;
+	store_w_hdr(&w, STORE_TAG_SCHED_RUN);
+	store_w_str(&w, in->schedule, STORE_ID_MAX);
+	store_w_str(&w, in->seq, 20);
+	store_w_str(&w, in->owner, STORE_NAME_MAX);
+	store_w_u32(&w, in->status);
+	store_w_u32(&w, (uint32_t)in->exit_code);
+	store_w_u32(&w, in->catch_up);
+	store_w_u64(&w, (uint64_t)in->fire_ms);
+	store_w_u64(&w, (uint64_t)in->started_ms);
+	store_w_u64(&w, (uint64_t)in->finished_ms);
+	store_w_str(&w, in->sandbox, STORE_ID_MAX);
+	store_w_str(&w, in->run_id, STORE_ID_MAX);
+	store_w_str(&w, in->detail, STORE_TEXT_MAX);
+	store_w_blob(&w, in->out, in->out_len, STORE_SCHED_OUT_MAX);
+	store_w_blob(&w, in->err, in->err_len, STORE_SCHED_OUT_MAX);
+	return store_w_finish(&w, out, len);
+}
+
+int
+store_sched_run_decode(const void *buf, size_t len, struct store_sched_run *out)
+{
+	struct store_rbuf r = { buf, len, 0 };
+	struct store_sched_run x;
+
+	memset(&x, 0, sizeof(x));
+	if (store_r_hdr(&r, STORE_TAG_SCHED_RUN) != 0)
+		return r.err;
+	x.schedule = store_r_str(&r, STORE_ID_MAX);
+	x.seq = store_r_str(&r, 20);
+	x.owner = store_r_str(&r, STORE_NAME_MAX);
+	x.status = store_r_u32(&r);
+	x.exit_code = (int32_t)store_r_u32(&r);
+	x.catch_up = store_r_u32(&r);
+	x.fire_ms = (int64_t)store_r_u64(&r);
+	x.started_ms = (int64_t)store_r_u64(&r);
+	x.finished_ms = (int64_t)store_r_u64(&r);
+	x.sandbox = store_r_str(&r, STORE_ID_MAX);
+	x.run_id = store_r_str(&r, STORE_ID_MAX);
+	x.detail = store_r_str(&r, STORE_TEXT_MAX);
+	x.out = store_r_blob(&r, STORE_SCHED_OUT_MAX, &x.out_len);
+	x.err = store_r_blob(&r, STORE_SCHED_OUT_MAX, &x.err_len);
+	BAD(!store_id_ok(x.schedule, STORE_ID_MAX) || !seq_ok(x.seq) ||
+	    !store_name_ok(x.owner, STORE_NAME_MAX) ||
+	    x.status < STORE_SCHED_COMPLETED ||
+	    x.status > STORE_SCHED_REFUSED || x.catch_up > 1 ||
+	    !sched_text_ok(x.sandbox, STORE_ID_MAX) ||
+	    !sched_text_ok(x.run_id, STORE_ID_MAX) ||
+	    !sched_text_ok(x.detail, STORE_TEXT_MAX));
+	DONE(out, x);
+}
+
 /* ---- meta ----------------------------------------------------------- */
 
 int
@@ -804,6 +933,9 @@ store_record_check(unsigned db, const void *buf, size_t len)
 		struct store_image i;
 		struct store_env e;
 		struct store_file f;
+		struct store_schedule d;
+		struct store_sched_run g;
+		struct store_secret z;
 		struct store_head h;
 		struct store_checkpoint p;
 	} u;
@@ -836,6 +968,12 @@ store_record_check(unsigned db, const void *buf, size_t len)
 		return store_env_decode(buf, len, &u.e);
 	case STORE_DB_FILES:
 		return store_file_decode(buf, len, &u.f);
+	case STORE_DB_SCHEDULES:
+		return store_schedule_decode(buf, len, &u.d);
+	case STORE_DB_SCHED_RUNS:
+		return store_sched_run_decode(buf, len, &u.g);
+	case STORE_DB_SECRETS:
+		return store_secret_decode(buf, len, &u.z);
 	default:
 		return STORE_E_ARG;
 	}
@@ -879,6 +1017,9 @@ store_record_key(unsigned db, const void *buf, size_t len, void *key,
 		struct store_image i;
 		struct store_env e;
 		struct store_file f;
+		struct store_schedule d;
+		struct store_sched_run g;
+		struct store_secret z;
 	} u;
 	size_t n = 0;
 	int rc;
@@ -933,6 +1074,21 @@ store_record_key(unsigned db, const void *buf, size_t len, void *key,
 			return rc;
 		n = key2(u.f.sandbox, u.f.path, key, keymax);
 		break;
+	case STORE_DB_SCHEDULES:
+		if ((rc = store_schedule_decode(buf, len, &u.d)) != 0)
+			return rc;
+		n = key1(u.d.id, key, keymax);
+		break;
+	case STORE_DB_SCHED_RUNS:
+		if ((rc = store_sched_run_decode(buf, len, &u.g)) != 0)
+			return rc;
+		n = key2(u.g.schedule, u.g.seq, key, keymax);
+		break;
+	case STORE_DB_SECRETS:
+		if ((rc = store_secret_decode(buf, len, &u.z)) != 0)
+			return rc;
+		n = key1(u.z.name, key, keymax);
+		break;
 	default:
 		return STORE_E_ARG;
 	}
@@ -948,7 +1104,7 @@ two_part(unsigned db)
 {
 	return db == STORE_DB_RUNS || db == STORE_DB_COUNTERS ||
 	    db == STORE_DB_IDEMPOTENCY || db == STORE_DB_ENV ||
-	    db == STORE_DB_FILES;
+	    db == STORE_DB_FILES || db == STORE_DB_SCHED_RUNS;
 }
 
 size_t
@@ -961,7 +1117,8 @@ store_key_make(
 	    db >= STORE_DB_COUNT || !two_part(db) != (k2 == NULL))
 		return 0;
 	if (db == STORE_DB_SANDBOXES || db == STORE_DB_RUNS ||
-	    db == STORE_DB_ENV || db == STORE_DB_FILES) {
+	    db == STORE_DB_ENV || db == STORE_DB_FILES ||
+	    db == STORE_DB_SCHEDULES || db == STORE_DB_SCHED_RUNS) {
 		if (!store_id_ok(k1, STORE_ID_MAX))
 			return 0;
 	} else if (!store_name_ok(k1, max1))
@@ -970,9 +1127,48 @@ store_key_make(
 		return key1(k1, key, STORE_KEY_MAX);
 	if (db == STORE_DB_RUNS && !store_id_ok(k2, STORE_ID_MAX))
 		return 0;
+	if (db == STORE_DB_SCHED_RUNS && !seq_ok(k2))
+		return 0;
 	if (db == STORE_DB_FILES)
 		max2 = STORE_PATH_MAX;
 	if (!store_name_ok(k2, max2))
 		return 0;
 	return key2(k1, k2, key, STORE_KEY_MAX);
+}
+
+int
+store_secret_encode(const struct store_secret *in, void **out, size_t *len)
+{
+	struct store_wbuf w = { 0 };
+
+	if (!store_name_ok(in->name, STORE_NAME_MAX) ||
+	    !store_name_ok(in->set_by, STORE_NAME_MAX) || in->sealed_len == 0 ||
+	    in->sealed_len > STORE_SEALED_MAX)
+		w.err = STORE_E_ARG;
+	store_w_hdr(&w, STORE_TAG_SECRET);
+	store_w_str(&w, in->name, STORE_NAME_MAX);
+	store_w_blob(&w, in->sealed, in->sealed_len, STORE_SEALED_MAX);
+	store_w_u64(&w, (uint64_t)in->created_ms);
+	store_w_u64(&w, (uint64_t)in->updated_ms);
+	store_w_str(&w, in->set_by, STORE_NAME_MAX);
+	return store_w_finish(&w, out, len);
+}
+
+int
+store_secret_decode(const void *buf, size_t len, struct store_secret *out)
+{
+	struct store_rbuf r = { buf, len, 0 };
+	struct store_secret s;
+
+	memset(&s, 0, sizeof(s));
+	if (store_r_hdr(&r, STORE_TAG_SECRET) != 0)
+		return r.err;
+	s.name = store_r_str(&r, STORE_NAME_MAX);
+	s.sealed = store_r_blob(&r, STORE_SEALED_MAX, &s.sealed_len);
+	s.created_ms = (int64_t)store_r_u64(&r);
+	s.updated_ms = (int64_t)store_r_u64(&r);
+	s.set_by = store_r_str(&r, STORE_NAME_MAX);
+	BAD(!store_name_ok(s.name, STORE_NAME_MAX) ||
+	    !store_name_ok(s.set_by, STORE_NAME_MAX) || s.sealed_len == 0);
+	DONE(out, s);
 }

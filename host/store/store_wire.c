@@ -149,12 +149,19 @@ write_rule(unsigned db, const char *k1, int *cap, int *cap2)
 	case STORE_DB_IMAGES:
 		*cap = CAP_IMAGE_WRITE;
 		return 0;
+	case STORE_DB_SECRETS:
+		*cap = CAP_SECRET_WRITE;
+		return 0;
 	case STORE_DB_REVOCATIONS:
 		*cap = CAP_ADMIN;
 		*cap2 = CAP_SANDBOX_WRITE;
 		return 0;
 	case STORE_DB_IDEMPOTENCY:
 		*cap = -1;
+		return 0;
+	case STORE_DB_SCHEDULES:
+	case STORE_DB_SCHED_RUNS:
+		*cap = CAP_SCHEDULE_WRITE;
 		return 0;
 	default:
 		(void)k1;
@@ -198,6 +205,9 @@ record_subject(unsigned db, const void *rec, size_t len, const char **target,
 		struct store_image i;
 		struct store_env e;
 		struct store_file f;
+		struct store_schedule d;
+		struct store_sched_run g;
+		struct store_secret z;
 	} u;
 	int rc = STORE_E_MSG;
 
@@ -237,6 +247,24 @@ record_subject(unsigned db, const void *rec, size_t len, const char **target,
 	case STORE_DB_FILES:
 		if ((rc = store_file_decode(rec, len, &u.f)) == 0)
 			*target = u.f.sandbox;
+		break;
+	case STORE_DB_SCHEDULES:
+		if ((rc = store_schedule_decode(rec, len, &u.d)) == 0) {
+			*target = u.d.id;
+			*principal = u.d.owner;
+		}
+		break;
+	case STORE_DB_SCHED_RUNS:
+		if ((rc = store_sched_run_decode(rec, len, &u.g)) == 0) {
+			*target = u.g.schedule;
+			*principal = u.g.owner;
+		}
+		break;
+	case STORE_DB_SECRETS:
+		if ((rc = store_secret_decode(rec, len, &u.z)) == 0) {
+			*target = u.z.name;
+			*principal = u.z.set_by;
+		}
 		break;
 	default:
 		break;

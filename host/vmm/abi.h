@@ -36,6 +36,11 @@
 #define GUEST_TSS_LIMIT (104 + 32) /* I/O bitmap for ports 0-255 + 0xff */
 #define GUEST_KERNEL 0x17000 /* guest/kernel.S, at most one page */
 #define GUEST_KSTACK_TOP 0x20000 /* RSP0: exception frames land here */
+/* The vDSO (vdso/, host/vmm/vdso.c): its data page and its image, both
+ * user read-only. */
+#define GUEST_VVAR 0x30000
+#define GUEST_VDSO 0x31000
+#define GUEST_VDSO_MAX 0x4000
 #define GUEST_LOW_END 0x200000 /* the program's memory starts here */
 
 /* Offsets in the kernel page (guest/kernel.S). */

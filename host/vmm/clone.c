@@ -86,6 +86,7 @@ vm_cpu_rebuild(
 	vm->run->s.regs.sregs = st->sregs;
 	vm->run->kvm_valid_regs = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
 	vm->run->kvm_dirty_regs = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
+	vm_vdso_sync(vm); /* the host's time has moved on meanwhile */
 	return 0;
 }
 

@@ -6,12 +6,14 @@
  * entered with openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS), so no
  * symlink leads out of it either.
  */
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
 #include <errno.h>
 #include <stddef.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <linux/openat2.h>
 #include <stdio.h>
@@ -28,6 +30,7 @@
 
 #define IOV_MAX_ 1024
 #define IO_CHUNK (1u << 20)
+#define PIPE_BUF_ 4096 /* Linux's atomic pipe write */
 
 /* ---- descriptors ------------------------------------------------------ */
 
@@ -56,6 +59,22 @@ fd_alloc(struct vm *vm, unsigned from)
 		if (vm->fds[i].kind == VFD_FREE)
 			return (int)i;
 	return -EMFILE;
+}
+
+int
+vm_fd_add_host(struct vm *vm, int hostfd, int cloexec)
+{
+	int gfd = fd_alloc(vm, 0);
+
+	if (gfd < 0)
+		return gfd;
+	memset(&vm->fds[gfd], 0, sizeof(vm->fds[gfd]));
+	vm->fds[gfd].kind = VFD_HOST;
+	vm->fds[gfd].hostfd = hostfd;
+	vm->fds[gfd].pipe = 1;
+	vm->fds[gfd].flags = O_RDWR | (fcntl(hostfd, F_GETFL) & O_NONBLOCK);
+	vm->fds[gfd].cloexec = cloexec;
+	return gfd;
 }
 
 static void
@@ -131,6 +150,8 @@ vm_fs_init(struct vm *vm)
 	vm->fds[2].kind = VFD_OUT;
 	vm->fds[2].outfd = 2;
 	strlcpy(vm->cwd, "/", sizeof(vm->cwd));
+	if (cfg->tty)
+		vm_tty_init(vm);
 	if (vm_img_init(vm) != VMM_OK)
 		return VMM_E_NOMEM;
 	/* The guest's umask is applied here, so the process's must not
@@ -217,6 +238,22 @@ static int
 image_dir(struct vm *vm, const char *path)
 {
 	return vm_img_is_dir(vm, path);
+}
+
+/* Whether a directory on the way to path is an image file ("/lib/x.zip/
+ * a.py"): Linux answers such a path ENOTDIR, not ENOENT. */
+static int
+image_file_on_the_way(struct vm *vm, const char *path)
+{
+	size_t i, n;
+
+	for (i = 0; i < vm->cfg->nfiles; i++) {
+		n = strlen(vm->cfg->files[i].path);
+		if (strncmp(path, vm->cfg->files[i].path, n) == 0 &&
+		    path[n] == '/')
+			return 1;
+	}
+	return 0;
 }
 
 /* The workspace, through host/vmm/workspace.c; none: nothing exists. */
@@ -314,7 +351,7 @@ stat_path(struct vm *vm, const char *path, int nofollow, struct stat *st)
 		synth_stat(st, S_IFDIR | 0755, 4096, path);
 		return 0;
 	}
-	return fd;
+	return fd == -ENOENT && image_file_on_the_way(vm, path) ? -ENOTDIR : fd;
 }
 
 static int64_t
@@ -377,6 +414,19 @@ vm_put_stat(struct vm *vm, uint64_t addr, int64_t rc, const struct stat *st)
 
 /* ---- open ------------------------------------------------------------- */
 
+/* Whether the guest's path string ends in "/" (and is not just "/"). */
+static int
+trailing_slash(struct vm *vm, uint64_t addr)
+{
+	char raw[VM_PATH_MAX];
+	size_t n;
+
+	if (vm_gstr(vm, addr, raw, sizeof(raw)) != 0)
+		return 0;
+	n = strlen(raw);
+	return n > 1 && raw[n - 1] == '/';
+}
+
 static int64_t
 open_at(
     struct vm *vm, int64_t dirfd, uint64_t addr, uint64_t flags, uint64_t mode)
@@ -392,6 +442,21 @@ open_at(
 
 	if ((rc = guest_path(vm, dirfd, addr, path, sizeof(path), 0)) != 0)
 		return rc;
+	/* "name/" must be a directory: normalizing drops the slash, so its
+	 * meaning is kept here (Linux: EISDIR to create one, ENOTDIR when
+	 * it is a file). */
+	if (trailing_slash(vm, addr)) {
+		if (flags & O_CREAT)
+			return -EISDIR;
+		flags |= O_DIRECTORY;
+	}
+	/* O_PATH: a descriptor naming the object (a symlink itself with
+	 * O_NOFOLLOW), for fstat, *at calls and /proc/self/fd; glibc's
+	 * fchmodat(AT_SYMLINK_NOFOLLOW) and realpath use it. */
+	if (flags & O_PATH) {
+		flags &= O_PATH | O_NOFOLLOW | O_DIRECTORY | O_CLOEXEC;
+		wr = 0;
+	}
 	if ((fd = fd_alloc(vm, 0)) < 0)
 		return fd;
 	f = &vm->fds[fd];
@@ -417,7 +482,7 @@ open_at(
 	} else if ((hostfd = ws_open(vm, path,
 	                flags &
 	                    (O_ACCMODE | O_CREAT | O_EXCL | O_TRUNC | O_APPEND |
-	                        O_DIRECTORY | O_NOFOLLOW),
+	                        O_DIRECTORY | O_NOFOLLOW | O_PATH),
 	                mode & ~(uint64_t)vm->umask)) >= 0) {
 		f->kind = VFD_HOST;
 		f->hostfd = hostfd;
@@ -428,7 +493,9 @@ open_at(
 			return -EISDIR;
 		f->kind = VFD_VDIR;
 	} else
-		return hostfd;
+		return hostfd == -ENOENT && image_file_on_the_way(vm, path)
+		    ? -ENOTDIR
+		    : hostfd;
 	f->off = 0;
 	f->cloexec = (flags & O_CLOEXEC) != 0;
 	f->flags = (int)(flags & (O_ACCMODE | O_APPEND | O_NONBLOCK));
@@ -474,6 +541,8 @@ vm_fd_read(struct vm *vm, struct vfd *f, void *g, uint64_t len, int64_t pos)
 		if (vm->cfg->stdin_fd < 0)
 			return 0;
 		n = read(vm->cfg->stdin_fd, g, len);
+		if (n > 0)
+			vm_tty_input(vm, f, g, (size_t)n);
 		return n == -1 ? -errno : n;
 	case VFD_IMAGE:
 		return read_bytes(f, f->file->data, f->file->len, g, len, pos);
@@ -536,9 +605,35 @@ write_growth(struct vfd *f, uint64_t len, int64_t pos)
 	return end <= alloc ? 0 : end - alloc < len ? end - alloc : len;
 }
 
+static int64_t fd_write(
+    struct vm *vm, struct vfd *f, const void *g, uint64_t len, int64_t pos);
+
+/* A terminal's output goes as its flags make it (tty.c); the caller is
+ * told its own length was written. */
 int64_t
 vm_fd_write(
     struct vm *vm, struct vfd *f, const void *g, uint64_t len, int64_t pos)
+{
+	uint8_t *t = NULL;
+	size_t tlen = 0;
+	int64_t rc;
+
+	if (len > IO_CHUNK)
+		len = IO_CHUNK;
+	/* Translated, it may double: it must still go out whole. */
+	if (vm_tty_is(vm, f) && len > IO_CHUNK / 2)
+		len = IO_CHUNK / 2;
+	if (vm_tty_output(vm, f, g, (size_t)len, &t, &tlen) != 0)
+		return -ENOMEM;
+	if (t == NULL)
+		return fd_write(vm, f, g, len, pos);
+	rc = fd_write(vm, f, t, tlen, pos);
+	free(t);
+	return rc < 0 ? rc : (int64_t)len;
+}
+
+static int64_t
+fd_write(struct vm *vm, struct vfd *f, const void *g, uint64_t len, int64_t pos)
 {
 	const struct vmm_config *cfg = vm->cfg;
 	uint64_t room, done, *ob, before = 0;
@@ -576,13 +671,11 @@ vm_fd_write(
 		if (f->pipe) {
 			if (pos >= 0)
 				return -ESPIPE;
+			/* No reader: EPIPE and SIGPIPE, which ends the
+			 * writer unless it ignores or catches it. */
 			if ((n = write(f->hostfd, g, len)) == -1 &&
-			    errno == EPIPE) {
-				/* No reader: SIGPIPE's default action. */
-				vm->term_sig = SIGPIPE;
-				vm_stop(vm, VMM_EXITED, 128 + SIGPIPE,
-				    "killed by signal %d (no reader)", SIGPIPE);
-			}
+			    errno == EPIPE)
+				vm_signal_raise(vm, SIGPIPE);
 			return n == -1 ? -errno : n;
 		}
 		if (cfg->workspace_max != 0) {
@@ -621,6 +714,55 @@ do_write(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len, int64_t pos)
 	if ((g = vm_gptr(vm, buf, len)) == NULL)
 		return -EFAULT;
 	return vm_fd_write(vm, f, g, len, pos);
+}
+
+/*
+ * writev to a pipe: Linux writes up to PIPE_BUF bytes in one piece that
+ * no reader sees split (musl's stdio flushes its buffer and the new
+ * bytes as two vectors), so the vectors are gathered and written once;
+ * a larger writev goes vector by vector, as Linux may split it too.
+ */
+static int64_t
+pipe_writev(struct vm *vm, struct vfd *f, const uint64_t *v, uint64_t cnt)
+{
+	uint8_t buf[PIPE_BUF_];
+	uint64_t total = 0, i, base, len, done = 0;
+	const uint8_t *g;
+	int64_t n;
+	ssize_t w;
+
+	for (i = 0; i < cnt; i++) {
+		memcpy(&len, &v[2 * i + 1], 8);
+		if (len > PIPE_BUF_ || (total += len) > PIPE_BUF_)
+			break;
+	}
+	if (i < cnt) {
+		for (i = 0; i < cnt; i++) {
+			memcpy(&base, &v[2 * i], 8);
+			memcpy(&len, &v[2 * i + 1], 8);
+			if (len == 0)
+				continue;
+			if ((n = do_write(vm, f, base, len, -1)) < 0)
+				return done > 0 ? (int64_t)done : n;
+			done += (uint64_t)n;
+			if ((uint64_t)n < len || vm->stopped)
+				break;
+		}
+		return (int64_t)done;
+	}
+	for (i = 0; i < cnt; i++) {
+		memcpy(&base, &v[2 * i], 8);
+		memcpy(&len, &v[2 * i + 1], 8);
+		if (len == 0)
+			continue;
+		if ((g = vm_gptr(vm, base, len)) == NULL)
+			return -EFAULT;
+		memcpy(buf + done, g, len);
+		done += len;
+	}
+	if ((w = write(f->hostfd, buf, done)) == -1 && errno == EPIPE)
+		vm_signal_raise(vm, SIGPIPE);
+	return w == -1 ? -errno : w;
 }
 
 /* ---- the workspace quota ---------------------------------------------- */
@@ -674,6 +816,8 @@ do_iov(struct vm *vm, struct vfd *f, uint64_t iov, uint64_t cnt, int wr)
 		return -EINVAL;
 	if ((v = vm_gptr(vm, iov, cnt * 16)) == NULL)
 		return -EFAULT;
+	if (wr && f->kind == VFD_HOST && f->pipe)
+		return pipe_writev(vm, f, v, cnt);
 	for (i = 0; i < cnt; i++) {
 		uint64_t base, len;
 
@@ -692,115 +836,22 @@ do_iov(struct vm *vm, struct vfd *f, uint64_t iov, uint64_t cnt, int wr)
 	return (int64_t)total;
 }
 
-/* ---- directories ------------------------------------------------------ */
-
-struct g_dirent {
-	uint64_t ino;
-	int64_t off;
-	uint16_t reclen;
-	uint8_t type;
-	char name[];
-};
-/* Where the name starts (19): sizeof would count the padding after. */
-#define DIRENT_NAME offsetof(struct g_dirent, name)
-
-/* Entries of a directory made of image paths: each child name once. */
+/* A pipe's reads and writes are the host pipe's, so its host descriptor
+ * takes O_NONBLOCK too (EAGAIN instead of waiting); a file's host
+ * descriptor keeps its own flags (a file never waits). */
 static int64_t
-vdir_getdents(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len)
+set_nonblock(struct vfd *f, int on)
 {
-	uint8_t *g;
-	size_t used = 0;
-	char name[VM_PATH_MAX];
+	int hf;
 
-	if ((g = vm_gptr(vm, buf, len)) == NULL)
-		return -EFAULT;
-	for (;;) {
-		uint64_t idx = f->off;
-		uint8_t type = 4; /* DT_DIR */
-		size_t nl, reclen;
-		int is_dir;
-
-		if (idx == 0)
-			strlcpy(name, ".", sizeof(name));
-		else if (idx == 1)
-			strlcpy(name, "..", sizeof(name));
-		else if (vm_img_child(vm, f->path, (size_t)(idx - 2), name,
-		             sizeof(name), &is_dir) != 0)
-			break;
-		else if (!is_dir)
-			type = 8; /* DT_REG */
-		nl = strlen(name);
-		reclen = (DIRENT_NAME + nl + 1 + 7) & ~(size_t)7;
-		if (used + reclen > len)
-			return used > 0 ? (int64_t)used : -EINVAL;
-		struct g_dirent d = { .ino = idx + 2,
-			.off = (int64_t)idx + 1,
-			.reclen = (uint16_t)reclen,
-			.type = type };
-		memset(g + used, 0, reclen);
-		memcpy(g + used, &d, DIRENT_NAME);
-		memcpy(g + used + DIRENT_NAME, name, nl);
-		used += reclen;
-		f->off++;
+	if (f->kind == VFD_HOST && f->pipe) {
+		if ((hf = fcntl(f->hostfd, F_GETFL)) == -1 ||
+		    fcntl(f->hostfd, F_SETFL,
+		        on ? hf | O_NONBLOCK : hf & ~O_NONBLOCK) == -1)
+			return -errno;
 	}
-	return (int64_t)used;
-}
-
-/* Entries of a /proc or /dev directory (procfs.c made the list). */
-static int64_t
-sdir_getdents(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len)
-{
-	uint8_t *g;
-	size_t used = 0, idx = 0, pos = 0;
-
-	if ((g = vm_gptr(vm, buf, len)) == NULL)
-		return -EFAULT;
-	while (pos < f->len) {
-		uint8_t type = f->data[pos];
-		const char *name = (const char *)f->data + pos + 1;
-		size_t nl = strnlen(name, f->len - pos - 1), reclen;
-
-		pos += 2 + nl;
-		if (idx++ < f->off)
-			continue;
-		reclen = (DIRENT_NAME + nl + 1 + 7) & ~(size_t)7;
-		if (used + reclen > len)
-			return used > 0 ? (int64_t)used : -EINVAL;
-		struct g_dirent d = { .ino = idx + 1,
-			.off = (int64_t)idx,
-			.reclen = (uint16_t)reclen,
-			.type = type };
-		memset(g + used, 0, reclen);
-		memcpy(g + used, &d, DIRENT_NAME);
-		memcpy(g + used + DIRENT_NAME, name, nl);
-		used += reclen;
-		f->off++;
-	}
-	return (int64_t)used;
-}
-
-static int64_t
-getdents(struct vm *vm, uint64_t fd, uint64_t buf, uint64_t len)
-{
-	struct vfd *f = fd_get(vm, fd);
-	void *g;
-	long n;
-
-	if (f == NULL)
-		return -EBADF;
-	if (len > IO_CHUNK)
-		len = IO_CHUNK;
-	if (f->kind == VFD_VDIR)
-		return vdir_getdents(vm, f, buf, len);
-	if (f->kind == VFD_SDIR)
-		return sdir_getdents(vm, f, buf, len);
-	if (f->kind != VFD_HOST)
-		return -ENOTDIR;
-	if ((g = vm_gptr(vm, buf, len)) == NULL)
-		return -EFAULT;
-	/* The kernel's linux_dirent64 is what the guest expects. */
-	n = syscall(SYS_getdents64, f->hostfd, g, (unsigned)len);
-	return n == -1 ? -errno : n;
+	f->flags = on ? f->flags | O_NONBLOCK : f->flags & ~O_NONBLOCK;
+	return 0;
 }
 
 /* ---- descriptors' calls -------------------------------------------------------- */
@@ -820,11 +871,18 @@ fcntl_fd(struct vm *vm, uint64_t fd, uint64_t cmd, uint64_t arg)
 		f->cloexec = (arg & FD_CLOEXEC) != 0;
 		return 0;
 	case F_GETFL:
-		return f->kind == VFD_OUT ? O_WRONLY
-		    : f->kind == VFD_HOST ? fcntl(f->hostfd, F_GETFL)
-		                          : f->flags;
+		if (f->kind == VFD_HOST) {
+			if ((rc = fcntl(f->hostfd, F_GETFL)) == -1)
+				return -errno;
+			return (rc & ~O_NONBLOCK) | (f->flags & O_NONBLOCK);
+		}
+		return (f->kind == VFD_OUT ? O_WRONLY
+		                           : f->flags & ~O_NONBLOCK) |
+		    (f->flags & O_NONBLOCK);
 	case F_SETFL:
-		return 0;
+		/* Only O_NONBLOCK is the guest's to change (F_GETFL shows
+		 * it back). */
+		return set_nonblock(f, ((int)arg & O_NONBLOCK) != 0);
 	case F_DUPFD:
 	case F_DUPFD_CLOEXEC:
 		if (arg >= vm->nfds)
@@ -868,6 +926,8 @@ seek(struct vm *vm, uint64_t fd, int64_t off, uint64_t whence)
 	switch (f->kind) {
 	case VFD_HOST:
 		r = lseek(f->hostfd, off, (int)whence);
+		if (r == 0)
+			f->off = 0; /* rewinddir: root_extras start again */
 		return r == -1 ? -errno : r;
 	case VFD_IMAGE:
 	case VFD_SYNTH:
@@ -1042,12 +1102,29 @@ do_rename(struct vm *vm, const uint64_t a[6], unsigned flags)
 
 /* ---- the handlers (rows in sys_table.c) ------------------------------- */
 
+/* A read or write that would block on a pipe or stdin, from a process
+ * with other threads: the thread is parked until the descriptor is
+ * ready, and the call is issued again (sys_thread.c); 1 when parked. */
+static int
+park_io(struct vm *vm, struct vfd *f, int wr)
+{
+	int hfd = f->kind == VFD_HOST && f->pipe ? f->hostfd
+	    : f->kind == VFD_STDIN && !wr        ? vm->cfg->stdin_fd
+	                                         : -1;
+
+	return hfd >= 0 && vm_thread_park_fd(vm, hfd, wr ? POLLOUT : POLLIN);
+}
+
 int64_t
 sys_read(struct vm *vm, const uint64_t a[6])
 {
 	struct vfd *f = fd_get(vm, a[0]);
 
-	return f != NULL ? do_read(vm, f, a[1], a[2], -1) : -EBADF;
+	if (f == NULL)
+		return -EBADF;
+	if (park_io(vm, f, 0))
+		return 0;
+	return do_read(vm, f, a[1], a[2], -1);
 }
 
 int64_t
@@ -1055,7 +1132,11 @@ sys_write(struct vm *vm, const uint64_t a[6])
 {
 	struct vfd *f = fd_get(vm, a[0]);
 
-	return f != NULL ? do_write(vm, f, a[1], a[2], -1) : -EBADF;
+	if (f == NULL)
+		return -EBADF;
+	if (park_io(vm, f, 1))
+		return 0;
+	return do_write(vm, f, a[1], a[2], -1);
 }
 
 int64_t
@@ -1087,7 +1168,11 @@ sys_readv(struct vm *vm, const uint64_t a[6])
 {
 	struct vfd *f = fd_get(vm, a[0]);
 
-	return f != NULL ? do_iov(vm, f, a[1], a[2], 0) : -EBADF;
+	if (f == NULL)
+		return -EBADF;
+	if (park_io(vm, f, 0))
+		return 0;
+	return do_iov(vm, f, a[1], a[2], 0);
 }
 
 int64_t
@@ -1095,7 +1180,11 @@ sys_writev(struct vm *vm, const uint64_t a[6])
 {
 	struct vfd *f = fd_get(vm, a[0]);
 
-	return f != NULL ? do_iov(vm, f, a[1], a[2], 1) : -EBADF;
+	if (f == NULL)
+		return -EBADF;
+	if (park_io(vm, f, 1))
+		return 0;
+	return do_iov(vm, f, a[1], a[2], 1);
 }
 
 int64_t
@@ -1209,11 +1298,29 @@ sys_lseek(struct vm *vm, const uint64_t a[6])
 	return seek(vm, a[0], (int64_t)a[1], a[2]);
 }
 
-/* No terminals here. */
+/* The descriptor-flag requests every descriptor answers on Linux
+ * (CPython's os.set_blocking uses FIONBIO); the terminal requests on a
+ * terminal run's fds 0-2 (tty.c), ENOTTY elsewhere. */
 int64_t
 sys_ioctl(struct vm *vm, const uint64_t a[6])
 {
-	return fd_get(vm, a[0]) != NULL ? -ENOTTY : -EBADF;
+	struct vfd *f = fd_get(vm, a[0]);
+	const int *on;
+
+	if (f == NULL)
+		return -EBADF;
+	switch (a[1]) {
+	case FIOCLEX:
+	case FIONCLEX:
+		f->cloexec = a[1] == FIOCLEX;
+		return 0;
+	case FIONBIO:
+		if ((on = vm_gptr(vm, a[2], sizeof(*on))) == NULL)
+			return -EFAULT;
+		return set_nonblock(f, *on != 0);
+	default:
+		return vm_tty_ioctl(vm, f, a[1] & 0xffffffffu, a[2]);
+	}
 }
 
 int64_t
@@ -1323,7 +1430,7 @@ sys_readlinkat(struct vm *vm, const uint64_t a[6])
 int64_t
 sys_getdents64(struct vm *vm, const uint64_t a[6])
 {
-	return getdents(vm, a[0], a[1], a[2]);
+	return vm_getdents(vm, a[0], a[1], a[2]);
 }
 
 int64_t

@@ -21,8 +21,6 @@
 
 /* ---- fs.c ---- */
 
-/* Descriptor fd (its low 32 bits), or NULL when not open. */
-struct vfd *vm_fd(struct vm *, uint64_t fd);
 /* The lowest free descriptor from `from` on, or -EMFILE. */
 int vm_fd_alloc(struct vm *, unsigned from);
 void vm_fd_release(struct vfd *);
@@ -69,6 +67,12 @@ int64_t vm_synth_stat(
  * (the descriptor stays free on failure). */
 int64_t vm_synth_open(
     struct vm *, const char *path, uint64_t flags, struct vfd *f, int fd);
+/* getdents64 on guest descriptor fd into the guest's buf (fs_dir.c):
+ * bytes filled, 0 at the end, or -errno. */
+int64_t vm_getdents(struct vm *, uint64_t fd, uint64_t buf, uint64_t len);
+/* The guest descriptor a /proc/self/fd/N path (or a link to one, such
+ * as /dev/stdin) stands for when followed, or -1. */
+int vm_synth_fd_of(struct vm *, const char *path);
 /* The target of a synthetic symlink: its length or -errno (EINVAL for
  * anything not a symlink). */
 int64_t vm_synth_readlink(

@@ -76,6 +76,8 @@ vmm_strerror(int err)
 		return "invalid argument";
 	case VMM_E_TOOBIG:
 		return "the program does not fit the guest memory";
+	case VMM_E_TEMPLATE:
+		return "the template did not reach its ready call";
 	}
 	return "unknown error";
 }
@@ -142,6 +144,12 @@ build_page_tables(struct vm *vm)
 	 * only at CPL0. */
 	put64(vm, GUEST_PT_LOW + 8 * (GUEST_KERNEL / VM_PAGE),
 	    GUEST_KERNEL | PTE_P | PTE_U | PTE_A);
+	/* The vDSO and its data page: user read-only, so the guest reads
+	 * its clocks without an exit and cannot change what it reads. */
+	for (addr = GUEST_VVAR; addr < GUEST_VDSO + GUEST_VDSO_MAX;
+	     addr += VM_PAGE)
+		put64(vm, GUEST_PT_LOW + 8 * (addr / VM_PAGE),
+		    addr | PTE_P | PTE_U | PTE_A);
 	for (addr = VM_HUGE; addr < vm->memsz; addr += VM_HUGE) {
 		if (addr == guard)
 			continue;
@@ -192,6 +200,7 @@ build_descriptors(struct vm *vm)
 		memcpy(idt + 16 * i, gate, sizeof(gate));
 	}
 	memcpy(vm->mem + GUEST_KERNEL, guest_kernel, guest_kernel_len);
+	vm_vdso_install(vm);
 }
 
 static void
@@ -363,7 +372,7 @@ build_stack(struct vm *vm, uint64_t *rsp)
 		vm_image_env_free(imgenv);
 		return -1;
 	}
-	nwords = 1 + argc + 1 + envc + imgc + 1 + 2 * 20;
+	nwords = 1 + argc + 1 + envc + imgc + 1 + 2 * 22;
 	if ((words = calloc(nwords, sizeof(*words))) == NULL) {
 		vm_image_env_free(imgenv);
 		return -1;
@@ -407,6 +416,8 @@ build_stack(struct vm *vm, uint64_t *rsp)
 	AUX(AT_RANDOM, random);
 	AUX(AT_PLATFORM, platform);
 	AUX(AT_EXECFN, execfn);
+	if (vm_vdso_base() != 0)
+		AUX(AT_SYSINFO_EHDR, vm_vdso_base());
 	AUX(AT_NULL, 0);
 #undef AUX
 	sp &= ~15ULL;
@@ -489,6 +500,40 @@ on_kick(int sig)
 		running->immediate_exit = 1;
 }
 
+/*
+ * SIGINT, SIGTERM and SIGHUP sent to a vm process from outside the run
+ * (the API's kill, keep run's terminal) are its guest process's own:
+ * queued here and taken at the next call boundary or kick (proc.c), as
+ * a signal from another guest process is. Bit sig-1.
+ */
+static volatile uint32_t from_outside;
+
+static void
+on_outside(int sig)
+{
+	__atomic_fetch_or(&from_outside, 1u << (sig - 1), __ATOMIC_SEQ_CST);
+	if (running != NULL)
+		running->immediate_exit = 1;
+}
+
+void
+vm_wake_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGUSR2);
+	sigaddset(set, SIGALRM);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGHUP);
+}
+
+uint64_t
+vm_outside_signals(int take)
+{
+	return take ? __atomic_exchange_n(&from_outside, 0, __ATOMIC_SEQ_CST)
+	            : __atomic_load_n(&from_outside, __ATOMIC_SEQ_CST);
+}
+
 int
 vm_timed_out(void)
 {
@@ -563,6 +608,7 @@ on_syscall(struct vm *vm)
 	int64_t ret;
 
 	vm->res->syscalls++;
+	vm_vdso_tick(vm);
 	ret = vm_syscall(vm, nr, a);
 	if (vm->stopped)
 		return;
@@ -600,7 +646,7 @@ vcpu_loop(struct vm *vm)
 	struct kvm_regs *r;
 	struct kvm_sregs *s;
 
-	while (!vm->stopped) {
+	while (!vm->stopped && !vm->parked) {
 		/* Re-read each time: fork and execve replace the vCPU. */
 		run = vm->run;
 		r = &run->s.regs.regs;
@@ -806,12 +852,14 @@ vm_exec_image(
 	vm->mem = mem;
 	vm->cfg = cfg;
 	vm->mmap_used = NULL;
+	vm->mmap_file = NULL;
 	vm->mmap_pages_used = vm->mmap_pages_peak = 0;
 	if (load_program(vm, err, errlen) != VMM_OK ||
 	    build_stack(vm, &rsp) != 0) {
 		if (err[0] == '\0')
 			snprintf(err, errlen, "arguments too large");
 		free(vm->mmap_used);
+		free(vm->mmap_file);
 		munmap(mem, vm->memsz);
 		*vm = *old;
 		free(old);
@@ -821,97 +869,130 @@ vm_exec_image(
 	build_descriptors(vm);
 	munmap(old->mem, old->memsz);
 	free(old->mmap_used);
+	free(old->mmap_file);
 	free(old);
 	vm_kvm_drop(vm);
 	if (vm_kvm_create(vm, err, errlen) != 0 || setup_cpu(vm, rsp) != 0)
 		return -2;
+	vm_vdso_sync(vm);
 	vm_timer_arm(vm);
 	return 0;
 }
 
 /* ---- vmm_run ---------------------------------------------------------- */
 
-static void
+/*
+ * Guest memory, aligned to 2 MiB: the guest maps it with 2 MiB pages,
+ * and where the host backs an aligned 2 MiB with a transparent huge
+ * page, KVM maps it whole, one fault where there would be 512. A
+ * template's clones read most of what they touch, so for them it is the
+ * difference between a fault per 4 KiB page and one per 2 MiB.
+ */
+static uint8_t *
+guest_mem_map(uint64_t size)
+{
+	uint8_t *p, *aligned;
+	uint64_t slack;
+
+	p = mmap(NULL, size + VM_HUGE, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return MAP_FAILED;
+	aligned = (uint8_t *)(((uintptr_t)p + VM_HUGE - 1) & ~(VM_HUGE - 1));
+	slack = (uint64_t)(aligned - p);
+	if (slack > 0)
+		munmap(p, slack);
+	if (VM_HUGE - slack > 0)
+		munmap(aligned + size, VM_HUGE - slack);
+	madvise(aligned, size, MADV_HUGEPAGE);
+	return aligned;
+}
+
+void
 vm_teardown(struct vm *vm)
 {
 	vm_fs_free(vm);
 	vm_exec_free(vm);
 	vm_thread_reset(vm);
 	free(vm->mmap_used);
+	vm->mmap_used = NULL;
+	free(vm->mmap_file);
+	vm->mmap_file = NULL;
+	if (vm->pagemap_pid != 0 && vm->pagemap_fd >= 0)
+		close(vm->pagemap_fd);
 	vm_kvm_drop(vm);
 	if (vm->mem != NULL && vm->mem != MAP_FAILED)
 		munmap(vm->mem, vm->memsz);
+	vm->mem = NULL;
 }
 
 int
-vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,
-    size_t errlen)
+vm_boot(struct vm *vm, char *err, size_t errlen)
 {
-	struct sigaction sa, osa, okick;
-	struct itimerval it;
-	struct vm vm;
-	uint64_t t0, rsp;
+	const struct vmm_config *cfg = vm->cfg;
+	uint64_t rsp;
 	int rc;
 
-	memset(res, 0, sizeof(*res));
-	memset(&vm, 0, sizeof(vm));
-	vm.cfg = cfg;
-	vm.res = res;
-	vm.vmfd = vm.vcpufd = vm.ws_fd = -1;
-	if (err != NULL && errlen > 0)
-		err[0] = '\0';
 	if (cfg->elf == NULL || cfg->argv == NULL || cfg->argv[0] == NULL ||
 	    cfg->memory < (4ULL << 20) || cfg->memory > (16ULL << 30)) {
 		snprintf(err, errlen, "bad run configuration");
 		return VMM_E_INVAL;
 	}
-	t0 = now_us();
 	if ((rc = vmm_prepare(cfg->kvm_fd)) != VMM_OK) {
 		snprintf(err, errlen, "KVM_GET_SUPPORTED_CPUID: %s",
 		    strerror(errno));
 		return rc;
 	}
-	vm.memsz = (cfg->memory + VM_HUGE - 1) & ~(VM_HUGE - 1);
-	vm.mem = mmap(NULL, vm.memsz, PROT_READ | PROT_WRITE,
-	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (vm.mem == MAP_FAILED) {
-		vm.mem = NULL;
+	vm->memsz = (cfg->memory + VM_HUGE - 1) & ~(VM_HUGE - 1);
+	vm->mem = guest_mem_map(vm->memsz);
+	if (vm->mem == MAP_FAILED) {
+		vm->mem = NULL;
 		snprintf(err, errlen, "guest memory: %s", strerror(errno));
 		return VMM_E_NOMEM;
 	}
-	if ((rc = load_program(&vm, err, errlen)) != VMM_OK ||
-	    (rc = vm_fs_init(&vm)) != VMM_OK)
-		goto out;
-	if (build_stack(&vm, &rsp) != 0) {
+	if ((rc = load_program(vm, err, errlen)) != VMM_OK ||
+	    (rc = vm_fs_init(vm)) != VMM_OK)
+		return rc;
+	if (build_stack(vm, &rsp) != 0) {
 		snprintf(err, errlen,
 		    "arguments and environment too large, or a malformed "
 		    "%s in the image",
 		    VM_IMAGE_ENV);
-		rc = VMM_E_TOOBIG;
-		goto out;
+		return VMM_E_TOOBIG;
 	}
-	build_page_tables(&vm);
-	build_descriptors(&vm);
+	build_page_tables(vm);
+	build_descriptors(vm);
 
-	rc = VMM_E_KVM;
-	if (vm_kvm_create(&vm, err, errlen) != 0)
-		goto out;
-	if (setup_cpu(&vm, rsp) != 0) {
+	if (vm_kvm_create(vm, err, errlen) != 0)
+		return VMM_E_KVM;
+	if (setup_cpu(vm, rsp) != 0) {
 		snprintf(
 		    err, errlen, "setting up the vCPU: %s", strerror(errno));
-		goto out;
+		return VMM_E_KVM;
 	}
+	vm_vdso_sync(vm);
 	/* A guest writing to a pipe with no reader gets EPIPE here and
 	 * SIGPIPE's default action from us (fs.c), not a host signal. */
 	signal(SIGPIPE, SIG_IGN);
-	if (vm_proc_init(&vm) != 0) {
+	if (vm_proc_init(vm) != 0) {
 		snprintf(err, errlen, "the process table: %s", strerror(errno));
-		rc = VMM_E_NOMEM;
-		goto out;
+		return VMM_E_NOMEM;
 	}
+	return VMM_OK;
+}
 
-	if (cfg->timeout_ms != 0)
-		vm.deadline_us = now_us() + cfg->timeout_ms * 1000;
+void
+vm_serve(struct vm *vm)
+{
+	/* SIGINT, SIGTERM and SIGHUP from outside go to the guest. */
+	static const int outside[] = { SIGINT, SIGTERM, SIGHUP };
+	struct sigaction sa, osa, okick, oout[3];
+	struct itimerval it;
+	size_t i;
+	uint64_t t0;
+
+	if (vm->cfg->timeout_ms != 0)
+		vm->deadline_us = now_us() + vm->cfg->timeout_ms * 1000;
 	/* SIGALRM: the run's limit and the guest's alarm; SIGUSR2: a
 	 * signal from another guest process. Neither restarts a blocking
 	 * call, so a guest's wait is cut short by either. */
@@ -921,23 +1002,54 @@ vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,
 	sigaction(SIGALRM, &sa, &osa);
 	sa.sa_handler = on_kick;
 	sigaction(SIGUSR2, &sa, &okick);
-	vm_timer_arm(&vm);
-	res->boot_us = now_us() - t0;
+	sa.sa_handler = on_outside;
+	from_outside = 0;
+	for (i = 0; i < sizeof(outside) / sizeof(outside[0]); i++)
+		sigaction(outside[i], &sa, &oout[i]);
+	vm_timer_arm(vm);
 	t0 = now_us();
-	vcpu_loop(&vm);
-	/* A forked guest process ends here: it never returns to the
-	 * caller of vmm_run (proc.c). The first one stops the rest. */
-	vm_proc_finish(&vm);
-	res->run_us = now_us() - t0;
+	vcpu_loop(vm);
+	/* A template parked at its ready call keeps its process tree for
+	 * its clones to replace; anything else is done. */
+	if (!vm->parked) {
+		/* A forked guest process ends here: it never returns to
+		 * the caller of vmm_run (proc.c). The first one stops the
+		 * rest. */
+		vm_proc_finish(vm);
+	}
+	vm->res->run_us = now_us() - t0;
 	memset(&it, 0, sizeof(it));
 	setitimer(ITIMER_REAL, &it, NULL);
 	running = NULL;
 	sigaction(SIGALRM, &osa, NULL);
 	sigaction(SIGUSR2, &okick, NULL);
-	res->peak_memory =
-	    (vm.brk_peak - vm.brk_start) + vm.mmap_pages_peak * VM_PAGE;
-	rc = VMM_OK;
-out:
+	for (i = 0; i < sizeof(outside) / sizeof(outside[0]); i++)
+		sigaction(outside[i], &oout[i], NULL);
+	vm_imgmap_settle(vm);
+	vm->res->peak_memory = (vm->brk_peak - vm->brk_start) +
+	    (vm->mmap_pages_peak + vm->file_touched_pages) * VM_PAGE;
+}
+
+int
+vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,
+    size_t errlen)
+{
+	struct vm vm;
+	uint64_t t0;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	memset(&vm, 0, sizeof(vm));
+	vm.cfg = cfg;
+	vm.res = res;
+	vm.vmfd = vm.vcpufd = vm.ws_fd = -1;
+	if (err != NULL && errlen > 0)
+		err[0] = '\0';
+	t0 = now_us();
+	if ((rc = vm_boot(&vm, err, errlen)) == VMM_OK) {
+		res->boot_us = now_us() - t0;
+		vm_serve(&vm);
+	}
 	vm_teardown(&vm);
 	return rc;
 }

@@ -122,35 +122,33 @@ env_has(const char *const *envp, const char *s, size_t namelen)
 }
 
 int
-vm_image_env(struct vm *vm, char ***out, size_t *n)
+vm_env_parse(const uint8_t *data, size_t len, const char *const *envp,
+    char ***out, size_t *n)
 {
-	const struct vmm_file *f;
 	char **v = NULL, *buf;
 	size_t i, start, count = 0;
 
 	*out = NULL;
 	*n = 0;
-	if ((f = find_file(vm->cfg, VM_IMAGE_ENV, strlen(VM_IMAGE_ENV))) ==
-	        NULL ||
-	    f->len == 0)
+	if (len == 0)
 		return 0;
-	if (f->len > VM_IMAGE_ENV_MAX || vm_img_check(vm, f) != 0)
+	if (len > VM_IMAGE_ENV_MAX)
 		return -1;
-	if ((buf = malloc(f->len + 1)) == NULL ||
+	if ((buf = malloc(len + 1)) == NULL ||
 	    (v = calloc(VM_IMAGE_ENV_LINES + 2, sizeof(*v))) == NULL) {
 		free(buf);
 		return -1;
 	}
-	memcpy(buf, f->data, f->len);
-	buf[f->len] = '\n';
-	for (start = 0, i = 0; i <= f->len; i++) {
-		size_t len = i - start, namelen;
+	memcpy(buf, data, len);
+	buf[len] = '\n';
+	for (start = 0, i = 0; i <= len; i++) {
+		size_t linelen = i - start, namelen;
 
 		if (buf[i] != '\n')
 			continue;
 		buf[i] = '\0';
-		if (len > 0 && buf[start] != '#') {
-			if (!env_line_ok(buf + start, len) ||
+		if (linelen > 0 && buf[start] != '#') {
+			if (!env_line_ok(buf + start, linelen) ||
 			    count == VM_IMAGE_ENV_LINES) {
 				free(buf);
 				free(v);
@@ -159,7 +157,7 @@ vm_image_env(struct vm *vm, char ***out, size_t *n)
 			namelen = strcspn(buf + start, "=");
 			/* The caller's variables win; glibc's getenv would
 			 * take the first, CPython's os.environ the last. */
-			if (!env_has(vm->cfg->envp, buf + start, namelen))
+			if (!env_has(envp, buf + start, namelen))
 				v[count++] = buf + start;
 		}
 		start = i + 1;
@@ -173,6 +171,22 @@ vm_image_env(struct vm *vm, char ***out, size_t *n)
 	*out = v;
 	*n = count;
 	return 0;
+}
+
+int
+vm_image_env(struct vm *vm, char ***out, size_t *n)
+{
+	const struct vmm_file *f;
+
+	*out = NULL;
+	*n = 0;
+	if ((f = find_file(vm->cfg, VM_IMAGE_ENV, strlen(VM_IMAGE_ENV))) ==
+	        NULL ||
+	    f->len == 0)
+		return 0;
+	if (f->len > VM_IMAGE_ENV_MAX || vm_img_check(vm, f) != 0)
+		return -1;
+	return vm_env_parse(f->data, f->len, vm->cfg->envp, out, n);
 }
 
 void

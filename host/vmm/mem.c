@@ -58,7 +58,10 @@ vm_mem_init(struct vm *vm)
 	size_t pages = (size_t)((vm->mmap_hi - vm->mmap_lo) / VM_PAGE);
 
 	vm->mmap_used = calloc(pages ? pages : 1, 1);
-	return vm->mmap_used == NULL ? -1 : 0;
+	vm->mmap_file = calloc(pages ? pages : 1, 1);
+	vm->mmap_file_pages = vm->file_touched_pages = 0;
+	vm->imgmaps = 0;
+	return vm->mmap_used == NULL || vm->mmap_file == NULL ? -1 : 0;
 }
 
 /* First fit from the top, so the mmap area grows down towards brk as
@@ -122,6 +125,10 @@ vm_mmap_free(struct vm *vm, uint64_t addr, uint64_t len)
 		end = vm->mmap_hi;
 	if (addr >= end)
 		return 0;
+	/* Image pages become anonymous ones first (madvise would bring
+	 * the file's bytes back, not zeroes), counted as held until the
+	 * loop below frees them. */
+	vm_imgmap_release(vm, addr, end - addr, 1);
 	for (i = (addr - vm->mmap_lo) / VM_PAGE;
 	     i < (end - vm->mmap_lo) / VM_PAGE; i++)
 		if (vm->mmap_used[i]) {

@@ -20,6 +20,7 @@
 #include "host/vmm/vm_int.h"
 
 #define POLL_MAX 4096 /* Linux: RLIMIT_NOFILE */
+#define VM_PARKED INT64_MIN
 #define SELECT_MAX 1024 /* FD_SETSIZE */
 
 struct gpollfd {
@@ -28,8 +29,28 @@ struct gpollfd {
 };
 
 /*
+ * From a process with other threads: nothing is ready yet, so the thread
+ * is parked on the host descriptors (sys_thread.c) and the call is issued
+ * again when one is ready, or returns 0 at the timeout. VM_PARKED when
+ * parked; 0 when one is ready after all, or the call cannot be parked
+ * (more descriptors than a parked call holds): the caller waits itself.
+ */
+static int64_t
+park(struct vm *vm, struct pollfd *h, size_t n, int64_t timeout_ns)
+{
+	uint64_t deadline = 0;
+
+	if (ppoll(h, n, &(struct timespec){ 0, 0 }, NULL) != 0)
+		return 0;
+	if (timeout_ns > 0)
+		deadline = vm_now_us() + (uint64_t)(timeout_ns / 1000) + 1;
+	return vm_thread_park(vm, h, (int)n, deadline, 0) ? VM_PARKED : 0;
+}
+
+/*
  * Wait on n guest pollfds for at most timeout_ns (-1: no limit). Fills
- * revents; returns how many have any, or -errno.
+ * revents; returns how many have any, VM_PARKED (the call will be issued
+ * again: nothing is to be written to the guest), or -errno.
  */
 static int64_t
 wait_fds(struct vm *vm, struct gpollfd *p, size_t n, int64_t timeout_ns)
@@ -80,6 +101,11 @@ wait_fds(struct vm *vm, struct gpollfd *p, size_t n, int64_t timeout_ns)
 			ready = 1;
 	if (ready)
 		timeout_ns = 0; /* report the host ones as they are now */
+	if (timeout_ns != 0 && vm->threads != NULL &&
+	    (rc = park(vm, h, n, timeout_ns)) != 0) {
+		free(h);
+		return rc;
+	}
 	if (timeout_ns >= 0) {
 		ts.tv_sec = (time_t)(timeout_ns / 1000000000);
 		ts.tv_nsec = (long)(timeout_ns % 1000000000);
@@ -125,12 +151,14 @@ static int64_t
 do_poll(struct vm *vm, uint64_t addr, uint64_t n, int64_t timeout_ns)
 {
 	struct gpollfd *g;
+	int64_t rc;
 
 	if (n > POLL_MAX)
 		return -EINVAL;
 	if ((g = vm_gptr(vm, addr, n * sizeof(*g))) == NULL && n != 0)
 		return -EFAULT;
-	return wait_fds(vm, g, n, timeout_ns);
+	rc = wait_fds(vm, g, n, timeout_ns);
+	return rc == VM_PARKED ? 0 : rc;
 }
 
 int64_t
@@ -182,6 +210,10 @@ do_select(struct vm *vm, const uint64_t a[6], int64_t timeout_ns)
 		}
 	}
 	rc = wait_fds(vm, p, n, timeout_ns);
+	if (rc == VM_PARKED) {
+		free(p);
+		return 0;
+	}
 	if (rc >= 0) {
 		for (k = 0; k < 3; k++)
 			if (set[k] != NULL)

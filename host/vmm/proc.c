@@ -27,6 +27,8 @@
 #include "host/vmm/vm_int.h"
 
 #define PROCS_DEFAULT 64
+#define WAIT_POLL_US 5000 /* a parked wait4 looks again this often */
+#define WAIT_PARKED INT64_MIN /* wait_child: the thread was parked */
 #define PROCS_MAX 1024
 
 #define CSIGNAL_ 0x000000ffULL
@@ -72,6 +74,7 @@ struct vm_tree {
 	    p, old, new, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)
 
 static void post(struct vm *, struct vm_slot *, int sig);
+static void signal_host(struct vm *, struct vm_slot *, int sig);
 
 static uint64_t
 word(uint32_t state, int32_t parent)
@@ -224,9 +227,8 @@ vm_proc_finish(struct vm *vm)
 	STORE(&t->closing, 1);
 	for (i = 1; i < t->nslots; i++) {
 		s = &t->slot[i];
-		if (w_state(LOAD(&s->word)) == SLOT_LIVE &&
-		    LOAD(&s->host_pid) > 0)
-			kill(LOAD(&s->host_pid), SIGKILL);
+		if (w_state(LOAD(&s->word)) == SLOT_LIVE)
+			signal_host(vm, s, SIGKILL);
 	}
 	while (waitpid(-1, NULL, __WALL) > 0 || errno == EINTR)
 		;
@@ -240,7 +242,7 @@ vm_proc_finish(struct vm *vm)
 		size_t n = strlen(vm->res->reason);
 
 		snprintf(vm->res->reason + n, sizeof(vm->res->reason) - n,
-		    " (the process limit, %u, was reached)", t->nslots);
+		    " (process limit %u reached)", t->nslots);
 	}
 	tree_free(vm);
 }
@@ -342,6 +344,7 @@ do_clone(struct vm *vm, uint64_t flags, uint64_t newsp, uint64_t ptid,
 	memset(&vm->child_res, 0, sizeof(vm->child_res));
 	vm->res = &vm->child_res;
 	vm_signal_forked(vm);
+	vm_outside_signals(1); /* the parent's, not inherited (fork(2)) */
 	vm_thread_reset(vm);
 	vm_timer_arm(vm);
 	if (vp[0] >= 0) {
@@ -406,7 +409,20 @@ wait_child(struct vm *vm, int32_t gpid, int nohang, int32_t *gst)
 	} else if (!has_children(vm))
 		return -ECHILD;
 	for (;;) {
-		hp = wait4(target, &hst, (nohang ? WNOHANG : 0) | __WALL, NULL);
+		/* With other threads: look, and if no child has ended, look
+		 * again in a few milliseconds while they run rather than
+		 * block them (no descriptor tells of a child's end). */
+		if (!nohang && vm->threads != NULL) {
+			hp = wait4(target, &hst, WNOHANG | __WALL, NULL);
+			if (hp == 0 &&
+			    vm_thread_park(vm, NULL, 0,
+			        vm_now_us() + WAIT_POLL_US, VM_PARK_AGAIN))
+				return WAIT_PARKED;
+			if (hp == 0)
+				hp = wait4(target, &hst, __WALL, NULL);
+		} else
+			hp = wait4(target, &hst,
+			    (nohang ? WNOHANG : 0) | __WALL, NULL);
 		if (hp == 0)
 			return 0;
 		if (hp == -1)
@@ -447,7 +463,10 @@ sys_wait4(struct vm *vm, const uint64_t a[6])
 	    (a[3] != 0 &&
 	        (ru = vm_gptr(vm, a[3], sizeof(struct rusage))) == NULL))
 		return -EFAULT;
-	if ((r = wait_child(vm, (int32_t)a[0], a[2] & WNOHANG, &gst)) > 0) {
+	if ((r = wait_child(vm, (int32_t)a[0], a[2] & WNOHANG, &gst)) ==
+	    WAIT_PARKED)
+		return 0; /* issued again later (sys_thread.c) */
+	if (r > 0) {
 		if (st != NULL)
 			memcpy(st, &gst, 4);
 		if (ru != NULL)
@@ -472,6 +491,8 @@ sys_waitid(struct vm *vm, const uint64_t a[6])
 		return -EFAULT;
 	r = wait_child(
 	    vm, a[0] == P_PID ? (int32_t)a[1] : -1, a[3] & WNOHANG, &gst);
+	if (r == WAIT_PARKED)
+		return 0; /* issued again later (sys_thread.c) */
 	if (r < 0)
 		return r;
 	if (info != NULL) {
@@ -494,6 +515,30 @@ sys_waitid(struct vm *vm, const uint64_t a[6])
 
 /* ---- kill ---------------------------------------------------------------- */
 
+/*
+ * The only place a host signal leaves this file. The guest names
+ * processes by guest pid and never sees a host pid; still, a host pid is
+ * signalled only when it is a row of this run's table that is not free
+ * (a process of the tree, alive or a zombie not yet reaped, so its pid
+ * cannot have been reused; keepd, keep and the rest of the host are
+ * never rows), never pid 1 or below (kill(2)'s "every process" and
+ * "my group" forms), and only with the two signals the tree uses. The vm
+ * process's seccomp filter and its Landlock signal scope are the
+ * layers beneath this one (docs/vmm.md, "Processes").
+ */
+static void
+signal_host(struct vm *vm, struct vm_slot *s, int sig)
+{
+	pid_t hp = LOAD(&s->host_pid);
+	unsigned i = (unsigned)(s - vm->tree->slot);
+
+	if (i >= vm->tree->nslots || hp <= 1 ||
+	    (sig != SIGKILL && sig != SIGUSR2) ||
+	    w_state(LOAD(&s->word)) == SLOT_FREE)
+		return;
+	kill(hp, sig);
+}
+
 /* Queue sig for the process in s and wake it (SIGUSR2 interrupts its
  * KVM_RUN or its blocking call); it acts on it itself. SIGKILL cannot
  * wait: the host kills the process, and its parent's wait sees sig. */
@@ -502,7 +547,6 @@ post(struct vm *vm, struct vm_slot *s, int sig)
 {
 	uint64_t bit = 1ULL << (sig - 1), w;
 	int32_t zero = 0;
-	pid_t hp = LOAD(&s->host_pid);
 
 	if (s == me(vm)) {
 		vm_signal_raise(vm, sig);
@@ -511,8 +555,7 @@ post(struct vm *vm, struct vm_slot *s, int sig)
 	if (sig == SIGKILL) {
 		__atomic_compare_exchange_n(&s->killsig, &zero, sig, 0,
 		    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-		if (hp > 0)
-			kill(hp, SIGKILL);
+		signal_host(vm, s, SIGKILL);
 		/* An orphan has no one to reap it. */
 		w = word(SLOT_LIVE, 0);
 		CAS(&s->word, &w, word(SLOT_FREE, 0));
@@ -522,8 +565,7 @@ post(struct vm *vm, struct vm_slot *s, int sig)
 	    (!(LOAD(&s->caught) & bit) && vm_signal_default_ignored(sig)))
 		return;
 	__atomic_fetch_or(&s->pending, bit, __ATOMIC_SEQ_CST);
-	if (hp > 0)
-		kill(hp, SIGUSR2);
+	signal_host(vm, s, SIGUSR2);
 }
 
 int32_t
@@ -536,14 +578,16 @@ uint64_t
 vm_proc_take_pending(struct vm *vm)
 {
 	if (vm->tree == NULL)
-		return 0;
-	return __atomic_exchange_n(&me(vm)->pending, 0, __ATOMIC_SEQ_CST);
+		return vm_outside_signals(1);
+	return __atomic_exchange_n(&me(vm)->pending, 0, __ATOMIC_SEQ_CST) |
+	    vm_outside_signals(1);
 }
 
 uint64_t
 vm_proc_peek_pending(struct vm *vm)
 {
-	return vm->tree == NULL ? 0 : LOAD(&me(vm)->pending);
+	return (vm->tree == NULL ? 0 : LOAD(&me(vm)->pending)) |
+	    vm_outside_signals(0);
 }
 
 void
@@ -676,21 +720,39 @@ sys_kill(struct vm *vm, const uint64_t a[6])
 	return do_kill(vm, (int32_t)a[0], a[1]);
 }
 
+/*
+ * A thread-directed signal. The threads of a process share its one vCPU
+ * (sys_thread.c), and a signal for one of them is the process's: the
+ * thread running when it is delivered takes it (docs/vmm.md). A tid of
+ * another process is its main thread's, its pid; any other is ESRCH.
+ */
+static int64_t
+thread_kill(struct vm *vm, int32_t tgid, int32_t tid, uint64_t sig)
+{
+	if (tid <= 0 || tgid == 0 || tgid < -1)
+		return -EINVAL;
+	if (vm_thread_is_mine(vm, tid)) {
+		if (tgid != -1 && tgid != vm->pid)
+			return -ESRCH;
+		return do_kill(vm, vm->pid, sig);
+	}
+	if (tgid != -1 && tgid != tid)
+		return -ESRCH;
+	return do_kill(vm, tid, sig);
+}
+
 int64_t
 sys_tkill(struct vm *vm, const uint64_t a[6])
 {
-	if ((int32_t)a[0] <= 0)
-		return -EINVAL;
-	return do_kill(vm, (int32_t)a[0], a[1]);
+	return thread_kill(vm, -1, (int32_t)a[0], a[1]);
 }
 
-/* One thread per process: the thread group is the process. */
 int64_t
 sys_tgkill(struct vm *vm, const uint64_t a[6])
 {
-	if ((int32_t)a[0] <= 0 || (int32_t)a[0] != (int32_t)a[1])
-		return (int32_t)a[0] <= 0 ? -EINVAL : -ESRCH;
-	return do_kill(vm, (int32_t)a[1], a[2]);
+	if ((int32_t)a[0] <= 0)
+		return -EINVAL;
+	return thread_kill(vm, (int32_t)a[0], (int32_t)a[1], a[2]);
 }
 
 int64_t
@@ -740,4 +802,22 @@ sys_setsid(struct vm *vm, const uint64_t a[6])
 {
 	(void)a;
 	return do_setsid(vm);
+}
+
+/* ---- templates (template.c) -------------------------------------------- */
+
+int
+vm_proc_alone(struct vm *vm)
+{
+	return vm->tree != NULL && vm->pid == 1 && vm->tree->next_pid == 2;
+}
+
+/* The template's table is a MAP_SHARED page: a clone that wrote into it
+ * would write into its siblings'. Each clone drops its mapping of it and
+ * starts a table of its own. */
+int
+vm_proc_fresh(struct vm *vm)
+{
+	tree_free(vm);
+	return vm_proc_init(vm);
 }

@@ -5,6 +5,7 @@
  * (its memory, its descriptors, its CPUID as the guest sees it).
  *
  *   /dev/null, /dev/zero, /dev/random, /dev/urandom   devices
+ *   /dev/tty          exists, but opens with ENXIO: no controlling terminal
  *   /dev/stdin, /dev/stdout, /dev/stderr, /dev/fd     symlinks into /proc/self/fd
  *   /proc/self -> 1
  *   /proc/1/exe       symlink to the program; opening it gives its bytes
@@ -40,7 +41,8 @@ enum node_kind {
 	N_DEV,
 	N_LINK,
 	N_FD, /* /proc/1/fd/N followed: descriptor N itself */
-	N_EXE /* /proc/1/exe followed: the program's bytes */
+	N_EXE, /* /proc/1/exe followed: the program's bytes */
+	N_TTY /* /dev/tty of a process without a controlling terminal */
 };
 
 enum gen { G_NONE, G_CPUINFO, G_MEMINFO, G_MAPS, G_STATUS, G_CMDLINE };
@@ -66,6 +68,7 @@ static const struct {
 	{ "/dev/zero", N_DEV, G_NONE, VM_DEV_ZERO, NULL },
 	{ "/dev/random", N_DEV, G_NONE, VM_DEV_RANDOM, NULL },
 	{ "/dev/urandom", N_DEV, G_NONE, VM_DEV_RANDOM, NULL },
+	{ "/dev/tty", N_TTY, G_NONE, 0, NULL },
 	{ "/dev/stdin", N_LINK, G_NONE, 0, "/proc/self/fd/0" },
 	{ "/dev/stdout", N_LINK, G_NONE, 0, "/proc/self/fd/1" },
 	{ "/dev/stderr", N_LINK, G_NONE, 0, "/proc/self/fd/2" },
@@ -462,6 +465,7 @@ gen_dir(struct vm *vm, const char *path, struct buf *b)
 		{ "/dev", "zero", DT_CHR },
 		{ "/dev", "random", DT_CHR },
 		{ "/dev", "urandom", DT_CHR },
+		{ "/dev", "tty", DT_CHR },
 		{ "/dev", "stdin", DT_LNK },
 		{ "/dev", "stdout", DT_LNK },
 		{ "/dev", "stderr", DT_LNK },
@@ -574,6 +578,10 @@ node_stat(struct vm *vm, const struct node *nd, struct stat *st)
 		        : strcmp(nd->path, "/dev/random") == 0 ? 8
 		                                               : 9);
 		break;
+	case N_TTY:
+		st->st_mode = S_IFCHR | 0666;
+		st->st_rdev = makedev(5, 0);
+		break;
 	case N_LINK:
 		st->st_mode = S_IFLNK | 0777;
 		st->st_size = (off_t)strlen(nd->link);
@@ -607,6 +615,16 @@ vm_synth_stat(struct vm *vm, const char *path, int nofollow, struct stat *st)
 	}
 	node_stat(vm, &nd, st);
 	return 0;
+}
+
+int
+vm_synth_fd_of(struct vm *vm, const char *path)
+{
+	struct node nd;
+
+	if (lookup(vm, path, 0, &nd) != 0 || nd.kind != N_FD)
+		return -1;
+	return nd.fd;
 }
 
 int64_t
@@ -651,12 +669,20 @@ vm_synth_open(
 		f->kind = VFD_DEV;
 		f->dev = nd.dev;
 		break;
+	case N_TTY:
+		/* The guest's stdio are pipes: like a daemon or a job under
+		 * a pipeline, it has no controlling terminal. */
+		return -ENXIO;
 	case N_DIR:
 		if (wr)
 			return -EISDIR;
-		if ((rc = make(vm, &nd, &f->owned, &f->len)) != 0)
-			return rc;
+		/* Marked used first: /proc/self/fd lists the descriptor
+		 * that reads it, as Linux's does. */
 		f->kind = VFD_SDIR;
+		if ((rc = make(vm, &nd, &f->owned, &f->len)) != 0) {
+			f->kind = VFD_FREE;
+			return rc;
+		}
 		f->data = f->owned;
 		break;
 	case N_FILE:

@@ -12,6 +12,7 @@
  *   sys_proc.c    identity, limits, uname, exit
  *   sys_signal.c  signal actions and masks
  *   sys_thread.c  futex, tids
+ *   sys_event.c   epoll, eventfd
  *
  * Every handler has one signature: the guest's six argument registers
  * in, the value for RAX out (a negative errno on failure). What a call
@@ -182,6 +183,7 @@ int64_t sys_setresgid(struct vm *, const uint64_t a[6]);
 int64_t sys_setfsuid(struct vm *, const uint64_t a[6]);
 int64_t sys_setfsgid(struct vm *, const uint64_t a[6]);
 int64_t sys_keep_fetch(struct vm *, const uint64_t a[6]);
+int64_t sys_keep_ready(struct vm *, const uint64_t a[6]); /* template.c */
 
 /* Processes: fork, exec, wait, kill, groups (proc.c, exec.c). */
 int64_t sys_clone(struct vm *, const uint64_t a[6]);
@@ -213,6 +215,16 @@ int64_t sys_pause(struct vm *, const uint64_t a[6]);
 int64_t sys_alarm(struct vm *, const uint64_t a[6]);
 int64_t sys_getitimer(struct vm *, const uint64_t a[6]);
 int64_t sys_setitimer(struct vm *, const uint64_t a[6]);
+
+/* epoll and eventfd (sys_event.c). */
+int64_t sys_eventfd(struct vm *, const uint64_t a[6]);
+int64_t sys_eventfd2(struct vm *, const uint64_t a[6]);
+int64_t sys_epoll_create(struct vm *, const uint64_t a[6]);
+int64_t sys_epoll_create1(struct vm *, const uint64_t a[6]);
+int64_t sys_epoll_ctl(struct vm *, const uint64_t a[6]);
+int64_t sys_epoll_wait(struct vm *, const uint64_t a[6]);
+int64_t sys_epoll_pwait(struct vm *, const uint64_t a[6]);
+int64_t sys_epoll_pwait2(struct vm *, const uint64_t a[6]);
 
 /* Threads (sys_thread.c). */
 int64_t sys_gettid(struct vm *, const uint64_t a[6]);

@@ -70,6 +70,14 @@ object_at(
 	}
 	if ((rc = vm_path(vm, dirfd, addr, path, sizeof(path), 0)) != 0)
 		return rc;
+	/* /proc/self/fd/N followed is the object behind descriptor N (glibc
+	 * changes a file's mode through it). */
+	if (vm_synth_path(path) && !(flags & G_AT_SYMLINK_NOFOLLOW) &&
+	    (rc = vm_synth_fd_of(vm, path)) >= 0 &&
+	    (f = vm_fd(vm, (uint64_t)rc)) != NULL && f->kind == VFD_HOST) {
+		*fd = fcntl(f->hostfd, F_DUPFD_CLOEXEC, 0);
+		return *fd == -1 ? -errno : 0;
+	}
 	if (vm_synth_path(path) || vm_path_in_image(vm, path)) {
 		*ro = 1;
 		return (int)vm_stat_path(
@@ -97,6 +105,19 @@ chmod_object(int fd, uint64_t mode)
 	return chmod(proc, (mode_t)(mode & 07777)) == -1 ? -errno : 0;
 }
 
+/* Whether fd is the workspace directory itself: the guest's "/", which
+ * it does not own (Linux: EPERM to change its mode), and which must stay
+ * readable to the vm process and to keepd's file API. */
+static int
+is_ws_root(struct vm *vm, int fd)
+{
+	struct stat a, b;
+
+	return vm->ws_fd >= 0 && fstat(fd, &a) == 0 &&
+	    fstat(vm->ws_fd, &b) == 0 && a.st_dev == b.st_dev &&
+	    a.st_ino == b.st_ino;
+}
+
 static int64_t
 chmod_at(struct vm *vm, int64_t dirfd, uint64_t addr, uint64_t mode)
 {
@@ -106,6 +127,10 @@ chmod_at(struct vm *vm, int64_t dirfd, uint64_t addr, uint64_t mode)
 		return rc;
 	if (ro)
 		return -EROFS;
+	if (is_ws_root(vm, fd)) {
+		close(fd);
+		return -EPERM;
+	}
 	rc = (int)chmod_object(fd, mode);
 	close(fd);
 	return rc;
@@ -132,6 +157,8 @@ sys_fchmod(struct vm *vm, const uint64_t a[6])
 		return -EBADF;
 	switch (f->kind) {
 	case VFD_HOST:
+		if (is_ws_root(vm, f->hostfd))
+			return -EPERM;
 		return fchmod(f->hostfd, (mode_t)(a[1] & 07777)) == -1 ? -errno
 		                                                       : 0;
 	case VFD_STDIN:
@@ -256,8 +283,8 @@ new_name(
 }
 
 /* Symlinks are created as written; following one never leaves the
- * workspace (RESOLVE_BENEATH), and one with an absolute target does not
- * resolve at all (EXDEV): docs/vmm.md. */
+ * workspace (RESOLVE_IN_ROOT: an absolute target starts at the
+ * workspace, ".." stops at it): docs/vmm.md. */
 static int64_t
 symlink_at(struct vm *vm, uint64_t target, int64_t dirfd, uint64_t addr)
 {
@@ -351,6 +378,21 @@ sys_linkat(struct vm *vm, const uint64_t a[6])
 
 /* ---- times ------------------------------------------------------------- */
 
+/* The guest does not own its "/" (see is_ws_root): Linux refuses a
+ * non-owner explicit times with EPERM and "now" without write access
+ * (the root is 0755 root's) with EACCES. */
+static int64_t
+root_times_refused(const struct timespec *times)
+{
+	int i;
+
+	for (i = 0; times != NULL && i < 2; i++)
+		if (times[i].tv_nsec != G_UTIME_NOW &&
+		    times[i].tv_nsec != G_UTIME_OMIT)
+			return -EPERM;
+	return -EACCES;
+}
+
 /* times: two timespecs, or NULL for now (UTIME_NOW and UTIME_OMIT as
  * Linux). */
 static int64_t
@@ -375,12 +417,18 @@ utimens_at(struct vm *vm, int64_t dirfd, uint64_t addr,
 			return 0;
 		if (f->kind != VFD_HOST)
 			return -EROFS;
+		if (is_ws_root(vm, f->hostfd))
+			return root_times_refused(times);
 		return futimens(f->hostfd, times) == -1 ? -errno : 0;
 	}
 	if ((rc = object_at(vm, dirfd, addr, flags, &fd, &ro)) != 0)
 		return rc;
 	if (ro)
 		return -EROFS;
+	if (is_ws_root(vm, fd)) {
+		close(fd);
+		return root_times_refused(times);
+	}
 	rc = utimensat(fd, "", times, AT_EMPTY_PATH) == -1 ? -errno : 0;
 	close(fd);
 	return rc;
@@ -479,7 +527,7 @@ static int64_t
 put_statfs(struct vm *vm, uint64_t buf, int ro)
 {
 	struct statfs sf;
-	uint64_t max = vm->cfg->workspace_max, used;
+	uint64_t max = vm->cfg->workspace_max, used, ws_bytes = 0;
 
 	memset(&sf, 0, sizeof(sf));
 	sf.f_type = WS_FS_MAGIC;
@@ -494,8 +542,15 @@ put_statfs(struct vm *vm, uint64_t buf, int ro)
 	} else {
 		sf.f_blocks =
 		    max != 0 ? (fsblkcnt_t)(max / 4096) : WS_FS_BLOCKS_NOLIMIT;
-		used = vm->ws_used == UINT64_MAX ? (uint64_t)sf.f_blocks
-		                                 : (vm->ws_used + 4095) / 4096;
+		/* Without a quota nothing keeps count: walk now (bounded as
+		 * the quota's walk is), so "used" is what the workspace holds. */
+		if (max == 0 &&
+		    ws_usage(vm->ws_fd, WS_USAGE_MAX_ENTRIES, &ws_bytes) == 0)
+			used = (ws_bytes + 4095) / 4096;
+		else
+			used = vm->ws_used == UINT64_MAX
+			    ? (uint64_t)sf.f_blocks
+			    : (vm->ws_used + 4095) / 4096;
 		sf.f_bfree = used < sf.f_blocks ? sf.f_blocks - used : 0;
 		sf.f_bavail = sf.f_bfree;
 		sf.f_ffree = WS_FS_FILES / 2;

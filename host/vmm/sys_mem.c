@@ -34,8 +34,8 @@ int64_t
 sys_mmap(struct vm *vm, const uint64_t a[6])
 {
 	uint64_t addr = a[0], len = a[1], flags = a[3], off = a[5];
-	uint64_t g;
-	int64_t n;
+	uint64_t g, peak = vm->mmap_pages_peak;
+	int64_t n = 0;
 
 	if (len == 0 || len > vm->mmap_hi - vm->mmap_lo || (off % VM_PAGE) != 0)
 		return -EINVAL;
@@ -49,19 +49,27 @@ sys_mmap(struct vm *vm, const uint64_t a[6])
 			return (flags & MAP_FIXED_NOREPLACE_) ? -EEXIST
 			                                      : -ENOMEM;
 		g = addr;
+		vm_imgmap_release(vm, g, len, 1);
 		memset(vm->mem + g, 0, len);
 	} else if ((g = vm_mmap_alloc(vm, len)) == 0)
 		return -ENOMEM;
-	if (!(flags & MAP_ANONYMOUS_)) {
-		/* A private file mapping is a copy: the guest has no shared
-		 * memory with anything. */
-		n = vm_mmap_fill(vm, (int)a[4], g, len, off);
-		if (n < 0) {
-			if (!(flags & (MAP_FIXED_ | MAP_FIXED_NOREPLACE_)))
-				vm_mmap_free(vm, g, len);
-			return n == -ESPIPE ? -ENODEV : n;
-		}
+	/* An image file's pages are mapped copy-on-write (imgmap.c);
+	 * any other private file mapping is a copy: the guest has no
+	 * shared memory with anything. */
+	if (!(flags & MAP_ANONYMOUS_) &&
+	    (n = vm_imgmap(vm, (int)a[4], g, len, off)) >= 0 &&
+	    (uint64_t)n < len)
+		n = vm_mmap_fill(vm, (int)a[4], g + (uint64_t)n,
+		    len - (uint64_t)n, off + (uint64_t)n);
+	if (n < 0) {
+		if (!(flags & (MAP_FIXED_ | MAP_FIXED_NOREPLACE_)))
+			vm_mmap_free(vm, g, len);
+		return n == -ESPIPE ? -ENODEV : n;
 	}
+	/* The peak as of the call's end: pages the image backs were
+	 * counted by the allocation a moment ago. */
+	vm->mmap_pages_peak =
+	    vm->mmap_pages_used > peak ? vm->mmap_pages_used : peak;
 	return (int64_t)g;
 }
 

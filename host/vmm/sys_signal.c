@@ -255,7 +255,7 @@ vm_signal_pending(struct vm *vm)
 
 /*
  * Sleep until a signal arrives for the guest (or the run's time is up):
- * SIGUSR2 and SIGALRM are blocked on the host while the table is
+ * the host signals that wake a guest are blocked while the table is
  * checked, and ppoll takes them again atomically, so no wake-up is lost.
  */
 static void
@@ -263,9 +263,7 @@ wait_signal(struct vm *vm)
 {
 	sigset_t block, old;
 
-	sigemptyset(&block);
-	sigaddset(&block, SIGUSR2);
-	sigaddset(&block, SIGALRM);
+	vm_wake_signals(&block);
 	sigprocmask(SIG_BLOCK, &block, &old);
 	while (!deliverable(vm) && !vm_timed_out())
 		ppoll(NULL, 0, NULL, &old);

@@ -44,7 +44,8 @@ static const struct vm_sysent linux_calls[] = {
 	    "files always ready; the run's timeout ends the wait"),
 	OK(8, lseek, sys_lseek, ""),
 	PART(9, mmap, sys_mmap,
-	    "anonymous memory, and private file mappings as copies; MAP_FIXED "
+	    "anonymous memory, and private file mappings: an image file's "
+	    "whole pages copy-on-write (keep run), else copies; MAP_FIXED "
 	    "only over the guest's own mappings"),
 	PART(10, mprotect, sys_mprotect,
 	    "succeeds without effect: 2 MiB pages hold no per-page rights"),
@@ -55,7 +56,10 @@ static const struct vm_sysent linux_calls[] = {
 	OK(14, rt_sigprocmask, sys_rt_sigprocmask, ""),
 	OK(15, rt_sigreturn, sys_rt_sigreturn,
 	    "the frame is read back through the checked guest pointers"),
-	PART(16, ioctl, sys_ioctl, "ENOTTY for every request: no terminals"),
+	PART(16, ioctl, sys_ioctl,
+	    "FIONBIO, FIOCLEX, FIONCLEX; a terminal run's fds 0-2 answer the "
+	    "termios, window size and process group requests (tty.c); ENOTTY "
+	    "otherwise"),
 	OK(17, pread64, sys_pread64, ""),
 	OK(18, pwrite64, sys_pwrite64, ""),
 	OK(19, readv, sys_readv, ""),
@@ -63,7 +67,7 @@ static const struct vm_sysent linux_calls[] = {
 	OK(21, access, sys_access,
 	    "existence only: the guest owns everything it can see"),
 	OK(22, pipe, sys_pipe,
-	    "a host pipe: crosses fork; no reader: SIGPIPE's default action"),
+	    "a host pipe: crosses fork; no reader: EPIPE and SIGPIPE"),
 	OK(23, select, sys_select, "as poll"),
 	OK(24, sched_yield, sys_sched_yield, "to the next runnable thread"),
 	OK(25, mremap, sys_mremap, ""),
@@ -178,8 +182,9 @@ static const struct vm_sysent linux_calls[] = {
 	OK(86, link, sys_link, "within the workspace; from the image: EXDEV"),
 	OK(87, unlink, sys_unlink, "workspace only"),
 	PART(88, symlink, sys_symlink,
-	    "created as written; never followed out of the workspace, absolute "
-	    "targets do not resolve (EXDEV)"),
+	    "created as written; followed as in a chroot at the workspace "
+	    "(never out of it); a target in the image, /proc or /dev is not "
+	    "reached through one"),
 	OK(89, readlink, sys_readlink, "workspace symlinks"),
 	OK(90, chmod, sys_chmod,
 	    "workspace files (through an O_PATH descriptor: no symlink race); "
@@ -334,7 +339,8 @@ static const struct vm_sysent linux_calls[] = {
 	NO(199, fremovexattr, EOPNOTSUPP,
 	    "the workspace has no extended attributes"),
 	PART(200, tkill, sys_tkill,
-	    "within the run's own processes; no job-control stops"),
+	    "within the run's own processes; a signal for one thread is its "
+	    "process's; no job-control stops"),
 	OK(201, time, sys_time, ""),
 	PART(202, futex, sys_futex,
 	    "WAIT, WAKE, their BITSET forms, REQUEUE, CMP_REQUEUE among the "
@@ -353,7 +359,7 @@ static const struct vm_sysent linux_calls[] = {
 	    "obsolete or never built: Linux answers ENOSYS too"),
 	NO(212, lookup_dcookie, ENOSYS,
 	    "the machine's administration: not a guest's"),
-	NO(213, epoll_create, ENOSYS, "no pipes or event descriptors yet"),
+	OK(213, epoll_create, sys_epoll_create, "a host epoll instance"),
 	NO(214, epoll_ctl_old, ENOSYS,
 	    "obsolete or never built: Linux answers ENOSYS too"),
 	NO(215, epoll_wait_old, ENOSYS,
@@ -384,10 +390,14 @@ static const struct vm_sysent linux_calls[] = {
 	OK(230, clock_nanosleep, sys_clock_nanosleep,
 	    "relative and TIMER_ABSTIME; cut short by the run's timeout"),
 	OK(231, exit_group, sys_exit_group, "ends the run"),
-	NO(232, epoll_wait, ENOSYS, "no pipes or event descriptors yet"),
-	NO(233, epoll_ctl, ENOSYS, "no pipes or event descriptors yet"),
+	OK(232, epoll_wait, sys_epoll_wait,
+	    "stdout and stderr always writable, an absent stdin at its end"),
+	OK(233, epoll_ctl, sys_epoll_ctl,
+	    "pipes, eventfds, epolls, stdio; image files EPERM as regular "
+	    "files"),
 	PART(234, tgkill, sys_tgkill,
-	    "within the run's own processes; no job-control stops"),
+	    "within the run's own processes; a signal for one thread is its "
+	    "process's; no job-control stops"),
 	OK(235, utimes, sys_utimes, ""),
 	NO(236, vserver, ENOSYS,
 	    "obsolete or never built: Linux answers ENOSYS too"),
@@ -412,8 +422,7 @@ static const struct vm_sysent linux_calls[] = {
 	NO(254, inotify_add_watch, ENOSYS, "no file change events"),
 	NO(255, inotify_rm_watch, ENOSYS, "no file change events"),
 	NO(256, migrate_pages, ENOSYS, "one memory node"),
-	OK(257, openat, sys_openat,
-	    "openat2 RESOLVE_BENEATH under the workspace"),
+	OK(257, openat, sys_openat, "openat2 RESOLVE_IN_ROOT at the workspace"),
 	OK(258, mkdirat, sys_mkdirat, "workspace only"),
 	NO(259, mknodat, EPERM,
 	    "no device or FIFO nodes: opening a FIFO would block the vm "
@@ -447,11 +456,12 @@ static const struct vm_sysent linux_calls[] = {
 	OK(280, utimensat, sys_utimensat,
 	    "UTIME_NOW, UTIME_OMIT, AT_SYMLINK_NOFOLLOW; through an O_PATH "
 	    "descriptor"),
-	NO(281, epoll_pwait, ENOSYS, "no pipes or event descriptors yet"),
+	PART(281, epoll_pwait, sys_epoll_pwait,
+	    "the signal mask is not applied (signals come at call boundaries)"),
 	NO(282, signalfd, ENOSYS, "no signal is ever delivered"),
 	NO(283, timerfd_create, ENOSYS,
 	    "no timers: their expiry is a signal or a readable descriptor"),
-	NO(284, eventfd, ENOSYS, "no pipes or event descriptors yet"),
+	OK(284, eventfd, sys_eventfd, "a host eventfd: crosses fork"),
 	PART(285, fallocate, sys_fallocate,
 	    "modes 0, KEEP_SIZE and PUNCH_HOLE; others EOPNOTSUPP"),
 	NO(286, timerfd_settime, ENOSYS,
@@ -462,11 +472,11 @@ static const struct vm_sysent linux_calls[] = {
 	    "no sockets: a guest reaches the network only through "
 	    "KEEP_SYS_FETCH"),
 	NO(289, signalfd4, ENOSYS, "no signal is ever delivered"),
-	NO(290, eventfd2, ENOSYS, "no pipes or event descriptors yet"),
-	NO(291, epoll_create1, ENOSYS, "no pipes or event descriptors yet"),
+	OK(290, eventfd2, sys_eventfd2, "a host eventfd: crosses fork"),
+	OK(291, epoll_create1, sys_epoll_create1, "a host epoll instance"),
 	OK(292, dup3, sys_dup3, ""),
 	OK(293, pipe2, sys_pipe2,
-	    "a host pipe: crosses fork; no reader: SIGPIPE's default action"),
+	    "a host pipe: crosses fork; no reader: EPIPE and SIGPIPE"),
 	NO(294, inotify_init1, ENOSYS, "no file change events"),
 	NO(295, preadv, ENOSYS, "not provided"),
 	NO(296, pwritev, ENOSYS, "not provided"),
@@ -547,7 +557,8 @@ static const struct vm_sysent linux_calls[] = {
 	NO(438, pidfd_getfd, ENOSYS, "no signal is ever delivered"),
 	OK(439, faccessat2, sys_faccessat2, "existence only"),
 	NO(440, process_madvise, ENOSYS, "not provided"),
-	NO(441, epoll_pwait2, ENOSYS, "no pipes or event descriptors yet"),
+	PART(441, epoll_pwait2, sys_epoll_pwait2,
+	    "the timeout in whole milliseconds, rounded up; no signal mask"),
 	NO(442, mount_setattr, ENOSYS,
 	    "the machine's administration: not a guest's"),
 	NO(443, quotactl_fd, ENOSYS,
@@ -571,6 +582,9 @@ static const struct vm_sysent keep_calls[] = {
 	{ KEEP_SYS_FETCH, "keep_fetch", sys_keep_fetch, VM_SYS_FULL, 0,
 	    "one outbound HTTP(S) request, decided by the policy "
 	    "(docs/egress.md)" },
+	{ KEEP_SYS_READY, "keep_ready", sys_keep_ready, VM_SYS_FULL, 0,
+	    "a template's ready point: parks the guest; each clone resumes "
+	    "with its run's request (docs/templates.md)" },
 };
 
 const struct vm_sysent *

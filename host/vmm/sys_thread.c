@@ -8,12 +8,18 @@
  * ends (the host's timer kicks KVM_RUN), so a thread that spins cannot
  * starve the others nor outlast the run's time limit.
  *
- * A thread blocked in a host call (a read on an empty pipe) blocks the
- * process's other threads with it.
+ * A call that would block in the host (a sleep, poll, epoll_wait, a read
+ * of an empty pipe) parks its thread instead while the process has
+ * others (vm_thread_park): the thread waits on its host descriptors and
+ * deadline beside the futex waiters, and the call is issued again once a
+ * descriptor is ready (wait4, with no descriptor to wait on, every few
+ * milliseconds). Other host calls (sigsuspend, workspace files) still
+ * block the process's other threads with them.
  */
 #include <sys/ioctl.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +32,8 @@
 
 #define THREADS_MAX 64
 #define SLICE_US 10000
+#define PARK_FDS_MAX 16 /* host descriptors one parked call waits on */
+#define NO_FUTEX UINT64_MAX /* a parked call's futex: none can match */
 
 #define FUTEX_CMD_MASK 0x7f
 #define FUTEX_WAIT_ 0
@@ -65,6 +73,12 @@ struct vm_thread {
 	uint64_t futex; /* T_WAIT: the address */
 	uint32_t bitset;
 	uint64_t deadline_us; /* T_WAIT: 0 none */
+	int64_t timeout_ret; /* T_WAIT: the call's value at its deadline */
+	/* A parked call (vm_thread_park): its registers are those of the
+	 * `syscall` itself, issued again once one of these is ready. */
+	int reissue;
+	int npfd;
+	struct pollfd pfd[PARK_FDS_MAX];
 };
 
 struct vm_threads {
@@ -144,14 +158,48 @@ next_runnable(struct vm_threads *ts, int include_cur)
 	return -1;
 }
 
+/* Whether a waiting thread has a deadline or descriptors to look at,
+ * which a running thread's slices must give the chance to wake. */
+static int
+timed_waiters(struct vm_threads *ts)
+{
+	int i;
+
+	for (i = 0; i < THREADS_MAX; i++)
+		if (ts->t[i].state == T_WAIT &&
+		    (ts->t[i].deadline_us != 0 || ts->t[i].npfd > 0))
+			return 1;
+	return 0;
+}
+
 static void
 set_slice(struct vm *vm)
 {
 	struct vm_threads *ts = vm->threads;
 
 	vm->slice_at_us =
-	    ts != NULL && runnable_others(ts) > 0 ? vm_now_us() + SLICE_US : 0;
+	    ts != NULL && (runnable_others(ts) > 0 || timed_waiters(ts))
+	    ? vm_now_us() + SLICE_US
+	    : 0;
 	vm_timer_arm(vm);
+}
+
+/* A waiting thread runs again, its call returning ret (a parked call
+ * returns instead of being issued again: RIP past the `syscall`). */
+static void
+resume(struct vm_thread *t, int64_t ret)
+{
+	t->state = T_RUN;
+	if (t->reissue && ret == VM_PARK_AGAIN) {
+		t->npfd = 0; /* its deadline: issued again as it stands */
+		return;
+	}
+	t->regs.rax = (uint64_t)ret;
+	if (t->reissue) {
+		t->regs.rip = t->regs.rcx;
+		t->reissue = 0;
+		t->npfd = 0;
+	}
 }
 
 /* Wake the waiters on a futex whose deadline passed. */
@@ -162,16 +210,48 @@ expire(struct vm_threads *ts, uint64_t now)
 
 	for (i = 0; i < THREADS_MAX; i++)
 		if (ts->t[i].state == T_WAIT && ts->t[i].deadline_us != 0 &&
-		    now >= ts->t[i].deadline_us) {
-			ts->t[i].state = T_RUN;
-			ts->t[i].regs.rax = (uint64_t)-ETIMEDOUT;
+		    now >= ts->t[i].deadline_us)
+			resume(&ts->t[i], ts->t[i].timeout_ret);
+}
+
+/* Parked calls whose descriptors are ready now, or within timeout (a
+ * ppoll with the wake-up signals unblocked: sigmask; NULL, none). */
+static void
+wake_ready(struct vm_threads *ts, const struct timespec *timeout,
+    const sigset_t *sigmask)
+{
+	static struct pollfd all[THREADS_MAX * PARK_FDS_MAX];
+	int i, j, n = 0, rc;
+
+	for (i = 0; i < THREADS_MAX; i++)
+		if (ts->t[i].state == T_WAIT && ts->t[i].npfd > 0) {
+			memcpy(&all[n], ts->t[i].pfd,
+			    (size_t)ts->t[i].npfd * sizeof(all[0]));
+			n += ts->t[i].npfd;
 		}
+	if (n == 0 && timeout != NULL && timeout->tv_sec == 0 &&
+	    timeout->tv_nsec == 0)
+		return;
+	if ((rc = ppoll(all, (nfds_t)n, timeout, sigmask)) <= 0)
+		return;
+	for (i = 0, n = 0; i < THREADS_MAX; i++) {
+		if (ts->t[i].state != T_WAIT || ts->t[i].npfd == 0)
+			continue;
+		for (j = 0; j < ts->t[i].npfd; j++)
+			if (all[n + j].fd >= 0 && all[n + j].revents != 0)
+				break;
+		n += ts->t[i].npfd;
+		if (j < ts->t[i].npfd) {
+			ts->t[i].state = T_RUN;
+			ts->t[i].npfd = 0; /* issued again as it stands */
+		}
+	}
 }
 
 /*
  * Nothing can run: sleep until a futex deadline, a signal or the run's
- * end (SIGUSR2 and SIGALRM unblocked only inside ppoll, so no wake-up is
- * lost). A signal wakes the first waiting thread with EINTR to take it.
+ * end (the host signals that wake a guest unblocked only inside ppoll,
+ * so no wake-up is lost). A signal wakes the first waiting thread with EINTR to take it.
  */
 static void
 idle(struct vm *vm, struct vm_threads *ts)
@@ -181,9 +261,7 @@ idle(struct vm *vm, struct vm_threads *ts)
 	uint64_t now, first;
 	int i;
 
-	sigemptyset(&block);
-	sigaddset(&block, SIGUSR2);
-	sigaddset(&block, SIGALRM);
+	vm_wake_signals(&block);
 	sigprocmask(SIG_BLOCK, &block, &old);
 	for (;;) {
 		now = vm_now_us();
@@ -193,8 +271,7 @@ idle(struct vm *vm, struct vm_threads *ts)
 		if (vm_signal_pending(vm)) {
 			for (i = 0; i < THREADS_MAX; i++)
 				if (ts->t[i].state == T_WAIT) {
-					ts->t[i].state = T_RUN;
-					ts->t[i].regs.rax = (uint64_t)-EINTR;
+					resume(&ts->t[i], -EINTR);
 					break;
 				}
 			break;
@@ -210,19 +287,22 @@ idle(struct vm *vm, struct vm_threads *ts)
 			tmo.tv_nsec = (long)((first - now) % 1000000) * 1000;
 			tp = &tmo;
 		}
-		ppoll(NULL, 0, tp, &old);
+		wake_ready(ts, tp, &old);
 	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
 }
+
+static const struct timespec no_wait;
 
 /* The running thread has been saved (and is no longer T_RUN, or may
  * stay so): put the next one on the vCPU. */
 static void
 switch_away(struct vm *vm, struct vm_threads *ts)
 {
-	int next = next_runnable(ts, 1);
+	int next;
 
-	if (next < 0) {
+	wake_ready(ts, &no_wait, NULL);
+	if ((next = next_runnable(ts, 1)) < 0) {
 		idle(vm, ts);
 		next = next_runnable(ts, 1);
 	}
@@ -230,8 +310,7 @@ switch_away(struct vm *vm, struct vm_threads *ts)
 		/* Only the run's end woke us: resume the thread that
 		 * waited, interrupted; the loop stops before it runs. */
 		next = ts->cur;
-		ts->t[next].state = T_RUN;
-		ts->t[next].regs.rax = (uint64_t)-EINTR;
+		resume(&ts->t[next], -EINTR);
 	}
 	ts->cur = next;
 	load(vm, &ts->t[next]);
@@ -262,6 +341,8 @@ vm_thread_preempt(struct vm *vm)
 		return;
 	if (rip >= GUEST_KERNEL && rip < GUEST_KERNEL + VM_PAGE)
 		return; /* in a stub: its exit comes at once */
+	expire(ts, vm_now_us());
+	wake_ready(ts, &no_wait, NULL);
 	if (runnable_others(ts) == 0) {
 		set_slice(vm);
 		return;
@@ -331,8 +412,8 @@ futex_wake(struct vm *vm, uint64_t addr, uint32_t bitset, int64_t n)
 	int64_t woken = 0;
 
 	for (i = 0; ts != NULL && i < THREADS_MAX && woken < n; i++)
-		if (ts->t[i].state == T_WAIT && ts->t[i].futex == addr &&
-		    (ts->t[i].bitset & bitset) != 0) {
+		if (ts->t[i].state == T_WAIT && !ts->t[i].reissue &&
+		    ts->t[i].futex == addr && (ts->t[i].bitset & bitset) != 0) {
 			ts->t[i].state = T_RUN;
 			ts->t[i].regs.rax = 0;
 			woken++;
@@ -400,8 +481,59 @@ futex_wait(struct vm *vm, uint64_t addr, uint32_t val, uint64_t timeout,
 	t->futex = addr;
 	t->bitset = bitset;
 	t->deadline_us = deadline;
+	t->timeout_ret = -ETIMEDOUT;
+	t->reissue = 0;
+	t->npfd = 0;
 	switch_away(vm, ts);
 	return 0;
+}
+
+int
+vm_thread_park(struct vm *vm, const struct pollfd *fds, int n,
+    uint64_t deadline_us, int64_t timeout_ret)
+{
+	struct vm_threads *ts = vm->threads;
+	struct kvm_regs *r = &vm->run->s.regs.regs;
+	struct vm_thread *t;
+	int i, others = 0;
+
+	if (ts == NULL || n < 0 || n > PARK_FDS_MAX)
+		return 0;
+	for (i = 0; i < THREADS_MAX; i++)
+		if (i != ts->cur && ts->t[i].state != T_FREE)
+			others++;
+	if (others == 0)
+		return 0;
+	t = &ts->t[ts->cur];
+	/* The registers of the `syscall` itself: RAX still holds the
+	 * call's number, RCX and R11 what the instruction left. */
+	r->rip = r->rcx - 2;
+	r->rflags = (r->r11 & RFLAGS_USER) | RFLAGS_FIXED;
+	save(vm, t);
+	t->state = T_WAIT;
+	t->futex = NO_FUTEX;
+	t->bitset = 0;
+	t->deadline_us = deadline_us;
+	t->timeout_ret = timeout_ret;
+	t->reissue = 1;
+	t->npfd = n;
+	if (n > 0)
+		memcpy(t->pfd, fds, (size_t)n * sizeof(*fds));
+	switch_away(vm, ts);
+	return 1;
+}
+
+int
+vm_thread_park_fd(struct vm *vm, int hostfd, short events)
+{
+	struct pollfd p = { .fd = hostfd, .events = events };
+	int fl;
+
+	if (vm->threads == NULL || hostfd < 0 ||
+	    ((fl = fcntl(hostfd, F_GETFL)) != -1 && (fl & O_NONBLOCK)) ||
+	    poll(&p, 1, 0) != 0)
+		return 0;
+	return vm_thread_park(vm, &p, 1, 0, 0);
 }
 
 static int64_t
@@ -415,7 +547,8 @@ futex_requeue(
 	if (vm_gptr(vm, addr2, 4) == NULL)
 		return -EFAULT;
 	for (i = 0; ts != NULL && i < THREADS_MAX && moved < nmove; i++)
-		if (ts->t[i].state == T_WAIT && ts->t[i].futex == addr) {
+		if (ts->t[i].state == T_WAIT && !ts->t[i].reissue &&
+		    ts->t[i].futex == addr) {
 			ts->t[i].futex = addr2;
 			moved++;
 		}
@@ -458,6 +591,22 @@ sys_futex(struct vm *vm, const uint64_t a[6])
 }
 
 /* ---- ids, exit, yield ------------------------------------------------------ */
+
+int
+vm_thread_is_mine(struct vm *vm, int32_t tid)
+{
+	int i;
+
+	if (tid == vm->pid)
+		return 1;
+	if (vm->threads == NULL)
+		return 0;
+	for (i = 0; i < THREADS_MAX; i++)
+		if (vm->threads->t[i].state != T_FREE &&
+		    vm->threads->t[i].tid == tid)
+			return 1;
+	return 0;
+}
 
 int64_t
 sys_gettid(struct vm *vm, const uint64_t a[6])

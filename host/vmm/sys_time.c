@@ -98,6 +98,24 @@ guest_sleep(struct vm *vm, uint64_t clk, uint64_t flags, uint64_t req)
 	memcpy(&ts, g, sizeof(ts));
 	if (ts.tv_sec < 0 || ts.tv_nsec < 0 || ts.tv_nsec >= 1000000000L)
 		return -EINVAL;
+	/* With other threads, this one is parked until its deadline and
+	 * they run meanwhile (sys_thread.c). */
+	if (vm->threads != NULL) {
+		struct timespec now;
+		int64_t us = ts.tv_sec > (1LL << 40)
+		    ? (1LL << 40)
+		    : (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+
+		if (flags & TIMER_ABSTIME) {
+			clock_gettime(id, &now);
+			us -=
+			    (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000;
+		}
+		if (us <= 0)
+			return 0;
+		if (vm_thread_park(vm, NULL, 0, vm_now_us() + (uint64_t)us, 0))
+			return 0;
+	}
 	/* EINTR is the run's limit: report the sleep done, the guest will
 	 * not run again. */
 	clock_nanosleep(id, (int)flags, &ts, NULL);

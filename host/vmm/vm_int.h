@@ -4,6 +4,7 @@
 
 #include <linux/kvm.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdint.h>
 
 #include "host/vmm/elf.h"
@@ -18,6 +19,7 @@
 #define VM_MAX_FILES_LIMIT 65536
 #define VM_GUEST_ID 1000 /* the guest's uid and gid */
 #define VM_UMASK_DEFAULT 022
+#define VM_TERMIOS_BYTES 36 /* the kernel's struct termios */
 
 enum vfd_kind {
 	VFD_FREE = 0,
@@ -40,7 +42,8 @@ struct vfd {
 	uint64_t off; /* VFD_IMAGE, VFD_SYNTH, VFD_VDIR and VFD_SDIR
 			 (entries returned) */
 	int hostfd; /* VFD_HOST */
-	int pipe; /* VFD_HOST: a pipe's end (no path, no quota) */
+	int pipe; /* VFD_HOST: a pipe's end, an eventfd or an epoll
+		     instance (no path, no quota) */
 	int cloexec;
 	int flags; /* O_ACCMODE | O_APPEND | O_NONBLOCK as opened */
 	enum vm_dev dev; /* VFD_DEV */
@@ -115,7 +118,43 @@ struct vm {
 	struct vm_signals sig;
 	struct vm_threads *threads; /* sys_thread.c; NULL: one thread */
 	uint64_t slice_at_us; /* the running thread's slice ends */
+	/* Templates (template.c): booting one, parked at its ready call
+	 * (KEEP_SYS_READY) with the request buffer it gave, or a clone. */
+	int template_state; /* VM_TPL_NONE, ... */
+	int parked; /* the ready call was made: leave the vCPU loop */
+	uint64_t ready_buf, ready_len;
+	uint64_t vdso_sync_us; /* the vDSO's data page was last synced */
+	/* Image pages (imgmap.c): per page of the mmap area, 1 when it is
+	 * the image's page, copy-on-write (not in mmap_pages_used). */
+	uint8_t *mmap_file;
+	uint64_t mmap_file_pages, file_touched_pages;
+	unsigned imgmaps; /* image mappings made by this process */
+	int pagemap_fd; /* /proc/self/pagemap of pagemap_pid */
+	pid_t pagemap_pid;
+	uint8_t
+	    termios[VM_TERMIOS_BYTES]; /* cfg->tty: the terminal's (tty.c) */
 };
+
+enum {
+	VM_TPL_NONE = 0,
+	VM_TPL_BOOTING,
+	VM_TPL_PARKED,
+	VM_TPL_PREPARED, /* a copy with its VM rebuilt, waiting for a run */
+	VM_TPL_CLONE
+};
+
+/* ---- tty.c: fds 0-2 as a terminal when cfg->tty ---------------------- */
+
+void vm_tty_init(struct vm *);
+int vm_tty_is(const struct vm *, const struct vfd *);
+int64_t vm_tty_ioctl(struct vm *, struct vfd *, uint64_t req, uint64_t arg);
+/* Input as the terminal's flags make it (ICRNL), in place. */
+void vm_tty_input(struct vm *, const struct vfd *, uint8_t *buf, size_t n);
+/* Output as they make it (ONLCR): 0 with *out NULL when unchanged, or
+ * with *out (malloc) and *outlen the bytes to write instead; -1 no
+ * memory. */
+int vm_tty_output(struct vm *, const struct vfd *, const void *g, size_t len,
+    uint8_t **out, size_t *outlen);
 
 /* ---- clone.c: the vCPU's state, and a VM rebuilt around it ---------- */
 
@@ -159,9 +198,23 @@ void vm_kvm_drop(struct vm *);
 int vm_cpu_fixed(struct vm *);
 void vm_timer_arm(struct vm *);
 int vm_timed_out(void);
+/* SIGINT, SIGTERM, SIGHUP from outside the run, as guest signal bits
+ * (bit sig-1); take: and clear them. */
+uint64_t vm_outside_signals(int take);
+/* The host signals that wake a guest (SIGALRM, SIGUSR2 and those from
+ * outside), for a wait that blocks them until ppoll takes them. */
+void vm_wake_signals(sigset_t *);
 /* The user code and stack segments into the synced registers. */
 void vm_set_user_segments(struct vm *);
 uint64_t vm_now_us(void);
+
+/* kvm.c: vmm_run in two halves, for templates (template.c): build
+ * the guest, its VM and its process table from vm->cfg (VMM_OK or a
+ * VMM_E_*); then run the vCPU until the guest ends or parks (timer and
+ * signal handlers set and restored around it). */
+int vm_boot(struct vm *, char *err, size_t errlen);
+void vm_serve(struct vm *);
+void vm_teardown(struct vm *);
 
 /* kvm.c: replace guest memory and the VM by a fresh boot of cfg's
  * program, argv and envp (cfg must outlive the program). 0; -1 when
@@ -184,6 +237,10 @@ int vm_proc_init(struct vm *);
 /* At the end of vcpu_loop: a child reports and _exits; the first
  * process stops whatever is left of the tree. */
 void vm_proc_finish(struct vm *);
+/* Templates: whether this process is the run's only one so far; and a
+ * fresh process table for a clone (the template's is left alone). */
+int vm_proc_alone(struct vm *);
+int vm_proc_fresh(struct vm *);
 /* Signals queued for this process by others (taken or looked at), and
  * what it catches and ignores, for senders to see. */
 uint64_t vm_proc_take_pending(struct vm *);
@@ -214,6 +271,26 @@ int32_t vm_proc_new_tid(struct vm *);
 int64_t vm_thread_clone(struct vm *, uint64_t flags, uint64_t newsp,
     uint64_t ptid, uint64_t ctid, uint64_t tls);
 void vm_thread_reset(struct vm *);
+/* Whether tid is a thread of this process (its main thread's is the pid). */
+int vm_thread_is_mine(struct vm *, int32_t tid);
+/*
+ * A call that would block in the host, from a process with other
+ * threads: park the running thread until one of fds (host descriptors,
+ * at most 16) is ready, and then issue its call again; or until
+ * deadline_us (vm_now_us; 0 none), when the call returns timeout_ret;
+ * or until a signal (-EINTR). timeout_ret VM_PARK_AGAIN: the call is
+ * issued again at its deadline too (a wait with nothing to poll looks
+ * again now and then). 1 when parked (the caller returns at once and
+ * its value is not used); 0 when the process has no other thread and
+ * the caller blocks itself.
+ */
+#define VM_PARK_AGAIN INT64_MIN
+struct pollfd;
+int vm_thread_park(struct vm *, const struct pollfd *fds, int n,
+    uint64_t deadline_us, int64_t timeout_ret);
+/* Park for a blocking read (POLLIN) or write (POLLOUT) on one host
+ * descriptor that is not ready now and not O_NONBLOCK; 1 when parked. */
+int vm_thread_park_fd(struct vm *, int hostfd, short events);
 /* After a kick out of KVM_RUN: the next thread if the slice is over. */
 void vm_thread_preempt(struct vm *);
 
@@ -225,6 +302,27 @@ uint64_t *vm_output_counter(struct vm *);
 void *vm_gptr(struct vm *, uint64_t addr, uint64_t len);
 /* Copy a NUL-terminated guest string; 0 or -EFAULT / -ENAMETOOLONG. */
 int vm_gstr(struct vm *, uint64_t addr, char *out, size_t max);
+
+/* vdso.c: the vDSO's address for AT_SYSINFO_EHDR (0: none); its image
+ * and a disabled data page into fresh guest memory; the data page set
+ * from the vCPU's TSC and the host's clocks (once the vCPU exists, and
+ * again on every VM rebuilt around the guest); and again at a system call a
+ * second or more after the last. */
+uint64_t vm_vdso_base(void);
+void vm_vdso_install(struct vm *);
+void vm_vdso_sync(struct vm *);
+void vm_vdso_tick(struct vm *);
+
+/* imgmap.c: a guest mmap of an image file at g as the image's own
+ * pages, copy-on-write: the bytes so mapped from g on (whole pages of
+ * the file; 0: none), for the caller to copy the rest; or -ENOMEM.
+ * Release:
+ * image pages in a range become anonymous zeroes again, charged if
+ * touched (held: counted as pages the guest holds from now on).
+ * Settle: release them all at the end of the run. */
+int64_t vm_imgmap(struct vm *, int fd, uint64_t g, uint64_t len, uint64_t off);
+void vm_imgmap_release(struct vm *, uint64_t addr, uint64_t len, int held);
+void vm_imgmap_settle(struct vm *);
 
 /* KEEP_SYS_FETCH (fetch.c, guest/include/keep.h). */
 int64_t vm_keep_fetch(struct vm *, uint64_t addr, uint64_t size);
@@ -243,6 +341,10 @@ int vm_load_interp(struct vm *, char *err, size_t errlen);
 #define VM_IMAGE_ENV_LINES 64
 int vm_image_env(struct vm *, char ***out, size_t *n);
 void vm_image_env_free(char **v);
+/* The parser under vm_image_env, pure (fuzz/vmm_env.c): the file's
+ * len bytes, the caller's variables envp (NULL-terminated, or NULL). */
+int vm_env_parse(const uint8_t *data, size_t len, const char *const *envp,
+    char ***out, size_t *n);
 
 /* The page allocator behind mmap (mem.c). */
 int vm_mem_init(struct vm *);
@@ -288,8 +390,12 @@ void vm_fs_free(struct vm *);
  * exec bit read whole into *owned (the caller frees it). 0 or -errno. */
 int vm_fs_program(struct vm *, const char *gpath, char *path, size_t pathlen,
     const uint8_t **data, size_t *len, uint8_t **owned);
-/* The open descriptor fd, or NULL. */
+/* Descriptor fd (its low 32 bits), or NULL when not open (fs.c). */
 struct vfd *vm_fd(struct vm *, uint64_t fd);
+/* A new guest descriptor (the lowest free) for a host one with no path
+ * (an eventfd, an epoll instance; read and written as a pipe end): its
+ * number, or -EMFILE, and then hostfd is still the caller's. */
+int vm_fd_add_host(struct vm *, int hostfd, int cloexec);
 /* Close the close-on-exec descriptors. */
 void vm_fs_exec_close(struct vm *);
 

@@ -28,7 +28,8 @@ enum vmm_err {
 	VMM_E_KVM, /* /dev/kvm refused something; errno-based reason */
 	VMM_E_NOMEM, /* host memory */
 	VMM_E_INVAL, /* a caller's argument out of range */
-	VMM_E_TOOBIG /* the program does not fit the guest memory */
+	VMM_E_TOOBIG, /* the program does not fit the guest memory */
+	VMM_E_TEMPLATE /* a template ended before its ready call */
 };
 
 const char *vmm_strerror(int err);
@@ -89,6 +90,24 @@ struct vmm_config {
 	int (*fetch)(void *arg, const void *req, size_t len, void **reply,
 	    size_t *reply_len);
 	void *fetch_arg;
+	/* The image file the files' data lies in, mapped whole at image_map
+	 * (image_map_len bytes) from the read-only image_fd: private file
+	 * mappings of its files are then its pages, copy-on-write, charged
+	 * by the pages the guest touches (docs/vmm.md "Image pages").
+	 * image_map NULL: such mappings are copies. */
+	const uint8_t *image_map;
+	uint64_t image_map_len;
+	int image_fd;
+	/* 1: the guest's fds 0-2 are a terminal (docs/terminal.md), of
+	 * the size *winsize (NULL: 80x24). */
+	int tty;
+	const volatile struct vmm_winsize *winsize;
+};
+
+/* A terminal's size (rows, columns), which the caller may change while
+ * the guest runs (shared memory): TIOCGWINSZ reads it. */
+struct vmm_winsize {
+	uint16_t rows, cols;
 };
 
 struct vmm_result {
@@ -99,7 +118,8 @@ struct vmm_result {
 	uint64_t run_us; /* first entry to exit */
 	uint64_t exits; /* VM exits */
 	uint64_t syscalls;
-	uint64_t peak_memory; /* guest bytes touched (brk + mmap + stack) */
+	uint64_t peak_memory; /* guest bytes held (brk + mmap), image
+				 pages counted only where touched */
 	uint64_t output_bytes;
 };
 
@@ -107,6 +127,41 @@ struct vmm_result {
  * ran (result says how it ended) or a VMM_E_* when it could not start. */
 int vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,
     size_t errlen);
+
+/*
+ * Templates (docs/templates.md). vmm_template_boot boots cfg's program
+ * (which must outlive the template, files included) until it makes its
+ * ready call (KEEP_SYS_READY, guest/include/keep.h) and keeps it parked
+ * in this process: VMM_OK and *out, or VMM_E_TEMPLATE (err says how the
+ * guest ended instead) or another VMM_E_*. The boot's stdin, workspace
+ * and output should be none: a template holds only what the image put
+ * there.
+ *
+ * vmm_template_run is called in a process forked from the holder, once:
+ * it runs one request on the copy-on-write copy of the template that
+ * the fork gave, with run's argv, envp, workspace, stdin, output, limits
+ * and fetch relay (the program, files and memory size are the
+ * template's), and returns as vmm_run does, or VMM_E_TOOBIG when the
+ * request does not fit the guest's buffer (at most
+ * vmm_template_request_max bytes of argv and envp strings, NULs
+ * included, always fit). The template in that process is used up; the
+ * caller exits.
+ *
+ * vmm_template_prepare does the part of vmm_template_run that needs no
+ * run, ahead of it (a spare copy waiting for its run: the VM rebuilt
+ * over the inherited memory); vmm_template_run then skips it.
+ *
+ * vmm_template_memory: guest bytes the template holds (brk and mmap).
+ */
+struct vmm_template;
+int vmm_template_boot(const struct vmm_config *cfg, struct vmm_template **out,
+    char *err, size_t errlen);
+int vmm_template_run(struct vmm_template *t, const struct vmm_config *run,
+    struct vmm_result *res, char *err, size_t errlen);
+int vmm_template_prepare(struct vmm_template *t, char *err, size_t errlen);
+uint64_t vmm_template_request_max(const struct vmm_template *t);
+uint64_t vmm_template_memory(const struct vmm_template *t);
+void vmm_template_free(struct vmm_template *t);
 
 /* KVM_GET_SUPPORTED_CPUID is slow (~0.3 ms here); vmm_run fetches it
  * once per process. Call this early to take the cost before timing. */

@@ -1,8 +1,10 @@
 /*
  * Paths in a workspace: textual normalization, so no ".." survives, and
- * openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS) below the workspace
- * directory, so no symlink leads out. Used by the guest's file calls
- * (fs.c) and by the vmm's file API (host/proc_vmm.c).
+ * openat2(RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS) with the workspace
+ * directory as the root, so no symlink leads out: the kernel resolves an
+ * absolute symlink from the workspace directory and keeps ".." at it, as
+ * a chroot would (the guest sees the workspace as "/"). Used by the
+ * guest's file calls (fs.c) and by the vmm's file API (host/proc_vmm.c).
  */
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -68,7 +70,7 @@ ws_openat(int ws_fd, const char *path, uint64_t flags, uint64_t mode)
 	memset(&how, 0, sizeof(how));
 	how.flags = flags | O_CLOEXEC;
 	how.mode = (flags & (O_CREAT | O_TMPFILE)) ? (mode & 0777) : 0;
-	how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+	how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
 	fd = syscall(SYS_openat2, ws_fd, rel, &how, sizeof(how));
 	return fd == -1 ? -errno : (int)fd;
 }

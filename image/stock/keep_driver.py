@@ -19,6 +19,9 @@ def _keep_context():
     IMAGE_MAX = 4 << 20  # a figure's PNG before base64
     ctl = os.dup(1)
     os.dup2(2, 1)
+    # A process a cell forks comes back from the cell as a copy of this
+    # driver; it must end there, never answer or read cells.
+    me = os.getpid()
 
     def readn(n):
         b = bytearray()
@@ -175,11 +178,15 @@ def _keep_context():
             value = None
             if last is not None:
                 value = eval(compile(last, "<cell>", "eval"), ns)
+            if os.getpid() != me:
+                os._exit(0)
             figures()
             if value is not None:
                 ns["_"] = value
                 emit(represent(value, True))
         except BaseException as e:
+            if os.getpid() != me:
+                os._exit(0)
             # The first frame is this function's, not the cell's.
             error(e, e.__traceback__.tb_next)
 

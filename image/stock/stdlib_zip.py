@@ -3,13 +3,24 @@
 
 Usage: stdlib_zip.py STDLIB_DIR OUT.zip
 
-Source files only (.py), from Debian's libpython3.11-stdlib, without the
+Source files (.py), from Debian's libpython3.11-stdlib, without the
 packages that cannot work in a keep guest (no threads, sockets,
-subprocesses or terminals) or that only test and teach. Deterministic:
-sorted entries with a fixed timestamp, so the image hash is stable.
+subprocesses or terminals) or that only test and teach, each with its
+bytecode (NAME.pyc beside NAME.py, which zipimport loads first) as an
+unchecked hash-based .pyc (PEP 552): compiled here once, not by the
+guest at every start. Run it with the interpreter the image holds (the
+same bytecode magic) and PYTHONHASHSEED=0 (constant sets are written in
+hash order). Deterministic: sorted entries with a fixed timestamp, so
+the image hash is stable.
 """
+import importlib._bootstrap_external as bootstrap
+import importlib.util
 import os
 import sys
+
+# Where the guest finds the zip (image/stock/python_main.c): the name
+# tracebacks give each module's file.
+GUEST_ZIP = "/lib/python311.zip"
 import zipfile
 
 SKIP = {
@@ -22,7 +33,25 @@ SKIP = {
 }
 
 
+def add(z, arc, data):
+    info = zipfile.ZipInfo(arc, date_time=(2024, 1, 1, 0, 0, 0))
+    info.compress_type = zipfile.ZIP_DEFLATED
+    z.writestr(info, data)
+
+
+def bytecode(source, arc):
+    try:
+        code = compile(source, GUEST_ZIP + "/" + arc, "exec",
+                       dont_inherit=True)
+    except SyntaxError:
+        return None  # as the guest would: the error comes at import
+    return bytes(bootstrap._code_to_hash_pyc(
+        code, importlib.util.source_hash(source), checked=False))
+
+
 def main():
+    if os.environ.get("PYTHONHASHSEED") != "0":
+        sys.exit("stdlib_zip.py: run with PYTHONHASHSEED=0")
     src, out = sys.argv[1], sys.argv[2]
     tmp = out + ".tmp"
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
@@ -33,10 +62,12 @@ def main():
                     continue
                 path = os.path.join(root, name)
                 arc = os.path.relpath(path, src)
-                info = zipfile.ZipInfo(arc, date_time=(2024, 1, 1, 0, 0, 0))
-                info.compress_type = zipfile.ZIP_DEFLATED
                 with open(path, "rb") as f:
-                    z.writestr(info, f.read())
+                    source = f.read()
+                add(z, arc, source)
+                pyc = bytecode(source, arc)
+                if pyc is not None:
+                    add(z, arc[:-3] + ".pyc", pyc)
     os.replace(tmp, out)
 
 

@@ -11,7 +11,7 @@
 # placed: chrooted into its copy of the workspace (with /bin/busybox,
 # /tmp, /dev/null, /dev/zero and /dev/stdin, as the guest has them), as
 # uid and gid 1000 with groups 1000, on one CPU, with an empty
-# environment.
+# environment, as pid 1 with a /proc (tests/compat/lib.sh).
 set -u
 cd "$(dirname "$0")/../.."
 B=${B:-build}; KEEP=$B/bin/keep; BB=/bin/busybox
@@ -22,7 +22,7 @@ fi
 if [ "$(id -u)" -ne 0 ]; then
 	echo "SKIP: the native side chroots: run as root"; exit 77
 fi
-TASKSET=$(command -v taskset); CHROOT=$(command -v chroot)
+. tests/compat/lib.sh
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 # The image: one command per applet the cases below use (an image holds
@@ -61,8 +61,8 @@ run() {
 	mkdir -p "$tmp/n/bin" "$tmp/n/dev" "$tmp/n/tmp"; chmod 1777 "$tmp/n/tmp"
 	cp "$BB" "$tmp/n/bin/busybox"; mknod -m 666 "$tmp/n/dev/null" c 1 3
 	mknod -m 666 "$tmp/n/dev/zero" c 1 5; ln -s /proc/self/fd/0 "$tmp/n/dev/stdin"
-	env -i "$TASKSET" -c 0 "$CHROOT" --userspec=1000:1000 --groups=1000 "$tmp/n" \
-	    /bin/busybox "$@" </dev/null >"$tmp/n.out" 2>/dev/null; local nrc=$?
+	native "$tmp/n" /bin/busybox "$@" </dev/null >"$tmp/n.out" 2>/dev/null
+	local nrc=$?
 	"$KEEP" run --timeout 20s --workspace "$tmp/k" --trust "$B/keys/dev.public" \
 	    "$img" "$@" </dev/null >"$tmp/k.out" 2>/dev/null; local krc=$?
 	if [ $nrc -eq $krc ] && cmp -s "$tmp/n.out" "$tmp/k.out"; then
@@ -169,6 +169,8 @@ run uname -s -m
 run arch
 run tty
 run pwd
+run ls /
+run ls -a /
 run env
 run printenv
 run getopt ab: -a -b x

@@ -15,6 +15,7 @@
 #include <sys/resource.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
+#include <sys/ioctl.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/xattr.h>
@@ -236,6 +237,55 @@ main(void)
 	buf[n > 0 ? n : 0] = '\0';
 	printf("copied: %s", buf);
 	close(fd);
+
+	/* O_PATH, modes through /proc/self/fd, no following for lchmod */
+	fd = open("lnk", O_PATH | O_NOFOLLOW);
+	printf("O_PATH of a symlink: %s\n",
+	    fd >= 0 && fstat(fd, &st) == 0 && S_ISLNK(st.st_mode) ? "the link"
+	                                                          : "no");
+	close(fd);
+	show("lchmod of a symlink",
+	    fchmodat(AT_FDCWD, "lnk", 0600, AT_SYMLINK_NOFOLLOW));
+	show("lchmod of a file",
+	    fchmodat(AT_FDCWD, "f", 0640, AT_SYMLINK_NOFOLLOW));
+	stat("f", &st);
+	printf("mode after lchmod: %o\n", (unsigned)(st.st_mode & 0777));
+	chmod("f", 0644);
+	/* descriptor flags: dup3's O_CLOEXEC, ioctl FIONBIO and FIOCLEX */
+	fd = open("f", O_RDONLY);
+	fd2 = open("f", O_RDONLY);
+	show("dup3 cloexec", dup3(fd, fd2, O_CLOEXEC));
+	printf("cloexec after dup3: %d\n", fcntl(fd2, F_GETFD) & FD_CLOEXEC);
+	i = 1;
+	show("FIONBIO", ioctl(fd, FIONBIO, &i));
+	printf("nonblock after FIONBIO: %d\n",
+	    (fcntl(fd, F_GETFL) & O_NONBLOCK) != 0);
+	show("FIOCLEX", ioctl(fd, FIOCLEX));
+	printf("cloexec after FIOCLEX: %d\n", fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	close(fd);
+	close(fd2);
+	/* F_SETFL O_NONBLOCK on a pipe: an empty one answers EAGAIN */
+	{
+		int p[2];
+		char c;
+
+		show("pipe", pipe(p));
+		fcntl(p[0], F_SETFL, O_NONBLOCK);
+		printf("empty nonblocking pipe: %s\n",
+		    read(p[0], &c, 1) < 0 && errno == EAGAIN ? "EAGAIN" : "no");
+		close(p[0]);
+		close(p[1]);
+	}
+	/* a trailing slash means a directory */
+	show("open file/", open("f/", O_RDONLY));
+	show("create name/", open("newname/", O_WRONLY | O_CREAT, 0644));
+	show("open dir/", (fd = open("/tmp/", O_RDONLY)) >= 0 ? 0 : -1);
+	close(fd);
+	printf("newname created: %s\n",
+	    access("newname", F_OK) == 0 ? "yes" : "no");
+	/* statfs counts what the workspace holds, quota or not */
+	statfs("/", &sf);
+	printf("statfs used>0: %d\n", sf.f_bfree < sf.f_blocks);
 
 	/* close_range */
 	fd = open("f", O_RDONLY);

@@ -1,5 +1,8 @@
 /* fork, wait4, getpid/getppid, exit statuses, copy-on-write memory and a
- * grandchild: what a shell does with its children. */
+ * grandchild, process groups and sessions: what a shell does with its
+ * children. */
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +10,65 @@
 #include <unistd.h>
 
 static char big[4 << 20];
+
+/* Process groups and sessions as a shell uses them, from a child (a
+ * process that leads no group, natively as in keep). */
+static void
+sessions(void)
+{
+	pid_t c, g, me;
+	int st, rc, e, fd[2], ready[2];
+	char b;
+
+	if ((c = fork()) == 0) {
+		me = getpid();
+		printf("same group and session as the parent: %d %d\n",
+		    getpgrp() == getpgid(getppid()),
+		    getsid(0) == getsid(getppid()));
+		rc = setpgid(0, 0);
+		printf("setpgid(0, 0): %d, leads it %d\n", rc, getpgrp() == me);
+		rc = (int)setsid();
+		e = errno;
+		printf("setsid as a group leader: %d %s\n", rc, strerror(e));
+		pipe(fd);
+		pipe(ready);
+		if ((g = fork()) == 0) {
+			printf("grandchild in the new group: %d\n",
+			    getpgrp() == me);
+			rc = setsid() == getpid();
+			printf("setsid: %d, getsid %d, leads its group %d\n",
+			    rc, getsid(0) == getpid(), getpgrp() == getpid());
+			rc = setpgid(0, me);
+			e = errno;
+			printf("setpgid into another session: %d %s\n", rc,
+			    strerror(e));
+			close(fd[1]);
+			close(ready[0]);
+			close(ready[1]); /* ready */
+			read(fd[0], &b, 1); /* until the group is signalled */
+			_exit(0);
+		}
+		close(fd[0]);
+		close(ready[1]);
+		read(ready[0], &b, 1);
+		/* The grandchild left the group: kill(0) reaches no one
+		 * else, and -pgid of its new session's group reaches it. */
+		signal(SIGUSR1, SIG_IGN);
+		printf("kill(0, SIGUSR1): %d\n", kill(0, SIGUSR1));
+		printf("kill(-grandchild, SIGTERM): %d\n", kill(-g, SIGTERM));
+		waitpid(g, &st, 0);
+		printf("grandchild: %s %d\n",
+		    WIFSIGNALED(st) ? "killed by" : "exited",
+		    WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+		rc = (int)getsid(g);
+		e = errno;
+		printf("getsid of a process that is gone: %d %s\n", rc,
+		    strerror(e));
+		_exit(0);
+	}
+	waitpid(c, &st, 0);
+	printf("sessions child: %d\n", WEXITSTATUS(st));
+}
 
 int
 main(void)
@@ -61,5 +123,6 @@ main(void)
 	waitpid(p, &st, 0);
 	printf("killed: %d by %d\n", WIFSIGNALED(st), WTERMSIG(st));
 	printf("no more children: %d\n", wait(&st) == -1);
+	sessions();
 	return 3;
 }

@@ -22,12 +22,14 @@ main(int argc, char **argv)
 		_exit(0);
 	}
 	waitpid(p, NULL, 0);
-	if (fork() == 0) {
+	/* Its line comes before the first process's: waited for, not
+	 * slept on (a fork can take longer than any guess). */
+	if ((p = fork()) == 0) {
 		printf("orphan's ppid: %d\n", getppid() == 1);
 		fflush(stdout);
 		_exit(0);
 	}
-	sleep(1);
+	waitpid(p, NULL, 0);
 	printf("first process exits\n");
 	return argc > 1 ? atoi(argv[1]) : 0;
 }

@@ -1,5 +1,7 @@
 /* Pipes across processes: poll and select with real timeouts, POLLHUP,
  * dup2 onto stdout across exec, and a writer whose reader died. */
+#include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -17,6 +19,15 @@ ms_since(const struct timespec *t0)
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (t.tv_sec - t0->tv_sec) * 1000 +
 	    (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+static volatile sig_atomic_t pipe_caught;
+
+static void
+on_pipe(int sig)
+{
+	(void)sig;
+	pipe_caught++;
 }
 
 int
@@ -91,5 +102,28 @@ main(int argc, char **argv)
 	printf("writer without a reader: %s %d\n",
 	    WIFSIGNALED(st) ? "killed by" : "exited",
 	    WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+
+	/* With SIGPIPE ignored, or caught, the write fails with EPIPE
+	 * and the writer lives on (Python ignores it, for one). */
+	signal(SIGPIPE, SIG_IGN);
+	n = (int)write(fd[1], "x", 1);
+	printf("SIGPIPE ignored: write %d, %s\n", n,
+	    n == -1 && errno == EPIPE ? "EPIPE" : "?");
+	signal(SIGPIPE, on_pipe);
+	n = (int)write(fd[1], "x", 1);
+	printf("SIGPIPE caught %d times: write %d, %s\n", (int)pipe_caught, n,
+	    n == -1 && errno == EPIPE ? "EPIPE" : "?");
+	close(fd[1]);
+
+	/* O_NONBLOCK set with fcntl: an empty pipe's read is EAGAIN. */
+	pipe(fd);
+	fcntl(fd[0], F_SETFL, fcntl(fd[0], F_GETFL) | O_NONBLOCK);
+	n = (int)read(fd[0], buf, sizeof(buf));
+	printf("non-blocking read of an empty pipe: %d %s, flag %d\n", n,
+	    n == -1 && errno == EAGAIN ? "EAGAIN" : "?",
+	    (fcntl(fd[0], F_GETFL) & O_NONBLOCK) != 0);
+	fcntl(fd[0], F_SETFL, fcntl(fd[0], F_GETFL) & ~O_NONBLOCK);
+	printf("and back to blocking: flag %d\n",
+	    (fcntl(fd[0], F_GETFL) & O_NONBLOCK) != 0);
 	return 0;
 }

@@ -114,6 +114,11 @@ main(void)
 	printf("cmdline: argv[0], then %s, NUL-terminated: %s\n",
 	    n > 0 ? text + strlen(text) + 1 : "?",
 	    n > 0 && text[n - 1] == '\0' ? "yes" : "no");
+	/* No controlling terminal: /dev/tty exists but will not open. */
+	printf("/dev/tty is a char device: %s\n",
+	    stat("/dev/tty", &st) == 0 && S_ISCHR(st.st_mode) ? "yes" : "no");
+	printf("open /dev/tty: %s\n",
+	    open("/dev/tty", O_RDWR) < 0 && errno == ENXIO ? "ENXIO" : "no");
 	fd = open("/tmp/scratch", O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	printf("/tmp writable: %s\n",
 	    fd >= 0 && write(fd, "x", 1) == 1 ? "yes" : "no");

@@ -83,7 +83,8 @@ main(int argc, char **argv)
 	struct itimerval it;
 	stack_t ss;
 	volatile double x = 1.5;
-	int st, s;
+	int st, s, ready[2];
+	char c;
 	pid_t p;
 
 	setvbuf(stdout, NULL, _IONBF, 0);
@@ -149,12 +150,21 @@ main(int argc, char **argv)
 	waitpid(p, &st, 0);
 	printf("SIGCHLD: %d\n", chld);
 
+	/* The child says when its handler is in place: a pipe, not a guess
+	 * at how long a fork takes. */
+	if (pipe(ready) != 0)
+		return 1;
 	if ((p = fork()) == 0) {
 		signal(SIGTERM, on_term);
+		if (write(ready[1], "r", 1) != 1)
+			_exit(1);
 		for (;;)
 			pause();
 	}
-	usleep(100000);
+	close(ready[1]);
+	if (read(ready[0], &c, 1) != 1)
+		return 1;
+	close(ready[0]);
 	kill(p, SIGTERM);
 	waitpid(p, &st, 0);
 	printf("child's SIGTERM handler: exit %d\n", WEXITSTATUS(st));

@@ -1,12 +1,20 @@
 /* Threads: create and join, a mutex under contention, a condition
  * variable ping-pong, a timed wait, a spinning thread that needs the
- * scheduler's time slice, tids. "threads spin": a thread that spins past
+ * scheduler's time slice, tids, raise() and pthread_kill from a thread
+ * that is not the first (tgkill), and calls that block (a pipe read,
+ * poll, epoll_wait, a sleep) while the other threads go on, the one
+ * that will wake them among them. "threads spin": a thread that spins past
  * the run's time limit. */
 #include <errno.h>
 #include <pthread.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,6 +55,102 @@ ponger(void *arg)
 		pthread_cond_signal(&cv);
 		pthread_mutex_unlock(&mu);
 	}
+	return NULL;
+}
+
+static volatile sig_atomic_t got_usr1;
+
+static void
+on_usr1(int sig)
+{
+	(void)sig;
+	got_usr1++;
+}
+
+/* tgkill from a second thread: to itself (raise), to the first thread,
+ * and to a tid of no thread of ours. */
+static void *
+raiser(void *arg)
+{
+	pthread_t first = *(pthread_t *)arg;
+	long rc;
+
+	raise(SIGUSR1);
+	pthread_kill(first, SIGUSR1);
+	rc = syscall(SYS_tgkill, getpid(), 999999, SIGUSR1);
+	return (void *)(long)(rc == -1 && errno == ESRCH);
+}
+
+static int pfd[2];
+static volatile int slept, started;
+
+/* Each blocks until the first thread writes to the pipe. */
+static void *
+pipe_reader(void *arg)
+{
+	char c = 0;
+
+	(void)arg;
+	started = 1;
+	return (void *)(long)(read(pfd[0], &c, 1) == 1 ? c : -1);
+}
+
+static void *
+poller(void *arg)
+{
+	struct pollfd p = { .fd = pfd[0], .events = POLLIN };
+	char c = 0;
+
+	(void)arg;
+	started = 1;
+	if (poll(&p, 1, -1) != 1 || read(pfd[0], &c, 1) != 1)
+		return (void *)-1L;
+	return (void *)(long)c;
+}
+
+static void *
+epoller(void *arg)
+{
+	struct epoll_event e = { .events = EPOLLIN };
+	int ep = epoll_create1(0);
+	char c = 0;
+
+	(void)arg;
+	epoll_ctl(ep, EPOLL_CTL_ADD, pfd[0], &e);
+	started = 1;
+	if (epoll_wait(ep, &e, 1, -1) != 1 || read(pfd[0], &c, 1) != 1)
+		c = -1;
+	close(ep);
+	return (void *)(long)c;
+}
+
+/* Forks a child that ends when the first thread writes to the pipe,
+ * and waits for it. */
+static void *
+waiter(void *arg)
+{
+	pid_t c;
+	int st = 0;
+	char b;
+
+	(void)arg;
+	if ((c = fork()) == 0)
+		_exit(read(pfd[0], &b, 1) == 1 ? 7 : 1);
+	started = 1;
+	if (waitpid(c, &st, 0) != c)
+		return (void *)-1L;
+	return (void *)(long)WEXITSTATUS(st);
+}
+
+/* Sleeps while the first thread spins until it is done. */
+static void *
+sleeper(void *arg)
+{
+	struct timespec d = { 0, 50000000 };
+
+	(void)arg;
+	nanosleep(&d, NULL);
+	slept = 1;
 	return NULL;
 }
 
@@ -124,5 +228,51 @@ main(int argc, char **argv)
 		;
 	pthread_join(p, NULL);
 	printf("a spinning thread gave way: %d\n", flag);
+
+	signal(SIGUSR1, on_usr1);
+	p = pthread_self();
+	pthread_create(&t[0], NULL, raiser, &p);
+	pthread_join(t[0], &ret);
+	while (got_usr1 < 2)
+		sched_yield();
+	printf("tgkill from a thread: %d signals, a stranger tid ESRCH %ld\n",
+	    (int)got_usr1, (long)ret);
+
+	pipe(pfd);
+	{
+		void *(*fn[3])(void *) = { pipe_reader, poller, epoller };
+		const char *name[3] = { "read", "poll", "epoll_wait" };
+		struct timespec d = { 0, 20000000 };
+
+		for (i = 0; i < 3; i++) {
+			started = 0;
+			pthread_create(&p, NULL, fn[i], NULL);
+			while (!started) /* until it is about to block */
+				sched_yield();
+			nanosleep(&d, NULL); /* it blocks meanwhile */
+			write(pfd[1], "x", 1);
+			pthread_join(p, &ret);
+			printf("a thread blocked in %s woke with %c\n", name[i],
+			    (int)(long)ret);
+		}
+	}
+	started = 0;
+	pthread_create(&p, NULL, waiter, NULL);
+	while (!started)
+		sched_yield();
+	{
+		struct timespec d = { 0, 20000000 };
+
+		nanosleep(&d, NULL);
+	}
+	write(pfd[1], "x", 1);
+	pthread_join(p, &ret);
+	printf("a thread in waitpid while the first let its child end: %ld\n",
+	    (long)ret);
+	pthread_create(&p, NULL, sleeper, NULL);
+	while (!slept)
+		;
+	pthread_join(p, NULL);
+	printf("a thread slept while the first spun: %d\n", slept);
 	return 0;
 }

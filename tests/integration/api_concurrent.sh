@@ -21,7 +21,7 @@ sa=$(jget "$body" '["id"]')
 req "$bob" POST /v1/sandboxes '{"image":"toolbox","metadata":{"owner":"bob"}}'
 sb=$(jget "$body" '["id"]')
 
-# clients.py URL SECONDS A_TOKEN A_ID B_TOKEN B_ID: 24 threads, each on
+# clients.py URL SECONDS A_TOKEN A_ID B_TOKEN B_ID STARTED: 24 threads, each on
 # one keep-alive connection, alternating alice's and bob's sandbox. It
 # prints "status count" lines, and "mixed" if a reply named the wrong
 # sandbox, "lost" for a request without a whole reply.
@@ -29,6 +29,7 @@ cat >"$tmp/clients.py" <<'EOPY'
 import http.client, json, sys, threading, time, urllib.parse
 url, secs = sys.argv[1], float(sys.argv[2])
 who = [(sys.argv[3], sys.argv[4]), (sys.argv[5], sys.argv[6])]
+started = sys.argv[7] # created once a first request is served
 u = urllib.parse.urlparse(url)
 counts, lock = {}, threading.Lock()
 def note(k):
@@ -52,6 +53,8 @@ def client(n):
             c = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
             continue
         note(str(r.status))
+        if r.status == 200 and i == 1:
+            open(started, "a").close()
         if r.status == 200 and json.loads(body).get("id") != sid:
             note("mixed")
 threads = [threading.Thread(target=client, args=(n,)) for n in range(24)]
@@ -60,11 +63,18 @@ for t in threads: t.join()
 for k, v in sorted(counts.items()): print(k, v)
 EOPY
 
-python3 "$tmp/clients.py" "$url" 6 "$alice" "$sa" "$bob" "$sb" >"$tmp/out" &
+python3 "$tmp/clients.py" "$url" 6 "$alice" "$sa" "$bob" "$sb" "$tmp/started" >"$tmp/out" &
 cpid=$!
-sleep 1.5
-kill -9 "$(pgrep -P "$pid" -f '^keepd: policy' | head -n 1)"
-sleep 1.5
+# The kills come while the clients are served, however slowly they start:
+# the policy process once a first request is answered, the vmm once the
+# policy process is back.
+for _ in $(seq 100); do [ -e "$tmp/started" ] && break; sleep 0.1; done
+old=$(pgrep -P "$pid" -f '^keepd: policy' | head -n 1)
+kill -9 "$old"
+for _ in $(seq 100); do
+	new=$(pgrep -P "$pid" -f '^keepd: policy' | head -n 1)
+	[ -n "$new" ] && [ "$new" != "$old" ] && break; sleep 0.1
+done
 kill -9 "$(pgrep -P "$pid" -f '^keepd: vmm' | head -n 1)"
 wait "$cpid"
 cat "$tmp/out"

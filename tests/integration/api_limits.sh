@@ -126,16 +126,16 @@ want='{"error":{"message":"Missing required capability: sandbox:write","code":"F
 erin=$(mint erin $caps)
 req "$erin" POST /v1/sandboxes '{"image":"python"}'
 esbx=$(jget "$body" '["id"]')
-curl -s -o "$tmp/slow" -H "Authorization: Bearer $erin" -H 'Content-Type: application/json' \
-    -d '{"code":"import time; time.sleep(5)","language":"python"}' "$url/v1/sandboxes/$esbx/execute" &
+# The slow run streams (text/event-stream): once its first line is out it
+# holds the slot, and a second run at once is refused.
+curl -s -N -o "$tmp/slow" -H "Authorization: Bearer $erin" -H 'Content-Type: application/json' \
+    -H 'Accept: text/event-stream' \
+    -d '{"code":"print(\"started\", flush=True); import time; time.sleep(5)","language":"python"}' \
+    "$url/v1/sandboxes/$esbx/execute" &
 slow=$!
-# Until the slow run has started, a quick one still gets the slot.
-for _ in $(seq 100); do
-	hdr=$(curl -s -D - -o "$tmp/b" -H "Authorization: Bearer $erin" -H 'Content-Type: application/json' \
-	    -d '{"code":"print(1)","language":"python"}' "$url/v1/sandboxes/$esbx/execute")
-	[[ $hdr == "HTTP/1.1 200"* ]] || break
-	sleep 0.05
-done
+for _ in $(seq 300); do grep -q started "$tmp/slow" 2>/dev/null && break; sleep 0.05; done
+hdr=$(curl -s -D - -o "$tmp/b" -H "Authorization: Bearer $erin" -H 'Content-Type: application/json' \
+    -d '{"code":"print(1)","language":"python"}' "$url/v1/sandboxes/$esbx/execute")
 [[ $hdr == "HTTP/1.1 429"* ]] && grep -qi '^retry-after:' <<<"$hdr" &&
     ok "a second run at once: 429 (concurrent 1)" || bad "concurrency: $hdr $(cat "$tmp/b")"
 wait $slow

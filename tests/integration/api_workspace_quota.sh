@@ -21,7 +21,10 @@ printf 'limits:\n  workspace_max: 8M\n' >>"$tmp/keepd.yaml"
 keepd_restart
 alice=$(mint alice sandbox:read,sandbox:write,exec,artifact:read,artifact:write)
 
-req "$alice" POST /v1/sandboxes '{"image":"toolbox"}'
+# The vmm reads its sandboxes back as it starts (503 until it has).
+for _ in $(seq 100); do
+	req "$alice" POST /v1/sandboxes '{"image":"toolbox"}'; [ "$code" != 503 ] && break; sleep 0.1
+done
 tb=$(jget "$body" '["id"]')
 head -c 6000000 /dev/zero >"$tmp/six"
 up() {

@@ -50,10 +50,13 @@ for line in open(sys.argv[1]):
 	|| fail "export --since in the future"
 "$K" audit export --data "$STATE" >/dev/null 2>&1; [ $? = 2 ] || fail "export without --since"
 
-# follow: an entry appended while tail -f runs shows up
-"$K" audit tail -f --data "$STATE" -n 0 >"$T/follow" &
+# follow: an entry appended while tail -f runs shows up. It prints the
+# last entry first, so once that is there it is following (a poll, not a
+# guess at how long it takes to start).
+"$K" audit tail -f --data "$STATE" -n 1 >"$T/follow" &
 tp=$!
-sleep 0.5
+for _ in $(seq 100); do grep -q '^20 ' "$T/follow" && break; sleep 0.1; done
+grep -q '^20 ' "$T/follow" || fail "tail -f -n 1 did not print the last entry"
 "$K" audit append --data "$STATE" --action key.rotate --target dev >/dev/null
 for _ in $(seq 40); do grep -q key.rotate "$T/follow" && break; sleep 0.1; done
 kill "$tp"; wait "$tp" 2>/dev/null

@@ -47,7 +47,7 @@ expect_killed front fdatasync
 expect_alive vm getpid
 expect_alive vm openat2
 for sc in ptrace execve fork clone mount setuid chroot socket bpf \
-    openat accept4 memfd_create kill process_vm_readv; do
+    openat accept4 memfd_create kill process_vm_readv connect sendto; do
 	expect_killed vm "$sc"
 done
 # The vmm forks vm processes, with glibc fork's flags only.

@@ -5,9 +5,10 @@
 # - keepd runs with no more capabilities than the unit's
 #   CapabilityBoundingSet (read from the unit) and NoNewPrivileges: a
 #   sandbox is created and runs Python;
-# - SIGHUP (the unit's ExecReload) re-reads the policy without dropping
-#   connections: a keep-alive connection open across the reload gets the
-#   new decision on the same socket;
+# - SIGHUP (the unit's ExecReload) re-reads the policy and keepd.yaml
+#   without dropping connections: a keep-alive connection open across the
+#   reload gets the new decision and the new configuration (node) on the
+#   same socket;
 # - a refused request is logged with the X-Request-Id the client got.
 source "$(dirname "$0")/../lib/keepd.sh"
 EXPOSURE_MAX=2.9 # docs/packaging.md, "systemd"
@@ -61,16 +62,19 @@ req "$alice" POST "/v1/sandboxes/$sbx/execute" '{"code":"print(6*7)","language":
     bad "execute: $code $body"
 
 # Reload under a keep-alive connection: bob is unknown to the policy (403)
-# until the reload adds him; the same socket then gets 200.
+# until the reload adds him; the same socket then gets 200. The same
+# reload re-reads keepd.yaml: alice's creates on that socket get ids
+# without a node before it and named after the node (node: r1) after it.
 bob=$(mint bob sandbox:read)
-python3 - "${url#http://}" "$bob" "$tmp/policy/test.policy" "$pid" <<'EOP' && ok "reload keeps the connection; it sees the new policy" || bad "reload under keep-alive"
-import os, signal, socket, sys, time
-hostport, token, policy, pid = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+python3 - "${url#http://}" "$bob" "$alice" "$tmp/policy/test.policy" "$tmp/keepd.yaml" "$pid" <<'EOP' && ok "reload keeps the connection; it sees the new policy and configuration" || bad "reload under keep-alive"
+import json, os, re, signal, socket, sys, time
+hostport, bob, alice, policy, config, pid = sys.argv[1:6] + [int(sys.argv[6])]
 host, port = hostport.rsplit(":", 1)
-req = ("GET /v1/sandboxes HTTP/1.1\r\nHost: keep\r\nAuthorization: Bearer %s\r\n\r\n" % token).encode()
 
-def exchange(s):
-    s.sendall(req)
+def exchange(s, token, method="GET", path="/v1/sandboxes", body=b""):
+    s.sendall(("%s %s HTTP/1.1\r\nHost: keep\r\nAuthorization: Bearer %s\r\n"
+               "Content-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+               % (method, path, token, len(body))).encode() + body)
     data = b""
     while b"\r\n\r\n" not in data:
         chunk = s.recv(65536)
@@ -85,28 +89,42 @@ def exchange(s):
             length = int(v)
     while len(rest) < length:
         rest += s.recv(65536)
-    return int(head.split()[1])
+    return int(head.split()[1]), rest
+
+def create(s):
+    code, body = exchange(s, alice, "POST", "/v1/sandboxes", b'{"image":"python"}')
+    if code != 201:
+        raise SystemExit("create: %d %r" % (code, body))
+    return json.loads(body)["id"]
 
 kept = socket.create_connection((host, int(port)))
-first = exchange(kept)
+first, _ = exchange(kept, bob)
 if first != 403:
     raise SystemExit("before reload: %d, want 403" % first)
+before = create(kept)
+if not re.fullmatch(r"sbx-[a-z2-7]{20}", before):
+    raise SystemExit("before reload, id %s names a node" % before)
 with open(policy, "a") as f:
     f.write('agent "bob" : runner\n')
+with open(config, "a") as f:
+    f.write("node: r1\n")
 os.kill(pid, signal.SIGHUP)
 for _ in range(100):  # a fresh connection tells when the reload is in force
     probe = socket.create_connection((host, int(port)))
-    code = exchange(probe)
+    code, _ = exchange(probe, bob)
     probe.close()
     if code == 200:
         break
     time.sleep(0.1)
 else:
     raise SystemExit("the reload never took effect")
-second = exchange(kept)
-print("kept connection: %d before the reload, %d after" % (first, second))
+second, _ = exchange(kept, bob)
+after = create(kept)
+print("kept connection: %d before the reload, %d after; ids %s, then %s" % (first, second, before, after))
 if second != 200:
     raise SystemExit("after reload on the kept connection: %d" % second)
+if not re.fullmatch(r"sbx-r1-[a-z2-7]{20}", after):
+    raise SystemExit("after reload, id %s does not name node r1" % after)
 EOP
 
 # A refused request is in the log under the id the client was given.

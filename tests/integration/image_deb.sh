@@ -2,7 +2,8 @@
 # keep image build --deb: an image from installed Debian packages with the
 # shared-library closure of their programs; the same packages give the
 # same bytes; a package not installed, a library nothing resolves and a
-# library no package owns are refused; an image with deferred hashes
+# library no package owns are refused, and so is a package's link to a
+# file no package holds; an image with deferred hashes
 # refuses a tampered file at verify and at run.
 set -u
 cd "$(dirname "$0")/../.."
@@ -48,6 +49,38 @@ err=$(build --deb keep-no-such-package-x --command x=/bin/x -o "$tmp/c.img" 2>&1
 err=$(build --deb 'bash;rm' --command x=/bin/x -o "$tmp/c.img" 2>&1); rc=$?
 [ $rc -ne 0 ] && [[ $err == *"not a package name"* ]] && ok "a bad package name is refused" ||
 	bad "bad name: $rc '$err'"
+
+# Python bytecode: what Debian compiled at install comes with its source;
+# optimized bytecode a `python -O` on this machine wrote does not.
+if [ -f /usr/lib/python3/dist-packages/six.py ] && [ -x /usr/bin/python3.11 ]; then
+	opt=/usr/lib/python3/dist-packages/__pycache__/six.cpython-311.opt-1.pyc
+	made=; [ -e $opt ] || made=1
+	env -u PYTHONDONTWRITEBYTECODE /usr/bin/python3.11 -O -c 'import six' || exit 1
+	[ -e $opt ] || { echo "python -O wrote no $opt"; exit 1; }
+	build --deb python3-six --file /bin/bash=/bin/bash --command bash=/bin/bash -o "$tmp/six.img"
+	rc=$?
+	[ -n "$made" ] && rm -f $opt
+	[ $rc -eq 0 ] || exit 1
+	list=$("$KEEP" image inspect "$tmp/six.img")
+	[[ $list == *" /usr/lib/python3/dist-packages/__pycache__/six.cpython-311.pyc"* ]] &&
+		[[ $list != *".opt-1.pyc"* ]] && ok "Debian's bytecode is taken, a local python -O's is not" ||
+		bad "bytecode: $(echo "$list" | grep pyc)"
+fi
+
+# A package's link to a file no package holds (openssl's cert.pem is the
+# bundle update-ca-certificates writes) is the build machine's file, not
+# the package's: refused unless given with --file.
+link=/usr/lib/ssl/cert.pem
+if [ -L $link ] && [ -f $link ] && dpkg-query -S /usr/bin/openssl >/dev/null 2>&1 &&
+	! dpkg-query -S "$(readlink -f $link)" >/dev/null 2>&1; then
+	err=$(build --deb openssl --command openssl=/usr/bin/openssl -o "$tmp/c.img" 2>&1); rc=$?
+	[ $rc -ne 0 ] && [[ $err == *"$link links to a file outside the installed packages"* ]] &&
+		ok "a package's link to a file outside the packages is refused" || bad "outside link: $rc '$err'"
+	build --deb openssl --command openssl=/usr/bin/openssl --file "$link=$(readlink -f $link)" \
+		-o "$tmp/c.img" && ok "given with --file, it is taken" || bad "--file $link"
+else
+	echo "note: no openssl link to an unowned CA bundle here; the outside-link check did not run"
+fi
 
 # A program whose library lies outside every package, found through its
 # RUNPATH: refused unless the library is given explicitly.

@@ -3,7 +3,9 @@
 # keep run: every module of sys.stdlib_module_names that exists on Linux
 # imports, but for the few listed below with the reason; numpy solves a
 # 100x100 system as the host does; pandas reads, groups and writes a
-# workspace CSV; matplotlib saves a PNG that decodes.
+# workspace CSV and gives the HTML and text reprs that execute's results
+# carry; matplotlib saves a PNG that decodes, to a file and to memory;
+# the modules load from Debian's bytecode, none recompiled.
 set -u
 cd "$(dirname "$0")/../.."
 B=${B:-build}; KEEP=$B/bin/keep; K=$B/keys/dev.public; I=$B/images
@@ -77,6 +79,14 @@ want=$($PY -c 'import decimal, fractions, statistics, zoneinfo
 print(decimal.Decimal(1) / 7, fractions.Fraction(3, 9), statistics.mean([1, 2, 4]), zoneinfo.ZoneInfo("Europe/Paris"))')
 [ "$out" = "$want" ] && ok "the modules the static image lacked: $out" || bad "modules: '$out' want '$want'"
 
+# Debian's bytecode is used as it is: the image keeps no source times,
+# so the builder stores it hash-based; a stale .pyc would make every run
+# compile each module it imports again.
+out=$(py -v -c 'import json, decimal, numpy' 2>&1)
+stale=$(grep -c "bytecode is stale" <<<"$out"); used=$(grep -c "^# code object from .*\.pyc" <<<"$out")
+[ "$stale" = 0 ] && [ "$used" -gt 100 ] && ok "bytecode: $used modules loaded from .pyc, none stale" ||
+	bad "bytecode: $stale stale, $used loaded: $(grep -m3 "bytecode is stale" <<<"$out")"
+
 solve='import numpy as np
 rng = np.random.default_rng(18)
 a = rng.standard_normal((100, 100)) + 100 * np.eye(100)
@@ -87,22 +97,34 @@ out=$(py -c "$solve" 2>&1); want=$($PY -c "$solve")
 [ "$out" = "$want" ] && ok "numpy solve matches the host: ${out:0:60}" || bad "numpy: '$out' want '$want'"
 
 printf 'city,temp\nParis,12\nOslo,3\nParis,14\nLima,19\nOslo,5\n' >"$ws/in.csv"
+# What execute's results take from a DataFrame (text/html, text/plain).
 out=$(py -c 'import pandas as pd
 d = pd.read_csv("in.csv")
-d.groupby("city").mean().to_csv("out.csv")
+g = d.groupby("city").mean()
+g.to_csv("out.csv")
+print(g._repr_html_().split("\n")[0], "<table" in g._repr_html_(), repr(g).split("\n")[-1])
 print("done", pd.__version__)' 2>&1)
-[[ $out == "done "* ]] && [ "$(cat "$ws/out.csv")" = "$(printf 'city,temp\nLima,19.0\nOslo,4.0\nParis,13.0')" ] &&
-	ok "pandas: read_csv, groupby, to_csv" || bad "pandas: '$out' $(cat "$ws/out.csv" 2>&1)"
+[[ $out == "<div> True Paris  13.0"$'\n'"done "* ]] && [ "$(cat "$ws/out.csv")" = "$(printf 'city,temp\nLima,19.0\nOslo,4.0\nParis,13.0')" ] &&
+	ok "pandas: read_csv, groupby, to_csv, HTML and text reprs" || bad "pandas: '$out' $(cat "$ws/out.csv" 2>&1)"
 
 out=$(py -c 'import matplotlib
 import matplotlib.pyplot as plt
 fig, ax = plt.subplots()
 ax.plot([1, 2, 3], [3, 1, 2]); ax.set_title("keep")
 fig.savefig("plot.png")
-print(matplotlib.get_backend())' 2>&1)
+import io
+buf = io.BytesIO(); fig.savefig(buf, format="png")  # as the results of execute do
+print(matplotlib.get_backend(), buf.getvalue()[:8] == open("plot.png", "rb").read(8) == b"\x89PNG\r\n\x1a\n")' 2>&1)
 dims=$($PY -c 'from PIL import Image; im = Image.open("'"$ws"'/plot.png"); im.load(); print(im.format, im.size)' 2>&1)
-[ "$out" = agg ] && [ "$dims" = "PNG (640, 480)" ] && ok "matplotlib (Agg) saved a PNG that decodes: $dims" ||
+[ "$out" = "agg True" ] && [ "$dims" = "PNG (640, 480)" ] && ok "matplotlib (Agg) saved a PNG that decodes: $dims" ||
 	bad "matplotlib: '$out' '$dims'"
+
+# python-static: its standard library comes from the zip's bytecode,
+# compiled at build time, not by the guest at each start.
+out=$("$KEEP" run --workspace "$ws" --trust "$K" "$I/python-static.img" python -c 'import json, collections
+print(json.__spec__.origin, collections.__spec__.origin, json.dumps(collections.Counter("keep")))' 2>&1)
+[ "$out" = '/lib/python311.zip/json/__init__.pyc /lib/python311.zip/collections/__init__.pyc {"k": 1, "e": 2, "p": 1}' ] &&
+	ok "python-static loads its standard library from bytecode" || bad "python-static: '$out'"
 
 [ $fails -eq 0 ] && echo "image_python: all passed" || echo "image_python: $fails failed"
 [ $fails -eq 0 ]

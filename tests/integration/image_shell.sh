@@ -2,9 +2,8 @@
 # The shell image (bash, coreutils, grep, sed, gawk, findutils, diffutils,
 # jq, file, tar, gzip, xz from Debian): its programs and a bash script give
 # byte for byte what they give natively, through keep run and through
-# keepd's commands/run. Pipelines and external commands inside a script
-# wait for fork, execve and pipe (docs/vmm.md, "Stock images from
-# packages"): the script here uses bash's builtins.
+# keepd's commands/run: a script of builtins, and a script of pipelines
+# over coreutils, grep, sed, awk, jq and xargs.
 source "$(dirname "$0")/../lib/keepd.sh"
 I=$B/images; K=$B/keys/dev.public
 export LC_ALL=C
@@ -29,6 +28,22 @@ printf 'total %d, %s\n' "$total" "${BASH_VERSION%%.*}"
 s="Hello, Keep"; echo "${s^^} ${s,,} ${#s} ${s/Keep/world}"
 for i in {1..5}; do case $((i % 3)) in 0) echo "$i fizz";; *) echo "$i";; esac; done >out.txt
 while read -r line; do n=$((n + 1)); done <out.txt; echo "wrote $n lines"
+SH
+
+cat >"$ws/pipes.sh" <<'SH'
+# Pipelines, command substitution and external programs: what an agent's
+# shell tool runs.
+set -o pipefail
+sort fruit.txt | uniq -c | sort -k1,1nr -k2 | head -n 3
+awk '{s += $2} END {print s}' < fruit.txt
+n=$(grep -c apple fruit.txt); echo "apples: $n, lines: $(wc -l < fruit.txt)"
+cut -d' ' -f1 fruit.txt | sort -u | tr '[:lower:]' '[:upper:]' | paste -sd, -
+seq 1 100 | tr '\n' ' ' | sed 's/ $//' | md5sum
+printf '%s\n' b a c | xargs -n1 echo item | sort -r
+echo '{"a":[1,2,3]}' | jq -c '.a | map(. * 2)'
+sha256sum fruit.txt | cut -c1-16 > sum.txt && cat sum.txt && rm sum.txt
+date -u -d @0 +%F
+for w in $(sort -u < fruit.txt | cut -d' ' -f1); do printf '%s=%d ' "$w" "${#w}"; done; echo
 SH
 
 while read -r cmd args; do
@@ -59,8 +74,14 @@ seq 3 2 11
 expr 6 + 7
 numfmt --to=iec 123456789
 bash script.sh
+bash pipes.sh
 bash -c echo ${BASH_VERSINFO[0]} $((2**40))
 LIST
+
+# A script finds awk and sh in PATH as it does on Debian (there they are
+# links that Debian's alternatives and dash own, here gawk and bash).
+got=$("$KEEP" run --workspace "$ws" --trust "$K" "$I/shell.img" bash -c 'type -P awk sh; [ -x /usr/bin/awk ] && [ -x /bin/sh ] && echo executable' 2>&1)
+[ "$got" = "$(printf '/usr/bin/awk\n/bin/sh\nexecutable')" ] && ok "awk and sh are in PATH" || bad "awk and sh: '$got'"
 
 # Through keepd: commands/run picks the programs from the image by name.
 cat >"$tmp/test.policy" <<'EOP'
@@ -74,7 +95,7 @@ tok=$(mint sh sandbox:read,sandbox:write,exec,artifact:write)
 req "$tok" POST /v1/sandboxes '{"image":"shell"}'
 sb=$(jget "$body" '["id"]')
 [ "$code" = 201 ] || [ "$code" = 200 ] && ok "a shell sandbox" || bad "sandbox: $code $body"
-for f in fruit.txt script.sh; do
+for f in fruit.txt script.sh pipes.sh; do
 	code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $tok" \
 	    --data-binary @"$ws/$f" "$url/v1/sandboxes/$sb/files/write?path=/$f")
 	[ "$code" = 200 ] && ok "files/write $f" || bad "files/write $f: $code"
@@ -87,6 +108,9 @@ run() { # cmd args-json stdin -> the run's stdout, as the API returns it
 want=$(cd "$ws" && bash script.sh)
 got=$(run bash '["script.sh"]' '')
 [ "$got" = "$want" ] && ok "commands/run bash script.sh: byte-identical" || bad "keepd bash: '$got' want '$want' ($code $body)"
+want=$(cd "$ws" && bash pipes.sh)
+got=$(run bash '["pipes.sh"]' '')
+[ "$got" = "$want" ] && ok "commands/run bash pipes.sh (pipelines): byte-identical" || bad "keepd pipes: '$got' want '$want' ($code $body)"
 want=$(sort -k2 -n "$ws/fruit.txt")
 got=$(run sort '["-k2", "-n"]' "$(cat "$ws/fruit.txt")")
 [ "$got" = "$want" ] && ok "commands/run sort with stdin" || bad "keepd sort: '$got' ($code $body)"

@@ -50,7 +50,10 @@ out=$("$KEEP" audit verify --data "$tmp/state" 2>&1) && ok "keep audit verify on
     bad "audit verify on the restored store: $out"
 
 keepd_launch
-req "$alice" GET "/v1/sandboxes/$first"
+# The vmm reads its sandboxes back as it starts (503 until it has).
+for _ in $(seq 100); do
+	req "$alice" GET "/v1/sandboxes/$first"; [ "$code" != 503 ] && break; sleep 0.1
+done
 [ "$code" = 200 ] && ok "the backed-up sandbox is served after restore" || bad "get first: $code $body"
 req "$alice" GET "/v1/sandboxes/$second"
 [ "$code" = 404 ] && ok "the sandbox made after the backup is gone" || bad "get second: $code $body"

@@ -52,7 +52,7 @@ link: ok
 nlink: 2
 linkat follow: ok
 symlink out: ok
-open link out: EXDEV
+open link out: ENOENT
 mkdir /: EEXIST
 mkdir /tmp: EEXIST
 rmdir /: EBUSY
@@ -82,6 +82,23 @@ sendfile: 6
 copy_file_range: 5
 off after: 6
 copied: ello
+O_PATH of a symlink: the link
+lchmod of a symlink: ENOTSUP
+lchmod of a file: ok
+mode after lchmod: 640
+dup3 cloexec: ok
+cloexec after dup3: 1
+FIONBIO: ok
+nonblock after FIONBIO: 1
+FIOCLEX: ok
+cloexec after FIOCLEX: 1
+pipe: ok
+empty nonblocking pipe: EAGAIN
+open file/: ENOTDIR
+create name/: EISDIR
+open dir/: ok
+newname created: no
+statfs used>0: 1
 close_range: ok
 closed: EBADF
 RLIMIT_NOFILE: 1024
@@ -103,7 +120,7 @@ through /dev/stdout
 exe bytes: ELF, size matches: yes
 fd for /dev/null: 3
 /proc/self/fd/3 -> /dev/null
-fds: 0 1 2 3
+fds: 0 1 2 3 4
 read /dev/null: 0
 write /dev/null: 3
 read /dev/zero: 100, nonzero 0
@@ -120,6 +137,8 @@ unlink /dev/null: Read-only file system
 /proc/meminfo has MemTotal:: yes
 /proc/cpuinfo has processor	: 0: yes
 cmdline: argv[0], then one, NUL-terminated: yes
+/dev/tty is a char device: yes
+open /dev/tty: ENXIO
 /tmp writable: yes
 /tmp mode: 1777
 WANT
@@ -133,6 +152,18 @@ grep -q "^MemTotal: *65536 kB" "$tmp/mem" && ok "meminfo is the guest's 64 MiB" 
 grep -q "^MemTotal: *32768 kB" "$tmp/mem" && ok "meminfo follows --memory" || bad "meminfo 32M: $(head -3 "$tmp/mem")"
 "$KEEP" run --trust "$B/keys/dev.public" "$B/images/toolbox.img" cat /proc/self/status >"$tmp/st" 2>&1
 grep -q "^Name:	cat$" "$tmp/st" && grep -q "^Pid:	1$" "$tmp/st" && ok "status names the program" || bad "status: $(head -3 "$tmp/st")"
+# A path through an image file is ENOTDIR, as through any file.
+"$KEEP" run --trust "$B/keys/dev.public" "$B/images/toolbox.img" cat /bin/busybox/x >"$tmp/ls" 2>&1
+grep -q "Not a directory" "$tmp/ls" && ok "a path through an image file is ENOTDIR" || bad "image file/x: $(cat "$tmp/ls")"
+# "/" lists what is there: the workspace's names, then /dev, /proc and
+# the image's directories, each once (the workspace's own bin too).
+mkdir -p "$tmp/ws3/bin" "$tmp/ws3/x"
+"$KEEP" run --workspace "$tmp/ws3" --trust "$B/keys/dev.public" "$B/images/toolbox.img" ls -a / >"$tmp/ls" 2>&1
+[ "$(tr '\n' ' ' <"$tmp/ls")" = ". .. bin dev proc tmp x " ] && ok "ls / with a workspace" || bad "ls /: $(cat "$tmp/ls")"
+"$KEEP" run --trust "$B/keys/dev.public" "$B/images/toolbox.img" ls -a / >"$tmp/ls" 2>&1
+[ "$(tr '\n' ' ' <"$tmp/ls")" = ". .. bin dev proc " ] && ok "ls / without a workspace" || bad "ls / (no workspace): $(cat "$tmp/ls")"
+"$KEEP" run --workspace "$tmp/ws3" --trust "$B/keys/dev.public" "$B/images/toolbox.img" find / -maxdepth 1 -type d >"$tmp/ls" 2>&1
+[ "$(sort "$tmp/ls" | tr '\n' ' ')" = "/ /bin /dev /proc /tmp /x " ] && ok "find / with a workspace" || bad "find /: $(cat "$tmp/ls")"
 
 # Sleeping calls sleep; a sleep is cut short by the run's time limit.
 cat >"$tmp/sleep.want" <<'WANT'
@@ -146,7 +177,12 @@ pselect6: rc 0, slept
 poll stdout: rc 1 revents 4
 WANT
 same "sleeping calls sleep" "$tmp/sleep.want" -- "$G/sleeper"
-{ sleep 1; } | "$KEEP" run "$G/sleeper" stdin >"$tmp/out" 2>&1
+# A stdin that stays open and silent however long the run takes to
+# start: a FIFO this shell holds open for writing until the run is over.
+mkfifo "$tmp/idle"
+exec 3<>"$tmp/idle"
+"$KEEP" run "$G/sleeper" stdin <"$tmp/idle" >"$tmp/out" 2>&1
+exec 3>&-
 [ "$(cat "$tmp/out")" = $'poll stdin: rc 0, slept\nrevents: 0' ] && ok "poll on an idle stdin waits its timeout" ||
     bad "poll idle stdin: $(cat "$tmp/out")"
 echo hi | "$KEEP" run "$G/sleeper" stdin >"$tmp/out" 2>&1

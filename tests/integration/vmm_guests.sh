@@ -53,8 +53,66 @@ for how in ud2 int3 hlt cli wrmsr jump null stack out; do
 done
 
 ws=$tmp/ws; mkdir "$ws"; ln -s /etc "$ws/escape"
-expect "workspace files and escapes" 0 $'roundtrip: round trip\ndotdot: refused (No such file or directory)\nsymlink: refused (Cross-device link)\nabs: refused (No such file or directory)\nmkdir: ok' "" -- --workspace "$ws" "$G/files"
+expect "workspace files and escapes" 0 $'roundtrip: round trip\ndotdot: refused (No such file or directory)\nsymlink: refused (No such file or directory)\nabs: refused (No such file or directory)\nmkdir: ok' "" -- --workspace "$ws" "$G/files"
 [ "$(cat "$ws/out.txt")" = "round trip" ] && ok "guest file is on the host" || bad "workspace file"
+
+# Symlinks out of the workspace and loops (tests/guests/symlinks.c): the
+# guest may make any link, and following one resolves as in a chroot at
+# the workspace: /etc/passwd through a link is the workspace's decoy,
+# never the host's; ".." stops at the workspace; a loop is ELOOP; the
+# guest cannot change its "/" (EPERM); nothing outside the workspace
+# changes.
+top=$tmp/top; mkdir -p "$top/ws/etc"; echo canary >"$top/canary"
+echo decoy >"$top/ws/etc/passwd"
+ln -s /etc/passwd "$top/ws/host-abs"; ln -s ../.. "$top/ws/host-up"
+passwd_before=$(stat -c '%s %a %Y %Z' /etc/passwd)
+root_before=$(stat -c '%a %Y' "$top/ws")
+# want LINK BELOW CLASS: the lines attack() prints for one link.
+want() {
+	local l=$1 below=$2 c
+	case $3 in
+	file) printf '%s\n' "$l read: \"decoy\"" "$l/$below read: ENOTDIR" \
+	    "$l open for writing: ok" "$l create below: ENOTDIR" "$l stat: ok" \
+	    "$l stat below: ENOTDIR" "$l chmod: ok" "$l utimes: ok" \
+	    "$l mkdir below: ENOTDIR" "$l link follow: ok" "$l opendir: ENOTDIR" \
+	    "$l chdir: ENOTDIR" ;;
+	root) printf '%s\n' "$l read: EISDIR" "$l/$below read: \"decoy\"" \
+	    "$l open for writing: EISDIR" "$l create below: ok" "$l stat: ok" \
+	    "$l stat below: ok" "$l chmod: EPERM" "$l utimes: EPERM" \
+	    "$l mkdir below: EEXIST" "$l link follow: EPERM" "$l opendir: ok" \
+	    "$l chdir: ok" ;;
+	*) printf '%s\n' "$l read: $3" "$l/$below read: $3"
+	    for c in "open for writing" "create below" stat "stat below" chmod \
+	        utimes "mkdir below" "link follow" opendir chdir; do
+		echo "$l $c: $3"
+	    done ;;
+	esac
+	echo "$l lstat: ok"
+}
+{
+	for l in abs up deep loop ping pong viaproc; do echo "$l symlink: ok"; done
+	echo "abs readlink: /etc/passwd"
+	want abs x file; want up etc/passwd root; want deep x file
+	want loop x ELOOP; want ping x ELOOP; want viaproc x ENOENT
+	want host-abs x file; want host-up etc/passwd root
+} >"$tmp/symlinks.want"
+"$KEEP" run --workspace "$top/ws" "$G/symlinks" >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc -eq 0 ] && cmp -s "$tmp/symlinks.want" "$tmp/out" && ! grep -q 'root:' "$tmp/out" &&
+    ok "symlinks resolve inside the workspace, loops are ELOOP" ||
+    bad "symlinks: exit $rc: $(diff "$tmp/symlinks.want" "$tmp/out" | head -20) $(head -c 300 "$tmp/err")"
+[ "$(ls -A "$top")" = "$(printf 'canary\nws')" ] && [ "$(cat "$top/canary")" = canary ] &&
+    [ "$(stat -c '%s %a %Y %Z' /etc/passwd)" = "$passwd_before" ] &&
+    [ "$(stat -c '%a %Y' "$top/ws")" = "$root_before" ] && [ ! -e "$top/ws/hard" ] &&
+    ok "symlinks: nothing outside the workspace changed, nor its root" ||
+    bad "symlinks: outside changed: $(ls -la "$top")"
+[ "$(readlink "$top/ws/up")" = ../.. ] && [ "$(readlink "$top/ws/loop")" = loop ] &&
+    ok "symlinks: created as written" || bad "symlinks: $(ls -la "$top/ws")"
+expect "hostile file call arguments" 0 "*survived" "" -- --timeout 60s --workspace "$top/ws" "$G/filehostile"
+[ "$(ls -A "$top")" = "$(printf 'canary\nws')" ] && [ "$(cat "$top/canary")" = canary ] &&
+    [ "$(stat -c '%s %a %Y %Z' /etc/passwd)" = "$passwd_before" ] &&
+    ok "hostile file calls: nothing outside the workspace changed" ||
+    bad "hostile file calls: outside changed: $(ls -la "$top")"
 # The limit counts what the workspace holds (out.txt and /tmp among it).
 expect "workspace limit" 0 "refused after [1-6][0-9] KiB: Quota exceeded" "" -- --workspace "$ws" --workspace-max 64K "$G/diskhog"
 

@@ -4,7 +4,10 @@
 # commands/run. Each guest's output is compared with the same program
 # run natively.
 source "$(dirname "$0")/../lib/keepd.sh"
-G=$B/guests
+# Absolute: "nothing is left" looks for processes by this path, and a
+# relative one matches other trees' commands on a shared machine (a
+# make building build/guests/orphan was counted as a leftover).
+G=$(cd "$B/guests" && pwd)
 
 # same NAME ARGS...: keep run's stdout and exit status equal native's.
 same() {
@@ -22,6 +25,11 @@ same() {
 ws=$tmp/ws; mkdir -p "$ws"
 same "fork, wait4, statuses, kill" "$G/forkwait"
 same "pipes: poll and select timeouts, POLLHUP, dup2 across exec, SIGPIPE" "$G/pipes"
+same "epoll and eventfd: counters, level and edge, one-shot, timeouts, fork" "$G/events"
+: | "$G/events" stdio 2>&1 | cat >"$tmp/native"
+: | "$KEEP" run --timeout 20s "$G/events" stdio 2>&1 | cat >"$tmp/keep"
+cmp -s "$tmp/native" "$tmp/keep" && ok "epoll on stdout and stdin pipes: same as native" ||
+    bad "epoll stdio: $(diff "$tmp/native" "$tmp/keep")"
 same "signals: handlers, masks, alarm, timers, SIGCHLD, faults, altstack" "$G/signals"
 same "threads: mutex, condition ping-pong, timed wait, time slices" "$G/threads"
 "$KEEP" run --timeout 1s "$G/threads" spin >"$tmp/out" 2>"$tmp/err"; rc=$?
@@ -37,7 +45,7 @@ ts = [threading.Thread(target=f, args=(i,)) for i in range(4)]
 [t.start() for t in ts]; [t.join() for t in ts]
 print("threads", sorted(r))
 def h(s, f): print("alarm", s)
-signal.signal(signal.SIGALRM, h); signal.alarm(1); time.sleep(2)
+signal.signal(signal.SIGALRM, h); signal.alarm(1); signal.pause() # not sleep(2): a loaded host may be late
 t0 = time.time(); time.sleep(0.2); print("slept", time.time() - t0 >= 0.2)
 import subprocess, sys
 exe = sys.executable or "/bin/python"  # keep's has no /proc/self/exe yet
@@ -46,13 +54,67 @@ r = subprocess.run([exe, "-c", "import sys; print('child', sys.argv[1:]); sys.ex
 print("subprocess", r.returncode, repr(r.stdout), repr(r.stderr))
 r = subprocess.run([exe, "-c", "print(input())"], input="fed\n", capture_output=True, text=True)
 print("subprocess stdin", r.returncode, repr(r.stdout))
+import selectors, os
+sel = selectors.DefaultSelector(); rp, wp = os.pipe(); sel.register(rp, selectors.EVENT_READ, "pipe")
+t0 = time.time(); print("selector", type(sel).__name__, sel.select(0.1), time.time() - t0 >= 0.1)
+os.write(wp, b"x"); print("ready", [(k.data, e) for k, e in sel.select(1)])
+# The stock image's interpreter installs no handlers: ignore SIGPIPE as python3 does.
+signal.signal(signal.SIGPIPE, signal.SIG_IGN); os.close(rp)
+try:
+    os.write(wp, b"x")
+except BrokenPipeError:
+    print("BrokenPipeError, still alive")
+p = subprocess.Popen([exe, "-c", "import time; time.sleep(30)"])
+p.send_signal(signal.SIGTERM); print("child terminated", p.wait())
+p = subprocess.Popen([exe, "-c", "import sys; print(sys.stdin.read())"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+print("communicate", p.communicate(b"hello", timeout=10))
+try:
+    subprocess.run([exe, "-c", "import time; time.sleep(30)"], timeout=0.5)
+except subprocess.TimeoutExpired:
+    print("timeout expired")
 EOPY
 python3 "$ws/t.py" >"$tmp/native" 2>&1
 "$KEEP" run --timeout 30s --workspace "$ws" --trust "$B/keys/dev.public" \
     "$B/images/python.img" python /t.py >"$tmp/keep" 2>&1; rc=$?
 [ $rc -eq 0 ] && cmp -s "$tmp/native" "$tmp/keep" &&
-    ok "python threading, signal.alarm, subprocess.run: same as native" ||
+    ok "python threading, signal.alarm, subprocess, selectors (epoll), EPIPE: same as native" ||
     bad "python: exit $rc: $(diff "$tmp/native" "$tmp/keep")"
+# Python threads that sleep, queue, read a pipe another thread writes,
+# run a subprocess, wait on an Event set by a Timer.
+cat >"$ws/t2.py" <<'EOPY'
+import threading, time, queue, subprocess, sys, os
+exe = sys.executable or "/bin/python"
+res = {}
+def slow(n):
+    time.sleep(0.05); res[n] = n * n
+ts = [threading.Thread(target=slow, args=(i,)) for i in range(4)]
+[t.start() for t in ts]; [t.join() for t in ts]
+print("sleepers", sorted(res.items()))
+q = queue.Queue()
+def producer():
+    for i in range(3): q.put(i)
+    q.put(None)
+threading.Thread(target=producer).start()
+got = []
+while (x := q.get()) is not None: got.append(x)
+print("queue", got)
+r, w = os.pipe()
+def reader(out): out.append(os.read(r, 10))
+out = []; th = threading.Thread(target=reader, args=(out,)); th.start()
+time.sleep(0.05); os.write(w, b"hi"); th.join(); print("pipe between threads", out)
+out = []
+def sub(): out.append(subprocess.run([exe, "-c", "print('from a thread')"], capture_output=True, text=True).stdout.strip())
+th = threading.Thread(target=sub); th.start(); th.join(); print("subprocess in a thread", out)
+ev = threading.Event()
+threading.Timer(0.05, ev.set).start()
+print("event", ev.wait(5))
+EOPY
+python3 "$ws/t2.py" >"$tmp/native" 2>&1
+"$KEEP" run --timeout 30s --workspace "$ws" --trust "$B/keys/dev.public" \
+    "$B/images/python.img" python /t2.py >"$tmp/keep" 2>&1; rc=$?
+[ $rc -eq 0 ] && cmp -s "$tmp/native" "$tmp/keep" &&
+    ok "python threads: sleeps, a queue, a pipe between threads, subprocess in a thread, Timer: same as native" ||
+    bad "python threads: exit $rc: $(diff "$tmp/native" "$tmp/keep")"
 "$KEEP" run --timeout 20s "$G/signals" corrupt >"$tmp/out" 2>"$tmp/err"; rc=$?
 [ $rc -eq 139 ] && [ "$(cat "$tmp/out")" = "wrecking my own frame" ] &&
     grep -q "fault: rt_sigreturn" "$tmp/err" &&
@@ -60,14 +122,16 @@ python3 "$ws/t.py" >"$tmp/native" 2>&1
     bad "corrupt frame: exit $rc, $(cat "$tmp/out") $(cat "$tmp/err")"
 
 "$KEEP" run --timeout 2s "$G/forkbomb" >"$tmp/out" 2>"$tmp/err"; rc=$?
-[ $rc -eq 124 ] && grep -q "process limit, 64, was reached" "$tmp/err" &&
+[ $rc -eq 124 ] && grep -q "process limit 64 reached" "$tmp/err" &&
     ok "a fork bomb stops at the process limit" ||
     bad "fork bomb: exit $rc, $(cat "$tmp/err")"
 "$KEEP" run --processes 5 --timeout 1s "$G/forkbomb" >"$tmp/out" 2>"$tmp/err"; rc=$?
-[ $rc -eq 124 ] && grep -q "process limit, 5, was reached" "$tmp/err" &&
+[ $rc -eq 124 ] && grep -q "process limit 5 reached" "$tmp/err" &&
     ok "keep run --processes sets the limit" || bad "--processes: exit $rc, $(cat "$tmp/err")"
 # Nothing of it is left once keep returns.
-left=$(pgrep -f "$G/forkbomb" | wc -l)
+for _ in $(seq 50); do
+	left=$(pgrep -f "$G/forkbomb" | wc -l); [ "$left" -eq 0 ] && break; sleep 0.1
+done
 [ "$left" -eq 0 ] && ok "no process of the fork bomb is left" ||
     bad "fork bomb: $left processes left"
 
@@ -80,6 +144,17 @@ for _ in $(seq 50); do
 done
 [ "$left" -eq 0 ] && ok "the spinning orphan was stopped" ||
     bad "orphan: $left processes left"
+
+# A guest signals host processes by host pid (its own vm process, the
+# shell that started keep, a bystander) and by every "all" form: each is
+# refused and every one of them lives on. (Never run hostkill natively.)
+sleep 300 & victim=$!
+bash -c 'exec "$0" run --timeout 20s "$1" $$ $PPID "$2"' "$KEEP" "$G/hostkill" \
+    "$victim" >"$tmp/out" 2>"$tmp/err"; rc=$?
+[ $rc -eq 0 ] && grep -q "^all refused$" "$tmp/out" && ! grep -q REACHED "$tmp/out" &&
+    [ "$(grep -c ESRCH "$tmp/out")" -ge 24 ] && kill -0 "$victim" &&
+    ok "keep run: a guest's kill and tgkill never reach a host process" ||
+    bad "hostkill: exit $rc: $(cat "$tmp/out" "$tmp/err")"
 
 # execve: /proc/self/exe, a workspace "#!" script, and the errors.
 "$KEEP" run --timeout 20s --workspace "$ws" "$G/execer" >"$tmp/out" 2>"$tmp/err"; rc=$?
@@ -122,6 +197,30 @@ mkdir -p "$tmp/native_ws"; rm -rf "$ws"/*
     ok "busybox sh pipelines and redirections: same as native (exit $krc)" ||
     bad "busybox sh: native $nrc keep $krc: $(diff "$tmp/native" "$tmp/keep")"
 
+# bash-static and busybox sh running external commands (busybox applets
+# by their names, found on PATH, in keep from the workspace) in pipelines,
+# $(...), functions, redirections, trap: byte-identical to native.
+rm -rf "$ws"/* "$tmp/native_ws"/*; mkdir -p "$ws/bin" "$tmp/bb"; cp /bin/busybox "$ws/bin/"
+for a in tr seq sort head wc cat sleep; do
+	ln -s busybox "$ws/bin/$a"; ln -s /bin/busybox "$tmp/bb/$a"
+done
+script3='echo a | tr a b; seq 1 1000 | sort -r | head -3; x=$(echo sub | tr s S); echo "got $x"
+f() { echo "in f $1"; return 3; }; f one || echo "f failed $?"
+for i in 1 2 3; do echo $i; done | wc -l
+echo redir > f.txt; cat < f.txt; echo more >> f.txt; wc -l < f.txt
+trap "echo trapped" USR1; kill -USR1 $$; echo after
+true && echo and; false || echo or; exit 4'
+for sh in "/bin/bash-static" "/bin/busybox sh"; do
+	rm -f "$ws/f.txt" "$tmp/native_ws/f.txt"
+	# shellcheck disable=SC2086 # the shell and its applet name
+	(cd "$tmp/native_ws" && PATH=$tmp/bb exec $sh -c "$script3") >"$tmp/native" 2>&1; nrc=$?
+	# shellcheck disable=SC2086
+	"$KEEP" run --timeout 20s --workspace "$ws" --env PATH=/bin $sh -c "$script3" >"$tmp/keep" 2>&1; krc=$?
+	[ "$nrc" -eq "$krc" ] && cmp -s "$tmp/native" "$tmp/keep" &&
+	    ok "$sh: external commands in pipelines, \$(...), redirections: same as native (exit $krc)" ||
+	    bad "$sh externals: native $nrc keep $krc: $(diff "$tmp/native" "$tmp/keep")"
+done
+
 # busybox sh: wait (rt_sigsuspend until SIGCHLD) and trap.
 script2='echo fg; (exit 4); echo "sub $?"; wait; echo "waited $?"
 trap "echo trapped" USR1; kill -USR1 $$; echo after; kill -TERM $$; echo not'
@@ -131,6 +230,22 @@ trap "echo trapped" USR1; kill -USR1 $$; echo after; kill -TERM $$; echo not'
     ok "busybox sh wait, trap and kill \$\$: same as native (exit $krc)" ||
     bad "busybox sh signals: native $nrc keep $krc: $(diff "$tmp/native" "$tmp/keep")"
 
+# SIGTERM and SIGINT to keep run reach its guest, which may trap them,
+# as the same script natively.
+term='trap "echo got TERM; exit 5" TERM; trap "echo got INT; exit 6" INT
+echo ready; while :; do sleep 0.1; done'
+for sig in TERM INT; do
+	(cd "$tmp/native_ws" && exec /bin/busybox sh -c "$term") >"$tmp/native" 2>&1 & np=$!
+	"$KEEP" run --timeout 20s --workspace "$ws" /bin/busybox sh -c "$term" >"$tmp/keep" 2>&1 & kp=$!
+	for _ in $(seq 100); do
+		grep -q ready "$tmp/native" && grep -q ready "$tmp/keep" && break; sleep 0.1
+	done
+	kill -"$sig" "$np" "$kp"; wait "$np"; nrc=$?; wait "$kp"; krc=$?
+	[ $nrc -eq $krc ] && cmp -s "$tmp/native" "$tmp/keep" &&
+	    ok "SIG$sig to keep run: the guest's trap runs, as natively (exit $krc)" ||
+	    bad "SIG$sig: native $nrc keep $krc: $(diff "$tmp/native" "$tmp/keep")"
+done
+
 # ---- keepd: the same programs in an image, through commands/run ----------
 "$KEEP" image build --name procs --version 1 --memory 64M \
     --file /bin/forkbomb="$G/forkbomb" --file /bin/orphan="$G/orphan" \
@@ -138,21 +253,25 @@ trap "echo trapped" USR1; kill -USR1 $$; echo after; kill -TERM $$; echo not'
     --command forkwait --command forkbomb=/bin/forkbomb \
     --command orphan=/bin/orphan --file /bin/signals="$G/signals" \
     --command signals=/bin/signals --file /bin/threads="$G/threads" \
-    --command threads=/bin/threads "$G/forkwait" -o "$tmp/procs.img.tmp" >/dev/null &&
+    --command threads=/bin/threads --file /bin/hostkill="$G/hostkill" \
+    --command hostkill=/bin/hostkill --file /bin/events="$G/events" \
+    --command events=/bin/events "$G/forkwait" -o "$tmp/procs.img.tmp" >/dev/null &&
 "$KEEP" image sign --key "$B/keys/dev.secret" "$tmp/procs.img.tmp" >/dev/null ||
     { echo "FAIL: procs image"; exit 1; }
 cat >"$tmp/test.policy" <<'EOP'
 role runner {
-	allow sandbox:read, sandbox:write, exec
-	exec "forkwait", "forkbomb", "orphan", "sh", "signals", "threads"
+	allow sandbox:read, sandbox:write, exec, artifact:read
+	exec "forkwait", "forkbomb", "orphan", "sh", "signals", "threads", "hostkill",
+	    "events"
 	timeout 20s
+	processes 8
 }
 agent "alice" : runner
 EOP
 mkdir -p "$tmp/state/images"
 mv "$tmp/procs.img.tmp" "$tmp/state/images/procs.img"
 keepd_start "$tmp/test.policy"
-alice=$(mint alice sandbox:read,sandbox:write,exec)
+alice=$(mint alice sandbox:read,sandbox:write,exec,artifact:read)
 req "$alice" POST /v1/sandboxes '{"image":"procs"}'
 [ "$code" = 201 ] || { bad "sandbox: $code $body"; keepd_finish; exit 1; }
 sbx=$(jget "$body" '["id"]')
@@ -165,7 +284,9 @@ req "$alice" POST "/v1/sandboxes/$sbx/commands/run" '{"cmd":"forkwait"}'
 
 req "$alice" POST "/v1/sandboxes/$sbx/commands/run" '{"cmd":"forkbomb","timeout":2000}'
 [ "$code" = 200 ] && [ "$(jget "$body" '["reason"]')" = timeout ] &&
-    ok "commands/run: a fork bomb ends at the run's time limit" || bad "commands/run forkbomb: $code $body"
+    grep -q "done: .*process limit 8 reached" "$tmp/log" &&
+    ok "commands/run: a fork bomb stops at the policy's process limit (8) and ends at the time limit" ||
+    bad "commands/run forkbomb: $code $body $(grep 'process limit' "$tmp/log")"
 for _ in $(seq 50); do
 	left=$(pgrep -f "vm $sbx" | wc -l); [ "$left" -eq 0 ] && break; sleep 0.1
 done
@@ -192,5 +313,77 @@ req "$alice" POST "/v1/sandboxes/$sbx/commands/run" '{"cmd":"threads"}'
 "$G/threads" >"$tmp/native" 2>&1
 [ "$code" = 200 ] && [ "$(jget "$body" '["stdout"]')" = "$(cat "$tmp/native")" ] &&
     ok "commands/run: threads, same as native" || bad "commands/run threads: $code $body"
+
+req "$alice" POST "/v1/sandboxes/$sbx/commands/run" '{"cmd":"events"}'
+"$G/events" >"$tmp/native" 2>&1
+[ "$code" = 200 ] && [ "$(jget "$body" '["stdout"]')" = "$(cat "$tmp/native")" ] &&
+    ok "commands/run: epoll and eventfd, same as native" || bad "commands/run events: $code $body"
+
+# execute/kill with a signal: TERM reaches the whole tree, which may
+# trap it; one that ignores it is killed after the grace period.
+req "$alice" POST "/v1/sandboxes/$sbx/commands/background" "$(python3 -c 'import json,sys; print(json.dumps({"cmd":"sh","args":["-c",sys.argv[1]]}))' \
+    'trap "echo got TERM >term.txt; exit 5" TERM; sleep 100 & echo ready >ready.txt; while :; do sleep 0.1; done')"
+bgp=$(jget "$body" '["pid"]' 2>/dev/null)
+for _ in $(seq 100); do
+	req "$alice" GET "/v1/sandboxes/$sbx/files/read?path=ready.txt"; [ "$code" = 200 ] && break; sleep 0.1
+done
+req "$alice" POST "/v1/sandboxes/$sbx/execute/kill?pid=$bgp&signal=BOGUS"
+[ "$code" = 400 ] && ok "execute/kill: an unknown signal is 400" || bad "kill BOGUS: $code $body"
+req "$alice" POST "/v1/sandboxes/$sbx/execute/kill?pid=$bgp&signal=TERM"
+[ "$code" = 204 ] || bad "kill TERM: $code $body"
+for _ in $(seq 100); do
+	req "$alice" GET "/v1/sandboxes/$sbx/processes"
+	[[ $body == *"\"pid\":$bgp,"*'"status":"killed","exit_code":5'* ]] && break; sleep 0.1
+done
+[[ $body == *"\"pid\":$bgp,"*'"status":"killed","exit_code":5'* ]] &&
+    req "$alice" GET "/v1/sandboxes/$sbx/files/read?path=term.txt" && [ "$body" = $'got TERM\n' ] &&
+    ok "execute/kill?signal=TERM: the guest's trap ran, exit 5" || bad "kill TERM: $code $body"
+req "$alice" POST "/v1/sandboxes/$sbx/commands/background" '{"cmd":"sh","args":["-c","trap \"\" TERM; echo ready >ready2.txt; while :; do sleep 0.1; done"]}'
+bgp=$(jget "$body" '["pid"]' 2>/dev/null)
+for _ in $(seq 100); do
+	req "$alice" GET "/v1/sandboxes/$sbx/files/read?path=ready2.txt"; [ "$code" = 200 ] && break; sleep 0.1
+done
+req "$alice" POST "/v1/sandboxes/$sbx/execute/kill?pid=$bgp&signal=TERM"
+for _ in $(seq 150); do
+	req "$alice" GET "/v1/sandboxes/$sbx/processes"
+	[[ $body == *"\"pid\":$bgp,"*'"status":"killed"'* ]] && break; sleep 0.1
+done
+[[ $body == *"\"pid\":$bgp,"*'"status":"killed"'* ]] &&
+    ok "execute/kill?signal=TERM: a tree that ignores it is killed after the grace" ||
+    bad "kill TERM ignored: $code $body"
+for _ in $(seq 50); do
+	left=$(pgrep -f "vm $sbx" | wc -l); [ "$left" -eq 0 ] && break; sleep 0.1
+done
+[ "$left" -eq 0 ] && ok "execute/kill: no vm process of the tree is left" ||
+    bad "execute/kill: $left vm processes left"
+
+# No process outlives its sandbox: deleting it kills the tree of a
+# background run still going in it.
+req "$alice" POST /v1/sandboxes '{"image":"procs"}'
+sbx2=$(jget "$body" '["id"]')
+req "$alice" POST "/v1/sandboxes/$sbx2/commands/background" '{"cmd":"sh","args":["-c","while :; do :; done | cat"]}'
+[ "$code" = 202 ] || bad "background in a second sandbox: $code $body"
+for _ in $(seq 100); do
+	[ "$(pgrep -f "vm $sbx2" | wc -l)" -ge 2 ] && break; sleep 0.1
+done
+started=$(pgrep -f "vm $sbx2" | wc -l)
+req "$alice" DELETE "/v1/sandboxes/$sbx2"
+for _ in $(seq 50); do
+	left=$(pgrep -f "vm $sbx2" | wc -l); [ "$left" -eq 0 ] && break; sleep 0.1
+done
+[ "$started" -ge 2 ] && [ "$left" -eq 0 ] &&
+    ok "deleting a sandbox kills the process trees of its runs" ||
+    bad "sandbox delete: $started vm processes at first, $left left"
+
+# Through keepd: the vm process's parent is the vmm process, then
+# keepd's parent; none of them, nor the bystander, can be reached.
+vmm_pid=$(pgrep -P "$pid" -f "vmm" | head -1); keepd_pid=$pid
+req "$alice" POST "/v1/sandboxes/$sbx/commands/run" "{\"cmd\":\"hostkill\",\"args\":[\"$vmm_pid\",\"$keepd_pid\",\"$victim\"]}"
+[ "$code" = 200 ] && [ "$(jget "$body" '["exit_code"]')" = 0 ] &&
+    jget "$body" '["stdout"]' | grep -q "^all refused$" && [ -n "$vmm_pid" ] &&
+    kill -0 "$vmm_pid" && kill -0 "$keepd_pid" && kill -0 "$victim" &&
+    ok "commands/run: a guest's kill and tgkill never reach the vmm, keepd or a bystander" ||
+    bad "commands/run hostkill: vmm $vmm_pid: $code $body"
+kill "$victim"
 
 keepd_finish

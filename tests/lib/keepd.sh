@@ -58,7 +58,8 @@ EOC
 }
 
 keepd_launch() {
-	"$KEEPD" -d -f "$tmp/keepd.yaml" >>"$tmp/log" 2>&1 &
+	# KEEPD_ARGS: extra options, e.g. -T FILE (the schedules' test clock).
+	"$KEEPD" -d ${KEEPD_ARGS:-} -f "$tmp/keepd.yaml" >>"$tmp/log" 2>&1 &
 	pid=$!
 	keepd_wait_ready || { echo "keepd did not start"; cat "$tmp/log"; exit 1; }
 }

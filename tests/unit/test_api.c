@@ -12,7 +12,7 @@
 #include <jansson.h>
 
 #include "host/api/api.h"
-#include "host/api/api_fake.h"
+#include "tests/api_fake.h"
 
 struct env {
 	struct api_fake *fake;
@@ -474,6 +474,26 @@ test_execute_sse(void **state)
 	callj(e, "GET", p, "admin", NULL, &r);
 	assert_non_null(strstr(r.body, "\"pid\":100"));
 	resp_free(&r);
+	snprintf(p, sizeof(p),
+	    "/v1/sandboxes/%s/execute/kill?pid=100&signal=STOP", id);
+	callj(e, "POST", p, "admin", NULL, &r);
+	assert_int_equal(r.status, 400);
+	resp_free(&r);
+	snprintf(p, sizeof(p),
+	    "/v1/sandboxes/%s/execute/kill?pid=100&signal=TERM&signal=KILL",
+	    id);
+	callj(e, "POST", p, "admin", NULL, &r);
+	assert_int_equal(r.status, 400);
+	resp_free(&r);
+	snprintf(p, sizeof(p),
+	    "/v1/sandboxes/%s/execute/kill?pid=100&signal=TERM", id);
+	callj(e, "POST", p, "admin", NULL, &r);
+	assert_int_equal(r.status, 204);
+	resp_free(&r);
+	snprintf(p, sizeof(p), "/v1/sandboxes/%s/execute/processes", id);
+	callj(e, "GET", p, "admin", NULL, &r);
+	assert_non_null(strstr(r.body, "\"exit_code\":143"));
+	resp_free(&r);
 	snprintf(p, sizeof(p), "/v1/sandboxes/%s/execute/kill?pid=100", id);
 	callj(e, "POST", p, "admin", NULL, &r);
 	assert_int_equal(r.status, 204);
@@ -711,6 +731,77 @@ test_refuse(void **state)
 	http_buf_free(&o);
 }
 
+/* Every route is served: api_new refuses a backend that lacks an op
+ * (but the optional ones), so no route needs a "not available" branch. */
+static void
+test_backend_complete(void **state)
+{
+	struct env *e = *state;
+	struct api_backend be;
+	struct api *a;
+
+	be = e->be;
+	be.metrics = NULL;
+	be.idem_load = NULL;
+	be.idem_keep = NULL;
+	a = api_new(&be, NULL);
+	assert_non_null(a);
+	api_free(a);
+	be = e->be;
+	be.sandbox_lock = NULL;
+	assert_null(api_new(&be, NULL));
+	be = e->be;
+	be.authorize = NULL;
+	assert_null(api_new(&be, NULL));
+	be = e->be;
+	be.audit_list = NULL;
+	assert_null(api_new(&be, NULL));
+	assert_null(api_new(NULL, NULL));
+}
+
+/* The lock and revoke routes over the fake, which serves them too. */
+static void
+test_lock_and_revoke(void **state)
+{
+	struct env *e = *state;
+	char path[160], hdr[160];
+	const char *id = create(e, NULL, 0);
+	struct resp r;
+	json_t *j;
+
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/lock", id);
+	callj(e, "DELETE", path, "admin", NULL, &r);
+	assert_int_equal(r.status, 404);
+	resp_free(&r);
+	callj(e, "POST", path, "admin", "{\"ttl\":30}", &r);
+	assert_int_equal(r.status, 201);
+	j = body_json(&r);
+	snprintf(hdr, sizeof(hdr), "Keep-Lock: %s\r\n", jstr(j, "lock_id"));
+	json_decref(j);
+	resp_free(&r);
+	callj(e, "POST", path, "admin", "{}", &r);
+	assert_int_equal(r.status, 409);
+	resp_free(&r);
+	call(e, "DELETE", path, "admin", hdr, "", 0, &r);
+	assert_int_equal(r.status, 204);
+	resp_free(&r);
+
+	callj(e, "GET", "/v1/sandboxes", "reader", NULL, &r);
+	assert_int_equal(r.status, 200);
+	resp_free(&r);
+	callj(e, "POST", "/v1/tokens/revoke", "reader", "{\"jti\":\"jti-1\"}",
+	    &r);
+	assert_int_equal(r.status, 403);
+	resp_free(&r);
+	callj(
+	    e, "POST", "/v1/tokens/revoke", "admin", "{\"jti\":\"jti-1\"}", &r);
+	assert_int_equal(r.status, 200);
+	resp_free(&r);
+	callj(e, "GET", "/v1/sandboxes", "reader", NULL, &r);
+	assert_int_equal(r.status, 401);
+	resp_free(&r);
+}
+
 int
 main(void)
 {
@@ -730,6 +821,8 @@ main(void)
 		T(test_images_audit_metrics),
 		T(test_refuse),
 		T(test_openapi_covers_routes),
+		T(test_backend_complete),
+		T(test_lock_and_revoke),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

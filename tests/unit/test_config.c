@@ -102,6 +102,10 @@ test_values(void **state)
 	assert_int_equal(c.workspace_max, 10ULL << 30);
 	assert_int_equal(c.max_files, 4096);
 	assert_int_equal(c.restart_backoff_max_ms, 3600000);
+	assert_int_equal(c.max_connections_per_client, 3);
+	assert_int_equal(c.unauthenticated_timeout_ms, 2000);
+	assert_int_equal(c.max_replies_pending, 8 << 20);
+	assert_int_equal(c.process_memory, 512 << 20);
 }
 
 static void
@@ -118,6 +122,9 @@ test_defaults(void **state)
 	assert_string_equal(c.policy_dir, "/etc/keep/policy");
 	assert_string_equal(c.user, "_keep");
 	assert_int_equal(c.max_files, 1024);
+	assert_int_equal(c.max_connections_per_client, 128);
+	assert_int_equal(c.unauthenticated_timeout_ms, 10000);
+	assert_int_equal(c.process_memory, 1 << 30);
 	assert_int_equal(config_parse("x", "{}", 2, &c, &d), CONFIG_OK);
 }
 
@@ -144,6 +151,34 @@ test_errors(void **state)
 	assert_int_equal(config_load("tests/config", &c, &d), CONFIG_ERR_IO);
 }
 
+/* node: the sandbox id prefix of a box in a fleet, [a-z0-9]{1,16}. */
+static void
+test_node(void **state)
+{
+	static const char *const bad[] = { "node: Box1\n", "node: a-b\n",
+		"node: \"\"\n", "node: a.b\n", "node: a1234567890123456\n",
+		"node: [a]\n" };
+	struct keepd_config c;
+	struct config_diag d;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(config_parse("x", "", 0, &c, &d), CONFIG_OK);
+	assert_string_equal(c.node, "");
+	assert_int_equal(config_parse("x", "node: a1\n", 9, &c, &d), CONFIG_OK);
+	assert_string_equal(c.node, "a1");
+	assert_int_equal(
+	    config_parse("x", "node: 0123456789abcdef\n", 23, &c, &d),
+	    CONFIG_OK);
+	assert_string_equal(c.node, "0123456789abcdef");
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (config_parse("x", bad[i], strlen(bad[i]), &c, &d) !=
+		    CONFIG_ERR_INVALID)
+			fail_msg("accepted %s", bad[i]);
+		assert_int_equal(d.nerrors, 1);
+	}
+}
+
 int
 main(void)
 {
@@ -152,6 +187,7 @@ main(void)
 		cmocka_unit_test(test_values),
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_node),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -177,7 +177,7 @@ test_deny_and_fields(void **state)
 	g.principal[0] = '\0';
 	assert_int_equal(grant_mint(&g, key_vmm), GRANT_ERR_FIELD);
 	strlcpy(g.principal, "p", sizeof(g.principal));
-	g.reserved = 1;
+	g.procs_max = GRANT_PROCS_MAX + 1;
 	assert_int_equal(grant_mint(&g, key_vmm), GRANT_ERR_FIELD);
 	assert_int_equal(grant_mint(NULL, key_vmm), GRANT_ERR_ARG);
 	assert_string_equal(

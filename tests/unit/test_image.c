@@ -1,6 +1,7 @@
 /* Images: build, sign, open, verify; and every kind of tampering refused. */
 #include <sys/mman.h>
 
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -207,6 +208,51 @@ test_round_trip(void **state)
 	image_close(img);
 }
 
+/* image_open_trusted_fd keeps the file open for the VMM to map (its
+ * descriptor reads the bytes mapped at image_fd's base); image_open and
+ * image_open_mem keep none. */
+static void
+test_open_fd(void **state)
+{
+	struct fixture *fx = *state;
+	char path[] = "/tmp/test_image_fd.XXXXXX", err[256];
+	struct image *img;
+	const uint8_t *base;
+	uint8_t head[64];
+	size_t len;
+	int fd = mkstemp(path), kept;
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, fx->img, fx->len), (ssize_t)fx->len);
+	close(fd);
+	assert_int_equal(
+	    image_open_trusted_fd(
+	        path, (const uint8_t(*)[32])fx->pk, 1, &img, err, sizeof(err)),
+	    0);
+	kept = image_fd(img, &base, &len);
+	assert_true(kept >= 0);
+	assert_int_equal(len, fx->len);
+	assert_int_equal(pread(kept, head, sizeof(head), 0), sizeof(head));
+	assert_memory_equal(head, base, sizeof(head));
+	image_close(img);
+	assert_int_equal(fcntl(kept, F_GETFD), -1); /* closed with it */
+
+	assert_int_equal(image_open(path, &img, err, sizeof(err)), 0);
+	assert_int_equal(image_fd(img, &base, &len), -1);
+	image_close(img);
+	assert_int_equal(
+	    image_open_mem(fx->img, fx->len, &img, err, sizeof(err)), 0);
+	assert_int_equal(image_fd(img, &base, &len), -1);
+	image_close(img);
+	/* A wrong key: refused, and nothing is left open. */
+	assert_int_equal(
+	    image_open_trusted_fd(path, (const uint8_t(*)[32])fx->other_pk, 1,
+	        &img, err, sizeof(err)),
+	    IMAGE_E_UNTRUSTED);
+	assert_null(img);
+	unlink(path);
+}
+
 static void
 test_every_byte_flipped(void **state)
 {
@@ -307,6 +353,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(
 		    test_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_open_fd, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_every_byte_flipped, setup, teardown),
 		cmocka_unit_test_setup_teardown(

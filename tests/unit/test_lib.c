@@ -17,6 +17,7 @@
 
 #include "lib/caps.h"
 #include "lib/clock.h"
+#include "lib/errf.h"
 #include "lib/fdio.h"
 #include "lib/log.h"
 #include "lib/units.h"
@@ -203,6 +204,21 @@ test_fdio(void **state)
 	free(in);
 }
 
+static void
+test_errf(void **state)
+{
+	char err[8];
+
+	(void)state;
+	memset(err, 'x', sizeof(err));
+	assert_int_equal(errf(err, sizeof(err), "bad %s %d", "field", 42), -1);
+	assert_string_equal(err, "bad fie"); /* cut, and terminated */
+	assert_int_equal(errf(NULL, 0, "nowhere %d", 1), -1);
+	err[0] = 'y';
+	assert_int_equal(errf(err, 0, "no room"), -1);
+	assert_int_equal(err[0], 'y');
+}
+
 int
 main(void)
 {
@@ -210,6 +226,7 @@ main(void)
 		cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_mono_ms),
 		cmocka_unit_test(test_fdio),
+		cmocka_unit_test(test_errf),
 		cmocka_unit_test(test_durations),
 		cmocka_unit_test(test_format_round_trip),
 		cmocka_unit_test(test_caps),

@@ -40,6 +40,37 @@ test_sealed_round_trip(void **state)
 	close(fd);
 }
 
+/* Two strings out of one memfd, as a run's stdout and stderr come. */
+static void
+test_read_at(void **state)
+{
+	char *p;
+	int fd;
+
+	(void)state;
+	fd = memfd_make_sealed("t", "outerr", 6);
+	assert_true(fd >= 0);
+	p = memfd_read_at(fd, 0, 3);
+	assert_non_null(p);
+	assert_string_equal(p, "out");
+	free(p);
+	p = memfd_read_at(fd, 3, 3);
+	assert_non_null(p);
+	assert_string_equal(p, "err");
+	free(p);
+	p = memfd_read_at(fd, 6, 0);
+	assert_non_null(p);
+	assert_string_equal(p, "");
+	free(p);
+	/* Past the end, and ranges that do not fit in a file offset. */
+	errno = 0;
+	assert_null(memfd_read_at(fd, 4, 3));
+	assert_int_equal(errno, EIO);
+	assert_null(memfd_read_at(fd, 1, UINT64_MAX));
+	assert_null(memfd_read_at(fd, UINT64_MAX - 1, 1));
+	close(fd);
+}
+
 /* A memfd shorter than the length it comes with: refused before it is
  * mapped (a mapping of the missing part would raise SIGBUS). */
 static void
@@ -116,6 +147,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sealed_round_trip),
+		cmocka_unit_test(test_read_at),
 		cmocka_unit_test(test_short),
 		cmocka_unit_test(test_unsealed),
 		cmocka_unit_test(test_not_memfd),

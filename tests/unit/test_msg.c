@@ -507,11 +507,52 @@ test_proc_table(void **state)
 	}
 }
 
+/* The configuration a child receives: a node name that is not
+ * [a-z0-9]{0,16}, or not terminated in its field, is refused (the id of
+ * every sandbox is made from it). */
+static void
+test_config_node(void **state)
+{
+	static const char *const good[] = { "", "a", "eu1",
+		"0123456789abcdef" };
+	static const char *const bad[] = { "A", "a-b", "a/b", "a b",
+		"0123456789abcdefg" };
+	struct msg_config c;
+	struct proc_ctx ctx;
+	struct msg m;
+	size_t i;
+
+	(void)state;
+	memset(&ctx, 0, sizeof(ctx));
+	memset(&m, 0, sizeof(m));
+	m.hdr.len = sizeof(c);
+	m.data = (const uint8_t *)&c;
+	m.fd = MSG_NO_FD;
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		memset(&c, 0, sizeof(c));
+		strcpy(c.node, good[i]);
+		assert_int_equal(msg_h_config(&ctx, &m), 0);
+		assert_string_equal(ctx.config->node, good[i]);
+	}
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(&c, 0, sizeof(c));
+		strcpy(c.node, bad[i]);
+		if (msg_h_config(&ctx, &m) != -1)
+			fail_msg("node \"%s\" accepted", bad[i]);
+	}
+	memset(&c, 0, sizeof(c));
+	memset(c.node, 'a', sizeof(c.node));
+	assert_int_equal(msg_h_config(&ctx, &m), -1);
+	assert_string_equal(ctx.config->node, "0123456789abcdef");
+	free(ctx.config);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ok),
+		cmocka_unit_test(test_config_node),
 		cmocka_unit_test(test_short),
 		cmocka_unit_test(test_every_wrong_length),
 		cmocka_unit_test(test_reserved),

@@ -645,7 +645,11 @@ random_policy(uint64_t *s, char *buf, size_t len, int nroles, int nagents)
 		n += snprintf(buf + n, len - n, " {\n");
 		for (j = 0; j < 3; j++) {
 			caps_text(s, caps, sizeof(caps));
-			switch (rnd(s) % 5) {
+			switch (rnd(s) % 6) {
+			case 5:
+				n += snprintf(buf + n, len - n,
+				    "secret \"%s\"\n", execs[rnd(s) % 4]);
+				break;
 			case 0:
 			case 1:
 				n += snprintf(
@@ -727,7 +731,8 @@ test_differential(void **state)
 				     t < sizeof(targets) / sizeof(targets[0]);
 				     t++) {
 					if (t > 0 && cap != CAP_EXEC &&
-					    cap != CAP_EGRESS)
+					    cap != CAP_EGRESS &&
+					    cap != CAP_SECRET_READ)
 						break;
 					snprintf(name, sizeof(name), "a%d", i);
 					memset(&req, 0, sizeof(req));

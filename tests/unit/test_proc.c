@@ -219,12 +219,102 @@ test_policy_process(void **state)
 	msg_send(fx->parent, MSG_CTL_SHUTDOWN, 0, 6, NULL, 0, -1);
 }
 
+/* proc_loop_every: a tick that stops the loop on its third run. */
+static unsigned ticks;
+
+static void
+tick_thrice(void *arg)
+{
+	struct proc_ctx *ctx = arg;
+
+	if (++ticks == 3)
+		ctx->quit = 1;
+}
+
+static void
+loop_ctx(struct proc_ctx *ctx, int parent_fd)
+{
+	memset(ctx, 0, sizeof(*ctx));
+	for (int p = 0; p < PROC_COUNT; p++)
+		ctx->fd[p] = -1;
+	ctx->self = PROC_STORE;
+	ctx->fd[PROC_PARENT] = parent_fd;
+}
+
+static void
+test_loop_every(void **state)
+{
+	struct proc_ctx ctx;
+	int sv[2];
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	/* Nothing to read: the timer alone runs, each time it is due. */
+	loop_ctx(&ctx, sv[1]);
+	ticks = 0;
+	assert_int_equal(proc_loop_every(&ctx, 1, tick_thrice, &ctx), 0);
+	assert_int_equal(ticks, 3);
+	/* Links are served between ticks: the parent leaving ends the loop
+	 * long before a tick is due. */
+	ctx.quit = 0;
+	ticks = 0;
+	close(sv[0]);
+	assert_int_equal(proc_loop_every(&ctx, 600000, tick_thrice, &ctx), 0);
+	assert_int_equal(ticks, 0);
+	if (ctx.fd[PROC_PARENT] != -1)
+		close(ctx.fd[PROC_PARENT]);
+}
+
+/* Stopped with pings from the front still queued: the loop leaves at
+ * the parent's shutdown, and proc_drain answers every one of them. */
+static void
+test_drain_on_shutdown(void **state)
+{
+	static const struct msg_handler common[] = { MSG_HANDLERS_COMMON };
+	struct proc_ctx ctx;
+	struct msg_ping ping;
+	struct msg_hdr h;
+	uint8_t reply[256];
+	int pv[2], fv[2], pongs = 0;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, pv), 0);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, fv), 0);
+	loop_ctx(&ctx, pv[1]);
+	ctx.fd[PROC_FRONT] = fv[1];
+	ctx.handlers = common;
+	ctx.nhandlers = nitems(common);
+	memset(&ping, 0, sizeof(ping));
+	for (int i = 0; i < 3; i++) {
+		ping.seq = (uint64_t)i;
+		assert_int_equal(msg_send(fv[0], MSG_CTL_PING, 0, (uint64_t)i,
+		                     &ping, sizeof(ping), -1),
+		    MSG_OK);
+	}
+	assert_int_equal(
+	    msg_send(pv[0], MSG_CTL_SHUTDOWN, 0, 9, NULL, 0, -1), MSG_OK);
+	assert_int_equal(proc_loop_every(&ctx, 600000, tick_thrice, &ctx), 0);
+	proc_drain(&ctx);
+	while (recv(fv[0], reply, sizeof(reply), MSG_DONTWAIT) >=
+	    (ssize_t)sizeof(h)) {
+		memcpy(&h, reply, sizeof(h));
+		pongs += h.type == MSG_CTL_PONG;
+	}
+	assert_int_equal(pongs, 3);
+	close(pv[0]);
+	close(pv[1]);
+	close(fv[0]);
+	close(fv[1]);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(
 		    test_policy_process, setup, teardown),
+		cmocka_unit_test(test_loop_every),
+		cmocka_unit_test(test_drain_on_shutdown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

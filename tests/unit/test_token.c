@@ -221,6 +221,7 @@ test_base64_strict(void **state)
 /* A verifier over two keys with a settable clock and a revocation list. */
 static int64_t fake_now = 1800000000;
 static const char *revoked_jti;
+static int revocation_unknown; /* the revocation set cannot answer */
 
 static int64_t
 clock_fn(void *ctx)
@@ -233,6 +234,8 @@ static int
 revoked_fn(void *ctx, const char *jti)
 {
 	(void)ctx;
+	if (revocation_unknown)
+		return -1;
 	return revoked_jti != NULL && strcmp(jti, revoked_jti) == 0;
 }
 
@@ -327,6 +330,11 @@ test_verifier_claims(void **state)
 	revoked_jti = c.jti;
 	assert_int_equal(verify_str(fx, tok, &got), TOKEN_E_REVOKED);
 	revoked_jti = NULL;
+	/* A set that cannot answer refuses, as a state to retry. */
+	revocation_unknown = 1;
+	assert_int_equal(verify_str(fx, tok, &got), TOKEN_E_REVOCATION_UNKNOWN);
+	revocation_unknown = 0;
+	assert_int_equal(verify_str(fx, tok, &got), 0);
 	/* Expiry, with skew, also for a cached token. */
 	fake_now = c.exp + 29;
 	assert_int_equal(verify_str(fx, tok, &got), 0);

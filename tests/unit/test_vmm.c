@@ -296,6 +296,71 @@ test_gptr_bounds(void **state)
 	assert_non_null(vm_gptr(&vm, HI - 8, 8));
 }
 
+static int
+env_parse_str(const char *text, const char *const *caller, char ***v, size_t *n)
+{
+	return vm_env_parse((const uint8_t *)text, strlen(text), caller, v, n);
+}
+
+/* The image's default environment: comments and blank lines skipped,
+ * the caller's variables win, anything malformed refuses the file. */
+static void
+test_image_env_parse(void **state)
+{
+	static const char *const caller[] = { "HOME=/home/u", NULL };
+	char **v, big[VM_IMAGE_ENV_MAX + 2];
+	size_t n, i, off = 0;
+
+	(void)state;
+	assert_int_equal(env_parse_str("# python\nMPLBACKEND=Agg\n\n"
+	                               "HOME=/\nA_1=x=y",
+	                     caller, &v, &n),
+	    0);
+	assert_int_equal(n, 2);
+	assert_string_equal(v[0], "MPLBACKEND=Agg");
+	assert_string_equal(v[1], "A_1=x=y");
+	assert_null(v[2]);
+	vm_image_env_free(v);
+
+	assert_int_equal(env_parse_str("# nothing\n\n", NULL, &v, &n), 0);
+	assert_null(v);
+	assert_int_equal(n, 0);
+	assert_int_equal(env_parse_str("HOME=/\n", caller, &v, &n), 0);
+	assert_null(v);
+
+	assert_int_equal(env_parse_str("1A=x\n", NULL, &v, &n), -1);
+	assert_null(v);
+	assert_int_equal(n, 0);
+	assert_int_equal(env_parse_str("NOEQUALS\n", NULL, &v, &n), -1);
+	assert_int_equal(env_parse_str("=x\n", NULL, &v, &n), -1);
+	assert_int_equal(env_parse_str("A-B=x\n", NULL, &v, &n), -1);
+	assert_int_equal(env_parse_str("A=\x01\n", NULL, &v, &n), -1);
+	assert_int_equal(env_parse_str("A=x\r\n", NULL, &v, &n), -1);
+	assert_int_equal(env_parse_str("A=\xc3\xa9\n", NULL, &v, &n), -1);
+	assert_int_equal(
+	    vm_env_parse((const uint8_t *)"A=x\0y", 5, NULL, &v, &n), -1);
+
+	for (i = 0; i <= VM_IMAGE_ENV_LINES; i++)
+		off += (size_t)snprintf(
+		    big + off, sizeof(big) - off, "V%zu=1\n", i);
+	assert_int_equal(env_parse_str(big, NULL, &v, &n), -1);
+	big[off - 6] = '\0'; /* drop the last: VM_IMAGE_ENV_LINES lines */
+	assert_int_equal(env_parse_str(big, NULL, &v, &n), 0);
+	assert_int_equal(n, VM_IMAGE_ENV_LINES);
+	vm_image_env_free(v);
+
+	memset(big, 'x', sizeof(big));
+	memcpy(big, "A=", 2);
+	assert_int_equal(vm_env_parse((const uint8_t *)big,
+	                     VM_IMAGE_ENV_MAX + 1, NULL, &v, &n),
+	    -1);
+	assert_int_equal(
+	    vm_env_parse((const uint8_t *)big, VM_IMAGE_ENV_MAX, NULL, &v, &n),
+	    0);
+	assert_int_equal(n, 1);
+	vm_image_env_free(v);
+}
+
 /* No ".." survives normalization, and ".." above "/" stays at "/". */
 static void
 test_ws_normalize(void **state)
@@ -416,6 +481,7 @@ main(void)
 		cmocka_unit_test(test_elf_interp_recorded),
 		cmocka_unit_test(test_img_tree),
 		cmocka_unit_test(test_gptr_bounds),
+		cmocka_unit_test(test_image_env_parse),
 		cmocka_unit_test(test_ws_normalize),
 		cmocka_unit_test(test_sys_table),
 		cmocka_unit_test(test_ws_usage),

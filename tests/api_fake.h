@@ -1,14 +1,19 @@
 /*
  * An in-memory backend for the API: every op of struct api_backend, with
- * deterministic behaviour, for unit tests, fuzzing, the test server and
- * the benchmark. Not for production: tokens are opaque strings registered
- * by the test, and "runs" are simulated:
+ * deterministic behaviour, for unit tests, fuzzing and the test server
+ * (build/libkeeptest.a; never linked into keepd). Not for production:
+ * tokens are opaque strings registered by the test, and "runs" are
+ * simulated:
  *
  *   execute: stdout is "<language>: <code>\n"; code "loop" times out
  *            (exit 124, reason "timeout"), code starting with "fail"
  *            exits 1 with the rest on stderr.
  *   commands: echo, cat FILE..., sha256sum FILE..., true, false; any
  *            other name is refused as outside the exec allowlist (403).
+ *   locks:   ids "lock-N", held until their ttl (default 60 s); taken
+ *            again or released with Keep-Lock naming them.
+ *   revoke:  every registered token with the jti is refused (401) from
+ *            then on; add_token's tokens have jti "jti-<slot>".
  */
 #ifndef KEEP_API_FAKE_H
 #define KEEP_API_FAKE_H
@@ -40,6 +45,9 @@ void api_fake_set_rate(
  * Returns how many it resumed. Flush before freeing the api.
  */
 unsigned api_fake_flush(struct api_fake *);
+
+/* How many deferred runs wait for api_fake_flush(). */
+unsigned api_fake_pending(const struct api_fake *);
 
 /* The policy denies cap to sub (403, as the policy process would). */
 void api_fake_deny(struct api_fake *, const char *sub, enum cap_id cap);

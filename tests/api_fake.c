@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "host/api/api_fake.h"
+#include "tests/api_fake.h"
 #include "lib/util.h"
 
 #define FAKE_TOKENS 256
@@ -23,6 +23,7 @@ struct fake_token {
 	char token[API_TOKEN_MAX];
 	struct api_principal p;
 	int used;
+	int revoked;
 };
 
 struct fake_file {
@@ -44,6 +45,8 @@ struct fake_sandbox {
 	struct api_process procs[FAKE_PROCS];
 	size_t nprocs;
 	uint64_t runs;
+	char lock[API_ID_MAX + 1]; /* "" unlocked */
+	int64_t lock_expires;
 	int used;
 };
 
@@ -218,6 +221,8 @@ f_authenticate(void *ctx, const char *tok, size_t len,
 			continue;
 		if (t->p.exp != 0 && t->p.exp <= fnow(f))
 			return fail(err, API_EUNAUTH, "Token expired");
+		if (t->revoked)
+			return fail(err, API_EUNAUTH, "Token revoked");
 		*out = t->p;
 		return API_OK;
 	}
@@ -418,6 +423,58 @@ f_sandbox_delete(
 	return API_OK;
 }
 
+/* The lock of a sandbox: held while unexpired; Keep-Lock with its id
+ * extends or releases it, as the front does (host/front/front_lock.c). */
+static int
+lock_held(struct api_fake *f, const struct fake_sandbox *s)
+{
+	return s->lock[0] != '\0' && s->lock_expires > fnow(f);
+}
+
+static int
+lock_named(const struct fake_sandbox *s, const struct api_call *c)
+{
+	return c->lock != NULL && c->lock_len == strlen(s->lock) &&
+	    memcmp(c->lock, s->lock, c->lock_len) == 0;
+}
+
+static int
+f_sandbox_lock(void *ctx, const struct api_call *c, const char *id,
+    uint64_t ttl_s, char lock_id[API_ID_MAX + 1], int64_t *expires_at,
+    struct api_error *err)
+{
+	struct api_fake *f = ctx;
+	struct fake_sandbox *s;
+
+	SBX_OR_404(f, id, s, err);
+	if (lock_held(f, s) && !lock_named(s, c))
+		return fail(err, API_ECONFLICT, "The sandbox is locked");
+	if (!lock_held(f, s))
+		snprintf(s->lock, sizeof(s->lock), "lock-%llu",
+		    (unsigned long long)f->next_id++);
+	s->lock_expires = fnow(f) + (int64_t)(ttl_s != 0 ? ttl_s : 60);
+	strlcpy(lock_id, s->lock, API_ID_MAX + 1);
+	*expires_at = s->lock_expires;
+	return API_OK;
+}
+
+static int
+f_sandbox_unlock(
+    void *ctx, const struct api_call *c, const char *id, struct api_error *err)
+{
+	struct api_fake *f = ctx;
+	struct fake_sandbox *s;
+
+	SBX_OR_404(f, id, s, err);
+	if (!lock_held(f, s))
+		return fail(err, API_ENOTFOUND, "The sandbox is not locked");
+	if (!lock_named(s, c))
+		return fail(err, API_ECONFLICT,
+		    "Keep-Lock does not name this sandbox's lock");
+	s->lock[0] = '\0';
+	return API_OK;
+}
+
 static int
 f_sandbox_token(void *ctx, const struct api_call *c, const char *id,
     struct api_token *tok, struct api_error *err)
@@ -528,6 +585,12 @@ api_fake_flush(struct api_fake *f)
 		n++;
 	}
 	return n;
+}
+
+unsigned
+api_fake_pending(const struct api_fake *f)
+{
+	return (unsigned)f->nwaiting;
 }
 
 static int
@@ -683,7 +746,7 @@ f_processes(void *ctx, const struct api_call *c, const char *id,
 
 static int
 f_kill(void *ctx, const struct api_call *c, const char *id, uint64_t pid,
-    struct api_error *err)
+    int sig, struct api_error *err)
 {
 	struct fake_sandbox *s;
 
@@ -692,7 +755,7 @@ f_kill(void *ctx, const struct api_call *c, const char *id, uint64_t pid,
 		if (s->procs[i].pid == pid) {
 			strlcpy(s->procs[i].status, "exited",
 			    sizeof(s->procs[i].status));
-			s->procs[i].exit_code = 137;
+			s->procs[i].exit_code = 128 + sig;
 			return API_OK;
 		}
 	return fail(err, API_ENOTFOUND, "No such process");
@@ -952,6 +1015,21 @@ f_token_attenuate(void *ctx, const struct api_call *c,
 	return API_OK;
 }
 
+/* Every registered token with this jti is refused from now on (the
+ * fake keeps no record of a jti it has not issued, nor the expiry). */
+static int
+f_token_revoke(void *ctx, const struct api_call *c, const char *jti,
+    int64_t exp, struct api_error *err)
+{
+	struct api_fake *f = ctx;
+
+	for (size_t i = 0; i < FAKE_TOKENS; i++)
+		if (f->tokens[i].used && strcmp(f->tokens[i].p.jti, jti) == 0)
+			f->tokens[i].revoked = 1;
+	audit(f, c, jti, "allow");
+	return API_OK;
+}
+
 static int
 f_policy_version(void *ctx, const struct api_call *c,
     struct api_policy_version *v, struct api_error *err)
@@ -1069,6 +1147,167 @@ f_metrics(void *ctx, struct http_buf *b)
 	    live);
 }
 
+/*
+ * What the fake does not simulate (contexts, schedules, watches, the
+ * terminal, secrets): it answers as a server without them would, so
+ * that production routes never need a branch for a missing op.
+ */
+static int
+unavailable(struct api_error *err)
+{
+	return fail(err, API_ENOTIMPL, "Not available in the fake backend");
+}
+
+static int
+f_file_watch(void *ctx, const struct api_call *p1, const char *id,
+    const char *path, struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static int
+f_schedule_create(void *ctx, const struct api_call *p1, const char *spec,
+    struct api_schedule *out, struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static int
+f_schedule_list(void *ctx, const struct api_call *p1, struct api_schedule **out,
+    size_t *n, struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static int
+f_schedule_get(void *ctx, const struct api_call *p1, const char *id,
+    struct api_schedule *out, struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static int
+f_schedule_update(void *ctx, const struct api_call *p1, const char *id,
+    const char *patch, struct api_schedule *out, struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static int
+f_schedule_delete(
+    void *ctx, const struct api_call *p1, const char *id, struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static int
+f_schedule_runs(void *ctx, const struct api_call *p1, const char *id,
+    struct api_schedule_run **out, size_t *n, struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static int
+f_context_create(void *ctx, const struct api_call *p1, const char *id,
+    enum api_lang language, const char *cwd, struct api_context *out,
+    struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static int
+f_context_list(void *ctx, const struct api_call *p1, const char *id,
+    struct api_context **out, size_t *n, struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static int
+f_context_delete(void *ctx, const struct api_call *p1, const char *id,
+    const char *cid, struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static int
+f_context_restart(void *ctx, const struct api_call *p1, const char *id,
+    const char *cid, struct api_context *out, struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static int
+f_context_fork(void *ctx, const struct api_call *p1, const char *id,
+    const char *cid, struct api_context *out, struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static int
+f_context_restore(void *ctx, const struct api_call *p1, const char *id,
+    const char *name, struct api_context *out, struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static int
+f_context_snapshot(void *ctx, const struct api_call *p1, const char *id,
+    const char *cid, const char *name, struct api_snapshot *out,
+    struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static int
+f_context_snapshots(void *ctx, const struct api_call *p1, const char *id,
+    const char *cid, struct api_snapshot **out, size_t *n,
+    struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static int
+f_context_snapshot_delete(void *ctx, const struct api_call *p1, const char *id,
+    const char *cid, const char *name, struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static int
+f_terminal_open(void *ctx, const struct api_call *p1, const char *id,
+    const struct api_terminal *p3, struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static void
+f_terminal_input(void *ctx, struct api_pending *p1, int kind, const void *data,
+    size_t len, unsigned cols, unsigned rows)
+{
+}
+
+static int
+f_secret_put(void *ctx, const struct api_call *p1, const char *name,
+    const char *value, size_t len, struct api_secret *out, int *created,
+    struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static int
+f_secret_delete(void *ctx, const struct api_call *p1, const char *name,
+    struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static int
+f_secret_list(void *ctx, const struct api_call *p1, struct api_secret **out,
+    size_t *n, struct api_error *err)
+{
+	return unavailable(err);
+}
+
 void
 api_fake_backend(struct api_fake *f, struct api_backend *be)
 {
@@ -1099,6 +1338,9 @@ api_fake_backend(struct api_fake *f, struct api_backend *be)
 	be->env_delete = f_env_delete;
 	be->system = f_system;
 	be->token_attenuate = f_token_attenuate;
+	be->sandbox_lock = f_sandbox_lock;
+	be->sandbox_unlock = f_sandbox_unlock;
+	be->token_revoke = f_token_revoke;
 	be->policy_version = f_policy_version;
 	be->policy_check = f_policy_check;
 	be->image_list = f_image_list;
@@ -1106,4 +1348,25 @@ api_fake_backend(struct api_fake *f, struct api_backend *be)
 	be->image_delete = f_image_delete;
 	be->audit_list = f_audit_list;
 	be->metrics = f_metrics;
+	be->file_watch = f_file_watch;
+	be->schedule_create = f_schedule_create;
+	be->schedule_list = f_schedule_list;
+	be->schedule_get = f_schedule_get;
+	be->schedule_update = f_schedule_update;
+	be->schedule_delete = f_schedule_delete;
+	be->schedule_runs = f_schedule_runs;
+	be->context_create = f_context_create;
+	be->context_list = f_context_list;
+	be->context_delete = f_context_delete;
+	be->context_restart = f_context_restart;
+	be->context_fork = f_context_fork;
+	be->context_restore = f_context_restore;
+	be->context_snapshot = f_context_snapshot;
+	be->context_snapshots = f_context_snapshots;
+	be->context_snapshot_delete = f_context_snapshot_delete;
+	be->terminal_open = f_terminal_open;
+	be->terminal_input = f_terminal_input;
+	be->secret_put = f_secret_put;
+	be->secret_delete = f_secret_delete;
+	be->secret_list = f_secret_list;
 }

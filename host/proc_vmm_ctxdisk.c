@@ -1,0 +1,337 @@
+/*
+ * Live contexts on disk (docs/contexts.md, "Pause, persist, resume"):
+ * each context's journal of acknowledged cells (host/ctx_journal.h) and
+ * its named snapshots, under contexts/SANDBOX/ in the state directory.
+ * The journal is what survives: an interpreter paused for idleness, one
+ * lost with a vmm killed with -9, or one stopped by keepd's restart is
+ * brought back by running its journal's cells again in a new one
+ * (host/proc_vmm_context.c). A restarted vmm adopts the journals of the
+ * sandboxes it restored; the directories of sandboxes that are gone are
+ * removed.
+ */
+#include "host/ctx_journal.h"
+#include "host/proc_vmm_int.h"
+#include "lib/fdio.h"
+#include "lib/tree.h"
+
+#define CTX_DIR "contexts"
+
+/* contexts/SBX, made if missing; a directory fd or -1. */
+static int
+sbx_dir(const char *sbx, int create)
+{
+	int top, fd;
+
+	if (create && mkdir(CTX_DIR, 0700) == -1 && errno != EEXIST)
+		return -1;
+	if ((top = open(CTX_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return -1;
+	if (create && mkdirat(top, sbx, 0700) == -1 && errno != EEXIST) {
+		close(top);
+		return -1;
+	}
+	fd = openat(top, sbx, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	close(top);
+	return fd;
+}
+
+static void
+file_name(char *out, size_t len, int kind, const char *name)
+{
+	snprintf(out, len, "%s%s", kind == CTX_JOURNAL_SNAPSHOT ? "snap-" : "",
+	    name);
+}
+
+/*
+ * A new journal file: the header, then the records of src (an open
+ * journal, NULL for none) up to src_bytes, written to a temporary name,
+ * fsynced and renamed in. Returns an O_APPEND descriptor or -1.
+ */
+int
+vmm_ctxdisk_create(const struct ctx_journal_head *h, int src_fd,
+    uint64_t src_bytes, int keep_open)
+{
+	char name[CTX_ID_MAX + 8], tmp[CTX_ID_MAX + 16];
+	uint8_t buf[65536];
+	uint64_t at = sizeof(*h);
+	ssize_t n;
+	int dir, fd = -1;
+
+	file_name(name, sizeof(name), (int)h->kind, h->name);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
+	if ((dir = sbx_dir(h->sbx, 1)) == -1)
+		return -1;
+	if ((fd = openat(dir, tmp,
+	         O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600)) ==
+	        -1 ||
+	    write_all(fd, h, sizeof(*h)) != 0)
+		goto fail;
+	while (src_fd >= 0 && at < src_bytes) {
+		size_t want =
+		    src_bytes - at < sizeof(buf) ? src_bytes - at : sizeof(buf);
+
+		if ((n = pread(src_fd, buf, want, (off_t)at)) <= 0 ||
+		    write_all(fd, buf, (size_t)n) != 0)
+			goto fail;
+		at += (uint64_t)n;
+	}
+	if (fsync(fd) == -1 || renameat(dir, tmp, dir, name) == -1 ||
+	    fsync(dir) == -1)
+		goto fail;
+	close(dir);
+	if (!keep_open) {
+		close(fd);
+		return 0;
+	}
+	/* O_APPEND from here on: records only ever go at the end. */
+	if (fcntl(fd, F_SETFL, O_APPEND) == -1) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+fail:
+	log_warn("%s: %s/%s/%s", __func__, CTX_DIR, h->sbx, tmp);
+	if (fd != -1)
+		close(fd);
+	unlinkat(dir, tmp, 0);
+	close(dir);
+	return -1;
+}
+
+/* Append one acknowledged cell and fsync it; on failure the file is cut
+ * back to what it was. */
+int
+vmm_ctxdisk_append(int fd, uint64_t *bytes, const uint8_t *payload, size_t len)
+{
+	uint8_t rec[CTX_JOURNAL_REC_HDR];
+
+	ctx_journal_record_head(payload, len, rec);
+	if (write_all(fd, rec, sizeof(rec)) != 0 ||
+	    write_all(fd, payload, len) != 0 || fsync(fd) == -1) {
+		log_warn("%s", __func__);
+		if (ftruncate(fd, (off_t)*bytes) == -1)
+			log_warn("%s: ftruncate", __func__);
+		return -1;
+	}
+	*bytes += sizeof(rec) + len;
+	return 0;
+}
+
+/* The record at *at (checked again: the file is on disk), malloc'd into
+ * *payload; *at moves past it. */
+int
+vmm_ctxdisk_read(int fd, uint64_t *at, uint8_t **payload, size_t *len)
+{
+	uint8_t rec[CTX_JOURNAL_REC_HDR], h[CTX_JOURNAL_HASH], *p;
+	uint32_t l;
+
+	*payload = NULL;
+	if (pread(fd, rec, sizeof(rec), (off_t)*at) != (ssize_t)sizeof(rec))
+		return -1;
+	l = (uint32_t)rec[0] | (uint32_t)rec[1] << 8 | (uint32_t)rec[2] << 16 |
+	    (uint32_t)rec[3] << 24;
+	if (l > CTX_JOURNAL_PAYLOAD_MAX || (p = malloc(l ? l : 1)) == NULL)
+		return -1;
+	if (pread(fd, p, l, (off_t)(*at + sizeof(rec))) != (ssize_t)l ||
+	    crypto_generichash(h, sizeof(h), p, l, NULL, 0) != 0 ||
+	    sodium_memcmp(h, rec + 4, sizeof(h)) != 0 ||
+	    ctx_journal_payload_ok(p, l) != 0) {
+		free(p);
+		return -1;
+	}
+	*payload = p;
+	*len = l;
+	*at += sizeof(rec) + l;
+	return 0;
+}
+
+/* Back to no cells (a restart). */
+int
+vmm_ctxdisk_reset(int fd, uint64_t *bytes)
+{
+	if (ftruncate(fd, sizeof(struct ctx_journal_head)) == -1 ||
+	    fsync(fd) == -1)
+		return -1;
+	*bytes = sizeof(struct ctx_journal_head);
+	return 0;
+}
+
+/* A journal or snapshot file, read-only (the source of a copy). */
+int
+vmm_ctxdisk_open(const char *sbx, int kind, const char *name)
+{
+	char f[CTX_ID_MAX + 8];
+	int dir, fd;
+
+	if ((dir = sbx_dir(sbx, 0)) == -1)
+		return -1;
+	file_name(f, sizeof(f), kind, name);
+	fd = openat(dir, f, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	close(dir);
+	return fd;
+}
+
+void
+vmm_ctxdisk_unlink(const char *sbx, int kind, const char *name)
+{
+	char f[CTX_ID_MAX + 8];
+	int dir;
+
+	if ((dir = sbx_dir(sbx, 0)) == -1)
+		return;
+	file_name(f, sizeof(f), kind, name);
+	if (unlinkat(dir, f, 0) == -1 && errno != ENOENT)
+		log_warn("%s: %s/%s/%s", __func__, CTX_DIR, sbx, f);
+	close(dir);
+}
+
+/* A sandbox is gone: its contexts' journals and snapshots with it. */
+void
+vmm_contexts_sandbox_gone(const char *sbx)
+{
+	int top;
+
+	if ((top = open(CTX_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return;
+	if (tree_remove(top, sbx) == -1)
+		log_warn("%s: %s/%s", __func__, CTX_DIR, sbx);
+	close(top);
+}
+
+/* Check a journal file (mapped whole, read-only) ; the torn tail, if
+ * any, is cut off. Returns an open descriptor (O_APPEND) or -1. */
+static int
+adopt_file(int dir, const char *name, struct ctx_journal_head *h,
+    uint64_t *cells, uint64_t *bytes)
+{
+	struct stat st;
+	uint8_t *buf = MAP_FAILED;
+	size_t valid;
+	int fd;
+
+	if ((fd = openat(dir, name, O_RDWR | O_CLOEXEC | O_NOFOLLOW)) == -1)
+		return -1;
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size < sizeof(*h) ||
+	    (buf = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd,
+	         0)) == MAP_FAILED ||
+	    ctx_journal_scan(buf, (size_t)st.st_size, h, cells, &valid) != 0)
+		goto fail;
+	munmap(buf, (size_t)st.st_size);
+	buf = MAP_FAILED;
+	if (valid != (size_t)st.st_size) {
+		log_warnx("%s: %s: a torn record cut off (%zu of %lld bytes)",
+		    __func__, name, valid, (long long)st.st_size);
+		if (ftruncate(fd, (off_t)valid) == -1 || fsync(fd) == -1)
+			goto fail;
+	}
+	if (fcntl(fd, F_SETFL, O_APPEND) == -1)
+		goto fail;
+	*bytes = valid;
+	return fd;
+fail:
+	if (buf != MAP_FAILED)
+		munmap(buf, (size_t)st.st_size);
+	close(fd);
+	return -1;
+}
+
+static void
+adopt_sandbox(struct vmm_state *vs, struct sandbox *s, int dir)
+{
+	struct ctx_journal_head h;
+	struct dirent *e;
+	uint64_t cells, bytes;
+	DIR *d;
+	int fd, dup_fd;
+
+	/* Its own descriptor for the stream (seccomp has no dup). */
+	if ((dup_fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) ==
+	        -1 ||
+	    (d = fdopendir(dup_fd)) == NULL) {
+		if (dup_fd != -1)
+			close(dup_fd);
+		return;
+	}
+	while ((e = readdir(d)) != NULL) {
+		const char *n = e->d_name;
+		int snap = strncmp(n, "snap-", 5) == 0;
+
+		if (n[0] == '.')
+			continue;
+		if (strstr(n, ".tmp") != NULL) { /* never renamed in */
+			unlinkat(dir, n, 0);
+			continue;
+		}
+		fd = adopt_file(dir, n, &h, &cells, &bytes);
+		if (fd == -1 || strcmp(h.sbx, s->id) != 0 ||
+		    strcmp(h.owner, s->owner) != 0 ||
+		    h.kind !=
+		        (snap ? CTX_JOURNAL_SNAPSHOT : CTX_JOURNAL_CONTEXT) ||
+		    strcmp(snap ? n + 5 : n, h.name) != 0 ||
+		    !vmm_safe_name(h.name, sizeof(h.name))) {
+			log_warnx("%s: %s/%s/%s is not a journal of this "
+			          "sandbox: removed",
+			    __func__, CTX_DIR, s->id, n);
+			unlinkat(dir, n, 0);
+			if (fd != -1)
+				close(fd);
+			continue;
+		}
+		if ((snap ? vmm_snapshot_adopt(vs, &h, cells, bytes)
+		          : vmm_context_adopt(vs, &h, fd, cells, bytes)) != 0) {
+			/* Well-formed, but no room in the vmm: left for a
+			 * later start rather than lost. */
+			log_warnx("%s: %s/%s/%s: no room in the vmm, left on "
+			          "disk",
+			    __func__, CTX_DIR, s->id, n);
+			close(fd);
+			continue;
+		}
+		if (snap)
+			close(fd);
+	}
+	closedir(d);
+}
+
+/* After the sandboxes are restored: their contexts back (paused), the
+ * rest removed. */
+void
+vmm_contexts_adopt(struct vmm_state *vs)
+{
+	struct dirent *e;
+	struct sandbox *s;
+	size_t i;
+	DIR *d;
+	int top, fd;
+
+	if ((top = open(CTX_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return;
+	if ((fd = openat(top, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
+	    (d = fdopendir(fd)) == NULL) {
+		if (fd != -1)
+			close(fd);
+		close(top);
+		return;
+	}
+	while ((e = readdir(d)) != NULL) {
+		if (e->d_name[0] == '.')
+			continue;
+		s = NULL;
+		for (i = 0; i < VMM_SANDBOXES_MAX && s == NULL; i++)
+			if (vs->sbx[i].used &&
+			    strcmp(vs->sbx[i].id, e->d_name) == 0)
+				s = &vs->sbx[i];
+		if (s == NULL ||
+		    (fd = openat(top, e->d_name,
+		         O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW)) ==
+		        -1) {
+			(void)tree_remove(top, e->d_name);
+			continue;
+		}
+		adopt_sandbox(vs, s, fd);
+		close(fd);
+	}
+	closedir(d);
+	close(top);
+}

@@ -1,0 +1,315 @@
+/*
+ * epoll and eventfd (docs/vmm.md, "Pipes and waiting"). Both are host
+ * objects behind guest descriptors, as pipes are: an eventfd is a host
+ * eventfd, so its counter, EFD_SEMAPHORE and blocking are the kernel's
+ * and it crosses fork as it is; an epoll descriptor is a host epoll
+ * instance watching the host descriptors behind the guest's (pipes,
+ * eventfds, other epolls, stdin), so readiness, level and edge
+ * triggering, EPOLLONESHOT and a child's shared interest list are the
+ * kernel's too. The guest's event data travels through the host's
+ * struct epoll_event untouched, and its layout (packed, 12 bytes) is
+ * the guest's, so epoll_wait writes straight into guest memory.
+ *
+ * Guest descriptors with no host one behind them: image files and
+ * directories are regular files, which Linux's epoll refuses (EPERM);
+ * the output sink (stdout, stderr) is always writable and an absent
+ * stdin always at end of file, so they are watched through a duplicate
+ * of a host pipe end that is always so (one per guest descriptor, since
+ * epoll tells registrations apart by descriptor).
+ */
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "host/vmm/sys.h"
+#include "host/vmm/vm_int.h"
+
+#define EPOLL_EVENT_SIZE 12 /* the x86-64 ABI's packed struct epoll_event */
+#define EPOLL_WAIT_MAX (INT_MAX / EPOLL_EVENT_SIZE) /* Linux's bound */
+#define STAND_INS 64
+
+_Static_assert(sizeof(struct epoll_event) == EPOLL_EVENT_SIZE,
+    "the host's struct epoll_event is the guest's");
+
+/* The always-ready host ends, made at first need: a pipe's write end
+ * whose read end stays open (writable until 64 KiB are written, and
+ * nothing is), and a read end whose write end is closed (at end of
+ * file). Each guest descriptor watched through them gets its own
+ * duplicate. */
+static int ready_w = -1, ready_r = -1;
+static struct {
+	int32_t gfd; /* -1: free */
+	int hostfd;
+	int writable;
+} stand_in[STAND_INS];
+static int stand_ins_ready;
+
+static int
+ready_ends(void)
+{
+	int p[2], q[2], i;
+
+	if (ready_w >= 0)
+		return 0;
+	if (pipe2(p, O_CLOEXEC) == -1)
+		return -errno;
+	if (pipe2(q, O_CLOEXEC) == -1) {
+		i = -errno;
+		close(p[0]);
+		close(p[1]);
+		return i;
+	}
+	close(q[1]);
+	ready_w = p[1];
+	ready_r = q[0];
+	/* p[0] stays open so that p[1] never sees EPIPE. */
+	if (!stand_ins_ready) {
+		for (i = 0; i < STAND_INS; i++)
+			stand_in[i].gfd = -1;
+		stand_ins_ready = 1;
+	}
+	return 0;
+}
+
+/* The host descriptor that stands in for guest descriptor gfd (one that
+ * is always writable or always readable), made for ADD, found for MOD
+ * and DEL; or -errno. */
+static int
+stand_in_fd(int32_t gfd, int writable, int create)
+{
+	int i, free_slot = -1, rc;
+
+	if ((rc = ready_ends()) != 0)
+		return rc;
+	for (i = 0; i < STAND_INS; i++) {
+		if (stand_in[i].gfd == gfd && stand_in[i].writable == writable)
+			return stand_in[i].hostfd;
+		if (stand_in[i].gfd < 0 && free_slot < 0)
+			free_slot = i;
+	}
+	if (!create)
+		return -ENOENT;
+	if (free_slot < 0)
+		return -ENOSPC; /* Linux: past max_user_watches */
+	if ((rc = fcntl(writable ? ready_w : ready_r, F_DUPFD_CLOEXEC, 0)) ==
+	    -1)
+		return -errno;
+	stand_in[free_slot].gfd = gfd;
+	stand_in[free_slot].hostfd = rc;
+	stand_in[free_slot].writable = writable;
+	return rc;
+}
+
+static void
+stand_in_drop(int hostfd)
+{
+	int i;
+
+	for (i = 0; i < STAND_INS; i++)
+		if (stand_in[i].gfd >= 0 && stand_in[i].hostfd == hostfd) {
+			close(hostfd);
+			stand_in[i].gfd = -1;
+		}
+}
+
+/* ---- eventfd ------------------------------------------------------------- */
+
+static int64_t
+make_eventfd(struct vm *vm, uint64_t count, uint64_t flags)
+{
+	int hfd, gfd;
+
+	if ((flags & ~(uint64_t)(EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE)) !=
+	    0)
+		return -EINVAL;
+	if ((hfd = eventfd((unsigned)count,
+	         EFD_CLOEXEC |
+	             (int)(flags & (EFD_NONBLOCK | EFD_SEMAPHORE)))) == -1)
+		return -errno;
+	if ((gfd = vm_fd_add_host(vm, hfd, (flags & EFD_CLOEXEC) != 0)) < 0)
+		close(hfd);
+	return gfd;
+}
+
+int64_t
+sys_eventfd(struct vm *vm, const uint64_t a[6])
+{
+	return make_eventfd(vm, (uint32_t)a[0], 0);
+}
+
+int64_t
+sys_eventfd2(struct vm *vm, const uint64_t a[6])
+{
+	return make_eventfd(vm, (uint32_t)a[0], (uint32_t)a[1]);
+}
+
+/* ---- epoll --------------------------------------------------------------- */
+
+static int64_t
+make_epoll(struct vm *vm, int cloexec)
+{
+	int hfd, gfd;
+
+	if ((hfd = epoll_create1(EPOLL_CLOEXEC)) == -1)
+		return -errno;
+	if ((gfd = vm_fd_add_host(vm, hfd, cloexec)) < 0)
+		close(hfd);
+	return gfd;
+}
+
+int64_t
+sys_epoll_create(struct vm *vm, const uint64_t a[6])
+{
+	if ((int32_t)a[0] <= 0)
+		return -EINVAL;
+	return make_epoll(vm, 0);
+}
+
+int64_t
+sys_epoll_create1(struct vm *vm, const uint64_t a[6])
+{
+	if ((a[0] & ~(uint64_t)EPOLL_CLOEXEC) != 0)
+		return -EINVAL;
+	return make_epoll(vm, (a[0] & EPOLL_CLOEXEC) != 0);
+}
+
+/* The host epoll behind guest descriptor epfd; -EBADF, or -EINVAL when
+ * it is some other kind (the host's epoll_ctl tells a pipe from an
+ * epoll instance itself). */
+static int
+epoll_host(struct vm *vm, uint64_t epfd)
+{
+	struct vfd *f = vm_fd(vm, epfd);
+
+	if (f == NULL)
+		return -EBADF;
+	if (f->kind != VFD_HOST || !f->pipe)
+		return -EINVAL;
+	return f->hostfd;
+}
+
+int64_t
+sys_epoll_ctl(struct vm *vm, const uint64_t a[6])
+{
+	struct epoll_event ev, *g = NULL;
+	struct vfd *f;
+	int ep, hfd, op = (int)a[1];
+
+	if ((ep = epoll_host(vm, a[0])) < 0)
+		return ep;
+	if ((f = vm_fd(vm, a[2])) == NULL)
+		return -EBADF;
+	if ((uint32_t)a[0] == (uint32_t)a[2])
+		return -EINVAL;
+	if (op != EPOLL_CTL_DEL) {
+		if ((g = vm_gptr(vm, a[3], sizeof(ev))) == NULL)
+			return -EFAULT;
+		memcpy(&ev, g, sizeof(ev));
+	} else
+		memset(&ev, 0, sizeof(ev));
+	if (op != EPOLL_CTL_ADD && op != EPOLL_CTL_MOD && op != EPOLL_CTL_DEL)
+		return -EINVAL;
+	switch (f->kind) {
+	case VFD_HOST:
+		hfd = f->hostfd;
+		break;
+	case VFD_STDIN:
+		if (vm->cfg->stdin_fd >= 0) {
+			hfd = vm->cfg->stdin_fd;
+			break;
+		}
+		hfd = stand_in_fd((int32_t)a[2], 0, op == EPOLL_CTL_ADD);
+		break;
+	case VFD_OUT:
+		hfd = stand_in_fd((int32_t)a[2], 1, op == EPOLL_CTL_ADD);
+		break;
+	default:
+		return -EPERM; /* image files and directories: regular files */
+	}
+	if (hfd < 0)
+		return hfd;
+	if (epoll_ctl(ep, op, hfd, &ev) == -1)
+		return -errno;
+	if (op == EPOLL_CTL_DEL && f->kind != VFD_HOST &&
+	    hfd != vm->cfg->stdin_fd)
+		stand_in_drop(hfd);
+	return 0;
+}
+
+/* Wait on the host epoll for at most timeout_ms (-1: no limit); the
+ * events go straight into the guest's array. The run's time limit and
+ * a guest signal interrupt the wait (EINTR), as in poll.c. */
+static int64_t
+epoll_wait_ms(
+    struct vm *vm, uint64_t epfd, uint64_t events, int32_t max, int timeout_ms)
+{
+	void *g;
+	int ep, n;
+
+	if ((ep = epoll_host(vm, epfd)) < 0)
+		return ep;
+	if (max <= 0 || max > EPOLL_WAIT_MAX)
+		return -EINVAL;
+	if ((g = vm_gptr(vm, events, (uint64_t)max * EPOLL_EVENT_SIZE)) == NULL)
+		return -EFAULT;
+	/* With other threads, nothing ready yet: park on the epoll
+	 * descriptor itself (readable when an event is), and the call is
+	 * issued again then (sys_thread.c). */
+	if (timeout_ms != 0 && vm->threads != NULL) {
+		struct pollfd p = { .fd = ep, .events = POLLIN };
+
+		if ((n = epoll_wait(ep, g, max, 0)) != 0)
+			return n == -1 ? -errno : n;
+		if (vm_thread_park(vm, &p, 1,
+		        timeout_ms < 0
+		            ? 0
+		            : vm_now_us() + (uint64_t)timeout_ms * 1000 + 1,
+		        0))
+			return 0;
+	}
+	if ((n = epoll_wait(ep, g, max, timeout_ms)) == -1)
+		return -errno;
+	return n;
+}
+
+int64_t
+sys_epoll_wait(struct vm *vm, const uint64_t a[6])
+{
+	int32_t ms = (int32_t)a[3];
+
+	return epoll_wait_ms(vm, a[0], a[1], (int32_t)a[2], ms < 0 ? -1 : ms);
+}
+
+/* The signal mask is not applied: signals are delivered at system-call
+ * boundaries (docs/vmm.md), as for ppoll. */
+int64_t
+sys_epoll_pwait(struct vm *vm, const uint64_t a[6])
+{
+	return sys_epoll_wait(vm, a);
+}
+
+/* A timespec timeout, to the millisecond above it. */
+int64_t
+sys_epoll_pwait2(struct vm *vm, const uint64_t a[6])
+{
+	const int64_t *g;
+	int64_t t[2], ms;
+
+	if (a[3] == 0)
+		return epoll_wait_ms(vm, a[0], a[1], (int32_t)a[2], -1);
+	if ((g = vm_gptr(vm, a[3], sizeof(t))) == NULL)
+		return -EFAULT;
+	memcpy(t, g, sizeof(t));
+	if (t[0] < 0 || t[1] < 0 || t[1] >= 1000000000)
+		return -EINVAL;
+	ms = t[0] > INT_MAX / 1000 ? INT_MAX
+	                           : t[0] * 1000 + (t[1] + 999999) / 1000000;
+	return epoll_wait_ms(
+	    vm, a[0], a[1], (int32_t)a[2], ms > INT_MAX ? INT_MAX : (int)ms);
+}

@@ -1,0 +1,299 @@
+/*
+ * Templates (docs/templates.md): a guest booted once up to its ready
+ * call (KEEP_SYS_READY) and parked there, and runs started as
+ * copy-on-write clones of it instead of cold boots.
+ *
+ * The parked template is this process's memory: guest memory (one
+ * MAP_PRIVATE mapping), the vCPU's state captured at the ready call, and
+ * the VMM's view of the guest (descriptors, brk and mmap state, cwd,
+ * signal actions), all in struct vm. Its KVM VM is dropped once the
+ * state is captured. A run is a host fork of the holder: the child owns
+ * a copy-on-write copy of all of it for the cost of copying page tables,
+ * takes the run's configuration (workspace, stdin, output, limits),
+ * writes the run's request into the buffer the guest gave, and rebuilds
+ * a VM over the inherited memory with vm_cpu_rebuild (clone.c). The
+ * guest sees its ready call return with the request's length.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "host/egress/egress_abi.h"
+#include "host/vmm/sys.h"
+#include "host/vmm/vm_int.h"
+
+struct vmm_template {
+	struct vm vm;
+	struct vmm_config boot; /* the template's own configuration */
+	struct vmm_config run; /* a clone's: the boot's with the run's parts */
+	struct vmm_result boot_res;
+	struct vm_cpu_state cpu; /* at the ready call's return */
+};
+
+static uint64_t
+mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+int64_t
+sys_keep_ready(struct vm *vm, const uint64_t a[6])
+{
+	if (vm->template_state == VM_TPL_CLONE)
+		return -EALREADY;
+	if (vm->template_state != VM_TPL_BOOTING)
+		return -ENOSYS;
+	if (a[1] < KEEP_READY_MIN || a[1] > KEEP_READY_MAX)
+		return -EINVAL;
+	if (vm_gptr(vm, a[0], a[1]) == NULL)
+		return -EFAULT;
+	/* A clone is one process on one vCPU: other processes or threads
+	 * of the template would not come along. */
+	if (!vm_proc_alone(vm))
+		return -EINVAL;
+	vm->ready_buf = a[0];
+	vm->ready_len = a[1];
+	vm->parked = 1;
+	return 0;
+}
+
+int
+vmm_template_boot(const struct vmm_config *cfg, struct vmm_template **out,
+    char *err, size_t errlen)
+{
+	struct vmm_template *t;
+	struct vm *vm;
+	int rc;
+
+	*out = NULL;
+	if (err != NULL && errlen > 0)
+		err[0] = '\0';
+	if ((t = calloc(1, sizeof(*t))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return VMM_E_NOMEM;
+	}
+	t->boot = *cfg;
+	vm = &t->vm;
+	vm->cfg = &t->boot;
+	vm->res = &t->boot_res;
+	vm->vmfd = vm->vcpufd = vm->ws_fd = -1;
+	vm->template_state = VM_TPL_BOOTING;
+	if ((rc = vm_boot(vm, err, errlen)) != VMM_OK)
+		goto fail;
+	vm_serve(vm);
+	if (!vm->parked) {
+		snprintf(err, errlen,
+		    "the template ended before its ready call: %s",
+		    t->boot_res.reason[0] != '\0' ? t->boot_res.reason
+		                                  : "it exited");
+		rc = VMM_E_TEMPLATE;
+		goto fail;
+	}
+	if (vm_cpu_capture(vm, &t->cpu) != 0) {
+		snprintf(
+		    err, errlen, "capturing the vCPU: %s", strerror(errno));
+		rc = VMM_E_KVM;
+		goto fail;
+	}
+	/* Clones build VMs of their own: the template needs none, and a
+	 * parked VM would hold KVM's shadow pages for nothing. */
+	vm_kvm_drop(vm);
+	vm->template_state = VM_TPL_PARKED;
+	*out = t;
+	return VMM_OK;
+fail:
+	vm_teardown(vm);
+	free(t);
+	return rc;
+}
+
+uint64_t
+vmm_template_request_max(const struct vmm_template *t)
+{
+	uint64_t reserve = 8 + VM_IMAGE_ENV_MAX + VM_IMAGE_ENV_LINES;
+
+	return t->vm.ready_len > reserve ? t->vm.ready_len - reserve : 0;
+}
+
+uint64_t
+vmm_template_memory(const struct vmm_template *t)
+{
+	return (t->vm.brk_peak - t->vm.brk_start) +
+	    t->vm.mmap_pages_peak * VM_PAGE;
+}
+
+static size_t
+strings_len(const char *const *v, size_t *n)
+{
+	size_t len = 0;
+
+	for (*n = 0; v != NULL && v[*n] != NULL; (*n)++)
+		len += strlen(v[*n]) + 1;
+	return len;
+}
+
+static uint8_t *
+put_strings(uint8_t *p, const char *const *v, size_t n)
+{
+	size_t i, len;
+
+	for (i = 0; i < n; i++) {
+		len = strlen(v[i]) + 1;
+		memcpy(p, v[i], len);
+		p += len;
+	}
+	return p;
+}
+
+/* The request as the guest reads it (guest/include/keep.h): argc, envc,
+ * then the strings; the environment is the caller's followed by the
+ * image's defaults the caller did not set, as build_stack lays it out
+ * for a cold boot. Its length, or 0 when it does not fit. */
+static uint64_t
+write_request(struct vm *vm, char *err, size_t errlen)
+{
+	const struct vmm_config *cfg = vm->cfg;
+	char **imgenv = NULL;
+	size_t argc, envc, imgc = 0, len;
+	uint32_t counts[2];
+	uint8_t *g, *p;
+
+	if (vm_image_env(vm, &imgenv, &imgc) != 0) {
+		snprintf(
+		    err, errlen, "a malformed %s in the image", VM_IMAGE_ENV);
+		return 0;
+	}
+	len = sizeof(counts) + strings_len(cfg->argv, &argc) +
+	    strings_len(cfg->envp, &envc) +
+	    strings_len((const char *const *)imgenv, &imgc);
+	if (argc == 0 || argc > UINT32_MAX || envc + imgc > UINT32_MAX ||
+	    len > vm->ready_len ||
+	    (g = vm_gptr(vm, vm->ready_buf, len)) == NULL) {
+		vm_image_env_free(imgenv);
+		snprintf(err, errlen,
+		    "the request (%zu bytes) does not fit the template's "
+		    "buffer (%llu)",
+		    len, (unsigned long long)vm->ready_len);
+		return 0;
+	}
+	counts[0] = (uint32_t)argc;
+	counts[1] = (uint32_t)(envc + imgc);
+	memcpy(g, counts, sizeof(counts));
+	p = put_strings(g + sizeof(counts), cfg->argv, argc);
+	p = put_strings(p, cfg->envp, envc);
+	put_strings(p, (const char *const *)imgenv, imgc);
+	vm_image_env_free(imgenv);
+	return len;
+}
+
+int
+vmm_template_prepare(struct vmm_template *t, char *err, size_t errlen)
+{
+	struct vm *vm = &t->vm;
+
+	if (err != NULL && errlen > 0)
+		err[0] = '\0';
+	if (vm->template_state != VM_TPL_PARKED) {
+		snprintf(err, errlen, "not a parked template");
+		return VMM_E_INVAL;
+	}
+	/* RAX, the request's length, goes in with the run (the synced
+	 * registers are loaded at the first KVM_RUN). */
+	if (vm_cpu_rebuild(vm, &t->cpu, err, errlen) != 0)
+		return VMM_E_KVM;
+	vm->template_state = VM_TPL_PREPARED;
+	return VMM_OK;
+}
+
+int
+vmm_template_run(struct vmm_template *t, const struct vmm_config *run,
+    struct vmm_result *res, char *err, size_t errlen)
+{
+	struct vm *vm = &t->vm;
+	uint64_t t0 = mono_us(), len;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	if (err != NULL && errlen > 0)
+		err[0] = '\0';
+	if (run->argv == NULL || run->argv[0] == NULL) {
+		snprintf(err, errlen, "bad run configuration");
+		return VMM_E_INVAL;
+	}
+	if (vm->template_state == VM_TPL_PARKED &&
+	    (rc = vmm_template_prepare(t, err, errlen)) != VMM_OK)
+		return rc;
+	if (vm->template_state != VM_TPL_PREPARED) {
+		snprintf(err, errlen, "not a parked template");
+		return VMM_E_INVAL;
+	}
+	/* What the image put there stays (the program, its files, its
+	 * memory size and descriptor table); the rest is the run's. */
+	t->run = t->boot;
+	if (run->kvm_fd >= 0)
+		t->run.kvm_fd = run->kvm_fd;
+	t->run.argv = run->argv;
+	t->run.envp = run->envp;
+	t->run.workspace = run->workspace;
+	t->run.workspace_fd = run->workspace_fd;
+	t->run.stdin_fd = run->stdin_fd;
+	t->run.output = run->output;
+	t->run.output_arg = run->output_arg;
+	t->run.timeout_ms = run->timeout_ms;
+	t->run.output_max = run->output_max;
+	t->run.workspace_max = run->workspace_max;
+	t->run.max_procs = run->max_procs;
+	t->run.trace = run->trace;
+	t->run.fetch = run->fetch;
+	t->run.fetch_arg = run->fetch_arg;
+	vm->cfg = &t->run;
+	vm->res = res;
+	vm->parked = 0;
+	vm->stopped = 0;
+
+	if (vm->ws_fd >= 0)
+		close(vm->ws_fd);
+	vm->ws_fd = -1;
+	if (run->workspace_fd >= 0) {
+		if ((vm->ws_fd = fcntl(
+		         run->workspace_fd, F_DUPFD_CLOEXEC, 0)) == -1) {
+			snprintf(
+			    err, errlen, "the workspace: %s", strerror(errno));
+			return VMM_E_INVAL;
+		}
+	} else if (run->workspace != NULL &&
+	    (vm->ws_fd = open(
+	         run->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
+		snprintf(err, errlen, "the workspace: %s", strerror(errno));
+		return VMM_E_INVAL;
+	}
+	if (vm_proc_fresh(vm) != 0) {
+		snprintf(err, errlen, "the process table: %s", strerror(errno));
+		return VMM_E_NOMEM;
+	}
+	if ((len = write_request(vm, err, errlen)) == 0)
+		return VMM_E_TOOBIG;
+	vm->run->s.regs.regs.rax = len;
+	vm->run->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
+	vm->template_state = VM_TPL_CLONE;
+	res->boot_us = mono_us() - t0;
+	vm_serve(vm);
+	return VMM_OK;
+}
+
+void
+vmm_template_free(struct vmm_template *t)
+{
+	if (t == NULL)
+		return;
+	/* Its process table's page goes with the process. */
+	vm_teardown(&t->vm);
+	free(t);
+}

@@ -1,0 +1,158 @@
+"""The python image's ready loop (docs/templates.md).
+
+keep boots this once per vmm process as the image's template: the
+interpreter starts, imports the modules named on its command line, and
+parks in KEEP_SYS_READY (guest/include/keep.h). Every run is a
+copy-on-write clone of that parked interpreter, in which the call returns
+with the run's argv and environment; this file then does what a cold
+`python3.11 -c CODE ARG...` would have done. Any other command line, or a
+PYTHON* variable (read by the interpreter at start-up), starts the
+interpreter afresh with execve instead, so every run behaves as a cold
+one would.
+"""
+import atexit
+import builtins
+import ctypes
+import gc
+import mmap
+import os
+import struct
+import sys
+import types
+
+KEEP_SYS_READY = 0x4B51
+BUFFER = 9 << 20  # a run's request is at most 8 MiB of code and args
+
+for _name in sys.argv[1:]:
+    __import__(_name)
+import random  # noqa: E402  (after the image's modules, as they would)
+
+
+def _wait():
+    buf = mmap.mmap(-1, BUFFER, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    addr = ctypes.addressof(ctypes.c_char.from_buffer(buf))
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    n = libc.syscall(ctypes.c_long(KEEP_SYS_READY), ctypes.c_void_p(addr),
+                     ctypes.c_size_t(BUFFER))
+    if n < 0:
+        sys.exit("python-ready: not started as a template (errno %d)"
+                 % ctypes.get_errno())
+    data = bytes(buf[:n])
+    argc, envc = struct.unpack_from("<II", data)
+    parts = data[8:].split(b"\0")
+    return parts[:argc], parts[argc:argc + envc]
+
+
+def _numpy_state():
+    """The address of numpy's global MT19937 key and position, or None.
+
+    Reseeding through numpy.random.seed() would run numpy's seeding code,
+    and each page of it a clone touches costs a fault; writing a fresh
+    key from getrandom straight into the generator's state costs none.
+    """
+    nprandom = sys.modules.get("numpy.random")
+    if nprandom is None:
+        return None
+    bitgen = nprandom.mtrand._rand._bit_generator
+    if type(bitgen).__name__ != "MT19937":
+        return None
+    return bitgen.ctypes.state_address
+
+
+_NUMPY_STATE = _numpy_state()
+_MT_KEY = 624 * 4  # uint32_t key[624]; int pos (numpy's mt19937_state)
+
+
+def _python_vars(env):
+    """The PYTHON* variables, which the interpreter reads as it starts."""
+    return sorted(e for e in env if e.startswith(b"PYTHON"))
+
+
+# The template started with the image's environment (PYTHONEXECUTABLE,
+# say); a run whose PYTHON* variables differ needs a fresh interpreter.
+_TEMPLATE_PYTHON_VARS = _python_vars(
+    b"%s=%s" % kv for kv in os.environb.items())
+
+
+def _refresh():
+    """Clones share the template's memory: reseed its generators."""
+    random.seed()
+    if _NUMPY_STATE is not None:
+        ctypes.memmove(_NUMPY_STATE, os.urandom(_MT_KEY), _MT_KEY)
+        # pos = 624: the next draw regenerates the whole key.
+        ctypes.c_int.from_address(_NUMPY_STATE + _MT_KEY).value = 624
+
+
+def _main():
+    argv, env = _wait()
+    _refresh()
+    if (len(argv) < 3 or argv[1] != b"-c"
+            or _python_vars(env) != _TEMPLATE_PYTHON_VARS):
+        os.execve("/proc/self/exe", argv, dict(
+            e.split(b"=", 1) for e in env if b"=" in e))
+    # Most runs bring the environment the template started with (the
+    # image's); only a different one is set, as a cold start would have.
+    current = sorted(b"%s=%s" % kv for kv in os.environb.items())
+    if sorted(env) != current:
+        os.environ.clear()
+        for e in env:
+            key, sep, value = e.partition(b"=")
+            if sep:
+                os.environ[os.fsdecode(key)] = os.fsdecode(value)
+    code = os.fsdecode(argv[2])
+    sys.argv = ["-c"] + [os.fsdecode(a) for a in argv[3:]]
+    sys.orig_argv = [os.fsdecode(a) for a in argv]
+    sys.path[0] = ""
+    main = types.ModuleType("__main__")
+    main.__builtins__ = builtins
+    sys.modules["__main__"] = main
+    status = 0
+    try:
+        exec(compile(code, "<string>", "exec"), main.__dict__)
+    except SystemExit as e:
+        status = _exit_status(e)
+    except BaseException as e:
+        # As the interpreter reports it, without this file's frame.
+        tb = e.__traceback__.tb_next if e.__traceback__ else None
+        sys.excepthook(type(e), e.with_traceback(tb), tb)
+        status = 1
+    _finish(status)
+
+
+def _exit_status(e):
+    """What the interpreter makes of an uncaught SystemExit."""
+    if e.code is None:
+        return 0
+    if isinstance(e.code, int):
+        return e.code & 0xFF
+    print(e.code, file=sys.stderr)
+    return 1
+
+
+def _finish(status):
+    """The interpreter's exit, less the teardown of every object: that
+    would write to each page the template holds, and a clone pays for
+    each page it writes. What a program can see of an exit is kept:
+    non-daemon threads are joined, atexit functions run (and may
+    raise SystemExit), the standard streams are flushed."""
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        threading._shutdown()
+    try:
+        atexit._run_exitfuncs()
+    except SystemExit as e:
+        status = _exit_status(e)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:
+            status = status or 120
+    os._exit(status)
+
+
+# Everything imported so far is the template's: the collector leaves it
+# alone in the clones (a collection writes to every object it visits).
+gc.collect()
+gc.freeze()
+_main()

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# A new user's first session (issue 18, "Done when"), through keepd's API
+# with the stock python image: upload a CSV with files/write, run pandas
+# on it and draw a matplotlib chart with execute, fetch the chart with
+# files/read. The output is what Debian's own interpreter prints for the
+# same code and file, and the PNG decodes; execute's results carry the
+# figure (PNG) and the DataFrame (text and HTML).
+source "$(dirname "$0")/../lib/keepd.sh"
+PY=/usr/bin/python3.11
+
+cat >"$tmp/test.policy" <<'EOP'
+agent "analyst" {
+	allow sandbox:read, sandbox:write, exec, artifact:read, artifact:write
+	exec "python"
+	timeout 120s
+	output 1M
+}
+EOP
+keepd_start "$tmp/test.policy"
+tok=$(mint analyst sandbox:read,sandbox:write,exec,artifact:read,artifact:write)
+
+printf 'region,month,amount\nnorth,1,120.5\nsouth,1,80\nnorth,2,99.25\neast,2,42\nsouth,2,101\neast,3,7.5\n' >"$tmp/sales.csv"
+cat >"$tmp/code.py" <<'PY'
+import pandas as pd
+import matplotlib.pyplot as plt
+d = pd.read_csv("sales.csv")
+g = d.groupby("region")["amount"].agg(["sum", "mean", "count"])
+print(g.to_csv(), end="")
+print(d.pivot_table(index="month", columns="region", values="amount").round(2))
+ax = g["sum"].plot.bar(title="sales by region")
+ax.figure.savefig("chart.png", dpi=80)
+g
+PY
+
+req "$tok" POST /v1/sandboxes '{"image":"python"}'
+[ "$code" = 201 ] && ok "a python sandbox" || bad "create: $code $body"
+sb=$(jget "$body" '["id"]')
+code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $tok" \
+    --data-binary @"$tmp/sales.csv" "$url/v1/sandboxes/$sb/files/write?path=sales.csv")
+[ "$code" = 200 ] && ok "files/write sales.csv" || bad "files/write: $code"
+
+req "$tok" POST "/v1/sandboxes/$sb/execute" \
+    "$(python3 -c 'import json,sys; print(json.dumps({"code": open(sys.argv[1]).read(), "language": "python"}))' "$tmp/code.py")"
+got=$(jget "$body" '["stdout"]' 2>/dev/null)
+mkdir "$tmp/native" && cp "$tmp/sales.csv" "$tmp/native/" &&
+	want=$(cd "$tmp/native" && MPLBACKEND=Agg MPLCONFIGDIR="$tmp/native/mpl" "$PY" "$tmp/code.py")
+[ "$code" = 200 ] && [ "$(jget "$body" '["exit_code"]')" = 0 ] && [ "$got" = "$want" ] &&
+	ok "execute: pandas on the uploaded CSV prints what the host's python prints" ||
+	bad "execute: $code '$got' want '$want' ($body)"
+
+# results (item 4 of issue 18): the open figure as a PNG that decodes,
+# the DataFrame (the last expression) as text and HTML.
+res=$(python3 -c 'import base64, json, sys
+r = json.loads(sys.argv[1]).get("results", [])
+figs = [x for x in r if not x["is_main_result"] and "png" in x]
+main = [x for x in r if x["is_main_result"]]
+open(sys.argv[2], "wb").write(base64.b64decode(figs[0]["png"]) if figs else b"")
+print(len(figs), len(main), main and main[0]["text"].split("\n")[0].split(), main and "<table" in main[0].get("html", ""))' "$body" "$tmp/result.png" 2>&1)
+rdims=$("$PY" -c 'import sys; from PIL import Image; im = Image.open(sys.argv[1]); im.load(); print(im.format, im.size)' "$tmp/result.png" 2>&1)
+[ "$res" = "1 1 ['sum', 'mean', 'count'] True" ] && [ "$rdims" = "PNG (640, 480)" ] &&
+	ok "execute's results: the figure as a PNG that decodes ($rdims), the DataFrame as text and HTML" ||
+	bad "results: '$res' '$rdims'"
+
+code=$(curl -s -o "$tmp/chart.png" -w '%{http_code}' -H "Authorization: Bearer $tok" \
+    "$url/v1/sandboxes/$sb/files/read?path=chart.png")
+dims=$("$PY" -c 'import sys; from PIL import Image; im = Image.open(sys.argv[1]); im.load(); print(im.format, im.size)' "$tmp/chart.png" 2>&1)
+[ "$code" = 200 ] && [ "$dims" = "PNG (512, 384)" ] &&
+	ok "files/read chart.png: the matplotlib chart decodes ($dims)" || bad "chart: $code '$dims'"
+keepd_finish

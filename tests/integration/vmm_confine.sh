@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# A `keepd: vm` process reaches only its own workspace: confined exactly
+# as a vm process is (host/vm_confine.c, through keepd's hidden -J mode,
+# after the vmm's own privilege drop on a real keepd's state directory),
+# it cannot open the LMDB store, another sandbox's workspace or uploads/,
+# while its own workspace works; socket() kills it (SIGSYS); and under
+# Landlock it cannot signal keepd's other processes, which run as the
+# same user (ABI 6: LANDLOCK_SCOPE_SIGNAL). A real run still reads and
+# writes its workspace.
+source "$(dirname "$0")/../lib/keepd.sh"
+
+cat >"$tmp/test.policy" <<'EOP'
+agent "ann" {
+	allow sandbox:read, sandbox:write, exec, artifact:read, artifact:write
+	exec "cp", "mkdir", "cat"
+	timeout 10s
+}
+EOP
+keepd_start "$tmp/test.policy"
+ann=$(mint ann sandbox:read,sandbox:write,exec,artifact:read,artifact:write)
+req "$ann" POST /v1/sandboxes '{"image":"toolbox"}'
+a=$(jget "$body" '["id"]')
+req "$ann" POST /v1/sandboxes '{"image":"toolbox"}'
+b=$(jget "$body" '["id"]')
+echo b >"$tmp/secret"
+code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $ann" \
+    --data-binary @"$tmp/secret" "$url/v1/sandboxes/$b/files/write?path=secret")
+[ "$code" = 200 ] || bad "write b's secret: $code"
+mkdir -p "$tmp/state/uploads" && echo u >"$tmp/state/uploads/u"
+chown -R _keep: "$tmp/state/uploads"
+
+# A real run in a confined vm process uses its workspace as before.
+req "$ann" POST "/v1/sandboxes/$a/commands/run" '{"cmd":"mkdir","args":["d"]}'
+[ "$code" = 200 ] || bad "mkdir: $code $body"
+echo hi >"$tmp/in"
+curl -s -o /dev/null -H "Authorization: Bearer $ann" --data-binary @"$tmp/in" \
+    "$url/v1/sandboxes/$a/files/write?path=in"
+req "$ann" POST "/v1/sandboxes/$a/commands/run" '{"cmd":"cp","args":["in","d/f"]}'
+[ "$code" = 200 ] || bad "cp: $code $body"
+req "$ann" POST "/v1/sandboxes/$a/commands/run" '{"cmd":"cat","args":["d/f"]}'
+[ "$code" = 200 ] && [ "$(jget "$body" '["stdout"]')" = hi ] &&
+    ok "a run writes and reads its own workspace" || bad "run: $code $body"
+
+db=$(cd "$tmp/state" && ls db/*.mdb | head -1)
+[ -n "$db" ] || bad "no LMDB file under $tmp/state/db"
+store=$(ps --ppid "$pid" -o pid=,args= | awk '/keepd: store/ { print $1; exit }')
+out=$("$KEEPD" -J "$tmp/state" "workspaces/$a" "open:$db" "open:/$db" \
+    "open:workspaces/$b/secret" "open:workspaces/$b" "open:uploads/u" \
+    "open:images" "create:mine" "open:workspaces/$a/mine" "socket" \
+    "kill:$store" "llkill:$store" 2>&1)
+echo "$out" | sed 's/^/  /'
+expect() { # probe outcome-pattern what
+	grep -q "^$1: $2" <<<"$out" && ok "$3" || bad "$3: $(grep "^$1:" <<<"$out")"
+}
+abi=$(awk '/^landlock abi/ { print $3 }' <<<"$out")
+[ "${abi:-0}" -ge 6 ] || bad "this kernel should have Landlock ABI >= 6 (has ${abi:-none})"
+expect "open:$db" denied "the LMDB store cannot be opened"
+expect "open:/$db" denied "the LMDB store cannot be opened by an absolute path"
+expect "open:workspaces/$b/secret" denied "another sandbox's file cannot be opened"
+expect "open:workspaces/$b" denied "another sandbox's workspace cannot be listed"
+expect "open:uploads/u" denied "uploads/ cannot be opened"
+expect "open:images" denied "the image directory cannot be listed"
+expect "create:mine" allowed "its own workspace can be written"
+expect "open:workspaces/$a/mine" allowed "and read"
+expect socket "killed by signal 31" "socket() kills it (SIGSYS)"
+# kill is outside this branch's vm filter (SIGSYS); where a filter
+# allows it, Landlock's signal scope refuses it.
+expect "kill:$store" "killed by signal 31\|denied" "kill() of keepd's store process fails"
+expect "llkill:$store" denied "under Landlock alone, kill() of keepd's store process is refused"
+kill -0 "$store" && ok "the store still runs" || bad "the store was killed"
+
+keepd_finish

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Image pages mapped copy-on-write (docs/vmm.md "Image pages"): a private
+# mapping of an image file reads the file, zeroes past its end, keeps
+# the guest's writes to itself (the image file is unchanged, and the
+# next run reads the same), and gives way to zeroes under MAP_FIXED
+# anonymous memory and after munmap, in a process and a forked child;
+# a run that maps a 16 MiB file and reads one byte of it is charged for
+# pages it touched, not for the file.
+set -u
+cd "$(dirname "$0")/../.."
+B=${B:-build}; KEEP=$B/bin/keep; G=$B/guests
+if [ ! -e /dev/kvm ]; then echo "SKIP: no /dev/kvm"; exit 77; fi
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fails=0
+ok() { echo "ok: $*"; }
+bad() { echo "FAIL: $*"; fails=$((fails+1)); }
+
+mkdir "$tmp/k" && "$KEEP" key generate --out "$tmp/k" >/dev/null || exit 1
+# 16 MiB and a partial page: the file's last page is copied, the rest
+# mapped; the signature follows it in the image.
+head -c $((16 * 1024 * 1024 + 1234)) /dev/urandom >"$tmp/data"
+"$KEEP" image build --name m --version 1 --file "/data=$tmp/data" \
+	"$G/mapimage" -o "$tmp/m.img" &&
+	"$KEEP" image sign --key "$tmp/k/keep.secret" "$tmp/m.img" || exit 1
+T="--trust $tmp/k/keep.public"
+sum=$(sha256sum <"$tmp/m.img")
+
+for run in first second; do
+	out=$("$KEEP" run $T "$tmp/m.img" mapimage /data 2>&1); rc=$?
+	case "$out" in
+	*"mapimage: ok") [ $rc -eq 0 ] && ok "$run run: every mapping check" ||
+		bad "$run run: rc $rc";;
+	*) bad "$run run ($rc): $out";;
+	esac
+done
+[ "$(sha256sum <"$tmp/m.img")" = "$sum" ] && ok "the image file is unchanged" ||
+	bad "the image file changed"
+
+# Copying would charge the whole 16 MiB file.
+out=$("$KEEP" run --stats $T "$tmp/m.img" mapimage touch /data 2>&1); rc=$?
+kib=$(printf '%s\n' "$out" | sed -n 's/.*peak memory \([0-9]*\) KiB.*/\1/p')
+if [ $rc -eq 0 ] && [ -n "$kib" ] && [ "$kib" -lt 1024 ]; then
+	ok "one byte read of a 16 MiB mapping is charged $kib KiB"
+else
+	bad "touch run ($rc): charged '${kib}' KiB: $out"
+fi
+
+[ $fails -eq 0 ] || exit 1
