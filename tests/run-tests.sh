@@ -6,6 +6,9 @@
 suite=$1; shift
 pass=0; fail=0; skip=0; failed=
 log=$(mktemp) || exit 1
+# Failing tests' output again just before the suite's summary line: a CI
+# excerpt around "N failed" then shows why, not only which.
+fails_log=$(mktemp) || exit 1
 for t in "$@"; do
 	[ -e "$t" ] || continue
 	# RESULTS is this script's: a test that runs make (make_order.sh,
@@ -34,11 +37,15 @@ for t in "$@"; do
 		echo "SKIP: $t: $(tail -n 1 "$log")"
 	else
 		echo "FAIL: $t (exit $rc)"; sed 's/^/    /' "$log" | tail -n 60
+		{ echo "--- $t (exit $rc): its failures, then its last lines"
+		  grep -m 8 '^FAIL' "$log" | sed 's/^/    /'
+		  sed 's/^/    /' "$log" | tail -n 25; } >>"$fails_log"
 		failed="$failed $t"
 	fi
 	[ -n "$VERBOSE" ] && cat "$log"
 done
 rm -f "$log"
+cat "$fails_log"; rm -f "$fails_log"
 echo "$suite: $pass passed, $fail failed, $skip skipped"
 [ -n "$RESULTS" ] && echo "$suite $pass $fail $skip" >>"$RESULTS"
 [ "$fail" -eq 0 ]

@@ -32,6 +32,12 @@ out=$(RESULTS=$tmp/results sh tests/run-tests.sh suite "$tmp/cmocka_skips" \
     "$tmp/cmocka_fails" "$tmp/skips.sh" "$tmp/passes.sh" 2>&1)
 [[ $out == *"suite: 5 passed, 1 failed, 3 skipped"* ]] &&
     ok "run-tests.sh counts cmocka's skips" || bad "run-tests.sh: $out"
+# A CI excerpt shows the lines around "N failed": the failing test's own
+# output is repeated just above it.
+before=$(printf '%s\n' "$out" | grep -B 4 '^suite: ' | head -n 4)
+[[ $before == *"--- $tmp/cmocka_fails (exit 1)"*"[  FAILED  ] test_c"* ]] &&
+    ok "a failing test's output is repeated above the summary" ||
+    bad "above the summary: $before"
 echo "other 2 0 1" >>"$tmp/results"
 out=$(sh tests/summary.sh "$tmp/results")
 [[ $out == *"7 passed, 1 failed, 4 skipped" ]] &&
