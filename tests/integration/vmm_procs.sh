@@ -235,7 +235,11 @@ trap "echo trapped" USR1; kill -USR1 $$; echo after; kill -TERM $$; echo not'
 term='trap "echo got TERM; exit 5" TERM; trap "echo got INT; exit 6" INT
 echo ready; while :; do sleep 0.1; done'
 for sig in TERM INT; do
-	(cd "$tmp/native_ws" && exec /bin/busybox sh -c "$term") >"$tmp/native" 2>&1 & np=$!
+	# A background job of a shell without job control starts with
+	# SIGINT ignored, and a shell cannot trap what it started ignoring:
+	# the native side starts from the default, as keep run's guest does.
+	(cd "$tmp/native_ws" && exec env --default-signal=INT,TERM \
+	    /bin/busybox sh -c "$term") >"$tmp/native" 2>&1 & np=$!
 	"$KEEP" run --timeout 20s --workspace "$ws" /bin/busybox sh -c "$term" >"$tmp/keep" 2>&1 & kp=$!
 	for _ in $(seq 100); do
 		grep -q ready "$tmp/native" && grep -q ready "$tmp/keep" && break; sleep 0.1
