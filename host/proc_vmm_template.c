@@ -345,6 +345,13 @@ static void __attribute__((noreturn)) holder_main(struct proc_ctx *ctx,
 		if ((int)i != sock && (int)i != ctx->kvm_fd)
 			close((int)i);
 	sodium_memzero(ctx->grant_key, sizeof(ctx->grant_key));
+	/* Image code runs here from now on, shared by every principal's
+	 * runs: nothing of the state directory is in reach but the
+	 * workspaces, to which each clone narrows further. */
+	if (vm_confine_holder(err, sizeof(err)) == -1) {
+		log_warnx("template %s: %s", name, err);
+		_exit(2);
+	}
 	if (seccomp_filter_install(&seccomp_template) == -1)
 		_exit(2);
 	if (vmm_template_boot(boot, &t, err, sizeof(err)) != VMM_OK) {

@@ -35,6 +35,26 @@ vm_confine(int ws_fd, char *err, size_t errlen)
 	return abi;
 }
 
+int
+vm_confine_holder(char *err, size_t errlen)
+{
+	int wd, abi, saved;
+
+	log_stderr_only();
+	if ((wd = open("workspaces", O_PATH | O_DIRECTORY | O_CLOEXEC)) == -1) {
+		snprintf(err, errlen, "workspaces: %s", strerror(errno));
+		return -1;
+	}
+	abi = landlock_confine_dir(wd);
+	saved = errno;
+	close(wd);
+	if (abi == -1) {
+		snprintf(err, errlen, "landlock: %s", strerror(saved));
+		return -1;
+	}
+	return abi;
+}
+
 /* ---- the -J test mode ---------------------------------------------- */
 
 static long
@@ -56,7 +76,26 @@ probe_run(int ws_fd, const char *probe)
 	char err[160];
 	long rc;
 
-	if (strncmp(probe, "llkill:", 7) == 0) {
+	if (strncmp(probe, "holder:", 7) == 0 ||
+	    strncmp(probe, "clone:", 6) == 0) {
+		const char *p = probe + (probe[0] == 'h' ? 7 : 6);
+
+		if (vm_confine_holder(err, sizeof(err)) == -1 ||
+		    (probe[0] == 'c' &&
+		        vm_confine(ws_fd, err, sizeof(err)) == -1)) {
+			fprintf(stderr, "%s\n", err);
+			return 2;
+		}
+		if (strncmp(p, "open:", 5) == 0)
+			rc = open2(AT_FDCWD, p + 5, O_RDONLY, 0);
+		else if (strncmp(p, "create:", 7) == 0)
+			rc = open2(
+			    ws_fd, p + 7, O_RDWR | O_CREAT, RESOLVE_BENEATH);
+		else if (strncmp(p, "llkill:", 7) == 0)
+			rc = kill((pid_t)strtol(p + 7, NULL, 10), 0);
+		else
+			return 3;
+	} else if (strncmp(probe, "llkill:", 7) == 0) {
 		log_stderr_only();
 		if (landlock_confine_dir(ws_fd) == -1)
 			return 2;

@@ -28,6 +28,17 @@
 int vm_confine(int ws_fd, char *err, size_t errlen);
 
 /*
+ * Confine a template's holder (host/proc_vmm_template.c) before it boots
+ * image code: Landlock as above, but beneath the state directory's
+ * workspaces/ as a whole, since the layers of its clones' own workspaces
+ * stack on this one and Landlock layers only narrow. The store, the keys,
+ * the images and uploads are out of its reach. Call with the state
+ * directory as the working directory. Returns the ABI enforced, or -1
+ * with a reason in err.
+ */
+int vm_confine_holder(char *err, size_t errlen);
+
+/*
  * keepd's hidden -J test mode (tests/integration/vmm_confine.sh), as
  * root: drop privilege as the vmm does (chroot state, user, the vmm's
  * filter), open the workspace ws (relative to state), then for each probe
@@ -37,6 +48,9 @@ int vm_confine(int ws_fd, char *err, size_t errlen);
  *   kill:PID      kill(PID, 0), fully confined
  *   llkill:PID    the same under Landlock alone (a filter that allows kill)
  *   socket        socket(AF_UNIX, SOCK_DGRAM)
+ *   holder:PROBE  PROBE (open, llkill) confined as a template's holder is
+ *   clone:PROBE   PROBE (open, create) as its clone: the holder's layer,
+ *                 then the vm process's
  * and print "PROBE: allowed", "PROBE: denied (errno text)" or
  * "PROBE: killed by signal N". Returns the exit status for main.
  */

@@ -5,8 +5,10 @@
 # it cannot open the LMDB store, another sandbox's workspace or uploads/,
 # while its own workspace works; socket() kills it (SIGSYS); and under
 # Landlock it cannot signal keepd's other processes, which run as the
-# same user (ABI 6: LANDLOCK_SCOPE_SIGNAL). A real run still reads and
-# writes its workspace.
+# same user (ABI 6: LANDLOCK_SCOPE_SIGNAL). A template's holder, which
+# boots image code shared by every principal, reaches only workspaces/,
+# and its clones their own workspace. A real run still reads and writes
+# its workspace.
 source "$(dirname "$0")/../lib/keepd.sh"
 
 cat >"$tmp/test.policy" <<'EOP'
@@ -28,6 +30,9 @@ code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $ann" \
 [ "$code" = 200 ] || bad "write b's secret: $code"
 mkdir -p "$tmp/state/uploads" && echo u >"$tmp/state/uploads/u"
 chown -R _keep: "$tmp/state/uploads"
+# keys/ is root's; owned by _keep here, only Landlock stands in the way.
+mkdir -p "$tmp/state/keys" && chmod 755 "$tmp/state/keys" && echo k >"$tmp/state/keys/k"
+chown _keep: "$tmp/state/keys/k"
 
 # A real run in a confined vm process uses its workspace as before.
 req "$ann" POST "/v1/sandboxes/$a/commands/run" '{"cmd":"mkdir","args":["d"]}'
@@ -47,7 +52,10 @@ store=$(ps --ppid "$pid" -o pid=,args= | awk '/keepd: store/ { print $1; exit }'
 out=$("$KEEPD" -J "$tmp/state" "workspaces/$a" "open:$db" "open:/$db" \
     "open:workspaces/$b/secret" "open:workspaces/$b" "open:uploads/u" \
     "open:images" "create:mine" "open:workspaces/$a/mine" "socket" \
-    "kill:$store" "llkill:$store" 2>&1)
+    "kill:$store" "llkill:$store" \
+    "holder:open:$db" "holder:open:uploads/u" "holder:open:images" \
+    "holder:open:keys/k" "holder:llkill:$store" "clone:create:cloned" \
+    "clone:open:workspaces/$b/secret" 2>&1)
 echo "$out" | sed 's/^/  /'
 expect() { # probe outcome-pattern what
 	grep -q "^$1: $2" <<<"$out" && ok "$3" || bad "$3: $(grep "^$1:" <<<"$out")"
@@ -67,6 +75,16 @@ expect socket "killed by signal 31" "socket() kills it (SIGSYS)"
 # allows it, Landlock's signal scope refuses it.
 expect "kill:$store" "killed by signal 31\|denied" "kill() of keepd's store process fails"
 expect "llkill:$store" denied "under Landlock alone, kill() of keepd's store process is refused"
+# A template's holder runs image code for every principal: the store,
+# uploads, images and keys are out of its reach; its clone, confined on
+# top of it, still writes its own workspace and nobody else's.
+expect "holder:open:$db" "denied (Permission denied)" "a template's holder cannot open the LMDB store"
+expect "holder:open:uploads/u" "denied (Permission denied)" "a template's holder cannot open uploads/"
+expect "holder:open:images" "denied (Permission denied)" "a template's holder cannot list images/"
+expect "holder:open:keys/k" "denied (Permission denied)" "a template's holder cannot open keys/"
+expect "holder:llkill:$store" denied "a template's holder cannot signal the store process"
+expect "clone:create:cloned" allowed "a clone writes its own workspace under the holder's layer"
+expect "clone:open:workspaces/$b/secret" "denied (Permission denied)" "a clone cannot open another sandbox's file"
 kill -0 "$store" && ok "the store still runs" || bad "the store was killed"
 
 keepd_finish
