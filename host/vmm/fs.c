@@ -7,6 +7,7 @@
  * symlink leads out of it either.
  */
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
@@ -169,11 +170,9 @@ vm_fs_init(struct vm *vm)
 	if (vm->ws_fd >= 0) {
 		/* A writable /tmp, as programs expect one. */
 		(void)mkdirat(vm->ws_fd, "tmp", 01777);
-		if (cfg->workspace_max != 0 &&
-		    ws_usage(vm->ws_fd, WS_USAGE_MAX_ENTRIES, &vm->ws_used) !=
-		        0)
-			vm->ws_used = UINT64_MAX; /* too big to count: full */
 	}
+	if (vm_quota_start(vm) != 0)
+		return VMM_E_NOMEM;
 	return VMM_OK;
 }
 
@@ -192,6 +191,9 @@ vm_fs_free(struct vm *vm)
 	if (vm->ws_fd >= 0)
 		close(vm->ws_fd);
 	vm->ws_fd = -1;
+	if (vm->ws_used != NULL)
+		munmap(vm->ws_used, sizeof(*vm->ws_used));
+	vm->ws_used = NULL;
 }
 
 /* ---- paths ------------------------------------------------------------ */
@@ -775,14 +777,85 @@ vm_quota_bytes(int hostfd)
 	return fstat(hostfd, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
 }
 
+/*
+ * Guest processes are host processes (a guest fork is a host fork), and
+ * the quota is the workspace's, not each process's: the count lives in a
+ * shared page that every process forked after this point updates. A
+ * check and its update are two steps, so processes writing at the same
+ * moment may pass the quota by what they write at once (bounded by the
+ * run's processes times one write), never more.
+ */
+int
+vm_quota_start(struct vm *vm)
+{
+	uint64_t *page, used;
+
+	/* A clone's inherited page (if any) is its template's. */
+	if (vm->ws_used != NULL)
+		munmap(vm->ws_used, sizeof(*vm->ws_used));
+	vm->ws_used = NULL;
+	if (vm->cfg->workspace_max == 0 || vm->ws_fd < 0)
+		return 0;
+	page = mmap(NULL, sizeof(*page), PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (page == MAP_FAILED)
+		return -1;
+	if (ws_usage(vm->ws_fd, WS_USAGE_MAX_ENTRIES, &used) != 0)
+		used = UINT64_MAX; /* too big to count: full */
+	__atomic_store_n(page, used, __ATOMIC_RELAXED);
+	vm->ws_used = page;
+	return 0;
+}
+
+uint64_t
+vm_quota_used(const struct vm *vm)
+{
+	return vm->ws_used == NULL
+	    ? 0
+	    : __atomic_load_n(vm->ws_used, __ATOMIC_RELAXED);
+}
+
 int
 vm_quota_check(struct vm *vm, uint64_t grow)
 {
-	uint64_t max = vm->cfg->workspace_max;
+	uint64_t max = vm->cfg->workspace_max, used = vm_quota_used(vm);
 
 	if (max == 0 || grow == 0)
 		return 0;
-	return vm->ws_used > max || grow > max - vm->ws_used ? -EDQUOT : 0;
+	return used > max || grow > max - used ? -EDQUOT : 0;
+}
+
+void
+vm_quota_add(struct vm *vm, uint64_t bytes)
+{
+	uint64_t cur, next;
+
+	if (vm->ws_used == NULL)
+		return;
+	cur = __atomic_load_n(vm->ws_used, __ATOMIC_RELAXED);
+	do {
+		if (cur == UINT64_MAX)
+			return;
+		next =
+		    bytes < UINT64_MAX - 1 - cur ? cur + bytes : UINT64_MAX - 1;
+	} while (!__atomic_compare_exchange_n(
+	    vm->ws_used, &cur, next, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+}
+
+void
+vm_quota_release(struct vm *vm, uint64_t bytes)
+{
+	uint64_t cur, next;
+
+	if (vm->ws_used == NULL)
+		return;
+	cur = __atomic_load_n(vm->ws_used, __ATOMIC_RELAXED);
+	do {
+		if (cur == UINT64_MAX)
+			return;
+		next = bytes < cur ? cur - bytes : 0;
+	} while (!__atomic_compare_exchange_n(
+	    vm->ws_used, &cur, next, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
 }
 
 void
@@ -790,20 +863,10 @@ vm_quota_update(struct vm *vm, uint64_t before, int hostfd)
 {
 	uint64_t now = vm_quota_bytes(hostfd);
 
-	if (vm->ws_used == UINT64_MAX)
-		return;
 	if (now >= before)
-		vm->ws_used += now - before;
+		vm_quota_add(vm, now - before);
 	else
 		vm_quota_release(vm, before - now);
-}
-
-void
-vm_quota_release(struct vm *vm, uint64_t bytes)
-{
-	if (vm->ws_used == UINT64_MAX)
-		return;
-	vm->ws_used = bytes < vm->ws_used ? vm->ws_used - bytes : 0;
 }
 
 static int64_t
@@ -1032,10 +1095,9 @@ do_mkdir(struct vm *vm, int64_t dirfd, uint64_t addr, uint64_t mode)
 	rc = mkdirat(dfd, name, (mode_t)(mode & 01777 & ~vm->umask)) == -1
 	    ? -errno
 	    : 0;
-	if (rc == 0 && vm->cfg->workspace_max != 0 &&
-	    vm->ws_used != UINT64_MAX &&
+	if (rc == 0 && vm->ws_used != NULL &&
 	    fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-		vm->ws_used += (uint64_t)st.st_blocks * 512;
+		vm_quota_add(vm, (uint64_t)st.st_blocks * 512);
 	close(dfd);
 	return rc;
 }

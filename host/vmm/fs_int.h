@@ -56,6 +56,13 @@ uint64_t vm_quota_bytes(int hostfd);
 void vm_quota_update(struct vm *, uint64_t before, int hostfd);
 /* Account for bytes freed (an unlink, a rename over a file). */
 void vm_quota_release(struct vm *, uint64_t bytes);
+/* Account for bytes a new node took (a directory, a symlink). */
+void vm_quota_add(struct vm *, uint64_t bytes);
+/* What the workspace holds as counted; UINT64_MAX: too big to count. */
+uint64_t vm_quota_used(const struct vm *);
+/* Count the workspace now, into a page of its own that the process
+ * tree forked from here shares (vm_fs_init, a template's clone). */
+int vm_quota_start(struct vm *);
 
 /* ---- procfs.c ---- */
 

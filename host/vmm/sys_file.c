@@ -300,10 +300,9 @@ symlink_at(struct vm *vm, uint64_t target, int64_t dirfd, uint64_t addr)
 		return dfd;
 	if ((rc = vm_quota_check(vm, 4096)) == 0)
 		rc = symlinkat(t, dfd, name) == -1 ? -errno : 0;
-	if (rc == 0 && vm->cfg->workspace_max != 0 &&
-	    vm->ws_used != UINT64_MAX &&
+	if (rc == 0 && vm->ws_used != NULL &&
 	    fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-		vm->ws_used += (uint64_t)st.st_blocks * 512;
+		vm_quota_add(vm, (uint64_t)st.st_blocks * 512);
 	close(dfd);
 	return rc;
 }
@@ -548,9 +547,9 @@ put_statfs(struct vm *vm, uint64_t buf, int ro)
 		    ws_usage(vm->ws_fd, WS_USAGE_MAX_ENTRIES, &ws_bytes) == 0)
 			used = (ws_bytes + 4095) / 4096;
 		else
-			used = vm->ws_used == UINT64_MAX
+			used = vm_quota_used(vm) == UINT64_MAX
 			    ? (uint64_t)sf.f_blocks
-			    : (vm->ws_used + 4095) / 4096;
+			    : (vm_quota_used(vm) + 4095) / 4096;
 		sf.f_bfree = used < sf.f_blocks ? sf.f_blocks - used : 0;
 		sf.f_bavail = sf.f_bfree;
 		sf.f_ffree = WS_FS_FILES / 2;

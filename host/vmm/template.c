@@ -24,6 +24,7 @@
 
 #include "host/egress/egress_abi.h"
 #include "host/vmm/sys.h"
+#include "host/vmm/fs_int.h"
 #include "host/vmm/vm_int.h"
 
 struct vmm_template {
@@ -273,6 +274,12 @@ vmm_template_run(struct vmm_template *t, const struct vmm_config *run,
 	         run->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
 		snprintf(err, errlen, "the workspace: %s", strerror(errno));
 		return VMM_E_INVAL;
+	}
+	/* The template knew no workspace: count the run's, as a cold
+	 * start does, or its quota would start from nothing. */
+	if (vm_quota_start(vm) != 0) {
+		snprintf(err, errlen, "the quota's count: %s", strerror(errno));
+		return VMM_E_NOMEM;
 	}
 	if (vm_proc_fresh(vm) != 0) {
 		snprintf(err, errlen, "the process table: %s", strerror(errno));

@@ -97,7 +97,9 @@ struct vm {
 	struct vfd *fds;
 	unsigned nfds;
 	int ws_fd; /* the workspace directory, or -1 */
-	uint64_t ws_used; /* bytes the workspace holds (docs/vmm.md) */
+	uint64_t *ws_used; /* bytes the workspace holds (docs/vmm.md), in a
+			      page the run's process tree shares; NULL: no
+			      quota; UINT64_MAX: too big to count */
 	unsigned umask; /* the guest's */
 	unsigned host_umask; /* the process's, put back at the end */
 	char cwd[VM_PATH_MAX];
