@@ -645,8 +645,10 @@ fb_authenticate(void *arg, const char *tok, size_t len,
 		/* The store is restarting: the client retries, as for any
 		 * child that is (not a 401 for a token that may be good). */
 		log_info("token refused for now: %s", token_strerror(rc));
-		return fb_fail(err, API_EUNAVAIL,
+		rc = fb_fail(err, API_EUNAVAIL,
 		    "Token revocation status unknown; try again");
+		err->retry_after = 1;
+		return rc;
 	}
 	if (rc != 0) {
 		log_info("token refused: %s", token_strerror(rc));
