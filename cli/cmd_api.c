@@ -58,6 +58,7 @@ usage_fp(FILE *fp)
 	    "COMMAND\n"
 	    "  sandbox create [--image IMAGE] [--ttl SECONDS] [--env K=V]...\n"
 	    "  sandbox list | get ID | delete ID | token ID\n"
+	    "  sandbox fork ID [--ttl SECONDS]\n"
 	    "  exec [--language python|javascript] [--context CTX] "
 	    "[--env K=V]... SANDBOX CODE|-\n"
 	    "  contexts create SANDBOX [--cwd DIR | --snapshot NAME] | list "
@@ -299,6 +300,14 @@ kv_into(json_t *obj, const char *arg)
 	return 0;
 }
 
+/* A created (or forked) sandbox: its id and the token scoped to it. */
+static void
+print_created(json_t *j)
+{
+	printf("id: %s\nauth_token: %s\ntoken_expires_at: %s\n", jstr(j, "id"),
+	    jstr(j, "auth_token"), jstr(j, "token_expires_at"));
+}
+
 static int
 cmd_sandbox(struct client *c, int argc, char **argv)
 {
@@ -335,10 +344,26 @@ cmd_sandbox(struct client *c, int argc, char **argv)
 			return 1;
 		if ((j = ok_json(c, &r)) != NULL) {
 			if (!c->json)
-				printf("id: %s\nauth_token: %s\n"
-				       "token_expires_at: %s\n",
-				    jstr(j, "id"), jstr(j, "auth_token"),
-				    jstr(j, "token_expires_at"));
+				print_created(j);
+			rc = 0;
+		}
+	} else if (strcmp(argv[0], "fork") == 0 &&
+	    (argc == 2 || (argc == 4 && strcmp(argv[2], "--ttl") == 0))) {
+		json_t *body = argc == 4
+		    ? json_pack("{s:I}", "ttl",
+		          (json_int_t)strtoll(argv[3], NULL, 10))
+		    : json_object();
+
+		if (!need_id(argv[1])) {
+			json_decref(body);
+			return 1;
+		}
+		snprintf(path, sizeof(path), "/v1/sandboxes/%s/fork", argv[1]);
+		if (request_json(c, "POST", path, body, &r) != 0)
+			return 1;
+		if ((j = ok_json(c, &r)) != NULL) {
+			if (!c->json)
+				print_created(j);
 			rc = 0;
 		}
 	} else if (strcmp(argv[0], "list") == 0 && argc == 1) {

@@ -141,16 +141,18 @@ static const struct msg_handler vmm_handlers[] = {
  * then watches' (WATCH_WHO + index). */
 #define CTX_WHO (PROC_COUNT + 2 * VMM_JOBS_MAX)
 #define WATCH_WHO (CTX_WHO + VMM_CONTEXTS_MAX)
-/* and past those, template holders' (who = TPL_WHO + index). */
+/* and past those, template holders' (who = TPL_WHO + index), then
+ * sandbox forks' copies (FORK_WHO + index). */
 #define TPL_WHO (WATCH_WHO + WATCH_MAX)
+#define FORK_WHO (TPL_WHO + VMM_TEMPLATES_MAX)
 
 static int
 vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 {
 	struct pollfd pfd[PROC_COUNT + 2 * VMM_JOBS_MAX + 2 * VMM_CONTEXTS_MAX +
-	    WATCH_MAX + VMM_TEMPLATES_MAX];
+	    WATCH_MAX + VMM_TEMPLATES_MAX + VMM_FORKS_MAX];
 	int who[PROC_COUNT + 2 * VMM_JOBS_MAX + 2 * VMM_CONTEXTS_MAX +
-	    WATCH_MAX + VMM_TEMPLATES_MAX];
+	    WATCH_MAX + VMM_TEMPLATES_MAX + VMM_FORKS_MAX];
 	uint8_t *buf;
 	size_t n, i;
 	uint64_t now;
@@ -185,6 +187,12 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 				pfd[n].fd = vmm_template_pollfd(vs, i);
 				pfd[n].events = POLLIN;
 				who[n++] = TPL_WHO + (int)i;
+			}
+		for (i = 0; i < VMM_FORKS_MAX; i++)
+			if (vmm_fork_pollfd(vs, i) >= 0) {
+				pfd[n].fd = vmm_fork_pollfd(vs, i);
+				pfd[n].events = POLLIN;
+				who[n++] = FORK_WHO + (int)i;
 			}
 		/* A live context: its interpreter's end and its output. */
 		for (i = 0; i < VMM_CONTEXTS_MAX; i++) {
@@ -221,7 +229,10 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 		for (i = 0; i < n && !ctx->quit; i++) {
 			if (pfd[i].revents == 0)
 				continue;
-			if (who[i] >= TPL_WHO)
+			if (who[i] >= FORK_WHO)
+				vmm_fork_event(
+				    ctx, vs, (size_t)(who[i] - FORK_WHO));
+			else if (who[i] >= TPL_WHO)
 				vmm_template_event(
 				    vs, (size_t)(who[i] - TPL_WHO));
 			else if (who[i] >= WATCH_WHO)
@@ -253,6 +264,7 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 				vmm_kill_tree(vs->jobs[i].pid);
 				vs->jobs[i].deadline = UINT64_MAX;
 			}
+		vmm_forks_tick(vs);
 		vmm_expire_sandboxes(vs);
 		streaming = vmm_stream_outputs(ctx, vs);
 		vmm_contexts_tick(ctx, vs);
@@ -262,6 +274,7 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 		if (vs->jobs[i].used)
 			vmm_kill_tree(vs->jobs[i].pid);
 	vmm_contexts_kill_all(vs);
+	vmm_forks_kill_all(vs);
 	/* The sandboxes outlive this process: their workspaces stay for the
 	 * next one to adopt. */
 	for (i = 0; i < VMM_SANDBOXES_MAX; i++)

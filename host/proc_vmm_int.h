@@ -59,6 +59,24 @@ struct sandbox {
 	struct vmm_proc procs[SBX_PROCS_MAX]; /* a ring, procs_next next */
 	uint32_t procs_next;
 	uint64_t runs, run_us, peak_memory; /* usage, this vmm's life */
+	int forking; /* its workspace is being copied: not there yet */
+};
+
+/* A sandbox's fork: a child of the vmm copies the workspace of the one
+ * it forks, and the create is answered when it ends
+ * (host/proc_vmm_fork.c). The copy gets VMM_FORK_MS, within the front's
+ * wait for an answer. */
+#define VMM_FORKS_MAX 4
+#define VMM_FORK_MS 4000
+struct vmm_fork {
+	int used;
+	pid_t pid;
+	int pidfd;
+	uint64_t reqid;
+	enum proc_id from;
+	size_t sbx; /* the new sandbox: an index into vmm_state.sbx */
+	char src[SBX_ID_MAX];
+	uint64_t deadline; /* monotonic ms */
 };
 
 struct loaded_image {
@@ -197,6 +215,7 @@ struct vmm_state {
 	struct msg_secret_key secret_key;
 	int have_secret_key;
 	struct vmm_run_secrets *pending_secrets;
+	struct vmm_fork forks[VMM_FORKS_MAX];
 };
 
 int vmm_check_grant(struct proc_ctx *ctx, const struct msg *m,
@@ -301,6 +320,24 @@ pid_t vmm_template_clone(struct proc_ctx *ctx, struct vmm_state *vs,
  * what it reported (a booting template's ready or failed). */
 int vmm_template_pollfd(const struct vmm_state *vs, size_t i);
 void vmm_template_event(struct vmm_state *vs, size_t i);
+
+/* ---- proc_vmm_fork.c: a sandbox's fork with its workspace ---- */
+
+/* Start copying src's workspace into s's (both in vs->sbx; s just made,
+ * its workspace empty) for the create request m: SBX_OK when the copy
+ * runs (the answer comes from vmm_fork_event), else why not. */
+uint32_t vmm_fork_start(struct proc_ctx *ctx, struct vmm_state *vs,
+    const struct msg *m, const struct sandbox *src, struct sandbox *s);
+int vmm_fork_pollfd(const struct vmm_state *vs, size_t i);
+/* Fork i's copy ended: answer its create. */
+void vmm_fork_event(struct proc_ctx *ctx, struct vmm_state *vs, size_t i);
+/* Copies past their time are killed (their pidfd then reports). */
+void vmm_forks_tick(struct vmm_state *vs);
+void vmm_forks_kill_all(struct vmm_state *vs);
+/* The sandbox's INFO reply (proc_vmm_sandbox.c), and its removal with
+ * its workspace. */
+void vmm_sandbox_info(struct msg_vmm_sandbox_info *r, const struct sandbox *s);
+void vmm_sandbox_discard(struct vmm_state *vs, struct sandbox *s);
 /* Kill the templates of an image that changed or went away. */
 void vmm_templates_forget(struct vmm_state *vs, const char *image);
 /* In a forked child: close the links to the holders. */

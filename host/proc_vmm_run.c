@@ -127,6 +127,9 @@ void __attribute__((noreturn)) vmm_vm_process(struct proc_ctx *ctx,
 	for (i = 0; i < VMM_SANDBOXES_MAX; i++)
 		if (vs->sbx[i].used && vs->sbx[i].ws_fd != cfg->workspace_fd)
 			close(vs->sbx[i].ws_fd);
+	for (i = 0; i < VMM_FORKS_MAX; i++)
+		if (vs->forks[i].used)
+			close(vs->forks[i].pidfd);
 	for (i = 0; i < VMM_JOBS_MAX; i++)
 		if (vs->jobs[i].used) {
 			close(vs->jobs[i].outfd);

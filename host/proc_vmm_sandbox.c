@@ -12,7 +12,8 @@ vmm_sandbox_find(struct vmm_state *vs, const char *id, const char *owner)
 	size_t i;
 
 	for (i = 0; i < VMM_SANDBOXES_MAX; i++)
-		if (vs->sbx[i].used && strcmp(vs->sbx[i].id, id) == 0 &&
+		if (vs->sbx[i].used && !vs->sbx[i].forking &&
+		    strcmp(vs->sbx[i].id, id) == 0 &&
 		    strcmp(vs->sbx[i].owner, owner) == 0)
 			return &vs->sbx[i];
 	return NULL;
@@ -29,8 +30,8 @@ vmm_not_found(const struct vmm_state *vs)
 /* No process outlives its sandbox: the runs still going in it (and
  * every guest process they forked) are killed before its workspace
  * goes; each then ends as killed. */
-static void
-sandbox_remove(struct vmm_state *vs, struct sandbox *s)
+void
+vmm_sandbox_discard(struct vmm_state *vs, struct sandbox *s)
 {
 	size_t i;
 	int wd;
@@ -62,14 +63,15 @@ vmm_expire_sandboxes(struct vmm_state *vs)
 	size_t i;
 
 	for (i = 0; i < VMM_SANDBOXES_MAX; i++)
-		if (vs->sbx[i].used && vs->sbx[i].expires_at <= now)
-			sandbox_remove(vs, &vs->sbx[i]);
+		if (vs->sbx[i].used && !vs->sbx[i].forking &&
+		    vs->sbx[i].expires_at <= now)
+			vmm_sandbox_discard(vs, &vs->sbx[i]);
 }
 
 /* ---- sandboxes -------------------------------------------------------- */
 
-static void
-fill_info(struct msg_vmm_sandbox_info *r, const struct sandbox *s)
+void
+vmm_sandbox_info(struct msg_vmm_sandbox_info *r, const struct sandbox *s)
 {
 	strlcpy(r->id, s->id, sizeof(r->id));
 	strlcpy(r->image, s->image, sizeof(r->image));
@@ -96,7 +98,7 @@ vmm_h_create(struct proc_ctx *ctx, const struct msg *m)
 	struct vmm_state *vs = ctx->arg;
 	struct msg_vmm_sandbox_new *q;
 	struct msg_vmm_sandbox_info r;
-	struct sandbox *s = NULL;
+	struct sandbox *s = NULL, *src = NULL;
 	struct grant g;
 	char path[SBX_ID_MAX + 16];
 	size_t i;
@@ -108,6 +110,7 @@ vmm_h_create(struct proc_ctx *ctx, const struct msg *m)
 	memset(&r, 0, sizeof(r));
 	if (memchr(q->id, '\0', sizeof(q->id)) == NULL ||
 	    memchr(q->image, '\0', sizeof(q->image)) == NULL ||
+	    memchr(q->from, '\0', sizeof(q->from)) == NULL ||
 	    !vmm_safe_name(q->id, sizeof(q->id)) ||
 	    q->env_len > sizeof(q->env) || !env_valid(q->env, q->env_len, 0))
 		goto out;
@@ -116,6 +119,11 @@ vmm_h_create(struct proc_ctx *ctx, const struct msg *m)
 	if (vmm_check_grant(ctx, m, &q->grant, CAP_SANDBOX_WRITE, q->id, &g) !=
 	    0)
 		r.status = SBX_E_GRANT;
+	else if (q->from[0] != '\0' &&
+	    (src = vmm_sandbox_find(vs, q->from, g.principal)) == NULL)
+		r.status = vmm_not_found(vs);
+	else if (src != NULL && strcmp(src->image, q->image) != 0)
+		r.status = SBX_E_IMAGE; /* a fork runs what its source runs */
 	else if (vmm_image_get(ctx, vs, q->image) == NULL)
 		r.status = SBX_E_IMAGE;
 	else {
@@ -155,13 +163,20 @@ vmm_h_create(struct proc_ctx *ctx, const struct msg *m)
 			s->created_at = (int64_t)time(NULL);
 			s->expires_at = s->created_at +
 			    (int64_t)(q->ttl_s ? q->ttl_s : 3600);
-			fill_info(&r, s);
+			vmm_sandbox_info(&r, s);
 			char esc[GRANT_PRINCIPAL_MAX * 4];
 
 			log_info("sandbox %s (%s) created for %s", s->id,
 			    s->image,
 			    log_escape(
 			        esc, sizeof(esc), s->owner, strlen(s->owner)));
+			/* A fork is answered once its workspace is copied. */
+			if (src != NULL &&
+			    (r.status = vmm_fork_start(ctx, vs, m, src, s)) ==
+			        SBX_OK)
+				goto out;
+			if (src != NULL)
+				vmm_sandbox_discard(vs, s);
 		}
 	}
 	msg_reply(ctx, m, MSG_VMM_SANDBOX_INFO, &r, sizeof(r), -1);
@@ -195,9 +210,9 @@ vmm_h_ref(struct proc_ctx *ctx, const struct msg *m)
 	else if ((s = vmm_sandbox_find(vs, q.id, g.principal)) == NULL)
 		r.status = vmm_not_found(vs);
 	else {
-		fill_info(&r, s);
+		vmm_sandbox_info(&r, s);
 		if (del)
-			sandbox_remove(vs, s);
+			vmm_sandbox_discard(vs, s);
 	}
 	msg_reply(ctx, m, MSG_VMM_SANDBOX_INFO, &r, sizeof(r), -1);
 	return 0;
@@ -230,7 +245,8 @@ vmm_h_list(struct proc_ctx *ctx, const struct msg *m)
 		for (i = 0; i < VMM_SANDBOXES_MAX; i++) {
 			const struct sandbox *s = &vs->sbx[i];
 
-			if (!s->used || strcmp(s->owner, g.principal) != 0 ||
+			if (!s->used || s->forking ||
+			    strcmp(s->owner, g.principal) != 0 ||
 			    strcmp(s->id, q.cursor) <= 0)
 				continue;
 			if (best == NULL || strcmp(s->id, best->id) < 0)
@@ -243,7 +259,7 @@ vmm_h_list(struct proc_ctx *ctx, const struct msg *m)
 			    r->next, r->items[r->n - 1].id, sizeof(r->next));
 			break;
 		}
-		fill_info(&r->items[r->n++], best);
+		vmm_sandbox_info(&r->items[r->n++], best);
 		strlcpy(q.cursor, best->id, sizeof(q.cursor));
 	}
 	msg_reply(ctx, m, MSG_VMM_SANDBOX_PAGE, r, sizeof(*r), -1);

@@ -167,7 +167,10 @@ enum sbx_status {
 	SBX_E_CTX_FULL, /* at the principal's or the vmm's context limit */
 	SBX_E_SNAP_NOTFOUND, /* no such snapshot in this sandbox */
 	SBX_E_SNAP_EXISTS, /* the snapshot's name is taken */
-	SBX_E_SNAP_FULL /* at the principal's snapshots quota or the vmm's */
+	SBX_E_SNAP_FULL, /* at the principal's snapshots quota or the vmm's */
+	SBX_E_FORK_BUSY, /* as many forks in progress as the vmm copies */
+	SBX_E_FORK_TOOBIG /* the workspace is too large to copy (its quota,
+			     names, depth or the time allowed) */
 };
 
 struct msg_vmm_sandbox_new {
@@ -178,6 +181,10 @@ struct msg_vmm_sandbox_new {
 	uint32_t env_len; /* bytes used in env[] */
 	uint32_t pad;
 	char env[SBX_ENV_MAX]; /* "K=V\0" strings */
+	/* A fork: the caller's sandbox whose workspace the new one starts
+	 * with a copy of (its image is the same); "" for a new sandbox.
+	 * The reply comes once the copy is done (VMM_FORK_MS at most). */
+	char from[SBX_ID_MAX];
 };
 
 struct msg_vmm_sandbox_ref {

@@ -1166,6 +1166,14 @@ f_file_watch(void *ctx, const struct api_call *p1, const char *id,
 }
 
 static int
+f_sandbox_fork(void *ctx, const struct api_call *p1, const char *id,
+    const struct api_sandbox_spec *spec, struct api_sandbox *out,
+    struct api_token *tok, struct api_error *err)
+{
+	return unavailable(err);
+}
+
+static int
 f_schedule_create(void *ctx, const struct api_call *p1, const char *spec,
     struct api_schedule *out, struct api_error *err)
 {
@@ -1316,6 +1324,7 @@ api_fake_backend(struct api_fake *f, struct api_backend *be)
 	be->authenticate = f_authenticate;
 	be->authorize = f_authorize;
 	be->sandbox_create = f_sandbox_create;
+	be->sandbox_fork = f_sandbox_fork;
 	be->sandbox_list = f_sandbox_list;
 	be->sandbox_get = f_sandbox_get;
 	be->sandbox_delete = f_sandbox_delete;

@@ -349,6 +349,11 @@ struct api_backend {
 	int (*sandbox_create)(void *ctx, const struct api_call *,
 	    const struct api_sandbox_spec *, struct api_sandbox *out,
 	    struct api_token *token, struct api_error *err);
+	/* A new sandbox with a copy of sandbox id's workspace, image and
+	 * environment; spec gives only ttl_s and metadata. */
+	int (*sandbox_fork)(void *ctx, const struct api_call *, const char *id,
+	    const struct api_sandbox_spec *, struct api_sandbox *out,
+	    struct api_token *token, struct api_error *err);
 	/* Fills up to max entries; next[0] = 0 at the end of the list. */
 	int (*sandbox_list)(void *ctx, const struct api_call *,
 	    const struct api_page *, struct api_sandbox *out, size_t max,

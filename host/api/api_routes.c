@@ -173,6 +173,29 @@ h_metrics(struct rq *r)
 
 /* --- sandboxes ------------------------------------------------------- */
 
+/* 201 with the new sandbox and a token scoped to it. */
+static void
+sandbox_created(struct rq *r, struct api_sandbox *sb, struct api_token *tok)
+{
+	json_t *o;
+
+	sb->id[sizeof(sb->id) - 1] = '\0';
+	tok->token[sizeof(tok->token) - 1] = '\0';
+	o = sandbox_json(sb);
+	if (o != NULL) {
+		json_object_set_new(o, "auth_token", json_string(tok->token));
+		json_object_set_new(
+		    o, "token_expires_at", iso_time(tok->expires_at));
+		sb->webhook_secret[sizeof(sb->webhook_secret) - 1] = '\0';
+		if (sb->webhook_secret[0] != '\0')
+			json_object_set_new(o, "webhook_secret",
+			    json_string(sb->webhook_secret));
+	}
+	sandbox_release(sb);
+	r->api->sandboxes_created++;
+	rq_json(r, 201, o);
+}
+
 static void
 h_sandbox_create(struct rq *r)
 {
@@ -183,7 +206,6 @@ h_sandbox_create(struct rq *r)
 	struct api_token tok;
 	struct api_error err;
 	struct api_kv *env = NULL, *md = NULL;
-	json_t *o;
 	int rc;
 
 	memset(&spec, 0, sizeof(spec));
@@ -215,21 +237,40 @@ h_sandbox_create(struct rq *r)
 		rq_backend_error(r, rc, &err);
 		return;
 	}
-	sb.id[sizeof(sb.id) - 1] = '\0';
-	tok.token[sizeof(tok.token) - 1] = '\0';
-	o = sandbox_json(&sb);
-	if (o != NULL) {
-		json_object_set_new(o, "auth_token", json_string(tok.token));
-		json_object_set_new(
-		    o, "token_expires_at", iso_time(tok.expires_at));
-		sb.webhook_secret[sizeof(sb.webhook_secret) - 1] = '\0';
-		if (sb.webhook_secret[0] != '\0')
-			json_object_set_new(o, "webhook_secret",
-			    json_string(sb.webhook_secret));
+	sandbox_created(r, &sb, &tok);
+}
+
+/* A fork: its source's image, environment and a copy of its workspace;
+ * the body (optional) sets only ttl and metadata. */
+static void
+h_sandbox_fork(struct rq *r)
+{
+	static const char *const fields[] = { "ttl", "metadata", NULL };
+	struct api_sandbox_spec spec;
+	struct api_sandbox sb;
+	struct api_token tok;
+	struct api_error err;
+	struct api_kv *md = NULL;
+	int rc;
+
+	memset(&spec, 0, sizeof(spec));
+	if (r->body != NULL &&
+	    (rq_fields(r, r->body, fields) ||
+	        rq_uint(r, r->body, "ttl", MAX_TTL_S, &spec.ttl_s) ||
+	        rq_kv(r, r->body, "metadata", &md, &spec.nmetadata)))
+		return;
+	spec.metadata = md;
+	memset(&sb, 0, sizeof(sb));
+	memset(&tok, 0, sizeof(tok));
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->sandbox_fork(
+	    BE(r)->ctx, &r->call, r->id, &spec, &sb, &tok, &err);
+	free(md);
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
 	}
-	sandbox_release(&sb);
-	r->api->sandboxes_created++;
-	rq_json(r, 201, o);
+	sandbox_created(r, &sb, &tok);
 }
 
 static void
@@ -1341,6 +1382,8 @@ const struct api_route api_routes[] = {
 	    0 },
 	{ HTTP_DELETE, SBX, h_sandbox_delete, CAP_SANDBOX_WRITE, 0, 0,
 	    "sandbox_delete", 0 },
+	{ HTTP_POST, SBX "/fork", h_sandbox_fork, CAP_SANDBOX_WRITE, 2, 1,
+	    "sandbox_fork", 0 },
 	{ HTTP_POST, SBX "/lock", h_sandbox_lock, CAP_SANDBOX_WRITE, 2, 0,
 	    "sandbox_lock", 0 },
 	{ HTTP_DELETE, SBX "/lock", h_sandbox_unlock, CAP_SANDBOX_WRITE, 0, 0,

@@ -49,6 +49,14 @@ fb_sbx_error(int status, struct api_error *err)
 		err->retry_after = 1;
 		return fb_fail(err, API_EUNAVAIL,
 		    "Sandboxes are being restored; try again");
+	case SBX_E_FORK_BUSY:
+		err->retry_after = 1;
+		return fb_fail(
+		    err, API_EUNAVAIL, "Too many forks in progress; try again");
+	case SBX_E_FORK_TOOBIG:
+		return fb_fail(err, API_ESTORAGE,
+		    "The workspace is too large to fork: past the workspace "
+		    "quota, 200000 names, 64 levels, or 4 s to copy");
 	default:
 		return fb_fail(err, API_EINTERNAL, "Internal error");
 	}
@@ -178,12 +186,13 @@ fail:
 	    "sandbox %s: not recorded and not taken back: %s", id, err.message);
 }
 
+/* A new sandbox, or with from a fork of the caller's sandbox from (the
+ * vmm copies its workspace; spec carries its image and environment). */
 static int
-fb_sandbox_create(void *arg, const struct api_call *call,
-    const struct api_sandbox_spec *spec, struct api_sandbox *out,
-    struct api_token *tok, struct api_error *err)
+sandbox_make(struct front_backend *fb, const struct api_call *call,
+    const struct api_sandbox_spec *spec, const char *from,
+    struct api_sandbox *out, struct api_token *tok, struct api_error *err)
 {
-	struct front_backend *fb = arg;
 	struct msg_vmm_sandbox_new *q;
 	struct msg_vmm_sandbox_info r;
 	struct msg_policy_decision d;
@@ -227,6 +236,11 @@ fb_sandbox_create(void *arg, const struct api_call *call,
 		used += (size_t)n + 1;
 	}
 	q->env_len = (uint32_t)used;
+	if (from != NULL &&
+	    strlcpy(q->from, from, sizeof(q->from)) >= sizeof(q->from)) {
+		rc = fb_fail(err, API_ENOTFOUND, "Sandbox not found");
+		goto out;
+	}
 	if ((rc = sbx_call(fb, MSG_VMM_SANDBOX_CREATE, reqid, q, sizeof(*q), &r,
 	         err)) != API_OK)
 		goto out;
@@ -238,7 +252,13 @@ fb_sandbox_create(void *arg, const struct api_call *call,
 	to_api(&r, out);
 	webhook_secret(
 	    fb, r.id, out->webhook_secret, sizeof(out->webhook_secret));
-	fb_audit_event(fb, call, "sandbox.create", r.id, r.image);
+	if (from != NULL) {
+		char detail[SBX_ID_MAX + 8];
+
+		snprintf(detail, sizeof(detail), "from %s", from);
+		fb_audit_event(fb, call, "sandbox.fork", r.id, detail);
+	} else
+		fb_audit_event(fb, call, "sandbox.create", r.id, r.image);
 	/* A schedule's fresh sandbox (host/front/front_sched.c) has no
 	 * caller's token to derive one from, and needs none. */
 	rc = tok != NULL ? sandbox_token(fb, call, r.id, r.expires_at, tok, err)
@@ -246,6 +266,14 @@ fb_sandbox_create(void *arg, const struct api_call *call,
 out:
 	free(q);
 	return rc;
+}
+
+static int
+fb_sandbox_create(void *arg, const struct api_call *call,
+    const struct api_sandbox_spec *spec, struct api_sandbox *out,
+    struct api_token *tok, struct api_error *err)
+{
+	return sandbox_make(arg, call, spec, NULL, out, tok, err);
 }
 
 /* A get or delete of sandbox id with the call's grant; r its info. */
@@ -485,10 +513,47 @@ fb_env_delete(void *arg, const struct api_call *call, const char *id,
 	return rc;
 }
 
+/*
+ * The source is read with the call's grant (sandbox:write on it, which
+ * the vmm also accepts for reading): its image and environment go into
+ * the new sandbox's spec, so the store records the fork as any sandbox,
+ * and a restart restores it as one.
+ */
+static int
+fb_sandbox_fork(void *arg, const struct api_call *call, const char *id,
+    const struct api_sandbox_spec *given, struct api_sandbox *out,
+    struct api_token *tok, struct api_error *err)
+{
+	struct msg_vmm_sandbox_info src;
+	struct api_sandbox_spec spec;
+	struct api_kv *env = NULL;
+	size_t nenv = 0, i;
+	int rc;
+
+	if ((rc = sbx_ref_call(
+	         arg, call, MSG_VMM_SANDBOX_GET, id, &src, err)) != API_OK ||
+	    (rc = fb_env_get(arg, call, id, &env, &nenv, err)) != API_OK)
+		goto out;
+	src.image[sizeof(src.image) - 1] = '\0';
+	spec = *given;
+	spec.image = src.image;
+	spec.env = env;
+	spec.nenv = nenv;
+	rc = sandbox_make(arg, call, &spec, id, out, tok, err);
+out:
+	for (i = 0; env != NULL && i < nenv; i++) {
+		free(env[i].key);
+		free(env[i].value);
+	}
+	free(env);
+	return rc;
+}
+
 void
 fb_sandbox_ops(struct api_backend *ops)
 {
 	ops->sandbox_create = fb_sandbox_create;
+	ops->sandbox_fork = fb_sandbox_fork;
 	ops->sandbox_get = fb_sandbox_get;
 	ops->sandbox_delete = fb_sandbox_delete;
 	ops->sandbox_list = fb_sandbox_list;
