@@ -22,14 +22,13 @@ req "$dev" POST /v1/sandboxes '{"image":"python"}'
 sid=$(jget "$body" '["id"]')
 
 python3 - "$url" "$dev" "$sid" >"$tmp/out" 2>&1 <<'PY'
-import http.client, json, sys, urllib.parse
+import http.client, json, sys, time, urllib.parse
 u = urllib.parse.urlparse(sys.argv[1]); tok, sid = sys.argv[2], sys.argv[3]
 code = r'''
 import os, sys, time
 print("ready", flush=True)
-for _ in range(300):
-    if os.path.exists("go"):
-        break
+deadline = time.monotonic() + 30
+while not os.path.exists("go") and time.monotonic() < deadline:
     time.sleep(0.1)
 print("go" if os.path.exists("go") else "no go", flush=True)
 time.sleep(1)
@@ -40,6 +39,7 @@ c.request("POST", "/v1/sandboxes/%s/execute" % sid,
           json.dumps({"code": code, "language": "python"}),
           {"Authorization": "Bearer " + tok, "Content-Type": "application/json",
            "Accept": "text/event-stream"})
+t0 = time.monotonic()
 r = c.getresponse()
 print("status", r.status, r.getheader("Content-Type"))
 event, stdout_events, wrote = None, [], False
@@ -52,7 +52,8 @@ while True:
         event = line[7:]
     elif line.startswith("data: ") and event == "stdout":
         stdout_events.append(json.loads(line[6:])["data"])
-        print("stdout event", repr(stdout_events[-1]))
+        print("stdout event", repr(stdout_events[-1]),
+              "at +%.2f s" % (time.monotonic() - t0))
         if "ready" in stdout_events[-1] and not wrote:
             w = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
             w.request("POST", "/v1/sandboxes/%s/files/write?path=go" % sid, b"1",
