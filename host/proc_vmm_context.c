@@ -231,6 +231,7 @@ ctx_spawn(struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_context *c,
 	cfg.stdin_fd = in[0];
 	cfg.output = ctx_sink;
 	cfg.output_arg = &out[1];
+	(void)vmm_sandbox_count_fd(s);
 	switch (pid = fork()) {
 	case -1:
 		goto error;

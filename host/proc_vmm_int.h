@@ -60,6 +60,10 @@ struct sandbox {
 	uint32_t procs_next;
 	uint64_t runs, run_us, peak_memory; /* usage, this vmm's life */
 	int forking; /* its workspace is being copied: not there yet */
+	/* The count of what its workspace holds, shared by its runs
+	 * (vmm_config.workspace_count): a memfd made at its first run,
+	 * mapped only by its vm processes. */
+	int has_count, count_fd;
 };
 
 /* A sandbox's fork: a child of the vmm copies the workspace of the one
@@ -311,11 +315,12 @@ void vmm_watch_stop_all(struct vmm_state *vs);
  * one is ready for this principal: the clone's host pid (a child of
  * this process; job->res is replaced by a page it shares), or 0 when the
  * run must boot cold (no template, still booting, the request too large,
- * the holder failing). */
+ * the holder failing). count_fd: the sandbox's shared quota count
+ * (vmm_sandbox_count_fd); -1 boots cold. */
 pid_t vmm_template_clone(struct proc_ctx *ctx, struct vmm_state *vs,
     const struct image *img, const char *image_name, const char *command,
     const char *principal, const char *sbx_id, const struct vmm_config *cfg,
-    struct job *job, const int outfds[2], int efd);
+    struct job *job, const int outfds[2], int efd, int count_fd);
 /* The vmm's loop: the descriptor to poll for holder i (-1: none), and
  * what it reported (a booting template's ready or failed). */
 int vmm_template_pollfd(const struct vmm_state *vs, size_t i);
@@ -338,6 +343,10 @@ void vmm_forks_kill_all(struct vmm_state *vs);
  * its workspace. */
 void vmm_sandbox_info(struct msg_vmm_sandbox_info *r, const struct sandbox *s);
 void vmm_sandbox_discard(struct vmm_state *vs, struct sandbox *s);
+/* s's shared count's memfd, made now if need be; -1 if it cannot be. */
+int vmm_sandbox_count_fd(struct sandbox *s);
+/* That count mapped in a vm process; NULL: the run counts alone. */
+uint64_t *vmm_count_map(int fd);
 /* Kill the templates of an image that changed or went away. */
 void vmm_templates_forget(struct vmm_state *vs, const char *image);
 /* In a forked child: close the links to the holders. */

@@ -107,6 +107,15 @@ term_sink(void *arg, int fd, const void *buf, size_t len)
 	(void)write_all(fds[0], buf, len);
 }
 
+uint64_t *
+vmm_count_map(int fd)
+{
+	void *p = mmap(
+	    NULL, sizeof(uint64_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
 /* In the `keepd: vm` process: shed what belongs to other runs and
  * sandboxes, confine, boot, report, exit. */
 void __attribute__((noreturn)) vmm_vm_process(struct proc_ctx *ctx,
@@ -124,9 +133,21 @@ void __attribute__((noreturn)) vmm_vm_process(struct proc_ctx *ctx,
 	for (i = 0; i < PROC_COUNT; i++)
 		if (ctx->fd[i] >= 0)
 			close(ctx->fd[i]);
-	for (i = 0; i < VMM_SANDBOXES_MAX; i++)
-		if (vs->sbx[i].used && vs->sbx[i].ws_fd != cfg->workspace_fd)
-			close(vs->sbx[i].ws_fd);
+	for (i = 0; i < VMM_SANDBOXES_MAX; i++) {
+		struct sandbox *o = &vs->sbx[i];
+
+		if (!o->used)
+			continue;
+		/* Its own sandbox's count, shared with its other runs: mapped
+		 * here, so the vmm and other runs hold no mapping of it. */
+		if (o->ws_fd == cfg->workspace_fd && o->has_count &&
+		    cfg->workspace_max != 0)
+			cfg->workspace_count = vmm_count_map(o->count_fd);
+		if (o->ws_fd != cfg->workspace_fd)
+			close(o->ws_fd);
+		if (o->has_count)
+			close(o->count_fd);
+	}
 	for (i = 0; i < VMM_FORKS_MAX; i++)
 		if (vs->forks[i].used)
 			close(vs->forks[i].pidfd);
@@ -498,8 +519,12 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	vs->caps_reqid = 0;
 	/* A clone of the image's template when one is ready, else a cold
 	 * boot (docs/templates.md). */
+	/* Runs at the same time in one sandbox share its quota's count
+	 * (host/vmm/vmm.h); made before the fork, mapped after it. */
+	(void)vmm_sandbox_count_fd(s);
 	if ((pid = vmm_template_clone(ctx, vs, img, s->image, q.command,
-	         g.principal, s->id, &cfg, job, outfds, efd)) > 0)
+	         g.principal, s->id, &cfg, job, outfds, efd,
+	         s->has_count ? s->count_fd : -1)) > 0)
 		from_template = 1;
 	else
 		switch (pid = fork()) {

@@ -44,6 +44,8 @@ vmm_sandbox_discard(struct vmm_state *vs, struct sandbox *s)
 
 	if (s->ws_fd >= 0)
 		close(s->ws_fd);
+	if (s->has_count)
+		close(s->count_fd);
 	if ((wd = open("workspaces", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) !=
 	    -1) {
 		if (tree_remove(wd, s->id) == -1)
@@ -54,6 +56,24 @@ vmm_sandbox_discard(struct vmm_state *vs, struct sandbox *s)
 	log_info("sandbox %s removed", s->id);
 	memset(s, 0, sizeof(*s));
 	s->ws_fd = -1;
+}
+
+int
+vmm_sandbox_count_fd(struct sandbox *s)
+{
+	int fd;
+
+	if (s->has_count)
+		return s->count_fd;
+	if ((fd = memfd_create("keep-ws-count", MFD_CLOEXEC)) == -1)
+		return -1;
+	if (ftruncate(fd, sizeof(uint64_t)) == -1) {
+		close(fd);
+		return -1;
+	}
+	s->has_count = 1;
+	s->count_fd = fd;
+	return fd;
 }
 
 void

@@ -75,6 +75,7 @@ enum {
 	TPL_FD_WORKSPACE,
 	TPL_FD_EGRESS, /* the run's egress socket (vm end) */
 	TPL_FD_EGRESS_SHM,
+	TPL_FD_COUNT, /* memfd: the sandbox's shared quota count */
 	TPL_CLONE_FDS
 };
 
@@ -280,6 +281,9 @@ clone_run(struct proc_ctx *ctx, struct vmm_template *t, int sock,
 	cfg.timeout_ms = q->timeout_ms;
 	cfg.output_max = q->output_max;
 	cfg.workspace_max = q->workspace_max;
+	if (cfg.workspace_max != 0)
+		cfg.workspace_count = vmm_count_map(fds[TPL_FD_COUNT]);
+	close(fds[TPL_FD_COUNT]);
 	memset(&er, 0, sizeof(er));
 	er.fd = -1;
 	er.shm = fds[TPL_FD_EGRESS_SHM];
@@ -760,7 +764,7 @@ pid_t
 vmm_template_clone(struct proc_ctx *ctx, struct vmm_state *vs,
     const struct image *img, const char *image_name, const char *command,
     const char *principal, const char *sbx_id, const struct vmm_config *cfg,
-    struct job *job, const int outfds[2], int efd)
+    struct job *job, const int outfds[2], int efd, int count_fd)
 {
 	struct tpl_slot *ts;
 	struct tpl_clone q;
@@ -799,10 +803,12 @@ vmm_template_clone(struct proc_ctx *ctx, struct vmm_state *vs,
 	fds[TPL_FD_WORKSPACE] = cfg->workspace_fd;
 	fds[TPL_FD_EGRESS] = efd;
 	fds[TPL_FD_EGRESS_SHM] = job->egress.shm;
+	fds[TPL_FD_COUNT] = count_fd;
 	st.status = 0;
 	rc = -1;
 	if (cfg->stdin_fd >= 0 && cfg->workspace_fd >= 0 && efd >= 0 &&
-	    job->egress.shm >= 0 && send_clone(ts->fd, &q, fds) == 0) {
+	    job->egress.shm >= 0 && count_fd >= 0 &&
+	    send_clone(ts->fd, &q, fds) == 0) {
 		uint64_t until = mono_ms() + TPL_REPLY_MS;
 
 		/* Spares may be announced before the answer. */

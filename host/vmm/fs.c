@@ -191,9 +191,10 @@ vm_fs_free(struct vm *vm)
 	if (vm->ws_fd >= 0)
 		close(vm->ws_fd);
 	vm->ws_fd = -1;
-	if (vm->ws_used != NULL)
+	if (vm->ws_used != NULL && vm->ws_used_own)
 		munmap(vm->ws_used, sizeof(*vm->ws_used));
 	vm->ws_used = NULL;
+	vm->ws_used_own = 0;
 }
 
 /* ---- paths ------------------------------------------------------------ */
@@ -791,15 +792,22 @@ vm_quota_start(struct vm *vm)
 	uint64_t *page, used;
 
 	/* A clone's inherited page (if any) is its template's. */
-	if (vm->ws_used != NULL)
+	if (vm->ws_used != NULL && vm->ws_used_own)
 		munmap(vm->ws_used, sizeof(*vm->ws_used));
 	vm->ws_used = NULL;
+	vm->ws_used_own = 0;
 	if (vm->cfg->workspace_max == 0 || vm->ws_fd < 0)
 		return 0;
-	page = mmap(NULL, sizeof(*page), PROT_READ | PROT_WRITE,
-	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (page == MAP_FAILED)
-		return -1;
+	/* The sandbox's count, shared with its other runs, if it has one:
+	 * the walk sets it to what the workspace holds now (theirs
+	 * included), and each run adds its own changes from then on. */
+	if ((page = vm->cfg->workspace_count) == NULL) {
+		page = mmap(NULL, sizeof(*page), PROT_READ | PROT_WRITE,
+		    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		if (page == MAP_FAILED)
+			return -1;
+		vm->ws_used_own = 1;
+	}
 	if (ws_usage(vm->ws_fd, WS_USAGE_MAX_ENTRIES, &used) != 0)
 		used = UINT64_MAX; /* too big to count: full */
 	__atomic_store_n(page, used, __ATOMIC_RELAXED);

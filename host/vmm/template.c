@@ -250,6 +250,7 @@ vmm_template_run(struct vmm_template *t, const struct vmm_config *run,
 	t->run.timeout_ms = run->timeout_ms;
 	t->run.output_max = run->output_max;
 	t->run.workspace_max = run->workspace_max;
+	t->run.workspace_count = run->workspace_count;
 	t->run.max_procs = run->max_procs;
 	t->run.trace = run->trace;
 	t->run.fetch = run->fetch;

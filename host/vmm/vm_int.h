@@ -98,8 +98,10 @@ struct vm {
 	unsigned nfds;
 	int ws_fd; /* the workspace directory, or -1 */
 	uint64_t *ws_used; /* bytes the workspace holds (docs/vmm.md), in a
-			      page the run's process tree shares; NULL: no
-			      quota; UINT64_MAX: too big to count */
+			      page the run's process tree shares (or the
+			      sandbox's runs: cfg->workspace_count); NULL:
+			      no quota; UINT64_MAX: too big to count */
+	int ws_used_own; /* ws_used is this VM's own mapping */
 	unsigned umask; /* the guest's */
 	unsigned host_umask; /* the process's, put back at the end */
 	char cwd[VM_PATH_MAX];

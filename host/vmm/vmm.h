@@ -78,6 +78,10 @@ struct vmm_config {
 	uint64_t workspace_max; /* bytes the workspace may hold (its
 				  allocated blocks, counted across runs);
 				  0: none */
+	uint64_t *workspace_count; /* NULL, or the count every run of the
+				      workspace shares (8 bytes of shared
+				      memory): runs at the same time count
+				      each other's writes */
 	unsigned max_files; /* open guest descriptors; 0: 1024 (at most
 			      65536); RLIMIT_NOFILE reports it */
 	unsigned max_procs; /* guest processes at once, the first included;

@@ -6,7 +6,7 @@
 # 48 MiB filesystem under an 8M limit.) A run cloned from a template (the
 # python image's) counts what the workspace holds as a cold start does,
 # and a guest's processes share one count: three of them writing 3 MB
-# each under 8M do not all fit.
+# each under 8M do not all fit; so do two runs of the sandbox at once.
 source "$(dirname "$0")/../lib/keepd.sh"
 
 cat >"$tmp/test.policy" <<'EOP'
@@ -97,5 +97,39 @@ print(" ".join(str(os.waitstatus_to_exitcode(os.waitpid(p, 0)[1])) for p in sort
 [ "$(tr ' ' '\n' <<<"$out" | sort | tr '\n' ' ')" = "0 0 122 " ] &&
     ok "three guest processes share the workspace's count: one gets EDQUOT" ||
     bad "forked writers: $code [$out] $body"
+
+# Two runs of one sandbox at the same time share the count: B starts
+# before A writes, A writes 5 MB, then B's 5 MB do not fit in 8M.
+pyrun 'import os
+for n in ("f0", "f1", "f2", "b.bin"):
+    if os.path.exists(n):
+        os.remove(n)'
+req "$bob" POST "/v1/sandboxes/$py/execute/background" "$(python3 -c 'import json,sys; print(json.dumps({"code": sys.argv[1], "language": "python"}))' 'import errno, os, time
+open("a.ready", "w").close()
+deadline = time.monotonic() + 20
+while not os.path.exists("start") and time.monotonic() < deadline:
+    time.sleep(0.02)
+try:
+    open("a.bin", "wb").write(b"\1" * 5000000); r = "wrote"
+except OSError as e:
+    r = errno.errorcode.get(e.errno, str(e.errno))
+open("a.done", "w").write(r)')"
+[ "$code" = 200 ] || [ "$code" = 202 ] || bad "background run A: $code $body"
+for _ in $(seq 200); do
+	req "$bob" GET "/v1/sandboxes/$py/files/exists?path=a.ready"; [[ $body == *true* ]] && break; sleep 0.05
+done
+pyrun 'import errno, os, time
+open("start", "w").close()
+deadline = time.monotonic() + 20
+while not os.path.exists("a.done") and time.monotonic() < deadline:
+    time.sleep(0.02)
+a = open("a.done").read() if os.path.exists("a.done") else "no a.done"
+try:
+    open("b.bin", "wb").write(b"\2" * 5000000); b = "wrote"
+except OSError as e:
+    b = errno.errorcode.get(e.errno, str(e.errno))
+print(a, b)'
+[ "$out" = "wrote EDQUOT" ] && ok "two runs at once share the workspace's count: the second gets EDQUOT" ||
+    bad "concurrent runs: $code [$out] $body"
 
 keepd_finish
