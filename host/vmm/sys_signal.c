@@ -253,6 +253,24 @@ vm_signal_pending(struct vm *vm)
 	return deliverable(vm);
 }
 
+int
+vm_signal_interrupts(struct vm *vm)
+{
+	uint64_t ready;
+	int sig;
+
+	if (!deliverable(vm))
+		return 0;
+	ready = vm->sig.pending & ~vm->sig.blocked;
+	for (sig = 1; sig <= 64; sig++)
+		if ((ready & bit(sig)) != 0 &&
+		    (vm->sig.act[sig].handler > SIG_IGN_ ||
+		        (vm->sig.act[sig].handler == SIG_DFL_ &&
+		            !vm_signal_default_ignored(sig))))
+			return 1;
+	return 0;
+}
+
 /*
  * Sleep until a signal arrives for the guest (or the run's time is up):
  * the host signals that wake a guest are blocked while the table is

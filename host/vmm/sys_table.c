@@ -81,7 +81,8 @@ static const struct vm_sysent linux_calls[] = {
 	OK(33, dup2, sys_dup2, ""),
 	OK(34, pause, sys_pause, ""),
 	OK(35, nanosleep, sys_nanosleep,
-	    "sleeps on the host, cut short by the run's timeout"),
+	    "sleeps on the host; EINTR and the rest for a signal the guest "
+	    "handles; cut short by the run's timeout"),
 	PART(36, getitimer, sys_getitimer,
 	    "ITIMER_REAL; the CPU-time timers read as disarmed"),
 	OK(37, alarm, sys_alarm, "SIGALRM from the host's timer"),
@@ -388,7 +389,8 @@ static const struct vm_sysent linux_calls[] = {
 	    "the host's clocks; CPU-time clocks are the vm process's thread"),
 	OK(229, clock_getres, sys_clock_getres, "1 ns"),
 	OK(230, clock_nanosleep, sys_clock_nanosleep,
-	    "relative and TIMER_ABSTIME; cut short by the run's timeout"),
+	    "relative and TIMER_ABSTIME; EINTR for a signal the guest "
+	    "handles; cut short by the run's timeout"),
 	OK(231, exit_group, sys_exit_group, "ends the run"),
 	OK(232, epoll_wait, sys_epoll_wait,
 	    "stdout and stderr always writable, an absent stdin at its end"),

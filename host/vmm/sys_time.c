@@ -74,9 +74,10 @@ sys_time(struct vm *vm, const uint64_t a[6])
  * guest, so a long sleep costs no more than the limit.
  */
 static int64_t
-guest_sleep(struct vm *vm, uint64_t clk, uint64_t flags, uint64_t req)
+guest_sleep(
+    struct vm *vm, uint64_t clk, uint64_t flags, uint64_t req, uint64_t rem)
 {
-	struct timespec ts;
+	struct timespec ts, end, now;
 	const void *g;
 	clockid_t id;
 
@@ -101,7 +102,6 @@ guest_sleep(struct vm *vm, uint64_t clk, uint64_t flags, uint64_t req)
 	/* With other threads, this one is parked until its deadline and
 	 * they run meanwhile (sys_thread.c). */
 	if (vm->threads != NULL) {
-		struct timespec now;
 		int64_t us = ts.tv_sec > (1LL << 40)
 		    ? (1LL << 40)
 		    : (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
@@ -116,20 +116,57 @@ guest_sleep(struct vm *vm, uint64_t clk, uint64_t flags, uint64_t req)
 		if (vm_thread_park(vm, NULL, 0, vm_now_us() + (uint64_t)us, 0))
 			return 0;
 	}
-	/* EINTR is the run's limit: report the sleep done, the guest will
-	 * not run again. */
-	clock_nanosleep(id, (int)flags, &ts, NULL);
+	end = ts;
+	if (!(flags & TIMER_ABSTIME)) {
+		clock_gettime(id, &now);
+		end.tv_sec = now.tv_sec +
+		    (ts.tv_sec > (1LL << 40) ? (1LL << 40) : ts.tv_sec);
+		end.tv_nsec = now.tv_nsec + ts.tv_nsec;
+		if (end.tv_nsec >= 1000000000L) {
+			end.tv_sec++;
+			end.tv_nsec -= 1000000000L;
+		}
+	}
+	/*
+	 * A host signal cuts the host's sleep short. The run's limit: the
+	 * guest will not run again, the sleep is reported done. A signal
+	 * the guest acts on: EINTR, and what was left of a relative sleep,
+	 * as Linux answers (Python, for one, then sleeps on for the rest).
+	 * Anything else (a wake-up for a signal the guest ignores) is not
+	 * the guest's business: the sleep goes on to its end.
+	 */
+	while (clock_nanosleep(id, TIMER_ABSTIME, &end, NULL) == EINTR &&
+	    !vm_timed_out()) {
+		struct timespec left = { 0, 0 };
+
+		if (!vm_signal_interrupts(vm))
+			continue;
+		if (flags & TIMER_ABSTIME || rem == 0)
+			return -EINTR;
+		clock_gettime(id, &now);
+		if (now.tv_sec < end.tv_sec ||
+		    (now.tv_sec == end.tv_sec && now.tv_nsec < end.tv_nsec)) {
+			left.tv_sec = end.tv_sec - now.tv_sec;
+			left.tv_nsec = end.tv_nsec - now.tv_nsec;
+			if (left.tv_nsec < 0) {
+				left.tv_sec--;
+				left.tv_nsec += 1000000000L;
+			}
+		}
+		return vm_put(vm, rem, &left, sizeof(left)) != 0 ? -EFAULT
+		                                                 : -EINTR;
+	}
 	return 0;
 }
 
 int64_t
 sys_nanosleep(struct vm *vm, const uint64_t a[6])
 {
-	return guest_sleep(vm, CLOCK_MONOTONIC, 0, a[0]);
+	return guest_sleep(vm, CLOCK_MONOTONIC, 0, a[0], a[1]);
 }
 
 int64_t
 sys_clock_nanosleep(struct vm *vm, const uint64_t a[6])
 {
-	return guest_sleep(vm, a[0], a[1], a[2]);
+	return guest_sleep(vm, a[0], a[1], a[2], a[3]);
 }

@@ -263,6 +263,10 @@ void vm_signal_after_syscall(struct vm *, uint64_t nr);
 void vm_signal_after_kick(struct vm *);
 /* Whether a signal the process would act on is pending now. */
 int vm_signal_pending(struct vm *);
+/* Whether a pending signal would run a handler or end the process (one
+ * that is ignored, or ignored by default, would not): what cuts a
+ * sleep short with EINTR. */
+int vm_signal_interrupts(struct vm *);
 /* An exception the program has a handler for: 1 when delivered. */
 int vm_signal_fault(struct vm *, unsigned vector, uint64_t rip, uint64_t rsp,
     uint64_t rflags, uint64_t addr);

@@ -126,5 +126,38 @@ print(json.__spec__.origin, collections.__spec__.origin, json.dumps(collections.
 [ "$out" = '/lib/python311.zip/json/__init__.pyc /lib/python311.zip/collections/__init__.pyc {"k": 1, "e": 2, "p": 1}' ] &&
 	ok "python-static loads its standard library from bytecode" || bad "python-static: '$out'"
 
+# A signal the guest handles arrives during time.sleep: the handler runs
+# and the sleep goes on for what is left (PEP 475: EINTR, then the
+# rest); a child's end, whose SIGCHLD the guest ignores, does not cut
+# the sleep short either. The same as Debian's python natively.
+cat >"$ws/sleepsig.py" <<'PY'
+import os, signal, time
+got = []
+signal.signal(signal.SIGUSR1, lambda s, f: got.append(s))
+pid = os.fork()
+if pid == 0:
+    time.sleep(0.2)
+    os.kill(os.getppid(), signal.SIGUSR1)
+    os._exit(0)
+t0 = time.monotonic()
+time.sleep(1.0)
+slept = time.monotonic() - t0
+os.waitpid(pid, 0)
+pid = os.fork()
+if pid == 0:
+    os._exit(0)
+t0 = time.monotonic()
+time.sleep(0.5)
+slept2 = time.monotonic() - t0
+os.waitpid(pid, 0)
+print("handler ran:", got == [signal.SIGUSR1], "slept 1 s:", slept >= 1.0,
+      "slept 0.5 s past a child's end:", slept2 >= 0.5)
+PY
+want=$(cd "$ws" && $PY sleepsig.py 2>&1)
+got=$(py sleepsig.py 2>&1)
+[ "$got" = "$want" ] && [[ $want == *"True"*"True"*"True" ]] &&
+	ok "a handled signal or a child's end does not cut time.sleep short: $got" ||
+	bad "sleep and signals: native '$want', keep '$got'"
+
 [ $fails -eq 0 ] && echo "image_python: all passed" || echo "image_python: $fails failed"
 [ $fails -eq 0 ]
