@@ -639,7 +639,7 @@ static int64_t
 fd_write(struct vm *vm, struct vfd *f, const void *g, uint64_t len, int64_t pos)
 {
 	const struct vmm_config *cfg = vm->cfg;
-	uint64_t room, done, *ob, before = 0;
+	uint64_t room, done, *ob, before = 0, reserved = 0;
 	ssize_t n;
 	int rc;
 
@@ -682,18 +682,16 @@ fd_write(struct vm *vm, struct vfd *f, const void *g, uint64_t len, int64_t pos)
 			return n == -1 ? -errno : n;
 		}
 		if (cfg->workspace_max != 0) {
-			if ((rc = vm_quota_check(
-			         vm, write_growth(f, len, pos))) != 0)
+			reserved = write_growth(f, len, pos);
+			if ((rc = vm_quota_reserve(vm, reserved)) != 0)
 				return rc;
 			before = vm_quota_bytes(f->hostfd);
 		}
 		n = pos >= 0 ? pwrite(f->hostfd, g, len, (off_t)pos)
 		             : write(f->hostfd, g, len);
-		if (n == -1)
-			return -errno;
 		if (cfg->workspace_max != 0)
-			vm_quota_update(vm, before, f->hostfd);
-		return n;
+			vm_quota_settle(vm, reserved, before, f->hostfd);
+		return n == -1 ? -errno : n;
 	case VFD_DEV:
 		return (int64_t)len; /* null, zero and random take anything */
 	case VFD_IMAGE:
@@ -781,10 +779,8 @@ vm_quota_bytes(int hostfd)
 /*
  * Guest processes are host processes (a guest fork is a host fork), and
  * the quota is the workspace's, not each process's: the count lives in a
- * shared page that every process forked after this point updates. A
- * check and its update are two steps, so processes writing at the same
- * moment may pass the quota by what they write at once (bounded by the
- * run's processes times one write), never more.
+ * shared page that every process forked after this point updates (and,
+ * under keepd, every run of the sandbox: cfg->workspace_count).
  */
 int
 vm_quota_start(struct vm *vm)
@@ -823,58 +819,70 @@ vm_quota_used(const struct vm *vm)
 	    : __atomic_load_n(vm->ws_used, __ATOMIC_RELAXED);
 }
 
-int
-vm_quota_check(struct vm *vm, uint64_t grow)
+/* count += add - sub, in one step, floored at 0; an uncountable
+ * workspace (UINT64_MAX) stays so until the next run's walk. */
+static void
+quota_adjust(struct vm *vm, uint64_t add, uint64_t sub)
 {
-	uint64_t max = vm->cfg->workspace_max, used = vm_quota_used(vm);
+	uint64_t cur, next;
 
-	if (max == 0 || grow == 0)
+	if (vm->ws_used == NULL)
+		return;
+	cur = __atomic_load_n(vm->ws_used, __ATOMIC_RELAXED);
+	do {
+		if (cur == UINT64_MAX)
+			return;
+		next = add < UINT64_MAX - 1 - cur ? cur + add : UINT64_MAX - 1;
+		next = sub < next ? next - sub : 0;
+	} while (!__atomic_compare_exchange_n(
+	    vm->ws_used, &cur, next, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+}
+
+/* Check and take in one step, so that writers at the same instant (the
+ * run's processes, the sandbox's other runs) cannot all pass. */
+int
+vm_quota_reserve(struct vm *vm, uint64_t grow)
+{
+	uint64_t max = vm->cfg->workspace_max, cur;
+
+	if (max == 0 || grow == 0 || vm->ws_used == NULL)
 		return 0;
-	return used > max || grow > max - used ? -EDQUOT : 0;
+	cur = __atomic_load_n(vm->ws_used, __ATOMIC_RELAXED);
+	do {
+		if (cur > max || grow > max - cur)
+			return -EDQUOT;
+	} while (!__atomic_compare_exchange_n(vm->ws_used, &cur, cur + grow, 0,
+	    __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	return 0;
 }
 
 void
 vm_quota_add(struct vm *vm, uint64_t bytes)
 {
-	uint64_t cur, next;
-
-	if (vm->ws_used == NULL)
-		return;
-	cur = __atomic_load_n(vm->ws_used, __ATOMIC_RELAXED);
-	do {
-		if (cur == UINT64_MAX)
-			return;
-		next =
-		    bytes < UINT64_MAX - 1 - cur ? cur + bytes : UINT64_MAX - 1;
-	} while (!__atomic_compare_exchange_n(
-	    vm->ws_used, &cur, next, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	quota_adjust(vm, bytes, 0);
 }
 
 void
 vm_quota_release(struct vm *vm, uint64_t bytes)
 {
-	uint64_t cur, next;
+	quota_adjust(vm, 0, bytes);
+}
 
-	if (vm->ws_used == NULL)
-		return;
-	cur = __atomic_load_n(vm->ws_used, __ATOMIC_RELAXED);
-	do {
-		if (cur == UINT64_MAX)
-			return;
-		next = bytes < cur ? cur - bytes : 0;
-	} while (!__atomic_compare_exchange_n(
-	    vm->ws_used, &cur, next, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+void
+vm_quota_settle(struct vm *vm, uint64_t reserved, uint64_t before, int hostfd)
+{
+	uint64_t now = vm_quota_bytes(hostfd);
+
+	if (now >= before)
+		quota_adjust(vm, now - before, reserved);
+	else
+		quota_adjust(vm, 0, reserved + (before - now));
 }
 
 void
 vm_quota_update(struct vm *vm, uint64_t before, int hostfd)
 {
-	uint64_t now = vm_quota_bytes(hostfd);
-
-	if (now >= before)
-		vm_quota_add(vm, now - before);
-	else
-		vm_quota_release(vm, before - now);
+	vm_quota_settle(vm, 0, before, hostfd);
 }
 
 static int64_t

@@ -47,12 +47,16 @@ int64_t vm_fd_read(
 int64_t vm_fd_write(
     struct vm *, struct vfd *, const void *buf, uint64_t len, int64_t pos);
 
-/* The workspace quota (docs/vmm.md, "Limits"). Whether growing a file
- * by up to `grow` bytes fits: 0 or -EDQUOT. */
-int vm_quota_check(struct vm *, uint64_t grow);
+/* The workspace quota (docs/vmm.md, "Limits"). Take `grow` bytes for a
+ * change that may grow the workspace by up to that much, if they fit:
+ * 0, or -EDQUOT and nothing taken. */
+int vm_quota_reserve(struct vm *, uint64_t grow);
 /* Account for a change to a file: its allocated bytes before (from
- * vm_quota_bytes) and the file as it is now. */
+ * vm_quota_bytes) and the file as it is now, less what was reserved
+ * for it (settle: also when the change failed). */
 uint64_t vm_quota_bytes(int hostfd);
+void vm_quota_settle(
+    struct vm *, uint64_t reserved, uint64_t before, int hostfd);
 void vm_quota_update(struct vm *, uint64_t before, int hostfd);
 /* Account for bytes freed (an unlink, a rename over a file). */
 void vm_quota_release(struct vm *, uint64_t bytes);

@@ -298,8 +298,10 @@ symlink_at(struct vm *vm, uint64_t target, int64_t dirfd, uint64_t addr)
 		return -ENOENT;
 	if ((dfd = new_name(vm, dirfd, addr, name, sizeof(name))) < 0)
 		return dfd;
-	if ((rc = vm_quota_check(vm, 4096)) == 0)
+	if ((rc = vm_quota_reserve(vm, 4096)) == 0) {
 		rc = symlinkat(t, dfd, name) == -1 ? -errno : 0;
+		vm_quota_release(vm, 4096);
+	}
 	if (rc == 0 && vm->ws_used != NULL &&
 	    fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
 		vm_quota_add(vm, (uint64_t)st.st_blocks * 512);
@@ -943,7 +945,7 @@ sys_fallocate(struct vm *vm, const uint64_t a[6])
 {
 	struct vfd *f = vm_fd(vm, a[0]);
 	int64_t off = (int64_t)a[2], len = (int64_t)a[3];
-	uint64_t mode = a[1], before;
+	uint64_t mode = a[1], before, reserved;
 	int rc;
 
 	if (f == NULL)
@@ -957,12 +959,12 @@ sys_fallocate(struct vm *vm, const uint64_t a[6])
 	if (mode != 0 && mode != G_FALLOC_FL_KEEP_SIZE &&
 	    mode != (G_FALLOC_FL_KEEP_SIZE | G_FALLOC_FL_PUNCH_HOLE))
 		return -EOPNOTSUPP;
-	if (!(mode & G_FALLOC_FL_PUNCH_HOLE) &&
-	    (rc = vm_quota_check(vm, (uint64_t)len)) != 0)
+	reserved = mode & G_FALLOC_FL_PUNCH_HOLE ? 0 : (uint64_t)len;
+	if ((rc = vm_quota_reserve(vm, reserved)) != 0)
 		return rc;
 	before = vm_quota_bytes(f->hostfd);
 	rc = fallocate(f->hostfd, (int)mode, off, len) == -1 ? -errno : 0;
-	vm_quota_update(vm, before, f->hostfd);
+	vm_quota_settle(vm, reserved, before, f->hostfd);
 	return rc;
 }
 
