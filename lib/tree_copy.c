@@ -103,13 +103,33 @@ copy_data(struct copy *c, int in, int out, off_t size)
 	return ftruncate(out, size);
 }
 
+/* The end of a node's copy: when rc is 0 the copy (out) takes st's mode,
+ * less set-id bits, and times; then both ends are closed, errno kept. */
+static int
+finish(int in, int out, const struct stat *st, int rc)
+{
+	struct timespec times[2] = { st->st_atim, st->st_mtim };
+	int saved;
+
+	if (rc == 0 &&
+	    (fchmod(out, st->st_mode & 01777) == -1 ||
+	        futimens(out, times) == -1))
+		rc = -1;
+	saved = errno;
+	if (in != -1)
+		close(in);
+	if (out != -1)
+		close(out);
+	errno = saved;
+	return rc;
+}
+
 static int
 copy_file(
     struct copy *c, int src, int dst, const char *name, const struct stat *seen)
 {
 	struct stat st;
-	struct timespec times[2];
-	int in, out = -1, rc = -1, saved;
+	int in, out = -1;
 
 	/* O_NONBLOCK: a FIFO swapped in after the lstat cannot hang us. */
 	if ((in = openat(src, name,
@@ -117,29 +137,17 @@ copy_file(
 	    -1)
 		return changed(errno) ? 0 : -1;
 	if (fstat(in, &st) == -1)
-		goto out;
+		return finish(in, out, seen, -1);
 	if (!S_ISREG(st.st_mode) || st.st_ino != seen->st_ino ||
 	    st.st_dev != seen->st_dev) {
-		rc = 0; /* replaced meanwhile: left out */
-		goto out;
+		close(in); /* replaced meanwhile: left out */
+		return 0;
 	}
 	if ((out = openat(dst, name,
 	         O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) ==
 	    -1)
-		goto out;
-	if (copy_data(c, in, out, st.st_size) == -1 ||
-	    fchmod(out, st.st_mode & 01777) == -1)
-		goto out;
-	times[0] = st.st_atim;
-	times[1] = st.st_mtim;
-	rc = futimens(out, times);
-out:
-	saved = errno;
-	close(in);
-	if (out != -1)
-		close(out);
-	errno = saved;
-	return rc;
+		return finish(in, out, &st, -1);
+	return finish(in, out, &st, copy_data(c, in, out, st.st_size));
 }
 
 static int
@@ -161,8 +169,7 @@ copy_subdir(struct copy *c, int src, int dst, const char *name,
     const struct stat *seen, unsigned depth)
 {
 	struct stat st;
-	struct timespec times[2];
-	int in, out = -1, rc = -1, saved;
+	int in, out = -1, rc;
 
 	if (depth >= c->lim->max_depth) {
 		errno = E2BIG;
@@ -172,32 +179,18 @@ copy_subdir(struct copy *c, int src, int dst, const char *name,
 	         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1)
 		return changed(errno) ? 0 : -1;
 	if (fstat(in, &st) == -1)
-		goto out;
+		return finish(in, out, seen, -1);
 	if (st.st_ino != seen->st_ino || st.st_dev != seen->st_dev) {
-		rc = 0;
-		goto out;
+		close(in); /* replaced meanwhile: left out */
+		return 0;
 	}
 	if (mkdirat(dst, name, 0700) == -1 ||
 	    (out = openat(dst, name,
 	         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1)
-		goto out;
+		return finish(in, out, &st, -1);
 	/* copy_dir takes in over (fdopendir) and closes it. */
 	rc = copy_dir(c, in, out, depth + 1);
-	in = -1;
-	if (rc == 0 && fchmod(out, st.st_mode & 01777) == -1)
-		rc = -1;
-	times[0] = st.st_atim;
-	times[1] = st.st_mtim;
-	if (rc == 0)
-		rc = futimens(out, times);
-out:
-	saved = errno;
-	if (in != -1)
-		close(in);
-	if (out != -1)
-		close(out);
-	errno = saved;
-	return rc;
+	return finish(-1, out, &st, rc);
 }
 
 /* Copy what src holds into dst; src is consumed (closed). */
