@@ -20,7 +20,10 @@ main(int argc, char **argv)
 	config.site_import = 0;
 	config.write_bytecode = 0;
 	config.user_site_directory = 0;
-	config.install_signal_handlers = 0;
+	/* As python3 natively: SIGINT raises KeyboardInterrupt, SIGPIPE and
+	 * SIGXFSZ are ignored (a write to a closed pipe is BrokenPipeError,
+	 * not the end of the process). Isolated configs default to 0. */
+	config.install_signal_handlers = 1;
 	config.module_search_paths_set = 1;
 	st = PyWideStringList_Append(&config.module_search_paths, STDLIB_ZIP);
 	if (PyStatus_Exception(st))

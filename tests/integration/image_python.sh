@@ -125,6 +125,18 @@ out=$("$KEEP" run --workspace "$ws" --trust "$K" "$I/python-static.img" python -
 print(json.__spec__.origin, collections.__spec__.origin, json.dumps(collections.Counter("keep")))' 2>&1)
 [ "$out" = '/lib/python311.zip/json/__init__.pyc /lib/python311.zip/collections/__init__.pyc {"k": 1, "e": 2, "p": 1}' ] &&
 	ok "python-static loads its standard library from bytecode" || bad "python-static: '$out'"
+# Its signal handlers are python3's: SIGPIPE ignored, so a write to a
+# pipe nobody reads is BrokenPipeError, not the end of the process.
+code='import os, signal
+r, w = os.pipe(); os.close(r)
+try:
+    os.write(w, b"x"); print("written")
+except BrokenPipeError:
+    print("BrokenPipeError", signal.getsignal(signal.SIGINT) is signal.default_int_handler)'
+want=$($PY -c "$code" 2>&1; echo "exit $?")
+out=$("$KEEP" run --workspace "$ws" --trust "$K" "$I/python-static.img" python -c "$code" 2>&1; echo "exit $?")
+[ "$out" = "$want" ] && ok "python-static ignores SIGPIPE and handles SIGINT as python3 does: $(head -1 <<<"$out")" ||
+	bad "python-static signals: native '$want', keep '$out'"
 
 # A signal the guest handles arrives during time.sleep: the handler runs
 # and the sleep goes on for what is left (PEP 475: EINTR, then the
