@@ -31,25 +31,51 @@ copy_fd(int from, int to, uint64_t len)
 	return 0;
 }
 
-/* Whether a file of len bytes at path fits the workspace's quota, which
- * counts what the workspace holds (docs/vmm.md, "Limits"): what is
- * there, less the file it replaces, plus the new one. */
-static int
-upload_fits(int ws_fd, const char *path, uint64_t len, uint64_t max)
+/* What an upload to path replaces: the allocated bytes of the regular
+ * file there, if any. */
+static uint64_t
+replaced_bytes(int ws_fd, const char *path)
 {
-	uint64_t used, old = 0;
 	struct stat st;
+	uint64_t old = 0;
 	int fd;
 
-	if (len > max || ws_usage(ws_fd, WS_USAGE_MAX_ENTRIES, &used) != 0)
-		return 0;
 	if ((fd = ws_openat(ws_fd, path, O_PATH | O_NOFOLLOW, 0)) >= 0) {
 		if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode))
 			old = (uint64_t)st.st_blocks * 512;
 		close(fd);
 	}
+	return old;
+}
+
+/* Whether a file of len bytes fits the workspace's quota, which counts
+ * what the workspace holds (docs/vmm.md, "Limits"): what is there, less
+ * the old bytes it replaces, plus the new one. */
+static int
+upload_fits(int ws_fd, uint64_t old, uint64_t len, uint64_t max)
+{
+	uint64_t used;
+
+	if (len > max || ws_usage(ws_fd, WS_USAGE_MAX_ENTRIES, &used) != 0)
+		return 0;
 	used = used > old ? used - old : 0;
 	return len <= max - (used < max ? used : max);
+}
+
+/* An upload changed what the workspace holds by new less old bytes: the
+ * sandbox's runs going on count it too (their shared count, mapped here
+ * only for the moment of the change). */
+static void
+upload_counted(struct sandbox *s, uint64_t old, int fd)
+{
+	struct stat st;
+	uint64_t *count;
+
+	if (!s->has_count || fstat(fd, &st) == -1 ||
+	    (count = vmm_count_map(s->count_fd)) == NULL)
+		return;
+	vmm_workspace_count_adjust(count, (uint64_t)st.st_blocks * 512, old);
+	munmap(count, sizeof(*count));
 }
 
 static int
@@ -105,6 +131,7 @@ vmm_h_file(struct proc_ctx *ctx, const struct msg *m)
 	struct stat st;
 	struct grant g;
 	char path[WS_PATH_MAX], name[WS_PATH_MAX];
+	uint64_t old;
 	int out = -1, fd = -1, dfd = -1, rc = 0, wr;
 
 	memcpy(&q, m->data, sizeof(q));
@@ -141,19 +168,22 @@ vmm_h_file(struct proc_ctx *ctx, const struct msg *m)
 				r.len = (uint64_t)st.st_size;
 			break;
 		case FILE_WRITE:
+			old = replaced_bytes(s->ws_fd, path);
 			if (memfd_check(m->fd, q.len, FILE_READ_MAX) == -1)
 				rc = -EINVAL;
 			else if (ctx->config != NULL &&
 			    ctx->config->workspace_max != 0 &&
-			    !upload_fits(s->ws_fd, path, q.len,
+			    !upload_fits(s->ws_fd, old, q.len,
 			        ctx->config->workspace_max))
 				rc = -EDQUOT;
 			else if ((fd = ws_openat(s->ws_fd, path,
 			              O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW,
 			              0644)) < 0)
 				rc = fd;
-			else
+			else {
 				rc = copy_fd(m->fd, fd, q.len);
+				upload_counted(s, old, fd);
+			}
 			break;
 		case FILE_LIST:
 			if ((fd = ws_openat(

@@ -819,23 +819,26 @@ vm_quota_used(const struct vm *vm)
 	    : __atomic_load_n(vm->ws_used, __ATOMIC_RELAXED);
 }
 
-/* count += add - sub, in one step, floored at 0; an uncountable
- * workspace (UINT64_MAX) stays so until the next run's walk. */
-static void
-quota_adjust(struct vm *vm, uint64_t add, uint64_t sub)
+void
+vmm_workspace_count_adjust(uint64_t *count, uint64_t add, uint64_t sub)
 {
 	uint64_t cur, next;
 
-	if (vm->ws_used == NULL)
-		return;
-	cur = __atomic_load_n(vm->ws_used, __ATOMIC_RELAXED);
+	cur = __atomic_load_n(count, __ATOMIC_RELAXED);
 	do {
 		if (cur == UINT64_MAX)
 			return;
 		next = add < UINT64_MAX - 1 - cur ? cur + add : UINT64_MAX - 1;
 		next = sub < next ? next - sub : 0;
 	} while (!__atomic_compare_exchange_n(
-	    vm->ws_used, &cur, next, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	    count, &cur, next, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+}
+
+static void
+quota_adjust(struct vm *vm, uint64_t add, uint64_t sub)
+{
+	if (vm->ws_used != NULL)
+		vmm_workspace_count_adjust(vm->ws_used, add, sub);
 }
 
 /* Check and take in one step, so that writers at the same instant (the

@@ -127,6 +127,14 @@ struct vmm_result {
 	uint64_t output_bytes;
 };
 
+/*
+ * count += add - sub (a vmm_config.workspace_count), in one step and
+ * floored at 0; a workspace too big to count (UINT64_MAX) stays so until
+ * the next run's walk. For a change made beside the runs (keepd's file
+ * API), which they must count too.
+ */
+void vmm_workspace_count_adjust(uint64_t *count, uint64_t add, uint64_t sub);
+
 /* Boot, run to completion, tear down. Returns VMM_OK whenever the guest
  * ran (result says how it ended) or a VMM_E_* when it could not start. */
 int vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,

@@ -132,4 +132,35 @@ print(a, b)'
 [ "$out" = "wrote EDQUOT" ] && ok "two runs at once share the workspace's count: the second gets EDQUOT" ||
     bad "concurrent runs: $code [$out] $body"
 
+# An upload while a run goes on counts for the run: A starts, 5 MB are
+# uploaded, then A's own 5 MB do not fit in 8M.
+pyrun 'import os
+for n in ("a.bin", "b.bin", "a.ready", "a.done", "start"):
+    if os.path.exists(n):
+        os.remove(n)'
+req "$bob" POST "/v1/sandboxes/$py/execute/background" "$(python3 -c 'import json,sys; print(json.dumps({"code": sys.argv[1], "language": "python"}))' 'import errno, os, time
+open("a.ready", "w").close()
+deadline = time.monotonic() + 20
+while not os.path.exists("start") and time.monotonic() < deadline:
+    time.sleep(0.02)
+try:
+    open("a.bin", "wb").write(b"\1" * 5000000); r = "wrote"
+except OSError as e:
+    r = errno.errorcode.get(e.errno, str(e.errno))
+open("a.done", "w").write(r)')"
+for _ in $(seq 200); do
+	req "$bob" GET "/v1/sandboxes/$py/files/exists?path=a.ready"; [[ $body == *true* ]] && break; sleep 0.05
+done
+head -c 5000000 /dev/zero >"$tmp/five"
+code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $bob" \
+    --data-binary @"$tmp/five" "$url/v1/sandboxes/$py/files/write?path=up.bin")
+[ "$code" = 200 ] || bad "upload during the run: $code"
+curl -s -o /dev/null -H "Authorization: Bearer $bob" --data-binary 'go' \
+    "$url/v1/sandboxes/$py/files/write?path=start"
+for _ in $(seq 200); do
+	req "$bob" GET "/v1/sandboxes/$py/files/read?path=a.done"; [ "$code" = 200 ] && break; sleep 0.05
+done
+[ "$body" = EDQUOT ] && ok "an upload during a run counts for the run: its write past the quota gets EDQUOT" ||
+    bad "upload during a run: $code $body"
+
 keepd_finish
