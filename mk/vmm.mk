@@ -56,14 +56,12 @@ $(B)/bench/pvh.elf: bench/pvh.S | deps
 	$(CC) -m32 -c $< -o $(B)/bench/pvh.o
 	ld -m elf_i386 -Ttext=0x100000 -e pvh_start -o $@ $(B)/bench/pvh.o
 
-# bench/procs (not part of make check): guest fork+exit+wait and pipe
-# throughput, the same static program natively and in keep.
+# bench/procs (not part of make check): guest fork+exit+wait, pipe
+# throughput, threads and shell work, the same static program natively and
+# in keep, in alternation (bench/procs.sh).
 .PHONY: bench-procs
 bench-procs: $(B)/bench/procs $(B)/bin/keep
-	@echo "native:"; $(B)/bench/procs
-	@ws=$$(mktemp -d) && mkdir -p $$ws/bin && cp /bin/busybox $$ws/bin/ && \
-	    echo "keep:" && $(B)/bin/keep run --memory 128M --timeout 300s \
-	    --workspace $$ws $(B)/bench/procs; rc=$$?; rm -rf $$ws; exit $$rc
+	bash bench/procs.sh $(B)
 
 $(B)/bench/procs: bench/procs.c
 	@mkdir -p $(dir $@)
