@@ -360,6 +360,12 @@ have_result:
 	}
 	if (res.status != VMM_EXITED)
 		fprintf(stderr, "keep run: %s\n", res.reason);
+	/* Why a program that failed may have: what it was refused. */
+	if ((res.limits_hit & VMM_LIMIT_MEMORY) && ex != 0)
+		fprintf(stderr,
+		    "keep run: the process tree was refused memory at its "
+		    "limit (%llu MiB for all its processes together)\n",
+		    (unsigned long long)(cfg.memory >> 20));
 	if (stats)
 		fprintf(stderr,
 		    "keep run: boot %llu us, run %llu us, %llu exits, %llu "

@@ -854,10 +854,15 @@ vm_exec_image(
 	vm->mmap_used = NULL;
 	vm->mmap_file = NULL;
 	vm->mmap_pages_used = vm->mmap_pages_peak = 0;
+	/* The new program is charged as it loads, beside the old one
+	 * until it has loaded (docs/vmm.md, "Memory across a process
+	 * tree"). */
+	vm->mem_charged = 0;
 	if (load_program(vm, err, errlen) != VMM_OK ||
 	    build_stack(vm, &rsp) != 0) {
 		if (err[0] == '\0')
 			snprintf(err, errlen, "arguments too large");
+		vm_proc_mem_uncharge(vm, vm->mem_charged);
 		free(vm->mmap_used);
 		free(vm->mmap_file);
 		munmap(mem, vm->memsz);
@@ -867,6 +872,7 @@ vm_exec_image(
 	}
 	build_page_tables(vm);
 	build_descriptors(vm);
+	vm_proc_mem_uncharge(vm, old->mem_charged);
 	munmap(old->mem, old->memsz);
 	free(old->mmap_used);
 	free(old->mmap_file);

@@ -64,6 +64,24 @@ vm_mem_init(struct vm *vm)
 	return vm->mmap_used == NULL || vm->mmap_file == NULL ? -1 : 0;
 }
 
+int
+vm_mem_charge(struct vm *vm, uint64_t bytes)
+{
+	if (vm_proc_mem_charge(vm, bytes) != 0)
+		return -ENOMEM;
+	vm->mem_charged += bytes;
+	return 0;
+}
+
+void
+vm_mem_uncharge(struct vm *vm, uint64_t bytes)
+{
+	if (bytes > vm->mem_charged)
+		bytes = vm->mem_charged;
+	vm->mem_charged -= bytes;
+	vm_proc_mem_uncharge(vm, bytes);
+}
+
 /* First fit from the top, so the mmap area grows down towards brk as
  * Linux's does. */
 uint64_t
@@ -81,6 +99,8 @@ vm_mmap_alloc(struct vm *vm, uint64_t len)
 			continue;
 		}
 		if (++run == want) {
+			if (vm_mem_charge(vm, want * VM_PAGE) != 0)
+				return 0;
 			memset(vm->mmap_used + i, 1, want);
 			vm->mmap_pages_used += want;
 			if (vm->mmap_pages_used > vm->mmap_pages_peak)
@@ -111,7 +131,7 @@ vm_mmap_is_used(struct vm *vm, uint64_t addr, uint64_t len)
 int
 vm_mmap_free(struct vm *vm, uint64_t addr, uint64_t len)
 {
-	uint64_t end, i;
+	uint64_t end, i, freed = 0;
 
 	if (addr % VM_PAGE != 0 || len == 0)
 		return -EINVAL;
@@ -134,7 +154,9 @@ vm_mmap_free(struct vm *vm, uint64_t addr, uint64_t len)
 		if (vm->mmap_used[i]) {
 			vm->mmap_used[i] = 0;
 			vm->mmap_pages_used--;
+			freed++;
 		}
+	vm_mem_uncharge(vm, freed * VM_PAGE);
 	madvise(vm->mem + addr, end - addr, MADV_DONTNEED);
 	return 0;
 }

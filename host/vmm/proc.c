@@ -11,6 +11,11 @@
  * guest pid << 32), so a child that exits and a parent that exits at
  * the same moment agree on who frees the row: a child of a live parent
  * becomes a zombie its parent reaps with wait4; an orphan frees its own.
+ *
+ * The table also holds the tree's memory charge against the run's memory
+ * limit (docs/vmm.md, "Memory across a process tree"): each row the bytes
+ * its process holds, the tree their sum, taken by compare-and-swap before
+ * a process maps more, given back as it unmaps, execs or ends.
  */
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -54,6 +59,7 @@ struct vm_slot {
 	 * the process does with each, so a sender neither queues an
 	 * ignored one nor wakes the process for it. Bit sig-1. */
 	uint64_t pending, caught, ignored;
+	uint64_t mem; /* bytes charged to this process */
 };
 
 struct vm_tree {
@@ -63,6 +69,8 @@ struct vm_tree {
 	int32_t closing; /* the first process has ended: no more forks */
 	int32_t limit_hit;
 	int32_t output_limited;
+	int32_t mem_hit; /* a charge was refused */
+	uint64_t mem_used, mem_limit; /* bytes: the rows' sum, its bound */
 	unsigned nslots;
 	struct vm_slot slot[];
 };
@@ -121,12 +129,67 @@ vm_proc_init(struct vm *vm)
 	t->slot[0].word = word(SLOT_LIVE, 0);
 	t->slot[0].host_pid = getpid();
 	t->slot[0].guest_pid = t->slot[0].pgid = t->slot[0].sid = 1;
+	/* What the first process mapped before the table existed, or a
+	 * template's clone inherited. */
+	t->mem_limit = vm->memsz;
+	t->mem_used = t->slot[0].mem = vm->mem_charged;
 	vm->tree = t;
 	vm->slot = 0;
 	vm->pid = 1;
 	vm->ppid = 0;
 	vm->vfork_fd = -1;
 	return 0;
+}
+
+/* ---- the tree's memory charge ------------------------------------------ */
+
+static int
+charge(struct vm_tree *t, struct vm_slot *s, uint64_t bytes)
+{
+	uint64_t used = LOAD(&t->mem_used);
+
+	do {
+		if (bytes > t->mem_limit || used > t->mem_limit - bytes) {
+			STORE(&t->mem_hit, 1);
+			return -ENOMEM;
+		}
+	} while (!CAS(&t->mem_used, &used, used + bytes));
+	/* The tree's sum first: a process killed between the two steps
+	 * leaves the tree over-charged, never under. */
+	__atomic_fetch_add(&s->mem, bytes, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+static void
+uncharge(struct vm_tree *t, struct vm_slot *s, uint64_t bytes)
+{
+	__atomic_fetch_sub(&s->mem, bytes, __ATOMIC_SEQ_CST);
+	__atomic_fetch_sub(&t->mem_used, bytes, __ATOMIC_SEQ_CST);
+}
+
+/* A row's whole charge back to the tree: a process that ended, by itself
+ * or by its reaper (it was killed before it could), but only once. */
+static void
+uncharge_all(struct vm_tree *t, struct vm_slot *s)
+{
+	uint64_t held = __atomic_exchange_n(&s->mem, 0, __ATOMIC_SEQ_CST);
+
+	__atomic_fetch_sub(&t->mem_used, held, __ATOMIC_SEQ_CST);
+}
+
+int
+vm_proc_mem_charge(struct vm *vm, uint64_t bytes)
+{
+	if (vm->tree == NULL || bytes == 0)
+		return 0;
+	return charge(vm->tree, &vm->tree->slot[vm->slot], bytes);
+}
+
+void
+vm_proc_mem_uncharge(struct vm *vm, uint64_t bytes)
+{
+	if (vm->tree != NULL && bytes != 0)
+		uncharge(vm->tree, &vm->tree->slot[vm->slot], bytes);
 }
 
 static void
@@ -209,6 +272,7 @@ vm_proc_finish(struct vm *vm)
 	orphan_children(vm);
 	if (vm->is_child) {
 		s = me(vm);
+		uncharge_all(t, s);
 		STORE(&s->wstatus, guest_wstatus(vm));
 		for (w = LOAD(&s->word);;) {
 			uint64_t nw = w_parent(w) == 0
@@ -244,6 +308,10 @@ vm_proc_finish(struct vm *vm)
 		snprintf(vm->res->reason + n, sizeof(vm->res->reason) - n,
 		    " (process limit %u reached)", t->nslots);
 	}
+	if (LOAD(&t->limit_hit))
+		vm->res->limits_hit |= VMM_LIMIT_PROCESSES;
+	if (LOAD(&t->mem_hit))
+		vm->res->limits_hit |= VMM_LIMIT_MEMORY;
 	tree_free(vm);
 }
 
@@ -315,6 +383,17 @@ do_clone(struct vm *vm, uint64_t flags, uint64_t newsp, uint64_t ptid,
 	}
 	if ((flags & CLONE_CHILD_SETTID_) && vm_gptr(vm, ctid, 4) == NULL)
 		goto fault;
+	/* A forked child may come to hold its own copy of every page its
+	 * parent holds, and is charged for them now, as Linux's strict
+	 * overcommit charges a fork; a vfork child (posix_spawn), which
+	 * Linux runs in its parent's memory until it execs, only for what
+	 * it maps itself. */
+	STORE(&s->mem, 0);
+	if (!(flags & CLONE_VFORK_) &&
+	    charge(vm->tree, s, vm->mem_charged) != 0) {
+		STORE(&s->word, word(SLOT_FREE, 0));
+		return -ENOMEM;
+	}
 	if ((flags & CLONE_VFORK_) && pipe2(vp, O_CLOEXEC) == -1)
 		goto nomem;
 	if (vm_cpu_capture(vm, &st) != 0)
@@ -339,6 +418,8 @@ do_clone(struct vm *vm, uint64_t flags, uint64_t newsp, uint64_t ptid,
 		_exit(128 + SIGKILL);
 	vm->is_child = 1;
 	vm->slot = slot;
+	if (flags & CLONE_VFORK_)
+		vm->mem_charged = 0;
 	vm->ppid = vm->pid;
 	vm->pid = gpid;
 	memset(&vm->child_res, 0, sizeof(vm->child_res));
@@ -366,6 +447,7 @@ nomem:
 		close(vp[0]);
 		close(vp[1]);
 	}
+	uncharge_all(vm->tree, s);
 	STORE(&s->word, word(SLOT_FREE, 0));
 	return -EAGAIN;
 }
@@ -442,6 +524,7 @@ wait_child(struct vm *vm, int32_t gpid, int nohang, int32_t *gst)
 		else
 			*gst = (WEXITSTATUS(hst) & 0xff) << 8;
 		got = LOAD(&s->guest_pid);
+		uncharge_all(vm->tree, s);
 		STORE(&s->host_pid, 0);
 		STORE(&s->word, word(SLOT_FREE, 0));
 		return got;

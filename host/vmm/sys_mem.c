@@ -14,13 +14,27 @@
 #define MAP_ANONYMOUS_ 0x20
 #define MAP_FIXED_NOREPLACE_ 0x100000
 
+/* The heap's bytes as the tree's memory charge counts them: whole
+ * pages. */
+static uint64_t
+brk_pages(const struct vm *vm, uint64_t end)
+{
+	return (end - vm->brk_start + VM_PAGE - 1) & ~(VM_PAGE - 1);
+}
+
 int64_t
 sys_brk(struct vm *vm, const uint64_t a[6])
 {
-	uint64_t want = a[0];
+	uint64_t want = a[0], now, then;
 
 	if (want == 0 || want < vm->brk_start || want > vm->brk_max)
 		return (int64_t)vm->brk_cur;
+	now = brk_pages(vm, vm->brk_cur);
+	then = brk_pages(vm, want);
+	if (then > now && vm_mem_charge(vm, then - now) != 0)
+		return (int64_t)vm->brk_cur; /* as Linux's brk refuses */
+	if (then < now)
+		vm_mem_uncharge(vm, now - then);
 	if (want < vm->brk_cur)
 		/* Shrinking: what comes back later must read as zero. */
 		memset(vm->mem + want, 0, vm->brk_cur - want);

@@ -90,6 +90,10 @@ struct vm {
 	uint8_t *mmap_used; /* one byte per page of [mmap_lo, mmap_hi) */
 	uint64_t mmap_pages_used, mmap_pages_peak;
 	uint64_t brk_peak;
+	/* Bytes of brk and mmap pages (image pages included: each may
+	 * become a copy) charged to this process in the tree's memory
+	 * charge (proc.c), which the run's memory limit bounds. */
+	uint64_t mem_charged;
 	uint64_t stack_lo, stack_top;
 	/* Files. */
 	uint32_t *img_order; /* cfg->files by path (imgtree.c) */
@@ -245,6 +249,11 @@ void vm_proc_finish(struct vm *);
  * fresh process table for a clone (the template's is left alone). */
 int vm_proc_alone(struct vm *);
 int vm_proc_fresh(struct vm *);
+/* The tree's memory charge, for this process: take bytes more (0, or
+ * -ENOMEM past the run's memory limit), give bytes back. Before the
+ * table exists, a charge always succeeds (vm_proc_init takes the sum). */
+int vm_proc_mem_charge(struct vm *, uint64_t bytes);
+void vm_proc_mem_uncharge(struct vm *, uint64_t bytes);
 /* Signals queued for this process by others (taken or looked at), and
  * what it catches and ignores, for senders to see. */
 uint64_t vm_proc_take_pending(struct vm *);
@@ -356,6 +365,11 @@ int vm_env_parse(const uint8_t *data, size_t len, const char *const *envp,
 
 /* The page allocator behind mmap (mem.c). */
 int vm_mem_init(struct vm *);
+/* vm->mem_charged and the tree's charge together: 0 or -ENOMEM; and
+ * back (at most what this process was charged: a vfork child's
+ * inherited pages never were). */
+int vm_mem_charge(struct vm *, uint64_t bytes);
+void vm_mem_uncharge(struct vm *, uint64_t bytes);
 uint64_t vm_mmap_alloc(struct vm *, uint64_t len); /* 0 on failure */
 int vm_mmap_free(struct vm *, uint64_t addr, uint64_t len);
 int vm_mmap_is_used(struct vm *, uint64_t addr, uint64_t len);

@@ -125,7 +125,14 @@ struct vmm_result {
 	uint64_t peak_memory; /* guest bytes held (brk + mmap), image
 				 pages counted only where touched */
 	uint64_t output_bytes;
+	uint32_t limits_hit; /* VMM_LIMIT_*: the tree met them on its way */
 };
+
+/* Limits a run's process tree met without being stopped by them: a fork
+ * refused at the process limit (EAGAIN), a mapping or fork refused at
+ * the memory limit (ENOMEM). */
+#define VMM_LIMIT_PROCESSES 0x1u
+#define VMM_LIMIT_MEMORY 0x2u
 
 /*
  * count += add - sub (a vmm_config.workspace_count), in one step and

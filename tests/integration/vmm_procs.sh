@@ -135,6 +135,20 @@ done
 [ "$left" -eq 0 ] && ok "no process of the fork bomb is left" ||
     bad "fork bomb: $left processes left"
 
+# The memory limit holds for the tree (docs/vmm.md, "Memory across a
+# process tree"): natively, with no memory cgroup, every line says yes.
+"$KEEP" run --memory 128M --timeout 20s "$G/memtree" 128 >"$tmp/out" 2>"$tmp/err"; rc=$?
+printf '%s\n' "fork while holding 60%: ENOMEM" "posix_spawn while holding 60%: ran" \
+    "child 1 holding 40%: y" "child 2 holding 40%: y" "child 3 holding 40%: n" \
+    "after they ended, a child holding 40%: y" >"$tmp/want"
+[ $rc -eq 0 ] && cmp -s "$tmp/want" "$tmp/out" &&
+    ok "the memory limit is the tree's: a fork is charged, siblings share it, an ended child gives it back" ||
+    bad "memtree: exit $rc: $(diff "$tmp/want" "$tmp/out") $(cat "$tmp/err")"
+"$KEEP" run --memory 128M --timeout 20s "$G/memtree" 128 fail >"$tmp/out" 2>"$tmp/err"; rc=$?
+[ $rc -eq 1 ] && grep -q "refused memory at its limit (128 MiB" "$tmp/err" &&
+    ok "keep run says the tree was refused memory when its program fails" ||
+    bad "memtree fail: exit $rc: $(cat "$tmp/err")"
+
 "$KEEP" run --timeout 20s "$G/orphan" 4 >"$tmp/out" 2>"$tmp/err"; rc=$?
 [ $rc -eq 4 ] && [ "$(cat "$tmp/out")" = $'orphan\'s ppid: 1\nfirst process exits' ] &&
     ok "a zombie and an orphan: the run ends with its first process" ||
