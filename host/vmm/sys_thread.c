@@ -261,6 +261,12 @@ idle(struct vm *vm, struct vm_threads *ts)
 	uint64_t now, first;
 	int i;
 
+	/* No slice while nothing runs: the host's one timer is for the
+	 * run's limit and the guest's alarm again. A slice's left armed
+	 * would take its place, and a process whose threads all wait
+	 * would outlive its time limit. */
+	vm->slice_at_us = 0;
+	vm_timer_arm(vm);
 	vm_wake_signals(&block);
 	sigprocmask(SIG_BLOCK, &block, &old);
 	for (;;) {

@@ -4,7 +4,8 @@
  * that is not the first (tgkill), and calls that block (a pipe read,
  * poll, epoll_wait, a sleep) while the other threads go on, the one
  * that will wake them among them. "threads spin": a thread that spins past
- * the run's time limit. */
+ * the run's time limit; "threads wait": threads that all wait past it
+ * (a join, a read). */
 #include <errno.h>
 #include <pthread.h>
 #include <poll.h>
@@ -184,6 +185,15 @@ main(int argc, char **argv)
 	if (argc > 1 && strcmp(argv[1], "spin") == 0) {
 		pthread_create(&p, NULL, spinner, NULL);
 		printf("joining a thread that never ends\n");
+		pthread_join(p, NULL);
+		return 0;
+	}
+	if (argc > 1 && strcmp(argv[1], "wait") == 0) {
+		pipe(pfd);
+		pthread_create(&p, NULL, pipe_reader, NULL);
+		while (!started)
+			sched_yield();
+		printf("joining a thread that reads an empty pipe\n");
 		pthread_join(p, NULL);
 		return 0;
 	}

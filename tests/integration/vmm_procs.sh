@@ -36,6 +36,10 @@ same "threads: mutex, condition ping-pong, timed wait, time slices" "$G/threads"
 [ $rc -eq 124 ] && grep -q "timeout" "$tmp/err" &&
     ok "a thread that spins past the time limit is stopped" ||
     bad "spinning thread: exit $rc, $(cat "$tmp/err")"
+"$KEEP" run --timeout 1s "$G/threads" wait >"$tmp/out" 2>"$tmp/err"; rc=$?
+[ $rc -eq 124 ] && grep -q "timeout" "$tmp/err" &&
+    ok "threads that all wait (a join, a pipe read) past the time limit are stopped" ||
+    bad "waiting threads: exit $rc, $(cat "$tmp/err")"
 # Python (glibc, static): threading and signal.alarm, as natively.
 cat >"$ws/t.py" <<'EOPY'
 import threading, signal, time
