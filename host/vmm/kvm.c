@@ -609,14 +609,17 @@ on_syscall(struct vm *vm)
 
 	vm->res->syscalls++;
 	vm_vdso_tick(vm);
+	vm->call_nr = nr;
 	ret = vm_syscall(vm, nr, a);
 	if (vm->stopped)
 		return;
 	/* fork and execve leave this process on a new vCPU; after execve
-	 * it starts at the new program's entry, not after a call. */
+	 * it starts at the new program's entry, not after a call; after a
+	 * thread switch the registers are another thread's, returning from
+	 * its own call (call_nr). */
 	if (vm->regs_replaced) {
 		vm->regs_replaced = 0;
-		vm_signal_after_syscall(vm, nr);
+		vm_signal_after_syscall(vm, vm->call_nr);
 		return;
 	}
 	r = &vm->run->s.regs.regs;

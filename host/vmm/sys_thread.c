@@ -34,6 +34,7 @@
 #define SLICE_US 10000
 #define PARK_FDS_MAX 16 /* host descriptors one parked call waits on */
 #define NO_FUTEX UINT64_MAX /* a parked call's futex: none can match */
+#define NO_CALL UINT64_MAX /* a thread stopped between instructions */
 
 #define FUTEX_CMD_MASK 0x7f
 #define FUTEX_WAIT_ 0
@@ -69,6 +70,9 @@ struct vm_thread {
 	uint64_t fs_base, gs_base;
 	struct kvm_fpu fpu;
 	uint64_t blocked;
+	/* The call whose return its registers hold when it runs again, or
+	 * NO_CALL: what SA_RESTART may issue again after an EINTR. */
+	uint64_t nr;
 	uint64_t clear_tid; /* CLONE_CHILD_CLEARTID, set_tid_address */
 	uint64_t futex; /* T_WAIT: the address */
 	uint32_t bitset;
@@ -131,6 +135,7 @@ save(struct vm *vm, struct vm_thread *t)
 	t->gs_base = vm->run->s.regs.sregs.gs.base;
 	ioctl(vm->vcpufd, KVM_GET_FPU, &t->fpu);
 	t->blocked = vm->sig.blocked;
+	t->nr = NO_CALL;
 }
 
 static void
@@ -141,6 +146,7 @@ load(struct vm *vm, struct vm_thread *t)
 	vm->run->s.regs.sregs.gs.base = t->gs_base;
 	ioctl(vm->vcpufd, KVM_SET_FPU, &t->fpu);
 	vm->sig.blocked = t->blocked;
+	vm->call_nr = t->nr;
 	vm_set_user_segments(vm);
 }
 
@@ -516,6 +522,7 @@ vm_thread_park(struct vm *vm, const struct pollfd *fds, int n,
 	r->rip = r->rcx - 2;
 	r->rflags = (r->r11 & RFLAGS_USER) | RFLAGS_FIXED;
 	save(vm, t);
+	t->nr = r->rax;
 	t->state = T_WAIT;
 	t->futex = NO_FUTEX;
 	t->bitset = 0;

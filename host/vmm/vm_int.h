@@ -123,6 +123,8 @@ struct vm {
 	struct vm_exec *exec; /* what execve loaded (exec.c), or NULL */
 	int regs_replaced; /* the last call set every register (execve,
 			      rt_sigreturn): no return to the caller */
+	uint64_t call_nr; /* the call whose return the registers hold (a
+			     thread switch makes it the new thread's) */
 	struct vm_signals sig;
 	struct vm_threads *threads; /* sys_thread.c; NULL: one thread */
 	uint64_t slice_at_us; /* the running thread's slice ends */

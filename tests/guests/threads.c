@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -163,6 +164,26 @@ setter(void *arg)
 	return NULL;
 }
 
+static volatile sig_atomic_t alarms;
+
+static void
+on_alarm_count(int sig)
+{
+	(void)sig;
+	alarms++;
+}
+
+/* Waits in poll past the first thread's SIGALRM, then writes what the
+ * first thread's read waits for. */
+static void *
+late_writer(void *arg)
+{
+	(void)arg;
+	poll(NULL, 0, 200);
+	write(pfd[1], "r", 1);
+	return NULL;
+}
+
 static void *
 spinner(void *arg)
 {
@@ -284,5 +305,25 @@ main(int argc, char **argv)
 		;
 	pthread_join(p, NULL);
 	printf("a thread slept while the first spun: %d\n", slept);
+
+	/* A read that a SA_RESTART handler interrupts while every thread
+	 * waits is issued again: the read, not the other thread's poll. */
+	{
+		struct sigaction sa;
+		struct itimerval it = { { 0, 0 }, { 0, 50000 } };
+		char c = 0;
+		ssize_t n;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_alarm_count;
+		sa.sa_flags = SA_RESTART;
+		sigaction(SIGALRM, &sa, NULL);
+		pthread_create(&p, NULL, late_writer, NULL);
+		setitimer(ITIMER_REAL, &it, NULL);
+		n = read(pfd[0], &c, 1);
+		pthread_join(p, NULL);
+		printf("a read through a SA_RESTART signal: %zd %c, %d alarm\n",
+		    n, n == 1 ? c : '?', (int)alarms);
+	}
 	return 0;
 }

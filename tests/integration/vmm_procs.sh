@@ -31,7 +31,7 @@ same "epoll and eventfd: counters, level and edge, one-shot, timeouts, fork" "$G
 cmp -s "$tmp/native" "$tmp/keep" && ok "epoll on stdout and stdin pipes: same as native" ||
     bad "epoll stdio: $(diff "$tmp/native" "$tmp/keep")"
 same "signals: handlers, masks, alarm, timers, SIGCHLD, faults, altstack" "$G/signals"
-same "threads: mutex, condition ping-pong, timed wait, time slices" "$G/threads"
+same "threads: mutex, condition ping-pong, timed wait, time slices, SA_RESTART while all wait" "$G/threads"
 "$KEEP" run --timeout 1s "$G/threads" spin >"$tmp/out" 2>"$tmp/err"; rc=$?
 [ $rc -eq 124 ] && grep -q "timeout" "$tmp/err" &&
     ok "a thread that spins past the time limit is stopped" ||
