@@ -247,28 +247,26 @@ deliverable(struct vm *vm)
 	return (vm->sig.pending & ~vm->sig.blocked) != 0;
 }
 
-int
-vm_signal_pending(struct vm *vm)
+uint64_t
+vm_signal_acting(struct vm *vm)
 {
-	return deliverable(vm);
+	uint64_t acting = 0;
+	int sig;
+
+	deliverable(vm);
+	for (sig = 1; sig <= 64 && vm->sig.pending != 0; sig++)
+		if ((vm->sig.pending & bit(sig)) != 0 &&
+		    (vm->sig.act[sig].handler > SIG_IGN_ ||
+		        (vm->sig.act[sig].handler == SIG_DFL_ &&
+		            !vm_signal_default_ignored(sig))))
+			acting |= bit(sig);
+	return acting;
 }
 
 int
 vm_signal_interrupts(struct vm *vm)
 {
-	uint64_t ready;
-	int sig;
-
-	if (!deliverable(vm))
-		return 0;
-	ready = vm->sig.pending & ~vm->sig.blocked;
-	for (sig = 1; sig <= 64; sig++)
-		if ((ready & bit(sig)) != 0 &&
-		    (vm->sig.act[sig].handler > SIG_IGN_ ||
-		        (vm->sig.act[sig].handler == SIG_DFL_ &&
-		            !vm_signal_default_ignored(sig))))
-			return 1;
-	return 0;
+	return (vm_signal_acting(vm) & ~vm->sig.blocked) != 0;
 }
 
 /*
@@ -288,6 +286,22 @@ wait_signal(struct vm *vm)
 	sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
+/*
+ * pause and rt_sigsuspend, under the mask now in force: a thread with
+ * others parks, so they run on until a signal comes for it (sys_thread.c);
+ * the process's only thread sleeps in the host. Either returns EINTR
+ * once the signal's handler has run.
+ */
+static int64_t
+suspend(struct vm *vm)
+{
+	if ((vm_signal_acting(vm) & ~vm->sig.blocked) == 0 &&
+	    vm_thread_sigwait(vm))
+		return 0; /* not seen: the thread's return is made */
+	wait_signal(vm);
+	return -EINTR;
+}
+
 int64_t
 sys_rt_sigsuspend(struct vm *vm, const uint64_t a[6])
 {
@@ -304,16 +318,14 @@ sys_rt_sigsuspend(struct vm *vm, const uint64_t a[6])
 	vm->sig.saved = vm->sig.blocked;
 	vm->sig.has_saved = 1;
 	vm->sig.blocked = mask & ~UNBLOCKABLE;
-	wait_signal(vm);
-	return -EINTR;
+	return suspend(vm);
 }
 
 int64_t
 sys_pause(struct vm *vm, const uint64_t a[6])
 {
 	(void)a;
-	wait_signal(vm);
-	return -EINTR;
+	return suspend(vm);
 }
 
 /* ITIMER_REAL as microseconds: value and interval. */
@@ -577,8 +589,13 @@ default_action(struct vm *vm, int sig)
 	vm_stop(vm, VMM_EXITED, 128 + sig, "killed by signal %d", sig);
 }
 
-/* Deliver one pending, unblocked signal, if any. restart: the call
- * that just returned -EINTR may be restarted (SA_RESTART). */
+/*
+ * Deliver one pending, unblocked signal that acts, if any (those
+ * ignored before it are dropped). restart: the call that just returned
+ * -EINTR may be restarted (SA_RESTART). A thread parked in pause or
+ * rt_sigsuspend that lets a pending signal through takes it, rather
+ * than the running thread: the signal is what it waits for.
+ */
 static void
 deliver(struct vm *vm, uint64_t nr, int restartable)
 {
@@ -586,24 +603,28 @@ deliver(struct vm *vm, uint64_t nr, int restartable)
 	uint64_t ready;
 	int sig;
 
-	if (!deliverable(vm) && !vm->sig.has_saved)
-		return;
-	ready = vm->sig.pending & ~vm->sig.blocked;
-	if (ready == 0) {
-		if (vm->sig.has_saved) { /* sigsuspend woke for nothing */
-			vm->sig.blocked = vm->sig.saved;
-			vm->sig.has_saved = 0;
+	if (vm_thread_take_signal(vm, vm_signal_acting(vm)))
+		restartable = 0; /* its call returns EINTR, never again */
+	for (;;) {
+		ready = vm->sig.pending & ~vm->sig.blocked;
+		if (ready == 0) {
+			if (vm->sig.has_saved) { /* woke for nothing */
+				vm->sig.blocked = vm->sig.saved;
+				vm->sig.has_saved = 0;
+			}
+			return;
 		}
-		return;
-	}
-	sig = __builtin_ctzll(ready) + 1;
-	vm->sig.pending &= ~bit(sig);
-	switch (vm->sig.act[sig].handler) {
-	case SIG_IGN_:
-		return;
-	case SIG_DFL_:
-		default_action(vm, sig);
-		return;
+		sig = __builtin_ctzll(ready) + 1;
+		vm->sig.pending &= ~bit(sig);
+		if (vm->sig.act[sig].handler == SIG_IGN_ ||
+		    (vm->sig.act[sig].handler == SIG_DFL_ &&
+		        vm_signal_default_ignored(sig)))
+			continue;
+		if (vm->sig.act[sig].handler == SIG_DFL_) {
+			default_action(vm, sig);
+			return;
+		}
+		break;
 	}
 	if (restartable && (int64_t)r->rax == -EINTR &&
 	    (vm->sig.act[sig].flags & SA_RESTART_)) {

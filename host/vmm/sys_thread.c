@@ -13,8 +13,18 @@
  * others (vm_thread_park): the thread waits on its host descriptors and
  * deadline beside the futex waiters, and the call is issued again once a
  * descriptor is ready (wait4, with no descriptor to wait on, every few
- * milliseconds). Other host calls (sigsuspend, workspace files) still
- * block the process's other threads with them.
+ * milliseconds). Workspace file calls still block the process's other
+ * threads with them.
+ *
+ * pause and rt_sigsuspend park their thread too (vm_thread_sigwait),
+ * waiting under its own mask for a signal, with no descriptor or
+ * deadline: signals are the process's, so whoever finds one pending that
+ * a waiter lets through (delivery at a call's return or a kick, or the
+ * idle loop) makes that waiter the running thread to take it. A waiter
+ * comes before the running thread, as Linux gives a process's signal to
+ * a thread that waits for it rather than one that happens to run: a
+ * Python program's main thread in signal.pause() must be the one woken,
+ * since only it runs the Python handlers.
  */
 #include <sys/ioctl.h>
 
@@ -70,6 +80,8 @@ struct vm_thread {
 	uint64_t fs_base, gs_base;
 	struct kvm_fpu fpu;
 	uint64_t blocked;
+	uint64_t saved; /* rt_sigsuspend's mask to restore, if has_saved */
+	int has_saved;
 	/* The call whose return its registers hold when it runs again, or
 	 * NO_CALL: what SA_RESTART may issue again after an EINTR. */
 	uint64_t nr;
@@ -78,6 +90,8 @@ struct vm_thread {
 	uint32_t bitset;
 	uint64_t deadline_us; /* T_WAIT: 0 none */
 	int64_t timeout_ret; /* T_WAIT: the call's value at its deadline */
+	int sigwait; /* T_WAIT: pause or rt_sigsuspend, under blocked */
+	int sigwoke; /* woken from that for a signal, not yet delivered */
 	/* A parked call (vm_thread_park): its registers are those of the
 	 * `syscall` itself, issued again once one of these is ready. */
 	int reissue;
@@ -135,6 +149,8 @@ save(struct vm *vm, struct vm_thread *t)
 	t->gs_base = vm->run->s.regs.sregs.gs.base;
 	ioctl(vm->vcpufd, KVM_GET_FPU, &t->fpu);
 	t->blocked = vm->sig.blocked;
+	t->saved = vm->sig.saved;
+	t->has_saved = vm->sig.has_saved;
 	t->nr = NO_CALL;
 }
 
@@ -146,6 +162,8 @@ load(struct vm *vm, struct vm_thread *t)
 	vm->run->s.regs.sregs.gs.base = t->gs_base;
 	ioctl(vm->vcpufd, KVM_SET_FPU, &t->fpu);
 	vm->sig.blocked = t->blocked;
+	vm->sig.saved = t->saved;
+	vm->sig.has_saved = t->has_saved;
 	vm->call_nr = t->nr;
 	vm_set_user_segments(vm);
 }
@@ -196,6 +214,8 @@ static void
 resume(struct vm_thread *t, int64_t ret)
 {
 	t->state = T_RUN;
+	t->sigwoke = t->sigwait;
+	t->sigwait = 0;
 	if (t->reissue && ret == VM_PARK_AGAIN) {
 		t->npfd = 0; /* its deadline: issued again as it stands */
 		return;
@@ -254,17 +274,54 @@ wake_ready(struct vm_threads *ts, const struct timespec *timeout,
 	}
 }
 
+/* The thread waiting in pause or rt_sigsuspend that lets one of sigs
+ * through, the main thread first (Linux's first choice for a process's
+ * signal); -1 if none. */
+static int
+signal_waiter(struct vm *vm, struct vm_threads *ts, uint64_t sigs)
+{
+	int i, k = -1;
+
+	for (i = 0; i < THREADS_MAX; i++)
+		if (ts->t[i].state == T_WAIT && ts->t[i].sigwait &&
+		    (sigs & ~ts->t[i].blocked) != 0 &&
+		    (k < 0 || ts->t[i].tid == vm->pid))
+			k = i;
+	return k;
+}
+
+/* Every thread waits and sigs are pending: wake one that does not
+ * block them, with EINTR, to take one; a thread waiting for a signal
+ * before one waiting on a futex or a parked call. 0 if all block them. */
+static int
+wake_for_signal(struct vm *vm, struct vm_threads *ts, uint64_t sigs)
+{
+	int i, k;
+
+	if ((k = signal_waiter(vm, ts, sigs)) < 0)
+		for (i = 0; i < THREADS_MAX && k < 0; i++)
+			if (ts->t[i].state == T_WAIT &&
+			    (sigs & ~ts->t[i].blocked) != 0)
+				k = i;
+	if (k < 0)
+		return 0;
+	resume(&ts->t[k], -EINTR);
+	return 1;
+}
+
 /*
  * Nothing can run: sleep until a futex deadline, a signal or the run's
  * end (the host signals that wake a guest unblocked only inside ppoll,
- * so no wake-up is lost). A signal wakes the first waiting thread with EINTR to take it.
+ * so no wake-up is lost). A signal wakes a waiting thread that does not
+ * block it; one that every thread blocks stays pending, and the process
+ * sleeps on.
  */
 static void
 idle(struct vm *vm, struct vm_threads *ts)
 {
 	sigset_t block, old;
 	struct timespec tmo, *tp;
-	uint64_t now, first;
+	uint64_t now, first, sigs;
 	int i;
 
 	/* No slice while nothing runs: the host's one timer is for the
@@ -280,14 +337,9 @@ idle(struct vm *vm, struct vm_threads *ts)
 		expire(ts, now);
 		if (next_runnable(ts, 1) >= 0 || vm_timed_out())
 			break;
-		if (vm_signal_pending(vm)) {
-			for (i = 0; i < THREADS_MAX; i++)
-				if (ts->t[i].state == T_WAIT) {
-					resume(&ts->t[i], -EINTR);
-					break;
-				}
+		if ((sigs = vm_signal_acting(vm)) != 0 &&
+		    wake_for_signal(vm, ts, sigs))
 			break;
-		}
 		for (i = 0, first = 0; i < THREADS_MAX; i++)
 			if (ts->t[i].state == T_WAIT &&
 			    ts->t[i].deadline_us != 0 &&
@@ -396,6 +448,7 @@ vm_thread_clone(struct vm *vm, uint64_t flags, uint64_t newsp, uint64_t ptid,
 	t = &ts->t[i];
 	memset(t, 0, sizeof(*t));
 	save(vm, t);
+	t->has_saved = 0;
 	t->regs.rax = 0;
 	t->regs.rip = r->rcx;
 	t->regs.rflags = (r->r11 & RFLAGS_USER) | RFLAGS_FIXED;
@@ -533,6 +586,57 @@ vm_thread_park(struct vm *vm, const struct pollfd *fds, int n,
 	if (n > 0)
 		memcpy(t->pfd, fds, (size_t)n * sizeof(*fds));
 	switch_away(vm, ts);
+	return 1;
+}
+
+int
+vm_thread_sigwait(struct vm *vm)
+{
+	struct vm_threads *ts = vm->threads;
+	struct vm_thread *t;
+	int i, others = 0;
+
+	for (i = 0; ts != NULL && i < THREADS_MAX; i++)
+		if (i != ts->cur && ts->t[i].state != T_FREE)
+			others++;
+	if (others == 0)
+		return 0;
+	t = &ts->t[ts->cur];
+	/* It returns EINTR whenever it runs again: only a signal wakes it
+	 * (or the run's end), and the handler runs first. */
+	save_returning(vm, t, -EINTR);
+	t->state = T_WAIT;
+	t->sigwait = 1;
+	t->futex = NO_FUTEX;
+	t->bitset = 0;
+	t->deadline_us = 0;
+	t->reissue = 0;
+	t->npfd = 0;
+	switch_away(vm, ts);
+	return 1;
+}
+
+int
+vm_thread_take_signal(struct vm *vm, uint64_t sigs)
+{
+	struct vm_threads *ts = vm->threads;
+	int k, woke;
+
+	if (ts == NULL)
+		return 0;
+	/* Just woken for a signal (the idle loop): it takes it, not another
+	 * waiter that would let it through too. */
+	woke = ts->t[ts->cur].sigwoke;
+	ts->t[ts->cur].sigwoke = 0;
+	if (woke || sigs == 0 || (k = signal_waiter(vm, ts, sigs)) < 0)
+		return 0;
+	if (ts->t[ts->cur].state == T_RUN)
+		save(vm, &ts->t[ts->cur]);
+	resume(&ts->t[k], -EINTR);
+	ts->t[k].sigwoke = 0;
+	ts->cur = k;
+	load(vm, &ts->t[k]);
+	set_slice(vm);
 	return 1;
 }
 

@@ -66,7 +66,7 @@ struct vm_signals {
 	struct vm_sigaction act[65]; /* by number; 0 unused */
 	uint64_t blocked, pending;
 	uint64_t saved; /* rt_sigsuspend: the mask to restore */
-	int has_saved;
+	int has_saved; /* blocked, saved, has_saved: the running thread's */
 	uint64_t ss_sp, ss_size; /* sigaltstack; size 0: none */
 	uint32_t ss_flags;
 	uint64_t alarm_at_us, alarm_interval_us; /* ITIMER_REAL, vm_now_us */
@@ -272,11 +272,12 @@ void vm_signal_exec(struct vm *);
  * of KVM_RUN. */
 void vm_signal_after_syscall(struct vm *, uint64_t nr);
 void vm_signal_after_kick(struct vm *);
-/* Whether a signal the process would act on is pending now. */
-int vm_signal_pending(struct vm *);
-/* Whether a pending signal would run a handler or end the process (one
- * that is ignored, or ignored by default, would not): what cuts a
- * sleep short with EINTR. */
+/* The pending signals that would run a handler or end the process
+ * (taking the table's and a due alarm in), blocked or not: those a
+ * waiting thread wakes for. */
+uint64_t vm_signal_acting(struct vm *);
+/* Whether one of those is pending and not blocked by the running
+ * thread: what cuts a sleep short with EINTR. */
 int vm_signal_interrupts(struct vm *);
 /* An exception the program has a handler for: 1 when delivered. */
 int vm_signal_fault(struct vm *, unsigned vector, uint64_t rip, uint64_t rsp,
@@ -312,6 +313,20 @@ int vm_thread_park(struct vm *, const struct pollfd *fds, int n,
 int vm_thread_park_fd(struct vm *, int hostfd, short events);
 /* After a kick out of KVM_RUN: the next thread if the slice is over. */
 void vm_thread_preempt(struct vm *);
+/*
+ * pause and rt_sigsuspend from a process with other threads: park the
+ * running thread until a signal its mask (vm->sig.blocked, as the call
+ * set it) lets through, its call then returning EINTR. 1 when parked
+ * (the caller's value is not used); 0 when the thread is alone and the
+ * caller waits itself.
+ */
+int vm_thread_sigwait(struct vm *);
+/* At each delivery, sigs those pending that act: a thread parked by
+ * vm_thread_sigwait that lets one through becomes the running thread,
+ * to take it (the one that ran is kept runnable, between two
+ * instructions), unless the running one was just woken from such a
+ * wait to take it. 1 when switched. */
+int vm_thread_take_signal(struct vm *, uint64_t sigs);
 
 /* Output bytes of the whole tree (fs.c counts writes to fds 1 and 2). */
 uint64_t *vm_output_counter(struct vm *);

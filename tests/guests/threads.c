@@ -3,9 +3,10 @@
  * scheduler's time slice, tids, raise() and pthread_kill from a thread
  * that is not the first (tgkill), and calls that block (a pipe read,
  * poll, epoll_wait, a sleep) while the other threads go on, the one
- * that will wake them among them. "threads spin": a thread that spins past
- * the run's time limit; "threads wait": threads that all wait past it
- * (a join, a read). */
+ * that will wake them among them; sigsuspend and pause in one thread
+ * while another works and then sends the signal that ends the wait.
+ * "threads spin": a thread that spins past the run's time limit;
+ * "threads wait": threads that all wait past it (a join, a read, pause). */
 #include <errno.h>
 #include <pthread.h>
 #include <poll.h>
@@ -184,6 +185,53 @@ late_writer(void *arg)
 	return NULL;
 }
 
+static volatile sig_atomic_t handled_on, steps;
+
+static void
+on_wake(int sig)
+{
+	(void)sig;
+	handled_on = (pid_t)syscall(SYS_gettid) == getpid() ? 1 : 2;
+}
+
+/* Works while the first thread is in sigsuspend, then arms the timer
+ * whose SIGALRM ends it (blocked here: the first thread takes it). */
+static void *
+stepper(void *arg)
+{
+	struct timespec d = { 0, 5000000 };
+	struct itimerval it = { { 0, 0 }, { 0, 10000 } };
+	int i;
+
+	(void)arg;
+	for (i = 0; i < 5; i++) {
+		nanosleep(&d, NULL);
+		steps++;
+	}
+	setitimer(ITIMER_REAL, &it, NULL);
+	return NULL;
+}
+
+static volatile int pausing, woke;
+
+/* Pauses with SIGUSR1 let through, which the first thread blocks: the
+ * process's SIGUSR1 can only end this pause. */
+static void *
+pauser(void *arg)
+{
+	sigset_t s;
+	int rc;
+
+	(void)arg;
+	sigemptyset(&s);
+	sigaddset(&s, SIGUSR1);
+	pthread_sigmask(SIG_UNBLOCK, &s, NULL);
+	pausing = 1;
+	rc = pause();
+	woke = 1;
+	return (void *)(long)(rc == -1 && errno == EINTR);
+}
+
 static void *
 spinner(void *arg)
 {
@@ -214,7 +262,11 @@ main(int argc, char **argv)
 		pthread_create(&p, NULL, pipe_reader, NULL);
 		while (!started)
 			sched_yield();
-		printf("joining a thread that reads an empty pipe\n");
+		pthread_create(&t[0], NULL, pauser, NULL);
+		while (!pausing)
+			sched_yield();
+		printf("joining a thread that reads an empty pipe, beside one "
+		       "in pause\n");
 		pthread_join(p, NULL);
 		return 0;
 	}
@@ -324,6 +376,59 @@ main(int argc, char **argv)
 		pthread_join(p, NULL);
 		printf("a read through a SA_RESTART signal: %zd %c, %d alarm\n",
 		    n, n == 1 ? c : '?', (int)alarms);
+	}
+
+	/* sigsuspend in the first thread while another works. SIGALRM is
+	 * blocked outside the wait, so one that came early would wait for it. */
+	{
+		struct sigaction sa;
+		sigset_t s, old, cur;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_wake;
+		sigaction(SIGALRM, &sa, NULL);
+		sigemptyset(&s);
+		sigaddset(&s, SIGALRM);
+		pthread_sigmask(SIG_BLOCK, &s, &old);
+		pthread_create(&p, NULL, stepper, NULL);
+		rc = sigsuspend(&old);
+		pthread_sigmask(SIG_SETMASK, NULL, &cur);
+		pthread_join(p, NULL);
+		printf("sigsuspend while a thread works: %d %s, handler on "
+		       "thread %d, its steps %d, SIGALRM blocked again %d\n",
+		    rc, rc == -1 && errno == EINTR ? "EINTR" : "?",
+		    (int)handled_on, (int)steps, sigismember(&cur, SIGALRM));
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+	}
+	/* pause in a second thread while the first works, then sends the
+	 * process SIGUSR1 (again, should the first come before the pause). */
+	{
+		struct sigaction sa;
+		struct timespec d = { 0, 10000000 };
+		sigset_t s, old;
+		long work = 0;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_wake;
+		sigaction(SIGUSR1, &sa, NULL);
+		sigemptyset(&s);
+		sigaddset(&s, SIGUSR1);
+		pthread_sigmask(SIG_BLOCK, &s, &old);
+		handled_on = 0;
+		pthread_create(&p, NULL, pauser, NULL);
+		while (!pausing)
+			sched_yield();
+		for (i = 0; i < 1000000; i++)
+			work += i % 7;
+		while (!woke) {
+			kill(getpid(), SIGUSR1);
+			nanosleep(&d, NULL);
+		}
+		pthread_join(p, &ret);
+		printf("pause in a thread while the first works (%ld): EINTR "
+		       "%ld, handler on thread %d\n",
+		    work, (long)ret, (int)handled_on);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
 	return 0;
 }

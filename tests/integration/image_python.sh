@@ -173,5 +173,32 @@ got=$(py sleepsig.py 2>&1)
 	ok "a handled signal or a child's end does not cut time.sleep short: $got" ||
 	bad "sleep and signals: native '$want', keep '$got'"
 
+# signal.pause() in the main thread while another thread works and then
+# signals the process: the main thread wakes (its C handler only sets a
+# flag, so the handler must run on the thread that paused) and the other
+# thread got its work done meanwhile. The signal is sent again until the
+# pause is over, should the first come before it.
+cat >"$ws/pausesig.py" <<'PY'
+import os, signal, threading, time
+got = []
+signal.signal(signal.SIGUSR1, lambda s, f: got.append(threading.current_thread() is threading.main_thread()))
+steps = []
+over = threading.Event()
+def work():
+    for i in range(5):
+        time.sleep(0.01); steps.append(i)
+    while not over.wait(0.05):
+        os.kill(os.getpid(), signal.SIGUSR1)
+t = threading.Thread(target=work); t.start()
+signal.pause()
+over.set(); t.join()
+print("pause woke:", len(steps), "steps done by the other thread, handled:", bool(got) and all(got))
+PY
+want=$(cd "$ws" && env --default-signal=INT,TERM,USR1 $PY pausesig.py 2>&1)
+got=$("$KEEP" run --timeout 20s --workspace "$ws" --trust "$K" "$I/python.img" python pausesig.py 2>&1)
+[ "$got" = "$want" ] && [[ $want == *"5 steps"*"True" ]] &&
+	ok "signal.pause() in the main thread while another works and signals: $got" ||
+	bad "pause and threads: native '$want', keep '$got'"
+
 [ $fails -eq 0 ] && echo "image_python: all passed" || echo "image_python: $fails failed"
 [ $fails -eq 0 ]

@@ -31,14 +31,14 @@ same "epoll and eventfd: counters, level and edge, one-shot, timeouts, fork" "$G
 cmp -s "$tmp/native" "$tmp/keep" && ok "epoll on stdout and stdin pipes: same as native" ||
     bad "epoll stdio: $(diff "$tmp/native" "$tmp/keep")"
 same "signals: handlers, masks, alarm, timers, SIGCHLD, faults, altstack" "$G/signals"
-same "threads: mutex, condition ping-pong, timed wait, time slices, SA_RESTART while all wait" "$G/threads"
+same "threads: mutex, condition ping-pong, timed wait, time slices, SA_RESTART, sigsuspend and pause beside working threads" "$G/threads"
 "$KEEP" run --timeout 1s "$G/threads" spin >"$tmp/out" 2>"$tmp/err"; rc=$?
 [ $rc -eq 124 ] && grep -q "timeout" "$tmp/err" &&
     ok "a thread that spins past the time limit is stopped" ||
     bad "spinning thread: exit $rc, $(cat "$tmp/err")"
 "$KEEP" run --timeout 1s "$G/threads" wait >"$tmp/out" 2>"$tmp/err"; rc=$?
 [ $rc -eq 124 ] && grep -q "timeout" "$tmp/err" &&
-    ok "threads that all wait (a join, a pipe read) past the time limit are stopped" ||
+    ok "threads that all wait (a join, a pipe read, pause) past the time limit are stopped" ||
     bad "waiting threads: exit $rc, $(cat "$tmp/err")"
 # Python (glibc, static): threading and signal.alarm, as natively.
 cat >"$ws/t.py" <<'EOPY'
