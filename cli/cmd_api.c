@@ -75,7 +75,7 @@ usage_fp(FILE *fp)
 	    "  secrets set NAME [VALUE|-] | list | delete NAME\n"
 	    "  terminal SANDBOX\n"
 	    "  audit [--limit N]\n"
-	    "  revoke [--fleet FILE] [--expires-at UNIX] JTI\n"
+	    "  revoke [--fleet FILE] [--expires-at UNIX] [--] JTI\n"
 	    "  schedules create (--cron EXPR | --at TIME) [--tz ZONE]\n"
 	    "      (--sandbox ID | --image IMAGE) [--missed skip|once] "
 	    "[--disabled]\n"
@@ -1683,7 +1683,7 @@ revoke_one(
 }
 
 /*
- * revoke [--fleet FILE] [--expires-at UNIX] JTI: the jti's revocation
+ * revoke [--fleet FILE] [--expires-at UNIX] [--] JTI: the jti's revocation
  * stored by keepd (and audited there). Each box keeps its own store, so
  * a fleet (docs/scaling.md) revokes on every node: FILE lists one node a
  * line, "NAME URL" or "URL" ('#' starts a comment), and each gets the
@@ -1695,11 +1695,22 @@ cmd_revoke(struct client *c, int argc, char **argv)
 	const char *fleet = NULL, *jti = NULL, *base = c->url, *errstr;
 	char line[1024], *p, *name, *url;
 	json_int_t expires_at = 0;
-	int i, failed = 0, nodes = 0;
+	int i, failed = 0, nodes = 0, opts = 1;
 	FILE *fp;
 
+	/* A jti is base64url: one in 64 begins with '-', so an argument
+	 * that is not an option is the jti even then, and "--" ends the
+	 * options for one that begins with "--". */
 	for (i = 0; i < argc; i++) {
-		if (strcmp(argv[i], "--fleet") == 0 && i + 1 < argc)
+		if (opts && strcmp(argv[i], "--") == 0)
+			opts = 0;
+		else if (!opts || strncmp(argv[i], "--", 2) != 0) {
+			if (jti != NULL) {
+				usage();
+				return EXIT_USAGE;
+			}
+			jti = argv[i];
+		} else if (strcmp(argv[i], "--fleet") == 0 && i + 1 < argc)
 			fleet = argv[++i];
 		else if (strcmp(argv[i], "--expires-at") == 0 && i + 1 < argc) {
 			expires_at = strtonum(argv[++i], 1, INT64_MAX, &errstr);
@@ -1709,14 +1720,12 @@ cmd_revoke(struct client *c, int argc, char **argv)
 				    errstr);
 				return EXIT_USAGE;
 			}
-		} else if (jti == NULL && argv[i][0] != '-')
-			jti = argv[i];
-		else {
+		} else {
 			usage();
 			return EXIT_USAGE;
 		}
 	}
-	if (jti == NULL) {
+	if (jti == NULL || *jti == '\0') {
 		usage();
 		return EXIT_USAGE;
 	}
