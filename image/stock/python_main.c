@@ -7,7 +7,30 @@
  */
 #include <Python.h>
 
+#include <limits.h>
+#include <unistd.h>
+
 #define STDLIB_ZIP L"/lib/python311.zip"
+
+/*
+ * sys.executable from the kernel's name for this program, which is
+ * /bin/python in the guest: the image's command is run as "python" with
+ * no $PATH, and CPython would otherwise leave sys.executable empty, so
+ * nothing could run the interpreter again (subprocess, multiprocessing).
+ * 0, or -1 with nothing set (CPython then guesses as before).
+ */
+static int
+set_executable(PyConfig *config, PyStatus *st)
+{
+	char path[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+
+	if (n <= 0 || path[0] != '/')
+		return -1;
+	path[n] = '\0';
+	*st = PyConfig_SetBytesString(config, &config->executable, path);
+	return 0;
+}
 
 int
 main(int argc, char **argv)
@@ -33,6 +56,8 @@ main(int argc, char **argv)
 		goto fail;
 	st = PyConfig_SetBytesArgv(&config, argc, argv);
 	if (PyStatus_Exception(st))
+		goto fail;
+	if (set_executable(&config, &st) == 0 && PyStatus_Exception(st))
 		goto fail;
 	st = Py_InitializeFromConfig(&config);
 	if (PyStatus_Exception(st))

@@ -125,6 +125,13 @@ out=$("$KEEP" run --workspace "$ws" --trust "$K" "$I/python-static.img" python -
 print(json.__spec__.origin, collections.__spec__.origin, json.dumps(collections.Counter("keep")))' 2>&1)
 [ "$out" = '/lib/python311.zip/json/__init__.pyc /lib/python311.zip/collections/__init__.pyc {"k": 1, "e": 2, "p": 1}' ] &&
 	ok "python-static loads its standard library from bytecode" || bad "python-static: '$out'"
+# It knows its own path (/proc/self/exe), so it can run itself again:
+# subprocess and multiprocessing need sys.executable.
+out=$("$KEEP" run --workspace "$ws" --trust "$K" "$I/python-static.img" python -c 'import sys, subprocess
+print(sys.executable, subprocess.run([sys.executable, "-c", "print(6 * 7)"], capture_output=True, text=True).stdout.strip())' 2>&1)
+[ "$out" = "/bin/python 42" ] &&
+	ok "python-static's sys.executable is /bin/python, and it runs itself in a subprocess" ||
+	bad "python-static sys.executable: '$out'"
 # Its signal handlers are python3's: SIGPIPE ignored, so a write to a
 # pipe nobody reads is BrokenPipeError, not the end of the process.
 code='import os, signal
