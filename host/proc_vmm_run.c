@@ -72,6 +72,10 @@ run_reply(struct proc_ctx *ctx, enum proc_id to, uint64_t reqid,
 	if (res != NULL) {
 		d.duration_ms = (res->boot_us + res->run_us) / 1000;
 		d.boot_us = res->boot_us;
+		if (res->limits_hit & VMM_LIMIT_PROCESSES)
+			d.limits |= RUN_LIMIT_PROCESSES;
+		if (res->limits_hit & VMM_LIMIT_MEMORY)
+			d.limits |= RUN_LIMIT_MEMORY;
 	}
 	strlcpy(d.reason, reason, sizeof(d.reason));
 	vmm_run_done_send(ctx, to, reqid, &d, outfd, "run");

@@ -516,8 +516,14 @@ struct msg_vmm_run_done {
 	uint64_t duration_ms;
 	uint64_t boot_us;
 	uint64_t pid; /* the run's number in its sandbox's process table */
+	uint32_t limits; /* RUN_LIMIT_*: limits its process tree met */
+	uint32_t pad;
 	char reason[64]; /* NUL-terminated, "" when exited */
 };
+/* A fork refused at the process limit; a mapping or fork refused at the
+ * memory limit (docs/vmm.md, "Limits and how a run ends"). */
+#define RUN_LIMIT_PROCESSES 0x1u
+#define RUN_LIMIT_MEMORY 0x2u
 
 /* A sandbox's usage since the vmm started (GET .../system). */
 struct msg_vmm_system {

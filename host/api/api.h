@@ -202,12 +202,23 @@ struct api_run_result {
 	int exit_code;
 	uint64_t duration_ms;
 	char reason[64]; /* "" or "timeout", "fault", "output-limit", ... */
+	unsigned limits; /* API_LIMIT_*: limits its process tree met */
 	int cell; /* out: a live context's JSON lines (docs/contexts.md) */
 	/* malloc, a python execute's results as a JSON array (untrusted:
 	 * written by the guest), or NULL: no results field. */
 	char *results;
 	size_t results_len;
 };
+
+/* The limits a run's process tree met without being stopped by them
+ * (api_run_result.limits), as the API names them in "limits":
+ * "processes" (a fork refused, EAGAIN), "memory" (a mapping or a fork
+ * refused, ENOMEM). */
+#define API_LIMIT_PROCESSES 0x1u
+#define API_LIMIT_MEMORY 0x2u
+struct json_t;
+/* Add "limits" to a run's JSON result o when the tree met any. */
+void api_run_limits(struct json_t *o, unsigned limits);
 
 struct api_process {
 	uint64_t pid;

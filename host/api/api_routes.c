@@ -492,6 +492,8 @@ sse_event(struct http_buf *b, const char *event, json_t *data)
 void
 run_events(struct http_buf *b, const struct api_run_result *res)
 {
+	json_t *ex;
+
 	if (res->out_len)
 		sse_event(b, "stdout",
 		    json_pack(
@@ -509,10 +511,25 @@ run_events(struct http_buf *b, const struct api_run_result *res)
 		    sse_event(b, "result", json_incref(x));
 		json_decref(rs);
 	}
-	sse_event(b, "exit",
-	    json_pack("{s:i,s:I,s:o}", "exit_code", res->exit_code,
-	        "duration_ms", (json_int_t)res->duration_ms, "reason",
-	        res->reason[0] ? json_string(res->reason) : json_null()));
+	ex = json_pack("{s:i,s:I,s:o}", "exit_code", res->exit_code,
+	    "duration_ms", (json_int_t)res->duration_ms, "reason",
+	    res->reason[0] ? json_string(res->reason) : json_null());
+	api_run_limits(ex, res->limits);
+	sse_event(b, "exit", ex);
+}
+
+void
+api_run_limits(json_t *o, unsigned limits)
+{
+	json_t *a;
+
+	if (o == NULL || limits == 0 || (a = json_array()) == NULL)
+		return;
+	if (limits & API_LIMIT_PROCESSES)
+		json_array_append_new(a, json_string("processes"));
+	if (limits & API_LIMIT_MEMORY)
+		json_array_append_new(a, json_string("memory"));
+	json_object_set_new(o, "limits", a);
 }
 
 void
@@ -546,6 +563,7 @@ reply_run(struct rq *r, struct api_run_result *res)
 		if (o != NULL && res->results != NULL)
 			json_object_set_new(o, "results",
 			    api_results_decode(res->results, res->results_len));
+		api_run_limits(o, res->limits);
 		rq_json(r, 200, o);
 	}
 	free(res->out);

@@ -16,7 +16,7 @@
  *
  * Webhook body (JSON): {"run_id", "sandbox_id", "status": "completed" |
  * "failed", "exit_code", "stdout", "stderr", "duration_ms", "reason",
- * "error"}.
+ * "limits" (when any), "error"}.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -122,6 +122,7 @@ result_json(const struct fb_async *a, int rc, const struct api_run_result *res,
 		json_object_set_new(o, "duration_ms",
 		    json_integer((json_int_t)res->duration_ms));
 		json_object_set_new(o, "reason", json_string(res->reason));
+		api_run_limits(o, res->limits);
 	} else
 		json_object_set_new(o, "error", json_string(err->message));
 	s = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);

@@ -277,14 +277,15 @@ done
     --command signals=/bin/signals --file /bin/threads="$G/threads" \
     --command threads=/bin/threads --file /bin/hostkill="$G/hostkill" \
     --command hostkill=/bin/hostkill --file /bin/events="$G/events" \
-    --command events=/bin/events "$G/forkwait" -o "$tmp/procs.img.tmp" >/dev/null &&
+    --command events=/bin/events --file /bin/memtree="$G/memtree" \
+    --command memtree=/bin/memtree "$G/forkwait" -o "$tmp/procs.img.tmp" >/dev/null &&
 "$KEEP" image sign --key "$B/keys/dev.secret" "$tmp/procs.img.tmp" >/dev/null ||
     { echo "FAIL: procs image"; exit 1; }
 cat >"$tmp/test.policy" <<'EOP'
 role runner {
 	allow sandbox:read, sandbox:write, exec, artifact:read
 	exec "forkwait", "forkbomb", "orphan", "sh", "signals", "threads", "hostkill",
-	    "events"
+	    "events", "memtree"
 	timeout 20s
 	processes 8
 }
@@ -306,14 +307,26 @@ req "$alice" POST "/v1/sandboxes/$sbx/commands/run" '{"cmd":"forkwait"}'
 
 req "$alice" POST "/v1/sandboxes/$sbx/commands/run" '{"cmd":"forkbomb","timeout":2000}'
 [ "$code" = 200 ] && [ "$(jget "$body" '["reason"]')" = timeout ] &&
+    [ "$(jget "$body" '["limits"]')" = "['processes']" ] &&
     grep -q "done: .*process limit 8 reached" "$tmp/log" &&
-    ok "commands/run: a fork bomb stops at the policy's process limit (8) and ends at the time limit" ||
+    ok "commands/run: a fork bomb stops at the policy's process limit (8), ends at the time limit, and says limits: processes" ||
     bad "commands/run forkbomb: $code $body $(grep 'process limit' "$tmp/log")"
 for _ in $(seq 50); do
 	left=$(pgrep -f "vm $sbx" | wc -l); [ "$left" -eq 0 ] && break; sleep 0.1
 done
 [ "$left" -eq 0 ] && ok "commands/run: no vm process of the fork bomb is left" ||
     bad "commands/run forkbomb: $left vm processes left"
+
+# The image's 64M is the tree's: a process holding 60% cannot fork.
+req "$alice" POST "/v1/sandboxes/$sbx/commands/run" '{"cmd":"memtree","args":["64","fail"]}'
+[ "$code" = 200 ] && [ "$(jget "$body" '["exit_code"]')" = 1 ] &&
+    [ "$(jget "$body" '["limits"]')" = "['memory']" ] &&
+    [ "$(jget "$body" '["stdout"]')" = "fork while holding 60%: ENOMEM" ] &&
+    ok "commands/run: the memory limit is the tree's, and the result says limits: memory" ||
+    bad "commands/run memtree: $code $body"
+req "$alice" POST "/v1/sandboxes/$sbx/commands/run" '{"cmd":"forkwait"}'
+[ "$code" = 200 ] && [ "$(jget "$body" '.get("limits")')" = None ] &&
+    ok "commands/run: no limits field when the tree met none" || bad "commands/run limits: $code $body"
 
 req "$alice" POST "/v1/sandboxes/$sbx/commands/run" '{"cmd":"orphan","args":["5"]}'
 [ "$code" = 200 ] && [ "$(jget "$body" '["exit_code"]')" = 5 ] &&
