@@ -328,15 +328,6 @@ static void __attribute__((noreturn)) holder(const char *path,
 	argv[spec.nargs + 1] = NULL;
 	boot.elf = first->program->data;
 	boot.elf_len = first->program->len;
-	/* The template's image files are copies, not private mappings of
-	 * the image (cfg.image_map): with mappings, every clone of the
-	 * python image's template faulted (a guest write to 0xa1), for a
-	 * reason in host/vmm/imgmap.c's state across a clone not found
-	 * yet. Copies cost the holder the files its template touched, and
-	 * clones share them copy-on-write. keepd's templates copy too. */
-	boot.image_map = NULL;
-	boot.image_map_len = 0;
-	boot.image_fd = -1;
 	boot.argv = argv;
 	boot.envp = envp;
 	boot.workspace = NULL;

@@ -1034,7 +1034,13 @@ vm_serve(struct vm *vm)
 	sigaction(SIGUSR2, &okick, NULL);
 	for (i = 0; i < sizeof(outside) / sizeof(outside[0]); i++)
 		sigaction(outside[i], &oout[i], NULL);
-	vm_imgmap_settle(vm);
+	/* Settling counts the image pages touched and puts zeroes back
+	 * over them: right at a run's end, but a template parked at its
+	 * ready call goes on in its clones, whose image pages must still
+	 * read as the files (every clone of the python image's template
+	 * faulted on the zeroes). */
+	if (!vm->parked)
+		vm_imgmap_settle(vm);
 	vm->res->peak_memory = (vm->brk_peak - vm->brk_start) +
 	    (vm->mmap_pages_peak + vm->file_touched_pages) * VM_PAGE;
 }
