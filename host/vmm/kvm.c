@@ -598,6 +598,17 @@ on_exception(struct vm *vm, struct kvm_regs *r, struct kvm_sregs *s)
 		    (frame[1] & 3) == 0 ? " (in the guest kernel)" : "");
 }
 
+/* A time slice that ended while the thread was in a system call's stub
+ * (sys_thread.c): the thread is back in its own code now. */
+static void
+preempt_at_return(struct vm *vm)
+{
+	if (vm->preempt_due && !vm->stopped) {
+		vm->preempt_due = 0;
+		vm_thread_preempt(vm);
+	}
+}
+
 static void
 on_syscall(struct vm *vm)
 {
@@ -620,6 +631,7 @@ on_syscall(struct vm *vm)
 	if (vm->regs_replaced) {
 		vm->regs_replaced = 0;
 		vm_signal_after_syscall(vm, vm->call_nr);
+		preempt_at_return(vm);
 		return;
 	}
 	r = &vm->run->s.regs.regs;
@@ -632,6 +644,7 @@ on_syscall(struct vm *vm)
 	seg(&s->ss, SEL_UDATA, 3, 0);
 	vm->run->kvm_dirty_regs |= KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
 	vm_signal_after_syscall(vm, nr);
+	preempt_at_return(vm);
 }
 
 /* The exit came from a stub: RIP at, or just past, its `out`. The CPL

@@ -403,8 +403,16 @@ vm_thread_preempt(struct vm *vm)
 
 	if (ts == NULL || vm->slice_at_us == 0 || vm_now_us() < vm->slice_at_us)
 		return;
-	if (rip >= GUEST_KERNEL && rip < GUEST_KERNEL + VM_PAGE)
-		return; /* in a stub: its exit comes at once */
+	if (rip >= GUEST_KERNEL && rip < GUEST_KERNEL + VM_PAGE) {
+		/* In a stub, whose exit comes at once: the switch is made as
+		 * that call returns (kvm.c). The timer is one-shot: were it
+		 * left at that, a thread that makes system calls all the
+		 * time would never be switched away from again, and the run
+		 * would outlive its limit; were it set again at once, its
+		 * kick would come before the stub's exit, again and again. */
+		vm->preempt_due = 1;
+		return;
+	}
 	expire(ts, vm_now_us());
 	wake_ready(ts, &no_wait, NULL);
 	if (runnable_others(ts) == 0) {

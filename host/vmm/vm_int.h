@@ -128,6 +128,7 @@ struct vm {
 	struct vm_signals sig;
 	struct vm_threads *threads; /* sys_thread.c; NULL: one thread */
 	uint64_t slice_at_us; /* the running thread's slice ends */
+	int preempt_due; /* the slice ended inside a call: switch at its return */
 	/* Templates (template.c): booting one, parked at its ready call
 	 * (KEEP_SYS_READY) with the request buffer it gave, or a clone. */
 	int template_state; /* VM_TPL_NONE, ... */

@@ -6,6 +6,8 @@
  * that will wake them among them; sigsuspend and pause in one thread
  * while another works and then sends the signal that ends the wait.
  * "threads spin": a thread that spins past the run's time limit;
+ * "threads calls": two threads that make system calls without end, past
+ * it (the time slice's kick then mostly lands inside a call);
  * "threads wait": threads that all wait past it (a join, a read, pause). */
 #include <errno.h>
 #include <pthread.h>
@@ -241,6 +243,15 @@ spinner(void *arg)
 	return NULL;
 }
 
+static void *
+caller(void *arg)
+{
+	(void)arg;
+	for (;;)
+		getppid();
+	return NULL;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -256,6 +267,11 @@ main(int argc, char **argv)
 		printf("joining a thread that never ends\n");
 		pthread_join(p, NULL);
 		return 0;
+	}
+	if (argc > 1 && strcmp(argv[1], "calls") == 0) {
+		pthread_create(&p, NULL, caller, NULL);
+		printf("two threads in system calls without end\n");
+		caller(NULL);
 	}
 	if (argc > 1 && strcmp(argv[1], "wait") == 0) {
 		pipe(pfd);
