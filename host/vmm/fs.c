@@ -965,6 +965,19 @@ fcntl_fd(struct vm *vm, uint64_t fd, uint64_t cmd, uint64_t arg)
 		/* Only O_NONBLOCK is the guest's to change (F_GETFL shows
 		 * it back). */
 		return set_nonblock(f, ((int)arg & O_NONBLOCK) != 0);
+	case F_GETPIPE_SZ:
+	case F_SETPIPE_SZ:
+		/* A guest pipe is a host pipe: its size is the host's, up to
+		 * what Linux lets an unprivileged process set (the default
+		 * fs.pipe-max-size). An eventfd or epoll instance says EBADF,
+		 * as Linux does; nothing else here is a pipe. */
+		if (f->kind != VFD_HOST || !f->pipe)
+			return -EBADF;
+		if (cmd == F_SETPIPE_SZ && arg > VM_PIPE_MAX)
+			return -EPERM;
+		if ((rc = fcntl(f->hostfd, (int)cmd, (int)arg)) == -1)
+			return -errno;
+		return rc;
 	case F_DUPFD:
 	case F_DUPFD_CLOEXEC:
 		if (arg >= vm->nfds)

@@ -162,8 +162,9 @@ static const struct vm_sysent linux_calls[] = {
 	NO(70, msgrcv, ENOSYS, "no System V IPC"),
 	NO(71, msgctl, ENOSYS, "no System V IPC"),
 	PART(72, fcntl, sys_fcntl,
-	    "F_GETFD F_SETFD F_GETFL F_DUPFD F_DUPFD_CLOEXEC; F_SETFL accepted "
-	    "without effect; no locks (EINVAL)"),
+	    "F_GETFD F_SETFD F_GETFL F_DUPFD F_DUPFD_CLOEXEC; F_SETFL sets "
+	    "O_NONBLOCK only; F_GETPIPE_SZ, F_SETPIPE_SZ (at most 1 MiB); "
+	    "no locks (EINVAL)"),
 	PART(73, flock, sys_flock,
 	    "always granted: one process, no other holder"),
 	PART(74, fsync, sys_fsync, "nothing to do: the host writes through"),

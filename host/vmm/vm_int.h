@@ -20,6 +20,7 @@
 #define VM_GUEST_ID 1000 /* the guest's uid and gid */
 #define VM_UMASK_DEFAULT 022
 #define VM_TERMIOS_BYTES 36 /* the kernel's struct termios */
+#define VM_PIPE_MAX (1U << 20) /* F_SETPIPE_SZ: Linux's fs.pipe-max-size */
 
 enum vfd_kind {
 	VFD_FREE = 0,
