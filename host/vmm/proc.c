@@ -468,6 +468,25 @@ has_children(struct vm *vm)
 	return 0;
 }
 
+/* The host pid of a child of ours that the table says has ended (gpid
+ * > 0: that one; else any), or 0. */
+static pid_t
+ended_child(struct vm *vm, int32_t gpid)
+{
+	unsigned i;
+	uint64_t w;
+	pid_t hp;
+
+	for (i = 0; i < vm->tree->nslots; i++) {
+		w = LOAD(&vm->tree->slot[i].word);
+		if (w_state(w) == SLOT_ZOMBIE && w_parent(w) == vm->pid &&
+		    (gpid <= 0 || LOAD(&vm->tree->slot[i].guest_pid) == gpid) &&
+		    (hp = LOAD(&vm->tree->slot[i].host_pid)) > 0)
+			return hp;
+	}
+	return 0;
+}
+
 /*
  * Wait for a child (gpid > 0: that one; anything else: any, since the
  * guest's process groups live only in the table). The host's wait4 does
@@ -490,6 +509,15 @@ wait_child(struct vm *vm, int32_t gpid, int nohang, int32_t *gst)
 			return -ECHILD;
 	} else if (!has_children(vm))
 		return -ECHILD;
+	/* A child that has ended in the table (a zombie, its SIGCHLD
+	 * already sent) may still be tearing its host process down: WNOHANG
+	 * must find it all the same, so its host process is waited for, a
+	 * moment at most. Else a shell woken by SIGCHLD saw no child ended
+	 * and waited for another SIGCHLD that never came. */
+	if (nohang && (hp = ended_child(vm, gpid)) > 0) {
+		target = hp;
+		nohang = 0;
+	}
 	for (;;) {
 		/* With other threads: look, and if no child has ended, look
 		 * again in a few milliseconds while they run rather than

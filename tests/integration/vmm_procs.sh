@@ -275,6 +275,16 @@ trap "echo trapped" USR1; kill -USR1 $$; echo after; kill -TERM $$; echo not'
 [ $nrc -eq $krc ] && cmp -s "$tmp/native" "$tmp/keep" &&
     ok "busybox sh wait, trap and kill \$\$: same as native (exit $krc)" ||
     bad "busybox sh signals: native $nrc keep $krc: $(diff "$tmp/native" "$tmp/keep")"
+# Background jobs and wait: the shell wakes on SIGCHLD and asks wait4
+# with WNOHANG while the child's host process may still be ending; it
+# must be found then (it was not, and the shell waited for ever).
+script4='echo a & wait; echo "waited $?"; (exit 3) & sleep 0.1 & wait; echo "both $?"
+for i in 1 2 3; do echo "$i" & done; wait; echo done'
+(cd "$tmp/native_ws" && /bin/busybox sh -c "$script4") 2>&1 | sort >"$tmp/native"; nrc=${PIPESTATUS[0]}
+"$KEEP" run --timeout 20s --workspace "$ws" /bin/busybox sh -c "$script4" 2>&1 | sort >"$tmp/keep"; krc=${PIPESTATUS[0]}
+[ $nrc -eq $krc ] && cmp -s "$tmp/native" "$tmp/keep" &&
+    ok "busybox sh background jobs and wait: same as native (exit $krc, lines sorted)" ||
+    bad "busybox sh background jobs: native $nrc keep $krc: $(diff "$tmp/native" "$tmp/keep")"
 
 # SIGTERM and SIGINT to keep run reach its guest, which may trap them,
 # as the same script natively.
