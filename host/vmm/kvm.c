@@ -908,10 +908,15 @@ vm_exec_image(
  * and where the host backs an aligned 2 MiB with a transparent huge
  * page, KVM maps it whole, one fault where there would be 512. A
  * template's clones read most of what they touch, so for them it is the
- * difference between a fault per 4 KiB page and one per 2 MiB.
+ * difference between a fault per 4 KiB page and one per 2 MiB, and a
+ * template asks for huge pages (MADV_HUGEPAGE: the kernel compacts
+ * memory to find them, under the default defrag setting). A cold run
+ * takes what the host's THP setting gives: asking cost a small
+ * program's boot about 0.2 ms, 1.2x the bare KVM floor becoming 1.4x
+ * (docs/vmm.md, "Measured (make bench-vmm)").
  */
 static uint8_t *
-guest_mem_map(uint64_t size)
+guest_mem_map(uint64_t size, int huge)
 {
 	uint8_t *p, *aligned;
 	uint64_t slack;
@@ -926,7 +931,8 @@ guest_mem_map(uint64_t size)
 		munmap(p, slack);
 	if (VM_HUGE - slack > 0)
 		munmap(aligned + size, VM_HUGE - slack);
-	madvise(aligned, size, MADV_HUGEPAGE);
+	if (huge)
+		madvise(aligned, size, MADV_HUGEPAGE);
 	return aligned;
 }
 
@@ -966,7 +972,8 @@ vm_boot(struct vm *vm, char *err, size_t errlen)
 		return rc;
 	}
 	vm->memsz = (cfg->memory + VM_HUGE - 1) & ~(VM_HUGE - 1);
-	vm->mem = guest_mem_map(vm->memsz);
+	vm->mem =
+	    guest_mem_map(vm->memsz, vm->template_state == VM_TPL_BOOTING);
 	if (vm->mem == MAP_FAILED) {
 		vm->mem = NULL;
 		snprintf(err, errlen, "guest memory: %s", strerror(errno));
