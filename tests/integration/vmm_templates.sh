@@ -230,9 +230,16 @@ print(undefined_name)
 import atexit; atexit.register(print, 'at exit'); print('main')
 raise SystemExit('a message')
 print(len(open('/etc/keep/environment').read()) > 0, __builtins__.__name__)
+D = type('D', (), {'__del__': lambda self: print('released')}); d = D(); print('main')
 EOF
 [ "$(count_log 'run [0-9]*: python in sandbox .*from its template')" -ge 9 ] &&
     ok "the python executes ran from the template" || bad "python runs: $(grep 'run [0-9]*: python' "$tmp/log")"
+# A file the program never closed is flushed at its exit, as the
+# interpreter's teardown does.
+exec_py "f = open('unclosed.txt', 'w'); f.write('kept')"
+exec_py "print(open('unclosed.txt').read())"
+[ "$(jget "$body" '["stdout"]')" = kept ] && ok "a file left open is flushed when the clone exits" ||
+    bad "unclosed file: $body"
 exec_py 'x = 42'
 exec_py 'print(x)'
 [[ $(jget "$body" '["stderr"]') == *"NameError"* ]] && ok "an execute does not see the last one's variables" ||
