@@ -54,7 +54,8 @@ static const struct seccomp_rule common_rules[] = {
 	R(gettimeofday, "log time (vDSO fallback)"),
 	R(getrandom, "libsodium randombytes (grant nonces)"),
 	R(rt_sigreturn, "return from a signal handler"),
-	R(restart_syscall, "a poll with a timeout, stopped (SIGSTOP, the "
+	R(restart_syscall,
+	    "a poll with a timeout, stopped (SIGSTOP, the "
 	    "cgroup freezer, a debugger) and continued, resumes through it"),
 	R(rt_sigprocmask, "abort() blocks signals before it raises SIGABRT"),
 	R(exit, "process exit"),
