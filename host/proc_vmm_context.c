@@ -169,6 +169,7 @@ ctx_spawn(struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_context *c,
 {
 	const struct image_command *cmd;
 	struct vmm_file *fv = NULL;
+	volatile uint8_t *hints;
 	struct vmm_config cfg;
 	struct vmm_result res;
 	struct image *img;
@@ -186,16 +187,14 @@ ctx_spawn(struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_context *c,
 		    ctx_program[c->language]);
 		return -1;
 	}
-	if ((fv = calloc(image_nfiles(img) + 1, sizeof(*fv))) == NULL)
-		goto error;
-	for (i = 0; i < image_nfiles(img); i++) {
-		const struct image_file *f = image_file_at(img, i);
-
-		fv[i].path = f->path;
-		fv[i].data = f->data;
-		fv[i].len = f->len;
-		fv[i].mode = f->mode;
+	/* Checked as for a run: the program here, each file the guest
+	 * opens by the VMM (an image with deferred hashes). */
+	if (vmm_image_file_check(vs, img, cmd->program) != 0) {
+		strlcpy(reason, "the program does not match its hash", rlen);
+		return -1;
 	}
+	if ((fv = vmm_image_files(vs, img, 1, &hints)) == NULL)
+		goto error;
 	/* python -c DRIVER CWD; js -e DRIVER (Duktape has no files: no
 	 * working directory). */
 	argv[0] = cmd->argv0;
@@ -214,6 +213,7 @@ ctx_spawn(struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_context *c,
 	cfg.envp = envp;
 	cfg.files = fv;
 	cfg.nfiles = image_nfiles(img);
+	cfg.file_hints = hints;
 	cfg.workspace_fd = s->ws_fd;
 	cfg.memory = c->mem_max ? c->mem_max : image_memory(img);
 	if (ctx->config != NULL && ctx->config->memory_max != 0 &&

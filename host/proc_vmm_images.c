@@ -23,27 +23,82 @@ decode_keys(struct proc_ctx *ctx, struct vmm_state *vs)
 			vs->nkeys++;
 }
 
-/* The image named name, opened and verified once. */
+static void image_forget(struct vmm_state *vs, const char *name);
+
+/* A vm process's hints cost the vmm this much hashing per loop turn at
+ * most, so a large image's first runs do not stall the loop. */
+#define SETTLE_BUDGET (8u << 20)
+#define SETTLE_EVERY_MS 100
+
+static int
+same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino &&
+	    a->st_size == b->st_size &&
+	    a->st_mtim.tv_sec == b->st_mtim.tv_sec &&
+	    a->st_mtim.tv_nsec == b->st_mtim.tv_nsec &&
+	    a->st_ctim.tv_sec == b->st_ctim.tv_sec &&
+	    a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+static void
+loaded_clear(struct loaded_image *li)
+{
+	image_close(li->img);
+	free(li->checked);
+	if (li->hints != NULL)
+		munmap((void *)li->hints, li->nfiles);
+	memset(li, 0, sizeof(*li));
+}
+
+static struct loaded_image *
+loaded_find(struct vmm_state *vs, const struct image *img)
+{
+	size_t i;
+
+	for (i = 0; i < VMM_IMAGES_MAX; i++)
+		if (vs->images[i].img == img && img != NULL)
+			return &vs->images[i];
+	return NULL;
+}
+
+/* The image named name, opened and verified once, and again when its
+ * file changed (replaced, or written in place: its inode, size, mtime
+ * or ctime differ). */
 struct image *
 vmm_image_get(struct proc_ctx *ctx, struct vmm_state *vs, const char *name)
 {
 	char path[RUN_NAME_MAX + 16], err[256];
+	struct loaded_image *li;
 	struct image *img;
-	size_t i, slot = VMM_IMAGES_MAX;
+	struct stat sb;
+	size_t i, n, slot = VMM_IMAGES_MAX;
 
 	if (!vmm_safe_name(name, RUN_NAME_MAX))
 		return NULL;
 	decode_keys(ctx, vs);
 	for (i = 0; i < VMM_IMAGES_MAX; i++) {
-		if (vs->images[i].img != NULL &&
-		    strcmp(vs->images[i].name, name) == 0)
-			return vs->images[i].img;
-		if (vs->images[i].img == NULL && slot == VMM_IMAGES_MAX)
-			slot = i;
+		li = &vs->images[i];
+		if (li->img != NULL && strcmp(li->name, name) == 0) {
+			if (fstatat(AT_FDCWD, li->path, &sb,
+			        AT_SYMLINK_NOFOLLOW) == 0 &&
+			    same_file(&sb, &li->sb))
+				return li->img;
+			log_info(
+			    "image %s changed on disk: opening it again", name);
+			image_forget(vs, name);
+		}
 	}
+	for (i = 0; i < VMM_IMAGES_MAX && slot == VMM_IMAGES_MAX; i++)
+		if (vs->images[i].img == NULL)
+			slot = i;
 	snprintf(path, sizeof(path), "images/%s.img", name);
 	if (!vmm_exists(path))
 		snprintf(path, sizeof(path), "uploads/%s.img", name);
+	/* Taken before the file is read: a change after it, even during
+	 * the open, makes the next use open it again. */
+	if (fstatat(AT_FDCWD, path, &sb, AT_SYMLINK_NOFOLLOW) == -1)
+		memset(&sb, 0, sizeof(sb));
 	if (image_open_trusted(path, (const uint8_t(*)[32])vs->keys, vs->nkeys,
 	        &img, err, sizeof(err)) != 0) {
 		log_warnx("image %s refused: %s", name, err);
@@ -53,10 +108,102 @@ vmm_image_get(struct proc_ctx *ctx, struct vmm_state *vs, const char *name)
 		image_close(img);
 		return NULL;
 	}
-	strlcpy(vs->images[slot].name, name, sizeof(vs->images[slot].name));
-	vs->images[slot].img = img;
+	li = &vs->images[slot];
+	n = image_nfiles(img);
+	li->img = img;
+	li->nfiles = n;
+	li->sb = sb;
+	strlcpy(li->name, name, sizeof(li->name));
+	strlcpy(li->path, path, sizeof(li->path));
+	if (n > 0 &&
+	    ((li->checked = calloc(n, 1)) == NULL ||
+	        (li->hints = mmap(NULL, n, PROT_READ | PROT_WRITE,
+	             MAP_SHARED | MAP_ANONYMOUS, -1, 0)) == MAP_FAILED)) {
+		li->hints = NULL;
+		loaded_clear(li);
+		return NULL;
+	}
 	log_info("image %s %s verified", image_name(img), image_version(img));
 	return img;
+}
+
+int
+vmm_image_file_check(
+    struct vmm_state *vs, const struct image *img, const struct image_file *f)
+{
+	struct loaded_image *li = loaded_find(vs, img);
+	size_t i = li != NULL ? (size_t)(f - image_file_at(img, 0)) : 0;
+
+	if (li != NULL && i < li->nfiles && li->checked[i])
+		return 0;
+	if (image_file_verify(f) != 0)
+		return IMAGE_E_HASH;
+	if (li != NULL && i < li->nfiles)
+		li->checked[i] = 1;
+	return 0;
+}
+
+struct vmm_file *
+vmm_image_files(struct vmm_state *vs, const struct image *img, size_t extra,
+    volatile uint8_t **hints)
+{
+	struct loaded_image *li = loaded_find(vs, img);
+	size_t i, n = image_nfiles(img);
+	struct vmm_file *fv;
+
+	*hints = li != NULL ? li->hints : NULL;
+	if ((fv = calloc(n + extra, sizeof(*fv))) == NULL)
+		return NULL;
+	for (i = 0; i < n; i++) {
+		const struct image_file *f = image_file_at(img, i);
+
+		fv[i].path = f->path;
+		fv[i].data = f->data;
+		fv[i].len = f->len;
+		fv[i].mode = f->mode;
+		fv[i].hash = li != NULL && i < li->nfiles && li->checked[i]
+		    ? NULL
+		    : f->hash;
+	}
+	return fv;
+}
+
+void
+vmm_images_settle(struct vmm_state *vs)
+{
+	uint64_t budget = SETTLE_BUDGET, now = mono_ms();
+	size_t i, k;
+
+	/* A look through every file's hint costs microseconds on a large
+	 * image: not at every turn of the loop. */
+	if (now < vs->settle_at)
+		return;
+	vs->settle_at = now + SETTLE_EVERY_MS;
+	for (i = 0; i < VMM_IMAGES_MAX; i++) {
+		struct loaded_image *li = &vs->images[i];
+
+		for (k = 0; li->hints != NULL && k < li->nfiles; k++) {
+			const struct image_file *f;
+
+			if (!li->hints[k] || li->checked[k])
+				continue;
+			if (budget == 0)
+				return;
+			f = image_file_at(li->img, k);
+			budget -= f->len < budget ? f->len : budget;
+			if (image_file_verify(f) == 0)
+				li->checked[k] = 1;
+			else {
+				/* A vm process that lied, or the file changed
+				 * since it looked (the image's next use then
+				 * opens it again). */
+				log_warnx("image %s: %s does not match its "
+				          "hash",
+				    li->name, f->path);
+				li->hints[k] = 0;
+			}
+		}
+	}
 }
 
 /* ---- images over the API ---------------------------------------------- */
@@ -80,8 +227,7 @@ image_forget(struct vmm_state *vs, const char *name)
 		if (vs->images[i].img != NULL &&
 		    strcmp(vs->images[i].name, name) == 0) {
 			vmm_templates_forget(vs, name);
-			image_close(vs->images[i].img);
-			memset(&vs->images[i], 0, sizeof(vs->images[i]));
+			loaded_clear(&vs->images[i]);
 		}
 }
 

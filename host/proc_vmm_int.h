@@ -85,7 +85,17 @@ struct vmm_fork {
 
 struct loaded_image {
 	char name[RUN_NAME_MAX];
+	char path[RUN_NAME_MAX + 16];
 	struct image *img;
+	struct stat sb; /* the file before it was opened: a change reopens */
+	size_t nfiles;
+	/* Per file of an image with deferred hashes: the vmm hashed it and
+	 * it matched, so runs skip the check. */
+	uint8_t *checked;
+	/* Per file, shared with the vm processes: one found it matched. A
+	 * hint only; the vmm hashes the file itself before it sets checked
+	 * (proc_vmm_images.c). */
+	volatile uint8_t *hints;
 };
 
 /* A run in flight: one `keepd: vm` process. */
@@ -200,6 +210,7 @@ struct vmm_snapshot {
 struct vmm_state {
 	struct sandbox sbx[VMM_SANDBOXES_MAX];
 	struct loaded_image images[VMM_IMAGES_MAX];
+	uint64_t settle_at; /* vmm_images_settle's next look, mono_ms */
 	struct job jobs[VMM_JOBS_MAX];
 	const struct msg_pubkeys *keys_for; /* image keys last decoded */
 	uint8_t keys[MSG_PUBKEYS_MAX][32];
@@ -228,6 +239,18 @@ int vmm_exists(const char *path);
 void vmm_expire_sandboxes(struct vmm_state *vs);
 struct image *vmm_image_get(
     struct proc_ctx *ctx, struct vmm_state *vs, const char *name);
+/* Check one of img's files against its hash once per vmm life: 0, or
+ * IMAGE_E_HASH. */
+int vmm_image_file_check(
+    struct vmm_state *vs, const struct image *img, const struct image_file *f);
+/* img's files for a vmm_config (extra zeroed entries after them), each
+ * with its hash unless the vmm checked it already; *hints, the map a vm
+ * process marks the files it checked in. NULL when out of memory. */
+struct vmm_file *vmm_image_files(struct vmm_state *vs, const struct image *img,
+    size_t extra, volatile uint8_t **hints);
+/* Hash, within a budget, the files vm processes found matching, so later
+ * runs skip them. */
+void vmm_images_settle(struct vmm_state *vs);
 void vmm_job_finish(struct proc_ctx *ctx, struct job *job);
 /* Send the new output of RUN_F_STREAM runs; 1 if any is running. */
 int vmm_stream_outputs(struct proc_ctx *ctx, struct vmm_state *vs);

@@ -317,6 +317,7 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	const struct image_command *cmd;
 	const struct vmm_file *files = NULL;
 	struct vmm_file *fv = NULL;
+	volatile uint8_t *hints = NULL;
 	struct image *img;
 	struct sandbox *s;
 	struct grant g;
@@ -383,7 +384,7 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	}
 	/* An image with deferred hashes: the program is checked here, the
 	 * files the guest opens by the VMM. */
-	if (image_file_verify(cmd->program) != 0) {
+	if (vmm_image_file_check(vs, img, cmd->program) != 0) {
 		strlcpy(reason, "the program does not match its hash",
 		    sizeof(reason));
 		goto refuse;
@@ -437,17 +438,8 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 		    sizeof(reason));
 		goto refuse;
 	}
-	if ((fv = calloc(image_nfiles(img), sizeof(*fv))) == NULL)
+	if ((fv = vmm_image_files(vs, img, 0, &hints)) == NULL)
 		goto error;
-	for (i = 0; i < image_nfiles(img); i++) {
-		const struct image_file *f = image_file_at(img, i);
-
-		fv[i].path = f->path;
-		fv[i].data = f->data;
-		fv[i].len = f->len;
-		fv[i].mode = f->mode;
-		fv[i].hash = f->hash;
-	}
 	files = fv;
 	timeout = g.timeout_ms;
 	if (ctx->config != NULL) {
@@ -467,6 +459,7 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	cfg.envp = envp;
 	cfg.files = files;
 	cfg.nfiles = image_nfiles(img);
+	cfg.file_hints = hints;
 	cfg.workspace_fd = s->ws_fd;
 	cfg.memory = g.mem_max ? g.mem_max : image_memory(img);
 	if (ctx->config != NULL && ctx->config->memory_max != 0 &&

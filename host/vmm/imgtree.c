@@ -92,22 +92,35 @@ vm_img_free(struct vm *vm)
 }
 
 int
-vm_img_check(struct vm *vm, const struct vmm_file *f)
+vm_img_verify(struct vm *vm, const struct vmm_file *f)
 {
 	size_t i = (size_t)(f - vm->cfg->files);
+	int known = vm->cfg->files != NULL && f >= vm->cfg->files &&
+	    i < vm->cfg->nfiles;
 	uint8_t h[32];
 
-	if (f->hash == NULL || vm->img_checked == NULL ||
-	    i >= vm->cfg->nfiles || vm->img_checked[i])
+	if (f->hash == NULL ||
+	    (known && vm->img_checked != NULL && vm->img_checked[i]))
 		return 0;
 	crypto_generichash(h, sizeof(h), f->data, f->len, NULL, 0);
-	if (sodium_memcmp(h, f->hash, sizeof(h)) != 0) {
+	if (sodium_memcmp(h, f->hash, sizeof(h)) != 0)
+		return -1;
+	if (known && vm->img_checked != NULL)
+		vm->img_checked[i] = 1;
+	if (known && vm->cfg->file_hints != NULL)
+		vm->cfg->file_hints[i] = 1;
+	return 0;
+}
+
+int
+vm_img_check(struct vm *vm, const struct vmm_file *f)
+{
+	if (vm_img_verify(vm, f) != 0) {
 		vm_stop(vm, VMM_FAULT, -1,
 		    "image file %s does not match its hash (tampered image)",
 		    f->path);
 		return -EIO;
 	}
-	vm->img_checked[i] = 1;
 	return 0;
 }
 

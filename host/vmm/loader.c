@@ -13,8 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sodium.h>
-
 #include "host/vmm/vm_int.h"
 
 static const struct vmm_file *
@@ -46,16 +44,10 @@ vm_load_interp(struct vm *vm, char *err, size_t errlen)
 		    (int)plen, path);
 		return VMM_E_ELF;
 	}
-	if (f->hash != NULL) {
-		uint8_t h[32];
-
-		crypto_generichash(h, sizeof(h), f->data, f->len, NULL, 0);
-		if (sodium_memcmp(h, f->hash, sizeof(h)) != 0) {
-			snprintf(err, errlen,
-			    "%s does not match its hash (tampered image)",
-			    f->path);
-			return VMM_E_ELF;
-		}
+	if (vm_img_verify(vm, f) != 0) {
+		snprintf(err, errlen,
+		    "%s does not match its hash (tampered image)", f->path);
+		return VMM_E_ELF;
 	}
 	/* Parsed once at base 0 for its extent, then again where the
 	 * mmap area has room for it: the checks run on the final place. */

@@ -420,6 +420,8 @@ int vm_img_is_dir(struct vm *, const char *path);
 /* Before a file's first use: 0, or -EIO with the guest stopped when its
  * contents do not match vmm_file.hash (a tampered image). */
 int vm_img_check(struct vm *, const struct vmm_file *);
+/* The same check without stopping the guest: 0, or -1 on a mismatch. */
+int vm_img_verify(struct vm *, const struct vmm_file *);
 int vm_img_child(struct vm *, const char *dir, size_t idx, char *name,
     size_t max, int *is_dir);
 

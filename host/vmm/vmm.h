@@ -65,6 +65,10 @@ struct vmm_config {
 	const char *const *envp; /* NULL-terminated */
 	const struct vmm_file *files; /* read-only files, may be NULL */
 	size_t nfiles;
+	/* NULL, or per file a byte the VMM sets once the file matched its
+	 * hash: shared with the vmm process, which checks the file itself
+	 * before it trusts the hint (proc_vmm_images.c). */
+	volatile uint8_t *file_hints;
 	const char *workspace; /* host directory for the guest's files, or
 				  NULL: only the read-only files exist */
 	int workspace_fd; /* or an open directory (used when >= 0; vmm_run

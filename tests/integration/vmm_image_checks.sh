@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# keepd's checks of an image with deferred hashes (docs/vmm.md, "Image
+# files checked once"): the vmm hashes a file once per life, and runs
+# after that skip it; but an image written on disk after that (in place,
+# or replaced by another file) is opened and checked again, so a file
+# tampered after its first check is refused as it was before.
+export KEEPD_IMAGES=toolbox
+source "$(dirname "$0")/../lib/keepd.sh" || exit 1
+
+# A small image of Debian's bash, its libraries' hashes deferred,
+# signed with the key keepd trusts.
+mkdir -p "$tmp/state/images"
+img=$tmp/state/images/dfr.img
+"$KEEP" image build --name dfr --version 1 --deb bash --defer-hashes \
+    --command bash=/bin/bash -o "$tmp/dfr.img" >/dev/null &&
+    "$KEEP" image sign --key "$B/keys/dev.secret" "$tmp/dfr.img" >/dev/null ||
+    { echo "FAIL: cannot build the image"; exit 1; }
+cp "$tmp/dfr.img" "$img"
+
+cat >"$tmp/test.policy" <<'EOP'
+agent "dfr" {
+	allow sandbox:read, sandbox:write, exec
+	exec "bash"
+}
+EOP
+keepd_start "$tmp/test.policy"
+tok=$(mint dfr sandbox:read,sandbox:write,exec)
+req "$tok" POST /v1/sandboxes '{"image":"dfr"}'
+sb=$(jget "$body" '["id"]')
+run() { # -> code, body of commands/run bash -c 'echo ran'
+	req "$tok" POST "/v1/sandboxes/$sb/commands/run" \
+	    '{"cmd":"bash","args":["-c","echo ran"]}'
+}
+ran() { [ "$code" = 200 ] && [ "$(jget "$body" '["stdout"]')" = ran ]; }
+
+# flip FILE GUEST-PATH: one byte in the middle of that file's contents,
+# written in place (the same inode, as a careless cp or an attacker
+# would), or back again when run twice.
+flip() {
+	python3 - "$1" "$2" <<'PY'
+import struct, sys
+p, want = sys.argv[1], sys.argv[2].encode()
+with open(p, 'r+b') as f:
+    b = f.read()
+    nc, nf = struct.unpack_from('<II', b, 28)
+    poff = struct.unpack_from('<Q', b, 40)[0]
+    for i in range(nf):
+        e = 160 + nc * 80 + i * 192
+        if b[e:e + 128].rstrip(b'\0') == want:
+            off, size = struct.unpack_from('<QQ', b, e + 128)
+            at = poff + off + size // 2
+            f.seek(at)
+            f.write(bytes([b[at] ^ 0x40]))
+            sys.exit(0)
+sys.exit(1)
+PY
+}
+
+run && ran && ok "a run of the deferred image" || bad "first run: $code $body"
+run && ran && ok "a second run, with the files checked" || bad "second run: $code $body"
+# The vmm takes the runs' word for nothing: it hashes the files they
+# found matching itself, a moment later.
+sleep 0.5
+lib=/lib/x86_64-linux-gnu/libtinfo.so.6
+
+flip "$img" "$lib" || { echo "FAIL: no $lib in the image"; exit 1; }
+# The guest stops at the library (the reply says "fault", the log why).
+stopped() { # -> 0 if the last run stopped at the tampered library
+	! ran && [ "$(jget "$body" '["reason"]')" = fault ] &&
+	    [ "$(grep -c "libtinfo.so.6 does not match" "$tmp/log")" -gt "$1" ]
+}
+run
+stopped 0 && ok "a library written in place after its check stops the run" ||
+    bad "tampered library ran: $code $body"
+grep -q "image dfr changed on disk: opening it again" "$tmp/log" &&
+    ok "the vmm saw the image change" || bad "no change logged"
+flip "$img" "$lib"
+run && ran && ok "the library written back: runs again" || bad "restored: $code $body"
+
+flip "$img" /bin/bash
+run
+! ran && [[ $body == *"does not match its hash"* ]] &&
+    ok "a program written in place after its check is refused" ||
+    bad "tampered program ran: $code $body"
+flip "$img" /bin/bash
+run && ran && ok "the program written back: runs again" || bad "restored program: $code $body"
+
+# Replaced by another file (a new inode): checked as a new image.
+cp "$tmp/dfr.img" "$tmp/t.img" && flip "$tmp/t.img" "$lib" && mv "$tmp/t.img" "$img"
+run
+stopped 1 && ok "an image replaced by a tampered one stops the run" ||
+    bad "replaced image ran: $code $body"
+cp "$tmp/dfr.img" "$tmp/t.img" && mv "$tmp/t.img" "$img"
+run && ran && ok "replaced by the good one: runs again" || bad "good image again: $code $body"
+keepd_finish
