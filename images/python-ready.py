@@ -64,6 +64,22 @@ _NUMPY_STATE = _numpy_state()
 _MT_KEY = 624 * 4  # uint32_t key[624]; int pos (numpy's mt19937_state)
 
 
+def _known_runner():
+    """keep's runner for a plain execute (keep_once.py), compiled once
+    here: the front sends its text as the -c code of every execute, and
+    a clone that compiled it again would pay for each page the compiler
+    writes. Its text, and its code as `python -c TEXT` compiles it."""
+    try:
+        with open("/usr/lib/keep/keep_once.py", "rb") as f:
+            text = f.read()
+    except OSError:
+        return None, None
+    return text, compile(os.fsdecode(text), "<string>", "exec")
+
+
+_RUNNER_TEXT, _RUNNER_CODE = _known_runner()
+
+
 def _python_vars(env):
     """The PYTHON* variables, which the interpreter reads as it starts."""
     return sorted(e for e in env if e.startswith(b"PYTHON"))
@@ -100,7 +116,7 @@ def _main():
             key, sep, value = e.partition(b"=")
             if sep:
                 os.environ[os.fsdecode(key)] = os.fsdecode(value)
-    code = os.fsdecode(argv[2])
+    code = _RUNNER_CODE if argv[2] == _RUNNER_TEXT else os.fsdecode(argv[2])
     sys.argv = ["-c"] + [os.fsdecode(a) for a in argv[3:]]
     sys.orig_argv = [os.fsdecode(a) for a in argv]
     sys.path[0] = ""
@@ -109,7 +125,9 @@ def _main():
     sys.modules["__main__"] = main
     status = 0
     try:
-        exec(compile(code, "<string>", "exec"), main.__dict__)
+        if isinstance(code, str):
+            code = compile(code, "<string>", "exec")
+        exec(code, main.__dict__)
     except SystemExit as e:
         status = _exit_status(e)
     except BaseException as e:
@@ -162,9 +180,12 @@ def _release_program():
     them."""
     main = sys.modules.get("__main__")
     spaces = [main.__dict__] if main is not None else []
-    for name, module in list(sys.modules.items()):
-        if name not in _TEMPLATE_MODULES and name != "__main__":
-            spaces.append(getattr(module, "__dict__", {}))
+    # Only a run that imported modules walks them: the walk writes to
+    # each module object's page (its reference count).
+    if len(sys.modules) != len(_TEMPLATE_MODULES):
+        for name, module in list(sys.modules.items()):
+            if name not in _TEMPLATE_MODULES and name != "__main__":
+                spaces.append(getattr(module, "__dict__", {}))
     for space in spaces:
         try:
             space.clear()
