@@ -10,9 +10,11 @@
  *
  * The socket is $XDG_RUNTIME_DIR (or /run for root)/keep-template-KEY:
  * KEY hashes the image file's path and identity (device, inode, size,
- * modification time), the command, the guest memory size and the
- * trusted keys, so a changed image or another memory size is another
- * holder. Both ends check that the peer is the same user.
+ * modification time), the command, the guest memory size, the trusted
+ * keys and the identity of the keep executable itself, so a changed
+ * image, another memory size or another build of keep (whose holder
+ * would speak another layout of the messages) is another holder. Both
+ * ends check that the peer is the same user.
  */
 #include <sys/file.h>
 #include <sys/mman.h>
@@ -67,12 +69,13 @@ socket_path(const char *image_path, const char *command, uint64_t memory,
 	unsigned char key[8];
 	char real[4096];
 	const char *dir = geteuid() == 0 ? "/run" : getenv("XDG_RUNTIME_DIR");
-	struct stat st;
-	uint64_t id[5];
+	struct stat st, self;
+	uint64_t id[9];
 	size_t i;
 
 	if (dir == NULL || dir[0] != '/' ||
-	    realpath(image_path, real) == NULL || stat(real, &st) == -1)
+	    realpath(image_path, real) == NULL || stat(real, &st) == -1 ||
+	    stat("/proc/self/exe", &self) == -1)
 		return -1;
 	id[0] = (uint64_t)st.st_dev;
 	id[1] = (uint64_t)st.st_ino;
@@ -80,6 +83,11 @@ socket_path(const char *image_path, const char *command, uint64_t memory,
 	id[3] = (uint64_t)st.st_mtim.tv_sec * 1000000000ULL +
 	    (uint64_t)st.st_mtim.tv_nsec;
 	id[4] = memory;
+	id[5] = (uint64_t)self.st_dev;
+	id[6] = (uint64_t)self.st_ino;
+	id[7] = (uint64_t)self.st_size;
+	id[8] = (uint64_t)self.st_mtim.tv_sec * 1000000000ULL +
+	    (uint64_t)self.st_mtim.tv_nsec;
 	crypto_generichash_init(&h, NULL, 0, sizeof(key));
 	crypto_generichash_update(
 	    &h, (const unsigned char *)real, strlen(real) + 1);

@@ -180,6 +180,24 @@ p2=$(kpy 2>&1); r2=$?
     [ "$r2" = 0 ] && [ "$p2" = "$cold" ] &&
     ok "keep run --template: the python image's clones run as its cold start" ||
     bad "python clones: sock '$sock', cold '$cold', $r1 '$p1', $r2 '$p2'"
+# Another build of keep (here a copy: another inode) never talks to
+# this holder, whose messages may be laid out otherwise.
+cp "$KEEP" "$tmp/keep-other"
+touch "$tmp/other.mark"
+p3=$("$tmp/keep-other" run --template --trust "$B/keys/dev.public" "$B/images/python.img" \
+    python -c 'import sys, json; print(sys.version_info[:2], json.dumps([1]))' 2>&1); r3=$?
+other=
+for _ in $(seq 600); do
+	other=$(find /run -maxdepth 1 -type s -name 'keep-template-*' -newer "$tmp/other.mark" | head -n 1)
+	[ -n "$other" ] && break
+	sleep 0.1
+done
+[ "$r3" = 0 ] && [ "$p3" = "$cold" ] && [ -n "$other" ] && [ "$other" != "$sock" ] &&
+    ok "another build of keep starts a holder of its own" ||
+    bad "another build: $r3 '$p3', socket '$other' (this build's '$sock')"
+oholder=$(ss -xlpn 2>/dev/null | grep -F "$other " | sed -n 's/.*pid=\([0-9]*\).*/\1/p' | head -n 1)
+[ -n "$oholder" ] && kill "$oholder" 2>/dev/null
+[ -n "$other" ] && rm -f "$other" "$other.lock"
 [ -n "$holder" ] && kill "$holder" 2>/dev/null
 [ -n "$sock" ] && rm -f "$sock" "$sock.lock"
 
