@@ -247,8 +247,9 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 				    VMM_JOBS_MAX];
 
 				/* vmm_job_finish above may have ended it. */
-				if (j->used && j->egress.fd == pfd[i].fd)
-					vmm_egress_event(ctx, &j->egress);
+				if (j->used && j->egress.fd == pfd[i].fd &&
+				    vmm_egress_event(ctx, &j->egress) != 0)
+					vmm_job_done_early(ctx, j);
 			} else if (who[i] >= PROC_COUNT)
 				vmm_job_finish(
 				    ctx, &vs->jobs[who[i] - PROC_COUNT]);

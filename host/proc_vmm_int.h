@@ -127,6 +127,9 @@ struct job {
 	 * the vm process (vmm_run clears res, so not there). */
 	int term, term_fd;
 	struct vmm_winsize *winsize;
+	/* Its result went out when its vm process said it was final
+	 * (vmm_job_done_early); the process is reaped later. */
+	int answered;
 };
 
 /* The secrets of one run (host/proc_vmm_secrets.c). */
@@ -252,6 +255,9 @@ struct vmm_file *vmm_image_files(struct vmm_state *vs, const struct image *img,
  * runs skip them. */
 void vmm_images_settle(struct vmm_state *vs);
 void vmm_job_finish(struct proc_ctx *ctx, struct job *job);
+/* The job's vm process closed its egress socket: answer now if it said
+ * its result is final. */
+void vmm_job_done_early(struct proc_ctx *ctx, struct job *job);
 /* Send the new output of RUN_F_STREAM runs; 1 if any is running. */
 int vmm_stream_outputs(struct proc_ctx *ctx, struct vmm_state *vs);
 /* SIGKILL a vm process and the guest processes it forked (its group). */

@@ -189,6 +189,7 @@ void __attribute__((noreturn)) vmm_vm_process(struct proc_ctx *ctx,
 		strlcat(res->reason, err, sizeof(res->reason));
 		_exit(3);
 	}
+	vmm_egress_child_done(res);
 	_exit(0);
 }
 
@@ -687,8 +688,10 @@ job_record(struct proc_ctx *ctx, const struct job *job, uint32_t st,
 		    (unsigned long long)job->run_pid);
 }
 
-void
-vmm_job_finish(struct proc_ctx *ctx, struct job *job)
+/* The run's end, told to whoever asked for it: wst is the vm process's
+ * wait status (0, exited 0, for one that said its result is final). */
+static void
+job_answer(struct proc_ctx *ctx, struct job *job, int wst)
 {
 	static const uint32_t map[] = { [VMM_EXITED] = RUN_EXITED,
 		[VMM_FAULT] = RUN_FAULT,
@@ -697,10 +700,8 @@ vmm_job_finish(struct proc_ctx *ctx, struct job *job)
 	struct vmm_result res = *job->res;
 	uint64_t out_len = 0, err_len = 0;
 	uint32_t st;
-	int wst = 0;
 	char reason[64];
 
-	waitpid(job->pid, &wst, 0);
 	res.reason[sizeof(res.reason) - 1] = '\0';
 	if (WIFEXITED(wst) && WEXITSTATUS(wst) == 0 &&
 	    (unsigned)res.status < nitems(map)) {
@@ -756,15 +757,40 @@ vmm_job_finish(struct proc_ctx *ctx, struct job *job)
 	if (job->outfd >= 0)
 		close(job->outfd);
 	close(job->errfd);
+	job->outfd = job->errfd = -1;
 	if (job->term && job->term_fd >= 0)
 		close(job->term_fd);
+	job->term_fd = -1;
 	if (job->winsize != NULL)
 		munmap(job->winsize, sizeof(*job->winsize));
+	job->winsize = NULL;
+	job->stream = 0;
+	job->answered = 1;
+}
+
+void
+vmm_job_finish(struct proc_ctx *ctx, struct job *job)
+{
+	int wst = 0;
+
+	waitpid(job->pid, &wst, 0);
+	if (!job->answered)
+		job_answer(ctx, job, wst);
 	if (job->pidfd >= 0)
 		close(job->pidfd);
 	munmap(job->res, sizeof(*job->res));
 	vmm_egress_close(&job->egress);
 	memset(job, 0, sizeof(*job));
+}
+
+void
+vmm_job_done_early(struct proc_ctx *ctx, struct job *job)
+{
+	/* Only its reaping is left: the slot stays taken until then, so
+	 * the runs at once stay bounded by the processes that exist. */
+	if (job->used && !job->answered &&
+	    __atomic_load_n(&job->res->done, __ATOMIC_ACQUIRE))
+		job_answer(ctx, job, 0);
 }
 
 /* ---- terminals (docs/terminal.md) ------------------------------------- */

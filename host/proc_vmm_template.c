@@ -295,6 +295,7 @@ clone_run(struct proc_ctx *ctx, struct vmm_template *t, int sock,
 		strlcat(res->reason, err, sizeof(res->reason));
 		_exit(3);
 	}
+	vmm_egress_child_done(res);
 	_exit(0);
 }
 

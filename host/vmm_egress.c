@@ -67,6 +67,7 @@ vmm_egress_close(struct vmm_egress_run *r)
 
 /* The vm process's two descriptors (one run per process). */
 static struct {
+	int set;
 	int sock, shm;
 } child;
 
@@ -143,10 +144,21 @@ vmm_egress_child(
 {
 	if (child_fd < 0 || r->shm < 0)
 		return;
+	child.set = 1;
 	child.sock = child_fd;
 	child.shm = r->shm;
 	cfg->fetch = child_fetch;
 	cfg->fetch_arg = NULL;
+}
+
+void
+vmm_egress_child_done(struct vmm_result *res)
+{
+	__atomic_store_n(&res->done, 1, __ATOMIC_RELEASE);
+	if (child.set) {
+		close(child.sock);
+		child.set = 0;
+	}
 }
 
 /* ---- the vmm's side ------------------------------------------------- */

@@ -29,6 +29,7 @@
 #include "host/proc.h"
 
 struct vmm_config;
+struct vmm_result;
 struct msg_vmm_run_caps;
 
 struct vmm_egress_run {
@@ -60,6 +61,11 @@ int vmm_egress_prepare(struct vmm_egress_run *r, const char *principal,
  * child_fd, with requests written into r->shm. */
 void vmm_egress_child(
     const struct vmm_egress_run *r, int child_fd, struct vmm_config *cfg);
+
+/* In the vm process, its run over and its tree gone: mark res final and
+ * close the socket, whose end wakes the vmm to answer at once rather
+ * than when this process has finished exiting (host/proc_vmm_run.c). */
+void vmm_egress_child_done(struct vmm_result *res);
 
 /* The run is over: close and forget. */
 void vmm_egress_close(struct vmm_egress_run *r);

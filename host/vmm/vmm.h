@@ -130,6 +130,11 @@ struct vmm_result {
 				 pages counted only where touched */
 	uint64_t output_bytes;
 	uint32_t limits_hit; /* VMM_LIMIT_*: the tree met them on its way */
+	/* Set last by a keepd vm process, once its guest's processes are
+	 * gone and its output is whole: the result is final, and what is
+	 * left is the process's own exit (freeing the VM's memory, about a
+	 * millisecond and a half for a python clone). */
+	uint32_t done;
 };
 
 /* Limits a run's process tree met without being stopped by them: a fork
