@@ -14,6 +14,8 @@
  * a VM over the inherited memory with vm_cpu_rebuild (clone.c). The
  * guest sees its ready call return with the request's length.
  */
+#include <sys/mman.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -209,6 +211,10 @@ vmm_template_prepare(struct vmm_template *t, char *err, size_t errlen)
 	 * registers are loaded at the first KVM_RUN). */
 	if (vm_cpu_rebuild(vm, &t->cpu, err, errlen) != 0)
 		return VMM_E_KVM;
+	/* The template's huge pages stay shared and mapped whole; memory
+	 * the clone touches first is its own and small: a huge page would
+	 * be 2 MiB zeroed for each. */
+	madvise(vm->mem, vm->memsz, MADV_NOHUGEPAGE);
 	vm->template_state = VM_TPL_PREPARED;
 	return VMM_OK;
 }
