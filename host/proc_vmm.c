@@ -297,6 +297,11 @@ vmm_main(struct proc_ctx *ctx)
 	ctx->handlers = vmm_handlers;
 	ctx->nhandlers = nitems(vmm_handlers);
 	ctx->arg = &vs;
+	/* Each run's vm process and each template holder install these:
+	 * compiled once here, inherited by the forks. */
+	if (seccomp_filter_prepare(&seccomp_vm, SCF_NO_SOCKETS) == -1 ||
+	    seccomp_filter_prepare(&seccomp_template, 0) == -1)
+		log_warn("%s: seccomp filters compiled at each use", __func__);
 	ctx->on_peer = vmm_on_peer;
 	for (i = 0; i < VMM_SANDBOXES_MAX; i++)
 		vs.sbx[i].ws_fd = -1;

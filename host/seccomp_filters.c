@@ -8,12 +8,20 @@
  * libcurl), its owner adds rows here with a reason, never a wildcard.
  */
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <linux/filter.h>
 #include <linux/kvm.h>
+#include <linux/seccomp.h>
 #include <seccomp.h>
 
 #include "host/seccomp_filters.h"
@@ -339,8 +347,9 @@ seccomp_filter_install(const struct seccomp_filter *f)
 	return seccomp_filter_install_flags(f, 0);
 }
 
-int
-seccomp_filter_install_flags(const struct seccomp_filter *f, unsigned flags)
+/* The whole allowlist in a libseccomp context: NULL with errno set. */
+static scmp_filter_ctx
+filter_build(const struct seccomp_filter *f, unsigned flags)
 {
 	scmp_filter_ctx sc;
 	int rc;
@@ -348,15 +357,111 @@ seccomp_filter_install_flags(const struct seccomp_filter *f, unsigned flags)
 	sc = seccomp_init(SCMP_ACT_KILL_PROCESS);
 	if (sc == NULL) {
 		errno = ENOMEM;
-		return -1;
+		return NULL;
 	}
 	rc = add_rules(sc, &seccomp_common);
 	if (rc == 0 && !(flags & SCF_NO_SOCKETS))
 		rc = add_rules(sc, &seccomp_syslog);
 	if (rc == 0 && f != NULL)
 		rc = add_rules(sc, f);
-	if (rc == 0)
-		rc = seccomp_load(sc);
+	if (rc < 0) {
+		seccomp_release(sc);
+		errno = -rc;
+		return NULL;
+	}
+	return sc;
+}
+
+/*
+ * Filters compiled ahead by a process that forks many children which
+ * install them (the vmm: one `keepd: vm` process per run): libseccomp
+ * takes about a millisecond to compile the vm filter, which every run
+ * paid before its guest started. The children inherit the program and
+ * load it as libseccomp would (no_new_privs, then the filter, flags 0).
+ */
+#define COMPILED_MAX 4
+#define COMPILED_INSNS_MAX 4096
+
+static struct {
+	const struct seccomp_filter *f;
+	unsigned flags;
+	struct sock_filter *insns;
+	unsigned short len;
+} compiled[COMPILED_MAX];
+
+int
+seccomp_filter_prepare(const struct seccomp_filter *f, unsigned flags)
+{
+	struct sock_filter *insns = NULL;
+	scmp_filter_ctx sc;
+	struct stat sb;
+	size_t i, bytes;
+	int fd = -1, rc, saved;
+
+	for (i = 0; i < COMPILED_MAX && compiled[i].insns != NULL; i++)
+		if (compiled[i].f == f && compiled[i].flags == flags)
+			return 0;
+	if (i == COMPILED_MAX) {
+		errno = ENOSPC;
+		return -1;
+	}
+	if ((sc = filter_build(f, flags)) == NULL)
+		return -1;
+	if ((fd = memfd_create("keep-seccomp", MFD_CLOEXEC)) == -1)
+		goto fail;
+	if ((rc = seccomp_export_bpf(sc, fd)) < 0) {
+		errno = -rc;
+		goto fail;
+	}
+	if (fstat(fd, &sb) == -1)
+		goto fail;
+	bytes = (size_t)sb.st_size;
+	if (bytes == 0 || bytes % sizeof(*insns) != 0 ||
+	    bytes / sizeof(*insns) > COMPILED_INSNS_MAX) {
+		errno = EINVAL;
+		goto fail;
+	}
+	if ((insns = malloc(bytes)) == NULL ||
+	    pread(fd, insns, bytes, 0) != (ssize_t)bytes)
+		goto fail;
+	close(fd);
+	seccomp_release(sc);
+	compiled[i].f = f;
+	compiled[i].flags = flags;
+	compiled[i].insns = insns;
+	compiled[i].len = (unsigned short)(bytes / sizeof(*insns));
+	return 0;
+fail:
+	saved = errno;
+	free(insns);
+	if (fd != -1)
+		close(fd);
+	seccomp_release(sc);
+	errno = saved == 0 ? EIO : saved;
+	return -1;
+}
+
+int
+seccomp_filter_install_flags(const struct seccomp_filter *f, unsigned flags)
+{
+	scmp_filter_ctx sc;
+	size_t i;
+	int rc;
+
+	for (i = 0; i < COMPILED_MAX && compiled[i].insns != NULL; i++)
+		if (compiled[i].f == f && compiled[i].flags == flags) {
+			struct sock_fprog prog = { .len = compiled[i].len,
+				.filter = compiled[i].insns };
+
+			if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1 ||
+			    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0,
+			        &prog) == -1)
+				return -1;
+			return 0;
+		}
+	if ((sc = filter_build(f, flags)) == NULL)
+		return -1;
+	rc = seccomp_load(sc);
 	seccomp_release(sc);
 	if (rc < 0) {
 		errno = -rc;

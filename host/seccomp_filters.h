@@ -53,4 +53,9 @@ int seccomp_filter_install(const struct seccomp_filter *f);
 int seccomp_filter_install_flags(
     const struct seccomp_filter *f, unsigned flags);
 
+/* Compile f with flags now, so that this process and its forks install
+ * it later without compiling it again. 0, or -1 with errno set (a later
+ * install then compiles it as usual). */
+int seccomp_filter_prepare(const struct seccomp_filter *f, unsigned flags);
+
 #endif
