@@ -89,6 +89,11 @@ def _python_vars(env):
 # say); a run whose PYTHON* variables differ needs a fresh interpreter.
 _TEMPLATE_PYTHON_VARS = _python_vars(
     b"%s=%s" % kv for kv in os.environb.items())
+# That environment as one string, so a clone compares one object with
+# the run's rather than each variable (each object a clone reads through
+# its reference count is a page written).
+_TEMPLATE_ENV = b"\0".join(
+    sorted(b"%s=%s" % kv for kv in os.environb.items()))
 
 
 def _refresh():
@@ -109,8 +114,7 @@ def _main():
             e.split(b"=", 1) for e in env if b"=" in e))
     # Most runs bring the environment the template started with (the
     # image's); only a different one is set, as a cold start would have.
-    current = sorted(b"%s=%s" % kv for kv in os.environb.items())
-    if sorted(env) != current:
+    if b"\0".join(sorted(env)) != _TEMPLATE_ENV:
         os.environ.clear()
         for e in env:
             key, sep, value = e.partition(b"=")
@@ -157,7 +161,11 @@ def _finish(status):
     it never closed is flushed and closed, a __del__ runs), the
     standard streams are flushed."""
     threading = sys.modules.get("threading")
-    if threading is not None:
+    # Its shutdown joins the non-daemon threads and runs what was
+    # registered to run before (concurrent.futures); without either it
+    # has nothing a program could see.
+    if threading is not None and (
+            threading._shutdown_locks or threading._threading_atexits):
         threading._shutdown()
     try:
         atexit._run_exitfuncs()

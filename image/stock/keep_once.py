@@ -40,6 +40,11 @@ def _keep_once():
         e.__traceback__ = e.__traceback__.tb_next
         sys.excepthook(type(e), e, e.__traceback__)
         sys.exit(1)
+    # Most runs have nothing to report: the helpers below are made only
+    # for those that do (in a template's clone each object made costs).
+    plt = sys.modules.get("matplotlib.pyplot")
+    if value is None and plt is None:
+        return
 
     esc = {i: "\\u%04x" % i for i in range(32)}
     esc[ord('"')] = '\\"'
@@ -121,7 +126,6 @@ def _keep_once():
 
     results = []
     try:
-        plt = sys.modules.get("matplotlib.pyplot")
         if plt is not None:
             for num in plt.get_fignums():
                 fig = plt.figure(num)

@@ -249,6 +249,8 @@ import atexit; atexit.register(print, 'at exit'); print('main')
 raise SystemExit('a message')
 print(len(open('/etc/keep/environment').read()) > 0, __builtins__.__name__)
 D = type('D', (), {'__del__': lambda self: print('released')}); d = D(); print('main')
+import threading, time; threading.Thread(target=lambda: (time.sleep(0.2), print('joined'))).start(); print('main')
+1 + 1
 EOF
 [ "$(count_log 'run [0-9]*: python in sandbox .*from its template')" -ge 9 ] &&
     ok "the python executes ran from the template" || bad "python runs: $(grep 'run [0-9]*: python' "$tmp/log")"
