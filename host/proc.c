@@ -306,6 +306,8 @@ proc_loop_every(
 			if (proc_link_event(ctx, who[i], buf, MSG_BUFSZ) == -1)
 				ctx->quit = 1;
 		}
+		if (ctx->on_round_end != NULL)
+			ctx->on_round_end(ctx);
 		if (tick != NULL && !ctx->quit && mono_ms() >= next) {
 			tick(arg);
 			next = mono_ms() + every_ms;

@@ -94,6 +94,10 @@ struct proc_ctx {
 	/* While a batch of requests is served (msg_batch_serve): replies
 	 * to its sender are held here and go back together. */
 	struct msg_replies *replies;
+	/* Called by proc_loop_every once every link the poll found ready
+	 * has been served, before the timer: the store commits the writes
+	 * of the round there. NULL: nothing. */
+	void (*on_round_end)(struct proc_ctx *);
 };
 
 /*

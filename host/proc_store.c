@@ -28,11 +28,82 @@
 
 static struct store_service svc;
 
-/* Serve one request (type, its payload) and send the reply to m. */
+/*
+ * Group commit: the writes that arrive in one turn of the loop (a run's
+ * audit entry, its record, another request's audit) share one transaction
+ * and one sync, and their replies wait for that sync: a reply still means
+ * the write is on disk. Each write was a sync of its own, three in a row
+ * before an execute could start.
+ */
+#define BATCH_MAX 32
+
+static struct {
+	enum proc_id to;
+	uint64_t reqid;
+	uint16_t type;
+	void *reply;
+	size_t len;
+} held[BATCH_MAX];
+static size_t nheld;
+
+static int
+batchable(uint16_t type)
+{
+	return type == MSG_STORE_PUT || type == MSG_STORE_DELETE ||
+	    type == MSG_STORE_AUDIT;
+}
+
+/* Commit the batch, then send its replies: a write the commit lost is
+ * answered with the commit's failure, never as done. */
+static void
+batch_flush(struct proc_ctx *ctx)
+{
+	struct store_wire_reply r;
+	struct msg to;
+	size_t i;
+	int rc;
+
+	if (svc.st == NULL)
+		return;
+	rc = store_batch_end(svc.st);
+	if (rc != STORE_OK && nheld > 0)
+		log_warnx("%s: %zu writes lost: %s", __func__, nheld,
+		    store_strerror(rc));
+	for (i = 0; i < nheld; i++) {
+		memset(&to, 0, sizeof(to));
+		to.from = held[i].to;
+		to.hdr.reqid = held[i].reqid;
+		if (rc != STORE_OK && held[i].len >= sizeof(r)) {
+			memcpy(&r, held[i].reply, sizeof(r));
+			if (r.status == STORE_OK) {
+				memset(&r, 0, sizeof(r));
+				r.version = STORE_WIRE_VERSION;
+				r.status = (uint32_t)rc;
+				held[i].len = sizeof(r);
+				memcpy(held[i].reply, &r, sizeof(r));
+			}
+		}
+		msg_reply(
+		    ctx, &to, held[i].type, held[i].reply, held[i].len, -1);
+		free(held[i].reply);
+	}
+	nheld = 0;
+}
+
+static void
+store_round_end(struct proc_ctx *ctx)
+{
+	batch_flush(ctx);
+}
+
+/* Serve one request (type, its payload) and send the reply to m; a
+ * write joins the round's batch if may_batch (a large put goes alone: the
+ * batch's room in the map is for messages). */
 static int
 serve(struct proc_ctx *ctx, const struct msg *m, uint16_t type,
-    const void *data, size_t len)
+    const void *data, size_t len, int may_batch)
 {
+	int batch = may_batch && batchable(type);
 	uint16_t rtype = 0;
 	void *reply = NULL;
 	size_t rlen = 0;
@@ -44,8 +115,22 @@ serve(struct proc_ctx *ctx, const struct msg *m, uint16_t type,
 		store_set_reserve(svc.st, ctx->config->store_reserve);
 	/* The key for link PROC_STORE arrives by MSG_CTL_GRANT_KEY. */
 	memcpy(svc.grant_key, ctx->grant_key[PROC_STORE], GRANT_KEY_BYTES);
+	/* A read sees the writes before it; a full batch goes. */
+	if (!batch || nheld == BATCH_MAX)
+		batch_flush(ctx);
+	if (batch)
+		(void)store_batch_begin(svc.st); /* else: alone, as before */
 	rc = store_service_handle(&svc, type, m->from, m->hdr.reqid, data, len,
 	    &rtype, &reply, &rlen);
+	if (batch && reply != NULL && rlen <= MSG_MAX_PAYLOAD) {
+		held[nheld].to = m->from;
+		held[nheld].reqid = m->hdr.reqid;
+		held[nheld].type = rtype;
+		held[nheld].reply = reply;
+		held[nheld].len = rlen;
+		nheld++;
+		reply = NULL;
+	}
 	if (reply != NULL) {
 		if (rlen > MSG_MAX_PAYLOAD) {
 			/* A page of large records, or one record larger than
@@ -73,7 +158,7 @@ serve(struct proc_ctx *ctx, const struct msg *m, uint16_t type,
 static int
 store_h_request(struct proc_ctx *ctx, const struct msg *m)
 {
-	return serve(ctx, m, (uint16_t)m->hdr.type, m->data, m->hdr.len);
+	return serve(ctx, m, (uint16_t)m->hdr.type, m->data, m->hdr.len, 1);
 }
 
 /*
@@ -94,7 +179,7 @@ store_h_put_large(struct proc_ctx *ctx, const struct msg *m)
 		    __func__, proc_name(m->from), (unsigned long long)len);
 		goto out;
 	}
-	rc = serve(ctx, m, MSG_STORE_PUT, buf, len);
+	rc = serve(ctx, m, MSG_STORE_PUT, buf, len, 0);
 out:
 	free(buf);
 	close(m->fd);
@@ -164,10 +249,12 @@ store_main(struct proc_ctx *ctx)
 		log_info("%s: LMDB environment open, map %llu MiB", __func__,
 		    (unsigned long long)(store_map_size(svc.st) >> 20));
 	log_info("%s: ready", __func__);
+	ctx->on_round_end = store_round_end;
 	rc = proc_loop_every(ctx, STORE_EXPIRE_MS, store_expire_tick, NULL);
 	/* A record a peer sent before the stop is written (an idempotent
 	 * reply, an audit entry), not lost to a clean restart. */
 	proc_drain(ctx);
+	batch_flush(ctx);
 	if (svc.st != NULL)
 		store_close(svc.st);
 	return rc;

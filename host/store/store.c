@@ -210,6 +210,57 @@ store_reserve_left(struct store *st)
 	return st->reserved_to - (uint64_t)sb.st_size;
 }
 
+/* Room a batch needs in the map: the map grows only with no transaction
+ * open, so a batch opens only where its writes (at most 32 messages of
+ * 64 KiB, with the pages their trees copy) cannot fill it. */
+#define BATCH_ROOM (8u << 20)
+
+int
+store_batch_begin(struct store *st)
+{
+	MDB_envinfo info;
+	MDB_stat ms;
+
+	if (st->readonly || st->batch != NULL)
+		return STORE_OK;
+	if (mdb_env_info(st->env, &info) != 0 ||
+	    mdb_env_stat(st->env, &ms) != 0 ||
+	    ((uint64_t)info.me_last_pgno + 1) * ms.ms_psize + BATCH_ROOM >
+	        st->map_size)
+		return STORE_OK; /* writes go alone, each may grow the map */
+	return txn_begin(st, 0, &st->batch);
+}
+
+/* The batch's transaction committed: one sync for all its writes. */
+static int
+batch_commit(struct store *st)
+{
+	int rc;
+
+	if (st->batch == NULL)
+		return STORE_OK;
+	rc = store_mdb_err(mdb_txn_commit(st->batch));
+	st->batch = NULL;
+	if (rc == STORE_E_IO && disk_full(st))
+		rc = STORE_E_NOSPC;
+	if (rc == STORE_OK)
+		reserve_room(st);
+	if (rc != STORE_OK && st->batch_rc == STORE_OK)
+		st->batch_rc = rc;
+	return rc;
+}
+
+int
+store_batch_end(struct store *st)
+{
+	int rc;
+
+	batch_commit(st);
+	rc = st->batch_rc;
+	st->batch_rc = STORE_OK;
+	return rc;
+}
+
 int
 store_write(struct store *st, store_txn_fn fn, void *arg)
 {
@@ -218,6 +269,21 @@ store_write(struct store *st, store_txn_fn fn, void *arg)
 
 	if (st->readonly)
 		return STORE_E_RDONLY;
+	if (st->batch != NULL) {
+		/* A child of the batch: its failure undoes it alone. */
+		if ((rc = store_mdb_err(mdb_txn_begin(
+		         st->env, st->batch, 0, &txn))) == STORE_OK) {
+			if ((rc = fn(st, txn, arg)) == STORE_OK)
+				rc = store_mdb_err(mdb_txn_commit(txn));
+			else
+				mdb_txn_abort(txn);
+		}
+		if (rc != STORE_E_FULL)
+			return rc;
+		/* The map grows only with no transaction open: what the
+		 * batch holds is committed now, and this write goes alone. */
+		batch_commit(st);
+	}
 	for (int attempt = 0;; attempt++) {
 		if ((rc = txn_begin(st, 0, &txn)) != STORE_OK)
 			return rc;
@@ -338,6 +404,10 @@ fail:
 void
 store_close(struct store *st)
 {
+	if (st != NULL && st->batch != NULL) {
+		mdb_txn_abort(st->batch);
+		st->batch = NULL;
+	}
 	if (st == NULL)
 		return;
 	mdb_env_close(st->env);

@@ -131,6 +131,19 @@ uint64_t store_reserve_left(struct store *);
  */
 int store_open(
     const char *dir, const struct store_config *cfg, struct store **out);
+
+/*
+ * Group commit. Between store_batch_begin and store_batch_end, each write
+ * runs in a child transaction of one write transaction (its failure undoes
+ * it alone), and store_batch_end commits them with one sync: 0, or the
+ * first failure of a commit made for the batch, after which none of its
+ * writes may be reported as done. Reads in between see what was committed
+ * before the batch: the caller ends the batch before reading. Where the
+ * map has less than 8 MiB free, no batch opens and each write goes alone
+ * (the map grows only with no transaction open).
+ */
+int store_batch_begin(struct store *st);
+int store_batch_end(struct store *st);
 void store_close(struct store *st);
 
 /* The current map size in bytes (after growth). */

@@ -19,6 +19,11 @@ struct store {
 	/* Room kept allocated past the data file's end (store_set_reserve),
 	 * and the offset up to which it is allocated now. */
 	uint64_t reserve, reserved_to;
+	/* Between store_batch_begin and store_batch_end: the write
+	 * transaction the batch's writes are children of, and the first
+	 * failure of a commit made for the batch. */
+	MDB_txn *batch;
+	int batch_rc;
 };
 
 /* An LMDB or errno value as a STORE_E_* code. */

@@ -585,6 +585,84 @@ test_map_full(void **state)
 	assert_true(store_map_size(f->st) > 128 * 1024);
 }
 
+/* Group commit: writes in a batch are children of one transaction; one
+ * that fails is undone alone; a batch that ends uncommitted (the store
+ * closed) leaves nothing; near a full map no batch opens, and the writes
+ * go alone and grow the map as before. */
+static void
+test_batch(void **state)
+{
+	struct fx *f = *state;
+	struct store_sandbox s;
+	void *mem, *rec;
+	size_t len;
+	int64_t v;
+	int i, rc = STORE_OK;
+
+	assert_int_equal(store_batch_begin(f->st), STORE_OK);
+	put_sandbox(f->st, "one");
+	assert_int_equal(store_counter_add(f->st, "p", "n", 2, 1, &v), 0);
+	assert_int_equal(v, 2);
+	/* A write refused inside the batch: the others stay. */
+	{
+		struct store_idem k;
+
+		memset(&k, 0, sizeof(k));
+		k.principal = "p";
+		k.key = "key";
+		k.created_ms = 1;
+		k.status = 200;
+		k.body = "h";
+		k.body_len = 1;
+
+		assert_int_equal(store_idem_put(f->st, &k, 1), STORE_OK);
+		assert_int_equal(store_idem_put(f->st, &k, 1), STORE_E_EXISTS);
+	}
+	assert_int_equal(store_counter_add(f->st, "p", "n", 3, 1, &v), 0);
+	assert_int_equal(v, 5);
+	assert_int_equal(store_batch_end(f->st), STORE_OK);
+	assert_int_equal(store_sandbox_get(f->st, "one", &s, &mem), 0);
+	free(mem);
+	assert_int_equal(store_counter_get(f->st, "p", "n", &v), 0);
+	assert_int_equal(v, 5);
+	/* Not ended: closed with the store, nothing of it is kept. */
+	assert_int_equal(store_batch_begin(f->st), STORE_OK);
+	put_sandbox(f->st, "two");
+	store_close(f->st);
+	assert_int_equal(open_with(f, 0, 0), STORE_OK);
+	assert_int_equal(
+	    store_sandbox_get(f->st, "two", &s, &mem), STORE_E_NOTFOUND);
+	/* A tiny map that may grow, filled inside one batch. */
+	store_close(f->st);
+	rmtree(f->dir);
+	assert_non_null(mkdtemp(strcpy(f->dir, "/tmp/test_store.XXXXXX")));
+	assert_int_equal(open_with(f, 128 * 1024, 64ull << 20), STORE_OK);
+	assert_int_equal(store_batch_begin(f->st), STORE_OK);
+	for (i = 0; i < 200 && rc == STORE_OK; i++) {
+		struct store_env e;
+		char id[32], val[2048];
+
+		memset(val, 'z', sizeof(val) - 1);
+		val[sizeof(val) - 1] = '\0';
+		snprintf(id, sizeof(id), "K%06d", i);
+		e.sandbox = "grow";
+		e.key = id;
+		e.value = val;
+		assert_int_equal(store_env_encode(&e, &rec, &len), 0);
+		rc = store_put(f->st, STORE_DB_ENV, rec, len, 0);
+		free(rec);
+	}
+	assert_int_equal(rc, STORE_OK);
+	assert_int_equal(store_batch_end(f->st), STORE_OK);
+	assert_true(store_map_size(f->st) > 128 * 1024);
+	assert_int_equal(
+	    store_get(f->st, STORE_DB_ENV, "grow", "K000000", &rec, &len), 0);
+	free(rec);
+	assert_int_equal(
+	    store_get(f->st, STORE_DB_ENV, "grow", "K000199", &rec, &len), 0);
+	free(rec);
+}
+
 static void
 test_persist_and_readonly(void **state)
 {
@@ -667,6 +745,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(
 		    test_idempotency_expiry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_map_full, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_batch, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_persist_and_readonly, setup, teardown),
 	};
