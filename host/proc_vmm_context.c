@@ -169,6 +169,7 @@ ctx_spawn(struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_context *c,
 {
 	const struct image_command *cmd;
 	struct vmm_file *fv = NULL;
+	size_t image_len;
 	volatile uint8_t *hints;
 	struct vmm_config cfg;
 	struct vmm_result res;
@@ -214,6 +215,9 @@ ctx_spawn(struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_context *c,
 	cfg.files = fv;
 	cfg.nfiles = image_nfiles(img);
 	cfg.file_hints = hints;
+	cfg.image_fd = image_fd(img, &cfg.image_map, &image_len);
+	cfg.image_map_len = image_len;
+	cfg.no_pagemap = 1;
 	cfg.workspace_fd = s->ws_fd;
 	cfg.memory = c->mem_max ? c->mem_max : image_memory(img);
 	if (ctx->config != NULL && ctx->config->memory_max != 0 &&

@@ -99,8 +99,10 @@ vmm_image_get(struct proc_ctx *ctx, struct vmm_state *vs, const char *name)
 	 * the open, makes the next use open it again. */
 	if (fstatat(AT_FDCWD, path, &sb, AT_SYMLINK_NOFOLLOW) == -1)
 		memset(&sb, 0, sizeof(sb));
-	if (image_open_trusted(path, (const uint8_t(*)[32])vs->keys, vs->nkeys,
-	        &img, err, sizeof(err)) != 0) {
+	/* Kept open: a run's guest maps the image's pages copy-on-write
+	 * through it rather than copies (docs/vmm.md, "Image pages"). */
+	if (image_open_trusted_fd(path, (const uint8_t(*)[32])vs->keys,
+	        vs->nkeys, &img, err, sizeof(err)) != 0) {
 		log_warnx("image %s refused: %s", name, err);
 		return NULL;
 	}
@@ -125,6 +127,18 @@ vmm_image_get(struct proc_ctx *ctx, struct vmm_state *vs, const char *name)
 	}
 	log_info("image %s %s verified", image_name(img), image_version(img));
 	return img;
+}
+
+void
+vmm_images_shed(struct vmm_state *vs, const uint8_t *keep)
+{
+	const uint8_t *base;
+	size_t i, len;
+
+	for (i = 0; i < VMM_IMAGES_MAX; i++)
+		if (vs->images[i].img != NULL &&
+		    (image_fd(vs->images[i].img, &base, &len), base != keep))
+			loaded_clear(&vs->images[i]);
 }
 
 int

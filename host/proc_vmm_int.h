@@ -242,6 +242,10 @@ int vmm_exists(const char *path);
 void vmm_expire_sandboxes(struct vmm_state *vs);
 struct image *vmm_image_get(
     struct proc_ctx *ctx, struct vmm_state *vs, const char *name);
+/* In a vm process or a template holder, after the fork: every image but
+ * the one mapped at keep unmapped and its descriptor closed, so a run
+ * reaches no other principal's uploaded image (NULL: none kept). */
+void vmm_images_shed(struct vmm_state *vs, const uint8_t *keep);
 /* Check one of img's files against its hash once per vmm life: 0, or
  * IMAGE_E_HASH. */
 int vmm_image_file_check(

@@ -170,6 +170,7 @@ void __attribute__((noreturn)) vmm_vm_process(struct proc_ctx *ctx,
 		}
 	vmm_templates_close(vs);
 	vmm_contexts_close(vs);
+	vmm_images_shed(vs, cfg->image_map);
 	/* Its workspace only, no signals or sockets beyond its own. */
 	if (vm_confine(cfg->workspace_fd, err, sizeof(err)) == -1) {
 		strlcpy(res->reason, "error: ", sizeof(res->reason));
@@ -318,6 +319,7 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	const struct image_command *cmd;
 	const struct vmm_file *files = NULL;
 	struct vmm_file *fv = NULL;
+	size_t image_len;
 	volatile uint8_t *hints = NULL;
 	struct image *img;
 	struct sandbox *s;
@@ -461,6 +463,9 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	cfg.files = files;
 	cfg.nfiles = image_nfiles(img);
 	cfg.file_hints = hints;
+	cfg.image_fd = image_fd(img, &cfg.image_map, &image_len);
+	cfg.image_map_len = image_len;
+	cfg.no_pagemap = 1;
 	cfg.workspace_fd = s->ws_fd;
 	cfg.memory = g.mem_max ? g.mem_max : image_memory(img);
 	if (ctx->config != NULL && ctx->config->memory_max != 0 &&

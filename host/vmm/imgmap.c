@@ -18,8 +18,9 @@
  * end of the run) it is charged if the guest touched it, as the
  * present bit of /proc/self/pagemap says (a page the guest read or
  * wrote is mapped in this process's page tables, KVM having faulted it
- * in). Without pagemap (a confined process) or without cfg->image_fd,
- * mappings are copies as before.
+ * in). Without pagemap (keepd's vm processes are confined, and have no
+ * /proc) every page of a released mapping is counted as touched, as a
+ * copy would have been; without cfg->image_fd, mappings are copies.
  */
 #include <sys/mman.h>
 
@@ -47,6 +48,8 @@ pagemap_fd(struct vm *vm)
 {
 	pid_t pid = getpid();
 
+	if (vm->cfg->no_pagemap)
+		return -1;
 	if (vm->pagemap_pid != pid) {
 		if (vm->pagemap_fd >= 0 && vm->pagemap_pid != 0)
 			close(vm->pagemap_fd);
@@ -131,7 +134,7 @@ vm_imgmap(struct vm *vm, int fd, uint64_t g, uint64_t len, uint64_t off)
 	if (cfg->image_map == NULL || cfg->image_fd < 0 ||
 	    vm->mmap_file == NULL || vm->imgmaps >= IMGMAP_MAX || fd < 0 ||
 	    (unsigned)fd >= vm->nfds || vm->fds[fd].kind != VFD_IMAGE ||
-	    g < vm->mmap_lo || g + len > vm->mmap_hi || pagemap_fd(vm) < 0)
+	    g < vm->mmap_lo || g + len > vm->mmap_hi)
 		return 0;
 	file = vm->fds[fd].file;
 	/* The file's whole pages only: in the image, the rest of its last

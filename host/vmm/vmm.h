@@ -106,6 +106,9 @@ struct vmm_config {
 	const uint8_t *image_map;
 	uint64_t image_map_len;
 	int image_fd;
+	/* 1 where /proc is out of reach (keepd's confined vm processes):
+	 * the pages of a released image mapping all count as touched. */
+	int no_pagemap;
 	/* 1: the guest's fds 0-2 are a terminal (docs/terminal.md), of
 	 * the size *winsize (NULL: 80x24). */
 	int tty;

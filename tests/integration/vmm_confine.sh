@@ -14,7 +14,7 @@ source "$(dirname "$0")/../lib/keepd.sh"
 cat >"$tmp/test.policy" <<'EOP'
 agent "ann" {
 	allow sandbox:read, sandbox:write, exec, artifact:read, artifact:write
-	exec "cp", "mkdir", "cat"
+	exec "cp", "mkdir", "cat", "python"
 	timeout 10s
 }
 EOP
@@ -86,5 +86,28 @@ expect "holder:llkill:$store" denied "a template's holder cannot signal the stor
 expect "clone:create:cloned" allowed "a clone writes its own workspace under the holder's layer"
 expect "clone:open:workspaces/$b/secret" "denied (Permission denied)" "a clone cannot open another sandbox's file"
 kill -0 "$store" && ok "the store still runs" || bad "the store was killed"
+
+# A vm process holds its own image and no other: the vmm keeps every
+# image it verified mapped and open (uploads are a principal's own), and
+# a run's process drops all but its own before the guest starts. The
+# toolbox image is the vmm's since the runs above; a python run, cold
+# or a template's clone, must reach none of it.
+req "$ann" POST /v1/sandboxes '{"image":"python"}'
+py=$(jget "$body" '["id"]')
+n0=$(grep -c "python in sandbox $py" "$tmp/log")
+req "$ann" POST "/v1/sandboxes/$py/execute/background" \
+    '{"code":"import time; time.sleep(3)","language":"python"}'
+vp=
+for _ in $(seq 100); do
+	[ "$(grep -c "python in sandbox $py" "$tmp/log")" -gt "$n0" ] &&
+	    vp=$(grep "python in sandbox $py" "$tmp/log" | tail -n 1 |
+	        sed -n 's/.*vm pid \([0-9]*\).*/\1/p') && break
+	sleep 0.1
+done
+maps=$(cat "/proc/$vp/maps" 2>/dev/null | grep -o '[^/ ]*\.img' | sort -u | tr '\n' ' ')
+fds=$(ls -l "/proc/$vp/fd" 2>/dev/null | grep -o '[^/ ]*\.img' | sort -u | tr '\n' ' ')
+[ -n "$vp" ] && [ "$maps" = "python.img " ] && [ -z "${fds/python.img /}" ] &&
+    ok "a python run's vm process maps only python.img (fds: ${fds:-none})" ||
+    bad "vm pid '$vp' maps '$maps', fds '$fds'"
 
 keepd_finish
