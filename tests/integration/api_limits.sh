@@ -13,12 +13,12 @@ role runner {
 	exec "python", "js", "echo", "true"
 	timeout 10s
 }
-agent "carol" : runner { rate read 3/min }
+agent "carol" : runner { rate read 3/hour }
 agent "dave" : runner { budget 4 }
 agent "erin" : runner { concurrent 1 }
 agent "frank" : runner
 agent "gina" { allow sandbox:read }
-agent "hank" : runner { budget 100; rate read 10/min }
+agent "hank" : runner { budget 100; rate read 10/hour }
 agent "ivy" : runner { lock writes }
 agent "ops" { allow admin }
 EOP
