@@ -109,23 +109,7 @@ build --deb bash --defer-hashes --command bash=/bin/bash -o "$tmp/d.img" &&
 out=$("$KEEP" run $T "$tmp/d.img" bash -c 'echo deferred' 2>&1)
 [ "$out" = deferred ] && ok "a deferred image runs" || bad "deferred run: '$out'"
 # Flip one byte in the middle of a file of the payload.
-flip() { # image guest-path
-	python3 - "$1" "$2" <<'PY'
-import struct, sys
-p, want = sys.argv[1], sys.argv[2].encode()
-b = bytearray(open(p, 'rb').read())
-nc, nf = struct.unpack_from('<II', b, 28)
-poff = struct.unpack_from('<Q', b, 40)[0]
-for i in range(nf):
-    e = 160 + nc * 80 + i * 192
-    if b[e:e + 128].rstrip(b'\0') == want:
-        off, size = struct.unpack_from('<QQ', b, e + 128)
-        b[poff + off + size // 2] ^= 0x40
-        open(p, 'wb').write(b)
-        sys.exit(0)
-sys.exit(1)
-PY
-}
+flip() { python3 tests/lib/image_flip.py "$1" "$2"; } # image guest-path
 cp "$tmp/d.img" "$tmp/t.img" && flip "$tmp/t.img" /lib/x86_64-linux-gnu/libtinfo.so.6 || exit 1
 err=$("$KEEP" image verify $T "$tmp/t.img" 2>&1); rc=$?
 [ $rc -eq 1 ] && [[ $err == *"libtinfo.so.6: BLAKE2b hash mismatch"* ]] &&

@@ -36,25 +36,7 @@ ran() { [ "$code" = 200 ] && [ "$(jget "$body" '["stdout"]')" = ran ]; }
 # flip FILE GUEST-PATH: one byte in the middle of that file's contents,
 # written in place (the same inode, as a careless cp or an attacker
 # would), or back again when run twice.
-flip() {
-	python3 - "$1" "$2" <<'PY'
-import struct, sys
-p, want = sys.argv[1], sys.argv[2].encode()
-with open(p, 'r+b') as f:
-    b = f.read()
-    nc, nf = struct.unpack_from('<II', b, 28)
-    poff = struct.unpack_from('<Q', b, 40)[0]
-    for i in range(nf):
-        e = 160 + nc * 80 + i * 192
-        if b[e:e + 128].rstrip(b'\0') == want:
-            off, size = struct.unpack_from('<QQ', b, e + 128)
-            at = poff + off + size // 2
-            f.seek(at)
-            f.write(bytes([b[at] ^ 0x40]))
-            sys.exit(0)
-sys.exit(1)
-PY
-}
+flip() { python3 tests/lib/image_flip.py "$1" "$2"; }
 
 run && ran && ok "a run of the deferred image" || bad "first run: $code $body"
 run && ran && ok "a second run, with the files checked" || bad "second run: $code $body"

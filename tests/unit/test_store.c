@@ -102,6 +102,27 @@ put_sandbox(struct store *st, const char *id)
 	free(rec);
 }
 
+/* A 2 KiB environment record for sandbox, key id: the store's return. */
+static int
+put_env_filled(struct store *st, const char *sandbox, const char *id, char fill)
+{
+	struct store_env e;
+	char val[2048];
+	size_t len;
+	void *rec;
+	int rc;
+
+	memset(val, fill, sizeof(val) - 1);
+	val[sizeof(val) - 1] = '\0';
+	e.sandbox = sandbox;
+	e.key = id;
+	e.value = val;
+	assert_int_equal(store_env_encode(&e, &rec, &len), 0);
+	rc = store_put(st, STORE_DB_ENV, rec, len, 0);
+	free(rec);
+	return rc;
+}
+
 /* ---- codecs --------------------------------------------------------- */
 
 static void
@@ -531,21 +552,8 @@ test_map_full(void **state)
 	assert_int_equal(open_with(f, 128 * 1024, 0), STORE_OK);
 	put_sandbox(f->st, "first");
 	for (i = 0; i < 100000; i++) {
-		struct store_env e;
-		char val[2048];
-		size_t len;
-		void *rec;
-
-		memset(val, 'x', sizeof(val) - 1);
-		val[sizeof(val) - 1] = '\0';
 		snprintf(id, sizeof(id), "K%06d", i);
-		e.sandbox = "first";
-		e.key = id;
-		e.value = val;
-		assert_int_equal(store_env_encode(&e, &rec, &len), 0);
-		rc = store_put(f->st, STORE_DB_ENV, rec, len, 0);
-		free(rec);
-		if (rc != STORE_OK)
+		if ((rc = put_env_filled(f->st, "first", id, 'x')) != STORE_OK)
 			break;
 	}
 	assert_int_equal(rc, STORE_E_FULL);
@@ -566,21 +574,8 @@ test_map_full(void **state)
 	store_close(f->st);
 	assert_int_equal(open_with(f, 128 * 1024, 64ull << 20), STORE_OK);
 	for (int j = 0; j < i + 50; j++) {
-		struct store_env e;
-		size_t len;
-		void *rec;
-		char val[2048];
-
-		memset(val, 'y', sizeof(val) - 1);
-		val[sizeof(val) - 1] = '\0';
 		snprintf(id, sizeof(id), "K%06d", j);
-		e.sandbox = "second";
-		e.key = id;
-		e.value = val;
-		assert_int_equal(store_env_encode(&e, &rec, &len), 0);
-		assert_int_equal(
-		    store_put(f->st, STORE_DB_ENV, rec, len, 0), 0);
-		free(rec);
+		assert_int_equal(put_env_filled(f->st, "second", id, 'y'), 0);
 	}
 	assert_true(store_map_size(f->st) > 128 * 1024);
 }
@@ -639,18 +634,10 @@ test_batch(void **state)
 	assert_int_equal(open_with(f, 128 * 1024, 64ull << 20), STORE_OK);
 	assert_int_equal(store_batch_begin(f->st), STORE_OK);
 	for (i = 0; i < 200 && rc == STORE_OK; i++) {
-		struct store_env e;
-		char id[32], val[2048];
+		char id[32];
 
-		memset(val, 'z', sizeof(val) - 1);
-		val[sizeof(val) - 1] = '\0';
 		snprintf(id, sizeof(id), "K%06d", i);
-		e.sandbox = "grow";
-		e.key = id;
-		e.value = val;
-		assert_int_equal(store_env_encode(&e, &rec, &len), 0);
-		rc = store_put(f->st, STORE_DB_ENV, rec, len, 0);
-		free(rec);
+		rc = put_env_filled(f->st, "grow", id, 'z');
 	}
 	assert_int_equal(rc, STORE_OK);
 	assert_int_equal(store_batch_end(f->st), STORE_OK);
