@@ -347,6 +347,7 @@ static void __attribute__((noreturn)) holder(const char *path,
 	boot.trace = 0;
 	if (vmm_template_boot(&boot, &t, err, sizeof(err)) != VMM_OK)
 		_exit(1);
+	(void)vmm_template_learn(t);
 	/* Listen only once the template is held: a run that connects is
 	 * served at once. A stale socket of a dead holder is replaced. */
 	memset(&sa, 0, sizeof(sa));

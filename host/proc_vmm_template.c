@@ -338,7 +338,7 @@ static void __attribute__((noreturn)) holder_main(struct proc_ctx *ctx,
 	struct vmm_template *t;
 	struct pollfd pfd[2];
 	char err[160], reason[160], c;
-	int p[2], failures = 0;
+	int p[2], failures = 0, learnt;
 	pid_t pid;
 	size_t i;
 
@@ -347,7 +347,8 @@ static void __attribute__((noreturn)) holder_main(struct proc_ctx *ctx,
 	/* Forked in the middle of a run's start: whatever of it is open
 	 * here (its request, output, egress link) is not the template's. */
 	for (i = 3; i < 1024; i++)
-		if ((int)i != sock && (int)i != ctx->kvm_fd)
+		if ((int)i != sock && (int)i != ctx->kvm_fd &&
+		    (int)i != boot->image_fd)
 			close((int)i);
 	sodium_memzero(ctx->grant_key, sizeof(ctx->grant_key));
 	/* Image code runs here from now on, shared by every principal's
@@ -375,6 +376,15 @@ static void __attribute__((noreturn)) holder_main(struct proc_ctx *ctx,
 		holder_send(sock, TPL_ST_FAILED, 0, 0, 0, reason);
 		_exit(0);
 	}
+	/* Before the first spare: it and every later one copy ahead the
+	 * pages a clone writes (docs/templates.md). */
+	if ((learnt = vmm_template_learn(t)) > 0)
+		log_info("template %s: a clone writes %d pages at least; each "
+		         "spare makes them its own ahead of its run",
+		    name, learnt);
+	else
+		log_info(
+		    "template %s: no probe: spares copy nothing ahead", name);
 	holder_send(sock, TPL_ST_READY, 0, vmm_template_request_max(t),
 	    vmm_template_memory(t), "");
 	while (failures < 3) {

@@ -204,6 +204,8 @@ static const struct seccomp_rule template_rules[] = {
 	R(seccomp, "a clone installs the vm process's filter"),
 	R(prctl, "a clone's process title"),
 	R(setpgid, "a clone leads its own process group, as a vm process"),
+	RA(ioctl, 1, KVM_GET_DIRTY_LOG,
+	    "the pages the template's probe clone wrote (vmm_template_learn)"),
 	R(landlock_create_ruleset,
 	    "a clone confines itself to its run's workspace (vm_confine)"),
 	R(landlock_add_rule,
@@ -217,6 +219,8 @@ const struct seccomp_filter seccomp_template = { "template", template_rules,
 
 static const struct seccomp_rule vmm_rules[] = {
 	VM_RULES,
+	RA(ioctl, 1, KVM_GET_DIRTY_LOG,
+	    "a template holder's probe clone (filters stack)"),
 	RA(ioctl, 1, KVM_GET_API_VERSION, "check /dev/kvm's API version"),
 	RA(ioctl, 1, KVM_CHECK_EXTENSION, "probe KVM capabilities"),
 	RA(ioctl, 1, KVM_GET_SUPPORTED_CPUID, "CPUID, fetched once"),

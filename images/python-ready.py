@@ -105,8 +105,20 @@ def _refresh():
         ctypes.c_int.from_address(_NUMPY_STATE + _MT_KEY).value = 624
 
 
+def _probe():
+    """keep's probe (docs/templates.md, "The pages a clone writes"): a
+    request with no strings, which no run sends. It takes the path of a
+    plain execute (keep's runner on code that does nothing), so that
+    keep learns which pages such a run writes."""
+    code = _RUNNER_TEXT if _RUNNER_TEXT is not None else b"pass"
+    argv = [b"python3", b"-c", code, b"probe", b"pass"]
+    return argv, [b"%s=%s" % kv for kv in os.environb.items()]
+
+
 def _main():
     argv, env = _wait()
+    if not argv:
+        argv, env = _probe()
     _refresh()
     if (len(argv) < 3 or argv[1] != b"-c"
             or _python_vars(env) != _TEMPLATE_PYTHON_VARS):

@@ -14,9 +14,13 @@
  * a VM over the inherited memory with vm_cpu_rebuild (clone.c). The
  * guest sees its ready call return with the request's length.
  */
+#include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 
 #include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +39,16 @@ struct vmm_template {
 	struct vmm_config run; /* a clone's: the boot's with the run's parts */
 	struct vmm_result boot_res;
 	struct vm_cpu_state cpu; /* at the ready call's return */
+	/* The guest pages a probe clone wrote (vmm_template_learn), which
+	 * each spare makes its own before its run. */
+	uint32_t *hot;
+	size_t nhot;
 };
+
+/* At most this many pages learnt (16 MiB a spare copies ahead). */
+#define TPL_HOT_MAX 4096
+/* A probe that has not ended by then teaches nothing. */
+#define TPL_PROBE_MS 5000
 
 static uint64_t
 mono_us(void)
@@ -160,7 +173,7 @@ put_strings(uint8_t *p, const char *const *v, size_t n)
  * image's defaults the caller did not set, as build_stack lays it out
  * for a cold boot. Its length, or 0 when it does not fit. */
 static uint64_t
-write_request(struct vm *vm, char *err, size_t errlen)
+write_request(struct vm *vm, int probe, char *err, size_t errlen)
 {
 	const struct vmm_config *cfg = vm->cfg;
 	char **imgenv = NULL;
@@ -168,6 +181,15 @@ write_request(struct vm *vm, char *err, size_t errlen)
 	uint32_t counts[2];
 	uint8_t *g, *p;
 
+	if (probe) {
+		/* No strings at all, which no run sends: the guest's ready
+		 * loop runs its own probe (docs/templates.md). */
+		if ((g = vm_gptr(vm, vm->ready_buf, sizeof(counts))) == NULL)
+			return 0;
+		memset(counts, 0, sizeof(counts));
+		memcpy(g, counts, sizeof(counts));
+		return sizeof(counts);
+	}
 	if (vm_image_env(vm, &imgenv, &imgc) != 0) {
 		snprintf(
 		    err, errlen, "a malformed %s in the image", VM_IMAGE_ENV);
@@ -215,12 +237,30 @@ vmm_template_prepare(struct vmm_template *t, char *err, size_t errlen)
 	 * the clone touches first is its own and small: a huge page would
 	 * be 2 MiB zeroed for each. */
 	madvise(vm->mem, vm->memsz, MADV_NOHUGEPAGE);
+	/* The pages a clone writes, made this process's own now: the
+	 * guest's first write to each is then a fault without a copy. */
+	for (size_t i = 0; i < t->nhot; i++) {
+		volatile uint8_t *page =
+		    vm->mem + (uint64_t)t->hot[i] * VM_PAGE;
+
+		*page = *page;
+	}
 	vm->template_state = VM_TPL_PREPARED;
 	return VMM_OK;
 }
 
+static int template_run(struct vmm_template *t, const struct vmm_config *run,
+    int probe, struct vmm_result *res, char *err, size_t errlen);
+
 int
 vmm_template_run(struct vmm_template *t, const struct vmm_config *run,
+    struct vmm_result *res, char *err, size_t errlen)
+{
+	return template_run(t, run, 0, res, err, errlen);
+}
+
+static int
+template_run(struct vmm_template *t, const struct vmm_config *run, int probe,
     struct vmm_result *res, char *err, size_t errlen)
 {
 	struct vm *vm = &t->vm;
@@ -230,7 +270,7 @@ vmm_template_run(struct vmm_template *t, const struct vmm_config *run,
 	memset(res, 0, sizeof(*res));
 	if (err != NULL && errlen > 0)
 		err[0] = '\0';
-	if (run->argv == NULL || run->argv[0] == NULL) {
+	if (!probe && (run->argv == NULL || run->argv[0] == NULL)) {
 		snprintf(err, errlen, "bad run configuration");
 		return VMM_E_INVAL;
 	}
@@ -292,7 +332,7 @@ vmm_template_run(struct vmm_template *t, const struct vmm_config *run,
 		snprintf(err, errlen, "the process table: %s", strerror(errno));
 		return VMM_E_NOMEM;
 	}
-	if ((len = write_request(vm, err, errlen)) == 0)
+	if ((len = write_request(vm, probe, err, errlen)) == 0)
 		return VMM_E_TOOBIG;
 	vm->run->s.regs.regs.rax = len;
 	vm->run->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
@@ -302,11 +342,124 @@ vmm_template_run(struct vmm_template *t, const struct vmm_config *run,
 	return VMM_OK;
 }
 
+/* In the probe's process: run the guest's probe with KVM's dirty log on
+ * its memory, and write the pages it wrote to fd. */
+static void __attribute__((noreturn)) probe_run(struct vmm_template *t, int fd)
+{
+	struct vm *vm = &t->vm;
+	struct kvm_userspace_memory_region region;
+	struct kvm_dirty_log log;
+	struct vmm_config cfg;
+	struct vmm_result res;
+	uint64_t *bits, npages = vm->memsz / VM_PAGE, i;
+	uint32_t out[256];
+	size_t n = 0, sent = 0;
+	char err[160];
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.kvm_fd = t->boot.kvm_fd;
+	cfg.workspace_fd = -1;
+	cfg.stdin_fd = -1;
+	cfg.timeout_ms = TPL_PROBE_MS;
+	if (vmm_template_prepare(t, err, sizeof(err)) != VMM_OK)
+		_exit(1);
+	memset(&region, 0, sizeof(region));
+	region.flags = KVM_MEM_LOG_DIRTY_PAGES;
+	region.memory_size = vm->memsz;
+	region.userspace_addr = (uint64_t)(uintptr_t)vm->mem;
+	if (ioctl(vm->vmfd, KVM_SET_USER_MEMORY_REGION, &region) == -1 ||
+	    (bits = calloc((npages + 63) / 64, sizeof(*bits))) == NULL)
+		_exit(1);
+	if (template_run(t, &cfg, 1, &res, err, sizeof(err)) != VMM_OK ||
+	    res.status != VMM_EXITED || res.exit_code != 0)
+		_exit(1);
+	memset(&log, 0, sizeof(log));
+	log.dirty_bitmap = bits;
+	if (ioctl(vm->vmfd, KVM_GET_DIRTY_LOG, &log) == -1)
+		_exit(1);
+	for (i = 0; i < npages && sent < TPL_HOT_MAX; i++) {
+		if (!(bits[i / 64] >> (i % 64) & 1))
+			continue;
+		out[n++] = (uint32_t)i;
+		sent++;
+		if (n == sizeof(out) / sizeof(out[0])) {
+			if (write(fd, out, n * sizeof(out[0])) !=
+			    (ssize_t)(n * sizeof(out[0])))
+				_exit(1);
+			n = 0;
+		}
+	}
+	if (n > 0 &&
+	    write(fd, out, n * sizeof(out[0])) != (ssize_t)(n * sizeof(out[0])))
+		_exit(1);
+	_exit(0);
+}
+
+int
+vmm_template_learn(struct vmm_template *t)
+{
+	uint32_t *hot;
+	uint64_t deadline = mono_us() + TPL_PROBE_MS * 1000ull + 1000000;
+	size_t have = 0;
+	struct pollfd pfd;
+	ssize_t r;
+	pid_t pid;
+	int p[2], st;
+
+	if (t->vm.template_state != VM_TPL_PARKED ||
+	    (hot = calloc(TPL_HOT_MAX, sizeof(*hot))) == NULL)
+		return -1;
+	if (pipe2(p, O_CLOEXEC) == -1) {
+		free(hot);
+		return -1;
+	}
+	if ((pid = fork()) == 0) {
+		close(p[0]);
+		probe_run(t, p[1]);
+	}
+	close(p[1]);
+	pfd.fd = p[0];
+	pfd.events = POLLIN;
+	while (pid > 0 && have < TPL_HOT_MAX * sizeof(*hot)) {
+		uint64_t now = mono_us();
+
+		if (now >= deadline ||
+		    poll(&pfd, 1, (int)((deadline - now) / 1000) + 1) <= 0)
+			break;
+		r = read(p[0], (uint8_t *)hot + have,
+		    TPL_HOT_MAX * sizeof(*hot) - have);
+		if (r <= 0)
+			break;
+		have += (size_t)r;
+	}
+	close(p[0]);
+	if (pid > 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+	}
+	/* Only a probe that ended well teaches: anything else, nothing. */
+	if (pid <= 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0 ||
+	    have % sizeof(*hot) != 0) {
+		free(hot);
+		return -1;
+	}
+	free(t->hot);
+	t->hot = hot;
+	t->nhot = have / sizeof(*hot);
+	for (size_t i = 0; i < t->nhot; i++)
+		if ((uint64_t)hot[i] >= t->vm.memsz / VM_PAGE) {
+			t->nhot = 0;
+			return -1;
+		}
+	return (int)t->nhot;
+}
+
 void
 vmm_template_free(struct vmm_template *t)
 {
 	if (t == NULL)
 		return;
+	free(t->hot);
 	/* Its process table's page goes with the process. */
 	vm_teardown(&t->vm);
 	free(t);

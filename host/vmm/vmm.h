@@ -192,6 +192,12 @@ int vmm_template_run(struct vmm_template *t, const struct vmm_config *run,
 int vmm_template_prepare(struct vmm_template *t, char *err, size_t errlen);
 uint64_t vmm_template_request_max(const struct vmm_template *t);
 uint64_t vmm_template_memory(const struct vmm_template *t);
+/* In the holder, once the template is booted: fork a probe clone that
+ * runs the guest's own probe (a ready request with no strings) with
+ * KVM's dirty log on, and keep the pages it wrote, which each spare
+ * prepared afterwards makes its own before its run. The number of pages
+ * learnt, or -1 (spares then prepare as before). */
+int vmm_template_learn(struct vmm_template *t);
 void vmm_template_free(struct vmm_template *t);
 
 /* KVM_GET_SUPPORTED_CPUID is slow (~0.3 ms here); vmm_run fetches it

@@ -209,6 +209,11 @@ code_rand='import random, os, numpy; print(random.random(), os.urandom(8).hex(),
 req "$alice" POST "/v1/sandboxes/$py/execute" "$(python3 -c 'import json,sys; print(json.dumps({"code":sys.argv[1],"language":"python"}))' "$code_rand")"
 wait_log "template python python (1024 MiB guest memory): ready" && ok "the python template boots" ||
     bad "no python template: $(grep 'template python' "$tmp/log")"
+# Its probe ran under the holder's filters and found the pages a clone
+# of an execute writes (docs/templates.md).
+grep -q "template python: a clone writes [1-9][0-9]* pages at least" "$tmp/log" &&
+    ok "the template's probe: $(grep -o 'a clone writes [0-9]* pages' "$tmp/log" | tail -n 1)" ||
+    bad "no probe: $(grep 'template python:' "$tmp/log")"
 exec_py() { # CODE -> body
 	req "$alice" POST "/v1/sandboxes/$py/execute" \
 	    "$(python3 -c 'import json,sys; print(json.dumps({"code":sys.argv[1],"language":"python"}))' "$1")"
