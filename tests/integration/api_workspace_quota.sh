@@ -93,9 +93,13 @@ for i in range(3):
             os._exit(e.errno)
     pids.append(pid)
 print(" ".join(str(os.waitstatus_to_exitcode(os.waitpid(p, 0)[1])) for p in sorted(pids)))'
-# 122 is EDQUOT: two writers fit in 8M, the third does not.
-[ "$(tr ' ' '\n' <<<"$out" | sort | tr '\n' ' ')" = "0 0 122 " ] &&
-    ok "three guest processes share the workspace's count: one gets EDQUOT" ||
+# 122 is EDQUOT: 9M do not fit in 8M, so at least one writer fails and
+# at least one succeeds. Which, and how many, depends on how their
+# writes interleave (a large write is charged a piece at a time): a
+# full check drew "122 0 122", two writers each stopped part way.
+got=$(tr ' ' '\n' <<<"$out" | sort -u | tr '\n' ' ')
+[ "$got" = "0 122 " ] &&
+    ok "three guest processes share the workspace's count: $out" ||
     bad "forked writers: $code [$out] $body"
 
 # Two runs of one sandbox at the same time share the count: B starts
