@@ -183,13 +183,22 @@ def _finish(status):
         atexit._run_exitfuncs()
     except SystemExit as e:
         status = _exit_status(e)
+    # As the interpreter's teardown: the standard streams are flushed
+    # before the program's objects go (a stream the program replaced
+    # with its own object still works), and the original ones after
+    # (what a __del__ printed).
+    status = _flush_std(status, sys.stdout, sys.stderr)
     _release_program()
-    for stream in (sys.stdout, sys.stderr):
+    os._exit(_flush_std(status, sys.__stdout__, sys.__stderr__))
+
+
+def _flush_std(status, *streams):
+    for stream in streams:
         try:
             stream.flush()
         except Exception:
             status = status or 120
-    os._exit(status)
+    return status
 
 
 def _release_program():

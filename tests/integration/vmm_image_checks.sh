@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# keepd's checks of an image with deferred hashes (docs/vmm.md, "Image
-# files checked once"): the vmm hashes a file once per life, and runs
-# after that skip it; but an image written on disk after that (in place,
-# or replaced by another file) is opened and checked again, so a file
-# tampered after its first check is refused as it was before.
+# keepd's checks of an image with deferred hashes (docs/image-format.md,
+# "Deferred hashes"): the vmm hashes each file once in its life and
+# later runs do not hash it again; but an image written on disk after
+# that (in place, or replaced by another file) is opened and checked
+# again, so a file tampered after its first check is refused as before.
 export KEEPD_IMAGES=toolbox
 source "$(dirname "$0")/../lib/keepd.sh" || exit 1
 

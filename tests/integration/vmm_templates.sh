@@ -163,19 +163,25 @@ k2=$(krt k2)
 
 # The same with the python image, whose shared libraries are image files
 # the loader maps and writes: its clones print as a cold start does.
+# new_holder MARK: the socket of a holder made (or a stale one replaced)
+# since MARK was touched, once it listens; holder_pid SOCKET: its pid.
+new_holder() {
+	local s=
+	for _ in $(seq 600); do
+		s=$(find /run -maxdepth 1 -type s -name 'keep-template-*' -newer "$1" | head -n 1)
+		[ -n "$s" ] && break
+		sleep 0.1
+	done
+	echo "$s"
+}
+holder_pid() { ss -xlpn 2>/dev/null | grep -F "$1 " | sed -n 's/.*pid=\([0-9]*\).*/\1/p' | head -n 1; }
 touch "$tmp/kpy.mark"
-kpy() { "$KEEP" run --template --trust "$B/keys/dev.public" "$B/images/python.img" python -c 'import sys, json; print(sys.version_info[:2], json.dumps([1]))'; }
-cold=$(kpy 2>&1)
-sock=
-for _ in $(seq 600); do
-	# The holder's socket, made (or a stale one replaced) since the mark.
-	sock=$(find /run -maxdepth 1 -type s -name 'keep-template-*' -newer "$tmp/kpy.mark" | head -n 1)
-	[ -n "$sock" ] && break
-	sleep 0.1
-done
-holder=$(ss -xlpn 2>/dev/null | grep -F "$sock " | sed -n 's/.*pid=\([0-9]*\).*/\1/p' | head -n 1)
-p1=$(kpy 2>&1); r1=$?
-p2=$(kpy 2>&1); r2=$?
+kpy() { "$1" run --template --trust "$B/keys/dev.public" "$B/images/python.img" python -c 'import sys, json; print(sys.version_info[:2], json.dumps([1]))'; }
+cold=$(kpy "$KEEP" 2>&1)
+sock=$(new_holder "$tmp/kpy.mark")
+holder=$(holder_pid "$sock")
+p1=$(kpy "$KEEP" 2>&1); r1=$?
+p2=$(kpy "$KEEP" 2>&1); r2=$?
 [ -n "$sock" ] && [ "$cold" = "(3, 11) [1]" ] && [ "$r1" = 0 ] && [ "$p1" = "$cold" ] &&
     [ "$r2" = 0 ] && [ "$p2" = "$cold" ] &&
     ok "keep run --template: the python image's clones run as its cold start" ||
@@ -184,18 +190,12 @@ p2=$(kpy 2>&1); r2=$?
 # this holder, whose messages may be laid out otherwise.
 cp "$KEEP" "$tmp/keep-other"
 touch "$tmp/other.mark"
-p3=$("$tmp/keep-other" run --template --trust "$B/keys/dev.public" "$B/images/python.img" \
-    python -c 'import sys, json; print(sys.version_info[:2], json.dumps([1]))' 2>&1); r3=$?
-other=
-for _ in $(seq 600); do
-	other=$(find /run -maxdepth 1 -type s -name 'keep-template-*' -newer "$tmp/other.mark" | head -n 1)
-	[ -n "$other" ] && break
-	sleep 0.1
-done
+p3=$(kpy "$tmp/keep-other" 2>&1); r3=$?
+other=$(new_holder "$tmp/other.mark")
 [ "$r3" = 0 ] && [ "$p3" = "$cold" ] && [ -n "$other" ] && [ "$other" != "$sock" ] &&
     ok "another build of keep starts a holder of its own" ||
     bad "another build: $r3 '$p3', socket '$other' (this build's '$sock')"
-oholder=$(ss -xlpn 2>/dev/null | grep -F "$other " | sed -n 's/.*pid=\([0-9]*\).*/\1/p' | head -n 1)
+oholder=$(holder_pid "$other")
 [ -n "$oholder" ] && kill "$oholder" 2>/dev/null
 [ -n "$other" ] && rm -f "$other" "$other.lock"
 [ -n "$holder" ] && kill "$holder" 2>/dev/null
@@ -256,6 +256,7 @@ print(len(open('/etc/keep/environment').read()) > 0, __builtins__.__name__)
 D = type('D', (), {'__del__': lambda self: print('released')}); d = D(); print('main')
 import threading, time; threading.Thread(target=lambda: (time.sleep(0.2), print('joined'))).start(); print('main')
 1 + 1
+import sys; OUT = sys.stdout; sys.stdout = type('W', (), {'write': lambda self, s: OUT.write(s.upper()), 'flush': lambda self: OUT.flush()})(); print('through a stream of its own')
 EOF
 [ "$(count_log 'run [0-9]*: python in sandbox .*from its template')" -ge 9 ] &&
     ok "the python executes ran from the template" || bad "python runs: $(grep 'run [0-9]*: python' "$tmp/log")"
