@@ -404,7 +404,7 @@ vmm_template_learn(struct vmm_template *t)
 	struct pollfd pfd;
 	ssize_t r;
 	pid_t pid;
-	int p[2], st;
+	int p[2], st = 0, ended;
 
 	if (t->vm.template_state != VM_TPL_PARKED ||
 	    (hot = calloc(TPL_HOT_MAX, sizeof(*hot))) == NULL)
@@ -420,21 +420,29 @@ vmm_template_learn(struct vmm_template *t)
 	close(p[1]);
 	pfd.fd = p[0];
 	pfd.events = POLLIN;
-	while (pid > 0 && have < TPL_HOT_MAX * sizeof(*hot)) {
+	ended = 0;
+	while (pid > 0) {
 		uint64_t now = mono_us();
 
 		if (now >= deadline ||
 		    poll(&pfd, 1, (int)((deadline - now) / 1000) + 1) <= 0)
 			break;
-		r = read(p[0], (uint8_t *)hot + have,
-		    TPL_HOT_MAX * sizeof(*hot) - have);
-		if (r <= 0)
+		r = have < TPL_HOT_MAX * sizeof(*hot)
+		    ? read(p[0], (uint8_t *)hot + have,
+		          TPL_HOT_MAX * sizeof(*hot) - have)
+		    : -1;
+		if (r <= 0) {
+			ended = r == 0; /* the probe closed its end: exiting */
 			break;
+		}
 		have += (size_t)r;
 	}
 	close(p[0]);
 	if (pid > 0) {
-		kill(pid, SIGKILL);
+		/* A probe that ended is reaped as it is; one past its time
+		 * or that wrote too much is killed first. */
+		if (!ended)
+			kill(pid, SIGKILL);
 		waitpid(pid, &st, 0);
 	}
 	/* Only a probe that ended well teaches: anything else, nothing. */
