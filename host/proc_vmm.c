@@ -239,7 +239,7 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 				vmm_watch_event(
 				    ctx, vs, (size_t)(who[i] - WATCH_WHO));
 			else if (who[i] >= CTX_WHO)
-				vmm_context_event(ctx,
+				vmm_context_event(ctx, vs,
 				    &vs->ctxs[who[i] - CTX_WHO], pfd[i].fd,
 				    pfd[i].revents);
 			else if (who[i] >= PROC_COUNT + VMM_JOBS_MAX) {

@@ -32,6 +32,7 @@
 #define CTX_PIPE_SIZE (1u << 20) /* asked for the cell pipe */
 #define CTX_OUTPUT_MAX (16u << 20) /* a cell's output without a limit */
 #define CTX_HDR_LEN 24 /* "KEEPCELL", nonce[8], u32 code, u32 nenv */
+#define CTX_SAVE_MS 10000 /* a pausing interpreter's time to save itself */
 
 /* build/gen/context_drivers.c, from image/stock/keep_driver.{py,js} */
 extern const char keep_driver_py[];
@@ -139,6 +140,7 @@ ctx_stop(struct vmm_context *c)
 	c->pid = 0;
 	c->count = 0;
 	c->replay_left = 0;
+	c->saving = c->restoring = 0;
 	ctx_close_fds(c);
 }
 
@@ -163,10 +165,38 @@ vmm_contexts_close(struct vmm_state *vs)
 	}
 }
 
+/*
+ * What a memory image was taken on: the image's name, size and last and
+ * first pages (its signature and its header), hashed. Another image
+ * under the same name has another signature.
+ */
+static void
+ctx_image_id(const struct image *img, uint8_t id[32])
+{
+	crypto_generichash_state h;
+	const uint8_t *b;
+	size_t len, part;
+	uint64_t n;
+
+	b = image_bytes(img, &len);
+	n = len;
+	part = len < 4096 ? len : 4096;
+	crypto_generichash_init(&h, NULL, 0, 32);
+	crypto_generichash_update(
+	    &h, (const uint8_t *)image_name(img), strlen(image_name(img)) + 1);
+	crypto_generichash_update(&h, (const uint8_t *)&n, sizeof(n));
+	crypto_generichash_update(&h, b + len - part, part);
+	crypto_generichash_update(&h, b, part);
+	crypto_generichash_final(&h, id, 32);
+}
+
 static int
 ctx_spawn(struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_context *c,
     struct sandbox *s, char *reason, size_t rlen)
 {
+	uint8_t image_id[32];
+	uint64_t mem_size = 0;
+	int mem_in = -1, mem_out = -1;
 	const struct image_command *cmd;
 	struct vmm_file *fv = NULL;
 	size_t image_len;
@@ -225,6 +255,18 @@ ctx_spawn(struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_context *c,
 		cfg.memory = ctx->config->memory_max;
 	cfg.workspace_max =
 	    ctx->config != NULL ? ctx->config->workspace_max : 0;
+	/* A context that pauses saves its memory then, and one with an
+	 * image of all its acknowledged cells starts from it. */
+	ctx_image_id(img, image_id);
+	if (c->mem_cells != 0 && c->mem_cells == c->jcells && c->jfd >= 0)
+		mem_in = vmm_ctxdisk_mem_in(
+		    c->sbx, c->id, c->jcells, image_id, &mem_size);
+	if (c->pause_ms != 0)
+		mem_out = vmm_ctxdisk_mem_out(c->sbx, c->id);
+	cfg.snap_save = mem_out >= 0;
+	cfg.snap_out_fd = mem_out;
+	cfg.snap_restore = mem_in >= 0;
+	cfg.snap_in_fd = mem_in;
 	if (pipe2(in, O_CLOEXEC) == -1 ||
 	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, out) == -1)
 		goto error;
@@ -255,6 +297,28 @@ ctx_spawn(struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_context *c,
 	c->in_fd = in[1];
 	c->out_fd = out[0];
 	c->count = 0;
+	c->restoring = mem_in >= 0;
+	c->can_save = mem_out >= 0;
+	if (mem_in >= 0) {
+		/* Its interpreter holds the acknowledged cells already. The
+		 * image is used up: the journal stays the state on disk,
+		 * and the next pause writes a new one. */
+		close(mem_in);
+		c->count = c->jcells;
+		vmm_ctxdisk_mem_unlink(c->sbx, c->id, 0);
+		log_info("context %s: resuming from its memory image "
+		         "(%llu KiB, %llu cells)",
+		    c->id, (unsigned long long)(mem_size >> 10),
+		    (unsigned long long)c->jcells);
+	} else if (c->mem_cells != 0) {
+		log_info("context %s: its memory image does not fit (another "
+		         "image?): resuming from its journal",
+		    c->id);
+		vmm_ctxdisk_mem_unlink(c->sbx, c->id, 0);
+	}
+	c->mem_cells = c->mem_bytes = 0;
+	if (mem_out >= 0)
+		close(mem_out);
 	if (fcntl(c->in_fd, F_SETFL, O_NONBLOCK) == -1 ||
 	    fcntl(c->out_fd, F_SETFL, O_NONBLOCK) == -1 || c->pidfd < 0) {
 		ctx_stop(c);
@@ -267,6 +331,10 @@ ctx_spawn(struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_context *c,
 	return 0;
 error:
 	log_warn("%s: context %s", __func__, c->id);
+	if (mem_in >= 0)
+		close(mem_in);
+	if (mem_out >= 0)
+		close(mem_out);
 	for (i = 0; i < 2; i++) {
 		if (in[i] != -1)
 			close(in[i]);
@@ -401,8 +469,10 @@ ctx_remove(struct proc_ctx *ctx, struct vmm_context *c, const char *why,
 	log_info("context %s removed: %s", c->id, why);
 	if (c->jfd >= 0)
 		close(c->jfd);
-	if (unlink_journal)
+	if (unlink_journal) {
 		vmm_ctxdisk_unlink(c->sbx, CTX_JOURNAL_CONTEXT, c->id);
+		vmm_ctxdisk_mem_unlink(c->sbx, c->id, 1);
+	}
 	memset(c, 0, sizeof(*c));
 	ctx_init_fds(c);
 }
@@ -496,6 +566,7 @@ static void
 ctx_cell_done(struct proc_ctx *ctx, struct vmm_context *c)
 {
 	c->count++;
+	c->restoring = 0;
 	if (c->replay_left > 0) {
 		c->replay_left--;
 		ctx_step(ctx, c);
@@ -514,11 +585,142 @@ ctx_cell_done(struct proc_ctx *ctx, struct vmm_context *c)
 	cell_finish(ctx, c, RUN_EXITED, NULL, NULL);
 }
 
+/* ---- pausing: the memory image ---------------------------------------- */
+
+/* What a principal's journals, memory images and snapshots hold on
+ * disk. */
+static uint64_t
+ctx_disk_used(const struct vmm_state *vs, const char *owner)
+{
+	uint64_t sum = 0;
+	size_t i;
+
+	for (i = 0; i < VMM_CONTEXTS_MAX; i++)
+		if (vs->ctxs[i].used && strcmp(vs->ctxs[i].owner, owner) == 0)
+			sum += vs->ctxs[i].jbytes + vs->ctxs[i].mem_bytes;
+	for (i = 0; i < VMM_SNAPSHOTS_MAX; i++)
+		if (vs->snaps[i].used &&
+		    strcmp(vs->snaps[i].h.owner, owner) == 0)
+			sum += vs->snaps[i].bytes;
+	return sum;
+}
+
+/* Ask an idle interpreter to save itself and end (host/vmm/snapshot.c);
+ * it has CTX_SAVE_MS. */
+static void
+ctx_pause(struct vmm_context *c)
+{
+	if (kill(c->pid, SIGUSR1) == -1) {
+		ctx_stop(c);
+		return;
+	}
+	c->saving = 1;
+	c->save_deadline = mono_ms() + CTX_SAVE_MS;
+}
+
+/* The pausing interpreter ended (wst from waitpid): sealed, its image
+ * is the context's state until the next cell; else its journal is. */
+static void
+ctx_paused(
+    struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_context *c, int wst)
+{
+	struct sandbox *s = vmm_sandbox_find(vs, c->sbx, c->owner);
+	struct image *img;
+	uint8_t image_id[32];
+	uint64_t size = 0, count = c->count;
+	const char *why = NULL;
+
+	/* Anything the guest forked is gone with it. */
+	kill(-c->pid, SIGKILL);
+	c->pid = 0;
+	ctx_stop(c);
+	if (!WIFEXITED(wst) || WEXITSTATUS(wst) != VMM_EXIT_SAVED)
+		why = WIFEXITED(wst) && WEXITSTATUS(wst) == VMM_EXIT_UNSAVED
+		    ? "its state cannot be saved (the vm log says why)"
+		    : "it did not save itself";
+	else if (count != c->jcells)
+		why = "it holds cells its journal does not";
+	else if (s == NULL || (img = vmm_image_get(ctx, vs, s->image)) == NULL)
+		why = "its image is gone";
+	else {
+		ctx_image_id(img, image_id);
+		if ((size = vmm_ctxdisk_mem_seal(
+		         c->sbx, c->id, c->jcells, image_id)) == 0)
+			why = "its image is not whole";
+		else if (c->disk_max != 0 &&
+		    ctx_disk_used(vs, c->owner) + size > c->disk_max)
+			why = "its image would pass the snapshot quota";
+	}
+	if (why != NULL) {
+		vmm_ctxdisk_mem_unlink(c->sbx, c->id, 1);
+		c->mem_cells = c->mem_bytes = 0;
+		log_info("context %s paused after %llu ms idle; it resumes "
+		         "from its journal: %s (%s %d)",
+		    c->id, (unsigned long long)c->pause_ms, why,
+		    WIFSIGNALED(wst) ? "signal" : "status",
+		    WIFSIGNALED(wst) ? WTERMSIG(wst) : WEXITSTATUS(wst));
+		return;
+	}
+	c->mem_cells = c->jcells;
+	c->mem_bytes = size;
+	log_info("context %s paused after %llu ms idle: its memory image "
+	         "(%llu KiB) is on disk",
+	    c->id, (unsigned long long)c->pause_ms,
+	    (unsigned long long)(size >> 10));
+}
+
+/* A cell came while the interpreter saves itself: wait for it, within
+ * its time. */
+static void
+ctx_pause_wait(
+    struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_context *c)
+{
+	struct pollfd p = { .fd = c->pidfd, .events = POLLIN };
+	uint64_t now = mono_ms();
+	int wst;
+
+	if (c->save_deadline > now)
+		(void)poll(&p, 1, (int)(c->save_deadline - now));
+	if (waitpid(c->pid, &wst, WNOHANG) == c->pid)
+		ctx_paused(ctx, vs, c, wst);
+	else {
+		log_warnx("context %s: did not save itself in time", c->id);
+		ctx_stop(c);
+		vmm_ctxdisk_mem_unlink(c->sbx, c->id, 1);
+	}
+}
+
+/* The interpreter started from a memory image could not take it (a
+ * cell waits): start a fresh one, which runs the journal first. */
+static void
+ctx_restore_failed(
+    struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_context *c)
+{
+	struct sandbox *s = vmm_sandbox_find(vs, c->sbx, c->owner);
+	char reason[96];
+
+	log_warnx("context %s: its memory image could not be restored; "
+	          "resuming from its journal",
+	    c->id);
+	ctx_stop(c);
+	if (s == NULL ||
+	    ctx_spawn(ctx, vs, c, s, reason, sizeof(reason)) != 0) {
+		ctx_lost(ctx, c, RUN_ERROR, "HostError",
+		    "the host could not start the interpreter");
+		return;
+	}
+	if (c->jcells > 0 && c->jfd >= 0) {
+		c->replay_left = c->jcells;
+		c->replay_at = sizeof(struct ctx_journal_head);
+	}
+	ctx_step(ctx, c);
+}
+
 /* ---- events from the vm process --------------------------------------- */
 
 void
-vmm_context_event(
-    struct proc_ctx *ctx, struct vmm_context *c, int fd, short revents)
+vmm_context_event(struct proc_ctx *ctx, struct vmm_state *vs,
+    struct vmm_context *c, int fd, short revents)
 {
 	uint8_t buf[1 + CTX_CHUNK + 1];
 	ssize_t n;
@@ -528,6 +730,16 @@ vmm_context_event(
 	if (fd == c->pidfd) {
 		if (waitpid(c->pid, &wst, WNOHANG) != c->pid)
 			return;
+		if (c->saving) {
+			ctx_paused(ctx, vs, c, wst);
+			return;
+		}
+		if (c->restoring && c->busy && WIFEXITED(wst) &&
+		    WEXITSTATUS(wst) == VMM_EXIT_RESTORE_FAILED) {
+			c->pid = 0;
+			ctx_restore_failed(ctx, vs, c);
+			return;
+		}
 		ctx_drain(c);
 		c->pid = 0;
 		log_info("context %s: interpreter ended (%s %d)", c->id,
@@ -598,12 +810,25 @@ vmm_contexts_tick(struct proc_ctx *ctx, struct vmm_state *vs)
 		else if (c->busy && now > c->deadline)
 			ctx_lost(ctx, c, RUN_TIMEOUT, "TimeoutError",
 			    "the cell ran past its time limit");
-		else if (!c->busy && c->pid > 0 && c->jfd >= 0 &&
-		    c->pause_ms != 0 && now - c->last_used >= c->pause_ms) {
-			/* Its state is its journal: the VM can go. */
+		else if (c->saving && now > c->save_deadline) {
+			log_warnx("context %s: did not save itself in time; it "
+			          "resumes from its journal",
+			    c->id);
 			ctx_stop(c);
-			log_info("context %s paused after %llu ms idle", c->id,
-			    (unsigned long long)c->pause_ms);
+			vmm_ctxdisk_mem_unlink(c->sbx, c->id, 1);
+		} else if (!c->busy && !c->saving && c->pid > 0 &&
+		    c->jfd >= 0 && c->pause_ms != 0 &&
+		    now - c->last_used >= c->pause_ms) {
+			/* Its state is its journal, and its memory image if
+			 * it saves one: the VM can go. */
+			if (c->can_save && c->jcells > 0 &&
+			    c->count == c->jcells)
+				ctx_pause(c);
+			else {
+				ctx_stop(c);
+				log_info("context %s paused after %llu ms idle",
+				    c->id, (unsigned long long)c->pause_ms);
+			}
 		}
 	}
 }
@@ -714,23 +939,6 @@ cell_timeout(
 	return timeout;
 }
 
-/* What a principal's journals and snapshots hold on disk. */
-static uint64_t
-ctx_disk_used(const struct vmm_state *vs, const char *owner)
-{
-	uint64_t sum = 0;
-	size_t i;
-
-	for (i = 0; i < VMM_CONTEXTS_MAX; i++)
-		if (vs->ctxs[i].used && strcmp(vs->ctxs[i].owner, owner) == 0)
-			sum += vs->ctxs[i].jbytes;
-	for (i = 0; i < VMM_SNAPSHOTS_MAX; i++)
-		if (vs->snaps[i].used &&
-		    strcmp(vs->snaps[i].h.owner, owner) == 0)
-			sum += vs->snaps[i].bytes;
-	return sum;
-}
-
 void
 vmm_context_cell(struct proc_ctx *ctx, struct vmm_state *vs,
     const struct msg *m, const struct msg_vmm_run *q, const struct grant *g,
@@ -754,6 +962,8 @@ vmm_context_cell(struct proc_ctx *ctx, struct vmm_state *vs,
 		    "the context is running another cell", -1, 0, 0, 0);
 		return;
 	}
+	if (c->saving)
+		ctx_pause_wait(ctx, vs, c);
 	if (strcmp(q->command, ctx_program[c->language]) != 0 ||
 	    q->nargs != 1 || q->stdin_len != 0 || q->input_len < 4) {
 		strlcpy(reason, "a cell is code in the context's language",
@@ -919,6 +1129,7 @@ vmm_context_adopt(struct vmm_state *vs, const struct ctx_journal_head *h,
 {
 	struct vmm_context *c = NULL;
 	size_t i;
+	int mfd;
 
 	for (i = 0; i < VMM_CONTEXTS_MAX; i++) {
 		if (!vs->ctxs[i].used && c == NULL)
@@ -944,8 +1155,20 @@ vmm_context_adopt(struct vmm_state *vs, const struct ctx_journal_head *h,
 	c->jcells = cells;
 	c->jbytes = bytes;
 	c->used = 1;
-	log_info("context %s in sandbox %s adopted, paused (%llu cells)", c->id,
-	    c->sbx, (unsigned long long)cells);
+	/* Its memory image, if it holds exactly the journal's cells (the
+	 * image it was taken on is checked when it is used). */
+	if (cells > 0 &&
+	    (mfd = vmm_ctxdisk_mem_in(
+	         c->sbx, c->id, cells, NULL, &c->mem_bytes)) >= 0) {
+		close(mfd);
+		c->mem_cells = cells;
+	} else {
+		vmm_ctxdisk_mem_unlink(c->sbx, c->id, 1);
+		c->mem_bytes = 0;
+	}
+	log_info("context %s in sandbox %s adopted, paused (%llu cells%s)",
+	    c->id, c->sbx, (unsigned long long)cells,
+	    c->mem_cells ? ", a memory image" : "");
 	return 0;
 }
 
@@ -1238,6 +1461,8 @@ vmm_h_context(struct proc_ctx *ctx, const struct msg *m)
 			vmm_ctxdisk_unlink(c->sbx, CTX_JOURNAL_CONTEXT, c->id);
 		}
 		c->jcells = 0;
+		vmm_ctxdisk_mem_unlink(c->sbx, c->id, 1);
+		c->mem_cells = c->mem_bytes = 0;
 		if (ctx_spawn(ctx, vs, c, s, reason, sizeof(reason)) != 0) {
 			log_warnx("context %s: %s", c->id, reason);
 			r->status = SBX_E_INTERNAL;

@@ -236,6 +236,43 @@ fail:
 	return -1;
 }
 
+static int
+ends_with(const char *s, const char *end)
+{
+	size_t n = strlen(s), e = strlen(end);
+
+	return n > e && strcmp(s + n - e, end) == 0;
+}
+
+/* Memory images whose context's journal is not there: removed. */
+static void
+drop_orphan_images(int dir)
+{
+	char base[CTX_ID_MAX + 16];
+	struct dirent *e;
+	struct stat st;
+	DIR *d;
+	int dup_fd;
+
+	if ((dup_fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) ==
+	        -1 ||
+	    (d = fdopendir(dup_fd)) == NULL) {
+		if (dup_fd != -1)
+			close(dup_fd);
+		return;
+	}
+	while ((e = readdir(d)) != NULL) {
+		if (!ends_with(e->d_name, ".mem") ||
+		    strlen(e->d_name) - 4 >= sizeof(base))
+			continue;
+		memcpy(base, e->d_name, strlen(e->d_name) - 4);
+		base[strlen(e->d_name) - 4] = '\0';
+		if (fstatat(dir, base, &st, AT_SYMLINK_NOFOLLOW) == -1)
+			unlinkat(dir, e->d_name, 0);
+	}
+	closedir(d);
+}
+
 static void
 adopt_sandbox(struct vmm_state *vs, struct sandbox *s, int dir)
 {
@@ -261,6 +298,11 @@ adopt_sandbox(struct vmm_state *vs, struct sandbox *s, int dir)
 			continue;
 		if (strstr(n, ".tmp") != NULL) { /* never renamed in */
 			unlinkat(dir, n, 0);
+			continue;
+		}
+		if (ends_with(n, ".mem")) {
+			/* A context's memory image: its context, once
+			 * adopted, looks for it (vmm_context_adopt). */
 			continue;
 		}
 		fd = adopt_file(dir, n, &h, &cells, &bytes);
@@ -292,6 +334,7 @@ adopt_sandbox(struct vmm_state *vs, struct sandbox *s, int dir)
 			close(fd);
 	}
 	closedir(d);
+	drop_orphan_images(dir);
 }
 
 /* After the sandboxes are restored: their contexts back (paused), the
@@ -334,4 +377,137 @@ vmm_contexts_adopt(struct vmm_state *vs)
 	}
 	closedir(d);
 	close(top);
+}
+
+/* ---- memory images (host/vmm/snapshot.h) ------------------------------ */
+
+static void
+mem_name(char *out, size_t len, const char *id, int tmp)
+{
+	snprintf(out, len, "%s.mem%s", id, tmp ? ".tmp" : "");
+}
+
+/* The file a context's vm process writes its image into when paused:
+ * contexts/SBX/ID.mem.tmp, empty, read-write; -1 when it cannot be
+ * made (the context then pauses to its journal only). */
+int
+vmm_ctxdisk_mem_out(const char *sbx, const char *id)
+{
+	char f[CTX_ID_MAX + 16];
+	int dir, fd;
+
+	if ((dir = sbx_dir(sbx, 1)) == -1)
+		return -1;
+	mem_name(f, sizeof(f), id, 1);
+	fd = openat(
+	    dir, f, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	close(dir);
+	return fd;
+}
+
+/* The seal at the start of fd, when the file is whole: its length and
+ * end say so. 0 or -1. */
+static int
+mem_seal_read(int fd, struct vm_snap_seal *s, uint64_t *size)
+{
+	struct vm_snap_end e;
+	struct stat st;
+
+	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
+	    pread(fd, s, sizeof(*s), 0) != (ssize_t)sizeof(*s) ||
+	    memcmp(s->magic, VM_SNAP_MAGIC, 8) != 0 ||
+	    s->version != VM_SNAP_VERSION || s->seal_len != sizeof(*s) ||
+	    s->file_len != (uint64_t)st.st_size ||
+	    s->file_len < sizeof(*s) + sizeof(e) ||
+	    pread(fd, &e, sizeof(e), (off_t)(s->file_len - sizeof(e))) !=
+	        (ssize_t)sizeof(e) ||
+	    memcmp(e.magic, VM_SNAP_END, 8) != 0 || e.file_len != s->file_len)
+		return -1;
+	*size = (uint64_t)st.st_size;
+	return 0;
+}
+
+/*
+ * The vm process ended with VMM_EXIT_SAVED: seal its image with the
+ * cells it holds and the image it was taken on, sync it and rename it
+ * in as contexts/SBX/ID.mem. Its size, or 0 when it is not whole (then
+ * it is gone).
+ */
+uint64_t
+vmm_ctxdisk_mem_seal(
+    const char *sbx, const char *id, uint64_t cells, const uint8_t image[32])
+{
+	char tmp[CTX_ID_MAX + 16], name[CTX_ID_MAX + 16];
+	struct vm_snap_seal s;
+	uint64_t size = 0;
+	int dir, fd = -1;
+
+	if ((dir = sbx_dir(sbx, 0)) == -1)
+		return 0;
+	mem_name(tmp, sizeof(tmp), id, 1);
+	mem_name(name, sizeof(name), id, 0);
+	if ((fd = openat(dir, tmp, O_RDWR | O_CLOEXEC | O_NOFOLLOW)) == -1 ||
+	    mem_seal_read(fd, &s, &size) != 0)
+		goto fail;
+	s.cells = cells;
+	memcpy(s.image, image, sizeof(s.image));
+	s.sealed = 1;
+	if (pwrite(fd, &s, sizeof(s), 0) != (ssize_t)sizeof(s) ||
+	    fsync(fd) == -1 || renameat(dir, tmp, dir, name) == -1 ||
+	    fsync(dir) == -1)
+		goto fail;
+	close(fd);
+	close(dir);
+	return size;
+fail:
+	log_warnx("%s: %s/%s/%s is not a whole memory image: removed", __func__,
+	    CTX_DIR, sbx, tmp);
+	if (fd != -1)
+		close(fd);
+	unlinkat(dir, tmp, 0);
+	close(dir);
+	return 0;
+}
+
+/* A sealed image of exactly cells cells taken on image (NULL: any),
+ * read-only, with its size; -1 when there is none that fits. */
+int
+vmm_ctxdisk_mem_in(const char *sbx, const char *id, uint64_t cells,
+    const uint8_t image[32], uint64_t *size)
+{
+	char f[CTX_ID_MAX + 16];
+	struct vm_snap_seal s;
+	int dir, fd;
+
+	if ((dir = sbx_dir(sbx, 0)) == -1)
+		return -1;
+	mem_name(f, sizeof(f), id, 0);
+	fd = openat(dir, f, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	close(dir);
+	if (fd == -1)
+		return -1;
+	if (mem_seal_read(fd, &s, size) != 0 || s.sealed != 1 ||
+	    s.cells != cells ||
+	    (image != NULL && memcmp(s.image, image, sizeof(s.image)) != 0)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The sealed image; with tmp_too, the one being written too. */
+void
+vmm_ctxdisk_mem_unlink(const char *sbx, const char *id, int tmp_too)
+{
+	char f[CTX_ID_MAX + 16];
+	int dir, tmp;
+
+	if ((dir = sbx_dir(sbx, 0)) == -1)
+		return;
+	for (tmp = 0; tmp < 1 + (tmp_too != 0); tmp++) {
+		mem_name(f, sizeof(f), id, tmp);
+		if (unlinkat(dir, f, 0) == -1 && errno != ENOENT)
+			log_warn("%s: %s/%s/%s", __func__, CTX_DIR, sbx, f);
+	}
+	close(dir);
 }

@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include <sodium.h>
 #include "host/ctx_journal.h"
+#include "host/vmm/snapshot.h"
 #include "host/grant.h"
 #include "host/msg.h"
 #include "host/proc.h"
@@ -199,6 +200,13 @@ struct vmm_context {
 	uint64_t last_used; /* monotonic ms: its last cell's end */
 	/* Replaying its journal before the cell in flight. */
 	uint64_t replay_left, replay_at, cell_timeout, replay_timeout;
+	/* Its memory image (host/vmm/snapshot.h): mem_cells the cells the
+	 * sealed one on disk holds (0: none), mem_bytes its size; saving:
+	 * the vm process was asked to write one, until save_deadline;
+	 * restoring: the vm process was started from one; can_save: it was
+	 * given a file to save one into. */
+	uint64_t mem_cells, mem_bytes, save_deadline;
+	int saving, restoring, can_save;
 };
 
 #define VMM_SNAPSHOTS_MAX 64
@@ -276,8 +284,8 @@ int vmm_h_context(struct proc_ctx *ctx, const struct msg *m);
 void vmm_context_cell(struct proc_ctx *ctx, struct vmm_state *vs,
     const struct msg *m, const struct msg_vmm_run *q, const struct grant *g,
     struct sandbox *s);
-void vmm_context_event(
-    struct proc_ctx *ctx, struct vmm_context *c, int fd, short revents);
+void vmm_context_event(struct proc_ctx *ctx, struct vmm_state *vs,
+    struct vmm_context *c, int fd, short revents);
 void vmm_contexts_tick(struct proc_ctx *ctx, struct vmm_state *vs);
 void vmm_contexts_close(struct vmm_state *vs);
 void vmm_contexts_kill_all(struct vmm_state *vs);
@@ -294,6 +302,12 @@ int vmm_ctxdisk_read(int fd, uint64_t *at, uint8_t **payload, size_t *len);
 int vmm_ctxdisk_reset(int fd, uint64_t *bytes);
 void vmm_ctxdisk_unlink(const char *sbx, int kind, const char *name);
 int vmm_ctxdisk_open(const char *sbx, int kind, const char *name);
+int vmm_ctxdisk_mem_out(const char *sbx, const char *id);
+uint64_t vmm_ctxdisk_mem_seal(
+    const char *sbx, const char *id, uint64_t cells, const uint8_t image[32]);
+int vmm_ctxdisk_mem_in(const char *sbx, const char *id, uint64_t cells,
+    const uint8_t image[32], uint64_t *size);
+void vmm_ctxdisk_mem_unlink(const char *sbx, const char *id, int tmp_too);
 void vmm_contexts_sandbox_gone(const char *sbx);
 void vmm_contexts_adopt(struct vmm_state *vs);
 int vmm_join_output(int outfd, int errfd, uint64_t *out_len, uint64_t *err_len);

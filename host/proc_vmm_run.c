@@ -184,6 +184,15 @@ void __attribute__((noreturn)) vmm_vm_process(struct proc_ctx *ctx,
 		cfg->output_arg = outfds;
 	}
 	rc = vmm_run(cfg, res, err, sizeof(err));
+	if (rc == VMM_E_SNAPSHOT) {
+		log_warnx("vm %s: %s", id, err);
+		_exit(VMM_EXIT_RESTORE_FAILED);
+	}
+	if (res->saved != 0) {
+		if (res->saved != 1)
+			log_info("vm %s: %s", id, res->reason);
+		_exit(res->saved == 1 ? VMM_EXIT_SAVED : VMM_EXIT_UNSAVED);
+	}
 	if (rc != VMM_OK) {
 		strlcpy(res->reason, vmm_strerror(rc), sizeof(res->reason));
 		strlcat(res->reason, ": ", sizeof(res->reason));

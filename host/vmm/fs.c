@@ -543,6 +543,8 @@ vm_fd_read(struct vm *vm, struct vfd *f, void *g, uint64_t len, int64_t pos)
 			return -ESPIPE;
 		if (vm->cfg->stdin_fd < 0)
 			return 0;
+		if (vm_snap_asked(vm))
+			return -EINTR; /* the vmm pauses the context */
 		n = read(vm->cfg->stdin_fd, g, len);
 		if (n > 0)
 			vm_tty_input(vm, f, g, (size_t)n);

@@ -124,9 +124,25 @@ vm_imgmap_settle(struct vm *vm)
 		    vm, vm->mmap_lo, vm->mmap_hi - vm->mmap_lo, 0);
 }
 
+struct vm_imgrun *
+vm_imgrun_add(struct vm *vm)
+{
+	unsigned cap = vm->imgruns_cap ? vm->imgruns_cap * 2 : 64;
+	struct vm_imgrun *n;
+
+	if (vm->nimgruns == vm->imgruns_cap) {
+		if ((n = reallocarray(vm->imgruns, cap, sizeof(*n))) == NULL)
+			return NULL;
+		vm->imgruns = n;
+		vm->imgruns_cap = cap;
+	}
+	return &vm->imgruns[vm->nimgruns++];
+}
+
 int64_t
 vm_imgmap(struct vm *vm, int fd, uint64_t g, uint64_t len, uint64_t off)
 {
+	struct vm_imgrun *ir;
 	const struct vmm_config *cfg = vm->cfg;
 	const struct vmm_file *file;
 	uint64_t pos, n, i;
@@ -150,11 +166,17 @@ vm_imgmap(struct vm *vm, int fd, uint64_t g, uint64_t len, uint64_t off)
 		n = len;
 	if (pos % VM_PAGE != 0 || n == 0)
 		return 0;
+	/* Recorded first: a mapping made is always known (a memory image
+	 * of the guest refers to it, snapshot.c). */
+	if ((ir = vm_imgrun_add(vm)) == NULL)
+		return 0;
+	*ir = (struct vm_imgrun){ g, n, (uint64_t)(file - cfg->files), off };
 	if (mmap(vm->mem + g, n, PROT_READ | PROT_WRITE,
 	        MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE, cfg->image_fd,
 	        (off_t)pos) == MAP_FAILED) {
 		/* MAP_FIXED may have unmapped the range: zeroes again, and
 		 * the caller copies the file. */
+		vm->nimgruns--;
 		if (mmap(vm->mem + g, n, PROT_READ | PROT_WRITE,
 		        MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS | MAP_NORESERVE,
 		        -1, 0) == MAP_FAILED)

@@ -76,6 +76,8 @@ vmm_strerror(int err)
 		return "invalid argument";
 	case VMM_E_TOOBIG:
 		return "the program does not fit the guest memory";
+	case VMM_E_SNAPSHOT:
+		return "the memory image could not be restored";
 	case VMM_E_TEMPLATE:
 		return "the template did not reach its ready call";
 	}
@@ -525,6 +527,7 @@ vm_wake_signals(sigset_t *set)
 	sigaddset(set, SIGINT);
 	sigaddset(set, SIGTERM);
 	sigaddset(set, SIGHUP);
+	sigaddset(set, SIGUSR1); /* a context's pause (snapshot.c) */
 }
 
 uint64_t
@@ -624,6 +627,12 @@ on_syscall(struct vm *vm)
 	ret = vm_syscall(vm, nr, a);
 	if (vm->stopped)
 		return;
+	/* The vmm pauses a context: its read of stdin returned for that. */
+	if (ret == -EINTR && nr == 0 && !vm->regs_replaced &&
+	    vm_snap_asked(vm)) {
+		vm_snap_pause(vm, nr);
+		return;
+	}
 	/* fork and execve leave this process on a new vCPU; after execve
 	 * it starts at the new program's entry, not after a call; after a
 	 * thread switch the registers are another thread's, returning from
@@ -946,6 +955,9 @@ vm_teardown(struct vm *vm)
 	vm->mmap_used = NULL;
 	free(vm->mmap_file);
 	vm->mmap_file = NULL;
+	free(vm->imgruns);
+	vm->imgruns = NULL;
+	vm->nimgruns = vm->imgruns_cap = 0;
 	if (vm->pagemap_pid != 0 && vm->pagemap_fd >= 0)
 		close(vm->pagemap_fd);
 	vm_kvm_drop(vm);
@@ -1035,6 +1047,7 @@ vm_serve(struct vm *vm)
 	from_outside = 0;
 	for (i = 0; i < sizeof(outside) / sizeof(outside[0]); i++)
 		sigaction(outside[i], &sa, &oout[i]);
+	vm_snap_arm(vm);
 	vm_timer_arm(vm);
 	t0 = now_us();
 	vcpu_loop(vm);
@@ -1081,7 +1094,10 @@ vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,
 	if (err != NULL && errlen > 0)
 		err[0] = '\0';
 	t0 = now_us();
-	if ((rc = vm_boot(&vm, err, errlen)) == VMM_OK) {
+	if ((rc = vm_boot(&vm, err, errlen)) == VMM_OK && cfg->snap_restore &&
+	    vm_snap_restore(&vm, cfg->snap_in_fd, err, errlen) != 0)
+		rc = VMM_E_SNAPSHOT;
+	if (rc == VMM_OK) {
 		res->boot_us = now_us() - t0;
 		vm_serve(&vm);
 	}

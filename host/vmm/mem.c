@@ -61,6 +61,7 @@ vm_mem_init(struct vm *vm)
 	vm->mmap_file = calloc(pages ? pages : 1, 1);
 	vm->mmap_file_pages = vm->file_touched_pages = 0;
 	vm->imgmaps = 0;
+	vm->nimgruns = 0;
 	return vm->mmap_used == NULL || vm->mmap_file == NULL ? -1 : 0;
 }
 

@@ -923,6 +923,20 @@ vm_proc_alone(struct vm *vm)
 	return vm->tree != NULL && vm->pid == 1 && vm->tree->next_pid == 2;
 }
 
+int
+vm_proc_only(struct vm *vm)
+{
+	unsigned i;
+
+	if (vm->tree == NULL || vm->pid != 1)
+		return 0;
+	for (i = 0; i < vm->tree->nslots; i++)
+		if ((int)i != vm->slot &&
+		    w_state(LOAD(&vm->tree->slot[i].word)) != SLOT_FREE)
+			return 0;
+	return 1;
+}
+
 /* The template's table is a MAP_SHARED page: a clone that wrote into it
  * would write into its siblings'. Each clone drops its mapping of it and
  * starts a table of its own. */

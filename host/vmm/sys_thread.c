@@ -121,6 +121,18 @@ table(struct vm *vm)
 
 /* After fork or execve only the calling thread is left, as the
  * process's one thread (its tid the pid). */
+int
+vm_thread_alone(const struct vm *vm)
+{
+	const struct vm_threads *ts = vm->threads;
+	int i;
+
+	for (i = 0; ts != NULL && i < THREADS_MAX; i++)
+		if (i != ts->cur && ts->t[i].state != T_FREE)
+			return 0;
+	return 1;
+}
+
 void
 vm_thread_reset(struct vm *vm)
 {
@@ -335,7 +347,8 @@ idle(struct vm *vm, struct vm_threads *ts)
 	for (;;) {
 		now = vm_now_us();
 		expire(ts, now);
-		if (next_runnable(ts, 1) >= 0 || vm_timed_out())
+		if (next_runnable(ts, 1) >= 0 || vm_timed_out() ||
+		    vm_snap_asked(vm))
 			break;
 		if ((sigs = vm_signal_acting(vm)) != 0 &&
 		    wake_for_signal(vm, ts, sigs))
@@ -370,9 +383,11 @@ switch_away(struct vm *vm, struct vm_threads *ts)
 		idle(vm, ts);
 		next = next_runnable(ts, 1);
 	}
+	if (next < 0 && vm_snap_asked(vm))
+		vm_snap_unsaved(vm, "it has other threads");
 	if (next < 0) {
-		/* Only the run's end woke us: resume the thread that
-		 * waited, interrupted; the loop stops before it runs. */
+		/* Only the run's end woke us (or a pause): resume the thread
+		 * that waited, interrupted; the loop stops before it runs. */
 		next = ts->cur;
 		resume(&ts->t[next], -EINTR);
 	}

@@ -141,10 +141,21 @@ struct vm {
 	uint8_t *mmap_file;
 	uint64_t mmap_file_pages, file_touched_pages;
 	unsigned imgmaps; /* image mappings made by this process */
+	/* Each image mapping made (imgmap.c), oldest first: what a page
+	 * of the mmap area with its mmap_file byte set reads from, for a
+	 * memory image (snapshot.c). */
+	struct vm_imgrun *imgruns;
+	unsigned nimgruns, imgruns_cap;
 	int pagemap_fd; /* /proc/self/pagemap of pagemap_pid */
 	pid_t pagemap_pid;
 	uint8_t
 	    termios[VM_TERMIOS_BYTES]; /* cfg->tty: the terminal's (tty.c) */
+};
+
+/* An image mapping: len bytes at guest g from file (an index in
+ * cfg->files) at off. */
+struct vm_imgrun {
+	uint64_t g, len, file, off;
 };
 
 enum {
@@ -235,6 +246,23 @@ void vm_teardown(struct vm *);
 int vm_exec_image(
     struct vm *, const struct vmm_config *cfg, char *err, size_t errlen);
 
+/* snapshot.c: a paused context's memory image (host/vmm/snapshot.h).
+ * arm: take SIGUSR1 as the vmm's request (cfg->snap_save); asked: it
+ * came; pause: save the guest, parked in a read of call nr, into
+ * cfg->snap_out_fd and stop it (res->saved); restore: replace the
+ * booted guest with the image in fd (0, or -1 with err). */
+void vm_snap_arm(struct vm *);
+int vm_snap_asked(const struct vm *);
+void vm_snap_pause(struct vm *, uint64_t nr);
+/* Stop the guest for a pause that cannot save it. */
+void vm_snap_unsaved(struct vm *, const char *why);
+int vm_snap_restore(struct vm *, int fd, char *err, size_t errlen);
+/* sys_thread.c: whether the running thread is its process's only one. */
+int vm_thread_alone(const struct vm *);
+
+/* imgmap.c: a new record at the end of vm->imgruns, or NULL. */
+struct vm_imgrun *vm_imgrun_add(struct vm *);
+
 /* exec.c */
 void vm_exec_free(struct vm *);
 /* A script's "#!interp [arg]" line (the first 256 bytes of data, which
@@ -252,6 +280,8 @@ void vm_proc_finish(struct vm *);
 /* Templates: whether this process is the run's only one so far; and a
  * fresh process table for a clone (the template's is left alone). */
 int vm_proc_alone(struct vm *);
+/* Whether this process is the tree's only one, alive or not. */
+int vm_proc_only(struct vm *);
 int vm_proc_fresh(struct vm *);
 /* The tree's memory charge, for this process: take bytes more (0, or
  * -ENOMEM past the run's memory limit), give bytes back. Before the

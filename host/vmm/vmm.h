@@ -29,7 +29,8 @@ enum vmm_err {
 	VMM_E_NOMEM, /* host memory */
 	VMM_E_INVAL, /* a caller's argument out of range */
 	VMM_E_TOOBIG, /* the program does not fit the guest memory */
-	VMM_E_TEMPLATE /* a template ended before its ready call */
+	VMM_E_TEMPLATE, /* a template ended before its ready call */
+	VMM_E_SNAPSHOT /* a memory image could not be restored */
 };
 
 const char *vmm_strerror(int err);
@@ -113,6 +114,12 @@ struct vmm_config {
 	 * the size *winsize (NULL: 80x24). */
 	int tty;
 	const volatile struct vmm_winsize *winsize;
+	/* A live context's memory image (host/vmm/snapshot.h): with
+	 * snap_save, SIGUSR1 pauses the guest at its next read of stdin
+	 * into snap_out_fd (read-write, emptied first); with snap_restore,
+	 * the booted guest is replaced by the image in snap_in_fd. */
+	int snap_save, snap_out_fd;
+	int snap_restore, snap_in_fd;
 };
 
 /* A terminal's size (rows, columns), which the caller may change while
@@ -138,6 +145,9 @@ struct vmm_result {
 	 * left is the process's own exit (freeing the VM's memory, about a
 	 * millisecond and a half for a python clone). */
 	uint32_t done;
+	/* cfg->snap_save: 1 the guest was saved and stopped, 2 it was
+	 * stopped for a pause but could not be saved (reason says why). */
+	uint32_t saved;
 };
 
 /* Limits a run's process tree met without being stopped by them: a fork

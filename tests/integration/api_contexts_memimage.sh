@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# Paused contexts keep their memory (docs/contexts.md, "Pause, persist,
+# resume"): an idle context's interpreter saves itself to a memory image
+# under the state directory and ends; the next cell starts from the image,
+# so nothing is run again: a random value drawn before the pause is the
+# same after it, a file appended to once is not appended to again, and a
+# file held open goes on where it was. The image outlives a kill -9 of the
+# vmm and a restart of keepd, and a second pause saves a restored
+# interpreter again. An image that was tampered with, or cut short, is not
+# used: the context comes back from its journal instead, with the same
+# acknowledged state. A context that cannot be saved (a thread still
+# running) pauses to its journal. Deleting a context removes its image.
+source "$(dirname "$0")/../lib/keepd.sh"
+# A restarted vmm answers 503 while it reads its sandboxes back, and a
+# run that reaches it then is refused as "no such sandbox" (400).
+vmm_back() { [ "$code" != 503 ] && [[ $body != *"no such sandbox"* ]]; }
+
+cat >"$tmp/test.policy" <<'EOP'
+agent "alice" {
+	allow sandbox:read, sandbox:write, exec
+	exec "python"
+	timeout 10s
+	memory 64M
+	contexts 4
+	pause 1s
+}
+EOP
+keepd_start "$tmp/test.policy"
+alice=$(mint alice sandbox:read,sandbox:write,exec)
+req "$alice" POST /v1/sandboxes '{"image":"python"}'
+sbx=$(jget "$body" '["id"]')
+req "$alice" POST "/v1/sandboxes/$sbx/contexts" '{}'
+cid=$(jget "$body" '["id"]')
+dir="$tmp/state/contexts/$sbx"
+
+cell() { # cell CONTEXT CODE
+	req "$alice" POST "/v1/sandboxes/$sbx/execute" "$(python3 -c 'import json, sys; print(json.dumps({"code": sys.argv[2], "context_id": sys.argv[1]}))' "$1" "$2")"
+}
+out() { jget "$body" '["stdout"]' 2>/dev/null; }
+# Wait for the context's pause to end in the log's line number N or later.
+paused() { # paused CONTEXT FROM-LINE -> 0 with a memory image, 1 without
+	for _ in $(seq 150); do
+		if tail -n +"$2" "$tmp/log" | grep -q "context $1 paused.*memory image"; then return 0; fi
+		if tail -n +"$2" "$tmp/log" | grep -q "context $1 paused"; then return 1; fi
+		sleep 0.1
+	done
+	return 1
+}
+mark() { echo $(($(wc -l <"$tmp/log") + 1)); }
+
+m=$(mark)
+cell "$cid" 'import random
+r = random.random()
+k = 6
+with open("count.txt", "a") as f: f.write("x")
+held = open("held.txt", "w"); held.write("abc")
+print(r)'
+r=$(out)
+[ "$code" = 200 ] && [ -n "$r" ] || bad "first cell: $code $body"
+paused "$cid" "$m" && [ -f "$dir/$cid.mem" ] &&
+    ok "an idle context saves its memory image under the state directory" || bad "no memory image: $(ls -la "$dir")"
+[ "$(stat -c %a "$dir/$cid.mem")" = 600 ] && ok "the image is readable by keepd only" || bad "mode: $(stat -c %a "$dir/$cid.mem")"
+[ -z "$(pgrep -f "keepd: vm $sbx")" ] && ok "a paused context has no vm process" || bad "vm process left"
+cp "$dir/$cid.mem" "$tmp/image.copy"
+
+m=$(mark)
+cell "$cid" 'held.write("def"); held.close(); print(r, open("count.txt").read(), open("held.txt").read())'
+[ "$(out)" = "$r x abcdef" ] && ok "the next cell starts from the image: nothing is run again" || bad "resume: $body (r was $r)"
+grep -q "context $cid: resuming from its memory image" "$tmp/log" && ok "the log says it resumed from its image" || bad "log"
+[ ! -f "$dir/$cid.mem" ] && ok "an image is used once" || bad "image left after resume"
+
+# A restored interpreter pauses and saves again; a kill -9 of the vmm
+# then loses nothing.
+paused "$cid" "$m" || bad "second pause without an image"
+vmm=$(pgrep -P "$pid" -f '^keepd: vmm')
+[ -n "$vmm" ] && kill -KILL "$vmm"
+for _ in $(seq 100); do cell "$cid" 'print(r * k == 6 * r, r)'; vmm_back && break; sleep 0.1; done
+[ "$(out)" = "True $r" ] && ok "after a kill -9 of the vmm the context resumes from its image with the same answer" || bad "after kill -9: $code $body"
+
+# A restart of keepd keeps it too.
+m=$(mark)
+paused "$cid" "$m" || bad "third pause without an image"
+keepd_restart
+alice=$(mint alice sandbox:read,sandbox:write,exec)
+m=$(mark)
+for _ in $(seq 100); do cell "$cid" 'print(r)'; vmm_back && break; sleep 0.1; done
+[ "$(out)" = "$r" ] && grep -q "context $cid: resuming from its memory image" <(tail -n +"$m" "$tmp/log") &&
+    ok "a restart of keepd keeps the image" || bad "after keepd restart: $code $body"
+
+# Tampered: a page of the image's own bookkeeping overwritten. The vm
+# process refuses it; the context comes back from its journal.
+m=$(mark)
+paused "$cid" "$m" || bad "fourth pause without an image"
+printf '\xff\xff\xff\xff\xff\xff\xff\xff' | dd of="$dir/$cid.mem" bs=1 seek=128 conv=notrunc status=none
+m=$(mark)
+cell "$cid" 'print(k, open("count.txt").read())'
+[ "$code" = 200 ] && [ "$(out)" = "6 xx" ] && grep -q "could not be restored" <(tail -n +"$m" "$tmp/log") &&
+    ok "a tampered image is refused and the context resumes from its journal" || bad "tampered: $code $body"
+
+# Cut short: the vmm does not use it.
+m=$(mark)
+paused "$cid" "$m" || bad "fifth pause without an image"
+truncate -s 65536 "$dir/$cid.mem"
+m=$(mark)
+cell "$cid" 'print(k)'
+[ "$(out)" = 6 ] && grep -q "resuming from its journal" <(tail -n +"$m" "$tmp/log") &&
+    ok "an image cut short is not used" || bad "cut short: $code $body"
+
+# A thread still running: not saved, paused to its journal.
+req "$alice" POST "/v1/sandboxes/$sbx/contexts" '{}'
+c2=$(jget "$body" '["id"]')
+m=$(mark)
+cell "$c2" 'import threading, time
+threading.Thread(target=time.sleep, args=(600,), daemon=True).start()
+v = 41'
+if paused "$c2" "$m"; then bad "a context with a running thread was saved"; else
+	grep -q "context $c2 paused.*cannot be saved" <(tail -n +"$m" "$tmp/log") && [ ! -f "$dir/$c2.mem" ] &&
+	    ok "a context with a running thread pauses to its journal" || bad "thread pause: $(tail -n +"$m" "$tmp/log" | grep "$c2")"
+fi
+cell "$c2" 'print(v + 1)'
+[ "$(out)" = 42 ] && ok "and resumes from it" || bad "thread context: $body"
+
+# Deleting a context removes its image (paused again meanwhile).
+for _ in $(seq 150); do [ -f "$dir/$cid.mem" ] && break; sleep 0.1; done
+[ -f "$dir/$cid.mem" ] || bad "sixth pause without an image"
+req "$alice" DELETE "/v1/sandboxes/$sbx/contexts/$cid"
+[ ! -e "$dir/$cid.mem" ] && [ ! -e "$dir/$cid" ] && ok "deleting a context removes its image" || bad "left: $(ls "$dir")"
+
+keepd_finish
