@@ -95,7 +95,9 @@ ctx_drain(struct vmm_context *c)
 	ssize_t n;
 	size_t len;
 
-	if (!c->busy || c->out_fd < 0)
+	/* A pausing interpreter's writes are nobody's, even with a cell
+	 * waiting for it (ctx_start_waiting). */
+	if (!c->busy || c->saving || c->out_fd < 0)
 		return;
 	while ((n = read(c->out_fd, buf, sizeof(buf))) > 0) {
 		len = (size_t)n - 1;
@@ -585,6 +587,65 @@ ctx_cell_done(struct proc_ctx *ctx, struct vmm_context *c)
 	cell_finish(ctx, c, RUN_EXITED, NULL, NULL);
 }
 
+/*
+ * Make ready for the cell of flen bytes: an interpreter if there is none
+ * (from the context's memory image, if it has one). 0, or a RUN_*
+ * status with reason.
+ */
+static uint32_t
+ctx_start(struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_context *c,
+    struct sandbox *s, size_t flen, char *reason, size_t rlen)
+{
+	int room;
+
+	if (c->pid == 0 && ctx_spawn(ctx, vs, c, s, reason, rlen) != 0)
+		return RUN_ERROR;
+	/* A frame goes into the pipe's room at once, or not at all:
+	 * between cells the driver has read everything, so the pipe is
+	 * empty and a frame that fits its size fits. */
+	if ((room = fcntl(c->in_fd, F_GETPIPE_SZ)) > 0 && flen > (size_t)room) {
+		strlcpy(reason, "the cell is too large", rlen);
+		return RUN_REFUSED;
+	}
+	return 0;
+}
+
+/* Send the cell in flight; a new interpreter first runs the journal's
+ * cells again. */
+static void
+ctx_go(struct proc_ctx *ctx, struct vmm_context *c)
+{
+	if (c->count == 0 && c->jcells > 0 && c->jfd >= 0) {
+		c->replay_left = c->jcells;
+		c->replay_at = sizeof(struct ctx_journal_head);
+		log_info("context %s: resuming, %llu cells to run again", c->id,
+		    (unsigned long long)c->jcells);
+	}
+	ctx_step(ctx, c);
+}
+
+/* The cell that waited for the interpreter to save itself (or for one
+ * that could not take its memory image) starts now. */
+static void
+ctx_start_waiting(
+    struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_context *c)
+{
+	struct sandbox *s;
+	char reason[96] = "";
+
+	if (!c->busy)
+		return;
+	/* A sandbox gone meanwhile: the next tick removes the context. */
+	if ((s = vmm_sandbox_find(vs, c->sbx, c->owner)) == NULL)
+		return;
+	if (ctx_start(ctx, vs, c, s, c->frame_len, reason, sizeof(reason)) !=
+	    0) {
+		ctx_died(ctx, c, RUN_ERROR, "HostError", reason);
+		return;
+	}
+	ctx_go(ctx, c);
+}
+
 /* ---- pausing: the memory image ---------------------------------------- */
 
 /* What a principal's journals, memory images and snapshots hold on
@@ -616,6 +677,8 @@ ctx_pause(struct vmm_context *c)
 	}
 	c->saving = 1;
 	c->save_deadline = mono_ms() + CTX_SAVE_MS;
+	log_info("context %s idle for %llu ms: it saves its memory image",
+	    c->id, (unsigned long long)c->pause_ms);
 }
 
 /* The pausing interpreter ended (wst from waitpid): sealed, its image
@@ -659,35 +722,15 @@ ctx_paused(
 		    c->id, (unsigned long long)c->pause_ms, why,
 		    WIFSIGNALED(wst) ? "signal" : "status",
 		    WIFSIGNALED(wst) ? WTERMSIG(wst) : WEXITSTATUS(wst));
-		return;
+	} else {
+		c->mem_cells = c->jcells;
+		c->mem_bytes = size;
+		log_info("context %s paused after %llu ms idle: its memory "
+		         "image (%llu KiB) is on disk",
+		    c->id, (unsigned long long)c->pause_ms,
+		    (unsigned long long)(size >> 10));
 	}
-	c->mem_cells = c->jcells;
-	c->mem_bytes = size;
-	log_info("context %s paused after %llu ms idle: its memory image "
-	         "(%llu KiB) is on disk",
-	    c->id, (unsigned long long)c->pause_ms,
-	    (unsigned long long)(size >> 10));
-}
-
-/* A cell came while the interpreter saves itself: wait for it, within
- * its time. */
-static void
-ctx_pause_wait(
-    struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_context *c)
-{
-	struct pollfd p = { .fd = c->pidfd, .events = POLLIN };
-	uint64_t now = mono_ms();
-	int wst;
-
-	if (c->save_deadline > now)
-		(void)poll(&p, 1, (int)(c->save_deadline - now));
-	if (waitpid(c->pid, &wst, WNOHANG) == c->pid)
-		ctx_paused(ctx, vs, c, wst);
-	else {
-		log_warnx("context %s: did not save itself in time", c->id);
-		ctx_stop(c);
-		vmm_ctxdisk_mem_unlink(c->sbx, c->id, 1);
-	}
+	ctx_start_waiting(ctx, vs, c);
 }
 
 /* The interpreter started from a memory image could not take it (a
@@ -696,24 +739,11 @@ static void
 ctx_restore_failed(
     struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_context *c)
 {
-	struct sandbox *s = vmm_sandbox_find(vs, c->sbx, c->owner);
-	char reason[96];
-
 	log_warnx("context %s: its memory image could not be restored; "
 	          "resuming from its journal",
 	    c->id);
 	ctx_stop(c);
-	if (s == NULL ||
-	    ctx_spawn(ctx, vs, c, s, reason, sizeof(reason)) != 0) {
-		ctx_lost(ctx, c, RUN_ERROR, "HostError",
-		    "the host could not start the interpreter");
-		return;
-	}
-	if (c->jcells > 0 && c->jfd >= 0) {
-		c->replay_left = c->jcells;
-		c->replay_at = sizeof(struct ctx_journal_head);
-	}
-	ctx_step(ctx, c);
+	ctx_start_waiting(ctx, vs, c);
 }
 
 /* ---- events from the vm process --------------------------------------- */
@@ -816,6 +846,7 @@ vmm_contexts_tick(struct proc_ctx *ctx, struct vmm_state *vs)
 			    c->id);
 			ctx_stop(c);
 			vmm_ctxdisk_mem_unlink(c->sbx, c->id, 1);
+			ctx_start_waiting(ctx, vs, c);
 		} else if (!c->busy && !c->saving && c->pid > 0 &&
 		    c->jfd >= 0 && c->pause_ms != 0 &&
 		    now - c->last_used >= c->pause_ms) {
@@ -949,7 +980,6 @@ vmm_context_cell(struct proc_ctx *ctx, struct vmm_state *vs,
 	char reason[96] = "";
 	uint32_t st = RUN_REFUSED;
 	size_t flen = 0;
-	int room;
 
 	if (memchr(q->context, '\0', sizeof(q->context)) == NULL ||
 	    (c = ctx_find(vs, s->id, g->principal, q->context)) == NULL) {
@@ -962,8 +992,6 @@ vmm_context_cell(struct proc_ctx *ctx, struct vmm_state *vs,
 		    "the context is running another cell", -1, 0, 0, 0);
 		return;
 	}
-	if (c->saving)
-		ctx_pause_wait(ctx, vs, c);
 	if (strcmp(q->command, ctx_program[c->language]) != 0 ||
 	    q->nargs != 1 || q->stdin_len != 0 || q->input_len < 4) {
 		strlcpy(reason, "a cell is code in the context's language",
@@ -992,18 +1020,11 @@ vmm_context_cell(struct proc_ctx *ctx, struct vmm_state *vs,
 		    sizeof(reason));
 		goto refuse;
 	}
-	if (c->pid == 0 &&
-	    ctx_spawn(ctx, vs, c, s, reason, sizeof(reason)) != 0) {
-		st = RUN_ERROR;
+	/* A cell for an interpreter that is saving itself waits for it to
+	 * end (ctx_paused): the vmm's loop goes on meanwhile. */
+	if (!c->saving &&
+	    (st = ctx_start(ctx, vs, c, s, flen, reason, sizeof(reason))) != 0)
 		goto refuse;
-	}
-	/* A frame goes into the pipe's room at once, or not at all:
-	 * between cells the driver has read everything, so the pipe is
-	 * empty and a frame that fits its size fits. */
-	if ((room = fcntl(c->in_fd, F_GETPIPE_SZ)) > 0 && flen > (size_t)room) {
-		strlcpy(reason, "the cell is too large", sizeof(reason));
-		goto refuse;
-	}
 	if ((c->outfd = memfd_new("keep-cell-out")) == -1 ||
 	    (c->errfd = memfd_new("keep-cell-err")) == -1) {
 		if (c->outfd != -1)
@@ -1028,14 +1049,13 @@ vmm_context_cell(struct proc_ctx *ctx, struct vmm_state *vs,
 	c->frame_len = flen;
 	frame = NULL;
 	c->t0 = mono_ms();
-	/* A new interpreter first runs the journal's cells again. */
-	if (c->count == 0 && c->jcells > 0 && c->jfd >= 0) {
-		c->replay_left = c->jcells;
-		c->replay_at = sizeof(struct ctx_journal_head);
-		log_info("context %s: resuming, %llu cells to run again", c->id,
-		    (unsigned long long)c->jcells);
-	}
-	ctx_step(ctx, c);
+	if (c->saving) {
+		/* The save has its own deadline; the cell's starts with it. */
+		c->deadline = UINT64_MAX;
+		log_info("cell %llu for context %s waits for it to pause",
+		    (unsigned long long)m->hdr.reqid, c->id);
+	} else
+		ctx_go(ctx, c);
 	s->runs++;
 	goto done;
 refuse:

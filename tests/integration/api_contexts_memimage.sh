@@ -20,7 +20,7 @@ agent "alice" {
 	allow sandbox:read, sandbox:write, exec
 	exec "python"
 	timeout 10s
-	memory 64M
+	memory 512M
 	contexts 4
 	pause 1s
 }
@@ -119,6 +119,39 @@ if paused "$c2" "$m"; then bad "a context with a running thread was saved"; else
 fi
 cell "$c2" 'print(v + 1)'
 [ "$(out)" = 42 ] && ok "and resumes from it" || bad "thread context: $body"
+
+# A cell that comes while the interpreter saves itself waits for the
+# save, and the vmm serves other requests meanwhile. The saving vm
+# process is held stopped (SIGSTOP) until another sandbox's request was
+# answered: a vmm that waited for the save would answer it only after
+# giving up on the process, which it would have killed by then.
+req "$alice" POST /v1/sandboxes '{"image":"python"}'
+other=$(jget "$body" '["id"]')
+req "$alice" POST "/v1/sandboxes/$sbx/contexts" '{}'
+c3=$(jget "$body" '["id"]')
+cell "$c3" 'import os, hashlib
+big = os.urandom(160 << 20)
+h = hashlib.sha256(big).hexdigest()
+print(h)'
+h=$(out)
+[ ${#h} = 64 ] || bad "big cell: $code $body"
+vpid=$(grep "context $c3: interpreter started" "$tmp/log" | tail -n 1 | sed 's/.*vm pid //')
+m=$(mark)
+for _ in $(seq 300); do tail -n +"$m" "$tmp/log" | grep -q "context $c3 idle.*saves" && break; sleep 0.01; done
+kill -STOP "$vpid"
+(cell "$c3" 'print(hashlib.sha256(big).hexdigest())'; printf '%s\n%s' "$code" "$body" >"$tmp/c3.out") &
+cpid=$!
+for _ in $(seq 100); do tail -n +"$m" "$tmp/log" | grep -q "for context $c3 waits for it to pause" && break; sleep 0.05; done
+tail -n +"$m" "$tmp/log" | grep -q "for context $c3 waits for it to pause" &&
+    ok "a cell sent during the save waits for it" || bad "the cell did not wait: $(tail -n +"$m" "$tmp/log")"
+req "$alice" GET "/v1/sandboxes/$other"
+[ "$code" = 200 ] && kill -0 "$vpid" 2>/dev/null && [ ! -s "$tmp/c3.out" ] &&
+    ok "the vmm answers another sandbox while a context saves itself" || bad "GET during save: $code"
+kill -CONT "$vpid"
+wait "$cpid"
+code=$(head -n 1 "$tmp/c3.out"); body=$(tail -n +2 "$tmp/c3.out")
+[ -n "$h" ] && [ "$(out)" = "$h" ] && grep -q "context $c3: resuming from its memory image" <(tail -n +"$m" "$tmp/log") &&
+    ok "and then starts from the saved image" || bad "cell during save: $code $body"
 
 # Deleting a context removes its image (paused again meanwhile).
 for _ in $(seq 150); do [ -f "$dir/$cid.mem" ] && break; sleep 0.1; done
