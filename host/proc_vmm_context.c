@@ -33,10 +33,30 @@
 #define CTX_OUTPUT_MAX (16u << 20) /* a cell's output without a limit */
 #define CTX_HDR_LEN 24 /* "KEEPCELL", nonce[8], u32 code, u32 nenv */
 #define CTX_SAVE_MS 10000 /* a pausing interpreter's time to save itself */
+/* A fork waits this long for its source's memory image, then takes the
+ * journal only: within the front's call timeout (FRONT_CALL_TIMEOUT_MS). */
+#define CTX_FORK_WAIT_MS 3000
+/* A context journal's `from` while its memory image is a fork's (its
+ * PRNGs to be reseeded): names never begin with '~'. */
+#define CTX_FROM_FORK "~fork"
+#define CTX_FROM_FORK_MOVED "~fork-moved"
+
+/* A fork of a context, waiting for that context to save its memory
+ * image: the request, answered by ctx_fork_settle. */
+struct ctx_fork_wait {
+	enum proc_id from;
+	uint64_t reqid;
+	struct msg_vmm_context q;
+	struct grant g;
+	uint64_t deadline;
+};
 
 /* build/gen/context_drivers.c, from image/stock/keep_driver.{py,js} */
 extern const char keep_driver_py[];
 extern const char keep_driver_js[];
+
+static void ctx_fork_settle(struct proc_ctx *ctx, struct vmm_state *vs,
+    struct vmm_context *c, int gone);
 
 static const char *const ctx_program[] = {
 	[CTX_LANG_PYTHON] = "python",
@@ -257,18 +277,18 @@ ctx_spawn(struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_context *c,
 		cfg.memory = ctx->config->memory_max;
 	cfg.workspace_max =
 	    ctx->config != NULL ? ctx->config->workspace_max : 0;
-	/* A context that pauses saves its memory then, and one with an
-	 * image of all its acknowledged cells starts from it. */
+	/* A context saves its memory when it pauses or is forked, and one
+	 * with an image of all its acknowledged cells starts from it. */
 	ctx_image_id(img, image_id);
 	if (c->mem_cells != 0 && c->mem_cells == c->jcells && c->jfd >= 0)
 		mem_in = vmm_ctxdisk_mem_in(
 		    c->sbx, c->id, c->jcells, image_id, &mem_size);
-	if (c->pause_ms != 0)
-		mem_out = vmm_ctxdisk_mem_out(c->sbx, c->id);
+	mem_out = vmm_ctxdisk_mem_out(c->sbx, c->id);
 	cfg.snap_save = mem_out >= 0;
 	cfg.snap_out_fd = mem_out;
 	cfg.snap_restore = mem_in >= 0;
 	cfg.snap_in_fd = mem_in;
+	cfg.snap_moved = mem_in >= 0 && c->moved;
 	if (pipe2(in, O_CLOEXEC) == -1 ||
 	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, out) == -1)
 		goto error;
@@ -318,6 +338,13 @@ ctx_spawn(struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_context *c,
 		    c->id);
 		vmm_ctxdisk_mem_unlink(c->sbx, c->id, 0);
 	}
+	/* A fork's image is used (or not): its mark goes. A fresh
+	 * interpreter running the journal draws fresh seeds itself. */
+	if (c->reseed || c->moved)
+		(void)vmm_ctxdisk_set_from(c->sbx, c->id, "");
+	c->moved = 0;
+	if (mem_in < 0)
+		c->reseed = 0;
 	c->mem_cells = c->mem_bytes = 0;
 	if (mem_out >= 0)
 		close(mem_out);
@@ -467,6 +494,7 @@ ctx_remove(struct proc_ctx *ctx, struct vmm_context *c, const char *why,
 	char v[96];
 
 	snprintf(v, sizeof(v), "the context was removed: %s", why);
+	ctx_fork_settle(ctx, NULL, c, 1);
 	ctx_died(ctx, c, RUN_KILLED, "ContextDeleted", v);
 	log_info("context %s removed: %s", c->id, why);
 	if (c->jfd >= 0)
@@ -509,6 +537,27 @@ ctx_write_frame(struct vmm_context *c, const uint8_t *f, size_t len)
 	return write(c->in_fd, f, len) == (ssize_t)len ? 0 : -1;
 }
 
+/*
+ * A fork's interpreter, restored from the memory of the context it
+ * forked, holds that one's PRNG states: before its first cell the driver
+ * reseeds them (KEEPSEED, image/stock/keep_driver.py). Duktape has no
+ * way to reseed Math.random: a js fork draws what its source draws
+ * (docs/contexts.md).
+ */
+static int
+ctx_write_seed(struct vmm_context *c)
+{
+	uint8_t f[CTX_HDR_LEN];
+
+	c->reseed = 0;
+	if (c->language != CTX_LANG_PYTHON)
+		return 0;
+	memset(f, 0, sizeof(f));
+	memcpy(f, "KEEPSEED", 8);
+	randombytes_buf(f + 8, 8);
+	return ctx_write_frame(c, f, sizeof(f));
+}
+
 /* Each step has its own time limit: the cell its own (what the request
  * asked, within the policy's); a journal's cell run again the policy's,
  * as each of them once ran within it (a request's shorter limit is for
@@ -541,6 +590,11 @@ ctx_step(struct proc_ctx *ctx, struct vmm_context *c)
 		c->end_len = (size_t)snprintf(c->end, sizeof(c->end),
 		    "{\"type\":\"end\",\"nonce\":\"%s\"}\n", hex);
 		ctx_arm(c);
+		if (c->reseed && ctx_write_seed(c) != 0) {
+			ctx_lost(ctx, c, RUN_ERROR, "HostError",
+			    "the interpreter did not take its seed");
+			return;
+		}
 		if (ctx_write_frame(c, c->frame, c->frame_len) != 0)
 			ctx_lost(ctx, c, RUN_ERROR, "HostError",
 			    "the interpreter did not take the cell");
@@ -603,7 +657,8 @@ ctx_start(struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_context *c,
 	/* A frame goes into the pipe's room at once, or not at all:
 	 * between cells the driver has read everything, so the pipe is
 	 * empty and a frame that fits its size fits. */
-	if ((room = fcntl(c->in_fd, F_GETPIPE_SZ)) > 0 && flen > (size_t)room) {
+	if ((room = fcntl(c->in_fd, F_GETPIPE_SZ)) > 0 &&
+	    flen + CTX_HDR_LEN > (size_t)room) {
 		strlcpy(reason, "the cell is too large", rlen);
 		return RUN_REFUSED;
 	}
@@ -730,6 +785,7 @@ ctx_paused(
 		    c->id, (unsigned long long)c->pause_ms,
 		    (unsigned long long)(size >> 10));
 	}
+	ctx_fork_settle(ctx, vs, c, 0);
 	ctx_start_waiting(ctx, vs, c);
 }
 
@@ -846,7 +902,13 @@ vmm_contexts_tick(struct proc_ctx *ctx, struct vmm_state *vs)
 			    c->id);
 			ctx_stop(c);
 			vmm_ctxdisk_mem_unlink(c->sbx, c->id, 1);
+			ctx_fork_settle(ctx, vs, c, 0);
 			ctx_start_waiting(ctx, vs, c);
+		} else if (c->fork_wait != NULL &&
+		    now > c->fork_wait->deadline) {
+			/* The fork takes the journal; the save goes on, for
+			 * this context alone. */
+			ctx_fork_settle(ctx, vs, c, 0);
 		} else if (!c->busy && !c->saving && c->pid > 0 &&
 		    c->jfd >= 0 && c->pause_ms != 0 &&
 		    now - c->last_used >= c->pause_ms) {
@@ -1117,6 +1179,9 @@ ctx_head(const struct vmm_context *c, struct ctx_journal_head *h)
 	h->mem_max = c->mem_max;
 	h->pause_ms = c->pause_ms;
 	h->disk_max = c->disk_max;
+	if (c->reseed)
+		strlcpy(h->from, c->moved ? CTX_FROM_FORK_MOVED : CTX_FROM_FORK,
+		    sizeof(h->from));
 }
 
 /*
@@ -1182,6 +1247,8 @@ vmm_context_adopt(struct vmm_state *vs, const struct ctx_journal_head *h,
 	         c->sbx, c->id, cells, NULL, &c->mem_bytes)) >= 0) {
 		close(mfd);
 		c->mem_cells = cells;
+		c->moved = strcmp(h->from, CTX_FROM_FORK_MOVED) == 0;
+		c->reseed = c->moved || strcmp(h->from, CTX_FROM_FORK) == 0;
 	} else {
 		vmm_ctxdisk_mem_unlink(c->sbx, c->id, 1);
 		c->mem_bytes = 0;
@@ -1370,6 +1437,126 @@ ctx_restore(struct proc_ctx *ctx, struct vmm_state *vs,
 	return st;
 }
 
+/* ---- fork --------------------------------------------------------- */
+
+/*
+ * A fork of c into a new context (q->context) of sandbox s, now: a copy
+ * of c's journal and, when c has a sealed memory image of all its
+ * acknowledged cells, that image linked in as the fork's (marked in the
+ * fork's journal so that its PRNGs are reseeded, even after a restart).
+ * Without one the fork resumes from its journal.
+ */
+static uint32_t
+ctx_fork_now(struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_context *c,
+    const struct msg_vmm_context *q, const struct grant *g, struct sandbox *s,
+    struct msg_vmm_contexts *r)
+{
+	struct ctx_journal_head h;
+	struct vmm_context *n;
+	uint32_t st;
+
+	if (c->jfd < 0)
+		return SBX_E_INTERNAL;
+	ctx_head(c, &h);
+	if ((st = ctx_create(ctx, vs, q, g, s, &h, c->jfd, c->jbytes, c->jcells,
+	         r)) != SBX_OK)
+		return st;
+	if (c->mem_cells == 0 || c->mem_cells != c->jcells ||
+	    (n = ctx_find(vs, s->id, g->principal, q->context)) == NULL)
+		return SBX_OK;
+	if (n->disk_max != 0 &&
+	    ctx_disk_used(vs, n->owner) + c->mem_bytes > n->disk_max) {
+		log_info("context %s: its memory image would pass the snapshot "
+		         "quota: it resumes from its journal",
+		    n->id);
+		return SBX_OK;
+	}
+	n->reseed = 1;
+	n->moved = strcmp(c->sbx, n->sbx) != 0;
+	if (vmm_ctxdisk_set_from(n->sbx, n->id,
+	        n->moved ? CTX_FROM_FORK_MOVED : CTX_FROM_FORK) != 0 ||
+	    vmm_ctxdisk_mem_link(c->sbx, c->id, n->sbx, n->id) != 0) {
+		/* Unmarked, a restarted vmm would not reseed it: no image. */
+		(void)vmm_ctxdisk_set_from(n->sbx, n->id, "");
+		n->reseed = n->moved = 0;
+		return SBX_OK;
+	}
+	n->mem_cells = c->mem_cells;
+	n->mem_bytes = c->mem_bytes;
+	log_info("context %s: forked from %s with its memory image (%llu "
+	         "KiB)",
+	    n->id, c->id, (unsigned long long)(c->mem_bytes >> 10));
+	return SBX_OK;
+}
+
+/*
+ * A fork of a live, idle context waits for its memory image: the context
+ * is asked to save itself (as at a pause; it resumes from that image at
+ * its next cell) and the fork is answered when the save ends, or after
+ * CTX_FORK_WAIT_MS with the journal alone. 1 when the fork waits.
+ */
+static int
+ctx_fork_wait(struct vmm_context *c, const struct msg *m,
+    const struct msg_vmm_context *q, const struct grant *g)
+{
+	struct ctx_fork_wait *w;
+
+	if (!c->saving &&
+	    (c->pid <= 0 || c->busy || !c->can_save || c->jcells == 0 ||
+	        c->count != c->jcells))
+		return 0;
+	if ((w = calloc(1, sizeof(*w))) == NULL)
+		return 0;
+	if (!c->saving) {
+		ctx_pause(c);
+		if (!c->saving) {
+			free(w);
+			return 0;
+		}
+	}
+	w->from = m->from;
+	w->reqid = m->hdr.reqid;
+	w->q = *q;
+	w->g = *g;
+	w->deadline = mono_ms() + CTX_FORK_WAIT_MS;
+	c->fork_wait = w;
+	return 1;
+}
+
+/* Answer the fork waiting for c, if any: with c's state as it is now
+ * (its image, when the save ended well), or not found when c is gone
+ * (vs may then be NULL). */
+static void
+ctx_fork_settle(
+    struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_context *c, int gone)
+{
+	struct ctx_fork_wait *w = c->fork_wait;
+	struct msg_vmm_contexts *r;
+	struct sandbox *s;
+
+	if (w == NULL)
+		return;
+	c->fork_wait = NULL;
+	if ((r = calloc(1, sizeof(*r))) != NULL) {
+		if (gone || vs == NULL)
+			r->status = SBX_E_CTX_NOTFOUND;
+		else if ((s = vmm_sandbox_find(
+		              vs, w->q.sandbox, w->g.principal)) == NULL)
+			r->status = SBX_E_NOTFOUND;
+		else
+			r->status =
+			    ctx_fork_now(ctx, vs, c, &w->q, &w->g, s, r);
+		if (ctx->fd[w->from] < 0 ||
+		    msg_send(ctx->fd[w->from], MSG_VMM_CONTEXT_REPLY,
+		        MSG_F_REPLY, w->reqid, r, sizeof(*r), -1) != MSG_OK)
+			log_warnx("%s: reply for the fork of %s lost", __func__,
+			    c->id);
+		free(r);
+	}
+	sodium_memzero(w, sizeof(*w));
+	free(w);
+}
+
 int
 vmm_h_context(struct proc_ctx *ctx, const struct msg *m)
 {
@@ -1383,6 +1570,7 @@ vmm_h_context(struct proc_ctx *ctx, const struct msg *m)
 	const char *target;
 	char reason[96];
 	size_t i;
+	int waits = 0;
 
 	memcpy(&q, m->data, sizeof(q));
 	if (memchr(q.sandbox, '\0', sizeof(q.sandbox)) == NULL ||
@@ -1424,17 +1612,14 @@ vmm_h_context(struct proc_ctx *ctx, const struct msg *m)
 	else if (m->hdr.type == MSG_VMM_CONTEXT_CREATE)
 		r->status = ctx_create(ctx, vs, &q, &g, s, NULL, -1, 0, 0, r);
 	else if (m->hdr.type == MSG_VMM_CONTEXT_FORK) {
-		struct ctx_journal_head h;
-
 		if ((c = ctx_find(vs, s->id, g.principal, q.from)) == NULL)
 			r->status = SBX_E_CTX_NOTFOUND;
-		else if (c->jfd < 0)
-			r->status = SBX_E_INTERNAL;
-		else {
-			ctx_head(c, &h);
-			r->status = ctx_create(ctx, vs, &q, &g, s, &h, c->jfd,
-			    c->jbytes, c->jcells, r);
-		}
+		else if (c->fork_wait != NULL)
+			r->status = SBX_E_FORK_BUSY;
+		else if (ctx_fork_wait(c, m, &q, &g))
+			waits = 1; /* answered by ctx_fork_settle */
+		else
+			r->status = ctx_fork_now(ctx, vs, c, &q, &g, s, r);
 	} else if (m->hdr.type == MSG_VMM_CONTEXT_SNAPSHOT_DELETE) {
 		struct vmm_snapshot *n =
 		    snap_find(vs, s->id, g.principal, q.name);
@@ -1470,6 +1655,8 @@ vmm_h_context(struct proc_ctx *ctx, const struct msg *m)
 	else if (m->hdr.type == MSG_VMM_CONTEXT_SNAPSHOT)
 		r->status = ctx_snapshot(vs, &q, c, r);
 	else {
+		/* A fork asked before the restart has the state before it. */
+		ctx_fork_settle(ctx, vs, c, 0);
 		ctx_died(ctx, c, RUN_KILLED, "ContextRestarted",
 		    "the context was restarted: its state is lost");
 		if (c->jfd >= 0 && vmm_ctxdisk_reset(c->jfd, &c->jbytes) != 0) {
@@ -1492,7 +1679,8 @@ vmm_h_context(struct proc_ctx *ctx, const struct msg *m)
 		}
 	}
 	memset(&q.grant, 0, sizeof(q.grant));
-	msg_reply(ctx, m, MSG_VMM_CONTEXT_REPLY, r, sizeof(*r), -1);
+	if (!waits)
+		msg_reply(ctx, m, MSG_VMM_CONTEXT_REPLY, r, sizeof(*r), -1);
 	free(r);
 	return 0;
 }

@@ -511,3 +511,60 @@ vmm_ctxdisk_mem_unlink(const char *sbx, const char *id, int tmp_too)
 	}
 	close(dir);
 }
+
+/* A fork's memory image: the sealed image of context `id` in sandbox
+ * sbx linked in as the image of `to_id` in to_sbx. Sealed images are
+ * never written again (a vm process writes only its .mem.tmp), so the
+ * two share the file's blocks; each unlinks its own name when it is
+ * used. 0, or -1 (then the fork resumes from its journal). */
+int
+vmm_ctxdisk_mem_link(
+    const char *sbx, const char *id, const char *to_sbx, const char *to_id)
+{
+	char f[CTX_ID_MAX + 16], t[CTX_ID_MAX + 16];
+	int dir, to_dir, rc = -1;
+
+	if ((dir = sbx_dir(sbx, 0)) == -1)
+		return -1;
+	if ((to_dir = sbx_dir(to_sbx, 1)) == -1) {
+		close(dir);
+		return -1;
+	}
+	mem_name(f, sizeof(f), id, 0);
+	mem_name(t, sizeof(t), to_id, 0);
+	if (linkat(dir, f, to_dir, t, 0) == 0 && fsync(to_dir) == 0)
+		rc = 0;
+	else
+		log_warn("%s: %s/%s/%s", __func__, CTX_DIR, to_sbx, t);
+	close(dir);
+	close(to_dir);
+	return rc;
+}
+
+/* The journal header's `from` (a context's: what its memory image is,
+ * docs/contexts.md "Fork and snapshots"), written in place and synced.
+ * The journal's descriptor appends: the header is written through a
+ * descriptor of its own. */
+int
+vmm_ctxdisk_set_from(const char *sbx, const char *id, const char *from)
+{
+	char f[CTX_ID_MAX + 8], v[CTX_ID_MAX];
+	int dir, fd, rc = -1;
+
+	if ((dir = sbx_dir(sbx, 0)) == -1)
+		return -1;
+	file_name(f, sizeof(f), CTX_JOURNAL_CONTEXT, id);
+	fd = openat(dir, f, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+	close(dir);
+	if (fd == -1)
+		return -1;
+	memset(v, 0, sizeof(v));
+	strlcpy(v, from, sizeof(v));
+	if (pwrite(fd, v, sizeof(v),
+	        (off_t)offsetof(struct ctx_journal_head, from)) ==
+	        (ssize_t)sizeof(v) &&
+	    fsync(fd) == 0)
+		rc = 0;
+	close(fd);
+	return rc;
+}

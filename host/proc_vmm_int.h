@@ -207,6 +207,14 @@ struct vmm_context {
 	 * given a file to save one into. */
 	uint64_t mem_cells, mem_bytes, save_deadline;
 	int saving, restoring, can_save;
+	/* Its memory image is the one of the context it was forked from:
+	 * the interpreter's PRNGs are reseeded before its first cell
+	 * (reseed); moved: that context was in another sandbox, whose
+	 * workspace this one's is a copy of (its files are found by path).
+	 * Kept in the journal's `from` until the image is used. */
+	int reseed, moved;
+	/* A fork of this context waiting for its memory image (a save). */
+	struct ctx_fork_wait *fork_wait;
 };
 
 #define VMM_SNAPSHOTS_MAX 64
@@ -308,6 +316,9 @@ uint64_t vmm_ctxdisk_mem_seal(
 int vmm_ctxdisk_mem_in(const char *sbx, const char *id, uint64_t cells,
     const uint8_t image[32], uint64_t *size);
 void vmm_ctxdisk_mem_unlink(const char *sbx, const char *id, int tmp_too);
+int vmm_ctxdisk_mem_link(
+    const char *sbx, const char *id, const char *to_sbx, const char *to_id);
+int vmm_ctxdisk_set_from(const char *sbx, const char *id, const char *from);
 void vmm_contexts_sandbox_gone(const char *sbx);
 void vmm_contexts_adopt(struct vmm_state *vs);
 int vmm_join_output(int outfd, int errfd, uint64_t *out_len, uint64_t *err_len);

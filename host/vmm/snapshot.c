@@ -675,8 +675,10 @@ restore_fd(struct vm *vm, const struct snap_fd *r, const char *path,
 			return fail(err, errlen, "a workspace file is gone");
 		f->hostfd = hostfd;
 		if (fstat(hostfd, &sb) == -1 ||
-		    (uint64_t)sb.st_dev != r->st_dev ||
-		    (uint64_t)sb.st_ino != r->st_ino)
+		    (!cfg->snap_moved &&
+		        ((uint64_t)sb.st_dev != r->st_dev ||
+		            (uint64_t)sb.st_ino != r->st_ino)) ||
+		    S_ISDIR(sb.st_mode) != (r->is_dir != 0))
 			return fail(
 			    err, errlen, "a workspace file was replaced");
 		if (!r->is_dir && lseek(hostfd, (off_t)r->off, SEEK_SET) == -1)

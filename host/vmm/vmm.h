@@ -120,6 +120,10 @@ struct vmm_config {
 	 * the booted guest is replaced by the image in snap_in_fd. */
 	int snap_save, snap_out_fd;
 	int snap_restore, snap_in_fd;
+	/* The image was taken in another sandbox, whose workspace this
+	 * one's is a copy of: its workspace files are opened by path, not
+	 * refused for being other files (device and inode). */
+	int snap_moved;
 };
 
 /* A terminal's size (rows, columns), which the caller may change while

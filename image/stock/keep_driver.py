@@ -190,6 +190,20 @@ def _keep_context():
             # The first frame is this function's, not the cell's.
             error(e, e.__traceback__.tb_next)
 
+    def reseed():
+        mod = sys.modules.get("random")
+        if mod is not None:
+            mod.seed()
+        mod = sys.modules.get("numpy.random")
+        if mod is not None:
+            try:
+                mod.seed()
+            except Exception:
+                pass
+        mod = sys.modules.get("tempfile")
+        if mod is not None and hasattr(mod, "_name_sequence"):
+            mod._name_sequence = None
+
     if len(sys.argv) > 1 and sys.argv[1]:
         try:
             os.makedirs(sys.argv[1], exist_ok=True)
@@ -202,6 +216,14 @@ def _keep_context():
     count = 0
     while True:
         magic, nonce, code_len, nenv = struct.unpack("<8s8sII", readn(24))
+        if magic == b"KEEPSEED":
+            # This interpreter is a fork's, restored from the memory of
+            # the context it forked: its pseudo-random generators would
+            # draw what that one's draw. os.fork's child reseeds random
+            # for the same reason; numpy's global generator and
+            # tempfile's names are drawn from fresh entropy too.
+            reseed()
+            continue
         if magic != b"KEEPCELL":
             os._exit(3)
         code = readn(code_len).decode("utf-8", "replace")

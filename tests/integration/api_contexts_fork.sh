@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# A context's fork carries its memory (docs/contexts.md, "Fork and
+# snapshots"): forking a live, idle context saves its memory image, and
+# the fork starts from it, so nothing is run again (a file appended to
+# once is not appended to again) and what the source computed from
+# random values is the same in the fork; but the fork's PRNGs are
+# reseeded, as os.fork's child's are: the two draw different numbers
+# from then on. The mark that asks for the reseed outlives a restart of
+# keepd. A write in one is never seen in the other. A fork of a context
+# in the middle of a cell takes its acknowledged cells (the journal).
+source "$(dirname "$0")/../lib/keepd.sh"
+vmm_back() { [ "$code" != 503 ] && [[ $body != *"no such sandbox"* ]]; }
+
+cat >"$tmp/test.policy" <<'EOP'
+agent "alice" {
+	allow sandbox:read, sandbox:write, exec
+	exec "python"
+	timeout 20s
+	memory 256M
+	contexts 8
+}
+EOP
+keepd_start "$tmp/test.policy"
+alice=$(mint alice sandbox:read,sandbox:write,exec)
+req "$alice" POST /v1/sandboxes '{"image":"python"}'
+sbx=$(jget "$body" '["id"]')
+req "$alice" POST "/v1/sandboxes/$sbx/contexts" '{}'
+src=$(jget "$body" '["id"]')
+dir="$tmp/state/contexts/$sbx"
+cell() { # cell CONTEXT CODE
+	req "$alice" POST "/v1/sandboxes/$sbx/execute" "$(python3 -c 'import json, sys; print(json.dumps({"code": sys.argv[2], "context_id": sys.argv[1]}))' "$1" "$2")"
+}
+out() { jget "$body" '["stdout"]' 2>/dev/null; }
+fork() { # fork CONTEXT -> the new id in fid
+	req "$alice" POST "/v1/sandboxes/$sbx/contexts/$1/fork"
+	fid=$(jget "$body" '["id"]' 2>/dev/null)
+}
+mark() { echo $(($(wc -l <"$tmp/log") + 1)); }
+
+cell "$src" 'import random
+first = random.random()
+state = {"v": 1}
+with open("appended.txt", "a") as f: f.write("x")
+print(first)'
+first=$(out)
+[ -n "$first" ] || bad "first cell: $code $body"
+
+m=$(mark)
+fork "$src"
+[ "$code" = 201 ] && [ "$(jget "$body" '["state"]')" = paused ] &&
+    [ "$(jget "$body" '["execution_count"]')" = 1 ] && ok "fork: a new context, paused, with the one acknowledged cell" || bad "fork: $code $body"
+grep -q "context $fid: forked from $src with its memory image" <(tail -n +"$m" "$tmp/log") &&
+    ok "the fork took the source's memory image" || bad "no image for the fork: $(tail -n +"$m" "$tmp/log")"
+
+m=$(mark)
+cell "$fid" 'state["v"] = 2
+print(first, state["v"], open("appended.txt").read())'
+[ "$(out)" = "$first 2 x" ] && ok "the fork starts from the memory: the same values, nothing run again" || bad "fork's cell: $body"
+grep -q "context $fid: resuming from its memory image" <(tail -n +"$m" "$tmp/log") &&
+    ! grep -q "context $fid: resuming, " <(tail -n +"$m" "$tmp/log") && ok "(from its image, not its journal)" || bad "log: $(tail -n +"$m" "$tmp/log")"
+cell "$src" 'print(state["v"], open("appended.txt").read())'
+[ "$(out)" = "1 x" ] && ok "a write in the fork is not seen in the source, which goes on" || bad "source after fork: $body"
+
+# The two draw different numbers from here on (the fork was reseeded).
+cell "$src" 'print(random.random())'; a=$(out)
+cell "$fid" 'print(random.random())'; b=$(out)
+[ -n "$a" ] && [ -n "$b" ] && [ "$a" != "$b" ] && ok "the fork's random.random() differs from the source's" || bad "same PRNG: $a $b"
+
+# The mark that asks for the reseed is on disk: a fork adopted by a
+# restarted keepd before its first cell is reseeded as well.
+fork "$src"; f2=$fid
+[ "$code" = 201 ] || bad "second fork: $code $body"
+grep -q '~fork' "$dir/$f2" && ok "the fork's journal is marked for a reseed" || bad "no mark in $f2's journal"
+keepd_restart
+alice=$(mint alice sandbox:read,sandbox:write,exec)
+for _ in $(seq 100); do cell "$f2" 'print(random.random())'; vmm_back && break; sleep 0.1; done
+b=$(out)
+cell "$src" 'print(random.random())'; a=$(out)
+[ -n "$a" ] && [ -n "$b" ] && [ "$a" != "$b" ] && ok "after a restart of keepd the fork is still reseeded" || bad "after restart: $a $b"
+! grep -q '~fork' "$dir/$f2" && ok "and the mark is gone once its image was used" || bad "mark left"
+
+# A fork of a context in the middle of a cell takes its acknowledged
+# cells: it comes back from the journal, without the cell in flight.
+(cell "$src" 'import time
+time.sleep(3)
+late = 1'; echo "$code" >"$tmp/late.code") &
+lpid=$!
+sleep 1
+m=$(mark)
+fork "$src"; f3=$fid
+[ "$code" = 201 ] && ! grep -q "context $f3: forked from .* memory image" <(tail -n +"$m" "$tmp/log") &&
+    ok "a fork during a cell is made from the journal" || bad "busy fork: $code $body"
+wait "$lpid"
+cell "$f3" 'print(state["v"], "late" in globals())'
+[ "$(out)" = "1 False" ] && ok "and holds the acknowledged cells only" || bad "busy fork's state: $body"
+
+keepd_finish
