@@ -265,7 +265,7 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 				vmm_kill_tree(vs->jobs[i].pid);
 				vs->jobs[i].deadline = UINT64_MAX;
 			}
-		vmm_forks_tick(vs);
+		vmm_forks_tick(ctx, vs);
 		vmm_images_settle(vs);
 		vmm_expire_sandboxes(vs);
 		streaming = vmm_stream_outputs(ctx, vs);

@@ -786,6 +786,7 @@ ctx_paused(
 		    (unsigned long long)(size >> 10));
 	}
 	ctx_fork_settle(ctx, vs, c, 0);
+	vmm_forks_saved(ctx, vs);
 	ctx_start_waiting(ctx, vs, c);
 }
 
@@ -903,6 +904,7 @@ vmm_contexts_tick(struct proc_ctx *ctx, struct vmm_state *vs)
 			ctx_stop(c);
 			vmm_ctxdisk_mem_unlink(c->sbx, c->id, 1);
 			ctx_fork_settle(ctx, vs, c, 0);
+			vmm_forks_saved(ctx, vs);
 			ctx_start_waiting(ctx, vs, c);
 		} else if (c->fork_wait != NULL &&
 		    now > c->fork_wait->deadline) {
@@ -1220,7 +1222,8 @@ vmm_context_adopt(struct vmm_state *vs, const struct ctx_journal_head *h,
 		if (!vs->ctxs[i].used && c == NULL)
 			c = &vs->ctxs[i];
 		else if (vs->ctxs[i].used &&
-		    strcmp(vs->ctxs[i].id, h->name) == 0)
+		    strcmp(vs->ctxs[i].id, h->name) == 0 &&
+		    strcmp(vs->ctxs[i].sbx, h->sbx) == 0)
 			return -1;
 	}
 	if (c == NULL || !ctx_cwd_ok(h->cwd))
@@ -1300,7 +1303,10 @@ ctx_create(struct proc_ctx *ctx, struct vmm_state *vs,
 				c = &vs->ctxs[i];
 			continue;
 		}
-		if (strcmp(vs->ctxs[i].id, q->context) == 0)
+		/* Ids are unique in a sandbox: a forked sandbox's contexts
+		 * keep theirs. */
+		if (strcmp(vs->ctxs[i].id, q->context) == 0 &&
+		    strcmp(vs->ctxs[i].sbx, s->id) == 0)
 			return SBX_E_EXISTS;
 		if (strcmp(vs->ctxs[i].owner, g->principal) == 0)
 			mine++;
@@ -1440,6 +1446,43 @@ ctx_restore(struct proc_ctx *ctx, struct vmm_state *vs,
 /* ---- fork --------------------------------------------------------- */
 
 /*
+ * Give fork n (just made, with a copy of c's journal) c's memory image
+ * when c has a sealed one of all its acknowledged cells: linked in, and
+ * marked in n's journal so that n's PRNGs are reseeded, even after a
+ * restart. Without one, n resumes from its journal.
+ */
+static void
+ctx_fork_image(
+    struct vmm_state *vs, const struct vmm_context *c, struct vmm_context *n)
+{
+	if (c->mem_cells == 0 || c->mem_cells != c->jcells)
+		return;
+	if (n->disk_max != 0 &&
+	    ctx_disk_used(vs, n->owner) + c->mem_bytes > n->disk_max) {
+		log_info("context %s: its memory image would pass the snapshot "
+		         "quota: it resumes from its journal",
+		    n->id);
+		return;
+	}
+	n->reseed = 1;
+	n->moved = strcmp(c->sbx, n->sbx) != 0;
+	if (vmm_ctxdisk_set_from(n->sbx, n->id,
+	        n->moved ? CTX_FROM_FORK_MOVED : CTX_FROM_FORK) != 0 ||
+	    vmm_ctxdisk_mem_link(c->sbx, c->id, n->sbx, n->id) != 0) {
+		/* Unmarked, a restarted vmm would not reseed it: no image. */
+		(void)vmm_ctxdisk_set_from(n->sbx, n->id, "");
+		n->reseed = n->moved = 0;
+		return;
+	}
+	n->mem_cells = c->mem_cells;
+	n->mem_bytes = c->mem_bytes;
+	log_info("context %s%s%s: forked from %s with its memory image (%llu "
+	         "KiB)",
+	    n->id, n->moved ? " of sandbox " : "", n->moved ? n->sbx : "",
+	    c->id, (unsigned long long)(c->mem_bytes >> 10));
+}
+
+/*
  * A fork of c into a new context (q->context) of sandbox s, now: a copy
  * of c's journal and, when c has a sealed memory image of all its
  * acknowledged cells, that image linked in as the fork's (marked in the
@@ -1461,31 +1504,8 @@ ctx_fork_now(struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_context *c,
 	if ((st = ctx_create(ctx, vs, q, g, s, &h, c->jfd, c->jbytes, c->jcells,
 	         r)) != SBX_OK)
 		return st;
-	if (c->mem_cells == 0 || c->mem_cells != c->jcells ||
-	    (n = ctx_find(vs, s->id, g->principal, q->context)) == NULL)
-		return SBX_OK;
-	if (n->disk_max != 0 &&
-	    ctx_disk_used(vs, n->owner) + c->mem_bytes > n->disk_max) {
-		log_info("context %s: its memory image would pass the snapshot "
-		         "quota: it resumes from its journal",
-		    n->id);
-		return SBX_OK;
-	}
-	n->reseed = 1;
-	n->moved = strcmp(c->sbx, n->sbx) != 0;
-	if (vmm_ctxdisk_set_from(n->sbx, n->id,
-	        n->moved ? CTX_FROM_FORK_MOVED : CTX_FROM_FORK) != 0 ||
-	    vmm_ctxdisk_mem_link(c->sbx, c->id, n->sbx, n->id) != 0) {
-		/* Unmarked, a restarted vmm would not reseed it: no image. */
-		(void)vmm_ctxdisk_set_from(n->sbx, n->id, "");
-		n->reseed = n->moved = 0;
-		return SBX_OK;
-	}
-	n->mem_cells = c->mem_cells;
-	n->mem_bytes = c->mem_bytes;
-	log_info("context %s: forked from %s with its memory image (%llu "
-	         "KiB)",
-	    n->id, c->id, (unsigned long long)(c->mem_bytes >> 10));
+	if ((n = ctx_find(vs, s->id, g->principal, q->context)) != NULL)
+		ctx_fork_image(vs, c, n);
 	return SBX_OK;
 }
 
@@ -1555,6 +1575,127 @@ ctx_fork_settle(
 	}
 	sodium_memzero(w, sizeof(*w));
 	free(w);
+}
+
+/* ---- a sandbox's fork (proc_vmm_fork.c) ------------------------------ */
+
+/* Whether the contexts of sandbox src fit once more, in the vmm and in
+ * their owner's `contexts` quota (0: none) and `snapshots` quota. */
+uint32_t
+vmm_contexts_fork_check(const struct vmm_state *vs, const struct sandbox *src,
+    uint32_t contexts_max)
+{
+	size_t i, theirs = 0, mine = 0, free_slots = 0;
+	uint64_t disk = 0, disk_max = 0;
+
+	for (i = 0; i < VMM_CONTEXTS_MAX; i++) {
+		const struct vmm_context *c = &vs->ctxs[i];
+
+		if (!c->used) {
+			free_slots++;
+			continue;
+		}
+		if (strcmp(c->owner, src->owner) != 0)
+			continue;
+		mine++;
+		if (strcmp(c->sbx, src->id) == 0) {
+			theirs++;
+			disk += c->jbytes + c->mem_bytes;
+			disk_max = c->disk_max;
+		}
+	}
+	if (theirs > free_slots ||
+	    (contexts_max != 0 && mine + theirs > contexts_max))
+		return SBX_E_CTX_FULL;
+	if (disk_max != 0 && ctx_disk_used(vs, src->owner) + disk > disk_max)
+		return SBX_E_SNAP_FULL;
+	return SBX_OK;
+}
+
+/* Ask the idle contexts of src to save their memory images, so the
+ * fork's contexts start from them (as a context's fork does). */
+void
+vmm_contexts_fork_prepare(struct vmm_state *vs, const struct sandbox *src)
+{
+	size_t i;
+
+	for (i = 0; i < VMM_CONTEXTS_MAX; i++) {
+		struct vmm_context *c = &vs->ctxs[i];
+
+		if (c->used && strcmp(c->sbx, src->id) == 0 &&
+		    strcmp(c->owner, src->owner) == 0 && !c->saving &&
+		    c->pid > 0 && !c->busy && c->can_save && c->jcells > 0 &&
+		    c->count == c->jcells)
+			ctx_pause(c);
+	}
+}
+
+/* Whether a context of sandbox sbx is still saving its image. */
+int
+vmm_contexts_saving(const struct vmm_state *vs, const char *sbx)
+{
+	size_t i;
+
+	for (i = 0; i < VMM_CONTEXTS_MAX; i++)
+		if (vs->ctxs[i].used && vs->ctxs[i].saving &&
+		    strcmp(vs->ctxs[i].sbx, sbx) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * The forked sandbox dst gets each context of src_sbx, with its id: a
+ * copy of its journal and, when it has a sealed memory image, that
+ * image (its workspace files found by path in dst's copy of the
+ * workspace). Contexts are paused; a cell in flight is not part of the
+ * fork. A context that cannot be copied (no room, the disk) is logged
+ * and left out.
+ */
+void
+vmm_contexts_fork_sandbox(struct proc_ctx *ctx, struct vmm_state *vs,
+    const char *src_sbx, const struct sandbox *dst)
+{
+	struct vmm_context *c, *n;
+	size_t i, k;
+
+	(void)ctx;
+	for (i = 0; i < VMM_CONTEXTS_MAX; i++) {
+		c = &vs->ctxs[i];
+		if (!c->used || strcmp(c->sbx, src_sbx) != 0 ||
+		    strcmp(c->owner, dst->owner) != 0 || c->jfd < 0)
+			continue;
+		for (n = NULL, k = 0; k < VMM_CONTEXTS_MAX && n == NULL; k++)
+			if (!vs->ctxs[k].used)
+				n = &vs->ctxs[k];
+		if (n == NULL) {
+			log_warnx("sandbox %s: its fork has no room for "
+			          "context %s",
+			    src_sbx, c->id);
+			continue;
+		}
+		memset(n, 0, sizeof(*n));
+		ctx_init_fds(n);
+		strlcpy(n->id, c->id, sizeof(n->id));
+		strlcpy(n->sbx, dst->id, sizeof(n->sbx));
+		strlcpy(n->owner, c->owner, sizeof(n->owner));
+		strlcpy(n->cwd, c->cwd, sizeof(n->cwd));
+		n->language = c->language;
+		n->created_at = (int64_t)time(NULL);
+		n->mem_max = c->mem_max;
+		n->pause_ms = c->pause_ms;
+		n->disk_max = c->disk_max;
+		ctx_journal_open(n, c->jfd, c->jbytes, c->jcells);
+		if (n->jfd < 0) {
+			memset(n, 0, sizeof(*n));
+			ctx_init_fds(n);
+			continue;
+		}
+		n->used = 1;
+		ctx_fork_image(vs, c, n);
+		log_info("context %s of sandbox %s: %llu cells of the one of "
+		         "sandbox %s",
+		    n->id, n->sbx, (unsigned long long)n->jcells, src_sbx);
+	}
 }
 
 int

@@ -6,6 +6,12 @@
  * was written by a guest. It is bounded by the workspace quota, the
  * quota walk's names and depth (lib/tree_copy.h) and VMM_FORK_MS; a copy
  * that does not fit is removed and the fork refused.
+ *
+ * The fork takes the source's live contexts along (docs/contexts.md,
+ * "Fork and snapshots"): their idle interpreters are asked to save their
+ * memory images when the copy starts, and once the copy is done and the
+ * saves have ended (or the fork's time is up) each context is copied
+ * into the new sandbox with its id, from its image where it saved one.
  */
 #include "host/proc_vmm_int.h"
 #include "lib/tree_copy.h"
@@ -45,9 +51,10 @@ static void __attribute__((noreturn)) copy_child(
 
 uint32_t
 vmm_fork_start(struct proc_ctx *ctx, struct vmm_state *vs, const struct msg *m,
-    const struct sandbox *src, struct sandbox *s)
+    const struct sandbox *src, struct sandbox *s, uint32_t contexts_max)
 {
 	struct vmm_fork *f = NULL;
+	uint32_t st;
 	size_t i;
 	pid_t pid;
 
@@ -56,6 +63,8 @@ vmm_fork_start(struct proc_ctx *ctx, struct vmm_state *vs, const struct msg *m,
 			f = &vs->forks[i];
 	if (f == NULL)
 		return SBX_E_FORK_BUSY;
+	if ((st = vmm_contexts_fork_check(vs, src, contexts_max)) != SBX_OK)
+		return st;
 	switch (pid = fork()) {
 	case -1:
 		log_warn("sandbox %s: fork", s->id);
@@ -80,6 +89,7 @@ vmm_fork_start(struct proc_ctx *ctx, struct vmm_state *vs, const struct msg *m,
 	strlcpy(f->src, src->id, sizeof(f->src));
 	f->deadline = mono_ms() + VMM_FORK_MS;
 	s->forking = 1;
+	vmm_contexts_fork_prepare(vs, src);
 	return SBX_OK;
 }
 
@@ -87,6 +97,43 @@ int
 vmm_fork_pollfd(const struct vmm_state *vs, size_t i)
 {
 	return vs->forks[i].used ? vs->forks[i].pidfd : -1;
+}
+
+/* The copy is done: the contexts come along once their saves have ended
+ * (or the fork's time is up: those still saving come with their
+ * journals), then the fork is answered. */
+static void
+fork_finish(struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_fork *f)
+{
+	struct sandbox *s = &vs->sbx[f->sbx];
+	struct msg_vmm_sandbox_info r;
+
+	if (vmm_contexts_saving(vs, f->src) && mono_ms() <= f->deadline)
+		return;
+	memset(&r, 0, sizeof(r));
+	if (!s->used || !s->forking)
+		r.status = SBX_E_INTERNAL; /* never: forks do not expire */
+	else {
+		s->forking = 0;
+		vmm_contexts_fork_sandbox(ctx, vs, f->src, s);
+		vmm_sandbox_info(&r, s);
+		log_info("sandbox %s forked from %s", s->id, f->src);
+	}
+	if (ctx->fd[f->from] >= 0)
+		msg_send(ctx->fd[f->from], MSG_VMM_SANDBOX_INFO, MSG_F_REPLY,
+		    f->reqid, &r, sizeof(r), -1);
+	memset(f, 0, sizeof(*f));
+	f->pidfd = -1;
+}
+
+void
+vmm_forks_saved(struct proc_ctx *ctx, struct vmm_state *vs)
+{
+	size_t i;
+
+	for (i = 0; i < VMM_FORKS_MAX; i++)
+		if (vs->forks[i].used && vs->forks[i].copied)
+			fork_finish(ctx, vs, &vs->forks[i]);
 }
 
 void
@@ -100,13 +147,14 @@ vmm_fork_event(struct proc_ctx *ctx, struct vmm_state *vs, size_t i)
 	if (!f->used || waitpid(f->pid, &status, WNOHANG) != f->pid)
 		return;
 	close(f->pidfd);
+	f->pidfd = -1;
 	memset(&r, 0, sizeof(r));
 	if (!s->used || !s->forking)
 		r.status = SBX_E_INTERNAL; /* never: forks do not expire */
 	else if (WIFEXITED(status) && WEXITSTATUS(status) == COPY_OK) {
-		s->forking = 0;
-		vmm_sandbox_info(&r, s);
-		log_info("sandbox %s forked from %s", s->id, f->src);
+		f->copied = 1;
+		fork_finish(ctx, vs, f);
+		return;
 	} else {
 		r.status =
 		    (WIFEXITED(status) && WEXITSTATUS(status) == COPY_TOOBIG) ||
@@ -129,16 +177,21 @@ vmm_fork_event(struct proc_ctx *ctx, struct vmm_state *vs, size_t i)
 }
 
 void
-vmm_forks_tick(struct vmm_state *vs)
+vmm_forks_tick(struct proc_ctx *ctx, struct vmm_state *vs)
 {
 	uint64_t now = mono_ms();
 	size_t i;
 
-	for (i = 0; i < VMM_FORKS_MAX; i++)
-		if (vs->forks[i].used && now > vs->forks[i].deadline) {
+	for (i = 0; i < VMM_FORKS_MAX; i++) {
+		if (!vs->forks[i].used || now <= vs->forks[i].deadline)
+			continue;
+		if (vs->forks[i].copied)
+			fork_finish(ctx, vs, &vs->forks[i]);
+		else {
 			kill(vs->forks[i].pid, SIGKILL);
 			vs->forks[i].deadline = UINT64_MAX;
 		}
+	}
 }
 
 void
@@ -147,6 +200,6 @@ vmm_forks_kill_all(struct vmm_state *vs)
 	size_t i;
 
 	for (i = 0; i < VMM_FORKS_MAX; i++)
-		if (vs->forks[i].used)
+		if (vs->forks[i].used && !vs->forks[i].copied)
 			kill(vs->forks[i].pid, SIGKILL);
 }

@@ -82,6 +82,9 @@ struct vmm_fork {
 	size_t sbx; /* the new sandbox: an index into vmm_state.sbx */
 	char src[SBX_ID_MAX];
 	uint64_t deadline; /* monotonic ms */
+	/* The copy is done; the source's contexts may still be saving
+	 * their memory images (fork_finish). */
+	int copied;
 };
 
 struct loaded_image {
@@ -321,6 +324,15 @@ int vmm_ctxdisk_mem_link(
 int vmm_ctxdisk_set_from(const char *sbx, const char *id, const char *from);
 void vmm_contexts_sandbox_gone(const char *sbx);
 void vmm_contexts_adopt(struct vmm_state *vs);
+/* A sandbox's fork (proc_vmm_fork.c) takes src's contexts along: check
+ * they fit, ask the idle ones to save their memory, whether any still
+ * saves, and the copies into dst. */
+uint32_t vmm_contexts_fork_check(const struct vmm_state *vs,
+    const struct sandbox *src, uint32_t contexts_max);
+void vmm_contexts_fork_prepare(struct vmm_state *vs, const struct sandbox *src);
+int vmm_contexts_saving(const struct vmm_state *vs, const char *sbx);
+void vmm_contexts_fork_sandbox(struct proc_ctx *ctx, struct vmm_state *vs,
+    const char *src_sbx, const struct sandbox *dst);
 int vmm_join_output(int outfd, int errfd, uint64_t *out_len, uint64_t *err_len);
 /* Send MSG_VMM_RUN_DONE for a run with its output, outfd, or an empty
  * sealed memfd when it has none (-1): the reply always carries one.
@@ -387,15 +399,20 @@ void vmm_template_event(struct vmm_state *vs, size_t i);
 /* ---- proc_vmm_fork.c: a sandbox's fork with its workspace ---- */
 
 /* Start copying src's workspace into s's (both in vs->sbx; s just made,
- * its workspace empty) for the create request m: SBX_OK when the copy
- * runs (the answer comes from vmm_fork_event), else why not. */
+ * its workspace empty) for the create request m, src's contexts to come
+ * along within their owner's contexts_max (0: none): SBX_OK when the
+ * copy runs (the answer comes from vmm_fork_event), else why not. */
 uint32_t vmm_fork_start(struct proc_ctx *ctx, struct vmm_state *vs,
-    const struct msg *m, const struct sandbox *src, struct sandbox *s);
+    const struct msg *m, const struct sandbox *src, struct sandbox *s,
+    uint32_t contexts_max);
 int vmm_fork_pollfd(const struct vmm_state *vs, size_t i);
-/* Fork i's copy ended: answer its create. */
+/* Fork i's copy ended: answer its create (once the contexts come). */
 void vmm_fork_event(struct proc_ctx *ctx, struct vmm_state *vs, size_t i);
-/* Copies past their time are killed (their pidfd then reports). */
-void vmm_forks_tick(struct vmm_state *vs);
+/* A context ended its save: forks that waited for it go on. */
+void vmm_forks_saved(struct proc_ctx *ctx, struct vmm_state *vs);
+/* Copies past their time are killed (their pidfd then reports); forks
+ * past their time stop waiting for saves. */
+void vmm_forks_tick(struct proc_ctx *ctx, struct vmm_state *vs);
 void vmm_forks_kill_all(struct vmm_state *vs);
 /* The sandbox's INFO reply (proc_vmm_sandbox.c), and its removal with
  * its workspace. */

@@ -192,8 +192,8 @@ vmm_h_create(struct proc_ctx *ctx, const struct msg *m)
 			        esc, sizeof(esc), s->owner, strlen(s->owner)));
 			/* A fork is answered once its workspace is copied. */
 			if (src != NULL &&
-			    (r.status = vmm_fork_start(ctx, vs, m, src, s)) ==
-			        SBX_OK)
+			    (r.status = vmm_fork_start(ctx, vs, m, src, s,
+			         q->contexts_max)) == SBX_OK)
 				goto out;
 			if (src != NULL)
 				vmm_sandbox_discard(vs, s);

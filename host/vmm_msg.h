@@ -179,7 +179,9 @@ struct msg_vmm_sandbox_new {
 	char image[RUN_NAME_MAX];
 	uint64_t ttl_s;
 	uint32_t env_len; /* bytes used in env[] */
-	uint32_t pad;
+	/* A fork: the policy's `contexts` quota of the caller (0: none),
+	 * which the source's contexts, carried along, must fit. */
+	uint32_t contexts_max;
 	char env[SBX_ENV_MAX]; /* "K=V\0" strings */
 	/* A fork: the caller's sandbox whose workspace the new one starts
 	 * with a copy of (its image is the same); "" for a new sandbox.

@@ -169,6 +169,8 @@ void fb_persist_run(struct front_backend *, const struct api_principal *,
 
 /* A vmm sandbox status (enum sbx_status) as the API error. */
 int fb_sbx_error(int status, struct api_error *err);
+int fb_contexts_max(struct front_backend *fb, const struct api_call *call,
+    uint32_t *max, struct api_error *err);
 
 /* Give back the concurrency slot a DECIDE_ENTER decision took. */
 void fb_leave(struct front_backend *, const char *principal);

@@ -134,6 +134,24 @@ ctx_call(struct front_backend *fb, const struct api_call *call, uint32_t type,
  * live contexts and the disk they use, which only it knows; the front
  * carries the numbers as it carries the end of a concurrent operation.
  */
+static int contexts_quota(struct front_backend *fb, const struct api_call *call,
+    struct msg_vmm_context *ctxq, struct api_error *err);
+
+/* The caller's `contexts` quota alone: a sandbox's fork takes its
+ * contexts along (front_sandbox.c). */
+int
+fb_contexts_max(struct front_backend *fb, const struct api_call *call,
+    uint32_t *max, struct api_error *err)
+{
+	struct msg_vmm_context q;
+	int rc;
+
+	memset(&q, 0, sizeof(q));
+	if ((rc = contexts_quota(fb, call, &q, err)) == API_OK)
+		*max = q.max_contexts;
+	return rc;
+}
+
 static int
 contexts_quota(struct front_backend *fb, const struct api_call *call,
     struct msg_vmm_context *ctxq, struct api_error *err)

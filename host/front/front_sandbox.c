@@ -53,6 +53,14 @@ fb_sbx_error(int status, struct api_error *err)
 		err->retry_after = 1;
 		return fb_fail(
 		    err, API_EUNAVAIL, "Too many forks in progress; try again");
+	case SBX_E_CTX_FULL:
+		return fb_fail(err, API_EFORBIDDEN,
+		    "Context limit reached: the sandbox's contexts, which a "
+		    "fork takes along, pass the `contexts` quota");
+	case SBX_E_SNAP_FULL:
+		return fb_fail(err, API_EFORBIDDEN,
+		    "Snapshot quota reached: the sandbox's contexts, which a "
+		    "fork takes along, pass the `snapshots` quota");
 	case SBX_E_FORK_TOOBIG:
 		return fb_fail(err, API_ESTORAGE,
 		    "The workspace is too large to fork: past the workspace "
@@ -241,6 +249,10 @@ sandbox_make(struct front_backend *fb, const struct api_call *call,
 		rc = fb_fail(err, API_ENOTFOUND, "Sandbox not found");
 		goto out;
 	}
+	/* The fork's contexts count toward the caller's quota. */
+	if (from != NULL &&
+	    (rc = fb_contexts_max(fb, call, &q->contexts_max, err)) != API_OK)
+		goto out;
 	if ((rc = sbx_call(fb, MSG_VMM_SANDBOX_CREATE, reqid, q, sizeof(*q), &r,
 	         err)) != API_OK)
 		goto out;

@@ -8,6 +8,10 @@
 # from then on. The mark that asks for the reseed outlives a restart of
 # keepd. A write in one is never seen in the other. A fork of a context
 # in the middle of a cell takes its acknowledged cells (the journal).
+# A whole sandbox's fork takes its contexts along, with their ids, from
+# their memory images: a file a context holds open is open in the fork's
+# copy of the workspace. The fork's contexts count toward the
+# `contexts` quota.
 source "$(dirname "$0")/../lib/keepd.sh"
 vmm_back() { [ "$code" != 503 ] && [[ $body != *"no such sandbox"* ]]; }
 
@@ -18,6 +22,13 @@ agent "alice" {
 	timeout 20s
 	memory 256M
 	contexts 8
+}
+agent "bob" {
+	allow sandbox:read, sandbox:write, exec
+	exec "python"
+	timeout 20s
+	memory 256M
+	contexts 2
 }
 EOP
 keepd_start "$tmp/test.policy"
@@ -93,5 +104,40 @@ fork "$src"; f3=$fid
 wait "$lpid"
 cell "$f3" 'print(state["v"], "late" in globals())'
 [ "$(out)" = "1 False" ] && ok "and holds the acknowledged cells only" || bad "busy fork's state: $body"
+
+# A sandbox's fork takes its contexts along.
+req "$alice" POST /v1/sandboxes '{"image":"python"}'
+s1=$(jget "$body" '["id"]')
+req "$alice" POST "/v1/sandboxes/$s1/contexts" '{}'
+k1=$(jget "$body" '["id"]')
+sbx=$s1 cell "$k1" 'import random
+held = open("held.txt", "w"); held.write("abc"); held.flush()
+n = 7
+print("ok")'
+[ "$(out)" = ok ] || bad "s1 cell: $body"
+m=$(mark)
+req "$alice" POST "/v1/sandboxes/$s1/fork"
+[ "$code" = 201 ] && ok "a sandbox with a context forks" || bad "sandbox fork: $code $body"
+s2=$(jget "$body" '["id"]')
+req "$alice" GET "/v1/sandboxes/$s2/contexts"
+[ "$(jget "$body" '[0]["id"]' 2>/dev/null)" = "$k1" ] && [ "$(jget "$body" '[0]["state"]')" = paused ] &&
+    ok "the fork has the context, with its id, paused" || bad "fork's contexts: $body"
+grep -q "context $k1 of sandbox $s2: forked from $k1 with its memory image" <(tail -n +"$m" "$tmp/log") &&
+    ok "from the context's memory image" || bad "no image: $(tail -n +"$m" "$tmp/log")"
+sbx=$s2 cell "$k1" 'held.write("def"); held.close(); print(n, open("held.txt").read())'
+[ "$(out)" = "7 abcdef" ] && ok "the fork's context has the state and the open file, in its own workspace" || bad "fork's context: $body"
+sbx=$s1 cell "$k1" 'held.close(); print(n, open("held.txt").read())'
+[ "$(out)" = "7 abc" ] && ok "the source's context and workspace are untouched" || bad "source after sandbox fork: $body"
+sbx=$s1 cell "$k1" 'print(random.random())'; a=$(out)
+sbx=$s2 cell "$k1" 'print(random.random())'; b=$(out)
+[ -n "$a" ] && [ "$a" != "$b" ] && ok "and the two draw different numbers" || bad "sandbox fork PRNG: $a $b"
+
+bob=$(mint bob sandbox:read,sandbox:write,exec)
+req "$bob" POST /v1/sandboxes '{"image":"python"}'
+s3=$(jget "$body" '["id"]')
+req "$bob" POST "/v1/sandboxes/$s3/contexts" '{}'
+req "$bob" POST "/v1/sandboxes/$s3/contexts" '{}'
+req "$bob" POST "/v1/sandboxes/$s3/fork"
+[ "$code" = 403 ] && [[ $body == *"Context limit"* ]] && ok "a fork whose contexts pass the quota is refused (403)" || bad "quota: $code $body"
 
 keepd_finish
