@@ -44,6 +44,7 @@
 /* A fork of a context, waiting for that context to save its memory
  * image: the request, answered by ctx_fork_settle. */
 struct ctx_fork_wait {
+	uint32_t type; /* MSG_VMM_CONTEXT_FORK or _SNAPSHOT */
 	enum proc_id from;
 	uint64_t reqid;
 	struct msg_vmm_context q;
@@ -717,7 +718,7 @@ ctx_disk_used(const struct vmm_state *vs, const char *owner)
 	for (i = 0; i < VMM_SNAPSHOTS_MAX; i++)
 		if (vs->snaps[i].used &&
 		    strcmp(vs->snaps[i].h.owner, owner) == 0)
-			sum += vs->snaps[i].bytes;
+			sum += vs->snaps[i].bytes + vs->snaps[i].mem_bytes;
 	return sum;
 }
 
@@ -1209,6 +1210,66 @@ ctx_journal_open(
 		    c->id);
 }
 
+/* The name a memory image has on disk beside its journal: a context's
+ * id, or "snap-NAME" for a named snapshot's. */
+static void
+snap_file_id(char *out, size_t len, const char *name)
+{
+	snprintf(out, len, "snap-%s", name);
+}
+
+/*
+ * Give context n (just made, with a copy of a journal of `cells` cells)
+ * the memory image `file` of sandbox sbx (a context's, or a named
+ * snapshot's) of `bytes`: linked in, and marked in n's journal so that
+ * n's PRNGs are reseeded, even after a restart. Without it (none, the
+ * quota, the disk), n resumes from its journal. what names the source
+ * in the log.
+ */
+static void
+ctx_give_image(struct vmm_state *vs, const char *sbx, const char *file,
+    uint64_t bytes, uint64_t cells, const char *what, struct vmm_context *n)
+{
+	if (cells == 0 || cells != n->jcells)
+		return;
+	if (n->disk_max != 0 &&
+	    ctx_disk_used(vs, n->owner) + bytes > n->disk_max) {
+		log_info("context %s: its memory image would pass the snapshot "
+		         "quota: it resumes from its journal",
+		    n->id);
+		return;
+	}
+	n->reseed = 1;
+	n->moved = strcmp(sbx, n->sbx) != 0;
+	if (vmm_ctxdisk_set_from(n->sbx, n->id,
+	        n->moved ? CTX_FROM_FORK_MOVED : CTX_FROM_FORK) != 0 ||
+	    vmm_ctxdisk_mem_link(sbx, file, n->sbx, n->id) != 0) {
+		/* Unmarked, a restarted vmm would not reseed it: no image. */
+		(void)vmm_ctxdisk_set_from(n->sbx, n->id, "");
+		n->reseed = n->moved = 0;
+		return;
+	}
+	n->mem_cells = cells;
+	n->mem_bytes = bytes;
+	log_info("context %s%s%s: from %s with its memory image (%llu KiB)",
+	    n->id, n->moved ? " of sandbox " : "", n->moved ? n->sbx : "", what,
+	    (unsigned long long)(bytes >> 10));
+}
+
+/* A fork n of context c gets c's memory image, if it has one of all its
+ * acknowledged cells. */
+static void
+ctx_fork_image(
+    struct vmm_state *vs, const struct vmm_context *c, struct vmm_context *n)
+{
+	char what[CTX_ID_MAX + 16];
+
+	if (c->mem_cells != c->jcells)
+		return;
+	snprintf(what, sizeof(what), "a fork of %s", c->id);
+	ctx_give_image(vs, c->sbx, c->id, c->mem_bytes, c->mem_cells, what, n);
+}
+
 /* A journal found on disk by a restarted vmm: a paused context. */
 int
 vmm_context_adopt(struct vmm_state *vs, const struct ctx_journal_head *h,
@@ -1268,12 +1329,29 @@ vmm_snapshot_adopt(struct vmm_state *vs, const struct ctx_journal_head *h,
 {
 	size_t i;
 
+	char file[CTX_ID_MAX + 8];
+	int mfd;
+
 	for (i = 0; i < VMM_SNAPSHOTS_MAX; i++)
 		if (!vs->snaps[i].used) {
-			vs->snaps[i].used = 1;
-			vs->snaps[i].h = *h;
-			vs->snaps[i].cells = cells;
-			vs->snaps[i].bytes = bytes;
+			struct vmm_snapshot *n = &vs->snaps[i];
+
+			memset(n, 0, sizeof(*n));
+			n->used = 1;
+			n->h = *h;
+			n->cells = cells;
+			n->bytes = bytes;
+			/* Its memory image, if it holds its cells. */
+			snap_file_id(file, sizeof(file), h->name);
+			if (cells > 0 &&
+			    (mfd = vmm_ctxdisk_mem_in(h->sbx, file, cells, NULL,
+			         &n->mem_bytes)) >= 0) {
+				close(mfd);
+				n->mem_cells = cells;
+			} else {
+				vmm_ctxdisk_mem_unlink(h->sbx, file, 1);
+				n->mem_bytes = 0;
+			}
 			return 0;
 		}
 	return -1;
@@ -1381,7 +1459,7 @@ snap_info(const struct vmm_snapshot *n, struct vmm_context_info *i)
 	i->state = CTX_PAUSED;
 	i->execution_count = n->cells;
 	i->created_at = n->h.created_at;
-	i->bytes = n->bytes;
+	i->bytes = n->bytes + n->mem_bytes;
 }
 
 /* A named copy of the context's journal, now: its acknowledged cells. */
@@ -1390,6 +1468,7 @@ ctx_snapshot(struct vmm_state *vs, const struct msg_vmm_context *q,
     struct vmm_context *c, struct msg_vmm_contexts *r)
 {
 	struct vmm_snapshot *n = NULL;
+	char file[CTX_ID_MAX + 8];
 	size_t i;
 
 	if (!vmm_safe_name(q->name, sizeof(q->name)))
@@ -1416,8 +1495,17 @@ ctx_snapshot(struct vmm_state *vs, const struct msg_vmm_context *q,
 	n->cells = c->jcells;
 	n->bytes = c->jbytes;
 	n->used = 1;
-	log_info("context %s: snapshot %s (%llu cells)", c->id, q->name,
-	    (unsigned long long)n->cells);
+	snap_file_id(file, sizeof(file), q->name);
+	if (c->mem_cells != 0 && c->mem_cells == c->jcells &&
+	    (c->disk_max == 0 ||
+	        ctx_disk_used(vs, c->owner) + c->mem_bytes <= c->disk_max) &&
+	    vmm_ctxdisk_mem_link(c->sbx, c->id, c->sbx, file) == 0) {
+		n->mem_cells = c->mem_cells;
+		n->mem_bytes = c->mem_bytes;
+	}
+	log_info("context %s: snapshot %s (%llu cells%s)", c->id, q->name,
+	    (unsigned long long)n->cells,
+	    n->mem_cells ? ", its memory image" : "");
 	snap_info(n, &r->c[0]);
 	r->n = 1;
 	return SBX_OK;
@@ -1430,6 +1518,8 @@ ctx_restore(struct proc_ctx *ctx, struct vmm_state *vs,
     struct msg_vmm_contexts *r)
 {
 	struct vmm_snapshot *n;
+	struct vmm_context *c;
+	char file[CTX_ID_MAX + 8], what[CTX_ID_MAX + 16];
 	uint32_t st;
 	int fd;
 
@@ -1440,47 +1530,17 @@ ctx_restore(struct proc_ctx *ctx, struct vmm_state *vs,
 		return SBX_E_INTERNAL;
 	st = ctx_create(ctx, vs, q, g, s, &n->h, fd, n->bytes, n->cells, r);
 	close(fd);
+	if (st == SBX_OK && n->mem_cells != 0 &&
+	    (c = ctx_find(vs, s->id, g->principal, q->context)) != NULL) {
+		snap_file_id(file, sizeof(file), n->h.name);
+		snprintf(what, sizeof(what), "snapshot %s", n->h.name);
+		ctx_give_image(
+		    vs, s->id, file, n->mem_bytes, n->mem_cells, what, c);
+	}
 	return st;
 }
 
 /* ---- fork --------------------------------------------------------- */
-
-/*
- * Give fork n (just made, with a copy of c's journal) c's memory image
- * when c has a sealed one of all its acknowledged cells: linked in, and
- * marked in n's journal so that n's PRNGs are reseeded, even after a
- * restart. Without one, n resumes from its journal.
- */
-static void
-ctx_fork_image(
-    struct vmm_state *vs, const struct vmm_context *c, struct vmm_context *n)
-{
-	if (c->mem_cells == 0 || c->mem_cells != c->jcells)
-		return;
-	if (n->disk_max != 0 &&
-	    ctx_disk_used(vs, n->owner) + c->mem_bytes > n->disk_max) {
-		log_info("context %s: its memory image would pass the snapshot "
-		         "quota: it resumes from its journal",
-		    n->id);
-		return;
-	}
-	n->reseed = 1;
-	n->moved = strcmp(c->sbx, n->sbx) != 0;
-	if (vmm_ctxdisk_set_from(n->sbx, n->id,
-	        n->moved ? CTX_FROM_FORK_MOVED : CTX_FROM_FORK) != 0 ||
-	    vmm_ctxdisk_mem_link(c->sbx, c->id, n->sbx, n->id) != 0) {
-		/* Unmarked, a restarted vmm would not reseed it: no image. */
-		(void)vmm_ctxdisk_set_from(n->sbx, n->id, "");
-		n->reseed = n->moved = 0;
-		return;
-	}
-	n->mem_cells = c->mem_cells;
-	n->mem_bytes = c->mem_bytes;
-	log_info("context %s%s%s: forked from %s with its memory image (%llu "
-	         "KiB)",
-	    n->id, n->moved ? " of sandbox " : "", n->moved ? n->sbx : "",
-	    c->id, (unsigned long long)(c->mem_bytes >> 10));
-}
 
 /*
  * A fork of c into a new context (q->context) of sandbox s, now: a copy
@@ -1534,6 +1594,7 @@ ctx_fork_wait(struct vmm_context *c, const struct msg *m,
 			return 0;
 		}
 	}
+	w->type = m->hdr.type;
 	w->from = m->from;
 	w->reqid = m->hdr.reqid;
 	w->q = *q;
@@ -1563,6 +1624,8 @@ ctx_fork_settle(
 		else if ((s = vmm_sandbox_find(
 		              vs, w->q.sandbox, w->g.principal)) == NULL)
 			r->status = SBX_E_NOTFOUND;
+		else if (w->type == MSG_VMM_CONTEXT_SNAPSHOT)
+			r->status = ctx_snapshot(vs, &w->q, c, r);
 		else
 			r->status =
 			    ctx_fork_now(ctx, vs, c, &w->q, &w->g, s, r);
@@ -1769,8 +1832,12 @@ vmm_h_context(struct proc_ctx *ctx, const struct msg *m)
 		if (n == NULL || strcmp(n->h.from, q.context) != 0)
 			r->status = SBX_E_SNAP_NOTFOUND;
 		else {
+			char file[CTX_ID_MAX + 8];
+
 			vmm_ctxdisk_unlink(
 			    s->id, CTX_JOURNAL_SNAPSHOT, n->h.name);
+			snap_file_id(file, sizeof(file), n->h.name);
+			vmm_ctxdisk_mem_unlink(s->id, file, 0);
 			log_info("snapshot %s of sandbox %s deleted", n->h.name,
 			    s->id);
 			memset(n, 0, sizeof(*n));
@@ -1793,9 +1860,16 @@ vmm_h_context(struct proc_ctx *ctx, const struct msg *m)
 		r->status = SBX_E_CTX_NOTFOUND;
 	else if (m->hdr.type == MSG_VMM_CONTEXT_DELETE)
 		ctx_remove(ctx, c, "deleted", 1);
-	else if (m->hdr.type == MSG_VMM_CONTEXT_SNAPSHOT)
-		r->status = ctx_snapshot(vs, &q, c, r);
-	else {
+	else if (m->hdr.type == MSG_VMM_CONTEXT_SNAPSHOT) {
+		/* A snapshot of an idle context holds its memory too: it
+		 * waits for the image, as a fork does. */
+		if (c->fork_wait != NULL)
+			r->status = SBX_E_FORK_BUSY;
+		else if (ctx_fork_wait(c, m, &q, &g))
+			waits = 1;
+		else
+			r->status = ctx_snapshot(vs, &q, c, r);
+	} else {
 		/* A fork asked before the restart has the state before it. */
 		ctx_fork_settle(ctx, vs, c, 0);
 		ctx_died(ctx, c, RUN_KILLED, "ContextRestarted",

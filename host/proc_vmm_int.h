@@ -227,6 +227,9 @@ struct vmm_snapshot {
 	int used;
 	struct ctx_journal_head h;
 	uint64_t cells, bytes;
+	/* Its memory image (contexts/SBX/snap-NAME.mem): the cells it
+	 * holds (0: none) and its size. */
+	uint64_t mem_cells, mem_bytes;
 };
 
 struct vmm_state {

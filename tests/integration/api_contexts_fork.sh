@@ -11,7 +11,9 @@
 # A whole sandbox's fork takes its contexts along, with their ids, from
 # their memory images: a file a context holds open is open in the fork's
 # copy of the workspace. The fork's contexts count toward the
-# `contexts` quota.
+# `contexts` quota. A named snapshot of an idle context holds its memory
+# image too: restored into a new context, it starts from it (reseeded),
+# also after a restart; deleting the snapshot removes its image.
 source "$(dirname "$0")/../lib/keepd.sh"
 vmm_back() { [ "$code" != 503 ] && [[ $body != *"no such sandbox"* ]]; }
 
@@ -60,7 +62,7 @@ m=$(mark)
 fork "$src"
 [ "$code" = 201 ] && [ "$(jget "$body" '["state"]')" = paused ] &&
     [ "$(jget "$body" '["execution_count"]')" = 1 ] && ok "fork: a new context, paused, with the one acknowledged cell" || bad "fork: $code $body"
-grep -q "context $fid: forked from $src with its memory image" <(tail -n +"$m" "$tmp/log") &&
+grep -q "context $fid: from a fork of $src with its memory image" <(tail -n +"$m" "$tmp/log") &&
     ok "the fork took the source's memory image" || bad "no image for the fork: $(tail -n +"$m" "$tmp/log")"
 
 m=$(mark)
@@ -99,7 +101,7 @@ lpid=$!
 sleep 1
 m=$(mark)
 fork "$src"; f3=$fid
-[ "$code" = 201 ] && ! grep -q "context $f3: forked from .* memory image" <(tail -n +"$m" "$tmp/log") &&
+[ "$code" = 201 ] && ! grep -q "context $f3: from a fork of .* memory image" <(tail -n +"$m" "$tmp/log") &&
     ok "a fork during a cell is made from the journal" || bad "busy fork: $code $body"
 wait "$lpid"
 cell "$f3" 'print(state["v"], "late" in globals())'
@@ -122,7 +124,7 @@ s2=$(jget "$body" '["id"]')
 req "$alice" GET "/v1/sandboxes/$s2/contexts"
 [ "$(jget "$body" '[0]["id"]' 2>/dev/null)" = "$k1" ] && [ "$(jget "$body" '[0]["state"]')" = paused ] &&
     ok "the fork has the context, with its id, paused" || bad "fork's contexts: $body"
-grep -q "context $k1 of sandbox $s2: forked from $k1 with its memory image" <(tail -n +"$m" "$tmp/log") &&
+grep -q "context $k1 of sandbox $s2: from a fork of $k1 with its memory image" <(tail -n +"$m" "$tmp/log") &&
     ok "from the context's memory image" || bad "no image: $(tail -n +"$m" "$tmp/log")"
 sbx=$s2 cell "$k1" 'held.write("def"); held.close(); print(n, open("held.txt").read())'
 [ "$(out)" = "7 abcdef" ] && ok "the fork's context has the state and the open file, in its own workspace" || bad "fork's context: $body"
@@ -131,6 +133,31 @@ sbx=$s1 cell "$k1" 'held.close(); print(n, open("held.txt").read())'
 sbx=$s1 cell "$k1" 'print(random.random())'; a=$(out)
 sbx=$s2 cell "$k1" 'print(random.random())'; b=$(out)
 [ -n "$a" ] && [ "$a" != "$b" ] && ok "and the two draw different numbers" || bad "sandbox fork PRNG: $a $b"
+
+# Named snapshots hold the memory image of an idle context.
+m=$(mark)
+req "$alice" POST "/v1/sandboxes/$s1/contexts/$k1/snapshots" '{"name":"v1"}'
+[ "$code" = 201 ] && grep -q "context $k1: snapshot v1 (.*its memory image)" <(tail -n +"$m" "$tmp/log") &&
+    [ -f "$tmp/state/contexts/$s1/snap-v1.mem" ] && ok "a snapshot of an idle context holds its memory image" ||
+    bad "snapshot: $code $body $(tail -n +"$m" "$tmp/log")"
+req "$alice" GET "/v1/sandboxes/$s1/contexts/$k1/snapshots"
+[ "$(jget "$body" '[0]["bytes"]')" -gt "$(stat -c %s "$tmp/state/contexts/$s1/snap-v1")" ] &&
+    ok "its bytes count the image" || bad "snapshot bytes: $body"
+keepd_restart
+alice=$(mint alice sandbox:read,sandbox:write,exec)
+for _ in $(seq 100); do req "$alice" POST "/v1/sandboxes/$s1/contexts" '{"snapshot":"v1"}'; vmm_back && break; sleep 0.1; done
+[ "$code" = 201 ] || bad "restore: $code $body"
+k2=$(jget "$body" '["id"]')
+m=$(mark)
+sbx=$s1 cell "$k2" 'print(n, held.closed)'
+[ "$(out)" = "7 True" ] && grep -q "context $k2: resuming from its memory image" <(tail -n +"$m" "$tmp/log") &&
+    ok "a snapshot restored after a restart starts from its memory image" || bad "restore from image: $body $(tail -n +"$m" "$tmp/log")"
+sbx=$s1 cell "$k1" 'print(random.random())'; a=$(out)
+sbx=$s1 cell "$k2" 'print(random.random())'; b=$(out)
+[ -n "$a" ] && [ "$a" != "$b" ] && ok "and is reseeded" || bad "restored PRNG: $a $b"
+req "$alice" DELETE "/v1/sandboxes/$s1/contexts/$k1/snapshots?name=v1"
+[ ! -e "$tmp/state/contexts/$s1/snap-v1.mem" ] && [ ! -e "$tmp/state/contexts/$s1/snap-v1" ] &&
+    ok "deleting the snapshot removes its image" || bad "snapshot delete: $code $(ls "$tmp/state/contexts/$s1")"
 
 bob=$(mint bob sandbox:read,sandbox:write,exec)
 req "$bob" POST /v1/sandboxes '{"image":"python"}'
