@@ -2,6 +2,7 @@
  * The in-memory fake backend (see api_fake.h). Fixed-size tables keep it
  * simple and bounded: a full table is a 507, like a full store.
  */
+#include <jansson.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #define FAKE_PROCS 16
 #define FAKE_AUDIT 256
 #define FAKE_PRINCIPALS 16
+#define FAKE_CONTEXTS 16
 
 struct fake_token {
 	char token[API_TOKEN_MAX];
@@ -58,6 +60,15 @@ struct fake_principal {
 	cap_set_t denied;
 };
 
+/* A live context, as far as the fake goes: its cells are counted. */
+struct fake_context {
+	char sbx[API_ID_MAX + 1];
+	char id[API_ID_MAX + 1];
+	enum api_lang lang;
+	uint64_t count;
+	int used;
+};
+
 struct api_fake {
 	int64_t (*now_s)(void *);
 	void *now_arg;
@@ -65,6 +76,7 @@ struct api_fake {
 	struct fake_sandbox sbx[FAKE_SANDBOXES];
 	struct fake_principal pr[FAKE_PRINCIPALS];
 	struct api_audit_entry audit[FAKE_AUDIT];
+	struct fake_context ctxs[FAKE_CONTEXTS];
 	uint64_t audit_seq;
 	uint64_t next_id;
 	uint64_t next_pid;
@@ -504,6 +516,61 @@ dup_bytes(const void *p, size_t n)
 	return d;
 }
 
+static struct fake_context *
+find_ctx(struct api_fake *f, const char *sbx, const char *cid)
+{
+	for (size_t i = 0; i < FAKE_CONTEXTS; i++)
+		if (f->ctxs[i].used && strcmp(f->ctxs[i].sbx, sbx) == 0 &&
+		    strcmp(f->ctxs[i].id, cid) == 0)
+			return &f->ctxs[i];
+	return NULL;
+}
+
+/*
+ * A cell in a context: the driver's JSON lines (docs/contexts.md) for
+ * stdout "<language>: <code>", or, for code "raise", an error; the last
+ * line counts the context's cells.
+ */
+static int
+fake_cell(struct api_fake *f, const char *id, const struct api_exec *ex,
+    struct api_run_result *out, struct api_error *err)
+{
+	struct fake_context *x = find_ctx(f, id, ex->context_id);
+	json_t *line;
+	char *a, *b, text[160];
+
+	if (x == NULL)
+		return fail(err, API_ENOTFOUND, "Context not found");
+	x->count++;
+	snprintf(text, sizeof(text), "%s: %.*s\n",
+	    x->lang == API_LANG_PYTHON ? "python" : "js",
+	    (int)(ex->code_len < 100 ? ex->code_len : 100), ex->code);
+	if (ex->code_len == 5 && memcmp(ex->code, "raise", 5) == 0)
+		line = json_pack("{s:s,s:s,s:s,s:s}", "type", "error", "name",
+		    "ValueError", "value", "boom", "traceback",
+		    "Traceback (most recent call last):\nValueError: boom");
+	else
+		line = json_pack("{s:s,s:s}", "type", "stdout", "text", text);
+	a = json_dumps(line, JSON_COMPACT);
+	json_decref(line);
+	line = json_pack("{s:s,s:I}", "type", "number_of_executions",
+	    "execution_count", (json_int_t)x->count);
+	b = json_dumps(line, JSON_COMPACT);
+	json_decref(line);
+	if (a == NULL || b == NULL ||
+	    (out->out = malloc(strlen(a) + strlen(b) + 3)) == NULL) {
+		free(a);
+		free(b);
+		return fail(err, API_EINTERNAL, "Out of memory");
+	}
+	out->out_len = (size_t)sprintf(out->out, "%s\n%s\n", a, b);
+	free(a);
+	free(b);
+	out->cell = 1;
+	out->duration_ms = 1;
+	return API_OK;
+}
+
 static int
 f_execute(void *ctx, const struct api_call *c, const char *id,
     const struct api_exec *ex, struct api_run_result *out,
@@ -518,6 +585,8 @@ f_execute(void *ctx, const struct api_call *c, const char *id,
 	if (c->authz != ctx)
 		return fail(err, API_EINTERNAL, "Operation without a grant");
 	s->runs++;
+	if (ex->context_id != NULL)
+		return fake_cell(ctx, id, ex, out, err);
 	if (ex->code_len == 4 && memcmp(ex->code, "loop", 4) == 0) {
 		out->exit_code = 124;
 		out->duration_ms = ex->timeout_ms ? ex->timeout_ms : 30000;
@@ -1148,8 +1217,8 @@ f_metrics(void *ctx, struct http_buf *b)
 }
 
 /*
- * What the fake does not simulate (contexts, schedules, watches, the
- * terminal, secrets): it answers as a server without them would, so
+ * What the fake does not simulate (contexts' forks and snapshots,
+ * schedules, watches, the terminal, secrets): it answers as a server without them would, so
  * that production routes never need a branch for a missing op.
  */
 static int
@@ -1215,33 +1284,88 @@ f_schedule_runs(void *ctx, const struct api_call *p1, const char *id,
 	return unavailable(err);
 }
 
+static void
+fake_context_info(const struct fake_context *x, struct api_context *out)
+{
+	memset(out, 0, sizeof(*out));
+	strlcpy(out->id, x->id, sizeof(out->id));
+	strlcpy(out->language, x->lang == API_LANG_PYTHON ? "python" : "js",
+	    sizeof(out->language));
+	strlcpy(out->cwd, "/", sizeof(out->cwd));
+	strlcpy(out->state, "idle", sizeof(out->state));
+	out->execution_count = x->count;
+}
+
 static int
 f_context_create(void *ctx, const struct api_call *p1, const char *id,
-    enum api_lang language, const char *cwd, struct api_context *out,
-    struct api_error *err)
+    enum api_lang language, const char *cwd, const char *cid,
+    struct api_context *out, struct api_error *err)
 {
-	return unavailable(err);
+	struct api_fake *f = ctx;
+	struct fake_sandbox *s;
+	struct fake_context *x = NULL;
+
+	SBX_OR_404(f, id, s, err);
+	if (cid != NULL && find_ctx(f, id, cid) != NULL)
+		return fail(err, API_ECONFLICT, "A context has this id");
+	for (size_t i = 0; i < FAKE_CONTEXTS && x == NULL; i++)
+		if (!f->ctxs[i].used)
+			x = &f->ctxs[i];
+	if (x == NULL)
+		return fail(err, API_EFORBIDDEN, "Context limit reached");
+	memset(x, 0, sizeof(*x));
+	strlcpy(x->sbx, id, sizeof(x->sbx));
+	if (cid != NULL)
+		strlcpy(x->id, cid, sizeof(x->id));
+	else
+		snprintf(x->id, sizeof(x->id), "ctx-fake-%llu",
+		    (unsigned long long)f->next_id++);
+	x->lang = language;
+	x->used = 1;
+	fake_context_info(x, out);
+	return API_OK;
 }
 
 static int
 f_context_list(void *ctx, const struct api_call *p1, const char *id,
     struct api_context **out, size_t *n, struct api_error *err)
 {
-	return unavailable(err);
+	struct api_fake *f = ctx;
+	struct fake_sandbox *s;
+
+	SBX_OR_404(f, id, s, err);
+	*n = 0;
+	if ((*out = calloc(FAKE_CONTEXTS, sizeof(**out))) == NULL)
+		return fail(err, API_EINTERNAL, "Out of memory");
+	for (size_t i = 0; i < FAKE_CONTEXTS; i++)
+		if (f->ctxs[i].used && strcmp(f->ctxs[i].sbx, id) == 0)
+			fake_context_info(&f->ctxs[i], &(*out)[(*n)++]);
+	return API_OK;
 }
 
 static int
 f_context_delete(void *ctx, const struct api_call *p1, const char *id,
     const char *cid, struct api_error *err)
 {
-	return unavailable(err);
+	struct fake_context *x = find_ctx(ctx, id, cid);
+
+	if (x == NULL)
+		return fail(err, API_ENOTFOUND, "Context not found");
+	memset(x, 0, sizeof(*x));
+	return API_OK;
 }
 
 static int
 f_context_restart(void *ctx, const struct api_call *p1, const char *id,
     const char *cid, struct api_context *out, struct api_error *err)
 {
-	return unavailable(err);
+	struct fake_context *x = find_ctx(ctx, id, cid);
+
+	if (x == NULL)
+		return fail(err, API_ENOTFOUND, "Context not found");
+	x->count = 0;
+	fake_context_info(x, out);
+	return API_OK;
 }
 
 static int

@@ -8,6 +8,9 @@
  *   execute: stdout is "<language>: <code>\n"; code "loop" times out
  *            (exit 124, reason "timeout"), code starting with "fail"
  *            exits 1 with the rest on stderr.
+ *   contexts: made, listed, restarted and deleted; a cell answers the
+ *            driver's lines for stdout "<language>: <code>\n" (code
+ *            "raise": an error line) and the context's cell count.
  *   commands: echo, cat FILE..., sha256sum FILE..., true, false; any
  *            other name is refused as outside the exec allowlist (403).
  *   locks:   ids "lock-N", held until their ttl (default 60 s); taken

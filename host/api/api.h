@@ -515,10 +515,13 @@ struct api_backend {
 	void (*idem_keep)(void *ctx, const struct api_principal *,
 	    const char *scope, const char *key, const struct api_idem *rec);
 
-	/* Live contexts of sandbox id; *out malloc, *n entries. */
+	/* Live contexts of sandbox id; *out malloc, *n entries.
+	 * context_create: cid names the new context (E2B's default
+	 * contexts, docs/e2b.md; API_ECONFLICT when that id is taken), or
+	 * is NULL: the backend makes a new id. */
 	int (*context_create)(void *ctx, const struct api_call *,
 	    const char *id, enum api_lang language, const char *cwd,
-	    struct api_context *out, struct api_error *err);
+	    const char *cid, struct api_context *out, struct api_error *err);
 	int (*context_list)(void *ctx, const struct api_call *, const char *id,
 	    struct api_context **out, size_t *n, struct api_error *err);
 	int (*context_delete)(void *ctx, const struct api_call *,

@@ -136,7 +136,7 @@ h_context_create(struct rq *r)
 	memset(&c, 0, sizeof(c));
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->context_create(BE(r)->ctx, &r->call, r->id, lang,
-	    cwd != NULL ? cwd : "", &c, &err);
+	    cwd != NULL ? cwd : "", NULL, &c, &err);
 	if (rc != API_OK) {
 		rq_backend_error(r, rc, &err);
 		return;

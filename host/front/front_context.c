@@ -57,6 +57,8 @@ ctx_error(uint32_t status, struct api_error *err)
 	case SBX_E_IMAGE:
 		return fb_fail(err, API_EBADREQ,
 		    "The sandbox's image cannot run this language");
+	case SBX_E_EXISTS:
+		return fb_fail(err, API_ECONFLICT, "A context has this id");
 	case SBX_E_SNAP_NOTFOUND:
 		return fb_fail(err, API_ENOTFOUND, "Snapshot not found");
 	case SBX_E_SNAP_EXISTS:
@@ -175,8 +177,8 @@ contexts_quota(struct front_backend *fb, const struct api_call *call,
 
 static int
 fb_context_create(void *arg, const struct api_call *call, const char *id,
-    enum api_lang language, const char *cwd, struct api_context *out,
-    struct api_error *err)
+    enum api_lang language, const char *cwd, const char *cid,
+    struct api_context *out, struct api_error *err)
 {
 	struct msg_vmm_context q;
 	struct msg_vmm_contexts *r;
@@ -186,7 +188,14 @@ fb_context_create(void *arg, const struct api_call *call, const char *id,
 		return fb_fail(err, API_EINTERNAL, "Out of memory");
 	memset(&q, 0, sizeof(q));
 	strlcpy(q.sandbox, id, sizeof(q.sandbox));
-	new_context_id(q.context);
+	/* The vmm checks the name again (its file under contexts/). */
+	if (cid == NULL)
+		new_context_id(q.context);
+	else if (strlcpy(q.context, cid, sizeof(q.context)) >=
+	    sizeof(q.context)) {
+		free(r);
+		return fb_fail(err, API_EBADREQ, "Context id too long");
+	}
 	strlcpy(q.cwd, cwd, sizeof(q.cwd));
 	q.language =
 	    language == API_LANG_JAVASCRIPT ? CTX_LANG_JS : CTX_LANG_PYTHON;
