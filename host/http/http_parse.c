@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "host/http/http.h"
+#include "lib/util.h"
 
 /* tchar (RFC 9110 5.6.2). */
 static int
@@ -278,11 +279,25 @@ parse_field(
 	return HTTP_OK;
 }
 
+/* Fields a request may carry once, beside Authorization. */
+static const char *const once_fields[] = { "x-api-key", "x-access-token",
+	"e2b-traffic-access-token", "e2b-sandbox-id" };
+
+static int
+once_field(const struct http_header *h)
+{
+	for (size_t i = 0; i < nitems(once_fields); i++)
+		if (http_token_eq(h->name, h->namelen, once_fields[i]))
+			return (int)i;
+	return -1;
+}
+
 /* Framing and connection semantics from the parsed fields. */
 static int
 interpret_fields(struct http_request *req, int *status)
 {
-	int ncl = 0, nte = 0, nhost = 0, nauth = 0, close = 0, keep = 0;
+	int ncl = 0, nte = 0, nhost = 0, nauth = 0, close = 0, keep = 0, k;
+	int seen[nitems(once_fields)] = { 0 };
 
 	req->chunked = 0;
 	req->content_length = 0;
@@ -309,6 +324,11 @@ interpret_fields(struct http_request *req, int *status)
 		               h->name, h->namelen, "authorization")) {
 			/* Two credentials: which one a proxy checked is unknown. */
 			if (++nauth > 1)
+				return fail(status, 400);
+		} else if ((k = once_field(h)) >= 0) {
+			/* E2B's credentials and sandbox (docs/e2b.md): the
+			 * same reason. */
+			if (seen[k]++ > 0)
 				return fail(status, 400);
 		} else if (http_token_eq(h->name, h->namelen, "connection")) {
 			if (parse_connection(

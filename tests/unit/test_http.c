@@ -374,6 +374,34 @@ test_response(void **state)
 	assert_string_equal(http_reason(429), "Too Many Requests");
 }
 
+/* E2B's credentials and sandbox (docs/e2b.md) come once each, as
+ * Authorization: which of two a proxy checked is unknown. */
+static void
+test_e2b_once(void **state)
+{
+	struct http_request req;
+	int status;
+
+	(void)state;
+	refused("GET / HTTP/1.1\r\nHost: t\r\nX-API-KEY: a\r\n"
+	        "X-Api-Key: a\r\n\r\n",
+	    400);
+	refused("GET / HTTP/1.1\r\nHost: t\r\nX-Access-Token: a\r\n"
+	        "x-access-token: b\r\n\r\n",
+	    400);
+	refused("GET / HTTP/1.1\r\nHost: t\r\nE2B-Traffic-Access-Token: a"
+	        "\r\nE2B-Traffic-Access-Token: a\r\n\r\n",
+	    400);
+	refused("GET / HTTP/1.1\r\nHost: t\r\nE2b-Sandbox-Id: a\r\n"
+	        "E2b-Sandbox-Id: b\r\n\r\n",
+	    400);
+	assert_int_equal(parse("GET / HTTP/1.1\r\nHost: t\r\nX-API-KEY: a\r\n"
+	                       "X-Access-Token: a\r\nE2b-Sandbox-Id: s\r\n"
+	                       "E2B-Traffic-Access-Token: a\r\n\r\n",
+	                     &req, &status),
+	    HTTP_OK);
+}
+
 int
 main(void)
 {
@@ -388,6 +416,7 @@ main(void)
 		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_chunked),
 		cmocka_unit_test(test_response),
+		cmocka_unit_test(test_e2b_once),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
