@@ -926,6 +926,9 @@ f_file_mkdir(void *ctx, const struct api_call *c, const char *id,
 	SBX_OR_404((struct api_fake *)ctx, id, s, err);
 	if ((rc = check_path(path, err)) != API_OK)
 		return rc;
+	/* mkdir(2)'s EEXIST, as the vmm answers it. */
+	if (find_file(s, path) != NULL)
+		return fail(err, API_ECONFLICT, "It exists already");
 	return put_file(s, path, "", 0, 1, err);
 }
 

@@ -18,7 +18,9 @@
 #include <time.h>
 
 #include "host/api/api_int.h"
+#include "host/api/e2b_wire.h"
 #include "lib/log.h"
+#include "lib/util.h"
 
 static const struct {
 	const char *code;
@@ -43,7 +45,7 @@ static const struct {
  * the HTTP layer's refusals): each is counted under its own code. */
 static const int status_slots[API_STATUS_SLOTS] = { 200, 201, 202, 204, 400,
 	401, 403, 404, 405, 408, 409, 411, 413, 414, 415, 423, 429, 431, 500,
-	501, 503, 507, 0 };
+	501, 502, 503, 507, 0 };
 
 static const double hist_le[API_HIST_BUCKETS] = { 0.0005, 0.001, 0.0025, 0.005,
 	0.01, 0.025, 0.05, 0.1, 0.25, 1, 5, 30 };
@@ -268,14 +270,20 @@ rq_log(const struct rq *r, int status)
 	    id, sub, status);
 }
 
+/*
+ * A reply. wire is the status on the wire; status the one logged and
+ * counted, which differs only for a Connect stream's error (HTTP 200,
+ * the error in the stream's end).
+ */
 static void
-rq_emit(
-    struct rq *r, int status, const char *ctype, const void *body, size_t len)
+rq_emit_as(struct rq *r, int status, int wire, const char *ctype,
+    const void *body, size_t len)
 {
 	struct http_buf *o = r->out;
 
 	r->status = status;
 	rq_log(r, status);
+	status = wire;
 	/* 204 carries no Content-Length (RFC 9110 8.6). */
 	http_response_begin(
 	    o, status, ctype, status == 204 ? (size_t)-1 : len, r->close);
@@ -292,6 +300,13 @@ rq_emit(
 	if (status == 405)
 		http_response_header(o, "Allow", r->allow);
 	http_response_body(o, body, len, r->head_only);
+}
+
+static void
+rq_emit(
+    struct rq *r, int status, const char *ctype, const void *body, size_t len)
+{
+	rq_emit_as(r, status, status, ctype, body, len);
 }
 
 void
@@ -323,12 +338,62 @@ rq_json(struct rq *r, int status, json_t *obj)
 	json_decref(obj);
 }
 
+/*
+ * An error of an E2B route, in the shape its SDK reads (docs/e2b.md):
+ * E2B's {"code":STATUS,"message":...} with keep's envelope beside it;
+ * Connect's {"code":"not_found","message":...} (keep's envelope beside
+ * it too) for a unary RPC; the end of the stream, after no message, for
+ * a streaming one.
+ */
+static void
+rq_envelope_e2b(struct rq *r, int status, const char *code, const char *msg)
+{
+	struct http_buf b;
+	json_t *o;
+	char *s;
+
+	if (r->e2b == E2B_RPC_STREAM)
+		o = json_pack("{s:{s:s,s:s}}", "error", "code",
+		    e2b_connect_code(status), "message", msg);
+	else if (r->e2b == E2B_RPC)
+		o = json_pack("{s:s,s:s,s:{s:s,s:s}}", "code",
+		    e2b_connect_code(status), "message", msg, "error",
+		    "message", msg, "code", code);
+	else
+		o = json_pack("{s:i,s:s,s:{s:s,s:s}}", "code", status,
+		    "message", msg, "error", "message", msg, "code", code);
+	if (o == NULL || (s = json_dumps(o, JSON_COMPACT)) == NULL) {
+		json_decref(o);
+		r->out->oom = 1;
+		return;
+	}
+	json_decref(o);
+	if (r->e2b != E2B_RPC_STREAM) {
+		rq_emit(r, status, "application/json", s, strlen(s));
+		free(s);
+		return;
+	}
+	http_buf_init(&b);
+	e2b_envelope_put(&b, E2B_ENV_END, s, strlen(s));
+	free(s);
+	if (b.oom)
+		r->out->oom = 1;
+	else
+		rq_emit_as(
+		    r, status, 200, "application/connect+json", b.data, b.len);
+	http_buf_free(&b);
+}
+
 static void
 rq_envelope(struct rq *r, int status, const char *code, const char *msg)
 {
 	json_t *o;
 	char *s;
 
+	if (r->e2b != E2B_NO) {
+		rq_envelope_e2b(r, status, code, msg);
+		return;
+	}
 	o = json_pack("{s:{s:s,s:s}}", "error", "message", msg, "code", code);
 	if (o == NULL || (s = json_dumps(o, JSON_COMPACT)) == NULL) {
 		static const char oom[] = "{\"error\":{\"message\":\"Out of "
@@ -340,6 +405,12 @@ rq_envelope(struct rq *r, int status, const char *code, const char *msg)
 	rq_emit(r, status, "application/json", s, strlen(s));
 	free(s);
 	json_decref(o);
+}
+
+void
+rq_fail(struct rq *r, int status, const char *code, const char *msg)
+{
+	rq_envelope(r, status, code, msg);
 }
 
 void
@@ -628,6 +699,9 @@ rq_accepts_ndjson(struct rq *r)
 {
 	const struct http_header *h;
 
+	/* E2B's code interpreter answers a cell with its lines, always. */
+	if (r->e2b == E2B_SBX)
+		return 1;
 	if (r->req == NULL)
 		return r->ndjson;
 	h = http_find_header(r->req, "accept");
@@ -660,35 +734,42 @@ json_depth(const char *s, size_t n)
 	return max;
 }
 
-static int
-rq_load_body(struct rq *r)
+json_t *
+rq_load_json(struct rq *r, const char *buf, size_t len)
 {
 	json_error_t jerr;
+	json_t *o;
 
-	if (r->req->body_len == 0) {
+	if (len == 0) {
 		rq_error(r, API_EBADREQ, "A JSON object body is required");
-		return -1;
+		return NULL;
 	}
-	if (json_depth(r->req->body, r->req->body_len) >
-	    r->api->cfg.json_max_depth) {
+	if (json_depth(buf, len) > r->api->cfg.json_max_depth) {
 		rq_error(r, API_EBADREQ, "JSON nested too deeply");
-		return -1;
+		return NULL;
 	}
-	r->body = json_loadb(
-	    r->req->body, r->req->body_len, JSON_REJECT_DUPLICATES, &jerr);
-	if (r->body == NULL) {
+	o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (o == NULL) {
 		char esc[128];
 		log_escape(esc, sizeof(esc), jerr.text, strlen(jerr.text));
 		rq_error(r, API_EBADREQ,
 		    "Invalid JSON at line %d column %d: %s", jerr.line,
 		    jerr.column, esc);
-		return -1;
+		return NULL;
 	}
-	if (!json_is_object(r->body)) {
+	if (!json_is_object(o)) {
+		json_decref(o);
 		rq_error(r, API_EBADREQ, "The body must be a JSON object");
-		return -1;
+		return NULL;
 	}
-	return 0;
+	return o;
+}
+
+static int
+rq_load_body(struct rq *r)
+{
+	r->body = rq_load_json(r, r->req->body, r->req->body_len);
+	return r->body != NULL ? 0 : -1;
 }
 
 /* --- routing ------------------------------------------------------------ */
@@ -734,6 +815,79 @@ route_match(
 	return sp == send;
 }
 
+/* The sandbox of an E2B sandbox route: its E2b-Sandbox-Id header. */
+static int
+e2b_sandbox(struct rq *r)
+{
+	const struct http_header *h =
+	    http_find_header(r->req, "e2b-sandbox-id");
+
+	if (h == NULL) {
+		rq_error(r, API_EBADREQ, "E2b-Sandbox-Id is missing");
+		return -1;
+	}
+	if (!api_valid_id(h->value, h->valuelen)) {
+		rq_error(r, API_EBADREQ, "E2b-Sandbox-Id is not a sandbox id");
+		return -1;
+	}
+	memcpy(r->id, h->value, h->valuelen);
+	r->id[h->valuelen] = '\0';
+	return 0;
+}
+
+/* value is the media type mt, with at most a charset=utf-8 parameter. */
+static int
+media_is(const struct http_header *h, const char *mt)
+{
+	size_t l = strlen(mt), i;
+
+	if (h == NULL || h->valuelen < l || !http_token_eq(h->value, l, mt))
+		return 0;
+	for (i = l; i < h->valuelen && h->value[i] == ' '; i++)
+		;
+	if (i == h->valuelen)
+		return 1;
+	if (h->value[i++] != ';')
+		return 0;
+	while (i < h->valuelen && h->value[i] == ' ')
+		i++;
+	return (h->valuelen - i == 13 &&
+	           http_token_eq(h->value + i, 13, "charset=utf-8")) ||
+	    (h->valuelen - i == 12 &&
+	        http_token_eq(h->value + i, 12, "charset=utf8"));
+}
+
+/*
+ * An E2B route's body, before it is read: never compressed (a file's
+ * bytes would be written as they came), and Connect's JSON codec for
+ * its RPCs (the SDK's; protobuf's binary one is not served).
+ */
+static int
+e2b_body_type(struct rq *r)
+{
+	const struct http_header *h =
+	    http_find_header(r->req, "content-encoding");
+
+	if (h != NULL && !http_token_eq(h->value, h->valuelen, "identity")) {
+		rq_envelope(r, 415, "UNSUPPORTED_MEDIA_TYPE",
+		    "Content-Encoding is not served: send the body as it is");
+		return -1;
+	}
+	h = http_find_header(r->req, "content-type");
+	if ((r->e2b == E2B_RPC && !media_is(h, "application/json")) ||
+	    (r->e2b == E2B_RPC_STREAM &&
+	        !media_is(h, "application/connect+json"))) {
+		rq_envelope(r, 415, "UNSUPPORTED_MEDIA_TYPE",
+		    r->e2b == E2B_RPC
+		        ? "Content-Type must be application/json: keep serves "
+		          "Connect's JSON codec"
+		        : "Content-Type must be application/connect+json: "
+		          "keep serves Connect's JSON codec");
+		return -1;
+	}
+	return 0;
+}
+
 static void
 make_request_id(struct rq *r)
 {
@@ -765,25 +919,89 @@ api_audit_refused(struct rq *r, const char *action, int status,
 		    r->id[0] != '\0' ? r->id : r->tail, status, rule, reason);
 }
 
+/*
+ * The bearer token of an E2B route (docs/e2b.md): E2B's SDK sends its
+ * API key in X-API-KEY and a sandbox's access token in X-Access-Token or
+ * E2B-Traffic-Access-Token (both, with the same value, for a cell); an
+ * Authorization: Bearer counts too. Every one present must be the same
+ * token: which of two a proxy checked is unknown. An Authorization that
+ * is not Bearer is E2B's user name (Basic, no password), not a
+ * credential, and is left out. 0, or -1 and *why.
+ */
+static int
+e2b_token(struct rq *r, const char **tok, size_t *len, const char **why)
+{
+	/* Authorization last: a Bearer one among them. */
+	static const char *const api_names[] = { "x-api-key", "authorization" };
+	static const char *const sbx_names[] = { "x-access-token",
+		"e2b-traffic-access-token", "authorization" };
+	const char *const *names = r->e2b == E2B_API ? api_names : sbx_names;
+	size_t n = r->e2b == E2B_API ? nitems(api_names) : nitems(sbx_names);
+	const struct http_header *h;
+	const char *v;
+	size_t vl;
+
+	*tok = NULL;
+	*len = 0;
+	for (size_t i = 0; i < n; i++) {
+		if ((h = http_find_header(r->req, names[i])) == NULL)
+			continue;
+		v = h->value;
+		vl = h->valuelen;
+		if (i == n - 1) {
+			if (vl < 8 || !http_token_eq(v, 7, "bearer "))
+				continue;
+			v += 7;
+			vl -= 7;
+		}
+		if (vl == 0 || vl > API_TOKEN_MAX) {
+			*why = "malformed token";
+			return -1;
+		}
+		if (*tok != NULL && (vl != *len || memcmp(v, *tok, vl) != 0)) {
+			*why = "two different tokens";
+			return -1;
+		}
+		*tok = v;
+		*len = vl;
+	}
+	if (*tok == NULL) {
+		*why = r->e2b == E2B_API ? "no X-API-KEY" : "no X-Access-Token";
+		return -1;
+	}
+	return 0;
+}
+
 static int
 authenticate(struct rq *r)
 {
 	const struct http_header *h = http_find_header(r->req, "authorization");
 	const struct api_backend *be = r->api->be;
 	struct api_error err;
+	const char *tok = NULL, *why = NULL;
+	size_t tlen = 0;
 	int rc;
 
-	if (h == NULL || h->valuelen < 8 ||
+	if (r->e2b != E2B_NO) {
+		if (e2b_token(r, &tok, &tlen, &why) != 0) {
+			rq_error(r, API_EUNAUTH,
+			    "Missing or malformed token: %s", why);
+			api_audit_refused(r, NULL, 401, "token", why);
+			return -1;
+		}
+	} else if (h == NULL || h->valuelen < 8 ||
 	    !http_token_eq(h->value, 7, "bearer ") ||
 	    h->valuelen - 7 > API_TOKEN_MAX) {
 		rq_error(r, API_EUNAUTH, "Missing or malformed bearer token");
 		api_audit_refused(r, NULL, 401, "token",
 		    h == NULL ? "no bearer token" : "malformed bearer token");
 		return -1;
+	} else {
+		tok = h->value + 7;
+		tlen = h->valuelen - 7;
 	}
 	memset(&err, 0, sizeof(err));
-	rc = be->authenticate(
-	    be->ctx, h->value + 7, h->valuelen - 7, &r->who, &err);
+	rc = be->authenticate(be->ctx, tok, tlen, &r->who, &err);
 	if (rc != API_OK) {
 		if (rc == API_EUNAUTH || rc == API_EFORBIDDEN)
 			rc = API_EUNAUTH;
@@ -795,8 +1013,8 @@ authenticate(struct rq *r)
 		rq_backend_error(r, rc, &err);
 		return -1;
 	}
-	r->call.token = h->value + 7;
-	r->call.token_len = h->valuelen - 7;
+	r->call.token = tok;
+	r->call.token_len = tlen;
 	if (r->api->auth_fn != NULL && r->conn != UINT64_MAX)
 		r->api->auth_fn(r->api->auth_arg, r->conn);
 	r->who.sub[sizeof(r->who.sub) - 1] = '\0';
@@ -847,6 +1065,12 @@ authorize(struct rq *r)
 	}
 	r->api->decisions[0]++;
 	return 0;
+}
+
+int
+rq_reauthorize(struct rq *r)
+{
+	return authorize(r);
 }
 
 /* --- idempotency -------------------------------------------------------- */
@@ -1059,8 +1283,9 @@ api_defer(const struct api_call *call)
 	p->close = r->close;
 	p->head_only = r->head_only;
 	p->http10 = r->http10;
-	p->sse = rq_accepts_sse(r);
+	p->sse = r->call.sse;
 	p->ndjson = rq_accepts_ndjson(r);
+	p->e2b = r->e2b;
 	memcpy(p->request_id, r->request_id, sizeof(p->request_id));
 	p->who = r->who;
 	r->pending = p;
@@ -1072,8 +1297,11 @@ void
 stream_head(struct api_pending *p, struct http_buf *o)
 {
 	http_buf_puts(o,
-	    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-	    "Cache-Control: no-cache\r\n");
+	    p->e2b == E2B_RPC_STREAM
+	        ? "HTTP/1.1 200 OK\r\nContent-Type: "
+	          "application/connect+json\r\n"
+	        : "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+	          "Cache-Control: no-cache\r\n");
 	/* HTTP/1.0 has no chunked coding: the end of the stream is the
 	 * end of the connection. */
 	if (p->http10)
@@ -1110,6 +1338,23 @@ api_stream_run(
 
 	if (api_ws_stream(p, data, len))
 		return;
+	if (p->e2b == E2B_RPC_STREAM) {
+		/* A command's Connect stream: its start event goes with the
+		 * head (an empty piece, the run's start, carries only that). */
+		http_buf_init(&ev);
+		http_buf_init(&out);
+		if (!p->streaming)
+			stream_head(p, &out);
+		e2b_process_output(&ev, p->streaming, is_err, data, len);
+		p->streaming = 1;
+		stream_chunk(p, &out, ev.data, ev.len);
+		if (!ev.oom && !out.oom && a->resume_fn != NULL)
+			a->resume_fn(a->resume_arg, p->conn, out.data, out.len,
+			    API_RESUME_MORE);
+		http_buf_free(&ev);
+		http_buf_free(&out);
+		return;
+	}
 	if (len == 0)
 		return;
 	if (!p->sse) {
@@ -1167,12 +1412,19 @@ api_resume_run(struct api_pending *p, int rc, struct api_run_result *res,
 	r.http10 = p->http10;
 	r.sse = p->sse;
 	r.ndjson = p->ndjson;
+	r.e2b = p->e2b;
 	memcpy(r.request_id, p->request_id, sizeof(r.request_id));
+	if (rc == API_ENOTFOUND && p->e2b_ctx[0] != '\0')
+		e2b_ctx_forget(a, p->e2b_ctx);
 	if (p->streaming) {
 		struct http_buf ev;
 
 		http_buf_init(&ev);
-		if (rc == API_OK) {
+		if (p->e2b == E2B_RPC_STREAM) {
+			if (rc == API_OK)
+				api_observe_run(a, res->duration_ms);
+			e2b_process_events(&ev, 1, rc, res, err);
+		} else if (rc == API_OK) {
 			api_observe_run(a, res->duration_ms);
 			res->reason[sizeof(res->reason) - 1] = '\0';
 			run_events(&ev, res);
@@ -1287,6 +1539,9 @@ api_handle_conn(struct api *a, const struct http_request *req,
 	}
 	if (rt == NULL) {
 		ri = api_nroutes;
+		/* Under E2B's prefix, E2B's shape: its SDK reads "message". */
+		if (req->path_len >= 5 && memcmp(req->path, "/e2b/", 5) == 0)
+			r.e2b = E2B_API;
 		if (path_known)
 			rq_envelope(&r, 405, "METHOD_NOT_ALLOWED",
 			    "Method not allowed");
@@ -1296,11 +1551,18 @@ api_handle_conn(struct api *a, const struct http_request *req,
 	}
 	r.route = rt;
 	r.ri = ri;
+	r.e2b = rt->e2b;
 	r.call.who = &r.who;
 	r.call.request_id = r.request_id;
 	r.call.cap = rt->cap >= 0 ? (enum cap_id)rt->cap : CAP_COUNT;
-	r.call.route = rt->name;
-	r.call.sse = rq_accepts_sse(&r);
+	r.call.route = rt->as != NULL ? rt->as : rt->name;
+	/* A command's Connect stream is streamed; E2B's other replies
+	 * never are, whatever they accept. */
+	r.call.sse = rt->e2b == E2B_RPC_STREAM ? 1
+	    : rt->e2b != E2B_NO                ? 0
+	                                       : rq_accepts_sse(&r);
+	if (rt->e2b >= E2B_SBX && e2b_sandbox(&r) != 0)
+		goto done;
 	{
 		const struct http_header *lk =
 		    http_find_header(req, "keep-lock");
@@ -1315,6 +1577,8 @@ api_handle_conn(struct api *a, const struct http_request *req,
 		if (authenticate(&r) != 0 || authorize(&r) != 0)
 			goto done;
 	}
+	if (rt->e2b != E2B_NO && e2b_body_type(&r) != 0)
+		goto done;
 	if (rt->json_body && (rt->json_body == 1 || r.req->body_len > 0) &&
 	    rq_load_body(&r) != 0)
 		goto done;

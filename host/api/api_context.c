@@ -17,8 +17,8 @@
 
 #define BE(r) ((r)->api->be)
 
-static json_t *
-context_json(const struct api_context *c)
+json_t *
+api_context_json(const struct api_context *c)
 {
 	char when[32] = "";
 	struct tm tm;
@@ -98,7 +98,7 @@ context_restore(struct rq *r, const char *name)
 		rq_backend_error(r, rc, &err);
 		return;
 	}
-	rq_json(r, 201, context_json(&c));
+	rq_json(r, 201, api_context_json(&c));
 }
 
 void
@@ -141,7 +141,7 @@ h_context_create(struct rq *r)
 		rq_backend_error(r, rc, &err);
 		return;
 	}
-	rq_json(r, 201, context_json(&c));
+	rq_json(r, 201, api_context_json(&c));
 }
 
 void
@@ -162,7 +162,7 @@ h_context_list(struct rq *r)
 	}
 	arr = json_array();
 	for (i = 0; i < n; i++)
-		json_array_append_new(arr, context_json(&cs[i]));
+		json_array_append_new(arr, api_context_json(&cs[i]));
 	free(cs);
 	rq_json(r, 200, arr);
 }
@@ -201,7 +201,7 @@ h_context_restart(struct rq *r)
 		rq_backend_error(r, rc, &err);
 		return;
 	}
-	rq_json(r, 200, context_json(&c));
+	rq_json(r, 200, api_context_json(&c));
 }
 
 void
@@ -223,7 +223,7 @@ h_context_fork(struct rq *r)
 		rq_backend_error(r, rc, &err);
 		return;
 	}
-	rq_json(r, 201, context_json(&c));
+	rq_json(r, 201, api_context_json(&c));
 }
 
 void

@@ -7,7 +7,10 @@
 #include "host/api/api.h"
 
 #define API_HIST_BUCKETS 12
-#define API_STATUS_SLOTS 23
+#define API_STATUS_SLOTS 24
+
+/* E2B's default contexts known to exist (host/api/api_e2b.c). */
+#define API_E2B_CTX_CACHE 256
 
 struct api_hist {
 	uint64_t bucket[API_HIST_BUCKETS]; /* cumulative on output only */
@@ -56,6 +59,31 @@ struct api {
 	uint64_t pending;
 	uint64_t idem_serial; /* reservations made */
 	struct api_pending *ws; /* terminal sessions (api_terminal.c) */
+	/* The ids of E2B's default contexts made (or found made), so that
+	 * only a sandbox's first cell asks for one (api_e2b.c). */
+	char e2b_ctx[API_E2B_CTX_CACHE][API_ID_MAX + 1];
+	unsigned e2b_ctx_next;
+};
+
+/*
+ * E2B-shaped routes (docs/e2b.md): where their token and sandbox come
+ * from, and the shape of their replies and errors.
+ */
+enum api_e2b {
+	E2B_NO = 0, /* keep's own route */
+	/* E2B's control plane: the token in X-API-KEY; errors
+	 * {"code":STATUS,"message":...} beside keep's envelope. */
+	E2B_API,
+	/* A sandbox's envd or code interpreter server: the sandbox in
+	 * E2b-Sandbox-Id, the token in X-Access-Token (or
+	 * E2B-Traffic-Access-Token); errors as E2B_API's. */
+	E2B_SBX,
+	/* envd's Connect RPC, unary with the JSON codec: a sandbox's
+	 * route whose errors are Connect's {"code":"not_found",...}. */
+	E2B_RPC,
+	/* envd's Connect RPC, server streaming: enveloped messages, the
+	 * errors in the stream's end (HTTP 200). */
+	E2B_RPC_STREAM,
 };
 
 struct api_pending {
@@ -68,6 +96,10 @@ struct api_pending {
 	int http10;
 	int sse;
 	int ndjson; /* Accept: application/x-ndjson (a context's cell) */
+	int e2b; /* enum api_e2b of the route */
+	/* E2B's default context of the cell, "" for another cell: one not
+	 * found is forgotten (api_e2b.c). */
+	char e2b_ctx[API_ID_MAX + 1];
 	int streaming; /* the head of an event stream has gone out */
 	struct http_buf acc_out; /* streamed output of a non-SSE request */
 	struct http_buf acc_err;
@@ -103,6 +135,7 @@ struct rq {
 	int http10;
 	int sse; /* when req is NULL (a deferred reply) */
 	int ndjson; /* the same, for application/x-ndjson */
+	int e2b; /* enum api_e2b of the route (or of a deferred reply's) */
 	int can_defer;
 	uint64_t conn;
 	size_t ri;
@@ -122,6 +155,15 @@ struct api_route {
 	int idempotent; /* honours Idempotency-Key */
 	const char *name; /* metric label */
 	int deferrable; /* the op may answer API_PENDING */
+	int e2b; /* enum api_e2b */
+	/*
+	 * An E2B route: keep's route whose checks it makes. The backend
+	 * sees that route's name (api_call.route), so its decision, lock
+	 * and budget rules are the ones keep's own route gets; the table's
+	 * capability must be that route's too (tests/unit/test_e2b.c).
+	 * NULL: the route's own name.
+	 */
+	const char *as;
 };
 
 extern const struct api_route api_routes[];
@@ -140,7 +182,17 @@ void rq_raw(
     struct rq *, int status, const char *ctype, const void *body, size_t len);
 void rq_no_content(struct rq *);
 
+/* An error reply with any status (rq_error's are api_err's). */
+void rq_fail(struct rq *, int status, const char *code, const char *msg);
+/* The route's authorization once more, for each further effect of one
+ * request that keep's own routes make one request each (E2B's uploads
+ * of several files): 0, or -1 and the refusal sent. */
+int rq_reauthorize(struct rq *);
+
 /* Inputs. */
+/* A JSON object from buf, as a body is parsed (depth, duplicates); NULL
+ * and a 400 sent when it is not one. */
+json_t *rq_load_json(struct rq *, const char *buf, size_t len);
 int rq_query(
     struct rq *, const char *name, char *out, size_t outlen, int required);
 int rq_fields(struct rq *, json_t *obj, const char *const *allowed);
@@ -173,6 +225,8 @@ void h_secret_delete(struct rq *);
 void h_secret_list(struct rq *);
 /* -1 (and a 400 sent) when a variable holds a malformed reference. */
 int rq_env_refs_ok(struct rq *, const struct api_kv *kv, size_t n);
+/* A live context as the API shows it. */
+json_t *api_context_json(const struct api_context *);
 /* A context cell's reply from the driver's JSON lines in res->out. */
 void reply_cell(struct rq *, struct api_run_result *res);
 json_t *api_cell_decode(
@@ -181,6 +235,8 @@ json_t *api_cell_decode(
  * the API's array of Result objects; never NULL but out of memory. */
 json_t *api_results_decode(const char *text, size_t len);
 int api_valid_id(const char *s, size_t n);
+/* An executable's name as commands name them (no '/', no shell). */
+int api_valid_cmd(const char *s);
 void api_observe_run(struct api *, uint64_t duration_ms);
 void api_hist_add(struct api_hist *, double seconds);
 void api_metrics(struct rq *);
@@ -201,6 +257,43 @@ double mono_s(void);
 
 /* host/api/api_watch.c: files/watch. */
 void h_file_watch(struct rq *);
+
+/* host/api/api_routes.c: 0, or -1 and a 400 sent when path holds a ".."
+ * component or is too long for the backend. */
+int rq_path_check(struct rq *, const char *path);
+json_t *iso_time(int64_t t);
+
+/* host/api/api_e2b.c, api_e2b_rpc.c: E2B's routes (docs/e2b.md). */
+void h_e2b_sandbox_create(struct rq *);
+void h_e2b_sandbox_get(struct rq *);
+void h_e2b_sandbox_delete(struct rq *);
+void h_e2b_sandbox_connect(struct rq *);
+void h_e2b_health(struct rq *);
+void h_e2b_execute(struct rq *);
+void h_e2b_context_create(struct rq *);
+void h_e2b_context_list(struct rq *);
+void h_e2b_context_delete(struct rq *);
+void h_e2b_context_restart(struct rq *);
+void h_e2b_file_read(struct rq *);
+void h_e2b_file_write(struct rq *);
+void h_e2b_list_dir(struct rq *);
+void h_e2b_stat(struct rq *);
+void h_e2b_make_dir(struct rq *);
+void h_e2b_remove(struct rq *);
+void h_e2b_process_start(struct rq *);
+/* The directories of path made, as envd makes them (api_e2b.c). */
+int e2b_mkdirs(struct rq *, const char *path, int last, struct api_error *);
+/* A finished command's Connect stream (E2B_RPC_STREAM): the start event
+ * when it has not gone out, the output left, the end event and the
+ * stream's end; rc != API_OK: only the end, with the error. */
+void e2b_process_events(struct http_buf *, int started, int rc,
+    const struct api_run_result *, const struct api_error *);
+/* A streamed piece of a command's output as Connect events. */
+void e2b_process_output(
+    struct http_buf *, int started, int is_err, const void *, size_t);
+void e2b_process_reply(struct rq *, struct api_run_result *);
+/* A cell's reply for a default context that was not found: forgotten. */
+void e2b_ctx_forget(struct api *, const char *cid);
 
 /* host/api/api_sched.c: /v1/schedules. */
 void h_schedule_create(struct rq *);

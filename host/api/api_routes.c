@@ -18,7 +18,7 @@
 #define MAX_TIMEOUT_MS (24ULL * 3600 * 1000)
 #define MAX_TTL_S (30ULL * 24 * 3600)
 
-static json_t *
+json_t *
 iso_time(int64_t t)
 {
 	struct tm tm;
@@ -99,19 +99,20 @@ sandbox_release(struct api_sandbox *s)
 }
 
 /*
- * ?path= inside the workspace. Returns 0 with path filled, -1 replied.
  * A ".." component is refused (400) wherever it is, as docs/api.yaml
  * says: a client never needs one, and one that resolves inside the
  * workspace today is one symlink away from meaning something else.
  */
-static int
-rq_path(struct rq *r, char *path, size_t len)
+int
+rq_path_check(struct rq *r, const char *path)
 {
 	const char *c;
 	size_t n;
 
-	if (rq_query(r, "path", path, len, 1) != 1)
+	if (strlen(path) >= PATH_MAX_API) {
+		rq_error(r, API_EBADREQ, "path is too long");
 		return -1;
+	}
 	for (c = path; *c != '\0'; c += n + (c[n] == '/')) {
 		n = strcspn(c, "/");
 		if (n == 2 && c[0] == '.' && c[1] == '.') {
@@ -121,6 +122,15 @@ rq_path(struct rq *r, char *path, size_t len)
 		}
 	}
 	return 0;
+}
+
+/* ?path= inside the workspace. Returns 0 with path filled, -1 replied. */
+static int
+rq_path(struct rq *r, char *path, size_t len)
+{
+	if (rq_query(r, "path", path, len, 1) != 1)
+		return -1;
+	return rq_path_check(r, path);
 }
 
 static int
@@ -539,6 +549,10 @@ reply_run(struct rq *r, struct api_run_result *res)
 
 	api_observe_run(r->api, res->duration_ms);
 	res->reason[sizeof(res->reason) - 1] = '\0';
+	if (r->e2b == E2B_RPC_STREAM) {
+		e2b_process_reply(r, res);
+		return;
+	}
 	if (res->cell) {
 		reply_cell(r, res);
 		return;
@@ -722,8 +736,8 @@ h_kill(struct rq *r)
 }
 
 /* An executable name: no path separators, no shell syntax. */
-static int
-valid_cmd(const char *s)
+int
+api_valid_cmd(const char *s)
 {
 	size_t n = strlen(s);
 
@@ -753,7 +767,7 @@ parse_command(struct rq *r, struct api_command *c, const char ***args,
 	if (rq_fields(r, r->body, fields) ||
 	    rq_str(r, r->body, "cmd", 1, &c->cmd))
 		return -1;
-	if (!valid_cmd(c->cmd)) {
+	if (!api_valid_cmd(c->cmd)) {
 		rq_error(r, API_EBADREQ,
 		    "cmd must be an executable name, not a path or a shell "
 		    "string");
@@ -1389,116 +1403,164 @@ h_audit(struct rq *r)
  * Order matters only for 405: the first path match decides the Allow.
  */
 const struct api_route api_routes[] = {
-	{ HTTP_GET, "/healthz", h_healthz, PUBLIC, 0, 0, "healthz", 0 },
-	{ HTTP_GET, "/v1/openapi.json", h_openapi, PUBLIC, 0, 0, "openapi", 0 },
-	{ HTTP_GET, "/metrics", h_metrics, CAP_ADMIN, 0, 0, "metrics", 0 },
+	{ HTTP_GET, "/healthz", h_healthz, PUBLIC, 0, 0, "healthz", 0, E2B_NO,
+	    NULL },
+	{ HTTP_GET, "/v1/openapi.json", h_openapi, PUBLIC, 0, 0, "openapi", 0,
+	    E2B_NO, NULL },
+	{ HTTP_GET, "/metrics", h_metrics, CAP_ADMIN, 0, 0, "metrics", 0,
+	    E2B_NO, NULL },
 	{ HTTP_POST, "/v1/sandboxes", h_sandbox_create, CAP_SANDBOX_WRITE, 1, 1,
-	    "sandbox_create", 0 },
+	    "sandbox_create", 0, E2B_NO, NULL },
 	{ HTTP_GET, "/v1/sandboxes", h_sandbox_list, CAP_SANDBOX_READ, 0, 0,
-	    "sandbox_list", 0 },
+	    "sandbox_list", 0, E2B_NO, NULL },
 	{ HTTP_GET, SBX, h_sandbox_get, CAP_SANDBOX_READ, 0, 0, "sandbox_get",
-	    0 },
+	    0, E2B_NO, NULL },
 	{ HTTP_DELETE, SBX, h_sandbox_delete, CAP_SANDBOX_WRITE, 0, 0,
-	    "sandbox_delete", 0 },
+	    "sandbox_delete", 0, E2B_NO, NULL },
 	{ HTTP_POST, SBX "/fork", h_sandbox_fork, CAP_SANDBOX_WRITE, 2, 1,
-	    "sandbox_fork", 0 },
+	    "sandbox_fork", 0, E2B_NO, NULL },
 	{ HTTP_POST, SBX "/lock", h_sandbox_lock, CAP_SANDBOX_WRITE, 2, 0,
-	    "sandbox_lock", 0 },
+	    "sandbox_lock", 0, E2B_NO, NULL },
 	{ HTTP_DELETE, SBX "/lock", h_sandbox_unlock, CAP_SANDBOX_WRITE, 0, 0,
-	    "sandbox_unlock", 0 },
+	    "sandbox_unlock", 0, E2B_NO, NULL },
 	{ HTTP_POST, SBX "/token", h_sandbox_token, CAP_SANDBOX_WRITE, 0, 0,
-	    "sandbox_token", 0 },
-	{ HTTP_POST, SBX "/execute", h_execute, CAP_EXEC, 1, 1, "execute", 1 },
+	    "sandbox_token", 0, E2B_NO, NULL },
+	{ HTTP_POST, SBX "/execute", h_execute, CAP_EXEC, 1, 1, "execute", 1,
+	    E2B_NO, NULL },
 	{ HTTP_POST, SBX "/execute/background", h_execute_background, CAP_EXEC,
-	    1, 1, "execute_background", 0 },
+	    1, 1, "execute_background", 0, E2B_NO, NULL },
 	{ HTTP_POST, SBX "/execute/async", h_execute_async, CAP_EXEC, 1, 1,
-	    "execute_async", 0 },
+	    "execute_async", 0, E2B_NO, NULL },
 	{ HTTP_GET, SBX "/execute/processes", h_processes, CAP_SANDBOX_READ, 0,
-	    0, "execute_processes", 0 },
+	    0, "execute_processes", 0, E2B_NO, NULL },
 	{ HTTP_POST, SBX "/execute/kill", h_kill, CAP_EXEC, 0, 0,
-	    "execute_kill", 0 },
+	    "execute_kill", 0, E2B_NO, NULL },
 	{ HTTP_POST, SBX "/commands/run", h_command_run, CAP_EXEC, 1, 1,
-	    "commands_run", 1 },
+	    "commands_run", 1, E2B_NO, NULL },
 	{ HTTP_POST, SBX "/commands/background", h_command_background, CAP_EXEC,
-	    1, 1, "commands_background", 0 },
+	    1, 1, "commands_background", 0, E2B_NO, NULL },
 	{ HTTP_GET, SBX "/files/read", h_file_read, CAP_ARTIFACT_READ, 0, 0,
-	    "files_read", 0 },
+	    "files_read", 0, E2B_NO, NULL },
 	{ HTTP_GET, SBX "/files/list", h_file_list, CAP_ARTIFACT_READ, 0, 0,
-	    "files_list", 0 },
+	    "files_list", 0, E2B_NO, NULL },
 	{ HTTP_GET, SBX "/files/exists", h_file_exists, CAP_ARTIFACT_READ, 0, 0,
-	    "files_exists", 0 },
+	    "files_exists", 0, E2B_NO, NULL },
 	{ HTTP_POST, SBX "/files/write", h_file_write, CAP_ARTIFACT_WRITE, 0, 0,
-	    "files_write", 0 },
+	    "files_write", 0, E2B_NO, NULL },
 	{ HTTP_POST, SBX "/files/mkdir", h_file_mkdir, CAP_ARTIFACT_WRITE, 0, 0,
-	    "files_mkdir", 0 },
+	    "files_mkdir", 0, E2B_NO, NULL },
 	{ HTTP_DELETE, SBX "/files/remove", h_file_remove, CAP_ARTIFACT_WRITE,
-	    0, 0, "files_remove", 0 },
+	    0, 0, "files_remove", 0, E2B_NO, NULL },
 	{ HTTP_GET, SBX "/files/watch", h_file_watch, CAP_ARTIFACT_READ, 0, 0,
-	    "files_watch", 1 },
-	{ HTTP_GET, SBX "/env", h_env_get, CAP_SANDBOX_READ, 0, 0, "env_get",
-	    0 },
+	    "files_watch", 1, E2B_NO, NULL },
+	{ HTTP_GET, SBX "/env", h_env_get, CAP_SANDBOX_READ, 0, 0, "env_get", 0,
+	    E2B_NO, NULL },
 	{ HTTP_PUT, SBX "/env", h_env_put, CAP_SANDBOX_WRITE, 1, 0, "env_put",
-	    0 },
+	    0, E2B_NO, NULL },
 	{ HTTP_PATCH, SBX "/env", h_env_patch, CAP_SANDBOX_WRITE, 1, 0,
-	    "env_patch", 0 },
+	    "env_patch", 0, E2B_NO, NULL },
 	{ HTTP_DELETE, SBX "/env", h_env_delete, CAP_SANDBOX_WRITE, 0, 0,
-	    "env_delete", 0 },
+	    "env_delete", 0, E2B_NO, NULL },
 	{ HTTP_GET, SBX "/system", h_system, CAP_SANDBOX_READ, 0, 0, "system",
-	    0 },
+	    0, E2B_NO, NULL },
 	{ HTTP_GET, SBX "/processes", h_processes, CAP_SANDBOX_READ, 0, 0,
-	    "processes", 0 },
+	    "processes", 0, E2B_NO, NULL },
 	{ HTTP_POST, "/v1/tokens", h_token_attenuate, AUTH_ONLY, 1, 0, "tokens",
-	    0 },
+	    0, E2B_NO, NULL },
 	{ HTTP_POST, "/v1/tokens/revoke", h_token_revoke, CAP_ADMIN, 1, 0,
-	    "tokens_revoke", 0 },
+	    "tokens_revoke", 0, E2B_NO, NULL },
 	{ HTTP_GET, "/v1/policy", h_policy_version, CAP_POLICY_READ, 0, 0,
-	    "policy", 0 },
+	    "policy", 0, E2B_NO, NULL },
 	{ HTTP_POST, "/v1/policy/check", h_policy_check, CAP_POLICY_READ, 1, 0,
-	    "policy_check", 0 },
+	    "policy_check", 0, E2B_NO, NULL },
 	{ HTTP_GET, "/v1/images", h_image_list, CAP_IMAGE_READ, 0, 0,
-	    "images_list", 0 },
+	    "images_list", 0, E2B_NO, NULL },
 	{ HTTP_POST, "/v1/images", h_image_upload, CAP_IMAGE_WRITE, 0, 0,
-	    "images_upload", 0 },
+	    "images_upload", 0, E2B_NO, NULL },
 	{ HTTP_DELETE, "/v1/images/{name}", h_image_delete, CAP_IMAGE_WRITE, 0,
-	    0, "images_delete", 0 },
-	{ HTTP_GET, "/v1/audit", h_audit, CAP_AUDIT_READ, 0, 0, "audit", 0 },
+	    0, "images_delete", 0, E2B_NO, NULL },
+	{ HTTP_GET, "/v1/audit", h_audit, CAP_AUDIT_READ, 0, 0, "audit", 0,
+	    E2B_NO, NULL },
 	{ HTTP_POST, "/v1/schedules", h_schedule_create, CAP_SCHEDULE_WRITE, 1,
-	    1, "schedule_create", 0 },
+	    1, "schedule_create", 0, E2B_NO, NULL },
 	{ HTTP_GET, "/v1/schedules", h_schedule_list, CAP_SCHEDULE_READ, 0, 0,
-	    "schedule_list", 0 },
+	    "schedule_list", 0, E2B_NO, NULL },
 	{ HTTP_GET, "/v1/schedules/{id}", h_schedule_get, CAP_SCHEDULE_READ, 0,
-	    0, "schedule_get", 0 },
+	    0, "schedule_get", 0, E2B_NO, NULL },
 	{ HTTP_PATCH, "/v1/schedules/{id}", h_schedule_update,
-	    CAP_SCHEDULE_WRITE, 1, 0, "schedule_update", 0 },
+	    CAP_SCHEDULE_WRITE, 1, 0, "schedule_update", 0, E2B_NO, NULL },
 	{ HTTP_DELETE, "/v1/schedules/{id}", h_schedule_delete,
-	    CAP_SCHEDULE_WRITE, 0, 0, "schedule_delete", 0 },
+	    CAP_SCHEDULE_WRITE, 0, 0, "schedule_delete", 0, E2B_NO, NULL },
 	{ HTTP_GET, "/v1/schedules/{id}/runs", h_schedule_runs,
-	    CAP_SCHEDULE_READ, 0, 0, "schedule_runs", 0 },
+	    CAP_SCHEDULE_READ, 0, 0, "schedule_runs", 0, E2B_NO, NULL },
 	{ HTTP_POST, SBX "/contexts", h_context_create, CAP_EXEC, 2, 0,
-	    "contexts_create", 0 },
+	    "contexts_create", 0, E2B_NO, NULL },
 	{ HTTP_GET, SBX "/contexts", h_context_list, CAP_SANDBOX_READ, 0, 0,
-	    "contexts_list", 0 },
+	    "contexts_list", 0, E2B_NO, NULL },
 	{ HTTP_DELETE, SBX "/contexts/{name}", h_context_delete, CAP_EXEC, 0, 0,
-	    "contexts_delete", 0 },
+	    "contexts_delete", 0, E2B_NO, NULL },
 	{ HTTP_POST, SBX "/contexts/{name}/restart", h_context_restart,
-	    CAP_EXEC, 2, 0, "contexts_restart", 0 },
+	    CAP_EXEC, 2, 0, "contexts_restart", 0, E2B_NO, NULL },
 	{ HTTP_POST, SBX "/contexts/{name}/fork", h_context_fork, CAP_EXEC, 2,
-	    0, "contexts_fork", 0 },
+	    0, "contexts_fork", 0, E2B_NO, NULL },
 	{ HTTP_POST, SBX "/contexts/{name}/snapshots", h_context_snapshot,
-	    CAP_EXEC, 1, 0, "contexts_snapshot", 0 },
+	    CAP_EXEC, 1, 0, "contexts_snapshot", 0, E2B_NO, NULL },
 	{ HTTP_GET, SBX "/contexts/{name}/snapshots", h_context_snapshots,
-	    CAP_SANDBOX_READ, 0, 0, "contexts_snapshots", 0 },
+	    CAP_SANDBOX_READ, 0, 0, "contexts_snapshots", 0, E2B_NO, NULL },
 	{ HTTP_DELETE, SBX "/contexts/{name}/snapshots",
 	    h_context_snapshot_delete, CAP_EXEC, 0, 0,
-	    "contexts_snapshot_delete", 0 },
-	{ HTTP_GET, SBX "/terminal", h_terminal, CAP_EXEC, 0, 0, "terminal",
-	    1 },
+	    "contexts_snapshot_delete", 0, E2B_NO, NULL },
+	{ HTTP_GET, SBX "/terminal", h_terminal, CAP_EXEC, 0, 0, "terminal", 1,
+	    E2B_NO, NULL },
 	{ HTTP_GET, "/v1/secrets", h_secret_list, CAP_SECRET_READ, 0, 0,
-	    "secrets_list", 0 },
+	    "secrets_list", 0, E2B_NO, NULL },
 	{ HTTP_PUT, "/v1/secrets/{name}", h_secret_put, CAP_SECRET_WRITE, 1, 0,
-	    "secrets_put", 0 },
+	    "secrets_put", 0, E2B_NO, NULL },
 	{ HTTP_DELETE, "/v1/secrets/{name}", h_secret_delete, CAP_SECRET_WRITE,
-	    0, 0, "secrets_delete", 0 },
+	    0, 0, "secrets_delete", 0, E2B_NO, NULL },
+	/* E2B's API (docs/e2b.md): each route makes the checks of the keep
+	 * route it names last, with that route's capability. */
+	{ HTTP_POST, "/e2b/v2/sandboxes", h_e2b_sandbox_create,
+	    CAP_SANDBOX_WRITE, 1, 0, "e2b_sandbox_create", 0, E2B_API,
+	    "sandbox_create" },
+	{ HTTP_GET, "/e2b/sandboxes/{id}", h_e2b_sandbox_get, CAP_SANDBOX_READ,
+	    0, 0, "e2b_sandbox_get", 0, E2B_API, "sandbox_get" },
+	{ HTTP_DELETE, "/e2b/sandboxes/{id}", h_e2b_sandbox_delete,
+	    CAP_SANDBOX_WRITE, 0, 0, "e2b_sandbox_delete", 0, E2B_API,
+	    "sandbox_delete" },
+	{ HTTP_POST, "/e2b/v2/sandboxes/{id}/connect", h_e2b_sandbox_connect,
+	    CAP_SANDBOX_WRITE, 2, 0, "e2b_sandbox_connect", 0, E2B_API,
+	    "sandbox_token" },
+	{ HTTP_GET, "/e2b/health", h_e2b_health, CAP_SANDBOX_READ, 0, 0,
+	    "e2b_health", 0, E2B_SBX, "sandbox_get" },
+	{ HTTP_POST, "/e2b/execute", h_e2b_execute, CAP_EXEC, 1, 0,
+	    "e2b_execute", 1, E2B_SBX, "execute" },
+	{ HTTP_POST, "/e2b/contexts", h_e2b_context_create, CAP_EXEC, 2, 0,
+	    "e2b_contexts_create", 0, E2B_SBX, "contexts_create" },
+	{ HTTP_GET, "/e2b/contexts", h_e2b_context_list, CAP_SANDBOX_READ, 0, 0,
+	    "e2b_contexts_list", 0, E2B_SBX, "contexts_list" },
+	{ HTTP_DELETE, "/e2b/contexts/{name}", h_e2b_context_delete, CAP_EXEC,
+	    0, 0, "e2b_contexts_delete", 0, E2B_SBX, "contexts_delete" },
+	{ HTTP_POST, "/e2b/contexts/{name}/restart", h_e2b_context_restart,
+	    CAP_EXEC, 2, 0, "e2b_contexts_restart", 0, E2B_SBX,
+	    "contexts_restart" },
+	{ HTTP_GET, "/e2b/files", h_e2b_file_read, CAP_ARTIFACT_READ, 0, 0,
+	    "e2b_files_read", 0, E2B_SBX, "files_read" },
+	{ HTTP_POST, "/e2b/files", h_e2b_file_write, CAP_ARTIFACT_WRITE, 0, 0,
+	    "e2b_files_write", 0, E2B_SBX, "files_write" },
+	{ HTTP_POST, "/e2b/filesystem.Filesystem/ListDir", h_e2b_list_dir,
+	    CAP_ARTIFACT_READ, 1, 0, "e2b_list_dir", 0, E2B_RPC, "files_list" },
+	{ HTTP_POST, "/e2b/filesystem.Filesystem/Stat", h_e2b_stat,
+	    CAP_ARTIFACT_READ, 1, 0, "e2b_stat", 0, E2B_RPC, "files_list" },
+	{ HTTP_POST, "/e2b/filesystem.Filesystem/MakeDir", h_e2b_make_dir,
+	    CAP_ARTIFACT_WRITE, 1, 0, "e2b_make_dir", 0, E2B_RPC,
+	    "files_mkdir" },
+	{ HTTP_POST, "/e2b/filesystem.Filesystem/Remove", h_e2b_remove,
+	    CAP_ARTIFACT_WRITE, 1, 0, "e2b_remove", 0, E2B_RPC,
+	    "files_remove" },
+	{ HTTP_POST, "/e2b/process.Process/Start", h_e2b_process_start,
+	    CAP_EXEC, 0, 0, "e2b_process_start", 1, E2B_RPC_STREAM,
+	    "commands_run" },
 };
 const size_t api_nroutes = sizeof(api_routes) / sizeof(api_routes[0]);
 

@@ -1,0 +1,721 @@
+/*
+ * E2B's API (docs/e2b.md): the routes under /e2b/ that E2B's own SDKs
+ * (npm `e2b` and `@e2b/code-interpreter`) call once E2B_API_URL and
+ * E2B_SANDBOX_URL name keepd. Each is a translation: it reads E2B's
+ * request, calls the backend op of the keep route the table names (whose
+ * capability, decision and checks it shares), and answers in E2B's
+ * shape. Here: the control plane (sandboxes), the code interpreter's
+ * cells and contexts, envd's health and its file upload and download.
+ * envd's Connect RPC is in api_e2b_rpc.c, the wire formats in
+ * e2b_wire.c.
+ */
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "host/api/api_int.h"
+#include "host/api/e2b_wire.h"
+#include "lib/util.h"
+
+#define BE(r) ((r)->api->be)
+#define MAX_TTL_S (30ULL * 24 * 3600)
+#define PATH_MAX_E2B 1024
+
+/*
+ * The envd version keep answers as. The SDK gates features on it: from
+ * 0.4.0 it sends no user name of its own (keep has none), and below
+ * 0.5.7 it uploads files as multipart/form-data, never compressed or as
+ * a raw stream, which is what keep serves.
+ */
+#define E2B_ENVD_VERSION "0.4.0"
+
+static json_t *
+kv_json(const struct api_kv *kv, size_t n)
+{
+	json_t *o = json_object();
+
+	for (size_t i = 0; o != NULL && i < n; i++)
+		json_object_set_new(o, kv[i].key, json_string(kv[i].value));
+	return o;
+}
+
+static void
+kv_release(struct api_kv *kv, size_t n)
+{
+	for (size_t i = 0; kv != NULL && i < n; i++) {
+		free(kv[i].key);
+		free(kv[i].value);
+	}
+	free(kv);
+}
+
+/* --- the control plane ------------------------------------------------ */
+
+/*
+ * A field of E2B's that asks for what keep does not do: refused (400)
+ * unless it is absent, null, or the value ok ("false", "true", "[]":
+ * the one that asks for nothing). Silently giving less than was asked
+ * (a network rule, no internet) would be worse than saying so.
+ */
+static int
+not_served(struct rq *r, const char *key, const char *ok)
+{
+	json_t *v = json_object_get(r->body, key);
+	char msg[API_MSG_MAX];
+
+	if (v == NULL || json_is_null(v))
+		return 0;
+	if (ok != NULL &&
+	    ((strcmp(ok, "false") == 0 && json_is_false(v)) ||
+	        (strcmp(ok, "true") == 0 && json_is_true(v)) ||
+	        (strcmp(ok, "[]") == 0 && json_is_array(v) &&
+	            json_array_size(v) == 0)))
+		return 0;
+	snprintf(msg, sizeof(msg),
+	    "%s is not served by keep: the policy decides what a sandbox may "
+	    "do (docs/e2b.md)",
+	    key);
+	rq_fail(r, 400, "BAD_REQUEST", msg);
+	return -1;
+}
+
+static json_t *
+e2b_sandbox_json(const struct api_sandbox *sb, const char *tmpl)
+{
+	return json_pack("{s:s,s:s,s:s,s:s,s:s,s:o,s:o,s:s,s:o}", "sandboxID",
+	    sb->id, "templateID", tmpl, "alias", sb->image, "clientID", "keep",
+	    "envdVersion", E2B_ENVD_VERSION, "startedAt",
+	    iso_time(sb->created_at), "endAt", iso_time(sb->expires_at),
+	    "state", "running", "metadata",
+	    kv_json(sb->metadata, sb->nmetadata));
+}
+
+/* POST /e2b/v2/sandboxes: E2B's template as keep's image. */
+void
+h_e2b_sandbox_create(struct rq *r)
+{
+	static const char *const fields[] = { "templateID", "metadata",
+		"envVars", "timeout", "secure", "allow_internet_access",
+		"autoPause", "autoPauseMemory", "autoResume", "mcp", "network",
+		"iam", "volumeMounts", NULL };
+	struct api_sandbox_spec spec;
+	struct api_sandbox sb;
+	struct api_token tok;
+	struct api_error err;
+	struct api_kv *env = NULL, *md = NULL;
+	const char *tmpl;
+	json_t *o, *v;
+	int rc;
+
+	memset(&spec, 0, sizeof(spec));
+	if (rq_fields(r, r->body, fields) ||
+	    rq_str(r, r->body, "templateID", 1, &tmpl) ||
+	    rq_uint(r, r->body, "timeout", MAX_TTL_S, &spec.ttl_s))
+		return;
+	if ((v = json_object_get(r->body, "secure")) != NULL &&
+	    !json_is_boolean(v) && !json_is_null(v)) {
+		rq_error(r, API_EBADREQ, "Field secure must be a boolean");
+		return;
+	}
+	/* Every keep sandbox is "secure": its routes need its token. */
+	if (not_served(r, "allow_internet_access", "true") ||
+	    not_served(r, "autoPause", "false") ||
+	    not_served(r, "autoPauseMemory", NULL) ||
+	    not_served(r, "autoResume", NULL) || not_served(r, "mcp", NULL) ||
+	    not_served(r, "network", NULL) || not_served(r, "iam", NULL) ||
+	    not_served(r, "volumeMounts", "[]"))
+		return;
+	if (rq_kv(r, r->body, "envVars", &env, &spec.nenv))
+		return;
+	if (rq_kv(r, r->body, "metadata", &md, &spec.nmetadata) ||
+	    rq_env_refs_ok(r, env, spec.nenv)) {
+		free(env);
+		free(md);
+		return;
+	}
+	spec.image = e2b_template_image(tmpl);
+	spec.env = env;
+	spec.metadata = md;
+	memset(&sb, 0, sizeof(sb));
+	memset(&tok, 0, sizeof(tok));
+	memset(&err, 0, sizeof(err));
+	rc =
+	    BE(r)->sandbox_create(BE(r)->ctx, &r->call, &spec, &sb, &tok, &err);
+	free(env);
+	free(md);
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	sb.id[sizeof(sb.id) - 1] = '\0';
+	sb.image[sizeof(sb.image) - 1] = '\0';
+	tok.token[sizeof(tok.token) - 1] = '\0';
+	/* The sandbox's token is both of E2B's: envd's access token, and
+	 * the traffic token the code interpreter's SDK sends alone when it
+	 * makes, lists or removes a context. */
+	o = e2b_sandbox_json(&sb, tmpl);
+	if (o != NULL) {
+		json_object_set_new(
+		    o, "envdAccessToken", json_string(tok.token));
+		json_object_set_new(
+		    o, "trafficAccessToken", json_string(tok.token));
+		json_object_set_new(o, "domain", json_null());
+	}
+	kv_release(sb.metadata, sb.nmetadata);
+	r->api->sandboxes_created++;
+	rq_json(r, 201, o);
+}
+
+/* GET /e2b/sandboxes/{id}: its image stands for E2B's template. */
+void
+h_e2b_sandbox_get(struct rq *r)
+{
+	struct api_sandbox sb;
+	struct api_error err;
+	int rc;
+
+	memset(&sb, 0, sizeof(sb));
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->sandbox_get(BE(r)->ctx, &r->call, r->id, &sb, &err);
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	sb.id[sizeof(sb.id) - 1] = '\0';
+	sb.image[sizeof(sb.image) - 1] = '\0';
+	rq_json(r, 200, e2b_sandbox_json(&sb, sb.image));
+	kv_release(sb.metadata, sb.nmetadata);
+}
+
+/*
+ * POST /e2b/v2/sandboxes/{id}/connect (Sandbox.connect): a new token of
+ * the sandbox for the caller, as keep's POST .../token. keep's sandboxes
+ * are never paused, so there is nothing to resume; a new timeout is not
+ * served (keep's ttl is set at create).
+ */
+void
+h_e2b_sandbox_connect(struct rq *r)
+{
+	static const char *const fields[] = { "timeout", "memory", NULL };
+	struct api_token tok;
+	struct api_error err;
+	json_t *o, *m;
+	int rc;
+
+	if (r->body != NULL &&
+	    (rq_fields(r, r->body, fields) || not_served(r, "timeout", NULL)))
+		return;
+	/* Restore or reboot: a keep sandbox was never paused. */
+	if (r->body != NULL &&
+	    (m = json_object_get(r->body, "memory")) != NULL &&
+	    !json_is_boolean(m) && !json_is_null(m)) {
+		rq_error(r, API_EBADREQ, "Field memory must be a boolean");
+		return;
+	}
+	memset(&tok, 0, sizeof(tok));
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->sandbox_token(BE(r)->ctx, &r->call, r->id, &tok, &err);
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	tok.token[sizeof(tok.token) - 1] = '\0';
+	o = json_pack("{s:s,s:s,s:s,s:s,s:o}", "sandboxID", r->id,
+	    "envdVersion", E2B_ENVD_VERSION, "envdAccessToken", tok.token,
+	    "trafficAccessToken", tok.token, "domain", json_null());
+	rq_json(r, 201, o);
+}
+
+void
+h_e2b_sandbox_delete(struct rq *r)
+{
+	struct api_error err;
+	int rc;
+
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->sandbox_delete(BE(r)->ctx, &r->call, r->id, &err);
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	r->api->sandboxes_deleted++;
+	rq_no_content(r);
+}
+
+/* --- a sandbox: envd's health ----------------------------------------- */
+
+/*
+ * GET /e2b/health: 204 while the sandbox lives. E2B's proxy answers 502
+ * for a sandbox that is gone, which the SDK reads as "not running"
+ * (isRunning, and the check it makes when a connection drops).
+ */
+void
+h_e2b_health(struct rq *r)
+{
+	struct api_sandbox sb;
+	struct api_error err;
+	int rc;
+
+	memset(&sb, 0, sizeof(sb));
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->sandbox_get(BE(r)->ctx, &r->call, r->id, &sb, &err);
+	kv_release(sb.metadata, sb.nmetadata);
+	if (rc == API_ENOTFOUND)
+		rq_fail(r, 502, "SANDBOX_GONE", "The sandbox is not running");
+	else if (rc != API_OK)
+		rq_backend_error(r, rc, &err);
+	else
+		rq_no_content(r);
+}
+
+/* --- the code interpreter: contexts and cells ------------------------- */
+
+static int
+ctx_known(struct api *a, const char *cid)
+{
+	for (size_t i = 0; i < API_E2B_CTX_CACHE; i++)
+		if (strcmp(a->e2b_ctx[i], cid) == 0)
+			return 1;
+	return 0;
+}
+
+/* Remembered in turn: one forgotten too soon is asked for again. */
+static void
+ctx_remember(struct api *a, const char *cid)
+{
+	if (ctx_known(a, cid))
+		return;
+	strlcpy(a->e2b_ctx[a->e2b_ctx_next], cid, sizeof(a->e2b_ctx[0]));
+	a->e2b_ctx_next = (a->e2b_ctx_next + 1) % API_E2B_CTX_CACHE;
+}
+
+void
+e2b_ctx_forget(struct api *a, const char *cid)
+{
+	for (size_t i = 0; i < API_E2B_CTX_CACHE; i++)
+		if (strcmp(a->e2b_ctx[i], cid) == 0)
+			a->e2b_ctx[i][0] = '\0';
+}
+
+static void
+base32_into(char *out, const unsigned char *h, size_t n)
+{
+	static const char alpha[] = "abcdefghijklmnopqrstuvwxyz234567";
+
+	for (size_t i = 0; i < n; i++)
+		out[i] = alpha[h[i] & 31];
+	out[n] = '\0';
+}
+
+/*
+ * Keep names the contexts E2B's routes make for js "ctx-js-...", since
+ * E2B's SDK sends a cell its context's id and never its language; any
+ * other context's cells are python's.
+ */
+#define JS_PREFIX "ctx-js-"
+
+/*
+ * The default context of a sandbox's principal in a language: E2B's
+ * code interpreter runs a cell without a context in one, so that
+ * runCode('x = 1') then runCode('x') sees x. Its id is derived, not
+ * stored: the same sandbox, principal and language always name the same
+ * context, across restarts of keepd, and the principal is part of it as
+ * a context is its owner's alone. "ctx-" and 20 base32 characters, as
+ * the front's random ids.
+ */
+static void
+default_id(const struct rq *r, enum api_lang lang, char out[API_ID_MAX + 1])
+{
+	static const char tag[] = "keep e2b default context";
+	crypto_generichash_state st;
+	unsigned char h[20], l = (unsigned char)lang;
+	const char *pre = lang == API_LANG_JAVASCRIPT ? JS_PREFIX : "ctx-";
+
+	crypto_generichash_init(&st, NULL, 0, sizeof(h));
+	crypto_generichash_update(&st, (const unsigned char *)tag, sizeof(tag));
+	crypto_generichash_update(
+	    &st, (const unsigned char *)r->id, strlen(r->id) + 1);
+	crypto_generichash_update(
+	    &st, (const unsigned char *)r->who.sub, strlen(r->who.sub) + 1);
+	crypto_generichash_update(&st, &l, 1);
+	crypto_generichash_final(&st, h, sizeof(h));
+	strlcpy(out, pre, API_ID_MAX + 1);
+	base32_into(out + strlen(pre), h, sizeof(h));
+}
+
+/* E2B's language names: keep's contexts hold python and js (Duktape). */
+static int
+e2b_language(struct rq *r, const char *s, enum api_lang *lang)
+{
+	char msg[API_MSG_MAX];
+
+	*lang = API_LANG_PYTHON;
+	if (s == NULL || strcmp(s, "python") == 0)
+		return 0;
+	if (strcmp(s, "js") == 0 || strcmp(s, "javascript") == 0) {
+		*lang = API_LANG_JAVASCRIPT;
+		return 0;
+	}
+	snprintf(msg, sizeof(msg),
+	    "language %.64s is not served: keep's contexts are python and js",
+	    s);
+	rq_fail(r, 400, "BAD_REQUEST", msg);
+	return -1;
+}
+
+/*
+ * POST /e2b/execute: a cell, always in a context (E2B's code
+ * interpreter keeps state between cells), answered with the driver's
+ * lines (ndjson), which are E2B's. Without a context_id, the principal's
+ * default context for the language, made by the sandbox's first such
+ * cell with the decision keep's POST .../contexts makes.
+ */
+void
+h_e2b_execute(struct rq *r)
+{
+	static const char *const fields[] = { "code", "context_id", "language",
+		"env_vars", NULL };
+	struct api_exec ex;
+	struct api_run_result res;
+	struct api_context c;
+	struct api_error err;
+	struct api_kv *env = NULL;
+	char cid[API_ID_MAX + 1] = "";
+	const char *lang = NULL, *ctx = NULL;
+	int rc;
+
+	memset(&ex, 0, sizeof(ex));
+	if (rq_fields(r, r->body, fields) ||
+	    rq_str(r, r->body, "code", 1, &ex.code) ||
+	    rq_str(r, r->body, "language", 0, &lang) ||
+	    rq_str(r, r->body, "context_id", 0, &ctx))
+		return;
+	ex.code_len = json_string_length(json_object_get(r->body, "code"));
+	if (ctx != NULL && lang != NULL) {
+		rq_error(r, API_EBADREQ, "context_id or language, not both");
+		return;
+	}
+	if (ctx != NULL) {
+		if (!api_valid_id(ctx, strlen(ctx))) {
+			rq_error(
+			    r, API_EBADREQ, "context_id is not a context's id");
+			return;
+		}
+		ex.language = strncmp(ctx, JS_PREFIX, strlen(JS_PREFIX)) == 0
+		    ? API_LANG_JAVASCRIPT
+		    : API_LANG_PYTHON;
+	} else if (e2b_language(r, lang, &ex.language))
+		return;
+	if (rq_kv(r, r->body, "env_vars", &env, &ex.nenv))
+		return;
+	ex.env = env;
+	if (ctx == NULL) {
+		default_id(r, ex.language, cid);
+		if (!ctx_known(r->api, cid)) {
+			memset(&c, 0, sizeof(c));
+			memset(&err, 0, sizeof(err));
+			rc = BE(r)->context_create(BE(r)->ctx, &r->call, r->id,
+			    ex.language, "", cid, &c, &err);
+			/* Taken: made before (by another cell, or before
+			 * keepd restarted), and so there. */
+			if (rc != API_OK && rc != API_ECONFLICT) {
+				free(env);
+				rq_backend_error(r, rc, &err);
+				return;
+			}
+			ctx_remember(r->api, cid);
+		}
+		ctx = cid;
+	}
+	ex.context_id = ctx;
+	memset(&res, 0, sizeof(res));
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->execute(BE(r)->ctx, &r->call, r->id, &ex, &res, &err);
+	free(env);
+	if (rc == API_PENDING && r->pending != NULL) {
+		strlcpy(r->pending->e2b_ctx, cid, sizeof(r->pending->e2b_ctx));
+		return;
+	}
+	if (rc != API_OK) {
+		free(res.out);
+		free(res.err);
+		free(res.results);
+		/* Deleted meanwhile: the next cell makes it again. */
+		if (rc == API_ENOTFOUND && cid[0] != '\0')
+			e2b_ctx_forget(r->api, cid);
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	reply_run(r, &res);
+}
+
+/* POST /e2b/contexts {"language","cwd"}: E2B's context is keep's. */
+void
+h_e2b_context_create(struct rq *r)
+{
+	static const char *const fields[] = { "language", "cwd", NULL };
+	struct api_context c;
+	struct api_error err;
+	enum api_lang lang;
+	const char *cwd = NULL, *ls = NULL;
+	char cid[API_ID_MAX + 1];
+	unsigned char rnd[20];
+	int rc;
+
+	if (r->body != NULL &&
+	    (rq_fields(r, r->body, fields) ||
+	        rq_str(r, r->body, "language", 0, &ls) ||
+	        rq_str(r, r->body, "cwd", 0, &cwd)))
+		return;
+	if (e2b_language(r, ls, &lang))
+		return;
+	if (cwd != NULL && (strlen(cwd) >= sizeof(c.cwd) || cwd[0] != '/')) {
+		rq_error(r, API_EBADREQ,
+		    "cwd must be an absolute path of at most %zu bytes",
+		    sizeof(c.cwd) - 1);
+		return;
+	}
+	/* A js context's id says so (JS_PREFIX); python's are the front's. */
+	if (lang == API_LANG_JAVASCRIPT) {
+		randombytes_buf(rnd, sizeof(rnd));
+		strlcpy(cid, JS_PREFIX, sizeof(cid));
+		base32_into(cid + strlen(JS_PREFIX), rnd, sizeof(rnd));
+	}
+	memset(&c, 0, sizeof(c));
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->context_create(BE(r)->ctx, &r->call, r->id, lang,
+	    cwd != NULL ? cwd : "", lang == API_LANG_JAVASCRIPT ? cid : NULL,
+	    &c, &err);
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	rq_json(r, 201, api_context_json(&c));
+}
+
+void
+h_e2b_context_list(struct rq *r)
+{
+	struct api_context *cs = NULL;
+	struct api_error err;
+	size_t n = 0;
+	json_t *arr;
+	int rc;
+
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->context_list(BE(r)->ctx, &r->call, r->id, &cs, &n, &err);
+	if (rc != API_OK) {
+		free(cs);
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	arr = json_array();
+	for (size_t i = 0; i < n; i++)
+		json_array_append_new(arr, api_context_json(&cs[i]));
+	free(cs);
+	rq_json(r, 200, arr);
+}
+
+void
+h_e2b_context_delete(struct rq *r)
+{
+	struct api_error err;
+	int rc;
+
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->context_delete(BE(r)->ctx, &r->call, r->id, r->tail, &err);
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	e2b_ctx_forget(r->api, r->tail);
+	rq_no_content(r);
+}
+
+void
+h_e2b_context_restart(struct rq *r)
+{
+	struct api_context c;
+	struct api_error err;
+	int rc;
+
+	if (r->body != NULL && json_object_size(r->body) != 0) {
+		rq_error(r, API_EBADREQ, "restart takes no fields");
+		return;
+	}
+	memset(&c, 0, sizeof(c));
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->context_restart(
+	    BE(r)->ctx, &r->call, r->id, r->tail, &c, &err);
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	rq_json(r, 200, api_context_json(&c));
+}
+
+/* --- envd's files ----------------------------------------------------- */
+
+/*
+ * Make the directories of path (all of them when last, else all but its
+ * last component), as envd does before a write and for MakeDir. Each
+ * one that exists already is passed; the last one, when last, answers
+ * API_ECONFLICT if it was there. They are made under the decision of
+ * the request's one file.
+ */
+int
+e2b_mkdirs(struct rq *r, const char *path, int last, struct api_error *err)
+{
+	char buf[PATH_MAX_E2B];
+	size_t n = strlcpy(buf, path, sizeof(buf));
+	int rc = API_OK;
+
+	if (n >= sizeof(buf))
+		return API_EBADREQ;
+	while (n > 1 && buf[n - 1] == '/')
+		buf[--n] = '\0';
+	for (size_t i = 1; i <= n; i++) {
+		if (i < n && buf[i] != '/')
+			continue;
+		if (i == n && !last)
+			break;
+		if (i < n && buf[i - 1] == '/')
+			continue;
+		buf[i] = '\0';
+		memset(err, 0, sizeof(*err));
+		rc = BE(r)->file_mkdir(BE(r)->ctx, &r->call, r->id, buf, err);
+		if (i < n)
+			buf[i] = '/';
+		if (rc == API_ECONFLICT && i < n)
+			rc = API_OK;
+		if (rc != API_OK)
+			return rc;
+	}
+	return rc;
+}
+
+/* GET /e2b/files?path=: the file's bytes. E2B's username is keep's
+ * sandbox's, and is not asked. */
+void
+h_e2b_file_read(struct rq *r)
+{
+	char path[PATH_MAX_E2B], *data = NULL;
+	struct api_error err;
+	size_t len = 0;
+	int rc;
+
+	if (rq_query(r, "path", path, sizeof(path), 1) != 1 ||
+	    rq_path_check(r, path))
+		return;
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->file_read(
+	    BE(r)->ctx, &r->call, r->id, path, &data, &len, &err);
+	if (rc != API_OK)
+		rq_backend_error(r, rc, &err);
+	else
+		rq_raw(r, 200, "application/octet-stream", data, len);
+	free(data);
+}
+
+/* One uploaded file: written, its directories made first if missing. */
+static int
+write_one(struct rq *r, const char *path, const struct e2b_part *p,
+    struct api_error *err)
+{
+	int rc;
+
+	memset(err, 0, sizeof(*err));
+	rc = BE(r)->file_write(
+	    BE(r)->ctx, &r->call, r->id, path, p->data, p->len, err);
+	if (rc != API_ENOTFOUND)
+		return rc;
+	if ((rc = e2b_mkdirs(r, path, 0, err)) != API_OK)
+		return rc;
+	memset(err, 0, sizeof(*err));
+	return BE(r)->file_write(
+	    BE(r)->ctx, &r->call, r->id, path, p->data, p->len, err);
+}
+
+/*
+ * POST /e2b/files[?path=]: envd's upload, multipart/form-data with one
+ * part "file" per file; its path is ?path= for one file, else the
+ * part's filename. Each file after the first is authorized again, as
+ * keep's files/write would be once per file.
+ */
+void
+h_e2b_file_write(struct rq *r)
+{
+	struct e2b_part parts[E2B_PARTS_MAX];
+	const struct http_header *ct;
+	struct api_error err;
+	char qpath[PATH_MAX_E2B], path[PATH_MAX_E2B];
+	const char *b;
+	size_t blen, n, i;
+	json_t *arr;
+	int rc, have_q;
+
+	if ((have_q = rq_query(r, "path", qpath, sizeof(qpath), 0)) < 0)
+		return;
+	ct = http_find_header(r->req, "content-type");
+	if (ct == NULL ||
+	    e2b_multipart_boundary(ct->value, ct->valuelen, &b, &blen) != 0) {
+		rq_fail(r, 415, "UNSUPPORTED_MEDIA_TYPE",
+		    "Content-Type must be multipart/form-data with a boundary");
+		return;
+	}
+	if (e2b_multipart_parse(r->req->body, r->req->body_len, b, blen, parts,
+	        nitems(parts), &n) != 0) {
+		rq_error(r, API_EBADREQ,
+		    "The body is not multipart/form-data with at most %d "
+		    "parts",
+		    E2B_PARTS_MAX);
+		return;
+	}
+	if (have_q && n != 1) {
+		rq_error(
+		    r, API_EBADREQ, "?path= names one file: send one part");
+		return;
+	}
+	if ((arr = json_array()) == NULL) {
+		rq_error(r, API_EINTERNAL, "Out of memory");
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		const struct e2b_part *p = &parts[i];
+		const char *base;
+
+		if (p->name_len != 4 || memcmp(p->name, "file", 4) != 0) {
+			rq_error(r, API_EBADREQ, "Each part is named \"file\"");
+			goto out;
+		}
+		if (have_q)
+			strlcpy(path, qpath, sizeof(path));
+		else if (p->filename == NULL || p->filename_len == 0 ||
+		    p->filename_len >= sizeof(path)) {
+			rq_error(r, API_EBADREQ,
+			    "Without ?path=, each part's filename is its path");
+			goto out;
+		} else {
+			memcpy(path, p->filename, p->filename_len);
+			path[p->filename_len] = '\0';
+		}
+		if (path[0] == '\0' || rq_path_check(r, path) ||
+		    (i > 0 && rq_reauthorize(r)))
+			goto out;
+		if ((rc = write_one(r, path, p, &err)) != API_OK) {
+			rq_backend_error(r, rc, &err);
+			goto out;
+		}
+		base = strrchr(path, '/');
+		base = base != NULL ? base + 1 : path;
+		json_array_append_new(arr,
+		    json_pack("{s:o,s:s,s:o}", "name",
+		        bytes_string(base, strlen(base)), "type", "file",
+		        "path", bytes_string(path, strlen(path))));
+	}
+	rq_json(r, 200, arr);
+	return;
+out:
+	json_decref(arr);
+}

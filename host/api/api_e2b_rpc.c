@@ -1,0 +1,508 @@
+/*
+ * envd's Connect RPC (docs/e2b.md): the services filesystem.Filesystem
+ * and process.Process that E2B's SDK calls for sandbox.files.list,
+ * exists, getInfo, makeDir, remove and sandbox.commands.run. The SDK
+ * speaks Connect with the JSON codec (protobuf's JSON mapping: field
+ * names in lowerCamelCase, enums by name, 64-bit integers as strings,
+ * bytes in base64), so these are JSON routes: a unary call is a JSON
+ * object each way, a server stream is enveloped JSON (e2b_wire.h).
+ * Methods not here are 404, which Connect reads as unimplemented.
+ */
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "host/api/api_int.h"
+#include "host/api/e2b_wire.h"
+#include "lib/util.h"
+
+#define BE(r) ((r)->api->be)
+#define PATH_MAX_E2B 1024
+#define MAX_TIMEOUT_MS (24ULL * 3600 * 1000)
+/* Bytes of output per data event (base64 makes a third more). */
+#define EVENT_BYTES 49152
+
+/* filesystem.FileType by keep's entry type. */
+static const char *
+file_type(const char *t)
+{
+	if (strcmp(t, "file") == 0)
+		return "FILE_TYPE_FILE";
+	if (strcmp(t, "dir") == 0)
+		return "FILE_TYPE_DIRECTORY";
+	if (strcmp(t, "link") == 0)
+		return "FILE_TYPE_SYMLINK";
+	/* The SDK leaves out what it cannot name. */
+	return "FILE_TYPE_UNSPECIFIED";
+}
+
+/* filesystem.EntryInfo of entry e of directory dir (path: dir/name). */
+static json_t *
+entry_json(const char *dir, const struct api_dirent *e)
+{
+	char path[PATH_MAX_E2B + 256 + 2];
+	size_t dl = strlen(dir);
+	char size[24];
+	json_t *o;
+
+	snprintf(path, sizeof(path), "%s%s%s", dir,
+	    dl > 0 && dir[dl - 1] == '/' ? "" : "/", e->name);
+	snprintf(size, sizeof(size), "%llu", (unsigned long long)e->size);
+	o = json_pack("{s:o,s:s,s:o,s:s}", "name",
+	    bytes_string(e->name, strlen(e->name)), "type", file_type(e->type),
+	    "path", bytes_string(path, strlen(path)), "size", size);
+	if (o != NULL && e->mtime != 0)
+		json_object_set_new(o, "modifiedTime", iso_time(e->mtime));
+	return o;
+}
+
+/* A directory's EntryInfo with only what keep knows of it. */
+static json_t *
+dir_json(const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base != NULL && base[1] != '\0' ? base + 1 : path;
+	return json_pack("{s:o,s:s,s:o}", "name",
+	    bytes_string(base, strlen(base)), "type", "FILE_TYPE_DIRECTORY",
+	    "path", bytes_string(path, strlen(path)));
+}
+
+/* A request's path field: required, inside the workspace. */
+static int
+rpc_path(struct rq *r, json_t *obj, char path[PATH_MAX_E2B])
+{
+	const char *p;
+
+	if (rq_str(r, obj, "path", 1, &p))
+		return -1;
+	if (p[0] == '\0') {
+		rq_error(r, API_EBADREQ, "path is empty");
+		return -1;
+	}
+	if (rq_path_check(r, p))
+		return -1;
+	strlcpy(path, p, PATH_MAX_E2B);
+	return 0;
+}
+
+/* ListDir {"path","depth"}: one level, as keep's files/list. */
+void
+h_e2b_list_dir(struct rq *r)
+{
+	static const char *const fields[] = { "path", "depth", NULL };
+	char path[PATH_MAX_E2B];
+	struct api_dirent *ents = NULL;
+	struct api_error err;
+	uint64_t depth;
+	size_t n = 0;
+	json_t *arr;
+	int rc;
+
+	if (rq_fields(r, r->body, fields) || rpc_path(r, r->body, path) ||
+	    rq_uint(r, r->body, "depth", UINT32_MAX, &depth))
+		return;
+	/* Each level would be another listing, and another decision. */
+	if (depth > 1) {
+		rq_error(r, API_EBADREQ,
+		    "depth above 1 is not served: list each directory");
+		return;
+	}
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->file_list(
+	    BE(r)->ctx, &r->call, r->id, path, &ents, &n, &err);
+	if (rc != API_OK) {
+		free(ents);
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	arr = json_array();
+	for (size_t i = 0; i < n; i++) {
+		ents[i].name[sizeof(ents[i].name) - 1] = '\0';
+		ents[i].type[sizeof(ents[i].type) - 1] = '\0';
+		json_array_append_new(arr, entry_json(path, &ents[i]));
+	}
+	free(ents);
+	rq_json(r, 200, json_pack("{s:o}", "entries", arr));
+}
+
+/*
+ * Stat {"path"}: the entry, from its directory's listing (keep has no
+ * stat of its own; the right is the same, artifact:read). NotFound is
+ * how the SDK's files.exists learns "no".
+ */
+void
+h_e2b_stat(struct rq *r)
+{
+	static const char *const fields[] = { "path", NULL };
+	char path[PATH_MAX_E2B], parent[PATH_MAX_E2B];
+	struct api_dirent *ents = NULL;
+	struct api_error err;
+	const char *name, *slash;
+	size_t n = 0, len;
+	json_t *entry = NULL;
+	int rc;
+
+	if (rq_fields(r, r->body, fields) || rpc_path(r, r->body, path))
+		return;
+	len = strlen(path);
+	while (len > 1 && path[len - 1] == '/')
+		path[--len] = '\0';
+	if (strcmp(path, "/") == 0) {
+		rq_json(r, 200, json_pack("{s:o}", "entry", dir_json(path)));
+		return;
+	}
+	slash = strrchr(path, '/');
+	if (slash == NULL || slash == path) {
+		strlcpy(parent, "/", sizeof(parent));
+		name = slash != NULL ? slash + 1 : path;
+	} else {
+		memcpy(parent, path, (size_t)(slash - path));
+		parent[slash - path] = '\0';
+		name = slash + 1;
+	}
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->file_list(
+	    BE(r)->ctx, &r->call, r->id, parent, &ents, &n, &err);
+	if (rc != API_OK) {
+		free(ents);
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	for (size_t i = 0; i < n && entry == NULL; i++) {
+		ents[i].name[sizeof(ents[i].name) - 1] = '\0';
+		ents[i].type[sizeof(ents[i].type) - 1] = '\0';
+		if (strcmp(ents[i].name, name) == 0)
+			entry = entry_json(parent, &ents[i]);
+	}
+	free(ents);
+	if (entry == NULL) {
+		rq_error(r, API_ENOTFOUND, "No such file or directory");
+		return;
+	}
+	/* The path as asked, not as joined. */
+	json_object_set_new(entry, "path", bytes_string(path, len));
+	rq_json(r, 200, json_pack("{s:o}", "entry", entry));
+}
+
+/* MakeDir {"path"}: with its parents; AlreadyExists when it was there,
+ * which the SDK's makeDir answers as false. */
+void
+h_e2b_make_dir(struct rq *r)
+{
+	static const char *const fields[] = { "path", NULL };
+	char path[PATH_MAX_E2B];
+	struct api_error err;
+	int rc;
+
+	if (rq_fields(r, r->body, fields) || rpc_path(r, r->body, path))
+		return;
+	memset(&err, 0, sizeof(err));
+	if ((rc = e2b_mkdirs(r, path, 1, &err)) != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	rq_json(r, 200, json_pack("{s:o}", "entry", dir_json(path)));
+}
+
+/* Remove {"path"}: a file or an empty directory, as keep's files/remove. */
+void
+h_e2b_remove(struct rq *r)
+{
+	static const char *const fields[] = { "path", NULL };
+	char path[PATH_MAX_E2B];
+	struct api_error err;
+	int rc;
+
+	if (rq_fields(r, r->body, fields) || rpc_path(r, r->body, path))
+		return;
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->file_remove(BE(r)->ctx, &r->call, r->id, path, &err);
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	rq_json(r, 200, json_object());
+}
+
+/* --- process.Process/Start -------------------------------------------- */
+
+static void
+put_event(struct http_buf *b, json_t *ev)
+{
+	char *s;
+
+	if (ev == NULL || (s = json_dumps(ev, JSON_COMPACT)) == NULL) {
+		json_decref(ev);
+		b->oom = 1;
+		return;
+	}
+	json_decref(ev);
+	e2b_envelope_put(b, 0, s, strlen(s));
+	free(s);
+}
+
+void
+e2b_process_output(
+    struct http_buf *b, int started, int is_err, const void *data, size_t len)
+{
+	const unsigned char *d = data;
+
+	/* keep's foreground runs have no pid a client could signal. */
+	if (!started)
+		put_event(
+		    b, json_pack("{s:{s:{s:i}}}", "event", "start", "pid", 0));
+	for (size_t off = 0; off < len && !b->oom; off += EVENT_BYTES) {
+		size_t n = len - off < EVENT_BYTES ? len - off : EVENT_BYTES;
+		size_t bl = sodium_base64_ENCODED_LEN(
+		    n, sodium_base64_VARIANT_ORIGINAL);
+		char *s = malloc(bl);
+
+		if (s == NULL) {
+			b->oom = 1;
+			return;
+		}
+		sodium_bin2base64(
+		    s, bl, d + off, n, sodium_base64_VARIANT_ORIGINAL);
+		put_event(b,
+		    json_pack("{s:{s:{s:s}}}", "event", "data",
+		        is_err ? "stderr" : "stdout", s));
+		free(s);
+	}
+}
+
+/* The stream's end: {} or {"error":{...}}. */
+static void
+put_end(struct http_buf *b, json_t *end)
+{
+	char *s;
+
+	if (end == NULL || (s = json_dumps(end, JSON_COMPACT)) == NULL) {
+		json_decref(end);
+		b->oom = 1;
+		return;
+	}
+	json_decref(end);
+	e2b_envelope_put(b, E2B_ENV_END, s, strlen(s));
+	free(s);
+}
+
+void
+e2b_process_events(struct http_buf *b, int started, int rc,
+    const struct api_run_result *res, const struct api_error *err)
+{
+	char status[96], msg[API_MSG_MAX];
+	json_t *end;
+
+	if (rc != API_OK) {
+		if (rc <= API_OK || rc >= API_ERR_COUNT)
+			rc = API_EINTERNAL;
+		memcpy(msg, err->message, sizeof(msg));
+		msg[sizeof(msg) - 1] = '\0';
+		put_end(b,
+		    json_pack("{s:{s:s,s:s}}", "error", "code",
+		        e2b_connect_code(api_err_status(rc)), "message", msg));
+		return;
+	}
+	e2b_process_output(b, started, 0, res->out, res->out_len);
+	e2b_process_output(b, 1, 1, res->err, res->err_len);
+	/* envd's status is Go's ProcessState's text; keep's reason says
+	 * why a run was stopped (timeout, output-limit, fault, killed). */
+	if (res->reason[0] != '\0')
+		snprintf(status, sizeof(status), "%s", res->reason);
+	else
+		snprintf(
+		    status, sizeof(status), "exit status %d", res->exit_code);
+	end = json_pack("{s:i,s:b,s:s}", "exitCode", res->exit_code, "exited",
+	    res->reason[0] == '\0', "status", status);
+	if (end != NULL && res->reason[0] != '\0') {
+		snprintf(msg, sizeof(msg), "keep stopped the command: %s",
+		    res->reason);
+		json_object_set_new(end, "error", json_string(msg));
+	}
+	put_event(b, json_pack("{s:{s:o}}", "event", "end", end));
+	put_end(b, json_object());
+}
+
+void
+e2b_process_reply(struct rq *r, struct api_run_result *res)
+{
+	struct http_buf b;
+
+	http_buf_init(&b);
+	e2b_process_events(&b, 0, API_OK, res, NULL);
+	free(res->out);
+	free(res->err);
+	free(res->results);
+	res->out = res->err = res->results = NULL;
+	if (b.oom)
+		rq_error(r, API_EINTERNAL, "Out of memory");
+	else
+		rq_raw(r, 200, "application/connect+json", b.data, b.len);
+	http_buf_free(&b);
+}
+
+/*
+ * The program of a ProcessConfig's cmd: an executable's name, or its
+ * path in one of the directories where the images' commands live
+ * (E2B's SDK runs "/bin/bash"); keep runs the image's command of that
+ * name, as its policy's exec allowlist names it. NULL: not one.
+ */
+static const char *
+program(const char *cmd)
+{
+	static const char *const dirs[] = { "/bin/", "/usr/bin/",
+		"/usr/local/bin/", "/sbin/", "/usr/sbin/" };
+	const char *name = NULL;
+
+	if (strchr(cmd, '/') == NULL)
+		name = cmd;
+	for (size_t i = 0; name == NULL && i < nitems(dirs); i++)
+		if (strncmp(cmd, dirs[i], strlen(dirs[i])) == 0)
+			name = cmd + strlen(dirs[i]);
+	return name != NULL && api_valid_cmd(name) ? name : NULL;
+}
+
+/* StartRequest {"process":{"cmd","args","envs","cwd"},"stdin","tag"}. */
+static int
+parse_start(struct rq *r, struct api_command *c, const char ***args,
+    struct api_kv **env)
+{
+	static const char *const fields[] = { "process", "pty", "tag", "stdin",
+		NULL };
+	static const char *const pfields[] = { "cmd", "args", "envs", "cwd",
+		NULL };
+	const struct http_header *h;
+	const char *cmd, *tag;
+	json_t *p, *a, *v;
+
+	memset(c, 0, sizeof(*c));
+	*args = NULL;
+	*env = NULL;
+	if (rq_fields(r, r->body, fields) || rq_str(r, r->body, "tag", 0, &tag))
+		return -1;
+	if ((v = json_object_get(r->body, "pty")) != NULL && !json_is_null(v)) {
+		rq_fail(r, 501, "NOT_IMPLEMENTED",
+		    "pty is not served: keep's terminal is "
+		    "/v1/sandboxes/{id}/terminal");
+		return -1;
+	}
+	if ((v = json_object_get(r->body, "stdin")) != NULL &&
+	    !json_is_false(v) && !json_is_null(v)) {
+		rq_fail(r, 501, "NOT_IMPLEMENTED",
+		    "stdin is not served: a command's input is its stdin field "
+		    "on /v1/sandboxes/{id}/commands/run");
+		return -1;
+	}
+	p = json_object_get(r->body, "process");
+	if (!json_is_object(p)) {
+		rq_error(r, API_EBADREQ, "process must be an object");
+		return -1;
+	}
+	if (rq_fields(r, p, pfields) || rq_str(r, p, "cmd", 1, &cmd) ||
+	    rq_str(r, p, "cwd", 0, &c->cwd))
+		return -1;
+	if ((c->cmd = program(cmd)) == NULL) {
+		rq_error(r, API_EBADREQ,
+		    "cmd must be an executable's name, or its path in /bin, "
+		    "/usr/bin, /usr/local/bin, /sbin or /usr/sbin");
+		return -1;
+	}
+	/* keep's runs start at the workspace's root and take no other
+	 * (the vmm's run message has no cwd): said, not ignored. */
+	if (c->cwd != NULL && strcmp(c->cwd, "/") != 0) {
+		rq_fail(r, 501, "NOT_IMPLEMENTED",
+		    "cwd is not served: a command starts at /, the "
+		    "workspace's root (docs/e2b.md)");
+		return -1;
+	}
+	c->cwd = NULL;
+	a = json_object_get(p, "args");
+	if (a != NULL && !json_is_null(a)) {
+		if (!json_is_array(a) || json_array_size(a) > 256) {
+			rq_error(r, API_EBADREQ,
+			    "args must be an array of at most 256 strings");
+			return -1;
+		}
+		if ((*args = calloc(json_array_size(a) + 1, sizeof(char *))) ==
+		    NULL) {
+			rq_error(r, API_EINTERNAL, "Out of memory");
+			return -1;
+		}
+		for (size_t i = 0; i < json_array_size(a); i++) {
+			json_t *e = json_array_get(a, i);
+
+			if (!json_is_string(e) ||
+			    strlen(json_string_value(e)) !=
+			        json_string_length(e)) {
+				rq_error(r, API_EBADREQ,
+				    "args must be strings without NUL");
+				return -1;
+			}
+			(*args)[i] = json_string_value(e);
+		}
+		c->args = *args;
+		c->nargs = json_array_size(a);
+	}
+	if (rq_kv(r, p, "envs", env, &c->nenv))
+		return -1;
+	c->env = *env;
+	/* The SDK's timeoutMs (60 s unless it is told otherwise). */
+	h = http_find_header(r->req, "connect-timeout-ms");
+	if (h != NULL) {
+		if (e2b_timeout_ms(h->value, h->valuelen, &c->timeout_ms) !=
+		    0) {
+			rq_error(r, API_EBADREQ,
+			    "Connect-Timeout-Ms must be 1 to 10 digits");
+			return -1;
+		}
+		if (c->timeout_ms > MAX_TIMEOUT_MS)
+			c->timeout_ms = MAX_TIMEOUT_MS;
+	}
+	return 0;
+}
+
+/*
+ * Start: a command, as keep's commands/run, its output streamed as it
+ * comes: start, data events, end, then the stream's end. A command's
+ * input is not served (stdin false, no SendInput), nor a pty.
+ */
+void
+h_e2b_process_start(struct rq *r)
+{
+	struct api_command c;
+	struct api_run_result res;
+	struct api_error err;
+	const char **args = NULL, *msg;
+	struct api_kv *env = NULL;
+	size_t mlen;
+	int rc;
+
+	if (e2b_envelope_one(r->req->body, r->req->body_len, &msg, &mlen) !=
+	    0) {
+		rq_error(r, API_EBADREQ,
+		    "The body is not one uncompressed Connect envelope");
+		return;
+	}
+	if ((r->body = rq_load_json(r, msg, mlen)) == NULL)
+		return;
+	if (parse_start(r, &c, &args, &env))
+		goto out;
+	memset(&res, 0, sizeof(res));
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->command_run(BE(r)->ctx, &r->call, r->id, &c, &res, &err);
+	if (rc == API_PENDING && r->pending != NULL)
+		goto out;
+	if (rc != API_OK) {
+		free(res.out);
+		free(res.err);
+		free(res.results);
+		rq_backend_error(r, rc, &err);
+		goto out;
+	}
+	reply_run(r, &res);
+out:
+	free(args);
+	free(env);
+}

@@ -1,0 +1,273 @@
+// E2B's own SDK (npm @e2b/code-interpreter and e2b) against keepd, with
+// nothing changed but its environment: E2B_API_URL, E2B_SANDBOX_URL and
+// E2B_API_KEY (tests/integration/e2b_sdk.sh sets them, and KEEP_OTHER_KEY,
+// another principal's). Prints ok:/FAIL: lines; exits 1 on any failure.
+'use strict';
+const { Sandbox } = require('@e2b/code-interpreter');
+
+let fails = 0;
+function check(name, cond, detail) {
+	if (cond) {
+		console.log(`ok: ${name}`);
+	} else {
+		fails++;
+		console.log(`FAIL: ${name}${detail !== undefined ? ': ' + JSON.stringify(detail) : ''}`);
+	}
+}
+async function threw(fn) {
+	try {
+		await fn();
+		return null;
+	} catch (e) {
+		return e;
+	}
+}
+
+async function codeInterpreter() {
+	const sbx = await Sandbox.create();
+	check('Sandbox.create() makes a sandbox of the code interpreter template',
+	    /^sbx-/.test(sbx.sandboxId), sbx.sandboxId);
+	const info = await sbx.getInfo();
+	check('getInfo: the template is served by the python image',
+	    info.sandboxId === sbx.sandboxId && info.name === 'python', info);
+	check('isRunning() is true', await sbx.isRunning());
+
+	let ex = await sbx.runCode('x = 42');
+	check("runCode('x = 42'): no result, no error",
+	    ex.results.length === 0 && ex.error === undefined, ex.toJSON());
+	ex = await sbx.runCode('x');
+	check("runCode('x') gives 42: the cells share the default context",
+	    ex.text === '42' && ex.results[0].isMainResult === true, ex.toJSON());
+	check('executionCount counts the cells', ex.executionCount === 2,
+	    ex.executionCount);
+
+	const outs = [], errs = [], results = [];
+	ex = await sbx.runCode(
+	    'import sys\nprint("hello")\nprint("oops", file=sys.stderr)\n' +
+	    'print("world")\nx * 2',
+	    {
+		    onStdout: (m) => outs.push(m.line),
+		    onStderr: (m) => errs.push(m.line),
+		    onResult: (r) => results.push(r.text),
+	    });
+	check('onStdout is called with each line, in order',
+	    outs.join('') === 'hello\nworld\n', outs);
+	check('onStderr is called', errs.join('') === 'oops\n', errs);
+	check('onResult is called with the main result',
+	    results.length === 1 && results[0] === '84', results);
+	check('logs hold the same lines',
+	    ex.logs.stdout.join('') === 'hello\nworld\n' &&
+	        ex.logs.stderr.join('') === 'oops\n',
+	    ex.logs);
+
+	const errors = [];
+	ex = await sbx.runCode('def f():\n    return 1 / 0\nf()',
+	    { onError: (e) => errors.push(e.name) });
+	check("an error's name, value and traceback",
+	    ex.error && ex.error.name === 'ZeroDivisionError' &&
+	        ex.error.value === 'division by zero' &&
+	        ex.error.traceback.includes('line 2, in f') &&
+	        ex.error.traceback.includes('ZeroDivisionError'),
+	    ex.error);
+	check('onError is called', errors[0] === 'ZeroDivisionError', errors);
+	ex = await sbx.runCode('x + 1');
+	check('the context lives on after an error', ex.text === '43', ex.toJSON());
+
+	ex = await sbx.runCode(
+	    'import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [3, 1, 2])\n' +
+	    'plt.title("keep")\nplt.show()');
+	const png = ex.results.find((r) => r.png);
+	const bytes = png ? Buffer.from(png.png, 'base64') : Buffer.alloc(0);
+	check('a matplotlib figure comes back as a PNG',
+	    png !== undefined && png.formats().includes('png') &&
+	        bytes.subarray(1, 4).toString() === 'PNG' && bytes.length > 1000,
+	    ex.results.map((r) => r.formats()));
+
+	ex = await sbx.runCode('import pandas as pd\npd.DataFrame({"a": [1, 2]})');
+	check('a DataFrame comes back as text and HTML',
+	    ex.text && ex.text.includes('a') && ex.results[0].html &&
+	        ex.results[0].html.includes('<table'),
+	    ex.toJSON());
+
+	const ctx = await sbx.createCodeContext({ cwd: '/work' });
+	check('createCodeContext makes a python context in its cwd',
+	    typeof ctx.id === 'string' && ctx.language === 'python' &&
+	        ctx.cwd === '/work',
+	    ctx);
+	await sbx.runCode('y = 5', { context: ctx });
+	ex = await sbx.runCode('import os\n(y, os.getcwd())', { context: ctx });
+	check('runCode in a context keeps its own state',
+	    ex.text === "(5, '/work')", ex.toJSON());
+	ex = await sbx.runCode('x', { context: ctx });
+	check("a context does not see the default context's state",
+	    ex.error && ex.error.name === 'NameError', ex.toJSON());
+	ex = await sbx.runCode('y');
+	check("nor the default context another's",
+	    ex.error && ex.error.name === 'NameError', ex.toJSON());
+	ex = await sbx.runCode('z = 7; z', { envs: { KEEP_E2B: 'yes' } });
+	check('envs reach a cell',
+	    ex.text === '7', ex.toJSON());
+	ex = await sbx.runCode('import os; os.environ.get("KEEP_E2B")',
+	    { envs: { KEEP_E2B: 'yes' } });
+	check('a cell sees its envs', ex.text === "'yes'", ex.toJSON());
+
+	const nojs = await threw(() => sbx.createCodeContext({ language: 'js' }));
+	check('a js context in the python image is refused (its image has no js)',
+	    nojs && /400/.test(nojs.message), nojs && nojs.message);
+	const listed = await sbx.listCodeContexts();
+	check('listCodeContexts lists them, the default one too',
+	    listed.some((c) => c.id === ctx.id) && listed.length === 2,
+	    listed);
+	await sbx.restartCodeContext(ctx);
+	ex = await sbx.runCode('y', { context: ctx });
+	check('restartCodeContext forgets its state',
+	    ex.error && ex.error.name === 'NameError', ex.toJSON());
+	await sbx.removeCodeContext(ctx);
+	const gone = await threw(() => sbx.runCode('1', { context: ctx }));
+	check('removeCodeContext removes it: its cells are not found',
+	    gone && gone.name === 'NotFoundError', gone && gone.message);
+
+	// Files: envd's upload (multipart) and download, and its Connect RPC.
+	const w = await sbx.files.write('/data/hello.txt', 'hi there\n');
+	check('files.write makes the directories and writes',
+	    w.path === '/data/hello.txt' && w.name === 'hello.txt', w);
+	check('files.read reads it back',
+	    (await sbx.files.read('/data/hello.txt')) === 'hi there\n');
+	const bin = Buffer.from([0, 1, 2, 255, 254]);
+	await sbx.files.write('/data/bin', bin.buffer.slice(bin.byteOffset,
+	    bin.byteOffset + bin.length));
+	const back = Buffer.from(await sbx.files.read('/data/bin', { format: 'bytes' }));
+	check('binary files round-trip', back.equals(bin), [...back]);
+	const many = await sbx.files.write([
+		{ path: '/data/a.txt', data: 'a' },
+		{ path: '/data/sub/b.txt', data: 'bb' },
+	]);
+	check('files.write of several files', Array.isArray(many) &&
+	    many.length === 2 && many[1].path === '/data/sub/b.txt', many);
+	ex = await sbx.runCode('open("/data/hello.txt").read()');
+	check('a cell reads what files.write wrote',
+	    ex.text === "'hi there\\n'", ex.toJSON());
+	const list = await sbx.files.list('/data');
+	const names = list.map((e) => `${e.name}:${e.type}:${e.size}`).sort();
+	check('files.list names the entries, their types and sizes',
+	    JSON.stringify(names) ===
+	        JSON.stringify(['a.txt:file:1', 'bin:file:5', 'hello.txt:file:9', 'sub:dir:' + list.find((e) => e.name === 'sub').size]) &&
+	        list.every((e) => e.path === `/data/${e.name}` &&
+	            e.modifiedTime instanceof Date),
+	    list);
+	check('files.exists', (await sbx.files.exists('/data/a.txt')) === true &&
+	    (await sbx.files.exists('/data/none')) === false);
+	const gi = await sbx.files.getInfo('/data/hello.txt');
+	check('files.getInfo', gi.type === 'file' && gi.size === 9 &&
+	    gi.path === '/data/hello.txt', gi);
+	check('files.makeDir: true when made, false when there',
+	    (await sbx.files.makeDir('/data/new/deep')) === true &&
+	        (await sbx.files.makeDir('/data/new/deep')) === false);
+	await sbx.files.remove('/data/a.txt');
+	check('files.remove', (await sbx.files.exists('/data/a.txt')) === false);
+	const nf = await threw(() => sbx.files.read('/data/none'));
+	check('reading a missing file is FileNotFoundError',
+	    nf && nf.name === 'FileNotFoundError', nf && nf.message);
+
+	// Sandbox.connect: a new token of the sandbox, the same default
+	// context (it is the principal's).
+	const again = await Sandbox.connect(sbx.sandboxId);
+	ex = await again.runCode('x');
+	check('Sandbox.connect, then runCode sees the state', ex.text === '42',
+	    ex.toJSON());
+	check('its token is a new one',
+	    again.envdAccessToken && again.envdAccessToken !== sbx.envdAccessToken);
+
+	// Another principal's key: its own sandboxes only.
+	const other = await threw(() => Sandbox.connect(sbx.sandboxId,
+	    { apiKey: process.env.KEEP_OTHER_KEY }));
+	check("another principal cannot connect to the sandbox",
+	    other && other.name === 'SandboxNotFoundError', other && other.message);
+	const stranger = new Sandbox({ sandboxId: sbx.sandboxId,
+		envdAccessToken: process.env.KEEP_OTHER_KEY,
+		trafficAccessToken: process.env.KEEP_OTHER_KEY,
+		envdVersion: '0.4.0' });
+	const peek = await threw(() => stranger.runCode('x'));
+	check("nor run a cell in it with its own key",
+	    peek && peek.name === 'NotFoundError', peek && peek.message);
+	const ls = await threw(() => stranger.files.list('/'));
+	check("nor list its files",
+	    ls && ls.name === 'FileNotFoundError', ls && ls.message);
+
+	check('sandbox.kill() is true', (await sbx.kill()) === true);
+	check('then isRunning() is false', (await sbx.isRunning()) === false);
+	check('Sandbox.kill of a killed sandbox is false',
+	    (await Sandbox.kill(sbx.sandboxId)) === false);
+}
+
+// The js template: Duktape's contexts, the default one and others.
+async function javascript() {
+	const sbj = await Sandbox.create('js');
+	await sbj.runCode('var n = 20;', { language: 'js' });
+	let ex = await sbj.runCode('n + 1', { language: 'js' });
+	check("runCode(..., {language: 'js'}) keeps state in js's default context",
+	    ex.text === '21', ex.toJSON());
+	const js = await sbj.createCodeContext({ language: 'js' });
+	await sbj.runCode('var m = 2;', { context: js });
+	ex = await sbj.runCode('m * 21', { context: js });
+	check('a js context made by createCodeContext runs its cells as js',
+	    ex.text === '42' && js.language === 'js', [ex.toJSON(), js]);
+	ex = await sbj.runCode('throw new TypeError("no")', { language: 'js' });
+	check('a js error', ex.error && ex.error.name === 'TypeError', ex.toJSON());
+	await sbj.kill();
+}
+
+async function commands() {
+	const sh = await Sandbox.create('base');
+	const r = await sh.commands.run('echo hi; echo err >&2; pwd');
+	check('commands.run in the base (shell) template',
+	    r.exitCode === 0 && r.stdout === 'hi\n/\n' && r.stderr === 'err\n', r);
+	const chunks = [];
+	await sh.commands.run('for i in 1 2 3; do echo $i; done',
+	    { onStdout: (d) => chunks.push(d) });
+	check('commands.run onStdout', chunks.join('') === '1\n2\n3\n', chunks);
+	const e = await threw(() => sh.commands.run('echo no >&2; exit 3'));
+	check('a non-zero exit is CommandExitError with its code',
+	    e && e.name === 'CommandExitError' && e.exitCode === 3 &&
+	        e.stderr === 'no\n',
+	    e && { name: e.name, exitCode: e.exitCode });
+	const env = await sh.commands.run('echo $GREETING',
+	    { envs: { GREETING: 'hello' } });
+	check('commands.run envs', env.stdout === 'hello\n', env);
+	await sh.files.write('/w/f.txt', 'file');
+	const cat = await sh.commands.run('cat /w/f.txt');
+	check('a command reads what files.write wrote', cat.stdout === 'file', cat);
+	const cwd = await threw(() => sh.commands.run('ls', { cwd: '/w' }));
+	check('a cwd other than / is refused, not ignored',
+	    cwd && /cwd is not served/.test(cwd.message), cwd && cwd.message);
+	const t = await threw(() => sh.commands.run('sleep 5', { timeoutMs: 1000 }));
+	check('a command past its timeout is stopped',
+	    t !== null, t && t.message);
+	await sh.kill();
+}
+
+// The key's principal may not run bash (the policy's exec allowlist).
+async function denied() {
+	const sh = await Sandbox.create('base');
+	const e = await threw(() => sh.commands.run('echo hi'));
+	check('commands.run of a program the policy does not allow is refused',
+	    e && /permission_denied/.test(e.message) && /bash/.test(e.message),
+	    e && e.message);
+	await sh.kill();
+}
+
+(async () => {
+	const which = process.argv[2] || 'all';
+	try {
+		if (which === 'all' || which === 'code') await codeInterpreter();
+		if (which === 'all' || which === 'code') await javascript();
+		if (which === 'all' || which === 'commands') await commands();
+		if (which === 'denied') await denied();
+	} catch (e) {
+		fails++;
+		console.log(`FAIL: unexpected ${e && e.name}: ${e && e.message}`);
+		console.log(e && e.stack);
+	}
+	console.log(`sdk: ${fails} failures`);
+	process.exit(fails ? 1 : 0);
+})();
