@@ -226,6 +226,13 @@ async function commands() {
 	await sh.commands.run('for i in 1 2 3; do echo $i; done',
 	    { onStdout: (d) => chunks.push(d) });
 	check('commands.run onStdout', chunks.join('') === '1\n2\n3\n', chunks);
+	const times = [];
+	await sh.commands.run('echo a; sleep 1; echo b',
+	    { onStdout: (d) => times.push([Date.now(), d]) });
+	check('commands.run streams its output as it comes (onStdout before the end)',
+	    times.length === 2 && times[1][0] - times[0][0] >= 500 &&
+	        times[0][1] === 'a\n' && times[1][1] === 'b\n',
+	    times);
 	const e = await threw(() => sh.commands.run('echo no >&2; exit 3'));
 	check('a non-zero exit is CommandExitError with its code',
 	    e && e.name === 'CommandExitError' && e.exitCode === 3 &&
