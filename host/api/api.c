@@ -363,8 +363,10 @@ rq_envelope_e2b(struct rq *r, int status, const char *code, const char *msg)
 		o = json_pack("{s:i,s:s,s:{s:s,s:s}}", "code", status,
 		    "message", msg, "error", "message", msg, "code", code);
 	if (o == NULL || (s = json_dumps(o, JSON_COMPACT)) == NULL) {
+		static const char oom[] = "{\"code\":500,\"message\":\"Out of "
+		                          "memory\"}";
 		json_decref(o);
-		r->out->oom = 1;
+		rq_emit(r, 500, "application/json", oom, sizeof(oom) - 1);
 		return;
 	}
 	json_decref(o);

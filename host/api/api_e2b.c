@@ -16,6 +16,7 @@
 
 #include "host/api/api_int.h"
 #include "host/api/e2b_wire.h"
+#include "lib/log.h"
 #include "lib/util.h"
 
 #define BE(r) ((r)->api->be)
@@ -72,10 +73,8 @@ not_served(struct rq *r, const char *key, const char *ok)
 	        (strcmp(ok, "[]") == 0 && json_is_array(v) &&
 	            json_array_size(v) == 0)))
 		return 0;
-	snprintf(msg, sizeof(msg),
-	    "%s is not served by keep: the policy decides what a sandbox may "
-	    "do (docs/e2b.md)",
-	    key);
+	snprintf(
+	    msg, sizeof(msg), "%s is not served by keep (docs/e2b.md)", key);
 	rq_fail(r, 400, "BAD_REQUEST", msg);
 	return -1;
 }
@@ -118,7 +117,8 @@ h_e2b_sandbox_create(struct rq *r)
 		rq_error(r, API_EBADREQ, "Field secure must be a boolean");
 		return;
 	}
-	/* Every keep sandbox is "secure": its routes need its token. */
+	/* Every keep sandbox is "secure": its routes need its token. Its
+	 * outbound access is the policy's, not the caller's to ask for. */
 	if (not_served(r, "allow_internet_access", "true") ||
 	    not_served(r, "autoPause", "false") ||
 	    not_served(r, "autoPauseMemory", NULL) ||
@@ -357,9 +357,13 @@ e2b_language(struct rq *r, const char *s, enum api_lang *lang)
 		*lang = API_LANG_JAVASCRIPT;
 		return 0;
 	}
+	char esc[64];
+
+	/* Escaped: a cut UTF-8 sequence is no JSON string. */
+	log_escape(esc, sizeof(esc), s, strlen(s));
 	snprintf(msg, sizeof(msg),
-	    "language %.64s is not served: keep's contexts are python and js",
-	    s);
+	    "language %s is not served: keep's contexts are python and js",
+	    esc);
 	rq_fail(r, 400, "BAD_REQUEST", msg);
 	return -1;
 }
