@@ -565,11 +565,14 @@ h_e2b_context_restart(struct rq *r)
  * Make the directories of path (all of them when last, else all but its
  * last component), as envd does before a write and for MakeDir. Each
  * one that exists already is passed; the last one, when last, answers
- * API_ECONFLICT if it was there. They are made under the decision of
- * the request's one file.
+ * API_ECONFLICT if it was there. Each is decided (and audited) as keep's
+ * files/mkdir would be: the request's decision serves the first when it
+ * is unspent (decided), the others are authorized again. API_OK, an
+ * api_err (no reply sent), or E2B_REPLIED (a refusal sent).
  */
 int
-e2b_mkdirs(struct rq *r, const char *path, int last, struct api_error *err)
+e2b_mkdirs(struct rq *r, const char *path, int last, int decided,
+    struct api_error *err)
 {
 	char buf[PATH_MAX_E2B];
 	size_t n = strlcpy(buf, path, sizeof(buf));
@@ -586,6 +589,9 @@ e2b_mkdirs(struct rq *r, const char *path, int last, struct api_error *err)
 			break;
 		if (i < n && buf[i - 1] == '/')
 			continue;
+		if (!decided && rq_reauthorize(r) != 0)
+			return E2B_REPLIED;
+		decided = 0;
 		buf[i] = '\0';
 		memset(err, 0, sizeof(*err));
 		rc = BE(r)->file_mkdir(BE(r)->ctx, &r->call, r->id, buf, err);
@@ -622,7 +628,11 @@ h_e2b_file_read(struct rq *r)
 	free(data);
 }
 
-/* One uploaded file: written, its directories made first if missing. */
+/*
+ * One uploaded file: written, its directories made first if missing
+ * (the write that found them missing spent its decision; the write
+ * again is under the last directory's, one decision per effect).
+ */
 static int
 write_one(struct rq *r, const char *path, const struct e2b_part *p,
     struct api_error *err)
@@ -634,7 +644,7 @@ write_one(struct rq *r, const char *path, const struct e2b_part *p,
 	    BE(r)->ctx, &r->call, r->id, path, p->data, p->len, err);
 	if (rc != API_ENOTFOUND)
 		return rc;
-	if ((rc = e2b_mkdirs(r, path, 0, err)) != API_OK)
+	if ((rc = e2b_mkdirs(r, path, 0, 0, err)) != API_OK)
 		return rc;
 	memset(err, 0, sizeof(*err));
 	return BE(r)->file_write(
@@ -708,7 +718,8 @@ h_e2b_file_write(struct rq *r)
 		    (i > 0 && rq_reauthorize(r)))
 			goto out;
 		if ((rc = write_one(r, path, p, &err)) != API_OK) {
-			rq_backend_error(r, rc, &err);
+			if (rc != E2B_REPLIED)
+				rq_backend_error(r, rc, &err);
 			goto out;
 		}
 		base = strrchr(path, '/');

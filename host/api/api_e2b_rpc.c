@@ -186,8 +186,9 @@ h_e2b_stat(struct rq *r)
 	rq_json(r, 200, json_pack("{s:o}", "entry", entry));
 }
 
-/* MakeDir {"path"}: with its parents; AlreadyExists when it was there,
- * which the SDK's makeDir answers as false. */
+/* MakeDir {"path"}: with its parents, each decided as files/mkdir;
+ * AlreadyExists when it was there, which the SDK's makeDir answers as
+ * false. */
 void
 h_e2b_make_dir(struct rq *r)
 {
@@ -199,8 +200,9 @@ h_e2b_make_dir(struct rq *r)
 	if (rq_fields(r, r->body, fields) || rpc_path(r, r->body, path))
 		return;
 	memset(&err, 0, sizeof(err));
-	if ((rc = e2b_mkdirs(r, path, 1, &err)) != API_OK) {
-		rq_backend_error(r, rc, &err);
+	if ((rc = e2b_mkdirs(r, path, 1, 1, &err)) != API_OK) {
+		if (rc != E2B_REPLIED)
+			rq_backend_error(r, rc, &err);
 		return;
 	}
 	rq_json(r, 200, json_pack("{s:o}", "entry", dir_json(path)));

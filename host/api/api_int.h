@@ -281,8 +281,11 @@ void h_e2b_stat(struct rq *);
 void h_e2b_make_dir(struct rq *);
 void h_e2b_remove(struct rq *);
 void h_e2b_process_start(struct rq *);
-/* The directories of path made, as envd makes them (api_e2b.c). */
-int e2b_mkdirs(struct rq *, const char *path, int last, struct api_error *);
+/* The directories of path made, as envd makes them, each decided
+ * (api_e2b.c): API_OK, an api_err, or E2B_REPLIED (a refusal sent). */
+#define E2B_REPLIED (-1)
+int e2b_mkdirs(
+    struct rq *, const char *path, int last, int decided, struct api_error *);
 /* A finished command's Connect stream (E2B_RPC_STREAM): the start event
  * when it has not gone out, the output left, the end event and the
  * stream's end; rc != API_OK: only the end, with the error. */

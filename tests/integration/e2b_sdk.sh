@@ -36,6 +36,7 @@ role coder {
 }
 agent "e2b" : coder { exec "python", "js", "bash" }
 agent "other" : coder { exec "python" }
+agent "writer" : coder { rate write 4/hour }
 agent "auditor" { allow audit:read }
 EOP
 keepd_start "$tmp/test.policy"
@@ -115,6 +116,20 @@ e2b DELETE "/sandboxes/$sb" -H "X-API-KEY: $key"
 [ "$code" = 204 ] && ok "kill: 204" || bad "kill: $code $body"
 e2b GET /health -H "E2b-Sandbox-Id: $sb" -H "X-Access-Token: $tok"
 [ "$code" = 502 ] && ok "health of a killed sandbox: 502, as E2B's proxy" || bad "health after kill: $code $body"
+
+# A write into a fresh tree is decided once per directory it makes, as
+# keep's own files/mkdir would be: writer's four writes are the create,
+# the write that finds /a missing, /a and /a/b; /a/b/c is refused.
+writer=$(mint writer $caps 30m)
+e2b POST /v2/sandboxes -H "X-API-KEY: $writer" -H 'Content-Type: application/json' \
+    -d '{"templateID":"base"}'
+wsb=$(jget "$body" '["sandboxID"]'); wtok=$(jget "$body" '["envdAccessToken"]')
+printf 'deep' >"$tmp/deep"
+e2b POST '/files?path=/a/b/c/f' -H "E2b-Sandbox-Id: $wsb" -H "X-Access-Token: $wtok" \
+    -F "file=@$tmp/deep;filename=/a/b/c/f"
+[ "$code" = 429 ] && [ "$(jget "$body" '["code"]')" = 429 ] &&
+	ok "each directory a write makes is a decision: the fourth write is over the rate" ||
+	bad "mkdir decisions: $code $body"
 
 # Every E2B request was decided and audited as keep's own route's.
 auditor=$(mint auditor audit:read)

@@ -666,6 +666,13 @@ test_rpc_filesystem(void **state)
 	connect_code(&r, 404, "not_found");
 	resp_free(&r);
 
+	/* Three directories, three decisions: two allowed. */
+	api_fake_set_rate(e->fake, "admin", 2, 9);
+	sbx_json(e, "/e2b/filesystem.Filesystem/MakeDir",
+	    "{\"path\":\"/m/n/o\"}", &r);
+	connect_code(&r, 429, "resource_exhausted");
+	resp_free(&r);
+	api_fake_set_rate(e->fake, "admin", 0, 0);
 	sbx_json(e, "/e2b/filesystem.Filesystem/MakeDir",
 	    "{\"path\":\"/m/n/o\"}", &r);
 	assert_int_equal(r.status, 200);
