@@ -112,12 +112,21 @@ image_check_str(const uint8_t *field, size_t size, int path)
 	return 0;
 }
 
+/* Compared a block at a time with memcmp, not a byte at a time: the
+ * padding between the files of the python image is 20 MB, and the byte
+ * loop took about 10 ms of every `keep run` (3 ms this way, most of it
+ * the page faults of reading it). */
 static int
 all_zero(const uint8_t *p, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		if (p[i] != 0)
+	static const uint8_t zero[4096];
+	size_t k;
+
+	for (; n > 0; p += k, n -= k) {
+		k = n < sizeof(zero) ? n : sizeof(zero);
+		if (memcmp(p, zero, k) != 0)
 			return 0;
+	}
 	return 1;
 }
 
