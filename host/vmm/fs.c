@@ -244,16 +244,22 @@ image_dir(struct vm *vm, const char *path)
 }
 
 /* Whether a directory on the way to path is an image file ("/lib/x.zip/
- * a.py"): Linux answers such a path ENOTDIR, not ENOENT. */
+ * a.py"): Linux answers such a path ENOTDIR, not ENOENT. Each prefix
+ * ending before a '/' is looked up in the index: CPython's start-up
+ * stats about 80 paths that do not exist, and a walk of the python
+ * image's 8,700 files for each was 1.5 ms of a cold print(1). */
 static int
 image_file_on_the_way(struct vm *vm, const char *path)
 {
-	size_t i, n;
+	char prefix[VM_PATH_MAX];
+	size_t i;
 
-	for (i = 0; i < vm->cfg->nfiles; i++) {
-		n = strlen(vm->cfg->files[i].path);
-		if (strncmp(path, vm->cfg->files[i].path, n) == 0 &&
-		    path[n] == '/')
+	for (i = 1; path[i] != '\0' && i < sizeof(prefix); i++) {
+		if (path[i] != '/')
+			continue;
+		memcpy(prefix, path, i);
+		prefix[i] = '\0';
+		if (image_file(vm, prefix) != NULL)
 			return 1;
 	}
 	return 0;
