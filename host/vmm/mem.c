@@ -126,6 +126,23 @@ vm_mmap_is_used(struct vm *vm, uint64_t addr, uint64_t len)
 	return 1;
 }
 
+/*
+ * Zeroes by giving the pages back (MADV_DONTNEED on private anonymous
+ * memory reads as zeroes after), not by writing them: ld.so maps each
+ * library's whole extent and then its segments over it with MAP_FIXED,
+ * and writing zeroes made the host allocate and clear every page of
+ * the extent, about 8 ms of a cold `import numpy`. Image pages there
+ * are anonymous again first (vm_imgmap_release: madvise would bring
+ * the file's bytes back); memset is the fallback.
+ */
+void
+vm_mmap_zero(struct vm *vm, uint64_t addr, uint64_t len)
+{
+	vm_imgmap_release(vm, addr, len, 1);
+	if (madvise(vm->mem + addr, len, MADV_DONTNEED) != 0)
+		memset(vm->mem + addr, 0, len);
+}
+
 /* Free and zero: the next mapping there must read as zeroes, as
  * anonymous memory does. Pages outside the area are ignored, as Linux
  * ignores unmapping what is not mapped. */

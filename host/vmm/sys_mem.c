@@ -63,8 +63,7 @@ sys_mmap(struct vm *vm, const uint64_t a[6])
 			return (flags & MAP_FIXED_NOREPLACE_) ? -EEXIST
 			                                      : -ENOMEM;
 		g = addr;
-		vm_imgmap_release(vm, g, len, 1);
-		memset(vm->mem + g, 0, len);
+		vm_mmap_zero(vm, g, len);
 	} else if ((g = vm_mmap_alloc(vm, len)) == 0)
 		return -ENOMEM;
 	/* An image file's pages are mapped copy-on-write (imgmap.c);

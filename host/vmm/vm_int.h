@@ -422,6 +422,8 @@ void vm_mem_uncharge(struct vm *, uint64_t bytes);
 uint64_t vm_mmap_alloc(struct vm *, uint64_t len); /* 0 on failure */
 int vm_mmap_free(struct vm *, uint64_t addr, uint64_t len);
 int vm_mmap_is_used(struct vm *, uint64_t addr, uint64_t len);
+/* Whole pages of the mmap area read as zeroes again (MAP_FIXED). */
+void vm_mmap_zero(struct vm *, uint64_t addr, uint64_t len);
 /* Copy a file's bytes into a private mapping; bytes read or -errno. */
 int64_t vm_mmap_fill(
     struct vm *, int fd, uint64_t g, uint64_t len, uint64_t off);
