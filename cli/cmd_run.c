@@ -281,6 +281,7 @@ cmd_run(int argc, char **argv)
 			files[i].len = f->len;
 			files[i].mode = f->mode;
 			files[i].hash = f->hash;
+			files[i].pad = f->pad;
 		}
 		if (image_file_verify(cmd->program) != 0) {
 			fprintf(stderr,

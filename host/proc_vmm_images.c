@@ -178,6 +178,7 @@ vmm_image_files(struct vmm_state *vs, const struct image *img, size_t extra,
 		fv[i].hash = li != NULL && i < li->nfiles && li->checked[i]
 		    ? NULL
 		    : f->hash;
+		fv[i].pad = fv[i].hash != NULL ? f->pad : 0;
 	}
 	return fv;
 }

@@ -49,6 +49,11 @@ struct image_file {
 	 * must have: check it (image_file_verify, or the VMM's own check
 	 * through vmm_file.hash) before the first byte is used. */
 	const uint8_t *hash;
+	/* With hash: how many bytes follow the file in the image before the
+	 * next one, which must be zero; checked with the hash, so that
+	 * opening an image reads none of its payload (20 MB of padding in
+	 * the python image). 0 when checked at open. */
+	uint64_t pad;
 };
 
 struct image_command {
@@ -108,8 +113,8 @@ const uint8_t *image_signed_bytes(const struct image *img, size_t *len);
  * (docs/image-format.md, "Deferred hashes"). */
 int image_is_deferred(const struct image *img);
 
-/* 0 when f's contents match its hash (or were checked at open), else
- * IMAGE_E_HASH. */
+/* 0 when f's contents match its hash and the padding after it is zero
+ * (or both were checked at open), else IMAGE_E_HASH. */
 int image_file_verify(const struct image_file *f);
 
 /* Every file's contents against its hash (a no-op for an image checked

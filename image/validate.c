@@ -261,8 +261,13 @@ validate(struct image *img, char *err, size_t errlen)
 		if (image_check_str(e + IMG_F_PATH, IMAGE_PATH_MAX, 1) != 0)
 			return image_fail(err, errlen, IMAGE_E_FORMAT,
 			    "file %u: malformed path", i);
+		/* The zeroes between two files of an image with deferred
+		 * hashes are checked with the first one's hash (pad), when
+		 * it is used; the payload is not read here at all. */
 		if (off % IMG_PAGE != 0 || off < next || off > plen ||
-		    size > plen - off || !all_zero(b + poff + next, off - next))
+		    size > plen - off ||
+		    ((!img->deferred || i == 0) &&
+		        !all_zero(b + poff + next, off - next)))
 			return image_fail(err, errlen, IMAGE_E_FORMAT,
 			    "file %u (%s): offset or size out of range, "
 			    "overlapping, or padding not zero",
@@ -279,6 +284,8 @@ validate(struct image *img, char *err, size_t errlen)
 				    "file %s: BLAKE2b hash mismatch",
 				    (const char *)e + IMG_F_PATH);
 		}
+		if (img->deferred && i > 0)
+			img->files[i - 1].pad = off - next;
 		img->files[i].hash = img->deferred ? e + IMG_F_HASH : NULL;
 		img->files[i].path = (const char *)e + IMG_F_PATH;
 		img->files[i].data = b + poff + off;
@@ -505,7 +512,8 @@ image_verify_files(const struct image *img, char *err, size_t errlen)
 	for (size_t i = 0; i < img->nfiles; i++)
 		if (image_file_verify(&img->files[i]) != 0)
 			return image_fail(err, errlen, IMAGE_E_HASH,
-			    "file %s: BLAKE2b hash mismatch",
+			    "file %s: BLAKE2b hash mismatch, or padding after "
+			    "it not zero",
 			    img->files[i].path);
 	return 0;
 }
@@ -518,5 +526,8 @@ image_file_verify(const struct image_file *f)
 	if (f->hash == NULL)
 		return 0;
 	crypto_generichash(h, sizeof(h), f->data, f->len, NULL, 0);
-	return sodium_memcmp(h, f->hash, sizeof(h)) == 0 ? 0 : IMAGE_E_HASH;
+	if (sodium_memcmp(h, f->hash, sizeof(h)) != 0 ||
+	    !all_zero(f->data + f->len, f->pad))
+		return IMAGE_E_HASH;
+	return 0;
 }

@@ -97,6 +97,7 @@ vm_img_verify(struct vm *vm, const struct vmm_file *f)
 	size_t i = (size_t)(f - vm->cfg->files);
 	int known = vm->cfg->files != NULL && f >= vm->cfg->files &&
 	    i < vm->cfg->nfiles;
+	uint64_t k;
 	uint8_t h[32];
 
 	if (f->hash == NULL ||
@@ -105,6 +106,10 @@ vm_img_verify(struct vm *vm, const struct vmm_file *f)
 	crypto_generichash(h, sizeof(h), f->data, f->len, NULL, 0);
 	if (sodium_memcmp(h, f->hash, sizeof(h)) != 0)
 		return -1;
+	/* The image's padding after the file is part of its check. */
+	for (k = 0; k < f->pad; k++)
+		if (f->data[f->len + k] != 0)
+			return -1;
 	if (known && vm->img_checked != NULL)
 		vm->img_checked[i] = 1;
 	if (known && vm->cfg->file_hints != NULL)

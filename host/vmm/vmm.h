@@ -53,6 +53,9 @@ struct vmm_file {
 	 * the guest first opens the file (an image with deferred hashes,
 	 * docs/image-format.md) and stops the guest on a mismatch. */
 	const uint8_t *hash;
+	/* With hash: the bytes after data + len that must be zero, checked
+	 * with it (struct image_file.pad). */
+	uint64_t pad;
 };
 
 /* Output sink: called with each write to fd 1 or 2. */

@@ -74,4 +74,14 @@ stopped 1 && ok "an image replaced by a tampered one stops the run" ||
     bad "replaced image ran: $code $body"
 cp "$tmp/dfr.img" "$tmp/t.img" && mv "$tmp/t.img" "$img"
 run && ran && ok "replaced by the good one: runs again" || bad "good image again: $code $body"
+
+# The zero padding after a file is checked with the file, when it is
+# first used (opening the image reads none of the payload).
+python3 tests/lib/image_flip.py "$img" "$lib" pad ||
+    { echo "FAIL: no padding after $lib"; exit 1; }
+run
+stopped 2 && ok "a byte of the padding after a library stops the run" ||
+    bad "library with tampered padding ran: $code $body"
+python3 tests/lib/image_flip.py "$img" "$lib" pad
+run && ran && ok "the padding written back: runs again" || bad "padding restored: $code $body"
 keepd_finish

@@ -122,6 +122,21 @@ test_deferred(void **state)
 	image_close(img);
 	buf[slen + 4096 + 2] ^= 1;
 
+	/* A byte of the padding after the program: opening does not read
+	 * the payload; the program's own check (hash and padding) fails,
+	 * the next file's does not. */
+	buf[slen + 4095] ^= 1;
+	assert_int_equal(image_open_mem(buf, len, &img, NULL, 0), 0);
+	assert_int_equal(
+	    image_verify(img, (const uint8_t(*)[32])pk, 1, NULL, NULL, 0), 0);
+	assert_int_equal(image_file_at(img, 0)->pad, 4096 - sizeof(prog));
+	assert_int_equal(
+	    image_file_verify(image_file_at(img, 0)), IMAGE_E_HASH);
+	assert_int_equal(image_file_verify(image_file_at(img, 1)), 0);
+	assert_int_equal(image_verify_files(img, NULL, 0), IMAGE_E_HASH);
+	image_close(img);
+	buf[slen + 4095] ^= 1;
+
 	/* One manifest byte flipped (a file's hash): the signature fails. */
 	buf[IMG_TABLES + IMG_CMD_LEN + IMG_FILE_LEN + IMG_F_HASH] ^= 1;
 	assert_int_equal(image_open_mem(buf, len, &img, NULL, 0), 0);

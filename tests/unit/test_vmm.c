@@ -223,13 +223,13 @@ static void
 test_img_tree(void **state)
 {
 	static const struct vmm_file files[] = {
-		{ "/usr/lib/b.so", NULL, 0, 0644, NULL },
-		{ "/bin/sh", NULL, 0, 0755, NULL },
-		{ "/usr/lib/a-b", NULL, 0, 0644, NULL },
-		{ "/usr/lib/a/x.py", NULL, 0, 0644, NULL },
-		{ "/usr/lib/a/y.py", NULL, 0, 0644, NULL },
-		{ "/usr/lib/a0", NULL, 0, 0644, NULL },
-		{ "/usr/bin/env", NULL, 0, 0755, NULL },
+		{ "/usr/lib/b.so", NULL, 0, 0644, NULL, 0 },
+		{ "/bin/sh", NULL, 0, 0755, NULL, 0 },
+		{ "/usr/lib/a-b", NULL, 0, 0644, NULL, 0 },
+		{ "/usr/lib/a/x.py", NULL, 0, 0644, NULL, 0 },
+		{ "/usr/lib/a/y.py", NULL, 0, 0644, NULL, 0 },
+		{ "/usr/lib/a0", NULL, 0, 0644, NULL, 0 },
+		{ "/usr/bin/env", NULL, 0, 0755, NULL, 0 },
 	};
 	static const char *const lib[] = { "a-b", "a", "a0", "b.so" };
 	struct vmm_config cfg;
