@@ -15,15 +15,19 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "cli/cmd.h"
 #include "cli/run_template.h"
 #include "host/vmm/vmm.h"
 #include "image/image.h"
+#include "image/verified.h"
 #include "lib/fdio.h"
 #include "lib/units.h"
 #include "token/paserk.h"
@@ -83,6 +87,53 @@ cpuid_cache_path(char *buf, size_t len)
 	return buf;
 }
 
+/*
+ * Where keep run keeps its record of the files of an image it checked
+ * (image/verified.h): beside the CPUID cache, one file per image path
+ * (a hash of its real path), so an image rebuilt in place replaces its
+ * record instead of leaving one more. NULL: no record.
+ */
+static const char *
+verified_path(const char *image, char *buf, size_t len)
+{
+	const char *dir = geteuid() == 0 ? "/run" : getenv("XDG_RUNTIME_DIR");
+	char *real;
+	uint8_t h[8];
+
+	if (dir == NULL || dir[0] != '/' ||
+	    (real = realpath(image, NULL)) == NULL)
+		return NULL;
+	crypto_generichash(
+	    h, sizeof(h), (const uint8_t *)real, strlen(real), NULL, 0);
+	free(real);
+	if (snprintf(buf, len,
+	        "%s/keep-verified-%02x%02x%02x%02x%02x%02x%02x%02x", dir, h[0],
+	        h[1], h[2], h[3], h[4], h[5], h[6], h[7]) >= (int)len)
+		return NULL;
+	return buf;
+}
+
+/* After a run: the files its processes found matching, added to the
+ * record, if there are new ones and the image file is still the one
+ * the record's key names. */
+static void
+verified_update(const struct image *img, const char *path,
+    const struct image_verified_key *key, uint8_t *checked,
+    volatile const uint8_t *hints, int changed)
+{
+	struct image_verified_key now;
+	size_t i;
+
+	for (i = 0; hints != NULL && i < key->nfiles; i++)
+		if (hints[i] && !checked[i]) {
+			checked[i] = 1;
+			changed = 1;
+		}
+	if (changed && image_verified_key(img, &now) == 0 &&
+	    memcmp(&now, key, sizeof(now)) == 0)
+		image_verified_store(path, key, checked);
+}
+
 static uint8_t *
 map_file(const char *path, size_t *len)
 {
@@ -130,8 +181,12 @@ cmd_run(int argc, char **argv)
 	struct image *img = NULL;
 	const struct image_command *cmd;
 	const char *envp[MAX_ENV + 1], **gargv = NULL;
-	uint8_t trust[MAX_TRUST][32], *elf = NULL;
-	size_t nenv = 0, ntrust = 0, elf_len = 0, image_len = 0, i;
+	uint8_t trust[MAX_TRUST][32], *elf = NULL, *checked = NULL;
+	volatile uint8_t *hints = NULL;
+	struct image_verified_key vkey;
+	char vpath[PATH_MAX + 64];
+	int vkeyed = 0, vchanged = 0;
+	size_t nenv = 0, ntrust = 0, elf_len = 0, image_len = 0, i, prog;
 	uint64_t memory = 0, timeout = 0, output_max = 0, memory_opt;
 	char err[256], cachepath[4096];
 	int c, stats = 0, rc, ex = RUN_EXIT_BOOT, kvm = -1, use_template = 0;
@@ -283,12 +338,35 @@ cmd_run(int argc, char **argv)
 			files[i].hash = f->hash;
 			files[i].pad = f->pad;
 		}
-		if (image_file_verify(cmd->program) != 0) {
-			fprintf(stderr,
-			    "keep run: image %s: %s does not match its hash\n",
-			    image_name(img), cmd->program->path);
+		/* The files an earlier keep run checked, as long as the
+		 * image file is the same one (image/verified.h); the
+		 * program, and each file the guest opens, are checked
+		 * unless they are among them. */
+		if ((checked = calloc(image_nfiles(img), 1)) == NULL)
 			goto out;
+		vkeyed = verified_path(argv[0], vpath, sizeof(vpath)) != NULL &&
+		    image_verified_key(img, &vkey) == 0;
+		if (vkeyed)
+			(void)image_verified_load(vpath, &vkey, checked);
+		prog = (size_t)(cmd->program - image_file_at(img, 0));
+		if (!checked[prog]) {
+			if (image_file_verify(cmd->program) != 0) {
+				fprintf(stderr,
+				    "keep run: image %s: %s does not match its "
+				    "hash\n",
+				    image_name(img), cmd->program->path);
+				goto out;
+			}
+			checked[prog] = 1;
+			vchanged = 1;
 		}
+		/* Shared: a forked guest process's checks count too. */
+		hints = mmap(NULL, image_nfiles(img), PROT_READ | PROT_WRITE,
+		    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+		if (hints == MAP_FAILED)
+			hints = NULL;
+		cfg.files_checked = checked;
+		cfg.file_hints = hints;
 		cfg.files = files;
 		cfg.nfiles = image_nfiles(img);
 		/* Its files' pages map into the guest copy-on-write. */
@@ -340,6 +418,8 @@ cmd_run(int argc, char **argv)
 		run_template_start(argv[0], img, argv[1], &cfg, memory_opt,
 		    (const uint8_t(*)[32])trust, ntrust);
 	rc = vmm_run(&cfg, &res, err, sizeof(err));
+	if (vkeyed)
+		verified_update(img, vpath, &vkey, checked, hints, vchanged);
 have_result:
 	if (rc != VMM_OK) {
 		fprintf(stderr, "keep run: %s: %s\n", vmm_strerror(rc), err);
@@ -384,6 +464,9 @@ out:
 		munmap(elf, elf_len);
 	free(files);
 	free(gargv);
+	free(checked);
+	if (hints != NULL)
+		munmap((void *)hints, image_nfiles(img));
 	image_close(img);
 	return ex;
 }

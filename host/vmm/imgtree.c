@@ -72,6 +72,8 @@ vm_img_init(struct vm *vm)
 		return VMM_E_NOMEM;
 	for (i = 0; i < cfg->nfiles; i++) {
 		vm->img_order[i] = (uint32_t)i;
+		if (cfg->files_checked != NULL && cfg->files_checked[i])
+			vm->img_checked[i] = 1;
 		if (i > 0 &&
 		    strcmp(cfg->files[i - 1].path, cfg->files[i].path) >= 0)
 			sorted = 0;
@@ -101,7 +103,9 @@ vm_img_verify(struct vm *vm, const struct vmm_file *f)
 	uint8_t h[32];
 
 	if (f->hash == NULL ||
-	    (known && vm->img_checked != NULL && vm->img_checked[i]))
+	    (known && vm->img_checked != NULL && vm->img_checked[i]) ||
+	    (known && vm->cfg->files_checked != NULL &&
+	        vm->cfg->files_checked[i]))
 		return 0;
 	crypto_generichash(h, sizeof(h), f->data, f->len, NULL, 0);
 	if (sodium_memcmp(h, f->hash, sizeof(h)) != 0)

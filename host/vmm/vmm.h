@@ -73,6 +73,10 @@ struct vmm_config {
 	 * hash: shared with the vmm process, which checks the file itself
 	 * before it trusts the hint (proc_vmm_images.c). */
 	volatile uint8_t *file_hints;
+	/* NULL, or per file a byte: nonzero when the caller answers for the
+	 * file having matched its hash already (keep run's record of the
+	 * files it checked, image/verified.h); the VMM does not hash it. */
+	const uint8_t *files_checked;
 	const char *workspace; /* host directory for the guest's files, or
 				  NULL: only the read-only files exist */
 	int workspace_fd; /* or an open directory (used when >= 0; vmm_run

@@ -15,6 +15,7 @@
 
 #include "image/format.h"
 #include "image/image.h"
+#include "image/verified.h"
 
 struct fixture {
 	uint8_t pk[32], sk[64], other_pk[32], other_sk[64];
@@ -145,6 +146,52 @@ test_deferred(void **state)
 	    IMAGE_E_SIGNATURE);
 	image_close(img);
 	free(buf);
+}
+
+/* keep run's record of checked files: what it encodes decodes back
+ * under the same key only, and nothing else decodes. */
+static void
+test_verified_record(void **state)
+{
+	struct image_verified_key key, other;
+	uint8_t checked[11] = { 1, 0, 0, 1, 0, 0, 0, 0, 1, 0, 1 }, got[11];
+	uint8_t *rec;
+	size_t len, i;
+
+	(void)state;
+	memset(&key, 0, sizeof(key));
+	memcpy(key.boot_id, "0123456789abcdef0123456789abcdef0123", 36);
+	key.dev = 0x803;
+	key.ino = 42;
+	key.size = 1 << 20;
+	key.ctime_sec = 1700000000;
+	key.ctime_nsec = 123;
+	memset(key.sig, 0x5a, sizeof(key.sig));
+	key.nfiles = 11;
+	assert_non_null(rec = image_verified_encode(&key, checked, &len));
+	assert_int_equal(len, sizeof(struct image_verified_hdr) + 2);
+	memset(got, 7, sizeof(got));
+	assert_int_equal(image_verified_decode(rec, len, &key, got), 0);
+	assert_memory_equal(got, checked, sizeof(got));
+
+	/* Any byte of the key changed: another file, boot or signature. */
+	for (i = 0; i < sizeof(key); i++) {
+		other = key;
+		((uint8_t *)&other)[i] ^= 1;
+		assert_int_equal(
+		    image_verified_decode(rec, len, &other, got), -1);
+	}
+	/* Cut short, one byte more, a bit past the last file, the magic. */
+	assert_int_equal(image_verified_decode(rec, len - 1, &key, got), -1);
+	rec = realloc(rec, len + 1);
+	rec[len] = 0;
+	assert_int_equal(image_verified_decode(rec, len + 1, &key, got), -1);
+	rec[len - 1] |= 0x80;
+	assert_int_equal(image_verified_decode(rec, len, &key, got), -1);
+	rec[len - 1] &= 0x7f;
+	rec[0] ^= 1;
+	assert_int_equal(image_verified_decode(rec, len, &key, got), -1);
+	free(rec);
 }
 
 static int
@@ -377,6 +424,7 @@ main(void)
 		    test_absurd_counts, setup, teardown),
 		cmocka_unit_test(test_builder_refusals),
 		cmocka_unit_test(test_deferred),
+		cmocka_unit_test(test_verified_record),
 	};
 	if (sodium_init() < 0)
 		return 1;
