@@ -41,6 +41,13 @@
 #define GUEST_VVAR 0x30000
 #define GUEST_VDSO 0x31000
 #define GUEST_VDSO_MAX 0x4000
+/* The calls the guest answers itself (guest/fastcall.h): their code,
+ * the VMM's answers, the index of the image's files; user read-only. */
+#define GUEST_FAST 0x36000
+#define GUEST_FAST_MAX 0x4000
+#define GUEST_FASTDATA 0x3a000
+#define GUEST_FASTDATA_LEN 0x2000
+#define GUEST_FASTIDX 0x40000
 #define GUEST_LOW_END 0x200000 /* the program's memory starts here */
 
 /* Offsets in the kernel page (guest/kernel.S). */

@@ -152,6 +152,16 @@ build_page_tables(struct vm *vm)
 	     addr += VM_PAGE)
 		put64(vm, GUEST_PT_LOW + 8 * (addr / VM_PAGE),
 		    addr | PTE_P | PTE_U | PTE_A);
+	/* The calls the guest answers itself: their code, the VMM's
+	 * answers and the index of the image's files, user read-only
+	 * for the same reason (fastcall.c). */
+	for (addr = GUEST_FAST; addr < GUEST_FASTDATA + GUEST_FASTDATA_LEN;
+	     addr += VM_PAGE)
+		put64(vm, GUEST_PT_LOW + 8 * (addr / VM_PAGE),
+		    addr | PTE_P | PTE_U | PTE_A);
+	for (addr = GUEST_FASTIDX; addr < GUEST_LOW_END; addr += VM_PAGE)
+		put64(vm, GUEST_PT_LOW + 8 * (addr / VM_PAGE),
+		    addr | PTE_P | PTE_U | PTE_A);
 	for (addr = VM_HUGE; addr < vm->memsz; addr += VM_HUGE) {
 		if (addr == guard)
 			continue;
@@ -203,6 +213,7 @@ build_descriptors(struct vm *vm)
 	}
 	memcpy(vm->mem + GUEST_KERNEL, guest_kernel, guest_kernel_len);
 	vm_vdso_install(vm);
+	vm_fast_install(vm);
 }
 
 static void
@@ -250,7 +261,7 @@ vm_cpu_fixed(struct vm *vm)
 	me[0].index = MSR_STAR;
 	me[0].data = (uint64_t)SEL_KCODE << 32;
 	me[1].index = MSR_LSTAR;
-	me[1].data = GUEST_SYSCALL_ENTRY;
+	me[1].data = vm_fast_lstar(vm);
 	me[2].index = MSR_CSTAR;
 	me[2].data = GUEST_SYSCALL_ENTRY;
 	me[3].index = MSR_SFMASK;
@@ -623,6 +634,8 @@ on_syscall(struct vm *vm)
 
 	vm->res->syscalls++;
 	vm_vdso_tick(vm);
+	vm_fast_probe(vm);
+	vm_fast_index(vm, nr);
 	vm->call_nr = nr;
 	ret = vm_syscall(vm, nr, a);
 	if (vm->stopped)
@@ -677,6 +690,7 @@ vcpu_loop(struct vm *vm)
 		r = &run->s.regs.regs;
 		s = &run->s.regs.sregs;
 		run->kvm_valid_regs = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
+		vm_fast_sync(vm);
 		if (ioctl(vm->vcpufd, KVM_RUN, 0) == -1) {
 			if (errno == EINTR || errno == EAGAIN) {
 				run->immediate_exit = 0;

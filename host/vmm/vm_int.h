@@ -136,6 +136,11 @@ struct vm {
 	int parked; /* the ready call was made: leave the vCPU loop */
 	uint64_t ready_buf, ready_len;
 	uint64_t vdso_sync_us; /* the vDSO's data page was last synced */
+	/* fastcall.c: LSTAR is the fast calls' entry (the guest's syscall
+	 * stays at CPL3); the first call was looked at; the index of the
+	 * image's files was written; descriptors mirrored last time. */
+	int fast, fast_probed, fast_index;
+	unsigned fast_fds;
 	/* Image pages (imgmap.c): per page of the mmap area, 1 when it is
 	 * the image's page, copy-on-write (not in mmap_pages_used). */
 	uint8_t *mmap_file;
@@ -368,6 +373,16 @@ uint64_t *vm_output_counter(struct vm *);
 void *vm_gptr(struct vm *, uint64_t addr, uint64_t len);
 /* Copy a NUL-terminated guest string; 0 or -EFAULT / -ENAMETOOLONG. */
 int vm_gstr(struct vm *, uint64_t addr, char *out, size_t max);
+
+/* fastcall.c: the calls the guest answers itself (guest/fastcall.h).
+ * LSTAR for this VM; the code and an empty data page, at boot; at the
+ * first system call, whether to use them; before the first stat the VMM
+ * answers itself, the index; before every entry of the vCPU, the data. */
+uint64_t vm_fast_lstar(const struct vm *);
+void vm_fast_install(struct vm *);
+void vm_fast_probe(struct vm *);
+void vm_fast_index(struct vm *, uint64_t nr);
+void vm_fast_sync(struct vm *);
 
 /* vdso.c: the vDSO's address for AT_SYSINFO_EHDR (0: none); its image
  * and a disabled data page into fresh guest memory; the data page set

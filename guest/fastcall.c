@@ -1,0 +1,412 @@
+/*
+ * The calls the guest answers itself (docs/vmm.md "Calls answered in the
+ * guest"; the data: guest/fastcall.h). Each answer is the one the VMM
+ * would give, computed the way the VMM computes it (host/vmm/fs.c,
+ * sys_signal.c, imgtree.c, workspace.c: the functions named below); a
+ * case the VMM would answer any other way, or that needs more than the
+ * page holds, returns 0 and the call exits as before.
+ *
+ * This runs at CPL3 with the program's own rights, on its stack, and
+ * writes only where the program asked for an answer, after the same
+ * bounds check vm_gptr makes: a program that calls into the middle of
+ * it gains nothing it could not do itself. Built freestanding
+ * (mk/fastcall.mk): general registers only (a system call preserves the
+ * vector registers), no red zone, no stack protector, no data.
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "guest/fastcall.h"
+
+#define NR_stat 4
+#define NR_fstat 5
+#define NR_lstat 6
+#define NR_lseek 8
+#define NR_rt_sigaction 13
+#define NR_ioctl 16
+#define NR_getcwd 79
+#define NR_newfstatat 262
+
+#define E_NOENT 2
+#define E_BADF 9
+#define E_NOTDIR 20
+#define E_INVAL 22
+#define E_NOTTY 25
+#define E_RANGE 34
+
+#define AT_FDCWD_ (-100)
+#define AT_EMPTY_PATH_ 0x1000
+#define SEEK_CUR_ 1
+#define TCGETS_ 0x5401
+#define S_IFDIR_ 0040000
+#define RFLAGS_TF 0x100
+
+/* What the entry saved, lowest first; ret is the answer for RAX. */
+struct fast_regs {
+	int64_t ret;
+	uint64_t r9, r8, r10, rdx, rsi, rdi, r11, rcx, rax;
+};
+
+/* struct stat on x86-64, as the VMM writes it (put_stat). */
+struct kstat {
+	uint64_t dev, ino, nlink;
+	uint32_t mode, uid, gid, pad0;
+	uint64_t rdev;
+	int64_t size, blksize, blocks;
+	int64_t times[6];
+	int64_t unused[3];
+};
+
+int fast_call(struct fast_regs *r);
+
+static const struct keep_fast *
+data(void)
+{
+	return (const struct keep_fast *)(uintptr_t)GUEST_FASTDATA;
+}
+
+/* vm_gptr's check (host/vmm/mem.c): inside the program's memory, not
+ * in the stack guard. */
+static int
+ok(const struct keep_fast *d, uint64_t addr, uint64_t len)
+{
+	uint64_t end = addr + len;
+
+	return end >= addr && addr >= d->mem_lo && end <= d->mem_hi &&
+	    !(addr < d->guard_hi && end > d->guard_lo);
+}
+
+static void
+copy(void *dst, const void *src, size_t n)
+{
+	uint8_t *d = dst;
+	const uint8_t *s = src;
+
+	while (n-- > 0)
+		*d++ = *s++;
+}
+
+static int
+cmp(const char *a, const char *b)
+{
+	while (*a != '\0' && *a == *b) {
+		a++;
+		b++;
+	}
+	return (int)(uint8_t)*a - (int)(uint8_t)*b;
+}
+
+static size_t
+len(const char *s)
+{
+	size_t n = 0;
+
+	while (s[n] != '\0')
+		n++;
+	return n;
+}
+
+/* The guest's string at addr into buf (vm_gstr), or -1: unreadable, or
+ * too long for this page's answers. */
+static int
+gstr(const struct keep_fast *d, uint64_t addr, char *buf)
+{
+	size_t i;
+
+	for (i = 0; i < FAST_PATH_MAX; i++) {
+		if (!ok(d, addr + i, 1))
+			return -1;
+		buf[i] = *(const char *)(uintptr_t)(addr + i);
+		if (buf[i] == '\0')
+			return 0;
+	}
+	return -1;
+}
+
+/* ws_normalize (host/vmm/workspace.c) of an absolute path: "." and ".."
+ * resolved textually, empty components dropped, "/" for nothing. */
+static void
+normalize(const char *p, char *out)
+{
+	size_t n = 0, i = 0, s, k;
+
+	while (p[i] != '\0') {
+		while (p[i] == '/')
+			i++;
+		if (p[i] == '\0')
+			break;
+		s = i;
+		while (p[i] != '\0' && p[i] != '/')
+			i++;
+		k = i - s;
+		if (k == 1 && p[s] == '.')
+			continue;
+		if (k == 2 && p[s] == '.' && p[s + 1] == '.') {
+			while (n > 0 && out[n - 1] != '/')
+				n--;
+			if (n > 0)
+				n--;
+			continue;
+		}
+		out[n++] = '/';
+		copy(out + n, p + s, k);
+		n += k;
+	}
+	if (n == 0)
+		out[n++] = '/';
+	out[n] = '\0';
+}
+
+/* vm_synth_path (host/vmm/procfs.c): /proc and /dev are the VMM's. */
+static int
+under(const char *path, const char *dir)
+{
+	size_t n = len(dir), i;
+
+	for (i = 0; i < n; i++)
+		if (path[i] != dir[i])
+			return 0;
+	return path[n] == '\0' || path[n] == '/';
+}
+
+static const struct fast_file *
+file_at(uint32_t pos)
+{
+	return (const struct fast_file *)(uintptr_t)GUEST_FASTIDX + pos;
+}
+
+static const char *
+path_at(uint32_t pos)
+{
+	return (const char *)(uintptr_t)GUEST_FASTIDX + file_at(pos)->path_off;
+}
+
+/* The first position whose path is not below key (imgtree.c). */
+static uint32_t
+lower_bound(const struct keep_fast *d, const char *key)
+{
+	uint32_t lo = 0, hi = d->nfiles;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (cmp(path_at(mid), key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static const struct fast_file *
+find(const struct keep_fast *d, const char *path)
+{
+	uint32_t pos = lower_bound(d, path);
+
+	return pos < d->nfiles && cmp(path_at(pos), path) == 0 ? file_at(pos)
+	                                                       : NULL;
+}
+
+/* vm_img_is_dir: some file's path begins with path + "/". */
+static int
+is_dir(const struct keep_fast *d, const char *path)
+{
+	char prefix[FAST_PATH_MAX + 1];
+	size_t n = len(path), i;
+	uint32_t pos;
+	const char *p;
+
+	if (cmp(path, "/") == 0)
+		return 1;
+	copy(prefix, path, n);
+	prefix[n] = '/';
+	prefix[n + 1] = '\0';
+	pos = lower_bound(d, prefix);
+	if (pos >= d->nfiles)
+		return 0;
+	p = path_at(pos);
+	for (i = 0; i <= n; i++)
+		if (p[i] != prefix[i])
+			return 0;
+	return 1;
+}
+
+/* image_file_on_the_way (fs.c): a file of the image as a directory. */
+static int
+file_on_the_way(const struct keep_fast *d, const char *path)
+{
+	char prefix[FAST_PATH_MAX];
+	size_t i;
+
+	for (i = 1; path[i] != '\0'; i++) {
+		if (path[i] != '/')
+			continue;
+		copy(prefix, path, i);
+		prefix[i] = '\0';
+		if (find(d, prefix) != NULL)
+			return 1;
+	}
+	return 0;
+}
+
+/* synth_stat (fs.c) into the guest's buffer, checked first. */
+static int
+put_stat(const struct keep_fast *d, uint64_t buf, uint32_t mode, uint64_t size,
+    uint64_t ino, struct fast_regs *r)
+{
+	struct kstat *st = (struct kstat *)(uintptr_t)buf;
+	uint64_t *w = (uint64_t *)(uintptr_t)buf;
+	size_t i;
+
+	if (!ok(d, buf, sizeof(*st)))
+		return 0; /* EFAULT: the VMM's to say */
+	for (i = 0; i < sizeof(*st) / 8; i++)
+		w[i] = 0;
+	st->dev = 0x6b;
+	st->ino = ino;
+	st->mode = mode;
+	st->nlink = 1;
+	st->size = (int64_t)size;
+	st->blksize = 4096;
+	st->blocks = (int64_t)((size + 511) / 512);
+	r->ret = 0;
+	return 1;
+}
+
+/* stat_fd (fs.c) for the kinds this page describes. */
+static int
+stat_fd(
+    const struct keep_fast *d, uint64_t fd, uint64_t buf, struct fast_regs *r)
+{
+	const struct fast_fd *f;
+
+	fd = (uint32_t)fd;
+	if (fd >= d->nfds)
+		return 0;
+	f = &d->fd[fd];
+	switch (f->kind) {
+	case FAST_FD_FREE:
+		r->ret = -E_BADF;
+		return 1;
+	case FAST_FD_PIPE:
+	case FAST_FD_IMAGE:
+	case FAST_FD_DIR:
+		return put_stat(d, buf, f->mode, f->size, f->ino, r);
+	default:
+		return 0;
+	}
+}
+
+/* stat_at (fs.c) of an absolute path the image answers. */
+static int
+stat_at(const struct keep_fast *d, uint64_t dirfd, uint64_t addr, uint64_t buf,
+    uint64_t flags, struct fast_regs *r)
+{
+	char p[FAST_PATH_MAX], path[FAST_PATH_MAX];
+	const struct fast_file *f;
+
+	if (gstr(d, addr, p) != 0)
+		return 0;
+	if (p[0] == '\0' && (flags & AT_EMPTY_PATH_))
+		return stat_fd(d, dirfd, buf, r);
+	if (p[0] != '/' || d->nfiles == 0)
+		return 0;
+	normalize(p, path);
+	if (under(path, "/proc") || under(path, "/dev"))
+		return 0;
+	if ((f = find(d, path)) != NULL)
+		return put_stat(d, buf, f->mode, f->size, f->ino, r);
+	/* The workspace would be asked next; without one, nothing but the
+	 * image exists. */
+	if (!d->no_workspace)
+		return 0;
+	if (is_dir(d, path))
+		return put_stat(
+		    d, buf, S_IFDIR_ | 0755, 4096, fast_ino(path), r);
+	r->ret = file_on_the_way(d, path) ? -E_NOTDIR : -E_NOENT;
+	return 1;
+}
+
+/* sys_rt_sigaction (sys_signal.c), asking only. */
+static int
+sigaction_query(const struct keep_fast *d, struct fast_regs *r)
+{
+	int sig = (int)r->rdi;
+
+	if (sig < 1 || sig > 64 || r->r10 != 8) {
+		r->ret = -E_INVAL;
+		return 1;
+	}
+	if (r->rsi != 0)
+		return 0;
+	if (r->rdx != 0) {
+		if (!ok(d, r->rdx, sizeof(d->act[sig])))
+			return 0;
+		copy((void *)(uintptr_t)r->rdx, &d->act[sig],
+		    sizeof(d->act[sig]));
+	}
+	r->ret = 0;
+	return 1;
+}
+
+int
+fast_call(struct fast_regs *r)
+{
+	const struct keep_fast *d = data();
+	const struct fast_fd *f;
+	uint64_t fd;
+
+	/* A caller single-stepping wants its trap where the VMM puts it. */
+	if (r->r11 & RFLAGS_TF)
+		return 0;
+	switch (r->rax) {
+	case NR_stat:
+		return stat_at(d, (uint64_t)AT_FDCWD_, r->rdi, r->rsi, 0, r);
+	case NR_lstat:
+		return stat_at(d, (uint64_t)AT_FDCWD_, r->rdi, r->rsi, 0, r);
+	case NR_newfstatat:
+		return stat_at(d, r->rdi, r->rsi, r->rdx, r->r10, r);
+	case NR_fstat:
+		return stat_fd(d, r->rdi, r->rsi, r);
+	case NR_rt_sigaction:
+		return sigaction_query(d, r);
+	case NR_lseek:
+		/* seek (fs.c): where an image file's reader is. */
+		fd = (uint32_t)r->rdi;
+		if (fd >= d->nfds || r->rsi != 0 || r->rdx != SEEK_CUR_ ||
+		    d->fd[fd].kind != FAST_FD_IMAGE)
+			return 0;
+		r->ret = (int64_t)d->fd[fd].off;
+		return 1;
+	case NR_ioctl:
+		/* sys_ioctl, vm_tty_ioctl (tty.c): TCGETS of anything but
+		 * a terminal run's fds 0-2 is ENOTTY. */
+		fd = (uint32_t)r->rdi;
+		if (fd >= d->nfds || (uint32_t)r->rsi != TCGETS_)
+			return 0;
+		f = &d->fd[fd];
+		if (f->kind == FAST_FD_FREE) {
+			r->ret = -E_BADF;
+			return 1;
+		}
+		if (f->tty)
+			return 0;
+		r->ret = -E_NOTTY;
+		return 1;
+	case NR_getcwd:
+		/* sys_getcwd (fs.c). */
+		if (d->cwd_len == 0)
+			return 0;
+		if (r->rsi < d->cwd_len + 1) {
+			r->ret = -E_RANGE;
+			return 1;
+		}
+		if (!ok(d, r->rdi, d->cwd_len + 1))
+			return 0;
+		copy((void *)(uintptr_t)r->rdi, d->cwd, d->cwd_len + 1);
+		r->ret = d->cwd_len + 1;
+		return 1;
+	default:
+		return 0;
+	}
+}

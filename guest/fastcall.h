@@ -1,0 +1,101 @@
+/*
+ * The guest's fast calls (docs/vmm.md "Calls answered in the guest"):
+ * what the VMM writes in the kernel's 2 MiB for guest/fastcall.c to
+ * read. Shared by both sides, so they cannot drift apart.
+ *
+ * Under kvm-pvm a guest's `syscall` stays at CPL3 and enters LSTAR at
+ * native speed; only the stub's `out` costs an exit (about 30 us). A few
+ * calls CPython makes by the hundred at start-up (stat of the image's
+ * files, fstat, lseek(fd, 0, SEEK_CUR), ioctl(TCGETS) on files,
+ * rt_sigaction queries, getcwd) are pure questions about state the VMM
+ * keeps: it writes that state here before every entry of the vCPU, and
+ * the code at LSTAR answers them from it without an exit. Everything
+ * else, and anything unusual about those, goes to the VMM as before.
+ *
+ * Every page here is user read-only: the guest cannot change what it is
+ * answered, and nothing here is more than the program could ask with a
+ * system call. The VMM never reads these pages back.
+ */
+#ifndef KEEP_GUEST_FASTCALL_H
+#define KEEP_GUEST_FASTCALL_H
+
+#include <stdint.h>
+
+#include "host/vmm/abi.h"
+
+/* Descriptors answered here: the lowest ones, where CPython's are. */
+#define FAST_FDS 128
+#define FAST_CWD_MAX 512
+/* Path arguments longer than this (NUL included) go to the VMM. */
+#define FAST_PATH_MAX 256
+/* Room the fast code needs below the caller's red zone. */
+#define FAST_STACK 4096
+
+/* A descriptor's kind (host/vmm/vm_int.h enum vfd_kind, as the VMM
+ * answers these calls for it). */
+enum {
+	FAST_FD_FREE = 0,
+	FAST_FD_PIPE, /* stdin or the output sink: a synthesized FIFO */
+	FAST_FD_IMAGE, /* an image file: mode, size, ino, offset */
+	FAST_FD_DIR, /* an image directory: ino */
+	FAST_FD_OTHER /* anything else: stat and lseek go to the VMM */
+};
+
+struct fast_fd {
+	uint8_t kind;
+	uint8_t tty; /* TCGETS is the terminal's (tty.c): not answered */
+	uint16_t pad;
+	uint32_t mode; /* st_mode */
+	uint64_t size, ino, off;
+};
+
+/* The kernel's struct sigaction (host/vmm/vm_int.h vm_sigaction). */
+struct fast_sigaction {
+	uint64_t handler, flags, restorer, mask;
+};
+
+/*
+ * At GUEST_FASTDATA. enabled and the stack bounds come first: the entry
+ * (guest/fastcall_entry.S) reads them before it touches the stack.
+ */
+struct keep_fast {
+	uint64_t enabled; /* 0: every call exits */
+	uint64_t sp_lo, sp_hi; /* a caller's RSP must lie in [sp_lo, sp_hi) */
+	uint64_t gap_lo, gap_hi; /* and not in [gap_lo, gap_hi) (the guard) */
+	/* Guest memory the answers may be written to and paths read from:
+	 * [mem_lo, mem_hi) less [guard_lo, guard_hi), as vm_gptr checks. */
+	uint64_t mem_lo, mem_hi, guard_lo, guard_hi;
+	uint32_t nfds; /* entries of fd[] in use (the rest: the VMM's) */
+	uint32_t no_workspace; /* nothing exists but the image: a path
+				  not in it is answered ENOENT here */
+	uint32_t nfiles; /* entries at GUEST_FASTIDX; 0: no index (paths
+			    go to the VMM) */
+	uint32_t cwd_len; /* strlen(cwd); 0: getcwd goes to the VMM */
+	struct fast_sigaction act[65]; /* by signal number; 0 unused */
+	struct fast_fd fd[FAST_FDS];
+	char cwd[FAST_CWD_MAX];
+};
+
+/* The image's files at GUEST_FASTIDX, sorted by path (strcmp order):
+ * nfiles entries, then their paths, each NUL-terminated, at path_off
+ * from GUEST_FASTIDX. */
+struct fast_file {
+	uint32_t path_off, path_len;
+	uint32_t mode; /* st_mode: S_IFREG | permissions */
+	uint32_t pad;
+	uint64_t size, ino;
+};
+
+/* st_ino of a synthesized file: FNV-1a of its guest path, as
+ * host/vmm/fs.c synth_stat makes it. */
+static inline uint64_t
+fast_ino(const char *path)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (; *path != '\0'; path++)
+		h = (h ^ (uint8_t)*path) * 1099511628211ULL;
+	return h;
+}
+
+#endif

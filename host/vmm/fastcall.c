@@ -1,0 +1,205 @@
+/*
+ * The calls the guest answers itself, from the host's side (docs/vmm.md
+ * "Calls answered in the guest"; the layout: guest/fastcall.h; the
+ * answers: guest/fastcall.c).
+ *
+ * The code goes at GUEST_FAST with every boot. It becomes LSTAR only
+ * once the first system call shows the guest's `syscall` stays at CPL3
+ * (kvm-pvm, where each exit costs about 30 us): on hardware
+ * virtualization LSTAR runs at CPL0 on the caller's stack, and the stub
+ * alone stays. Before every entry of the vCPU the VMM writes what the
+ * answers need at GUEST_FASTDATA (its descriptors, signal actions, cwd,
+ * the memory a pointer may name); the index of the image's files goes
+ * to GUEST_FASTIDX when the VMM first answers a path's stat itself, so
+ * a program that stats nothing pays nothing for it.
+ */
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+
+#include <string.h>
+
+#include "guest/fastcall.h"
+#include "host/vmm/abi.h"
+#include "host/vmm/vm_int.h"
+
+#define MSR_LSTAR 0xc0000082
+
+extern const unsigned char guest_fast[];
+extern const size_t guest_fast_len;
+
+_Static_assert(sizeof(struct keep_fast) <= GUEST_FASTDATA_LEN,
+    "the fast data fits its pages");
+_Static_assert(sizeof(struct fast_sigaction) == sizeof(struct vm_sigaction),
+    "the kernel's struct sigaction on both sides");
+_Static_assert(GUEST_FAST + GUEST_FAST_MAX <= GUEST_FASTDATA &&
+        GUEST_FASTDATA + GUEST_FASTDATA_LEN <= GUEST_FASTIDX &&
+        GUEST_FASTIDX < GUEST_LOW_END,
+    "the fast pages lie in the kernel's 2 MiB, apart");
+
+uint64_t
+vm_fast_lstar(const struct vm *vm)
+{
+	return vm->fast && guest_fast_len <= GUEST_FAST_MAX
+	    ? GUEST_FAST
+	    : GUEST_SYSCALL_ENTRY;
+}
+
+void
+vm_fast_install(struct vm *vm)
+{
+	memset(vm->mem + GUEST_FASTDATA, 0, GUEST_FASTDATA_LEN);
+	if (guest_fast_len <= GUEST_FAST_MAX)
+		memcpy(vm->mem + GUEST_FAST, guest_fast, guest_fast_len);
+	vm->fast_index = 0;
+	vm->fast_fds = 0;
+}
+
+void
+vm_fast_probe(struct vm *vm)
+{
+	union {
+		struct kvm_msrs h;
+		uint8_t bytes[sizeof(struct kvm_msrs) +
+		    sizeof(struct kvm_msr_entry)];
+	} m;
+
+	if (vm->fast_probed)
+		return;
+	vm->fast_probed = 1;
+	/* The stub's `out` ran at CPL3: kvm-pvm (abi.h). */
+	if ((vm->run->s.regs.sregs.cs.selector & 3) != 3 ||
+	    guest_fast_len > GUEST_FAST_MAX)
+		return;
+	memset(&m, 0, sizeof(m));
+	m.h.nmsrs = 1;
+	m.h.entries[0].index = MSR_LSTAR;
+	m.h.entries[0].data = GUEST_FAST;
+	if (ioctl(vm->vcpufd, KVM_SET_MSRS, &m) == 1)
+		vm->fast = 1;
+}
+
+/* The image's files, sorted by path, for stat to find without an exit;
+ * none when they do not fit below GUEST_LOW_END. */
+static void
+build_index(struct vm *vm)
+{
+	const struct vmm_config *cfg = vm->cfg;
+	struct keep_fast *d = (struct keep_fast *)(vm->mem + GUEST_FASTDATA);
+	uint8_t *base = vm->mem + GUEST_FASTIDX;
+	uint64_t room = GUEST_LOW_END - GUEST_FASTIDX, at;
+	size_t i;
+
+	vm->fast_index = 1;
+	if (vm->img_order == NULL || cfg->nfiles == 0 ||
+	    cfg->nfiles > UINT32_MAX ||
+	    cfg->nfiles * sizeof(struct fast_file) > room)
+		return;
+	at = cfg->nfiles * sizeof(struct fast_file);
+	for (i = 0; i < cfg->nfiles; i++) {
+		const struct vmm_file *f = &cfg->files[vm->img_order[i]];
+		size_t n = strlen(f->path) + 1;
+		struct fast_file e;
+
+		if (n > room - at)
+			return;
+		memset(&e, 0, sizeof(e));
+		e.path_off = (uint32_t)at;
+		e.path_len = (uint32_t)(n - 1);
+		e.mode = S_IFREG | f->mode;
+		e.size = f->len;
+		e.ino = fast_ino(f->path);
+		memcpy(base + i * sizeof(e), &e, sizeof(e));
+		memcpy(base + at, f->path, n);
+		at += n;
+	}
+	d->nfiles = (uint32_t)cfg->nfiles;
+}
+
+void
+vm_fast_index(struct vm *vm, uint64_t nr)
+{
+	/* stat, lstat, newfstatat: the first the VMM answers itself. */
+	if (vm->fast && !vm->fast_index && (nr == 4 || nr == 6 || nr == 262))
+		build_index(vm);
+}
+
+static void
+sync_fd(struct vm *vm, struct fast_fd *m, const struct vfd *f)
+{
+	memset(m, 0, sizeof(*m));
+	switch (f->kind) {
+	case VFD_FREE:
+		m->kind = FAST_FD_FREE;
+		break;
+	case VFD_STDIN:
+	case VFD_OUT:
+		/* synth_stat of a FIFO named "i" or "o" (fs.c). */
+		m->kind = FAST_FD_PIPE;
+		m->tty = vm_tty_is(vm, f) != 0;
+		m->mode = S_IFIFO | 0600;
+		m->ino = fast_ino(f->kind == VFD_OUT ? "o" : "i");
+		break;
+	case VFD_IMAGE:
+		m->kind = FAST_FD_IMAGE;
+		m->mode = S_IFREG | f->file->mode;
+		m->size = f->file->len;
+		m->ino = fast_ino(f->file->path);
+		m->off = f->off;
+		break;
+	case VFD_VDIR:
+		m->kind = f->path != NULL ? FAST_FD_DIR : FAST_FD_OTHER;
+		m->mode = S_IFDIR | 0755;
+		m->size = 4096;
+		m->ino = f->path != NULL ? fast_ino(f->path) : 0;
+		break;
+	default:
+		m->kind = FAST_FD_OTHER;
+		break;
+	}
+}
+
+void
+vm_fast_sync(struct vm *vm)
+{
+	struct keep_fast *d = (struct keep_fast *)(vm->mem + GUEST_FASTDATA);
+	size_t n, i, hi = 0;
+	int sig;
+
+	if (!vm->fast)
+		return;
+	/* Traced runs show every call; several threads would read the
+	 * page while another changes what it says. */
+	d->enabled = 0;
+	if (vm->cfg->trace || (vm->threads != NULL && !vm_thread_alone(vm)) ||
+	    vm->fds == NULL)
+		return;
+	d->mem_lo = GUEST_LOW_END;
+	d->mem_hi = vm->memsz;
+	d->guard_lo = vm->stack_lo - VM_HUGE;
+	d->guard_hi = vm->stack_lo;
+	d->sp_lo = GUEST_LOW_END + FAST_STACK;
+	d->sp_hi = vm->memsz + 1;
+	d->gap_lo = d->guard_lo;
+	d->gap_hi = d->guard_hi + FAST_STACK;
+	d->no_workspace = vm->ws_fd < 0;
+	/* Up to the last descriptor in use; those above read as free. */
+	n = vm->nfds < FAST_FDS ? vm->nfds : FAST_FDS;
+	for (i = 0; i < n; i++)
+		if (vm->fds[i].kind != VFD_FREE)
+			hi = i + 1;
+	for (i = 0; i < hi; i++)
+		sync_fd(vm, &d->fd[i], &vm->fds[i]);
+	for (i = hi; i < vm->fast_fds && i < FAST_FDS; i++)
+		memset(&d->fd[i], 0, sizeof(d->fd[i]));
+	vm->fast_fds = (unsigned)hi;
+	d->nfds = (uint32_t)n;
+	for (sig = 1; sig <= 64; sig++)
+		memcpy(&d->act[sig], &vm->sig.act[sig], sizeof(d->act[sig]));
+	n = strlen(vm->cwd);
+	if (n < sizeof(d->cwd)) {
+		memcpy(d->cwd, vm->cwd, n + 1);
+		d->cwd_len = (uint32_t)n;
+	} else
+		d->cwd_len = 0;
+	d->enabled = 1;
+}

@@ -1,0 +1,278 @@
+/*
+ * The calls the guest answers itself (docs/vmm.md "Calls answered in the
+ * guest"): every case of stat, lstat, newfstatat, fstat, lseek, ioctl,
+ * rt_sigaction and getcwd it answers, and the cases around them it
+ * leaves to the VMM, each printed as its raw result (the whole struct
+ * stat in hex). tests/integration/vmm_fastcalls.sh runs it twice, once
+ * with the answers in the guest and once with every call exiting
+ * (--trace), and the two outputs must be the same byte for byte; also
+ * in a forked child and while a second thread exists.
+ *
+ * usage: fastcalls [ROUNDS]   (repeats the stats ROUNDS times, default 1)
+ *        fastcalls poke     (writes to the VMM's answers: must fault)
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* The kernel's struct sigaction. */
+struct ksa {
+	uint64_t handler, flags, restorer, mask;
+};
+
+static void
+show(const char *what, long rc, const void *buf, size_t len)
+{
+	const unsigned char *b = buf;
+	size_t i;
+
+	printf("%s: %ld", what, rc);
+	if (rc < 0)
+		printf(" (%s)", strerror((int)-rc));
+	if (rc >= 0 && buf != NULL) {
+		printf(" ");
+		for (i = 0; i < len; i++)
+			printf("%02x", b[i]);
+	}
+	printf("\n");
+}
+
+static long
+raw(long nr, long a, long b, long c, long d)
+{
+	long r = syscall(nr, a, b, c, d);
+
+	return r == -1 ? -errno : r;
+}
+
+static const char *const paths[] = { "/d/a.txt", "/d", "/", "/d/",
+	"//d//./sub/../a.txt", "/d/a.txt/", "/nope", "/d/nope", "/x.zip/in",
+	"/x.zip/in/deeper", "/d/sub", "/d/sub/b.txt", "/../d/./a.txt", "/proc",
+	"/proc/self/status", "/dev/null", "/dev", "/ws.txt", "/wsdir",
+	"/wsdir/", "/tmp", "", "a.txt", "sub/b.txt", "." };
+
+static void
+stats(const char *who)
+{
+	struct stat st;
+	char what[128];
+	size_t i;
+
+	for (i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		memset(&st, 0xa5, sizeof(st));
+		snprintf(what, sizeof(what), "%s stat %s", who, paths[i]);
+		show(what, raw(SYS_stat, (long)paths[i], (long)&st, 0, 0), &st,
+		    sizeof(st));
+		memset(&st, 0xa5, sizeof(st));
+		snprintf(what, sizeof(what), "%s lstat %s", who, paths[i]);
+		show(what, raw(SYS_lstat, (long)paths[i], (long)&st, 0, 0), &st,
+		    sizeof(st));
+		memset(&st, 0xa5, sizeof(st));
+		snprintf(
+		    what, sizeof(what), "%s fstatat(99) %s", who, paths[i]);
+		show(what,
+		    raw(SYS_newfstatat, 99, (long)paths[i], (long)&st, 0), &st,
+		    sizeof(st));
+		memset(&st, 0xa5, sizeof(st));
+		snprintf(what, sizeof(what), "%s fstatat(CWD, EMPTY) %s", who,
+		    paths[i]);
+		show(what,
+		    raw(SYS_newfstatat, AT_FDCWD, (long)paths[i], (long)&st,
+		        AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW),
+		    &st, sizeof(st));
+	}
+	/* Bad pointers: EFAULT from the VMM, whoever looked first. */
+	show("stat bad path", raw(SYS_stat, 16, (long)&st, 0, 0), NULL, 0);
+	show("stat bad buffer", raw(SYS_stat, (long)"/d/a.txt", 16, 0, 0), NULL,
+	    0);
+	show("stat missing, bad buffer", raw(SYS_stat, (long)"/nope", 16, 0, 0),
+	    NULL, 0);
+	show("stat kernel buffer",
+	    raw(SYS_stat, (long)"/d/a.txt", 0x3a000, 0, 0), NULL, 0);
+}
+
+static void
+fds(const char *who)
+{
+	int fd[6], i;
+	struct stat st;
+	char what[96], buf[8];
+
+	fd[0] = 0;
+	fd[1] = 1;
+	fd[2] = open("/d/a.txt", O_RDONLY);
+	fd[3] = open("/d", O_RDONLY | O_DIRECTORY);
+	fd[4] = open("/dev/null", O_RDONLY);
+	fd[5] = open("/d/sub/b.txt", O_RDONLY);
+	close(fd[5]); /* now free */
+	for (i = 0; i < 6; i++) {
+		memset(&st, 0xa5, sizeof(st));
+		snprintf(what, sizeof(what), "%s fstat fd%d", who, i);
+		show(what, raw(SYS_fstat, fd[i], (long)&st, 0, 0), &st,
+		    sizeof(st));
+		memset(&st, 0xa5, sizeof(st));
+		snprintf(what, sizeof(what), "%s fstatat EMPTY fd%d", who, i);
+		show(what,
+		    raw(SYS_newfstatat, fd[i], (long)"", (long)&st,
+		        AT_EMPTY_PATH),
+		    &st, sizeof(st));
+		snprintf(what, sizeof(what), "%s TCGETS fd%d", who, i);
+		show(
+		    what, raw(SYS_ioctl, fd[i], 0x5401, (long)buf, 0), NULL, 0);
+		snprintf(what, sizeof(what), "%s TCGETS+high fd%d", who, i);
+		show(what, raw(SYS_ioctl, fd[i], 0x100005401L, (long)buf, 0),
+		    NULL, 0);
+		snprintf(what, sizeof(what), "%s tell fd%d", who, i);
+		show(what, raw(SYS_lseek, fd[i], 0, SEEK_CUR, 0), NULL, 0);
+	}
+	show("fstat fd 500", raw(SYS_fstat, 500, (long)&st, 0, 0), NULL, 0);
+	show("fstat fd -1", raw(SYS_fstat, -1, (long)&st, 0, 0), NULL, 0);
+	show("fstat fd 2^32+2",
+	    raw(SYS_fstat, (long)((1ULL << 32) + fd[2]), (long)&st, 0, 0), &st,
+	    sizeof(st));
+	show("fstat bad buffer", raw(SYS_fstat, fd[2], 16, 0, 0), NULL, 0);
+	show("TCGETS fd 500", raw(SYS_ioctl, 500, 0x5401, (long)buf, 0), NULL,
+	    0);
+	show("read 3", read(fd[2], buf, 3), NULL, 0);
+	show("tell after read", raw(SYS_lseek, fd[2], 0, SEEK_CUR, 0), NULL, 0);
+	show("seek +2", raw(SYS_lseek, fd[2], 2, SEEK_CUR, 0), NULL, 0);
+	show("tell after seek", raw(SYS_lseek, fd[2], 0, SEEK_CUR, 0), NULL, 0);
+	show("seek end", raw(SYS_lseek, fd[2], 0, SEEK_END, 0), NULL, 0);
+	show("tell at end", raw(SYS_lseek, fd[2], 0, SEEK_CUR, 0), NULL, 0);
+	show("tell fd 500", raw(SYS_lseek, 500, 0, SEEK_CUR, 0), NULL, 0);
+	show("dup2 to 100", dup2(fd[2], 100), NULL, 0);
+	show("tell fd 100", raw(SYS_lseek, 100, 0, SEEK_CUR, 0), NULL, 0);
+	show("fstat fd 100", raw(SYS_fstat, 100, (long)&st, 0, 0), &st,
+	    sizeof(st));
+	show("dup2 to 200", dup2(fd[2], 200), NULL, 0);
+	show("fstat fd 200", raw(SYS_fstat, 200, (long)&st, 0, 0), &st,
+	    sizeof(st));
+	close(100);
+	close(200);
+	show("fstat closed 100", raw(SYS_fstat, 100, (long)&st, 0, 0), NULL, 0);
+	for (i = 2; i < 5; i++)
+		close(fd[i]);
+}
+
+static volatile int got;
+
+static void
+on_usr1(int sig)
+{
+	got = sig;
+}
+
+static void
+sigs(const char *who)
+{
+	struct ksa sa, old;
+	char what[64];
+	int s;
+
+	for (s = 0; s <= 65; s++) {
+		memset(&old, 0xa5, sizeof(old));
+		snprintf(what, sizeof(what), "%s sigaction %d", who, s);
+		show(what, raw(SYS_rt_sigaction, s, 0, (long)&old, 8), &old,
+		    sizeof(old));
+	}
+	show("sigaction sigsetsize 4",
+	    raw(SYS_rt_sigaction, 1, 0, (long)&old, 4), NULL, 0);
+	show("sigaction no old", raw(SYS_rt_sigaction, 1, 0, 0, 8), NULL, 0);
+	show("sigaction bad old", raw(SYS_rt_sigaction, 1, 0, 16, 8), NULL, 0);
+	memset(&sa, 0, sizeof(sa));
+	signal(SIGUSR1, on_usr1);
+	memset(&old, 0xa5, sizeof(old));
+	show("sigaction usr1 set",
+	    raw(SYS_rt_sigaction, SIGUSR1, 0, (long)&old, 8), &old.flags,
+	    sizeof(old.flags) + sizeof(old.mask));
+	{
+		struct sigaction a;
+
+		memset(&a, 0, sizeof(a));
+		a.sa_handler = on_usr1;
+		a.sa_flags = SA_RESETHAND;
+		sigaddset(&a.sa_mask, SIGUSR2);
+		sigaction(SIGUSR2, &a, NULL);
+	}
+	memset(&old, 0xa5, sizeof(old));
+	show("sigaction usr2 resethand",
+	    raw(SYS_rt_sigaction, SIGUSR2, 0, (long)&old, 8), &old.flags,
+	    sizeof(old.flags) + sizeof(old.mask));
+	raise(SIGUSR2);
+	printf("handler ran: %d\n", got);
+	memset(&old, 0xa5, sizeof(old));
+	show("sigaction usr2 after",
+	    raw(SYS_rt_sigaction, SIGUSR2, 0, (long)&old, 8), &old,
+	    sizeof(old));
+}
+
+static void
+cwd(const char *who)
+{
+	char buf[600], what[64];
+	size_t sizes[] = { 0, 1, 2, 3, 4, 5, 600 };
+	size_t i;
+
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		memset(buf, 0xa5, sizeof(buf));
+		snprintf(what, sizeof(what), "%s getcwd %zu", who, sizes[i]);
+		show(what, raw(SYS_getcwd, (long)buf, (long)sizes[i], 0, 0),
+		    buf, 8);
+	}
+	show("getcwd bad buffer", raw(SYS_getcwd, 16, 600, 0, 0), NULL, 0);
+}
+
+static void *
+thread_stats(void *arg)
+{
+	stats(arg);
+	return NULL;
+}
+
+int
+main(int argc, char **argv)
+{
+	int rounds = argc > 1 ? atoi(argv[1]) : 1, i, st;
+	pthread_t t;
+	pid_t pid;
+
+	if (argc > 1 && strcmp(argv[1], "poke") == 0) {
+		*(volatile char *)0x3a000 = 1; /* GUEST_FASTDATA */
+		printf("poke: wrote the VMM's answers\n");
+		return 1;
+	}
+	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
+	for (i = 0; i < rounds; i++)
+		stats("main");
+	fds("main");
+	sigs("main");
+	cwd("main");
+	show("chdir /d", chdir("/d") == 0 ? 0 : -errno, NULL, 0);
+	cwd("in /d");
+	stats("in /d");
+	show("chdir /", chdir("/") == 0 ? 0 : -errno, NULL, 0);
+	fflush(stdout);
+	if ((pid = fork()) == 0) {
+		stats("child");
+		fds("child");
+		fflush(stdout);
+		_exit(0);
+	}
+	waitpid(pid, &st, 0);
+	printf("child status %d\n", st);
+	/* While another thread exists, everything exits. */
+	pthread_create(&t, NULL, thread_stats, "thread");
+	pthread_join(t, NULL);
+	stats("after thread");
+	fflush(stdout);
+	return 0;
+}

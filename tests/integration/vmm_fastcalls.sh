@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The calls the guest answers itself (docs/vmm.md "Calls answered in the
+# guest"): tests/guests/fastcalls.c makes every case of them, and the cases
+# around them, printing each raw result; run with the answers in the guest
+# and with every call exiting (--trace turns them off), its output must be
+# the same byte for byte, with and without a workspace, in a forked child
+# and while a second thread exists. The answers' page is read-only.
+set -u
+cd "$(dirname "$0")/../.."
+B=${B:-build}; KEEP=$B/bin/keep; G=$B/guests
+if [ ! -e /dev/kvm ]; then echo "SKIP: no /dev/kvm"; exit 77; fi
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+fails=0
+ok() { echo "ok: $*"; }
+bad() { echo "FAIL: $*"; fails=$((fails+1)); }
+
+mkdir "$tmp/k" && "$KEEP" key generate --out "$tmp/k" >/dev/null || exit 1
+printf 'hello world\n' >"$tmp/a"
+head -c 5000 /dev/urandom >"$tmp/b"
+printf 'PK' >"$tmp/zip"
+"$KEEP" image build --name f --version 1 --defer-hashes --file "/d/a.txt=$tmp/a" \
+	--file "/d/sub/b.txt=$tmp/b" --file "/x.zip=$tmp/zip" \
+	"$G/fastcalls" -o "$tmp/f.img" &&
+	"$KEEP" image sign --key "$tmp/k/keep.secret" "$tmp/f.img" || exit 1
+run() { "$KEEP" run --trust "$tmp/k/keep.public" "$@"; }
+
+mkdir -p "$tmp/ws/wsdir" && echo ws >"$tmp/ws/ws.txt"
+for ws in "" "--workspace $tmp/ws"; do
+	name=${ws:+with a workspace}; name=${name:-without a workspace}
+	# shellcheck disable=SC2086
+	run $ws "$tmp/f.img" fastcalls >"$tmp/fast" 2>"$tmp/fast.err"; rc1=$?
+	# shellcheck disable=SC2086
+	run $ws --trace "$tmp/f.img" fastcalls >"$tmp/slow" 2>/dev/null; rc2=$?
+	if [ $rc1 -eq 0 ] && [ $rc2 -eq 0 ] && cmp -s "$tmp/fast" "$tmp/slow" &&
+	    [ "$(grep -c ': ' "$tmp/fast")" -gt 500 ]; then
+		ok "$name: the same answers in the guest as from the VMM ($(wc -l <"$tmp/fast") lines)"
+	else
+		bad "$name: rc $rc1/$rc2: $(diff "$tmp/slow" "$tmp/fast" | head -5) $(head -3 "$tmp/fast.err")"
+	fi
+done
+
+# They were answered in the guest: far fewer exits.
+exits() { sed -n 's/.* \([0-9]*\) exits.*/\1/p'; }
+fast=$(run --stats "$tmp/f.img" fastcalls 5 2>&1 >/dev/null | exits)
+slow=$(run --stats --trace "$tmp/f.img" fastcalls 5 2>&1 >/dev/null | exits)
+if [ -n "$fast" ] && [ -n "$slow" ] && [ "$fast" -lt $((slow * 2 / 3)) ]; then
+	ok "answered in the guest: $fast exits against $slow"
+elif [ -d /sys/module/kvm_pvm ]; then
+	bad "exits: $fast in the guest against $slow"
+else
+	echo "ok: (not kvm-pvm: every call exits, $fast against $slow)"
+fi
+
+out=$(run "$tmp/f.img" fastcalls poke 2>&1); rc=$?
+[ $rc -eq 139 ] && [[ $out != *"wrote the VMM"* ]] &&
+	ok "the answers' page is read-only" || bad "poke ($rc): $out"
+
+echo "vmm_fastcalls: $fails failures"
+[ $fails -eq 0 ]
