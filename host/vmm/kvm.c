@@ -465,7 +465,11 @@ load_program(struct vm *vm, char *err, size_t errlen)
 	for (i = 0; i < vm->elf.nload; i++) {
 		const struct elf_load *l = &vm->elf.load[i];
 
-		memcpy(vm->mem + l->vaddr, cfg->elf + l->offset, l->filesz);
+		if ((l->flags & PF_W) ||
+		    vm_imgmap_segment(
+		        vm, cfg->elf + l->offset, l->vaddr, l->filesz) != 0)
+			memcpy(vm->mem + l->vaddr, cfg->elf + l->offset,
+			    l->filesz);
 	}
 	/* Half of what is left for brk, half for mmap. */
 	free_lo = (vm->elf.hi + VM_HUGE - 1) & ~(VM_HUGE - 1);

@@ -265,6 +265,10 @@ int vm_snap_restore(struct vm *, int fd, char *err, size_t errlen);
 /* sys_thread.c: whether the running thread is its process's only one. */
 int vm_thread_alone(const struct vm *);
 
+/* imgmap.c: len bytes of an image file at src mapped at guest g (a
+ * read-only segment of the program): 0, or -1 and nothing mapped. */
+int vm_imgmap_segment(
+    struct vm *vm, const uint8_t *src, uint64_t g, uint64_t len);
 /* imgmap.c: a new record at the end of vm->imgruns, or NULL. */
 struct vm_imgrun *vm_imgrun_add(struct vm *);
 

@@ -6,6 +6,9 @@
  * memory over the mapping, and memory mapped again after munmap, read
  * as zeroes; a forked child sees the same. "mapimage touch FILE" maps
  * the whole file and reads one byte, for the memory it is charged.
+ * The program's own read-only segments are the image's pages too (a
+ * program from an image): it writes over its constant data, which
+ * reads as written in this run and as built in the next.
  * Prints "mapimage: ok" when every check passed.
  */
 #include <fcntl.h>
@@ -20,6 +23,10 @@
 #define PG 4096
 
 static int bad;
+
+/* Four pages of constant data (a 1, then zeroes), whole pages of them
+ * in a read-only segment. */
+static const unsigned char rodata[4 * PG] = { 1 };
 
 static void
 check(int ok, const char *what)
@@ -112,6 +119,14 @@ main(int argc, char **argv)
 	for (done = 0; done < len; done += (size_t)n)
 		if ((n = pread(fd, want + done, len - done, (off_t)done)) <= 0)
 			return 1;
+	{
+		volatile unsigned char *r = (volatile unsigned char *)rodata;
+		unsigned char was = r[2 * PG];
+
+		r[2 * PG] = 0x33;
+		check(was == 0 && r[2 * PG] == 0x33,
+		    "own constant data: built as 0, written over");
+	}
 	checks(fd, want, len, "process");
 	fflush(stdout);
 	if ((pid = fork()) == 0) {
