@@ -315,7 +315,7 @@ stat_at(const struct keep_fast *d, uint64_t dirfd, uint64_t addr, uint64_t buf,
 	if (under(path, "/proc") || under(path, "/dev"))
 		return 0;
 	if ((f = find(d, path)) != NULL)
-		return put_stat(d, buf, f->mode, f->size, f->ino, r);
+		return put_stat(d, buf, f->mode, f->size, fast_ino(path), r);
 	/* The workspace would be asked next; without one, nothing but the
 	 * image exists. */
 	if (!d->no_workspace)

@@ -83,7 +83,7 @@ struct fast_file {
 	uint32_t path_off, path_len;
 	uint32_t mode; /* st_mode: S_IFREG | permissions */
 	uint32_t pad;
-	uint64_t size, ino;
+	uint64_t size; /* st_ino is fast_ino of the path, made when asked */
 };
 
 /* st_ino of a synthesized file: FNV-1a of its guest path, as

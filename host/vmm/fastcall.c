@@ -107,7 +107,6 @@ build_index(struct vm *vm)
 		e.path_len = (uint32_t)(n - 1);
 		e.mode = S_IFREG | f->mode;
 		e.size = f->len;
-		e.ino = fast_ino(f->path);
 		memcpy(base + i * sizeof(e), &e, sizeof(e));
 		memcpy(base + at, f->path, n);
 		at += n;
