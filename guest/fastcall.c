@@ -18,14 +18,19 @@
 
 #include "guest/fastcall.h"
 
+#define NR_open 2
 #define NR_stat 4
 #define NR_fstat 5
 #define NR_lstat 6
 #define NR_lseek 8
 #define NR_rt_sigaction 13
 #define NR_ioctl 16
+#define NR_access 21
 #define NR_getcwd 79
+#define NR_openat 257
 #define NR_newfstatat 262
+#define NR_faccessat 269
+#define NR_faccessat2 439
 
 #define E_NOENT 2
 #define E_BADF 9
@@ -36,6 +41,7 @@
 
 #define AT_FDCWD_ (-100)
 #define AT_EMPTY_PATH_ 0x1000
+#define O_CREAT_ 0100
 #define SEEK_CUR_ 1
 #define TCGETS_ 0x5401
 #define S_IFDIR_ 0040000
@@ -297,33 +303,111 @@ stat_fd(
 	}
 }
 
+/* What stat_path (fs.c) finds at an absolute path, when only the image
+ * decides it. */
+enum { L_VMM, L_FILE, L_DIR, L_NOENT, L_NOTDIR };
+
+/* The guest's path at addr, read and normalized (guest_path with an
+ * absolute path: the descriptor is not used), then looked up. raw gets
+ * the string as given, path the normalized one. */
+static int
+lookup(const struct keep_fast *d, uint64_t addr, char *raw, char *path,
+    const struct fast_file **f)
+{
+	if (gstr(d, addr, raw) != 0 || raw[0] != '/' || d->nfiles == 0)
+		return L_VMM;
+	normalize(raw, path);
+	if (under(path, "/proc") || under(path, "/dev"))
+		return L_VMM;
+	if ((*f = find(d, path)) != NULL)
+		return L_FILE;
+	/* The workspace would be asked next; without one, nothing but the
+	 * image exists. */
+	if (!d->no_workspace)
+		return L_VMM;
+	if (is_dir(d, path))
+		return L_DIR;
+	return file_on_the_way(d, path) ? L_NOTDIR : L_NOENT;
+}
+
 /* stat_at (fs.c) of an absolute path the image answers. */
 static int
 stat_at(const struct keep_fast *d, uint64_t dirfd, uint64_t addr, uint64_t buf,
     uint64_t flags, struct fast_regs *r)
 {
-	char p[FAST_PATH_MAX], path[FAST_PATH_MAX];
-	const struct fast_file *f;
+	char raw[FAST_PATH_MAX], path[FAST_PATH_MAX];
+	const struct fast_file *f = NULL;
 
-	if (gstr(d, addr, p) != 0)
+	if (gstr(d, addr, raw) != 0)
 		return 0;
-	if (p[0] == '\0' && (flags & AT_EMPTY_PATH_))
+	if (raw[0] == '\0' && (flags & AT_EMPTY_PATH_))
 		return stat_fd(d, dirfd, buf, r);
-	if (p[0] != '/' || d->nfiles == 0)
-		return 0;
-	normalize(p, path);
-	if (under(path, "/proc") || under(path, "/dev"))
-		return 0;
-	if ((f = find(d, path)) != NULL)
+	switch (lookup(d, addr, raw, path, &f)) {
+	case L_FILE:
 		return put_stat(d, buf, f->mode, f->size, fast_ino(path), r);
-	/* The workspace would be asked next; without one, nothing but the
-	 * image exists. */
-	if (!d->no_workspace)
-		return 0;
-	if (is_dir(d, path))
+	case L_DIR:
 		return put_stat(
 		    d, buf, S_IFDIR_ | 0755, 4096, fast_ino(path), r);
-	r->ret = file_on_the_way(d, path) ? -E_NOTDIR : -E_NOENT;
+	case L_NOENT:
+		r->ret = -E_NOENT;
+		return 1;
+	case L_NOTDIR:
+		r->ret = -E_NOTDIR;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* access_at (fs.c): stat_path's answer, without the stat. */
+static int
+access_at(const struct keep_fast *d, uint64_t addr, struct fast_regs *r)
+{
+	char raw[FAST_PATH_MAX], path[FAST_PATH_MAX];
+	const struct fast_file *f = NULL;
+
+	switch (lookup(d, addr, raw, path, &f)) {
+	case L_FILE:
+	case L_DIR:
+		r->ret = 0;
+		return 1;
+	case L_NOENT:
+		r->ret = -E_NOENT;
+		return 1;
+	case L_NOTDIR:
+		r->ret = -E_NOTDIR;
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+/* open_at (fs.c) of a path that does not exist: ld.so and CPython look
+ * for files in many places. Anything that exists is opened by the VMM. */
+static int
+open_missing(const struct keep_fast *d, uint64_t addr, uint64_t flags,
+    struct fast_regs *r)
+{
+	char raw[FAST_PATH_MAX], path[FAST_PATH_MAX];
+	const struct fast_file *f = NULL;
+	size_t n;
+	uint32_t i;
+	int found;
+
+	found = lookup(d, addr, raw, path, &f);
+	if (found != L_NOENT && found != L_NOTDIR)
+		return 0;
+	/* "name/" with O_CREAT is EISDIR before anything is looked up. */
+	n = len(raw);
+	if (n > 1 && raw[n - 1] == '/' && (flags & O_CREAT_))
+		return 0;
+	/* A full table answers EMFILE first: some descriptor is free. */
+	for (i = 0; i < d->nfds; i++)
+		if (d->fd[i].kind == FAST_FD_FREE)
+			break;
+	if (i == d->nfds)
+		return 0;
+	r->ret = found == L_NOTDIR ? -E_NOTDIR : -E_NOENT;
 	return 1;
 }
 
@@ -368,6 +452,15 @@ fast_call(struct fast_regs *r)
 		return stat_at(d, r->rdi, r->rsi, r->rdx, r->r10, r);
 	case NR_fstat:
 		return stat_fd(d, r->rdi, r->rsi, r);
+	case NR_access:
+		return access_at(d, r->rdi, r);
+	case NR_faccessat:
+	case NR_faccessat2:
+		return access_at(d, r->rsi, r);
+	case NR_open:
+		return open_missing(d, r->rdi, r->rsi, r);
+	case NR_openat:
+		return open_missing(d, r->rsi, r->rdx, r);
 	case NR_rt_sigaction:
 		return sigaction_query(d, r);
 	case NR_lseek:

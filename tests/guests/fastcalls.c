@@ -1,6 +1,7 @@
 /*
  * The calls the guest answers itself (docs/vmm.md "Calls answered in the
- * guest"): every case of stat, lstat, newfstatat, fstat, lseek, ioctl,
+ * guest"): every case of stat, lstat, newfstatat, fstat, access,
+ * faccessat, open and openat (of paths that do not exist), lseek, ioctl,
  * rt_sigaction and getcwd it answers, and the cases around them it
  * leaves to the VMM, each printed as its raw result (the whole struct
  * stat in hex). tests/integration/vmm_fastcalls.sh runs it twice, once
@@ -33,11 +34,21 @@ static void
 show(const char *what, long rc, const void *buf, size_t len)
 {
 	const unsigned char *b = buf;
+	const struct stat *st = buf;
 	size_t i;
 
 	printf("%s: %ld", what, rc);
 	if (rc < 0)
 		printf(" (%s)", strerror((int)-rc));
+	/* A workspace file's stat is the host's (times, inode numbers):
+	 * only what both runs' fresh copies share. */
+	if (rc >= 0 && buf != NULL && len == sizeof(*st) &&
+	    st->st_dev != 0x6b) {
+		printf(" workspace mode 0%o uid %u size %lld\n",
+		    (unsigned)st->st_mode, (unsigned)st->st_uid,
+		    S_ISDIR(st->st_mode) ? 0LL : (long long)st->st_size);
+		return;
+	}
 	if (rc >= 0 && buf != NULL) {
 		printf(" ");
 		for (i = 0; i < len; i++)
@@ -54,14 +65,50 @@ raw(long nr, long a, long b, long c, long d)
 	return r == -1 ? -errno : r;
 }
 
-static const char *const paths[] = { "/d/a.txt", "/d", "/", "/d/",
+static const char *const paths[] = { "/d/a.txt", "/d", "/", "/d/", "/nope/",
+	"/d/a.txt/x/", "/lib/x86_64-linux-gnu/glibc-hwcaps/x86-64-v2",
 	"//d//./sub/../a.txt", "/d/a.txt/", "/nope", "/d/nope", "/x.zip/in",
 	"/x.zip/in/deeper", "/d/sub", "/d/sub/b.txt", "/../d/./a.txt", "/proc",
 	"/proc/self/status", "/dev/null", "/dev", "/ws.txt", "/wsdir",
 	"/wsdir/", "/tmp", "", "a.txt", "sub/b.txt", "." };
 
+/* open and openat with the flags ld.so and CPython use, and a few
+ * more; a descriptor opened is closed at once (its number is printed:
+ * the same in both runs). access and faccessat of the same. */
 static void
-stats(const char *who)
+opens(const char *who, const char *path)
+{
+	static const long flags[] = { O_RDONLY | O_CLOEXEC,
+		O_RDONLY | O_DIRECTORY | O_CLOEXEC, O_WRONLY | O_CREAT, O_RDWR,
+		O_PATH, O_WRONLY | O_CREAT | O_EXCL | O_TRUNC };
+	char what[160];
+	size_t i;
+	long fd;
+
+	for (i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+		snprintf(
+		    what, sizeof(what), "%s open 0%lo %s", who, flags[i], path);
+		fd = raw(SYS_open, (long)path, flags[i], 0644, 0);
+		show(what, fd, NULL, 0);
+		if (fd >= 0)
+			close((int)fd);
+		snprintf(what, sizeof(what), "%s openat(99) 0%lo %s", who,
+		    flags[i], path);
+		fd = raw(SYS_openat, 99, (long)path, flags[i], 0644);
+		show(what, fd, NULL, 0);
+		if (fd >= 0)
+			close((int)fd);
+	}
+	snprintf(what, sizeof(what), "%s access %s", who, path);
+	show(what, raw(SYS_access, (long)path, F_OK, 0, 0), NULL, 0);
+	snprintf(what, sizeof(what), "%s faccessat %s", who, path);
+	show(what, raw(SYS_faccessat, 99, (long)path, R_OK, 0), NULL, 0);
+	snprintf(what, sizeof(what), "%s faccessat2 %s", who, path);
+	show(what, raw(SYS_faccessat2, AT_FDCWD, (long)path, W_OK, 0), NULL, 0);
+}
+
+static void
+stats(const char *who, int with_opens)
 {
 	struct stat st;
 	char what[128];
@@ -89,6 +136,8 @@ stats(const char *who)
 		    raw(SYS_newfstatat, AT_FDCWD, (long)paths[i], (long)&st,
 		        AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW),
 		    &st, sizeof(st));
+		if (with_opens)
+			opens(who, paths[i]);
 	}
 	/* Bad pointers: EFAULT from the VMM, whoever looked first. */
 	show("stat bad path", raw(SYS_stat, 16, (long)&st, 0, 0), NULL, 0);
@@ -98,6 +147,8 @@ stats(const char *who)
 	    NULL, 0);
 	show("stat kernel buffer",
 	    raw(SYS_stat, (long)"/d/a.txt", 0x3a000, 0, 0), NULL, 0);
+	show("open bad path", raw(SYS_open, 16, O_RDONLY, 0, 0), NULL, 0);
+	show("access bad path", raw(SYS_access, 16, F_OK, 0, 0), NULL, 0);
 }
 
 static void
@@ -159,6 +210,18 @@ fds(const char *who)
 	close(100);
 	close(200);
 	show("fstat closed 100", raw(SYS_fstat, 100, (long)&st, 0, 0), NULL, 0);
+	{
+		/* Every descriptor in use: EMFILE before ENOENT. */
+		int many[1100], k, n = 0;
+
+		while (n < 1100 && (many[n] = open("/d/a.txt", O_RDONLY)) >= 0)
+			n++;
+		show("opened until", n, NULL, 0);
+		show("open missing, table full",
+		    raw(SYS_open, (long)"/nope", O_RDONLY, 0, 0), NULL, 0);
+		for (k = 0; k < n; k++)
+			close(many[k]);
+	}
 	for (i = 2; i < 5; i++)
 		close(fd[i]);
 }
@@ -234,7 +297,7 @@ cwd(const char *who)
 static void *
 thread_stats(void *arg)
 {
-	stats(arg);
+	stats(arg, 1);
 	return NULL;
 }
 
@@ -252,17 +315,17 @@ main(int argc, char **argv)
 	}
 	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
 	for (i = 0; i < rounds; i++)
-		stats("main");
+		stats("main", i == 0);
 	fds("main");
 	sigs("main");
 	cwd("main");
 	show("chdir /d", chdir("/d") == 0 ? 0 : -errno, NULL, 0);
 	cwd("in /d");
-	stats("in /d");
+	stats("in /d", 1);
 	show("chdir /", chdir("/") == 0 ? 0 : -errno, NULL, 0);
 	fflush(stdout);
 	if ((pid = fork()) == 0) {
-		stats("child");
+		stats("child", 1);
 		fds("child");
 		fflush(stdout);
 		_exit(0);
@@ -272,7 +335,7 @@ main(int argc, char **argv)
 	/* While another thread exists, everything exits. */
 	pthread_create(&t, NULL, thread_stats, "thread");
 	pthread_join(t, NULL);
-	stats("after thread");
+	stats("after thread", 1);
 	fflush(stdout);
 	return 0;
 }
