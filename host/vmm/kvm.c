@@ -465,7 +465,9 @@ load_program(struct vm *vm, char *err, size_t errlen)
 	for (i = 0; i < vm->elf.nload; i++) {
 		const struct elf_load *l = &vm->elf.load[i];
 
-		if ((l->flags & PF_W) ||
+		/* A template's memory is huge pages its clones map whole
+		 * (guest_mem_map): its program is copied into them. */
+		if ((l->flags & PF_W) || vm->template_state == VM_TPL_BOOTING ||
 		    vm_imgmap_segment(
 		        vm, cfg->elf + l->offset, l->vaddr, l->filesz) != 0)
 			memcpy(vm->mem + l->vaddr, cfg->elf + l->offset,
