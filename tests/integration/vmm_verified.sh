@@ -83,6 +83,31 @@ forge
 out=$(run); good && ok "root's own record is the check" || bad "root's record: $out"
 flip
 
+# The record never stands for the signature: a manifest whose hash of
+# /data was changed (it still validates) is refused before the guest's
+# first instruction, and before any other complaint about the image.
+cp "$img" "$tmp/s.img"
+python3 -c 'import struct, sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+nc, nf = struct.unpack_from("<II", b, 28)
+for i in range(nf):
+    e = 160 + nc * 80 + i * 192
+    if b[e:e + 128].rstrip(b"\0") == b"/data":
+        b[e + 144] ^= 1
+open(p, "wb").write(b)' "$tmp/s.img"
+out=$("$KEEP" run --trust "$tmp/k/keep.public" "$tmp/s.img" mapimage /data 2>&1); rc=$?
+if [ $rc -eq 126 ] && [[ $out == *"signature"*"does not verify"* ]] &&
+    [[ $out != *mapimage* ]]; then
+	ok "a manifest that fails its signature: refused before the guest ran"
+else
+	bad "tampered manifest ($rc): $out"
+fi
+out=$("$KEEP" run --trust "$tmp/k/keep.public" "$tmp/s.img" nosuch 2>&1); rc=$?
+[ $rc -eq 126 ] && [[ $out == *"does not verify"* ]] &&
+	ok "its signature is told before a missing command" ||
+	bad "tampered manifest, missing command ($rc): $out"
+
 # Replaced by a tampered copy (a new inode): checked as a new file.
 cp "$img" "$tmp/t.img" && python3 tests/lib/image_flip.py "$tmp/t.img" /data &&
 	mv "$tmp/t.img" "$img"
