@@ -55,6 +55,10 @@ else
 	echo "ok: (not kvm-pvm: every call exits, $fast against $slow)"
 fi
 
+out=$(run --timeout 60s "$tmp/f.img" fastcalls alarms 2>&1); rc=$?
+[ $rc -eq 0 ] && [[ $out == "alarms: ok"* ]] &&
+	ok "signals taken while the guest answers: $out" || bad "alarms ($rc): $out"
+
 out=$(run "$tmp/f.img" fastcalls poke 2>&1); rc=$?
 [ $rc -eq 139 ] && [[ $out != *"wrote the VMM"* ]] &&
 	ok "the answers' page is read-only" || bad "poke ($rc): $out"
