@@ -65,7 +65,7 @@ time_pair "python -c 'print(1)'" $PY -c 'print(1)' -- kr "$I/python.img" python 
 rec_dir=$([ "$(id -u)" -eq 0 ] && echo /run || echo "${XDG_RUNTIME_DIR:-}")
 if [ -n "$rec_dir" ]; then
 	REC=$rec_dir/keep-verified-$(python3 -c 'import hashlib, os, sys
-print(hashlib.blake2b(os.path.realpath(sys.argv[1]).encode(), digest_size=8).hexdigest())' "$I/python.img")
+print("%02x" % (hashlib.blake2b(os.path.realpath(sys.argv[1]).encode(), digest_size=8).digest()[0] % 64))' "$I/python.img")
 	FRESH=$REC time_pair "python -c 'print(1)', no record of checked files" \
 	    $PY -c 'print(1)' -- kr "$I/python.img" python -c 'print(1)'
 fi

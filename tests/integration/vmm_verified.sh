@@ -22,9 +22,10 @@ img=$tmp/v.img
 "$KEEP" image build --name v --version 1 --defer-hashes \
 	--file "/data=$tmp/data" "$G/mapimage" -o "$img" >/dev/null &&
 	"$KEEP" image sign --key "$tmp/k/keep.secret" "$img" || exit 1
-# The record's name: BLAKE2b-64 of the image's real path.
+# The record's slot: the first byte of BLAKE2b-64 of the image's real
+# path, modulo 64.
 rec=/run/keep-verified-$(python3 -c 'import hashlib, os, sys
-print(hashlib.blake2b(os.path.realpath(sys.argv[1]).encode(), digest_size=8).hexdigest())' "$img")
+print("%02x" % (hashlib.blake2b(os.path.realpath(sys.argv[1]).encode(), digest_size=8).digest()[0] % 64))' "$img")
 trap 'rm -rf "$tmp" "$rec"' EXIT
 rm -f "$rec"
 run() { "$KEEP" run --trust "$tmp/k/keep.public" "$img" mapimage /data 2>&1; }
