@@ -153,9 +153,13 @@ vm_imgmap_segment(struct vm *vm, const uint8_t *src, uint64_t g, uint64_t len)
 	uint64_t first = (g + VM_PAGE - 1) & ~(VM_PAGE - 1);
 	uint64_t last = (g + len) & ~(VM_PAGE - 1), pos;
 
+	/* Only bytes inside the image (an execve'd workspace program is a
+	 * copy elsewhere). */
 	if (cfg->image_map == NULL || cfg->image_fd < 0 ||
-	    src < cfg->image_map ||
-	    len > cfg->image_map_len - (uint64_t)(src - cfg->image_map) ||
+	    (uintptr_t)src < (uintptr_t)cfg->image_map ||
+	    (uintptr_t)src - (uintptr_t)cfg->image_map > cfg->image_map_len ||
+	    len > cfg->image_map_len -
+	            ((uintptr_t)src - (uintptr_t)cfg->image_map) ||
 	    last <= first)
 		return -1;
 	pos = (uint64_t)(src - cfg->image_map) + (first - g);

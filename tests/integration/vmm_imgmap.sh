@@ -45,4 +45,16 @@ else
 	bad "touch run ($rc): charged '${kib}' KiB: $out"
 fi
 
+# A program's read-only segments are the image's pages only when the
+# program is an image file: one copied into the workspace and executed
+# from there is loaded from its own bytes.
+if [ -e "$B/images/shell.img" ]; then
+	mkdir "$tmp/ws"
+	out=$("$KEEP" run --workspace "$tmp/ws" --trust "$B/keys/dev.public" \
+	    "$B/images/shell.img" bash -c 'cp /bin/cat /c && chmod +x /c && echo from the workspace | /c' 2>&1); rc=$?
+	[ $rc -eq 0 ] && [ "$out" = "from the workspace" ] &&
+		ok "a program executed from the workspace runs from its own bytes" ||
+		bad "workspace program ($rc): $out"
+fi
+
 [ $fails -eq 0 ] || exit 1
