@@ -52,7 +52,7 @@
 /* The vm process's state, after the seal. */
 struct snap_state {
 	uint64_t mmap_lo, mmap_hi, stack_lo, stack_top, brk_start, brk_max;
-	uint64_t interp_base, start, image_map_len, nfiles;
+	uint64_t interp_base, start, image_map_len, nfiles, elf_lo, elf_hi;
 	uint64_t brk_cur, brk_peak, mmap_pages_used, mmap_pages_peak;
 	uint64_t mmap_file_pages, file_touched_pages, mem_charged;
 	uint32_t umask, nfds, nrefs, nruns;
@@ -395,62 +395,115 @@ flush_run(struct lists *l)
 	return rc;
 }
 
-/* Sort each page of the program's memory into a reference to the image,
- * a page to store, or nothing (never touched, or all zero). */
+/* The page at g of the program's segments as the boot left it: zeroes,
+ * with the file's bytes of each segment that covers part of it. */
+static void
+boot_page(const struct vm *vm, uint64_t g, uint8_t *out)
+{
+	const struct vmm_config *cfg = vm->cfg;
+	size_t i;
+
+	memset(out, 0, VM_PAGE);
+	for (i = 0; i < vm->elf.nload; i++) {
+		const struct elf_load *l = &vm->elf.load[i];
+		uint64_t lo = l->vaddr > g ? l->vaddr : g;
+		uint64_t hi = l->vaddr + l->filesz;
+
+		if (hi > g + VM_PAGE)
+			hi = g + VM_PAGE;
+		if (lo < hi)
+			memcpy(out + (lo - g),
+			    cfg->elf + l->offset + (lo - l->vaddr), hi - lo);
+	}
+}
+
+/* One page into the lists: a reference to the image, a page to store,
+ * or nothing. keep_zero: an all-zero page is stored too (it must not
+ * take what the boot puts there). */
+static int
+sort_page(struct vm *vm, struct lists *l, uint64_t g, int keep_zero)
+{
+	const struct vmm_config *cfg = vm->cfg;
+	const uint8_t *page = vm->mem + g;
+	const struct vm_imgrun *ir;
+	uint64_t pos;
+
+	if (g >= vm->mmap_lo && g < vm->mmap_hi &&
+	    vm->mmap_file[(g - vm->mmap_lo) / VM_PAGE] &&
+	    (ir = ref_of(vm, g)) != NULL) {
+		const struct vmm_file *f = &cfg->files[ir->file];
+
+		pos = ir->off + (g - ir->g);
+		if (pos + VM_PAGE <= f->len &&
+		    memcmp(page, f->data + pos, VM_PAGE) == 0) {
+			if (flush_run(l) != 0)
+				return -1;
+			if (l->ref.npages > 0 && l->ref.file == ir->file &&
+			    l->ref.g + l->ref.npages * VM_PAGE == g &&
+			    l->ref.pos + l->ref.npages * VM_PAGE == pos) {
+				l->ref.npages++;
+				return 0;
+			}
+			if (flush_ref(l) != 0)
+				return -1;
+			l->ref = (struct snap_ref){ g, 1, ir->file, pos };
+			return 0;
+		}
+	}
+	if (flush_ref(l) != 0)
+		return -1;
+	if (!keep_zero && all_zero(page))
+		return flush_run(l);
+	if (l->run.npages > 0 && l->run.g + l->run.npages * VM_PAGE == g) {
+		l->run.npages++;
+		return 0;
+	}
+	if (flush_run(l) != 0)
+		return -1;
+	l->run = (struct snap_run){ g, 1, 0 };
+	return 0;
+}
+
+/*
+ * Sort the pages the program holds into references to the image, pages
+ * to store, or nothing: its segments (a page that reads as the boot
+ * left it is not stored: the restoring VM boots the same program
+ * first), its heap, the pages of the mmap area it maps (its own or the
+ * image's), and its stack. Guest memory outside these is not the
+ * program's (it reads as zeroes after a restore, as a fresh VM's).
+ */
 static int
 sort_pages(struct vm *vm, struct lists *l)
 {
-	const struct vmm_config *cfg = vm->cfg;
-	uint64_t g, pos;
-	const struct vm_imgrun *ir;
+	uint8_t booted[VM_PAGE];
+	uint64_t g, i, heap_end;
 
-	/* Every page is read: one never touched reads as the zero page
-	 * (nothing is allocated), where residency (mincore) would take a
-	 * page swapped out for one never written. */
-	for (g = GUEST_LOW_END; g < vm->memsz; g += VM_PAGE) {
-		const uint8_t *page = vm->mem + g;
-
-		if (g >= vm->mmap_lo && g < vm->mmap_hi &&
-		    vm->mmap_file[(g - vm->mmap_lo) / VM_PAGE] &&
-		    (ir = ref_of(vm, g)) != NULL) {
-			const struct vmm_file *f = &cfg->files[ir->file];
-
-			pos = ir->off + (g - ir->g);
-			if (pos + VM_PAGE <= f->len &&
-			    memcmp(page, f->data + pos, VM_PAGE) == 0) {
-				if (flush_run(l) != 0)
-					return -1;
-				if (l->ref.npages > 0 &&
-				    l->ref.file == ir->file &&
-				    l->ref.g + l->ref.npages * VM_PAGE == g &&
-				    l->ref.pos + l->ref.npages * VM_PAGE ==
-				        pos) {
-					l->ref.npages++;
-					continue;
-				}
-				if (flush_ref(l) != 0)
-					return -1;
-				l->ref =
-				    (struct snap_ref){ g, 1, ir->file, pos };
-				continue;
-			}
-		}
-		if (flush_ref(l) != 0)
-			return -1;
-		if (all_zero(page)) {
-			if (flush_run(l) != 0)
+	for (g = vm->elf.lo; g < vm->elf.hi; g += VM_PAGE) {
+		boot_page(vm, g, booted);
+		if (memcmp(vm->mem + g, booted, VM_PAGE) == 0) {
+			if (flush_ref(l) != 0 || flush_run(l) != 0)
 				return -1;
 			continue;
 		}
-		if (l->run.npages > 0 &&
-		    l->run.g + l->run.npages * VM_PAGE == g) {
-			l->run.npages++;
+		if (sort_page(vm, l, g, 1) != 0)
+			return -1;
+	}
+	heap_end = (vm->brk_cur + VM_PAGE - 1) & ~(VM_PAGE - 1);
+	for (g = vm->elf.hi; g < heap_end; g += VM_PAGE)
+		if (sort_page(vm, l, g, 0) != 0)
+			return -1;
+	for (i = 0; i < (vm->mmap_hi - vm->mmap_lo) / VM_PAGE; i++) {
+		if (!vm->mmap_used[i] && !vm->mmap_file[i]) {
+			if (flush_ref(l) != 0 || flush_run(l) != 0)
+				return -1;
 			continue;
 		}
-		if (flush_run(l) != 0)
+		if (sort_page(vm, l, vm->mmap_lo + i * VM_PAGE, 0) != 0)
 			return -1;
-		l->run = (struct snap_run){ g, 1, 0 };
 	}
+	for (g = vm->stack_lo; g < vm->stack_top; g += VM_PAGE)
+		if (sort_page(vm, l, g, 0) != 0)
+			return -1;
 	return flush_ref(l) != 0 || flush_run(l) != 0 ? -1 : 0;
 }
 
@@ -519,6 +572,8 @@ save(struct vm *vm, int fd, char *why, size_t wlen)
 	st.brk_max = vm->brk_max;
 	st.interp_base = vm->interp_base;
 	st.start = vm->start;
+	st.elf_lo = vm->elf.lo;
+	st.elf_hi = vm->elf.hi;
 	st.image_map_len = vm->cfg->image_map_len;
 	st.nfiles = vm->cfg->nfiles;
 	st.brk_cur = vm->brk_cur;
@@ -710,8 +765,21 @@ canonical(uint64_t a)
 	return (uint64_t)((int64_t)(a << 16) >> 16) == a;
 }
 
-/* The guest memory above the kernel's: zeroes, then the references
- * mapped and the runs read in. */
+/* Guest memory [lo, hi) as a fresh VM's: zeroes. */
+static int
+fresh(struct vm *vm, uint64_t lo, uint64_t hi)
+{
+	if (hi <= lo)
+		return 0;
+	return mmap(vm->mem + lo, hi - lo, PROT_READ | PROT_WRITE,
+	           MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+	           0) == MAP_FAILED
+	    ? -1
+	    : 0;
+}
+
+/* The guest memory above the kernel's: zeroes but for the program's
+ * segments, then the references mapped and the runs read in. */
 static int
 restore_memory(struct vm *vm, int fd, const struct snap_state *st,
     const uint8_t *refs, const uint8_t *runs, char *err, size_t errlen)
@@ -723,10 +791,10 @@ restore_memory(struct vm *vm, int fd, const struct snap_state *st,
 	uint64_t i, len, base;
 	ssize_t n;
 
-	if (mmap(vm->mem + GUEST_LOW_END, vm->memsz - GUEST_LOW_END,
-	        PROT_READ | PROT_WRITE,
-	        MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS | MAP_NORESERVE, -1,
-	        0) == MAP_FAILED)
+	/* The program's segments stay as the boot left them: the image
+	 * holds their pages that differ. */
+	if (fresh(vm, GUEST_LOW_END, vm->elf.lo) != 0 ||
+	    fresh(vm, vm->elf.hi, vm->memsz) != 0)
 		return fail(err, errlen, "guest memory");
 	vm->nimgruns = 0;
 	vm->imgmaps = 0;
@@ -834,6 +902,7 @@ vm_snap_restore(struct vm *vm, int fd, char *err, size_t errlen)
 	if (st.stack_lo != vm->stack_lo || st.stack_top != vm->stack_top ||
 	    st.brk_start != vm->brk_start || st.brk_max != vm->brk_max ||
 	    st.interp_base != vm->interp_base || st.start != vm->start ||
+	    st.elf_lo != vm->elf.lo || st.elf_hi != vm->elf.hi ||
 	    st.image_map_len != vm->cfg->image_map_len ||
 	    st.brk_cur < st.brk_start || st.brk_cur > st.brk_max ||
 	    st.brk_peak < st.brk_cur || st.brk_peak > st.brk_max ||

@@ -14,7 +14,7 @@
 
 #define VM_SNAP_MAGIC "KEEPMEM1"
 #define VM_SNAP_END "KEEPMEMZ"
-#define VM_SNAP_VERSION 1
+#define VM_SNAP_VERSION 2
 #define VM_SNAP_META_MAX (64u << 20)
 
 /* How a context's vm process ended when the vmm asked it to pause. */
