@@ -38,6 +38,7 @@ struct fake_file {
 
 struct fake_sandbox {
 	struct api_sandbox sb;
+	char owner[128]; /* the principal that made it */
 	struct api_kv md[8];
 	size_t nmd;
 	char env_k[FAKE_ENV][64];
@@ -362,6 +363,7 @@ f_sandbox_create(void *ctx, const struct api_call *c,
 	s->sb.created_at = now;
 	s->sb.expires_at = now + (int64_t)(spec->ttl_s ? spec->ttl_s : 3600);
 	strlcpy(s->sb.status, "running", sizeof(s->sb.status));
+	strlcpy(s->owner, c->who->sub, sizeof(s->owner));
 	for (i = 0; i < spec->nenv; i++)
 		if (env_put(s, spec->env[i].key, spec->env[i].value) != 0) {
 			memset(s, 0, sizeof(*s));
@@ -431,6 +433,9 @@ f_sandbox_delete(
 	struct fake_sandbox *s;
 
 	SBX_OR_404((struct api_fake *)ctx, id, s, err);
+	/* As keepd's vmm: another principal's sandbox is not found. */
+	if (strcmp(s->owner, c->who->sub) != 0)
+		return fail(err, API_ENOTFOUND, "Sandbox not found");
 	sandbox_clear(s);
 	return API_OK;
 }

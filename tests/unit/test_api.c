@@ -307,7 +307,16 @@ test_sandbox_lifecycle(void **state)
 	json_decref(j);
 	resp_free(&r);
 
+	/* Another principal, with every cap, cannot delete it: the owner
+	 * is checked as keepd's vmm checks it. */
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s", id);
+	api_fake_add_token(e->fake, "other", "other", CAP_ALL, NULL, 0);
+	callj(e, "DELETE", path, "other", NULL, &r);
+	assert_int_equal(r.status, 404);
+	resp_free(&r);
+	callj(e, "GET", path, "admin", NULL, &r);
+	assert_int_equal(r.status, 200);
+	resp_free(&r);
 	callj(e, "DELETE", path, "admin", NULL, &r);
 	assert_int_equal(r.status, 204);
 	assert_null(strstr(r.head, "Content-Length"));
