@@ -128,6 +128,15 @@ int fb_persist_sandbox(struct front_backend *, const struct api_principal *,
     struct api_error *);
 int fb_forget_sandbox(struct front_backend *, const struct api_principal *,
     const char *id, struct api_error *);
+/* The metadata of sandbox id from its store record (*out malloc'd, keys
+ * and values too; none when the record is not who's). */
+int fb_sandbox_metadata(struct front_backend *, const struct api_principal *,
+    const char *id, struct api_kv **out, size_t *n, struct api_error *);
+/* api_kv arrays as the API layer frees them: each key and value, then
+ * the array. fb_kv_copy: 0, or -1 out of memory (*out NULL). */
+int fb_kv_copy(
+    const struct api_kv *in, size_t n, struct api_kv **out, size_t *nout);
+void fb_kv_free(struct api_kv *kv, size_t n);
 int fb_persist_env(struct front_backend *, const struct api_principal *,
     const char *id, const char *key, const char *value, struct api_error *);
 int fb_forget_env(struct front_backend *, const struct api_principal *,

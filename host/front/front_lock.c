@@ -92,7 +92,7 @@ fb_sandbox_lock(void *arg, const struct api_call *call, const char *id,
 	memset(&sb, 0, sizeof(sb));
 	if ((rc = fb->ops.sandbox_get(arg, call, id, &sb, err)) != API_OK)
 		return rc;
-	free(sb.metadata);
+	fb_kv_free(sb.metadata, sb.nmetadata);
 	if ((l = lock_find(fb, id)) != NULL && !lock_matches(l, call))
 		return fb_fail(err, API_ECONFLICT,
 		    "The sandbox is locked until %lld", (long long)l->expires);
@@ -136,7 +136,7 @@ fb_sandbox_unlock(void *arg, const struct api_call *call, const char *id,
 	memset(&sb, 0, sizeof(sb));
 	if ((rc = fb->ops.sandbox_get(arg, call, id, &sb, err)) != API_OK)
 		return rc;
-	free(sb.metadata);
+	fb_kv_free(sb.metadata, sb.nmetadata);
 	if ((l = lock_find(fb, id)) == NULL)
 		return fb_fail(err, API_ENOTFOUND, "The sandbox is not locked");
 	if (!lock_matches(l, call))

@@ -195,6 +195,94 @@ fb_persist_sandbox(struct front_backend *fb, const struct api_principal *who,
 	return rc;
 }
 
+void
+fb_kv_free(struct api_kv *kv, size_t n)
+{
+	size_t i;
+
+	for (i = 0; kv != NULL && i < n; i++) {
+		free(kv[i].key);
+		free(kv[i].value);
+	}
+	free(kv);
+}
+
+int
+fb_kv_copy(const struct api_kv *in, size_t n, struct api_kv **out, size_t *nout)
+{
+	size_t i;
+
+	*out = NULL;
+	*nout = 0;
+	if (n == 0)
+		return 0;
+	if ((*out = calloc(n, sizeof(**out))) == NULL)
+		return -1;
+	for (i = 0; i < n; i++) {
+		(*out)[i].key = strdup(in[i].key);
+		(*out)[i].value = strdup(in[i].value);
+		if ((*out)[i].key == NULL || (*out)[i].value == NULL) {
+			fb_kv_free(*out, i + 1);
+			*out = NULL;
+			return -1;
+		}
+	}
+	*nout = n;
+	return 0;
+}
+
+/*
+ * A sandbox's metadata, which only its store record holds (the vmm keeps
+ * none): read back and checked as any record, the owner's and under its
+ * own id, else there is none to answer. A record not there (a sandbox
+ * made before it was written, never) has none either.
+ */
+int
+fb_sandbox_metadata(struct front_backend *fb, const struct api_principal *who,
+    const char *id, struct api_kv **out, size_t *n, struct api_error *err)
+{
+	struct store_wire_reply hdr;
+	struct store_sandbox s;
+	char next[STORE_CURSOR_MAX];
+	struct api_kv kv[STORE_META_MAX];
+	const void *rec;
+	void *q, *reply = NULL;
+	size_t qlen, rlen, reclen, i;
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	if (store_wire_key_encode(MSG_STORE_GET, STORE_DB_SANDBOXES, id, NULL,
+	        0, NULL, &q, &qlen) != STORE_OK)
+		return fb_fail(err, API_EINTERNAL, "Bad key");
+	rc = fb_store_call(
+	    fb, 0, MSG_STORE_GET, q, qlen, &reply, &rlen, &hdr, next, err);
+	free(q);
+	if (rc != API_OK)
+		return rc;
+	if (hdr.status == STORE_OK && hdr.count == 1 &&
+	    store_wire_reply_record(reply, rlen, 0, &rec, &reclen) ==
+	        STORE_OK &&
+	    store_sandbox_decode(rec, reclen, &s) == STORE_OK &&
+	    strcmp(s.id, id) == 0 && strcmp(s.owner, who->sub) == 0 &&
+	    s.nmeta <= STORE_META_MAX) {
+		for (i = 0; i < s.nmeta; i++) {
+			kv[i].key = (char *)s.meta_key[i];
+			kv[i].value = (char *)s.meta_val[i];
+		}
+		if (fb_kv_copy(kv, s.nmeta, out, n) != 0)
+			rc = fb_fail(err, API_EINTERNAL, "Out of memory");
+	} else if (hdr.status == STORE_OK && hdr.count == 1)
+		log_warnx("sandbox %s: its store record does not decode as "
+		          "its own: no metadata",
+		    id);
+	else if (hdr.status != STORE_OK && hdr.status != STORE_E_NOTFOUND)
+		rc = fb_fail(err, API_EINTERNAL, "The store refused: %s",
+		    store_strerror((int)hdr.status));
+	free(reply);
+	return rc;
+}
+
 int
 fb_forget_sandbox(struct front_backend *fb, const struct api_principal *who,
     const char *id, struct api_error *err)

@@ -275,6 +275,13 @@ sandbox_make(struct front_backend *fb, const struct api_call *call,
 	 * caller's token to derive one from, and needs none. */
 	rc = tok != NULL ? sandbox_token(fb, call, r.id, r.expires_at, tok, err)
 	                 : API_OK;
+	/* What was just stored is the answer's metadata. */
+	if (rc == API_OK &&
+	    fb_kv_copy(spec->metadata, spec->nmetadata, &out->metadata,
+	        &out->nmetadata) != 0)
+		log_warnx("sandbox %s: its metadata not answered: out of "
+		          "memory",
+		    r.id);
 out:
 	free(q);
 	return rc;
@@ -315,7 +322,8 @@ fb_sandbox_get(void *arg, const struct api_call *call, const char *id,
 	    API_OK)
 		return rc;
 	to_api(&r, out);
-	return API_OK;
+	return fb_sandbox_metadata(
+	    arg, call->who, id, &out->metadata, &out->nmetadata, err);
 }
 
 static int
@@ -369,6 +377,18 @@ fb_sandbox_list(void *arg, const struct api_call *call,
 			r->items[i].id[sizeof(r->items[i].id) - 1] = '\0';
 			r->items[i].image[sizeof(r->items[i].image) - 1] = '\0';
 			to_api(&r->items[i], &out[i]);
+		}
+		/* Each one's metadata is in its store record. */
+		for (i = 0; rc == API_OK && i < *n; i++)
+			rc = fb_sandbox_metadata(fb, call->who, out[i].id,
+			    &out[i].metadata, &out[i].nmetadata, err);
+		if (rc != API_OK) {
+			for (i = 0; i < *n; i++) {
+				fb_kv_free(out[i].metadata, out[i].nmetadata);
+				out[i].metadata = NULL;
+				out[i].nmetadata = 0;
+			}
+			*n = 0;
 		}
 		r->next[sizeof(r->next) - 1] = '\0';
 		strlcpy(next, r->next, API_ID_MAX + 1);

@@ -492,7 +492,7 @@ fire_main(void *arg)
 		spec.ttl_s = SCHED_FRESH_TTL_S;
 		rc = fb->ops.sandbox_create(
 		    fb, &call, &spec, &out, NULL, &f->err);
-		free(out.metadata);
+		fb_kv_free(out.metadata, out.nmetadata);
 		if (rc != API_OK)
 			goto done;
 		strlcpy(f->sandbox, out.id, sizeof(f->sandbox));

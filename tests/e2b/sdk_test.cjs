@@ -29,12 +29,13 @@ async function codeInterpreter() {
 	check('Sandbox.create() makes a sandbox of the code interpreter template',
 	    /^sbx-/.test(sbx.sandboxId), sbx.sandboxId);
 	const info = await sbx.getInfo();
-	// keep keeps a sandbox's metadata in the store and answers none yet
-	// (docs/e2b.md), so it is not checked here.
 	check('getInfo: the python image, the timeout as ttl',
 	    info.sandboxId === sbx.sandboxId && info.name === 'python' &&
 	        Math.abs(info.endAt - info.startedAt - 600000) < 2000,
 	    info);
+	check("getInfo: the metadata Sandbox.create was given",
+	    JSON.stringify(info.metadata) === JSON.stringify({ owner: 'tests' }),
+	    info.metadata);
 	check('isRunning() is true', await sbx.isRunning());
 
 	let ex = await sbx.runCode('x = 42');

@@ -25,9 +25,14 @@ keepd_start "$tmp/test.policy"
 alice=$(mint alice sandbox:read,sandbox:write,exec,artifact:read,artifact:write)
 bob=$(mint bob sandbox:read,sandbox:write,exec)
 
-req "$alice" POST /v1/sandboxes '{"image":"python","env":{"GREETING":"hi"}}'
+req "$alice" POST /v1/sandboxes '{"image":"python","env":{"GREETING":"hi"},"metadata":{"owner":"tests","n":"1"}}'
 [ "$code" = 201 ] && ok "alice creates a python sandbox" || bad "create: $code $body"
 sbx=$(jget "$body" '["id"]'); stok=$(jget "$body" '["auth_token"]')
+[ "$(jget "$body" '["metadata"]')" = "{'owner': 'tests', 'n': '1'}" ] &&
+    ok "create answers the sandbox's metadata" || bad "create metadata: $body"
+req "$alice" GET "/v1/sandboxes/$sbx"
+[ "$code" = 200 ] && [ "$(jget "$body" '["metadata"]')" = "{'owner': 'tests', 'n': '1'}" ] &&
+    ok "get answers the metadata it was made with" || bad "get metadata: $code $body"
 
 req "$alice" POST "/v1/sandboxes/$sbx/execute" '{"code":"import os, json, hashlib\nprint(json.dumps([6*7, os.environ.get(\"GREETING\"), hashlib.sha256(b\"keep\").hexdigest()[:8]]))","language":"python"}'
 want=$(python3 -c 'import hashlib,json; print(json.dumps([42, "hi", hashlib.sha256(b"keep").hexdigest()[:8]]))')
@@ -115,6 +120,9 @@ req "x$alice" GET /v1/sandboxes
 
 req "$alice" GET /v1/sandboxes
 [ "$code" = 200 ] && [ "$(jget "$body" '["sandboxes"].__len__()' 2>/dev/null || jget "$body" '["items"].__len__()')" = 2 ] && ok "alice lists her two sandboxes" || bad "list: $code $body"
+[ "$(jget "$body" '["sandboxes"]' | python3 -c 'import ast, sys; print(sorted(str(s["metadata"]) for s in ast.literal_eval(sys.stdin.read())))')" = \
+    "[\"{'owner': 'tests', 'n': '1'}\", '{}']" ] &&
+    ok "list answers each sandbox's metadata" || bad "list metadata: $body"
 req "$alice" DELETE "/v1/sandboxes/$sbx"
 [ "$code" = 204 ] || [ "$code" = 200 ] && ok "delete" || bad "delete: $code $body"
 req "$alice" GET "/v1/sandboxes/$sbx"
