@@ -320,6 +320,34 @@ vmm_h_kill(struct proc_ctx *ctx, const struct msg *m)
 	return 0;
 }
 
+/*
+ * A run's first working directory (msg_vmm_run.cwd, untrusted): its
+ * guest path normalized into out, and a directory of the workspace
+ * now, looked up beneath it as the guest's paths are; else reason says
+ * which, as a spawn's chdir would (ENOENT, ENOTDIR). Checked here so
+ * that the run is refused before anything of it starts; a directory
+ * removed after the check is the guest's, whose paths resolve anyway.
+ */
+static int
+run_cwd(const struct sandbox *s, const char *cwd, char *out, size_t outlen,
+    char *reason, size_t rlen)
+{
+	int fd;
+
+	if (ws_normalize("/", cwd, out, outlen) != 0) {
+		strlcpy(reason, "cwd is too long", rlen);
+		return -1;
+	}
+	if ((fd = ws_openat(s->ws_fd, out, O_PATH | O_DIRECTORY, 0)) < 0) {
+		snprintf(reason, rlen, "cwd: %s",
+		    fd == -ENOTDIR ? "not a directory"
+		                   : "no such directory in the workspace");
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
 int
 vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 {
@@ -338,7 +366,7 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	const char *argv[RUN_MAX_ARGS + 2], *envp[2 * RUN_MAX_ENV + 1];
 	const uint8_t *p, *end;
 	uint8_t *in = MAP_FAILED;
-	char *strbuf = NULL, reason[64] = "";
+	char *strbuf = NULL, reason[64] = "", cwd[RUN_CWD_MAX] = "/";
 	size_t used = 0, nenv = 0, i;
 	int outfds[2] = { -1, -1 }, st = RUN_REFUSED, efd = -1;
 	int from_template = 0;
@@ -352,6 +380,9 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	if (memchr(q.sandbox, '\0', sizeof(q.sandbox)) == NULL ||
 	    memchr(q.image, '\0', sizeof(q.image)) == NULL ||
 	    memchr(q.command, '\0', sizeof(q.command)) == NULL ||
+	    memchr(q.cwd, '\0', sizeof(q.cwd)) == NULL ||
+	    (q.cwd[0] != '\0' &&
+	        (q.cwd[0] != '/' || (q.flags & RUN_F_CONTEXT) != 0)) ||
 	    q.nargs > RUN_MAX_ARGS || q.nenv > RUN_MAX_ENV ||
 	    q.input_len > RUN_MAX_INPUT || q.stdin_len > q.input_len) {
 		close(m->fd);
@@ -383,6 +414,11 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 		vmm_context_cell(ctx, vs, m, &q, &g, s);
 		close(m->fd);
 		return 0;
+	}
+	if (q.cwd[0] != '\0' &&
+	    run_cwd(s, q.cwd, cwd, sizeof(cwd), reason, sizeof(reason)) != 0) {
+		st = RUN_NOCWD;
+		goto refuse;
 	}
 	if ((img = vmm_image_get(ctx, vs, s->image)) == NULL) {
 		strlcpy(reason, "the sandbox's image does not verify",
@@ -476,6 +512,7 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	cfg.image_map_len = image_len;
 	cfg.no_pagemap = 1;
 	cfg.workspace_fd = s->ws_fd;
+	cfg.cwd = cwd;
 	cfg.memory = g.mem_max ? g.mem_max : image_memory(img);
 	if (ctx->config != NULL && ctx->config->memory_max != 0 &&
 	    cfg.memory > ctx->config->memory_max)
@@ -534,7 +571,10 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	/* Runs at the same time in one sandbox share its quota's count
 	 * (host/vmm/vmm.h); made before the fork, mapped after it. */
 	(void)vmm_sandbox_count_fd(s);
-	if ((pid = vmm_template_clone(ctx, vs, img, s->image, q.command,
+	/* A template's guest is parked at the root: a run that starts
+	 * elsewhere boots cold. */
+	if (strcmp(cwd, "/") == 0 &&
+	    (pid = vmm_template_clone(ctx, vs, img, s->image, q.command,
 	         g.principal, s->id, &cfg, job, outfds, efd,
 	         s->has_count ? s->count_fd : -1)) > 0)
 		from_template = 1;

@@ -147,6 +147,7 @@ struct msg_vmm_run_caps {
  * stack, which is at least 2 MiB (docs/api.yaml: 413 above it). */
 #define RUN_ARGS_BYTES_MAX (1u << 20)
 #define RUN_NAME_MAX 64
+#define RUN_CWD_MAX 1024 /* = FILE_PATH_MAX, a workspace path */
 #define CTX_ID_MAX 32 /* "ctx-" and 20 base32 characters, NUL included */
 #define SBX_ID_MAX 72 /* NUL included */
 #define SBX_ENV_MAX 8192 /* "K=V\0" strings, total */
@@ -375,6 +376,12 @@ struct msg_vmm_run {
 	uint32_t flags; /* RUN_F_* */
 	uint32_t pad;
 	char context[CTX_ID_MAX]; /* RUN_F_CONTEXT: NUL-terminated; else 0 */
+	/* The guest's first working directory: "" for the workspace's
+	 * root, else an absolute guest path, NUL-terminated, that must be
+	 * a directory of the sandbox's workspace (RUN_NOCWD otherwise, as
+	 * a spawn's chdir would fail); never with RUN_F_CONTEXT, whose
+	 * cwd is the context's. */
+	char cwd[RUN_CWD_MAX];
 };
 
 /*
@@ -508,7 +515,8 @@ enum run_status {
 	RUN_STARTED, /* background: running, pid set */
 	RUN_KILLED, /* stopped by MSG_VMM_KILL */
 	RUN_NOSANDBOX, /* not started: no such sandbox of the principal's */
-	RUN_NOTFOUND /* a cell for a context that does not exist */
+	RUN_NOTFOUND, /* a cell for a context that does not exist */
+	RUN_NOCWD /* not started: its cwd is no directory of the workspace */
 };
 
 struct msg_vmm_run_done {

@@ -723,6 +723,20 @@ find_file(struct fake_sandbox *s, const char *path)
 	return NULL;
 }
 
+/* A command's cwd, as the vmm checks it: a directory of the files. */
+static int
+cwd_ok(struct fake_sandbox *s, const char *cwd, struct api_error *err)
+{
+	struct fake_file *d;
+
+	if (cwd == NULL || strcmp(cwd, "/") == 0)
+		return API_OK;
+	if ((d = find_file(s, cwd)) == NULL || !d->dir)
+		return fail(err, API_ENOTFOUND,
+		    "cwd: no such directory in the workspace");
+	return API_OK;
+}
+
 static int
 f_command_run(void *ctx, const struct api_call *c, const char *id,
     const struct api_command *cmd, struct api_run_result *out,
@@ -730,10 +744,13 @@ f_command_run(void *ctx, const struct api_call *c, const char *id,
 {
 	struct fake_sandbox *s;
 	struct http_buf o, e;
+	int rc;
 
 	SBX_OR_404((struct api_fake *)ctx, id, s, err);
 	if (c->authz != ctx)
 		return fail(err, API_EINTERNAL, "Operation without a grant");
+	if ((rc = cwd_ok(s, cmd->cwd, err)) != API_OK)
+		return rc;
 	http_buf_init(&o);
 	http_buf_init(&e);
 	s->runs++;
@@ -768,6 +785,8 @@ f_command_run(void *ctx, const struct api_call *c, const char *id,
 				http_buf_printf(&o, "%02x", h[k]);
 			http_buf_printf(&o, "  %s\n", cmd->args[i]);
 		}
+	} else if (strcmp(cmd->cmd, "pwd") == 0) {
+		http_buf_printf(&o, "%s\n", cmd->cwd != NULL ? cmd->cwd : "/");
 	} else if (strcmp(cmd->cmd, "true") == 0) {
 		out->exit_code = 0;
 	} else if (strcmp(cmd->cmd, "false") == 0) {
@@ -796,8 +815,11 @@ f_command_background(void *ctx, const struct api_call *c, const char *id,
 {
 	struct api_fake *f = ctx;
 	struct fake_sandbox *s;
+	int rc;
 
 	SBX_OR_404(f, id, s, err);
+	if ((rc = cwd_ok(s, cmd->cwd, err)) != API_OK)
+		return rc;
 	return add_proc(s, f, cmd->cmd, pid, err);
 }
 

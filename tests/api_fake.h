@@ -11,8 +11,10 @@
  *   contexts: made, listed, restarted and deleted; a cell answers the
  *            driver's lines for stdout "<language>: <code>\n" (code
  *            "raise": an error line) and the context's cell count.
- *   commands: echo, cat FILE..., sha256sum FILE..., true, false; any
- *            other name is refused as outside the exec allowlist (403).
+ *   commands: echo, cat FILE..., sha256sum FILE..., pwd (the cwd),
+ *            true, false; any other name is refused as outside the exec
+ *            allowlist (403). A cwd that is no directory made by
+ *            files/mkdir is 404, as the vmm answers it.
  *   locks:   ids "lock-N", held until their ttl (default 60 s); taken
  *            again or released with Keep-Lock naming them.
  *   revoke:  every registered token with the jti is refused (401) from

@@ -411,15 +411,12 @@ parse_start(struct rq *r, struct api_command *c, const char ***args,
 		    "/usr/bin, /usr/local/bin, /sbin or /usr/sbin");
 		return -1;
 	}
-	/* keep's runs start at the workspace's root and take no other
-	 * (the vmm's run message has no cwd): said, not ignored. */
-	if (c->cwd != NULL && strcmp(c->cwd, "/") != 0) {
-		rq_fail(r, 501, "NOT_IMPLEMENTED",
-		    "cwd is not served: a command starts at /, the "
-		    "workspace's root (docs/e2b.md)");
+	/* keep's own cwd: absolute (E2B's relative ones are its user's
+	 * home's, which keep has none of), a directory of the workspace. */
+	if (c->cwd != NULL &&
+	    rq_cwd_check(
+	        r, c->cwd, json_string_length(json_object_get(p, "cwd"))))
 		return -1;
-	}
-	c->cwd = NULL;
 	a = json_object_get(p, "args");
 	if (a != NULL && !json_is_null(a)) {
 		if (!json_is_array(a) || json_array_size(a) > 256) {

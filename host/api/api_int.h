@@ -261,6 +261,9 @@ void h_file_watch(struct rq *);
 /* host/api/api_routes.c: 0, or -1 and a 400 sent when path holds a ".."
  * component or is too long for the backend. */
 int rq_path_check(struct rq *, const char *path);
+/* 0, or -1 and a 400 sent when a command's cwd is not an absolute path
+ * (len: its length as given, so a NUL inside is seen). */
+int rq_cwd_check(struct rq *, const char *cwd, size_t len);
 json_t *iso_time(int64_t t);
 
 /* host/api/api_e2b.c, api_e2b_rpc.c: E2B's routes (docs/e2b.md). */

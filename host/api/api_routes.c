@@ -124,6 +124,23 @@ rq_path_check(struct rq *r, const char *path)
 	return 0;
 }
 
+/*
+ * A command's cwd (len: its JSON string's length): an absolute guest
+ * path without NUL or ".." component, within a workspace path's bound.
+ * Whether it is a directory of the workspace is the vmm's to say.
+ */
+int
+rq_cwd_check(struct rq *r, const char *cwd, size_t len)
+{
+	if (strlen(cwd) != len || cwd[0] != '/') {
+		rq_error(r, API_EBADREQ,
+		    "cwd must be an absolute path in the workspace, without "
+		    "NUL");
+		return -1;
+	}
+	return rq_path_check(r, cwd);
+}
+
 /* ?path= inside the workspace. Returns 0 with path filled, -1 replied. */
 static int
 rq_path(struct rq *r, char *path, size_t len)
@@ -774,6 +791,9 @@ parse_command(struct rq *r, struct api_command *c, const char ***args,
 		return -1;
 	}
 	if (rq_str(r, r->body, "cwd", 0, &c->cwd) ||
+	    (c->cwd != NULL &&
+	        rq_cwd_check(r, c->cwd,
+	            json_string_length(json_object_get(r->body, "cwd")))) ||
 	    rq_str(r, r->body, "stdin", 0, &c->stdin_data) ||
 	    rq_uint(r, r->body, "timeout", MAX_TIMEOUT_MS, &c->timeout_ms))
 		return -1;

@@ -66,6 +66,7 @@ static const char *const proc_status[] = {
 	[RUN_KILLED] = "killed",
 	[RUN_NOSANDBOX] = "refused",
 	[RUN_NOTFOUND] = "not-found",
+	[RUN_NOCWD] = "refused",
 };
 
 static int64_t
@@ -134,6 +135,8 @@ run_background(struct front_backend *fb, const struct api_call *call,
 		return API_OK;
 	case RUN_NOSANDBOX:
 		return fb_fail(err, API_ENOTFOUND, "Sandbox not found");
+	case RUN_NOCWD:
+		return fb_fail(err, API_ENOTFOUND, "%s", d.reason);
 	case RUN_REFUSED:
 		return fb_fail(err, API_EBADREQ, "%s", d.reason);
 	default:
@@ -151,7 +154,7 @@ run_start_flags(struct front_backend *fb, const struct api_call *call,
     const struct api_kv *env, size_t nenv, const char *in, size_t inlen,
     uint64_t timeout_ms, uint64_t *bg_pid, fb_run_done_fn on_done,
     void *on_done_arg, const char *context, const char *results_nonce,
-    uint32_t run_flags, struct api_error *err)
+    const char *cwd, uint32_t run_flags, struct api_error *err)
 {
 	struct fb_authz *a = call->authz;
 	struct msg_vmm_run q;
@@ -221,6 +224,13 @@ run_start_flags(struct front_backend *fb, const struct api_call *call,
 	q.flags |= run_flags;
 	q.stdin_len = inlen;
 	q.timeout_ms = timeout_ms;
+	/* The API layer checked it (absolute, no ".."); the vmm checks it
+	 * again, and that it is a directory of the workspace. */
+	if (cwd != NULL && strcmp(cwd, "/") != 0 &&
+	    strlcpy(q.cwd, cwd, sizeof(q.cwd)) >= sizeof(q.cwd)) {
+		rc = fb_fail(err, API_EBADREQ, "cwd is too long");
+		goto out;
+	}
 	if (context != NULL) {
 		q.flags |= RUN_F_CONTEXT;
 		if (strlcpy(q.context, context, sizeof(q.context)) >=
@@ -325,7 +335,18 @@ run_start(struct front_backend *fb, const struct api_call *call, const char *id,
 {
 	return run_start_flags(fb, call, id, command, args, nargs, env, nenv,
 	    in, inlen, timeout_ms, bg_pid, on_done, on_done_arg, context,
-	    results_nonce, 0, err);
+	    results_nonce, NULL, 0, err);
+}
+
+/* A command: an executable by name, in its cwd. */
+static int
+run_command(struct front_backend *fb, const struct api_call *call,
+    const char *id, const struct api_command *c, uint64_t *bg_pid,
+    fb_run_done_fn on_done, void *on_done_arg, struct api_error *err)
+{
+	return run_start_flags(fb, call, id, c->cmd, c->args, c->nargs, c->env,
+	    c->nenv, c->stdin_data, c->stdin_len, c->timeout_ms, bg_pid,
+	    on_done, on_done_arg, NULL, NULL, c->cwd, 0, err);
 }
 
 /* The terminal's input to the vmm for the run of pending p
@@ -379,7 +400,8 @@ fb_terminal_open(void *arg, const struct api_call *call, const char *id,
 	env[0].key = "TERM";
 	env[0].value = term;
 	rc = run_start_flags(fb, call, id, "sh", args, 1, env, 1, NULL, 0, 0,
-	    NULL, NULL, NULL, NULL, NULL, RUN_F_TERMINAL | RUN_F_STREAM, err);
+	    NULL, NULL, NULL, NULL, NULL, NULL, RUN_F_TERMINAL | RUN_F_STREAM,
+	    err);
 	if (rc == API_PENDING) {
 		const struct fb_authz *a = call->authz;
 		struct fb_run *r;
@@ -415,9 +437,7 @@ fb_run_command_async(struct front_backend *fb, const struct api_call *call,
     const char *id, const struct api_command *c, fb_run_done_fn done, void *arg,
     struct api_error *err)
 {
-	return run_start(fb, call, id, c->cmd, c->args, c->nargs, c->env,
-	    c->nenv, c->stdin_data, c->stdin_len, c->timeout_ms, NULL, done,
-	    arg, NULL, NULL, err);
+	return run_command(fb, call, id, c, NULL, done, arg, err);
 }
 
 /* The interpreters take the code as an argument: no temporary file and
@@ -477,18 +497,14 @@ fb_command_run(void *arg, const struct api_call *call, const char *id,
     const struct api_command *c, struct api_run_result *out,
     struct api_error *err)
 {
-	return run_start(arg, call, id, c->cmd, c->args, c->nargs, c->env,
-	    c->nenv, c->stdin_data, c->stdin_len, c->timeout_ms, NULL, NULL,
-	    NULL, NULL, NULL, err);
+	return run_command(arg, call, id, c, NULL, NULL, NULL, err);
 }
 
 static int
 fb_command_background(void *arg, const struct api_call *call, const char *id,
     const struct api_command *c, uint64_t *pid, struct api_error *err)
 {
-	return run_start(arg, call, id, c->cmd, c->args, c->nargs, c->env,
-	    c->nenv, c->stdin_data, c->stdin_len, c->timeout_ms, pid, NULL,
-	    NULL, NULL, NULL, err);
+	return run_command(arg, call, id, c, pid, NULL, NULL, err);
 }
 
 static int
@@ -648,6 +664,7 @@ static const char *const status_reason[] = {
 	[RUN_KILLED] = "killed",
 	[RUN_NOSANDBOX] = "refused",
 	[RUN_NOTFOUND] = "not-found",
+	[RUN_NOCWD] = "refused",
 };
 
 static const uint64_t boot_le_us[] = { 1000, 2000, 5000, 10000, 20000, 50000,
@@ -824,6 +841,11 @@ h_run_done(struct proc_ctx *ctx, const struct msg *m)
 	}
 	if (d.status == RUN_NOTFOUND) {
 		r->rc = fb_fail(&r->err, API_ENOTFOUND, "Context not found");
+		return 0;
+	}
+	/* As a spawn's ENOENT: the directory it names is not there. */
+	if (d.status == RUN_NOCWD) {
+		r->rc = fb_fail(&r->err, API_ENOTFOUND, "%s", d.reason);
 		return 0;
 	}
 	if (d.status == RUN_REFUSED) {

@@ -150,7 +150,9 @@ vm_fs_init(struct vm *vm)
 	vm->fds[1].outfd = 1;
 	vm->fds[2].kind = VFD_OUT;
 	vm->fds[2].outfd = 2;
-	strlcpy(vm->cwd, "/", sizeof(vm->cwd));
+	if (cfg->cwd == NULL || cfg->cwd[0] != '/' ||
+	    strlcpy(vm->cwd, cfg->cwd, sizeof(vm->cwd)) >= sizeof(vm->cwd))
+		strlcpy(vm->cwd, "/", sizeof(vm->cwd));
 	if (cfg->tty)
 		vm_tty_init(vm);
 	if (vm_img_init(vm) != VMM_OK)

@@ -81,6 +81,10 @@ struct vmm_config {
 				  NULL: only the read-only files exist */
 	int workspace_fd; /* or an open directory (used when >= 0; vmm_run
 			     takes its own duplicate) */
+	/* The guest's first working directory: an absolute, normalized
+	 * guest path the caller found to be a directory of the workspace
+	 * (proc_vmm_run.c); NULL: "/". */
+	const char *cwd;
 	int stdin_fd; /* -1: empty stdin */
 	vmm_output_fn output; /* NULL: discard */
 	void *output_arg;

@@ -260,9 +260,13 @@ async function commands() {
 	await sh.files.write('/w/f.txt', 'file');
 	const cat = await sh.commands.run('cat /w/f.txt');
 	check('a command reads what files.write wrote', cat.stdout === 'file', cat);
-	const cwd = await threw(() => sh.commands.run('ls', { cwd: '/w' }));
-	check('a cwd other than / is refused, not ignored',
-	    cwd && /cwd is not served/.test(cwd.message), cwd && cwd.message);
+	const pwd = await sh.commands.run('pwd; cat f.txt', { cwd: '/w' });
+	check('commands.run with a cwd starts there',
+	    pwd.stdout === '/w\nfile', pwd);
+	const nocwd = await threw(() => sh.commands.run('ls', { cwd: '/nowhere' }));
+	check('a cwd the workspace does not have is NotFoundError, as ENOENT',
+	    nocwd && nocwd.name === 'NotFoundError' && /cwd/.test(nocwd.message),
+	    nocwd && [nocwd.name, nocwd.message]);
 	const t = await threw(() => sh.commands.run('sleep 5', { timeoutMs: 1000 }));
 	check('a command past its timeout is stopped',
 	    t !== null, t && t.message);

@@ -70,6 +70,29 @@ req "$alice" GET "/v1/sandboxes/$sbx/system"
 req "$alice" POST "/v1/sandboxes/$sbx/execute/kill?pid=$bg"
 [ "$code" = 404 ] && ok "killing an ended process: 404" || bad "kill ended: $code $body"
 
+# A command's cwd: where its guest starts (booted cold: a template's
+# guest is parked at the root), in the foreground and the background.
+req "$alice" POST "/v1/sandboxes/$sbx/files/mkdir?path=/sub"
+req "$alice" POST "/v1/sandboxes/$sbx/commands/run" '{"cmd":"python","args":["-c","import os; print(os.getcwd()); open(\"fg.txt\", \"w\").write(\"fg\")"],"cwd":"/sub"}'
+[ "$code" = 200 ] && [ "$(jget "$body" '["stdout"]')" = /sub ] && ok "commands/run starts in its cwd" || bad "cwd: $code $body"
+req "$alice" GET "/v1/sandboxes/$sbx/files/read?path=/sub/fg.txt"
+[ "$body" = fg ] && ok "a relative path is the cwd's" || bad "cwd file: $code $body"
+req "$alice" POST "/v1/sandboxes/$sbx/commands/background" '{"cmd":"python","args":["-c","import os; open(\"bg.txt\", \"w\").write(os.getcwd())"],"cwd":"/sub/"}'
+[ "$code" = 202 ] || bad "background with cwd: $code $body"
+for _ in $(seq 100); do
+	req "$alice" GET "/v1/sandboxes/$sbx/files/read?path=/sub/bg.txt"
+	[ "$code" = 200 ] && break; sleep 0.1
+done
+[ "$body" = /sub ] && ok "commands/background starts in its cwd" || bad "background cwd: $code $body"
+req "$alice" POST "/v1/sandboxes/$sbx/commands/run" '{"cmd":"python","args":["-c","1"],"cwd":"/nowhere"}'
+[ "$code" = 404 ] && [[ $body == *"no such directory"* ]] && ok "a cwd the workspace does not have: 404, as a spawn's ENOENT" || bad "missing cwd: $code $body"
+req "$alice" POST "/v1/sandboxes/$sbx/commands/run" '{"cmd":"python","args":["-c","1"],"cwd":"/sub/fg.txt"}'
+[ "$code" = 404 ] && [[ $body == *"not a directory"* ]] && ok "a cwd that is a file: 404, not a directory" || bad "file cwd: $code $body"
+req "$alice" POST "/v1/sandboxes/$sbx/commands/run" '{"cmd":"python","args":["-c","1"],"cwd":"sub"}'
+[ "$code" = 400 ] && ok "a relative cwd: 400" || bad "relative cwd: $code $body"
+req "$alice" POST "/v1/sandboxes/$sbx/commands/run" '{"cmd":"python","args":["-c","1"],"cwd":"/sub/../.."}'
+[ "$code" = 400 ] && ok "a cwd with ..: 400" || bad "dotdot cwd: $code $body"
+
 # JavaScript in the js image.
 req "$alice" POST /v1/sandboxes '{"image":"js"}'
 jsb=$(jget "$body" '["id"]')

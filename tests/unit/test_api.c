@@ -421,6 +421,41 @@ test_files_and_commands(void **state)
 	    json_integer_value(json_object_get(j, "exit_code")), 0);
 	json_decref(j);
 	resp_free(&r);
+	/* A cwd: a directory of the workspace, else 404 as a spawn's
+	 * ENOENT; relative, NUL or ".." are 400. */
+	callj(e, "POST", p, "admin", "{\"cmd\":\"pwd\",\"cwd\":\"/d2\"}", &r);
+	assert_int_equal(r.status, 200);
+	j = body_json(&r);
+	assert_string_equal(jstr(j, "stdout"), "/d2\n");
+	json_decref(j);
+	resp_free(&r);
+	callj(e, "POST", p, "admin", "{\"cmd\":\"pwd\",\"cwd\":\"/nope\"}", &r);
+	assert_int_equal(r.status, 404);
+	assert_non_null(strstr(r.body, "cwd"));
+	resp_free(&r);
+	callj(e, "POST", p, "admin", "{\"cmd\":\"pwd\",\"cwd\":\"/dir/a.txt\"}",
+	    &r);
+	assert_int_equal(r.status, 404);
+	resp_free(&r);
+	callj(e, "POST", p, "admin", "{\"cmd\":\"pwd\",\"cwd\":\"d2\"}", &r);
+	assert_int_equal(r.status, 400);
+	resp_free(&r);
+	callj(
+	    e, "POST", p, "admin", "{\"cmd\":\"pwd\",\"cwd\":\"/d2/..\"}", &r);
+	assert_int_equal(r.status, 400);
+	resp_free(&r);
+	callj(e, "POST", p, "admin",
+	    "{\"cmd\":\"pwd\",\"cwd\":\"/d2\\u0000x\"}", &r);
+	assert_int_equal(r.status, 400);
+	resp_free(&r);
+	callj(e, "POST", p, "admin", "{\"cmd\":\"pwd\",\"cwd\":7}", &r);
+	assert_int_equal(r.status, 400);
+	resp_free(&r);
+	snprintf(p, sizeof(p), "/v1/sandboxes/%s/commands/background", id);
+	callj(e, "POST", p, "admin", "{\"cmd\":\"pwd\",\"cwd\":\"/nope\"}", &r);
+	assert_int_equal(r.status, 404);
+	resp_free(&r);
+	snprintf(p, sizeof(p), "/v1/sandboxes/%s/commands/run", id);
 	callj(e, "POST", p, "admin", "{\"cmd\":\"sh -c 'id'\"}", &r);
 	assert_int_equal(r.status, 400);
 	resp_free(&r);
