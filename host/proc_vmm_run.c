@@ -627,8 +627,10 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	    from_template ? ", from its template" : "");
 	if (job->background)
 		run_started(ctx, m->from, m->hdr.reqid, job->run_pid);
-	if (job->term) {
-		/* The terminal's start: its client may talk now. */
+	if (job->stream) {
+		/* The run's start, before any output: a terminal's client
+		 * may talk now; E2B's start event goes out (its SDK waits
+		 * for it, however long the command is silent). */
 		struct msg_vmm_run_output h;
 
 		memset(&h, 0, sizeof(h));

@@ -395,7 +395,8 @@ struct msg_vmm_run {
 #define RUN_F_BACKGROUND 0x1u
 /*
  * RUN_F_STREAM: a foreground run whose client reads its output as it
- * comes (text/event-stream): while it runs, the vmm sends what its
+ * comes (text/event-stream): the vmm announces the run's start with an
+ * empty MSG_VMM_RUN_OUTPUT, then, while it runs, sends what its
  * program wrote since the last time, at most every VMM_STREAM_MS, as
  * MSG_VMM_RUN_OUTPUT (not a reply, the run's reqid, before its
  * MSG_VMM_RUN_DONE on the same link). MSG_VMM_RUN_DONE still carries the

@@ -884,7 +884,7 @@ h_run_output(struct proc_ctx *ctx, const struct msg *m)
 		return -1;
 	s = (int)h.stream - 1;
 	n = m->hdr.len - sizeof(h);
-	/* An empty piece (a terminal's start) passes too. */
+	/* An empty piece (the run's start) passes too. */
 	if ((r = run_find(fb, m->hdr.reqid)) == NULL || r->pending == NULL ||
 	    h.offset != r->sent[s])
 		return 0;

@@ -249,6 +249,19 @@ async function commands() {
 	    times.length === 2 && times[1][0] - times[0][0] >= 500 &&
 	        times[0][1] === 'a\n' && times[1][1] === 'b\n',
 	    times);
+	// The start event comes when the command starts, not with its
+	// first output: this command is silent until a file appears, which
+	// the test writes only once the SDK has handed it the command's
+	// handle (which waits for the start event).
+	await sh.files.makeDir('/w/gate');
+	const h = await sh.commands.run(
+	    'for i in $(seq 200); do [ -e /w/gate/go ] && break; sleep 0.1; ' +
+	    'done; [ -e /w/gate/go ] && echo went || echo "no go"',
+	    { background: true, timeoutMs: 60000 });
+	await sh.files.write('/w/gate/go', '1');
+	const went = await h.wait();
+	check('a silent command gets its start event (its handle) before its output',
+	    went.stdout === 'went\n' && h.pid === 0, went);
 	const e = await threw(() => sh.commands.run('echo no >&2; exit 3'));
 	check('a non-zero exit is CommandExitError with its code',
 	    e && e.name === 'CommandExitError' && e.exitCode === 3 &&
