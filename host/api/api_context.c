@@ -405,6 +405,21 @@ append_text(struct http_buf *b, json_t *line)
  * "results", "error" and "execution_count". Lines that are not JSON
  * objects of a known type are dropped. NULL when out of memory.
  */
+/* One of the driver's lines (untrusted, n bytes without its newline),
+ * cleaned, or NULL when it is not a JSON object of a known type. */
+static json_t *
+cell_line(const char *p, size_t n)
+{
+	json_error_t jerr;
+	json_t *v, *line;
+
+	if ((v = json_loadb(p, n, JSON_REJECT_DUPLICATES, &jerr)) == NULL)
+		return NULL;
+	line = json_is_object(v) ? clean_line(v) : NULL;
+	json_decref(v);
+	return line;
+}
+
 json_t *
 api_cell_decode(
     const char *out, size_t out_len, const char *err, size_t err_len)
@@ -412,24 +427,17 @@ api_cell_decode(
 	struct http_buf so, se;
 	json_t *lines = json_array(), *results = json_array(),
 	       *log_out = json_array(), *log_err = json_array(), *error = NULL,
-	       *count = NULL, *line, *v, *o, *r = NULL;
+	       *count = NULL, *line, *o, *r = NULL;
 	const char *p = out, *end = out + out_len, *nl;
 	const char *type;
 
 	http_buf_init(&so);
 	http_buf_init(&se);
 	while (p != NULL && p < end) {
-		json_error_t jerr;
-
 		if ((nl = memchr(p, '\n', (size_t)(end - p))) == NULL)
 			nl = end;
-		v = json_loadb(
-		    p, (size_t)(nl - p), JSON_REJECT_DUPLICATES, &jerr);
+		line = cell_line(p, (size_t)(nl - p));
 		p = nl + 1;
-		if (v == NULL)
-			continue;
-		line = json_is_object(v) ? clean_line(v) : NULL;
-		json_decref(v);
 		if (line == NULL)
 			continue;
 		type = str_of(line, "type");
@@ -485,6 +493,108 @@ api_cell_decode(
 	return r;
 }
 
+/* One line of the ndjson reply. */
+static void
+ndjson_line(struct http_buf *b, json_t *line)
+{
+	char *s = json_dumps(line, JSON_COMPACT);
+
+	if (s == NULL) {
+		b->oom = 1;
+		return;
+	}
+	http_buf_puts(b, s);
+	http_buf_puts(b, "\n");
+	free(s);
+}
+
+/* ---- a cell's lines as they come -------------------------------------- */
+
+void
+api_cell_stream_init(struct api_cell_stream *cs)
+{
+	http_buf_init(&cs->partial);
+	cs->count = NULL;
+}
+
+void
+api_cell_stream_free(struct api_cell_stream *cs)
+{
+	http_buf_free(&cs->partial);
+	json_decref(cs->count);
+	cs->count = NULL;
+}
+
+/*
+ * The vmm passes on the driver's whole lines, but a line longer than a
+ * message comes in pieces: what follows the last newline waits for the
+ * rest. A number_of_executions is held back for the end, which comes
+ * only once the cell is acknowledged (journaled), so a client never
+ * counts a cell the context could still lose.
+ */
+void
+api_cell_stream_feed(struct api_cell_stream *cs, const char *data, size_t len,
+    struct http_buf *out)
+{
+	const char *p, *end, *nl;
+	json_t *line;
+	size_t used;
+
+	if (len == 0)
+		return;
+	http_buf_add(&cs->partial, data, len);
+	if (cs->partial.oom) {
+		out->oom = 1;
+		return;
+	}
+	p = cs->partial.data;
+	end = p + cs->partial.len;
+	while ((nl = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+		line = cell_line(p, (size_t)(nl - p));
+		p = nl + 1;
+		if (line == NULL)
+			continue;
+		if (strcmp(str_of(line, "type"), "number_of_executions") == 0) {
+			json_decref(cs->count);
+			cs->count = line;
+			continue;
+		}
+		ndjson_line(out, line);
+		json_decref(line);
+	}
+	used = (size_t)(p - cs->partial.data);
+	memmove(cs->partial.data, p, cs->partial.len - used);
+	cs->partial.len -= used;
+}
+
+/*
+ * The cell's end (its reply, after what was streamed): the rest of its
+ * lines, the raw output as a stderr line, then the last
+ * number_of_executions, in the order of api_cell_decode's lines, so the
+ * client reads what a whole reply would have held. -1 out of memory.
+ */
+int
+api_cell_stream_end(struct api_cell_stream *cs, const char *out, size_t out_len,
+    const char *err, size_t err_len, struct http_buf *o)
+{
+	json_t *d, *lines, *line;
+	size_t i;
+
+	http_buf_add(&cs->partial, out, out_len);
+	if (cs->partial.oom ||
+	    (d = api_cell_decode(
+	         cs->partial.data, cs->partial.len, err, err_len)) == NULL)
+		return -1;
+	lines = json_object_get(d, "lines");
+	json_array_foreach(lines, i, line) ndjson_line(o, line);
+	if (json_is_null(json_object_get(d, "execution_count")) &&
+	    cs->count != NULL)
+		ndjson_line(o, cs->count);
+	json_decref(d);
+	cs->partial.len = 0;
+	return o->oom ? -1 : 0;
+}
+
 void
 reply_cell(struct rq *r, struct api_run_result *res)
 {
@@ -504,17 +614,7 @@ reply_cell(struct rq *r, struct api_run_result *res)
 	if (rq_accepts_ndjson(r)) {
 		http_buf_init(&nd);
 		json_array_foreach(json_object_get(d, "lines"), i, line)
-		{
-			char *s = json_dumps(line, JSON_COMPACT);
-
-			if (s == NULL) {
-				nd.oom = 1;
-				break;
-			}
-			http_buf_puts(&nd, s);
-			http_buf_puts(&nd, "\n");
-			free(s);
-		}
+		    ndjson_line(&nd, line);
 		if (nd.oom)
 			rq_error(r, API_EINTERNAL, "Out of memory");
 		else

@@ -86,6 +86,26 @@ enum api_e2b {
 	E2B_RPC_STREAM,
 };
 
+/*
+ * A live cell's lines as they come (host/api/api_context.c), pure and
+ * bounded by what is fed: feed each piece of the driver's lines (cut
+ * anywhere); each whole line of a known type goes into out as an ndjson
+ * line, cleaned, but number_of_executions, which is held for the end.
+ * end takes the rest of the lines and the raw output, as the cell's
+ * reply carries them, and puts out what api_cell_decode's lines would
+ * have held after what was fed: 0, or -1 out of memory.
+ */
+struct api_cell_stream {
+	struct http_buf partial; /* a line not whole yet */
+	json_t *count; /* the last number_of_executions */
+};
+void api_cell_stream_init(struct api_cell_stream *);
+void api_cell_stream_feed(struct api_cell_stream *, const char *data,
+    size_t len, struct http_buf *out);
+int api_cell_stream_end(struct api_cell_stream *, const char *out,
+    size_t out_len, const char *err, size_t err_len, struct http_buf *o);
+void api_cell_stream_free(struct api_cell_stream *);
+
 struct api_pending {
 	struct api *api;
 	uint64_t conn;

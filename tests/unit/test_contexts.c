@@ -79,6 +79,84 @@ test_cell_garbage(void **state)
 	json_decref(d);
 }
 
+/* The ndjson a whole reply holds: api_cell_decode's lines. */
+static void
+whole_lines(const char *out, size_t len, const char *err, size_t elen,
+    struct http_buf *b)
+{
+	json_t *d = api_cell_decode(out, len, err, elen), *line;
+	size_t i;
+
+	assert_non_null(d);
+	json_array_foreach(json_object_get(d, "lines"), i, line)
+	{
+		char *t = json_dumps(line, JSON_COMPACT);
+
+		assert_non_null(t);
+		http_buf_puts(b, t);
+		http_buf_puts(b, "\n");
+		free(t);
+	}
+	json_decref(d);
+}
+
+/*
+ * A cell's lines streamed, cut anywhere (a line longer than a message
+ * comes in pieces) and ended by what the reply carries after them, read
+ * as the whole reply would: the same lines in the same order, and no
+ * number_of_executions before the end.
+ */
+static void
+test_cell_stream(void **state)
+{
+	static const char out[] =
+	    "{\"type\":\"stdout\",\"text\":\"hi\\n\"}\n"
+	    "{\"type\":\"number_of_executions\",\"execution_count\":6}\n"
+	    "not json\n"
+	    "{\"type\":\"result\",\"text\":\"42\",\"evil\":1,"
+	    "\"is_main_result\":true}\n"
+	    "{\"type\":\"end\"}\n"
+	    "{\"type\":\"error\",\"name\":\"E\",\"value\":\"v\","
+	    "\"traceback\":\"t\"}\n"
+	    "{\"type\":\"number_of_executions\",\"execution_count\":7}\n"
+	    "{\"type\":\"stderr\",\"text\":\"late\"}";
+	const size_t len = sizeof(out) - 1;
+	struct http_buf want, got;
+	struct api_cell_stream cs;
+	size_t i, j;
+
+	(void)state;
+	http_buf_init(&want);
+	whole_lines(out, len, "raw", 3, &want);
+	assert_false(want.oom);
+	for (i = 0; i <= len; i++)
+		for (j = i; j <= len; j += 7) {
+			http_buf_init(&got);
+			api_cell_stream_init(&cs);
+			api_cell_stream_feed(&cs, out, i, &got);
+			api_cell_stream_feed(&cs, out + i, j - i, &got);
+			assert_null(memmem(got.data ? got.data : "", got.len,
+			    "number_of_executions", 20));
+			assert_int_equal(api_cell_stream_end(&cs, out + j,
+			                     len - j, "raw", 3, &got),
+			    0);
+			assert_int_equal(got.len, want.len);
+			assert_memory_equal(got.data, want.data, want.len);
+			api_cell_stream_free(&cs);
+			http_buf_free(&got);
+		}
+	/* All streamed, the count too: it still comes last, once. */
+	http_buf_init(&got);
+	api_cell_stream_init(&cs);
+	api_cell_stream_feed(&cs, out, len, &got);
+	assert_int_equal(api_cell_stream_end(&cs, "", 0, "raw", 3, &got), 0);
+	assert_int_equal(got.len, want.len);
+	assert_memory_equal(got.data, want.data, want.len);
+	api_cell_stream_free(&cs);
+	http_buf_free(&got);
+	http_buf_free(&want);
+}
+
 static void
 run_err(struct api_run_result *res, const char *err)
 {
@@ -141,6 +219,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cell_lines),
 		cmocka_unit_test(test_cell_garbage),
+		cmocka_unit_test(test_cell_stream),
 		cmocka_unit_test(test_take_results),
 	};
 
