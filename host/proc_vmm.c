@@ -219,8 +219,9 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 			}
 		for (i = 0; i < n; i++)
 			pfd[i].revents = 0;
-		/* Streaming runs' output goes out every VMM_STREAM_MS; a
-		 * watch's events every WATCH_FLUSH_MS. */
+		/* Streaming runs' output (and cells' lines, past a quiet
+		 * spell at once) goes out every VMM_STREAM_MS; a watch's
+		 * events every WATCH_FLUSH_MS. */
 		timeout = streaming ? VMM_STREAM_MS : 1000;
 		if ((due = vmm_watch_tick(ctx, vs)) >= 0 && due < timeout)
 			timeout = due;
@@ -269,6 +270,7 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 		vmm_images_settle(vs);
 		vmm_expire_sandboxes(vs);
 		streaming = vmm_stream_outputs(ctx, vs);
+		streaming |= vmm_contexts_stream(ctx, vs);
 		vmm_contexts_tick(ctx, vs);
 	}
 	vmm_watch_stop_all(vs);

@@ -10,9 +10,10 @@
  * its descriptor 1 and ends with {"type":"end","nonce":"<hex>"}. The vm
  * process sends every write of the guest here as one datagram tagged
  * with the descriptor (1: the driver's lines, 2: raw output), and this
- * file collects them into the cell's reply. Nothing of it is parsed
- * here beyond the end line: the front decodes the lines as untrusted
- * JSON.
+ * file collects them into the cell's reply; a client that reads the
+ * lines as they come (RUN_F_STREAM) gets each whole one as it is kept.
+ * Nothing of it is parsed here beyond the end line and the newlines:
+ * the front decodes the lines as untrusted JSON.
  *
  * Every cell the driver ends is acknowledged: appended to the context's
  * journal and fsynced before the reply (host/proc_vmm_ctxdisk.c). A cell
@@ -107,6 +108,22 @@ ctx_init_fds(struct vmm_context *c)
 	c->pidfd = c->in_fd = c->out_fd = c->outfd = c->errfd = c->jfd = -1;
 }
 
+/* One write of the guest, kept for the cell in flight: counted, and
+ * for the driver's lines, where the last whole one ends. */
+static void
+ctx_count(struct vmm_context *c, int fd, const uint8_t *p, size_t len)
+{
+	const uint8_t *nl;
+
+	if (fd != 1) {
+		c->err_len += len;
+		return;
+	}
+	if ((nl = memrchr(p, '\n', len)) != NULL)
+		c->line_end = c->out_len + (uint64_t)(nl - p) + 1;
+	c->out_len += len;
+}
+
 /* What the vm process wrote before it ended, into the cell in flight:
  * the last lines of a cell that crashes belong to its reply. */
 static void
@@ -128,10 +145,7 @@ ctx_drain(struct vmm_context *c)
 		    write_all(
 		        buf[0] == 1 ? c->outfd : c->errfd, buf + 1, len) != 0)
 			return;
-		if (buf[0] == 1)
-			c->out_len += len;
-		else
-			c->err_len += len;
+		ctx_count(c, buf[0], buf + 1, len);
 	}
 }
 
@@ -403,6 +417,78 @@ cell_reply(struct proc_ctx *ctx, enum proc_id to, uint64_t reqid,
 		close(rfd);
 }
 
+/* A streaming cell's start, before anything of it (a replay, its
+ * lines, its end): its client's head goes out now. */
+static void
+cell_started(struct proc_ctx *ctx, struct vmm_context *c)
+{
+	struct msg_vmm_run_output h;
+
+	memset(&h, 0, sizeof(h));
+	h.stream = 1;
+	if (ctx->fd[c->from] < 0 ||
+	    msg_send(ctx->fd[c->from], MSG_VMM_RUN_OUTPUT, 0, c->reqid, &h,
+	        sizeof(h), -1) != MSG_OK)
+		log_warnx("cell %llu: its start not told",
+		    (unsigned long long)c->reqid);
+}
+
+/*
+ * A streaming cell's whole lines, to the front as they come: what the
+ * driver wrote up to its last newline past what went out, read back
+ * from the cell's memfd, so only what passed the output limit, outside
+ * a replay and not the end line (vmm_context_event) leaves, whole lines
+ * only. The front decodes each as untrusted and holds
+ * number_of_executions for the reply, which comes after the journal.
+ * A line after a quiet spell goes at once; a chatty cell's go together
+ * every VMM_STREAM_MS, a few messages of at most CTX_CHUNK a cell a
+ * pass, so none holds the loop.
+ */
+int
+vmm_contexts_stream(struct proc_ctx *ctx, struct vmm_state *vs)
+{
+	struct {
+		struct msg_vmm_run_output h;
+		uint8_t data[CTX_CHUNK];
+	} m;
+	uint64_t now = mono_ms(), n;
+	ssize_t got;
+	size_t i;
+	int k, streaming = 0;
+
+	for (i = 0; i < VMM_CONTEXTS_MAX; i++) {
+		struct vmm_context *c = &vs->ctxs[i];
+
+		if (!c->used || !c->busy || !c->stream || c->outfd < 0 ||
+		    ctx->fd[c->from] < 0)
+			continue;
+		streaming = 1;
+		if (c->line_end <= c->sent ||
+		    now < c->stream_at + VMM_STREAM_MS)
+			continue;
+		for (k = 0; k < 8 && c->sent < c->line_end; k++) {
+			n = c->line_end - c->sent;
+			if (n > sizeof(m.data))
+				n = sizeof(m.data);
+			if ((got = pread(c->outfd, m.data, (size_t)n,
+			         (off_t)c->sent)) <= 0)
+				break;
+			memset(&m.h, 0, sizeof(m.h));
+			m.h.stream = 1;
+			m.h.offset = c->sent;
+			if (msg_send(ctx->fd[c->from], MSG_VMM_RUN_OUTPUT, 0,
+			        c->reqid, &m, sizeof(m.h) + (size_t)got,
+			        -1) != MSG_OK)
+				break;
+			c->sent += (uint64_t)got;
+		}
+		/* Caught up: the next line waits out the spell. */
+		if (c->sent >= c->line_end)
+			c->stream_at = now;
+	}
+	return streaming;
+}
+
 /*
  * End the cell in flight. name NULL: it ended as the driver said;
  * otherwise the host ended it, and an error line of ours (fixed text,
@@ -423,10 +509,12 @@ cell_finish(struct proc_ctx *ctx, struct vmm_context *c, uint32_t status,
 	c->frame = NULL;
 	c->frame_len = 0;
 	if (name != NULL) {
+		/* A line the driver had not ended (a cell stopped while it
+		 * wrote) would swallow ours. */
 		n = snprintf(line, sizeof(line),
-		    "{\"type\":\"error\",\"name\":\"%s\",\"value\":\"%s\","
+		    "%s{\"type\":\"error\",\"name\":\"%s\",\"value\":\"%s\","
 		    "\"traceback\":\"\"}\n",
-		    name, value);
+		    c->out_len != c->line_end ? "\n" : "", name, value);
 		if (n > 0 && (size_t)n < sizeof(line))
 			(void)write_all(c->outfd, line, (size_t)n);
 	}
@@ -869,10 +957,7 @@ vmm_context_event(struct proc_ctx *ctx, struct vmm_state *vs,
 		    "the host could not keep the cell's output");
 		return;
 	}
-	if (buf[0] == 1)
-		c->out_len += len;
-	else
-		c->err_len += len;
+	ctx_count(c, buf[0], buf + 1, len);
 }
 
 /* Time limits, and contexts whose sandbox is gone (deleted, expired). */
@@ -1109,11 +1194,15 @@ vmm_context_cell(struct proc_ctx *ctx, struct vmm_state *vs,
 	c->busy = 1;
 	c->reqid = m->hdr.reqid;
 	c->from = m->from;
-	c->out_len = c->err_len = 0;
+	c->out_len = c->err_len = c->line_end = 0;
 	c->frame = frame;
 	c->frame_len = flen;
 	frame = NULL;
 	c->t0 = mono_ms();
+	c->stream = (q->flags & RUN_F_STREAM) != 0;
+	c->sent = c->stream_at = 0;
+	if (c->stream)
+		cell_started(ctx, c);
 	if (c->saving) {
 		/* The save has its own deadline; the cell's starts with it. */
 		c->deadline = UINT64_MAX;

@@ -192,6 +192,11 @@ struct vmm_context {
 	size_t end_len;
 	int outfd, errfd; /* memfds: the driver's lines, raw output */
 	uint64_t out_len, err_len;
+	/* line_end: outfd's bytes up to its last newline. RUN_F_STREAM:
+	 * its whole lines go to the front as they come (stream); sent:
+	 * the bytes passed on, stream_at: when (monotonic ms). */
+	uint64_t line_end, sent, stream_at;
+	int stream;
 	uint8_t *frame; /* the cell in flight's frame, kept for its journal */
 	size_t frame_len;
 	/* Its journal (host/ctx_journal.h, host/proc_vmm_ctxdisk.c): the
@@ -286,6 +291,9 @@ void vmm_job_finish(struct proc_ctx *ctx, struct job *job);
 void vmm_job_done_early(struct proc_ctx *ctx, struct job *job);
 /* Send the new output of RUN_F_STREAM runs; 1 if any is running. */
 int vmm_stream_outputs(struct proc_ctx *ctx, struct vmm_state *vs);
+/* Send the new whole lines of RUN_F_STREAM cells; 1 if any is running
+ * (host/proc_vmm_context.c). */
+int vmm_contexts_stream(struct proc_ctx *ctx, struct vmm_state *vs);
 /* SIGKILL a vm process and the guest processes it forked (its group). */
 void vmm_kill_tree(pid_t pid);
 uint32_t vmm_not_found(const struct vmm_state *vs);

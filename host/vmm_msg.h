@@ -419,7 +419,12 @@ struct msg_vmm_run_output {
  * driver's JSON lines as "stdout" (out_len) and the raw output of
  * descriptors 1 and 2 as "stderr" (err_len). A context that is not the
  * caller's, or gone, is RUN_NOTFOUND; one busy with a cell is
- * RUN_REFUSED.
+ * RUN_REFUSED. A cell with RUN_F_STREAM streams as a run does, but its
+ * pieces (stream 1, offsets in the driver's lines) are whole lines of
+ * the driver's only, as they come: never its raw output, nothing of
+ * the journal's cells run again first, not its end line; its
+ * MSG_VMM_RUN_DONE, which comes once it is journaled, still carries
+ * everything.
  *
  * Grants: create is exec of the interpreter's command ("python", "js"),
  * as a run of it would be; restart and delete are exec without a target

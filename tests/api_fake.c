@@ -83,6 +83,9 @@ struct api_fake {
 	uint64_t next_pid;
 	struct api_pending *waiting[16];
 	char *waiting_out[16];
+	/* A cell's (its driver's lines), and whether its client reads
+	 * them as they come (api_call.ndjson). */
+	int waiting_cell[16], waiting_lines[16];
 	size_t nwaiting;
 };
 
@@ -537,8 +540,9 @@ find_ctx(struct api_fake *f, const char *sbx, const char *cid)
  * line counts the context's cells.
  */
 static int
-fake_cell(struct api_fake *f, const char *id, const struct api_exec *ex,
-    struct api_run_result *out, struct api_error *err)
+fake_cell(struct api_fake *f, const struct api_call *c, const char *id,
+    const struct api_exec *ex, struct api_run_result *out,
+    struct api_error *err)
 {
 	struct fake_context *x = find_ctx(f, id, ex->context_id);
 	json_t *line;
@@ -573,6 +577,19 @@ fake_cell(struct api_fake *f, const char *id, const struct api_exec *ex,
 	free(b);
 	out->cell = 1;
 	out->duration_ms = 1;
+	if (ex->code_len >= 5 && memcmp(ex->code, "defer", 5) == 0) {
+		struct api_pending *p;
+
+		if (f->nwaiting < nitems(f->waiting) &&
+		    (p = api_defer(c)) != NULL) {
+			f->waiting_out[f->nwaiting] = out->out;
+			f->waiting_cell[f->nwaiting] = 1;
+			f->waiting_lines[f->nwaiting] = c->ndjson;
+			f->waiting[f->nwaiting++] = p;
+			out->out = NULL;
+			return API_PENDING;
+		}
+	}
 	return API_OK;
 }
 
@@ -591,7 +608,7 @@ f_execute(void *ctx, const struct api_call *c, const char *id,
 		return fail(err, API_EINTERNAL, "Operation without a grant");
 	s->runs++;
 	if (ex->context_id != NULL)
-		return fake_cell(ctx, id, ex, out, err);
+		return fake_cell(ctx, c, id, ex, out, err);
 	if (ex->code_len == 4 && memcmp(ex->code, "loop", 4) == 0) {
 		out->exit_code = 124;
 		out->duration_ms = ex->timeout_ms ? ex->timeout_ms : 30000;
@@ -607,6 +624,7 @@ f_execute(void *ctx, const struct api_call *c, const char *id,
 			/* Inputs are gone after we return: keep a copy. */
 			f->waiting_out[f->nwaiting] =
 			    dup_bytes(ex->code, ex->code_len);
+			f->waiting_cell[f->nwaiting] = 0;
 			f->waiting[f->nwaiting++] = p;
 			return API_PENDING;
 		}
@@ -629,6 +647,39 @@ f_execute(void *ctx, const struct api_call *c, const char *id,
 	return API_OK;
 }
 
+/*
+ * A deferred cell ends as the front ends one: its start, then, to a
+ * client that reads lines as they come, its first line in two pieces
+ * (a line longer than a message comes so), then the rest as the reply
+ * with some raw output; to another, the whole reply.
+ */
+static void
+fake_cell_end(struct api_pending *p, char *out, int lines)
+{
+	struct api_run_result res;
+	struct api_error err;
+	size_t len = strlen(out), first;
+	const char *nl = strchr(out, '\n');
+
+	memset(&res, 0, sizeof(res));
+	memset(&err, 0, sizeof(err));
+	first = nl != NULL ? (size_t)(nl - out) + 1 : 0;
+	if (lines) {
+		api_stream_cell(p, NULL, 0);
+		api_stream_cell(p, out, first / 2);
+		api_stream_cell(p, out + first / 2, first - first / 2);
+	} else
+		first = 0;
+	res.out = dup_bytes(out + first, len - first);
+	res.out_len = res.out != NULL ? len - first : 0;
+	res.err = dup_bytes("raw", 3);
+	res.err_len = res.err != NULL ? 3 : 0;
+	res.cell = 1;
+	res.duration_ms = 5;
+	free(out);
+	api_resume_run(p, API_OK, &res, &err);
+}
+
 unsigned
 api_fake_flush(struct api_fake *f)
 {
@@ -638,6 +689,7 @@ api_fake_flush(struct api_fake *f)
 	while (f->nwaiting > 0) {
 		struct api_pending *p = f->waiting[0];
 		char *out = f->waiting_out[0];
+		int cell = f->waiting_cell[0], lines = f->waiting_lines[0];
 		struct api_run_result res;
 		struct api_error err;
 
@@ -645,9 +697,18 @@ api_fake_flush(struct api_fake *f)
 		    (f->nwaiting - 1) * sizeof(f->waiting[0]));
 		memmove(f->waiting_out, f->waiting_out + 1,
 		    (f->nwaiting - 1) * sizeof(f->waiting_out[0]));
+		memmove(f->waiting_cell, f->waiting_cell + 1,
+		    (f->nwaiting - 1) * sizeof(f->waiting_cell[0]));
+		memmove(f->waiting_lines, f->waiting_lines + 1,
+		    (f->nwaiting - 1) * sizeof(f->waiting_lines[0]));
 		f->nwaiting--;
 		memset(&res, 0, sizeof(res));
 		memset(&err, 0, sizeof(err));
+		if (cell) {
+			fake_cell_end(p, out, lines);
+			n++;
+			continue;
+		}
 		/* The output comes as it is produced, then the end. */
 		if (out != NULL) {
 			api_stream_run(p, "stdout", out, strlen(out));

@@ -46,7 +46,9 @@ void api_fake_set_rate(
 /*
  * Deferred runs: execute with code starting "defer" answers API_PENDING
  * when the API can defer it (else at once); api_fake_flush() then resumes
- * every run waiting, in order, as a run finishing in the VMM would.
+ * every run waiting, in order, as a run finishing in the VMM would: a
+ * run streams its output, a cell its first line in two pieces (when its
+ * client reads lines as they come), then ends with "raw" raw output.
  * Returns how many it resumed. Flush before freeing the api.
  */
 unsigned api_fake_flush(struct api_fake *);

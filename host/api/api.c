@@ -1298,12 +1298,15 @@ api_defer(const struct api_call *call)
 void
 stream_head(struct api_pending *p, struct http_buf *o)
 {
-	http_buf_puts(o,
-	    p->e2b == E2B_RPC_STREAM
-	        ? "HTTP/1.1 200 OK\r\nContent-Type: "
-	          "application/connect+json\r\n"
-	        : "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-	          "Cache-Control: no-cache\r\n");
+	if (p->e2b == E2B_RPC_STREAM)
+		http_buf_puts(o,
+		    "HTTP/1.1 200 OK\r\nContent-Type: "
+		    "application/connect+json\r\n");
+	else
+		http_buf_printf(o,
+		    "HTTP/1.1 200 OK\r\nContent-Type: %s\r\n"
+		    "Cache-Control: no-cache\r\n",
+		    p->cell ? "application/x-ndjson" : "text/event-stream");
 	/* HTTP/1.0 has no chunked coding: the end of the stream is the
 	 * end of the connection. */
 	if (p->http10)
@@ -1379,6 +1382,58 @@ api_stream_run(
 	http_buf_free(&out);
 }
 
+void
+api_stream_cell(struct api_pending *p, const void *data, size_t len)
+{
+	struct api *a = p->api;
+	struct http_buf lines, out;
+
+	/* The head goes with the cell's start, so a client (E2B's SDK,
+	 * which waits for it within its request timeout) knows the cell
+	 * runs, however long it is silent. */
+	if (!p->cell) {
+		p->cell = 1;
+		api_cell_stream_init(&p->cs);
+	}
+	http_buf_init(&lines);
+	http_buf_init(&out);
+	if (!p->streaming) {
+		stream_head(p, &out);
+		p->streaming = 1;
+	}
+	api_cell_stream_feed(&p->cs, data, len, &lines);
+	stream_chunk(p, &out, lines.data, lines.len);
+	if (!lines.oom && !out.oom && out.len > 0 && a->resume_fn != NULL)
+		a->resume_fn(
+		    a->resume_arg, p->conn, out.data, out.len, API_RESUME_MORE);
+	http_buf_free(&lines);
+	http_buf_free(&out);
+}
+
+/* A cell that failed after its lines began: the stream ends with an
+ * error line of E2B's shape, the host's, with keep's code beside it. */
+static void
+cell_error_line(struct http_buf *b, int rc, const struct api_error *err)
+{
+	char msg[API_MSG_MAX], *s;
+	json_t *o;
+
+	memcpy(msg, err->message, sizeof(msg));
+	msg[sizeof(msg) - 1] = '\0';
+	o = json_pack("{s:s,s:s,s:s,s:s,s:s}", "type", "error", "name",
+	    "HostError", "value", msg, "traceback", "", "code",
+	    api_err_code(rc));
+	if (o == NULL || (s = json_dumps(o, JSON_COMPACT)) == NULL) {
+		b->oom = 1;
+		json_decref(o);
+		return;
+	}
+	http_buf_puts(b, s);
+	http_buf_puts(b, "\n");
+	free(s);
+	json_decref(o);
+}
+
 /* Put streamed output back in front of the final output (non-SSE). */
 static int
 merge_acc(struct http_buf *acc, char **buf, size_t *len)
@@ -1422,7 +1477,19 @@ api_resume_run(struct api_pending *p, int rc, struct api_run_result *res,
 		struct http_buf ev;
 
 		http_buf_init(&ev);
-		if (p->e2b == E2B_RPC_STREAM) {
+		if (p->cell) {
+			if (rc != API_OK) {
+				if (rc < 0 || rc >= API_ERR_COUNT)
+					rc = API_EINTERNAL;
+				cell_error_line(&ev, rc, err);
+			} else {
+				api_observe_run(a, res->duration_ms);
+				if (api_cell_stream_end(&p->cs, res->out,
+				        res->out_len, res->err, res->err_len,
+				        &ev) != 0)
+					ev.oom = 1;
+			}
+		} else if (p->e2b == E2B_RPC_STREAM) {
 			if (rc == API_OK)
 				api_observe_run(a, res->duration_ms);
 			e2b_process_events(&ev, 1, rc, res, err);
@@ -1486,6 +1553,8 @@ api_resume_run(struct api_pending *p, int rc, struct api_run_result *res,
 	http_buf_free(&out);
 	http_buf_free(&p->acc_out);
 	http_buf_free(&p->acc_err);
+	if (p->cell)
+		api_cell_stream_free(&p->cs);
 	free(p);
 }
 
@@ -1563,6 +1632,9 @@ api_handle_conn(struct api *a, const struct http_request *req,
 	r.call.sse = rt->e2b == E2B_RPC_STREAM ? 1
 	    : rt->e2b != E2B_NO                ? 0
 	                                       : rq_accepts_sse(&r);
+	/* A cell's lines stream to who reads them as lines (E2B's code
+	 * interpreter always does). */
+	r.call.ndjson = rq_accepts_ndjson(&r);
 	if (rt->e2b >= E2B_SBX && e2b_sandbox(&r) != 0)
 		goto done;
 	{

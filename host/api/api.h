@@ -110,6 +110,10 @@ struct api_call {
 	/* 1: the client reads a run's output as it comes (Accept:
 	 * text/event-stream): the backend may call api_stream_run. */
 	int sse;
+	/* 1: the client reads a live cell's lines as they come (Accept:
+	 * application/x-ndjson, and E2B's cells): the backend may call
+	 * api_stream_cell for a cell. */
+	int ndjson;
 	/*
 	 * Room for what authorize keeps for the op (authz may point here).
 	 * It lives exactly as long as the call, however many other calls
@@ -609,6 +613,17 @@ struct api_pending *api_defer(const struct api_call *);
  */
 void api_stream_run(
     struct api_pending *, const char *stream, const void *data, size_t len);
+/*
+ * A live cell's lines as they come (call->ndjson, docs/contexts.md):
+ * bytes of the driver's JSON lines, in order, cut anywhere; empty: the
+ * cell has started. Each whole line goes out at once as an ndjson line,
+ * decoded as untrusted and rebuilt (the reply is then chunked, or
+ * close-delimited for HTTP/1.0), but number_of_executions, which waits
+ * for api_resume_run: the cell's result (res->cell) then carries only
+ * what was not streamed (res->out the driver's lines after those fed,
+ * res->err the raw output).
+ */
+void api_stream_cell(struct api_pending *, const void *data, size_t len);
 void api_resume_run(struct api_pending *, int rc, struct api_run_result *res,
     const struct api_error *err);
 

@@ -121,6 +121,9 @@ struct api_pending {
 	 * found is forgotten (api_e2b.c). */
 	char e2b_ctx[API_ID_MAX + 1];
 	int streaming; /* the head of an event stream has gone out */
+	/* A live cell whose lines stream (api_stream_cell). */
+	int cell;
+	struct api_cell_stream cs;
 	struct http_buf acc_out; /* streamed output of a non-SSE request */
 	struct http_buf acc_err;
 	char request_id[40];

@@ -269,8 +269,10 @@ run_start_flags(struct front_backend *fb, const struct api_call *call,
 			msg_send(fb->ctx->fd[PROC_VMM], MSG_VMM_RUN_CAPS, 0,
 			    a->reqid, &rc_caps, sizeof(rc_caps), -1);
 	}
-	/* A client that reads the output as it comes gets it so. */
-	if (bg_pid == NULL && on_done == NULL && call->sse)
+	/* A client that reads the output as it comes gets it so: a run's
+	 * as events, a cell's as its lines. */
+	if (bg_pid == NULL && on_done == NULL &&
+	    (context != NULL ? call->ndjson : call->sse))
 		q.flags |= RUN_F_STREAM;
 	if (bg_pid != NULL) {
 		q.flags |= RUN_F_BACKGROUND;
@@ -884,12 +886,16 @@ h_run_output(struct proc_ctx *ctx, const struct msg *m)
 		return -1;
 	s = (int)h.stream - 1;
 	n = m->hdr.len - sizeof(h);
-	/* An empty piece (the run's start) passes too. */
+	/* An empty piece (the run's start) passes too. A cell's pieces are
+	 * its driver's lines, never its raw output. */
 	if ((r = run_find(fb, m->hdr.reqid)) == NULL || r->pending == NULL ||
-	    h.offset != r->sent[s])
+	    h.offset != r->sent[s] || (r->cell && s != 0))
 		return 0;
-	api_stream_run(
-	    r->pending, s == 0 ? "stdout" : "stderr", m->data + sizeof(h), n);
+	if (r->cell)
+		api_stream_cell(r->pending, m->data + sizeof(h), n);
+	else
+		api_stream_run(r->pending, s == 0 ? "stdout" : "stderr",
+		    m->data + sizeof(h), n);
 	r->sent[s] += n;
 	return 0;
 }

@@ -66,6 +66,29 @@ async function codeInterpreter() {
 	        ex.logs.stderr.join('') === 'oops\n',
 	    ex.logs);
 
+	// A long cell's output arrives as the cell prints it: the first
+	// line reaches onStdout before the cell prints its second, stamped
+	// with the guest's clock (the host's, as Date.now() is).
+	const seen = [], seenResults = [];
+	ex = await sbx.runCode('import time\nprint("first", flush=True)\n' +
+	    'time.sleep(2)\nprint("second", time.time())\n7',
+	    {
+		    onStdout: (m) => seen.push([Date.now(), m.line]),
+		    onResult: (r) => seenResults.push([Date.now(), r.text]),
+	    });
+	const firstAt = seen.length === 2 && seen[0][1] === 'first\n' ?
+	    seen[0][0] : null;
+	const secondPrinted = seen.length === 2 && /^second /.test(seen[1][1]) ?
+	    parseFloat(seen[1][1].split(' ')[1]) * 1000 : null;
+	check('runCode streams: onStdout gets the first line before the cell ' +
+	    'prints its second',
+	    firstAt !== null && secondPrinted !== null && firstAt < secondPrinted,
+	    seen);
+	check('then onResult, and the cell is counted at its end',
+	    seenResults.length === 1 && seenResults[0][1] === '7' &&
+	        ex.text === '7' && ex.executionCount === 4,
+	    [seenResults, ex.executionCount]);
+
 	const errors = [];
 	ex = await sbx.runCode('def f():\n    return 1 / 0\nf()',
 	    { onError: (e) => errors.push(e.name) });

@@ -96,6 +96,57 @@ req_nd "{\"code\":\"x * 2\",\"context_id\":\"$cid\"}"
 [[ $body == *'{"type":"result"'*'"is_main_result":true'*'"text":"84"'* ]] ||
 [[ $body == *'"text":"84"'*'"type":"result"'* ]] && ok "ndjson: the result line" || bad "ndjson result: $body"
 
+# The ndjson lines stream as the cell makes them: the first line reaches
+# the client before the cell prints its second (the guest's clock, the
+# host's, stamps the second; the client's stamps the first's arrival).
+# The count comes last, once the cell is acknowledged; a cell that is
+# not (it timed out) has none; a resumed context's replayed cells
+# stream nothing.
+req "$alice" POST "/v1/sandboxes/$sbx/contexts" '{}'
+scid=$(jget "$body" '["id"]')
+cell "$alice" "$scid" 'print("from the journal")'
+python3 - "$url" "$alice" "$sbx" "$scid" >"$tmp/nd.out" 2>&1 <<'PY'
+import http.client, json, sys, time, urllib.parse
+u = urllib.parse.urlparse(sys.argv[1]); tok, sbx, cid = sys.argv[2:5]
+def cell(code, extra=None):
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+    d = {"code": code, "context_id": cid}
+    d.update(extra or {})
+    c.request("POST", "/v1/sandboxes/%s/execute" % sbx, json.dumps(d),
+              {"Authorization": "Bearer " + tok, "Content-Type": "application/json",
+               "Accept": "application/x-ndjson"})
+    r = c.getresponse()
+    print("status", r.status, r.getheader("Content-Type"), r.getheader("Transfer-Encoding"))
+    got = []
+    while True:
+        l = r.readline()
+        if not l:
+            break
+        got.append((time.time(), json.loads(l)))
+    print("lines", " ".join(o["type"] + ":" + str(o.get("text", o.get("name", o.get("execution_count", "")))).split()[0] for _, o in got))
+    return got
+got = cell('import time\nprint("first", flush=True)\ntime.sleep(2)\nprint("second", time.time())')
+first = [t for t, o in got if o["type"] == "stdout" and o["text"] == "first\n"]
+second = [float(o["text"].split()[1]) for _, o in got if o["type"] == "stdout" and o["text"].startswith("second")]
+print("first arrived before the second was printed", bool(first and second and first[0] < second[0]),
+      first and second and "%.3f < %.3f" % (first[0], second[0]))
+cell('print("a", flush=True)\nwhile True: pass', {"timeout": 1500})
+cell('print("fresh")')
+PY
+cat "$tmp/nd.out"
+grep -q '^status 200 application/x-ndjson chunked$' "$tmp/nd.out" && ok "ndjson cells are a chunked stream" || bad "ndjson head"
+grep -q '^first arrived before the second was printed True' "$tmp/nd.out" &&
+    ok "ndjson: a cell's first line reaches the client before it prints its second" || bad "not streamed"
+ndl() { grep '^lines' "$tmp/nd.out" | sed -n "$1p"; }
+[ "$(ndl 1)" = 'lines stdout:first stdout:second number_of_executions:2' ] &&
+    ok "ndjson: the lines in order, the count last" || bad "streamed lines: $(ndl 1)"
+[ "$(ndl 2)" = 'lines stdout:a error:TimeoutError' ] &&
+    ok "ndjson: a cell past its time limit streams what it printed, then its error, and no count (not acknowledged)" ||
+    bad "streamed timeout: $(ndl 2)"
+[ "$(ndl 3)" = 'lines stdout:fresh number_of_executions:3' ] &&
+    ok "ndjson: the replayed cells of a resumed context stream nothing" || bad "streamed replay: $(ndl 3)"
+req "$alice" DELETE "/v1/sandboxes/$sbx/contexts/$scid"
+
 # Large cells go through whole; one past the pipe's room is refused.
 python3 -c 'import json, sys; print(json.dumps({"code": "s = \"" + "x" * 300000 + "\"\nlen(s)", "context_id": sys.argv[1]}))' "$cid" >"$tmp/big.json"
 body=$(curl -s -w '\n%{http_code}' -H "Authorization: Bearer $alice" -H 'Content-Type: application/json' \

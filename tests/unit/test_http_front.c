@@ -402,6 +402,79 @@ test_deferred_sse_stream(void **state)
 	close(fd);
 }
 
+/* The context id in a reply that holds one. */
+static void
+ctx_id(const char *buf, char *out, size_t len)
+{
+	const char *p = strstr(buf, "\"id\":\"");
+	size_t n;
+
+	assert_non_null(p);
+	p += 6;
+	n = strcspn(p, "\"");
+	assert_true(n < len);
+	memcpy(out, p, n);
+	out[n] = '\0';
+}
+
+static void
+test_deferred_cell_lines(void **state)
+{
+	struct env *e = *state;
+	char buf[8192], head[512], body[128], cid[64];
+	int fd = client(e), closed;
+	const char *a, *b, *c;
+
+	post(fd, "/v1/sandboxes", "{\"image\":\"python\"}");
+	collect(e, fd, buf, sizeof(buf), 1, STEPS_MAX, &closed);
+	post(fd, "/v1/sandboxes/sbx-1/contexts", "{}");
+	collect_until(e, fd, buf, sizeof(buf), "}", &closed);
+	ctx_id(buf, cid, sizeof(cid));
+	snprintf(body, sizeof(body),
+	    "{\"code\":\"defer-c\",\"context_id\":\"%s\"}", cid);
+	snprintf(head, sizeof(head),
+	    "POST /v1/sandboxes/sbx-1/execute HTTP/1.1\r\nHost: a\r\n"
+	    "Authorization: Bearer t\r\nAccept: application/x-ndjson\r\n"
+	    "Content-Length: %zu\r\n\r\n%s",
+	    strlen(body), body);
+	put(fd, head);
+	put(fd, "GET /healthz HTTP/1.1\r\nHost: a\r\n\r\n");
+	step_until(e, api_fake_pending(e->fake) == 1);
+	assert_int_equal(api_fake_flush(e->fake), 1);
+	collect_until(e, fd, buf, sizeof(buf), "{\"status\":\"ok\"}", &closed);
+	/* Chunked ndjson: the first line whole though it came in two
+	 * pieces, then the reply's rest: the raw output, the count last. */
+	assert_non_null(strstr(
+	    buf, "HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\n"));
+	assert_non_null(strstr(buf, "Transfer-Encoding: chunked\r\n"));
+	a = strstr(buf,
+	    "\r\n{\"type\":\"stdout\",\"text\":\"python: defer-c\\n\"}\n\r\n");
+	b = strstr(buf, "{\"type\":\"stderr\",\"text\":\"raw\"}\n");
+	c = strstr(
+	    buf, "{\"type\":\"number_of_executions\",\"execution_count\":1}\n");
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_non_null(c);
+	assert_true(a < b && b < c);
+	assert_int_equal(count(buf, "number_of_executions"), 1);
+	assert_true(strstr(buf, "\r\n0\r\n\r\nHTTP/1.1 200 OK") != NULL);
+
+	/* Without ndjson, the one object as before: nothing streamed. */
+	snprintf(body, sizeof(body),
+	    "{\"code\":\"defer-d\",\"context_id\":\"%s\"}", cid);
+	post(fd, "/v1/sandboxes/sbx-1/execute", body);
+	step_until(e, api_fake_pending(e->fake) == 1);
+	assert_int_equal(api_fake_flush(e->fake), 1);
+	collect_until(e, fd, buf, sizeof(buf), "\"reason\"", &closed);
+	assert_non_null(strstr(buf, "Content-Type: application/json\r\n"));
+	assert_null(strstr(buf, "chunked"));
+	assert_non_null(strstr(buf, "\"stdout\":\"python: defer-d\\n\""));
+	assert_non_null(strstr(buf, "\"stderr\":\"raw\""));
+	assert_non_null(strstr(buf, "\"execution_count\":2"));
+	assert_false(closed);
+	close(fd);
+}
+
 /* A client from a given loopback source address. */
 static int
 client_from(struct env *e, const char *src)
@@ -835,6 +908,7 @@ main(void)
 		T(test_http10_keepalive),
 		T(test_deferred_in_order),
 		T(test_deferred_sse_stream),
+		T(test_deferred_cell_lines),
 		T(test_connection_limit),
 		T(test_per_client_limit),
 		T(test_unproven_idle),
