@@ -428,7 +428,8 @@ api_cell_decode(
 	json_t *lines = json_array(), *results = json_array(),
 	       *log_out = json_array(), *log_err = json_array(), *error = NULL,
 	       *count = NULL, *line, *o, *r = NULL;
-	const char *p = out, *end = out + out_len, *nl;
+	/* out is NULL when there is nothing (a streamed cell's rest). */
+	const char *p = out, *end = out != NULL ? out + out_len : NULL, *nl;
 	const char *type;
 
 	http_buf_init(&so);
