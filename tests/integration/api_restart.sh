@@ -84,6 +84,10 @@ req "$stok" GET "/v1/sandboxes/$sbx"
 c2=$(ikey create-1 /v1/sandboxes '{"image":"toolbox","metadata":{"k":"1"}}')
 [ "$c2" = "$c1" ] && ok "after a restart, the same Idempotency-Key and body: the first sandbox again" ||
     bad "idempotent create after restart: $c1 / $c2"
+isbx=$(jget "${c1%$'\n'*}" '["id"]')
+req "$alice" GET "/v1/sandboxes/$isbx"
+[ "$code" = 200 ] && [ "$(jget "$body" '["metadata"]')" = "{'k': '1'}" ] &&
+    ok "after a restart, a sandbox's metadata is answered (from its store record)" || bad "metadata after restart: $code $body"
 c3=$(ikey create-1 /v1/sandboxes '{"image":"toolbox","metadata":{"k":"2"}}')
 [[ $c3 == *$'\n409' ]] && ok "after a restart, the same key with another body: 409" || bad "idem conflict: $c3"
 req "$alice" GET "/v1/sandboxes/$sbx/system"; runs0=$(jget "$body" '["runs"]' 2>/dev/null)
