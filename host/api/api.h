@@ -192,7 +192,10 @@ struct api_command {
 	size_t nargs;
 	const struct api_kv *env;
 	size_t nenv;
-	const char *cwd; /* NULL: the workspace root */
+	/* NULL: the workspace root; else absolute, without NUL or ".."
+	 * (the API checked), and a directory of the workspace, which the
+	 * backend checks (API_ENOTFOUND otherwise, as a spawn's ENOENT). */
+	const char *cwd;
 	const char *stdin_data;
 	size_t stdin_len;
 	uint64_t timeout_ms;
