@@ -67,7 +67,7 @@ struct front_backend {
 	/* For /metrics: guest boot times (le 1, 2, 5, 10, 20, 50, 100 ms,
 	 * +Inf) and runs by how they ended (enum run_status). */
 	uint64_t boot_bucket[8], boot_count, boot_sum_us;
-	uint64_t runs_by_status[8];
+	uint64_t runs_by_status[11]; /* enum run_status, RUN_NOCWD the last */
 	uint8_t *audit_buf; /* entries waiting for fb_audit_flush */
 	size_t audit_len;
 	uint32_t audit_count;

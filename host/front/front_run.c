@@ -672,13 +672,22 @@ static const char *const status_reason[] = {
 static const uint64_t boot_le_us[] = { 1000, 2000, 5000, 10000, 20000, 50000,
 	100000 };
 
+_Static_assert(RUN_NOCWD + 1 ==
+        sizeof(((struct front_backend *)0)->runs_by_status) / sizeof(uint64_t),
+    "a counter per run status");
+
 static void
 metrics_count(struct front_backend *fb, const struct msg_vmm_run_done *d)
 {
 	size_t i;
 
-	if (d->status < nitems(fb->runs_by_status))
-		fb->runs_by_status[d->status]++;
+	uint32_t st = d->status;
+
+	/* The refusals a label shares are counted under one. */
+	if (st == RUN_NOSANDBOX || st == RUN_NOCWD)
+		st = RUN_REFUSED;
+	if (st < nitems(fb->runs_by_status))
+		fb->runs_by_status[st]++;
 	if (d->boot_us == 0)
 		return;
 	for (i = 0; i < nitems(boot_le_us) && d->boot_us > boot_le_us[i]; i++)
@@ -703,7 +712,7 @@ fb_metrics(void *arg, struct http_buf *b)
 	    "# TYPE keep_runs_total counter\n");
 	for (i = 0; i < nitems(fb->runs_by_status); i++)
 		if (i < nitems(proc_status) && proc_status[i] != NULL &&
-		    i != RUN_STARTED)
+		    i != RUN_STARTED && i != RUN_NOSANDBOX && i != RUN_NOCWD)
 			http_buf_printf(b,
 			    "keep_runs_total{status=\"%s\"} %llu\n",
 			    proc_status[i],

@@ -20,6 +20,9 @@ role viewer {
 }
 agent "alice" : runner
 agent "bob" : viewer
+agent "ops" {
+	allow admin
+}
 EOP
 keepd_start "$tmp/test.policy"
 alice=$(mint alice sandbox:read,sandbox:write,exec,artifact:read,artifact:write)
@@ -84,10 +87,17 @@ for _ in $(seq 100); do
 	[ "$code" = 200 ] && break; sleep 0.1
 done
 [ "$body" = /sub ] && ok "commands/background starts in its cwd" || bad "background cwd: $code $body"
+refused() { req "$(mint ops admin)" GET /metrics; sed -n 's/^keep_runs_total{status="refused"} //p' <<<"$body"; }
+before=$(refused)
 req "$alice" POST "/v1/sandboxes/$sbx/commands/run" '{"cmd":"python","args":["-c","1"],"cwd":"/nowhere"}'
 [ "$code" = 404 ] && [[ $body == *"no such directory"* ]] && ok "a cwd the workspace does not have: 404, as a spawn's ENOENT" || bad "missing cwd: $code $body"
 req "$alice" POST "/v1/sandboxes/$sbx/commands/run" '{"cmd":"python","args":["-c","1"],"cwd":"/sub/fg.txt"}'
 [ "$code" = 404 ] && [[ $body == *"not a directory"* ]] && ok "a cwd that is a file: 404, not a directory" || bad "file cwd: $code $body"
+# /metrics counts those two refusals as refused, under one label.
+req "$(mint ops admin)" GET /metrics
+after=$(sed -n 's/^keep_runs_total{status="refused"} //p' <<<"$body")
+[ -n "$before" ] && [ "$after" = "$((before + 2))" ] &&
+    ok "/metrics counts a refused cwd as refused, once" || bad "metrics: $before -> $after: $(grep keep_runs_total <<<"$body")"
 req "$alice" POST "/v1/sandboxes/$sbx/commands/run" '{"cmd":"python","args":["-c","1"],"cwd":"sub"}'
 [ "$code" = 400 ] && ok "a relative cwd: 400" || bad "relative cwd: $code $body"
 req "$alice" POST "/v1/sandboxes/$sbx/commands/run" '{"cmd":"python","args":["-c","1"],"cwd":"/sub/../.."}'
