@@ -67,7 +67,7 @@ usage_fp(FILE *fp)
 	    "SANDBOX CTX\n"
 	    "  contexts snapshot SANDBOX CTX NAME | snapshots SANDBOX CTX\n"
 	    "  contexts snapshot-delete SANDBOX CTX NAME\n"
-	    "  run [--env K=V]... SANDBOX CMD [ARG...]\n"
+	    "  run [--env K=V]... [--cwd DIR] SANDBOX CMD [ARG...]\n"
 	    "  files put SANDBOX LOCAL REMOTE | get SANDBOX REMOTE [LOCAL]\n"
 	    "  files ls SANDBOX [PATH] | rm SANDBOX PATH | mkdir SANDBOX PATH\n"
 	    "  files watch SANDBOX DIR\n"
@@ -563,10 +563,14 @@ cmd_run_remote(struct client *c, int argc, char **argv)
 	struct reply r;
 	char path[256];
 	json_t *args, *env = json_object(), *body;
+	const char *cwd = NULL;
 	int rc;
 
-	while (argc >= 2 && strcmp(argv[0], "--env") == 0) {
-		if (kv_into(env, argv[1]) != 0) {
+	while (argc >= 2 &&
+	    (strcmp(argv[0], "--env") == 0 || strcmp(argv[0], "--cwd") == 0)) {
+		if (strcmp(argv[0], "--cwd") == 0)
+			cwd = argv[1];
+		else if (kv_into(env, argv[1]) != 0) {
 			json_decref(env);
 			return EXIT_USAGE;
 		}
@@ -589,6 +593,8 @@ cmd_run_remote(struct client *c, int argc, char **argv)
 	body = json_pack("{s:s,s:o}", "cmd", argv[1], "args", args);
 	if (json_object_size(env) > 0)
 		json_object_set(body, "env", env);
+	if (cwd != NULL)
+		json_object_set_new(body, "cwd", json_string(cwd));
 	json_decref(env);
 	if (request_json(c, "POST", path, body, &r) != 0)
 		return 1;

@@ -41,6 +41,9 @@ check "files get" test "$(api files get "$id" dir/a.txt)" = hello
 check "files ls" grep -q "a.txt" <(api files ls "$id" dir)
 check "run sha256sum" test "$(api run "$id" sha256sum dir/a.txt)" = \
     "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824  dir/a.txt"
+api files mkdir "$id" work >/dev/null
+check "run --cwd" test "$(api run --cwd /work "$id" pwd)" = /work
+check "run --cwd missing" sh -c '! "$0" api --url "$1" run --cwd /nodir "$2" pwd 2>/dev/null' "$KEEP" "$U" "$id"
 check "exec javascript" test "$(api exec --language javascript "$id" '1+1')" = "javascript: 1+1"
 api exec "$id" failboom 2>"$tmp/err"; rc=$?
 check "exec exit status" test "$rc" = 1
