@@ -39,9 +39,16 @@ cell() { # cell CONTEXT CODE
 out() { jget "$body" '["stdout"]' 2>/dev/null; }
 # Wait for the context's pause to end in the log's line number N or later.
 paused() { # paused CONTEXT FROM-LINE -> 0 with a memory image, 1 without
+	local l
 	for _ in $(seq 150); do
-		if tail -n +"$2" "$tmp/log" | grep -q "context $1 paused.*memory image"; then return 0; fi
-		if tail -n +"$2" "$tmp/log" | grep -q "context $1 paused"; then return 1; fi
+		# One read of the log for both questions, whole lines only: a
+		# line being written reads as "paused" without its end.
+		l=$(tail -n +"$2" "$tmp/log"; echo .)
+		l=${l%.}
+		case $l in *$'\n') ;; *$'\n'*) l=${l%$'\n'*} ;; *) l= ;; esac
+		l=$(grep "context $1 paused" <<<"$l")
+		if grep -q "memory image" <<<"$l"; then return 0; fi
+		if [ -n "$l" ]; then return 1; fi
 		sleep 0.1
 	done
 	return 1
