@@ -34,7 +34,11 @@ statuses = {}
 def worker(n):
     i = 0
     c = None
-    while not os.path.exists(stop) and i < 300:
+    # Until told to stop (or a bound far past it), not a number of
+    # tries: on a loaded machine the children take longer to come back,
+    # and tries spent on a refused connection left too few writes.
+    end = time.time() + 300
+    while not os.path.exists(stop) and time.time() < end:
         i += 1
         sbx = sbxs[i % len(sbxs)]
         key, val = 'K%d_%d' % (n, i), 'v%d' % i
