@@ -165,7 +165,12 @@ const struct seccomp_filter seccomp_policy = { "policy", policy_rules,
 	    R(linkat, "guest hard links within the workspace"),                \
 	    R(renameat2, "guest rename, RENAME_NOREPLACE and EXCHANGE"),       \
 	    R(fallocate, "guest fallocate, counted against the quota"),        \
-	    R(umask, "the guest's umask is applied by the VMM instead")
+	    R(umask, "the guest's umask is applied by the VMM instead"),       \
+	    RA(mprotect, 2, PROT_NONE,                                         \
+	        "close guest pages the guest does not hold "                   \
+	        "(vmm/mem_space.c)"),                                          \
+	    RA(mprotect, 2, PROT_READ | PROT_WRITE,                            \
+	        "open guest pages as they are charged (never executable)")
 
 /* What a guest process tree adds (host/vmm/proc.c): each guest process
  * is a vm process forked from its parent's. The vmm process's own list

@@ -459,8 +459,11 @@ load_program(struct vm *vm, char *err, size_t errlen)
 	span = (span + VM_HUGE - 1) & ~(VM_HUGE - 1);
 	vm->stack_top = vm->memsz;
 	vm->stack_lo = vm->memsz - span;
+	/* Below the reserve: the program's segments are not charged, so
+	 * they must fit the limit's share of the address space. */
 	if (elf_parse(cfg->elf, cfg->elf_len, GUEST_LOW_END,
-	        vm->stack_lo - VM_HUGE, &vm->elf, err, errlen) != 0)
+	        vm->stack_lo - VM_HUGE - vm->reserve, &vm->elf, err,
+	        errlen) != 0)
 		return VMM_E_ELF;
 	for (i = 0; i < vm->elf.nload; i++) {
 		const struct elf_load *l = &vm->elf.load[i];
@@ -473,15 +476,17 @@ load_program(struct vm *vm, char *err, size_t errlen)
 			memcpy(vm->mem + l->vaddr, cfg->elf + l->offset,
 			    l->filesz);
 	}
-	/* Half of what is left for brk, half for mmap. */
+	/* Half of what is left for brk, half for mmap, which also takes
+	 * the reserve (mem_space.c). */
 	free_lo = (vm->elf.hi + VM_HUGE - 1) & ~(VM_HUGE - 1);
 	free_hi = vm->stack_lo - VM_HUGE;
-	if (free_hi < free_lo + 2 * VM_HUGE) {
+	if (free_hi < free_lo + 2 * VM_HUGE + vm->reserve) {
 		snprintf(err, errlen, "the program leaves no memory free");
 		return VMM_E_TOOBIG;
 	}
 	vm->brk_start = vm->brk_cur = vm->brk_peak = vm->elf.hi;
-	vm->brk_max = free_lo + ((free_hi - free_lo) / 2 & ~(VM_HUGE - 1));
+	vm->brk_max =
+	    free_lo + ((free_hi - free_lo - vm->reserve) / 2 & ~(VM_HUGE - 1));
 	vm->mmap_lo = vm->brk_max;
 	vm->mmap_hi = free_hi;
 	vm->start = vm->elf.entry;
@@ -649,7 +654,7 @@ on_syscall(struct vm *vm)
 	/* The vmm pauses a context: its read of stdin returned for that. */
 	if (ret == -EINTR && nr == 0 && !vm->regs_replaced &&
 	    vm_snap_asked(vm)) {
-		vm_snap_pause(vm, nr);
+		vm_space_pause(vm, nr);
 		return;
 	}
 	/* fork and execve leave this process on a new vCPU; after execve
@@ -709,6 +714,19 @@ vcpu_loop(struct vm *vm)
 					vm_thread_preempt(vm);
 					vm_signal_after_kick(vm);
 				}
+				continue;
+			}
+			/* A page closed in the host (mem_space.c): a
+			 * SIGSEGV, as Linux raises, though KVM here says
+			 * nothing of the address (no memory fault exit). */
+			if (errno == EFAULT && (s->cs.selector & 3) == 3) {
+				if (!vm_signal_fault(
+				        vm, 14, r->rip, r->rsp, r->rflags, 0))
+					vm_stop(vm, VMM_FAULT, -1,
+					    "fault: touched memory it does not "
+					    "hold (unmapped or PROT_NONE) at "
+					    "rip 0x%llx",
+					    (unsigned long long)r->rip);
 				continue;
 			}
 			vm_stop(vm, VMM_FAULT, -1, "fault: KVM_RUN: %s",
@@ -1003,7 +1021,8 @@ vm_boot(struct vm *vm, char *err, size_t errlen)
 		    strerror(errno));
 		return rc;
 	}
-	vm->memsz = (cfg->memory + VM_HUGE - 1) & ~(VM_HUGE - 1);
+	if ((rc = vm_space_plan(vm, err, errlen)) != VMM_OK)
+		return rc;
 	vm->mem =
 	    guest_mem_map(vm->memsz, vm->template_state == VM_TPL_BOOTING);
 	if (vm->mem == MAP_FAILED) {
@@ -1115,7 +1134,8 @@ vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,
 		err[0] = '\0';
 	t0 = now_us();
 	if ((rc = vm_boot(&vm, err, errlen)) == VMM_OK && cfg->snap_restore &&
-	    vm_snap_restore(&vm, cfg->snap_in_fd, err, errlen) != 0)
+	    (vm_snap_restore(&vm, cfg->snap_in_fd, err, errlen) != 0 ||
+	        vm_space_sync(&vm) != 0))
 		rc = VMM_E_SNAPSHOT;
 	if (rc == VMM_OK) {
 		res->boot_us = now_us() - t0;

@@ -22,6 +22,9 @@ vm_gptr(struct vm *vm, uint64_t addr, uint64_t len)
 	/* The stack guard is unmapped in the guest: not addressable. */
 	if (addr < vm->stack_lo && end > vm->stack_lo - VM_HUGE)
 		return NULL;
+	/* Nor are pages the guest does not hold (mem_space.c). */
+	if (!vm_space_ok(vm, addr, end))
+		return NULL;
 	return vm->mem + addr;
 }
 
@@ -60,9 +63,12 @@ vm_mem_init(struct vm *vm)
 	vm->mmap_used = calloc(pages ? pages : 1, 1);
 	vm->mmap_file = calloc(pages ? pages : 1, 1);
 	vm->mmap_file_pages = vm->file_touched_pages = 0;
+	vm->mmap_reserved_pages = 0;
 	vm->imgmaps = 0;
 	vm->nimgruns = 0;
-	return vm->mmap_used == NULL || vm->mmap_file == NULL ? -1 : 0;
+	if (vm->mmap_used == NULL || vm->mmap_file == NULL)
+		return -1;
+	return vm_space_sync(vm);
 }
 
 int
@@ -83,10 +89,16 @@ vm_mem_uncharge(struct vm *vm, uint64_t bytes)
 	vm_proc_mem_uncharge(vm, bytes);
 }
 
+uint64_t
+vm_mmap_alloc(struct vm *vm, uint64_t len)
+{
+	return vm_mmap_take(vm, len, 0);
+}
+
 /* First fit from the top, so the mmap area grows down towards brk as
  * Linux's does. */
 uint64_t
-vm_mmap_alloc(struct vm *vm, uint64_t len)
+vm_mmap_take(struct vm *vm, uint64_t len, int reserved)
 {
 	size_t pages = (size_t)((vm->mmap_hi - vm->mmap_lo) / VM_PAGE);
 	size_t want, run = 0, i;
@@ -100,13 +112,23 @@ vm_mmap_alloc(struct vm *vm, uint64_t len)
 			continue;
 		}
 		if (++run == want) {
-			if (vm_mem_charge(vm, want * VM_PAGE) != 0)
-				return 0;
-			memset(vm->mmap_used + i, 1, want);
+			uint64_t g = vm->mmap_lo + (uint64_t)i * VM_PAGE;
+
+			if (reserved) {
+				memset(vm->mmap_used + i, VM_PG_RESERVED, want);
+				vm->mmap_reserved_pages += want;
+			} else {
+				if (vm_mem_charge(vm, want * VM_PAGE) != 0)
+					return 0;
+				if (vm_space_open(vm, g, want * VM_PAGE) != 0) {
+					vm_mem_uncharge(vm, want * VM_PAGE);
+					return 0;
+				}
+				memset(vm->mmap_used + i, VM_PG_HELD, want);
+			}
 			vm->mmap_pages_used += want;
-			if (vm->mmap_pages_used > vm->mmap_pages_peak)
-				vm->mmap_pages_peak = vm->mmap_pages_used;
-			return vm->mmap_lo + (uint64_t)i * VM_PAGE;
+			vm_space_peak(vm);
+			return g;
 		}
 	}
 	return 0;
@@ -168,14 +190,18 @@ vm_mmap_free(struct vm *vm, uint64_t addr, uint64_t len)
 	 * loop below frees them. */
 	vm_imgmap_release(vm, addr, end - addr, 1);
 	for (i = (addr - vm->mmap_lo) / VM_PAGE;
-	     i < (end - vm->mmap_lo) / VM_PAGE; i++)
-		if (vm->mmap_used[i]) {
-			vm->mmap_used[i] = 0;
-			vm->mmap_pages_used--;
+	     i < (end - vm->mmap_lo) / VM_PAGE; i++) {
+		if (vm->mmap_used[i] == VM_PG_HELD)
 			freed++;
-		}
+		else if (vm->mmap_used[i] == VM_PG_RESERVED)
+			vm->mmap_reserved_pages--;
+		else
+			continue;
+		vm->mmap_used[i] = VM_PG_FREE;
+		vm->mmap_pages_used--;
+	}
 	vm_mem_uncharge(vm, freed * VM_PAGE);
-	madvise(vm->mem + addr, end - addr, MADV_DONTNEED);
+	vm_space_close(vm, addr, end - addr);
 	return 0;
 }
 

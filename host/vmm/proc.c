@@ -131,7 +131,7 @@ vm_proc_init(struct vm *vm)
 	t->slot[0].guest_pid = t->slot[0].pgid = t->slot[0].sid = 1;
 	/* What the first process mapped before the table existed, or a
 	 * template's clone inherited. */
-	t->mem_limit = vm->memsz;
+	t->mem_limit = vm_space_limit(vm);
 	t->mem_used = t->slot[0].mem = vm->mem_charged;
 	vm->tree = t;
 	vm->slot = 0;

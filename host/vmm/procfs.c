@@ -338,11 +338,16 @@ gen_cpuinfo(struct vm *vm, struct buf *b)
 	put(b, "\n\n");
 }
 
+/* What brk and mmap have left within the limit: reserved pages are
+ * not held, and the reserve is address space, not memory. */
 static uint64_t
 guest_free(const struct vm *vm)
 {
-	return (vm->mmap_hi - vm->mmap_lo) - vm->mmap_pages_used * VM_PAGE +
+	uint64_t f = (vm->mmap_hi - vm->mmap_lo) -
+	    (vm->mmap_pages_used - vm->mmap_reserved_pages) * VM_PAGE +
 	    (vm->brk_max - vm->brk_cur);
+
+	return f > vm->reserve ? f - vm->reserve : 0;
 }
 
 static void
@@ -353,7 +358,7 @@ gen_meminfo(struct vm *vm, struct buf *b)
 	size_t i;
 
 	put(b, "%-16s%8llu kB\n",
-	    "MemTotal:", (unsigned long long)(vm->memsz >> 10));
+	    "MemTotal:", (unsigned long long)(vm_space_limit(vm) >> 10));
 	put(b, "%-16s%8llu kB\n",
 	    "MemFree:", (unsigned long long)(guest_free(vm) >> 10));
 	put(b, "%-16s%8llu kB\n",
@@ -415,8 +420,8 @@ gen_status(struct vm *vm, struct buf *b)
 	    : "program";
 	const char *slash = strrchr(a0, '/');
 	uint64_t rss = (vm->brk_cur - vm->brk_start) +
-	    vm->mmap_pages_used * VM_PAGE + (vm->stack_top - vm->stack_lo) +
-	    (vm->elf.hi - vm->elf.lo);
+	    (vm->mmap_pages_used - vm->mmap_reserved_pages) * VM_PAGE +
+	    (vm->stack_top - vm->stack_lo) + (vm->elf.hi - vm->elf.lo);
 	static const char *sigs[] = { "SigPnd", "ShdPnd", "SigBlk", "SigIgn",
 		"SigCgt", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb" };
 	size_t i;

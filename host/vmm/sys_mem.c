@@ -2,6 +2,8 @@
  * The guest's address space: brk, mmap and the rest (docs/vmm.md, "Guest
  * memory"). The page allocator behind mmap is mem.c's.
  */
+#include <sys/mman.h>
+
 #include <errno.h>
 #include <string.h>
 
@@ -13,6 +15,10 @@
 #define MAP_FIXED_ 0x10
 #define MAP_ANONYMOUS_ 0x20
 #define MAP_FIXED_NOREPLACE_ 0x100000
+#define PROT_NONE_ 0
+#define PROT_READ_ 0x1
+#define PROT_WRITE_ 0x2
+#define PROT_EXEC_ 0x4
 
 /* The heap's bytes as the tree's memory charge counts them: whole
  * pages. */
@@ -22,26 +28,90 @@ brk_pages(const struct vm *vm, uint64_t end)
 	return (end - vm->brk_start + VM_PAGE - 1) & ~(VM_PAGE - 1);
 }
 
+/* The host pages of the heap the guest may touch end here. */
+static uint64_t
+brk_host_end(const struct vm *vm, uint64_t cur)
+{
+	return (cur + VM_PAGE - 1) & ~(VM_PAGE - 1);
+}
+
 int64_t
 sys_brk(struct vm *vm, const uint64_t a[6])
 {
-	uint64_t want = a[0], now, then;
+	uint64_t want = a[0], now, then, open, next;
 
 	if (want == 0 || want < vm->brk_start || want > vm->brk_max)
 		return (int64_t)vm->brk_cur;
 	now = brk_pages(vm, vm->brk_cur);
 	then = brk_pages(vm, want);
+	open = brk_host_end(vm, vm->brk_cur);
+	next = brk_host_end(vm, want);
 	if (then > now && vm_mem_charge(vm, then - now) != 0)
 		return (int64_t)vm->brk_cur; /* as Linux's brk refuses */
+	if (next > open && vm_space_open(vm, open, next - open) != 0) {
+		vm_mem_uncharge(vm, then - now);
+		return (int64_t)vm->brk_cur;
+	}
 	if (then < now)
 		vm_mem_uncharge(vm, now - then);
-	if (want < vm->brk_cur)
-		/* Shrinking: what comes back later must read as zero. */
-		memset(vm->mem + want, 0, vm->brk_cur - want);
+	if (want < vm->brk_cur) {
+		/* Shrinking: what comes back later must read as zero; whole
+		 * pages are closed (dropped) again. */
+		memset(vm->mem + want, 0,
+		    (next < vm->brk_cur ? next : vm->brk_cur) - want);
+		if (next < open && vm_space_close(vm, next, open - next) != 0)
+			return (int64_t)vm->brk_cur;
+	}
 	vm->brk_cur = want;
 	if (want > vm->brk_peak)
 		vm->brk_peak = want;
 	return (int64_t)want;
+}
+
+/* Pages of [g, g+len) of the mmap area in state st. */
+static uint64_t
+pages_in(const struct vm *vm, uint64_t g, uint64_t len, uint8_t st)
+{
+	uint64_t i, n = 0;
+
+	for (i = (g - vm->mmap_lo) / VM_PAGE;
+	     i < (g + len - vm->mmap_lo) / VM_PAGE; i++)
+		n += vm->mmap_used[i] == st;
+	return n;
+}
+
+/*
+ * MAP_FIXED over pages the guest mapped: they read as zeroes from now
+ * on, and are held (charged and open) or reserved (neither) as the new
+ * mapping is. 0 or -ENOMEM, with nothing changed but image pages made
+ * zeroes (as a failed MAP_FIXED in Linux may leave the range unmapped).
+ */
+static int
+mmap_over(struct vm *vm, uint64_t g, uint64_t len, int reserved)
+{
+	uint64_t held, resv, first = (g - vm->mmap_lo) / VM_PAGE;
+
+	vm_imgmap_release(vm, g, len, 1);
+	held = pages_in(vm, g, len, VM_PG_HELD);
+	resv = pages_in(vm, g, len, VM_PG_RESERVED);
+	if (reserved) {
+		if (vm_space_close(vm, g, len) != 0)
+			return -ENOMEM;
+		vm_mem_uncharge(vm, held * VM_PAGE);
+		memset(vm->mmap_used + first, VM_PG_RESERVED, len / VM_PAGE);
+		vm->mmap_reserved_pages += held;
+		return 0;
+	}
+	if (resv > 0 && vm_mem_charge(vm, resv * VM_PAGE) != 0)
+		return -ENOMEM;
+	if (vm_space_open(vm, g, len) != 0) {
+		vm_mem_uncharge(vm, resv * VM_PAGE);
+		return -ENOMEM;
+	}
+	vm_mmap_zero(vm, g, len);
+	memset(vm->mmap_used + first, VM_PG_HELD, len / VM_PAGE);
+	vm->mmap_reserved_pages -= resv;
+	return 0;
 }
 
 int64_t
@@ -50,6 +120,9 @@ sys_mmap(struct vm *vm, const uint64_t a[6])
 	uint64_t addr = a[0], len = a[1], flags = a[3], off = a[5];
 	uint64_t g, peak = vm->mmap_pages_peak;
 	int64_t n = 0;
+	/* An anonymous PROT_NONE mapping is a reservation: address space,
+	 * not memory, as Linux's commit accounting counts it. */
+	int reserved = a[2] == PROT_NONE_ && (flags & MAP_ANONYMOUS_);
 
 	if (len == 0 || len > vm->mmap_hi - vm->mmap_lo || (off % VM_PAGE) != 0)
 		return -EINVAL;
@@ -63,8 +136,9 @@ sys_mmap(struct vm *vm, const uint64_t a[6])
 			return (flags & MAP_FIXED_NOREPLACE_) ? -EEXIST
 			                                      : -ENOMEM;
 		g = addr;
-		vm_mmap_zero(vm, g, len);
-	} else if ((g = vm_mmap_alloc(vm, len)) == 0)
+		if (mmap_over(vm, g, len, reserved) != 0)
+			return -ENOMEM;
+	} else if ((g = vm_mmap_take(vm, len, reserved)) == 0)
 		return -ENOMEM;
 	/* An image file's pages are mapped copy-on-write (imgmap.c);
 	 * any other private file mapping is a copy: the guest has no
@@ -81,8 +155,8 @@ sys_mmap(struct vm *vm, const uint64_t a[6])
 	}
 	/* The peak as of the call's end: pages the image backs were
 	 * counted by the allocation a moment ago. */
-	vm->mmap_pages_peak =
-	    vm->mmap_pages_used > peak ? vm->mmap_pages_used : peak;
+	vm->mmap_pages_peak = peak;
+	vm_space_peak(vm);
 	return (int64_t)g;
 }
 
@@ -103,6 +177,9 @@ sys_mremap(struct vm *vm, const uint64_t a[6])
 	}
 	if (!(flags & 1 /* MREMAP_MAYMOVE */))
 		return -ENOMEM;
+	/* A reservation is not moved: its closed pages would be copied. */
+	if (pages_in(vm, old, olen, VM_PG_RESERVED) != 0)
+		return -ENOMEM;
 	if ((g = vm_mmap_alloc(vm, nlen)) == 0)
 		return -ENOMEM;
 	memcpy(vm->mem + g, vm->mem + old, olen);
@@ -116,12 +193,56 @@ sys_munmap(struct vm *vm, const uint64_t a[6])
 	return vm_mmap_free(vm, a[0], a[1]);
 }
 
-/* 2 MiB pages cannot hold per-page rights. */
+/*
+ * The guest's 2 MiB pages hold no per-page rights, so only the host's
+ * matter here (mem_space.c): a reserved page made accessible is charged
+ * and opened, as Linux charges a private mapping made writable. One made
+ * PROT_NONE keeps its charge and stays open, as Linux keeps the commit:
+ * its contents must survive for a later mprotect, and a page that held
+ * them uncharged would be memory past the limit.
+ */
 int64_t
 sys_mprotect(struct vm *vm, const uint64_t a[6])
 {
-	(void)vm;
-	return a[0] % VM_PAGE == 0 ? 0 : -EINVAL;
+	uint64_t addr = a[0], len = a[1], prot = a[2], end, lo, hi, resv;
+
+	if (addr % VM_PAGE != 0)
+		return -EINVAL;
+	if (prot &
+	    ~(uint64_t)(PROT_READ_ | PROT_WRITE_ | PROT_EXEC_ | 0x8 /* SEM */ |
+	        0x01000000 /* GROWSDOWN */ | 0x02000000 /* GROWSUP */))
+		return -EINVAL;
+	len = (len + VM_PAGE - 1) & ~(VM_PAGE - 1);
+	end = addr + len;
+	if (end < addr)
+		return -ENOMEM;
+	if (len == 0)
+		return 0;
+	/* Linux's answer for a range with pages not mapped. */
+	if (addr < vm->mmap_lo && end > brk_host_end(vm, vm->brk_cur))
+		return -ENOMEM;
+	lo = addr > vm->mmap_lo ? addr : vm->mmap_lo;
+	hi = end < vm->mmap_hi ? end : vm->mmap_hi;
+	if (lo >= hi)
+		return 0;
+	if (pages_in(vm, lo, hi - lo, VM_PG_FREE) != 0)
+		return -ENOMEM;
+	if ((prot & (PROT_READ_ | PROT_WRITE_ | PROT_EXEC_)) == 0 ||
+	    (resv = pages_in(vm, lo, hi - lo, VM_PG_RESERVED)) == 0)
+		return 0;
+	if (vm_mem_charge(vm, resv * VM_PAGE) != 0)
+		return -ENOMEM;
+	/* Held pages in the range are open already: opening the whole
+	 * range keeps one host call per mprotect. */
+	if (vm_space_open(vm, lo, hi - lo) != 0) {
+		vm_mem_uncharge(vm, resv * VM_PAGE);
+		return -ENOMEM;
+	}
+	memset(vm->mmap_used + (lo - vm->mmap_lo) / VM_PAGE, VM_PG_HELD,
+	    (hi - lo) / VM_PAGE);
+	vm->mmap_reserved_pages -= resv;
+	vm_space_peak(vm);
+	return 0;
 }
 
 int64_t

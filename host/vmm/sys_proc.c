@@ -93,9 +93,10 @@ sys_sysinfo(struct vm *vm, const uint64_t a[6])
 
 	memset(&si, 0, sizeof(si));
 	si.uptime = 1;
-	si.totalram = vm->memsz;
-	si.freeram =
-	    (vm->mmap_hi - vm->mmap_lo) - vm->mmap_pages_used * VM_PAGE;
+	si.totalram = vm_space_limit(vm);
+	si.freeram = (vm->mmap_hi - vm->mmap_lo) -
+	    (vm->mmap_pages_used - vm->mmap_reserved_pages) * VM_PAGE;
+	si.freeram = si.freeram > vm->reserve ? si.freeram - vm->reserve : 0;
 	si.procs = 1;
 	si.mem_unit = 1;
 	return vm_put(vm, a[0], &si, sizeof(si));
@@ -116,9 +117,11 @@ sys_prlimit64(struct vm *vm, const uint64_t a[6])
 		case 7: /* RLIMIT_NOFILE */
 			lim[0] = lim[1] = vm->nfds;
 			break;
-		case 9: /* RLIMIT_AS */
-		case 2: /* RLIMIT_DATA */
+		case 9: /* RLIMIT_AS: the address space */
 			lim[0] = lim[1] = vm->memsz;
+			break;
+		case 2: /* RLIMIT_DATA: what may be held, as in Linux */
+			lim[0] = lim[1] = vm_space_limit(vm);
 			break;
 		default:
 			lim[0] = lim[1] = ~0ULL; /* RLIM_INFINITY */

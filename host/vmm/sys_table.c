@@ -44,11 +44,14 @@ static const struct vm_sysent linux_calls[] = {
 	    "files always ready; the run's timeout ends the wait"),
 	OK(8, lseek, sys_lseek, ""),
 	PART(9, mmap, sys_mmap,
-	    "anonymous memory, and private file mappings: an image file's "
-	    "whole pages copy-on-write (keep run), else copies; MAP_FIXED "
-	    "only over the guest's own mappings"),
+	    "anonymous memory (PROT_NONE: a reservation, not charged nor "
+	    "reachable), and private file mappings: an image file's whole "
+	    "pages copy-on-write (keep run), else copies; MAP_FIXED only over "
+	    "the guest's own mappings"),
 	PART(10, mprotect, sys_mprotect,
-	    "succeeds without effect: 2 MiB pages hold no per-page rights"),
+	    "a reservation made accessible is charged (ENOMEM past the "
+	    "limit); otherwise no effect: 2 MiB pages hold no per-page "
+	    "rights, and PROT_NONE keeps a page's charge and access"),
 	OK(11, munmap, sys_munmap, ""),
 	OK(12, brk, sys_brk, ""),
 	OK(13, rt_sigaction, sys_rt_sigaction,
@@ -70,7 +73,8 @@ static const struct vm_sysent linux_calls[] = {
 	    "a host pipe: crosses fork; no reader: EPIPE and SIGPIPE"),
 	OK(23, select, sys_select, "as poll"),
 	OK(24, sched_yield, sys_sched_yield, "to the next runnable thread"),
-	OK(25, mremap, sys_mremap, ""),
+	PART(25, mremap, sys_mremap,
+	    "a reservation (PROT_NONE) does not move: ENOMEM"),
 	NO(26, msync, ENOSYS, "not provided"),
 	NO(27, mincore, ENOSYS, "not provided"),
 	PART(28, madvise, sys_madvise, "advice is accepted and ignored"),

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "host/egress/egress_abi.h"
+#include "host/vmm/abi.h"
 #include "host/vmm/sys.h"
 #include "host/vmm/fs_int.h"
 #include "host/vmm/vm_int.h"
@@ -240,9 +241,13 @@ vmm_template_prepare(struct vmm_template *t, char *err, size_t errlen)
 	/* The pages a clone writes, made this process's own now: the
 	 * guest's first write to each is then a fault without a copy. */
 	for (size_t i = 0; i < t->nhot; i++) {
-		volatile uint8_t *page =
-		    vm->mem + (uint64_t)t->hot[i] * VM_PAGE;
+		uint64_t g = (uint64_t)t->hot[i] * VM_PAGE;
+		volatile uint8_t *page = vm->mem + g;
 
+		/* Not a page the guest does not hold yet: the probe mapped
+		 * it later, and here it is closed (mem_space.c). */
+		if (g >= GUEST_LOW_END && !vm_space_ok(vm, g, g + VM_PAGE))
+			continue;
 		*page = *page;
 	}
 	vm->template_state = VM_TPL_PREPARED;

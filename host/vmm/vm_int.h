@@ -88,8 +88,16 @@ struct vm {
 	/* Layout of the program's memory (docs/vmm.md). */
 	uint64_t brk_start, brk_cur, brk_max;
 	uint64_t mmap_lo, mmap_hi; /* page allocator range */
-	uint8_t *mmap_used; /* one byte per page of [mmap_lo, mmap_hi) */
+	/* One byte per page of [mmap_lo, mmap_hi): VM_PG_FREE, _HELD or
+	 * _RESERVED (mem_space.c). */
+	uint8_t *mmap_used;
+	/* Pages in use (held or reserved, not the image's), and the peak
+	 * of those held. */
 	uint64_t mmap_pages_used, mmap_pages_peak;
+	uint64_t mmap_reserved_pages; /* of mmap_pages_used: reserved */
+	/* Address space beyond the memory limit for the program's
+	 * PROT_NONE reservations: memsz less the limit (mem_space.c). */
+	uint64_t reserve;
 	uint64_t brk_peak;
 	/* Bytes of brk and mmap pages (image pages included: each may
 	 * become a copy) charged to this process in the tree's memory
@@ -439,6 +447,9 @@ int vm_mem_init(struct vm *);
 int vm_mem_charge(struct vm *, uint64_t bytes);
 void vm_mem_uncharge(struct vm *, uint64_t bytes);
 uint64_t vm_mmap_alloc(struct vm *, uint64_t len); /* 0 on failure */
+/* The same, reserved (PROT_NONE) when reserved is set: not charged, and
+ * not open to the guest until mprotect makes it accessible. */
+uint64_t vm_mmap_take(struct vm *, uint64_t len, int reserved);
 int vm_mmap_free(struct vm *, uint64_t addr, uint64_t len);
 int vm_mmap_is_used(struct vm *, uint64_t addr, uint64_t len);
 /* Whole pages of the mmap area read as zeroes again (MAP_FIXED). */
@@ -446,6 +457,43 @@ void vm_mmap_zero(struct vm *, uint64_t addr, uint64_t len);
 /* Copy a file's bytes into a private mapping; bytes read or -errno. */
 int64_t vm_mmap_fill(
     struct vm *, int fd, uint64_t g, uint64_t len, uint64_t off);
+
+/*
+ * What the guest may touch (mem_space.c, docs/vmm.md "Reservations"):
+ * a page of the brk or mmap area is open in the host (readable and
+ * writable) only while it is charged; every other one is PROT_NONE in
+ * the host, so a guest touch stops the guest and vm_gptr refuses it.
+ */
+#define VM_PG_FREE 0
+#define VM_PG_HELD 1 /* mapped and charged: open */
+#define VM_PG_RESERVED 2 /* mapped PROT_NONE: not charged, closed */
+#define VM_RESERVE_FILE "/etc/keep/reserve"
+#define VM_RESERVE_FILE_MAX 256
+/* Parse an image's reserve file: 0 with *bytes (rounded up to 2 MiB),
+ * or -1 (pure: fuzz/vmm_env.c's neighbour tests use it). */
+int vm_reserve_parse(const uint8_t *data, size_t len, uint64_t *bytes);
+/* vm->reserve and vm->memsz for cfg->memory and the image's reserve:
+ * VMM_OK or VMM_E_INVAL with err set. */
+int vm_space_plan(struct vm *, char *err, size_t errlen);
+/* The memory limit as this process sees it: memsz less the reserve. */
+uint64_t vm_space_limit(const struct vm *);
+/* Whether every page of [addr, end) is open: not a closed brk page nor
+ * a free or reserved page of the mmap area. */
+int vm_space_ok(const struct vm *, uint64_t addr, uint64_t end);
+/* Open (charged pages: readable and writable, reading zeroes until
+ * written) and close (contents dropped, PROT_NONE) host pages of guest
+ * memory. 0, or -ENOMEM (open) / -1 with the guest stopped (close). */
+int vm_space_open(struct vm *, uint64_t addr, uint64_t len);
+int vm_space_close(struct vm *, uint64_t addr, uint64_t len);
+/* Close what the guest does not hold: at boot (vm_mem_init) and after a
+ * memory image is restored, whose file says nothing of host rights. */
+int vm_space_sync(struct vm *);
+/* A paused context's save (snapshot.c reads every page): refused while
+ * the guest holds reservations, which its file cannot say apart from
+ * held pages; otherwise every page is opened first. */
+void vm_space_pause(struct vm *, uint64_t nr);
+/* Peak of held mmap pages, after a change. */
+void vm_space_peak(struct vm *);
 
 /* The guest's CPUID table once vmm_prepare() has run (cpuid.c), and one
  * register of one leaf in it (reg 0-3: EAX EBX ECX EDX; 0 if absent). */

@@ -296,6 +296,81 @@ test_gptr_bounds(void **state)
 	assert_non_null(vm_gptr(&vm, HI - 8, 8));
 }
 
+/* Pages the guest does not hold are out of a system call's reach too:
+ * the brk area past the break, free and reserved mmap pages. */
+static void
+test_gptr_space(void **state)
+{
+	struct vm vm;
+	static uint8_t mem[1];
+	uint8_t used[8] = { VM_PG_FREE, VM_PG_HELD, VM_PG_HELD, VM_PG_RESERVED,
+		VM_PG_HELD, VM_PG_FREE, VM_PG_HELD, VM_PG_HELD };
+	uint64_t m;
+
+	(void)state;
+	memset(&vm, 0, sizeof(vm));
+	vm.mem = mem; /* never dereferenced */
+	vm.memsz = HI;
+	vm.stack_top = HI;
+	vm.stack_lo = HI - (8ULL << 20);
+	vm.brk_start = LO + 100;
+	vm.brk_cur = LO + 5000; /* open to the end of its page, LO+8192 */
+	vm.mmap_lo = m = LO + (4ULL << 20);
+	vm.mmap_hi = m + sizeof(used) * 4096;
+	vm.mmap_used = used;
+	assert_non_null(vm_gptr(&vm, LO, 8192));
+	assert_null(vm_gptr(&vm, LO + 8190, 4)); /* past the break */
+	assert_null(vm_gptr(&vm, m - 4096, 1)); /* the brk area's last */
+	assert_null(vm_gptr(&vm, m, 1)); /* free */
+	assert_non_null(vm_gptr(&vm, m + 4096, 8192));
+	assert_null(vm_gptr(&vm, m + 4096, 8193)); /* into a reservation */
+	assert_null(vm_gptr(&vm, m + 3 * 4096 + 4095, 1));
+	assert_non_null(vm_gptr(&vm, m + 4 * 4096 + 100, 3996));
+	assert_null(vm_gptr(&vm, m + 4 * 4096, 4097)); /* into a free one */
+	assert_non_null(vm_gptr(&vm, m + 6 * 4096, 8192));
+	assert_non_null(vm_gptr(&vm, m + 8 * 4096, 4096)); /* past the area */
+	assert_null(vm_gptr(&vm, LO, m + 4096 - LO)); /* over all of it */
+}
+
+static void
+test_reserve_parse(void **state)
+{
+	static const struct {
+		const char *text;
+		int rc;
+		uint64_t bytes;
+	} cases[] = {
+		{ "2G\n", 0, 2ULL << 30 },
+		{ "# V8's code range\n\n1G", 0, 1ULL << 30 },
+		{ "3M\n", 0, 4ULL << 20 }, /* whole 2 MiB pages */
+		{ "", 0, 0 },
+		{ "8G", 0, 8ULL << 30 },
+		{ "9G", -1, 0 }, /* the page tables reach 16 GiB */
+		{ "1G\n1G\n", -1, 0 },
+		{ "lots", -1, 0 },
+		{ " 1G", -1, 0 },
+		{ "1G ", -1, 0 },
+		{ "-1", -1, 0 },
+		{ "99999999999999999999999", -1, 0 },
+	};
+	uint64_t b;
+	size_t i;
+	char big[VM_RESERVE_FILE_MAX + 2];
+
+	(void)state;
+	for (i = 0; i < nitems(cases); i++) {
+		assert_int_equal(
+		    vm_reserve_parse((const uint8_t *)cases[i].text,
+		        strlen(cases[i].text), &b),
+		    cases[i].rc);
+		if (cases[i].rc == 0)
+			assert_true(b == cases[i].bytes);
+	}
+	memset(big, '#', sizeof(big));
+	assert_int_equal(
+	    vm_reserve_parse((const uint8_t *)big, sizeof(big), &b), -1);
+}
+
 static int
 env_parse_str(const char *text, const char *const *caller, char ***v, size_t *n)
 {
@@ -481,6 +556,8 @@ main(void)
 		cmocka_unit_test(test_elf_interp_recorded),
 		cmocka_unit_test(test_img_tree),
 		cmocka_unit_test(test_gptr_bounds),
+		cmocka_unit_test(test_gptr_space),
+		cmocka_unit_test(test_reserve_parse),
 		cmocka_unit_test(test_image_env_parse),
 		cmocka_unit_test(test_ws_normalize),
 		cmocka_unit_test(test_sys_table),

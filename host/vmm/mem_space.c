@@ -1,0 +1,205 @@
+/*
+ * What the guest may touch (docs/vmm.md, "Reservations").
+ *
+ * The guest's page tables map all of its memory with 2 MiB pages, which
+ * hold no per-page rights, so what the guest can reach is decided in the
+ * host instead: a page of the brk or mmap area is open in this process
+ * (readable and writable) while it is charged to the tree's memory
+ * charge, and PROT_NONE otherwise. KVM faults guest memory in through
+ * this process's mappings, so a guest touch of a closed page fails in
+ * KVM_RUN and stops the guest, and vm_gptr refuses it to system calls.
+ * The memory a process can make the host hold is then its charge plus
+ * its program's segments and its stack, whatever the size of its
+ * address space.
+ *
+ * That is what lets a reservation cost nothing: a PROT_NONE anonymous
+ * mapping (V8's 512 MiB code range, glibc's 64 MiB arenas, thread stack
+ * guards) takes address space, not charge, as Linux's commit accounting
+ * does not count it. It is charged when mprotect makes it accessible.
+ * Address space for such reservations beyond the memory limit is the
+ * image's to ask for (VM_RESERVE_FILE): guest memory is the limit plus
+ * that reserve, which costs KVM a little per GiB (its page maps, about
+ * 0.25 ms of a boot) and nothing else until touched.
+ */
+#include <sys/mman.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "host/vmm/abi.h"
+#include "host/vmm/vm_int.h"
+#include "lib/units.h"
+
+#define PAGE_UP(x) (((x) + VM_PAGE - 1) & ~(VM_PAGE - 1))
+#define RESERVE_MAX (8ULL << 30)
+#define SPACE_MAX ((uint64_t)GUEST_PD_MAX << 30)
+
+int
+vm_reserve_parse(const uint8_t *data, size_t len, uint64_t *bytes)
+{
+	size_t i, start, n, found = 0;
+	uint64_t v = 0;
+
+	*bytes = 0;
+	if (len > VM_RESERVE_FILE_MAX)
+		return -1;
+	for (start = 0, i = 0; i <= len; i++) {
+		if (i < len && data[i] != '\n')
+			continue;
+		n = i - start;
+		if (n > 0 && data[start] != '#') {
+			if (found++ > 0 ||
+			    units_parse_size(
+			        (const char *)data + start, n, &v) != 0 ||
+			    v > RESERVE_MAX)
+				return -1;
+		}
+		start = i + 1;
+	}
+	*bytes = (v + VM_HUGE - 1) & ~(VM_HUGE - 1);
+	return 0;
+}
+
+int
+vm_space_plan(struct vm *vm, char *err, size_t errlen)
+{
+	const struct vmm_config *cfg = vm->cfg;
+	uint64_t limit = (cfg->memory + VM_HUGE - 1) & ~(VM_HUGE - 1);
+	uint64_t r = 0;
+	size_t i;
+
+	for (i = 0; i < cfg->nfiles; i++) {
+		const struct vmm_file *f = &cfg->files[i];
+
+		if (strcmp(f->path, VM_RESERVE_FILE) != 0)
+			continue;
+		if (vm_img_verify(vm, f) != 0 ||
+		    vm_reserve_parse(f->data, f->len, &r) != 0) {
+			snprintf(err, errlen,
+			    "a malformed or tampered %s in the image",
+			    VM_RESERVE_FILE);
+			return VMM_E_INVAL;
+		}
+		break;
+	}
+	/* The page tables reach 16 GiB: a limit near it leaves less. */
+	if (limit >= SPACE_MAX)
+		r = 0;
+	else if (r > SPACE_MAX - limit)
+		r = SPACE_MAX - limit;
+	vm->reserve = r;
+	vm->memsz = limit + r;
+	return VMM_OK;
+}
+
+uint64_t
+vm_space_limit(const struct vm *vm)
+{
+	return vm->memsz - vm->reserve;
+}
+
+/* The first page of the brk area that is closed: brk pages are opened
+ * as the break grows (the page that holds brk_start is the program's). */
+static uint64_t
+brk_open_end(const struct vm *vm)
+{
+	return PAGE_UP(
+	    vm->brk_cur > vm->brk_start ? vm->brk_cur : vm->brk_start);
+}
+
+int
+vm_space_ok(const struct vm *vm, uint64_t addr, uint64_t end)
+{
+	uint64_t lo, hi, i;
+
+	if (vm->mmap_used == NULL || end <= addr)
+		return 1;
+	if (addr < vm->mmap_lo && end > brk_open_end(vm))
+		return 0;
+	lo = addr > vm->mmap_lo ? addr : vm->mmap_lo;
+	hi = end < vm->mmap_hi ? end : vm->mmap_hi;
+	for (i = lo; i < hi; i = (i & ~(VM_PAGE - 1)) + VM_PAGE)
+		if (vm->mmap_used[(i - vm->mmap_lo) / VM_PAGE] != VM_PG_HELD)
+			return 0;
+	return 1;
+}
+
+int
+vm_space_open(struct vm *vm, uint64_t addr, uint64_t len)
+{
+	if (len == 0)
+		return 0;
+	return mprotect(vm->mem + addr, len, PROT_READ | PROT_WRITE) == 0
+	    ? 0
+	    : -ENOMEM;
+}
+
+/*
+ * Dropped first, then closed: a page reopened later must read as zeroes,
+ * as a new anonymous mapping does. mprotect (not a new mapping) keeps
+ * the host mapping's advice (a template's huge pages) for when it opens
+ * again. Either call can fail only at the kernel's bound on mappings
+ * (vm.max_map_count); a page that stayed open would be one the charge
+ * no longer counts, so the guest is stopped instead.
+ */
+int
+vm_space_close(struct vm *vm, uint64_t addr, uint64_t len)
+{
+	if (len == 0)
+		return 0;
+	if (madvise(vm->mem + addr, len, MADV_DONTNEED) != 0 ||
+	    mprotect(vm->mem + addr, len, PROT_NONE) != 0) {
+		vm_stop(vm, VMM_FAULT, -1,
+		    "fault: guest memory could not be remapped: %s",
+		    strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+int
+vm_space_sync(struct vm *vm)
+{
+	uint64_t a, run, b = brk_open_end(vm);
+
+	if (b < vm->mmap_lo && vm_space_close(vm, b, vm->mmap_lo - b) != 0)
+		return -1;
+	for (a = vm->mmap_lo; a < vm->mmap_hi; a += run) {
+		run = VM_PAGE;
+		if (vm->mmap_used[(a - vm->mmap_lo) / VM_PAGE] == VM_PG_HELD)
+			continue;
+		while (a + run < vm->mmap_hi &&
+		    vm->mmap_used[(a + run - vm->mmap_lo) / VM_PAGE] !=
+		        VM_PG_HELD)
+			run += VM_PAGE;
+		if (vm_space_close(vm, a, run) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+void
+vm_space_pause(struct vm *vm, uint64_t nr)
+{
+	if (vm->mmap_reserved_pages != 0) {
+		vm_snap_unsaved(vm, "it holds PROT_NONE reservations");
+		return;
+	}
+	/* The guest stops after the save, whichever way it goes. */
+	if (mprotect(vm->mem + GUEST_LOW_END, vm->memsz - GUEST_LOW_END,
+	        PROT_READ | PROT_WRITE) != 0) {
+		vm_snap_unsaved(vm, "its memory could not be read");
+		return;
+	}
+	vm_snap_pause(vm, nr);
+}
+
+void
+vm_space_peak(struct vm *vm)
+{
+	uint64_t held = vm->mmap_pages_used - vm->mmap_reserved_pages;
+
+	if (held > vm->mmap_pages_peak)
+		vm->mmap_pages_peak = held;
+}
