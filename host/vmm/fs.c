@@ -581,6 +581,8 @@ vm_fd_read(struct vm *vm, struct vfd *f, void *g, uint64_t len, int64_t pos)
 	}
 }
 
+static uint8_t io_none;
+
 static int64_t
 do_read(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len, int64_t pos)
 {
@@ -588,7 +590,9 @@ do_read(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len, int64_t pos)
 
 	if (len > IO_CHUNK)
 		len = IO_CHUNK;
-	if ((g = vm_gptr(vm, buf, len)) == NULL)
+	/* A zero-length read touches no buffer, as in Linux: any pointer
+	 * goes (node writes a child's empty output from NULL). */
+	if ((g = len == 0 ? &io_none : vm_gptr(vm, buf, len)) == NULL)
 		return -EFAULT;
 	return vm_fd_read(vm, f, g, len, pos);
 }
@@ -722,7 +726,7 @@ do_write(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len, int64_t pos)
 
 	if (len > IO_CHUNK)
 		len = IO_CHUNK;
-	if ((g = vm_gptr(vm, buf, len)) == NULL)
+	if ((g = len == 0 ? &io_none : vm_gptr(vm, buf, len)) == NULL)
 		return -EFAULT;
 	return vm_fd_write(vm, f, g, len, pos);
 }

@@ -29,7 +29,7 @@ expect "exit code" 42 "" "" -- "$G/exitcode" 42
 expect "exit code 0" 0 "" "" -- "$G/exitcode" 0
 # (brackets escaped: the expectations are glob patterns)
 expect "argv, env, auxv" 0 $'argv\\[0\\]='"$G"$'/args\nargv\\[1\\]=one\nargv\\[2\\]=two words\nKEEP_TEST=yes\npagesz=4096\nentry=set\nrandom=set' "" -- --env KEEP_TEST=yes "$G/args" one "two words"
-expect "bad pointers get EFAULT" 0 $'-1 Bad address\n-1 Bad address\n-1 Bad address' "" -- "$G/badptr"
+expect "bad pointers get EFAULT, zero bytes none" 0 $'-1 Bad address\n-1 Bad address\n-1 Bad address\nzero bytes: 0 0' "" -- "$G/badptr"
 expect "unknown calls get ENOSYS" 0 $'999: -1 Function not implemented\nclone3: -1 Function not implemented' "" -- "$G/enosys"
 expect "timeout stops a loop" 124 "" "*timeout: stopped after 200 ms*" -- --timeout 200ms "$G/loop"
 expect "allocation failure is ENOMEM" 0 "allocation failed after * MiB" "" -- --memory 32M "$G/hog"
