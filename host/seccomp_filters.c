@@ -166,6 +166,9 @@ const struct seccomp_filter seccomp_policy = { "policy", policy_rules,
 	    R(renameat2, "guest rename, RENAME_NOREPLACE and EXCHANGE"),       \
 	    R(fallocate, "guest fallocate, counted against the quota"),        \
 	    R(umask, "the guest's umask is applied by the VMM instead"),       \
+	    RA(socketpair, 0, AF_UNIX,                                         \
+	        "a guest socketpair is a host one (vmm/sys_socket.c)"),        \
+	    R(shutdown, "a guest shutdown of a socketpair's end"),             \
 	    RA(mprotect, 2, PROT_NONE,                                         \
 	        "close guest pages the guest does not hold "                   \
 	        "(vmm/mem_space.c)"),                                          \

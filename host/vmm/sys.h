@@ -13,6 +13,7 @@
  *   sys_signal.c  signal actions and masks
  *   sys_thread.c  futex, tids
  *   sys_event.c   epoll, eventfd
+ *   sys_socket.c  socketpair: AF_UNIX pairs, no network
  *
  * Every handler has one signature: the guest's six argument registers
  * in, the value for RAX out (a negative errno on failure). What a call
@@ -219,6 +220,15 @@ int64_t sys_setitimer(struct vm *, const uint64_t a[6]);
 /* epoll and eventfd (sys_event.c). */
 int64_t sys_eventfd(struct vm *, const uint64_t a[6]);
 int64_t sys_eventfd2(struct vm *, const uint64_t a[6]);
+
+/* Socket pairs (sys_socket.c). */
+int64_t sys_socketpair(struct vm *, const uint64_t a[6]);
+int64_t sys_shutdown(struct vm *, const uint64_t a[6]);
+int64_t sys_getsockname(struct vm *, const uint64_t a[6]);
+int64_t sys_getpeername(struct vm *, const uint64_t a[6]);
+int64_t sys_getsockopt(struct vm *, const uint64_t a[6]);
+int64_t sys_sendto(struct vm *, const uint64_t a[6]);
+int64_t sys_recvfrom(struct vm *, const uint64_t a[6]);
 int64_t sys_epoll_create(struct vm *, const uint64_t a[6]);
 int64_t sys_epoll_create1(struct vm *, const uint64_t a[6]);
 int64_t sys_epoll_ctl(struct vm *, const uint64_t a[6]);

@@ -104,42 +104,36 @@ static const struct vm_sysent linux_calls[] = {
 	NO(43, accept, ENOSYS,
 	    "no sockets: a guest reaches the network only through "
 	    "KEEP_SYS_FETCH"),
-	NO(44, sendto, ENOSYS,
-	    "no sockets: a guest reaches the network only through "
-	    "KEEP_SYS_FETCH"),
-	NO(45, recvfrom, ENOSYS,
-	    "no sockets: a guest reaches the network only through "
-	    "KEEP_SYS_FETCH"),
+	PART(44, sendto, sys_sendto,
+	    "a socketpair's end, without an address or flags: as write"),
+	PART(45, recvfrom, sys_recvfrom,
+	    "a socketpair's end, without flags: as read"),
 	NO(46, sendmsg, ENOSYS,
 	    "no sockets: a guest reaches the network only through "
 	    "KEEP_SYS_FETCH"),
 	NO(47, recvmsg, ENOSYS,
 	    "no sockets: a guest reaches the network only through "
 	    "KEEP_SYS_FETCH"),
-	NO(48, shutdown, ENOSYS,
-	    "no sockets: a guest reaches the network only through "
-	    "KEEP_SYS_FETCH"),
+	OK(48, shutdown, sys_shutdown, "a socketpair's end"),
 	NO(49, bind, ENOSYS,
 	    "no sockets: a guest reaches the network only through "
 	    "KEEP_SYS_FETCH"),
 	NO(50, listen, ENOSYS,
 	    "no sockets: a guest reaches the network only through "
 	    "KEEP_SYS_FETCH"),
-	NO(51, getsockname, ENOSYS,
-	    "no sockets: a guest reaches the network only through "
-	    "KEEP_SYS_FETCH"),
-	NO(52, getpeername, ENOSYS,
-	    "no sockets: a guest reaches the network only through "
-	    "KEEP_SYS_FETCH"),
-	NO(53, socketpair, ENOSYS,
-	    "no sockets: a guest reaches the network only through "
-	    "KEEP_SYS_FETCH"),
+	OK(51, getsockname, sys_getsockname,
+	    "a socketpair's end: unnamed AF_UNIX"),
+	OK(52, getpeername, sys_getpeername,
+	    "a socketpair's end: unnamed AF_UNIX"),
+	PART(53, socketpair, sys_socketpair,
+	    "AF_UNIX only, a host pair: crosses fork; no descriptors pass "
+	    "(no sendmsg)"),
 	NO(54, setsockopt, ENOSYS,
 	    "no sockets: a guest reaches the network only through "
 	    "KEEP_SYS_FETCH"),
-	NO(55, getsockopt, ENOSYS,
-	    "no sockets: a guest reaches the network only through "
-	    "KEEP_SYS_FETCH"),
+	PART(55, getsockopt, sys_getsockopt,
+	    "a socketpair's end: SO_TYPE, SO_DOMAIN, SO_PROTOCOL, SO_ERROR, "
+	    "SO_ACCEPTCONN"),
 	PART(56, clone, sys_clone,
 	    "a new process with its own VM; CLONE_VM only with CLONE_VFORK "
 	    "(a copy, the parent waits); threads are ENOSYS"),

@@ -43,8 +43,9 @@ struct vfd {
 	uint64_t off; /* VFD_IMAGE, VFD_SYNTH, VFD_VDIR and VFD_SDIR
 			 (entries returned) */
 	int hostfd; /* VFD_HOST */
-	int pipe; /* VFD_HOST: a pipe's end, an eventfd or an epoll
-		     instance (no path, no quota) */
+	int pipe; /* VFD_HOST: a pipe's end, an eventfd, an epoll
+		     instance or a socketpair's end (no path, no quota) */
+	int sock; /* VFD_HOST: a socketpair's end, its SOCK_ type */
 	int cloexec;
 	int flags; /* O_ACCMODE | O_APPEND | O_NONBLOCK as opened */
 	enum vm_dev dev; /* VFD_DEV */

@@ -26,6 +26,7 @@ ws=$tmp/ws; mkdir -p "$ws"
 same "fork, wait4, statuses, kill" "$G/forkwait"
 same "pipes: poll and select timeouts, POLLHUP, dup2 across exec, SIGPIPE" "$G/pipes"
 same "epoll and eventfd: counters, level and edge, one-shot, timeouts, fork" "$G/events"
+same "socketpair: both ways, shutdown, a forked child's end, datagrams, refusals" "$G/sockpair"
 : | "$G/events" stdio 2>&1 | cat >"$tmp/native"
 : | "$KEEP" run --timeout 20s "$G/events" stdio 2>&1 | cat >"$tmp/keep"
 cmp -s "$tmp/native" "$tmp/keep" && ok "epoll on stdout and stdin pipes: same as native" ||
