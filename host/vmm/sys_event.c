@@ -220,10 +220,20 @@ sys_epoll_ctl(struct vm *vm, const uint64_t a[6])
 		hfd = f->hostfd;
 		break;
 	case VFD_STDIN:
-		if (vm->cfg->stdin_fd >= 0) {
-			hfd = vm->cfg->stdin_fd;
+		/* A pipe or a terminal is watched itself. A file (keep run
+		 * < file, keepd's memfd) or /dev/null is always ready, and
+		 * epoll refuses them (EPERM): the guest sees a pipe (fstat),
+		 * and libuv aborts when epoll refuses a pipe. Such a stdin
+		 * is watched through a stand-in, always at end of file. */
+		hfd = vm->cfg->stdin_fd;
+		if (hfd >= 0 && op != EPOLL_CTL_ADD &&
+		    stand_in_fd((int32_t)a[2], 0, 0) < 0)
 			break;
-		}
+		if (hfd >= 0 && op == EPOLL_CTL_ADD &&
+		    epoll_ctl(ep, op, hfd, &ev) == 0)
+			return 0;
+		if (hfd >= 0 && op == EPOLL_CTL_ADD && errno != EPERM)
+			return -errno;
 		hfd = stand_in_fd((int32_t)a[2], 0, op == EPOLL_CTL_ADD);
 		break;
 	case VFD_OUT:

@@ -31,6 +31,14 @@ same "socketpair: both ways, shutdown, a forked child's end, datagrams, refusals
 : | "$KEEP" run --timeout 20s "$G/events" stdio 2>&1 | cat >"$tmp/keep"
 cmp -s "$tmp/native" "$tmp/keep" && ok "epoll on stdout and stdin pipes: same as native" ||
     bad "epoll stdio: $(diff "$tmp/native" "$tmp/keep")"
+# A stdin from a file or /dev/null is a pipe to the guest (fstat says
+# so), and epoll takes it as one; natively epoll would refuse the file.
+: >"$tmp/empty"
+for in in "$tmp/empty" /dev/null; do
+	"$KEEP" run --timeout 20s "$G/events" stdio <"$in" 2>&1 | cat >"$tmp/keep"
+	cmp -s "$tmp/native" "$tmp/keep" && ok "epoll on a stdin from $in: as on a pipe" ||
+	    bad "epoll stdin $in: $(diff "$tmp/native" "$tmp/keep")"
+done
 same "signals: handlers, masks, alarm, timers, SIGCHLD, faults, altstack" "$G/signals"
 same "threads: mutex, condition ping-pong, timed wait, time slices, SA_RESTART, sigsuspend and pause beside working threads" "$G/threads"
 "$KEEP" run --timeout 1s "$G/threads" spin >"$tmp/out" 2>"$tmp/err"; rc=$?
