@@ -11,7 +11,8 @@ DEV_KEY   = $(B)/keys/dev.secret
 PY_CONFIG = /usr/lib/python3.11/config-3.11-x86_64-linux-gnu
 STOCK_IMAGES = $(IMG_DIR)/hello.img $(IMG_DIR)/toolbox.img \
                $(IMG_DIR)/js.img $(IMG_DIR)/python.img \
-               $(IMG_DIR)/python-static.img $(IMG_DIR)/shell.img
+               $(IMG_DIR)/python-static.img $(IMG_DIR)/shell.img \
+               $(IMG_DIR)/node.img
 TOOLBOX_APPLETS = cat ls wc head tail sort uniq grep sed awk sha256sum \
                   md5sum base64 cut tr find stat du mkdir rm cp mv touch \
                   echo printf date true false
@@ -125,4 +126,25 @@ $(IMG_DIR)/shell.img: $(STOCK_DIR)/shell.manifest $(DEB_IMAGE_DEPS)
 	@mkdir -p $(dir $@)
 	$(B)/bin/keep image build --name shell --version 1.0 --memory 256M \
 	    --defer-hashes --manifest $< -o $@.tmp
+	$(sign_image)
+
+# The node image: the machine's nodejs package (Debian's, where no other
+# is installed under that name). Its version is the package's upstream
+# one. 512M of memory: node itself holds about 50 MiB (five 8 MiB thread
+# stacks among it), V8 sizes its heap from the limit (MemTotal), and a
+# child_process of node is charged as much again; its reservations take
+# the image's reserve (images/node.reserve), not memory. WebAssembly's
+# memories would each reserve 10 GiB for V8's out-of-bounds trap handler,
+# past any guest's address space: where the node has the option (20.15
+# and later), the image turns the handler off and V8 checks bounds in
+# code instead.
+DEPS_PKGS += nodejs
+
+$(IMG_DIR)/node.img: images/node.manifest images/node.reserve $(DEB_IMAGE_DEPS)
+	@mkdir -p $(dir $@)
+	wasm=; if /usr/bin/node --disable-wasm-trap-handler -e 0 2>/dev/null; \
+	then wasm=--env=NODE_OPTIONS=--disable-wasm-trap-handler; fi; \
+	$(B)/bin/keep image build --name node \
+	    --version "$$(dpkg-query -W -f '$${Version}' nodejs | sed 's/-.*//; s/^[0-9]*://')" \
+	    --memory 512M --defer-hashes --manifest $< $$wasm -o $@.tmp
 	$(sign_image)
