@@ -58,7 +58,6 @@ extern const size_t guest_kernel_len;
 /* What a CPL3 program may hold in RFLAGS: CF PF AF ZF SF TF DF OF AC ID
  * and the reserved bit 1 (never IOPL, IF stays clear: no interrupts). */
 #define RFLAGS_USER 0x254dd5ULL
-#define STACK_MAX (8ULL << 20)
 
 const char *
 vmm_strerror(int err)
@@ -451,14 +450,12 @@ static int
 load_program(struct vm *vm, char *err, size_t errlen)
 {
 	const struct vmm_config *cfg = vm->cfg;
-	uint64_t free_lo, free_hi, span;
+	uint64_t free_lo, free_hi;
 	size_t i;
 
 	/* The stack takes the top (2 MiB aligned, under a 2 MiB guard). */
-	span = vm->memsz / 8 < STACK_MAX ? vm->memsz / 8 : STACK_MAX;
-	span = (span + VM_HUGE - 1) & ~(VM_HUGE - 1);
 	vm->stack_top = vm->memsz;
-	vm->stack_lo = vm->memsz - span;
+	vm->stack_lo = vm->memsz - vm_space_stack(vm->memsz);
 	/* Below the reserve: the program's segments are not charged, so
 	 * they must fit the limit's share of the address space. */
 	if (elf_parse(cfg->elf, cfg->elf_len, GUEST_LOW_END,
@@ -903,8 +900,13 @@ vm_exec_image(
 	uint64_t rsp;
 	uint8_t *mem;
 
-	mem = mmap(NULL, vm->memsz, PROT_READ | PROT_WRITE,
+	mem = mmap(NULL, vm->memsz,
+	    vm->reserve ? PROT_NONE : PROT_READ | PROT_WRITE,
 	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (mem != MAP_FAILED && vm_space_map(vm, mem) != 0) {
+		munmap(mem, vm->memsz);
+		mem = MAP_FAILED;
+	}
 	if (mem == MAP_FAILED || (old = malloc(sizeof(*old))) == NULL) {
 		if (mem != MAP_FAILED)
 			munmap(mem, vm->memsz);
@@ -963,12 +965,12 @@ vm_exec_image(
  * (docs/vmm.md, "Measured (make bench-vmm)").
  */
 static uint8_t *
-guest_mem_map(uint64_t size, int huge)
+guest_mem_map(uint64_t size, int prot, int huge)
 {
 	uint8_t *p, *aligned;
 	uint64_t slack;
 
-	p = mmap(NULL, size + VM_HUGE, PROT_READ | PROT_WRITE,
+	p = mmap(NULL, size + VM_HUGE, prot,
 	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
 		return MAP_FAILED;
@@ -1023,8 +1025,14 @@ vm_boot(struct vm *vm, char *err, size_t errlen)
 	}
 	if ((rc = vm_space_plan(vm, err, errlen)) != VMM_OK)
 		return rc;
-	vm->mem =
-	    guest_mem_map(vm->memsz, vm->template_state == VM_TPL_BOOTING);
+	/* With a reserve, guest memory starts closed (mem_space.c). */
+	vm->mem = guest_mem_map(vm->memsz,
+	    vm->reserve ? PROT_NONE : PROT_READ | PROT_WRITE,
+	    vm->template_state == VM_TPL_BOOTING);
+	if (vm->mem != MAP_FAILED && vm_space_map(vm, vm->mem) != 0) {
+		munmap(vm->mem, vm->memsz);
+		vm->mem = MAP_FAILED;
+	}
 	if (vm->mem == MAP_FAILED) {
 		vm->mem = NULL;
 		snprintf(err, errlen, "guest memory: %s", strerror(errno));

@@ -93,6 +93,34 @@ vm_space_plan(struct vm *vm, char *err, size_t errlen)
 	return VMM_OK;
 }
 
+#define STACK_MAX (8ULL << 20)
+
+uint64_t
+vm_space_stack(uint64_t memsz)
+{
+	uint64_t span = memsz / 8 < STACK_MAX ? memsz / 8 : STACK_MAX;
+
+	return (span + VM_HUGE - 1) & ~(VM_HUGE - 1);
+}
+
+/* Everything but the reserve's share of the mmap area, its top, which is
+ * below the stack's guard: the rest vm_mem_init closes later as the
+ * layout is known. */
+int
+vm_space_map(struct vm *vm, uint8_t *mem)
+{
+	uint64_t top = vm->memsz - vm_space_stack(vm->memsz) - VM_HUGE;
+
+	if (vm->reserve == 0)
+		return 0;
+	if (top < vm->reserve) /* too small to boot: load_program says so */
+		return mprotect(mem, vm->memsz, PROT_READ | PROT_WRITE);
+	if (mprotect(mem, top - vm->reserve, PROT_READ | PROT_WRITE) != 0 ||
+	    mprotect(mem + top, vm->memsz - top, PROT_READ | PROT_WRITE) != 0)
+		return -1;
+	return 0;
+}
+
 uint64_t
 vm_space_limit(const struct vm *vm)
 {

@@ -476,6 +476,14 @@ int vm_reserve_parse(const uint8_t *data, size_t len, uint64_t *bytes);
 /* vm->reserve and vm->memsz for cfg->memory and the image's reserve:
  * VMM_OK or VMM_E_INVAL with err set. */
 int vm_space_plan(struct vm *, char *err, size_t errlen);
+/* The stack's share of guest memory of memsz bytes (at its top). */
+uint64_t vm_space_stack(uint64_t memsz);
+/* Guest memory mapped at mem, PROT_NONE whole when there is a reserve:
+ * open what the boot writes before vm_mem_init closes the brk and mmap
+ * areas (the kernel's pages, the segments, the stack), so that the host
+ * counts no more of it as data (RLIMIT_DATA, keepd's bound on a vm
+ * process) than without the reserve. 0, or -1 with errno. */
+int vm_space_map(struct vm *, uint8_t *mem);
 /* The memory limit as this process sees it: memsz less the reserve. */
 uint64_t vm_space_limit(const struct vm *);
 /* Whether every page of [addr, end) is open: not a closed brk page nor
