@@ -471,7 +471,7 @@ int64_t vm_mmap_fill(
 #define VM_RESERVE_FILE "/etc/keep/reserve"
 #define VM_RESERVE_FILE_MAX 256
 /* Parse an image's reserve file: 0 with *bytes (rounded up to 2 MiB),
- * or -1 (pure: fuzz/vmm_env.c's neighbour tests use it). */
+ * or -1 with *bytes 0 (pure: fuzz/vmm_reserve.c). */
 int vm_reserve_parse(const uint8_t *data, size_t len, uint64_t *bytes);
 /* vm->reserve and vm->memsz for cfg->memory and the image's reserve:
  * VMM_OK or VMM_E_INVAL with err set. */
