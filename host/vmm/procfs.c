@@ -12,7 +12,7 @@
  *   /proc/1/fd/N      symlinks naming each open descriptor; opening one
  *                     duplicates it
  *   /proc/1/maps, /proc/1/status, /proc/1/cmdline
- *   /proc/cpuinfo, /proc/meminfo
+ *   /proc/cpuinfo, /proc/meminfo, /proc/stat
  *
  * Paths are the normalized guest paths of fs.c; symlinks here are
  * followed textually, at most a few deep.
@@ -45,7 +45,7 @@ enum node_kind {
 	N_TTY /* /dev/tty of a process without a controlling terminal */
 };
 
-enum gen { G_NONE, G_CPUINFO, G_MEMINFO, G_MAPS, G_STATUS, G_CMDLINE };
+enum gen { G_NONE, G_CPUINFO, G_MEMINFO, G_STAT, G_MAPS, G_STATUS, G_CMDLINE };
 
 struct node {
 	enum node_kind kind;
@@ -77,6 +77,7 @@ static const struct {
 	{ "/proc/self", N_LINK, G_NONE, 0, "1" },
 	{ "/proc/cpuinfo", N_FILE, G_CPUINFO, 0, NULL },
 	{ "/proc/meminfo", N_FILE, G_MEMINFO, 0, NULL },
+	{ "/proc/stat", N_FILE, G_STAT, 0, NULL },
 	{ PID_DIR, N_DIR, G_NONE, 0, NULL },
 	{ PID_DIR "/fd", N_DIR, G_NONE, 0, NULL },
 	{ PID_DIR "/maps", N_FILE, G_MAPS, 0, NULL },
@@ -378,6 +379,21 @@ map_line(struct buf *b, uint64_t lo, uint64_t hi, const char *perm,
 	put(b, "\n");
 }
 
+/*
+ * One processor, as /proc/cpuinfo says, with no time counted: node's
+ * os.cpus() (libuv's uv_cpu_info) counts the processors from here, and
+ * gave none without the file (a pool sized os.cpus().length had no
+ * workers). The host's figures are not the guest's to see.
+ */
+static void
+gen_stat(struct buf *b)
+{
+	put(b,
+	    "cpu  0 0 0 0 0 0 0 0 0 0\ncpu0 0 0 0 0 0 0 0 0 0 0\n"
+	    "intr 0\nctxt 0\nbtime 0\nprocesses 1\nprocs_running 1\n"
+	    "procs_blocked 0\n");
+}
+
 static void
 gen_maps(struct vm *vm, struct buf *b)
 {
@@ -480,6 +496,7 @@ gen_dir(struct vm *vm, const char *path, struct buf *b)
 		{ "/proc", "thread-self", DT_LNK },
 		{ "/proc", "cpuinfo", DT_REG },
 		{ "/proc", "meminfo", DT_REG },
+		{ "/proc", "stat", DT_REG },
 		{ PID_DIR, "cmdline", DT_REG },
 		{ PID_DIR, "exe", DT_LNK },
 		{ PID_DIR, "fd", DT_DIR },
@@ -531,6 +548,9 @@ make(struct vm *vm, const struct node *nd, uint8_t **out, uint64_t *len)
 			break;
 		case G_MEMINFO:
 			gen_meminfo(vm, &b);
+			break;
+		case G_STAT:
+			gen_stat(&b);
 			break;
 		case G_MAPS:
 			gen_maps(vm, &b);

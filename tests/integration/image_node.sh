@@ -278,6 +278,8 @@ same "-e: console.log" -e 'console.log("hi", [1, 2].at(-1), 10n ** 20n, { a: nul
 same "-p" -p '[3, 1, 2].toSorted().findLast(x => x < 3)'
 same "-e: a thrown error" -e 'throw new Error("x")'
 same "-e: a syntax error" -e 'let = ;'
+same "os.cpus() counts what availableParallelism() does" -p \
+    'const os = require("os"); os.cpus().length === os.availableParallelism() && os.cpus().length > 0'
 same "process.exit(7) after output" -e 'console.log("out"); console.error("err"); process.exit(7)'
 same "20,000 lines of output" -e 'for (let i = 0; i < 20000; i++) console.log("line " + i)'
 # stdin from a file, as natively (keep sees it as a pipe; epoll takes
