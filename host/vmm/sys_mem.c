@@ -168,6 +168,12 @@ sys_mremap(struct vm *vm, const uint64_t a[6])
 	if (old % VM_PAGE != 0 || olen == 0 || nlen == 0 ||
 	    !vm_mmap_is_used(vm, old, olen))
 		return -EINVAL;
+	/* Before rounding: a length near 2^64 would wrap to a small one
+	 * (Linux's rounds to 0: EINVAL). */
+	if (nlen > UINT64_MAX - (VM_PAGE - 1))
+		return -EINVAL;
+	if (nlen > vm->mmap_hi - vm->mmap_lo)
+		return -ENOMEM;
 	olen = (olen + VM_PAGE - 1) & ~(VM_PAGE - 1);
 	nlen = (nlen + VM_PAGE - 1) & ~(VM_PAGE - 1);
 	if (nlen <= olen) {
@@ -212,6 +218,8 @@ sys_mprotect(struct vm *vm, const uint64_t a[6])
 	    ~(uint64_t)(PROT_READ_ | PROT_WRITE_ | PROT_EXEC_ | 0x8 /* SEM */ |
 	        0x01000000 /* GROWSDOWN */ | 0x02000000 /* GROWSUP */))
 		return -EINVAL;
+	if (len > UINT64_MAX - (VM_PAGE - 1))
+		return -ENOMEM;
 	len = (len + VM_PAGE - 1) & ~(VM_PAGE - 1);
 	end = addr + len;
 	if (end < addr)

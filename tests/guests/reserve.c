@@ -15,6 +15,7 @@
  *                                     handler that jumps out
  *        reserve LIMIT-MiB limits     MemTotal, RLIMIT_DATA and RLIMIT_AS
  */
+#define _GNU_SOURCE
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -156,6 +157,12 @@ main(int argc, char **argv)
 		    WIFEXITED(st) && WEXITSTATUS(st) == 3 ? "ENOMEM" : "ok");
 	else
 		printf("fork: %s\n", strerror(errno));
+	/* Lengths that wrap when rounded to pages (the calls themselves:
+	 * musl's wrappers round and check on their own). */
+	printf("mprotect of 2^64-1 bytes: %s\n",
+	    err((int)syscall(SYS_mprotect, r, ~0UL, PROT_READ | PROT_WRITE)));
+	printf("mremap to 2^64-1 bytes: %s\n",
+	    err((int)syscall(SYS_mremap, r, 4096, ~0UL, MREMAP_MAYMOVE)));
 	/* munmap gives it all back. */
 	munmap(r, big);
 	r = mmap(NULL, limit * 3 / 4 * MIB, PROT_READ | PROT_WRITE,

@@ -41,6 +41,8 @@ decommit: ok
 mprotect 3/4 of the limit: ok
 reads zeroes: yes
 fork, child mprotects past the tree's limit: ENOMEM
+mprotect of 2^64-1 bytes: ENOMEM
+mremap to 2^64-1 bytes: Invalid argument
 after munmap, map 3/4 of the limit: ok
 EOF
 "$KEEP" run --stats $T "$tmp/r.img" reserve 64 >"$tmp/out" 2>"$tmp/err"; rc=$?
