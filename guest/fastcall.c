@@ -71,15 +71,39 @@ data(void)
 	return (const struct keep_fast *)(uintptr_t)GUEST_FASTDATA;
 }
 
+/* Whether [addr, end) lies in pages open in the host (vm_space_ok):
+ * a closed page would fault here, where the VMM answers EFAULT. */
+static int
+open_pages(const struct keep_fast *d, uint64_t addr, uint64_t end)
+{
+	const struct fast_run *r =
+	    (const struct fast_run *)(uintptr_t)GUEST_FASTRUNS;
+	uint32_t lo = 0, hi = d->nruns, mid;
+
+	if (end <= d->low_hi || addr >= d->stack_lo)
+		return 1;
+	if (!d->runs_whole)
+		return 0;
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (r[mid].hi <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < d->nruns && r[lo].lo <= addr && end <= r[lo].hi;
+}
+
 /* vm_gptr's check (host/vmm/mem.c): inside the program's memory, not
- * in the stack guard. */
+ * in the stack guard, in pages open to it. */
 static int
 ok(const struct keep_fast *d, uint64_t addr, uint64_t len)
 {
 	uint64_t end = addr + len;
 
 	return end >= addr && addr >= d->mem_lo && end <= d->mem_hi &&
-	    !(addr < d->guard_hi && end > d->guard_lo);
+	    !(addr < d->guard_hi && end > d->guard_lo) &&
+	    open_pages(d, addr, end);
 }
 
 static void
@@ -120,7 +144,8 @@ gstr(const struct keep_fast *d, uint64_t addr, char *buf)
 	size_t i;
 
 	for (i = 0; i < FAST_PATH_MAX; i++) {
-		if (!ok(d, addr + i, 1))
+		/* Pages are open whole: one check a page. */
+		if ((i == 0 || (addr + i) % 4096 == 0) && !ok(d, addr + i, 1))
 			return -1;
 		buf[i] = *(const char *)(uintptr_t)(addr + i);
 		if (buf[i] == '\0')

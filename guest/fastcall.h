@@ -49,6 +49,13 @@ struct fast_fd {
 	uint64_t size, ino, off;
 };
 
+/* Open pages of the mmap area, [lo, hi), at GUEST_FASTRUNS. */
+struct fast_run {
+	uint64_t lo, hi;
+};
+
+#define FAST_RUNS (GUEST_FASTRUNS_LEN / sizeof(struct fast_run))
+
 /* The kernel's struct sigaction (host/vmm/vm_int.h vm_sigaction). */
 struct fast_sigaction {
 	uint64_t handler, flags, restorer, mask;
@@ -63,8 +70,15 @@ struct keep_fast {
 	uint64_t sp_lo, sp_hi; /* a caller's RSP must lie in [sp_lo, sp_hi) */
 	uint64_t gap_lo, gap_hi; /* and not in [gap_lo, gap_hi) (the guard) */
 	/* Guest memory the answers may be written to and paths read from:
-	 * [mem_lo, mem_hi) less [guard_lo, guard_hi), as vm_gptr checks. */
+	 * [mem_lo, mem_hi) less [guard_lo, guard_hi), as vm_gptr checks,
+	 * and of it only what is open in the host (host/vmm/mem_space.c):
+	 * [mem_lo, low_hi) (the program's segments and heap), [stack_lo,
+	 * mem_hi) (the stack), and the runs of the mmap area's open pages
+	 * at GUEST_FASTRUNS (nruns of them, sorted; runs_whole 0: they did
+	 * not fit, and pointers into the mmap area go to the VMM). */
 	uint64_t mem_lo, mem_hi, guard_lo, guard_hi;
+	uint64_t low_hi, stack_lo;
+	uint32_t nruns, runs_whole;
 	uint32_t nfds; /* entries of fd[] in use (the rest: the VMM's) */
 	uint32_t no_workspace; /* nothing exists but the image: a path
 				  not in it is answered ENOENT here */

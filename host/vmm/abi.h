@@ -47,6 +47,8 @@
 #define GUEST_FAST_MAX 0x4000
 #define GUEST_FASTDATA 0x3a000
 #define GUEST_FASTDATA_LEN 0x2000
+#define GUEST_FASTRUNS 0x3c000 /* the mmap area's open runs */
+#define GUEST_FASTRUNS_LEN 0x4000
 #define GUEST_FASTIDX 0x40000
 #define GUEST_LOW_END 0x200000 /* the program's memory starts here */
 

@@ -32,7 +32,8 @@ _Static_assert(sizeof(struct keep_fast) <= GUEST_FASTDATA_LEN,
 _Static_assert(sizeof(struct fast_sigaction) == sizeof(struct vm_sigaction),
     "the kernel's struct sigaction on both sides");
 _Static_assert(GUEST_FAST + GUEST_FAST_MAX <= GUEST_FASTDATA &&
-        GUEST_FASTDATA + GUEST_FASTDATA_LEN <= GUEST_FASTIDX &&
+        GUEST_FASTDATA + GUEST_FASTDATA_LEN <= GUEST_FASTRUNS &&
+        GUEST_FASTRUNS + GUEST_FASTRUNS_LEN <= GUEST_FASTIDX &&
         GUEST_FASTIDX < GUEST_LOW_END,
     "the fast pages lie in the kernel's 2 MiB, apart");
 
@@ -52,6 +53,44 @@ vm_fast_install(struct vm *vm)
 		memcpy(vm->mem + GUEST_FAST, guest_fast, guest_fast_len);
 	vm->fast_index = 0;
 	vm->fast_fds = 0;
+	vm->fast_space_gen = vm->space_gen - 1;
+}
+
+/* Runs of the mmap area's held pages (open in the host), into the runs
+ * page; runs_whole 0 when they do not fit. Eight pages at a time where
+ * they agree: runs are long. */
+static void
+sync_runs(struct vm *vm, struct keep_fast *d)
+{
+	struct fast_run *r = (struct fast_run *)(vm->mem + GUEST_FASTRUNS);
+	const uint8_t *u = vm->mmap_used, *p;
+	const uint64_t held8 = 0x0101010101010101ULL * VM_PG_HELD;
+	size_t pages = (size_t)((vm->mmap_hi - vm->mmap_lo) / VM_PAGE);
+	size_t i = 0, j, n = 0;
+	uint64_t w;
+
+	d->runs_whole = 0;
+	d->nruns = 0;
+	while (i < pages) {
+		if ((p = memchr(u + i, VM_PG_HELD, pages - i)) == NULL)
+			break;
+		i = (size_t)(p - u);
+		for (j = i + 1; j + 8 <= pages; j += 8) {
+			memcpy(&w, u + j, 8);
+			if (w != held8)
+				break;
+		}
+		while (j < pages && u[j] == VM_PG_HELD)
+			j++;
+		if (n == FAST_RUNS)
+			return;
+		r[n].lo = vm->mmap_lo + (uint64_t)i * VM_PAGE;
+		r[n].hi = vm->mmap_lo + (uint64_t)j * VM_PAGE;
+		n++;
+		i = j;
+	}
+	d->nruns = (uint32_t)n;
+	d->runs_whole = 1;
 }
 
 void
@@ -176,7 +215,16 @@ vm_fast_sync(struct vm *vm)
 	d->mem_hi = vm->memsz;
 	d->guard_lo = vm->stack_lo - VM_HUGE;
 	d->guard_hi = vm->stack_lo;
-	d->sp_lo = GUEST_LOW_END + FAST_STACK;
+	d->low_hi = vm_space_low_end(vm);
+	d->stack_lo = vm->stack_lo;
+	if (vm->fast_space_gen != vm->space_gen && vm->mmap_used != NULL) {
+		sync_runs(vm, d);
+		vm->fast_space_gen = vm->space_gen;
+	}
+	/* The entry writes below the caller's RSP: only on the stack,
+	 * which is open whole (a coroutine's stack in the mmap area, whose
+	 * next page may be closed, exits). */
+	d->sp_lo = vm->stack_lo + FAST_STACK;
 	d->sp_hi = vm->memsz + 1;
 	d->gap_lo = d->guard_lo;
 	d->gap_hi = d->guard_hi + FAST_STACK;

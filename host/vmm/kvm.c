@@ -154,7 +154,7 @@ build_page_tables(struct vm *vm)
 	/* The calls the guest answers itself: their code, the VMM's
 	 * answers and the index of the image's files, user read-only
 	 * for the same reason (fastcall.c). */
-	for (addr = GUEST_FAST; addr < GUEST_FASTDATA + GUEST_FASTDATA_LEN;
+	for (addr = GUEST_FAST; addr < GUEST_FASTRUNS + GUEST_FASTRUNS_LEN;
 	     addr += VM_PAGE)
 		put64(vm, GUEST_PT_LOW + 8 * (addr / VM_PAGE),
 		    addr | PTE_P | PTE_U | PTE_A);

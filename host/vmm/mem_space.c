@@ -129,8 +129,8 @@ vm_space_limit(const struct vm *vm)
 
 /* The first page of the brk area that is closed: brk pages are opened
  * as the break grows (the page that holds brk_start is the program's). */
-static uint64_t
-brk_open_end(const struct vm *vm)
+uint64_t
+vm_space_low_end(const struct vm *vm)
 {
 	return PAGE_UP(
 	    vm->brk_cur > vm->brk_start ? vm->brk_cur : vm->brk_start);
@@ -143,7 +143,7 @@ vm_space_ok(const struct vm *vm, uint64_t addr, uint64_t end)
 
 	if (vm->mmap_used == NULL || end <= addr)
 		return 1;
-	if (addr < vm->mmap_lo && end > brk_open_end(vm))
+	if (addr < vm->mmap_lo && end > vm_space_low_end(vm))
 		return 0;
 	lo = addr > vm->mmap_lo ? addr : vm->mmap_lo;
 	hi = end < vm->mmap_hi ? end : vm->mmap_hi;
@@ -158,6 +158,7 @@ vm_space_open(struct vm *vm, uint64_t addr, uint64_t len)
 {
 	if (len == 0)
 		return 0;
+	vm->space_gen++;
 	return mprotect(vm->mem + addr, len, PROT_READ | PROT_WRITE) == 0
 	    ? 0
 	    : -ENOMEM;
@@ -176,6 +177,7 @@ vm_space_close(struct vm *vm, uint64_t addr, uint64_t len)
 {
 	if (len == 0)
 		return 0;
+	vm->space_gen++;
 	if (madvise(vm->mem + addr, len, MADV_DONTNEED) != 0 ||
 	    mprotect(vm->mem + addr, len, PROT_NONE) != 0) {
 		vm_stop(vm, VMM_FAULT, -1,
@@ -189,7 +191,7 @@ vm_space_close(struct vm *vm, uint64_t addr, uint64_t len)
 int
 vm_space_sync(struct vm *vm)
 {
-	uint64_t a, run, b = brk_open_end(vm);
+	uint64_t a, run, b = vm_space_low_end(vm);
 
 	if (b < vm->mmap_lo && vm_space_close(vm, b, vm->mmap_lo - b) != 0)
 		return -1;

@@ -150,6 +150,9 @@ struct vm {
 	 * image's files was written; descriptors mirrored last time. */
 	int fast, fast_probed, fast_index;
 	unsigned fast_fds;
+	/* mem_space.c counts every change of what is open; fastcall.c
+	 * writes the open runs again when it moved. */
+	uint64_t space_gen, fast_space_gen;
 	/* Image pages (imgmap.c): per page of the mmap area, 1 when it is
 	 * the image's page, copy-on-write (not in mmap_pages_used). */
 	uint8_t *mmap_file;
@@ -489,6 +492,8 @@ uint64_t vm_space_limit(const struct vm *);
 /* Whether every page of [addr, end) is open: not a closed brk page nor
  * a free or reserved page of the mmap area. */
 int vm_space_ok(const struct vm *, uint64_t addr, uint64_t end);
+/* The end of the open pages below the mmap area (segments and heap). */
+uint64_t vm_space_low_end(const struct vm *);
 /* Open (charged pages: readable and writable, reading zeroes until
  * written) and close (contents dropped, PROT_NONE) host pages of guest
  * memory. 0, or -ENOMEM (open) / -1 with the guest stopped (close). */

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
@@ -33,6 +34,8 @@
 struct ksa {
 	uint64_t handler, flags, restorer, mask;
 };
+
+static void closed_pages(void);
 
 static void
 show(const char *what, long rc, const void *buf, size_t len)
@@ -153,6 +156,49 @@ stats(const char *who, int with_opens)
 	    raw(SYS_stat, (long)"/d/a.txt", 0x3a000, 0, 0), NULL, 0);
 	show("open bad path", raw(SYS_open, 16, O_RDONLY, 0, 0), NULL, 0);
 	show("access bad path", raw(SYS_access, 16, F_OK, 0, 0), NULL, 0);
+	closed_pages();
+}
+
+/* Pointers into pages the program does not hold (a PROT_NONE
+ * reservation, pages it unmapped) are EFAULT, as natively, whether the
+ * guest or the VMM answers; and an answer into, or a path from, a page
+ * it maps lands there. */
+static void
+closed_pages(void)
+{
+	char *resv =
+	    mmap(NULL, 8192, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	char *held = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct stat *st;
+
+	if (resv == MAP_FAILED || held == MAP_FAILED) {
+		printf("closed pages: mmap failed\n");
+		return;
+	}
+	show("stat into a reservation",
+	    raw(SYS_stat, (long)"/d/a.txt", (long)resv, 0, 0), NULL, 0);
+	show("getcwd into a reservation", raw(SYS_getcwd, (long)resv, 64, 0, 0),
+	    NULL, 0);
+	show("stat of a path in a reservation",
+	    raw(SYS_stat, (long)resv, (long)held, 0, 0), NULL, 0);
+	/* A path that runs from a held page into a freed one. */
+	munmap(held + 2 * 4096, 4096);
+	memset(held + 4096, 'a', 4096);
+	show("stat of a path running into a freed page",
+	    raw(SYS_stat, (long)(held + 4096 + 4000), (long)held, 0, 0), NULL,
+	    0);
+	st = (struct stat *)(held + 4096 + 4096 - sizeof(*st) / 2);
+	show("stat into a held and a freed page",
+	    raw(SYS_stat, (long)"/d/a.txt", (long)st, 0, 0), NULL, 0);
+	strcpy(held, "/d/a.txt");
+	st = (struct stat *)(held + 64);
+	show("stat from and into a held page",
+	    raw(SYS_stat, (long)held, (long)st, 0, 0), st, sizeof(*st));
+	munmap(resv, 8192);
+	munmap(held, 2 * 4096);
+	show("stat into an unmapped page",
+	    raw(SYS_stat, (long)"/d/a.txt", (long)held, 0, 0), NULL, 0);
 }
 
 static void
