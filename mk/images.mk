@@ -109,7 +109,7 @@ $(STOCK_DIR)/mpl/fontlist-v330.json: image/stock/mpl_fontlist.py /var/lib/dpkg/s
 	@test -f $@
 
 $(IMG_DIR)/python.img: images/python.manifest images/python.template \
-    images/python-ready.py image/stock/keep_once.py $(STOCK_DIR)/mpl/fontlist-v330.json $(DEB_IMAGE_DEPS)
+    images/python-ready.py images/python.reserve image/stock/keep_once.py $(STOCK_DIR)/mpl/fontlist-v330.json $(DEB_IMAGE_DEPS)
 	@mkdir -p $(dir $@)
 	$(B)/bin/keep image build --name python --version 3.11 --memory 1G \
 	    --defer-hashes --manifest $< \

@@ -96,6 +96,14 @@ print(np.__version__, np.allclose(a @ x, b), " ".join("%.12e" % v for v in x[:5]
 out=$(py -c "$solve" 2>&1); want=$($PY -c "$solve")
 [ "$out" = "$want" ] && ok "numpy solve matches the host: ${out:0:60}" || bad "numpy: '$out' want '$want'"
 
+# One array of 700 MiB under the image's 1 GiB: past the half of guest
+# memory mmap had before the image's reserve, within the limit; and one
+# of 1.1 GiB, past the limit, is refused as natively under that limit.
+out=$(py -c 'import numpy as np; a = np.ones(700 << 17); a[-1] = 2; print(a.nbytes >> 20, a.sum() - a.size)' 2>&1)
+[ "$out" = "700 1.0" ] && ok "numpy: one array of 700 MiB under a 1 GiB limit" || bad "700 MiB array: $out"
+out=$(py -c 'import numpy as np; np.ones(1100 << 17)' 2>&1)
+[[ $out == *"Unable to allocate"*"refused memory at its limit"* ]] && ok "one of 1.1 GiB: MemoryError, and keep run names the limit" || bad "1.1 GiB array: $out"
+
 printf 'city,temp\nParis,12\nOslo,3\nParis,14\nLima,19\nOslo,5\n' >"$ws/in.csv"
 # What execute's results take from a DataFrame (text/html, text/plain).
 out=$(py -c 'import pandas as pd
