@@ -114,6 +114,26 @@ verified_path(const char *image, char *buf, size_t len)
 	return buf;
 }
 
+/* Whether a key given with --trust is the one the image names as its
+ * signer: a record's "signature verified" (image/verified.h) is about
+ * that key, the only one image_verify tries. */
+static int
+signer_trusted(
+    const struct image *img, const uint8_t (*trust)[32], size_t ntrust)
+{
+	const char *kid = image_signer(img);
+	char pid[IMAGE_KID_MAX];
+	size_t i;
+
+	for (i = 0; kid != NULL && i < ntrust; i++) {
+		memset(pid, 0, sizeof(pid));
+		paserk_pid(pid, sizeof(pid), trust[i]);
+		if (memcmp(pid, kid, IMAGE_KID_MAX) == 0)
+			return 1;
+	}
+	return 0;
+}
+
 /* After a run: the files its processes found matching, added to the
  * record, if there are new ones and the image file is still the one
  * the record's key names. */
@@ -314,10 +334,33 @@ cmd_run(int argc, char **argv)
 		 * command checked before any VM exists. */
 		if (argc < 2)
 			return run_usage();
-		if (image_open_trusted_fd(argv[0], (const uint8_t(*)[32])trust,
-		        ntrust, &img, err, sizeof(err)) != 0) {
+		if (image_open_fd(argv[0], &img, err, sizeof(err)) != 0) {
 			fprintf(stderr, "keep run: %s\n", err);
 			return RUN_EXIT_BOOT;
+		}
+		/* The files an earlier keep run checked, and whether it
+		 * verified the signature, as long as the image file is the
+		 * same one (image/verified.h): the record is read from the
+		 * file's identity and its signature's bytes only, before
+		 * anything of the image is used. */
+		if ((checked = calloc(image_nfiles(img) + 1, 1)) == NULL)
+			goto out;
+		/* Only deferred hashes are worth a record: the others were
+		 * all checked as the image was opened. */
+		vkeyed = image_is_deferred(img) &&
+		    verified_path(argv[0], vpath, sizeof(vpath)) != NULL &&
+		    image_verified_key(img, &vkey) == 0;
+		if (vkeyed)
+			(void)image_verified_load(vpath, &vkey, checked);
+		if (!checked[image_nfiles(img)] ||
+		    !signer_trusted(img, (const uint8_t(*)[32])trust, ntrust)) {
+			if (image_verify(img, (const uint8_t(*)[32])trust,
+			        ntrust, NULL, err, sizeof(err)) != 0) {
+				fprintf(stderr, "keep run: %s\n", err);
+				goto out;
+			}
+			checked[image_nfiles(img)] = 1;
+			vchanged = 1;
 		}
 		if ((cmd = image_command(img, argv[1])) == NULL) {
 			fprintf(stderr,
@@ -339,19 +382,8 @@ cmd_run(int argc, char **argv)
 			files[i].hash = f->hash;
 			files[i].pad = f->pad;
 		}
-		/* The files an earlier keep run checked, as long as the
-		 * image file is the same one (image/verified.h); the
-		 * program, and each file the guest opens, are checked
-		 * unless they are among them. */
-		if ((checked = calloc(image_nfiles(img), 1)) == NULL)
-			goto out;
-		/* Only deferred hashes are worth a record: the others were
-		 * all checked as the image was opened. */
-		vkeyed = image_is_deferred(img) &&
-		    verified_path(argv[0], vpath, sizeof(vpath)) != NULL &&
-		    image_verified_key(img, &vkey) == 0;
-		if (vkeyed)
-			(void)image_verified_load(vpath, &vkey, checked);
+		/* The program, and each file the guest opens, are checked
+		 * unless the record has them. */
 		prog = (size_t)(cmd->program - image_file_at(img, 0));
 		if (!checked[prog]) {
 			if (image_file_verify(cmd->program) != 0) {

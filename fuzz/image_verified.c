@@ -24,11 +24,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(&key, data, sizeof(key));
 	key.nfiles %= 1u << 17; /* an image holds at most 65,536 files */
-	if ((checked = malloc(key.nfiles + 1)) == NULL)
+	if ((checked = malloc(key.nfiles + 1)) == NULL) /* the files, the
+							     signature */
 		return 0;
 	if (image_verified_decode(
 	        data + sizeof(key), size - sizeof(key), &key, checked) == 0) {
-		for (len = 0; len < key.nfiles; len++)
+		for (len = 0; len <= key.nfiles; len++)
 			if (checked[len] > 1)
 				abort();
 		again = image_verified_encode(&key, checked, &len);

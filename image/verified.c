@@ -79,7 +79,8 @@ image_verified_key(const struct image *img, struct image_verified_key *key)
 static size_t
 record_len(uint32_t nfiles)
 {
-	return sizeof(struct image_verified_hdr) + ((size_t)nfiles + 7) / 8;
+	/* A bit a file, and the signature's. */
+	return sizeof(struct image_verified_hdr) + ((size_t)nfiles + 1 + 7) / 8;
 }
 
 int
@@ -88,7 +89,7 @@ image_verified_decode(const uint8_t *buf, size_t len,
 {
 	struct image_verified_hdr h;
 	const uint8_t *bits = buf + sizeof(h);
-	uint32_t i, n = key->nfiles;
+	uint32_t i, n = key->nfiles + 1;
 
 	if (len != record_len(n))
 		return -1;
@@ -119,7 +120,7 @@ image_verified_encode(
 	memcpy(h.magic, IMAGE_VERIFIED_MAGIC, sizeof(h.magic));
 	h.key = *key;
 	memcpy(buf, &h, sizeof(h));
-	for (i = 0; i < key->nfiles; i++)
+	for (i = 0; i <= key->nfiles; i++)
 		if (checked[i])
 			buf[sizeof(h) + i / 8] |= (uint8_t)(1u << (i % 8));
 	return buf;

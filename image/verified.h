@@ -31,7 +31,7 @@
 
 #include "image/image.h"
 
-#define IMAGE_VERIFIED_MAGIC "KEEPVFY1"
+#define IMAGE_VERIFIED_MAGIC "KEEPVFY2"
 #define IMAGE_VERIFIED_BOOT_ID 36
 
 struct image_verified_key {
@@ -43,8 +43,10 @@ struct image_verified_key {
 };
 
 /* The record: the magic, the key, then a bit per file (bit i % 8 of
- * byte i / 8: file i matched its hash and padding), the bits past the
- * last file zero. */
+ * byte i / 8: file i matched its hash and padding) and one more, bit
+ * nfiles: the image's signature verified under the public key whose
+ * k4.pid the image names (image_verify tries no other), the bits past
+ * it zero. The callers' checked arrays have nfiles + 1 entries. */
 struct image_verified_hdr {
 	char magic[8];
 	struct image_verified_key key;
@@ -59,13 +61,14 @@ struct image_verified_hdr {
  */
 int image_verified_key(const struct image *img, struct image_verified_key *key);
 
-/* checked (nfiles bytes, 0 or 1) from a record in buf made under key: 0,
- * or -1 (checked untouched) when buf is not exactly one such record. */
+/* checked (nfiles + 1 bytes, 0 or 1) from a record in buf made under
+ * key: 0, or -1 (checked untouched) when buf is not exactly one such
+ * record. */
 int image_verified_decode(const uint8_t *buf, size_t len,
     const struct image_verified_key *key, uint8_t *checked);
 
-/* The record of checked (key->nfiles bytes; nonzero: checked) under key
- * (malloc'd, *len set), or NULL. */
+/* The record of checked (key->nfiles + 1 bytes; nonzero: checked) under
+ * key (malloc'd, *len set), or NULL. */
 uint8_t *image_verified_encode(
     const struct image_verified_key *key, const uint8_t *checked, size_t *len);
 

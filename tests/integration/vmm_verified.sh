@@ -5,7 +5,9 @@
 # them as checked while the image file is the same (boot, device, inode,
 # size, mtime, ctime, signature); a file written in place or an image
 # replaced is checked again and refused when tampered; a record written by
-# another user, writable by others, or cut short is ignored.
+# another user, writable by others, or cut short is ignored. The record
+# also says the signature verified under the key the image names, which
+# the next run takes only when that key is among those it trusts.
 set -u
 cd "$(dirname "$0")/../.."
 B=${B:-build}; KEEP=$B/bin/keep; G=$B/guests
@@ -31,22 +33,30 @@ rm -f "$rec"
 run() { "$KEEP" run --trust "$tmp/k/keep.public" "$img" mapimage /data 2>&1; }
 good() { [[ $out == *"mapimage: ok" ]]; }
 refused() { [[ $out == *"/data does not match its hash"* ]]; }
-# bits FILE: the record's file bits, as a string of 0 and 1 (file 0 first).
+# bits FILE: the record's file bits, as a string of 0 and 1 (file 0
+# first), then the signature's.
 bits() { python3 -c 'import sys
 b = open(sys.argv[1], "rb").read()
-n = int.from_bytes(b[168:172], "little")
+n = int.from_bytes(b[168:172], "little") + 1
 print("".join(str(b[176 + i // 8] >> (i % 8) & 1) for i in range(n)))' "$1"; }
 flip() { python3 tests/lib/image_flip.py "$img" /data; }
 
 out=$(run); good && ok "first run" || bad "first run: $out"
 if [ -f "$rec" ] && [ "$(stat -c '%u %a' "$rec")" = "0 600" ] &&
-    [ "$(bits "$rec")" = 11 ]; then
-	ok "the record names the program and /data, root's, mode 600"
+    [ "$(bits "$rec")" = 111 ]; then
+	ok "the record names the program, /data and the signature, root's, mode 600"
 else
 	bad "record: $(ls -l "$rec" 2>&1) bits $(bits "$rec" 2>&1)"
 fi
 good_rec=$tmp/good.rec && cp "$rec" "$good_rec"
 out=$(run); good && ok "a second run, with the record" || bad "second run: $out"
+# The signature's bit holds for the key the image names only: trusting
+# another key alone, the image is refused as untrusted.
+mkdir "$tmp/k2" && "$KEEP" key generate --out "$tmp/k2" >/dev/null || exit 1
+out=$("$KEEP" run --trust "$tmp/k2/keep.public" "$img" mapimage /data 2>&1); rc=$?
+[ $rc -eq 126 ] && [[ $out == *"not trusted"* ]] && [[ $out != *mapimage:* ]] &&
+	ok "with the record, an image signed by a key not trusted is refused" ||
+	bad "untrusted signer believed ($rc): $out"
 
 # Written in place after the record (the same inode): its ctime moved,
 # so the record no longer names this file, and the file is hashed again.
@@ -84,9 +94,10 @@ forge
 out=$(run); good && ok "root's own record is the check" || bad "root's record: $out"
 flip
 
-# The record never stands for the signature: a manifest whose hash of
-# /data was changed (it still validates) is refused before the guest's
-# first instruction, and before any other complaint about the image.
+# A manifest whose hash of /data was changed (it still validates; a new
+# file, so the record does not name it) is refused at its signature
+# before the guest's first instruction, and before any other complaint
+# about the image.
 cp "$img" "$tmp/s.img"
 python3 -c 'import struct, sys
 p = sys.argv[1]
