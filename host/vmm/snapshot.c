@@ -765,24 +765,56 @@ canonical(uint64_t a)
 	return (uint64_t)((int64_t)(a << 16) >> 16) == a;
 }
 
-/* Guest memory [lo, hi) as a fresh VM's: zeroes. */
+/* Guest memory [lo, hi) as a fresh VM's: zeroes, open (prot) or closed
+ * (PROT_NONE, host/vmm/mem_space.c). */
 static int
-fresh(struct vm *vm, uint64_t lo, uint64_t hi)
+fresh(struct vm *vm, uint64_t lo, uint64_t hi, int prot)
 {
 	if (hi <= lo)
 		return 0;
-	return mmap(vm->mem + lo, hi - lo, PROT_READ | PROT_WRITE,
+	return mmap(vm->mem + lo, hi - lo, prot,
 	           MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS | MAP_NORESERVE, -1,
 	           0) == MAP_FAILED
 	    ? -1
 	    : 0;
 }
 
+/*
+ * Open what the image's program holds, as its own calls opened it: the
+ * heap up to the break, the mmap area's pages it maps (used, from the
+ * image's map), the stack with its guard. The rest stays closed, so the
+ * vm process holds no more than the charge allows (and, with a reserve,
+ * does not pass its RLIMIT_DATA).
+ */
+static int
+open_held(struct vm *vm, const struct snap_state *st, const uint8_t *used)
+{
+	uint64_t npages = (vm->mmap_hi - vm->mmap_lo) / VM_PAGE, i, j;
+	uint64_t heap_end = (st->brk_cur + VM_PAGE - 1) & ~(VM_PAGE - 1);
+
+	if (heap_end > vm->elf.hi &&
+	    vm_space_open(vm, vm->elf.hi, heap_end - vm->elf.hi) != 0)
+		return -1;
+	for (i = 0; i < npages; i = j) {
+		for (j = i; j < npages && used[j]; j++)
+			;
+		if (j > i &&
+		    vm_space_open(
+		        vm, vm->mmap_lo + i * VM_PAGE, (j - i) * VM_PAGE) != 0)
+			return -1;
+		if (j == i)
+			j++;
+	}
+	return vm_space_open(
+	    vm, vm->stack_lo - VM_HUGE, vm->memsz - (vm->stack_lo - VM_HUGE));
+}
+
 /* The guest memory above the kernel's: zeroes but for the program's
  * segments, then the references mapped and the runs read in. */
 static int
 restore_memory(struct vm *vm, int fd, const struct snap_state *st,
-    const uint8_t *refs, const uint8_t *runs, char *err, size_t errlen)
+    const uint8_t *used, const uint8_t *refs, const uint8_t *runs, char *err,
+    size_t errlen)
 {
 	const struct vmm_config *cfg = vm->cfg;
 	struct snap_ref rf;
@@ -793,8 +825,9 @@ restore_memory(struct vm *vm, int fd, const struct snap_state *st,
 
 	/* The program's segments stay as the boot left them: the image
 	 * holds their pages that differ. */
-	if (fresh(vm, GUEST_LOW_END, vm->elf.lo) != 0 ||
-	    fresh(vm, vm->elf.hi, vm->memsz) != 0)
+	if (fresh(vm, GUEST_LOW_END, vm->elf.lo, PROT_READ | PROT_WRITE) != 0 ||
+	    fresh(vm, vm->elf.hi, vm->memsz, PROT_NONE) != 0 ||
+	    open_held(vm, st, used) != 0)
 		return fail(err, errlen, "guest memory");
 	vm->nimgruns = 0;
 	vm->imgmaps = 0;
@@ -941,7 +974,7 @@ vm_snap_restore(struct vm *vm, int fd, char *err, size_t errlen)
 			goto out;
 		at += pad8((uint64_t)fr.pathlen + fr.datalen);
 	}
-	if (restore_memory(vm, fd, &st, meta + at,
+	if (restore_memory(vm, fd, &st, used_map, meta + at,
 	        meta + at + st.nrefs * sizeof(struct snap_ref), err,
 	        errlen) != 0)
 		goto out;

@@ -24,6 +24,11 @@ agent "alice" {
 	contexts 4
 	pause 1s
 }
+agent "bob" {
+	allow sandbox:read, sandbox:write, exec
+	exec "python"
+	pause 1s
+}
 EOP
 keepd_start "$tmp/test.policy"
 alice=$(mint alice sandbox:read,sandbox:write,exec)
@@ -159,6 +164,25 @@ wait "$cpid"
 code=$(head -n 1 "$tmp/c3.out"); body=$(tail -n +2 "$tmp/c3.out")
 [ -n "$h" ] && [ "$(out)" = "$h" ] && grep -q "context $c3: resuming from its memory image" <(tail -n +"$m" "$tmp/log") &&
     ok "and then starts from the saved image" || bad "cell during save: $code $body"
+
+# The image's own memory (1 GiB) and its reserve of address space (1
+# GiB more): the save and the restore open only what the program holds,
+# within the vm process's RLIMIT_DATA (opening the whole guest to read
+# it was refused, and the context could only pause to its journal).
+bob=$(mint bob sandbox:read,sandbox:write,exec)
+req "$bob" POST /v1/sandboxes '{"image":"python"}'
+bsbx=$(jget "$body" '["id"]')
+req "$bob" POST "/v1/sandboxes/$bsbx/contexts" '{}'
+bcid=$(jget "$body" '["id"]')
+m=$(mark)
+req "$bob" POST "/v1/sandboxes/$bsbx/execute" "{\"code\":\"w = 7\",\"context_id\":\"$bcid\"}"
+paused "$bcid" "$m" && ok "a context with the image's whole memory saves its image" ||
+    bad "no image with 1 GiB and a reserve: $(tail -n +"$m" "$tmp/log" | grep -i "$bcid\|not saved")"
+m=$(mark)
+req "$bob" POST "/v1/sandboxes/$bsbx/execute" "{\"code\":\"print(w)\",\"context_id\":\"$bcid\"}"
+[ "$(out)" = 7 ] && grep -q "context $bcid: resuming from its memory image" <(tail -n +"$m" "$tmp/log") &&
+    ! grep -q "could not be restored" <(tail -n +"$m" "$tmp/log") &&
+    ok "and resumes from it" || bad "resume with 1 GiB: $body $(tail -n +"$m" "$tmp/log" | grep "$bcid")"
 
 # Deleting a context removes its image (paused again meanwhile).
 for _ in $(seq 150); do [ -f "$dir/$cid.mem" ] && break; sleep 0.1; done
