@@ -108,10 +108,14 @@ def _refresh():
 def _probe():
     """keep's probe (docs/templates.md, "The pages a clone writes"): a
     request with no strings, which no run sends. It takes the path of a
-    plain execute (keep's runner on code that does nothing), so that
-    keep learns which pages such a run writes."""
+    plain execute (keep's runner), on code that does nothing but, when
+    the template imported numpy, make and sum a small array: what most
+    cells of this image do first, so that keep learns the pages numpy's
+    array and ufunc paths write as well."""
     code = _RUNNER_TEXT if _RUNNER_TEXT is not None else b"pass"
-    argv = [b"python3", b"-c", code, b"probe", b"pass"]
+    cell = (b"import numpy; numpy.ones(3).sum()"
+            if "numpy" in sys.modules else b"pass")
+    argv = [b"python3", b"-c", code, b"probe", cell]
     return argv, [b"%s=%s" % kv for kv in os.environb.items()]
 
 
