@@ -5,7 +5,8 @@
 #            image is built from), and the same with -I -S (as the image
 #            runs it: isolated, no site)
 #   cold     `keep run` of the python image's -c 'print(1)' (no API)
-#   api      POST execute {"code":"print(1)"}: a cold boot per execute
+#   api      POST execute {"code":"print(1)"}: a clone of the python
+#            template when one is ready (docs/templates.md), else a cold boot
 #   cell     POST execute {"code":"print(1)","context_id":...}: a cell in a
 #            live context, through the API
 #   cell/vmm the same cell as the vmm timed it (pipe in to end line out)
@@ -86,7 +87,7 @@ rows.append(("native python3.11 -I -S -c 'print(1)'",
 rows.append(("keep run python -c 'print(1)' (cold boot)",
              timed(lambda: run([keep, "run", "--trust", key, img, "python", "-c",
                                 "print(1)"]))))
-rows.append(("API execute print(1) (cold boot)",
+rows.append(("API execute print(1) (the template's clone)",
              timed(lambda: post({"code": "print(1)"}))))
 cell = {"code": "print(1)", "context_id": cid}
 rows.append(("API execute print(1) in a live context",
