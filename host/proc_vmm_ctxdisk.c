@@ -244,6 +244,21 @@ ends_with(const char *s, const char *end)
 	return n > e && strcmp(s + n - e, end) == 0;
 }
 
+/* A stream over directory dir on a descriptor of its own (seccomp has
+ * no dup), which closedir closes; NULL when it cannot be made. */
+static DIR *
+dir_stream(int dir)
+{
+	DIR *d;
+	int fd;
+
+	if ((fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return NULL;
+	if ((d = fdopendir(fd)) == NULL)
+		close(fd);
+	return d;
+}
+
 /* Memory images whose context's journal is not there: removed. */
 static void
 drop_orphan_images(int dir)
@@ -252,15 +267,9 @@ drop_orphan_images(int dir)
 	struct dirent *e;
 	struct stat st;
 	DIR *d;
-	int dup_fd;
 
-	if ((dup_fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) ==
-	        -1 ||
-	    (d = fdopendir(dup_fd)) == NULL) {
-		if (dup_fd != -1)
-			close(dup_fd);
+	if ((d = dir_stream(dir)) == NULL)
 		return;
-	}
 	while ((e = readdir(d)) != NULL) {
 		if (!ends_with(e->d_name, ".mem") ||
 		    strlen(e->d_name) - 4 >= sizeof(base))
@@ -280,16 +289,10 @@ adopt_sandbox(struct vmm_state *vs, struct sandbox *s, int dir)
 	struct dirent *e;
 	uint64_t cells, bytes;
 	DIR *d;
-	int fd, dup_fd;
+	int fd;
 
-	/* Its own descriptor for the stream (seccomp has no dup). */
-	if ((dup_fd = openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) ==
-	        -1 ||
-	    (d = fdopendir(dup_fd)) == NULL) {
-		if (dup_fd != -1)
-			close(dup_fd);
+	if ((d = dir_stream(dir)) == NULL)
 		return;
-	}
 	while ((e = readdir(d)) != NULL) {
 		const char *n = e->d_name;
 		int snap = strncmp(n, "snap-", 5) == 0;
@@ -350,10 +353,7 @@ vmm_contexts_adopt(struct vmm_state *vs)
 
 	if ((top = open(CTX_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
 		return;
-	if ((fd = openat(top, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1 ||
-	    (d = fdopendir(fd)) == NULL) {
-		if (fd != -1)
-			close(fd);
+	if ((d = dir_stream(top)) == NULL) {
 		close(top);
 		return;
 	}

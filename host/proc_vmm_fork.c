@@ -99,6 +99,18 @@ vmm_fork_pollfd(const struct vmm_state *vs, size_t i)
 	return vs->forks[i].used ? vs->forks[i].pidfd : -1;
 }
 
+/* Answer fork f's create with r, and free its slot. */
+static void
+fork_answer(struct proc_ctx *ctx, struct vmm_fork *f,
+    const struct msg_vmm_sandbox_info *r)
+{
+	if (ctx->fd[f->from] >= 0)
+		msg_send(ctx->fd[f->from], MSG_VMM_SANDBOX_INFO, MSG_F_REPLY,
+		    f->reqid, r, sizeof(*r), -1);
+	memset(f, 0, sizeof(*f));
+	f->pidfd = -1;
+}
+
 /* The copy is done: the contexts come along once their saves have ended
  * (or the fork's time is up: those still saving come with their
  * journals), then the fork is answered. */
@@ -119,11 +131,7 @@ fork_finish(struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_fork *f)
 		vmm_sandbox_info(&r, s);
 		log_info("sandbox %s forked from %s", s->id, f->src);
 	}
-	if (ctx->fd[f->from] >= 0)
-		msg_send(ctx->fd[f->from], MSG_VMM_SANDBOX_INFO, MSG_F_REPLY,
-		    f->reqid, &r, sizeof(r), -1);
-	memset(f, 0, sizeof(*f));
-	f->pidfd = -1;
+	fork_answer(ctx, f, &r);
 }
 
 void
@@ -169,11 +177,7 @@ vmm_fork_event(struct proc_ctx *ctx, struct vmm_state *vs, size_t i)
 		s->forking = 0;
 		vmm_sandbox_discard(vs, s);
 	}
-	if (ctx->fd[f->from] >= 0)
-		msg_send(ctx->fd[f->from], MSG_VMM_SANDBOX_INFO, MSG_F_REPLY,
-		    f->reqid, &r, sizeof(r), -1);
-	memset(f, 0, sizeof(*f));
-	f->pidfd = -1;
+	fork_answer(ctx, f, &r);
 }
 
 void

@@ -31,26 +31,6 @@
  */
 #define E2B_ENVD_VERSION "0.4.0"
 
-static json_t *
-kv_json(const struct api_kv *kv, size_t n)
-{
-	json_t *o = json_object();
-
-	for (size_t i = 0; o != NULL && i < n; i++)
-		json_object_set_new(o, kv[i].key, json_string(kv[i].value));
-	return o;
-}
-
-static void
-kv_release(struct api_kv *kv, size_t n)
-{
-	for (size_t i = 0; kv != NULL && i < n; i++) {
-		free(kv[i].key);
-		free(kv[i].value);
-	}
-	free(kv);
-}
-
 /* --- the control plane ------------------------------------------------ */
 
 /*
@@ -87,7 +67,7 @@ e2b_sandbox_json(const struct api_sandbox *sb, const char *tmpl)
 	    "envdVersion", E2B_ENVD_VERSION, "startedAt",
 	    iso_time(sb->created_at), "endAt", iso_time(sb->expires_at),
 	    "state", "running", "metadata",
-	    kv_json(sb->metadata, sb->nmetadata));
+	    api_kv_json(sb->metadata, sb->nmetadata));
 }
 
 /* POST /e2b/v2/sandboxes: E2B's template as keep's image. */
@@ -162,7 +142,7 @@ h_e2b_sandbox_create(struct rq *r)
 		    o, "trafficAccessToken", json_string(tok.token));
 		json_object_set_new(o, "domain", json_null());
 	}
-	kv_release(sb.metadata, sb.nmetadata);
+	api_kv_free(sb.metadata, sb.nmetadata);
 	r->api->sandboxes_created++;
 	rq_json(r, 201, o);
 }
@@ -185,7 +165,7 @@ h_e2b_sandbox_get(struct rq *r)
 	sb.id[sizeof(sb.id) - 1] = '\0';
 	sb.image[sizeof(sb.image) - 1] = '\0';
 	rq_json(r, 200, e2b_sandbox_json(&sb, sb.image));
-	kv_release(sb.metadata, sb.nmetadata);
+	api_kv_free(sb.metadata, sb.nmetadata);
 }
 
 /*
@@ -260,7 +240,7 @@ h_e2b_health(struct rq *r)
 	memset(&sb, 0, sizeof(sb));
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->sandbox_get(BE(r)->ctx, &r->call, r->id, &sb, &err);
-	kv_release(sb.metadata, sb.nmetadata);
+	api_kv_free(sb.metadata, sb.nmetadata);
 	if (rc == API_ENOTFOUND)
 		rq_fail(r, 502, "SANDBOX_GONE", "The sandbox is not running");
 	else if (rc != API_OK)
@@ -535,28 +515,6 @@ h_e2b_context_delete(struct rq *r)
 	}
 	e2b_ctx_forget(r->api, r->tail);
 	rq_no_content(r);
-}
-
-void
-h_e2b_context_restart(struct rq *r)
-{
-	struct api_context c;
-	struct api_error err;
-	int rc;
-
-	if (r->body != NULL && json_object_size(r->body) != 0) {
-		rq_error(r, API_EBADREQ, "restart takes no fields");
-		return;
-	}
-	memset(&c, 0, sizeof(c));
-	memset(&err, 0, sizeof(err));
-	rc = BE(r)->context_restart(
-	    BE(r)->ctx, &r->call, r->id, r->tail, &c, &err);
-	if (rc != API_OK) {
-		rq_backend_error(r, rc, &err);
-		return;
-	}
-	rq_json(r, 200, api_context_json(&c));
 }
 
 /* --- envd's files ----------------------------------------------------- */

@@ -377,7 +377,7 @@ parse_start(struct rq *r, struct api_command *c, const char ***args,
 		NULL };
 	const struct http_header *h;
 	const char *cmd, *tag;
-	json_t *p, *a, *v;
+	json_t *p, *v;
 
 	memset(c, 0, sizeof(*c));
 	*args = NULL;
@@ -417,33 +417,8 @@ parse_start(struct rq *r, struct api_command *c, const char ***args,
 	    rq_cwd_check(
 	        r, c->cwd, json_string_length(json_object_get(p, "cwd"))))
 		return -1;
-	a = json_object_get(p, "args");
-	if (a != NULL && !json_is_null(a)) {
-		if (!json_is_array(a) || json_array_size(a) > 256) {
-			rq_error(r, API_EBADREQ,
-			    "args must be an array of at most 256 strings");
-			return -1;
-		}
-		if ((*args = calloc(json_array_size(a) + 1, sizeof(char *))) ==
-		    NULL) {
-			rq_error(r, API_EINTERNAL, "Out of memory");
-			return -1;
-		}
-		for (size_t i = 0; i < json_array_size(a); i++) {
-			json_t *e = json_array_get(a, i);
-
-			if (!json_is_string(e) ||
-			    strlen(json_string_value(e)) !=
-			        json_string_length(e)) {
-				rq_error(r, API_EBADREQ,
-				    "args must be strings without NUL");
-				return -1;
-			}
-			(*args)[i] = json_string_value(e);
-		}
-		c->args = *args;
-		c->nargs = json_array_size(a);
-	}
+	if (rq_command_args(r, p, args, c))
+		return -1;
 	if (rq_kv(r, p, "envs", env, &c->nenv))
 		return -1;
 	c->env = *env;

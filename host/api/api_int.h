@@ -233,6 +233,15 @@ void h_context_create(struct rq *);
 void h_context_list(struct rq *);
 void h_context_delete(struct rq *);
 void h_context_restart(struct rq *);
+/* Variables as a JSON object (NULL: out of memory); a list of them
+ * freed, keys and values. */
+json_t *api_kv_json(const struct api_kv *kv, size_t n);
+/* A command's args from obj's "args" (absent or null: none): an array
+ * of at most 256 strings without NUL, into *args (calloc'd; the strings
+ * are obj's) and c. 0, or -1 with the error sent. */
+int rq_command_args(
+    struct rq *r, json_t *obj, const char ***args, struct api_command *c);
+void api_kv_free(struct api_kv *kv, size_t n);
 void h_context_fork(struct rq *);
 void h_context_snapshot(struct rq *);
 void h_context_snapshots(struct rq *);
@@ -299,7 +308,6 @@ void h_e2b_execute(struct rq *);
 void h_e2b_context_create(struct rq *);
 void h_e2b_context_list(struct rq *);
 void h_e2b_context_delete(struct rq *);
-void h_e2b_context_restart(struct rq *);
 void h_e2b_file_read(struct rq *);
 void h_e2b_file_write(struct rq *);
 void h_e2b_list_dir(struct rq *);

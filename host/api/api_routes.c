@@ -59,8 +59,8 @@ bytes_string(const char *p, size_t n)
 	return s;
 }
 
-static json_t *
-kv_object(const struct api_kv *kv, size_t n)
+json_t *
+api_kv_json(const struct api_kv *kv, size_t n)
 {
 	json_t *o = json_object();
 
@@ -69,8 +69,8 @@ kv_object(const struct api_kv *kv, size_t n)
 	return o;
 }
 
-static void
-kv_free(struct api_kv *kv, size_t n)
+void
+api_kv_free(struct api_kv *kv, size_t n)
 {
 	for (size_t i = 0; kv != NULL && i < n; i++) {
 		free(kv[i].key);
@@ -86,14 +86,14 @@ sandbox_json(const struct api_sandbox *s)
 	    s->image, "created_at", iso_time(s->created_at), "expires_at",
 	    iso_time(s->expires_at), "status",
 	    s->status[0] ? s->status : "running", "metadata",
-	    kv_object(s->metadata, s->nmetadata));
+	    api_kv_json(s->metadata, s->nmetadata));
 	return o;
 }
 
 static void
 sandbox_release(struct api_sandbox *s)
 {
-	kv_free(s->metadata, s->nmetadata);
+	api_kv_free(s->metadata, s->nmetadata);
 	s->metadata = NULL;
 	s->nmetadata = 0;
 }
@@ -770,13 +770,46 @@ api_valid_cmd(const char *s)
 	return s[0] != '.';
 }
 
+int
+rq_command_args(
+    struct rq *r, json_t *obj, const char ***args, struct api_command *c)
+{
+	json_t *a = json_object_get(obj, "args");
+
+	if (a == NULL || json_is_null(a))
+		return 0;
+	if (!json_is_array(a) || json_array_size(a) > 256) {
+		rq_error(r, API_EBADREQ,
+		    "args must be an array of at most 256 strings");
+		return -1;
+	}
+	if ((*args = calloc(json_array_size(a) + 1, sizeof(char *))) == NULL) {
+		rq_error(r, API_EINTERNAL, "Out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < json_array_size(a); i++) {
+		json_t *e = json_array_get(a, i);
+
+		if (!json_is_string(e) ||
+		    strlen(json_string_value(e)) != json_string_length(e)) {
+			rq_error(
+			    r, API_EBADREQ, "args must be strings without NUL");
+			return -1;
+		}
+		(*args)[i] = json_string_value(e);
+	}
+	c->args = *args;
+	c->nargs = json_array_size(a);
+	return 0;
+}
+
 static int
 parse_command(struct rq *r, struct api_command *c, const char ***args,
     struct api_kv **env)
 {
 	static const char *const fields[] = { "cmd", "args", "env", "cwd",
 		"stdin", "timeout", NULL };
-	json_t *a, *in;
+	json_t *in;
 
 	memset(c, 0, sizeof(*c));
 	*args = NULL;
@@ -800,32 +833,8 @@ parse_command(struct rq *r, struct api_command *c, const char ***args,
 	if ((in = json_object_get(r->body, "stdin")) != NULL &&
 	    json_is_string(in))
 		c->stdin_len = json_string_length(in);
-	a = json_object_get(r->body, "args");
-	if (a != NULL && !json_is_null(a)) {
-		if (!json_is_array(a) || json_array_size(a) > 256) {
-			rq_error(r, API_EBADREQ,
-			    "args must be an array of at most 256 strings");
-			return -1;
-		}
-		if ((*args = calloc(json_array_size(a) + 1, sizeof(char *))) ==
-		    NULL) {
-			rq_error(r, API_EINTERNAL, "Out of memory");
-			return -1;
-		}
-		for (size_t i = 0; i < json_array_size(a); i++) {
-			json_t *e = json_array_get(a, i);
-			if (!json_is_string(e) ||
-			    strlen(json_string_value(e)) !=
-			        json_string_length(e)) {
-				rq_error(r, API_EBADREQ,
-				    "args must be strings without NUL");
-				return -1;
-			}
-			(*args)[i] = json_string_value(e);
-		}
-		c->args = *args;
-		c->nargs = json_array_size(a);
-	}
+	if (rq_command_args(r, r->body, args, c))
+		return -1;
 	if (rq_kv(r, r->body, "env", env, &c->nenv))
 		return -1;
 	c->env = *env;
@@ -1031,8 +1040,8 @@ h_env_get(struct rq *r)
 	if (rc != API_OK)
 		rq_backend_error(r, rc, &err);
 	else
-		rq_json(r, 200, json_pack("{s:o}", "env", kv_object(kv, n)));
-	kv_free(kv, n);
+		rq_json(r, 200, json_pack("{s:o}", "env", api_kv_json(kv, n)));
+	api_kv_free(kv, n);
 }
 
 static void
@@ -1561,7 +1570,7 @@ const struct api_route api_routes[] = {
 	    "e2b_contexts_list", 0, E2B_SBX, "contexts_list" },
 	{ HTTP_DELETE, "/e2b/contexts/{name}", h_e2b_context_delete, CAP_EXEC,
 	    0, 0, "e2b_contexts_delete", 0, E2B_SBX, "contexts_delete" },
-	{ HTTP_POST, "/e2b/contexts/{name}/restart", h_e2b_context_restart,
+	{ HTTP_POST, "/e2b/contexts/{name}/restart", h_context_restart,
 	    CAP_EXEC, 2, 0, "e2b_contexts_restart", 0, E2B_SBX,
 	    "contexts_restart" },
 	{ HTTP_GET, "/e2b/files", h_e2b_file_read, CAP_ARTIFACT_READ, 0, 0,
