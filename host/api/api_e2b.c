@@ -479,42 +479,12 @@ h_e2b_context_create(struct rq *r)
 }
 
 void
-h_e2b_context_list(struct rq *r)
-{
-	struct api_context *cs = NULL;
-	struct api_error err;
-	size_t n = 0;
-	json_t *arr;
-	int rc;
-
-	memset(&err, 0, sizeof(err));
-	rc = BE(r)->context_list(BE(r)->ctx, &r->call, r->id, &cs, &n, &err);
-	if (rc != API_OK) {
-		free(cs);
-		rq_backend_error(r, rc, &err);
-		return;
-	}
-	arr = json_array();
-	for (size_t i = 0; i < n; i++)
-		json_array_append_new(arr, api_context_json(&cs[i]));
-	free(cs);
-	rq_json(r, 200, arr);
-}
-
-void
 h_e2b_context_delete(struct rq *r)
 {
-	struct api_error err;
-	int rc;
-
-	memset(&err, 0, sizeof(err));
-	rc = BE(r)->context_delete(BE(r)->ctx, &r->call, r->id, r->tail, &err);
-	if (rc != API_OK) {
-		rq_backend_error(r, rc, &err);
-		return;
-	}
-	e2b_ctx_forget(r->api, r->tail);
-	rq_no_content(r);
+	h_context_delete(r);
+	/* Deleted: its id no longer stands for the default context. */
+	if (r->status == 204)
+		e2b_ctx_forget(r->api, r->tail);
 }
 
 /* --- envd's files ----------------------------------------------------- */

@@ -306,7 +306,6 @@ void h_e2b_sandbox_connect(struct rq *);
 void h_e2b_health(struct rq *);
 void h_e2b_execute(struct rq *);
 void h_e2b_context_create(struct rq *);
-void h_e2b_context_list(struct rq *);
 void h_e2b_context_delete(struct rq *);
 void h_e2b_file_read(struct rq *);
 void h_e2b_file_write(struct rq *);

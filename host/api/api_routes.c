@@ -1566,7 +1566,7 @@ const struct api_route api_routes[] = {
 	    "e2b_execute", 1, E2B_SBX, "execute" },
 	{ HTTP_POST, "/e2b/contexts", h_e2b_context_create, CAP_EXEC, 2, 0,
 	    "e2b_contexts_create", 0, E2B_SBX, "contexts_create" },
-	{ HTTP_GET, "/e2b/contexts", h_e2b_context_list, CAP_SANDBOX_READ, 0, 0,
+	{ HTTP_GET, "/e2b/contexts", h_context_list, CAP_SANDBOX_READ, 0, 0,
 	    "e2b_contexts_list", 0, E2B_SBX, "contexts_list" },
 	{ HTTP_DELETE, "/e2b/contexts/{name}", h_e2b_context_delete, CAP_EXEC,
 	    0, 0, "e2b_contexts_delete", 0, E2B_SBX, "contexts_delete" },
