@@ -493,6 +493,11 @@ have_result:
 		    (unsigned long long)res.syscalls,
 		    (unsigned long long)(res.peak_memory / 1024),
 		    (unsigned long long)res.output_bytes);
+	if (stats && res.efault_retries != 0)
+		fprintf(stderr,
+		    "keep run: %llu entries made again after KVM_RUN failed "
+		    "a page the guest holds\n",
+		    (unsigned long long)res.efault_retries);
 out:
 	if (kvm != -1)
 		close(kvm);

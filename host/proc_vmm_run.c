@@ -184,6 +184,10 @@ void __attribute__((noreturn)) vmm_vm_process(struct proc_ctx *ctx,
 		cfg->output_arg = outfds;
 	}
 	rc = vmm_run(cfg, res, err, sizeof(err));
+	if (res->efault_retries != 0)
+		log_info("vm %s: %llu entries made again after KVM_RUN failed "
+		         "a page the guest holds",
+		    id, (unsigned long long)res->efault_retries);
 	if (rc == VMM_E_SNAPSHOT) {
 		log_warnx("vm %s: %s", id, err);
 		_exit(VMM_EXIT_RESTORE_FAILED);

@@ -150,6 +150,9 @@ struct vmm_result {
 	uint64_t boot_us; /* process-relative: VM created to first entry */
 	uint64_t run_us; /* first entry to exit */
 	uint64_t exits; /* VM exits */
+	/* KVM_RUN's EFAULTs that the same entry again went past (kvm.c):
+	 * the host failed a page of the guest it holds, once. */
+	uint64_t efault_retries;
 	uint64_t syscalls;
 	uint64_t peak_memory; /* guest bytes held (brk + mmap), image
 				 pages counted only where touched */

@@ -67,7 +67,10 @@ top=$tmp/top; mkdir -p "$top/ws/etc"; echo canary >"$top/canary"
 echo decoy >"$top/ws/etc/passwd"
 ln -s /etc/passwd "$top/ws/host-abs"; ln -s ../.. "$top/ws/host-up"
 passwd_before=$(stat -c '%s %a %Y %Z' /etc/passwd)
-root_before=$(stat -c '%a %Y' "$top/ws")
+# The root's mode, and a time the guest's utimes (to 1 s past the epoch)
+# would have set; the guest's own links and unlinks there move its
+# mtime, as on Linux, so the time itself is not compared.
+root_before=$(stat -c '%a' "$top/ws")
 # want LINK BELOW CLASS: the lines attack() prints for one link.
 want() {
 	local l=$1 below=$2 c
@@ -104,7 +107,8 @@ rc=$?
     bad "symlinks: exit $rc: $(diff "$tmp/symlinks.want" "$tmp/out" | head -20) $(head -c 300 "$tmp/err")"
 [ "$(ls -A "$top")" = "$(printf 'canary\nws')" ] && [ "$(cat "$top/canary")" = canary ] &&
     [ "$(stat -c '%s %a %Y %Z' /etc/passwd)" = "$passwd_before" ] &&
-    [ "$(stat -c '%a %Y' "$top/ws")" = "$root_before" ] && [ ! -e "$top/ws/hard" ] &&
+    [ "$(stat -c '%a' "$top/ws")" = "$root_before" ] &&
+    [ "$(stat -c '%Y' "$top/ws")" != 1 ] && [ ! -e "$top/ws/hard" ] &&
     ok "symlinks: nothing outside the workspace changed, nor its root" ||
     bad "symlinks: outside changed: $(ls -la "$top")"
 [ "$(readlink "$top/ws/up")" = ../.. ] && [ "$(readlink "$top/ws/loop")" = loop ] &&
