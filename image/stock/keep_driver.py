@@ -23,14 +23,20 @@ def _keep_context():
     # driver; it must end there, never answer or read cells.
     me = os.getpid()
 
+    # What came down the pipe and is not taken yet: a frame is read
+    # whole where it fits, not a read a field (each read is an exit of
+    # the VM). Between cells it is empty, the driver waiting in read.
+    inbuf = bytearray()
+
     def readn(n):
-        b = bytearray()
-        while len(b) < n:
-            c = os.read(0, n - len(b))
+        while len(inbuf) < n:
+            c = os.read(0, max(n - len(inbuf), 1 << 16))
             if not c:
                 os._exit(0)
-            b += c
-        return bytes(b)
+            inbuf.extend(c)
+        b = bytes(inbuf[:n])
+        del inbuf[:n]
+        return b
 
     def send(obj):
         data = memoryview((json.dumps(obj, ensure_ascii=True) + "\n").encode())
