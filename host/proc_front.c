@@ -17,6 +17,7 @@
 
 #include "host/api/api.h"
 #include "host/front/front_backend.h"
+#include "lib/clock.h"
 #include "host/front/front_backend_int.h"
 #include "host/http/front.h"
 #include "host/msg.h"
@@ -163,6 +164,28 @@ front_start(struct proc_ctx *ctx, struct front_state *fs)
 	return 1;
 }
 
+/*
+ * Serve once the links to every peer have come up (the parent starts the
+ * children one after another): a request that came before the store
+ * did, /healthz already green, was refused 503 (a full check drew one).
+ * A peer that has not come within FRONT_PEERS_MS is not waited for: the
+ * front serves what it can, as when a child restarts later.
+ */
+#define FRONT_PEERS_MS 10000
+
+static int
+front_peers_up(const struct proc_ctx *ctx, uint64_t t0)
+{
+	int p;
+
+	for (p = 0; p < PROC_COUNT; p++)
+		if (p != PROC_PARENT && p != PROC_FRONT &&
+		    (proc_table[PROC_FRONT].peers & PROC_BIT(p)) &&
+		    ctx->fd[p] < 0 && mono_ms() - t0 < FRONT_PEERS_MS)
+			return 0;
+	return 1;
+}
+
 static int
 front_loop(struct proc_ctx *ctx, struct front_state *fs)
 {
@@ -170,6 +193,7 @@ front_loop(struct proc_ctx *ctx, struct front_state *fs)
 	uint8_t *buf;
 	int epfd, n, i, started = 0, linkfd[PROC_COUNT], timeout, due;
 	enum proc_id p;
+	uint64_t t0 = mono_ms();
 
 	if ((buf = malloc(MSG_BUFSZ)) == NULL ||
 	    (epfd = epoll_create1(EPOLL_CLOEXEC)) == -1)
@@ -199,7 +223,7 @@ front_loop(struct proc_ctx *ctx, struct front_state *fs)
 		    (due = front_backend_flush_in(fs->fb)) >= 0 &&
 		    due < timeout)
 			timeout = due;
-		if (!started) {
+		if (!started && front_peers_up(ctx, t0)) {
 			if ((started = front_start(ctx, fs)) == -1)
 				fatalx("%s: cannot serve", __func__);
 			if (started) {
