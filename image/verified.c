@@ -91,7 +91,7 @@ image_verified_decode(const uint8_t *buf, size_t len,
 	const uint8_t *bits = buf + sizeof(h);
 	uint32_t i, n = key->nfiles + 1;
 
-	if (len != record_len(n))
+	if (len != record_len(key->nfiles))
 		return -1;
 	memcpy(&h, buf, sizeof(h));
 	if (memcmp(h.magic, IMAGE_VERIFIED_MAGIC, sizeof(h.magic)) != 0 ||
