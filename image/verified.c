@@ -15,6 +15,7 @@
 #include "image/format.h"
 #include "image/image_int.h"
 #include "image/verified.h"
+#include "lib/own_file.h"
 
 /* File systems whose ctime changes with every write and whose inode
  * numbers stay a file's own while it exists (statfs f_type). */
@@ -130,23 +131,13 @@ int
 image_verified_load(
     const char *path, const struct image_verified_key *key, uint8_t *checked)
 {
-	struct stat sb;
-	size_t len = record_len(key->nfiles);
+	size_t want = record_len(key->nfiles), len;
 	uint8_t *buf;
-	int fd, rc = -1;
+	int rc = -1;
 
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd == -1)
-		return -1;
-	/* Only what this user (or nobody but root) could have written. */
-	if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) &&
-	    sb.st_uid == geteuid() && (sb.st_mode & 022) == 0 &&
-	    (uint64_t)sb.st_size == len && (buf = malloc(len)) != NULL) {
-		if (read(fd, buf, len) == (ssize_t)len)
-			rc = image_verified_decode(buf, len, key, checked);
-		free(buf);
-	}
-	close(fd);
+	if ((buf = own_file_read(path, want, &len)) != NULL && len == want)
+		rc = image_verified_decode(buf, len, key, checked);
+	free(buf);
 	return rc;
 }
 
@@ -154,24 +145,11 @@ void
 image_verified_store(const char *path, const struct image_verified_key *key,
     const uint8_t *checked)
 {
-	char tmp[4096];
 	uint8_t *buf;
 	size_t len;
-	int fd, ok;
 
-	if (snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= (int)sizeof(tmp))
-		return;
 	if ((buf = image_verified_encode(key, checked, &len)) == NULL)
 		return;
-	/* A private temporary file renamed over the old one: a reader
-	 * sees the old record or the new, never a part. */
-	if ((fd = mkostemp(tmp, O_CLOEXEC)) == -1) {
-		free(buf);
-		return;
-	}
-	ok = write(fd, buf, len) == (ssize_t)len && fchmod(fd, 0600) == 0;
-	ok = close(fd) == 0 && ok;
-	if (!ok || rename(tmp, path) == -1)
-		unlink(tmp);
+	own_file_write(path, buf, len, 0600);
 	free(buf);
 }

@@ -21,7 +21,6 @@
 
 #define BE(r) ((r)->api->be)
 #define MAX_TTL_S (30ULL * 24 * 3600)
-#define PATH_MAX_E2B 1024
 
 /*
  * The envd version keep answers as. The SDK gates features on it: from
@@ -417,21 +416,12 @@ h_e2b_execute(struct rq *r)
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->execute(BE(r)->ctx, &r->call, r->id, &ex, &res, &err);
 	free(env);
-	if (rc == API_PENDING && r->pending != NULL) {
+	if (rc == API_PENDING && r->pending != NULL)
 		strlcpy(r->pending->e2b_ctx, cid, sizeof(r->pending->e2b_ctx));
-		return;
-	}
-	if (rc != API_OK) {
-		free(res.out);
-		free(res.err);
-		free(res.results);
-		/* Deleted meanwhile: the next cell makes it again. */
-		if (rc == API_ENOTFOUND && cid[0] != '\0')
-			e2b_ctx_forget(r->api, cid);
-		rq_backend_error(r, rc, &err);
-		return;
-	}
-	reply_run(r, &res);
+	/* Deleted meanwhile: the next cell makes it again. */
+	else if (rc == API_ENOTFOUND && cid[0] != '\0')
+		e2b_ctx_forget(r->api, cid);
+	(void)rq_run_answer(r, rc, &res, &err);
 }
 
 /* POST /e2b/contexts {"language","cwd"}: E2B's context is keep's. */
@@ -502,7 +492,7 @@ int
 e2b_mkdirs(struct rq *r, const char *path, int last, int decided,
     struct api_error *err)
 {
-	char buf[PATH_MAX_E2B];
+	char buf[PATH_MAX_API];
 	size_t n = strlcpy(buf, path, sizeof(buf));
 	int rc = API_OK;
 
@@ -531,29 +521,6 @@ e2b_mkdirs(struct rq *r, const char *path, int last, int decided,
 			return rc;
 	}
 	return rc;
-}
-
-/* GET /e2b/files?path=: the file's bytes. E2B's username is keep's
- * sandbox's, and is not asked. */
-void
-h_e2b_file_read(struct rq *r)
-{
-	char path[PATH_MAX_E2B], *data = NULL;
-	struct api_error err;
-	size_t len = 0;
-	int rc;
-
-	if (rq_query(r, "path", path, sizeof(path), 1) != 1 ||
-	    rq_path_check(r, path))
-		return;
-	memset(&err, 0, sizeof(err));
-	rc = BE(r)->file_read(
-	    BE(r)->ctx, &r->call, r->id, path, &data, &len, &err);
-	if (rc != API_OK)
-		rq_backend_error(r, rc, &err);
-	else
-		rq_raw(r, 200, "application/octet-stream", data, len);
-	free(data);
 }
 
 /*
@@ -591,7 +558,7 @@ h_e2b_file_write(struct rq *r)
 	struct e2b_part parts[E2B_PARTS_MAX];
 	const struct http_header *ct;
 	struct api_error err;
-	char qpath[PATH_MAX_E2B], path[PATH_MAX_E2B];
+	char qpath[PATH_MAX_API], path[PATH_MAX_API];
 	const char *b;
 	size_t blen, n, i;
 	json_t *arr;

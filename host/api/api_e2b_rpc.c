@@ -18,7 +18,6 @@
 #include "lib/util.h"
 
 #define BE(r) ((r)->api->be)
-#define PATH_MAX_E2B 1024
 #define MAX_TIMEOUT_MS (24ULL * 3600 * 1000)
 /* Bytes of output per data event (base64 makes a third more). */
 #define EVENT_BYTES 49152
@@ -41,7 +40,7 @@ file_type(const char *t)
 static json_t *
 entry_json(const char *dir, const struct api_dirent *e)
 {
-	char path[PATH_MAX_E2B + 256 + 2];
+	char path[PATH_MAX_API + 256 + 2];
 	size_t dl = strlen(dir);
 	char size[24];
 	json_t *o;
@@ -71,7 +70,7 @@ dir_json(const char *path)
 
 /* A request's path field: required, inside the workspace. */
 static int
-rpc_path(struct rq *r, json_t *obj, char path[PATH_MAX_E2B])
+rpc_path(struct rq *r, json_t *obj, char path[PATH_MAX_API])
 {
 	const char *p;
 
@@ -83,7 +82,7 @@ rpc_path(struct rq *r, json_t *obj, char path[PATH_MAX_E2B])
 	}
 	if (rq_path_check(r, p))
 		return -1;
-	strlcpy(path, p, PATH_MAX_E2B);
+	strlcpy(path, p, PATH_MAX_API);
 	return 0;
 }
 
@@ -92,7 +91,7 @@ void
 h_e2b_list_dir(struct rq *r)
 {
 	static const char *const fields[] = { "path", "depth", NULL };
-	char path[PATH_MAX_E2B];
+	char path[PATH_MAX_API];
 	struct api_dirent *ents = NULL;
 	struct api_error err;
 	uint64_t depth;
@@ -136,7 +135,7 @@ void
 h_e2b_stat(struct rq *r)
 {
 	static const char *const fields[] = { "path", NULL };
-	char path[PATH_MAX_E2B], parent[PATH_MAX_E2B];
+	char path[PATH_MAX_API], parent[PATH_MAX_API];
 	struct api_dirent *ents = NULL;
 	struct api_error err;
 	const char *name, *slash;
@@ -193,7 +192,7 @@ void
 h_e2b_make_dir(struct rq *r)
 {
 	static const char *const fields[] = { "path", NULL };
-	char path[PATH_MAX_E2B];
+	char path[PATH_MAX_API];
 	struct api_error err;
 	int rc;
 
@@ -213,7 +212,7 @@ void
 h_e2b_remove(struct rq *r)
 {
 	static const char *const fields[] = { "path", NULL };
-	char path[PATH_MAX_E2B];
+	char path[PATH_MAX_API];
 	struct api_error err;
 	int rc;
 
@@ -446,12 +445,9 @@ void
 h_e2b_process_start(struct rq *r)
 {
 	struct api_command c;
-	struct api_run_result res;
-	struct api_error err;
 	const char **args = NULL, *msg;
 	struct api_kv *env = NULL;
 	size_t mlen;
-	int rc;
 
 	if (e2b_envelope_one(r->req->body, r->req->body_len, &msg, &mlen) !=
 	    0) {
@@ -461,22 +457,8 @@ h_e2b_process_start(struct rq *r)
 	}
 	if ((r->body = rq_load_json(r, msg, mlen)) == NULL)
 		return;
-	if (parse_start(r, &c, &args, &env))
-		goto out;
-	memset(&res, 0, sizeof(res));
-	memset(&err, 0, sizeof(err));
-	rc = BE(r)->command_run(BE(r)->ctx, &r->call, r->id, &c, &res, &err);
-	if (rc == API_PENDING && r->pending != NULL)
-		goto out;
-	if (rc != API_OK) {
-		free(res.out);
-		free(res.err);
-		free(res.results);
-		rq_backend_error(r, rc, &err);
-		goto out;
-	}
-	reply_run(r, &res);
-out:
+	if (parse_start(r, &c, &args, &env) == 0)
+		rq_command_run(r, &c);
 	free(args);
 	free(env);
 }

@@ -273,6 +273,13 @@ void api_observe_run(struct api *, uint64_t duration_ms);
 void api_hist_add(struct api_hist *, double seconds);
 void api_metrics(struct rq *);
 void reply_run(struct rq *, struct api_run_result *);
+/* A run's answer from the backend's rc, res and err: none yet when it
+ * is pending, else the error or the result (res freed either way).
+ * Returns rc. */
+int rq_run_answer(struct rq *, int rc, struct api_run_result *res,
+    const struct api_error *err);
+/* Run command c for the request and answer it (rq_run_answer). */
+void rq_command_run(struct rq *, const struct api_command *c);
 void run_events(struct http_buf *, const struct api_run_result *);
 void sse_event(struct http_buf *, const char *event, json_t *data);
 json_t *bytes_string(const char *, size_t);
@@ -292,6 +299,8 @@ void h_file_watch(struct rq *);
 
 /* host/api/api_routes.c: 0, or -1 and a 400 sent when path holds a ".."
  * component or is too long for the backend. */
+/* A workspace path's bytes, NUL included: keep's routes and E2B's. */
+#define PATH_MAX_API 1024
 int rq_path_check(struct rq *, const char *path);
 /* 0, or -1 and a 400 sent when a command's cwd is not an absolute path
  * (len: its length as given, so a NUL inside is seen). */
@@ -307,7 +316,7 @@ void h_e2b_health(struct rq *);
 void h_e2b_execute(struct rq *);
 void h_e2b_context_create(struct rq *);
 void h_e2b_context_delete(struct rq *);
-void h_e2b_file_read(struct rq *);
+void h_file_read(struct rq *);
 void h_e2b_file_write(struct rq *);
 void h_e2b_list_dir(struct rq *);
 void h_e2b_stat(struct rq *);

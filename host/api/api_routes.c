@@ -14,7 +14,6 @@
 #include "host/api/api_int.h"
 
 #define BE(r) ((r)->api->be)
-#define PATH_MAX_API 1024
 #define MAX_TIMEOUT_MS (24ULL * 3600 * 1000)
 #define MAX_TTL_S (30ULL * 24 * 3600)
 
@@ -602,6 +601,23 @@ reply_run(struct rq *r, struct api_run_result *res)
 	free(res->results);
 }
 
+int
+rq_run_answer(struct rq *r, int rc, struct api_run_result *res,
+    const struct api_error *err)
+{
+	if (rc == API_PENDING && r->pending != NULL)
+		return rc;
+	if (rc != API_OK) {
+		free(res->out);
+		free(res->err);
+		free(res->results);
+		rq_backend_error(r, rc, err);
+		return rc;
+	}
+	reply_run(r, res);
+	return rc;
+}
+
 static void
 h_execute(struct rq *r)
 {
@@ -616,16 +632,7 @@ h_execute(struct rq *r)
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->execute(BE(r)->ctx, &r->call, r->id, &ex, &res, &err);
 	free((void *)ex.env);
-	if (rc == API_PENDING && r->pending != NULL)
-		return;
-	if (rc != API_OK) {
-		free(res.out);
-		free(res.err);
-		free(res.results);
-		rq_backend_error(r, rc, &err);
-		return;
-	}
-	reply_run(r, &res);
+	(void)rq_run_answer(r, rc, &res, &err);
 }
 
 static void
@@ -841,32 +848,28 @@ parse_command(struct rq *r, struct api_command *c, const char ***args,
 	return 0;
 }
 
+void
+rq_command_run(struct rq *r, const struct api_command *c)
+{
+	struct api_run_result res;
+	struct api_error err;
+	int rc;
+
+	memset(&res, 0, sizeof(res));
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->command_run(BE(r)->ctx, &r->call, r->id, c, &res, &err);
+	(void)rq_run_answer(r, rc, &res, &err);
+}
+
 static void
 h_command_run(struct rq *r)
 {
 	struct api_command c;
-	struct api_run_result res;
-	struct api_error err;
 	const char **args;
 	struct api_kv *env;
-	int rc;
 
-	if (parse_command(r, &c, &args, &env))
-		goto out;
-	memset(&res, 0, sizeof(res));
-	memset(&err, 0, sizeof(err));
-	rc = BE(r)->command_run(BE(r)->ctx, &r->call, r->id, &c, &res, &err);
-	if (rc == API_PENDING && r->pending != NULL)
-		goto out;
-	if (rc != API_OK) {
-		free(res.out);
-		free(res.err);
-		free(res.results);
-		rq_backend_error(r, rc, &err);
-		goto out;
-	}
-	reply_run(r, &res);
-out:
+	if (parse_command(r, &c, &args, &env) == 0)
+		rq_command_run(r, &c);
 	free(args);
 	free(env);
 }
@@ -897,7 +900,7 @@ out:
 
 /* --- files ----------------------------------------------------------- */
 
-static void
+void
 h_file_read(struct rq *r)
 {
 	char path[PATH_MAX_API], *data = NULL;
@@ -1573,7 +1576,8 @@ const struct api_route api_routes[] = {
 	{ HTTP_POST, "/e2b/contexts/{name}/restart", h_context_restart,
 	    CAP_EXEC, 2, 0, "e2b_contexts_restart", 0, E2B_SBX,
 	    "contexts_restart" },
-	{ HTTP_GET, "/e2b/files", h_e2b_file_read, CAP_ARTIFACT_READ, 0, 0,
+	/* E2B's username is keep's sandbox's, and is not asked. */
+	{ HTTP_GET, "/e2b/files", h_file_read, CAP_ARTIFACT_READ, 0, 0,
 	    "e2b_files_read", 0, E2B_SBX, "files_read" },
 	{ HTTP_POST, "/e2b/files", h_e2b_file_write, CAP_ARTIFACT_WRITE, 0, 0,
 	    "e2b_files_write", 0, E2B_SBX, "files_write" },

@@ -15,6 +15,7 @@
 
 #include "host/vmm/cpuid.h"
 #include "host/vmm/vm_int.h"
+#include "lib/own_file.h"
 
 #define CACHE_MAX                                                              \
 	(sizeof(struct cpuid_cache_hdr) +                                      \
@@ -172,26 +173,12 @@ struct kvm_cpuid2 *
 cpuid_cache_load(const char *path, const uint8_t key[CPUID_KEY_LEN])
 {
 	struct kvm_cpuid2 *c = NULL;
-	struct stat sb;
 	uint8_t *buf;
 	size_t len;
-	int fd;
 
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd == -1)
-		return NULL;
-	/* Only what this user (or nobody but root) could have written. */
-	if (fstat(fd, &sb) == -1 || !S_ISREG(sb.st_mode) ||
-	    sb.st_uid != geteuid() || (sb.st_mode & 022) != 0 ||
-	    sb.st_size <= 0 || (uint64_t)sb.st_size > CACHE_MAX) {
-		close(fd);
-		return NULL;
-	}
-	len = (size_t)sb.st_size;
-	if ((buf = malloc(len)) != NULL && read(fd, buf, len) == (ssize_t)len)
+	if ((buf = own_file_read(path, CACHE_MAX, &len)) != NULL)
 		c = cpuid_cache_decode(buf, len, key);
 	free(buf);
-	close(fd);
 	return c;
 }
 
@@ -199,25 +186,12 @@ void
 cpuid_cache_store(const char *path, const uint8_t key[CPUID_KEY_LEN],
     const struct kvm_cpuid2 *c)
 {
-	char tmp[4096];
 	uint8_t *buf;
 	size_t len;
-	int fd, ok;
 
-	if (snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= (int)sizeof(tmp))
-		return;
 	if ((buf = cpuid_cache_encode(c, key, &len)) == NULL)
 		return;
-	/* A private temporary file renamed over the old one: a reader
-	 * sees the old file or the new, never a part. */
-	if ((fd = mkostemp(tmp, O_CLOEXEC)) == -1) {
-		free(buf);
-		return;
-	}
-	ok = write(fd, buf, len) == (ssize_t)len && fchmod(fd, 0644) == 0;
-	ok = close(fd) == 0 && ok;
-	if (!ok || rename(tmp, path) == -1)
-		unlink(tmp);
+	own_file_write(path, buf, len, 0644);
 	free(buf);
 }
 
