@@ -18,6 +18,7 @@
 
 #include "guest/fastcall.h"
 
+#define NR_read 0
 #define NR_open 2
 #define NR_stat 4
 #define NR_fstat 5
@@ -26,7 +27,15 @@
 #define NR_rt_sigaction 13
 #define NR_ioctl 16
 #define NR_access 21
+#define NR_getpid 39
+#define NR_fcntl 72
 #define NR_getcwd 79
+#define NR_getuid 102
+#define NR_getgid 104
+#define NR_geteuid 107
+#define NR_getegid 108
+#define NR_gettid 186
+#define NR_getdents64 217
 #define NR_openat 257
 #define NR_newfstatat 262
 #define NR_faccessat 269
@@ -37,12 +46,15 @@
 #define E_NOTDIR 20
 #define E_INVAL 22
 #define E_NOTTY 25
+#define E_SPIPE 29
 #define E_RANGE 34
 
 #define AT_FDCWD_ (-100)
 #define AT_EMPTY_PATH_ 0x1000
 #define O_CREAT_ 0100
 #define SEEK_CUR_ 1
+#define F_GETFD_ 1
+#define FD_CLOEXEC_ 1
 #define TCGETS_ 0x5401
 #define S_IFDIR_ 0040000
 #define RFLAGS_TF 0x100
@@ -458,6 +470,63 @@ sigaction_query(const struct keep_fast *d, struct fast_regs *r)
 	return 1;
 }
 
+/*
+ * The descriptor a call names, as fd_get (fs.c) takes it: the low 32
+ * bits. NULL when the page does not describe it (the VMM answers); a
+ * free one is EBADF here, as fd_get's NULL is there.
+ */
+static const struct fast_fd *
+described(const struct keep_fast *d, uint64_t fd, struct fast_regs *r)
+{
+	fd = (uint32_t)fd;
+	if (fd >= d->nfds)
+		return NULL;
+	if (d->fd[fd].kind == FAST_FD_FREE)
+		r->ret = -E_BADF;
+	return &d->fd[fd];
+}
+
+/* A read of an image file's reader at or past its end (sys_read,
+ * do_read, read_bytes in fs.c): nothing, once the buffer passed the
+ * check do_read makes first. CPython reads each module to its end and
+ * then once more. */
+static int
+read_at_end(const struct keep_fast *d, struct fast_regs *r)
+{
+	const struct fast_fd *f = described(d, r->rdi, r);
+	uint64_t n = r->rdx < d->io_chunk ? r->rdx : d->io_chunk;
+
+	if (f == NULL)
+		return 0;
+	if (f->kind == FAST_FD_FREE)
+		return 1;
+	if (f->kind != FAST_FD_IMAGE || f->off < f->size ||
+	    (n != 0 && !ok(d, r->rsi, n)))
+		return 0;
+	r->ret = 0;
+	return 1;
+}
+
+/* getdents64 of an image directory whose entries are all read
+ * (vm_getdents, vdir_getdents in fs_dir.c): none more, once the buffer
+ * passed the check vdir_getdents makes first. */
+static int
+dents_at_end(const struct keep_fast *d, struct fast_regs *r)
+{
+	const struct fast_fd *f = described(d, r->rdi, r);
+	uint64_t n = r->rdx < d->dir_chunk ? r->rdx : d->dir_chunk;
+
+	if (f == NULL)
+		return 0;
+	if (f->kind == FAST_FD_FREE)
+		return 1;
+	if (f->kind != FAST_FD_DIR || !f->dir_end || n == 0 ||
+	    !ok(d, r->rsi, n))
+		return 0;
+	r->ret = 0;
+	return 1;
+}
+
 int
 fast_call(struct fast_regs *r)
 {
@@ -489,12 +558,44 @@ fast_call(struct fast_regs *r)
 	case NR_rt_sigaction:
 		return sigaction_query(d, r);
 	case NR_lseek:
-		/* seek (fs.c): where an image file's reader is. */
-		fd = (uint32_t)r->rdi;
-		if (fd >= d->nfds || r->rsi != 0 || r->rdx != SEEK_CUR_ ||
-		    d->fd[fd].kind != FAST_FD_IMAGE)
+		/* seek (fs.c): where an image file's reader is; stdin and
+		 * the output do not seek. */
+		if ((f = described(d, r->rdi, r)) == NULL)
 			return 0;
-		r->ret = (int64_t)d->fd[fd].off;
+		if (f->kind == FAST_FD_FREE)
+			return 1;
+		if (f->kind == FAST_FD_PIPE) {
+			r->ret = -E_SPIPE;
+			return 1;
+		}
+		if (r->rsi != 0 || r->rdx != SEEK_CUR_ ||
+		    f->kind != FAST_FD_IMAGE)
+			return 0;
+		r->ret = (int64_t)f->off;
+		return 1;
+	case NR_read:
+		return read_at_end(d, r);
+	case NR_getdents64:
+		return dents_at_end(d, r);
+	case NR_fcntl:
+		/* fcntl_fd (fs.c), F_GETFD only: close-on-exec. */
+		if (r->rsi != F_GETFD_ || (f = described(d, r->rdi, r)) == NULL)
+			return 0;
+		if (f->kind != FAST_FD_FREE)
+			r->ret = f->cloexec ? FD_CLOEXEC_ : 0;
+		return 1;
+	case NR_getpid:
+		r->ret = d->pid;
+		return 1;
+	case NR_gettid:
+		r->ret = d->tid;
+		return 1;
+	case NR_getuid:
+	case NR_getgid:
+	case NR_geteuid:
+	case NR_getegid:
+		/* guest_id (sys_proc.c). */
+		r->ret = d->id;
 		return 1;
 	case NR_ioctl:
 		/* sys_ioctl, vm_tty_ioctl (tty.c): TCGETS of anything but

@@ -44,7 +44,8 @@ enum {
 struct fast_fd {
 	uint8_t kind;
 	uint8_t tty; /* TCGETS is the terminal's (tty.c): not answered */
-	uint16_t pad;
+	uint8_t cloexec; /* F_GETFD */
+	uint8_t dir_end; /* FAST_FD_DIR: its entries are all read */
 	uint32_t mode; /* st_mode */
 	uint64_t size, ino, off;
 };
@@ -88,6 +89,11 @@ struct keep_fast {
 	struct fast_sigaction act[65]; /* by signal number; 0 unused */
 	struct fast_fd fd[FAST_FDS];
 	char cwd[FAST_CWD_MAX];
+	/* getpid, gettid; getuid and its kin (one id for all four); the
+	 * most one read and one getdents64 fill (a longer buffer is
+	 * checked only that far). */
+	uint32_t pid, tid, id;
+	uint32_t io_chunk, dir_chunk;
 };
 
 /* The image's files at GUEST_FASTIDX, sorted by path (strcmp order):

@@ -20,6 +20,7 @@
 
 #include "guest/fastcall.h"
 #include "host/vmm/abi.h"
+#include "host/vmm/sys.h"
 #include "host/vmm/vm_int.h"
 
 #define MSR_LSTAR 0xc0000082
@@ -165,6 +166,7 @@ static void
 sync_fd(struct vm *vm, struct fast_fd *m, const struct vfd *f)
 {
 	memset(m, 0, sizeof(*m));
+	m->cloexec = f->cloexec != 0;
 	switch (f->kind) {
 	case VFD_FREE:
 		m->kind = FAST_FD_FREE;
@@ -189,6 +191,7 @@ sync_fd(struct vm *vm, struct fast_fd *m, const struct vfd *f)
 		m->mode = S_IFDIR | 0755;
 		m->size = 4096;
 		m->ino = f->path != NULL ? fast_ino(f->path) : 0;
+		m->dir_end = f->dir_end != 0 && f->dir_end == f->off + 1;
 		break;
 	default:
 		m->kind = FAST_FD_OTHER;
@@ -199,6 +202,7 @@ sync_fd(struct vm *vm, struct fast_fd *m, const struct vfd *f)
 void
 vm_fast_sync(struct vm *vm)
 {
+	static const uint64_t no_args[6];
 	struct keep_fast *d = (struct keep_fast *)(vm->mem + GUEST_FASTDATA);
 	size_t n, i, hi = 0;
 	int sig;
@@ -242,6 +246,11 @@ vm_fast_sync(struct vm *vm)
 	d->nfds = (uint32_t)n;
 	for (sig = 1; sig <= 64; sig++)
 		memcpy(&d->act[sig], &vm->sig.act[sig], sizeof(d->act[sig]));
+	d->pid = (uint32_t)vm->pid;
+	d->tid = (uint32_t)sys_gettid(vm, no_args);
+	d->id = VM_GUEST_ID;
+	d->io_chunk = VM_IO_CHUNK;
+	d->dir_chunk = VM_DIR_CHUNK;
 	n = strlen(vm->cwd);
 	if (n < sizeof(d->cwd)) {
 		memcpy(d->cwd, vm->cwd, n + 1);

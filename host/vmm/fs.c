@@ -30,7 +30,6 @@
 #include "host/vmm/workspace.h"
 
 #define IOV_MAX_ 1024
-#define IO_CHUNK (1u << 20)
 #define PIPE_BUF_ 4096 /* Linux's atomic pipe write */
 
 /* ---- descriptors ------------------------------------------------------ */
@@ -541,8 +540,8 @@ vm_fd_read(struct vm *vm, struct vfd *f, void *g, uint64_t len, int64_t pos)
 {
 	ssize_t n;
 
-	if (len > IO_CHUNK)
-		len = IO_CHUNK;
+	if (len > VM_IO_CHUNK)
+		len = VM_IO_CHUNK;
 	if ((f->flags & O_ACCMODE) == O_WRONLY && f->kind != VFD_OUT)
 		return -EBADF;
 	switch (f->kind) {
@@ -588,8 +587,8 @@ do_read(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len, int64_t pos)
 {
 	uint8_t *g;
 
-	if (len > IO_CHUNK)
-		len = IO_CHUNK;
+	if (len > VM_IO_CHUNK)
+		len = VM_IO_CHUNK;
 	/* A zero-length read touches no buffer, as in Linux: any pointer
 	 * goes (node writes a child's empty output from NULL). */
 	if ((g = len == 0 ? &io_none : vm_gptr(vm, buf, len)) == NULL)
@@ -635,11 +634,11 @@ vm_fd_write(
 	size_t tlen = 0;
 	int64_t rc;
 
-	if (len > IO_CHUNK)
-		len = IO_CHUNK;
+	if (len > VM_IO_CHUNK)
+		len = VM_IO_CHUNK;
 	/* Translated, it may double: it must still go out whole. */
-	if (vm_tty_is(vm, f) && len > IO_CHUNK / 2)
-		len = IO_CHUNK / 2;
+	if (vm_tty_is(vm, f) && len > VM_IO_CHUNK / 2)
+		len = VM_IO_CHUNK / 2;
 	if (vm_tty_output(vm, f, g, (size_t)len, &t, &tlen) != 0)
 		return -ENOMEM;
 	if (t == NULL)
@@ -657,8 +656,8 @@ fd_write(struct vm *vm, struct vfd *f, const void *g, uint64_t len, int64_t pos)
 	ssize_t n;
 	int rc;
 
-	if (len > IO_CHUNK)
-		len = IO_CHUNK;
+	if (len > VM_IO_CHUNK)
+		len = VM_IO_CHUNK;
 	if ((f->flags & O_ACCMODE) == O_RDONLY && f->kind == VFD_HOST)
 		return -EBADF;
 	switch (f->kind) {
@@ -724,8 +723,8 @@ do_write(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len, int64_t pos)
 {
 	uint8_t *g;
 
-	if (len > IO_CHUNK)
-		len = IO_CHUNK;
+	if (len > VM_IO_CHUNK)
+		len = VM_IO_CHUNK;
 	if ((g = len == 0 ? &io_none : vm_gptr(vm, buf, len)) == NULL)
 		return -EFAULT;
 	return vm_fd_write(vm, f, g, len, pos);

@@ -20,8 +20,6 @@
 #include "host/vmm/vm_int.h"
 #include "lib/util.h"
 
-#define DIR_CHUNK (1u << 20) /* the most one call fills */
-
 struct g_dirent {
 	uint64_t ino;
 	int64_t off;
@@ -63,9 +61,10 @@ vdir_getdents(struct vm *vm, struct vfd *f, uint64_t buf, uint64_t len)
 		else if (idx < 2 + extra)
 			strlcpy(name, idx == 2 ? "dev" : "proc", sizeof(name));
 		else if (vm_img_child(vm, f->path, (size_t)(idx - 2 - extra),
-		             name, sizeof(name), &is_dir) != 0)
+		             name, sizeof(name), &is_dir) != 0) {
+			f->dir_end = f->off + 1;
 			break;
-		else if (extra != 0 &&
+		} else if (extra != 0 &&
 		    (strcmp(name, "dev") == 0 || strcmp(name, "proc") == 0)) {
 			f->off++;
 			continue;
@@ -204,8 +203,8 @@ vm_getdents(struct vm *vm, uint64_t fd, uint64_t buf, uint64_t len)
 
 	if (f == NULL)
 		return -EBADF;
-	if (len > DIR_CHUNK)
-		len = DIR_CHUNK;
+	if (len > VM_DIR_CHUNK)
+		len = VM_DIR_CHUNK;
 	if (f->kind == VFD_VDIR)
 		return vdir_getdents(vm, f, buf, len);
 	if (f->kind == VFD_SDIR)

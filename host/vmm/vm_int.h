@@ -18,6 +18,8 @@
 #define VM_MAX_FILES_DEFAULT 1024
 #define VM_MAX_FILES_LIMIT 65536
 #define VM_GUEST_ID 1000 /* the guest's uid and gid */
+#define VM_IO_CHUNK (1u << 20) /* the most one read or write moves */
+#define VM_DIR_CHUNK (1u << 20) /* the most one getdents64 fills */
 #define VM_UMASK_DEFAULT 022
 #define VM_TERMIOS_BYTES 36 /* the kernel's struct termios */
 #define VM_PIPE_MAX (1U << 20) /* F_SETPIPE_SZ: Linux's fs.pipe-max-size */
@@ -48,6 +50,8 @@ struct vfd {
 	int sock; /* VFD_HOST: a socketpair's end, its SOCK_ type */
 	int cloexec;
 	int flags; /* O_ACCMODE | O_APPEND | O_NONBLOCK as opened */
+	uint64_t dir_end; /* VFD_VDIR: off + 1 where its entries ran out
+			     (0: not yet), for the guest's fast calls */
 	enum vm_dev dev; /* VFD_DEV */
 	/* VFD_SYNTH: the bytes (data points into owned or at the
 	 * program); VFD_SDIR: "name\0" entries, each name after a

@@ -2,7 +2,8 @@
  * The calls the guest answers itself (docs/vmm.md "Calls answered in the
  * guest"): every case of stat, lstat, newfstatat, fstat, access,
  * faccessat, open and openat (of paths that do not exist), lseek, ioctl,
- * rt_sigaction and getcwd it answers, and the cases around them it
+ * rt_sigaction, getcwd, read and getdents64 at their end, fcntl F_GETFD,
+ * getpid, gettid and the ids it answers, and the cases around them it
  * leaves to the VMM, each printed as its raw result (the whole struct
  * stat in hex). tests/integration/vmm_fastcalls.sh runs it twice, once
  * with the answers in the guest and once with every call exiting
@@ -276,6 +277,111 @@ fds(const char *who)
 		close(fd[i]);
 }
 
+/* Reads at an image file's end and of a directory read to its end,
+ * F_GETFD, seeks of stdin and the output, and the ids: answered in the
+ * guest, and the cases around them the VMM answers. */
+static void
+ends(const char *who)
+{
+	static char dents[1 << 16];
+	char buf[64], what[96];
+	int f = open("/d/a.txt", O_RDONLY);
+	int c = open("/d/sub/b.txt", O_RDONLY | O_CLOEXEC);
+	int dir = open("/d", O_RDONLY | O_DIRECTORY);
+	int gone = open("/d/a.txt", O_RDONLY);
+	int i, k;
+	long n;
+
+	close(gone);
+	snprintf(what, sizeof(what), "%s read whole", who);
+	show(what, raw(SYS_read, f, (long)buf, sizeof(buf), 0), buf, 12);
+	for (k = 0; k < 2; k++) {
+		snprintf(what, sizeof(what), "%s read at end %d", who, k);
+		show(
+		    what, raw(SYS_read, f, (long)buf, sizeof(buf), 0), NULL, 0);
+	}
+	show("read 0 at end", raw(SYS_read, f, (long)buf, 0, 0), NULL, 0);
+	show("read 0 at end, NULL", raw(SYS_read, f, 0, 0, 0), NULL, 0);
+	show("read at end, bad buffer", raw(SYS_read, f, 16, 8, 0), NULL, 0);
+	show("read at end, kernel buffer", raw(SYS_read, f, 0x3a000, 8, 0),
+	    NULL, 0);
+	show("read at end, 2^40 bytes",
+	    raw(SYS_read, f, (long)dents, 1L << 40, 0), NULL, 0);
+	show("read at end, fd 2^32+f",
+	    raw(SYS_read, (long)((1ULL << 32) + f), (long)buf, 8, 0), NULL, 0);
+	show("seek past end", raw(SYS_lseek, f, 100, SEEK_END, 0), NULL, 0);
+	show("read past end", raw(SYS_read, f, (long)buf, 8, 0), NULL, 0);
+	show("seek to 5", raw(SYS_lseek, f, 5, SEEK_SET, 0), NULL, 0);
+	show("read from 5", raw(SYS_read, f, (long)buf, 3, 0), buf, 3);
+	show("read closed fd", raw(SYS_read, gone, (long)buf, 8, 0), NULL, 0);
+	show("read fd 500", raw(SYS_read, 500, (long)buf, 8, 0), NULL, 0);
+	show("read a directory", raw(SYS_read, dir, (long)buf, 8, 0), NULL, 0);
+	for (k = 0; k < 4; k++) {
+		snprintf(what, sizeof(what), "%s getdents %d", who, k);
+		n = raw(SYS_getdents64, dir, (long)dents, sizeof(dents), 0);
+		show(what, n, dents, n > 0 ? (size_t)n : 0);
+	}
+	show("getdents at end, bad buffer",
+	    raw(SYS_getdents64, dir, 16, sizeof(dents), 0), NULL, 0);
+	show("getdents at end, 0 bytes",
+	    raw(SYS_getdents64, dir, (long)dents, 0, 0), NULL, 0);
+	show("getdents at end, 2^40 bytes",
+	    raw(SYS_getdents64, dir, (long)dents, 1L << 40, 0), NULL, 0);
+	show("rewind the directory", raw(SYS_lseek, dir, 0, SEEK_SET, 0), NULL,
+	    0);
+	n = raw(SYS_getdents64, dir, (long)dents, 40, 0);
+	show(
+	    "getdents after rewind, 40 bytes", n, dents, n > 0 ? (size_t)n : 0);
+	n = raw(SYS_getdents64, dir, (long)dents, sizeof(dents), 0);
+	show("getdents the rest", n, dents, n > 0 ? (size_t)n : 0);
+	show("getdents at end again",
+	    raw(SYS_getdents64, dir, (long)dents, sizeof(dents), 0), NULL, 0);
+	show("getdents of a file", raw(SYS_getdents64, f, (long)dents, 64, 0),
+	    NULL, 0);
+	show("getdents closed fd",
+	    raw(SYS_getdents64, gone, (long)dents, 64, 0), NULL, 0);
+	{
+		int fds_[] = { 0, 1, 2, f, c, dir, gone, 500 };
+
+		for (i = 0; i < 8; i++) {
+			snprintf(what, sizeof(what), "%s F_GETFD fd%d", who, i);
+			show(what, raw(SYS_fcntl, fds_[i], F_GETFD, 0, 0), NULL,
+			    0);
+			snprintf(what, sizeof(what), "%s F_GETFL fd%d", who, i);
+			show(what, raw(SYS_fcntl, fds_[i], F_GETFL, 0, 0), NULL,
+			    0);
+		}
+	}
+	show("F_GETFD fd 2^32+c",
+	    raw(SYS_fcntl, (long)((1ULL << 32) + c), F_GETFD, 0, 0), NULL, 0);
+	show("F_GETFD, high cmd bits",
+	    raw(SYS_fcntl, c, (1L << 32) | F_GETFD, 0, 0), NULL, 0);
+	show("F_SETFD", raw(SYS_fcntl, f, F_SETFD, FD_CLOEXEC, 0), NULL, 0);
+	show(
+	    "F_GETFD after F_SETFD", raw(SYS_fcntl, f, F_GETFD, 0, 0), NULL, 0);
+	for (i = 0; i < 3; i++) {
+		snprintf(what, sizeof(what), "%s seek fd%d", who, i);
+		show(what, raw(SYS_lseek, i, 0, SEEK_CUR, 0), NULL, 0);
+		snprintf(what, sizeof(what), "%s seek fd%d to 5", who, i);
+		show(what, raw(SYS_lseek, i, 5, SEEK_SET, 0), NULL, 0);
+		snprintf(what, sizeof(what), "%s seek fd%d whence 9", who, i);
+		show(what, raw(SYS_lseek, i, 0, 9, 0), NULL, 0);
+	}
+	show("seek closed fd", raw(SYS_lseek, gone, 0, SEEK_CUR, 0), NULL, 0);
+	show("seek file, whence 9", raw(SYS_lseek, f, 0, 9, 0), NULL, 0);
+	snprintf(what, sizeof(what), "%s getpid", who);
+	show(what, raw(SYS_getpid, 0, 0, 0, 0), NULL, 0);
+	snprintf(what, sizeof(what), "%s gettid", who);
+	show(what, raw(SYS_gettid, 0, 0, 0, 0), NULL, 0);
+	show("getuid", raw(SYS_getuid, 0, 0, 0, 0), NULL, 0);
+	show("geteuid", raw(SYS_geteuid, 0, 0, 0, 0), NULL, 0);
+	show("getgid", raw(SYS_getgid, 0, 0, 0, 0), NULL, 0);
+	show("getegid", raw(SYS_getegid, 0, 0, 0, 0), NULL, 0);
+	close(f);
+	close(c);
+	close(dir);
+}
+
 static volatile int got;
 
 static void
@@ -391,6 +497,7 @@ static void *
 thread_stats(void *arg)
 {
 	stats(arg, 1);
+	ends(arg);
 	return NULL;
 }
 
@@ -412,6 +519,7 @@ main(int argc, char **argv)
 	for (i = 0; i < rounds; i++)
 		stats("main", i == 0);
 	fds("main");
+	ends("main");
 	sigs("main");
 	cwd("main");
 	show("chdir /d", chdir("/d") == 0 ? 0 : -errno, NULL, 0);
@@ -422,6 +530,7 @@ main(int argc, char **argv)
 	if ((pid = fork()) == 0) {
 		stats("child", 1);
 		fds("child");
+		ends("child");
 		fflush(stdout);
 		_exit(0);
 	}
