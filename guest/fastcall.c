@@ -8,8 +8,9 @@
  *
  * This runs at CPL3 with the program's own rights, on its stack, and
  * writes only where the program asked for an answer, after the same
- * bounds check vm_gptr makes: a program that calls into the middle of
- * it gains nothing it could not do itself. Built freestanding
+ * bounds check vm_gptr makes, and in the closed descriptors' page (struct
+ * fast_closed), which the VMM takes as close(2) requests: a program that
+ * calls into the middle of it gains nothing it could not do itself. Built freestanding
  * (mk/fastcall.mk): general registers only (a system call preserves the
  * vector registers), no red zone, no stack protector, no data.
  */
@@ -20,6 +21,7 @@
 
 #define NR_read 0
 #define NR_open 2
+#define NR_close 3
 #define NR_stat 4
 #define NR_fstat 5
 #define NR_lstat 6
@@ -81,6 +83,23 @@ static const struct keep_fast *
 data(void)
 {
 	return (const struct keep_fast *)(uintptr_t)GUEST_FASTDATA;
+}
+
+/* Where the guest notes the descriptors it closed itself. */
+static volatile uint8_t *
+closed(void)
+{
+	return ((struct fast_closed *)(uintptr_t)GUEST_FASTCLOSE)->closed;
+}
+
+/* A descriptor's kind as the VMM will see it: free once the guest
+ * closed it here, before the VMM has read that back. fd < d->nfds. */
+static uint8_t
+kind_of(const struct keep_fast *d, uint32_t fd)
+{
+	if (d->close_here && closed()[fd] != 0)
+		return FAST_FD_FREE;
+	return d->fd[fd].kind;
 }
 
 /* Whether [addr, end) lies in pages open in the host (vm_space_ok):
@@ -327,7 +346,7 @@ stat_fd(
 	if (fd >= d->nfds)
 		return 0;
 	f = &d->fd[fd];
-	switch (f->kind) {
+	switch (kind_of(d, (uint32_t)fd)) {
 	case FAST_FD_FREE:
 		r->ret = -E_BADF;
 		return 1;
@@ -440,7 +459,7 @@ open_missing(const struct keep_fast *d, uint64_t addr, uint64_t flags,
 		return 0;
 	/* A full table answers EMFILE first: some descriptor is free. */
 	for (i = 0; i < d->nfds; i++)
-		if (d->fd[i].kind == FAST_FD_FREE)
+		if (kind_of(d, i) == FAST_FD_FREE)
 			break;
 	if (i == d->nfds)
 		return 0;
@@ -472,18 +491,25 @@ sigaction_query(const struct keep_fast *d, struct fast_regs *r)
 
 /*
  * The descriptor a call names, as fd_get (fs.c) takes it: the low 32
- * bits. NULL when the page does not describe it (the VMM answers); a
- * free one is EBADF here, as fd_get's NULL is there.
+ * bits. FD_VMM when the page does not describe it (the VMM answers);
+ * FD_FREE, answered EBADF here as fd_get's NULL is there; or FD_HERE
+ * and *f.
  */
-static const struct fast_fd *
-described(const struct keep_fast *d, uint64_t fd, struct fast_regs *r)
+enum { FD_VMM, FD_FREE, FD_HERE };
+
+static int
+described(const struct keep_fast *d, uint64_t fd, const struct fast_fd **f,
+    struct fast_regs *r)
 {
 	fd = (uint32_t)fd;
 	if (fd >= d->nfds)
-		return NULL;
-	if (d->fd[fd].kind == FAST_FD_FREE)
+		return FD_VMM;
+	if (kind_of(d, (uint32_t)fd) == FAST_FD_FREE) {
 		r->ret = -E_BADF;
-	return &d->fd[fd];
+		return FD_FREE;
+	}
+	*f = &d->fd[fd];
+	return FD_HERE;
 }
 
 /* A read of an image file's reader at or past its end (sys_read,
@@ -493,13 +519,12 @@ described(const struct keep_fast *d, uint64_t fd, struct fast_regs *r)
 static int
 read_at_end(const struct keep_fast *d, struct fast_regs *r)
 {
-	const struct fast_fd *f = described(d, r->rdi, r);
+	const struct fast_fd *f = NULL;
 	uint64_t n = r->rdx < d->io_chunk ? r->rdx : d->io_chunk;
+	int at = described(d, r->rdi, &f, r);
 
-	if (f == NULL)
-		return 0;
-	if (f->kind == FAST_FD_FREE)
-		return 1;
+	if (at != FD_HERE)
+		return at == FD_FREE;
 	if (f->kind != FAST_FD_IMAGE || f->off < f->size ||
 	    (n != 0 && !ok(d, r->rsi, n)))
 		return 0;
@@ -513,16 +538,34 @@ read_at_end(const struct keep_fast *d, struct fast_regs *r)
 static int
 dents_at_end(const struct keep_fast *d, struct fast_regs *r)
 {
-	const struct fast_fd *f = described(d, r->rdi, r);
+	const struct fast_fd *f = NULL;
 	uint64_t n = r->rdx < d->dir_chunk ? r->rdx : d->dir_chunk;
+	int at = described(d, r->rdi, &f, r);
 
-	if (f == NULL)
-		return 0;
-	if (f->kind == FAST_FD_FREE)
-		return 1;
+	if (at != FD_HERE)
+		return at == FD_FREE;
 	if (f->kind != FAST_FD_DIR || !f->dir_end || n == 0 ||
 	    !ok(d, r->rsi, n))
 		return 0;
+	r->ret = 0;
+	return 1;
+}
+
+/* sys_close (fs.c) of an image file or directory: it holds nothing to
+ * flush or unlock, so the VMM drops it as its next exit begins
+ * (struct fast_closed). Anything else closes in the VMM. */
+static int
+close_here(const struct keep_fast *d, struct fast_regs *r)
+{
+	const struct fast_fd *f = NULL;
+	int at = described(d, r->rdi, &f, r);
+
+	if (at != FD_HERE)
+		return at == FD_FREE;
+	if (!d->close_here ||
+	    (f->kind != FAST_FD_IMAGE && f->kind != FAST_FD_DIR))
+		return 0;
+	closed()[(uint32_t)r->rdi] = 1;
 	r->ret = 0;
 	return 1;
 }
@@ -531,8 +574,8 @@ int
 fast_call(struct fast_regs *r)
 {
 	const struct keep_fast *d = data();
-	const struct fast_fd *f;
-	uint64_t fd;
+	const struct fast_fd *f = NULL;
+	int at;
 
 	/* A caller single-stepping wants its trap where the VMM puts it. */
 	if (r->r11 & RFLAGS_TF)
@@ -560,10 +603,8 @@ fast_call(struct fast_regs *r)
 	case NR_lseek:
 		/* seek (fs.c): where an image file's reader is; stdin and
 		 * the output do not seek. */
-		if ((f = described(d, r->rdi, r)) == NULL)
-			return 0;
-		if (f->kind == FAST_FD_FREE)
-			return 1;
+		if ((at = described(d, r->rdi, &f, r)) != FD_HERE)
+			return at == FD_FREE;
 		if (f->kind == FAST_FD_PIPE) {
 			r->ret = -E_SPIPE;
 			return 1;
@@ -575,14 +616,17 @@ fast_call(struct fast_regs *r)
 		return 1;
 	case NR_read:
 		return read_at_end(d, r);
+	case NR_close:
+		return close_here(d, r);
 	case NR_getdents64:
 		return dents_at_end(d, r);
 	case NR_fcntl:
 		/* fcntl_fd (fs.c), F_GETFD only: close-on-exec. */
-		if (r->rsi != F_GETFD_ || (f = described(d, r->rdi, r)) == NULL)
+		if (r->rsi != F_GETFD_)
 			return 0;
-		if (f->kind != FAST_FD_FREE)
-			r->ret = f->cloexec ? FD_CLOEXEC_ : 0;
+		if ((at = described(d, r->rdi, &f, r)) != FD_HERE)
+			return at == FD_FREE;
+		r->ret = f->cloexec ? FD_CLOEXEC_ : 0;
 		return 1;
 	case NR_getpid:
 		r->ret = d->pid;
@@ -600,14 +644,10 @@ fast_call(struct fast_regs *r)
 	case NR_ioctl:
 		/* sys_ioctl, vm_tty_ioctl (tty.c): TCGETS of anything but
 		 * a terminal run's fds 0-2 is ENOTTY. */
-		fd = (uint32_t)r->rdi;
-		if (fd >= d->nfds || (uint32_t)r->rsi != TCGETS_)
+		if ((uint32_t)r->rsi != TCGETS_)
 			return 0;
-		f = &d->fd[fd];
-		if (f->kind == FAST_FD_FREE) {
-			r->ret = -E_BADF;
-			return 1;
-		}
+		if ((at = described(d, r->rdi, &f, r)) != FD_HERE)
+			return at == FD_FREE;
 		if (f->tty)
 			return 0;
 		r->ret = -E_NOTTY;

@@ -12,9 +12,10 @@
  * the code at LSTAR answers them from it without an exit. Everything
  * else, and anything unusual about those, goes to the VMM as before.
  *
- * Every page here is user read-only: the guest cannot change what it is
- * answered, and nothing here is more than the program could ask with a
- * system call. The VMM never reads these pages back.
+ * Every page here but one is user read-only: the guest cannot change
+ * what it is answered, and nothing here is more than the program could
+ * ask with a system call. The VMM reads back only the descriptors the
+ * guest closed itself (struct fast_closed), as requests to close.
  */
 #ifndef KEEP_GUEST_FASTCALL_H
 #define KEEP_GUEST_FASTCALL_H
@@ -94,6 +95,23 @@ struct keep_fast {
 	 * checked only that far). */
 	uint32_t pid, tid, id;
 	uint32_t io_chunk, dir_chunk;
+	uint32_t close_here; /* GUEST_FASTCLOSE is the guest's to write */
+};
+
+/*
+ * At GUEST_FASTCLOSE, the one page here the guest writes (user
+ * read-write): closed[fd] is set when the guest closed an image file or
+ * directory itself. Nothing is flushed or unlocked at such a close, so
+ * the VMM may drop the descriptor later: it reads the page back as its
+ * next exit begins, before anything looks at the descriptors, drops
+ * each one still an image file or directory, ignores the rest and
+ * zeroes the page. A byte each, so that a signal taken between two
+ * closes cannot undo one. The answers here take a set byte as a free
+ * descriptor meanwhile. Whatever the program writes here itself closes
+ * at most its own image files and directories, as close(2) would.
+ */
+struct fast_closed {
+	uint8_t closed[FAST_FDS];
 };
 
 /* The image's files at GUEST_FASTIDX, sorted by path (strcmp order):

@@ -11,15 +11,18 @@
  * answers need at GUEST_FASTDATA (its descriptors, signal actions, cwd,
  * the memory a pointer may name); the index of the image's files goes
  * to GUEST_FASTIDX when the VMM first answers a path's stat itself, so
- * a program that stats nothing pays nothing for it.
+ * a program that stats nothing pays nothing for it. As every exit
+ * begins, the descriptors the guest closed itself are dropped.
  */
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 
+#include <errno.h>
 #include <string.h>
 
 #include "guest/fastcall.h"
 #include "host/vmm/abi.h"
+#include "host/vmm/fs_int.h"
 #include "host/vmm/sys.h"
 #include "host/vmm/vm_int.h"
 
@@ -32,6 +35,10 @@ _Static_assert(sizeof(struct keep_fast) <= GUEST_FASTDATA_LEN,
     "the fast data fits its pages");
 _Static_assert(sizeof(struct fast_sigaction) == sizeof(struct vm_sigaction),
     "the kernel's struct sigaction on both sides");
+_Static_assert(GUEST_VDSO + GUEST_VDSO_MAX <= GUEST_FASTCLOSE &&
+        GUEST_FASTCLOSE + VM_PAGE <= GUEST_FAST &&
+        sizeof(struct fast_closed) <= VM_PAGE,
+    "the closed descriptors' page is a page of its own");
 _Static_assert(GUEST_FAST + GUEST_FAST_MAX <= GUEST_FASTDATA &&
         GUEST_FASTDATA + GUEST_FASTDATA_LEN <= GUEST_FASTRUNS &&
         GUEST_FASTRUNS + GUEST_FASTRUNS_LEN <= GUEST_FASTIDX &&
@@ -50,6 +57,7 @@ void
 vm_fast_install(struct vm *vm)
 {
 	memset(vm->mem + GUEST_FASTDATA, 0, GUEST_FASTDATA_LEN);
+	memset(vm->mem + GUEST_FASTCLOSE, 0, sizeof(struct fast_closed));
 	if (guest_fast_len <= GUEST_FAST_MAX)
 		memcpy(vm->mem + GUEST_FAST, guest_fast, guest_fast_len);
 	vm->fast_index = 0;
@@ -199,6 +207,46 @@ sync_fd(struct vm *vm, struct fast_fd *m, const struct vfd *f)
 	}
 }
 
+/* Whether the guest's page tables give it GUEST_FASTCLOSE to write
+ * (kvm.c build_page_tables): present, writable, user. */
+static int
+close_page_mapped(const struct vm *vm)
+{
+	uint64_t pte;
+
+	memcpy(&pte, vm->mem + GUEST_PT_LOW + 8 * (GUEST_FASTCLOSE / VM_PAGE),
+	    sizeof(pte));
+	return (pte & 7) == 7 && (pte & ~0xfffULL) == GUEST_FASTCLOSE;
+}
+
+/*
+ * The descriptors the guest closed itself (struct fast_closed), read
+ * back as the exit begins. The page is the guest's to write: a set byte
+ * is a request, honoured only as close(2) would be for the kinds the
+ * guest closes itself (image files and directories: nothing to flush
+ * or unlock); any other byte is dropped.
+ */
+void
+vm_fast_reap(struct vm *vm)
+{
+	uint8_t *closed = vm->mem + GUEST_FASTCLOSE;
+	const uint8_t zero[FAST_FDS] = { 0 };
+	int saved = errno;
+	size_t fd;
+
+	if (!vm->fast || memcmp(closed, zero, FAST_FDS) == 0)
+		return;
+	for (fd = 0; fd < FAST_FDS && vm->fds != NULL; fd++) {
+		if (closed[fd] == 0 || fd >= vm->nfds)
+			continue;
+		if (vm->fds[fd].kind == VFD_IMAGE ||
+		    vm->fds[fd].kind == VFD_VDIR)
+			vm_fd_release(&vm->fds[fd]);
+	}
+	memset(closed, 0, FAST_FDS);
+	errno = saved;
+}
+
 void
 vm_fast_sync(struct vm *vm)
 {
@@ -251,6 +299,7 @@ vm_fast_sync(struct vm *vm)
 	d->id = VM_GUEST_ID;
 	d->io_chunk = VM_IO_CHUNK;
 	d->dir_chunk = VM_DIR_CHUNK;
+	d->close_here = close_page_mapped(vm);
 	n = strlen(vm->cwd);
 	if (n < sizeof(d->cwd)) {
 		memcpy(d->cwd, vm->cwd, n + 1);

@@ -161,6 +161,10 @@ build_page_tables(struct vm *vm)
 	for (addr = GUEST_FASTIDX; addr < GUEST_LOW_END; addr += VM_PAGE)
 		put64(vm, GUEST_PT_LOW + 8 * (addr / VM_PAGE),
 		    addr | PTE_P | PTE_U | PTE_A);
+	/* The one page of these the guest writes: the descriptors it
+	 * closed itself, which the VMM takes as requests to close. */
+	put64(vm, GUEST_PT_LOW + 8 * (GUEST_FASTCLOSE / VM_PAGE),
+	    GUEST_FASTCLOSE | PTE_P | PTE_W | PTE_U | PTE_A | PTE_D);
 	for (addr = VM_HUGE; addr < vm->memsz; addr += VM_HUGE) {
 		if (addr == guard)
 			continue;
@@ -694,6 +698,7 @@ vcpu_loop(struct vm *vm)
 	struct kvm_regs *r;
 	struct kvm_sregs *s;
 	unsigned efaults = 0;
+	int rc;
 
 	while (!vm->stopped && !vm->parked) {
 		/* Re-read each time: fork and execve replace the vCPU. */
@@ -702,7 +707,10 @@ vcpu_loop(struct vm *vm)
 		s = &run->s.regs.sregs;
 		run->kvm_valid_regs = KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
 		vm_fast_sync(vm);
-		if (ioctl(vm->vcpufd, KVM_RUN, 0) == -1) {
+		rc = ioctl(vm->vcpufd, KVM_RUN, 0);
+		/* Before anything looks at the descriptors. */
+		vm_fast_reap(vm);
+		if (rc == -1) {
 			if (errno == EINTR || errno == EAGAIN) {
 				run->immediate_exit = 0;
 				if (timed_out)

@@ -397,12 +397,14 @@ int vm_gstr(struct vm *, uint64_t addr, char *out, size_t max);
 /* fastcall.c: the calls the guest answers itself (guest/fastcall.h).
  * LSTAR for this VM; the code and an empty data page, at boot; at the
  * first system call, whether to use them; before the first stat the VMM
- * answers itself, the index; before every entry of the vCPU, the data. */
+ * answers itself, the index; before every entry of the vCPU, the data;
+ * as every exit begins, the descriptors the guest closed itself. */
 uint64_t vm_fast_lstar(const struct vm *);
 void vm_fast_install(struct vm *);
 void vm_fast_probe(struct vm *);
 void vm_fast_index(struct vm *, uint64_t nr);
 void vm_fast_sync(struct vm *);
+void vm_fast_reap(struct vm *);
 
 /* vdso.c: the vDSO's address for AT_SYSINFO_EHDR (0: none); its image
  * and a disabled data page into fresh guest memory; the data page set
