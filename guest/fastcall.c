@@ -54,6 +54,14 @@
 #define AT_FDCWD_ (-100)
 #define AT_EMPTY_PATH_ 0x1000
 #define O_CREAT_ 0100
+#define O_NOCTTY_ 0400
+#define O_LARGEFILE_ 0100000
+#define O_NOFOLLOW_ 0400000
+#define O_CLOEXEC_ 02000000
+/* An image file is opened here only read-only, with none of the flags
+ * open_at keeps (its f->flags: the access mode, O_APPEND, O_NONBLOCK)
+ * or acts on for an image file (O_DIRECTORY, O_PATH, O_TRUNC, ...). */
+#define OPEN_HERE_FLAGS (O_NOCTTY_ | O_LARGEFILE_ | O_NOFOLLOW_ | O_CLOEXEC_)
 #define SEEK_CUR_ 1
 #define F_GETFD_ 1
 #define FD_CLOEXEC_ 1
@@ -83,23 +91,6 @@ static const struct keep_fast *
 data(void)
 {
 	return (const struct keep_fast *)(uintptr_t)GUEST_FASTDATA;
-}
-
-/* Where the guest notes the descriptors it closed itself. */
-static volatile uint8_t *
-closed(void)
-{
-	return ((struct fast_closed *)(uintptr_t)GUEST_FASTCLOSE)->closed;
-}
-
-/* A descriptor's kind as the VMM will see it: free once the guest
- * closed it here, before the VMM has read that back. fd < d->nfds. */
-static uint8_t
-kind_of(const struct keep_fast *d, uint32_t fd)
-{
-	if (d->close_here && closed()[fd] != 0)
-		return FAST_FD_FREE;
-	return d->fd[fd].kind;
 }
 
 /* Whether [addr, end) lies in pages open in the host (vm_space_ok):
@@ -243,6 +234,85 @@ path_at(uint32_t pos)
 	return (const char *)(uintptr_t)GUEST_FASTIDX + file_at(pos)->path_off;
 }
 
+/* What the guest changed itself in descriptor fd (struct fast_changes). */
+static volatile struct fast_change *
+change(uint32_t fd)
+{
+	return &((struct fast_changes *)(uintptr_t)GUEST_FASTCHANGE)->fd[fd];
+}
+
+/* Whether descriptor fd (< d->nfds) is free, as the VMM will have it
+ * once it reads back what the guest changed. */
+static int
+is_free(const struct keep_fast *d, uint32_t fd)
+{
+	uint8_t op = d->changes_here ? change(fd)->op : FAST_CH_NONE;
+
+	if (op == FAST_CH_CLOSED)
+		return 1;
+	if (op == FAST_CH_OPENED)
+		return 0;
+	return d->fd[fd].kind == FAST_FD_FREE;
+}
+
+/* Descriptor fd (< d->nfds) as the VMM will have it: the page's entry,
+ * free once closed here, or an image file opened here (as open_at
+ * makes it: at offset 0, read-only). */
+static void
+view(const struct keep_fast *d, uint32_t fd, struct fast_fd *v)
+{
+	const struct fast_fd *e = &d->fd[fd];
+	uint8_t op = d->changes_here ? change(fd)->op : FAST_CH_NONE;
+	uint32_t pos;
+
+	v->kind = e->kind;
+	v->tty = e->tty;
+	v->cloexec = e->cloexec;
+	v->dir_end = e->dir_end;
+	v->mode = e->mode;
+	v->size = e->size;
+	v->ino = e->ino;
+	v->off = e->off;
+	if (op == FAST_CH_CLOSED)
+		v->kind = FAST_FD_FREE;
+	else if (op == FAST_CH_OPENED) {
+		pos = change(fd)->file;
+		v->kind = pos < d->nfiles ? FAST_FD_IMAGE : FAST_FD_OTHER;
+		v->tty = 0;
+		v->cloexec = change(fd)->cloexec != 0;
+		v->dir_end = 0;
+		v->off = 0;
+		if (pos < d->nfiles) {
+			v->mode = file_at(pos)->mode;
+			v->size = file_at(pos)->size;
+			v->ino = fast_ino(path_at(pos));
+		}
+	}
+}
+
+/*
+ * The descriptor a call names, as fd_get (fs.c) takes it: the low 32
+ * bits. FD_VMM when the page does not describe it (the VMM answers);
+ * FD_FREE, answered EBADF here as fd_get's NULL is there; or FD_HERE
+ * and *v.
+ */
+enum { FD_VMM, FD_FREE, FD_HERE };
+
+static int
+described(const struct keep_fast *d, uint64_t fd, struct fast_fd *v,
+    struct fast_regs *r)
+{
+	fd = (uint32_t)fd;
+	if (fd >= d->nfds)
+		return FD_VMM;
+	view(d, (uint32_t)fd, v);
+	if (v->kind == FAST_FD_FREE) {
+		r->ret = -E_BADF;
+		return FD_FREE;
+	}
+	return FD_HERE;
+}
+
 /* The first position whose path is not below key (imgtree.c). */
 static uint32_t
 lower_bound(const struct keep_fast *d, const char *key)
@@ -340,16 +410,13 @@ static int
 stat_fd(
     const struct keep_fast *d, uint64_t fd, uint64_t buf, struct fast_regs *r)
 {
-	const struct fast_fd *f;
+	struct fast_fd v;
+	const struct fast_fd *f = &v;
+	int at = described(d, fd, &v, r);
 
-	fd = (uint32_t)fd;
-	if (fd >= d->nfds)
-		return 0;
-	f = &d->fd[fd];
-	switch (kind_of(d, (uint32_t)fd)) {
-	case FAST_FD_FREE:
-		r->ret = -E_BADF;
-		return 1;
+	if (at != FD_HERE)
+		return at == FD_FREE;
+	switch (f->kind) {
 	case FAST_FD_PIPE:
 	case FAST_FD_IMAGE:
 	case FAST_FD_DIR:
@@ -438,30 +505,70 @@ access_at(const struct keep_fast *d, uint64_t addr, struct fast_regs *r)
 	}
 }
 
-/* open_at (fs.c) of a path that does not exist: ld.so and CPython look
- * for files in many places. Anything that exists is opened by the VMM. */
+/* The lowest free descriptor open_at's fd_alloc (fs.c) would take, or
+ * d->nfds when none here is (the VMM answers: one above, or EMFILE). */
+static uint32_t
+lowest_free(const struct keep_fast *d)
+{
+	uint32_t i;
+
+	for (i = 0; i < d->nfds; i++)
+		if (is_free(d, i))
+			break;
+	return i;
+}
+
+/*
+ * open_at (fs.c) of an image file whose hash is checked, read-only and
+ * with only the flags open_at keeps nothing of: the lowest free
+ * descriptor, noted for the VMM (struct fast_changes). CPython opens
+ * each module so, and ld.so each library.
+ */
 static int
-open_missing(const struct keep_fast *d, uint64_t addr, uint64_t flags,
+open_image(const struct keep_fast *d, const struct fast_file *f, uint64_t flags,
+    struct fast_regs *r)
+{
+	volatile struct fast_change *c;
+	uint32_t fd;
+
+	if (!d->changes_here || !f->checked ||
+	    (flags & ~(uint64_t)OPEN_HERE_FLAGS) != 0 ||
+	    (fd = lowest_free(d)) == d->nfds)
+		return 0;
+	c = change(fd);
+	c->cloexec = (flags & O_CLOEXEC_) != 0;
+	c->pad = 0;
+	c->file = (uint32_t)(f - file_at(0));
+	c->op = FAST_CH_OPENED; /* last: the entry is made */
+	r->ret = fd;
+	return 1;
+}
+
+/* open_at (fs.c) of a path that does not exist (ld.so and CPython look
+ * for files in many places), or of an image file open_image takes.
+ * Anything else is opened by the VMM. */
+static int
+open_path(const struct keep_fast *d, uint64_t addr, uint64_t flags,
     struct fast_regs *r)
 {
 	char raw[FAST_PATH_MAX], path[FAST_PATH_MAX];
 	const struct fast_file *f = NULL;
 	size_t n;
-	uint32_t i;
 	int found;
 
 	found = lookup(d, addr, raw, path, &f);
+	n = len(raw);
+	/* "name/" must be a directory: EISDIR with O_CREAT before anything
+	 * is looked up, ENOTDIR for a file. */
+	if (n > 1 && raw[n - 1] == '/' &&
+	    (found == L_FILE || (flags & O_CREAT_)))
+		return 0;
+	if (found == L_FILE)
+		return open_image(d, f, flags, r);
 	if (found != L_NOENT && found != L_NOTDIR)
 		return 0;
-	/* "name/" with O_CREAT is EISDIR before anything is looked up. */
-	n = len(raw);
-	if (n > 1 && raw[n - 1] == '/' && (flags & O_CREAT_))
-		return 0;
 	/* A full table answers EMFILE first: some descriptor is free. */
-	for (i = 0; i < d->nfds; i++)
-		if (kind_of(d, i) == FAST_FD_FREE)
-			break;
-	if (i == d->nfds)
+	if (lowest_free(d) == d->nfds)
 		return 0;
 	r->ret = found == L_NOTDIR ? -E_NOTDIR : -E_NOENT;
 	return 1;
@@ -489,29 +596,6 @@ sigaction_query(const struct keep_fast *d, struct fast_regs *r)
 	return 1;
 }
 
-/*
- * The descriptor a call names, as fd_get (fs.c) takes it: the low 32
- * bits. FD_VMM when the page does not describe it (the VMM answers);
- * FD_FREE, answered EBADF here as fd_get's NULL is there; or FD_HERE
- * and *f.
- */
-enum { FD_VMM, FD_FREE, FD_HERE };
-
-static int
-described(const struct keep_fast *d, uint64_t fd, const struct fast_fd **f,
-    struct fast_regs *r)
-{
-	fd = (uint32_t)fd;
-	if (fd >= d->nfds)
-		return FD_VMM;
-	if (kind_of(d, (uint32_t)fd) == FAST_FD_FREE) {
-		r->ret = -E_BADF;
-		return FD_FREE;
-	}
-	*f = &d->fd[fd];
-	return FD_HERE;
-}
-
 /* A read of an image file's reader at or past its end (sys_read,
  * do_read, read_bytes in fs.c): nothing, once the buffer passed the
  * check do_read makes first. CPython reads each module to its end and
@@ -519,9 +603,10 @@ described(const struct keep_fast *d, uint64_t fd, const struct fast_fd **f,
 static int
 read_at_end(const struct keep_fast *d, struct fast_regs *r)
 {
-	const struct fast_fd *f = NULL;
+	struct fast_fd v;
+	const struct fast_fd *f = &v;
 	uint64_t n = r->rdx < d->io_chunk ? r->rdx : d->io_chunk;
-	int at = described(d, r->rdi, &f, r);
+	int at = described(d, r->rdi, &v, r);
 
 	if (at != FD_HERE)
 		return at == FD_FREE;
@@ -538,9 +623,10 @@ read_at_end(const struct keep_fast *d, struct fast_regs *r)
 static int
 dents_at_end(const struct keep_fast *d, struct fast_regs *r)
 {
-	const struct fast_fd *f = NULL;
+	struct fast_fd v;
+	const struct fast_fd *f = &v;
 	uint64_t n = r->rdx < d->dir_chunk ? r->rdx : d->dir_chunk;
-	int at = described(d, r->rdi, &f, r);
+	int at = described(d, r->rdi, &v, r);
 
 	if (at != FD_HERE)
 		return at == FD_FREE;
@@ -555,17 +641,17 @@ dents_at_end(const struct keep_fast *d, struct fast_regs *r)
  * flush or unlock, so the VMM drops it as its next exit begins
  * (struct fast_closed). Anything else closes in the VMM. */
 static int
-close_here(const struct keep_fast *d, struct fast_regs *r)
+changes_here(const struct keep_fast *d, struct fast_regs *r)
 {
-	const struct fast_fd *f = NULL;
-	int at = described(d, r->rdi, &f, r);
+	struct fast_fd v;
+	int at = described(d, r->rdi, &v, r);
 
 	if (at != FD_HERE)
 		return at == FD_FREE;
-	if (!d->close_here ||
-	    (f->kind != FAST_FD_IMAGE && f->kind != FAST_FD_DIR))
+	if (!d->changes_here ||
+	    (v.kind != FAST_FD_IMAGE && v.kind != FAST_FD_DIR))
 		return 0;
-	closed()[(uint32_t)r->rdi] = 1;
+	change((uint32_t)r->rdi)->op = FAST_CH_CLOSED;
 	r->ret = 0;
 	return 1;
 }
@@ -574,7 +660,8 @@ int
 fast_call(struct fast_regs *r)
 {
 	const struct keep_fast *d = data();
-	const struct fast_fd *f = NULL;
+	struct fast_fd v;
+	const struct fast_fd *f = &v;
 	int at;
 
 	/* A caller single-stepping wants its trap where the VMM puts it. */
@@ -595,15 +682,15 @@ fast_call(struct fast_regs *r)
 	case NR_faccessat2:
 		return access_at(d, r->rsi, r);
 	case NR_open:
-		return open_missing(d, r->rdi, r->rsi, r);
+		return open_path(d, r->rdi, r->rsi, r);
 	case NR_openat:
-		return open_missing(d, r->rsi, r->rdx, r);
+		return open_path(d, r->rsi, r->rdx, r);
 	case NR_rt_sigaction:
 		return sigaction_query(d, r);
 	case NR_lseek:
 		/* seek (fs.c): where an image file's reader is; stdin and
 		 * the output do not seek. */
-		if ((at = described(d, r->rdi, &f, r)) != FD_HERE)
+		if ((at = described(d, r->rdi, &v, r)) != FD_HERE)
 			return at == FD_FREE;
 		if (f->kind == FAST_FD_PIPE) {
 			r->ret = -E_SPIPE;
@@ -617,14 +704,14 @@ fast_call(struct fast_regs *r)
 	case NR_read:
 		return read_at_end(d, r);
 	case NR_close:
-		return close_here(d, r);
+		return changes_here(d, r);
 	case NR_getdents64:
 		return dents_at_end(d, r);
 	case NR_fcntl:
 		/* fcntl_fd (fs.c), F_GETFD only: close-on-exec. */
 		if (r->rsi != F_GETFD_)
 			return 0;
-		if ((at = described(d, r->rdi, &f, r)) != FD_HERE)
+		if ((at = described(d, r->rdi, &v, r)) != FD_HERE)
 			return at == FD_FREE;
 		r->ret = f->cloexec ? FD_CLOEXEC_ : 0;
 		return 1;
@@ -646,7 +733,7 @@ fast_call(struct fast_regs *r)
 		 * a terminal run's fds 0-2 is ENOTTY. */
 		if ((uint32_t)r->rsi != TCGETS_)
 			return 0;
-		if ((at = described(d, r->rdi, &f, r)) != FD_HERE)
+		if ((at = described(d, r->rdi, &v, r)) != FD_HERE)
 			return at == FD_FREE;
 		if (f->tty)
 			return 0;

@@ -15,7 +15,7 @@
  * Every page here but one is user read-only: the guest cannot change
  * what it is answered, and nothing here is more than the program could
  * ask with a system call. The VMM reads back only the descriptors the
- * guest closed itself (struct fast_closed), as requests to close.
+ * guest opened or closed itself (struct fast_changes), as requests.
  */
 #ifndef KEEP_GUEST_FASTCALL_H
 #define KEEP_GUEST_FASTCALL_H
@@ -95,23 +95,36 @@ struct keep_fast {
 	 * checked only that far). */
 	uint32_t pid, tid, id;
 	uint32_t io_chunk, dir_chunk;
-	uint32_t close_here; /* GUEST_FASTCLOSE is the guest's to write */
+	uint32_t changes_here; /* GUEST_FASTCHANGE is the guest's to write */
 };
 
 /*
- * At GUEST_FASTCLOSE, the one page here the guest writes (user
- * read-write): closed[fd] is set when the guest closed an image file or
- * directory itself. Nothing is flushed or unlocked at such a close, so
- * the VMM may drop the descriptor later: it reads the page back as its
- * next exit begins, before anything looks at the descriptors, drops
- * each one still an image file or directory, ignores the rest and
- * zeroes the page. A byte each, so that a signal taken between two
- * closes cannot undo one. The answers here take a set byte as a free
- * descriptor meanwhile. Whatever the program writes here itself closes
- * at most its own image files and directories, as close(2) would.
+ * At GUEST_FASTCHANGE, the one page here the guest writes (user
+ * read-write): what the guest's own answers did to its descriptors
+ * since the VMM last looked. An image file opened here (read-only,
+ * among the files whose hash is checked) or an image file or directory
+ * closed here holds nothing to flush, unlock or tell another process,
+ * so the VMM may make the change later: it reads the page back as its
+ * next exit begins, before anything looks at the descriptors, makes
+ * each change as open(2) and close(2) would (an open only of a checked
+ * image file into a free descriptor, a close only of an image file or
+ * directory), drops anything else and zeroes the page. Each entry is
+ * committed by its op, written last; a fast call is never interrupted
+ * by a signal handler (the VMM delays a signal that comes inside this
+ * code), so no answer here sees another half made. Whatever the program
+ * writes here itself asks no more than open(2) and close(2) could.
  */
-struct fast_closed {
-	uint8_t closed[FAST_FDS];
+enum { FAST_CH_NONE = 0, FAST_CH_CLOSED, FAST_CH_OPENED };
+
+struct fast_change {
+	uint8_t op;
+	uint8_t cloexec; /* FAST_CH_OPENED: O_CLOEXEC */
+	uint16_t pad;
+	uint32_t file; /* FAST_CH_OPENED: its place at GUEST_FASTIDX */
+};
+
+struct fast_changes {
+	struct fast_change fd[FAST_FDS];
 };
 
 /* The image's files at GUEST_FASTIDX, sorted by path (strcmp order):
@@ -120,7 +133,7 @@ struct fast_closed {
 struct fast_file {
 	uint32_t path_off, path_len;
 	uint32_t mode; /* st_mode: S_IFREG | permissions */
-	uint32_t pad;
+	uint32_t checked; /* its hash is checked: open it here */
 	uint64_t size; /* st_ino is fast_ino of the path, made when asked */
 };
 

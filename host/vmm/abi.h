@@ -41,10 +41,10 @@
 #define GUEST_VVAR 0x30000
 #define GUEST_VDSO 0x31000
 #define GUEST_VDSO_MAX 0x4000
-/* The descriptors the guest closed itself (guest/fastcall.h), the one
- * page of the first 2 MiB the guest may write: the VMM reads it back at
- * its next exit. */
-#define GUEST_FASTCLOSE 0x35000
+/* The descriptors the guest opened or closed itself (guest/fastcall.h),
+ * the one page of the first 2 MiB the guest may write: the VMM reads it
+ * back as its next exit begins. */
+#define GUEST_FASTCHANGE 0x35000
 /* The calls the guest answers itself (guest/fastcall.h): their code,
  * the VMM's answers, the index of the image's files; user read-only. */
 #define GUEST_FAST 0x36000

@@ -18,6 +18,8 @@
 #include <sys/stat.h>
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "guest/fastcall.h"
@@ -35,9 +37,9 @@ _Static_assert(sizeof(struct keep_fast) <= GUEST_FASTDATA_LEN,
     "the fast data fits its pages");
 _Static_assert(sizeof(struct fast_sigaction) == sizeof(struct vm_sigaction),
     "the kernel's struct sigaction on both sides");
-_Static_assert(GUEST_VDSO + GUEST_VDSO_MAX <= GUEST_FASTCLOSE &&
-        GUEST_FASTCLOSE + VM_PAGE <= GUEST_FAST &&
-        sizeof(struct fast_closed) <= VM_PAGE,
+_Static_assert(GUEST_VDSO + GUEST_VDSO_MAX <= GUEST_FASTCHANGE &&
+        GUEST_FASTCHANGE + VM_PAGE <= GUEST_FAST &&
+        sizeof(struct fast_changes) <= VM_PAGE,
     "the closed descriptors' page is a page of its own");
 _Static_assert(GUEST_FAST + GUEST_FAST_MAX <= GUEST_FASTDATA &&
         GUEST_FASTDATA + GUEST_FASTDATA_LEN <= GUEST_FASTRUNS &&
@@ -57,7 +59,7 @@ void
 vm_fast_install(struct vm *vm)
 {
 	memset(vm->mem + GUEST_FASTDATA, 0, GUEST_FASTDATA_LEN);
-	memset(vm->mem + GUEST_FASTCLOSE, 0, sizeof(struct fast_closed));
+	memset(vm->mem + GUEST_FASTCHANGE, 0, sizeof(struct fast_changes));
 	if (guest_fast_len <= GUEST_FAST_MAX)
 		memcpy(vm->mem + GUEST_FAST, guest_fast, guest_fast_len);
 	vm->fast_index = 0;
@@ -126,6 +128,16 @@ vm_fast_probe(struct vm *vm)
 		vm->fast = 1;
 }
 
+/* Whether file i (cfg->files) may be opened without a check: its hash
+ * was checked (by this run, or an earlier one: keep run's record), or
+ * the image had it checked as it opened. */
+static int
+file_checked(const struct vm *vm, size_t i)
+{
+	return vm->cfg->files[i].hash == NULL ||
+	    (vm->img_checked != NULL && vm->img_checked[i]);
+}
+
 /* The image's files, sorted by path, for stat to find without an exit;
  * none when they do not fit below GUEST_LOW_END. */
 static void
@@ -154,6 +166,7 @@ build_index(struct vm *vm)
 		e.path_off = (uint32_t)at;
 		e.path_len = (uint32_t)(n - 1);
 		e.mode = S_IFREG | f->mode;
+		e.checked = file_checked(vm, vm->img_order[i]);
 		e.size = f->len;
 		memcpy(base + i * sizeof(e), &e, sizeof(e));
 		memcpy(base + at, f->path, n);
@@ -207,44 +220,110 @@ sync_fd(struct vm *vm, struct fast_fd *m, const struct vfd *f)
 	}
 }
 
-/* Whether the guest's page tables give it GUEST_FASTCLOSE to write
+/* Whether the guest's page tables give it GUEST_FASTCHANGE to write
  * (kvm.c build_page_tables): present, writable, user. */
 static int
 close_page_mapped(const struct vm *vm)
 {
 	uint64_t pte;
 
-	memcpy(&pte, vm->mem + GUEST_PT_LOW + 8 * (GUEST_FASTCLOSE / VM_PAGE),
+	memcpy(&pte, vm->mem + GUEST_PT_LOW + 8 * (GUEST_FASTCHANGE / VM_PAGE),
 	    sizeof(pte));
-	return (pte & 7) == 7 && (pte & ~0xfffULL) == GUEST_FASTCLOSE;
+	return (pte & 7) == 7 && (pte & ~0xfffULL) == GUEST_FASTCHANGE;
+}
+
+/* An image file opened by the guest itself, as open_at (fs.c) makes
+ * one, into free descriptor fd; a descriptor the guest closed itself
+ * and opened again is dropped first. Only a checked file, and never
+ * over anything but an image file or directory. */
+static void
+reap_open(struct vm *vm, size_t fd, const struct fast_change *c)
+{
+	const struct vmm_config *cfg = vm->cfg;
+	const struct vmm_file *file;
+	struct vfd *f = &vm->fds[fd];
+
+	if (vm->img_order == NULL || c->file >= cfg->nfiles)
+		return;
+	file = &cfg->files[vm->img_order[c->file]];
+	if (!file_checked(vm, vm->img_order[c->file]))
+		return;
+	if (f->kind == VFD_IMAGE || f->kind == VFD_VDIR)
+		vm_fd_release(f);
+	if (f->kind != VFD_FREE)
+		return;
+	if ((f->path = strdup(file->path)) == NULL)
+		return; /* the guest finds it closed: EBADF, no worse */
+	f->kind = VFD_IMAGE;
+	f->file = file;
+	f->off = 0;
+	f->cloexec = c->cloexec != 0;
+	f->flags = O_RDONLY;
 }
 
 /*
- * The descriptors the guest closed itself (struct fast_closed), read
- * back as the exit begins. The page is the guest's to write: a set byte
- * is a request, honoured only as close(2) would be for the kinds the
- * guest closes itself (image files and directories: nothing to flush
- * or unlock); any other byte is dropped.
+ * What the guest changed itself (struct fast_changes), read back as the
+ * exit begins. The page is the guest's to write: each entry is a
+ * request, honoured only as open(2) or close(2) would be for what the
+ * guest does itself (a checked image file opened into a free
+ * descriptor; an image file or directory closed); anything else is
+ * dropped.
  */
 void
 vm_fast_reap(struct vm *vm)
 {
-	uint8_t *closed = vm->mem + GUEST_FASTCLOSE;
-	const uint8_t zero[FAST_FDS] = { 0 };
+	struct fast_changes *page =
+	    (struct fast_changes *)(vm->mem + GUEST_FASTCHANGE);
+	struct fast_change c;
 	int saved = errno;
 	size_t fd;
 
-	if (!vm->fast || memcmp(closed, zero, FAST_FDS) == 0)
+	if (!vm->fast || vm->fds == NULL)
 		return;
-	for (fd = 0; fd < FAST_FDS && vm->fds != NULL; fd++) {
-		if (closed[fd] == 0 || fd >= vm->nfds)
+	for (fd = 0; fd < FAST_FDS; fd++) {
+		if (page->fd[fd].op == FAST_CH_NONE)
 			continue;
-		if (vm->fds[fd].kind == VFD_IMAGE ||
-		    vm->fds[fd].kind == VFD_VDIR)
+		memcpy(&c, &page->fd[fd], sizeof(c));
+		memset(&page->fd[fd], 0, sizeof(page->fd[fd]));
+		if (fd >= vm->nfds)
+			continue;
+		if (c.op == FAST_CH_CLOSED &&
+		    (vm->fds[fd].kind == VFD_IMAGE ||
+		        vm->fds[fd].kind == VFD_VDIR))
 			vm_fd_release(&vm->fds[fd]);
+		else if (c.op == FAST_CH_OPENED)
+			reap_open(vm, fd, &c);
 	}
-	memset(closed, 0, FAST_FDS);
 	errno = saved;
+}
+
+/* A file just found to match its hash: the guest may now open it. */
+void
+vm_fast_checked(struct vm *vm, size_t i)
+{
+	struct keep_fast *d = (struct keep_fast *)(vm->mem + GUEST_FASTDATA);
+	struct fast_file *e;
+
+	if (vm->mem == NULL || !vm->fast_index || d->nfiles == 0 ||
+	    vm->img_pos == NULL || i >= vm->cfg->nfiles)
+		return;
+	e = (struct fast_file *)(vm->mem + GUEST_FASTIDX) + vm->img_pos[i];
+	e->checked = 1;
+}
+
+/*
+ * Whether rip lies in the fast calls' code past its first instruction:
+ * a signal is not delivered there (sys_signal.c), so no answer is ever
+ * half made under a handler (struct fast_changes). At the entry itself
+ * nothing is done yet, and kvm-pvm puts most kicks there (as the
+ * guest's `syscall` enters it): a signal is delivered there as at the
+ * call, which then runs after the handler returns.
+ */
+int
+vm_fast_inside(const struct vm *vm, uint64_t rip)
+{
+	return vm->fast && rip > GUEST_FAST &&
+	    rip < GUEST_FAST + guest_fast_len;
 }
 
 void
@@ -299,7 +378,7 @@ vm_fast_sync(struct vm *vm)
 	d->id = VM_GUEST_ID;
 	d->io_chunk = VM_IO_CHUNK;
 	d->dir_chunk = VM_DIR_CHUNK;
-	d->close_here = close_page_mapped(vm);
+	d->changes_here = close_page_mapped(vm);
 	n = strlen(vm->cwd);
 	if (n < sizeof(d->cwd)) {
 		memcpy(d->cwd, vm->cwd, n + 1);

@@ -68,7 +68,8 @@ vm_img_init(struct vm *vm)
 		return VMM_OK;
 	if (cfg->nfiles > UINT32_MAX ||
 	    (vm->img_order = calloc(cfg->nfiles, sizeof(uint32_t))) == NULL ||
-	    (vm->img_checked = calloc(cfg->nfiles, 1)) == NULL)
+	    (vm->img_checked = calloc(cfg->nfiles, 1)) == NULL ||
+	    (vm->img_pos = calloc(cfg->nfiles, sizeof(uint32_t))) == NULL)
 		return VMM_E_NOMEM;
 	for (i = 0; i < cfg->nfiles; i++) {
 		vm->img_order[i] = (uint32_t)i;
@@ -81,6 +82,8 @@ vm_img_init(struct vm *vm)
 	/* Images keep's builder writes are sorted already. */
 	if (!sorted)
 		sort_by_path(cfg, vm->img_order, cfg->nfiles);
+	for (i = 0; i < cfg->nfiles; i++)
+		vm->img_pos[vm->img_order[i]] = (uint32_t)i;
 	return VMM_OK;
 }
 
@@ -91,6 +94,8 @@ vm_img_free(struct vm *vm)
 	vm->img_order = NULL;
 	free(vm->img_checked);
 	vm->img_checked = NULL;
+	free(vm->img_pos);
+	vm->img_pos = NULL;
 }
 
 int
@@ -114,8 +119,10 @@ vm_img_verify(struct vm *vm, const struct vmm_file *f)
 	for (k = 0; k < f->pad; k++)
 		if (f->data[f->len + k] != 0)
 			return -1;
-	if (known && vm->img_checked != NULL)
+	if (known && vm->img_checked != NULL) {
 		vm->img_checked[i] = 1;
+		vm_fast_checked(vm, i);
+	}
 	if (known && vm->cfg->file_hints != NULL)
 		vm->cfg->file_hints[i] = 1;
 	return 0;

@@ -163,8 +163,8 @@ build_page_tables(struct vm *vm)
 		    addr | PTE_P | PTE_U | PTE_A);
 	/* The one page of these the guest writes: the descriptors it
 	 * closed itself, which the VMM takes as requests to close. */
-	put64(vm, GUEST_PT_LOW + 8 * (GUEST_FASTCLOSE / VM_PAGE),
-	    GUEST_FASTCLOSE | PTE_P | PTE_W | PTE_U | PTE_A | PTE_D);
+	put64(vm, GUEST_PT_LOW + 8 * (GUEST_FASTCHANGE / VM_PAGE),
+	    GUEST_FASTCHANGE | PTE_P | PTE_W | PTE_U | PTE_A | PTE_D);
 	for (addr = VM_HUGE; addr < vm->memsz; addr += VM_HUGE) {
 		if (addr == guard)
 			continue;
@@ -893,6 +893,9 @@ vm_timer_arm(struct vm *vm)
 		next = vm->sig.alarm_at_us;
 	if (vm->slice_at_us != 0 && (next == 0 || vm->slice_at_us < next))
 		next = vm->slice_at_us;
+	if (vm->signal_retry_us != 0 &&
+	    (next == 0 || vm->signal_retry_us < next))
+		next = vm->signal_retry_us;
 	memset(&it, 0, sizeof(it));
 	if (next != 0) {
 		left = next > now ? next - now : 1;

@@ -110,6 +110,9 @@ vm_signal_exec(struct vm *vm)
 	publish(vm);
 }
 
+/* How soon a signal that came inside the fast calls' code is tried
+ * again. */
+#define SIGNAL_RETRY_US 20
 /* ---- the system calls ------------------------------------------------- */
 
 int64_t
@@ -661,6 +664,21 @@ vm_signal_after_kick(struct vm *vm)
 	 * (its exit follows at once and delivers then). */
 	if (rip >= GUEST_KERNEL && rip < GUEST_KERNEL + VM_PAGE)
 		return;
+	/* Nor in the calls the guest answers itself, which may have an
+	 * answer half made (fastcall.c): a handler's own calls would see
+	 * it so. They take microseconds; a kick again after a few finds
+	 * the program past them. */
+	if (vm_fast_inside(vm, rip)) {
+		if (deliverable(vm)) {
+			vm->signal_retry_us = vm_now_us() + SIGNAL_RETRY_US;
+			vm_timer_arm(vm);
+		}
+		return;
+	}
+	if (vm->signal_retry_us != 0) {
+		vm->signal_retry_us = 0;
+		vm_timer_arm(vm);
+	}
 	deliver(vm, 0, 0);
 }
 

@@ -111,6 +111,7 @@ struct vm {
 	uint64_t stack_lo, stack_top;
 	/* Files. */
 	uint32_t *img_order; /* cfg->files by path (imgtree.c) */
+	uint32_t *img_pos; /* per file: its place in img_order */
 	uint8_t *img_checked; /* per file: its hash was checked */
 	struct vfd *fds;
 	unsigned nfds;
@@ -142,6 +143,8 @@ struct vm {
 	struct vm_signals sig;
 	struct vm_threads *threads; /* sys_thread.c; NULL: one thread */
 	uint64_t slice_at_us; /* the running thread's slice ends */
+	uint64_t signal_retry_us; /* a signal that came inside the fast
+				     calls is tried again (sys_signal.c) */
 	int preempt_due; /* the slice ended inside a call: switch at its return */
 	/* Templates (template.c): booting one, parked at its ready call
 	 * (KEEP_SYS_READY) with the request buffer it gave, or a clone. */
@@ -405,6 +408,8 @@ void vm_fast_probe(struct vm *);
 void vm_fast_index(struct vm *, uint64_t nr);
 void vm_fast_sync(struct vm *);
 void vm_fast_reap(struct vm *);
+void vm_fast_checked(struct vm *, size_t file);
+int vm_fast_inside(const struct vm *, uint64_t rip);
 
 /* vdso.c: the vDSO's address for AT_SYSINFO_EHDR (0: none); its image
  * and a disabled data page into fresh guest memory; the data page set

@@ -415,28 +415,36 @@ ends(const char *who)
 	}
 }
 
-/* The program writes the closed descriptors' page itself: an image
- * file's byte closes it, as close(2) would; stdout's and a free
- * descriptor's are dropped. */
+/* The program writes the page of descriptors it changed itself (struct
+ * fast_changes: 8 bytes each, op first): an image file's close closes
+ * it, as close(2) would; a close of stdout, an open over stdout and an
+ * open of a file the image does not have are dropped. */
 static int
-close_page(void)
+change_page(void)
 {
-	volatile uint8_t *closed = (volatile uint8_t *)0x35000;
+	volatile uint8_t *page = (volatile uint8_t *)0x35000;
 	int f = open("/d/a.txt", O_RDONLY), g = open("/d/a.txt", O_RDONLY);
 	struct stat st;
-	long a, b;
+	long a, b, c, w;
 
-	closed[1] = 1;
-	closed[f] = 1;
-	closed[100] = 1;
-	closed[127] = 0xff;
-	a = raw(SYS_getppid, 0, 0, 0, 0) >= 0
-	    ? raw(SYS_fstat, f, (long)&st, 0, 0)
-	    : -1;
+	page[8 * 1] = 1; /* closed */
+	page[8 * f] = 1;
+	page[8 * 1] = 2; /* opened, over stdout */
+	page[8 * 20 + 4] = 0xff; /* opened, file 0xffffffff */
+	page[8 * 20 + 5] = 0xff;
+	page[8 * 20 + 6] = 0xff;
+	page[8 * 20 + 7] = 0xff;
+	page[8 * 20] = 2;
+	page[8 * 127] = 0xee;
+	w = raw(SYS_getppid, 0, 0, 0, 0); /* an exit: the VMM reads it */
+	a = raw(SYS_fstat, f, (long)&st, 0, 0);
 	b = raw(SYS_fstat, g, (long)&st, 0, 0);
-	printf("closepage: image fd %ld, other fd %ld, stdout kept\n", a, b);
+	c = raw(SYS_fstat, 20, (long)&st, 0, 0);
+	printf("changepage: image fd %ld, other fd %ld, fd 20 %ld, stdout "
+	       "kept\n",
+	    w >= 0 ? a : w, b, c);
 	fflush(stdout);
-	return a == -EBADF && b == 0 ? 0 : 1;
+	return a == -EBADF && b == 0 && c == -EBADF ? 0 : 1;
 }
 
 static volatile int got;
@@ -508,15 +516,24 @@ cwd(const char *who)
 }
 
 static volatile long alarms, alarm_bad;
+static volatile int held = -1;
 
 static void
 on_alarm(int sig)
 {
 	struct stat st;
 
+	int fd;
+
 	(void)sig;
 	alarms++;
 	if (syscall(SYS_stat, "/d/sub/b.txt", &st) != 0 || st.st_size != 5000)
+		alarm_bad++;
+	/* An open here, while the program may be inside its own: each
+	 * gets a descriptor of its own (the program closes this one). */
+	if (held < 0 && (fd = open("/d/sub/b.txt", O_RDONLY)) >= 0)
+		held = fd;
+	else if (held < 0)
 		alarm_bad++;
 }
 
@@ -529,15 +546,29 @@ under_alarms(void)
 	struct stat st;
 	char buf[64];
 	long i, bad = 0;
+	int fd, h;
 
 	signal(SIGALRM, on_alarm);
 	setitimer(ITIMER_REAL, &it, NULL);
-	for (i = 0; i < 20000 || alarms < 10; i++) {
+	for (i = 0; i < 200000 || alarms < 10; i++) {
 		memset(&st, 0, sizeof(st));
 		if (syscall(SYS_stat, "/d/a.txt", &st) != 0 ||
 		    st.st_size != 12 ||
 		    syscall(SYS_getcwd, buf, sizeof(buf)) != 2 ||
 		    strcmp(buf, "/") != 0)
+			bad++;
+		if ((fd = open("/d/a.txt", O_RDONLY | O_CLOEXEC)) < 0 ||
+		    fd == held || syscall(SYS_fstat, fd, &st) != 0 ||
+		    st.st_size != 12)
+			bad++;
+		if ((h = held) >= 0) {
+			if (h == fd || syscall(SYS_fstat, h, &st) != 0 ||
+			    st.st_size != 5000)
+				bad++;
+			close(h);
+			held = -1;
+		}
+		if (fd >= 0 && close(fd) != 0)
 			bad++;
 		if (i > 2000000)
 			break;
@@ -567,8 +598,8 @@ main(int argc, char **argv)
 
 	if (argc > 1 && strcmp(argv[1], "alarms") == 0)
 		return under_alarms();
-	if (argc > 1 && strcmp(argv[1], "closepage") == 0)
-		return close_page();
+	if (argc > 1 && strcmp(argv[1], "changepage") == 0)
+		return change_page();
 	if (argc > 1 && strcmp(argv[1], "poke") == 0) {
 		*(volatile char *)0x3a000 = 1; /* GUEST_FASTDATA */
 		printf("poke: wrote the VMM's answers\n");

@@ -5,8 +5,9 @@
 # and with every call exiting (--trace turns them off), its output must be
 # the same byte for byte, with and without a workspace, in a forked child
 # and while a second thread exists. The answers' page is read-only; what
-# the program writes into the closed descriptors' page closes no more
-# than close(2) would.
+# the program writes into the changed descriptors' page opens and closes
+# no more than open(2) and close(2) would. Signals come while the guest
+# opens and closes files itself, and their handlers open and close too.
 set -u
 cd "$(dirname "$0")/../.."
 B=${B:-build}; KEEP=$B/bin/keep; G=$B/guests
@@ -61,14 +62,15 @@ out=$(run --timeout 60s "$tmp/f.img" fastcalls alarms 2>&1); rc=$?
 [ $rc -eq 0 ] && [[ $out == "alarms: ok"* ]] &&
 	ok "signals taken while the guest answers: $out" || bad "alarms ($rc): $out"
 
-# The one page the guest writes: requests to close, honoured only as
-# close(2) would be for an image file (stdout stays).
-out=$(run "$tmp/f.img" fastcalls closepage 2>&1); rc=$?
+# The one page the guest writes: requests to open and close, honoured
+# only as open(2) and close(2) would be for an image file (stdout
+# stays, a file the image does not have is not opened).
+out=$(run "$tmp/f.img" fastcalls changepage 2>&1); rc=$?
 if [ -d /sys/module/kvm_pvm ]; then
-	[ $rc -eq 0 ] && [ "$out" = "closepage: image fd -9, other fd 0, stdout kept" ] &&
-		ok "the closed descriptors' page: $out" || bad "closepage ($rc): $out"
+	[ $rc -eq 0 ] && [ "$out" = "changepage: image fd -9, other fd 0, fd 20 -9, stdout kept" ] &&
+		ok "the changed descriptors' page: $out" || bad "changepage ($rc): $out"
 else
-	echo "ok: (not kvm-pvm: no fast calls, closepage $rc)"
+	echo "ok: (not kvm-pvm: no fast calls, changepage $rc)"
 fi
 
 out=$(run "$tmp/f.img" fastcalls poke 2>&1); rc=$?
