@@ -27,6 +27,11 @@ struct image {
 
 int image_fail(char *err, size_t errlen, int code, const char *fmt, ...)
     KEEP_PRINTF(4, 5);
+/* 0 when a fixed-size string field is well formed (docs/image-format.md);
+ * path: a guest path's rules, else a name's. image_check_str_bytes gives
+ * the same answers a byte at a time: the reference the tests and
+ * fuzz/image_str.c compare image_check_str with. */
 int image_check_str(const uint8_t *field, size_t size, int path);
+int image_check_str_bytes(const uint8_t *field, size_t size, int path);
 
 #endif

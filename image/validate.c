@@ -16,6 +16,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #include "image/format.h"
 #include "image/image.h"
 #include "image/image_int.h"
@@ -91,11 +95,13 @@ name_char(uint8_t c)
 
 /*
  * A fixed-size string field: NUL-terminated, zero padded, non-empty,
- * every byte in the alphabet. One pass over the string: the python
- * image has 8,700 paths to check at every open.
+ * every byte in the alphabet. A byte at a time: the reference for
+ * check_path_wide below (tests/unit/test_image.c and fuzz/image_str.c
+ * hold the two to the same answers), and the check of the few names of
+ * an image.
  */
 int
-image_check_str(const uint8_t *field, size_t size, int path)
+image_check_str_bytes(const uint8_t *field, size_t size, int path)
 {
 	const uint8_t *nul = memchr(field, '\0', size);
 	size_t n, i, start;
@@ -135,6 +141,104 @@ image_check_str(const uint8_t *field, size_t size, int path)
 		start = i + 1;
 	}
 	return 0;
+}
+
+#ifdef __SSE2__
+/* Of 64 bytes, a bit per byte for each class of byte that the rules of
+ * a path care about. */
+struct path_classes {
+	uint64_t zero, slash, dot, outside;
+};
+
+static inline uint64_t
+byte_bits(__m128i eq, int shift)
+{
+	return (uint64_t)(unsigned)_mm_movemask_epi8(eq) << shift;
+}
+
+static inline void
+classify64(const uint8_t *p, struct path_classes *c)
+{
+	const __m128i nul = _mm_setzero_si128(), slash = _mm_set1_epi8('/'),
+	              dot = _mm_set1_epi8('.'), first = _mm_set1_epi8(0x21),
+	              del = _mm_set1_epi8(0x7f),
+	              backslash = _mm_set1_epi8('\\');
+
+	c->zero = c->slash = c->dot = c->outside = 0;
+	for (int k = 0; k < 64; k += 16) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(p + k));
+		/* Signed: below 0x21 is 0x00-0x20 and 0x80-0xff. */
+		__m128i out = _mm_or_si128(_mm_cmplt_epi8(v, first),
+		    _mm_or_si128(
+		        _mm_cmpeq_epi8(v, del), _mm_cmpeq_epi8(v, backslash)));
+
+		c->zero |= byte_bits(_mm_cmpeq_epi8(v, nul), k);
+		c->slash |= byte_bits(_mm_cmpeq_epi8(v, slash), k);
+		c->dot |= byte_bits(_mm_cmpeq_epi8(v, dot), k);
+		c->outside |= byte_bits(out, k);
+	}
+}
+
+typedef unsigned __int128 field_bits;
+
+static inline field_bits
+join(uint64_t lo, uint64_t hi)
+{
+	return (field_bits)hi << 64 | lo;
+}
+
+/*
+ * A path field (IMAGE_PATH_MAX, 128 bytes) 16 bytes at a time (SSE2,
+ * which every x86-64 has): a bit per byte of the field for each of
+ * "zero", "slash", "dot" and "outside the alphabet", and the rules of
+ * image_check_str_bytes as arithmetic on those masks. The python
+ * image's 8,700 paths (67 bytes on average) were 62% of its open a byte
+ * at a time, with a memchr and a memcmp more per path: opened in a
+ * loop, 0.51 ms, and 0.20 ms this way.
+ */
+_Static_assert(IMAGE_PATH_MAX == 128, "check_path_wide reads 128 bytes");
+
+static int
+check_path_wide(const uint8_t *field)
+{
+	struct path_classes lo, hi;
+	field_bits zero, slash, dot, end, before, closing;
+
+	classify64(field, &lo);
+	classify64(field + 64, &hi);
+	zero = join(lo.zero, hi.zero);
+	/* The string ends at its first zero byte (end: that byte's bit),
+	 * is not empty, and every byte from there on is zero. */
+	if (zero == 0 || (zero & 1) != 0)
+		return -1;
+	end = zero & -zero;
+	before = end - 1;
+	if ((zero | before) != ~(field_bits)0 ||
+	    (join(lo.outside, hi.outside) & before) != 0 || (lo.slash & 1) == 0)
+		return -1;
+	/* Each component runs from a slash to the next slash or the end:
+	 * none is empty ("//", a slash last), "." or "..". */
+	slash = join(lo.slash, hi.slash);
+	dot = join(lo.dot, hi.dot);
+	closing = slash | end;
+	if ((slash &
+	        ((closing >> 1) | ((dot >> 1) & (closing >> 2)) |
+	            ((dot >> 1) & (dot >> 2) & (closing >> 3)))) != 0)
+		return -1;
+	return 0;
+}
+#endif
+
+/* The paths, a whole field at a time where the machine allows; the rest
+ * a byte at a time. */
+int
+image_check_str(const uint8_t *field, size_t size, int path)
+{
+#ifdef __SSE2__
+	if (path && size == IMAGE_PATH_MAX)
+		return check_path_wide(field);
+#endif
+	return image_check_str_bytes(field, size, path);
 }
 
 /* No two files share a path: an open-addressing set of the paths, in
