@@ -20,6 +20,7 @@ struct image {
 	const char *name, *version;
 	uint64_t memory;
 	cap_set_t caps;
+	int sorted; /* files strictly sorted by path (as keep builds them) */
 	struct image_file *files;
 	struct image_command *commands;
 	size_t nfiles, ncommands;

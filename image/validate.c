@@ -145,9 +145,9 @@ image_check_str_bytes(const uint8_t *field, size_t size, int path)
 
 #ifdef __SSE2__
 /* Of 64 bytes, a bit per byte for each class of byte that the rules of
- * a path care about. */
+ * a path care about, and for each byte equal to the previous path's. */
 struct path_classes {
-	uint64_t zero, slash, dot, outside;
+	uint64_t zero, slash, dot, outside, same;
 };
 
 static inline uint64_t
@@ -157,14 +157,14 @@ byte_bits(__m128i eq, int shift)
 }
 
 static inline void
-classify64(const uint8_t *p, struct path_classes *c)
+classify64(const uint8_t *p, const uint8_t *prev, struct path_classes *c)
 {
 	const __m128i nul = _mm_setzero_si128(), slash = _mm_set1_epi8('/'),
 	              dot = _mm_set1_epi8('.'), first = _mm_set1_epi8(0x21),
 	              del = _mm_set1_epi8(0x7f),
 	              backslash = _mm_set1_epi8('\\');
 
-	c->zero = c->slash = c->dot = c->outside = 0;
+	c->zero = c->slash = c->dot = c->outside = c->same = 0;
 	for (int k = 0; k < 64; k += 16) {
 		__m128i v = _mm_loadu_si128((const __m128i *)(p + k));
 		/* Signed: below 0x21 is 0x00-0x20 and 0x80-0xff. */
@@ -176,6 +176,10 @@ classify64(const uint8_t *p, struct path_classes *c)
 		c->slash |= byte_bits(_mm_cmpeq_epi8(v, slash), k);
 		c->dot |= byte_bits(_mm_cmpeq_epi8(v, dot), k);
 		c->outside |= byte_bits(out, k);
+		c->same |=
+		    byte_bits(_mm_cmpeq_epi8(v,
+		                  _mm_loadu_si128((const __m128i *)(prev + k))),
+		        k);
 	}
 }
 
@@ -195,17 +199,22 @@ join(uint64_t lo, uint64_t hi)
  * image's 8,700 paths (67 bytes on average) were 62% of its open a byte
  * at a time, with a memchr and a memcmp more per path: opened in a
  * loop, 0.51 ms, and 0.20 ms this way.
+ *
+ * The same pass compares the field with prev, a well-formed path field
+ * (or the field itself): *after is 1 when the path sorts after prev's
+ * as strcmp orders them. Both are zero padded, so their first differing
+ * byte orders them, and equal fields are equal paths.
  */
 _Static_assert(IMAGE_PATH_MAX == 128, "check_path_wide reads 128 bytes");
 
 static int
-check_path_wide(const uint8_t *field)
+check_path_wide(const uint8_t *field, const uint8_t *prev, int *after)
 {
 	struct path_classes lo, hi;
-	field_bits zero, slash, dot, end, before, closing;
+	field_bits zero, slash, dot, end, before, closing, differ;
 
-	classify64(field, &lo);
-	classify64(field + 64, &hi);
+	classify64(field, prev, &lo);
+	classify64(field + 64, prev + 64, &hi);
 	zero = join(lo.zero, hi.zero);
 	/* The string ends at its first zero byte (end: that byte's bit),
 	 * is not empty, and every byte from there on is zero. */
@@ -225,9 +234,37 @@ check_path_wide(const uint8_t *field)
 	        ((closing >> 1) | ((dot >> 1) & (closing >> 2)) |
 	            ((dot >> 1) & (dot >> 2) & (closing >> 3)))) != 0)
 		return -1;
+	differ = ~join(lo.same, hi.same);
+	if (differ == 0) {
+		*after = 0;
+	} else {
+		unsigned i = lo.same != ~(uint64_t)0
+		    ? (unsigned)__builtin_ctzll(~lo.same)
+		    : 64 + (unsigned)__builtin_ctzll(~hi.same);
+
+		*after = field[i] > prev[i];
+	}
 	return 0;
 }
 #endif
+
+/*
+ * A file's path (image_check_str's rules), and *after: 1 when it sorts
+ * after prev's, a path that passed this check (strcmp's order), 0 when
+ * not. One pass over the field where the machine allows.
+ */
+static int
+check_file_path(const uint8_t *field, const uint8_t *prev, int *after)
+{
+#ifdef __SSE2__
+	return check_path_wide(field, prev, after);
+#else
+	if (image_check_str_bytes(field, IMAGE_PATH_MAX, 1) != 0)
+		return -1;
+	*after = strcmp((const char *)field, (const char *)prev) > 0;
+	return 0;
+#endif
+}
 
 /* The paths, a whole field at a time where the machine allows; the rest
  * a byte at a time. */
@@ -235,8 +272,10 @@ int
 image_check_str(const uint8_t *field, size_t size, int path)
 {
 #ifdef __SSE2__
+	int after;
+
 	if (path && size == IMAGE_PATH_MAX)
-		return check_path_wide(field);
+		return check_path_wide(field, field, &after);
 #endif
 	return image_check_str_bytes(field, size, path);
 }
@@ -252,11 +291,9 @@ unique_paths(const struct image *img, char *err, size_t errlen)
 	const char **set;
 	int rc = 0;
 
-	/* Sorted strictly, as keep's builder writes them: unique. */
-	for (i = 1; i < img->nfiles; i++)
-		if (strcmp(img->files[i - 1].path, img->files[i].path) >= 0)
-			break;
-	if (i >= img->nfiles)
+	/* Sorted strictly, as keep's builder writes them (told by the
+	 * check of each path): unique. */
+	if (img->sorted)
 		return 0;
 	while (cap < 2 * img->nfiles)
 		cap *= 2;
@@ -368,6 +405,9 @@ validate(struct image *img, char *err, size_t errlen)
 	/* Files: in payload order, page aligned, no overlap, zero gaps. */
 	const uint8_t *ft = b + IMG_TABLES + (uint64_t)nc * IMG_CMD_LEN;
 	uint64_t next = 0;
+	int after;
+
+	img->sorted = 1;
 	for (uint32_t i = 0; i < nf; i++) {
 		const uint8_t *e = ft + (uint64_t)i * IMG_FILE_LEN;
 		uint64_t off = img_get64(e + IMG_F_OFFSET);
@@ -375,9 +415,13 @@ validate(struct image *img, char *err, size_t errlen)
 		uint32_t mode = img_get32(e + IMG_F_MODE);
 		uint8_t h[32];
 
-		if (image_check_str(e + IMG_F_PATH, IMAGE_PATH_MAX, 1) != 0)
+		if (check_file_path(e + IMG_F_PATH,
+		        i > 0 ? e - IMG_FILE_LEN + IMG_F_PATH : e + IMG_F_PATH,
+		        &after) != 0)
 			return image_fail(err, errlen, IMAGE_E_FORMAT,
 			    "file %u: malformed path", i);
+		if (i > 0 && !after)
+			img->sorted = 0;
 		/* The zeroes between two files of an image with deferred
 		 * hashes are checked with the first one's hash (pad), when
 		 * it is used; the payload is not read here at all. */
@@ -390,7 +434,8 @@ validate(struct image *img, char *err, size_t errlen)
 			    "overlapping, or padding not zero",
 			    i, (const char *)e + IMG_F_PATH);
 		if ((mode != 0755 && mode != 0644) ||
-		    !all_zero(e + IMG_F_MODE + 4, 12))
+		    (img_get64(e + IMG_F_MODE + 4) |
+		        img_get32(e + IMG_F_MODE + 12)) != 0)
 			return image_fail(err, errlen, IMAGE_E_FORMAT,
 			    "file %u: bad mode or reserved bytes", i);
 		if (!img->deferred) {
@@ -621,6 +666,12 @@ int
 image_is_deferred(const struct image *img)
 {
 	return img->deferred;
+}
+
+int
+image_files_sorted(const struct image *img)
+{
+	return img->sorted;
 }
 
 int

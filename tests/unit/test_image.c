@@ -140,6 +140,60 @@ test_check_str(void **state)
 		}
 }
 
+/* The order of the paths, told by the same pass that checks them: an
+ * image in keep's order is sorted; one out of order still opens (its
+ * paths are unique) but is not said to be sorted; two equal paths,
+ * next to each other or not, are refused. */
+static void
+test_path_order(void **state)
+{
+	struct image_builder *b;
+	static const uint8_t x[] = "x";
+	int fd = memfd_create("img", 0);
+	struct image *img;
+	uint8_t *buf, *paths;
+	char err[256];
+	off_t end;
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(image_builder_new("order", "1", 16 << 20, 0, &b), 0);
+	assert_int_equal(image_builder_add_file(b, "/a", x, 1, 0644), 0);
+	assert_int_equal(image_builder_add_file(b, "/a/b", x, 1, 0644), 0);
+	assert_int_equal(image_builder_add_file(b, "/c", x, 1, 0755), 0);
+	assert_int_equal(image_builder_add_command(b, "c", "c", "/c"), 0);
+	assert_int_equal(image_builder_write(b, fd, NULL, 0), 0);
+	image_builder_free(b);
+	end = lseek(fd, 0, SEEK_END);
+	assert_non_null(buf = malloc((size_t)end));
+	assert_int_equal(pread(fd, buf, (size_t)end, 0), end);
+	close(fd);
+	paths = buf + IMG_TABLES + IMG_CMD_LEN + IMG_F_PATH;
+
+	assert_int_equal(image_open_mem(buf, (size_t)end, &img, NULL, 0), 0);
+	assert_int_equal(image_files_sorted(img), 1);
+	image_close(img);
+	/* "/a/b" -> "/d/b": unique, but after "/c" comes first. */
+	paths[IMG_FILE_LEN + 1] = 'd';
+	assert_int_equal(image_open_mem(buf, (size_t)end, &img, NULL, 0), 0);
+	assert_int_equal(image_files_sorted(img), 0);
+	image_close(img);
+	/* Equal neighbours: "/a" twice. */
+	memcpy(paths + IMG_FILE_LEN, "/a\0\0", 4);
+	assert_int_equal(
+	    image_open_mem(buf, (size_t)end, &img, err, sizeof(err)),
+	    IMAGE_E_FORMAT);
+	assert_non_null(strstr(err, "duplicate path /a"));
+	/* Equal but apart, the order broken between them: "/c" "/a" "/c". */
+	memcpy(paths, "/c", 2);
+	memcpy(paths + IMG_FILE_LEN, "/a\0\0", 4);
+	assert_int_equal(
+	    image_open_mem(buf, (size_t)end, &img, err, sizeof(err)),
+	    IMAGE_E_FORMAT);
+	assert_non_null(strstr(err, "duplicate path /c"));
+	free(buf);
+}
+
 /* Deferred hashes: the signature covers the manifest; a tampered payload
  * still opens and verifies, and is caught file by file. */
 static void
@@ -528,6 +582,7 @@ main(void)
 		    test_absurd_counts, setup, teardown),
 		cmocka_unit_test(test_builder_refusals),
 		cmocka_unit_test(test_check_str),
+		cmocka_unit_test(test_path_order),
 		cmocka_unit_test(test_deferred),
 		cmocka_unit_test(test_verified_record),
 	};
