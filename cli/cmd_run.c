@@ -405,6 +405,7 @@ cmd_run(int argc, char **argv)
 		cfg.file_hints = hints;
 		cfg.files = files;
 		cfg.nfiles = image_nfiles(img);
+		cfg.files_sorted = image_files_sorted(img);
 		/* Its files' pages map into the guest copy-on-write. */
 		cfg.image_fd = image_fd(img, &cfg.image_map, &image_len);
 		cfg.image_map_len = image_len;

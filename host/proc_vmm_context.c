@@ -281,6 +281,7 @@ ctx_spawn(struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_context *c,
 	cfg.envp = envp;
 	cfg.files = fv;
 	cfg.nfiles = image_nfiles(img);
+	cfg.files_sorted = image_files_sorted(img); /* fv is in its order */
 	cfg.file_hints = hints;
 	cfg.image_fd = image_fd(img, &cfg.image_map, &image_len);
 	cfg.image_map_len = image_len;

@@ -511,6 +511,7 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	cfg.envp = envp;
 	cfg.files = files;
 	cfg.nfiles = image_nfiles(img);
+	cfg.files_sorted = image_files_sorted(img); /* fv is in its order */
 	cfg.file_hints = hints;
 	cfg.image_fd = image_fd(img, &cfg.image_map, &image_len);
 	cfg.image_map_len = image_len;

@@ -113,6 +113,11 @@ const uint8_t *image_signed_bytes(const struct image *img, size_t *len);
  * (docs/image-format.md, "Deferred hashes"). */
 int image_is_deferred(const struct image *img);
 
+/* 1 when the files are strictly sorted by path (strcmp's order), as
+ * keep's builder writes them: image_file_at(img, i) is then the i-th
+ * path in order, and a caller may search them without sorting them. */
+int image_files_sorted(const struct image *img);
+
 /* 0 when f's contents match its hash and the padding after it is zero
  * (or both were checked at open), else IMAGE_E_HASH. */
 int image_file_verify(const struct image_file *f);

@@ -16,6 +16,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 #include "image/format.h"
 #include "image/image.h"
 #include "image/image_int.h"
@@ -91,11 +95,13 @@ name_char(uint8_t c)
 
 /*
  * A fixed-size string field: NUL-terminated, zero padded, non-empty,
- * every byte in the alphabet. One pass over the string: the python
- * image has 8,700 paths to check at every open.
+ * every byte in the alphabet. A byte at a time: the reference for
+ * check_path_wide below (tests/unit/test_image.c and fuzz/image_str.c
+ * hold the two to the same answers), and the check of the few names of
+ * an image.
  */
 int
-image_check_str(const uint8_t *field, size_t size, int path)
+image_check_str_bytes(const uint8_t *field, size_t size, int path)
 {
 	const uint8_t *nul = memchr(field, '\0', size);
 	size_t n, i, start;
@@ -137,6 +143,143 @@ image_check_str(const uint8_t *field, size_t size, int path)
 	return 0;
 }
 
+#ifdef __SSE2__
+/* Of 64 bytes, a bit per byte for each class of byte that the rules of
+ * a path care about, and for each byte equal to the previous path's. */
+struct path_classes {
+	uint64_t zero, slash, dot, outside, same;
+};
+
+static inline uint64_t
+byte_bits(__m128i eq, int shift)
+{
+	return (uint64_t)(unsigned)_mm_movemask_epi8(eq) << shift;
+}
+
+static inline void
+classify64(const uint8_t *p, const uint8_t *prev, struct path_classes *c)
+{
+	const __m128i nul = _mm_setzero_si128(), slash = _mm_set1_epi8('/'),
+	              dot = _mm_set1_epi8('.'), first = _mm_set1_epi8(0x21),
+	              del = _mm_set1_epi8(0x7f),
+	              backslash = _mm_set1_epi8('\\');
+
+	c->zero = c->slash = c->dot = c->outside = c->same = 0;
+	for (int k = 0; k < 64; k += 16) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(p + k));
+		/* Signed: below 0x21 is 0x00-0x20 and 0x80-0xff. */
+		__m128i out = _mm_or_si128(_mm_cmplt_epi8(v, first),
+		    _mm_or_si128(
+		        _mm_cmpeq_epi8(v, del), _mm_cmpeq_epi8(v, backslash)));
+
+		c->zero |= byte_bits(_mm_cmpeq_epi8(v, nul), k);
+		c->slash |= byte_bits(_mm_cmpeq_epi8(v, slash), k);
+		c->dot |= byte_bits(_mm_cmpeq_epi8(v, dot), k);
+		c->outside |= byte_bits(out, k);
+		c->same |=
+		    byte_bits(_mm_cmpeq_epi8(v,
+		                  _mm_loadu_si128((const __m128i *)(prev + k))),
+		        k);
+	}
+}
+
+typedef unsigned __int128 field_bits;
+
+static inline field_bits
+join(uint64_t lo, uint64_t hi)
+{
+	return (field_bits)hi << 64 | lo;
+}
+
+/*
+ * A path field (IMAGE_PATH_MAX, 128 bytes) 16 bytes at a time (SSE2,
+ * which every x86-64 has): a bit per byte of the field for each of
+ * "zero", "slash", "dot" and "outside the alphabet", and the rules of
+ * image_check_str_bytes as arithmetic on those masks. The python
+ * image's 8,700 paths (67 bytes on average) were 62% of its open a byte
+ * at a time, with a memchr and a memcmp more per path: opened in a
+ * loop, 0.51 ms, and 0.20 ms this way.
+ *
+ * The same pass compares the field with prev, a well-formed path field
+ * (or the field itself): *after is 1 when the path sorts after prev's
+ * as strcmp orders them. Both are zero padded, so their first differing
+ * byte orders them, and equal fields are equal paths.
+ */
+_Static_assert(IMAGE_PATH_MAX == 128, "check_path_wide reads 128 bytes");
+
+static int
+check_path_wide(const uint8_t *field, const uint8_t *prev, int *after)
+{
+	struct path_classes lo, hi;
+	field_bits zero, slash, dot, end, before, closing, differ;
+
+	classify64(field, prev, &lo);
+	classify64(field + 64, prev + 64, &hi);
+	zero = join(lo.zero, hi.zero);
+	/* The string ends at its first zero byte (end: that byte's bit),
+	 * is not empty, and every byte from there on is zero. */
+	if (zero == 0 || (zero & 1) != 0)
+		return -1;
+	end = zero & -zero;
+	before = end - 1;
+	if ((zero | before) != ~(field_bits)0 ||
+	    (join(lo.outside, hi.outside) & before) != 0 || (lo.slash & 1) == 0)
+		return -1;
+	/* Each component runs from a slash to the next slash or the end:
+	 * none is empty ("//", a slash last), "." or "..". */
+	slash = join(lo.slash, hi.slash);
+	dot = join(lo.dot, hi.dot);
+	closing = slash | end;
+	if ((slash &
+	        ((closing >> 1) | ((dot >> 1) & (closing >> 2)) |
+	            ((dot >> 1) & (dot >> 2) & (closing >> 3)))) != 0)
+		return -1;
+	differ = ~join(lo.same, hi.same);
+	if (differ == 0) {
+		*after = 0;
+	} else {
+		unsigned i = lo.same != ~(uint64_t)0
+		    ? (unsigned)__builtin_ctzll(~lo.same)
+		    : 64 + (unsigned)__builtin_ctzll(~hi.same);
+
+		*after = field[i] > prev[i];
+	}
+	return 0;
+}
+#endif
+
+/*
+ * A file's path (image_check_str's rules), and *after: 1 when it sorts
+ * after prev's, a path that passed this check (strcmp's order), 0 when
+ * not. One pass over the field where the machine allows.
+ */
+static int
+check_file_path(const uint8_t *field, const uint8_t *prev, int *after)
+{
+#ifdef __SSE2__
+	return check_path_wide(field, prev, after);
+#else
+	if (image_check_str_bytes(field, IMAGE_PATH_MAX, 1) != 0)
+		return -1;
+	*after = strcmp((const char *)field, (const char *)prev) > 0;
+	return 0;
+#endif
+}
+
+/* The paths, a whole field at a time where the machine allows; the rest
+ * a byte at a time. */
+int
+image_check_str(const uint8_t *field, size_t size, int path)
+{
+#ifdef __SSE2__
+	int after;
+
+	if (path && size == IMAGE_PATH_MAX)
+		return check_path_wide(field, field, &after);
+#endif
+	return image_check_str_bytes(field, size, path);
+}
+
 /* No two files share a path: an open-addressing set of the paths, in
  * linear time (an image may hold tens of thousands of files). Not qsort:
  * glibc's asks sysinfo(2) for the machine's memory, outside the vmm
@@ -148,11 +291,9 @@ unique_paths(const struct image *img, char *err, size_t errlen)
 	const char **set;
 	int rc = 0;
 
-	/* Sorted strictly, as keep's builder writes them: unique. */
-	for (i = 1; i < img->nfiles; i++)
-		if (strcmp(img->files[i - 1].path, img->files[i].path) >= 0)
-			break;
-	if (i >= img->nfiles)
+	/* Sorted strictly, as keep's builder writes them (told by the
+	 * check of each path): unique. */
+	if (img->sorted)
 		return 0;
 	while (cap < 2 * img->nfiles)
 		cap *= 2;
@@ -264,6 +405,9 @@ validate(struct image *img, char *err, size_t errlen)
 	/* Files: in payload order, page aligned, no overlap, zero gaps. */
 	const uint8_t *ft = b + IMG_TABLES + (uint64_t)nc * IMG_CMD_LEN;
 	uint64_t next = 0;
+	int after;
+
+	img->sorted = 1;
 	for (uint32_t i = 0; i < nf; i++) {
 		const uint8_t *e = ft + (uint64_t)i * IMG_FILE_LEN;
 		uint64_t off = img_get64(e + IMG_F_OFFSET);
@@ -271,9 +415,13 @@ validate(struct image *img, char *err, size_t errlen)
 		uint32_t mode = img_get32(e + IMG_F_MODE);
 		uint8_t h[32];
 
-		if (image_check_str(e + IMG_F_PATH, IMAGE_PATH_MAX, 1) != 0)
+		if (check_file_path(e + IMG_F_PATH,
+		        i > 0 ? e - IMG_FILE_LEN + IMG_F_PATH : e + IMG_F_PATH,
+		        &after) != 0)
 			return image_fail(err, errlen, IMAGE_E_FORMAT,
 			    "file %u: malformed path", i);
+		if (i > 0 && !after)
+			img->sorted = 0;
 		/* The zeroes between two files of an image with deferred
 		 * hashes are checked with the first one's hash (pad), when
 		 * it is used; the payload is not read here at all. */
@@ -286,7 +434,8 @@ validate(struct image *img, char *err, size_t errlen)
 			    "overlapping, or padding not zero",
 			    i, (const char *)e + IMG_F_PATH);
 		if ((mode != 0755 && mode != 0644) ||
-		    !all_zero(e + IMG_F_MODE + 4, 12))
+		    (img_get64(e + IMG_F_MODE + 4) |
+		        img_get32(e + IMG_F_MODE + 12)) != 0)
 			return image_fail(err, errlen, IMAGE_E_FORMAT,
 			    "file %u: bad mode or reserved bytes", i);
 		if (!img->deferred) {
@@ -517,6 +666,12 @@ int
 image_is_deferred(const struct image *img)
 {
 	return img->deferred;
+}
+
+int
+image_files_sorted(const struct image *img)
+{
+	return img->sorted;
 }
 
 int

@@ -88,18 +88,28 @@ file_flag(struct vm *vm, uint64_t addr)
 }
 
 /* Count what the guest touched of the image pages in the range, and
- * unless the run is over (remap 0), put anonymous memory back. */
+ * unless the run is over (remap 0), put anonymous memory back. The
+ * flags are found with memchr, not a page at a time: the range is the
+ * whole mmap area at the end of a run (a quarter of a million pages for
+ * the python image, 0.24 ms of every run a flag at a time) and a guest
+ * munmap may be as wide. */
 static void
 release(struct vm *vm, uint64_t addr, uint64_t len, int held, int remap)
 {
 	uint64_t a, run, end = addr + len;
+	size_t k, npages = (size_t)((len + VM_PAGE - 1) / VM_PAGE);
+	const uint8_t *flags, *next;
 
 	if (vm->mmap_file == NULL || addr < vm->mmap_lo || end > vm->mmap_hi)
 		return;
-	for (a = addr; a < end; a += run) {
+	flags = file_flag(vm, addr); /* page k of the range: flags[k] */
+	for (k = 0; k < npages; k += run / VM_PAGE) {
+		/* The next image page, and the image pages after it. */
+		if ((next = memchr(flags + k, 1, npages - k)) == NULL)
+			break;
+		k = (size_t)(next - flags);
+		a = addr + (uint64_t)k * VM_PAGE;
 		run = VM_PAGE;
-		if (!*file_flag(vm, a))
-			continue;
 		while (a + run < end && *file_flag(vm, a + run))
 			run += VM_PAGE;
 		vm->file_touched_pages += touched(vm, a, run);

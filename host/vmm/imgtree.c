@@ -71,11 +71,13 @@ vm_img_init(struct vm *vm)
 	    (vm->img_checked = calloc(cfg->nfiles, 1)) == NULL ||
 	    (vm->img_pos = calloc(cfg->nfiles, sizeof(uint32_t))) == NULL)
 		return VMM_E_NOMEM;
+	/* An image's order was checked as it was opened (image/validate.c):
+	 * a pass of strcmp over every path again was for nothing. */
 	for (i = 0; i < cfg->nfiles; i++) {
 		vm->img_order[i] = (uint32_t)i;
 		if (cfg->files_checked != NULL && cfg->files_checked[i])
 			vm->img_checked[i] = 1;
-		if (i > 0 &&
+		if (i > 0 && !cfg->files_sorted &&
 		    strcmp(cfg->files[i - 1].path, cfg->files[i].path) >= 0)
 			sorted = 0;
 	}

@@ -69,6 +69,10 @@ struct vmm_config {
 	const char *const *envp; /* NULL-terminated */
 	const struct vmm_file *files; /* read-only files, may be NULL */
 	size_t nfiles;
+	/* Nonzero when the caller answers for files being strictly sorted
+	 * by path (an image's, image_files_sorted): the VMM searches them
+	 * as they are. Zero: it checks, and sorts an index if need be. */
+	int files_sorted;
 	/* NULL, or per file a byte the VMM sets once the file matched its
 	 * hash: shared with the vmm process, which checks the file itself
 	 * before it trusts the hint (proc_vmm_images.c). */

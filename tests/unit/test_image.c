@@ -15,6 +15,7 @@
 
 #include "image/format.h"
 #include "image/image.h"
+#include "image/image_int.h"
 #include "image/verified.h"
 
 struct fixture {
@@ -59,6 +60,138 @@ make_image(const uint8_t sk[64], size_t *len)
 	image_sign(buf, (size_t)end, sk, buf + end);
 	*len = (size_t)end + IMAGE_TRAILER_LEN;
 	return buf;
+}
+
+/* A path in a zeroed field: what image_check_str says of it. */
+static int
+path_ok(const char *path)
+{
+	uint8_t field[IMAGE_PATH_MAX] = { 0 };
+
+	memcpy(field, path, strlen(path));
+	return image_check_str(field, sizeof(field), 1) == 0;
+}
+
+/* The path rules, and image_check_str (a whole field at a time) giving
+ * the byte-at-a-time reference's answer for every short run of the
+ * bytes that matter, at the start of a field and across the boundaries
+ * of its 16- and 64-byte steps. */
+static void
+test_check_str(void **state)
+{
+	static const char *good[] = { "/a", "/bin/js", "/usr/bin/[", "/c++filt",
+		"/x@2x.png", "/a/.b", "/a/..b", "/a/b..", "/a/...", "/~!",
+		"/.a/b" };
+	static const char *bad[] = { "", "a", "/", "//a", "/a/", "/a//b", "/.",
+		"/..", "/a/.", "/a/..", "/./a", "/../a", "/a/./b", "/a/../b",
+		"/a b", "/a\\b", "/a\x7f", "/a\x80", "/a\xff", "/a\t" };
+	static const uint8_t alphabet[] = { '/', '.', 'a', ' ', 0x7f, '\\',
+		0x80, 0xff, 0x00, '!', '~' };
+	static const size_t starts[] = { 0, 14, 62, 124 };
+	const size_t na = sizeof(alphabet);
+	uint8_t field[IMAGE_PATH_MAX];
+	size_t i, s, len, code, k;
+
+	(void)state;
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		if (!path_ok(good[i]))
+			fail_msg("%s refused", good[i]);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (path_ok(bad[i]))
+			fail_msg("%s accepted", bad[i]);
+	/* 127 bytes and its NUL fill the field; 128 leave no room. */
+	memset(field, 'a', sizeof(field));
+	field[0] = '/';
+	field[127] = '\0';
+	assert_int_equal(image_check_str(field, sizeof(field), 1), 0);
+	field[127] = 'a';
+	assert_int_equal(image_check_str(field, sizeof(field), 1), -1);
+
+	for (s = 0; s < sizeof(starts) / sizeof(starts[0]); s++)
+		for (len = 1; len <= 4; len++) {
+			size_t runs = 1;
+
+			for (k = 0; k < len; k++)
+				runs *= na;
+			for (code = 0; code < runs; code++) {
+				size_t c = code;
+
+				memset(field, 0, sizeof(field));
+				if (starts[s] > 0) {
+					memset(field, 'a', starts[s]);
+					field[0] = '/';
+				}
+				for (k = 0; k < len; k++, c /= na)
+					field[starts[s] + k] = alphabet[c % na];
+				for (int tail = 0; tail < 2; tail++) {
+					/* and a stray byte at the field's end */
+					if (tail && starts[s] + len < 127)
+						field[127] = 'a';
+					if (image_check_str(
+					        field, sizeof(field), 1) !=
+					    image_check_str_bytes(
+					        field, sizeof(field), 1))
+						fail_msg(
+						    "start %zu run %zu/%zu: "
+						    "the two checks differ",
+						    starts[s], len, code);
+				}
+			}
+		}
+}
+
+/* The order of the paths, told by the same pass that checks them: an
+ * image in keep's order is sorted; one out of order still opens (its
+ * paths are unique) but is not said to be sorted; two equal paths,
+ * next to each other or not, are refused. */
+static void
+test_path_order(void **state)
+{
+	struct image_builder *b;
+	static const uint8_t x[] = "x";
+	int fd = memfd_create("img", 0);
+	struct image *img;
+	uint8_t *buf, *paths;
+	char err[256];
+	off_t end;
+
+	(void)state;
+	assert_true(fd >= 0);
+	assert_int_equal(image_builder_new("order", "1", 16 << 20, 0, &b), 0);
+	assert_int_equal(image_builder_add_file(b, "/a", x, 1, 0644), 0);
+	assert_int_equal(image_builder_add_file(b, "/a/b", x, 1, 0644), 0);
+	assert_int_equal(image_builder_add_file(b, "/c", x, 1, 0755), 0);
+	assert_int_equal(image_builder_add_command(b, "c", "c", "/c"), 0);
+	assert_int_equal(image_builder_write(b, fd, NULL, 0), 0);
+	image_builder_free(b);
+	end = lseek(fd, 0, SEEK_END);
+	assert_non_null(buf = malloc((size_t)end));
+	assert_int_equal(pread(fd, buf, (size_t)end, 0), end);
+	close(fd);
+	paths = buf + IMG_TABLES + IMG_CMD_LEN + IMG_F_PATH;
+
+	assert_int_equal(image_open_mem(buf, (size_t)end, &img, NULL, 0), 0);
+	assert_int_equal(image_files_sorted(img), 1);
+	image_close(img);
+	/* "/a/b" -> "/d/b": unique, but after "/c" comes first. */
+	paths[IMG_FILE_LEN + 1] = 'd';
+	assert_int_equal(image_open_mem(buf, (size_t)end, &img, NULL, 0), 0);
+	assert_int_equal(image_files_sorted(img), 0);
+	image_close(img);
+	/* Equal neighbours: "/a" twice. */
+	memcpy(paths + IMG_FILE_LEN, "/a\0\0", 4);
+	assert_int_equal(
+	    image_open_mem(buf, (size_t)end, &img, err, sizeof(err)),
+	    IMAGE_E_FORMAT);
+	assert_non_null(strstr(err, "duplicate path /a"));
+	/* Equal but apart, the order broken between them: "/c" "/a" "/c". */
+	memcpy(paths, "/c", 2);
+	memcpy(paths + IMG_FILE_LEN, "/a\0\0", 4);
+	assert_int_equal(
+	    image_open_mem(buf, (size_t)end, &img, err, sizeof(err)),
+	    IMAGE_E_FORMAT);
+	assert_non_null(strstr(err, "duplicate path /c"));
+	free(buf);
 }
 
 /* Deferred hashes: the signature covers the manifest; a tampered payload
@@ -448,6 +581,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(
 		    test_absurd_counts, setup, teardown),
 		cmocka_unit_test(test_builder_refusals),
+		cmocka_unit_test(test_check_str),
+		cmocka_unit_test(test_path_order),
 		cmocka_unit_test(test_deferred),
 		cmocka_unit_test(test_verified_record),
 	};
