@@ -812,7 +812,9 @@ vcpu_loop(struct vm *vm)
 			 * handler: a write is done and RIP past it (seen
 			 * on kvm-pvm), a read waits to complete. It stops
 			 * the guest as a touch of a closed page does. */
-			if (run->mmio.phys_addr < vm->memsz)
+			if (!vm_memslots_cover(vm, run->mmio.phys_addr,
+			        run->mmio.phys_addr + 1) &&
+			    run->mmio.phys_addr < vm->memsz)
 				vm_stop(vm, VMM_FAULT, -1,
 				    "fault: touched memory it does not hold "
 				    "(no memory slot) at rip 0x%llx, address "
@@ -1172,6 +1174,7 @@ vm_serve(struct vm *vm)
 	 * faulted on the zeroes). */
 	if (!vm->parked)
 		vm_imgmap_settle(vm);
+	vm_memslots_result(vm);
 	vm->res->peak_memory = (vm->brk_peak - vm->brk_start) +
 	    (vm->mmap_pages_peak + vm->file_touched_pages) * VM_PAGE;
 }

@@ -75,8 +75,6 @@ slot_add(struct vm *vm, uint64_t gpa, uint64_t size)
 	vm->memslots[vm->nmemslots].gpa = gpa;
 	vm->memslots[vm->nmemslots].size = size;
 	vm->nmemslots++;
-	vm->res->memslots++;
-	vm->res->memslot_bytes += size;
 	return 0;
 }
 
@@ -225,4 +223,15 @@ vm_memslots_dirty(struct vm *vm, uint64_t *bits)
 			return -1;
 	}
 	return 0;
+}
+
+void
+vm_memslots_result(struct vm *vm)
+{
+	unsigned i;
+
+	vm->res->memslots = vm->nmemslots;
+	vm->res->memslot_bytes = 0;
+	for (i = 0; i < vm->nmemslots; i++)
+		vm->res->memslot_bytes += vm->memslots[i].size;
 }

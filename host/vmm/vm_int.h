@@ -520,6 +520,8 @@ void vm_memslots_drop(struct vm *);
 int vm_memslots_cover(const struct vm *, uint64_t addr, uint64_t end);
 int vm_memslots_log(struct vm *);
 int vm_memslots_dirty(struct vm *, uint64_t *bits);
+/* The current VM's slots into vm->res, at a run's end. */
+void vm_memslots_result(struct vm *);
 
 /* The stack's share of guest memory of memsz bytes (at its top). */
 uint64_t vm_space_stack(uint64_t memsz);
