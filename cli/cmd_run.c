@@ -487,13 +487,16 @@ have_result:
 	if (stats)
 		fprintf(stderr,
 		    "keep run: boot %llu us, run %llu us, %llu exits, %llu "
-		    "system calls, peak memory %llu KiB, output %llu bytes\n",
+		    "system calls, peak memory %llu KiB, output %llu bytes, "
+		    "%llu memory slots (%llu MiB)\n",
 		    (unsigned long long)res.boot_us,
 		    (unsigned long long)res.run_us,
 		    (unsigned long long)res.exits,
 		    (unsigned long long)res.syscalls,
 		    (unsigned long long)(res.peak_memory / 1024),
-		    (unsigned long long)res.output_bytes);
+		    (unsigned long long)res.output_bytes,
+		    (unsigned long long)res.memslots,
+		    (unsigned long long)(res.memslot_bytes >> 20));
 	if (stats && res.efault_retries != 0)
 		fprintf(stderr,
 		    "keep run: %llu entries made again after KVM_RUN failed "

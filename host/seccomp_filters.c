@@ -121,7 +121,9 @@ const struct seccomp_filter seccomp_policy = { "policy", policy_rules,
 #define VM_RULES                                                               \
 	RA(ioctl, 1, KVM_CREATE_VM, "one VM per run"),                         \
 	    RA(ioctl, 1, KVM_GET_VCPU_MMAP_SIZE, "size of the vCPU run area"), \
-	    RA(ioctl, 1, KVM_SET_USER_MEMORY_REGION, "guest memory"),          \
+	    RA(ioctl, 1, KVM_SET_USER_MEMORY_REGION,                           \
+	        "guest memory, in slots as the guest grows "                   \
+	        "(vmm/mem_slots.c)"),                                          \
 	    RA(ioctl, 1, KVM_CREATE_VCPU, "the one vCPU"),                     \
 	    RA(ioctl, 1, KVM_SET_CPUID2, "the filtered CPUID"),                \
 	    RA(ioctl, 1, KVM_SET_MSRS, "syscall MSRs"),                        \

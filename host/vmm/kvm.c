@@ -115,10 +115,25 @@ put64(struct vm *vm, uint64_t gpa, uint64_t v)
 	memcpy(vm->mem + gpa, &v, sizeof(v));
 }
 
+void
+vm_pt_open(struct vm *vm, uint64_t lo, uint64_t hi)
+{
+	uint64_t addr, guard = vm->stack_lo - VM_HUGE;
+
+	for (addr = lo < VM_HUGE ? VM_HUGE : lo; addr < hi && addr < vm->memsz;
+	     addr += VM_HUGE) {
+		if (addr == guard)
+			continue;
+		put64(vm, GUEST_PD + 8 * (addr / VM_HUGE),
+		    addr | PTE_P | PTE_W | PTE_U | PTE_PS | PTE_A | PTE_D);
+	}
+}
+
 /*
  * Identity map: 4 KiB supervisor pages for the kernel's first 2 MiB
- * (page 0 absent, so a NULL dereference faults), 2 MiB user pages above,
- * and one absent 2 MiB page below the stack as its guard.
+ * (page 0 absent, so a NULL dereference faults), 2 MiB user pages above
+ * where KVM has memory slots (mem_slots.c), and one absent 2 MiB page
+ * below the stack as its guard.
  *
  * Every entry is built accessed, and every writable leaf dirty. Under
  * shadow paging KVM must otherwise set those bits itself, and it maps a
@@ -130,7 +145,7 @@ static void
 build_page_tables(struct vm *vm)
 {
 	const uint64_t dir = PTE_P | PTE_W | PTE_U | PTE_A;
-	uint64_t gb, i, addr, guard = vm->stack_lo - VM_HUGE;
+	uint64_t gb, i, addr;
 
 	put64(vm, GUEST_PML4, GUEST_PDPT | dir);
 	for (gb = 0; gb * (1ULL << 30) < vm->memsz; gb++)
@@ -162,15 +177,11 @@ build_page_tables(struct vm *vm)
 		put64(vm, GUEST_PT_LOW + 8 * (addr / VM_PAGE),
 		    addr | PTE_P | PTE_U | PTE_A);
 	/* The one page of these the guest writes: the descriptors it
-	 * closed itself, which the VMM takes as requests to close. */
+	 * opened or closed itself, which the VMM takes as requests. */
 	put64(vm, GUEST_PT_LOW + 8 * (GUEST_FASTCHANGE / VM_PAGE),
 	    GUEST_FASTCHANGE | PTE_P | PTE_W | PTE_U | PTE_A | PTE_D);
-	for (addr = VM_HUGE; addr < vm->memsz; addr += VM_HUGE) {
-		if (addr == guard)
-			continue;
-		put64(vm, GUEST_PD + 8 * (addr / VM_HUGE),
-		    addr | PTE_P | PTE_W | PTE_U | PTE_PS | PTE_A | PTE_D);
-	}
+	vm_pt_open(vm, VM_HUGE, vm->reach_lo);
+	vm_pt_open(vm, vm->reach_hi, vm->memsz);
 }
 
 static void
@@ -491,6 +502,7 @@ load_program(struct vm *vm, char *err, size_t errlen)
 	vm->mmap_lo = vm->brk_max;
 	vm->mmap_hi = free_hi;
 	vm->start = vm->elf.entry;
+	vm_memslots_plan(vm);
 	if (vm_mem_init(vm) != 0)
 		return VMM_E_NOMEM;
 	return vm->elf.interp_len != 0 ? vm_load_interp(vm, err, errlen)
@@ -611,7 +623,17 @@ on_exception(struct vm *vm, struct kvm_regs *r, struct kvm_sregs *s)
 	if ((frame[1] & 3) == 3 && sp + 40 <= GUEST_KSTACK_TOP &&
 	    vm_signal_fault(vm, v, frame[0], frame[3], frame[2], s->cr2))
 		return;
-	if (v == 14)
+	/* Memory KVM has no slot for is absent from the page tables
+	 * (mem_slots.c): a touch of it is one of memory the guest does not
+	 * hold, as a closed page's (vcpu_loop's EFAULT), here with its
+	 * address. */
+	if (v == 14 && s->cr2 >= GUEST_LOW_END && s->cr2 < vm->memsz &&
+	    !vm_memslots_cover(vm, s->cr2, s->cr2 + 1))
+		vm_stop(vm, VMM_FAULT, -1,
+		    "fault: touched memory it does not hold (unmapped or "
+		    "PROT_NONE) at rip 0x%llx, address 0x%llx",
+		    (unsigned long long)frame[0], (unsigned long long)s->cr2);
+	else if (v == 14)
 		vm_stop(vm, VMM_FAULT, -1,
 		    "fault: vector 14 (%s) at rip 0x%llx, address 0x%llx, "
 		    "error 0x%llx",
@@ -791,11 +813,28 @@ vcpu_loop(struct vm *vm)
 			    (unsigned long long)r->rip);
 			break;
 		case KVM_EXIT_MMIO:
-			vm_stop(vm, VMM_FAULT, -1,
-			    "fault: access to unbacked address 0x%llx at rip "
-			    "0x%llx",
-			    (unsigned long long)run->mmio.phys_addr,
-			    (unsigned long long)r->rip);
+			/* Memory with no slot is absent from the guest's
+			 * page tables (mem_slots.c), so its touch is a #PF
+			 * the guest's handler may take (on_exception). An
+			 * access KVM emulated anyway cannot be given to a
+			 * handler: a write is done and RIP past it (seen
+			 * on kvm-pvm), a read waits to complete. It stops
+			 * the guest as a touch of a closed page does. */
+			if (!vm_memslots_cover(vm, run->mmio.phys_addr,
+			        run->mmio.phys_addr + 1) &&
+			    run->mmio.phys_addr < vm->memsz)
+				vm_stop(vm, VMM_FAULT, -1,
+				    "fault: touched memory it does not hold "
+				    "(no memory slot) at rip 0x%llx, address "
+				    "0x%llx",
+				    (unsigned long long)r->rip,
+				    (unsigned long long)run->mmio.phys_addr);
+			else
+				vm_stop(vm, VMM_FAULT, -1,
+				    "fault: access to unbacked address 0x%llx "
+				    "at rip 0x%llx",
+				    (unsigned long long)run->mmio.phys_addr,
+				    (unsigned long long)r->rip);
 			break;
 		case KVM_EXIT_INTR:
 			break;
@@ -824,7 +863,6 @@ vcpu_loop(struct vm *vm)
 int
 vm_kvm_create(struct vm *vm, char *err, size_t errlen)
 {
-	struct kvm_userspace_memory_region region;
 	int mmap_size;
 
 	/* A signal for the guest (SIGUSR2, SIGALRM) may land here in a
@@ -836,10 +874,8 @@ vm_kvm_create(struct vm *vm, char *err, size_t errlen)
 		snprintf(err, errlen, "KVM_CREATE_VM: %s", strerror(errno));
 		return -1;
 	}
-	memset(&region, 0, sizeof(region));
-	region.memory_size = vm->memsz;
-	region.userspace_addr = (uint64_t)(uintptr_t)vm->mem;
-	if (ioctl(vm->vmfd, KVM_SET_USER_MEMORY_REGION, &region) == -1 ||
+	/* Guest memory as far as the guest can use it (mem_slots.c). */
+	if (vm_memslots_register(vm) != 0 ||
 	    (vm->vcpufd = ioctl(vm->vmfd, KVM_CREATE_VCPU, 0)) == -1 ||
 	    (mmap_size = ioctl(vm->cfg->kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0)) <=
 	        0) {
@@ -869,6 +905,7 @@ vm_kvm_drop(struct vm *vm)
 		close(vm->vcpufd);
 	if (vm->vmfd >= 0)
 		close(vm->vmfd);
+	vm_memslots_drop(vm);
 	vm->run = NULL;
 	vm->vcpufd = vm->vmfd = -1;
 }
@@ -1148,6 +1185,7 @@ vm_serve(struct vm *vm)
 	 * faulted on the zeroes). */
 	if (!vm->parked)
 		vm_imgmap_settle(vm);
+	vm_memslots_result(vm);
 	vm->res->peak_memory = (vm->brk_peak - vm->brk_start) +
 	    (vm->mmap_pages_peak + vm->file_touched_pages) * VM_PAGE;
 }

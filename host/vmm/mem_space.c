@@ -158,6 +158,9 @@ vm_space_open(struct vm *vm, uint64_t addr, uint64_t len)
 {
 	if (len == 0)
 		return 0;
+	/* KVM reaches it before the guest may touch it (mem_slots.c). */
+	if (vm_memslots_reach(vm, addr, len) != 0)
+		return -ENOMEM;
 	vm->space_gen++;
 	return mprotect(vm->mem + addr, len, PROT_READ | PROT_WRITE) == 0
 	    ? 0

@@ -14,7 +14,6 @@
  * a VM over the inherited memory with vm_cpu_rebuild (clone.c). The
  * guest sees its ready call return with the request's length.
  */
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 
@@ -352,8 +351,6 @@ template_run(struct vmm_template *t, const struct vmm_config *run, int probe,
 static void __attribute__((noreturn)) probe_run(struct vmm_template *t, int fd)
 {
 	struct vm *vm = &t->vm;
-	struct kvm_userspace_memory_region region;
-	struct kvm_dirty_log log;
 	struct vmm_config cfg;
 	struct vmm_result res;
 	uint64_t *bits, npages = vm->memsz / VM_PAGE, i;
@@ -368,19 +365,15 @@ static void __attribute__((noreturn)) probe_run(struct vmm_template *t, int fd)
 	cfg.timeout_ms = TPL_PROBE_MS;
 	if (vmm_template_prepare(t, err, sizeof(err)) != VMM_OK)
 		_exit(1);
-	memset(&region, 0, sizeof(region));
-	region.flags = KVM_MEM_LOG_DIRTY_PAGES;
-	region.memory_size = vm->memsz;
-	region.userspace_addr = (uint64_t)(uintptr_t)vm->mem;
-	if (ioctl(vm->vmfd, KVM_SET_USER_MEMORY_REGION, &region) == -1 ||
+	/* Every slot logs, and every slot the probe's run adds: the pages
+	 * it writes where it grows its memory are learnt too. */
+	if (vm_memslots_log(vm) != 0 ||
 	    (bits = calloc((npages + 63) / 64, sizeof(*bits))) == NULL)
 		_exit(1);
 	if (template_run(t, &cfg, 1, &res, err, sizeof(err)) != VMM_OK ||
 	    res.status != VMM_EXITED || res.exit_code != 0)
 		_exit(1);
-	memset(&log, 0, sizeof(log));
-	log.dirty_bitmap = bits;
-	if (ioctl(vm->vmfd, KVM_GET_DIRTY_LOG, &log) == -1)
+	if (vm_memslots_dirty(vm, bits) != 0)
 		_exit(1);
 	for (i = 0; i < npages && sent < TPL_HOT_MAX; i++) {
 		if (!(bits[i / 64] >> (i % 64) & 1))

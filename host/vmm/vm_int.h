@@ -78,6 +78,12 @@ struct vm_signals {
 	uint64_t alarm_at_us, alarm_interval_us; /* ITIMER_REAL, vm_now_us */
 };
 
+/* A KVM memory slot over guest [gpa, gpa+size) (mem_slots.c). */
+struct vm_memslot {
+	uint64_t gpa, size;
+};
+#define VM_MEMSLOTS_MAX 64
+
 struct vm {
 	const struct vmm_config *cfg;
 	struct vmm_result *res;
@@ -86,6 +92,14 @@ struct vm {
 	size_t run_size;
 	uint8_t *mem;
 	uint64_t memsz;
+	/* What KVM has slots for (mem_slots.c): [0, reach_lo) and
+	 * [reach_hi, memsz). memslots are the current VM's, their numbers
+	 * their indexes, while memslots_live; memslots_log: each logs the pages
+	 * written (a template's probe). */
+	uint64_t reach_lo, reach_hi;
+	struct vm_memslot memslots[VM_MEMSLOTS_MAX];
+	unsigned nmemslots;
+	int memslots_live, memslots_log;
 	struct elf_info elf; /* the program */
 	struct elf_info interp; /* its PT_INTERP loader, if it has one */
 	uint64_t interp_base; /* AT_BASE: 0 for a static program */
@@ -490,6 +504,36 @@ int vm_reserve_parse(const uint8_t *data, size_t len, uint64_t *bytes);
 /* vm->reserve and vm->memsz for cfg->memory and the image's reserve:
  * VMM_OK or VMM_E_INVAL with err set. */
 int vm_space_plan(struct vm *, char *err, size_t errlen);
+/*
+ * What KVM can reach (mem_slots.c, docs/vmm.md "Guest memory"): slots
+ * over the memory the guest may use, growing as it opens more; outside
+ * them a guest touch is an MMIO exit or an emulation failure, taken as
+ * a touch of a closed page.
+ *
+ * plan: at a program's load, once brk_start and stack_lo are set, the
+ * fronts to register (nothing is registered yet). reach: before the
+ * host opens [addr, addr+len) to the guest, slots over it in the
+ * current VM (or in the next, when there is none): 0, or -1 with errno
+ * and nothing changed. register: all that is reached, in a VM just
+ * created (one or two slots); drop: the VM is gone. cover: whether
+ * every page of [addr, end) has a slot. log: KVM's dirty log on every
+ * slot, now and those made later; dirty: the pages written since, one
+ * bit per page of guest memory into bits (zeroed, memsz / VM_PAGE bits,
+ * a whole number of 64-bit words).
+ */
+void vm_memslots_plan(struct vm *);
+/* kvm.c: the guest's 2 MiB pages of [lo, hi) present in its page
+ * tables (the stack's guard aside), once KVM has slots there. */
+void vm_pt_open(struct vm *, uint64_t lo, uint64_t hi);
+int vm_memslots_reach(struct vm *, uint64_t addr, uint64_t len);
+int vm_memslots_register(struct vm *);
+void vm_memslots_drop(struct vm *);
+int vm_memslots_cover(const struct vm *, uint64_t addr, uint64_t end);
+int vm_memslots_log(struct vm *);
+int vm_memslots_dirty(struct vm *, uint64_t *bits);
+/* The current VM's slots into vm->res, at a run's end. */
+void vm_memslots_result(struct vm *);
+
 /* The stack's share of guest memory of memsz bytes (at its top). */
 uint64_t vm_space_stack(uint64_t memsz);
 /* Guest memory mapped at mem, PROT_NONE whole when there is a reserve:

@@ -158,6 +158,9 @@ struct vmm_result {
 	 * the host failed a page of the guest it holds, once. */
 	uint64_t efault_retries;
 	uint64_t syscalls;
+	/* The KVM memory slots of the first process's VM at the end,
+	 * and their bytes (host/vmm/mem_slots.c). */
+	uint64_t memslots, memslot_bytes;
 	uint64_t peak_memory; /* guest bytes held (brk + mmap), image
 				 pages counted only where touched */
 	uint64_t output_bytes;

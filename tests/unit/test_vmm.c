@@ -332,6 +332,95 @@ test_gptr_space(void **state)
 	assert_null(vm_gptr(&vm, LO, m + 4096 - LO)); /* over all of it */
 }
 
+/* Whether the guest's page tables map the 2 MiB page at addr. */
+static int
+pde_present(const struct vm *vm, uint64_t addr)
+{
+	uint64_t e;
+
+	memcpy(&e, vm->mem + GUEST_PD + 8 * (addr / VM_HUGE), sizeof(e));
+	return (e & 1) != 0;
+}
+
+/*
+ * KVM's memory slots (mem_slots.c), without a VM: the fronts a load
+ * plans, how each grows (the nearer one, by at least its own size, on
+ * 2 MiB boundaries), the page tables mapping exactly what is reached
+ * (never the stack's guard), and few steps for a long growth.
+ */
+static void
+test_memslots_reach(void **state)
+{
+	struct vm vm;
+	uint8_t *tables = calloc(1, GUEST_PD + 0x1000 * GUEST_PD_MAX);
+	uint64_t mib = 1ULL << 20, a, last;
+	unsigned steps = 0;
+
+	(void)state;
+	assert_non_null(tables);
+	memset(&vm, 0, sizeof(vm));
+	vm.mem = tables; /* only the page tables are written */
+	vm.memsz = 2048 * mib;
+	vm.stack_top = vm.memsz;
+	vm.stack_lo = vm.memsz - 8 * mib;
+	vm.brk_start = 10 * mib + 123;
+	vm_memslots_plan(&vm);
+	assert_int_equal(vm.reach_lo, 20 * mib); /* the break's, and room */
+	assert_int_equal(vm.reach_hi, 2022 * mib); /* the stack's, and room */
+	vm_pt_open(&vm, 0, vm.reach_lo);
+	vm_pt_open(&vm, vm.reach_hi, vm.memsz);
+	assert_true(vm_memslots_cover(&vm, 0, 20 * mib));
+	assert_false(vm_memslots_cover(&vm, 20 * mib - 1, 20 * mib + 1));
+	assert_true(vm_memslots_cover(&vm, 2022 * mib, vm.memsz));
+	assert_false(vm_memslots_cover(&vm, vm.memsz - 1, vm.memsz + 1));
+	assert_true(pde_present(&vm, 18 * mib));
+	assert_false(pde_present(&vm, 20 * mib));
+	assert_false(pde_present(&vm, vm.stack_lo - VM_HUGE)); /* guard */
+	assert_true(pde_present(&vm, vm.stack_lo));
+
+	/* Above the break: the low front doubles. */
+	assert_int_equal(vm_memslots_reach(&vm, 20 * mib, 4096), 0);
+	assert_int_equal(vm.reach_lo, 40 * mib);
+	assert_true(pde_present(&vm, 38 * mib));
+	/* Below the mmap area's top: the high front grows by its size. */
+	assert_int_equal(vm_memslots_reach(&vm, 2021 * mib, 4096), 0);
+	assert_int_equal(vm.reach_hi, 1996 * mib);
+	assert_true(pde_present(&vm, 1996 * mib));
+	assert_false(pde_present(&vm, 1994 * mib));
+	/* Reached already: nothing changes. */
+	assert_int_equal(vm_memslots_reach(&vm, 30 * mib, 8 * mib), 0);
+	assert_int_equal(vm.reach_lo, 40 * mib);
+	/* A range nearer the top than the bottom: the high front, down to
+	 * its start (rounded to 2 MiB) when that is further than double. */
+	assert_int_equal(vm_memslots_reach(&vm, 1025 * mib + 5, 4096), 0);
+	assert_int_equal(vm.reach_hi, 1024 * mib);
+	assert_false(pde_present(&vm, 1022 * mib));
+	/* Past the end or wrapping: refused. */
+	assert_int_equal(vm_memslots_reach(&vm, vm.memsz - 4096, 8192), -1);
+	assert_int_equal(vm_memslots_reach(&vm, ~0ULL - 4095, 8192), -1);
+
+	/* A heap grown a page at a time to 1 GiB: a handful of slots. */
+	for (a = last = vm.reach_lo; a < 1000 * mib; a += 4096) {
+		assert_int_equal(vm_memslots_reach(&vm, a, 4096), 0);
+		if (vm.reach_lo != last)
+			steps++;
+		last = vm.reach_lo;
+	}
+	assert_true(steps <= 6);
+	assert_true(vm_memslots_cover(&vm, 0, vm.memsz)); /* fronts met */
+	for (a = VM_HUGE; a < vm.memsz; a += VM_HUGE)
+		assert_int_equal(
+		    pde_present(&vm, a), a != vm.stack_lo - VM_HUGE);
+
+	/* Small guest memory: one slot over all of it. */
+	vm.memsz = 64 * mib;
+	vm.stack_lo = vm.memsz - 8 * mib;
+	vm.brk_start = 5 * mib;
+	vm_memslots_plan(&vm);
+	assert_true(vm_memslots_cover(&vm, 0, vm.memsz));
+	free(tables);
+}
+
 static void
 test_reserve_parse(void **state)
 {
@@ -557,6 +646,7 @@ main(void)
 		cmocka_unit_test(test_img_tree),
 		cmocka_unit_test(test_gptr_bounds),
 		cmocka_unit_test(test_gptr_space),
+		cmocka_unit_test(test_memslots_reach),
 		cmocka_unit_test(test_reserve_parse),
 		cmocka_unit_test(test_image_env_parse),
 		cmocka_unit_test(test_ws_normalize),
