@@ -270,24 +270,51 @@ view(const struct keep_fast *d, uint32_t fd, struct fast_fd *v)
 	v->cloexec = e->cloexec;
 	v->dir_end = e->dir_end;
 	v->mode = e->mode;
+	v->pad = 0;
+	v->file = e->file;
 	v->size = e->size;
 	v->ino = e->ino;
 	v->off = e->off;
 	if (op == FAST_CH_CLOSED)
 		v->kind = FAST_FD_FREE;
+	else if (op == FAST_CH_MOVED && e->kind == FAST_FD_IMAGE)
+		v->off = change(fd)->off;
 	else if (op == FAST_CH_OPENED) {
 		pos = change(fd)->file;
 		v->kind = pos < d->nfiles ? FAST_FD_IMAGE : FAST_FD_OTHER;
 		v->tty = 0;
 		v->cloexec = change(fd)->cloexec != 0;
 		v->dir_end = 0;
-		v->off = 0;
+		v->file = pos < d->nfiles ? pos : FAST_NO_FILE;
+		v->off = change(fd)->off;
 		if (pos < d->nfiles) {
-			v->mode = file_at(pos)->mode;
+			v->mode = (uint16_t)file_at(pos)->mode;
 			v->size = file_at(pos)->size;
 			v->ino = fast_ino(path_at(pos));
 		}
 	}
+}
+
+/* Where an image file's reader now is (struct fast_changes): the VMM
+ * takes it as the next exit begins. */
+static void
+moved(uint32_t fd, uint64_t off)
+{
+	volatile struct fast_change *c = change(fd);
+
+	c->off = off;
+	if (c->op != FAST_CH_OPENED)
+		c->op = FAST_CH_MOVED; /* last: the entry is made */
+}
+
+/* n bytes from the image (read-only at d->image_at) to the program. */
+static void
+copy_out(uint64_t dst, uint64_t src, uint64_t n)
+{
+	__asm__ volatile("cld; rep movsb"
+	                 : "+D"(dst), "+S"(src), "+c"(n)
+	                 :
+	                 : "memory", "cc");
 }
 
 /*
@@ -539,6 +566,7 @@ open_image(const struct keep_fast *d, const struct fast_file *f, uint64_t flags,
 	c->cloexec = (flags & O_CLOEXEC_) != 0;
 	c->pad = 0;
 	c->file = (uint32_t)(f - file_at(0));
+	c->off = 0; /* a read may have left its offset here before a close */
 	c->op = FAST_CH_OPENED; /* last: the entry is made */
 	r->ret = fd;
 	return 1;
@@ -596,24 +624,36 @@ sigaction_query(const struct keep_fast *d, struct fast_regs *r)
 	return 1;
 }
 
-/* A read of an image file's reader at or past its end (sys_read,
- * do_read, read_bytes in fs.c): nothing, once the buffer passed the
- * check do_read makes first. CPython reads each module to its end and
- * then once more. */
+/* A read of an image file (sys_read, do_read, read_bytes in fs.c): the
+ * buffer checked as far as do_read checks it, then the bytes from the
+ * reader's offset on, copied from the image, and the offset moved; at
+ * or past the end, nothing. CPython reads each module whole and then
+ * once more. */
 static int
-read_at_end(const struct keep_fast *d, struct fast_regs *r)
+read_image(const struct keep_fast *d, struct fast_regs *r)
 {
 	struct fast_fd v;
-	const struct fast_fd *f = &v;
-	uint64_t n = r->rdx < d->io_chunk ? r->rdx : d->io_chunk;
+	uint64_t want = r->rdx < d->io_chunk ? r->rdx : d->io_chunk, n;
 	int at = described(d, r->rdi, &v, r);
+	const struct fast_file *f;
 
 	if (at != FD_HERE)
 		return at == FD_FREE;
-	if (f->kind != FAST_FD_IMAGE || f->off < f->size ||
-	    (n != 0 && !ok(d, r->rsi, n)))
+	if (v.kind != FAST_FD_IMAGE || (want != 0 && !ok(d, r->rsi, want)))
 		return 0;
-	r->ret = 0;
+	if (v.off >= v.size) {
+		r->ret = 0;
+		return 1;
+	}
+	if (d->image_at == 0 || !d->changes_here || v.file >= d->nfiles)
+		return 0;
+	f = file_at(v.file);
+	if (f->data == UINT64_MAX || f->size != v.size)
+		return 0;
+	n = want < v.size - v.off ? want : v.size - v.off;
+	copy_out(r->rsi, d->image_at + f->data + v.off, n);
+	moved((uint32_t)r->rdi, v.off + n);
+	r->ret = (int64_t)n;
 	return 1;
 }
 
@@ -702,7 +742,7 @@ fast_call(struct fast_regs *r)
 		r->ret = (int64_t)f->off;
 		return 1;
 	case NR_read:
-		return read_at_end(d, r);
+		return read_image(d, r);
 	case NR_close:
 		return changes_here(d, r);
 	case NR_getdents64:

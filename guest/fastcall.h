@@ -47,9 +47,14 @@ struct fast_fd {
 	uint8_t tty; /* TCGETS is the terminal's (tty.c): not answered */
 	uint8_t cloexec; /* F_GETFD */
 	uint8_t dir_end; /* FAST_FD_DIR: its entries are all read */
-	uint32_t mode; /* st_mode */
+	uint16_t mode; /* st_mode */
+	uint16_t pad;
+	uint32_t file; /* FAST_FD_IMAGE: its place at GUEST_FASTIDX, or
+			  FAST_NO_FILE */
 	uint64_t size, ino, off;
 };
+
+#define FAST_NO_FILE UINT32_MAX
 
 /* Open pages of the mmap area, [lo, hi), at GUEST_FASTRUNS. */
 struct fast_run {
@@ -96,31 +101,37 @@ struct keep_fast {
 	uint32_t pid, tid, id;
 	uint32_t io_chunk, dir_chunk;
 	uint32_t changes_here; /* GUEST_FASTCHANGE is the guest's to write */
+	uint32_t pad;
+	/* Where the image's bytes lie in the guest (GUEST_IMAGE_GPA), read
+	 * only; 0: image files are read by the VMM. */
+	uint64_t image_at;
 };
 
 /*
  * At GUEST_FASTCHANGE, the one page here the guest writes (user
  * read-write): what the guest's own answers did to its descriptors
  * since the VMM last looked. An image file opened here (read-only,
- * among the files whose hash is checked) or an image file or directory
- * closed here holds nothing to flush, unlock or tell another process,
- * so the VMM may make the change later: it reads the page back as its
+ * among the files whose hash is checked), read here (its offset moved)
+ * or an image file or directory closed here holds nothing to flush,
+ * unlock or tell another process, so the VMM may make the change later: it reads the page back as its
  * next exit begins, before anything looks at the descriptors, makes
- * each change as open(2) and close(2) would (an open only of a checked
- * image file into a free descriptor, a close only of an image file or
- * directory), drops anything else and zeroes the page. Each entry is
+ * each change as open(2), read(2) and close(2) would (an open only of a
+ * checked image file into a free descriptor, an offset only of an image
+ * file, a close only of an image file or directory), drops anything
+ * else and zeroes the page. Each entry is
  * committed by its op, written last; a fast call is never interrupted
  * by a signal handler (the VMM delays a signal that comes inside this
  * code), so no answer here sees another half made. Whatever the program
  * writes here itself asks no more than open(2) and close(2) could.
  */
-enum { FAST_CH_NONE = 0, FAST_CH_CLOSED, FAST_CH_OPENED };
+enum { FAST_CH_NONE = 0, FAST_CH_CLOSED, FAST_CH_OPENED, FAST_CH_MOVED };
 
 struct fast_change {
 	uint8_t op;
 	uint8_t cloexec; /* FAST_CH_OPENED: O_CLOEXEC */
 	uint16_t pad;
 	uint32_t file; /* FAST_CH_OPENED: its place at GUEST_FASTIDX */
+	uint64_t off; /* FAST_CH_OPENED, FAST_CH_MOVED: the reader's offset */
 };
 
 struct fast_changes {
@@ -135,6 +146,7 @@ struct fast_file {
 	uint32_t mode; /* st_mode: S_IFREG | permissions */
 	uint32_t checked; /* its hash is checked: open it here */
 	uint64_t size; /* st_ino is fast_ino of the path, made when asked */
+	uint64_t data; /* its bytes' offset in the image (image_at) */
 };
 
 /* st_ino of a synthesized file: FNV-1a of its guest path, as

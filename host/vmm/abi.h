@@ -36,6 +36,12 @@
 #define GUEST_TSS_LIMIT (104 + 32) /* I/O bitmap for ports 0-255 + 0xff */
 #define GUEST_KERNEL 0x17000 /* guest/kernel.S, at most one page */
 #define GUEST_KSTACK_TOP 0x20000 /* RSP0: exception frames land here */
+/* The image's bytes, read-only, above all guest memory, for the guest's
+ * own reads of its files (guest/fastcall.h): 2 MiB pages from these PD
+ * pages, one per GiB. */
+#define GUEST_IMAGE_GPA (64ULL << 30)
+#define GUEST_IMAGE_MAX (8ULL << 30)
+#define GUEST_IMAGE_PD 0x21000 /* 0x21000..0x28fff */
 /* The vDSO (vdso/, host/vmm/vdso.c): its data page and its image, both
  * user read-only. */
 #define GUEST_VVAR 0x30000

@@ -14,6 +14,7 @@
  * a program that stats nothing pays nothing for it. As every exit
  * begins, the descriptors the guest closed itself are dropped.
  */
+#include <linux/kvm.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 
@@ -29,6 +30,8 @@
 #include "host/vmm/vm_int.h"
 
 #define MSR_LSTAR 0xc0000082
+/* The image's slot, past the ones guest memory may take (mem_slots.c). */
+#define IMAGE_SLOT VM_MEMSLOTS_MAX
 
 extern const unsigned char guest_fast[];
 extern const size_t guest_fast_len;
@@ -138,6 +141,22 @@ file_checked(const struct vm *vm, size_t i)
 	    (vm->img_checked != NULL && vm->img_checked[i]);
 }
 
+/* Where file f's bytes lie in the image mapping (cfg->image_map), or
+ * UINT64_MAX when they are not all there: the guest reads them itself
+ * only from there. */
+static uint64_t
+image_offset(const struct vmm_config *cfg, const struct vmm_file *f)
+{
+	uint64_t at;
+
+	if (cfg->image_map == NULL || f->data < cfg->image_map)
+		return UINT64_MAX;
+	at = (uint64_t)(f->data - cfg->image_map);
+	if (at > cfg->image_map_len || f->len > cfg->image_map_len - at)
+		return UINT64_MAX;
+	return at;
+}
+
 /* The image's files, sorted by path, for stat to find without an exit;
  * none when they do not fit below GUEST_LOW_END. */
 static void
@@ -168,6 +187,7 @@ build_index(struct vm *vm)
 		e.mode = S_IFREG | f->mode;
 		e.checked = file_checked(vm, vm->img_order[i]);
 		e.size = f->len;
+		e.data = image_offset(cfg, f);
 		memcpy(base + i * sizeof(e), &e, sizeof(e));
 		memcpy(base + at, f->path, n);
 		at += n;
@@ -183,11 +203,27 @@ vm_fast_index(struct vm *vm, uint64_t nr)
 		build_index(vm);
 }
 
+/* An image file's place in the index at GUEST_FASTIDX, where the guest
+ * finds its bytes; FAST_NO_FILE before the index is written. */
+static uint32_t
+file_place(const struct vm *vm, const struct vmm_file *file)
+{
+	const struct keep_fast *d =
+	    (const struct keep_fast *)(vm->mem + GUEST_FASTDATA);
+	size_t i = (size_t)(file - vm->cfg->files);
+
+	if (d->nfiles == 0 || vm->img_pos == NULL || file < vm->cfg->files ||
+	    i >= vm->cfg->nfiles)
+		return FAST_NO_FILE;
+	return vm->img_pos[i];
+}
+
 static void
 sync_fd(struct vm *vm, struct fast_fd *m, const struct vfd *f)
 {
 	memset(m, 0, sizeof(*m));
 	m->cloexec = f->cloexec != 0;
+	m->file = FAST_NO_FILE;
 	switch (f->kind) {
 	case VFD_FREE:
 		m->kind = FAST_FD_FREE;
@@ -197,19 +233,20 @@ sync_fd(struct vm *vm, struct fast_fd *m, const struct vfd *f)
 		/* synth_stat of a FIFO named "i" or "o" (fs.c). */
 		m->kind = FAST_FD_PIPE;
 		m->tty = vm_tty_is(vm, f) != 0;
-		m->mode = S_IFIFO | 0600;
+		m->mode = (uint16_t)(S_IFIFO | 0600);
 		m->ino = fast_ino(f->kind == VFD_OUT ? "o" : "i");
 		break;
 	case VFD_IMAGE:
 		m->kind = FAST_FD_IMAGE;
-		m->mode = S_IFREG | f->file->mode;
+		m->mode = (uint16_t)(S_IFREG | f->file->mode);
 		m->size = f->file->len;
 		m->ino = fast_ino(f->file->path);
 		m->off = f->off;
+		m->file = file_place(vm, f->file);
 		break;
 	case VFD_VDIR:
 		m->kind = f->path != NULL ? FAST_FD_DIR : FAST_FD_OTHER;
-		m->mode = S_IFDIR | 0755;
+		m->mode = (uint16_t)(S_IFDIR | 0755);
 		m->size = 4096;
 		m->ino = f->path != NULL ? fast_ino(f->path) : 0;
 		m->dir_end = f->dir_end != 0 && f->dir_end == f->off + 1;
@@ -223,13 +260,20 @@ sync_fd(struct vm *vm, struct fast_fd *m, const struct vfd *f)
 /* Whether the guest's page tables give it GUEST_FASTCHANGE to write
  * (kvm.c build_page_tables): present, writable, user. */
 static int
-close_page_mapped(const struct vm *vm)
+changes_page_mapped(const struct vm *vm)
 {
 	uint64_t pte;
 
 	memcpy(&pte, vm->mem + GUEST_PT_LOW + 8 * (GUEST_FASTCHANGE / VM_PAGE),
 	    sizeof(pte));
 	return (pte & 7) == 7 && (pte & ~0xfffULL) == GUEST_FASTCHANGE;
+}
+
+/* A reader's offset as the guest left it: any a seek could set. */
+static uint64_t
+reader_offset(uint64_t off)
+{
+	return off > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : off;
 }
 
 /* An image file opened by the guest itself, as open_at (fs.c) makes
@@ -256,7 +300,7 @@ reap_open(struct vm *vm, size_t fd, const struct fast_change *c)
 		return; /* the guest finds it closed: EBADF, no worse */
 	f->kind = VFD_IMAGE;
 	f->file = file;
-	f->off = 0;
+	f->off = reader_offset(c->off);
 	f->cloexec = c->cloexec != 0;
 	f->flags = O_RDONLY;
 }
@@ -264,10 +308,10 @@ reap_open(struct vm *vm, size_t fd, const struct fast_change *c)
 /*
  * What the guest changed itself (struct fast_changes), read back as the
  * exit begins. The page is the guest's to write: each entry is a
- * request, honoured only as open(2) or close(2) would be for what the
- * guest does itself (a checked image file opened into a free
- * descriptor; an image file or directory closed); anything else is
- * dropped.
+ * request, honoured only as open(2), read(2) or close(2) would be for
+ * what the guest does itself (a checked image file opened into a free
+ * descriptor; an image file's offset moved; an image file or directory
+ * closed); anything else is dropped.
  */
 void
 vm_fast_reap(struct vm *vm)
@@ -293,6 +337,8 @@ vm_fast_reap(struct vm *vm)
 			vm_fd_release(&vm->fds[fd]);
 		else if (c.op == FAST_CH_OPENED)
 			reap_open(vm, fd, &c);
+		else if (c.op == FAST_CH_MOVED && vm->fds[fd].kind == VFD_IMAGE)
+			vm->fds[fd].off = reader_offset(c.off);
 	}
 	errno = saved;
 }
@@ -324,6 +370,34 @@ vm_fast_inside(const struct vm *vm, uint64_t rip)
 {
 	return vm->fast && rip > GUEST_FAST &&
 	    rip < GUEST_FAST + guest_fast_len;
+}
+
+/*
+ * The image's bytes in the VM, read-only at GUEST_IMAGE_GPA (the page
+ * tables map them there, kvm.c), so that the guest reads its image
+ * files itself. Without this slot (a program that is no image's, an
+ * image past GUEST_IMAGE_MAX, KVM refusing) the VMM reads them.
+ */
+void
+vm_fast_image_slot(struct vm *vm)
+{
+	const struct vmm_config *cfg = vm->cfg;
+	struct kvm_userspace_memory_region region;
+
+	vm->image_slot = 0;
+	if (cfg->image_map == NULL || cfg->image_map_len == 0 ||
+	    cfg->image_map_len > GUEST_IMAGE_MAX ||
+	    ((uintptr_t)cfg->image_map & (VM_PAGE - 1)) != 0)
+		return;
+	memset(&region, 0, sizeof(region));
+	region.slot = IMAGE_SLOT;
+	region.flags = KVM_MEM_READONLY;
+	region.guest_phys_addr = GUEST_IMAGE_GPA;
+	region.memory_size =
+	    (cfg->image_map_len + VM_PAGE - 1) & ~(uint64_t)(VM_PAGE - 1);
+	region.userspace_addr = (uint64_t)(uintptr_t)cfg->image_map;
+	if (ioctl(vm->vmfd, KVM_SET_USER_MEMORY_REGION, &region) == 0)
+		vm->image_slot = 1;
 }
 
 void
@@ -378,7 +452,8 @@ vm_fast_sync(struct vm *vm)
 	d->id = VM_GUEST_ID;
 	d->io_chunk = VM_IO_CHUNK;
 	d->dir_chunk = VM_DIR_CHUNK;
-	d->changes_here = close_page_mapped(vm);
+	d->changes_here = changes_page_mapped(vm);
+	d->image_at = vm->image_slot ? GUEST_IMAGE_GPA : 0;
 	n = strlen(vm->cwd);
 	if (n < sizeof(d->cwd)) {
 		memcpy(d->cwd, vm->cwd, n + 1);

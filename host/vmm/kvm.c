@@ -182,6 +182,24 @@ build_page_tables(struct vm *vm)
 	    GUEST_FASTCHANGE | PTE_P | PTE_W | PTE_U | PTE_A | PTE_D);
 	vm_pt_open(vm, VM_HUGE, vm->reach_lo);
 	vm_pt_open(vm, vm->reach_hi, vm->memsz);
+	/* The image's bytes, user read-only, for the guest's own reads of
+	 * its files (fastcall.c); KVM reaches them only if the VMM gave
+	 * them a slot, and the guest reads them only then. */
+	if (vm->cfg->image_map != NULL &&
+	    vm->cfg->image_map_len <= GUEST_IMAGE_MAX) {
+		for (addr = 0; addr < vm->cfg->image_map_len; addr += VM_HUGE) {
+			gb = (GUEST_IMAGE_GPA + addr) >> 30;
+			if ((addr & ((1ULL << 30) - 1)) == 0)
+				put64(vm, GUEST_PDPT + 8 * gb,
+				    (GUEST_IMAGE_PD + 0x1000 * (addr >> 30)) |
+				        dir);
+			put64(vm,
+			    GUEST_IMAGE_PD + 0x1000 * (addr >> 30) +
+			        8 * ((addr >> 21) & 511),
+			    (GUEST_IMAGE_GPA + addr) | PTE_P | PTE_U | PTE_PS |
+			        PTE_A);
+		}
+	}
 }
 
 static void
@@ -874,7 +892,8 @@ vm_kvm_create(struct vm *vm, char *err, size_t errlen)
 		snprintf(err, errlen, "KVM_CREATE_VM: %s", strerror(errno));
 		return -1;
 	}
-	/* Guest memory as far as the guest can use it (mem_slots.c). */
+	/* Guest memory as far as the guest can use it (mem_slots.c), and
+	 * the image's bytes for its own reads (fastcall.c). */
 	if (vm_memslots_register(vm) != 0 ||
 	    (vm->vcpufd = ioctl(vm->vmfd, KVM_CREATE_VCPU, 0)) == -1 ||
 	    (mmap_size = ioctl(vm->cfg->kvm_fd, KVM_GET_VCPU_MMAP_SIZE, 0)) <=
@@ -882,6 +901,7 @@ vm_kvm_create(struct vm *vm, char *err, size_t errlen)
 		snprintf(err, errlen, "creating the vCPU: %s", strerror(errno));
 		return -1;
 	}
+	vm_fast_image_slot(vm);
 	vm->run_size = (size_t)mmap_size;
 	vm->run = mmap(NULL, vm->run_size, PROT_READ | PROT_WRITE, MAP_SHARED,
 	    vm->vcpufd, 0);
@@ -906,6 +926,7 @@ vm_kvm_drop(struct vm *vm)
 	if (vm->vmfd >= 0)
 		close(vm->vmfd);
 	vm_memslots_drop(vm);
+	vm->image_slot = 0;
 	vm->run = NULL;
 	vm->vcpufd = vm->vmfd = -1;
 }

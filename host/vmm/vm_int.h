@@ -170,6 +170,8 @@ struct vm {
 	 * stays at CPL3); the first call was looked at; the index of the
 	 * image's files was written; descriptors mirrored last time. */
 	int fast, fast_probed, fast_index;
+	int image_slot; /* the image's bytes are in the VM at
+			   GUEST_IMAGE_GPA, read-only (fastcall.c) */
 	unsigned fast_fds;
 	/* mem_space.c counts every change of what is open; fastcall.c
 	 * writes the open runs again when it moved. */
@@ -422,6 +424,7 @@ void vm_fast_probe(struct vm *);
 void vm_fast_index(struct vm *, uint64_t nr);
 void vm_fast_sync(struct vm *);
 void vm_fast_reap(struct vm *);
+void vm_fast_image_slot(struct vm *);
 void vm_fast_checked(struct vm *, size_t file);
 int vm_fast_inside(const struct vm *, uint64_t rip);
 

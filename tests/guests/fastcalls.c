@@ -293,6 +293,20 @@ ends(const char *who)
 	long n;
 
 	close(gone);
+	{
+		/* Read, closed and opened again with no exit between: the
+		 * new descriptor reads from its start. */
+		int a1 = open("/d/a.txt", O_RDONLY), a2;
+
+		show("read 5", raw(SYS_read, a1, (long)buf, 5, 0), buf, 5);
+		close(a1);
+		a2 = open("/d/sub/b.txt", O_RDONLY);
+		n = raw(SYS_read, a2, (long)buf, 8, 0);
+		show("reopened, reads from its start", n, buf,
+		    n > 0 ? (size_t)n : 0);
+		show("tell", raw(SYS_lseek, a2, 0, SEEK_CUR, 0), NULL, 0);
+		close(a2);
+	}
 	snprintf(what, sizeof(what), "%s read whole", who);
 	show(what, raw(SYS_read, f, (long)buf, sizeof(buf), 0), buf, 12);
 	for (k = 0; k < 2; k++) {
@@ -416,9 +430,10 @@ ends(const char *who)
 }
 
 /* The program writes the page of descriptors it changed itself (struct
- * fast_changes: 8 bytes each, op first): an image file's close closes
- * it, as close(2) would; a close of stdout, an open over stdout and an
- * open of a file the image does not have are dropped. */
+ * fast_changes: 16 bytes each, op first, the offset at 8): an image
+ * file's close closes it and its move moves it, as close(2) and lseek(2)
+ * would; a close of stdout, an open over stdout and an open of a file
+ * the image does not have are dropped. */
 static int
 change_page(void)
 {
@@ -427,24 +442,26 @@ change_page(void)
 	struct stat st;
 	long a, b, c, w;
 
-	page[8 * 1] = 1; /* closed */
-	page[8 * f] = 1;
-	page[8 * 1] = 2; /* opened, over stdout */
-	page[8 * 20 + 4] = 0xff; /* opened, file 0xffffffff */
-	page[8 * 20 + 5] = 0xff;
-	page[8 * 20 + 6] = 0xff;
-	page[8 * 20 + 7] = 0xff;
-	page[8 * 20] = 2;
-	page[8 * 127] = 0xee;
+	page[16 * 1] = 1; /* closed */
+	page[16 * f] = 1;
+	page[16 * 1] = 2; /* opened, over stdout */
+	page[16 * 20 + 4] = 0xff; /* opened, file 0xffffffff */
+	page[16 * 20 + 5] = 0xff;
+	page[16 * 20 + 6] = 0xff;
+	page[16 * 20 + 7] = 0xff;
+	page[16 * 20] = 2;
+	page[16 * g + 8] = 7; /* moved to 7 */
+	page[16 * g] = 3;
+	page[16 * 127] = 0xee;
 	w = raw(SYS_getppid, 0, 0, 0, 0); /* an exit: the VMM reads it */
 	a = raw(SYS_fstat, f, (long)&st, 0, 0);
-	b = raw(SYS_fstat, g, (long)&st, 0, 0);
+	b = raw(SYS_lseek, g, 0, SEEK_CUR, 0);
 	c = raw(SYS_fstat, 20, (long)&st, 0, 0);
-	printf("changepage: image fd %ld, other fd %ld, fd 20 %ld, stdout "
+	printf("changepage: image fd %ld, other fd at %ld, fd 20 %ld, stdout "
 	       "kept\n",
 	    w >= 0 ? a : w, b, c);
 	fflush(stdout);
-	return a == -EBADF && b == 0 && c == -EBADF ? 0 : 1;
+	return a == -EBADF && b == 7 && c == -EBADF ? 0 : 1;
 }
 
 static volatile int got;
