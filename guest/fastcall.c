@@ -22,6 +22,8 @@
 #define NR_read 0
 #define NR_open 2
 #define NR_close 3
+#define NR_pread64 17
+#define NR_readlink 89
 #define NR_stat 4
 #define NR_fstat 5
 #define NR_lstat 6
@@ -624,36 +626,68 @@ sigaction_query(const struct keep_fast *d, struct fast_regs *r)
 	return 1;
 }
 
-/* A read of an image file (sys_read, do_read, read_bytes in fs.c): the
- * buffer checked as far as do_read checks it, then the bytes from the
- * reader's offset on, copied from the image, and the offset moved; at
- * or past the end, nothing. CPython reads each module whole and then
- * once more. */
+/*
+ * A read of an image file (sys_read, sys_pread64, do_read, read_bytes in
+ * fs.c): the buffer checked as far as do_read checks it, then the bytes
+ * from the reader's offset on (pread: from pos, the offset untouched),
+ * copied from the image, and the offset moved; at or past the end,
+ * nothing. CPython reads each module whole and then once more; ld.so
+ * reads each library's header and preads its notes.
+ */
 static int
-read_image(const struct keep_fast *d, struct fast_regs *r)
+read_image(const struct keep_fast *d, struct fast_regs *r, int pread)
 {
 	struct fast_fd v;
-	uint64_t want = r->rdx < d->io_chunk ? r->rdx : d->io_chunk, n;
-	int at = described(d, r->rdi, &v, r);
+	uint64_t want = r->rdx < d->io_chunk ? r->rdx : d->io_chunk, n, off;
 	const struct fast_file *f;
+	int at;
 
-	if (at != FD_HERE)
+	/* sys_pread64 refuses a negative position before the descriptor. */
+	if (pread && (int64_t)r->r10 < 0) {
+		r->ret = -E_INVAL;
+		return 1;
+	}
+	if ((at = described(d, r->rdi, &v, r)) != FD_HERE)
 		return at == FD_FREE;
 	if (v.kind != FAST_FD_IMAGE || (want != 0 && !ok(d, r->rsi, want)))
 		return 0;
-	if (v.off >= v.size) {
+	off = pread ? r->r10 : v.off;
+	if (off >= v.size) {
 		r->ret = 0;
 		return 1;
 	}
-	if (d->image_at == 0 || !d->changes_here || v.file >= d->nfiles)
+	if (d->image_at == 0 || (!pread && !d->changes_here) ||
+	    v.file >= d->nfiles)
 		return 0;
 	f = file_at(v.file);
 	if (f->data == UINT64_MAX || f->size != v.size)
 		return 0;
-	n = want < v.size - v.off ? want : v.size - v.off;
-	copy_out(r->rsi, d->image_at + f->data + v.off, n);
-	moved((uint32_t)r->rdi, v.off + n);
+	n = want < v.size - off ? want : v.size - off;
+	copy_out(r->rsi, d->image_at + f->data + off, n);
+	if (!pread)
+		moved((uint32_t)r->rdi, off + n);
 	r->ret = (int64_t)n;
+	return 1;
+}
+
+/* readlink_at (fs.c) of an image file or directory: not a link. */
+static int
+readlink_image(const struct keep_fast *d, struct fast_regs *r)
+{
+	char raw[FAST_PATH_MAX], path[FAST_PATH_MAX];
+	const struct fast_file *f = NULL;
+	size_t n;
+	int found;
+
+	if ((int64_t)r->rdx <= 0) {
+		r->ret = -E_INVAL;
+		return 1;
+	}
+	found = lookup(d, r->rdi, raw, path, &f);
+	n = len(raw);
+	if ((found != L_FILE && found != L_DIR) || (n > 1 && raw[n - 1] == '/'))
+		return 0;
+	r->ret = -E_INVAL;
 	return 1;
 }
 
@@ -742,7 +776,11 @@ fast_call(struct fast_regs *r)
 		r->ret = (int64_t)f->off;
 		return 1;
 	case NR_read:
-		return read_image(d, r);
+		return read_image(d, r, 0);
+	case NR_pread64:
+		return read_image(d, r, 1);
+	case NR_readlink:
+		return readlink_image(d, r);
 	case NR_close:
 		return changes_here(d, r);
 	case NR_getdents64:

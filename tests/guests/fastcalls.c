@@ -327,6 +327,39 @@ ends(const char *who)
 	show("read past end", raw(SYS_read, f, (long)buf, 8, 0), NULL, 0);
 	show("seek to 5", raw(SYS_lseek, f, 5, SEEK_SET, 0), NULL, 0);
 	show("read from 5", raw(SYS_read, f, (long)buf, 3, 0), buf, 3);
+	show("pread 4 at 2", raw(SYS_pread64, f, (long)buf, 4, 2), buf, 4);
+	show("pread at 12", raw(SYS_pread64, f, (long)buf, 4, 12), NULL, 0);
+	show("pread past end", raw(SYS_pread64, f, (long)buf, 4, 99), NULL, 0);
+	show("pread at -1", raw(SYS_pread64, f, (long)buf, 4, -1), NULL, 0);
+	show("pread at -1, fd 500", raw(SYS_pread64, 500, (long)buf, 4, -1),
+	    NULL, 0);
+	show("pread bad buffer", raw(SYS_pread64, f, 16, 4, 0), NULL, 0);
+	show("pread 0 bytes, NULL", raw(SYS_pread64, f, 0, 0, 0), NULL, 0);
+	show("pread a directory", raw(SYS_pread64, dir, (long)buf, 4, 0), NULL,
+	    0);
+	show("tell after preads", raw(SYS_lseek, f, 0, SEEK_CUR, 0), NULL, 0);
+	{
+		static const char *const links[] = { "/d/a.txt", "/d", "/",
+			"/nope", "/d/a.txt/", "/d/", "/proc/self/exe",
+			"/ws.txt", "a.txt" };
+		size_t k2;
+
+		for (k2 = 0; k2 < sizeof(links) / sizeof(links[0]); k2++) {
+			snprintf(what, sizeof(what), "%s readlink %s", who,
+			    links[k2]);
+			n = raw(SYS_readlink, (long)links[k2], (long)buf,
+			    sizeof(buf), 0);
+			show(what, n > 0 ? 1 : n, NULL, 0);
+		}
+		show("readlink len 0",
+		    raw(SYS_readlink, (long)"/d/a.txt", (long)buf, 0, 0), NULL,
+		    0);
+		show("readlink len -1",
+		    raw(SYS_readlink, (long)"/d/a.txt", (long)buf, -1, 0), NULL,
+		    0);
+		show("readlink bad path",
+		    raw(SYS_readlink, 16, (long)buf, 8, 0), NULL, 0);
+	}
 	show("read closed fd", raw(SYS_read, gone, (long)buf, 8, 0), NULL, 0);
 	show("read fd 500", raw(SYS_read, 500, (long)buf, 8, 0), NULL, 0);
 	show("read a directory", raw(SYS_read, dir, (long)buf, 8, 0), NULL, 0);
