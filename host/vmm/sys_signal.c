@@ -111,8 +111,13 @@ vm_signal_exec(struct vm *vm)
 }
 
 /* How soon a signal that came inside the fast calls' code is tried
- * again. */
-#define SIGNAL_RETRY_US 20
+ * again, and for how long at most: a program that keeps its RIP in that
+ * code on purpose gets its signals there after that (its own answers
+ * may then be wrong, nothing else). Well past an entry's own cost
+ * (about 30 us here): a kick due sooner lands before the guest has run
+ * an instruction, again and again. */
+#define SIGNAL_RETRY_US 200
+#define SIGNAL_HOLD_MAX_US 10000
 /* ---- the system calls ------------------------------------------------- */
 
 int64_t
@@ -652,6 +657,7 @@ restartable_call(uint64_t nr)
 void
 vm_signal_after_syscall(struct vm *vm, uint64_t nr)
 {
+	vm->signal_held_us = 0;
 	deliver(vm, nr, restartable_call(nr));
 }
 
@@ -668,13 +674,18 @@ vm_signal_after_kick(struct vm *vm)
 	 * answer half made (fastcall.c): a handler's own calls would see
 	 * it so. They take microseconds; a kick again after a few finds
 	 * the program past them. */
-	if (vm_fast_inside(vm, rip)) {
+	if (vm_fast_inside(vm, rip) &&
+	    (vm->signal_held_us == 0 ||
+	        vm_now_us() - vm->signal_held_us < SIGNAL_HOLD_MAX_US)) {
 		if (deliverable(vm)) {
+			if (vm->signal_held_us == 0)
+				vm->signal_held_us = vm_now_us();
 			vm->signal_retry_us = vm_now_us() + SIGNAL_RETRY_US;
 			vm_timer_arm(vm);
 		}
 		return;
 	}
+	vm->signal_held_us = 0;
 	if (vm->signal_retry_us != 0) {
 		vm->signal_retry_us = 0;
 		vm_timer_arm(vm);
