@@ -64,6 +64,10 @@
  * open_at keeps (its f->flags: the access mode, O_APPEND, O_NONBLOCK)
  * or acts on for an image file (O_DIRECTORY, O_PATH, O_TRUNC, ...). */
 #define OPEN_HERE_FLAGS (O_NOCTTY_ | O_LARGEFILE_ | O_NOFOLLOW_ | O_CLOEXEC_)
+#define O_NONBLOCK_ 04000
+#define O_DIRECTORY_ 0200000
+/* An image directory also with O_DIRECTORY and O_NONBLOCK (kept). */
+#define OPEN_DIR_HERE_FLAGS (OPEN_HERE_FLAGS | O_DIRECTORY_ | O_NONBLOCK_)
 #define SEEK_CUR_ 1
 #define F_GETFD_ 1
 #define FD_CLOEXEC_ 1
@@ -252,7 +256,7 @@ is_free(const struct keep_fast *d, uint32_t fd)
 
 	if (op == FAST_CH_CLOSED)
 		return 1;
-	if (op == FAST_CH_OPENED)
+	if (op == FAST_CH_OPENED || op == FAST_CH_OPENED_DIR)
 		return 0;
 	return d->fd[fd].kind == FAST_FD_FREE;
 }
@@ -272,20 +276,34 @@ view(const struct keep_fast *d, uint32_t fd, struct fast_fd *v)
 	v->cloexec = e->cloexec;
 	v->dir_end = e->dir_end;
 	v->mode = e->mode;
-	v->pad = 0;
+	v->dir_len = e->dir_len;
 	v->file = e->file;
 	v->size = e->size;
 	v->ino = e->ino;
 	v->off = e->off;
 	if (op == FAST_CH_CLOSED)
 		v->kind = FAST_FD_FREE;
-	else if (op == FAST_CH_MOVED && e->kind == FAST_FD_IMAGE)
+	else if (op == FAST_CH_MOVED &&
+	    (e->kind == FAST_FD_IMAGE || e->kind == FAST_FD_DIR))
 		v->off = change(fd)->off;
-	else if (op == FAST_CH_OPENED) {
+	else if (op == FAST_CH_OPENED_DIR) {
+		pos = change(fd)->file;
+		v->kind = pos < d->nfiles ? FAST_FD_DIR : FAST_FD_OTHER;
+		v->tty = 0;
+		v->cloexec = (change(fd)->flags & FAST_CH_CLOEXEC) != 0;
+		v->dir_end = 0;
+		v->mode = S_IFDIR_ | 0755;
+		v->dir_len = change(fd)->dir_len;
+		v->file = pos;
+		v->size = 4096;
+		v->off = change(fd)->off;
+		v->ino =
+		    pos < d->nfiles ? fast_ino_n(path_at(pos), v->dir_len) : 0;
+	} else if (op == FAST_CH_OPENED) {
 		pos = change(fd)->file;
 		v->kind = pos < d->nfiles ? FAST_FD_IMAGE : FAST_FD_OTHER;
 		v->tty = 0;
-		v->cloexec = change(fd)->cloexec != 0;
+		v->cloexec = (change(fd)->flags & FAST_CH_CLOEXEC) != 0;
 		v->dir_end = 0;
 		v->file = pos < d->nfiles ? pos : FAST_NO_FILE;
 		v->off = change(fd)->off;
@@ -305,7 +323,7 @@ moved(uint32_t fd, uint64_t off)
 	volatile struct fast_change *c = change(fd);
 
 	c->off = off;
-	if (c->op != FAST_CH_OPENED)
+	if (c->op != FAST_CH_OPENED && c->op != FAST_CH_OPENED_DIR)
 		c->op = FAST_CH_MOVED; /* last: the entry is made */
 }
 
@@ -565,11 +583,53 @@ open_image(const struct keep_fast *d, const struct fast_file *f, uint64_t flags,
 	    (fd = lowest_free(d)) == d->nfds)
 		return 0;
 	c = change(fd);
-	c->cloexec = (flags & O_CLOEXEC_) != 0;
-	c->pad = 0;
+	c->flags = (flags & O_CLOEXEC_) ? FAST_CH_CLOEXEC : 0;
+	c->dir_len = 0;
 	c->file = (uint32_t)(f - file_at(0));
 	c->off = 0; /* a read may have left its offset here before a close */
 	c->op = FAST_CH_OPENED; /* last: the entry is made */
+	r->ret = fd;
+	return 1;
+}
+
+/* The place of the first file under directory path (vm_img_first_under,
+ * imgtree.c), or d->nfiles when none is. */
+static uint32_t
+first_under(const struct keep_fast *d, const char *path)
+{
+	char prefix[FAST_PATH_MAX + 1];
+	size_t n = len(path);
+
+	if (cmp(path, "/") == 0)
+		return 0;
+	copy(prefix, path, n);
+	prefix[n] = '/';
+	prefix[n + 1] = '\0';
+	return lower_bound(d, prefix);
+}
+
+/* open_at (fs.c) of an image directory (when nothing but the image
+ * exists: lookup says so), read-only: as open_image, noted with the
+ * directory's path as the first dir_len bytes of its first file's. */
+static int
+open_dir(const struct keep_fast *d, const char *path, uint64_t flags,
+    struct fast_regs *r)
+{
+	volatile struct fast_change *c;
+	uint32_t fd, pos = first_under(d, path);
+	size_t n = len(path);
+
+	if (!d->changes_here || pos >= d->nfiles || n >= FAST_PATH_MAX - 1 ||
+	    (flags & ~(uint64_t)OPEN_DIR_HERE_FLAGS) != 0 ||
+	    (fd = lowest_free(d)) == d->nfds)
+		return 0;
+	c = change(fd);
+	c->flags = (uint8_t)(((flags & O_CLOEXEC_) ? FAST_CH_CLOEXEC : 0) |
+	    ((flags & O_NONBLOCK_) ? FAST_CH_NONBLOCK : 0));
+	c->dir_len = (uint16_t)n;
+	c->file = pos;
+	c->off = 0;
+	c->op = FAST_CH_OPENED_DIR; /* last: the entry is made */
 	r->ret = fd;
 	return 1;
 }
@@ -595,6 +655,8 @@ open_path(const struct keep_fast *d, uint64_t addr, uint64_t flags,
 		return 0;
 	if (found == L_FILE)
 		return open_image(d, f, flags, r);
+	if (found == L_DIR)
+		return open_dir(d, path, flags, r);
 	if (found != L_NOENT && found != L_NOTDIR)
 		return 0;
 	/* A full table answers EMFILE first: some descriptor is free. */
@@ -691,23 +753,142 @@ readlink_image(const struct keep_fast *d, struct fast_regs *r)
 	return 1;
 }
 
-/* getdents64 of an image directory whose entries are all read
- * (vm_getdents, vdir_getdents in fs_dir.c): none more, once the buffer
- * passed the check vdir_getdents makes first. */
+/*
+ * The next child of a directory (vm_img_child's walk, imgtree.c): the
+ * index from *pos on, while paths begin with the directory's prefix
+ * (plen bytes, '/' last); a subdirectory once, skipping past every path
+ * under it (prefix + name + '0' follows them all). 0 when none is left.
+ */
 static int
-dents_at_end(const struct keep_fast *d, struct fast_regs *r)
+next_child(const struct keep_fast *d, const char *prefix, size_t plen,
+    uint32_t *pos, char *name, size_t *nl, int *is_dir)
+{
+	char key[FAST_PATH_MAX + 2];
+	const char *p, *rest;
+	size_t i, cl;
+
+	if (*pos >= d->nfiles)
+		return 0;
+	p = path_at(*pos);
+	for (i = 0; i < plen; i++)
+		if (p[i] != prefix[i])
+			return 0;
+	rest = p + plen;
+	for (cl = 0; rest[cl] != '\0' && rest[cl] != '/'; cl++)
+		;
+	if (cl == 0)
+		return 0;
+	copy(name, rest, cl);
+	name[cl] = '\0';
+	*nl = cl;
+	*is_dir = rest[cl] == '/';
+	if (!*is_dir) {
+		(*pos)++;
+		return 1;
+	}
+	copy(key, p, plen + cl);
+	key[plen + cl] = '0';
+	key[plen + cl + 1] = '\0';
+	*pos = lower_bound(d, key);
+	return 1;
+}
+
+/* The kernel's struct linux_dirent64, as vdir_getdents writes it. */
+#define DIRENT_NAME 19
+
+/*
+ * getdents64 of an image directory (vm_getdents, vdir_getdents in
+ * fs_dir.c): the buffer checked as vdir_getdents checks it first, then
+ * its entries from the reader's offset on, as many as fit: ".", "..",
+ * the root's "dev" and "proc", then each child (the image's own "dev"
+ * and "proc" at the root shadowed); each with ino offset + 2, d_off
+ * offset + 1. The offset moves as read() moves a file's.
+ */
+static int
+dents_here(const struct keep_fast *d, struct fast_regs *r)
 {
 	struct fast_fd v;
-	const struct fast_fd *f = &v;
-	uint64_t n = r->rdx < d->dir_chunk ? r->rdx : d->dir_chunk;
-	int at = described(d, r->rdi, &v, r);
+	char prefix[FAST_PATH_MAX + 1], name[FAST_PATH_MAX];
+	uint64_t n = r->rdx < d->dir_chunk ? r->rdx : d->dir_chunk, idx;
+	uint64_t used = 0, k, reclen;
+	uint8_t *g = (uint8_t *)(uintptr_t)r->rsi, type;
+	uint32_t pos;
+	size_t plen, extra, nl;
+	int at = described(d, r->rdi, &v, r), is_dir, root;
+	const char *dp;
 
 	if (at != FD_HERE)
 		return at == FD_FREE;
-	if (f->kind != FAST_FD_DIR || !f->dir_end || n == 0 ||
-	    !ok(d, r->rsi, n))
+	if (v.kind != FAST_FD_DIR || n == 0 || !ok(d, r->rsi, n))
 		return 0;
-	r->ret = 0;
+	if (v.dir_end) {
+		r->ret = 0;
+		return 1;
+	}
+	if (!d->changes_here || v.file >= d->nfiles || v.dir_len == 0 ||
+	    v.dir_len >= FAST_PATH_MAX - 1)
+		return 0;
+	dp = path_at(v.file);
+	root = v.dir_len == 1;
+	if (!root && dp[v.dir_len] != '/')
+		return 0;
+	plen = root ? 1 : (size_t)v.dir_len + 1;
+	copy(prefix, dp, plen);
+	extra = root ? 2 : 0;
+	/* Walk to the child at the offset. */
+	pos = first_under(d, "/");
+	if (!root)
+		pos = v.file;
+	for (k = 2 + extra; k < v.off; k++)
+		if (!next_child(d, prefix, plen, &pos, name, &nl, &is_dir))
+			break;
+	for (idx = v.off;; idx++) {
+		type = 4; /* DT_DIR */
+		if (idx == 0) {
+			name[0] = '.';
+			nl = 1;
+		} else if (idx == 1) {
+			name[0] = name[1] = '.';
+			nl = 2;
+		} else if (idx < 2 + extra) {
+			copy(name, idx == 2 ? "dev" : "proc", idx == 2 ? 3 : 4);
+			nl = idx == 2 ? 3 : 4;
+		} else if (!next_child(
+		               d, prefix, plen, &pos, name, &nl, &is_dir))
+			break;
+		else if (extra != 0 &&
+		    ((nl == 3 && name[0] == 'd' && name[1] == 'e' &&
+		         name[2] == 'v') ||
+		        (nl == 4 && name[0] == 'p' && name[1] == 'r' &&
+		            name[2] == 'o' && name[3] == 'c')))
+			continue;
+		else if (!is_dir)
+			type = 8; /* DT_REG */
+		reclen = (DIRENT_NAME + nl + 1 + 7) & ~(uint64_t)7;
+		if (used + reclen > n) {
+			if (used == 0) {
+				r->ret = -E_INVAL;
+				return 1;
+			}
+			break;
+		}
+		for (k = 0; k < reclen; k++)
+			g[used + k] = 0;
+		{
+			uint64_t ino = idx + 2, off = idx + 1;
+			uint16_t rl = (uint16_t)reclen;
+
+			copy(g + used, &ino, 8);
+			copy(g + used + 8, &off, 8);
+			copy(g + used + 16, &rl, 2);
+			g[used + 18] = type;
+		}
+		copy(g + used + DIRENT_NAME, name, nl);
+		used += reclen;
+	}
+	if (idx != v.off)
+		moved((uint32_t)r->rdi, idx);
+	r->ret = (int64_t)used;
 	return 1;
 }
 
@@ -784,7 +965,7 @@ fast_call(struct fast_regs *r)
 	case NR_close:
 		return changes_here(d, r);
 	case NR_getdents64:
-		return dents_at_end(d, r);
+		return dents_here(d, r);
 	case NR_fcntl:
 		/* fcntl_fd (fs.c), F_GETFD only: close-on-exec. */
 		if (r->rsi != F_GETFD_)

@@ -20,6 +20,7 @@
 #ifndef KEEP_GUEST_FASTCALL_H
 #define KEEP_GUEST_FASTCALL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "host/vmm/abi.h"
@@ -48,9 +49,11 @@ struct fast_fd {
 	uint8_t cloexec; /* F_GETFD */
 	uint8_t dir_end; /* FAST_FD_DIR: its entries are all read */
 	uint16_t mode; /* st_mode */
-	uint16_t pad;
-	uint32_t file; /* FAST_FD_IMAGE: its place at GUEST_FASTIDX, or
-			  FAST_NO_FILE */
+	uint16_t dir_len; /* FAST_FD_DIR: strlen of its path, the first
+			     dir_len bytes of file's path ("/": 1) */
+	uint32_t file; /* FAST_FD_IMAGE: its place at GUEST_FASTIDX;
+			  FAST_FD_DIR: the place of the first file under
+			  it; or FAST_NO_FILE */
 	uint64_t size, ino, off;
 };
 
@@ -124,14 +127,25 @@ struct keep_fast {
  * code), so no answer here sees another half made. Whatever the program
  * writes here itself asks no more than open(2) and close(2) could.
  */
-enum { FAST_CH_NONE = 0, FAST_CH_CLOSED, FAST_CH_OPENED, FAST_CH_MOVED };
+enum {
+	FAST_CH_NONE = 0,
+	FAST_CH_CLOSED,
+	FAST_CH_OPENED, /* an image file */
+	FAST_CH_MOVED, /* an image file's or directory's offset */
+	FAST_CH_OPENED_DIR /* an image directory */
+};
+
+/* fast_change.flags */
+#define FAST_CH_CLOEXEC 1
+#define FAST_CH_NONBLOCK 2
 
 struct fast_change {
 	uint8_t op;
-	uint8_t cloexec; /* FAST_CH_OPENED: O_CLOEXEC */
-	uint16_t pad;
-	uint32_t file; /* FAST_CH_OPENED: its place at GUEST_FASTIDX */
-	uint64_t off; /* FAST_CH_OPENED, FAST_CH_MOVED: the reader's offset */
+	uint8_t flags; /* FAST_CH_OPENED, _OPENED_DIR: FAST_CH_* */
+	uint16_t dir_len; /* FAST_CH_OPENED_DIR: as fast_fd.dir_len */
+	uint32_t file; /* FAST_CH_OPENED: its place at GUEST_FASTIDX;
+			  FAST_CH_OPENED_DIR: as fast_fd.file */
+	uint64_t off; /* the reader's offset (a directory's: entries) */
 };
 
 struct fast_changes {
@@ -152,13 +166,20 @@ struct fast_file {
 /* st_ino of a synthesized file: FNV-1a of its guest path, as
  * host/vmm/fs.c synth_stat makes it. */
 static inline uint64_t
-fast_ino(const char *path)
+fast_ino_n(const char *path, size_t n)
 {
 	uint64_t h = 1469598103934665603ULL;
+	size_t i;
 
-	for (; *path != '\0'; path++)
-		h = (h ^ (uint8_t)*path) * 1099511628211ULL;
+	for (i = 0; i < n && path[i] != '\0'; i++)
+		h = (h ^ (uint8_t)path[i]) * 1099511628211ULL;
 	return h;
+}
+
+static inline uint64_t
+fast_ino(const char *path)
+{
+	return fast_ino_n(path, SIZE_MAX);
 }
 
 #endif

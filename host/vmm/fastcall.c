@@ -218,6 +218,23 @@ file_place(const struct vm *vm, const struct vmm_file *file)
 	return vm->img_pos[i];
 }
 
+/* Where the guest finds an image directory's path and entries: the
+ * first file under it, whose path begins with the directory's. */
+static void
+dir_place(struct vm *vm, const struct vfd *f, struct fast_fd *m)
+{
+	const struct keep_fast *d =
+	    (const struct keep_fast *)(vm->mem + GUEST_FASTDATA);
+	size_t n, pos;
+
+	if (d->nfiles == 0 || f->path == NULL ||
+	    (n = strlen(f->path)) >= FAST_PATH_MAX - 1 ||
+	    (pos = vm_img_first_under(vm, f->path)) >= vm->cfg->nfiles)
+		return;
+	m->file = (uint32_t)pos;
+	m->dir_len = (uint16_t)n;
+}
+
 static void
 sync_fd(struct vm *vm, struct fast_fd *m, const struct vfd *f)
 {
@@ -249,7 +266,9 @@ sync_fd(struct vm *vm, struct fast_fd *m, const struct vfd *f)
 		m->mode = (uint16_t)(S_IFDIR | 0755);
 		m->size = 4096;
 		m->ino = f->path != NULL ? fast_ino(f->path) : 0;
+		m->off = f->off;
 		m->dir_end = f->dir_end != 0 && f->dir_end == f->off + 1;
+		dir_place(vm, f, m);
 		break;
 	default:
 		m->kind = FAST_FD_OTHER;
@@ -301,8 +320,43 @@ reap_open(struct vm *vm, size_t fd, const struct fast_change *c)
 	f->kind = VFD_IMAGE;
 	f->file = file;
 	f->off = reader_offset(c->off);
-	f->cloexec = c->cloexec != 0;
+	f->cloexec = (c->flags & FAST_CH_CLOEXEC) != 0;
 	f->flags = O_RDONLY;
+}
+
+/* An image directory opened by the guest itself, as open_at (fs.c)
+ * makes one: its path is the first dir_len bytes of file's ("/" when
+ * 1), and must name a directory of the image. */
+static void
+reap_open_dir(struct vm *vm, size_t fd, const struct fast_change *c)
+{
+	const struct vmm_config *cfg = vm->cfg;
+	struct vfd *f = &vm->fds[fd];
+	const char *p;
+	char *path;
+
+	if (vm->img_order == NULL || c->file >= cfg->nfiles || c->dir_len == 0)
+		return;
+	p = cfg->files[vm->img_order[c->file]].path;
+	if (c->dir_len > strlen(p) || (c->dir_len > 1 && p[c->dir_len] != '/'))
+		return;
+	if ((path = strndup(p, c->dir_len == 1 ? 1 : c->dir_len)) == NULL)
+		return;
+	if (!vm_img_is_dir(vm, path)) {
+		free(path);
+		return;
+	}
+	if (f->kind == VFD_IMAGE || f->kind == VFD_VDIR)
+		vm_fd_release(f);
+	if (f->kind != VFD_FREE) {
+		free(path);
+		return;
+	}
+	f->kind = VFD_VDIR;
+	f->path = path;
+	f->off = reader_offset(c->off);
+	f->cloexec = (c->flags & FAST_CH_CLOEXEC) != 0;
+	f->flags = O_RDONLY | ((c->flags & FAST_CH_NONBLOCK) ? O_NONBLOCK : 0);
 }
 
 /*
@@ -337,7 +391,11 @@ vm_fast_reap(struct vm *vm)
 			vm_fd_release(&vm->fds[fd]);
 		else if (c.op == FAST_CH_OPENED)
 			reap_open(vm, fd, &c);
-		else if (c.op == FAST_CH_MOVED && vm->fds[fd].kind == VFD_IMAGE)
+		else if (c.op == FAST_CH_OPENED_DIR)
+			reap_open_dir(vm, fd, &c);
+		else if (c.op == FAST_CH_MOVED &&
+		    (vm->fds[fd].kind == VFD_IMAGE ||
+		        vm->fds[fd].kind == VFD_VDIR))
 			vm->fds[fd].off = reader_offset(c.off);
 	}
 	errno = saved;

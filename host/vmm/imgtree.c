@@ -210,6 +210,17 @@ vm_img_is_dir(struct vm *vm, const char *path)
 	    strncmp(path_at(vm, pos), prefix, strlen(prefix)) == 0;
 }
 
+size_t
+vm_img_first_under(struct vm *vm, const char *dir)
+{
+	char prefix[VM_PATH_MAX + 1];
+
+	if (vm->img_order == NULL ||
+	    dir_prefix(dir, prefix, sizeof(prefix)) != 0)
+		return vm->cfg->nfiles;
+	return lower_bound(vm, prefix);
+}
+
 int
 vm_img_child(struct vm *vm, const char *dir, size_t idx, char *name, size_t max,
     int *is_dir)

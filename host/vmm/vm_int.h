@@ -596,6 +596,9 @@ int vm_img_check(struct vm *, const struct vmm_file *);
 int vm_img_verify(struct vm *, const struct vmm_file *);
 int vm_img_child(struct vm *, const char *dir, size_t idx, char *name,
     size_t max, int *is_dir);
+/* The index position of the first file under directory dir (nfiles
+ * when none is): where the guest's own listing of it starts. */
+size_t vm_img_first_under(struct vm *, const char *dir);
 
 /* Files (fs.c). */
 int vm_fs_init(struct vm *);

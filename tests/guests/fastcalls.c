@@ -385,6 +385,39 @@ ends(const char *who)
 	    raw(SYS_getdents64, dir, (long)dents, sizeof(dents), 0), NULL, 0);
 	show("getdents of a file", raw(SYS_getdents64, f, (long)dents, 64, 0),
 	    NULL, 0);
+	{
+		/* Listings in small steps: the root (with dev and proc), a
+		 * subdirectory, and a buffer too small for one entry. */
+		static const char *const dirs[] = { "/", "/d/sub", "/d" };
+		size_t k2;
+
+		for (k2 = 0; k2 < sizeof(dirs) / sizeof(dirs[0]); k2++) {
+			int dd = open(dirs[k2],
+			    O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC);
+
+			snprintf(what, sizeof(what), "%s open dir %s", who,
+			    dirs[k2]);
+			show(what, dd >= 0 ? 0 : dd, NULL, 0);
+			show("F_GETFD", raw(SYS_fcntl, dd, F_GETFD, 0, 0), NULL,
+			    0);
+			show("F_GETFL", raw(SYS_fcntl, dd, F_GETFL, 0, 0), NULL,
+			    0);
+			show("too small",
+			    raw(SYS_getdents64, dd, (long)dents, 20, 0), NULL,
+			    0);
+			for (k = 0; k < 40; k++) {
+				n = raw(SYS_getdents64, dd, (long)dents, 56, 0);
+				snprintf(what, sizeof(what), "%s %s step %d",
+				    who, dirs[k2], k);
+				show(what, n, dents, n > 0 ? (size_t)n : 0);
+				if (n <= 0)
+					break;
+			}
+			show("tell", raw(SYS_lseek, dd, 0, SEEK_CUR, 0), NULL,
+			    0);
+			close(dd);
+		}
+	}
 	show("getdents closed fd",
 	    raw(SYS_getdents64, gone, (long)dents, 64, 0), NULL, 0);
 	{
