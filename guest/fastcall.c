@@ -8,11 +8,12 @@
  *
  * This runs at CPL3 with the program's own rights, on its stack, and
  * writes only where the program asked for an answer, after the same
- * bounds check vm_gptr makes, and in the closed descriptors' page (struct
- * fast_closed), which the VMM takes as close(2) requests: a program that
- * calls into the middle of it gains nothing it could not do itself. Built freestanding
- * (mk/fastcall.mk): general registers only (a system call preserves the
- * vector registers), no red zone, no stack protector, no data.
+ * bounds check vm_gptr makes, and in the changed descriptors' page
+ * (struct fast_changes), which the VMM takes as open(2), read(2) and
+ * close(2) requests: a program that calls into the middle of it gains
+ * nothing it could not do itself. Built freestanding (mk/fastcall.mk):
+ * general registers only (a system call preserves the vector
+ * registers), no red zone, no stack protector, no writable data.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -894,9 +895,9 @@ dents_here(const struct keep_fast *d, struct fast_regs *r)
 
 /* sys_close (fs.c) of an image file or directory: it holds nothing to
  * flush or unlock, so the VMM drops it as its next exit begins
- * (struct fast_closed). Anything else closes in the VMM. */
+ * (struct fast_changes). Anything else closes in the VMM. */
 static int
-changes_here(const struct keep_fast *d, struct fast_regs *r)
+close_image(const struct keep_fast *d, struct fast_regs *r)
 {
 	struct fast_fd v;
 	int at = described(d, r->rdi, &v, r);
@@ -963,7 +964,7 @@ fast_call(struct fast_regs *r)
 	case NR_readlink:
 		return readlink_image(d, r);
 	case NR_close:
-		return changes_here(d, r);
+		return close_image(d, r);
 	case NR_getdents64:
 		return dents_here(d, r);
 	case NR_fcntl:

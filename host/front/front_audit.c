@@ -378,6 +378,37 @@ fb_store_call(struct front_backend *fb, uint64_t reqid, uint16_t type,
 }
 
 int
+fb_store_get(struct front_backend *fb, unsigned db, const char *k1,
+    const char *k2, int bad_key, const char *bad_msg, void **reply,
+    const void **rec, size_t *len, uint32_t *status, struct api_error *err)
+{
+	struct store_wire_reply hdr;
+	char next[STORE_CURSOR_MAX];
+	size_t qlen, rlen;
+	void *q;
+	int rc;
+
+	*reply = NULL;
+	*rec = NULL;
+	*len = 0;
+	if (store_wire_key_encode(
+	        MSG_STORE_GET, db, k1, k2, 0, NULL, &q, &qlen) != STORE_OK)
+		return fb_fail(err, bad_key, "%s", bad_msg);
+	rc = fb_store_call(
+	    fb, 0, MSG_STORE_GET, q, qlen, reply, &rlen, &hdr, next, err);
+	free(q);
+	if (rc != API_OK)
+		return rc;
+	*status = hdr.status;
+	/* One record, whole, or the answer is not STORE_OK. */
+	if (hdr.status == STORE_OK &&
+	    (hdr.count != 1 ||
+	        store_wire_reply_record(*reply, rlen, 0, rec, len) != STORE_OK))
+		*status = STORE_E_CORRUPT;
+	return API_OK;
+}
+
+int
 fb_store_call_fd(struct front_backend *fb, uint64_t reqid, uint16_t type,
     const void *q, size_t qlen, int qfd, void **reply, size_t *rlen,
     struct store_wire_reply *hdr, char *next, struct api_error *err)

@@ -119,6 +119,13 @@ int fb_store_call(struct front_backend *, uint64_t reqid, uint16_t type,
 int fb_store_call_fd(struct front_backend *, uint64_t reqid, uint16_t type,
     const void *q, size_t qlen, int qfd, void **reply, size_t *rlen,
     struct store_wire_reply *hdr, char *next, struct api_error *err);
+/* The one record of db under k1 (and k2, or NULL): API_OK and the
+ * store's answer in *status; with STORE_OK, *rec and *len point into
+ * *reply, which the caller frees (also when *status is another). A key
+ * the store cannot take is the error bad_key, saying bad_msg. */
+int fb_store_get(struct front_backend *, unsigned db, const char *k1,
+    const char *k2, int bad_key, const char *bad_msg, void **reply,
+    const void **rec, size_t *len, uint32_t *status, struct api_error *err);
 
 /* Records that outlive a restart (host/front/front_persist.c). Each returns an
  * API_* code; the run record is best effort and only logged. */

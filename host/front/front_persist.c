@@ -241,28 +241,20 @@ int
 fb_sandbox_metadata(struct front_backend *fb, const struct api_principal *who,
     const char *id, struct api_kv **out, size_t *n, struct api_error *err)
 {
-	struct store_wire_reply hdr;
 	struct store_sandbox s;
-	char next[STORE_CURSOR_MAX];
 	struct api_kv kv[STORE_META_MAX];
 	const void *rec;
-	void *q, *reply = NULL;
-	size_t qlen, rlen, reclen, i;
+	void *reply;
+	size_t reclen, i;
+	uint32_t status;
 	int rc;
 
 	*out = NULL;
 	*n = 0;
-	if (store_wire_key_encode(MSG_STORE_GET, STORE_DB_SANDBOXES, id, NULL,
-	        0, NULL, &q, &qlen) != STORE_OK)
-		return fb_fail(err, API_EINTERNAL, "Bad key");
-	rc = fb_store_call(
-	    fb, 0, MSG_STORE_GET, q, qlen, &reply, &rlen, &hdr, next, err);
-	free(q);
-	if (rc != API_OK)
+	if ((rc = fb_store_get(fb, STORE_DB_SANDBOXES, id, NULL, API_EINTERNAL,
+	         "Bad key", &reply, &rec, &reclen, &status, err)) != API_OK)
 		return rc;
-	if (hdr.status == STORE_OK && hdr.count == 1 &&
-	    store_wire_reply_record(reply, rlen, 0, &rec, &reclen) ==
-	        STORE_OK &&
+	if (status == STORE_OK &&
 	    store_sandbox_decode(rec, reclen, &s) == STORE_OK &&
 	    strcmp(s.id, id) == 0 && strcmp(s.owner, who->sub) == 0 &&
 	    s.nmeta <= STORE_META_MAX) {
@@ -272,13 +264,13 @@ fb_sandbox_metadata(struct front_backend *fb, const struct api_principal *who,
 		}
 		if (fb_kv_copy(kv, s.nmeta, out, n) != 0)
 			rc = fb_fail(err, API_EINTERNAL, "Out of memory");
-	} else if (hdr.status == STORE_OK && hdr.count == 1)
+	} else if (status == STORE_OK)
 		log_warnx("sandbox %s: its store record does not decode as "
 		          "its own: no metadata",
 		    id);
-	else if (hdr.status != STORE_OK && hdr.status != STORE_E_NOTFOUND)
+	else if (status != STORE_E_NOTFOUND)
 		rc = fb_fail(err, API_EINTERNAL, "The store refused: %s",
-		    store_strerror((int)hdr.status));
+		    store_strerror((int)status));
 	free(reply);
 	return rc;
 }
@@ -695,27 +687,21 @@ fb_idem_load(void *arg, const struct api_call *call, const char *scope,
     const char *key, struct api_idem *out, struct api_error *err)
 {
 	struct front_backend *fb = arg;
-	struct store_wire_reply hdr;
 	struct store_idem k;
-	char next[STORE_CURSOR_MAX], skey[33];
+	char skey[33];
 	const void *rec;
-	void *q, *reply = NULL;
-	size_t qlen, rlen, reclen;
+	void *reply;
+	size_t reclen;
+	uint32_t status;
 	int rc;
 
 	idem_store_key(scope, key, skey);
-	if (store_wire_key_encode(MSG_STORE_GET, STORE_DB_IDEMPOTENCY,
-	        call->who->sub, skey, 0, NULL, &q, &qlen) != STORE_OK)
-		return fb_fail(err, API_EINTERNAL, "Bad key");
-	rc = fb_store_call(
-	    fb, 0, MSG_STORE_GET, q, qlen, &reply, &rlen, &hdr, next, err);
-	free(q);
-	if (rc != API_OK)
+	if ((rc = fb_store_get(fb, STORE_DB_IDEMPOTENCY, call->who->sub, skey,
+	         API_EINTERNAL, "Bad key", &reply, &rec, &reclen, &status,
+	         err)) != API_OK)
 		return rc;
 	rc = fb_fail(err, API_ENOTFOUND, "No such key");
-	if (hdr.status == STORE_OK && hdr.count == 1 &&
-	    store_wire_reply_record(reply, rlen, 0, &rec, &reclen) ==
-	        STORE_OK &&
+	if (status == STORE_OK &&
 	    store_idem_decode(rec, reclen, &k) == STORE_OK &&
 	    strcmp(k.principal, call->who->sub) == 0 &&
 	    (out->body = malloc(k.body_len + 1)) != NULL) {

@@ -88,32 +88,25 @@ static int
 secret_get(struct front_backend *fb, const char *name, void **rec,
     struct store_secret *z, struct api_error *err)
 {
-	struct store_wire_reply hdr;
-	char next[STORE_CURSOR_MAX];
 	const void *r;
-	void *q, *reply = NULL;
-	size_t qlen, rlen, len;
+	void *reply;
+	size_t len;
+	uint32_t status;
 	int rc;
 
 	*rec = NULL;
-	if (store_wire_key_encode(MSG_STORE_GET, STORE_DB_SECRETS, name, NULL,
-	        0, NULL, &q, &qlen) != STORE_OK)
-		return fb_fail(err, API_EBADREQ, "Bad secret name");
-	rc = fb_store_call(
-	    fb, 0, MSG_STORE_GET, q, qlen, &reply, &rlen, &hdr, next, err);
-	free(q);
-	if (rc != API_OK)
+	if ((rc = fb_store_get(fb, STORE_DB_SECRETS, name, NULL, API_EBADREQ,
+	         "Bad secret name", &reply, &r, &len, &status, err)) != API_OK)
 		return rc;
-	if (hdr.status == STORE_E_NOTFOUND) {
+	if (status == STORE_E_NOTFOUND) {
 		free(reply);
 		return fb_fail(err, API_ENOTFOUND, "Secret not found");
 	}
-	if (hdr.status != STORE_OK || hdr.count != 1 ||
-	    store_wire_reply_record(reply, rlen, 0, &r, &len) != STORE_OK ||
-	    (*rec = malloc(len)) == NULL) {
+	if (status != STORE_OK || (*rec = malloc(len)) == NULL) {
 		free(reply);
 		return fb_fail(err, API_EINTERNAL, "The store refused: %s",
-		    store_strerror((int)hdr.status));
+		    store_strerror(
+		        status == STORE_OK ? STORE_E_NOMEM : (int)status));
 	}
 	memcpy(*rec, r, len);
 	free(reply);

@@ -12,7 +12,8 @@
  * the memory a pointer may name); the index of the image's files goes
  * to GUEST_FASTIDX when the VMM first answers a path's stat itself, so
  * a program that stats nothing pays nothing for it. As every exit
- * begins, the descriptors the guest closed itself are dropped.
+ * begins, what the guest opened, read, listed and closed itself is made
+ * so.
  */
 #include <linux/kvm.h>
 #include <sys/ioctl.h>
@@ -43,7 +44,7 @@ _Static_assert(sizeof(struct fast_sigaction) == sizeof(struct vm_sigaction),
 _Static_assert(GUEST_VDSO + GUEST_VDSO_MAX <= GUEST_FASTCHANGE &&
         GUEST_FASTCHANGE + VM_PAGE <= GUEST_FAST &&
         sizeof(struct fast_changes) <= VM_PAGE,
-    "the closed descriptors' page is a page of its own");
+    "the changed descriptors' page is a page of its own");
 _Static_assert(GUEST_FAST + GUEST_FAST_MAX <= GUEST_FASTDATA &&
         GUEST_FASTDATA + GUEST_FASTDATA_LEN <= GUEST_FASTRUNS &&
         GUEST_FASTRUNS + GUEST_FASTRUNS_LEN <= GUEST_FASTIDX &&

@@ -94,6 +94,17 @@ vm_fd_alloc(struct vm *vm, unsigned from)
 	return fd_alloc(vm, from);
 }
 
+int
+vm_fd_alloc_pair(struct vm *vm, int g[2])
+{
+	if ((g[0] = fd_alloc(vm, 0)) < 0)
+		return g[0];
+	vm->fds[g[0]].kind = VFD_HOST; /* reserved while the second is found */
+	g[1] = fd_alloc(vm, 0);
+	vm->fds[g[0]].kind = VFD_FREE;
+	return g[1] < 0 ? g[1] : 0;
+}
+
 void
 vm_fd_release(struct vfd *f)
 {
@@ -1602,20 +1613,15 @@ sys_renameat2(struct vm *vm, const uint64_t a[6])
 static int64_t
 make_pipe(struct vm *vm, uint64_t addr, uint64_t flags)
 {
-	int hp[2], g[2];
+	int hp[2], g[2], rc;
 	void *out;
 
 	if ((flags & ~(uint64_t)(O_CLOEXEC | O_NONBLOCK)) != 0)
 		return -EINVAL;
 	if ((out = vm_gptr(vm, addr, sizeof(g))) == NULL)
 		return -EFAULT;
-	if ((g[0] = fd_alloc(vm, 0)) < 0)
-		return g[0];
-	vm->fds[g[0]].kind = VFD_HOST; /* reserved while the second is found */
-	g[1] = fd_alloc(vm, 0);
-	vm->fds[g[0]].kind = VFD_FREE;
-	if (g[1] < 0)
-		return g[1];
+	if ((rc = vm_fd_alloc_pair(vm, g)) != 0)
+		return rc;
 	if (pipe2(hp, O_CLOEXEC | (int)(flags & O_NONBLOCK)) == -1)
 		return -errno;
 	/* Each guest read and write costs a VM exit, so the writer and the

@@ -23,6 +23,9 @@
 
 /* The lowest free descriptor from `from` on, or -EMFILE. */
 int vm_fd_alloc(struct vm *, unsigned from);
+/* The two lowest free descriptors, for a pipe's or a pair's ends (both
+ * still free: the caller makes them): 0, or -EMFILE. */
+int vm_fd_alloc_pair(struct vm *, int g[2]);
 void vm_fd_release(struct vfd *);
 /* Descriptor newfd becomes a copy of f (newfd free). 0 or -errno. */
 int vm_fd_copy(struct vm *, const struct vfd *f, int newfd, int cloexec);

@@ -60,13 +60,8 @@ sys_socketpair(struct vm *vm, const uint64_t a[6])
 		return -EPROTONOSUPPORT;
 	if ((out = vm_gptr(vm, a[3], sizeof(g))) == NULL)
 		return -EFAULT;
-	if ((g[0] = vm_fd_alloc(vm, 0)) < 0)
-		return g[0];
-	vm->fds[g[0]].kind = VFD_HOST; /* reserved while the second is found */
-	g[1] = vm_fd_alloc(vm, 0);
-	vm->fds[g[0]].kind = VFD_FREE;
-	if (g[1] < 0)
-		return g[1];
+	if ((i = vm_fd_alloc_pair(vm, g)) != 0)
+		return i;
 	if (socketpair(AF_UNIX,
 	        (int)type | SOCK_CLOEXEC |
 	            ((a[1] & G_SOCK_NONBLOCK) ? SOCK_NONBLOCK : 0),
@@ -135,14 +130,11 @@ sys_getsockname(struct vm *vm, const uint64_t a[6])
 	return put_unnamed(vm, a[1], a[2]);
 }
 
+/* A pair's peer is as unnamed as its own end. */
 int64_t
 sys_getpeername(struct vm *vm, const uint64_t a[6])
 {
-	int64_t err;
-
-	if (sock_get(vm, a[0], &err) == NULL)
-		return err;
-	return put_unnamed(vm, a[1], a[2]);
+	return sys_getsockname(vm, a);
 }
 
 /* What a program asks of a pair to learn what it is (libuv's

@@ -418,16 +418,18 @@ int vm_gstr(struct vm *, uint64_t addr, char *out, size_t max);
  * LSTAR for this VM; the code and an empty data page, at boot; at the
  * first system call, whether to use them; before the first stat the VMM
  * answers itself, the index; before every entry of the vCPU, the data;
- * as every exit begins, the descriptors the guest closed itself. */
+ * as every exit begins, what the guest did to its descriptors itself;
+ * as a file is found to match its hash, the index; whether RIP is in
+ * the code (no signal is delivered there); the image's bytes, read-only. */
 uint64_t vm_fast_lstar(const struct vm *);
 void vm_fast_install(struct vm *);
 void vm_fast_probe(struct vm *);
 void vm_fast_index(struct vm *, uint64_t nr);
 void vm_fast_sync(struct vm *);
 void vm_fast_reap(struct vm *);
-void vm_fast_image_slot(struct vm *);
 void vm_fast_checked(struct vm *, size_t file);
 int vm_fast_inside(const struct vm *, uint64_t rip);
+void vm_fast_image_slot(struct vm *);
 
 /* vdso.c: the vDSO's address for AT_SYSINFO_EHDR (0: none); its image
  * and a disabled data page into fresh guest memory; the data page set

@@ -65,6 +65,26 @@ show(const char *what, long rc, const void *buf, size_t len)
 	printf("\n");
 }
 
+/* A getdents64 answer by its entries' names and types. */
+static void
+show_names(const char *what, long n, const char *dents)
+{
+	const unsigned char *buf = (const unsigned char *)dents;
+	long at = 0;
+
+	printf("%s: %ld", what, n);
+	while (n > 0 && at + 19 < n) {
+		unsigned short reclen;
+
+		memcpy(&reclen, buf + at + 16, 2);
+		if (reclen < 20 || at + reclen > n)
+			break;
+		printf(" %s/%u", (const char *)buf + at + 19, buf[at + 18]);
+		at += reclen;
+	}
+	printf("\n");
+}
+
 static long
 raw(long nr, long a, long b, long c, long d)
 {
@@ -389,6 +409,7 @@ ends(const char *who)
 		/* Listings in small steps: the root (with dev and proc), a
 		 * subdirectory, and a buffer too small for one entry. */
 		static const char *const dirs[] = { "/", "/d/sub", "/d" };
+		int ws = access("/ws.txt", F_OK) == 0;
 		size_t k2;
 
 		for (k2 = 0; k2 < sizeof(dirs) / sizeof(dirs[0]); k2++) {
@@ -409,12 +430,20 @@ ends(const char *who)
 				n = raw(SYS_getdents64, dd, (long)dents, 56, 0);
 				snprintf(what, sizeof(what), "%s %s step %d",
 				    who, dirs[k2], k);
-				show(what, n, dents, n > 0 ? (size_t)n : 0);
+				/* With a workspace "/" is the host's directory:
+				 * its inode numbers and offsets are the copy's
+				 * own, so only names and types are shown. */
+				if (k2 == 0 && ws)
+					show_names(what, n, dents);
+				else
+					show(what, n, dents,
+					    n > 0 ? (size_t)n : 0);
 				if (n <= 0)
 					break;
 			}
-			show("tell", raw(SYS_lseek, dd, 0, SEEK_CUR, 0), NULL,
-			    0);
+			if (k2 != 0 || !ws)
+				show("tell", raw(SYS_lseek, dd, 0, SEEK_CUR, 0),
+				    NULL, 0);
 			close(dd);
 		}
 	}

@@ -5,14 +5,7 @@
 # library no package owns are refused, and so is a package's link to a
 # file no package holds; an image with deferred hashes
 # refuses a tampered file at verify and at run.
-set -u
-cd "$(dirname "$0")/../.."
-B=${B:-build}; KEEP=$B/bin/keep
-if [ ! -e /dev/kvm ]; then echo "SKIP: no /dev/kvm"; exit 77; fi
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fails=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; fails=$((fails+1)); }
+source "$(dirname "$0")/../lib/guest.sh"
 
 mkdir "$tmp/k" && "$KEEP" key generate --out "$tmp/k" >/dev/null || exit 1
 T="--trust $tmp/k/keep.public"

@@ -11,17 +11,10 @@
 # unhandled rejection. node runs under a 128 MiB limit too: V8's and
 # glibc's reservations are address space, not memory (docs/vmm.md,
 # "Reservations").
-set -u
-cd "$(dirname "$0")/../.."
-B=${B:-build}; KEEP=$B/bin/keep
+source "$(dirname "$0")/../lib/guest.sh"
 I=$B/images/node.img; K=$B/keys/dev.public
-if [ ! -e /dev/kvm ]; then echo "SKIP: no /dev/kvm"; exit 77; fi
 if [ ! -x /usr/bin/node ]; then echo "SKIP: no /usr/bin/node"; exit 77; fi
 [ -f "$I" ] || { echo "FAIL: $I is not built"; exit 1; }
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fails=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; fails=$((fails+1)); }
 
 p=$tmp/progs; mkdir "$p"
 printf '1\n2\n3\n' >"$p/input.txt"

@@ -6,14 +6,8 @@
 # workspace CSV and gives the HTML and text reprs that execute's results
 # carry; matplotlib saves a PNG that decodes, to a file and to memory;
 # the modules load from Debian's bytecode, none recompiled.
-set -u
-cd "$(dirname "$0")/../.."
-B=${B:-build}; KEEP=$B/bin/keep; K=$B/keys/dev.public; I=$B/images
-if [ ! -e /dev/kvm ]; then echo "SKIP: no /dev/kvm"; exit 77; fi
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fails=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; fails=$((fails+1)); }
+source "$(dirname "$0")/../lib/guest.sh"
+K=$B/keys/dev.public; I=$B/images
 PY=/usr/bin/python3.11
 ws=$tmp/ws; mkdir "$ws"
 py() { "$KEEP" run --workspace "$ws" --trust "$K" "$I/python.img" python "$@"; }

@@ -7,17 +7,11 @@
 # (bash's subshells, here-documents and $(...) fork bash itself and
 # talk through pipes), so each one must agree. The native side runs in
 # a copy of the same files with an empty environment.
-set -u
-cd "$(dirname "$0")/../.."
-B=${B:-build}; KEEP=$B/bin/keep; BB=/bin/busybox; BASH_BIN=/bin/bash-static
-if [ ! -e /dev/kvm ]; then echo "SKIP: no /dev/kvm"; exit 77; fi
+source "$(dirname "$0")/../lib/guest.sh"
+BB=/bin/busybox; BASH_BIN=/bin/bash-static
 for b in "$BB" "$BASH_BIN"; do
 	[ -x "$b" ] || { echo "FAIL: no $b (make deps installs it)"; exit 1; }
 done
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fails=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; fails=$((fails+1)); }
 
 fix=$tmp/fixture; mkdir -p "$fix/dir/sub"
 printf 'pear 3\napple 10\nfig 7\napple 10\nbanana 1\n' >"$fix/fruit.txt"

@@ -3,14 +3,8 @@
 # and a program that dlopen()s a library, loaded by the image's
 # ld-linux-x86-64.so.2 from the image's files; a program whose interpreter
 # the image lacks is refused before boot.
-set -u
-cd "$(dirname "$0")/../.."
-B=${B:-build}; KEEP=$B/bin/keep; G=$B/guests/dynamic
-if [ ! -e /dev/kvm ]; then echo "SKIP: no /dev/kvm"; exit 77; fi
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fails=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; fails=$((fails+1)); }
+source "$(dirname "$0")/../lib/guest.sh"
+G=$B/guests/dynamic
 
 mkdir "$tmp/k" && "$KEEP" key generate --out "$tmp/k" >/dev/null || exit 1
 LD=/lib64/ld-linux-x86-64.so.2; LIBC=/lib/x86_64-linux-gnu/libc.so.6

@@ -8,14 +8,7 @@
 # the program writes into the changed descriptors' page opens and closes
 # no more than open(2) and close(2) would. Signals come while the guest
 # opens and closes files itself, and their handlers open and close too.
-set -u
-cd "$(dirname "$0")/../.."
-B=${B:-build}; KEEP=$B/bin/keep; G=$B/guests
-if [ ! -e /dev/kvm ]; then echo "SKIP: no /dev/kvm"; exit 77; fi
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fails=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; fails=$((fails+1)); }
+source "$(dirname "$0")/../lib/guest.sh"
 
 mkdir "$tmp/k" && "$KEEP" key generate --out "$tmp/k" >/dev/null || exit 1
 printf 'hello world\n' >"$tmp/a"

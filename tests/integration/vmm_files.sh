@@ -4,14 +4,7 @@
 # (sleeper.c), and the workspace quota counted per workspace across runs
 # (fill.c). Expectations are what Linux gives a process of uid 1000 on an
 # ordinary filesystem, written out below.
-set -u
-cd "$(dirname "$0")/../.."
-B=${B:-build}; KEEP=$B/bin/keep; G=$B/guests
-if [ ! -e /dev/kvm ]; then echo "SKIP: no /dev/kvm"; exit 77; fi
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fails=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; fails=$((fails+1)); }
+source "$(dirname "$0")/../lib/guest.sh"
 # same NAME WANT_FILE -- keep run args...: stdout byte for byte
 same() {
 	local name=$1 want=$2; shift 3

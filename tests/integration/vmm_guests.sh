@@ -2,14 +2,7 @@
 # keep run on real KVM guests (tests/guests/): each program proves one
 # behaviour of the VMM, and every hostile one is stopped and reported
 # while keep itself carries on.
-set -u
-cd "$(dirname "$0")/../.."
-B=${B:-build}; KEEP=$B/bin/keep; G=$B/guests
-if [ ! -e /dev/kvm ]; then echo "SKIP: no /dev/kvm"; exit 77; fi
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fails=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; fails=$((fails+1)); }
+source "$(dirname "$0")/../lib/guest.sh"
 # expect NAME WANT_RC WANT_OUT_GLOB WANT_ERR_GLOB -- keep run args...
 expect() {
 	local name=$1 rc=$2 out=$3 err=$4; shift 5

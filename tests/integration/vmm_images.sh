@@ -3,14 +3,8 @@
 # output to the same applets on the host, JavaScript evaluates ES5, Python
 # imports json, hashlib and re; a command outside the manifest and an
 # untrusted image are refused before boot.
-set -u
-cd "$(dirname "$0")/../.."
-B=${B:-build}; KEEP=$B/bin/keep; K=$B/keys/dev.public; I=$B/images
-if [ ! -e /dev/kvm ]; then echo "SKIP: no /dev/kvm"; exit 77; fi
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fails=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; fails=$((fails+1)); }
+source "$(dirname "$0")/../lib/guest.sh"
+K=$B/keys/dev.public; I=$B/images
 
 ws=$tmp/ws; mkdir "$ws"
 printf 'pear 3\napple 10\nfig 7\napple 10\nbanana 1\n' >"$ws/fruit.txt"

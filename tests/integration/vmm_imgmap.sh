@@ -6,14 +6,7 @@
 # anonymous memory and after munmap, in a process and a forked child;
 # a run that maps a 16 MiB file and reads one byte of it is charged for
 # pages it touched, not for the file.
-set -u
-cd "$(dirname "$0")/../.."
-B=${B:-build}; KEEP=$B/bin/keep; G=$B/guests
-if [ ! -e /dev/kvm ]; then echo "SKIP: no /dev/kvm"; exit 77; fi
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fails=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; fails=$((fails+1)); }
+source "$(dirname "$0")/../lib/guest.sh"
 
 mkdir "$tmp/k" && "$KEEP" key generate --out "$tmp/k" >/dev/null || exit 1
 # 16 MiB and a partial page: the file's last page is copied, the rest

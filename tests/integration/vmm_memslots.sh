@@ -8,14 +8,7 @@
 # store made again; a program that grows its heap and mmap area far
 # uses all of it, and so does its forked child. The guest runs with a
 # 1 GiB limit and a 1 GiB reserve, the python image's 2 GiB.
-set -u
-cd "$(dirname "$0")/../.."
-B=${B:-build}; KEEP=$B/bin/keep; G=$B/guests
-if [ ! -e /dev/kvm ]; then echo "SKIP: no /dev/kvm"; exit 77; fi
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-fails=0
-ok() { echo "ok: $*"; }
-bad() { echo "FAIL: $*"; fails=$((fails+1)); }
+source "$(dirname "$0")/../lib/guest.sh"
 
 mkdir "$tmp/k" && "$KEEP" key generate --out "$tmp/k" >/dev/null || exit 1
 printf '1G\n' >"$tmp/reserve.txt"
