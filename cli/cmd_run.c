@@ -194,6 +194,7 @@ cmd_run(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ "processes", required_argument, NULL, 'P' },
 		{ "template", no_argument, NULL, 'L' },
+		{ "platform", required_argument, NULL, 'p' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct vmm_config cfg;
@@ -211,6 +212,7 @@ cmd_run(int argc, char **argv)
 	uint64_t memory = 0, timeout = 0, output_max = 0, memory_opt;
 	char err[256], cachepath[4096];
 	int c, stats = 0, rc, ex = RUN_EXIT_BOOT, kvm = -1, use_template = 0;
+	int platform = VMM_PLATFORM_AUTO;
 
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.workspace_fd = -1;
@@ -246,6 +248,15 @@ cmd_run(int argc, char **argv)
 			break;
 		case 'w':
 			cfg.workspace = optarg;
+			break;
+		case 'p':
+			if ((platform = vmm_platform_parse(optarg)) < 0) {
+				fprintf(stderr,
+				    "keep run: bad platform %s (auto, kvm or "
+				    "trap)\n",
+				    optarg);
+				return EXIT_USAGE;
+			}
 			break;
 		case 'W':
 			if (units_parse_size(
@@ -436,14 +447,19 @@ cmd_run(int argc, char **argv)
 		cfg.elf = elf;
 		cfg.elf_len = elf_len;
 	}
-	if ((kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC)) == -1) {
+	/* auto: KVM where /dev/kvm opens, the trap platform elsewhere. */
+	if (platform != VMM_PLATFORM_TRAP &&
+	    (kvm = open("/dev/kvm", O_RDWR | O_CLOEXEC)) == -1 &&
+	    platform == VMM_PLATFORM_KVM) {
 		fprintf(stderr, "keep run: /dev/kvm: %s\n", strerror(errno));
 		goto out;
 	}
 	cfg.kvm_fd = kvm;
+	cfg.platform = kvm >= 0 ? VMM_PLATFORM_KVM : VMM_PLATFORM_TRAP;
 	/* A failure here is vmm_run's to report, uncached. */
-	(void)vmm_prepare_cached(
-	    kvm, cpuid_cache_path(cachepath, sizeof(cachepath)));
+	if (kvm >= 0)
+		(void)vmm_prepare_cached(
+		    kvm, cpuid_cache_path(cachepath, sizeof(cachepath)));
 	cfg.argv = gargv;
 	cfg.envp = envp;
 	cfg.stdin_fd = 0;
@@ -488,7 +504,7 @@ have_result:
 		fprintf(stderr,
 		    "keep run: boot %llu us, run %llu us, %llu exits, %llu "
 		    "system calls, peak memory %llu KiB, output %llu bytes, "
-		    "%llu memory slots (%llu MiB)\n",
+		    "%llu memory slots (%llu MiB), platform %s\n",
 		    (unsigned long long)res.boot_us,
 		    (unsigned long long)res.run_us,
 		    (unsigned long long)res.exits,
@@ -496,7 +512,8 @@ have_result:
 		    (unsigned long long)(res.peak_memory / 1024),
 		    (unsigned long long)res.output_bytes,
 		    (unsigned long long)res.memslots,
-		    (unsigned long long)(res.memslot_bytes >> 20));
+		    (unsigned long long)(res.memslot_bytes >> 20),
+		    vmm_platform_name((int)res.platform));
 	if (stats && res.efault_retries != 0)
 		fprintf(stderr,
 		    "keep run: %llu entries made again after KVM_RUN failed "

@@ -52,6 +52,13 @@ vm_cpu_capture(struct vm *vm, struct vm_cpu_state *st)
 	 * KVM would load at the next entry anyway. */
 	st->regs = vm->run->s.regs.regs;
 	st->sregs = vm->run->s.regs.sregs;
+	if (vm->on_trap) {
+		/* The frame's whole FPU area as the last event brought it;
+		 * the TSC is the host's own, which never restarts. */
+		st->trap_fpu_len = (uint32_t)vm_trap_fpu_area(
+		    vm, st->xsave, sizeof(st->xsave));
+		return 0;
+	}
 	st->has_xsave = (vm_cpuid_reg(1, 0, 2) >> 26) & 1;
 	if (st->has_xsave) {
 		if (ioctl(vm->vcpufd, KVM_GET_XSAVE, st->xsave) == -1)
@@ -69,6 +76,17 @@ vm_cpu_rebuild(
 {
 	uint64_t tsc = st->tsc;
 
+	if (vm->on_trap) {
+		/* A new process over this process's memory (the caller
+		 * made it this process's own), in the captured state. */
+		if (vm_trap_create(vm, err, errlen) != 0)
+			return -1;
+		vm->run->s.regs.regs = st->regs;
+		vm->run->s.regs.sregs = st->sregs;
+		vm_trap_fpu_load_area(vm, st->xsave, st->trap_fpu_len);
+		vm_vdso_sync(vm);
+		return 0;
+	}
 	vm_kvm_drop(vm);
 	if (vm_kvm_create(vm, err, errlen) != 0)
 		return -1;
@@ -94,9 +112,21 @@ pid_t
 vm_fork(struct vm *vm, const struct vm_cpu_state *st, char *err, size_t errlen)
 {
 	pid_t pid;
+	int fd = -1;
 
-	if ((pid = fork()) != 0)
+	/* The trap platform's memory is shared, not copied on write: the
+	 * child's copy is made while the parent's guest waits here. */
+	if (vm->on_trap && (fd = vm_trap_fork_copy(vm)) == -1)
+		return -1;
+	if ((pid = fork()) != 0) {
+		if (fd >= 0)
+			close(fd);
 		return pid; /* the parent, or -1 */
+	}
+	if (vm->on_trap && vm_trap_fork_adopt(vm, fd, err, errlen) != 0) {
+		log_warnx("guest fork: the child's memory: %s", err);
+		_exit(127);
+	}
 	if (vm_cpu_rebuild(vm, st, err, errlen) != 0) {
 		log_warnx("guest fork: the child's VM: %s", err);
 		_exit(127);

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cpuid.h>
+
 #include "host/vmm/cpuid.h"
 #include "host/vmm/vm_int.h"
 #include "lib/own_file.h"
@@ -224,6 +226,59 @@ vmm_prepare_cached(int kvm_fd, const char *cache_path)
 	cpuid_filter(c);
 	cpuid_table = c;
 	return VMM_OK;
+}
+
+/*
+ * The trap platform's guest runs on the host's CPU and reads its CPUID
+ * itself (unless the kernel makes CPUID fault, which it does not here):
+ * keep's table is the host's, so what the VMM tells the guest (AT_HWCAP,
+ * XSAVE) agrees with what the guest sees. Leaves with subleaves are
+ * read to their first eight.
+ */
+int
+vm_cpuid_host(void)
+{
+	static const uint32_t indexed[] = { 4, 7, 0xb, 0xd, 0xf, 0x10, 0x14,
+		0x17, 0x18, 0x1d, 0x1f };
+	struct kvm_cpuid2 *c;
+	uint32_t base, max, fn, idx, n = 0, a, b, cc, d, k, j;
+	int has_idx;
+
+	if (cpuid_table != NULL)
+		return 0;
+	if ((c = cpuid_alloc(CPUID_MAX_ENT)) == NULL)
+		return -1;
+	for (k = 0; k < 2; k++) {
+		base = k == 0 ? 0 : 0x80000000U;
+		__cpuid_count(base, 0, max, b, cc, d);
+		if (max < base || max > base + 0x40)
+			max = base;
+		for (fn = base; fn <= max; fn++) {
+			for (has_idx = 0, j = 0;
+			     j < sizeof(indexed) / sizeof(indexed[0]); j++)
+				has_idx |= indexed[j] == fn;
+			for (idx = 0; idx < (has_idx ? 8U : 1U); idx++) {
+				if (n == CPUID_MAX_ENT)
+					break;
+				__cpuid_count(fn, idx, a, b, cc, d);
+				c->entries[n] = (struct kvm_cpuid_entry2){
+					.function = fn,
+					.index = idx,
+					.flags = has_idx
+					    ? KVM_CPUID_FLAG_SIGNIFCANT_INDEX
+					    : 0,
+					.eax = a,
+					.ebx = b,
+					.ecx = cc,
+					.edx = d,
+				};
+				n++;
+			}
+		}
+	}
+	c->nent = n;
+	cpuid_table = c;
+	return 0;
 }
 
 const struct kvm_cpuid2 *

@@ -165,7 +165,9 @@ vm_imgmap_segment(struct vm *vm, const uint8_t *src, uint64_t g, uint64_t len)
 
 	/* Only bytes inside the image (an execve'd workspace program is a
 	 * copy elsewhere). */
-	if (cfg->image_map == NULL || cfg->image_fd < 0 ||
+	/* The trap platform's memory is a shared memfd: a private file
+	 * mapping in it would be the vm process's alone. */
+	if (vm->on_trap || cfg->image_map == NULL || cfg->image_fd < 0 ||
 	    (uintptr_t)src < (uintptr_t)cfg->image_map ||
 	    (uintptr_t)src - (uintptr_t)cfg->image_map > cfg->image_map_len ||
 	    len > cfg->image_map_len -
@@ -215,7 +217,7 @@ vm_imgmap(struct vm *vm, int fd, uint64_t g, uint64_t len, uint64_t off)
 	const struct vmm_file *file;
 	uint64_t pos, n, i;
 
-	if (cfg->image_map == NULL || cfg->image_fd < 0 ||
+	if (vm->on_trap || cfg->image_map == NULL || cfg->image_fd < 0 ||
 	    vm->mmap_file == NULL || vm->imgmaps >= IMGMAP_MAX || fd < 0 ||
 	    (unsigned)fd >= vm->nfds || vm->fds[fd].kind != VFD_IMAGE ||
 	    g < vm->mmap_lo || g + len > vm->mmap_hi)

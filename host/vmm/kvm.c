@@ -60,6 +60,32 @@ extern const size_t guest_kernel_len;
 #define RFLAGS_USER 0x254dd5ULL
 
 const char *
+vmm_platform_name(int platform)
+{
+	switch (platform) {
+	case VMM_PLATFORM_KVM:
+		return "kvm";
+	case VMM_PLATFORM_TRAP:
+		return "trap";
+	case VMM_PLATFORM_AUTO:
+		return "auto";
+	}
+	return "unknown";
+}
+
+int
+vmm_platform_parse(const char *name)
+{
+	if (strcmp(name, "auto") == 0)
+		return VMM_PLATFORM_AUTO;
+	if (strcmp(name, "kvm") == 0)
+		return VMM_PLATFORM_KVM;
+	if (strcmp(name, "trap") == 0)
+		return VMM_PLATFORM_TRAP;
+	return -1;
+}
+
+const char *
 vmm_strerror(int err)
 {
 	switch (err) {
@@ -316,6 +342,36 @@ vm_cpu_fixed(struct vm *vm)
 		if (ioctl(vm->vcpufd, KVM_SET_XCRS, &xcrs) == -1)
 			return -1;
 	}
+	return 0;
+}
+
+int
+vm_fpu_get(struct vm *vm, struct kvm_fpu *fpu)
+{
+	if (vm->on_trap)
+		return vm_trap_fpu_get(vm, fpu);
+	return ioctl(vm->vcpufd, KVM_GET_FPU, fpu) == -1 ? -1 : 0;
+}
+
+int
+vm_fpu_set(struct vm *vm, const struct kvm_fpu *fpu)
+{
+	if (vm->on_trap)
+		return vm_trap_fpu_set(vm, fpu);
+	return ioctl(vm->vcpufd, KVM_SET_FPU, fpu) == -1 ? -1 : 0;
+}
+
+/* The trap platform's first registers: the same entry as under KVM, in
+ * the register file the stub's first reply carries (trap.c). */
+static int
+setup_trap(struct vm *vm, uint64_t rsp, char *err, size_t errlen)
+{
+	if (vm_trap_create(vm, err, errlen) != 0)
+		return -1;
+	memset(&vm->run->s.regs, 0, sizeof(vm->run->s.regs));
+	vm->run->s.regs.regs.rip = vm->start;
+	vm->run->s.regs.regs.rsp = rsp;
+	vm->run->s.regs.regs.rflags = RFLAGS_FIXED;
 	return 0;
 }
 
@@ -641,27 +697,41 @@ on_exception(struct vm *vm, struct kvm_regs *r, struct kvm_sregs *s)
 	if ((frame[1] & 3) == 3 && sp + 40 <= GUEST_KSTACK_TOP &&
 	    vm_signal_fault(vm, v, frame[0], frame[3], frame[2], s->cr2))
 		return;
+	if ((frame[1] & 3) == 0 && v != 14)
+		vm_stop(vm, VMM_FAULT, -1,
+		    "fault: vector %u (%s) at rip 0x%llx (in the guest kernel)",
+		    v, vector_name[v], (unsigned long long)frame[0]);
+	else
+		vm_fault_stop(vm, v, frame[0], s->cr2, ec);
+}
+
+void
+vm_fault_stop(struct vm *vm, unsigned v, uint64_t rip, uint64_t addr,
+    uint64_t ec)
+{
+	if (v >= 32)
+		v = 13;
 	/* Memory KVM has no slot for is absent from the page tables
-	 * (mem_slots.c): a touch of it is one of memory the guest does not
-	 * hold, as a closed page's (vcpu_loop's EFAULT), here with its
-	 * address. */
-	if (v == 14 && s->cr2 >= GUEST_LOW_END && s->cr2 < vm->memsz &&
-	    !vm_memslots_cover(vm, s->cr2, s->cr2 + 1))
+	 * (mem_slots.c), and memory the trap platform's guest does not
+	 * hold is PROT_NONE: a touch of either is one of memory the guest
+	 * does not hold, as a closed page's (vcpu_loop's EFAULT), here with
+	 * its address. */
+	if (v == 14 && addr >= GUEST_LOW_END && addr < vm->memsz &&
+	    (vm->on_trap ? !vm_space_ok(vm, addr, addr + 1)
+	                 : !vm_memslots_cover(vm, addr, addr + 1)))
 		vm_stop(vm, VMM_FAULT, -1,
 		    "fault: touched memory it does not hold (unmapped or "
 		    "PROT_NONE) at rip 0x%llx, address 0x%llx",
-		    (unsigned long long)frame[0], (unsigned long long)s->cr2);
+		    (unsigned long long)rip, (unsigned long long)addr);
 	else if (v == 14)
 		vm_stop(vm, VMM_FAULT, -1,
 		    "fault: vector 14 (%s) at rip 0x%llx, address 0x%llx, "
 		    "error 0x%llx",
-		    vector_name[v], (unsigned long long)frame[0],
-		    (unsigned long long)s->cr2, (unsigned long long)ec);
+		    vector_name[v], (unsigned long long)rip,
+		    (unsigned long long)addr, (unsigned long long)ec);
 	else
-		vm_stop(vm, VMM_FAULT, -1,
-		    "fault: vector %u (%s) at rip 0x%llx%s", v, vector_name[v],
-		    (unsigned long long)frame[0],
-		    (frame[1] & 3) == 0 ? " (in the guest kernel)" : "");
+		vm_stop(vm, VMM_FAULT, -1, "fault: vector %u (%s) at rip 0x%llx",
+		    v, vector_name[v], (unsigned long long)rip);
 }
 
 /* A time slice that ended while the thread was in a system call's stub
@@ -675,8 +745,8 @@ preempt_at_return(struct vm *vm)
 	}
 }
 
-static void
-on_syscall(struct vm *vm)
+void
+vm_on_syscall(struct vm *vm)
 {
 	struct kvm_regs *r = &vm->run->s.regs.regs;
 	struct kvm_sregs *s = &vm->run->s.regs.sregs;
@@ -805,7 +875,7 @@ vcpu_loop(struct vm *vm)
 			} else if (run->io.port == PORT_SYSCALL &&
 			    from_stub(r->rip, GUEST_SYSCALL_ENTRY,
 			        GUEST_SYSCALL_ENTRY + 2)) {
-				on_syscall(vm);
+				vm_on_syscall(vm);
 			} else if (run->io.port == PORT_EXCEPTION &&
 			    from_stub(r->rip, GUEST_VECTOR_ENTRY(0),
 			        GUEST_VECTOR_ENTRY(GUEST_NVECTORS)) &&
@@ -919,6 +989,12 @@ vm_kvm_drop(struct vm *vm)
 {
 	/* The timer's handler must not touch a run area being unmapped. */
 	running = NULL;
+	if (vm->on_trap) {
+		vm_trap_drop(vm);
+		free(vm->run);
+		vm->run = NULL;
+		return;
+	}
 	if (vm->run != NULL && vm->run != MAP_FAILED)
 		munmap(vm->run, vm->run_size);
 	if (vm->vcpufd >= 0)
@@ -985,9 +1061,18 @@ vm_exec_image(
 	uint64_t rsp;
 	uint8_t *mem;
 
-	mem = mmap(NULL, vm->memsz,
-	    vm->reserve ? PROT_NONE : PROT_READ | PROT_WRITE,
-	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	int mem_fd = -1, old_fd = vm->mem_fd;
+
+	if (vm->on_trap) {
+		mem = vm_trap_mem_map(vm->memsz,
+		    vm->reserve ? PROT_NONE : PROT_READ | PROT_WRITE, &mem_fd);
+		/* What the old program opened is gone with its memory. */
+		vm_trap_forget_ops(vm);
+		vm->mem_fd = mem_fd;
+	} else
+		mem = mmap(NULL, vm->memsz,
+		    vm->reserve ? PROT_NONE : PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (mem != MAP_FAILED && vm_space_map(vm, mem) != 0) {
 		munmap(mem, vm->memsz);
 		mem = MAP_FAILED;
@@ -995,9 +1080,13 @@ vm_exec_image(
 	if (mem == MAP_FAILED || (old = malloc(sizeof(*old))) == NULL) {
 		if (mem != MAP_FAILED)
 			munmap(mem, vm->memsz);
+		if (mem_fd >= 0)
+			close(mem_fd);
+		vm->mem_fd = old_fd;
 		snprintf(err, errlen, "guest memory: %s", strerror(errno));
 		return -1;
 	}
+	old->mem_fd = old_fd;
 	*old = *vm;
 	vm->mem = mem;
 	vm->cfg = cfg;
@@ -1016,6 +1105,9 @@ vm_exec_image(
 		free(vm->mmap_used);
 		free(vm->mmap_file);
 		munmap(mem, vm->memsz);
+		if (mem_fd >= 0)
+			close(mem_fd);
+		vm_trap_forget_ops(vm); /* the new program's */
 		*vm = *old;
 		free(old);
 		return -1;
@@ -1024,9 +1116,21 @@ vm_exec_image(
 	build_descriptors(vm);
 	vm_proc_mem_uncharge(vm, old->mem_charged);
 	munmap(old->mem, old->memsz);
+	if (old->mem_fd >= 0 && old->mem_fd != vm->mem_fd)
+		close(old->mem_fd);
 	free(old->mmap_used);
 	free(old->mmap_file);
 	free(old);
+	if (vm->on_trap) {
+		/* A new process for the new program: the old one's mappings
+		 * were the old memory's. The queued opens are the new
+		 * program's, made since its memory was mapped. */
+		if (setup_trap(vm, rsp, err, errlen) != 0)
+			return -2;
+		vm_vdso_sync(vm);
+		vm_timer_arm(vm);
+		return 0;
+	}
 	vm_kvm_drop(vm);
 	if (vm_kvm_create(vm, err, errlen) != 0 || setup_cpu(vm, rsp) != 0)
 		return -2;
@@ -1089,6 +1193,9 @@ vm_teardown(struct vm *vm)
 	if (vm->mem != NULL && vm->mem != MAP_FAILED)
 		munmap(vm->mem, vm->memsz);
 	vm->mem = NULL;
+	if (vm->mem_fd >= 0)
+		close(vm->mem_fd);
+	vm->mem_fd = -1;
 }
 
 int
@@ -1096,24 +1203,39 @@ vm_boot(struct vm *vm, char *err, size_t errlen)
 {
 	const struct vmm_config *cfg = vm->cfg;
 	uint64_t rsp;
-	int rc;
+	int rc = VMM_OK;
 
 	if (cfg->elf == NULL || cfg->argv == NULL || cfg->argv[0] == NULL ||
 	    cfg->memory < (4ULL << 20) || cfg->memory > (16ULL << 30)) {
 		snprintf(err, errlen, "bad run configuration");
 		return VMM_E_INVAL;
 	}
-	if ((rc = vmm_prepare(cfg->kvm_fd)) != VMM_OK) {
-		snprintf(err, errlen, "KVM_GET_SUPPORTED_CPUID: %s",
+	vm->on_trap = cfg->platform == VMM_PLATFORM_TRAP ||
+	    (cfg->platform == VMM_PLATFORM_AUTO && cfg->kvm_fd < 0);
+	vm->res->platform =
+	    vm->on_trap ? VMM_PLATFORM_TRAP : VMM_PLATFORM_KVM;
+	if (vm->on_trap ? vm_cpuid_host() != 0
+	                : (rc = vmm_prepare(cfg->kvm_fd)) != VMM_OK) {
+		snprintf(err, errlen, "%s: %s",
+		    vm->on_trap ? "the host's CPUID" : "KVM_GET_SUPPORTED_CPUID",
 		    strerror(errno));
-		return rc;
+		return vm->on_trap ? VMM_E_NOMEM : rc;
+	}
+	if (vm->on_trap && vm_trap_prepare() != 0) {
+		snprintf(err, errlen, "the trap stub: %s", strerror(errno));
+		return VMM_E_KVM;
 	}
 	if ((rc = vm_space_plan(vm, err, errlen)) != VMM_OK)
 		return rc;
 	/* With a reserve, guest memory starts closed (mem_space.c). */
-	vm->mem = guest_mem_map(vm->memsz,
-	    vm->reserve ? PROT_NONE : PROT_READ | PROT_WRITE,
-	    vm->template_state == VM_TPL_BOOTING);
+	if (vm->on_trap)
+		vm->mem = vm_trap_mem_map(vm->memsz,
+		    vm->reserve ? PROT_NONE : PROT_READ | PROT_WRITE,
+		    &vm->mem_fd);
+	else
+		vm->mem = guest_mem_map(vm->memsz,
+		    vm->reserve ? PROT_NONE : PROT_READ | PROT_WRITE,
+		    vm->template_state == VM_TPL_BOOTING);
 	if (vm->mem != MAP_FAILED && vm_space_map(vm, vm->mem) != 0) {
 		munmap(vm->mem, vm->memsz);
 		vm->mem = MAP_FAILED;
@@ -1136,9 +1258,12 @@ vm_boot(struct vm *vm, char *err, size_t errlen)
 	build_page_tables(vm);
 	build_descriptors(vm);
 
-	if (vm_kvm_create(vm, err, errlen) != 0)
+	if (vm->on_trap) {
+		if (setup_trap(vm, rsp, err, errlen) != 0)
+			return VMM_E_KVM;
+	} else if (vm_kvm_create(vm, err, errlen) != 0)
 		return VMM_E_KVM;
-	if (setup_cpu(vm, rsp) != 0) {
+	else if (setup_cpu(vm, rsp) != 0) {
 		snprintf(
 		    err, errlen, "setting up the vCPU: %s", strerror(errno));
 		return VMM_E_KVM;
@@ -1182,7 +1307,10 @@ vm_serve(struct vm *vm)
 	vm_snap_arm(vm);
 	vm_timer_arm(vm);
 	t0 = now_us();
-	vcpu_loop(vm);
+	if (vm->on_trap)
+		vm_trap_loop(vm);
+	else
+		vcpu_loop(vm);
 	/* A template parked at its ready call keeps its process tree for
 	 * its clones to replace; anything else is done. */
 	if (!vm->parked) {
@@ -1223,7 +1351,7 @@ vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,
 	memset(&vm, 0, sizeof(vm));
 	vm.cfg = cfg;
 	vm.res = res;
-	vm.vmfd = vm.vcpufd = vm.ws_fd = -1;
+	vm.vmfd = vm.vcpufd = vm.ws_fd = vm.mem_fd = -1;
 	if (err != NULL && errlen > 0)
 		err[0] = '\0';
 	t0 = now_us();

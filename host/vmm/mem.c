@@ -161,7 +161,8 @@ void
 vm_mmap_zero(struct vm *vm, uint64_t addr, uint64_t len)
 {
 	vm_imgmap_release(vm, addr, len, 1);
-	if (madvise(vm->mem + addr, len, MADV_DONTNEED) != 0)
+	if (madvise(vm->mem + addr, len,
+	        vm->on_trap ? MADV_REMOVE : MADV_DONTNEED) != 0)
 		memset(vm->mem + addr, 0, len);
 }
 

@@ -111,6 +111,14 @@ vm_space_map(struct vm *vm, uint8_t *mem)
 {
 	uint64_t top = vm->memsz - vm_space_stack(vm->memsz) - VM_HUGE;
 
+	/* The trap platform's guest starts with nothing open: it is given
+	 * what the host opens, in the same order (trap.c). */
+	if (vm->reserve == 0 || top < vm->reserve)
+		vm_trap_protect(vm, 0, vm->memsz, 1);
+	else {
+		vm_trap_protect(vm, 0, top - vm->reserve, 1);
+		vm_trap_protect(vm, top, vm->memsz - top, 1);
+	}
 	if (vm->reserve == 0)
 		return 0;
 	if (top < vm->reserve) /* too small to boot: load_program says so */
@@ -159,12 +167,13 @@ vm_space_open(struct vm *vm, uint64_t addr, uint64_t len)
 	if (len == 0)
 		return 0;
 	/* KVM reaches it before the guest may touch it (mem_slots.c). */
-	if (vm_memslots_reach(vm, addr, len) != 0)
+	if (!vm->on_trap && vm_memslots_reach(vm, addr, len) != 0)
 		return -ENOMEM;
 	vm->space_gen++;
-	return mprotect(vm->mem + addr, len, PROT_READ | PROT_WRITE) == 0
-	    ? 0
-	    : -ENOMEM;
+	if (mprotect(vm->mem + addr, len, PROT_READ | PROT_WRITE) != 0)
+		return -ENOMEM;
+	vm_trap_protect(vm, addr, len, 1);
+	return 0;
 }
 
 /*
@@ -181,7 +190,11 @@ vm_space_close(struct vm *vm, uint64_t addr, uint64_t len)
 	if (len == 0)
 		return 0;
 	vm->space_gen++;
-	if (madvise(vm->mem + addr, len, MADV_DONTNEED) != 0 ||
+	vm_trap_protect(vm, addr, len, 0);
+	/* A shared mapping's pages are its memfd's: MADV_REMOVE frees
+	 * them, where MADV_DONTNEED would only unmap them here. */
+	if (madvise(vm->mem + addr, len,
+	        vm->on_trap ? MADV_REMOVE : MADV_DONTNEED) != 0 ||
 	    mprotect(vm->mem + addr, len, PROT_NONE) != 0) {
 		vm_stop(vm, VMM_FAULT, -1,
 		    "fault: guest memory could not be remapped: %s",
@@ -210,6 +223,12 @@ vm_space_sync(struct vm *vm)
 			return -1;
 	}
 	return 0;
+}
+
+int
+vm_space_reopen(struct vm *vm)
+{
+	return vm_space_sync(vm);
 }
 
 void

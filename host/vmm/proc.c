@@ -294,6 +294,9 @@ vm_proc_finish(struct vm *vm)
 		if (w_state(LOAD(&s->word)) == SLOT_LIVE)
 			signal_host(vm, s, SIGKILL);
 	}
+	/* The guest's own host process first: it waits for a reply
+	 * that will not come. */
+	vm_trap_stop(vm);
 	while (waitpid(-1, NULL, __WALL) > 0 || errno == EINTR)
 		;
 	vm->res->output_bytes = LOAD(&t->output_bytes);
@@ -523,16 +526,16 @@ wait_child(struct vm *vm, int32_t gpid, int nohang, int32_t *gst)
 		 * again in a few milliseconds while they run rather than
 		 * block them (no descriptor tells of a child's end). */
 		if (!nohang && vm->threads != NULL) {
-			hp = wait4(target, &hst, WNOHANG | __WALL, NULL);
+			hp = wait4(target, &hst, WNOHANG, NULL);
 			if (hp == 0 &&
 			    vm_thread_park(vm, NULL, 0,
 			        vm_now_us() + WAIT_POLL_US, VM_PARK_AGAIN))
 				return WAIT_PARKED;
 			if (hp == 0)
-				hp = wait4(target, &hst, __WALL, NULL);
+				hp = wait4(target, &hst, 0, NULL);
 		} else
 			hp = wait4(target, &hst,
-			    (nohang ? WNOHANG : 0) | __WALL, NULL);
+			    nohang ? WNOHANG : 0, NULL);
 		if (hp == 0)
 			return 0;
 		if (hp == -1)

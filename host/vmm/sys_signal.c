@@ -407,8 +407,8 @@ sys_alarm(struct vm *vm, const uint64_t a[6])
 
 /* ---- frames -------------------------------------------------------------- */
 
-static void
-fpu_to_fxsave(const struct kvm_fpu *f, uint8_t x[FXSAVE_SIZE])
+void
+vm_fpu_to_fxsave(const struct kvm_fpu *f, uint8_t x[FXSAVE_SIZE])
 {
 	uint32_t mask = 0xffbf;
 
@@ -425,8 +425,8 @@ fpu_to_fxsave(const struct kvm_fpu *f, uint8_t x[FXSAVE_SIZE])
 	memcpy(x + 160, f->xmm, 256);
 }
 
-static void
-fxsave_to_fpu(const uint8_t x[FXSAVE_SIZE], struct kvm_fpu *f)
+void
+vm_fxsave_to_fpu(const uint8_t x[FXSAVE_SIZE], struct kvm_fpu *f)
 {
 	memset(f, 0, sizeof(*f));
 	memcpy(&f->fcw, x + 0, 2);
@@ -484,9 +484,9 @@ setup_frame(struct vm *vm, int sig, int code, uint64_t addr)
 	if (fpaddr > sp || frame > fpaddr ||
 	    (g = vm_gptr(vm, frame, fpaddr + FXSAVE_SIZE - frame)) == NULL)
 		return -1;
-	if (ioctl(vm->vcpufd, KVM_GET_FPU, &fpu) == -1)
+	if (vm_fpu_get(vm, &fpu) == -1)
 		return -1;
-	fpu_to_fxsave(&fpu, fx);
+	vm_fpu_to_fxsave(&fpu, fx);
 	memset(g, 0, fpaddr + FXSAVE_SIZE - frame);
 	memcpy(g + (fpaddr - frame), fx, FXSAVE_SIZE);
 	memcpy(g, &act->restorer, 8);
@@ -527,7 +527,7 @@ setup_frame(struct vm *vm, int sig, int code, uint64_t addr)
 	memset(&fpu, 0, sizeof(fpu));
 	fpu.fcw = 0x37f;
 	fpu.mxcsr = 0x1f80;
-	ioctl(vm->vcpufd, KVM_SET_FPU, &fpu);
+	vm_fpu_set(vm, &fpu);
 	vm->run->kvm_dirty_regs |= KVM_SYNC_X86_REGS | KVM_SYNC_X86_SREGS;
 	publish(vm);
 	return 0;
@@ -558,8 +558,8 @@ sys_rt_sigreturn(struct vm *vm, const uint64_t a[6])
 			    "fault: rt_sigreturn with a bad FPU state");
 			return 0;
 		}
-		fxsave_to_fpu(fx, &fpu);
-		ioctl(vm->vcpufd, KVM_SET_FPU, &fpu);
+		vm_fxsave_to_fpu(fx, &fpu);
+		vm_fpu_set(vm, &fpu);
 	}
 	r->r8 = mc[0];
 	r->r9 = mc[1];

@@ -159,7 +159,7 @@ save(struct vm *vm, struct vm_thread *t)
 	t->regs = vm->run->s.regs.regs;
 	t->fs_base = vm->run->s.regs.sregs.fs.base;
 	t->gs_base = vm->run->s.regs.sregs.gs.base;
-	ioctl(vm->vcpufd, KVM_GET_FPU, &t->fpu);
+	vm_fpu_get(vm, &t->fpu);
 	t->blocked = vm->sig.blocked;
 	t->saved = vm->sig.saved;
 	t->has_saved = vm->sig.has_saved;
@@ -172,7 +172,7 @@ load(struct vm *vm, struct vm_thread *t)
 	vm->run->s.regs.regs = t->regs;
 	vm->run->s.regs.sregs.fs.base = t->fs_base;
 	vm->run->s.regs.sregs.gs.base = t->gs_base;
-	ioctl(vm->vcpufd, KVM_SET_FPU, &t->fpu);
+	vm_fpu_set(vm, &t->fpu);
 	vm->sig.blocked = t->blocked;
 	vm->sig.saved = t->saved;
 	vm->sig.has_saved = t->has_saved;

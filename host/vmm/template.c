@@ -99,7 +99,7 @@ vmm_template_boot(const struct vmm_config *cfg, struct vmm_template **out,
 	vm = &t->vm;
 	vm->cfg = &t->boot;
 	vm->res = &t->boot_res;
-	vm->vmfd = vm->vcpufd = vm->ws_fd = -1;
+	vm->vmfd = vm->vcpufd = vm->ws_fd = vm->mem_fd = -1;
 	vm->template_state = VM_TPL_BOOTING;
 	if ((rc = vm_boot(vm, err, errlen)) != VMM_OK)
 		goto fail;

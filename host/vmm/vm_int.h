@@ -84,9 +84,17 @@ struct vm_memslot {
 };
 #define VM_MEMSLOTS_MAX 64
 
+struct vm_trap;
+
 struct vm {
 	const struct vmm_config *cfg;
 	struct vmm_result *res;
+	/* The platform (docs/vmm.md): on_trap, the guest runs in a process
+	 * of its own (trap.c) and vm->run is only the register file, in
+	 * KVM's layout; else KVM, vmfd and vcpufd. */
+	int on_trap;
+	struct vm_trap *trap;
+	int mem_fd; /* trap: the memfd behind mem, or -1 */
 	int vmfd, vcpufd;
 	struct kvm_run *run;
 	size_t run_size;
@@ -238,6 +246,8 @@ struct vm_cpu_state {
 	_Alignas(64) uint8_t xsave[VM_XSAVE_LEGACY];
 	int has_xsave;
 	uint64_t tsc;
+	/* trap: the signal frame's FPU area in xsave (0: none). */
+	uint32_t trap_fpu_len;
 };
 
 /* Read the vCPU's state as of the last exit (registers from the synced
@@ -254,6 +264,51 @@ int vm_cpu_rebuild(
  * -1 with errno on failure (nothing changed). */
 pid_t vm_fork(
     struct vm *, const struct vm_cpu_state *, char *err, size_t errlen);
+
+/* ---- the platforms ---------------------------------------------------- */
+
+/* kvm.c: what both loops share: a system call's service and return, and
+ * a fault that no handler takes. */
+void vm_on_syscall(struct vm *);
+void vm_fault_stop(struct vm *, unsigned vector, uint64_t rip, uint64_t addr,
+    uint64_t err);
+/* The vCPU's x87 and SSE state, on either platform: 0 or -1. */
+int vm_fpu_get(struct vm *, struct kvm_fpu *);
+int vm_fpu_set(struct vm *, const struct kvm_fpu *);
+/* sys_signal.c: struct kvm_fpu to and from the FXSAVE layout. */
+void vm_fpu_to_fxsave(const struct kvm_fpu *, uint8_t x[512]);
+void vm_fxsave_to_fpu(const uint8_t x[512], struct kvm_fpu *);
+
+/* trap.c (docs/vmm.md, "The trap platform"). prepare: the stub's memfd,
+ * once per process. mem_map: guest memory as a memfd mapped shared
+ * (*fd), 2 MiB aligned. protect: what mem_space.c opens and closes
+ * host-side, queued for the guest's mappings. drop_pages: contents
+ * gone for both processes. create: start the stub over vm->mem and wait
+ * for its boot (the loop's first reply gives vm->run's registers). drop:
+ * stop it, free all; forget: a forked vm process lets its parent's go.
+ * fork_copy: the parent's memory into a new memfd (the fd, or -1);
+ * fork_adopt: the child maps it and opens what the parent had open. */
+int vm_trap_prepare(void);
+uint8_t *vm_trap_mem_map(uint64_t size, int prot, int *fd);
+void vm_trap_protect(struct vm *, uint64_t addr, uint64_t len, int open);
+void vm_trap_forget_ops(struct vm *); /* execve: the old memory's */
+int vm_trap_drop_pages(struct vm *, uint64_t addr, uint64_t len);
+int vm_trap_create(struct vm *, char *err, size_t errlen);
+void vm_trap_drop(struct vm *);
+void vm_trap_forget(struct vm *);
+void vm_trap_stop(struct vm *);
+void vm_trap_loop(struct vm *);
+int vm_trap_fpu_get(struct vm *, struct kvm_fpu *);
+int vm_trap_fpu_set(struct vm *, const struct kvm_fpu *);
+size_t vm_trap_fpu_area(struct vm *, uint8_t *out, size_t max);
+void vm_trap_fpu_load_area(struct vm *, const uint8_t *area, size_t len);
+int vm_trap_fork_copy(struct vm *);
+int vm_trap_fork_adopt(struct vm *, int fd, char *err, size_t errlen);
+/* mem_space.c: the host's rights over guest memory made again from the
+ * tree's state (a fork's child on a new memfd): 0, or -1 with errno. */
+int vm_space_reopen(struct vm *);
+/* cpuid.c: the guest's CPUID on the trap platform: the host's own. */
+int vm_cpuid_host(void);
 
 /* kvm.c: create the VM and vCPU over vm->mem; drop them; the fixed
  * part of the vCPU's state; the time limit's timer. */

@@ -61,8 +61,22 @@ struct vmm_file {
 /* Output sink: called with each write to fd 1 or 2. */
 typedef void (*vmm_output_fn)(void *arg, int fd, const void *buf, size_t len);
 
+/* What runs the guest's instructions (docs/vmm.md): KVM, or the trap
+ * platform (seccomp traps to this process, no KVM). AUTO: KVM when
+ * kvm_fd is open, else trap. */
+enum vmm_platform {
+	VMM_PLATFORM_AUTO = 0,
+	VMM_PLATFORM_KVM,
+	VMM_PLATFORM_TRAP
+};
+
+/* "kvm", "trap" or "auto"; and back (-1: unknown). */
+const char *vmm_platform_name(int platform);
+int vmm_platform_parse(const char *name);
+
 struct vmm_config {
-	int kvm_fd; /* an open /dev/kvm */
+	int kvm_fd; /* an open /dev/kvm, or -1 */
+	int platform; /* enum vmm_platform */
 	const uint8_t *elf; /* the program */
 	size_t elf_len;
 	const char *const *argv; /* argv[0] included; NULL-terminated */
@@ -173,6 +187,7 @@ struct vmm_result {
 	/* cfg->snap_save: 1 the guest was saved and stopped, 2 it was
 	 * stopped for a pause but could not be saved (reason says why). */
 	uint32_t saved;
+	uint32_t platform; /* enum vmm_platform the run had (never AUTO) */
 };
 
 /* Limits a run's process tree met without being stopped by them: a fork

@@ -1,0 +1,623 @@
+/*
+ * The trap platform's stub (docs/vmm.md, "The trap platform"): the
+ * program a guest process starts as on a host without KVM. It maps the
+ * guest's memory at the guest's addresses, installs a seccomp filter
+ * under which every system call the guest makes raises SIGSYS, and from
+ * then on only relays: each SIGSYS, fault and kick becomes an event in
+ * the box, and the vm process's reply becomes the registers the handler
+ * returns to.
+ *
+ * The guest shares this process and can read and write all of it, the
+ * stub included (its code only read and execute). So the stub holds
+ * nothing: no descriptor, no secret past the moment it is used, and the
+ * calls its filter lets through (only from its own code, see
+ * trap_stub_entry.S) are harmless in any hands: futex, rt_sigreturn,
+ * exit_group, sched_yield, arch_prctl for FS and GS, and mprotect only
+ * with the vm process's cookie, which lies in the box only while the
+ * stub, not the guest, runs.
+ *
+ * Freestanding: no libc, no TLS (the guest owns FS), no stack protector,
+ * general registers only (the guest's vector registers are in the
+ * signal frame, not ours to touch), no writable data with addresses
+ * (static-pie with no relocations).
+ */
+#include <stddef.h>
+#include <stdint.h>
+
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+
+#include "host/vmm/abi.h"
+#include "host/vmm/trap_abi.h"
+
+#define NR_read 0
+#define NR_mmap 9
+#define NR_mprotect 10
+#define NR_munmap 11
+#define NR_rt_sigaction 13
+#define NR_rt_sigprocmask 14
+#define NR_rt_sigreturn 15
+#define NR_sched_yield 24
+#define NR_close 3
+#define NR_sigaltstack 131
+#define NR_prctl 157
+#define NR_arch_prctl 158
+#define NR_futex 202
+#define NR_exit_group 231
+#define NR_seccomp 317
+
+#define PROT_NONE 0
+#define PROT_READ 1
+#define PROT_WRITE 2
+#define PROT_EXEC 4
+#define MAP_SHARED 0x01
+#define MAP_PRIVATE 0x02
+#define MAP_ANONYMOUS 0x20
+#define MAP_FIXED_NOREPLACE 0x100000
+#define FUTEX_WAIT 0
+#define FUTEX_WAKE 1
+#define ARCH_SET_GS 0x1001
+#define ARCH_SET_FS 0x1002
+#define ARCH_GET_FS 0x1003
+#define ARCH_GET_GS 0x1004
+#define PR_SET_NO_NEW_PRIVS 38
+#define PR_SET_DUMPABLE 4
+#define SA_SIGINFO 0x4
+#define SA_ONSTACK 0x08000000
+#define SA_RESTORER 0x04000000
+#define SIGILL 4
+#define SIGTRAP 5
+#define SIGBUS 7
+#define SIGFPE 8
+#define SIGSEGV 11
+#define SIGSYS 31
+#define AT_NULL 0
+#define AT_SYSINFO_EHDR 33
+#define ALTSTACK_SIZE 0x10000
+#define SPINS 4000
+#define FP_XSTATE_MAGIC1 0x46505853U
+
+long stub_syscall6(long nr, long a0, long a1, long a2, long a3, long a4,
+    long a5);
+long stub_mprotect(
+    uint64_t addr, uint64_t len, long prot, const volatile uint64_t *cookie);
+void stub_restorer(void);
+void stub_boot_trap(void);
+void stub_main(uint64_t *sp);
+extern const char stub_text_lo[], stub_text_hi[];
+extern const char __ehdr_start[], _end[];
+
+/* The kernel's signal frame as the handler sees it (x86-64). */
+struct stub_sigcontext {
+	uint64_t r8, r9, r10, r11, r12, r13, r14, r15;
+	uint64_t rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip, eflags;
+	uint16_t cs, gs, fs, ss;
+	uint64_t err, trapno, oldmask, cr2;
+	uint64_t fpstate;
+	uint64_t reserved[8];
+};
+
+struct stub_ucontext {
+	uint64_t flags, link;
+	uint64_t ss_sp;
+	int32_t ss_flags, pad;
+	uint64_t ss_size;
+	struct stub_sigcontext mc;
+	uint64_t sigmask;
+};
+
+struct stub_siginfo {
+	int32_t signo, errno_, code, pad;
+	uint64_t addr; /* SIGSYS: the call's address; faults: si_addr */
+	int32_t syscall_nr;
+	uint32_t arch;
+};
+
+struct stub_sigaction {
+	void (*handler)(int, struct stub_siginfo *, void *);
+	uint64_t flags;
+	void (*restorer)(void);
+	uint64_t mask;
+};
+
+/* Read once at boot, before the guest runs; never written after. */
+struct stub_state {
+	struct trap_box *box;
+	uint64_t fs_base, gs_base; /* as last set */
+	int booted;
+};
+
+/* The one piece of writable state: found through the box's mapping,
+ * whose address the handlers cannot be given, so it sits in .bss (no
+ * relocation: it holds no address at link time). */
+static struct stub_state st;
+
+static long
+sys(long nr, long a0, long a1, long a2)
+{
+	return stub_syscall6(nr, a0, a1, a2, 0, 0, 0);
+}
+
+static __attribute__((noreturn)) void
+die(int code)
+{
+	for (;;)
+		sys(NR_exit_group, code, 0, 0);
+}
+
+static void
+copy(void *dst, const void *src, size_t n)
+{
+	volatile uint8_t *d = dst;
+	const volatile uint8_t *s = src;
+
+	while (n--)
+		*d++ = *s++;
+}
+
+static void
+wipe(volatile void *p, size_t n)
+{
+	volatile uint8_t *d = p;
+
+	while (n--)
+		*d++ = 0;
+}
+
+/* The compiler may call these for structure copies. */
+void *memcpy(void *dst, const void *src, size_t n);
+void *memset(void *dst, int c, size_t n);
+
+void *
+memcpy(void *dst, const void *src, size_t n)
+{
+	copy(dst, src, n);
+	return dst;
+}
+
+void *
+memset(void *dst, int c, size_t n)
+{
+	volatile uint8_t *d = dst;
+
+	while (n--)
+		*d++ = (uint8_t)c;
+	return dst;
+}
+
+/* ---- the handshake ---------------------------------------------------- */
+
+static uint32_t
+load32(const uint32_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_SEQ_CST);
+}
+
+static void
+store32(uint32_t *p, uint32_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_SEQ_CST);
+}
+
+/* Post the event and wait for the vm process's reply: spin a while
+ * (the vm process often answers within microseconds), then sleep. */
+static void
+post_and_wait(struct trap_box *b, uint32_t event)
+{
+	int i;
+
+	b->event = event;
+	store32(&b->state, TRAP_S_EVENT);
+	if (load32(&b->host_sleeps))
+		sys(NR_futex, (long)&b->state, FUTEX_WAKE, 1);
+	for (i = 0; i < SPINS; i++) {
+		if (load32(&b->state) == TRAP_S_REPLY)
+			return;
+		__builtin_ia32_pause();
+	}
+	store32(&b->stub_sleeps, 1);
+	while (load32(&b->state) == TRAP_S_EVENT)
+		stub_syscall6(NR_futex, (long)&b->state, FUTEX_WAIT,
+		    TRAP_S_EVENT, 0, 0, 0);
+	store32(&b->stub_sleeps, 0);
+}
+
+static void
+save_regs(struct trap_box *b, const struct stub_ucontext *uc)
+{
+	const struct stub_sigcontext *m = &uc->mc;
+	struct trap_regs *r = &b->regs;
+	const uint8_t *fp = (const uint8_t *)m->fpstate;
+	uint32_t len = 512, magic, ext;
+
+	r->rax = m->rax;
+	r->rbx = m->rbx;
+	r->rcx = m->rcx;
+	r->rdx = m->rdx;
+	r->rsi = m->rsi;
+	r->rdi = m->rdi;
+	r->rsp = m->rsp;
+	r->rbp = m->rbp;
+	r->r8 = m->r8;
+	r->r9 = m->r9;
+	r->r10 = m->r10;
+	r->r11 = m->r11;
+	r->r12 = m->r12;
+	r->r13 = m->r13;
+	r->r14 = m->r14;
+	r->r15 = m->r15;
+	r->rip = m->rip;
+	r->rflags = m->eflags;
+	b->fs_base = st.fs_base;
+	b->gs_base = st.gs_base;
+	b->fpu_dirty = 0;
+	b->fpu_len = 0;
+	if (fp == NULL)
+		return;
+	/* The software-reserved bytes of the FXSAVE area say how much the
+	 * kernel wrote (the XSAVE area and its trailing magic). */
+	copy(&magic, fp + 464, 4);
+	copy(&ext, fp + 468, 4);
+	if (magic == FP_XSTATE_MAGIC1 && ext > 512 && ext <= TRAP_FPU_MAX)
+		len = ext;
+	copy(b->fpu, fp, len);
+	b->fpu_len = len;
+}
+
+static void
+load_regs(struct trap_box *b, struct stub_ucontext *uc)
+{
+	struct stub_sigcontext *m = &uc->mc;
+	const struct trap_regs *r = &b->regs;
+	uint8_t *fp = (uint8_t *)m->fpstate;
+	uint64_t fs = b->fs_base, gs = b->gs_base;
+
+	m->rax = r->rax;
+	m->rbx = r->rbx;
+	m->rcx = r->rcx;
+	m->rdx = r->rdx;
+	m->rsi = r->rsi;
+	m->rdi = r->rdi;
+	m->rsp = r->rsp;
+	m->rbp = r->rbp;
+	m->r8 = r->r8;
+	m->r9 = r->r9;
+	m->r10 = r->r10;
+	m->r11 = r->r11;
+	m->r12 = r->r12;
+	m->r13 = r->r13;
+	m->r14 = r->r14;
+	m->r15 = r->r15;
+	m->rip = r->rip;
+	/* The kernel's sigreturn keeps only the flags user mode may set. */
+	m->eflags = r->rflags;
+	/* The FPU area goes back whole as the frame had it, its length
+	 * unchanged: a wrong one only fails this process's sigreturn. */
+	if (b->fpu_dirty && fp != NULL && b->fpu_len >= 512 &&
+	    b->fpu_len <= TRAP_FPU_MAX)
+		copy(fp, b->fpu, b->fpu_len);
+	if (fs != st.fs_base) {
+		sys(NR_arch_prctl, ARCH_SET_FS, (long)fs, 0);
+		st.fs_base = fs;
+	}
+	if (gs != st.gs_base) {
+		sys(NR_arch_prctl, ARCH_SET_GS, (long)gs, 0);
+		st.gs_base = gs;
+	}
+}
+
+/* Carry out the vm process's ops, then wipe its cookie before anything
+ * of the guest's runs again. */
+static void
+run_ops(struct trap_box *b)
+{
+	uint32_t n = b->nops, i;
+	int32_t res = 0;
+	long rc;
+
+	if (n > TRAP_OPS_MAX)
+		n = 0, res = 22; /* EINVAL */
+	for (i = 0; i < n; i++) {
+		uint64_t addr = b->ops[i].addr, len = b->ops[i].len;
+		uint32_t prot = b->ops[i].prot;
+
+		if (addr < TRAP_MEM_LO || len > b->memsz ||
+		    addr > b->memsz - len ||
+		    (prot != PROT_NONE &&
+		        prot != (PROT_READ | PROT_WRITE | PROT_EXEC))) {
+			res = 22;
+			break;
+		}
+		rc = stub_mprotect(addr, len, prot, b->op_cookie);
+		if (rc < 0) {
+			res = (int32_t)-rc;
+			break;
+		}
+	}
+	wipe(b->op_cookie, sizeof(b->op_cookie));
+	b->result = res;
+}
+
+/* Relay one event until the reply says to resume. */
+static void
+relay(struct stub_ucontext *uc, uint32_t event)
+{
+	struct trap_box *b = st.box;
+
+	save_regs(b, uc);
+	for (;;) {
+		post_and_wait(b, event);
+		if (b->reply != TRAP_R_OPS)
+			break;
+		run_ops(b);
+		event = TRAP_EV_OPS;
+	}
+	wipe(b->op_cookie, sizeof(b->op_cookie));
+	if (b->reply != TRAP_R_RESUME)
+		die(126);
+	load_regs(b, uc);
+	store32(&b->state, TRAP_S_GUEST);
+}
+
+/* ---- handlers --------------------------------------------------------- */
+
+static void
+on_sigsys(int sig, struct stub_siginfo *si, void *ucv)
+{
+	(void)sig;
+	/* The stub's own first trap asks for the guest's first registers;
+	 * the same address later is only a guest's call. */
+	if (!st.booted && si->addr == (uint64_t)stub_boot_trap + 7) {
+		st.booted = 1;
+		relay(ucv, TRAP_EV_BOOT);
+		return;
+	}
+	relay(ucv, TRAP_EV_SYSCALL);
+}
+
+static void
+on_fault(int sig, struct stub_siginfo *si, void *ucv)
+{
+	struct stub_ucontext *uc = ucv;
+	struct trap_box *b = st.box;
+
+	b->signo = sig;
+	b->code = si->code;
+	b->addr = si->addr;
+	b->trapno = uc->mc.trapno;
+	b->err = uc->mc.err;
+	relay(uc, TRAP_EV_FAULT);
+}
+
+static void
+on_kick(int sig, struct stub_siginfo *si, void *ucv)
+{
+	(void)sig;
+	(void)si;
+	relay(ucv, TRAP_EV_KICK);
+}
+
+static void
+handle(int sig, void (*fn)(int, struct stub_siginfo *, void *))
+{
+	struct stub_sigaction sa;
+
+	sa.handler = fn;
+	sa.flags = SA_SIGINFO | SA_ONSTACK | SA_RESTORER;
+	sa.restorer = stub_restorer;
+	sa.mask = ~0ULL; /* nothing nests in a relay */
+	if (stub_syscall6(NR_rt_sigaction, sig, (long)&sa, 0, 8, 0, 0) != 0)
+		die(120);
+}
+
+/* ---- the filter ------------------------------------------------------- */
+
+#define STMT(c, k) ((struct sock_filter){ (uint16_t)(c), 0, 0, (uint32_t)(k) })
+#define JEQ(k, t, f)                                                           \
+	((struct sock_filter){ BPF_JMP | BPF_JEQ | BPF_K, (uint8_t)(t),        \
+	    (uint8_t)(f), (uint32_t)(k) })
+#define JGE(k, t, f)                                                           \
+	((struct sock_filter){ BPF_JMP | BPF_JGE | BPF_K, (uint8_t)(t),        \
+	    (uint8_t)(f), (uint32_t)(k) })
+#define LD(off) STMT(BPF_LD | BPF_W | BPF_ABS, (off))
+#define RET(v) STMT(BPF_RET | BPF_K, (v))
+#define ARG_LO(n) (offsetof(struct seccomp_data, args) + 8 * (n))
+#define ARG_HI(n) (ARG_LO(n) + 4)
+#define IP_LO offsetof(struct seccomp_data, instruction_pointer)
+#define IP_HI (IP_LO + 4)
+
+/*
+ * Everything traps, but a few calls from the stub's own code (by
+ * instruction pointer): 32-bit and x32 calls kill the process. The stub's
+ * range must not cross a 4 GiB boundary (checked).
+ */
+static void
+install_filter(const volatile uint64_t cookie[2])
+{
+	uint64_t lo = (uint64_t)stub_text_lo, hi = (uint64_t)stub_text_hi;
+	uint64_t c0 = cookie[0], c1 = cookie[1];
+	struct sock_filter f[] = {
+		/* 0 */ LD(offsetof(struct seccomp_data, arch)),
+		/* 1 */ JEQ(AUDIT_ARCH_X86_64, 1, 0),
+		/* 2 */ RET(SECCOMP_RET_KILL_PROCESS),
+		/* 3 */ LD(offsetof(struct seccomp_data, nr)),
+		/* 4 */ JGE(0x40000000, 0, 1), /* x32 */
+		/* 5 */ RET(SECCOMP_RET_KILL_PROCESS),
+		/* 6 */ LD(IP_HI),
+		/* 7 */ JEQ((uint32_t)(lo >> 32), 0, 21),
+		/* 8 */ LD(IP_LO),
+		/* 9 */ JGE((uint32_t)lo, 0, 19),
+		/* 10 */ JGE((uint32_t)hi, 18, 0),
+		/* 11 */ LD(offsetof(struct seccomp_data, nr)),
+		/* 12 */ JEQ(NR_futex, 17, 0),
+		/* 13 */ JEQ(NR_rt_sigreturn, 16, 0),
+		/* 14 */ JEQ(NR_sched_yield, 15, 0),
+		/* 15 */ JEQ(NR_exit_group, 14, 0),
+		/* 16 */ JEQ(NR_arch_prctl, 3, 0),
+		/* 17 */ JEQ(NR_mprotect, 0, 11),
+		/* mprotect: the cookie in the unused fourth and fifth args */
+		/* 18 */ LD(ARG_LO(3)),
+		/* 19 */ JEQ((uint32_t)c0, 3, 9),
+		/* arch_prctl: ARCH_SET_GS .. ARCH_GET_GS */
+		/* 20 */ LD(ARG_LO(0)),
+		/* 21 */ JGE(ARCH_SET_GS, 0, 7),
+		/* 22 */ JGE(ARCH_GET_GS + 1, 6, 7),
+		/* 23 */ LD(ARG_HI(3)),
+		/* 24 */ JEQ((uint32_t)(c0 >> 32), 0, 4),
+		/* 25 */ LD(ARG_LO(4)),
+		/* 26 */ JEQ((uint32_t)c1, 0, 2),
+		/* 27 */ LD(ARG_HI(4)),
+		/* 28 */ JEQ((uint32_t)(c1 >> 32), 1, 0),
+		/* 29 */ RET(SECCOMP_RET_TRAP),
+		/* 30 */ RET(SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
+
+	if ((lo >> 32) != ((hi - 1) >> 32))
+		die(121);
+	if (sys(NR_prctl, PR_SET_NO_NEW_PRIVS, 1, 0) != 0 ||
+	    sys(NR_seccomp, SECCOMP_SET_MODE_FILTER, 0, (long)&prog) != 0)
+		die(122);
+	/* The program held the cookie: gone before the guest runs. */
+	wipe(f, sizeof(f));
+}
+
+/* ---- boot ------------------------------------------------------------- */
+
+/* The vDSO's extent in memory, from its program headers (0: unknown). */
+static uint64_t
+vdso_len(uint64_t base)
+{
+	const uint8_t *e = (const uint8_t *)base;
+	uint64_t phoff, end = 0, v, m;
+	uint16_t phnum, phentsize, i;
+	uint32_t type;
+
+	if (e[0] != 0x7f || e[1] != 'E' || e[2] != 'L' || e[3] != 'F')
+		return 0;
+	copy(&phoff, e + 32, 8);
+	copy(&phentsize, e + 54, 2);
+	copy(&phnum, e + 56, 2);
+	if (phoff > 4096 || phentsize < 56 || phnum > 16)
+		return 0;
+	for (i = 0; i < phnum; i++) {
+		const uint8_t *ph = e + phoff + (uint64_t)i * phentsize;
+
+		copy(&type, ph, 4);
+		copy(&v, ph + 16, 8);
+		copy(&m, ph + 40, 8);
+		if (type == 1 /* PT_LOAD */ && v + m > end)
+			end = v + m;
+	}
+	return (end + 4095) & ~4095ULL;
+}
+
+/* Unmap [lo, hi) unless it touches the stub's own image. */
+static void
+unmap_unless_ours(uint64_t lo, uint64_t hi)
+{
+	uint64_t img_lo = (uint64_t)__ehdr_start, img_hi = (uint64_t)_end;
+
+	if (hi <= lo || (lo < img_hi && hi > img_lo))
+		return;
+	sys(NR_munmap, (long)lo, (long)(hi - lo), 0);
+}
+
+/* Drop the host's vDSO and its data pages: the guest has keep's own
+ * (host/vmm/vdso.c) and nothing of the host's. The data pages lie just
+ * below the code ([vvar], [vvar_vclock]: six pages on Linux 6). */
+static void
+drop_host_vdso(uint64_t *sp)
+{
+	uint64_t argc = sp[0], *p = sp + 1 + argc + 1, base, len;
+
+	while (*p != 0)
+		p++;
+	for (p++; p[0] != AT_NULL; p += 2) {
+		if (p[0] != AT_SYSINFO_EHDR || (base = p[1]) < 0x100000)
+			continue;
+		if ((len = vdso_len(base)) == 0)
+			len = 0x2000;
+		unmap_unless_ours(base, base + len);
+		unmap_unless_ours(base - 0x6000, base);
+	}
+}
+
+static void
+map_guest(uint64_t memsz)
+{
+	long rc;
+
+	rc = stub_syscall6(NR_mmap, (long)TRAP_MEM_LO,
+	    (long)(memsz - TRAP_MEM_LO), PROT_NONE,
+	    MAP_SHARED | MAP_FIXED_NOREPLACE, TRAP_FD_MEM, (long)TRAP_MEM_LO);
+	if (rc != (long)TRAP_MEM_LO)
+		die(123);
+	rc = stub_syscall6(NR_mmap, GUEST_VVAR, GUEST_VDSO - GUEST_VVAR,
+	    PROT_READ, MAP_SHARED | MAP_FIXED_NOREPLACE, TRAP_FD_MEM,
+	    GUEST_VVAR);
+	if (rc != GUEST_VVAR)
+		die(123);
+	rc = stub_syscall6(NR_mmap, GUEST_VDSO, GUEST_VDSO_MAX,
+	    PROT_READ | PROT_EXEC, MAP_SHARED | MAP_FIXED_NOREPLACE,
+	    TRAP_FD_MEM, GUEST_VDSO);
+	if (rc != GUEST_VDSO)
+		die(123);
+}
+
+void
+stub_main(uint64_t *sp)
+{
+	struct trap_box *b;
+	long rc;
+	struct {
+		uint64_t sp;
+		int32_t flags, pad;
+		uint64_t size;
+	} ss;
+
+	drop_host_vdso(sp);
+	rc = stub_syscall6(NR_mmap, 0, TRAP_BOX_SIZE, PROT_READ | PROT_WRITE,
+	    MAP_SHARED, TRAP_FD_BOX, 0);
+	if (rc < 0 && rc > -4096)
+		die(124);
+	b = (struct trap_box *)rc;
+	if (b->magic != TRAP_MAGIC || b->memsz <= TRAP_MEM_LO ||
+	    b->memsz > (1ULL << 40) || (b->memsz & 0xfff) != 0)
+		die(125);
+	map_guest(b->memsz);
+	sys(NR_close, TRAP_FD_MEM, 0, 0);
+	sys(NR_close, TRAP_FD_BOX, 0, 0);
+	st.box = b;
+
+	rc = stub_syscall6(NR_mmap, 0, ALTSTACK_SIZE, PROT_READ | PROT_WRITE,
+	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (rc < 0 && rc > -4096)
+		die(124);
+	ss.sp = (uint64_t)rc;
+	ss.flags = 0;
+	ss.pad = 0;
+	ss.size = ALTSTACK_SIZE;
+	if (sys(NR_sigaltstack, (long)&ss, 0, 0) != 0)
+		die(120);
+	handle(SIGSYS, on_sigsys);
+	handle(SIGSEGV, on_fault);
+	handle(SIGBUS, on_fault);
+	handle(SIGFPE, on_fault);
+	handle(SIGILL, on_fault);
+	handle(SIGTRAP, on_fault);
+	handle(TRAP_SIG_KICK, on_kick);
+	sys(NR_prctl, PR_SET_DUMPABLE, 0, 0);
+	/* Every signal open: the handlers' masks hold the rest off. */
+	if (stub_syscall6(NR_rt_sigprocmask, 2 /* SIG_SETMASK */,
+	        (long)&(uint64_t){ 0 }, 0, 8, 0, 0) != 0)
+		die(120);
+	install_filter(b->filter_cookie);
+	wipe(b->filter_cookie, sizeof(b->filter_cookie));
+	/* Now only the relay: the first SIGSYS asks for the guest's first
+	 * registers and returns into the guest with them. */
+	st.fs_base = st.gs_base = 0;
+	stub_boot_trap();
+	die(127);
+}

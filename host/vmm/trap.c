@@ -1,0 +1,815 @@
+/*
+ * The trap platform, the vm process's side (docs/vmm.md, "The trap
+ * platform"): where there is no KVM, each guest process runs in a host
+ * process of its own, started from the stub (guest/trap_stub.c) in new
+ * namespaces, whose seccomp filter turns every system call into an event
+ * in the box. This file starts that process, relays events into the
+ * same system-call table, faults and kicks as the KVM loop does, and
+ * mirrors what the guest may touch (mem_space.c) into the guest's
+ * mappings.
+ *
+ * Guest memory is a memfd mapped shared in both processes at the same
+ * offsets, so vm->mem and vm_gptr work as under KVM. A fork copies what
+ * the guest holds into a new memfd (vm_trap_fork_copy), since a shared
+ * mapping is not copied on write as KVM's private one is.
+ */
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "host/vmm/abi.h"
+#include "host/vmm/trap_abi.h"
+#include "host/vmm/vm_int.h"
+
+#ifndef CLONE_PIDFD
+#define CLONE_PIDFD 0x00001000
+#endif
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x10U
+#endif
+
+/* The stub's bytes (mk/trap.mk). */
+extern const unsigned char trap_stub[];
+extern const size_t trap_stub_len;
+
+#define TRAP_NS_FLAGS                                                          \
+	(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET |           \
+	    CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
+#define HOST_SPINS 2000 /* the vm process's spin before it sleeps */
+#define POLL_NS 20000000 /* a sleeping vm process looks at the stub */
+#define BOOT_WAIT_US 5000000 /* a stub that has not booted by then */
+#define XSTATE_BV_OFF 512 /* the XSAVE header's first word */
+
+struct vm_trap {
+	struct trap_box *box;
+	int box_fd;
+	pid_t pid;
+	int pidfd;
+	uint64_t cookie[2];
+	/* mprotects of guest memory not yet sent to the stub. */
+	struct trap_op *ops;
+	size_t nops, cap;
+	/* The guest's FPU area as of its last event (private copy). */
+	_Alignas(64) uint8_t fpu[TRAP_FPU_MAX];
+	uint32_t fpu_len;
+	int fpu_dirty;
+	int ns; /* started in namespaces of its own */
+};
+
+/* The stub as a sealed memfd, made once per process (and inherited). */
+static int stub_fd = -1;
+
+int
+vm_trap_prepare(void)
+{
+	int fd;
+
+	if (stub_fd >= 0)
+		return 0;
+	fd = memfd_create(
+	    "keep-trap-stub", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
+	if (fd == -1 && errno == EINVAL)
+		fd = memfd_create(
+		    "keep-trap-stub", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd == -1)
+		return -1;
+	if (write(fd, trap_stub, trap_stub_len) != (ssize_t)trap_stub_len ||
+	    fcntl(fd, F_ADD_SEALS,
+	        F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) ==
+	        -1) {
+		close(fd);
+		return -1;
+	}
+	stub_fd = fd;
+	return 0;
+}
+
+/* ---- guest memory ----------------------------------------------------- */
+
+uint8_t *
+vm_trap_mem_map(uint64_t size, int prot, int *fdp)
+{
+	uint8_t *p, *aligned;
+	uint64_t slack;
+	int fd;
+
+	fd = memfd_create("keep-guest", MFD_CLOEXEC | MFD_EXEC);
+	if (fd == -1 && errno == EINVAL)
+		fd = memfd_create("keep-guest", MFD_CLOEXEC);
+	if (fd == -1)
+		return MAP_FAILED;
+	if (ftruncate(fd, (off_t)size) == -1) {
+		close(fd);
+		return MAP_FAILED;
+	}
+	/* 2 MiB aligned, as under KVM (kvm.c's guest_mem_map). */
+	p = mmap(NULL, size + VM_HUGE, PROT_NONE,
+	    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED) {
+		close(fd);
+		return MAP_FAILED;
+	}
+	aligned = (uint8_t *)(((uintptr_t)p + VM_HUGE - 1) & ~(VM_HUGE - 1));
+	slack = (uint64_t)(aligned - p);
+	if (slack > 0)
+		munmap(p, slack);
+	munmap(aligned + size, VM_HUGE - slack);
+	if (mmap(aligned, size, prot, MAP_SHARED | MAP_FIXED, fd, 0) ==
+	    MAP_FAILED) {
+		munmap(aligned, size);
+		close(fd);
+		return MAP_FAILED;
+	}
+	*fdp = fd;
+	return aligned;
+}
+
+void
+vm_trap_protect(struct vm *vm, uint64_t addr, uint64_t len, int open)
+{
+	struct vm_trap *t = vm->trap;
+	uint64_t end = addr + len;
+	struct trap_op *n;
+
+	if (vm->mem_fd < 0)
+		return;
+	/* The kernel's first 2 MiB are not the guest's to touch here. */
+	if (addr < TRAP_MEM_LO)
+		addr = TRAP_MEM_LO;
+	if (end > vm->memsz)
+		end = vm->memsz;
+	if (end <= addr)
+		return;
+	if (t == NULL) {
+		if ((t = calloc(1, sizeof(*t))) == NULL) {
+			vm_stop(vm, VMM_FAULT, -1, "fault: out of host memory");
+			return;
+		}
+		t->box_fd = t->pidfd = -1;
+		vm->trap = t;
+	}
+	if (t->nops == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 64;
+
+		if ((n = reallocarray(t->ops, cap, sizeof(*n))) == NULL) {
+			vm_stop(vm, VMM_FAULT, -1, "fault: out of host memory");
+			return;
+		}
+		t->ops = n;
+		t->cap = cap;
+	}
+	t->ops[t->nops++] = (struct trap_op){ addr, end - addr,
+		open ? PROT_READ | PROT_WRITE | PROT_EXEC : PROT_NONE, 0 };
+}
+
+void
+vm_trap_forget_ops(struct vm *vm)
+{
+	if (vm->trap != NULL)
+		vm->trap->nops = 0;
+}
+
+/* Drop the contents of guest pages: a shared mapping's pages belong to
+ * the memfd, which MADV_REMOVE frees for both processes. */
+int
+vm_trap_drop_pages(struct vm *vm, uint64_t addr, uint64_t len)
+{
+	return madvise(vm->mem + addr, len, MADV_REMOVE);
+}
+
+/* ---- the stub's process ----------------------------------------------- */
+
+static long
+raw_clone(unsigned long flags, int *pidfd)
+{
+	/* x86-64: clone(flags, stack, parent_tid, child_tid, tls); no
+	 * stack: the child goes on on a copy of this one, as after fork. */
+	return syscall(SYS_clone, flags, NULL, pidfd, NULL, 0);
+}
+
+static void
+child_limit(int resource, rlim_t v)
+{
+	struct rlimit rl = { v, v };
+
+	setrlimit(resource, &rl);
+}
+
+/* In the new process: nothing but the stub's descriptors, no core, no
+ * way back to the vm process's files; then the stub. Never returns. */
+static void __attribute__((noreturn))
+stub_child(int mem_fd, int box_fd, int ns)
+{
+	static const char *const argv[] = { "keepd: guest", NULL };
+	static const char *const envp[] = { NULL };
+	sigset_t all;
+	int exe_fd;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	sigemptyset(&all);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	if (ns) {
+		/* An empty root: a tmpfs over / that only the stub's
+		 * process sees (".." at the root crosses into it). */
+		if (mount("none", "/", "tmpfs", MS_NOSUID | MS_NODEV,
+		        "size=4k,mode=0500") == 0 &&
+		    chdir("/..") == 0 && chroot(".") == 0 && chdir("/") == 0)
+			ns = 2;
+	}
+	/* Out of the way first: any of them may sit on 3, 4 or 5. */
+	if ((mem_fd = fcntl(mem_fd, F_DUPFD, 16)) == -1 ||
+	    (box_fd = fcntl(box_fd, F_DUPFD, 16)) == -1 ||
+	    (exe_fd = fcntl(stub_fd, F_DUPFD, 16)) == -1 ||
+	    dup2(mem_fd, TRAP_FD_MEM) == -1 || dup2(box_fd, TRAP_FD_BOX) == -1 ||
+	    dup2(exe_fd, TRAP_FD_BOX + 1) == -1)
+		_exit(127);
+	syscall(SYS_close_range, TRAP_FD_BOX + 2, ~0U, 0);
+	fcntl(TRAP_FD_BOX + 1, F_SETFD, FD_CLOEXEC);
+	child_limit(RLIMIT_CORE, 0);
+	child_limit(RLIMIT_FSIZE, 0);
+	child_limit(RLIMIT_NOFILE, 8);
+	child_limit(RLIMIT_MEMLOCK, 0);
+	child_limit(RLIMIT_MSGQUEUE, 0);
+	child_limit(RLIMIT_NPROC, 1);
+	syscall(SYS_execveat, TRAP_FD_BOX + 1, "", argv, envp, AT_EMPTY_PATH);
+	_exit(127);
+}
+
+static int
+spawn(struct vm *vm, struct vm_trap *t, char *err, size_t errlen)
+{
+	long pid;
+	int pidfd = -1;
+
+	t->ns = 1;
+	pid = raw_clone(TRAP_NS_FLAGS | CLONE_PIDFD, &pidfd);
+	if (pid == -1 && (errno == EPERM || errno == EINVAL ||
+	                     errno == ENOSPC || errno == EUSERS)) {
+		/* No user namespace to be had here (a chroot, a sysctl):
+		 * the filter alone confines the stub (docs/vmm.md). */
+		t->ns = 0;
+		pid = raw_clone(CLONE_PIDFD, &pidfd);
+	}
+	if (pid == -1) {
+		snprintf(err, errlen, "starting the guest's process: %s",
+		    strerror(errno));
+		return -1;
+	}
+	if (pid == 0)
+		stub_child(vm->mem_fd, t->box_fd, t->ns);
+	t->pid = (pid_t)pid;
+	t->pidfd = pidfd;
+	return 0;
+}
+
+/* Whether the stub has ended; its status as a wait status when it has. */
+static int
+stub_ended(struct vm_trap *t, int *status)
+{
+	siginfo_t si;
+
+	memset(&si, 0, sizeof(si));
+	if (t->pidfd < 0 ||
+	    waitid(P_PIDFD, (id_t)t->pidfd, &si, WEXITED | WNOHANG | __WALL) ==
+	        -1)
+		return t->pidfd < 0 || errno == ECHILD;
+	if (si.si_pid == 0)
+		return 0;
+	*status = si.si_code == CLD_EXITED ? (si.si_status & 0xff) << 8
+	                                   : si.si_status & 0x7f;
+	return 1;
+}
+
+static void
+stub_kill(struct vm_trap *t)
+{
+	siginfo_t si;
+
+	if (t->pid > 0) {
+		kill(t->pid, SIGKILL);
+		if (t->pidfd >= 0)
+			waitid(P_PIDFD, (id_t)t->pidfd, &si, WEXITED | __WALL);
+	}
+	t->pid = 0;
+	if (t->pidfd >= 0)
+		close(t->pidfd);
+	t->pidfd = -1;
+}
+
+/* ---- the handshake ---------------------------------------------------- */
+
+static uint32_t
+load32(const uint32_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_SEQ_CST);
+}
+
+static void
+store32(uint32_t *p, uint32_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_SEQ_CST);
+}
+
+enum { WAIT_EVENT, WAIT_DEAD, WAIT_TIMEOUT, WAIT_STOPPED };
+
+/*
+ * Post the reply (0: none, the stub's first event is awaited) and wait
+ * for the next event: spin a while, then sleep
+ * on the futex, looking at the stub now and then (a dead one posts
+ * nothing). A kick for the guest (the run's timer, a signal from
+ * another guest process) is passed on to the stub, which answers with a
+ * TRAP_EV_KICK event; the run's time limit ends the wait.
+ */
+static int
+post_and_wait(struct vm *vm, struct vm_trap *t, uint32_t reply,
+    uint64_t deadline_us, int *status)
+{
+	struct trap_box *b = t->box;
+	struct timespec ts = { 0, POLL_NS };
+	uint32_t seen;
+	int i;
+
+	if (reply != 0) {
+		b->reply = reply;
+		store32(&b->state, TRAP_S_REPLY);
+		if (load32(&b->stub_sleeps))
+			syscall(SYS_futex, &b->state, FUTEX_WAKE, 1, NULL,
+			    NULL, 0);
+	}
+	for (i = 0; i < HOST_SPINS; i++) {
+		if (load32(&b->state) == TRAP_S_EVENT)
+			return WAIT_EVENT;
+		__builtin_ia32_pause();
+	}
+	for (;;) {
+		if (vm->run->immediate_exit) {
+			vm->run->immediate_exit = 0;
+			if (vm_timed_out())
+				return WAIT_TIMEOUT;
+			kill(t->pid, TRAP_SIG_KICK);
+		}
+		if (deadline_us != 0 && vm_now_us() >= deadline_us)
+			return WAIT_TIMEOUT;
+		store32(&b->host_sleeps, 1);
+		seen = load32(&b->state);
+		if (seen != TRAP_S_EVENT)
+			syscall(
+			    SYS_futex, &b->state, FUTEX_WAIT, seen, &ts, NULL, 0);
+		store32(&b->host_sleeps, 0);
+		if (load32(&b->state) == TRAP_S_EVENT)
+			return WAIT_EVENT;
+		if (stub_ended(t, status))
+			return WAIT_DEAD;
+	}
+}
+
+/* The vm process's registers into the box, the FPU area if changed. */
+static void
+put_regs(struct vm *vm, struct vm_trap *t)
+{
+	const struct kvm_regs *r = &vm->run->s.regs.regs;
+	struct trap_box *b = t->box;
+
+	_Static_assert(sizeof(struct trap_regs) == sizeof(struct kvm_regs),
+	    "the same registers in the same order");
+	memcpy(&b->regs, r, sizeof(b->regs));
+	b->fs_base = vm->run->s.regs.sregs.fs.base;
+	b->gs_base = vm->run->s.regs.sregs.gs.base;
+	b->fpu_dirty = 0;
+	if (t->fpu_dirty && t->fpu_len >= 512) {
+		memcpy(b->fpu, t->fpu, t->fpu_len);
+		b->fpu_len = t->fpu_len;
+		b->fpu_dirty = 1;
+		t->fpu_dirty = 0;
+	}
+}
+
+static void
+take_fpu(struct vm_trap *t)
+{
+	struct trap_box *b = t->box;
+	uint32_t len;
+
+	len = __atomic_load_n(&b->fpu_len, 0);
+	if (len < 512 || len > TRAP_FPU_MAX)
+		len = 0;
+	if (len != 0)
+		memcpy(t->fpu, b->fpu, len);
+	t->fpu_len = len;
+	t->fpu_dirty = 0;
+}
+
+/* The event's registers and FPU area, copied once out of the box. */
+static void
+take_regs(struct vm *vm, struct vm_trap *t)
+{
+	struct trap_box *b = t->box;
+
+	memcpy(&vm->run->s.regs.regs, &b->regs, sizeof(b->regs));
+	vm->run->s.regs.sregs.fs.base = __atomic_load_n(&b->fs_base, 0);
+	vm->run->s.regs.sregs.gs.base = __atomic_load_n(&b->gs_base, 0);
+	take_fpu(t);
+}
+
+/* Send the queued mprotects, a box at a time, with the cookie. */
+static int
+flush_ops(struct vm *vm, struct vm_trap *t, int *status)
+{
+	struct trap_box *b = t->box;
+	size_t done = 0, n;
+	int rc;
+
+	while (done < t->nops) {
+		n = t->nops - done;
+		if (n > TRAP_OPS_MAX)
+			n = TRAP_OPS_MAX;
+		memcpy(b->ops, t->ops + done, n * sizeof(*t->ops));
+		b->nops = (uint32_t)n;
+		b->op_cookie[0] = t->cookie[0];
+		b->op_cookie[1] = t->cookie[1];
+		rc = post_and_wait(vm, t, TRAP_R_OPS, vm_now_us() + 1000000,
+		    status);
+		if (rc != WAIT_EVENT)
+			return rc;
+		if (__atomic_load_n(&b->event, 0) != TRAP_EV_OPS ||
+		    __atomic_load_n(&b->result, 0) != 0) {
+			*status = -1;
+			return WAIT_DEAD;
+		}
+		done += n;
+	}
+	t->nops = 0;
+	return WAIT_EVENT;
+}
+
+static const char *
+wait_reason(int status, char *buf, size_t len)
+{
+	if (status == -1)
+		snprintf(buf, len, "its stub broke the protocol");
+	else if (WIFSIGNALED(status) || (status & 0x7f) != 0)
+		snprintf(buf, len, "killed by signal %d", status & 0x7f);
+	else
+		snprintf(buf, len, "exited %d", WEXITSTATUS(status));
+	return buf;
+}
+
+/* ---- starting and stopping -------------------------------------------- */
+
+int
+vm_trap_create(struct vm *vm, char *err, size_t errlen)
+{
+	struct vm_trap *t = vm->trap;
+	struct trap_box *b;
+	int status = 0, rc;
+	char why[64];
+
+	if (vm_trap_prepare() != 0) {
+		snprintf(err, errlen, "the trap stub: %s", strerror(errno));
+		return -1;
+	}
+	if (t == NULL) {
+		if ((t = calloc(1, sizeof(*t))) == NULL) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		t->box_fd = t->pidfd = -1;
+		vm->trap = t;
+	}
+	if (vm->run == NULL &&
+	    (vm->run = calloc(1, sizeof(*vm->run))) == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	/* A process started before (execve's old program) goes first; the
+	 * opens queued since are for the new one. */
+	stub_kill(t);
+	if (t->box != NULL)
+		munmap(t->box, TRAP_BOX_SIZE);
+	t->box = NULL;
+	t->box_fd = memfd_create("keep-trap-box", MFD_CLOEXEC);
+	if (t->box_fd == -1 || ftruncate(t->box_fd, TRAP_BOX_SIZE) == -1 ||
+	    (t->box = mmap(NULL, TRAP_BOX_SIZE, PROT_READ | PROT_WRITE,
+	         MAP_SHARED, t->box_fd, 0)) == MAP_FAILED) {
+		t->box = NULL;
+		snprintf(err, errlen, "the trap box: %s", strerror(errno));
+		return -1;
+	}
+	b = t->box;
+	randombytes_buf(t->cookie, sizeof(t->cookie));
+	b->magic = TRAP_MAGIC;
+	b->memsz = vm->memsz;
+	b->filter_cookie[0] = t->cookie[0];
+	b->filter_cookie[1] = t->cookie[1];
+	b->state = TRAP_S_GUEST;
+	if (spawn(vm, t, err, errlen) != 0)
+		return -1;
+	close(t->box_fd);
+	t->box_fd = -1;
+	/* The stub's first event asks for the registers: the loop's
+	 * first reply gives them (vm->run's, set by the caller). */
+	rc = post_and_wait(vm, t, 0, vm_now_us() + BOOT_WAIT_US, &status);
+	if (rc == WAIT_EVENT && __atomic_load_n(&b->event, 0) != TRAP_EV_BOOT)
+		rc = WAIT_DEAD, status = -1;
+	if (rc != WAIT_EVENT) {
+		snprintf(err, errlen, "the guest's process did not start (%s)",
+		    rc == WAIT_DEAD ? wait_reason(status, why, sizeof(why))
+		                    : "no answer");
+		stub_kill(t);
+		return -1;
+	}
+	/* The stub's FPU area is the clean state a new process has: the
+	 * guest's first, unless the caller loads another. */
+	take_fpu(t);
+	return 0;
+}
+
+void
+vm_trap_drop(struct vm *vm)
+{
+	struct vm_trap *t = vm->trap;
+
+	if (t == NULL)
+		return;
+	stub_kill(t);
+	if (t->box != NULL)
+		munmap(t->box, TRAP_BOX_SIZE);
+	if (t->box_fd >= 0)
+		close(t->box_fd);
+	free(t->ops);
+	free(t);
+	vm->trap = NULL;
+}
+
+/* A forked vm process: the stub is its parent's; this one starts its
+ * own (vm_trap_create) once it has its own memory. */
+void
+vm_trap_forget(struct vm *vm)
+{
+	struct vm_trap *t = vm->trap;
+
+	if (t == NULL)
+		return;
+	if (t->pidfd >= 0)
+		close(t->pidfd);
+	if (t->box != NULL)
+		munmap(t->box, TRAP_BOX_SIZE);
+	free(t->ops);
+	free(t);
+	vm->trap = NULL;
+}
+
+/* ---- the FPU ---------------------------------------------------------- */
+
+int
+vm_trap_fpu_get(struct vm *vm, struct kvm_fpu *fpu)
+{
+	struct vm_trap *t = vm->trap;
+	uint8_t fx[512];
+
+	memset(fx, 0, sizeof(fx));
+	if (t != NULL && t->fpu_len >= 512)
+		memcpy(fx, t->fpu, 512);
+	else {
+		uint16_t fcw = 0x37f;
+		uint32_t mxcsr = 0x1f80;
+
+		memcpy(fx, &fcw, 2);
+		memcpy(fx + 24, &mxcsr, 4);
+	}
+	vm_fxsave_to_fpu(fx, fpu);
+	return 0;
+}
+
+int
+vm_trap_fpu_set(struct vm *vm, const struct kvm_fpu *fpu)
+{
+	struct vm_trap *t = vm->trap;
+	uint8_t fx[512];
+	uint64_t bv;
+
+	if (t == NULL || t->fpu_len < 512)
+		return 0; /* nothing to load it into: the stub's is clean */
+	vm_fpu_to_fxsave(fpu, fx);
+	/* The legacy area only: the kernel's software bytes stay. */
+	memcpy(t->fpu, fx, 464);
+	if (t->fpu_len >= XSTATE_BV_OFF + 8) {
+		/* x87 and SSE state present, or XRSTOR loads their init. */
+		memcpy(&bv, t->fpu + XSTATE_BV_OFF, 8);
+		bv |= 3;
+		memcpy(t->fpu + XSTATE_BV_OFF, &bv, 8);
+	}
+	t->fpu_dirty = 1;
+	return 0;
+}
+
+/* The whole FPU area, for a fork's child (clone.c). */
+size_t
+vm_trap_fpu_area(struct vm *vm, uint8_t *out, size_t max)
+{
+	struct vm_trap *t = vm->trap;
+
+	if (t == NULL || t->fpu_len > max)
+		return 0;
+	memcpy(out, t->fpu, t->fpu_len);
+	return t->fpu_len;
+}
+
+void
+vm_trap_fpu_load_area(struct vm *vm, const uint8_t *area, size_t len)
+{
+	struct vm_trap *t = vm->trap;
+
+	/* Only an area of the frame's own size and layout goes back. */
+	if (t == NULL || len == 0 || len != t->fpu_len)
+		return;
+	memcpy(t->fpu, area, len);
+	t->fpu_dirty = 1;
+}
+
+/* ---- fork ------------------------------------------------------------- */
+
+/*
+ * In the parent, while its guest waits in fork: a new memfd with a copy
+ * of every page the guest may hold (and the kernel's 2 MiB, the vDSO's
+ * data among them). The file is sparse, so a range copied is only what
+ * the parent ever wrote there. The fd, or -1 with errno.
+ */
+int
+vm_trap_fork_copy(struct vm *vm)
+{
+	int fd;
+	off_t in, out, end;
+	uint64_t left;
+	ssize_t n;
+
+	fd = memfd_create("keep-guest", MFD_CLOEXEC | MFD_EXEC);
+	if (fd == -1 && errno == EINVAL)
+		fd = memfd_create("keep-guest", MFD_CLOEXEC);
+	if (fd == -1)
+		return -1;
+	if (ftruncate(fd, (off_t)vm->memsz) == -1)
+		goto fail;
+	/* Only the file's data: its holes (never written, or closed with
+	 * MADV_REMOVE) stay holes in the copy. */
+	for (in = 0; (uint64_t)in < vm->memsz; in = end) {
+		if ((in = lseek(vm->mem_fd, in, SEEK_DATA)) == -1) {
+			if (errno == ENXIO)
+				break;
+			goto fail;
+		}
+		if ((end = lseek(vm->mem_fd, in, SEEK_HOLE)) == -1)
+			goto fail;
+		out = in;
+		for (left = (uint64_t)(end - in); left > 0;
+		     left -= (uint64_t)n) {
+			n = copy_file_range(vm->mem_fd, &in, fd, &out,
+			    left > (1ULL << 30) ? (1ULL << 30) : left, 0);
+			if (n <= 0) {
+				if (n == -1 && errno == EINTR) {
+					n = 0;
+					continue;
+				}
+				goto fail;
+			}
+		}
+	}
+	return fd;
+fail:
+	close(fd);
+	return -1;
+}
+
+/*
+ * In the child: its own memory (the parent's copy in fd) over vm->mem,
+ * opened as the parent's was, and a stub of its own. 0, or -1 with err.
+ */
+int
+vm_trap_fork_adopt(struct vm *vm, int fd, char *err, size_t errlen)
+{
+	vm_trap_forget(vm);
+	if (mmap(vm->mem, vm->memsz, PROT_READ | PROT_WRITE,
+	        MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
+		snprintf(err, errlen, "the child's memory: %s", strerror(errno));
+		close(fd);
+		return -1;
+	}
+	close(vm->mem_fd);
+	vm->mem_fd = fd;
+	/* Everything open in the host is open in the guest: the same
+	 * walk that closes the rest host-side queues it for the stub. */
+	vm_trap_protect(vm, 0, vm->memsz, 1);
+	if (vm_space_reopen(vm) != 0) {
+		snprintf(err, errlen, "the child's memory: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- the loop --------------------------------------------------------- */
+
+static void
+on_fault(struct vm *vm, struct trap_box *b)
+{
+	const struct kvm_regs *r = &vm->run->s.regs.regs;
+	uint64_t trapno = __atomic_load_n(&b->trapno, 0);
+	uint64_t addr = __atomic_load_n(&b->addr, 0);
+	int32_t signo = __atomic_load_n(&b->signo, 0);
+	unsigned vector;
+
+	/* The x86 vector as the kernel gives it; a SIGTRAP of int3 or a
+	 * single step has none of its own in every kernel. */
+	vector = trapno < 32 ? (unsigned)trapno : 13;
+	if (signo == 5 && trapno != 1)
+		vector = 3;
+	if (vm_signal_fault(vm, vector, r->rip, r->rsp, r->rflags, addr))
+		return;
+	vm_fault_stop(vm, vector, r->rip, addr,
+	    __atomic_load_n(&b->err, 0));
+}
+
+void
+vm_trap_loop(struct vm *vm)
+{
+	struct vm_trap *t;
+	int rc, status = 0;
+	uint32_t ev;
+	char why[64];
+
+	while (!vm->stopped && !vm->parked) {
+		/* Re-read each time: fork and execve replace the stub. */
+		t = vm->trap;
+		rc = t->nops != 0 ? flush_ops(vm, t, &status) : WAIT_EVENT;
+		if (rc == WAIT_EVENT) {
+			put_regs(vm, t);
+			rc = post_and_wait(
+			    vm, t, TRAP_R_RESUME, vm->deadline_us, &status);
+		}
+		if (rc == WAIT_TIMEOUT) {
+			vm_stop(vm, VMM_TIMEOUT, -1,
+			    "timeout: stopped after %llu ms",
+			    (unsigned long long)vm->cfg->timeout_ms);
+			break;
+		}
+		if (rc == WAIT_DEAD) {
+			vm_stop(vm, VMM_FAULT, -1,
+			    "fault: the guest's process ended (%s)",
+			    wait_reason(status, why, sizeof(why)));
+			break;
+		}
+		ev = __atomic_load_n(&t->box->event, 0);
+		take_regs(vm, t);
+		vm->res->exits++;
+		switch (ev) {
+		case TRAP_EV_SYSCALL:
+			vm_on_syscall(vm);
+			break;
+		case TRAP_EV_FAULT:
+			on_fault(vm, t->box);
+			break;
+		case TRAP_EV_KICK:
+			if (vm_timed_out()) {
+				vm_stop(vm, VMM_TIMEOUT, -1,
+				    "timeout: stopped after %llu ms",
+				    (unsigned long long)vm->cfg->timeout_ms);
+				break;
+			}
+			vm_thread_preempt(vm);
+			vm_signal_after_kick(vm);
+			break;
+		default:
+			vm_stop(vm, VMM_FAULT, -1,
+			    "fault: the guest's process broke the protocol "
+			    "(event %u)",
+			    ev);
+			break;
+		}
+	}
+}
+
+/* The guest is done: its process goes with it. */
+void
+vm_trap_stop(struct vm *vm)
+{
+	if (vm->trap != NULL)
+		stub_kill(vm->trap);
+}

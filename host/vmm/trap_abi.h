@@ -1,0 +1,102 @@
+/*
+ * The ABI between the trap platform's stub (guest/trap_stub.c), which
+ * runs in the guest's host process, and the vm process that serves it
+ * (host/vmm/trap.c): one shared page, the box, and the descriptors the
+ * stub starts with. One header for both sides (docs/vmm.md, "The trap
+ * platform").
+ *
+ * The box lies in a memfd both map. Everything in it is written by the
+ * guest's process as freely as by the stub: the vm process copies what
+ * it reads once, and trusts it no more than the guest's own registers.
+ */
+#ifndef KEEP_VMM_TRAP_ABI_H
+#define KEEP_VMM_TRAP_ABI_H
+
+#include <stdint.h>
+
+/* Descriptors the stub is started with; it closes both once mapped. */
+#define TRAP_FD_MEM 3 /* guest memory: offset = guest address */
+#define TRAP_FD_BOX 4 /* the box */
+
+#define TRAP_BOX_SIZE 0x8000
+#define TRAP_OPS_MAX 170
+#define TRAP_FPU_MAX 0x4000 /* the largest signal-frame FPU area taken */
+#define TRAP_MAGIC 0x7061727470656b6bULL /* "kkeptrap" */
+
+/* The box's futex word. */
+enum trap_state {
+	TRAP_S_GUEST = 1, /* the guest runs (or the stub boots) */
+	TRAP_S_EVENT, /* the stub posted an event and waits */
+	TRAP_S_REPLY /* the vm process posted a reply */
+};
+
+/* What the stub reports. */
+enum trap_event {
+	TRAP_EV_BOOT = 1, /* mapped and filtered: give me the first registers */
+	TRAP_EV_SYSCALL, /* a system call: regs.rax is its number */
+	TRAP_EV_FAULT, /* a fault: signo, code, trapno, err, addr */
+	TRAP_EV_KICK, /* the vm process's kick (SIGUSR1) arrived */
+	TRAP_EV_OPS /* the ops of the last reply are done (result: errno) */
+};
+
+/* What the vm process answers. */
+enum trap_reply {
+	TRAP_R_RESUME = 1, /* load regs (and fpu if fpu_dirty) and go on */
+	TRAP_R_OPS /* carry out ops[0..nops) with op_cookie, then report */
+};
+
+/* mprotect of guest memory: prot is PROT_NONE, or the guest's all. */
+struct trap_op {
+	uint64_t addr, len;
+	uint32_t prot, pad;
+};
+
+/* The general registers in struct kvm_regs's order. */
+struct trap_regs {
+	uint64_t rax, rbx, rcx, rdx, rsi, rdi, rsp, rbp;
+	uint64_t r8, r9, r10, r11, r12, r13, r14, r15;
+	uint64_t rip, rflags;
+};
+
+struct trap_box {
+	/* Written by the vm process before the stub starts. */
+	uint64_t magic;
+	uint64_t memsz; /* guest memory: [TRAP_MEM_LO, memsz) */
+	uint64_t filter_cookie[2]; /* the stub's filter takes it, then 0s it */
+	/* The handshake. */
+	uint32_t state; /* enum trap_state: the futex word */
+	uint32_t host_sleeps; /* the vm process waits in FUTEX_WAIT */
+	uint32_t stub_sleeps; /* the stub waits in FUTEX_WAIT */
+	uint32_t event; /* enum trap_event */
+	uint32_t reply; /* enum trap_reply */
+	uint32_t nops;
+	uint64_t op_cookie[2]; /* with TRAP_R_OPS only; the stub 0s it */
+	int32_t result; /* TRAP_EV_OPS: 0 or the first failure's errno */
+	/* TRAP_EV_FAULT. */
+	int32_t signo, code;
+	uint32_t pad0;
+	uint64_t trapno, err, addr;
+	/* Both ways. */
+	struct trap_regs regs;
+	uint64_t fs_base, gs_base;
+	uint32_t fpu_len; /* bytes of fpu: the frame's whole FPU area */
+	uint32_t fpu_dirty; /* TRAP_R_RESUME: load fpu into the frame */
+	uint8_t pad1[4096 - 280];
+	struct trap_op ops[TRAP_OPS_MAX]; /* at 4096 */
+	_Alignas(64) uint8_t fpu[TRAP_FPU_MAX]; /* at 8192 */
+};
+
+_Static_assert(__builtin_offsetof(struct trap_box, ops) == 4096,
+    "ops start the second page");
+_Static_assert(__builtin_offsetof(struct trap_box, fpu) == 8192,
+    "the FPU area starts the third page");
+_Static_assert(sizeof(struct trap_box) <= TRAP_BOX_SIZE, "the box fits");
+
+/* The guest memory the stub maps: the program's (from GUEST_LOW_END),
+ * and the vDSO's two ranges below it, read-only. */
+#define TRAP_MEM_LO 0x200000ULL
+
+/* The stub's kick: the vm process wants the registers now. */
+#define TRAP_SIG_KICK 10 /* SIGUSR1 */
+
+#endif

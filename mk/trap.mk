@@ -1,0 +1,28 @@
+# The trap platform's stub (guest/trap_stub.c, docs/vmm.md "The trap
+# platform"): a freestanding static-pie ELF with no relocations,
+# embedded whole in libkeep.a; a vm process executes it from a sealed
+# memfd as each guest process on a host without KVM.
+
+TRAP_STUB_ELF = $(B)/guest/trap_stub.elf
+TRAP_STUB_C   = $(B)/gen/trap_stub.c
+LIB_OBJS += $(B)/obj/gen/trap_stub.o
+
+$(TRAP_STUB_ELF): guest/trap_stub.c guest/trap_stub_entry.S host/vmm/abi.h \
+                  host/vmm/trap_abi.h | deps
+	@mkdir -p $(dir $@)
+	$(CC) -I. -std=gnu11 -O2 $(WARN) -ffreestanding -fPIE \
+	    -mgeneral-regs-only -fno-stack-protector -fcf-protection=none \
+	    -fno-asynchronous-unwind-tables -fno-builtin -nostdlib \
+	    -static-pie -Wl,--build-id=none -Wl,-z,noexecstack \
+	    -Wl,-e,_stub_start -o $@.tmp guest/trap_stub_entry.S guest/trap_stub.c
+	@if readelf -r $@.tmp | grep -q R_X86_64; then \
+	    echo "trap stub: has relocations (no loader applies them)" >&2; exit 1; fi
+	mv $@.tmp $@
+
+$(TRAP_STUB_C): $(TRAP_STUB_ELF) mk/bin2c.sh
+	@mkdir -p $(dir $@)
+	sh mk/bin2c.sh trap_stub $< > $@
+
+$(B)/obj/gen/trap_stub.o: $(TRAP_STUB_C)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
