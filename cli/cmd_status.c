@@ -173,16 +173,41 @@ show_processes(const char *state)
 	return n;
 }
 
-/* GET /healthz on the configured listener; returns the HTTP status. */
+/* A string field "name":"value" of a small JSON reply, into out ("" when
+ * absent); only plain characters are taken, up to the closing quote. */
+static void
+json_field(const char *json, const char *name, char *out, size_t len)
+{
+	char key[32];
+	const char *p;
+	size_t n = 0;
+
+	out[0] = '\0';
+	snprintf(key, sizeof(key), "\"%s\":", name);
+	if ((p = strstr(json, key)) == NULL)
+		return;
+	p += strlen(key);
+	while (*p == ' ')
+		p++;
+	if (*p++ != '"')
+		return;
+	while (*p != '\0' && *p != '"' && *p != '\\' && n + 1 < len)
+		out[n++] = *p++;
+	out[n] = '\0';
+}
+
+/* GET /healthz on the configured listener; returns the HTTP status,
+ * and the body's "platform" and "reason" into the buffers (or ""). */
 static int
-healthz(const struct keepd_config *cfg)
+healthz(const struct keepd_config *cfg, char *platform, size_t plen,
+    char *reason, size_t rlen)
 {
 	struct sockaddr_storage ss;
 	struct sockaddr_in *in4 = (struct sockaddr_in *)&ss;
 	struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
 	static const char req[] =
 	    "GET /healthz HTTP/1.1\r\nHost: keep\r\nConnection: close\r\n\r\n";
-	char buf[64];
+	char buf[1024];
 	struct timeval tv = { 2, 0 };
 	socklen_t sl;
 	ssize_t got;
@@ -216,6 +241,8 @@ healthz(const struct keepd_config *cfg)
 		buf[got] = '\0';
 		if (strncmp(buf, "HTTP/1.", 7) == 0)
 			code = atoi(buf + 9);
+		json_field(buf, "platform", platform, plen);
+		json_field(buf, "reason", reason, rlen);
 	}
 	close(fd);
 	return code;
@@ -346,6 +373,7 @@ cmd_status(int argc, char **argv)
 	struct config_diag diag;
 	char state[PATH_MAX];
 	int ch, nproc, health;
+	char platform[16], reason[160];
 
 	if (cli_wants_help(argc, argv))
 		return status_usage_to(stdout, 0);
@@ -372,12 +400,25 @@ cmd_status(int argc, char **argv)
 		snprintf(state, sizeof(state), "%s", cfg.state_dir);
 
 	printf("keep %s, configuration %s\n", KEEP_VERSION, path);
-	health = healthz(&cfg);
+	health = healthz(&cfg, platform, sizeof(platform), reason,
+	    sizeof(reason));
 	printf("keepd: %s, API %s port %u: %s\n", state, cfg.listen_address,
 	    cfg.listen_port,
 	    health == 200    ? "healthy (/healthz 200)"
 	        : health > 0 ? "answers, but /healthz is not 200"
 	                     : "not answering");
+	/* What runs guests (docs/vmm.md): keepd's word when it answers,
+	 * else what keepd.yaml and this box would give. */
+	if (platform[0] != '\0')
+		printf("platform: %s (keepd.yaml: %s)\n", platform,
+		    cfg.platform);
+	else
+		printf("platform: keepd.yaml says %s; /dev/kvm %s here\n",
+		    cfg.platform,
+		    access("/dev/kvm", R_OK | W_OK) == 0 ? "opens"
+		                                         : "does not open");
+	if (reason[0] != '\0')
+		printf("  warning: %s\n", reason);
 	nproc = show_processes(state);
 	if (nproc == 0)
 		printf("  no keepd process for this state directory\n");

@@ -19,6 +19,7 @@
 #include <yaml.h>
 
 #include "host/config.h"
+#include "host/vmm/vmm.h"
 #include "lib/fdio.h"
 #include "lib/log.h"
 #include "lib/units.h"
@@ -32,7 +33,8 @@ enum kind {
 	K_UINT, /* a decimal integer in [min, max] */
 	K_SIZE, /* "128M" in [min, max] bytes */
 	K_DUR, /* "30s" in [min, max] ms */
-	K_KEYS /* a list of PASERK k4.public strings or file names */
+	K_KEYS, /* a list of PASERK k4.public strings or file names */
+	K_PLATFORM /* auto, kvm or trap (host/vmm/vmm.h) */
 };
 
 struct field {
@@ -74,6 +76,7 @@ static const struct field fields[] = {
 	F(NULL, "policy_dir", K_PATH, policy_dir, 0, 0),
 	F(NULL, "user", K_USER, user, 0, 0),
 	F(NULL, "node", K_NODE, node, 0, 0),
+	F(NULL, "platform", K_PLATFORM, platform, 0, 0),
 	F(NULL, "secrets_key_file", K_PATH, secrets_key_file, 0, 0),
 	FK("tokens", "issuer_keys", issuer_keys, nissuer_keys),
 	F("tokens", "max_ttl", K_DUR, token_max_ttl_ms, SEC, 365 * DAY),
@@ -134,6 +137,7 @@ config_defaults(struct keepd_config *cfg)
 	strlcpy(cfg->state_dir, "/var/lib/keep", sizeof(cfg->state_dir));
 	strlcpy(cfg->policy_dir, "/etc/keep/policy", sizeof(cfg->policy_dir));
 	strlcpy(cfg->user, "_keep", sizeof(cfg->user));
+	strlcpy(cfg->platform, "auto", sizeof(cfg->platform));
 	cfg->token_max_ttl_ms = DAY;
 	cfg->token_clock_skew_ms = 30 * SEC;
 	cfg->max_connections = 1024;
@@ -372,6 +376,13 @@ parse_field(struct pctx *p, const struct field *f, const yaml_node_t *n)
 			diag_add(p, &n->start_mark,
 			    "%s: \"%s\" is not a user "
 			    "name",
+			    f->key, scalar_esc(n, esc, sizeof(esc)));
+		return;
+	case K_PLATFORM:
+		if (get_string(p, n, f->key, dst, f->size) == 0 &&
+		    vmm_platform_parse(dst) < 0)
+			diag_add(p, &n->start_mark,
+			    "%s: \"%s\" is not a platform (auto, kvm or trap)",
 			    f->key, scalar_esc(n, esc, sizeof(esc)));
 		return;
 	case K_NODE:

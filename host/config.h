@@ -34,6 +34,9 @@ struct keepd_config {
 	/* node: this box's name in a fleet, the prefix of its sandbox ids
 	 * ("" alone: no prefix). docs/scaling.md */
 	char node[CONFIG_NODE_MAX + 1];
+	/* What runs guests: "auto" (KVM where /dev/kvm opens, else the trap
+	 * platform), "kvm" or "trap" (docs/vmm.md). */
+	char platform[8];
 	/* tokens: */
 	char issuer_keys[CONFIG_KEYS_MAX][CONFIG_KEY_MAX];
 	size_t nissuer_keys;

@@ -131,7 +131,10 @@ struct msg_config {
 	uint32_t max_files; /* a guest's open descriptors */
 	uint64_t store_reserve; /* bytes of disk kept for the store */
 	uint32_t max_connections_per_client;
-	uint32_t pad; /* 0 */
+	/* enum vmm_platform as the parent resolved it (never AUTO): KVM, or
+	 * the trap platform; kvm_missing: KVM was required (platform: kvm)
+	 * and /dev/kvm did not open, so no guest can run. */
+	uint16_t platform, kvm_missing;
 	uint64_t unauthenticated_timeout_ms;
 	uint64_t max_replies_pending;
 	char node[24]; /* keepd.yaml node: sandbox id prefix, "" none */

@@ -28,6 +28,7 @@
 #include "host/config.h"
 #include "host/msg.h"
 #include "host/parent.h"
+#include "host/vmm/vmm.h"
 #include "host/proc.h"
 #include "host/store/store.h"
 #include "host/store/store_wire.h"
@@ -174,6 +175,15 @@ send_keys(struct parent *ps, enum proc_id c)
 	}
 }
 
+/* The platform guests run on: KVM when it is open or required. */
+static int
+parent_platform(const struct parent *ps)
+{
+	if (strcmp(ps->cfg.platform, "kvm") == 0 || ps->kvm_fd >= 0)
+		return VMM_PLATFORM_KVM;
+	return VMM_PLATFORM_TRAP;
+}
+
 static void
 send_config(struct parent *ps, enum proc_id c)
 {
@@ -200,6 +210,8 @@ send_config(struct parent *ps, enum proc_id c)
 	m.unauthenticated_timeout_ms = k->unauthenticated_timeout_ms;
 	m.max_replies_pending = k->max_replies_pending;
 	strlcpy(m.node, k->node, sizeof(m.node));
+	m.platform = (uint16_t)parent_platform(ps);
+	m.kvm_missing = m.platform == VMM_PLATFORM_KVM && ps->kvm_fd < 0;
 	if (msg_send(ps->ctx.fd[c], MSG_CTL_CONFIG, 0, 0, &m, sizeof(m), -1) !=
 	    MSG_OK)
 		log_warn("%s: %s", __func__, proc_name(c));
@@ -1097,8 +1109,20 @@ setup(struct parent *ps)
 	load_mint_key(ps);
 	load_secret_key(ps);
 
-	if ((ps->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC)) == -1)
-		log_warn("/dev/kvm");
+	/* The platform (docs/vmm.md): KVM where /dev/kvm opens, unless the
+	 * operator chose trap; the trap platform elsewhere, unless the
+	 * operator chose kvm, and then no guest runs (and each run says
+	 * why). */
+	ps->kvm_fd = -1;
+	if (strcmp(ps->cfg.platform, "trap") != 0 &&
+	    (ps->kvm_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC)) == -1 &&
+	    strcmp(ps->cfg.platform, "kvm") == 0)
+		log_warn("platform kvm: /dev/kvm (no guest can run; "
+		         "platform: auto or trap runs them without KVM)");
+	log_info("platform: %s%s", parent_platform(ps) == VMM_PLATFORM_KVM
+	        ? "kvm"
+	        : "trap",
+	    ps->cfg.platform[0] == 'a' ? " (auto)" : "");
 	if ((ps->listen_fd = open_listener(ps)) == -1)
 		fatal("listen on %s port %u", ps->cfg.listen_address,
 		    ps->cfg.listen_port);

@@ -22,6 +22,7 @@
 #include "host/http/front.h"
 #include "host/msg.h"
 #include "host/proc.h"
+#include "host/vmm/vmm.h"
 #include "lib/log.h"
 #include "lib/memfd.h"
 
@@ -156,6 +157,12 @@ front_start(struct proc_ctx *ctx, struct front_state *fs)
 		lim->max_pending_total = ctx->config->max_replies_pending;
 	if (ctx->config->max_request_body != 0)
 		lim->http.max_body = ctx->config->max_request_body;
+	api_set_platform(fs->api,
+	    ctx->config->platform == VMM_PLATFORM_TRAP ? "trap" : "kvm",
+	    ctx->config->kvm_missing
+	        ? "keepd.yaml says platform: kvm and /dev/kvm does not open "
+	          "here: no guest can run (platform: auto or trap would)"
+	        : NULL);
 	if ((fs->front = front_new(ctx->listen_fd, fs->api, lim, fs->tls)) ==
 	    NULL)
 		return -1;

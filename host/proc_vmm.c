@@ -51,6 +51,14 @@ vmm_check_grant(struct proc_ctx *ctx, const struct msg *m,
 	return 0;
 }
 
+int
+vmm_ctx_platform(const struct proc_ctx *ctx)
+{
+	if (ctx->config != NULL && ctx->config->platform == VMM_PLATFORM_KVM)
+		return VMM_PLATFORM_KVM;
+	return ctx->kvm_fd >= 0 ? VMM_PLATFORM_KVM : VMM_PLATFORM_TRAP;
+}
+
 static void
 vmm_on_peer(struct proc_ctx *ctx, enum proc_id peer)
 {
@@ -307,9 +315,18 @@ vmm_main(struct proc_ctx *ctx)
 	ctx->on_peer = vmm_on_peer;
 	for (i = 0; i < VMM_SANDBOXES_MAX; i++)
 		vs.sbx[i].ws_fd = -1;
-	if (ctx->kvm_fd < 0)
-		log_warnx("%s: no /dev/kvm: guests cannot run", __func__);
-	else if ((v = ioctl(ctx->kvm_fd, KVM_GET_API_VERSION, 0)) !=
+	if (ctx->kvm_fd < 0 && vmm_ctx_platform(ctx) == VMM_PLATFORM_KVM)
+		log_warnx("%s: platform kvm and no /dev/kvm: guests cannot run",
+		    __func__);
+	else if (ctx->kvm_fd < 0) {
+		/* The stub and the CPUID, once, for every vm process. */
+		if (vmm_prepare_trap() != VMM_OK)
+			log_warn("%s: the trap platform", __func__);
+		else
+			log_info("%s: platform trap: guests run under "
+			         "seccomp traps, no KVM",
+			    __func__);
+	} else if ((v = ioctl(ctx->kvm_fd, KVM_GET_API_VERSION, 0)) !=
 	    KVM_API_VERSION)
 		log_warnx("%s: /dev/kvm API version %d, want %d", __func__, v,
 		    KVM_API_VERSION);

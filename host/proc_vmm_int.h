@@ -263,6 +263,13 @@ struct vmm_state {
 	struct vmm_fork forks[VMM_FORKS_MAX];
 };
 
+/* The platform the parent resolved (VMM_PLATFORM_KVM or _TRAP), and
+ * the refusal of every run where KVM is required and /dev/kvm did not
+ * open (the front answers it with 503). */
+int vmm_ctx_platform(const struct proc_ctx *ctx);
+#define VMM_NO_KVM_REASON                                                      \
+	"unavailable: platform kvm needs /dev/kvm; set auto or trap"
+
 int vmm_check_grant(struct proc_ctx *ctx, const struct msg *m,
     const struct grant *g, uint32_t cap, const char *target, struct grant *out);
 int vmm_exists(const char *path);

@@ -179,6 +179,7 @@ void __attribute__((noreturn)) vmm_vm_process(struct proc_ctx *ctx,
 		_exit(2);
 	}
 	cfg->kvm_fd = ctx->kvm_fd;
+	cfg->platform = vmm_ctx_platform(ctx);
 	if (cfg->output == NULL) {
 		cfg->output = out_sink;
 		cfg->output_arg = outfds;
@@ -397,6 +398,12 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	if (vmm_check_grant(ctx, m, &q.grant, CAP_EXEC, q.command, &g) != 0) {
 		vmm_secrets_free(vmm_secrets_take(vs, m->hdr.reqid, ""));
 		strlcpy(reason, "not authorized", sizeof(reason));
+		goto refuse;
+	}
+	/* The front answers "unavailable" with 503: no guest can run. */
+	if (vmm_ctx_platform(ctx) == VMM_PLATFORM_KVM && ctx->kvm_fd < 0) {
+		vmm_secrets_free(vmm_secrets_take(vs, m->hdr.reqid, ""));
+		strlcpy(reason, VMM_NO_KVM_REASON, sizeof(reason));
 		goto refuse;
 	}
 	/* The secrets sent for this run and granted to its principal. */

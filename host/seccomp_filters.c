@@ -25,6 +25,7 @@
 #include <seccomp.h>
 
 #include "host/seccomp_filters.h"
+#include "host/vmm/trap_abi.h"
 #include "lib/util.h"
 
 #ifndef __NR_fchmodat2
@@ -71,7 +72,7 @@ static const struct seccomp_rule common_rules[] = {
 };
 
 const struct seccomp_filter seccomp_common = { "common", common_rules,
-	nitems(common_rules) };
+	nitems(common_rules), 0 };
 
 /* Part of the common rules, unless a filter says SCF_NO_SOCKETS. */
 static const struct seccomp_rule syslog_rules[] = {
@@ -82,7 +83,7 @@ static const struct seccomp_rule syslog_rules[] = {
 };
 
 static const struct seccomp_filter seccomp_syslog = { "syslog", syslog_rules,
-	nitems(syslog_rules) };
+	nitems(syslog_rules), 0 };
 
 static const struct seccomp_rule front_rules[] = {
 	R(accept4, "accept connections on the listener the parent passed"),
@@ -104,14 +105,14 @@ static const struct seccomp_rule front_rules[] = {
 };
 
 const struct seccomp_filter seccomp_front = { "front", front_rules,
-	nitems(front_rules) };
+	nitems(front_rules), 0 };
 
 static const struct seccomp_rule policy_rules[] = {
 	R(pread64, "read the policy text from the memfd the parent sends"),
 };
 
 const struct seccomp_filter seccomp_policy = { "policy", policy_rules,
-	nitems(policy_rules) };
+	nitems(policy_rules), 0 };
 
 /*
  * What a `keepd: vm` process needs to boot and serve one guest
@@ -175,7 +176,42 @@ const struct seccomp_filter seccomp_policy = { "policy", policy_rules,
 	        "close guest pages the guest does not hold "                   \
 	        "(vmm/mem_space.c)"),                                          \
 	    RA(mprotect, 2, PROT_READ | PROT_WRITE,                            \
-	        "open guest pages as they are charged (never executable)")
+	        "open guest pages as they are charged (never executable)"),    \
+	    TRAP_RULES
+
+/*
+ * The trap platform (host/vmm/trap.c, guest/trap_stub.c): what a vm
+ * process needs to start and serve its guest's own process, and what
+ * that process, which inherits these filters, needs before and after its
+ * own filter is in place. Its own filter lets the guest make none of
+ * these; it traps every call of the guest's to the vm process.
+ */
+#define TRAP_RULES                                                             \
+	R(memfd_create, "trap: guest memory, the box, a fork's copy"),         \
+	    RA(clone, 0, TRAP_CLONE_NS,                                        \
+	        "trap: the guest's process, in namespaces of its own"),        \
+	    RA(clone, 0, TRAP_CLONE_PLAIN,                                     \
+	        "trap: the guest's process where no user namespace opens"),    \
+	    R(waitid, "trap: the guest's process ended (its pidfd)"),          \
+	    RA(kill, 1, SIGUSR1, "trap: kick the guest's process"),            \
+	    R(copy_file_range, "trap: a guest fork copies its memory"),        \
+	    RA(prctl, 0, PR_SET_PDEATHSIG,                                     \
+	        "trap: the guest's process dies with its vm process"),         \
+	    R(mount, "trap: an empty tmpfs root in the guest's mount ns"),     \
+	    R(chdir, "trap: into that root"), R(chroot, "trap: that root"),    \
+	    R(dup2, "trap: the stub's descriptors at 3, 4, 5"),                \
+	    R(close_range, "trap: nothing else inherited"),                    \
+	    R(prlimit64, "trap: the stub's rlimits"),                          \
+	    R(execveat, "trap: the stub, from its sealed memfd"),              \
+	    R(sigaltstack, "trap stub: its handlers' own stack"),              \
+	    RA(prctl, 0, PR_SET_DUMPABLE, "trap stub: no core, no ptrace"),    \
+	    RA(prctl, 0, PR_SET_NO_NEW_PRIVS, "trap stub: before its filter"), \
+	    R(seccomp, "trap stub: its filter"),                               \
+	    R(arch_prctl, "trap stub: the guest's FS and GS bases"),           \
+	    R(sched_yield, "trap stub: allowed by its filter"),                \
+	    RA(mprotect, 2, PROT_READ | PROT_WRITE | PROT_EXEC,                \
+	        "trap stub: open guest memory (the guest's rights are all "    \
+	        "of them, as under KVM)")
 
 /* What a guest process tree adds (host/vmm/proc.c): each guest process
  * is a vm process forked from its parent's. The vmm process's own list
@@ -198,7 +234,8 @@ static const struct seccomp_rule vm_rules[] = { VM_RULES, VM_PROC_RULES };
 /* Installed with SCF_NO_SOCKETS: no sockets but the ones it was given
  * (its egress relay); it logs to stderr, and Landlock confines it first
  * (host/vm_confine.c). */
-const struct seccomp_filter seccomp_vm = { "vm", vm_rules, nitems(vm_rules) };
+const struct seccomp_filter seccomp_vm = { "vm", vm_rules, nitems(vm_rules),
+	1 };
 
 /*
  * A template's holder boots its guest as a vm process would, then forks
@@ -225,7 +262,7 @@ static const struct seccomp_rule template_rules[] = {
 };
 
 const struct seccomp_filter seccomp_template = { "template", template_rules,
-	nitems(template_rules) };
+	nitems(template_rules), 1 };
 
 static const struct seccomp_rule vmm_rules[] = {
 	VM_RULES,
@@ -271,7 +308,7 @@ static const struct seccomp_rule vmm_rules[] = {
 };
 
 const struct seccomp_filter seccomp_vmm = { "vmm", vmm_rules,
-	nitems(vmm_rules) };
+	nitems(vmm_rules), 1 };
 
 static const struct seccomp_rule store_rules[] = {
 	R(openat, "open the LMDB environment in the data directory"),
@@ -290,7 +327,7 @@ static const struct seccomp_rule store_rules[] = {
 };
 
 const struct seccomp_filter seccomp_store = { "store", store_rules,
-	nitems(store_rules) };
+	nitems(store_rules), 0 };
 
 static const struct seccomp_rule egress_rules[] = {
 	RA(socket, 0, AF_INET, "outbound HTTPS over IPv4"),
@@ -326,7 +363,7 @@ static const struct seccomp_rule egress_rules[] = {
 };
 
 const struct seccomp_filter seccomp_egress = { "egress", egress_rules,
-	nitems(egress_rules) };
+	nitems(egress_rules), 0 };
 
 static int
 add_rules(scmp_filter_ctx sc, const struct seccomp_filter *f)
@@ -368,7 +405,8 @@ filter_build(const struct seccomp_filter *f, unsigned flags)
 	scmp_filter_ctx sc;
 	int rc;
 
-	sc = seccomp_init(SCMP_ACT_KILL_PROCESS);
+	sc = seccomp_init(
+	    f != NULL && f->trap ? SCMP_ACT_TRAP : SCMP_ACT_KILL_PROCESS);
 	if (sc == NULL) {
 		errno = ENOMEM;
 		return NULL;

@@ -24,6 +24,13 @@ struct seccomp_filter {
 	const char *name;
 	const struct seccomp_rule *rules;
 	size_t nrules;
+	/* Unlisted calls raise SIGSYS (SECCOMP_RET_TRAP) instead of killing
+	 * the process. With no handler, SIGSYS kills it all the same; the
+	 * difference is for the trap platform's stub, which inherits the
+	 * filters of the processes it descends from and must see its
+	 * guest's calls as SIGSYS, which a KILL action would outrank
+	 * (docs/vmm.md, "The trap platform"). */
+	int trap;
 };
 
 /* The rules every child keeps (framework, logging, malloc). */
@@ -40,7 +47,7 @@ extern const struct seccomp_filter seccomp_template;
 
 /*
  * Install seccomp_common (minus its syslog rows with SCF_NO_SOCKETS) plus
- * f in the calling process (default: kill the process). Returns 0, or -1 with errno set (the filter is not loaded).
+ * f in the calling process (default: kill the process, or SIGSYS for a filter with trap set). Returns 0, or -1 with errno set (the filter is not loaded).
  */
 int seccomp_filter_install(const struct seccomp_filter *f);
 

@@ -647,6 +647,10 @@ int api_pending_alive(const struct api_pending *);
 typedef int (*api_alive_fn)(void *arg, uint64_t conn);
 void api_set_alive(struct api *, api_alive_fn fn, void *arg);
 
+/* The guest platform ("kvm" or "trap") and, when no guest can run, why
+ * (NULL or ""): /healthz answers 503 "degraded" with it (docs/api.yaml). */
+void api_set_platform(struct api *, const char *platform, const char *problem);
+
 /* Returns NULL on allocation failure, or when an op of be is NULL but
  * the optional ones (metrics, idem_load, idem_keep): a backend serves
  * every route. be must outlive the api. */

@@ -36,6 +36,10 @@ struct idem_entry {
 struct api {
 	const struct api_backend *be;
 	struct api_config cfg;
+	/* What runs guests ("kvm", "trap"), and why none can, if so
+	 * (api_set_platform): /healthz says both. */
+	char platform[8];
+	char platform_problem[96];
 	uint64_t reqseq;
 	uint32_t boot_nonce;
 	/* metrics */

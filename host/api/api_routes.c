@@ -176,12 +176,33 @@ rq_page(struct rq *r, char *cursor, size_t clen, struct api_page *pg)
 	return 0;
 }
 
+void
+api_set_platform(struct api *a, const char *platform, const char *problem)
+{
+	strlcpy(a->platform, platform != NULL ? platform : "",
+	    sizeof(a->platform));
+	strlcpy(a->platform_problem, problem != NULL ? problem : "",
+	    sizeof(a->platform_problem));
+}
+
 /* --- public ---------------------------------------------------------- */
 
 static void
 h_healthz(struct rq *r)
 {
-	rq_json(r, 200, json_pack("{s:s}", "status", "ok"));
+	const struct api *a = r->api;
+
+	if (a->platform_problem[0] != '\0')
+		rq_json(r, 503,
+		    json_pack("{s:s, s:s, s:s}", "status", "degraded",
+		        "platform", a->platform, "reason",
+		        a->platform_problem));
+	else if (a->platform[0] != '\0')
+		rq_json(r, 200,
+		    json_pack("{s:s, s:s}", "status", "ok", "platform",
+		        a->platform));
+	else
+		rq_json(r, 200, json_pack("{s:s}", "status", "ok"));
 }
 
 static void

@@ -19,6 +19,7 @@
 
 #include <sodium.h>
 
+#include "host/vmm/vmm.h"
 #include "host/front/front_backend_int.h"
 #include "host/vmm_msg.h"
 #include "lib/clock.h"
@@ -707,6 +708,15 @@ fb_metrics(void *arg, struct http_buf *b)
 	uint64_t cum = 0;
 	size_t i;
 
+	if (fb->ctx->config != NULL)
+		http_buf_printf(b,
+		    "# HELP keep_platform_info What runs guests, and whether "
+		    "any can run (0: none).\n"
+		    "# TYPE keep_platform_info gauge\n"
+		    "keep_platform_info{platform=\"%s\"} %d\n",
+		    fb->ctx->config->platform == VMM_PLATFORM_TRAP ? "trap"
+		                                                   : "kvm",
+		    fb->ctx->config->kvm_missing ? 0 : 1);
 	http_buf_puts(b,
 	    "# HELP keep_runs_total Runs by how they ended.\n"
 	    "# TYPE keep_runs_total counter\n");
@@ -847,6 +857,12 @@ h_run_done(struct proc_ctx *ctx, const struct msg *m)
 	if (d.status == RUN_REFUSED && strncmp(d.reason, "restoring", 9) == 0) {
 		/* The vmm is still reading its sandboxes back: try again. */
 		r->err.retry_after = 1;
+		r->rc = fb_fail(&r->err, API_EUNAVAIL, "%s", d.reason);
+		return 0;
+	}
+	/* No platform can run a guest on this box (docs/vmm.md). */
+	if (d.status == RUN_REFUSED &&
+	    strncmp(d.reason, "unavailable", 11) == 0) {
 		r->rc = fb_fail(&r->err, API_EUNAVAIL, "%s", d.reason);
 		return 0;
 	}

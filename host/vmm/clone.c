@@ -57,7 +57,7 @@ vm_cpu_capture(struct vm *vm, struct vm_cpu_state *st)
 		 * the TSC is the host's own, which never restarts. */
 		st->trap_fpu_len = (uint32_t)vm_trap_fpu_area(
 		    vm, st->xsave, sizeof(st->xsave));
-		return 0;
+		return vm_trap_fpu_get(vm, &st->fpu);
 	}
 	st->has_xsave = (vm_cpuid_reg(1, 0, 2) >> 26) & 1;
 	if (st->has_xsave) {
@@ -83,7 +83,11 @@ vm_cpu_rebuild(
 			return -1;
 		vm->run->s.regs.regs = st->regs;
 		vm->run->s.regs.sregs = st->sregs;
+		/* The whole area where it is the same layout (a fork), and
+		 * the x87 and SSE state over it (a memory image keeps no
+		 * more). */
 		vm_trap_fpu_load_area(vm, st->xsave, st->trap_fpu_len);
+		vm_trap_fpu_set(vm, &st->fpu);
 		vm_vdso_sync(vm);
 		return 0;
 	}

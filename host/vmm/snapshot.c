@@ -772,6 +772,15 @@ fresh(struct vm *vm, uint64_t lo, uint64_t hi, int prot)
 {
 	if (hi <= lo)
 		return 0;
+	/* The trap platform's memory is a memfd its guest maps too: its
+	 * pages freed in place, and the guest's rights made to match. */
+	if (vm->on_trap) {
+		vm_trap_protect(vm, lo, hi - lo, prot != PROT_NONE);
+		return vm_trap_drop_pages(vm, lo, hi - lo) != 0 ||
+		        mprotect(vm->mem + lo, hi - lo, prot) != 0
+		    ? -1
+		    : 0;
+	}
 	return mmap(vm->mem + lo, hi - lo, prot,
 	           MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS | MAP_NORESERVE, -1,
 	           0) == MAP_FAILED
@@ -846,9 +855,14 @@ restore_memory(struct vm *vm, int fd, const struct snap_state *st,
 		base = (uint64_t)(f->data - cfg->image_map);
 		if (base % VM_PAGE != 0 || vm_img_verify(vm, f) != 0)
 			return fail(err, errlen, "an image file that fails");
-		if (mmap(vm->mem + rf.g, len, PROT_READ | PROT_WRITE,
-		        MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE, cfg->image_fd,
-		        (off_t)(base + rf.pos)) == MAP_FAILED)
+		/* The trap platform maps no image pages: a copy. */
+		if (vm->on_trap)
+			memcpy(vm->mem + rf.g, cfg->image_map + base + rf.pos,
+			    len);
+		else if (mmap(vm->mem + rf.g, len, PROT_READ | PROT_WRITE,
+		             MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE,
+		             cfg->image_fd,
+		             (off_t)(base + rf.pos)) == MAP_FAILED)
 			return fail(err, errlen, "mapping the image");
 		if ((ir = vm_imgrun_add(vm)) == NULL)
 			return fail(err, errlen, "out of memory");

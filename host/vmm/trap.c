@@ -51,9 +51,11 @@
 extern const unsigned char trap_stub[];
 extern const size_t trap_stub_len;
 
-#define TRAP_NS_FLAGS                                                          \
-	(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET |           \
-	    CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
+_Static_assert(TRAP_CLONE_NS ==
+        (CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET |
+            CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_PIDFD),
+    "the namespaces the filters allow");
+_Static_assert(TRAP_CLONE_PLAIN == CLONE_PIDFD, "a pidfd, no namespace");
 #define HOST_SPINS 2000 /* the vm process's spin before it sleeps */
 #define POLL_NS 20000000 /* a sleeping vm process looks at the stub */
 #define BOOT_WAIT_US 5000000 /* a stub that has not booted by then */
@@ -101,6 +103,13 @@ vm_trap_prepare(void)
 	}
 	stub_fd = fd;
 	return 0;
+}
+
+int
+vmm_prepare_trap(void)
+{
+	return vm_trap_prepare() == 0 && vm_cpuid_host() == 0 ? VMM_OK
+	                                                      : VMM_E_NOMEM;
 }
 
 /* ---- guest memory ----------------------------------------------------- */
@@ -261,13 +270,13 @@ spawn(struct vm *vm, struct vm_trap *t, char *err, size_t errlen)
 	int pidfd = -1;
 
 	t->ns = 1;
-	pid = raw_clone(TRAP_NS_FLAGS | CLONE_PIDFD, &pidfd);
+	pid = raw_clone(TRAP_CLONE_NS, &pidfd);
 	if (pid == -1 && (errno == EPERM || errno == EINVAL ||
 	                     errno == ENOSPC || errno == EUSERS)) {
 		/* No user namespace to be had here (a chroot, a sysctl):
 		 * the filter alone confines the stub (docs/vmm.md). */
 		t->ns = 0;
-		pid = raw_clone(CLONE_PIDFD, &pidfd);
+		pid = raw_clone(TRAP_CLONE_PLAIN, &pidfd);
 	}
 	if (pid == -1) {
 		snprintf(err, errlen, "starting the guest's process: %s",
@@ -514,6 +523,11 @@ vm_trap_create(struct vm *vm, char *err, size_t errlen)
 		snprintf(err, errlen, "the trap box: %s", strerror(errno));
 		return -1;
 	}
+	/* The stack's guard: absent from KVM's page tables, closed here,
+	 * so an overflow faults in it (the host's side stays open: the
+	 * VMM never reads it, vm_gptr refuses it). */
+	if (vm->stack_lo >= TRAP_MEM_LO + VM_HUGE)
+		vm_trap_protect(vm, vm->stack_lo - VM_HUGE, VM_HUGE, 0);
 	b = t->box;
 	randombytes_buf(t->cookie, sizeof(t->cookie));
 	b->magic = TRAP_MAGIC;

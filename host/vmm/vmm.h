@@ -254,6 +254,10 @@ void vmm_template_free(struct vmm_template *t);
  * once per process. Call this early to take the cost before timing. */
 int vmm_prepare(int kvm_fd);
 
+/* The trap platform's once-per-process work (its stub's memfd, the
+ * host's CPUID), for a process that forks the vm processes. */
+int vmm_prepare_trap(void);
+
 /* The same for a process that boots one guest and exits (`keep run`):
  * KVM's answer is read from, or else stored in, the file cache_path,
  * which is valid only for this boot and these KVM modules (cpuid.h).
