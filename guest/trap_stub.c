@@ -63,6 +63,7 @@
 #define ARCH_GET_GS 0x1004
 #define PR_SET_NO_NEW_PRIVS 38
 #define PR_SET_DUMPABLE 4
+#define PR_SET_PDEATHSIG 1
 #define SA_SIGINFO 0x4
 #define SA_ONSTACK 0x08000000
 #define SA_RESTORER 0x04000000
@@ -205,6 +206,9 @@ store32(uint32_t *p, uint32_t v)
 static void
 post_and_wait(struct trap_box *b, uint32_t event)
 {
+	static const struct {
+		long sec, nsec;
+	} second = { 1, 0 };
 	int i;
 
 	b->event = event;
@@ -217,9 +221,14 @@ post_and_wait(struct trap_box *b, uint32_t event)
 		__builtin_ia32_pause();
 	}
 	store32(&b->stub_sleeps, 1);
-	while (load32(&b->state) == TRAP_S_EVENT)
+	/* The first event waits 10 s at most: a vm process gone before
+	 * the stub could ask to die with it never answers. */
+	for (i = 0; load32(&b->state) == TRAP_S_EVENT; i++) {
+		if (event == TRAP_EV_BOOT && i == 10)
+			die(119);
 		stub_syscall6(NR_futex, (long)&b->state, FUTEX_WAIT,
-		    TRAP_S_EVENT, 0, 0, 0);
+		    TRAP_S_EVENT, (long)&second, 0, 0);
+	}
 	store32(&b->stub_sleeps, 0);
 }
 
@@ -609,6 +618,10 @@ stub_main(uint64_t *sp)
 	handle(SIGTRAP, on_fault);
 	handle(TRAP_SIG_KICK, on_kick);
 	sys(NR_prctl, PR_SET_DUMPABLE, 0, 0);
+	/* Again after execve, which may clear what the vm process set
+	 * before it; a vm process that died in between is caught by the
+	 * boot's own wait (post_and_wait's limit). */
+	sys(NR_prctl, PR_SET_PDEATHSIG, 9 /* SIGKILL */, 0);
 	/* Every signal open: the handlers' masks hold the rest off. */
 	if (stub_syscall6(NR_rt_sigprocmask, 2 /* SIG_SETMASK */,
 	        (long)&(uint64_t){ 0 }, 0, 8, 0, 0) != 0)

@@ -4,14 +4,17 @@
  * every child shares.
  */
 #include <sys/capability.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
 #include <pwd.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -106,8 +109,42 @@ drop_caps(void)
 	return rc;
 }
 
+/*
+ * The root as a mount namespace of the process's own whose root is the
+ * directory (pivot_root), not a chroot: Linux refuses a user namespace
+ * to a chrooted process, and the trap platform's stub, which the vmm's
+ * vm processes start, lives in one (docs/vmm.md). The old root is
+ * detached, so nothing of the host's file system is reachable.
+ * 0, or -1 with errno (nothing changed but, maybe, the namespace).
+ */
+static int
+pivot_into(const char *root)
+{
+	if (unshare(CLONE_NEWNS) == -1 ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == -1 ||
+	    mount(root, root, NULL, MS_BIND | MS_REC, NULL) == -1 ||
+	    chdir(root) == -1 || syscall(SYS_pivot_root, ".", ".") == -1 ||
+	    umount2(".", MNT_DETACH) == -1 || chdir("/") == -1)
+		return -1;
+	return 0;
+}
+
+static int privdrop(const char *root, const char *user, int ns);
+
+int
+proc_privdrop_ns(const char *root, const char *user)
+{
+	return privdrop(root, user, 1);
+}
+
 int
 proc_privdrop(const char *root, const char *user)
+{
+	return privdrop(root, user, 0);
+}
+
+static int
+privdrop(const char *root, const char *user, int ns)
 {
 	struct passwd *pw = NULL;
 	uid_t uid;
@@ -121,7 +158,12 @@ proc_privdrop(const char *root, const char *user)
 		log_warnx("%s: no user %s", __func__, user);
 		return -1;
 	}
-	if (root != NULL) {
+	if (root != NULL && ns && pivot_into(root) == -1) {
+		log_warn("%s: a mount namespace at %s; chroot instead",
+		    __func__, root);
+		ns = 0;
+	}
+	if (root != NULL && !ns) {
 		if (chroot(root) == -1) {
 			log_warn("%s: chroot %s", __func__, root);
 			return -1;
@@ -205,7 +247,8 @@ proc_child_start(const struct proc_info *info, const char *root,
 	    ? PROC_FD_LISTEN
 	    : -1;
 
-	if (proc_privdrop(root, user) == -1)
+	if ((info->id == PROC_VMM ? proc_privdrop_ns(root, user)
+	                          : proc_privdrop(root, user)) == -1)
 		fatalx("%s: privilege drop failed", __func__);
 	if (seccomp_filter_install(info->filter) == -1)
 		fatal("%s: seccomp", __func__);

@@ -128,6 +128,9 @@ int egress_main(struct proc_ctx *ctx);
  * must not go on after -1.
  */
 int proc_privdrop(const char *root, const char *user);
+/* The same, with root entered as a mount namespace of its own
+ * (pivot_root) rather than a chroot where it can be: the vmm's. */
+int proc_privdrop_ns(const char *root, const char *user);
 
 /* The table, indexed by enum proc_id. */
 extern const struct proc_info proc_table[PROC_COUNT];

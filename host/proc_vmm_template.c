@@ -272,6 +272,7 @@ clone_run(struct proc_ctx *ctx, struct vmm_template *t, int sock,
 	close(fds[TPL_FD_STRINGS]);
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.kvm_fd = ctx->kvm_fd;
+	cfg.platform = vmm_ctx_platform(ctx);
 	cfg.argv = (const char *const *)argv;
 	cfg.envp = (const char *const *)envp;
 	cfg.workspace_fd = fds[TPL_FD_WORKSPACE];
@@ -348,7 +349,7 @@ static void __attribute__((noreturn)) holder_main(struct proc_ctx *ctx,
 	 * here (its request, output, egress link) is not the template's. */
 	for (i = 3; i < 1024; i++)
 		if ((int)i != sock && (int)i != ctx->kvm_fd &&
-		    (int)i != boot->image_fd)
+		    (int)i != boot->image_fd && (int)i != vmm_trap_stub_fd())
 			close((int)i);
 	sodium_memzero(ctx->grant_key, sizeof(ctx->grant_key));
 	/* Image code runs here from now on, shared by every principal's
@@ -716,6 +717,7 @@ slot_get(struct proc_ctx *ctx, struct vmm_state *vs, const struct image *img,
 	boot.workspace_max = 0;
 	boot.fetch = NULL;
 	boot.kvm_fd = ctx->kvm_fd;
+	boot.platform = vmm_ctx_platform(ctx);
 	memset(ts, 0, sizeof(*ts));
 	ts->used = 1;
 	ts->fd = -1;
@@ -784,7 +786,7 @@ vmm_template_clone(struct proc_ctx *ctx, struct vmm_state *vs,
 	struct vmm_result *res;
 	int fds[TPL_CLONE_FDS], sfd = -1, rfd = -1, rc;
 
-	if (ctx->kvm_fd < 0 ||
+	if ((ctx->kvm_fd < 0 && vmm_ctx_platform(ctx) == VMM_PLATFORM_KVM) ||
 	    (ts = slot_get(ctx, vs, img, image_name, command, cfg->memory,
 	         principal, cfg)) == NULL)
 		return 0;

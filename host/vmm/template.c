@@ -229,6 +229,25 @@ vmm_template_prepare(struct vmm_template *t, char *err, size_t errlen)
 		snprintf(err, errlen, "not a parked template");
 		return VMM_E_INVAL;
 	}
+	/* The trap platform's template memory is the holder's memfd,
+	 * shared, not copied on write by the fork that made this clone:
+	 * the clone's own copy first (trap.c). */
+	if (vm->on_trap) {
+		int fd = vm_trap_fork_copy(vm);
+
+		if (fd == -1) {
+			snprintf(err, errlen, "the clone's memory: %s",
+			    strerror(errno));
+			return VMM_E_NOMEM;
+		}
+		if (vm_trap_fork_adopt(vm, fd, err, errlen) != 0)
+			return VMM_E_NOMEM;
+		/* Its process is started with the run, once this one has
+		 * confined itself: Landlock lets a process signal (kick, kill)
+		 * only what it started inside its own domain. */
+		vm->template_state = VM_TPL_PREPARED;
+		return VMM_OK;
+	}
 	/* RAX, the request's length, goes in with the run (the synced
 	 * registers are loaded at the first KVM_RUN). */
 	if (vm_cpu_rebuild(vm, &t->cpu, err, errlen) != 0)
@@ -285,6 +304,10 @@ template_run(struct vmm_template *t, const struct vmm_config *run, int probe,
 		snprintf(err, errlen, "not a parked template");
 		return VMM_E_INVAL;
 	}
+	if (vm->on_trap && !vm_trap_started(vm) &&
+	    vm_cpu_rebuild(vm, &t->cpu, err, errlen) != 0)
+		return VMM_E_KVM;
+	res->platform = vm->on_trap ? VMM_PLATFORM_TRAP : VMM_PLATFORM_KVM;
 	/* What the image put there stays (the program, its files, its
 	 * memory size and descriptor table); the rest is the run's. */
 	t->run = t->boot;
@@ -404,7 +427,9 @@ vmm_template_learn(struct vmm_template *t)
 	pid_t pid;
 	int p[2], st = 0, ended;
 
-	if (t->vm.template_state != VM_TPL_PARKED ||
+	/* The probe's pages come from KVM's dirty log: none on the trap
+	 * platform, whose clones copy the template's memory anyway. */
+	if (t->vm.template_state != VM_TPL_PARKED || t->vm.on_trap ||
 	    (hot = calloc(TPL_HOT_MAX, sizeof(*hot))) == NULL)
 		return -1;
 	if (pipe2(p, O_CLOEXEC) == -1) {

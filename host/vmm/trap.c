@@ -106,6 +106,12 @@ vm_trap_prepare(void)
 }
 
 int
+vmm_trap_stub_fd(void)
+{
+	return stub_fd;
+}
+
+int
 vmm_prepare_trap(void)
 {
 	return vm_trap_prepare() == 0 && vm_cpuid_host() == 0 ? VMM_OK
@@ -188,6 +194,12 @@ vm_trap_protect(struct vm *vm, uint64_t addr, uint64_t len, int open)
 	}
 	t->ops[t->nops++] = (struct trap_op){ addr, end - addr,
 		open ? PROT_READ | PROT_WRITE | PROT_EXEC : PROT_NONE, 0 };
+}
+
+int
+vm_trap_started(const struct vm *vm)
+{
+	return vm->trap != NULL && vm->trap->pid > 0;
 }
 
 void

@@ -292,6 +292,7 @@ int vm_trap_prepare(void);
 uint8_t *vm_trap_mem_map(uint64_t size, int prot, int *fd);
 void vm_trap_protect(struct vm *, uint64_t addr, uint64_t len, int open);
 void vm_trap_forget_ops(struct vm *); /* execve: the old memory's */
+int vm_trap_started(const struct vm *); /* its process is running */
 int vm_trap_drop_pages(struct vm *, uint64_t addr, uint64_t len);
 int vm_trap_create(struct vm *, char *err, size_t errlen);
 void vm_trap_drop(struct vm *);

@@ -257,6 +257,9 @@ int vmm_prepare(int kvm_fd);
 /* The trap platform's once-per-process work (its stub's memfd, the
  * host's CPUID), for a process that forks the vm processes. */
 int vmm_prepare_trap(void);
+/* The trap stub's memfd once prepared (-1: none), for a process that
+ * closes what it inherited to keep. */
+int vmm_trap_stub_fd(void);
 
 /* The same for a process that boots one guest and exits (`keep run`):
  * KVM's answer is read from, or else stored in, the file cache_path,

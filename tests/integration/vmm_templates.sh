@@ -210,10 +210,16 @@ req "$alice" POST "/v1/sandboxes/$py/execute" "$(python3 -c 'import json,sys; pr
 wait_log "template python python (1024 MiB guest memory): ready" && ok "the python template boots" ||
     bad "no python template: $(grep 'template python' "$tmp/log")"
 # Its probe ran under the holder's filters and found the pages a clone
-# of an execute writes (docs/templates.md).
-grep -q "template python: a clone writes [1-9][0-9]* pages at least" "$tmp/log" &&
+# of an execute writes (docs/templates.md); on the trap platform, which
+# has no dirty log, there is none and the log says so.
+if grep -q "platform: trap" "$tmp/log"; then
+	grep -q "template python: no probe: spares copy nothing ahead" "$tmp/log" &&
+	    ok "no probe on the trap platform, and the log says so" ||
+	    bad "trap: $(grep 'template python:' "$tmp/log")"
+else grep -q "template python: a clone writes [1-9][0-9]* pages at least" "$tmp/log" &&
     ok "the template's probe: $(grep -o 'a clone writes [0-9]* pages' "$tmp/log" | tail -n 1)" ||
     bad "no probe: $(grep 'template python:' "$tmp/log")"
+fi
 exec_py() { # CODE -> body
 	req "$alice" POST "/v1/sandboxes/$py/execute" \
 	    "$(python3 -c 'import json,sys; print(json.dumps({"code":sys.argv[1],"language":"python"}))' "$1")"
