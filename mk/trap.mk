@@ -26,3 +26,14 @@ $(TRAP_STUB_C): $(TRAP_STUB_ELF) mk/bin2c.sh
 $(B)/obj/gen/trap_stub.o: $(TRAP_STUB_C)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+# bench/trap (not part of make check): the trap platform beside its
+# floors, measured in the same run (bench/trap.sh).
+.PHONY: bench-trap
+bench-trap: $(B)/bench/trap_floor $(B)/bin/keep $(GUEST_BINS) $(STOCK_IMAGES)
+	bash bench/trap.sh $(B)
+
+# A baseline, not keep code: built without the project's warning set.
+$(B)/bench/trap_floor: bench/trap_floor.c | deps
+	@mkdir -p $(dir $@)
+	$(CC) -D_GNU_SOURCE -O2 -Wall -o $@ $<

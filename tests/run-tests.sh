@@ -2,9 +2,10 @@
 # Run test programs and count them. Usage: run-tests.sh SUITE PROGRAM...
 # A cmocka binary contributes its own counts (passed, failed, skipped); any other program counts as one
 # test: exit 0 passes, 77 is a skip (it must say why), anything else fails.
-# Appends "SUITE passed failed skipped" to $RESULTS when set.
+# Appends "SUITE passed failed skipped kvm" to $RESULTS when set, kvm
+# being the skips for want of /dev/kvm (their line says "KVM-only").
 suite=$1; shift
-pass=0; fail=0; skip=0; failed=
+pass=0; fail=0; skip=0; kvmskip=0; failed=
 log=$(mktemp) || exit 1
 # Failing tests' output again just before the suite's summary line: a CI
 # excerpt around "N failed" then shows why, not only which.
@@ -35,6 +36,7 @@ for t in "$@"; do
 		echo "PASS: $t"
 	elif [ "$rc" -eq 77 ]; then
 		echo "SKIP: $t: $(tail -n 1 "$log")"
+		case $(tail -n 1 "$log") in *KVM-only*) kvmskip=$((kvmskip + 1)) ;; esac
 	else
 		echo "FAIL: $t (exit $rc)"; sed 's/^/    /' "$log" | tail -n 60
 		{ echo "--- $t (exit $rc): its failures, then its last lines"
@@ -47,5 +49,6 @@ done
 rm -f "$log"
 cat "$fails_log"; rm -f "$fails_log"
 echo "$suite: $pass passed, $fail failed, $skip skipped"
-[ -n "$RESULTS" ] && echo "$suite $pass $fail $skip" >>"$RESULTS"
+[ "$kvmskip" -gt 0 ] && echo "$suite: $kvmskip of the skipped need /dev/kvm (make check-kvm)"
+[ -n "$RESULTS" ] && echo "$suite $pass $fail $skip $kvmskip" >>"$RESULTS"
 [ "$fail" -eq 0 ]

@@ -531,8 +531,8 @@ open_at(
 
 /* A synthetic file's bytes, read as an image file's are. */
 static int64_t
-read_bytes(struct vfd *f, const uint8_t *data, uint64_t size, void *g,
-    uint64_t len, int64_t pos)
+read_bytes(struct vm *vm, struct vfd *f, const uint8_t *data, uint64_t size,
+    void *g, uint64_t len, int64_t pos)
 {
 	uint64_t off = pos >= 0 ? (uint64_t)pos : f->off;
 
@@ -540,7 +540,7 @@ read_bytes(struct vfd *f, const uint8_t *data, uint64_t size, void *g,
 		return 0;
 	if (len > size - off)
 		len = size - off;
-	memcpy(g, data + off, len);
+	vm_mem_copy(vm, g, data + off, len);
 	if (pos < 0)
 		f->off += len;
 	return (int64_t)len;
@@ -568,9 +568,10 @@ vm_fd_read(struct vm *vm, struct vfd *f, void *g, uint64_t len, int64_t pos)
 			vm_tty_input(vm, f, g, (size_t)n);
 		return n == -1 ? -errno : n;
 	case VFD_IMAGE:
-		return read_bytes(f, f->file->data, f->file->len, g, len, pos);
+		return read_bytes(
+		    vm, f, f->file->data, f->file->len, g, len, pos);
 	case VFD_SYNTH:
-		return read_bytes(f, f->data, f->len, g, len, pos);
+		return read_bytes(vm, f, f->data, f->len, g, len, pos);
 	case VFD_HOST:
 		n = pos >= 0 ? pread(f->hostfd, g, len, (off_t)pos)
 		             : read(f->hostfd, g, len);

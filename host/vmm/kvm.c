@@ -559,8 +559,8 @@ load_program(struct vm *vm, char *err, size_t errlen)
 		if ((l->flags & PF_W) || vm->template_state == VM_TPL_BOOTING ||
 		    vm_imgmap_segment(
 		        vm, cfg->elf + l->offset, l->vaddr, l->filesz) != 0)
-			memcpy(vm->mem + l->vaddr, cfg->elf + l->offset,
-			    l->filesz);
+			vm_mem_copy(vm, vm->mem + l->vaddr,
+			    cfg->elf + l->offset, l->filesz);
 	}
 	/* Half of what is left for brk, half for mmap, which also takes
 	 * the reserve (mem_space.c). */

@@ -97,11 +97,11 @@ _Static_assert(sizeof(struct trap_box) <= TRAP_BOX_SIZE, "the box fits");
 #define TRAP_MEM_LO 0x200000ULL
 
 /* clone(2) flags of the stub's process (no exit signal: only its pidfd
- * reaps it): in new user, pid, mount, network, IPC, UTS and cgroup
+ * reaps it; CLONE_VM | CLONE_VFORK until its execve): in new user, pid, mount, network, IPC, UTS and cgroup
  * namespaces, or, where no user namespace can be made, in none. The
  * seccomp filters of the vm process allow exactly these two. */
-#define TRAP_CLONE_NS 0x7e021000UL
-#define TRAP_CLONE_PLAIN 0x00001000UL /* CLONE_PIDFD */
+#define TRAP_CLONE_NS 0x7e025100UL
+#define TRAP_CLONE_PLAIN 0x00005100UL /* CLONE_PIDFD | CLONE_VM | VFORK */
 
 /* The stub's kick: the vm process wants the registers now. */
 #define TRAP_SIG_KICK 10 /* SIGUSR1 */

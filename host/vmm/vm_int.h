@@ -289,6 +289,10 @@ void vm_fxsave_to_fpu(const uint8_t x[512], struct kvm_fpu *);
  * fork_copy: the parent's memory into a new memfd (the fd, or -1);
  * fork_adopt: the child maps it and opens what the parent had open. */
 int vm_trap_prepare(void);
+/* Bytes into guest memory at dst (a host address in vm->mem): on the
+ * trap platform a large copy goes through the memfd (pwrite), which
+ * fills its pages without a fault for each. */
+void vm_mem_copy(struct vm *, void *dst, const void *src, size_t len);
 uint8_t *vm_trap_mem_map(uint64_t size, int prot, int *fd);
 void vm_trap_protect(struct vm *, uint64_t addr, uint64_t len, int open);
 void vm_trap_forget_ops(struct vm *); /* execve: the old memory's */

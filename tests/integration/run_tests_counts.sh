@@ -42,6 +42,16 @@ echo "other 2 0 1" >>"$tmp/results"
 out=$(sh tests/summary.sh "$tmp/results")
 [[ $out == *"7 passed, 1 failed, 4 skipped" ]] &&
     ok "summary.sh adds up the skips" || bad "summary.sh: $out"
+# Skips for want of /dev/kvm are counted apart, and the tally says so.
+printf 'echo "SKIP: KVM-only, no /dev/kvm here: runs in make check-kvm"; exit 77\n' >"$tmp/kvmonly.sh"
+out=$(RESULTS=$tmp/kresults sh tests/run-tests.sh ksuite "$tmp/kvmonly.sh" \
+    "$tmp/skips.sh" "$tmp/passes.sh" 2>&1)
+[[ $out == *"ksuite: 1 passed, 0 failed, 2 skipped"*"ksuite: 1 of the skipped need /dev/kvm"* ]] &&
+    ok "run-tests.sh counts the skips for want of KVM" || bad "kvm skips: $out"
+out=$(sh tests/summary.sh "$tmp/kresults")
+[[ $out == *$'1 of the skipped did not run for want of /dev/kvm (make check-kvm runs them)\n1 passed, 0 failed, 2 skipped' ]] &&
+    ok "summary.sh names them on a line of their own, before the closing one" ||
+    bad "summary.sh, kvm: $out"
 out=$(sh tests/summary.sh "$tmp/none")
 [[ $out == "0 passed, 1 failed, 0 skipped" ]] &&
     ok "summary.sh without results fails" || bad "summary.sh, no results: $out"

@@ -8,6 +8,8 @@
 # the program writes into the changed descriptors' page opens and closes
 # no more than open(2) and close(2) would. Signals come while the guest
 # opens and closes files itself, and their handlers open and close too.
+# KVM's own mechanism: make check-kvm runs it (tests/kvm.list).
+KEEP_TEST_NEEDS=kvm
 source "$(dirname "$0")/../lib/guest.sh"
 
 mkdir "$tmp/k" && "$KEEP" key generate --out "$tmp/k" >/dev/null || exit 1

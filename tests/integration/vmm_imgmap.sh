@@ -29,10 +29,15 @@ done
 [ "$(sha256sum <"$tmp/m.img")" = "$sum" ] && ok "the image file is unchanged" ||
 	bad "the image file changed"
 
-# Copying would charge the whole 16 MiB file.
+# Copying would charge the whole 16 MiB file. The trap platform copies
+# (docs/vmm.md, "The trap platform"): there the charge is the file's.
 out=$("$KEEP" run --stats $T "$tmp/m.img" mapimage touch /data 2>&1); rc=$?
 kib=$(printf '%s\n' "$out" | sed -n 's/.*peak memory \([0-9]*\) KiB.*/\1/p')
-if [ $rc -eq 0 ] && [ -n "$kib" ] && [ "$kib" -lt 1024 ]; then
+if [ "$KEEP_TEST_PLATFORM" = trap ]; then
+	[ $rc -eq 0 ] && [ -n "$kib" ] && [ "$kib" -ge 16384 ] &&
+	    ok "trap: a 16 MiB mapping is a copy, charged $kib KiB" ||
+	    bad "trap: touch run ($rc): '${kib}' KiB: $out"
+elif [ $rc -eq 0 ] && [ -n "$kib" ] && [ "$kib" -lt 1024 ]; then
 	ok "one byte read of a 16 MiB mapping is charged $kib KiB"
 else
 	bad "touch run ($rc): charged '${kib}' KiB: $out"

@@ -8,6 +8,8 @@
 # store made again; a program that grows its heap and mmap area far
 # uses all of it, and so does its forked child. The guest runs with a
 # 1 GiB limit and a 1 GiB reserve, the python image's 2 GiB.
+# KVM's own mechanism: make check-kvm runs it (tests/kvm.list).
+KEEP_TEST_NEEDS=kvm
 source "$(dirname "$0")/../lib/guest.sh"
 
 mkdir "$tmp/k" && "$KEEP" key generate --out "$tmp/k" >/dev/null || exit 1

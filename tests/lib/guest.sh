@@ -5,7 +5,7 @@
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 B=${B:-build}; KEEP=$B/bin/keep; G=$B/guests
-if [ ! -e /dev/kvm ]; then echo "SKIP: no /dev/kvm"; exit 77; fi
+source tests/lib/platform.sh
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fails=0
 ok() { echo "ok: $*"; }

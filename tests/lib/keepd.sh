@@ -10,10 +10,9 @@ set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 B=${B:-build}; KEEP=$B/bin/keep; KEEPD=$B/bin/keepd
 # A test that boots no guest says KEEPD_NO_GUEST=1 before sourcing this
-# file, and runs on any machine; the others need a guest platform.
-if [ -z "${KEEPD_NO_GUEST:-}" ] && [ ! -e /dev/kvm ]; then
-	echo "SKIP: no /dev/kvm"; exit 77
-fi
+# file, and runs on any machine; the others need a guest platform
+# (tests/lib/platform.sh).
+source tests/lib/platform.sh
 if [ "$(id -u)" -ne 0 ]; then echo "SKIP: needs root"; exit 77; fi
 getent passwd _keep >/dev/null || useradd --system --no-create-home \
     --home-dir /nonexistent --shell /usr/sbin/nologin _keep || exit 1

@@ -1,0 +1,36 @@
+# Sourced by tests/lib/guest.sh and tests/lib/keepd.sh (bash): which
+# guest platform this machine has (docs/vmm.md), and the loud skips of a
+# test that needs one it lacks. KEEP_TEST_PLATFORM (kvm or trap) forces
+# the answer; else kvm where /dev/kvm opens read-write, trap where
+# `keep run --platform trap` runs the hello guest, none otherwise.
+# A test that needs KVM itself (it asserts what only KVM does) sets
+# KEEP_TEST_NEEDS=kvm before sourcing; one that boots no guest sets
+# KEEPD_NO_GUEST=1. Skip lines name the cause: tests/run-tests.sh counts
+# those for want of KVM apart (make check's tally).
+guest_platform() {
+	if [ -n "${KEEP_TEST_PLATFORM:-}" ]; then
+		echo "$KEEP_TEST_PLATFORM"
+	elif [ -r /dev/kvm ] && [ -w /dev/kvm ] &&
+	    { exec 9<>/dev/kvm; } 2>/dev/null; then
+		exec 9>&-
+		echo kvm
+	elif [ -x "$B/bin/keep" ] && [ -x "$B/guests/hello" ] &&
+	    [ "$("$B/bin/keep" run --platform trap "$B/guests/hello" 2>/dev/null)" = "hello from a keep guest" ]; then
+		echo trap
+	else
+		echo none
+	fi
+}
+
+if [ -z "${KEEPD_NO_GUEST:-}" ]; then
+	PLATFORM=$(guest_platform)
+	if [ "${KEEP_TEST_NEEDS:-}" = kvm ] && [ "$PLATFORM" != kvm ]; then
+		echo "SKIP: KVM-only, no /dev/kvm here: runs in make check-kvm"
+		exit 77
+	fi
+	if [ "$PLATFORM" = none ]; then
+		echo "SKIP: no guest platform: no /dev/kvm and the trap platform does not run"
+		exit 77
+	fi
+	export KEEP_TEST_PLATFORM=$PLATFORM
+fi
