@@ -42,7 +42,7 @@ extern const struct seccomp_filter seccomp_store;
 extern const struct seccomp_filter seccomp_egress;
 /* A `keepd: vm` process: installed with SCF_NO_SOCKETS (vm_confine). */
 extern const struct seccomp_filter seccomp_vm;
-/* A template's holder, `keepd: template` (host/proc_vmm_template.c). */
+/* A template's holder, `keepd: template` (host/vmmproc/vmm_template.c). */
 extern const struct seccomp_filter seccomp_template;
 
 /*

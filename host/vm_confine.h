@@ -28,7 +28,7 @@
 int vm_confine(int ws_fd, char *err, size_t errlen);
 
 /*
- * Confine a template's holder (host/proc_vmm_template.c) before it boots
+ * Confine a template's holder (host/vmmproc/vmm_template.c) before it boots
  * image code: Landlock as above, but beneath the state directory's
  * workspaces/ as a whole, since the layers of its clones' own workspaces
  * stack on this one and Landlock layers only narrow. The store, the keys,

@@ -64,7 +64,7 @@ void vmm_egress_child(
 
 /* In the vm process, its run over and its tree gone: mark res final and
  * close the socket, whose end wakes the vmm to answer at once rather
- * than when this process has finished exiting (host/proc_vmm_run.c). */
+ * than when this process has finished exiting (host/vmmproc/vmm_run.c). */
 void vmm_egress_child_done(struct vmm_result *res);
 
 /* The run is over: close and forget. */

@@ -77,7 +77,7 @@ enum {
 	MSG_VMM_CONTEXT_DELETE = MSG_VMM_BASE + 0x2a,
 	MSG_VMM_CONTEXT_RESTART = MSG_VMM_BASE + 0x2b,
 	MSG_VMM_CONTEXT_REPLY = MSG_VMM_BASE + 0x2c,
-	/* Watching a workspace directory (host/proc_vmm_watch.c): */
+	/* Watching a workspace directory (host/vmmproc/vmm_watch.c): */
 	MSG_VMM_WATCH = MSG_VMM_BASE + 0x30, /* front -> vmm: msg_vmm_watch */
 	MSG_VMM_WATCH_REPLY = MSG_VMM_BASE + 0x31, /* msg_vmm_watch_reply */
 	/* vmm -> front, reqid = the watch's: msg_vmm_watch_events, then

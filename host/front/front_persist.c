@@ -2,7 +2,7 @@
  * What must outlive a restart goes to the store before the client hears
  * it is done: sandbox records with their environment, and each run with
  * its output. The vmm holds the live sandboxes and reads them back from
- * the store when it starts (host/proc_vmm_restore.c).
+ * the store when it starts (host/vmmproc/vmm_restore.c).
  *
  * Every write carries a grant for the store bound to its request id. The
  * operation was decided (and counted) already, so the store's grant comes

@@ -1,6 +1,6 @@
 /*
  * files/watch, from the front's side: the vmm watches the directory
- * (host/proc_vmm_watch.c) and sends what changes as MSG_VMM_WATCH_EVENTS
+ * (host/vmmproc/vmm_watch.c) and sends what changes as MSG_VMM_WATCH_EVENTS
  * under the request's id; each becomes one server-sent event to the
  * client: `ready` first, then `created`, `modified`, `deleted` ({"path",
  * "type"}), `dropped` ({"count"}: events over the bounds), and `end`

@@ -89,7 +89,7 @@ struct vmm_config {
 	int files_sorted;
 	/* NULL, or per file a byte the VMM sets once the file matched its
 	 * hash: shared with the vmm process, which checks the file itself
-	 * before it trusts the hint (proc_vmm_images.c). */
+	 * before it trusts the hint (vmmproc/vmm_images.c). */
 	volatile uint8_t *file_hints;
 	/* NULL, or per file a byte: nonzero when the caller answers for the
 	 * file having matched its hash already (keep run's record of the
@@ -101,7 +101,7 @@ struct vmm_config {
 			     takes its own duplicate) */
 	/* The guest's first working directory: an absolute, normalized
 	 * guest path the caller found to be a directory of the workspace
-	 * (proc_vmm_run.c); NULL: "/". */
+	 * (vmmproc/vmm_run.c); NULL: "/". */
 	const char *cwd;
 	int stdin_fd; /* -1: empty stdin */
 	vmm_output_fn output; /* NULL: discard */

@@ -4,7 +4,7 @@
  * directory as the root, so no symlink leads out: the kernel resolves an
  * absolute symlink from the workspace directory and keeps ".." at it, as
  * a chroot would (the guest sees the workspace as "/"). Used by the
- * guest's file calls (fs.c) and by the vmm's file API (host/proc_vmm.c).
+ * guest's file calls (fs.c) and by the vmm's file API (host/vmmproc/vmm_main.c).
  */
 #include <sys/stat.h>
 #include <sys/syscall.h>

@@ -1,4 +1,4 @@
-/* Templates: who may be handed a clone (host/proc_vmm_template.c), and
+/* Templates: who may be handed a clone (host/vmmproc/vmm_template.c), and
  * the ready call's answers outside a template's boot
  * (host/vmm/template.c). */
 #include <setjmp.h>
@@ -10,7 +10,7 @@
 #include <cmocka.h>
 
 #include "guest/include/keep.h"
-#include "host/proc_vmm_int.h"
+#include "host/vmmproc/vmm_int.h"
 #include "host/vmm/sys.h"
 #include "host/vmm/vm_int.h"
 

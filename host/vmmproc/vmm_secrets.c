@@ -7,7 +7,7 @@
  * for the life of the run so that every occurrence of it in the run's
  * output becomes "***" before the output leaves this process.
  */
-#include "host/proc_vmm_int.h"
+#include "host/vmmproc/vmm_int.h"
 #include "lib/fdio.h"
 #include "lib/redact.h"
 #include "lib/secret_ref.h"

@@ -16,7 +16,7 @@
  * the front decodes the lines as untrusted JSON.
  *
  * Every cell the driver ends is acknowledged: appended to the context's
- * journal and fsynced before the reply (host/proc_vmm_ctxdisk.c). A cell
+ * journal and fsynced before the reply (host/vmmproc/vmm_ctxdisk.c). A cell
  * past its time limit, past its output limit, or whose interpreter dies
  * is answered with an error line of our own and is not journaled; the
  * interpreter is gone. So is a context's that was idle past its policy's
@@ -26,7 +26,7 @@
  * last acknowledged cell (docs/contexts.md says what that does and does
  * not restore).
  */
-#include "host/proc_vmm_int.h"
+#include "host/vmmproc/vmm_int.h"
 #include "lib/fdio.h"
 
 #define CTX_CHUNK 32768 /* bytes of guest output per datagram */
@@ -1730,7 +1730,7 @@ ctx_fork_settle(
 	free(w);
 }
 
-/* ---- a sandbox's fork (proc_vmm_fork.c) ------------------------------ */
+/* ---- a sandbox's fork (vmmproc/vmm_fork.c) ------------------------------ */
 
 /* Whether the contexts of sandbox src fit once more, in the vmm and in
  * their owner's `contexts` quota (0: none) and `snapshots` quota. */

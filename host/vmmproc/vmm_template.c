@@ -37,7 +37,7 @@
 
 #include <sched.h>
 
-#include "host/proc_vmm_int.h"
+#include "host/vmmproc/vmm_int.h"
 #include "host/vm_confine.h"
 #include "image/template.h"
 

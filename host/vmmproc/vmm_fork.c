@@ -13,7 +13,7 @@
  * saves have ended (or the fork's time is up) each context is copied
  * into the new sandbox with its id, from its image where it saved one.
  */
-#include "host/proc_vmm_int.h"
+#include "host/vmmproc/vmm_int.h"
 #include "lib/tree_copy.h"
 
 #include <sys/prctl.h>

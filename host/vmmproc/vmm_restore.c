@@ -2,7 +2,7 @@
  * A (re)started vmm reads the sandboxes back from the store and adopts
  * each whose workspace is still on disk; the rest are swept.
  */
-#include "host/proc_vmm_int.h"
+#include "host/vmmproc/vmm_int.h"
 
 /* ---- restore from the store ------------------------------------------- */
 

@@ -3,7 +3,7 @@
  * seccomp allowlist; its output, its entry in the sandbox's process table,
  * kill, and the relay of its guest's fetches to egress.
  */
-#include "host/proc_vmm_int.h"
+#include "host/vmmproc/vmm_int.h"
 #include "lib/fdio.h"
 
 /* ---- runs ------------------------------------------------------------- */

@@ -5,12 +5,12 @@
  * The journal is what survives: an interpreter paused for idleness, one
  * lost with a vmm killed with -9, or one stopped by keepd's restart is
  * brought back by running its journal's cells again in a new one
- * (host/proc_vmm_context.c). A restarted vmm adopts the journals of the
+ * (host/vmmproc/vmm_context.c). A restarted vmm adopts the journals of the
  * sandboxes it restored; the directories of sandboxes that are gone are
  * removed.
  */
 #include "host/ctx_journal.h"
-#include "host/proc_vmm_int.h"
+#include "host/vmmproc/vmm_int.h"
 #include "lib/fdio.h"
 #include "lib/tree.h"
 

@@ -2,7 +2,7 @@
  * Files of a sandbox's workspace over the API: read, write, list, exists,
  * remove, mkdir; data travels in memfds.
  */
-#include "host/proc_vmm_int.h"
+#include "host/vmmproc/vmm_int.h"
 
 /* ---- files ------------------------------------------------------------ */
 

@@ -12,7 +12,7 @@
  * whose workspace is still on disk; workspaces nobody adopted are then
  * removed.
  */
-#include "host/proc_vmm_int.h"
+#include "host/vmmproc/vmm_int.h"
 #include "lib/clock.h"
 
 /* A sandbox id or image name: [A-Za-z0-9_-], 1..63, so it is also a safe
@@ -189,7 +189,7 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 				who[n++] = PROC_COUNT + VMM_JOBS_MAX + (int)i;
 			}
 		/* Template holders report their boot and their spares
-		 * (proc_vmm_template.c). */
+		 * (vmmproc/vmm_template.c). */
 		for (i = 0; i < VMM_TEMPLATES_MAX; i++)
 			if (vmm_template_pollfd(vs, i) >= 0) {
 				pfd[n].fd = vmm_template_pollfd(vs, i);

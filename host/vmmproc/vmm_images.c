@@ -2,7 +2,7 @@
  * The vmm's images: verified before use against the image keys, listed,
  * uploaded and deleted over the API.
  */
-#include "host/proc_vmm_int.h"
+#include "host/vmmproc/vmm_int.h"
 #include "lib/fdio.h"
 
 /* ---- images ----------------------------------------------------------- */

@@ -1,4 +1,4 @@
-/* Internals of the vmm process (host/proc_vmm*.c): its state and the
+/* Internals of the vmm process (host/vmmproc/): its state and the
  * functions its files share. */
 #ifndef KEEP_HOST_PROC_VMM_INT_H
 #define KEEP_HOST_PROC_VMM_INT_H
@@ -69,7 +69,7 @@ struct sandbox {
 
 /* A sandbox's fork: a child of the vmm copies the workspace of the one
  * it forks, and the create is answered when it ends
- * (host/proc_vmm_fork.c). The copy gets VMM_FORK_MS, within the front's
+ * (host/vmmproc/vmm_fork.c). The copy gets VMM_FORK_MS, within the front's
  * wait for an answer. */
 #define VMM_FORKS_MAX 4
 #define VMM_FORK_MS 4000
@@ -98,7 +98,7 @@ struct loaded_image {
 	uint8_t *checked;
 	/* Per file, shared with the vm processes: one found it matched. A
 	 * hint only; the vmm hashes the file itself before it sets checked
-	 * (proc_vmm_images.c). */
+	 * (vmmproc/vmm_images.c). */
 	volatile uint8_t *hints;
 };
 
@@ -136,7 +136,7 @@ struct job {
 	int answered;
 };
 
-/* The secrets of one run (host/proc_vmm_secrets.c). */
+/* The secrets of one run (host/vmmproc/vmm_secrets.c). */
 struct vmm_secret {
 	char name[64];
 	char principal[GRANT_PRINCIPAL_MAX];
@@ -149,7 +149,7 @@ struct vmm_run_secrets {
 	struct vmm_secret s[16];
 };
 
-/* A template and its holder process (host/proc_vmm_template.c). */
+/* A template and its holder process (host/vmmproc/vmm_template.c). */
 #define VMM_TEMPLATES_MAX 8
 struct tpl_slot {
 	int used;
@@ -169,7 +169,7 @@ struct tpl_slot {
 
 #define VMM_CONTEXTS_MAX 32
 
-/* A live context (host/proc_vmm_context.c): an interpreter in its own
+/* A live context (host/vmmproc/vmm_context.c): an interpreter in its own
  * `keepd: vm` process, idle between cells. */
 struct vmm_context {
 	int used;
@@ -199,7 +199,7 @@ struct vmm_context {
 	int stream;
 	uint8_t *frame; /* the cell in flight's frame, kept for its journal */
 	size_t frame_len;
-	/* Its journal (host/ctx_journal.h, host/proc_vmm_ctxdisk.c): the
+	/* Its journal (host/ctx_journal.h, host/vmmproc/vmm_ctxdisk.c): the
 	 * acknowledged cells a new interpreter runs again to resume. */
 	int jfd;
 	uint64_t jcells, jbytes;
@@ -251,7 +251,7 @@ struct vmm_state {
 	struct restore *restore; /* reading the store back, NULL when done */
 	uint32_t restore_epoch;
 	uint64_t next_pid; /* run numbers, per vmm life */
-	struct vmm_watch *watches[WATCH_MAX]; /* host/proc_vmm_watch.c */
+	struct vmm_watch *watches[WATCH_MAX]; /* host/vmmproc/vmm_watch.c */
 	struct tpl_slot templates[VMM_TEMPLATES_MAX];
 	struct vmm_context ctxs[VMM_CONTEXTS_MAX];
 	struct vmm_snapshot snaps[VMM_SNAPSHOTS_MAX];
@@ -299,7 +299,7 @@ void vmm_job_done_early(struct proc_ctx *ctx, struct job *job);
 /* Send the new output of RUN_F_STREAM runs; 1 if any is running. */
 int vmm_stream_outputs(struct proc_ctx *ctx, struct vmm_state *vs);
 /* Send the new whole lines of RUN_F_STREAM cells; 1 if any is running
- * (host/proc_vmm_context.c). */
+ * (host/vmmproc/vmm_context.c). */
 int vmm_contexts_stream(struct proc_ctx *ctx, struct vmm_state *vs);
 /* SIGKILL a vm process and the guest processes it forked (its group). */
 void vmm_kill_tree(pid_t pid);
@@ -308,7 +308,7 @@ void vmm_restore_start(struct proc_ctx *ctx, struct vmm_state *vs);
 int vmm_safe_name(const char *s, size_t max);
 struct sandbox *vmm_sandbox_find(
     struct vmm_state *vs, const char *id, const char *owner);
-/* Live contexts (host/proc_vmm_context.c). */
+/* Live contexts (host/vmmproc/vmm_context.c). */
 int vmm_h_context(struct proc_ctx *ctx, const struct msg *m);
 void vmm_context_cell(struct proc_ctx *ctx, struct vmm_state *vs,
     const struct msg *m, const struct msg_vmm_run *q, const struct grant *g,
@@ -322,7 +322,7 @@ int vmm_context_adopt(struct vmm_state *vs, const struct ctx_journal_head *h,
     int fd, uint64_t cells, uint64_t bytes);
 int vmm_snapshot_adopt(struct vmm_state *vs, const struct ctx_journal_head *h,
     uint64_t cells, uint64_t bytes);
-/* Contexts on disk (host/proc_vmm_ctxdisk.c). */
+/* Contexts on disk (host/vmmproc/vmm_ctxdisk.c). */
 int vmm_ctxdisk_create(const struct ctx_journal_head *h, int src_fd,
     uint64_t src_bytes, int keep_open);
 int vmm_ctxdisk_append(
@@ -342,7 +342,7 @@ int vmm_ctxdisk_mem_link(
 int vmm_ctxdisk_set_from(const char *sbx, const char *id, const char *from);
 void vmm_contexts_sandbox_gone(const char *sbx);
 void vmm_contexts_adopt(struct vmm_state *vs);
-/* A sandbox's fork (proc_vmm_fork.c) takes src's contexts along: check
+/* A sandbox's fork (vmmproc/vmm_fork.c) takes src's contexts along: check
  * they fit, ask the idle ones to save their memory, whether any still
  * saves, and the copies into dst. */
 uint32_t vmm_contexts_fork_check(const struct vmm_state *vs,
@@ -374,7 +374,7 @@ int vmm_h_run(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_run_caps(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_store_reply(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_system(struct proc_ctx *ctx, const struct msg *m);
-/* Secrets (host/proc_vmm_secrets.c). */
+/* Secrets (host/vmmproc/vmm_secrets.c). */
 int vmm_h_secret_key(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_term_input(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_run_secret(struct proc_ctx *ctx, const struct msg *m);
@@ -386,7 +386,7 @@ int vmm_secrets_expand(
 int vmm_secrets_stream(struct proc_ctx *ctx, struct job *j, int s, int fd);
 int vmm_secrets_redact_output(struct job *j);
 
-/* host/proc_vmm_watch.c: files/watch. */
+/* host/vmmproc/vmm_watch.c: files/watch. */
 struct vmm_watch;
 int vmm_h_watch(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_watch_stop(struct proc_ctx *ctx, const struct msg *m);
@@ -398,7 +398,7 @@ void vmm_watch_event(struct proc_ctx *ctx, struct vmm_state *vs, size_t i);
 int vmm_watch_tick(struct proc_ctx *ctx, struct vmm_state *vs);
 /* The front restarted: its watches are gone. */
 void vmm_watch_stop_all(struct vmm_state *vs);
-/* Templates (host/proc_vmm_template.c). vmm_template_clone starts the
+/* Templates (host/vmmproc/vmm_template.c). vmm_template_clone starts the
  * run cfg describes as a clone of the image's template for command when
  * one is ready for this principal: the clone's host pid (a child of
  * this process; job->res is replaced by a page it shares), or 0 when the
@@ -414,7 +414,7 @@ pid_t vmm_template_clone(struct proc_ctx *ctx, struct vmm_state *vs,
 int vmm_template_pollfd(const struct vmm_state *vs, size_t i);
 void vmm_template_event(struct vmm_state *vs, size_t i);
 
-/* ---- proc_vmm_fork.c: a sandbox's fork with its workspace ---- */
+/* ---- vmmproc/vmm_fork.c: a sandbox's fork with its workspace ---- */
 
 /* Start copying src's workspace into s's (both in vs->sbx; s just made,
  * its workspace empty) for the create request m, src's contexts to come
@@ -432,7 +432,7 @@ void vmm_forks_saved(struct proc_ctx *ctx, struct vmm_state *vs);
  * past their time stop waiting for saves. */
 void vmm_forks_tick(struct proc_ctx *ctx, struct vmm_state *vs);
 void vmm_forks_kill_all(struct vmm_state *vs);
-/* The sandbox's INFO reply (proc_vmm_sandbox.c), and its removal with
+/* The sandbox's INFO reply (vmmproc/vmm_sandbox.c), and its removal with
  * its workspace. */
 void vmm_sandbox_info(struct msg_vmm_sandbox_info *r, const struct sandbox *s);
 void vmm_sandbox_discard(struct vmm_state *vs, struct sandbox *s);

@@ -18,7 +18,7 @@
  */
 #include <sys/inotify.h>
 
-#include "host/proc_vmm_int.h"
+#include "host/vmmproc/vmm_int.h"
 
 #define WATCH_MASK                                                             \
 	(IN_CREATE | IN_MOVED_TO | IN_MODIFY | IN_CLOSE_WRITE | IN_ATTRIB |    \

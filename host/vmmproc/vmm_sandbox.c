@@ -2,7 +2,7 @@
  * The vmm's sandboxes: create, look up, list, expire and delete them,
  * their environment variables, and what `system` reports of one.
  */
-#include "host/proc_vmm_int.h"
+#include "host/vmmproc/vmm_int.h"
 
 static int env_valid(const char *, size_t, int);
 
