@@ -9,7 +9,7 @@
 #     same image (target: p50 within 1.3x).
 #
 # usage: bench/api.sh [BUILD_DIR]   (env: DURATION=5 CONNS=128 THREADS=2
-#        RUNS=50); needs root and /dev/kvm, like keepd. Both servers get
+#        RUNS=50); needs root, like keepd (no guest). Both servers get
 #        the same 128 connections: an API serves many clients at once;
 #        nginx measures the same at 32 or 128 here, while keepd, which
 #        batches the requests of one pass of its loop, gains from more
@@ -22,6 +22,7 @@ THREADS=${THREADS:-2}
 RUNS=${RUNS:-50}
 command -v wrk >/dev/null || { echo "bench/api: wrk is not installed"; exit 1; }
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+KEEPD_NO_GUEST=1 # GETs only: no guest platform needed
 source "$(dirname "$0")/../tests/lib/keepd.sh" || exit 1
 npid=
 trap 'kill $npid 2>/dev/null; keepd_cleanup' EXIT
