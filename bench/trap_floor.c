@@ -87,7 +87,8 @@ static uint64_t
 bench_sigsys(void)
 {
 	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+		    offsetof(struct seccomp_data, nr)),
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getppid, 0, 1),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRAP),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
@@ -97,8 +98,8 @@ bench_sigsys(void)
 	uint64_t *out, v;
 	pid_t pid;
 
-	out = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-	    -1, 0);
+	out = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (out == MAP_FAILED)
 		return 0;
 	if ((pid = fork()) == 0) {
@@ -107,7 +108,8 @@ bench_sigsys(void)
 		sa.sa_flags = SA_SIGINFO;
 		sigaction(SIGSYS, &sa, NULL);
 		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
-		    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0)
+		    syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) !=
+		        0)
 			_exit(1);
 		*out = bench_calls();
 		_exit(0);

@@ -400,8 +400,8 @@ cmd_status(int argc, char **argv)
 		snprintf(state, sizeof(state), "%s", cfg.state_dir);
 
 	printf("keep %s, configuration %s\n", KEEP_VERSION, path);
-	health = healthz(&cfg, platform, sizeof(platform), reason,
-	    sizeof(reason));
+	health =
+	    healthz(&cfg, platform, sizeof(platform), reason, sizeof(reason));
 	printf("keepd: %s, API %s port %u: %s\n", state, cfg.listen_address,
 	    cfg.listen_port,
 	    health == 200    ? "healthy (/healthz 200)"
@@ -410,8 +410,8 @@ cmd_status(int argc, char **argv)
 	/* What runs guests (docs/vmm.md): keepd's word when it answers,
 	 * else what keepd.yaml and this box would give. */
 	if (platform[0] != '\0')
-		printf("platform: %s (keepd.yaml: %s)\n", platform,
-		    cfg.platform);
+		printf(
+		    "platform: %s (keepd.yaml: %s)\n", platform, cfg.platform);
 	else
 		printf("platform: keepd.yaml says %s; /dev/kvm %s here\n",
 		    cfg.platform,

@@ -79,8 +79,8 @@
 #define SPINS 4000
 #define FP_XSTATE_MAGIC1 0x46505853U
 
-long stub_syscall6(long nr, long a0, long a1, long a2, long a3, long a4,
-    long a5);
+long stub_syscall6(
+    long nr, long a0, long a1, long a2, long a3, long a4, long a5);
 long stub_mprotect(
     uint64_t addr, uint64_t len, long prot, const volatile uint64_t *cookie);
 void stub_restorer(void);

@@ -1119,9 +1119,8 @@ setup(struct parent *ps)
 	    strcmp(ps->cfg.platform, "kvm") == 0)
 		log_warn("platform kvm: /dev/kvm (no guest can run; "
 		         "platform: auto or trap runs them without KVM)");
-	log_info("platform: %s%s", parent_platform(ps) == VMM_PLATFORM_KVM
-	        ? "kvm"
-	        : "trap",
+	log_info("platform: %s%s",
+	    parent_platform(ps) == VMM_PLATFORM_KVM ? "kvm" : "trap",
 	    ps->cfg.platform[0] == 'a' ? " (auto)" : "");
 	if ((ps->listen_fd = open_listener(ps)) == -1)
 		fatal("listen on %s port %u", ps->cfg.listen_address,

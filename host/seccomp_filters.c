@@ -307,8 +307,8 @@ static const struct seccomp_rule vmm_rules[] = {
 	    "reaches the guest processes it forks"),
 };
 
-const struct seccomp_filter seccomp_vmm = { "vmm", vmm_rules,
-	nitems(vmm_rules), 1 };
+const struct seccomp_filter seccomp_vmm = { "vmm", vmm_rules, nitems(vmm_rules),
+	1 };
 
 static const struct seccomp_rule store_rules[] = {
 	R(openat, "open the LMDB environment in the data directory"),

@@ -179,8 +179,8 @@ rq_page(struct rq *r, char *cursor, size_t clen, struct api_page *pg)
 void
 api_set_platform(struct api *a, const char *platform, const char *problem)
 {
-	strlcpy(a->platform, platform != NULL ? platform : "",
-	    sizeof(a->platform));
+	strlcpy(
+	    a->platform, platform != NULL ? platform : "", sizeof(a->platform));
 	strlcpy(a->platform_problem, problem != NULL ? problem : "",
 	    sizeof(a->platform_problem));
 }
@@ -199,8 +199,8 @@ h_healthz(struct rq *r)
 		        a->platform_problem));
 	else if (a->platform[0] != '\0')
 		rq_json(r, 200,
-		    json_pack("{s:s, s:s}", "status", "ok", "platform",
-		        a->platform));
+		    json_pack(
+		        "{s:s, s:s}", "status", "ok", "platform", a->platform));
 	else
 		rq_json(r, 200, json_pack("{s:s}", "status", "ok"));
 }

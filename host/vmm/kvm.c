@@ -706,8 +706,8 @@ on_exception(struct vm *vm, struct kvm_regs *r, struct kvm_sregs *s)
 }
 
 void
-vm_fault_stop(struct vm *vm, unsigned v, uint64_t rip, uint64_t addr,
-    uint64_t ec)
+vm_fault_stop(
+    struct vm *vm, unsigned v, uint64_t rip, uint64_t addr, uint64_t ec)
 {
 	if (v >= 32)
 		v = 13;
@@ -730,8 +730,9 @@ vm_fault_stop(struct vm *vm, unsigned v, uint64_t rip, uint64_t addr,
 		    vector_name[v], (unsigned long long)rip,
 		    (unsigned long long)addr, (unsigned long long)ec);
 	else
-		vm_stop(vm, VMM_FAULT, -1, "fault: vector %u (%s) at rip 0x%llx",
-		    v, vector_name[v], (unsigned long long)rip);
+		vm_stop(vm, VMM_FAULT, -1,
+		    "fault: vector %u (%s) at rip 0x%llx", v, vector_name[v],
+		    (unsigned long long)rip);
 }
 
 /* A time slice that ended while the thread was in a system call's stub
@@ -1212,12 +1213,12 @@ vm_boot(struct vm *vm, char *err, size_t errlen)
 	}
 	vm->on_trap = cfg->platform == VMM_PLATFORM_TRAP ||
 	    (cfg->platform == VMM_PLATFORM_AUTO && cfg->kvm_fd < 0);
-	vm->res->platform =
-	    vm->on_trap ? VMM_PLATFORM_TRAP : VMM_PLATFORM_KVM;
+	vm->res->platform = vm->on_trap ? VMM_PLATFORM_TRAP : VMM_PLATFORM_KVM;
 	if (vm->on_trap ? vm_cpuid_host() != 0
 	                : (rc = vmm_prepare(cfg->kvm_fd)) != VMM_OK) {
 		snprintf(err, errlen, "%s: %s",
-		    vm->on_trap ? "the host's CPUID" : "KVM_GET_SUPPORTED_CPUID",
+		    vm->on_trap ? "the host's CPUID"
+		                : "KVM_GET_SUPPORTED_CPUID",
 		    strerror(errno));
 		return vm->on_trap ? VMM_E_NOMEM : rc;
 	}

@@ -72,8 +72,8 @@ vm_load_interp(struct vm *vm, char *err, size_t errlen)
 	for (i = 0; i < in->nload; i++) {
 		const struct elf_load *l = &in->load[i];
 
-		vm_mem_copy(vm, vm->mem + l->vaddr, f->data + l->offset,
-		    l->filesz);
+		vm_mem_copy(
+		    vm, vm->mem + l->vaddr, f->data + l->offset, l->filesz);
 	}
 	vm->interp_base = in->base;
 	vm->start = in->entry;

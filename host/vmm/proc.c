@@ -534,8 +534,7 @@ wait_child(struct vm *vm, int32_t gpid, int nohang, int32_t *gst)
 			if (hp == 0)
 				hp = wait4(target, &hst, 0, NULL);
 		} else
-			hp = wait4(target, &hst,
-			    nohang ? WNOHANG : 0, NULL);
+			hp = wait4(target, &hst, nohang ? WNOHANG : 0, NULL);
 		if (hp == 0)
 			return 0;
 		if (hp == -1)

@@ -244,7 +244,6 @@ vm_trap_drop_pages(struct vm *vm, uint64_t addr, uint64_t len)
 
 /* ---- the stub's process ----------------------------------------------- */
 
-
 static void
 child_limit(int resource, rlim_t v)
 {
@@ -292,7 +291,8 @@ stub_child(void *argp)
 	if ((mem_fd = fcntl(mem_fd, F_DUPFD, 16)) == -1 ||
 	    (box_fd = fcntl(box_fd, F_DUPFD, 16)) == -1 ||
 	    (exe_fd = fcntl(stub_fd, F_DUPFD, 16)) == -1 ||
-	    dup2(mem_fd, TRAP_FD_MEM) == -1 || dup2(box_fd, TRAP_FD_BOX) == -1 ||
+	    dup2(mem_fd, TRAP_FD_MEM) == -1 ||
+	    dup2(box_fd, TRAP_FD_BOX) == -1 ||
 	    dup2(exe_fd, TRAP_FD_BOX + 1) == -1)
 		_exit(127);
 	syscall(SYS_close_range, TRAP_FD_BOX + 2, ~0U, 0);
@@ -341,8 +341,9 @@ spawn(struct vm *vm, struct vm_trap *t, char *err, size_t errlen)
 
 	t->ns = 1;
 	pid = spawn_one(TRAP_CLONE_NS, &a, &pidfd);
-	if (pid == -1 && (errno == EPERM || errno == EINVAL ||
-	                     errno == ENOSPC || errno == EUSERS)) {
+	if (pid == -1 &&
+	    (errno == EPERM || errno == EINVAL || errno == ENOSPC ||
+	        errno == EUSERS)) {
 		/* No user namespace to be had here (a sysctl, an old
 		 * kernel): the filter alone confines the stub (docs/vmm.md). */
 		a.ns = t->ns = 0;
@@ -429,8 +430,8 @@ post_and_wait(struct vm *vm, struct vm_trap *t, uint32_t reply,
 		b->reply = reply;
 		store32(&b->state, TRAP_S_REPLY);
 		if (load32(&b->stub_sleeps))
-			syscall(SYS_futex, &b->state, FUTEX_WAKE, 1, NULL,
-			    NULL, 0);
+			syscall(
+			    SYS_futex, &b->state, FUTEX_WAKE, 1, NULL, NULL, 0);
 	}
 	for (i = 0; i < HOST_SPINS; i++) {
 		if (load32(&b->state) == TRAP_S_EVENT)
@@ -449,8 +450,8 @@ post_and_wait(struct vm *vm, struct vm_trap *t, uint32_t reply,
 		store32(&b->host_sleeps, 1);
 		seen = load32(&b->state);
 		if (seen != TRAP_S_EVENT)
-			syscall(
-			    SYS_futex, &b->state, FUTEX_WAIT, seen, &ts, NULL, 0);
+			syscall(SYS_futex, &b->state, FUTEX_WAIT, seen, &ts,
+			    NULL, 0);
 		store32(&b->host_sleeps, 0);
 		if (load32(&b->state) == TRAP_S_EVENT)
 			return WAIT_EVENT;
@@ -523,8 +524,8 @@ flush_ops(struct vm *vm, struct vm_trap *t, int *status)
 		b->nops = (uint32_t)n;
 		b->op_cookie[0] = t->cookie[0];
 		b->op_cookie[1] = t->cookie[1];
-		rc = post_and_wait(vm, t, TRAP_R_OPS, vm_now_us() + 1000000,
-		    status);
+		rc = post_and_wait(
+		    vm, t, TRAP_R_OPS, vm_now_us() + 1000000, status);
 		if (rc != WAIT_EVENT)
 			return rc;
 		if (__atomic_load_n(&b->event, 0) != TRAP_EV_OPS ||
@@ -791,7 +792,8 @@ vm_trap_fork_adopt(struct vm *vm, int fd, char *err, size_t errlen)
 	vm_trap_forget(vm);
 	if (mmap(vm->mem, vm->memsz, PROT_READ | PROT_WRITE,
 	        MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
-		snprintf(err, errlen, "the child's memory: %s", strerror(errno));
+		snprintf(
+		    err, errlen, "the child's memory: %s", strerror(errno));
 		close(fd);
 		return -1;
 	}
@@ -801,7 +803,8 @@ vm_trap_fork_adopt(struct vm *vm, int fd, char *err, size_t errlen)
 	 * walk that closes the rest host-side queues it for the stub. */
 	vm_trap_protect(vm, 0, vm->memsz, 1);
 	if (vm_space_reopen(vm) != 0) {
-		snprintf(err, errlen, "the child's memory: %s", strerror(errno));
+		snprintf(
+		    err, errlen, "the child's memory: %s", strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -825,8 +828,7 @@ on_fault(struct vm *vm, struct trap_box *b)
 		vector = 3;
 	if (vm_signal_fault(vm, vector, r->rip, r->rsp, r->rflags, addr))
 		return;
-	vm_fault_stop(vm, vector, r->rip, addr,
-	    __atomic_load_n(&b->err, 0));
+	vm_fault_stop(vm, vector, r->rip, addr, __atomic_load_n(&b->err, 0));
 }
 
 void

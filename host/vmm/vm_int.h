@@ -270,8 +270,8 @@ pid_t vm_fork(
 /* kvm.c: what both loops share: a system call's service and return, and
  * a fault that no handler takes. */
 void vm_on_syscall(struct vm *);
-void vm_fault_stop(struct vm *, unsigned vector, uint64_t rip, uint64_t addr,
-    uint64_t err);
+void vm_fault_stop(
+    struct vm *, unsigned vector, uint64_t rip, uint64_t addr, uint64_t err);
 /* The vCPU's x87 and SSE state, on either platform: 0 or -1. */
 int vm_fpu_get(struct vm *, struct kvm_fpu *);
 int vm_fpu_set(struct vm *, const struct kvm_fpu *);
