@@ -137,7 +137,7 @@ vm_confine_selftest(
 		return 2;
 	}
 	log_init(1, 0, "keepd");
-	if (proc_privdrop_ns(state, user) == -1 ||
+	if (proc_privdrop(state, user) == -1 ||
 	    seccomp_filter_install(&seccomp_vmm) == -1)
 		return 1;
 	if ((ws_fd = open(probes[0], O_RDONLY | O_DIRECTORY | O_CLOEXEC)) ==

@@ -32,6 +32,11 @@ for p in front policy vmm store egress; do
 	expect_alive "$p" getpid
 	for sc in ptrace execve fork clone mount setuid chroot socket \
 	    bpf init_module kexec_load process_vm_readv; do
+		# The trap platform's stub, started by the vmm's vm processes
+		# under their filters, mounts its empty root and chroots
+		# there (docs/vmm.md): allowed, and refused by the kernel to a
+		# process without capabilities.
+		case $p:$sc in vmm:mount | vmm:chroot) continue ;; esac
 		expect_killed "$p" "$sc"
 	done
 done
@@ -46,8 +51,9 @@ expect_killed front fdatasync
 # fork or opening a path outside openat2's RESOLVE_BENEATH.
 expect_alive vm getpid
 expect_alive vm openat2
-for sc in ptrace execve fork clone mount setuid chroot socket bpf \
-    openat accept4 memfd_create kill process_vm_readv connect sendto; do
+# mount, chroot and memfd_create are the trap platform's (above).
+for sc in ptrace execve fork clone setuid socket bpf \
+    openat accept4 kill process_vm_readv connect sendto; do
 	expect_killed vm "$sc"
 done
 # The vmm forks vm processes, with glibc fork's flags only.
