@@ -1625,6 +1625,7 @@ api_handle_conn(struct api *a, const struct http_request *req,
 	r.e2b = rt->e2b;
 	r.call.who = &r.who;
 	r.call.request_id = r.request_id;
+	r.call.peer = req->peer;
 	r.call.cap = rt->cap >= 0 ? (enum cap_id)rt->cap : CAP_COUNT;
 	r.call.route = rt->as != NULL ? rt->as : rt->name;
 	/* A command's Connect stream is streamed; E2B's other replies

@@ -90,6 +90,9 @@ struct api_idem {
 struct api_call {
 	const struct api_principal *who;
 	const char *request_id; /* also the audit log's request id */
+	/* The client's address as the front counts it ("" unknown), for
+	 * the audit log's refusals without a principal. */
+	const char *peer;
 	enum cap_id cap; /* the capability this route needs */
 	const char *route; /* metric label, e.g. "execute" */
 	/*

@@ -1071,6 +1071,7 @@ front_backend_stop(struct front_backend *fb)
 	fb_runs_fail_all(fb);
 	front_backend_resume(fb);
 	fb_watch_end_all(fb, "keepd is stopping");
+	fb_audit_anon_flush(fb);
 	fb_audit_flush(fb);
 }
 

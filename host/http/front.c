@@ -26,6 +26,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <netinet/tcp.h>
@@ -85,6 +86,7 @@ struct conn {
 	size_t counted; /* out.len as counted in front.pending_total */
 	uint8_t peer[17]; /* family, then the address (IPv6: its /64) */
 	uint8_t peerlen; /* 0: no address (adopted), no per-client limit */
+	char peertext[48]; /* the same as text, for the audit log */
 	struct ws_reader ws; /* C_WS */
 	int ws_told; /* the api knows the session has ended */
 };
@@ -397,6 +399,7 @@ conn_process(struct front *f, struct conn *c)
 				conn_refuse(f, c, status);
 				return;
 			}
+			strlcpy(c->req.peer, c->peertext, sizeof(c->req.peer));
 			c->state = C_BODY;
 			c->deadline = mono_ms() + lim->body_timeout_ms;
 			c->sent_continue = 0;
@@ -698,6 +701,25 @@ conn_settle(struct front *f, struct conn *c)
 	f->pending_total += c->counted;
 }
 
+/* A key made by peer_key as text: "192.0.2.1", "2001:db8:1:2::/64". */
+static void
+peer_text(const uint8_t *key, size_t keylen, char *out, size_t outlen)
+{
+	uint8_t a6[16];
+	size_t n;
+
+	out[0] = '\0';
+	if (key[0] == AF_INET && keylen == 5)
+		(void)inet_ntop(AF_INET, key + 1, out, (socklen_t)outlen);
+	else if (key[0] == AF_INET6 && keylen == 9) {
+		memset(a6, 0, sizeof(a6));
+		memcpy(a6, key + 1, 8);
+		if (inet_ntop(AF_INET6, a6, out, (socklen_t)outlen) != NULL &&
+		    (n = strlen(out)) + 4 < outlen)
+			memcpy(out + n, "/64", 4);
+	}
+}
+
 /* Take a connected, non-blocking socket from peer (a key made by
  * peer_key, or NULL) into the loop; closes fd on failure. */
 static int
@@ -719,6 +741,7 @@ conn_add(struct front *f, int fd, const uint8_t *peer, size_t peerlen)
 	if (peer != NULL && peerlen <= sizeof(c->peer)) {
 		memcpy(c->peer, peer, peerlen);
 		c->peerlen = (uint8_t)peerlen;
+		peer_text(peer, peerlen, c->peertext, sizeof(c->peertext));
 	}
 	c->gen = ++f->next_gen;
 	c->events = EPOLLIN;

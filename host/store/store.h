@@ -150,6 +150,30 @@ void store_close(struct store *st);
 uint64_t store_map_size(struct store *st);
 
 /*
+ * The bytes the store can still write: the least of the map's room up
+ * to map_max (map_size when it may not grow) past the pages in use, and
+ * the file system's free room for data.mdb plus what is left of the
+ * reserve (store_set_reserve). Pages LMDB frees and reuses are not
+ * counted, so it errs low. UINT64_MAX when it cannot be told.
+ */
+uint64_t store_room(struct store *st);
+
+/*
+ * Below this room, the service records no refusal without a principal
+ * (an entry whose principal is empty, decision deny, rule "token": no
+ * token, or one that does not verify): what is left is kept for the
+ * decisions of authenticated requests, so that a flood of requests
+ * without a token cannot fill the audit log and turn every tenant's
+ * request into 507 (docs/store.md).
+ */
+#define STORE_UNATTRIBUTED_FLOOR (128ULL << 20)
+/* keep status warns below this room (and /metrics' alert, docs/store.md). */
+#define STORE_ROOM_WARN (512ULL << 20)
+/* keepd's store: its map starts at 64 MiB and grows up to 4 GiB. */
+#define STORE_KEEPD_MAP_SIZE (64ULL << 20)
+#define STORE_KEEPD_MAP_MAX (4ULL << 30)
+
+/*
  * A consistent, compacted copy of the whole environment into directory
  * dir (which must exist and hold no data.mdb): LMDB's mdb_env_copy2 with
  * MDB_CP_COMPACT, inside one read transaction, so it runs beside a
