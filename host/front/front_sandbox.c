@@ -253,12 +253,37 @@ sandbox_make(struct front_backend *fb, const struct api_call *call,
 	if (from != NULL &&
 	    (rc = fb_contexts_max(fb, call, &q->contexts_max, err)) != API_OK)
 		goto out;
+	/*
+	 * The new sandbox's token must be derivable before anything is
+	 * made: a token scoped to a sandbox, or one at the derivation
+	 * depth limit, cannot derive it, and a request answered with an
+	 * error must have done nothing. A schedule's fresh sandbox
+	 * (host/front/front_sched.c) has no caller's token to derive one
+	 * from, and needs none.
+	 */
+	if (tok != NULL &&
+	    (rc = sandbox_token(fb, call, q->id, 0, tok, err)) != API_OK)
+		goto out;
 	if ((rc = sbx_call(fb, MSG_VMM_SANDBOX_CREATE, reqid, q, sizeof(*q), &r,
 	         err)) != API_OK)
 		goto out;
 	if ((rc = fb_persist_sandbox(fb, call->who, &r, spec, err)) != API_OK) {
 		/* Not durable, so not created. */
 		sandbox_undo(fb, call, r.id);
+		goto out;
+	}
+	/* Now with the sandbox's expiry; the check above makes a refusal
+	 * here unlikely, and then the sandbox is taken back. */
+	if (tok != NULL &&
+	    (rc = sandbox_token(fb, call, r.id, r.expires_at, tok, err)) !=
+	        API_OK) {
+		struct api_error ferr;
+
+		memset(&ferr, 0, sizeof(ferr));
+		sandbox_undo(fb, call, r.id);
+		if (fb_forget_sandbox(fb, call->who, r.id, &ferr) != API_OK)
+			log_warnx("sandbox %s: store record not deleted: %s",
+			    r.id, ferr.message);
 		goto out;
 	}
 	to_api(&r, out);
@@ -271,10 +296,6 @@ sandbox_make(struct front_backend *fb, const struct api_call *call,
 		fb_audit_event(fb, call, "sandbox.fork", r.id, detail);
 	} else
 		fb_audit_event(fb, call, "sandbox.create", r.id, r.image);
-	/* A schedule's fresh sandbox (host/front/front_sched.c) has no
-	 * caller's token to derive one from, and needs none. */
-	rc = tok != NULL ? sandbox_token(fb, call, r.id, r.expires_at, tok, err)
-	                 : API_OK;
 	/* What was just stored is the answer's metadata. */
 	if (rc == API_OK &&
 	    fb_kv_copy(spec->metadata, spec->nmetadata, &out->metadata,
