@@ -1083,6 +1083,53 @@ idem_scope(struct rq *r, char *scope, size_t len)
 	snprintf(scope, len, "%s|%s|%s", r->who.sub, r->route->name, r->id);
 }
 
+/*
+ * Who may see a kept reply: the token's jti, capabilities and sandbox (a
+ * narrower token of the same principal, or one scoped to a sibling
+ * sandbox, must not be handed a wider reply: a new sandbox's auth_token,
+ * its webhook secret). seal: the key the store's copy is sealed with,
+ * derived from the token's bytes, which only its holders have.
+ */
+static void
+idem_token(const struct rq *r, unsigned char tok[32], unsigned char seal[32])
+{
+	static const unsigned char ctx[] = "keep idempotency seal v1";
+	crypto_generichash_state h;
+	uint64_t caps = (uint64_t)r->who.caps;
+
+	crypto_generichash_init(&h, NULL, 0, 32);
+	crypto_generichash_update(&h, (const unsigned char *)r->who.jti,
+	    strnlen(r->who.jti, sizeof(r->who.jti)) + 1);
+	crypto_generichash_update(
+	    &h, (const unsigned char *)&caps, sizeof(caps));
+	crypto_generichash_update(&h, (const unsigned char *)r->who.sbx,
+	    strnlen(r->who.sbx, sizeof(r->who.sbx)));
+	crypto_generichash_final(&h, tok, 32);
+	crypto_generichash(seal, 32, (const unsigned char *)r->call.token,
+	    r->call.token_len, ctx, sizeof(ctx) - 1);
+}
+
+/* The hash the store keeps: the request's and the token's together. */
+static void
+idem_stored_hash(const unsigned char hash[32], const unsigned char tok[32],
+    unsigned char out[32])
+{
+	unsigned char both[64];
+
+	memcpy(both, hash, 32);
+	memcpy(both + 32, tok, 32);
+	crypto_generichash(out, 32, both, sizeof(both), NULL, 0);
+}
+
+static void
+idem_drop(struct api *a, struct idem_entry *e)
+{
+	a->idem_bytes -=
+	    e->body_len <= a->idem_bytes ? e->body_len : a->idem_bytes;
+	free(e->body);
+	memset(e, 0, sizeof(*e));
+}
+
 /* 1: a reply was sent (replay or conflict); 0: go on; *slot for saving. */
 static int
 idem_check(struct rq *r, const struct http_header *key, unsigned char *hash,
@@ -1091,9 +1138,12 @@ idem_check(struct rq *r, const struct http_header *key, unsigned char *hash,
 	struct api *a = r->api;
 	uint64_t now = api_now_ms(a);
 	struct idem_entry *free_e = NULL, *oldest = NULL;
+	unsigned char tok[32], seal[32];
 	char scope[256];
 
 	*slot = NULL;
+	idem_token(r, tok, seal);
+	sodium_memzero(seal, sizeof(seal));
 	if (key->valuelen == 0 || key->valuelen >= sizeof(a->idem[0].key)) {
 		rq_error(r, API_EBADREQ,
 		    "Idempotency-Key must be 1 to 255 characters");
@@ -1106,10 +1156,8 @@ idem_check(struct rq *r, const struct http_header *key, unsigned char *hash,
 		struct idem_entry *e = &a->idem[i];
 
 		if (e->used && !e->in_flight &&
-		    now - e->at_ms > a->cfg.idem_ttl_ms) {
-			free(e->body);
-			memset(e, 0, sizeof(*e));
-		}
+		    now - e->at_ms > a->cfg.idem_ttl_ms)
+			idem_drop(a, e);
 		if (!e->used) {
 			if (free_e == NULL)
 				free_e = e;
@@ -1128,6 +1176,12 @@ idem_check(struct rq *r, const struct http_header *key, unsigned char *hash,
 			    "progress");
 			return 1;
 		}
+		if (sodium_memcmp(e->tok, tok, 32) != 0) {
+			rq_error(r, API_ECONFLICT,
+			    "Idempotency-Key used by another token: its reply "
+			    "is that token's");
+			return 1;
+		}
 		if (memcmp(e->hash, hash, 32) != 0) {
 			rq_error(r, API_ECONFLICT,
 			    "Idempotency-Key reused with a different body");
@@ -1138,8 +1192,7 @@ idem_check(struct rq *r, const struct http_header *key, unsigned char *hash,
 		return 1;
 	}
 	if (free_e == NULL && oldest != NULL) {
-		free(oldest->body);
-		memset(oldest, 0, sizeof(*oldest));
+		idem_drop(a, oldest);
 		free_e = oldest;
 	}
 	*slot = free_e;
@@ -1154,6 +1207,7 @@ idem_claim(struct rq *r, struct idem_entry *e, const struct http_header *key,
 	memcpy(e->key, key->value, key->valuelen);
 	e->key[key->valuelen] = '\0';
 	idem_scope(r, e->scope, sizeof(e->scope));
+	idem_token(r, e->tok, e->seal);
 	memcpy(e->hash, hash, 32);
 	e->at_ms = api_now_ms(r->api);
 	e->used = 1;
@@ -1165,23 +1219,44 @@ idem_claim(struct rq *r, struct idem_entry *e, const struct http_header *key,
  * retry runs again.
  */
 static int
-idem_fill(
-    struct idem_entry *e, int status, const char *resp, size_t rlen, int oom)
+idem_fill(struct api *a, struct idem_entry *e, int status, const char *resp,
+    size_t rlen, int oom)
 {
 	const char *body = memmem(resp, rlen, "\r\n\r\n", 4);
+	size_t len = body != NULL ? rlen - (size_t)(body + 4 - resp) : 0;
 
 	e->in_flight = 0;
+	/* The replies kept in memory are bounded in bytes: the oldest go
+	 * for a new one (one larger than the bound is not kept). */
+	while (body != NULL && len <= API_IDEM_BYTES_MAX &&
+	    a->idem_bytes + len > API_IDEM_BYTES_MAX) {
+		struct idem_entry *oldest = NULL;
+
+		for (size_t i = 0; i < a->cfg.idem_max; i++) {
+			struct idem_entry *o = &a->idem[i];
+
+			if (o->used && !o->in_flight && o->body != NULL &&
+			    (oldest == NULL || o->at_ms < oldest->at_ms))
+				oldest = o;
+		}
+		if (oldest == NULL)
+			break;
+		idem_drop(a, oldest);
+	}
 	if (status < 200 || status > 299 || oom || body == NULL ||
+	    a->idem_bytes + len > API_IDEM_BYTES_MAX ||
 	    memmem(resp, (size_t)(body - resp), "text/event-stream", 17) !=
 	        NULL ||
-	    (e->body = malloc(rlen - (size_t)(body + 4 - resp) + 1)) == NULL) {
+	    (e->body = malloc(len + 1)) == NULL) {
+		sodium_memzero(e->seal, sizeof(e->seal));
 		memset(e, 0, sizeof(*e));
 		return 0;
 	}
 	body += 4;
-	e->body_len = rlen - (size_t)(body - resp);
+	e->body_len = len;
 	memcpy(e->body, body, e->body_len);
 	e->status = status;
+	a->idem_bytes += len;
 	return 1;
 }
 
@@ -1191,14 +1266,24 @@ idem_keep(
     struct api *a, const struct api_principal *who, const struct idem_entry *e)
 {
 	struct api_idem rec;
+	unsigned char *sealed;
+	size_t slen = crypto_secretbox_NONCEBYTES + crypto_secretbox_MACBYTES +
+	    e->body_len;
 
-	if (a->be->idem_keep == NULL)
+	if (a->be->idem_keep == NULL ||
+	    (sealed = malloc(slen)) == NULL) /* in memory only */
 		return;
-	memcpy(rec.hash, e->hash, sizeof(rec.hash));
+	/* Sealed with the key of the token that asked: a reply may carry
+	 * credentials (a new sandbox's auth_token), never kept in clear. */
+	randombytes_buf(sealed, crypto_secretbox_NONCEBYTES);
+	crypto_secretbox_easy(sealed + crypto_secretbox_NONCEBYTES,
+	    (const unsigned char *)e->body, e->body_len, sealed, e->seal);
+	idem_stored_hash(e->hash, e->tok, rec.hash);
 	rec.status = e->status;
-	rec.body = e->body;
-	rec.body_len = e->body_len;
+	rec.body = (char *)sealed;
+	rec.body_len = slen;
 	a->be->idem_keep(a->be->ctx, who, e->scope, e->key, &rec);
+	free(sealed);
 }
 
 /*
@@ -1214,7 +1299,9 @@ idem_recall(struct rq *r, struct idem_entry *e, uint64_t serial,
 	const struct api_backend *be = r->api->be;
 	struct api_error err;
 	struct api_idem rec;
-	char scope[256];
+	unsigned char tok[32], seal[32], want[32];
+	char scope[256], *plain = NULL;
+	size_t plen = 0;
 
 	if (be->idem_load == NULL)
 		return 0;
@@ -1223,23 +1310,48 @@ idem_recall(struct rq *r, struct idem_entry *e, uint64_t serial,
 	memset(&err, 0, sizeof(err));
 	if (be->idem_load(be->ctx, &r->call, scope, key, &rec, &err) != API_OK)
 		return 0;
-	if (memcmp(rec.hash, hash, sizeof(rec.hash)) != 0) {
-		free(rec.body);
+	idem_token(r, tok, seal);
+	idem_stored_hash(hash, tok, want);
+	if (sodium_memcmp(rec.hash, want, sizeof(want)) == 0 &&
+	    rec.body_len >=
+	        crypto_secretbox_NONCEBYTES + crypto_secretbox_MACBYTES) {
+		plen = rec.body_len - crypto_secretbox_NONCEBYTES -
+		    crypto_secretbox_MACBYTES;
+		if ((plain = malloc(plen + 1)) != NULL &&
+		    crypto_secretbox_open_easy((unsigned char *)plain,
+		        (unsigned char *)rec.body + crypto_secretbox_NONCEBYTES,
+		        rec.body_len - crypto_secretbox_NONCEBYTES,
+		        (unsigned char *)rec.body, seal) != 0) {
+			free(plain);
+			plain = NULL;
+		}
+	}
+	sodium_memzero(seal, sizeof(seal));
+	free(rec.body);
+	rec.body = plain;
+	rec.body_len = plen;
+	if (plain == NULL) {
 		if (e != NULL && e->in_flight && e->serial == serial)
 			memset(e, 0, sizeof(*e));
 		rq_error(r, API_ECONFLICT,
-		    "Idempotency-Key reused with a different body");
+		    "Idempotency-Key reused with a different body or by "
+		    "another token");
 		return 1;
 	}
 	r->replayed = 1;
 	rq_emit(r, rec.status, "application/json", rec.body, rec.body_len);
-	if (e != NULL && e->in_flight && e->serial == serial) {
+	if (e != NULL && e->in_flight && e->serial == serial &&
+	    r->api->idem_bytes + rec.body_len <= API_IDEM_BYTES_MAX) {
 		e->in_flight = 0;
 		e->status = rec.status;
 		e->body = rec.body;
 		e->body_len = rec.body_len;
-	} else
+		r->api->idem_bytes += rec.body_len;
+	} else {
+		if (e != NULL && e->in_flight && e->serial == serial)
+			memset(e, 0, sizeof(*e));
 		free(rec.body);
+	}
 	return 1;
 }
 
@@ -1540,8 +1652,8 @@ api_resume_run(struct api_pending *p, int rc, struct api_run_result *res,
 	}
 	if (p->idem != NULL && p->idem->in_flight &&
 	    p->idem->serial == p->idem_serial &&
-	    idem_fill(p->idem, p->streaming ? 0 : r.status, out.data, out.len,
-	        out.oom))
+	    idem_fill(a, p->idem, p->streaming ? 0 : r.status, out.data,
+	        out.len, out.oom))
 		idem_keep(a, &p->who, p->idem);
 	a->req_count[p->ri * API_STATUS_SLOTS +
 	    (size_t)status_slot(r.status)]++;
@@ -1689,7 +1801,7 @@ api_handle_conn(struct api *a, const struct http_request *req,
 			}
 			if (slot != NULL && slot->in_flight &&
 			    slot->serial == serial &&
-			    idem_fill(slot, r.status, out->data + out_start,
+			    idem_fill(a, slot, r.status, out->data + out_start,
 			        out->len - out_start, out->oom))
 				idem_keep(a, &r.who, slot);
 			goto done;

@@ -20,10 +20,18 @@ struct api_hist {
 
 struct api_route;
 
+/* The in-memory replies' bytes, in all: past it the oldest go. */
+#define API_IDEM_BYTES_MAX ((size_t)64 << 20)
+
 struct idem_entry {
 	char key[256];
 	char scope[256]; /* principal + route + sandbox */
 	unsigned char hash[32];
+	/* Which token may see the reply (its jti, caps and sandbox), and
+	 * the key its copy in the store is sealed with (from the token's
+	 * own bytes, so the store alone cannot open it). */
+	unsigned char tok[32];
+	unsigned char seal[32];
 	uint64_t at_ms;
 	int status;
 	char *body; /* malloc */
@@ -58,6 +66,7 @@ struct api {
 	void *alive_arg;
 	uint64_t pending;
 	uint64_t idem_serial; /* reservations made */
+	size_t idem_bytes; /* the replies' bytes kept in idem */
 	struct api_pending *ws; /* terminal sessions (api_terminal.c) */
 	/* The ids of E2B's default contexts made (or found made), so that
 	 * only a sandbox's first cell asks for one (api_e2b.c). */
