@@ -70,6 +70,9 @@ struct api_error {
 struct api_principal {
 	char sub[128]; /* principal name in the policy */
 	char jti[64]; /* token id (for audit and revocation) */
+	/* The jtis of the token's ancestors (it was attenuated from them),
+	 * separated by spaces; "" for a token minted by an issuer. */
+	char chain[8 * 64];
 	char sbx[API_ID_MAX + 1]; /* "" or the only sandbox allowed */
 	cap_set_t caps; /* the token's capabilities */
 	int64_t exp; /* token expiry, unix seconds */

@@ -661,6 +661,11 @@ fb_authenticate(void *arg, const char *tok, size_t len,
 	strlcpy(out->sub, c.sub, sizeof(out->sub));
 	strlcpy(out->jti, c.jti, sizeof(out->jti));
 	strlcpy(out->sbx, c.sbx, sizeof(out->sbx));
+	for (size_t i = 0; i < c.nchain && i < TOKEN_CHAIN_MAX; i++) {
+		if (i > 0)
+			strlcat(out->chain, " ", sizeof(out->chain));
+		strlcat(out->chain, c.chain[i], sizeof(out->chain));
+	}
 	out->caps = c.caps;
 	out->exp = c.exp;
 	return API_OK;

@@ -325,7 +325,13 @@ struct store_schedule {
 	int64_t created_ms, updated_ms;
 	int64_t last_fire_ms; /* the occurrence last fired or skipped; 0 */
 	uint64_t next_seq; /* the next fire's number */
+	/* The jtis of the token that last wrote it and of its ancestors,
+	 * separated by spaces (<= STORE_TOKENS_MAX), or NULL/"": none (a
+	 * record written before they were kept). Last, and only when not
+	 * empty, so older records decode as before. */
+	const char *tokens;
 };
+#define STORE_TOKENS_MAX 640
 
 enum store_sched_run_status {
 	STORE_SCHED_COMPLETED = 1, /* it ran: exit_code is valid */

@@ -743,6 +743,11 @@ store_schedule_encode(const struct store_schedule *in, void **out, size_t *len)
 	store_w_u64(&w, (uint64_t)in->updated_ms);
 	store_w_u64(&w, (uint64_t)in->last_fire_ms);
 	store_w_u64(&w, in->next_seq);
+	if (in->tokens != NULL && in->tokens[0] != '\0') {
+		if (!store_name_ok(in->tokens, STORE_TOKENS_MAX))
+			w.err = STORE_E_ARG;
+		store_w_str(&w, in->tokens, STORE_TOKENS_MAX);
+	}
 	return store_w_finish(&w, out, len);
 }
 
@@ -763,6 +768,11 @@ store_schedule_decode(const void *buf, size_t len, struct store_schedule *out)
 	s.updated_ms = (int64_t)store_r_u64(&r);
 	s.last_fire_ms = (int64_t)store_r_u64(&r);
 	s.next_seq = store_r_u64(&r);
+	/* The tokens' jtis: absent in older records, never empty. */
+	if (r.err == 0 && r.left > 0) {
+		s.tokens = store_r_str(&r, STORE_TOKENS_MAX);
+		BAD(!store_name_ok(s.tokens, STORE_TOKENS_MAX));
+	}
 	BAD(!store_id_ok(s.id, STORE_ID_MAX) ||
 	    !store_name_ok(s.owner, STORE_NAME_MAX) ||
 	    !store_name_ok(s.spec, STORE_SPEC_MAX));
