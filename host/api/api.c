@@ -1826,6 +1826,56 @@ done:
 	return r.close;
 }
 
+/*
+ * The head of a request whose body is still to come: when its route needs
+ * a token and none verifies, answer 401 now (the body is never read, so
+ * no one without a token holds the front's memory with bodies, and the
+ * connection is closed). 1: *out holds that answer; 0: read the body.
+ */
+int
+api_head_check(struct api *a, const struct http_request *req,
+    struct http_buf *out, uint64_t conn)
+{
+	enum http_method m = req->method == HTTP_HEAD ? HTTP_GET : req->method;
+	const struct api_route *rt = NULL;
+	struct rq r;
+	size_t ri;
+
+	memset(&r, 0, sizeof(r));
+	for (ri = 0; ri < api_nroutes && rt == NULL; ri++) {
+		const struct api_route *c = &api_routes[ri];
+
+		if (c->method == m &&
+		    route_match(
+		        c->pattern, req->path, req->path_len, r.id, r.tail))
+			rt = c;
+		else
+			r.id[0] = r.tail[0] = '\0';
+	}
+	if (rt == NULL || rt->cap == -2)
+		return 0;
+	r.api = a;
+	r.req = req;
+	r.out = out;
+	r.close = 1;
+	r.http10 = req->version_minor == 0;
+	r.conn = conn;
+	r.t0 = mono_s();
+	make_request_id(&r);
+	r.route = rt;
+	r.ri = ri - 1;
+	r.e2b = rt->e2b;
+	r.call.who = &r.who;
+	r.call.request_id = r.request_id;
+	r.call.peer = req->peer;
+	r.call.cap = rt->cap >= 0 ? (enum cap_id)rt->cap : CAP_COUNT;
+	r.call.route = rt->as != NULL ? rt->as : rt->name;
+	if (authenticate(&r) == 0)
+		return 0;
+	a->req_count[r.ri * API_STATUS_SLOTS + (size_t)status_slot(r.status)]++;
+	return 1;
+}
+
 /* --- /metrics ----------------------------------------------------------- */
 
 static void

@@ -701,6 +701,15 @@ typedef void (*api_auth_fn)(void *arg, uint64_t conn);
 void api_set_auth_notify(struct api *, api_auth_fn fn, void *arg);
 
 /*
+ * A request's head, before its body is read (conn as for
+ * api_handle_conn): 1 when its route needs a token and none verifies,
+ * with the 401 answer in out ("Connection: close"; the body is not to be
+ * read); 0: read the body, then api_handle_conn.
+ */
+int api_head_check(struct api *, const struct http_request *req,
+    struct http_buf *out, uint64_t conn);
+
+/*
  * Answer a request the HTTP layer refused (status from http_parse_head or
  * the body decoder) with the error envelope; always "Connection: close".
  */

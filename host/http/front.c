@@ -15,7 +15,8 @@
  * Fair shares: a source address holds at most max_conns_per_client
  * connections; a connection that has not yet shown a verified bearer
  * token ("unproven") idles unproven_timeout_ms at most, and when every
- * slot is taken the oldest idle unproven one makes room for a newcomer,
+ * slot is taken the oldest unproven one with nothing in flight (idle, or
+ * a head or body half sent) makes room for a newcomer,
  * so idle sockets cannot lock anyone out (/healthz included). The bytes
  * of replies waiting for their readers are bounded in all
  * (max_pending_total): past it, the connection that has waited longest
@@ -403,6 +404,17 @@ conn_process(struct front *f, struct conn *c)
 			c->state = C_BODY;
 			c->deadline = mono_ms() + lim->body_timeout_ms;
 			c->sent_continue = 0;
+			/* A body still to come is read only for a token that
+			 * verifies (or a route that needs none): 401 now. */
+			if ((c->req.chunked ||
+			        c->inlen - c->req.head_len <
+			            c->req.content_length) &&
+			    api_head_check(
+			        f->api, &c->req, &c->out, conn_id(c))) {
+				c->closing = 1;
+				c->inlen = 0;
+				return;
+			}
 			if (c->req.chunked) {
 				http_chunked_init(&c->ch);
 				c->body_r = c->body_w = c->req.head_len;
@@ -838,8 +850,10 @@ conns_from(const struct front *f, const uint8_t *key, size_t keylen)
 
 /*
  * Every slot is taken: close the oldest connection that has not shown a
- * verified token and has nothing in flight (idle, or a head still
+ * verified token and has nothing in flight (idle, a head or a body still
  * arriving), so that a newcomer gets its slot. false: there is none.
+ * A body arrives unproven only for a route that needs no token (a body
+ * for any other is refused with 401 after its head, api_head_check).
  */
 static bool
 conn_evict_unproven(struct front *f)
@@ -850,7 +864,8 @@ conn_evict_unproven(struct front *f)
 		struct conn *c = f->conns[i];
 
 		if (c == NULL || c->proven || c->closing || c->out.len > 0 ||
-		    (c->state != C_IDLE && c->state != C_HEAD))
+		    (c->state != C_IDLE && c->state != C_HEAD &&
+		        c->state != C_BODY))
 			continue;
 		if (oldest == NULL || (int32_t)(c->gen - oldest->gen) < 0)
 			oldest = c;
