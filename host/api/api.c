@@ -352,6 +352,7 @@ rq_envelope_e2b(struct rq *r, int status, const char *code, const char *msg)
 	json_t *o;
 	char *s;
 
+	strlcpy(r->err_code, code, sizeof(r->err_code));
 	if (r->e2b == E2B_RPC_STREAM)
 		o = json_pack("{s:{s:s,s:s}}", "error", "code",
 		    e2b_connect_code(status), "message", msg);
@@ -396,6 +397,7 @@ rq_envelope(struct rq *r, int status, const char *code, const char *msg)
 		rq_envelope_e2b(r, status, code, msg);
 		return;
 	}
+	strlcpy(r->err_code, code, sizeof(r->err_code));
 	o = json_pack("{s:{s:s,s:s}}", "error", "message", msg, "code", code);
 	if (o == NULL || (s = json_dumps(o, JSON_COMPACT)) == NULL) {
 		static const char oom[] = "{\"error\":{\"message\":\"Out of "
@@ -1066,6 +1068,7 @@ authorize(struct rq *r)
 		return -1;
 	}
 	r->api->decisions[0]++;
+	r->authorized = 1;
 	return 0;
 }
 
@@ -1402,6 +1405,9 @@ api_defer(const struct api_call *call)
 	p->e2b = r->e2b;
 	memcpy(p->request_id, r->request_id, sizeof(p->request_id));
 	p->who = r->who;
+	p->authorized = r->authorized;
+	strlcpy(
+	    p->target, r->id[0] != '\0' ? r->id : r->tail, sizeof(p->target));
 	r->pending = p;
 	r->api->pending++;
 	return p;
@@ -1562,6 +1568,8 @@ merge_acc(struct http_buf *acc, char **buf, size_t *len)
 	return 0;
 }
 
+static void audit_outcome(struct rq *r);
+
 void
 api_resume_run(struct api_pending *p, int rc, struct api_run_result *res,
     const struct api_error *err)
@@ -1650,6 +1658,15 @@ api_resume_run(struct api_pending *p, int rc, struct api_run_result *res,
 		out.len = 0;
 		r.close = 1;
 	}
+	if (p->authorized && r.status >= 400 && p->ri < api_nroutes) {
+		r.route = &api_routes[p->ri];
+		r.authorized = 1;
+		r.who = p->who;
+		r.call.who = &r.who;
+		r.call.request_id = r.request_id;
+		strlcpy(r.id, p->target, sizeof(r.id));
+		audit_outcome(&r);
+	}
 	if (p->idem != NULL && p->idem->in_flight &&
 	    p->idem->serial == p->idem_serial &&
 	    idem_fill(a, p->idem, p->streaming ? 0 : r.status, out.data,
@@ -1668,6 +1685,24 @@ api_resume_run(struct api_pending *p, int rc, struct api_run_result *res,
 	if (p->cell)
 		api_cell_stream_free(&p->cs);
 	free(p);
+}
+
+/*
+ * A request the policy allowed and that was then refused (a sandbox not
+ * the caller's: 404; a bad body: 400; a full store: 507): its allow entry
+ * is followed by a deny entry of the same request id, rule "outcome",
+ * with the status the client was given, so the log holds the answer.
+ */
+static void
+audit_outcome(struct rq *r)
+{
+	char why[64];
+
+	if (!r->authorized || r->status < 400 || r->route == NULL)
+		return;
+	snprintf(why, sizeof(why), "%s",
+	    r->err_code[0] != '\0' ? r->err_code : "error");
+	api_audit_refused(r, NULL, r->status, "outcome", why);
 }
 
 int
@@ -1814,6 +1849,7 @@ api_handle_conn(struct api *a, const struct http_request *req,
 		return API_HANDLE_PENDING;
 	}
 done:
+	audit_outcome(&r);
 	if (out->oom) {
 		/* Could not build the reply: drop the connection. */
 		out->len = out_start;

@@ -119,6 +119,9 @@ struct api_pending {
 	struct api *api;
 	uint64_t conn;
 	size_t ri;
+	/* As the request's rq: allowed, and its target (audit). */
+	int authorized;
+	char target[API_ID_MAX + 1];
 	double t0;
 	int close;
 	int head_only;
@@ -174,6 +177,11 @@ struct rq {
 	double t0;
 	struct api_pending *pending;
 	int replayed;
+	/* The policy allowed the route's capability (an allow entry is in
+	 * the audit log), and the error code of the last error answered:
+	 * an allowed request then refused gets a deny entry too. */
+	int authorized;
+	char err_code[32];
 };
 
 typedef void (*api_handler)(struct rq *);
