@@ -291,6 +291,9 @@ rq_emit_as(struct rq *r, int status, int wire, const char *ctype,
 	if (!r->close && r->http10)
 		http_response_header(o, "Connection", "keep-alive");
 	http_response_header(o, "X-Request-Id", r->request_id);
+	if (r->client_request_id[0] != '\0')
+		http_response_header(
+		    o, "X-Client-Request-Id", r->client_request_id);
 	if (status == 401)
 		http_response_header(o, "WWW-Authenticate", "Bearer");
 	if (r->retry_after[0] != '\0')
@@ -897,12 +900,14 @@ make_request_id(struct rq *r)
 {
 	const struct http_header *h = http_find_header(r->req, "x-request-id");
 
-	/* A caller's id is kept when it is short and plain, for tracing. */
-	if (h != NULL && h->valuelen < sizeof(r->request_id) &&
+	/* The server's id is always its own, so unique: a client cannot
+	 * join its entries to another's, nor name another's run record.
+	 * A caller's id is kept beside it when short and plain, for
+	 * tracing (X-Client-Request-Id, the audit log's client_request_id). */
+	if (h != NULL && h->valuelen < sizeof(r->client_request_id) &&
 	    api_valid_id(h->value, h->valuelen)) {
-		memcpy(r->request_id, h->value, h->valuelen);
-		r->request_id[h->valuelen] = '\0';
-		return;
+		memcpy(r->client_request_id, h->value, h->valuelen);
+		r->client_request_id[h->valuelen] = '\0';
 	}
 	format_request_id(r->request_id, r->api->boot_nonce, ++r->api->reqseq);
 }
@@ -1404,6 +1409,8 @@ api_defer(const struct api_call *call)
 	p->ndjson = rq_accepts_ndjson(r);
 	p->e2b = r->e2b;
 	memcpy(p->request_id, r->request_id, sizeof(p->request_id));
+	memcpy(p->client_request_id, r->client_request_id,
+	    sizeof(p->client_request_id));
 	p->who = r->who;
 	p->authorized = r->authorized;
 	strlcpy(
@@ -1591,6 +1598,8 @@ api_resume_run(struct api_pending *p, int rc, struct api_run_result *res,
 	r.ndjson = p->ndjson;
 	r.e2b = p->e2b;
 	memcpy(r.request_id, p->request_id, sizeof(r.request_id));
+	memcpy(r.client_request_id, p->client_request_id,
+	    sizeof(r.client_request_id));
 	if (rc == API_ENOTFOUND && p->e2b_ctx[0] != '\0')
 		e2b_ctx_forget(a, p->e2b_ctx);
 	if (p->streaming) {
@@ -1664,6 +1673,7 @@ api_resume_run(struct api_pending *p, int rc, struct api_run_result *res,
 		r.who = p->who;
 		r.call.who = &r.who;
 		r.call.request_id = r.request_id;
+		r.call.client_request_id = r.client_request_id;
 		strlcpy(r.id, p->target, sizeof(r.id));
 		audit_outcome(&r);
 	}
@@ -1772,6 +1782,7 @@ api_handle_conn(struct api *a, const struct http_request *req,
 	r.e2b = rt->e2b;
 	r.call.who = &r.who;
 	r.call.request_id = r.request_id;
+	r.call.client_request_id = r.client_request_id;
 	r.call.peer = req->peer;
 	r.call.cap = rt->cap >= 0 ? (enum cap_id)rt->cap : CAP_COUNT;
 	r.call.route = rt->as != NULL ? rt->as : rt->name;
@@ -1903,6 +1914,7 @@ api_head_check(struct api *a, const struct http_request *req,
 	r.e2b = rt->e2b;
 	r.call.who = &r.who;
 	r.call.request_id = r.request_id;
+	r.call.client_request_id = r.client_request_id;
 	r.call.peer = req->peer;
 	r.call.cap = rt->cap >= 0 ? (enum cap_id)rt->cap : CAP_COUNT;
 	r.call.route = rt->as != NULL ? rt->as : rt->name;

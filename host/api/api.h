@@ -93,6 +93,9 @@ struct api_idem {
 struct api_call {
 	const struct api_principal *who;
 	const char *request_id; /* also the audit log's request id */
+	/* The client's X-Request-Id (short and plain), "" when none: kept
+	 * beside the server's own, never as it. */
+	const char *client_request_id;
 	/* The client's address as the front counts it ("" unknown), for
 	 * the audit log's refusals without a principal. */
 	const char *peer;
@@ -296,6 +299,7 @@ struct api_audit_entry {
 	uint64_t seq;
 	int64_t time;
 	char request_id[40];
+	char client_request_id[40]; /* "" when none */
 	char principal[128];
 	char action[96];
 	char target[160];

@@ -122,6 +122,7 @@ struct api_pending {
 	/* As the request's rq: allowed, and its target (audit). */
 	int authorized;
 	char target[API_ID_MAX + 1];
+	char client_request_id[40];
 	double t0;
 	int close;
 	int head_only;
@@ -157,6 +158,7 @@ struct rq {
 	struct http_buf *out;
 	const struct api_route *route;
 	char request_id[40];
+	char client_request_id[40]; /* the client's X-Request-Id, or "" */
 	char id[API_ID_MAX + 1]; /* {id} from the path, or "" */
 	char tail[API_ID_MAX + 1]; /* {name} for images */
 	struct api_principal who;

@@ -270,6 +270,7 @@ fb_audit_outcome(struct front_backend *fb, const struct api_call *call,
 	memset(&e, 0, sizeof(e));
 	e.time_ms = wall_ms();
 	e.request_id = call->request_id;
+	e.client_request_id = call->client_request_id;
 	e.principal = call->who->sub;
 	e.jti = call->who->jti;
 	e.action = action;
@@ -419,6 +420,7 @@ fb_audit_refused(void *arg, const struct api_call *call, const char *action,
 	memset(&e, 0, sizeof(e));
 	e.time_ms = wall_ms();
 	e.request_id = call->request_id;
+	e.client_request_id = call->client_request_id;
 	e.principal = call->who->sub;
 	e.jti = call->who->jti;
 	e.action = action;
@@ -438,6 +440,7 @@ fb_audit_event(struct front_backend *fb, const struct api_call *call,
 	memset(&e, 0, sizeof(e));
 	e.time_ms = wall_ms();
 	e.request_id = call->request_id;
+	e.client_request_id = call->client_request_id;
 	e.principal = call->who->sub;
 	e.jti = call->who->jti;
 	e.action = action;
@@ -594,6 +597,9 @@ fb_audit_list(void *arg, const struct api_call *call,
 		a->seq = e.seq;
 		a->time = e.time_ms / 1000;
 		strlcpy(a->request_id, e.request_id, sizeof(a->request_id));
+		strlcpy(a->client_request_id,
+		    e.client_request_id != NULL ? e.client_request_id : "",
+		    sizeof(a->client_request_id));
 		strlcpy(a->principal, e.principal, sizeof(a->principal));
 		strlcpy(a->action, e.action, sizeof(a->action));
 		strlcpy(a->target, e.target, sizeof(a->target));

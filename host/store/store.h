@@ -249,6 +249,10 @@ struct store_audit {
 	uint32_t decision; /* enum store_decision */
 	const char *rule; /* deciding rule, "" when none */
 	const char *detail; /* e.g. the policy hash on reload */
+	/* The X-Request-Id the client sent, kept apart from request_id
+	 * (always the server's own, unique): NULL or "" when none. Encoded
+	 * after detail only when given, so older entries are unchanged. */
+	const char *client_request_id;
 	uint8_t prev[STORE_HASH_BYTES];
 	uint8_t hash[STORE_HASH_BYTES];
 };

@@ -453,6 +453,11 @@ store_audit_encode(const struct store_audit *in, void **out, size_t *len)
 	store_w_u32(&w, in->decision);
 	store_w_str(&w, in->rule, STORE_TEXT_MAX);
 	store_w_str(&w, in->detail, STORE_TEXT_MAX);
+	if (in->client_request_id != NULL && in->client_request_id[0] != '\0') {
+		if (!store_name_ok(in->client_request_id, STORE_NAME_MAX))
+			w.err = STORE_E_ARG;
+		store_w_str(&w, in->client_request_id, STORE_NAME_MAX);
+	}
 	store_w_bytes(&w, in->prev, STORE_HASH_BYTES);
 	store_w_bytes(&w, in->hash, STORE_HASH_BYTES);
 	return store_w_finish(&w, out, len);
@@ -477,6 +482,12 @@ store_audit_decode(const void *buf, size_t len, struct store_audit *out)
 	a.decision = store_r_u32(&r);
 	a.rule = store_r_str(&r, STORE_TEXT_MAX);
 	a.detail = store_r_str(&r, STORE_TEXT_MAX);
+	/* The client's request id, when one was kept: more than the two
+	 * hashes left. */
+	if (r.err == 0 && r.left > 2 * STORE_HASH_BYTES) {
+		a.client_request_id = store_r_str(&r, STORE_NAME_MAX);
+		BAD(!store_name_ok(a.client_request_id, STORE_NAME_MAX));
+	}
 	store_r_bytes(&r, a.prev, STORE_HASH_BYTES);
 	store_r_bytes(&r, a.hash, STORE_HASH_BYTES);
 	BAD(!audit_fields_ok(&a));

@@ -182,7 +182,10 @@ test_healthz_and_ids(void **state)
 	resp_free(&r);
 	call(
 	    e, "GET", "/healthz", NULL, "X-Request-Id: abc-123\r\n", "", 0, &r);
-	assert_non_null(strstr(r.head, "\r\nX-Request-Id: abc-123"));
+	/* The client's id is kept beside the server's own, never as it. */
+	assert_null(strstr(r.head, "\r\nX-Request-Id: abc-123"));
+	assert_non_null(strstr(r.head, "\r\nX-Request-Id: "));
+	assert_non_null(strstr(r.head, "\r\nX-Client-Request-Id: abc-123"));
 	resp_free(&r);
 	callj(e, "HEAD", "/healthz", NULL, NULL, &r);
 	assert_int_equal(r.status, 200);
