@@ -129,6 +129,11 @@ void fb_expire_waits(struct front_backend *);
 int fb_fail(struct api_error *, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* flags: DECIDE_* (host/msg.h). */
+/* fb_mint, then a token.mint entry naming why and the new token's jti,
+ * committed before the token is handed out. */
+int fb_mint_recorded(struct front_backend *, const struct api_call *,
+    cap_set_t caps, int64_t exp, const char *sbx, const char *why,
+    struct api_token *out, struct api_error *err);
 int fb_decide(struct front_backend *, const struct api_principal *, enum cap_id,
     enum proc_id link, const char *target, uint64_t reqid, uint32_t flags,
     struct msg_policy_decision *, struct api_error *);

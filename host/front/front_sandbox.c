@@ -130,17 +130,25 @@ new_id(const struct msg_config *cfg, char out[SBX_ID_MAX])
 	out[at + sizeof(rnd)] = '\0';
 }
 
+/* why NULL: a trial, whose token is thrown away (not a mint). */
 static int
 sandbox_token(struct front_backend *fb, const struct api_call *call,
-    const char *id, int64_t expires_at, struct api_token *tok,
+    const char *id, int64_t expires_at, const char *why, struct api_token *tok,
     struct api_error *err)
 {
 	int64_t exp = call->who->exp;
 
 	if (expires_at != 0 && (exp == 0 || expires_at < exp))
 		exp = expires_at;
-	return fb_mint(
-	    fb, call, call->who->caps & SBX_TOKEN_CAPS, exp, id, tok, err);
+	if (why == NULL) {
+		int rc = fb_mint(fb, call, call->who->caps & SBX_TOKEN_CAPS,
+		    exp, id, tok, err);
+
+		sodium_memzero(tok, sizeof(*tok));
+		return rc;
+	}
+	return fb_mint_recorded(
+	    fb, call, call->who->caps & SBX_TOKEN_CAPS, exp, id, why, tok, err);
 }
 
 /* The sandbox's webhook secret from the egress process, or "". */
@@ -262,7 +270,7 @@ sandbox_make(struct front_backend *fb, const struct api_call *call,
 	 * from, and needs none.
 	 */
 	if (tok != NULL &&
-	    (rc = sandbox_token(fb, call, q->id, 0, tok, err)) != API_OK)
+	    (rc = sandbox_token(fb, call, q->id, 0, NULL, tok, err)) != API_OK)
 		goto out;
 	if ((rc = sbx_call(fb, MSG_VMM_SANDBOX_CREATE, reqid, q, sizeof(*q), &r,
 	         err)) != API_OK)
@@ -275,7 +283,8 @@ sandbox_make(struct front_backend *fb, const struct api_call *call,
 	/* Now with the sandbox's expiry; the check above makes a refusal
 	 * here unlikely, and then the sandbox is taken back. */
 	if (tok != NULL &&
-	    (rc = sandbox_token(fb, call, r.id, r.expires_at, tok, err)) !=
+	    (rc = sandbox_token(fb, call, r.id, r.expires_at,
+	         from != NULL ? "sandbox fork" : "sandbox create", tok, err)) !=
 	        API_OK) {
 		struct api_error ferr;
 
@@ -430,7 +439,8 @@ fb_sandbox_refresh(void *arg, const struct api_call *call, const char *id,
 	if ((rc = sbx_ref_call(arg, call, MSG_VMM_SANDBOX_GET, id, &r, err)) !=
 	    API_OK)
 		return rc;
-	return sandbox_token(arg, call, id, r.expires_at, out, err);
+	return sandbox_token(arg, call, id, r.expires_at,
+	    call->route != NULL ? call->route : "sandbox token", out, err);
 }
 
 /* ---- environment ------------------------------------------------------ */
