@@ -172,6 +172,8 @@ api_new(const struct api_backend *be, const struct api_config *cfg)
 		a->cfg.now_ms = real_now_ms;
 	if (a->cfg.idem_max == 0)
 		a->cfg.idem_max = 4096;
+	if (a->cfg.idem_bytes_max == 0)
+		a->cfg.idem_bytes_max = API_IDEM_BYTES_MAX;
 	if (a->cfg.idem_ttl_ms == 0)
 		a->cfg.idem_ttl_ms = 24ULL * 3600 * 1000;
 	if (a->cfg.json_max_depth == 0)
@@ -831,10 +833,14 @@ e2b_sandbox(struct rq *r)
 
 	if (h == NULL) {
 		rq_error(r, API_EBADREQ, "E2b-Sandbox-Id is missing");
+		api_audit_refused(
+		    r, NULL, 400, "request", "E2b-Sandbox-Id is missing");
 		return -1;
 	}
 	if (!api_valid_id(h->value, h->valuelen)) {
 		rq_error(r, API_EBADREQ, "E2b-Sandbox-Id is not a sandbox id");
+		api_audit_refused(r, NULL, 400, "request",
+		    "E2b-Sandbox-Id is not a sandbox id");
 		return -1;
 	}
 	memcpy(r->id, h->value, h->valuelen);
@@ -929,23 +935,22 @@ api_audit_refused(struct rq *r, const char *action, int status,
 }
 
 /*
- * The bearer token of an E2B route (docs/e2b.md): E2B's SDK sends its
- * API key in X-API-KEY and a sandbox's access token in X-Access-Token or
+ * The bearer token of a request (docs/e2b.md): E2B's SDK sends its API
+ * key in X-API-KEY and a sandbox's access token in X-Access-Token or
  * E2B-Traffic-Access-Token (both, with the same value, for a cell); an
- * Authorization: Bearer counts too. Every one present must be the same
- * token: which of two a proxy checked is unknown. An Authorization that
- * is not Bearer is E2B's user name (Basic, no password), not a
- * credential, and is left out. 0, or -1 and *why.
+ * Authorization: Bearer counts too, and is keep's own routes' only
+ * credential. On every route every one of them present must be the same
+ * token: which of two a proxy checked, or a client meant, is unknown. An
+ * Authorization that is not Bearer is E2B's user name (Basic, no
+ * password), not a credential, and is left out. 0, or -1 and *why.
  */
 static int
 e2b_token(struct rq *r, const char **tok, size_t *len, const char **why)
 {
 	/* Authorization last: a Bearer one among them. */
-	static const char *const api_names[] = { "x-api-key", "authorization" };
-	static const char *const sbx_names[] = { "x-access-token",
+	static const char *const names[] = { "x-api-key", "x-access-token",
 		"e2b-traffic-access-token", "authorization" };
-	const char *const *names = r->e2b == E2B_API ? api_names : sbx_names;
-	size_t n = r->e2b == E2B_API ? nitems(api_names) : nitems(sbx_names);
+	size_t n = nitems(names);
 	const struct http_header *h;
 	const char *v;
 	size_t vl;
@@ -975,7 +980,9 @@ e2b_token(struct rq *r, const char **tok, size_t *len, const char **why)
 		*len = vl;
 	}
 	if (*tok == NULL) {
-		*why = r->e2b == E2B_API ? "no X-API-KEY" : "no X-Access-Token";
+		*why = r->e2b == E2B_API ? "no X-API-KEY"
+		    : r->e2b != E2B_NO   ? "no X-Access-Token"
+		                         : "no bearer token";
 		return -1;
 	}
 	return 0;
@@ -998,6 +1005,15 @@ authenticate(struct rq *r)
 			api_audit_refused(r, NULL, 401, "token", why);
 			return -1;
 		}
+	} else if (h != NULL && h->valuelen >= 8 &&
+	    http_token_eq(h->value, 7, "bearer ") &&
+	    h->valuelen - 7 <= API_TOKEN_MAX &&
+	    e2b_token(r, &tok, &tlen, &why) != 0) {
+		/* keep's own routes read Authorization; another credential
+		 * header beside it must be the same token. */
+		rq_error(r, API_EUNAUTH, "Missing or malformed token: %s", why);
+		api_audit_refused(r, NULL, 401, "token", why);
+		return -1;
 	} else if (h == NULL || h->valuelen < 8 ||
 	    !http_token_eq(h->value, 7, "bearer ") ||
 	    h->valuelen - 7 > API_TOKEN_MAX) {
@@ -1236,8 +1252,8 @@ idem_fill(struct api *a, struct idem_entry *e, int status, const char *resp,
 	e->in_flight = 0;
 	/* The replies kept in memory are bounded in bytes: the oldest go
 	 * for a new one (one larger than the bound is not kept). */
-	while (body != NULL && len <= API_IDEM_BYTES_MAX &&
-	    a->idem_bytes + len > API_IDEM_BYTES_MAX) {
+	while (body != NULL && len <= a->cfg.idem_bytes_max &&
+	    a->idem_bytes + len > a->cfg.idem_bytes_max) {
 		struct idem_entry *oldest = NULL;
 
 		for (size_t i = 0; i < a->cfg.idem_max; i++) {
@@ -1252,7 +1268,7 @@ idem_fill(struct api *a, struct idem_entry *e, int status, const char *resp,
 		idem_drop(a, oldest);
 	}
 	if (status < 200 || status > 299 || oom || body == NULL ||
-	    a->idem_bytes + len > API_IDEM_BYTES_MAX ||
+	    a->idem_bytes + len > a->cfg.idem_bytes_max ||
 	    memmem(resp, (size_t)(body - resp), "text/event-stream", 17) !=
 	        NULL ||
 	    (e->body = malloc(len + 1)) == NULL) {
@@ -1349,7 +1365,7 @@ idem_recall(struct rq *r, struct idem_entry *e, uint64_t serial,
 	r->replayed = 1;
 	rq_emit(r, rec.status, "application/json", rec.body, rec.body_len);
 	if (e != NULL && e->in_flight && e->serial == serial &&
-	    r->api->idem_bytes + rec.body_len <= API_IDEM_BYTES_MAX) {
+	    r->api->idem_bytes + rec.body_len <= r->api->cfg.idem_bytes_max) {
 		e->in_flight = 0;
 		e->status = rec.status;
 		e->body = rec.body;
@@ -1794,8 +1810,6 @@ api_handle_conn(struct api *a, const struct http_request *req,
 	/* A cell's lines stream to who reads them as lines (E2B's code
 	 * interpreter always does). */
 	r.call.ndjson = rq_accepts_ndjson(&r);
-	if (rt->e2b >= E2B_SBX && e2b_sandbox(&r) != 0)
-		goto done;
 	{
 		const struct http_header *lk =
 		    http_find_header(req, "keep-lock");
@@ -1806,10 +1820,15 @@ api_handle_conn(struct api *a, const struct http_request *req,
 		}
 	}
 
+	/* An E2B sandbox route's sandbox is named by a header: read after
+	 * the token (a refusal for a bad one is then audited, with who). */
 	if (rt->cap != -2) {
-		if (authenticate(&r) != 0 || authorize(&r) != 0)
+		if (authenticate(&r) != 0 ||
+		    (rt->e2b >= E2B_SBX && e2b_sandbox(&r) != 0) ||
+		    authorize(&r) != 0)
 			goto done;
-	}
+	} else if (rt->e2b >= E2B_SBX && e2b_sandbox(&r) != 0)
+		goto done;
 	if (rt->e2b != E2B_NO && e2b_body_type(&r) != 0)
 		goto done;
 	if (rt->json_body && (rt->json_body == 1 || r.req->body_len > 0) &&
@@ -1996,6 +2015,12 @@ api_metrics(struct rq *r)
 	    "keep_decisions_total{result=\"deny\"} %llu\n",
 	    (unsigned long long)a->decisions[0],
 	    (unsigned long long)a->decisions[1]);
+	http_buf_printf(&b,
+	    "# HELP keep_idempotency_bytes Replies kept in memory for "
+	    "Idempotency-Key retries, in bytes (bounded).\n"
+	    "# TYPE keep_idempotency_bytes gauge\n"
+	    "keep_idempotency_bytes %zu\n",
+	    a->idem_bytes);
 	http_buf_printf(&b,
 	    "# HELP keep_sandboxes_created_total Sandboxes created.\n"
 	    "# TYPE keep_sandboxes_created_total counter\n"

@@ -598,6 +598,8 @@ struct api_config {
 	uint64_t (*now_ms)(void *arg); /* wall clock, ms; NULL: real clock */
 	void *now_arg;
 	size_t idem_max; /* idempotency entries kept (default 4096) */
+	/* their replies' bytes kept in memory, in all (default 64 MiB) */
+	size_t idem_bytes_max;
 	uint64_t idem_ttl_ms; /* default 24 h */
 	unsigned json_max_depth; /* default 32 */
 };
