@@ -952,12 +952,20 @@ e2b_token(struct rq *r, const char **tok, size_t *len, const char **why)
 		"e2b-traffic-access-token", "authorization" };
 	size_t n = nitems(names);
 	const struct http_header *h;
-	const char *v;
-	size_t vl;
+	const char *v, *got = NULL;
+	size_t vl, gotlen = 0;
+	int source;
 
 	*tok = NULL;
 	*len = 0;
 	for (size_t i = 0; i < n; i++) {
+		/* Where the route takes its token from: the control plane
+		 * X-API-KEY, a sandbox's route its access tokens, either one
+		 * and keep's own Authorization. The others, when present,
+		 * must only agree. */
+		source = i == n - 1 ||
+		    (i == 0 ? r->e2b == E2B_API
+		            : r->e2b != E2B_API && r->e2b != E2B_NO);
 		if ((h = http_find_header(r->req, names[i])) == NULL)
 			continue;
 		v = h->value;
@@ -972,12 +980,16 @@ e2b_token(struct rq *r, const char **tok, size_t *len, const char **why)
 			*why = "malformed token";
 			return -1;
 		}
-		if (*tok != NULL && (vl != *len || memcmp(v, *tok, vl) != 0)) {
+		if (got != NULL && (vl != gotlen || memcmp(v, got, vl) != 0)) {
 			*why = "two different tokens";
 			return -1;
 		}
-		*tok = v;
-		*len = vl;
+		got = v;
+		gotlen = vl;
+		if (source) {
+			*tok = v;
+			*len = vl;
+		}
 	}
 	if (*tok == NULL) {
 		*why = r->e2b == E2B_API ? "no X-API-KEY"
