@@ -496,6 +496,10 @@ export_one(const struct store_audit *e, void *arg)
 	    jstr(e->action), "target", jstr(e->target), "decision",
 	    decision_name(e->decision), "rule", jstr(e->rule), "detail",
 	    jstr(e->detail), "prev", prev, "hash", h);
+	if (o != NULL && e->client_request_id != NULL &&
+	    e->client_request_id[0] != '\0')
+		json_object_set_new(
+		    o, "client_request_id", jstr(e->client_request_id));
 	if (o == NULL ||
 	    (line = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER)) ==
 	        NULL) {

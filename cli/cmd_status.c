@@ -348,16 +348,45 @@ static void
 show_store(const char *state)
 {
 	char p[PATH_MAX + 32];
+	struct store_config cfg;
+	struct store *st;
 	struct stat sb;
+	uint64_t room;
 
 	snprintf(p, sizeof(p), "%s/db/data.mdb", state);
 	if (stat(p, &sb) == -1) {
 		printf("store: %s: %s\n", p, strerror(errno));
 		return;
 	}
+	memset(&cfg, 0, sizeof(cfg));
 	printf("store: %s, schema %d\n", p, STORE_SCHEMA_VERSION);
 	printf("  %lld bytes (file), %lld bytes on disk\n",
 	    (long long)sb.st_size, (long long)sb.st_blocks * 512);
+	snprintf(p, sizeof(p), "%s/db", state);
+	cfg.map_size = 0;
+	cfg.map_max = STORE_KEEPD_MAP_MAX;
+	cfg.readonly = 1;
+	if (store_open(p, &cfg, &st) != STORE_OK)
+		return;
+	room = store_room(st);
+	store_close(st);
+	if (room == UINT64_MAX)
+		return;
+	printf("  %llu MiB left to write (the map's and the disk's room, the "
+	       "reserve included)\n",
+	    (unsigned long long)(room >> 20));
+	if (room < STORE_UNATTRIBUTED_FLOOR)
+		printf(
+		    "  warning: below %llu MiB: refusals without a token are "
+		    "no longer recorded, and when it is spent every request "
+		    "is refused 507; free room now: keep audit prune, or a "
+		    "larger disk (docs/store.md)\n",
+		    (unsigned long long)(STORE_UNATTRIBUTED_FLOOR >> 20));
+	else if (room < STORE_ROOM_WARN)
+		printf("  warning: the store is near full (below %llu MiB "
+		       "left): prune the audit log (keep audit prune) or "
+		       "give the state directory more room (docs/store.md)\n",
+		    (unsigned long long)(STORE_ROOM_WARN >> 20));
 }
 
 int

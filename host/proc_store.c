@@ -22,11 +22,12 @@
 #include "lib/log.h"
 #include "lib/memfd.h"
 
-#define STORE_MAP_SIZE (64ULL << 20)
-#define STORE_MAP_MAX (4ULL << 30)
+#define STORE_MAP_SIZE STORE_KEEPD_MAP_SIZE
+#define STORE_MAP_MAX STORE_KEEPD_MAP_MAX
 #define STORE_EXPIRE_MS 60000 /* expired revocations and idempotency */
 
 static struct store_service svc;
+static uint64_t told_dropped; /* svc.nunattributed_dropped, as logged */
 
 /*
  * Group commit: the writes that arrive in one turn of the loop (a run's
@@ -203,6 +204,8 @@ static const struct msg_handler store_handlers[] = {
 	    PROC_BIT(PROC_FRONT) | PROC_BIT(PROC_VMM) | PROC_BIT(PROC_POLICY)),
 	STORE_ROW(MSG_STORE_AUDIT, MSG_ANY_PROC),
 	STORE_ROW(MSG_STORE_COUNTER, PROC_BIT(PROC_POLICY)),
+	STORE_ROW(MSG_STORE_ROOM,
+	    PROC_BIT(PROC_FRONT) | PROC_BIT(PROC_VMM) | PROC_BIT(PROC_POLICY)),
 	{ MSG_STORE_PUT_LARGE, PROC_BIT(PROC_FRONT) | PROC_BIT(PROC_VMM),
 	    sizeof(uint64_t), MSG_H_FD, store_h_put_large },
 };
@@ -217,6 +220,18 @@ store_expire_tick(void *arg)
 	(void)arg;
 	if (svc.st == NULL)
 		return;
+	if (svc.nunattributed_dropped != told_dropped) {
+		log_warnx("%s: %llu refusals without a principal not recorded "
+		          "since the last report: the store has %llu MiB "
+		          "left, below the %llu MiB kept for authenticated "
+		          "requests; see keep audit prune",
+		    __func__,
+		    (unsigned long long)(svc.nunattributed_dropped -
+		        told_dropped),
+		    (unsigned long long)(store_room(svc.st) >> 20),
+		    (unsigned long long)(STORE_UNATTRIBUTED_FLOOR >> 20));
+		told_dropped = svc.nunattributed_dropped;
+	}
 	clock_gettime(CLOCK_REALTIME, &ts);
 	if (store_expire(svc.st,
 	        (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,

@@ -1,8 +1,16 @@
 #!/bin/sh
 # Install the Debian packages named on the command line that are missing.
 # Runs `apt-get update` only when something is missing; never upgrades.
+# CMD:PKG names a package for a command: PKG is installed only when no
+# CMD is on PATH, whoever provided it (NodeSource's nodejs brings its own
+# npm, which Debian's npm package conflicts with).
 missing=
 for p in "$@"; do
+	case "$p" in
+	*:*)
+		command -v "${p%%:*}" >/dev/null 2>&1 && continue
+		p=${p#*:} ;;
+	esac
 	st=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)
 	case "$st" in
 	*"install ok installed"*) ;;

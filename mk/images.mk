@@ -64,10 +64,17 @@ $(IMG_DIR)/hello.img: $(STOCK_DIR)/hello $(B)/bin/keep $(DEV_KEY)
 	$(B)/bin/keep image build --name hello --version 1.0 --memory 16M $< -o $@.tmp
 	$(sign_image)
 
-$(IMG_DIR)/toolbox.img: /bin/busybox $(B)/bin/keep $(DEV_KEY)
+# busybox-static is one of the packages deps installs: on a fresh machine
+# /bin/busybox appears only once deps has run, so make is told that deps
+# makes it (else `make -j2` stops at once: no rule to make /bin/busybox).
+BUSYBOX ?= /bin/busybox
+$(BUSYBOX): | deps
+	@test -e $@ || { echo "$@: missing after make deps (busybox-static)"; exit 1; }
+
+$(IMG_DIR)/toolbox.img: $(BUSYBOX) $(B)/bin/keep $(DEV_KEY)
 	@mkdir -p $(dir $@)
 	$(B)/bin/keep image build --name toolbox --version 1.0 --memory 64M \
-	    $(foreach a,$(TOOLBOX_APPLETS),--command $(a)=/bin/busybox) $< -o $@.tmp
+	    $(foreach a,$(TOOLBOX_APPLETS),--command $(a)=$(BUSYBOX)) $< -o $@.tmp
 	$(sign_image)
 
 $(IMG_DIR)/js.img: $(STOCK_DIR)/js $(B)/bin/keep $(DEV_KEY)

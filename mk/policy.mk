@@ -10,13 +10,15 @@
 # test_policy.c, the fuzz harness as fuzz/policy.c.
 # The benchmark needs node and npm (Debian: nodejs, npm) for its Cedar
 # baseline; they are not build dependencies, so bench-policy installs
-# them (and bench/policy.sh still says so when they are missing).
+# them (and bench/policy.sh still says so when they are missing): each
+# only when its command is missing, so a nodejs that brings its own npm
+# (NodeSource's) is used as it is, not fought with Debian's npm.
 
 .PHONY: policy-golden-update bench-policy
 policy-golden-update: $(B)/bin/keep
 	UPDATE=1 B=$(B) bash tests/integration/policy_golden.sh
 
-DEPS_BENCH_POLICY = nodejs npm
+DEPS_BENCH_POLICY = node:nodejs npm:npm
 bench-policy: $(B)/bench/policy
 	@sh mk/deps.sh $(DEPS_BENCH_POLICY)
 	B=$(B) sh bench/policy.sh

@@ -172,6 +172,8 @@ api_new(const struct api_backend *be, const struct api_config *cfg)
 		a->cfg.now_ms = real_now_ms;
 	if (a->cfg.idem_max == 0)
 		a->cfg.idem_max = 4096;
+	if (a->cfg.idem_bytes_max == 0)
+		a->cfg.idem_bytes_max = API_IDEM_BYTES_MAX;
 	if (a->cfg.idem_ttl_ms == 0)
 		a->cfg.idem_ttl_ms = 24ULL * 3600 * 1000;
 	if (a->cfg.json_max_depth == 0)
@@ -291,6 +293,9 @@ rq_emit_as(struct rq *r, int status, int wire, const char *ctype,
 	if (!r->close && r->http10)
 		http_response_header(o, "Connection", "keep-alive");
 	http_response_header(o, "X-Request-Id", r->request_id);
+	if (r->client_request_id[0] != '\0')
+		http_response_header(
+		    o, "X-Client-Request-Id", r->client_request_id);
 	if (status == 401)
 		http_response_header(o, "WWW-Authenticate", "Bearer");
 	if (r->retry_after[0] != '\0')
@@ -352,6 +357,7 @@ rq_envelope_e2b(struct rq *r, int status, const char *code, const char *msg)
 	json_t *o;
 	char *s;
 
+	strlcpy(r->err_code, code, sizeof(r->err_code));
 	if (r->e2b == E2B_RPC_STREAM)
 		o = json_pack("{s:{s:s,s:s}}", "error", "code",
 		    e2b_connect_code(status), "message", msg);
@@ -396,6 +402,7 @@ rq_envelope(struct rq *r, int status, const char *code, const char *msg)
 		rq_envelope_e2b(r, status, code, msg);
 		return;
 	}
+	strlcpy(r->err_code, code, sizeof(r->err_code));
 	o = json_pack("{s:{s:s,s:s}}", "error", "message", msg, "code", code);
 	if (o == NULL || (s = json_dumps(o, JSON_COMPACT)) == NULL) {
 		static const char oom[] = "{\"error\":{\"message\":\"Out of "
@@ -826,10 +833,14 @@ e2b_sandbox(struct rq *r)
 
 	if (h == NULL) {
 		rq_error(r, API_EBADREQ, "E2b-Sandbox-Id is missing");
+		api_audit_refused(
+		    r, NULL, 400, "request", "E2b-Sandbox-Id is missing");
 		return -1;
 	}
 	if (!api_valid_id(h->value, h->valuelen)) {
 		rq_error(r, API_EBADREQ, "E2b-Sandbox-Id is not a sandbox id");
+		api_audit_refused(r, NULL, 400, "request",
+		    "E2b-Sandbox-Id is not a sandbox id");
 		return -1;
 	}
 	memcpy(r->id, h->value, h->valuelen);
@@ -895,12 +906,14 @@ make_request_id(struct rq *r)
 {
 	const struct http_header *h = http_find_header(r->req, "x-request-id");
 
-	/* A caller's id is kept when it is short and plain, for tracing. */
-	if (h != NULL && h->valuelen < sizeof(r->request_id) &&
+	/* The server's id is always its own, so unique: a client cannot
+	 * join its entries to another's, nor name another's run record.
+	 * A caller's id is kept beside it when short and plain, for
+	 * tracing (X-Client-Request-Id, the audit log's client_request_id). */
+	if (h != NULL && h->valuelen < sizeof(r->client_request_id) &&
 	    api_valid_id(h->value, h->valuelen)) {
-		memcpy(r->request_id, h->value, h->valuelen);
-		r->request_id[h->valuelen] = '\0';
-		return;
+		memcpy(r->client_request_id, h->value, h->valuelen);
+		r->client_request_id[h->valuelen] = '\0';
 	}
 	format_request_id(r->request_id, r->api->boot_nonce, ++r->api->reqseq);
 }
@@ -922,30 +935,37 @@ api_audit_refused(struct rq *r, const char *action, int status,
 }
 
 /*
- * The bearer token of an E2B route (docs/e2b.md): E2B's SDK sends its
- * API key in X-API-KEY and a sandbox's access token in X-Access-Token or
+ * The bearer token of a request (docs/e2b.md): E2B's SDK sends its API
+ * key in X-API-KEY and a sandbox's access token in X-Access-Token or
  * E2B-Traffic-Access-Token (both, with the same value, for a cell); an
- * Authorization: Bearer counts too. Every one present must be the same
- * token: which of two a proxy checked is unknown. An Authorization that
- * is not Bearer is E2B's user name (Basic, no password), not a
- * credential, and is left out. 0, or -1 and *why.
+ * Authorization: Bearer counts too, and is keep's own routes' only
+ * credential. On every route every one of them present must be the same
+ * token: which of two a proxy checked, or a client meant, is unknown. An
+ * Authorization that is not Bearer is E2B's user name (Basic, no
+ * password), not a credential, and is left out. 0, or -1 and *why.
  */
 static int
 e2b_token(struct rq *r, const char **tok, size_t *len, const char **why)
 {
 	/* Authorization last: a Bearer one among them. */
-	static const char *const api_names[] = { "x-api-key", "authorization" };
-	static const char *const sbx_names[] = { "x-access-token",
+	static const char *const names[] = { "x-api-key", "x-access-token",
 		"e2b-traffic-access-token", "authorization" };
-	const char *const *names = r->e2b == E2B_API ? api_names : sbx_names;
-	size_t n = r->e2b == E2B_API ? nitems(api_names) : nitems(sbx_names);
+	size_t n = nitems(names);
 	const struct http_header *h;
-	const char *v;
-	size_t vl;
+	const char *v, *got = NULL;
+	size_t vl, gotlen = 0;
+	int source;
 
 	*tok = NULL;
 	*len = 0;
 	for (size_t i = 0; i < n; i++) {
+		/* Where the route takes its token from: the control plane
+		 * X-API-KEY, a sandbox's route its access tokens, either one
+		 * and keep's own Authorization. The others, when present,
+		 * must only agree. */
+		source = i == n - 1 ||
+		    (i == 0 ? r->e2b == E2B_API
+		            : r->e2b != E2B_API && r->e2b != E2B_NO);
 		if ((h = http_find_header(r->req, names[i])) == NULL)
 			continue;
 		v = h->value;
@@ -960,15 +980,21 @@ e2b_token(struct rq *r, const char **tok, size_t *len, const char **why)
 			*why = "malformed token";
 			return -1;
 		}
-		if (*tok != NULL && (vl != *len || memcmp(v, *tok, vl) != 0)) {
+		if (got != NULL && (vl != gotlen || memcmp(v, got, vl) != 0)) {
 			*why = "two different tokens";
 			return -1;
 		}
-		*tok = v;
-		*len = vl;
+		got = v;
+		gotlen = vl;
+		if (source) {
+			*tok = v;
+			*len = vl;
+		}
 	}
 	if (*tok == NULL) {
-		*why = r->e2b == E2B_API ? "no X-API-KEY" : "no X-Access-Token";
+		*why = r->e2b == E2B_API ? "no X-API-KEY"
+		    : r->e2b != E2B_NO   ? "no X-Access-Token"
+		                         : "no bearer token";
 		return -1;
 	}
 	return 0;
@@ -991,6 +1017,15 @@ authenticate(struct rq *r)
 			api_audit_refused(r, NULL, 401, "token", why);
 			return -1;
 		}
+	} else if (h != NULL && h->valuelen >= 8 &&
+	    http_token_eq(h->value, 7, "bearer ") &&
+	    h->valuelen - 7 <= API_TOKEN_MAX &&
+	    e2b_token(r, &tok, &tlen, &why) != 0) {
+		/* keep's own routes read Authorization; another credential
+		 * header beside it must be the same token. */
+		rq_error(r, API_EUNAUTH, "Missing or malformed token: %s", why);
+		api_audit_refused(r, NULL, 401, "token", why);
+		return -1;
 	} else if (h == NULL || h->valuelen < 8 ||
 	    !http_token_eq(h->value, 7, "bearer ") ||
 	    h->valuelen - 7 > API_TOKEN_MAX) {
@@ -1066,6 +1101,7 @@ authorize(struct rq *r)
 		return -1;
 	}
 	r->api->decisions[0]++;
+	r->authorized = 1;
 	return 0;
 }
 
@@ -1083,6 +1119,53 @@ idem_scope(struct rq *r, char *scope, size_t len)
 	snprintf(scope, len, "%s|%s|%s", r->who.sub, r->route->name, r->id);
 }
 
+/*
+ * Who may see a kept reply: the token's jti, capabilities and sandbox (a
+ * narrower token of the same principal, or one scoped to a sibling
+ * sandbox, must not be handed a wider reply: a new sandbox's auth_token,
+ * its webhook secret). seal: the key the store's copy is sealed with,
+ * derived from the token's bytes, which only its holders have.
+ */
+static void
+idem_token(const struct rq *r, unsigned char tok[32], unsigned char seal[32])
+{
+	static const unsigned char ctx[] = "keep idempotency seal v1";
+	crypto_generichash_state h;
+	uint64_t caps = (uint64_t)r->who.caps;
+
+	crypto_generichash_init(&h, NULL, 0, 32);
+	crypto_generichash_update(&h, (const unsigned char *)r->who.jti,
+	    strnlen(r->who.jti, sizeof(r->who.jti)) + 1);
+	crypto_generichash_update(
+	    &h, (const unsigned char *)&caps, sizeof(caps));
+	crypto_generichash_update(&h, (const unsigned char *)r->who.sbx,
+	    strnlen(r->who.sbx, sizeof(r->who.sbx)));
+	crypto_generichash_final(&h, tok, 32);
+	crypto_generichash(seal, 32, (const unsigned char *)r->call.token,
+	    r->call.token_len, ctx, sizeof(ctx) - 1);
+}
+
+/* The hash the store keeps: the request's and the token's together. */
+static void
+idem_stored_hash(const unsigned char hash[32], const unsigned char tok[32],
+    unsigned char out[32])
+{
+	unsigned char both[64];
+
+	memcpy(both, hash, 32);
+	memcpy(both + 32, tok, 32);
+	crypto_generichash(out, 32, both, sizeof(both), NULL, 0);
+}
+
+static void
+idem_drop(struct api *a, struct idem_entry *e)
+{
+	a->idem_bytes -=
+	    e->body_len <= a->idem_bytes ? e->body_len : a->idem_bytes;
+	free(e->body);
+	memset(e, 0, sizeof(*e));
+}
+
 /* 1: a reply was sent (replay or conflict); 0: go on; *slot for saving. */
 static int
 idem_check(struct rq *r, const struct http_header *key, unsigned char *hash,
@@ -1091,9 +1174,12 @@ idem_check(struct rq *r, const struct http_header *key, unsigned char *hash,
 	struct api *a = r->api;
 	uint64_t now = api_now_ms(a);
 	struct idem_entry *free_e = NULL, *oldest = NULL;
+	unsigned char tok[32], seal[32];
 	char scope[256];
 
 	*slot = NULL;
+	idem_token(r, tok, seal);
+	sodium_memzero(seal, sizeof(seal));
 	if (key->valuelen == 0 || key->valuelen >= sizeof(a->idem[0].key)) {
 		rq_error(r, API_EBADREQ,
 		    "Idempotency-Key must be 1 to 255 characters");
@@ -1106,10 +1192,8 @@ idem_check(struct rq *r, const struct http_header *key, unsigned char *hash,
 		struct idem_entry *e = &a->idem[i];
 
 		if (e->used && !e->in_flight &&
-		    now - e->at_ms > a->cfg.idem_ttl_ms) {
-			free(e->body);
-			memset(e, 0, sizeof(*e));
-		}
+		    now - e->at_ms > a->cfg.idem_ttl_ms)
+			idem_drop(a, e);
 		if (!e->used) {
 			if (free_e == NULL)
 				free_e = e;
@@ -1128,6 +1212,12 @@ idem_check(struct rq *r, const struct http_header *key, unsigned char *hash,
 			    "progress");
 			return 1;
 		}
+		if (sodium_memcmp(e->tok, tok, 32) != 0) {
+			rq_error(r, API_ECONFLICT,
+			    "Idempotency-Key used by another token: its reply "
+			    "is that token's");
+			return 1;
+		}
 		if (memcmp(e->hash, hash, 32) != 0) {
 			rq_error(r, API_ECONFLICT,
 			    "Idempotency-Key reused with a different body");
@@ -1138,8 +1228,7 @@ idem_check(struct rq *r, const struct http_header *key, unsigned char *hash,
 		return 1;
 	}
 	if (free_e == NULL && oldest != NULL) {
-		free(oldest->body);
-		memset(oldest, 0, sizeof(*oldest));
+		idem_drop(a, oldest);
 		free_e = oldest;
 	}
 	*slot = free_e;
@@ -1154,6 +1243,7 @@ idem_claim(struct rq *r, struct idem_entry *e, const struct http_header *key,
 	memcpy(e->key, key->value, key->valuelen);
 	e->key[key->valuelen] = '\0';
 	idem_scope(r, e->scope, sizeof(e->scope));
+	idem_token(r, e->tok, e->seal);
 	memcpy(e->hash, hash, 32);
 	e->at_ms = api_now_ms(r->api);
 	e->used = 1;
@@ -1165,23 +1255,44 @@ idem_claim(struct rq *r, struct idem_entry *e, const struct http_header *key,
  * retry runs again.
  */
 static int
-idem_fill(
-    struct idem_entry *e, int status, const char *resp, size_t rlen, int oom)
+idem_fill(struct api *a, struct idem_entry *e, int status, const char *resp,
+    size_t rlen, int oom)
 {
 	const char *body = memmem(resp, rlen, "\r\n\r\n", 4);
+	size_t len = body != NULL ? rlen - (size_t)(body + 4 - resp) : 0;
 
 	e->in_flight = 0;
+	/* The replies kept in memory are bounded in bytes: the oldest go
+	 * for a new one (one larger than the bound is not kept). */
+	while (body != NULL && len <= a->cfg.idem_bytes_max &&
+	    a->idem_bytes + len > a->cfg.idem_bytes_max) {
+		struct idem_entry *oldest = NULL;
+
+		for (size_t i = 0; i < a->cfg.idem_max; i++) {
+			struct idem_entry *o = &a->idem[i];
+
+			if (o->used && !o->in_flight && o->body != NULL &&
+			    (oldest == NULL || o->at_ms < oldest->at_ms))
+				oldest = o;
+		}
+		if (oldest == NULL)
+			break;
+		idem_drop(a, oldest);
+	}
 	if (status < 200 || status > 299 || oom || body == NULL ||
+	    a->idem_bytes + len > a->cfg.idem_bytes_max ||
 	    memmem(resp, (size_t)(body - resp), "text/event-stream", 17) !=
 	        NULL ||
-	    (e->body = malloc(rlen - (size_t)(body + 4 - resp) + 1)) == NULL) {
+	    (e->body = malloc(len + 1)) == NULL) {
+		sodium_memzero(e->seal, sizeof(e->seal));
 		memset(e, 0, sizeof(*e));
 		return 0;
 	}
 	body += 4;
-	e->body_len = rlen - (size_t)(body - resp);
+	e->body_len = len;
 	memcpy(e->body, body, e->body_len);
 	e->status = status;
+	a->idem_bytes += len;
 	return 1;
 }
 
@@ -1191,14 +1302,24 @@ idem_keep(
     struct api *a, const struct api_principal *who, const struct idem_entry *e)
 {
 	struct api_idem rec;
+	unsigned char *sealed;
+	size_t slen = crypto_secretbox_NONCEBYTES + crypto_secretbox_MACBYTES +
+	    e->body_len;
 
-	if (a->be->idem_keep == NULL)
+	if (a->be->idem_keep == NULL ||
+	    (sealed = malloc(slen)) == NULL) /* in memory only */
 		return;
-	memcpy(rec.hash, e->hash, sizeof(rec.hash));
+	/* Sealed with the key of the token that asked: a reply may carry
+	 * credentials (a new sandbox's auth_token), never kept in clear. */
+	randombytes_buf(sealed, crypto_secretbox_NONCEBYTES);
+	crypto_secretbox_easy(sealed + crypto_secretbox_NONCEBYTES,
+	    (const unsigned char *)e->body, e->body_len, sealed, e->seal);
+	idem_stored_hash(e->hash, e->tok, rec.hash);
 	rec.status = e->status;
-	rec.body = e->body;
-	rec.body_len = e->body_len;
+	rec.body = (char *)sealed;
+	rec.body_len = slen;
 	a->be->idem_keep(a->be->ctx, who, e->scope, e->key, &rec);
+	free(sealed);
 }
 
 /*
@@ -1214,7 +1335,9 @@ idem_recall(struct rq *r, struct idem_entry *e, uint64_t serial,
 	const struct api_backend *be = r->api->be;
 	struct api_error err;
 	struct api_idem rec;
-	char scope[256];
+	unsigned char tok[32], seal[32], want[32];
+	char scope[256], *plain = NULL;
+	size_t plen = 0;
 
 	if (be->idem_load == NULL)
 		return 0;
@@ -1223,23 +1346,48 @@ idem_recall(struct rq *r, struct idem_entry *e, uint64_t serial,
 	memset(&err, 0, sizeof(err));
 	if (be->idem_load(be->ctx, &r->call, scope, key, &rec, &err) != API_OK)
 		return 0;
-	if (memcmp(rec.hash, hash, sizeof(rec.hash)) != 0) {
-		free(rec.body);
+	idem_token(r, tok, seal);
+	idem_stored_hash(hash, tok, want);
+	if (sodium_memcmp(rec.hash, want, sizeof(want)) == 0 &&
+	    rec.body_len >=
+	        crypto_secretbox_NONCEBYTES + crypto_secretbox_MACBYTES) {
+		plen = rec.body_len - crypto_secretbox_NONCEBYTES -
+		    crypto_secretbox_MACBYTES;
+		if ((plain = malloc(plen + 1)) != NULL &&
+		    crypto_secretbox_open_easy((unsigned char *)plain,
+		        (unsigned char *)rec.body + crypto_secretbox_NONCEBYTES,
+		        rec.body_len - crypto_secretbox_NONCEBYTES,
+		        (unsigned char *)rec.body, seal) != 0) {
+			free(plain);
+			plain = NULL;
+		}
+	}
+	sodium_memzero(seal, sizeof(seal));
+	free(rec.body);
+	rec.body = plain;
+	rec.body_len = plen;
+	if (plain == NULL) {
 		if (e != NULL && e->in_flight && e->serial == serial)
 			memset(e, 0, sizeof(*e));
 		rq_error(r, API_ECONFLICT,
-		    "Idempotency-Key reused with a different body");
+		    "Idempotency-Key reused with a different body or by "
+		    "another token");
 		return 1;
 	}
 	r->replayed = 1;
 	rq_emit(r, rec.status, "application/json", rec.body, rec.body_len);
-	if (e != NULL && e->in_flight && e->serial == serial) {
+	if (e != NULL && e->in_flight && e->serial == serial &&
+	    r->api->idem_bytes + rec.body_len <= r->api->cfg.idem_bytes_max) {
 		e->in_flight = 0;
 		e->status = rec.status;
 		e->body = rec.body;
 		e->body_len = rec.body_len;
-	} else
+		r->api->idem_bytes += rec.body_len;
+	} else {
+		if (e != NULL && e->in_flight && e->serial == serial)
+			memset(e, 0, sizeof(*e));
 		free(rec.body);
+	}
 	return 1;
 }
 
@@ -1289,7 +1437,12 @@ api_defer(const struct api_call *call)
 	p->ndjson = rq_accepts_ndjson(r);
 	p->e2b = r->e2b;
 	memcpy(p->request_id, r->request_id, sizeof(p->request_id));
+	memcpy(p->client_request_id, r->client_request_id,
+	    sizeof(p->client_request_id));
 	p->who = r->who;
+	p->authorized = r->authorized;
+	strlcpy(
+	    p->target, r->id[0] != '\0' ? r->id : r->tail, sizeof(p->target));
 	r->pending = p;
 	r->api->pending++;
 	return p;
@@ -1450,6 +1603,8 @@ merge_acc(struct http_buf *acc, char **buf, size_t *len)
 	return 0;
 }
 
+static void audit_outcome(struct rq *r);
+
 void
 api_resume_run(struct api_pending *p, int rc, struct api_run_result *res,
     const struct api_error *err)
@@ -1471,6 +1626,8 @@ api_resume_run(struct api_pending *p, int rc, struct api_run_result *res,
 	r.ndjson = p->ndjson;
 	r.e2b = p->e2b;
 	memcpy(r.request_id, p->request_id, sizeof(r.request_id));
+	memcpy(r.client_request_id, p->client_request_id,
+	    sizeof(r.client_request_id));
 	if (rc == API_ENOTFOUND && p->e2b_ctx[0] != '\0')
 		e2b_ctx_forget(a, p->e2b_ctx);
 	if (p->streaming) {
@@ -1538,10 +1695,20 @@ api_resume_run(struct api_pending *p, int rc, struct api_run_result *res,
 		out.len = 0;
 		r.close = 1;
 	}
+	if (p->authorized && r.status >= 400 && p->ri < api_nroutes) {
+		r.route = &api_routes[p->ri];
+		r.authorized = 1;
+		r.who = p->who;
+		r.call.who = &r.who;
+		r.call.request_id = r.request_id;
+		r.call.client_request_id = r.client_request_id;
+		strlcpy(r.id, p->target, sizeof(r.id));
+		audit_outcome(&r);
+	}
 	if (p->idem != NULL && p->idem->in_flight &&
 	    p->idem->serial == p->idem_serial &&
-	    idem_fill(p->idem, p->streaming ? 0 : r.status, out.data, out.len,
-	        out.oom))
+	    idem_fill(a, p->idem, p->streaming ? 0 : r.status, out.data,
+	        out.len, out.oom))
 		idem_keep(a, &p->who, p->idem);
 	a->req_count[p->ri * API_STATUS_SLOTS +
 	    (size_t)status_slot(r.status)]++;
@@ -1556,6 +1723,24 @@ api_resume_run(struct api_pending *p, int rc, struct api_run_result *res,
 	if (p->cell)
 		api_cell_stream_free(&p->cs);
 	free(p);
+}
+
+/*
+ * A request the policy allowed and that was then refused (a sandbox not
+ * the caller's: 404; a bad body: 400; a full store: 507): its allow entry
+ * is followed by a deny entry of the same request id, rule "outcome",
+ * with the status the client was given, so the log holds the answer.
+ */
+static void
+audit_outcome(struct rq *r)
+{
+	char why[64];
+
+	if (!r->authorized || r->status < 400 || r->route == NULL)
+		return;
+	snprintf(why, sizeof(why), "%s",
+	    r->err_code[0] != '\0' ? r->err_code : "error");
+	api_audit_refused(r, NULL, r->status, "outcome", why);
 }
 
 int
@@ -1625,6 +1810,8 @@ api_handle_conn(struct api *a, const struct http_request *req,
 	r.e2b = rt->e2b;
 	r.call.who = &r.who;
 	r.call.request_id = r.request_id;
+	r.call.client_request_id = r.client_request_id;
+	r.call.peer = req->peer;
 	r.call.cap = rt->cap >= 0 ? (enum cap_id)rt->cap : CAP_COUNT;
 	r.call.route = rt->as != NULL ? rt->as : rt->name;
 	/* A command's Connect stream is streamed; E2B's other replies
@@ -1635,8 +1822,6 @@ api_handle_conn(struct api *a, const struct http_request *req,
 	/* A cell's lines stream to who reads them as lines (E2B's code
 	 * interpreter always does). */
 	r.call.ndjson = rq_accepts_ndjson(&r);
-	if (rt->e2b >= E2B_SBX && e2b_sandbox(&r) != 0)
-		goto done;
 	{
 		const struct http_header *lk =
 		    http_find_header(req, "keep-lock");
@@ -1647,10 +1832,15 @@ api_handle_conn(struct api *a, const struct http_request *req,
 		}
 	}
 
+	/* An E2B sandbox route's sandbox is named by a header: read after
+	 * the token (a refusal for a bad one is then audited, with who). */
 	if (rt->cap != -2) {
-		if (authenticate(&r) != 0 || authorize(&r) != 0)
+		if (authenticate(&r) != 0 ||
+		    (rt->e2b >= E2B_SBX && e2b_sandbox(&r) != 0) ||
+		    authorize(&r) != 0)
 			goto done;
-	}
+	} else if (rt->e2b >= E2B_SBX && e2b_sandbox(&r) != 0)
+		goto done;
 	if (rt->e2b != E2B_NO && e2b_body_type(&r) != 0)
 		goto done;
 	if (rt->json_body && (rt->json_body == 1 || r.req->body_len > 0) &&
@@ -1688,7 +1878,7 @@ api_handle_conn(struct api *a, const struct http_request *req,
 			}
 			if (slot != NULL && slot->in_flight &&
 			    slot->serial == serial &&
-			    idem_fill(slot, r.status, out->data + out_start,
+			    idem_fill(a, slot, r.status, out->data + out_start,
 			        out->len - out_start, out->oom))
 				idem_keep(a, &r.who, slot);
 			goto done;
@@ -1701,6 +1891,7 @@ api_handle_conn(struct api *a, const struct http_request *req,
 		return API_HANDLE_PENDING;
 	}
 done:
+	audit_outcome(&r);
 	if (out->oom) {
 		/* Could not build the reply: drop the connection. */
 		out->len = out_start;
@@ -1711,6 +1902,57 @@ done:
 	api_hist_add(&a->req_hist[ri], mono_s() - t0);
 	json_decref(r.body);
 	return r.close;
+}
+
+/*
+ * The head of a request whose body is still to come: when its route needs
+ * a token and none verifies, answer 401 now (the body is never read, so
+ * no one without a token holds the front's memory with bodies, and the
+ * connection is closed). 1: *out holds that answer; 0: read the body.
+ */
+int
+api_head_check(struct api *a, const struct http_request *req,
+    struct http_buf *out, uint64_t conn)
+{
+	enum http_method m = req->method == HTTP_HEAD ? HTTP_GET : req->method;
+	const struct api_route *rt = NULL;
+	struct rq r;
+	size_t ri;
+
+	memset(&r, 0, sizeof(r));
+	for (ri = 0; ri < api_nroutes && rt == NULL; ri++) {
+		const struct api_route *c = &api_routes[ri];
+
+		if (c->method == m &&
+		    route_match(
+		        c->pattern, req->path, req->path_len, r.id, r.tail))
+			rt = c;
+		else
+			r.id[0] = r.tail[0] = '\0';
+	}
+	if (rt == NULL || rt->cap == -2)
+		return 0;
+	r.api = a;
+	r.req = req;
+	r.out = out;
+	r.close = 1;
+	r.http10 = req->version_minor == 0;
+	r.conn = conn;
+	r.t0 = mono_s();
+	make_request_id(&r);
+	r.route = rt;
+	r.ri = ri - 1;
+	r.e2b = rt->e2b;
+	r.call.who = &r.who;
+	r.call.request_id = r.request_id;
+	r.call.client_request_id = r.client_request_id;
+	r.call.peer = req->peer;
+	r.call.cap = rt->cap >= 0 ? (enum cap_id)rt->cap : CAP_COUNT;
+	r.call.route = rt->as != NULL ? rt->as : rt->name;
+	if (authenticate(&r) == 0)
+		return 0;
+	a->req_count[r.ri * API_STATUS_SLOTS + (size_t)status_slot(r.status)]++;
+	return 1;
 }
 
 /* --- /metrics ----------------------------------------------------------- */
@@ -1785,6 +2027,12 @@ api_metrics(struct rq *r)
 	    "keep_decisions_total{result=\"deny\"} %llu\n",
 	    (unsigned long long)a->decisions[0],
 	    (unsigned long long)a->decisions[1]);
+	http_buf_printf(&b,
+	    "# HELP keep_idempotency_bytes Replies kept in memory for "
+	    "Idempotency-Key retries, in bytes (bounded).\n"
+	    "# TYPE keep_idempotency_bytes gauge\n"
+	    "keep_idempotency_bytes %zu\n",
+	    a->idem_bytes);
 	http_buf_printf(&b,
 	    "# HELP keep_sandboxes_created_total Sandboxes created.\n"
 	    "# TYPE keep_sandboxes_created_total counter\n"

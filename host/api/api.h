@@ -70,6 +70,9 @@ struct api_error {
 struct api_principal {
 	char sub[128]; /* principal name in the policy */
 	char jti[64]; /* token id (for audit and revocation) */
+	/* The jtis of the token's ancestors (it was attenuated from them),
+	 * separated by spaces; "" for a token minted by an issuer. */
+	char chain[8 * 64];
 	char sbx[API_ID_MAX + 1]; /* "" or the only sandbox allowed */
 	cap_set_t caps; /* the token's capabilities */
 	int64_t exp; /* token expiry, unix seconds */
@@ -90,6 +93,12 @@ struct api_idem {
 struct api_call {
 	const struct api_principal *who;
 	const char *request_id; /* also the audit log's request id */
+	/* The client's X-Request-Id (short and plain), "" when none: kept
+	 * beside the server's own, never as it. */
+	const char *client_request_id;
+	/* The client's address as the front counts it ("" unknown), for
+	 * the audit log's refusals without a principal. */
+	const char *peer;
 	enum cap_id cap; /* the capability this route needs */
 	const char *route; /* metric label, e.g. "execute" */
 	/*
@@ -290,6 +299,7 @@ struct api_audit_entry {
 	uint64_t seq;
 	int64_t time;
 	char request_id[40];
+	char client_request_id[40]; /* "" when none */
 	char principal[128];
 	char action[96];
 	char target[160];
@@ -588,6 +598,8 @@ struct api_config {
 	uint64_t (*now_ms)(void *arg); /* wall clock, ms; NULL: real clock */
 	void *now_arg;
 	size_t idem_max; /* idempotency entries kept (default 4096) */
+	/* their replies' bytes kept in memory, in all (default 64 MiB) */
+	size_t idem_bytes_max;
 	uint64_t idem_ttl_ms; /* default 24 h */
 	unsigned json_max_depth; /* default 32 */
 };
@@ -697,6 +709,15 @@ void api_ws_closed(struct api *, uint64_t conn);
  */
 typedef void (*api_auth_fn)(void *arg, uint64_t conn);
 void api_set_auth_notify(struct api *, api_auth_fn fn, void *arg);
+
+/*
+ * A request's head, before its body is read (conn as for
+ * api_handle_conn): 1 when its route needs a token and none verifies,
+ * with the 401 answer in out ("Connection: close"; the body is not to be
+ * read); 0: read the body, then api_handle_conn.
+ */
+int api_head_check(struct api *, const struct http_request *req,
+    struct http_buf *out, uint64_t conn);
 
 /*
  * Answer a request the HTTP layer refused (status from http_parse_head or

@@ -546,6 +546,33 @@ write_one(struct rq *r, const char *path, const struct e2b_part *p,
 	    BE(r)->ctx, &r->call, r->id, path, p->data, p->len, err);
 }
 
+/* A part's path (qpath, or its filename), checked; -1 when answered. */
+static int
+part_path(struct rq *r, const struct e2b_part *p, const char *qpath, char *path,
+    size_t len)
+{
+	if (p->name_len != 4 || memcmp(p->name, "file", 4) != 0) {
+		rq_error(r, API_EBADREQ, "Each part is named \"file\"");
+		return -1;
+	}
+	if (qpath != NULL)
+		strlcpy(path, qpath, len);
+	else if (p->filename == NULL || p->filename_len == 0 ||
+	    p->filename_len >= len) {
+		rq_error(r, API_EBADREQ,
+		    "Without ?path=, each part's filename is its path");
+		return -1;
+	} else {
+		memcpy(path, p->filename, p->filename_len);
+		path[p->filename_len] = '\0';
+	}
+	if (path[0] == '\0') {
+		rq_error(r, API_EBADREQ, "A part's path is empty");
+		return -1;
+	}
+	return rq_path_check(r, path) ? -1 : 0;
+}
+
 /*
  * POST /e2b/files[?path=]: envd's upload, multipart/form-data with one
  * part "file" per file; its path is ?path= for one file, else the
@@ -586,6 +613,13 @@ h_e2b_file_write(struct rq *r)
 		    r, API_EBADREQ, "?path= names one file: send one part");
 		return;
 	}
+	/* Every part is checked and authorized before any is written: a
+	 * request refused for its third part has not written the first. */
+	for (i = 0; i < n; i++)
+		if (part_path(r, &parts[i], have_q ? qpath : NULL, path,
+		        sizeof(path)) != 0 ||
+		    (i > 0 && rq_reauthorize(r)))
+			return;
 	if ((arr = json_array()) == NULL) {
 		rq_error(r, API_EINTERNAL, "Out of memory");
 		return;
@@ -594,23 +628,8 @@ h_e2b_file_write(struct rq *r)
 		const struct e2b_part *p = &parts[i];
 		const char *base;
 
-		if (p->name_len != 4 || memcmp(p->name, "file", 4) != 0) {
-			rq_error(r, API_EBADREQ, "Each part is named \"file\"");
-			goto out;
-		}
-		if (have_q)
-			strlcpy(path, qpath, sizeof(path));
-		else if (p->filename == NULL || p->filename_len == 0 ||
-		    p->filename_len >= sizeof(path)) {
-			rq_error(r, API_EBADREQ,
-			    "Without ?path=, each part's filename is its path");
-			goto out;
-		} else {
-			memcpy(path, p->filename, p->filename_len);
-			path[p->filename_len] = '\0';
-		}
-		if (path[0] == '\0' || rq_path_check(r, path) ||
-		    (i > 0 && rq_reauthorize(r)))
+		if (part_path(
+		        r, p, have_q ? qpath : NULL, path, sizeof(path)) != 0)
 			goto out;
 		if ((rc = write_one(r, path, p, &err)) != API_OK) {
 			if (rc != E2B_REPLIED)

@@ -20,10 +20,18 @@ struct api_hist {
 
 struct api_route;
 
+/* The in-memory replies' bytes, in all: past it the oldest go. */
+#define API_IDEM_BYTES_MAX ((size_t)64 << 20)
+
 struct idem_entry {
 	char key[256];
 	char scope[256]; /* principal + route + sandbox */
 	unsigned char hash[32];
+	/* Which token may see the reply (its jti, caps and sandbox), and
+	 * the key its copy in the store is sealed with (from the token's
+	 * own bytes, so the store alone cannot open it). */
+	unsigned char tok[32];
+	unsigned char seal[32];
 	uint64_t at_ms;
 	int status;
 	char *body; /* malloc */
@@ -62,6 +70,7 @@ struct api {
 	void *alive_arg;
 	uint64_t pending;
 	uint64_t idem_serial; /* reservations made */
+	size_t idem_bytes; /* the replies' bytes kept in idem */
 	struct api_pending *ws; /* terminal sessions (api_terminal.c) */
 	/* The ids of E2B's default contexts made (or found made), so that
 	 * only a sandbox's first cell asks for one (api_e2b.c). */
@@ -114,6 +123,10 @@ struct api_pending {
 	struct api *api;
 	uint64_t conn;
 	size_t ri;
+	/* As the request's rq: allowed, and its target (audit). */
+	int authorized;
+	char target[API_ID_MAX + 1];
+	char client_request_id[40];
 	double t0;
 	int close;
 	int head_only;
@@ -149,6 +162,7 @@ struct rq {
 	struct http_buf *out;
 	const struct api_route *route;
 	char request_id[40];
+	char client_request_id[40]; /* the client's X-Request-Id, or "" */
 	char id[API_ID_MAX + 1]; /* {id} from the path, or "" */
 	char tail[API_ID_MAX + 1]; /* {name} for images */
 	struct api_principal who;
@@ -169,6 +183,11 @@ struct rq {
 	double t0;
 	struct api_pending *pending;
 	int replayed;
+	/* The policy allowed the route's capability (an allow entry is in
+	 * the audit log), and the error code of the last error answered:
+	 * an allowed request then refused gets a deny entry too. */
+	int authorized;
+	char err_code[32];
 };
 
 typedef void (*api_handler)(struct rq *);

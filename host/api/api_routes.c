@@ -1426,18 +1426,23 @@ h_audit(struct rq *r)
 	for (size_t i = 0; i < n && i < pg.limit; i++) {
 		struct api_audit_entry *e = &ents[i];
 		e->request_id[sizeof(e->request_id) - 1] = '\0';
+		e->client_request_id[sizeof(e->client_request_id) - 1] = '\0';
 		e->principal[sizeof(e->principal) - 1] = '\0';
 		e->action[sizeof(e->action) - 1] = '\0';
 		e->target[sizeof(e->target) - 1] = '\0';
 		e->decision[sizeof(e->decision) - 1] = '\0';
 		e->rule[sizeof(e->rule) - 1] = '\0';
 		e->detail[sizeof(e->detail) - 1] = '\0';
-		json_array_append_new(arr,
-		    json_pack("{s:I,s:o,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "seq",
-		        (json_int_t)e->seq, "time", iso_time(e->time),
-		        "request_id", e->request_id, "principal", e->principal,
-		        "action", e->action, "target", e->target, "decision",
-		        e->decision, "rule", e->rule, "detail", e->detail));
+		json_t *o = json_pack("{s:I,s:o,s:s,s:s,s:s,s:s,s:s,s:s,s:s}",
+		    "seq", (json_int_t)e->seq, "time", iso_time(e->time),
+		    "request_id", e->request_id, "principal", e->principal,
+		    "action", e->action, "target", e->target, "decision",
+		    e->decision, "rule", e->rule, "detail", e->detail);
+
+		if (o != NULL && e->client_request_id[0] != '\0')
+			json_object_set_new(o, "client_request_id",
+			    json_string(e->client_request_id));
+		json_array_append_new(arr, o);
 	}
 	free(ents);
 	next[sizeof(next) - 1] = '\0';

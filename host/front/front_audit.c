@@ -68,25 +68,42 @@ audit_send(struct front_backend *fb, const struct store_audit *e)
 	free(msg);
 }
 
+/* ms until the interval of refusals without a principal ends, -1 none. */
+static int
+anon_due_in(const struct front_backend *fb, uint64_t now)
+{
+	if (fb->anon_n == 0 && fb->anon_other == 0)
+		return -1;
+	if (now >= fb->anon_since_ms + FB_ANON_INTERVAL_MS)
+		return 0;
+	return (int)(fb->anon_since_ms + FB_ANON_INTERVAL_MS - now);
+}
+
 int
 front_backend_flush_in(struct front_backend *fb)
 {
-	uint64_t now;
+	uint64_t now = mono_ms();
+	int in = anon_due_in(fb, now), a;
 
 	if (fb->audit_count == 0)
-		return -1;
-	now = mono_ms();
-	if (now >= fb->audit_since_ms + FB_AUDIT_DELAY_MS)
-		return 0;
-	return (int)(fb->audit_since_ms + FB_AUDIT_DELAY_MS - now);
+		return in;
+	a = now >= fb->audit_since_ms + FB_AUDIT_DELAY_MS
+	    ? 0
+	    : (int)(fb->audit_since_ms + FB_AUDIT_DELAY_MS - now);
+	return in < 0 || a < in ? a : in;
 }
 
 void
 front_backend_flush(struct front_backend *fb)
 {
+	uint64_t now = mono_ms();
+
 	fb_flush_decisions(fb);
 	fb_flush_vmm(fb);
-	if (front_backend_flush_in(fb) == 0)
+	if (anon_due_in(fb, now) == 0)
+		fb_audit_anon_flush(fb);
+	if (fb->audit_count != 0 &&
+	    now >= fb->audit_since_ms + FB_AUDIT_DELAY_MS)
 		fb_audit_flush(fb);
 }
 
@@ -253,6 +270,7 @@ fb_audit_outcome(struct front_backend *fb, const struct api_call *call,
 	memset(&e, 0, sizeof(e));
 	e.time_ms = wall_ms();
 	e.request_id = call->request_id;
+	e.client_request_id = call->client_request_id;
 	e.principal = call->who->sub;
 	e.jti = call->who->jti;
 	e.action = action;
@@ -296,18 +314,113 @@ fb_audit_lock_refusal(struct front_backend *fb, const struct api_call *call,
  * to another sandbox. The principal is the token's when it verified, ""
  * otherwise; rule names what refused it, detail the reason and status.
  */
+/*
+ * The interval of refusals without a principal has ended: one entry per
+ * source for those counted, not written one by one (and one for the
+ * sources past the table's), then a new interval.
+ */
+void
+fb_audit_anon_flush(struct front_backend *fb)
+{
+	struct store_audit e;
+	char detail[512];
+
+	for (unsigned i = 0; i <= fb->anon_n; i++) {
+		const struct fb_anon *a = i < fb->anon_n ? &fb->anon[i] : NULL;
+		uint64_t n = a != NULL ? a->counted : fb->anon_other;
+
+		if (n == 0)
+			continue;
+		snprintf(detail, sizeof(detail),
+		    "reason=%s status=401 count=%llu source=%s (refusals "
+		    "without a principal in %d s past the first %d of a "
+		    "source, counted)",
+		    a != NULL ? a->reason : "several", (unsigned long long)n,
+		    a != NULL ? a->peer : "other", FB_ANON_INTERVAL_MS / 1000,
+		    FB_ANON_EACH);
+		memset(&e, 0, sizeof(e));
+		e.time_ms = wall_ms();
+		e.request_id = "";
+		e.principal = "";
+		e.jti = "";
+		e.action = "token.refused";
+		e.target = a != NULL ? a->peer : "";
+		e.decision = STORE_DECISION_DENY;
+		e.rule = "token";
+		e.detail = detail;
+		audit_send(fb, &e);
+	}
+	memset(fb->anon, 0, sizeof(fb->anon));
+	fb->anon_n = 0;
+	fb->anon_other = 0;
+	fb->anon_entries = 0;
+	fb->anon_since_ms = mono_ms();
+}
+
+/*
+ * A refusal without a principal: 1 when it is to be an entry of its own
+ * (the first FB_ANON_EACH of its source in the interval, FB_ANON_ENTRIES
+ * in all), 0 when it was counted for the interval's aggregate entry. No
+ * token costs the log a bounded number of entries, however many come.
+ */
+static int
+anon_refusal(struct front_backend *fb, const char *peer, const char *action,
+    const char *reason)
+{
+	struct fb_anon *a = NULL;
+	uint64_t now = mono_ms();
+
+	if (anon_due_in(fb, now) == 0)
+		fb_audit_anon_flush(fb);
+	if (fb->anon_n == 0 && fb->anon_other == 0)
+		fb->anon_since_ms = now;
+	for (unsigned i = 0; i < fb->anon_n && a == NULL; i++)
+		if (strcmp(fb->anon[i].peer, peer) == 0)
+			a = &fb->anon[i];
+	if (a == NULL && fb->anon_n < FB_ANON_SOURCES) {
+		a = &fb->anon[fb->anon_n++];
+		strlcpy(a->peer, peer, sizeof(a->peer));
+	}
+	if (a != NULL && ++a->seen <= FB_ANON_EACH &&
+	    fb->anon_entries < FB_ANON_ENTRIES) {
+		fb->anon_entries++;
+		fb->anon_total[0]++;
+		return 1;
+	}
+	fb->anon_total[1]++;
+	if (a == NULL) {
+		fb->anon_other++;
+		return 0;
+	}
+	if (a->counted++ == 0) {
+		strlcpy(a->action, action, sizeof(a->action));
+		strlcpy(a->reason, reason, sizeof(a->reason));
+	}
+	return 0;
+}
+
 static void
 fb_audit_refused(void *arg, const struct api_call *call, const char *action,
     const char *target, int status, const char *rule, const char *reason)
 {
 	struct front_backend *fb = arg;
+	const char *peer = call->peer != NULL ? call->peer : "";
 	struct store_audit e;
-	char detail[API_MSG_MAX + 32];
+	char detail[API_MSG_MAX + 96];
 
-	snprintf(detail, sizeof(detail), "reason=%s status=%d", reason, status);
+	if (call->who->sub[0] == '\0') {
+		if (!anon_refusal(fb, peer, action, reason))
+			return;
+		snprintf(detail, sizeof(detail),
+		    "reason=%s status=%d source=%s", reason, status,
+		    peer[0] != '\0' ? peer : "-");
+	} else
+		snprintf(detail, sizeof(detail), "reason=%s status=%d", reason,
+		    status);
 	memset(&e, 0, sizeof(e));
 	e.time_ms = wall_ms();
 	e.request_id = call->request_id;
+	e.client_request_id = call->client_request_id;
 	e.principal = call->who->sub;
 	e.jti = call->who->jti;
 	e.action = action;
@@ -327,6 +440,7 @@ fb_audit_event(struct front_backend *fb, const struct api_call *call,
 	memset(&e, 0, sizeof(e));
 	e.time_ms = wall_ms();
 	e.request_id = call->request_id;
+	e.client_request_id = call->client_request_id;
 	e.principal = call->who->sub;
 	e.jti = call->who->jti;
 	e.action = action;
@@ -483,6 +597,9 @@ fb_audit_list(void *arg, const struct api_call *call,
 		a->seq = e.seq;
 		a->time = e.time_ms / 1000;
 		strlcpy(a->request_id, e.request_id, sizeof(a->request_id));
+		strlcpy(a->client_request_id,
+		    e.client_request_id != NULL ? e.client_request_id : "",
+		    sizeof(a->client_request_id));
 		strlcpy(a->principal, e.principal, sizeof(a->principal));
 		strlcpy(a->action, e.action, sizeof(a->action));
 		strlcpy(a->target, e.target, sizeof(a->target));

@@ -661,6 +661,11 @@ fb_authenticate(void *arg, const char *tok, size_t len,
 	strlcpy(out->sub, c.sub, sizeof(out->sub));
 	strlcpy(out->jti, c.jti, sizeof(out->jti));
 	strlcpy(out->sbx, c.sbx, sizeof(out->sbx));
+	for (size_t i = 0; i < c.nchain && i < TOKEN_CHAIN_MAX; i++) {
+		if (i > 0)
+			strlcat(out->chain, " ", sizeof(out->chain));
+		strlcat(out->chain, c.chain[i], sizeof(out->chain));
+	}
 	out->caps = c.caps;
 	out->exp = c.exp;
 	return API_OK;
@@ -898,13 +903,50 @@ caps_text(cap_set_t caps, char *out, size_t len)
 		}
 }
 
+/* The jti of a token just minted ("?" if it does not verify here). */
+static void
+minted_jti(struct front_backend *fb, const struct api_token *t,
+    char jti[TOKEN_JTI_MAX])
+{
+	struct token_verifier *tv = verifier(fb);
+	struct token_claims c;
+
+	strlcpy(jti, "?", TOKEN_JTI_MAX);
+	if (tv != NULL && token_verify(tv, t->token, strlen(t->token), &c) == 0)
+		strlcpy(jti, c.jti, TOKEN_JTI_MAX);
+	sodium_memzero(&c, sizeof(c));
+}
+
+int
+fb_mint_recorded(struct front_backend *fb, const struct api_call *call,
+    cap_set_t caps, int64_t exp, const char *sbx, const char *why,
+    struct api_token *out, struct api_error *err)
+{
+	char capstr[256], jti[TOKEN_JTI_MAX], detail[API_MSG_MAX + 320];
+	int rc;
+
+	if ((rc = fb_mint(fb, call, caps, exp, sbx, out, err)) != API_OK)
+		return rc;
+	minted_jti(fb, out, jti);
+	caps_text(caps, capstr, sizeof(capstr));
+	snprintf(detail, sizeof(detail),
+	    "minted (%s): jti %s, caps %s, sandbox %s, expires %lld", why, jti,
+	    capstr, sbx != NULL && sbx[0] ? sbx : "any",
+	    (long long)out->expires_at);
+	/* A credential is given out only once its entry is committed. */
+	if ((rc = fb_audit_outcome(fb, call, "token.mint",
+	         sbx != NULL ? sbx : "", 1, "token", detail, err)) != API_OK)
+		sodium_memzero(out, sizeof(*out));
+	return rc;
+}
+
 /* Every token minted, and every one refused, is in the audit log. */
 static int
 fb_token_attenuate(void *arg, const struct api_call *call,
     const struct api_attenuate *at, struct api_token *out,
     struct api_error *err)
 {
-	char caps[256], detail[API_MSG_MAX + 320];
+	char caps[256], detail[API_MSG_MAX + 320], jti[TOKEN_JTI_MAX];
 	int rc;
 
 	rc = fb_mint(arg, call, at->caps, at->exp, at->sbx, out, err);
@@ -918,8 +960,9 @@ fb_token_attenuate(void *arg, const struct api_call *call,
 		    at->sbx != NULL ? at->sbx : "", 0, "token", detail, NULL);
 		return rc;
 	}
+	minted_jti(arg, out, jti);
 	snprintf(detail, sizeof(detail),
-	    "allowed: caps %s, sandbox %s, expires %lld", caps,
+	    "allowed: jti %s, caps %s, sandbox %s, expires %lld", jti, caps,
 	    at->sbx != NULL && at->sbx[0] ? at->sbx : "any",
 	    (long long)out->expires_at);
 	/* A credential is given out only once its entry is committed. */
@@ -1071,6 +1114,7 @@ front_backend_stop(struct front_backend *fb)
 	fb_runs_fail_all(fb);
 	front_backend_resume(fb);
 	fb_watch_end_all(fb, "keepd is stopping");
+	fb_audit_anon_flush(fb);
 	fb_audit_flush(fb);
 }
 

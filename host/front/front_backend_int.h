@@ -27,6 +27,13 @@ struct fb_authz {
 
 #define FB_WAIT_BUCKETS 256 /* a power of two */
 
+/* Refusals without a principal: an interval, the sources counted apart
+ * in one, and the entries of their own per source and in all. */
+#define FB_ANON_INTERVAL_MS 60000
+#define FB_ANON_SOURCES 64
+#define FB_ANON_EACH 8
+#define FB_ANON_ENTRIES 128
+
 struct fb_run; /* a run in flight at the vmm (host/front/front_run.c) */
 struct fb_wait; /* a task's call in flight (host/front/front_backend.c) */
 
@@ -81,6 +88,23 @@ struct front_backend {
 	 * again, every request waits for its entry
 	 * (fb_audit_decision_commit). */
 	int audit_full;
+	/* Refusals without a principal (no token, or one that does not
+	 * verify), this interval: the first few of each source are entries
+	 * of their own, the rest counted per source (host/front/front_audit.c),
+	 * so that a flood costs the log a bounded number of entries. */
+	struct fb_anon {
+		char peer[48];
+		char action[64];
+		char reason[96]; /* the first counted one's */
+		uint64_t seen, counted;
+	} anon[FB_ANON_SOURCES];
+	unsigned anon_n; /* slots in use */
+	uint64_t anon_other; /* counted without a slot of their own */
+	uint64_t anon_since_ms; /* monotonic, the interval's start */
+	unsigned anon_entries; /* entries of their own this interval */
+	/* For /metrics: such refusals recorded as entries of their own,
+	 * counted into an aggregate entry. */
+	uint64_t anon_total[2];
 	/* Env snapshots from the vmm, numbered in the order it made them,
 	 * and the syncs to the store running now, one per sandbox
 	 * (fb_sync_env). */
@@ -105,6 +129,11 @@ void fb_expire_waits(struct front_backend *);
 int fb_fail(struct api_error *, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* flags: DECIDE_* (host/msg.h). */
+/* fb_mint, then a token.mint entry naming why and the new token's jti,
+ * committed before the token is handed out. */
+int fb_mint_recorded(struct front_backend *, const struct api_call *,
+    cap_set_t caps, int64_t exp, const char *sbx, const char *why,
+    struct api_token *out, struct api_error *err);
 int fb_decide(struct front_backend *, const struct api_principal *, enum cap_id,
     enum proc_id link, const char *target, uint64_t reqid, uint32_t flags,
     struct msg_policy_decision *, struct api_error *);
@@ -167,6 +196,8 @@ int fb_forget_image(struct front_backend *, const struct api_principal *,
 
 /* Send the audit entries made since the last flush, in one message. */
 void fb_audit_flush(struct front_backend *);
+/* The aggregate entries of refusals without a principal, now. */
+void fb_audit_anon_flush(struct front_backend *);
 void fb_image_ops(struct api_backend *);
 void fb_lock_ops(struct api_backend *);
 void fb_locks_free(struct front_backend *);

@@ -21,6 +21,8 @@
 
 #include "host/vmm/vmm.h"
 #include "host/front/front_backend_int.h"
+#include "host/store/store.h"
+#include "host/store/store_wire.h"
 #include "host/vmm_msg.h"
 #include "lib/clock.h"
 #include "lib/fdio.h"
@@ -698,6 +700,38 @@ metrics_count(struct front_backend *fb, const struct msg_vmm_run_done *d)
 	fb->boot_sum_us += d->boot_us;
 }
 
+/* The store's room, and what is kept of it for authenticated requests;
+ * left out while the store is down. */
+static void
+fb_metrics_store(struct front_backend *fb, struct http_buf *b)
+{
+	struct store_wire_reply hdr;
+	char next[STORE_CURSOR_MAX];
+	struct api_error err;
+	void *reply = NULL;
+	size_t rlen;
+
+	memset(&err, 0, sizeof(err));
+	if (fb_store_call(fb, 0, MSG_STORE_ROOM, NULL, 0, &reply, &rlen, &hdr,
+	        next, &err) != API_OK ||
+	    hdr.status != STORE_OK) {
+		free(reply);
+		return;
+	}
+	free(reply);
+	http_buf_printf(b,
+	    "# HELP keep_store_room_bytes What the store can still write "
+	    "(the map's room and the file system's, the reserve "
+	    "included).\n"
+	    "# TYPE keep_store_room_bytes gauge\n"
+	    "keep_store_room_bytes %lld\n"
+	    "# HELP keep_store_unattributed_floor_bytes Below this room, "
+	    "refusals without a principal are no longer recorded.\n"
+	    "# TYPE keep_store_unattributed_floor_bytes gauge\n"
+	    "keep_store_unattributed_floor_bytes %llu\n",
+	    (long long)hdr.value, (unsigned long long)STORE_UNATTRIBUTED_FLOOR);
+}
+
 static void
 fb_metrics(void *arg, struct http_buf *b)
 {
@@ -743,6 +777,17 @@ fb_metrics(void *arg, struct http_buf *b)
 	    "keep_boot_duration_seconds_count %llu\n",
 	    (unsigned long long)fb->boot_count, (double)fb->boot_sum_us / 1e6,
 	    (unsigned long long)fb->boot_count);
+	http_buf_printf(b,
+	    "# HELP keep_audit_unattributed_total Refusals without a "
+	    "principal (no token, or one that does not verify): recorded "
+	    "as entries of their own, or counted into one entry per source "
+	    "and minute.\n"
+	    "# TYPE keep_audit_unattributed_total counter\n"
+	    "keep_audit_unattributed_total{recorded=\"entry\"} %llu\n"
+	    "keep_audit_unattributed_total{recorded=\"counted\"} %llu\n",
+	    (unsigned long long)fb->anon_total[0],
+	    (unsigned long long)fb->anon_total[1]);
+	fb_metrics_store(fb, b);
 	/* Egress is decided for the vmm and the egress process, never
 	 * through the front: the policy process counts. Left out while it
 	 * is down. */

@@ -130,17 +130,25 @@ new_id(const struct msg_config *cfg, char out[SBX_ID_MAX])
 	out[at + sizeof(rnd)] = '\0';
 }
 
+/* why NULL: a trial, whose token is thrown away (not a mint). */
 static int
 sandbox_token(struct front_backend *fb, const struct api_call *call,
-    const char *id, int64_t expires_at, struct api_token *tok,
+    const char *id, int64_t expires_at, const char *why, struct api_token *tok,
     struct api_error *err)
 {
 	int64_t exp = call->who->exp;
 
 	if (expires_at != 0 && (exp == 0 || expires_at < exp))
 		exp = expires_at;
-	return fb_mint(
-	    fb, call, call->who->caps & SBX_TOKEN_CAPS, exp, id, tok, err);
+	if (why == NULL) {
+		int rc = fb_mint(fb, call, call->who->caps & SBX_TOKEN_CAPS,
+		    exp, id, tok, err);
+
+		sodium_memzero(tok, sizeof(*tok));
+		return rc;
+	}
+	return fb_mint_recorded(
+	    fb, call, call->who->caps & SBX_TOKEN_CAPS, exp, id, why, tok, err);
 }
 
 /* The sandbox's webhook secret from the egress process, or "". */
@@ -253,12 +261,38 @@ sandbox_make(struct front_backend *fb, const struct api_call *call,
 	if (from != NULL &&
 	    (rc = fb_contexts_max(fb, call, &q->contexts_max, err)) != API_OK)
 		goto out;
+	/*
+	 * The new sandbox's token must be derivable before anything is
+	 * made: a token scoped to a sandbox, or one at the derivation
+	 * depth limit, cannot derive it, and a request answered with an
+	 * error must have done nothing. A schedule's fresh sandbox
+	 * (host/front/front_sched.c) has no caller's token to derive one
+	 * from, and needs none.
+	 */
+	if (tok != NULL &&
+	    (rc = sandbox_token(fb, call, q->id, 0, NULL, tok, err)) != API_OK)
+		goto out;
 	if ((rc = sbx_call(fb, MSG_VMM_SANDBOX_CREATE, reqid, q, sizeof(*q), &r,
 	         err)) != API_OK)
 		goto out;
 	if ((rc = fb_persist_sandbox(fb, call->who, &r, spec, err)) != API_OK) {
 		/* Not durable, so not created. */
 		sandbox_undo(fb, call, r.id);
+		goto out;
+	}
+	/* Now with the sandbox's expiry; the check above makes a refusal
+	 * here unlikely, and then the sandbox is taken back. */
+	if (tok != NULL &&
+	    (rc = sandbox_token(fb, call, r.id, r.expires_at,
+	         from != NULL ? "sandbox fork" : "sandbox create", tok, err)) !=
+	        API_OK) {
+		struct api_error ferr;
+
+		memset(&ferr, 0, sizeof(ferr));
+		sandbox_undo(fb, call, r.id);
+		if (fb_forget_sandbox(fb, call->who, r.id, &ferr) != API_OK)
+			log_warnx("sandbox %s: store record not deleted: %s",
+			    r.id, ferr.message);
 		goto out;
 	}
 	to_api(&r, out);
@@ -271,10 +305,6 @@ sandbox_make(struct front_backend *fb, const struct api_call *call,
 		fb_audit_event(fb, call, "sandbox.fork", r.id, detail);
 	} else
 		fb_audit_event(fb, call, "sandbox.create", r.id, r.image);
-	/* A schedule's fresh sandbox (host/front/front_sched.c) has no
-	 * caller's token to derive one from, and needs none. */
-	rc = tok != NULL ? sandbox_token(fb, call, r.id, r.expires_at, tok, err)
-	                 : API_OK;
 	/* What was just stored is the answer's metadata. */
 	if (rc == API_OK &&
 	    fb_kv_copy(spec->metadata, spec->nmetadata, &out->metadata,
@@ -409,7 +439,8 @@ fb_sandbox_refresh(void *arg, const struct api_call *call, const char *id,
 	if ((rc = sbx_ref_call(arg, call, MSG_VMM_SANDBOX_GET, id, &r, err)) !=
 	    API_OK)
 		return rc;
-	return sandbox_token(arg, call, id, r.expires_at, out, err);
+	return sandbox_token(arg, call, id, r.expires_at,
+	    call->route != NULL ? call->route : "sandbox token", out, err);
 }
 
 /* ---- environment ------------------------------------------------------ */

@@ -31,6 +31,7 @@
 #include "host/store/store_wire.h"
 #include "lib/clock.h"
 #include "lib/log.h"
+#include "token/token.h"
 #include "lib/task.h"
 #include "policy/policy.h"
 
@@ -54,6 +55,9 @@ struct fb_sched {
 	char id[API_ID_MAX + 1];
 	char owner[GRANT_PRINCIPAL_MAX];
 	uint64_t caps; /* of the token that last wrote it */
+	/* Its jti and its ancestors' (space-separated): a fire is refused
+	 * once any of them is revoked. */
+	char tokens[STORE_TOKENS_MAX + 1];
 	struct sched_spec spec;
 	int64_t created_ms, updated_ms, last_fire_ms;
 	uint64_t next_seq;
@@ -136,6 +140,44 @@ fb_sched_free(struct front_backend *fb)
 	fb->scheds = NULL;
 }
 
+/* The writing token's jti, then its ancestors'. */
+static void
+tokens_of(const struct api_principal *who, char out[STORE_TOKENS_MAX + 1])
+{
+	out[0] = '\0';
+	strlcpy(out, who->jti, STORE_TOKENS_MAX + 1);
+	if (who->chain[0] != '\0') {
+		if (out[0] != '\0')
+			strlcat(out, " ", STORE_TOKENS_MAX + 1);
+		strlcat(out, who->chain, STORE_TOKENS_MAX + 1);
+	}
+}
+
+/* The first of the schedule's tokens that is revoked, or NULL. A
+ * revocation the store cannot tell counts as revoked (fail closed). */
+static const char *
+tokens_revoked(
+    struct front_backend *fb, const struct fb_sched *s, char jti[TOKEN_JTI_MAX])
+{
+	const char *p = s->tokens, *sp;
+	size_t n;
+
+	while (*p != '\0') {
+		sp = strchr(p, ' ');
+		n = sp != NULL ? (size_t)(sp - p) : strlen(p);
+		if (n > 0 && n < TOKEN_JTI_MAX) {
+			memcpy(jti, p, n);
+			jti[n] = '\0';
+			if (fb_revoked(fb, jti))
+				return jti;
+		}
+		p += n;
+		if (*p == ' ')
+			p++;
+	}
+	return NULL;
+}
+
 static void
 owner_of(const struct fb_sched *s, struct api_principal *who)
 {
@@ -177,6 +219,7 @@ sched_save(
 	r.owner = s->owner;
 	r.spec = spec;
 	r.caps = s->caps;
+	r.tokens = s->tokens;
 	r.created_ms = s->created_ms;
 	r.updated_ms = s->updated_ms;
 	r.last_fire_ms = s->last_fire_ms;
@@ -241,6 +284,8 @@ sched_from_record(struct front_backend *fb, const void *rec, size_t len)
 	strlcpy(s->id, r.id, sizeof(s->id));
 	strlcpy(s->owner, r.owner, sizeof(s->owner));
 	s->caps = r.caps & CAP_ALL;
+	if (r.tokens != NULL)
+		strlcpy(s->tokens, r.tokens, sizeof(s->tokens));
 	s->created_ms = r.created_ms;
 	s->updated_ms = r.updated_ms;
 	s->last_fire_ms = r.last_fire_ms;
@@ -467,7 +512,7 @@ fire_main(void *arg)
 	struct front_backend *fb = f->fb;
 	struct api_call call;
 	const char *image;
-	char detail[96], when[24];
+	char detail[96], when[24], jti[TOKEN_JTI_MAX];
 	int rc;
 
 	memset(&call, 0, sizeof(call));
@@ -478,6 +523,20 @@ fire_main(void *arg)
 	snprintf(detail, sizeof(detail), "fire %llu for %s%s",
 	    (unsigned long long)f->seq, when, f->catch_up ? " (catch-up)" : "");
 	audit(fb, &f->who, f->request_id, "schedule.fire", f->s->id, detail);
+	/* The token that wrote the schedule, or one it was derived from,
+	 * was revoked: the schedule no longer runs. */
+	if (tokens_revoked(fb, f->s, jti) != NULL) {
+		char why[160];
+
+		rc = fb_fail(&f->err, API_EFORBIDDEN,
+		    "The token that wrote the schedule was revoked (jti %s)",
+		    jti);
+		snprintf(
+		    why, sizeof(why), "reason=revoked jti=%s status=403", jti);
+		fb_audit_outcome(fb, &call, "schedule.fire", f->s->id, 0,
+		    "token", why, NULL);
+		goto done;
+	}
 	image = json_string_value(json_object_get(f->doc, "image"));
 	if (image != NULL) {
 		struct api_sandbox_spec spec;
@@ -754,15 +813,24 @@ ready(struct front_backend *fb, const struct api_call *call,
 	return API_OK;
 }
 
-/* The caller's own schedule id, or NULL (another's is as absent). */
+/* The caller's own schedule, or any for a token with admin: an
+ * operator can see and stop what every principal has set up. */
+static int
+visible(const struct api_call *call, const struct fb_sched *s)
+{
+	return !s->gone &&
+	    ((call->who->caps & CAP_BIT(CAP_ADMIN)) != 0 ||
+	        strcmp(s->owner, call->who->sub) == 0);
+}
+
+/* The caller's schedule id (visible), or NULL (another's is as absent). */
 static struct fb_sched *
 find(struct front_backend *fb, const struct api_call *call, const char *id)
 {
 	struct fb_sched *s;
 
 	for (s = fb->scheds->list; s != NULL; s = s->next)
-		if (!s->gone && strcmp(s->id, id) == 0 &&
-		    strcmp(s->owner, call->who->sub) == 0)
+		if (strcmp(s->id, id) == 0 && visible(call, s))
 			return s;
 	return NULL;
 }
@@ -843,6 +911,7 @@ fb_schedule_create(void *arg, const struct api_call *call, const char *text,
 	new_id(s->id);
 	strlcpy(s->owner, call->who->sub, sizeof(s->owner));
 	s->caps = call->who->caps;
+	tokens_of(call->who, s->tokens);
 	now = sched_now_ms(fb);
 	s->created_ms = s->updated_ms = now;
 	if ((rc = sched_save(fb, s, err)) != API_OK) {
@@ -870,12 +939,12 @@ fb_schedule_list(void *arg, const struct api_call *call,
 		return rc;
 	*n = 0;
 	for (s = fb->scheds->list; s != NULL; s = s->next)
-		if (!s->gone && strcmp(s->owner, call->who->sub) == 0)
+		if (visible(call, s))
 			k++;
 	if ((*out = calloc(k ? k : 1, sizeof(**out))) == NULL)
 		return fb_fail(err, API_EINTERNAL, "Out of memory");
 	for (s = fb->scheds->list; s != NULL && *n < k; s = s->next)
-		if (!s->gone && strcmp(s->owner, call->who->sub) == 0) {
+		if (visible(call, s)) {
 			if ((rc = to_api(fb, s, &(*out)[*n], err)) != API_OK) {
 				for (size_t i = 0; i < *n; i++)
 					free((*out)[i].spec);
@@ -915,6 +984,7 @@ fb_schedule_update(void *arg, const struct api_call *call, const char *id,
 	json_t *patch;
 	int64_t old_updated, now, n;
 	uint64_t old_caps;
+	char old_tokens[STORE_TOKENS_MAX + 1];
 	int rc;
 
 	if ((rc = ready(fb, call, err)) != API_OK)
@@ -931,14 +1001,17 @@ fb_schedule_update(void *arg, const struct api_call *call, const char *id,
 	old = s->spec;
 	old_updated = s->updated_ms;
 	old_caps = s->caps;
+	memcpy(old_tokens, s->tokens, sizeof(old_tokens));
 	now = sched_now_ms(fb);
 	s->spec = fresh;
 	s->updated_ms = now;
 	s->caps = call->who->caps;
+	tokens_of(call->who, s->tokens);
 	if ((rc = sched_save(fb, s, err)) != API_OK) {
 		s->spec = old;
 		s->updated_ms = old_updated;
 		s->caps = old_caps;
+		memcpy(s->tokens, old_tokens, sizeof(old_tokens));
 		sched_spec_free(&fresh);
 		return rc;
 	}

@@ -15,7 +15,8 @@
  * Fair shares: a source address holds at most max_conns_per_client
  * connections; a connection that has not yet shown a verified bearer
  * token ("unproven") idles unproven_timeout_ms at most, and when every
- * slot is taken the oldest idle unproven one makes room for a newcomer,
+ * slot is taken the oldest unproven one with nothing in flight (idle, or
+ * a head or body half sent) makes room for a newcomer,
  * so idle sockets cannot lock anyone out (/healthz included). The bytes
  * of replies waiting for their readers are bounded in all
  * (max_pending_total): past it, the connection that has waited longest
@@ -26,6 +27,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <netinet/tcp.h>
@@ -85,6 +87,7 @@ struct conn {
 	size_t counted; /* out.len as counted in front.pending_total */
 	uint8_t peer[17]; /* family, then the address (IPv6: its /64) */
 	uint8_t peerlen; /* 0: no address (adopted), no per-client limit */
+	char peertext[48]; /* the same as text, for the audit log */
 	struct ws_reader ws; /* C_WS */
 	int ws_told; /* the api knows the session has ended */
 };
@@ -397,9 +400,21 @@ conn_process(struct front *f, struct conn *c)
 				conn_refuse(f, c, status);
 				return;
 			}
+			strlcpy(c->req.peer, c->peertext, sizeof(c->req.peer));
 			c->state = C_BODY;
 			c->deadline = mono_ms() + lim->body_timeout_ms;
 			c->sent_continue = 0;
+			/* A body still to come is read only for a token that
+			 * verifies (or a route that needs none): 401 now. */
+			if ((c->req.chunked ||
+			        c->inlen - c->req.head_len <
+			            c->req.content_length) &&
+			    api_head_check(
+			        f->api, &c->req, &c->out, conn_id(c))) {
+				c->closing = 1;
+				c->inlen = 0;
+				return;
+			}
 			if (c->req.chunked) {
 				http_chunked_init(&c->ch);
 				c->body_r = c->body_w = c->req.head_len;
@@ -698,6 +713,25 @@ conn_settle(struct front *f, struct conn *c)
 	f->pending_total += c->counted;
 }
 
+/* A key made by peer_key as text: "192.0.2.1", "2001:db8:1:2::/64". */
+static void
+peer_text(const uint8_t *key, size_t keylen, char *out, size_t outlen)
+{
+	uint8_t a6[16];
+	size_t n;
+
+	out[0] = '\0';
+	if (key[0] == AF_INET && keylen == 5)
+		(void)inet_ntop(AF_INET, key + 1, out, (socklen_t)outlen);
+	else if (key[0] == AF_INET6 && keylen == 9) {
+		memset(a6, 0, sizeof(a6));
+		memcpy(a6, key + 1, 8);
+		if (inet_ntop(AF_INET6, a6, out, (socklen_t)outlen) != NULL &&
+		    (n = strlen(out)) + 4 < outlen)
+			memcpy(out + n, "/64", 4);
+	}
+}
+
 /* Take a connected, non-blocking socket from peer (a key made by
  * peer_key, or NULL) into the loop; closes fd on failure. */
 static int
@@ -719,6 +753,7 @@ conn_add(struct front *f, int fd, const uint8_t *peer, size_t peerlen)
 	if (peer != NULL && peerlen <= sizeof(c->peer)) {
 		memcpy(c->peer, peer, peerlen);
 		c->peerlen = (uint8_t)peerlen;
+		peer_text(peer, peerlen, c->peertext, sizeof(c->peertext));
 	}
 	c->gen = ++f->next_gen;
 	c->events = EPOLLIN;
@@ -815,8 +850,10 @@ conns_from(const struct front *f, const uint8_t *key, size_t keylen)
 
 /*
  * Every slot is taken: close the oldest connection that has not shown a
- * verified token and has nothing in flight (idle, or a head still
+ * verified token and has nothing in flight (idle, a head or a body still
  * arriving), so that a newcomer gets its slot. false: there is none.
+ * A body arrives unproven only for a route that needs no token (a body
+ * for any other is refused with 401 after its head, api_head_check).
  */
 static bool
 conn_evict_unproven(struct front *f)
@@ -827,7 +864,8 @@ conn_evict_unproven(struct front *f)
 		struct conn *c = f->conns[i];
 
 		if (c == NULL || c->proven || c->closing || c->out.len > 0 ||
-		    (c->state != C_IDLE && c->state != C_HEAD))
+		    (c->state != C_IDLE && c->state != C_HEAD &&
+		        c->state != C_BODY))
 			continue;
 		if (oldest == NULL || (int32_t)(c->gen - oldest->gen) < 0)
 			oldest = c;

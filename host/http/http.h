@@ -78,6 +78,9 @@ struct http_request {
 	int expect_continue; /* Expect: 100-continue */
 	const char *body; /* set by the caller once the body is in */
 	size_t body_len;
+	/* Set by the caller: the client's address as text ("" when not
+	 * known), the IPv4 address or the IPv6 /64 its limits count by. */
+	char peer[48];
 };
 
 /*

@@ -210,6 +210,38 @@ store_reserve_left(struct store *st)
 	return st->reserved_to - (uint64_t)sb.st_size;
 }
 
+uint64_t
+store_room(struct store *st)
+{
+	MDB_envinfo info;
+	MDB_stat ms;
+	struct statvfs sv;
+	mdb_filehandle_t fd;
+	struct stat sb;
+	uint64_t used, max, map_room, disk_room;
+
+	if (mdb_env_info(st->env, &info) != 0 ||
+	    mdb_env_stat(st->env, &ms) != 0)
+		return UINT64_MAX;
+	used = ((uint64_t)info.me_last_pgno + 1) * ms.ms_psize;
+	max = st->map_max > st->map_size ? st->map_max : st->map_size;
+	map_room = max > used ? max - used : 0;
+	if (mdb_env_get_fd(st->env, &fd) != 0 || fstatvfs(fd, &sv) != 0 ||
+	    fstat(fd, &sb) != 0 || sb.st_size < 0)
+		return map_room;
+	disk_room = (uint64_t)sv.f_bavail * sv.f_frsize;
+	/* Pages inside the file are written in place; past its end they
+	 * take the reserve's blocks, then free ones. */
+	if ((uint64_t)sb.st_size > used)
+		disk_room += (uint64_t)sb.st_size - used;
+	/* The reserve: blocks allocated past the file's end (as keepd's
+	 * store_set_reserve left them, whoever opened the store). */
+	if ((uint64_t)sb.st_blocks * 512 > (uint64_t)sb.st_size)
+		disk_room +=
+		    (uint64_t)sb.st_blocks * 512 - (uint64_t)sb.st_size;
+	return map_room < disk_room ? map_room : disk_room;
+}
+
 /* Room a batch needs in the map: the map grows only with no transaction
  * open, so a batch opens only where its writes (at most 32 messages of
  * 64 KiB, with the pages their trees copy) cannot fill it. */

@@ -150,6 +150,30 @@ void store_close(struct store *st);
 uint64_t store_map_size(struct store *st);
 
 /*
+ * The bytes the store can still write: the least of the map's room up
+ * to map_max (map_size when it may not grow) past the pages in use, and
+ * the file system's free room for data.mdb plus what is left of the
+ * reserve (store_set_reserve). Pages LMDB frees and reuses are not
+ * counted, so it errs low. UINT64_MAX when it cannot be told.
+ */
+uint64_t store_room(struct store *st);
+
+/*
+ * Below this room, the service records no refusal without a principal
+ * (an entry whose principal is empty, decision deny, rule "token": no
+ * token, or one that does not verify): what is left is kept for the
+ * decisions of authenticated requests, so that a flood of requests
+ * without a token cannot fill the audit log and turn every tenant's
+ * request into 507 (docs/store.md).
+ */
+#define STORE_UNATTRIBUTED_FLOOR (128ULL << 20)
+/* keep status warns below this room (and /metrics' alert, docs/store.md). */
+#define STORE_ROOM_WARN (512ULL << 20)
+/* keepd's store: its map starts at 64 MiB and grows up to 4 GiB. */
+#define STORE_KEEPD_MAP_SIZE (64ULL << 20)
+#define STORE_KEEPD_MAP_MAX (4ULL << 30)
+
+/*
  * A consistent, compacted copy of the whole environment into directory
  * dir (which must exist and hold no data.mdb): LMDB's mdb_env_copy2 with
  * MDB_CP_COMPACT, inside one read transaction, so it runs beside a
@@ -225,6 +249,10 @@ struct store_audit {
 	uint32_t decision; /* enum store_decision */
 	const char *rule; /* deciding rule, "" when none */
 	const char *detail; /* e.g. the policy hash on reload */
+	/* The X-Request-Id the client sent, kept apart from request_id
+	 * (always the server's own, unique): NULL or "" when none. Encoded
+	 * after detail only when given, so older entries are unchanged. */
+	const char *client_request_id;
 	uint8_t prev[STORE_HASH_BYTES];
 	uint8_t hash[STORE_HASH_BYTES];
 };
@@ -301,7 +329,13 @@ struct store_schedule {
 	int64_t created_ms, updated_ms;
 	int64_t last_fire_ms; /* the occurrence last fired or skipped; 0 */
 	uint64_t next_seq; /* the next fire's number */
+	/* The jtis of the token that last wrote it and of its ancestors,
+	 * separated by spaces (<= STORE_TOKENS_MAX), or NULL/"": none (a
+	 * record written before they were kept). Last, and only when not
+	 * empty, so older records decode as before. */
+	const char *tokens;
 };
+#define STORE_TOKENS_MAX 640
 
 enum store_sched_run_status {
 	STORE_SCHED_COMPLETED = 1, /* it ran: exit_code is valid */

@@ -74,6 +74,10 @@ struct store_wbuf {
 };
 
 void store_w_hdr(struct store_wbuf *w, uint8_t tag);
+/* A header whose third byte holds flags: STORE_HDR_EXTRA, an optional
+ * field is present (kinds that have one say where). */
+#define STORE_HDR_EXTRA 0x01
+void store_w_hdr_flags(struct store_wbuf *w, uint8_t tag, uint8_t flags);
 void store_w_u32(struct store_wbuf *w, uint32_t v);
 void store_w_u64(struct store_wbuf *w, uint64_t v);
 void store_w_bytes(struct store_wbuf *w, const void *p, size_t n);
@@ -89,6 +93,10 @@ struct store_rbuf {
 };
 
 int store_r_hdr(struct store_rbuf *r, uint8_t tag);
+/* The same, with the flags of a kind that has them (any outside allowed
+ * is STORE_E_CORRUPT). */
+int store_r_hdr_flags(
+    struct store_rbuf *r, uint8_t tag, uint8_t allowed, uint8_t *flags);
 uint32_t store_r_u32(struct store_rbuf *r);
 uint64_t store_r_u64(struct store_rbuf *r);
 void store_r_bytes(struct store_rbuf *r, void *dst, size_t n);

@@ -51,7 +51,13 @@ store_w_bytes(struct store_wbuf *w, const void *p, size_t n)
 void
 store_w_hdr(struct store_wbuf *w, uint8_t tag)
 {
-	uint8_t h[STORE_HDR_BYTES] = { tag, STORE_RECORD_VERSION, 0, 0 };
+	store_w_hdr_flags(w, tag, 0);
+}
+
+void
+store_w_hdr_flags(struct store_wbuf *w, uint8_t tag, uint8_t flags)
+{
+	uint8_t h[STORE_HDR_BYTES] = { tag, STORE_RECORD_VERSION, flags, 0 };
 
 	store_w_bytes(w, h, sizeof(h));
 }
@@ -139,9 +145,19 @@ r_take(struct store_rbuf *r, size_t n)
 int
 store_r_hdr(struct store_rbuf *r, uint8_t tag)
 {
+	uint8_t flags;
+
+	return store_r_hdr_flags(r, tag, 0, &flags);
+}
+
+int
+store_r_hdr_flags(
+    struct store_rbuf *r, uint8_t tag, uint8_t allowed, uint8_t *flags)
+{
 	const uint8_t *h = r_take(r, STORE_HDR_BYTES);
 
-	if (h == NULL || h[0] != tag || h[2] != 0 || h[3] != 0) {
+	*flags = 0;
+	if (h == NULL || h[0] != tag || (h[2] & ~allowed) != 0 || h[3] != 0) {
 		r->err = STORE_E_CORRUPT;
 		return r->err;
 	}
@@ -149,6 +165,7 @@ store_r_hdr(struct store_rbuf *r, uint8_t tag)
 		r->err = STORE_E_VERSION;
 		return r->err;
 	}
+	*flags = h[2];
 	return STORE_OK;
 }
 
@@ -439,10 +456,12 @@ int
 store_audit_encode(const struct store_audit *in, void **out, size_t *len)
 {
 	struct store_wbuf w = { 0 };
+	int extra =
+	    in->client_request_id != NULL && in->client_request_id[0] != '\0';
 
 	if (!audit_fields_ok(in))
 		w.err = STORE_E_ARG;
-	store_w_hdr(&w, STORE_TAG_AUDIT);
+	store_w_hdr_flags(&w, STORE_TAG_AUDIT, extra ? STORE_HDR_EXTRA : 0);
 	store_w_u64(&w, in->seq);
 	store_w_u64(&w, (uint64_t)in->time_ms);
 	store_w_str(&w, in->request_id, STORE_NAME_MAX);
@@ -453,6 +472,11 @@ store_audit_encode(const struct store_audit *in, void **out, size_t *len)
 	store_w_u32(&w, in->decision);
 	store_w_str(&w, in->rule, STORE_TEXT_MAX);
 	store_w_str(&w, in->detail, STORE_TEXT_MAX);
+	if (extra) {
+		if (!store_name_ok(in->client_request_id, STORE_NAME_MAX))
+			w.err = STORE_E_ARG;
+		store_w_str(&w, in->client_request_id, STORE_NAME_MAX);
+	}
 	store_w_bytes(&w, in->prev, STORE_HASH_BYTES);
 	store_w_bytes(&w, in->hash, STORE_HASH_BYTES);
 	return store_w_finish(&w, out, len);
@@ -463,9 +487,11 @@ store_audit_decode(const void *buf, size_t len, struct store_audit *out)
 {
 	struct store_rbuf r = { buf, len, 0 };
 	struct store_audit a;
+	uint8_t flags;
 
 	memset(&a, 0, sizeof(a));
-	if (store_r_hdr(&r, STORE_TAG_AUDIT) != 0)
+	if (store_r_hdr_flags(&r, STORE_TAG_AUDIT, STORE_HDR_EXTRA, &flags) !=
+	    0)
 		return r.err;
 	a.seq = store_r_u64(&r);
 	a.time_ms = (int64_t)store_r_u64(&r);
@@ -477,6 +503,11 @@ store_audit_decode(const void *buf, size_t len, struct store_audit *out)
 	a.decision = store_r_u32(&r);
 	a.rule = store_r_str(&r, STORE_TEXT_MAX);
 	a.detail = store_r_str(&r, STORE_TEXT_MAX);
+	/* The client's request id, when the header says one was kept. */
+	if (flags & STORE_HDR_EXTRA) {
+		a.client_request_id = store_r_str(&r, STORE_NAME_MAX);
+		BAD(!store_name_ok(a.client_request_id, STORE_NAME_MAX));
+	}
 	store_r_bytes(&r, a.prev, STORE_HASH_BYTES);
 	store_r_bytes(&r, a.hash, STORE_HASH_BYTES);
 	BAD(!audit_fields_ok(&a));
@@ -729,12 +760,13 @@ int
 store_schedule_encode(const struct store_schedule *in, void **out, size_t *len)
 {
 	struct store_wbuf w = { 0 };
+	int extra = in->tokens != NULL && in->tokens[0] != '\0';
 
 	if (!store_id_ok(in->id, STORE_ID_MAX) ||
 	    !store_name_ok(in->owner, STORE_NAME_MAX) ||
 	    !store_name_ok(in->spec, STORE_SPEC_MAX))
 		w.err = STORE_E_ARG;
-	store_w_hdr(&w, STORE_TAG_SCHEDULE);
+	store_w_hdr_flags(&w, STORE_TAG_SCHEDULE, extra ? STORE_HDR_EXTRA : 0);
 	store_w_str(&w, in->id, STORE_ID_MAX);
 	store_w_str(&w, in->owner, STORE_NAME_MAX);
 	store_w_str(&w, in->spec, STORE_SPEC_MAX);
@@ -743,6 +775,11 @@ store_schedule_encode(const struct store_schedule *in, void **out, size_t *len)
 	store_w_u64(&w, (uint64_t)in->updated_ms);
 	store_w_u64(&w, (uint64_t)in->last_fire_ms);
 	store_w_u64(&w, in->next_seq);
+	if (extra) {
+		if (!store_name_ok(in->tokens, STORE_TOKENS_MAX))
+			w.err = STORE_E_ARG;
+		store_w_str(&w, in->tokens, STORE_TOKENS_MAX);
+	}
 	return store_w_finish(&w, out, len);
 }
 
@@ -751,9 +788,11 @@ store_schedule_decode(const void *buf, size_t len, struct store_schedule *out)
 {
 	struct store_rbuf r = { buf, len, 0 };
 	struct store_schedule s;
+	uint8_t flags;
 
 	memset(&s, 0, sizeof(s));
-	if (store_r_hdr(&r, STORE_TAG_SCHEDULE) != 0)
+	if (store_r_hdr_flags(
+	        &r, STORE_TAG_SCHEDULE, STORE_HDR_EXTRA, &flags) != 0)
 		return r.err;
 	s.id = store_r_str(&r, STORE_ID_MAX);
 	s.owner = store_r_str(&r, STORE_NAME_MAX);
@@ -763,6 +802,11 @@ store_schedule_decode(const void *buf, size_t len, struct store_schedule *out)
 	s.updated_ms = (int64_t)store_r_u64(&r);
 	s.last_fire_ms = (int64_t)store_r_u64(&r);
 	s.next_seq = store_r_u64(&r);
+	/* The tokens' jtis, when the header says so (older records: no). */
+	if (flags & STORE_HDR_EXTRA) {
+		s.tokens = store_r_str(&r, STORE_TOKENS_MAX);
+		BAD(!store_name_ok(s.tokens, STORE_TOKENS_MAX));
+	}
 	BAD(!store_id_ok(s.id, STORE_ID_MAX) ||
 	    !store_name_ok(s.owner, STORE_NAME_MAX) ||
 	    !store_name_ok(s.spec, STORE_SPEC_MAX));

@@ -498,6 +498,24 @@ handle_key(struct store_service *svc, uint16_t type, uint64_t reqid,
 	return rc;
 }
 
+/* A refusal without a principal: no token, or one that did not verify. */
+static int
+is_unattributed(const struct store_audit *e)
+{
+	return e->principal[0] == '\0' && e->decision == STORE_DECISION_DENY &&
+	    strcmp(e->rule, "token") == 0;
+}
+
+static uint32_t
+unattributed(const struct store_audit *e, uint32_t n)
+{
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		k += (uint32_t)is_unattributed(&e[i]);
+	return k;
+}
+
 static int
 handle_audit(struct store_service *svc, const uint8_t *msg, size_t len,
     void **reply, size_t *reply_len, int *status)
@@ -506,6 +524,7 @@ handle_audit(struct store_service *svc, const uint8_t *msg, size_t len,
 	struct store_audit *e;
 	struct store_rbuf r;
 	uint64_t first = 0;
+	uint32_t keep;
 	int rc = STORE_OK;
 
 	if (len < sizeof(h))
@@ -514,6 +533,7 @@ handle_audit(struct store_service *svc, const uint8_t *msg, size_t len,
 	if (h.version != STORE_WIRE_VERSION || h.count == 0 ||
 	    h.count > STORE_WIRE_MAX_AUDIT)
 		return STORE_E_MSG;
+	keep = h.count;
 	if ((e = calloc(h.count, sizeof(*e))) == NULL)
 		return STORE_E_NOMEM;
 	r.p = msg + sizeof(h);
@@ -531,8 +551,22 @@ handle_audit(struct store_service *svc, const uint8_t *msg, size_t len,
 	}
 	if (rc == STORE_OK && store_r_end(&r) != 0)
 		rc = STORE_E_MSG;
-	if (rc == STORE_OK) {
-		*status = store_audit_append(svc->st, e, h.count, &first);
+	/* Near full, the room left is for authenticated decisions: a
+	 * refusal without a principal is counted, not recorded. */
+	if (rc == STORE_OK && unattributed(e, keep) > 0 &&
+	    store_room(svc->st) < STORE_UNATTRIBUTED_FLOOR) {
+		uint32_t kept = 0;
+
+		for (uint32_t i = 0; i < keep; i++)
+			if (!is_unattributed(&e[i]))
+				e[kept++] = e[i];
+		svc->nunattributed_dropped += keep - kept;
+		keep = kept;
+	}
+	if (rc == STORE_OK && keep == 0)
+		rc = reply_status(STORE_OK, 0, reply, reply_len);
+	else if (rc == STORE_OK) {
+		*status = store_audit_append(svc->st, e, keep, &first);
 		if (*status == STORE_OK)
 			rc = reply_status(
 			    STORE_OK, (int64_t)first, reply, reply_len);
@@ -606,6 +640,9 @@ store_service_handle(struct store_service *svc, uint16_t type, uint32_t from,
 	case MSG_STORE_AUDIT:
 		senders = AUDITORS;
 		break;
+	case MSG_STORE_ROOM:
+		senders = READERS;
+		break;
 	case MSG_STORE_COUNTER:
 		senders = COUNTERS;
 		break;
@@ -625,7 +662,15 @@ store_service_handle(struct store_service *svc, uint16_t type, uint32_t from,
 		rc = handle_audit(svc, msg, len, reply, reply_len, &status);
 	else if (type == MSG_STORE_COUNTER)
 		rc = handle_counter(svc, msg, len, reply, reply_len, &status);
-	else
+	else if (type == MSG_STORE_ROOM) {
+		uint64_t room = store_room(svc->st);
+
+		rc = len != 0
+		    ? STORE_E_MSG
+		    : reply_status(STORE_OK,
+		          room > INT64_MAX ? INT64_MAX : (int64_t)room, reply,
+		          reply_len);
+	} else
 		rc = handle_key(
 		    svc, type, reqid, msg, len, reply, reply_len, &status);
 	if (rc == STORE_E_NOMEM) {

@@ -39,6 +39,9 @@
  * payload of that length, for a record larger than a message (a run's
  * output). Handled exactly as that MSG_STORE_PUT. */
 #define MSG_STORE_PUT_LARGE 0x0408
+/* IN: nothing. The reply's value is store_room(): the bytes the store can
+ * still write (for /metrics and the front's warning). */
+#define MSG_STORE_ROOM 0x0409
 #define STORE_PUT_LARGE_MAX (2 * STORE_OUTPUT_MAX + (1u << 20))
 #define MSG_STORE_REPLY 0x0480 /* OUT: store_wire_reply + next + recs */
 
@@ -126,6 +129,9 @@ struct store_service {
 	int64_t (*now_ms)(void *arg);
 	/* Counters for logs and metrics. */
 	uint64_t nhandled, nmalformed, nrefused;
+	/* Refusals without a principal not recorded: the store's room was
+	 * below STORE_UNATTRIBUTED_FLOOR (kept for authenticated ones). */
+	uint64_t nunattributed_dropped;
 };
 
 /*

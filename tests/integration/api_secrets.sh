@@ -183,7 +183,7 @@ sys.exit(1)' "$tmp/audit.jsonl" && { ok "audit: $2"; return 0; }
 	done
 	bad "audit: $2"; tail -n 5 "$tmp/audit.jsonl"
 }
-audit_has 'e["request_id"] == "refused-secret-1" and e["decision"] == "deny" and e["action"] == "secret:read" and e["target"] == "gh-token"' \
+audit_has 'e.get("client_request_id") == "refused-secret-1" and e["decision"] == "deny" and e["action"] == "secret:read" and e["target"] == "gh-token"' \
     "the refusal, by name"
 audit_has 'e["action"] == "secret.inject" and e["target"] == "gh-token" and e["principal"] == "dev"' \
     "the injection, by name"

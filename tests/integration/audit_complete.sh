@@ -42,12 +42,12 @@ sys.exit(1)' "$tmp/audit.jsonl" && { ok "audit: $2"; return 0; }
 
 # --- 401s: missing, forged, expired, revoked.
 curl -s -o /dev/null -H 'X-Request-Id: noauth1' "$url/v1/sandboxes"
-audit_has 'e["request_id"] == "noauth1" and e["decision"] == "deny" and e["rule"] == "token" and "status=401" in e["detail"]' \
+audit_has 'e.get("client_request_id") == "noauth1" and e["decision"] == "deny" and e["rule"] == "token" and "status=401" in e["detail"]' \
     "a request without a token is a 401 deny"
 good=$(mint frank $caps)
 forged="${good%?}A"; [ "$forged" = "$good" ] && forged="${good%?}B"
 curl -s -o /dev/null -H 'X-Request-Id: forged1' -H "Authorization: Bearer $forged" "$url/v1/sandboxes"
-audit_has 'e["request_id"] == "forged1" and e["decision"] == "deny" and "status=401" in e["detail"]' \
+audit_has 'e.get("client_request_id") == "forged1" and e["decision"] == "deny" and "status=401" in e["detail"]' \
     "a forged token is a 401 deny"
 kid=$("$KEEP" key id "$tmp/issuer.public")
 now=$(date -u +%s)
@@ -57,7 +57,7 @@ expired=$("$KEEP" token sign --secret-key "$tmp/issuer.secret" --footer "{\"kid\
     "$(iso $((now - 600)))" "$(iso $((now - 300)))" "$RANDOM")")
 code=$(curl -s -o /dev/null -w '%{http_code}' -H 'X-Request-Id: expired1' -H "Authorization: Bearer $expired" "$url/v1/sandboxes")
 [ "$code" = 401 ] && ok "an expired token: 401" || bad "expired: $code"
-audit_has 'e["request_id"] == "expired1" and e["decision"] == "deny" and "status=401" in e["detail"] and "expire" in e["detail"].lower()' \
+audit_has 'e.get("client_request_id") == "expired1" and e["decision"] == "deny" and "status=401" in e["detail"] and "expire" in e["detail"].lower()' \
     "an expired token is a 401 deny naming the expiry"
 ops=$(mint ops admin)
 victim=$(mint frank $caps)
@@ -65,7 +65,7 @@ jti=$("$KEEP" token inspect "$victim" | sed -n 's/.*"jti":"\([^"]*\)".*/\1/p')
 if [ -n "$jti" ]; then
 	req "$ops" POST /v1/tokens/revoke "{\"jti\":\"$jti\"}"
 	curl -s -o /dev/null -H 'X-Request-Id: revoked1' -H "Authorization: Bearer $victim" "$url/v1/sandboxes"
-	audit_has 'e["request_id"] == "revoked1" and e["decision"] == "deny" and "status=401" in e["detail"] and "revoked" in e["detail"].lower()' \
+	audit_has 'e.get("client_request_id") == "revoked1" and e["decision"] == "deny" and "status=401" in e["detail"] and "revoked" in e["detail"].lower()' \
 	    "a revoked token is a 401 deny"
 else
 	bad "could not read the jti of a minted token"
@@ -75,17 +75,17 @@ fi
 reader=$(mint gina sandbox:read)
 curl -s -o /dev/null -H 'X-Request-Id: nocap1' -H "Authorization: Bearer $reader" \
     -H 'Content-Type: application/json' -d '{"image":"toolbox"}' "$url/v1/sandboxes"
-audit_has 'e["request_id"] == "nocap1" and e["decision"] == "deny" and e["rule"] == "token caps" and "status=403" in e["detail"]' \
+audit_has 'e.get("client_request_id") == "nocap1" and e["decision"] == "deny" and e["rule"] == "token caps" and "status=403" in e["detail"]' \
     "a capability the token lacks is a 403 deny citing the token"
 
 # --- POST /v1/tokens, allowed and refused.
 curl -s -o /dev/null -H 'X-Request-Id: tok-ok' -H "Authorization: Bearer $good" \
     -H 'Content-Type: application/json' -d '{"caps":["sandbox:read"],"ttl":60}' "$url/v1/tokens"
-audit_has 'e["request_id"] == "tok-ok" and e["action"] == "token.attenuate" and e["detail"].startswith("allowed")' \
+audit_has 'e.get("client_request_id") == "tok-ok" and e["action"] == "token.attenuate" and e["detail"].startswith("allowed")' \
     "a token minted by POST /v1/tokens"
 curl -s -o /dev/null -H 'X-Request-Id: tok-no' -H "Authorization: Bearer $reader" \
     -H 'Content-Type: application/json' -d '{"caps":["admin"]}' "$url/v1/tokens"
-audit_has 'e["request_id"] == "tok-no" and e["action"] == "token.attenuate" and e["decision"] == "deny"' \
+audit_has 'e.get("client_request_id") == "tok-no" and e["action"] == "token.attenuate" and e["decision"] == "deny"' \
     "a token refused by POST /v1/tokens"
 
 # --- 423: ivy writes without her lock.
@@ -95,7 +95,7 @@ sid=$(jget "$body" '["id"]')
 code=$(curl -s -o /dev/null -w '%{http_code}' -X PUT -H 'X-Request-Id: nolock1' -H "Authorization: Bearer $ivy" \
     -H 'Content-Type: application/json' -d '{"A":"1"}' "$url/v1/sandboxes/$sid/env")
 [ "$code" = 423 ] && ok "a write without the lock: 423" || bad "lock: $code"
-audit_has 'e["request_id"] == "nolock1" and e["decision"] == "deny" and "reason=lock" in e["detail"] and "status=423" in e["detail"]' \
+audit_has 'e.get("client_request_id") == "nolock1" and e["decision"] == "deny" and "reason=lock" in e["detail"] and "status=423" in e["detail"]' \
     "the 423 is a deny with reason lock"
 
 # --- rate: carol's third read in a minute.
@@ -104,7 +104,7 @@ for i in 1 2 3; do
 	code=$(curl -s -o /dev/null -w '%{http_code}' -H "X-Request-Id: rate$i" -H "Authorization: Bearer $carol" "$url/v1/sandboxes")
 done
 [ "$code" = 429 ] && ok "the third read: 429" || bad "rate: $code"
-audit_has 'e["request_id"] == "rate3" and e["decision"] == "deny" and "reason=rate" in e["detail"] and "status=429" in e["detail"]' \
+audit_has 'e.get("client_request_id") == "rate3" and e["decision"] == "deny" and "reason=rate" in e["detail"] and "status=429" in e["detail"]' \
     "the rate-limit refusal says rate, 429"
 
 # --- concurrency: erin runs one long program; the second is refused.
@@ -122,7 +122,7 @@ done
 code=$(curl -s -o /dev/null -w '%{http_code}' -H 'X-Request-Id: busy1' -H "Authorization: Bearer $erin" \
     -H 'Content-Type: application/json' -d '{"code":"1","language":"python"}' "$url/v1/sandboxes/$esid/execute")
 [ "$code" = 429 ] && ok "a second run at once: 429" || bad "concurrent: $code"
-audit_has 'e["request_id"] == "busy1" and e["decision"] == "deny" and "reason=concurrent" in e["detail"] and e["rule"] != "default deny"' \
+audit_has 'e.get("client_request_id") == "busy1" and e["decision"] == "deny" and "reason=concurrent" in e["detail"] and e["rule"] != "default deny"' \
     "the concurrency refusal says concurrent, not default deny"
 wait "$slow"
 

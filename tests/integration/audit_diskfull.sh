@@ -42,7 +42,7 @@ entries() {
 	    python3 -c 'import json,sys
 for l in sys.stdin:
     e = json.loads(l)
-    if e["request_id"] == sys.argv[1]: print(e["action"], e["decision"])' "$1"
+    if e.get("client_request_id") == sys.argv[1]: print(e["action"], e["decision"])' "$1"
 }
 
 # --- on the reserve: acknowledged, with their entries.
@@ -91,7 +91,7 @@ refused=${last#refused }
 # Every acknowledged write has its entry.
 "$KEEP" audit export --data "$tmp/state" --since 1h >"$tmp/audit.jsonl" 2>/dev/null
 missing=$(python3 -c 'import json,sys
-have = {json.loads(l)["request_id"] for l in open(sys.argv[1])}
+have = {json.loads(l).get("client_request_id") for l in open(sys.argv[1])}
 acked = [l.split()[1] for l in open(sys.argv[2]) if l.startswith("acked")]
 print(sum(1 for i in acked if "patch-%s" % i not in have))' "$tmp/audit.jsonl" "$tmp/acked")
 [ "$missing" = 0 ] && ok "every acknowledged write is in the audit log" || bad "$missing acknowledged writes without an entry"

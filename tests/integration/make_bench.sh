@@ -29,7 +29,7 @@ for t in $targets; do
 	# recipes first; the target's own come last and name bench/).
 	recipe=$(make -n --no-print-directory "$t" 2>/dev/null)
 	for p in ${needs[$t]}; do
-		grep -q "mk/deps.sh.* $p\b\|mk/deps.sh $p\b" <<<"$recipe" &&
+		grep -q "mk/deps.sh.*[ :]$p\b" <<<"$recipe" &&
 		    ok "$t installs $p" || bad "$t does not install $p"
 	done
 	while read -r sh script; do

@@ -46,9 +46,9 @@ loc=$(jget "$body" '["location"]' 2>/dev/null)
 curl -s -o /dev/null -H 'X-Request-Id: loader1' -H "Authorization: Bearer $bob" "$url/v1/sandboxes"
 for _ in $(seq 50); do
 	"$KEEP" audit export --data "$tmp/state" --since 1h >"$tmp/audit.jsonl" 2>/dev/null
-	grep -q '"request_id":"loader1"' "$tmp/audit.jsonl" && break; sleep 0.1
+	grep -q '"client_request_id":"loader1"' "$tmp/audit.jsonl" && break; sleep 0.1
 done
-grep '"request_id":"loader1"' "$tmp/audit.jsonl" | grep -q '"rule":"rule [0-9]*, b.policy:4:8"' &&
+grep '"client_request_id":"loader1"' "$tmp/audit.jsonl" | grep -q '"rule":"rule [0-9]*, b.policy:4:8"' &&
     ok "the audit log names the rule as b.policy:4:8" || bad "audit rule: $(grep loader1 "$tmp/audit.jsonl")"
 
 # A reload that does not compile: the error is in the new file, at its line.

@@ -182,7 +182,10 @@ test_healthz_and_ids(void **state)
 	resp_free(&r);
 	call(
 	    e, "GET", "/healthz", NULL, "X-Request-Id: abc-123\r\n", "", 0, &r);
-	assert_non_null(strstr(r.head, "\r\nX-Request-Id: abc-123"));
+	/* The client's id is kept beside the server's own, never as it. */
+	assert_null(strstr(r.head, "\r\nX-Request-Id: abc-123"));
+	assert_non_null(strstr(r.head, "\r\nX-Request-Id: "));
+	assert_non_null(strstr(r.head, "\r\nX-Client-Request-Id: abc-123"));
 	resp_free(&r);
 	callj(e, "HEAD", "/healthz", NULL, NULL, &r);
 	assert_int_equal(r.status, 200);
@@ -687,6 +690,40 @@ test_idempotency(void **state)
 	resp_free(&c);
 }
 
+/* The replies kept for retries are bounded in bytes, not only in
+ * number: the oldest go, and /metrics says how many bytes are kept. */
+static void
+test_idempotency_bytes(void **state)
+{
+	struct env *e = *state;
+	struct api_config cfg;
+	struct resp a;
+	char key[64];
+	const char *m;
+
+	api_free(e->api);
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.now_ms = clock_ms;
+	cfg.now_arg = e;
+	cfg.idem_bytes_max = 2048;
+	e->api = api_new(&e->be, &cfg);
+	assert_non_null(e->api);
+	for (int i = 0; i < 40; i++) {
+		snprintf(key, sizeof(key), "Idempotency-Key: b%d\r\n", i);
+		call(e, "POST", "/v1/sandboxes", "admin", key,
+		    "{\"image\":\"js\"}", 14, &a);
+		assert_int_equal(a.status, 201);
+		resp_free(&a);
+		callj(e, "GET", "/metrics", "admin", NULL, &a);
+		assert_int_equal(a.status, 200);
+		m = strstr(a.body, "\nkeep_idempotency_bytes ");
+		assert_non_null(m);
+		assert_true(strtoull(m + 24, NULL, 10) <= 2048);
+		assert_true(strtoull(m + 24, NULL, 10) > 0);
+		resp_free(&a);
+	}
+}
+
 static void
 test_images_audit_metrics(void **state)
 {
@@ -862,6 +899,7 @@ main(void)
 		T(test_rate_and_policy),
 		T(test_tokens),
 		T(test_idempotency),
+		T(test_idempotency_bytes),
 		T(test_images_audit_metrics),
 		T(test_refuse),
 		T(test_openapi_covers_routes),

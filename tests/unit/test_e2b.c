@@ -306,6 +306,11 @@ test_credentials(void **state)
 	    "X-API-KEY: admin\r\nAuthorization: Bearer bob\r\n", "", 0, &r);
 	assert_int_equal(r.status, 401);
 	resp_free(&r);
+	/* A sandbox's access token beside the API key is not ignored. */
+	call(e, "GET", "/e2b/sandboxes/sbx-1",
+	    "X-API-KEY: admin\r\nX-Access-Token: bob\r\n", "", 0, &r);
+	assert_int_equal(r.status, 401);
+	resp_free(&r);
 	/* The same one twice, and E2B's Basic user name beside it: fine. */
 	call(e, "GET", "/e2b/sandboxes/sbx-1",
 	    "X-API-KEY: admin\r\nAuthorization: Bearer admin\r\n", "", 0, &r);
@@ -325,9 +330,16 @@ test_credentials(void **state)
 	call(e, "GET", "/e2b/health", extra, "", 0, &r);
 	assert_int_equal(r.status, 401);
 	resp_free(&r);
-	/* The API key is not a sandbox route's token header. */
+	/* The API key is not a sandbox route's token header, and another
+	 * one beside its token is refused, not ignored. */
 	snprintf(extra, sizeof(extra),
 	    "E2b-Sandbox-Id: %s\r\nX-API-KEY: admin\r\n", e->sbx);
+	call(e, "GET", "/e2b/health", extra, "", 0, &r);
+	assert_int_equal(r.status, 401);
+	resp_free(&r);
+	snprintf(extra, sizeof(extra),
+	    "E2b-Sandbox-Id: %s\r\nX-Access-Token: %s\r\nX-API-KEY: bob\r\n",
+	    e->sbx, e->tok);
 	call(e, "GET", "/e2b/health", extra, "", 0, &r);
 	assert_int_equal(r.status, 401);
 	resp_free(&r);
@@ -565,8 +577,12 @@ test_files(void **state)
 	assert_non_null(strstr(r.head, "Retry-After: 9"));
 	resp_free(&r);
 	api_fake_set_rate(e->fake, "admin", 0, 0);
+	/* Every part was authorized before any was written: none was. */
+	sbx_call(e, "GET", "/e2b/files?path=/d/1", NULL, "", 0, &r);
+	assert_int_equal(r.status, 404);
+	resp_free(&r);
 	sbx_call(e, "GET", "/e2b/files?path=/d/2", NULL, "", 0, &r);
-	assert_int_equal(r.status, 200);
+	assert_int_equal(r.status, 404);
 	resp_free(&r);
 	sbx_call(e, "GET", "/e2b/files?path=/d/3", NULL, "", 0, &r);
 	assert_int_equal(r.status, 404);

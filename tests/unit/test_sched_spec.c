@@ -204,7 +204,7 @@ static void
 test_store_records(void **state)
 {
 	struct store_schedule s = { "sch-1", "alice", "{\"a\":1}", 7, 1000,
-		2000, 3000, 4 },
+		2000, 3000, 4, NULL },
 	                      d;
 	struct store_sched_run r = { "sch-1", "00000000000000000004", "alice",
 		STORE_SCHED_COMPLETED, 0, 1, 3000, 3000, 3100, "sbx-1",
@@ -221,7 +221,20 @@ test_store_records(void **state)
 	assert_int_equal(store_schedule_decode(rec, len, &d), STORE_OK);
 	assert_string_equal(d.spec, "{\"a\":1}");
 	assert_int_equal(d.last_fire_ms, 3000);
+	assert_null(d.tokens);
 	free(rec);
+	/* The writing token's jtis: a last field, there only when given,
+	 * and a record without it decodes as before. */
+	s.tokens = "jti-child jti-parent";
+	assert_int_equal(store_schedule_encode(&s, &rec, &len), STORE_OK);
+	assert_int_equal(
+	    store_record_check(STORE_DB_SCHEDULES, rec, len), STORE_OK);
+	assert_int_equal(store_schedule_decode(rec, len, &d), STORE_OK);
+	assert_string_equal(d.tokens, "jti-child jti-parent");
+	free(rec);
+	s.tokens = "bad\001jti";
+	assert_int_equal(store_schedule_encode(&s, &rec, &len), STORE_E_ARG);
+	s.tokens = NULL;
 	assert_int_equal(store_sched_run_encode(&r, &rec, &len), STORE_OK);
 	assert_int_equal(store_record_key(STORE_DB_SCHED_RUNS, rec, len, key,
 	                     sizeof(key), &klen),
@@ -247,7 +260,8 @@ test_store_cascade(void **state)
 {
 	char dir[] = "/tmp/test_sched.XXXXXX", path[64];
 	struct store_config cfg = { 0 };
-	struct store_schedule s = { "sch-1", "alice", "{}", 0, 1, 1, 0, 0 };
+	struct store_schedule s = { "sch-1", "alice", "{}", 0, 1, 1, 0, 0,
+		NULL };
 	struct store_sched_run r = { "sch-1", NULL, "alice",
 		STORE_SCHED_REFUSED, -1, 0, 0, 0, 0, "", "", "budget", NULL, 0,
 		NULL, 0 };

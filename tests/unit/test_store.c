@@ -198,8 +198,13 @@ flip_all(unsigned db, const uint8_t *rec, size_t len)
 	memcpy(c, rec, len);
 	c[1] = 2;
 	assert_int_equal(store_record_check(db, c, len), STORE_E_VERSION);
+	/* A flag no kind knows; an optional field's flag taken away or
+	 * given (audit entries, schedules) leaves bytes out of place. */
 	memcpy(c, rec, len);
-	c[2] = 1;
+	c[2] ^= 0x80;
+	assert_int_equal(store_record_check(db, c, len), STORE_E_CORRUPT);
+	memcpy(c, rec, len);
+	c[2] ^= 0x01;
 	assert_int_equal(store_record_check(db, c, len), STORE_E_CORRUPT);
 	free(c);
 }
@@ -212,7 +217,7 @@ test_all_codecs(void **state)
 		STORE_RUN_EXITED, 3, 10, 20, out, 6, "", 0, "" };
 	struct store_audit a = { 0, 5, "req-1", "agent-b", "jti1",
 		"sandbox:write", "sbx_1", STORE_DECISION_ALLOW, "role builder",
-		"", { 0 }, { 0 } };
+		"", "cli-7", { 0 }, { 0 } };
 	struct store_counter c = { "agent-b", "budget", -5, 7 };
 	struct store_revocation v = { "jti1", 1800000000, 9 };
 	struct store_idem k = { "agent-b", "key-1", 100, { 1 }, 201, "{}", 2 };

@@ -358,7 +358,7 @@ test_append_outside_detected(void **state)
 	/* The store refuses to build on a broken log. */
 	{
 		struct store_audit e = { 0, 1, "", "p", "", "x", "", 3, "", "",
-			{ 0 }, { 0 } };
+			NULL, { 0 }, { 0 } };
 
 		assert_int_equal(
 		    store_audit_append(f->st, &e, 1, NULL), STORE_E_CHAIN);
@@ -385,8 +385,8 @@ static void
 test_append_refuses_bad_fields(void **state)
 {
 	struct fx *f = *state;
-	struct store_audit e = { 0, 1, "", "p", "", "", "", 3, "", "", { 0 },
-		{ 0 } };
+	struct store_audit e = { 0, 1, "", "p", "", "", "", 3, "", "", NULL,
+		{ 0 }, { 0 } };
 	uint64_t seq;
 
 	assert_int_equal(store_audit_append(f->st, &e, 1, NULL), STORE_E_ARG);
@@ -431,7 +431,7 @@ test_prune_checkpoint(void **state)
 	/* Appends go on from the chain. */
 	{
 		struct store_audit e = { 0, 1, "", "p", "", "x", "", 3, "", "",
-			{ 0 }, { 0 } };
+			NULL, { 0 }, { 0 } };
 		uint64_t seq;
 
 		assert_int_equal(store_audit_append(f->st, &e, 1, &seq), 0);
