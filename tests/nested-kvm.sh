@@ -132,7 +132,7 @@ timeout "$limit" qemu-system-x86_64 -accel tcg,thread=multi -smp "$cpus" -m "$me
     -cpu EPYC-v3,+svm,+npt -kernel "$kernel" -initrd "$work/initrd.gz" \
     -append "console=ttyS0 quiet loglevel=3 panic=-1" \
     -virtfs local,path=/,mount_tag=host,security_model=passthrough,multidevs=remap,id=host \
-    -nographic -no-reboot -monitor none -display none ${KEEP_NESTED_QEMU_ARGS:-} \
+    -nic none -nographic -no-reboot -monitor none -display none ${KEEP_NESTED_QEMU_ARGS:-} \
     -serial file:"$work/console" -serial file:"$work/out" \
     </dev/null >"$work/qemu.log" 2>&1 &
 qemu=$!
