@@ -9,7 +9,7 @@
 # loads inside and /dev/kvm is a real hardware-style KVM. The host's /
 # is shared read-write over 9p, so COMMAND sees this checkout, its build
 # and every installed package; it runs from the current directory, as
-# root, with /tmp a fresh tmpfs and only loopback for a network. Its
+# root, with /tmp and /run fresh tmpfs and only loopback for a network. Its
 # output comes back on stdout, line by line, and its exit status is this
 # script's (124 when it did not finish: the timeout, or a VM that did
 # not come up; the VM's console says why).
@@ -113,6 +113,9 @@ ln -sf /proc/self/fd/0 /mnt/dev/stdin
 ln -sf /proc/self/fd/1 /mnt/dev/stdout
 ln -sf /proc/self/fd/2 /mnt/dev/stderr
 mount -t tmpfs tmp /mnt/tmp -o mode=1777
+# /run is the VM's own too: the host's sockets there (keep's template
+# holders) are not this kernel's, and a socket cannot be bound on 9p.
+mount -t tmpfs run /mnt/run -o mode=0755
 [ -c /mnt/dev/kvm ] || echo "nested-kvm: no /dev/kvm inside (kvm_amd did not load)" >/dev/ttyS1
 chroot /mnt /bin/sh -c 'ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up'
 chroot /mnt /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
