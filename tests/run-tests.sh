@@ -3,7 +3,8 @@
 # A cmocka binary contributes its own counts (passed, failed, skipped); any other program counts as one
 # test: exit 0 passes, 77 is a skip (it must say why), anything else fails.
 # Appends "SUITE passed failed skipped kvm" to $RESULTS when set, kvm
-# being the skips for want of /dev/kvm (their line says "KVM-only").
+# being the skips for want of /dev/kvm (their line says "KVM-only" or
+# names /dev/kvm).
 suite=$1; shift
 pass=0; fail=0; skip=0; kvmskip=0; failed=
 log=$(mktemp) || exit 1
@@ -36,7 +37,7 @@ for t in "$@"; do
 		echo "PASS: $t"
 	elif [ "$rc" -eq 77 ]; then
 		echo "SKIP: $t: $(tail -n 1 "$log")"
-		case $(tail -n 1 "$log") in *KVM-only*) kvmskip=$((kvmskip + 1)) ;; esac
+		case $(tail -n 1 "$log") in *KVM-only* | */dev/kvm*) kvmskip=$((kvmskip + 1)) ;; esac
 	else
 		echo "FAIL: $t (exit $rc)"; sed 's/^/    /' "$log" | tail -n 60
 		{ echo "--- $t (exit $rc): its failures, then its last lines"

@@ -12,9 +12,11 @@
  *
  * usage: fastcalls [ROUNDS]   (repeats the stats ROUNDS times, default 1)
  *        fastcalls poke     (writes to the VMM's answers: must fault)
- *        fastcalls alarms   (stats and getcwd under a 200 us interval
+ *        fastcalls alarms [ROUNDS]
+ *                           (stats and getcwd under a 200 us interval
  *                            timer whose handler stats too: every
- *                            answer right, the handler run)
+ *                            answer right, the handler run; ROUNDS
+ *                            rounds at least, default 200000)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -652,7 +654,7 @@ on_alarm(int sig)
 /* A signal may come while the guest answers a call (a kick lands in
  * that code as in the program's own): the answers stay right. */
 static int
-under_alarms(void)
+under_alarms(long rounds)
 {
 	struct itimerval it = { { 0, 200 }, { 0, 200 } };
 	struct stat st;
@@ -662,7 +664,7 @@ under_alarms(void)
 
 	signal(SIGALRM, on_alarm);
 	setitimer(ITIMER_REAL, &it, NULL);
-	for (i = 0; i < 200000 || alarms < 10; i++) {
+	for (i = 0; i < rounds || alarms < 10; i++) {
 		memset(&st, 0, sizeof(st));
 		if (syscall(SYS_stat, "/d/a.txt", &st) != 0 ||
 		    st.st_size != 12 ||
@@ -709,7 +711,7 @@ main(int argc, char **argv)
 	pid_t pid;
 
 	if (argc > 1 && strcmp(argv[1], "alarms") == 0)
-		return under_alarms();
+		return under_alarms(argc > 2 ? atol(argv[2]) : 200000);
 	if (argc > 1 && strcmp(argv[1], "changepage") == 0)
 		return change_page();
 	if (argc > 1 && strcmp(argv[1], "poke") == 0) {

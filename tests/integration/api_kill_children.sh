@@ -4,6 +4,8 @@
 # the same sandbox: every write that was acknowledged (200) must be
 # there afterwards, through the API and, after a restart of keepd, from
 # the store. Writes that failed (the child was down) may or may not be.
+# It boots no guest: it runs where no guest platform does.
+KEEPD_NO_GUEST=1
 source "$(dirname "$0")/../lib/keepd.sh"
 
 cat >"$tmp/test.policy" <<'EOP'

@@ -6,6 +6,8 @@
 # log. Once the reserve is spent too, a write is refused with 507 and not
 # done; every write acknowledged before it has its entry, and after room
 # is freed keepd serves again.
+# It boots no guest: it runs where no guest platform does.
+KEEPD_NO_GUEST=1
 source "$(dirname "$0")/../lib/keepd.sh"
 mkdir -p "$tmp/state"
 if ! mount -t tmpfs -o size=40m,mode=0755 keep-audit-diskfull "$tmp/state" 2>/dev/null; then

@@ -4,6 +4,8 @@
 # position is file:line:col in the file as written -- keep's diagnostics,
 # keepd's log of a refused reload and its audit entry, /v1/policy/check's
 # location and a decision's rule in the audit log.
+# It boots no guest: it runs where no guest platform does.
+KEEPD_NO_GUEST=1
 source "$(dirname "$0")/../lib/keepd.sh"
 
 mkdir -p "$tmp/p"

@@ -44,12 +44,13 @@ out=$(sh tests/summary.sh "$tmp/results")
     ok "summary.sh adds up the skips" || bad "summary.sh: $out"
 # Skips for want of /dev/kvm are counted apart, and the tally says so.
 printf 'echo "SKIP: KVM-only, no /dev/kvm here: runs in make check-kvm"; exit 77\n' >"$tmp/kvmonly.sh"
+printf 'echo "SKIP: no /dev/kvm"; exit 77\n' >"$tmp/nokvm.sh"
 out=$(RESULTS=$tmp/kresults sh tests/run-tests.sh ksuite "$tmp/kvmonly.sh" \
-    "$tmp/skips.sh" "$tmp/passes.sh" 2>&1)
-[[ $out == *"ksuite: 1 passed, 0 failed, 2 skipped"*"ksuite: 1 of the skipped need /dev/kvm"* ]] &&
+    "$tmp/nokvm.sh" "$tmp/skips.sh" "$tmp/passes.sh" 2>&1)
+[[ $out == *"ksuite: 1 passed, 0 failed, 3 skipped"*"ksuite: 2 of the skipped need /dev/kvm"* ]] &&
     ok "run-tests.sh counts the skips for want of KVM" || bad "kvm skips: $out"
 out=$(sh tests/summary.sh "$tmp/kresults")
-[[ $out == *$'1 of the skipped did not run for want of /dev/kvm (make check-kvm runs them)\n1 passed, 0 failed, 2 skipped' ]] &&
+[[ $out == *$'2 of the skipped did not run for want of /dev/kvm (make check-kvm runs them)\n1 passed, 0 failed, 3 skipped' ]] &&
     ok "summary.sh names them on a line of their own, before the closing one" ||
     bad "summary.sh, kvm: $out"
 out=$(sh tests/summary.sh "$tmp/none")

@@ -5,6 +5,8 @@
 # workspace of any depth is removed with its sandbox, or after a restart;
 # revoking a token revokes the tokens derived from it; the policy's
 # `sandboxes` quota is per principal.
+# It boots no guest: it runs where no guest platform does.
+KEEPD_NO_GUEST=1
 source "$(dirname "$0")/../lib/keepd.sh"
 
 cat >"$tmp/test.policy" <<'EOP'

@@ -41,11 +41,18 @@ for how in ud2 int3 hlt cli wrmsr jump null stack out; do
 	stack) want="*vector 14 (#PF*" ;;
 	jump) want="*touched memory it does not hold*rip 0x1234560*" ;;
 	null) want="*vector 14 (#PF page fault)*address 0x0,*" ;;
-	# kvm-pvm emulates a CPL3 `out` as an I/O exit; hardware
-	# virtualization and the trap platform raise #GP (docs/vmm.md).
-	out) want="*vector 13 (#GP*"
-	    [ -e /sys/module/kvm_pvm ] && [ "$KEEP_TEST_PLATFORM" = kvm ] &&
-	        want="*I/O to port 0xe0*not from the kernel*" ;;
+	# Port 0xe0 is open in the TSS's I/O bitmap, so on KVM a CPL3 `out`
+	# to it is an I/O exit that keep refuses away from the stub; the
+	# trap platform's host CPU has no such bitmap: #GP. QEMU's TCG
+	# refuses every CPL3 port access against the busy TSS a VMCB
+	# loads (TCG's mistake, not keep's: docs/vmm.md, "Under QEMU's TCG").
+	out) want="*I/O to port 0xe0*not from the kernel*"
+	    if [ "$KEEP_TEST_PLATFORM" = trap ]; then
+	        want="*vector 13 (#GP*"
+	    elif [ "${KEEP_TEST_NESTED:-}" = tcg ]; then
+	        echo "note: crash out: #GP under QEMU TCG (its I/O check refuses a busy TSS: docs/vmm.md)"
+	        want="*vector 13 (#GP*"
+	    fi ;;
 	esac
 	expect "crash $how reported" 139 "" "keep run: fault: $want" -- "$G/crash" "$how"
 done

@@ -77,7 +77,7 @@ keepd_restart() {
 
 # The front answers once every process is up.
 keepd_wait_ready() {
-	for _ in $(seq 150); do
+	for _ in $(seq "$(slow 150)"); do
 		[ "$(curl -s -o /dev/null -w '%{http_code}' "$url/healthz")" = 200 ] &&
 		    return 0
 		sleep 0.1

@@ -7,10 +7,19 @@
 # KEEP_TEST_NEEDS=kvm before sourcing; one that boots no guest sets
 # KEEPD_NO_GUEST=1. Skip lines name the cause: tests/run-tests.sh counts
 # those for want of KVM apart (make check's tally).
+#
+# Waits counted in wall time scale with KEEP_TEST_SLOW (a whole factor,
+# 1 unless set: make check-kvm sets 50 in its nested VM, 50-100x slower
+# than natively): `seq $(slow 150)` where a loop polls 150 times, and
+# `$(slow 5)s` for a limit. No test asserts a time.
+SLOW=${KEEP_TEST_SLOW:-1}
+case $SLOW in '' | *[!0-9]* | 0) SLOW=1 ;; esac
+slow() { echo $(($1 * SLOW)); }
+
 guest_platform() {
 	if [ -n "${KEEP_TEST_PLATFORM:-}" ]; then
 		echo "$KEEP_TEST_PLATFORM"
-	elif [ -r /dev/kvm ] && [ -w /dev/kvm ] &&
+	elif [ -c /dev/kvm ] && [ -r /dev/kvm ] && [ -w /dev/kvm ] &&
 	    { exec 9<>/dev/kvm; } 2>/dev/null; then
 		exec 9>&-
 		echo kvm
