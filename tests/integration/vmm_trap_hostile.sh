@@ -1,0 +1,233 @@
+#!/usr/bin/env bash
+# The trap platform's hostile suite (issue 28, Deliver 5;
+# tests/guests/traphostile.c): the guest shares its host process with the
+# stub, so it attacks what that process holds: the 32-bit entries, the
+# vsyscall page, calls that would confine or trace it, its signal mask,
+# the stub's code, data and shared box, the mappings under it, the host's
+# pids and memory. Each attack must end with a clear reason or get an
+# errno; nothing of the host is read or changed; no "keepd: guest"
+# process outlives its run; and the next run is served.
+#
+# The stub's addresses are ASLR's: this script reads them from the host
+# (/proc/PID/maps of the run's stub, a process of the run's session) and
+# writes them to /stub.addr in the guest's workspace, which the guest
+# waits for. A line "KNOWN:" is an accepted gap (issue 28), not a failure.
+source "$(dirname "$0")/../lib/guest.sh"
+shopt -s extglob
+H=$G/traphostile
+if [ "$PLATFORM" != trap ] &&
+    [ "$("$KEEP" run --platform trap "$G/hello" 2>/dev/null)" != "hello from a keep guest" ]; then
+	echo "SKIP: the trap platform does not run here"
+	exit 77
+fi
+top=$tmp/top; ws=$top/ws; mkdir -p "$ws"
+echo canary >"$top/canary"
+passwd_sum=$(sha256sum </etc/passwd)
+
+# The pids of the session sid's stubs ("keepd: guest").
+stubs_of() {
+	local sid=$1 f rest
+	for f in /proc/[0-9]*/stat; do
+		{ read -r rest <"$f"; } 2>/dev/null || continue
+		rest=${rest##*) }
+		set -- $rest
+		[ "${4:-}" = "$sid" ] || continue
+		f=${f%/stat}
+		[ "$(tr '\0' ' ' <"$f/cmdline" 2>/dev/null)" = "keepd: guest " ] &&
+		    echo "${f#/proc/}"
+	done
+}
+
+# /stub.addr from the maps of the session's stub: its code, its writable
+# data (its own rw-p mappings and the anonymous one right after them),
+# the box and a page of guest memory the guest holds no mapping of.
+write_addrs() {
+	local pid=$1
+	awk '
+	function h(s) { return strtonum("0x" s) }
+	{ split($1, r, "-") }
+	$6 ~ /keep-trap-stub/ && $2 == "r-xp" { tlo = r[1]; thi = r[2] }
+	$6 ~ /keep-trap-stub/ && $2 == "rw-p" { if (dlo == "") dlo = r[1]; dhi = r[2]; last = NR }
+	$6 == "" && NR == last + 1 && r[1] == dhi { dhi = r[2] }
+	$6 ~ /keep-trap-box/ { box = r[1] }
+	$6 ~ /keep-guest/ && $2 == "---s" && h(r[1]) >= h("200000") && closed == "" { closed = r[1] }
+	END { if (tlo == "" || dlo == "" || box == "" || closed == "") exit 1
+	      print "0x" tlo, "0x" thi, "0x" dlo, "0x" dhi, "0x" box, "0x" closed }
+	' "/proc/$pid/maps" >"$ws/.stub.addr" && mv "$ws/.stub.addr" "$ws/stub.addr"
+}
+
+# What confines the stub's process pid, as the host sees it: its
+# descriptors, its root, its namespaces beside this shell's, its status.
+confinement() {
+	local pid=$1 ns
+	echo "fds: $(ls "/proc/$pid/fd" | tr '\n' ' ')"
+	echo "root: $(ls -A "/proc/$pid/root/" 2>&1 | tr '\n' ' ')"
+	for ns in user pid net mnt ipc uts cgroup; do
+		[ "$(readlink "/proc/$pid/ns/$ns")" != "$(readlink "/proc/$$/ns/$ns")" ] &&
+		    echo "ns $ns: own" || echo "ns $ns: the host's"
+	done
+	grep -E '^(CapEff|CapPrm|NoNewPrivs|Seccomp):' "/proc/$pid/status" | tr -s '\t ' ' '
+}
+
+# run NAME [--addrs] -- keep run args: runs keep in a session of its own,
+# hands the stub's addresses over with --addrs, and sets rc, out, err.
+# Afterwards, no stub of the session may be left.
+run() {
+	local name=$1 addrs=0 sid i pid
+	shift
+	[ "$1" = --addrs ] && { addrs=1; shift; }
+	shift
+	rm -f "$ws/stub.addr" "$tmp/sid"
+	setsid -w bash -c 'echo $$ >"$0"; exec "$@"' "$tmp/sid" \
+	    "$KEEP" run --platform trap --timeout 60s --workspace "$ws" "$@" \
+	    >"$tmp/out" 2>"$tmp/err" &
+	local job=$!
+	for i in $(seq 500); do [ -s "$tmp/sid" ] && break; sleep 0.01; done
+	sid=$(cat "$tmp/sid")
+	if [ $addrs = 1 ]; then
+		for i in $(seq 1000); do
+			pid=$(stubs_of "$sid" | head -1)
+			# (the guest waits for the addresses: alive till then)
+			[ -n "$pid" ] && confinement "$pid" >"$tmp/confine" &&
+			    write_addrs "$pid" && break
+			sleep 0.02
+		done
+		[ -s "$ws/stub.addr" ] || bad "$name: no stub found to attack"
+	fi
+	wait $job; rc=$?
+	out=$(cat "$tmp/out"); err=$(cat "$tmp/err")
+	# PR_SET_PDEATHSIG and the vm process's own kill end them: wait
+	# for that, without a clock (a bounded count of looks).
+	for i in $(seq 200); do
+		[ -z "$(stubs_of "$sid")" ] && break; sleep 0.05
+	done
+	left=$(stubs_of "$sid" | wc -l)
+	[ "$left" -eq 0 ] || bad "$name: $left keepd: guest processes left"
+	# Nothing of the host's: passwd's content, the canary.
+	if grep -q '^root:' "$tmp/out" "$tmp/err"; then
+		bad "$name: /etc/passwd's content reached the guest"
+	fi
+	[ "$(cat "$top/canary")" = canary ] && [ "$(ls -A "$top")" = "$(printf 'canary\nws')" ] &&
+	    [ "$(sha256sum </etc/passwd)" = "$passwd_sum" ] ||
+	    bad "$name: the host changed: $(ls -la "$top")"
+}
+
+# check NAME RC OUT_GLOB ERR_GLOB: the last run's result.
+check() {
+	if [ "$rc" -eq "$2" ] && [[ "$out" == $3 ]] && [[ "$err" == $4 ]]; then
+		ok "$1"
+	else
+		bad "$1: exit $rc (want $2), out '${out:0:600}', err '${err:0:300}'"
+	fi
+}
+
+# The host still serves the next run.
+served() {
+	[ "$("$KEEP" run --platform trap "$G/hello" 2>&1)" = "hello from a keep guest" ] &&
+	    ok "$1: the next run is served" || bad "$1: the next run failed"
+}
+
+ended="keep run: fault: the guest's process ended"
+
+# 32-bit entries: the i386 ABI, which the filter kills where the kernel
+# has it (else int $0x80 is #GP); sysenter is #UD on AMD in long mode.
+for how in int80 sysenter; do
+	run $how -- "$H" $how
+	if [ "$rc" -eq 139 ] && [ -z "$out" ] &&
+	    [[ "$err" == "keep run: fault: vector "@(6 \(#UD|13 \(#GP)* ||
+	       "$err" == "$ended (killed by signal 31)"* ]]; then
+		ok "$how open of /etc/passwd is stopped ($err)"
+	else
+		bad "$how: exit $rc, out '$out', err '$err'"
+	fi
+done
+run vsyscall -- "$H" vsyscall
+# (the kernel emulates the page's gettimeofday, under the filter: a
+# SIGSYS the VMM serves as a call and returns to RCX, here 0)
+check "a call into the vsyscall page is stopped" 139 "" "keep run: fault: vector 14 (#PF*"
+served "32-bit and vsyscall"
+
+# Calls that would confine, trace or mask the guest's process are the
+# guest's own, served (or refused) by the VMM: after each, the guest
+# still makes calls that are served.
+run seccomp -- "$H" seccomp
+check "raw seccomp is refused, not installed" 0 $'seccomp filter: *\nseccomp strict: *\nsurvived' ""
+[[ "$out" != *": 0"$'\n'* ]] || bad "seccomp: a call answered 0: $out"
+run prctl -- "$H" prctl
+check "prctl seccomp, no_new_privs, dumpable: the run goes on" 0 $'prctl seccomp filter: *\nprctl seccomp strict: *\nprctl no_new_privs: *\nprctl dumpable: *\nsurvived' ""
+[[ "$out" != *"prctl seccomp"*": 0"$'\n'* ]] || bad "prctl seccomp answered 0: $out"
+run ptrace -- "$H" ptrace
+check "ptrace traceme and attach to pid 1 get an errno" 0 $'ptrace traceme: [A-Z]*\nptrace attach 1: [A-Z]*\nptrace seize 1: [A-Z]*\nsurvived' ""
+run sigmask -- "$H" sigmask
+check "SIGSYS blocked in the guest's mask: calls still served" 0 $'block all: 0\nmask read back: 0\nSIGSYS blocked: *\nsurvived' ""
+
+# The stub's mappings, as the guest's calls.
+run mmapstub --addrs -- "$H" mmapstub
+# (the VMM answers mprotect and munmap outside guest memory with 0, and
+# does nothing: the stub is there and unchanged, and serves on)
+check "mmap, mprotect, munmap over the stub and the box: no effect" 0 $'mmap fixed over the stub: Out of memory\nmmap fixed over the box: Out of memory\nmprotect the stub writable: *\nmunmap the stub: *\nthe stub\'s code: unchanged\nsurvived' ""
+# The stub's process as the host sees it while the guest runs.
+printf '%s\n' "fds: " "root: " "ns user: own" "ns pid: own" "ns net: own" \
+    "ns mnt: own" "ns ipc: own" "ns uts: own" "ns cgroup: own" \
+    "CapPrm: 0000000000000000" "CapEff: 0000000000000000" "NoNewPrivs: 1" \
+    "Seccomp: 2" >"$tmp/confine.want"
+if cmp -s "$tmp/confine.want" "$tmp/confine"; then
+	ok "the stub's process: no descriptors, an empty root, namespaces of its own, no capabilities, filtered"
+else
+	# HOLE (issue 28, Deliver 2: "no descriptors but the platform's"):
+	# the stub inherits the vm process's 0, 1 and 2.
+	bad "HOLE: the stub's process is not confined as issue 28 says: $(diff "$tmp/confine.want" "$tmp/confine" | grep '^[<>]' | tr '\n' ' ')"
+fi
+run stubwrite --addrs -- "$H" stubwrite
+check "a write to the stub's code, mprotected without the cookie, faults" 139 "" "keep run: fault: vector 14 (#PF*"
+
+# The stub's own `syscall` with the guest's registers: the filter lets
+# only its few calls through from there; the rest trap and are served as
+# the guest's (its files, not the host's).
+run stubjump --addrs -- "$H" stubjump
+check "the stub's syscall with chosen registers: served as the guest's" 0 $'openat /etc/passwd: No such file or directory\nopen /proc/1/environ: *\nexecve /bin/sh: No such file or directory\nmprotect the stub without the cookie: *\nmprotect closed memory without the cookie: [A-Z]*\nmmap fixed over the stub: [A-Z]*\nmmap the box again: [A-Z]*\nkill 1 0: *\nsetns: [A-Z]*\nsched_yield: 0\nsurvived' ""
+run stubexit --addrs -- "$H" stubexit
+check "exit_group from the stub's code ends the run, reported" 139 "" "$ended (exited 7)*"
+run sigreturn --addrs -- "$H" sigreturn
+check "rt_sigreturn from the stub's code blocking SIGSYS: killed" 139 "sigreturn" "$ended (killed by signal 31)*"
+run stubdata --addrs -- "$H" stubdata
+check "the stub's data overwritten: the process dies, reported" 139 "overwriting * bytes" "$ended (killed by signal 11)*"
+served "the stub's code and data"
+
+# The box, rewritten by the guest while it runs.
+run "box garbage" --addrs -- "$H" box garbage
+check "box: every byte garbage, then calls: served" 0 $'box magic ok\nsurvived\nsurvived\nsurvived' ""
+run "box nops" --addrs -- "$H" box nops
+check "box: a forged reply of huge nops and a bad fpu_len: served" 0 $'box magic ok\nsurvived\nsurvived' ""
+run "box call" --addrs -- "$H" box call
+check "box: a forged call is served as the guest's own" 0 $'box magic ok\nforged write\nreply: yes\nforged call\'s rax: 13 rip ours\nsurvived\nsurvived' ""
+run "box event" --addrs -- "$H" box event
+check "box: an unknown event stops the run" 139 "box magic ok" "keep run: fault: the guest's process broke the protocol (event 119)*"
+run "box boot" --addrs -- "$H" box boot
+check "box: a second boot event stops the run" 139 "box magic ok" "keep run: fault: the guest's process broke the protocol (event 1)*"
+run "box ops" --addrs -- "$H" box ops
+check "box: an ops report nobody asked for stops the run" 139 "box magic ok" "keep run: fault: the guest's process broke the protocol (event 5)*"
+run "box fault" --addrs -- "$H" box fault
+check "box: a forged fault is the guest's fault" 139 "box magic ok" "keep run: fault: *vector 14 (#PF*0xdead000*"
+run "box cookie" --addrs -- "$H" box cookie
+if [[ "$out" == *"KNOWN:"* ]]; then
+	echo "KNOWN: a forged call made the vm process put its mprotect cookie in the box while the guest ran; the guest used it on memory it had not opened (issue 28's accepted gap)"
+	echo "$out" | sed 's/^/  /'
+elif [ "$rc" -eq 0 ] && [[ "$out" == *"mprotect closed memory, the cookie: "[A-Z]*survived ]]; then
+	ok "box: the mprotect cookie was not to be had"
+else
+	bad "box cookie: exit $rc, out '$out', err '$err'"
+fi
+served "the box"
+
+# Host pids and memory.
+run forkbomb -- --processes 16 --timeout 3s "$G/forkbomb"
+check "a fork bomb stops at the process limit" 124 "" "*process limit 16 reached*"
+run hog -- --memory 32M "$G/hog"
+check "allocation beyond the memory limit is ENOMEM" 0 "allocation failed after * MiB" ""
+run stack -- --memory 32M "$G/crash" stack
+check "a stack overflow is a reported fault" 139 "" "keep run: fault: *vector 14 (#PF*"
+served "pids and memory"
+
+echo "$fails failures"
+[ "$fails" -eq 0 ]
