@@ -407,6 +407,8 @@ print_limits(const struct policy_limits *lim)
 		units_format_size(b, sizeof(b), lim->output_max);
 		printf("%soutput %s", any++ ? ", " : "  limits: ", b);
 	}
+	if (lim->isolation == POLICY_ISO_KVM)
+		printf("%sisolation kvm", any++ ? ", " : "  limits: ");
 	if (lim->lock_writes)
 		printf("%slock writes", any++ ? ", " : "  limits: ");
 	if (lim->sandboxes)

@@ -46,10 +46,15 @@ struct grant {
 	 * once, this one included; 0 = no limit of its own. */
 	uint32_t count_max;
 	uint32_t procs_max; /* guest processes at once, <= GRANT_PROCS_MAX */
+	uint32_t flags; /* GRANT_F_* */
+	uint32_t reserved; /* 0 */
 	uint8_t nonce[GRANT_NONCE_BYTES];
 	uint8_t mac[GRANT_MAC_BYTES];
 };
-_Static_assert(sizeof(struct grant) == 208, "grant is fixed-width");
+/* flags: the run needs hardware isolation (the policy's isolation kvm);
+ * the vmm refuses it on the trap platform. */
+#define GRANT_F_KVM 0x1u
+_Static_assert(sizeof(struct grant) == 216, "grant is fixed-width");
 
 enum grant_err {
 	GRANT_OK = 0,

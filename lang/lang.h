@@ -85,8 +85,12 @@ enum lang_stmt_kind {
 	LANG_S_PAUSE, /* a context's idle time before it is paused */
 	LANG_S_SNAPSHOTS, /* disk for contexts' journals and snapshots */
 	LANG_S_PROCESSES, /* guest processes a run may have at once */
-	LANG_S_SECRET /* secrets it may inject (docs/secrets.md) */
+	LANG_S_SECRET, /* secrets it may inject (docs/secrets.md) */
+	LANG_S_ISOLATION /* the guest platform its runs need */
 };
+
+/* isolation's value (lang_stmt.value) */
+enum lang_isolation { LANG_ISO_ANY = 0, LANG_ISO_KVM = 1 };
 
 enum lang_rate_kind { LANG_RATE_READ = 0, LANG_RATE_WRITE = 1 };
 

@@ -694,6 +694,7 @@ static const char *const stmt_names[] = {
 	[LANG_S_SNAPSHOTS] = "snapshots",
 	[LANG_S_PROCESSES] = "processes",
 	[LANG_S_SECRET] = "secret",
+	[LANG_S_ISOLATION] = "isolation",
 };
 
 const char *
@@ -769,6 +770,20 @@ stmt_body(struct parser *p, struct lang_stmt *s)
 		return parse_egress(p, s);
 	case LANG_S_SECRET:
 		return parse_secret(p, s);
+	case LANG_S_ISOLATION:
+		if (is_word(p, "kvm"))
+			s->value = LANG_ISO_KVM;
+		else if (is_word(p, "any"))
+			s->value = LANG_ISO_ANY;
+		else if (p->t.type == T_WORD) {
+			lang_diag(p->f, LANG_ERROR, p->t.loc,
+			    "unknown isolation '%.*s' (write kvm or any)",
+			    (int)(p->t.len > 40 ? 40 : p->t.len), p->t.s);
+			return -1;
+		} else
+			return expected(p, "'kvm' or 'any'");
+		next(p);
+		return 0;
 	case LANG_S_LOCK:
 		if (!is_word(p, "writes"))
 			return expected(p, "'writes'");
@@ -832,7 +847,7 @@ parse_stmt(struct parser *p)
 		    "a statement (allow, deny, rate, concurrent, "
 		    "budget, cost, memory, timeout, output, exec, "
 		    "egress, lock, sandboxes, contexts, pause, snapshots, "
-		    "processes, secret)");
+		    "processes, secret, isolation)");
 		return NULL;
 	}
 	if ((s = lang_alloc(p->f, sizeof(*s))) == NULL)

@@ -146,6 +146,9 @@ stmt(struct out *o, const struct lang_stmt *s)
 				put(o, " private");
 		}
 		break;
+	case LANG_S_ISOLATION:
+		put(o, " %s", s->value == LANG_ISO_KVM ? "kvm" : "any");
+		break;
 	case LANG_S_LOCK:
 		put(o, " writes");
 		break;

@@ -149,6 +149,10 @@ set_rule(uint32_t *rule, uint32_t *line, const struct lang_item *it)
 	}
 }
 
+/* isolation's slot in fold_stmt's set[64], past the costs' (32 + cap) */
+#define SET_ISOLATION 63
+_Static_assert(32 + CAP_COUNT <= SET_ISOLATION, "set[] slots overlap");
+
 static void
 fold_stmt(struct policy_principal *pr, const struct lang_stmt *s,
     uint32_t *arule, uint32_t *aline, uint32_t *drule, uint32_t *dline,
@@ -185,6 +189,13 @@ fold_stmt(struct policy_principal *pr, const struct lang_stmt *s,
 	}
 	case LANG_S_LOCK:
 		l->lock_writes = 1;
+		return;
+	case LANG_S_ISOLATION:
+		/* its own slot: kind * 2 would meet the costs' at 32 */
+		if (set[SET_ISOLATION]++)
+			return;
+		l->isolation =
+		    s->value == LANG_ISO_KVM ? POLICY_ISO_KVM : POLICY_ISO_ANY;
 		return;
 	case LANG_S_RATE:
 		if (set[LANG_S_RATE * 2 + s->which]++)

@@ -130,6 +130,7 @@ hook_decide(void *compiled, const struct msg_policy_decide *q,
 	r->grant.mem_max = r->grant.timeout_ms = r->grant.output_max = 0;
 	r->grant.count_max = 0;
 	r->grant.procs_max = 0;
+	r->grant.flags = r->grant.reserved = 0;
 	if (c == NULL || q->cap >= CAP_COUNT ||
 	    q->target_len > sizeof(q->target))
 		return;
@@ -179,6 +180,8 @@ hook_decide(void *compiled, const struct msg_policy_decide *q,
 		if (q->cap == CAP_SANDBOX_WRITE)
 			r->grant.count_max = res.limits->sandboxes;
 		r->grant.procs_max = res.limits->procs_max;
+		if (res.limits->isolation == POLICY_ISO_KVM)
+			r->grant.flags |= GRANT_F_KVM;
 	}
 	r->grant.decision = res.allow ? GRANT_ALLOW : GRANT_DENY;
 	if (res.allow && q->cap == CAP_EGRESS)

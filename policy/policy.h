@@ -80,7 +80,11 @@ struct policy_limits {
 	uint32_t contexts; /* live contexts at once, 0 = no limit */
 	uint64_t pause_ms; /* a context idle this long is paused, 0 = never */
 	uint64_t snapshots_max; /* bytes of journals and snapshots, 0 = none */
+	uint32_t isolation; /* POLICY_ISO_KVM: its runs need KVM */
 };
+
+#define POLICY_ISO_ANY 0
+#define POLICY_ISO_KVM 1
 
 struct policy_exec {
 	const char *name;

@@ -406,6 +406,17 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 		strlcpy(reason, VMM_NO_KVM_REASON, sizeof(reason));
 		goto refuse;
 	}
+	/* The policy's isolation kvm: never run it on the trap platform
+	 * (a context's cell is started below, so it is refused here too). */
+	if ((g.flags & GRANT_F_KVM) &&
+	    vmm_ctx_platform(ctx) != VMM_PLATFORM_KVM) {
+		vmm_secrets_free(vmm_secrets_take(vs, m->hdr.reqid, ""));
+		/* the reason has 64 bytes: no room for the principal */
+		strlcpy(reason,
+		    "unavailable: isolation kvm; this box runs trap",
+		    sizeof(reason));
+		goto refuse;
+	}
 	/* The secrets sent for this run and granted to its principal. */
 	rs = vmm_secrets_take(vs, m->hdr.reqid, g.principal);
 	if ((s = vmm_sandbox_find(vs, q.sandbox, g.principal)) == NULL) {

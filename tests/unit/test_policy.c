@@ -167,6 +167,37 @@ test_inheritance_limits(void **state)
 	assert_null(policy_limits_of(fx->p, "z"));
 }
 
+/* isolation kvm is inherited through roles, an agent overrides it, and
+ * its slot does not meet a cost's (a cost set first must not hide it). */
+static void
+test_isolation(void **state)
+{
+	struct fx *fx = *state;
+	const struct policy_limits *l;
+	int c;
+
+	build(fx,
+	    "role h { cost exec 3\n cost admin 2\n isolation kvm\n"
+	    " allow exec }\n"
+	    "agent \"a\" : h\n"
+	    "agent \"b\" : h { isolation any }\n"
+	    "agent \"c\" { allow exec }\n");
+	l = policy_limits_of(fx->p, "a");
+	assert_non_null(l);
+	assert_int_equal(l->isolation, POLICY_ISO_KVM);
+	assert_int_equal(l->cost[CAP_EXEC], 3);
+	assert_int_equal(l->cost[CAP_ADMIN], 2);
+	assert_int_equal(
+	    policy_limits_of(fx->p, "b")->isolation, POLICY_ISO_ANY);
+	assert_int_equal(
+	    policy_limits_of(fx->p, "c")->isolation, POLICY_ISO_ANY);
+	for (c = 0; c < CAP_COUNT; c++)
+		assert_int_equal(l->cost[c],
+		    c == CAP_EXEC        ? 3
+		        : c == CAP_ADMIN ? 2
+		                         : 1);
+}
+
 static void
 test_exec_allowlist(void **state)
 {
@@ -834,6 +865,8 @@ main(void)
 		    test_deny_overrides, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_inheritance_limits, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_isolation, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_exec_allowlist, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_egress, setup, teardown),
