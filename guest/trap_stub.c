@@ -73,6 +73,7 @@
 #define SIGFPE 8
 #define SIGSEGV 11
 #define SIGSYS 31
+#define bit(sig) (1ULL << ((sig)-1))
 #define AT_NULL 0
 #define AT_SYSINFO_EHDR 33
 #define ALTSTACK_SIZE 0x10000
@@ -622,9 +623,16 @@ stub_main(uint64_t *sp)
 	 * before it; a vm process that died in between is caught by the
 	 * boot's own wait (post_and_wait's limit). */
 	sys(NR_prctl, PR_SET_PDEATHSIG, 9 /* SIGKILL */, 0);
-	/* Every signal open: the handlers' masks hold the rest off. */
+	/* Only the relay's signals open (the handlers' masks hold them off
+	 * one another): any other, a SIGTERM or SIGINT sent to a process
+	 * group from outside, stays pending here rather than ending the
+	 * guest's process behind the vm process's back; the guest's own
+	 * signals are the vm process's to deliver. */
 	if (stub_syscall6(NR_rt_sigprocmask, 2 /* SIG_SETMASK */,
-	        (long)&(uint64_t){ 0 }, 0, 8, 0, 0) != 0)
+	        (long)&(uint64_t){
+	            ~(bit(SIGSYS) | bit(SIGSEGV) | bit(SIGBUS) | bit(SIGFPE) |
+	                bit(SIGILL) | bit(SIGTRAP) | bit(TRAP_SIG_KICK)) },
+	        0, 8, 0, 0) != 0)
 		die(120);
 	install_filter(b->filter_cookie);
 	wipe(b->filter_cookie, sizeof(b->filter_cookie));

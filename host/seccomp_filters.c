@@ -201,6 +201,7 @@ const struct seccomp_filter seccomp_policy = { "policy", policy_rules,
 	    R(chdir, "trap: into that root"), R(chroot, "trap: that root"),    \
 	    R(dup2, "trap: the stub's descriptors at 3, 4, 5"),                \
 	    R(close_range, "trap: nothing else inherited"),                    \
+	    R(setsid, "trap: a session of its own, out of the vm's group"),    \
 	    R(prlimit64, "trap: the stub's rlimits"),                          \
 	    R(execveat, "trap: the stub, from its sealed memfd"),              \
 	    R(sigaltstack, "trap stub: its handlers' own stack"),              \

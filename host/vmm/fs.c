@@ -1225,24 +1225,45 @@ do_rename(struct vm *vm, const uint64_t a[6], unsigned flags)
  * with other threads: the thread is parked until the descriptor is
  * ready, and the call is issued again (sys_thread.c); 1 when parked. */
 static int
+blocking_hostfd(struct vm *vm, struct vfd *f, int wr)
+{
+	return f->kind == VFD_HOST && f->pipe ? f->hostfd
+	    : f->kind == VFD_STDIN && !wr     ? vm->cfg->stdin_fd
+	                                      : -1;
+}
+
+static int
 park_io(struct vm *vm, struct vfd *f, int wr)
 {
-	int hfd = f->kind == VFD_HOST && f->pipe ? f->hostfd
-	    : f->kind == VFD_STDIN && !wr        ? vm->cfg->stdin_fd
-	                                         : -1;
+	int hfd = blocking_hostfd(vm, f, wr);
 
 	return hfd >= 0 && vm_thread_park_fd(vm, hfd, wr ? POLLOUT : POLLIN);
+}
+
+/* The same read or write from the process's only thread: it blocks in
+ * the host, after a wait that a kick cannot slip past (0 when ready). */
+static int
+wait_io(struct vm *vm, struct vfd *f, int wr)
+{
+	int hfd = blocking_hostfd(vm, f, wr);
+
+	if (hfd < 0 || (f->flags & O_NONBLOCK))
+		return 0;
+	return vm_signal_wait_fd(vm, hfd, wr ? POLLOUT : POLLIN);
 }
 
 int64_t
 sys_read(struct vm *vm, const uint64_t a[6])
 {
 	struct vfd *f = fd_get(vm, a[0]);
+	int rc;
 
 	if (f == NULL)
 		return -EBADF;
 	if (park_io(vm, f, 0))
 		return 0;
+	if ((rc = wait_io(vm, f, 0)) != 0)
+		return rc;
 	return do_read(vm, f, a[1], a[2], -1);
 }
 
@@ -1250,11 +1271,14 @@ int64_t
 sys_write(struct vm *vm, const uint64_t a[6])
 {
 	struct vfd *f = fd_get(vm, a[0]);
+	int rc;
 
 	if (f == NULL)
 		return -EBADF;
 	if (park_io(vm, f, 1))
 		return 0;
+	if ((rc = wait_io(vm, f, 1)) != 0)
+		return rc;
 	return do_write(vm, f, a[1], a[2], -1);
 }
 
@@ -1286,11 +1310,14 @@ int64_t
 sys_readv(struct vm *vm, const uint64_t a[6])
 {
 	struct vfd *f = fd_get(vm, a[0]);
+	int rc;
 
 	if (f == NULL)
 		return -EBADF;
 	if (park_io(vm, f, 0))
 		return 0;
+	if ((rc = wait_io(vm, f, 0)) != 0)
+		return rc;
 	return do_iov(vm, f, a[1], a[2], 0);
 }
 
@@ -1298,11 +1325,14 @@ int64_t
 sys_writev(struct vm *vm, const uint64_t a[6])
 {
 	struct vfd *f = fd_get(vm, a[0]);
+	int rc;
 
 	if (f == NULL)
 		return -EBADF;
 	if (park_io(vm, f, 1))
 		return 0;
+	if ((rc = wait_io(vm, f, 1)) != 0)
+		return rc;
 	return do_iov(vm, f, a[1], a[2], 1);
 }
 

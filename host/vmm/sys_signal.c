@@ -295,6 +295,29 @@ wait_signal(struct vm *vm)
 }
 
 /*
+ * The host signals that wake a guest are blocked while immediate_exit
+ * is checked and let in only inside ppoll: a kick that came since the
+ * call began (while the VMM decoded it, or, on the trap platform, while
+ * the guest ran before it) interrupts the wait as one that comes during
+ * it, as KVM_RUN's immediate_exit does for the guest.
+ */
+int
+vm_signal_wait_fd(struct vm *vm, int hfd, short events)
+{
+	struct pollfd p = { .fd = hfd, .events = events };
+	sigset_t block, old;
+	int rc = 0;
+
+	vm_wake_signals(&block);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	if (vm->run->immediate_exit ||
+	    (ppoll(&p, 1, NULL, &old) == -1 && errno == EINTR))
+		rc = -EINTR;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
+/*
  * pause and rt_sigsuspend, under the mask now in force: a thread with
  * others parks, so they run on until a signal comes for it (sys_thread.c);
  * the process's only thread sleeps in the host. Either returns EINTR

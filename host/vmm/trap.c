@@ -295,7 +295,13 @@ stub_child(void *argp)
 	    dup2(box_fd, TRAP_FD_BOX) == -1 ||
 	    dup2(exe_fd, TRAP_FD_BOX + 1) == -1)
 		_exit(127);
+	/* Nothing else, not even 0, 1 and 2: the guest's standard
+	 * streams are the vm process's to serve. */
+	syscall(SYS_close_range, 0, TRAP_FD_MEM - 1, 0);
 	syscall(SYS_close_range, TRAP_FD_BOX + 2, ~0U, 0);
+	/* A session of its own: no terminal, and a signal sent from
+	 * outside to the vm process's group does not reach it. */
+	setsid();
 	fcntl(TRAP_FD_BOX + 1, F_SETFD, FD_CLOEXEC);
 	child_limit(RLIMIT_CORE, 0);
 	child_limit(RLIMIT_FSIZE, 0);
@@ -415,7 +421,10 @@ enum { WAIT_EVENT, WAIT_DEAD, WAIT_TIMEOUT, WAIT_STOPPED };
  * on the futex, looking at the stub now and then (a dead one posts
  * nothing). A kick for the guest (the run's timer, a signal from
  * another guest process) is passed on to the stub, which answers with a
- * TRAP_EV_KICK event; the run's time limit ends the wait.
+ * TRAP_EV_KICK event; the run's time limit ends the wait. While the
+ * stub boots (reply 0) a kick waits for the loop: a stub that has not
+ * yet sent TRAP_EV_BOOT answers nothing else, and before its handlers
+ * are in place SIGUSR1 would kill it.
  */
 static int
 post_and_wait(struct vm *vm, struct vm_trap *t, uint32_t reply,
@@ -439,7 +448,7 @@ post_and_wait(struct vm *vm, struct vm_trap *t, uint32_t reply,
 		__builtin_ia32_pause();
 	}
 	for (;;) {
-		if (vm->run->immediate_exit) {
+		if (reply != 0 && vm->run->immediate_exit) {
 			vm->run->immediate_exit = 0;
 			if (vm_timed_out())
 				return WAIT_TIMEOUT;
@@ -831,6 +840,19 @@ on_fault(struct vm *vm, struct trap_box *b)
 	vm_fault_stop(vm, vector, r->rip, addr, __atomic_load_n(&b->err, 0));
 }
 
+/* The run's timer, or a signal for the guest from another process. */
+static void
+kick(struct vm *vm)
+{
+	if (vm_timed_out()) {
+		vm_stop(vm, VMM_TIMEOUT, -1, "timeout: stopped after %llu ms",
+		    (unsigned long long)vm->cfg->timeout_ms);
+		return;
+	}
+	vm_thread_preempt(vm);
+	vm_signal_after_kick(vm);
+}
+
 void
 vm_trap_loop(struct vm *vm)
 {
@@ -842,6 +864,17 @@ vm_trap_loop(struct vm *vm)
 	while (!vm->stopped && !vm->parked) {
 		/* Re-read each time: fork and execve replace the stub. */
 		t = vm->trap;
+		/* A kick that came while the VMM served a call (or while the
+		 * stub booted) is taken now, as KVM_RUN returns EINTR at
+		 * once with immediate_exit set: the stub waits in its
+		 * handler and the registers are the VMM's, so a pending
+		 * signal is delivered before the guest runs again, not only
+		 * when a call is slow to come. */
+		if (vm->run->immediate_exit) {
+			vm->run->immediate_exit = 0;
+			kick(vm);
+			continue;
+		}
 		rc = t->nops != 0 ? flush_ops(vm, t, &status) : WAIT_EVENT;
 		if (rc == WAIT_EVENT) {
 			put_regs(vm, t);
@@ -865,20 +898,22 @@ vm_trap_loop(struct vm *vm)
 		vm->res->exits++;
 		switch (ev) {
 		case TRAP_EV_SYSCALL:
+			/* A kick that came while the guest ran: KVM would
+			 * have stopped it before the call, so the call is
+			 * put back (rip on the 2-byte syscall, rax still its
+			 * number) and made after the signal's handler, and a
+			 * blocking call cannot sleep through its signal. */
+			if (vm->run->immediate_exit) {
+				vm->run->s.regs.regs.rip -= 2;
+				break;
+			}
 			vm_on_syscall(vm);
 			break;
 		case TRAP_EV_FAULT:
 			on_fault(vm, t->box);
 			break;
 		case TRAP_EV_KICK:
-			if (vm_timed_out()) {
-				vm_stop(vm, VMM_TIMEOUT, -1,
-				    "timeout: stopped after %llu ms",
-				    (unsigned long long)vm->cfg->timeout_ms);
-				break;
-			}
-			vm_thread_preempt(vm);
-			vm_signal_after_kick(vm);
+			kick(vm);
 			break;
 		default:
 			vm_stop(vm, VMM_FAULT, -1,

@@ -416,6 +416,10 @@ uint64_t vm_signal_acting(struct vm *);
 /* Whether one of those is pending and not blocked by the running
  * thread: what cuts a sleep short with EINTR. */
 int vm_signal_interrupts(struct vm *);
+/* Before a blocking read or write of host descriptor hfd: wait until it
+ * is ready (0), or -EINTR for a kick, one that came before the call as
+ * well as during it (never slept through). */
+int vm_signal_wait_fd(struct vm *, int hfd, short events);
 /* An exception the program has a handler for: 1 when delivered. */
 int vm_signal_fault(struct vm *, unsigned vector, uint64_t rip, uint64_t rsp,
     uint64_t rflags, uint64_t addr);
