@@ -201,7 +201,10 @@ const struct seccomp_filter seccomp_policy = { "policy", policy_rules,
 	    R(chdir, "trap: into that root"), R(chroot, "trap: that root"),    \
 	    R(dup2, "trap: the stub's descriptors at 3, 4, 5"),                \
 	    R(close_range, "trap: nothing else inherited"),                    \
-	    R(setsid, "trap: a session of its own, out of the vm's group"),    \
+	    R(setpgid,                                                         \
+	        "a process leads a group of its own: a new vm process or "     \
+	        "clone (a kill reaches the guest processes it forks), the "    \
+	        "trap's guest process (one sent to the vm's group does not)"), \
 	    R(prlimit64, "trap: the stub's rlimits"),                          \
 	    R(execveat, "trap: the stub, from its sealed memfd"),              \
 	    R(sigaltstack, "trap stub: its handlers' own stack"),              \
@@ -251,7 +254,6 @@ static const struct seccomp_rule template_rules[] = {
 	    "vmm waits for it as for any vm process"),
 	R(seccomp, "a clone installs the vm process's filter"),
 	R(prctl, "a clone's process title"),
-	R(setpgid, "a clone leads its own process group, as a vm process"),
 	RA(ioctl, 1, KVM_GET_DIRTY_LOG,
 	    "the pages the template's probe clone wrote (vmm_template_learn)"),
 	R(landlock_create_ruleset,
@@ -303,9 +305,6 @@ static const struct seccomp_rule vmm_rules[] = {
 	R(fchdir,
 	    "files/watch: into a directory opened beneath the "
 	    "workspace, and back to the root"),
-	R(setpgid,
-	    "a new vm process leads its own process group, so a kill "
-	    "reaches the guest processes it forks"),
 };
 
 const struct seccomp_filter seccomp_vmm = { "vmm", vmm_rules, nitems(vmm_rules),

@@ -299,9 +299,10 @@ stub_child(void *argp)
 	 * streams are the vm process's to serve. */
 	syscall(SYS_close_range, 0, TRAP_FD_MEM - 1, 0);
 	syscall(SYS_close_range, TRAP_FD_BOX + 2, ~0U, 0);
-	/* A session of its own: no terminal, and a signal sent from
-	 * outside to the vm process's group does not reach it. */
-	setsid();
+	/* A group of its own: a signal sent from outside to the vm
+	 * process's group (a terminal's ^C, the API's kill) is the vm
+	 * process's to relay, and never reaches it. */
+	setpgid(0, 0);
 	fcntl(TRAP_FD_BOX + 1, F_SETFD, FD_CLOEXEC);
 	child_limit(RLIMIT_CORE, 0);
 	child_limit(RLIMIT_FSIZE, 0);
