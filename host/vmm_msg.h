@@ -170,8 +170,10 @@ enum sbx_status {
 	SBX_E_SNAP_EXISTS, /* the snapshot's name is taken */
 	SBX_E_SNAP_FULL, /* at the principal's snapshots quota or the vmm's */
 	SBX_E_FORK_BUSY, /* as many forks in progress as the vmm copies */
-	SBX_E_FORK_TOOBIG /* the workspace is too large to copy (its quota,
-			     names, depth or the time allowed) */
+	SBX_E_FORK_TOOBIG, /* the workspace is too large to copy (its quota,
+			      names, depth or the time allowed) */
+	SBX_E_ISOLATION /* the policy's isolation kvm, on a box that runs
+			   its guests on the trap platform */
 };
 
 struct msg_vmm_sandbox_new {

@@ -38,3 +38,12 @@ deb-install-check: deb
 	elif [ $$rc -ne 0 ]; then r="0 1 0"; fi; \
 	[ -z "$$RESULTS" ] || echo "deb-install-check $$r" >>"$$RESULTS"; \
 	exit $$rc
+
+# A new user's first command in a fresh debootstrap minbase root
+# (tests/fresh_build.sh): `make -j2 run` from a checkout with only make
+# installed, and the README's first execute. Not part of make check (it
+# downloads every build dependency and builds from nothing).
+.PHONY: check-fresh
+check-fresh:
+	@sh mk/deps.sh debootstrap
+	@bash tests/fresh_build.sh

@@ -8,56 +8,21 @@
 # policy and keys survive) and purge (the state goes).
 #
 # Run by `make deb-install-check` (called from .ci/run, not by make check).
-# Needs root and debootstrap; without them it says so and exits 77. The
-# packages come from the mirror apt is configured with on this machine.
+# Needs root and debootstrap; without them it says so and exits 77
+# (tests/lib/debroot.sh). The packages come from the mirror apt is
+# configured with on this machine.
 # Every step that can hang is bounded by timeout(1).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 B=${B:-build}
-if [ "$(id -u)" -ne 0 ]; then echo "SKIP: deb-install-check needs root"; exit 77; fi
-if ! command -v debootstrap >/dev/null; then
-	echo "SKIP: deb-install-check needs debootstrap (apt-get install debootstrap)"
-	exit 77
-fi
-if [ ! -e /dev/kvm ]; then echo "SKIP: no /dev/kvm"; exit 77; fi
 deb=$(ls "$B"/keep_*_amd64.deb 2>/dev/null | tail -n 1)
 [ -n "$deb" ] || { echo "FAIL: no $B/keep_*_amd64.deb (make deb)"; exit 1; }
-
-# The mirror of this machine's apt sources (deb822 or one-line format).
-mirror=$(sed -n 's/^URIs: *\([^ ]*debian\)$/\1/p' /etc/apt/sources.list.d/*.sources \
-    2>/dev/null | head -n 1)
-[ -n "$mirror" ] || mirror=$(sed -n 's/^deb \(\[[^]]*\] \)\{0,1\}\(http[^ ]*\) bookworm .*/\2/p' \
-    /etc/apt/sources.list 2>/dev/null | head -n 1)
-[ -n "$mirror" ] || { echo "FAIL: no Debian mirror in /etc/apt/sources.list*"; exit 1; }
-
-base=$B/deb-root-base.tar # a fresh minbase root, made once per build dir
-root=$(mktemp -d /var/tmp/keep-deb-root.XXXXXX) && chmod 0755 "$root"
+# A box without /dev/kvm runs the guest on the trap platform (platform:
+# auto in the installed keepd.yaml).
+source tests/lib/debroot.sh
 fails=0
 ok() { echo "ok: $*"; }
 bad() { echo "FAIL: $*"; fails=$((fails+1)); }
-cleanup() {
-	for m in "$root/dev" "$root/proc"; do
-		mountpoint -q "$m" && umount -R "$m"
-	done
-	rm -rf --one-file-system "$root"
-}
-trap cleanup EXIT
-in_root() { timeout "${T:-300}" chroot "$root" /usr/bin/env -i \
-    PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive "$@"; }
-
-if [ ! -s "$base" ]; then
-	echo "deb-install: debootstrap --variant=minbase bookworm from $mirror"
-	T=900 timeout 900 debootstrap --variant=minbase bookworm "$root" "$mirror" \
-	    >"$root.debootstrap.log" 2>&1 ||
-	    { tail -n 20 "$root.debootstrap.log"; echo "FAIL: debootstrap"; exit 1; }
-	rm -f "$root.debootstrap.log"
-	tar -C "$root" -cf "$base.tmp" . && mv "$base.tmp" "$base"
-else
-	tar -C "$root" -xf "$base"
-fi
-mount -t proc proc "$root/proc"
-mount --rbind /dev "$root/dev"
-cp /etc/resolv.conf "$root/etc/resolv.conf"
 cp "$deb" "$root/tmp/keep.deb"
 
 T=900 in_root apt-get update -qq >/dev/null || { echo "FAIL: apt-get update in the root"; exit 1; }

@@ -65,6 +65,10 @@ fb_sbx_error(int status, struct api_error *err)
 		return fb_fail(err, API_ESTORAGE,
 		    "The workspace is too large to fork: past the workspace "
 		    "quota, 200000 names, 64 levels, or 4 s to copy");
+	case SBX_E_ISOLATION:
+		return fb_fail(err, API_EUNAVAIL,
+		    "unavailable: isolation kvm; this box runs trap (the "
+		    "policy asks hardware isolation for this principal)");
 	default:
 		return fb_fail(err, API_EINTERNAL, "Internal error");
 	}

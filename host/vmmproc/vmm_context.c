@@ -1901,6 +1901,14 @@ vmm_h_context(struct proc_ctx *ctx, const struct msg *m)
 		r->status = SBX_E_GRANT;
 	else if ((s = vmm_sandbox_find(vs, q.sandbox, g.principal)) == NULL)
 		r->status = vmm_not_found(vs);
+	/* The policy's isolation kvm: no context starts on the trap
+	 * platform (its cells are refused in vmm_h_run). */
+	else if ((g.flags & GRANT_F_KVM) &&
+	    vmm_ctx_platform(ctx) != VMM_PLATFORM_KVM &&
+	    (m->hdr.type == MSG_VMM_CONTEXT_CREATE ||
+	        m->hdr.type == MSG_VMM_CONTEXT_FORK ||
+	        m->hdr.type == MSG_VMM_CONTEXT_RESTART))
+		r->status = SBX_E_ISOLATION;
 	else if (m->hdr.type == MSG_VMM_CONTEXT_CREATE && q.name[0] != '\0')
 		r->status = ctx_restore(ctx, vs, &q, &g, s, r);
 	else if (m->hdr.type == MSG_VMM_CONTEXT_CREATE)

@@ -10,6 +10,7 @@ cat >"$tmp/test.policy" <<'EOP'
 role runner {
 	allow sandbox:read, sandbox:write, exec
 	exec "python"
+	contexts 2
 	timeout 20s
 }
 agent "hard" : runner { isolation kvm }
@@ -36,5 +37,14 @@ else
 	    ok "isolation kvm on the trap platform: 503 with the reason" || bad "hard on trap: $code $body"
 	req "$hard" POST "/v1/sandboxes/$hsbx/commands/run" '{"cmd":"python","args":["-c","print(1)"]}'
 	[ "$code" = 503 ] && ok "and commands/run: 503" || bad "hard commands/run: $code $body"
+	req "$hard" POST "/v1/sandboxes/$hsbx/contexts" '{"language":"python"}'
+	[ "$code" = 503 ] && [[ $body == *"isolation kvm"* ]] &&
+	    ok "and a context: 503, none started" || bad "hard context: $code $body"
+	req "$hard" GET "/v1/sandboxes/$hsbx/contexts"
+	[ "$code" = 200 ] && [[ $body != *ctx-* ]] && ok "no context left behind" ||
+	    bad "hard contexts list: $code $body"
+	req "$soft" POST "/v1/sandboxes/$ssbx/contexts" '{"language":"python"}'
+	[ "$code" = 201 ] || [ "$code" = 200 ] && ok "isolation any: a context starts ($code)" ||
+	    bad "soft context: $code $body"
 fi
 keepd_finish
