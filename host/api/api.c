@@ -1653,7 +1653,7 @@ api_resume_run(struct api_pending *p, int rc, struct api_run_result *res,
 		} else if (rc == API_OK) {
 			api_observe_run(a, res->duration_ms);
 			res->reason[sizeof(res->reason) - 1] = '\0';
-			run_events(&ev, res);
+			run_events(&ev, res, a->platform);
 		} else {
 			char msg[API_MSG_MAX];
 

@@ -235,6 +235,8 @@ struct api_run_result {
 struct json_t;
 /* Add "limits" to a run's JSON result o when the tree met any. */
 void api_run_limits(struct json_t *o, unsigned limits);
+/* Add "platform" (kvm or trap: what ran the guest) to a run's result. */
+void api_run_platform(struct json_t *o, const char *platform);
 
 struct api_process {
 	uint64_t pid;

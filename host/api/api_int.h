@@ -303,7 +303,8 @@ int rq_run_answer(struct rq *, int rc, struct api_run_result *res,
     const struct api_error *err);
 /* Run command c for the request and answer it (rq_run_answer). */
 void rq_command_run(struct rq *, const struct api_command *c);
-void run_events(struct http_buf *, const struct api_run_result *);
+void run_events(
+    struct http_buf *, const struct api_run_result *, const char *platform);
 void sse_event(struct http_buf *, const char *event, json_t *data);
 json_t *bytes_string(const char *, size_t);
 uint64_t api_now_ms(struct api *);

@@ -537,7 +537,8 @@ sse_event(struct http_buf *b, const char *event, json_t *data)
 
 /* The stdout, stderr and exit events of a finished run. */
 void
-run_events(struct http_buf *b, const struct api_run_result *res)
+run_events(
+    struct http_buf *b, const struct api_run_result *res, const char *platform)
 {
 	json_t *ex;
 
@@ -562,7 +563,15 @@ run_events(struct http_buf *b, const struct api_run_result *res)
 	    "duration_ms", (json_int_t)res->duration_ms, "reason",
 	    res->reason[0] ? json_string(res->reason) : json_null());
 	api_run_limits(ex, res->limits);
+	api_run_platform(ex, platform);
 	sse_event(b, "exit", ex);
+}
+
+void
+api_run_platform(json_t *o, const char *platform)
+{
+	if (o != NULL && platform != NULL && platform[0] != '\0')
+		json_object_set_new(o, "platform", json_string(platform));
 }
 
 void
@@ -598,7 +607,7 @@ reply_run(struct rq *r, struct api_run_result *res)
 		struct http_buf b;
 
 		http_buf_init(&b);
-		run_events(&b, res);
+		run_events(&b, res, r->api->platform);
 		if (b.oom)
 			rq_error(r, API_EINTERNAL, "Out of memory");
 		else
@@ -615,6 +624,7 @@ reply_run(struct rq *r, struct api_run_result *res)
 			json_object_set_new(o, "results",
 			    api_results_decode(res->results, res->results_len));
 		api_run_limits(o, res->limits);
+		api_run_platform(o, r->api->platform);
 		rq_json(r, 200, o);
 	}
 	free(res->out);

@@ -105,7 +105,7 @@ text(const char *s, size_t len)
 
 static char *
 result_json(const struct fb_async *a, int rc, const struct api_run_result *res,
-    const struct api_error *err)
+    const struct api_error *err, const char *platform)
 {
 	json_t *o;
 	char *s;
@@ -123,6 +123,7 @@ result_json(const struct fb_async *a, int rc, const struct api_run_result *res,
 		    json_integer((json_int_t)res->duration_ms));
 		json_object_set_new(o, "reason", json_string(res->reason));
 		api_run_limits(o, res->limits);
+		api_run_platform(o, platform);
 	} else
 		json_object_set_new(o, "error", json_string(err->message));
 	s = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
@@ -148,7 +149,7 @@ async_done(struct front_backend *fb, void *arg, int rc,
 	size_t wlen = 0;
 	int mfd = -1;
 
-	body = result_json(a, rc, res, err);
+	body = result_json(a, rc, res, err, fb_platform(fb));
 	free(res->out);
 	free(res->err);
 	free(res->results);

@@ -251,6 +251,9 @@ int fb_audit_must_commit(const struct front_backend *, enum cap_id cap);
 /* An allowed decision whose operation the sandbox's lock refused (423). */
 void fb_audit_lock_refusal(struct front_backend *, const struct api_call *,
     const char *target, const struct msg_policy_decision *);
+/* What runs this box's guests, "kvm" or "trap", as run results and their
+ * audit entries name it. */
+const char *fb_platform(const struct front_backend *);
 void fb_audit_event(struct front_backend *, const struct api_call *,
     const char *action, const char *target, const char *detail);
 int fb_revoked(void *fb, const char *jti);

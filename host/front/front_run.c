@@ -992,12 +992,12 @@ h_bg_done(struct proc_ctx *ctx, const struct msg *m)
 	call.who = &who;
 	call.request_id = "";
 	snprintf(target, sizeof(target), "%s %s", d.id, d.cmd);
-	snprintf(detail, sizeof(detail), "pid %llu: %s, exit %d, %llu ms",
-	    (unsigned long long)d.pid,
+	snprintf(detail, sizeof(detail),
+	    "pid %llu: %s, exit %d, %llu ms, on %s", (unsigned long long)d.pid,
 	    d.status < nitems(proc_status) && proc_status[d.status] != NULL
 	        ? proc_status[d.status]
 	        : "error",
-	    d.exit_code, (unsigned long long)d.duration_ms);
+	    d.exit_code, (unsigned long long)d.duration_ms, fb_platform(fb));
 	fb_audit_event(fb, &call, "run", target, detail);
 	return 0;
 }
@@ -1013,11 +1013,17 @@ const struct msg_handler fb_run_handlers[] = {
 };
 const size_t fb_run_nhandlers = nitems(fb_run_handlers);
 
+const char *
+fb_platform(const struct front_backend *fb)
+{
+	return fb->ctx->config->platform == VMM_PLATFORM_TRAP ? "trap" : "kvm";
+}
+
 static void
 run_audit(struct front_backend *fb, const struct fb_run *r)
 {
 	struct api_call call;
-	char detail[96];
+	char detail[128];
 
 	memset(&call, 0, sizeof(call));
 	call.who = &r->who;
@@ -1026,11 +1032,13 @@ run_audit(struct front_backend *fb, const struct fb_run *r)
 		strlcpy(detail, "not run: ", sizeof(detail));
 		strlcat(detail, r->err.message, sizeof(detail));
 	} else if (r->res.reason[0] != '\0')
-		snprintf(detail, sizeof(detail), "stopped: %s, %llu ms",
-		    r->res.reason, (unsigned long long)r->res.duration_ms);
+		snprintf(detail, sizeof(detail), "stopped: %s, %llu ms, on %s",
+		    r->res.reason, (unsigned long long)r->res.duration_ms,
+		    fb_platform(fb));
 	else
-		snprintf(detail, sizeof(detail), "exit %d, %llu ms",
-		    r->res.exit_code, (unsigned long long)r->res.duration_ms);
+		snprintf(detail, sizeof(detail), "exit %d, %llu ms, on %s",
+		    r->res.exit_code, (unsigned long long)r->res.duration_ms,
+		    fb_platform(fb));
 	fb_audit_event(fb, &call, "run", r->target, detail);
 }
 

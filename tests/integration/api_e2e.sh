@@ -41,6 +41,8 @@ req "$alice" POST "/v1/sandboxes/$sbx/execute" '{"code":"import os, json, hashli
 want=$(python3 -c 'import hashlib,json; print(json.dumps([42, "hi", hashlib.sha256(b"keep").hexdigest()[:8]]))')
 [ "$code" = 200 ] && [ "$(jget "$body" '["stdout"]')" = "$want" ] &&
     [ "$(jget "$body" '["exit_code"]')" = 0 ] && ok "python runs in the sandbox" || bad "execute: $code $body"
+[ "$(jget "$body" '["platform"]')" = "$KEEP_TEST_PLATFORM" ] &&
+    ok "the result names its platform ($KEEP_TEST_PLATFORM)" || bad "platform: $body"
 
 # The sandbox's environment: merged, replaced, deleted; runs see it.
 req "$alice" PATCH "/v1/sandboxes/$sbx/env" '{"env":{"COLOR":"blue","GREETING":"hello"}}'
@@ -166,6 +168,9 @@ req "$alice" GET "/v1/sandboxes/$sbx"
 "$KEEP" audit verify --data "$tmp/state/db" >"$tmp/verify" 2>&1 && ok "the audit chain verifies" || bad "audit verify: $(cat "$tmp/verify")"
 "$KEEP" audit tail -n 1000 --principal bob --data "$tmp/state/db" >"$tmp/bob.audit" 2>&1
 grep -q "deny" "$tmp/bob.audit" && grep -q "sandbox:write" "$tmp/bob.audit" && ok "bob's denied create is in the audit log" || bad "bob audit: $(cat "$tmp/bob.audit")"
+"$KEEP" audit tail -n 1000 --principal alice --data "$tmp/state/db" >"$tmp/alice.audit" 2>&1
+grep -q "exit 0, [0-9]* ms, on $KEEP_TEST_PLATFORM" "$tmp/alice.audit" &&
+    ok "a run's audit entry names its platform" || bad "alice audit: $(grep run "$tmp/alice.audit" | head -3)"
 "$KEEP" audit tail -n 1000 --action sandbox.delete --data "$tmp/state/db" >"$tmp/del.audit" 2>&1
 grep -q "$sbx" "$tmp/del.audit" && ok "the delete is in the audit log" || bad "delete audit: $(cat "$tmp/del.audit")"
 "$KEEP" audit tail -n 1000 --action run --data "$tmp/state/db" >"$tmp/run.audit" 2>&1
