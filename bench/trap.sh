@@ -6,15 +6,18 @@
 # futex ping-pong with more busy guests than cores (target 1.2x);
 # compute against the same program natively (target 0.95x or better);
 # python -c 'print(1)' and import numpy cold against Debian's python3.11
-# (target 1.5x). Medians of RUNS (default 7), keep and native in
-# alternation.
+# (target 1.5x); fork+exit+wait against the same binary natively (target
+# 3x) and pipe throughput between two processes (target 0.5x native or
+# better; tests/guests/procloop.c). Medians of RUNS (default 7), keep and
+# native in alternation.
 #
 # usage: bench/trap.sh [BUILD_DIR]
 set -u
 B=${1:-build}; RUNS=${RUNS:-7}; N=${N:-200000}
 KEEP=$B/bin/keep; G=$B/guests; FLOOR=$B/bench/trap_floor
 T="--trust $B/keys/dev.public $B/images/python.img"
-for f in "$KEEP" "$FLOOR" "$G/sysloop" "$G/compute" "$B/images/python.img"; do
+FORKS=${FORKS:-200}; MIB=${MIB:-256}
+for f in "$KEEP" "$FLOOR" "$G/sysloop" "$G/compute" "$G/procloop" "$B/images/python.img"; do
 	[ -e "$f" ] || { echo "bench/trap: $f is missing"; exit 1; }
 done
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -25,7 +28,7 @@ run_us() {
 	"$KEEP" run --platform trap --stats "$@" 2>&1 >/dev/null |
 	    sed -n 's/.*run \([0-9]*\) us.*/\1/p'
 }
-# wall_ms CMD...: the command's wall time in ms.
+# wall_ms CMD...: the command's wall time in ms (microseconds, e-3).
 wall_ms() {
 	local t0 t1
 	t0=$(date +%s%N); "$@" >/dev/null 2>&1; t1=$(date +%s%N)
@@ -46,6 +49,17 @@ for ((i = 0; i < RUNS; i++)); do
 	wall_ms "$KEEP" run --platform trap $T python -c 'print(1)' >>"$tmp/pk"
 	wall_ms /usr/bin/python3.11 -c 'import numpy' >>"$tmp/nn"
 	wall_ms "$KEEP" run --platform trap $T python -c 'import numpy' >>"$tmp/nk"
+	# Per fork: the loop's time less an empty run's, in us.
+	a=$(wall_ms "$G/procloop" fork "$FORKS"); b=$(wall_ms "$G/procloop" fork 0)
+	awk -v a="$a" -v b="$b" -v n="$FORKS" 'BEGIN {print (a - b) * 1000 / n}' >>"$tmp/fn"
+	a=$(wall_ms "$KEEP" run --platform trap "$G/procloop" fork "$FORKS")
+	b=$(wall_ms "$KEEP" run --platform trap "$G/procloop" fork 0)
+	awk -v a="$a" -v b="$b" -v n="$FORKS" 'BEGIN {print (a - b) * 1000 / n}' >>"$tmp/fk"
+	# MiB/s through the pipe.
+	a=$(wall_ms "$G/procloop" pipe "$MIB")
+	awk -v a="$a" -v m="$MIB" 'BEGIN {print m * 1000 / a}' >>"$tmp/qn"
+	a=$(wall_ms "$KEEP" run --platform trap "$G/procloop" pipe "$MIB")
+	awk -v a="$a" -v m="$MIB" 'BEGIN {print m * 1000 / a}' >>"$tmp/qk"
 done
 sigsys=$(floor sigsys); spin=$(floor spin); futex=$(floor futex)
 call=$(med <"$tmp/call"); busy=$(med <"$tmp/busy")
@@ -59,6 +73,8 @@ echo "| row | keep (trap) | baseline | ratio | target |"
 echo "|---|---|---|---|---|"
 row "a call served by the vm process" "$call" "$((sigsys + spin))" ns "1.2x (SIGSYS + spinning hand-off)"
 row "the same, 3 busy guests on 2 cores" "$busy" "$futex" ns "1.2x (futex ping-pong)"
-row "compute (300M xorshift steps)" "$(med <"$tmp/ck")" "$(med <"$tmp/cn")" s "1/0.95 = 1.05x"
-row "python -c 'print(1)', cold" "$(med <"$tmp/pk")" "$(med <"$tmp/pn")" s "1.5x"
-row "python -c 'import numpy', cold" "$(med <"$tmp/nk")" "$(med <"$tmp/nn")" s "1.5x"
+row "compute (300M xorshift steps)" "$(med <"$tmp/ck")" "$(med <"$tmp/cn")" ms "1/0.95 = 1.05x"
+row "python -c 'print(1)', cold" "$(med <"$tmp/pk")" "$(med <"$tmp/pn")" ms "1.5x"
+row "python -c 'import numpy', cold" "$(med <"$tmp/nk")" "$(med <"$tmp/nn")" ms "1.5x"
+row "fork+exit+wait" "$(med <"$tmp/fk")" "$(med <"$tmp/fn")" us "3x"
+row "pipe throughput ($MIB MiB, 64 KiB writes)" "$(med <"$tmp/qk")" "$(med <"$tmp/qn")" MiB/s "0.5x or more"
