@@ -967,24 +967,38 @@ reload(struct parent *ps)
 static void
 stop_all(struct parent *ps)
 {
+	/* In waves, the store last: what the front (and then the policy,
+	 * vmm and egress processes) write to the store as they stop (the
+	 * last audit entries, the counted refusals) is in the store's
+	 * sockets before it is told to stop, and it drains them then. */
+	static const uint32_t waves[] = {
+		PROC_BIT(PROC_FRONT),
+		~(PROC_BIT(PROC_FRONT) | PROC_BIT(PROC_STORE)),
+		PROC_BIT(PROC_STORE),
+	};
 	enum proc_id p;
 	uint64_t deadline;
+	size_t w;
 	int left;
 
 	ps->quitting = 1;
-	for (p = PROC_FRONT; p < PROC_COUNT; p++)
-		if (ps->child[p].pid > 0 && ps->ctx.fd[p] >= 0)
-			msg_send(
-			    ps->ctx.fd[p], MSG_CTL_SHUTDOWN, 0, 0, NULL, 0, -1);
 	deadline = mono_ms() + STOP_GRACE_MS;
-	for (;;) {
-		reap(ps);
-		left = 0;
+	for (w = 0; w < nitems(waves); w++) {
 		for (p = PROC_FRONT; p < PROC_COUNT; p++)
-			left += ps->child[p].pid > 0;
-		if (left == 0 || mono_ms() >= deadline)
-			break;
-		usleep(20000);
+			if ((waves[w] & PROC_BIT(p)) && ps->child[p].pid > 0 &&
+			    ps->ctx.fd[p] >= 0)
+				msg_send(ps->ctx.fd[p], MSG_CTL_SHUTDOWN, 0, 0,
+				    NULL, 0, -1);
+		for (;;) {
+			reap(ps);
+			left = 0;
+			for (p = PROC_FRONT; p < PROC_COUNT; p++)
+				left += (waves[w] & PROC_BIT(p)) &&
+				    ps->child[p].pid > 0;
+			if (left == 0 || mono_ms() >= deadline)
+				break;
+			usleep(20000);
+		}
 	}
 	for (p = PROC_FRONT; p < PROC_COUNT; p++) {
 		if (ps->child[p].pid > 0) {
