@@ -15,7 +15,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 B=${B:-build}; KEEP=$B/bin/keep; BB=/bin/busybox
-if [ ! -e /dev/kvm ]; then echo "SKIP: no /dev/kvm"; exit 77; fi
+source tests/lib/platform.sh # a guest platform: kvm or trap, or a loud skip
 if [ ! -x "$BB" ] || ! "$BB" --list >/dev/null 2>&1; then
 	echo "SKIP: no busybox-static at $BB"; exit 77
 fi

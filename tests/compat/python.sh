@@ -25,7 +25,7 @@ set -u
 cd "$(dirname "$0")/../.."
 B=${B:-build}; KEEP=$B/bin/keep; PY=$B/stock/python
 TESTS=/usr/lib/python3.11/test
-if [ ! -e /dev/kvm ]; then echo "SKIP: no /dev/kvm"; exit 77; fi
+source tests/lib/platform.sh # a guest platform: kvm or trap, or a loud skip
 if [ ! -d "$TESTS" ]; then echo "SKIP: no $TESTS (libpython3.11-testsuite)"; exit 77; fi
 if [ ! -x "$PY" ]; then echo "SKIP: no $PY (make images)"; exit 77; fi
 if [ "$(id -u)" -ne 0 ]; then

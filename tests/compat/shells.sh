@@ -16,7 +16,7 @@ set -u
 cd "$(dirname "$0")/../.."
 B=${B:-build}; KEEP=$B/bin/keep; BB=/bin/busybox
 BASH_BIN=/bin/bash-static; SASH_BIN=/bin/sash
-if [ ! -e /dev/kvm ]; then echo "SKIP: no /dev/kvm"; exit 77; fi
+source tests/lib/platform.sh # a guest platform: kvm or trap, or a loud skip
 for b in "$BB" "$BASH_BIN" "$SASH_BIN"; do
 	if [ ! -x "$b" ]; then echo "SKIP: no $b (make check-compat installs it)"; exit 77; fi
 done

@@ -10,7 +10,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 B=${B:-build}; KEEP=$B/bin/keep; KEEPD=$B/bin/keepd
-if [ ! -e /dev/kvm ]; then echo "SKIP: no /dev/kvm"; exit 77; fi
+source tests/lib/platform.sh # a guest platform: kvm or trap, or a loud skip
 if [ "$(id -u)" -ne 0 ]; then echo "SKIP: needs root"; exit 77; fi
 command -v openssl >/dev/null && command -v python3 >/dev/null ||
     { echo "SKIP: openssl or python3 missing"; exit 77; }

@@ -6,7 +6,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 B=${B:-build}; KEEP=$B/bin/keep
-if [ ! -e /dev/kvm ]; then echo "SKIP: no /dev/kvm"; exit 77; fi
+source tests/lib/platform.sh # a guest platform: kvm or trap, or a loud skip
 [ -x "$B/guests/fetchbad" ] || make --no-print-directory "$B/guests/fetchbad" >/dev/null || exit 1
 out=$("$KEEP" run --timeout 10s "$B/guests/fetchbad" 2>&1); rc=$?
 want='null=-14

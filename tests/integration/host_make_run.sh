@@ -8,7 +8,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 B=${B:-build}
-if [ ! -e /dev/kvm ]; then echo "SKIP: no /dev/kvm"; exit 77; fi
+source tests/lib/platform.sh # a guest platform: kvm or trap, or a loud skip
 if [ "$(id -u)" -ne 0 ]; then echo "SKIP: needs root"; exit 77; fi
 fails=0
 ok() { echo "ok: $*"; }

@@ -11,7 +11,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 B=${B:-build}; KEEP=$B/bin/keep; G=$B/guests
-if [ ! -e /dev/kvm ]; then echo "SKIP: no /dev/kvm"; exit 77; fi
+source tests/lib/platform.sh # a guest platform: kvm or trap, or a loud skip
 if [ "$(id -u)" -ne 0 ]; then echo "SKIP: root's record is /run's (and /dev/kvm)"; exit 77; fi
 tmp=$(mktemp -d)
 fails=0
