@@ -4,9 +4,11 @@
 # tests/lib/debroot.sh) where only make has been installed; the README's
 # first command, run in parallel as people do (`make -j2 run`), must
 # install what is missing, build and start keepd the first time, and the
-# README's first execute must answer. keepd runs in a network namespace
-# and pid namespace of its own (its port 8421 is then this test's alone,
-# and nothing it started outlives it); the guest runs on
+# README's first execute must answer. make run installs what is missing
+# from the network, so keepd runs on loopback in the host's network
+# namespace, on a free port (KEEP_RUN_CONFIG, as tests/integration/
+# host_make_run.sh), and in a pid namespace of its own (nothing it started
+# outlives it); the guest runs on
 # whatever platform the machine has (trap without /dev/kvm).
 #
 # Run by `make check-fresh` (not by make check: it downloads a Debian
@@ -28,18 +30,21 @@ T=900 in_root apt-get update -qq >/dev/null || { echo "FAIL: apt-get update in t
 T=900 in_root apt-get install -y -qq --no-install-recommends make >/dev/null 2>&1 ||
     { echo "FAIL: apt-get install make"; exit 1; }
 
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+sed "s/^  port: 8421\$/  port: $port/" etc/keepd.dev.yaml >"$root/tmp/keepd.yaml"
+grep -q "port: $port" "$root/tmp/keepd.yaml" || { echo "FAIL: no port in etc/keepd.dev.yaml"; exit 1; }
 cat >"$root/tmp/first.sh" <<'EOS'
 #!/bin/sh
 # Inside the namespace: make -j2 run in the root, wait for keepd, then
 # the README's first execute with the admin token make run wrote.
 # pid 1 of a pid namespace: everything make run started ends with it.
-ip link set lo up
 mount -t proc proc "$ROOT/proc"
 chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
-    DEBIAN_FRONTEND=noninteractive sh -c 'cd /src/keep && exec make -j2 run' \
+    DEBIAN_FRONTEND=noninteractive KEEP_RUN_CONFIG=/tmp/keepd.yaml \
+    sh -c 'cd /src/keep && exec make -j2 run' \
     >"$ROOT/tmp/make-run.log" 2>&1 &
 pid=$!
-url=http://127.0.0.1:8421
+url=http://127.0.0.1:$PORT
 i=0
 until [ "$(curl -s -o /dev/null -w '%{http_code}' $url/healthz 2>/dev/null)" = 200 ]; do
 	kill -0 $pid 2>/dev/null || { echo "make run ended"; exit 1; }
@@ -56,7 +61,7 @@ curl -s -H "$h" -H 'Content-Type: application/json' \
 echo
 EOS
 # The host's curl drives it: minbase has none until make deps installs it.
-out=$(ROOT=$root timeout 1800 unshare -n -p -f --mount-proc sh "$root/tmp/first.sh" 2>&1)
+out=$(ROOT=$root PORT=$port timeout 1800 unshare -p -f --mount-proc sh "$root/tmp/first.sh" 2>&1)
 echo "$out" | sed 's/^/  /'
 log=$root/tmp/make-run.log
 if grep -q "No rule to make target" "$log"; then
