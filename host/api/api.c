@@ -901,6 +901,22 @@ e2b_body_type(struct rq *r)
 	return 0;
 }
 
+/* The request is for route rt (index ri): what its audit entries and
+ * decisions name. */
+static void
+rq_route(struct rq *r, const struct api_route *rt, size_t ri, const char *peer)
+{
+	r->route = rt;
+	r->ri = ri;
+	r->e2b = rt->e2b;
+	r->call.who = &r->who;
+	r->call.request_id = r->request_id;
+	r->call.client_request_id = r->client_request_id;
+	r->call.peer = peer;
+	r->call.cap = rt->cap >= 0 ? (enum cap_id)rt->cap : CAP_COUNT;
+	r->call.route = rt->as != NULL ? rt->as : rt->name;
+}
+
 static void
 make_request_id(struct rq *r)
 {
@@ -1805,15 +1821,7 @@ api_handle_conn(struct api *a, const struct http_request *req,
 			rq_error(&r, API_ENOTFOUND, "No such endpoint");
 		goto done;
 	}
-	r.route = rt;
-	r.ri = ri;
-	r.e2b = rt->e2b;
-	r.call.who = &r.who;
-	r.call.request_id = r.request_id;
-	r.call.client_request_id = r.client_request_id;
-	r.call.peer = req->peer;
-	r.call.cap = rt->cap >= 0 ? (enum cap_id)rt->cap : CAP_COUNT;
-	r.call.route = rt->as != NULL ? rt->as : rt->name;
+	rq_route(&r, rt, ri, req->peer);
 	/* A command's Connect stream is streamed; E2B's other replies
 	 * never are, whatever they accept. */
 	r.call.sse = rt->e2b == E2B_RPC_STREAM ? 1
@@ -1940,15 +1948,7 @@ api_head_check(struct api *a, const struct http_request *req,
 	r.conn = conn;
 	r.t0 = mono_s();
 	make_request_id(&r);
-	r.route = rt;
-	r.ri = ri - 1;
-	r.e2b = rt->e2b;
-	r.call.who = &r.who;
-	r.call.request_id = r.request_id;
-	r.call.client_request_id = r.client_request_id;
-	r.call.peer = req->peer;
-	r.call.cap = rt->cap >= 0 ? (enum cap_id)rt->cap : CAP_COUNT;
-	r.call.route = rt->as != NULL ? rt->as : rt->name;
+	rq_route(&r, rt, ri - 1, req->peer);
 	if (authenticate(&r) == 0)
 		return 0;
 	a->req_count[r.ri * API_STATUS_SLOTS + (size_t)status_slot(r.status)]++;

@@ -33,15 +33,7 @@ clock() { # clock HH:MM:SS on 2026-01-01: move the schedules' time
 }
 # runs TOKEN ID N: wait until schedule ID has N runs (bounded); body holds
 # them, newest first.
-runs() {
-	for _ in $(seq 100); do
-		req "$1" GET "/v1/schedules/$2/runs"
-		[ "$code" = 200 ] && [ "$(jget "$body" '["runs"].__len__()')" -ge "$3" ] &&
-		    return 0
-		sleep 0.1
-	done
-	return 1
-}
+runs() { sched_runs "$@" 300; } # runs TOKEN ID N (tests/lib/keepd.sh)
 fires() { jget "$body" '["runs"]' | python3 -c '
 import ast,sys; print(" ".join(r["fire_at"][11:16] for r in ast.literal_eval(sys.stdin.read())))'; }
 

@@ -23,15 +23,7 @@ clock() {
 	date -u -d "2026-01-01T$1Z" +%s >"$tmp/clock"
 	kill -HUP "$pid"
 }
-runs() { # runs TOKEN ID N: wait (bounded) until schedule ID has N runs
-	for _ in $(seq 100); do
-		req "$1" GET "/v1/schedules/$2/runs"
-		[ "$code" = 200 ] && [ "$(jget "$body" '["runs"].__len__()')" -ge "$3" ] &&
-		    return 0
-		sleep 0.1
-	done
-	return 1
-}
+runs() { sched_runs "$@" 300; } # runs TOKEN ID N (tests/lib/keepd.sh)
 
 caps=sandbox:read,sandbox:write,exec,schedule:read,schedule:write
 alice=$(mint alice $caps 30m)

@@ -28,15 +28,7 @@ clock() { # clock HH:MM:SS on 2026-01-01: move the schedules' time
 	date -u -d "2026-01-01T$1Z" +%s >"$tmp/clock"
 	kill -HUP "$pid"
 }
-runs() { # runs TOKEN ID N: wait until schedule ID has N runs (bounded)
-	for _ in $(seq 300); do
-		req "$1" GET "/v1/schedules/$2/runs"
-		[ "$code" = 200 ] && [ "$(jget "$body" '["runs"].__len__()')" -ge "$3" ] &&
-		    return 0
-		sleep 0.1
-	done
-	return 1
-}
+runs() { sched_runs "$@" 300; } # runs TOKEN ID N (tests/lib/keepd.sh)
 
 alice=$(mint alice sandbox:read,sandbox:write,exec,schedule:read,schedule:write,secret:read,secret:write 30m)
 bob=$(mint bob sandbox:read,sandbox:write,exec,schedule:read,schedule:write,secret:read 30m)

@@ -99,6 +99,17 @@ req() {
 }
 
 jget() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])'"$2"')' "$1"; }
+# sched_runs TOKEN ID N [LOOKS]: wait until schedule ID has N runs, looking
+# LOOKS times (100 unless given, a tenth of a second apart); 1 if it never does.
+sched_runs() {
+	for _ in $(seq "$(slow "${4:-100}")"); do
+		req "$1" GET "/v1/schedules/$2/runs"
+		[ "$code" = 200 ] && [ "$(jget "$body" '["runs"].__len__()')" -ge "$3" ] &&
+		    return 0
+		sleep 0.1
+	done
+	return 1
+}
 
 keepd_finish() {
 	kill -0 "$pid" 2>/dev/null && ok "keepd still running" || bad "keepd died"
