@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make check-kvm: the tests that exercise the KVM platform itself
-# (tests/kvm.list, or the tests named on the command line), run against a
+# (tests/kvm.list, or the list KVM_LIST names, or the tests named on the
+# command line), run against a
 # real /dev/kvm: natively where it opens here, else inside a nested VM
 # (tests/nested-kvm.sh: Debian's kernel under QEMU's TCG with emulated
 # SVM). docs/development.md, "Working on the VMM without /dev/kvm".
@@ -35,7 +36,7 @@ if [ "${1:-}" = --inside ]; then
 fi
 
 if [ $# -eq 0 ]; then
-	set -- $(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' tests/kvm.list)
+	set -- $(sed -e 's/#.*//' -e '/^[[:space:]]*$/d' "${KVM_LIST:-tests/kvm.list}")
 fi
 for t in "$@"; do
 	[ -f "$t" ] || { echo "check-kvm: no such test: $t" >&2; exit 2; }
