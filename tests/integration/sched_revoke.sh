@@ -53,6 +53,7 @@ jti=$("$KEEP" token inspect "$alice" | sed -n 's/.*"jti":"\([^"]*\)".*/\1/p')
 req "$ops" POST /v1/tokens/revoke "{\"jti\":\"$jti\"}"
 [ "$code" = 200 ] || [ "$code" = 204 ] || bad "revoke: $code $body"
 keepd_restart
+sched_loaded "$ops" || bad "the schedules did not load after the restart: $code $body"
 clock 12:01:00
 runs "$ops" "$s1" 1 || bad "no fire recorded at 12:01: $body"
 st=$(jget "$body" '["runs"][0]["status"]')

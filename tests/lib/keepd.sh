@@ -99,6 +99,17 @@ req() {
 }
 
 jget() { python3 -c 'import json,sys; print(json.loads(sys.argv[1])'"$2"')' "$1"; }
+# sched_loaded TOKEN: wait until the front has loaded the schedules from
+# the store (503 "Schedules are being loaded" before), as after a restart:
+# a clock moved before then would pass their next fire unseen.
+sched_loaded() {
+	for _ in $(seq "$(slow 300)"); do
+		req "$1" GET /v1/schedules
+		[ "$code" = 200 ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
 # sched_runs TOKEN ID N [LOOKS]: wait until schedule ID has N runs, looking
 # LOOKS times (100 unless given, a tenth of a second apart); 1 if it never does.
 sched_runs() {
