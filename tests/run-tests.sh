@@ -4,7 +4,8 @@
 # test: exit 0 passes, 77 is a skip (it must say why), anything else fails.
 # Appends "SUITE passed failed skipped kvm" to $RESULTS when set, kvm
 # being the skips for want of /dev/kvm (their line says "KVM-only" or
-# names /dev/kvm).
+# names /dev/kvm). Each test's line gives the seconds it took (what a list with
+# a budget, tests/kvm.list nested, is cut by).
 suite=$1; shift
 pass=0; fail=0; skip=0; kvmskip=0; failed=
 log=$(mktemp) || exit 1
@@ -13,6 +14,7 @@ log=$(mktemp) || exit 1
 fails_log=$(mktemp) || exit 1
 for t in "$@"; do
 	[ -e "$t" ] || continue
+	t0=$(date +%s)
 	# RESULTS is this script's: a test that runs make (make_order.sh,
 	# make_format_nogit.sh) must not add its inner suites' lines to it,
 	# nor get it through the outer make's MAKEFLAGS.
@@ -23,6 +25,7 @@ for t in "$@"; do
 	    "$t" >"$log" 2>&1 ;;
 	esac
 	rc=$?
+	secs=$(($(date +%s) - t0))
 	p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
 	f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
 	s=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$log" | tail -n 1)
@@ -34,12 +37,12 @@ for t in "$@"; do
 	else fail=$((fail + 1))
 	fi
 	if [ "$rc" -eq 0 ]; then
-		echo "PASS: $t"
+		echo "PASS: $t (${secs}s)"
 	elif [ "$rc" -eq 77 ]; then
 		echo "SKIP: $t: $(tail -n 1 "$log")"
 		case $(tail -n 1 "$log") in *KVM-only* | */dev/kvm*) kvmskip=$((kvmskip + 1)) ;; esac
 	else
-		echo "FAIL: $t (exit $rc)"; sed 's/^/    /' "$log" | tail -n 60
+		echo "FAIL: $t (exit $rc, ${secs}s)"; sed 's/^/    /' "$log" | tail -n 60
 		{ echo "--- $t (exit $rc): its failures, then its last lines"
 		  grep -m 8 '^FAIL' "$log" | sed 's/^/    /'
 		  sed 's/^/    /' "$log" | tail -n 25; } >>"$fails_log"

@@ -48,8 +48,6 @@ fork() { # fork CONTEXT -> the new id in fid
 	req "$alice" POST "/v1/sandboxes/$sbx/contexts/$1/fork"
 	fid=$(jget "$body" '["id"]' 2>/dev/null)
 }
-mark() { echo $(($(wc -l <"$tmp/log") + 1)); }
-
 cell "$src" 'import random
 first = random.random()
 state = {"v": 1}

@@ -57,7 +57,7 @@ fi
 # many times fewer as it is slower, where every call exits.
 rounds=200000
 [ -d /sys/module/kvm_pvm ] || rounds=$((rounds / SLOW))
-out=$(run --timeout 60s "$tmp/f.img" fastcalls alarms $rounds 2>&1); rc=$?
+out=$(run --timeout "$(slow 60)s" "$tmp/f.img" fastcalls alarms $rounds 2>&1); rc=$?
 [ $rc -eq 0 ] && [[ $out == "alarms: ok"* ]] &&
 	ok "signals taken while the guest answers: $out" || bad "alarms ($rc): $out"
 

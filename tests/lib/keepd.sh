@@ -128,3 +128,23 @@ keepd_finish() {
 	echo "$(basename "$0" .sh): $fails failures"
 	[ $fails -eq 0 ]
 }
+
+# mark: the number of keepd's next log line; paused CONTEXT FROM-LINE
+# waits for the context's pause to end in that line or later: 0 when it
+# saved a memory image, 1 when it paused without one (or never).
+mark() { echo $(($(wc -l <"$tmp/log") + 1)); }
+paused() {
+	local l
+	for _ in $(seq "$(slow 150)"); do
+		# One read of the log for both questions, whole lines only: a
+		# line being written reads as "paused" without its end.
+		l=$(tail -n +"$2" "$tmp/log"; echo .)
+		l=${l%.}
+		case $l in *$'\n') ;; *$'\n'*) l=${l%$'\n'*} ;; *) l= ;; esac
+		l=$(grep "context $1 paused" <<<"$l")
+		if grep -q "memory image" <<<"$l"; then return 0; fi
+		if [ -n "$l" ]; then return 1; fi
+		sleep 0.1
+	done
+	return 1
+}
