@@ -470,6 +470,12 @@ cmd_run(int argc, char **argv)
 	if (use_template && img != NULL)
 		run_template_start(argv[0], img, argv[1], &cfg, memory_opt,
 		    (const uint8_t(*)[32])trust, ntrust);
+	/* The guest's sockets in a network of its own, loopback only
+	 * (docs/vmm.md, "Sockets"); without one, AF_UNIX only. */
+	if ((cfg.net = vmm_netns_enter(err, sizeof(err))) == -1) {
+		fprintf(stderr, "keep run: network namespace: %s\n", err);
+		goto out;
+	}
 	rc = vmm_run(&cfg, &res, err, sizeof(err));
 	if (vkeyed)
 		verified_update(img, vpath, &vkey, checked, hints, vchanged);

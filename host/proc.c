@@ -216,6 +216,7 @@ proc_child_start(const struct proc_info *info, const char *root,
 	struct proc_ctx ctx;
 	struct msg_ready ready;
 	enum proc_id p;
+	unsigned scf = 0;
 	int rc;
 
 	/*
@@ -250,9 +251,14 @@ proc_child_start(const struct proc_info *info, const char *root,
 	/* proc_privdrop_ns (a mount namespace, so the trap platform's stubs
 	 * get user namespaces) is not used yet: keep status and the privsep
 	 * checks read each child's root through /proc (docs/vmm.md). */
+	/* Started as root, the vmm is chrooted, and its vm processes can
+	 * have no network namespace of their own (host/vm_confine.h): then
+	 * its filter keeps the internet families' sockets out too. */
+	if (info->id == PROC_VMM && geteuid() != 0)
+		scf = SCF_VM_NET | SCF_VM_NETNS;
 	if (proc_privdrop(root, user) == -1)
 		fatalx("%s: privilege drop failed", __func__);
-	if (seccomp_filter_install(info->filter) == -1)
+	if (seccomp_filter_install_flags(info->filter, scf) == -1)
 		fatal("%s: seccomp", __func__);
 
 	memset(&ready, 0, sizeof(ready));

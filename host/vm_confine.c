@@ -3,6 +3,8 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include <sched.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -15,20 +17,29 @@
 #include "host/proc.h"
 #include "host/seccomp_filters.h"
 #include "host/vm_confine.h"
+#include "host/vmm/vmm.h"
 #include "lib/landlock.h"
 #include "lib/log.h"
 
 int
-vm_confine(int ws_fd, char *err, size_t errlen)
+vm_confine_net(char *err, size_t errlen)
+{
+	return vmm_netns_enter(err, errlen);
+}
+
+int
+vm_confine(int ws_fd, int net, char *err, size_t errlen)
 {
 	int abi;
 
 	log_stderr_only();
-	if ((abi = landlock_confine_dir(ws_fd)) == -1) {
+	if ((abi = landlock_confine_dir_flags(
+	         ws_fd, LANDLOCK_SOCKETS | (net ? LANDLOCK_TCP : 0))) == -1) {
 		snprintf(err, errlen, "landlock: %s", strerror(errno));
 		return -1;
 	}
-	if (seccomp_filter_install_flags(&seccomp_vm, SCF_NO_SOCKETS) == -1) {
+	if (seccomp_filter_install_flags(
+	        &seccomp_vm, SCF_NO_SOCKETS | (net ? SCF_VM_NET : 0)) == -1) {
 		snprintf(err, errlen, "seccomp: %s", strerror(errno));
 		return -1;
 	}
@@ -82,7 +93,7 @@ probe_run(int ws_fd, const char *probe)
 
 		if (vm_confine_holder(err, sizeof(err)) == -1 ||
 		    (probe[0] == 'c' &&
-		        vm_confine(ws_fd, err, sizeof(err)) == -1)) {
+		        vm_confine(ws_fd, 0, err, sizeof(err)) == -1)) {
 			fprintf(stderr, "%s\n", err);
 			return 2;
 		}
@@ -101,7 +112,18 @@ probe_run(int ws_fd, const char *probe)
 			return 2;
 		rc = kill((pid_t)strtol(probe + 7, NULL, 10), 0);
 	} else {
-		if (vm_confine(ws_fd, err, sizeof(err)) == -1) {
+		int net = 0;
+
+		if (strncmp(probe, "net:", 4) == 0) {
+			if ((net = vm_confine_net(err, sizeof(err))) == -1) {
+				fprintf(stderr, "%s\n", err);
+				return 2;
+			}
+			printf("%s: network namespace: %s\n", probe,
+			    net ? "its own" : err);
+			probe += 4;
+		}
+		if (vm_confine(ws_fd, net, err, sizeof(err)) == -1) {
 			fprintf(stderr, "%s\n", err);
 			return 2;
 		}
@@ -114,6 +136,16 @@ probe_run(int ws_fd, const char *probe)
 			rc = kill((pid_t)strtol(probe + 5, NULL, 10), 0);
 		else if (strcmp(probe, "socket") == 0)
 			rc = socket(AF_UNIX, SOCK_DGRAM, 0);
+		else if (strcmp(probe, "inet") == 0)
+			rc = socket(AF_INET, SOCK_STREAM, 0);
+		else if (strcmp(probe, "inet6") == 0)
+			rc = socket(AF_INET6, SOCK_DGRAM, 0);
+		else if (strcmp(probe, "netlink") == 0)
+			rc = socket(AF_NETLINK, SOCK_RAW, 0);
+		else if (strcmp(probe, "packet") == 0)
+			rc = socket(AF_PACKET, SOCK_RAW, 0);
+		else if (strcmp(probe, "unshare") == 0)
+			rc = unshare(CLONE_NEWNET);
 		else
 			return 3;
 	}

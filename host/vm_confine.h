@@ -9,8 +9,13 @@
  *     memory); signals and abstract UNIX sockets are scoped to its own
  *     domain (ABI 6), so it cannot signal keepd's other processes, which
  *     run as the same user;
- *  3. its seccomp filter (seccomp_vm, SCF_NO_SOCKETS: no socket() or
- *     connect(); plain open and openat are not there either).
+ *  3. its seccomp filter (seccomp_vm, SCF_NO_SOCKETS: no syslog socket;
+ *     the guest's own sockets are AF_UNIX, and AF_INET and AF_INET6
+ *     only with a network namespace of its own, SCF_VM_NET; plain open
+ *     and openat are not there either).
+ *
+ * Before all of it, vm_confine_net gives the process a network namespace
+ * of its own where it can (docs/vmm.md, "Sockets").
  *
  * Without Landlock, or with an ABI before 6, the remaining steps still
  * apply: docs/threat-model.md says what that leaves open.
@@ -21,11 +26,27 @@
 #include <stddef.h>
 
 /*
- * Confine the calling process to ws_fd (its workspace directory). Returns
- * the Landlock ABI enforced (0: none, the kernel has no Landlock), or -1
+ * A network namespace of the calling process's own with nothing but
+ * `lo`, up: the guest's AF_INET and AF_INET6 sockets live there, reach
+ * each other over loopback and nothing else, and abstract AF_UNIX names
+ * are private to it. Unprivileged, inside a user namespace that maps
+ * only the caller's own uid and gid, whose capabilities are dropped
+ * once lo is up. Call single-threaded, before vm_confine. Returns 1 when
+ * made, 0 when it cannot be had here (a chroot without /proc: keepd
+ * started as root; user namespaces refused) with the reason in err and
+ * nothing changed, or -1 with a reason when the process is left half
+ * way and must not go on.
+ */
+int vm_confine_net(char *err, size_t errlen);
+
+/*
+ * Confine the calling process to ws_fd (its workspace directory); net:
+ * vm_confine_net made its namespace (TCP then left to it rather than
+ * Landlock, and the internet families' sockets allowed). Returns the
+ * Landlock ABI enforced (0: none, the kernel has no Landlock), or -1
  * with a reason in err: the process must not go on.
  */
-int vm_confine(int ws_fd, char *err, size_t errlen);
+int vm_confine(int ws_fd, int net, char *err, size_t errlen);
 
 /*
  * Confine a template's holder (host/vmmproc/vmm_template.c) before it boots
@@ -48,6 +69,11 @@ int vm_confine_holder(char *err, size_t errlen);
  *   kill:PID      kill(PID, 0), fully confined
  *   llkill:PID    the same under Landlock alone (a filter that allows kill)
  *   socket        socket(AF_UNIX, SOCK_DGRAM)
+ *   inet, inet6   socket(AF_INET, SOCK_STREAM), socket(AF_INET6, ...)
+ *   netlink       socket(AF_NETLINK, SOCK_RAW)
+ *   packet        socket(AF_PACKET, SOCK_RAW)
+ *   unshare       unshare(CLONE_NEWNET), confined
+ *   net:PROBE     PROBE after vm_confine_net (its outcome printed)
  *   holder:PROBE  PROBE (open, llkill) confined as a template's holder is
  *   clone:PROBE   PROBE (open, create) as its clone: the holder's layer,
  *                 then the vm process's

@@ -171,8 +171,15 @@ void __attribute__((noreturn)) vmm_vm_process(struct proc_ctx *ctx,
 	vmm_templates_close(vs);
 	vmm_contexts_close(vs);
 	vmm_images_shed(vs, cfg->image_map);
+	/* A network of its own where one can be had: loopback only. */
+	if ((cfg->net = vm_confine_net(err, sizeof(err))) == -1) {
+		strlcpy(res->reason, "error: ", sizeof(res->reason));
+		strlcat(res->reason, err, sizeof(res->reason));
+		res->status = VMM_FAULT;
+		_exit(2);
+	}
 	/* Its workspace only, no signals or sockets beyond its own. */
-	if (vm_confine(cfg->workspace_fd, err, sizeof(err)) == -1) {
+	if (vm_confine(cfg->workspace_fd, cfg->net, err, sizeof(err)) == -1) {
 		strlcpy(res->reason, "error: ", sizeof(res->reason));
 		strlcat(res->reason, err, sizeof(res->reason));
 		res->status = VMM_FAULT;

@@ -257,7 +257,7 @@ clone_run(struct proc_ctx *ctx, struct vmm_template *t, int sock,
 		_exit(2);
 	/* As every vm process (vmm_vm_process): its workspace only, no
 	 * signals or sockets beyond its own (host/vm_confine.c). */
-	if (vm_confine(fds[TPL_FD_WORKSPACE], err, sizeof(err)) == -1) {
+	if (vm_confine(fds[TPL_FD_WORKSPACE], 0, err, sizeof(err)) == -1) {
 		strlcpy(res->reason, "error: ", sizeof(res->reason));
 		strlcat(res->reason, err, sizeof(res->reason));
 		res->status = VMM_FAULT;
