@@ -506,6 +506,10 @@ have_result:
 		    "keep run: the process tree was refused memory at its "
 		    "limit (%llu MiB for all its processes together)\n",
 		    (unsigned long long)(cfg.memory >> 20));
+	if (res.limits_hit & VMM_LIMIT_EGRESS)
+		fprintf(stderr,
+		    "keep run: a connection outside the sandbox was refused "
+		    "(limits: egress; the guest's network is its loopback)\n");
 	if (stats)
 		fprintf(stderr,
 		    "keep run: boot %llu us, run %llu us, %llu exits, %llu "

@@ -26,6 +26,7 @@
 #include "host/msg.h"
 #include "host/proc.h"
 #include "host/seccomp_filters.h"
+#include "host/vm_confine.h"
 #include "lib/clock.h"
 #include "lib/log.h"
 
@@ -251,11 +252,14 @@ proc_child_start(const struct proc_info *info, const char *root,
 	/* proc_privdrop_ns (a mount namespace, so the trap platform's stubs
 	 * get user namespaces) is not used yet: keep status and the privsep
 	 * checks read each child's root through /proc (docs/vmm.md). */
-	/* Started as root, the vmm is chrooted, and its vm processes can
-	 * have no network namespace of their own (host/vm_confine.h): then
-	 * its filter keeps the internet families' sockets out too. */
-	if (info->id == PROC_VMM && geteuid() != 0)
+	/* The vmm's vm processes join network namespaces of their own,
+	 * made by a child forked before the vmm's chroot (host/vm_confine.h);
+	 * its filter lets them, and their sockets there, through. */
+	ctx.netns_fd = -1;
+	if (info->id == PROC_VMM) {
+		ctx.netns_fd = vm_netns_maker_start(user);
 		scf = SCF_VM_NET | SCF_VM_NETNS;
+	}
 	if (proc_privdrop(root, user) == -1)
 		fatalx("%s: privilege drop failed", __func__);
 	if (seccomp_filter_install_flags(info->filter, scf) == -1)

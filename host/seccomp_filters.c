@@ -107,6 +107,10 @@ static const struct seccomp_rule vm_netns_rules[] = {
 	RA(ioctl, 1, SIOCGIFFLAGS, "that namespace's lo: its flags"),
 	RA(ioctl, 1, SIOCSIFFLAGS, "that namespace's lo: up"),
 	R(capset, "no capability left in that user namespace"),
+	RA(setns, 1, CLONE_NEWUSER,
+	    "a vm process joins its sandbox's user namespace"),
+	RA(setns, 1, CLONE_NEWNET,
+	    "then its network namespace (vm_confine_net_join)"),
 };
 
 static const struct seccomp_filter seccomp_vm_netns = { "vm-netns",

@@ -40,6 +40,32 @@
 int vm_confine_net(char *err, size_t errlen);
 
 /*
+ * A network namespace made earlier (vm_netns_make), joined: the user
+ * namespace that owns it first (userfd; -1: none, a privileged caller),
+ * then it, then every capability that gave is dropped. 1, or -1 with a
+ * reason in err (the process must not go on).
+ */
+int vm_confine_net_join(int userfd, int netfd, char *err, size_t errlen);
+
+/*
+ * The namespace maker: a child of the vmm forked before its privilege
+ * drop (host/proc.c), so that it keeps /proc and no chroot, the two
+ * things a user namespace needs; it runs as user (the vmm's), with
+ * NO_NEW_PRIVS, and holds nothing but its socket. For each request it
+ * forks a child that enters vm_confine_net's namespaces and sends their
+ * descriptors back. A sandbox holds its pair for its life, so that its
+ * runs, its contexts and its background commands share one loopback
+ * (host/vmmproc/vmm_sandbox.c).
+ *
+ * start: the maker's socket, or -1 (a root vmm without a user to run
+ * as, or no fork). make: the user and network namespaces' descriptors
+ * (close-on-exec), 0; or -1, none (the run then tries vm_confine_net).
+ */
+#define VM_NETNS_WAIT_MS 2000
+int vm_netns_maker_start(const char *user);
+int vm_netns_make(int maker, int *userfd, int *netfd);
+
+/*
  * Confine the calling process to ws_fd (its workspace directory); net:
  * vm_confine_net made its namespace (TCP then left to it rather than
  * Landlock, and the internet families' sockets allowed). Returns the

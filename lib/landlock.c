@@ -93,7 +93,10 @@ landlock_confine_dir_flags(int dirfd, unsigned flags)
 		rasize = offsetof(struct ll_ruleset_attr, scoped);
 	}
 	if (abi >= 6) {
-		ra.scoped = LL_SCOPE_ABSTRACT_UNIX_SOCKET | LL_SCOPE_SIGNAL;
+		ra.scoped = LL_SCOPE_SIGNAL |
+		    ((flags & LANDLOCK_ABSTRACT)
+		            ? 0
+		            : LL_SCOPE_ABSTRACT_UNIX_SOCKET);
 		rasize = sizeof(ra);
 	}
 	memset(&pb, 0, sizeof(pb));

@@ -35,6 +35,10 @@ int landlock_confine_dir(int dirfd);
  */
 #define LANDLOCK_SOCKETS 0x1u
 #define LANDLOCK_TCP 0x2u
+/* ABSTRACT: abstract UNIX names left unscoped, for the same process
+ * whose namespace already keeps them (they are per network namespace):
+ * its sandbox's other runs, each a domain of its own, reach them. */
+#define LANDLOCK_ABSTRACT 0x4u
 int landlock_confine_dir_flags(int dirfd, unsigned flags);
 
 #endif

@@ -73,8 +73,8 @@ int
 vmm_netns_enter(char *err, size_t errlen)
 {
 	char map[64];
-	uid_t uid = geteuid();
-	gid_t gid = getegid();
+	uid_t uid;
+	gid_t gid;
 	int fd, userns = 0;
 
 	/*
@@ -89,6 +89,8 @@ vmm_netns_enter(char *err, size_t errlen)
 		return 0;
 	}
 	close(fd);
+	uid = geteuid();
+	gid = getegid();
 	if (uid != 0 || unshare(CLONE_NEWNET) == -1) {
 		if (unshare(CLONE_NEWUSER | CLONE_NEWNET) == -1) {
 			snprintf(err, errlen, "unshare: %s", strerror(errno));

@@ -6,7 +6,10 @@
  * select, the options programs set, a receive timeout, a blocking accept
  * cut short by a signal; the same lines natively and in keep.
  * `sockets egress` tries destinations outside the sandbox: in keep each
- * is refused before it leaves (EACCES).
+ * is refused before it leaves (EACCES). `sockets serve PORT` answers
+ * "pong" on 127.0.0.1:PORT and on the abstract name @keep-serve until it
+ * is killed; `sockets dial PORT` asks both (a server of another run of
+ * the same sandbox).
  */
 #include <sys/epoll.h>
 #include <sys/select.h>
@@ -540,12 +543,83 @@ egress(void)
 	    fd < 0 ? strerror(errno) : "made");
 }
 
+static void
+abstract_name(struct sockaddr_un *un, socklen_t *ul)
+{
+	static const char name[] = "keep-serve";
+
+	memset(un, 0, sizeof(*un));
+	un->sun_family = AF_UNIX;
+	memcpy(un->sun_path + 1, name, sizeof(name) - 1);
+	*ul = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+	    sizeof(name) - 1);
+}
+
+static void
+serve(uint16_t port)
+{
+	struct sockaddr_storage ss;
+	struct sockaddr_un un;
+	socklen_t sl = addr_of(AF_INET, &ss, port), ul;
+	struct pollfd pf[2];
+	int one = 1, i, c;
+
+	pf[0].fd = socket(AF_INET, SOCK_STREAM, 0);
+	pf[1].fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	abstract_name(&un, &ul);
+	CHECK(pf[0].fd >= 0 && pf[1].fd >= 0);
+	CHECK(setsockopt(
+	          pf[0].fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) == 0);
+	CHECK(bind(pf[0].fd, (struct sockaddr *)&ss, sl) == 0);
+	CHECK(bind(pf[1].fd, (struct sockaddr *)&un, ul) == 0);
+	CHECK(listen(pf[0].fd, 8) == 0 && listen(pf[1].fd, 8) == 0);
+	printf("serving\n");
+	for (;;) {
+		pf[0].events = pf[1].events = POLLIN;
+		CHECK(poll(pf, 2, -1) > 0);
+		for (i = 0; i < 2; i++)
+			if (pf[i].revents & POLLIN) {
+				c = accept(pf[i].fd, NULL, NULL);
+				CHECK(c >= 0);
+				CHECK(write(c, "pong", 4) == 4);
+				close(c);
+			}
+	}
+}
+
+static void
+dial_both(uint16_t port)
+{
+	struct sockaddr_un un;
+	socklen_t ul;
+	char buf[4];
+	int fd = dial(AF_INET, port);
+
+	CHECK(read(fd, buf, 4) == 4 && memcmp(buf, "pong", 4) == 0);
+	close(fd);
+	printf("127.0.0.1:%u: pong\n", (unsigned)port);
+	abstract_name(&un, &ul);
+	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	if (connect(fd, (struct sockaddr *)&un, ul) == -1) {
+		printf("@keep-serve: %s\n", strerror(errno));
+		return;
+	}
+	CHECK(read(fd, buf, 4) == 4 && memcmp(buf, "pong", 4) == 0);
+	printf("@keep-serve: pong\n");
+}
+
 int
 main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
 	if (argc > 1 && strcmp(argv[1], "egress") == 0) {
 		egress();
+		return 0;
+	}
+	if (argc > 2 && strcmp(argv[1], "serve") == 0)
+		serve((uint16_t)atoi(argv[2]));
+	if (argc > 2 && strcmp(argv[1], "dial") == 0) {
+		dial_both((uint16_t)atoi(argv[2]));
 		return 0;
 	}
 	tcp_fork(AF_INET);

@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# Sockets in the guest (issue 29, first slice; docs/vmm.md, "Sockets"):
+# TCP on 127.0.0.1 and ::1 between processes and threads, UDP, AF_UNIX on
+# a workspace path and an abstract name, SCM_RIGHTS, non-blocking connect
+# with poll, epoll and select, options and timeouts, a signal cutting an
+# accept short: the same lines as natively, through keep run (as root and
+# unprivileged) and keepd. Every destination outside loopback is refused
+# before it leaves (EACCES, "limits": ["egress"]); a server one command
+# starts in the background is there for the sandbox's next command and
+# for no other sandbox; Python's http.server answers urllib in the same
+# program; the vm process's filter lets no other socket family through.
+# All traffic stays on loopback, in the runs' own network namespaces.
+source "$(dirname "$0")/../lib/keepd.sh"
+G=$(cd "$B/guests" && pwd)
+TRUST=$PWD/$B/keys/dev.public
+
+# ---- keep run ---------------------------------------------------------------
+mkdir -p "$tmp/native" "$tmp/ws"
+"$G/sockets" "$tmp/native" >"$tmp/want" 2>&1; nrc=$?
+[ $nrc -eq 0 ] || bad "natively: exit $nrc $(cat "$tmp/want")"
+"$KEEP" run --timeout 30s --workspace "$tmp/ws" "$G/sockets" / >"$tmp/got" 2>"$tmp/err"; krc=$?
+[ $krc -eq 0 ] && cmp -s "$tmp/want" "$tmp/got" &&
+    ok "keep run: TCP (v4, v6; processes, threads), UDP, AF_UNIX path and abstract, SCM_RIGHTS, non-blocking connect, poll/epoll/select, options, EINTR: same as native" ||
+    bad "keep run sockets: exit $krc: $(diff "$tmp/want" "$tmp/got" | head -10) $(head -c 300 "$tmp/err")"
+[ -S "$tmp/ws/s.sock" ] || [ ! -e "$tmp/ws/s.sock" ] && [ -f "$tmp/ws/plain" ] &&
+    ok "the AF_UNIX path lives in the workspace" || bad "no workspace file: $(ls -la "$tmp/ws")"
+
+cat >"$tmp/egress.want" <<'EOF'
+connect 10.1.2.3:80: Permission denied
+sendto 169.254.169.254:80: Permission denied
+connect [2001:db8::1]:80: Permission denied
+socket(AF_NETLINK): Address family not supported by protocol
+socket(AF_INET, SOCK_RAW): Operation not permitted
+EOF
+"$KEEP" run --timeout 30s "$G/sockets" egress >"$tmp/got" 2>"$tmp/err"
+cmp -s "$tmp/egress.want" "$tmp/got" && grep -q "limits: egress" "$tmp/err" &&
+    ok "keep run: connects and sends outside loopback are EACCES and say limits: egress; no netlink or raw sockets" ||
+    bad "keep run egress: $(diff "$tmp/egress.want" "$tmp/got") $(cat "$tmp/err")"
+
+# Unprivileged: a user namespace holds the network namespace.
+if command -v setpriv >/dev/null &&
+    setpriv --reuid=65534 --regid=65534 --clear-groups "$KEEP" run "$G/hello" >/dev/null 2>&1; then
+	mkdir -p "$tmp/ws2" && chmod 777 "$tmp/ws2" && chmod 755 "$tmp"
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$KEEP" run --timeout 30s \
+	    --workspace "$tmp/ws2" "$G/sockets" / >"$tmp/got" 2>"$tmp/err"; krc=$?
+	[ $krc -eq 0 ] && cmp -s "$tmp/want" "$tmp/got" &&
+	    ok "keep run as an unprivileged user: the same" ||
+	    bad "unprivileged keep run: exit $krc: $(diff "$tmp/want" "$tmp/got" | head -5) $(head -c 300 "$tmp/err")"
+else
+	echo "note: no unprivileged keep run here (setpriv, or nobody cannot read $B)"
+fi
+
+# Python: a server thread and urllib in one program; localhost resolves
+# from the image's /etc/hosts, without DNS.
+cat >"$tmp/ws/serve_fetch.py" <<'PY'
+import http.server, socket, threading, urllib.request
+print(sorted({a[4][0] for a in socket.getaddrinfo("localhost", 80, type=socket.SOCK_STREAM)}))
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+threading.Thread(target=srv.serve_forever, daemon=True).start()
+for host in ("127.0.0.1", "localhost"):
+    with urllib.request.urlopen("http://%s:%d/hello.txt" % (host, srv.server_address[1]), timeout=10) as r:
+        print(host, r.status, r.read().decode().strip())
+srv.shutdown()
+try:
+    socket.create_connection(("192.0.2.1", 443), timeout=5)
+except OSError as e:
+    print("outside:", e.errno, e.strerror)
+PY
+echo "hello from the workspace" >"$tmp/ws/hello.txt"
+cat >"$tmp/py.want" <<'EOF'
+['127.0.0.1', '::1']
+127.0.0.1 200 hello from the workspace
+localhost 200 hello from the workspace
+outside: 13 Permission denied
+EOF
+if [ -f "$B/images/python.img" ]; then
+	"$KEEP" run --trust "$TRUST" --timeout 60s --memory 512M --workspace "$tmp/ws" \
+	    "$B/images/python.img" python3 serve_fetch.py >"$tmp/got" 2>"$tmp/err"
+	cmp -s "$tmp/py.want" "$tmp/got" &&
+	    ok "keep run python: http.server in a thread answers urllib (127.0.0.1 and localhost); outside is EACCES" ||
+	    bad "python http.server: $(diff "$tmp/py.want" "$tmp/got") $(tail -5 "$tmp/err")"
+fi
+
+# ---- the filter ---------------------------------------------------------------
+# keepd -S vm[-net] -X CALL:ARG0: the vm process's filter, with the internet
+# families (vm-net, a network namespace of its own) or without.
+seccomp() { timeout 10 "$KEEPD" -S "$1" -X "$2" 2>&1 | tail -1; }
+for want in "vm socket:1 survived" "vm-net socket:2 survived" \
+    "vm-net socket:10 survived" "vm socket:2 killed" "vm socket:10 killed" \
+    "vm-net socket:16 killed" "vm-net socket:17 killed" "vm-net socket:0 killed" \
+    "vm-net unshare killed" "vm-net setns killed" "vm-net ioctl killed"; do
+	set -- $want
+	got=$(seccomp "$1" "$2")
+	case $3:$got in
+	survived:survived | killed:"filter installed") ok "filter $1: $2 $3" ;;
+	*) bad "filter $1: $2: want $3, got '$got'" ;;
+	esac
+done
+
+# ---- keepd ------------------------------------------------------------------
+"$KEEP" image build --name net --version 1 --memory 64M \
+    --command sockets=/bin/sockets "$G/sockets" -o "$tmp/net.img.tmp" >/dev/null &&
+    "$KEEP" image sign --key "$B/keys/dev.secret" "$tmp/net.img.tmp" >/dev/null ||
+    { echo "FAIL: net image"; exit 1; }
+cat >"$tmp/test.policy" <<'EOP'
+agent "alice" {
+	allow sandbox:read, sandbox:write, exec, artifact:read, artifact:write
+	exec "sockets", "python"
+	timeout 60s
+}
+EOP
+mkdir -p "$tmp/state/images"
+mv "$tmp/net.img.tmp" "$tmp/state/images/net.img"
+KEEPD_IMAGES="python" keepd_start "$tmp/test.policy"
+alice=$(mint alice sandbox:read,sandbox:write,exec,artifact:read,artifact:write)
+req "$alice" POST /v1/sandboxes '{"image":"net"}'
+[ "$code" = 201 ] || { bad "sandbox: $code $body"; keepd_finish; exit 1; }
+sbx=$(jget "$body" '["id"]')
+
+req "$alice" POST "/v1/sandboxes/$sbx/commands/run" '{"cmd":"sockets","args":["/"]}'
+[ "$code" = 200 ] && [ "$(jget "$body" '["stdout"]')" = "$(cat "$tmp/want")" ] &&
+    ok "keepd commands/run: the same as native" ||
+    bad "keepd sockets: $code $body"
+req "$alice" POST "/v1/sandboxes/$sbx/commands/run" '{"cmd":"sockets","args":["egress"]}'
+[ "$code" = 200 ] && [ "$(jget "$body" '["stdout"]')" = "$(cat "$tmp/egress.want")" ] &&
+    [ "$(jget "$body" '["limits"]')" = "['egress']" ] &&
+    ok "keepd: outside loopback is EACCES, and the result says limits: egress" ||
+    bad "keepd egress: $code $body"
+
+# A server in the background, reached by the next command; not by
+# another sandbox's.
+req "$alice" POST "/v1/sandboxes/$sbx/commands/background" '{"cmd":"sockets","args":["serve","8123"]}'
+[ "$code" = 202 ] || bad "background server: $code $body"
+for _ in $(seq "$(slow 50)"); do
+	req "$alice" POST "/v1/sandboxes/$sbx/commands/run" '{"cmd":"sockets","args":["dial","8123"]}'
+	[ "$(jget "$body" '["exit_code"]' 2>/dev/null)" = 0 ] && break
+	sleep 0.1
+done
+[ "$code" = 200 ] && [ "$(jget "$body" '["stdout"]')" = $'127.0.0.1:8123: pong\n@keep-serve: pong' ] &&
+    ok "keepd: a server started by a background command answers the sandbox's next command (TCP and an abstract name)" ||
+    bad "keepd across runs: $code $body"
+req "$alice" POST /v1/sandboxes '{"image":"net"}'
+sbx2=$(jget "$body" '["id"]')
+req "$alice" POST "/v1/sandboxes/$sbx2/commands/run" '{"cmd":"sockets","args":["dial","8123"]}'
+[ "$code" = 200 ] && [ "$(jget "$body" '["exit_code"]')" = 1 ] &&
+    jget "$body" '["stdout"]' | grep -q "Connection refused" &&
+    ok "keepd: another sandbox does not reach it (its own loopback)" ||
+    bad "keepd other sandbox: $code $body"
+
+# Python through execute (a template's clone), its server in a thread.
+req "$alice" POST /v1/sandboxes '{"image":"python"}'
+sbp=$(jget "$body" '["id"]')
+code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $alice" \
+    --data-binary @"$tmp/ws/hello.txt" "$url/v1/sandboxes/$sbp/files/write?path=hello.txt")
+req "$alice" POST "/v1/sandboxes/$sbp/execute" \
+    "$(python3 -c 'import json,sys; print(json.dumps({"code": open(sys.argv[1]).read(), "language": "python"}))' "$tmp/ws/serve_fetch.py")"
+[ "$code" = 200 ] && [ "$(jget "$body" '["stdout"]')" = "$(cat "$tmp/py.want")" ] &&
+    [ "$(jget "$body" '["limits"]')" = "['egress']" ] &&
+    ok "keepd execute python: http.server and urllib in one program; outside refused, limits: egress" ||
+    bad "keepd python: $code $body"
+req "$alice" DELETE "/v1/sandboxes/$sbx"
+keepd_finish
