@@ -730,6 +730,7 @@ do_send(struct vm *vm, struct vfd *f, struct iovec *iov, size_t n,
 	int back = -1, flags, dontwait;
 	ssize_t w;
 
+	path[0] = '\0';
 	flags = (gflags & MSG_PASS & ~MSG_CMSG_CLOEXEC) | MSG_NOSIGNAL |
 	    MSG_DONTWAIT;
 	dontwait = (gflags & MSG_DONTWAIT) != 0;
@@ -755,7 +756,7 @@ do_send(struct vm *vm, struct vfd *f, struct iovec *iov, size_t n,
 				break;
 			return rc == SOCK_PARKED ? RET_PARKED : rc;
 		}
-		if (path[0] != '\0' && addr != 0 &&
+		if (addr != 0 && path[0] != '\0' &&
 		    (rc = unix_at(vm, path, 0, &ss, &sl, &back)) != 0)
 			return done > 0 ? done : rc;
 		m.msg_namelen = addr != 0 ? sl : 0;
