@@ -61,6 +61,8 @@ seccomp_selftest(const char *name, const char *call)
 	char cname[64];
 	const char *colon;
 
+	if (strcmp(name, "netns") == 0)
+		f = &seccomp_netns;
 	if (strcmp(name, "vm") == 0 || strcmp(name, "vm-net") == 0) {
 		flags = SCF_NO_SOCKETS |
 		    (strcmp(name, "vm-net") == 0 ? SCF_VM_NET : 0);

@@ -324,6 +324,37 @@ static const struct seccomp_rule template_rules[] = {
 const struct seccomp_filter seccomp_template = { "template", template_rules,
 	nitems(template_rules), 1 };
 
+/*
+ * The vmm's namespace maker (host/vm_confine.c): a request in, a child
+ * that makes a sandbox's user and network namespaces, their descriptors
+ * out. Nothing else: no file but its own /proc entries, no socket but
+ * the one that brings lo up.
+ */
+static const struct seccomp_rule netns_rules[] = {
+	R(recvfrom, "a request from the vmm (recv)"),
+	R(sendto, "a refusal to the vmm (send)"),
+	RA(clone, 0, 0x01200011,
+	    "a child per request (glibc fork's flags only: no threads, no "
+	    "namespaces)"),
+	R(set_robust_list, "glibc fork in the child"),
+	R(rseq, "glibc fork in the child"),
+	R(wait4, "the child's status"),
+	RA(unshare, 0, CLONE_NEWUSER | CLONE_NEWNET,
+	    "the child: a user and a network namespace"),
+	RA(prctl, 0, PR_SET_DUMPABLE,
+	    "the child: its /proc files its own, for its maps"),
+	R(geteuid, "the child: its uid, mapped to itself"),
+	R(getegid, "the child: its gid, mapped to itself"),
+	R(openat, "the child: /proc/self uid_map, setgroups, gid_map, ns/"),
+	RA(socket, 0, AF_INET, "the child: a socket to bring lo up"),
+	RA(ioctl, 1, SIOCGIFFLAGS, "the child: lo's flags"),
+	RA(ioctl, 1, SIOCSIFFLAGS, "the child: lo up"),
+	R(capset, "the child: no capability left in its user namespace"),
+};
+
+const struct seccomp_filter seccomp_netns = { "netns", netns_rules,
+	nitems(netns_rules), 0 };
+
 static const struct seccomp_rule vmm_rules[] = {
 	VM_RULES,
 	RA(ioctl, 1, KVM_GET_DIRTY_LOG,

@@ -44,6 +44,8 @@ extern const struct seccomp_filter seccomp_egress;
 extern const struct seccomp_filter seccomp_vm;
 /* A template's holder, `keepd: template` (host/vmmproc/vmm_template.c). */
 extern const struct seccomp_filter seccomp_template;
+/* The vmm's namespace maker (host/vm_confine.h). */
+extern const struct seccomp_filter seccomp_netns;
 
 /*
  * Install seccomp_common (minus its syslog rows with SCF_NO_SOCKETS) plus

@@ -151,8 +151,9 @@ vm_netns_maker_start(const char *user)
 		log_warn("netns: user %s", user);
 		_exit(1);
 	}
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1) {
-		log_warn("netns: PR_SET_NO_NEW_PRIVS");
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1 ||
+	    seccomp_filter_install(&seccomp_netns) == -1) {
+		log_warn("netns: NO_NEW_PRIVS, seccomp");
 		_exit(1);
 	}
 	maker_loop(3);

@@ -62,6 +62,13 @@ done
 # A guest's sockets are its vm process's (docs/vmm.md, "Sockets"); which
 # families socket() may make tests/integration/vmm_sockets.sh checks.
 for sc in accept4 connect sendto bind listen; do expect_alive vm "$sc"; done
+# The vmm's namespace maker (host/vm_confine.h): namespaces for sandboxes,
+# nothing else (connect and sendto are the common syslog rows').
+expect_alive netns getpid
+for sc in ptrace execve clone mount setuid socket bind accept4 \
+    setns chroot bpf kill process_vm_readv; do
+	expect_killed netns "$sc"
+done
 # The vmm forks vm processes, with glibc fork's flags only.
 expect_killed vmm clone
 # An unknown process name is a usage error, not a silent pass.
