@@ -107,6 +107,7 @@ agent "alice" {
 	allow sandbox:read, sandbox:write, exec, artifact:read, artifact:write
 	exec "sockets", "python"
 	timeout 60s
+	contexts 2
 }
 EOP
 mkdir -p "$tmp/state/images"
@@ -158,5 +159,44 @@ req "$alice" POST "/v1/sandboxes/$sbp/execute" \
     [ "$(jget "$body" '["limits"]')" = "['egress']" ] &&
     ok "keepd execute python: http.server and urllib in one program; outside refused, limits: egress" ||
     bad "keepd python: $code $body"
+
+# A context's server, in a thread that runs on between its cells, answers
+# a plain execute of the same sandbox; a background command's server
+# answers the context's next cell.
+pyexec() { # pyexec CODE [CONTEXT]: execute in sandbox sbp
+	python3 -c '
+import json, sys
+d = {"code": sys.argv[1], "language": "python"}
+if sys.argv[2]: d["context_id"] = sys.argv[2]
+print(json.dumps(d))' "$1" "${2:-}" >"$tmp/cell.json"
+	body=$(curl -s -w '\n%{http_code}' -H "Authorization: Bearer $alice" \
+	    -H 'Content-Type: application/json' --data-binary @"$tmp/cell.json" \
+	    "$url/v1/sandboxes/$sbp/execute")
+	code=${body##*$'\n'}; body=${body%$'\n'*}
+}
+req "$alice" POST "/v1/sandboxes/$sbp/contexts" '{"language":"python"}'
+cid=$(jget "$body" '["id"]')
+pyexec 'import http.server, threading, logging
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", 8125), http.server.SimpleHTTPRequestHandler)
+threading.Thread(target=srv.serve_forever, daemon=True).start()
+print("up")' "$cid"
+[ "$code" = 200 ] && [ "$(jget "$body" '["stdout"]')" = up ] || bad "context server: $code $body"
+pyexec 'import urllib.request
+print(urllib.request.urlopen("http://localhost:8125/hello.txt", timeout=10).read().decode().strip())'
+[ "$code" = 200 ] && [ "$(jget "$body" '["stdout"]')" = "hello from the workspace" ] &&
+    ok "keepd: a context's server thread, between cells, answers the sandbox's next execute" ||
+    bad "context server from execute: $code $body"
+req "$alice" POST "/v1/sandboxes/$sbp/commands/background" '{"cmd":"python","args":["-m","http.server","--bind","127.0.0.1","8126"]}'
+[ "$code" = 202 ] || bad "background http.server: $code $body"
+for _ in $(seq "$(slow 50)"); do
+	pyexec 'import urllib.request
+print(urllib.request.urlopen("http://127.0.0.1:8126/hello.txt", timeout=10).status)' "$cid"
+	[ "$(jget "$body" '["stdout"]' 2>/dev/null)" = 200 ] && break
+	sleep 0.2
+done
+[ "$code" = 200 ] && [ "$(jget "$body" '["stdout"]')" = 200 ] &&
+    ok "keepd: python -m http.server in the background answers a context's cell" ||
+    bad "background server from a cell: $code $body"
 req "$alice" DELETE "/v1/sandboxes/$sbx"
+req "$alice" DELETE "/v1/sandboxes/$sbp"
 keepd_finish
