@@ -9,11 +9,14 @@
  * is refused before it leaves (EACCES). `sockets serve PORT` answers
  * "pong" on 127.0.0.1:PORT and on the abstract name @keep-serve until it
  * is killed; `sockets dial PORT` asks both (a server of another run of
- * the same sandbox).
+ * the same sandbox). `sockets hostile` gives the calls bad pointers,
+ * lengths, descriptors and control messages: the same errors as Linux
+ * (sendmsg and recvmsg as bare system calls: libc's read the header).
  */
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -544,6 +547,80 @@ egress(void)
 }
 
 static void
+result(const char *what, long rc)
+{
+	printf("%s: %s\n", what, rc >= 0 ? "ok" : strerror(errno));
+}
+
+static void
+hostile(void)
+{
+	struct sockaddr_in in = { .sin_family = AF_INET,
+		.sin_port = htons(9),
+		.sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int u = socket(AF_INET, SOCK_DGRAM, 0),
+	    t = socket(AF_INET, SOCK_STREAM, 0), sv[2], p[2], bad = 999, v;
+	char cbuf[CMSG_SPACE(sizeof(int))], b = 'x';
+	struct iovec iov = { &b, 1 }, biov = { (void *)8, 16 };
+	struct msghdr m;
+	struct cmsghdr *c;
+	socklen_t l = sizeof(v);
+
+	CHECK(u >= 0 && t >= 0 &&
+	    socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0 && pipe(p) == 0);
+	result("connect, address at 1", connect(u, (void *)1, sizeof(in)));
+	result(
+	    "connect, length 1000", connect(u, (struct sockaddr *)&in, 1000));
+	result("connect, length 1", connect(u, (struct sockaddr *)&in, 1));
+	result("bind, no address", bind(u, NULL, 0));
+	result("sendto, buffer at 1",
+	    sendto(u, (void *)1, 10, 0, (struct sockaddr *)&in, sizeof(in)));
+	result("recvmsg, header at 1",
+	    syscall(SYS_recvmsg, u, (void *)1, MSG_DONTWAIT));
+	memset(&m, 0, sizeof(m));
+	m.msg_iov = &biov;
+	m.msg_iovlen = 1;
+	result("sendmsg, iovec at 8", syscall(SYS_sendmsg, sv[0], &m, 0));
+	m.msg_iov = &iov;
+	m.msg_iovlen = 2000;
+	result("sendmsg, 2000 iovecs", syscall(SYS_sendmsg, sv[0], &m, 0));
+	m.msg_iovlen = 1;
+	m.msg_control = cbuf;
+	m.msg_controllen = sizeof(cbuf);
+	c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &bad, sizeof(int));
+	result("sendmsg, SCM_RIGHTS of descriptor 999",
+	    syscall(SYS_sendmsg, sv[0], &m, 0));
+	c->cmsg_len = sizeof(cbuf) + 64;
+	result("sendmsg, cmsg_len past the buffer",
+	    syscall(SYS_sendmsg, sv[0], &m, 0));
+	c->cmsg_len = 4;
+	result("sendmsg, cmsg_len 4", syscall(SYS_sendmsg, sv[0], &m, 0));
+	m.msg_control = (void *)16;
+	result("sendmsg, control at 16", syscall(SYS_sendmsg, sv[0], &m, 0));
+	result("getsockopt, no length",
+	    getsockopt(u, SOL_SOCKET, SO_TYPE, &v, NULL));
+	result("getsockopt, value at 4096",
+	    getsockopt(u, SOL_SOCKET, SO_TYPE, (void *)4096, &l));
+	result("setsockopt, option 9999",
+	    setsockopt(u, SOL_SOCKET, 9999, &v, sizeof(v)));
+	result("setsockopt, value at 1",
+	    setsockopt(u, SOL_SOCKET, SO_REUSEADDR, (void *)1, sizeof(v)));
+	result("socket, type 99", socket(AF_INET, 99, 0));
+	result("socket, family 200", socket(200, SOCK_STREAM, 0));
+	result("socket, UDP over stream",
+	    socket(AF_INET, SOCK_STREAM, IPPROTO_UDP));
+	result("getsockname of a pipe", getsockname(p[0], (void *)&in, &l));
+	result("accept, not listening", accept(t, NULL, NULL));
+	result("listen, descriptor 999", listen(999, 1));
+	result("shutdown, how 7", shutdown(sv[0], 7));
+	result("getpeername, not connected", getpeername(t, (void *)&in, &l));
+}
+
+static void
 abstract_name(struct sockaddr_un *un, socklen_t *ul)
 {
 	static const char name[] = "keep-serve";
@@ -612,6 +689,10 @@ int
 main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
+	if (argc > 1 && strcmp(argv[1], "hostile") == 0) {
+		hostile();
+		return 0;
+	}
 	if (argc > 1 && strcmp(argv[1], "egress") == 0) {
 		egress();
 		return 0;

@@ -4,8 +4,9 @@
 # a workspace path and an abstract name, SCM_RIGHTS, non-blocking connect
 # with poll, epoll and select, options and timeouts, a signal cutting an
 # accept short: the same lines as natively, through keep run (as root and
-# unprivileged) and keepd. Every destination outside loopback is refused
-# before it leaves (EACCES, "limits": ["egress"]); a server one command
+# unprivileged) and keepd; hostile arguments get Linux's errors. Every
+# destination outside loopback is refused before it leaves (EACCES,
+# "limits": ["egress"]); a server one command
 # starts in the background is there for the sandbox's next command and
 # for no other sandbox; Python's http.server answers urllib in the same
 # program; the vm process's filter lets no other socket family through.
@@ -36,6 +37,12 @@ EOF
 cmp -s "$tmp/egress.want" "$tmp/got" && grep -q "limits: egress" "$tmp/err" &&
     ok "keep run: connects and sends outside loopback are EACCES and say limits: egress; no netlink or raw sockets" ||
     bad "keep run egress: $(diff "$tmp/egress.want" "$tmp/got") $(cat "$tmp/err")"
+
+"$G/sockets" hostile >"$tmp/hostile.want" 2>&1
+"$KEEP" run --timeout 30s "$G/sockets" hostile >"$tmp/got" 2>"$tmp/err"
+[ "$(wc -l <"$tmp/got")" -ge 20 ] && cmp -s "$tmp/hostile.want" "$tmp/got" &&
+    ok "keep run: bad pointers, lengths, descriptors and control messages get Linux's errors" ||
+    bad "keep run hostile: $(diff "$tmp/hostile.want" "$tmp/got") $(cat "$tmp/err")"
 
 # Unprivileged: a user namespace holds the network namespace.
 if command -v setpriv >/dev/null &&
