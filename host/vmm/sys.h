@@ -231,6 +231,8 @@ int64_t sys_accept4(struct vm *, const uint64_t a[6]);
 int64_t sys_connect(struct vm *, const uint64_t a[6]);
 int64_t sys_sendmsg(struct vm *, const uint64_t a[6]);
 int64_t sys_recvmsg(struct vm *, const uint64_t a[6]);
+int64_t sys_sendmmsg(struct vm *, const uint64_t a[6]);
+int64_t sys_recvmmsg(struct vm *, const uint64_t a[6]);
 int64_t sys_setsockopt(struct vm *, const uint64_t a[6]);
 int64_t sys_shutdown(struct vm *, const uint64_t a[6]);
 int64_t sys_getsockname(struct vm *, const uint64_t a[6]);

@@ -892,8 +892,9 @@ sys_recvfrom(struct vm *vm, const uint64_t a[6])
 	return err == RET_PARKED ? 0 : err;
 }
 
-int64_t
-sys_sendmsg(struct vm *vm, const uint64_t a[6])
+/* sendmsg; RET_PARKED when its thread was parked. */
+static int64_t
+msg_send(struct vm *vm, const uint64_t a[6])
 {
 	struct iovec *iov = NULL;
 	uint8_t ctl[CTL_MAX];
@@ -917,11 +918,12 @@ sys_sendmsg(struct vm *vm, const uint64_t a[6])
 		rc = do_send(vm, f, iov, h.iovlen, h.name, h.namelen, ctl, cl,
 		    (int)a[2]);
 	free(iov);
-	return rc == RET_PARKED ? 0 : rc;
+	return rc;
 }
 
-int64_t
-sys_recvmsg(struct vm *vm, const uint64_t a[6])
+/* recvmsg; RET_PARKED when its thread was parked. */
+static int64_t
+msg_recv(struct vm *vm, const uint64_t a[6])
 {
 	struct iovec *iov = NULL;
 	struct gmsghdr h;
@@ -954,8 +956,6 @@ sys_recvmsg(struct vm *vm, const uint64_t a[6])
 	    h.name != 0 ? a[1] + offsetof(struct gmsghdr, namelen) : 0,
 	    h.control, &clen, (int)a[2], &mflags);
 	free(iov);
-	if (rc == RET_PARKED)
-		return 0;
 	if (rc < 0)
 		return rc;
 	/* The header again: the guest's memory may have moved under a
@@ -969,6 +969,82 @@ sys_recvmsg(struct vm *vm, const uint64_t a[6])
 	memcpy(g + offsetof(struct gmsghdr, controllen), &clen, sizeof(clen));
 	memcpy(g + offsetof(struct gmsghdr, flags), &mflags, sizeof(mflags));
 	return rc;
+}
+
+int64_t
+sys_sendmsg(struct vm *vm, const uint64_t a[6])
+{
+	int64_t rc = msg_send(vm, a);
+
+	return rc == RET_PARKED ? 0 : rc;
+}
+
+int64_t
+sys_recvmsg(struct vm *vm, const uint64_t a[6])
+{
+	int64_t rc = msg_recv(vm, a);
+
+	return rc == RET_PARKED ? 0 : rc;
+}
+
+/*
+ * sendmmsg and recvmmsg: sendmsg and recvmsg over each header of the
+ * vector (struct mmsghdr: a msghdr, then its msg_len), each answered in
+ * its msg_len. Only the first may wait; the rest go as far as they can
+ * at once (a short count, which callers take as Linux's own). A wait
+ * parked before the first issues the whole call again. recvmmsg's
+ * timeout is not applied (the socket's own SO_RCVTIMEO is).
+ */
+#define MMSG_SIZE 64 /* struct mmsghdr on x86-64 */
+#define G_MSG_WAITFORONE 0x10000
+
+static int64_t
+mmsg(struct vm *vm, const uint64_t a[6], int recv)
+{
+	uint64_t i, n = (uint32_t)a[2], one[6];
+	int64_t rc = 0;
+	uint32_t len;
+
+	if (n > IOV_MAX_G)
+		n = IOV_MAX_G;
+	for (i = 0; i < n; i++) {
+		one[0] = a[0];
+		one[1] = a[1] + i * MMSG_SIZE;
+		one[2] = (uint32_t)a[3] & ~(uint32_t)G_MSG_WAITFORONE;
+		if (i > 0)
+			one[2] |= MSG_DONTWAIT;
+		one[3] = one[4] = one[5] = 0;
+		if (a[1] + i * MMSG_SIZE < a[1] ||
+		    vm_gptr(vm, one[1], MMSG_SIZE) == NULL) {
+			rc = -EFAULT;
+			break;
+		}
+		if ((rc = recv ? msg_recv(vm, one) : msg_send(vm, one)) ==
+		    RET_PARKED)
+			return 0;
+		if (rc < 0)
+			break;
+		len = (uint32_t)rc;
+		if (vm_put(vm, one[1] + sizeof(struct gmsghdr), &len,
+		        sizeof(len)) != 0) {
+			rc = -EFAULT;
+			break;
+		}
+	}
+	/* Linux's answer: how many went, or the first one's error. */
+	return i > 0 ? (int64_t)i : rc;
+}
+
+int64_t
+sys_sendmmsg(struct vm *vm, const uint64_t a[6])
+{
+	return mmsg(vm, a, 0);
+}
+
+int64_t
+sys_recvmmsg(struct vm *vm, const uint64_t a[6])
+{
+	return mmsg(vm, a, 1);
 }
 
 int64_t

@@ -477,9 +477,9 @@ static const struct vm_sysent linux_calls[] = {
 	NO(297, rt_tgsigqueueinfo, ENOSYS, "no signal is ever delivered"),
 	NO(298, perf_event_open, ENOSYS,
 	    "the machine's administration: not a guest's"),
-	NO(299, recvmmsg, ENOSYS,
-	    "no sockets: a guest reaches the network only through "
-	    "KEEP_SYS_FETCH"),
+	PART(299, recvmmsg, sys_recvmmsg,
+	    "recvmsg/sendmsg per message; only the first waits; the timeout is "
+	    "not applied"),
 	NO(300, fanotify_init, ENOSYS,
 	    "the machine's administration: not a guest's"),
 	NO(301, fanotify_mark, ENOSYS,
@@ -493,9 +493,8 @@ static const struct vm_sysent linux_calls[] = {
 	NO(305, clock_adjtime, ENOSYS,
 	    "the machine's administration: not a guest's"),
 	NO(306, syncfs, ENOSYS, "not provided"),
-	NO(307, sendmmsg, ENOSYS,
-	    "no sockets: a guest reaches the network only through "
-	    "KEEP_SYS_FETCH"),
+	PART(307, sendmmsg, sys_sendmmsg,
+	    "recvmsg/sendmsg per message; only the first waits"),
 	NO(308, setns, ENOSYS, "the machine's administration: not a guest's"),
 	NO(309, getcpu, ENOSYS, "not provided"),
 	NO(310, process_vm_readv, ENOSYS, "no other process to inspect"),

@@ -13,6 +13,7 @@
  * lengths, descriptors and control messages: the same errors as Linux
  * (sendmsg and recvmsg as bare system calls: libc's read the header).
  */
+#define _GNU_SOURCE
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <sys/socket.h>
@@ -211,9 +212,44 @@ udp_echo(void)
 	/* A datagram's boundaries hold, and MSG_TRUNC says its length. */
 	n = recv(a, buf, 2, MSG_TRUNC);
 	CHECK(n == 5);
+	{
+		/* Two at once each way: sendmmsg and recvmmsg. */
+		struct mmsghdr mm[2];
+		struct iovec iv[2];
+		char r0[8], r1[8];
+
+		memset(mm, 0, sizeof(mm));
+		iv[0].iov_base = "one";
+		iv[0].iov_len = 3;
+		iv[1].iov_base = "three";
+		iv[1].iov_len = 5;
+		for (int i = 0; i < 2; i++) {
+			mm[i].msg_hdr.msg_iov = &iv[i];
+			mm[i].msg_hdr.msg_iovlen = 1;
+			mm[i].msg_hdr.msg_name = &to;
+			mm[i].msg_hdr.msg_namelen = tl;
+		}
+		CHECK(sendmmsg(b, mm, 2, 0) == 2 && mm[0].msg_len == 3 &&
+		    mm[1].msg_len == 5);
+		memset(mm, 0, sizeof(mm));
+		iv[0].iov_base = r0;
+		iv[0].iov_len = sizeof(r0);
+		iv[1].iov_base = r1;
+		iv[1].iov_len = sizeof(r1);
+		for (int i = 0; i < 2; i++) {
+			mm[i].msg_hdr.msg_iov = &iv[i];
+			mm[i].msg_hdr.msg_iovlen = 1;
+		}
+		n = recvmmsg(a, mm, 2, MSG_WAITFORONE, NULL);
+		if (n == 1) /* the second had not arrived yet */
+			n += recvmmsg(a, mm + 1, 1, 0, NULL);
+		CHECK(n == 2 && mm[0].msg_len == 3 && mm[1].msg_len == 5 &&
+		    memcmp(r0, "one", 3) == 0 && memcmp(r1, "three", 5) == 0);
+	}
 	close(a);
 	close(b);
-	printf("udp echo with addresses, datagram boundaries: ok\n");
+	printf("udp echo with addresses, datagram boundaries, sendmmsg and "
+	       "recvmmsg: ok\n");
 }
 
 static void
