@@ -249,9 +249,6 @@ proc_child_start(const struct proc_info *info, const char *root,
 	    ? PROC_FD_LISTEN
 	    : -1;
 
-	/* proc_privdrop_ns (a mount namespace, so the trap platform's stubs
-	 * get user namespaces) is not used yet: keep status and the privsep
-	 * checks read each child's root through /proc (docs/vmm.md). */
 	/* The vmm's vm processes join network namespaces of their own,
 	 * made by a child forked before the vmm's chroot (host/vm_confine.h);
 	 * its filter lets them, and their sockets there, through. */
@@ -260,6 +257,9 @@ proc_child_start(const struct proc_info *info, const char *root,
 		ctx.netns_fd = vm_netns_maker_start(user);
 		scf = SCF_VM_NET | SCF_VM_NETNS;
 	}
+	/* proc_privdrop_ns (a mount namespace, so the trap platform's stubs
+	 * get user namespaces) is not used yet: keep status and the privsep
+	 * checks read each child's root through /proc (docs/vmm.md). */
 	if (proc_privdrop(root, user) == -1)
 		fatalx("%s: privilege drop failed", __func__);
 	if (seccomp_filter_install_flags(info->filter, scf) == -1)

@@ -107,6 +107,8 @@ static const struct seccomp_rule vm_netns_rules[] = {
 	RA(ioctl, 1, SIOCGIFFLAGS, "that namespace's lo: its flags"),
 	RA(ioctl, 1, SIOCSIFFLAGS, "that namespace's lo: up"),
 	R(capset, "no capability left in that user namespace"),
+	R(geteuid, "its uid and gid, mapped to themselves there"),
+	R(getegid, "its uid and gid, mapped to themselves there"),
 	RA(setns, 1, CLONE_NEWUSER,
 	    "a vm process joins its sandbox's user namespace"),
 	RA(setns, 1, CLONE_NEWNET,
