@@ -109,6 +109,45 @@ done
     --command sockets=/bin/sockets "$G/sockets" -o "$tmp/net.img.tmp" >/dev/null &&
     "$KEEP" image sign --key "$B/keys/dev.secret" "$tmp/net.img.tmp" >/dev/null ||
     { echo "FAIL: net image"; exit 1; }
+
+# keepd started unprivileged (as _keep: no chroot; its namespace maker
+# makes the sandbox's namespaces all the same).
+nr=$tmp/nonroot
+mkdir -p "$nr/state/images" "$nr/policy"
+cp "$KEEPD" "$KEEP" "$TRUST" "$nr/"
+cp "$tmp/net.img.tmp" "$nr/state/images/net.img"
+"$KEEP" key generate --out "$nr" --name issuer >/dev/null
+printf 'agent "alice" {\n\tallow sandbox:read, sandbox:write, exec\n\texec "sockets"\n\ttimeout 30s\n}\n' >"$nr/policy/t.policy"
+nport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+printf 'listen:\n  address: 127.0.0.1\n  port: %s\nstate_dir: %s/state\npolicy_dir: %s/policy\ntokens:\n  issuer_keys: [ %s/issuer.public ]\n  max_ttl: 1h\nimages:\n  trusted_keys: [ %s/dev.public ]\n' \
+    "$nport" "$nr" "$nr" "$nr" "$nr" >"$nr/keepd.yaml"
+chmod 755 "$tmp" "$nr"; chown -R _keep "$nr"
+runuser -u _keep -- "$nr/keepd" -d -f "$nr/keepd.yaml" >"$nr/log" 2>&1 &
+nrpid=$!
+for _ in $(seq "$(slow 100)"); do
+	[ "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$nport/healthz")" = 200 ] && break
+	sleep 0.1
+done
+ntok=$("$KEEP" token mint --key "$nr/issuer.secret" --sub alice --caps sandbox:read,sandbox:write,exec --ttl 10m)
+nreq() { # nreq PATH BODY
+	body=$(curl -s -w '\n%{http_code}' -H "Authorization: Bearer $ntok" \
+	    -H 'Content-Type: application/json' -d "$2" "http://127.0.0.1:$nport$1")
+	code=${body##*$'\n'}; body=${body%$'\n'*}
+}
+nreq /v1/sandboxes '{"image":"net"}'
+nsb=$(jget "$body" '["id"]' 2>/dev/null)
+nreq "/v1/sandboxes/$nsb/commands/run" '{"cmd":"sockets","args":["/"]}'
+[ "$code" = 200 ] && [ "$(jget "$body" '["stdout"]')" = "$(cat "$tmp/want")" ] &&
+    ok "keepd as an unprivileged user: the same as native" ||
+    bad "unprivileged keepd: $code $body $(tail -5 "$nr/log")"
+nreq "/v1/sandboxes/$nsb/commands/run" '{"cmd":"sockets","args":["egress"]}'
+[ "$code" = 200 ] && [ "$(jget "$body" '["limits"]')" = "['egress']" ] &&
+    ok "keepd as an unprivileged user: outside refused, limits: egress" ||
+    bad "unprivileged keepd egress: $code $body"
+kp=$(pgrep -P "$nrpid" | head -n 1)
+[ -n "$kp" ] && kill -TERM "$kp"
+wait "$nrpid" 2>/dev/null
+
 cat >"$tmp/test.policy" <<'EOP'
 agent "alice" {
 	allow sandbox:read, sandbox:write, exec, artifact:read, artifact:write
