@@ -108,10 +108,13 @@ sock_family(const struct vfd *f)
  * caller asked not to wait), SOCK_PARKED when the running thread was
  * parked until it is ready, -EINTR for a kick (one that came before
  * the call too), -EAGAIN when the socket's timeout (optname: SO_RCVTIMEO
- * or SO_SNDTIMEO) ran out first, as Linux answers.
+ * or SO_SNDTIMEO) ran out first, as Linux answers. With park 0 a thread
+ * with others is not parked (part of the call is done, and a parked call
+ * is issued again whole): -EAGAIN instead.
  */
 static int
-sock_wait(struct vm *vm, struct vfd *f, short events, int dontwait, int optname)
+sock_wait_park(struct vm *vm, struct vfd *f, short events, int dontwait,
+    int optname, int park)
 {
 	struct pollfd p = { .fd = f->hostfd, .events = events };
 	struct timeval tv = { 0, 0 };
@@ -127,7 +130,9 @@ sock_wait(struct vm *vm, struct vfd *f, short events, int dontwait, int optname)
 	if (getsockopt(f->hostfd, SOL_SOCKET, optname, &tv, &tl) == 0 &&
 	    (tv.tv_sec > 0 || tv.tv_usec > 0))
 		ms = (int64_t)tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000;
-	if (vm->threads != NULL &&
+	if (vm->threads != NULL && !park && !vm_thread_alone(vm))
+		return -EAGAIN;
+	if (vm->threads != NULL && park &&
 	    vm_thread_park(vm, &p, 1,
 	        ms >= 0 ? vm_now_us() + (uint64_t)ms * 1000 : 0, -EAGAIN))
 		return SOCK_PARKED;
@@ -146,6 +151,12 @@ sock_wait(struct vm *vm, struct vfd *f, short events, int dontwait, int optname)
 	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return rc;
+}
+
+static int
+sock_wait(struct vm *vm, struct vfd *f, short events, int dontwait, int optname)
+{
+	return sock_wait_park(vm, f, events, dontwait, optname, 1);
 }
 
 /* ---- addresses ---------------------------------------------------------- */
@@ -750,8 +761,8 @@ do_send(struct vm *vm, struct vfd *f, struct iovec *iov, size_t n,
 	m.msg_control = cl ? ctl : NULL;
 	m.msg_controllen = cl;
 	for (;;) {
-		if ((rc = sock_wait(vm, f, POLLOUT, dontwait, SO_SNDTIMEO)) !=
-		    0) {
+		if ((rc = sock_wait_park(vm, f, POLLOUT, dontwait, SO_SNDTIMEO,
+		         done == 0)) != 0) {
 			if (done > 0)
 				break;
 			return rc == SOCK_PARKED ? RET_PARKED : rc;
@@ -794,6 +805,44 @@ do_send(struct vm *vm, struct vfd *f, struct iovec *iov, size_t n,
 }
 
 /*
+ * MSG_WAITALL on a stream: after got bytes into iov, the rest, waiting
+ * between as the first did; less at the end of the stream, an error, a
+ * signal or a parked wait (a short count, as Linux gives for a signal).
+ * The bytes added.
+ */
+static ssize_t
+recv_rest(struct vm *vm, struct vfd *f, struct iovec *iov, size_t n, size_t got,
+    int dontwait)
+{
+	struct iovec *v = iov;
+	size_t left = n;
+	ssize_t more = 0, r;
+
+	if (dontwait || (fcntl(f->hostfd, F_GETFL) & O_NONBLOCK))
+		return 0;
+	for (;;) {
+		while (left > 0 && got >= v->iov_len) {
+			got -= v->iov_len;
+			v++;
+			left--;
+		}
+		if (left == 0)
+			return more;
+		v->iov_base = (uint8_t *)v->iov_base + got;
+		v->iov_len -= got;
+		if (sock_wait_park(vm, f, POLLIN, 0, SO_RCVTIMEO, 0) != 0)
+			return more;
+		r = recvmsg(f->hostfd,
+		    &(struct msghdr){ .msg_iov = v, .msg_iovlen = left },
+		    MSG_DONTWAIT);
+		if (r == 0 || (r < 0 && errno != EAGAIN))
+			return more;
+		got = r > 0 ? (size_t)r : 0;
+		more += r > 0 ? r : 0;
+	}
+}
+
+/*
  * One receive into iov; the sender's address to (addr, alenp) when
  * addr is set; control bytes (up to clen) into the guest's cbuf, *clen
  * then what was written; *mflags the message's flags.
@@ -812,12 +861,11 @@ do_recv(struct vm *vm, struct vfd *f, struct iovec *iov, size_t n,
 
 	if (*clen > CTL_MAX)
 		*clen = CTL_MAX;
-	flags = (gflags & MSG_PASS) | MSG_CMSG_CLOEXEC;
+	/* Never waits in the host (a thread of the same process may be
+	 * the sender): MSG_WAITALL is this loop's, below. */
+	flags = (gflags & MSG_PASS & ~MSG_WAITALL) | MSG_CMSG_CLOEXEC |
+	    MSG_DONTWAIT;
 	dontwait = (gflags & MSG_DONTWAIT) != 0;
-	/* A blocking MSG_WAITALL waits in the host for the whole, after
-	 * the first bytes are there. */
-	if (!(gflags & MSG_WAITALL))
-		flags |= MSG_DONTWAIT;
 	for (;;) {
 		if ((rc = sock_wait(vm, f, POLLIN, dontwait, SO_RCVTIMEO)) != 0)
 			return rc == SOCK_PARKED ? RET_PARKED : rc;
@@ -836,6 +884,8 @@ do_recv(struct vm *vm, struct vfd *f, struct iovec *iov, size_t n,
 			return -errno;
 	}
 	*mflags = m.msg_flags & ~MSG_CMSG_CLOEXEC;
+	if ((gflags & MSG_WAITALL) && f->sock == SOCK_STREAM && r > 0)
+		r += recv_rest(vm, f, iov, n, (size_t)r, dontwait);
 	if (addr != 0 &&
 	    (rc = addr_out(vm, addr, alenp, &ss, m.msg_namelen)) != 0) {
 		control_drop(ctl, m.msg_controllen);

@@ -483,6 +483,31 @@ nonblocking(void)
 	close(lfd);
 }
 
+/* MSG_WAITALL waits for the whole, across the sender's pauses. */
+static void
+waitall(void)
+{
+	int sv[2], st;
+	char buf[8];
+	pid_t pid;
+
+	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+	pid = fork();
+	CHECK(pid >= 0);
+	if (pid == 0) {
+		CHECK(write(sv[1], "abc", 3) == 3);
+		usleep(100000);
+		CHECK(write(sv[1], "def", 3) == 3);
+		_exit(0);
+	}
+	CHECK(recv(sv[0], buf, 6, MSG_WAITALL) == 6 &&
+	    memcmp(buf, "abcdef", 6) == 0);
+	CHECK(waitpid(pid, &st, 0) == pid);
+	close(sv[0]);
+	close(sv[1]);
+	printf("MSG_WAITALL across the sender's pause: ok\n");
+}
+
 static void
 options(void)
 {
@@ -748,6 +773,7 @@ main(int argc, char **argv)
 	unix_abstract();
 	rights();
 	nonblocking();
+	waitall();
 	options();
 	interrupted();
 	return 0;
