@@ -33,7 +33,7 @@ vm_confine_net(char *err, size_t errlen)
 }
 
 int
-vm_confine_net_join(int userfd, int netfd, char *err, size_t errlen)
+vm_confine_net_join(int userfd, int netfd, int ws_fd, char *err, size_t errlen)
 {
 	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct d[2];
@@ -46,6 +46,18 @@ vm_confine_net_join(int userfd, int netfd, char *err, size_t errlen)
 	}
 	if (setns(netfd, CLONE_NEWNET) == -1) {
 		snprintf(err, errlen, "setns net: %s", strerror(errno));
+		return -1;
+	}
+	/*
+	 * The root at its workspace while the user namespace lends
+	 * CAP_SYS_CHROOT: a path the host itself resolves for the guest
+	 * (an AF_UNIX name at connect, whose last component the guest may
+	 * swap for a symlink after the VMM looked) then stays in it, never
+	 * another sandbox's workspace under the state directory.
+	 */
+	if (userfd >= 0 && ws_fd >= 0 &&
+	    (fchdir(ws_fd) == -1 || chroot(".") == -1 || chdir("/") == -1)) {
+		snprintf(err, errlen, "chroot: %s", strerror(errno));
 		return -1;
 	}
 	memset(d, 0, sizeof(d));

@@ -14,8 +14,10 @@
  *     only with a network namespace of its own, SCF_VM_NET; plain open
  *     and openat are not there either).
  *
- * Before all of it, vm_confine_net gives the process a network namespace
- * of its own where it can (docs/vmm.md, "Sockets").
+ * Before all of it, vm_confine_net_join (its sandbox's, keepd) or
+ * vm_confine_net (its own) gives the process a network namespace with
+ * only lo (docs/vmm.md, "Sockets"); joining, its root becomes its
+ * workspace.
  *
  * Without Landlock, or with an ABI before 6, the remaining steps still
  * apply: docs/threat-model.md says what that leaves open.
@@ -42,10 +44,12 @@ int vm_confine_net(char *err, size_t errlen);
 /*
  * A network namespace made earlier (vm_netns_make), joined: the user
  * namespace that owns it first (userfd; -1: none, a privileged caller),
- * then it, then every capability that gave is dropped. 1, or -1 with a
- * reason in err (the process must not go on).
+ * then it; with a user namespace the process's root becomes ws_fd (its
+ * workspace; -1: none) while it may, then every capability that gave is
+ * dropped. 1, or -1 with a reason in err (the process must not go on).
  */
-int vm_confine_net_join(int userfd, int netfd, char *err, size_t errlen);
+int vm_confine_net_join(
+    int userfd, int netfd, int ws_fd, char *err, size_t errlen);
 
 /*
  * The namespace maker: a child of the vmm forked before its privilege

@@ -184,9 +184,9 @@ void __attribute__((noreturn)) vmm_vm_process(struct proc_ctx *ctx,
 	vmm_images_shed(vs, cfg->image_map);
 	/* Its sandbox's network, else one of its own where one can be
 	 * had: loopback only. */
-	cfg->net = ns_net >= 0
-	    ? vm_confine_net_join(ns_user, ns_net, err, sizeof(err))
-	    : vm_confine_net(err, sizeof(err));
+	cfg->net = ns_net >= 0 ? vm_confine_net_join(ns_user, ns_net,
+	                             cfg->workspace_fd, err, sizeof(err))
+	                       : vm_confine_net(err, sizeof(err));
 	if (ns_net >= 0) {
 		close(ns_user);
 		close(ns_net);

@@ -260,9 +260,10 @@ clone_run(struct proc_ctx *ctx, struct vmm_template *t, int sock,
 	/* As every vm process (vmm_vm_process): its sandbox's network, its
 	 * workspace only, no signals or sockets beyond its own
 	 * (host/vm_confine.c). */
-	net = q->net ? vm_confine_net_join(fds[TPL_FD_NETNS_USER],
-	                   fds[TPL_FD_NETNS_NET], err, sizeof(err))
-	             : 0;
+	net = q->net
+	    ? vm_confine_net_join(fds[TPL_FD_NETNS_USER], fds[TPL_FD_NETNS_NET],
+	          fds[TPL_FD_WORKSPACE], err, sizeof(err))
+	    : 0;
 	close(fds[TPL_FD_NETNS_USER]);
 	close(fds[TPL_FD_NETNS_NET]);
 	if (net == -1 ||

@@ -186,6 +186,14 @@ done
 [ "$code" = 200 ] && [ "$(jget "$body" '["stdout"]')" = $'127.0.0.1:8123: pong\n@keep-serve: pong' ] &&
     ok "keepd: a server started by a background command answers the sandbox's next command (TCP and an abstract name)" ||
     bad "keepd across runs: $code $body"
+# The server's vm process has its workspace for its root: a path the
+# host resolves for it (an AF_UNIX name swapped for a symlink after the
+# VMM looked) cannot lead into another sandbox's workspace.
+vmp=$(pgrep -f "vm $sbx" | head -n 1)
+root=$(readlink "/proc/$vmp/root" 2>/dev/null)
+[ -n "$vmp" ] && [ "${root##*/}" = "$sbx" ] &&
+    ok "keepd: a vm process's root is its workspace" ||
+    bad "vm process root: pid '$vmp' root '$root'"
 req "$alice" POST /v1/sandboxes '{"image":"net"}'
 sbx2=$(jget "$body" '["id"]')
 req "$alice" POST "/v1/sandboxes/$sbx2/commands/run" '{"cmd":"sockets","args":["dial","8123"]}'
