@@ -470,6 +470,12 @@ cmd_run(int argc, char **argv)
 	if (use_template && img != NULL)
 		run_template_start(argv[0], img, argv[1], &cfg, memory_opt,
 		    (const uint8_t(*)[32])trust, ntrust);
+	/* The guest's sockets in a network of its own, loopback only
+	 * (docs/vmm.md, "Sockets"); without one, AF_UNIX only. */
+	if ((cfg.net = vmm_netns_enter(err, sizeof(err))) == -1) {
+		fprintf(stderr, "keep run: network namespace: %s\n", err);
+		goto out;
+	}
 	rc = vmm_run(&cfg, &res, err, sizeof(err));
 	if (vkeyed)
 		verified_update(img, vpath, &vkey, checked, hints, vchanged);
@@ -500,6 +506,10 @@ have_result:
 		    "keep run: the process tree was refused memory at its "
 		    "limit (%llu MiB for all its processes together)\n",
 		    (unsigned long long)(cfg.memory >> 20));
+	if (res.limits_hit & VMM_LIMIT_EGRESS)
+		fprintf(stderr,
+		    "keep run: a connection outside the sandbox was refused "
+		    "(limits: egress; the guest's network is its loopback)\n");
 	if (stats)
 		fprintf(stderr,
 		    "keep run: boot %llu us, run %llu us, %llu exits, %llu "

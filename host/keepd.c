@@ -56,8 +56,26 @@ seccomp_selftest(const char *name, const char *call)
 	const struct seccomp_filter *f = info != NULL ? info->filter : NULL;
 	int nr;
 
-	if (strcmp(name, "vm") == 0)
+	unsigned flags = 0;
+	long a0 = 0;
+	char cname[64];
+	const char *colon;
+
+	if (strcmp(name, "netns") == 0)
+		f = &seccomp_netns;
+	if (strcmp(name, "vm") == 0 || strcmp(name, "vm-net") == 0) {
+		flags = SCF_NO_SOCKETS |
+		    (strcmp(name, "vm-net") == 0 ? SCF_VM_NET : 0);
 		f = &seccomp_vm;
+	}
+	/* CALL:N: the call with N as its first argument (a family). */
+	if (call != NULL && (colon = strchr(call, ':')) != NULL &&
+	    (size_t)(colon - call) < sizeof(cname)) {
+		memcpy(cname, call, (size_t)(colon - call));
+		cname[colon - call] = '\0';
+		a0 = strtol(colon + 1, NULL, 0);
+		call = cname;
+	}
 	if (f == NULL) {
 		fprintf(stderr, "keepd: no process %s with a filter\n", name);
 		return 2;
@@ -68,14 +86,13 @@ seccomp_selftest(const char *name, const char *call)
 		return 2;
 	}
 	/* A vm process's filter comes without the syslog sockets. */
-	if (seccomp_filter_install_flags(
-	        f, f == &seccomp_vm ? SCF_NO_SOCKETS : 0) == -1) {
+	if (seccomp_filter_install_flags(f, flags) == -1) {
 		fprintf(stderr, "keepd: seccomp: %s\n", strerror(errno));
 		return 1;
 	}
 	(void)!write(STDOUT_FILENO, ok, sizeof(ok) - 1);
 	if (nr >= 0)
-		syscall(nr, 0, 0, 0, 0, 0, 0);
+		syscall(nr, a0, 0, 0, 0, 0, 0);
 	(void)!write(STDOUT_FILENO, alive, sizeof(alive) - 1);
 	return 0;
 }

@@ -26,6 +26,7 @@
 #include "host/msg.h"
 #include "host/proc.h"
 #include "host/seccomp_filters.h"
+#include "host/vm_confine.h"
 #include "lib/clock.h"
 #include "lib/log.h"
 
@@ -216,6 +217,7 @@ proc_child_start(const struct proc_info *info, const char *root,
 	struct proc_ctx ctx;
 	struct msg_ready ready;
 	enum proc_id p;
+	unsigned scf = 0;
 	int rc;
 
 	/*
@@ -247,12 +249,20 @@ proc_child_start(const struct proc_info *info, const char *root,
 	    ? PROC_FD_LISTEN
 	    : -1;
 
+	/* The vmm's vm processes join network namespaces of their own,
+	 * made by a child forked before the vmm's chroot (host/vm_confine.h);
+	 * its filter lets them, and their sockets there, through. */
+	ctx.netns_fd = -1;
+	if (info->id == PROC_VMM) {
+		ctx.netns_fd = vm_netns_maker_start(user);
+		scf = SCF_VM_NET | SCF_VM_NETNS;
+	}
 	/* proc_privdrop_ns (a mount namespace, so the trap platform's stubs
 	 * get user namespaces) is not used yet: keep status and the privsep
 	 * checks read each child's root through /proc (docs/vmm.md). */
 	if (proc_privdrop(root, user) == -1)
 		fatalx("%s: privilege drop failed", __func__);
-	if (seccomp_filter_install(info->filter) == -1)
+	if (seccomp_filter_install_flags(info->filter, scf) == -1)
 		fatal("%s: seccomp", __func__);
 
 	memset(&ready, 0, sizeof(ready));

@@ -72,6 +72,7 @@ struct proc_ctx {
 	enum proc_id self;
 	int fd[PROC_COUNT]; /* link to each process, -1 if none */
 	int kvm_fd; /* vmm: /dev/kvm, else -1 */
+	int netns_fd; /* vmm: its namespace maker (host/vm_confine.h), or -1 */
 	int listen_fd; /* front: listener, else -1 */
 	int quit; /* set by a handler to leave proc_loop() */
 	const struct msg_handler *handlers;

@@ -8,6 +8,7 @@
  * libcurl), its owner adds rows here with a reason, never a wildcard.
  */
 #include <sys/ioctl.h>
+#include <linux/sockios.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -84,6 +85,38 @@ static const struct seccomp_rule syslog_rules[] = {
 
 static const struct seccomp_filter seccomp_syslog = { "syslog", syslog_rules,
 	nitems(syslog_rules), 0 };
+
+/* With SCF_VM_NET: a vm process in a network namespace of its own
+ * (host/vm_confine.c, vm_confine_net), and the vmm that forks it, which
+ * also makes that namespace there before the vm's own filter goes on. */
+static const struct seccomp_rule vm_net_rules[] = {
+	RA(socket, 0, AF_INET,
+	    "a guest AF_INET socket, in the run's own network namespace"),
+	RA(socket, 0, AF_INET6,
+	    "a guest AF_INET6 socket, in the run's own network namespace"),
+};
+
+static const struct seccomp_filter seccomp_vm_net = { "vm-net", vm_net_rules,
+	nitems(vm_net_rules), 0 };
+
+static const struct seccomp_rule vm_netns_rules[] = {
+	RA(unshare, 0, CLONE_NEWUSER | CLONE_NEWNET,
+	    "a vm process's network namespace (with a user namespace, "
+	    "unprivileged)"),
+	RA(unshare, 0, CLONE_NEWNET, "the same for a privileged caller"),
+	RA(ioctl, 1, SIOCGIFFLAGS, "that namespace's lo: its flags"),
+	RA(ioctl, 1, SIOCSIFFLAGS, "that namespace's lo: up"),
+	R(capset, "no capability left in that user namespace"),
+	R(geteuid, "its uid and gid, mapped to themselves there"),
+	R(getegid, "its uid and gid, mapped to themselves there"),
+	RA(setns, 1, CLONE_NEWUSER,
+	    "a vm process joins its sandbox's user namespace"),
+	RA(setns, 1, CLONE_NEWNET,
+	    "then its network namespace (vm_confine_net_join)"),
+};
+
+static const struct seccomp_filter seccomp_vm_netns = { "vm-netns",
+	vm_netns_rules, nitems(vm_netns_rules), 0 };
 
 static const struct seccomp_rule front_rules[] = {
 	R(accept4, "accept connections on the listener the parent passed"),
@@ -171,13 +204,39 @@ const struct seccomp_filter seccomp_policy = { "policy", policy_rules,
 	    R(umask, "the guest's umask is applied by the VMM instead"),       \
 	    RA(socketpair, 0, AF_UNIX,                                         \
 	        "a guest socketpair is a host one (vmm/sys_socket.c)"),        \
-	    R(shutdown, "a guest shutdown of a socketpair's end"),             \
+	    VM_SOCKET_RULES,                                                   \
 	    RA(mprotect, 2, PROT_NONE,                                         \
 	        "close guest pages the guest does not hold "                   \
 	        "(vmm/mem_space.c)"),                                          \
 	    RA(mprotect, 2, PROT_READ | PROT_WRITE,                            \
 	        "open guest pages as they are charged (never executable)"),    \
 	    TRAP_RULES
+
+/*
+ * A guest's sockets are host ones of its vm process (vmm/sys_socket.c):
+ * AF_UNIX always (paths beneath the workspace, which Landlock holds it
+ * to); the internet families only with SCF_VM_NET (vm_net_rules), where
+ * the process has a network namespace of its own. Nothing else: no
+ * netlink, no packet or raw sockets, no other family.
+ */
+#define VM_SOCKET_RULES                                                        \
+	RA(socket, 0, AF_UNIX, "a guest AF_UNIX socket (vmm/sys_socket.c)"),   \
+	    R(bind,                                                            \
+	        "a guest bind: an AF_UNIX path beneath the workspace, "        \
+	        "or in the run's own network namespace"),                      \
+	    R(listen, "a guest listen"),                                       \
+	    R(accept4, "a guest accept and accept4"),                          \
+	    R(connect, "a guest connect: loopback or the workspace only"),     \
+	    R(sendto, "a guest send and sendto (glibc's send)"),               \
+	    R(recvfrom, "a guest recv and recvfrom (glibc's recv)"),           \
+	    R(getsockname, "a guest getsockname"),                             \
+	    R(getpeername, "a guest getpeername"),                             \
+	    R(setsockopt, "the guest's socket options (vmm/sys_socket.c)"),    \
+	    R(getsockopt, "the guest's socket options, SO_ERROR"),             \
+	    R(shutdown, "a guest shutdown"),                                   \
+	    R(fchdir,                                                          \
+	        "an AF_UNIX path: bind and connect in its directory "          \
+	        "(there is no bindat), and back")
 
 /*
  * The trap platform (host/vmm/trap.c, guest/trap_stub.c): what a vm
@@ -266,6 +325,37 @@ static const struct seccomp_rule template_rules[] = {
 
 const struct seccomp_filter seccomp_template = { "template", template_rules,
 	nitems(template_rules), 1 };
+
+/*
+ * The vmm's namespace maker (host/vm_confine.c): a request in, a child
+ * that makes a sandbox's user and network namespaces, their descriptors
+ * out. Nothing else: no file but its own /proc entries, no socket but
+ * the one that brings lo up.
+ */
+static const struct seccomp_rule netns_rules[] = {
+	R(recvfrom, "a request from the vmm (recv)"),
+	R(sendto, "a refusal to the vmm (send)"),
+	RA(clone, 0, 0x01200011,
+	    "a child per request (glibc fork's flags only: no threads, no "
+	    "namespaces)"),
+	R(set_robust_list, "glibc fork in the child"),
+	R(rseq, "glibc fork in the child"),
+	R(wait4, "the child's status"),
+	RA(unshare, 0, CLONE_NEWUSER | CLONE_NEWNET,
+	    "the child: a user and a network namespace"),
+	RA(prctl, 0, PR_SET_DUMPABLE,
+	    "the child: its /proc files its own, for its maps"),
+	R(geteuid, "the child: its uid, mapped to itself"),
+	R(getegid, "the child: its gid, mapped to itself"),
+	R(openat, "the child: /proc/self uid_map, setgroups, gid_map, ns/"),
+	RA(socket, 0, AF_INET, "the child: a socket to bring lo up"),
+	RA(ioctl, 1, SIOCGIFFLAGS, "the child: lo's flags"),
+	RA(ioctl, 1, SIOCSIFFLAGS, "the child: lo up"),
+	R(capset, "the child: no capability left in its user namespace"),
+};
+
+const struct seccomp_filter seccomp_netns = { "netns", netns_rules,
+	nitems(netns_rules), 0 };
 
 static const struct seccomp_rule vmm_rules[] = {
 	VM_RULES,
@@ -414,6 +504,10 @@ filter_build(const struct seccomp_filter *f, unsigned flags)
 	rc = add_rules(sc, &seccomp_common);
 	if (rc == 0 && !(flags & SCF_NO_SOCKETS))
 		rc = add_rules(sc, &seccomp_syslog);
+	if (rc == 0 && (flags & SCF_VM_NET))
+		rc = add_rules(sc, &seccomp_vm_net);
+	if (rc == 0 && (flags & SCF_VM_NETNS))
+		rc = add_rules(sc, &seccomp_vm_netns);
 	if (rc == 0 && f != NULL)
 		rc = add_rules(sc, f);
 	if (rc < 0) {

@@ -44,6 +44,8 @@ extern const struct seccomp_filter seccomp_egress;
 extern const struct seccomp_filter seccomp_vm;
 /* A template's holder, `keepd: template` (host/vmmproc/vmm_template.c). */
 extern const struct seccomp_filter seccomp_template;
+/* The vmm's namespace maker (host/vm_confine.h). */
+extern const struct seccomp_filter seccomp_netns;
 
 /*
  * Install seccomp_common (minus its syslog rows with SCF_NO_SOCKETS) plus
@@ -55,6 +57,11 @@ int seccomp_filter_install(const struct seccomp_filter *f);
  * connect, sendto): for a process that logs to stderr only
  * (log_stderr_only) and must reach no socket but those it was given. */
 #define SCF_NO_SOCKETS 0x1u
+/* The internet families' sockets (a vm process in a network namespace
+ * of its own, host/vm_confine.h); and, for the vmm, what makes that
+ * namespace (unshare, lo up, capset). */
+#define SCF_VM_NET 0x2u
+#define SCF_VM_NETNS 0x4u
 
 /* seccomp_filter_install with SCF_* flags. */
 int seccomp_filter_install_flags(

@@ -3,6 +3,13 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include <linux/capability.h>
+#include <poll.h>
+#include <pwd.h>
+#include <sched.h>
+#include <sys/prctl.h>
+#include <grp.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -15,20 +22,203 @@
 #include "host/proc.h"
 #include "host/seccomp_filters.h"
 #include "host/vm_confine.h"
+#include "host/vmm/vmm.h"
 #include "lib/landlock.h"
 #include "lib/log.h"
 
 int
-vm_confine(int ws_fd, char *err, size_t errlen)
+vm_confine_net(char *err, size_t errlen)
+{
+	return vmm_netns_enter(err, errlen);
+}
+
+int
+vm_confine_net_join(int userfd, int netfd, int ws_fd, char *err, size_t errlen)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+
+	/* The user namespace first: it owns the network namespace, and
+	 * its owner (this process's user) has every capability in it. */
+	if (userfd >= 0 && setns(userfd, CLONE_NEWUSER) == -1) {
+		snprintf(err, errlen, "setns user: %s", strerror(errno));
+		return -1;
+	}
+	if (setns(netfd, CLONE_NEWNET) == -1) {
+		snprintf(err, errlen, "setns net: %s", strerror(errno));
+		return -1;
+	}
+	/*
+	 * The root at its workspace while the user namespace lends
+	 * CAP_SYS_CHROOT: a path the host itself resolves for the guest
+	 * (an AF_UNIX name at connect, whose last component the guest may
+	 * swap for a symlink after the VMM looked) then stays in it, never
+	 * another sandbox's workspace under the state directory.
+	 */
+	if (userfd >= 0 && ws_fd >= 0 &&
+	    (fchdir(ws_fd) == -1 || chroot(".") == -1 || chdir("/") == -1)) {
+		snprintf(err, errlen, "chroot: %s", strerror(errno));
+		return -1;
+	}
+	memset(d, 0, sizeof(d));
+	if (userfd >= 0 && syscall(SYS_capset, &h, d) == -1) {
+		snprintf(err, errlen, "capset: %s", strerror(errno));
+		return -1;
+	}
+	return 1;
+}
+
+/* ---- the namespace maker --------------------------------------------- */
+
+/* In a fresh child of the maker: the namespaces, and their descriptors
+ * sent back on fd; exits. */
+static void __attribute__((noreturn)) maker_one(int fd)
+{
+	char err[160], b = 'n';
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(2 * sizeof(int))];
+	} u;
+	struct iovec iov = { &b, 1 };
+	struct msghdr m;
+	int ns[2];
+
+	/* Its user changed from root, the process is not dumpable, and its
+	 * /proc files are root's: its own maps could not be written. This
+	 * child lives for the few calls that make them. */
+	if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) == -1 ||
+	    vmm_netns_enter(err, sizeof(err)) != 1) {
+		log_warnx("netns: %s", err);
+		_exit(1);
+	}
+	if ((ns[0] = open("/proc/self/ns/user", O_RDONLY | O_CLOEXEC)) == -1 ||
+	    (ns[1] = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC)) == -1) {
+		log_warn("netns: /proc/self/ns");
+		_exit(1);
+	}
+	memset(&m, 0, sizeof(m));
+	memset(&u, 0, sizeof(u));
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = u.buf;
+	m.msg_controllen = sizeof(u.buf);
+	u.h.cmsg_level = SOL_SOCKET;
+	u.h.cmsg_type = SCM_RIGHTS;
+	u.h.cmsg_len = CMSG_LEN(2 * sizeof(int));
+	memcpy(CMSG_DATA(&u.h), ns, sizeof(ns));
+	_exit(sendmsg(fd, &m, 0) == 1 ? 0 : 1);
+}
+
+/* The maker's loop: one request byte in, one child's answer out (its
+ * two descriptors, or 'x' alone). Ends with the vmm (EOF). */
+static void __attribute__((noreturn)) maker_loop(int fd)
+{
+	int st;
+	char b;
+	pid_t pid;
+
+	for (;;) {
+		if (recv(fd, &b, 1, 0) != 1)
+			_exit(0);
+		if ((pid = fork()) == 0)
+			maker_one(fd);
+		if (pid == -1 || waitpid(pid, &st, 0) != pid ||
+		    !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+			b = 'x';
+			(void)send(fd, &b, 1, MSG_NOSIGNAL);
+		}
+	}
+}
+
+int
+vm_netns_maker_start(const char *user)
+{
+	struct passwd *pw = NULL;
+	int sv[2];
+	pid_t pid;
+
+	if (geteuid() == 0 && (user == NULL || (pw = getpwnam(user)) == NULL))
+		return -1; /* a root vmm's vm processes would be root */
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1)
+		return -1;
+	if ((pid = fork()) == -1) {
+		close(sv[0]);
+		close(sv[1]);
+		return -1;
+	}
+	if (pid > 0) {
+		close(sv[1]);
+		return sv[0];
+	}
+	/* Nothing of the vmm's: its links, /dev/kvm. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (dup2(sv[1], 3) == -1)
+		_exit(1);
+	closefrom(4);
+	setproctitle("netns");
+	if (pw != NULL &&
+	    (setgroups(1, &pw->pw_gid) == -1 ||
+	        setresgid(pw->pw_gid, pw->pw_gid, pw->pw_gid) == -1 ||
+	        setresuid(pw->pw_uid, pw->pw_uid, pw->pw_uid) == -1)) {
+		log_warn("netns: user %s", user);
+		_exit(1);
+	}
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1 ||
+	    seccomp_filter_install(&seccomp_netns) == -1) {
+		log_warn("netns: NO_NEW_PRIVS, seccomp");
+		_exit(1);
+	}
+	maker_loop(3);
+}
+
+int
+vm_netns_make(int maker, int *userfd, int *netfd)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(2 * sizeof(int))];
+	} u;
+	struct pollfd p = { .fd = maker, .events = POLLIN };
+	char b = 'n';
+	struct iovec iov = { &b, 1 };
+	struct msghdr m;
+	int ns[2];
+
+	*userfd = *netfd = -1;
+	if (maker < 0 || send(maker, &b, 1, MSG_NOSIGNAL) != 1 ||
+	    poll(&p, 1, VM_NETNS_WAIT_MS) != 1)
+		return -1;
+	memset(&m, 0, sizeof(m));
+	m.msg_iov = &iov;
+	m.msg_iovlen = 1;
+	m.msg_control = u.buf;
+	m.msg_controllen = sizeof(u.buf);
+	if (recvmsg(maker, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT) != 1)
+		return -1;
+	if (m.msg_controllen < CMSG_LEN(2 * sizeof(int)) ||
+	    u.h.cmsg_level != SOL_SOCKET || u.h.cmsg_type != SCM_RIGHTS ||
+	    u.h.cmsg_len != CMSG_LEN(2 * sizeof(int)))
+		return -1;
+	memcpy(ns, CMSG_DATA(&u.h), sizeof(ns));
+	*userfd = ns[0];
+	*netfd = ns[1];
+	return 0;
+}
+
+int
+vm_confine(int ws_fd, int net, char *err, size_t errlen)
 {
 	int abi;
 
 	log_stderr_only();
-	if ((abi = landlock_confine_dir(ws_fd)) == -1) {
+	if ((abi = landlock_confine_dir_flags(ws_fd,
+	         LANDLOCK_SOCKETS |
+	             (net ? LANDLOCK_TCP | LANDLOCK_ABSTRACT : 0))) == -1) {
 		snprintf(err, errlen, "landlock: %s", strerror(errno));
 		return -1;
 	}
-	if (seccomp_filter_install_flags(&seccomp_vm, SCF_NO_SOCKETS) == -1) {
+	if (seccomp_filter_install_flags(
+	        &seccomp_vm, SCF_NO_SOCKETS | (net ? SCF_VM_NET : 0)) == -1) {
 		snprintf(err, errlen, "seccomp: %s", strerror(errno));
 		return -1;
 	}
@@ -45,7 +235,10 @@ vm_confine_holder(char *err, size_t errlen)
 		snprintf(err, errlen, "workspaces: %s", strerror(errno));
 		return -1;
 	}
-	abi = landlock_confine_dir(wd);
+	/* Its clones' own layers narrow this one: sockets and TCP are
+	 * theirs to decide (vm_confine), with or without a network. */
+	abi = landlock_confine_dir_flags(
+	    wd, LANDLOCK_SOCKETS | LANDLOCK_TCP | LANDLOCK_ABSTRACT);
 	saved = errno;
 	close(wd);
 	if (abi == -1) {
@@ -82,7 +275,7 @@ probe_run(int ws_fd, const char *probe)
 
 		if (vm_confine_holder(err, sizeof(err)) == -1 ||
 		    (probe[0] == 'c' &&
-		        vm_confine(ws_fd, err, sizeof(err)) == -1)) {
+		        vm_confine(ws_fd, 0, err, sizeof(err)) == -1)) {
 			fprintf(stderr, "%s\n", err);
 			return 2;
 		}
@@ -101,7 +294,18 @@ probe_run(int ws_fd, const char *probe)
 			return 2;
 		rc = kill((pid_t)strtol(probe + 7, NULL, 10), 0);
 	} else {
-		if (vm_confine(ws_fd, err, sizeof(err)) == -1) {
+		int net = 0;
+
+		if (strncmp(probe, "net:", 4) == 0) {
+			if ((net = vm_confine_net(err, sizeof(err))) == -1) {
+				fprintf(stderr, "%s\n", err);
+				return 2;
+			}
+			printf("%s: network namespace: %s\n", probe,
+			    net ? "its own" : err);
+			probe += 4;
+		}
+		if (vm_confine(ws_fd, net, err, sizeof(err)) == -1) {
 			fprintf(stderr, "%s\n", err);
 			return 2;
 		}
@@ -114,6 +318,16 @@ probe_run(int ws_fd, const char *probe)
 			rc = kill((pid_t)strtol(probe + 5, NULL, 10), 0);
 		else if (strcmp(probe, "socket") == 0)
 			rc = socket(AF_UNIX, SOCK_DGRAM, 0);
+		else if (strcmp(probe, "inet") == 0)
+			rc = socket(AF_INET, SOCK_STREAM, 0);
+		else if (strcmp(probe, "inet6") == 0)
+			rc = socket(AF_INET6, SOCK_DGRAM, 0);
+		else if (strcmp(probe, "netlink") == 0)
+			rc = socket(AF_NETLINK, SOCK_RAW, 0);
+		else if (strcmp(probe, "packet") == 0)
+			rc = socket(AF_PACKET, SOCK_RAW, 0);
+		else if (strcmp(probe, "unshare") == 0)
+			rc = unshare(CLONE_NEWNET);
 		else
 			return 3;
 	}

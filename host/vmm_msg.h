@@ -542,6 +542,8 @@ struct msg_vmm_run_done {
  * memory limit (docs/vmm.md, "Limits and how a run ends"). */
 #define RUN_LIMIT_PROCESSES 0x1u
 #define RUN_LIMIT_MEMORY 0x2u
+/* A socket's destination outside the sandbox refused (EACCES). */
+#define RUN_LIMIT_EGRESS 0x4u
 
 /* A sandbox's usage since the vmm started (GET .../system). */
 struct msg_vmm_system {

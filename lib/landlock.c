@@ -65,6 +65,12 @@ landlock_abi(void)
 int
 landlock_confine_dir(int dirfd)
 {
+	return landlock_confine_dir_flags(dirfd, 0);
+}
+
+int
+landlock_confine_dir_flags(int dirfd, unsigned flags)
+{
 	struct ll_ruleset_attr ra;
 	struct ll_path_beneath_attr pb;
 	size_t rasize = sizeof(ra.handled_access_fs);
@@ -81,11 +87,16 @@ landlock_confine_dir(int dirfd)
 	if (abi >= 5)
 		ra.handled_access_fs |= LL_FS_IOCTL_DEV;
 	if (abi >= 4) {
-		ra.handled_access_net = LL_NET_BIND_TCP | LL_NET_CONNECT_TCP;
+		if (!(flags & LANDLOCK_TCP))
+			ra.handled_access_net =
+			    LL_NET_BIND_TCP | LL_NET_CONNECT_TCP;
 		rasize = offsetof(struct ll_ruleset_attr, scoped);
 	}
 	if (abi >= 6) {
-		ra.scoped = LL_SCOPE_ABSTRACT_UNIX_SOCKET | LL_SCOPE_SIGNAL;
+		ra.scoped = LL_SCOPE_SIGNAL |
+		    ((flags & LANDLOCK_ABSTRACT)
+		            ? 0
+		            : LL_SCOPE_ABSTRACT_UNIX_SOCKET);
 		rasize = sizeof(ra);
 	}
 	memset(&pb, 0, sizeof(pb));
@@ -93,7 +104,8 @@ landlock_confine_dir(int dirfd)
 	pb.allowed_access = ra.handled_access_fs &
 	    (LL_FS_WRITE_FILE | LL_FS_READ_FILE | LL_FS_READ_DIR |
 	        LL_FS_REMOVE_DIR | LL_FS_REMOVE_FILE | LL_FS_MAKE_DIR |
-	        LL_FS_MAKE_REG | LL_FS_MAKE_SYM | LL_FS_REFER | LL_FS_TRUNCATE);
+	        LL_FS_MAKE_REG | LL_FS_MAKE_SYM | LL_FS_REFER | LL_FS_TRUNCATE |
+	        ((flags & LANDLOCK_SOCKETS) ? LL_FS_MAKE_SOCK : 0));
 	pb.parent_fd = dirfd;
 	if ((rfd = (int)syscall(SYS_landlock_create_ruleset, &ra, rasize, 0)) ==
 	    -1)

@@ -26,4 +26,19 @@ int landlock_abi(void);
 
 int landlock_confine_dir(int dirfd);
 
+/*
+ * The same with LANDLOCK_* flags: SOCKETS lets the process make socket
+ * nodes beneath dirfd (a guest's named AF_UNIX sockets); TCP leaves TCP
+ * bind and connect unhandled, for a process whose network namespace is
+ * its own and holds nothing but loopback (host/vm_confine.h), where the
+ * namespace is what confines them.
+ */
+#define LANDLOCK_SOCKETS 0x1u
+#define LANDLOCK_TCP 0x2u
+/* ABSTRACT: abstract UNIX names left unscoped, for the same process
+ * whose namespace already keeps them (they are per network namespace):
+ * its sandbox's other runs, each a domain of its own, reach them. */
+#define LANDLOCK_ABSTRACT 0x4u
+int landlock_confine_dir_flags(int dirfd, unsigned flags);
+
 #endif

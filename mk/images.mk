@@ -116,7 +116,7 @@ $(STOCK_DIR)/mpl/fontlist-v330.json: image/stock/mpl_fontlist.py /var/lib/dpkg/s
 	@test -f $@
 
 $(IMG_DIR)/python.img: images/python.manifest images/python.template \
-    images/python-ready.py images/python.reserve image/stock/keep_once.py $(STOCK_DIR)/mpl/fontlist-v330.json $(DEB_IMAGE_DEPS)
+    images/hosts images/nsswitch.conf images/host.conf images/python-ready.py images/python.reserve image/stock/keep_once.py $(STOCK_DIR)/mpl/fontlist-v330.json $(DEB_IMAGE_DEPS)
 	@mkdir -p $(dir $@)
 	$(B)/bin/keep image build --name python --version 3.11 --memory 1G \
 	    --defer-hashes --manifest $< \
@@ -129,7 +129,8 @@ $(STOCK_DIR)/shell.manifest: images/shell.manifest mk/deb-commands.sh /var/lib/d
 	{ cat $<; sh mk/deb-commands.sh $$(sed -n 's/^deb //p' $<); } >$@.tmp
 	mv $@.tmp $@
 
-$(IMG_DIR)/shell.img: $(STOCK_DIR)/shell.manifest $(DEB_IMAGE_DEPS)
+$(IMG_DIR)/shell.img: $(STOCK_DIR)/shell.manifest images/hosts \
+    images/nsswitch.conf images/host.conf $(DEB_IMAGE_DEPS)
 	@mkdir -p $(dir $@)
 	$(B)/bin/keep image build --name shell --version 1.0 --memory 256M \
 	    --defer-hashes --manifest $< -o $@.tmp
@@ -147,7 +148,8 @@ $(IMG_DIR)/shell.img: $(STOCK_DIR)/shell.manifest $(DEB_IMAGE_DEPS)
 # code instead.
 DEPS_PKGS += nodejs
 
-$(IMG_DIR)/node.img: images/node.manifest images/node.reserve $(DEB_IMAGE_DEPS)
+$(IMG_DIR)/node.img: images/node.manifest images/node.reserve images/hosts \
+    images/nsswitch.conf images/host.conf $(DEB_IMAGE_DEPS)
 	@mkdir -p $(dir $@)
 	wasm=; if /usr/bin/node --disable-wasm-trap-handler -e 0 2>/dev/null; \
 	then wasm=--env=NODE_OPTIONS=--disable-wasm-trap-handler; fi; \

@@ -232,6 +232,9 @@ struct api_run_result {
  * refused, ENOMEM). */
 #define API_LIMIT_PROCESSES 0x1u
 #define API_LIMIT_MEMORY 0x2u
+/* "egress": a socket's destination outside the sandbox refused (EACCES;
+ * docs/vmm.md, "Sockets"). */
+#define API_LIMIT_EGRESS 0x4u
 struct json_t;
 /* Add "limits" to a run's JSON result o when the tree met any. */
 void api_run_limits(struct json_t *o, unsigned limits);

@@ -585,6 +585,8 @@ api_run_limits(json_t *o, unsigned limits)
 		json_array_append_new(a, json_string("processes"));
 	if (limits & API_LIMIT_MEMORY)
 		json_array_append_new(a, json_string("memory"));
+	if (limits & API_LIMIT_EGRESS)
+		json_array_append_new(a, json_string("egress"));
 	json_object_set_new(o, "limits", a);
 }
 

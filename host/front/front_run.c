@@ -891,7 +891,8 @@ h_run_done(struct proc_ctx *ctx, const struct msg *m)
 	r->res.duration_ms = d.duration_ms;
 	r->res.limits =
 	    ((d.limits & RUN_LIMIT_PROCESSES) ? API_LIMIT_PROCESSES : 0) |
-	    ((d.limits & RUN_LIMIT_MEMORY) ? API_LIMIT_MEMORY : 0);
+	    ((d.limits & RUN_LIMIT_MEMORY) ? API_LIMIT_MEMORY : 0) |
+	    ((d.limits & RUN_LIMIT_EGRESS) ? API_LIMIT_EGRESS : 0);
 	r->res.cell = r->cell;
 	if (r->results_nonce[0] != '\0')
 		fb_take_results(&r->res, r->results_nonce);

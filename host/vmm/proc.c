@@ -70,6 +70,7 @@ struct vm_tree {
 	int32_t limit_hit;
 	int32_t output_limited;
 	int32_t mem_hit; /* a charge was refused */
+	int32_t egress_hit; /* a destination outside was refused */
 	uint64_t mem_used, mem_limit; /* bytes: the rows' sum, its bound */
 	unsigned nslots;
 	struct vm_slot slot[];
@@ -315,7 +316,17 @@ vm_proc_finish(struct vm *vm)
 		vm->res->limits_hit |= VMM_LIMIT_PROCESSES;
 	if (LOAD(&t->mem_hit))
 		vm->res->limits_hit |= VMM_LIMIT_MEMORY;
+	if (LOAD(&t->egress_hit))
+		vm->res->limits_hit |= VMM_LIMIT_EGRESS;
 	tree_free(vm);
+}
+
+void
+vm_proc_egress_refused(struct vm *vm)
+{
+	vm->res->limits_hit |= VMM_LIMIT_EGRESS;
+	if (vm->tree != NULL)
+		STORE(&vm->tree->egress_hit, 1);
 }
 
 /* ---- fork, vfork, clone ------------------------------------------------ */

@@ -304,8 +304,8 @@ save_fd(struct vm *vm, unsigned i, struct buf *b, char *why, size_t wlen)
 	case VFD_HOST:
 		if (f->pipe || f->path == NULL) {
 			snprintf(why, wlen,
-			    "descriptor %u is a pipe, an "
-			    "eventfd or an epoll instance",
+			    "descriptor %u is a pipe, a socket, "
+			    "an eventfd or an epoll instance",
 			    i);
 			return -1;
 		}

@@ -222,7 +222,18 @@ int64_t sys_eventfd(struct vm *, const uint64_t a[6]);
 int64_t sys_eventfd2(struct vm *, const uint64_t a[6]);
 
 /* Socket pairs (sys_socket.c). */
+int64_t sys_socket(struct vm *, const uint64_t a[6]);
 int64_t sys_socketpair(struct vm *, const uint64_t a[6]);
+int64_t sys_bind(struct vm *, const uint64_t a[6]);
+int64_t sys_listen(struct vm *, const uint64_t a[6]);
+int64_t sys_accept(struct vm *, const uint64_t a[6]);
+int64_t sys_accept4(struct vm *, const uint64_t a[6]);
+int64_t sys_connect(struct vm *, const uint64_t a[6]);
+int64_t sys_sendmsg(struct vm *, const uint64_t a[6]);
+int64_t sys_recvmsg(struct vm *, const uint64_t a[6]);
+int64_t sys_sendmmsg(struct vm *, const uint64_t a[6]);
+int64_t sys_recvmmsg(struct vm *, const uint64_t a[6]);
+int64_t sys_setsockopt(struct vm *, const uint64_t a[6]);
 int64_t sys_shutdown(struct vm *, const uint64_t a[6]);
 int64_t sys_getsockname(struct vm *, const uint64_t a[6]);
 int64_t sys_getpeername(struct vm *, const uint64_t a[6]);

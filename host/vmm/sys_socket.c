@@ -1,31 +1,83 @@
 /*
- * Socket pairs (docs/vmm.md, "Processes"): socketpair(AF_UNIX) is a host
- * socketpair behind two guest descriptors, read, written, polled and
- * passed across fork and execve as a pipe's ends are (fs.c). It reaches
- * nothing outside the run: a pair is connected only to itself, and no
- * call here names an address, so the rule that a guest reaches the
- * network only through KEEP_SYS_FETCH stands (socket, connect, bind and
- * the rest stay refused). libuv makes its child processes' standard
- * streams so (node's child_process), and Python's socket.socketpair.
+ * Sockets (docs/vmm.md, "Sockets"): every guest socket is a host socket
+ * of the vm process behind a guest descriptor (VFD_HOST, f->sock its
+ * SOCK_ type), read, written, polled and passed across fork and execve
+ * as a pipe's end is (fs.c). What keeps them inside the sandbox:
  *
- * Descriptors are never passed through a pair (no sendmsg or recvmsg):
- * SCM_RIGHTS would carry a host descriptor between vm processes.
+ *  - AF_INET and AF_INET6 exist only where the run has a network
+ *    namespace of its own with nothing but `lo` (cfg->net, made by
+ *    host/vm_confine.c before the filter goes on); elsewhere socket()
+ *    answers EACCES. Even there a connect or sendto to an address that
+ *    is not loopback is refused here, before any host call (EACCES, and
+ *    the run's result says "egress"): nothing outside is reachable
+ *    twice over.
+ *  - AF_UNIX names are guest paths, resolved as every other path is
+ *    beneath the workspace; abstract names live in the run's network
+ *    namespace (private), and without one they are refused.
+ *  - SCM_RIGHTS carries only the run's own host-backed descriptors
+ *    (pipes, sockets, eventfds, epolls): what arrives is installed as
+ *    guest descriptors, never handed over raw.
+ *
+ * A call that would block waits in the VMM, not in the host: a thread
+ * with others parks (sys_thread.c), the only thread sleeps in ppoll with
+ * the wake signals let in, so a kick is never slept through, and
+ * SO_RCVTIMEO and SO_SNDTIMEO bound the wait as Linux's do.
  */
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/un.h>
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "host/vmm/fs_int.h"
 #include "host/vmm/sys.h"
 #include "host/vmm/vm_int.h"
+#include "host/vmm/workspace.h"
 
 #define G_SOCK_NONBLOCK 04000
 #define G_SOCK_CLOEXEC 02000000
+#define SOCK_PARKED                                                            \
+	1 /* sock_wait: the thread is parked, the call will
+			 be issued again */
+#define RET_PARKED                                                             \
+	INT64_MIN /* do_send, do_recv: the same, to the
+				handler (which answers 0, not used) */
+#define IOV_MAX_G 1024 /* Linux's UIO_MAXIOV */
+#define CTL_MAX 4096 /* control bytes looked at or made per message */
+#define OPT_MAX 64 /* the largest option value passed through */
+#define G_SO_RCVTIMEO_NEW 66
+#define G_SO_SNDTIMEO_NEW 67
 
-/* Descriptor fd if it is a socketpair's end; else NULL with *err set. */
+/* Flags a guest's send or receive may carry; the rest are dropped. */
+#define MSG_PASS                                                               \
+	(MSG_OOB | MSG_PEEK | MSG_DONTROUTE | MSG_DONTWAIT | MSG_EOR |         \
+	    MSG_WAITALL | MSG_NOSIGNAL | MSG_MORE | MSG_TRUNC |                \
+	    MSG_CMSG_CLOEXEC)
+
+/* The kernel's struct msghdr on x86-64, as the guest lays it out. */
+struct gmsghdr {
+	uint64_t name;
+	uint32_t namelen, pad0;
+	uint64_t iov, iovlen;
+	uint64_t control, controllen;
+	uint32_t flags, pad1;
+};
+
+/* Descriptor fd if it is a socket; else NULL with *err set. */
 static struct vfd *
 sock_get(struct vm *vm, uint64_t fd, int64_t *err)
 {
@@ -38,6 +90,289 @@ sock_get(struct vm *vm, uint64_t fd, int64_t *err)
 	else
 		return f;
 	return NULL;
+}
+
+static int
+sock_family(const struct vfd *f)
+{
+	int v = AF_UNIX;
+	socklen_t l = sizeof(v);
+
+	if (getsockopt(f->hostfd, SOL_SOCKET, SO_DOMAIN, &v, &l) == -1)
+		return AF_UNIX;
+	return v;
+}
+
+/*
+ * Before an operation that may block on f: 0 to go on (ready, or the
+ * caller asked not to wait), SOCK_PARKED when the running thread was
+ * parked until it is ready, -EINTR for a kick (one that came before
+ * the call too), -EAGAIN when the socket's timeout (optname: SO_RCVTIMEO
+ * or SO_SNDTIMEO) ran out first, as Linux answers. With park 0 a thread
+ * with others is not parked (part of the call is done, and a parked call
+ * is issued again whole): -EAGAIN instead.
+ */
+static int
+sock_wait_park(struct vm *vm, struct vfd *f, short events, int dontwait,
+    int optname, int park)
+{
+	struct pollfd p = { .fd = f->hostfd, .events = events };
+	struct timeval tv = { 0, 0 };
+	struct timespec ts;
+	socklen_t tl = sizeof(tv);
+	sigset_t block, old;
+	int64_t ms = -1;
+	int fl, rc;
+
+	if (dontwait || (fl = fcntl(f->hostfd, F_GETFL)) == -1 ||
+	    (fl & O_NONBLOCK) || poll(&p, 1, 0) != 0)
+		return 0;
+	if (getsockopt(f->hostfd, SOL_SOCKET, optname, &tv, &tl) == 0 &&
+	    (tv.tv_sec > 0 || tv.tv_usec > 0))
+		ms = (int64_t)tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000;
+	if (vm->threads != NULL && !park && !vm_thread_alone(vm))
+		return -EAGAIN;
+	if (vm->threads != NULL && park &&
+	    vm_thread_park(vm, &p, 1,
+	        ms >= 0 ? vm_now_us() + (uint64_t)ms * 1000 : 0, -EAGAIN))
+		return SOCK_PARKED;
+	vm_wake_signals(&block);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	if (vm->run->immediate_exit)
+		rc = -EINTR;
+	else {
+		ts.tv_sec = (time_t)(ms / 1000);
+		ts.tv_nsec = (long)(ms % 1000) * 1000000;
+		rc = ppoll(&p, 1, ms >= 0 ? &ts : NULL, &old);
+		rc = rc > 0          ? 0
+		    : rc == 0        ? -EAGAIN
+		    : errno == EINTR ? -EINTR
+		                     : -errno;
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
+static int
+sock_wait(struct vm *vm, struct vfd *f, short events, int dontwait, int optname)
+{
+	return sock_wait_park(vm, f, events, dontwait, optname, 1);
+}
+
+/* ---- addresses ---------------------------------------------------------- */
+
+/* Whether an internet address is this host's own loopback (or the
+ * unspecified address, which Linux connects to loopback). */
+static int
+addr_local(const struct sockaddr_storage *ss)
+{
+	const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
+	const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+	const uint8_t *b;
+
+	if (ss->ss_family == AF_INET) {
+		b = (const uint8_t *)&in->sin_addr;
+		return b[0] == 127 || in->sin_addr.s_addr == INADDR_ANY;
+	}
+	if (ss->ss_family == AF_INET6) {
+		if (IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr) ||
+		    IN6_IS_ADDR_UNSPECIFIED(&in6->sin6_addr))
+			return 1;
+		b = in6->sin6_addr.s6_addr;
+		return IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr) &&
+		    (b[12] == 127 || (b[12] | b[13] | b[14] | b[15]) == 0);
+	}
+	return 0;
+}
+
+/* A destination outside the sandbox: refused, and the run says so. */
+static int64_t
+egress_refused(struct vm *vm)
+{
+	vm_proc_egress_refused(vm);
+	return -EACCES;
+}
+
+/*
+ * A guest socket address in: copied into *ss (*sl its length) after the
+ * checks Linux makes for f's family. An AF_UNIX path is left in *path
+ * (normalized guest path, "" for an unnamed or abstract address) for
+ * unix_at to resolve.
+ */
+static int64_t
+addr_in(struct vm *vm, struct vfd *f, uint64_t addr, uint64_t len,
+    struct sockaddr_storage *ss, socklen_t *sl, char *path, size_t pathlen)
+{
+	int fam = sock_family(f);
+	const void *g;
+	char raw[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
+	size_t n;
+
+	path[0] = '\0';
+	if ((int32_t)len < 0 || len > sizeof(*ss))
+		return -EINVAL;
+	if (len < sizeof(sa_family_t))
+		return -EINVAL;
+	if ((g = vm_gptr(vm, addr, len)) == NULL)
+		return -EFAULT;
+	memset(ss, 0, sizeof(*ss));
+	memcpy(ss, g, len);
+	*sl = (socklen_t)len;
+	if (ss->ss_family == AF_UNSPEC)
+		return 0; /* a datagram socket's disconnect */
+	if (ss->ss_family != fam)
+		return fam == AF_UNIX ? -EINVAL : -EAFNOSUPPORT;
+	switch (fam) {
+	case AF_INET:
+		return len < sizeof(struct sockaddr_in) ? -EINVAL : 0;
+	case AF_INET6:
+		return len < sizeof(struct sockaddr_in6) ? -EINVAL : 0;
+	case AF_UNIX:
+		break;
+	default:
+		return -EAFNOSUPPORT;
+	}
+	n = len - offsetof(struct sockaddr_un, sun_path);
+	if (n == 0) /* unnamed: autobind, an abstract name */
+		return vm->cfg->net ? 0 : -EACCES;
+	memcpy(raw, ((struct sockaddr_un *)ss)->sun_path, n);
+	raw[n] = '\0';
+	if (raw[0] == '\0')
+		return vm->cfg->net ? 0 : -EACCES; /* abstract */
+	return ws_normalize(vm->cwd, raw, path, pathlen);
+}
+
+/*
+ * The host side of an AF_UNIX path: the host's cwd is moved to the
+ * directory that holds it, beneath the workspace (there is no bindat or
+ * connectat), and *ss names it there. *back is the cwd to return to
+ * (unix_done). for_bind: the name must not exist yet; otherwise it must
+ * be a socket, not a symlink, which a host connect would follow out of
+ * the workspace.
+ */
+static int64_t
+unix_at(struct vm *vm, const char *path, int for_bind,
+    struct sockaddr_storage *ss, socklen_t *sl, int *back)
+{
+	struct sockaddr_un *un = (struct sockaddr_un *)ss;
+	struct open_how how;
+	char name[VM_PATH_MAX];
+	struct stat st;
+	int dfd;
+
+	*back = -1;
+	if (vm_synth_path(path) || vm_path_in_image(vm, path))
+		return for_bind ? -EADDRINUSE : -ECONNREFUSED;
+	if ((dfd = vm_ws_parent(vm, path, name, sizeof(name))) < 0)
+		return dfd;
+	if (strlen(name) >= sizeof(un->sun_path)) {
+		close(dfd);
+		return -ENAMETOOLONG;
+	}
+	if (!for_bind) {
+		if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == -1) {
+			close(dfd);
+			return -errno;
+		}
+		if (!S_ISSOCK(st.st_mode)) {
+			close(dfd);
+			return -ECONNREFUSED;
+		}
+	}
+	memset(&how, 0, sizeof(how));
+	how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+	if ((*back = (int)syscall(
+	         SYS_openat2, AT_FDCWD, ".", &how, sizeof(how))) == -1 ||
+	    fchdir(dfd) == -1) {
+		int64_t rc = -errno;
+
+		if (*back >= 0)
+			close(*back);
+		*back = -1;
+		close(dfd);
+		return rc;
+	}
+	close(dfd);
+	memset(ss, 0, sizeof(*ss));
+	un->sun_family = AF_UNIX;
+	memcpy(un->sun_path, name, strlen(name) + 1);
+	*sl = (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
+	    strlen(name) + 1);
+	return 0;
+}
+
+static void
+unix_done(int back)
+{
+	/* The host's cwd matters to nothing of the VMM's (every path is
+	 * beneath a descriptor), but keep run's caller has its own. */
+	if (back >= 0) {
+		if (fchdir(back) == -1)
+			(void)0;
+		close(back);
+	}
+}
+
+/* A host address out to the guest's (addr, *lenp), Linux's way: as much
+ * as fits, and the whole length in *lenp. */
+static int64_t
+addr_out(
+    struct vm *vm, uint64_t addr, uint64_t lenp, const void *sa, socklen_t sl)
+{
+	int32_t len;
+	void *g;
+
+	if (lenp == 0)
+		return 0;
+	if ((g = vm_gptr(vm, lenp, sizeof(len))) == NULL)
+		return -EFAULT;
+	memcpy(&len, g, sizeof(len));
+	if (len < 0)
+		return -EINVAL;
+	if (len > 0 && sl > 0 &&
+	    vm_put(vm, addr, sa, (size_t)len < sl ? (size_t)len : sl) != 0)
+		return -EFAULT;
+	len = (int32_t)sl;
+	memcpy(g, &len, sizeof(len));
+	return 0;
+}
+
+/* ---- socket, bind, listen, accept, connect ----------------------------- */
+
+int64_t
+sys_socket(struct vm *vm, const uint64_t a[6])
+{
+	uint64_t type = a[1] & ~(uint64_t)(G_SOCK_NONBLOCK | G_SOCK_CLOEXEC);
+	int hfd, gfd;
+
+	if (a[0] != AF_UNIX && a[0] != AF_INET && a[0] != AF_INET6)
+		return -EAFNOSUPPORT;
+	if (a[1] & ~(uint64_t)(0xf | G_SOCK_NONBLOCK | G_SOCK_CLOEXEC))
+		return -EINVAL;
+	if (type == SOCK_RAW || type == SOCK_PACKET)
+		return a[0] == AF_UNIX ? -ESOCKTNOSUPPORT : -EPERM;
+	if (type != SOCK_STREAM && type != SOCK_DGRAM &&
+	    !(type == SOCK_SEQPACKET && a[0] == AF_UNIX))
+		return -ESOCKTNOSUPPORT;
+	if (a[0] == AF_UNIX ? a[2] != 0
+	                    : a[2] != 0 &&
+	            a[2] != (type == SOCK_STREAM ? IPPROTO_TCP : IPPROTO_UDP))
+		return -EPROTONOSUPPORT;
+	if (a[0] != AF_UNIX && !vm->cfg->net)
+		return -EACCES; /* no network of its own: none at all */
+	if ((gfd = vm_fd_alloc(vm, 0)) < 0)
+		return gfd;
+	if ((hfd = socket((int)a[0],
+	         (int)type | SOCK_CLOEXEC |
+	             ((a[1] & G_SOCK_NONBLOCK) ? SOCK_NONBLOCK : 0),
+	         (int)a[2])) == -1)
+		return -errno;
+	if ((gfd = vm_fd_add_host(vm, hfd, (a[1] & G_SOCK_CLOEXEC) != 0)) < 0) {
+		close(hfd);
+		return gfd;
+	}
+	vm->fds[gfd].sock = (int)type;
+	return gfd;
 }
 
 int64_t
@@ -83,6 +418,686 @@ sys_socketpair(struct vm *vm, const uint64_t a[6])
 }
 
 int64_t
+sys_bind(struct vm *vm, const uint64_t a[6])
+{
+	struct sockaddr_storage ss;
+	char path[VM_PATH_MAX];
+	socklen_t sl;
+	struct vfd *f;
+	int64_t rc;
+	int back = -1;
+
+	if ((f = sock_get(vm, a[0], &rc)) == NULL)
+		return rc;
+	if ((rc = addr_in(vm, f, a[1], a[2], &ss, &sl, path, sizeof(path))) !=
+	    0)
+		return rc;
+	if (ss.ss_family == AF_UNSPEC)
+		return sock_family(f) == AF_UNIX ? -EINVAL : -EAFNOSUPPORT;
+	if (path[0] != '\0' &&
+	    (rc = unix_at(vm, path, 1, &ss, &sl, &back)) != 0)
+		return rc;
+	rc = bind(f->hostfd, (struct sockaddr *)&ss, sl) == 0 ? 0 : -errno;
+	unix_done(back);
+	if (rc == 0 && path[0] != '\0') {
+		/* getsockname answers with the name as the guest gave it,
+		 * as Linux does, not the host's relative one. */
+		const struct sockaddr_un *g = vm_gptr(vm, a[1], a[2]);
+
+		free(f->path);
+		f->path = g != NULL
+		    ? strndup(g->sun_path,
+		          a[2] - offsetof(struct sockaddr_un, sun_path))
+		    : NULL;
+	}
+	return rc;
+}
+
+int64_t
+sys_listen(struct vm *vm, const uint64_t a[6])
+{
+	struct vfd *f;
+	int64_t err;
+	int backlog = (int)a[1];
+
+	if ((f = sock_get(vm, a[0], &err)) == NULL)
+		return err;
+	return listen(f->hostfd, backlog < 0 ? 0 : backlog) == 0 ? 0 : -errno;
+}
+
+static int64_t
+do_accept(struct vm *vm, const uint64_t a[6], uint64_t flags)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	struct vfd *f;
+	int64_t rc;
+	int hfd, gfd, type = 0;
+	socklen_t tl = sizeof(type);
+
+	if ((f = sock_get(vm, a[0], &rc)) == NULL)
+		return rc;
+	if (flags & ~(uint64_t)(G_SOCK_NONBLOCK | G_SOCK_CLOEXEC))
+		return -EINVAL;
+	if ((gfd = vm_fd_alloc(vm, 0)) < 0)
+		return gfd;
+	for (;;) {
+		if ((rc = sock_wait(vm, f, POLLIN, 0, SO_RCVTIMEO)) != 0)
+			return rc == SOCK_PARKED ? 0 : rc;
+		hfd = accept4(f->hostfd, (struct sockaddr *)&ss, &sl,
+		    SOCK_CLOEXEC |
+		        ((flags & G_SOCK_NONBLOCK) ? SOCK_NONBLOCK : 0));
+		if (hfd >= 0)
+			break;
+		if (errno != EAGAIN ||
+		    (fcntl(f->hostfd, F_GETFL) & O_NONBLOCK) != 0)
+			return -errno;
+		sl = sizeof(ss); /* another process took it: wait again */
+	}
+	if ((gfd = vm_fd_add_host(vm, hfd, (flags & G_SOCK_CLOEXEC) != 0)) <
+	    0) {
+		close(hfd);
+		return gfd;
+	}
+	if (getsockopt(hfd, SOL_SOCKET, SO_TYPE, &type, &tl) == -1)
+		type = SOCK_STREAM;
+	vm->fds[gfd].sock = type;
+	if (a[1] != 0 && (rc = addr_out(vm, a[1], a[2], &ss, sl)) != 0) {
+		/* Linux has the connection by now; the guest's bad
+		 * pointer loses it. */
+		sys_close(vm, (uint64_t[6]){ (uint64_t)gfd, 0, 0, 0, 0, 0 });
+		return rc;
+	}
+	return gfd;
+}
+
+int64_t
+sys_accept(struct vm *vm, const uint64_t a[6])
+{
+	return do_accept(vm, a, 0);
+}
+
+int64_t
+sys_accept4(struct vm *vm, const uint64_t a[6])
+{
+	return do_accept(vm, a, a[3]);
+}
+
+int64_t
+sys_connect(struct vm *vm, const uint64_t a[6])
+{
+	struct sockaddr_storage ss;
+	char path[VM_PATH_MAX];
+	socklen_t sl;
+	struct vfd *f;
+	int64_t rc;
+	int back = -1;
+
+	if ((f = sock_get(vm, a[0], &rc)) == NULL)
+		return rc;
+	if ((rc = addr_in(vm, f, a[1], a[2], &ss, &sl, path, sizeof(path))) !=
+	    0)
+		return rc;
+	if ((ss.ss_family == AF_INET || ss.ss_family == AF_INET6) &&
+	    !addr_local(&ss))
+		return egress_refused(vm);
+	if (path[0] != '\0' &&
+	    (rc = unix_at(vm, path, 0, &ss, &sl, &back)) != 0)
+		return rc;
+	/* Loopback connects complete or fail at once; a blocking AF_UNIX
+	 * connect waits in the host only while the listener's backlog is
+	 * full. */
+	rc = connect(f->hostfd, (struct sockaddr *)&ss, sl) == 0 ? 0 : -errno;
+	unix_done(back);
+	return rc;
+}
+
+/* ---- send and receive ------------------------------------------------- */
+
+/* The guest's iovecs as host ones over guest memory: 0 or -errno. */
+static int64_t
+iov_in(struct vm *vm, uint64_t addr, uint64_t n, struct iovec *iov)
+{
+	const uint64_t *g;
+	uint64_t i, total = 0;
+
+	if (n > IOV_MAX_G)
+		return -EMSGSIZE;
+	if (n == 0)
+		return 0;
+	if ((g = vm_gptr(vm, addr, n * 16)) == NULL)
+		return -EFAULT;
+	for (i = 0; i < n; i++) {
+		uint64_t base, len;
+
+		memcpy(&base, &g[2 * i], 8);
+		memcpy(&len, &g[2 * i + 1], 8);
+		if ((int64_t)len < 0 || len > SSIZE_MAX - total)
+			return -EINVAL;
+		total += len;
+		iov[i].iov_len = len;
+		iov[i].iov_base = NULL;
+		if (len != 0 &&
+		    (iov[i].iov_base = vm_gptr(vm, base, len)) == NULL)
+			return -EFAULT;
+	}
+	return 0;
+}
+
+/*
+ * The guest's control messages for a send, made the host's: SCM_RIGHTS
+ * only, each descriptor one of the run's own host-backed ones (a pipe,
+ * socket, eventfd or epoll: nothing with a workspace path, whose writes
+ * the quota counts, and nothing that is not the host's). 0 with *hl the
+ * bytes made in host (CTL_MAX), or -errno.
+ */
+static int64_t
+control_in(
+    struct vm *vm, uint64_t addr, uint64_t len, uint8_t *host, size_t *hl)
+{
+	const uint8_t *g;
+	size_t off = 0;
+
+	*hl = 0;
+	if (len == 0)
+		return 0;
+	if (len > CTL_MAX)
+		return -ENOBUFS;
+	if ((g = vm_gptr(vm, addr, len)) == NULL)
+		return -EFAULT;
+	memcpy(host, g, len);
+	while (off + sizeof(struct cmsghdr) <= len) {
+		struct cmsghdr c;
+		size_t i, nfd;
+		int *fds;
+
+		memcpy(&c, host + off, sizeof(c));
+		if (c.cmsg_len < sizeof(c) || c.cmsg_len > len - off)
+			return -EINVAL;
+		if (c.cmsg_level != SOL_SOCKET || c.cmsg_type != SCM_RIGHTS)
+			return -EINVAL;
+		nfd = (c.cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		fds = (int *)(void *)(host + off + CMSG_LEN(0));
+		for (i = 0; i < nfd; i++) {
+			int gfd;
+			struct vfd *f;
+
+			memcpy(&gfd, &fds[i], sizeof(gfd));
+			if (gfd < 0 || (f = vm_fd(vm, (uint64_t)gfd)) == NULL)
+				return -EBADF;
+			if (f->kind != VFD_HOST || !f->pipe)
+				return -EOPNOTSUPP;
+			memcpy(&fds[i], &f->hostfd, sizeof(int));
+		}
+		off += CMSG_ALIGN(c.cmsg_len);
+	}
+	*hl = len;
+	return 0;
+}
+
+/* A received descriptor, a guest one now; its number or -errno (the
+ * host one closed). */
+static int
+fd_install(struct vm *vm, int hfd, int cloexec)
+{
+	struct stat st;
+	int gfd, type = 0;
+	socklen_t tl = sizeof(type);
+
+	if ((gfd = vm_fd_add_host(vm, hfd, cloexec)) < 0) {
+		close(hfd);
+		return gfd;
+	}
+	if (fstat(hfd, &st) == 0 && S_ISSOCK(st.st_mode) &&
+	    getsockopt(hfd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0)
+		vm->fds[gfd].sock = type;
+	return gfd;
+}
+
+/*
+ * The host's control messages of a receive into the guest's buffer:
+ * SCM_RIGHTS' descriptors become guest descriptors; those with no room
+ * (a descriptor limit) are closed and *flags gets MSG_CTRUNC. The
+ * bytes written, or -EFAULT.
+ */
+static int64_t
+control_out(struct vm *vm, uint8_t *host, size_t hl, uint64_t addr, int cloexec,
+    int *flags)
+{
+	size_t off = 0;
+
+	while (off + sizeof(struct cmsghdr) <= hl) {
+		struct cmsghdr c;
+		size_t i, nfd;
+		int *fds;
+
+		memcpy(&c, host + off, sizeof(c));
+		if (c.cmsg_len < sizeof(c) || c.cmsg_len > hl - off)
+			break;
+		if (c.cmsg_level == SOL_SOCKET && c.cmsg_type == SCM_RIGHTS) {
+			nfd = (c.cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			fds = (int *)(void *)(host + off + CMSG_LEN(0));
+			for (i = 0; i < nfd; i++) {
+				int hfd, gfd;
+
+				memcpy(&hfd, &fds[i], sizeof(hfd));
+				if ((gfd = fd_install(vm, hfd, cloexec)) < 0) {
+					*flags |= MSG_CTRUNC;
+					gfd = -1;
+				}
+				memcpy(&fds[i], &gfd, sizeof(gfd));
+			}
+		}
+		off += CMSG_ALIGN(c.cmsg_len);
+	}
+	if (hl > 0 && vm_put(vm, addr, host, hl) != 0)
+		return -EFAULT;
+	return (int64_t)hl;
+}
+
+/* Close what a receive brought when the guest cannot take it. */
+static void
+control_drop(uint8_t *host, size_t hl)
+{
+	size_t off = 0;
+
+	while (off + sizeof(struct cmsghdr) <= hl) {
+		struct cmsghdr c;
+		size_t i, nfd;
+
+		memcpy(&c, host + off, sizeof(c));
+		if (c.cmsg_len < sizeof(c) || c.cmsg_len > hl - off)
+			break;
+		if (c.cmsg_level == SOL_SOCKET && c.cmsg_type == SCM_RIGHTS) {
+			nfd = (c.cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			for (i = 0; i < nfd; i++) {
+				int hfd;
+
+				memcpy(&hfd,
+				    host + off + CMSG_LEN(0) + i * sizeof(int),
+				    sizeof(hfd));
+				close(hfd);
+			}
+		}
+		off += CMSG_ALIGN(c.cmsg_len);
+	}
+}
+
+/*
+ * One send: iov (n of them) to f, to the address at (addr, alen) if
+ * any, with the host control bytes ctl. A blocking stream send goes on
+ * until all is sent, as Linux's does, unless a wait is interrupted
+ * after some was.
+ */
+static int64_t
+do_send(struct vm *vm, struct vfd *f, struct iovec *iov, size_t n,
+    uint64_t addr, uint64_t alen, uint8_t *ctl, size_t cl, int gflags)
+{
+	struct sockaddr_storage ss;
+	char path[VM_PATH_MAX];
+	struct msghdr m;
+	socklen_t sl = 0;
+	int64_t rc, done = 0;
+	int back = -1, flags, dontwait;
+	ssize_t w;
+
+	path[0] = '\0';
+	flags = (gflags & MSG_PASS & ~MSG_CMSG_CLOEXEC) | MSG_NOSIGNAL |
+	    MSG_DONTWAIT;
+	dontwait = (gflags & MSG_DONTWAIT) != 0;
+	memset(&m, 0, sizeof(m));
+	if (addr != 0) {
+		if ((rc = addr_in(
+		         vm, f, addr, alen, &ss, &sl, path, sizeof(path))) != 0)
+			return rc;
+		if ((ss.ss_family == AF_INET || ss.ss_family == AF_INET6) &&
+		    !addr_local(&ss))
+			return egress_refused(vm);
+		m.msg_name = &ss;
+		m.msg_namelen = sl;
+	}
+	m.msg_iov = iov;
+	m.msg_iovlen = n;
+	m.msg_control = cl ? ctl : NULL;
+	m.msg_controllen = cl;
+	for (;;) {
+		if ((rc = sock_wait_park(vm, f, POLLOUT, dontwait, SO_SNDTIMEO,
+		         done == 0)) != 0) {
+			if (done > 0)
+				break;
+			return rc == SOCK_PARKED ? RET_PARKED : rc;
+		}
+		if (addr != 0 && path[0] != '\0' &&
+		    (rc = unix_at(vm, path, 0, &ss, &sl, &back)) != 0)
+			return done > 0 ? done : rc;
+		m.msg_namelen = addr != 0 ? sl : 0;
+		w = sendmsg(f->hostfd, &m, flags);
+		rc = w >= 0 ? 0 : -errno;
+		unix_done(back);
+		back = -1;
+		if (w >= 0) {
+			done += w;
+			/* The control bytes went with the first part. */
+			m.msg_control = NULL;
+			m.msg_controllen = 0;
+			if (f->sock != SOCK_STREAM || dontwait ||
+			    (fcntl(f->hostfd, F_GETFL) & O_NONBLOCK))
+				break;
+			while (m.msg_iovlen > 0 && (size_t)w >= iov->iov_len) {
+				w -= (ssize_t)iov->iov_len;
+				iov++;
+				m.msg_iovlen--;
+			}
+			if (m.msg_iovlen == 0)
+				break;
+			iov->iov_base = (uint8_t *)iov->iov_base + w;
+			iov->iov_len -= (size_t)w;
+			m.msg_iov = iov;
+			continue;
+		}
+		if (rc == -EPIPE && !(gflags & MSG_NOSIGNAL))
+			vm_signal_raise(vm, SIGPIPE);
+		if (rc != -EAGAIN || dontwait ||
+		    (fcntl(f->hostfd, F_GETFL) & O_NONBLOCK))
+			return done > 0 ? done : rc;
+	}
+	return done;
+}
+
+/*
+ * MSG_WAITALL on a stream: after got bytes into iov, the rest, waiting
+ * between as the first did; less at the end of the stream, an error, a
+ * signal or a parked wait (a short count, as Linux gives for a signal).
+ * The bytes added.
+ */
+static ssize_t
+recv_rest(struct vm *vm, struct vfd *f, struct iovec *iov, size_t n, size_t got,
+    int dontwait)
+{
+	struct iovec *v = iov;
+	size_t left = n;
+	ssize_t more = 0, r;
+
+	if (dontwait || (fcntl(f->hostfd, F_GETFL) & O_NONBLOCK))
+		return 0;
+	for (;;) {
+		while (left > 0 && got >= v->iov_len) {
+			got -= v->iov_len;
+			v++;
+			left--;
+		}
+		if (left == 0)
+			return more;
+		v->iov_base = (uint8_t *)v->iov_base + got;
+		v->iov_len -= got;
+		if (sock_wait_park(vm, f, POLLIN, 0, SO_RCVTIMEO, 0) != 0)
+			return more;
+		r = recvmsg(f->hostfd,
+		    &(struct msghdr){ .msg_iov = v, .msg_iovlen = left },
+		    MSG_DONTWAIT);
+		if (r == 0 || (r < 0 && errno != EAGAIN))
+			return more;
+		got = r > 0 ? (size_t)r : 0;
+		more += r > 0 ? r : 0;
+	}
+}
+
+/*
+ * One receive into iov; the sender's address to (addr, alenp) when
+ * addr is set; control bytes (up to clen) into the guest's cbuf, *clen
+ * then what was written; *mflags the message's flags.
+ */
+static int64_t
+do_recv(struct vm *vm, struct vfd *f, struct iovec *iov, size_t n,
+    uint64_t addr, uint64_t alenp, uint64_t cbuf, uint64_t *clen, int gflags,
+    int *mflags)
+{
+	struct sockaddr_storage ss;
+	uint8_t ctl[CTL_MAX];
+	struct msghdr m;
+	int64_t rc;
+	ssize_t r;
+	int flags, dontwait;
+
+	if (*clen > CTL_MAX)
+		*clen = CTL_MAX;
+	/* Never waits in the host (a thread of the same process may be
+	 * the sender): MSG_WAITALL is this loop's, below. */
+	flags = (gflags & MSG_PASS & ~MSG_WAITALL) | MSG_CMSG_CLOEXEC |
+	    MSG_DONTWAIT;
+	dontwait = (gflags & MSG_DONTWAIT) != 0;
+	for (;;) {
+		if ((rc = sock_wait(vm, f, POLLIN, dontwait, SO_RCVTIMEO)) != 0)
+			return rc == SOCK_PARKED ? RET_PARKED : rc;
+		memset(&m, 0, sizeof(m));
+		memset(&ss, 0, sizeof(ss));
+		m.msg_name = &ss;
+		m.msg_namelen = sizeof(ss);
+		m.msg_iov = iov;
+		m.msg_iovlen = n;
+		m.msg_control = *clen ? ctl : NULL;
+		m.msg_controllen = *clen;
+		if ((r = recvmsg(f->hostfd, &m, flags)) >= 0)
+			break;
+		if (errno != EAGAIN || dontwait ||
+		    (fcntl(f->hostfd, F_GETFL) & O_NONBLOCK))
+			return -errno;
+	}
+	*mflags = m.msg_flags & ~MSG_CMSG_CLOEXEC;
+	if ((gflags & MSG_WAITALL) && f->sock == SOCK_STREAM && r > 0)
+		r += recv_rest(vm, f, iov, n, (size_t)r, dontwait);
+	if (addr != 0 &&
+	    (rc = addr_out(vm, addr, alenp, &ss, m.msg_namelen)) != 0) {
+		control_drop(ctl, m.msg_controllen);
+		return rc;
+	}
+	if (m.msg_controllen > 0) {
+		if ((rc = control_out(vm, ctl, m.msg_controllen, cbuf,
+		         (gflags & MSG_CMSG_CLOEXEC) != 0, mflags)) < 0)
+			return rc;
+		*clen = (uint64_t)rc;
+	} else
+		*clen = 0;
+	return r;
+}
+
+int64_t
+sys_sendto(struct vm *vm, const uint64_t a[6])
+{
+	struct iovec iov;
+	struct vfd *f;
+	int64_t err;
+
+	if ((f = sock_get(vm, a[0], &err)) == NULL)
+		return err;
+	if ((int64_t)a[2] < 0)
+		return -EINVAL;
+	iov.iov_len = a[2];
+	iov.iov_base = NULL;
+	if (a[2] != 0 && (iov.iov_base = vm_gptr(vm, a[1], a[2])) == NULL)
+		return -EFAULT;
+	err = do_send(vm, f, &iov, 1, a[4], a[5], NULL, 0, (int)a[3]);
+	return err == RET_PARKED ? 0 : err;
+}
+
+int64_t
+sys_recvfrom(struct vm *vm, const uint64_t a[6])
+{
+	struct iovec iov;
+	struct vfd *f;
+	uint64_t clen = 0;
+	int64_t err;
+	int mflags;
+
+	if ((f = sock_get(vm, a[0], &err)) == NULL)
+		return err;
+	if ((int64_t)a[2] < 0)
+		return -EINVAL;
+	iov.iov_len = a[2];
+	iov.iov_base = NULL;
+	if (a[2] != 0 && (iov.iov_base = vm_gptr(vm, a[1], a[2])) == NULL)
+		return -EFAULT;
+	err = do_recv(vm, f, &iov, 1, a[4], a[5], 0, &clen,
+	    (int)a[3] & ~MSG_CMSG_CLOEXEC, &mflags);
+	return err == RET_PARKED ? 0 : err;
+}
+
+/* sendmsg; RET_PARKED when its thread was parked. */
+static int64_t
+msg_send(struct vm *vm, const uint64_t a[6])
+{
+	struct iovec *iov = NULL;
+	uint8_t ctl[CTL_MAX];
+	struct gmsghdr h;
+	const void *g;
+	struct vfd *f;
+	size_t cl;
+	int64_t rc;
+
+	if ((f = sock_get(vm, a[0], &rc)) == NULL)
+		return rc;
+	if ((g = vm_gptr(vm, a[1], sizeof(h))) == NULL)
+		return -EFAULT;
+	memcpy(&h, g, sizeof(h));
+	if (h.iovlen > IOV_MAX_G)
+		return -EMSGSIZE;
+	if ((iov = calloc(h.iovlen ? h.iovlen : 1, sizeof(*iov))) == NULL)
+		return -ENOMEM;
+	if ((rc = iov_in(vm, h.iov, h.iovlen, iov)) == 0 &&
+	    (rc = control_in(vm, h.control, h.controllen, ctl, &cl)) == 0)
+		rc = do_send(vm, f, iov, h.iovlen, h.name, h.namelen, ctl, cl,
+		    (int)a[2]);
+	free(iov);
+	return rc;
+}
+
+/* recvmsg; RET_PARKED when its thread was parked. */
+static int64_t
+msg_recv(struct vm *vm, const uint64_t a[6])
+{
+	struct iovec *iov = NULL;
+	struct gmsghdr h;
+	uint64_t clen;
+	uint8_t *g;
+	struct vfd *f;
+	int64_t rc;
+	int mflags = 0;
+	int32_t nl;
+
+	if ((f = sock_get(vm, a[0], &rc)) == NULL)
+		return rc;
+	if ((g = vm_gptr(vm, a[1], sizeof(h))) == NULL)
+		return -EFAULT;
+	memcpy(&h, g, sizeof(h));
+	if (h.iovlen > IOV_MAX_G)
+		return -EMSGSIZE;
+	if ((iov = calloc(h.iovlen ? h.iovlen : 1, sizeof(*iov))) == NULL)
+		return -ENOMEM;
+	if ((rc = iov_in(vm, h.iov, h.iovlen, iov)) != 0) {
+		free(iov);
+		return rc;
+	}
+	clen = h.control != 0 ? h.controllen : 0;
+	/* The name's length travels inside the header: addr_out reads
+	 * and writes it there. */
+	nl = (int32_t)h.namelen;
+	memcpy(g + offsetof(struct gmsghdr, namelen), &nl, sizeof(nl));
+	rc = do_recv(vm, f, iov, h.iovlen, h.name,
+	    h.name != 0 ? a[1] + offsetof(struct gmsghdr, namelen) : 0,
+	    h.control, &clen, (int)a[2], &mflags);
+	free(iov);
+	if (rc < 0)
+		return rc;
+	/* The header again: the guest's memory may have moved under a
+	 * parked call, and the name's length was written in place. */
+	if ((g = vm_gptr(vm, a[1], sizeof(h))) == NULL)
+		return -EFAULT;
+	if (h.name == 0) {
+		nl = 0;
+		memcpy(g + offsetof(struct gmsghdr, namelen), &nl, sizeof(nl));
+	}
+	memcpy(g + offsetof(struct gmsghdr, controllen), &clen, sizeof(clen));
+	memcpy(g + offsetof(struct gmsghdr, flags), &mflags, sizeof(mflags));
+	return rc;
+}
+
+int64_t
+sys_sendmsg(struct vm *vm, const uint64_t a[6])
+{
+	int64_t rc = msg_send(vm, a);
+
+	return rc == RET_PARKED ? 0 : rc;
+}
+
+int64_t
+sys_recvmsg(struct vm *vm, const uint64_t a[6])
+{
+	int64_t rc = msg_recv(vm, a);
+
+	return rc == RET_PARKED ? 0 : rc;
+}
+
+/*
+ * sendmmsg and recvmmsg: sendmsg and recvmsg over each header of the
+ * vector (struct mmsghdr: a msghdr, then its msg_len), each answered in
+ * its msg_len. Only the first may wait; the rest go as far as they can
+ * at once (a short count, which callers take as Linux's own). A wait
+ * parked before the first issues the whole call again. recvmmsg's
+ * timeout is not applied (the socket's own SO_RCVTIMEO is).
+ */
+#define MMSG_SIZE 64 /* struct mmsghdr on x86-64 */
+#define G_MSG_WAITFORONE 0x10000
+
+static int64_t
+mmsg(struct vm *vm, const uint64_t a[6], int recv)
+{
+	uint64_t i, n = (uint32_t)a[2], one[6];
+	int64_t rc = 0;
+	uint32_t len;
+
+	if (n > IOV_MAX_G)
+		n = IOV_MAX_G;
+	for (i = 0; i < n; i++) {
+		one[0] = a[0];
+		one[1] = a[1] + i * MMSG_SIZE;
+		one[2] = (uint32_t)a[3] & ~(uint32_t)G_MSG_WAITFORONE;
+		if (i > 0)
+			one[2] |= MSG_DONTWAIT;
+		one[3] = one[4] = one[5] = 0;
+		if (a[1] + i * MMSG_SIZE < a[1] ||
+		    vm_gptr(vm, one[1], MMSG_SIZE) == NULL) {
+			rc = -EFAULT;
+			break;
+		}
+		if ((rc = recv ? msg_recv(vm, one) : msg_send(vm, one)) ==
+		    RET_PARKED)
+			return 0;
+		if (rc < 0)
+			break;
+		len = (uint32_t)rc;
+		if (vm_put(vm, one[1] + sizeof(struct gmsghdr), &len,
+		        sizeof(len)) != 0) {
+			rc = -EFAULT;
+			break;
+		}
+	}
+	/* Linux's answer: how many went, or the first one's error. */
+	return i > 0 ? (int64_t)i : rc;
+}
+
+int64_t
+sys_sendmmsg(struct vm *vm, const uint64_t a[6])
+{
+	return mmsg(vm, a, 0);
+}
+
+int64_t
+sys_recvmmsg(struct vm *vm, const uint64_t a[6])
+{
+	return mmsg(vm, a, 1);
+}
+
+int64_t
 sys_shutdown(struct vm *vm, const uint64_t a[6])
 {
 	struct vfd *f;
@@ -95,115 +1110,159 @@ sys_shutdown(struct vm *vm, const uint64_t a[6])
 	return shutdown(f->hostfd, (int)a[1]) == 0 ? 0 : -errno;
 }
 
-/*
- * An unnamed AF_UNIX address, as Linux gives for either end of a pair:
- * the family alone. *addrlen (in and out) bounds what is written.
- */
-static int64_t
-put_unnamed(struct vm *vm, uint64_t addr, uint64_t lenp)
-{
-	uint16_t fam = AF_UNIX;
-	int32_t len;
-	void *g;
+/* ---- names and options ----------------------------------------------- */
 
-	if ((g = vm_gptr(vm, lenp, sizeof(len))) == NULL)
-		return -EFAULT;
-	memcpy(&len, g, sizeof(len));
-	if (len < 0)
-		return -EINVAL;
-	if (len > 0 &&
-	    vm_put(vm, addr, &fam,
-	        (size_t)len < sizeof(fam) ? (size_t)len : sizeof(fam)) != 0)
-		return -EFAULT;
-	len = (int32_t)sizeof(fam);
-	memcpy(g, &len, sizeof(len));
-	return 0;
+static int64_t
+sock_name(struct vm *vm, const uint64_t a[6], int peer)
+{
+	struct sockaddr_storage ss;
+	struct sockaddr_un un;
+	socklen_t sl = sizeof(ss);
+	struct vfd *f;
+	int64_t err;
+
+	if ((f = sock_get(vm, a[0], &err)) == NULL)
+		return err;
+	if ((peer ? getpeername(f->hostfd, (struct sockaddr *)&ss, &sl)
+	          : getsockname(f->hostfd, (struct sockaddr *)&ss, &sl)) == -1)
+		return -errno;
+	if (!peer && ss.ss_family == AF_UNIX && f->path != NULL &&
+	    strlen(f->path) < sizeof(un.sun_path)) {
+		memset(&un, 0, sizeof(un));
+		un.sun_family = AF_UNIX;
+		memcpy(un.sun_path, f->path, strlen(f->path) + 1);
+		return addr_out(vm, a[1], a[2], &un,
+		    (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
+		        strlen(f->path) + 1));
+	}
+	if (sl > sizeof(ss))
+		sl = sizeof(ss);
+	return addr_out(vm, a[1], a[2], &ss, sl);
 }
 
 int64_t
 sys_getsockname(struct vm *vm, const uint64_t a[6])
 {
-	int64_t err;
-
-	if (sock_get(vm, a[0], &err) == NULL)
-		return err;
-	return put_unnamed(vm, a[1], a[2]);
+	return sock_name(vm, a, 0);
 }
 
-/* A pair's peer is as unnamed as its own end. */
 int64_t
 sys_getpeername(struct vm *vm, const uint64_t a[6])
 {
-	return sys_getsockname(vm, a);
+	return sock_name(vm, a, 1);
 }
 
-/* What a program asks of a pair to learn what it is (libuv's
- * uv_guess_handle); the rest is ENOPROTOOPT. */
+/*
+ * The options programs set and ask for, passed to the host as they are:
+ * each changes only this socket, in the run's own namespace. The rest
+ * answer ENOPROTOOPT (SO_PEERCRED, for one, would tell host pids).
+ * get: the option may be read only.
+ */
+static const struct {
+	int level, name, get;
+} sock_opts[] = {
+	{ SOL_SOCKET, SO_TYPE, 1 },
+	{ SOL_SOCKET, SO_DOMAIN, 1 },
+	{ SOL_SOCKET, SO_PROTOCOL, 1 },
+	{ SOL_SOCKET, SO_ERROR, 1 },
+	{ SOL_SOCKET, SO_ACCEPTCONN, 1 },
+	{ SOL_SOCKET, SO_REUSEADDR, 0 },
+	{ SOL_SOCKET, SO_REUSEPORT, 0 },
+	{ SOL_SOCKET, SO_KEEPALIVE, 0 },
+	{ SOL_SOCKET, SO_BROADCAST, 0 },
+	{ SOL_SOCKET, SO_LINGER, 0 },
+	{ SOL_SOCKET, SO_OOBINLINE, 0 },
+	{ SOL_SOCKET, SO_RCVBUF, 0 },
+	{ SOL_SOCKET, SO_SNDBUF, 0 },
+	{ SOL_SOCKET, SO_RCVLOWAT, 0 },
+	{ SOL_SOCKET, SO_RCVTIMEO, 0 },
+	{ SOL_SOCKET, SO_SNDTIMEO, 0 },
+	{ SOL_SOCKET, G_SO_RCVTIMEO_NEW, 0 },
+	{ SOL_SOCKET, G_SO_SNDTIMEO_NEW, 0 },
+	{ SOL_SOCKET, SO_PASSCRED, 1 },
+	{ IPPROTO_TCP, TCP_NODELAY, 0 },
+	{ IPPROTO_TCP, TCP_MAXSEG, 0 },
+	{ IPPROTO_TCP, TCP_CORK, 0 },
+	{ IPPROTO_TCP, TCP_KEEPIDLE, 0 },
+	{ IPPROTO_TCP, TCP_KEEPINTVL, 0 },
+	{ IPPROTO_TCP, TCP_KEEPCNT, 0 },
+	{ IPPROTO_TCP, TCP_QUICKACK, 0 },
+	{ IPPROTO_TCP, TCP_USER_TIMEOUT, 0 },
+	{ IPPROTO_TCP, TCP_INFO, 1 },
+	{ IPPROTO_IP, IP_TOS, 0 },
+	{ IPPROTO_IP, IP_TTL, 0 },
+	{ IPPROTO_IPV6, IPV6_V6ONLY, 0 },
+	{ IPPROTO_IPV6, IPV6_TCLASS, 0 },
+	{ IPPROTO_IPV6, IPV6_UNICAST_HOPS, 0 },
+};
+
+/* 1: settable; 0: readable only; -1: neither. */
+static int
+opt_known(uint64_t level, uint64_t name)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(sock_opts) / sizeof(sock_opts[0]); i++)
+		if ((uint64_t)sock_opts[i].level == level &&
+		    (uint64_t)sock_opts[i].name == name)
+			return !sock_opts[i].get;
+	return -1;
+}
+
+int64_t
+sys_setsockopt(struct vm *vm, const uint64_t a[6])
+{
+	uint8_t v[OPT_MAX];
+	const void *g = NULL;
+	struct vfd *f;
+	int64_t err;
+
+	if ((f = sock_get(vm, a[0], &err)) == NULL)
+		return err;
+	if ((int32_t)a[4] < 0)
+		return -EINVAL;
+	if (opt_known(a[1], a[2]) != 1)
+		return -ENOPROTOOPT;
+	if (a[4] > OPT_MAX)
+		return -EINVAL;
+	if (a[4] != 0 && (g = vm_gptr(vm, a[3], a[4])) == NULL)
+		return -EFAULT;
+	if (g != NULL)
+		memcpy(v, g, a[4]);
+	return setsockopt(f->hostfd, (int)a[1], (int)a[2], g ? v : NULL,
+	           (socklen_t)a[4]) == 0
+	    ? 0
+	    : -errno;
+}
+
 int64_t
 sys_getsockopt(struct vm *vm, const uint64_t a[6])
 {
+	uint8_t v[256];
 	struct vfd *f;
-	int32_t v, len;
+	socklen_t hl;
+	int32_t len;
 	int64_t err;
 	void *g;
 
 	if ((f = sock_get(vm, a[0], &err)) == NULL)
 		return err;
-	if (a[1] != SOL_SOCKET)
+	if (opt_known(a[1], a[2]) < 0)
 		return -ENOPROTOOPT;
-	switch (a[2]) {
-	case SO_TYPE:
-		v = f->sock;
-		break;
-	case SO_DOMAIN:
-		v = AF_UNIX;
-		break;
-	case SO_PROTOCOL:
-	case SO_ERROR:
-	case SO_ACCEPTCONN:
-		v = 0;
-		break;
-	default:
-		return -ENOPROTOOPT;
-	}
 	if ((g = vm_gptr(vm, a[4], sizeof(len))) == NULL)
 		return -EFAULT;
 	memcpy(&len, g, sizeof(len));
 	if (len < 0)
 		return -EINVAL;
-	if ((size_t)len > sizeof(v))
-		len = (int32_t)sizeof(v);
-	if (vm_put(vm, a[3], &v, (size_t)len) != 0)
+	hl = (socklen_t)len < sizeof(v) ? (socklen_t)len : sizeof(v);
+	memset(v, 0, sizeof(v));
+	if (getsockopt(f->hostfd, (int)a[1], (int)a[2], v, &hl) == -1)
+		return -errno;
+	if (hl > sizeof(v))
+		hl = sizeof(v);
+	if (hl > 0 && vm_put(vm, a[3], v, hl) != 0)
 		return -EFAULT;
+	len = (int32_t)hl;
 	memcpy(g, &len, sizeof(len));
 	return 0;
-}
-
-/* send and recv without an address or flags: a write and a read. */
-int64_t
-sys_sendto(struct vm *vm, const uint64_t a[6])
-{
-	uint64_t w[6] = { a[0], a[1], a[2], 0, 0, 0 };
-	int64_t err;
-
-	if (sock_get(vm, a[0], &err) == NULL)
-		return err;
-	if (a[3] != 0 || a[4] != 0)
-		return a[4] != 0 ? -EISCONN : -EOPNOTSUPP;
-	return sys_write(vm, w);
-}
-
-int64_t
-sys_recvfrom(struct vm *vm, const uint64_t a[6])
-{
-	uint64_t r[6] = { a[0], a[1], a[2], 0, 0, 0 };
-	int64_t err;
-
-	if (sock_get(vm, a[0], &err) == NULL)
-		return err;
-	if (a[3] != 0)
-		return -EOPNOTSUPP;
-	if (a[4] != 0 && put_unnamed(vm, a[4], a[5]) != 0)
-		return -EFAULT;
-	return sys_read(vm, r);
 }

@@ -95,45 +95,40 @@ static const struct vm_sysent linux_calls[] = {
 	OK(39, getpid, sys_getpid, "the guest pid: the first process is 1"),
 	OK(40, sendfile, sys_sendfile,
 	    "through a host buffer, at most 1 MiB a call"),
-	NO(41, socket, ENOSYS,
-	    "no sockets: a guest reaches the network only through "
-	    "KEEP_SYS_FETCH"),
-	NO(42, connect, ENOSYS,
-	    "no sockets: a guest reaches the network only through "
-	    "KEEP_SYS_FETCH"),
-	NO(43, accept, ENOSYS,
-	    "no sockets: a guest reaches the network only through "
-	    "KEEP_SYS_FETCH"),
-	PART(44, sendto, sys_sendto,
-	    "a socketpair's end, without an address or flags: as write"),
-	PART(45, recvfrom, sys_recvfrom,
-	    "a socketpair's end, without flags: as read"),
-	NO(46, sendmsg, ENOSYS,
-	    "no sockets: a guest reaches the network only through "
-	    "KEEP_SYS_FETCH"),
-	NO(47, recvmsg, ENOSYS,
-	    "no sockets: a guest reaches the network only through "
-	    "KEEP_SYS_FETCH"),
-	OK(48, shutdown, sys_shutdown, "a socketpair's end"),
-	NO(49, bind, ENOSYS,
-	    "no sockets: a guest reaches the network only through "
-	    "KEEP_SYS_FETCH"),
-	NO(50, listen, ENOSYS,
-	    "no sockets: a guest reaches the network only through "
-	    "KEEP_SYS_FETCH"),
-	OK(51, getsockname, sys_getsockname,
-	    "a socketpair's end: unnamed AF_UNIX"),
+	PART(41, socket, sys_socket,
+	    "AF_UNIX, AF_INET, AF_INET6; stream, datagram (and AF_UNIX "
+	    "seqpacket); the internet families only in the run's own "
+	    "network namespace (only lo): EACCES without one"),
+	PART(42, connect, sys_connect,
+	    "loopback only (EACCES elsewhere, the result says egress); "
+	    "AF_UNIX paths beneath the workspace"),
+	OK(43, accept, sys_accept, "wakes for the guest's signals"),
+	OK(44, sendto, sys_sendto,
+	    "to loopback only (EACCES elsewhere); AF_UNIX paths beneath "
+	    "the workspace"),
+	OK(45, recvfrom, sys_recvfrom, ""),
+	PART(46, sendmsg, sys_sendmsg,
+	    "SCM_RIGHTS only, of the run's pipes, sockets, eventfds and "
+	    "epolls (workspace files: EOPNOTSUPP)"),
+	OK(47, recvmsg, sys_recvmsg,
+	    "descriptors passed arrive as the guest's own"),
+	OK(48, shutdown, sys_shutdown, ""),
+	OK(49, bind, sys_bind,
+	    "AF_UNIX paths beneath the workspace; abstract names private "
+	    "to the run's network namespace"),
+	OK(50, listen, sys_listen, ""),
+	OK(51, getsockname, sys_getsockname, ""),
 	OK(52, getpeername, sys_getpeername,
-	    "a socketpair's end: unnamed AF_UNIX"),
+	    "an AF_UNIX peer's path as the host names it, relative"),
 	PART(53, socketpair, sys_socketpair,
-	    "AF_UNIX only, a host pair: crosses fork; no descriptors pass "
-	    "(no sendmsg)"),
-	NO(54, setsockopt, ENOSYS,
-	    "no sockets: a guest reaches the network only through "
-	    "KEEP_SYS_FETCH"),
+	    "AF_UNIX only, a host pair: crosses fork"),
+	PART(54, setsockopt, sys_setsockopt,
+	    "the options programs set (SO_REUSEADDR/PORT, SO_KEEPALIVE, "
+	    "buffer sizes, timeouts, SO_LINGER, TCP_NODELAY and keep-alive "
+	    "timers, IPV6_V6ONLY, ...); others ENOPROTOOPT"),
 	PART(55, getsockopt, sys_getsockopt,
-	    "a socketpair's end: SO_TYPE, SO_DOMAIN, SO_PROTOCOL, SO_ERROR, "
-	    "SO_ACCEPTCONN"),
+	    "as setsockopt, and SO_TYPE, SO_DOMAIN, SO_PROTOCOL, SO_ERROR, "
+	    "SO_ACCEPTCONN, TCP_INFO; no SO_PEERCRED"),
 	PART(56, clone, sys_clone,
 	    "a new process with its own VM; CLONE_VM only with CLONE_VFORK "
 	    "(a copy, the parent waits); threads are ENOSYS"),
@@ -469,9 +464,7 @@ static const struct vm_sysent linux_calls[] = {
 	    "no timers: their expiry is a signal or a readable descriptor"),
 	NO(287, timerfd_gettime, ENOSYS,
 	    "no timers: their expiry is a signal or a readable descriptor"),
-	NO(288, accept4, ENOSYS,
-	    "no sockets: a guest reaches the network only through "
-	    "KEEP_SYS_FETCH"),
+	OK(288, accept4, sys_accept4, "wakes for the guest's signals"),
 	NO(289, signalfd4, ENOSYS, "no signal is ever delivered"),
 	OK(290, eventfd2, sys_eventfd2, "a host eventfd: crosses fork"),
 	OK(291, epoll_create1, sys_epoll_create1, "a host epoll instance"),
@@ -484,9 +477,9 @@ static const struct vm_sysent linux_calls[] = {
 	NO(297, rt_tgsigqueueinfo, ENOSYS, "no signal is ever delivered"),
 	NO(298, perf_event_open, ENOSYS,
 	    "the machine's administration: not a guest's"),
-	NO(299, recvmmsg, ENOSYS,
-	    "no sockets: a guest reaches the network only through "
-	    "KEEP_SYS_FETCH"),
+	PART(299, recvmmsg, sys_recvmmsg,
+	    "recvmsg/sendmsg per message; only the first waits; the timeout is "
+	    "not applied"),
 	NO(300, fanotify_init, ENOSYS,
 	    "the machine's administration: not a guest's"),
 	NO(301, fanotify_mark, ENOSYS,
@@ -500,9 +493,8 @@ static const struct vm_sysent linux_calls[] = {
 	NO(305, clock_adjtime, ENOSYS,
 	    "the machine's administration: not a guest's"),
 	NO(306, syncfs, ENOSYS, "not provided"),
-	NO(307, sendmmsg, ENOSYS,
-	    "no sockets: a guest reaches the network only through "
-	    "KEEP_SYS_FETCH"),
+	PART(307, sendmmsg, sys_sendmmsg,
+	    "recvmsg/sendmsg per message; only the first waits"),
 	NO(308, setns, ENOSYS, "the machine's administration: not a guest's"),
 	NO(309, getcpu, ENOSYS, "not provided"),
 	NO(310, process_vm_readv, ENOSYS, "no other process to inspect"),

@@ -328,6 +328,7 @@ template_run(struct vmm_template *t, const struct vmm_config *run, int probe,
 	t->run.trace = run->trace;
 	t->run.fetch = run->fetch;
 	t->run.fetch_arg = run->fetch_arg;
+	t->run.net = run->net; /* the clone's sandbox's network */
 	vm->cfg = &t->run;
 	vm->res = res;
 	vm->parked = 0;

@@ -47,7 +47,7 @@ struct vfd {
 	int hostfd; /* VFD_HOST */
 	int pipe; /* VFD_HOST: a pipe's end, an eventfd, an epoll
 		     instance or a socketpair's end (no path, no quota) */
-	int sock; /* VFD_HOST: a socketpair's end, its SOCK_ type */
+	int sock; /* VFD_HOST: a socket (sys_socket.c), its SOCK_ type */
 	int cloexec;
 	int flags; /* O_ACCMODE | O_APPEND | O_NONBLOCK as opened */
 	uint64_t dir_end; /* VFD_VDIR: off + 1 where its entries ran out
@@ -396,6 +396,9 @@ void vm_proc_mem_uncharge(struct vm *, uint64_t bytes);
 /* Signals queued for this process by others (taken or looked at), and
  * what it catches and ignores, for senders to see. */
 uint64_t vm_proc_take_pending(struct vm *);
+/* A socket's destination outside the sandbox was refused: the run's
+ * result says "egress" (whichever of its processes it was). */
+void vm_proc_egress_refused(struct vm *);
 uint64_t vm_proc_peek_pending(struct vm *);
 void vm_proc_dispositions(struct vm *, uint64_t caught, uint64_t ignored);
 

@@ -58,6 +58,14 @@ struct vmm_file {
 	uint64_t pad;
 };
 
+/*
+ * The calling process into a network namespace of its own with only `lo`,
+ * up (host/vmm/netns.c; host/vm_confine.h's vm_confine_net says more):
+ * 1 made, 0 not to be had here (err says why; nothing changed), -1 left
+ * half way (err says why; the process must not run a guest).
+ */
+int vmm_netns_enter(char *err, size_t errlen);
+
 /* Output sink: called with each write to fd 1 or 2. */
 typedef void (*vmm_output_fn)(void *arg, int fd, const void *buf, size_t len);
 
@@ -153,6 +161,11 @@ struct vmm_config {
 	 * one's is a copy of: its workspace files are opened by path, not
 	 * refused for being other files (device and inode). */
 	int snap_moved;
+	/* 1: the run has a network namespace of its own with only `lo`
+	 * (host/vm_confine.h, vm_confine_net): AF_INET and AF_INET6
+	 * sockets and abstract AF_UNIX names are the guest's. 0: AF_UNIX
+	 * paths in the workspace only. */
+	int net;
 };
 
 /* A terminal's size (rows, columns), which the caller may change while
@@ -195,6 +208,7 @@ struct vmm_result {
  * the memory limit (ENOMEM). */
 #define VMM_LIMIT_PROCESSES 0x1u
 #define VMM_LIMIT_MEMORY 0x2u
+#define VMM_LIMIT_EGRESS 0x4u /* a socket's destination outside */
 
 /*
  * count += add - sub (a vmm_config.workspace_count), in one step and

@@ -316,6 +316,7 @@ ctx_spawn(struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_context *c,
 	cfg.output = ctx_sink;
 	cfg.output_arg = &out[1];
 	(void)vmm_sandbox_count_fd(s);
+	vmm_sandbox_netns(ctx, s);
 	switch (pid = fork()) {
 	case -1:
 		goto error;

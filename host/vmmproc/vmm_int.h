@@ -65,6 +65,11 @@ struct sandbox {
 	 * (vmm_config.workspace_count): a memfd made at its first run,
 	 * mapped only by its vm processes. */
 	int has_count, count_fd;
+	/* Its network (docs/vmm.md, "Sockets"): the user and network
+	 * namespaces its vm processes join, made at its first run by the
+	 * namespace maker (host/vm_confine.h) and held for its life, so
+	 * that a server one run starts is there for the next. */
+	int has_netns, netns_user, netns_net;
 };
 
 /* A sandbox's fork: a child of the vmm copies the workspace of the one
@@ -400,7 +405,8 @@ int vmm_watch_tick(struct proc_ctx *ctx, struct vmm_state *vs);
 void vmm_watch_stop_all(struct vmm_state *vs);
 /* Templates (host/vmmproc/vmm_template.c). vmm_template_clone starts the
  * run cfg describes as a clone of the image's template for command when
- * one is ready for this principal: the clone's host pid (a child of
+ * one is ready for this principal (in its sandbox's network namespace,
+ * ns_user and ns_net, when they are not -1): the clone's host pid (a child of
  * this process; job->res is replaced by a page it shares), or 0 when the
  * run must boot cold (no template, still booting, the request too large,
  * the holder failing). count_fd: the sandbox's shared quota count
@@ -408,7 +414,11 @@ void vmm_watch_stop_all(struct vmm_state *vs);
 pid_t vmm_template_clone(struct proc_ctx *ctx, struct vmm_state *vs,
     const struct image *img, const char *image_name, const char *command,
     const char *principal, const char *sbx_id, const struct vmm_config *cfg,
-    struct job *job, const int outfds[2], int efd, int count_fd);
+    struct job *job, const int outfds[2], int efd, int count_fd, int ns_user,
+    int ns_net);
+/* A holder's filter: its clones join their sandbox's network namespace
+ * (host/vm_confine.h) and make sockets there. */
+#define VMM_TEMPLATE_SCF (SCF_VM_NET | SCF_VM_NETNS)
 /* The vmm's loop: the descriptor to poll for holder i (-1: none), and
  * what it reported (a booting template's ready or failed). */
 int vmm_template_pollfd(const struct vmm_state *vs, size_t i);
@@ -438,6 +448,9 @@ void vmm_sandbox_info(struct msg_vmm_sandbox_info *r, const struct sandbox *s);
 void vmm_sandbox_discard(struct vmm_state *vs, struct sandbox *s);
 /* s's shared count's memfd, made now if need be; -1 if it cannot be. */
 int vmm_sandbox_count_fd(struct sandbox *s);
+/* Its namespaces, made now if they are not yet (nothing when the maker
+ * cannot: its vm processes then try one of their own each). */
+void vmm_sandbox_netns(struct proc_ctx *ctx, struct sandbox *s);
 /* That count mapped in a vm process; NULL: the run counts alone. */
 uint64_t *vmm_count_map(int fd);
 /* Kill the templates of an image that changed or went away. */

@@ -76,6 +76,8 @@ run_reply(struct proc_ctx *ctx, enum proc_id to, uint64_t reqid,
 			d.limits |= RUN_LIMIT_PROCESSES;
 		if (res->limits_hit & VMM_LIMIT_MEMORY)
 			d.limits |= RUN_LIMIT_MEMORY;
+		if (res->limits_hit & VMM_LIMIT_EGRESS)
+			d.limits |= RUN_LIMIT_EGRESS;
 	}
 	strlcpy(d.reason, reason, sizeof(d.reason));
 	vmm_run_done_send(ctx, to, reqid, &d, outfd, "run");
@@ -128,7 +130,7 @@ void __attribute__((noreturn)) vmm_vm_process(struct proc_ctx *ctx,
 {
 	char err[160];
 	size_t i;
-	int rc;
+	int rc, ns_user = -1, ns_net = -1;
 
 	setproctitle("vm %s", id);
 	/* The guest's processes are this one's forks (host/vmm/proc.c):
@@ -151,7 +153,16 @@ void __attribute__((noreturn)) vmm_vm_process(struct proc_ctx *ctx,
 			close(o->ws_fd);
 		if (o->has_count)
 			close(o->count_fd);
+		if (o->has_netns && o->ws_fd == cfg->workspace_fd) {
+			ns_user = o->netns_user;
+			ns_net = o->netns_net;
+		} else if (o->has_netns) {
+			close(o->netns_user);
+			close(o->netns_net);
+		}
 	}
+	if (ctx->netns_fd >= 0)
+		close(ctx->netns_fd);
 	for (i = 0; i < VMM_FORKS_MAX; i++)
 		if (vs->forks[i].used)
 			close(vs->forks[i].pidfd);
@@ -171,8 +182,23 @@ void __attribute__((noreturn)) vmm_vm_process(struct proc_ctx *ctx,
 	vmm_templates_close(vs);
 	vmm_contexts_close(vs);
 	vmm_images_shed(vs, cfg->image_map);
+	/* Its sandbox's network, else one of its own where one can be
+	 * had: loopback only. */
+	cfg->net = ns_net >= 0 ? vm_confine_net_join(ns_user, ns_net,
+	                             cfg->workspace_fd, err, sizeof(err))
+	                       : vm_confine_net(err, sizeof(err));
+	if (ns_net >= 0) {
+		close(ns_user);
+		close(ns_net);
+	}
+	if (cfg->net == -1) {
+		strlcpy(res->reason, "error: ", sizeof(res->reason));
+		strlcat(res->reason, err, sizeof(res->reason));
+		res->status = VMM_FAULT;
+		_exit(2);
+	}
 	/* Its workspace only, no signals or sockets beyond its own. */
-	if (vm_confine(cfg->workspace_fd, err, sizeof(err)) == -1) {
+	if (vm_confine(cfg->workspace_fd, cfg->net, err, sizeof(err)) == -1) {
 		strlcpy(res->reason, "error: ", sizeof(res->reason));
 		strlcat(res->reason, err, sizeof(res->reason));
 		res->status = VMM_FAULT;
@@ -594,12 +620,15 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	/* Runs at the same time in one sandbox share its quota's count
 	 * (host/vmm/vmm.h); made before the fork, mapped after it. */
 	(void)vmm_sandbox_count_fd(s);
+	vmm_sandbox_netns(ctx, s);
 	/* A template's guest is parked at the root: a run that starts
 	 * elsewhere boots cold. */
 	if (strcmp(cwd, "/") == 0 &&
 	    (pid = vmm_template_clone(ctx, vs, img, s->image, q.command,
 	         g.principal, s->id, &cfg, job, outfds, efd,
-	         s->has_count ? s->count_fd : -1)) > 0)
+	         s->has_count ? s->count_fd : -1,
+	         s->has_netns ? s->netns_user : -1,
+	         s->has_netns ? s->netns_net : -1)) > 0)
 		from_template = 1;
 	else
 		switch (pid = fork()) {

@@ -46,6 +46,10 @@ vmm_sandbox_discard(struct vmm_state *vs, struct sandbox *s)
 		close(s->ws_fd);
 	if (s->has_count)
 		close(s->count_fd);
+	if (s->has_netns) {
+		close(s->netns_user);
+		close(s->netns_net);
+	}
 	if ((wd = open("workspaces", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) !=
 	    -1) {
 		if (tree_remove(wd, s->id) == -1)
@@ -74,6 +78,20 @@ vmm_sandbox_count_fd(struct sandbox *s)
 	s->has_count = 1;
 	s->count_fd = fd;
 	return fd;
+}
+
+void
+vmm_sandbox_netns(struct proc_ctx *ctx, struct sandbox *s)
+{
+	if (s->has_netns || ctx->netns_fd < 0)
+		return;
+	if (vm_netns_make(ctx->netns_fd, &s->netns_user, &s->netns_net) == -1) {
+		log_warnx("%s: sandbox %s: no network namespace of its own; "
+		          "each run tries its own",
+		    __func__, s->id);
+		return;
+	}
+	s->has_netns = 1;
 }
 
 void

@@ -76,13 +76,15 @@ enum {
 	TPL_FD_EGRESS, /* the run's egress socket (vm end) */
 	TPL_FD_EGRESS_SHM,
 	TPL_FD_COUNT, /* memfd: the sandbox's shared quota count */
+	TPL_FD_NETNS_USER, /* its sandbox's namespaces (struct sandbox), */
+	TPL_FD_NETNS_NET, /* or the workspace again when net is 0 */
 	TPL_CLONE_FDS
 };
 
 struct tpl_clone {
 	uint32_t magic;
 	uint32_t nargs, nenv;
-	uint32_t pad;
+	uint32_t net; /* 1: TPL_FD_NETNS_* are its sandbox's namespaces */
 	uint64_t strings_len;
 	uint64_t timeout_ms, output_max, workspace_max;
 	char id[SBX_ID_MAX]; /* the sandbox, for the process title */
@@ -246,7 +248,7 @@ clone_run(struct proc_ctx *ctx, struct vmm_template *t, int sock,
 	struct vmm_result *res;
 	struct vmm_config cfg;
 	char **argv, **envp, *buf, err[160];
-	int outfds[2] = { fds[TPL_FD_OUT], fds[TPL_FD_ERR] }, rc;
+	int outfds[2] = { fds[TPL_FD_OUT], fds[TPL_FD_ERR] }, rc, net;
 
 	close(sock);
 	setpgid(0, 0);
@@ -255,9 +257,17 @@ clone_run(struct proc_ctx *ctx, struct vmm_template *t, int sock,
 	    fds[TPL_FD_RESULT], 0);
 	if (res == MAP_FAILED)
 		_exit(2);
-	/* As every vm process (vmm_vm_process): its workspace only, no
-	 * signals or sockets beyond its own (host/vm_confine.c). */
-	if (vm_confine(fds[TPL_FD_WORKSPACE], err, sizeof(err)) == -1) {
+	/* As every vm process (vmm_vm_process): its sandbox's network, its
+	 * workspace only, no signals or sockets beyond its own
+	 * (host/vm_confine.c). */
+	net = q->net
+	    ? vm_confine_net_join(fds[TPL_FD_NETNS_USER], fds[TPL_FD_NETNS_NET],
+	          fds[TPL_FD_WORKSPACE], err, sizeof(err))
+	    : 0;
+	close(fds[TPL_FD_NETNS_USER]);
+	close(fds[TPL_FD_NETNS_NET]);
+	if (net == -1 ||
+	    vm_confine(fds[TPL_FD_WORKSPACE], net, err, sizeof(err)) == -1) {
 		strlcpy(res->reason, "error: ", sizeof(res->reason));
 		strlcat(res->reason, err, sizeof(res->reason));
 		res->status = VMM_FAULT;
@@ -271,6 +281,7 @@ clone_run(struct proc_ctx *ctx, struct vmm_template *t, int sock,
 	}
 	close(fds[TPL_FD_STRINGS]);
 	memset(&cfg, 0, sizeof(cfg));
+	cfg.net = net;
 	cfg.kvm_fd = ctx->kvm_fd;
 	cfg.platform = vmm_ctx_platform(ctx);
 	cfg.argv = (const char *const *)argv;
@@ -359,7 +370,8 @@ static void __attribute__((noreturn)) holder_main(struct proc_ctx *ctx,
 		log_warnx("template %s: %s", name, err);
 		_exit(2);
 	}
-	if (seccomp_filter_install(&seccomp_template) == -1)
+	if (seccomp_filter_install_flags(&seccomp_template, VMM_TEMPLATE_SCF) ==
+	    -1)
 		_exit(2);
 	if (vmm_template_boot(boot, &t, err, sizeof(err)) != VMM_OK) {
 		/* The guest's last words say why, if it said anything. */
@@ -778,7 +790,8 @@ pid_t
 vmm_template_clone(struct proc_ctx *ctx, struct vmm_state *vs,
     const struct image *img, const char *image_name, const char *command,
     const char *principal, const char *sbx_id, const struct vmm_config *cfg,
-    struct job *job, const int outfds[2], int efd, int count_fd)
+    struct job *job, const int outfds[2], int efd, int count_fd, int ns_user,
+    int ns_net)
 {
 	struct tpl_slot *ts;
 	struct tpl_clone q;
@@ -818,6 +831,9 @@ vmm_template_clone(struct proc_ctx *ctx, struct vmm_state *vs,
 	fds[TPL_FD_EGRESS] = efd;
 	fds[TPL_FD_EGRESS_SHM] = job->egress.shm;
 	fds[TPL_FD_COUNT] = count_fd;
+	q.net = ns_user >= 0 && ns_net >= 0;
+	fds[TPL_FD_NETNS_USER] = q.net ? ns_user : cfg->workspace_fd;
+	fds[TPL_FD_NETNS_NET] = q.net ? ns_net : cfg->workspace_fd;
 	st.status = 0;
 	rc = -1;
 	if (cfg->stdin_fd >= 0 && cfg->workspace_fd >= 0 && efd >= 0 &&

@@ -43,7 +43,10 @@ done
 # Calls only some processes keep.
 for p in front policy egress; do expect_killed "$p" ioctl; done
 for p in front policy; do expect_killed "$p" openat; done
-for p in policy vmm store; do expect_killed "$p" accept4; done
+for p in policy store; do expect_killed "$p" accept4; done
+# The vmm's filter holds its vm processes' rows (filters stack): a
+# guest's accept, connect and sendto (docs/vmm.md, "Sockets").
+expect_alive vmm accept4
 expect_alive front accept4
 expect_alive store fdatasync
 expect_killed front fdatasync
@@ -53,8 +56,18 @@ expect_alive vm getpid
 expect_alive vm openat2
 # mount, chroot and memfd_create are the trap platform's (above).
 for sc in ptrace execve fork clone setuid socket bpf \
-    openat accept4 kill process_vm_readv connect sendto; do
+    openat kill process_vm_readv unshare setns; do
 	expect_killed vm "$sc"
+done
+# A guest's sockets are its vm process's (docs/vmm.md, "Sockets"); which
+# families socket() may make tests/integration/vmm_sockets.sh checks.
+for sc in accept4 connect sendto bind listen; do expect_alive vm "$sc"; done
+# The vmm's namespace maker (host/vm_confine.h): namespaces for sandboxes,
+# nothing else (connect and sendto are the common syslog rows').
+expect_alive netns getpid
+for sc in ptrace execve clone mount setuid socket bind accept4 \
+    setns chroot bpf kill process_vm_readv; do
+	expect_killed netns "$sc"
 done
 # The vmm forks vm processes, with glibc fork's flags only.
 expect_killed vmm clone

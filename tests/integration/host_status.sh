@@ -19,10 +19,12 @@ for _ in $(seq 50); do grep -q "policy generation 1 in force" "$tmp/log" && brea
 out=$("$KEEP" status -f "$tmp/keepd.yaml" 2>&1); rc=$?
 echo "$out" | sed 's/^/  /'
 [ $rc = 0 ] && echo "$out" | grep -q "healthy" && ok "status: healthy, exit 0" || bad "status rc $rc"
-for p in parent front policy vmm store egress; do
+# netns: the vmm's namespace maker (host/vm_confine.h), forked before the
+# vmm's chroot.
+for p in parent front policy vmm store egress netns; do
 	echo "$out" | grep -q "keepd: $p" || bad "process keepd: $p not listed"
 done
-[ "$(echo "$out" | grep -cE '^  [0-9]+ +keepd: ')" = 6 ] && ok "the six processes of this instance, no others" ||
+[ "$(echo "$out" | grep -cE '^  [0-9]+ +keepd: ')" = 7 ] && ok "the seven processes of this instance, no others" ||
     bad "processes of another instance listed"
 loaded=$(sed -n 's/.*policy generation 1 in force, blake2b \([0-9a-f]*\).*/\1/p' "$tmp/log" | head -n 1)
 [ -n "$loaded" ] && echo "$out" | grep -q "blake2b $loaded" && ok "the policy hash is the one keepd loaded" ||

@@ -3,7 +3,10 @@
 # as a vm process is (host/vm_confine.c, through keepd's hidden -J mode,
 # after the vmm's own privilege drop on a real keepd's state directory),
 # it cannot open the LMDB store, another sandbox's workspace or uploads/,
-# while its own workspace works; socket() kills it (SIGSYS); and under
+# while its own workspace works; an AF_UNIX socket it may make (a
+# guest's, docs/vmm.md "Sockets"), but no internet socket without a
+# network namespace of its own, no netlink or packet socket, no unshare
+# (SIGSYS); and under
 # Landlock it cannot signal keepd's other processes, which run as the
 # same user (ABI 6: LANDLOCK_SCOPE_SIGNAL). A template's holder, which
 # boots image code shared by every principal, reaches only workspaces/,
@@ -52,6 +55,7 @@ store=$(ps --ppid "$pid" -o pid=,args= | awk '/keepd: store/ { print $1; exit }'
 out=$("$KEEPD" -J "$tmp/state" "workspaces/$a" "open:$db" "open:/$db" \
     "open:workspaces/$b/secret" "open:workspaces/$b" "open:uploads/u" \
     "open:images" "create:mine" "open:workspaces/$a/mine" "socket" \
+    "inet" "inet6" "netlink" "packet" "unshare" \
     "kill:$store" "llkill:$store" \
     "holder:open:$db" "holder:open:uploads/u" "holder:open:images" \
     "holder:open:keys/k" "holder:llkill:$store" "clone:create:cloned" \
@@ -70,7 +74,12 @@ expect "open:uploads/u" denied "uploads/ cannot be opened"
 expect "open:images" denied "the image directory cannot be listed"
 expect "create:mine" allowed "its own workspace can be written"
 expect "open:workspaces/$a/mine" allowed "and read"
-expect socket "killed by signal 31" "socket() kills it (SIGSYS)"
+expect socket allowed "an AF_UNIX socket can be made (the guest's own)"
+expect inet "killed by signal 31" "an AF_INET socket kills it without a network namespace of its own (SIGSYS)"
+expect inet6 "killed by signal 31" "an AF_INET6 socket too"
+expect netlink "killed by signal 31" "a netlink socket kills it"
+expect packet "killed by signal 31" "a packet socket kills it"
+expect unshare "killed by signal 31" "unshare kills it"
 # kill is outside this branch's vm filter (SIGSYS); where a filter
 # allows it, Landlock's signal scope refuses it.
 expect "kill:$store" "killed by signal 31\|denied" "kill() of keepd's store process fails"

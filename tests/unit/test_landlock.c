@@ -1,11 +1,15 @@
 /* Unit tests for lib/landlock.c: a confined child reaches the files
  * beneath its directory and nothing else; it cannot signal its parent
- * (ABI 6). Each confinement happens in a forked child, since it cannot
+ * (ABI 6); socket nodes and TCP only with the flags that allow them. Each confinement happens in a forked child, since it cannot
  * be undone. Where the kernel has no Landlock, the tests check that
  * landlock_confine_dir says so (0) and leave it at that. */
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
+
+#include <netinet/in.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -61,6 +65,8 @@ teardown(void **state)
 	return 0;
 }
 
+static unsigned confine_flags; /* LANDLOCK_* for the next confined() */
+
 /* Run fn in a child confined to e->in; its exit status (0: as expected). */
 static int
 confined(struct env *e, int (*fn)(struct env *, int abi))
@@ -73,7 +79,8 @@ confined(struct env *e, int (*fn)(struct env *, int abi))
 		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == -1 ||
 		    (dfd = open(e->in, O_RDONLY | O_DIRECTORY)) == -1)
 			_exit(100);
-		if ((abi = landlock_confine_dir(dfd)) == -1)
+		if ((abi = landlock_confine_dir_flags(dfd, confine_flags)) ==
+		    -1)
 			_exit(101);
 		_exit(fn(e, abi));
 	}
@@ -137,12 +144,65 @@ test_signals(void **state)
 	assert_int_equal(confined(*state, no_signal_out), 0);
 }
 
+/* Bind an AF_UNIX socket at in/s and a TCP socket on loopback: 0 for
+ * each that worked, bit 1 and 2 for those refused (EACCES). */
+static int
+binds(struct env *e)
+{
+	struct sockaddr_un un;
+	struct sockaddr_in in;
+	int fd, rc = 0;
+
+	memset(&un, 0, sizeof(un));
+	un.sun_family = AF_UNIX;
+	snprintf(un.sun_path, sizeof(un.sun_path), "%s/s", e->in);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM, 0)) == -1)
+		return 8;
+	if (bind(fd, (struct sockaddr *)&un, sizeof(un)) == -1)
+		rc |= errno == EACCES ? 1 : 8;
+	close(fd);
+	memset(&in, 0, sizeof(in));
+	in.sin_family = AF_INET;
+	in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if ((fd = socket(AF_INET, SOCK_STREAM, 0)) == -1)
+		return 8;
+	if (bind(fd, (struct sockaddr *)&in, sizeof(in)) == -1)
+		rc |= errno == EACCES ? 2 : 8;
+	close(fd);
+	return rc;
+}
+
+static int
+sockets_refused(struct env *e, int abi)
+{
+	/* Socket nodes from ABI 1, TCP from ABI 4. */
+	return binds(e) == (abi == 0 ? 0 : abi < 4 ? 1 : 3) ? 0 : 1;
+}
+
+static int
+sockets_allowed(struct env *e, int abi)
+{
+	(void)abi;
+	return binds(e);
+}
+
+static void
+test_sockets(void **state)
+{
+	confine_flags = 0;
+	assert_int_equal(confined(*state, sockets_refused), 0);
+	confine_flags = LANDLOCK_SOCKETS | LANDLOCK_TCP;
+	assert_int_equal(confined(*state, sockets_allowed), 0);
+	confine_flags = 0;
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_signals, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sockets, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
