@@ -30,9 +30,11 @@ if [ "${1:-}" = --inside ]; then
 		echo "check-kvm: /dev/kvm does not open here"
 		exit 125
 	fi
+	# The lines also go to $B/check-kvm.out, which outlives a nested run
+	# cut off by its limit: what finished by then is still told.
 	RESULTS=$PWD/$B/check-kvm.results KEEP_TEST_PLATFORM=kvm \
-	    sh tests/run-tests.sh check-kvm "$@"
-	exit
+	    sh tests/run-tests.sh check-kvm "$@" | tee "$B/check-kvm.out"
+	exit "${PIPESTATUS[0]}"
 fi
 
 if [ $# -eq 0 ]; then
@@ -42,7 +44,7 @@ for t in "$@"; do
 	[ -f "$t" ] || { echo "check-kvm: no such test: $t" >&2; exit 2; }
 done
 mkdir -p "$B"
-rm -f "$B/check-kvm.results" "$B/check-kvm.way"
+rm -f "$B/check-kvm.results" "$B/check-kvm.way" "$B/check-kvm.out"
 start=$(date +%s)
 if kvm_opens; then
 	way=native
@@ -64,6 +66,13 @@ if [ ! -s "$B/check-kvm.results" ]; then
 	# run cut off by the timeout (124).
 	echo "none" >"$B/check-kvm.way"
 	echo "check-kvm: the KVM tests did not run ($way, exit $rc, ${secs}s)"
+	if [ -s "$B/check-kvm.out" ]; then
+		# Cut off: say which finished and which did not.
+		done_=$(grep -c '^\(PASS\|FAIL\|SKIP\): tests/' "$B/check-kvm.out")
+		echo "check-kvm: $done_ of $# tests finished before the run was cut off:"
+		grep '^\(PASS\|FAIL\|SKIP\): tests/' "$B/check-kvm.out" | sed 's/^/    /'
+		[ "$done_" -lt $# ] && eval "echo \"check-kvm: unfinished: \${$((done_ + 1))}\""
+	fi
 	if [ "${KEEP_ALLOW_NO_KVM:-}" = 1 ]; then
 		echo "check-kvm: *** KEEP_ALLOW_NO_KVM=1: THE KVM PLATFORM WAS NOT TESTED ***"
 		echo "0 passed, 0 failed, $# skipped"
