@@ -256,6 +256,15 @@ proc_child_start(const struct proc_info *info, const char *root,
 	if (info->id == PROC_VMM) {
 		ctx.netns_fd = vm_netns_maker_start(user);
 		scf = SCF_VM_NET | SCF_VM_NETNS;
+		/* Its filter must let its vm processes' internet sockets
+		 * through (filters stack), so the vmm itself, and whatever it
+		 * starts that joins no sandbox's namespace, gets a network
+		 * namespace with no interface at all: a vmm taken over opens
+		 * those sockets where nothing is reachable. Unprivileged,
+		 * it cannot (docs/threat-model.md). */
+		if (geteuid() == 0 && unshare(CLONE_NEWNET) == -1)
+			fatal(
+			    "%s: the vmm's empty network namespace", __func__);
 	}
 	/* proc_privdrop_ns (a mount namespace, so the trap platform's stubs
 	 * get user namespaces) is not used yet: keep status and the privsep

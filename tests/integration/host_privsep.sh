@@ -116,6 +116,15 @@ grep -q "keepd/policy: .*policy generation 1 loaded" "$tmp/log" || die "policy n
 echo "ok: front has the TLS material and issuer keys, vmm the image keys, policy its text"
 [ "$(readlink "/proc/$(child_pid vmm)/root")" = "$tmp/state" ] || die "vmm root"
 [ "$(readlink "/proc/$(child_pid store)/root")" = "$tmp/state/db" ] || die "store root"
+# The vmm's filter lets its guests' internet sockets through (filters
+# stack), so it lives where there is no network: a namespace of its own
+# with no interface up (docs/threat-model.md, "Guest sockets").
+vp=$(child_pid vmm)
+[ "$(readlink "/proc/$vp/ns/net")" != "$(readlink /proc/self/ns/net)" ] || die "vmm in the host's network namespace"
+[ "$(awk 'NR > 2 { print $1 }' "/proc/$vp/net/dev")" = lo: ] || die "vmm's namespace has interfaces: $(cat "/proc/$vp/net/dev")"
+# lo down: no ::1 on it (lo up has one).
+[ ! -s "/proc/$vp/net/if_inet6" ] || die "vmm's lo is up: $(cat "/proc/$vp/net/if_inet6")"
+echo "ok: the vmm's network namespace is its own: lo alone, down"
 [ "$(readlink "/proc/$(child_pid front)/root")" = "$tmp/state/empty" ] || die "front root"
 
 # Stopped and continued (kill -STOP/-CONT, the cgroup freezer, a
