@@ -134,15 +134,16 @@ echo "nested-kvm: Debian kernel $kver under QEMU TCG (EPYC-v3,+svm,+npt), $cpus 
 : >"$work/out"
 timeout "$limit" qemu-system-x86_64 -accel tcg,thread=multi -smp "$cpus" -m "$mem" \
     -cpu EPYC-v3,+svm,+npt -kernel "$kernel" -initrd "$work/initrd.gz" \
-    -append "console=ttyS0 quiet loglevel=3 panic=-1" \
+    -append "console=ttyS0 quiet loglevel=4 panic=-1" \
     -virtfs local,path=/,mount_tag=host,security_model=passthrough,multidevs=remap,id=host \
     -nic none -nographic -no-reboot -monitor none -display none ${KEEP_NESTED_QEMU_ARGS:-} \
     -serial file:"$work/console" -device virtio-serial-pci \
     -chardev file,id=out,path="$work/out" -device virtconsole,chardev=out \
     </dev/null >"$work/qemu.log" 2>&1 &
 qemu=$!
-# The command's output as it comes (what was printed survives a timeout).
-tail -n +1 --pid="$qemu" -f "$work/out" | tr -d '\r'
+# The command's output as it comes, line by line (tr would hold it back
+# in its buffer: what was printed must survive a timeout).
+tail -n +1 --pid="$qemu" -f "$work/out" | sed -u 's/\r$//'
 wait "$qemu" || true
 qemu=
 if [ ! -s "$work/rc" ]; then
