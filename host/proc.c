@@ -260,11 +260,14 @@ proc_child_start(const struct proc_info *info, const char *root,
 		 * through (filters stack), so the vmm itself, and whatever it
 		 * starts that joins no sandbox's namespace, gets a network
 		 * namespace with no interface at all: a vmm taken over opens
-		 * those sockets where nothing is reachable. Unprivileged,
-		 * it cannot (docs/threat-model.md). */
-		if (geteuid() == 0 && unshare(CLONE_NEWNET) == -1)
-			fatal(
-			    "%s: the vmm's empty network namespace", __func__);
+		 * those sockets where nothing is reachable. Without
+		 * CAP_SYS_ADMIN (unprivileged, or a unit's bounding set) it
+		 * cannot, and says so (docs/threat-model.md). */
+		if (unshare(CLONE_NEWNET) == -1)
+			log_warn(
+			    "%s: no network namespace of the vmm's own "
+			    "(its guests' internet sockets rest on its code)",
+			    __func__);
 	}
 	/* proc_privdrop_ns (a mount namespace, so the trap platform's stubs
 	 * get user namespaces) is not used yet: keep status and the privsep
