@@ -208,7 +208,7 @@ struct msg_vmm_sandbox_info {
 /*
  * Files in a sandbox's workspace, for the API's files/ routes. The grant
  * is artifact:read (read, list, exists) or artifact:write (write, remove,
- * mkdir) on the sandbox id; paths are confined to the workspace as the
+ * mkdir, move) on the sandbox id; paths are confined to the workspace as the
  * guest's are (host/vmm/workspace.h). Every request and every reply
  * carries a memfd, empty when there is nothing in it: a write's bytes
  * (exactly len), a read's bytes, a list's struct vmm_dirent records.
@@ -219,7 +219,9 @@ enum vmm_file_op {
 	FILE_LIST,
 	FILE_EXISTS,
 	FILE_REMOVE,
-	FILE_MKDIR
+	FILE_MKDIR,
+	FILE_MOVE /* path to the memfd's len bytes (a path, no NUL); the
+		     reply's memfd holds the moved entry's vmm_dirent */
 };
 #define FILE_PATH_MAX 1024
 #define FILE_READ_MAX (32u << 20)

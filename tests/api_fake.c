@@ -1083,6 +1083,36 @@ f_file_remove(void *ctx, const struct api_call *c, const char *id,
 }
 
 static int
+f_file_move(void *ctx, const struct api_call *c, const char *id,
+    const char *from, const char *to, struct api_dirent *out,
+    struct api_error *err)
+{
+	struct fake_sandbox *s;
+	struct fake_file *ff, *old;
+	const char *name;
+
+	SBX_OR_404((struct api_fake *)ctx, id, s, err);
+	if ((ff = find_file(s, from)) == NULL)
+		return fail(err, API_ENOTFOUND, "File not found");
+	while (*to == '/')
+		to++;
+	if (strlen(to) >= sizeof(ff->path))
+		return fail(err, API_EBADREQ, "Path too long");
+	if ((old = find_file(s, to)) != NULL && old != ff) {
+		free(old->data);
+		memset(old, 0, sizeof(*old));
+	}
+	strlcpy(ff->path, to, sizeof(ff->path));
+	memset(out, 0, sizeof(*out));
+	name = strrchr(to, '/') != NULL ? strrchr(to, '/') + 1 : to;
+	strlcpy(out->name, name, sizeof(out->name));
+	strlcpy(out->type, ff->dir ? "dir" : "file", sizeof(out->type));
+	out->size = ff->len;
+	out->mtime = s->sb.created_at;
+	return API_OK;
+}
+
+static int
 f_env_get(void *ctx, const struct api_call *c, const char *id,
     struct api_kv **out, size_t *n, struct api_error *err)
 {
@@ -1557,6 +1587,7 @@ api_fake_backend(struct api_fake *f, struct api_backend *be)
 	be->file_exists = f_file_exists;
 	be->file_remove = f_file_remove;
 	be->file_mkdir = f_file_mkdir;
+	be->file_move = f_file_move;
 	be->env_get = f_env_get;
 	be->env_set = f_env_set;
 	be->env_delete = f_env_delete;

@@ -437,6 +437,11 @@ struct api_backend {
 	    const char *path, struct api_error *err);
 	int (*file_mkdir)(void *ctx, const struct api_call *, const char *id,
 	    const char *path, struct api_error *err);
+	/* rename(2) in the workspace: replaces a file at to, as envd's Move;
+	 * *out is the entry at to, once moved. */
+	int (*file_move)(void *ctx, const struct api_call *, const char *id,
+	    const char *from, const char *to, struct api_dirent *out,
+	    struct api_error *err);
 
 	/* *out malloc (keys and values too), *n entries. */
 	int (*env_get)(void *ctx, const struct api_call *, const char *id,

@@ -68,22 +68,30 @@ dir_json(const char *path)
 	    "path", bytes_string(path, strlen(path)));
 }
 
-/* A request's path field: required, inside the workspace. */
+/* A request's path field (name: "path" unless said): required, inside
+ * the workspace. */
 static int
-rpc_path(struct rq *r, json_t *obj, char path[PATH_MAX_API])
+rpc_path_field(
+    struct rq *r, json_t *obj, const char *name, char path[PATH_MAX_API])
 {
 	const char *p;
 
-	if (rq_str(r, obj, "path", 1, &p))
+	if (rq_str(r, obj, name, 1, &p))
 		return -1;
 	if (p[0] == '\0') {
-		rq_error(r, API_EBADREQ, "path is empty");
+		rq_error(r, API_EBADREQ, "%s is empty", name);
 		return -1;
 	}
 	if (rq_path_check(r, p))
 		return -1;
 	strlcpy(path, p, PATH_MAX_API);
 	return 0;
+}
+
+static int
+rpc_path(struct rq *r, json_t *obj, char path[PATH_MAX_API])
+{
+	return rpc_path_field(r, obj, "path", path);
 }
 
 /* ListDir {"path","depth"}: one level, as keep's files/list. */
@@ -225,6 +233,64 @@ h_e2b_remove(struct rq *r)
 		return;
 	}
 	rq_json(r, 200, json_object());
+}
+
+/*
+ * Move {"source","destination"}: rename(2) in the workspace, decided as
+ * keep's files/write (a move writes the destination). The reply is the
+ * entry at its destination, which the SDK's files.rename returns.
+ */
+void
+h_e2b_move(struct rq *r)
+{
+	static const char *const fields[] = { "source", "destination", NULL };
+	char from[PATH_MAX_API], to[PATH_MAX_API], parent[PATH_MAX_API];
+	struct api_dirent ent;
+	struct api_error err;
+	const char *slash;
+	json_t *entry;
+	size_t len;
+	int rc;
+
+	if (rq_fields(r, r->body, fields) ||
+	    rpc_path_field(r, r->body, "source", from) ||
+	    rpc_path_field(r, r->body, "destination", to))
+		return;
+	len = strlen(to);
+	while (len > 1 && to[len - 1] == '/')
+		to[--len] = '\0';
+	memset(&err, 0, sizeof(err));
+	memset(&ent, 0, sizeof(ent));
+	rc =
+	    BE(r)->file_move(BE(r)->ctx, &r->call, r->id, from, to, &ent, &err);
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	ent.name[sizeof(ent.name) - 1] = '\0';
+	ent.type[sizeof(ent.type) - 1] = '\0';
+	slash = strrchr(to, '/');
+	if (slash == NULL || slash == to)
+		strlcpy(parent, "/", sizeof(parent));
+	else {
+		memcpy(parent, to, (size_t)(slash - to));
+		parent[slash - to] = '\0';
+	}
+	if (ent.name[0] == '\0') {
+		/* Moved on before keep saw it: its name and path alone. */
+		strlcpy(
+		    ent.name, slash != NULL ? slash + 1 : to, sizeof(ent.name));
+		entry = json_pack("{s:o,s:o}", "name",
+		    bytes_string(ent.name, strlen(ent.name)), "path",
+		    bytes_string(to, len));
+	} else {
+		entry = entry_json(parent, &ent);
+		/* The path as asked, not as joined. */
+		if (entry != NULL)
+			json_object_set_new(
+			    entry, "path", bytes_string(to, len));
+	}
+	rq_json(r, 200, json_pack("{s:o}", "entry", entry));
 }
 
 /* --- process.Process/Start -------------------------------------------- */

@@ -346,6 +346,7 @@ void h_e2b_list_dir(struct rq *);
 void h_e2b_stat(struct rq *);
 void h_e2b_make_dir(struct rq *);
 void h_e2b_remove(struct rq *);
+void h_e2b_move(struct rq *);
 void h_e2b_process_start(struct rq *);
 /* The directories of path made, as envd makes them, each decided
  * (api_e2b.c): API_OK, an api_err, or E2B_REPLIED (a refusal sent). */

@@ -1629,6 +1629,8 @@ const struct api_route api_routes[] = {
 	{ HTTP_POST, "/e2b/filesystem.Filesystem/Remove", h_e2b_remove,
 	    CAP_ARTIFACT_WRITE, 1, 0, "e2b_remove", 0, E2B_RPC,
 	    "files_remove" },
+	{ HTTP_POST, "/e2b/filesystem.Filesystem/Move", h_e2b_move,
+	    CAP_ARTIFACT_WRITE, 1, 0, "e2b_move", 0, E2B_RPC, "files_write" },
 	{ HTTP_POST, "/e2b/process.Process/Start", h_e2b_process_start,
 	    CAP_EXEC, 0, 0, "e2b_process_start", 1, E2B_RPC_STREAM,
 	    "commands_run" },

@@ -1,6 +1,6 @@
 /*
  * Files of a sandbox's workspace over the API: read, write, list, exists,
- * remove, mkdir; data travels in memfds.
+ * remove, mkdir, move; data travels in memfds.
  */
 #include "host/vmmproc/vmm_int.h"
 
@@ -78,6 +78,68 @@ upload_counted(struct sandbox *s, uint64_t old, int fd)
 	munmap(count, sizeof(*count));
 }
 
+static void
+dirent_of(struct vmm_dirent *de, const char *name, const struct stat *st)
+{
+	memset(de, 0, sizeof(*de));
+	strlcpy(de->name, name, sizeof(de->name));
+	strlcpy(de->type,
+	    S_ISREG(st->st_mode)       ? "file"
+	        : S_ISDIR(st->st_mode) ? "dir"
+	        : S_ISLNK(st->st_mode) ? "link"
+	                               : "other",
+	    sizeof(de->type));
+	de->size = (uint64_t)st->st_size;
+	de->mtime = st->st_mtim.tv_sec;
+}
+
+/*
+ * FILE_MOVE: path to the destination in the request's memfd, both
+ * confined as every path is. rename(2) replaces a file at the
+ * destination, as envd's Move (os.Rename) does.
+ */
+static int
+file_move(int ws_fd, const char *from, int mfd, uint64_t len, int out,
+    uint64_t *count)
+{
+	struct vmm_dirent de;
+	struct stat st;
+	char to[WS_PATH_MAX], fname[WS_PATH_MAX], tname[WS_PATH_MAX];
+	char *raw;
+	int fdir, tdir, rc;
+
+	if (len == 0 || len >= FILE_PATH_MAX ||
+	    (raw = memfd_read(mfd, len, FILE_PATH_MAX - 1)) == NULL)
+		return -EINVAL;
+	rc = memchr(raw, '\0', len) != NULL
+	    ? -EINVAL
+	    : ws_normalize("/", raw, to, sizeof(to));
+	free(raw);
+	if (rc != 0)
+		return rc;
+	if (strcmp(from, "/") == 0 || strcmp(to, "/") == 0)
+		return -EBUSY;
+	if ((fdir = ws_parentat(ws_fd, from, fname, sizeof(fname))) < 0)
+		return fdir;
+	if ((tdir = ws_parentat(ws_fd, to, tname, sizeof(tname))) < 0) {
+		close(fdir);
+		return tdir;
+	}
+	rc = renameat(fdir, fname, tdir, tname) == -1 ? -errno : 0;
+	/* The entry moved, for the reply: the caller's grant is a write,
+	 * and a listing would want a read. */
+	if (rc == 0 && fstatat(tdir, tname, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		dirent_of(&de, tname, &st);
+		if (write(out, &de, sizeof(de)) != (ssize_t)sizeof(de))
+			rc = -EIO;
+		else
+			*count = 1;
+	}
+	close(fdir);
+	close(tdir);
+	return rc;
+}
+
 static int
 file_list(int dir, int out, uint64_t *count)
 {
@@ -101,16 +163,7 @@ file_list(int dir, int out, uint64_t *count)
 		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) ==
 		    -1)
 			continue;
-		memset(&de, 0, sizeof(de));
-		strlcpy(de.name, e->d_name, sizeof(de.name));
-		strlcpy(de.type,
-		    S_ISREG(st.st_mode)       ? "file"
-		        : S_ISDIR(st.st_mode) ? "dir"
-		        : S_ISLNK(st.st_mode) ? "link"
-		                              : "other",
-		    sizeof(de.type));
-		de.size = (uint64_t)st.st_size;
-		de.mtime = st.st_mtim.tv_sec;
+		dirent_of(&de, e->d_name, &st);
 		if (write(out, &de, sizeof(de)) != (ssize_t)sizeof(de)) {
 			closedir(d);
 			return -EIO;
@@ -135,10 +188,11 @@ vmm_h_file(struct proc_ctx *ctx, const struct msg *m)
 	int out = -1, fd = -1, dfd = -1, rc = 0, wr;
 
 	memcpy(&q, m->data, sizeof(q));
-	wr = q.op == FILE_WRITE || q.op == FILE_REMOVE || q.op == FILE_MKDIR;
+	wr = q.op == FILE_WRITE || q.op == FILE_REMOVE || q.op == FILE_MKDIR ||
+	    q.op == FILE_MOVE;
 	if (memchr(q.path, '\0', sizeof(q.path)) == NULL ||
 	    memchr(q.id, '\0', sizeof(q.id)) == NULL || q.op < FILE_READ ||
-	    q.op > FILE_MKDIR) {
+	    q.op > FILE_MOVE) {
 		close(m->fd);
 		return -1;
 	}
@@ -213,6 +267,10 @@ vmm_h_file(struct proc_ctx *ctx, const struct msg *m)
 				        unlinkat(dfd, name, AT_REMOVEDIR) == 0
 				    ? 0
 				    : -errno;
+			break;
+		case FILE_MOVE:
+			rc = file_move(
+			    s->ws_fd, path, m->fd, q.len, out, &r.len);
 			break;
 		}
 	}

@@ -204,6 +204,36 @@ async function codeInterpreter() {
 	        (await sbx.files.makeDir('/data/new/deep')) === false);
 	await sbx.files.remove('/data/a.txt');
 	check('files.remove', (await sbx.files.exists('/data/a.txt')) === false);
+	// files.rename: envd's Move, answered with the moved entry.
+	const moved = await sbx.files.rename('/data/sub/b.txt', '/data/b2.txt');
+	check('files.rename answers the entry at its new path',
+	    moved.name === 'b2.txt' && moved.path === '/data/b2.txt' &&
+	        moved.type === 'file' && moved.size === 2,
+	    moved);
+	check('files.rename moved it',
+	    (await sbx.files.read('/data/b2.txt')) === 'bb' &&
+	        (await sbx.files.exists('/data/sub/b.txt')) === false);
+	await sbx.files.write('/data/old.txt', 'old');
+	await sbx.files.rename('/data/b2.txt', '/data/old.txt');
+	check('files.rename onto a file replaces it, as os.Rename',
+	    (await sbx.files.read('/data/old.txt')) === 'bb');
+	const dmoved = await sbx.files.rename('/data/new', '/data/renamed');
+	check('files.rename of a directory',
+	    dmoved.type === 'dir' &&
+	        (await sbx.files.exists('/data/renamed/deep')) === true,
+	    dmoved);
+	const rnf = await threw(() => sbx.files.rename('/data/none', '/data/x'));
+	check('files.rename of a missing file is FileNotFoundError',
+	    rnf && rnf.name === 'FileNotFoundError', rnf && [rnf.name, rnf.message]);
+	const rout = await threw(() =>
+	    sbx.files.rename('/data/old.txt', '/data/../../../etc/x'));
+	check('files.rename out of the workspace is InvalidArgumentError',
+	    rout && rout.name === 'InvalidArgumentError',
+	    rout && [rout.name, rout.message]);
+	const rroot = await threw(() => sbx.files.rename('/', '/data/root'));
+	check('files.rename of the workspace root is InvalidArgumentError',
+	    rroot && rroot.name === 'InvalidArgumentError',
+	    rroot && [rroot.name, rroot.message]);
 	const nf = await threw(() => sbx.files.read('/data/none'));
 	check('reading a missing file is FileNotFoundError',
 	    nf && nf.name === 'FileNotFoundError', nf && nf.message);

@@ -5,7 +5,7 @@
 # against a real keepd on loopback with only E2B_API_URL,
 # E2B_SANDBOX_URL and E2B_API_KEY set: sandboxes, cells in the default
 # context and in others (results, logs, errors, streaming callbacks, a
-# matplotlib PNG), files, commands, kill. Then what the SDK cannot
+# matplotlib PNG), files (rename too), commands, kill. Then what the SDK cannot
 # show: the policy still decides (a command outside the exec allowlist),
 # E2B's error shapes, and the credentials the routes take.
 source "$(dirname "$0")/../lib/keepd.sh"
@@ -101,8 +101,13 @@ e2b POST /filesystem.Filesystem/ListDir -H "E2b-Sandbox-Id: $sb" \
 [ "$code" = 404 ] && [ "$(jget "$body" '["code"]')" = not_found ] &&
 	ok "a Connect error: the code and message" || bad "ListDir: $code $body"
 e2b POST /filesystem.Filesystem/Move -H "E2b-Sandbox-Id: $sb" \
+    -H "X-Access-Token: $tok" -H 'Content-Type: application/json' \
+    -d '{"source":"/a","destination":"/b","depth":1}'
+[ "$code" = 400 ] && [ "$(jget "$body" '["code"]')" = invalid_argument ] &&
+	ok "Move with a field envd does not know: invalid_argument" || bad "Move: $code $body"
+e2b POST /filesystem.Filesystem/Rename -H "E2b-Sandbox-Id: $sb" \
     -H "X-Access-Token: $tok" -H 'Content-Type: application/json' -d '{}'
-[ "$code" = 404 ] && ok "a method keep does not serve: 404" || bad "Move: $code $body"
+[ "$code" = 404 ] && ok "a method keep does not serve: 404" || bad "Rename: $code $body"
 # The sandbox's token is scoped to it: another sandbox is not found.
 req "$key" POST /v1/sandboxes '{"image":"shell"}'
 sb2=$(jget "$body" '["id"]')

@@ -707,7 +707,38 @@ test_rpc_filesystem(void **state)
 	    "{\"path\":\"/d/a.txt\"}", &r);
 	connect_code(&r, 404, "not_found");
 	resp_free(&r);
+
+	/* Move answers the entry at its destination. */
+	sbx_json(e, "/e2b/filesystem.Filesystem/Move",
+	    "{\"source\":\"/d/s/b\",\"destination\":\"/d/c/\"}", &r);
+	assert_int_equal(r.status, 200);
+	j = body_json(&r);
+	ent = json_object_get(j, "entry");
+	assert_string_equal(jstr(ent, "name"), "c");
+	assert_string_equal(jstr(ent, "path"), "/d/c");
+	assert_string_equal(jstr(ent, "type"), "FILE_TYPE_FILE");
+	json_decref(j);
+	resp_free(&r);
+	sbx_json(e, "/e2b/filesystem.Filesystem/Move",
+	    "{\"source\":\"/d/s/b\",\"destination\":\"/d/e\"}", &r);
+	connect_code(&r, 404, "not_found");
+	resp_free(&r);
 	sbx_json(e, "/e2b/filesystem.Filesystem/Move", "{}", &r);
+	connect_code(&r, 400, "invalid_argument");
+	resp_free(&r);
+	sbx_json(e, "/e2b/filesystem.Filesystem/Move",
+	    "{\"source\":\"/d/c\",\"destination\":\"/d/../../x\"}", &r);
+	connect_code(&r, 400, "invalid_argument");
+	resp_free(&r);
+	sbx_json(e, "/e2b/filesystem.Filesystem/Move",
+	    "{\"source\":\"/d/c\",\"destination\":\"\"}", &r);
+	connect_code(&r, 400, "invalid_argument");
+	resp_free(&r);
+	sbx_json(e, "/e2b/filesystem.Filesystem/Move",
+	    "{\"source\":\"/d/c\",\"destination\":\"/x\",\"y\":1}", &r);
+	connect_code(&r, 400, "invalid_argument");
+	resp_free(&r);
+	sbx_json(e, "/e2b/filesystem.Filesystem/Rename", "{}", &r);
 	assert_int_equal(r.status, 404);
 	resp_free(&r);
 }
