@@ -4,3 +4,9 @@
 .PHONY: bench-start
 bench-start: $(B)/bin/keep $(B)/bin/keepd images
 	bash bench/start.sh $(B)
+# make bench-density   N live python contexts (N=1000; small N on a shared
+#                      box), memory per context and next-cell time
+#                      (bench/density.sh)
+.PHONY: bench-density
+bench-density: $(B)/bin/keep $(B)/bin/keepd images
+	bash bench/density.sh $(B)
