@@ -206,6 +206,24 @@ h_e2b_sandbox_connect(struct rq *r)
 	rq_json(r, 201, o);
 }
 
+/* setTimeout {"timeout"}: keep fixes a sandbox's lifetime when it is
+ * made and has no op that moves it, so the SDK is told so in E2B's own
+ * shape, after the decision, rather than a 404 it would read as the
+ * sandbox being gone. */
+void
+h_e2b_sandbox_timeout(struct rq *r)
+{
+	static const char *const fields[] = { "timeout", NULL };
+	uint64_t t;
+
+	if (rq_fields(r, r->body, fields) ||
+	    rq_uint(r, r->body, "timeout", UINT32_MAX, &t))
+		return;
+	rq_error(r, API_ENOTIMPL,
+	    "setTimeout is not served: keep fixes a sandbox's timeout at "
+	    "create (docs/e2b.md)");
+}
+
 void
 h_e2b_sandbox_delete(struct rq *r)
 {

@@ -335,6 +335,7 @@ json_t *iso_time(int64_t t);
 void h_e2b_sandbox_create(struct rq *);
 void h_e2b_sandbox_get(struct rq *);
 void h_e2b_sandbox_delete(struct rq *);
+void h_e2b_sandbox_timeout(struct rq *);
 void h_e2b_sandbox_connect(struct rq *);
 void h_e2b_health(struct rq *);
 void h_e2b_execute(struct rq *);

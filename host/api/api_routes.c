@@ -1595,6 +1595,10 @@ const struct api_route api_routes[] = {
 	    "sandbox_create" },
 	{ HTTP_GET, "/e2b/sandboxes/{id}", h_e2b_sandbox_get, CAP_SANDBOX_READ,
 	    0, 0, "e2b_sandbox_get", 0, E2B_API, "sandbox_get" },
+	/* Decided as a write of the sandbox, then answered 501. */
+	{ HTTP_POST, "/e2b/sandboxes/{id}/timeout", h_e2b_sandbox_timeout,
+	    CAP_SANDBOX_WRITE, 1, 0, "e2b_sandbox_timeout", 0, E2B_API,
+	    "sandbox_lock" },
 	{ HTTP_DELETE, "/e2b/sandboxes/{id}", h_e2b_sandbox_delete,
 	    CAP_SANDBOX_WRITE, 0, 0, "e2b_sandbox_delete", 0, E2B_API,
 	    "sandbox_delete" },

@@ -234,6 +234,11 @@ async function codeInterpreter() {
 	check('files.rename of the workspace root is InvalidArgumentError',
 	    rroot && rroot.name === 'InvalidArgumentError',
 	    rroot && [rroot.name, rroot.message]);
+	// keep fixes a sandbox's timeout at create: E2B's error, not "not found".
+	const st = await threw(() => sbx.setTimeout(60_000));
+	check('setTimeout: not served, said so, not SandboxNotFoundError',
+	    st && st.name !== 'SandboxNotFoundError' &&
+	        /not served/.test(st.message), st && `${st.name}: ${st.message}`);
 	const nf = await threw(() => sbx.files.read('/data/none'));
 	check('reading a missing file is FileNotFoundError',
 	    nf && nf.name === 'FileNotFoundError', nf && nf.message);
