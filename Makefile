@@ -163,7 +163,7 @@ integration: all
 # The whole suite. Each step prints its own summary; tests/summary.sh adds
 # them up into the closing "N passed, N failed" line.
 check: deps
-	@mkdir -p $(B) && rm -f $(B)/results.txt
+	@mkdir -p $(B) && rm -f $(B)/results.txt $(B)/results.txt.failed
 	@status=0; \
 	for t in format-check all unit fuzz-replay integration $(CHECK_EXTRA) unit-asan fuzz-smoke; do \
 	  echo "==> make $$t"; \

@@ -51,7 +51,11 @@ for t in "$@"; do
 	[ -n "$VERBOSE" ] && cat "$log"
 done
 rm -f "$log"
-cat "$fails_log"; rm -f "$fails_log"
+cat "$fails_log"
+# Kept beside the results: .ci/run prints them again as its last lines,
+# where a CI excerpt (the run's tail) is sure to hold them.
+[ -n "$RESULTS" ] && [ -s "$fails_log" ] && cat "$fails_log" >>"$RESULTS.failed"
+rm -f "$fails_log"
 echo "$suite: $pass passed, $fail failed, $skip skipped"
 [ "$kvmskip" -gt 0 ] && echo "$suite: $kvmskip of the skipped need /dev/kvm (make check-kvm)"
 [ -n "$RESULTS" ] && echo "$suite $pass $fail $skip $kvmskip" >>"$RESULTS"
