@@ -303,6 +303,8 @@ rq_emit_as(struct rq *r, int status, int wire, const char *ctype,
 		http_response_header(o, "Retry-After", r->retry_after);
 	if (r->replayed)
 		http_response_header(o, "Idempotent-Replayed", "true");
+	if (r->next_token[0] != '\0')
+		http_response_header(o, "X-Next-Token", r->next_token);
 	if (status == 405)
 		http_response_header(o, "Allow", r->allow);
 	http_response_body(o, body, len, r->head_only);
@@ -1108,7 +1110,7 @@ authorize(struct rq *r)
 	/* A scoped token's list is a read of its own sandbox (the list
 	 * route asks the backend for that sandbox alone): decided on it. */
 	if (target[0] == '\0' && r->who.sbx[0] != '\0' &&
-	    strcmp(rt->name, "sandbox_list") == 0)
+	    strcmp(rt->as != NULL ? rt->as : rt->name, "sandbox_list") == 0)
 		target = r->who.sbx;
 	memset(&err, 0, sizeof(err));
 	rc = be->authorize(be->ctx, &r->call, target, &err);

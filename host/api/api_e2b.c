@@ -10,6 +10,7 @@
  * e2b_wire.c.
  */
 #include <sodium.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +145,292 @@ h_e2b_sandbox_create(struct rq *r)
 	api_kv_free(sb.metadata, sb.nmetadata);
 	r->api->sandboxes_created++;
 	rq_json(r, 201, o);
+}
+
+/* --- Sandbox.list ----------------------------------------------------- */
+
+#define E2B_LIST_MAX 100
+#define E2B_FILTER_MAX 2048
+#define E2B_FILTER_PAIRS 32
+
+struct e2b_list_filter {
+	struct api_kv md[E2B_FILTER_PAIRS]; /* into mdbuf */
+	size_t nmd;
+	char mdbuf[E2B_FILTER_MAX];
+	char tmpl[128];
+	int64_t started_after; /* -1: none */
+	int want_running;
+};
+
+static int
+hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Percent-decodes s in place ('+' is a space when form is set): 0, or -1
+ * on a malformed escape or a NUL. */
+static int
+pct_decode(char *s, int form)
+{
+	char *o = s;
+	int hi, lo;
+
+	for (; *s != '\0'; s++) {
+		if (*s == '%') {
+			if ((hi = hexval(s[1])) < 0 ||
+			    (lo = hexval(s[2])) < 0 || hi * 16 + lo == 0)
+				return -1;
+			*o++ = (char)(hi * 16 + lo);
+			s += 2;
+		} else
+			*o++ = form && *s == '+' ? ' ' : *s;
+	}
+	*o = '\0';
+	return 0;
+}
+
+/*
+ * The SDK's metadata filter: its pairs, each key and value put through
+ * encodeURIComponent and the whole through URLSearchParams, so each
+ * part is decoded twice (rq_query undid the query's own encoding).
+ */
+static int
+e2b_metadata_filter(struct rq *r, struct e2b_list_filter *f)
+{
+	char *p, *pair, *eq;
+	int rc;
+
+	if ((rc = rq_query(r, "metadata", f->mdbuf, sizeof(f->mdbuf), 0)) <= 0)
+		return rc;
+	for (p = f->mdbuf; (pair = strsep(&p, "&")) != NULL;) {
+		if (*pair == '\0')
+			continue;
+		if ((eq = strchr(pair, '=')) == NULL || eq == pair ||
+		    f->nmd == E2B_FILTER_PAIRS)
+			goto bad;
+		*eq = '\0';
+		if (pct_decode(pair, 1) || pct_decode(pair, 0) ||
+		    pct_decode(eq + 1, 1) || pct_decode(eq + 1, 0))
+			goto bad;
+		f->md[f->nmd].key = pair;
+		f->md[f->nmd].value = eq + 1;
+		f->nmd++;
+	}
+	return 0;
+bad:
+	rq_error(r, API_EBADREQ, "metadata must be at most %d key=value pairs",
+	    E2B_FILTER_PAIRS);
+	return -1;
+}
+
+/*
+ * state, repeated (state=running&state=paused, as the SDK sends an
+ * array) or comma-separated: keep's sandboxes are never paused, so a
+ * list of paused ones alone is empty. Absent: both, as E2B's default.
+ */
+static int
+e2b_state_filter(struct rq *r, struct e2b_list_filter *f)
+{
+	const char *q = r->req->query, *end, *amp, *pe, *v, *c;
+	int seen = 0;
+
+	f->want_running = 1;
+	if (q == NULL)
+		return 0;
+	end = q + r->req->query_len;
+	for (; q < end; q = pe + (amp != NULL)) {
+		amp = memchr(q, '&', (size_t)(end - q));
+		pe = amp != NULL ? amp : end;
+		if (pe - q < 6 || memcmp(q, "state=", 6) != 0)
+			continue;
+		if (!seen++)
+			f->want_running = 0;
+		for (v = q + 6; v < pe; v = c + 1) {
+			if ((c = memchr(v, ',', (size_t)(pe - v))) == NULL &&
+			    (c = memchr(v, '%', (size_t)(pe - v))) == NULL)
+				c = pe;
+			if (c - v == 7 && memcmp(v, "running", 7) == 0)
+				f->want_running = 1;
+			else if (!(c - v == 6 && memcmp(v, "paused", 6) == 0)) {
+				rq_error(r, API_EBADREQ,
+				    "state must be running or paused");
+				return -1;
+			}
+			/* An encoded comma ("%2C") separates too. */
+			if (c < pe && *c == '%') {
+				if (pe - c < 3 || memcmp(c, "%2C", 3) != 0) {
+					rq_error(r, API_EBADREQ,
+					    "state must be running or paused");
+					return -1;
+				}
+				c += 2;
+			}
+		}
+	}
+	return 0;
+}
+
+/* startedAfter: an RFC 3339 time in UTC, as Date.toISOString() writes. */
+static int
+e2b_started_filter(struct rq *r, struct e2b_list_filter *f)
+{
+	char buf[40], *rest;
+	struct tm tm;
+	int rc;
+
+	f->started_after = -1;
+	if ((rc = rq_query(r, "startedAfter", buf, sizeof(buf), 0)) <= 0)
+		return rc;
+	memset(&tm, 0, sizeof(tm));
+	rest = strptime(buf, "%Y-%m-%dT%H:%M:%S", &tm);
+	if (rest != NULL && *rest == '.') {
+		rest++;
+		while (*rest >= '0' && *rest <= '9')
+			rest++;
+	}
+	if (rest == NULL || strcmp(rest, "Z") != 0) {
+		rq_error(r, API_EBADREQ,
+		    "startedAfter must be a time in UTC (RFC 3339, ending in "
+		    "Z)");
+		return -1;
+	}
+	f->started_after = (int64_t)timegm(&tm);
+	return 0;
+}
+
+static int
+e2b_list_match(const struct e2b_list_filter *f, const struct api_sandbox *sb)
+{
+	size_t i, j;
+
+	if (!f->want_running)
+		return 0;
+	if (f->started_after >= 0 && sb->created_at <= f->started_after)
+		return 0;
+	if (f->tmpl[0] != '\0' &&
+	    strcmp(e2b_template_image(f->tmpl), sb->image) != 0)
+		return 0;
+	for (i = 0; i < f->nmd; i++) {
+		for (j = 0; j < sb->nmetadata; j++)
+			if (strcmp(sb->metadata[j].key, f->md[i].key) == 0 &&
+			    strcmp(sb->metadata[j].value, f->md[i].value) == 0)
+				break;
+		if (j == sb->nmetadata)
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * GET /e2b/v2/sandboxes (Sandbox.list and its paginator): one page of
+ * keep's sandbox list, filtered. The filters apply within the page, so a
+ * page may hold fewer than limit (even none) and still have a next: the
+ * SDK's paginator goes on while X-Next-Token comes, as E2B's own does.
+ */
+void
+h_e2b_sandbox_list(struct rq *r)
+{
+	struct e2b_list_filter *f;
+	struct api_sandbox *sbs = NULL;
+	struct api_page pg;
+	struct api_error err;
+	char cursor[API_ID_MAX + 1], next[API_ID_MAX + 1] = "", lim[16];
+	char order[16];
+	size_t n = 0, i;
+	json_t *arr = NULL;
+	int rc;
+
+	if ((f = calloc(1, sizeof(*f))) == NULL) {
+		rq_error(r, API_EINTERNAL, "Out of memory");
+		return;
+	}
+	memset(&pg, 0, sizeof(pg));
+	pg.limit = E2B_LIST_MAX;
+	if ((rc = rq_query(r, "nextToken", cursor, sizeof(cursor), 0)) < 0)
+		goto out;
+	if (rc == 1)
+		pg.cursor = cursor;
+	if ((rc = rq_query(r, "limit", lim, sizeof(lim), 0)) < 0)
+		goto out;
+	if (rc == 1) {
+		char *end;
+		unsigned long v = strtoul(lim, &end, 10);
+
+		if (*end != '\0' || lim[0] < '0' || lim[0] > '9' || v < 1 ||
+		    v > E2B_LIST_MAX) {
+			rq_error(r, API_EBADREQ, "limit must be 1 to %d",
+			    E2B_LIST_MAX);
+			goto out;
+		}
+		pg.limit = (unsigned)v;
+	}
+	/* Sorting the whole set by start is not something keep's list,
+	 * paged by id, can do: said rather than ignored. */
+	if ((rc = rq_query(r, "order", order, sizeof(order), 0)) < 0)
+		goto out;
+	if (rc == 1) {
+		rq_fail(r, 400, "BAD_REQUEST",
+		    "order is not served by keep (docs/e2b.md)");
+		goto out;
+	}
+	if (e2b_metadata_filter(r, f) || e2b_state_filter(r, f) ||
+	    e2b_started_filter(r, f) ||
+	    rq_query(r, "template", f->tmpl, sizeof(f->tmpl), 0) < 0)
+		goto out;
+	if ((sbs = calloc(E2B_LIST_MAX, sizeof(*sbs))) == NULL) {
+		rq_error(r, API_EINTERNAL, "Out of memory");
+		goto out;
+	}
+	memset(&err, 0, sizeof(err));
+	if (r->who.sbx[0] != '\0') {
+		/* A sandbox's token sees its own sandbox and nothing else. */
+		rc = pg.cursor != NULL
+		    ? API_OK
+		    : BE(r)->sandbox_get(
+		          BE(r)->ctx, &r->call, r->who.sbx, &sbs[0], &err);
+		n = pg.cursor == NULL && rc == API_OK;
+		if (rc == API_ENOTFOUND)
+			rc = API_OK;
+	} else
+		rc = BE(r)->sandbox_list(
+		    BE(r)->ctx, &r->call, &pg, sbs, pg.limit, &n, next, &err);
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		goto out;
+	}
+	if (n > pg.limit)
+		n = pg.limit;
+	if ((arr = json_array()) == NULL) {
+		rq_error(r, API_EINTERNAL, "Out of memory");
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		sbs[i].id[sizeof(sbs[i].id) - 1] = '\0';
+		sbs[i].image[sizeof(sbs[i].image) - 1] = '\0';
+		if (e2b_list_match(f, &sbs[i]))
+			json_array_append_new(
+			    arr, e2b_sandbox_json(&sbs[i], sbs[i].image));
+	}
+	next[sizeof(next) - 1] = '\0';
+	if (f->want_running)
+		strlcpy(r->next_token, next, sizeof(r->next_token));
+	rq_json(r, 200, arr);
+	arr = NULL;
+out:
+	json_decref(arr);
+	if (sbs != NULL) {
+		for (i = 0; i < n; i++)
+			api_kv_free(sbs[i].metadata, sbs[i].nmetadata);
+		free(sbs);
+	}
+	free(f);
 }
 
 /* GET /e2b/sandboxes/{id}: its image stands for E2B's template. */

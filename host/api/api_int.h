@@ -172,6 +172,8 @@ struct rq {
 	int head_only;
 	int status;
 	char retry_after[24];
+	/* E2B's X-Next-Token: the next page of a list, or "". */
+	char next_token[API_ID_MAX + 1];
 	char allow[64]; /* 405: the methods the path has */
 	int http10;
 	int sse; /* when req is NULL (a deferred reply) */
@@ -334,6 +336,7 @@ json_t *iso_time(int64_t t);
 /* host/api/api_e2b.c, api_e2b_rpc.c: E2B's routes (docs/e2b.md). */
 void h_e2b_sandbox_create(struct rq *);
 void h_e2b_sandbox_get(struct rq *);
+void h_e2b_sandbox_list(struct rq *);
 void h_e2b_sandbox_delete(struct rq *);
 void h_e2b_sandbox_timeout(struct rq *);
 void h_e2b_sandbox_connect(struct rq *);

@@ -1593,6 +1593,8 @@ const struct api_route api_routes[] = {
 	{ HTTP_POST, "/e2b/v2/sandboxes", h_e2b_sandbox_create,
 	    CAP_SANDBOX_WRITE, 1, 0, "e2b_sandbox_create", 0, E2B_API,
 	    "sandbox_create" },
+	{ HTTP_GET, "/e2b/v2/sandboxes", h_e2b_sandbox_list, CAP_SANDBOX_READ,
+	    0, 0, "e2b_sandbox_list", 0, E2B_API, "sandbox_list" },
 	{ HTTP_GET, "/e2b/sandboxes/{id}", h_e2b_sandbox_get, CAP_SANDBOX_READ,
 	    0, 0, "e2b_sandbox_get", 0, E2B_API, "sandbox_get" },
 	/* Decided as a write of the sandbox, then answered 501. */

@@ -252,6 +252,45 @@ async function codeInterpreter() {
 	check('its token is a new one',
 	    again.envdAccessToken && again.envdAccessToken !== sbx.envdAccessToken);
 
+	// Sandbox.list: a paginator over the principal's sandboxes, filtered
+	// by metadata, state and template.
+	const listAll = async (opts) => {
+		const pg = Sandbox.list(opts);
+		const all = [];
+		let pages = 0;
+		while (pg.hasNext && pages++ < 50)
+			all.push(...await pg.nextItems());
+		return { all, pages };
+	};
+	let found = await listAll({ query: { metadata: { owner: 'tests' } } });
+	const mine = found.all.find((s) => s.sandboxId === sbx.sandboxId);
+	check('Sandbox.list finds the sandbox by its metadata',
+	    mine && mine.state === 'running' && mine.metadata.owner === 'tests' &&
+	        mine.templateId === 'python' && mine.startedAt instanceof Date,
+	    found.all);
+	found = await listAll({ query: { metadata: { owner: 'no one' } } });
+	check('Sandbox.list: metadata no sandbox has finds none',
+	    found.all.length === 0, found.all);
+	found = await listAll({ query: { state: ['paused'] } });
+	check('Sandbox.list: no sandbox of keep is paused',
+	    found.all.length === 0, found.all);
+	found = await listAll({ query: { template: 'code-interpreter-v1' } });
+	check("Sandbox.list: E2B's template name finds it",
+	    found.all.some((s) => s.sandboxId === sbx.sandboxId), found.all);
+	const extra = await Sandbox.create({ metadata: { owner: 'tests' } });
+	found = await listAll({ limit: 1, query: { metadata: { owner: 'tests' } } });
+	check('Sandbox.list pages: limit 1 takes a page per sandbox',
+	    found.pages >= 2 && found.all.some((s) => s.sandboxId === sbx.sandboxId) &&
+	        found.all.some((s) => s.sandboxId === extra.sandboxId), found);
+	await extra.kill();
+	found = await listAll({ apiKey: process.env.KEEP_OTHER_KEY });
+	check("Sandbox.list: another principal's list does not hold it",
+	    !found.all.some((s) => s.sandboxId === sbx.sandboxId), found.all);
+	const badOrder = await threw(() => Sandbox.list({ order: 'asc' }).nextItems());
+	check('Sandbox.list: order is refused, said so',
+	    badOrder && /not served/.test(badOrder.message),
+	    badOrder && badOrder.message);
+
 	// Another principal's key: its own sandboxes only.
 	const other = await threw(() => Sandbox.connect(sbx.sandboxId,
 	    { apiKey: process.env.KEEP_OTHER_KEY }));

@@ -927,6 +927,142 @@ test_rpc_process(void **state)
 	}
 }
 
+static size_t
+list_len(struct resp *r)
+{
+	json_t *j = body_json(r);
+	size_t n;
+
+	assert_true(json_is_array(j));
+	n = json_array_size(j);
+	json_decref(j);
+	return n;
+}
+
+/* The X-Next-Token of a reply into tok ("" when absent). */
+static void
+next_token(const struct resp *r, char *tok, size_t len)
+{
+	const char *h = strstr(r->head, "\r\nX-Next-Token: ");
+	size_t n;
+
+	tok[0] = '\0';
+	if (h == NULL)
+		return;
+	h += strlen("\r\nX-Next-Token: ");
+	n = strcspn(h, "\r");
+	assert_true(n < len);
+	memcpy(tok, h, n);
+	tok[n] = '\0';
+}
+
+/* Sandbox.list: keep's pages, filtered as the SDK asks. */
+static void
+test_list(void **state)
+{
+	struct env *e = *state;
+	static const char second[] = "{\"templateID\":\"js\","
+	                             "\"metadata\":{\"k\":\"x y&=\"}}";
+	struct resp r;
+	char tok[128], path[256], hdr[sizeof(e->tok) + 16];
+	json_t *j;
+
+	call(e, "POST", "/e2b/v2/sandboxes", "X-API-KEY: admin\r\n", second,
+	    strlen(second), &r);
+	assert_int_equal(r.status, 201);
+	resp_free(&r);
+
+	call(e, "GET", "/e2b/v2/sandboxes", "X-API-KEY: admin\r\n", "", 0, &r);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(list_len(&r), 2);
+	next_token(&r, tok, sizeof(tok));
+	assert_string_equal(tok, "");
+	resp_free(&r);
+
+	/* The SDK's metadata: a=b, encoded as a value of URLSearchParams. */
+	call(e, "GET", "/e2b/v2/sandboxes?metadata=a%3Db",
+	    "X-API-KEY: admin\r\n", "", 0, &r);
+	assert_int_equal(r.status, 200);
+	j = body_json(&r);
+	assert_int_equal(json_array_size(j), 1);
+	assert_string_equal(jstr(json_array_get(j, 0), "sandboxID"), e->sbx);
+	assert_string_equal(jstr(json_array_get(j, 0), "state"), "running");
+	json_decref(j);
+	resp_free(&r);
+	/* k="x y&=": encodeURIComponent, URLSearchParams, then the query. */
+	call(e, "GET", "/e2b/v2/sandboxes?metadata=k%3Dx%252520y%252526%25253D",
+	    "X-API-KEY: admin\r\n", "", 0, &r);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(list_len(&r), 1);
+	resp_free(&r);
+	call(e, "GET", "/e2b/v2/sandboxes?metadata=a%3Dz",
+	    "X-API-KEY: admin\r\n", "", 0, &r);
+	assert_int_equal(list_len(&r), 0);
+	resp_free(&r);
+
+	call(e, "GET", "/e2b/v2/sandboxes?state=paused", "X-API-KEY: admin\r\n",
+	    "", 0, &r);
+	assert_int_equal(list_len(&r), 0);
+	resp_free(&r);
+	call(e, "GET", "/e2b/v2/sandboxes?state=paused&state=running",
+	    "X-API-KEY: admin\r\n", "", 0, &r);
+	assert_int_equal(list_len(&r), 2);
+	resp_free(&r);
+	call(e, "GET", "/e2b/v2/sandboxes?template=code-interpreter-v1",
+	    "X-API-KEY: admin\r\n", "", 0, &r);
+	assert_int_equal(list_len(&r), 1);
+	resp_free(&r);
+	call(e, "GET",
+	    "/e2b/v2/sandboxes?startedAfter=2023-11-14T22:13:19.000Z",
+	    "X-API-KEY: admin\r\n", "", 0, &r);
+	assert_int_equal(list_len(&r), 2);
+	resp_free(&r);
+	call(e, "GET", "/e2b/v2/sandboxes?startedAfter=2023-11-14T22:13:20Z",
+	    "X-API-KEY: admin\r\n", "", 0, &r);
+	assert_int_equal(list_len(&r), 0);
+	resp_free(&r);
+
+	/* Pages: one sandbox each, the second reached by the token. */
+	call(e, "GET", "/e2b/v2/sandboxes?limit=1", "X-API-KEY: admin\r\n", "",
+	    0, &r);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(list_len(&r), 1);
+	next_token(&r, tok, sizeof(tok));
+	assert_string_not_equal(tok, "");
+	resp_free(&r);
+	snprintf(
+	    path, sizeof(path), "/e2b/v2/sandboxes?limit=1&nextToken=%s", tok);
+	call(e, "GET", path, "X-API-KEY: admin\r\n", "", 0, &r);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(list_len(&r), 1);
+	resp_free(&r);
+
+	/* A sandbox's token lists its own sandbox alone (another
+	 * principal's list is the real backend's: tests/e2b/). */
+	snprintf(hdr, sizeof(hdr), "X-API-KEY: %s\r\n", e->tok);
+	call(e, "GET", "/e2b/v2/sandboxes", hdr, "", 0, &r);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(list_len(&r), 1);
+	resp_free(&r);
+
+	static const char *const bad[] = {
+		"/e2b/v2/sandboxes?limit=0",
+		"/e2b/v2/sandboxes?limit=101",
+		"/e2b/v2/sandboxes?order=asc",
+		"/e2b/v2/sandboxes?state=stopped",
+		"/e2b/v2/sandboxes?state=running%2Cgone",
+		"/e2b/v2/sandboxes?metadata=novalue",
+		"/e2b/v2/sandboxes?metadata=k%3D%2500",
+		"/e2b/v2/sandboxes?startedAfter=yesterday",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		call(e, "GET", bad[i], "X-API-KEY: admin\r\n", "", 0, &r);
+		if (r.status != 400)
+			fail_msg("%s: %d", bad[i], r.status);
+		resp_free(&r);
+	}
+}
+
 int
 main(void)
 {
@@ -934,6 +1070,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_routes_checked_as),
 		T(test_create_get_kill),
+		T(test_list),
 		T(test_credentials),
 		T(test_cells),
 		T(test_cells_refused_without_exec),
