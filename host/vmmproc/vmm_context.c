@@ -501,6 +501,7 @@ cell_finish(struct proc_ctx *ctx, struct vmm_context *c, uint32_t status,
     const char *name, const char *value)
 {
 	char line[512];
+	const char *why = value;
 	uint64_t out_len = 0, err_len = 0;
 	int n;
 
@@ -525,9 +526,17 @@ cell_finish(struct proc_ctx *ctx, struct vmm_context *c, uint32_t status,
 	    memfd_seal(c->outfd) == -1) {
 		status = RUN_ERROR;
 		out_len = err_len = 0;
+		why = NULL;
 	}
+	/* A host error's reply says which (the journal, the interpreter's
+	 * pipe, ...): its output, with the same words, is not sent. */
+	if (status == RUN_ERROR && name != NULL && why != NULL)
+		log_warnx("context %s: %s", c->id, why);
 	cell_reply(ctx, c->from, c->reqid, status,
-	    status == RUN_ERROR ? "the host lost the cell's output" : "",
+	    status != RUN_ERROR ? ""
+	        : why != NULL && name != NULL
+	        ? why
+	        : "the host lost the cell's output",
 	    c->outfd, out_len, err_len, mono_ms() - c->t0);
 	close(c->outfd);
 	close(c->errfd);
