@@ -1461,7 +1461,7 @@ ctx_create(struct proc_ctx *ctx, struct vmm_state *vs,
 {
 	struct vmm_context *c = NULL;
 	char reason[96];
-	size_t i, mine = 0;
+	size_t i, mine = 0, here = 0;
 
 	if (!vmm_safe_name(q->context, sizeof(q->context)) ||
 	    !ctx_cwd_ok(q->cwd) || q->language >= nitems(ctx_program))
@@ -1479,8 +1479,11 @@ ctx_create(struct proc_ctx *ctx, struct vmm_state *vs,
 			return SBX_E_EXISTS;
 		if (strcmp(vs->ctxs[i].owner, g->principal) == 0)
 			mine++;
+		if (strcmp(vs->ctxs[i].sbx, s->id) == 0)
+			here++;
 	}
-	if (c == NULL || (q->max_contexts != 0 && mine >= q->max_contexts))
+	if (c == NULL || here >= CTX_PAGE_MAX ||
+	    (q->max_contexts != 0 && mine >= q->max_contexts))
 		return SBX_E_CTX_FULL;
 	if (src != NULL && q->disk_max != 0 &&
 	    ctx_disk_used(vs, g->principal) + src_bytes > q->disk_max)
