@@ -478,6 +478,8 @@ vmm_contexts_stream(struct proc_ctx *ctx, struct vmm_state *vs)
 			memset(&m.h, 0, sizeof(m.h));
 			m.h.stream = 1;
 			m.h.offset = c->sent;
+			m.h.pad0 = 0;
+			m.h.run_pid = 0;
 			if (msg_send(ctx->fd[c->from], MSG_VMM_RUN_OUTPUT, 0,
 			        c->reqid, &m, sizeof(m.h) + (size_t)got,
 			        -1) != MSG_OK)
