@@ -15,8 +15,9 @@
 #             (through the API, sequentially), beside the same cell in one
 #             context answered N times (the single-context floor)
 # Target (issue 28): 1000 live contexts; memory per context near its own
-# dirty pages. The vmm holds at most 32 live contexts (docs/api.yaml,
-# createContext): past that the script stops creating and says so.
+# dirty pages. The vmm holds at most 1024 live contexts and 32 in one
+# sandbox (docs/contexts.md): the contexts are spread over sandboxes of
+# 32; past a refusal the script stops creating and says so.
 #
 # usage: bench/density.sh [BUILD_DIR]   (env: N=1000; keep it small on a
 # shared box: each context is a python interpreter, tens of MiB)
@@ -36,13 +37,12 @@ agent "bench" {
 EOP
 keepd_start "$tmp/bench.policy"
 tok=$(mint bench sandbox:read,sandbox:write,exec 1h)
-req "$tok" POST /v1/sandboxes '{"image":"python"}'
-sbx=$(jget "$body" '["id"]') || { echo "bench/density: no sandbox: $body"; exit 1; }
 
-python3 - "$url" "$tok" "$sbx" "$N" <<'EOPY'
+python3 - "$url" "$tok" "$N" <<'EOPY'
 import http.client, json, os, subprocess, sys, time, urllib.parse
 
-url, tok, sbx, n = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+url, tok, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+PER_SANDBOX = 32
 u = urllib.parse.urlparse(url)
 conn = http.client.HTTPConnection(u.hostname, u.port)
 hdr = {"Authorization": "Bearer " + tok, "Content-Type": "application/json"}
@@ -55,7 +55,7 @@ def call(method, path, body=None):
     data = r.read()
     return r.status, data
 
-def cell(cid, code):
+def cell(sbx, cid, code):
     st, data = call("POST", "/v1/sandboxes/%s/execute" % sbx,
                     {"code": code, "context_id": cid})
     if st != 200:
@@ -65,15 +65,22 @@ def pct(t):
     t = sorted(t)
     return t[len(t) // 2], t[min(len(t) - 1, int(len(t) * 0.99))]
 
-cids = []
+cids, sbxs = [], []
 for i in range(n):
+    if i % PER_SANDBOX == 0:
+        st, data = call("POST", "/v1/sandboxes", {"image": "python"})
+        if st != 201:
+            print("bench/density: sandbox %d refused: %d %s" % (len(sbxs) + 1, st, data[:160].decode(errors="replace")))
+            break
+        sbxs.append(json.loads(data)["id"])
+    sbx = sbxs[-1]
     st, data = call("POST", "/v1/sandboxes/%s/contexts" % sbx, {})
     if st != 201:
         print("bench/density: context %d refused: %d %s" % (i + 1, st, data[:160].decode(errors="replace")))
         break
     cid = json.loads(data)["id"]
-    cell(cid, FIRST)
-    cids.append(cid)
+    cell(sbx, cid, FIRST)
+    cids.append((sbx, cid))
 live = len(cids)
 if not live:
     sys.exit("bench/density: no context")
@@ -90,8 +97,11 @@ def smaps(pid):
     return f
 
 def vm_pids():
-    out = subprocess.run(["pgrep", "-f", "keepd: vm " + sbx], capture_output=True, text=True).stdout
-    return [int(p) for p in out.split()]
+    pids = []
+    for sbx in sbxs:
+        out = subprocess.run(["pgrep", "-f", "keepd: vm " + sbx], capture_output=True, text=True).stdout
+        pids += [int(p) for p in out.split()]
+    return pids
 
 tot = {"Rss": 0, "Pss": 0, "Private_Dirty": 0}
 pids = vm_pids()
@@ -108,14 +118,14 @@ ns = smaps(nat.pid)
 nat.stdin.close(); nat.wait()
 
 t = []
-for cid in cids:
+for sbx, cid in cids:
     t0 = time.perf_counter()
-    cell(cid, NEXT)
+    cell(sbx, cid, NEXT)
     t.append((time.perf_counter() - t0) * 1000)
 one = []
 for _ in range(live):
     t0 = time.perf_counter()
-    cell(cids[0], NEXT)
+    cell(*cids[0], NEXT)
     one.append((time.perf_counter() - t0) * 1000)
 
 st, met = call("GET", "/metrics")
@@ -123,7 +133,7 @@ memlines = [l for l in met.decode(errors="replace").splitlines()
             if "mem" in l.lower() and not l.startswith("#")]
 
 mib = lambda kb: kb / 1024
-print("live contexts: %d of N=%d (keepd: vm processes of this sandbox: %d)" % (live, n, len(pids)))
+print("live contexts: %d of N=%d in %d sandboxes (their keepd: vm processes: %d)" % (live, n, len(sbxs), len(pids)))
 print("%-34s %10s %10s %14s" % ("row", "Rss MiB", "Pss MiB", "Priv_Dirty MiB"))
 print("%-34s %10.2f %10.2f %14.2f" % ("memory per context (host, vm procs)",
       mib(tot["Rss"]) / live, mib(tot["Pss"]) / live, mib(tot["Private_Dirty"]) / live))

@@ -6,6 +6,7 @@
 #include <sys/capability.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
@@ -209,6 +210,32 @@ fd_open(int fd)
 	return fcntl(fd, F_GETFD) != -1;
 }
 
+/*
+ * The vmm holds six descriptors for each live context (a thousand of
+ * them: VMM_CONTEXTS_MAX) beside its runs': its soft limit is raised
+ * toward the hard one, which stays the operator's. Its vm processes
+ * inherit it; each guest's own table is bounded by the VMM (vm->nfds).
+ */
+#define VMM_NOFILE_WANT 8192
+static void
+vmm_raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == -1 ||
+	    rl.rlim_cur >= VMM_NOFILE_WANT)
+		return;
+	rl.rlim_cur =
+	    rl.rlim_max < VMM_NOFILE_WANT ? rl.rlim_max : VMM_NOFILE_WANT;
+	if (setrlimit(RLIMIT_NOFILE, &rl) == -1)
+		log_warn("%s: RLIMIT_NOFILE", __func__);
+	else if (rl.rlim_cur < VMM_NOFILE_WANT)
+		log_warnx(
+		    "%s: at most %llu descriptors (the hard limit): fewer "
+		    "live contexts fit",
+		    __func__, (unsigned long long)rl.rlim_cur);
+}
+
 void
 proc_child_start(const struct proc_info *info, const char *root,
     const char *user, int foreground, int verbosity)
@@ -268,6 +295,7 @@ proc_child_start(const struct proc_info *info, const char *root,
 			    "%s: no network namespace of the vmm's own "
 			    "(its guests' internet sockets rest on its code)",
 			    __func__);
+		vmm_raise_nofile();
 	}
 	/* proc_privdrop_ns (a mount namespace, so the trap platform's stubs
 	 * get user namespaces) is not used yet: keep status and the privsep

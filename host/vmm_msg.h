@@ -412,6 +412,9 @@ struct msg_vmm_run_output {
 	uint32_t stream; /* 1 stdout, 2 stderr */
 	uint32_t pad0;
 	uint64_t offset; /* of the first byte in the stream */
+	/* A run's start (no bytes): its pid, as MSG_VMM_KILL takes it and
+	 * the sandbox's process list shows it; 0 in every other piece. */
+	uint64_t run_pid;
 	/* then the bytes */
 };
 

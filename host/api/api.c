@@ -1506,6 +1506,12 @@ stream_chunk(struct api_pending *p, struct http_buf *o, const void *d, size_t n)
 }
 
 void
+api_stream_run_pid(struct api_pending *p, uint64_t pid)
+{
+	p->run_pid = pid;
+}
+
+void
 api_stream_run(
     struct api_pending *p, const char *stream, const void *data, size_t len)
 {
@@ -1522,7 +1528,8 @@ api_stream_run(
 		http_buf_init(&out);
 		if (!p->streaming)
 			stream_head(p, &out);
-		e2b_process_output(&ev, p->streaming, is_err, data, len);
+		e2b_process_output(
+		    &ev, p->streaming, p->run_pid, is_err, data, len);
 		p->streaming = 1;
 		stream_chunk(p, &out, ev.data, ev.len);
 		if (!ev.oom && !out.oom && a->resume_fn != NULL)

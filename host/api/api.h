@@ -638,6 +638,9 @@ struct api_pending *api_defer(const struct api_call *);
  */
 void api_stream_run(
     struct api_pending *, const char *stream, const void *data, size_t len);
+/* The streaming run's pid, told with its start (before the start's
+ * api_stream_run): E2B's start event carries it. */
+void api_stream_run_pid(struct api_pending *, uint64_t pid);
 /*
  * A live cell's lines as they come (call->ndjson, docs/contexts.md):
  * bytes of the driver's JSON lines, in order, cut anywhere; empty: the

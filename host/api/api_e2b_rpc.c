@@ -8,7 +8,9 @@
  * object each way, a server stream is enveloped JSON (e2b_wire.h).
  * Methods not here are 404, which Connect reads as unimplemented.
  */
+#include <signal.h>
 #include <sodium.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -311,15 +313,17 @@ put_event(struct http_buf *b, json_t *ev)
 }
 
 void
-e2b_process_output(
-    struct http_buf *b, int started, int is_err, const void *data, size_t len)
+e2b_process_output(struct http_buf *b, int started, uint64_t pid, int is_err,
+    const void *data, size_t len)
 {
 	const unsigned char *d = data;
 
-	/* keep's foreground runs have no pid a client could signal. */
+	/* The run's pid, which SendSignal and List take (0: a run that
+	 * ended before its start was told: nothing left to signal). */
 	if (!started)
-		put_event(
-		    b, json_pack("{s:{s:{s:i}}}", "event", "start", "pid", 0));
+		put_event(b,
+		    json_pack("{s:{s:{s:I}}}", "event", "start", "pid",
+		        (json_int_t)pid));
 	for (size_t off = 0; off < len && !b->oom; off += EVENT_BYTES) {
 		size_t n = len - off < EVENT_BYTES ? len - off : EVENT_BYTES;
 		size_t bl = sodium_base64_ENCODED_LEN(
@@ -372,8 +376,8 @@ e2b_process_events(struct http_buf *b, int started, int rc,
 		        e2b_connect_code(api_err_status(rc)), "message", msg));
 		return;
 	}
-	e2b_process_output(b, started, 0, res->out, res->out_len);
-	e2b_process_output(b, 1, 1, res->err, res->err_len);
+	e2b_process_output(b, started, 0, 0, res->out, res->out_len);
+	e2b_process_output(b, 1, 0, 1, res->err, res->err_len);
 	/* envd's status is Go's ProcessState's text; keep's reason says
 	 * why a run was stopped (timeout, output-limit, fault, killed). */
 	if (res->reason[0] != '\0')
@@ -381,7 +385,11 @@ e2b_process_events(struct http_buf *b, int started, int rc,
 	else
 		snprintf(
 		    status, sizeof(status), "exit status %d", res->exit_code);
-	end = json_pack("{s:i,s:b,s:s}", "exitCode", res->exit_code, "exited",
+	/* A run keep stopped did not exit: -1, as Go's ExitCode() says of
+	 * a process a signal ended (envd's), so the SDK's wait raises
+	 * CommandExitError rather than reading it as a success. */
+	end = json_pack("{s:i,s:b,s:s}", "exitCode",
+	    res->reason[0] != '\0' ? -1 : res->exit_code, "exited",
 	    res->reason[0] == '\0', "status", status);
 	if (end != NULL && res->reason[0] != '\0') {
 		snprintf(msg, sizeof(msg), "keep stopped the command: %s",
@@ -527,4 +535,121 @@ h_e2b_process_start(struct rq *r)
 		rq_command_run(r, &c);
 	free(args);
 	free(env);
+}
+
+/* --- process.Process/List and SendSignal --------------------------------- */
+
+/*
+ * ListRequest {}: the sandbox's runs still running, each as envd's
+ * ProcessInfo. keep keeps a run's program name, not its arguments or
+ * environment: config holds the name alone (docs/e2b.md).
+ */
+void
+h_e2b_process_list(struct rq *r)
+{
+	static const char *const fields[] = { NULL };
+	struct api_process *ps = NULL;
+	struct api_error err;
+	size_t n = 0;
+	json_t *arr, *p;
+	int rc;
+
+	if (rq_fields(r, r->body, fields))
+		return;
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->processes(BE(r)->ctx, &r->call, r->id, &ps, &n, &err);
+	if (rc != API_OK) {
+		free(ps);
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	if ((arr = json_array()) == NULL) {
+		free(ps);
+		rq_error(r, API_EINTERNAL, "Out of memory");
+		return;
+	}
+	for (size_t i = 0; i < n; i++) {
+		ps[i].cmd[sizeof(ps[i].cmd) - 1] = '\0';
+		ps[i].status[sizeof(ps[i].status) - 1] = '\0';
+		if (strcmp(ps[i].status, "running") != 0 ||
+		    ps[i].pid > UINT32_MAX)
+			continue;
+		p = json_pack("{s:I,s:{s:o,s:[],s:{}}}", "pid",
+		    (json_int_t)ps[i].pid, "config", "cmd",
+		    bytes_string(ps[i].cmd, strlen(ps[i].cmd)), "args", "envs");
+		if (p == NULL || json_array_append_new(arr, p) != 0) {
+			json_decref(arr);
+			free(ps);
+			rq_error(r, API_EINTERNAL, "Out of memory");
+			return;
+		}
+	}
+	free(ps);
+	rq_json(r, 200, json_pack("{s:o}", "processes", arr));
+}
+
+/* envd's Signal enum, by name (Connect's JSON) or number. */
+static int
+rpc_signal(json_t *v)
+{
+	static const struct {
+		const char *name;
+		int num;
+	} sigs[] = { { "SIGNAL_SIGKILL", SIGKILL },
+		{ "SIGNAL_SIGTERM", SIGTERM } };
+
+	for (size_t i = 0; i < nitems(sigs); i++)
+		if ((json_is_string(v) &&
+		        strcmp(json_string_value(v), sigs[i].name) == 0) ||
+		    (json_is_integer(v) &&
+		        json_integer_value(v) == sigs[i].num))
+			return sigs[i].num;
+	return -1;
+}
+
+/*
+ * SendSignalRequest {"process":{"pid"|"tag"},"signal"}: keep's kill of
+ * the run (every process of its guest tree; TERM first lets them end,
+ * KILL follows 5 s later). A pid that is no running run is not_found,
+ * which the SDK's kill answers false to. A tag is not kept: 400.
+ */
+void
+h_e2b_process_signal(struct rq *r)
+{
+	static const char *const fields[] = { "process", "signal", NULL };
+	static const char *const pfields[] = { "pid", "tag", NULL };
+	struct api_error err;
+	json_t *p, *pid;
+	int sig, rc;
+
+	if (rq_fields(r, r->body, fields))
+		return;
+	if (!json_is_object(p = json_object_get(r->body, "process")) ||
+	    rq_fields(r, p, pfields))
+		goto bad;
+	if (json_object_get(p, "tag") != NULL) {
+		rq_error(r, API_EBADREQ,
+		    "a process by tag is not served: keep's runs have pids");
+		return;
+	}
+	pid = json_object_get(p, "pid");
+	if (!json_is_integer(pid) || json_integer_value(pid) <= 0 ||
+	    json_integer_value(pid) > UINT32_MAX)
+		goto bad;
+	if ((sig = rpc_signal(json_object_get(r->body, "signal"))) < 0) {
+		rq_error(r, API_EBADREQ,
+		    "signal must be SIGNAL_SIGKILL or SIGNAL_SIGTERM");
+		return;
+	}
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->kill(BE(r)->ctx, &r->call, r->id,
+	    (uint64_t)json_integer_value(pid), sig, &err);
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	rq_json(r, 200, json_object());
+	return;
+bad:
+	rq_error(r, API_EBADREQ, "process must be {\"pid\": a run's pid}");
 }

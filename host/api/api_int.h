@@ -138,6 +138,7 @@ struct api_pending {
 	 * found is forgotten (api_e2b.c). */
 	char e2b_ctx[API_ID_MAX + 1];
 	int streaming; /* the head of an event stream has gone out */
+	uint64_t run_pid; /* a streaming run's, once started; else 0 */
 	/* A live cell whose lines stream (api_stream_cell). */
 	int cell;
 	struct api_cell_stream cs;
@@ -351,6 +352,8 @@ void h_e2b_stat(struct rq *);
 void h_e2b_make_dir(struct rq *);
 void h_e2b_remove(struct rq *);
 void h_e2b_move(struct rq *);
+void h_e2b_process_list(struct rq *);
+void h_e2b_process_signal(struct rq *);
 void h_e2b_process_start(struct rq *);
 /* The directories of path made, as envd makes them, each decided
  * (api_e2b.c): API_OK, an api_err, or E2B_REPLIED (a refusal sent). */
@@ -363,8 +366,9 @@ int e2b_mkdirs(
 void e2b_process_events(struct http_buf *, int started, int rc,
     const struct api_run_result *, const struct api_error *);
 /* A streamed piece of a command's output as Connect events. */
-void e2b_process_output(
-    struct http_buf *, int started, int is_err, const void *, size_t);
+/* pid: the run's (the start event's, when started is 0), or 0. */
+void e2b_process_output(struct http_buf *, int started, uint64_t pid,
+    int is_err, const void *, size_t);
 void e2b_process_reply(struct rq *, struct api_run_result *);
 /* A cell's reply for a default context that was not found: forgotten. */
 void e2b_ctx_forget(struct api *, const char *cid);

@@ -964,9 +964,12 @@ h_run_output(struct proc_ctx *ctx, const struct msg *m)
 		return 0;
 	if (r->cell)
 		api_stream_cell(r->pending, m->data + sizeof(h), n);
-	else
+	else {
+		if (n == 0 && h.run_pid != 0)
+			api_stream_run_pid(r->pending, h.run_pid);
 		api_stream_run(r->pending, s == 0 ? "stdout" : "stderr",
 		    m->data + sizeof(h), n);
+	}
 	r->sent[s] += n;
 	return 0;
 }

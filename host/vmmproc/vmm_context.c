@@ -478,6 +478,8 @@ vmm_contexts_stream(struct proc_ctx *ctx, struct vmm_state *vs)
 			memset(&m.h, 0, sizeof(m.h));
 			m.h.stream = 1;
 			m.h.offset = c->sent;
+			m.h.pad0 = 0;
+			m.h.run_pid = 0;
 			if (msg_send(ctx->fd[c->from], MSG_VMM_RUN_OUTPUT, 0,
 			        c->reqid, &m, sizeof(m.h) + (size_t)got,
 			        -1) != MSG_OK)
@@ -1470,7 +1472,7 @@ ctx_create(struct proc_ctx *ctx, struct vmm_state *vs,
 {
 	struct vmm_context *c = NULL;
 	char reason[96];
-	size_t i, mine = 0;
+	size_t i, mine = 0, here = 0;
 
 	if (!vmm_safe_name(q->context, sizeof(q->context)) ||
 	    !ctx_cwd_ok(q->cwd) || q->language >= nitems(ctx_program))
@@ -1488,8 +1490,11 @@ ctx_create(struct proc_ctx *ctx, struct vmm_state *vs,
 			return SBX_E_EXISTS;
 		if (strcmp(vs->ctxs[i].owner, g->principal) == 0)
 			mine++;
+		if (strcmp(vs->ctxs[i].sbx, s->id) == 0)
+			here++;
 	}
-	if (c == NULL || (q->max_contexts != 0 && mine >= q->max_contexts))
+	if (c == NULL || here >= CTX_PAGE_MAX ||
+	    (q->max_contexts != 0 && mine >= q->max_contexts))
 		return SBX_E_CTX_FULL;
 	if (src != NULL && q->disk_max != 0 &&
 	    ctx_disk_used(vs, g->principal) + src_bytes > q->disk_max)

@@ -172,7 +172,10 @@ struct tpl_slot {
 	uint64_t started_ms, failed_at_ms;
 };
 
-#define VMM_CONTEXTS_MAX 32
+/* Live contexts in all (issue 28's density: a thousand on one box), at
+ * most CTX_PAGE_MAX of them in one sandbox, so its list is whole. Each
+ * holds six descriptors of the vmm's (vmm_raise_nofile). */
+#define VMM_CONTEXTS_MAX 1024
 
 /* A live context (host/vmmproc/vmm_context.c): an interpreter in its own
  * `keepd: vm` process, idle between cells. */

@@ -687,6 +687,7 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 
 		memset(&h, 0, sizeof(h));
 		h.stream = 1;
+		h.run_pid = job->run_pid;
 		if (ctx->fd[m->from] < 0 ||
 		    msg_send(ctx->fd[m->from], MSG_VMM_RUN_OUTPUT, 0,
 		        m->hdr.reqid, &h, sizeof(h), -1) != MSG_OK)
@@ -1048,6 +1049,8 @@ vmm_stream_outputs(struct proc_ctx *ctx, struct vmm_state *vs)
 				memset(&m.h, 0, sizeof(m.h));
 				m.h.stream = (uint32_t)s + 1;
 				m.h.offset = j->sent[s];
+				m.h.pad0 = 0;
+				m.h.run_pid = 0;
 				if (msg_send(ctx->fd[j->from],
 				        MSG_VMM_RUN_OUTPUT, 0, j->reqid, &m,
 				        sizeof(m.h) + (size_t)n, -1) != MSG_OK)

@@ -209,6 +209,8 @@ vmm_secrets_stream(struct proc_ctx *ctx, struct job *j, int s, int fd)
 	memset(&m.h, 0, sizeof(m.h));
 	m.h.stream = (uint32_t)s + 1;
 	m.h.offset = j->sent[s];
+	m.h.pad0 = 0;
+	m.h.run_pid = 0;
 	if (outlen > 0 &&
 	    msg_send(ctx->fd[j->from], MSG_VMM_RUN_OUTPUT, 0, j->reqid, &m,
 	        sizeof(m.h) + outlen, -1) != MSG_OK)

@@ -357,8 +357,23 @@ async function commands() {
 	    { background: true, timeoutMs: 60000 });
 	await sh.files.write('/w/gate/go', '1');
 	const went = await h.wait();
-	check('a silent command gets its start event (its handle) before its output',
-	    went.stdout === 'went\n' && h.pid === 0, went);
+	check('a silent command gets its start event (its handle, its pid) before its output',
+	    went.stdout === 'went\n' && h.pid > 0, [went, h.pid]);
+	// A background command is listed, and killed by its pid.
+	const bg = await sh.commands.run('sleep 60', { background: true });
+	const listed = await sh.commands.list();
+	check('commands.list lists a running command by its pid',
+	    bg.pid > 0 && listed.some((p) => p.pid === bg.pid && p.cmd === 'bash'),
+	    [bg.pid, listed]);
+	check('commands.kill(pid) is true for a running command',
+	    (await sh.commands.kill(bg.pid)) === true);
+	const ended = await threw(() => bg.wait());
+	check('the killed command ends (CommandExitError, not a wait of 60 s)',
+	    ended && ended.name === 'CommandExitError', ended && ended.message);
+	check('then commands.list does not hold it',
+	    !(await sh.commands.list()).some((p) => p.pid === bg.pid));
+	check('and commands.kill of its pid is false',
+	    (await sh.commands.kill(bg.pid)) === false);
 	const e = await threw(() => sh.commands.run('echo no >&2; exit 3'));
 	check('a non-zero exit is CommandExitError with its code',
 	    e && e.name === 'CommandExitError' && e.exitCode === 3 &&

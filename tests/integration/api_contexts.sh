@@ -22,6 +22,12 @@ role runner {
 }
 agent "alice" : runner
 agent "bob" : runner
+agent "carol" {
+	allow sandbox:read, sandbox:write, exec
+	exec "python"
+	memory 256M
+	contexts 64
+}
 EOP
 keepd_start "$tmp/test.policy"
 alice=$(mint alice sandbox:read,sandbox:write,exec)
@@ -357,5 +363,29 @@ for _ in $(seq 100); do
 done
 [ "$code" = 200 ] && [ "$(jget "$body" '["results"][0]["text"]')" = 1 ] &&
     ok "the restarted vmm resumes the context: k is 1" || bad "after vmm restart: $code $body"
+
+# 32 contexts in a sandbox (what one page of its list holds), and more
+# in another: the vmm's own limit is far above a sandbox's.
+carol=$(mint carol sandbox:read,sandbox:write,exec)
+req "$carol" POST /v1/sandboxes '{"image":"python"}'
+csbx=$(jget "$body" '["id"]')
+made=0
+for _ in $(seq 32); do
+	req "$carol" POST "/v1/sandboxes/$csbx/contexts" '{}'
+	[ "$code" = 201 ] && made=$((made + 1))
+done
+[ "$made" = 32 ] && ok "a sandbox holds 32 contexts" || bad "32 contexts: $made made, last $code $body"
+req "$carol" POST "/v1/sandboxes/$csbx/contexts" '{}'
+[ "$code" = 403 ] && [[ $body == *"Context limit"* ]] && ok "the 33rd in that sandbox is refused" || bad "33rd: $code $body"
+req "$carol" GET "/v1/sandboxes/$csbx/contexts"
+[ "$(python3 -c 'import json,sys; print(len(json.loads(sys.argv[1])))' "$body")" = 32 ] &&
+    ok "and its list holds all 32" || bad "list of 32: $body"
+req "$carol" POST /v1/sandboxes '{"image":"python"}'
+csbx2=$(jget "$body" '["id"]')
+req "$carol" POST "/v1/sandboxes/$csbx2/contexts" '{}'
+c33=$(jget "$body" '["id"]')
+[ "$code" = 201 ] && ok "another sandbox's context is made: 33 live contexts of one principal" || bad "in another sandbox: $code $body"
+sbx=$csbx2 cell "$carol" "$c33" '6 * 7'
+[ "$(jget "$body" '["results"][0]["text"]')" = 42 ] && ok "and it answers" || bad "33rd context's cell: $body"
 
 keepd_finish

@@ -1063,6 +1063,81 @@ test_list(void **state)
 	}
 }
 
+/* process.Process/List and SendSignal: keep's running runs and kill. */
+static void
+test_rpc_list_signal(void **state)
+{
+	struct env *e = *state;
+	static const char bg[] = "{\"cmd\":\"sleep\",\"args\":[\"60\"]}";
+	struct resp r;
+	char body[128];
+	json_t *j, *ps;
+	json_int_t pid;
+
+	call(e, "POST", "/v1/sandboxes/sbx-1/commands/background",
+	    "Authorization: Bearer admin\r\nContent-Type: application/json\r\n",
+	    bg, strlen(bg), &r);
+	assert_int_equal(r.status, 202);
+	j = body_json(&r);
+	pid = json_integer_value(json_object_get(j, "pid"));
+	assert_true(pid > 0);
+	json_decref(j);
+	resp_free(&r);
+
+	sbx_json(e, "/e2b/process.Process/List", "{}", &r);
+	assert_int_equal(r.status, 200);
+	j = body_json(&r);
+	ps = json_object_get(j, "processes");
+	assert_int_equal(json_array_size(ps), 1);
+	assert_int_equal(
+	    json_integer_value(json_object_get(json_array_get(ps, 0), "pid")),
+	    pid);
+	assert_string_equal(
+	    jstr(json_object_get(json_array_get(ps, 0), "config"), "cmd"),
+	    "sleep");
+	json_decref(j);
+	resp_free(&r);
+
+	snprintf(body, sizeof(body),
+	    "{\"process\":{\"pid\":%lld},\"signal\":\"SIGNAL_SIGKILL\"}",
+	    (long long)pid);
+	sbx_json(e, "/e2b/process.Process/SendSignal", body, &r);
+	assert_int_equal(r.status, 200);
+	resp_free(&r);
+	sbx_json(e, "/e2b/process.Process/List", "{}", &r);
+	j = body_json(&r);
+	assert_int_equal(json_array_size(json_object_get(j, "processes")), 0);
+	json_decref(j);
+	resp_free(&r);
+	/* A pid that is no run: not_found, the SDK's kill answers false. */
+	sbx_json(e, "/e2b/process.Process/SendSignal",
+	    "{\"process\":{\"pid\":999},\"signal\":9}", &r);
+	assert_int_equal(r.status, 404);
+	assert_non_null(strstr(r.body, "not_found"));
+	resp_free(&r);
+
+	static const char *const bad[] = {
+		"{\"process\":{\"tag\":\"t\"},\"signal\":\"SIGNAL_SIGKILL\"}",
+		"{\"process\":{\"pid\":0},\"signal\":\"SIGNAL_SIGKILL\"}",
+		"{\"process\":{\"pid\":4294967296},\"signal\":9}",
+		"{\"process\":{\"pid\":\"1\"},\"signal\":9}",
+		"{\"process\":{\"pid\":1},\"signal\":\"SIGNAL_SIGHUP\"}",
+		"{\"process\":{\"pid\":1}}",
+		"{\"process\":7,\"signal\":9}",
+		"{\"signal\":9}",
+		"{\"process\":{\"pid\":1},\"signal\":9,\"x\":1}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		sbx_json(e, "/e2b/process.Process/SendSignal", bad[i], &r);
+		if (r.status != 400)
+			fail_msg("%s: %d", bad[i], r.status);
+		resp_free(&r);
+	}
+	sbx_json(e, "/e2b/process.Process/List", "{\"x\":1}", &r);
+	assert_int_equal(r.status, 400);
+	resp_free(&r);
+}
+
 int
 main(void)
 {
@@ -1077,6 +1152,7 @@ main(void)
 		T(test_files),
 		T(test_rpc_filesystem),
 		T(test_rpc_process),
+		T(test_rpc_list_signal),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
