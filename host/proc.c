@@ -28,6 +28,7 @@
 #include "host/proc.h"
 #include "host/seccomp_filters.h"
 #include "host/vm_confine.h"
+#include "host/vmm/vmm.h"
 #include "lib/clock.h"
 #include "lib/log.h"
 
@@ -296,6 +297,7 @@ proc_child_start(const struct proc_info *info, const char *root,
 			    "(its guests' internet sockets rest on its code)",
 			    __func__);
 		vmm_raise_nofile();
+		vmm_host_cpus_init();
 	}
 	/* proc_privdrop_ns (a mount namespace, so the trap platform's stubs
 	 * get user namespaces) is not used yet: keep status and the privsep

@@ -324,19 +324,22 @@ gen_cpuinfo(struct vm *vm, struct buf *b)
 		family += (sig >> 20) & 0xff;
 	if (family == 0x6 || family >= 0xf)
 		model |= ((sig >> 16) & 0xf) << 4;
-	put(b,
-	    "processor\t: 0\nvendor_id\t: %s\ncpu family\t: %u\n"
-	    "model\t\t: %u\nmodel name\t: %s\nstepping\t: %u\n"
-	    "physical id\t: 0\nsiblings\t: 1\ncore id\t\t: 0\n"
-	    "cpu cores\t: 1\nfpu\t\t: yes\nflags\t\t:",
-	    vendor, family, model, name[0] != '\0' ? name : "unknown",
-	    sig & 0xf);
-	for (i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
-		if ((vm_cpuid_reg(flags[i].leaf, 0, flags[i].reg) >>
-		        flags[i].bit) &
-		    1)
-			put(b, " %s", flags[i].name);
-	put(b, "\n\n");
+	for (unsigned cpu = 0; cpu < vm_cpus(); cpu++) {
+		put(b,
+		    "processor\t: %u\nvendor_id\t: %s\ncpu family\t: %u\n"
+		    "model\t\t: %u\nmodel name\t: %s\nstepping\t: %u\n"
+		    "physical id\t: 0\nsiblings\t: %u\ncore id\t\t: %u\n"
+		    "cpu cores\t: %u\nfpu\t\t: yes\nflags\t\t:",
+		    cpu, vendor, family, model,
+		    name[0] != '\0' ? name : "unknown", sig & 0xf, vm_cpus(),
+		    cpu, vm_cpus());
+		for (i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+			if ((vm_cpuid_reg(flags[i].leaf, 0, flags[i].reg) >>
+			        flags[i].bit) &
+			    1)
+				put(b, " %s", flags[i].name);
+		put(b, "\n\n");
+	}
 }
 
 /* What brk and mmap have left within the limit: reserved pages are
@@ -380,16 +383,19 @@ map_line(struct buf *b, uint64_t lo, uint64_t hi, const char *perm,
 }
 
 /*
- * One processor, as /proc/cpuinfo says, with no time counted: node's
- * os.cpus() (libuv's uv_cpu_info) counts the processors from here, and
- * gave none without the file (a pool sized os.cpus().length had no
- * workers). The host's figures are not the guest's to see.
+ * The processors /proc/cpuinfo names, with no time counted: node's
+ * os.cpus() (libuv's uv_cpu_info) counts them from here, and so does
+ * glibc's get_nprocs (sysconf's online CPUs, python's os.cpu_count)
+ * where /sys is not served, as in keep. The host's figures are not the
+ * guest's to see.
  */
 static void
 gen_stat(struct buf *b)
 {
+	put(b, "cpu  0 0 0 0 0 0 0 0 0 0\n");
+	for (unsigned cpu = 0; cpu < vm_cpus(); cpu++)
+		put(b, "cpu%u 0 0 0 0 0 0 0 0 0 0\n", cpu);
 	put(b,
-	    "cpu  0 0 0 0 0 0 0 0 0 0\ncpu0 0 0 0 0 0 0 0 0 0 0\n"
 	    "intr 0\nctxt 0\nbtime 0\nprocesses 1\nprocs_running 1\n"
 	    "procs_blocked 0\n");
 }

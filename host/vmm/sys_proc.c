@@ -6,6 +6,7 @@
 #include <sys/utsname.h>
 
 #include <errno.h>
+#include <sched.h>
 #include <string.h>
 
 #include <sodium.h>
@@ -52,10 +53,32 @@ sys_getegid(struct vm *vm, const uint64_t a[6])
 	return guest_id(vm, a);
 }
 
+static unsigned host_cpus;
+
+void
+vmm_host_cpus_init(void)
+{
+	cpu_set_t set;
+	int n;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == -1 ||
+	    (n = CPU_COUNT(&set)) < 1)
+		return;
+	host_cpus = n > VM_CPUS_MAX ? VM_CPUS_MAX : (unsigned)n;
+}
+
+unsigned
+vm_cpus(void)
+{
+	return host_cpus != 0 ? host_cpus : 1;
+}
+
+/* CPUs 0 to vm_cpus() - 1, in the kernel's 64-bit mask (at most 64
+ * CPUs: its size is the mask's, as Linux answers nr_cpu_ids' bytes). */
 int64_t
 sys_sched_getaffinity(struct vm *vm, const uint64_t a[6])
 {
-	uint64_t mask = 1;
+	uint64_t mask = vm_cpus() >= 64 ? ~0ULL : (1ULL << vm_cpus()) - 1;
 
 	if (a[1] < sizeof(mask))
 		return -EINVAL;

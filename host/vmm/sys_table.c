@@ -131,7 +131,9 @@ static const struct vm_sysent linux_calls[] = {
 	    "SO_ACCEPTCONN, TCP_INFO; no SO_PEERCRED"),
 	PART(56, clone, sys_clone,
 	    "a new process with its own VM; CLONE_VM only with CLONE_VFORK "
-	    "(a copy, the parent waits); threads are ENOSYS"),
+	    "(a copy, the parent waits), or with CLONE_SIGHAND and "
+	    "CLONE_THREAD: a thread on its process's one vCPU (Threads, "
+	    "below)"),
 	OK(57, fork, sys_fork,
 	    "a host process with its own VM over copy-on-write memory"),
 	PART(58, vfork, sys_vfork,
@@ -342,7 +344,8 @@ static const struct vm_sysent linux_calls[] = {
 	    "process's threads; no WAKE_OP or PI futexes; no futex shared "
 	    "between processes"),
 	NO(203, sched_setaffinity, ENOSYS, "not provided"),
-	OK(204, sched_getaffinity, sys_sched_getaffinity, "one CPU"),
+	OK(204, sched_getaffinity, sys_sched_getaffinity,
+	    "the host's CPUs, as /proc/cpuinfo and /proc/stat"),
 	NO(205, set_thread_area, ENOSYS,
 	    "obsolete or never built: Linux answers ENOSYS too"),
 	NO(206, io_setup, ENOSYS, "no asynchronous I/O"),

@@ -264,6 +264,15 @@ uint64_t vmm_template_memory(const struct vmm_template *t);
 int vmm_template_learn(struct vmm_template *t);
 void vmm_template_free(struct vmm_template *t);
 
+/*
+ * The host CPUs this process may run on (its affinity), read once, for
+ * the guest's sched_getaffinity, /proc/cpuinfo and /proc/stat: guest
+ * processes run in parallel on them (a process's threads share one).
+ * Called before the vm processes' filters (keepd's vmm at its start,
+ * `keep run` before its run); unread, the guest sees one CPU.
+ */
+void vmm_host_cpus_init(void);
+
 /* KVM_GET_SUPPORTED_CPUID is slow (~0.3 ms here); vmm_run fetches it
  * once per process. Call this early to take the cost before timing. */
 int vmm_prepare(int kvm_fd);

@@ -2,7 +2,7 @@
 #
 # native ROOT PROG ARGS...: PROG (a path inside ROOT) as the guest is
 # placed: chrooted into ROOT, as uid and gid 1000 with groups 1000, on
-# one CPU, with an empty environment, as pid 1 of its own pid namespace
+# the host's CPUs (the guest sees them too), with an empty environment, as pid 1 of its own pid namespace
 # (the guest is pid 1) with a /proc of that namespace at ROOT/proc (the
 # guest has a /proc). stdin, stdout and stderr are the caller's. The
 # mounts live in a private mount namespace and go with it.
@@ -15,7 +15,7 @@ native() {
 	unshare --mount --pid --fork --propagation private sh -c '
 		root=$1; pid1=$2; shift 2
 		mount -t proc proc "$root/proc" || exit 126
-		set -- "$(command -v taskset)" -c 0 "$(command -v chroot)" \
+		set -- "$(command -v chroot)" \
 		    --userspec=1000:1000 --groups=1000 "$root" "$@"
 		[ "$pid1" = 1 ] && exec env -i "$@"
 		env -i "$@"' sh "$root" "$pid1" "$@"

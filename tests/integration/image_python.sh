@@ -12,6 +12,16 @@ PY=/usr/bin/python3.11
 ws=$tmp/ws; mkdir "$ws"
 py() { "$KEEP" run --workspace "$ws" --trust "$K" "$I/python.img" python "$@"; }
 
+# The host's CPUs, as natively: sysconf (os.cpu_count), the affinity
+# mask, /proc/cpuinfo and multiprocessing agree with the same program
+# run on the host.
+cpus='import os, multiprocessing
+print(os.cpu_count(), len(os.sched_getaffinity(0)), multiprocessing.cpu_count(),
+      open("/proc/cpuinfo").read().count("processor\t:"))'
+want=$(python3.11 -I -S -c "$cpus"); got=$(py -c "$cpus")
+[ -n "$want" ] && [ "$want" = "$got" ] && ok "the CPU count is the host's ($got)" ||
+    bad "CPU count: native '$want' guest '$got'"
+
 # Modules that cannot import in a keep guest, and why. Everything else
 # in sys.stdlib_module_names that imports on the host must import here.
 cat >"$ws/imports.py" <<'PY'

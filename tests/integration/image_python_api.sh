@@ -39,6 +39,14 @@ code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $tok" \
     --data-binary @"$tmp/sales.csv" "$url/v1/sandboxes/$sb/files/write?path=sales.csv")
 [ "$code" = 200 ] && ok "files/write sales.csv" || bad "files/write: $code"
 
+# keepd's guests see the host's CPUs too (its vmm reads them before
+# its filter; keep run's own are image_python.sh's).
+cpus='import os; print(os.cpu_count(), len(os.sched_getaffinity(0)))'
+req "$tok" POST "/v1/sandboxes/$sb/execute" "$(python3 -c 'import json,sys; print(json.dumps({"code": sys.argv[1], "language": "python"}))' "$cpus")"
+want=$("$PY" -c "$cpus")
+[ "$(jget "$body" '["stdout"]' 2>/dev/null)" = "$want" ] && ok "through keepd the CPU count is the host's ($want)" ||
+	bad "CPU count through keepd: $body, native $want"
+
 req "$tok" POST "/v1/sandboxes/$sb/execute" \
     "$(python3 -c 'import json,sys; print(json.dumps({"code": open(sys.argv[1]).read(), "language": "python"}))' "$tmp/code.py")"
 got=$(jget "$body" '["stdout"]' 2>/dev/null)

@@ -52,6 +52,8 @@ while read -r cmd args; do
 	if [ "$want" == "$got" ]; then ok "keep run $cmd $args"
 	else bad "keep run $cmd $args: native '$want' guest '$got'"; fi
 done <<'LIST'
+nproc
+nproc --all
 cat fruit.txt
 sort -k2 -n fruit.txt
 uniq -c fruit.txt
