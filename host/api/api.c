@@ -39,6 +39,7 @@ static const struct {
 	[API_EUNAVAIL] = { "UNAVAILABLE", 503 },
 	[API_ESTORAGE] = { "STORAGE_FULL", 507 },
 	[API_ENOTIMPL] = { "NOT_IMPLEMENTED", 501 },
+	[API_EBADGATEWAY] = { "BAD_GATEWAY", 502 },
 };
 
 /* Every status the API answers with (errtab, the routes' successes and
@@ -798,6 +799,12 @@ route_match(
 		const char *pe = strchr(pp + 1, '/'), *se;
 		size_t pl, sl;
 
+		/* A last segment "{path}": whatever the path holds from
+		 * here, slashes included, or nothing (a port's path, which
+		 * the guest's server judges, api_ports.c). */
+		if (strcmp(pp, "/{path}") == 0)
+			return sp == send || *sp == '/';
+
 		if (pe == NULL)
 			pe = pp + strlen(pp);
 		if (sp >= send || *sp != '/')
@@ -812,7 +819,8 @@ route_match(
 				return 0;
 			memcpy(id, sp + 1, sl);
 			id[sl] = '\0';
-		} else if (pl == 6 && memcmp(pp + 1, "{name}", 6) == 0) {
+		} else if ((pl == 6 && memcmp(pp + 1, "{name}", 6) == 0) ||
+		    (pl == 6 && memcmp(pp + 1, "{port}", 6) == 0)) {
 			if (!api_valid_id(sp + 1, sl))
 				return 0;
 			memcpy(tail, sp + 1, sl);
@@ -1421,6 +1429,13 @@ api_set_resume(struct api *a, api_resume_fn fn, void *arg)
 {
 	a->resume_fn = fn;
 	a->resume_arg = arg;
+}
+
+void
+api_set_pipe(struct api *a, api_pipe_fn fn, void *arg)
+{
+	a->pipe_fn = fn;
+	a->pipe_arg = arg;
 }
 
 void

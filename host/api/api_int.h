@@ -64,6 +64,8 @@ struct api {
 	/* deferred replies */
 	api_resume_fn resume_fn;
 	void *resume_arg;
+	api_pipe_fn pipe_fn; /* a port's byte pipe (api_ports.c) */
+	void *pipe_arg;
 	api_auth_fn auth_fn; /* a connection's bearer token verified */
 	void *auth_arg;
 	api_alive_fn alive_fn; /* is a deferred reply's client still there */
@@ -271,6 +273,7 @@ void h_context_snapshots(struct rq *);
 void h_context_snapshot_delete(struct rq *);
 /* The terminal (host/api/api_terminal.c). */
 void h_terminal(struct rq *);
+void h_port(struct rq *); /* api_ports.c */
 /* 1 when p is a terminal whose stream or end api_terminal.c handled. */
 int api_ws_stream(struct api_pending *p, const void *data, size_t len);
 int api_ws_end(struct api_pending *p, int rc, struct api_run_result *res);
