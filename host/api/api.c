@@ -1797,7 +1797,22 @@ api_handle_conn(struct api *a, const struct http_request *req,
 	r.t0 = t0;
 	make_request_id(&r);
 
-	for (ri = 0; ri < api_nroutes; ri++) {
+	{
+		long hi = api_port_host(a, req, r.id, r.tail);
+
+		if (hi >= 0) {
+			rt = &api_routes[hi];
+			ri = (size_t)hi;
+			r.host_form = 1;
+		} else if (hi == -2) {
+			/* A port's host name with a method ports do not
+			 * take. */
+			path_known = 1;
+			strlcpy(r.allow, "GET, HEAD, POST, PUT, PATCH, DELETE",
+			    sizeof(r.allow));
+		}
+	}
+	for (ri = rt != NULL ? api_nroutes : 0; ri < api_nroutes; ri++) {
 		const struct api_route *c = &api_routes[ri];
 		enum http_method m =
 		    req->method == HTTP_HEAD ? HTTP_GET : req->method;
@@ -1825,6 +1840,8 @@ api_handle_conn(struct api *a, const struct http_request *req,
 		}
 		r.id[0] = r.tail[0] = '\0';
 	}
+	if (rt != NULL && r.host_form)
+		ri = (size_t)(rt - api_routes);
 	if (rt == NULL) {
 		ri = api_nroutes;
 		/* Under E2B's prefix, E2B's shape: its SDK reads "message". */
@@ -1944,7 +1961,15 @@ api_head_check(struct api *a, const struct http_request *req,
 	size_t ri;
 
 	memset(&r, 0, sizeof(r));
-	for (ri = 0; ri < api_nroutes && rt == NULL; ri++) {
+	{
+		long hi = api_port_host(a, req, r.id, r.tail);
+
+		if (hi >= 0) {
+			rt = &api_routes[hi];
+			ri = (size_t)hi + 1;
+		}
+	}
+	for (ri = rt != NULL ? ri : 0; ri < api_nroutes && rt == NULL; ri++) {
 		const struct api_route *c = &api_routes[ri];
 
 		if (c->method == m &&

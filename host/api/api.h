@@ -722,6 +722,10 @@ void api_set_resume(struct api *, api_resume_fn fn, void *arg);
 typedef int (*api_pipe_fn)(
     void *arg, uint64_t conn, int fd, const void *head, size_t len);
 void api_set_pipe(struct api *, api_pipe_fn fn, void *arg);
+/* keepd.yaml ports.domain ("" or NULL: none): a request whose Host is
+ * "{port}-{sandbox id}.DOMAIN" goes to that port as if its path were
+ * under /v1/sandboxes/{id}/ports/{port}. */
+void api_set_ports_domain(struct api *, const char *domain);
 int api_handle_conn(struct api *, const struct http_request *req,
     struct http_buf *out, uint64_t conn);
 /* A WebSocket message from the client of connection conn (opcode 1

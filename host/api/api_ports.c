@@ -141,6 +141,70 @@ build_head(const struct rq *r, const char *rest, size_t restlen, int upgrade,
 }
 
 void
+api_set_ports_domain(struct api *a, const char *domain)
+{
+	strlcpy(a->ports_domain, domain != NULL ? domain : "",
+	    sizeof(a->ports_domain));
+}
+
+/*
+ * "{port}-{id}.DOMAIN", as E2B's SDK builds a sandbox's host (getHost),
+ * with an optional ":port" of keepd's listener, any case. The sandbox id
+ * may hold '-' itself: the port is what comes before the first one.
+ * Returns the ports route's index for the method, -2 for a port's host
+ * with another method, -1 for any other host.
+ */
+long
+api_port_host(
+    const struct api *a, const struct http_request *req, char *id, char *port)
+{
+	const struct http_header *h;
+	const char *v, *dash, *dot;
+	size_t n, dl = strlen(a->ports_domain), pl, il;
+	enum http_method m = req->method == HTTP_HEAD ? HTTP_GET : req->method;
+
+	if (dl == 0 || (h = http_find_header(req, "host")) == NULL)
+		return -1;
+	v = h->value;
+	n = h->valuelen;
+	/* keepd's own port after the name, if any. */
+	for (size_t i = n; i > 0; i--)
+		if (v[i - 1] == ':') {
+			n = i - 1;
+			break;
+		} else if (v[i - 1] < '0' || v[i - 1] > '9')
+			break;
+	if (n < dl + 4 || v[n - dl - 1] != '.' ||
+	    strncasecmp(v + n - dl, a->ports_domain, dl) != 0)
+		return -1;
+	dot = v + n - dl - 1;
+	if ((dash = memchr(v, '-', (size_t)(dot - v))) == NULL)
+		return -1;
+	pl = (size_t)(dash - v);
+	il = (size_t)(dot - dash - 1);
+	if (pl == 0 || pl > 5 || !api_valid_id(dash + 1, il) ||
+	    memchr(dash + 1, '.', il) != NULL)
+		return -1;
+	for (size_t i = 0; i < pl; i++)
+		if (v[i] < '0' || v[i] > '9')
+			return -1;
+	memcpy(port, v, pl);
+	port[pl] = '\0';
+	/* Ids are lower case; a host name is not. */
+	for (size_t i = 0; i < il; i++) {
+		char c = dash[1 + i];
+
+		id[i] = c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+	}
+	id[il] = '\0';
+	for (size_t i = 0; i < api_nroutes; i++)
+		if (api_routes[i].fn == h_port && api_routes[i].method == m)
+			return (long)i;
+	id[0] = port[0] = '\0';
+	return -2;
+}
+
+void
 h_port(struct rq *r)
 {
 	const struct http_request *req = r->req;
@@ -160,13 +224,14 @@ h_port(struct rq *r)
 		return;
 	}
 	/* The path after "/ports/{port}": the route matched it, so both
-	 * are there. */
-	p = memmem(req->path, req->path_len, "/ports/", 7);
-	if (p == NULL) {
+	 * are there. By host name, the whole path is the guest's. */
+	if (r->host_form)
+		rest = req->path;
+	else if ((p = memmem(req->path, req->path_len, "/ports/", 7)) == NULL) {
 		rq_error(r, API_EINTERNAL, "Internal error");
 		return;
-	}
-	rest = p + 7 + strlen(r->tail);
+	} else
+		rest = p + 7 + strlen(r->tail);
 	if (rest > end)
 		rest = end;
 	upgrade = has_token(req, "connection", "upgrade") &&

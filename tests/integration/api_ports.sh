@@ -19,7 +19,8 @@ agent "bob" {
 	exec "python"
 }
 EOP
-KEEPD_IMAGES="python" keepd_start "$tmp/test.policy"
+KEEPD_YAML_EXTRA="ports:
+  domain: sbx.keep.test" KEEPD_IMAGES="python" keepd_start "$tmp/test.policy"
 alice=$(mint alice sandbox:read,sandbox:write,exec,artifact:read,artifact:write)
 bob=$(mint bob sandbox:read,sandbox:write,exec)
 
@@ -89,6 +90,29 @@ done
 get "$alice" "/v1/sandboxes/$sbx/ports/8000/"
 [ "$code" = 200 ] && printf '%s' "$body" | grep -q "hello.txt" &&
     ok "GET /ports/8000/ (the directory listing)" || bad "listing: $code $body"
+
+# By host name, as E2B's SDK builds it (getHost): the name is only a
+# Host header here, sent to keepd's loopback address.
+hp=${url#http://127.0.0.1:}
+body=$(curl -s --max-time 20 -w '\n%{http_code}' -H "Authorization: Bearer $alice" \
+    -H "Host: 8000-$sbx.sbx.keep.test:$hp" "$url/hello.txt")
+code=${body##*$'\n'}; body=${body%$'\n'*}
+[ "$code" = 200 ] && [ "$(printf '%s' "$body")" = "hello from the workspace" ] &&
+    ok "Host: 8000-{id}.{ports.domain}: the same file" ||
+    bad "host form: $code $body"
+body=$(curl -s --max-time 20 -w '\n%{http_code}' -H "Authorization: Bearer $bob" \
+    -H "Host: 8000-$sbx.sbx.keep.test" "$url/hello.txt")
+code=${body##*$'\n'}
+[ "$code" = 404 ] && ok "host form, another principal's sandbox: 404" ||
+    bad "host form bob: $code"
+code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $alice" \
+    -H "Host: 8000-$sbx.other.test" "$url/hello.txt")
+[ "$code" = 404 ] && ok "a host under another domain is keepd's own API (404 for /hello.txt)" ||
+    bad "other domain: $code"
+req "$alice" POST /e2b/v2/sandboxes '{"templateID":"python"}'
+[ "$code" = 201 ] && [ "$(jget "$body" '["domain"]')" = sbx.keep.test ] &&
+    ok "E2B's sandbox answer names ports.domain (getHost)" ||
+    bad "e2b domain: $code $body"
 
 for _ in $(seq "$(slow 100)"); do
 	body=$(curl -s --max-time 20 -w '\n%{http_code}' -H "Authorization: Bearer $alice" \
