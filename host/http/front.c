@@ -578,6 +578,8 @@ ws_process(struct front *f, struct conn *c)
 	}
 }
 
+static void conn_settle(struct front *, struct conn *);
+
 /* --- C_PIPE: a sandbox's port (docs/architecture.md, "Ports") ---------- */
 
 static int
@@ -754,7 +756,7 @@ front_pipe(void *arg, uint64_t id, int fd, const void *head, size_t len)
 	if (c->peer_eof)
 		c->client_eof = 1;
 	if (!f->in_step)
-		pipe_settle(f, c);
+		conn_settle(f, c);
 	return 0;
 }
 
@@ -834,8 +836,6 @@ conn_read(struct front *f, struct conn *c)
 	c->inlen += (size_t)n;
 	conn_process(f, c);
 }
-
-static void conn_settle(struct front *, struct conn *);
 
 /* After any event: write, then decide what to wait for next. */
 static void
@@ -1444,7 +1444,7 @@ front_step(struct front *f, int timeout_ms)
 			    c->gen != (uint32_t)tag || c->up_fd < 0)
 				continue;
 			pipe_up_event(f, c, evs[i].events);
-			pipe_settle(f, c);
+			conn_settle(f, c);
 			continue;
 		}
 		if ((c = evs[i].data.ptr) == NULL) {
@@ -1454,7 +1454,7 @@ front_step(struct front *f, int timeout_ms)
 		if (c->state == C_PIPE) {
 			if (c->out.len == 0 || (evs[i].events & EPOLLIN))
 				pipe_client_read(f, c);
-			pipe_settle(f, c);
+			conn_settle(f, c);
 			continue;
 		}
 		if (evs[i].events & (EPOLLERR | EPOLLHUP) &&
