@@ -34,7 +34,8 @@ enum kind {
 	K_SIZE, /* "128M" in [min, max] bytes */
 	K_DUR, /* "30s" in [min, max] ms */
 	K_KEYS, /* a list of PASERK k4.public strings or file names */
-	K_PLATFORM /* auto, kvm or trap (host/vmm/vmm.h) */
+	K_PLATFORM, /* auto, kvm or trap (host/vmm/vmm.h) */
+	K_DOMAIN /* a DNS name, config_valid_domain */
 };
 
 struct field {
@@ -76,6 +77,7 @@ static const struct field fields[] = {
 	F(NULL, "policy_dir", K_PATH, policy_dir, 0, 0),
 	F(NULL, "user", K_USER, user, 0, 0),
 	F(NULL, "node", K_NODE, node, 0, 0),
+	F("ports", "domain", K_DOMAIN, ports_domain, 0, 0),
 	F(NULL, "platform", K_PLATFORM, platform, 0, 0),
 	F(NULL, "secrets_key_file", K_PATH, secrets_key_file, 0, 0),
 	FK("tokens", "issuer_keys", issuer_keys, nissuer_keys),
@@ -126,7 +128,7 @@ static const struct field fields[] = {
 };
 
 static const char *const sections[] = { "listen", "tls", "tokens", "images",
-	"limits", "egress" };
+	"limits", "egress", "ports" };
 
 void
 config_defaults(struct keepd_config *cfg)
@@ -262,6 +264,30 @@ valid_user(const char *s)
 	return 1;
 }
 
+int
+config_valid_domain(const char *s)
+{
+	size_t i, label = 0, n = strnlen(s, CONFIG_DOMAIN_MAX + 1);
+
+	if (n == 0 || n > CONFIG_DOMAIN_MAX)
+		return 0;
+	for (i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (c == '.') {
+			if (label == 0 || s[i - 1] == '-')
+				return 0;
+			label = 0;
+			continue;
+		}
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+		        c == '-') ||
+		    (c == '-' && label == 0) || ++label > 63)
+			return 0;
+	}
+	return label > 0 && s[n - 1] != '-';
+}
+
 /* "k4.public." and 43 base64url characters (32 bytes), or a file name. */
 static int
 valid_key(const char *s)
@@ -376,6 +402,14 @@ parse_field(struct pctx *p, const struct field *f, const yaml_node_t *n)
 			diag_add(p, &n->start_mark,
 			    "%s: \"%s\" is not a user "
 			    "name",
+			    f->key, scalar_esc(n, esc, sizeof(esc)));
+		return;
+	case K_DOMAIN:
+		if (get_string(p, n, f->key, dst, f->size) == 0 &&
+		    !config_valid_domain(dst))
+			diag_add(p, &n->start_mark,
+			    "%s: \"%s\" is not a domain name (labels of a-z, "
+			    "0-9 and -, lower case)",
 			    f->key, scalar_esc(n, esc, sizeof(esc)));
 		return;
 	case K_PLATFORM:

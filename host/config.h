@@ -20,6 +20,7 @@
 #define CONFIG_FILE_MAX (1024 * 1024)
 #define CONFIG_DEFAULT_PATH "/etc/keep/keepd.yaml"
 #define CONFIG_NODE_MAX 16 /* [a-z0-9], a sandbox id prefix */
+#define CONFIG_DOMAIN_MAX 127 /* ports.domain */
 
 struct keepd_config {
 	/* listen: */
@@ -34,6 +35,10 @@ struct keepd_config {
 	/* node: this box's name in a fleet, the prefix of its sandbox ids
 	 * ("" alone: no prefix). docs/scaling.md */
 	char node[CONFIG_NODE_MAX + 1];
+	/* ports: domain: the name under which `{port}-{sandbox id}.DOMAIN`
+	 * reaches a sandbox's port, as E2B's SDK builds it ("": none).
+	 * docs/architecture.md, "Ports". */
+	char ports_domain[CONFIG_DOMAIN_MAX + 1];
 	/* What runs guests: "auto" (KVM where /dev/kvm opens, else the trap
 	 * platform), "kvm" or "trap" (docs/vmm.md). */
 	char platform[8];
@@ -107,5 +112,9 @@ int config_parse(const char *name, const char *text, size_t len,
 /* Read path (at most CONFIG_FILE_MAX bytes) and config_parse it. */
 int config_load(
     const char *path, struct keepd_config *cfg, struct config_diag *diag);
+
+/* A DNS name of labels [a-z0-9-] (not starting or ending with '-'),
+ * dot-separated, at most CONFIG_DOMAIN_MAX bytes: 1, else 0. */
+int config_valid_domain(const char *s);
 
 #endif

@@ -138,6 +138,7 @@ struct msg_config {
 	uint64_t unauthenticated_timeout_ms;
 	uint64_t max_replies_pending;
 	char node[24]; /* keepd.yaml node: sandbox id prefix, "" none */
+	char ports_domain[128]; /* keepd.yaml ports.domain, "" none */
 };
 
 /* Public keys, resolved by the parent (file names read, whitespace

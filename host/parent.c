@@ -210,6 +210,7 @@ send_config(struct parent *ps, enum proc_id c)
 	m.unauthenticated_timeout_ms = k->unauthenticated_timeout_ms;
 	m.max_replies_pending = k->max_replies_pending;
 	strlcpy(m.node, k->node, sizeof(m.node));
+	strlcpy(m.ports_domain, k->ports_domain, sizeof(m.ports_domain));
 	m.platform = (uint16_t)parent_platform(ps);
 	m.kvm_missing = m.platform == VMM_PLATFORM_KVM && ps->kvm_fd < 0;
 	if (msg_send(ps->ctx.fd[c], MSG_CTL_CONFIG, 0, 0, &m, sizeof(m), -1) !=

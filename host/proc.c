@@ -521,7 +521,10 @@ msg_h_config(struct proc_ctx *ctx, const struct msg *m)
 	    c->timeout_default_ms > c->timeout_max_ms ||
 	    strnlen(c->node, sizeof(c->node)) > CONFIG_NODE_MAX ||
 	    strspn(c->node, "abcdefghijklmnopqrstuvwxyz0123456789") !=
-	        strlen(c->node)) {
+	        strlen(c->node) ||
+	    memchr(c->ports_domain, '\0', sizeof(c->ports_domain)) == NULL ||
+	    (c->ports_domain[0] != '\0' &&
+	        !config_valid_domain(c->ports_domain))) {
 		free(c);
 		return -1;
 	}

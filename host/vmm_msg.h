@@ -94,9 +94,14 @@ enum {
 	MSG_VMM_RUN_SECRET = MSG_VMM_BASE + 0x50, /* front -> vmm, before
 						     MSG_VMM_RUN, same reqid:
 						     msg_vmm_run_secret */
-	MSG_VMM_TERM_INPUT = MSG_VMM_BASE + 0x51 /* front -> vmm: a terminal
-						    run's input, its reqid:
-						    msg_vmm_term_input */
+	MSG_VMM_TERM_INPUT = MSG_VMM_BASE + 0x51, /* front -> vmm: a terminal
+						     run's input, its reqid:
+						     msg_vmm_term_input */
+	MSG_VMM_PORT_OPEN = MSG_VMM_BASE + 0x58, /* front -> vmm:
+						    msg_vmm_port */
+	MSG_VMM_PORT_REPLY = MSG_VMM_BASE + 0x59 /* vmm -> front:
+						    msg_vmm_port_reply [+ the
+						    connected socket] */
 };
 
 /*
@@ -592,6 +597,30 @@ struct msg_vmm_bg_done {
 	uint32_t status; /* enum run_status */
 	int32_t exit_code;
 	uint64_t duration_ms;
+};
+
+/*
+ * A port into a sandbox (docs/architecture.md, "Ports"): the vmm, which
+ * holds the sandbox's namespaces, forks a child that joins them and
+ * connects to 127.0.0.1:port there, and hands the connected socket to
+ * the front, which only moves bytes. The front never joins a namespace.
+ */
+struct msg_vmm_port {
+	struct grant grant; /* sandbox:read, target = id */
+	char id[SBX_ID_MAX];
+	uint32_t port; /* 1..65535 */
+	uint32_t pad;
+};
+
+enum port_status {
+	PORT_OK = 0,
+	PORT_E_REFUSED = 100, /* nothing listens there (or no netns yet) */
+	PORT_E_UNREACHABLE /* the child could not join or connect */
+};
+
+struct msg_vmm_port_reply {
+	uint32_t status; /* enum sbx_status, or enum port_status */
+	int32_t err; /* errno of the connect, for the front's message */
 };
 
 #endif

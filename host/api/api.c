@@ -39,6 +39,7 @@ static const struct {
 	[API_EUNAVAIL] = { "UNAVAILABLE", 503 },
 	[API_ESTORAGE] = { "STORAGE_FULL", 507 },
 	[API_ENOTIMPL] = { "NOT_IMPLEMENTED", 501 },
+	[API_EBADGATEWAY] = { "BAD_GATEWAY", 502 },
 };
 
 /* Every status the API answers with (errtab, the routes' successes and
@@ -800,6 +801,12 @@ route_match(
 		const char *pe = strchr(pp + 1, '/'), *se;
 		size_t pl, sl;
 
+		/* A last segment "{path}": whatever the path holds from
+		 * here, slashes included, or nothing (a port's path, which
+		 * the guest's server judges, api_ports.c). */
+		if (strcmp(pp, "/{path}") == 0)
+			return sp == send || *sp == '/';
+
 		if (pe == NULL)
 			pe = pp + strlen(pp);
 		if (sp >= send || *sp != '/')
@@ -814,7 +821,8 @@ route_match(
 				return 0;
 			memcpy(id, sp + 1, sl);
 			id[sl] = '\0';
-		} else if (pl == 6 && memcmp(pp + 1, "{name}", 6) == 0) {
+		} else if ((pl == 6 && memcmp(pp + 1, "{name}", 6) == 0) ||
+		    (pl == 6 && memcmp(pp + 1, "{port}", 6) == 0)) {
 			if (!api_valid_id(sp + 1, sl))
 				return 0;
 			memcpy(tail, sp + 1, sl);
@@ -1426,6 +1434,13 @@ api_set_resume(struct api *a, api_resume_fn fn, void *arg)
 }
 
 void
+api_set_pipe(struct api *a, api_pipe_fn fn, void *arg)
+{
+	a->pipe_fn = fn;
+	a->pipe_arg = arg;
+}
+
+void
 api_set_auth_notify(struct api *a, api_auth_fn fn, void *arg)
 {
 	a->auth_fn = fn;
@@ -1791,7 +1806,22 @@ api_handle_conn(struct api *a, const struct http_request *req,
 	r.t0 = t0;
 	make_request_id(&r);
 
-	for (ri = 0; ri < api_nroutes; ri++) {
+	{
+		long hi = api_port_host(a, req, r.id, r.tail);
+
+		if (hi >= 0) {
+			rt = &api_routes[hi];
+			ri = (size_t)hi;
+			r.host_form = 1;
+		} else if (hi == -2) {
+			/* A port's host name with a method ports do not
+			 * take. */
+			path_known = 1;
+			strlcpy(r.allow, "GET, HEAD, POST, PUT, PATCH, DELETE",
+			    sizeof(r.allow));
+		}
+	}
+	for (ri = rt != NULL ? api_nroutes : 0; ri < api_nroutes; ri++) {
 		const struct api_route *c = &api_routes[ri];
 		enum http_method m =
 		    req->method == HTTP_HEAD ? HTTP_GET : req->method;
@@ -1819,6 +1849,8 @@ api_handle_conn(struct api *a, const struct http_request *req,
 		}
 		r.id[0] = r.tail[0] = '\0';
 	}
+	if (rt != NULL && r.host_form)
+		ri = (size_t)(rt - api_routes);
 	if (rt == NULL) {
 		ri = api_nroutes;
 		/* Under E2B's prefix, E2B's shape: its SDK reads "message". */
@@ -1938,7 +1970,15 @@ api_head_check(struct api *a, const struct http_request *req,
 	size_t ri;
 
 	memset(&r, 0, sizeof(r));
-	for (ri = 0; ri < api_nroutes && rt == NULL; ri++) {
+	{
+		long hi = api_port_host(a, req, r.id, r.tail);
+
+		if (hi >= 0) {
+			rt = &api_routes[hi];
+			ri = (size_t)hi + 1;
+		}
+	}
+	for (ri = rt != NULL ? ri : 0; ri < api_nroutes && rt == NULL; ri++) {
 		const struct api_route *c = &api_routes[ri];
 
 		if (c->method == m &&

@@ -50,6 +50,7 @@ enum api_err {
 	API_EUNAVAIL = 10, /* 503 UNAVAILABLE (a child is restarting) */
 	API_ESTORAGE = 11, /* 507 STORAGE_FULL */
 	API_ENOTIMPL = 12, /* 501 NOT_IMPLEMENTED */
+	API_EBADGATEWAY = 13, /* 502 BAD_GATEWAY: a sandbox's port */
 	API_ERR_COUNT
 };
 
@@ -600,6 +601,15 @@ struct api_backend {
 	    const char *name, struct api_error *err);
 	int (*secret_list)(void *ctx, const struct api_call *,
 	    struct api_secret **out, size_t *n, struct api_error *err);
+	/*
+	 * Ports (docs/architecture.md, "Ports"): a TCP socket connected to
+	 * 127.0.0.1:port in sandbox id's network namespace, made by the
+	 * process that holds that namespace, never by the caller. *fd is
+	 * the caller's to close. API_EUNAVAIL with err naming the port
+	 * when nothing listens there. Optional: NULL answers 501.
+	 */
+	int (*port_open)(void *ctx, const struct api_call *, const char *id,
+	    unsigned port, int *fd, struct api_error *err);
 };
 
 struct api;
@@ -706,6 +716,19 @@ int api_handle(
 typedef void (*api_resume_fn)(
     void *arg, uint64_t conn, const void *resp, size_t len, int flags);
 void api_set_resume(struct api *, api_resume_fn fn, void *arg);
+/*
+ * A sandbox's port (docs/architecture.md, "Ports"): the connection conn
+ * becomes a byte pipe to fd (a connected socket, which fn takes, and
+ * closes, on success), starting with the request as it goes there (head
+ * and body, len bytes). 0, or -1: fn took nothing, fd is the caller's.
+ */
+typedef int (*api_pipe_fn)(
+    void *arg, uint64_t conn, int fd, const void *head, size_t len);
+void api_set_pipe(struct api *, api_pipe_fn fn, void *arg);
+/* keepd.yaml ports.domain ("" or NULL: none): a request whose Host is
+ * "{port}-{sandbox id}.DOMAIN" goes to that port as if its path were
+ * under /v1/sandboxes/{id}/ports/{port}. */
+void api_set_ports_domain(struct api *, const char *domain);
 int api_handle_conn(struct api *, const struct http_request *req,
     struct http_buf *out, uint64_t conn);
 /* A WebSocket message from the client of connection conn (opcode 1

@@ -140,7 +140,12 @@ h_e2b_sandbox_create(struct rq *r)
 		    o, "envdAccessToken", json_string(tok.token));
 		json_object_set_new(
 		    o, "trafficAccessToken", json_string(tok.token));
-		json_object_set_new(o, "domain", json_null());
+		/* getHost(port) is "{port}-{id}.{domain}": keepd.yaml's
+		 * ports.domain, where keepd routes that name (api_ports.c). */
+		json_object_set_new(o, "domain",
+		    r->api->ports_domain[0] != '\0'
+		        ? json_string(r->api->ports_domain)
+		        : json_null());
 	}
 	api_kv_free(sb.metadata, sb.nmetadata);
 	r->api->sandboxes_created++;
@@ -489,7 +494,9 @@ h_e2b_sandbox_connect(struct rq *r)
 	tok.token[sizeof(tok.token) - 1] = '\0';
 	o = json_pack("{s:s,s:s,s:s,s:s,s:o}", "sandboxID", r->id,
 	    "envdVersion", E2B_ENVD_VERSION, "envdAccessToken", tok.token,
-	    "trafficAccessToken", tok.token, "domain", json_null());
+	    "trafficAccessToken", tok.token, "domain",
+	    r->api->ports_domain[0] != '\0' ? json_string(r->api->ports_domain)
+	                                    : json_null());
 	rq_json(r, 201, o);
 }
 

@@ -48,6 +48,9 @@ struct api {
 	 * (api_set_platform): /healthz says both. */
 	char platform[8];
 	char platform_problem[96];
+	/* keepd.yaml ports.domain: "{port}-{id}." under it is a port's
+	 * host name (api_ports.c); "" none. */
+	char ports_domain[128];
 	uint64_t reqseq;
 	uint32_t boot_nonce;
 	/* metrics */
@@ -64,6 +67,8 @@ struct api {
 	/* deferred replies */
 	api_resume_fn resume_fn;
 	void *resume_arg;
+	api_pipe_fn pipe_fn; /* a port's byte pipe (api_ports.c) */
+	void *pipe_arg;
 	api_auth_fn auth_fn; /* a connection's bearer token verified */
 	void *auth_arg;
 	api_alive_fn alive_fn; /* is a deferred reply's client still there */
@@ -181,6 +186,8 @@ struct rq {
 	int ndjson; /* the same, for application/x-ndjson */
 	int e2b; /* enum api_e2b of the route (or of a deferred reply's) */
 	int can_defer;
+	int host_form; /* a port named by the Host header: the whole path
+			  is the guest's */
 	uint64_t conn;
 	size_t ri;
 	double t0;
@@ -274,6 +281,11 @@ void h_context_snapshots(struct rq *);
 void h_context_snapshot_delete(struct rq *);
 /* The terminal (host/api/api_terminal.c). */
 void h_terminal(struct rq *);
+void h_port(struct rq *); /* api_ports.c */
+/* A request whose Host is "{port}-{id}.<ports domain>": the index of the
+ * ports route for its method, id and port (as text) filled; else -1. */
+long api_port_host(
+    const struct api *, const struct http_request *, char *id, char *port);
 /* 1 when p is a terminal whose stream or end api_terminal.c handled. */
 int api_ws_stream(struct api_pending *p, const void *data, size_t len);
 int api_ws_end(struct api_pending *p, int rc, struct api_run_result *res);

@@ -69,7 +69,8 @@ fb_reply(enum proc_id peer, uint32_t type, uint32_t rtype, uint32_t rflags,
 	}
 	if (h->type != rtype ||
 	    ((rflags & FB_R_VARIABLE) ? h->len > *rlen : h->len != *rlen) ||
-	    (fd != -1) != ((rflags & FB_R_FD) != 0)) {
+	    (!(rflags & FB_R_FD_OPT) &&
+	        (fd != -1) != ((rflags & FB_R_FD) != 0))) {
 		if (fd != -1)
 			close(fd);
 		log_warnx("%s: malformed %s from %s", __func__,

@@ -115,6 +115,9 @@ struct front_backend {
 /* fb_call reply flags. */
 #define FB_R_VARIABLE 0x1u /* *rlen is a bound, not the exact size */
 #define FB_R_FD 0x2u /* a descriptor comes with the reply */
+/* A descriptor may come with it (a port's socket: none when refused);
+ * the payload says which. */
+#define FB_R_FD_OPT 0x4u
 
 int fb_call(struct front_backend *, enum proc_id peer, uint32_t type,
     uint64_t reqid, const void *q, size_t qlen, int qfd, uint32_t rtype,

@@ -610,6 +610,52 @@ fb_system(void *arg, const struct api_call *call, const char *id,
 	return API_OK;
 }
 
+/*
+ * A port into the sandbox: the vmm, which holds its namespaces, connects
+ * there and hands the socket over (MSG_VMM_PORT_REPLY's descriptor). The
+ * front only moves bytes on it and never joins a namespace.
+ */
+static int
+fb_port_open(void *arg, const struct api_call *call, const char *id,
+    unsigned port, int *fd, struct api_error *err)
+{
+	struct front_backend *fb = arg;
+	struct fb_authz *a = call->authz;
+	struct msg_vmm_port q;
+	struct msg_vmm_port_reply r;
+	size_t rlen = sizeof(r);
+	int rc, rfd = -1;
+
+	*fd = -1;
+	if (a == NULL || a->link != PROC_VMM || port == 0 || port > 65535)
+		return fb_fail(err, API_EINTERNAL, "Internal error");
+	memset(&q, 0, sizeof(q));
+	q.grant = a->d.grant;
+	strlcpy(q.id, id, sizeof(q.id));
+	q.port = port;
+	rc = fb_call(fb, PROC_VMM, MSG_VMM_PORT_OPEN, a->reqid, &q, sizeof(q),
+	    -1, MSG_VMM_PORT_REPLY, FB_R_FD_OPT, &r, &rlen, &rfd, err);
+	if (rc != API_OK) {
+		if (rfd >= 0)
+			close(rfd);
+		return rc > API_ERR_COUNT ? API_EUNAVAIL : rc;
+	}
+	if (r.status == PORT_OK && rfd >= 0) {
+		*fd = rfd;
+		return API_OK;
+	}
+	if (rfd >= 0)
+		close(rfd);
+	if (r.status == PORT_E_REFUSED)
+		return fb_fail(err, API_EBADGATEWAY,
+		    "Nothing listens on port %u in sandbox %s", port, id);
+	if (r.status == PORT_E_UNREACHABLE || r.status == PORT_OK)
+		return fb_fail(err, API_EBADGATEWAY,
+		    "Port %u in sandbox %s cannot be reached: %s", port, id,
+		    strerror(r.err > 0 ? r.err : EIO));
+	return fb_sbx_error((int)r.status, err);
+}
+
 /* Killing names no program: the decision is exec, without a target. */
 static int
 fb_kill(void *arg, const struct api_call *call, const char *id, uint64_t pid,
@@ -1104,6 +1150,7 @@ fb_run_ops(struct api_backend *ops)
 	ops->processes = fb_processes;
 	ops->kill = fb_kill;
 	ops->system = fb_system;
+	ops->port_open = fb_port_open;
 	ops->metrics = fb_metrics;
 	ops->terminal_open = fb_terminal_open;
 	ops->terminal_input = fb_terminal_input;

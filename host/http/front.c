@@ -50,8 +50,13 @@
  * body we refused). */
 /* C_WAIT: a deferred reply is due; nothing after it is parsed until it
  * arrives, so replies stay in request order. */
-/* C_WS: upgraded to a WebSocket (the terminal, host/http/ws.h). */
-enum conn_state { C_IDLE, C_HEAD, C_BODY, C_WAIT, C_LINGER, C_WS };
+/* C_WS: upgraded to a WebSocket (the terminal, host/http/ws.h).
+ * C_PIPE: a byte pipe to a sandbox's port (api_pipe_fn): what the
+ * client sends goes to the port's socket and back, unparsed. */
+enum conn_state { C_IDLE, C_HEAD, C_BODY, C_WAIT, C_LINGER, C_WS, C_PIPE };
+
+/* A pipe stops reading a side while this much waits for the other. */
+#define PIPE_MAX_OUT (256u * 1024)
 
 #define WS_MAX_MESSAGE 65536
 #define WS_MAX_OUT (4u << 20) /* a client that reads no output is closed */
@@ -90,7 +95,23 @@ struct conn {
 	char peertext[48]; /* the same as text, for the audit log */
 	struct ws_reader ws; /* C_WS */
 	int ws_told; /* the api knows the session has ended */
+	/* C_PIPE: the port's socket, the bytes still to write to it, and
+	 * which halves have ended. */
+	int up_fd;
+	uint32_t up_events;
+	struct http_buf up_out;
+	size_t up_off;
+	int up_eof, client_eof, up_shut;
 };
+
+/*
+ * One epoll set serves clients and the ports' sockets. A client's event
+ * carries its conn; a port's carries UP_TAG and the conn's id (slot and
+ * generation), never the pointer: the conn may have been closed by its
+ * client's event earlier in the same pass. User-space pointers never
+ * have the top bit.
+ */
+#define UP_TAG (UINT64_C(1) << 63)
 
 struct front {
 	int epfd;
@@ -161,6 +182,9 @@ conn_close(struct front *f, struct conn *c)
 	ws_ended(f, c);
 	ws_reader_free(&c->ws);
 	epoll_ctl(f->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	if (c->up_fd >= 0)
+		close(c->up_fd); /* leaves the epoll set with it */
+	http_buf_free(&c->up_out);
 	if (c->tls != NULL) {
 		/* Best effort: a close_notify if it fits without waiting. */
 		(void)tls_close(c->tls);
@@ -457,6 +481,14 @@ conn_process(struct front *f, struct conn *c)
 			c->closing = 1;
 		memmove(c->in, c->in + consumed, c->inlen - consumed);
 		c->inlen -= consumed;
+		if (c->state == C_PIPE) {
+			/* Handled without waiting: what followed the request
+			 * goes to the port too. */
+			c->closing = 0;
+			http_buf_add(&c->up_out, c->in, c->inlen);
+			c->inlen = 0;
+			return;
+		}
 		if (rc == API_HANDLE_PENDING) {
 			c->state = C_WAIT;
 			c->deadline = mono_ms() + lim->wait_timeout_ms;
@@ -546,6 +578,188 @@ ws_process(struct front *f, struct conn *c)
 	}
 }
 
+static void conn_settle(struct front *, struct conn *);
+
+/* --- C_PIPE: a sandbox's port (docs/architecture.md, "Ports") ---------- */
+
+static int
+pipe_watch_up(struct front *f, struct conn *c)
+{
+	struct epoll_event ev;
+	uint32_t want = 0;
+
+	if (!c->up_eof && c->out.len < PIPE_MAX_OUT)
+		want |= EPOLLIN;
+	if (c->up_off < c->up_out.len)
+		want |= EPOLLOUT;
+	if (want == c->up_events)
+		return 0;
+	memset(&ev, 0, sizeof(ev));
+	ev.events = want;
+	ev.data.u64 = UP_TAG | conn_id(c);
+	if (epoll_ctl(f->epfd, EPOLL_CTL_MOD, c->up_fd, &ev) == -1)
+		return -1;
+	c->up_events = want;
+	return 0;
+}
+
+/* Bytes to the port's socket; -1: it is gone. */
+static int
+pipe_up_flush(struct conn *c)
+{
+	while (c->up_off < c->up_out.len) {
+		ssize_t n = send(c->up_fd, c->up_out.data + c->up_off,
+		    c->up_out.len - c->up_off, MSG_NOSIGNAL);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return 0;
+			return -1;
+		}
+		c->up_off += (size_t)n;
+	}
+	c->up_off = 0;
+	c->up_out.len = 0;
+	/* The client has ended its half: so does the port's, once all of
+	 * it is there. */
+	if (c->client_eof && !c->up_shut) {
+		shutdown(c->up_fd, SHUT_WR);
+		c->up_shut = 1;
+	}
+	return 0;
+}
+
+/* The port's side is ready: read what the client may take, write what
+ * waits for it. */
+static void
+pipe_up_event(struct front *f, struct conn *c, uint32_t events)
+{
+	char buf[16384];
+	ssize_t n;
+
+	if (c->closing)
+		return;
+	c->deadline = mono_ms() + f->lim->ws_idle_timeout_ms;
+	if (pipe_up_flush(c) == -1) {
+		c->closing = 2;
+		return;
+	}
+	while (!c->up_eof && c->out.len < PIPE_MAX_OUT) {
+		n = recv(c->up_fd, buf, sizeof(buf), 0);
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				c->up_eof = 1;
+			break;
+		}
+		if (n == 0) {
+			c->up_eof = 1;
+			break;
+		}
+		http_buf_add(&c->out, buf, (size_t)n);
+	}
+	if (c->out.oom)
+		c->closing = 2;
+	(void)events;
+}
+
+/* The client's side: what it sends goes to the port as it is. */
+static void
+pipe_client_read(struct front *f, struct conn *c)
+{
+	ssize_t n;
+
+	while (!c->client_eof && c->up_out.len < PIPE_MAX_OUT) {
+		char buf[16384];
+
+		n = conn_recv(c, buf, sizeof(buf));
+		if (n == -1) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK)
+				c->closing = 2;
+			break;
+		}
+		if (n == 0) {
+			c->client_eof = 1;
+			break;
+		}
+		c->deadline = mono_ms() + f->lim->ws_idle_timeout_ms;
+		http_buf_add(&c->up_out, buf, (size_t)n);
+	}
+	if (c->up_out.oom || pipe_up_flush(c) == -1)
+		c->closing = 2;
+}
+
+/* After an event on either side: write, then what to wait for. */
+static void
+pipe_settle(struct front *f, struct conn *c)
+{
+	uint32_t want = 0;
+
+	if (c->closing == 2 || conn_flush(f, c) == -1) {
+		conn_close(f, c);
+		return;
+	}
+	/* The port has said all it will and the client has it all. */
+	if (c->up_eof && c->out.len == 0) {
+		conn_close(f, c);
+		return;
+	}
+	if (c->out.len > 0)
+		want |= c->wr_want;
+	if (!c->client_eof && c->up_out.len < PIPE_MAX_OUT)
+		want |= c->rd_want;
+	if (conn_watch(f, c, want) == -1 || pipe_watch_up(f, c) == -1)
+		conn_close(f, c);
+}
+
+/*
+ * api_pipe_fn: the api hands over connection id with the port's socket
+ * and the request as it goes there (head, then body). From here on the
+ * connection is a byte pipe until either side ends: a response of any
+ * framing (length, chunked, to the close) and a WebSocket after a 101
+ * pass through unread. What the client sent after the request goes too.
+ */
+static int
+front_pipe(void *arg, uint64_t id, int fd, const void *head, size_t len)
+{
+	struct front *f = arg;
+	unsigned slot = (unsigned)(id >> 32);
+	struct epoll_event ev;
+	struct conn *c;
+
+	if (slot >= f->lim->max_conns || (c = f->conns[slot]) == NULL ||
+	    c->gen != (uint32_t)id || c->closing || c->up_fd >= 0)
+		return -1;
+	if (fcntl(fd, F_SETFL, O_NONBLOCK) == -1)
+		return -1;
+	memset(&ev, 0, sizeof(ev));
+	ev.events = EPOLLOUT;
+	ev.data.u64 = UP_TAG | conn_id(c);
+	if (epoll_ctl(f->epfd, EPOLL_CTL_ADD, fd, &ev) == -1)
+		return -1;
+	c->up_fd = fd;
+	c->up_events = EPOLLOUT;
+	http_buf_add(&c->up_out, head, len);
+	/* Pipelined bytes already read are the client's next ones. The
+	 * request itself has left c->in unless it is still being handled
+	 * synchronously (conn_process then drops it). */
+	if (c->state == C_WAIT && c->inlen > 0) {
+		http_buf_add(&c->up_out, c->in, c->inlen);
+		c->inlen = 0;
+	}
+	c->state = C_PIPE;
+	c->deadline = mono_ms() + f->lim->ws_idle_timeout_ms;
+	if (c->peer_eof)
+		c->client_eof = 1;
+	if (!f->in_step)
+		conn_settle(f, c);
+	return 0;
+}
+
 static void
 conn_read(struct front *f, struct conn *c)
 {
@@ -623,8 +837,6 @@ conn_read(struct front *f, struct conn *c)
 	conn_process(f, c);
 }
 
-static void conn_settle(struct front *, struct conn *);
-
 /* After any event: write, then decide what to wait for next. */
 static void
 conn_settle_io(struct front *f, struct conn *c)
@@ -635,6 +847,10 @@ conn_settle_io(struct front *f, struct conn *c)
 	}
 	if (c->state == C_LINGER)
 		return;
+	if (c->state == C_PIPE) {
+		pipe_settle(f, c);
+		return;
+	}
 	if (conn_flush(f, c) == -1) {
 		conn_close(f, c);
 		return;
@@ -749,6 +965,7 @@ conn_add(struct front *f, int fd, const uint8_t *peer, size_t peerlen)
 		return -1;
 	}
 	c->fd = fd;
+	c->up_fd = -1;
 	c->slot = slot;
 	if (peer != NULL && peerlen <= sizeof(c->peer)) {
 		memcpy(c->peer, peer, peerlen);
@@ -997,6 +1214,13 @@ front_sweep(struct front *f, uint64_t now)
 		}
 		if (c->state == C_WAIT)
 			continue;
+		if (c->state == C_PIPE) {
+			if (now >= c->deadline) {
+				api_count_conn(f->api, API_CONN_TIMEOUT);
+				conn_close(f, c);
+			}
+			continue;
+		}
 		if (c->state == C_WS) {
 			if (!c->closing && now >= c->deadline) {
 				api_count_conn(f->api, API_CONN_TIMEOUT);
@@ -1169,6 +1393,7 @@ front_new(
 			goto fail;
 	}
 	api_set_resume(api, front_resume, f);
+	api_set_pipe(api, front_pipe, f);
 	api_set_auth_notify(api, front_proven, f);
 	api_set_alive(api, front_alive, f);
 	return f;
@@ -1208,10 +1433,28 @@ front_step(struct front *f, int timeout_ms)
 	}
 	f->in_step = 1;
 	for (int i = 0; i < n; i++) {
-		struct conn *c = evs[i].data.ptr;
+		uint64_t tag = evs[i].data.u64;
+		struct conn *c;
 
-		if (c == NULL) {
+		if (tag & UP_TAG) {
+			unsigned slot = (unsigned)((tag & ~UP_TAG) >> 32);
+
+			if (slot >= f->lim->max_conns ||
+			    (c = f->conns[slot]) == NULL ||
+			    c->gen != (uint32_t)tag || c->up_fd < 0)
+				continue;
+			pipe_up_event(f, c, evs[i].events);
+			conn_settle(f, c);
+			continue;
+		}
+		if ((c = evs[i].data.ptr) == NULL) {
 			accept_due = 1;
+			continue;
+		}
+		if (c->state == C_PIPE) {
+			if (c->out.len == 0 || (evs[i].events & EPOLLIN))
+				pipe_client_read(f, c);
+			conn_settle(f, c);
 			continue;
 		}
 		if (evs[i].events & (EPOLLERR | EPOLLHUP) &&
@@ -1244,6 +1487,7 @@ front_free(struct front *f)
 	if (f == NULL)
 		return;
 	api_set_resume(f->api, NULL, NULL);
+	api_set_pipe(f->api, NULL, NULL);
 	api_set_auth_notify(f->api, NULL, NULL);
 	api_set_alive(f->api, NULL, NULL);
 	for (unsigned i = 0; i < f->lim->max_conns; i++)

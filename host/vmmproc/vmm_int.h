@@ -382,6 +382,8 @@ int vmm_h_run(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_run_caps(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_store_reply(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_system(struct proc_ctx *ctx, const struct msg *m);
+/* vmm_port.c: a connected socket to a port in a sandbox's netns. */
+int vmm_h_port(struct proc_ctx *ctx, const struct msg *m);
 /* Secrets (host/vmmproc/vmm_secrets.c). */
 int vmm_h_secret_key(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_term_input(struct proc_ctx *ctx, const struct msg *m);

@@ -115,6 +115,8 @@ static const struct msg_handler vmm_handlers[] = {
 	    vmm_h_kill },
 	{ MSG_VMM_SYSTEM, PROC_BIT(PROC_FRONT),
 	    sizeof(struct msg_vmm_sandbox_ref), 0, vmm_h_system },
+	{ MSG_VMM_PORT_OPEN, PROC_BIT(PROC_FRONT), sizeof(struct msg_vmm_port),
+	    0, vmm_h_port },
 	{ MSG_VMM_IMAGE_LIST, PROC_BIT(PROC_FRONT),
 	    sizeof(struct msg_vmm_image_ref), 0, vmm_h_images },
 	{ MSG_VMM_IMAGE_PUT, PROC_BIT(PROC_FRONT),

@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "host/api/api.h"
+#include "host/api/api_int.h"
 #include "tests/api_fake.h"
 
 struct env {
@@ -797,6 +798,54 @@ test_openapi_covers_routes(void **state)
 	json_decref(doc);
 }
 
+/* A port's host name (api_ports.c): "{port}-{id}.DOMAIN[:port]", any
+ * case; everything else is keepd's own API. */
+static long
+port_host(struct api *a, const char *host, char *id, char *port)
+{
+	static char buf[512];
+	struct http_limits lim;
+	struct http_request req;
+	int status;
+
+	snprintf(buf, sizeof(buf), "GET /x HTTP/1.1\r\nHost: %s\r\n\r\n", host);
+	http_limits_default(&lim);
+	assert_int_equal(
+	    http_parse_head(buf, strlen(buf), &lim, &req, &status), HTTP_OK);
+	id[0] = port[0] = '\0';
+	return api_port_host(a, &req, id, port);
+}
+
+static void
+test_port_host(void **state)
+{
+	struct env *e = *state;
+	char id[API_ID_MAX + 1], port[API_ID_MAX + 1];
+	static const char *const refused[] = { "8000-sbx-1.other.test",
+		"sbx.keep.test", "-sbx-1.sbx.keep.test", "8000.sbx.keep.test",
+		"123456-sbx-1.sbx.keep.test", "80x0-sbx-1.sbx.keep.test",
+		"8000-.sbx.keep.test", "8000-a.b.sbx.keep.test",
+		"8000-sbx-1.xsbx.keep.test", "8000-sbx-1.sbx.keep.test.",
+		"8000-sbx-1.sbx.keep.test:80x" };
+
+	/* No domain: never. */
+	assert_int_equal(
+	    port_host(e->api, "8000-sbx-1.sbx.keep.test", id, port), -1);
+	api_set_ports_domain(e->api, "sbx.keep.test");
+	assert_true(
+	    port_host(e->api, "8000-sbx-1.sbx.keep.test", id, port) >= 0);
+	assert_string_equal(port, "8000");
+	assert_string_equal(id, "sbx-1");
+	assert_true(port_host(e->api, "3000-SBX-Ab1.SBX.Keep.Test:8421", id,
+	                port) >= 0);
+	assert_string_equal(port, "3000");
+	assert_string_equal(id, "sbx-ab1");
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+		if (port_host(e->api, refused[i], id, port) != -1)
+			fail_msg("accepted %s", refused[i]);
+	api_set_ports_domain(e->api, NULL);
+}
+
 static void
 test_refuse(void **state)
 {
@@ -902,6 +951,7 @@ main(void)
 		T(test_idempotency_bytes),
 		T(test_images_audit_metrics),
 		T(test_refuse),
+		T(test_port_host),
 		T(test_openapi_covers_routes),
 		T(test_backend_complete),
 		T(test_lock_and_revoke),

@@ -179,6 +179,31 @@ test_node(void **state)
 	}
 }
 
+/* ports.domain: the name a port's host name ends with. */
+static void
+test_ports_domain(void **state)
+{
+	static const char *const bad[] = { "ports:\n  domain: Keep.Test\n",
+		"ports:\n  domain: a..b\n", "ports:\n  domain: .a\n",
+		"ports:\n  domain: a.\n", "ports:\n  domain: -a.b\n",
+		"ports:\n  domain: a-.b\n", "ports:\n  domain: a_b\n",
+		"ports:\n  domain: \"\"\n", "ports:\n  other: x\n" };
+	static const char good[] = "ports:\n  domain: 8421.sbx-1.keep.test\n";
+	struct keepd_config c;
+	struct config_diag d;
+
+	(void)state;
+	assert_int_equal(config_parse("x", "", 0, &c, &d), CONFIG_OK);
+	assert_string_equal(c.ports_domain, "");
+	assert_int_equal(
+	    config_parse("x", good, strlen(good), &c, &d), CONFIG_OK);
+	assert_string_equal(c.ports_domain, "8421.sbx-1.keep.test");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (config_parse("x", bad[i], strlen(bad[i]), &c, &d) !=
+		    CONFIG_ERR_INVALID)
+			fail_msg("accepted %s", bad[i]);
+}
+
 int
 main(void)
 {
@@ -188,6 +213,7 @@ main(void)
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_node),
+		cmocka_unit_test(test_ports_domain),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
