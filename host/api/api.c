@@ -507,8 +507,8 @@ api_valid_id(const char *s, size_t n)
 	return !(n <= 2 && s[0] == '.');
 }
 
-static int
-unhex(char c)
+int
+api_unhex(char c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -554,8 +554,8 @@ rq_query(struct rq *r, const char *name, char *out, size_t outlen, int required)
 			int c = (unsigned char)*p;
 			if (c == '%') {
 				int hi, lo;
-				if (pe - p < 3 || (hi = unhex(p[1])) < 0 ||
-				    (lo = unhex(p[2])) < 0) {
+				if (pe - p < 3 || (hi = api_unhex(p[1])) < 0 ||
+				    (lo = api_unhex(p[2])) < 0) {
 					rq_error(r, API_EBADREQ,
 					    "Malformed query parameter: %s",
 					    name);

@@ -167,18 +167,6 @@ struct e2b_list_filter {
 	int want_running;
 };
 
-static int
-hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Percent-decodes s in place ('+' is a space when form is set): 0, or -1
  * on a malformed escape or a NUL. */
 static int
@@ -189,8 +177,8 @@ pct_decode(char *s, int form)
 
 	for (; *s != '\0'; s++) {
 		if (*s == '%') {
-			if ((hi = hexval(s[1])) < 0 ||
-			    (lo = hexval(s[2])) < 0 || hi * 16 + lo == 0)
+			if ((hi = api_unhex(s[1])) < 0 ||
+			    (lo = api_unhex(s[2])) < 0 || hi * 16 + lo == 0)
 				return -1;
 			*o++ = (char)(hi * 16 + lo);
 			s += 2;

@@ -251,6 +251,8 @@ int rq_reauthorize(struct rq *);
 json_t *rq_load_json(struct rq *, const char *buf, size_t len);
 int rq_query(
     struct rq *, const char *name, char *out, size_t outlen, int required);
+/* A hex digit's value, or -1 (rq_query's percent decoding, E2B's). */
+int api_unhex(char c);
 int rq_fields(struct rq *, json_t *obj, const char *const *allowed);
 int rq_str(
     struct rq *, json_t *obj, const char *key, int required, const char **out);
