@@ -12,7 +12,12 @@
 # root, with /tmp and /run fresh tmpfs and only loopback for a network. Its
 # output comes back on stdout, line by line, and its exit status is this
 # script's (124 when it did not finish: the timeout, or a VM that did
-# not come up; the VM's console says why).
+# not come up; the VM's console says why; 123 when the VM stalled: its
+# kernel not at /init after KEEP_NESTED_BOOT seconds, 180 unless set, or
+# its CPUs KEEP_NESTED_STALL seconds in a soft lockup, 120 unless set,
+# or the command silent for KEEP_NESTED_QUIET seconds, 600 unless set:
+# make check-kvm's tests each print as they end, within minutes).
+# KEEP_NESTED_CPUS sets the VM's CPUs (this machine's count unless set).
 #
 # The variables KEEP_*, CI, B and VERBOSE travel inside; give others as
 # `-- env NAME=VALUE COMMAND`. Inside, KEEP_TEST_NESTED=tcg. The first line printed names the kernel
@@ -106,6 +111,7 @@ for m in $loaded; do insmod /mods/\$m 2>/dev/null; done
 if ! mount -t 9p -o trans=virtio,version=9p2000.L,msize=1048576,cache=loose host /mnt; then
 	echo "nested-kvm: the 9p mount failed" >/dev/hvc0; poweroff -f
 fi
+: >/mnt$work/booted
 mount -t proc proc /mnt/proc; mount -t sysfs sys /mnt/sys; mount -t devtmpfs dev /mnt/dev
 mkdir -p /mnt/dev/pts /mnt/dev/shm
 mount -t devpts devpts /mnt/dev/pts; mount -t tmpfs shm /mnt/dev/shm
@@ -129,7 +135,7 @@ INIT
 chmod +x "$work/root/init"
 (cd "$work/root" && find . | cpio -o -H newc 2>/dev/null | gzip -1) >"$work/initrd.gz"
 
-cpus=$(nproc)
+cpus=${KEEP_NESTED_CPUS:-$(nproc)}
 echo "nested-kvm: Debian kernel $kver under QEMU TCG (EPYC-v3,+svm,+npt), $cpus CPUs, $mem MiB"
 : >"$work/out"
 timeout "$limit" qemu-system-x86_64 -accel tcg,thread=multi -smp "$cpus" -m "$mem" \
@@ -141,12 +147,57 @@ timeout "$limit" qemu-system-x86_64 -accel tcg,thread=multi -smp "$cpus" -m "$me
     -chardev file,id=out,path="$work/out" -device virtconsole,chardev=out \
     </dev/null >"$work/qemu.log" 2>&1 &
 qemu=$!
+# A VM whose emulated CPUs stopped: TCG itself wedged, seen in CI
+# (both CPUs in a soft lockup from two minutes after boot until the
+# timeout, half an hour later) and here (a kernel that never reached
+# /init, QEMU spinning both host CPUs for twenty minutes). The kernel's
+# watchdog says the first on the console, a missing mark on the shared
+# / the second (a boot takes ten seconds here); neither is a test's
+# doing (a slow test still schedules), so the VM is stopped there and
+# the caller told (exit 123) rather than kept waiting for the limit. A
+# VM wedged so that even the watchdog is silent shows as a command that
+# prints nothing for ten minutes.
+stall_after=${KEEP_NESTED_STALL:-120} boot_limit=${KEEP_NESTED_BOOT:-180}
+quiet_limit=${KEEP_NESTED_QUIET:-600}
+booted_by=$(($(date +%s) + boot_limit))
+(
+	while kill -0 "$qemu" 2>/dev/null; do
+		sleep 10
+		now=$(date +%s)
+		if [ ! -e "$work/booted" ] && [ "$now" -ge "$booted_by" ]; then
+			echo "the kernel did not reach /init in ${boot_limit}s" >"$work/stalled"
+			kill "$qemu" 2>/dev/null
+			break
+		fi
+		if [ -e "$work/booted" ] &&
+		    [ $((now - $(stat -c %Y "$work/out"))) -ge "$quiet_limit" ]; then
+			echo "the command printed nothing for ${quiet_limit}s" >"$work/stalled"
+			kill "$qemu" 2>/dev/null
+			break
+		fi
+		if grep -Eo 'soft lockup - CPU#[0-9]+ stuck for [0-9]+s' "$work/console" 2>/dev/null |
+		    awk -v m="$stall_after" '{ s = $NF; sub(/s$/, "", s); if (s + 0 >= m) f = 1 } END { exit !f }'; then
+			echo "its CPUs in a soft lockup for ${stall_after}s" >"$work/stalled"
+			kill "$qemu" 2>/dev/null
+			break
+		fi
+	done
+) &
+watcher=$!
 # The command's output as it comes, line by line (tr would hold it back
 # in its buffer: what was printed must survive a timeout).
 tail -n +1 --pid="$qemu" -f "$work/out" | sed -u 's/\r$//'
 wait "$qemu" || true
 qemu=
+kill "$watcher" 2>/dev/null || true
+wait "$watcher" 2>/dev/null || true
 if [ ! -s "$work/rc" ]; then
+	if [ -e "$work/stalled" ]; then
+		echo "nested-kvm: the VM stalled ($(cat "$work/stalled")) and was" \
+		    "stopped; the console said:" >&2
+		tail -n 6 "$work/console" >&2 || true
+		exit 123
+	fi
 	echo "nested-kvm: the command did not finish (timeout ${limit}s, or the VM failed);" \
 	    "QEMU and the console said:" >&2
 	grep -v "TCG doesn't support" "$work/qemu.log" | tail -n 5 >&2
