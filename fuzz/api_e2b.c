@@ -32,6 +32,9 @@ static const struct {
 	{ "POST /e2b/filesystem.Filesystem/Remove", 1, "application/json" },
 	{ "POST /e2b/process.Process/Start", 1, "application/connect+json" },
 	{ "POST /e2b/contexts/ctx-1/restart", 1, "application/json" },
+	{ "POST /e2b/process.Process/SendInput", 1, "application/json" },
+	{ "POST /e2b/process.Process/Update", 1, "application/json" },
+	{ "POST /e2b/process.Process/SendSignal", 1, "application/json" },
 };
 
 int

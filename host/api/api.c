@@ -1543,8 +1543,11 @@ api_stream_run(
 		http_buf_init(&out);
 		if (!p->streaming)
 			stream_head(p, &out);
-		e2b_process_output(
-		    &ev, p->streaming, p->run_pid, is_err, data, len);
+		e2b_process_output(&ev, p->streaming, p->run_pid,
+		    p->e2b_pty   ? "pty"
+		        : is_err ? "stderr"
+		                 : "stdout",
+		    data, len);
 		p->streaming = 1;
 		stream_chunk(p, &out, ev.data, ev.len);
 		if (!ev.oom && !out.oom && a->resume_fn != NULL)
@@ -1656,6 +1659,7 @@ api_resume_run(struct api_pending *p, int rc, struct api_run_result *res,
 
 	if (api_ws_end(p, rc, res))
 		return;
+	api_pty_unlink(p);
 	memset(&r, 0, sizeof(r));
 	http_buf_init(&out);
 	r.api = a;
@@ -1690,7 +1694,7 @@ api_resume_run(struct api_pending *p, int rc, struct api_run_result *res,
 		} else if (p->e2b == E2B_RPC_STREAM) {
 			if (rc == API_OK)
 				api_observe_run(a, res->duration_ms);
-			e2b_process_events(&ev, 1, rc, res, err);
+			e2b_process_events(&ev, 1, p->e2b_pty, rc, res, err);
 		} else if (rc == API_OK) {
 			api_observe_run(a, res->duration_ms);
 			res->reason[sizeof(res->reason) - 1] = '\0';

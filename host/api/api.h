@@ -348,6 +348,15 @@ struct api_schedule_run {
 struct api_terminal {
 	unsigned cols, rows; /* 1..1000 */
 	const char *term; /* TERM for the shell */
+	/* The program and its arguments (NULL: the image's sh -i), the
+	 * environment beside TERM, and its directory (NULL: the root):
+	 * E2B's pty names them (api_e2b_rpc.c). */
+	const char *cmd;
+	const char *const *args;
+	size_t nargs;
+	const struct api_kv *env;
+	size_t nenv;
+	const char *cwd;
 };
 enum api_term_input { API_TERM_DATA = 1, API_TERM_RESIZE, API_TERM_EOF };
 struct api_pending;

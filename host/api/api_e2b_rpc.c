@@ -23,6 +23,7 @@
 #define MAX_TIMEOUT_MS (24ULL * 3600 * 1000)
 /* Bytes of output per data event (base64 makes a third more). */
 #define EVENT_BYTES 49152
+#define PTY_DIM_MAX 1000 /* a pty's columns or rows, as the terminal's */
 
 /* filesystem.FileType by keep's entry type. */
 static const char *
@@ -313,8 +314,8 @@ put_event(struct http_buf *b, json_t *ev)
 }
 
 void
-e2b_process_output(struct http_buf *b, int started, uint64_t pid, int is_err,
-    const void *data, size_t len)
+e2b_process_output(struct http_buf *b, int started, uint64_t pid,
+    const char *field, const void *data, size_t len)
 {
 	const unsigned char *d = data;
 
@@ -336,9 +337,8 @@ e2b_process_output(struct http_buf *b, int started, uint64_t pid, int is_err,
 		}
 		sodium_bin2base64(
 		    s, bl, d + off, n, sodium_base64_VARIANT_ORIGINAL);
-		put_event(b,
-		    json_pack("{s:{s:{s:s}}}", "event", "data",
-		        is_err ? "stderr" : "stdout", s));
+		put_event(
+		    b, json_pack("{s:{s:{s:s}}}", "event", "data", field, s));
 		free(s);
 	}
 }
@@ -360,7 +360,7 @@ put_end(struct http_buf *b, json_t *end)
 }
 
 void
-e2b_process_events(struct http_buf *b, int started, int rc,
+e2b_process_events(struct http_buf *b, int started, int pty, int rc,
     const struct api_run_result *res, const struct api_error *err)
 {
 	char status[96], msg[API_MSG_MAX];
@@ -376,8 +376,10 @@ e2b_process_events(struct http_buf *b, int started, int rc,
 		        e2b_connect_code(api_err_status(rc)), "message", msg));
 		return;
 	}
-	e2b_process_output(b, started, 0, 0, res->out, res->out_len);
-	e2b_process_output(b, 1, 0, 1, res->err, res->err_len);
+	e2b_process_output(
+	    b, started, 0, pty ? "pty" : "stdout", res->out, res->out_len);
+	e2b_process_output(
+	    b, 1, 0, pty ? "pty" : "stderr", res->err, res->err_len);
 	/* envd's status is Go's ProcessState's text; keep's reason says
 	 * why a run was stopped (timeout, output-limit, fault, killed). */
 	if (res->reason[0] != '\0')
@@ -406,7 +408,7 @@ e2b_process_reply(struct rq *r, struct api_run_result *res)
 	struct http_buf b;
 
 	http_buf_init(&b);
-	e2b_process_events(&b, 0, API_OK, res, NULL);
+	e2b_process_events(&b, 0, 0, API_OK, res, NULL);
 	free(res->out);
 	free(res->err);
 	free(res->results);
@@ -439,10 +441,63 @@ program(const char *cmd)
 	return name != NULL && api_valid_cmd(name) ? name : NULL;
 }
 
-/* StartRequest {"process":{"cmd","args","envs","cwd"},"stdin","tag"}. */
+/* A terminal's type from the pty's TERM, as keep's terminal route
+ * takes it; another, or none, is xterm-256color (the SDK's). */
+static const char *
+pty_term(const struct api_kv *env, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *v = env[i].value;
+		size_t k;
+
+		if (strcmp(env[i].key, "TERM") != 0)
+			continue;
+		for (k = 0; v[k] != '\0' && k <= 32; k++)
+			if (!((v[k] >= 'a' && v[k] <= 'z') ||
+			        (v[k] >= 'A' && v[k] <= 'Z') ||
+			        (v[k] >= '0' && v[k] <= '9') || v[k] == '-' ||
+			        v[k] == '.' || v[k] == '+'))
+				break;
+		if (v[k] == '\0' && k >= 1 && k <= 32)
+			return v;
+	}
+	return "xterm-256color";
+}
+
+/* PTY {"size":{"cols","rows"}}: 1 to 1000 each, as the terminal's. */
+static int
+parse_pty(struct rq *r, json_t *pty, struct api_terminal *t)
+{
+	static const char *const fields[] = { "size", NULL };
+	static const char *const sfields[] = { "cols", "rows", NULL };
+	json_t *size, *c, *w;
+
+	if (!json_is_object(pty) || rq_fields(r, pty, fields))
+		goto bad;
+	size = json_object_get(pty, "size");
+	if (!json_is_object(size) || rq_fields(r, size, sfields))
+		goto bad;
+	c = json_object_get(size, "cols");
+	w = json_object_get(size, "rows");
+	if (!json_is_integer(c) || !json_is_integer(w) ||
+	    json_integer_value(c) < 1 || json_integer_value(c) > PTY_DIM_MAX ||
+	    json_integer_value(w) < 1 || json_integer_value(w) > PTY_DIM_MAX)
+		goto bad;
+	t->cols = (unsigned)json_integer_value(c);
+	t->rows = (unsigned)json_integer_value(w);
+	return 0;
+bad:
+	if (r->status == 0)
+		rq_error(r, API_EBADREQ,
+		    "pty must be {\"size\":{\"cols\":1-1000,\"rows\":1-1000}}");
+	return -1;
+}
+
+/* StartRequest {"process":{"cmd","args","envs","cwd"},"pty","stdin",
+ * "tag"}; a pty's size goes into *t (t->cols 0: no pty). */
 static int
 parse_start(struct rq *r, struct api_command *c, const char ***args,
-    struct api_kv **env)
+    struct api_kv **env, struct api_terminal *t)
 {
 	static const char *const fields[] = { "process", "pty", "tag", "stdin",
 		NULL };
@@ -453,16 +508,14 @@ parse_start(struct rq *r, struct api_command *c, const char ***args,
 	json_t *p, *v;
 
 	memset(c, 0, sizeof(*c));
+	memset(t, 0, sizeof(*t));
 	*args = NULL;
 	*env = NULL;
 	if (rq_fields(r, r->body, fields) || rq_str(r, r->body, "tag", 0, &tag))
 		return -1;
-	if ((v = json_object_get(r->body, "pty")) != NULL && !json_is_null(v)) {
-		rq_fail(r, 501, "NOT_IMPLEMENTED",
-		    "pty is not served: keep's terminal is "
-		    "/v1/sandboxes/{id}/terminal");
+	if ((v = json_object_get(r->body, "pty")) != NULL && !json_is_null(v) &&
+	    parse_pty(r, v, t))
 		return -1;
-	}
 	if ((v = json_object_get(r->body, "stdin")) != NULL &&
 	    !json_is_false(v) && !json_is_null(v)) {
 		rq_fail(r, 501, "NOT_IMPLEMENTED",
@@ -495,6 +548,15 @@ parse_start(struct rq *r, struct api_command *c, const char ***args,
 	if (rq_kv(r, p, "envs", env, &c->nenv))
 		return -1;
 	c->env = *env;
+	if (t->cols != 0) {
+		t->term = pty_term(*env, c->nenv);
+		t->cmd = c->cmd;
+		t->args = c->args;
+		t->nargs = c->nargs;
+		t->env = c->env;
+		t->nenv = c->nenv;
+		t->cwd = c->cwd;
+	}
 	/* The SDK's timeoutMs (60 s unless it is told otherwise). */
 	h = http_find_header(r->req, "connect-timeout-ms");
 	if (h != NULL) {
@@ -511,14 +573,37 @@ parse_start(struct rq *r, struct api_command *c, const char ***args,
 }
 
 /*
+ * A pty: keep's terminal (docs/terminal.md) running the SDK's program
+ * ("/bin/bash -i -l", decided as any command), whose output streams as
+ * pty data and whose input and size come by SendInput and Update.
+ */
+static void
+pty_start(struct rq *r, const struct api_terminal *t)
+{
+	struct api_error err;
+	int rc;
+
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->terminal_open(BE(r)->ctx, &r->call, r->id, t, &err);
+	if (rc == API_PENDING && r->pending != NULL) {
+		api_pty_link(r->api, r->pending);
+		return;
+	}
+	if (rc == API_OK || rc == API_PENDING)
+		rc = API_EINTERNAL;
+	rq_backend_error(r, rc, &err);
+}
+
+/*
  * Start: a command, as keep's commands/run, its output streamed as it
- * comes: start, data events, end, then the stream's end. A command's
- * input is not served (stdin false, no SendInput), nor a pty.
+ * comes: start, data events, end, then the stream's end; or a pty. A
+ * command's own input is not served (stdin false).
  */
 void
 h_e2b_process_start(struct rq *r)
 {
 	struct api_command c;
+	struct api_terminal t;
 	const char **args = NULL, *msg;
 	struct api_kv *env = NULL;
 	size_t mlen;
@@ -531,8 +616,12 @@ h_e2b_process_start(struct rq *r)
 	}
 	if ((r->body = rq_load_json(r, msg, mlen)) == NULL)
 		return;
-	if (parse_start(r, &c, &args, &env) == 0)
-		rq_command_run(r, &c);
+	if (parse_start(r, &c, &args, &env, &t) == 0) {
+		if (t.cols != 0)
+			pty_start(r, &t);
+		else
+			rq_command_run(r, &c);
+	}
 	free(args);
 	free(env);
 }
@@ -652,4 +741,115 @@ h_e2b_process_signal(struct rq *r)
 	return;
 bad:
 	rq_error(r, API_EBADREQ, "process must be {\"pid\": a run's pid}");
+}
+
+/* --- process.Process/SendInput and Update ---------------------------------- */
+
+/* {"pid": N} of a request's "process": the pid, or 0 (a 400 sent). */
+static uint64_t
+rpc_pid(struct rq *r)
+{
+	static const char *const pfields[] = { "pid", "tag", NULL };
+	json_t *p = json_object_get(r->body, "process"), *pid;
+
+	if (json_is_object(p) && json_object_get(p, "tag") != NULL) {
+		rq_error(r, API_EBADREQ,
+		    "a process by tag is not served: keep's runs have pids");
+		return 0;
+	}
+	if (!json_is_object(p) || rq_fields(r, p, pfields) ||
+	    !json_is_integer(pid = json_object_get(p, "pid")) ||
+	    json_integer_value(pid) <= 0 ||
+	    json_integer_value(pid) > UINT32_MAX) {
+		if (r->status == 0)
+			rq_error(r, API_EBADREQ,
+			    "process must be {\"pid\": a run's pid}");
+		return 0;
+	}
+	return (uint64_t)json_integer_value(pid);
+}
+
+/* The pty of pid in the request's sandbox, or NULL (a 404 sent). A
+ * command's pid is no pty: its input is not served. */
+static struct api_pending *
+rpc_pty(struct rq *r, uint64_t pid)
+{
+	struct api_pending *p = api_pty_find(r->api, r->id, pid);
+
+	if (p == NULL)
+		rq_error(r, API_ENOTFOUND,
+		    "no pty with pid %llu in this sandbox (a command's input "
+		    "is not served)",
+		    (unsigned long long)pid);
+	return p;
+}
+
+/* SendInputRequest {"process":{"pid"},"input":{"pty": base64}}. */
+void
+h_e2b_process_input(struct rq *r)
+{
+	static const char *const fields[] = { "process", "input", NULL };
+	static const char *const ifields[] = { "pty", "stdin", NULL };
+	struct api_pending *p;
+	unsigned char *bytes;
+	const char *b64;
+	size_t blen, n;
+	uint64_t pid;
+	json_t *in;
+
+	if (rq_fields(r, r->body, fields) || (pid = rpc_pid(r)) == 0)
+		return;
+	in = json_object_get(r->body, "input");
+	if (!json_is_object(in) || rq_fields(r, in, ifields)) {
+		if (r->status == 0)
+			rq_error(r, API_EBADREQ,
+			    "input must be {\"pty\": base64 bytes}");
+		return;
+	}
+	if (json_object_get(in, "stdin") != NULL) {
+		rq_fail(r, 501, "NOT_IMPLEMENTED",
+		    "a command's stdin is not served: input goes to a pty");
+		return;
+	}
+	if (!json_is_string(json_object_get(in, "pty"))) {
+		rq_error(r, API_EBADREQ, "input.pty must be base64 bytes");
+		return;
+	}
+	b64 = json_string_value(json_object_get(in, "pty"));
+	blen = json_string_length(json_object_get(in, "pty"));
+	if ((bytes = malloc(blen / 4 * 3 + 3)) == NULL) {
+		rq_error(r, API_EINTERNAL, "Out of memory");
+		return;
+	}
+	if (sodium_base642bin(bytes, blen / 4 * 3 + 3, b64, blen, NULL, &n,
+	        NULL, sodium_base64_VARIANT_ORIGINAL) != 0) {
+		free(bytes);
+		rq_error(r, API_EBADREQ, "input.pty must be base64 bytes");
+		return;
+	}
+	if ((p = rpc_pty(r, pid)) != NULL) {
+		BE(r)->terminal_input(
+		    BE(r)->ctx, p, API_TERM_DATA, bytes, n, 0, 0);
+		rq_json(r, 200, json_object());
+	}
+	free(bytes);
+}
+
+/* UpdateRequest {"process":{"pid"},"pty":{"size":{"cols","rows"}}}. */
+void
+h_e2b_process_update(struct rq *r)
+{
+	static const char *const fields[] = { "process", "pty", NULL };
+	struct api_terminal t;
+	struct api_pending *p;
+	uint64_t pid;
+
+	memset(&t, 0, sizeof(t));
+	if (rq_fields(r, r->body, fields) || (pid = rpc_pid(r)) == 0 ||
+	    parse_pty(r, json_object_get(r->body, "pty"), &t) ||
+	    (p = rpc_pty(r, pid)) == NULL)
+		return;
+	BE(r)->terminal_input(
+	    BE(r)->ctx, p, API_TERM_RESIZE, NULL, 0, t.cols, t.rows);
+	rq_json(r, 200, json_object());
 }

@@ -157,6 +157,7 @@ struct api_pending {
 	/* A terminal (host/api/api_terminal.c): the 101 head waits for the
 	 * run's first sign of life; sessions are listed for their input. */
 	int ws, ws_up, ws_gone;
+	int e2b_pty; /* an E2B pty (api_e2b_rpc.c), listed with them */
 	char ws_head[256];
 	struct api_pending *ws_next;
 };
@@ -375,14 +376,24 @@ void h_e2b_process_start(struct rq *);
 int e2b_mkdirs(
     struct rq *, const char *path, int last, int decided, struct api_error *);
 /* A finished command's Connect stream (E2B_RPC_STREAM): the start event
- * when it has not gone out, the output left, the end event and the
- * stream's end; rc != API_OK: only the end, with the error. */
-void e2b_process_events(struct http_buf *, int started, int rc,
+ * when it has not gone out, the output left (as pty data when pty), the
+ * end event and the stream's end; rc != API_OK: only the end, with the
+ * error. */
+void e2b_process_events(struct http_buf *, int started, int pty, int rc,
     const struct api_run_result *, const struct api_error *);
-/* A streamed piece of a command's output as Connect events. */
-/* pid: the run's (the start event's, when started is 0), or 0. */
+/* A streamed piece of a command's output as Connect events whose data
+ * is field ("stdout", "stderr" or "pty"); pid: the run's (the start
+ * event's, when started is 0), or 0. */
 void e2b_process_output(struct http_buf *, int started, uint64_t pid,
-    int is_err, const void *, size_t);
+    const char *field, const void *, size_t);
+/* E2B's ptys (api_terminal.c): a terminal run whose output goes out as
+ * a Connect stream, found by its sandbox and pid for its input. */
+void api_pty_link(struct api *, struct api_pending *);
+void api_pty_unlink(struct api_pending *);
+struct api_pending *api_pty_find(
+    struct api *, const char *sandbox, uint64_t pid);
+void h_e2b_process_input(struct rq *);
+void h_e2b_process_update(struct rq *);
 void e2b_process_reply(struct rq *, struct api_run_result *);
 /* A cell's reply for a default context that was not found: forgotten. */
 void e2b_ctx_forget(struct api *, const char *cid);

@@ -1653,6 +1653,11 @@ const struct api_route api_routes[] = {
 	    "processes" },
 	{ HTTP_POST, "/e2b/process.Process/SendSignal", h_e2b_process_signal,
 	    CAP_EXEC, 1, 0, "e2b_process_signal", 0, E2B_RPC, "execute_kill" },
+	/* A pty's input and size: keep's terminal's route decides. */
+	{ HTTP_POST, "/e2b/process.Process/SendInput", h_e2b_process_input,
+	    CAP_EXEC, 1, 0, "e2b_process_input", 0, E2B_RPC, "terminal" },
+	{ HTTP_POST, "/e2b/process.Process/Update", h_e2b_process_update,
+	    CAP_EXEC, 1, 0, "e2b_process_update", 0, E2B_RPC, "terminal" },
 	{ HTTP_POST, "/e2b/process.Process/Start", h_e2b_process_start,
 	    CAP_EXEC, 0, 0, "e2b_process_start", 1, E2B_RPC_STREAM,
 	    "commands_run" },

@@ -146,6 +146,40 @@ ws_unlink(struct api *a, struct api_pending *p)
 		}
 }
 
+/*
+ * E2B's ptys are terminal runs too, whose output goes out as a Connect
+ * stream (api.c) and whose input comes by other requests, SendInput and
+ * Update, naming the sandbox and the run's pid. They are listed with
+ * the WebSocket sessions, never upgraded, so a client gone ends the
+ * shell's input as a session's does (api_ws_closed).
+ */
+void
+api_pty_link(struct api *a, struct api_pending *p)
+{
+	p->e2b_pty = 1;
+	p->ws_next = a->ws;
+	a->ws = p;
+}
+
+void
+api_pty_unlink(struct api_pending *p)
+{
+	if (p->e2b_pty)
+		ws_unlink(p->api, p);
+}
+
+struct api_pending *
+api_pty_find(struct api *a, const char *sandbox, uint64_t pid)
+{
+	struct api_pending *p;
+
+	for (p = a->ws; p != NULL; p = p->ws_next)
+		if (p->e2b_pty && !p->ws_gone && p->run_pid == pid &&
+		    pid != 0 && strcmp(p->target, sandbox) == 0)
+			return p;
+	return NULL;
+}
+
 /* The live session of connection conn; up: only once upgraded. */
 static struct api_pending *
 ws_find(struct api *a, uint64_t conn, int up)

@@ -390,23 +390,34 @@ fb_terminal_input(void *arg, struct api_pending *p, int kind, const void *data,
 	free(m);
 }
 
-/* An interactive shell, `sh -i`, bound to a terminal (docs/terminal.md). */
+/* An interactive shell, `sh -i` unless t names another program, bound
+ * to a terminal (docs/terminal.md). */
 static int
 fb_terminal_open(void *arg, const struct api_call *call, const char *id,
     const struct api_terminal *t, struct api_error *err)
 {
-	static const char *const args[] = { "-i" };
+	static const char *const sh_args[] = { "-i" };
 	struct front_backend *fb = arg;
-	struct api_kv env[1];
+	struct api_kv *env;
+	size_t nenv = 1;
 	char term[64];
 	int rc;
 
+	if ((env = calloc(t->nenv + 1, sizeof(*env))) == NULL) {
+		snprintf(err->message, sizeof(err->message), "Out of memory");
+		return API_EINTERNAL;
+	}
 	snprintf(term, sizeof(term), "%s", t->term);
 	env[0].key = "TERM";
 	env[0].value = term;
-	rc = run_start_flags(fb, call, id, "sh", args, 1, env, 1, NULL, 0, 0,
-	    NULL, NULL, NULL, NULL, NULL, NULL, RUN_F_TERMINAL | RUN_F_STREAM,
-	    err);
+	for (size_t i = 0; i < t->nenv; i++)
+		if (strcmp(t->env[i].key, "TERM") != 0)
+			env[nenv++] = t->env[i];
+	rc = run_start_flags(fb, call, id, t->cmd != NULL ? t->cmd : "sh",
+	    t->cmd != NULL ? t->args : sh_args, t->cmd != NULL ? t->nargs : 1,
+	    env, nenv, NULL, 0, 0, NULL, NULL, NULL, NULL, NULL, t->cwd,
+	    RUN_F_TERMINAL | RUN_F_STREAM, err);
+	free(env);
 	if (rc == API_PENDING) {
 		const struct fb_authz *a = call->authz;
 		struct fb_run *r;

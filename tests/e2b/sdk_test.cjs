@@ -395,7 +395,40 @@ async function commands() {
 	const t = await threw(() => sh.commands.run('sleep 5', { timeoutMs: 1000 }));
 	check('a command past its timeout is stopped',
 	    t !== null, t && t.message);
+	await pty(sh);
 	await sh.kill();
+}
+
+// A terminal: pty.create, its output by onData, sendInput, resize, kill.
+async function pty(sh) {
+	const dec = new TextDecoder();
+	let screen = '';
+	const term = await sh.pty.create({ cols: 80, rows: 24,
+		onData: (d) => { screen += dec.decode(d); } });
+	check('pty.create gives a handle with a pid', term.pid > 0, term.pid);
+	const until = async (re) => {
+		for (let i = 0; i < 100 && !re.test(screen); i++)
+			await new Promise((r) => setTimeout(r, 100));
+		return re.test(screen);
+	};
+	const enc = new TextEncoder();
+	await sh.pty.sendInput(term.pid, enc.encode('echo $((6*7))-pty\r'));
+	check('pty.sendInput reaches the shell, its output comes by onData',
+	    await until(/42-pty/), screen);
+	await sh.pty.resize(term.pid, { cols: 100, rows: 30 });
+	await sh.pty.sendInput(term.pid, enc.encode('stty size\r'));
+	check('pty.resize is what the shell reads as its size',
+	    await until(/30 100/), screen);
+	const none = await threw(() => sh.pty.sendInput(999999, enc.encode('x')));
+	check('sendInput to a pid that is no pty is NotFoundError',
+	    none && none.name === 'NotFoundError', none && [none.name, none.message]);
+	check('pty.kill(pid) is true', (await sh.pty.kill(term.pid)) === true);
+	const ended = await threw(() => term.wait());
+	check('the killed pty ends (CommandExitError)',
+	    ended && ended.name === 'CommandExitError', ended && ended.message);
+	const gone = await threw(() => sh.pty.sendInput(term.pid, enc.encode('x')));
+	check('then sendInput to it is NotFoundError',
+	    gone && gone.name === 'NotFoundError', gone && gone.name);
 }
 
 // The key's principal may not run bash (the policy's exec allowlist).

@@ -893,7 +893,27 @@ test_rpc_process(void **state)
 	    "L3cK"); /* "/w\n" */
 	json_decref(ev);
 	resp_free(&r);
+	/* A pty with no size, or one past 1000: invalid; a pty is keep's
+	 * terminal, which this backend does not serve (501). */
 	start(e, "{\"process\":{\"cmd\":\"echo\"},\"pty\":{}}", NULL, &r);
+	stream_error(&r, "invalid_argument");
+	resp_free(&r);
+	start(e,
+	    "{\"process\":{\"cmd\":\"bash\"},\"pty\":{\"size\":"
+	    "{\"cols\":1001,\"rows\":24}}}",
+	    NULL, &r);
+	stream_error(&r, "invalid_argument");
+	resp_free(&r);
+	start(e,
+	    "{\"process\":{\"cmd\":\"bash\"},\"pty\":{\"size\":"
+	    "{\"cols\":80,\"rows\":24,\"x\":1}}}",
+	    NULL, &r);
+	stream_error(&r, "invalid_argument");
+	resp_free(&r);
+	start(e,
+	    "{\"process\":{\"cmd\":\"bash\",\"args\":[\"-i\"]},\"pty\":"
+	    "{\"size\":{\"cols\":80,\"rows\":24}}}",
+	    NULL, &r);
 	stream_error(&r, "unimplemented");
 	resp_free(&r);
 	start(e, "{\"process\":{\"cmd\":\"echo\"},\"stdin\":true}", NULL, &r);
@@ -1138,12 +1158,75 @@ test_rpc_list_signal(void **state)
 	resp_free(&r);
 }
 
+/* SendInput and Update reach a pty by its pid: malformed requests are
+ * 400, a pid that is no pty of the sandbox 404, a command's stdin 501. */
+static void
+test_rpc_pty_input(void **state)
+{
+	struct env *e = *state;
+	struct resp r;
+	static const char *const bad_input[] = {
+		"{\"process\":{\"pid\":1},\"input\":{\"pty\":\"!!\"}}",
+		"{\"process\":{\"pid\":1},\"input\":{\"pty\":7}}",
+		"{\"process\":{\"pid\":1},\"input\":{}}",
+		"{\"process\":{\"pid\":1},\"input\":{\"x\":\"\"}}",
+		"{\"process\":{\"pid\":1},\"input\":\"aGk=\"}",
+		"{\"process\":{\"pid\":0},\"input\":{\"pty\":\"aGk=\"}}",
+		"{\"process\":{\"tag\":\"t\"},\"input\":{\"pty\":\"aGk=\"}}",
+		"{\"input\":{\"pty\":\"aGk=\"}}",
+		"{\"process\":{\"pid\":1},\"input\":{\"pty\":\"aGk=\"},"
+		"\"x\":1}",
+	};
+	static const char *const bad_update[] = {
+		"{\"process\":{\"pid\":1}}",
+		"{\"process\":{\"pid\":1},\"pty\":{\"size\":{\"cols\":0,"
+		"\"rows\":1}}}",
+		"{\"process\":{\"pid\":1},\"pty\":{\"size\":{\"cols\":80}}}",
+		"{\"process\":{\"pid\":1},\"pty\":{\"size\":{\"cols\":80,"
+		"\"rows\":-1}}}",
+		"{\"process\":{\"pid\":-3},\"pty\":{\"size\":{\"cols\":80,"
+		"\"rows\":24}}}",
+	};
+
+	for (size_t i = 0; i < sizeof(bad_input) / sizeof(bad_input[0]); i++) {
+		sbx_json(e, "/e2b/process.Process/SendInput", bad_input[i], &r);
+		if (r.status != 400)
+			fail_msg("%s: %d", bad_input[i], r.status);
+		assert_non_null(strstr(r.body, "invalid_argument"));
+		resp_free(&r);
+	}
+	for (size_t i = 0; i < sizeof(bad_update) / sizeof(bad_update[0]);
+	     i++) {
+		sbx_json(e, "/e2b/process.Process/Update", bad_update[i], &r);
+		if (r.status != 400)
+			fail_msg("%s: %d", bad_update[i], r.status);
+		resp_free(&r);
+	}
+	sbx_json(e, "/e2b/process.Process/SendInput",
+	    "{\"process\":{\"pid\":77},\"input\":{\"pty\":\"aGk=\"}}", &r);
+	assert_int_equal(r.status, 404);
+	assert_non_null(strstr(r.body, "not_found"));
+	resp_free(&r);
+	sbx_json(e, "/e2b/process.Process/Update",
+	    "{\"process\":{\"pid\":77},\"pty\":{\"size\":{\"cols\":80,"
+	    "\"rows\":24}}}",
+	    &r);
+	assert_int_equal(r.status, 404);
+	resp_free(&r);
+	sbx_json(e, "/e2b/process.Process/SendInput",
+	    "{\"process\":{\"pid\":77},\"input\":{\"stdin\":\"aGk=\"}}", &r);
+	assert_int_equal(r.status, 501);
+	assert_non_null(strstr(r.body, "unimplemented"));
+	resp_free(&r);
+}
+
 int
 main(void)
 {
 #define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_routes_checked_as),
+		T(test_rpc_pty_input),
 		T(test_create_get_kill),
 		T(test_list),
 		T(test_credentials),
