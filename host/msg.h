@@ -244,6 +244,9 @@ struct msg_policy_decide {
  * refuse (an agent's read of its own usage, the deletion of its own
  * sandbox: docs/policy-language.md). Rules and rates still apply. */
 #define DECIDE_NO_BUDGET 0x4u
+/* DECIDE_PORT: sandbox:read of a guest's port, its number the target in
+ * decimal (the ports route): the policy's expose rules decide it. */
+#define DECIDE_PORT 0x8u
 
 struct msg_policy_leave {
 	char principal[GRANT_PRINCIPAL_MAX]; /* NUL-terminated */

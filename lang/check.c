@@ -252,6 +252,8 @@ check_agents(struct lang_file *f)
 					    : s->kind == LANG_S_EXEC ? CAP_EXEC
 					    : s->kind == LANG_S_SECRET
 					    ? CAP_SECRET_READ
+					    : s->kind == LANG_S_EXPOSE
+					    ? CAP_SANDBOX_READ
 					    : CAP_EGRESS;
 					if (s->kind == LANG_S_DENY) {
 						if (allow & CAP_BIT(c))
@@ -320,7 +322,7 @@ decl_what(const struct lang_decl *d, char *buf, size_t len)
 static void
 check_block(struct lang_file *f, struct lang_decl *d)
 {
-	const struct lang_stmt *seen[LANG_S_ISOLATION + 1][CAP_COUNT];
+	const struct lang_stmt *seen[LANG_S_EXPOSE + 1][CAP_COUNT];
 	struct lang_stmt *s;
 	int k;
 
@@ -355,6 +357,7 @@ check_block(struct lang_file *f, struct lang_decl *d)
 		case LANG_S_EXEC:
 		case LANG_S_EGRESS:
 		case LANG_S_SECRET:
+		case LANG_S_EXPOSE:
 			continue;
 		case LANG_S_RATE:
 		case LANG_S_COST:

@@ -86,7 +86,8 @@ enum lang_stmt_kind {
 	LANG_S_SNAPSHOTS, /* disk for contexts' journals and snapshots */
 	LANG_S_PROCESSES, /* guest processes a run may have at once */
 	LANG_S_SECRET, /* secrets it may inject (docs/secrets.md) */
-	LANG_S_ISOLATION /* the guest platform its runs need */
+	LANG_S_ISOLATION, /* the guest platform its runs need */
+	LANG_S_EXPOSE /* the guest ports it may reach (docs/ports) */
 };
 
 /* isolation's value (lang_stmt.value) */
@@ -102,7 +103,7 @@ struct lang_item {
 	uint32_t rule;
 	int cap; /* enum cap_id, -1 for exec, egress and secret items */
 	char *str; /* exec name, egress host or secret name */
-	uint16_t port; /* egress: 0 = any port */
+	uint16_t port; /* egress, expose: 0 = any port */
 	uint8_t http; /* egress: http allowed too */
 	uint8_t private_; /* egress: private addresses allowed */
 	/* Set by lang_check: the rule matters for some agent. */

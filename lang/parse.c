@@ -557,6 +557,37 @@ parse_secret(struct parser *p, struct lang_stmt *s)
 	return 0;
 }
 
+/* expose 8000, 3000, *: the ports of its sandboxes' guests a principal
+ * may reach through the API (docs/policy-language.md); '*' is any. */
+static int
+parse_expose(struct parser *p, struct lang_stmt *s)
+{
+	struct lang_item *it;
+	struct lang_loc loc;
+	size_t cap = 0;
+	uint64_t port = 0;
+
+	do {
+		loc = p->t.loc;
+		if (accept(p, T_STAR))
+			port = 0;
+		else if (take_number(p, "port", 65535, &port) < 0)
+			return -1;
+		else if (port == 0) {
+			lang_diag(p->f, LANG_ERROR, loc,
+			    "port 0; write '*' for any port");
+			return -1;
+		}
+		if ((it = grow_items(p, s, &cap)) == NULL)
+			return -1;
+		it->loc = loc;
+		it->cap = -1;
+		it->port = (uint16_t)port;
+		it->rule = ++p->rule;
+	} while (accept(p, T_COMMA));
+	return 0;
+}
+
 static int
 parse_egress(struct parser *p, struct lang_stmt *s)
 {
@@ -695,6 +726,7 @@ static const char *const stmt_names[] = {
 	[LANG_S_PROCESSES] = "processes",
 	[LANG_S_SECRET] = "secret",
 	[LANG_S_ISOLATION] = "isolation",
+	[LANG_S_EXPOSE] = "expose",
 };
 
 const char *
@@ -770,6 +802,8 @@ stmt_body(struct parser *p, struct lang_stmt *s)
 		return parse_egress(p, s);
 	case LANG_S_SECRET:
 		return parse_secret(p, s);
+	case LANG_S_EXPOSE:
+		return parse_expose(p, s);
 	case LANG_S_ISOLATION:
 		if (is_word(p, "kvm"))
 			s->value = LANG_ISO_KVM;
@@ -847,7 +881,7 @@ parse_stmt(struct parser *p)
 		    "a statement (allow, deny, rate, concurrent, "
 		    "budget, cost, memory, timeout, output, exec, "
 		    "egress, lock, sandboxes, contexts, pause, snapshots, "
-		    "processes, secret, isolation)");
+		    "processes, secret, isolation, expose)");
 		return NULL;
 	}
 	if ((s = lang_alloc(p->f, sizeof(*s))) == NULL)

@@ -149,6 +149,14 @@ stmt(struct out *o, const struct lang_stmt *s)
 	case LANG_S_ISOLATION:
 		put(o, " %s", s->value == LANG_ISO_KVM ? "kvm" : "any");
 		break;
+	case LANG_S_EXPOSE:
+		for (i = 0; i < s->nitems; i++) {
+			if (s->items[i].port == 0)
+				put(o, "%s *", i ? "," : "");
+			else
+				put(o, "%s %u", i ? "," : "", s->items[i].port);
+		}
+		break;
 	case LANG_S_LOCK:
 		put(o, " writes");
 		break;

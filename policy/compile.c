@@ -261,7 +261,7 @@ struct build {
 	const struct lang_file *f;
 	struct policy *p;
 	uint32_t *clos, *mark, stamp;
-	size_t cexec, cegress, csecret;
+	size_t cexec, cegress, csecret, cexpose;
 };
 
 static int
@@ -276,6 +276,7 @@ add_lists(struct build *b, struct policy_principal *pr, const uint32_t *clos,
 	pr->exec_off = p->nexecs;
 	pr->egress_off = p->negress;
 	pr->secret_off = p->nsecrets;
+	pr->expose_off = p->nexpose;
 	for (i = 0; i < n; i++)
 		for (s = b->f->byindex[clos[i]]->stmts; s != NULL; s = s->next)
 			for (j = 0; j < s->nitems; j++) {
@@ -312,6 +313,21 @@ add_lists(struct build *b, struct policy_principal *pr, const uint32_t *clos,
 					p->secrets[p->nsecrets].rule = it->rule;
 					p->secrets[p->nsecrets++].line =
 					    it->loc.line;
+				} else if (s->kind == LANG_S_EXPOSE) {
+					if (p->nexpose == b->cexpose) {
+						b->cexpose =
+						    b->cexpose * 2 + 16;
+						if ((nv = reallocarray(
+						         p->expose, b->cexpose,
+						         sizeof(*p->expose))) ==
+						    NULL)
+							return -1;
+						p->expose = nv;
+					}
+					p->expose[p->nexpose].port = it->port;
+					p->expose[p->nexpose].rule = it->rule;
+					p->expose[p->nexpose++].line =
+					    it->loc.line;
 				} else if (s->kind == LANG_S_EGRESS) {
 					struct policy_egress *e;
 					if (p->negress == b->cegress) {
@@ -336,6 +352,7 @@ add_lists(struct build *b, struct policy_principal *pr, const uint32_t *clos,
 	pr->nexec = p->nexecs - pr->exec_off;
 	pr->negress = p->negress - pr->egress_off;
 	pr->nsecret = p->nsecrets - pr->secret_off;
+	pr->nexpose = p->nexpose - pr->expose_off;
 	return 0;
 }
 
@@ -495,6 +512,7 @@ policy_free(struct policy *p)
 	free(p->execs);
 	free(p->egress);
 	free(p->secrets);
+	free(p->expose);
 	free(p->strings);
 	free(p);
 }

@@ -200,6 +200,39 @@ check_target(const struct policy *p, const struct policy_principal *pr,
 	}
 }
 
+/* A guest's port: the lowest expose rule that names it (or '*'); none is
+ * a refusal, as a target off its list is. Only sandbox:read reaches a
+ * port: another capability with one is a malformed request. */
+static void
+check_port(const struct policy *p, const struct policy_principal *pr,
+    const struct policy_request *req, struct policy_result *res)
+{
+	uint32_t i, best = 0, line = 0;
+
+	if (req->cap != CAP_SANDBOX_READ) {
+		res->allow = 0;
+		res->reason = POLICY_R_REQUEST;
+		res->rule = res->line = 0;
+		return;
+	}
+	for (i = 0; i < pr->nexpose; i++) {
+		const struct policy_expose *x = &p->expose[pr->expose_off + i];
+		if ((best == 0 || x->rule < best) &&
+		    (x->port == 0 || x->port == req->port)) {
+			best = x->rule;
+			line = x->line;
+		}
+	}
+	if (best == 0) {
+		res->allow = 0;
+		res->reason = POLICY_R_TARGET;
+		res->rule = res->line = 0;
+	} else {
+		res->rule = best;
+		res->line = line;
+	}
+}
+
 void
 policy_decide(const struct policy *p, struct policy_quota *q, uint64_t now,
     const struct policy_request *req, struct policy_result *res)
@@ -231,6 +264,11 @@ policy_decide(const struct policy *p, struct policy_quota *q, uint64_t now,
 	    (req->cap == CAP_EXEC || req->cap == CAP_EGRESS ||
 	        req->cap == CAP_SECRET_READ)) {
 		check_target(p, pr, req, res);
+		if (!res->allow)
+			return;
+	}
+	if (req->port != 0) {
+		check_port(p, pr, req, res);
 		if (!res->allow)
 			return;
 	}

@@ -111,6 +111,22 @@ now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
+/* A port's decimal digits, 1 to 65535, no leading 0; else 0. */
+static uint16_t
+port_target(const char *t, size_t len)
+{
+	unsigned v = 0;
+
+	if (len == 0 || len > 5 || t[0] == '0')
+		return 0;
+	for (size_t i = 0; i < len; i++) {
+		if (t[i] < '0' || t[i] > '9')
+			return 0;
+		v = v * 10 + (unsigned)(t[i] - '0');
+	}
+	return v <= 65535 ? (uint16_t)v : 0;
+}
+
 static void
 hook_decide(void *compiled, const struct msg_policy_decide *q,
     struct msg_policy_decision *r)
@@ -153,6 +169,9 @@ hook_decide(void *compiled, const struct msg_policy_decide *q,
 	req.target = q->target;
 	req.target_len = q->target_len;
 	req.no_budget = (q->flags & DECIDE_NO_BUDGET) != 0;
+	if ((q->flags & DECIDE_PORT) &&
+	    (req.port = port_target(q->target, q->target_len)) == 0)
+		return;
 	/* The slot first, so a refused operation spends no rate or budget. */
 	i = policy_find(c->p, q->principal, plen);
 	if ((q->flags & DECIDE_ENTER) && !(q->flags & DECIDE_DRY_RUN) &&

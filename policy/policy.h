@@ -91,6 +91,12 @@ struct policy_exec {
 	uint32_t rule, line;
 };
 
+/* A port of its guests a principal may reach (expose; 0: any). */
+struct policy_expose {
+	uint16_t port;
+	uint32_t rule, line;
+};
+
 struct policy_egress {
 	const char *host; /* exact, or "*.suffix" */
 	uint16_t port; /* 0 = any */
@@ -112,6 +118,7 @@ struct policy_principal {
 	uint32_t line[CAP_COUNT];
 	struct policy_limits lim;
 	uint32_t secret_off, nsecret; /* into policy->secrets */
+	uint32_t expose_off, nexpose; /* into policy->expose */
 };
 
 struct policy {
@@ -125,6 +132,8 @@ struct policy {
 	uint32_t negress;
 	struct policy_exec *secrets; /* names a secret list allows */
 	uint32_t nsecrets;
+	struct policy_expose *expose;
+	uint32_t nexpose;
 	uint32_t nrules;
 	cap_set_t writes; /* capabilities that count as writes */
 	uint8_t hash[32]; /* BLAKE2b-256 of the source text */
@@ -139,6 +148,9 @@ struct policy_request {
 	    *target; /* exec, secret:read: a name; egress: "host[:port]" */
 	size_t target_len; /* 0: no target */
 	int no_budget; /* 1: neither spends nor is refused by the budget */
+	/* sandbox:read of a guest's port (the ports route): allowed only
+	 * where an expose rule names it. 0: no port. */
+	uint16_t port;
 };
 
 struct policy_result {

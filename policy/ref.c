@@ -9,7 +9,8 @@
  * A deny of the capability decides (the lowest rule id among them).
  * Otherwise an allow of it (allow, or an exec/egress list for exec and
  * egress) decides; with a target, exec and egress need a list entry that
- * matches it. Otherwise default deny.
+ * matches it, and a port (sandbox:read only) an expose rule that names
+ * it. Otherwise default deny.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,13 @@ walk(const struct lang_file *f, const struct lang_decl *d, int cap,
 				if (req->target_len == strlen(it->str) &&
 				    memcmp(req->target, it->str,
 				        req->target_len) == 0)
+					consider(target, it);
+			} else if (s->kind == LANG_S_EXPOSE &&
+			    cap == CAP_SANDBOX_READ) {
+				/* expose narrows sandbox:read to ports; it
+				 * allows nothing by itself */
+				if (req->port != 0 &&
+				    (it->port == 0 || it->port == req->port))
 					consider(target, it);
 			} else if (s->kind == LANG_S_EGRESS &&
 			    cap == CAP_EGRESS) {
@@ -152,6 +160,17 @@ policy_ref_decide(const struct lang_file *f, const struct policy_request *req,
 		res->line = deny.line;
 	} else if (allow.rule == 0) {
 		res->reason = POLICY_R_DEFAULT;
+	} else if (req->port != 0 && req->cap != CAP_SANDBOX_READ) {
+		res->reason = POLICY_R_REQUEST;
+	} else if (req->port != 0) {
+		if (target.rule == 0)
+			res->reason = POLICY_R_TARGET;
+		else {
+			res->allow = 1;
+			res->reason = POLICY_R_ALLOW;
+			res->rule = target.rule;
+			res->line = target.line;
+		}
 	} else if (req->target_len > 0 &&
 	    (req->cap == CAP_EXEC || req->cap == CAP_EGRESS ||
 	        req->cap == CAP_SECRET_READ) &&

@@ -622,6 +622,35 @@ fb_system(void *arg, const struct api_call *call, const char *id,
 }
 
 /*
+ * Whether the policy exposes port to the caller (its expose rules): the
+ * route's own decision allowed sandbox:read and spent its rate; this one
+ * spends nothing more (a dry run) and is audited only when it refuses.
+ */
+static int
+port_exposed(struct front_backend *fb, const struct api_call *call,
+    const struct fb_authz *a, unsigned port, struct api_error *err)
+{
+	struct msg_policy_decision d;
+	char target[8];
+	int rc;
+
+	snprintf(target, sizeof(target), "%u", port);
+	rc = fb_decide(fb, call->who, CAP_SANDBOX_READ, PROC_VMM, target,
+	    a->reqid, DECIDE_PORT | DECIDE_DRY_RUN, &d, err);
+	if (rc != API_OK)
+		return rc;
+	if (d.grant.decision == GRANT_ALLOW)
+		return API_OK;
+	fb_audit_decision(fb, call, target, &d);
+	if (d.reason == POLICY_R_TARGET)
+		return fb_fail(err, API_EFORBIDDEN,
+		    "Port %u is not exposed to %s by the policy (an expose "
+		    "rule names the ports a principal may reach)",
+		    port, call->who->sub);
+	return fb_refusal(&d, CAP_SANDBOX_READ, err);
+}
+
+/*
  * A port into the sandbox: the vmm, which holds its namespaces, connects
  * there and hands the socket over (MSG_VMM_PORT_REPLY's descriptor). The
  * front only moves bytes on it and never joins a namespace.
@@ -640,6 +669,8 @@ fb_port_open(void *arg, const struct api_call *call, const char *id,
 	*fd = -1;
 	if (a == NULL || a->link != PROC_VMM || port == 0 || port > 65535)
 		return fb_fail(err, API_EINTERNAL, "Internal error");
+	if ((rc = port_exposed(fb, call, a, port, err)) != API_OK)
+		return rc;
 	memset(&q, 0, sizeof(q));
 	q.grant = a->d.grant;
 	strlcpy(q.id, id, sizeof(q.id));

@@ -12,11 +12,13 @@ cat >"$tmp/test.policy" <<'EOP'
 agent "alice" {
 	allow sandbox:read, sandbox:write, exec, artifact:read, artifact:write
 	exec "python"
+	expose 8000, 8001, 8002
 	timeout 120s
 }
 agent "bob" {
 	allow sandbox:read, sandbox:write, exec
 	exec "python"
+	expose *
 }
 EOP
 KEEPD_YAML_EXTRA="ports:
@@ -159,6 +161,12 @@ get "$alice" "/v1/sandboxes/$sbx/ports/8002/"
     jget "$body" '["error"]["message"]' | grep -q "port 8002" &&
     ok "a port nothing listens on: 502 BAD_GATEWAY naming it" ||
     bad "nothing listening: $code $body"
+# 8003 is not among alice's expose rules: refused before the vmm is
+# asked, whether or not anything listens there.
+get "$alice" "/v1/sandboxes/$sbx/ports/8003/"
+[ "$code" = 403 ] && jget "$body" '["error"]["message"]' | grep -q "Port 8003 is not exposed" &&
+    ok "a port the policy does not expose: 403 naming it" ||
+    bad "not exposed: $code $body"
 get "$alice" "/v1/sandboxes/$sbx/ports/0/"
 [ "$code" = 400 ] && ok "port 0: 400" || bad "port 0: $code $body"
 get "$alice" "/v1/sandboxes/$sbx/ports/65536/"
@@ -172,7 +180,8 @@ code=$(curl -s -o /dev/null -w '%{http_code}' "$url/v1/sandboxes/$sbx/ports/8000
 # Each request is decided and its outcome audited, as any API request.
 [ "$(grep -c "alice sandbox:read $sbx allow" "$tmp/alice.audit")" -ge 5 ] &&
     grep -q "alice sandbox:read $sbx deny .*reason=BAD_GATEWAY status=502" "$tmp/alice.audit" &&
-    ok "requests through a port are audited (decisions; the 502 as its outcome)" ||
+    grep -q "alice sandbox:read 8003 deny" "$tmp/alice.audit" &&
+    ok "requests through a port are audited (decisions; the 502 as its outcome; the port not exposed)" ||
     bad "audit: $(tail -5 "$tmp/alice.audit")"
 
 req "$alice" DELETE "/v1/sandboxes/$sbx"

@@ -109,6 +109,66 @@ test_default_deny(void **state)
 	assert_false(r.allow);
 }
 
+/* expose: the ports of its guests a principal may reach (sandbox:read
+ * through the ports route); none listed is none reachable. */
+static struct policy_result
+ask_port(struct fx *fx, const char *who, const char *cap, uint16_t port)
+{
+	struct policy_request req;
+	struct policy_result res, ref;
+
+	memset(&req, 0, sizeof(req));
+	req.principal = who;
+	req.principal_len = strlen(who);
+	req.cap = cap_lookup(cap, strlen(cap));
+	req.port = port;
+	policy_decide(fx->p, NULL, 0, &req, &res);
+	policy_ref_decide(fx->f, &req, &ref);
+	assert_int_equal(res.allow, ref.allow);
+	assert_int_equal(res.rule, ref.rule);
+	assert_int_equal(res.reason, ref.reason);
+	return res;
+}
+
+static void
+test_expose(void **state)
+{
+	struct fx *fx = *state;
+	struct policy_result r;
+
+	build(fx,
+	    "role web { allow sandbox:read\n expose 8000, 3000 }\n"
+	    "agent \"a\" : web { expose 3000 }\n"
+	    "agent \"b\" { allow sandbox:read }\n"
+	    "agent \"c\" { allow sandbox:read\n expose * }\n"
+	    "agent \"d\" { expose 8000 }\n");
+	r = ask_port(fx, "a", "sandbox:read", 8000);
+	assert_true(r.allow);
+	assert_int_equal(r.line, 2);
+	/* the lowest rule among those that name it: the role's 3000 */
+	r = ask_port(fx, "a", "sandbox:read", 3000);
+	assert_true(r.allow);
+	assert_int_equal(r.rule, 3);
+	r = ask_port(fx, "a", "sandbox:read", 8080);
+	assert_false(r.allow);
+	assert_int_equal(r.reason, POLICY_R_TARGET);
+	/* sandbox:read without expose: no port at all, the rest as ever */
+	r = ask_port(fx, "b", "sandbox:read", 8000);
+	assert_false(r.allow);
+	assert_int_equal(r.reason, POLICY_R_TARGET);
+	assert_true(ask(fx, "b", "sandbox:read", NULL, STATIC).allow);
+	assert_true(ask_port(fx, "c", "sandbox:read", 65535).allow);
+	/* expose grants nothing by itself */
+	r = ask_port(fx, "d", "sandbox:read", 8000);
+	assert_false(r.allow);
+	assert_int_equal(r.reason, POLICY_R_DEFAULT);
+	/* a port with another capability is a malformed request */
+	build(fx, "agent \"e\" { allow exec, sandbox:read\n expose * }\n");
+	r = ask_port(fx, "e", "exec", 8000);
+	assert_false(r.allow);
+	assert_int_equal(r.reason, POLICY_R_REQUEST);
+}
+
 static void
 test_deny_overrides(void **state)
 {
@@ -885,6 +945,7 @@ main(void)
 		cmocka_unit_test(test_quota_levels),
 		cmocka_unit_test(test_differential),
 		cmocka_unit_test(test_large),
+		cmocka_unit_test_setup_teardown(test_expose, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
