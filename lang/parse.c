@@ -557,6 +557,27 @@ parse_secret(struct parser *p, struct lang_stmt *s)
 	return 0;
 }
 
+/* A port, 1 to 65535, or '*' for any (*out 0). */
+static int
+take_port(struct parser *p, struct lang_loc loc, uint16_t *out)
+{
+	uint64_t port;
+
+	if (accept(p, T_STAR)) {
+		*out = 0;
+		return 0;
+	}
+	if (take_number(p, "port", 65535, &port) < 0)
+		return -1;
+	if (port == 0) {
+		lang_diag(
+		    p->f, LANG_ERROR, loc, "port 0; write '*' for any port");
+		return -1;
+	}
+	*out = (uint16_t)port;
+	return 0;
+}
+
 /* expose 8000, 3000, *: the ports of its sandboxes' guests a principal
  * may reach through the API (docs/policy-language.md); '*' is any. */
 static int
@@ -565,24 +586,17 @@ parse_expose(struct parser *p, struct lang_stmt *s)
 	struct lang_item *it;
 	struct lang_loc loc;
 	size_t cap = 0;
-	uint64_t port = 0;
+	uint16_t port;
 
 	do {
 		loc = p->t.loc;
-		if (accept(p, T_STAR))
-			port = 0;
-		else if (take_number(p, "port", 65535, &port) < 0)
+		if (take_port(p, loc, &port) < 0)
 			return -1;
-		else if (port == 0) {
-			lang_diag(p->f, LANG_ERROR, loc,
-			    "port 0; write '*' for any port");
-			return -1;
-		}
 		if ((it = grow_items(p, s, &cap)) == NULL)
 			return -1;
 		it->loc = loc;
 		it->cap = -1;
-		it->port = (uint16_t)port;
+		it->port = port;
 		it->rule = ++p->rule;
 	} while (accept(p, T_COMMA));
 	return 0;
@@ -594,7 +608,6 @@ parse_egress(struct parser *p, struct lang_stmt *s)
 	struct lang_item *it;
 	struct lang_loc loc;
 	size_t cap = 0;
-	uint64_t port;
 	char *host;
 	size_t i;
 
@@ -617,18 +630,8 @@ parse_egress(struct parser *p, struct lang_stmt *s)
 		it->str = host;
 		it->port = 443;
 		it->rule = ++p->rule;
-		if (accept(p, T_COLON)) {
-			if (accept(p, T_STAR))
-				it->port = 0;
-			else if (take_number(p, "port", 65535, &port) < 0)
-				return -1;
-			else if (port == 0) {
-				lang_diag(p->f, LANG_ERROR, loc,
-				    "port 0; write '*' for any port");
-				return -1;
-			} else
-				it->port = port;
-		}
+		if (accept(p, T_COLON) && take_port(p, loc, &it->port) < 0)
+			return -1;
 		for (;;) {
 			if (is_word(p, "http")) {
 				it->http = 1;

@@ -59,8 +59,8 @@ build(struct fx *fx, const char *text)
 }
 
 static struct policy_result
-ask(struct fx *fx, const char *who, const char *cap, const char *target,
-    uint64_t now)
+ask_at(struct fx *fx, const char *who, const char *cap, const char *target,
+    uint16_t port, uint64_t now)
 {
 	struct policy_request req;
 	struct policy_result res, ref;
@@ -71,6 +71,7 @@ ask(struct fx *fx, const char *who, const char *cap, const char *target,
 	req.cap = cap_lookup(cap, strlen(cap));
 	req.target = target;
 	req.target_len = target != NULL ? strlen(target) : 0;
+	req.port = port;
 	policy_decide(fx->p, now == UINT64_MAX ? NULL : fx->q,
 	    now == UINT64_MAX ? 0 : now, &req, &res);
 	/* every static answer must match the reference evaluator */
@@ -81,6 +82,13 @@ ask(struct fx *fx, const char *who, const char *cap, const char *target,
 		assert_int_equal(res.reason, ref.reason);
 	}
 	return res;
+}
+
+static struct policy_result
+ask(struct fx *fx, const char *who, const char *cap, const char *target,
+    uint64_t now)
+{
+	return ask_at(fx, who, cap, target, 0, now);
 }
 
 #define STATIC UINT64_MAX
@@ -114,20 +122,7 @@ test_default_deny(void **state)
 static struct policy_result
 ask_port(struct fx *fx, const char *who, const char *cap, uint16_t port)
 {
-	struct policy_request req;
-	struct policy_result res, ref;
-
-	memset(&req, 0, sizeof(req));
-	req.principal = who;
-	req.principal_len = strlen(who);
-	req.cap = cap_lookup(cap, strlen(cap));
-	req.port = port;
-	policy_decide(fx->p, NULL, 0, &req, &res);
-	policy_ref_decide(fx->f, &req, &ref);
-	assert_int_equal(res.allow, ref.allow);
-	assert_int_equal(res.rule, ref.rule);
-	assert_int_equal(res.reason, ref.reason);
-	return res;
+	return ask_at(fx, who, cap, NULL, port, STATIC);
 }
 
 static void
