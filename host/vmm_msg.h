@@ -36,6 +36,7 @@ enum {
 	MSG_VMM_SANDBOX_INFO = MSG_VMM_BASE + 0x04, /* msg_vmm_sandbox_info */
 	MSG_VMM_SANDBOX_LIST = MSG_VMM_BASE + 0x05, /* msg_vmm_sandbox_list */
 	MSG_VMM_SANDBOX_PAGE = MSG_VMM_BASE + 0x06, /* msg_vmm_sandbox_page */
+	MSG_VMM_SANDBOX_TTL = MSG_VMM_BASE + 0x07, /* msg_vmm_sandbox_ttl */
 	MSG_VMM_FILE = MSG_VMM_BASE + 0x08, /* msg_vmm_file [+ memfd] */
 	MSG_VMM_FILE_REPLY =
 	    MSG_VMM_BASE + 0x09, /* msg_vmm_file_reply + memfd */
@@ -200,6 +201,16 @@ struct msg_vmm_sandbox_new {
 struct msg_vmm_sandbox_ref {
 	struct grant grant; /* sandbox:read or :write, target = id */
 	char id[SBX_ID_MAX];
+};
+
+/* A sandbox's new end: ttl_s (1 to SBX_TTL_MAX) from now, sooner or
+ * later than its old one; answered with MSG_VMM_SANDBOX_INFO. */
+#define SBX_TTL_MAX (30u * 24 * 3600)
+struct msg_vmm_sandbox_ttl {
+	struct grant grant; /* sandbox:write, target = id */
+	char id[SBX_ID_MAX];
+	uint32_t ttl_s;
+	uint32_t pad; /* 0 */
 };
 
 struct msg_vmm_sandbox_info {

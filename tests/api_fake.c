@@ -429,6 +429,22 @@ f_sandbox_get(void *ctx, const struct api_call *c, const char *id,
 	return API_OK;
 }
 
+/* As the vmm: the owner's sandbox ends ttl_s from now. */
+static int
+f_sandbox_timeout(void *ctx, const struct api_call *c, const char *id,
+    uint64_t ttl_s, struct api_sandbox *out, struct api_error *err)
+{
+	struct api_fake *f = ctx;
+	struct fake_sandbox *s;
+
+	SBX_OR_404(f, id, s, err);
+	if (strcmp(s->owner, c->who->sub) != 0)
+		return fail(err, API_ENOTFOUND, "Sandbox not found");
+	s->sb.expires_at = fnow(f) + (int64_t)ttl_s;
+	copy_sandbox(s, out);
+	return API_OK;
+}
+
 static int
 f_sandbox_delete(
     void *ctx, const struct api_call *c, const char *id, struct api_error *err)
@@ -1573,6 +1589,7 @@ api_fake_backend(struct api_fake *f, struct api_backend *be)
 	be->sandbox_list = f_sandbox_list;
 	be->sandbox_get = f_sandbox_get;
 	be->sandbox_delete = f_sandbox_delete;
+	be->sandbox_timeout = f_sandbox_timeout;
 	be->sandbox_token = f_sandbox_token;
 	be->execute = f_execute;
 	be->execute_background = f_execute_background;

@@ -122,14 +122,14 @@ backend_complete(const struct api_backend *be)
 		(void *)be->authorize, (void *)be->sandbox_create,
 		(void *)be->sandbox_fork, (void *)be->sandbox_list,
 		(void *)be->sandbox_get, (void *)be->sandbox_delete,
-		(void *)be->sandbox_token, (void *)be->execute,
-		(void *)be->execute_background, (void *)be->execute_async,
-		(void *)be->command_run, (void *)be->command_background,
-		(void *)be->processes, (void *)be->kill, (void *)be->file_read,
-		(void *)be->file_write, (void *)be->file_list,
-		(void *)be->file_exists, (void *)be->file_remove,
-		(void *)be->file_mkdir, (void *)be->file_move,
-		(void *)be->env_get, (void *)be->env_set,
+		(void *)be->sandbox_timeout, (void *)be->sandbox_token,
+		(void *)be->execute, (void *)be->execute_background,
+		(void *)be->execute_async, (void *)be->command_run,
+		(void *)be->command_background, (void *)be->processes,
+		(void *)be->kill, (void *)be->file_read, (void *)be->file_write,
+		(void *)be->file_list, (void *)be->file_exists,
+		(void *)be->file_remove, (void *)be->file_mkdir,
+		(void *)be->file_move, (void *)be->env_get, (void *)be->env_set,
 		(void *)be->env_delete, (void *)be->system,
 		(void *)be->token_attenuate, (void *)be->sandbox_lock,
 		(void *)be->sandbox_unlock, (void *)be->token_revoke,
@@ -926,6 +926,7 @@ rq_route(struct rq *r, const struct api_route *rt, size_t ri, const char *peer)
 	r->call.peer = peer;
 	r->call.cap = rt->cap >= 0 ? (enum cap_id)rt->cap : CAP_COUNT;
 	r->call.route = rt->as != NULL ? rt->as : rt->name;
+	r->call.e2b = rt->e2b != E2B_NO;
 }
 
 static void

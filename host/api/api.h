@@ -102,6 +102,9 @@ struct api_call {
 	const char *peer;
 	enum cap_id cap; /* the capability this route needs */
 	const char *route; /* metric label, e.g. "execute" */
+	/* 1: one of E2B's routes (the backend answers a few things as E2B
+	 * does: a sandbox token's life, docs/e2b.md). */
+	int e2b;
 	/*
 	 * The backend's own: authorize may set it (typically to the grant
 	 * the policy process minted) and the op that follows reads it, so
@@ -392,6 +395,11 @@ struct api_backend {
 	int (*sandbox_create)(void *ctx, const struct api_call *,
 	    const struct api_sandbox_spec *, struct api_sandbox *out,
 	    struct api_token *token, struct api_error *err);
+	/* Sandbox id ends ttl_s seconds from now (1 to 30 days), sooner or
+	 * later than before; *out is the sandbox as it is then. */
+	int (*sandbox_timeout)(void *ctx, const struct api_call *,
+	    const char *id, uint64_t ttl_s, struct api_sandbox *out,
+	    struct api_error *err);
 	/* A new sandbox with a copy of sandbox id's workspace, image and
 	 * environment; spec gives only ttl_s and metadata. */
 	int (*sandbox_fork)(void *ctx, const struct api_call *, const char *id,

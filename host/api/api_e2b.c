@@ -488,22 +488,34 @@ h_e2b_sandbox_connect(struct rq *r)
 	rq_json(r, 201, o);
 }
 
-/* setTimeout {"timeout"}: keep fixes a sandbox's lifetime when it is
- * made and has no op that moves it, so the SDK is told so in E2B's own
- * shape, after the decision, rather than a 404 it would read as the
- * sandbox being gone. */
+/* setTimeout {"timeout": seconds}: the sandbox ends that long from now,
+ * as keep's POST .../timeout; 204, as E2B answers. */
 void
 h_e2b_sandbox_timeout(struct rq *r)
 {
 	static const char *const fields[] = { "timeout", NULL };
-	uint64_t t;
+	struct api_sandbox sb;
+	struct api_error err;
+	uint64_t t = 0;
+	int rc;
 
 	if (rq_fields(r, r->body, fields) ||
-	    rq_uint(r, r->body, "timeout", UINT32_MAX, &t))
+	    rq_uint(r, r->body, "timeout", MAX_TTL_S, &t))
 		return;
-	rq_error(r, API_ENOTIMPL,
-	    "setTimeout is not served: keep fixes a sandbox's timeout at "
-	    "create (docs/e2b.md)");
+	if (t == 0) {
+		rq_error(r, API_EBADREQ, "timeout must be 1 to %llu seconds",
+		    (unsigned long long)MAX_TTL_S);
+		return;
+	}
+	memset(&sb, 0, sizeof(sb));
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->sandbox_timeout(BE(r)->ctx, &r->call, r->id, t, &sb, &err);
+	api_kv_free(sb.metadata, sb.nmetadata);
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	rq_no_content(r);
 }
 
 void

@@ -399,6 +399,39 @@ h_sandbox_delete(struct rq *r)
 	rq_no_content(r);
 }
 
+/* POST /v1/sandboxes/{id}/timeout {"ttl_s"}: the sandbox ends ttl_s
+ * from now; the answer is the sandbox, its new expires_at in it. */
+static void
+h_sandbox_timeout(struct rq *r)
+{
+	static const char *const fields[] = { "ttl_s", NULL };
+	struct api_sandbox sb;
+	struct api_error err;
+	uint64_t ttl = 0;
+	int rc;
+
+	if (rq_fields(r, r->body, fields) ||
+	    rq_uint(r, r->body, "ttl_s", MAX_TTL_S, &ttl))
+		return;
+	if (ttl == 0) {
+		rq_error(r, API_EBADREQ, "ttl_s must be 1 to %llu",
+		    (unsigned long long)MAX_TTL_S);
+		return;
+	}
+	memset(&sb, 0, sizeof(sb));
+	memset(&err, 0, sizeof(err));
+	rc =
+	    BE(r)->sandbox_timeout(BE(r)->ctx, &r->call, r->id, ttl, &sb, &err);
+	if (rc != API_OK) {
+		sandbox_release(&sb);
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	sb.id[sizeof(sb.id) - 1] = '\0';
+	rq_json(r, 200, sandbox_json(&sb));
+	sandbox_release(&sb);
+}
+
 /* A sandbox's write lock, for agents whose policy says `lock writes`. */
 static void
 h_sandbox_lock(struct rq *r)
@@ -1491,6 +1524,8 @@ const struct api_route api_routes[] = {
 	    "sandbox_fork", 0, E2B_NO, NULL },
 	{ HTTP_POST, SBX "/lock", h_sandbox_lock, CAP_SANDBOX_WRITE, 2, 0,
 	    "sandbox_lock", 0, E2B_NO, NULL },
+	{ HTTP_POST, SBX "/timeout", h_sandbox_timeout, CAP_SANDBOX_WRITE, 1, 0,
+	    "sandbox_timeout", 0, E2B_NO, NULL },
 	{ HTTP_DELETE, SBX "/lock", h_sandbox_unlock, CAP_SANDBOX_WRITE, 0, 0,
 	    "sandbox_unlock", 0, E2B_NO, NULL },
 	{ HTTP_POST, SBX "/token", h_sandbox_token, CAP_SANDBOX_WRITE, 0, 0,
@@ -1608,10 +1643,9 @@ const struct api_route api_routes[] = {
 	    0, 0, "e2b_sandbox_list", 0, E2B_API, "sandbox_list" },
 	{ HTTP_GET, "/e2b/sandboxes/{id}", h_e2b_sandbox_get, CAP_SANDBOX_READ,
 	    0, 0, "e2b_sandbox_get", 0, E2B_API, "sandbox_get" },
-	/* Decided as a write of the sandbox, then answered 501. */
 	{ HTTP_POST, "/e2b/sandboxes/{id}/timeout", h_e2b_sandbox_timeout,
 	    CAP_SANDBOX_WRITE, 1, 0, "e2b_sandbox_timeout", 0, E2B_API,
-	    "sandbox_lock" },
+	    "sandbox_timeout" },
 	{ HTTP_DELETE, "/e2b/sandboxes/{id}", h_e2b_sandbox_delete,
 	    CAP_SANDBOX_WRITE, 0, 0, "e2b_sandbox_delete", 0, E2B_API,
 	    "sandbox_delete" },

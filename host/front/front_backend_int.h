@@ -167,6 +167,8 @@ int fb_persist_sandbox(struct front_backend *, const struct api_principal *,
     struct api_error *);
 int fb_forget_sandbox(struct front_backend *, const struct api_principal *,
     const char *id, struct api_error *);
+int fb_persist_sandbox_end(struct front_backend *, const struct api_principal *,
+    const char *id, int64_t expires_at, struct api_error *);
 /* The metadata of sandbox id from its store record (*out malloc'd, keys
  * and values too; none when the record is not who's). */
 int fb_sandbox_metadata(struct front_backend *, const struct api_principal *,

@@ -275,6 +275,48 @@ fb_sandbox_metadata(struct front_backend *fb, const struct api_principal *who,
 	return rc;
 }
 
+/*
+ * A sandbox's new end in its store record, so a restarted vmm ends it
+ * then (vmm_restore.c). The record is read back and checked as for its
+ * metadata; one that is not there or not the owner's is left alone
+ * (logged): the vmm's own clock already holds the new end.
+ */
+int
+fb_persist_sandbox_end(struct front_backend *fb,
+    const struct api_principal *who, const char *id, int64_t expires_at,
+    struct api_error *err)
+{
+	struct store_sandbox s;
+	const void *rec;
+	void *reply, *out;
+	size_t reclen, len;
+	uint32_t status;
+	int rc;
+
+	if ((rc = fb_store_get(fb, STORE_DB_SANDBOXES, id, NULL, API_EINTERNAL,
+	         "Bad key", &reply, &rec, &reclen, &status, err)) != API_OK)
+		return rc;
+	if (status != STORE_OK ||
+	    store_sandbox_decode(rec, reclen, &s) != STORE_OK ||
+	    strcmp(s.id, id) != 0 || strcmp(s.owner, who->sub) != 0) {
+		log_warnx("sandbox %s: no store record of its own to hold its "
+		          "new end",
+		    id);
+		free(reply);
+		return API_OK;
+	}
+	s.expires_ms = expires_at * 1000;
+	if (store_sandbox_encode(&s, &out, &len) != STORE_OK) {
+		free(reply);
+		return fb_fail(err, API_EINTERNAL, "Out of memory");
+	}
+	free(reply);
+	rc = put(
+	    fb, who, CAP_SANDBOX_WRITE, id, STORE_DB_SANDBOXES, out, len, err);
+	free(out);
+	return rc;
+}
+
 int
 fb_forget_sandbox(struct front_backend *fb, const struct api_principal *who,
     const char *id, struct api_error *err)

@@ -134,7 +134,14 @@ new_id(const struct msg_config *cfg, char out[SBX_ID_MAX])
 	out[at + sizeof(rnd)] = '\0';
 }
 
-/* why NULL: a trial, whose token is thrown away (not a mint). */
+/*
+ * why NULL: a trial, whose token is thrown away (not a mint). keep's
+ * sandbox token ends with its sandbox (token_expires_at says when; POST
+ * .../token makes another). E2B's SDK keeps the token create or connect
+ * gave it for the sandbox's whole life, which setTimeout may extend: on
+ * E2B's routes it lives as long as the caller's own, and reaches only
+ * its sandbox, whose id is never reused (docs/e2b.md, "Credentials").
+ */
 static int
 sandbox_token(struct front_backend *fb, const struct api_call *call,
     const char *id, int64_t expires_at, const char *why, struct api_token *tok,
@@ -142,7 +149,8 @@ sandbox_token(struct front_backend *fb, const struct api_call *call,
 {
 	int64_t exp = call->who->exp;
 
-	if (expires_at != 0 && (exp == 0 || expires_at < exp))
+	if ((!call->e2b || exp == 0) && expires_at != 0 &&
+	    (exp == 0 || expires_at < exp))
 		exp = expires_at;
 	if (why == NULL) {
 		int rc = fb_mint(fb, call, call->who->caps & SBX_TOKEN_CAPS,
@@ -355,6 +363,38 @@ fb_sandbox_get(void *arg, const struct api_call *call, const char *id,
 	if ((rc = sbx_ref_call(arg, call, MSG_VMM_SANDBOX_GET, id, &r, err)) !=
 	    API_OK)
 		return rc;
+	to_api(&r, out);
+	return fb_sandbox_metadata(
+	    arg, call->who, id, &out->metadata, &out->nmetadata, err);
+}
+
+/* The vmm moves the end (it owns the clock that ends sandboxes), then
+ * the store record follows, for a restart. */
+static int
+fb_sandbox_timeout(void *arg, const struct api_call *call, const char *id,
+    uint64_t ttl_s, struct api_sandbox *out, struct api_error *err)
+{
+	const struct fb_authz *a = authz(call);
+	struct msg_vmm_sandbox_ttl q;
+	struct msg_vmm_sandbox_info r;
+	char ttl[24];
+	int rc;
+
+	if (a == NULL || ttl_s == 0 || ttl_s > SBX_TTL_MAX)
+		return fb_fail(err, API_EINTERNAL, "Internal error");
+	memset(&q, 0, sizeof(q));
+	q.grant = a->d.grant;
+	strlcpy(q.id, id, sizeof(q.id));
+	q.ttl_s = (uint32_t)ttl_s;
+	if ((rc = sbx_call(arg, MSG_VMM_SANDBOX_TTL, a->reqid, &q, sizeof(q),
+	         &r, err)) != API_OK)
+		return rc;
+	snprintf(ttl, sizeof(ttl), "ttl_s=%llu", (unsigned long long)ttl_s);
+	fb_audit_event(arg, call, "sandbox.timeout", id, ttl);
+	if ((rc = fb_persist_sandbox_end(
+	         arg, call->who, id, r.expires_at, err)) != API_OK)
+		log_warnx("sandbox %s: its new end is not in the store: %s", id,
+		    err->message);
 	to_api(&r, out);
 	return fb_sandbox_metadata(
 	    arg, call->who, id, &out->metadata, &out->nmetadata, err);
@@ -622,6 +662,7 @@ fb_sandbox_ops(struct api_backend *ops)
 	ops->sandbox_create = fb_sandbox_create;
 	ops->sandbox_fork = fb_sandbox_fork;
 	ops->sandbox_get = fb_sandbox_get;
+	ops->sandbox_timeout = fb_sandbox_timeout;
 	ops->sandbox_delete = fb_sandbox_delete;
 	ops->sandbox_list = fb_sandbox_list;
 	ops->sandbox_token = fb_sandbox_refresh;

@@ -378,6 +378,7 @@ int vmm_h_kill(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_list(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_procs(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_ref(struct proc_ctx *ctx, const struct msg *m);
+int vmm_h_ttl(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_run(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_run_caps(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_store_reply(struct proc_ctx *ctx, const struct msg *m);

@@ -89,6 +89,8 @@ static const struct msg_handler vmm_handlers[] = {
 	    sizeof(struct msg_vmm_sandbox_ref), 0, vmm_h_ref },
 	{ MSG_VMM_SANDBOX_DELETE, PROC_BIT(PROC_FRONT),
 	    sizeof(struct msg_vmm_sandbox_ref), 0, vmm_h_ref },
+	{ MSG_VMM_SANDBOX_TTL, PROC_BIT(PROC_FRONT),
+	    sizeof(struct msg_vmm_sandbox_ttl), 0, vmm_h_ttl },
 	{ MSG_VMM_SANDBOX_LIST, PROC_BIT(PROC_FRONT),
 	    sizeof(struct msg_vmm_sandbox_list), 0, vmm_h_list },
 	{ MSG_VMM_RUN, PROC_BIT(PROC_FRONT), sizeof(struct msg_vmm_run),

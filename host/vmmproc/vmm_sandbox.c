@@ -256,6 +256,38 @@ vmm_h_ref(struct proc_ctx *ctx, const struct msg *m)
 	return 0;
 }
 
+/* A sandbox's new end, ttl_s from now (E2B's setTimeout): its owner's,
+ * with sandbox:write. A sandbox past its end is gone already (the
+ * expiry above), so this never brings one back. */
+int
+vmm_h_ttl(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct vmm_state *vs = ctx->arg;
+	struct msg_vmm_sandbox_ttl q;
+	struct msg_vmm_sandbox_info r;
+	struct sandbox *s;
+	struct grant g;
+
+	memcpy(&q, m->data, sizeof(q));
+	memset(&r, 0, sizeof(r));
+	/* The front checked the range: another is a malformed message. */
+	if (memchr(q.id, '\0', sizeof(q.id)) == NULL || q.ttl_s == 0 ||
+	    q.ttl_s > SBX_TTL_MAX)
+		return -1;
+	vmm_expire_sandboxes(vs);
+	if (vmm_check_grant(ctx, m, &q.grant, CAP_SANDBOX_WRITE, q.id, &g) != 0)
+		r.status = SBX_E_GRANT;
+	else if ((s = vmm_sandbox_find(vs, q.id, g.principal)) == NULL)
+		r.status = vmm_not_found(vs);
+	else {
+		s->expires_at = (int64_t)time(NULL) + (int64_t)q.ttl_s;
+		log_info("sandbox %s: ends in %u s", s->id, q.ttl_s);
+		vmm_sandbox_info(&r, s);
+	}
+	msg_reply(ctx, m, MSG_VMM_SANDBOX_INFO, &r, sizeof(r), -1);
+	return 0;
+}
+
 int
 vmm_h_list(struct proc_ctx *ctx, const struct msg *m)
 {

@@ -234,11 +234,6 @@ async function codeInterpreter() {
 	check('files.rename of the workspace root is InvalidArgumentError',
 	    rroot && rroot.name === 'InvalidArgumentError',
 	    rroot && [rroot.name, rroot.message]);
-	// keep fixes a sandbox's timeout at create: E2B's error, not "not found".
-	const st = await threw(() => sbx.setTimeout(60_000));
-	check('setTimeout: not served, said so, not SandboxNotFoundError',
-	    st && st.name !== 'SandboxNotFoundError' &&
-	        /not served/.test(st.message), st && `${st.name}: ${st.message}`);
 	const nf = await threw(() => sbx.files.read('/data/none'));
 	check('reading a missing file is FileNotFoundError',
 	    nf && nf.name === 'FileNotFoundError', nf && nf.message);
@@ -399,6 +394,32 @@ async function commands() {
 	await sh.kill();
 }
 
+// setTimeout moves a sandbox's end, later or sooner; the SDK's token
+// outlives the first end (E2B's SDK keeps it for the sandbox's life).
+async function timeouts() {
+	const s = await Sandbox.create('base', { timeoutMs: 4000 });
+	const first = (await s.getInfo()).endAt;
+	await s.setTimeout(120_000);
+	const later = (await s.getInfo()).endAt;
+	check('setTimeout(120 s) moves the end to 120 s from now',
+	    later - Date.now() > 110_000 && later - Date.now() <= 121_000 &&
+	        later > first, [first, later]);
+	await new Promise((r) => setTimeout(r, 5000));
+	const alive = await s.commands.run('echo alive');
+	check('past its first end, the sandbox and the SDK\'s token still work',
+	    alive.stdout === 'alive\n', alive);
+	await s.setTimeout(1000);
+	await new Promise((r) => setTimeout(r, 2500));
+	check('setTimeout(1 s) ends it sooner: not running after',
+	    (await s.isRunning()) === false);
+	const gone = await threw(() => Sandbox.setTimeout(s.sandboxId, 60_000));
+	check('setTimeout of a sandbox that ended is SandboxNotFoundError',
+	    gone && /NotFound/.test(gone.name), gone && gone.name);
+	const bad = await threw(() => Sandbox.setTimeout('sbx-nosuchsandboxhere0', 0));
+	check('setTimeout(0) or of no sandbox is an error', bad !== null,
+	    bad && bad.name);
+}
+
 // A terminal: pty.create, its output by onData, sendInput, resize, kill.
 async function pty(sh) {
 	const dec = new TextDecoder();
@@ -447,6 +468,7 @@ async function denied() {
 		if (which === 'all' || which === 'code') await codeInterpreter();
 		if (which === 'all' || which === 'code') await javascript();
 		if (which === 'all' || which === 'commands') await commands();
+		if (which === 'all' || which === 'commands') await timeouts();
 		if (which === 'denied') await denied();
 	} catch (e) {
 		fails++;

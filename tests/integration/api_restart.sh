@@ -67,6 +67,19 @@ e1=$(ikey exec-1 "/v1/sandboxes/$sbx/commands/run" '{"cmd":"echo","args":["once"
 # No pause before the restart: what the front sent the store before the
 # stop is written (proc_drain), however slow the machine.
 
+# A new end (POST .../timeout) is the store's too: the restarted vmm
+# keeps it, metadata and all.
+req "$alice" POST "/v1/sandboxes/$sbx/timeout" '{"ttl_s":86400}'
+end1=$(jget "$body" '["expires_at"]')
+[ "$code" = 200 ] && [ "$(jget "$body" '["metadata"]')" = "{'team': 'red'}" ] &&
+    python3 -c "import datetime,sys; e=datetime.datetime.fromisoformat(sys.argv[1].replace('Z','+00:00')); d=(e-datetime.datetime.now(datetime.timezone.utc)).total_seconds(); sys.exit(0 if 86000<d<=86400 else 1)" "$end1" &&
+    ok "POST .../timeout moves the sandbox's end to a day from now ($end1)" ||
+    bad "timeout: $code $body"
+req "$alice" POST "/v1/sandboxes/$sbx/timeout" '{"ttl_s":0}'
+[ "$code" = 400 ] && ok "ttl_s 0: 400" || bad "ttl_s 0: $code $body"
+req "$alice" POST "/v1/sandboxes/$gone/timeout" '{"ttl_s":60}'
+[ "$code" = 404 ] && ok "the timeout of a deleted sandbox: 404" || bad "timeout gone: $code $body"
+
 wk=$(cat "$tmp/state/keys/webhook.key" 2>/dev/null)
 keepd_restart
 [ -n "$wk" ] && [ "$(stat -c %a "$tmp/state/keys/webhook.key")" = 600 ] &&
@@ -79,6 +92,10 @@ for _ in $(seq 50); do
 	req "$alice" GET "/v1/sandboxes/$sbx"; [ "$code" = 200 ] && break; sleep 0.1
 done
 check "after a restart of keepd"
+req "$alice" GET "/v1/sandboxes/$sbx"
+[ "$(jget "$body" '["expires_at"]')" = "$end1" ] &&
+    ok "after a restart, the sandbox ends when its timeout said" ||
+    bad "end after restart: $(jget "$body" '["expires_at"]') vs $end1"
 req "$stok" GET "/v1/sandboxes/$sbx"
 [ "$code" = 200 ] && ok "the sandbox token still works" || bad "sandbox token: $code $body"
 c2=$(ikey create-1 /v1/sandboxes '{"image":"toolbox","metadata":{"k":"1"}}')

@@ -271,6 +271,35 @@ test_create_get_kill(void **state)
 	assert_int_equal(r.status, 400);
 	resp_free(&r);
 
+	/* setTimeout: 204, the end moved; 0 or past 30 days is 400; keep's
+	 * own route answers the sandbox with its new end. */
+	snprintf(path, sizeof(path), "/e2b/sandboxes/%s/timeout", e->sbx);
+	call(e, "POST", path, "X-API-KEY: admin\r\n", "{\"timeout\":7200}", 16,
+	    &r);
+	assert_int_equal(r.status, 204);
+	resp_free(&r);
+	call(
+	    e, "POST", path, "X-API-KEY: admin\r\n", "{\"timeout\":0}", 13, &r);
+	assert_int_equal(r.status, 400);
+	resp_free(&r);
+	call(e, "POST", path, "X-API-KEY: admin\r\n", "{\"timeout\":2592001}",
+	    19, &r);
+	assert_int_equal(r.status, 400);
+	resp_free(&r);
+	snprintf(path, sizeof(path), "/e2b/sandboxes/%s", e->sbx);
+	call(e, "GET", path, "X-API-KEY: admin\r\n", "", 0, &r);
+	j = body_json(&r);
+	assert_string_not_equal(jstr(j, "endAt"), "");
+	json_decref(j);
+	resp_free(&r);
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/timeout", e->sbx);
+	call(e, "POST", path,
+	    "Authorization: Bearer admin\r\nContent-Type: application/json\r\n",
+	    "{\"ttl_s\":60}", 12, &r);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.body, e->sbx));
+	resp_free(&r);
+
 	/* Kill: 204, then E2B's 404 (the SDK's false). */
 	snprintf(path, sizeof(path), "/e2b/sandboxes/%s", e->sbx);
 	call(e, "DELETE", path, "X-API-KEY: admin\r\n", "", 0, &r);
