@@ -36,6 +36,8 @@ static const struct {
 	{ "POST /e2b/process.Process/Update", 1, "application/json" },
 	{ "POST /e2b/process.Process/SendSignal", 1, "application/json" },
 	{ "POST /e2b/sandboxes/sbx-1/timeout", 0, "application/json" },
+	{ "POST /e2b/filesystem.Filesystem/WatchDir", 1,
+	    "application/connect+json" },
 };
 
 int

@@ -1471,6 +1471,9 @@ api_defer(const struct api_call *call)
 	p->sse = r->call.sse;
 	p->ndjson = rq_accepts_ndjson(r);
 	p->e2b = r->e2b;
+	p->e2b_watch = r->e2b_watch;
+	p->e2b_watch_recursive = r->e2b_watch_recursive;
+	r->e2b_watch = NULL;
 	memcpy(p->request_id, r->request_id, sizeof(p->request_id));
 	memcpy(p->client_request_id, r->client_request_id,
 	    sizeof(p->client_request_id));

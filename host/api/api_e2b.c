@@ -450,21 +450,31 @@ h_e2b_sandbox_get(struct rq *r)
 /*
  * POST /e2b/v2/sandboxes/{id}/connect (Sandbox.connect): a new token of
  * the sandbox for the caller, as keep's POST .../token. keep's sandboxes
- * are never paused, so there is nothing to resume; a new timeout is not
- * served (keep's ttl is set at create).
+ * are never paused, so there is nothing to resume; a timeout moves the
+ * sandbox's end first, as setTimeout does (E2B's connect sets it from
+ * now).
  */
 void
 h_e2b_sandbox_connect(struct rq *r)
 {
 	static const char *const fields[] = { "timeout", "memory", NULL };
+	struct api_sandbox sb;
 	struct api_token tok;
 	struct api_error err;
+	uint64_t t = 0;
 	json_t *o, *m;
 	int rc;
 
 	if (r->body != NULL &&
-	    (rq_fields(r, r->body, fields) || not_served(r, "timeout", NULL)))
+	    (rq_fields(r, r->body, fields) ||
+	        rq_uint(r, r->body, "timeout", MAX_TTL_S, &t)))
 		return;
+	if (r->body != NULL && json_object_get(r->body, "timeout") != NULL &&
+	    !json_is_null(json_object_get(r->body, "timeout")) && t == 0) {
+		rq_error(r, API_EBADREQ, "timeout must be 1 to %llu seconds",
+		    (unsigned long long)MAX_TTL_S);
+		return;
+	}
 	/* Restore or reboot: a keep sandbox was never paused. */
 	if (r->body != NULL &&
 	    (m = json_object_get(r->body, "memory")) != NULL &&
@@ -474,6 +484,16 @@ h_e2b_sandbox_connect(struct rq *r)
 	}
 	memset(&tok, 0, sizeof(tok));
 	memset(&err, 0, sizeof(err));
+	if (t != 0) {
+		memset(&sb, 0, sizeof(sb));
+		rc = BE(r)->sandbox_timeout(
+		    BE(r)->ctx, &r->call, r->id, t, &sb, &err);
+		api_kv_free(sb.metadata, sb.nmetadata);
+		if (rc != API_OK) {
+			rq_backend_error(r, rc, &err);
+			return;
+		}
+	}
 	rc = BE(r)->sandbox_token(BE(r)->ctx, &r->call, r->id, &tok, &err);
 	if (rc != API_OK) {
 		rq_backend_error(r, rc, &err);

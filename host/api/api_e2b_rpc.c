@@ -853,3 +853,77 @@ h_e2b_process_update(struct rq *r)
 	    BE(r)->ctx, p, API_TERM_RESIZE, NULL, 0, t.cols, t.rows);
 	rq_json(r, 200, json_object());
 }
+
+/* --- filesystem.Filesystem/WatchDir ---------------------------------------- */
+
+/* A boolean that keep serves only as false (absent, null or false). */
+static int
+not_false(struct rq *r, const char *key)
+{
+	json_t *v = json_object_get(r->body, key);
+	char msg[API_MSG_MAX];
+
+	if (v == NULL || json_is_null(v) || json_is_false(v))
+		return 0;
+
+	snprintf(msg, sizeof(msg), "%s is not served by keep", key);
+	rq_fail(r, 501, "NOT_IMPLEMENTED", msg);
+	return -1;
+}
+
+/*
+ * WatchDirRequest {"path","recursive","includeEntry","allowNetworkMounts"}
+ * in one envelope: keep's files/watch (docs/api.yaml), its events as
+ * envd's stream (api_watch.c). keep watches eight levels down whatever
+ * recursive says; without it, only the directory's own entries are told.
+ */
+void
+h_e2b_watch_dir(struct rq *r)
+{
+	static const char *const fields[] = { "path", "recursive",
+		"includeEntry", "allowNetworkMounts", NULL };
+	char path[PATH_MAX_API];
+	struct api_error err;
+	const char *msg;
+	size_t mlen, n;
+	json_t *rec;
+	int rc;
+
+	if (e2b_envelope_one(r->req->body, r->req->body_len, &msg, &mlen) !=
+	    0) {
+		rq_error(r, API_EBADREQ,
+		    "The body is not one uncompressed Connect envelope");
+		return;
+	}
+	if ((r->body = rq_load_json(r, msg, mlen)) == NULL ||
+	    rq_fields(r, r->body, fields) || rpc_path(r, r->body, path) ||
+	    not_false(r, "includeEntry") || not_false(r, "allowNetworkMounts"))
+		return;
+	rec = json_object_get(r->body, "recursive");
+	if (rec != NULL && !json_is_boolean(rec) && !json_is_null(rec)) {
+		rq_error(r, API_EBADREQ, "recursive must be a boolean");
+		return;
+	}
+	/* keep's events name "/dir/x": the directory without a trailing
+	 * slash, "/" itself kept. */
+	for (n = strlen(path); n > 1 && path[n - 1] == '/'; n--)
+		path[n - 1] = '\0';
+	/* Before the watch: its pending reply takes these as it is made
+	 * (api_defer), so even an event sent inside the op (ready) goes
+	 * out as envd's. */
+	if ((r->e2b_watch = strdup(path)) == NULL) {
+		rq_error(r, API_EINTERNAL, "Out of memory");
+		return;
+	}
+	r->e2b_watch_recursive = json_is_true(rec);
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->file_watch(BE(r)->ctx, &r->call, r->id, path, &err);
+	/* Not taken: no pending reply was made. */
+	free(r->e2b_watch);
+	r->e2b_watch = NULL;
+	if (rc == API_PENDING && r->pending != NULL)
+		return;
+	if (rc == API_OK || rc == API_PENDING)
+		rc = API_EINTERNAL;
+	rq_backend_error(r, rc, &err);
+}

@@ -158,6 +158,10 @@ struct api_pending {
 	 * run's first sign of life; sessions are listed for their input. */
 	int ws, ws_up, ws_gone;
 	int e2b_pty; /* an E2B pty (api_e2b_rpc.c), listed with them */
+	/* E2B's WatchDir (api_watch.c): the watched directory (malloc),
+	 * whose events go out as envd's, nested ones only if recursive. */
+	char *e2b_watch;
+	int e2b_watch_recursive;
 	char ws_head[256];
 	struct api_pending *ws_next;
 };
@@ -172,6 +176,10 @@ struct rq {
 	char client_request_id[40]; /* the client's X-Request-Id, or "" */
 	char id[API_ID_MAX + 1]; /* {id} from the path, or "" */
 	char tail[API_ID_MAX + 1]; /* {name} for images */
+	/* E2B's WatchDir: what its pending reply takes (api_defer), before
+	 * the watch's first event, which may come inside the op. */
+	char *e2b_watch;
+	int e2b_watch_recursive;
 	struct api_principal who;
 	struct api_call call;
 	json_t *body;
@@ -393,6 +401,7 @@ void api_pty_unlink(struct api_pending *);
 struct api_pending *api_pty_find(
     struct api *, const char *sandbox, uint64_t pid);
 void h_e2b_process_input(struct rq *);
+void h_e2b_watch_dir(struct rq *);
 void h_e2b_process_update(struct rq *);
 void e2b_process_reply(struct rq *, struct api_run_result *);
 /* A cell's reply for a default context that was not found: forgotten. */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "host/api/api_int.h"
+#include "host/api/e2b_wire.h"
 
 #define WATCH_PATH_MAX 1024
 
@@ -63,6 +64,69 @@ stream_event_text(struct http_buf *ev, const char *event, const char *data_json)
 	http_buf_printf(ev, "event: %s\ndata: %s\n\n", event, data_json);
 }
 
+static void
+envelope_json(struct http_buf *ev, unsigned flags, json_t *o)
+{
+	char *s = o != NULL ? json_dumps(o, JSON_COMPACT) : NULL;
+
+	json_decref(o);
+	if (s == NULL) {
+		ev->oom = 1;
+		return;
+	}
+	e2b_envelope_put(ev, flags, s, strlen(s));
+	free(s);
+}
+
+/*
+ * A watch event as envd's WatchDirResponse (Connect JSON): ready is
+ * start, created, modified and deleted are EVENT_TYPE_CREATE, _WRITE
+ * and _REMOVE with the path relative to the watched directory (nested
+ * ones only when recursive), a keep-alive is keepalive; dropped has no
+ * counterpart and is left out.
+ */
+static void
+e2b_watch_event(struct api_pending *p, struct http_buf *ev, const char *event,
+    const char *data_json)
+{
+	static const struct {
+		const char *keep, *envd;
+	} types[] = { { "created", "EVENT_TYPE_CREATE" },
+		{ "modified", "EVENT_TYPE_WRITE" },
+		{ "deleted", "EVENT_TYPE_REMOVE" } };
+	const char *path, *rel, *type = NULL;
+	size_t rl = strlen(p->e2b_watch);
+	json_t *d;
+
+	if (event == NULL) {
+		envelope_json(ev, 0, json_pack("{s:{}}", "keepalive"));
+		return;
+	}
+	if (strcmp(event, "ready") == 0) {
+		envelope_json(ev, 0, json_pack("{s:{}}", "start"));
+		return;
+	}
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (strcmp(event, types[i].keep) == 0)
+			type = types[i].envd;
+	if (type == NULL ||
+	    (d = json_loads(data_json, JSON_DECODE_ANY, NULL)) == NULL)
+		return;
+	path = json_string_value(json_object_get(d, "path"));
+	/* "/" is watched as "/": its children are "/name". */
+	if (rl == 1)
+		rl = 0;
+	if (path != NULL && strncmp(path, p->e2b_watch, rl) == 0 &&
+	    path[rl] == '/' && path[rl + 1] != '\0') {
+		rel = path + rl + 1;
+		if (p->e2b_watch_recursive || strchr(rel, '/') == NULL)
+			envelope_json(ev, 0,
+			    json_pack("{s:{s:s,s:s}}", "filesystem", "name",
+			        rel, "type", type));
+	}
+	json_decref(d);
+}
+
 void
 api_stream_event(
     struct api_pending *p, const char *event, const char *data_json)
@@ -76,7 +140,10 @@ api_stream_event(
 		stream_head(p, &out);
 		p->streaming = 1;
 	}
-	stream_event_text(&ev, event, data_json);
+	if (p->e2b_watch != NULL)
+		e2b_watch_event(p, &ev, event, data_json);
+	else
+		stream_event_text(&ev, event, data_json);
 	stream_chunk(p, &out, ev.data, ev.len);
 	if (!ev.oom && !out.oom && a->resume_fn != NULL)
 		a->resume_fn(
@@ -98,7 +165,10 @@ api_stream_end(struct api_pending *p, const char *event, const char *data_json)
 		stream_head(p, &out);
 		p->streaming = 1;
 	}
-	if (event != NULL)
+	if (p->e2b_watch != NULL)
+		/* envd's watch ends cleanly: {} as the stream's end. */
+		e2b_envelope_put(&ev, E2B_ENV_END, "{}", 2);
+	else if (event != NULL)
 		stream_event_text(&ev, event, data_json);
 	stream_chunk(p, &out, ev.data, ev.len);
 	if (!p->http10)
@@ -117,5 +187,6 @@ api_stream_end(struct api_pending *p, const char *event, const char *data_json)
 	http_buf_free(&out);
 	http_buf_free(&p->acc_out);
 	http_buf_free(&p->acc_err);
+	free(p->e2b_watch);
 	free(p);
 }

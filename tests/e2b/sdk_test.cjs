@@ -391,6 +391,7 @@ async function commands() {
 	check('a command past its timeout is stopped',
 	    t !== null, t && t.message);
 	await pty(sh);
+	await watch(sh);
 	await sh.kill();
 }
 
@@ -408,6 +409,11 @@ async function timeouts() {
 	const alive = await s.commands.run('echo alive');
 	check('past its first end, the sandbox and the SDK\'s token still work',
 	    alive.stdout === 'alive\n', alive);
+	const c = await Sandbox.connect(s.sandboxId, { timeoutMs: 90_000 });
+	const viaConnect = (await c.getInfo()).endAt;
+	check('Sandbox.connect with timeoutMs moves the end to that long from now',
+	    viaConnect - Date.now() > 80_000 && viaConnect - Date.now() <= 91_000,
+	    viaConnect);
 	await s.setTimeout(1000);
 	await new Promise((r) => setTimeout(r, 2500));
 	check('setTimeout(1 s) ends it sooner: not running after',
@@ -418,6 +424,39 @@ async function timeouts() {
 	const bad = await threw(() => Sandbox.setTimeout('sbx-nosuchsandboxhere0', 0));
 	check('setTimeout(0) or of no sandbox is an error', bad !== null,
 	    bad && bad.name);
+}
+
+// files.watchDir: envd's WatchDir stream over keep's files/watch.
+async function watch(sh) {
+	const until = async (f) => {
+		for (let i = 0; i < 100 && !f(); i++)
+			await new Promise((r) => setTimeout(r, 100));
+		return f();
+	};
+	await sh.files.makeDir('/w/watched/sub');
+	const flat = [], deep = [];
+	const w1 = await sh.files.watchDir('/w/watched', (e) => flat.push(e));
+	const w2 = await sh.files.watchDir('/w/watched', (e) => deep.push(e),
+	    { recursive: true });
+	const named = (l, n, t) => l.some((e) => e.name === n && e.type === t);
+	// keep tells one event per path within 100 ms: the removal waits
+	// for the creation to be told.
+	await sh.files.write('/w/watched/a.txt', 'x');
+	check('watchDir: a file written through the SDK is told (create)',
+	    await until(() => named(flat, 'a.txt', 'create')), flat);
+	await sh.commands.run('echo y > /w/watched/sub/deep.txt; rm /w/watched/a.txt');
+	check('watchDir: a file the guest removes is told (remove)',
+	    await until(() => named(flat, 'a.txt', 'remove')), flat);
+	check('watchDir recursive: a nested file, by its relative name',
+	    await until(() => named(deep, 'sub/deep.txt', 'create')), deep);
+	check('watchDir without recursive leaves nested ones out',
+	    !flat.some((e) => e.name.includes('/')), flat);
+	await w1.stop();
+	await w2.stop();
+	const missing = await threw(() => sh.files.watchDir('/w/none', () => {}));
+	check('watchDir of a missing directory is FileNotFoundError, as envd\'s',
+	    missing && missing.name === 'FileNotFoundError',
+	    missing && [missing.name, missing.message]);
 }
 
 // A terminal: pty.create, its output by onData, sendInput, resize, kill.

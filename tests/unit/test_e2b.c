@@ -266,8 +266,13 @@ test_create_get_kill(void **state)
 	    jstr(j, "trafficAccessToken"), jstr(j, "envdAccessToken"));
 	json_decref(j);
 	resp_free(&r);
+	/* With a timeout: the end moves first (from now), as setTimeout's. */
 	call(e, "POST", path, "X-API-KEY: admin\r\n", "{\"timeout\":60}", 14,
 	    &r);
+	assert_int_equal(r.status, 201);
+	resp_free(&r);
+	call(
+	    e, "POST", path, "X-API-KEY: admin\r\n", "{\"timeout\":0}", 13, &r);
 	assert_int_equal(r.status, 400);
 	resp_free(&r);
 
@@ -795,8 +800,10 @@ envelopes(const struct resp *r)
 	return arr;
 }
 
+/* One enveloped Connect request to a server-streaming route. */
 static void
-start(struct env *e, const char *json, const char *extra, struct resp *r)
+rpc_stream(struct env *e, const char *target, const char *json,
+    const char *extra, struct resp *r)
 {
 	char head[4096];
 	struct http_buf b;
@@ -807,8 +814,14 @@ start(struct env *e, const char *json, const char *extra, struct resp *r)
 	    "E2b-Sandbox-Id: %s\r\nX-Access-Token: %s\r\n"
 	    "Content-Type: application/connect+json\r\n%s",
 	    e->sbx, e->tok, extra != NULL ? extra : "");
-	call(e, "POST", "/e2b/process.Process/Start", head, b.data, b.len, r);
+	call(e, "POST", target, head, b.data, b.len, r);
 	http_buf_free(&b);
+}
+
+static void
+start(struct env *e, const char *json, const char *extra, struct resp *r)
+{
+	rpc_stream(e, "/e2b/process.Process/Start", json, extra, r);
 }
 
 static void
@@ -1187,6 +1200,40 @@ test_rpc_list_signal(void **state)
 	resp_free(&r);
 }
 
+/* WatchDir: its request checked before keep's files/watch, whose refusal
+ * (this backend serves no watch) is the stream's end. */
+static void
+test_rpc_watch_dir(void **state)
+{
+	struct env *e = *state;
+	static const char target[] = "/e2b/filesystem.Filesystem/WatchDir";
+	static const char *const bad[] = {
+		"{}",
+		"{\"path\":\"\"}",
+		"{\"path\":\"/d\",\"recursive\":1}",
+		"{\"path\":\"/d\",\"x\":1}",
+		"{\"path\":\"/../etc\"}",
+		"[]",
+	};
+	struct resp r;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		rpc_stream(e, target, bad[i], NULL, &r);
+		stream_error(&r, "invalid_argument");
+		resp_free(&r);
+	}
+	rpc_stream(
+	    e, target, "{\"path\":\"/d\",\"includeEntry\":true}", NULL, &r);
+	stream_error(&r, "unimplemented");
+	resp_free(&r);
+	rpc_stream(e, target,
+	    "{\"path\":\"/d/\",\"recursive\":true,\"includeEntry\":false,"
+	    "\"allowNetworkMounts\":false}",
+	    NULL, &r);
+	stream_error(&r, "unimplemented");
+	resp_free(&r);
+}
+
 /* SendInput and Update reach a pty by its pid: malformed requests are
  * 400, a pid that is no pty of the sandbox 404, a command's stdin 501. */
 static void
@@ -1256,6 +1303,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_routes_checked_as),
 		T(test_rpc_pty_input),
+		T(test_rpc_watch_dir),
 		T(test_create_get_kill),
 		T(test_list),
 		T(test_credentials),
