@@ -461,20 +461,11 @@ h_e2b_sandbox_connect(struct rq *r)
 	struct api_sandbox sb;
 	struct api_token tok;
 	struct api_error err;
-	uint64_t t = 0;
 	json_t *o, *m;
 	int rc;
 
-	if (r->body != NULL &&
-	    (rq_fields(r, r->body, fields) ||
-	        rq_uint(r, r->body, "timeout", MAX_TTL_S, &t)))
+	if (r->body != NULL && rq_fields(r, r->body, fields))
 		return;
-	if (r->body != NULL && json_object_get(r->body, "timeout") != NULL &&
-	    !json_is_null(json_object_get(r->body, "timeout")) && t == 0) {
-		rq_error(r, API_EBADREQ, "timeout must be 1 to %llu seconds",
-		    (unsigned long long)MAX_TTL_S);
-		return;
-	}
 	/* Restore or reboot: a keep sandbox was never paused. */
 	if (r->body != NULL &&
 	    (m = json_object_get(r->body, "memory")) != NULL &&
@@ -482,18 +473,14 @@ h_e2b_sandbox_connect(struct rq *r)
 		rq_error(r, API_EBADREQ, "Field memory must be a boolean");
 		return;
 	}
+	if (r->body != NULL) {
+		if ((rc = rq_sandbox_end(r, "timeout", &sb)) < 0)
+			return;
+		if (rc == 0)
+			sandbox_release(&sb);
+	}
 	memset(&tok, 0, sizeof(tok));
 	memset(&err, 0, sizeof(err));
-	if (t != 0) {
-		memset(&sb, 0, sizeof(sb));
-		rc = BE(r)->sandbox_timeout(
-		    BE(r)->ctx, &r->call, r->id, t, &sb, &err);
-		api_kv_free(sb.metadata, sb.nmetadata);
-		if (rc != API_OK) {
-			rq_backend_error(r, rc, &err);
-			return;
-		}
-	}
 	rc = BE(r)->sandbox_token(BE(r)->ctx, &r->call, r->id, &tok, &err);
 	if (rc != API_OK) {
 		rq_backend_error(r, rc, &err);
@@ -515,27 +502,18 @@ h_e2b_sandbox_timeout(struct rq *r)
 {
 	static const char *const fields[] = { "timeout", NULL };
 	struct api_sandbox sb;
-	struct api_error err;
-	uint64_t t = 0;
-	int rc;
 
-	if (rq_fields(r, r->body, fields) ||
-	    rq_uint(r, r->body, "timeout", MAX_TTL_S, &t))
+	if (rq_fields(r, r->body, fields))
 		return;
-	if (t == 0) {
-		rq_error(r, API_EBADREQ, "timeout must be 1 to %llu seconds",
-		    (unsigned long long)MAX_TTL_S);
+	switch (rq_sandbox_end(r, "timeout", &sb)) {
+	case 1:
+		rq_error(r, API_EBADREQ, "Missing field: timeout");
 		return;
-	}
-	memset(&sb, 0, sizeof(sb));
-	memset(&err, 0, sizeof(err));
-	rc = BE(r)->sandbox_timeout(BE(r)->ctx, &r->call, r->id, t, &sb, &err);
-	api_kv_free(sb.metadata, sb.nmetadata);
-	if (rc != API_OK) {
-		rq_backend_error(r, rc, &err);
+	case 0:
+		sandbox_release(&sb);
+		rq_no_content(r);
 		return;
 	}
-	rq_no_content(r);
 }
 
 void

@@ -402,6 +402,12 @@ struct api_pending *api_pty_find(
     struct api *, const char *sandbox, uint64_t pid);
 void h_e2b_process_input(struct rq *);
 void h_e2b_watch_dir(struct rq *);
+/* The request's sandbox ends the body's key (seconds, 1 to 30 days) from
+ * now (api_routes.c): 0 with *sb as it is then (sandbox_release it), 1
+ * when the key is absent or null (nothing moved), -1 with the refusal
+ * sent. keep's POST .../timeout, E2B's setTimeout and connect. */
+int rq_sandbox_end(struct rq *, const char *key, struct api_sandbox *sb);
+void sandbox_release(struct api_sandbox *);
 void h_e2b_process_update(struct rq *);
 void e2b_process_reply(struct rq *, struct api_run_result *);
 /* A cell's reply for a default context that was not found: forgotten. */

@@ -89,7 +89,7 @@ sandbox_json(const struct api_sandbox *s)
 	return o;
 }
 
-static void
+void
 sandbox_release(struct api_sandbox *s)
 {
 	api_kv_free(s->metadata, s->nmetadata);
@@ -399,6 +399,35 @@ h_sandbox_delete(struct rq *r)
 	rq_no_content(r);
 }
 
+int
+rq_sandbox_end(struct rq *r, const char *key, struct api_sandbox *sb)
+{
+	struct api_error err;
+	uint64_t ttl = 0;
+	json_t *v = json_object_get(r->body, key);
+	int rc;
+
+	memset(sb, 0, sizeof(*sb));
+	if (rq_uint(r, r->body, key, MAX_TTL_S, &ttl))
+		return -1;
+	if (v == NULL || json_is_null(v))
+		return 1;
+	if (ttl == 0) {
+		rq_error(r, API_EBADREQ, "%s must be 1 to %llu seconds", key,
+		    (unsigned long long)MAX_TTL_S);
+		return -1;
+	}
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->sandbox_timeout(BE(r)->ctx, &r->call, r->id, ttl, sb, &err);
+	if (rc != API_OK) {
+		sandbox_release(sb);
+		rq_backend_error(r, rc, &err);
+		return -1;
+	}
+	sb->id[sizeof(sb->id) - 1] = '\0';
+	return 0;
+}
+
 /* POST /v1/sandboxes/{id}/timeout {"ttl_s"}: the sandbox ends ttl_s
  * from now; the answer is the sandbox, its new expires_at in it. */
 static void
@@ -406,30 +435,18 @@ h_sandbox_timeout(struct rq *r)
 {
 	static const char *const fields[] = { "ttl_s", NULL };
 	struct api_sandbox sb;
-	struct api_error err;
-	uint64_t ttl = 0;
-	int rc;
 
-	if (rq_fields(r, r->body, fields) ||
-	    rq_uint(r, r->body, "ttl_s", MAX_TTL_S, &ttl))
+	if (rq_fields(r, r->body, fields))
 		return;
-	if (ttl == 0) {
-		rq_error(r, API_EBADREQ, "ttl_s must be 1 to %llu",
-		    (unsigned long long)MAX_TTL_S);
+	switch (rq_sandbox_end(r, "ttl_s", &sb)) {
+	case 1:
+		rq_error(r, API_EBADREQ, "Missing field: ttl_s");
 		return;
-	}
-	memset(&sb, 0, sizeof(sb));
-	memset(&err, 0, sizeof(err));
-	rc =
-	    BE(r)->sandbox_timeout(BE(r)->ctx, &r->call, r->id, ttl, &sb, &err);
-	if (rc != API_OK) {
+	case 0:
+		rq_json(r, 200, sandbox_json(&sb));
 		sandbox_release(&sb);
-		rq_backend_error(r, rc, &err);
 		return;
 	}
-	sb.id[sizeof(sb.id) - 1] = '\0';
-	rq_json(r, 200, sandbox_json(&sb));
-	sandbox_release(&sb);
 }
 
 /* A sandbox's write lock, for agents whose policy says `lock writes`. */
