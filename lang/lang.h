@@ -87,7 +87,7 @@ enum lang_stmt_kind {
 	LANG_S_PROCESSES, /* guest processes a run may have at once */
 	LANG_S_SECRET, /* secrets it may inject (docs/secrets.md) */
 	LANG_S_ISOLATION, /* the guest platform its runs need */
-	LANG_S_EXPOSE /* the guest ports it may reach (docs/ports) */
+	LANG_S_EXPOSE /* guest ports it may reach (docs/policy-language.md) */
 };
 
 /* isolation's value (lang_stmt.value) */

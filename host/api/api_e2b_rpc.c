@@ -446,21 +446,10 @@ program(const char *cmd)
 static const char *
 pty_term(const struct api_kv *env, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		const char *v = env[i].value;
-		size_t k;
-
-		if (strcmp(env[i].key, "TERM") != 0)
-			continue;
-		for (k = 0; v[k] != '\0' && k <= 32; k++)
-			if (!((v[k] >= 'a' && v[k] <= 'z') ||
-			        (v[k] >= 'A' && v[k] <= 'Z') ||
-			        (v[k] >= '0' && v[k] <= '9') || v[k] == '-' ||
-			        v[k] == '.' || v[k] == '+'))
-				break;
-		if (v[k] == '\0' && k >= 1 && k <= 32)
-			return v;
-	}
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(env[i].key, "TERM") == 0 &&
+		    api_term_name_ok(env[i].value))
+			return env[i].value;
 	return "xterm-256color";
 }
 
@@ -626,6 +615,30 @@ h_e2b_process_start(struct rq *r)
 	free(env);
 }
 
+/* {"pid": N} of a request's "process": the pid, or 0 (a 400 sent). */
+static uint64_t
+rpc_pid(struct rq *r)
+{
+	static const char *const pfields[] = { "pid", "tag", NULL };
+	json_t *p = json_object_get(r->body, "process"), *pid;
+
+	if (json_is_object(p) && json_object_get(p, "tag") != NULL) {
+		rq_error(r, API_EBADREQ,
+		    "a process by tag is not served: keep's runs have pids");
+		return 0;
+	}
+	if (!json_is_object(p) || rq_fields(r, p, pfields) ||
+	    !json_is_integer(pid = json_object_get(p, "pid")) ||
+	    json_integer_value(pid) <= 0 ||
+	    json_integer_value(pid) > UINT32_MAX) {
+		if (r->status == 0)
+			rq_error(r, API_EBADREQ,
+			    "process must be {\"pid\": a run's pid}");
+		return 0;
+	}
+	return (uint64_t)json_integer_value(pid);
+}
+
 /* --- process.Process/List and SendSignal --------------------------------- */
 
 /*
@@ -706,75 +719,37 @@ void
 h_e2b_process_signal(struct rq *r)
 {
 	static const char *const fields[] = { "process", "signal", NULL };
-	static const char *const pfields[] = { "pid", "tag", NULL };
 	struct api_error err;
-	json_t *p, *pid;
+	uint64_t pid;
 	int sig, rc;
 
-	if (rq_fields(r, r->body, fields))
+	if (rq_fields(r, r->body, fields) || (pid = rpc_pid(r)) == 0)
 		return;
-	if (!json_is_object(p = json_object_get(r->body, "process")) ||
-	    rq_fields(r, p, pfields))
-		goto bad;
-	if (json_object_get(p, "tag") != NULL) {
-		rq_error(r, API_EBADREQ,
-		    "a process by tag is not served: keep's runs have pids");
-		return;
-	}
-	pid = json_object_get(p, "pid");
-	if (!json_is_integer(pid) || json_integer_value(pid) <= 0 ||
-	    json_integer_value(pid) > UINT32_MAX)
-		goto bad;
 	if ((sig = rpc_signal(json_object_get(r->body, "signal"))) < 0) {
 		rq_error(r, API_EBADREQ,
 		    "signal must be SIGNAL_SIGKILL or SIGNAL_SIGTERM");
 		return;
 	}
 	memset(&err, 0, sizeof(err));
-	rc = BE(r)->kill(BE(r)->ctx, &r->call, r->id,
-	    (uint64_t)json_integer_value(pid), sig, &err);
+	rc = BE(r)->kill(BE(r)->ctx, &r->call, r->id, pid, sig, &err);
 	if (rc != API_OK) {
 		rq_backend_error(r, rc, &err);
 		return;
 	}
 	rq_json(r, 200, json_object());
-	return;
-bad:
-	rq_error(r, API_EBADREQ, "process must be {\"pid\": a run's pid}");
 }
 
 /* --- process.Process/SendInput and Update ---------------------------------- */
 
-/* {"pid": N} of a request's "process": the pid, or 0 (a 400 sent). */
-static uint64_t
-rpc_pid(struct rq *r)
-{
-	static const char *const pfields[] = { "pid", "tag", NULL };
-	json_t *p = json_object_get(r->body, "process"), *pid;
-
-	if (json_is_object(p) && json_object_get(p, "tag") != NULL) {
-		rq_error(r, API_EBADREQ,
-		    "a process by tag is not served: keep's runs have pids");
-		return 0;
-	}
-	if (!json_is_object(p) || rq_fields(r, p, pfields) ||
-	    !json_is_integer(pid = json_object_get(p, "pid")) ||
-	    json_integer_value(pid) <= 0 ||
-	    json_integer_value(pid) > UINT32_MAX) {
-		if (r->status == 0)
-			rq_error(r, API_EBADREQ,
-			    "process must be {\"pid\": a run's pid}");
-		return 0;
-	}
-	return (uint64_t)json_integer_value(pid);
-}
-
 /* The pty of pid in the request's sandbox, or NULL (a 404 sent). A
- * command's pid is no pty: its input is not served. */
+ * command's pid is no pty: its input is not served. Only the principal
+ * that started it reaches it: another allowed the terminal route on the
+ * sandbox's id is not its owner (the vmm checks ownership when a run
+ * starts, not for each piece of its input). */
 static struct api_pending *
 rpc_pty(struct rq *r, uint64_t pid)
 {
-	struct api_pending *p = api_pty_find(r->api, r->id, pid);
+	struct api_pending *p = api_pty_find(r->api, r->id, r->who.sub, pid);
 
 	if (p == NULL)
 		rq_error(r, API_ENOTFOUND,

@@ -399,7 +399,9 @@ void e2b_process_output(struct http_buf *, int started, uint64_t pid,
 void api_pty_link(struct api *, struct api_pending *);
 void api_pty_unlink(struct api_pending *);
 struct api_pending *api_pty_find(
-    struct api *, const char *sandbox, uint64_t pid);
+    struct api *, const char *sandbox, const char *principal, uint64_t pid);
+/* A terminal type's name keep passes as TERM: 1 to 32 of [A-Za-z0-9.+-]. */
+int api_term_name_ok(const char *);
 void h_e2b_process_input(struct rq *);
 void h_e2b_watch_dir(struct rq *);
 /* The request's sandbox ends the body's key (seconds, 1 to 30 days) from

@@ -22,6 +22,20 @@
 #define BE(r) ((r)->api->be)
 #define TERM_DIM_MAX 1000
 
+int
+api_term_name_ok(const char *s)
+{
+	size_t i;
+
+	for (i = 0; s[i] != '\0' && i <= 32; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+		        (s[i] >= 'A' && s[i] <= 'Z') ||
+		        (s[i] >= '0' && s[i] <= '9') || s[i] == '-' ||
+		        s[i] == '.' || s[i] == '+'))
+			return 0;
+	return s[i] == '\0' && i >= 1 && i <= 32;
+}
+
 /* Whether the header's comma-separated list holds token (any case). */
 static int
 header_has(const struct http_request *req, const char *name, const char *token)
@@ -80,7 +94,6 @@ h_terminal(struct rq *r)
 	struct api_error err;
 	struct api_pending *p;
 	char term[40], accept[29];
-	size_t i;
 	int rc, have;
 
 	key = http_find_header(r->req, "sec-websocket-key");
@@ -104,13 +117,7 @@ h_terminal(struct rq *r)
 		return;
 	if (!have)
 		strlcpy(term, "xterm-256color", sizeof(term));
-	for (i = 0; term[i] != '\0'; i++)
-		if (!((term[i] >= 'a' && term[i] <= 'z') ||
-		        (term[i] >= 'A' && term[i] <= 'Z') ||
-		        (term[i] >= '0' && term[i] <= '9') || term[i] == '-' ||
-		        term[i] == '.' || term[i] == '+'))
-			break;
-	if (term[i] != '\0' || i == 0 || i > 32) {
+	if (!api_term_name_ok(term)) {
 		rq_error(r, API_EBADREQ, "term must be a terminal type's name");
 		return;
 	}
@@ -169,13 +176,15 @@ api_pty_unlink(struct api_pending *p)
 }
 
 struct api_pending *
-api_pty_find(struct api *a, const char *sandbox, uint64_t pid)
+api_pty_find(
+    struct api *a, const char *sandbox, const char *principal, uint64_t pid)
 {
 	struct api_pending *p;
 
 	for (p = a->ws; p != NULL; p = p->ws_next)
 		if (p->e2b_pty && !p->ws_gone && p->run_pid == pid &&
-		    pid != 0 && strcmp(p->target, sandbox) == 0)
+		    pid != 0 && strcmp(p->target, sandbox) == 0 &&
+		    strcmp(p->who.sub, principal) == 0)
 			return p;
 	return NULL;
 }

@@ -479,6 +479,19 @@ async function pty(sh) {
 	await sh.pty.sendInput(term.pid, enc.encode('stty size\r'));
 	check('pty.resize is what the shell reads as its size',
 	    await until(/30 100/), screen);
+	// Another principal, even one its policy lets use a terminal, does
+	// not reach this pty by the sandbox's id and the pid.
+	const other = await fetch(process.env.E2B_SANDBOX_URL +
+	    '/process.Process/SendInput', {
+		method: 'POST',
+		headers: { 'Content-Type': 'application/json',
+			'X-Access-Token': process.env.KEEP_OTHER_KEY,
+			'E2b-Sandbox-Id': sh.sandboxId },
+		body: JSON.stringify({ process: { pid: term.pid },
+			input: { pty: Buffer.from('echo other\r').toString('base64') } }),
+	});
+	check("another principal's SendInput to the pty is not_found",
+	    other.status === 404, other.status);
 	const none = await threw(() => sh.pty.sendInput(999999, enc.encode('x')));
 	check('sendInput to a pid that is no pty is NotFoundError',
 	    none && none.name === 'NotFoundError', none && [none.name, none.message]);
