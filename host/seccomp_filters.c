@@ -201,6 +201,7 @@ const struct seccomp_filter seccomp_policy = { "policy", policy_rules,
 	    R(linkat, "guest hard links within the workspace"),                \
 	    R(renameat2, "guest rename, RENAME_NOREPLACE and EXCHANGE"),       \
 	    R(fallocate, "guest fallocate, counted against the quota"),        \
+	    R(flock, "guest flock on a workspace file (vmm/sys_lock.c)"),      \
 	    R(umask, "the guest's umask is applied by the VMM instead"),       \
 	    RA(socketpair, 0, AF_UNIX,                                         \
 	        "a guest socketpair is a host one (vmm/sys_socket.c)"),        \

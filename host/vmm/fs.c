@@ -1011,7 +1011,7 @@ fcntl_fd(struct vm *vm, uint64_t fd, uint64_t cmd, uint64_t arg)
 			return nfd;
 		goto dup;
 	default:
-		return -EINVAL;
+		return vm_fcntl_lock(vm, f, cmd, arg);
 	}
 dup:
 	if ((rc = vm_fd_copy(vm, f, nfd, cmd == F_DUPFD_CLOEXEC)) != 0)

@@ -71,6 +71,12 @@ uint64_t vm_quota_used(const struct vm *);
  * tree forked from here shares (vm_fs_init, a template's clone). */
 int vm_quota_start(struct vm *);
 
+/* ---- sys_lock.c ---- */
+
+/* fcntl's lock requests on descriptor f (F_GETLK, F_SETLK, F_SETLKW
+ * and their OFD forms); -EINVAL for any other command. */
+int64_t vm_fcntl_lock(struct vm *, struct vfd *f, uint64_t cmd, uint64_t arg);
+
 /* ---- procfs.c ---- */
 
 /* Whether path is under the synthetic /proc or /dev. */

@@ -482,6 +482,20 @@ has_children(struct vm *vm)
 	return 0;
 }
 
+int32_t
+vm_guest_pid_of(struct vm *vm, pid_t hp)
+{
+	unsigned i;
+
+	if (vm->tree == NULL)
+		return hp == getpid() ? vm->pid : 0;
+	for (i = 0; i < vm->tree->nslots; i++)
+		if (w_state(LOAD(&vm->tree->slot[i].word)) == SLOT_LIVE &&
+		    LOAD(&vm->tree->slot[i].host_pid) == hp)
+			return LOAD(&vm->tree->slot[i].guest_pid);
+	return 0;
+}
+
 /* The host pid of a child of ours that the table says has ended (gpid
  * > 0: that one; else any), or 0. */
 static pid_t

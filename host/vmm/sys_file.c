@@ -967,10 +967,3 @@ sys_fallocate(struct vm *vm, const uint64_t a[6])
 	vm_quota_settle(vm, reserved, before, f->hostfd);
 	return rc;
 }
-
-/* One process: no other holder can exist, so every lock is granted. */
-int64_t
-sys_flock(struct vm *vm, const uint64_t a[6])
-{
-	return vm_fd(vm, a[0]) != NULL ? 0 : -EBADF;
-}

@@ -159,9 +159,11 @@ static const struct vm_sysent linux_calls[] = {
 	PART(72, fcntl, sys_fcntl,
 	    "F_GETFD F_SETFD F_GETFL F_DUPFD F_DUPFD_CLOEXEC; F_SETFL sets "
 	    "O_NONBLOCK only; F_GETPIPE_SZ, F_SETPIPE_SZ (at most 1 MiB); "
-	    "no locks (EINVAL)"),
+	    "record locks, POSIX and OFD, the host's (sys_lock.c): a wait "
+	    "polls, no EDEADLK"),
 	PART(73, flock, sys_flock,
-	    "always granted: one process, no other holder"),
+	    "the host's lock on workspace files (sys_lock.c): a wait polls; "
+	    "granted at once on image files, pipes, sockets"),
 	PART(74, fsync, sys_fsync, "nothing to do: the host writes through"),
 	PART(75, fdatasync, sys_fdatasync,
 	    "nothing to do: the host writes through"),

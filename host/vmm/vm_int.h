@@ -427,6 +427,9 @@ int vm_signal_wait_fd(struct vm *, int hfd, short events);
 int vm_signal_fault(struct vm *, unsigned vector, uint64_t rip, uint64_t rsp,
     uint64_t rflags, uint64_t addr);
 
+/* The guest pid of the run's live process whose vm process is host pid
+ * hp, or 0. */
+int32_t vm_guest_pid_of(struct vm *, pid_t hp);
 /* A fresh thread id from the run's pid space. */
 int32_t vm_proc_new_tid(struct vm *);
 

@@ -31,7 +31,7 @@ main(void)
 	                                    up[8192] = "../../..";
 	const long vals[] = { 0, -1, 1, 3, -100, 0x1000, 0x7fffffffffffL,
 		(long)buf, (long)empty, (long)fd0, (long)null, (long)up,
-		1L << 40, 0x1fff };
+		1L << 40, 0x1fff, 6 /* F_SETLK */, 38 /* F_OFD_SETLKW */ };
 	const size_t nv = sizeof(vals) / sizeof(vals[0]);
 	size_t c, i, j, k;
 
