@@ -104,6 +104,7 @@ struct lang_item {
 	int cap; /* enum cap_id, -1 for exec, egress and secret items */
 	char *str; /* exec name, egress host or secret name */
 	uint16_t port; /* egress, expose: 0 = any port */
+	uint16_t port_last; /* expose: a range's last port (port if none) */
 	uint8_t http; /* egress: http allowed too */
 	uint8_t private_; /* egress: private addresses allowed */
 	/* Set by lang_check: the rule matters for some agent. */

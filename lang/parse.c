@@ -26,6 +26,7 @@ enum tok_type {
 	T_SLASH,
 	T_SEMI,
 	T_STAR,
+	T_DASH,
 	T_BAD
 };
 
@@ -83,6 +84,8 @@ tok_name(enum tok_type t)
 		return "';'";
 	case T_STAR:
 		return "'*'";
+	case T_DASH:
+		return "'-'";
 	case T_BAD:
 		break;
 	}
@@ -251,6 +254,9 @@ next(struct parser *p)
 			break;
 		case '*':
 			t->type = T_STAR;
+			break;
+		case '-':
+			t->type = T_DASH;
 			break;
 		default:
 			t->type = T_BAD;
@@ -578,25 +584,49 @@ take_port(struct parser *p, struct lang_loc loc, uint16_t *out)
 	return 0;
 }
 
-/* expose 8000, 3000, *: the ports of its sandboxes' guests a principal
- * may reach through the API (docs/policy-language.md); '*' is any. */
+/* expose 8000, 3000-3999, *: the ports of its sandboxes' guests a
+ * principal may reach through the API (docs/policy-language.md); a range
+ * holds both its ends; '*' is any. */
 static int
 parse_expose(struct parser *p, struct lang_stmt *s)
 {
 	struct lang_item *it;
 	struct lang_loc loc;
 	size_t cap = 0;
-	uint16_t port;
+	uint16_t port, last;
 
 	do {
 		loc = p->t.loc;
 		if (take_port(p, loc, &port) < 0)
 			return -1;
+		last = port;
+		if (port == 0 && p->t.type == T_DASH) {
+			lang_diag(p->f, LANG_ERROR, p->t.loc,
+			    "'*' is every port: no range starts at it");
+			return -1;
+		}
+		if (port != 0 && accept(p, T_DASH)) {
+			if (p->t.type == T_STAR) {
+				lang_diag(p->f, LANG_ERROR, p->t.loc,
+				    "a range ends at a port, not '*'");
+				return -1;
+			}
+			if (take_port(p, p->t.loc, &last) < 0)
+				return -1;
+			if (last <= port) {
+				lang_diag(p->f, LANG_ERROR, loc,
+				    "range %u-%u: its end must be above its "
+				    "start",
+				    port, last);
+				return -1;
+			}
+		}
 		if ((it = grow_items(p, s, &cap)) == NULL)
 			return -1;
 		it->loc = loc;
 		it->cap = -1;
 		it->port = port;
+		it->port_last = last;
 		it->rule = ++p->rule;
 	} while (accept(p, T_COMMA));
 	return 0;

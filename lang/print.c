@@ -155,6 +155,8 @@ stmt(struct out *o, const struct lang_stmt *s)
 				put(o, "%s *", i ? "," : "");
 			else
 				put(o, "%s %u", i ? "," : "", s->items[i].port);
+			if (s->items[i].port_last > s->items[i].port)
+				put(o, "-%u", s->items[i].port_last);
 		}
 		break;
 	case LANG_S_LOCK:

@@ -325,6 +325,8 @@ add_lists(struct build *b, struct policy_principal *pr, const uint32_t *clos,
 						p->expose = nv;
 					}
 					p->expose[p->nexpose].port = it->port;
+					p->expose[p->nexpose].last =
+					    it->port_last;
 					p->expose[p->nexpose].rule = it->rule;
 					p->expose[p->nexpose++].line =
 					    it->loc.line;

@@ -218,7 +218,8 @@ check_port(const struct policy *p, const struct policy_principal *pr,
 	for (i = 0; i < pr->nexpose; i++) {
 		const struct policy_expose *x = &p->expose[pr->expose_off + i];
 		if ((best == 0 || x->rule < best) &&
-		    (x->port == 0 || x->port == req->port)) {
+		    (x->port == 0 ||
+		        (req->port >= x->port && req->port <= x->last))) {
 			best = x->rule;
 			line = x->line;
 		}

@@ -93,7 +93,7 @@ struct policy_exec {
 
 /* A port of its guests a principal may reach (expose; 0: any). */
 struct policy_expose {
-	uint16_t port;
+	uint16_t port, last; /* port to last, both in; port 0: any */
 	uint32_t rule, line;
 };
 

@@ -67,7 +67,9 @@ walk(const struct lang_file *f, const struct lang_decl *d, int cap,
 				/* expose narrows sandbox:read to ports; it
 				 * allows nothing by itself */
 				if (req->port != 0 &&
-				    (it->port == 0 || it->port == req->port))
+				    (it->port == 0 ||
+				        (req->port >= it->port &&
+				            req->port <= it->port_last)))
 					consider(target, it);
 			} else if (s->kind == LANG_S_EGRESS &&
 			    cap == CAP_EGRESS) {

@@ -157,6 +157,19 @@ test_expose(void **state)
 	r = ask_port(fx, "d", "sandbox:read", 8000);
 	assert_false(r.allow);
 	assert_int_equal(r.reason, POLICY_R_DEFAULT);
+	/* a range holds both its ends and nothing past them */
+	build(fx,
+	    "agent \"r\" { allow sandbox:read\n expose 3000-3999, 8000 }\n");
+	assert_false(ask_port(fx, "r", "sandbox:read", 2999).allow);
+	r = ask_port(fx, "r", "sandbox:read", 3000);
+	assert_true(r.allow);
+	assert_int_equal(r.rule, 2); /* allow sandbox:read is rule 1 */
+	assert_true(ask_port(fx, "r", "sandbox:read", 3500).allow);
+	assert_true(ask_port(fx, "r", "sandbox:read", 3999).allow);
+	r = ask_port(fx, "r", "sandbox:read", 4000);
+	assert_false(r.allow);
+	assert_int_equal(r.reason, POLICY_R_TARGET);
+	assert_int_equal(ask_port(fx, "r", "sandbox:read", 8000).rule, 3);
 	/* a port with another capability is a malformed request */
 	build(fx, "agent \"e\" { allow exec, sandbox:read\n expose * }\n");
 	r = ask_port(fx, "e", "exec", 8000);
