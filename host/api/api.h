@@ -212,6 +212,10 @@ struct api_command {
 	const char *stdin_data;
 	size_t stdin_len;
 	uint64_t timeout_ms;
+	/* 1: stdin is a pipe that terminal_input feeds (API_TERM_DATA, then
+	 * API_TERM_EOF) while the run streams; stdin_len is 0. Only with a
+	 * streaming reply (call->sse), never in the background. */
+	int stdin_stream;
 };
 
 struct api_run_result {
@@ -599,7 +603,8 @@ struct api_backend {
 	 * (api_defer, API_PENDING); its output comes as a streaming run's
 	 * does. terminal_input passes the client's input (API_TERM_DATA),
 	 * a new size (API_TERM_RESIZE) or the session's end (API_TERM_EOF)
-	 * to the run of that pending reply.
+	 * to the run of that pending reply; the same carries a command's
+	 * stdin stream (api_command.stdin_stream: data and its end).
 	 */
 	int (*terminal_open)(void *ctx, const struct api_call *, const char *id,
 	    const struct api_terminal *, struct api_error *err);

@@ -349,13 +349,22 @@ run_command(struct front_backend *fb, const struct api_call *call,
     const char *id, const struct api_command *c, uint64_t *bg_pid,
     fb_run_done_fn on_done, void *on_done_arg, struct api_error *err)
 {
+	/* A stdin stream is fed by later requests that find the run by its
+	 * pid, which only a streaming reply tells (its start). */
+	if (c->stdin_stream &&
+	    (bg_pid != NULL || on_done != NULL || !call->sse ||
+	        c->stdin_len != 0))
+		return fb_fail(err, API_EBADREQ,
+		    "A stdin stream needs a streaming reply and no stdin");
 	return run_start_flags(fb, call, id, c->cmd, c->args, c->nargs, c->env,
 	    c->nenv, c->stdin_data, c->stdin_len, c->timeout_ms, bg_pid,
-	    on_done, on_done_arg, NULL, NULL, c->cwd, 0, err);
+	    on_done, on_done_arg, NULL, NULL, c->cwd,
+	    c->stdin_stream ? RUN_F_STDIN : 0, err);
 }
 
 /* The terminal's input to the vmm for the run of pending p
- * (docs/terminal.md); data longer than one message goes in several. */
+ * (docs/terminal.md), or a command's stdin stream (RUN_F_STDIN); data
+ * longer than one message goes in several. */
 static void
 fb_terminal_input(void *arg, struct api_pending *p, int kind, const void *data,
     size_t len, unsigned cols, unsigned rows)

@@ -294,7 +294,7 @@ async function codeInterpreter() {
 	const stranger = new Sandbox({ sandboxId: sbx.sandboxId,
 		envdAccessToken: process.env.KEEP_OTHER_KEY,
 		trafficAccessToken: process.env.KEEP_OTHER_KEY,
-		envdVersion: '0.4.0' });
+		envdVersion: '0.5.2' });
 	const peek = await threw(() => stranger.runCode('x'));
 	check("nor run a cell in it with its own key",
 	    peek && peek.name === 'NotFoundError', peek && peek.message);
@@ -393,6 +393,7 @@ async function commands() {
 	await pty(sh);
 	await watch(sh);
 	await sh.kill();
+	await stdin();
 }
 
 // setTimeout moves a sandbox's end, later or sooner; the SDK's token
@@ -502,6 +503,68 @@ async function pty(sh) {
 	const gone = await threw(() => sh.pty.sendInput(term.pid, enc.encode('x')));
 	check('then sendInput to it is NotFoundError',
 	    gone && gone.name === 'NotFoundError', gone && gone.name);
+}
+
+// A command's stdin stream: stdin: true, sendStdin, closeStdin (envd
+// 0.5.2's). The shell image has bash and cat.
+async function stdin() {
+	const sh = await Sandbox.create('shell');
+	const outs = [];
+	const h = await sh.commands.run(
+	    '[ -t 0 ] && echo tty || echo pipe; cat; echo end',
+	    { background: true, stdin: true, onStdout: (d) => outs.push(d) });
+	await h.sendStdin('hello ');
+	await sh.commands.sendStdin(h.pid, new TextEncoder().encode('world\n'));
+	// Another principal, allowed exec in the same sandbox's routes,
+	// does not reach this command's stdin by the sandbox and the pid.
+	const other = await fetch(process.env.E2B_SANDBOX_URL +
+	    '/process.Process/SendInput', {
+		method: 'POST',
+		headers: { 'Content-Type': 'application/json',
+			'X-Access-Token': process.env.KEEP_OTHER_KEY,
+			'E2b-Sandbox-Id': sh.sandboxId },
+		body: JSON.stringify({ process: { pid: h.pid },
+			input: { stdin: Buffer.from('intruder\n').toString('base64') } }),
+	});
+	const otherBody = await other.json();
+	check("another principal's SendInput to the command's stdin is not_found",
+	    other.status === 404 && otherBody.code === 'not_found',
+	    [other.status, otherBody]);
+	await h.closeStdin();
+	const r = await h.wait();
+	check('sendStdin reaches the command (a pipe, not a tty), closeStdin ends its input',
+	    r.exitCode === 0 && r.stdout === 'pipe\nhello world\nend\n' &&
+	        outs.join('') === r.stdout,
+	    [r, outs]);
+	const after = await threw(() => sh.commands.sendStdin(h.pid, 'x'));
+	check('sendStdin after the command ended is NotFoundError',
+	    after && after.name === 'NotFoundError', after && [after.name, after.message]);
+	// Without stdin: true the command's stdin is empty, and input to it
+	// is refused as envd refuses it (failed_precondition).
+	const empty = await sh.commands.run('cat; echo done', { timeoutMs: 20000 });
+	check('without stdin: true a command reads an empty stdin',
+	    empty.stdout === 'done\n', empty);
+	const bg = await sh.commands.run('sleep 30', { background: true });
+	const no = await threw(() => sh.commands.sendStdin(bg.pid, 'x'));
+	check('sendStdin to a command started without stdin: true is refused',
+	    no && /stdin not enabled or closed/.test(no.message),
+	    no && [no.name, no.message]);
+	const noClose = await threw(() => sh.commands.closeStdin(bg.pid));
+	check('and so is closeStdin',
+	    noClose && /stdin not enabled or closed/.test(noClose.message),
+	    noClose && [noClose.name, noClose.message]);
+	await sh.commands.kill(bg.pid);
+	// closeStdin twice: the second is refused.
+	const c2 = await sh.commands.run('cat', { background: true, stdin: true });
+	await sh.commands.sendStdin(c2.pid, 'once');
+	await sh.commands.closeStdin(c2.pid);
+	const again = await threw(() => sh.commands.closeStdin(c2.pid));
+	const r2 = await c2.wait();
+	check('input after closeStdin is refused, and the command ends',
+	    r2.stdout === 'once' && (again === null ||
+	        /stdin not enabled or closed|not found/.test(again.message)),
+	    [r2, again && again.message]);
+	await sh.kill();
 }
 
 // The key's principal may not run bash (the policy's exec allowlist).

@@ -85,7 +85,7 @@ e2b POST /v2/sandboxes -H "X-API-KEY: $key" -H 'Content-Type: application/json' 
 e2b POST /v2/sandboxes -H "X-API-KEY: $key" -H 'Content-Type: application/json' \
     -d '{"templateID":"base","timeout":300}'
 sb=$(jget "$body" '["sandboxID"]'); tok=$(jget "$body" '["envdAccessToken"]')
-[ "$code" = 201 ] && [ "$(jget "$body" '["envdVersion"]')" = 0.4.0 ] &&
+[ "$code" = 201 ] && [ "$(jget "$body" '["envdVersion"]')" = 0.5.2 ] &&
 	[ "$tok" = "$(jget "$body" '["trafficAccessToken"]')" ] &&
 	ok "a sandbox: its token is envd's and the traffic token" || bad "create: $code $body"
 e2b GET /health -H "E2b-Sandbox-Id: $sb" -H "X-Access-Token: $tok"
