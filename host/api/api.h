@@ -610,6 +610,16 @@ struct api_backend {
 	    const struct api_terminal *, struct api_error *err);
 	void (*terminal_input)(void *ctx, struct api_pending *, int kind,
 	    const void *data, size_t len, unsigned cols, unsigned rows);
+	/*
+	 * A second reader of a streaming command (E2B's Connect): the
+	 * request of call defers its reply (api_defer, API_PENDING) and
+	 * gets the output of the run of pending run (whose pid is pid)
+	 * from now on, then its end, as the run's own reply does; nothing
+	 * of what went out before. API_ENOTFOUND: no such running run;
+	 * API_ERATE: it has as many readers as it takes.
+	 */
+	int (*run_attach)(void *ctx, const struct api_call *,
+	    struct api_pending *run, uint64_t pid, struct api_error *err);
 
 	/*
 	 * Secrets (docs/secrets.md). secret_put seals value (len bytes) and

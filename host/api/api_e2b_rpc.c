@@ -881,6 +881,53 @@ h_e2b_process_close_stdin(struct rq *r)
 	rq_json(r, 200, json_object());
 }
 
+/*
+ * ConnectRequest {"process":{"pid"}} in one envelope: another reader of
+ * a command's stream, which a Start of this principal's started in this
+ * sandbox and which still runs (commands.connect): the start event (its
+ * pid), what it writes from now on (not what it wrote before), its end.
+ * A pty is not attached to (pty output is a screen; not_found).
+ */
+void
+h_e2b_process_connect(struct rq *r)
+{
+	static const char *const fields[] = { "process", NULL };
+	struct api_pending *p;
+	struct api_error err;
+	const char *msg;
+	size_t mlen;
+	uint64_t pid;
+	int rc;
+
+	if (e2b_envelope_one(r->req->body, r->req->body_len, &msg, &mlen) !=
+	    0) {
+		rq_error(r, API_EBADREQ,
+		    "The body is not one uncompressed Connect envelope");
+		return;
+	}
+	if ((r->body = rq_load_json(r, msg, mlen)) == NULL ||
+	    rq_fields(r, r->body, fields) || (pid = rpc_pid(r)) == 0 ||
+	    (p = rpc_proc(r, pid)) == NULL)
+		return;
+	if (p->e2b_pty) {
+		rq_error(r, API_ENOTFOUND,
+		    "connecting to a pty is not served (a command's stream "
+		    "is)");
+		return;
+	}
+	if (BE(r)->run_attach == NULL) {
+		rq_error(r, API_ENOTIMPL, "Not implemented");
+		return;
+	}
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->run_attach(BE(r)->ctx, &r->call, p, pid, &err);
+	if (rc == API_PENDING && r->pending != NULL)
+		return;
+	if (rc == API_OK || rc == API_PENDING)
+		rc = API_EINTERNAL;
+	rq_backend_error(r, rc, &err);
+}
+
 /* UpdateRequest {"process":{"pid"},"pty":{"size":{"cols","rows"}}}. */
 void
 h_e2b_process_update(struct rq *r)

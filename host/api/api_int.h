@@ -416,6 +416,7 @@ struct api_pending *api_input_find(
 int api_term_name_ok(const char *);
 void h_e2b_process_input(struct rq *);
 void h_e2b_process_close_stdin(struct rq *);
+void h_e2b_process_connect(struct rq *);
 void h_e2b_watch_dir(struct rq *);
 /* The request's sandbox ends the body's key (seconds, 1 to 30 days) from
  * now (api_routes.c): 0 with *sb as it is then (sandbox_release it), 1

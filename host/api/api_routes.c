@@ -1839,6 +1839,10 @@ const struct api_route api_routes[] = {
 	{ HTTP_POST, "/e2b/process.Process/Start", h_e2b_process_start,
 	    CAP_EXEC, 0, 0, "e2b_process_start", 1, E2B_RPC_STREAM,
 	    "commands_run" },
+	/* Another reader of a command's output, decided as its input. */
+	{ HTTP_POST, "/e2b/process.Process/Connect", h_e2b_process_connect,
+	    CAP_EXEC, 0, 0, "e2b_process_connect", 1, E2B_RPC_STREAM,
+	    "terminal" },
 };
 const size_t api_nroutes = sizeof(api_routes) / sizeof(api_routes[0]);
 

@@ -564,6 +564,27 @@ async function stdin() {
 	    r2.stdout === 'once' && (again === null ||
 	        /stdin not enabled or closed|not found/.test(again.message)),
 	    [r2, again && again.message]);
+	// commands.connect: a second reader of a running command's stream
+	// gets its output from then on, and its end.
+	const first = await sh.commands.run('cat; echo bye',
+	    { background: true, stdin: true });
+	const seen = [];
+	const second = await sh.commands.connect(first.pid,
+	    { onStdout: (d) => seen.push(d) });
+	await sh.commands.sendStdin(first.pid, 'after\n');
+	await sh.commands.closeStdin(first.pid);
+	const [a1, a2] = await Promise.all([first.wait(), second.wait()]);
+	check('commands.connect to a running command: its output from then on, and its end',
+	    second.pid === first.pid && a2.exitCode === 0 &&
+	        a2.stdout === 'after\nbye\n' && a1.stdout === a2.stdout &&
+	        seen.join('') === a2.stdout,
+	    [a1, a2, seen]);
+	const nc = await threw(() => sh.commands.connect(999999));
+	check('commands.connect to a pid that is no running command is NotFoundError',
+	    nc && nc.name === 'NotFoundError', nc && [nc.name, nc.message]);
+	const ended = await threw(() => sh.commands.connect(first.pid));
+	check('nor to one that has ended',
+	    ended && ended.name === 'NotFoundError', ended && [ended.name, ended.message]);
 	await sh.kill();
 }
 

@@ -1447,10 +1447,18 @@ test_rpc_stdin(void **state)
 	assert_non_null(memmem(resumed.data, resumed.len, "\"pid\":100", 9));
 	assert_non_null(memmem(resumed.data, resumed.len, "aGkg", 4));
 	assert_non_null(memmem(resumed.data, resumed.len, "exitCode", 8));
-	/* Input after the end: no such process. */
+	/* Input after the end: no such process; nor a reader of it. */
 	input_status(e, "/e2b/process.Process/SendInput",
 	    "{\"process\":{\"pid\":100},\"input\":{\"stdin\":\"aGk=\"}}", 404,
 	    "not_found");
+	rpc_stream(e, "/e2b/process.Process/Connect",
+	    "{\"process\":{\"pid\":100}}", NULL, &r);
+	stream_error(&r, "not_found");
+	resp_free(&r);
+	rpc_stream(
+	    e, "/e2b/process.Process/Connect", "{\"process\":{}}", NULL, &r);
+	stream_error(&r, "invalid_argument");
+	resp_free(&r);
 	http_buf_free(&resumed);
 	api_set_resume(e->api, NULL, NULL);
 }
