@@ -571,6 +571,24 @@ async function stdin() {
 	const seen = [];
 	const second = await sh.commands.connect(first.pid,
 	    { onStdout: (d) => seen.push(d) });
+	// Another principal does not attach to it by the sandbox and pid:
+	// Connect's stream ends in not_found (one envelope, flags 2).
+	const msg = Buffer.from(JSON.stringify({ process: { pid: first.pid } }));
+	const env = Buffer.concat([Buffer.from([0, 0, 0, 0, 0]), msg]);
+	env.writeUInt32BE(msg.length, 1);
+	const peer = await fetch(process.env.E2B_SANDBOX_URL +
+	    '/process.Process/Connect', {
+		method: 'POST',
+		headers: { 'Content-Type': 'application/connect+json',
+			'X-Access-Token': process.env.KEEP_OTHER_KEY,
+			'E2b-Sandbox-Id': sh.sandboxId },
+		body: env,
+	});
+	const peerBody = Buffer.from(await peer.arrayBuffer());
+	check("another principal's commands.connect to the command is not_found",
+	    peerBody[0] === 2 &&
+	        /"not_found"/.test(peerBody.subarray(5).toString()),
+	    peerBody.toString());
 	await sh.commands.sendStdin(first.pid, 'after\n');
 	await sh.commands.closeStdin(first.pid);
 	const [a1, a2] = await Promise.all([first.wait(), second.wait()]);
