@@ -135,9 +135,9 @@ struct job {
 	struct vmm_run_secrets *secrets;
 	uint64_t raw[2];
 	/* RUN_F_TERMINAL or RUN_F_STDIN: its stdin is a pipe whose write
-	 * end this is
-	 * (-1 once the session ended); its size, in memory shared with
-	 * the vm process (vmm_run clears res, so not there). */
+	 * end this is (-1 once its input ended); a terminal's size, in
+	 * memory shared with the vm process (vmm_run clears res, so not
+	 * there). */
 	int term, term_fd;
 	struct vmm_winsize *winsize;
 	/* Its result went out when its vm process said it was final

@@ -554,16 +554,23 @@ async function stdin() {
 	    noClose && /stdin not enabled or closed/.test(noClose.message),
 	    noClose && [noClose.name, noClose.message]);
 	await sh.commands.kill(bg.pid);
-	// closeStdin twice: the second is refused.
-	const c2 = await sh.commands.run('cat', { background: true, stdin: true });
+	// After closeStdin, while the command still runs (it waits for a
+	// file the test writes after), more input and a second close are
+	// refused as envd refuses them.
+	const c2 = await sh.commands.run(
+	    'cat; while [ ! -e /gate2 ]; do sleep 0.1; done',
+	    { background: true, stdin: true });
 	await sh.commands.sendStdin(c2.pid, 'once');
 	await sh.commands.closeStdin(c2.pid);
 	const again = await threw(() => sh.commands.closeStdin(c2.pid));
+	const late = await threw(() => sh.commands.sendStdin(c2.pid, 'x'));
+	await sh.files.write('/gate2', '1');
 	const r2 = await c2.wait();
-	check('input after closeStdin is refused, and the command ends',
-	    r2.stdout === 'once' && (again === null ||
-	        /stdin not enabled or closed|not found/.test(again.message)),
-	    [r2, again && again.message]);
+	check('input or a close after closeStdin is refused; the command read EOF',
+	    r2.stdout === 'once' &&
+	        again && /stdin not enabled or closed/.test(again.message) &&
+	        late && /stdin not enabled or closed/.test(late.message),
+	    [r2, again && again.message, late && late.message]);
 	// commands.connect: a second reader of a running command's stream
 	// gets its output from then on, and its end.
 	const first = await sh.commands.run('cat; echo bye',

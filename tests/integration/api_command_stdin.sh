@@ -6,13 +6,14 @@
 # then eof; the program saw a pipe, not a terminal, and wrote back what
 # it read, and the stream ends with its exit. Refusals: another
 # principal's input to the same pid (404), stdin_stream without an
-# event stream (400), input after eof (409) and after the end (404),
+# event stream (400), input after eof while it runs (409) and after its
+# end (404),
 # oversized input (413), a pid that is no command (404).
 source "$(dirname "$0")/../lib/keepd.sh"
 
 cat >"$tmp/test.policy" <<'EOP'
 agent "dev" {
-	allow sandbox:read, sandbox:write, exec
+	allow sandbox:read, sandbox:write, exec, artifact:write
 	exec "sh", "cat"
 	timeout 60s
 }
@@ -22,7 +23,7 @@ agent "other" {
 }
 EOP
 KEEPD_IMAGES="shell" keepd_start "$tmp/test.policy"
-dev=$(mint dev sandbox:read,sandbox:write,exec)
+dev=$(mint dev sandbox:read,sandbox:write,exec,artifact:write)
 other=$(mint other sandbox:read,sandbox:write,exec)
 req "$dev" POST /v1/sandboxes '{"image":"shell"}'
 [ "$code" = 201 ] || bad "create: $code $body"
@@ -36,7 +37,8 @@ url, sid, token, out = sys.argv[1:5]
 u = urllib.parse.urlparse(url)
 c = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
 body = json.dumps({"cmd": "sh", "args": ["-c",
-    "if [ -t 0 ]; then echo tty; else echo pipe; fi; cat; echo end"],
+    "if [ -t 0 ]; then echo tty; else echo pipe; fi; cat; echo end; "
+    "while [ ! -e /gate ]; do sleep 0.1; done"],
     "stdin_stream": True})
 c.request("POST", "/v1/sandboxes/%s/commands/run" % sid, body,
     {"Authorization": "Bearer " + token, "Content-Type": "application/json",
@@ -87,9 +89,13 @@ req "$dev" POST "/v1/sandboxes/$sid/commands/input" '{"pid":'"$cpid"',"data_base
 # "world\n" as bytes, then the end.
 req "$dev" POST "/v1/sandboxes/$sid/commands/input" '{"pid":'"$cpid"',"data_base64":"d29ybGQK","eof":true}'
 [ "$code" = 204 ] && ok "data_base64 and eof: 204" || bad "eof: $code $body"
+# The command still runs (it waits for /gate): its stdin is closed.
 req "$dev" POST "/v1/sandboxes/$sid/commands/input" '{"pid":'"$cpid"',"data":"late"}'
-[ "$code" = 409 ] || [ "$code" = 404 ] && ok "input after eof is refused ($code)" ||
+[ "$code" = 409 ] && ok "input after eof, the command running: 409" ||
 	bad "after eof: $code $body"
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -H "Authorization: Bearer $dev" \
+    --data-binary go "$url/v1/sandboxes/$sid/files/write?path=/gate")
+[ "$code" = 200 ] || [ "$code" = 201 ] || [ "$code" = 204 ] || bad "gate: $code"
 for i in $(seq 300); do
 	kill -0 $client 2>/dev/null || break
 	sleep 0.1
