@@ -5,8 +5,9 @@
 # against a real keepd on loopback with only E2B_API_URL,
 # E2B_SANDBOX_URL and E2B_API_KEY set: sandboxes, cells in the default
 # context and in others (results, logs, errors, streaming callbacks, a
-# matplotlib PNG), files (rename and watchDir too), commands (list, kill),
-# ptys (sendInput, resize, kill), setTimeout and connect's timeout, kill.
+# matplotlib PNG), files (rename and watchDir too), commands (list, kill,
+# stdin with sendStdin and closeStdin, connect to a running one), ptys
+# (sendInput, resize, kill), setTimeout and connect's timeout, kill.
 # Then what the SDK cannot
 # show: the policy still decides (a command outside the exec allowlist),
 # E2B's error shapes, and the credentials the routes take.
