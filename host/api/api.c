@@ -1531,6 +1531,13 @@ api_stream_run_pid(struct api_pending *p, uint64_t pid)
 }
 
 void
+api_stream_reader(struct api_pending *p, uint64_t pid)
+{
+	p->run_pid = pid;
+	p->reader = 1;
+}
+
+void
 api_stream_run(
     struct api_pending *p, const char *stream, const void *data, size_t len)
 {
@@ -1561,10 +1568,10 @@ api_stream_run(
 		http_buf_free(&out);
 		return;
 	}
-	/* A command with a stdin stream: its start tells the pid that
-	 * commands/input takes. */
-	if (len == 0 && p->sse && p->input_listed && p->run_pid != 0 &&
-	    !p->streaming) {
+	/* A streaming command (or another reader of one): its start tells
+	 * the pid that commands/input, commands/stream and kill take. */
+	if (len == 0 && p->sse && (p->input_listed || p->reader) &&
+	    p->run_pid != 0 && !p->streaming) {
 		http_buf_init(&ev);
 		http_buf_init(&out);
 		stream_head(p, &out);

@@ -683,6 +683,9 @@ void api_stream_run(
 /* The streaming run's pid, told with its start (before the start's
  * api_stream_run): E2B's start event carries it. */
 void api_stream_run_pid(struct api_pending *, uint64_t pid);
+/* The same for another reader of a run (run_attach): its stream, keep's
+ * event stream included, begins with a start event naming pid. */
+void api_stream_reader(struct api_pending *, uint64_t pid);
 /*
  * A live cell's lines as they come (call->ndjson, docs/contexts.md):
  * bytes of the driver's JSON lines, in order, cut anywhere; empty: the

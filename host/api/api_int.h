@@ -162,6 +162,7 @@ struct api_pending {
 	 * its stdin: enum api_stdin. */
 	int input_listed;
 	int stdin_state;
+	int reader; /* another reader of a run (api_stream_reader) */
 	/* E2B's WatchDir (api_watch.c): the watched directory (malloc),
 	 * whose events go out as envd's, nested ones only if recursive. */
 	char *e2b_watch;

@@ -968,13 +968,64 @@ h_command_run(struct rq *r)
 	const char **args;
 	struct api_kv *env;
 
+	/* A streaming command is listed: its pid (its stream's start
+	 * event) finds it for commands/input and commands/stream. */
 	if (parse_command(r, &c, &args, &env) == 0) {
 		rq_command_run(r, &c);
-		if (c.stdin_stream && r->pending != NULL)
-			api_input_link(r->api, r->pending, STDIN_OPEN);
+		if (r->call.sse && r->pending != NULL)
+			api_input_link(r->api, r->pending,
+			    c.stdin_stream ? STDIN_OPEN : STDIN_NONE);
 	}
 	free(args);
 	free(env);
+}
+
+/*
+ * GET .../commands/stream?pid=N (an event stream): another reader of a
+ * command that commands/run streams, started by this principal and still
+ * running: a start event, what it writes from now on, its exit.
+ */
+static void
+h_command_stream(struct rq *r)
+{
+	struct api_pending *p;
+	struct api_error err;
+	char pids[24], *end;
+	unsigned long long pid;
+	int rc;
+
+	if (rq_query(r, "pid", pids, sizeof(pids), 1) != 1)
+		return;
+	pid = strtoull(pids, &end, 10);
+	if (*end != '\0' || pids[0] < '1' || pids[0] > '9' ||
+	    pid > UINT32_MAX) {
+		rq_error(r, API_EBADREQ, "pid must be a command's pid");
+		return;
+	}
+	if (!r->call.sse) {
+		rq_error(r, API_EBADREQ,
+		    "commands/stream needs Accept: text/event-stream");
+		return;
+	}
+	if ((p = api_input_find(r->api, r->id, r->who.sub, pid)) == NULL ||
+	    p->e2b_pty) {
+		rq_error(r, API_ENOTFOUND,
+		    "No streaming command with pid %llu of yours in this "
+		    "sandbox",
+		    pid);
+		return;
+	}
+	if (BE(r)->run_attach == NULL) {
+		rq_error(r, API_ENOTIMPL, "Not implemented");
+		return;
+	}
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->run_attach(BE(r)->ctx, &r->call, p, pid, &err);
+	if (rc == API_PENDING && r->pending != NULL)
+		return;
+	if (rc == API_OK || rc == API_PENDING)
+		rc = API_EINTERNAL;
+	rq_backend_error(r, rc, &err);
 }
 
 /*
@@ -1681,6 +1732,9 @@ const struct api_route api_routes[] = {
 	 * exec, and only the principal that started it reaches it. */
 	{ HTTP_POST, SBX "/commands/input", h_command_input, CAP_EXEC, 1, 0,
 	    "commands_input", 0, E2B_NO, NULL },
+	/* Another reader of a streaming command, decided as its input. */
+	{ HTTP_GET, SBX "/commands/stream", h_command_stream, CAP_EXEC, 0, 0,
+	    "commands_stream", 1, E2B_NO, NULL },
 	{ HTTP_GET, SBX "/files/read", h_file_read, CAP_ARTIFACT_READ, 0, 0,
 	    "files_read", 0, E2B_NO, NULL },
 	{ HTTP_GET, SBX "/files/list", h_file_list, CAP_ARTIFACT_READ, 0, 0,
@@ -1839,10 +1893,10 @@ const struct api_route api_routes[] = {
 	{ HTTP_POST, "/e2b/process.Process/Start", h_e2b_process_start,
 	    CAP_EXEC, 0, 0, "e2b_process_start", 1, E2B_RPC_STREAM,
 	    "commands_run" },
-	/* Another reader of a command's output, decided as its input. */
+	/* Another reader of a command's output: keep's commands/stream. */
 	{ HTTP_POST, "/e2b/process.Process/Connect", h_e2b_process_connect,
 	    CAP_EXEC, 0, 0, "e2b_process_connect", 1, E2B_RPC_STREAM,
-	    "terminal" },
+	    "commands_stream" },
 };
 const size_t api_nroutes = sizeof(api_routes) / sizeof(api_routes[0]);
 

@@ -435,7 +435,7 @@ fb_run_attach(void *arg, const struct api_call *call, struct api_pending *run,
 	 * connection takes a deferred reply's bytes once the op is over. */
 	r->reader_told[r->nreaders] = 0;
 	r->readers[r->nreaders++] = p;
-	api_stream_run_pid(p, pid);
+	api_stream_reader(p, pid);
 	return API_PENDING;
 }
 

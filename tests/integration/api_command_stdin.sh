@@ -4,7 +4,8 @@
 # stdin_stream and an event stream starts `sh -c '...; cat'`, whose
 # `start` event tells its pid; commands/input sends it text and bytes,
 # then eof; the program saw a pipe, not a terminal, and wrote back what
-# it read, and the stream ends with its exit. Refusals: another
+# it read, and the stream ends with its exit; another reader
+# (commands/stream) gets what it writes from when it came. Refusals: another
 # principal's input to the same pid (404), stdin_stream without an
 # event stream (400), input after eof while it runs (409) and after its
 # end (404),
@@ -33,16 +34,22 @@ cat >"$tmp/stdin.py" <<'PY'
 # The stream's client: start the command, report its pid, then print
 # each event as it comes (one JSON line per event) until the stream ends.
 import http.client, json, sys, urllib.parse
+# With a fifth argument, the pid: another reader (commands/stream).
 url, sid, token, out = sys.argv[1:5]
 u = urllib.parse.urlparse(url)
 c = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
-body = json.dumps({"cmd": "sh", "args": ["-c",
-    "if [ -t 0 ]; then echo tty; else echo pipe; fi; cat; echo end; "
-    "while [ ! -e /gate ]; do sleep 0.1; done"],
-    "stdin_stream": True})
-c.request("POST", "/v1/sandboxes/%s/commands/run" % sid, body,
-    {"Authorization": "Bearer " + token, "Content-Type": "application/json",
-     "Accept": "text/event-stream"})
+if len(sys.argv) > 5:
+    c.request("GET", "/v1/sandboxes/%s/commands/stream?pid=%s" %
+        (sid, sys.argv[5]), headers={"Authorization": "Bearer " + token,
+        "Accept": "text/event-stream"})
+else:
+    body = json.dumps({"cmd": "sh", "args": ["-c",
+        "if [ -t 0 ]; then echo tty; else echo pipe; fi; cat; echo end; "
+        "while [ ! -e /gate ]; do sleep 0.1; done"],
+        "stdin_stream": True})
+    c.request("POST", "/v1/sandboxes/%s/commands/run" % sid, body,
+        {"Authorization": "Bearer " + token,
+         "Content-Type": "application/json", "Accept": "text/event-stream"})
 r = c.getresponse()
 with open(out, "w") as f:
     f.write("status %d\n" % r.status)
@@ -72,6 +79,24 @@ for l in open(sys.argv[1]):
         print(json.loads(l)["data"]["pid"])' "$tmp/events")
 [ -n "$cpid" ] && ok "the stream's start event tells the command's pid" ||
 	bad "no start event: $(cat "$tmp/events" 2>/dev/null)"
+
+# Another reader of its stream, from now on (commands/stream).
+python3 "$tmp/stdin.py" "$url" "$sid" "$dev" "$tmp/reader" "$cpid" &
+reader=$!
+for i in $(seq 300); do
+	grep -q '"event": "start"' "$tmp/reader" 2>/dev/null && break
+	sleep 0.1
+done
+grep -q '"event": "start", "data": {"pid": '"$cpid"'}' "$tmp/reader" &&
+	ok "commands/stream: another reader's stream starts with the same pid" ||
+	bad "reader: $(cat "$tmp/reader" 2>/dev/null)"
+code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $other" \
+    -H 'Accept: text/event-stream' "$url/v1/sandboxes/$sid/commands/stream?pid=$cpid")
+[ "$code" = 404 ] && ok "another principal's reader of the command: 404" ||
+	bad "other's reader: $code"
+req "$dev" GET "/v1/sandboxes/$sid/commands/stream?pid=$cpid"
+[ "$code" = 400 ] && ok "commands/stream without an event stream: 400" ||
+	bad "reader without sse: $code $body"
 
 req "$dev" POST "/v1/sandboxes/$sid/commands/input" '{"pid":'"$cpid"',"data":"hello "}'
 [ "$code" = 204 ] && ok "commands/input: 204" || bad "input: $code $body"
@@ -112,6 +137,19 @@ print(repr(s))' "$tmp/events")
 	bad "stdout: $out; $(cat "$tmp/events")"
 grep -q '"event": "exit".*"exit_code": 0' "$tmp/events" &&
 	ok "the stream ends with the command's exit" || bad "no exit: $(cat "$tmp/events")"
+wait $reader
+rout=$(python3 -c 'import json,sys
+s = ""
+for l in open(sys.argv[1]):
+    if l.startswith("{") and json.loads(l)["event"] == "stdout":
+        s += json.loads(l)["data"]["data"]
+print(repr(s))' "$tmp/reader")
+case "$rout" in
+"'hello world\nend\n'" | "'pipe\nhello world\nend\n'") ok "the reader got the output from when it came, and the exit" ;;
+*) bad "reader's stdout: $rout" ;;
+esac
+grep -q '"event": "exit".*"exit_code": 0' "$tmp/reader" ||
+	bad "the reader got no exit: $(cat "$tmp/reader")"
 req "$dev" POST "/v1/sandboxes/$sid/commands/input" '{"pid":'"$cpid"',"data":"x"}'
 [ "$code" = 404 ] && ok "input after the command ended: 404" || bad "after end: $code $body"
 
