@@ -28,6 +28,7 @@ static const char *const targets[] = {
 	"POST /v1/images",
 	"POST /v1/tokens/revoke",
 	"POST /v1/sandboxes/sbx-1/lock",
+	"POST /v1/sandboxes/sbx-1/commands/input",
 };
 
 int

@@ -4,7 +4,9 @@
  * the body, sent with E2B's headers (X-API-KEY, or E2b-Sandbox-Id and
  * X-Access-Token for sandbox sbx-1) and the route's Content-Type: JSON,
  * multipart/form-data with boundary XyZ (files), an enveloped Connect
- * message (process.Process/Start). Every body must end in a clean reply.
+ * message (process.Process/Start, WatchDir), JSON for the unary Connect
+ * methods (SendInput's pty and stdin, CloseStdin, Update, SendSignal).
+ * Every body must end in a clean reply.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -38,6 +40,8 @@ static const struct {
 	{ "POST /e2b/sandboxes/sbx-1/timeout", 0, "application/json" },
 	{ "POST /e2b/filesystem.Filesystem/WatchDir", 1,
 	    "application/connect+json" },
+	{ "POST /e2b/process.Process/CloseStdin", 1, "application/json" },
+	{ "POST /e2b/process.Process/Connect", 1, "application/connect+json" },
 };
 
 int

@@ -112,6 +112,13 @@ enum {
  * the vmm announces its start with an empty MSG_VMM_RUN_OUTPUT.
  */
 #define RUN_F_TERMINAL 0x8u
+/*
+ * RUN_F_STDIN (with RUN_F_STREAM, never with RUN_F_BACKGROUND): a
+ * command whose stdin is a pipe, not a terminal, fed as a terminal's
+ * is (MSG_VMM_TERM_INPUT: data, then its end; a resize is ignored);
+ * its output is stdout and stderr as any run's. stdin_len must be 0.
+ */
+#define RUN_F_STDIN 0x10u
 enum term_input_kind { TERM_IN_DATA = 1, TERM_IN_RESIZE, TERM_IN_EOF };
 struct msg_vmm_term_input {
 	uint32_t kind; /* enum term_input_kind */

@@ -86,7 +86,12 @@ struct api_fake {
 	/* A cell's (its driver's lines), and whether its client reads
 	 * them as they come (api_call.ndjson). */
 	int waiting_cell[16], waiting_lines[16];
+	/* A command with a stdin stream: it ends with what it was given. */
+	int waiting_stdin[16];
 	size_t nwaiting;
+	/* What terminal_input brought: stdin bytes, and whether it ended. */
+	struct http_buf input;
+	int input_eof;
 };
 
 static int64_t
@@ -139,6 +144,7 @@ api_fake_free(struct api_fake *f)
 		free(f->waiting_out[i]);
 	for (size_t i = 0; i < FAKE_SANDBOXES; i++)
 		sandbox_clear(&f->sbx[i]);
+	http_buf_free(&f->input);
 	free(f);
 }
 
@@ -600,6 +606,7 @@ fake_cell(struct api_fake *f, const struct api_call *c, const char *id,
 		    (p = api_defer(c)) != NULL) {
 			f->waiting_out[f->nwaiting] = out->out;
 			f->waiting_cell[f->nwaiting] = 1;
+			f->waiting_stdin[f->nwaiting] = 0;
 			f->waiting_lines[f->nwaiting] = c->ndjson;
 			f->waiting[f->nwaiting++] = p;
 			out->out = NULL;
@@ -641,6 +648,7 @@ f_execute(void *ctx, const struct api_call *c, const char *id,
 			f->waiting_out[f->nwaiting] =
 			    dup_bytes(ex->code, ex->code_len);
 			f->waiting_cell[f->nwaiting] = 0;
+			f->waiting_stdin[f->nwaiting] = 0;
 			f->waiting[f->nwaiting++] = p;
 			return API_PENDING;
 		}
@@ -706,6 +714,7 @@ api_fake_flush(struct api_fake *f)
 		struct api_pending *p = f->waiting[0];
 		char *out = f->waiting_out[0];
 		int cell = f->waiting_cell[0], lines = f->waiting_lines[0];
+		int fed = f->waiting_stdin[0];
 		struct api_run_result res;
 		struct api_error err;
 
@@ -717,6 +726,8 @@ api_fake_flush(struct api_fake *f)
 		    (f->nwaiting - 1) * sizeof(f->waiting_cell[0]));
 		memmove(f->waiting_lines, f->waiting_lines + 1,
 		    (f->nwaiting - 1) * sizeof(f->waiting_lines[0]));
+		memmove(f->waiting_stdin, f->waiting_stdin + 1,
+		    (f->nwaiting - 1) * sizeof(f->waiting_stdin[0]));
 		f->nwaiting--;
 		memset(&res, 0, sizeof(res));
 		memset(&err, 0, sizeof(err));
@@ -724,6 +735,12 @@ api_fake_flush(struct api_fake *f)
 			fake_cell_end(p, out, lines);
 			n++;
 			continue;
+		}
+		/* cat: a command with a stdin stream writes what it got. */
+		if (fed && (out = malloc(f->input.len + 1)) != NULL) {
+			if (f->input.len > 0)
+				memcpy(out, f->input.data, f->input.len);
+			out[f->input.len] = '\0';
 		}
 		/* The output comes as it is produced, then the end. */
 		if (out != NULL) {
@@ -828,6 +845,23 @@ f_command_run(void *ctx, const struct api_call *c, const char *id,
 		return fail(err, API_EINTERNAL, "Operation without a grant");
 	if ((rc = cwd_ok(s, cmd->cwd, err)) != API_OK)
 		return rc;
+	/* A stdin stream: the run waits (as the front's does) for its
+	 * input, found by the pid its start tells. */
+	if (cmd->stdin_stream) {
+		struct api_fake *f = ctx;
+		struct api_pending *p;
+
+		if (f->nwaiting == nitems(f->waiting) ||
+		    (p = api_defer(c)) == NULL)
+			return fail(err, API_EBADREQ, "A stdin stream streams");
+		s->runs++;
+		f->waiting_out[f->nwaiting] = NULL;
+		f->waiting_cell[f->nwaiting] = 0;
+		f->waiting_stdin[f->nwaiting] = 1;
+		f->waiting[f->nwaiting++] = p;
+		api_stream_run_pid(p, f->next_pid++);
+		return API_PENDING;
+	}
 	http_buf_init(&o);
 	http_buf_init(&e);
 	s->runs++;
@@ -1553,6 +1587,20 @@ static void
 f_terminal_input(void *ctx, struct api_pending *p1, int kind, const void *data,
     size_t len, unsigned cols, unsigned rows)
 {
+	struct api_fake *f = ctx;
+
+	if (kind == API_TERM_DATA)
+		http_buf_add(&f->input, data, len);
+	else if (kind == API_TERM_EOF)
+		f->input_eof = 1;
+}
+
+const void *
+api_fake_input(const struct api_fake *f, size_t *len, int *eof)
+{
+	*len = f->input.len;
+	*eof = f->input_eof;
+	return f->input.data;
 }
 
 static int

@@ -55,6 +55,11 @@ unsigned api_fake_flush(struct api_fake *);
 
 /* How many deferred runs wait for api_fake_flush(). */
 unsigned api_fake_pending(const struct api_fake *);
+/* What terminal_input brought (a terminal's or a command's stdin
+ * stream): the bytes so far, and whether their end came. A command
+ * started with a stdin stream waits for api_fake_flush(), and ends
+ * writing these bytes to its stdout, as cat. */
+const void *api_fake_input(const struct api_fake *, size_t *len, int *eof);
 
 /* The policy denies cap to sub (403, as the policy process would). */
 void api_fake_deny(struct api_fake *, const char *sub, enum cap_id cap);

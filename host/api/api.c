@@ -45,8 +45,8 @@ static const struct {
 /* Every status the API answers with (errtab, the routes' successes and
  * the HTTP layer's refusals): each is counted under its own code. */
 static const int status_slots[API_STATUS_SLOTS] = { 200, 201, 202, 204, 400,
-	401, 403, 404, 405, 408, 409, 411, 413, 414, 415, 423, 429, 431, 500,
-	501, 502, 503, 507, 0 };
+	401, 403, 404, 405, 408, 409, 411, 412, 413, 414, 415, 423, 429, 431,
+	500, 501, 502, 503, 507, 0 };
 
 static const double hist_le[API_HIST_BUCKETS] = { 0.0005, 0.001, 0.0025, 0.005,
 	0.01, 0.025, 0.05, 0.1, 0.25, 1, 5, 30 };
@@ -1531,6 +1531,13 @@ api_stream_run_pid(struct api_pending *p, uint64_t pid)
 }
 
 void
+api_stream_reader(struct api_pending *p, uint64_t pid)
+{
+	p->run_pid = pid;
+	p->reader = 1;
+}
+
+void
 api_stream_run(
     struct api_pending *p, const char *stream, const void *data, size_t len)
 {
@@ -1553,6 +1560,24 @@ api_stream_run(
 		                 : "stdout",
 		    data, len);
 		p->streaming = 1;
+		stream_chunk(p, &out, ev.data, ev.len);
+		if (!ev.oom && !out.oom && a->resume_fn != NULL)
+			a->resume_fn(a->resume_arg, p->conn, out.data, out.len,
+			    API_RESUME_MORE);
+		http_buf_free(&ev);
+		http_buf_free(&out);
+		return;
+	}
+	/* A streaming command (or another reader of one): its start tells
+	 * the pid that commands/input, commands/stream and kill take. */
+	if (len == 0 && p->sse && (p->input_listed || p->reader) &&
+	    p->run_pid != 0 && !p->streaming) {
+		http_buf_init(&ev);
+		http_buf_init(&out);
+		stream_head(p, &out);
+		p->streaming = 1;
+		sse_event(&ev, "start",
+		    json_pack("{s:I}", "pid", (json_int_t)p->run_pid));
 		stream_chunk(p, &out, ev.data, ev.len);
 		if (!ev.oom && !out.oom && a->resume_fn != NULL)
 			a->resume_fn(a->resume_arg, p->conn, out.data, out.len,

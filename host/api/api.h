@@ -212,6 +212,10 @@ struct api_command {
 	const char *stdin_data;
 	size_t stdin_len;
 	uint64_t timeout_ms;
+	/* 1: stdin is a pipe that terminal_input feeds (API_TERM_DATA, then
+	 * API_TERM_EOF) while the run streams; stdin_len is 0. Only with a
+	 * streaming reply (call->sse), never in the background. */
+	int stdin_stream;
 };
 
 struct api_run_result {
@@ -599,12 +603,23 @@ struct api_backend {
 	 * (api_defer, API_PENDING); its output comes as a streaming run's
 	 * does. terminal_input passes the client's input (API_TERM_DATA),
 	 * a new size (API_TERM_RESIZE) or the session's end (API_TERM_EOF)
-	 * to the run of that pending reply.
+	 * to the run of that pending reply; the same carries a command's
+	 * stdin stream (api_command.stdin_stream: data and its end).
 	 */
 	int (*terminal_open)(void *ctx, const struct api_call *, const char *id,
 	    const struct api_terminal *, struct api_error *err);
 	void (*terminal_input)(void *ctx, struct api_pending *, int kind,
 	    const void *data, size_t len, unsigned cols, unsigned rows);
+	/*
+	 * A second reader of a streaming command (E2B's Connect): the
+	 * request of call defers its reply (api_defer, API_PENDING) and
+	 * gets the output of the run of pending run (whose pid is pid)
+	 * from now on, then its end, as the run's own reply does; nothing
+	 * of what went out before. API_ENOTFOUND: no such running run;
+	 * API_ERATE: it has as many readers as it takes.
+	 */
+	int (*run_attach)(void *ctx, const struct api_call *,
+	    struct api_pending *run, uint64_t pid, struct api_error *err);
 
 	/*
 	 * Secrets (docs/secrets.md). secret_put seals value (len bytes) and
@@ -668,6 +683,9 @@ void api_stream_run(
 /* The streaming run's pid, told with its start (before the start's
  * api_stream_run): E2B's start event carries it. */
 void api_stream_run_pid(struct api_pending *, uint64_t pid);
+/* The same for another reader of a run (run_attach): its stream, keep's
+ * event stream included, begins with a start event naming pid. */
+void api_stream_reader(struct api_pending *, uint64_t pid);
 /*
  * A live cell's lines as they come (call->ndjson, docs/contexts.md):
  * bytes of the driver's JSON lines, in order, cut anywhere; empty: the

@@ -25,11 +25,13 @@
 
 /*
  * The envd version keep answers as. The SDK gates features on it: from
- * 0.4.0 it sends no user name of its own (keep has none), and below
- * 0.5.7 it uploads files as multipart/form-data, never compressed or as
- * a raw stream, which is what keep serves.
+ * 0.4.0 it sends no user name of its own (keep has none), from 0.5.2 it
+ * calls CloseStdin (commands.closeStdin, served), and below 0.5.7 it
+ * uploads files as multipart/form-data, never compressed or as a raw
+ * stream, which is what keep serves. No other gate of the SDK (e2b
+ * 2.51.0) lies between 0.4.0 and 0.5.2 (docs/e2b.md).
  */
-#define E2B_ENVD_VERSION "0.4.0"
+#define E2B_ENVD_VERSION "0.5.2"
 
 /* --- the control plane ------------------------------------------------ */
 

@@ -505,13 +505,15 @@ parse_start(struct rq *r, struct api_command *c, const char ***args,
 	if ((v = json_object_get(r->body, "pty")) != NULL && !json_is_null(v) &&
 	    parse_pty(r, v, t))
 		return -1;
+	/* stdin: true, a stream that SendInput feeds and CloseStdin ends;
+	 * without it the command's stdin is empty, as envd's. A pty's
+	 * input is the pty's whatever stdin says. */
 	if ((v = json_object_get(r->body, "stdin")) != NULL &&
-	    !json_is_false(v) && !json_is_null(v)) {
-		rq_fail(r, 501, "NOT_IMPLEMENTED",
-		    "stdin is not served: a command's input is its stdin field "
-		    "on /v1/sandboxes/{id}/commands/run");
+	    !json_is_boolean(v) && !json_is_null(v)) {
+		rq_error(r, API_EBADREQ, "stdin must be a boolean");
 		return -1;
 	}
+	c->stdin_stream = json_is_true(v) && t->cols == 0;
 	p = json_object_get(r->body, "process");
 	if (!json_is_object(p)) {
 		rq_error(r, API_EBADREQ, "process must be an object");
@@ -586,7 +588,8 @@ pty_start(struct rq *r, const struct api_terminal *t)
 /*
  * Start: a command, as keep's commands/run, its output streamed as it
  * comes: start, data events, end, then the stream's end; or a pty. A
- * command's own input is not served (stdin false).
+ * command is listed for its input: a stream when stdin is true, else
+ * input to it is refused as envd refuses it (failed_precondition).
  */
 void
 h_e2b_process_start(struct rq *r)
@@ -608,8 +611,12 @@ h_e2b_process_start(struct rq *r)
 	if (parse_start(r, &c, &args, &env, &t) == 0) {
 		if (t.cols != 0)
 			pty_start(r, &t);
-		else
+		else {
 			rq_command_run(r, &c);
+			if (r->pending != NULL)
+				api_input_link(r->api, r->pending,
+				    c.stdin_stream ? STDIN_OPEN : STDIN_NONE);
+		}
 	}
 	free(args);
 	free(env);
@@ -741,25 +748,34 @@ h_e2b_process_signal(struct rq *r)
 
 /* --- process.Process/SendInput and Update ---------------------------------- */
 
-/* The pty of pid in the request's sandbox, or NULL (a 404 sent). A
- * command's pid is no pty: its input is not served. Only the principal
- * that started it reaches it: another allowed the terminal route on the
- * sandbox's id is not its owner (the vmm checks ownership when a run
- * starts, not for each piece of its input). */
+/* The run of pid in the request's sandbox whose input comes by other
+ * requests (a pty, a streaming command), or NULL (a 404 sent). Only the
+ * principal that started it reaches it (api_input_find). */
 static struct api_pending *
-rpc_pty(struct rq *r, uint64_t pid)
+rpc_proc(struct rq *r, uint64_t pid)
 {
-	struct api_pending *p = api_pty_find(r->api, r->id, r->who.sub, pid);
+	struct api_pending *p = api_input_find(r->api, r->id, r->who.sub, pid);
 
 	if (p == NULL)
 		rq_error(r, API_ENOTFOUND,
-		    "no pty with pid %llu in this sandbox (a command's input "
-		    "is not served)",
+		    "process with pid %llu not found in this sandbox",
 		    (unsigned long long)pid);
 	return p;
 }
 
-/* SendInputRequest {"process":{"pid"},"input":{"pty": base64}}. */
+/* envd's refusal of input a process cannot take: failed_precondition. */
+static void
+rpc_precondition(struct rq *r, const char *msg)
+{
+	rq_fail(r, 412, "PRECONDITION_FAILED", msg);
+}
+
+/*
+ * SendInputRequest {"process":{"pid"},"input":{"pty"|"stdin": base64}}:
+ * a pty's input, or the stdin stream of a command started with stdin
+ * true, at most API_INPUT_MAX bytes a request. What the program has not
+ * read past its pipe's room is dropped (docs/e2b.md).
+ */
 void
 h_e2b_process_input(struct rq *r)
 {
@@ -767,47 +783,149 @@ h_e2b_process_input(struct rq *r)
 	static const char *const ifields[] = { "pty", "stdin", NULL };
 	struct api_pending *p;
 	unsigned char *bytes;
-	const char *b64;
-	size_t blen, n;
+	const char *b64, *field;
+	size_t blen, n, cap;
 	uint64_t pid;
-	json_t *in;
+	json_t *in, *v;
 
 	if (rq_fields(r, r->body, fields) || (pid = rpc_pid(r)) == 0)
 		return;
 	in = json_object_get(r->body, "input");
-	if (!json_is_object(in) || rq_fields(r, in, ifields)) {
+	if (!json_is_object(in) || rq_fields(r, in, ifields) ||
+	    json_object_size(in) != 1) {
 		if (r->status == 0)
 			rq_error(r, API_EBADREQ,
-			    "input must be {\"pty\": base64 bytes}");
+			    "input must be {\"pty\"|\"stdin\": base64 bytes}");
 		return;
 	}
-	if (json_object_get(in, "stdin") != NULL) {
-		rq_fail(r, 501, "NOT_IMPLEMENTED",
-		    "a command's stdin is not served: input goes to a pty");
+	field = json_object_get(in, "pty") != NULL ? "pty" : "stdin";
+	if (!json_is_string(v = json_object_get(in, field))) {
+		rq_error(
+		    r, API_EBADREQ, "input.%s must be base64 bytes", field);
 		return;
 	}
-	if (!json_is_string(json_object_get(in, "pty"))) {
-		rq_error(r, API_EBADREQ, "input.pty must be base64 bytes");
+	b64 = json_string_value(v);
+	blen = json_string_length(v);
+	if (blen > sodium_base64_ENCODED_LEN(
+	               API_INPUT_MAX, sodium_base64_VARIANT_ORIGINAL)) {
+		rq_error(r, API_ETOOLARGE,
+		    "input is limited to %u bytes a request",
+		    (unsigned)API_INPUT_MAX);
 		return;
 	}
-	b64 = json_string_value(json_object_get(in, "pty"));
-	blen = json_string_length(json_object_get(in, "pty"));
-	if ((bytes = malloc(blen / 4 * 3 + 3)) == NULL) {
+	cap = blen / 4 * 3 + 3;
+	if ((bytes = malloc(cap)) == NULL) {
 		rq_error(r, API_EINTERNAL, "Out of memory");
 		return;
 	}
-	if (sodium_base642bin(bytes, blen / 4 * 3 + 3, b64, blen, NULL, &n,
-	        NULL, sodium_base64_VARIANT_ORIGINAL) != 0) {
+	if (sodium_base642bin(bytes, cap, b64, blen, NULL, &n, NULL,
+	        sodium_base64_VARIANT_ORIGINAL) != 0) {
 		free(bytes);
-		rq_error(r, API_EBADREQ, "input.pty must be base64 bytes");
+		rq_error(
+		    r, API_EBADREQ, "input.%s must be base64 bytes", field);
 		return;
 	}
-	if ((p = rpc_pty(r, pid)) != NULL) {
-		BE(r)->terminal_input(
-		    BE(r)->ctx, p, API_TERM_DATA, bytes, n, 0, 0);
-		rq_json(r, 200, json_object());
+	if (n > API_INPUT_MAX) {
+		free(bytes);
+		rq_error(r, API_ETOOLARGE,
+		    "input is limited to %u bytes a request",
+		    (unsigned)API_INPUT_MAX);
+		return;
+	}
+	if ((p = rpc_proc(r, pid)) != NULL) {
+		const char *refused = NULL;
+
+		if (field[0] == 'p' && !p->e2b_pty)
+			refused = "tty not assigned to process: input goes to "
+			          "its stdin";
+		else if (field[0] == 's' && p->e2b_pty)
+			refused = "tty assigned to process: input goes to the "
+			          "pty";
+		else if (field[0] == 's' && p->stdin_state != STDIN_OPEN)
+			refused = "stdin not enabled or closed";
+		if (refused != NULL)
+			rpc_precondition(r, refused);
+		else {
+			BE(r)->terminal_input(
+			    BE(r)->ctx, p, API_TERM_DATA, bytes, n, 0, 0);
+			rq_json(r, 200, json_object());
+		}
 	}
 	free(bytes);
+}
+
+/* CloseStdinRequest {"process":{"pid"}}: the stream's end, which the
+ * program reads as EOF; later input is refused. */
+void
+h_e2b_process_close_stdin(struct rq *r)
+{
+	static const char *const fields[] = { "process", NULL };
+	struct api_pending *p;
+	uint64_t pid;
+
+	if (rq_fields(r, r->body, fields) || (pid = rpc_pid(r)) == 0 ||
+	    (p = rpc_proc(r, pid)) == NULL)
+		return;
+	if (p->e2b_pty) {
+		rpc_precondition(r,
+		    "cannot close stdin for PTY process: "
+		    "send Ctrl+D (0x04) instead");
+		return;
+	}
+	if (p->stdin_state != STDIN_OPEN) {
+		rpc_precondition(r, "stdin not enabled or closed");
+		return;
+	}
+	p->stdin_state = STDIN_CLOSED;
+	BE(r)->terminal_input(BE(r)->ctx, p, API_TERM_EOF, NULL, 0, 0, 0);
+	rq_json(r, 200, json_object());
+}
+
+/*
+ * ConnectRequest {"process":{"pid"}} in one envelope: another reader of
+ * a command's stream, which a Start of this principal's started in this
+ * sandbox and which still runs (commands.connect): the start event (its
+ * pid), what it writes from now on (not what it wrote before), its end.
+ * A pty is not attached to (pty output is a screen; not_found).
+ */
+void
+h_e2b_process_connect(struct rq *r)
+{
+	static const char *const fields[] = { "process", NULL };
+	struct api_pending *p;
+	struct api_error err;
+	const char *msg;
+	size_t mlen;
+	uint64_t pid;
+	int rc;
+
+	if (e2b_envelope_one(r->req->body, r->req->body_len, &msg, &mlen) !=
+	    0) {
+		rq_error(r, API_EBADREQ,
+		    "The body is not one uncompressed Connect envelope");
+		return;
+	}
+	if ((r->body = rq_load_json(r, msg, mlen)) == NULL ||
+	    rq_fields(r, r->body, fields) || (pid = rpc_pid(r)) == 0 ||
+	    (p = rpc_proc(r, pid)) == NULL)
+		return;
+	if (p->e2b_pty) {
+		rq_error(r, API_ENOTFOUND,
+		    "connecting to a pty is not served (a command's stream "
+		    "is)");
+		return;
+	}
+	if (BE(r)->run_attach == NULL) {
+		rq_error(r, API_ENOTIMPL, "Not implemented");
+		return;
+	}
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->run_attach(BE(r)->ctx, &r->call, p, pid, &err);
+	if (rc == API_PENDING && r->pending != NULL)
+		return;
+	if (rc == API_OK || rc == API_PENDING)
+		rc = API_EINTERNAL;
+	rq_backend_error(r, rc, &err);
 }
 
 /* UpdateRequest {"process":{"pid"},"pty":{"size":{"cols","rows"}}}. */
@@ -822,8 +940,12 @@ h_e2b_process_update(struct rq *r)
 	memset(&t, 0, sizeof(t));
 	if (rq_fields(r, r->body, fields) || (pid = rpc_pid(r)) == 0 ||
 	    parse_pty(r, json_object_get(r->body, "pty"), &t) ||
-	    (p = rpc_pty(r, pid)) == NULL)
+	    (p = rpc_proc(r, pid)) == NULL)
 		return;
+	if (!p->e2b_pty) {
+		rpc_precondition(r, "tty not assigned to process");
+		return;
+	}
 	BE(r)->terminal_input(
 	    BE(r)->ctx, p, API_TERM_RESIZE, NULL, 0, t.cols, t.rows);
 	rq_json(r, 200, json_object());

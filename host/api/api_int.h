@@ -7,7 +7,7 @@
 #include "host/api/api.h"
 
 #define API_HIST_BUCKETS 12
-#define API_STATUS_SLOTS 24
+#define API_STATUS_SLOTS 25
 
 /* E2B's default contexts known to exist (host/api/api_e2b.c). */
 #define API_E2B_CTX_CACHE 256
@@ -158,6 +158,11 @@ struct api_pending {
 	 * run's first sign of life; sessions are listed for their input. */
 	int ws, ws_up, ws_gone;
 	int e2b_pty; /* an E2B pty (api_e2b_rpc.c), listed with them */
+	/* A command listed with them for its input (api_input_link), and
+	 * its stdin: enum api_stdin. */
+	int input_listed;
+	int stdin_state;
+	int reader; /* another reader of a run (api_stream_reader) */
 	/* E2B's WatchDir (api_watch.c): the watched directory (malloc),
 	 * whose events go out as envd's, nested ones only if recursive. */
 	char *e2b_watch;
@@ -394,15 +399,25 @@ void e2b_process_events(struct http_buf *, int started, int pty, int rc,
  * event's, when started is 0), or 0. */
 void e2b_process_output(struct http_buf *, int started, uint64_t pid,
     const char *field, const void *, size_t);
-/* E2B's ptys (api_terminal.c): a terminal run whose output goes out as
- * a Connect stream, found by its sandbox and pid for its input. */
+/* Runs whose input comes by other requests (api_terminal.c), found by
+ * their sandbox, pid and owner: E2B's ptys (a terminal run whose output
+ * goes out as a Connect stream) and streaming commands (E2B's Start,
+ * keep's commands/run with stdin_stream), whose stdin is STDIN_OPEN
+ * when they were started with a stdin stream. */
+enum api_stdin { STDIN_NONE = 0, STDIN_OPEN, STDIN_CLOSED };
+/* Bytes of input a request may carry: the vmm's pipe holds 16 times
+ * as much unread (VMM_STDIN_PIPE_SIZE). */
+#define API_INPUT_MAX 65536
 void api_pty_link(struct api *, struct api_pending *);
+void api_input_link(struct api *, struct api_pending *, enum api_stdin);
 void api_pty_unlink(struct api_pending *);
-struct api_pending *api_pty_find(
+struct api_pending *api_input_find(
     struct api *, const char *sandbox, const char *principal, uint64_t pid);
 /* A terminal type's name keep passes as TERM: 1 to 32 of [A-Za-z0-9.+-]. */
 int api_term_name_ok(const char *);
 void h_e2b_process_input(struct rq *);
+void h_e2b_process_close_stdin(struct rq *);
+void h_e2b_process_connect(struct rq *);
 void h_e2b_watch_dir(struct rq *);
 /* The request's sandbox ends the body's key (seconds, 1 to 30 days) from
  * now (api_routes.c): 0 with *sb as it is then (sandbox_release it), 1

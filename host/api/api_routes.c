@@ -11,6 +11,8 @@
 #include <string.h>
 #include <time.h>
 
+#include <sodium.h>
+
 #include "host/api/api_int.h"
 
 #define BE(r) ((r)->api->be)
@@ -898,8 +900,8 @@ parse_command(struct rq *r, struct api_command *c, const char ***args,
     struct api_kv **env)
 {
 	static const char *const fields[] = { "cmd", "args", "env", "cwd",
-		"stdin", "timeout", NULL };
-	json_t *in;
+		"stdin", "stdin_stream", "timeout", NULL };
+	json_t *in, *ss;
 
 	memset(c, 0, sizeof(*c));
 	*args = NULL;
@@ -923,6 +925,21 @@ parse_command(struct rq *r, struct api_command *c, const char ***args,
 	if ((in = json_object_get(r->body, "stdin")) != NULL &&
 	    json_is_string(in))
 		c->stdin_len = json_string_length(in);
+	/* stdin_stream: the command's stdin is fed by commands/input, which
+	 * names it by the pid its event stream's start event tells. */
+	ss = json_object_get(r->body, "stdin_stream");
+	if (ss != NULL && !json_is_boolean(ss) && !json_is_null(ss)) {
+		rq_error(r, API_EBADREQ, "stdin_stream must be a boolean");
+		return -1;
+	}
+	if ((c->stdin_stream = json_is_true(ss)) &&
+	    (c->stdin_data != NULL || !r->call.sse)) {
+		rq_error(r, API_EBADREQ,
+		    "stdin_stream needs Accept: text/event-stream "
+		    "(commands/run) "
+		    "and no stdin");
+		return -1;
+	}
 	if (rq_command_args(r, r->body, args, c))
 		return -1;
 	if (rq_kv(r, r->body, "env", env, &c->nenv))
@@ -951,10 +968,154 @@ h_command_run(struct rq *r)
 	const char **args;
 	struct api_kv *env;
 
-	if (parse_command(r, &c, &args, &env) == 0)
+	/* A streaming command is listed: its pid (its stream's start
+	 * event) finds it for commands/input and commands/stream. */
+	if (parse_command(r, &c, &args, &env) == 0) {
 		rq_command_run(r, &c);
+		if (r->call.sse && r->pending != NULL)
+			api_input_link(r->api, r->pending,
+			    c.stdin_stream ? STDIN_OPEN : STDIN_NONE);
+	}
 	free(args);
 	free(env);
+}
+
+/*
+ * GET .../commands/stream?pid=N (an event stream): another reader of a
+ * command that commands/run streams, started by this principal and still
+ * running: a start event, what it writes from now on, its exit.
+ */
+static void
+h_command_stream(struct rq *r)
+{
+	struct api_pending *p;
+	struct api_error err;
+	char pids[24], *end;
+	unsigned long long pid;
+	int rc;
+
+	if (rq_query(r, "pid", pids, sizeof(pids), 1) != 1)
+		return;
+	pid = strtoull(pids, &end, 10);
+	if (*end != '\0' || pids[0] < '1' || pids[0] > '9' ||
+	    pid > UINT32_MAX) {
+		rq_error(r, API_EBADREQ, "pid must be a command's pid");
+		return;
+	}
+	if (!r->call.sse) {
+		rq_error(r, API_EBADREQ,
+		    "commands/stream needs Accept: text/event-stream");
+		return;
+	}
+	if ((p = api_input_find(r->api, r->id, r->who.sub, pid)) == NULL ||
+	    p->e2b_pty) {
+		rq_error(r, API_ENOTFOUND,
+		    "No streaming command with pid %llu of yours in this "
+		    "sandbox",
+		    pid);
+		return;
+	}
+	if (BE(r)->run_attach == NULL) {
+		rq_error(r, API_ENOTIMPL, "Not implemented");
+		return;
+	}
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->run_attach(BE(r)->ctx, &r->call, p, pid, &err);
+	if (rc == API_PENDING && r->pending != NULL)
+		return;
+	if (rc == API_OK || rc == API_PENDING)
+		rc = API_EINTERNAL;
+	rq_backend_error(r, rc, &err);
+}
+
+/*
+ * POST .../commands/input {"pid", "data" | "data_base64", "eof"}: bytes
+ * for the stdin stream of a command that commands/run started with
+ * stdin_stream, then, with eof, the stream's end (the program reads
+ * EOF). Only the principal that started the command reaches it; a pid
+ * that is none of its running commands is 404, a command whose stdin is
+ * not open (started without a stream, closed, a terminal) 409.
+ */
+static void
+h_command_input(struct rq *r)
+{
+	static const char *const fields[] = { "pid", "data", "data_base64",
+		"eof", NULL };
+	unsigned char *bytes = NULL;
+	struct api_pending *p;
+	const char *data, *b64;
+	size_t n = 0, blen, cap;
+	uint64_t pid;
+	json_t *eof;
+
+	if (rq_fields(r, r->body, fields) ||
+	    rq_uint(r, r->body, "pid", UINT32_MAX, &pid) ||
+	    rq_str(r, r->body, "data", 0, &data) ||
+	    rq_str(r, r->body, "data_base64", 0, &b64))
+		return;
+	eof = json_object_get(r->body, "eof");
+	if (pid == 0 || (data != NULL && b64 != NULL) ||
+	    (eof != NULL && !json_is_boolean(eof) && !json_is_null(eof)) ||
+	    (data == NULL && b64 == NULL && !json_is_true(eof))) {
+		rq_error(r, API_EBADREQ,
+		    "The body must be {\"pid\": a command's pid, \"data\" or "
+		    "\"data_base64\", \"eof\": true to end its input}");
+		return;
+	}
+	if (data != NULL) {
+		n = json_string_length(json_object_get(r->body, "data"));
+		bytes = (unsigned char *)data;
+	} else if (b64 != NULL) {
+		blen =
+		    json_string_length(json_object_get(r->body, "data_base64"));
+		if (blen > sodium_base64_ENCODED_LEN(
+		               API_INPUT_MAX, sodium_base64_VARIANT_ORIGINAL)) {
+			rq_error(r, API_ETOOLARGE,
+			    "Input is limited to %u bytes a request",
+			    (unsigned)API_INPUT_MAX);
+			return;
+		}
+		cap = blen / 4 * 3 + 3;
+		if ((bytes = malloc(cap)) == NULL) {
+			rq_error(r, API_EINTERNAL, "Out of memory");
+			return;
+		}
+		if (sodium_base642bin(bytes, cap, b64, blen, NULL, &n, NULL,
+		        sodium_base64_VARIANT_ORIGINAL) != 0) {
+			rq_error(r, API_EBADREQ, "data_base64 must be base64");
+			goto out;
+		}
+	}
+	if (n > API_INPUT_MAX) {
+		rq_error(r, API_ETOOLARGE,
+		    "Input is limited to %u bytes a request",
+		    (unsigned)API_INPUT_MAX);
+		goto out;
+	}
+	if ((p = api_input_find(r->api, r->id, r->who.sub, pid)) == NULL) {
+		rq_error(r, API_ENOTFOUND,
+		    "No running command with pid %llu of yours in this sandbox",
+		    (unsigned long long)pid);
+		goto out;
+	}
+	if (p->e2b_pty || p->stdin_state != STDIN_OPEN) {
+		rq_error(r, API_ECONFLICT,
+		    "The command's stdin is not open (started without "
+		    "stdin_stream, or ended)");
+		goto out;
+	}
+	if (n > 0)
+		BE(r)->terminal_input(
+		    BE(r)->ctx, p, API_TERM_DATA, bytes, n, 0, 0);
+	if (json_is_true(eof)) {
+		p->stdin_state = STDIN_CLOSED;
+		BE(r)->terminal_input(
+		    BE(r)->ctx, p, API_TERM_EOF, NULL, 0, 0, 0);
+	}
+	rq_no_content(r);
+out:
+	if (b64 != NULL)
+		free(bytes);
 }
 
 static void
@@ -969,6 +1130,12 @@ h_command_background(struct rq *r)
 
 	if (parse_command(r, &c, &args, &env))
 		goto out;
+	/* A background command has no stream to tell its start by. */
+	if (c.stdin_stream) {
+		rq_error(r, API_EBADREQ,
+		    "stdin_stream is served by commands/run only");
+		goto out;
+	}
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->command_background(
 	    BE(r)->ctx, &r->call, r->id, &c, &pid, &err);
@@ -1561,6 +1728,13 @@ const struct api_route api_routes[] = {
 	    "commands_run", 1, E2B_NO, NULL },
 	{ HTTP_POST, SBX "/commands/background", h_command_background, CAP_EXEC,
 	    1, 1, "commands_background", 0, E2B_NO, NULL },
+	/* A command's stdin stream, decided as the terminal's input is:
+	 * exec, and only the principal that started it reaches it. */
+	{ HTTP_POST, SBX "/commands/input", h_command_input, CAP_EXEC, 1, 0,
+	    "commands_input", 0, E2B_NO, NULL },
+	/* Another reader of a streaming command, decided as its input. */
+	{ HTTP_GET, SBX "/commands/stream", h_command_stream, CAP_EXEC, 0, 0,
+	    "commands_stream", 1, E2B_NO, NULL },
 	{ HTTP_GET, SBX "/files/read", h_file_read, CAP_ARTIFACT_READ, 0, 0,
 	    "files_read", 0, E2B_NO, NULL },
 	{ HTTP_GET, SBX "/files/list", h_file_list, CAP_ARTIFACT_READ, 0, 0,
@@ -1707,14 +1881,22 @@ const struct api_route api_routes[] = {
 	    "processes" },
 	{ HTTP_POST, "/e2b/process.Process/SendSignal", h_e2b_process_signal,
 	    CAP_EXEC, 1, 0, "e2b_process_signal", 0, E2B_RPC, "execute_kill" },
-	/* A pty's input and size: keep's terminal's route decides. */
+	/* A pty's input and size, a command's stdin: keep's terminal's
+	 * route decides, as keep's commands/input is decided. */
 	{ HTTP_POST, "/e2b/process.Process/SendInput", h_e2b_process_input,
 	    CAP_EXEC, 1, 0, "e2b_process_input", 0, E2B_RPC, "terminal" },
+	{ HTTP_POST, "/e2b/process.Process/CloseStdin",
+	    h_e2b_process_close_stdin, CAP_EXEC, 1, 0,
+	    "e2b_process_close_stdin", 0, E2B_RPC, "terminal" },
 	{ HTTP_POST, "/e2b/process.Process/Update", h_e2b_process_update,
 	    CAP_EXEC, 1, 0, "e2b_process_update", 0, E2B_RPC, "terminal" },
 	{ HTTP_POST, "/e2b/process.Process/Start", h_e2b_process_start,
 	    CAP_EXEC, 0, 0, "e2b_process_start", 1, E2B_RPC_STREAM,
 	    "commands_run" },
+	/* Another reader of a command's output: keep's commands/stream. */
+	{ HTTP_POST, "/e2b/process.Process/Connect", h_e2b_process_connect,
+	    CAP_EXEC, 0, 0, "e2b_process_connect", 1, E2B_RPC_STREAM,
+	    "commands_stream" },
 };
 const size_t api_nroutes = sizeof(api_routes) / sizeof(api_routes[0]);
 

@@ -156,14 +156,26 @@ ws_unlink(struct api *a, struct api_pending *p)
 /*
  * E2B's ptys are terminal runs too, whose output goes out as a Connect
  * stream (api.c) and whose input comes by other requests, SendInput and
- * Update, naming the sandbox and the run's pid. They are listed with
- * the WebSocket sessions, never upgraded, so a client gone ends the
- * shell's input as a session's does (api_ws_closed).
+ * Update, naming the sandbox and the run's pid. Streaming commands are
+ * listed beside them, so that their stdin stream (or, started without
+ * one, the refusal of input) is found the same way. They are listed
+ * with the WebSocket sessions, never upgraded, so a client gone ends the
+ * program's input as a session's does (api_ws_closed).
  */
 void
 api_pty_link(struct api *a, struct api_pending *p)
 {
 	p->e2b_pty = 1;
+	api_input_link(a, p, STDIN_NONE);
+}
+
+void
+api_input_link(struct api *a, struct api_pending *p, enum api_stdin st)
+{
+	if (p->input_listed)
+		return;
+	p->input_listed = 1;
+	p->stdin_state = st;
 	p->ws_next = a->ws;
 	a->ws = p;
 }
@@ -171,18 +183,23 @@ api_pty_link(struct api *a, struct api_pending *p)
 void
 api_pty_unlink(struct api_pending *p)
 {
-	if (p->e2b_pty)
+	if (p->input_listed) {
 		ws_unlink(p->api, p);
+		p->input_listed = 0;
+	}
 }
 
+/* Only the principal that started a run reaches its input: another
+ * allowed the same route on the sandbox's id is not its owner (the vmm
+ * checks ownership when a run starts, not for each piece of input). */
 struct api_pending *
-api_pty_find(
+api_input_find(
     struct api *a, const char *sandbox, const char *principal, uint64_t pid)
 {
 	struct api_pending *p;
 
 	for (p = a->ws; p != NULL; p = p->ws_next)
-		if (p->e2b_pty && !p->ws_gone && p->run_pid == pid &&
+		if (p->input_listed && !p->ws_gone && p->run_pid == pid &&
 		    pid != 0 && strcmp(p->target, sandbox) == 0 &&
 		    strcmp(p->who.sub, principal) == 0)
 			return p;

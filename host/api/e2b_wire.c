@@ -331,6 +331,7 @@ e2b_connect_code(int status)
 		{ 405, "unimplemented" },
 		{ 408, "deadline_exceeded" },
 		{ 409, "already_exists" },
+		{ 412, "failed_precondition" },
 		{ 413, "invalid_argument" },
 		{ 415, "invalid_argument" },
 		{ 423, "failed_precondition" },

@@ -29,6 +29,8 @@
 #include "lib/log.h"
 #include "policy/policy.h"
 
+#define FB_RUN_READERS 4 /* readers of a run beside its own request */
+
 struct fb_run {
 	struct fb_run *next;
 	uint64_t reqid;
@@ -55,6 +57,11 @@ struct fb_run {
 	void *on_done_arg;
 	int cell; /* a live context's cell: its output is JSON lines */
 	char results_nonce[20]; /* a plain python execute's (keep_once.py) */
+	/* Other readers of a streaming run (fb_run_attach): its output
+	 * from when they came, and its end. */
+	struct api_pending *readers[FB_RUN_READERS];
+	int reader_told[FB_RUN_READERS]; /* its stream has begun */
+	size_t nreaders;
 };
 
 /* How a run ended, as the API and /metrics name it. */
@@ -349,13 +356,22 @@ run_command(struct front_backend *fb, const struct api_call *call,
     const char *id, const struct api_command *c, uint64_t *bg_pid,
     fb_run_done_fn on_done, void *on_done_arg, struct api_error *err)
 {
+	/* A stdin stream is fed by later requests that find the run by its
+	 * pid, which only a streaming reply tells (its start). */
+	if (c->stdin_stream &&
+	    (bg_pid != NULL || on_done != NULL || !call->sse ||
+	        c->stdin_len != 0))
+		return fb_fail(err, API_EBADREQ,
+		    "A stdin stream needs a streaming reply and no stdin");
 	return run_start_flags(fb, call, id, c->cmd, c->args, c->nargs, c->env,
 	    c->nenv, c->stdin_data, c->stdin_len, c->timeout_ms, bg_pid,
-	    on_done, on_done_arg, NULL, NULL, c->cwd, 0, err);
+	    on_done, on_done_arg, NULL, NULL, c->cwd,
+	    c->stdin_stream ? RUN_F_STDIN : 0, err);
 }
 
 /* The terminal's input to the vmm for the run of pending p
- * (docs/terminal.md); data longer than one message goes in several. */
+ * (docs/terminal.md), or a command's stdin stream (RUN_F_STDIN); data
+ * longer than one message goes in several. */
 static void
 fb_terminal_input(void *arg, struct api_pending *p, int kind, const void *data,
     size_t len, unsigned cols, unsigned rows)
@@ -388,6 +404,39 @@ fb_terminal_input(void *arg, struct api_pending *p, int kind, const void *data,
 		off += n;
 	} while (off < len);
 	free(m);
+}
+
+/*
+ * Another reader of the streaming run of pending run (E2B's Connect):
+ * its request waits as the run's own does, with the run's start (its
+ * pid) first, then what the run writes from now on, then its end.
+ * The API layer found the run as its owner's (api_input_find).
+ */
+static int
+fb_run_attach(void *arg, const struct api_call *call, struct api_pending *run,
+    uint64_t pid, struct api_error *err)
+{
+	struct front_backend *fb = arg;
+	struct api_pending *p;
+	struct fb_run *r;
+
+	for (r = fb->runs; r != NULL; r = r->next)
+		if (r->pending == run && run != NULL && !r->done && !r->cell &&
+		    r->on_done == NULL)
+			break;
+	if (r == NULL)
+		return fb_fail(err, API_ENOTFOUND, "No such running command");
+	if (r->nreaders == FB_RUN_READERS)
+		return fb_fail(err, API_ERATE,
+		    "The command has %d readers already", FB_RUN_READERS);
+	if ((p = api_defer(call)) == NULL)
+		return fb_fail(err, API_EINTERNAL, "Readers need a connection");
+	/* Its start goes out at the next pass (front_backend_resume): the
+	 * connection takes a deferred reply's bytes once the op is over. */
+	r->reader_told[r->nreaders] = 0;
+	r->readers[r->nreaders++] = p;
+	api_stream_reader(p, pid);
+	return API_PENDING;
 }
 
 /* An interactive shell, `sh -i` unless t names another program, bound
@@ -1057,6 +1106,12 @@ h_run_output(struct proc_ctx *ctx, const struct msg *m)
 			api_stream_run_pid(r->pending, h.run_pid);
 		api_stream_run(r->pending, s == 0 ? "stdout" : "stderr",
 		    m->data + sizeof(h), n);
+		for (size_t i = 0; i < r->nreaders && n > 0; i++) {
+			api_stream_run(r->readers[i],
+			    s == 0 ? "stdout" : "stderr", m->data + sizeof(h),
+			    n);
+			r->reader_told[i] = 1;
+		}
 	}
 	r->sent[s] += n;
 	return 0;
@@ -1153,6 +1208,14 @@ front_backend_resume(struct front_backend *fb)
 			    "The run did not finish in time");
 		}
 		if (!r->done) {
+			/* A reader's stream begins (its start event) once its
+			 * request waits, after the op that attached it. */
+			for (size_t i = 0; i < r->nreaders; i++)
+				if (!r->reader_told[i]) {
+					api_stream_run(
+					    r->readers[i], "stdout", NULL, 0);
+					r->reader_told[i] = 1;
+				}
 			rp = &r->next;
 			continue;
 		}
@@ -1161,6 +1224,26 @@ front_backend_resume(struct front_backend *fb)
 		fb_leave(fb, r->who.sub);
 		fb_persist_run(fb, &r->who, r->sbx, r->request_id, r->command,
 		    r->rc == API_OK, &r->res, r->started_ms);
+		/* Each reader its own copy: a resumed reply frees its result. */
+		for (size_t i = 0; i < r->nreaders; i++) {
+			struct api_run_result res = r->res;
+
+			res.results = NULL;
+			res.results_len = 0;
+			res.out = res.err = NULL;
+			res.out_len = res.err_len = 0;
+			if (r->res.out_len > 0 &&
+			    (res.out = malloc(r->res.out_len)) != NULL) {
+				memcpy(res.out, r->res.out, r->res.out_len);
+				res.out_len = r->res.out_len;
+			}
+			if (r->res.err_len > 0 &&
+			    (res.err = malloc(r->res.err_len)) != NULL) {
+				memcpy(res.err, r->res.err, r->res.err_len);
+				res.err_len = r->res.err_len;
+			}
+			api_resume_run(r->readers[i], r->rc, &res, &r->err);
+		}
 		if (r->on_done != NULL)
 			r->on_done(fb, r->on_done_arg, r->rc, &r->res, &r->err);
 		else
@@ -1196,4 +1279,5 @@ fb_run_ops(struct api_backend *ops)
 	ops->metrics = fb_metrics;
 	ops->terminal_open = fb_terminal_open;
 	ops->terminal_input = fb_terminal_input;
+	ops->run_attach = fb_run_attach;
 }

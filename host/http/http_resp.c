@@ -137,6 +137,8 @@ http_reason(int status)
 		return "Conflict";
 	case 411:
 		return "Length Required";
+	case 412:
+		return "Precondition Failed";
 	case 413:
 		return "Content Too Large";
 	case 414:

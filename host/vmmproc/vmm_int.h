@@ -47,6 +47,9 @@
 #define VMM_JOBS_MAX 16
 #define VMM_IMAGES_MAX 16
 #define VMM_GRACE_MS 5000 /* past a run's own timeout, then SIGKILL */
+/* A command's stdin stream (RUN_F_STDIN): what its pipe holds unread;
+ * input past it is dropped and logged (vmm_h_term_input). */
+#define VMM_STDIN_PIPE_SIZE (1024 * 1024)
 
 struct sandbox {
 	int used;
@@ -131,9 +134,10 @@ struct job {
 	 * when its output streams (sent[] counts what went out). */
 	struct vmm_run_secrets *secrets;
 	uint64_t raw[2];
-	/* RUN_F_TERMINAL: its stdin is a pipe whose write end this is
-	 * (-1 once the session ended); its size, in memory shared with
-	 * the vm process (vmm_run clears res, so not there). */
+	/* RUN_F_TERMINAL or RUN_F_STDIN: its stdin is a pipe whose write
+	 * end this is (-1 once its input ended); a terminal's size, in
+	 * memory shared with the vm process (vmm_run clears res, so not
+	 * there). */
 	int term, term_fd;
 	struct vmm_winsize *winsize;
 	/* Its result went out when its vm process said it was final

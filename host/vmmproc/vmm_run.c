@@ -578,13 +578,26 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	cfg.stdin_fd = m->fd;
 	if (lseek(m->fd, (off_t)(q.input_len - q.stdin_len), SEEK_SET) == -1)
 		goto error;
-	if (q.flags & RUN_F_TERMINAL) {
+	/* A terminal's input and a command's stdin stream come the same
+	 * way (vmm_h_term_input); only a terminal is a tty to the guest. */
+	if (q.flags & (RUN_F_TERMINAL | RUN_F_STDIN)) {
 		if ((q.flags & (RUN_F_BACKGROUND | RUN_F_STREAM)) !=
 		        RUN_F_STREAM ||
-		    pipe2(term, O_CLOEXEC) == -1 ||
+		    q.stdin_len != 0) {
+			strlcpy(reason, "an input stream needs a streaming run",
+			    sizeof(reason));
+			goto refuse;
+		}
+		if (pipe2(term, O_CLOEXEC) == -1 ||
 		    fcntl(term[1], F_SETFL, O_NONBLOCK) == -1)
 			goto error;
+		/* A program fed by another program's requests may read in
+		 * large pieces: room for bursts (best effort, as contexts'). */
+		if (q.flags & RUN_F_STDIN)
+			(void)fcntl(term[1], F_SETPIPE_SZ, VMM_STDIN_PIPE_SIZE);
 		cfg.stdin_fd = term[0];
+	}
+	if (q.flags & RUN_F_TERMINAL) {
 		cfg.tty = 1;
 		cfg.output = term_sink;
 		cfg.output_arg = outfds;
@@ -905,8 +918,9 @@ vmm_job_done_early(struct proc_ctx *ctx, struct job *job)
 /* ---- terminals (docs/terminal.md) ------------------------------------- */
 
 /*
- * A terminal run's input: bytes for its stdin pipe, a new size, or the
- * session's end (the pipe closes: the shell reads EOF and exits). The
+ * A terminal run's input, or a command's stdin stream (RUN_F_STDIN):
+ * bytes for its stdin pipe, a new size (a terminal's only), or the
+ * input's end (the pipe closes: the program reads EOF). The
  * pipe does not block the vmm: input that does not fit (a guest that
  * reads nothing while the client types 64 KiB) is dropped and logged.
  */

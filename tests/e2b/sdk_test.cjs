@@ -294,7 +294,7 @@ async function codeInterpreter() {
 	const stranger = new Sandbox({ sandboxId: sbx.sandboxId,
 		envdAccessToken: process.env.KEEP_OTHER_KEY,
 		trafficAccessToken: process.env.KEEP_OTHER_KEY,
-		envdVersion: '0.4.0' });
+		envdVersion: '0.5.2' });
 	const peek = await threw(() => stranger.runCode('x'));
 	check("nor run a cell in it with its own key",
 	    peek && peek.name === 'NotFoundError', peek && peek.message);
@@ -393,6 +393,7 @@ async function commands() {
 	await pty(sh);
 	await watch(sh);
 	await sh.kill();
+	await stdin();
 }
 
 // setTimeout moves a sandbox's end, later or sooner; the SDK's token
@@ -502,6 +503,114 @@ async function pty(sh) {
 	const gone = await threw(() => sh.pty.sendInput(term.pid, enc.encode('x')));
 	check('then sendInput to it is NotFoundError',
 	    gone && gone.name === 'NotFoundError', gone && gone.name);
+}
+
+// A command's stdin stream: stdin: true, sendStdin, closeStdin (envd
+// 0.5.2's). The shell image has bash and cat.
+async function stdin() {
+	const sh = await Sandbox.create('shell');
+	const outs = [];
+	const h = await sh.commands.run(
+	    '[ -t 0 ] && echo tty || echo pipe; cat; echo end',
+	    { background: true, stdin: true, onStdout: (d) => outs.push(d) });
+	await h.sendStdin('hello ');
+	await sh.commands.sendStdin(h.pid, new TextEncoder().encode('world\n'));
+	// Another principal, allowed exec in the same sandbox's routes,
+	// does not reach this command's stdin by the sandbox and the pid.
+	const other = await fetch(process.env.E2B_SANDBOX_URL +
+	    '/process.Process/SendInput', {
+		method: 'POST',
+		headers: { 'Content-Type': 'application/json',
+			'X-Access-Token': process.env.KEEP_OTHER_KEY,
+			'E2b-Sandbox-Id': sh.sandboxId },
+		body: JSON.stringify({ process: { pid: h.pid },
+			input: { stdin: Buffer.from('intruder\n').toString('base64') } }),
+	});
+	const otherBody = await other.json();
+	check("another principal's SendInput to the command's stdin is not_found",
+	    other.status === 404 && otherBody.code === 'not_found',
+	    [other.status, otherBody]);
+	await h.closeStdin();
+	const r = await h.wait();
+	check('sendStdin reaches the command (a pipe, not a tty), closeStdin ends its input',
+	    r.exitCode === 0 && r.stdout === 'pipe\nhello world\nend\n' &&
+	        outs.join('') === r.stdout,
+	    [r, outs]);
+	const after = await threw(() => sh.commands.sendStdin(h.pid, 'x'));
+	check('sendStdin after the command ended is NotFoundError',
+	    after && after.name === 'NotFoundError', after && [after.name, after.message]);
+	// Without stdin: true the command's stdin is empty, and input to it
+	// is refused as envd refuses it (failed_precondition).
+	const empty = await sh.commands.run('cat; echo done', { timeoutMs: 20000 });
+	check('without stdin: true a command reads an empty stdin',
+	    empty.stdout === 'done\n', empty);
+	const bg = await sh.commands.run('sleep 30', { background: true });
+	const no = await threw(() => sh.commands.sendStdin(bg.pid, 'x'));
+	check('sendStdin to a command started without stdin: true is refused',
+	    no && /stdin not enabled or closed/.test(no.message),
+	    no && [no.name, no.message]);
+	const noClose = await threw(() => sh.commands.closeStdin(bg.pid));
+	check('and so is closeStdin',
+	    noClose && /stdin not enabled or closed/.test(noClose.message),
+	    noClose && [noClose.name, noClose.message]);
+	await sh.commands.kill(bg.pid);
+	// After closeStdin, while the command still runs (it waits for a
+	// file the test writes after), more input and a second close are
+	// refused as envd refuses them.
+	const c2 = await sh.commands.run(
+	    'cat; while [ ! -e /gate2 ]; do sleep 0.1; done',
+	    { background: true, stdin: true });
+	await sh.commands.sendStdin(c2.pid, 'once');
+	await sh.commands.closeStdin(c2.pid);
+	const again = await threw(() => sh.commands.closeStdin(c2.pid));
+	const late = await threw(() => sh.commands.sendStdin(c2.pid, 'x'));
+	await sh.files.write('/gate2', '1');
+	const r2 = await c2.wait();
+	check('input or a close after closeStdin is refused; the command read EOF',
+	    r2.stdout === 'once' &&
+	        again && /stdin not enabled or closed/.test(again.message) &&
+	        late && /stdin not enabled or closed/.test(late.message),
+	    [r2, again && again.message, late && late.message]);
+	// commands.connect: a second reader of a running command's stream
+	// gets its output from then on, and its end.
+	const first = await sh.commands.run('cat; echo bye',
+	    { background: true, stdin: true });
+	const seen = [];
+	const second = await sh.commands.connect(first.pid,
+	    { onStdout: (d) => seen.push(d) });
+	// Another principal does not attach to it by the sandbox and pid:
+	// Connect's stream ends in not_found (one envelope, flags 2).
+	const msg = Buffer.from(JSON.stringify({ process: { pid: first.pid } }));
+	const env = Buffer.concat([Buffer.from([0, 0, 0, 0, 0]), msg]);
+	env.writeUInt32BE(msg.length, 1);
+	const peer = await fetch(process.env.E2B_SANDBOX_URL +
+	    '/process.Process/Connect', {
+		method: 'POST',
+		headers: { 'Content-Type': 'application/connect+json',
+			'X-Access-Token': process.env.KEEP_OTHER_KEY,
+			'E2b-Sandbox-Id': sh.sandboxId },
+		body: env,
+	});
+	const peerBody = Buffer.from(await peer.arrayBuffer());
+	check("another principal's commands.connect to the command is not_found",
+	    peerBody[0] === 2 &&
+	        /"not_found"/.test(peerBody.subarray(5).toString()),
+	    peerBody.toString());
+	await sh.commands.sendStdin(first.pid, 'after\n');
+	await sh.commands.closeStdin(first.pid);
+	const [a1, a2] = await Promise.all([first.wait(), second.wait()]);
+	check('commands.connect to a running command: its output from then on, and its end',
+	    second.pid === first.pid && a2.exitCode === 0 &&
+	        a2.stdout === 'after\nbye\n' && a1.stdout === a2.stdout &&
+	        seen.join('') === a2.stdout,
+	    [a1, a2, seen]);
+	const nc = await threw(() => sh.commands.connect(999999));
+	check('commands.connect to a pid that is no running command is NotFoundError',
+	    nc && nc.name === 'NotFoundError', nc && [nc.name, nc.message]);
+	const ended = await threw(() => sh.commands.connect(first.pid));
+	check('nor to one that has ended',
+	    ended && ended.name === 'NotFoundError', ended && [ended.name, ended.message]);
+	await sh.kill();
 }
 
 // The key's principal may not run bash (the policy's exec allowlist).

@@ -5,8 +5,9 @@
 # against a real keepd on loopback with only E2B_API_URL,
 # E2B_SANDBOX_URL and E2B_API_KEY set: sandboxes, cells in the default
 # context and in others (results, logs, errors, streaming callbacks, a
-# matplotlib PNG), files (rename and watchDir too), commands (list, kill),
-# ptys (sendInput, resize, kill), setTimeout and connect's timeout, kill.
+# matplotlib PNG), files (rename and watchDir too), commands (list, kill,
+# stdin with sendStdin and closeStdin, connect to a running one), ptys
+# (sendInput, resize, kill), setTimeout and connect's timeout, kill.
 # Then what the SDK cannot
 # show: the policy still decides (a command outside the exec allowlist),
 # E2B's error shapes, and the credentials the routes take.
@@ -85,7 +86,7 @@ e2b POST /v2/sandboxes -H "X-API-KEY: $key" -H 'Content-Type: application/json' 
 e2b POST /v2/sandboxes -H "X-API-KEY: $key" -H 'Content-Type: application/json' \
     -d '{"templateID":"base","timeout":300}'
 sb=$(jget "$body" '["sandboxID"]'); tok=$(jget "$body" '["envdAccessToken"]')
-[ "$code" = 201 ] && [ "$(jget "$body" '["envdVersion"]')" = 0.4.0 ] &&
+[ "$code" = 201 ] && [ "$(jget "$body" '["envdVersion"]')" = 0.5.2 ] &&
 	[ "$tok" = "$(jget "$body" '["trafficAccessToken"]')" ] &&
 	ok "a sandbox: its token is envd's and the traffic token" || bad "create: $code $body"
 e2b GET /health -H "E2b-Sandbox-Id: $sb" -H "X-Access-Token: $tok"

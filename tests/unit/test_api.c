@@ -889,6 +889,99 @@ test_backend_complete(void **state)
 	assert_null(api_new(NULL, NULL));
 }
 
+/* A command's stdin stream and readers (commands/input, commands/stream):
+ * malformed requests are 400, a pid that is no streaming command of the
+ * caller's 404, oversized input 413; stdin_stream needs an event stream
+ * and is not served in the background. */
+static void
+test_command_input(void **state)
+{
+	struct env *e = *state;
+	const char *id = create(e, NULL, 0);
+	static const char *const bad[] = {
+		"{}",
+		"{\"pid\":0,\"data\":\"x\"}",
+		"{\"pid\":-1,\"data\":\"x\"}",
+		"{\"pid\":1}",
+		"{\"pid\":1,\"eof\":false}",
+		"{\"pid\":1,\"eof\":\"yes\"}",
+		"{\"pid\":1,\"data\":7}",
+		"{\"pid\":1,\"data\":\"a\",\"data_base64\":\"YQ==\"}",
+		"{\"pid\":1,\"data\":\"a\",\"x\":1}",
+		"{\"pid\":\"1\",\"data\":\"a\"}",
+	};
+	char p[256], *big;
+	size_t n = 65537 * 4 / 3 + 64;
+	struct resp r;
+
+	snprintf(p, sizeof(p), "/v1/sandboxes/%s/commands/input", id);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		callj(e, "POST", p, "admin", bad[i], &r);
+		if (r.status != 400)
+			fail_msg("%s: %d %s", bad[i], r.status, r.body);
+		resp_free(&r);
+	}
+	callj(e, "POST", p, "admin", "{\"pid\":1,\"data_base64\":\"!!\"}", &r);
+	assert_int_equal(r.status, 400);
+	resp_free(&r);
+	callj(e, "POST", p, "admin", "{\"pid\":77,\"data\":\"x\"}", &r);
+	assert_int_equal(r.status, 404);
+	resp_free(&r);
+	callj(e, "POST", p, "admin", "{\"pid\":77,\"eof\":true}", &r);
+	assert_int_equal(r.status, 404);
+	resp_free(&r);
+	/* 65537 bytes, as text and as base64: 413 before any lookup. */
+	assert_non_null(big = malloc(n + 65537));
+	strcpy(big, "{\"pid\":77,\"data\":\"");
+	memset(big + strlen(big), 'a', 65537);
+	strcpy(big + 18 + 65537, "\"}");
+	callj(e, "POST", p, "admin", big, &r);
+	if (r.status != 413)
+		fail_msg("oversized data: %d %s", r.status, r.body);
+	resp_free(&r);
+	strcpy(big, "{\"pid\":77,\"data_base64\":\"");
+	memset(big + strlen(big), 'Y', 87388);
+	strcpy(big + 25 + 87388, "\"}");
+	callj(e, "POST", p, "admin", big, &r);
+	if (r.status != 413)
+		fail_msg("oversized data_base64: %d %s", r.status, r.body);
+	resp_free(&r);
+	free(big);
+
+	snprintf(p, sizeof(p), "/v1/sandboxes/%s/commands/stream?pid=77", id);
+	call(e, "GET", p, "admin", NULL, NULL, 0, &r);
+	assert_int_equal(r.status, 400);
+	resp_free(&r);
+	call(
+	    e, "GET", p, "admin", "Accept: text/event-stream\r\n", NULL, 0, &r);
+	assert_int_equal(r.status, 404);
+	resp_free(&r);
+	snprintf(p, sizeof(p), "/v1/sandboxes/%s/commands/stream?pid=x", id);
+	call(
+	    e, "GET", p, "admin", "Accept: text/event-stream\r\n", NULL, 0, &r);
+	assert_int_equal(r.status, 400);
+	resp_free(&r);
+
+	snprintf(p, sizeof(p), "/v1/sandboxes/%s/commands/run", id);
+	callj(e, "POST", p, "admin", "{\"cmd\":\"cat\",\"stdin_stream\":true}",
+	    &r);
+	assert_int_equal(r.status, 400);
+	resp_free(&r);
+	call(e, "POST", p, "admin", "Accept: text/event-stream\r\n",
+	    "{\"cmd\":\"cat\",\"stdin_stream\":true,\"stdin\":\"x\"}", 45, &r);
+	assert_int_equal(r.status, 400);
+	resp_free(&r);
+	callj(
+	    e, "POST", p, "admin", "{\"cmd\":\"cat\",\"stdin_stream\":1}", &r);
+	assert_int_equal(r.status, 400);
+	resp_free(&r);
+	snprintf(p, sizeof(p), "/v1/sandboxes/%s/commands/background", id);
+	callj(e, "POST", p, "admin", "{\"cmd\":\"cat\",\"stdin_stream\":true}",
+	    &r);
+	assert_int_equal(r.status, 400);
+	resp_free(&r);
+}
+
 /* The lock and revoke routes over the fake, which serves them too. */
 static void
 test_lock_and_revoke(void **state)
@@ -955,6 +1048,7 @@ main(void)
 		T(test_openapi_covers_routes),
 		T(test_backend_complete),
 		T(test_lock_and_revoke),
+		T(test_command_input),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -221,7 +221,7 @@ test_create_get_kill(void **state)
 	j = body_json(&r);
 	assert_string_equal(jstr(j, "sandboxID"), e->sbx);
 	assert_string_equal(jstr(j, "templateID"), "python");
-	assert_string_equal(jstr(j, "envdVersion"), "0.4.0");
+	assert_string_equal(jstr(j, "envdVersion"), "0.5.2");
 	assert_string_equal(jstr(json_object_get(j, "metadata"), "a"), "b");
 	json_decref(j);
 	resp_free(&r);
@@ -958,8 +958,9 @@ test_rpc_process(void **state)
 	    NULL, &r);
 	stream_error(&r, "unimplemented");
 	resp_free(&r);
-	start(e, "{\"process\":{\"cmd\":\"echo\"},\"stdin\":true}", NULL, &r);
-	stream_error(&r, "unimplemented");
+	start(
+	    e, "{\"process\":{\"cmd\":\"echo\"},\"stdin\":\"yes\"}", NULL, &r);
+	stream_error(&r, "invalid_argument");
 	resp_free(&r);
 	start(e, "{\"process\":{\"cmd\":\"echo\"}}",
 	    "Connect-Timeout-Ms: 12345678901\r\n", &r);
@@ -1235,7 +1236,7 @@ test_rpc_watch_dir(void **state)
 }
 
 /* SendInput and Update reach a pty by its pid: malformed requests are
- * 400, a pid that is no pty of the sandbox 404, a command's stdin 501. */
+ * 400, a pid that is no process of the sandbox 404. */
 static void
 test_rpc_pty_input(void **state)
 {
@@ -1291,9 +1292,175 @@ test_rpc_pty_input(void **state)
 	resp_free(&r);
 	sbx_json(e, "/e2b/process.Process/SendInput",
 	    "{\"process\":{\"pid\":77},\"input\":{\"stdin\":\"aGk=\"}}", &r);
-	assert_int_equal(r.status, 501);
-	assert_non_null(strstr(r.body, "unimplemented"));
+	assert_int_equal(r.status, 404);
+	assert_non_null(strstr(r.body, "not_found"));
 	resp_free(&r);
+}
+
+/* What a deferred reply sends later (api_set_resume). */
+static struct http_buf resumed;
+
+static void
+resume_capture(
+    void *arg, uint64_t conn, const void *resp, size_t len, int flags)
+{
+	(void)arg;
+	(void)conn;
+	(void)flags;
+	http_buf_add(&resumed, resp, len);
+}
+
+/* Start over a connection that can wait: the reply is deferred. */
+static void
+start_deferred(struct env *e, const char *json)
+{
+	struct http_limits lim;
+	struct http_request req;
+	struct http_buf in, o, b;
+	int status;
+
+	http_buf_init(&in);
+	http_buf_init(&o);
+	http_buf_init(&b);
+	e2b_envelope_put(&b, 0, json, strlen(json));
+	http_buf_printf(&in,
+	    "POST /e2b/process.Process/Start HTTP/1.1\r\nHost: t\r\n"
+	    "E2b-Sandbox-Id: %s\r\nX-Access-Token: %s\r\n"
+	    "Content-Type: application/connect+json\r\n"
+	    "Content-Length: %zu\r\n\r\n",
+	    e->sbx, e->tok, b.len);
+	http_buf_add(&in, b.data, b.len);
+	http_limits_default(&lim);
+	assert_int_equal(
+	    http_parse_head(in.data, in.len, &lim, &req, &status), HTTP_OK);
+	req.body = in.data + req.head_len;
+	req.body_len = b.len;
+	api_set_resume(e->api, resume_capture, NULL);
+	assert_int_equal(
+	    api_handle_conn(e->api, &req, &o, 7), API_HANDLE_PENDING);
+	assert_int_equal(o.len, 0);
+	http_buf_free(&in);
+	http_buf_free(&o);
+	http_buf_free(&b);
+}
+
+static void
+input_status(struct env *e, const char *route, const char *json, int status,
+    const char *code)
+{
+	struct resp r;
+
+	sbx_json(e, route, json, &r);
+	if (r.status != status || strstr(r.body, code) == NULL)
+		fail_msg("%s %s: %d %s", route, json, r.status, r.body);
+	resp_free(&r);
+}
+
+/*
+ * A command's stdin stream (Start with stdin true): SendInput's stdin
+ * reaches it by its pid, CloseStdin ends it, and what it cannot take is
+ * refused as envd refuses it; hostile input is refused before it.
+ */
+static void
+test_rpc_stdin(void **state)
+{
+	struct env *e = *state;
+	const char *in;
+	char big[256], *huge;
+	size_t len,
+	    hl = sodium_base64_ENCODED_LEN(
+	        API_INPUT_MAX + 1, sodium_base64_VARIANT_ORIGINAL);
+	unsigned char *raw;
+	struct resp r;
+	int eof;
+
+	http_buf_init(&resumed);
+	start_deferred(e, "{\"process\":{\"cmd\":\"cat\"},\"stdin\":true}");
+	assert_int_equal(api_fake_pending(e->fake), 1);
+	/* The fake's pids start at 100: the command's is the first. */
+	input_status(e, "/e2b/process.Process/SendInput",
+	    "{\"process\":{\"pid\":100},\"input\":{\"stdin\":\"aGkg\"}}", 200,
+	    "{}");
+	/* Hostile or wrong: bad base64, both fields, a pty's input to a
+	 * command, a resize, another pid, oversized input. */
+	input_status(e, "/e2b/process.Process/SendInput",
+	    "{\"process\":{\"pid\":100},\"input\":{\"stdin\":\"a!==\"}}", 400,
+	    "invalid_argument");
+	input_status(e, "/e2b/process.Process/SendInput",
+	    "{\"process\":{\"pid\":100},\"input\":{\"stdin\":\"aGk=\","
+	    "\"pty\":\"aGk=\"}}",
+	    400, "invalid_argument");
+	input_status(e, "/e2b/process.Process/SendInput",
+	    "{\"process\":{\"pid\":100},\"input\":{\"pty\":\"aGk=\"}}", 412,
+	    "failed_precondition");
+	input_status(e, "/e2b/process.Process/Update",
+	    "{\"process\":{\"pid\":100},\"pty\":{\"size\":{\"cols\":80,"
+	    "\"rows\":24}}}",
+	    412, "failed_precondition");
+	input_status(e, "/e2b/process.Process/SendInput",
+	    "{\"process\":{\"pid\":101},\"input\":{\"stdin\":\"aGk=\"}}", 404,
+	    "not_found");
+	input_status(e, "/e2b/process.Process/CloseStdin",
+	    "{\"process\":{\"pid\":101}}", 404, "not_found");
+	input_status(e, "/e2b/process.Process/CloseStdin", "{\"process\":{}}",
+	    400, "invalid_argument");
+	assert_non_null(raw = calloc(1, API_INPUT_MAX + 1));
+	assert_non_null(huge = malloc(hl + 64));
+	len = (size_t)snprintf(
+	    huge, 64, "{\"process\":{\"pid\":100},\"input\":{\"stdin\":\"");
+	sodium_bin2base64(huge + len, hl, raw, API_INPUT_MAX + 1,
+	    sodium_base64_VARIANT_ORIGINAL);
+	strcat(huge, "\"}}");
+	sbx_json(e, "/e2b/process.Process/SendInput", huge, &r);
+	if (r.status != 413)
+		fail_msg("oversized: %d %s", r.status, r.body);
+	assert_non_null(strstr(r.body, "invalid_argument"));
+	resp_free(&r);
+	free(huge);
+	free(raw);
+	/* Another principal does not reach it by the sandbox and pid. */
+	snprintf(big, sizeof(big),
+	    "E2b-Sandbox-Id: %s\r\nX-Access-Token: bob\r\n"
+	    "Content-Type: application/json\r\n",
+	    e->sbx);
+	in = "{\"process\":{\"pid\":100},\"input\":{\"stdin\":\"aGk=\"}}";
+	call(e, "POST", "/e2b/process.Process/SendInput", big, in, strlen(in),
+	    &r);
+	assert_int_equal(r.status, 404);
+	resp_free(&r);
+	/* Only what the owner sent came through; then its end. */
+	in = api_fake_input(e->fake, &len, &eof);
+	assert_int_equal(len, 3);
+	assert_memory_equal(in, "hi ", 3);
+	assert_false(eof);
+	input_status(e, "/e2b/process.Process/CloseStdin",
+	    "{\"process\":{\"pid\":100}}", 200, "{}");
+	(void)api_fake_input(e->fake, &len, &eof);
+	assert_true(eof);
+	input_status(e, "/e2b/process.Process/SendInput",
+	    "{\"process\":{\"pid\":100},\"input\":{\"stdin\":\"aGk=\"}}", 412,
+	    "stdin not enabled or closed");
+	input_status(e, "/e2b/process.Process/CloseStdin",
+	    "{\"process\":{\"pid\":100}}", 412, "failed_precondition");
+	/* The command ends with what it read: start, data, end. */
+	assert_int_equal(api_fake_flush(e->fake), 1);
+	assert_non_null(memmem(resumed.data, resumed.len, "\"pid\":100", 9));
+	assert_non_null(memmem(resumed.data, resumed.len, "aGkg", 4));
+	assert_non_null(memmem(resumed.data, resumed.len, "exitCode", 8));
+	/* Input after the end: no such process; nor a reader of it. */
+	input_status(e, "/e2b/process.Process/SendInput",
+	    "{\"process\":{\"pid\":100},\"input\":{\"stdin\":\"aGk=\"}}", 404,
+	    "not_found");
+	rpc_stream(e, "/e2b/process.Process/Connect",
+	    "{\"process\":{\"pid\":100}}", NULL, &r);
+	stream_error(&r, "not_found");
+	resp_free(&r);
+	rpc_stream(
+	    e, "/e2b/process.Process/Connect", "{\"process\":{}}", NULL, &r);
+	stream_error(&r, "invalid_argument");
+	resp_free(&r);
+	http_buf_free(&resumed);
+	api_set_resume(e->api, NULL, NULL);
 }
 
 int
@@ -1303,6 +1470,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_routes_checked_as),
 		T(test_rpc_pty_input),
+		T(test_rpc_stdin),
 		T(test_rpc_watch_dir),
 		T(test_create_get_kill),
 		T(test_list),
