@@ -60,6 +60,9 @@ vm_confine_net_join(int userfd, int netfd, int ws_fd, char *err, size_t errlen)
 		snprintf(err, errlen, "chroot: %s", strerror(errno));
 		return -1;
 	}
+	/* The guest's resolver, bound to port 53 while the user namespace
+	 * lends CAP_NET_BIND_SERVICE; without one, names do not resolve. */
+	(void)vmm_dns_open();
 	memset(d, 0, sizeof(d));
 	if (userfd >= 0 && syscall(SYS_capset, &h, d) == -1) {
 		snprintf(err, errlen, "capset: %s", strerror(errno));

@@ -138,6 +138,61 @@ out:
 	return rc;
 }
 
+/* A name's query or connection (vmm_config.egress_net): 0 (and *fd for
+ * a connect) or -errno; *refused 1 when the policy or egress refused. */
+static int
+child_net(void *arg, int op, const char *name, uint16_t port, int *fd,
+    int *refused)
+{
+	struct msg_vmm_net q;
+	struct msg_vmm_net_reply r;
+	struct msg_hdr h;
+	struct pollfd pfd;
+	uint8_t buf[sizeof(h) + sizeof(r) + 16];
+	size_t n;
+	int rfd = MSG_NO_FD;
+
+	(void)arg;
+	*fd = -1;
+	*refused = 0;
+	memset(&q, 0, sizeof(q));
+	q.op = (uint32_t)op;
+	q.port = port;
+	if (strlcpy(q.name, name, sizeof(q.name)) >= sizeof(q.name))
+		return -EINVAL;
+	if (msg_send(child.sock, MSG_VMM_NET, 0, 1, &q, sizeof(q), -1) !=
+	    MSG_OK)
+		return -EACCES;
+	/* As a fetch's: the run's time limit interrupts the wait. */
+	pfd.fd = child.sock;
+	pfd.events = POLLIN;
+	pfd.revents = 0;
+	if (poll(&pfd, 1, -1) != 1)
+		return errno == EINTR ? -EINTR : -EACCES;
+	if (msg_recv(child.sock, buf, sizeof(buf), &n, &rfd) != MSG_OK ||
+	    n != sizeof(h) + sizeof(r)) {
+		if (rfd != MSG_NO_FD)
+			close(rfd);
+		return -EACCES;
+	}
+	memcpy(&h, buf, sizeof(h));
+	memcpy(&r, buf + sizeof(h), sizeof(r));
+	if (h.type != MSG_VMM_NET_REPLY || h.len != sizeof(r) || r.error < 0 ||
+	    (r.error == 0 && op == VMM_NET_CONNECT && rfd == MSG_NO_FD)) {
+		if (rfd != MSG_NO_FD)
+			close(rfd);
+		return -EACCES;
+	}
+	*refused = r.refused != 0;
+	if (r.error != 0 || op != VMM_NET_CONNECT) {
+		if (rfd != MSG_NO_FD)
+			close(rfd);
+		return -r.error;
+	}
+	*fd = rfd;
+	return 0;
+}
+
 void
 vmm_egress_child(
     const struct vmm_egress_run *r, int child_fd, struct vmm_config *cfg)
@@ -148,6 +203,7 @@ vmm_egress_child(
 	child.sock = child_fd;
 	child.shm = r->shm;
 	cfg->fetch = child_fetch;
+	cfg->egress_net = child_net;
 	cfg->fetch_arg = NULL;
 }
 
@@ -198,6 +254,142 @@ answer(struct vmm_egress_run *r, int err, const char *detail)
 	r->reqid = 0;
 }
 
+/* Answer the vm's name request with err (positive errno) now. */
+static void
+net_answer(struct vmm_egress_run *r, int err, int refused, int fd)
+{
+	struct msg_vmm_net_reply q;
+
+	q.error = err;
+	q.refused = refused != 0;
+	if (msg_send(r->fd, MSG_VMM_NET_REPLY, MSG_F_REPLY, 1, &q, sizeof(q),
+	        fd) != MSG_OK)
+		log_warn("%s: to the vm process", __func__);
+	r->stage = 0;
+	r->reqid = 0;
+	r->op = 0;
+}
+
+/* MSG_VMM_NET from the vm: the name checked as a URL's host, then the
+ * policy asked for it. 0, or -1 when the vm process misbehaved. */
+static int
+net_event(struct proc_ctx *ctx, struct vmm_egress_run *r, const uint8_t *p)
+{
+	struct msg_policy_decide q;
+	struct msg_vmm_net n;
+	struct egress_url u;
+	char url[VMM_NET_NAME_MAX + 32];
+	int t;
+
+	memcpy(&n, p, sizeof(n));
+	if ((n.op != VMM_NET_RESOLVE && n.op != VMM_NET_CONNECT) ||
+	    (n.op == VMM_NET_RESOLVE) != (n.port == 0) || n.pad != 0 ||
+	    memchr(n.name, '\0', sizeof(n.name)) == NULL) {
+		log_warnx("%s: malformed request from a vm process", __func__);
+		return -1;
+	}
+	r->op = n.op;
+	/* The guest's name, as any URL's host: canonical, lower case. */
+	t = snprintf(url, sizeof(url), "https://%s:%u/", n.name,
+	    (unsigned)(n.port != 0 ? n.port : 443));
+	if (t <= 0 || (size_t)t >= sizeof(url) ||
+	    egress_url_parse(url, (size_t)t, &u) != 0) {
+		net_answer(r, n.op == VMM_NET_RESOLVE ? EACCES : EACCES, 1, -1);
+		return 0;
+	}
+	strlcpy(r->host, u.host, sizeof(r->host));
+	r->port = n.port;
+	memset(&q, 0, sizeof(q));
+	q.cap = CAP_EGRESS;
+	q.link = PROC_EGRESS;
+	q.token_caps = r->token_caps;
+	strlcpy(q.principal, r->principal, sizeof(q.principal));
+	/* A query: any port of a rule for the name ("name:*"). */
+	if (n.op == VMM_NET_RESOLVE)
+		t = snprintf(q.target, sizeof(q.target), "%s:*", u.host);
+	else
+		t = snprintf(q.target, sizeof(q.target), "%s:%u", u.host,
+		    (unsigned)n.port);
+	q.target_len = (uint32_t)t;
+	if (t <= 0 || (size_t)t >= sizeof(q.target) ||
+	    ctx->fd[PROC_POLICY] < 0) {
+		net_answer(r, EACCES, 0, -1);
+		return 0;
+	}
+	r->reqid = ++next_reqid;
+	if (msg_send(ctx->fd[PROC_POLICY], MSG_POLICY_DECIDE, 0, r->reqid, &q,
+	        sizeof(q), -1) != MSG_OK) {
+		net_answer(r, EACCES, 0, -1);
+		return 0;
+	}
+	r->stage = 1;
+	return 0;
+}
+
+/* The policy's decision on a name request: on to egress, allow or deny
+ * alike (it audits both). */
+static int
+net_decision(
+    struct proc_ctx *ctx, struct vmm_egress_run *r, const struct msg *m)
+{
+	struct msg_policy_decision d;
+	struct msg_egress_name q;
+
+	memcpy(&d, m->data, sizeof(d));
+	memset(&q, 0, sizeof(q));
+	q.grant = d.grant;
+	q.policy_reason = d.reason;
+	q.op = r->op;
+	q.port = r->port;
+	strlcpy(q.principal, r->principal, sizeof(q.principal));
+	strlcpy(q.name, r->host, sizeof(q.name));
+	strlcpy(q.sandbox, r->sandbox, sizeof(q.sandbox));
+	strlcpy(q.request_id, r->request_id, sizeof(q.request_id));
+	if (r->op == VMM_NET_CONNECT)
+		egress_grant_flags(&d.grant, r->host, r->port, &q.allow_http,
+		    &q.allow_private);
+	if (ctx->fd[PROC_EGRESS] < 0 ||
+	    msg_send(ctx->fd[PROC_EGRESS], MSG_EGRESS_NAME, 0, m->hdr.reqid,
+	        &q, sizeof(q), -1) != MSG_OK) {
+		net_answer(r, EACCES, 0, -1);
+		return -1;
+	}
+	r->stage = 2;
+	return 0;
+}
+
+int
+vmm_egress_name_reply(
+    struct proc_ctx *ctx, struct vmm_egress_run *r, const struct msg *m)
+{
+	struct msg_egress_name_reply q;
+	int fd = m->fd;
+
+	(void)ctx;
+	memcpy(&q, m->data, sizeof(q));
+	if (r->stage != 2 || r->op == 0) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	/* Checked here, not only in the vm process: nothing but a socket
+	 * for a connect that succeeded goes to it. */
+	if (q.error < 0 || q.error > 4095 ||
+	    (q.error == 0 && r->op == VMM_NET_CONNECT && fd < 0)) {
+		q.error = EACCES;
+		q.refused = 0;
+	}
+	if (q.error != 0 || r->op != VMM_NET_CONNECT) {
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
+	}
+	net_answer(r, q.error, (int)q.refused, fd);
+	if (fd >= 0)
+		close(fd);
+	return 0;
+}
+
 int
 vmm_egress_event(struct proc_ctx *ctx, struct vmm_egress_run *r)
 {
@@ -216,6 +408,13 @@ vmm_egress_event(struct proc_ctx *ctx, struct vmm_egress_run *r)
 	if (msg_recv(r->fd, buf, MSG_BUFSZ, &n, &fd) != MSG_OK)
 		goto gone; /* the vm process exited */
 	memcpy(&h, buf, n < sizeof(h) ? n : sizeof(h));
+	if (n == sizeof(h) + sizeof(struct msg_vmm_net) &&
+	    h.type == MSG_VMM_NET && h.flags == 0 && h.pad == 0 &&
+	    h.len == sizeof(struct msg_vmm_net) && fd == MSG_NO_FD &&
+	    r->stage == 0) {
+		rc = net_event(ctx, r, buf + sizeof(h));
+		goto out;
+	}
 	if (n != sizeof(h) + sizeof(hdr) || h.type != MSG_VMM_FETCH ||
 	    h.flags != 0 || h.pad != 0 || h.len != sizeof(hdr) ||
 	    fd != MSG_NO_FD || r->stage != 0) {
@@ -238,6 +437,7 @@ vmm_egress_event(struct proc_ctx *ctx, struct vmm_egress_run *r)
 	r->len = hdr.len;
 	r->host[0] = '\0';
 	r->port = 0;
+	r->op = 0;
 	memset(&dec, 0, sizeof(dec));
 	if (egress_wire_decode(MSG_EGRESS_FETCH, r->req, r->len, &dec) != 0 ||
 	    egress_url_parse(dec.req.url, dec.req.url_len, &u) != 0) {
@@ -309,6 +509,8 @@ vmm_egress_decision(
 
 	if (r->stage != 1)
 		return -1;
+	if (r->op != 0)
+		return net_decision(ctx, r, m);
 	memcpy(&d, m->data, sizeof(d));
 	memset(&dec, 0, sizeof(dec));
 	if (egress_wire_decode(MSG_EGRESS_FETCH, r->req, r->len, &dec) != 0) {
@@ -362,7 +564,7 @@ vmm_egress_reply(
 
 	(void)ctx;
 	memcpy(&q, m->data, sizeof(q));
-	if (r->stage != 2) {
+	if (r->stage != 2 || r->op != 0) {
 		close(m->fd);
 		return -1;
 	}

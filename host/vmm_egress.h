@@ -14,6 +14,16 @@
  * answers the refusal. The vmm cannot widen anything: the egress process
  * recomputes the grant's target from the rule it is sent.
  *
+ * A guest's DNS query and TCP connect by name (docs/egress.md, "Names
+ * and connections") travel the same way:
+ *
+ *	vm  --MSG_VMM_NET (resolve name, or connect name:port)-->  vmm
+ *	vmm --MSG_POLICY_DECIDE (egress, "name:*" or "name:port")--> policy
+ *	vmm --MSG_EGRESS_NAME (grant, name, port)--> egress, which verifies,
+ *	      audits, and for a connect resolves, checks and connects
+ *	egress --MSG_EGRESS_NAME_REPLY (+ socket)--> vmm --MSG_VMM_NET_REPLY
+ *	      (+ socket)--> vm
+ *
  * One request per run is in flight at a time (a vm process blocks on
  * its call). Every function is called from the vmm's loop.
  */
@@ -45,6 +55,7 @@ struct vmm_egress_run {
 	size_t len;
 	char host[EGRESS_HOST_MAX + 1];
 	uint16_t port;
+	uint32_t op; /* 0 a fetch, else VMM_NET_RESOLVE or _CONNECT */
 };
 
 /*
@@ -83,6 +94,9 @@ struct vmm_egress_run *vmm_egress_find(
 int vmm_egress_decision(
     struct proc_ctx *ctx, struct vmm_egress_run *r, const struct msg *m);
 int vmm_egress_reply(
+    struct proc_ctx *ctx, struct vmm_egress_run *r, const struct msg *m);
+/* MSG_EGRESS_NAME_REPLY for run r: passed on to the vm process. */
+int vmm_egress_name_reply(
     struct proc_ctx *ctx, struct vmm_egress_run *r, const struct msg *m);
 
 #endif
