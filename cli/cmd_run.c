@@ -473,7 +473,7 @@ cmd_run(int argc, char **argv)
 		    (const uint8_t(*)[32])trust, ntrust);
 	/* The guest's sockets in a network of its own, loopback only
 	 * (docs/vmm.md, "Sockets"); without one, AF_UNIX only. */
-	if ((cfg.net = vmm_netns_enter(err, sizeof(err))) == -1) {
+	if ((cfg.net = vmm_netns_enter(1, err, sizeof(err))) == -1) {
 		fprintf(stderr, "keep run: network namespace: %s\n", err);
 		goto out;
 	}

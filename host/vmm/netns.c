@@ -73,7 +73,7 @@ caps_none(void)
 }
 
 int
-vmm_netns_enter(char *err, size_t errlen)
+vmm_netns_enter(int resolver, char *err, size_t errlen)
 {
 	char map[64];
 	uid_t uid;
@@ -123,7 +123,8 @@ vmm_netns_enter(char *err, size_t errlen)
 		return -1;
 	}
 	/* No resolver is no name resolved, as before: not a failure. */
-	(void)vmm_dns_open();
+	if (resolver)
+		(void)vmm_dns_open();
 	if (userns && caps_none() == -1) {
 		snprintf(err, errlen, "capset: %s", strerror(errno));
 		return -1;

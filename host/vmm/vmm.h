@@ -60,11 +60,11 @@ struct vmm_file {
 
 /*
  * The calling process into a network namespace of its own with only `lo`,
- * up (host/vmm/netns.c; host/vm_confine.h's vm_confine_net says more):
+ * up, and with resolver 1 the guest resolver's socket there (vmm_dns_open) (host/vmm/netns.c; host/vm_confine.h's vm_confine_net says more):
  * 1 made, 0 not to be had here (err says why; nothing changed), -1 left
  * half way (err says why; the process must not run a guest).
  */
-int vmm_netns_enter(char *err, size_t errlen);
+int vmm_netns_enter(int resolver, char *err, size_t errlen);
 
 /*
  * In the network namespace just made or joined, while this process still
