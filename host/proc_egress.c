@@ -952,8 +952,8 @@ egress_h_name(struct proc_ctx *ctx, const struct msg *m)
 		if (ms == 0 || ms > UINT32_MAX)
 			ms = 10000;
 
-		if (egress_connect(es->ec, &rule, (uint32_t)ms, &fd, &err, &d) !=
-		    0) {
+		if (egress_connect(
+		        es->ec, &rule, (uint32_t)ms, &fd, &err, &d) != 0) {
 			r.error = err;
 			r.refused = d.error != EGRESS_E_CONNECT &&
 			    d.error != EGRESS_E_TIMEOUT &&
@@ -967,8 +967,8 @@ egress_h_name(struct proc_ctx *ctx, const struct msg *m)
 	if (q.op == VMM_NET_RESOLVE)
 		snprintf(target, sizeof(target), "%s", q.name);
 	else
-		snprintf(target, sizeof(target), "%s:%u", q.name,
-		    (unsigned)q.port);
+		snprintf(
+		    target, sizeof(target), "%s:%u", q.name, (unsigned)q.port);
 	audit(ctx, m, &aq, q.principal, action,
 	    q.op == VMM_NET_RESOLVE ? "A" : "TCP", target, &d, why);
 	if (msg_reply(ctx, m,

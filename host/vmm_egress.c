@@ -141,8 +141,8 @@ out:
 /* A name's query or connection (vmm_config.egress_net): 0 (and *fd for
  * a connect) or -errno; *refused 1 when the policy or egress refused. */
 static int
-child_net(void *arg, int op, const char *name, uint16_t port, int *fd,
-    int *refused)
+child_net(
+    void *arg, int op, const char *name, uint16_t port, int *fd, int *refused)
 {
 	struct msg_vmm_net q;
 	struct msg_vmm_net_reply r;
@@ -349,8 +349,8 @@ net_decision(
 		egress_grant_flags(&d.grant, r->host, r->port, &q.allow_http,
 		    &q.allow_private);
 	if (ctx->fd[PROC_EGRESS] < 0 ||
-	    msg_send(ctx->fd[PROC_EGRESS], MSG_EGRESS_NAME, 0, m->hdr.reqid,
-	        &q, sizeof(q), -1) != MSG_OK) {
+	    msg_send(ctx->fd[PROC_EGRESS], MSG_EGRESS_NAME, 0, m->hdr.reqid, &q,
+	        sizeof(q), -1) != MSG_OK) {
 		net_answer(r, EACCES, 0, -1);
 		return -1;
 	}

@@ -65,8 +65,8 @@ egress_connect(struct egress_ctx *ctx, const struct egress_rule *rule,
 		return rc;
 	}
 	d->rule = 0;
-	if ((fd = socket(pin.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-	         0)) == -1) {
+	if ((fd = socket(pin.ss_family,
+	         SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) == -1) {
 		*err = errno;
 		d->error = EGRESS_E_CONNECT;
 		return d->error;

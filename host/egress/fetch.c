@@ -305,8 +305,8 @@ check_hop(struct egress_ctx *ctx, const struct egress_request *req,
 	if ((rc = egress_allow_match(req->rules, req->nrules, u, &which)) != 0)
 		return rc;
 	d->rule = (int)which;
-	return egress_resolve_checked(ctx, u, &req->rules[which], AF_UNSPEC,
-	    &h->pin, &h->pinlen, d);
+	return egress_resolve_checked(
+	    ctx, u, &req->rules[which], AF_UNSPEC, &h->pin, &h->pinlen, d);
 }
 
 static int

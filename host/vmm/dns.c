@@ -75,8 +75,9 @@ dns_query_parse(const uint8_t *p, size_t len, struct dns_query *q)
 
 			if (!name_char(c))
 				bad = 1;
-			q->name[n++] = (char)(c >= 'A' && c <= 'Z' ? c + 32
-			                                           : (c ? c : '?'));
+			q->name[n++] =
+			    (char)(c >= 'A' && c <= 'Z' ? c + 32
+			                                : (c ? c : '?'));
 		}
 		off += l;
 	}

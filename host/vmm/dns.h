@@ -43,7 +43,8 @@
 #define DNS_PARSE_DROP (-1) /* not a query one can answer: say nothing */
 #define DNS_PARSE_FORMERR (-2) /* a query, malformed: FORMERR */
 #define DNS_PARSE_NOTIMP (-3) /* an opcode other than QUERY: NOTIMP */
-#define DNS_PARSE_BADNAME (-4) /* well formed, a name no host has:
+#define DNS_PARSE_BADNAME                                                      \
+	(-4) /* well formed, a name no host has:
 				  NXDOMAIN, nothing asked */
 
 struct dns_query {

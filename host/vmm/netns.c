@@ -149,8 +149,8 @@ vmm_dns_open(void)
 
 	if (resolver.table != NULL)
 		return 0;
-	if ((s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
-	         0)) == -1)
+	if ((s = socket(
+	         AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) == -1)
 		return -1;
 	memset(&sin, 0, sizeof(sin));
 	sin.sin_family = AF_INET;

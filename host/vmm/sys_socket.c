@@ -346,9 +346,9 @@ dns_serve(struct vm *vm, struct vfd *f, const struct iovec *iov, size_t n)
 		any.ss_family = me.ss_family;
 		sl = sizeof(me);
 		if (bind(f->hostfd, (struct sockaddr *)&any,
-		        me.ss_family == AF_INET ? sizeof(struct sockaddr_in)
-		                                : sizeof(struct sockaddr_in6)) ==
-		        -1 ||
+		        me.ss_family == AF_INET
+		            ? sizeof(struct sockaddr_in)
+		            : sizeof(struct sockaddr_in6)) == -1 ||
 		    getsockname(f->hostfd, (struct sockaddr *)&me, &sl) == -1)
 			return -errno;
 	}
@@ -364,7 +364,8 @@ dns_serve(struct vm *vm, struct vfd *f, const struct iovec *iov, size_t n)
 	case DNS_PARSE_NOTIMP:
 		q.question_end = 0;
 		alen = dns_answer_make(query, &q,
-		    rc == DNS_PARSE_NOTIMP ? DNS_RCODE_NOTIMP : DNS_RCODE_FORMERR,
+		    rc == DNS_PARSE_NOTIMP ? DNS_RCODE_NOTIMP
+		                           : DNS_RCODE_FORMERR,
 		    NULL, answer, sizeof(answer));
 		break;
 	case DNS_PARSE_BADNAME:
@@ -404,10 +405,11 @@ connect_by_name(struct vm *vm, struct vfd *f, const struct sockaddr_storage *ss)
 	const char *name;
 	uint16_t port;
 	uint32_t a;
-	int fd = -1, refused = 0, fl, cloexec, rc;
+	int fd = -1, refused = 0, fl, rc;
 	char namecopy[DNS_NAME_MAX + 1];
 
-	if (vm->cfg->dns_table == NULL || !dns_synthetic(a = addr_v4(ss, &port)) ||
+	if (vm->cfg->dns_table == NULL ||
+	    !dns_synthetic(a = addr_v4(ss, &port)) ||
 	    (name = dns_table_name(vm->cfg->dns_table, a)) == NULL)
 		return -ENOENT;
 	/* Only TCP by name (UDP out is not done); port 0 is no port. */
@@ -418,29 +420,28 @@ connect_by_name(struct vm *vm, struct vfd *f, const struct sockaddr_storage *ss)
 	if (vm->cfg->egress_net == NULL)
 		return -ENOENT;
 	strlcpy(namecopy, name, sizeof(namecopy));
-	rc = vm->cfg->egress_net(vm->cfg->fetch_arg, VMM_NET_CONNECT, namecopy,
-	    port, &fd, &refused);
+	rc = vm->cfg->egress_net(
+	    vm->cfg->fetch_arg, VMM_NET_CONNECT, namecopy, port, &fd, &refused);
 	if (rc != 0) {
 		if (refused)
 			vm_proc_egress_refused(vm);
 		return rc;
 	}
 	/*
-	 * The connected socket in place of the guest's: its descriptor
-	 * number stays, and so does its O_NONBLOCK. The options the guest
-	 * set on the unconnected socket are carried over (those that take
-	 * a value, below); a failure of one is not the connect's.
+	 * The connected socket in place of the guest's host socket (each
+	 * guest descriptor has a host one of its own, fs.c): O_NONBLOCK
+	 * and the options the guest set on it are carried over (those
+	 * that take a value; one the other family lacks is let go).
 	 */
 	fl = fcntl(f->hostfd, F_GETFL);
-	cloexec = fcntl(f->hostfd, F_GETFD);
 	opts_copy(f->hostfd, fd);
-	if (dup3(fd, f->hostfd, (cloexec > 0 && (cloexec & FD_CLOEXEC)) ? O_CLOEXEC : 0) == -1) {
+	if (fcntl(fd, F_SETFL, fl != -1 ? fl & O_NONBLOCK : 0) == -1) {
 		rc = -errno;
 		close(fd);
 		return rc;
 	}
-	close(fd);
-	(void)fcntl(f->hostfd, F_SETFL, fl != -1 ? (fl & O_NONBLOCK) | O_RDWR : O_RDWR);
+	close(f->hostfd);
+	f->hostfd = fd;
 	/* Done at once, as a loopback connect is: a non-blocking caller
 	 * hears EINPROGRESS and then finds it writable, SO_ERROR 0. */
 	return (fl != -1 && (fl & O_NONBLOCK)) ? -EINPROGRESS : 0;
@@ -1450,6 +1451,10 @@ static const struct {
 	{ IPPROTO_TCP, TCP_INFO, 1 },
 	{ IPPROTO_IP, IP_TOS, 0 },
 	{ IPPROTO_IP, IP_TTL, 0 },
+	/* glibc's resolver sets it on its UDP socket and gives up without
+	 * it; the error queue it fills is never read (no MSG_ERRQUEUE). */
+	{ IPPROTO_IP, IP_RECVERR, 0 },
+	{ IPPROTO_IPV6, IPV6_RECVERR, 0 },
 	{ IPPROTO_IPV6, IPV6_V6ONLY, 0 },
 	{ IPPROTO_IPV6, IPV6_TCLASS, 0 },
 	{ IPPROTO_IPV6, IPV6_UNICAST_HOPS, 0 },
