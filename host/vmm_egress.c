@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,7 +91,7 @@ put_all(int fd, const void *p, size_t len)
 }
 
 static int
-child_fetch(
+fetch_locked(
     void *arg, const void *req, size_t len, void **reply, size_t *reply_len)
 {
 	struct msg_egress_rep q, r;
@@ -141,7 +142,7 @@ out:
 /* A name's query or connection (vmm_config.egress_net): 0 (and *fd for
  * a connect) or -errno; *refused 1 when the policy or egress refused. */
 static int
-child_net(
+net_locked(
     void *arg, int op, const char *name, uint16_t port, int *fd, int *refused)
 {
 	struct msg_vmm_net q;
@@ -191,6 +192,55 @@ child_net(
 	}
 	*fd = rfd;
 	return 0;
+}
+
+/*
+ * The run's processes (a guest's fork is the vm process's) share the
+ * socketpair and the request buffer, and the vmm serves one request at
+ * a time: a request and its reply are one process's alone while it
+ * holds a POSIX lock on the buffer. Such a lock is the process's (not
+ * inherited, unlike flock's), and goes when it dies. A wait the run's
+ * time limit cuts short fails the call.
+ */
+static int
+relay_lock(int type)
+{
+	struct flock l;
+
+	memset(&l, 0, sizeof(l));
+	l.l_type = (short)type;
+	l.l_whence = SEEK_SET;
+	return fcntl(child.shm, F_SETLKW, &l);
+}
+
+static int
+child_fetch(
+    void *arg, const void *req, size_t len, void **reply, size_t *reply_len)
+{
+	int rc;
+
+	*reply = NULL;
+	*reply_len = 0;
+	if (relay_lock(F_WRLCK) == -1)
+		return -1;
+	rc = fetch_locked(arg, req, len, reply, reply_len);
+	relay_lock(F_UNLCK);
+	return rc;
+}
+
+static int
+child_net(
+    void *arg, int op, const char *name, uint16_t port, int *fd, int *refused)
+{
+	int rc;
+
+	*fd = -1;
+	*refused = 0;
+	if (relay_lock(F_WRLCK) == -1)
+		return errno == EINTR ? -EINTR : -EACCES;
+	rc = net_locked(arg, op, name, port, fd, refused);
+	relay_lock(F_UNLCK);
+	return rc;
 }
 
 void

@@ -24,8 +24,9 @@
  *	egress --MSG_EGRESS_NAME_REPLY (+ socket)--> vmm --MSG_VMM_NET_REPLY
  *	      (+ socket)--> vm
  *
- * One request per run is in flight at a time (a vm process blocks on
- * its call). Every function is called from the vmm's loop.
+ * One request per run is in flight at a time: a vm process blocks on
+ * its call, and the run's processes take turns (a POSIX lock on the
+ * request buffer). Every function is called from the vmm's loop.
  */
 #ifndef KEEP_HOST_VMM_EGRESS_H
 #define KEEP_HOST_VMM_EGRESS_H

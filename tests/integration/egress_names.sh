@@ -64,6 +64,26 @@ print('body', urllib.request.urlopen('http://allowed.test:$hp/x', timeout=30).re
     ok "an allowed name resolves to 198.18/15 (stable, IPv4 only) and urllib fetches the host's server through it" ||
     bad "allowed: $out $(jget "$body" '["stderr"]' 2>/dev/null)"
 
+# Processes of one run resolve and connect at once: they take turns
+# through the relay, and share the run's table of names.
+pyexec "$alice" "
+import os, urllib.request
+pids = []
+for i in range(4):
+    pid = os.fork()
+    if pid == 0:
+        try:
+            b = urllib.request.urlopen('http://allowed.test:$hp/x', timeout=30).read()
+            os._exit(0 if b.strip() == b'hello from the host' else 1)
+        except Exception:
+            os._exit(2)
+    pids.append(pid)
+print(sorted(os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) for p in pids))
+"
+[ "$out" = "[0, 0, 0, 0]" ] &&
+    ok "four processes of a run resolve and fetch at once" ||
+    bad "processes at once: $out $(jget "$body" '["stderr"]' 2>/dev/null)"
+
 pyexec "$alice" "
 import socket
 try:
