@@ -462,7 +462,8 @@ vmm_egress_event(struct proc_ctx *ctx, struct vmm_egress_run *r)
 	    h.type == MSG_VMM_NET && h.flags == 0 && h.pad == 0 &&
 	    h.len == sizeof(struct msg_vmm_net) && fd == MSG_NO_FD &&
 	    r->stage == 0) {
-		rc = net_event(ctx, r, buf + sizeof(h));
+		if ((rc = net_event(ctx, r, buf + sizeof(h))) != 0)
+			goto gone;
 		goto out;
 	}
 	if (n != sizeof(h) + sizeof(hdr) || h.type != MSG_VMM_FETCH ||
