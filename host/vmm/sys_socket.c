@@ -391,6 +391,22 @@ dns_serve(struct vm *vm, struct vfd *f, const struct iovec *iov, size_t n)
 	return (int64_t)total;
 }
 
+int64_t
+vm_sock_dns_write(struct vm *vm, struct vfd *f, uint64_t addr, uint64_t len)
+{
+	struct iovec iov;
+
+	if (!dns_peer(vm, f))
+		return -ENOENT;
+	if ((int64_t)len < 0)
+		return -EINVAL;
+	iov.iov_len = len;
+	iov.iov_base = NULL;
+	if (len != 0 && (iov.iov_base = vm_gptr(vm, addr, len)) == NULL)
+		return -EFAULT;
+	return dns_serve(vm, f, &iov, 1);
+}
+
 /*
  * A TCP connect to an address the resolver gave: the egress process
  * connects to that one name (with its checks) and the socket it hands

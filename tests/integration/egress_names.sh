@@ -141,7 +141,7 @@ except socket.gaierror:
 # A hostile guest's packets: each answered FORMERR, NOTIMP or not at all
 # (the answer is there when sendto returns), then a query still works.
 pyexec "$alice" "
-import socket, struct
+import os, socket, struct
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.setblocking(False)
 hdr = lambda f, qd, an=0: struct.pack('>HHHHHH', 0x1234, f, qd, an, 0, 0)
@@ -161,10 +161,16 @@ for p in pkts:
     except BlockingIOError:
         res.append('-')
 print(' '.join(res))
+c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+c.connect(('127.0.0.53', 53))
+c.setblocking(False)
+os.write(c.fileno(), hdr(0x0100, 1) + q)
+r = c.recv(512)
+print('write', r[3] & 15, struct.unpack('>H', r[6:8])[0])
 print(socket.gethostbyname('allowed.test').startswith('198.18.'))
 "
-[ "$out" = $'- - - 1+0 1+0 1+0 1+0 - 4+0 1+0 3+0 - 0+1\nTrue' ] &&
-    ok "malformed DNS packets: FORMERR, NOTIMP, NXDOMAIN or dropped; the resolver answers on" ||
+[ "$out" = $'- - - 1+0 1+0 1+0 1+0 - 4+0 1+0 3+0 - 0+1\nwrite 0 1\nTrue' ] &&
+    ok "malformed DNS packets: FORMERR, NOTIMP, NXDOMAIN or dropped; the resolver answers on (write on a connected socket too)" ||
     bad "hostile DNS: $out $(jget "$body" '["stderr"]' 2>/dev/null)"
 
 # The audit log: the queries and the connects, allowed and refused.
