@@ -173,6 +173,24 @@ print(socket.gethostbyname('allowed.test').startswith('198.18.'))
     ok "malformed DNS packets: FORMERR, NOTIMP, NXDOMAIN or dropped; the resolver answers on (write on a connected socket too)" ||
     bad "hostile DNS: $out $(jget "$body" '["stderr"]' 2>/dev/null)"
 
+# keep run has no policy to allow a name: NXDOMAIN at once, localhost
+# still /etc/hosts'.
+mkdir -p "$tmp/ws"
+cat >"$tmp/ws/names.py" <<'EOPY'
+import socket
+try:
+    socket.getaddrinfo('allowed.test', 80)
+    print('resolved')
+except socket.gaierror as e:
+    print('gaierror', e.errno == socket.EAI_NONAME)
+print(socket.getaddrinfo('localhost', 80, socket.AF_INET)[0][4][0])
+EOPY
+out=$("$KEEP" run --trust "$B/keys/dev.public" --timeout 60s --workspace "$tmp/ws" \
+    "$B/images/python.img" python3 names.py 2>&1)
+[ "$out" = $'gaierror True\n127.0.0.1' ] &&
+    ok "keep run: every name NXDOMAIN (no relay), localhost from /etc/hosts" ||
+    bad "keep run names: $out"
+
 # The audit log: the queries and the connects, allowed and refused.
 for _ in $(seq "$(slow 50)"); do
 	"$KEEP" audit tail -n 1000 --data "$tmp/state/db" >"$tmp/audit" 2>&1
