@@ -84,9 +84,17 @@ egress_connect(struct egress_ctx *ctx, const struct egress_rule *rule,
 			p.fd = fd;
 			p.events = POLLOUT;
 			p.revents = 0;
-			rc = poll(&p, 1, left);
+			/* A second at a time: the caller's supervisor is
+			 * answered meanwhile (egress_config.tick), as during a
+			 * transfer. */
+			rc = poll(&p, 1, left > 1000 ? 1000 : left);
 			if (rc == -1 && errno == EINTR)
 				continue;
+			if (rc == 0 && left > 1000) {
+				if (ctx->cfg.tick != NULL)
+					ctx->cfg.tick(ctx->cfg.arg);
+				continue;
+			}
 			if (rc == 0) {
 				soerr = ETIMEDOUT;
 				close(fd);
