@@ -90,14 +90,53 @@ put_all(int fd, const void *p, size_t len)
 	return 0;
 }
 
+/* This request's id, unique across the run's processes (a fork has a
+ * pid of its own): the vmm echoes it, and a reply to a request given up
+ * on (a wait a signal cut short, or a process that died waiting) is
+ * known for what it is and dropped. */
+static uint64_t
+request_id(void)
+{
+	static uint32_t seq;
+
+	return ((uint64_t)(uint32_t)getpid() << 32) | ++seq;
+}
+
+/* The reply to request id into buf: MSG_OK (with *n and *rfd), or -1
+ * (errno EINTR when a signal cut the wait short). */
+static int
+reply_wait(uint64_t id, uint8_t *buf, size_t cap, size_t *n, int *rfd)
+{
+	struct pollfd pfd;
+	struct msg_hdr h;
+
+	for (;;) {
+		*rfd = MSG_NO_FD;
+		pfd.fd = child.sock;
+		pfd.events = POLLIN;
+		pfd.revents = 0;
+		if (poll(&pfd, 1, -1) != 1)
+			return -1;
+		if (msg_recv(child.sock, buf, cap, n, rfd) != MSG_OK) {
+			errno = EIO;
+			return -1;
+		}
+		memcpy(&h, buf, *n < sizeof(h) ? *n : sizeof(h));
+		if (*n >= sizeof(h) && h.reqid == id)
+			return MSG_OK;
+		if (*rfd != MSG_NO_FD)
+			close(*rfd);
+	}
+}
+
 static int
 fetch_locked(
     void *arg, const void *req, size_t len, void **reply, size_t *reply_len)
 {
 	struct msg_egress_rep q, r;
 	struct msg_hdr h;
-	struct pollfd pfd;
 	uint8_t *buf;
+	uint64_t id;
 	size_t n;
 	int rfd = MSG_NO_FD, rc = -1;
 
@@ -109,7 +148,8 @@ fetch_locked(
 	    put_all(child.shm, req, len) != 0)
 		return -1;
 	q.len = len;
-	if (msg_send(child.sock, MSG_VMM_FETCH, 0, 1, &q, sizeof(q), -1) !=
+	id = request_id();
+	if (msg_send(child.sock, MSG_VMM_FETCH, 0, id, &q, sizeof(q), -1) !=
 	    MSG_OK)
 		return -1;
 	if ((buf = malloc(MSG_BUFSZ)) == NULL)
@@ -117,11 +157,7 @@ fetch_locked(
 	/* The vmm answers this one request. The run's time limit (SIGALRM,
 	 * no SA_RESTART) interrupts the wait: the call fails and the vCPU
 	 * loop then stops the guest as timed out. */
-	pfd.fd = child.sock;
-	pfd.events = POLLIN;
-	pfd.revents = 0;
-	if (poll(&pfd, 1, -1) != 1 ||
-	    msg_recv(child.sock, buf, MSG_BUFSZ, &n, &rfd) != MSG_OK ||
+	if (reply_wait(id, buf, MSG_BUFSZ, &n, &rfd) != MSG_OK ||
 	    n != sizeof(h) + sizeof(r))
 		goto out;
 	memcpy(&h, buf, sizeof(h));
@@ -148,8 +184,8 @@ net_locked(
 	struct msg_vmm_net q;
 	struct msg_vmm_net_reply r;
 	struct msg_hdr h;
-	struct pollfd pfd;
 	uint8_t buf[sizeof(h) + sizeof(r) + 16];
+	uint64_t id;
 	size_t n;
 	int rfd = MSG_NO_FD;
 
@@ -161,17 +197,15 @@ net_locked(
 	q.port = port;
 	if (strlcpy(q.name, name, sizeof(q.name)) >= sizeof(q.name))
 		return -EINVAL;
-	if (msg_send(child.sock, MSG_VMM_NET, 0, 1, &q, sizeof(q), -1) !=
+	id = request_id();
+	if (msg_send(child.sock, MSG_VMM_NET, 0, id, &q, sizeof(q), -1) !=
 	    MSG_OK)
 		return -EACCES;
-	/* As a fetch's: the run's time limit interrupts the wait. */
-	pfd.fd = child.sock;
-	pfd.events = POLLIN;
-	pfd.revents = 0;
-	if (poll(&pfd, 1, -1) != 1)
+	/* As a fetch's: a signal (the run's time limit among them) cuts
+	 * the wait short; the reply, when it comes, is dropped. */
+	if (reply_wait(id, buf, sizeof(buf), &n, &rfd) != MSG_OK)
 		return errno == EINTR ? -EINTR : -EACCES;
-	if (msg_recv(child.sock, buf, sizeof(buf), &n, &rfd) != MSG_OK ||
-	    n != sizeof(h) + sizeof(r)) {
+	if (n != sizeof(h) + sizeof(r)) {
 		if (rfd != MSG_NO_FD)
 			close(rfd);
 		return -EACCES;
@@ -291,8 +325,8 @@ answer(struct vmm_egress_run *r, int err, const char *detail)
 		log_warnx("%s: cannot answer the vm", __func__);
 	else {
 		q.len = len;
-		if (msg_send(r->fd, MSG_VMM_FETCH_REPLY, MSG_F_REPLY, 1, &q,
-		        sizeof(q), mfd) != MSG_OK)
+		if (msg_send(r->fd, MSG_VMM_FETCH_REPLY, MSG_F_REPLY,
+		        r->vm_reqid, &q, sizeof(q), mfd) != MSG_OK)
 			log_warn("%s: send", __func__);
 	}
 	if (mfd != -1)
@@ -312,8 +346,8 @@ net_answer(struct vmm_egress_run *r, int err, int refused, int fd)
 
 	q.error = err;
 	q.refused = refused != 0;
-	if (msg_send(r->fd, MSG_VMM_NET_REPLY, MSG_F_REPLY, 1, &q, sizeof(q),
-	        fd) != MSG_OK)
+	if (msg_send(r->fd, MSG_VMM_NET_REPLY, MSG_F_REPLY, r->vm_reqid, &q,
+	        sizeof(q), fd) != MSG_OK)
 		log_warn("%s: to the vm process", __func__);
 	r->stage = 0;
 	r->reqid = 0;
@@ -458,6 +492,7 @@ vmm_egress_event(struct proc_ctx *ctx, struct vmm_egress_run *r)
 	if (msg_recv(r->fd, buf, MSG_BUFSZ, &n, &fd) != MSG_OK)
 		goto gone; /* the vm process exited */
 	memcpy(&h, buf, n < sizeof(h) ? n : sizeof(h));
+	r->vm_reqid = h.reqid; /* echoed in the reply */
 	if (n == sizeof(h) + sizeof(struct msg_vmm_net) &&
 	    h.type == MSG_VMM_NET && h.flags == 0 && h.pad == 0 &&
 	    h.len == sizeof(struct msg_vmm_net) && fd == MSG_NO_FD &&
@@ -620,8 +655,8 @@ vmm_egress_reply(
 		return -1;
 	}
 	/* The reply is passed on as it is: the vm process checks it. */
-	if (msg_send(r->fd, MSG_VMM_FETCH_REPLY, MSG_F_REPLY, 1, &q, sizeof(q),
-	        m->fd) != MSG_OK)
+	if (msg_send(r->fd, MSG_VMM_FETCH_REPLY, MSG_F_REPLY, r->vm_reqid, &q,
+	        sizeof(q), m->fd) != MSG_OK)
 		log_warn("%s: to the vm process", __func__);
 	close(m->fd);
 	r->stage = 0;

@@ -25,8 +25,11 @@
  *	      (+ socket)--> vm
  *
  * One request per run is in flight at a time: a vm process blocks on
- * its call, and the run's processes take turns (a POSIX lock on the
- * request buffer). Every function is called from the vmm's loop.
+ * its call, the run's processes take turns (a POSIX lock on the request
+ * buffer), and the vmm reads the next request only once it answered the
+ * last (vmm_egress_busy); a reply carries its request's id, so one to a
+ * request given up on is dropped. Every function is called from the
+ * vmm's loop.
  */
 #ifndef KEEP_HOST_VMM_EGRESS_H
 #define KEEP_HOST_VMM_EGRESS_H
@@ -57,6 +60,7 @@ struct vmm_egress_run {
 	char host[EGRESS_HOST_MAX + 1];
 	uint16_t port;
 	uint32_t op; /* 0 a fetch, else VMM_NET_RESOLVE or _CONNECT */
+	uint64_t vm_reqid; /* the vm's id of its request, echoed */
 };
 
 /*
@@ -78,6 +82,14 @@ void vmm_egress_child(
  * close the socket, whose end wakes the vmm to answer at once rather
  * than when this process has finished exiting (host/vmmproc/vmm_run.c). */
 void vmm_egress_child_done(struct vmm_result *res);
+
+/* Whether r has a request in flight: its socket is then not read (the
+ * next request waits there). */
+static inline int
+vmm_egress_busy(const struct vmm_egress_run *r)
+{
+	return r->stage != 0;
+}
 
 /* The run is over: close and forget. */
 void vmm_egress_close(struct vmm_egress_run *r);

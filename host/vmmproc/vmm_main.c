@@ -194,7 +194,12 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 		for (i = 0; i < VMM_JOBS_MAX; i++)
 			if (vs->jobs[i].used && vs->jobs[i].egress.fd >= 0) {
 				pfd[n].fd = vs->jobs[i].egress.fd;
-				pfd[n].events = POLLIN;
+				/* One request at a time: the next waits in
+				 * the socket (a hang-up still shows). */
+				pfd[n].events =
+				    vmm_egress_busy(&vs->jobs[i].egress)
+				    ? 0
+				    : POLLIN;
 				who[n++] = PROC_COUNT + VMM_JOBS_MAX + (int)i;
 			}
 		/* Template holders report their boot and their spares

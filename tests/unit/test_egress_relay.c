@@ -7,6 +7,7 @@
  */
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,6 +26,7 @@
 #include "host/proc.h"
 #include "host/proc_egress.h"
 #include "host/vmm_egress.h"
+#include "host/vmm/vmm.h"
 #include "host/vmm_msg.h"
 #include "lib/caps.h"
 #include "lib/memfd.h"
@@ -69,7 +71,8 @@ teardown(void **state)
 	struct fx *f = *state;
 
 	vmm_egress_close(&f->r);
-	close(f->vm);
+	if (f->vm >= 0)
+		close(f->vm);
 	close(f->policy);
 	close(f->egress);
 	close(f->ctx.fd[PROC_POLICY]);
@@ -412,6 +415,54 @@ test_relay_names_bad(void **state)
 	assert_int_equal(f->r.fd, -1);
 }
 
+/* The vm process's side: a reply to another request (one given up on)
+ * is dropped; the one with this request's id is taken. */
+static void
+test_child_drops_stale(void **state)
+{
+	struct fx *f = *state;
+	struct vmm_config cfg;
+	struct msg_vmm_net_reply rep = { 0, 0 };
+	struct msg_hdr h;
+	pid_t pid;
+	size_t n;
+	int fd = -1, refused = -1, st;
+
+	memset(&cfg, 0, sizeof(cfg));
+	vmm_egress_child(&f->r, f->vm, &cfg);
+	assert_non_null(cfg.egress_net);
+	if ((pid = fork()) == 0) {
+		uint8_t b[512];
+		int rfd;
+
+		/* The vmm's part: one request in, a stale reply, then its
+		 * own with an error the caller must see. */
+		if (msg_recv(f->r.fd, b, sizeof(b), &n, &rfd) != MSG_OK)
+			_exit(1);
+		memcpy(&h, b, sizeof(h));
+		rep.error = 0;
+		if (msg_send(f->r.fd, MSG_VMM_NET_REPLY, MSG_F_REPLY,
+		        h.reqid + 1, &rep, sizeof(rep), -1) != MSG_OK)
+			_exit(1);
+		rep.error = 111;
+		rep.refused = 1;
+		_exit(msg_send(f->r.fd, MSG_VMM_NET_REPLY, MSG_F_REPLY, h.reqid,
+		          &rep, sizeof(rep), -1) == MSG_OK
+		        ? 0
+		        : 1);
+	}
+	assert_true(pid > 0);
+	assert_int_equal(
+	    cfg.egress_net(NULL, VMM_NET_CONNECT, "a.test", 80, &fd, &refused),
+	    -111);
+	assert_int_equal(refused, 1);
+	assert_int_equal(fd, -1);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	vmm_egress_child_done(&(struct vmm_result){ 0 });
+	f->vm = -1; /* closed by vmm_egress_child_done */
+}
+
 int
 main(void)
 {
@@ -425,6 +476,8 @@ main(void)
 		    test_relay_names, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_relay_names_bad, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_child_drops_stale, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
