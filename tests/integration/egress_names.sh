@@ -33,12 +33,12 @@ echo "127.0.0.1 allowed.test other.test" >"$tmp/hosts"
 cat >"$tmp/test.policy" <<EOP
 agent "alice" {
 	allow sandbox:read, sandbox:write, exec
-	exec "python"
+	exec "python", "node"
 	egress "allowed.test":$hp private
 	timeout 60s
 }
 EOP
-KEEPD_IMAGES="python" KEEPD_YAML_EXTRA="egress:
+KEEPD_IMAGES="python node" KEEPD_YAML_EXTRA="egress:
   hosts_file: $tmp/hosts
   connect_timeout: 5s" keepd_start "$tmp/test.policy"
 alice=$(mint alice sandbox:read,sandbox:write,exec,egress)
@@ -172,6 +172,25 @@ print(socket.gethostbyname('allowed.test').startswith('198.18.'))
 [ "$out" = $'- - - 1+0 1+0 1+0 1+0 - 4+0 1+0 3+0 - 0+1\nwrite 0 1\nTrue' ] &&
     ok "malformed DNS packets: FORMERR, NOTIMP, NXDOMAIN or dropped; the resolver answers on (write on a connected socket too)" ||
     bad "hostile DNS: $out $(jget "$body" '["stderr"]' 2>/dev/null)"
+
+# node: dns.lookup and a non-blocking connect through libuv's epoll.
+if [ -f "$B/images/node.img" ]; then
+	req "$alice" POST /v1/sandboxes '{"image":"node"}'
+	nsb=$(jget "$body" '["id"]')
+	req "$alice" POST "/v1/sandboxes/$nsb/commands/run" "$(python3 -c '
+import json, sys
+print(json.dumps({"cmd": "node", "args": ["-e", sys.argv[1]]}))' "
+require('http').get('http://allowed.test:$hp/x', r => {
+  let b = ''; r.on('data', d => b += d);
+  r.on('end', () => console.log(r.statusCode, b.trim()));
+}).on('error', e => console.log('error', e.code));
+require('dns').lookup('other.test', e => console.log('other', e && e.code));
+")"
+	out=$(jget "$body" '["stdout"]' 2>/dev/null || echo "HTTP $code $body")
+	[ "$(echo "$out" | sort)" = $'200 hello from the host\nother ENOTFOUND' ] &&
+	    ok "node: http.get through an allowed name; another name ENOTFOUND" ||
+	    bad "node: $out $(jget "$body" '["stderr"]' 2>/dev/null)"
+fi
 
 # keep run has no policy to allow a name: NXDOMAIN at once, localhost
 # still /etc/hosts'.
