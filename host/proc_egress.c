@@ -970,7 +970,7 @@ egress_h_name(struct proc_ctx *ctx, const struct msg *m)
 		snprintf(
 		    target, sizeof(target), "%s:%u", q.name, (unsigned)q.port);
 	audit(ctx, m, &aq, q.principal, action,
-	    q.op == VMM_NET_RESOLVE ? "A" : "TCP", target, &d, why);
+	    q.op == VMM_NET_RESOLVE ? "DNS" : "TCP", target, &d, why);
 	if (msg_reply(ctx, m,
 	        fd >= 0 ? MSG_EGRESS_NAME_SOCKET : MSG_EGRESS_NAME_REPLY, &r,
 	        sizeof(r), fd) != MSG_OK)

@@ -376,9 +376,12 @@ net_event(struct proc_ctx *ctx, struct vmm_egress_run *r, const uint8_t *p)
 	/* The guest's name, as any URL's host: canonical, lower case. */
 	t = snprintf(url, sizeof(url), "https://%s:%u/", n.name,
 	    (unsigned)(n.port != 0 ? n.port : 443));
+	/* Names only: an address literal asked as a name ("10.0.0.5") is
+	 * no way around address rules, which are a later step. */
 	if (t <= 0 || (size_t)t >= sizeof(url) ||
-	    egress_url_parse(url, (size_t)t, &u) != 0) {
-		net_answer(r, n.op == VMM_NET_RESOLVE ? EACCES : EACCES, 1, -1);
+	    egress_url_parse(url, (size_t)t, &u) != 0 ||
+	    u.kind != EGRESS_HOST_NAME) {
+		net_answer(r, EACCES, 1, -1);
 		return 0;
 	}
 	strlcpy(r->host, u.host, sizeof(r->host));

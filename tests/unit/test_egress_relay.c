@@ -410,6 +410,11 @@ test_relay_names_bad(void **state)
 	assert_int_equal(h.type, MSG_VMM_NET_REPLY);
 	assert_int_equal(vr.error, 13);
 	assert_int_equal(f->r.stage, 0);
+	vm_asks(f, VMM_NET_RESOLVE, "10.0.0.5", 0); /* no literal */
+	assert_int_equal(vmm_egress_event(&f->ctx, &f->r), 0);
+	assert_int_equal(msg_recv(f->vm, f->buf, MSG_BUFSZ, &n, &fd), 0);
+	memcpy(&vr, f->buf + sizeof(h), sizeof(vr));
+	assert_int_equal(vr.error, 13);
 	vm_asks(f, VMM_NET_RESOLVE, "a.test", 53); /* a query has no port */
 	assert_int_equal(vmm_egress_event(&f->ctx, &f->r), -1);
 	assert_int_equal(f->r.fd, -1);
