@@ -473,10 +473,14 @@ cmd_run(int argc, char **argv)
 		    (const uint8_t(*)[32])trust, ntrust);
 	/* The guest's sockets in a network of its own, loopback only
 	 * (docs/vmm.md, "Sockets"); without one, AF_UNIX only. */
-	if ((cfg.net = vmm_netns_enter(err, sizeof(err))) == -1) {
+	if ((cfg.net = vmm_netns_enter(1, err, sizeof(err))) == -1) {
 		fprintf(stderr, "keep run: network namespace: %s\n", err);
 		goto out;
 	}
+	/* Its resolver answers every name NXDOMAIN: keep run has no
+	 * policy to allow one (docs/egress.md). */
+	if (cfg.net == 1)
+		vmm_dns_take(&cfg);
 	rc = vmm_run(&cfg, &res, err, sizeof(err));
 	if (vkeyed)
 		verified_update(img, vpath, &vkey, checked, hints, vchanged);

@@ -41,6 +41,7 @@
 #include "host/proc_egress.h"
 #include "host/store/store.h"
 #include "host/store/store_wire.h"
+#include "host/vmm/vmm.h"
 #include "lib/caps.h"
 #include "lib/clock.h"
 #include "lib/fdio.h"
@@ -861,6 +862,125 @@ egress_h_webhook(struct proc_ctx *ctx, const struct msg *m)
 }
 
 /*
+ * A guest's name query or TCP connection (docs/egress.md, "Names and
+ * connections"): the grant verified as a fetch's is (for a query its
+ * target is "name:*", any port of a rule for the name), the outcome
+ * audited, and for an allowed connect the destination resolved, checked
+ * and connected here; the socket goes back to the vmm.
+ */
+static int
+egress_h_name(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct egress_state *es = ctx->arg;
+	struct msg_egress_name q;
+	struct msg_egress_name_reply r;
+	struct msg_egress_req aq;
+	struct egress_decision d;
+	struct egress_rule rule;
+	struct grant g;
+	uint8_t hash[GRANT_HASH_BYTES];
+	char t[EGRESS_GRANT_TARGET_MAX], why[96], target[300];
+	const char *action;
+	int rc, fd = -1, err;
+
+	memcpy(&q, m->data, sizeof(q));
+	memset(&r, 0, sizeof(r));
+	if (memchr(q.name, '\0', sizeof(q.name)) == NULL ||
+	    memchr(q.principal, '\0', sizeof(q.principal)) == NULL ||
+	    memchr(q.sandbox, '\0', sizeof(q.sandbox)) == NULL ||
+	    memchr(q.request_id, '\0', sizeof(q.request_id)) == NULL ||
+	    (q.op != VMM_NET_RESOLVE && q.op != VMM_NET_CONNECT) ||
+	    (q.op == VMM_NET_RESOLVE) != (q.port == 0) || q.allow_http > 1 ||
+	    q.allow_private > 1 || strlen(q.name) > EGRESS_HOST_MAX) {
+		log_warnx("%s: malformed request", __func__);
+		return -1;
+	}
+	action = q.op == VMM_NET_RESOLVE ? "egress.dns" : "egress.connect";
+	memset(&rule, 0, sizeof(rule));
+	strlcpy(rule.host, q.name, sizeof(rule.host));
+	rule.port = q.port;
+	rule.allow_http = q.allow_http;
+	rule.allow_private = q.allow_private;
+	why[0] = '\0';
+	rc = proc_grant_verify(ctx, m, &q.grant, sizeof(q.grant), &g);
+	if ((rc == GRANT_OK || rc == GRANT_ERR_DENIED) &&
+	    (g.cap != CAP_EGRESS ||
+	        strncmp(g.principal, q.principal, sizeof(g.principal)) != 0))
+		rc = GRANT_ERR_TARGET;
+	if (rc == GRANT_OK || rc == GRANT_ERR_DENIED) {
+		if (q.op == VMM_NET_RESOLVE)
+			snprintf(t, sizeof(t), "%s:*", q.name);
+		else if (egress_grant_target(q.name, q.port, q.allow_http,
+		             q.allow_private, t, sizeof(t)) != 0)
+			t[0] = '\0';
+		grant_target_hash(t, strlen(t), hash);
+		if (t[0] == '\0' ||
+		    sodium_memcmp(hash, g.target, sizeof(hash)) != 0)
+			rc = GRANT_ERR_TARGET;
+	}
+	memset(&d, 0, sizeof(d));
+	d.rule = -1;
+	d.addr_class = -1;
+	strlcpy(d.host, q.name, sizeof(d.host));
+	d.port = q.port;
+	if (rc != GRANT_OK) {
+		/* A port its rules do not list, for a name they do: refused
+		 * as a closed port is. Anything else: not allowed. */
+		r.error = rc == GRANT_ERR_DENIED && q.op == VMM_NET_CONNECT &&
+		        q.policy_reason == POLICY_R_TARGET
+		    ? ECONNREFUSED
+		    : EACCES;
+		r.refused = 1;
+		if (rc == GRANT_ERR_DENIED)
+			snprintf(why, sizeof(why), "policy: denied (%s)",
+			    policy_reason_keyword(
+			        (enum policy_reason)q.policy_reason));
+		else
+			strlcpy(why, grant_why(rc), sizeof(why));
+		d.error = EGRESS_E_NOT_ALLOWED;
+		strlcpy(d.detail, why, sizeof(d.detail));
+	} else if (q.op == VMM_NET_RESOLVE) {
+		d.allowed = 1;
+		d.rule = 0;
+	} else if (!es->have_config) {
+		r.error = EACCES;
+		strlcpy(why, "egress: not configured", sizeof(why));
+		d.error = EGRESS_E_INTERNAL;
+	} else {
+		uint64_t ms = lesser(es->cfg.connect_timeout_ms, g.timeout_ms);
+
+		if (ms == 0 || ms > UINT32_MAX)
+			ms = 10000;
+
+		if (egress_connect(
+		        es->ec, &rule, (uint32_t)ms, &fd, &err, &d) != 0) {
+			r.error = err;
+			r.refused = d.error != EGRESS_E_CONNECT &&
+			    d.error != EGRESS_E_TIMEOUT &&
+			    d.error != EGRESS_E_RESOLVE;
+			strlcpy(why, egress_strerror(d.error), sizeof(why));
+		}
+	}
+	memset(&aq, 0, sizeof(aq));
+	strlcpy(aq.sandbox, q.sandbox, sizeof(aq.sandbox));
+	strlcpy(aq.request_id, q.request_id, sizeof(aq.request_id));
+	if (q.op == VMM_NET_RESOLVE)
+		snprintf(target, sizeof(target), "%s", q.name);
+	else
+		snprintf(
+		    target, sizeof(target), "%s:%u", q.name, (unsigned)q.port);
+	audit(ctx, m, &aq, q.principal, action,
+	    q.op == VMM_NET_RESOLVE ? "DNS" : "TCP", target, &d, why);
+	if (msg_reply(ctx, m,
+	        fd >= 0 ? MSG_EGRESS_NAME_SOCKET : MSG_EGRESS_NAME_REPLY, &r,
+	        sizeof(r), fd) != MSG_OK)
+		log_warn("%s: reply lost", __func__);
+	if (fd >= 0)
+		close(fd);
+	return 0;
+}
+
+/*
  * The secret the sandbox's webhooks are signed with, for the front to
  * give the sandbox's creator (nothing else: the master key stays here).
  */
@@ -892,6 +1012,8 @@ static const struct msg_handler egress_handlers[] = {
 	    MSG_H_FD, egress_h_fetch },
 	{ MSG_EGRESS_WEBHOOK, PROC_BIT(PROC_FRONT),
 	    sizeof(struct msg_egress_req), MSG_H_FD, egress_h_webhook },
+	{ MSG_EGRESS_NAME, PROC_BIT(PROC_VMM), sizeof(struct msg_egress_name),
+	    0, egress_h_name },
 	{ MSG_EGRESS_SECRET, PROC_BIT(PROC_FRONT),
 	    sizeof(struct msg_egress_secret), 0, egress_h_secret },
 	{ MSG_STORE_REPLY, PROC_BIT(PROC_STORE), MSG_MAX_PAYLOAD,

@@ -33,6 +33,37 @@
 #define MSG_EGRESS_SECRET (MSG_EGRESS_BASE + 0x06) /* msg_egress_secret */
 #define MSG_EGRESS_SECRET_REPLY (MSG_EGRESS_BASE + 0x07)
 
+/* vmm -> egress: a guest's name query or connection (msg_egress_name);
+ * egress -> vmm: msg_egress_name_reply, as MSG_EGRESS_NAME_SOCKET with
+ * the connected socket when there is one. */
+#define MSG_EGRESS_NAME (MSG_EGRESS_BASE + 0x08)
+#define MSG_EGRESS_NAME_REPLY (MSG_EGRESS_BASE + 0x09) /* no socket */
+#define MSG_EGRESS_NAME_SOCKET (MSG_EGRESS_BASE + 0x0a) /* + the socket */
+
+/*
+ * The grant is the policy's for cap egress and the run's principal:
+ * for a query (op VMM_NET_RESOLVE, port 0) its target is "name:*" (any
+ * port of a rule for the name); for a connect, egress_grant_target() of
+ * name, port and the flags below, which egress recomputes.
+ */
+struct msg_egress_name {
+	struct grant grant;
+	char principal[GRANT_PRINCIPAL_MAX];
+	char name[256]; /* NUL-terminated */
+	char sandbox[72];
+	char request_id[40];
+	uint32_t op; /* VMM_NET_RESOLVE or VMM_NET_CONNECT */
+	uint32_t policy_reason; /* of a denied grant */
+	uint16_t port;
+	uint8_t allow_http, allow_private;
+	uint32_t pad;
+};
+
+struct msg_egress_name_reply {
+	int32_t error; /* 0 or a positive errno */
+	uint32_t refused;
+};
+
 struct msg_egress_secret {
 	char sandbox[72]; /* NUL-terminated */
 	char hex[2 * EGRESS_WEBHOOK_KEYBYTES + 1]; /* reply: "" if none */

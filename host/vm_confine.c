@@ -29,7 +29,7 @@
 int
 vm_confine_net(char *err, size_t errlen)
 {
-	return vmm_netns_enter(err, errlen);
+	return vmm_netns_enter(1, err, errlen);
 }
 
 int
@@ -60,6 +60,9 @@ vm_confine_net_join(int userfd, int netfd, int ws_fd, char *err, size_t errlen)
 		snprintf(err, errlen, "chroot: %s", strerror(errno));
 		return -1;
 	}
+	/* The guest's resolver, bound to port 53 while the user namespace
+	 * lends CAP_NET_BIND_SERVICE; without one, names do not resolve. */
+	(void)vmm_dns_open();
 	memset(d, 0, sizeof(d));
 	if (userfd >= 0 && syscall(SYS_capset, &h, d) == -1) {
 		snprintf(err, errlen, "capset: %s", strerror(errno));
@@ -87,7 +90,7 @@ static void __attribute__((noreturn)) maker_one(int fd)
 	 * /proc files are root's: its own maps could not be written. This
 	 * child lives for the few calls that make them. */
 	if (prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) == -1 ||
-	    vmm_netns_enter(err, sizeof(err)) != 1) {
+	    vmm_netns_enter(0, err, sizeof(err)) != 1) {
 		log_warnx("netns: %s", err);
 		_exit(1);
 	}

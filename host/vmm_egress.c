@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,14 +90,53 @@ put_all(int fd, const void *p, size_t len)
 	return 0;
 }
 
+/* This request's id, unique across the run's processes (a fork has a
+ * pid of its own): the vmm echoes it, and a reply to a request given up
+ * on (a wait a signal cut short, or a process that died waiting) is
+ * known for what it is and dropped. */
+static uint64_t
+request_id(void)
+{
+	static uint32_t seq;
+
+	return ((uint64_t)(uint32_t)getpid() << 32) | ++seq;
+}
+
+/* The reply to request id into buf: MSG_OK (with *n and *rfd), or -1
+ * (errno EINTR when a signal cut the wait short). */
 static int
-child_fetch(
+reply_wait(uint64_t id, uint8_t *buf, size_t cap, size_t *n, int *rfd)
+{
+	struct pollfd pfd;
+	struct msg_hdr h;
+
+	for (;;) {
+		*rfd = MSG_NO_FD;
+		pfd.fd = child.sock;
+		pfd.events = POLLIN;
+		pfd.revents = 0;
+		if (poll(&pfd, 1, -1) != 1)
+			return -1;
+		if (msg_recv(child.sock, buf, cap, n, rfd) != MSG_OK) {
+			errno = EIO;
+			return -1;
+		}
+		memcpy(&h, buf, *n < sizeof(h) ? *n : sizeof(h));
+		if (*n >= sizeof(h) && h.reqid == id)
+			return MSG_OK;
+		if (*rfd != MSG_NO_FD)
+			close(*rfd);
+	}
+}
+
+static int
+fetch_locked(
     void *arg, const void *req, size_t len, void **reply, size_t *reply_len)
 {
 	struct msg_egress_rep q, r;
 	struct msg_hdr h;
-	struct pollfd pfd;
 	uint8_t *buf;
+	uint64_t id;
 	size_t n;
 	int rfd = MSG_NO_FD, rc = -1;
 
@@ -108,7 +148,8 @@ child_fetch(
 	    put_all(child.shm, req, len) != 0)
 		return -1;
 	q.len = len;
-	if (msg_send(child.sock, MSG_VMM_FETCH, 0, 1, &q, sizeof(q), -1) !=
+	id = request_id();
+	if (msg_send(child.sock, MSG_VMM_FETCH, 0, id, &q, sizeof(q), -1) !=
 	    MSG_OK)
 		return -1;
 	if ((buf = malloc(MSG_BUFSZ)) == NULL)
@@ -116,11 +157,7 @@ child_fetch(
 	/* The vmm answers this one request. The run's time limit (SIGALRM,
 	 * no SA_RESTART) interrupts the wait: the call fails and the vCPU
 	 * loop then stops the guest as timed out. */
-	pfd.fd = child.sock;
-	pfd.events = POLLIN;
-	pfd.revents = 0;
-	if (poll(&pfd, 1, -1) != 1 ||
-	    msg_recv(child.sock, buf, MSG_BUFSZ, &n, &rfd) != MSG_OK ||
+	if (reply_wait(id, buf, MSG_BUFSZ, &n, &rfd) != MSG_OK ||
 	    n != sizeof(h) + sizeof(r))
 		goto out;
 	memcpy(&h, buf, sizeof(h));
@@ -138,6 +175,108 @@ out:
 	return rc;
 }
 
+/* A name's query or connection (vmm_config.egress_net): 0 (and *fd for
+ * a connect) or -errno; *refused 1 when the policy or egress refused. */
+static int
+net_locked(
+    void *arg, int op, const char *name, uint16_t port, int *fd, int *refused)
+{
+	struct msg_vmm_net q;
+	struct msg_vmm_net_reply r;
+	struct msg_hdr h;
+	uint8_t buf[sizeof(h) + sizeof(r) + 16];
+	uint64_t id;
+	size_t n;
+	int rfd = MSG_NO_FD;
+
+	(void)arg;
+	*fd = -1;
+	*refused = 0;
+	memset(&q, 0, sizeof(q));
+	q.op = (uint32_t)op;
+	q.port = port;
+	if (strlcpy(q.name, name, sizeof(q.name)) >= sizeof(q.name))
+		return -EINVAL;
+	id = request_id();
+	if (msg_send(child.sock, MSG_VMM_NET, 0, id, &q, sizeof(q), -1) !=
+	    MSG_OK)
+		return -EACCES;
+	/* As a fetch's: a signal (the run's time limit among them) cuts
+	 * the wait short; the reply, when it comes, is dropped. */
+	if (reply_wait(id, buf, sizeof(buf), &n, &rfd) != MSG_OK)
+		return errno == EINTR ? -EINTR : -EACCES;
+	if (n != sizeof(h) + sizeof(r)) {
+		if (rfd != MSG_NO_FD)
+			close(rfd);
+		return -EACCES;
+	}
+	memcpy(&h, buf, sizeof(h));
+	memcpy(&r, buf + sizeof(h), sizeof(r));
+	if (h.type != MSG_VMM_NET_REPLY || h.len != sizeof(r) || r.error < 0 ||
+	    (r.error == 0 && op == VMM_NET_CONNECT && rfd == MSG_NO_FD)) {
+		if (rfd != MSG_NO_FD)
+			close(rfd);
+		return -EACCES;
+	}
+	*refused = r.refused != 0;
+	if (r.error != 0 || op != VMM_NET_CONNECT) {
+		if (rfd != MSG_NO_FD)
+			close(rfd);
+		return -r.error;
+	}
+	*fd = rfd;
+	return 0;
+}
+
+/*
+ * The run's processes (a guest's fork is the vm process's) share the
+ * socketpair and the request buffer, and the vmm serves one request at
+ * a time: a request and its reply are one process's alone while it
+ * holds a POSIX lock on the buffer. Such a lock is the process's (not
+ * inherited, unlike flock's), and goes when it dies. A wait the run's
+ * time limit cuts short fails the call.
+ */
+static int
+relay_lock(int type)
+{
+	struct flock l;
+
+	memset(&l, 0, sizeof(l));
+	l.l_type = (short)type;
+	l.l_whence = SEEK_SET;
+	return fcntl(child.shm, F_SETLKW, &l);
+}
+
+static int
+child_fetch(
+    void *arg, const void *req, size_t len, void **reply, size_t *reply_len)
+{
+	int rc;
+
+	*reply = NULL;
+	*reply_len = 0;
+	if (relay_lock(F_WRLCK) == -1)
+		return -1;
+	rc = fetch_locked(arg, req, len, reply, reply_len);
+	relay_lock(F_UNLCK);
+	return rc;
+}
+
+static int
+child_net(
+    void *arg, int op, const char *name, uint16_t port, int *fd, int *refused)
+{
+	int rc;
+
+	*fd = -1;
+	*refused = 0;
+	if (relay_lock(F_WRLCK) == -1)
+		return errno == EINTR ? -EINTR : -EACCES;
+	rc = net_locked(arg, op, name, port, fd, refused);
+	relay_lock(F_UNLCK);
+	return rc;
+}
+
 void
 vmm_egress_child(
     const struct vmm_egress_run *r, int child_fd, struct vmm_config *cfg)
@@ -148,6 +287,7 @@ vmm_egress_child(
 	child.sock = child_fd;
 	child.shm = r->shm;
 	cfg->fetch = child_fetch;
+	cfg->egress_net = child_net;
 	cfg->fetch_arg = NULL;
 }
 
@@ -185,8 +325,8 @@ answer(struct vmm_egress_run *r, int err, const char *detail)
 		log_warnx("%s: cannot answer the vm", __func__);
 	else {
 		q.len = len;
-		if (msg_send(r->fd, MSG_VMM_FETCH_REPLY, MSG_F_REPLY, 1, &q,
-		        sizeof(q), mfd) != MSG_OK)
+		if (msg_send(r->fd, MSG_VMM_FETCH_REPLY, MSG_F_REPLY,
+		        r->vm_reqid, &q, sizeof(q), mfd) != MSG_OK)
 			log_warn("%s: send", __func__);
 	}
 	if (mfd != -1)
@@ -196,6 +336,145 @@ answer(struct vmm_egress_run *r, int err, const char *detail)
 	r->req = NULL;
 	r->stage = 0;
 	r->reqid = 0;
+}
+
+/* Answer the vm's name request with err (positive errno) now. */
+static void
+net_answer(struct vmm_egress_run *r, int err, int refused, int fd)
+{
+	struct msg_vmm_net_reply q;
+
+	q.error = err;
+	q.refused = refused != 0;
+	if (msg_send(r->fd, MSG_VMM_NET_REPLY, MSG_F_REPLY, r->vm_reqid, &q,
+	        sizeof(q), fd) != MSG_OK)
+		log_warn("%s: to the vm process", __func__);
+	r->stage = 0;
+	r->reqid = 0;
+	r->op = 0;
+}
+
+/* MSG_VMM_NET from the vm: the name checked as a URL's host, then the
+ * policy asked for it. 0, or -1 when the vm process misbehaved. */
+static int
+net_event(struct proc_ctx *ctx, struct vmm_egress_run *r, const uint8_t *p)
+{
+	struct msg_policy_decide q;
+	struct msg_vmm_net n;
+	struct egress_url u;
+	char url[VMM_NET_NAME_MAX + 32];
+	int t;
+
+	memcpy(&n, p, sizeof(n));
+	if ((n.op != VMM_NET_RESOLVE && n.op != VMM_NET_CONNECT) ||
+	    (n.op == VMM_NET_RESOLVE) != (n.port == 0) || n.pad != 0 ||
+	    memchr(n.name, '\0', sizeof(n.name)) == NULL) {
+		log_warnx("%s: malformed request from a vm process", __func__);
+		return -1;
+	}
+	r->op = n.op;
+	/* The guest's name, as any URL's host: canonical, lower case. */
+	t = snprintf(url, sizeof(url), "https://%s:%u/", n.name,
+	    (unsigned)(n.port != 0 ? n.port : 443));
+	/* Names only: an address literal asked as a name ("10.0.0.5") is
+	 * no way around address rules, which are a later step. */
+	if (t <= 0 || (size_t)t >= sizeof(url) ||
+	    egress_url_parse(url, (size_t)t, &u) != 0 ||
+	    u.kind != EGRESS_HOST_NAME) {
+		net_answer(r, EACCES, 1, -1);
+		return 0;
+	}
+	strlcpy(r->host, u.host, sizeof(r->host));
+	r->port = n.port;
+	memset(&q, 0, sizeof(q));
+	q.cap = CAP_EGRESS;
+	q.link = PROC_EGRESS;
+	q.token_caps = r->token_caps;
+	strlcpy(q.principal, r->principal, sizeof(q.principal));
+	/* A query: any port of a rule for the name ("name:*"). */
+	if (n.op == VMM_NET_RESOLVE)
+		t = snprintf(q.target, sizeof(q.target), "%s:*", u.host);
+	else
+		t = snprintf(q.target, sizeof(q.target), "%s:%u", u.host,
+		    (unsigned)n.port);
+	q.target_len = (uint32_t)t;
+	if (t <= 0 || (size_t)t >= sizeof(q.target) ||
+	    ctx->fd[PROC_POLICY] < 0) {
+		net_answer(r, EACCES, 0, -1);
+		return 0;
+	}
+	r->reqid = ++next_reqid;
+	if (msg_send(ctx->fd[PROC_POLICY], MSG_POLICY_DECIDE, 0, r->reqid, &q,
+	        sizeof(q), -1) != MSG_OK) {
+		net_answer(r, EACCES, 0, -1);
+		return 0;
+	}
+	r->stage = 1;
+	return 0;
+}
+
+/* The policy's decision on a name request: on to egress, allow or deny
+ * alike (it audits both). */
+static int
+net_decision(
+    struct proc_ctx *ctx, struct vmm_egress_run *r, const struct msg *m)
+{
+	struct msg_policy_decision d;
+	struct msg_egress_name q;
+
+	memcpy(&d, m->data, sizeof(d));
+	memset(&q, 0, sizeof(q));
+	q.grant = d.grant;
+	q.policy_reason = d.reason;
+	q.op = r->op;
+	q.port = r->port;
+	strlcpy(q.principal, r->principal, sizeof(q.principal));
+	strlcpy(q.name, r->host, sizeof(q.name));
+	strlcpy(q.sandbox, r->sandbox, sizeof(q.sandbox));
+	strlcpy(q.request_id, r->request_id, sizeof(q.request_id));
+	if (r->op == VMM_NET_CONNECT)
+		egress_grant_flags(&d.grant, r->host, r->port, &q.allow_http,
+		    &q.allow_private);
+	if (ctx->fd[PROC_EGRESS] < 0 ||
+	    msg_send(ctx->fd[PROC_EGRESS], MSG_EGRESS_NAME, 0, m->hdr.reqid, &q,
+	        sizeof(q), -1) != MSG_OK) {
+		net_answer(r, EACCES, 0, -1);
+		return -1;
+	}
+	r->stage = 2;
+	return 0;
+}
+
+int
+vmm_egress_name_reply(
+    struct proc_ctx *ctx, struct vmm_egress_run *r, const struct msg *m)
+{
+	struct msg_egress_name_reply q;
+	int fd = m->fd;
+
+	(void)ctx;
+	memcpy(&q, m->data, sizeof(q));
+	if (r->stage != 2 || r->op == 0) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	/* Checked here, not only in the vm process: nothing but a socket
+	 * for a connect that succeeded goes to it. */
+	if (q.error < 0 || q.error > 4095 ||
+	    (q.error == 0 && r->op == VMM_NET_CONNECT && fd < 0)) {
+		q.error = EACCES;
+		q.refused = 0;
+	}
+	if (q.error != 0 || r->op != VMM_NET_CONNECT) {
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
+	}
+	net_answer(r, q.error, (int)q.refused, fd);
+	if (fd >= 0)
+		close(fd);
+	return 0;
 }
 
 int
@@ -216,6 +495,15 @@ vmm_egress_event(struct proc_ctx *ctx, struct vmm_egress_run *r)
 	if (msg_recv(r->fd, buf, MSG_BUFSZ, &n, &fd) != MSG_OK)
 		goto gone; /* the vm process exited */
 	memcpy(&h, buf, n < sizeof(h) ? n : sizeof(h));
+	r->vm_reqid = h.reqid; /* echoed in the reply */
+	if (n == sizeof(h) + sizeof(struct msg_vmm_net) &&
+	    h.type == MSG_VMM_NET && h.flags == 0 && h.pad == 0 &&
+	    h.len == sizeof(struct msg_vmm_net) && fd == MSG_NO_FD &&
+	    r->stage == 0) {
+		if ((rc = net_event(ctx, r, buf + sizeof(h))) != 0)
+			goto gone;
+		goto out;
+	}
 	if (n != sizeof(h) + sizeof(hdr) || h.type != MSG_VMM_FETCH ||
 	    h.flags != 0 || h.pad != 0 || h.len != sizeof(hdr) ||
 	    fd != MSG_NO_FD || r->stage != 0) {
@@ -238,6 +526,7 @@ vmm_egress_event(struct proc_ctx *ctx, struct vmm_egress_run *r)
 	r->len = hdr.len;
 	r->host[0] = '\0';
 	r->port = 0;
+	r->op = 0;
 	memset(&dec, 0, sizeof(dec));
 	if (egress_wire_decode(MSG_EGRESS_FETCH, r->req, r->len, &dec) != 0 ||
 	    egress_url_parse(dec.req.url, dec.req.url_len, &u) != 0) {
@@ -309,6 +598,8 @@ vmm_egress_decision(
 
 	if (r->stage != 1)
 		return -1;
+	if (r->op != 0)
+		return net_decision(ctx, r, m);
 	memcpy(&d, m->data, sizeof(d));
 	memset(&dec, 0, sizeof(dec));
 	if (egress_wire_decode(MSG_EGRESS_FETCH, r->req, r->len, &dec) != 0) {
@@ -362,13 +653,13 @@ vmm_egress_reply(
 
 	(void)ctx;
 	memcpy(&q, m->data, sizeof(q));
-	if (r->stage != 2) {
+	if (r->stage != 2 || r->op != 0) {
 		close(m->fd);
 		return -1;
 	}
 	/* The reply is passed on as it is: the vm process checks it. */
-	if (msg_send(r->fd, MSG_VMM_FETCH_REPLY, MSG_F_REPLY, 1, &q, sizeof(q),
-	        m->fd) != MSG_OK)
+	if (msg_send(r->fd, MSG_VMM_FETCH_REPLY, MSG_F_REPLY, r->vm_reqid, &q,
+	        sizeof(q), m->fd) != MSG_OK)
 		log_warn("%s: to the vm process", __func__);
 	close(m->fd);
 	r->stage = 0;

@@ -14,8 +14,22 @@
  * answers the refusal. The vmm cannot widen anything: the egress process
  * recomputes the grant's target from the rule it is sent.
  *
- * One request per run is in flight at a time (a vm process blocks on
- * its call). Every function is called from the vmm's loop.
+ * A guest's DNS query and TCP connect by name (docs/egress.md, "Names
+ * and connections") travel the same way:
+ *
+ *	vm  --MSG_VMM_NET (resolve name, or connect name:port)-->  vmm
+ *	vmm --MSG_POLICY_DECIDE (egress, "name:*" or "name:port")--> policy
+ *	vmm --MSG_EGRESS_NAME (grant, name, port)--> egress, which verifies,
+ *	      audits, and for a connect resolves, checks and connects
+ *	egress --MSG_EGRESS_NAME_REPLY (+ socket)--> vmm --MSG_VMM_NET_REPLY
+ *	      (+ socket)--> vm
+ *
+ * One request per run is in flight at a time: a vm process blocks on
+ * its call, the run's processes take turns (a POSIX lock on the request
+ * buffer), and the vmm reads the next request only once it answered the
+ * last (vmm_egress_busy); a reply carries its request's id, so one to a
+ * request given up on is dropped. Every function is called from the
+ * vmm's loop.
  */
 #ifndef KEEP_HOST_VMM_EGRESS_H
 #define KEEP_HOST_VMM_EGRESS_H
@@ -45,6 +59,8 @@ struct vmm_egress_run {
 	size_t len;
 	char host[EGRESS_HOST_MAX + 1];
 	uint16_t port;
+	uint32_t op; /* 0 a fetch, else VMM_NET_RESOLVE or _CONNECT */
+	uint64_t vm_reqid; /* the vm's id of its request, echoed */
 };
 
 /*
@@ -67,6 +83,14 @@ void vmm_egress_child(
  * than when this process has finished exiting (host/vmmproc/vmm_run.c). */
 void vmm_egress_child_done(struct vmm_result *res);
 
+/* Whether r has a request in flight: its socket is then not read (the
+ * next request waits there). */
+static inline int
+vmm_egress_busy(const struct vmm_egress_run *r)
+{
+	return r->stage != 0;
+}
+
 /* The run is over: close and forget. */
 void vmm_egress_close(struct vmm_egress_run *r);
 
@@ -83,6 +107,9 @@ struct vmm_egress_run *vmm_egress_find(
 int vmm_egress_decision(
     struct proc_ctx *ctx, struct vmm_egress_run *r, const struct msg *m);
 int vmm_egress_reply(
+    struct proc_ctx *ctx, struct vmm_egress_run *r, const struct msg *m);
+/* MSG_EGRESS_NAME_REPLY for run r: passed on to the vm process. */
+int vmm_egress_name_reply(
     struct proc_ctx *ctx, struct vmm_egress_run *r, const struct msg *m);
 
 #endif

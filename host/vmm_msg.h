@@ -28,6 +28,7 @@
 
 #include "host/grant.h"
 #include "host/msg.h"
+#include "host/vmm/vmm.h"
 
 enum {
 	MSG_VMM_SANDBOX_CREATE = MSG_VMM_BASE + 0x01, /* msg_vmm_sandbox_new */
@@ -62,6 +63,12 @@ enum {
 						 shared memfd */
 	MSG_VMM_FETCH_REPLY = MSG_VMM_BASE + 0x21, /* vmm -> vm:
 						       msg_egress_rep + memfd */
+	/* A guest's names and connections (host/vmm_egress.h, docs/egress.md
+	 * "Names and connections"), on the run's own socketpair too:
+	 * msg_vmm_net, answered with msg_vmm_net_reply (+ the connected
+	 * socket for a connect that succeeded). */
+	MSG_VMM_NET = MSG_VMM_BASE + 0x34,
+	MSG_VMM_NET_REPLY = MSG_VMM_BASE + 0x35,
 	MSG_VMM_RUN_CAPS = MSG_VMM_BASE + 0x22, /* front -> vmm, just before
 						   MSG_VMM_RUN, same reqid:
 						   msg_vmm_run_caps */
@@ -639,6 +646,25 @@ enum port_status {
 struct msg_vmm_port_reply {
 	uint32_t status; /* enum sbx_status, or enum port_status */
 	int32_t err; /* errno of the connect, for the front's message */
+};
+
+/* MSG_VMM_NET: may the guest resolve name (VMM_NET_RESOLVE, port 0), or
+ * a connection to name:port (VMM_NET_CONNECT), host/vmm/vmm.h. */
+#define VMM_NET_NAME_MAX 256
+
+struct msg_vmm_net {
+	uint32_t op;
+	uint16_t port;
+	uint16_t pad;
+	char name[VMM_NET_NAME_MAX]; /* NUL-terminated, zero-padded */
+};
+
+/* error: 0 or the positive errno the guest gets; refused: 1 when the
+ * policy or egress's checks refused it (the run's result then says
+ * "egress"), 0 for a failure of the network's own. */
+struct msg_vmm_net_reply {
+	int32_t error;
+	uint32_t refused;
 };
 
 #endif

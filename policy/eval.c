@@ -90,8 +90,9 @@ parse_port(const char *s, size_t n)
 
 /*
  * Whether a request target matches an egress entry (pattern, port; port
- * 0 is any). Targets: "host", "host:port", "[v6]" or "[v6]:port"; no
- * port means 443. A bare IPv6 literal ("::1") has no port.
+ * 0 is any). Targets: "host", "host:port", "host:*" (any port),
+ * "[v6]" or "[v6]:port"; no port means 443. A bare IPv6 literal ("::1")
+ * has no port.
  */
 int
 policy_egress_match(
@@ -100,6 +101,7 @@ policy_egress_match(
 	const char *host = target, *colon, *rb;
 	size_t hlen = len, plen, slen;
 	unsigned long tport = 443;
+	int any = 0;
 
 	if (len > 0 && target[0] == '[') {
 		if ((rb = memchr(target, ']', len)) == NULL)
@@ -115,13 +117,15 @@ policy_egress_match(
 		}
 	} else if ((colon = memchr(target, ':', len)) != NULL &&
 	    memchr(colon + 1, ':', len - (colon - target) - 1) == NULL) {
-		/* one colon: host:port */
+		/* one colon: host:port, or host:* for any port (a guest's
+		 * name query: docs/egress.md, "Names and connections") */
 		hlen = colon - target;
-		tport = parse_port(colon + 1, len - hlen - 1);
-		if (tport == 0)
+		if (len - hlen - 1 == 1 && colon[1] == '*')
+			any = 1;
+		else if ((tport = parse_port(colon + 1, len - hlen - 1)) == 0)
 			return 0;
 	}
-	if (hlen == 0 || (port != 0 && tport != port))
+	if (hlen == 0 || (port != 0 && !any && tport != port))
 		return 0;
 	plen = strlen(pattern);
 	if (plen >= 2 && pattern[0] == '*' && pattern[1] == '.') {

@@ -541,6 +541,21 @@ int egress_service_run(struct egress_ctx *ctx,
 int egress_grant_target(const char *host, uint16_t port, int allow_http,
     int allow_private, char *buf, size_t buflen);
 
+/* ---- a guest's connection by name ---------------------------------- */
+
+/*
+ * Connect to rule->host on rule->port (exactly one granted rule, port
+ * not 0) after the checks of a fetch's hop: the host's syntax, the rule,
+ * resolution and every address's class (rebinding, metadata, private),
+ * an IPv4 address preferred. The connect is bounded by timeout_ms. d is
+ * always filled (allowed set on success). Returns 0 and a connected
+ * non-blocking TCP socket in *fd, or an EGRESS_E_* code with *err the
+ * errno a guest should see (EACCES for a refusal, EHOSTUNREACH for a
+ * name that did not resolve, ETIMEDOUT, or connect's own).
+ */
+int egress_connect(struct egress_ctx *ctx, const struct egress_rule *rule,
+    uint32_t timeout_ms, int *fd, int *err, struct egress_decision *d);
+
 /* ---- a static hosts table (tests, air-gapped set-ups) ---------------
  *
  * hosts(5) syntax: "address name [name...]" per line, '#' comments. The

@@ -18,4 +18,11 @@ struct egress_ctx {
 	size_t nprincipals;
 };
 
+/* Resolution and the address checks for one destination (fetch.c):
+ * 0 and *pin, or EGRESS_E_HOST, EGRESS_E_RESOLVE, EGRESS_E_ADDR_DENIED
+ * (d->addr and d->addr_class say which). */
+int egress_resolve_checked(struct egress_ctx *ctx, const struct egress_url *u,
+    const struct egress_rule *rule, int prefer, struct sockaddr_storage *pin,
+    socklen_t *pinlen, struct egress_decision *d);
+
 #endif

@@ -211,28 +211,19 @@ ss_len(const struct sockaddr_storage *ss)
 }
 
 /*
- * Steps 1-3 for one hop: parse, allowlist, resolve, classify every
- * address. On success h->pin holds the address to use.
+ * Step 3 for a parsed destination u allowed by rule: resolve (literals
+ * are not), classify every address, and pin the first permitted one of
+ * family prefer (AF_UNSPEC: the first) with u's port into *pin.
  */
-static int
-check_hop(struct egress_ctx *ctx, const struct egress_request *req,
-    const char *url, size_t url_len, struct egress_url *u, struct hop *h,
-    struct egress_decision *d)
+int
+egress_resolve_checked(struct egress_ctx *ctx, const struct egress_url *u,
+    const struct egress_rule *rule, int prefer, struct sockaddr_storage *pin,
+    socklen_t *pinlen, struct egress_decision *d)
 {
 	struct sockaddr_storage addrs[MAX_ADDRS];
-	size_t n = 0, which, i;
+	size_t n = 0, i, use = 0;
 	int rc;
 
-	d->rule = -1;
-	d->addr_class = -1;
-	d->addr[0] = '\0';
-	if ((rc = egress_url_parse(url, url_len, u)) != 0)
-		return rc;
-	strlcpy(d->host, u->host, sizeof(d->host));
-	d->port = u->port;
-	if ((rc = egress_allow_match(req->rules, req->nrules, u, &which)) != 0)
-		return rc;
-	d->rule = (int)which;
 	memset(addrs, 0, sizeof(addrs));
 	if (u->kind == EGRESS_HOST_IPV4) {
 		struct sockaddr_in *s4 = (struct sockaddr_in *)&addrs[0];
@@ -261,7 +252,7 @@ check_hop(struct egress_ctx *ctx, const struct egress_request *req,
 			return EGRESS_E_RESOLVE;
 		c = egress_addr_classify(
 		    (struct sockaddr *)&addrs[i], ss_len(&addrs[i]));
-		if (egress_addr_permitted(c, &req->rules[which]) != 0) {
+		if (egress_addr_permitted(c, rule) != 0) {
 			d->addr_class = c;
 			if (addrs[i].ss_family == AF_INET)
 				inet_ntop(AF_INET,
@@ -276,19 +267,46 @@ check_hop(struct egress_ctx *ctx, const struct egress_request *req,
 			return EGRESS_E_ADDR_DENIED;
 		}
 	}
-	h->pin = addrs[0];
-	set_port(&h->pin, u->port);
-	h->pinlen = ss_len(&h->pin);
-	d->addr_class =
-	    egress_addr_classify((struct sockaddr *)&h->pin, h->pinlen);
-	if (h->pin.ss_family == AF_INET)
-		inet_ntop(AF_INET, &((struct sockaddr_in *)&h->pin)->sin_addr,
+	for (i = n; i-- > 0;)
+		if (addrs[i].ss_family == prefer)
+			use = i;
+	*pin = addrs[use];
+	set_port(pin, u->port);
+	*pinlen = ss_len(pin);
+	d->addr_class = egress_addr_classify((struct sockaddr *)pin, *pinlen);
+	if (pin->ss_family == AF_INET)
+		inet_ntop(AF_INET, &((struct sockaddr_in *)pin)->sin_addr,
 		    d->addr, sizeof(d->addr));
 	else
-		inet_ntop(AF_INET6,
-		    &((struct sockaddr_in6 *)&h->pin)->sin6_addr, d->addr,
-		    sizeof(d->addr));
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)pin)->sin6_addr,
+		    d->addr, sizeof(d->addr));
 	return 0;
+}
+
+/*
+ * Steps 1-3 for one hop: parse, allowlist, resolve, classify every
+ * address. On success h->pin holds the address to use.
+ */
+static int
+check_hop(struct egress_ctx *ctx, const struct egress_request *req,
+    const char *url, size_t url_len, struct egress_url *u, struct hop *h,
+    struct egress_decision *d)
+{
+	size_t which;
+	int rc;
+
+	d->rule = -1;
+	d->addr_class = -1;
+	d->addr[0] = '\0';
+	if ((rc = egress_url_parse(url, url_len, u)) != 0)
+		return rc;
+	strlcpy(d->host, u->host, sizeof(d->host));
+	d->port = u->port;
+	if ((rc = egress_allow_match(req->rules, req->nrules, u, &which)) != 0)
+		return rc;
+	d->rule = (int)which;
+	return egress_resolve_checked(
+	    ctx, u, &req->rules[which], AF_UNSPEC, &h->pin, &h->pinlen, d);
 }
 
 static int

@@ -8,6 +8,7 @@
  */
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
@@ -1275,6 +1276,10 @@ sys_write(struct vm *vm, const uint64_t a[6])
 
 	if (f == NULL)
 		return -EBADF;
+	/* A query to the guest's resolver is the VMM's to answer. */
+	if (f->kind == VFD_HOST && f->sock == SOCK_DGRAM &&
+	    (rc = (int)vm_sock_dns_write(vm, f, a[1], a[2])) != -ENOENT)
+		return rc;
 	if (park_io(vm, f, 1))
 		return 0;
 	if ((rc = wait_io(vm, f, 1)) != 0)

@@ -100,4 +100,10 @@ int64_t vm_synth_readlink(
 /* What /proc/self/fd/N names for descriptor f. */
 void vm_fd_describe(const struct vfd *f, int fd, char *out, size_t outlen);
 
+/* A write of (addr, len) on datagram socket f, when f is connected to
+ * the guest resolver (sys_socket.c): answered as a send would be, the
+ * bytes "sent" or -errno; -ENOENT when f is no such socket. */
+int64_t vm_sock_dns_write(
+    struct vm *, struct vfd *f, uint64_t addr, uint64_t len);
+
 #endif

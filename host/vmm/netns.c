@@ -5,6 +5,7 @@
  * libraries) makes one too.
  */
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 
@@ -12,11 +13,13 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "host/vmm/dns.h"
 #include "host/vmm/vmm.h"
 
 /* text into one of this process's /proc files: 0 or -1 (errno). */
@@ -70,7 +73,7 @@ caps_none(void)
 }
 
 int
-vmm_netns_enter(char *err, size_t errlen)
+vmm_netns_enter(int resolver, char *err, size_t errlen)
 {
 	char map[64];
 	uid_t uid;
@@ -119,9 +122,66 @@ vmm_netns_enter(char *err, size_t errlen)
 		snprintf(err, errlen, "lo: %s", strerror(errno));
 		return -1;
 	}
+	/* No resolver is no name resolved, as before: not a failure. */
+	if (resolver)
+		(void)vmm_dns_open();
 	if (userns && caps_none() == -1) {
 		snprintf(err, errlen, "capset: %s", strerror(errno));
 		return -1;
 	}
 	return 1;
+}
+
+/* ---- the guest's resolver ------------------------------------------------ */
+
+/* What vmm_dns_open made for this process's run, until vmm_dns_take. */
+static struct {
+	int fd;
+	struct dns_table *table;
+} resolver = { -1, NULL };
+
+int
+vmm_dns_open(void)
+{
+	struct sockaddr_in sin;
+	struct dns_table *t;
+	int s, one = 1, zero = 0, saved;
+
+	if (resolver.table != NULL)
+		return 0;
+	if ((s = socket(
+	         AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)) == -1)
+		return -1;
+	memset(&sin, 0, sizeof(sin));
+	sin.sin_family = AF_INET;
+	sin.sin_port = htons(DNS_SERVER_PORT);
+	sin.sin_addr.s_addr = htonl(DNS_SERVER_ADDR);
+	/* Nothing is ever read from it (the VMM answers a query when the
+	 * guest sends it, host/vmm/sys_socket.c): a small buffer bounds
+	 * what a stray datagram holds. */
+	if (setsockopt(s, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)) == -1 ||
+	    setsockopt(s, SOL_SOCKET, SO_RCVBUF, &zero, sizeof(zero)) == -1 ||
+	    bind(s, (struct sockaddr *)&sin, sizeof(sin)) == -1)
+		goto fail;
+	t = mmap(NULL, sizeof(*t), PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (t == MAP_FAILED)
+		goto fail;
+	resolver.fd = s;
+	resolver.table = t;
+	return 0;
+fail:
+	saved = errno;
+	close(s);
+	errno = saved;
+	return -1;
+}
+
+void
+vmm_dns_take(struct vmm_config *cfg)
+{
+	cfg->dns_table = resolver.table;
+	cfg->dns_fd = resolver.fd;
+	resolver.table = NULL;
+	resolver.fd = -1;
 }

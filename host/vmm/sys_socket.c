@@ -41,8 +41,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <arpa/inet.h>
 #include <unistd.h>
 
+#include "host/vmm/dns.h"
 #include "host/vmm/fs_int.h"
 #include "host/vmm/sys.h"
 #include "host/vmm/vm_int.h"
@@ -191,6 +193,274 @@ egress_refused(struct vm *vm)
 {
 	vm_proc_egress_refused(vm);
 	return -EACCES;
+}
+
+/* ---- names and connections out of the sandbox (docs/egress.md) ------ */
+
+/* The IPv4 address of an internet socket address (v4-mapped in v6
+ * too), host byte order, and its port; 0 when it has none. */
+static uint32_t
+addr_v4(const struct sockaddr_storage *ss, uint16_t *port)
+{
+	const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
+	const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+	uint32_t a;
+
+	*port = 0;
+	if (ss->ss_family == AF_INET) {
+		*port = ntohs(in->sin_port);
+		return ntohl(in->sin_addr.s_addr);
+	}
+	if (ss->ss_family == AF_INET6 &&
+	    IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr)) {
+		*port = ntohs(in6->sin6_port);
+		memcpy(&a, in6->sin6_addr.s6_addr + 12, 4);
+		return ntohl(a);
+	}
+	return 0;
+}
+
+static uint16_t
+sa_port(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return ntohs(((const struct sockaddr_in *)ss)->sin_port);
+	if (ss->ss_family == AF_INET6)
+		return ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+	return 0;
+}
+
+static void opts_copy(int from, int to);
+
+/* Whether ss is the guest resolver's address, and the run has one. */
+static int
+dns_dest(struct vm *vm, const struct sockaddr_storage *ss)
+{
+	uint16_t port;
+
+	return vm->cfg->dns_table != NULL &&
+	    addr_v4(ss, &port) == DNS_SERVER_ADDR && port == DNS_SERVER_PORT;
+}
+
+/* Whether datagram socket f, sending with no address, is connected to
+ * the guest resolver. */
+static int
+dns_peer(struct vm *vm, struct vfd *f)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+
+	if (vm->cfg->dns_table == NULL || f->sock != SOCK_DGRAM)
+		return 0;
+	memset(&ss, 0, sizeof(ss));
+	if (getpeername(f->hostfd, (struct sockaddr *)&ss, &sl) == -1)
+		return 0;
+	return dns_dest(vm, &ss);
+}
+
+/* localhost is /etc/hosts' (the images carry it): never asked. */
+static int
+dns_local(const char *name)
+{
+	size_t n = strlen(name);
+
+	return strcmp(name, "localhost") == 0 ||
+	    (n > 10 && strcmp(name + n - 10, ".localhost") == 0);
+}
+
+/* The answer's rcode to query q, and its A record into addr (network
+ * order) when there is one. */
+static int
+dns_decide(struct vm *vm, const struct dns_query *q, uint8_t addr[4], int *has)
+{
+	uint32_t a;
+	int fd = -1, refused = 0, rc;
+
+	*has = 0;
+	if (q->qclass != DNS_CLASS_IN)
+		return DNS_RCODE_NOTIMP;
+	if (q->qtype != DNS_TYPE_A && q->qtype != DNS_TYPE_AAAA)
+		return DNS_RCODE_OK; /* no records of other types */
+	if (dns_local(q->name))
+		return DNS_RCODE_NXDOMAIN;
+	if ((a = dns_table_find(vm->cfg->dns_table, q->name)) == 0) {
+		/* The policy's word, through the vmm (audited in egress):
+		 * any port of a rule for the name. */
+		if (vm->cfg->egress_net == NULL)
+			return DNS_RCODE_NXDOMAIN;
+		rc = vm->cfg->egress_net(vm->cfg->fetch_arg, VMM_NET_RESOLVE,
+		    q->name, 0, &fd, &refused);
+		if (fd >= 0)
+			close(fd);
+		if (rc != 0)
+			return rc == -EINTR ? -1 : DNS_RCODE_NXDOMAIN;
+		if ((a = dns_table_add(vm->cfg->dns_table, q->name)) == 0)
+			return DNS_RCODE_SERVFAIL; /* the table is full */
+	}
+	/* AAAA: a name with no IPv6 address, so programs use IPv4. */
+	if (q->qtype == DNS_TYPE_A) {
+		a = htonl(a);
+		memcpy(addr, &a, 4);
+		*has = 1;
+	}
+	return DNS_RCODE_OK;
+}
+
+/*
+ * A datagram the guest sends to the resolver (iov, n): answered here,
+ * from the resolver's own socket to f's address, before the call
+ * returns, so the guest's recv, poll and epoll find a real reply from
+ * 127.0.0.53:53. It is not sent itself. The bytes "sent", or -errno.
+ */
+static int64_t
+dns_serve(struct vm *vm, struct vfd *f, const struct iovec *iov, size_t n)
+{
+	uint8_t query[DNS_UDP_MAX], answer[DNS_UDP_MAX], addr[4];
+	struct sockaddr_storage me;
+	struct sockaddr_in to;
+	struct dns_query q;
+	socklen_t sl = sizeof(me);
+	size_t total = 0, len = 0, i, alen = 0;
+	uint16_t port;
+	uint32_t a;
+	int rc, has = 0;
+
+	for (i = 0; i < n; i++) {
+		size_t take = iov[i].iov_len;
+
+		if (take > sizeof(query) - len)
+			take = sizeof(query) - len;
+		if (take > 0)
+			memcpy(query + len, iov[i].iov_base, take);
+		len += take;
+		total += iov[i].iov_len;
+	}
+	/* An unbound socket gets its port as a send would give it. */
+	memset(&me, 0, sizeof(me));
+	if (getsockname(f->hostfd, (struct sockaddr *)&me, &sl) == -1)
+		return -errno;
+	if (sa_port(&me) == 0) {
+		struct sockaddr_storage any;
+
+		memset(&any, 0, sizeof(any));
+		any.ss_family = me.ss_family;
+		sl = sizeof(me);
+		if (bind(f->hostfd, (struct sockaddr *)&any,
+		        me.ss_family == AF_INET
+		            ? sizeof(struct sockaddr_in)
+		            : sizeof(struct sockaddr_in6)) == -1 ||
+		    getsockname(f->hostfd, (struct sockaddr *)&me, &sl) == -1)
+			return -errno;
+	}
+	a = addr_v4(&me, &port);
+	port = sa_port(&me);
+	if (total > sizeof(query))
+		return (int64_t)total; /* no query is that long: dropped */
+	rc = dns_query_parse(query, len, &q);
+	switch (rc) {
+	case DNS_PARSE_DROP:
+		return (int64_t)total;
+	case DNS_PARSE_FORMERR:
+	case DNS_PARSE_NOTIMP:
+		q.question_end = 0;
+		alen = dns_answer_make(query, &q,
+		    rc == DNS_PARSE_NOTIMP ? DNS_RCODE_NOTIMP
+		                           : DNS_RCODE_FORMERR,
+		    NULL, answer, sizeof(answer));
+		break;
+	case DNS_PARSE_BADNAME:
+		alen = dns_answer_make(query, &q, DNS_RCODE_NXDOMAIN, NULL,
+		    answer, sizeof(answer));
+		break;
+	default:
+		if ((rc = dns_decide(vm, &q, addr, &has)) < 0)
+			return -EINTR;
+		alen = dns_answer_make(
+		    query, &q, rc, has ? addr : NULL, answer, sizeof(answer));
+		break;
+	}
+	if (alen == 0)
+		return (int64_t)total;
+	memset(&to, 0, sizeof(to));
+	to.sin_family = AF_INET;
+	to.sin_port = htons(port);
+	/* A socket bound to the unspecified address hears on loopback. */
+	to.sin_addr.s_addr = htonl(a != 0 ? a : INADDR_LOOPBACK);
+	(void)sendto(vm->cfg->dns_fd, answer, alen, MSG_DONTWAIT | MSG_NOSIGNAL,
+	    (struct sockaddr *)&to, sizeof(to));
+	return (int64_t)total;
+}
+
+int64_t
+vm_sock_dns_write(struct vm *vm, struct vfd *f, uint64_t addr, uint64_t len)
+{
+	struct iovec iov;
+
+	if (!dns_peer(vm, f))
+		return -ENOENT;
+	if ((int64_t)len < 0)
+		return -EINVAL;
+	iov.iov_len = len;
+	iov.iov_base = NULL;
+	if (len != 0 && (iov.iov_base = vm_gptr(vm, addr, len)) == NULL)
+		return -EFAULT;
+	return dns_serve(vm, f, &iov, 1);
+}
+
+/*
+ * A TCP connect to an address the resolver gave: the egress process
+ * connects to that one name (with its checks) and the socket it hands
+ * back takes the place of f's host socket. 0 or -errno; -ENOENT when
+ * ss is no address of keep's (the caller goes on as before).
+ */
+static int64_t
+connect_by_name(struct vm *vm, struct vfd *f, const struct sockaddr_storage *ss)
+{
+	struct sockaddr_storage peer;
+	socklen_t pl = sizeof(peer);
+	const char *name;
+	uint16_t port;
+	uint32_t a;
+	int fd = -1, refused = 0, fl, rc;
+	char namecopy[DNS_NAME_MAX + 1];
+
+	if (vm->cfg->dns_table == NULL ||
+	    !dns_synthetic(a = addr_v4(ss, &port)) ||
+	    (name = dns_table_name(vm->cfg->dns_table, a)) == NULL)
+		return -ENOENT;
+	/* Only TCP by name (UDP out is not done); port 0 is no port. */
+	if (f->sock != SOCK_STREAM || port == 0)
+		return -ENOENT;
+	if (getpeername(f->hostfd, (struct sockaddr *)&peer, &pl) == 0)
+		return -EISCONN;
+	if (vm->cfg->egress_net == NULL)
+		return -ENOENT;
+	strlcpy(namecopy, name, sizeof(namecopy));
+	rc = vm->cfg->egress_net(
+	    vm->cfg->fetch_arg, VMM_NET_CONNECT, namecopy, port, &fd, &refused);
+	if (rc != 0) {
+		if (refused)
+			vm_proc_egress_refused(vm);
+		return rc;
+	}
+	/*
+	 * The connected socket in place of the guest's host socket (each
+	 * guest descriptor has a host one of its own, fs.c): O_NONBLOCK
+	 * and the options the guest set on it are carried over (those
+	 * that take a value; one the other family lacks is let go).
+	 */
+	fl = fcntl(f->hostfd, F_GETFL);
+	opts_copy(f->hostfd, fd);
+	if (fcntl(fd, F_SETFL, fl != -1 ? fl & O_NONBLOCK : 0) == -1) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	close(f->hostfd);
+	f->hostfd = fd;
+	/* Done at once, as a loopback connect is: a non-blocking caller
+	 * hears EINPROGRESS and then finds it writable, SO_ERROR 0. */
+	return (fl != -1 && (fl & O_NONBLOCK)) ? -EINPROGRESS : 0;
 }
 
 /*
@@ -539,8 +809,11 @@ sys_connect(struct vm *vm, const uint64_t a[6])
 	    0)
 		return rc;
 	if ((ss.ss_family == AF_INET || ss.ss_family == AF_INET6) &&
-	    !addr_local(&ss))
+	    !addr_local(&ss)) {
+		if ((rc = connect_by_name(vm, f, &ss)) != -ENOENT)
+			return rc;
 		return egress_refused(vm);
+	}
 	if (path[0] != '\0' &&
 	    (rc = unix_at(vm, path, 0, &ss, &sl, &back)) != 0)
 		return rc;
@@ -753,9 +1026,12 @@ do_send(struct vm *vm, struct vfd *f, struct iovec *iov, size_t n,
 		if ((ss.ss_family == AF_INET || ss.ss_family == AF_INET6) &&
 		    !addr_local(&ss))
 			return egress_refused(vm);
+		if (f->sock == SOCK_DGRAM && dns_dest(vm, &ss))
+			return dns_serve(vm, f, iov, n);
 		m.msg_name = &ss;
 		m.msg_namelen = sl;
-	}
+	} else if (dns_peer(vm, f))
+		return dns_serve(vm, f, iov, n);
 	m.msg_iov = iov;
 	m.msg_iovlen = n;
 	m.msg_control = cl ? ctl : NULL;
@@ -1191,10 +1467,35 @@ static const struct {
 	{ IPPROTO_TCP, TCP_INFO, 1 },
 	{ IPPROTO_IP, IP_TOS, 0 },
 	{ IPPROTO_IP, IP_TTL, 0 },
+	/* glibc's resolver sets it on its UDP socket and gives up without
+	 * it; the error queue it fills is never read (no MSG_ERRQUEUE). */
+	{ IPPROTO_IP, IP_RECVERR, 0 },
+	{ IPPROTO_IPV6, IPV6_RECVERR, 0 },
 	{ IPPROTO_IPV6, IPV6_V6ONLY, 0 },
 	{ IPPROTO_IPV6, IPV6_TCLASS, 0 },
 	{ IPPROTO_IPV6, IPV6_UNICAST_HOPS, 0 },
 };
+
+/* The settable options of socket from onto to (a connection made for
+ * it elsewhere): those the other family lacks fail, and are let go. */
+static void
+opts_copy(int from, int to)
+{
+	uint8_t v[OPT_MAX];
+	socklen_t l;
+	size_t i;
+
+	for (i = 0; i < sizeof(sock_opts) / sizeof(sock_opts[0]); i++) {
+		if (sock_opts[i].get)
+			continue;
+		l = sizeof(v);
+		if (getsockopt(from, sock_opts[i].level, sock_opts[i].name, v,
+		        &l) == 0 &&
+		    l <= sizeof(v))
+			(void)setsockopt(
+			    to, sock_opts[i].level, sock_opts[i].name, v, l);
+	}
+}
 
 /* 1: settable; 0: readable only; -1: neither. */
 static int

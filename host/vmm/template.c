@@ -328,6 +328,9 @@ template_run(struct vmm_template *t, const struct vmm_config *run, int probe,
 	t->run.trace = run->trace;
 	t->run.fetch = run->fetch;
 	t->run.fetch_arg = run->fetch_arg;
+	t->run.egress_net = run->egress_net;
+	t->run.dns_table = run->dns_table;
+	t->run.dns_fd = run->dns_fd;
 	t->run.net = run->net; /* the clone's sandbox's network */
 	vm->cfg = &t->run;
 	vm->res = res;

@@ -60,11 +60,25 @@ struct vmm_file {
 
 /*
  * The calling process into a network namespace of its own with only `lo`,
- * up (host/vmm/netns.c; host/vm_confine.h's vm_confine_net says more):
+ * up, and with resolver 1 the guest resolver's socket there (vmm_dns_open) (host/vmm/netns.c; host/vm_confine.h's vm_confine_net says more):
  * 1 made, 0 not to be had here (err says why; nothing changed), -1 left
  * half way (err says why; the process must not run a guest).
  */
-int vmm_netns_enter(char *err, size_t errlen);
+int vmm_netns_enter(int resolver, char *err, size_t errlen);
+
+/*
+ * In the network namespace just made or joined, while this process still
+ * has its capabilities there (port 53 wants one): the guest resolver's
+ * socket bound to 127.0.0.53:53 (SO_REUSEPORT: the sandbox's runs share
+ * the namespace) and its shared name table, kept for vmm_dns_take.
+ * Returns 0 or -1 (errno); the run then has no resolver.
+ */
+int vmm_dns_open(void);
+/* What vmm_dns_open made, into cfg (dns_fd, dns_table); none: left
+ * NULL. */
+struct vmm_config;
+struct dns_table;
+void vmm_dns_take(struct vmm_config *cfg);
 
 /* Output sink: called with each write to fd 1 or 2. */
 typedef void (*vmm_output_fn)(void *arg, int fd, const void *buf, size_t len);
@@ -81,6 +95,10 @@ enum vmm_platform {
 /* "kvm", "trap" or "auto"; and back (-1: unknown). */
 const char *vmm_platform_name(int platform);
 int vmm_platform_parse(const char *name);
+
+/* vmm_config.egress_net's operations. */
+#define VMM_NET_RESOLVE 1
+#define VMM_NET_CONNECT 2
 
 struct vmm_config {
 	int kvm_fd; /* an open /dev/kvm, or -1 */
@@ -135,7 +153,21 @@ struct vmm_config {
 	 * is refused with EACCES. */
 	int (*fetch)(void *arg, const void *req, size_t len, void **reply,
 	    size_t *reply_len);
+	/* A guest's names and connections (host/vmm/dns.h, docs/egress.md
+	 * "Names and connections"), with fetch_arg: op VMM_NET_RESOLVE
+	 * (host/vmm_msg.h) asks whether name may be resolved (0 or
+	 * -errno), VMM_NET_CONNECT for a TCP connection to name:port (0
+	 * and a connected socket in *fd, or -errno); *refused is 1 when
+	 * the policy or egress refused. NULL: every name is refused. */
+	int (*egress_net)(void *arg, int op, const char *name, uint16_t port,
+	    int *fd, int *refused);
 	void *fetch_arg;
+	/* The guest's resolver: a table shared by the run's processes and a
+	 * UDP socket bound to 127.0.0.53:53 in the run's network namespace
+	 * (vmm_dns_open). dns_table NULL: none; 127.0.0.53 is then one
+	 * more loopback address. */
+	struct dns_table *dns_table;
+	int dns_fd;
 	/* The image file the files' data lies in, mapped whole at image_map
 	 * (image_map_len bytes) from the read-only image_fd: private file
 	 * mappings of its files are then its pages, copy-on-write, charged

@@ -375,6 +375,7 @@ void __attribute__((noreturn)) vmm_vm_process(struct proc_ctx *ctx,
 int vmm_h_create(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_egress_decision(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_egress_reply(struct proc_ctx *ctx, const struct msg *m);
+int vmm_h_egress_name_reply(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_env(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_file(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_images(struct proc_ctx *ctx, const struct msg *m);

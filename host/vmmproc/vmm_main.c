@@ -111,6 +111,11 @@ static const struct msg_handler vmm_handlers[] = {
 	    sizeof(struct msg_policy_decision), 0, vmm_h_egress_decision },
 	{ MSG_EGRESS_FETCH_REPLY, PROC_BIT(PROC_EGRESS),
 	    sizeof(struct msg_egress_rep), MSG_H_FD, vmm_h_egress_reply },
+	{ MSG_EGRESS_NAME_REPLY, PROC_BIT(PROC_EGRESS),
+	    sizeof(struct msg_egress_name_reply), 0, vmm_h_egress_name_reply },
+	{ MSG_EGRESS_NAME_SOCKET, PROC_BIT(PROC_EGRESS),
+	    sizeof(struct msg_egress_name_reply), MSG_H_FD,
+	    vmm_h_egress_name_reply },
 	{ MSG_VMM_PROCS, PROC_BIT(PROC_FRONT),
 	    sizeof(struct msg_vmm_sandbox_ref), 0, vmm_h_procs },
 	{ MSG_VMM_KILL, PROC_BIT(PROC_FRONT), sizeof(struct msg_vmm_kill), 0,
@@ -189,7 +194,12 @@ vmm_loop(struct proc_ctx *ctx, struct vmm_state *vs)
 		for (i = 0; i < VMM_JOBS_MAX; i++)
 			if (vs->jobs[i].used && vs->jobs[i].egress.fd >= 0) {
 				pfd[n].fd = vs->jobs[i].egress.fd;
-				pfd[n].events = POLLIN;
+				/* One request at a time: the next waits in
+				 * the socket (a hang-up still shows). */
+				pfd[n].events =
+				    vmm_egress_busy(&vs->jobs[i].egress)
+				    ? 0
+				    : POLLIN;
 				who[n++] = PROC_COUNT + VMM_JOBS_MAX + (int)i;
 			}
 		/* Template holders report their boot and their spares

@@ -191,6 +191,8 @@ void __attribute__((noreturn)) vmm_vm_process(struct proc_ctx *ctx,
 		close(ns_user);
 		close(ns_net);
 	}
+	if (cfg->net == 1)
+		vmm_dns_take(cfg);
 	if (cfg->net == -1) {
 		strlcpy(res->reason, "error: ", sizeof(res->reason));
 		strlcat(res->reason, err, sizeof(res->reason));
@@ -1004,6 +1006,19 @@ vmm_h_egress_decision(struct proc_ctx *ctx, const struct msg *m)
 	struct vmm_egress_run *r = egress_run_find(ctx->arg, m->hdr.reqid);
 
 	return r != NULL ? vmm_egress_decision(ctx, r, m) : -1;
+}
+
+int
+vmm_h_egress_name_reply(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct vmm_egress_run *r = egress_run_find(ctx->arg, m->hdr.reqid);
+
+	if (r == NULL) {
+		if (m->fd >= 0)
+			close(m->fd);
+		return -1;
+	}
+	return vmm_egress_name_reply(ctx, r, m);
 }
 
 int

@@ -282,6 +282,8 @@ clone_run(struct proc_ctx *ctx, struct vmm_template *t, int sock,
 	close(fds[TPL_FD_STRINGS]);
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.net = net;
+	if (net == 1)
+		vmm_dns_take(&cfg);
 	cfg.kvm_fd = ctx->kvm_fd;
 	cfg.platform = vmm_ctx_platform(ctx);
 	cfg.argv = (const char *const *)argv;

@@ -13,6 +13,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -630,6 +631,66 @@ test_ipv6(void **state)
 	egress_ctx_free(ctx);
 }
 
+/* A guest's connection by name (host/egress/connect.c): the same checks
+ * as a fetch's hop, then a connected socket to the checked address. */
+static void
+test_connect(void **state)
+{
+	struct egress_ctx *ctx;
+	struct egress_decision d;
+	struct egress_rule r;
+	struct sockaddr_in peer;
+	socklen_t pl = sizeof(peer);
+	int fd, err;
+
+	(void)state;
+	SKIP_IF_NO_SERVER();
+	ctx = new_ctx(T.ca, T.ca_len);
+	r = rule("allowed.test", T.http_port, 0, 1);
+	assert_int_equal(egress_connect(ctx, &r, 30000, &fd, &err, &d), 0);
+	show(&d);
+	assert_true(fd >= 0);
+	assert_int_equal(err, 0);
+	assert_int_equal(d.allowed, 1);
+	assert_string_equal(d.addr, "127.0.0.1");
+	assert_int_equal(getpeername(fd, (struct sockaddr *)&peer, &pl), 0);
+	assert_int_equal(ntohs(peer.sin_port), T.http_port);
+	assert_true(write(fd, "GET / HTTP/1.0\r\n\r\n", 18) == 18);
+	close(fd);
+	/* Refused: loopback without private, metadata, a mixed answer (a
+	 * rebinding trick), a name that does not resolve, a bad name, no
+	 * port. */
+	r = rule("allowed.test", T.http_port, 0, 0);
+	assert_int_equal(egress_connect(ctx, &r, 30000, &fd, &err, &d),
+	    EGRESS_E_ADDR_DENIED);
+	assert_int_equal(fd, -1);
+	assert_int_equal(err, EACCES);
+	assert_int_equal(d.addr_class, EGRESS_ADDR_LOOPBACK);
+	r = rule("meta6.test", 80, 0, 0);
+	assert_int_equal(egress_connect(ctx, &r, 30000, &fd, &err, &d),
+	    EGRESS_E_ADDR_DENIED);
+	assert_int_equal(d.addr_class, EGRESS_ADDR_METADATA);
+	r = rule("mixed.test", 80, 0, 0);
+	assert_int_equal(egress_connect(ctx, &r, 30000, &fd, &err, &d),
+	    EGRESS_E_ADDR_DENIED);
+	r = rule("nowhere.test", 80, 0, 1);
+	assert_int_equal(
+	    egress_connect(ctx, &r, 30000, &fd, &err, &d), EGRESS_E_RESOLVE);
+	assert_int_equal(err, EHOSTUNREACH);
+	r = rule("bad..test", 80, 0, 1);
+	assert_int_equal(
+	    egress_connect(ctx, &r, 30000, &fd, &err, &d), EGRESS_E_HOST);
+	assert_int_equal(err, EACCES);
+	r = rule("allowed.test", 0, 0, 1);
+	assert_int_equal(
+	    egress_connect(ctx, &r, 30000, &fd, &err, &d), EGRESS_E_HOST);
+	/* A literal is no name, but its class is checked the same. */
+	r = rule("127.0.0.1", T.http_port, 0, 0);
+	assert_int_equal(egress_connect(ctx, &r, 30000, &fd, &err, &d),
+	    EGRESS_E_ADDR_DENIED);
+	egress_ctx_free(ctx);
+}
+
 /* The system resolver (getaddrinfo) path: localhost is loopback. */
 static void
 test_system_resolver(void **state)
@@ -1027,6 +1088,7 @@ main(void)
 		cmocka_unit_test(test_refused_before_dns),
 		cmocka_unit_test(test_http_when_allowed),
 		cmocka_unit_test(test_private_addresses),
+		cmocka_unit_test(test_connect),
 		cmocka_unit_test(test_ipv6),
 		cmocka_unit_test(test_system_resolver),
 		cmocka_unit_test(test_mixed_answers),

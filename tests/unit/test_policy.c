@@ -325,6 +325,16 @@ test_egress(void **state)
 	assert_false(ask(fx, "g", "egress", "[api.github.com]x", STATIC).allow);
 	assert_true(
 	    ask(fx, "g", "egress", "[api.github.com]:443", STATIC).allow);
+	/* "host:*": any port of a rule for the host (a guest's name query,
+	 * docs/egress.md "Names and connections"). */
+	assert_true(ask(fx, "g", "egress", "api.github.com:*", STATIC).allow);
+	assert_true(ask(fx, "g", "egress", "10.0.0.5:*", STATIC).allow);
+	assert_true(ask(fx, "g", "egress", "a.npmjs.org:*", STATIC).allow);
+	assert_false(ask(fx, "g", "egress", "evil.com:*", STATIC).allow);
+	assert_false(ask(fx, "g", "egress", "npmjs.org:*", STATIC).allow);
+	assert_false(ask(fx, "g", "egress", "api.github.com:**", STATIC).allow);
+	assert_false(ask(fx, "g", "egress", "*:*", STATIC).allow);
+	assert_false(ask(fx, "n", "egress", "x.com:*", STATIC).allow);
 
 	assert_int_equal(
 	    policy_egress_export(fx->p, "g", rules, 4, &n), POLICY_OK);
