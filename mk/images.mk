@@ -167,10 +167,13 @@ $(IMG_DIR)/node.img: images/node.manifest images/node.reserve images/hosts \
 # transpiler that brings boost, g++ and every python's headers (about
 # 250 MiB); Pillow's Tk (X11: matplotlib draws with Agg); and sympy and
 # unicode-data, which fonttools needs only for what matplotlib never
-# asks of it. Every program of the manifest's own packages is a command.
+# asks of it; the sanitizers' run-time libraries (images/machine.omit
+# says why). The files of images/machine.omit are left out of their
+# packages. Every program of the manifest's own packages is a command.
 MACHINE_SKIP = dpkg debconf adduser passwd init-system-helpers \
                sysvinit-utils usr-is-merged python3-pythran \
-               python3-pil.imagetk python3-sympy unicode-data
+               python3-pil.imagetk python3-sympy unicode-data \
+               libasan8 libtsan2 liblsan0 libhwasan0
 MACHINE_PKGS = bash dash coreutils findutils grep sed gawk diffutils tar \
                gzip xz-utils zip unzip bc jq file less procps curl wget git \
                openssh-client ca-certificates python3 python3-pip \
@@ -182,14 +185,17 @@ MACHINE_PKGS = bash dash coreutils findutils grep sed gawk diffutils tar \
 # (NodeSource's nodejs brings its own, which Debian's npm conflicts with).
 DEPS_PKGS += $(MACHINE_PKGS) npm:npm
 
-$(STOCK_DIR)/machine.manifest: images/machine.manifest mk/deb-closure.sh \
-    mk/deb-commands.sh /var/lib/dpkg/status | deps
+$(STOCK_DIR)/machine.manifest: images/machine.manifest images/machine.omit \
+    mk/deb-closure.sh mk/deb-omit.sh mk/deb-commands.sh /var/lib/dpkg/status | deps
 	@mkdir -p $(dir $@)
 	{ grep -v '^deb ' $<; \
-	  sh mk/deb-closure.sh $(foreach p,$(MACHINE_SKIP),-x $(p)) \
-	      $$(sed -n 's/^deb //p' $<) | sed 's/^/deb /'; \
+	  sh mk/deb-omit.sh images/machine.omit $$(sh mk/deb-closure.sh \
+	      $(foreach p,$(MACHINE_SKIP),-x $(p)) $$(sed -n 's/^deb //p' $<)); \
 	  sh mk/deb-commands.sh $$(sh mk/deb-closure.sh -t \
 	      $$(sed -n 's/^deb //p' $<)); } >$@.tmp
+	awk '/^#omitted / { gone[$$2] = 1; print; next } \
+	    /^command / { split($$2, c, "="); if (c[2] in gone) next } 1' \
+	    $@.tmp >$@.tmp2 && mv $@.tmp2 $@.tmp
 	mv $@.tmp $@
 
 # 2G of memory: gcc's cc1 on a large file, pip building an sdist, npm
