@@ -191,6 +191,11 @@ $(STOCK_DIR)/machine.manifest: images/machine.manifest images/machine.omit \
 	{ grep -v '^deb ' $<; \
 	  sh mk/deb-omit.sh images/machine.omit $$(sh mk/deb-closure.sh \
 	      $(foreach p,$(MACHINE_SKIP),-x $(p)) $$(sed -n 's/^deb //p' $<)); \
+	  for c in npm npx; do \
+	      printf '#!/bin/sh\nexec %s "$$@"\n' "$$(readlink -f /usr/bin/$$c)" \
+	          >$(STOCK_DIR)/machine-$$c && chmod 755 $(STOCK_DIR)/machine-$$c; \
+	      echo "file /usr/bin/$$c=$(STOCK_DIR)/machine-$$c"; \
+	  done; \
 	  sh mk/deb-commands.sh $$(sh mk/deb-closure.sh -t \
 	      $$(sed -n 's/^deb //p' $<)); } >$@.tmp
 	awk '/^#omitted / { gone[$$2] = 1; print; next } \
