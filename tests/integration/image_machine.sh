@@ -19,6 +19,15 @@ setup() { # the same files in the guest's workspace and the native one
 	echo '{"a": [1, 2, {"b": "x"}], "n": 3.5}' >"$1/j.json"
 	printf '#include <stdio.h>\nint main(void) { printf("hello %%d\\n", 6 * 7); return 0; }\n' >"$1/hello.c"
 	printf 'all: hello\n\t./hello\n' >"$1/Makefile"
+	mkdir "$1/cext"
+	printf 'from setuptools import setup, Extension\nsetup(name="cext", version="0.1", ext_modules=[Extension("cext", ["cext.c"])])\n' >"$1/cext/setup.py"
+	cat >"$1/cext/cext.c" <<'C'
+#include <Python.h>
+static PyObject *twice(PyObject *self, PyObject *arg) { return PyLong_FromLong(2 * PyLong_AsLong(arg)); }
+static PyMethodDef methods[] = { { "twice", twice, METH_O, NULL }, { NULL } };
+static struct PyModuleDef mod = { PyModuleDef_HEAD_INIT, "cext", NULL, -1, methods };
+PyMODINIT_FUNC PyInit_cext(void) { return PyModule_Create(&mod); }
+C
 }
 setup "$ws"; setup "$nat"
 
@@ -59,13 +68,16 @@ print(pandas.DataFrame({\"a\": [1, 2, 3]}).a.sum())'"
 same "a venv (--copies) with pip" 'python3 -m venv --copies venv &&
 	venv/bin/python -c "import sys; print(sys.prefix == sys.base_prefix)" &&
 	venv/bin/python -m pip --version | cut -d" " -f1,2'
+same "pip builds and installs an sdist with a C extension (gcc, python3-dev)" \
+    'python3 -m pip install -q --no-index --no-build-isolation --target site ./cext &&
+	PYTHONPATH=site python3 -c "import cext; print(cext.twice(21))"'
 same "node" 'node -e "console.log(1, process.version)"'
 same "gcc builds and runs a C program" 'gcc -O2 -Wall -o hello hello.c && ./hello'
 same "cc and make" 'rm -f hello; make -s CC=cc'
 same "curl" 'curl --version | head -1'
-same "the CPU count: nproc, os.cpu_count(), the affinity mask, /proc/cpuinfo" \
+same "the CPU count: nproc, os.cpu_count(), the affinity mask, /proc/cpuinfo, /sys's online list" \
     'nproc; python3 -c "import os; print(os.cpu_count(), len(os.sched_getaffinity(0)))";
-	grep -c ^processor /proc/cpuinfo'
+	grep -c ^processor /proc/cpuinfo; cat /sys/devices/system/cpu/online'
 same "/bin/sh is dash, as on Debian" 'sh -c "echo \$((6*7)) \${BASH_VERSION:-not bash}"'
 
 # npm: node running npm-cli.js stops at a page fault in the VMM (the
