@@ -69,7 +69,7 @@ same "a venv (--copies) with pip" 'python3 -m venv --copies venv &&
 	venv/bin/python -c "import sys; print(sys.prefix == sys.base_prefix)" &&
 	venv/bin/python -m pip --version | cut -d" " -f1,2'
 same "pip builds and installs an sdist with a C extension (gcc, python3-dev)" \
-    'python3 -m pip install -q --no-index --no-build-isolation --target site ./cext &&
+    'python3 -m pip install -q --root-user-action=ignore --no-index --no-build-isolation --target site ./cext &&
 	PYTHONPATH=site python3 -c "import cext; print(cext.twice(21))"'
 same "node" 'node -e "console.log(1, process.version)"'
 same "gcc builds and runs a C program" 'gcc -O2 -Wall -o hello hello.c && ./hello'
