@@ -183,6 +183,9 @@ MACHINE_PKGS = bash dash coreutils findutils grep sed gawk diffutils tar \
                python3-dev
 # npm: Debian's package where no npm is on PATH, else the one there
 # (NodeSource's nodejs brings its own, which Debian's npm conflicts with).
+# The image takes npm's directory as it is on disk, not only as dpkg
+# lists it: `npm install -g npm` replaces it in place (here NodeSource's
+# npm 10 had become npm 11, whose new files no package lists).
 DEPS_PKGS += $(MACHINE_PKGS) npm:npm
 
 $(STOCK_DIR)/machine.manifest: images/machine.manifest images/machine.omit \
@@ -191,6 +194,9 @@ $(STOCK_DIR)/machine.manifest: images/machine.manifest images/machine.omit \
 	{ grep -v '^deb ' $<; \
 	  sh mk/deb-omit.sh images/machine.omit $$(sh mk/deb-closure.sh \
 	      $(foreach p,$(MACHINE_SKIP),-x $(p)) $$(sed -n 's/^deb //p' $<)); \
+	  npm=$$(dirname "$$(dirname "$$(readlink -f /usr/bin/npm)")"); \
+	  find "$$npm" -type f | LC_ALL=C sort | grep -v '[[:space:]]' | \
+	      sed 's/.*/file &=&/'; \
 	  for c in npm npx; do \
 	      printf '#!/bin/sh\nexec %s "$$@"\n' "$$(readlink -f /usr/bin/$$c)" \
 	          >$(STOCK_DIR)/machine-$$c && chmod 755 $(STOCK_DIR)/machine-$$c; \
@@ -199,6 +205,7 @@ $(STOCK_DIR)/machine.manifest: images/machine.manifest images/machine.omit \
 	  sh mk/deb-commands.sh $$(sh mk/deb-closure.sh -t \
 	      $$(sed -n 's/^deb //p' $<)); } >$@.tmp
 	awk '/^#omitted / { gone[$$2] = 1; print; next } \
+	    /^file / { if ($$2 in seen) next; seen[$$2] = 1 } \
 	    /^command / { split($$2, c, "="); if (c[2] in gone) next } 1' \
 	    $@.tmp >$@.tmp2 && mv $@.tmp2 $@.tmp
 	mv $@.tmp $@
