@@ -11,7 +11,10 @@
 #  2. memory charged to a run that imports numpy (keep run --stats, the
 #     guest's brk + mmap + stack) against the native process's maximum
 #     RSS (target <= 1.2x);
-#  3. bash -c true, the shell image against the host's bash;
+#  3. bash -c true, the shell image against the host's bash; the machine
+#     image (a whole Debian machine, E2B's default template) beside
+#     them: python3 -c 'print(1)' and bash -c true from it, which its
+#     size must not slow;
 #  4. the time to build each package image and the size of every stock
 #     image.
 # Figures are medians of RUNS runs (default 10), taken in alternation.
@@ -22,7 +25,7 @@ B=${1:-build}; RUNS=${RUNS:-10}
 KEEP=$B/bin/keep; K=$B/keys/dev.public; I=$B/images
 PY=/usr/bin/python3.11
 # KVM where /dev/kvm opens, the trap platform elsewhere (docs/vmm.md).
-for f in "$KEEP" "$I/python.img" "$I/shell.img" "$I/python-static.img"; do
+for f in "$KEEP" "$I/python.img" "$I/shell.img" "$I/python-static.img" "$I/machine.img"; do
 	[ -e "$f" ] || { echo "bench/images: $f is missing (make images)"; exit 1; }
 done
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
@@ -75,6 +78,8 @@ time_pair "python -c 'import numpy'" $PY -c 'import numpy' -- kr "$I/python.img"
 time_pair "python -c 'import pandas'" $PY -c 'import pandas' -- kr "$I/python.img" python -c 'import pandas'
 time_pair "python-static -c 'print(1)'" $PY -c 'print(1)' -- kr "$I/python-static.img" python -c 'print(1)'
 time_pair "bash -c true" /bin/bash -c true -- kr "$I/shell.img" bash -c true
+time_pair "machine: python3 -c 'print(1)'" $PY -c 'print(1)' -- kr "$I/machine.img" python3 -c 'print(1)'
+time_pair "machine: bash -c true" /bin/bash -c true -- kr "$I/machine.img" bash -c true
 
 # Memory: the native process's maximum RSS, and what keep charges the
 # guest (peak of brk + mmap + stack pages it holds).
@@ -99,6 +104,10 @@ build_row() { # name: rebuilds the image into tmp and times it
 	    -o "$tmp/x.img" >/dev/null;;
 	shell) "$KEEP" image build --name shell --version 1.0 --memory 256M --defer-hashes \
 	    --manifest "$B/stock/shell.manifest" -o "$tmp/x.img" >/dev/null;;
+	machine) "$KEEP" image build --name machine --version 1.0 --memory 2G --defer-hashes \
+	    --manifest "$B/stock/machine.manifest" \
+	    --file /.cache/matplotlib/fontlist-v330.json="$B/stock/mpl/fontlist-v330.json" \
+	    -o "$tmp/x.img" >/dev/null 2>&1;;
 	esac
 	"$KEEP" image sign --key "$B/keys/dev.secret" "$tmp/x.img"
 	t=$(($(now) - t0))
@@ -108,8 +117,9 @@ build_row() { # name: rebuilds the image into tmp and times it
 }
 build_row python
 build_row shell
+build_row machine
 for f in "$I"/*.img; do
 	n=$(basename "$f" .img)
-	case $n in python|shell) continue;; esac
+	case $n in python|shell|machine) continue;; esac
 	printf '| %s | %s MiB | (make) |\n' "$n" "$(awk -v s="$(stat -c %s "$f")" 'BEGIN {printf "%.1f", s / 1048576}')"
 done

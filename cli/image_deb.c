@@ -365,6 +365,17 @@ skipped(const char *path)
  * /usr/lib/environment.d/99-environment.conf is /etc/environment),
  * which is the build machine's, not the package's; --file takes one
  * on purpose. */
+/* 1 when the format can name `path`: printable ASCII but the space and
+ * the backslash (docs/image-format.md). */
+static int
+nameable(const char *path)
+{
+	for (const unsigned char *c = (const unsigned char *)path; *c; c++)
+		if (*c <= 0x20 || *c >= 0x7f || *c == '\\')
+			return 0;
+	return 1;
+}
+
 static int
 add_listed(struct deb_set *s, struct owned *o, const char *path, char *err,
     size_t errlen)
@@ -373,6 +384,17 @@ add_listed(struct deb_set *s, struct owned *o, const char *path, char *err,
 
 	if (skipped(path) || set_find(s, path) != NULL)
 		return 0;
+	/* A few package files have names the format cannot hold: scipy's
+	 * test data "Transparent Busy.ani", setuptools' Windows launcher
+	 * manifest, a CA certificate named in Hungarian. They are left
+	 * out, each said aloud, rather than the whole package. */
+	if (!nameable(path)) {
+		fprintf(stderr,
+		    "keep image: leaving out %s (a byte the format cannot "
+		    "name)\n",
+		    path);
+		return 0;
+	}
 	if (stat(path, &sb) == -1 || !S_ISREG(sb.st_mode))
 		return 0;
 	if (lstat(path, &sb) == -1)

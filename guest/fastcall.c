@@ -488,7 +488,9 @@ lookup(const struct keep_fast *d, uint64_t addr, char *raw, char *path,
 	if (gstr(d, addr, raw) != 0 || raw[0] != '/' || d->nfiles == 0)
 		return L_VMM;
 	normalize(raw, path);
-	if (under(path, "/proc") || under(path, "/dev"))
+	/* The vm process's own files (procfs.c's vm_synth_path). */
+	if (under(path, "/proc") || under(path, "/dev") ||
+	    under(path, "/sys/devices/system/cpu"))
 		return L_VMM;
 	if ((*f = find(d, path)) != NULL)
 		return L_FILE;

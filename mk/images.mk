@@ -12,7 +12,7 @@ PY_CONFIG = /usr/lib/python3.11/config-3.11-x86_64-linux-gnu
 STOCK_IMAGES = $(IMG_DIR)/hello.img $(IMG_DIR)/toolbox.img \
                $(IMG_DIR)/js.img $(IMG_DIR)/python.img \
                $(IMG_DIR)/python-static.img $(IMG_DIR)/shell.img \
-               $(IMG_DIR)/node.img
+               $(IMG_DIR)/node.img $(IMG_DIR)/machine.img
 TOOLBOX_APPLETS = cat ls wc head tail sort uniq grep sed awk sha256sum \
                   md5sum base64 cut tr find stat du mkdir rm cp mv touch \
                   echo printf date true false
@@ -156,4 +156,75 @@ $(IMG_DIR)/node.img: images/node.manifest images/node.reserve images/hosts \
 	$(B)/bin/keep image build --name node \
 	    --version "$$(dpkg-query -W -f '$${Version}' nodejs | sed 's/-.*//; s/^[0-9]*://')" \
 	    --memory 512M --defer-hashes --manifest $< $$wasm -o $@.tmp
+	$(sign_image)
+
+# The machine image (images/machine.manifest): a whole Debian machine,
+# E2B's default template (docs/e2b.md). The manifest's packages and what
+# their Depends need in turn (mk/deb-closure.sh), less those named here,
+# which Debian declares for what the image never does: the maintainer
+# scripts' tools (dpkg, debconf, adduser, passwd, init-system-helpers,
+# sysvinit-utils, usr-is-merged); scipy's pythran, a build-time
+# transpiler that brings boost, g++ and every python's headers (about
+# 250 MiB); Pillow's Tk (X11: matplotlib draws with Agg); and sympy and
+# unicode-data, which fonttools needs only for what matplotlib never
+# asks of it; the sanitizers' run-time libraries (images/machine.omit
+# says why). The files of images/machine.omit are left out of their
+# packages. Every program of the manifest's own packages is a command.
+MACHINE_SKIP = dpkg debconf adduser passwd init-system-helpers \
+               sysvinit-utils usr-is-merged python3-pythran \
+               python3-pil.imagetk python3-sympy unicode-data \
+               libasan8 libtsan2 liblsan0 libhwasan0
+MACHINE_PKGS = bash dash coreutils findutils grep sed gawk diffutils tar \
+               gzip xz-utils zip unzip bc jq file less procps curl wget git \
+               openssh-client ca-certificates python3 python3-pip \
+               python3-venv python3-numpy python3-pandas python3-matplotlib \
+               python3-scipy python3-requests fonts-dejavu-core \
+               fonts-dejavu-extra fonts-lyx sqlite3 gcc make libc6-dev \
+               python3-dev
+# npm: Debian's package where no npm is on PATH, else the one there
+# (NodeSource's nodejs brings its own, which Debian's npm conflicts with).
+# The image takes npm's directory as it is on disk, not only as dpkg
+# lists it: `npm install -g npm` replaces it in place (here NodeSource's
+# npm 10 had become npm 11, whose new files no package lists).
+DEPS_PKGS += $(MACHINE_PKGS) npm:npm
+
+$(STOCK_DIR)/machine.manifest: images/machine.manifest images/machine.omit \
+    mk/deb-closure.sh mk/deb-omit.sh mk/deb-commands.sh /var/lib/dpkg/status | deps
+	@mkdir -p $(dir $@)
+	{ grep -v '^deb ' $<; \
+	  sh mk/deb-omit.sh images/machine.omit $$(sh mk/deb-closure.sh \
+	      $(foreach p,$(MACHINE_SKIP),-x $(p)) $$(sed -n 's/^deb //p' $<)); \
+	  npm=$$(dirname "$$(dirname "$$(readlink -f /usr/bin/npm)")"); \
+	  find "$$npm" -type f | LC_ALL=C sort | grep -v '[[:space:]]' | \
+	      sed 's/.*/file &=&/'; \
+	  for c in npm npx; do \
+	      printf '#!/bin/sh\nexec %s "$$@"\n' "$$(readlink -f /usr/bin/$$c)" \
+	          >$(STOCK_DIR)/machine-$$c && chmod 755 $(STOCK_DIR)/machine-$$c; \
+	      echo "file /usr/bin/$$c=$(STOCK_DIR)/machine-$$c"; \
+	  done; \
+	  sh mk/deb-commands.sh $$(sh mk/deb-closure.sh -t \
+	      $$(sed -n 's/^deb //p' $<)); } >$@.tmp
+	awk '/^#omitted / { gone[$$2] = 1; print; next } \
+	    /^file / { if ($$2 in seen) next; seen[$$2] = 1 } \
+	    /^command / { split($$2, c, "="); if (c[2] in gone) next } 1' \
+	    $@.tmp >$@.tmp2 && mv $@.tmp2 $@.tmp
+	mv $@.tmp $@
+
+# 2G of memory: gcc's cc1 on a large file, pip building an sdist, npm
+# and node (V8 sizes its heap from MemTotal) and pandas each want
+# hundreds of MiB, and a shell runs several at once; the limit is a
+# ceiling, charged only as pages are touched, and a policy's memory
+# quota still caps it. Its reserve is node's (images/node.reserve), its
+# template python's; matplotlib's font list is the python image's.
+$(IMG_DIR)/machine.img: $(STOCK_DIR)/machine.manifest images/node.reserve \
+    images/python.template images/python-ready.py image/stock/keep_once.py \
+    images/hosts images/nsswitch.conf images/host.conf \
+    $(STOCK_DIR)/mpl/fontlist-v330.json $(DEB_IMAGE_DEPS)
+	@mkdir -p $(dir $@)
+	wasm=; if /usr/bin/node --disable-wasm-trap-handler -e 0 2>/dev/null; \
+	then wasm=--env=NODE_OPTIONS=--disable-wasm-trap-handler; fi; \
+	$(B)/bin/keep image build --name machine --version 1.0 --memory 2G \
+	    --defer-hashes --manifest $< $$wasm \
+	    --file /.cache/matplotlib/fontlist-v330.json=$(STOCK_DIR)/mpl/fontlist-v330.json \
+	    -o $@.tmp
 	$(sign_image)

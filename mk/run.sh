@@ -57,7 +57,7 @@ run: keepd is serving:
 run:   config  $CONFIG
 run:   policy  etc/policy/*.policy
 run:   state   build/run/ (chroots: build/run/empty, build/run/db)
-run:   images  build/run/images/ (hello, toolbox, js, python, python-static, shell, node)
+run:   images  build/run/images/ (hello, toolbox, js, python, python-static, shell, node, machine)
 run:   API     $url (served by keepd: front)
 run:
 run: an admin token, valid for an hour (also in build/run/admin.token):

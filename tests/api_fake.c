@@ -346,7 +346,7 @@ f_sandbox_create(void *ctx, const struct api_call *c,
     struct api_token *tok, struct api_error *err)
 {
 	static const char *const images[] = { "hello", "toolbox", "js",
-		"python" };
+		"python", "machine" };
 	struct api_fake *f = ctx;
 	struct fake_sandbox *s = NULL;
 	size_t i;

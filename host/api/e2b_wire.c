@@ -355,9 +355,9 @@ e2b_template_image(const char *t)
 	static const struct {
 		const char *tmpl, *image;
 	} tab[] = {
-		{ "code-interpreter-v1", "python" },
-		{ "code-interpreter", "python" },
-		{ "base", "shell" },
+		{ "code-interpreter-v1", "machine" },
+		{ "code-interpreter", "machine" },
+		{ "base", "machine" },
 	};
 
 	for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++)

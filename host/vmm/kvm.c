@@ -438,6 +438,18 @@ push_bytes(struct vm *vm, uint64_t *sp, const void *p, size_t len)
 	return *sp;
 }
 
+/* Write string s at *at, upward; its guest address. */
+static uint64_t
+put_string(struct vm *vm, uint64_t *at, const char *s)
+{
+	size_t len = strlen(s) + 1;
+	uint64_t where = *at;
+
+	memcpy(vm->mem + where, s, len);
+	*at += len;
+	return where;
+}
+
 static int
 count_strings(const char *const *v, size_t *n, size_t *bytes)
 {
@@ -459,7 +471,7 @@ build_stack(struct vm *vm, uint64_t *rsp)
 {
 	const struct vmm_config *cfg = vm->cfg;
 	size_t argc, envc, imgc = 0, bytes = 0, i, nwords;
-	uint64_t sp = vm->stack_top, *words, *w, execfn, platform, random;
+	uint64_t sp = vm->stack_top, *words, *w, execfn, platform, random, strs;
 	uint8_t rnd[16];
 	char **imgenv = NULL;
 	int rc = -1;
@@ -478,22 +490,29 @@ build_stack(struct vm *vm, uint64_t *rsp)
 		vm_image_env_free(imgenv);
 		return -1;
 	}
-	randombytes_buf(rnd, sizeof(rnd));
-	random = push_bytes(vm, &sp, rnd, sizeof(rnd));
-	platform = push_bytes(vm, &sp, "x86_64", 7);
+	/* As Linux lays them out: the program's name at the top, below it
+	 * the argument and environment strings in one ascending run
+	 * (argv[0] lowest), then the platform and the random bytes.
+	 * libuv (node's process.title) takes the span from argv[0] to the
+	 * end of the last argument as room it may overwrite: with the
+	 * strings in descending order that span was negative, and its
+	 * memset ran to the top of the stack. */
 	execfn = push_bytes(vm, &sp, cfg->argv[0], strlen(cfg->argv[0]) + 1);
+	sp -= bytes;
+	strs = sp;
 	w = words;
 	*w++ = argc;
 	for (i = 0; i < argc; i++)
-		*w++ =
-		    push_bytes(vm, &sp, cfg->argv[i], strlen(cfg->argv[i]) + 1);
+		*w++ = put_string(vm, &strs, cfg->argv[i]);
 	*w++ = 0;
 	for (i = 0; i < envc; i++)
-		*w++ =
-		    push_bytes(vm, &sp, cfg->envp[i], strlen(cfg->envp[i]) + 1);
+		*w++ = put_string(vm, &strs, cfg->envp[i]);
 	for (i = 0; i < imgc; i++)
-		*w++ = push_bytes(vm, &sp, imgenv[i], strlen(imgenv[i]) + 1);
+		*w++ = put_string(vm, &strs, imgenv[i]);
 	*w++ = 0;
+	platform = push_bytes(vm, &sp, "x86_64", 7);
+	randombytes_buf(rnd, sizeof(rnd));
+	random = push_bytes(vm, &sp, rnd, sizeof(rnd));
 #define AUX(k, v)                                                              \
 	do {                                                                   \
 		*w++ = (k);                                                    \

@@ -13,6 +13,7 @@
  *                     duplicates it
  *   /proc/1/maps, /proc/1/status, /proc/1/cmdline
  *   /proc/cpuinfo, /proc/meminfo, /proc/stat
+ *   /sys/devices/system/cpu/online, possible, present: the CPU list
  *
  * Paths are the normalized guest paths of fs.c; symlinks here are
  * followed textually, at most a few deep.
@@ -33,6 +34,9 @@
 
 #define SYNTH_MAX (64u << 10) /* the largest /proc file made */
 #define PID_DIR "/proc/1"
+/* glibc's get_nprocs reads online first (sysconf, os.cpu_count), lscpu
+ * and others the rest: the same CPUs as sched_getaffinity. */
+#define SYS_CPU "/sys/devices/system/cpu"
 
 enum node_kind {
 	N_NONE = 0,
@@ -45,7 +49,16 @@ enum node_kind {
 	N_TTY /* /dev/tty of a process without a controlling terminal */
 };
 
-enum gen { G_NONE, G_CPUINFO, G_MEMINFO, G_STAT, G_MAPS, G_STATUS, G_CMDLINE };
+enum gen {
+	G_NONE,
+	G_CPUINFO,
+	G_MEMINFO,
+	G_STAT,
+	G_MAPS,
+	G_STATUS,
+	G_CMDLINE,
+	G_CPULIST
+};
 
 struct node {
 	enum node_kind kind;
@@ -84,6 +97,10 @@ static const struct {
 	{ PID_DIR "/status", N_FILE, G_STATUS, 0, NULL },
 	{ PID_DIR "/cmdline", N_FILE, G_CMDLINE, 0, NULL },
 	{ PID_DIR "/exe", N_LINK, G_NONE, 0, NULL /* exe_path() */ },
+	{ SYS_CPU, N_DIR, G_NONE, 0, NULL },
+	{ SYS_CPU "/online", N_FILE, G_CPULIST, 0, NULL },
+	{ SYS_CPU "/possible", N_FILE, G_CPULIST, 0, NULL },
+	{ SYS_CPU "/present", N_FILE, G_CPULIST, 0, NULL },
 };
 
 static int
@@ -98,7 +115,8 @@ under(const char *path, const char *dir)
 int
 vm_synth_path(const char *path)
 {
-	return under(path, "/proc") || under(path, "/dev");
+	return under(path, "/proc") || under(path, "/dev") ||
+	    under(path, SYS_CPU);
 }
 
 /* The program's guest path: its image file's, or a name made from
@@ -400,6 +418,16 @@ gen_stat(struct buf *b)
 	    "procs_blocked 0\n");
 }
 
+/* The kernel's CPU list format: "0" or "0-N". */
+static void
+gen_cpulist(struct buf *b)
+{
+	if (vm_cpus() == 1)
+		put(b, "0\n");
+	else
+		put(b, "0-%u\n", vm_cpus() - 1);
+}
+
 static void
 gen_maps(struct vm *vm, struct buf *b)
 {
@@ -508,6 +536,9 @@ gen_dir(struct vm *vm, const char *path, struct buf *b)
 		{ PID_DIR, "fd", DT_DIR },
 		{ PID_DIR, "maps", DT_REG },
 		{ PID_DIR, "status", DT_REG },
+		{ SYS_CPU, "online", DT_REG },
+		{ SYS_CPU, "possible", DT_REG },
+		{ SYS_CPU, "present", DT_REG },
 	};
 	char num[16];
 	size_t i;
@@ -566,6 +597,9 @@ make(struct vm *vm, const struct node *nd, uint8_t **out, uint64_t *len)
 			break;
 		case G_CMDLINE:
 			gen_cmdline(vm, &b);
+			break;
+		case G_CPULIST:
+			gen_cpulist(&b);
 			break;
 		default:
 			break;

@@ -347,7 +347,8 @@ static const struct vm_sysent linux_calls[] = {
 	    "between processes"),
 	NO(203, sched_setaffinity, ENOSYS, "not provided"),
 	OK(204, sched_getaffinity, sys_sched_getaffinity,
-	    "the host's CPUs, as /proc/cpuinfo and /proc/stat"),
+	    "the host's CPUs, as /proc/cpuinfo, /proc/stat and "
+	    "/sys/devices/system/cpu/online"),
 	NO(205, set_thread_area, ENOSYS,
 	    "obsolete or never built: Linux answers ENOSYS too"),
 	NO(206, io_setup, ENOSYS, "no asynchronous I/O"),

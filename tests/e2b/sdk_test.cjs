@@ -29,8 +29,8 @@ async function codeInterpreter() {
 	check('Sandbox.create() makes a sandbox of the code interpreter template',
 	    /^sbx-/.test(sbx.sandboxId), sbx.sandboxId);
 	const info = await sbx.getInfo();
-	check('getInfo: the python image, the timeout as ttl',
-	    info.sandboxId === sbx.sandboxId && info.name === 'python' &&
+	check('getInfo: the machine image, the timeout as ttl',
+	    info.sandboxId === sbx.sandboxId && info.name === 'machine' &&
 	        Math.abs(info.endAt - info.startedAt - 600000) < 2000,
 	    info);
 	check("getInfo: the metadata Sandbox.create was given",
@@ -261,7 +261,7 @@ async function codeInterpreter() {
 	const mine = found.all.find((s) => s.sandboxId === sbx.sandboxId);
 	check('Sandbox.list finds the sandbox by its metadata',
 	    mine && mine.state === 'running' && mine.metadata.owner === 'tests' &&
-	        mine.templateId === 'python' && mine.startedAt instanceof Date,
+	        mine.templateId === 'machine' && mine.startedAt instanceof Date,
 	    found.all);
 	found = await listAll({ query: { metadata: { owner: 'no one' } } });
 	check('Sandbox.list: metadata no sandbox has finds none',
@@ -328,7 +328,7 @@ async function javascript() {
 async function commands() {
 	const sh = await Sandbox.create('base');
 	const r = await sh.commands.run('echo hi; echo err >&2; pwd');
-	check('commands.run in the base (shell) template',
+	check('commands.run in the base (machine) template',
 	    r.exitCode === 0 && r.stdout === 'hi\n/\n' && r.stderr === 'err\n', r);
 	const chunks = [];
 	await sh.commands.run('for i in 1 2 3; do echo $i; done',

@@ -17,7 +17,8 @@ agent "alice" {
 }
 EOP
 mkdir -p "$tmp/state/images" "$tmp/policy"
-cp "$B"/images/*.img "$tmp/state/images/"
+cp -l "$B"/images/*.img "$tmp/state/images/" 2>/dev/null ||
+	cp "$B"/images/*.img "$tmp/state/images/"
 cp "$tmp/test.policy" "$tmp/policy/"
 "$KEEP" key generate --out "$tmp" --name issuer >/dev/null || exit 1
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')

@@ -47,7 +47,8 @@ sp=$(cat "$tmp/sport")
 echo "127.0.0.1 good.test" >"$tmp/hosts"
 
 mkdir -p "$tmp/state/images" "$tmp/policy"
-cp "$B"/images/*.img "$tmp/state/images/"
+cp -l "$B"/images/*.img "$tmp/state/images/" 2>/dev/null ||
+	cp "$B"/images/*.img "$tmp/state/images/"
 "$KEEP" image build --name fetch --version 1 --memory 32M --command fetch \
     "$B/guests/fetch" -o "$tmp/fetch.img.tmp" >/dev/null &&
 "$KEEP" image sign --key "$B/keys/dev.secret" "$tmp/fetch.img.tmp" >/dev/null &&

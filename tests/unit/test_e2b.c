@@ -220,7 +220,7 @@ test_create_get_kill(void **state)
 	assert_int_equal(r.status, 200);
 	j = body_json(&r);
 	assert_string_equal(jstr(j, "sandboxID"), e->sbx);
-	assert_string_equal(jstr(j, "templateID"), "python");
+	assert_string_equal(jstr(j, "templateID"), "machine");
 	assert_string_equal(jstr(j, "envdVersion"), "0.5.2");
 	assert_string_equal(jstr(json_object_get(j, "metadata"), "a"), "b");
 	json_decref(j);

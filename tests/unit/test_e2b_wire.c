@@ -132,8 +132,8 @@ test_wire_misc(void **state)
 	assert_int_equal(e2b_timeout_ms("-1", 2, &ms), -1);
 
 	assert_string_equal(
-	    e2b_template_image("code-interpreter-v1"), "python");
-	assert_string_equal(e2b_template_image("base"), "shell");
+	    e2b_template_image("code-interpreter-v1"), "machine");
+	assert_string_equal(e2b_template_image("base"), "machine");
 	assert_string_equal(e2b_template_image("mine"), "mine");
 	assert_string_equal(e2b_connect_code(404), "not_found");
 	assert_string_equal(e2b_connect_code(429), "resource_exhausted");
