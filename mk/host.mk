@@ -75,7 +75,8 @@ install: all
 	install -m 0755 $(B)/bin/keep-api $(DESTDIR)$(PREFIX)/bin/keep-api
 	for m in $(wildcard docs/*.1 docs/*.5 docs/*.8); do \
 	  install -m 0644 $$m $(DESTDIR)$(MANDIR)/man$${m##*.}/$${m#docs/}; done
-	install -m 0644 $(wildcard $(B)/images/*.img) $(DESTDIR)$(DATADIR)/images/
+	install -m 0644 $(filter-out $(if $(NO_MACHINE_IMAGE),%/machine.img),$(wildcard $(B)/images/*.img)) \
+	  $(DESTDIR)$(DATADIR)/images/
 	install -m 0644 $(B)/keys/dev.public $(DESTDIR)$(DATADIR)/keys/stock-images.public
 	install -m 0755 etc/keep-setup.sh $(DESTDIR)$(DATADIR)/keep-setup
 	install -m 0644 docs/*.md docs/api.yaml $(DESTDIR)$(DOCDIR)/

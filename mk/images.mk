@@ -12,7 +12,10 @@ PY_CONFIG = /usr/lib/python3.11/config-3.11-x86_64-linux-gnu
 STOCK_IMAGES = $(IMG_DIR)/hello.img $(IMG_DIR)/toolbox.img \
                $(IMG_DIR)/js.img $(IMG_DIR)/python.img \
                $(IMG_DIR)/python-static.img $(IMG_DIR)/shell.img \
-               $(IMG_DIR)/node.img $(IMG_DIR)/machine.img
+               $(IMG_DIR)/node.img $(MACHINE_IMG)
+# The machine image is 1.2 GB: NO_MACHINE_IMAGE=1 leaves it out (the
+# .deb does, debian/rules; docs/packaging.md).
+MACHINE_IMG = $(if $(NO_MACHINE_IMAGE),,$(IMG_DIR)/machine.img)
 TOOLBOX_APPLETS = cat ls wc head tail sort uniq grep sed awk sha256sum \
                   md5sum base64 cut tr find stat du mkdir rm cp mv touch \
                   echo printf date true false

@@ -81,7 +81,9 @@ JS
 cat >"$p/async.js" <<'JS'
 // Timers, the event loop's order, promises and async/await.
 const log = [];
-setTimeout(() => log.push('timeout 60'), 60);
+// Long enough that the loop's first turn (its immediates) comes first
+// on a loaded machine too; the test's sleep below outlasts it.
+setTimeout(() => log.push('timeout 400'), 400);
 setImmediate(() => log.push('immediate'));
 process.nextTick(() => log.push('nextTick'));
 Promise.resolve().then(() => log.push('microtask'));
@@ -99,7 +101,7 @@ async function main() {
 	const race = await Promise.race([sleep(30, 'late'), sleep(3, 'early')]);
 	const got = [];
 	for await (const t of ticks()) got.push(t);
-	await sleep(150); /* after 'timeout 60', by any machine's speed */
+	await sleep(600); /* after 'timeout 400', by any machine's speed */
 	try {
 		await Promise.reject(new TypeError('caught'));
 	} catch (e) {
