@@ -180,9 +180,11 @@ const struct seccomp_filter seccomp_policy = { "policy", policy_rules,
 	    RA(ioctl, 1, KVM_GET_FPU,                                          \
 	        "guest fork: the vCPU's x87 and SSE state (no XSAVE)"),        \
 	    RA(ioctl, 1, KVM_GET_XSAVE,                                        \
-	        "guest fork: the vCPU's XSAVE state, where KVM has XSAVE"),    \
+	        "guest fork and thread switches: the vCPU's XSAVE state, "     \
+	        "where KVM has XSAVE"),                                        \
 	    RA(ioctl, 1, KVM_SET_XSAVE,                                        \
-	        "guest fork: that state into the child's vCPU"),               \
+	        "guest fork and thread switches: that state back into the "    \
+	        "vCPU"),                                                       \
 	    RA(ioctl, 1, KVM_GET_MSRS,                                         \
 	        "guest fork: the TSC, so the child's does not restart at 0"),  \
 	    RA(ioctl, 1, KVM_GET_TSC_KHZ,                                      \

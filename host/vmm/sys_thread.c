@@ -38,9 +38,13 @@
 
 #include "host/vmm/abi.h"
 #include "host/vmm/sys.h"
+#include "host/vmm/trap_abi.h"
 #include "host/vmm/vm_int.h"
 
 #define THREADS_MAX 64
+
+_Static_assert(TRAP_FPU_MAX >= sizeof(struct kvm_xsave),
+    "a thread's FPU area holds KVM's XSAVE state too");
 #define SLICE_US 10000
 #define PARK_FDS_MAX 16 /* host descriptors one parked call waits on */
 #define NO_FUTEX UINT64_MAX /* a parked call's futex: none can match */
@@ -79,6 +83,12 @@ struct vm_thread {
 	struct kvm_regs regs;
 	uint64_t fs_base, gs_base;
 	struct kvm_fpu fpu;
+	/* The whole FPU state beside fpu's x87 and SSE: the AVX and
+	 * AVX-512 registers above them, where glibc's memcpy holds data.
+	 * The trap platform: the signal frame's area (xlen bytes); KVM:
+	 * KVM_GET_XSAVE's (xlen 1 where the guest has XSAVE). */
+	uint8_t xarea[TRAP_FPU_MAX];
+	uint32_t xlen;
 	uint64_t blocked;
 	uint64_t saved; /* rt_sigsuspend's mask to restore, if has_saved */
 	int has_saved;
@@ -160,6 +170,12 @@ save(struct vm *vm, struct vm_thread *t)
 	t->fs_base = vm->run->s.regs.sregs.fs.base;
 	t->gs_base = vm->run->s.regs.sregs.gs.base;
 	vm_fpu_get(vm, &t->fpu);
+	if (vm->on_trap)
+		t->xlen =
+		    (uint32_t)vm_trap_fpu_area(vm, t->xarea, sizeof(t->xarea));
+	else
+		t->xlen = ((vm_cpuid_reg(1, 0, 2) >> 26) & 1) &&
+		    ioctl(vm->vcpufd, KVM_GET_XSAVE, t->xarea) == 0;
 	t->blocked = vm->sig.blocked;
 	t->saved = vm->sig.saved;
 	t->has_saved = vm->sig.has_saved;
@@ -173,6 +189,10 @@ load(struct vm *vm, struct vm_thread *t)
 	vm->run->s.regs.sregs.fs.base = t->fs_base;
 	vm->run->s.regs.sregs.gs.base = t->gs_base;
 	vm_fpu_set(vm, &t->fpu);
+	if (t->xlen != 0 && vm->on_trap)
+		vm_trap_fpu_load_area(vm, t->xarea, t->xlen);
+	else if (t->xlen != 0)
+		(void)ioctl(vm->vcpufd, KVM_SET_XSAVE, t->xarea);
 	vm->sig.blocked = t->blocked;
 	vm->sig.saved = t->saved;
 	vm->sig.has_saved = t->has_saved;

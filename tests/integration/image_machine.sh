@@ -83,17 +83,8 @@ same "/bin/sh is dash, as on Debian" 'sh -c "echo \$((6*7)) \${BASH_VERSION:-not
 # npm and npx: node sets process.title, which writes over the span of
 # its argument strings (the VMM laid them out in descending order, and
 # that span ran to the top of the stack).
-# KNOWN (docs/compat.md, "The machine image"): node on the trap platform
-# now and then stops at a page fault at a wild address in one of its
-# threads, on a loaded machine (about 1 run in 30 here). It is said
-# aloud and tried once more: a crash every time is still a failure.
 want=$(npm --version; npx --version)
-npm_run() { "$KEEP" run --workspace "$ws" --trust "$K" "$I" bash -c 'npm --version; npx --version' 2>&1 </dev/null; }
-got=$(npm_run)
-if [ "$got" != "$want" ] && grep -qE "Segmentation fault|#PF page fault" <<<"$got"; then
-	echo "KNOWN: node crashed on the trap platform (intermittent, docs/compat.md): $(tail -n 1 <<<"$got")"
-	got=$(npm_run)
-fi
+got=$("$KEEP" run --workspace "$ws" --trust "$K" "$I" bash -c 'npm --version; npx --version' 2>&1 </dev/null)
 [ -n "$want" ] && [ "$got" = "$want" ] && ok "npm --version, npx --version" ||
     bad "npm: native '$want' guest '$got'"
 same "node's process.title" 'node -e "process.title = \"a title longer than node\"; console.log(process.argv.length, process.title)" x y'

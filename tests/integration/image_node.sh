@@ -245,17 +245,6 @@ same() {
 	"$KEEP" run "${opts[@]}" --timeout 60s --workspace "$tmp/k" \
 	    --env KEEP_TEST=val --trust "$K" "$I" node "$@" <"$tmp/stdin" \
 	    >"$tmp/k.out" 2>"$tmp/k.err"; echo $? >"$tmp/k.rc"
-	# KNOWN (docs/compat.md, "The machine image"): node on the trap
-	# platform now and then stops at a page fault at a wild address in
-	# a thread, on a loaded machine. Said aloud and tried once more; a
-	# crash both times fails.
-	if grep -q "#PF page fault" "$tmp/k.err"; then
-		echo "KNOWN: $name: node crashed on the trap platform (intermittent): $(tail -n 1 "$tmp/k.err")"
-		rm -rf "$tmp/k"; cp -r "$p" "$tmp/k"
-		"$KEEP" run "${opts[@]}" --timeout 60s --workspace "$tmp/k" \
-		    --env KEEP_TEST=val --trust "$K" "$I" node "$@" <"$tmp/stdin" \
-		    >"$tmp/k.out" 2>"$tmp/k.err"; echo $? >"$tmp/k.rc"
-	fi
 	if cmp -s "$tmp/n.out" "$tmp/k.out" && cmp -s "$tmp/n.err" "$tmp/k.err" &&
 	    cmp -s "$tmp/n.rc" "$tmp/k.rc"; then
 		ok "$name (exit $(cat "$tmp/k.rc"), $(wc -c <"$tmp/k.out") + $(wc -c <"$tmp/k.err") bytes as native)"

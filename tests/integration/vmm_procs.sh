@@ -41,6 +41,7 @@ for in in "$tmp/empty" /dev/null; do
 done
 same "signals: handlers, masks, alarm, timers, SIGCHLD, faults, altstack" "$G/signals"
 same "threads: mutex, condition ping-pong, timed wait, time slices, SA_RESTART, sigsuspend and pause beside working threads" "$G/threads"
+same "threads keep their own AVX registers across the VMM's switches" "$G/threadfpu"
 "$KEEP" run --timeout 1s "$G/threads" spin >"$tmp/out" 2>"$tmp/err"; rc=$?
 [ $rc -eq 124 ] && grep -q "timeout" "$tmp/err" &&
     ok "a thread that spins past the time limit is stopped" ||
