@@ -9,12 +9,17 @@
  *
  * The guest shares this process and can read and write all of it, the
  * stub included (its code only read and execute). So the stub holds
- * nothing: no descriptor, no secret past the moment it is used, and the
- * calls its filter lets through (only from its own code, see
- * trap_stub_entry.S) are harmless in any hands: futex, rt_sigreturn,
- * exit_group, sched_yield, arch_prctl for FS and GS, and mprotect only
- * with the vm process's cookie, which lies in the box only while the
- * stub, not the guest, runs.
+ * nothing: no descriptor it could map, no secret past the moment it is
+ * used, and the calls its filter lets through (only from its own code,
+ * see trap_stub_entry.S) are harmless in any hands: futex, rt_sigreturn,
+ * exit_group, sched_yield, close, arch_prctl for FS and GS; mprotect,
+ * and recvmsg on the channel, only with the vm process's cookie, which
+ * lies in the box only while the stub, not the guest, runs; mmap of a
+ * file, fixed (while the guest runs the process holds no descriptor a
+ * file could be mapped from: the channel is a socket, and a descriptor
+ * received on it is closed before the guest runs again); and mremap
+ * that duplicates a shared mapping (old size 0), which gives the guest
+ * a second view of what it can reach already (its memory, the box).
  *
  * Freestanding: no libc, no TLS (the guest owns FS), no stack protector,
  * general registers only (the guest's vector registers are in the
@@ -32,14 +37,16 @@
 #include "host/vmm/trap_abi.h"
 
 #define NR_read 0
+#define NR_close 3
 #define NR_mmap 9
 #define NR_mprotect 10
 #define NR_munmap 11
 #define NR_rt_sigaction 13
 #define NR_rt_sigprocmask 14
 #define NR_rt_sigreturn 15
+#define NR_mremap 25
 #define NR_sched_yield 24
-#define NR_close 3
+#define NR_recvmsg 47
 #define NR_sigaltstack 131
 #define NR_prctl 157
 #define NR_arch_prctl 158
@@ -54,7 +61,18 @@
 #define MAP_SHARED 0x01
 #define MAP_PRIVATE 0x02
 #define MAP_ANONYMOUS 0x20
+#define MAP_FIXED 0x10
 #define MAP_FIXED_NOREPLACE 0x100000
+#define MREMAP_MAYMOVE 1
+#define MREMAP_FIXED 2
+#define MSG_DONTWAIT 0x40
+#define MSG_CTRUNC 0x08
+#define SOL_SOCKET 1
+#define SCM_RIGHTS 1
+#define EINVAL 22
+#define EBADF 9
+#define EACCES 13
+#define EPERM 1
 #define FUTEX_WAIT 0
 #define FUTEX_WAKE 1
 #define ARCH_SET_GS 0x1001
@@ -84,6 +102,8 @@ long stub_syscall6(
     long nr, long a0, long a1, long a2, long a3, long a4, long a5);
 long stub_mprotect(
     uint64_t addr, uint64_t len, long prot, const volatile uint64_t *cookie);
+long stub_recvmsg(
+    int fd, void *msg, long flags, const volatile uint64_t *cookie);
 void stub_restorer(void);
 void stub_boot_trap(void);
 void stub_main(uint64_t *sp);
@@ -126,6 +146,7 @@ struct stub_sigaction {
 /* Read once at boot, before the guest runs; never written after. */
 struct stub_state {
 	struct trap_box *box;
+	uint64_t alias; /* guest memory from TRAP_MEM_LO again, PROT_NONE */
 	uint64_t fs_base, gs_base; /* as last set */
 	int booted;
 };
@@ -317,6 +338,97 @@ load_regs(struct trap_box *b, struct stub_ucontext *uc)
 	}
 }
 
+/* The descriptor the vm process sent for a TRAP_OP_MAP, or -errno. */
+static long
+receive_fd(struct trap_box *b)
+{
+	struct {
+		uint64_t len;
+		int32_t level, type;
+		int32_t fd, pad;
+	} cm;
+	uint8_t byte;
+	struct {
+		void *base;
+		uint64_t len;
+	} iov = { &byte, 1 };
+	struct {
+		void *name;
+		uint32_t namelen, pad0;
+		void *iov;
+		uint64_t iovlen;
+		void *control;
+		uint64_t controllen;
+		int32_t flags, pad1;
+	} msg = { 0, 0, 0, &iov, 1, &cm, sizeof(cm), 0, 0 };
+	long rc;
+
+	wipe(&cm, sizeof(cm));
+	rc = stub_recvmsg(TRAP_FD_CHAN, &msg, MSG_DONTWAIT, b->op_cookie);
+	if (rc < 0)
+		return rc;
+	if (cm.len != 20 || cm.level != SOL_SOCKET || cm.type != SCM_RIGHTS ||
+	    (msg.flags & MSG_CTRUNC) || cm.fd < 0) {
+		if (cm.len == 20 && cm.fd >= 0)
+			sys(NR_close, cm.fd, 0, 0);
+		return -EBADF;
+	}
+	return cm.fd;
+}
+
+/* mprotect with the cookie; a mapping of a file on a noexec mount (a
+ * shared mapping of a workspace file) is opened without PROT_EXEC. */
+static long
+protect(struct trap_box *b, uint64_t addr, uint64_t len, uint32_t prot)
+{
+	long rc = stub_mprotect(addr, len, prot, b->op_cookie);
+
+	if ((rc == -EACCES || rc == -EPERM) && (prot & PROT_EXEC))
+		rc = stub_mprotect(
+		    addr, len, PROT_READ | PROT_WRITE, b->op_cookie);
+	return rc;
+}
+
+/* One op; 0 or -errno. */
+static long
+run_op(struct trap_box *b, uint64_t addr, uint64_t len, uint64_t off,
+    uint32_t prot, uint32_t kind)
+{
+	long rc, fd;
+
+	if (addr < TRAP_MEM_LO || len > b->memsz || addr > b->memsz - len ||
+	    (addr & 0xfff) != 0 || (len & 0xfff) != 0 || len == 0 ||
+	    (prot != PROT_NONE && prot != (PROT_READ | PROT_WRITE | PROT_EXEC)))
+		return -EINVAL;
+	switch (kind) {
+	case TRAP_OP_PROTECT:
+		return protect(b, addr, len, prot);
+	case TRAP_OP_MAP:
+		if ((fd = receive_fd(b)) < 0)
+			return fd;
+		rc = stub_syscall6(NR_mmap, (long)addr, (long)len,
+		    PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
+		    (long)off);
+		sys(NR_close, fd, 0, 0);
+		if (rc < 0 && rc > -4096)
+			return rc;
+		return rc == (long)addr ? 0 : -EINVAL;
+	case TRAP_OP_RESTORE:
+		/* A second mapping of the guest's own pages from the
+		 * alias, over the shared mapping there. */
+		rc = stub_syscall6(NR_mremap,
+		    (long)(st.alias + (addr - TRAP_MEM_LO)), 0, (long)len,
+		    MREMAP_MAYMOVE | MREMAP_FIXED, (long)addr, 0);
+		if (rc < 0 && rc > -4096)
+			return rc;
+		if (rc != (long)addr)
+			return -EINVAL;
+		return prot == PROT_NONE ? 0 : protect(b, addr, len, prot);
+	default:
+		return -EINVAL;
+	}
+}
+
 /* Carry out the vm process's ops, then wipe its cookie before anything
  * of the guest's runs again. */
 static void
@@ -327,19 +439,10 @@ run_ops(struct trap_box *b)
 	long rc;
 
 	if (n > TRAP_OPS_MAX)
-		n = 0, res = 22; /* EINVAL */
+		n = 0, res = EINVAL;
 	for (i = 0; i < n; i++) {
-		uint64_t addr = b->ops[i].addr, len = b->ops[i].len;
-		uint32_t prot = b->ops[i].prot;
-
-		if (addr < TRAP_MEM_LO || len > b->memsz ||
-		    addr > b->memsz - len ||
-		    (prot != PROT_NONE &&
-		        prot != (PROT_READ | PROT_WRITE | PROT_EXEC))) {
-			res = 22;
-			break;
-		}
-		rc = stub_mprotect(addr, len, prot, b->op_cookie);
+		rc = run_op(b, b->ops[i].addr, b->ops[i].len, b->ops[i].off,
+		    b->ops[i].prot, b->ops[i].kind);
 		if (rc < 0) {
 			res = (int32_t)-rc;
 			break;
@@ -439,9 +542,23 @@ handle(int sig, void (*fn)(int, struct stub_siginfo *, void *))
 
 /*
  * Everything traps, but a few calls from the stub's own code (by
- * instruction pointer): 32-bit and x32 calls kill the process. The stub's
- * range must not cross a 4 GiB boundary (checked).
+ * instruction pointer), with their arguments checked as the file's head
+ * says: 32-bit and x32 calls kill the process. The stub's range must
+ * not cross a 4 GiB boundary (checked). J(at, to) is the jump from
+ * instruction at to instruction to.
  */
+#define J(at, to) ((to) - (at)-1)
+enum {
+	F_RECV = 22,
+	F_COOKIE = 24,
+	F_ARCH = 32,
+	F_MMAP = 35,
+	F_MREMAP = 37,
+	F_TRAP = 43,
+	F_ALLOW = 44,
+	F_LEN = 45
+};
+
 static void
 install_filter(const volatile uint64_t cookie[2])
 {
@@ -455,35 +572,55 @@ install_filter(const volatile uint64_t cookie[2])
 		/* 4 */ JGE(0x40000000, 0, 1), /* x32 */
 		/* 5 */ RET(SECCOMP_RET_KILL_PROCESS),
 		/* 6 */ LD(IP_HI),
-		/* 7 */ JEQ((uint32_t)(lo >> 32), 0, 21),
+		/* 7 */ JEQ((uint32_t)(lo >> 32), 0, J(7, F_TRAP)),
 		/* 8 */ LD(IP_LO),
-		/* 9 */ JGE((uint32_t)lo, 0, 19),
-		/* 10 */ JGE((uint32_t)hi, 18, 0),
+		/* 9 */ JGE((uint32_t)lo, 0, J(9, F_TRAP)),
+		/* 10 */ JGE((uint32_t)hi, J(10, F_TRAP), 0),
 		/* 11 */ LD(offsetof(struct seccomp_data, nr)),
-		/* 12 */ JEQ(NR_futex, 17, 0),
-		/* 13 */ JEQ(NR_rt_sigreturn, 16, 0),
-		/* 14 */ JEQ(NR_sched_yield, 15, 0),
-		/* 15 */ JEQ(NR_exit_group, 14, 0),
-		/* 16 */ JEQ(NR_arch_prctl, 3, 0),
-		/* 17 */ JEQ(NR_mprotect, 0, 11),
-		/* mprotect: the cookie in the unused fourth and fifth args */
-		/* 18 */ LD(ARG_LO(3)),
-		/* 19 */ JEQ((uint32_t)c0, 3, 9),
+		/* 12 */ JEQ(NR_futex, J(12, F_ALLOW), 0),
+		/* 13 */ JEQ(NR_rt_sigreturn, J(13, F_ALLOW), 0),
+		/* 14 */ JEQ(NR_sched_yield, J(14, F_ALLOW), 0),
+		/* 15 */ JEQ(NR_exit_group, J(15, F_ALLOW), 0),
+		/* 16 */ JEQ(NR_close, J(16, F_ALLOW), 0),
+		/* 17 */ JEQ(NR_arch_prctl, J(17, F_ARCH), 0),
+		/* 18 */ JEQ(NR_mmap, J(18, F_MMAP), 0),
+		/* 19 */ JEQ(NR_mremap, J(19, F_MREMAP), 0),
+		/* 20 */ JEQ(NR_mprotect, J(20, F_COOKIE), 0),
+		/* 21 */ JEQ(NR_recvmsg, 0, J(21, F_TRAP)),
+		/* recvmsg: on the channel, with the cookie */
+		/* 22 */ LD(ARG_LO(0)),
+		/* 23 */ JEQ(TRAP_FD_CHAN, 0, J(23, F_TRAP)),
+		/* the cookie in the unused fourth and fifth args */
+		/* 24 */ LD(ARG_LO(3)),
+		/* 25 */ JEQ((uint32_t)c0, 0, J(25, F_TRAP)),
+		/* 26 */ LD(ARG_HI(3)),
+		/* 27 */ JEQ((uint32_t)(c0 >> 32), 0, J(27, F_TRAP)),
+		/* 28 */ LD(ARG_LO(4)),
+		/* 29 */ JEQ((uint32_t)c1, 0, J(29, F_TRAP)),
+		/* 30 */ LD(ARG_HI(4)),
+		/* 31 */
+		JEQ((uint32_t)(c1 >> 32), J(31, F_ALLOW), J(31, F_TRAP)),
 		/* arch_prctl: ARCH_SET_GS .. ARCH_GET_GS */
-		/* 20 */ LD(ARG_LO(0)),
-		/* 21 */ JGE(ARCH_SET_GS, 0, 7),
-		/* 22 */ JGE(ARCH_GET_GS + 1, 6, 7),
-		/* 23 */ LD(ARG_HI(3)),
-		/* 24 */ JEQ((uint32_t)(c0 >> 32), 0, 4),
-		/* 25 */ LD(ARG_LO(4)),
-		/* 26 */ JEQ((uint32_t)c1, 0, 2),
-		/* 27 */ LD(ARG_HI(4)),
-		/* 28 */ JEQ((uint32_t)(c1 >> 32), 1, 0),
-		/* 29 */ RET(SECCOMP_RET_TRAP),
-		/* 30 */ RET(SECCOMP_RET_ALLOW),
+		/* 32 */ LD(ARG_LO(0)),
+		/* 33 */ JGE(ARCH_SET_GS, 0, J(33, F_TRAP)),
+		/* 34 */ JGE(ARCH_GET_GS + 1, J(34, F_TRAP), J(34, F_ALLOW)),
+		/* mmap: a file, shared and fixed, nothing else */
+		/* 35 */ LD(ARG_LO(3)),
+		/* 36 */
+		JEQ(MAP_SHARED | MAP_FIXED, J(36, F_ALLOW), J(36, F_TRAP)),
+		/* mremap: a duplicate (old size 0), moved and fixed */
+		/* 37 */ LD(ARG_LO(1)),
+		/* 38 */ JEQ(0, 0, J(38, F_TRAP)),
+		/* 39 */ LD(ARG_HI(1)),
+		/* 40 */ JEQ(0, 0, J(40, F_TRAP)),
+		/* 41 */ LD(ARG_LO(3)),
+		/* 42 */ JEQ(MREMAP_MAYMOVE | MREMAP_FIXED, J(42, F_ALLOW), 0),
+		/* 43 */ RET(SECCOMP_RET_TRAP),
+		/* 44 */ RET(SECCOMP_RET_ALLOW),
 	};
 	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
 
+	_Static_assert(sizeof(f) / sizeof(f[0]) == F_LEN, "the filter's size");
 	if ((lo >> 32) != ((hi - 1) >> 32))
 		die(121);
 	if (sys(NR_prctl, PR_SET_NO_NEW_PRIVS, 1, 0) != 0 ||
@@ -597,6 +734,14 @@ stub_main(uint64_t *sp)
 	    b->memsz > (1ULL << 40) || (b->memsz & 0xfff) != 0)
 		die(125);
 	map_guest(b->memsz);
+	/* The guest's memory again, out of its way and closed: a shared
+	 * mapping unmapped gives way to a duplicate of its range from here
+	 * (TRAP_OP_RESTORE), with no descriptor kept for it. */
+	rc = stub_syscall6(NR_mmap, 0, (long)(b->memsz - TRAP_MEM_LO),
+	    PROT_NONE, MAP_SHARED, TRAP_FD_MEM, (long)TRAP_MEM_LO);
+	if (rc < 0 && rc > -4096)
+		die(123);
+	st.alias = (uint64_t)rc;
 	sys(NR_close, TRAP_FD_MEM, 0, 0);
 	sys(NR_close, TRAP_FD_BOX, 0, 0);
 	st.box = b;

@@ -43,6 +43,20 @@ stub_mprotect:
 	xor	%r8d, %r8d
 	ret
 
+/*
+ * long stub_recvmsg(fd, msg, flags, const volatile uint64_t cookie[2])
+ * The same cookie in R10 and R8, which recvmsg ignores.
+ */
+	.globl	stub_recvmsg
+stub_recvmsg:
+	mov	(%rcx), %r10
+	mov	8(%rcx), %r8
+	mov	$47, %eax		/* __NR_recvmsg */
+	syscall
+	xor	%r10d, %r10d
+	xor	%r8d, %r8d
+	ret
+
 /* The restorer of every handler: rt_sigreturn from the stub's range. */
 	.globl	stub_restorer
 stub_restorer:

@@ -181,8 +181,10 @@ vm_fs_init(struct vm *vm)
 	         cfg->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
 		return VMM_E_INVAL;
 	if (vm->ws_fd >= 0) {
-		/* A writable /tmp, as programs expect one. */
+		/* A writable /tmp and /dev/shm, as programs expect. */
 		(void)mkdirat(vm->ws_fd, "tmp", 01777);
+		(void)mkdirat(vm->ws_fd, "dev", 0755);
+		(void)mkdirat(vm->ws_fd, "dev/shm", 01777);
 	}
 	if (vm_quota_start(vm) != 0)
 		return VMM_E_NOMEM;

@@ -1136,6 +1136,7 @@ vm_exec_image(
 	build_descriptors(vm);
 	vm_proc_mem_uncharge(vm, old->mem_charged);
 	munmap(old->mem, old->memsz);
+	vm_shmap_forget(vm); /* the old memory's, gone with it */
 	if (old->mem_fd >= 0 && old->mem_fd != vm->mem_fd)
 		close(old->mem_fd);
 	free(old->mmap_used);
@@ -1207,6 +1208,7 @@ vm_teardown(struct vm *vm)
 	free(vm->imgruns);
 	vm->imgruns = NULL;
 	vm->nimgruns = vm->imgruns_cap = 0;
+	vm_shmap_forget(vm);
 	if (vm->pagemap_pid != 0 && vm->pagemap_fd >= 0)
 		close(vm->pagemap_fd);
 	vm_kvm_drop(vm);

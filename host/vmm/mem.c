@@ -160,6 +160,7 @@ vm_mmap_is_used(struct vm *vm, uint64_t addr, uint64_t len)
 void
 vm_mmap_zero(struct vm *vm, uint64_t addr, uint64_t len)
 {
+	vm_shmap_release(vm, addr, len);
 	vm_imgmap_release(vm, addr, len, 1);
 	if (madvise(vm->mem + addr, len,
 	        vm->on_trap ? MADV_REMOVE : MADV_DONTNEED) != 0)
@@ -188,7 +189,10 @@ vm_mmap_free(struct vm *vm, uint64_t addr, uint64_t len)
 		return 0;
 	/* Image pages become anonymous ones first (madvise would bring
 	 * the file's bytes back, not zeroes), counted as held until the
-	 * loop below frees them. */
+	 * loop below frees them. A shared mapping's pages give way to
+	 * guest memory's own before anything drops them: dropped, the
+	 * file's would be lost. */
+	vm_shmap_release(vm, addr, end - addr);
 	vm_imgmap_release(vm, addr, end - addr, 1);
 	for (i = (addr - vm->mmap_lo) / VM_PAGE;
 	     i < (end - vm->mmap_lo) / VM_PAGE; i++) {

@@ -238,6 +238,10 @@ vm_space_pause(struct vm *vm, uint64_t nr)
 		vm_snap_unsaved(vm, "it holds PROT_NONE reservations");
 		return;
 	}
+	if (vm->nshmaps != 0) {
+		vm_snap_unsaved(vm, "it holds shared mappings");
+		return;
+	}
 	/* The save reads only what the program holds, all of it open
 	 * (snapshot.c sort_pages): nothing to open first, which with a
 	 * reserve could pass the vm process's RLIMIT_DATA. */

@@ -115,6 +115,11 @@ under(const char *path, const char *dir)
 int
 vm_synth_path(const char *path)
 {
+	/* /dev/shm is the workspace's dev/shm (fs.c makes it): POSIX
+	 * shared memory and semaphores are files there, private to the
+	 * sandbox, that its processes map shared (shmap.c). */
+	if (under(path, "/dev/shm"))
+		return 0;
 	return under(path, "/proc") || under(path, "/dev") ||
 	    under(path, SYS_CPU);
 }
@@ -525,6 +530,7 @@ gen_dir(struct vm *vm, const char *path, struct buf *b)
 		{ "/dev", "stdout", DT_LNK },
 		{ "/dev", "stderr", DT_LNK },
 		{ "/dev", "fd", DT_LNK },
+		{ "/dev", "shm", DT_DIR },
 		{ "/proc", "1", DT_DIR },
 		{ "/proc", "self", DT_LNK },
 		{ "/proc", "thread-self", DT_LNK },

@@ -3,8 +3,10 @@
  * memory"). The page allocator behind mmap is mem.c's.
  */
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 
 #include "host/vmm/sys.h"
@@ -91,6 +93,7 @@ mmap_over(struct vm *vm, uint64_t g, uint64_t len, int reserved)
 {
 	uint64_t held, resv, first = (g - vm->mmap_lo) / VM_PAGE;
 
+	vm_shmap_release(vm, g, len);
 	vm_imgmap_release(vm, g, len, 1);
 	held = pages_in(vm, g, len, VM_PG_HELD);
 	resv = pages_in(vm, g, len, VM_PG_RESERVED);
@@ -112,6 +115,30 @@ mmap_over(struct vm *vm, uint64_t g, uint64_t len, int reserved)
 	memset(vm->mmap_used + first, VM_PG_HELD, len / VM_PAGE);
 	vm->mmap_reserved_pages -= resv;
 	return 0;
+}
+
+enum { SHARE_NOT = -1, SHARE_ANON = -2 };
+
+/* What a MAP_SHARED maps as shared: SHARE_ANON, a host descriptor (a
+ * regular workspace file open for reading and writing), or SHARE_NOT. */
+static int64_t
+shared_source(struct vm *vm, uint64_t flags, uint64_t guest_fd)
+{
+	const struct vfd *f;
+	struct stat st;
+
+	if (flags & MAP_ANONYMOUS_)
+		return SHARE_ANON;
+	if (guest_fd >= vm->nfds)
+		return SHARE_NOT;
+	f = &vm->fds[guest_fd];
+	if (f->kind == VFD_DEV && f->dev == VM_DEV_ZERO)
+		return SHARE_ANON; /* Linux's /dev/zero: shared anonymous */
+	if (f->kind != VFD_HOST || f->pipe || f->sock ||
+	    (f->flags & O_ACCMODE) != O_RDWR || fstat(f->hostfd, &st) != 0 ||
+	    !S_ISREG(st.st_mode))
+		return SHARE_NOT;
+	return f->hostfd;
 }
 
 int64_t
@@ -140,10 +167,15 @@ sys_mmap(struct vm *vm, const uint64_t a[6])
 			return -ENOMEM;
 	} else if ((g = vm_mmap_take(vm, len, reserved)) == 0)
 		return -ENOMEM;
-	/* An image file's pages are mapped copy-on-write (imgmap.c);
-	 * any other private file mapping is a copy: the guest has no
-	 * shared memory with anything. */
-	if (!(flags & MAP_ANONYMOUS_) &&
+	/* A shared mapping of a file open for writing, or of nothing, is
+	 * the host file's pages (shmap.c); an image file's pages are
+	 * mapped copy-on-write (imgmap.c); any other file mapping is a
+	 * copy, shared with nothing (a read-only one too: docs/vmm.md). */
+	if ((flags & MAP_SHARED_) && !reserved &&
+	    (n = shared_source(vm, flags, a[4])) != SHARE_NOT)
+		n = n == SHARE_ANON ? vm_shmap_anon(vm, g, len)
+		                    : vm_shmap(vm, (int)n, g, len, off);
+	else if (!(flags & MAP_ANONYMOUS_) &&
 	    (n = vm_imgmap(vm, (int)a[4], g, len, off)) >= 0 &&
 	    (uint64_t)n < len)
 		n = vm_mmap_fill(vm, (int)a[4], g + (uint64_t)n,
@@ -185,6 +217,9 @@ sys_mremap(struct vm *vm, const uint64_t a[6])
 		return -ENOMEM;
 	/* A reservation is not moved: its closed pages would be copied. */
 	if (pages_in(vm, old, olen, VM_PG_RESERVED) != 0)
+		return -ENOMEM;
+	/* A copy would be shared with nothing any more. */
+	if (vm_shmap_overlaps(vm, old, olen))
 		return -ENOMEM;
 	if ((g = vm_mmap_alloc(vm, nlen)) == 0)
 		return -ENOMEM;

@@ -46,8 +46,10 @@ static const struct vm_sysent linux_calls[] = {
 	PART(9, mmap, sys_mmap,
 	    "anonymous memory (PROT_NONE: a reservation, not charged nor "
 	    "reachable), and private file mappings: an image file's whole "
-	    "pages copy-on-write (keep run), else copies; MAP_FIXED only over "
-	    "the guest's own mappings"),
+	    "pages copy-on-write (keep run), else copies; MAP_SHARED of a "
+	    "workspace file open for reading and writing, or anonymous, is "
+	    "shared with the file and other processes; of another file, a "
+	    "copy; MAP_FIXED only over the guest's own mappings"),
 	PART(10, mprotect, sys_mprotect,
 	    "a reservation made accessible is charged (ENOMEM past the "
 	    "limit); otherwise no effect: 2 MiB pages hold no per-page "
@@ -343,8 +345,8 @@ static const struct vm_sysent linux_calls[] = {
 	OK(201, time, sys_time, ""),
 	PART(202, futex, sys_futex,
 	    "WAIT, WAKE, their BITSET forms, REQUEUE, CMP_REQUEUE among the "
-	    "process's threads; no WAKE_OP or PI futexes; no futex shared "
-	    "between processes"),
+	    "process's threads, and WAIT and WAKE between processes on a "
+	    "shared mapping; no WAKE_OP or PI futexes"),
 	NO(203, sched_setaffinity, ENOSYS, "not provided"),
 	OK(204, sched_getaffinity, sys_sched_getaffinity,
 	    "the host's CPUs, as /proc/cpuinfo, /proc/stat and "

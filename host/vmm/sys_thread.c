@@ -27,6 +27,7 @@
  * since only it runs the Python handlers.
  */
 #include <sys/ioctl.h>
+#include <sys/syscall.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -35,6 +36,7 @@
 #include <string.h>
 #include <time.h>
 #include <poll.h>
+#include <unistd.h>
 
 #include "host/vmm/abi.h"
 #include "host/vmm/sys.h"
@@ -98,6 +100,10 @@ struct vm_thread {
 	uint64_t clear_tid; /* CLONE_CHILD_CLEARTID, set_tid_address */
 	uint64_t futex; /* T_WAIT: the address */
 	uint32_t bitset;
+	/* T_WAIT on a futex in a shared mapping (shmap.c), whose wake may
+	 * come from another process: the value it waited on. */
+	int fshared;
+	uint32_t fval;
 	uint64_t deadline_us; /* T_WAIT: 0 none */
 	int64_t timeout_ret; /* T_WAIT: the call's value at its deadline */
 	int sigwait; /* T_WAIT: pause or rt_sigsuspend, under blocked */
@@ -341,6 +347,68 @@ wake_for_signal(struct vm *vm, struct vm_threads *ts, uint64_t sigs)
 	return 1;
 }
 
+#define SHARED_WAIT_NS 10000000 /* a host futex wait, at most */
+#define SHARED_POLL_NS 2000000 /* a look at shared words, at least */
+
+/*
+ * Nothing can run and threads wait on futexes in shared mappings: a
+ * wake from another process is the host's FUTEX_WAKE on the file's page
+ * (futex_wake), which the host keys by file and offset, so the vm
+ * processes' own mappings of it meet. One such waiter with nothing else
+ * to wait on waits there (SHARED_WAIT_NS at most: a signal that comes
+ * just before the wait is seen that much later); otherwise the idle loop
+ * looks at the words every SHARED_POLL_NS. A word that changed wakes its
+ * waiter, as a futex waiter may always wake early (glibc checks again).
+ * 1 if it waited or woke a thread; 0 to wait as before, within *tmo.
+ */
+static int
+shared_idle(struct vm *vm, struct vm_threads *ts, struct timespec *tmo,
+    struct timespec **tp, const sigset_t *old)
+{
+	struct timespec wait = { 0, SHARED_WAIT_NS }, *wp = &wait;
+	const uint32_t *w;
+	sigset_t cur;
+	int i, k = -1, nshared = 0, fds = 0, woke = 0;
+
+	for (i = 0; i < THREADS_MAX; i++) {
+		if (ts->t[i].state != T_WAIT)
+			continue;
+		fds += ts->t[i].npfd;
+		if (!ts->t[i].fshared)
+			continue;
+		w = vm_gptr(vm, ts->t[i].futex, 4);
+		if (w == NULL ||
+		    __atomic_load_n(w, __ATOMIC_SEQ_CST) != ts->t[i].fval) {
+			resume(&ts->t[i], 0);
+			woke = 1;
+			continue;
+		}
+		nshared++;
+		k = i;
+	}
+	if (woke)
+		return 1;
+	if (nshared == 0)
+		return 0;
+	if (nshared > 1 || fds > 0) {
+		if (*tp == NULL || tmo->tv_sec > 0 ||
+		    tmo->tv_nsec > SHARED_POLL_NS) {
+			tmo->tv_sec = 0;
+			tmo->tv_nsec = SHARED_POLL_NS;
+			*tp = tmo;
+		}
+		return 0;
+	}
+	if (*tp != NULL && tmo->tv_sec == 0 && tmo->tv_nsec < SHARED_WAIT_NS)
+		wp = tmo;
+	sigprocmask(SIG_SETMASK, old, &cur);
+	if (syscall(SYS_futex, vm->mem + ts->t[k].futex, FUTEX_WAIT_,
+	        ts->t[k].fval, wp, NULL, 0) == 0)
+		resume(&ts->t[k], 0);
+	sigprocmask(SIG_SETMASK, &cur, NULL);
+	return 1;
+}
+
 /*
  * Nothing can run: sleep until a futex deadline, a signal or the run's
  * end (the host signals that wake a guest unblocked only inside ppoll,
@@ -384,6 +452,8 @@ idle(struct vm *vm, struct vm_threads *ts)
 			tmo.tv_nsec = (long)((first - now) % 1000000) * 1000;
 			tp = &tmo;
 		}
+		if (shared_idle(vm, ts, &tmo, &tp, &old))
+			continue;
 		wake_ready(ts, tp, &old);
 	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
@@ -528,6 +598,16 @@ futex_wake(struct vm *vm, uint64_t addr, uint32_t bitset, int64_t n)
 		}
 	if (woken > 0)
 		set_slice(vm);
+	/* Waiters in other processes wait in the host, on the file's page
+	 * (shared_idle). */
+	if (woken < n && vm_shmap_holds(vm, addr)) {
+		long more = syscall(SYS_futex, vm->mem + addr, FUTEX_WAKE_,
+		    (int)(n - woken > INT32_MAX ? INT32_MAX : n - woken), NULL,
+		    NULL, 0);
+
+		if (more > 0)
+			woken += more;
+	}
 	return woken;
 }
 
@@ -588,6 +668,8 @@ futex_wait(struct vm *vm, uint64_t addr, uint32_t val, uint64_t timeout,
 	t->state = T_WAIT;
 	t->futex = addr;
 	t->bitset = bitset;
+	t->fshared = vm_shmap_holds(vm, addr);
+	t->fval = val;
 	t->deadline_us = deadline;
 	t->timeout_ret = -ETIMEDOUT;
 	t->reissue = 0;
@@ -621,6 +703,7 @@ vm_thread_park(struct vm *vm, const struct pollfd *fds, int n,
 	t->nr = r->rax;
 	t->state = T_WAIT;
 	t->futex = NO_FUTEX;
+	t->fshared = 0;
 	t->bitset = 0;
 	t->deadline_us = deadline_us;
 	t->timeout_ret = timeout_ret;
@@ -651,6 +734,7 @@ vm_thread_sigwait(struct vm *vm)
 	t->state = T_WAIT;
 	t->sigwait = 1;
 	t->futex = NO_FUTEX;
+	t->fshared = 0;
 	t->bitset = 0;
 	t->deadline_us = 0;
 	t->reissue = 0;
@@ -710,6 +794,7 @@ futex_requeue(
 		if (ts->t[i].state == T_WAIT && !ts->t[i].reissue &&
 		    ts->t[i].futex == addr) {
 			ts->t[i].futex = addr2;
+			ts->t[i].fshared = 0; /* woken from here only */
 			moved++;
 		}
 	return done + moved;

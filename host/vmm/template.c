@@ -232,6 +232,12 @@ vmm_template_prepare(struct vmm_template *t, char *err, size_t errlen)
 	/* The trap platform's template memory is the holder's memfd,
 	 * shared, not copied on write by the fork that made this clone:
 	 * the clone's own copy first (trap.c). */
+	if (vm->nshmaps != 0) {
+		/* A clone would share them with the holder and every other
+		 * clone. */
+		snprintf(err, errlen, "the template holds shared mappings");
+		return VMM_E_INVAL;
+	}
 	if (vm->on_trap) {
 		int fd = vm_trap_fork_copy(vm);
 

@@ -17,6 +17,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -69,8 +70,11 @@ struct vm_trap {
 	pid_t pid;
 	int pidfd;
 	uint64_t cookie[2];
-	/* mprotects of guest memory not yet sent to the stub. */
+	int chan; /* our end of the stub's TRAP_FD_CHAN */
+	/* Ops on guest memory not yet sent to the stub, and beside each
+	 * TRAP_OP_MAP its descriptor (ours to close), -1 for the rest. */
 	struct trap_op *ops;
+	int *op_fds;
 	size_t nops, cap;
 	/* The guest's FPU area as of its last event (private copy). */
 	_Alignas(64) uint8_t fpu[TRAP_FPU_MAX];
@@ -160,42 +164,100 @@ vm_trap_mem_map(uint64_t size, int prot, int *fdp)
 	return aligned;
 }
 
-void
-vm_trap_protect(struct vm *vm, uint64_t addr, uint64_t len, int open)
+/* The platform's state, made at the first op queued before the stub
+ * starts; NULL (and the guest stopped) without memory for it. */
+static struct vm_trap *
+trap_state(struct vm *vm)
 {
 	struct vm_trap *t = vm->trap;
-	uint64_t end = addr + len;
-	struct trap_op *n;
 
-	if (vm->mem_fd < 0)
-		return;
-	/* The kernel's first 2 MiB are not the guest's to touch here. */
-	if (addr < TRAP_MEM_LO)
-		addr = TRAP_MEM_LO;
-	if (end > vm->memsz)
-		end = vm->memsz;
-	if (end <= addr)
-		return;
 	if (t == NULL) {
 		if ((t = calloc(1, sizeof(*t))) == NULL) {
 			vm_stop(vm, VMM_FAULT, -1, "fault: out of host memory");
-			return;
+			return NULL;
 		}
-		t->box_fd = t->pidfd = -1;
+		t->box_fd = t->pidfd = t->chan = -1;
 		vm->trap = t;
+	}
+	return t;
+}
+
+/* Queue one op on [addr, addr + len), cut to what the stub maps; fd
+ * (TRAP_OP_MAP's, or -1) is the queue's from here. */
+static void
+queue_op(struct vm *vm, uint64_t addr, uint64_t len, struct trap_op op, int fd)
+{
+	struct vm_trap *t;
+	uint64_t end = addr + len;
+	struct trap_op *n;
+	int *nf;
+
+	/* The kernel's first 2 MiB are not the guest's to touch here. */
+	if (addr < TRAP_MEM_LO) {
+		op.off += TRAP_MEM_LO - addr;
+		addr = TRAP_MEM_LO;
+	}
+	if (end > vm->memsz)
+		end = vm->memsz;
+	if (vm->mem_fd < 0 || end <= addr || (t = trap_state(vm)) == NULL) {
+		if (fd >= 0)
+			close(fd);
+		return;
 	}
 	if (t->nops == t->cap) {
 		size_t cap = t->cap ? 2 * t->cap : 64;
 
-		if ((n = reallocarray(t->ops, cap, sizeof(*n))) == NULL) {
+		if ((n = reallocarray(t->ops, cap, sizeof(*n))) != NULL)
+			t->ops = n;
+		if ((nf = reallocarray(t->op_fds, cap, sizeof(*nf))) != NULL)
+			t->op_fds = nf;
+		if (n == NULL || nf == NULL) {
+			if (fd >= 0)
+				close(fd);
 			vm_stop(vm, VMM_FAULT, -1, "fault: out of host memory");
 			return;
 		}
-		t->ops = n;
 		t->cap = cap;
 	}
-	t->ops[t->nops++] = (struct trap_op){ addr, end - addr,
-		open ? PROT_READ | PROT_WRITE | PROT_EXEC : PROT_NONE, 0 };
+	op.addr = addr;
+	op.len = end - addr;
+	t->op_fds[t->nops] = fd;
+	t->ops[t->nops++] = op;
+}
+
+void
+vm_trap_protect(struct vm *vm, uint64_t addr, uint64_t len, int open)
+{
+	queue_op(vm, addr, len,
+	    (struct trap_op){
+	        .prot = open ? PROT_READ | PROT_WRITE | PROT_EXEC : PROT_NONE,
+	        .kind = TRAP_OP_PROTECT },
+	    -1);
+}
+
+int
+vm_trap_map_shared(
+    struct vm *vm, uint64_t addr, uint64_t len, int fd, uint64_t off)
+{
+	int dup;
+
+	if ((dup = fcntl(fd, F_DUPFD_CLOEXEC, 0)) == -1)
+		return -1;
+	queue_op(vm, addr, len,
+	    (struct trap_op){ .off = off,
+	        .prot = PROT_READ | PROT_WRITE | PROT_EXEC,
+	        .kind = TRAP_OP_MAP },
+	    dup);
+	return 0;
+}
+
+void
+vm_trap_restore(struct vm *vm, uint64_t addr, uint64_t len)
+{
+	queue_op(vm, addr, len,
+	    (struct trap_op){ .prot = PROT_READ | PROT_WRITE | PROT_EXEC,
+	        .kind = TRAP_OP_RESTORE },
+	    -1);
 }
 
 int
@@ -227,11 +289,23 @@ vm_mem_copy(struct vm *vm, void *dst, const void *src, size_t len)
 	memcpy(d, s, len);
 }
 
+/* Drop the queued ops, closing their descriptors. */
+static void
+drop_ops(struct vm_trap *t)
+{
+	size_t i;
+
+	for (i = 0; i < t->nops; i++)
+		if (t->op_fds[i] >= 0)
+			close(t->op_fds[i]);
+	t->nops = 0;
+}
+
 void
 vm_trap_forget_ops(struct vm *vm)
 {
 	if (vm->trap != NULL)
-		vm->trap->nops = 0;
+		drop_ops(vm->trap);
 }
 
 /* Drop the contents of guest pages: a shared mapping's pages belong to
@@ -253,7 +327,7 @@ child_limit(int resource, rlim_t v)
 }
 
 struct spawn_arg {
-	int mem_fd, box_fd, ns;
+	int mem_fd, box_fd, chan_fd, ns;
 };
 
 /*
@@ -270,7 +344,8 @@ stub_child(void *argp)
 	static const char *const argv[] = { "keepd: guest", NULL };
 	static const char *const envp[] = { NULL };
 	const struct spawn_arg *a = argp;
-	int exe_fd, mem_fd = a->mem_fd, box_fd = a->box_fd, ns = a->ns;
+	int exe_fd, mem_fd = a->mem_fd, box_fd = a->box_fd;
+	int chan_fd = a->chan_fd, ns = a->ns;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (ns) {
@@ -287,30 +362,32 @@ stub_child(void *argp)
 		    chdir("/") == 0)
 			ns = 2;
 	}
-	/* Out of the way first: any of them may sit on 3, 4 or 5. */
+	/* Out of the way first: any of them may sit on 3 to 6. */
 	if ((mem_fd = fcntl(mem_fd, F_DUPFD, 16)) == -1 ||
 	    (box_fd = fcntl(box_fd, F_DUPFD, 16)) == -1 ||
+	    (chan_fd = fcntl(chan_fd, F_DUPFD, 16)) == -1 ||
 	    (exe_fd = fcntl(stub_fd, F_DUPFD, 16)) == -1 ||
 	    dup2(mem_fd, TRAP_FD_MEM) == -1 ||
 	    dup2(box_fd, TRAP_FD_BOX) == -1 ||
-	    dup2(exe_fd, TRAP_FD_BOX + 1) == -1)
+	    dup2(chan_fd, TRAP_FD_CHAN) == -1 ||
+	    dup2(exe_fd, TRAP_FD_CHAN + 1) == -1)
 		_exit(127);
 	/* Nothing else, not even 0, 1 and 2: the guest's standard
 	 * streams are the vm process's to serve. */
 	syscall(SYS_close_range, 0, TRAP_FD_MEM - 1, 0);
-	syscall(SYS_close_range, TRAP_FD_BOX + 2, ~0U, 0);
+	syscall(SYS_close_range, TRAP_FD_CHAN + 2, ~0U, 0);
 	/* A group of its own: a signal sent from outside to the vm
 	 * process's group (a terminal's ^C, the API's kill) is the vm
 	 * process's to relay, and never reaches it. */
 	setpgid(0, 0);
-	fcntl(TRAP_FD_BOX + 1, F_SETFD, FD_CLOEXEC);
+	fcntl(TRAP_FD_CHAN + 1, F_SETFD, FD_CLOEXEC);
 	child_limit(RLIMIT_CORE, 0);
 	child_limit(RLIMIT_FSIZE, 0);
 	child_limit(RLIMIT_NOFILE, 8);
 	child_limit(RLIMIT_MEMLOCK, 0);
 	child_limit(RLIMIT_MSGQUEUE, 0);
 	child_limit(RLIMIT_NPROC, 1);
-	syscall(SYS_execveat, TRAP_FD_BOX + 1, "", argv, envp, AT_EMPTY_PATH);
+	syscall(SYS_execveat, TRAP_FD_CHAN + 1, "", argv, envp, AT_EMPTY_PATH);
 	_exit(127);
 }
 
@@ -342,10 +419,19 @@ spawn_one(unsigned long flags, const struct spawn_arg *a, int *pidfd)
 static int
 spawn(struct vm *vm, struct vm_trap *t, char *err, size_t errlen)
 {
-	struct spawn_arg a = { vm->mem_fd, t->box_fd, 1 };
+	struct spawn_arg a = { vm->mem_fd, t->box_fd, -1, 1 };
 	pid_t pid;
-	int pidfd = -1;
+	int pidfd = -1, sv[2];
 
+	if (t->chan >= 0)
+		close(t->chan);
+	t->chan = -1;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1) {
+		snprintf(err, errlen, "the trap channel: %s", strerror(errno));
+		return -1;
+	}
+	t->chan = sv[0];
+	a.chan_fd = sv[1];
 	t->ns = 1;
 	pid = spawn_one(TRAP_CLONE_NS, &a, &pidfd);
 	if (pid == -1 &&
@@ -356,6 +442,7 @@ spawn(struct vm *vm, struct vm_trap *t, char *err, size_t errlen)
 		a.ns = t->ns = 0;
 		pid = spawn_one(TRAP_CLONE_PLAIN, &a, &pidfd);
 	}
+	close(sv[1]);
 	if (pid == -1) {
 		snprintf(err, errlen, "starting the guest's process: %s",
 		    strerror(errno));
@@ -518,18 +605,55 @@ take_regs(struct vm *vm, struct vm_trap *t)
 	take_fpu(t);
 }
 
-/* Send the queued mprotects, a box at a time, with the cookie. */
+/* A TRAP_OP_MAP's descriptor to the stub, closed here once sent. */
+static int
+send_fd(struct vm_trap *t, int *fdp)
+{
+	union {
+		struct cmsghdr h;
+		uint8_t buf[CMSG_SPACE(sizeof(int))];
+	} cm;
+	uint8_t byte = 0;
+	struct iovec iov = { &byte, 1 };
+	struct msghdr msg = { .msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = cm.buf,
+		.msg_controllen = sizeof(cm.buf) };
+	ssize_t n;
+
+	memset(&cm, 0, sizeof(cm));
+	cm.h.cmsg_level = SOL_SOCKET;
+	cm.h.cmsg_type = SCM_RIGHTS;
+	cm.h.cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(&cm.h), fdp, sizeof(int));
+	do
+		n = sendmsg(t->chan, &msg, MSG_NOSIGNAL);
+	while (n == -1 && errno == EINTR);
+	close(*fdp);
+	*fdp = -1;
+	return n == 1 ? 0 : -1;
+}
+
+/* Send the queued ops, a box at a time, with the cookie (and the
+ * descriptors of a batch's maps first, in order, on the channel). */
 static int
 flush_ops(struct vm *vm, struct vm_trap *t, int *status)
 {
 	struct trap_box *b = t->box;
-	size_t done = 0, n;
+	size_t done = 0, n, i;
 	int rc;
 
 	while (done < t->nops) {
 		n = t->nops - done;
 		if (n > TRAP_OPS_MAX)
 			n = TRAP_OPS_MAX;
+		for (i = done; i < done + n; i++)
+			if (t->op_fds[i] >= 0 &&
+			    send_fd(t, &t->op_fds[i]) != 0) {
+				drop_ops(t);
+				*status = -1;
+				return WAIT_DEAD;
+			}
 		memcpy(b->ops, t->ops + done, n * sizeof(*t->ops));
 		b->nops = (uint32_t)n;
 		b->op_cookie[0] = t->cookie[0];
@@ -540,6 +664,7 @@ flush_ops(struct vm *vm, struct vm_trap *t, int *status)
 			return rc;
 		if (__atomic_load_n(&b->event, 0) != TRAP_EV_OPS ||
 		    __atomic_load_n(&b->result, 0) != 0) {
+			drop_ops(t);
 			*status = -1;
 			return WAIT_DEAD;
 		}
@@ -580,7 +705,7 @@ vm_trap_create(struct vm *vm, char *err, size_t errlen)
 			snprintf(err, errlen, "out of memory");
 			return -1;
 		}
-		t->box_fd = t->pidfd = -1;
+		t->box_fd = t->pidfd = t->chan = -1;
 		vm->trap = t;
 	}
 	if (vm->run == NULL &&
@@ -648,7 +773,11 @@ vm_trap_drop(struct vm *vm)
 		munmap(t->box, TRAP_BOX_SIZE);
 	if (t->box_fd >= 0)
 		close(t->box_fd);
+	if (t->chan >= 0)
+		close(t->chan);
+	drop_ops(t);
 	free(t->ops);
+	free(t->op_fds);
 	free(t);
 	vm->trap = NULL;
 }
@@ -666,7 +795,11 @@ vm_trap_forget(struct vm *vm)
 		close(t->pidfd);
 	if (t->box != NULL)
 		munmap(t->box, TRAP_BOX_SIZE);
+	if (t->chan >= 0)
+		close(t->chan);
+	drop_ops(t);
 	free(t->ops);
+	free(t->op_fds);
 	free(t);
 	vm->trap = NULL;
 }
@@ -812,7 +945,7 @@ vm_trap_fork_adopt(struct vm *vm, int fd, char *err, size_t errlen)
 	/* Everything open in the host is open in the guest: the same
 	 * walk that closes the rest host-side queues it for the stub. */
 	vm_trap_protect(vm, 0, vm->memsz, 1);
-	if (vm_space_reopen(vm) != 0) {
+	if (vm_space_reopen(vm) != 0 || vm_shmap_refork(vm) != 0) {
 		snprintf(
 		    err, errlen, "the child's memory: %s", strerror(errno));
 		return -1;

@@ -14,12 +14,15 @@
 
 #include <stdint.h>
 
-/* Descriptors the stub is started with; it closes both once mapped. */
+/* Descriptors the stub is started with; it closes the first two once
+ * mapped and keeps the channel, on which the vm process sends each
+ * shared mapping's descriptor (TRAP_OP_MAP). */
 #define TRAP_FD_MEM 3 /* guest memory: offset = guest address */
 #define TRAP_FD_BOX 4 /* the box */
+#define TRAP_FD_CHAN 5 /* a SOCK_SEQPACKET socket: descriptors only */
 
 #define TRAP_BOX_SIZE 0x8000
-#define TRAP_OPS_MAX 170
+#define TRAP_OPS_MAX 128
 #define TRAP_FPU_MAX 0x4000 /* the largest signal-frame FPU area taken */
 #define TRAP_MAGIC 0x7061727470656b6bULL /* "kkeptrap" */
 
@@ -45,10 +48,17 @@ enum trap_reply {
 	TRAP_R_OPS /* carry out ops[0..nops) with op_cookie, then report */
 };
 
-/* mprotect of guest memory: prot is PROT_NONE, or the guest's all. */
+/* What an op does to [addr, addr + len) of guest memory. */
+enum trap_op_kind {
+	TRAP_OP_PROTECT =
+	    0, /* mprotect: prot is PROT_NONE or the guest's all */
+	TRAP_OP_MAP, /* map the channel's next descriptor at off, shared */
+	TRAP_OP_RESTORE /* guest memory back in place of such a mapping */
+};
+
 struct trap_op {
-	uint64_t addr, len;
-	uint32_t prot, pad;
+	uint64_t addr, len, off;
+	uint32_t prot, kind;
 };
 
 /* The general registers in struct kvm_regs's order. */

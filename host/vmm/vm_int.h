@@ -195,6 +195,9 @@ struct vm {
 	 * memory image (snapshot.c). */
 	struct vm_imgrun *imgruns;
 	unsigned nimgruns, imgruns_cap;
+	/* Shared mappings (shmap.c), in no order. */
+	struct vm_shmap *shmaps;
+	unsigned nshmaps, shmaps_cap;
 	int pagemap_fd; /* /proc/self/pagemap of pagemap_pid */
 	pid_t pagemap_pid;
 	uint8_t
@@ -295,6 +298,10 @@ int vm_trap_prepare(void);
 void vm_mem_copy(struct vm *, void *dst, const void *src, size_t len);
 uint8_t *vm_trap_mem_map(uint64_t size, int prot, int *fd);
 void vm_trap_protect(struct vm *, uint64_t addr, uint64_t len, int open);
+/* The stub maps fd (borrowed) at addr too, or guest memory again. */
+int vm_trap_map_shared(
+    struct vm *, uint64_t addr, uint64_t len, int fd, uint64_t off);
+void vm_trap_restore(struct vm *, uint64_t addr, uint64_t len);
 void vm_trap_forget_ops(struct vm *); /* execve: the old memory's */
 int vm_trap_started(const struct vm *); /* its process is running */
 int vm_trap_drop_pages(struct vm *, uint64_t addr, uint64_t len);
@@ -520,6 +527,19 @@ void vm_vdso_tick(struct vm *);
  * Settle: release them all at the end of the run. */
 int64_t vm_imgmap(struct vm *, int fd, uint64_t g, uint64_t len, uint64_t off);
 void vm_imgmap_release(struct vm *, uint64_t addr, uint64_t len, int held);
+
+/* shmap.c: MAP_SHARED as the host file's own pages (docs/vmm.md,
+ * "Shared mappings"). vm_shmap maps fd (borrowed) at g over memory the
+ * guest holds; 0 or -errno. vm_shmap_release gives [addr, addr + len)
+ * guest memory's own pages back, before anything drops or zeroes them;
+ * refork maps them again in a forked child's new memory (trap). */
+int64_t vm_shmap(struct vm *, int fd, uint64_t g, uint64_t len, uint64_t off);
+int64_t vm_shmap_anon(struct vm *, uint64_t g, uint64_t len);
+void vm_shmap_release(struct vm *, uint64_t addr, uint64_t len);
+int vm_shmap_holds(const struct vm *, uint64_t addr);
+int vm_shmap_overlaps(const struct vm *, uint64_t addr, uint64_t len);
+int vm_shmap_refork(struct vm *);
+void vm_shmap_forget(struct vm *);
 void vm_imgmap_settle(struct vm *);
 
 /* KEEP_SYS_FETCH (fetch.c, guest/include/keep.h). */

@@ -24,6 +24,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
@@ -351,6 +352,28 @@ stub_jump(void)
 	say("mmap the box again",
 	    gcall(g, SYS_mmap, 0, TRAP_BOX_SIZE, PROT_READ | PROT_WRITE,
 	        MAP_SHARED, TRAP_FD_BOX, 0));
+	/* The calls the filter lets through from there for shared
+	 * mappings: the channel needs the cookie; mmap finds no file to
+	 * map (the channel is a socket); mremap only duplicates what the
+	 * guest reaches already. */
+	{
+		struct msghdr m;
+		char byte;
+		struct iovec iov = { &byte, 1 };
+
+		memset(&m, 0, sizeof(m));
+		m.msg_iov = &iov;
+		m.msg_iovlen = 1;
+		say("recvmsg on the channel without the cookie",
+		    gcall(g, SYS_recvmsg, TRAP_FD_CHAN, (long)&m, MSG_DONTWAIT,
+		        0, 0, 0));
+	}
+	say("mmap the channel, shared and fixed",
+	    gcall(g, SYS_mmap, (long)closed, 4096, PROT_READ | PROT_WRITE,
+	        MAP_SHARED | MAP_FIXED, TRAP_FD_CHAN, 0));
+	say("mmap a descriptor the guest names, shared and fixed",
+	    gcall(g, SYS_mmap, (long)closed, 4096, PROT_READ | PROT_WRITE,
+	        MAP_SHARED | MAP_FIXED, 0, 0));
 	say("kill 1 0", gcall(g, SYS_kill, 1, 0, 0, 0, 0, 0));
 	say("setns", gcall(g, SYS_setns, 0, 0, 0, 0, 0, 0));
 	/* A call the filter lets through from there: harmless. */

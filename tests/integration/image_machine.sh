@@ -28,6 +28,38 @@ static PyMethodDef methods[] = { { "twice", twice, METH_O, NULL }, { NULL } };
 static struct PyModuleDef mod = { PyModuleDef_HEAD_INIT, "cext", NULL, -1, methods };
 PyMODINIT_FUNC PyInit_cext(void) { return PyModule_Create(&mod); }
 C
+	# multiprocessing (POSIX semaphores in /dev/shm, shared memory,
+	# pipes) and sqlite's WAL from several processes (shared mappings
+	# of the -shm file, fcntl locks).
+	cat >"$1/mp.py" <<'PY'
+import concurrent.futures, multiprocessing, sqlite3
+def square(x): return x * x
+def bump(v):
+    for _ in range(200):
+        with v.get_lock(): v.value += 1
+def writer(n):
+    c = sqlite3.connect("wal.db", timeout=60)
+    for i in range(25):
+        c.execute("insert into t values (?)", (n * 100 + i,)); c.commit()
+    c.close()
+if __name__ == "__main__":
+    with multiprocessing.Lock(): print("lock")
+    with multiprocessing.Pool(2) as p: print(p.map(square, range(8)))
+    with concurrent.futures.ProcessPoolExecutor(2) as ex:
+        print(list(ex.map(square, range(5))))
+    v = multiprocessing.Value("i", 0)
+    ps = [multiprocessing.Process(target=bump, args=(v,)) for _ in range(3)]
+    [p.start() for p in ps]; [p.join() for p in ps]; print(v.value)
+    q = multiprocessing.Queue()
+    p = multiprocessing.Process(target=q.put, args=("via a queue",)); p.start()
+    print(q.get()); p.join()
+    db = sqlite3.connect("wal.db")
+    print(db.execute("pragma journal_mode=wal").fetchone()[0])
+    db.execute("create table t(x)"); db.commit()
+    ps = [multiprocessing.Process(target=writer, args=(n,)) for n in range(3)]
+    [p.start() for p in ps]; [p.join() for p in ps]
+    print(db.execute("select count(*), sum(x) from t").fetchone(), [p.exitcode for p in ps])
+PY
 }
 setup "$ws"; setup "$nat"
 
@@ -79,6 +111,8 @@ same "the CPU count: nproc, os.cpu_count(), the affinity mask, /proc/cpuinfo, /s
     'nproc; python3 -c "import os; print(os.cpu_count(), len(os.sched_getaffinity(0)))";
 	grep -c ^processor /proc/cpuinfo; cat /sys/devices/system/cpu/online'
 same "/bin/sh is dash, as on Debian" 'sh -c "echo \$((6*7)) \${BASH_VERSION:-not bash}"'
+same "multiprocessing: Lock, Pool, ProcessPoolExecutor, Value, Queue; sqlite's WAL from three writer processes" \
+    'python3 mp.py'
 
 # npm and npx: node sets process.title, which writes over the span of
 # its argument strings (the VMM laid them out in descending order, and

@@ -42,6 +42,13 @@ done
 same "signals: handlers, masks, alarm, timers, SIGCHLD, faults, altstack" "$G/signals"
 same "threads: mutex, condition ping-pong, timed wait, time slices, SA_RESTART, sigsuspend and pause beside working threads" "$G/threads"
 same "threads keep their own AVX registers across the VMM's switches" "$G/threadfpu"
+# Shared mappings need a workspace (/tmp, /dev/shm): run with one.
+"$G/shmap" >"$tmp/native" 2>&1; nrc=$?
+mkdir -p "$tmp/shmws"
+"$KEEP" run --timeout 20s --workspace "$tmp/shmws" -- "$G/shmap" >"$tmp/keep" 2>"$tmp/keeperr"; krc=$?
+[ $nrc -eq $krc ] && cmp -s "$tmp/native" "$tmp/keep" &&
+    ok "shared mappings: anonymous across fork, a file and its calls, another process's mapping, POSIX semaphores and shm_open in /dev/shm (same as native)" ||
+    bad "shmap: native exit $nrc, keep exit $krc: $(diff "$tmp/native" "$tmp/keep" | head -10) $(head -c 300 "$tmp/keeperr")"
 "$KEEP" run --timeout 1s "$G/threads" spin >"$tmp/out" 2>"$tmp/err"; rc=$?
 [ $rc -eq 124 ] && grep -q "timeout" "$tmp/err" &&
     ok "a thread that spins past the time limit is stopped" ||
