@@ -151,6 +151,7 @@ int64_t sys_munmap(struct vm *, const uint64_t a[6]);
 int64_t sys_brk(struct vm *, const uint64_t a[6]);
 int64_t sys_mremap(struct vm *, const uint64_t a[6]);
 int64_t sys_madvise(struct vm *, const uint64_t a[6]);
+int64_t sys_msync(struct vm *, const uint64_t a[6]);
 
 /* Time (sys_time.c). */
 int64_t sys_nanosleep(struct vm *, const uint64_t a[6]);

@@ -288,6 +288,36 @@ sys_mprotect(struct vm *vm, const uint64_t a[6])
 	return 0;
 }
 
+/*
+ * A shared mapping is the file's own pages (shmap.c), so what msync would
+ * write is the file's already, as after a write(2); any other mapping is
+ * a copy with nothing to write back. Linux's checks and answers stay.
+ */
+int64_t
+sys_msync(struct vm *vm, const uint64_t a[6])
+{
+	uint64_t addr = a[0], len = a[1], flags = a[2], end, lo, hi;
+
+	if (addr % VM_PAGE != 0 || (flags & ~(uint64_t)7) != 0 ||
+	    (flags & 5) == 5 /* MS_ASYNC | MS_SYNC */)
+		return -EINVAL;
+	if (len > UINT64_MAX - (VM_PAGE - 1))
+		return -ENOMEM;
+	len = (len + VM_PAGE - 1) & ~(VM_PAGE - 1);
+	if ((end = addr + len) < addr)
+		return -ENOMEM;
+	if (len == 0)
+		return 0;
+	/* Linux's answer for a range with pages not mapped, as mprotect. */
+	if (addr < vm->mmap_lo && end > brk_host_end(vm, vm->brk_cur))
+		return -ENOMEM;
+	lo = addr > vm->mmap_lo ? addr : vm->mmap_lo;
+	hi = end < vm->mmap_hi ? end : vm->mmap_hi;
+	if (lo < hi && pages_in(vm, lo, hi - lo, VM_PG_FREE) != 0)
+		return -ENOMEM;
+	return 0;
+}
+
 int64_t
 sys_madvise(struct vm *vm, const uint64_t a[6])
 {

@@ -77,7 +77,9 @@ static const struct vm_sysent linux_calls[] = {
 	OK(24, sched_yield, sys_sched_yield, "to the next runnable thread"),
 	PART(25, mremap, sys_mremap,
 	    "a reservation (PROT_NONE) does not move: ENOMEM"),
-	NO(26, msync, ENOSYS, "not provided"),
+	PART(26, msync, sys_msync,
+	    "checks its arguments; nothing to write: a shared mapping is the "
+	    "file's own pages"),
 	NO(27, mincore, ENOSYS, "not provided"),
 	PART(28, madvise, sys_madvise, "advice is accepted and ignored"),
 	NO(29, shmget, ENOSYS, "no System V IPC"),

@@ -92,6 +92,9 @@ file_and_calls(const char *path)
 		return;
 	}
 	memcpy(p + 100, "mapped", 6);
+	check(msync(p, 2 * PAGE, MS_SYNC) == 0, "msync MS_SYNC");
+	check(msync(p, PAGE, MS_ASYNC | MS_SYNC) == -1 && errno == EINVAL,
+	    "msync with MS_ASYNC and MS_SYNC: EINVAL");
 	check(pread(fd, buf, 6, 100) == 6 && memcmp(buf, "mapped", 6) == 0,
 	    "a write to the mapping is the file's (pread)");
 	check(pwrite(fd, "written", 7, PAGE + 8) == 7 &&
