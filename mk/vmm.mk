@@ -70,13 +70,14 @@ $(B)/bench/procs: bench/procs.c
 # The compatibility suites (not part of make check: several minutes):
 # Debian's busybox-static applets, bash-static and sash scripts, and
 # CPython's own regression tests, each in keep run and natively with the
-# same binary, with the scores side by side at the end (tests/compat/,
+# same binary (machine: the machine image's Debian python3 beside the
+# host's), with the scores side by side at the end (tests/compat/,
 # docs/compat.md). Their packages are installed here, not by make deps.
 DEPS_COMPAT = busybox-static bash-static sash libpython3.11-testsuite \
               util-linux coreutils
-COMPAT_SUITES = busybox shells python
+COMPAT_SUITES = busybox shells python machine
 .PHONY: check-compat
-check-compat: $(B)/bin/keep $(DEV_KEY) $(STOCK_DIR)/python
+check-compat: $(B)/bin/keep $(DEV_KEY) $(STOCK_DIR)/python $(MACHINE_IMG)
 	@sh mk/deps.sh $(DEPS_COMPAT)
 	@status=0; for s in $(COMPAT_SUITES); do \
 	  echo "== $$s"; \
@@ -86,6 +87,7 @@ check-compat: $(B)/bin/keep $(DEV_KEY) $(STOCK_DIR)/python
 	done; \
 	echo "== compatibility, keep beside native (docs/compat.md)"; \
 	grep -h -e '^busybox: [0-9]' -e '^shells: bash' -e '^python: clean' \
+	    -e '^machine: clean' \
 	    $(foreach s,$(COMPAT_SUITES),$(B)/compat-$(s).txt); \
 	exit $$status
 

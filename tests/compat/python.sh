@@ -89,50 +89,17 @@ chown -R 1000:1000 "$tmp/n/lib/python3.11" "$tmp/n/tmp"; chmod 1777 "$tmp/n/tmp"
 code() {
 	printf '%s' "import sys, signal; signal.signal(signal.SIGPIPE, signal.SIG_IGN); sys.path.insert(0, '/lib/python3.11'); sys.argv[1:] = ['-v', '$1']; from test.libregrtest import main; main()"
 }
-# results LOG: "name result" per test, sorted.
-results() {
-	sed -n 's/^\(test[^ ]*\) (\([^)]*\))\( \[.*\]\)\{0,1\} \.\.\. \(ok\|FAIL\|ERROR\|skipped\|expected failure\|unexpected success\).*/\2\3 \4/p' "$1" | sort -u
-}
-clean() { grep -q '^Tests result: SUCCESS' "$1" && echo clean || echo FAILURE; }
+. tests/compat/regrtest.sh; regrtest_dir=$tmp
 
-printf '%-18s %-26s %-26s\n' module native keep
-nclean=0 kclean=0 nok=0 kok=0 total=0 differ=()
+printf '%-26s %-26s %-26s\n' module native keep
 for m in $MODULES; do
-	total=$((total+1))
 	# Not pid 1 natively (lib.sh); a module that hangs is stopped.
 	NATIVE_PID1=0 timeout -k 10 600 bash -c '. tests/compat/lib.sh; native "$@"' \
 	    native "$tmp/n" /bin/python -c "$(code "$m")" </dev/null >"$tmp/$m.n" 2>&1
 	"$KEEP" run --timeout 600s --workspace "$tmp/k" --trust "$B/keys/dev.public" \
 	    "$tmp/python.img" python -c "$(code "$m")" </dev/null >"$tmp/$m.k" 2>&1
 	cp "$tmp/$m.n" "$LOGS/$m.native.log"; cp "$tmp/$m.k" "$LOGS/$m.keep.log"
-	results "$tmp/$m.n" >"$tmp/$m.nr"; results "$tmp/$m.k" >"$tmp/$m.kr"
-	nc=$(clean "$tmp/$m.n"); kc=$(clean "$tmp/$m.k")
-	no=$(grep -c ' ok$' "$tmp/$m.nr"); ko=$(grep -c ' ok$' "$tmp/$m.kr")
-	[ "$nc" = clean ] && nclean=$((nclean+1))
-	[ "$kc" = clean ] && kclean=$((kclean+1))
-	nok=$((nok+no)); kok=$((kok+ko))
-	printf '%-18s %-8s %5d tests ok     %-8s %5d tests ok\n' "$m" "$nc" "$no" "$kc" "$ko"
-	grep ' ok$' "$tmp/$m.nr" | sort >"$tmp/$m.nok"
-	grep ' ok$' "$tmp/$m.kr" | sort >"$tmp/$m.kok"
-	comm -23 "$tmp/$m.nok" "$tmp/$m.kok" >"$tmp/$m.lost"
-	if [ "$nc" != "$kc" ] || [ -s "$tmp/$m.lost" ]; then
-		differ+=("$m")
-	fi
+	regrtest_tally "$m" "$tmp/$m.n" "$tmp/$m.k"
 done
-echo "python: clean modules keep $kclean/$total vs native $nclean/$total;" \
-    "tests passing keep $kok vs native $nok"
-status=0
-if [ ${#differ[@]} -gt 0 ]; then
-	status=1
-	echo "python: modules where keep differs from native:"
-	for m in "${differ[@]}"; do
-		echo "  $m: $(wc -l <"$tmp/$m.lost") tests pass natively only," \
-		    "e.g. $(head -3 "$tmp/$m.lost" | sed 's/ ok$//' | tr '\n' ' ')"
-		# The errors keep met that native did not, most frequent first.
-		grep -hE '^[A-Za-z_.]*(Error|Exception)\b.*' "$tmp/$m.k" | sort >"$tmp/$m.ke"
-		grep -hE '^[A-Za-z_.]*(Error|Exception)\b.*' "$tmp/$m.n" | sort >"$tmp/$m.ne"
-		comm -23 "$tmp/$m.ke" "$tmp/$m.ne" | uniq -c | sort -rn | head -3 |
-		    sed 's/^ */      /'
-	done
-fi
-exit $status
+regrtest_report python
+exit $?
