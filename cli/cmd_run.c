@@ -511,10 +511,15 @@ have_result:
 		    "keep run: the process tree was refused memory at its "
 		    "limit (%llu MiB for all its processes together)\n",
 		    (unsigned long long)(cfg.memory >> 20));
-	if (res.limits_hit & VMM_LIMIT_EGRESS)
+	if (res.limits_hit & VMM_LIMIT_EGRESS) {
+		res.egress_refused[sizeof(res.egress_refused) - 1] = '\0';
 		fprintf(stderr,
 		    "keep run: a connection outside the sandbox was refused "
-		    "(limits: egress; the guest's network is its loopback)\n");
+		    "(limits: egress%s%s; the guest's network is its "
+		    "loopback)\n",
+		    res.egress_refused[0] != '\0' ? ": " : "",
+		    res.egress_refused);
+	}
 	if (stats)
 		fprintf(stderr,
 		    "keep run: boot %llu us, run %llu us, %llu exits, %llu "

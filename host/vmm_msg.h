@@ -562,6 +562,8 @@ enum run_status {
 	RUN_NOCWD /* not started: its cwd is no directory of the workspace */
 };
 
+#define RUN_EGRESS_MAX 264
+
 struct msg_vmm_run_done {
 	uint32_t status; /* enum run_status */
 	int32_t exit_code;
@@ -572,6 +574,9 @@ struct msg_vmm_run_done {
 	uint32_t limits; /* RUN_LIMIT_*: limits its process tree met */
 	uint32_t pad;
 	char reason[64]; /* NUL-terminated, "" when exited */
+	/* RUN_LIMIT_EGRESS: the first destination refused ("name",
+	 * "name:port", "address:port"), NUL-terminated; "" unknown. */
+	char egress[RUN_EGRESS_MAX];
 };
 /* A fork refused at the process limit; a mapping or fork refused at the
  * memory limit (docs/vmm.md, "Limits and how a run ends"). */

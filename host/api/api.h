@@ -227,6 +227,9 @@ struct api_run_result {
 	uint64_t duration_ms;
 	char reason[64]; /* "" or "timeout", "fault", "output-limit", ... */
 	unsigned limits; /* API_LIMIT_*: limits its process tree met */
+	/* API_LIMIT_EGRESS: the first destination refused, "" unknown
+	 * (the result's "egress_refused"). */
+	char egress[264];
 	int cell; /* out: a live context's JSON lines (docs/contexts.md) */
 	/* malloc, a python execute's results as a JSON array (untrusted:
 	 * written by the guest), or NULL: no results field. */
@@ -245,7 +248,7 @@ struct api_run_result {
 #define API_LIMIT_EGRESS 0x4u
 struct json_t;
 /* Add "limits" to a run's JSON result o when the tree met any. */
-void api_run_limits(struct json_t *o, unsigned limits);
+void api_run_limits(struct json_t *o, unsigned limits, const char *egress);
 /* Add "platform" (kvm or trap: what ran the guest) to a run's result. */
 void api_run_platform(struct json_t *o, const char *platform);
 

@@ -614,7 +614,7 @@ run_events(
 	ex = json_pack("{s:i,s:I,s:o}", "exit_code", res->exit_code,
 	    "duration_ms", (json_int_t)res->duration_ms, "reason",
 	    res->reason[0] ? json_string(res->reason) : json_null());
-	api_run_limits(ex, res->limits);
+	api_run_limits(ex, res->limits, res->egress);
 	api_run_platform(ex, platform);
 	sse_event(b, "exit", ex);
 }
@@ -627,11 +627,17 @@ api_run_platform(json_t *o, const char *platform)
 }
 
 void
-api_run_limits(json_t *o, unsigned limits)
+api_run_limits(json_t *o, unsigned limits, const char *egress)
 {
 	json_t *a;
 
-	if (o == NULL || limits == 0 || (a = json_array()) == NULL)
+	if (o == NULL || limits == 0)
+		return;
+	/* Text the guest chose (a name it looked up): json_string refuses
+	 * what is not UTF-8, and then the field is left out. */
+	if ((limits & API_LIMIT_EGRESS) && egress != NULL && egress[0] != '\0')
+		json_object_set_new(o, "egress_refused", json_string(egress));
+	if ((a = json_array()) == NULL)
 		return;
 	if (limits & API_LIMIT_PROCESSES)
 		json_array_append_new(a, json_string("processes"));
@@ -677,7 +683,7 @@ reply_run(struct rq *r, struct api_run_result *res)
 		if (o != NULL && res->results != NULL)
 			json_object_set_new(o, "results",
 			    api_results_decode(res->results, res->results_len));
-		api_run_limits(o, res->limits);
+		api_run_limits(o, res->limits, res->egress);
 		api_run_platform(o, r->api->platform);
 		rq_json(r, 200, o);
 	}

@@ -71,6 +71,8 @@ struct vm_tree {
 	int32_t output_limited;
 	int32_t mem_hit; /* a charge was refused */
 	int32_t egress_hit; /* a destination outside was refused */
+	int32_t egress_named; /* egress_what is being or has been written */
+	char egress_what[VMM_EGRESS_WHAT]; /* the first one refused */
 	uint64_t mem_used, mem_limit; /* bytes: the rows' sum, its bound */
 	unsigned nslots;
 	struct vm_slot slot[];
@@ -316,17 +318,37 @@ vm_proc_finish(struct vm *vm)
 		vm->res->limits_hit |= VMM_LIMIT_PROCESSES;
 	if (LOAD(&t->mem_hit))
 		vm->res->limits_hit |= VMM_LIMIT_MEMORY;
-	if (LOAD(&t->egress_hit))
+	if (LOAD(&t->egress_hit)) {
 		vm->res->limits_hit |= VMM_LIMIT_EGRESS;
+		if (vm->res->egress_refused[0] == '\0' &&
+		    LOAD(&t->egress_named) == 2)
+			memcpy(vm->res->egress_refused, t->egress_what,
+			    sizeof(t->egress_what));
+		vm->res->egress_refused[VMM_EGRESS_WHAT - 1] = '\0';
+	}
 	tree_free(vm);
 }
 
+/* The first destination refused in the tree is the one the run's result
+ * names (1: being written by some process, 2: written). */
 void
-vm_proc_egress_refused(struct vm *vm)
+vm_proc_egress_refused(struct vm *vm, const char *what)
 {
+	int32_t none = 0;
+
 	vm->res->limits_hit |= VMM_LIMIT_EGRESS;
-	if (vm->tree != NULL)
-		STORE(&vm->tree->egress_hit, 1);
+	if (vm->res->egress_refused[0] == '\0')
+		strlcpy(vm->res->egress_refused, what,
+		    sizeof(vm->res->egress_refused));
+	if (vm->tree == NULL)
+		return;
+	STORE(&vm->tree->egress_hit, 1);
+	if (__atomic_compare_exchange_n(&vm->tree->egress_named, &none, 1, 0,
+	        __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+		strlcpy(
+		    vm->tree->egress_what, what, sizeof(vm->tree->egress_what));
+		STORE(&vm->tree->egress_named, 2);
+	}
 }
 
 /* ---- fork, vfork, clone ------------------------------------------------ */

@@ -187,11 +187,25 @@ addr_local(const struct sockaddr_storage *ss)
 	return 0;
 }
 
-/* A destination outside the sandbox: refused, and the run says so. */
+/* A destination outside the sandbox: refused, and the run says so,
+ * naming its address and port. */
 static int64_t
-egress_refused(struct vm *vm)
+egress_refused(struct vm *vm, const struct sockaddr_storage *ss)
 {
-	vm_proc_egress_refused(vm);
+	char host[INET6_ADDRSTRLEN], what[INET6_ADDRSTRLEN + 8];
+	const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
+	const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+
+	what[0] = '\0';
+	if (ss->ss_family == AF_INET &&
+	    inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host)) != NULL)
+		snprintf(
+		    what, sizeof(what), "%s:%u", host, ntohs(in->sin_port));
+	else if (ss->ss_family == AF_INET6 &&
+	    inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host)) != NULL)
+		snprintf(
+		    what, sizeof(what), "[%s]:%u", host, ntohs(in6->sin6_port));
+	vm_proc_egress_refused(vm, what);
 	return -EACCES;
 }
 
@@ -292,6 +306,8 @@ dns_decide(struct vm *vm, const struct dns_query *q, uint8_t addr[4], int *has)
 		    q->name, 0, &fd, &refused);
 		if (fd >= 0)
 			close(fd);
+		if (rc != 0 && refused)
+			vm_proc_egress_refused(vm, q->name);
 		if (rc != 0)
 			return rc == -EINTR ? -1 : DNS_RCODE_NXDOMAIN;
 		if ((a = dns_table_add(vm->cfg->dns_table, q->name)) == 0)
@@ -439,8 +455,12 @@ connect_by_name(struct vm *vm, struct vfd *f, const struct sockaddr_storage *ss)
 	rc = vm->cfg->egress_net(
 	    vm->cfg->fetch_arg, VMM_NET_CONNECT, namecopy, port, &fd, &refused);
 	if (rc != 0) {
-		if (refused)
-			vm_proc_egress_refused(vm);
+		if (refused) {
+			char what[VMM_EGRESS_WHAT];
+
+			snprintf(what, sizeof(what), "%s:%u", namecopy, port);
+			vm_proc_egress_refused(vm, what);
+		}
 		return rc;
 	}
 	/*
@@ -812,7 +832,7 @@ sys_connect(struct vm *vm, const uint64_t a[6])
 	    !addr_local(&ss)) {
 		if ((rc = connect_by_name(vm, f, &ss)) != -ENOENT)
 			return rc;
-		return egress_refused(vm);
+		return egress_refused(vm, &ss);
 	}
 	if (path[0] != '\0' &&
 	    (rc = unix_at(vm, path, 0, &ss, &sl, &back)) != 0)
@@ -1025,7 +1045,7 @@ do_send(struct vm *vm, struct vfd *f, struct iovec *iov, size_t n,
 			return rc;
 		if ((ss.ss_family == AF_INET || ss.ss_family == AF_INET6) &&
 		    !addr_local(&ss))
-			return egress_refused(vm);
+			return egress_refused(vm, &ss);
 		if (f->sock == SOCK_DGRAM && dns_dest(vm, &ss))
 			return dns_serve(vm, f, iov, n);
 		m.msg_name = &ss;

@@ -405,7 +405,9 @@ void vm_proc_mem_uncharge(struct vm *, uint64_t bytes);
 uint64_t vm_proc_take_pending(struct vm *);
 /* A socket's destination outside the sandbox was refused: the run's
  * result says "egress" (whichever of its processes it was). */
-void vm_proc_egress_refused(struct vm *);
+/* proc.c: a destination outside refused ("name", "name:port", an
+ * address and port): the run's limits say egress, and name the first. */
+void vm_proc_egress_refused(struct vm *, const char *what);
 uint64_t vm_proc_peek_pending(struct vm *);
 void vm_proc_dispositions(struct vm *, uint64_t caught, uint64_t ignored);
 

@@ -206,6 +206,10 @@ struct vmm_winsize {
 	uint16_t rows, cols;
 };
 
+/* A refused destination as a run's result names it: a DNS name (at most
+ * 253), a colon and a port, and the NUL. */
+#define VMM_EGRESS_WHAT 264
+
 struct vmm_result {
 	enum vmm_status status;
 	int exit_code; /* VMM_EXITED */
@@ -224,6 +228,9 @@ struct vmm_result {
 				 pages counted only where touched */
 	uint64_t output_bytes;
 	uint32_t limits_hit; /* VMM_LIMIT_*: the tree met them on its way */
+	/* VMM_LIMIT_EGRESS: the first destination refused, "name",
+	 * "name:port" or "address:port" ("" when unknown). */
+	char egress_refused[VMM_EGRESS_WHAT];
 	/* Set last by a keepd vm process, once its guest's processes are
 	 * gone and its output is whole: the result is final, and what is
 	 * left is the process's own exit (freeing the VM's memory, about a

@@ -76,8 +76,14 @@ run_reply(struct proc_ctx *ctx, enum proc_id to, uint64_t reqid,
 			d.limits |= RUN_LIMIT_PROCESSES;
 		if (res->limits_hit & VMM_LIMIT_MEMORY)
 			d.limits |= RUN_LIMIT_MEMORY;
-		if (res->limits_hit & VMM_LIMIT_EGRESS)
+		if (res->limits_hit & VMM_LIMIT_EGRESS) {
 			d.limits |= RUN_LIMIT_EGRESS;
+			memcpy(d.egress, res->egress_refused,
+			    sizeof(d.egress) < sizeof(res->egress_refused)
+			        ? sizeof(d.egress)
+			        : sizeof(res->egress_refused));
+			d.egress[sizeof(d.egress) - 1] = '\0';
+		}
 	}
 	strlcpy(d.reason, reason, sizeof(d.reason));
 	vmm_run_done_send(ctx, to, reqid, &d, outfd, "run");

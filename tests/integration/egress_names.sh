@@ -98,9 +98,10 @@ try:
 except socket.gaierror as e:
     print('gaierror', e.errno == socket.EAI_NONAME)
 "
-[ "$out" = "gaierror True" ] &&
-    ok "a name no rule allows is socket.gaierror (NXDOMAIN), though hosts_file knows it" ||
-    bad "denied name: $out"
+[ "$out" = "gaierror True" ] && [ "$(jget "$body" '["limits"]')" = "['egress']" ] &&
+    [ "$(jget "$body" '["egress_refused"]')" = other.test ] &&
+    ok "a name no rule allows is socket.gaierror (NXDOMAIN), though hosts_file knows it; the result says limits: egress, egress_refused: other.test" ||
+    bad "denied name: $out $body"
 
 pyexec "$alice" "
 import socket
@@ -111,7 +112,8 @@ except ConnectionRefusedError:
     print('refused')
 "
 [ "$out" = refused ] && [ "$(jget "$body" '["limits"]')" = "['egress']" ] &&
-    ok "an allowed name on a port its rule does not list: ConnectionRefusedError, limits: egress" ||
+    [ "$(jget "$body" '["egress_refused"]')" = "allowed.test:$cp" ] &&
+    ok "an allowed name on a port its rule does not list: ConnectionRefusedError, limits: egress, egress_refused: allowed.test:$cp" ||
     bad "refused port: $out $body"
 
 pyexec "$alice" "

@@ -171,7 +171,8 @@ req "$alice" POST "/v1/sandboxes/$sbx/commands/run" '{"cmd":"sockets","args":["/
 req "$alice" POST "/v1/sandboxes/$sbx/commands/run" '{"cmd":"sockets","args":["egress"]}'
 [ "$code" = 200 ] && [ "$(jget "$body" '["stdout"]')" = "$(cat "$tmp/egress.want")" ] &&
     [ "$(jget "$body" '["limits"]')" = "['egress']" ] &&
-    ok "keepd: outside loopback is EACCES, and the result says limits: egress" ||
+    [ "$(jget "$body" '["egress_refused"]')" = "10.1.2.3:80" ] &&
+    ok "keepd: outside loopback is EACCES, and the result says limits: egress, egress_refused: the first one (10.1.2.3:80)" ||
     bad "keepd egress: $code $body"
 
 # A server in the background, reached by the next command; not by
