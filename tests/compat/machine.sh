@@ -7,7 +7,9 @@
 # module through regrtest, side by side as tests/compat/python.sh prints
 # them. The tests lie in the workspace at /pt/test (PYTHONPATH=/pt) on
 # both sides; natively they run as uid 1000 with HOME unset, as the guest
-# does. Each side's log is kept in $B/compat-machine/ (MACHINE_LOGS).
+# does. The guest's tree may hold 256 processes and 6 GiB (keep run's
+# defaults, 64 and the image's 2 GiB, are a sandbox's, and
+# test_multiprocessing_fork starts a hundred pythons at once). Each side's log is kept in $B/compat-machine/ (MACHINE_LOGS).
 # docs/compat.md ("The machine image") explains every difference.
 # MACHINE_MODULES="test_a test_b" picks other modules.
 set -u
@@ -45,6 +47,7 @@ for m in $MODULES; do
 	    PYTHONPATH="$tmp/n/pt" "$NATIVE" $(args "$m")) </dev/null \
 	    >"$tmp/$m.n" 2>&1
 	timeout -k 10 960 "$KEEP" run --timeout 900s --workspace "$tmp/k" \
+	    --processes 256 --memory 6G \
 	    --env PYTHONPATH=/pt --env LANG=C.UTF-8 --trust "$B/keys/dev.public" \
 	    "$IMG" python3 $(args "$m") </dev/null >"$tmp/$m.k" 2>&1
 	cp "$tmp/$m.n" "$LOGS/$m.native.log"; cp "$tmp/$m.k" "$LOGS/$m.keep.log"

@@ -9,6 +9,7 @@
  */
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 
 #include <errno.h>
@@ -229,12 +230,63 @@ posix_shm(void)
 	shm_unlink("/keep-shm");
 }
 
+/*
+ * `shmap truncated`: a file shortened under its shared mapping, whose
+ * pages past the end are then handed to calls. Linux answers EFAULT (or
+ * a short count); keep may answer zeroes for them. Either way the calls
+ * answer and the process goes on ("survived"), and the guest's own touch
+ * of such a page is SIGBUS as in Linux.
+ */
+static void
+truncated(void)
+{
+	uint8_t *p;
+	int fd, nul, pfd[2];
+	char buf[64];
+	ssize_t n;
+
+	fd = open("/tmp/keep-shmap-trunc", O_RDWR | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0 || ftruncate(fd, 4 * PAGE) != 0 ||
+	    (p = mmap(NULL, 4 * PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+	         0)) == MAP_FAILED) {
+		printf("setup: %s\n", strerror(errno));
+		return;
+	}
+	memset(p, 'a', 4 * PAGE);
+	if (ftruncate(fd, 0) != 0) {
+		printf("ftruncate: %s\n", strerror(errno));
+		return;
+	}
+	nul = open("/dev/null", O_WRONLY);
+	n = write(nul, p + PAGE, 100);
+	printf("write from past the end: %s\n",
+	    n == 100 || (n == -1 && errno == EFAULT) ? "answered" : "WRONG");
+	if (pipe(pfd) == 0) {
+		n = write(pfd[1], "0123456789", 10);
+		n = read(pfd[0], p + 2 * PAGE, 10);
+		printf("read into past the end: %s\n",
+		    n == 10 || (n == -1 && errno == EFAULT) ? "answered" : "WRONG");
+	}
+	/* One the VMM itself copies into (not a host call's buffer). */
+	n = uname((struct utsname *)(p + 3 * PAGE));
+	printf("uname into past the end: %s\n",
+	    n == 0 || (n == -1 && errno == EFAULT) ? "answered" : "WRONG");
+	n = pread(fd, buf, sizeof(buf), 0);
+	printf("the file is empty: %s\n", n == 0 ? "yes" : "no");
+	unlink("/tmp/keep-shmap-trunc");
+	printf("survived\n");
+}
+
 int
 main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
+	if (argc > 1 && strcmp(argv[1], "truncated") == 0) {
+		truncated();
+		return 0;
+	}
 	anonymous();
-	file_and_calls(argc > 1 ? argv[1] : "/tmp/keep-shmap-file");
+	file_and_calls("/tmp/keep-shmap-file");
 	semaphore();
 	posix_shm();
 	return failed;

@@ -49,6 +49,12 @@ mkdir -p "$tmp/shmws"
 [ $nrc -eq $krc ] && cmp -s "$tmp/native" "$tmp/keep" &&
     ok "shared mappings: anonymous across fork, a file and its calls, another process's mapping, POSIX semaphores and shm_open in /dev/shm (same as native)" ||
     bad "shmap: native exit $nrc, keep exit $krc: $(diff "$tmp/native" "$tmp/keep" | head -10) $(head -c 300 "$tmp/keeperr")"
+# A file shortened under its mapping, its pages then handed to calls the
+# VMM serves by copying (uname): the vm process must not die of SIGBUS.
+"$KEEP" run --timeout 20s --workspace "$tmp/shmws" -- "$G/shmap" truncated >"$tmp/keep" 2>"$tmp/keeperr"; krc=$?
+[ $krc -eq 0 ] && [ "$(grep -c answered "$tmp/keep")" = 3 ] && grep -q '^survived$' "$tmp/keep" &&
+    ok "a file shortened under its shared mapping: calls on its pages answer, the guest goes on" ||
+    bad "shmap truncated: exit $krc: $(cat "$tmp/keep") $(head -c 300 "$tmp/keeperr")"
 "$KEEP" run --timeout 1s "$G/threads" spin >"$tmp/out" 2>"$tmp/err"; rc=$?
 [ $rc -eq 124 ] && grep -q "timeout" "$tmp/err" &&
     ok "a thread that spins past the time limit is stopped" ||
