@@ -205,12 +205,20 @@ struct msg_vmm_sandbox_new {
 	/* A fork: the policy's `contexts` quota of the caller (0: none),
 	 * which the source's contexts, carried along, must fit. */
 	uint32_t contexts_max;
+	/* SBX_NEW_*: what the new workspace holds before any run. */
+	uint32_t flags;
+	uint32_t pad; /* 0 */
 	char env[SBX_ENV_MAX]; /* "K=V\0" strings */
 	/* A fork: the caller's sandbox whose workspace the new one starts
 	 * with a copy of (its image is the same); "" for a new sandbox.
 	 * The reply comes once the copy is done (VMM_FORK_MS at most). */
 	char from[SBX_ID_MAX];
 };
+
+/* E2B's layout (docs/e2b.md): the workspace holds home/user (mode 0755),
+ * the directory E2B's commands, cells and relative paths start in. */
+#define SBX_NEW_HOME_USER 0x1u
+#define SBX_NEW_FLAGS SBX_NEW_HOME_USER
 
 struct msg_vmm_sandbox_ref {
 	struct grant grant; /* sandbox:read or :write, target = id */

@@ -159,6 +159,9 @@ struct api_sandbox_spec {
 	const struct api_kv *metadata;
 	size_t nmetadata;
 	uint64_t ttl_s; /* 0: the backend's default */
+	/* E2B's layout (docs/e2b.md): the workspace starts with
+	 * /home/user. */
+	int home_user;
 };
 
 struct api_token {

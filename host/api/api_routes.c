@@ -125,6 +125,24 @@ rq_path_check(struct rq *r, const char *path)
 	return 0;
 }
 
+int
+rq_e2b_path(struct rq *r, const char *in, char *out, size_t outlen)
+{
+	int n;
+
+	if (in[0] == '/')
+		n = snprintf(out, outlen, "%s", in);
+	else if (in[0] == '\0' || strcmp(in, ".") == 0)
+		n = snprintf(out, outlen, "%s", E2B_HOME);
+	else
+		n = snprintf(out, outlen, "%s/%s", E2B_HOME, in);
+	if (n < 0 || (size_t)n >= outlen || (size_t)n >= PATH_MAX_API) {
+		rq_error(r, API_EBADREQ, "path is too long");
+		return -1;
+	}
+	return rq_path_check(r, out);
+}
+
 /*
  * A command's cwd (len: its JSON string's length): an absolute guest
  * path without NUL or ".." component, within a workspace path's bound.
@@ -142,13 +160,21 @@ rq_cwd_check(struct rq *r, const char *cwd, size_t len)
 	return rq_path_check(r, cwd);
 }
 
-/* ?path= inside the workspace. Returns 0 with path filled, -1 replied. */
+/* ?path= inside the workspace (E2B's routes: relative to E2B_HOME).
+ * Returns 0 with path filled, -1 replied. */
 static int
 rq_path(struct rq *r, char *path, size_t len)
 {
-	if (rq_query(r, "path", path, len, 1) != 1)
+	char asked[PATH_MAX_API];
+
+	if (r->e2b == E2B_NO) {
+		if (rq_query(r, "path", path, len, 1) != 1)
+			return -1;
+		return rq_path_check(r, path);
+	}
+	if (rq_query(r, "path", asked, sizeof(asked), 1) != 1)
 		return -1;
-	return rq_path_check(r, path);
+	return rq_e2b_path(r, asked, path, len);
 }
 
 static int
@@ -657,6 +683,10 @@ reply_run(struct rq *r, struct api_run_result *res)
 	res->reason[sizeof(res->reason) - 1] = '\0';
 	if (r->e2b == E2B_RPC_STREAM) {
 		e2b_process_reply(r, res);
+		return;
+	}
+	if (r->e2b_cell != E2B_CELL_NONE) {
+		e2b_cmd_cell_reply(r, res);
 		return;
 	}
 	if (res->cell) {

@@ -250,6 +250,8 @@ sandbox_make(struct front_backend *fb, const struct api_call *call,
 		goto out;
 	}
 	q->ttl_s = spec->ttl_s;
+	if (spec->home_user)
+		q->flags |= SBX_NEW_HOME_USER;
 	for (i = 0; i < spec->nenv; i++) {
 		int n = snprintf(q->env + used, sizeof(q->env) - used, "%s=%s",
 		    spec->env[i].key, spec->env[i].value);

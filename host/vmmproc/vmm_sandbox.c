@@ -130,6 +130,29 @@ owned_sandboxes(const struct vmm_state *vs, const char *owner)
 	return n;
 }
 
+/*
+ * E2B's home in a new (so empty) workspace: home/ and home/user/, 0755
+ * whatever the vmm's umask, as a Debian machine has them.
+ */
+static int
+make_home_user(int ws_fd)
+{
+	int fd, ufd, rc = -1;
+
+	if (mkdirat(ws_fd, "home", 0755) == -1 ||
+	    (fd = openat(ws_fd, "home",
+	         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+		return -1;
+	if (fchmod(fd, 0755) == 0 && mkdirat(fd, "user", 0755) == 0 &&
+	    (ufd = openat(fd, "user",
+	         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) != -1) {
+		rc = fchmod(ufd, 0755);
+		close(ufd);
+	}
+	close(fd);
+	return rc;
+}
+
 int
 vmm_h_create(struct proc_ctx *ctx, const struct msg *m)
 {
@@ -150,7 +173,9 @@ vmm_h_create(struct proc_ctx *ctx, const struct msg *m)
 	    memchr(q->image, '\0', sizeof(q->image)) == NULL ||
 	    memchr(q->from, '\0', sizeof(q->from)) == NULL ||
 	    !vmm_safe_name(q->id, sizeof(q->id)) ||
-	    q->env_len > sizeof(q->env) || !env_valid(q->env, q->env_len, 0))
+	    q->env_len > sizeof(q->env) || !env_valid(q->env, q->env_len, 0) ||
+	    (q->flags & ~SBX_NEW_FLAGS) != 0 || q->pad != 0 ||
+	    (q->flags != 0 && q->from[0] != '\0'))
 		goto out;
 	rc = 0;
 	vmm_expire_sandboxes(vs);
@@ -208,6 +233,12 @@ vmm_h_create(struct proc_ctx *ctx, const struct msg *m)
 			    s->image,
 			    log_escape(
 			        esc, sizeof(esc), s->owner, strlen(s->owner)));
+			if ((q->flags & SBX_NEW_HOME_USER) != 0 &&
+			    make_home_user(s->ws_fd) != 0) {
+				log_warn("sandbox %s: home/user", s->id);
+				vmm_sandbox_discard(vs, s);
+				r.status = SBX_E_INTERNAL;
+			}
 			/* A fork is answered once its workspace is copied. */
 			if (src != NULL &&
 			    (r.status = vmm_fork_start(ctx, vs, m, src, s,
