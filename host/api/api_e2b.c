@@ -68,8 +68,8 @@ e2b_sandbox_json(const struct api_sandbox *sb, const char *tmpl)
 	    sb->id, "templateID", tmpl, "alias", sb->image, "clientID", "keep",
 	    "envdVersion", E2B_ENVD_VERSION, "startedAt",
 	    iso_time(sb->created_at), "endAt", iso_time(sb->expires_at),
-	    "state", "running", "metadata",
-	    api_kv_json(sb->metadata, sb->nmetadata));
+	    "state", strcmp(sb->status, "paused") == 0 ? "paused" : "running",
+	    "metadata", api_kv_json(sb->metadata, sb->nmetadata));
 }
 
 /*
@@ -199,7 +199,7 @@ struct e2b_list_filter {
 	char mdbuf[E2B_FILTER_MAX];
 	char tmpl[128];
 	int64_t started_after; /* -1: none */
-	int want_running;
+	int want_running, want_paused;
 };
 
 /* Percent-decodes s in place ('+' is a space when form is set): 0, or -1
@@ -260,8 +260,8 @@ bad:
 
 /*
  * state, repeated (state=running&state=paused, as the SDK sends an
- * array) or comma-separated: keep's sandboxes are never paused, so a
- * list of paused ones alone is empty. Absent: both, as E2B's default.
+ * array) or comma-separated: running ones, paused ones (E2B's pause), or
+ * both. Absent: both, as E2B's default.
  */
 static int
 e2b_state_filter(struct rq *r, struct e2b_list_filter *f)
@@ -269,7 +269,7 @@ e2b_state_filter(struct rq *r, struct e2b_list_filter *f)
 	const char *q = r->req->query, *end, *amp, *pe, *v, *c;
 	int seen = 0;
 
-	f->want_running = 1;
+	f->want_running = f->want_paused = 1;
 	if (q == NULL)
 		return 0;
 	end = q + r->req->query_len;
@@ -279,14 +279,16 @@ e2b_state_filter(struct rq *r, struct e2b_list_filter *f)
 		if (pe - q < 6 || memcmp(q, "state=", 6) != 0)
 			continue;
 		if (!seen++)
-			f->want_running = 0;
+			f->want_running = f->want_paused = 0;
 		for (v = q + 6; v < pe; v = c + 1) {
 			if ((c = memchr(v, ',', (size_t)(pe - v))) == NULL &&
 			    (c = memchr(v, '%', (size_t)(pe - v))) == NULL)
 				c = pe;
 			if (c - v == 7 && memcmp(v, "running", 7) == 0)
 				f->want_running = 1;
-			else if (!(c - v == 6 && memcmp(v, "paused", 6) == 0)) {
+			else if (c - v == 6 && memcmp(v, "paused", 6) == 0)
+				f->want_paused = 1;
+			else {
 				rq_error(r, API_EBADREQ,
 				    "state must be running or paused");
 				return -1;
@@ -338,7 +340,8 @@ e2b_list_match(const struct e2b_list_filter *f, const struct api_sandbox *sb)
 {
 	size_t i, j;
 
-	if (!f->want_running)
+	if (!(strcmp(sb->status, "paused") == 0 ? f->want_paused
+	                                        : f->want_running))
 		return 0;
 	if (f->started_after >= 0 && sb->created_at <= f->started_after)
 		return 0;
@@ -447,8 +450,7 @@ h_e2b_sandbox_list(struct rq *r)
 			    arr, e2b_sandbox_json(&sbs[i], sbs[i].image));
 	}
 	next[sizeof(next) - 1] = '\0';
-	if (f->want_running)
-		strlcpy(r->next_token, next, sizeof(r->next_token));
+	strlcpy(r->next_token, next, sizeof(r->next_token));
 	rq_json(r, 200, arr);
 	arr = NULL;
 out:
@@ -483,11 +485,46 @@ h_e2b_sandbox_get(struct rq *r)
 }
 
 /*
- * POST /e2b/v2/sandboxes/{id}/connect (Sandbox.connect): a new token of
- * the sandbox for the caller, as keep's POST .../token. keep's sandboxes
- * are never paused, so there is nothing to resume; a timeout moves the
- * sandbox's end first, as setTimeout does (E2B's connect sets it from
- * now).
+ * POST /e2b/sandboxes/{id}/pause {"memory"} (sandbox.pause, betaPause):
+ * keep's POST .../pause. 204; 409 when paused already, which the SDK
+ * answers false to. keep keeps its contexts' state either way (memory
+ * images, else their journals): memory false asks for less and gets
+ * more.
+ */
+void
+h_e2b_sandbox_pause(struct rq *r)
+{
+	static const char *const fields[] = { "memory", NULL };
+	struct api_sandbox sb;
+	struct api_error err;
+	json_t *m;
+	int rc;
+
+	if (r->body != NULL && rq_fields(r, r->body, fields))
+		return;
+	if (r->body != NULL &&
+	    (m = json_object_get(r->body, "memory")) != NULL &&
+	    !json_is_boolean(m) && !json_is_null(m)) {
+		rq_error(r, API_EBADREQ, "Field memory must be a boolean");
+		return;
+	}
+	memset(&sb, 0, sizeof(sb));
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->sandbox_pause(BE(r)->ctx, &r->call, r->id, &sb, &err);
+	sandbox_release(&sb);
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	rq_no_content(r);
+}
+
+/*
+ * POST /e2b/v2/sandboxes/{id}/connect (Sandbox.connect): a paused
+ * sandbox is resumed (its contexts come back from their memory images at
+ * their next cell), then a new token of the sandbox for the caller, as
+ * keep's POST .../token. A timeout moves the sandbox's end first, as
+ * setTimeout does (E2B's connect sets it from now).
  */
 void
 h_e2b_sandbox_connect(struct rq *r)
@@ -501,11 +538,25 @@ h_e2b_sandbox_connect(struct rq *r)
 
 	if (r->body != NULL && rq_fields(r, r->body, fields))
 		return;
-	/* Restore or reboot: a keep sandbox was never paused. */
+	/* Restore (true, the default) or reboot (false): keep restores. */
 	if (r->body != NULL &&
 	    (m = json_object_get(r->body, "memory")) != NULL &&
 	    !json_is_boolean(m) && !json_is_null(m)) {
 		rq_error(r, API_EBADREQ, "Field memory must be a boolean");
+		return;
+	}
+	memset(&sb, 0, sizeof(sb));
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->sandbox_get(BE(r)->ctx, &r->call, r->id, &sb, &err);
+	sandbox_release(&sb);
+	if (rc == API_OK && strcmp(sb.status, "paused") == 0) {
+		memset(&sb, 0, sizeof(sb));
+		rc = BE(r)->sandbox_resume(
+		    BE(r)->ctx, &r->call, r->id, &sb, &err);
+		sandbox_release(&sb);
+	}
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
 		return;
 	}
 	if (r->body != NULL) {
@@ -585,7 +636,9 @@ h_e2b_health(struct rq *r)
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->sandbox_get(BE(r)->ctx, &r->call, r->id, &sb, &err);
 	api_kv_free(sb.metadata, sb.nmetadata);
-	if (rc == API_ENOTFOUND)
+	/* Paused: not running either, until connect resumes it. */
+	if (rc == API_ENOTFOUND ||
+	    (rc == API_OK && strcmp(sb.status, "paused") == 0))
 		rq_fail(r, 502, "SANDBOX_GONE", "The sandbox is not running");
 	else if (rc != API_OK)
 		rq_backend_error(r, rc, &err);

@@ -385,6 +385,7 @@ json_t *iso_time(int64_t t);
 /* The reply of an E2B cell run as a command: its lines (ndjson). */
 void e2b_cmd_cell_reply(struct rq *, struct api_run_result *);
 void h_e2b_sandbox_create(struct rq *);
+void h_e2b_sandbox_pause(struct rq *);
 void h_e2b_sandbox_get(struct rq *);
 void h_e2b_sandbox_list(struct rq *);
 void h_e2b_sandbox_delete(struct rq *);

@@ -478,6 +478,11 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 		}
 		goto refuse;
 	}
+	/* A run or a cell in a paused sandbox resumes it (docs/e2b.md). */
+	if (s->paused) {
+		s->paused = 0;
+		log_info("sandbox %s resumed by a run", s->id);
+	}
 	if (q.flags & RUN_F_CONTEXT) {
 		vmm_secrets_free(rs);
 		vmm_context_cell(ctx, vs, m, &q, &g, s);

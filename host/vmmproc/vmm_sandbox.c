@@ -115,6 +115,7 @@ vmm_sandbox_info(struct msg_vmm_sandbox_info *r, const struct sandbox *s)
 	strlcpy(r->image, s->image, sizeof(r->image));
 	r->created_at = s->created_at;
 	r->expires_at = s->expires_at;
+	r->paused = s->paused != 0;
 }
 
 /* How many sandboxes owner holds: its policy's `sandboxes` quota. */
@@ -263,6 +264,9 @@ vmm_h_ref(struct proc_ctx *ctx, const struct msg *m)
 	struct sandbox *s;
 	struct grant g;
 	int del = m->hdr.type == MSG_VMM_SANDBOX_DELETE;
+	int pause = m->hdr.type == MSG_VMM_SANDBOX_PAUSE;
+	int resume = m->hdr.type == MSG_VMM_SANDBOX_RESUME;
+	size_t i;
 
 	memcpy(&q, m->data, sizeof(q));
 	memset(&r, 0, sizeof(r));
@@ -272,13 +276,33 @@ vmm_h_ref(struct proc_ctx *ctx, const struct msg *m)
 	/* Reading needs sandbox:read or :write (a token refresh asks with
 	 * the latter); deleting needs :write. */
 	if (vmm_check_grant(ctx, m, &q.grant,
-	        del || q.grant.cap == CAP_SANDBOX_WRITE ? CAP_SANDBOX_WRITE
-	                                                : CAP_SANDBOX_READ,
+	        del || pause || resume || q.grant.cap == CAP_SANDBOX_WRITE
+	            ? CAP_SANDBOX_WRITE
+	            : CAP_SANDBOX_READ,
 	        q.id, &g) != 0)
 		r.status = SBX_E_GRANT;
 	else if ((s = vmm_sandbox_find(vs, q.id, g.principal)) == NULL)
 		r.status = vmm_not_found(vs);
+	else if (pause && s->paused)
+		r.status = SBX_E_PAUSED;
 	else {
+		/* A pause ends the sandbox's commands (a process tree has no
+		 * memory image) and has each idle context save its own, as
+		 * its policy's pause time would (docs/contexts.md). */
+		if (pause) {
+			for (i = 0; i < VMM_JOBS_MAX; i++)
+				if (vs->jobs[i].used &&
+				    strcmp(vs->jobs[i].sbx, s->id) == 0) {
+					vmm_kill_tree(vs->jobs[i].pid);
+					vs->jobs[i].killed = 1;
+				}
+			vmm_contexts_fork_prepare(vs, s);
+			s->paused = 1;
+			log_info("sandbox %s paused", s->id);
+		} else if (resume && s->paused) {
+			s->paused = 0;
+			log_info("sandbox %s resumed", s->id);
+		}
 		vmm_sandbox_info(&r, s);
 		if (del)
 			vmm_sandbox_discard(vs, s);

@@ -479,6 +479,48 @@ async function cells() {
 	await m.kill();
 }
 
+// betaPause and Sandbox.connect: keep's pause (contexts to their memory
+// images, commands ended) and resume.
+async function pause() {
+	const p = await Sandbox.create({ metadata: { owner: 'pause-test' } });
+	await p.runCode('x = 41');
+	await p.files.write('kept.txt', 'kept');
+	const bg = await p.commands.run('sleep 60', { background: true });
+	check('betaPause() is true', (await p.betaPause()) === true);
+	const info = await p.getInfo();
+	check("getInfo says paused", info.state === 'paused', info);
+	check('isRunning() is false while paused', (await p.isRunning()) === false);
+	check('a second pause is false, as E2B answers it (409)',
+	    (await Sandbox.pause(p.sandboxId)) === false);
+	const ended = await threw(() => bg.wait());
+	check('a pause ends the sandbox\'s commands (CommandExitError)',
+	    ended && ended.name === 'CommandExitError', ended && ended.message);
+	const listAll = async (opts) => {
+		const pg = Sandbox.list(opts);
+		const all = [];
+		for (let i = 0; pg.hasNext && i < 50; i++)
+			all.push(...await pg.nextItems());
+		return all;
+	};
+	let l = await listAll({ query: { state: ['paused'],
+		metadata: { owner: 'pause-test' } } });
+	check("Sandbox.list({query: {state: ['paused']}}) lists it, paused",
+	    l.length === 1 && l[0].sandboxId === p.sandboxId &&
+	        l[0].state === 'paused', l);
+	l = await listAll({ query: { state: ['running'],
+		metadata: { owner: 'pause-test' } } });
+	check('and the running ones do not hold it', l.length === 0, l);
+	const c = await Sandbox.connect(p.sandboxId);
+	check('Sandbox.connect resumes it: running',
+	    (await c.getInfo()).state === 'running' && (await c.isRunning()));
+	const ex = await c.runCode('x + 1');
+	check("its default context comes back with its variables: x + 1 is 42",
+	    ex.text === '42', ex.toJSON());
+	check('and its files',
+	    (await c.commands.run('cat kept.txt')).stdout === 'kept');
+	await c.kill();
+}
+
 // setTimeout moves a sandbox's end, later or sooner; the SDK's token
 // outlives the first end (E2B's SDK keeps it for the sandbox's life).
 async function timeouts() {
@@ -716,8 +758,9 @@ async function denied() {
 		if (which === 'all' || which === 'code') await javascript();
 		if (which === 'all' || which === 'commands') await commands();
 		if (which === 'all' || which === 'commands') await timeouts();
-		if (which === 'all' || which === 'layout') await layout();
-		if (which === 'all' || which === 'layout') await cells();
+		if (which === 'all' || which === 'machine') await layout();
+		if (which === 'all' || which === 'machine') await cells();
+		if (which === 'all' || which === 'machine') await pause();
 		if (which === 'denied') await denied();
 	} catch (e) {
 		fails++;

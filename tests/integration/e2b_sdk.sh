@@ -60,8 +60,9 @@ sdk_run "$key" code && ok "the code interpreter through E2B's SDK" ||
 	bad "the code interpreter through E2B's SDK"
 sdk_run "$key" commands && ok "commands and files through E2B's SDK" ||
 	bad "commands through E2B's SDK"
-sdk_run "$key" layout && ok "E2B's layout: /home/user, HOME, relative paths" ||
-	bad "E2B's layout through E2B's SDK"
+sdk_run "$key" machine &&
+	ok "E2B's layout (/home/user), bash and js cells, pause and resume" ||
+	bad "the machine: layout, cells, pause through E2B's SDK"
 
 # The policy decides: "other" may not run bash, so its commands.run in
 # a base sandbox is refused, PermissionDenied to the SDK.

@@ -906,12 +906,39 @@ test_rpc_process(void **state)
 	start(e, "{\"process\":{\"cmd\":\"/opt/x/echo\"}}", NULL, &r);
 	stream_error(&r, "invalid_argument");
 	resp_free(&r);
-	/* A cwd: keep's (absolute, no ".."), which must be a directory. */
+	/* A cwd (no ".."), which must be a directory; a relative one is
+	 * E2B's home's. */
 	start(e, "{\"process\":{\"cmd\":\"pwd\",\"cwd\":\"/w\"}}", NULL, &r);
 	stream_error(&r, "not_found");
 	resp_free(&r);
 	start(e, "{\"process\":{\"cmd\":\"pwd\",\"cwd\":\"w\"}}", NULL, &r);
-	stream_error(&r, "invalid_argument");
+	stream_error(&r, "not_found");
+	resp_free(&r);
+	sbx_json(
+	    e, "/e2b/filesystem.Filesystem/MakeDir", "{\"path\":\"w\"}", &r);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.body, "\"/home/user/w\""));
+	resp_free(&r);
+	start(e, "{\"process\":{\"cmd\":\"pwd\",\"cwd\":\"w\"}}", NULL, &r);
+	ev = envelopes(&r);
+	assert_int_equal(json_array_size(ev), 4);
+	m = json_object_get(json_array_get(ev, 1), "msg");
+	assert_string_equal(
+	    jstr(
+	        json_object_get(json_object_get(m, "event"), "data"), "stdout"),
+	    "L2hvbWUvdXNlci93Cg=="); /* "/home/user/w\n" */
+	json_decref(ev);
+	resp_free(&r);
+	/* No cwd: E2B's home. */
+	start(e, "{\"process\":{\"cmd\":\"pwd\"}}", NULL, &r);
+	ev = envelopes(&r);
+	assert_int_equal(json_array_size(ev), 4);
+	m = json_object_get(json_array_get(ev, 1), "msg");
+	assert_string_equal(
+	    jstr(
+	        json_object_get(json_object_get(m, "event"), "data"), "stdout"),
+	    "L2hvbWUvdXNlcgo="); /* "/home/user\n" */
+	json_decref(ev);
 	resp_free(&r);
 	start(e, "{\"process\":{\"cmd\":\"pwd\",\"cwd\":\"/w/../..\"}}", NULL,
 	    &r);
