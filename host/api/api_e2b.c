@@ -850,32 +850,20 @@ void
 e2b_cmd_cell_reply(struct rq *r, struct api_run_result *res)
 {
 	const char *out = res->out != NULL ? res->out : "";
-	size_t out_len = res->out_len, user_len = out_len, n;
+	size_t out_len = res->out_len, user_len = out_len, n, at;
 	json_t *tail = NULL, *e;
 	struct http_buf b;
 	const char *s;
 	char status[64];
 
-	if (r->e2b_cell == E2B_CELL_NODE && out_len > E2B_MARK_LEN) {
-		const char *p = out, *hit = NULL, *q;
-
-		/* The last "\n" MARK: a cell that printed a mark of its own
-		 * printed it before node's own last line. */
-		while ((q = memmem(p, (size_t)(out + out_len - p), r->e2b_mark,
-		            E2B_MARK_LEN)) != NULL) {
-			if (q > out && q[-1] == '\n')
-				hit = q;
-			p = q + 1;
-		}
-		if (hit != NULL) {
-			user_len = (size_t)(hit - 1 - out);
-			tail = json_loadb(hit + E2B_MARK_LEN,
-			    out_len - (size_t)(hit + E2B_MARK_LEN - out),
-			    JSON_REJECT_DUPLICATES, NULL);
-			if (!json_is_object(tail)) {
-				json_decref(tail);
-				tail = NULL;
-			}
+	if (r->e2b_cell == E2B_CELL_NODE &&
+	    e2b_cell_split(
+	        out, out_len, r->e2b_mark, E2B_MARK_LEN, &user_len, &at) == 0) {
+		tail = json_loadb(
+		    out + at, out_len - at, JSON_REJECT_DUPLICATES, NULL);
+		if (!json_is_object(tail)) {
+			json_decref(tail);
+			tail = NULL;
 		}
 	}
 	http_buf_init(&b);
