@@ -889,7 +889,8 @@ e2b_cmd_cell_reply(struct rq *r, struct api_run_result *res)
 		tb = guest_str(e, "traceback", &tl);
 		cell_line(&b,
 		    json_pack("{s:s,s:o,s:o,s:o}", "type", "error", "name",
-		        bytes_string(name != NULL ? name : "Error", nl),
+		        name != NULL ? bytes_string(name, nl)
+		                     : json_string("Error"),
 		        "value", bytes_string(value != NULL ? value : "", vl),
 		        "traceback", bytes_string(tb != NULL ? tb : "", tl)));
 	} else if (res->exit_code != 0 || res->reason[0] != '\0' ||

@@ -682,6 +682,7 @@ fb_sandbox_fork(void *arg, const struct api_call *call, const char *id,
 		goto out;
 	src.image[sizeof(src.image) - 1] = '\0';
 	spec = *given;
+	spec.home_user = 0; /* a fork's workspace is its source's copy */
 	spec.image = src.image;
 	spec.env = env;
 	spec.nenv = nenv;
