@@ -938,6 +938,15 @@ f_command_run(void *ctx, const struct api_call *c, const char *id,
 				http_buf_printf(&o, "%02x", h[k]);
 			http_buf_printf(&o, "  %s\n", cmd->args[i]);
 		}
+	} else if (strcmp(cmd->cmd, "bash") == 0 && cmd->nargs == 2 &&
+	    strcmp(cmd->args[0], "-c") == 0) {
+		/* No shell here: "bash -c CODE" says CODE, and "false"
+		 * fails, enough for E2B's bash cells (api_e2b.c). */
+		if (strcmp(cmd->args[1], "false") == 0)
+			out->exit_code = 1;
+		else
+			http_buf_printf(&o, "%s in %s\n", cmd->args[1],
+			    cmd->cwd != NULL ? cmd->cwd : "/");
 	} else if (strcmp(cmd->cmd, "pwd") == 0) {
 		http_buf_printf(&o, "%s\n", cmd->cwd != NULL ? cmd->cwd : "/");
 	} else if (strcmp(cmd->cmd, "true") == 0) {
