@@ -2,7 +2,8 @@
  * Fuzz E2B's non-JSON wire formats (host/api/e2b_wire.h). The first
  * byte picks the parser: 0 multipart/form-data (then the boundary's
  * length, the boundary, the body), 1 a multipart Content-Type, 2 one
- * Connect envelope, 3 a Connect-Timeout-Ms value. Every input is copied
+ * Connect envelope, 3 a Connect-Timeout-Ms value, 4 a node cell's
+ * output (its first byte the mark's length). Every input is copied
  * to a buffer of its exact size, so an over-read faults under ASan.
  * Checks: never a crash; every part, boundary and message lies inside
  * its input, in order, parts never overlapping; what the envelope
@@ -103,6 +104,27 @@ timeout(const char *in, size_t len)
 		abort();
 }
 
+static void
+cell_split(const char *in, size_t len)
+{
+	size_t mlen, user, tail;
+	const char *mark, *out;
+
+	if (len < 1)
+		return;
+	mlen = (unsigned char)in[0] % 40;
+	if (len - 1 < mlen)
+		return;
+	mark = in + 1;
+	out = mark + mlen;
+	if (e2b_cell_split(out, len - 1 - mlen, mark, mlen, &user, &tail) != 0)
+		return;
+	/* The user's bytes, "\n", the mark, the tail: all inside. */
+	if (user + 1 + mlen != tail || tail > len - 1 - mlen ||
+	    out[user] != '\n' || memcmp(out + user + 1, mark, mlen) != 0)
+		abort();
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -113,7 +135,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if ((buf = malloc(size - 1 ? size - 1 : 1)) == NULL)
 		return 0;
 	memcpy(buf, data + 1, size - 1);
-	switch (data[0] & 3) {
+	switch (data[0] % 5) {
 	case 0:
 		multipart(buf, size - 1);
 		break;
@@ -123,8 +145,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 2:
 		envelope(buf, size - 1);
 		break;
-	default:
+	case 3:
 		timeout(buf, size - 1);
+		break;
+	default:
+		cell_split(buf, size - 1);
 		break;
 	}
 	free(buf);

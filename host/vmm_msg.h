@@ -38,6 +38,10 @@ enum {
 	MSG_VMM_SANDBOX_LIST = MSG_VMM_BASE + 0x05, /* msg_vmm_sandbox_list */
 	MSG_VMM_SANDBOX_PAGE = MSG_VMM_BASE + 0x06, /* msg_vmm_sandbox_page */
 	MSG_VMM_SANDBOX_TTL = MSG_VMM_BASE + 0x07, /* msg_vmm_sandbox_ttl */
+	/* E2B's pause and resume (docs/e2b.md): msg_vmm_sandbox_ref, the
+	 * grant sandbox:write; answered with MSG_VMM_SANDBOX_INFO. */
+	MSG_VMM_SANDBOX_PAUSE = MSG_VMM_BASE + 0x0c,
+	MSG_VMM_SANDBOX_RESUME = MSG_VMM_BASE + 0x0d,
 	MSG_VMM_FILE = MSG_VMM_BASE + 0x08, /* msg_vmm_file [+ memfd] */
 	MSG_VMM_FILE_REPLY =
 	    MSG_VMM_BASE + 0x09, /* msg_vmm_file_reply + memfd */
@@ -192,8 +196,9 @@ enum sbx_status {
 	SBX_E_FORK_BUSY, /* as many forks in progress as the vmm copies */
 	SBX_E_FORK_TOOBIG, /* the workspace is too large to copy (its quota,
 			      names, depth or the time allowed) */
-	SBX_E_ISOLATION /* the policy's isolation kvm, on a box that runs
+	SBX_E_ISOLATION, /* the policy's isolation kvm, on a box that runs
 			   its guests on the trap platform */
+	SBX_E_PAUSED /* a pause of a sandbox paused already */
 };
 
 struct msg_vmm_sandbox_new {
@@ -205,12 +210,20 @@ struct msg_vmm_sandbox_new {
 	/* A fork: the policy's `contexts` quota of the caller (0: none),
 	 * which the source's contexts, carried along, must fit. */
 	uint32_t contexts_max;
+	/* SBX_NEW_*: what the new workspace holds before any run. */
+	uint32_t flags;
+	uint32_t pad; /* 0 */
 	char env[SBX_ENV_MAX]; /* "K=V\0" strings */
 	/* A fork: the caller's sandbox whose workspace the new one starts
 	 * with a copy of (its image is the same); "" for a new sandbox.
 	 * The reply comes once the copy is done (VMM_FORK_MS at most). */
 	char from[SBX_ID_MAX];
 };
+
+/* E2B's layout (docs/e2b.md): the workspace holds home/user (mode 0755),
+ * the directory E2B's commands, cells and relative paths start in. */
+#define SBX_NEW_HOME_USER 0x1u
+#define SBX_NEW_FLAGS SBX_NEW_HOME_USER
 
 struct msg_vmm_sandbox_ref {
 	struct grant grant; /* sandbox:read or :write, target = id */
@@ -229,7 +242,7 @@ struct msg_vmm_sandbox_ttl {
 
 struct msg_vmm_sandbox_info {
 	uint32_t status; /* enum sbx_status */
-	uint32_t pad;
+	uint32_t paused; /* 1: paused (MSG_VMM_SANDBOX_PAUSE), else 0 */
 	char id[SBX_ID_MAX];
 	char image[RUN_NAME_MAX];
 	int64_t created_at, expires_at; /* unix seconds */

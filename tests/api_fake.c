@@ -340,6 +340,9 @@ env_put(struct fake_sandbox *s, const char *k, const char *v)
 	return 0;
 }
 
+static int put_file(struct fake_sandbox *, const char *, const void *, size_t,
+    int, struct api_error *);
+
 static int
 f_sandbox_create(void *ctx, const struct api_call *c,
     const struct api_sandbox_spec *spec, struct api_sandbox *out,
@@ -382,6 +385,13 @@ f_sandbox_create(void *ctx, const struct api_call *c,
 		s->md[i].key = strdup(spec->metadata[i].key);
 		s->md[i].value = strdup(spec->metadata[i].value);
 		s->nmd++;
+	}
+	/* E2B's layout, as the vmm makes it (SBX_NEW_HOME_USER). */
+	if (spec->home_user &&
+	    (put_file(s, "/home", "", 0, 1, err) != API_OK ||
+	        put_file(s, "/home/user", "", 0, 1, err) != API_OK)) {
+		sandbox_clear(s);
+		return API_EINTERNAL;
 	}
 	s->used = 1;
 	snprintf(tok->token, sizeof(tok->token), "tok-%s-%llu", s->sb.id,
@@ -449,6 +459,38 @@ f_sandbox_timeout(void *ctx, const struct api_call *c, const char *id,
 	s->sb.expires_at = fnow(f) + (int64_t)ttl_s;
 	copy_sandbox(s, out);
 	return API_OK;
+}
+
+/* As the vmm: a paused sandbox says so until resumed. */
+static int
+f_sandbox_pause_resume(struct api_fake *f, const struct api_call *c,
+    const char *id, int pause, struct api_sandbox *out, struct api_error *err)
+{
+	struct fake_sandbox *s;
+
+	SBX_OR_404(f, id, s, err);
+	if (strcmp(s->owner, c->who->sub) != 0)
+		return fail(err, API_ENOTFOUND, "Sandbox not found");
+	if (pause && strcmp(s->sb.status, "paused") == 0)
+		return fail(err, API_ECONFLICT, "The sandbox is paused");
+	strlcpy(
+	    s->sb.status, pause ? "paused" : "running", sizeof(s->sb.status));
+	copy_sandbox(s, out);
+	return API_OK;
+}
+
+static int
+f_sandbox_pause(void *ctx, const struct api_call *c, const char *id,
+    struct api_sandbox *out, struct api_error *err)
+{
+	return f_sandbox_pause_resume(ctx, c, id, 1, out, err);
+}
+
+static int
+f_sandbox_resume(void *ctx, const struct api_call *c, const char *id,
+    struct api_sandbox *out, struct api_error *err)
+{
+	return f_sandbox_pause_resume(ctx, c, id, 0, out, err);
 }
 
 static int
@@ -896,6 +938,15 @@ f_command_run(void *ctx, const struct api_call *c, const char *id,
 				http_buf_printf(&o, "%02x", h[k]);
 			http_buf_printf(&o, "  %s\n", cmd->args[i]);
 		}
+	} else if (strcmp(cmd->cmd, "bash") == 0 && cmd->nargs == 2 &&
+	    strcmp(cmd->args[0], "-c") == 0) {
+		/* No shell here: "bash -c CODE" says CODE, and "false"
+		 * fails, enough for E2B's bash cells (api_e2b.c). */
+		if (strcmp(cmd->args[1], "false") == 0)
+			out->exit_code = 1;
+		else
+			http_buf_printf(&o, "%s in %s\n", cmd->args[1],
+			    cmd->cwd != NULL ? cmd->cwd : "/");
 	} else if (strcmp(cmd->cmd, "pwd") == 0) {
 		http_buf_printf(&o, "%s\n", cmd->cwd != NULL ? cmd->cwd : "/");
 	} else if (strcmp(cmd->cmd, "true") == 0) {
@@ -1638,6 +1689,8 @@ api_fake_backend(struct api_fake *f, struct api_backend *be)
 	be->sandbox_get = f_sandbox_get;
 	be->sandbox_delete = f_sandbox_delete;
 	be->sandbox_timeout = f_sandbox_timeout;
+	be->sandbox_pause = f_sandbox_pause;
+	be->sandbox_resume = f_sandbox_resume;
 	be->sandbox_token = f_sandbox_token;
 	be->execute = f_execute;
 	be->execute_background = f_execute_background;

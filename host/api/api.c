@@ -1474,6 +1474,8 @@ api_defer(const struct api_call *call)
 	p->e2b_watch = r->e2b_watch;
 	p->e2b_watch_recursive = r->e2b_watch_recursive;
 	r->e2b_watch = NULL;
+	p->e2b_cell = r->e2b_cell;
+	memcpy(p->e2b_mark, r->e2b_mark, sizeof(p->e2b_mark));
 	memcpy(p->request_id, r->request_id, sizeof(p->request_id));
 	memcpy(p->client_request_id, r->client_request_id,
 	    sizeof(p->client_request_id));
@@ -1699,6 +1701,8 @@ api_resume_run(struct api_pending *p, int rc, struct api_run_result *res,
 	r.sse = p->sse;
 	r.ndjson = p->ndjson;
 	r.e2b = p->e2b;
+	r.e2b_cell = p->e2b_cell;
+	memcpy(r.e2b_mark, p->e2b_mark, sizeof(r.e2b_mark));
 	memcpy(r.request_id, p->request_id, sizeof(r.request_id));
 	memcpy(r.client_request_id, p->client_request_id,
 	    sizeof(r.client_request_id));

@@ -159,6 +159,9 @@ struct api_sandbox_spec {
 	const struct api_kv *metadata;
 	size_t nmetadata;
 	uint64_t ttl_s; /* 0: the backend's default */
+	/* E2B's layout (docs/e2b.md): the workspace starts with
+	 * /home/user. */
+	int home_user;
 };
 
 struct api_token {
@@ -407,6 +410,13 @@ struct api_backend {
 	int (*sandbox_timeout)(void *ctx, const struct api_call *,
 	    const char *id, uint64_t ttl_s, struct api_sandbox *out,
 	    struct api_error *err);
+	/* Pause sandbox id (its commands end, its idle contexts save their
+	 * memory images; API_ECONFLICT: paused already), or resume it (a
+	 * sandbox not paused is left as it is); *out is it then. */
+	int (*sandbox_pause)(void *ctx, const struct api_call *, const char *id,
+	    struct api_sandbox *out, struct api_error *err);
+	int (*sandbox_resume)(void *ctx, const struct api_call *,
+	    const char *id, struct api_sandbox *out, struct api_error *err);
 	/* A new sandbox with a copy of sandbox id's workspace, image and
 	 * environment; spec gives only ttl_s and metadata. */
 	int (*sandbox_fork)(void *ctx, const struct api_call *, const char *id,

@@ -68,8 +68,35 @@ e2b_sandbox_json(const struct api_sandbox *sb, const char *tmpl)
 	    sb->id, "templateID", tmpl, "alias", sb->image, "clientID", "keep",
 	    "envdVersion", E2B_ENVD_VERSION, "startedAt",
 	    iso_time(sb->created_at), "endAt", iso_time(sb->expires_at),
-	    "state", "running", "metadata",
-	    api_kv_json(sb->metadata, sb->nmetadata));
+	    "state", strcmp(sb->status, "paused") == 0 ? "paused" : "running",
+	    "metadata", api_kv_json(sb->metadata, sb->nmetadata));
+}
+
+/*
+ * HOME=E2B_HOME appended to a sandbox's environment unless it names its
+ * own, as E2B's sandboxes have it. 0, or -1 with *env freed and a reply
+ * sent.
+ */
+static int
+e2b_home_env(struct rq *r, struct api_kv **env, size_t *n)
+{
+	struct api_kv *more;
+	size_t i;
+
+	for (i = 0; i < *n; i++)
+		if (strcmp((*env)[i].key, "HOME") == 0)
+			return 0;
+	if ((more = reallocarray(*env, *n + 1, sizeof(**env))) == NULL) {
+		free(*env);
+		*env = NULL;
+		rq_error(r, API_EINTERNAL, "Out of memory");
+		return -1;
+	}
+	more[*n].key = (char *)"HOME";
+	more[*n].value = (char *)E2B_HOME;
+	*env = more;
+	(*n)++;
+	return 0;
 }
 
 /* POST /e2b/v2/sandboxes: E2B's template as keep's image. */
@@ -116,6 +143,12 @@ h_e2b_sandbox_create(struct rq *r)
 		free(md);
 		return;
 	}
+	/* E2B's layout: /home/user, HOME unless envVars names one. */
+	if (e2b_home_env(r, &env, &spec.nenv)) {
+		free(md);
+		return;
+	}
+	spec.home_user = 1;
 	spec.image = e2b_template_image(tmpl);
 	spec.env = env;
 	spec.metadata = md;
@@ -166,7 +199,7 @@ struct e2b_list_filter {
 	char mdbuf[E2B_FILTER_MAX];
 	char tmpl[128];
 	int64_t started_after; /* -1: none */
-	int want_running;
+	int want_running, want_paused;
 };
 
 /* Percent-decodes s in place ('+' is a space when form is set): 0, or -1
@@ -227,8 +260,8 @@ bad:
 
 /*
  * state, repeated (state=running&state=paused, as the SDK sends an
- * array) or comma-separated: keep's sandboxes are never paused, so a
- * list of paused ones alone is empty. Absent: both, as E2B's default.
+ * array) or comma-separated: running ones, paused ones (E2B's pause), or
+ * both. Absent: both, as E2B's default.
  */
 static int
 e2b_state_filter(struct rq *r, struct e2b_list_filter *f)
@@ -236,7 +269,7 @@ e2b_state_filter(struct rq *r, struct e2b_list_filter *f)
 	const char *q = r->req->query, *end, *amp, *pe, *v, *c;
 	int seen = 0;
 
-	f->want_running = 1;
+	f->want_running = f->want_paused = 1;
 	if (q == NULL)
 		return 0;
 	end = q + r->req->query_len;
@@ -246,14 +279,16 @@ e2b_state_filter(struct rq *r, struct e2b_list_filter *f)
 		if (pe - q < 6 || memcmp(q, "state=", 6) != 0)
 			continue;
 		if (!seen++)
-			f->want_running = 0;
+			f->want_running = f->want_paused = 0;
 		for (v = q + 6; v < pe; v = c + 1) {
 			if ((c = memchr(v, ',', (size_t)(pe - v))) == NULL &&
 			    (c = memchr(v, '%', (size_t)(pe - v))) == NULL)
 				c = pe;
 			if (c - v == 7 && memcmp(v, "running", 7) == 0)
 				f->want_running = 1;
-			else if (!(c - v == 6 && memcmp(v, "paused", 6) == 0)) {
+			else if (c - v == 6 && memcmp(v, "paused", 6) == 0)
+				f->want_paused = 1;
+			else {
 				rq_error(r, API_EBADREQ,
 				    "state must be running or paused");
 				return -1;
@@ -305,7 +340,8 @@ e2b_list_match(const struct e2b_list_filter *f, const struct api_sandbox *sb)
 {
 	size_t i, j;
 
-	if (!f->want_running)
+	if (!(strcmp(sb->status, "paused") == 0 ? f->want_paused
+	                                        : f->want_running))
 		return 0;
 	if (f->started_after >= 0 && sb->created_at <= f->started_after)
 		return 0;
@@ -414,8 +450,7 @@ h_e2b_sandbox_list(struct rq *r)
 			    arr, e2b_sandbox_json(&sbs[i], sbs[i].image));
 	}
 	next[sizeof(next) - 1] = '\0';
-	if (f->want_running)
-		strlcpy(r->next_token, next, sizeof(r->next_token));
+	strlcpy(r->next_token, next, sizeof(r->next_token));
 	rq_json(r, 200, arr);
 	arr = NULL;
 out:
@@ -450,11 +485,46 @@ h_e2b_sandbox_get(struct rq *r)
 }
 
 /*
- * POST /e2b/v2/sandboxes/{id}/connect (Sandbox.connect): a new token of
- * the sandbox for the caller, as keep's POST .../token. keep's sandboxes
- * are never paused, so there is nothing to resume; a timeout moves the
- * sandbox's end first, as setTimeout does (E2B's connect sets it from
- * now).
+ * POST /e2b/sandboxes/{id}/pause {"memory"} (sandbox.pause, betaPause):
+ * keep's POST .../pause. 204; 409 when paused already, which the SDK
+ * answers false to. keep keeps its contexts' state either way (memory
+ * images, else their journals): memory false asks for less and gets
+ * more.
+ */
+void
+h_e2b_sandbox_pause(struct rq *r)
+{
+	static const char *const fields[] = { "memory", NULL };
+	struct api_sandbox sb;
+	struct api_error err;
+	json_t *m;
+	int rc;
+
+	if (r->body != NULL && rq_fields(r, r->body, fields))
+		return;
+	if (r->body != NULL &&
+	    (m = json_object_get(r->body, "memory")) != NULL &&
+	    !json_is_boolean(m) && !json_is_null(m)) {
+		rq_error(r, API_EBADREQ, "Field memory must be a boolean");
+		return;
+	}
+	memset(&sb, 0, sizeof(sb));
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->sandbox_pause(BE(r)->ctx, &r->call, r->id, &sb, &err);
+	sandbox_release(&sb);
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	rq_no_content(r);
+}
+
+/*
+ * POST /e2b/v2/sandboxes/{id}/connect (Sandbox.connect): a paused
+ * sandbox is resumed (its contexts come back from their memory images at
+ * their next cell), then a new token of the sandbox for the caller, as
+ * keep's POST .../token. A timeout moves the sandbox's end first, as
+ * setTimeout does (E2B's connect sets it from now).
  */
 void
 h_e2b_sandbox_connect(struct rq *r)
@@ -468,11 +538,25 @@ h_e2b_sandbox_connect(struct rq *r)
 
 	if (r->body != NULL && rq_fields(r, r->body, fields))
 		return;
-	/* Restore or reboot: a keep sandbox was never paused. */
+	/* Restore (true, the default) or reboot (false): keep restores. */
 	if (r->body != NULL &&
 	    (m = json_object_get(r->body, "memory")) != NULL &&
 	    !json_is_boolean(m) && !json_is_null(m)) {
 		rq_error(r, API_EBADREQ, "Field memory must be a boolean");
+		return;
+	}
+	memset(&sb, 0, sizeof(sb));
+	memset(&err, 0, sizeof(err));
+	rc = BE(r)->sandbox_get(BE(r)->ctx, &r->call, r->id, &sb, &err);
+	sandbox_release(&sb);
+	if (rc == API_OK && strcmp(sb.status, "paused") == 0) {
+		memset(&sb, 0, sizeof(sb));
+		rc = BE(r)->sandbox_resume(
+		    BE(r)->ctx, &r->call, r->id, &sb, &err);
+		sandbox_release(&sb);
+	}
+	if (rc != API_OK) {
+		rq_backend_error(r, rc, &err);
 		return;
 	}
 	if (r->body != NULL) {
@@ -552,7 +636,9 @@ h_e2b_health(struct rq *r)
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->sandbox_get(BE(r)->ctx, &r->call, r->id, &sb, &err);
 	api_kv_free(sb.metadata, sb.nmetadata);
-	if (rc == API_ENOTFOUND)
+	/* Paused: not running either, until connect resumes it. */
+	if (rc == API_ENOTFOUND ||
+	    (rc == API_OK && strcmp(sb.status, "paused") == 0))
 		rq_fail(r, 502, "SANDBOX_GONE", "The sandbox is not running");
 	else if (rc != API_OK)
 		rq_backend_error(r, rc, &err);
@@ -659,6 +745,177 @@ e2b_language(struct rq *r, const char *s, enum api_lang *lang)
 	return -1;
 }
 
+/* --- bash and js cells that are commands ------------------------------ */
+
+/*
+ * A js cell in node (the machine image, which has node and no Duktape):
+ * the cell is evaluated as a script, its last value inspected as the
+ * result, an exception caught as the error; both go out after the cell's
+ * own output as one line "\n" MARK JSON, MARK the cell's random mark.
+ * argv: [node, CODE, MARK].
+ */
+static const char node_cell[] =
+    "const vm=require('vm'),util=require('util');let o={};"
+    "try{const v=vm.runInThisContext(process.argv[1],{filename:'<cell>'});"
+    "if(v!==undefined)o.result=util.inspect(v);}"
+    "catch(e){const x=e!==null&&typeof e==='object';"
+    "o.error={name:x&&typeof e.name==='string'?e.name:'Error',"
+    "value:x&&e.message!==undefined?String(e.message):String(e),"
+    "traceback:x&&typeof e.stack==='string'?e.stack:''};"
+    "process.exitCode=1;}"
+    "process.on('exit',()=>{process.stdout.write("
+    "'\\n'+process.argv[2]+JSON.stringify(o)+'\\n');});";
+
+/*
+ * A bash cell (every image), or a js cell where the image has node but
+ * no js contexts: a command, decided as one (exec of bash or node),
+ * starting in E2B's home, its output answered as the cell's lines at its
+ * end. Nothing lives between two such cells but the workspace.
+ */
+static void
+e2b_cmd_cell(struct rq *r, int kind, const char *code, const struct api_kv *env,
+    size_t nenv)
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char rnd[E2B_MARK_LEN / 2];
+	const char *args[4];
+	struct api_command c;
+	size_t i;
+
+	memset(&c, 0, sizeof(c));
+	c.cwd = E2B_HOME;
+	c.env = env;
+	c.nenv = nenv;
+	c.args = args;
+	if (kind == E2B_CELL_BASH) {
+		c.cmd = "bash";
+		args[0] = "-c";
+		args[1] = code;
+		c.nargs = 2;
+	} else {
+		randombytes_buf(rnd, sizeof(rnd));
+		for (i = 0; i < sizeof(rnd); i++) {
+			r->e2b_mark[2 * i] = hex[rnd[i] >> 4];
+			r->e2b_mark[2 * i + 1] = hex[rnd[i] & 15];
+		}
+		r->e2b_mark[E2B_MARK_LEN] = '\0';
+		/* node -e SCRIPT CODE MARK: the script's argv[1] and [2]. */
+		c.cmd = "node";
+		args[0] = "-e";
+		args[1] = node_cell;
+		args[2] = code;
+		args[3] = r->e2b_mark;
+		c.nargs = 4;
+	}
+	r->e2b_cell = kind;
+	rq_command_run(r, &c);
+}
+
+static void
+cell_line(struct http_buf *b, json_t *o)
+{
+	char *s;
+
+	if (o == NULL || (s = json_dumps(o, JSON_COMPACT)) == NULL) {
+		b->oom = 1;
+		json_decref(o);
+		return;
+	}
+	http_buf_puts(b, s);
+	http_buf_puts(b, "\n");
+	free(s);
+	json_decref(o);
+}
+
+/* The string member key of o (guest-written), or NULL. */
+static const char *
+guest_str(json_t *o, const char *key, size_t *len)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (!json_is_string(v))
+		return NULL;
+	*len = json_string_length(v);
+	return json_string_value(v);
+}
+
+/*
+ * A command cell's lines, as a context's driver writes them: its stdout
+ * and stderr (one line each), a js cell's result, its error: bash's is
+ * E2B's bash kernel's (name "", the exit status as value), a js cell's
+ * the exception node caught, else how node ended. The node cell's last
+ * line is the guest's, so it is parsed as untrusted JSON.
+ */
+void
+e2b_cmd_cell_reply(struct rq *r, struct api_run_result *res)
+{
+	const char *out = res->out != NULL ? res->out : "";
+	size_t out_len = res->out_len, user_len = out_len, n, at;
+	json_t *tail = NULL, *e;
+	struct http_buf b;
+	const char *s;
+	char status[64];
+
+	if (r->e2b_cell == E2B_CELL_NODE &&
+	    e2b_cell_split(
+	        out, out_len, r->e2b_mark, E2B_MARK_LEN, &user_len, &at) == 0) {
+		tail = json_loadb(
+		    out + at, out_len - at, JSON_REJECT_DUPLICATES, NULL);
+		if (!json_is_object(tail)) {
+			json_decref(tail);
+			tail = NULL;
+		}
+	}
+	http_buf_init(&b);
+	if (user_len > 0)
+		cell_line(&b,
+		    json_pack("{s:s,s:o}", "type", "stdout", "text",
+		        bytes_string(out, user_len)));
+	if (res->err_len > 0)
+		cell_line(&b,
+		    json_pack("{s:s,s:o}", "type", "stderr", "text",
+		        bytes_string(res->err, res->err_len)));
+	if (tail != NULL && (s = guest_str(tail, "result", &n)) != NULL)
+		cell_line(&b,
+		    json_pack("{s:s,s:o,s:b}", "type", "result", "text",
+		        bytes_string(s, n), "is_main_result", 1));
+	e = tail != NULL ? json_object_get(tail, "error") : NULL;
+	if (json_is_object(e)) {
+		const char *name, *value, *tb;
+		size_t nl = 0, vl = 0, tl = 0;
+
+		name = guest_str(e, "name", &nl);
+		value = guest_str(e, "value", &vl);
+		tb = guest_str(e, "traceback", &tl);
+		cell_line(&b,
+		    json_pack("{s:s,s:o,s:o,s:o}", "type", "error", "name",
+		        name != NULL ? bytes_string(name, nl)
+		                     : json_string("Error"),
+		        "value", bytes_string(value != NULL ? value : "", vl),
+		        "traceback", bytes_string(tb != NULL ? tb : "", tl)));
+	} else if (res->exit_code != 0 || res->reason[0] != '\0' ||
+	    (r->e2b_cell == E2B_CELL_NODE && tail == NULL)) {
+		res->reason[sizeof(res->reason) - 1] = '\0';
+		snprintf(status, sizeof(status), "%d", res->exit_code);
+		cell_line(&b,
+		    json_pack("{s:s,s:s,s:s,s:s}", "type", "error", "name",
+		        r->e2b_cell == E2B_CELL_BASH ? "" : "Error", "value",
+		        status, "traceback",
+		        res->reason[0] != '\0' ? res->reason : ""));
+	}
+	json_decref(tail);
+	free(res->out);
+	free(res->err);
+	free(res->results);
+	res->out = res->err = res->results = NULL;
+	if (b.oom)
+		rq_error(r, API_EINTERNAL, "Out of memory");
+	else
+		rq_raw(r, 200, "application/x-ndjson",
+		    b.data != NULL ? b.data : "", b.len);
+	http_buf_free(&b);
+}
+
 /*
  * POST /e2b/execute: a cell, always in a context (E2B's code
  * interpreter keeps state between cells), answered with the driver's
@@ -678,7 +935,7 @@ h_e2b_execute(struct rq *r)
 	struct api_kv *env = NULL;
 	char cid[API_ID_MAX + 1] = "";
 	const char *lang = NULL, *ctx = NULL;
-	int rc;
+	int rc, kind = E2B_CELL_NONE;
 
 	memset(&ex, 0, sizeof(ex));
 	if (rq_fields(r, r->body, fields) ||
@@ -691,7 +948,9 @@ h_e2b_execute(struct rq *r)
 		rq_error(r, API_EBADREQ, "context_id or language, not both");
 		return;
 	}
-	if (ctx != NULL) {
+	if (lang != NULL && strcmp(lang, "bash") == 0)
+		kind = E2B_CELL_BASH;
+	else if (ctx != NULL) {
 		if (!api_valid_id(ctx, strlen(ctx))) {
 			rq_error(
 			    r, API_EBADREQ, "context_id is not a context's id");
@@ -704,6 +963,16 @@ h_e2b_execute(struct rq *r)
 		return;
 	if (rq_kv(r, r->body, "env_vars", &env, &ex.nenv))
 		return;
+	if (kind != E2B_CELL_NONE && strlen(ex.code) != ex.code_len) {
+		free(env);
+		rq_error(r, API_EBADREQ, "code must not hold a NUL");
+		return;
+	}
+	if (kind != E2B_CELL_NONE) {
+		e2b_cmd_cell(r, kind, ex.code, env, ex.nenv);
+		free(env);
+		return;
+	}
 	ex.env = env;
 	if (ctx == NULL) {
 		default_id(r, ex.language, cid);
@@ -711,7 +980,19 @@ h_e2b_execute(struct rq *r)
 			memset(&c, 0, sizeof(c));
 			memset(&err, 0, sizeof(err));
 			rc = BE(r)->context_create(BE(r)->ctx, &r->call, r->id,
-			    ex.language, "", cid, &c, &err);
+			    ex.language, E2B_HOME, cid, &c, &err);
+			/* An image with no js (the machine image, whose
+			 * js is node): the cell is node's, a command. */
+			if (rc == API_EBADREQ &&
+			    ex.language == API_LANG_JAVASCRIPT &&
+			    strstr(err.message, "cannot run this language") !=
+			        NULL &&
+			    strlen(ex.code) == ex.code_len) {
+				e2b_cmd_cell(
+				    r, E2B_CELL_NODE, ex.code, env, ex.nenv);
+				free(env);
+				return;
+			}
 			/* Taken: made before (by another cell, or before
 			 * keepd restarted), and so there. */
 			if (rc != API_OK && rc != API_ECONFLICT) {
@@ -745,7 +1026,7 @@ h_e2b_context_create(struct rq *r)
 	struct api_error err;
 	enum api_lang lang;
 	const char *cwd = NULL, *ls = NULL;
-	char cid[API_ID_MAX + 1];
+	char cid[API_ID_MAX + 1], cwdbuf[PATH_MAX_API];
 	unsigned char rnd[20];
 	int rc;
 
@@ -756,9 +1037,12 @@ h_e2b_context_create(struct rq *r)
 		return;
 	if (e2b_language(r, ls, &lang))
 		return;
-	if (cwd != NULL && (strlen(cwd) >= sizeof(c.cwd) || cwd[0] != '/')) {
-		rq_error(r, API_EBADREQ,
-		    "cwd must be an absolute path of at most %zu bytes",
+	/* E2B's contexts start in its user's home, relative cwds too. */
+	if (rq_e2b_path(
+	        r, cwd != NULL ? cwd : E2B_HOME, cwdbuf, sizeof(cwdbuf)))
+		return;
+	if (strlen(cwdbuf) >= sizeof(c.cwd)) {
+		rq_error(r, API_EBADREQ, "cwd must be at most %zu bytes",
 		    sizeof(c.cwd) - 1);
 		return;
 	}
@@ -770,9 +1054,8 @@ h_e2b_context_create(struct rq *r)
 	}
 	memset(&c, 0, sizeof(c));
 	memset(&err, 0, sizeof(err));
-	rc = BE(r)->context_create(BE(r)->ctx, &r->call, r->id, lang,
-	    cwd != NULL ? cwd : "", lang == API_LANG_JAVASCRIPT ? cid : NULL,
-	    &c, &err);
+	rc = BE(r)->context_create(BE(r)->ctx, &r->call, r->id, lang, cwdbuf,
+	    lang == API_LANG_JAVASCRIPT ? cid : NULL, &c, &err);
 	if (rc != API_OK) {
 		rq_backend_error(r, rc, &err);
 		return;
@@ -867,22 +1150,26 @@ part_path(struct rq *r, const struct e2b_part *p, const char *qpath, char *path,
 		rq_error(r, API_EBADREQ, "Each part is named \"file\"");
 		return -1;
 	}
+	char asked[PATH_MAX_API];
+
 	if (qpath != NULL)
-		strlcpy(path, qpath, len);
+		strlcpy(asked, qpath, sizeof(asked));
 	else if (p->filename == NULL || p->filename_len == 0 ||
-	    p->filename_len >= len) {
+	    p->filename_len >= sizeof(asked) ||
+	    memchr(p->filename, '\0', p->filename_len) != NULL) {
 		rq_error(r, API_EBADREQ,
 		    "Without ?path=, each part's filename is its path");
 		return -1;
 	} else {
-		memcpy(path, p->filename, p->filename_len);
-		path[p->filename_len] = '\0';
+		memcpy(asked, p->filename, p->filename_len);
+		asked[p->filename_len] = '\0';
 	}
-	if (path[0] == '\0') {
+	if (asked[0] == '\0') {
 		rq_error(r, API_EBADREQ, "A part's path is empty");
 		return -1;
 	}
-	return rq_path_check(r, path) ? -1 : 0;
+	/* envd's relative paths are its user's home's. */
+	return rq_e2b_path(r, asked, path, len) ? -1 : 0;
 }
 
 /*

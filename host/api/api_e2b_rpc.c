@@ -85,10 +85,8 @@ rpc_path_field(
 		rq_error(r, API_EBADREQ, "%s is empty", name);
 		return -1;
 	}
-	if (rq_path_check(r, p))
-		return -1;
-	strlcpy(path, p, PATH_MAX_API);
-	return 0;
+	/* envd's relative paths are its user's home's. */
+	return rq_e2b_path(r, p, path, PATH_MAX_API);
 }
 
 static int
@@ -486,7 +484,7 @@ bad:
  * "tag"}; a pty's size goes into *t (t->cols 0: no pty). */
 static int
 parse_start(struct rq *r, struct api_command *c, const char ***args,
-    struct api_kv **env, struct api_terminal *t)
+    struct api_kv **env, struct api_terminal *t, char cwd[PATH_MAX_API])
 {
 	static const char *const fields[] = { "process", "pty", "tag", "stdin",
 		NULL };
@@ -528,12 +526,17 @@ parse_start(struct rq *r, struct api_command *c, const char ***args,
 		    "/usr/bin, /usr/local/bin, /sbin or /usr/sbin");
 		return -1;
 	}
-	/* keep's own cwd: absolute (E2B's relative ones are its user's
-	 * home's, which keep has none of), a directory of the workspace. */
+	/* E2B's user's home unless said, relative ones under it; then a
+	 * directory of the workspace (the vmm's to say). */
 	if (c->cwd != NULL &&
-	    rq_cwd_check(
-	        r, c->cwd, json_string_length(json_object_get(p, "cwd"))))
+	    strlen(c->cwd) != json_string_length(json_object_get(p, "cwd"))) {
+		rq_error(r, API_EBADREQ, "cwd must not hold a NUL");
 		return -1;
+	}
+	if (rq_e2b_path(
+	        r, c->cwd != NULL ? c->cwd : E2B_HOME, cwd, PATH_MAX_API))
+		return -1;
+	c->cwd = cwd;
 	if (rq_command_args(r, p, args, c))
 		return -1;
 	if (rq_kv(r, p, "envs", env, &c->nenv))
@@ -598,6 +601,7 @@ h_e2b_process_start(struct rq *r)
 	struct api_terminal t;
 	const char **args = NULL, *msg;
 	struct api_kv *env = NULL;
+	char cwd[PATH_MAX_API];
 	size_t mlen;
 
 	if (e2b_envelope_one(r->req->body, r->req->body_len, &msg, &mlen) !=
@@ -608,7 +612,7 @@ h_e2b_process_start(struct rq *r)
 	}
 	if ((r->body = rq_load_json(r, msg, mlen)) == NULL)
 		return;
-	if (parse_start(r, &c, &args, &env, &t) == 0) {
+	if (parse_start(r, &c, &args, &env, &t, cwd) == 0) {
 		if (t.cols != 0)
 			pty_start(r, &t);
 		else {

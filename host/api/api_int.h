@@ -124,6 +124,10 @@ int api_cell_stream_end(struct api_cell_stream *, const char *out,
     size_t out_len, const char *err, size_t err_len, struct http_buf *o);
 void api_cell_stream_free(struct api_cell_stream *);
 
+/* E2B's cells that are commands, not a live context's (api_e2b.c). */
+enum e2b_cmd_cell { E2B_CELL_NONE, E2B_CELL_BASH, E2B_CELL_NODE };
+#define E2B_MARK_LEN 32
+
 struct api_pending {
 	struct api *api;
 	uint64_t conn;
@@ -167,6 +171,11 @@ struct api_pending {
 	 * whose events go out as envd's, nested ones only if recursive. */
 	char *e2b_watch;
 	int e2b_watch_recursive;
+	/* E2B's bash or js (node) cell, run as a command (api_e2b.c):
+	 * enum e2b_cmd_cell and its result's mark; its reply is cell
+	 * lines. */
+	int e2b_cell;
+	char e2b_mark[E2B_MARK_LEN + 1];
 	char ws_head[256];
 	struct api_pending *ws_next;
 };
@@ -185,6 +194,9 @@ struct rq {
 	 * the watch's first event, which may come inside the op. */
 	char *e2b_watch;
 	int e2b_watch_recursive;
+	/* E2B's cell run as a command: what its pending reply takes. */
+	int e2b_cell;
+	char e2b_mark[E2B_MARK_LEN + 1];
 	struct api_principal who;
 	struct api_call call;
 	json_t *body;
@@ -357,13 +369,23 @@ void h_file_watch(struct rq *);
 /* A workspace path's bytes, NUL included: keep's routes and E2B's. */
 #define PATH_MAX_API 1024
 int rq_path_check(struct rq *, const char *path);
+/* E2B's user's home (docs/e2b.md, "The machine's layout"): where E2B's
+ * commands and cells start and what its relative paths are relative to. */
+#define E2B_HOME "/home/user"
+/* in as E2B means it, into out (PATH_MAX_API bytes): a relative path is
+ * E2B_HOME's, "" and "." E2B_HOME itself; then checked as
+ * rq_path_check. 0, or -1 and a 400 sent. */
+int rq_e2b_path(struct rq *, const char *in, char *out, size_t outlen);
 /* 0, or -1 and a 400 sent when a command's cwd is not an absolute path
  * (len: its length as given, so a NUL inside is seen). */
 int rq_cwd_check(struct rq *, const char *cwd, size_t len);
 json_t *iso_time(int64_t t);
 
 /* host/api/api_e2b.c, api_e2b_rpc.c: E2B's routes (docs/e2b.md). */
+/* The reply of an E2B cell run as a command: its lines (ndjson). */
+void e2b_cmd_cell_reply(struct rq *, struct api_run_result *);
 void h_e2b_sandbox_create(struct rq *);
+void h_e2b_sandbox_pause(struct rq *);
 void h_e2b_sandbox_get(struct rq *);
 void h_e2b_sandbox_list(struct rq *);
 void h_e2b_sandbox_delete(struct rq *);

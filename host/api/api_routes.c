@@ -125,6 +125,24 @@ rq_path_check(struct rq *r, const char *path)
 	return 0;
 }
 
+int
+rq_e2b_path(struct rq *r, const char *in, char *out, size_t outlen)
+{
+	int n;
+
+	if (in[0] == '/')
+		n = snprintf(out, outlen, "%s", in);
+	else if (in[0] == '\0' || strcmp(in, ".") == 0)
+		n = snprintf(out, outlen, "%s", E2B_HOME);
+	else
+		n = snprintf(out, outlen, "%s/%s", E2B_HOME, in);
+	if (n < 0 || (size_t)n >= outlen || (size_t)n >= PATH_MAX_API) {
+		rq_error(r, API_EBADREQ, "path is too long");
+		return -1;
+	}
+	return rq_path_check(r, out);
+}
+
 /*
  * A command's cwd (len: its JSON string's length): an absolute guest
  * path without NUL or ".." component, within a workspace path's bound.
@@ -142,13 +160,21 @@ rq_cwd_check(struct rq *r, const char *cwd, size_t len)
 	return rq_path_check(r, cwd);
 }
 
-/* ?path= inside the workspace. Returns 0 with path filled, -1 replied. */
+/* ?path= inside the workspace (E2B's routes: relative to E2B_HOME).
+ * Returns 0 with path filled, -1 replied. */
 static int
 rq_path(struct rq *r, char *path, size_t len)
 {
-	if (rq_query(r, "path", path, len, 1) != 1)
+	char asked[PATH_MAX_API];
+
+	if (r->e2b == E2B_NO) {
+		if (rq_query(r, "path", path, len, 1) != 1)
+			return -1;
+		return rq_path_check(r, path);
+	}
+	if (rq_query(r, "path", asked, sizeof(asked), 1) != 1)
 		return -1;
-	return rq_path_check(r, path);
+	return rq_e2b_path(r, asked, path, len);
 }
 
 static int
@@ -451,6 +477,44 @@ h_sandbox_timeout(struct rq *r)
 	}
 }
 
+/* POST .../pause and .../resume (E2B's pause, keep's too): the sandbox's
+ * commands end and its idle contexts save their memory images; a run or a
+ * cell, or a resume, brings it back (docs/e2b.md). */
+static void
+sandbox_pause_resume(struct rq *r, int pause)
+{
+	struct api_sandbox sb;
+	struct api_error err;
+	int rc;
+
+	if (r->body != NULL && rq_fields(r, r->body, (const char *[]){ NULL }))
+		return;
+	memset(&sb, 0, sizeof(sb));
+	memset(&err, 0, sizeof(err));
+	rc = pause
+	    ? BE(r)->sandbox_pause(BE(r)->ctx, &r->call, r->id, &sb, &err)
+	    : BE(r)->sandbox_resume(BE(r)->ctx, &r->call, r->id, &sb, &err);
+	if (rc != API_OK) {
+		sandbox_release(&sb);
+		rq_backend_error(r, rc, &err);
+		return;
+	}
+	rq_json(r, 200, sandbox_json(&sb));
+	sandbox_release(&sb);
+}
+
+static void
+h_sandbox_pause(struct rq *r)
+{
+	sandbox_pause_resume(r, 1);
+}
+
+static void
+h_sandbox_resume(struct rq *r)
+{
+	sandbox_pause_resume(r, 0);
+}
+
 /* A sandbox's write lock, for agents whose policy says `lock writes`. */
 static void
 h_sandbox_lock(struct rq *r)
@@ -657,6 +721,10 @@ reply_run(struct rq *r, struct api_run_result *res)
 	res->reason[sizeof(res->reason) - 1] = '\0';
 	if (r->e2b == E2B_RPC_STREAM) {
 		e2b_process_reply(r, res);
+		return;
+	}
+	if (r->e2b_cell != E2B_CELL_NONE) {
+		e2b_cmd_cell_reply(r, res);
 		return;
 	}
 	if (res->cell) {
@@ -1716,6 +1784,10 @@ const struct api_route api_routes[] = {
 	    "sandbox_lock", 0, E2B_NO, NULL },
 	{ HTTP_POST, SBX "/timeout", h_sandbox_timeout, CAP_SANDBOX_WRITE, 1, 0,
 	    "sandbox_timeout", 0, E2B_NO, NULL },
+	{ HTTP_POST, SBX "/pause", h_sandbox_pause, CAP_SANDBOX_WRITE, 2, 0,
+	    "sandbox_pause", 0, E2B_NO, NULL },
+	{ HTTP_POST, SBX "/resume", h_sandbox_resume, CAP_SANDBOX_WRITE, 2, 0,
+	    "sandbox_resume", 0, E2B_NO, NULL },
 	{ HTTP_DELETE, SBX "/lock", h_sandbox_unlock, CAP_SANDBOX_WRITE, 0, 0,
 	    "sandbox_unlock", 0, E2B_NO, NULL },
 	{ HTTP_POST, SBX "/token", h_sandbox_token, CAP_SANDBOX_WRITE, 0, 0,
@@ -1843,6 +1915,9 @@ const struct api_route api_routes[] = {
 	{ HTTP_POST, "/e2b/sandboxes/{id}/timeout", h_e2b_sandbox_timeout,
 	    CAP_SANDBOX_WRITE, 1, 0, "e2b_sandbox_timeout", 0, E2B_API,
 	    "sandbox_timeout" },
+	{ HTTP_POST, "/e2b/sandboxes/{id}/pause", h_e2b_sandbox_pause,
+	    CAP_SANDBOX_WRITE, 2, 0, "e2b_sandbox_pause", 0, E2B_API,
+	    "sandbox_pause" },
 	{ HTTP_DELETE, "/e2b/sandboxes/{id}", h_e2b_sandbox_delete,
 	    CAP_SANDBOX_WRITE, 0, 0, "e2b_sandbox_delete", 0, E2B_API,
 	    "sandbox_delete" },

@@ -365,3 +365,25 @@ e2b_template_image(const char *t)
 			return tab[i].image;
 	return t;
 }
+
+int
+e2b_cell_split(const char *out, size_t len, const char *mark, size_t mark_len,
+    size_t *user_len, size_t *tail)
+{
+	const char *p = out, *end = out + len, *q, *hit = NULL;
+
+	if (mark_len == 0 || len <= mark_len)
+		return -1;
+	/* A cell that printed the mark itself printed it before the
+	 * wrapper's own last line. */
+	while ((q = memmem(p, (size_t)(end - p), mark, mark_len)) != NULL) {
+		if (q > out && q[-1] == '\n')
+			hit = q;
+		p = q + 1;
+	}
+	if (hit == NULL)
+		return -1;
+	*user_len = (size_t)(hit - 1 - out);
+	*tail = (size_t)(hit - out) + mark_len;
+	return 0;
+}

@@ -70,6 +70,16 @@ int e2b_timeout_ms(const char *v, size_t len, uint64_t *ms);
 const char *e2b_connect_code(int status);
 
 /*
+ * A node cell's stdout (api_e2b.c): the cell's own output, then "\n",
+ * mark and the wrapper's JSON. The last mark that starts a line ends the
+ * cell's output at *user_len (the "\n" before it left out); the JSON is
+ * out[*tail .. len). -1 when no mark starts a line (node ended before
+ * its wrapper wrote). out is the guest's: any bytes.
+ */
+int e2b_cell_split(const char *out, size_t len, const char *mark,
+    size_t mark_len, size_t *user_len, size_t *tail);
+
+/*
  * The keep image that serves E2B template name t: E2B's code
  * interpreter templates are the python image, "base" the shell image;
  * any other name is an image's own name and is returned as it is.

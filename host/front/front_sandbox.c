@@ -65,6 +65,8 @@ fb_sbx_error(int status, struct api_error *err)
 		return fb_fail(err, API_ESTORAGE,
 		    "The workspace is too large to fork: past the workspace "
 		    "quota, 200000 names, 64 levels, or 4 s to copy");
+	case SBX_E_PAUSED:
+		return fb_fail(err, API_ECONFLICT, "The sandbox is paused");
 	case SBX_E_ISOLATION:
 		return fb_fail(err, API_EUNAVAIL,
 		    "unavailable: isolation kvm; this box runs trap (the "
@@ -82,7 +84,8 @@ to_api(const struct msg_vmm_sandbox_info *i, struct api_sandbox *out)
 	strlcpy(out->image, i->image, sizeof(out->image));
 	out->created_at = i->created_at;
 	out->expires_at = i->expires_at;
-	strlcpy(out->status, "running", sizeof(out->status));
+	strlcpy(
+	    out->status, i->paused ? "paused" : "running", sizeof(out->status));
 }
 
 /* The grant authorize obtained for this call, for the vmm. */
@@ -250,6 +253,8 @@ sandbox_make(struct front_backend *fb, const struct api_call *call,
 		goto out;
 	}
 	q->ttl_s = spec->ttl_s;
+	if (spec->home_user)
+		q->flags |= SBX_NEW_HOME_USER;
 	for (i = 0; i < spec->nenv; i++) {
 		int n = snprintf(q->env + used, sizeof(q->env) - used, "%s=%s",
 		    spec->env[i].key, spec->env[i].value);
@@ -398,6 +403,40 @@ fb_sandbox_timeout(void *arg, const struct api_call *call, const char *id,
 	to_api(&r, out);
 	return fb_sandbox_metadata(
 	    arg, call->who, id, &out->metadata, &out->nmetadata, err);
+}
+
+/* E2B's pause and resume: the vmm's, audited; nothing is stored (a
+ * restarted vmm has its sandboxes running, their contexts paused). */
+static int
+sandbox_pause_resume(void *arg, const struct api_call *call, const char *id,
+    int pause, struct api_sandbox *out, struct api_error *err)
+{
+	struct msg_vmm_sandbox_info r;
+	int rc;
+
+	if ((rc = sbx_ref_call(arg, call,
+	         pause ? MSG_VMM_SANDBOX_PAUSE : MSG_VMM_SANDBOX_RESUME, id, &r,
+	         err)) != API_OK)
+		return rc;
+	fb_audit_event(
+	    arg, call, pause ? "sandbox.pause" : "sandbox.resume", id, "");
+	to_api(&r, out);
+	return fb_sandbox_metadata(
+	    arg, call->who, id, &out->metadata, &out->nmetadata, err);
+}
+
+static int
+fb_sandbox_pause(void *arg, const struct api_call *call, const char *id,
+    struct api_sandbox *out, struct api_error *err)
+{
+	return sandbox_pause_resume(arg, call, id, 1, out, err);
+}
+
+static int
+fb_sandbox_resume(void *arg, const struct api_call *call, const char *id,
+    struct api_sandbox *out, struct api_error *err)
+{
+	return sandbox_pause_resume(arg, call, id, 0, out, err);
 }
 
 static int
@@ -643,6 +682,7 @@ fb_sandbox_fork(void *arg, const struct api_call *call, const char *id,
 		goto out;
 	src.image[sizeof(src.image) - 1] = '\0';
 	spec = *given;
+	spec.home_user = 0; /* a fork's workspace is its source's copy */
 	spec.image = src.image;
 	spec.env = env;
 	spec.nenv = nenv;
@@ -659,6 +699,8 @@ out:
 void
 fb_sandbox_ops(struct api_backend *ops)
 {
+	ops->sandbox_pause = fb_sandbox_pause;
+	ops->sandbox_resume = fb_sandbox_resume;
 	ops->sandbox_create = fb_sandbox_create;
 	ops->sandbox_fork = fb_sandbox_fork;
 	ops->sandbox_get = fb_sandbox_get;

@@ -73,6 +73,9 @@ struct sandbox {
 	 * namespace maker (host/vm_confine.h) and held for its life, so
 	 * that a server one run starts is there for the next. */
 	int has_netns, netns_user, netns_net;
+	/* Paused (E2B's pause): its contexts saved to their memory images,
+	 * its commands ended; the next run or cell, or a resume, ends it. */
+	int paused;
 };
 
 /* A sandbox's fork: a child of the vmm copies the workspace of the one

@@ -359,6 +359,19 @@ vmm_h_kill(struct proc_ctx *ctx, const struct msg *m)
 	return 0;
 }
 
+/* Whether one of env[0..n) ("NAME=VALUE") names kv's NAME. */
+static int
+env_named(const char *const *env, size_t n, const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+	size_t len = eq != NULL ? (size_t)(eq - kv) : strlen(kv);
+
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(env[i], kv, len) == 0 && env[i][len] == '=')
+			return 1;
+	return 0;
+}
+
 /*
  * A run's first working directory (msg_vmm_run.cwd, untrusted): its
  * guest path normalized into out, and a directory of the workspace
@@ -465,6 +478,11 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 		}
 		goto refuse;
 	}
+	/* A run or a cell in a paused sandbox resumes it (docs/e2b.md). */
+	if (s->paused) {
+		s->paused = 0;
+		log_info("sandbox %s resumed by a run", s->id);
+	}
 	if (q.flags & RUN_F_CONTEXT) {
 		vmm_secrets_free(rs);
 		vmm_context_cell(ctx, vs, m, &q, &g, s);
@@ -522,8 +540,9 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 		goto refuse;
 	}
 	argv[q.nargs + 1] = NULL;
-	/* The request's variables first: getenv finds the first match, so
-	 * they override the sandbox's. */
+	/* The request's variables override the sandbox's: a sandbox's
+	 * variable the request names is left out, as bash and CPython
+	 * take the last of two where getenv takes the first. */
 	if (parse_strings(&p, end - q.stdin_len, q.nenv, envp, strbuf, &used,
 	        q.input_len + 1) != 0 ||
 	    p != end - q.stdin_len) {
@@ -533,7 +552,8 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	nenv = q.nenv;
 	for (i = 0; i < s->env_len && nenv < 2 * RUN_MAX_ENV;
 	     i += strlen(s->env + i) + 1)
-		envp[nenv++] = s->env + i;
+		if (!env_named(envp, q.nenv, s->env + i))
+			envp[nenv++] = s->env + i;
 	envp[nenv] = NULL;
 	/* The run's and the sandbox's variables may name secrets. */
 	if (vmm_secrets_expand(rs, envp, nenv, ebufs) != 0) {

@@ -115,6 +115,7 @@ vmm_sandbox_info(struct msg_vmm_sandbox_info *r, const struct sandbox *s)
 	strlcpy(r->image, s->image, sizeof(r->image));
 	r->created_at = s->created_at;
 	r->expires_at = s->expires_at;
+	r->paused = s->paused != 0;
 }
 
 /* How many sandboxes owner holds: its policy's `sandboxes` quota. */
@@ -128,6 +129,29 @@ owned_sandboxes(const struct vmm_state *vs, const char *owner)
 		if (vs->sbx[i].used && strcmp(vs->sbx[i].owner, owner) == 0)
 			n++;
 	return n;
+}
+
+/*
+ * E2B's home in a new (so empty) workspace: home/ and home/user/, 0755
+ * whatever the vmm's umask, as a Debian machine has them.
+ */
+static int
+make_home_user(int ws_fd)
+{
+	int fd, ufd, rc = -1;
+
+	if (mkdirat(ws_fd, "home", 0755) == -1 ||
+	    (fd = openat(ws_fd, "home",
+	         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) == -1)
+		return -1;
+	if (fchmod(fd, 0755) == 0 && mkdirat(fd, "user", 0755) == 0 &&
+	    (ufd = openat(fd, "user",
+	         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) != -1) {
+		rc = fchmod(ufd, 0755);
+		close(ufd);
+	}
+	close(fd);
+	return rc;
 }
 
 int
@@ -150,7 +174,9 @@ vmm_h_create(struct proc_ctx *ctx, const struct msg *m)
 	    memchr(q->image, '\0', sizeof(q->image)) == NULL ||
 	    memchr(q->from, '\0', sizeof(q->from)) == NULL ||
 	    !vmm_safe_name(q->id, sizeof(q->id)) ||
-	    q->env_len > sizeof(q->env) || !env_valid(q->env, q->env_len, 0))
+	    q->env_len > sizeof(q->env) || !env_valid(q->env, q->env_len, 0) ||
+	    (q->flags & ~SBX_NEW_FLAGS) != 0 || q->pad != 0 ||
+	    (q->flags != 0 && q->from[0] != '\0'))
 		goto out;
 	rc = 0;
 	vmm_expire_sandboxes(vs);
@@ -208,6 +234,12 @@ vmm_h_create(struct proc_ctx *ctx, const struct msg *m)
 			    s->image,
 			    log_escape(
 			        esc, sizeof(esc), s->owner, strlen(s->owner)));
+			if ((q->flags & SBX_NEW_HOME_USER) != 0 &&
+			    make_home_user(s->ws_fd) != 0) {
+				log_warn("sandbox %s: home/user", s->id);
+				vmm_sandbox_discard(vs, s);
+				r.status = SBX_E_INTERNAL;
+			}
 			/* A fork is answered once its workspace is copied. */
 			if (src != NULL &&
 			    (r.status = vmm_fork_start(ctx, vs, m, src, s,
@@ -232,6 +264,9 @@ vmm_h_ref(struct proc_ctx *ctx, const struct msg *m)
 	struct sandbox *s;
 	struct grant g;
 	int del = m->hdr.type == MSG_VMM_SANDBOX_DELETE;
+	int pause = m->hdr.type == MSG_VMM_SANDBOX_PAUSE;
+	int resume = m->hdr.type == MSG_VMM_SANDBOX_RESUME;
+	size_t i;
 
 	memcpy(&q, m->data, sizeof(q));
 	memset(&r, 0, sizeof(r));
@@ -241,13 +276,33 @@ vmm_h_ref(struct proc_ctx *ctx, const struct msg *m)
 	/* Reading needs sandbox:read or :write (a token refresh asks with
 	 * the latter); deleting needs :write. */
 	if (vmm_check_grant(ctx, m, &q.grant,
-	        del || q.grant.cap == CAP_SANDBOX_WRITE ? CAP_SANDBOX_WRITE
-	                                                : CAP_SANDBOX_READ,
+	        del || pause || resume || q.grant.cap == CAP_SANDBOX_WRITE
+	            ? CAP_SANDBOX_WRITE
+	            : CAP_SANDBOX_READ,
 	        q.id, &g) != 0)
 		r.status = SBX_E_GRANT;
 	else if ((s = vmm_sandbox_find(vs, q.id, g.principal)) == NULL)
 		r.status = vmm_not_found(vs);
+	else if (pause && s->paused)
+		r.status = SBX_E_PAUSED;
 	else {
+		/* A pause ends the sandbox's commands (a process tree has no
+		 * memory image) and has each idle context save its own, as
+		 * its policy's pause time would (docs/contexts.md). */
+		if (pause) {
+			for (i = 0; i < VMM_JOBS_MAX; i++)
+				if (vs->jobs[i].used &&
+				    strcmp(vs->jobs[i].sbx, s->id) == 0) {
+					vmm_kill_tree(vs->jobs[i].pid);
+					vs->jobs[i].killed = 1;
+				}
+			vmm_contexts_fork_prepare(vs, s);
+			s->paused = 1;
+			log_info("sandbox %s paused", s->id);
+		} else if (resume && s->paused) {
+			s->paused = 0;
+			log_info("sandbox %s resumed", s->id);
+		}
 		vmm_sandbox_info(&r, s);
 		if (del)
 			vmm_sandbox_discard(vs, s);

@@ -328,8 +328,9 @@ async function javascript() {
 async function commands() {
 	const sh = await Sandbox.create('base');
 	const r = await sh.commands.run('echo hi; echo err >&2; pwd');
-	check('commands.run in the base (machine) template',
-	    r.exitCode === 0 && r.stdout === 'hi\n/\n' && r.stderr === 'err\n', r);
+	check('commands.run in the base (machine) template, in /home/user',
+	    r.exitCode === 0 && r.stdout === 'hi\n/home/user\n' &&
+	        r.stderr === 'err\n', r);
 	const chunks = [];
 	await sh.commands.run('for i in 1 2 3; do echo $i; done',
 	    { onStdout: (d) => chunks.push(d) });
@@ -394,6 +395,130 @@ async function commands() {
 	await watch(sh);
 	await sh.kill();
 	await stdin();
+}
+
+// E2B's layout: commands and cells start in /home/user, HOME is it,
+// relative paths are its; the workspace's / keeps keep's meaning.
+async function layout() {
+	const m = await Sandbox.create();
+	const w = await m.files.write('a.txt', 'written\n');
+	check('files.write of a relative path writes under /home/user',
+	    w.path === '/home/user/a.txt', w);
+	const r = await m.commands.run('pwd; echo $HOME; cat a.txt');
+	check("commands.run starts in /home/user, HOME is it, reads 'a.txt'",
+	    r.stdout === '/home/user\n/home/user\nwritten\n', r);
+	check('files.read of the absolute path reads it',
+	    (await m.files.read('/home/user/a.txt')) === 'written\n');
+	check('files.list of a relative path lists /home/user',
+	    (await m.files.list('.')).some((e) => e.name === 'a.txt' &&
+	        e.path === '/home/user/a.txt'));
+	const sub = await m.commands.run('pwd', { cwd: 'sub' }).catch((e) => e);
+	check('a relative cwd is /home/user\'s (missing: NotFoundError)',
+	    sub && sub.name === 'NotFoundError', sub && sub.name);
+	await m.files.makeDir('sub');
+	const sub2 = await m.commands.run('pwd', { cwd: 'sub' });
+	check('a relative cwd that is there', sub2.stdout === '/home/user/sub\n',
+	    sub2);
+	const own = await m.commands.run('echo $HOME', { envs: { HOME: '/w' } });
+	check("the SDK's envs set HOME over E2B's", own.stdout === '/w\n', own);
+	let ex = await m.runCode('import os\n(os.getcwd(), os.environ["HOME"], ' +
+	    'open("a.txt").read())');
+	check("runCode's cwd and HOME are /home/user",
+	    ex.text === "('/home/user', '/home/user', 'written\\n')", ex.toJSON());
+	ex = await m.runCode('import shutil, zipfile\n' +
+	    'sorted(zipfile.ZipFile(shutil.make_archive("/tmp/x", "zip", ".")).namelist())');
+	check("make_archive of '.' holds the user's files only (no proc/, dev/, tmp/)",
+	    ex.text !== undefined && ex.text.includes("'a.txt'") &&
+	        !/'(proc|dev|tmp|home|usr)\//.test(ex.text),
+	    ex.toJSON());
+	ex = await m.runCode('import matplotlib.pyplot as plt\n' +
+	    'import matplotlib\nmatplotlib.get_cachedir()');
+	check("matplotlib's cache is the image's, not the user's home",
+	    ex.text === "'/.cache/matplotlib'", ex.toJSON());
+	await m.kill();
+}
+
+// runCode in bash and js in the machine image: each cell a command
+// (bash -c, node), in /home/user; nothing but files lives between two.
+async function cells() {
+	const m = await Sandbox.create();
+	const outs = [];
+	let ex = await m.runCode('echo hi; echo err >&2; pwd; echo $HOME',
+	    { language: 'bash', onStdout: (o) => outs.push(o.line) });
+	check("runCode(..., {language: 'bash'}): its output as the cell's logs",
+	    ex.logs.stdout.join('') === 'hi\n/home/user\n/home/user\n' &&
+	        ex.logs.stderr.join('') === 'err\n' && ex.error === undefined &&
+	        outs.join('') === ex.logs.stdout.join(''),
+	    [ex.toJSON(), outs]);
+	ex = await m.runCode('echo partial; exit 3', { language: 'bash' });
+	check("a bash cell's exit status is its error, as E2B's bash kernel's",
+	    ex.error && ex.error.name === '' && ex.error.value === '3' &&
+	        ex.logs.stdout.join('') === 'partial\n',
+	    ex.toJSON());
+	await m.runCode('X=1; echo x > kept.txt', { language: 'bash' });
+	ex = await m.runCode('echo "${X:-unset}"; cat kept.txt',
+	    { language: 'bash' });
+	check('between bash cells the files live on, the variables do not',
+	    ex.logs.stdout.join('') === 'unset\nx\n', ex.toJSON());
+	ex = await m.runCode('console.log("a"); process.cwd() + " " + 6 * 7',
+	    { language: 'js' });
+	check("runCode(..., {language: 'js'}) in the machine image: node, its " +
+	    'last value the result',
+	    ex.logs.stdout.join('') === 'a\n' &&
+	        ex.text === "'/home/user 42'" && ex.error === undefined,
+	    ex.toJSON());
+	ex = await m.runCode('throw new TypeError("no")',
+	    { language: 'javascript' });
+	check('a js error: its name, message and stack',
+	    ex.error && ex.error.name === 'TypeError' && ex.error.value === 'no' &&
+	        ex.error.traceback.includes('<cell>'),
+	    ex.toJSON());
+	ex = await m.runCode('process.exit(4)', { language: 'js' });
+	check('a js cell that exits: an error with its status',
+	    ex.error && ex.error.value === '4', ex.toJSON());
+	await m.kill();
+}
+
+// betaPause and Sandbox.connect: keep's pause (contexts to their memory
+// images, commands ended) and resume.
+async function pause() {
+	const p = await Sandbox.create({ metadata: { owner: 'pause-test' } });
+	await p.runCode('x = 41');
+	await p.files.write('kept.txt', 'kept');
+	const bg = await p.commands.run('sleep 60', { background: true });
+	check('betaPause() is true', (await p.betaPause()) === true);
+	const info = await p.getInfo();
+	check("getInfo says paused", info.state === 'paused', info);
+	check('isRunning() is false while paused', (await p.isRunning()) === false);
+	check('a second pause is false, as E2B answers it (409)',
+	    (await Sandbox.pause(p.sandboxId)) === false);
+	const ended = await threw(() => bg.wait());
+	check('a pause ends the sandbox\'s commands (CommandExitError)',
+	    ended && ended.name === 'CommandExitError', ended && ended.message);
+	const listAll = async (opts) => {
+		const pg = Sandbox.list(opts);
+		const all = [];
+		for (let i = 0; pg.hasNext && i < 50; i++)
+			all.push(...await pg.nextItems());
+		return all;
+	};
+	let l = await listAll({ query: { state: ['paused'],
+		metadata: { owner: 'pause-test' } } });
+	check("Sandbox.list({query: {state: ['paused']}}) lists it, paused",
+	    l.length === 1 && l[0].sandboxId === p.sandboxId &&
+	        l[0].state === 'paused', l);
+	l = await listAll({ query: { state: ['running'],
+		metadata: { owner: 'pause-test' } } });
+	check('and the running ones do not hold it', l.length === 0, l);
+	const c = await Sandbox.connect(p.sandboxId);
+	check('Sandbox.connect resumes it: running',
+	    (await c.getInfo()).state === 'running' && (await c.isRunning()));
+	const ex = await c.runCode('x + 1');
+	check("its default context comes back with its variables: x + 1 is 42",
+	    ex.text === '42', ex.toJSON());
+	check('and its files',
+	    (await c.commands.run('cat kept.txt')).stdout === 'kept');
+	await c.kill();
 }
 
 // setTimeout moves a sandbox's end, later or sooner; the SDK's token
@@ -620,6 +745,9 @@ async function denied() {
 	check('commands.run of a program the policy does not allow is refused',
 	    e && /permission_denied/.test(e.message) && /bash/.test(e.message),
 	    e && e.message);
+	const c = await threw(() => sh.runCode('echo hi', { language: 'bash' }));
+	check('so is a bash cell (exec of bash): 403',
+	    c && /403/.test(c.message), c && [c.name, c.message]);
 	await sh.kill();
 }
 
@@ -630,6 +758,9 @@ async function denied() {
 		if (which === 'all' || which === 'code') await javascript();
 		if (which === 'all' || which === 'commands') await commands();
 		if (which === 'all' || which === 'commands') await timeouts();
+		if (which === 'all' || which === 'machine') await layout();
+		if (which === 'all' || which === 'machine') await cells();
+		if (which === 'all' || which === 'machine') await pause();
 		if (which === 'denied') await denied();
 	} catch (e) {
 		fails++;

@@ -37,7 +37,7 @@ role coder {
 	memory 512M
 	contexts 8
 }
-agent "e2b" : coder { exec "python", "js", "bash" }
+agent "e2b" : coder { exec "python", "js", "bash", "node" }
 agent "other" : coder { exec "python" }
 agent "writer" : coder { rate write 4/hour }
 agent "auditor" { allow audit:read }
@@ -60,6 +60,9 @@ sdk_run "$key" code && ok "the code interpreter through E2B's SDK" ||
 	bad "the code interpreter through E2B's SDK"
 sdk_run "$key" commands && ok "commands and files through E2B's SDK" ||
 	bad "commands through E2B's SDK"
+sdk_run "$key" machine &&
+	ok "E2B's layout (/home/user), bash and js cells, pause and resume" ||
+	bad "the machine: layout, cells, pause through E2B's SDK"
 
 # The policy decides: "other" may not run bash, so its commands.run in
 # a base sandbox is refused, PermissionDenied to the SDK.

@@ -305,6 +305,50 @@ test_create_get_kill(void **state)
 	assert_non_null(strstr(r.body, e->sbx));
 	resp_free(&r);
 
+	/* Pause: 204, then 409 (the SDK's false); paused in getInfo and
+	 * keep's status, not running to envd's health; connect resumes. */
+	snprintf(path, sizeof(path), "/e2b/sandboxes/%s/pause", e->sbx);
+	call(e, "POST", path, "X-API-KEY: admin\r\n", "{\"memory\":true}", 15,
+	    &r);
+	assert_int_equal(r.status, 204);
+	resp_free(&r);
+	call(e, "POST", path, "X-API-KEY: admin\r\n", "{}", 2, &r);
+	assert_int_equal(r.status, 409);
+	resp_free(&r);
+	call(e, "POST", path, "X-API-KEY: admin\r\n", "{\"memory\":1}", 12, &r);
+	assert_int_equal(r.status, 400);
+	resp_free(&r);
+	snprintf(path, sizeof(path), "/e2b/sandboxes/%s", e->sbx);
+	call(e, "GET", path, "X-API-KEY: admin\r\n", "", 0, &r);
+	j = body_json(&r);
+	assert_string_equal(jstr(j, "state"), "paused");
+	json_decref(j);
+	resp_free(&r);
+	sbx_call(e, "GET", "/e2b/health", NULL, "", 0, &r);
+	assert_int_equal(r.status, 502);
+	resp_free(&r);
+	snprintf(path, sizeof(path), "/e2b/v2/sandboxes/%s/connect", e->sbx);
+	call(e, "POST", path, "X-API-KEY: admin\r\n", "{}", 2, &r);
+	assert_int_equal(r.status, 201);
+	resp_free(&r);
+	snprintf(path, sizeof(path), "/e2b/sandboxes/%s", e->sbx);
+	call(e, "GET", path, "X-API-KEY: admin\r\n", "", 0, &r);
+	j = body_json(&r);
+	assert_string_equal(jstr(j, "state"), "running");
+	json_decref(j);
+	resp_free(&r);
+	/* keep's own: pause says paused, resume running. */
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/pause", e->sbx);
+	call(e, "POST", path, "Authorization: Bearer admin\r\n", "", 0, &r);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.body, "\"status\":\"paused\""));
+	resp_free(&r);
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/resume", e->sbx);
+	call(e, "POST", path, "Authorization: Bearer admin\r\n", "", 0, &r);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.body, "\"status\":\"running\""));
+	resp_free(&r);
+
 	/* Kill: 204, then E2B's 404 (the SDK's false). */
 	snprintf(path, sizeof(path), "/e2b/sandboxes/%s", e->sbx);
 	call(e, "DELETE", path, "X-API-KEY: admin\r\n", "", 0, &r);
@@ -476,6 +520,31 @@ test_cells(void **state)
 	assert_int_equal(
 	    strncmp(jstr(json_array_get(j, 1), "id"), "ctx-js-", 7), 0);
 	json_decref(j);
+	resp_free(&r);
+	/* A bash cell is a command in E2B's home, its output a stdout
+	 * line; a non-zero exit an error line as bash_kernel's. */
+	sbx_json(
+	    e, "/e2b/execute", "{\"code\":\"hi\",\"language\":\"bash\"}", &r);
+	assert_int_equal(r.status, 200);
+	ls = lines_of(&r);
+	assert_int_equal(json_array_size(ls), 1);
+	assert_string_equal(jstr(json_array_get(ls, 0), "type"), "stdout");
+	assert_string_equal(
+	    jstr(json_array_get(ls, 0), "text"), "hi in /home/user\n");
+	json_decref(ls);
+	resp_free(&r);
+	sbx_json(e, "/e2b/execute",
+	    "{\"code\":\"false\",\"language\":\"bash\"}", &r);
+	ls = lines_of(&r);
+	assert_int_equal(json_array_size(ls), 1);
+	assert_string_equal(jstr(json_array_get(ls, 0), "type"), "error");
+	assert_string_equal(jstr(json_array_get(ls, 0), "name"), "");
+	assert_string_equal(jstr(json_array_get(ls, 0), "value"), "1");
+	json_decref(ls);
+	resp_free(&r);
+	sbx_json(e, "/e2b/execute",
+	    "{\"code\":\"a\\u0000b\",\"language\":\"bash\"}", &r);
+	assert_int_equal(r.status, 400);
 	resp_free(&r);
 	/* An error line. */
 	sbx_json(e, "/e2b/execute", "{\"code\":\"raise\"}", &r);
@@ -906,12 +975,39 @@ test_rpc_process(void **state)
 	start(e, "{\"process\":{\"cmd\":\"/opt/x/echo\"}}", NULL, &r);
 	stream_error(&r, "invalid_argument");
 	resp_free(&r);
-	/* A cwd: keep's (absolute, no ".."), which must be a directory. */
+	/* A cwd (no ".."), which must be a directory; a relative one is
+	 * E2B's home's. */
 	start(e, "{\"process\":{\"cmd\":\"pwd\",\"cwd\":\"/w\"}}", NULL, &r);
 	stream_error(&r, "not_found");
 	resp_free(&r);
 	start(e, "{\"process\":{\"cmd\":\"pwd\",\"cwd\":\"w\"}}", NULL, &r);
-	stream_error(&r, "invalid_argument");
+	stream_error(&r, "not_found");
+	resp_free(&r);
+	sbx_json(
+	    e, "/e2b/filesystem.Filesystem/MakeDir", "{\"path\":\"w\"}", &r);
+	assert_int_equal(r.status, 200);
+	assert_non_null(strstr(r.body, "\"/home/user/w\""));
+	resp_free(&r);
+	start(e, "{\"process\":{\"cmd\":\"pwd\",\"cwd\":\"w\"}}", NULL, &r);
+	ev = envelopes(&r);
+	assert_int_equal(json_array_size(ev), 4);
+	m = json_object_get(json_array_get(ev, 1), "msg");
+	assert_string_equal(
+	    jstr(
+	        json_object_get(json_object_get(m, "event"), "data"), "stdout"),
+	    "L2hvbWUvdXNlci93Cg=="); /* "/home/user/w\n" */
+	json_decref(ev);
+	resp_free(&r);
+	/* No cwd: E2B's home. */
+	start(e, "{\"process\":{\"cmd\":\"pwd\"}}", NULL, &r);
+	ev = envelopes(&r);
+	assert_int_equal(json_array_size(ev), 4);
+	m = json_object_get(json_array_get(ev, 1), "msg");
+	assert_string_equal(
+	    jstr(
+	        json_object_get(json_object_get(m, "event"), "data"), "stdout"),
+	    "L2hvbWUvdXNlcgo="); /* "/home/user\n" */
+	json_decref(ev);
 	resp_free(&r);
 	start(e, "{\"process\":{\"cmd\":\"pwd\",\"cwd\":\"/w/../..\"}}", NULL,
 	    &r);
