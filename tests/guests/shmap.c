@@ -265,7 +265,8 @@ truncated(void)
 		n = write(pfd[1], "0123456789", 10);
 		n = read(pfd[0], p + 2 * PAGE, 10);
 		printf("read into past the end: %s\n",
-		    n == 10 || (n == -1 && errno == EFAULT) ? "answered" : "WRONG");
+		    n == 10 || (n == -1 && errno == EFAULT) ? "answered"
+		                                            : "WRONG");
 	}
 	/* One the VMM itself copies into (not a host call's buffer). */
 	n = uname((struct utsname *)(p + 3 * PAGE));
