@@ -89,11 +89,29 @@ got=$("$KEEP" run --workspace "$ws" --trust "$K" "$I" bash -c 'npm --version; np
     bad "npm: native '$want' guest '$got'"
 same "node's process.title" 'node -e "process.title = \"a title longer than node\"; console.log(process.argv.length, process.title)" x y'
 
+# A "#!" script as the run's own program, not through a shell: the boot
+# follows "#!" as execve does (docs/vmm.md, "Scripts").
+own() { # NAME, then the command and its arguments
+	local name=$1 want got; shift
+	want=$(cd "$nat" && env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/nonexistent \
+	    LANG=C.UTF-8 "$@" 2>&1 </dev/null; echo "rc=$?")
+	got=$("$KEEP" run --workspace "$ws" --trust "$K" "$I" "$@" 2>&1 </dev/null; echo "rc=$?")
+	if [ "$want" == "$got" ]; then ok "$name"
+	else bad "$name: native '$want' guest '$got'"; fi
+}
+gzip -c "$ws/dir/a" >"$ws/a.gz"; cp "$ws/a.gz" "$nat/a.gz"
+own "pip as the run's program (#!/usr/bin/python3)" pip --version
+own "pydoc3 as the run's program (#!/usr/bin/python3.11)" pydoc3 json.dumps
+own "zgrep as the run's program (#!/bin/sh)" zgrep -c one a.gz
+own "npm as the run's program" npm --version
+own "npx as the run's program" npx --version
+
 # Through keepd, as E2B's SDK runs a command: bash -l -c.
 cat >"$tmp/test.policy" <<'EOP'
 agent "dev" {
 	allow sandbox:read, sandbox:write, exec, artifact:write
 	exec "bash"
+	exec "pip"
 	timeout 120s
 }
 EOP
@@ -109,4 +127,10 @@ got=$(jget "$body" '["stdout"]')
 want=$(env -i PATH=/usr/bin:/bin bash -c "$script")
 [ -n "$want" ] && [ "$got" = "$want" ] && ok "commands/run bash -l -c: as natively" ||
     bad "commands/run: '$got' want '$want' ($code $body)"
+# A script as keepd's run's own program: the same boot.
+req "$tok" POST "/v1/sandboxes/$sb/commands/run" '{"cmd": "pip", "args": ["--version"]}'
+got=$(jget "$body" '["stdout"]')
+want=$(env -i PATH=/usr/bin:/bin pip --version)
+[ -n "$want" ] && [ "$got" = "$want" ] && ok "commands/run pip --version: as natively" ||
+    bad "commands/run pip: '$got' want '$want' ($code $body)"
 keepd_finish
