@@ -3,7 +3,8 @@
 # E2B's default template) works as a machine: a shell pipeline, ls, git
 # init/add/commit/log in the workspace, bc, jq, sqlite3, python's
 # subprocess (from the main thread and from another), pip, venv, numpy,
-# pandas, scipy and requests, node, npm, gcc building and running a C
+# pandas, scipy and requests, a venv (its links into the image), links to
+# /dev/null and the image's files, node, npm, gcc building and running a C
 # program, make, curl, pip building an sdist; the CPU count. Each under keep run beside the same
 # command run natively on the same Debian files, compared byte for byte;
 # then one through keepd's commands/run, as E2B's SDK runs its commands
@@ -68,6 +69,13 @@ print(pandas.DataFrame({\"a\": [1, 2, 3]}).a.sum())'"
 same "a venv (--copies) with pip" 'python3 -m venv --copies venv &&
 	venv/bin/python -c "import sys; print(sys.prefix == sys.base_prefix)" &&
 	venv/bin/python -m pip --version | cut -d" " -f1,2'
+same "a venv (links into the image, without --copies) with pip" 'python3 -m venv venv2 &&
+	venv2/bin/python -c "import sys; print(sys.prefix == sys.base_prefix)" &&
+	venv2/bin/python -m pip --version | cut -d" " -f1,2 && readlink venv2/bin/python3'
+same "workspace links to /dev, the image's files and directories" 'ln -s /dev/null n && cat n &&
+	echo gone >n && wc -c <n && stat -L -c %F n && ln -s /usr/bin/python3 p && ./p -c "print(6*7)" &&
+	ln -s /usr/lib/python3.11 pylib && ls pylib/json/__init__.py && stat -L -c %F pylib &&
+	ln -s pylib via && cat via/json/__init__.py | wc -l && test -x p && echo exec'
 same "pip builds and installs an sdist with a C extension (gcc, python3-dev)" \
     'python3 -m pip install -q --root-user-action=ignore --no-index --no-build-isolation --target site ./cext &&
 	PYTHONPATH=site python3 -c "import cext; print(cext.twice(21))"'
