@@ -7,19 +7,21 @@
 # start python3 as clones of their template once it is ready; the first
 # runs (warm-up, not counted) wait for it.
 #
-# usage: bench/images_api.sh [BUILD_DIR]   (env: RUNS=30; needs root and
-#        `make images`, like the integration tests that start keepd)
+# usage: bench/images_api.sh [BUILD_DIR]   (env: RUNS=30, CMD=python3 or
+#        python; needs root and `make images`, like the integration tests
+#        that start keepd)
 B=${1:-build}
 export B
 RUNS=${RUNS:-30}
+CMD=${CMD:-python3}
 export KEEPD_IMAGES="python machine"
 source "$(dirname "$0")/../tests/lib/keepd.sh" || exit 1
 trap keepd_cleanup EXIT
 
-cat >"$tmp/bench.policy" <<'EOP'
+cat >"$tmp/bench.policy" <<EOP
 agent "bench" {
 	allow sandbox:read, sandbox:write, exec
-	exec "python3"
+	exec "$CMD"
 	timeout 60s
 }
 EOP
@@ -30,7 +32,7 @@ for img in python machine; do
 	req "$tok" POST /v1/sandboxes "{\"image\":\"$img\"}"
 	sbx[$img]=$(jget "$body" '["id"]') || { echo "bench/images_api: no $img sandbox: $body"; exit 1; }
 done
-run='{"cmd": "python3", "args": ["-c", "print(1)"]}'
+run="{\"cmd\": \"$CMD\", \"args\": [\"-c\", \"print(1)\"]}"
 once() { # IMAGE: prints curl's total time in ms, or fails
 	local out
 	out=$(curl -s -w '\n%{time_total}' -X POST -H "Authorization: Bearer $tok" \
@@ -48,6 +50,6 @@ done
 median() { sort -n | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 p=$(median <"$tmp/python"); m=$(median <"$tmp/machine")
 echo "bench/images_api: $RUNS runs each, in alternation, medians"
-echo "| python3 -c 'print(1)' via the API | python image | machine image | machine/python |"
+echo "| $CMD -c 'print(1)' via the API | python image | machine image | machine/python |"
 echo "|---|---|---|---|"
 printf '| commands/run | %s ms | %s ms | %s |\n' "$p" "$m" "$(awk -v a="$m" -v b="$p" 'BEGIN {printf "%.2fx", a / b}')"
