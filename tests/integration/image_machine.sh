@@ -71,7 +71,8 @@ same "a venv (--copies) with pip" 'python3 -m venv --copies venv &&
 	venv/bin/python -m pip --version | cut -d" " -f1,2'
 same "a venv (links into the image, without --copies) with pip" 'python3 -m venv venv2 &&
 	venv2/bin/python -c "import sys; print(sys.prefix == sys.base_prefix)" &&
-	venv2/bin/python -m pip --version | cut -d" " -f1,2 && readlink venv2/bin/python3'
+	venv2/bin/python -m pip --version | cut -d" " -f1,2 && readlink venv2/bin/python3 &&
+	venv2/bin/pip --version | cut -d" " -f1,2'
 same "workspace links to /dev, the image's files and directories" 'ln -s /dev/null n && cat n &&
 	echo gone >n && wc -c <n && stat -L -c %F n && ln -s /usr/bin/python3 p && ./p -c "print(6*7)" &&
 	ln -s /usr/lib/python3.11 pylib && ls pylib/json/__init__.py && stat -L -c %F pylib &&
