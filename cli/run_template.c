@@ -319,10 +319,7 @@ static void __attribute__((noreturn)) holder(const char *path,
 	if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 ||
 	    dup2(devnull, 2) < 0)
 		_exit(1);
-	for (i = 0; i < image_nfiles(img) && f == NULL; i++)
-		if (strcmp(image_file_at(img, i)->path, IMAGE_TEMPLATE_PATH) ==
-		    0)
-			f = image_file_at(img, i);
+	f = image_file_find(img, IMAGE_TEMPLATE_PATH);
 	if (f == NULL || image_file_verify(f) != 0 ||
 	    image_template_parse(f->data, f->len, &spec, err, sizeof(err)) !=
 	        0 ||

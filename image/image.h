@@ -101,6 +101,10 @@ const struct image_command *image_command(
     const struct image *img, const char *name);
 size_t image_nfiles(const struct image *img);
 const struct image_file *image_file_at(const struct image *img, size_t i);
+/* The file at path, or NULL: a binary search when the files are sorted
+ * (image_files_sorted), else a walk. */
+const struct image_file *image_file_find(
+    const struct image *img, const char *path);
 
 /* The body (every byte before the signature trailer). */
 const uint8_t *image_bytes(const struct image *img, size_t *len);

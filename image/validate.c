@@ -648,6 +648,30 @@ image_file_at(const struct image *img, size_t i)
 	return i < img->nfiles ? &img->files[i] : NULL;
 }
 
+const struct image_file *
+image_file_find(const struct image *img, const char *path)
+{
+	size_t i, lo = 0, hi = img->nfiles;
+	int c;
+
+	if (!img->sorted) {
+		for (i = 0; i < img->nfiles; i++)
+			if (strcmp(img->files[i].path, path) == 0)
+				return &img->files[i];
+		return NULL;
+	}
+	while (lo < hi) {
+		i = lo + (hi - lo) / 2;
+		if ((c = strcmp(img->files[i].path, path)) == 0)
+			return &img->files[i];
+		if (c < 0)
+			lo = i + 1;
+		else
+			hi = i;
+	}
+	return NULL;
+}
+
 const uint8_t *
 image_bytes(const struct image *img, size_t *len)
 {

@@ -15,7 +15,9 @@ $(B)/guests/dynamic/lib%.so: tests/guests/dynamic/%.c | deps
 
 # bench/images (not part of make check): the package images' start,
 # import and memory figures beside Debian's own interpreter, their build
-# times and sizes.
+# times and sizes; then bench/images_api: print(1) through keepd's API
+# from the python and the machine image.
 .PHONY: bench-images
-bench-images: $(B)/bin/keep images
+bench-images: $(B)/bin/keep $(B)/bin/keepd images
 	bash bench/images.sh $(B)
+	bash bench/images_api.sh $(B)

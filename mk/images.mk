@@ -204,12 +204,16 @@ $(STOCK_DIR)/machine.manifest: images/machine.manifest images/machine.omit \
 	      printf '#!/bin/sh\nexec %s "$$@"\n' "$$(readlink -f /usr/bin/$$c)" \
 	          >$(STOCK_DIR)/machine-$$c && chmod 755 $(STOCK_DIR)/machine-$$c; \
 	      echo "file /usr/bin/$$c=$(STOCK_DIR)/machine-$$c"; \
+	      echo "command $$c=/usr/bin/$$c"; \
 	  done; \
 	  sh mk/deb-commands.sh $$(sh mk/deb-closure.sh -t \
 	      $$(sed -n 's/^deb //p' $<)); } >$@.tmp
 	awk '/^#omitted / { gone[$$2] = 1; print; next } \
-	    /^file / { if ($$2 in seen) next; seen[$$2] = 1 } \
-	    /^command / { split($$2, c, "="); if (c[2] in gone) next } 1' \
+	    /^file / { if ($$2 in seen) next; seen[$$2] = 1; \
+	        split($$2, f, "="); given[f[1]] = 1 } \
+	    /^command / { split($$2, c, "="); \
+	        if ((c[2] in gone && !(c[2] in given)) || c[1] in named) next; \
+	        named[c[1]] = 1 } 1' \
 	    $@.tmp >$@.tmp2 && mv $@.tmp2 $@.tmp
 	mv $@.tmp $@
 

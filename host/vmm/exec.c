@@ -131,6 +131,108 @@ is_elf(const uint8_t *d, size_t len)
 	return len >= 4 && memcmp(d, "\177ELF", 4) == 0;
 }
 
+int
+vm_boot_script(struct vm *vm, char *err, size_t errlen)
+{
+	const struct vmm_config *cfg = vm->cfg;
+	const struct vmm_file *script = NULL, *in;
+	char interp[SHEBANG_MAX], iarg[SHEBANG_MAX];
+	const char *lead[3];
+	struct vm_exec *x;
+	size_t i, nlead = 0, argc, bytes = 0, n = 0;
+	char *s;
+
+	if (cfg->elf == NULL || is_elf(cfg->elf, cfg->elf_len) ||
+	    vm_exec_shebang(cfg->elf, cfg->elf_len, interp, sizeof(interp),
+	        iarg, sizeof(iarg)) != 0)
+		return VMM_OK;
+	/* The script's path is its argument, as execve's name for it is:
+	 * the image's file, since the caller hands the VMM its bytes. */
+	for (i = 0; i < cfg->nfiles && script == NULL; i++)
+		if (cfg->files[i].data == cfg->elf &&
+		    cfg->files[i].len == cfg->elf_len)
+			script = &cfg->files[i];
+	if (script == NULL) {
+		snprintf(err, errlen,
+		    "a #! script runs only as one of the image's files");
+		return VMM_E_ELF;
+	}
+	/* Its interpreter from the image too: the workspace is the user's,
+	 * and a run must not start what the user put there. */
+	if (interp[0] != '/' ||
+	    (in = vm_cfg_file(cfg, interp, strlen(interp))) == NULL) {
+		snprintf(err, errlen,
+		    "%s: its interpreter %s is not in the image", script->path,
+		    interp);
+		return VMM_E_ELF;
+	}
+	/* One level, as execve here (do_exec). */
+	if ((in->mode & 0111) == 0 || !is_elf(in->data, in->len)) {
+		snprintf(err, errlen,
+		    "%s: its interpreter %s is not an executable ELF",
+		    script->path, in->path);
+		return VMM_E_ELF;
+	}
+	if (vm_img_verify(vm, in) != 0) {
+		snprintf(err, errlen,
+		    "%s does not match its hash (tampered image)", in->path);
+		return VMM_E_ELF;
+	}
+	lead[nlead++] = interp;
+	if (iarg[0] != '\0')
+		lead[nlead++] = iarg;
+	lead[nlead++] = script->path;
+	for (argc = 0; cfg->argv != NULL && cfg->argv[argc] != NULL; argc++)
+		if (argc >= EXEC_VEC_MAX)
+			goto toobig;
+	for (i = 0; i < nlead; i++)
+		bytes += strlen(lead[i]) + 1;
+	for (i = 1; i < argc; i++) {
+		size_t len = strlen(cfg->argv[i]);
+
+		if (len + 1 > EXEC_STRINGS_MAX - bytes)
+			goto toobig;
+		bytes += len + 1;
+	}
+	if ((x = calloc(1, sizeof(*x))) == NULL ||
+	    (x->strings = malloc(bytes)) == NULL ||
+	    (x->vec = calloc(nlead + argc + 1, sizeof(*x->vec))) == NULL) {
+		if (x != NULL)
+			exec_release(x);
+		snprintf(err, errlen, "out of memory");
+		return VMM_E_NOMEM;
+	}
+	/* The caller's argv[0] gives way to the script's path, as in
+	 * do_exec. */
+	for (s = x->strings, i = 0; i < nlead + argc - (argc > 0); i++) {
+		const char *a = i < nlead ? lead[i] : cfg->argv[i - nlead + 1];
+		size_t len = strlen(a);
+
+		memcpy(s, a, len + 1);
+		x->vec[n++] = s;
+		s += len + 1;
+	}
+	x->cfg = *cfg;
+	x->cfg.elf = in->data;
+	x->cfg.elf_len = in->len;
+	x->cfg.argv = x->vec;
+	vm->boot = x;
+	vm->cfg = &x->cfg;
+	return VMM_OK;
+toobig:
+	snprintf(err, errlen, "arguments too large");
+	return VMM_E_TOOBIG;
+}
+
+void
+vm_boot_script_free(struct vm *vm)
+{
+	if (vm->boot == NULL)
+		return;
+	exec_release(vm->boot);
+	vm->boot = NULL;
+}
+
 static int64_t
 do_exec(struct vm *vm, const char *gpath, uint64_t argv, uint64_t envp)
 {

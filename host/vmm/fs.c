@@ -295,6 +295,105 @@ ws_parent(struct vm *vm, const char *path, char *name, size_t namelen)
 	                     : ws_parentat(vm->ws_fd, path, name, namelen);
 }
 
+#define LINK_HOPS 40 /* Linux's MAXSYMLINKS */
+
+/* Whether path is the VMM's to serve rather than the workspace's. */
+static int
+served_here(struct vm *vm, const char *path)
+{
+	return vm_synth_path(path) || image_file(vm, path) != NULL ||
+	    image_dir(vm, path) || image_file_on_the_way(vm, path);
+}
+
+/*
+ * The first symlink among path's prefixes in the workspace: 1 with the
+ * prefix's length in *end and the link's text in target; 0: none before
+ * a prefix that is missing or not a directory. nofollow: not the whole
+ * path.
+ */
+static int
+ws_first_link(struct vm *vm, const char *path, int nofollow, size_t *end,
+    char *target, size_t tlen)
+{
+	char prefix[VM_PATH_MAX];
+	struct stat st;
+	size_t i, len = strlen(path);
+	ssize_t n;
+	int fd, rc;
+
+	for (i = 1; i <= len; i++) {
+		if (path[i] != '/' && path[i] != '\0')
+			continue;
+		if (path[i] == '\0' && nofollow)
+			return 0;
+		memcpy(prefix, path, i);
+		prefix[i] = '\0';
+		if ((fd = ws_open(vm, prefix, O_PATH | O_NOFOLLOW, 0)) < 0)
+			return 0;
+		if ((rc = fstat(fd, &st)) == 0 && S_ISLNK(st.st_mode)) {
+			n = readlinkat(fd, "", target, tlen);
+			close(fd);
+			if (n <= 0 || (size_t)n >= tlen)
+				return 0;
+			target[n] = '\0';
+			*end = i;
+			return 1;
+		}
+		close(fd);
+		if (rc != 0 || !S_ISDIR(st.st_mode))
+			return 0;
+	}
+	return 0;
+}
+
+/*
+ * A workspace walk of path came to nothing (ENOENT): whether it went
+ * through a workspace symlink whose target is the image's, /proc's or
+ * /dev's (venv's bin/python3 -> /usr/bin/python3, ln -s /dev/null x),
+ * which the kernel's RESOLVE_IN_ROOT walk does not know. The links on
+ * the way are read one at a time (the path's first link, then the first
+ * of what that leads to, LINK_HOPS at most) and each target only makes
+ * a guest path, which the caller then serves as if the guest had named
+ * it. A link is text the guest could have given as the path itself, so
+ * a rename racing this walk can lead only to paths the guest may name
+ * anyway, and whatever the result is in the workspace is opened by the
+ * kernel again, beneath the workspace (docs/threat-model.md).
+ * nofollow: the last component is not followed (lstat, O_NOFOLLOW).
+ * 1 with the guest path in out; 0: the workspace's answer stands;
+ * -ELOOP.
+ */
+static int
+ws_link_elsewhere(
+    struct vm *vm, const char *path, int nofollow, char *out, size_t outlen)
+{
+	char cur[VM_PATH_MAX], target[VM_PATH_MAX], dir[VM_PATH_MAX];
+	char joined[2 * VM_PATH_MAX];
+	unsigned hops;
+	size_t end, k;
+
+	if (vm->ws_fd < 0 || strlcpy(cur, path, sizeof(cur)) >= sizeof(cur))
+		return 0;
+	for (hops = 0;; hops++) {
+		if (hops > 0 && served_here(vm, cur))
+			return strlcpy(out, cur, outlen) < outlen;
+		if (!ws_first_link(
+		        vm, cur, nofollow, &end, target, sizeof(target)))
+			return 0;
+		if (hops == LINK_HOPS)
+			return -ELOOP;
+		/* The link's directory: cur has no link before it. */
+		for (k = end; k > 0 && cur[k - 1] != '/'; k--)
+			;
+		memcpy(dir, cur, k > 1 ? k - 1 : 1);
+		dir[k > 1 ? k - 1 : 1] = '\0';
+		if (ws_normalize(dir, target, joined, sizeof(joined)) != 0 ||
+		    strlcat(joined, cur + end, sizeof(joined)) >=
+		        sizeof(joined) ||
+		    ws_normalize("/", joined, cur, sizeof(cur)) != 0)
+			return 0;
+	}
+}
+
 int
 vm_path(struct vm *vm, int64_t dirfd, uint64_t addr, char *out, size_t outlen,
     int empty_ok)
@@ -353,9 +452,13 @@ host_fstat(int fd, struct stat *st)
 	return 0;
 }
 
+/* follow: whether a workspace link into the image, /proc or /dev is
+ * still to be followed (ws_link_elsewhere), once. */
 static int64_t
-stat_path(struct vm *vm, const char *path, int nofollow, struct stat *st)
+stat_path_via(
+    struct vm *vm, const char *path, int nofollow, struct stat *st, int follow)
 {
+	char via[VM_PATH_MAX];
 	const struct vmm_file *f;
 	int fd, rc = 0;
 
@@ -375,7 +478,16 @@ stat_path(struct vm *vm, const char *path, int nofollow, struct stat *st)
 		synth_stat(st, S_IFDIR | 0755, 4096, path);
 		return 0;
 	}
+	if (fd == -ENOENT && follow &&
+	    (rc = ws_link_elsewhere(vm, path, nofollow, via, sizeof(via))) != 0)
+		return rc < 0 ? rc : stat_path_via(vm, via, nofollow, st, 0);
 	return fd == -ENOENT && image_file_on_the_way(vm, path) ? -ENOTDIR : fd;
+}
+
+static int64_t
+stat_path(struct vm *vm, const char *path, int nofollow, struct stat *st)
+{
+	return stat_path_via(vm, path, nofollow, st, 1);
 }
 
 static int64_t
@@ -455,10 +567,10 @@ static int64_t
 open_at(
     struct vm *vm, int64_t dirfd, uint64_t addr, uint64_t flags, uint64_t mode)
 {
-	char path[VM_PATH_MAX];
+	char path[VM_PATH_MAX], via[VM_PATH_MAX];
 	const struct vmm_file *img;
 	struct vfd *f;
-	int fd, hostfd, rc;
+	int fd, hostfd, rc, followed = 0;
 	int wr =
 	    (flags & O_ACCMODE) != O_RDONLY || (flags & (O_CREAT | O_TRUNC));
 
@@ -484,6 +596,7 @@ open_at(
 	if ((fd = fd_alloc(vm, 0)) < 0)
 		return fd;
 	f = &vm->fds[fd];
+again:
 	if (vm_synth_path(path)) {
 		int64_t r = vm_synth_open(vm, path, flags, f, fd);
 
@@ -516,6 +629,14 @@ open_at(
 		if (wr)
 			return -EISDIR;
 		f->kind = VFD_VDIR;
+	} else if (hostfd == -ENOENT && !followed &&
+	    (rc = ws_link_elsewhere(
+	         vm, path, (flags & O_NOFOLLOW) != 0, via, sizeof(via))) != 0) {
+		if (rc < 0)
+			return rc;
+		strlcpy(path, via, sizeof(path));
+		followed = 1;
+		goto again;
 	} else
 		return hostfd == -ENOENT && image_file_on_the_way(vm, path)
 		    ? -ENOTDIR
@@ -1696,10 +1817,11 @@ sys_pipe2(struct vm *vm, const uint64_t a[6])
 
 /* ---- exec --------------------------------------------------------------- */
 
-int
-vm_fs_program(struct vm *vm, const char *gpath, char *path, size_t pathlen,
-    const uint8_t **data, size_t *len, uint8_t **owned)
+static int
+program_via(struct vm *vm, const char *gpath, char *path, size_t pathlen,
+    const uint8_t **data, size_t *len, uint8_t **owned, int follow)
 {
+	char via[VM_PATH_MAX];
 	const struct vmm_file *f;
 	struct stat st;
 	uint8_t *buf;
@@ -1727,7 +1849,12 @@ vm_fs_program(struct vm *vm, const char *gpath, char *path, size_t pathlen,
 	}
 	if (image_dir(vm, path))
 		return -EACCES;
-	if ((fd = ws_open(vm, path, O_RDONLY, 0)) < 0)
+	if ((fd = ws_open(vm, path, O_RDONLY, 0)) == -ENOENT && follow &&
+	    (rc = ws_link_elsewhere(vm, path, 0, via, sizeof(via))) != 0)
+		return rc < 0
+		    ? rc
+		    : program_via(vm, via, path, pathlen, data, len, owned, 0);
+	if (fd < 0)
 		return fd;
 	if (fstat(fd, &st) == -1 || !S_ISREG(st.st_mode) ||
 	    (st.st_mode & 0111) == 0) {
@@ -1747,6 +1874,13 @@ vm_fs_program(struct vm *vm, const char *gpath, char *path, size_t pathlen,
 	*data = *owned = buf;
 	*len = got;
 	return 0;
+}
+
+int
+vm_fs_program(struct vm *vm, const char *gpath, char *path, size_t pathlen,
+    const uint8_t **data, size_t *len, uint8_t **owned)
+{
+	return program_via(vm, gpath, path, pathlen, data, len, owned, 1);
 }
 
 void

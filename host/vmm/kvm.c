@@ -1218,6 +1218,7 @@ vm_teardown(struct vm *vm)
 	if (vm->mem_fd >= 0)
 		close(vm->mem_fd);
 	vm->mem_fd = -1;
+	vm_boot_script_free(vm);
 }
 
 int
@@ -1267,7 +1268,8 @@ vm_boot(struct vm *vm, char *err, size_t errlen)
 		snprintf(err, errlen, "guest memory: %s", strerror(errno));
 		return VMM_E_NOMEM;
 	}
-	if ((rc = load_program(vm, err, errlen)) != VMM_OK ||
+	if ((rc = vm_boot_script(vm, err, errlen)) != VMM_OK ||
+	    (rc = load_program(vm, err, errlen)) != VMM_OK ||
 	    (rc = vm_fs_init(vm)) != VMM_OK)
 		return rc;
 	if (build_stack(vm, &rsp) != 0) {

@@ -158,6 +158,9 @@ struct vm {
 	int vfork_fd; /* a vfork child's pipe to its waiting parent, or -1 */
 	struct vmm_result child_res; /* a child's own result */
 	struct vm_exec *exec; /* what execve loaded (exec.c), or NULL */
+	/* The run's own program was a "#!" script: its interpreter's
+	 * configuration (vm_boot_script), which vm->cfg then points at. */
+	struct vm_exec *boot;
 	int regs_replaced; /* the last call set every register (execve,
 			      rt_sigreturn): no return to the caller */
 	uint64_t call_nr; /* the call whose return the registers hold (a
@@ -382,6 +385,13 @@ void vm_exec_free(struct vm *);
  * non-empty, without blanks; arg trimmed, maybe empty), or -ENOEXEC. */
 int vm_exec_shebang(const uint8_t *data, size_t len, char *interp, size_t ilen,
     char *arg, size_t alen);
+/* Before the run's program loads: when it is a "#!" script of the image,
+ * vm->cfg becomes a copy that starts its interpreter (an ELF of the
+ * image) with argv "interp [arg] script argv[1..]", as execve does.
+ * VMM_OK (also for an ELF, or for what is neither: load_program then
+ * refuses it), or VMM_E_* with a reason in err. */
+int vm_boot_script(struct vm *, char *err, size_t errlen);
+void vm_boot_script_free(struct vm *);
 
 /* ---- proc.c: the guest process tree ----------------------------------- */
 
@@ -550,6 +560,10 @@ int64_t vm_keep_fetch(struct vm *, uint64_t addr, uint64_t size);
 /* Place and copy the program's PT_INTERP loader from the image's files
  * (loader.c); once the memory layout is set. VMM_OK or a VMM_E_*. */
 int vm_load_interp(struct vm *, char *err, size_t errlen);
+/* cfg's file at path[0..len) (exactly; path need not end with a NUL), or
+ * NULL: a binary search when cfg->files_sorted, else a walk. */
+const struct vmm_file *vm_cfg_file(
+    const struct vmm_config *cfg, const char *path, size_t len);
 
 /* An image's default environment: the file VM_IMAGE_ENV, lines
  * NAME=VALUE ('#' starts a comment line), appended after the caller's

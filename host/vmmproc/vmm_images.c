@@ -46,6 +46,7 @@ loaded_clear(struct loaded_image *li)
 {
 	image_close(li->img);
 	free(li->checked);
+	free(li->files);
 	if (li->hints != NULL)
 		munmap((void *)li->hints, li->nfiles);
 	memset(li, 0, sizeof(*li));
@@ -119,11 +120,22 @@ vmm_image_get(struct proc_ctx *ctx, struct vmm_state *vs, const char *name)
 	strlcpy(li->path, path, sizeof(li->path));
 	if (n > 0 &&
 	    ((li->checked = calloc(n, 1)) == NULL ||
+	        (li->files = calloc(n, sizeof(*li->files))) == NULL ||
 	        (li->hints = mmap(NULL, n, PROT_READ | PROT_WRITE,
 	             MAP_SHARED | MAP_ANONYMOUS, -1, 0)) == MAP_FAILED)) {
 		li->hints = NULL;
 		loaded_clear(li);
 		return NULL;
+	}
+	for (i = 0; i < n; i++) {
+		const struct image_file *f = image_file_at(img, i);
+
+		li->files[i].path = f->path;
+		li->files[i].data = f->data;
+		li->files[i].len = f->len;
+		li->files[i].mode = f->mode;
+		li->files[i].hash = f->hash;
+		li->files[i].pad = f->pad;
 	}
 	log_info("image %s %s verified", image_name(img), image_version(img));
 	return img;
@@ -181,6 +193,21 @@ vmm_image_files(struct vmm_state *vs, const struct image *img, size_t extra,
 		fv[i].pad = fv[i].hash != NULL ? f->pad : 0;
 	}
 	return fv;
+}
+
+const struct vmm_file *
+vmm_image_files_shared(struct vmm_state *vs, const struct image *img,
+    volatile uint8_t **hints, const uint8_t **checked)
+{
+	struct loaded_image *li = loaded_find(vs, img);
+
+	*hints = NULL;
+	*checked = NULL;
+	if (li == NULL || li->files == NULL)
+		return NULL;
+	*hints = li->hints;
+	*checked = li->checked;
+	return li->files;
 }
 
 void

@@ -111,6 +111,10 @@ struct loaded_image {
 	 * hint only; the vmm hashes the file itself before it sets checked
 	 * (vmmproc/vmm_images.c). */
 	volatile uint8_t *hints;
+	/* The image's files as the VMM takes them, made once when the image
+	 * is opened: a run passes them with checked as files_checked rather
+	 * than copying 22,600 entries of the machine image at each start. */
+	struct vmm_file *files;
 };
 
 /* A run in flight: one `keepd: vm` process. */
@@ -304,6 +308,11 @@ int vmm_image_file_check(
  * process marks the files it checked in. NULL when out of memory. */
 struct vmm_file *vmm_image_files(struct vmm_state *vs, const struct image *img,
     size_t extra, volatile uint8_t **hints);
+/* The same made once per opened image, hashes kept: pass *checked as
+ * vmm_config.files_checked. Owned by the image's slot (valid until it
+ * is shed or reopened); NULL when img is not one the vmm loaded. */
+const struct vmm_file *vmm_image_files_shared(struct vmm_state *vs,
+    const struct image *img, volatile uint8_t **hints, const uint8_t **checked);
 /* Hash, within a budget, the files vm processes found matching, so later
  * runs skip them. */
 void vmm_images_settle(struct vmm_state *vs);

@@ -410,6 +410,7 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	struct vmm_file *fv = NULL;
 	size_t image_len;
 	volatile uint8_t *hints = NULL;
+	const uint8_t *checked = NULL;
 	struct image *img;
 	struct sandbox *s;
 	struct grant g;
@@ -562,9 +563,14 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 		    sizeof(reason));
 		goto refuse;
 	}
-	if ((fv = vmm_image_files(vs, img, 0, &hints)) == NULL)
-		goto error;
-	files = fv;
+	/* The image's own array when the vmm loaded it (a run's start
+	 * then costs nothing per file), else a copy. */
+	if ((files = vmm_image_files_shared(vs, img, &hints, &checked)) ==
+	    NULL) {
+		if ((fv = vmm_image_files(vs, img, 0, &hints)) == NULL)
+			goto error;
+		files = fv;
+	}
 	timeout = g.timeout_ms;
 	if (ctx->config != NULL) {
 		if (timeout == 0)
@@ -585,6 +591,7 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	cfg.nfiles = image_nfiles(img);
 	cfg.files_sorted = image_files_sorted(img); /* fv is in its order */
 	cfg.file_hints = hints;
+	cfg.files_checked = checked;
 	cfg.image_fd = image_fd(img, &cfg.image_map, &image_len);
 	cfg.image_map_len = image_len;
 	cfg.no_pagemap = 1;

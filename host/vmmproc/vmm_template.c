@@ -638,13 +638,9 @@ image_spec(const struct image *img, const char *image_name, const char *name,
 	const struct image_command *first, *cmd;
 	const struct image_file *f;
 	char err[160];
-	size_t i;
 
-	for (i = 0, f = NULL; i < image_nfiles(img) && f == NULL; i++)
-		if (strcmp(image_file_at(img, i)->path, IMAGE_TEMPLATE_PATH) ==
-		    0)
-			f = image_file_at(img, i);
-	if (f == NULL)
+	/* A search, not a walk: this is asked at every run's start. */
+	if ((f = image_file_find(img, IMAGE_TEMPLATE_PATH)) == NULL)
 		return -1;
 	if (image_file_verify(f) != 0 ||
 	    image_template_parse(f->data, f->len, spec, err, sizeof(err)) !=

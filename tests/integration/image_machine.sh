@@ -3,7 +3,8 @@
 # E2B's default template) works as a machine: a shell pipeline, ls, git
 # init/add/commit/log in the workspace, bc, jq, sqlite3, python's
 # subprocess (from the main thread and from another), pip, venv, numpy,
-# pandas, scipy and requests, node, npm, gcc building and running a C
+# pandas, scipy and requests, a venv (its links into the image), links to
+# /dev/null and the image's files, node, npm, gcc building and running a C
 # program, make, curl, pip building an sdist; the CPU count. Each under keep run beside the same
 # command run natively on the same Debian files, compared byte for byte;
 # then one through keepd's commands/run, as E2B's SDK runs its commands
@@ -100,6 +101,14 @@ print(pandas.DataFrame({\"a\": [1, 2, 3]}).a.sum())'"
 same "a venv (--copies) with pip" 'python3 -m venv --copies venv &&
 	venv/bin/python -c "import sys; print(sys.prefix == sys.base_prefix)" &&
 	venv/bin/python -m pip --version | cut -d" " -f1,2'
+same "a venv (links into the image, without --copies) with pip" 'python3 -m venv venv2 &&
+	venv2/bin/python -c "import sys; print(sys.prefix == sys.base_prefix)" &&
+	venv2/bin/python -m pip --version | cut -d" " -f1,2 && readlink venv2/bin/python3 &&
+	venv2/bin/pip --version | cut -d" " -f1,2'
+same "workspace links to /dev, the image's files and directories" 'ln -s /dev/null n && cat n &&
+	echo gone >n && wc -c <n && stat -L -c %F n && ln -s /usr/bin/python3 p && ./p -c "print(6*7)" &&
+	ln -s /usr/lib/python3.11 pylib && ls pylib/json/__init__.py && stat -L -c %F pylib &&
+	ln -s pylib via && cat via/json/__init__.py | wc -l && test -x p && echo exec'
 same "pip builds and installs an sdist with a C extension (gcc, python3-dev)" \
     'python3 -m pip install -q --root-user-action=ignore --no-index --no-build-isolation --target site ./cext &&
 	PYTHONPATH=site python3 -c "import cext; print(cext.twice(21))"'
@@ -123,11 +132,29 @@ got=$("$KEEP" run --workspace "$ws" --trust "$K" "$I" bash -c 'npm --version; np
     bad "npm: native '$want' guest '$got'"
 same "node's process.title" 'node -e "process.title = \"a title longer than node\"; console.log(process.argv.length, process.title)" x y'
 
+# A "#!" script as the run's own program, not through a shell: the boot
+# follows "#!" as execve does (docs/vmm.md, "Scripts").
+own() { # NAME, then the command and its arguments
+	local name=$1 want got; shift
+	want=$(cd "$nat" && env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/nonexistent \
+	    LANG=C.UTF-8 "$@" 2>&1 </dev/null; echo "rc=$?")
+	got=$("$KEEP" run --workspace "$ws" --trust "$K" "$I" "$@" 2>&1 </dev/null; echo "rc=$?")
+	if [ "$want" == "$got" ]; then ok "$name"
+	else bad "$name: native '$want' guest '$got'"; fi
+}
+gzip -c "$ws/dir/a" >"$ws/a.gz"; cp "$ws/a.gz" "$nat/a.gz"
+own "pip as the run's program (#!/usr/bin/python3)" pip --version
+own "pydoc3 as the run's program (#!/usr/bin/python3.11)" pydoc3 json.dumps
+own "zgrep as the run's program (#!/bin/sh)" zgrep -c one a.gz
+own "npm as the run's program" npm --version
+own "npx as the run's program" npx --version
+
 # Through keepd, as E2B's SDK runs a command: bash -l -c.
 cat >"$tmp/test.policy" <<'EOP'
 agent "dev" {
 	allow sandbox:read, sandbox:write, exec, artifact:write
 	exec "bash"
+	exec "pip"
 	timeout 120s
 }
 EOP
@@ -143,4 +170,10 @@ got=$(jget "$body" '["stdout"]')
 want=$(env -i PATH=/usr/bin:/bin bash -c "$script")
 [ -n "$want" ] && [ "$got" = "$want" ] && ok "commands/run bash -l -c: as natively" ||
     bad "commands/run: '$got' want '$want' ($code $body)"
+# A script as keepd's run's own program: the same boot.
+req "$tok" POST "/v1/sandboxes/$sb/commands/run" '{"cmd": "pip", "args": ["--version"]}'
+got=$(jget "$body" '["stdout"]')
+want=$(env -i PATH=/usr/bin:/bin pip --version)
+[ -n "$want" ] && [ "$got" = "$want" ] && ok "commands/run pip --version: as natively" ||
+    bad "commands/run pip: '$got' want '$want' ($code $body)"
 keepd_finish

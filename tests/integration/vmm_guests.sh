@@ -101,7 +101,10 @@ want() {
 	for l in abs up deep loop ping pong viaproc; do echo "$l symlink: ok"; done
 	echo "abs readlink: /etc/passwd"
 	want abs x file; want up etc/passwd root; want deep x file
-	want loop x ELOOP; want ping x ELOOP; want viaproc x ENOENT
+	want loop x ELOOP; want ping x ELOOP
+	# A link to /proc reaches keep's /proc, as on Linux, which has no
+	# /proc/self/root: nothing there, and nothing to create (EACCES).
+	want viaproc x ENOENT | sed 's/^viaproc create below: ENOENT$/viaproc create below: EACCES/'
 	want host-abs x file; want host-up etc/passwd root
 } >"$tmp/symlinks.want"
 "$KEEP" run --workspace "$top/ws" "$G/symlinks" >"$tmp/out" 2>"$tmp/err"

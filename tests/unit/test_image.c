@@ -172,11 +172,24 @@ test_path_order(void **state)
 
 	assert_int_equal(image_open_mem(buf, (size_t)end, &img, NULL, 0), 0);
 	assert_int_equal(image_files_sorted(img), 1);
+	/* image_file_find: a search of the sorted files, each one found,
+	 * a prefix, a missing path and one past the end not. */
+	assert_ptr_equal(image_file_find(img, "/a"), image_file_at(img, 0));
+	assert_ptr_equal(image_file_find(img, "/a/b"), image_file_at(img, 1));
+	assert_ptr_equal(image_file_find(img, "/c"), image_file_at(img, 2));
+	assert_null(image_file_find(img, "/"));
+	assert_null(image_file_find(img, "/a/"));
+	assert_null(image_file_find(img, "/b"));
+	assert_null(image_file_find(img, "/d"));
 	image_close(img);
 	/* "/a/b" -> "/d/b": unique, but after "/c" comes first. */
 	paths[IMG_FILE_LEN + 1] = 'd';
 	assert_int_equal(image_open_mem(buf, (size_t)end, &img, NULL, 0), 0);
 	assert_int_equal(image_files_sorted(img), 0);
+	/* Unsorted: a walk finds them all the same. */
+	assert_ptr_equal(image_file_find(img, "/d/b"), image_file_at(img, 1));
+	assert_ptr_equal(image_file_find(img, "/c"), image_file_at(img, 2));
+	assert_null(image_file_find(img, "/a/b"));
 	image_close(img);
 	/* Equal neighbours: "/a" twice. */
 	memcpy(paths + IMG_FILE_LEN, "/a\0\0", 4);
