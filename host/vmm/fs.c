@@ -183,8 +183,7 @@ vm_fs_init(struct vm *vm)
 	if (vm->ws_fd >= 0) {
 		/* A writable /tmp and /dev/shm, as programs expect. */
 		(void)mkdirat(vm->ws_fd, "tmp", 01777);
-		(void)mkdirat(vm->ws_fd, "dev", 0755);
-		(void)mkdirat(vm->ws_fd, "dev/shm", 01777);
+		(void)mkdirat(vm->ws_fd, WS_SHM_DIR + 1, 01777);
 	}
 	if (vm_quota_start(vm) != 0)
 		return VMM_E_NOMEM;
@@ -280,29 +279,61 @@ image_file_on_the_way(struct vm *vm, const char *path)
 	return 0;
 }
 
+/*
+ * /dev/shm is the workspace's WS_SHM_DIR: a directory in the workspace's
+ * /tmp, so the workspace holds no dev/ of its own, through which a link
+ * to /dev/null would name a file the kernel could create there. The
+ * path in the workspace in buf, or path itself; NULL when too long.
+ */
+static const char *
+shm_path(const char *path, char *buf, size_t len)
+{
+	if (strncmp(path, "/dev/shm", 8) != 0 ||
+	    (path[8] != '\0' && path[8] != '/'))
+		return path;
+	if ((size_t)snprintf(buf, len, "%s%s", WS_SHM_DIR, path + 8) >= len)
+		return NULL;
+	return buf;
+}
+
 /* The workspace, through host/vmm/workspace.c; none: nothing exists. */
 static int
 ws_open(struct vm *vm, const char *path, uint64_t flags, uint64_t mode)
 {
-	return vm->ws_fd < 0 ? -ENOENT
-	                     : ws_openat(vm->ws_fd, path, flags, mode);
+	char buf[VM_PATH_MAX + sizeof(WS_SHM_DIR)];
+
+	if (vm->ws_fd < 0)
+		return -ENOENT;
+	if ((path = shm_path(path, buf, sizeof(buf))) == NULL)
+		return -ENAMETOOLONG;
+	return ws_openat(vm->ws_fd, path, flags, mode);
 }
 
 static int
 ws_parent(struct vm *vm, const char *path, char *name, size_t namelen)
 {
-	return vm->ws_fd < 0 ? -ENOENT
-	                     : ws_parentat(vm->ws_fd, path, name, namelen);
+	char buf[VM_PATH_MAX + sizeof(WS_SHM_DIR)];
+
+	if (vm->ws_fd < 0)
+		return -ENOENT;
+	if (strcmp(path, "/dev/shm") == 0)
+		return -EBUSY; /* as Linux's mount point there */
+	if ((path = shm_path(path, buf, sizeof(buf))) == NULL)
+		return -ENAMETOOLONG;
+	return ws_parentat(vm->ws_fd, path, name, namelen);
 }
 
 #define LINK_HOPS 40 /* Linux's MAXSYMLINKS */
 
-/* Whether path is the VMM's to serve rather than the workspace's. */
+/* Whether path is the VMM's to serve rather than the workspace's at
+ * that path (/dev/shm is the workspace's elsewhere: shm_path). */
 static int
 served_here(struct vm *vm, const char *path)
 {
 	return vm_synth_path(path) || image_file(vm, path) != NULL ||
-	    image_dir(vm, path) || image_file_on_the_way(vm, path);
+	    image_dir(vm, path) || image_file_on_the_way(vm, path) ||
+	    (strncmp(path, "/dev/shm", 8) == 0 &&
+	        (path[8] == '\0' || path[8] == '/'));
 }
 
 /*

@@ -115,7 +115,7 @@ under(const char *path, const char *dir)
 int
 vm_synth_path(const char *path)
 {
-	/* /dev/shm is the workspace's dev/shm (fs.c makes it): POSIX
+	/* /dev/shm is the workspace's WS_SHM_DIR (fs.c): POSIX
 	 * shared memory and semaphores are files there, private to the
 	 * sandbox, that its processes map shared (shmap.c). */
 	if (under(path, "/dev/shm"))

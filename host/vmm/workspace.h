@@ -31,4 +31,7 @@ int ws_parentat(int ws_fd, const char *path, char *name, size_t namelen);
  * -E2BIG past max_entries or WS_USAGE_MAX_DEPTH, or -errno. */
 int ws_usage(int ws_fd, unsigned max_entries, uint64_t *bytes);
 
+/* Where the guest's /dev/shm lives in the workspace (fs.c). */
+#define WS_SHM_DIR "/tmp/.shm"
+
 #endif
