@@ -29,6 +29,10 @@ static PyMethodDef methods[] = { { "twice", twice, METH_O, NULL }, { NULL } };
 static struct PyModuleDef mod = { PyModuleDef_HEAD_INIT, "cext", NULL, -1, methods };
 PyMODINIT_FUNC PyInit_cext(void) { return PyModule_Create(&mod); }
 C
+	# A node package packed into a tarball, for npm to install offline.
+	mkdir "$1/npmpkg"
+	printf '{"name":"keep-demo","version":"1.0.0","main":"index.js"}\n' >"$1/npmpkg/package.json"
+	echo 'module.exports = { v: 6 * 7 };' >"$1/npmpkg/index.js"
 	# multiprocessing (POSIX semaphores in /dev/shm, shared memory,
 	# pipes) and sqlite's WAL from several processes (shared mappings
 	# of the -shm file, fcntl locks).
@@ -112,6 +116,14 @@ same "workspace links to /dev, the image's files and directories" 'ln -s /dev/nu
 same "pip builds and installs an sdist with a C extension (gcc, python3-dev)" \
     'python3 -m pip install -q --root-user-action=ignore --no-index --no-build-isolation --target site ./cext &&
 	PYTHONPATH=site python3 -c "import cext; print(cext.twice(21))"'
+same "pip builds a wheel of a local package and installs the wheel" \
+    'python3 -m pip wheel -q --no-index --no-build-isolation --no-deps -w dist ./cext &&
+	ls dist && python3 -m pip install -q --root-user-action=ignore --no-index --target site2 dist/cext-0.1-*.whl &&
+	PYTHONPATH=site2 python3 -c "import cext; print(cext.twice(4))"'
+same "npm packs a local package into a tarball and installs it offline" \
+    'cd npmpkg && npm pack --silent --cache ../npmcache >/dev/null && cd .. && mkdir app && cd app &&
+	npm install --offline --no-audit --no-fund --silent --cache ../npmcache ../npmpkg/keep-demo-1.0.0.tgz &&
+	node -e "console.log(require(\"keep-demo\").v)" && ls node_modules && cat package.json'
 same "node" 'node -e "console.log(1, process.version)"'
 same "gcc builds and runs a C program" 'gcc -O2 -Wall -o hello hello.c && ./hello'
 same "cc and make" 'rm -f hello; make -s CC=cc'
