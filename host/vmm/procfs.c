@@ -479,7 +479,19 @@ gen_status(struct vm *vm, struct buf *b)
 	    (vm->stack_top - vm->stack_lo) + (vm->elf.hi - vm->elf.lo);
 	static const char *sigs[] = { "SigPnd", "ShdPnd", "SigBlk", "SigIgn",
 		"SigCgt", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb" };
+	/* The signal masks as the process's own state has them (CPython's
+	 * subprocess tests read SigIgn); no capabilities. */
+	uint64_t mask[sizeof(sigs) / sizeof(sigs[0])] = { 0 };
 	size_t i;
+
+	mask[0] = vm->sig.pending;
+	mask[2] = vm->sig.blocked;
+	for (i = 1; i < 65; i++) {
+		if (vm->sig.act[i].handler == 1 /* SIG_IGN */)
+			mask[3] |= 1ULL << (i - 1);
+		else if (vm->sig.act[i].handler > 1)
+			mask[4] |= 1ULL << (i - 1);
+	}
 
 	put(b, "Name:\t%.15s\nUmask:\t%04o\nState:\tR (running)\n",
 	    slash != NULL ? slash + 1 : a0, vm->umask);
@@ -494,7 +506,7 @@ gen_status(struct vm *vm, struct buf *b)
 	    (unsigned long long)(rss >> 10));
 	put(b, "Threads:\t1\nSigQ:\t0/0\n");
 	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-		put(b, "%s:\t%016llx\n", sigs[i], 0ULL);
+		put(b, "%s:\t%016llx\n", sigs[i], (unsigned long long)mask[i]);
 	put(b,
 	    "NoNewPrivs:\t1\nSeccomp:\t0\nCpus_allowed:\t1\n"
 	    "Cpus_allowed_list:\t0\n");

@@ -131,6 +131,15 @@ same "curl" 'curl --version | head -1'
 same "the CPU count: nproc, os.cpu_count(), the affinity mask, /proc/cpuinfo, /sys's online list" \
     'nproc; python3 -c "import os; print(os.cpu_count(), len(os.sched_getaffinity(0)))";
 	grep -c ^processor /proc/cpuinfo; cat /sys/devices/system/cpu/online'
+same "/proc/self/status: the signal masks a process set (SigBlk, SigIgn, SigCgt)" "python3 -c '
+import signal
+def masks():
+    return {l.split(\":\")[0]: int(l.split()[1], 16) for l in open(\"/proc/self/status\") if l[:3] == \"Sig\" and l[:4] != \"SigQ\"}
+bit = lambda s: 1 << (s - 1)
+signal.signal(signal.SIGUSR1, lambda *a: None); signal.signal(signal.SIGTERM, signal.SIG_IGN)
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR2})
+m = masks()
+print(bool(m[\"SigCgt\"] & bit(10)), bool(m[\"SigIgn\"] & bit(15)), bool(m[\"SigIgn\"] & bit(13)), bool(m[\"SigBlk\"] & bit(12)), bool(m[\"SigCgt\"] & bit(15)))'"
 same "/bin/sh is dash, as on Debian" 'sh -c "echo \$((6*7)) \${BASH_VERSION:-not bash}"'
 same "multiprocessing: Lock, Pool, ProcessPoolExecutor, Value, Queue; sqlite's WAL from three writer processes" \
     'python3 mp.py'
