@@ -1643,7 +1643,7 @@ api_stream_cell(struct api_pending *p, const void *data, size_t len)
 static void
 cell_error_line(struct http_buf *b, int rc, const struct api_error *err)
 {
-	char msg[API_MSG_MAX], *s;
+	char msg[API_MSG_MAX];
 	json_t *o;
 
 	memcpy(msg, err->message, sizeof(msg));
@@ -1651,6 +1651,14 @@ cell_error_line(struct http_buf *b, int rc, const struct api_error *err)
 	o = json_pack("{s:s,s:s,s:s,s:s,s:s}", "type", "error", "name",
 	    "HostError", "value", msg, "traceback", "", "code",
 	    api_err_code(rc));
+	api_json_line(b, o);
+}
+
+void
+api_json_line(struct http_buf *b, json_t *o)
+{
+	char *s;
+
 	if (o == NULL || (s = json_dumps(o, JSON_COMPACT)) == NULL) {
 		b->oom = 1;
 		json_decref(o);

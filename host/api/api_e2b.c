@@ -484,6 +484,22 @@ h_e2b_sandbox_get(struct rq *r)
 	api_kv_free(sb.metadata, sb.nmetadata);
 }
 
+/* E2B's "memory" (keep the memory, or reboot): a boolean or null; keep
+ * restores either way. 0 after answering 400. */
+static int
+memory_field_ok(struct rq *r)
+{
+	json_t *m;
+
+	if (r->body != NULL &&
+	    (m = json_object_get(r->body, "memory")) != NULL &&
+	    !json_is_boolean(m) && !json_is_null(m)) {
+		rq_error(r, API_EBADREQ, "Field memory must be a boolean");
+		return 0;
+	}
+	return 1;
+}
+
 /*
  * POST /e2b/sandboxes/{id}/pause {"memory"} (sandbox.pause, betaPause):
  * keep's POST .../pause. 204; 409 when paused already, which the SDK
@@ -497,17 +513,12 @@ h_e2b_sandbox_pause(struct rq *r)
 	static const char *const fields[] = { "memory", NULL };
 	struct api_sandbox sb;
 	struct api_error err;
-	json_t *m;
 	int rc;
 
 	if (r->body != NULL && rq_fields(r, r->body, fields))
 		return;
-	if (r->body != NULL &&
-	    (m = json_object_get(r->body, "memory")) != NULL &&
-	    !json_is_boolean(m) && !json_is_null(m)) {
-		rq_error(r, API_EBADREQ, "Field memory must be a boolean");
+	if (!memory_field_ok(r))
 		return;
-	}
 	memset(&sb, 0, sizeof(sb));
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->sandbox_pause(BE(r)->ctx, &r->call, r->id, &sb, &err);
@@ -533,18 +544,14 @@ h_e2b_sandbox_connect(struct rq *r)
 	struct api_sandbox sb;
 	struct api_token tok;
 	struct api_error err;
-	json_t *o, *m;
+	json_t *o;
 	int rc;
 
 	if (r->body != NULL && rq_fields(r, r->body, fields))
 		return;
 	/* Restore (true, the default) or reboot (false): keep restores. */
-	if (r->body != NULL &&
-	    (m = json_object_get(r->body, "memory")) != NULL &&
-	    !json_is_boolean(m) && !json_is_null(m)) {
-		rq_error(r, API_EBADREQ, "Field memory must be a boolean");
+	if (!memory_field_ok(r))
 		return;
-	}
 	memset(&sb, 0, sizeof(sb));
 	memset(&err, 0, sizeof(err));
 	rc = BE(r)->sandbox_get(BE(r)->ctx, &r->call, r->id, &sb, &err);
@@ -811,22 +818,6 @@ e2b_cmd_cell(struct rq *r, int kind, const char *code, const struct api_kv *env,
 	rq_command_run(r, &c);
 }
 
-static void
-cell_line(struct http_buf *b, json_t *o)
-{
-	char *s;
-
-	if (o == NULL || (s = json_dumps(o, JSON_COMPACT)) == NULL) {
-		b->oom = 1;
-		json_decref(o);
-		return;
-	}
-	http_buf_puts(b, s);
-	http_buf_puts(b, "\n");
-	free(s);
-	json_decref(o);
-}
-
 /* The string member key of o (guest-written), or NULL. */
 static const char *
 guest_str(json_t *o, const char *key, size_t *len)
@@ -868,15 +859,15 @@ e2b_cmd_cell_reply(struct rq *r, struct api_run_result *res)
 	}
 	http_buf_init(&b);
 	if (user_len > 0)
-		cell_line(&b,
+		api_json_line(&b,
 		    json_pack("{s:s,s:o}", "type", "stdout", "text",
 		        bytes_string(out, user_len)));
 	if (res->err_len > 0)
-		cell_line(&b,
+		api_json_line(&b,
 		    json_pack("{s:s,s:o}", "type", "stderr", "text",
 		        bytes_string(res->err, res->err_len)));
 	if (tail != NULL && (s = guest_str(tail, "result", &n)) != NULL)
-		cell_line(&b,
+		api_json_line(&b,
 		    json_pack("{s:s,s:o,s:b}", "type", "result", "text",
 		        bytes_string(s, n), "is_main_result", 1));
 	e = tail != NULL ? json_object_get(tail, "error") : NULL;
@@ -887,7 +878,7 @@ e2b_cmd_cell_reply(struct rq *r, struct api_run_result *res)
 		name = guest_str(e, "name", &nl);
 		value = guest_str(e, "value", &vl);
 		tb = guest_str(e, "traceback", &tl);
-		cell_line(&b,
+		api_json_line(&b,
 		    json_pack("{s:s,s:o,s:o,s:o}", "type", "error", "name",
 		        name != NULL ? bytes_string(name, nl)
 		                     : json_string("Error"),
@@ -897,7 +888,7 @@ e2b_cmd_cell_reply(struct rq *r, struct api_run_result *res)
 	    (r->e2b_cell == E2B_CELL_NODE && tail == NULL)) {
 		res->reason[sizeof(res->reason) - 1] = '\0';
 		snprintf(status, sizeof(status), "%d", res->exit_code);
-		cell_line(&b,
+		api_json_line(&b,
 		    json_pack("{s:s,s:s,s:s,s:s}", "type", "error", "name",
 		        r->e2b_cell == E2B_CELL_BASH ? "" : "Error", "value",
 		        status, "traceback",

@@ -253,6 +253,8 @@ extern const size_t api_nroutes;
 
 /* Replies. */
 void rq_json(struct rq *, int status, json_t *obj); /* steals obj */
+/* obj as one compact JSON line on b (b->oom when it cannot); steals obj. */
+void api_json_line(struct http_buf *b, json_t *obj);
 void rq_error(struct rq *, enum api_err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void rq_backend_error(struct rq *, int rc, const struct api_error *);

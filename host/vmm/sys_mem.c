@@ -235,6 +235,36 @@ sys_munmap(struct vm *vm, const uint64_t a[6])
 }
 
 /*
+ * [addr, addr + len) in whole pages, as mprotect and msync take it: 1
+ * when empty, -ENOMEM when it runs into memory the guest has not mapped
+ * (Linux's answer), else 0 with its part in the mmap area in [*lo, *hi)
+ * (empty when it lies below).
+ */
+static int
+mapped_range(const struct vm *vm, uint64_t addr, uint64_t len, uint64_t *lo,
+    uint64_t *hi)
+{
+	uint64_t end;
+
+	if (len > UINT64_MAX - (VM_PAGE - 1))
+		return -ENOMEM;
+	len = (len + VM_PAGE - 1) & ~(VM_PAGE - 1);
+	if ((end = addr + len) < addr)
+		return -ENOMEM;
+	if (len == 0)
+		return 1;
+	if (addr < vm->mmap_lo && end > brk_host_end(vm, vm->brk_cur))
+		return -ENOMEM;
+	*lo = addr > vm->mmap_lo ? addr : vm->mmap_lo;
+	*hi = end < vm->mmap_hi ? end : vm->mmap_hi;
+	if (*lo >= *hi)
+		return 1;
+	if (pages_in(vm, *lo, *hi - *lo, VM_PG_FREE) != 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/*
  * The guest's 2 MiB pages hold no per-page rights, so only the host's
  * matter here (mem_space.c): a reserved page made accessible is charged
  * and opened, as Linux charges a private mapping made writable. One made
@@ -245,7 +275,8 @@ sys_munmap(struct vm *vm, const uint64_t a[6])
 int64_t
 sys_mprotect(struct vm *vm, const uint64_t a[6])
 {
-	uint64_t addr = a[0], len = a[1], prot = a[2], end, lo, hi, resv;
+	uint64_t addr = a[0], len = a[1], prot = a[2], lo = 0, hi = 0, resv;
+	int rc;
 
 	if (addr % VM_PAGE != 0)
 		return -EINVAL;
@@ -253,23 +284,8 @@ sys_mprotect(struct vm *vm, const uint64_t a[6])
 	    ~(uint64_t)(PROT_READ_ | PROT_WRITE_ | PROT_EXEC_ | 0x8 /* SEM */ |
 	        0x01000000 /* GROWSDOWN */ | 0x02000000 /* GROWSUP */))
 		return -EINVAL;
-	if (len > UINT64_MAX - (VM_PAGE - 1))
-		return -ENOMEM;
-	len = (len + VM_PAGE - 1) & ~(VM_PAGE - 1);
-	end = addr + len;
-	if (end < addr)
-		return -ENOMEM;
-	if (len == 0)
-		return 0;
-	/* Linux's answer for a range with pages not mapped. */
-	if (addr < vm->mmap_lo && end > brk_host_end(vm, vm->brk_cur))
-		return -ENOMEM;
-	lo = addr > vm->mmap_lo ? addr : vm->mmap_lo;
-	hi = end < vm->mmap_hi ? end : vm->mmap_hi;
-	if (lo >= hi)
-		return 0;
-	if (pages_in(vm, lo, hi - lo, VM_PG_FREE) != 0)
-		return -ENOMEM;
+	if ((rc = mapped_range(vm, addr, len, &lo, &hi)) != 0)
+		return rc < 0 ? rc : 0;
 	if ((prot & (PROT_READ_ | PROT_WRITE_ | PROT_EXEC_)) == 0 ||
 	    (resv = pages_in(vm, lo, hi - lo, VM_PG_RESERVED)) == 0)
 		return 0;
@@ -296,26 +312,14 @@ sys_mprotect(struct vm *vm, const uint64_t a[6])
 int64_t
 sys_msync(struct vm *vm, const uint64_t a[6])
 {
-	uint64_t addr = a[0], len = a[1], flags = a[2], end, lo, hi;
+	uint64_t addr = a[0], len = a[1], flags = a[2], lo = 0, hi = 0;
+	int rc;
 
 	if (addr % VM_PAGE != 0 || (flags & ~(uint64_t)7) != 0 ||
 	    (flags & 5) == 5 /* MS_ASYNC | MS_SYNC */)
 		return -EINVAL;
-	if (len > UINT64_MAX - (VM_PAGE - 1))
-		return -ENOMEM;
-	len = (len + VM_PAGE - 1) & ~(VM_PAGE - 1);
-	if ((end = addr + len) < addr)
-		return -ENOMEM;
-	if (len == 0)
-		return 0;
-	/* Linux's answer for a range with pages not mapped, as mprotect. */
-	if (addr < vm->mmap_lo && end > brk_host_end(vm, vm->brk_cur))
-		return -ENOMEM;
-	lo = addr > vm->mmap_lo ? addr : vm->mmap_lo;
-	hi = end < vm->mmap_hi ? end : vm->mmap_hi;
-	if (lo < hi && pages_in(vm, lo, hi - lo, VM_PG_FREE) != 0)
-		return -ENOMEM;
-	return 0;
+	rc = mapped_range(vm, addr, len, &lo, &hi);
+	return rc < 0 ? rc : 0;
 }
 
 int64_t
