@@ -183,7 +183,7 @@ vm_fs_init(struct vm *vm)
 	if (vm->ws_fd >= 0) {
 		/* A writable /tmp and /dev/shm, as programs expect. */
 		(void)mkdirat(vm->ws_fd, "tmp", 01777);
-		(void)mkdirat(vm->ws_fd, WS_SHM_DIR + 1, 01777);
+		(void)mkdirat(vm->ws_fd, &WS_SHM_DIR[1], 01777);
 	}
 	if (vm_quota_start(vm) != 0)
 		return VMM_E_NOMEM;
