@@ -1655,6 +1655,21 @@ cell_error_line(struct http_buf *b, int rc, const struct api_error *err)
 }
 
 void
+api_lines_reply(struct rq *r, struct api_run_result *res, struct http_buf *b,
+    const char *type)
+{
+	free(res->out);
+	free(res->err);
+	free(res->results);
+	res->out = res->err = res->results = NULL;
+	if (b->oom)
+		rq_error(r, API_EINTERNAL, "Out of memory");
+	else
+		rq_raw(r, 200, type, b->data != NULL ? b->data : "", b->len);
+	http_buf_free(b);
+}
+
+void
 api_json_line(struct http_buf *b, json_t *o)
 {
 	char *s;

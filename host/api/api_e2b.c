@@ -484,13 +484,16 @@ h_e2b_sandbox_get(struct rq *r)
 	api_kv_free(sb.metadata, sb.nmetadata);
 }
 
-/* E2B's "memory" (keep the memory, or reboot): a boolean or null; keep
- * restores either way. 0 after answering 400. */
+/* A pause's or connect's body: only fields, and E2B's "memory" (keep
+ * the memory, or reboot) a boolean or null; keep restores either way. 0
+ * after answering 400. */
 static int
-memory_field_ok(struct rq *r)
+pause_body_ok(struct rq *r, const char *const *fields)
 {
 	json_t *m;
 
+	if (r->body != NULL && rq_fields(r, r->body, fields))
+		return 0;
 	if (r->body != NULL &&
 	    (m = json_object_get(r->body, "memory")) != NULL &&
 	    !json_is_boolean(m) && !json_is_null(m)) {
@@ -515,9 +518,7 @@ h_e2b_sandbox_pause(struct rq *r)
 	struct api_error err;
 	int rc;
 
-	if (r->body != NULL && rq_fields(r, r->body, fields))
-		return;
-	if (!memory_field_ok(r))
+	if (!pause_body_ok(r, fields))
 		return;
 	memset(&sb, 0, sizeof(sb));
 	memset(&err, 0, sizeof(err));
@@ -547,10 +548,7 @@ h_e2b_sandbox_connect(struct rq *r)
 	json_t *o;
 	int rc;
 
-	if (r->body != NULL && rq_fields(r, r->body, fields))
-		return;
-	/* Restore (true, the default) or reboot (false): keep restores. */
-	if (!memory_field_ok(r))
+	if (!pause_body_ok(r, fields))
 		return;
 	memset(&sb, 0, sizeof(sb));
 	memset(&err, 0, sizeof(err));
@@ -895,16 +893,7 @@ e2b_cmd_cell_reply(struct rq *r, struct api_run_result *res)
 		        res->reason[0] != '\0' ? res->reason : ""));
 	}
 	json_decref(tail);
-	free(res->out);
-	free(res->err);
-	free(res->results);
-	res->out = res->err = res->results = NULL;
-	if (b.oom)
-		rq_error(r, API_EINTERNAL, "Out of memory");
-	else
-		rq_raw(r, 200, "application/x-ndjson",
-		    b.data != NULL ? b.data : "", b.len);
-	http_buf_free(&b);
+	api_lines_reply(r, res, &b, "application/x-ndjson");
 }
 
 /*

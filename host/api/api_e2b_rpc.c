@@ -407,15 +407,7 @@ e2b_process_reply(struct rq *r, struct api_run_result *res)
 
 	http_buf_init(&b);
 	e2b_process_events(&b, 0, 0, API_OK, res, NULL);
-	free(res->out);
-	free(res->err);
-	free(res->results);
-	res->out = res->err = res->results = NULL;
-	if (b.oom)
-		rq_error(r, API_EINTERNAL, "Out of memory");
-	else
-		rq_raw(r, 200, "application/connect+json", b.data, b.len);
-	http_buf_free(&b);
+	api_lines_reply(r, res, &b, "application/connect+json");
 }
 
 /*

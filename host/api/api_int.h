@@ -255,6 +255,10 @@ extern const size_t api_nroutes;
 void rq_json(struct rq *, int status, json_t *obj); /* steals obj */
 /* obj as one compact JSON line on b (b->oom when it cannot); steals obj. */
 void api_json_line(struct http_buf *b, json_t *obj);
+/* A run answered as the lines in b (type), or 500 when b ran out of
+ * memory; the run's buffers and b are freed. */
+void api_lines_reply(struct rq *r, struct api_run_result *res,
+    struct http_buf *b, const char *type);
 void rq_error(struct rq *, enum api_err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void rq_backend_error(struct rq *, int rc, const struct api_error *);
