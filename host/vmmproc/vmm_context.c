@@ -1146,8 +1146,15 @@ vmm_context_cell(struct proc_ctx *ctx, struct vmm_state *vs,
 
 	if (memchr(q->context, '\0', sizeof(q->context)) == NULL ||
 	    (c = ctx_find(vs, s->id, g->principal, q->context)) == NULL) {
-		cell_reply(ctx, m->from, m->hdr.reqid, RUN_NOTFOUND,
-		    "no such context in this sandbox", -1, 0, 0, 0);
+		/* Contexts are adopted once every sandbox is back: until
+		 * then the front answers "restoring" with 503. */
+		if (vs->restore != NULL)
+			cell_reply(ctx, m->from, m->hdr.reqid, RUN_REFUSED,
+			    "restoring: the context is not back yet", -1, 0, 0,
+			    0);
+		else
+			cell_reply(ctx, m->from, m->hdr.reqid, RUN_NOTFOUND,
+			    "no such context in this sandbox", -1, 0, 0, 0);
 		return;
 	}
 	if (c->busy) {
@@ -1916,6 +1923,12 @@ vmm_h_context(struct proc_ctx *ctx, const struct msg *m)
 		r->status = SBX_E_GRANT;
 	else if ((s = vmm_sandbox_find(vs, q.sandbox, g.principal)) == NULL)
 		r->status = vmm_not_found(vs);
+	/* A sandbox comes back from the store before its contexts and
+	 * snapshots (vmm_contexts_adopt, once all are back): until then a
+	 * context or snapshot not found may only not be back yet, and a
+	 * list would be partial. */
+	else if (vs->restore != NULL)
+		r->status = SBX_E_RESTORING;
 	/* The policy's isolation kvm: no context starts on the trap
 	 * platform (its cells are refused in vmm_h_run). */
 	else if ((g.flags & GRANT_F_KVM) &&
