@@ -143,12 +143,12 @@ FORCE:
 tests: $(UNIT_BINS) $(addprefix $(B)/replay/,$(FUZZ_NAMES))
 
 unit: deps tests
-	@sh tests/run-tests.sh unit $(UNIT_BINS)
+	@bash tests/run-tests.sh unit $(UNIT_BINS)
 
 unit-asan: deps
 	$(MAKE) --no-print-directory B=build/asan SAN=asan OPT=-O1 tests
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	  sh tests/run-tests.sh unit-asan $(patsubst $(B)/%,build/asan/%,$(UNIT_BINS))
+	  bash tests/run-tests.sh unit-asan $(patsubst $(B)/%,build/asan/%,$(UNIT_BINS))
 
 fuzz-replay: deps $(addprefix $(B)/replay/,$(FUZZ_NAMES))
 	@sh tests/run-fuzz.sh replay $(B)/replay $(FUZZ_NAMES)
@@ -157,8 +157,12 @@ FUZZ_SECONDS ?= 10
 fuzz-smoke: deps $(addprefix build/libfuzzer/bin/,$(FUZZ_NAMES))
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) sh tests/run-fuzz.sh smoke build/libfuzzer/bin $(FUZZ_NAMES)
 
+# Two integration tests at a time (make check's two cores; most of a
+# test's time is waiting on keepd and guests); tests/run-tests.sh runs
+# the ones marked "# run-tests: alone" by themselves.
+INTEGRATION_JOBS ?= 2
 integration: all
-	@sh tests/run-tests.sh integration $(sort $(wildcard tests/integration/*.sh))
+	@JOBS=$(INTEGRATION_JOBS) bash tests/run-tests.sh integration $(sort $(wildcard tests/integration/*.sh))
 
 # The whole suite. Each step prints its own summary; tests/summary.sh adds
 # them up into the closing "N passed, N failed" line.

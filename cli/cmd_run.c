@@ -213,11 +213,22 @@ cmd_run(int argc, char **argv)
 	char err[256], cachepath[4096];
 	int c, stats = 0, rc, ex = RUN_EXIT_BOOT, kvm = -1, use_template = 0;
 	int platform = VMM_PLATFORM_AUTO;
+	const char *env_platform = getenv("KEEP_PLATFORM");
 
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.workspace_fd = -1;
 	cfg.image_fd = -1;
 	optind = 1;
+	/* KEEP_PLATFORM: the default of --platform (a test suite, or a user
+	 * on a box with KVM who wants the trap platform every time). */
+	if (env_platform != NULL && env_platform[0] != '\0' &&
+	    (platform = vmm_platform_parse(env_platform)) < 0) {
+		fprintf(stderr,
+		    "keep run: KEEP_PLATFORM=%s is not a platform (auto, kvm "
+		    "or trap)\n",
+		    env_platform);
+		return EXIT_USAGE;
+	}
 	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'h':

@@ -36,7 +36,7 @@ if [ "${1:-}" = --inside ]; then
 	# The lines also go to $B/check-kvm.out, which outlives a nested run
 	# cut off by its limit: what finished by then is still told.
 	RESULTS=$PWD/$B/check-kvm.results KEEP_TEST_PLATFORM=kvm \
-	    sh tests/run-tests.sh check-kvm "$@" | tee "$B/check-kvm.out"
+	    bash tests/run-tests.sh check-kvm "$@" | tee "$B/check-kvm.out"
 	exit "${PIPESTATUS[0]}"
 fi
 

@@ -10,6 +10,7 @@
 # used: the context comes back from its journal instead, with the same
 # acknowledged state. A context that cannot be saved (a thread still
 # running) pauses to its journal. Deleting a context removes its image.
+# run-tests: alone (an idle pause after 1000 ms, which another test's load can upset)
 source "$(dirname "$0")/../lib/keepd.sh"
 # A restarted vmm answers 503 while it reads its sandboxes back, and a
 # run that reaches it then is refused as "no such sandbox" (400).

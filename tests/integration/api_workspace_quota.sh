@@ -7,6 +7,8 @@
 # python image's) counts what the workspace holds as a cold start does,
 # and a guest's processes share one count: three of them writing 3 MB
 # each under 8M do not all fit; so do two runs of the sandbox at once.
+# run-tests: alone (it asserts a run came from the python template, which
+# another keepd's hard link to the same image file makes the vmm rebuild)
 source "$(dirname "$0")/../lib/keepd.sh"
 
 cat >"$tmp/test.policy" <<'EOP'

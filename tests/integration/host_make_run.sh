@@ -5,6 +5,7 @@
 # port, not the default 8421), the printed curl commands create a sandbox
 # and run JavaScript in it, then run pandas in a python sandbox on a CSV
 # they upload and fetch the chart it drew, and SIGINT stops every process.
+# run-tests: alone (make run's fixed port 8421, and it counts its session's processes)
 set -u
 cd "$(dirname "$0")/../.."
 B=${B:-build}

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # keepd started by an unprivileged user: it warns, skips chroot and the
 # user change, and every child still has NoNewPrivs 1 and Seccomp 2.
+# run-tests: alone (it finds its keepd among the _keep user's processes)
 set -u
 cd "$(dirname "$0")/../.."
 KEEPD=${B:-build}/bin/keepd

@@ -11,6 +11,8 @@
 #  - another memory limit is another template; a new upload of the image
 #    drops its template and the next one boots the new image;
 #  - python from the template prints what a cold `keep run` prints.
+# run-tests: alone (templates held and timed across runs; another keepd's
+# hard link to the same image makes the vmm rebuild them)
 source "$(dirname "$0")/../lib/keepd.sh"
 
 cat >"$tmp/test.policy" <<'EOP'

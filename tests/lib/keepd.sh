@@ -42,6 +42,11 @@ keepd_start() {
 	cp "$1" "$tmp/policy/test.policy"
 	"$KEEP" key generate --out "$tmp" --name issuer >/dev/null || exit 1
 	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+	# KEEP_PLATFORM (tests/lib/platform.sh), unless the test names one.
+	local platform_line=
+	[ -n "${KEEP_PLATFORM:-}" ] &&
+	    [[ ${KEEPD_YAML_EXTRA:-} != *platform:* ]] &&
+	    platform_line="platform: $KEEP_PLATFORM"
 	cat >"$tmp/keepd.yaml" <<EOC
 listen:
   address: 127.0.0.1
@@ -55,6 +60,7 @@ tokens:
 images:
   trusted_keys: [ $PWD/$B/keys/dev.public ]
 ${KEEPD_YAML_EXTRA:-}
+$platform_line
 EOC
 	url=http://127.0.0.1:$port
 	keepd_launch
