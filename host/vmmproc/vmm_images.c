@@ -273,48 +273,9 @@ image_forget(struct vmm_state *vs, const char *name)
 		}
 }
 
-/* The digest of an image file's bytes, hashed once while the file stays
- * the same (device, inode, size, mtime): hashing every image at every
- * list held the vmm's loop for seconds (1.2 GB for the machine image),
- * long enough under load for the parent to take the vmm for hung. sb is
- * the file's before it was read; NULL (an upload's memfd) hashes always.
- * ctime is left out of the key, unlike vmm_image_get's: a hard link
- * made elsewhere changes it, and the digest is shown, not trusted (each
- * use verifies the image). */
 static void
-image_digest(struct vmm_state *vs, const struct stat *sb, const uint8_t *bytes,
-    size_t len, uint8_t sum[32])
-{
-	struct image_digest *d, *slot = &vs->digests[0];
-	size_t i;
-
-	for (i = 0; sb != NULL && i < VMM_DIGESTS_MAX; i++) {
-		d = &vs->digests[i];
-		if (d->used != 0 && d->dev == sb->st_dev &&
-		    d->ino == sb->st_ino && d->size == sb->st_size &&
-		    d->mtime.tv_sec == sb->st_mtim.tv_sec &&
-		    d->mtime.tv_nsec == sb->st_mtim.tv_nsec) {
-			d->used = mono_ms();
-			memcpy(sum, d->sum, 32);
-			return;
-		}
-		if (d->used < slot->used)
-			slot = d;
-	}
-	crypto_generichash(sum, 32, bytes, len, NULL, 0);
-	if (sb == NULL)
-		return;
-	slot->dev = sb->st_dev;
-	slot->ino = sb->st_ino;
-	slot->size = sb->st_size;
-	slot->mtime = sb->st_mtim;
-	memcpy(slot->sum, sum, 32);
-	slot->used = mono_ms();
-}
-
-static void
-image_info(struct vmm_state *vs, const struct stat *sb, const struct image *img,
-    const uint8_t *bytes, size_t len, int uploaded, struct vmm_image_info *out)
+image_info(const struct image *img, const uint8_t *bytes, size_t len,
+    int uploaded, struct vmm_image_info *out)
 {
 	uint8_t sum[32];
 	size_t i;
@@ -322,7 +283,7 @@ image_info(struct vmm_state *vs, const struct stat *sb, const struct image *img,
 	memset(out, 0, sizeof(*out));
 	strlcpy(out->name, image_name(img), sizeof(out->name));
 	strlcpy(out->version, image_version(img), sizeof(out->version));
-	image_digest(vs, sb, bytes, len, sum);
+	crypto_generichash(sum, sizeof(sum), bytes, len, NULL, 0);
 	sodium_bin2hex(out->digest, sizeof(out->digest), sum, sizeof(sum));
 	out->size = len;
 	out->uploaded = (uint32_t)uploaded;
@@ -349,7 +310,6 @@ image_scan(struct vmm_state *vs, const char *dir, int uploaded,
 	struct dirent *e;
 	struct image *img;
 	const uint8_t *bytes;
-	struct stat sb;
 	size_t len, nl;
 	DIR *d;
 
@@ -365,13 +325,11 @@ image_scan(struct vmm_state *vs, const char *dir, int uploaded,
 		if (!vmm_safe_name(name, sizeof(name)))
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-		/* Taken before the file is read, as vmm_image_get does. */
-		if (fstatat(AT_FDCWD, path, &sb, AT_SYMLINK_NOFOLLOW) == -1 ||
-		    image_open_trusted(path, (const uint8_t(*)[32])vs->keys,
+		if (image_open_trusted(path, (const uint8_t(*)[32])vs->keys,
 		        vs->nkeys, &img, err, sizeof(err)) != 0)
 			continue;
 		bytes = image_bytes(img, &len);
-		image_info(vs, &sb, img, bytes, len, uploaded, &r->im[r->n]);
+		image_info(img, bytes, len, uploaded, &r->im[r->n]);
 		/* The file's name is what a sandbox asks for. */
 		strlcpy(r->im[r->n].name, name, sizeof(r->im[r->n].name));
 		r->n++;
@@ -495,7 +453,7 @@ vmm_h_images(struct proc_ctx *ctx, const struct msg *m)
 		goto reply;
 	}
 	image_forget(vs, image_name(img));
-	image_info(vs, NULL, img, bytes, q.size, 1, &r->im[0]);
+	image_info(img, bytes, q.size, 1, &r->im[0]);
 	r->n = 1;
 	r->status = SBX_OK;
 	log_info("image %s %s uploaded by %s", image_name(img),

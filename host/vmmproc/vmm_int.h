@@ -98,18 +98,6 @@ struct vmm_fork {
 	int copied;
 };
 
-/* An image file's BLAKE2b digest, as the image list shows it, kept while
- * the file is the same (vmm_images.c image_digest). */
-struct image_digest {
-	dev_t dev;
-	ino_t ino;
-	off_t size;
-	struct timespec mtime;
-	uint8_t sum[32];
-	uint64_t used; /* mono_ms of the last use: the oldest goes first */
-};
-#define VMM_DIGESTS_MAX (2 * VMM_IMAGE_LIST_MAX)
-
 struct loaded_image {
 	char name[RUN_NAME_MAX];
 	char path[RUN_NAME_MAX + 16];
@@ -271,7 +259,6 @@ struct vmm_snapshot {
 struct vmm_state {
 	struct sandbox sbx[VMM_SANDBOXES_MAX];
 	struct loaded_image images[VMM_IMAGES_MAX];
-	struct image_digest digests[VMM_DIGESTS_MAX];
 	uint64_t settle_at; /* vmm_images_settle's next look, mono_ms */
 	struct job jobs[VMM_JOBS_MAX];
 	const struct msg_pubkeys *keys_for; /* image keys last decoded */
