@@ -263,6 +263,27 @@ make_request(struct policy_request *req, const char *principal, const char *cap,
 	req->principal_len = principal != NULL ? strlen(principal) : 0;
 	req->target = target;
 	req->target_len = target != NULL ? strlen(target) : 0;
+	/* sandbox:read port:8000 is a request through the port with the
+	 * caller's token, sandbox:read link:8000 one by a signed link. */
+	if (id == CAP_SANDBOX_READ && target != NULL &&
+	    (strncmp(target, "port:", 5) == 0 ||
+	        strncmp(target, "link:", 5) == 0)) {
+		char *end;
+		unsigned long port = strtoul(target + 5, &end, 10);
+
+		if (target[5] < '1' || target[5] > '9' || *end != '\0' ||
+		    port > 65535) {
+			fprintf(stderr,
+			    "keep policy: bad port in '%s' (port:N or "
+			    "link:N, N from 1 to 65535)\n",
+			    target);
+			return -1;
+		}
+		req->port = (uint16_t)port;
+		req->link = target[0] == 'l';
+		req->target = NULL;
+		req->target_len = 0;
+	}
 	return 0;
 }
 
@@ -489,6 +510,13 @@ do_explain(int argc, char **argv)
 		print_source_line(&l, it->loc.line);
 	} else
 		printf("  %s\n", policy_reason_name(res.reason));
+	if (res.allow && req.link) {
+		char life[32];
+
+		units_format_duration(life, sizeof(life), res.link_ms);
+		printf(
+		    "  a link to port %u lasts at most %s\n", req.port, life);
+	}
 	if (res.limits != NULL && res.allow)
 		print_limits(res.limits);
 	unload(&l);

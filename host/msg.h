@@ -247,6 +247,10 @@ struct msg_policy_decide {
 /* DECIDE_PORT: sandbox:read of a guest's port, its number the target in
  * decimal (the ports route): the policy's expose rules decide it. */
 #define DECIDE_PORT 0x8u
+/* DECIDE_LINK (with DECIDE_PORT): by a signed link, not a token (a
+ * request through it, or the minting of one): only an expose rule that
+ * says "link" names the port. */
+#define DECIDE_LINK 0x10u
 
 struct msg_policy_leave {
 	char principal[GRANT_PRINCIPAL_MAX]; /* NUL-terminated */
@@ -272,6 +276,9 @@ struct msg_policy_decision {
 	/* The deciding rule as "file:line:col" (the file's base name in
 	 * policy_dir), NUL-terminated; "" when none. */
 	char where[48];
+	/* DECIDE_LINK allowed: the deciding rule's longest link life, in
+	 * ms; else 0. */
+	uint64_t link_ms;
 };
 
 /* The agent's policy says `lock writes` and this capability is a write:
@@ -323,6 +330,12 @@ struct msg_policy_mint {
 	uint32_t token_len; /* bytes used in token[] */
 	int64_t exp; /* wanted expiry, unix seconds; 0: the parent's */
 	char sbx[72]; /* NUL-terminated; "" keeps the parent's */
+	/* 0, or a link to this port of sbx (docs/architecture.md,
+	 * "Ports"): caps must then be sandbox:read alone, sbx set, and the
+	 * policy must let the parent's principal give links to the port for
+	 * that long (the token's aud is then TOKEN_LINK_AUD). */
+	uint32_t port;
+	uint32_t pad;
 	char token[MSG_TOKEN_MAX]; /* the parent token, not NUL-terminated */
 };
 

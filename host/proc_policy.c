@@ -386,6 +386,8 @@ decide_one(struct proc_ctx *ctx, const struct msg_policy_decide *q,
 	/* Effective rights = token caps & policy rights. */
 	if ((q->token_caps & CAP_BIT(q->cap)) == 0)
 		r->grant.decision = GRANT_DENY;
+	if (r->grant.decision != GRANT_ALLOW || (q->flags & DECIDE_LINK) == 0)
+		r->link_ms = 0;
 	/* The hook may not widen what was asked for. */
 	r->grant.link = q->link;
 	r->grant.cap = q->cap;
@@ -488,6 +490,46 @@ verifier(struct proc_ctx *ctx)
 	return ps->tv;
 }
 
+/*
+ * A link to a port (msg_policy_mint.port): sandbox:read of one sandbox,
+ * made from a bearer token (never from another link), to a port the
+ * policy lets the parent's principal give links to, for no longer than
+ * the rule says. The front decided it already; this is the check of the
+ * process that holds the key, which trusts no one's word for it.
+ */
+static int
+link_claims(struct policy_state *ps, const struct msg_policy_mint *q,
+    const struct token_claims *parent, struct token_claims *child)
+{
+	struct msg_policy_decide d;
+	struct msg_policy_decision r;
+	int64_t now = (int64_t)(grant_now_ms() / 1000);
+	int n;
+
+	if (q->port > 65535 || parent->port != 0 ||
+	    q->caps != CAP_BIT(CAP_SANDBOX_READ) || q->sbx[0] == '\0' ||
+	    strcmp(child->sbx, q->sbx) != 0 || q->exp <= now)
+		return TOKEN_E_INVAL;
+	if (ps->compiled == NULL || strlen(parent->sub) >= sizeof(d.principal))
+		return TOKEN_E_WIDER;
+	memset(&d, 0, sizeof(d));
+	memset(&r, 0, sizeof(r));
+	d.cap = CAP_SANDBOX_READ;
+	d.link = PROC_VMM;
+	d.token_caps = parent->caps;
+	d.flags = DECIDE_PORT | DECIDE_LINK | DECIDE_DRY_RUN;
+	strlcpy(d.principal, parent->sub, sizeof(d.principal));
+	n = snprintf(d.target, sizeof(d.target), "%u", q->port);
+	d.target_len = (uint32_t)n;
+	policy_hooks->decide(ps->compiled, &d, &r);
+	if (r.grant.decision != GRANT_ALLOW ||
+	    (uint64_t)(q->exp - now) * 1000 > r.link_ms)
+		return TOKEN_E_WIDER;
+	strlcpy(child->aud, TOKEN_LINK_AUD, sizeof(child->aud));
+	child->port = q->port;
+	return 0;
+}
+
 static int
 policy_h_mint(struct proc_ctx *ctx, const struct msg *m)
 {
@@ -516,6 +558,7 @@ policy_h_mint(struct proc_ctx *ctx, const struct msg *m)
 	        0 &&
 	    (rc = token_attenuate(&parent, q->caps, q->exp, q->sbx,
 	         (int64_t)(grant_now_ms() / 1000), &child)) == 0 &&
+	    (q->port == 0 || (rc = link_claims(ps, q, &parent, &child)) == 0) &&
 	    (rc = token_mint(ps->mint_sk, &child, &tok)) == 0) {
 		if (strlen(tok) > sizeof(r->token))
 			rc = TOKEN_E_TOO_LARGE;

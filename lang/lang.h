@@ -107,9 +107,18 @@ struct lang_item {
 	uint16_t port_last; /* expose: a range's last port (port if none) */
 	uint8_t http; /* egress: http allowed too */
 	uint8_t private_; /* egress: private addresses allowed */
+	/* expose: reachable by a signed link too, without a token; a
+	 * link lasts at most link_ms (0: not written, LANG_LINK_MAX_MS). */
+	uint8_t link;
+	uint64_t link_ms;
 	/* Set by lang_check: the rule matters for some agent. */
 	uint8_t used;
 };
+
+/* expose ... link: a link's longest life when the rule names none, and
+ * the longest any rule may name. */
+#define LANG_LINK_DEFAULT_MS (24ull * 3600 * 1000)
+#define LANG_LINK_MAX_MS (30ull * 24 * 3600 * 1000)
 
 struct lang_comments {
 	char **v;

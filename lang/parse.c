@@ -586,7 +586,8 @@ take_port(struct parser *p, struct lang_loc loc, uint16_t *out)
 
 /* expose 8000, 3000-3999, *: the ports of its sandboxes' guests a
  * principal may reach through the API (docs/policy-language.md); a range
- * holds both its ends; '*' is any. */
+ * holds both its ends; '*' is any. "8000 link" lets the principal give
+ * signed links to the port, "8000 link 2h" links that last at most 2h. */
 static int
 parse_expose(struct parser *p, struct lang_stmt *s)
 {
@@ -628,6 +629,35 @@ parse_expose(struct parser *p, struct lang_stmt *s)
 		it->port = port;
 		it->port_last = last;
 		it->rule = ++p->rule;
+		if (is_word(p, "link")) {
+			it->link = 1;
+			next(p);
+			if (p->t.type == T_NUMBER) {
+				struct lang_loc dloc = p->t.loc;
+
+				if (units_parse_duration(
+				        p->t.s, p->t.len, &it->link_ms) != 0) {
+					lang_diag(p->f, LANG_ERROR, dloc,
+					    "bad link lifetime '%.*s' (write "
+					    "e.g. 1h, 30min, 7d)",
+					    (int)(p->t.len > 40 ? 40
+					                        : p->t.len),
+					    p->t.s);
+					return -1;
+				}
+				if (it->link_ms < 1000) {
+					lang_diag(p->f, LANG_ERROR, dloc,
+					    "a link lasts at least 1s");
+					return -1;
+				}
+				if (it->link_ms > LANG_LINK_MAX_MS) {
+					lang_diag(p->f, LANG_ERROR, dloc,
+					    "a link lasts at most 30d");
+					return -1;
+				}
+				next(p);
+			}
+		}
 	} while (accept(p, T_COMMA));
 	return 0;
 }

@@ -157,6 +157,15 @@ stmt(struct out *o, const struct lang_stmt *s)
 				put(o, "%s %u", i ? "," : "", s->items[i].port);
 			if (s->items[i].port_last > s->items[i].port)
 				put(o, "-%u", s->items[i].port_last);
+			if (s->items[i].link)
+				put(o, " link");
+			if (s->items[i].link_ms != 0) {
+				char d[32];
+
+				units_format_duration(
+				    d, sizeof(d), s->items[i].link_ms);
+				put(o, " %s", d);
+			}
 		}
 		break;
 	case LANG_S_LOCK:

@@ -327,6 +327,11 @@ add_lists(struct build *b, struct policy_principal *pr, const uint32_t *clos,
 					p->expose[p->nexpose].port = it->port;
 					p->expose[p->nexpose].last =
 					    it->port_last;
+					p->expose[p->nexpose].link_ms =
+					    !it->link ? 0
+					    : it->link_ms != 0
+					    ? it->link_ms
+					    : LANG_LINK_DEFAULT_MS;
 					p->expose[p->nexpose].rule = it->rule;
 					p->expose[p->nexpose++].line =
 					    it->loc.line;

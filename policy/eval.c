@@ -206,12 +206,14 @@ check_target(const struct policy *p, const struct policy_principal *pr,
 
 /* A guest's port: the lowest expose rule that names it (or '*'); none is
  * a refusal, as a target off its list is. Only sandbox:read reaches a
- * port: another capability with one is a malformed request. */
+ * port: another capability with one is a malformed request. By a link,
+ * only a rule that says "link" names it. */
 static void
 check_port(const struct policy *p, const struct policy_principal *pr,
     const struct policy_request *req, struct policy_result *res)
 {
 	uint32_t i, best = 0, line = 0;
+	uint64_t link_ms = 0;
 
 	if (req->cap != CAP_SANDBOX_READ) {
 		res->allow = 0;
@@ -222,10 +224,12 @@ check_port(const struct policy *p, const struct policy_principal *pr,
 	for (i = 0; i < pr->nexpose; i++) {
 		const struct policy_expose *x = &p->expose[pr->expose_off + i];
 		if ((best == 0 || x->rule < best) &&
+		    (!req->link || x->link_ms != 0) &&
 		    (x->port == 0 ||
 		        (req->port >= x->port && req->port <= x->last))) {
 			best = x->rule;
 			line = x->line;
+			link_ms = x->link_ms;
 		}
 	}
 	if (best == 0) {
@@ -235,6 +239,7 @@ check_port(const struct policy *p, const struct policy_principal *pr,
 	} else {
 		res->rule = best;
 		res->line = line;
+		res->link_ms = req->link ? link_ms : 0;
 	}
 }
 
@@ -251,6 +256,7 @@ policy_decide(const struct policy *p, struct policy_quota *q, uint64_t now,
 	res->allow = 0;
 	res->rule = res->line = 0;
 	res->retry_after_ms = 0;
+	res->link_ms = 0;
 	res->limits = NULL;
 	res->principal = -1;
 	if (req->cap < 0 || req->cap >= CAP_COUNT || p == NULL) {

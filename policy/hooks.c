@@ -143,6 +143,7 @@ hook_decide(void *compiled, const struct msg_policy_decide *q,
 	r->retry_after_ms = 0;
 	r->reason = POLICY_R_REQUEST;
 	r->flags = 0;
+	r->link_ms = 0;
 	r->grant.mem_max = r->grant.timeout_ms = r->grant.output_max = 0;
 	r->grant.count_max = 0;
 	r->grant.procs_max = 0;
@@ -171,6 +172,9 @@ hook_decide(void *compiled, const struct msg_policy_decide *q,
 	req.no_budget = (q->flags & DECIDE_NO_BUDGET) != 0;
 	if ((q->flags & DECIDE_PORT) &&
 	    (req.port = port_target(q->target, q->target_len)) == 0)
+		return;
+	req.link = (q->flags & DECIDE_LINK) != 0;
+	if (req.link && req.port == 0)
 		return;
 	/* The slot first, so a refused operation spends no rate or budget. */
 	i = policy_find(c->p, q->principal, plen);
@@ -203,6 +207,7 @@ hook_decide(void *compiled, const struct msg_policy_decide *q,
 			r->grant.flags |= GRANT_F_KVM;
 	}
 	r->grant.decision = res.allow ? GRANT_ALLOW : GRANT_DENY;
+	r->link_ms = res.allow ? res.link_ms : 0;
 	if (res.allow && q->cap == CAP_EGRESS)
 		egress_bind_flags(c->p, res.principal, q, r);
 }

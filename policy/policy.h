@@ -94,6 +94,7 @@ struct policy_exec {
 /* A port of its guests a principal may reach (expose; 0: any). */
 struct policy_expose {
 	uint16_t port, last; /* port to last, both in; port 0: any */
+	uint64_t link_ms; /* reachable by a link lasting at most this; 0: no */
 	uint32_t rule, line;
 };
 
@@ -151,6 +152,9 @@ struct policy_request {
 	/* sandbox:read of a guest's port (the ports route): allowed only
 	 * where an expose rule names it. 0: no port. */
 	uint16_t port;
+	/* With port: by a signed link rather than the caller's token; only
+	 * an expose rule that says "link" names the port then. */
+	int link;
 };
 
 struct policy_result {
@@ -161,6 +165,8 @@ struct policy_result {
 	int principal; /* index, -1 if unknown */
 	const struct policy_limits *limits; /* NULL if unknown principal */
 	uint64_t retry_after_ms; /* POLICY_R_RATE: when a token is due */
+	/* A link request allowed: the deciding rule's longest link life. */
+	uint64_t link_ms;
 };
 
 /*

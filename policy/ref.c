@@ -67,6 +67,7 @@ walk(const struct lang_file *f, const struct lang_decl *d, int cap,
 				/* expose narrows sandbox:read to ports; it
 				 * allows nothing by itself */
 				if (req->port != 0 &&
+				    (!req->link || it->link) &&
 				    (it->port == 0 ||
 				        (req->port >= it->port &&
 				            req->port <= it->port_last)))

@@ -205,6 +205,14 @@ token_claims_parse(const uint8_t *json, size_t len, struct token_claims *c)
 	}
 	if ((rc = get_chain(o, c)) != 0)
 		goto out;
+	if ((v = json_object_get(o, "port")) != NULL) {
+		if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+		    json_integer_value(v) > 65535 || c->sbx[0] == '\0') {
+			rc = TOKEN_E_CLAIM;
+			goto out;
+		}
+		c->port = (uint32_t)json_integer_value(v);
+	}
 	if ((caps = json_object_get(o, "caps")) == NULL ||
 	    !json_is_array(caps)) {
 		rc = TOKEN_E_CLAIM;
@@ -287,6 +295,8 @@ token_claims_encode(const struct token_claims *c, char **out)
 	json_object_set(o, "caps", caps);
 	if (c->sbx[0])
 		json_object_set_new(o, "sbx", json_string(c->sbx));
+	if (c->port != 0)
+		json_object_set_new(o, "port", json_integer(c->port));
 	if (c->nchain > 0) {
 		json_t *chain = json_array();
 

@@ -41,7 +41,15 @@ struct token_claims {
 	cap_set_t caps;
 	char chain[TOKEN_CHAIN_MAX][TOKEN_JTI_MAX]; /* ancestors' jtis */
 	size_t nchain;
+	/* Claim "port" (1..65535), 0 when absent: a link to that port of
+	 * the sandbox sbx, whose aud is TOKEN_LINK_AUD; never a bearer
+	 * token (docs/architecture.md, "Ports"). */
+	uint32_t port;
 };
+
+/* The audience of a link: a verifier of bearer tokens (aud "keep")
+ * refuses it, the front's link verifier accepts only it. */
+#define TOKEN_LINK_AUD "keep-link"
 
 struct token_key {
 	uint8_t pk[32];

@@ -177,6 +177,60 @@ test_expose(void **state)
 	assert_int_equal(r.reason, POLICY_R_REQUEST);
 }
 
+/* expose ... link: by a link, only a rule that says so names the port,
+ * and it bounds the link's life. */
+static void
+test_expose_link(void **state)
+{
+	struct fx *fx = *state;
+	struct policy_request req;
+	struct policy_result r, ref;
+
+	build(fx,
+	    "agent \"a\" { allow sandbox:read\n"
+	    " expose 9000, 8000 link 2h, 3000-3999 link, 9000 link 1h }\n"
+	    "agent \"b\" { allow sandbox:read\n expose * }\n");
+	memset(&req, 0, sizeof(req));
+	req.principal = "a";
+	req.principal_len = 1;
+	req.cap = CAP_SANDBOX_READ;
+	req.link = 1;
+	req.port = 8000;
+	policy_decide(fx->p, NULL, 0, &req, &r);
+	policy_ref_decide(fx->f, &req, &ref);
+	assert_true(r.allow);
+	assert_int_equal(r.rule, 3);
+	assert_int_equal(ref.rule, 3);
+	assert_int_equal(r.link_ms, 2 * 3600 * 1000ull);
+	req.port = 3999;
+	policy_decide(fx->p, NULL, 0, &req, &r);
+	assert_true(r.allow);
+	assert_int_equal(r.link_ms, LANG_LINK_DEFAULT_MS);
+	/* 9000's lowest rule gives no links: the one that does decides */
+	req.port = 9000;
+	policy_decide(fx->p, NULL, 0, &req, &r);
+	policy_ref_decide(fx->f, &req, &ref);
+	assert_true(r.allow);
+	assert_int_equal(r.rule, 5);
+	assert_int_equal(ref.rule, 5);
+	assert_int_equal(r.link_ms, 3600 * 1000ull);
+	/* with a token, the lowest rule decides and no link life is told */
+	req.link = 0;
+	policy_decide(fx->p, NULL, 0, &req, &r);
+	assert_int_equal(r.rule, 2);
+	assert_int_equal(r.link_ms, 0);
+	/* expose * without link: no link anywhere */
+	req.principal = "b";
+	req.link = 1;
+	req.port = 8000;
+	policy_decide(fx->p, NULL, 0, &req, &r);
+	policy_ref_decide(fx->f, &req, &ref);
+	assert_false(r.allow);
+	assert_false(ref.allow);
+	assert_int_equal(r.reason, POLICY_R_TARGET);
+	assert_int_equal(r.link_ms, 0);
+}
+
 static void
 test_deny_overrides(void **state)
 {
@@ -964,6 +1018,8 @@ main(void)
 		cmocka_unit_test(test_differential),
 		cmocka_unit_test(test_large),
 		cmocka_unit_test_setup_teardown(test_expose, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_expose_link, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
