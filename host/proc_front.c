@@ -158,6 +158,7 @@ front_start(struct proc_ctx *ctx, struct front_state *fs)
 	if (ctx->config->max_request_body != 0)
 		lim->http.max_body = ctx->config->max_request_body;
 	api_set_ports_domain(fs->api, ctx->config->ports_domain);
+	api_set_tls(fs->api, fs->tls != NULL);
 	api_set_platform(fs->api,
 	    ctx->config->platform == VMM_PLATFORM_TRAP ? "trap" : "kvm",
 	    ctx->config->kvm_missing

@@ -308,6 +308,10 @@ rq_emit_as(struct rq *r, int status, int wire, const char *ctype,
 		http_response_header(o, "X-Next-Token", r->next_token);
 	if (status == 405)
 		http_response_header(o, "Allow", r->allow);
+	if (r->location != NULL && r->location[0] != '\0')
+		http_response_header(o, "Location", r->location);
+	if (r->set_cookie != NULL && r->set_cookie[0] != '\0')
+		http_response_header(o, "Set-Cookie", r->set_cookie);
 	http_response_body(o, body, len, r->head_only);
 }
 
@@ -1038,7 +1042,21 @@ authenticate(struct rq *r)
 	size_t tlen = 0;
 	int rc;
 
-	if (r->e2b != E2B_NO) {
+	/* A guest's port reached without a bearer token: by a link (or
+	 * E2B's traffic token), api_ports.c. */
+	if (r->route->fn == h_port && h == NULL) {
+		if ((rc = api_port_link_auth(r, &tok, &tlen)) < 0)
+			return -1;
+		if (rc == 0) {
+			if (r->api->auth_fn != NULL && r->conn != UINT64_MAX)
+				r->api->auth_fn(r->api->auth_arg, r->conn);
+			return 0;
+		}
+	}
+	if (tok != NULL) {
+		/* E2B's traffic token header on a port: the sandbox's own
+		 * token, verified as any bearer token below. */
+	} else if (r->e2b != E2B_NO) {
 		if (e2b_token(r, &tok, &tlen, &why) != 0) {
 			rq_error(r, API_EUNAUTH,
 			    "Missing or malformed token: %s", why);

@@ -77,6 +77,17 @@ struct api_principal {
 	char sbx[API_ID_MAX + 1]; /* "" or the only sandbox allowed */
 	cap_set_t caps; /* the token's capabilities */
 	int64_t exp; /* token expiry, unix seconds */
+	/* Not a bearer token but a link to port link_port of sandbox sbx
+	 * (docs/architecture.md, "Ports"); sub is who gave it. */
+	int via_link;
+	unsigned link_port;
+};
+
+/* A link to a guest's port, as minted (api_backend.port_link). */
+struct api_link {
+	char token[API_TOKEN_MAX + 1];
+	char jti[64];
+	int64_t expires_at; /* unix seconds */
 };
 
 /* An idempotent request's first reply, as kept (idem_load, idem_keep). */
@@ -655,6 +666,21 @@ struct api_backend {
 	 */
 	int (*port_open)(void *ctx, const struct api_call *, const char *id,
 	    unsigned port, int *fd, struct api_error *err);
+	/*
+	 * Links (optional, with port_open). link_verify: tok is a link (not
+	 * a bearer token) that verifies, has not expired nor been revoked;
+	 * *out is its issuer with via_link, link_port and sbx set (whether
+	 * they are the request's is the caller's to check). API_EUNAUTH
+	 * otherwise, API_EFORBIDDEN for a token of another audience (a
+	 * bearer token: no link at all). port_link: a link to port of sandbox id for ttl_s
+	 * seconds, if the policy lets the caller give one (API_EFORBIDDEN
+	 * naming the rule otherwise); decided and audited.
+	 */
+	int (*link_verify)(void *ctx, const char *tok, size_t len,
+	    struct api_principal *out, struct api_error *err);
+	int (*port_link)(void *ctx, const struct api_call *, const char *id,
+	    unsigned port, int64_t ttl_s, struct api_link *out,
+	    struct api_error *err);
 };
 
 struct api;
@@ -777,6 +803,8 @@ void api_set_pipe(struct api *, api_pipe_fn fn, void *arg);
  * "{port}-{sandbox id}.DOMAIN" goes to that port as if its path were
  * under /v1/sandboxes/{id}/ports/{port}. */
 void api_set_ports_domain(struct api *, const char *domain);
+/* The listener is TLS (the cookies of ports' links are then Secure). */
+void api_set_tls(struct api *, int tls);
 int api_handle_conn(struct api *, const struct http_request *req,
     struct http_buf *out, uint64_t conn);
 /* A WebSocket message from the client of connection conn (opcode 1

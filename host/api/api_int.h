@@ -51,6 +51,7 @@ struct api {
 	/* keepd.yaml ports.domain: "{port}-{id}." under it is a port's
 	 * host name (api_ports.c); "" none. */
 	char ports_domain[128];
+	int tls; /* the listener is TLS: links' cookies are Secure */
 	uint64_t reqseq;
 	uint32_t boot_nonce;
 	/* metrics */
@@ -214,6 +215,10 @@ struct rq {
 	int can_defer;
 	int host_form; /* a port named by the Host header: the whole path
 			  is the guest's */
+	int link_from; /* enum api_link_from: a ports request by link */
+	/* Headers of a reply that h_port_link or h_port sets (a redirect
+	 * that leaves a link's cookie), "" when none. */
+	const char *location, *set_cookie;
 	uint64_t conn;
 	size_t ri;
 	double t0;
@@ -320,6 +325,39 @@ void h_port(struct rq *); /* api_ports.c */
  * ports route for its method, id and port (as text) filled; else -1. */
 long api_port_host(
     const struct api *, const struct http_request *, char *id, char *port);
+/* A port's links (api_ports.c): POST /v1/sandboxes/{id}/links, and the
+ * credential of a ports request without Authorization (api.c's
+ * authenticate asks it): 0, r->who the link's issuer and r->link_from
+ * set; 1, no link (*tok: E2B's traffic token header, a bearer token to
+ * verify as such, or NULL); -1, refused, the reply sent and audited. */
+void h_port_link(struct rq *);
+int api_port_link_auth(struct rq *, const char **tok, size_t *tlen);
+#define API_LINK_TTL_MAX_S (30 * 24 * 3600)
+
+/*
+ * Where a link travels (host/api/api_link.c). The value's characters
+ * are PASETO's ([A-Za-z0-9_.-]), 1 to API_TOKEN_MAX of them
+ * (api_link_value_ok). api_link_query: keep_link=VALUE in a query; 1
+ * found, 0 absent, -1 malformed or there twice. api_link_query_strip:
+ * the query without any keep_link parameter (nothing at all when none
+ * is left). api_link_cookie: the next keep_link cookie of a Cookie
+ * header's value from *pos (0 at the start); 1 found, 0 no more, -1
+ * malformed. api_link_cookie_strip: the cookies but keep_link ones, as
+ * "a=b; c=d"; returns how many.
+ */
+#define API_LINK_PARAM "keep_link"
+enum api_link_from {
+	API_LINK_NONE = 0,
+	API_LINK_FROM_HEADER, /* E2B-Traffic-Access-Token */
+	API_LINK_FROM_QUERY,
+	API_LINK_FROM_COOKIE
+};
+int api_link_value_ok(const char *v, size_t n);
+int api_link_query(const char *q, size_t qlen, const char **val, size_t *vlen);
+void api_link_query_strip(const char *q, size_t qlen, struct http_buf *b);
+int api_link_cookie(
+    const char *v, size_t len, size_t *pos, const char **val, size_t *vlen);
+int api_link_cookie_strip(const char *v, size_t len, struct http_buf *b);
 /* 1 when p is a terminal whose stream or end api_terminal.c handled. */
 int api_ws_stream(struct api_pending *p, const void *data, size_t len);
 int api_ws_end(struct api_pending *p, int rc, struct api_run_result *res);

@@ -1886,6 +1886,9 @@ const struct api_route api_routes[] = {
 	    "contexts_snapshot_delete", 0, E2B_NO, NULL },
 	{ HTTP_GET, SBX "/terminal", h_terminal, CAP_EXEC, 0, 0, "terminal", 1,
 	    E2B_NO, NULL },
+	/* A signed, expiring link to a port (api_ports.c). */
+	{ HTTP_POST, SBX "/links", h_port_link, CAP_SANDBOX_READ, 1, 0,
+	    "port_link", 0, E2B_NO, NULL },
 	/* A guest's server (api_ports.c): any path under the port. */
 	{ HTTP_GET, SBX "/ports/{port}/{path}", h_port, CAP_SANDBOX_READ, 0, 0,
 	    "ports", 0, E2B_NO, NULL },

@@ -260,12 +260,29 @@ audit_decision(struct front_backend *fb, const struct api_call *call,
 	    fb, call, cap_name(call->cap), target, allow, rule, detail, err);
 }
 
+/*
+ * A request that came by a link to a port rather than with a token: its
+ * entries say so ("by link", and the link's id is the entry's jti), the
+ * principal being who gave the link. The link itself is never written.
+ */
+static const char *
+link_mark(
+    const struct api_call *call, const char *detail, char *buf, size_t len)
+{
+	if (call->who == NULL || !call->who->via_link)
+		return detail;
+	snprintf(buf, len, "%s%sby link", detail != NULL ? detail : "",
+	    detail != NULL && detail[0] != '\0' ? "; " : "");
+	return buf;
+}
+
 int
 fb_audit_outcome(struct front_backend *fb, const struct api_call *call,
     const char *action, const char *target, int allow, const char *rule,
     const char *detail, struct api_error *err)
 {
 	struct store_audit e;
+	char marked[API_MSG_MAX + 400];
 
 	memset(&e, 0, sizeof(e));
 	e.time_ms = wall_ms();
@@ -277,7 +294,7 @@ fb_audit_outcome(struct front_backend *fb, const struct api_call *call,
 	e.target = target;
 	e.decision = allow ? STORE_DECISION_ALLOW : STORE_DECISION_DENY;
 	e.rule = rule;
-	e.detail = detail;
+	e.detail = link_mark(call, detail, marked, sizeof(marked));
 	if (err != NULL)
 		return commit_entry(fb, &e, err);
 	audit_send(fb, &e);
@@ -415,8 +432,8 @@ fb_audit_refused(void *arg, const struct api_call *call, const char *action,
 		    "reason=%s status=%d source=%s", reason, status,
 		    peer[0] != '\0' ? peer : "-");
 	} else
-		snprintf(detail, sizeof(detail), "reason=%s status=%d", reason,
-		    status);
+		snprintf(detail, sizeof(detail), "reason=%s status=%d%s",
+		    reason, status, call->who->via_link ? "; by link" : "");
 	memset(&e, 0, sizeof(e));
 	e.time_ms = wall_ms();
 	e.request_id = call->request_id;

@@ -845,6 +845,14 @@ int
 fb_mint(struct front_backend *fb, const struct api_call *call, cap_set_t caps,
     int64_t exp, const char *sbx, struct api_token *out, struct api_error *err)
 {
+	return fb_mint_port(fb, call, caps, exp, sbx, 0, out, err);
+}
+
+int
+fb_mint_port(struct front_backend *fb, const struct api_call *call,
+    cap_set_t caps, int64_t exp, const char *sbx, unsigned port,
+    struct api_token *out, struct api_error *err)
+{
 	struct msg_policy_mint *q;
 	struct msg_policy_minted *r;
 	size_t rlen = sizeof(*r);
@@ -862,6 +870,7 @@ fb_mint(struct front_backend *fb, const struct api_call *call, cap_set_t caps,
 	}
 	q->caps = caps;
 	q->exp = exp;
+	q->port = port;
 	if (sbx != NULL)
 		strlcpy(q->sbx, sbx, sizeof(q->sbx));
 	q->token_len = (uint32_t)call->token_len;
@@ -1080,6 +1089,7 @@ front_backend_new(struct proc_ctx *ctx)
 	fb_watch_ops(&fb->ops);
 	fb_context_ops(&fb->ops);
 	fb_secret_ops(&fb->ops);
+	fb_link_ops(&fb->ops);
 	return fb;
 }
 
@@ -1090,6 +1100,7 @@ front_backend_free(struct front_backend *fb)
 		return;
 	/* Runs must be resumed while the api lives (front_backend_stop). */
 	token_verifier_free(fb->tv);
+	token_verifier_free(fb->link_tv);
 	free(fb->audit_buf);
 	fb_revoked_free(fb);
 	fb_locks_free(fb);

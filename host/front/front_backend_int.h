@@ -68,6 +68,10 @@ struct front_backend {
 	} * vbatch;
 	struct token_verifier *tv;
 	const void *tv_keys, *tv_config; /* what tv was built from */
+	/* Links to guests' ports (host/front/front_links.c): the same keys,
+	 * the audience TOKEN_LINK_AUD. */
+	struct token_verifier *link_tv;
+	const void *link_tv_keys, *link_tv_config;
 	struct fb_run *runs; /* list */
 	struct fb_revoked *revoked; /* host/front/front_revoke.c */
 	struct fb_locks *locks; /* host/front/front_lock.c */
@@ -231,6 +235,12 @@ int fb_refusal(
 /* A token derived from the caller's (call->token). */
 int fb_mint(struct front_backend *, const struct api_call *, cap_set_t caps,
     int64_t exp, const char *sbx, struct api_token *out, struct api_error *err);
+/* The same, for a link to port of sbx (port 0: a token, as fb_mint). */
+int fb_mint_port(struct front_backend *, const struct api_call *,
+    cap_set_t caps, int64_t exp, const char *sbx, unsigned port,
+    struct api_token *out, struct api_error *err);
+/* host/front/front_links.c */
+void fb_link_ops(struct api_backend *);
 
 /* host/front/front_sandbox.c */
 void fb_sandbox_ops(struct api_backend *);

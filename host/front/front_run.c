@@ -684,13 +684,22 @@ port_exposed(struct front_backend *fb, const struct api_call *call,
 	int rc;
 
 	snprintf(target, sizeof(target), "%u", port);
+	/* By a link, only a rule that says "link" names the port: a link
+	 * stops working when its rule goes. */
 	rc = fb_decide(fb, call->who, CAP_SANDBOX_READ, PROC_VMM, target,
-	    a->reqid, DECIDE_PORT | DECIDE_DRY_RUN, &d, err);
+	    a->reqid,
+	    DECIDE_PORT | DECIDE_DRY_RUN |
+	        (call->who->via_link ? DECIDE_LINK : 0),
+	    &d, err);
 	if (rc != API_OK)
 		return rc;
 	if (d.grant.decision == GRANT_ALLOW)
 		return API_OK;
 	fb_audit_decision(fb, call, target, &d);
+	if (d.reason == POLICY_R_TARGET && call->who->via_link)
+		return fb_fail(err, API_EFORBIDDEN,
+		    "Port %u may not be reached by link for %s by the policy",
+		    port, call->who->sub);
 	if (d.reason == POLICY_R_TARGET)
 		return fb_fail(err, API_EFORBIDDEN,
 		    "Port %u is not exposed to %s by the policy (an expose "
@@ -716,7 +725,10 @@ fb_port_open(void *arg, const struct api_call *call, const char *id,
 	int rc, rfd = -1;
 
 	*fd = -1;
-	if (a == NULL || a->link != PROC_VMM || port == 0 || port > 65535)
+	if (a == NULL || a->link != PROC_VMM || port == 0 || port > 65535 ||
+	    (call->who->via_link &&
+	        (call->who->link_port != port ||
+	            strcmp(call->who->sbx, id) != 0)))
 		return fb_fail(err, API_EINTERNAL, "Internal error");
 	if ((rc = port_exposed(fb, call, a, port, err)) != API_OK)
 		return rc;

@@ -846,6 +846,63 @@ test_port_host(void **state)
 	api_set_ports_domain(e->api, NULL);
 }
 
+/* Where a port's link travels (api_link.c): keep_link in a query and in
+ * a Cookie header, found whole, and taken out of what the guest gets. */
+static void
+test_link_parse(void **state)
+{
+	const char *v;
+	size_t vl, pos = 0;
+	struct http_buf b;
+	static const char q[] = "a=1&keep_link=v4.public.x_y-z&b=2";
+	static const char ck[] = "theme=dark; keep_link=v4.public.c1 ;x;"
+	                         "keep_link=v4.public.c2";
+
+	(void)state;
+	assert_int_equal(api_link_query(q, strlen(q), &v, &vl), 1);
+	assert_int_equal(vl, strlen("v4.public.x_y-z"));
+	assert_memory_equal(v, "v4.public.x_y-z", vl);
+	assert_int_equal(api_link_query("a=1&b", 5, &v, &vl), 0);
+	assert_int_equal(api_link_query(NULL, 0, &v, &vl), 0);
+	/* twice, empty, without '=', or a byte no link has: malformed */
+	assert_int_equal(
+	    api_link_query("keep_link=a&keep_link=a", 23, &v, &vl), -1);
+	assert_int_equal(api_link_query("keep_link=", 10, &v, &vl), -1);
+	assert_int_equal(api_link_query("keep_link", 9, &v, &vl), -1);
+	assert_int_equal(api_link_query("keep_link=a%20b", 15, &v, &vl), -1);
+	/* a longer name is another parameter */
+	assert_int_equal(api_link_query("keep_links=a", 12, &v, &vl), 0);
+
+	http_buf_init(&b);
+	api_link_query_strip(q, strlen(q), &b);
+	assert_int_equal(b.len, 7);
+	assert_memory_equal(b.data, "a=1&b=2", 7);
+	b.len = 0;
+	api_link_query_strip("keep_link=x", 11, &b);
+	assert_int_equal(b.len, 0);
+
+	assert_int_equal(api_link_cookie(ck, strlen(ck), &pos, &v, &vl), 1);
+	assert_memory_equal(v, "v4.public.c1", vl);
+	assert_int_equal(vl, 12);
+	assert_int_equal(api_link_cookie(ck, strlen(ck), &pos, &v, &vl), 1);
+	assert_memory_equal(v, "v4.public.c2", vl);
+	assert_int_equal(api_link_cookie(ck, strlen(ck), &pos, &v, &vl), 0);
+	pos = 0;
+	assert_int_equal(
+	    api_link_cookie("keep_link=\"q\"", 13, &pos, &v, &vl), -1);
+	b.len = 0;
+	assert_int_equal(api_link_cookie_strip(ck, strlen(ck), &b), 2);
+	assert_int_equal(b.len, strlen("theme=dark; x"));
+	assert_memory_equal(b.data, "theme=dark; x", b.len);
+	b.len = 0;
+	assert_int_equal(api_link_cookie_strip("keep_link=a", 11, &b), 0);
+	http_buf_free(&b);
+
+	assert_false(api_link_value_ok("", 0));
+	assert_false(api_link_value_ok("a b", 3));
+	assert_true(api_link_value_ok("v4.public.AZaz09-_", 18));
+}
+
 static void
 test_refuse(void **state)
 {
@@ -1045,6 +1102,7 @@ main(void)
 		T(test_images_audit_metrics),
 		T(test_refuse),
 		T(test_port_host),
+		cmocka_unit_test(test_link_parse),
 		T(test_openapi_covers_routes),
 		T(test_backend_complete),
 		T(test_lock_and_revoke),
