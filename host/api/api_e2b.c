@@ -61,6 +61,30 @@ not_served(struct rq *r, const char *key, const char *ok)
 	return -1;
 }
 
+/*
+ * E2B's network options: only {"allowPublicTraffic": false} is what keep
+ * does anyway (a port is reached with the sandbox's token, which the SDK
+ * sends as E2B-Traffic-Access-Token, or a link: docs/e2b.md); public
+ * ports and outbound rules are the policy's, so refused (400).
+ */
+static int
+network_not_served(struct rq *r)
+{
+	json_t *n = json_object_get(r->body, "network"), *p;
+
+	if (n == NULL || json_is_null(n))
+		return 0;
+	if (json_is_object(n) && json_object_size(n) == 1 &&
+	    (p = json_object_get(n, "allowPublicTraffic")) != NULL &&
+	    json_is_false(p))
+		return 0;
+	rq_fail(r, 400, "BAD_REQUEST",
+	    "network is not served by keep but for allowPublicTraffic: "
+	    "false: a port needs the sandbox's token or a link "
+	    "(POST /v1/sandboxes/{id}/links; docs/e2b.md)");
+	return -1;
+}
+
 static json_t *
 e2b_sandbox_json(const struct api_sandbox *sb, const char *tmpl)
 {
@@ -132,7 +156,7 @@ h_e2b_sandbox_create(struct rq *r)
 	    not_served(r, "autoPause", "false") ||
 	    not_served(r, "autoPauseMemory", NULL) ||
 	    not_served(r, "autoResume", NULL) || not_served(r, "mcp", NULL) ||
-	    not_served(r, "network", NULL) || not_served(r, "iam", NULL) ||
+	    network_not_served(r) || not_served(r, "iam", NULL) ||
 	    not_served(r, "volumeMounts", "[]"))
 		return;
 	if (rq_kv(r, r->body, "envVars", &env, &spec.nenv))

@@ -132,6 +132,20 @@ body=$(curl -s -w '\n%{http_code}' -H "E2B-Traffic-Access-Token: $link" \
 code=${body##*$'\n'}; body=${body%$'\n'*}
 [ "$code" = 200 ] && [ "$(printf '%s' "$body")" = "hello from the workspace" ] &&
     ok "the link in E2B's E2B-Traffic-Access-Token header: 200" || bad "header: $code $body"
+# E2B's traffic token (the sandbox's own token, a bearer token) in that
+# header reaches the port too, as E2B's SDK sends it to getHost's name.
+body=$(curl -s -w '\n%{http_code}' -H "E2B-Traffic-Access-Token: $alice" \
+    -H "Host: 8000-$sbx.sbx.keep.test:$hp" "$url/hello.txt")
+code=${body##*$'\n'}; body=${body%$'\n'*}
+[ "$code" = 200 ] && [ "$(printf '%s' "$body")" = "hello from the workspace" ] &&
+    ok "a bearer token as E2B-Traffic-Access-Token (E2B's trafficAccessToken) on the host form: 200" ||
+    bad "e2b traffic token: $code $body"
+req "$alice" POST /e2b/v2/sandboxes '{"templateID":"python","network":{"allowPublicTraffic":false}}'
+[ "$code" = 201 ] && ok "E2B's network.allowPublicTraffic false: accepted (keep's ports are never public)" ||
+    bad "allowPublicTraffic false: $code $body"
+[ "$code" = 201 ] && req "$alice" DELETE "/v1/sandboxes/$(jget "$body" '["sandboxID"]')"
+req "$alice" POST /e2b/v2/sandboxes '{"templateID":"python","network":{"allowPublicTraffic":true}}'
+[ "$code" = 400 ] && ok "allowPublicTraffic true: 400, not served" || bad "allowPublicTraffic true: $code $body"
 # By host name (getHost), the name only a Host header sent to loopback.
 hdrs=$(curl -s -D - -o /dev/null -H "Host: 8000-$sbx.sbx.keep.test:$hp" "$url/hello.txt?keep_link=$link")
 printf '%s' "$hdrs" | grep -q '^HTTP/1.1 303' &&
