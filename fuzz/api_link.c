@@ -23,14 +23,19 @@ check_value(const char *in, size_t inlen, const char *v, size_t vl)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	const char *in = (const char *)data, *q, *ck, *v;
+	const char *in, *q, *ck, *v;
 	size_t qlen, cklen, vl, pos = 0, n = 0;
 	const char *nul;
 	struct http_buf b;
 	int rc;
 
+	static const uint8_t empty[1];
+
 	if (size > 16384)
 		return 0;
+	if (data == NULL)
+		data = empty; /* no arithmetic on a null pointer */
+	in = (const char *)data;
 	nul = memchr(in, '\0', size);
 	q = in;
 	qlen = nul != NULL ? (size_t)(nul - in) : size;

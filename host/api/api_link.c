@@ -45,13 +45,14 @@ param_is_link(const char *p, const char *pe)
 int
 api_link_query(const char *q, size_t qlen, const char **val, size_t *vlen)
 {
-	const char *end = q + qlen, *p = q;
+	const char *end, *p = q;
 	int found = 0;
 
 	*val = NULL;
 	*vlen = 0;
 	if (q == NULL)
 		return 0;
+	end = q + qlen;
 	while (p < end) {
 		const char *amp = memchr(p, '&', (size_t)(end - p));
 		const char *pe = amp != NULL ? amp : end;
@@ -75,11 +76,12 @@ api_link_query(const char *q, size_t qlen, const char **val, size_t *vlen)
 void
 api_link_query_strip(const char *q, size_t qlen, struct http_buf *b)
 {
-	const char *end = q + qlen, *p = q;
+	const char *end, *p = q;
 	int first = 1;
 
 	if (q == NULL)
 		return;
+	end = q + qlen;
 	while (p < end) {
 		const char *amp = memchr(p, '&', (size_t)(end - p));
 		const char *pe = amp != NULL ? amp : end;

@@ -213,6 +213,62 @@ test_decisions_through_the_process(void **state)
 	assert_int_equal(d.grant.decision, GRANT_ALLOW);
 }
 
+/* DECIDE_LINK through the process: only a rule that says "link" names
+ * the port, and the decision carries its bound (link_ms); without the
+ * flag no bound is told. */
+static void
+test_link_decisions(void **state)
+{
+	static const char text[] = "agent \"a\" {\n"
+	                           "\tallow sandbox:read\n"
+	                           "\texpose 8000 link 2h, 8001\n"
+	                           "}\n";
+	struct fixture *fx = *state;
+	struct msg_grant_key k;
+	struct msg_policy_decide q;
+	struct msg_policy_decision d;
+	uint64_t reqid = 20;
+	static const struct {
+		const char *port;
+		uint32_t flags;
+		int allow;
+		uint64_t link_ms;
+	} cases[] = {
+		{ "8000", DECIDE_PORT | DECIDE_LINK, 1, 7200000 },
+		{ "8000", DECIDE_PORT, 1, 0 },
+		{ "8001", DECIDE_PORT | DECIDE_LINK, 0, 0 },
+		{ "8001", DECIDE_PORT, 1, 0 },
+		/* a link without a port is malformed */
+		{ "", DECIDE_LINK, 0, 0 },
+	};
+
+	memset(&k, 0, sizeof(k));
+	k.link = PROC_VMM;
+	memcpy(k.key, fx->key, sizeof(k.key));
+	assert_int_equal(
+	    msg_send(fx->parent, MSG_CTL_GRANT_KEY, 0, 0, &k, sizeof(k), -1),
+	    MSG_OK);
+	assert_int_equal(load(fx, text, 1), 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		memset(&q, 0, sizeof(q));
+		q.cap = CAP_SANDBOX_READ;
+		q.link = PROC_VMM;
+		q.token_caps = CAP_ALL;
+		q.flags = cases[i].flags | DECIDE_DRY_RUN;
+		q.target_len = strlen(cases[i].port);
+		memcpy(q.target, cases[i].port, q.target_len);
+		strlcpy(q.principal, "a", sizeof(q.principal));
+		assert_int_equal(msg_send(fx->front, MSG_POLICY_DECIDE, 0,
+		                     reqid, &q, sizeof(q), -1),
+		    MSG_OK);
+		expect(fx->front, MSG_POLICY_DECISION, &d, sizeof(d), reqid);
+		reqid++;
+		assert_int_equal(
+		    d.grant.decision == GRANT_ALLOW, cases[i].allow);
+		assert_int_equal(d.link_ms, cases[i].link_ms);
+	}
+}
+
 /*
  * After a start, what an agent has spent is read back from the store.
  * Until the store answers, the agent gets no decision (its budget would
@@ -360,6 +416,8 @@ int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(
+		    test_link_decisions, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_decisions_through_the_process, setup, teardown),
 		cmocka_unit_test_setup_teardown(

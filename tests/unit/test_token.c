@@ -528,6 +528,48 @@ test_times(void **state)
 	    token_time_parse("2022-01-01T00:00:00", 19, &t), 0);
 }
 
+/* A link's claim "port": 1..65535, only with sbx; encoded and parsed back. */
+static void
+test_link_port_claim(void **state)
+{
+	static const char *const bad[] = {
+		"{\"sub\":\"a\",\"aud\":\"keep-link\",\"jti\":\"j\","
+		"\"exp\":\"2030-01-01T00:00:00Z\",\"caps\":[],\"port\":8000}",
+		"{\"sub\":\"a\",\"aud\":\"keep-link\",\"jti\":\"j\","
+		"\"exp\":\"2030-01-01T00:00:00Z\",\"caps\":[],\"sbx\":\"s\","
+		"\"port\":0}",
+		"{\"sub\":\"a\",\"aud\":\"keep-link\",\"jti\":\"j\","
+		"\"exp\":\"2030-01-01T00:00:00Z\",\"caps\":[],\"sbx\":\"s\","
+		"\"port\":65536}",
+		"{\"sub\":\"a\",\"aud\":\"keep-link\",\"jti\":\"j\","
+		"\"exp\":\"2030-01-01T00:00:00Z\",\"caps\":[],\"sbx\":\"s\","
+		"\"port\":\"8000\"}",
+	};
+	struct token_claims c, back;
+	char *json;
+
+	(void)state;
+	memset(&c, 0, sizeof(c));
+	strcpy(c.sub, "alice");
+	strcpy(c.aud, TOKEN_LINK_AUD);
+	strcpy(c.jti, "j1");
+	strcpy(c.sbx, "sbx-1");
+	c.exp = 1900000000;
+	c.caps = CAP_BIT(CAP_SANDBOX_READ);
+	c.port = 8000;
+	assert_int_equal(token_claims_encode(&c, &json), 0);
+	assert_non_null(strstr(json, "\"port\":8000"));
+	assert_int_equal(
+	    token_claims_parse((const uint8_t *)json, strlen(json), &back), 0);
+	assert_int_equal(back.port, 8000);
+	assert_string_equal(back.sbx, "sbx-1");
+	free(json);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(token_claims_parse((const uint8_t *)bad[i],
+		                     strlen(bad[i]), &back),
+		    TOKEN_E_CLAIM);
+}
+
 int
 main(void)
 {
@@ -544,6 +586,7 @@ main(void)
 		cmocka_unit_test_setup_teardown(
 		    test_revocation_cascades, setup, teardown),
 		cmocka_unit_test(test_times),
+		cmocka_unit_test(test_link_port_claim),
 	};
 	if (sodium_init() < 0)
 		return 1;
