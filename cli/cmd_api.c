@@ -59,6 +59,7 @@ usage_fp(FILE *fp)
 	    "  sandbox create [--image IMAGE] [--ttl SECONDS] [--env K=V]...\n"
 	    "  sandbox list | get ID | delete ID | token ID\n"
 	    "  sandbox fork ID [--ttl SECONDS]\n"
+	    "  sandbox link ID PORT [--ttl DURATION]\n"
 	    "  exec [--language python|javascript] [--context CTX] "
 	    "[--env K=V]... SANDBOX CODE|-\n"
 	    "  contexts create SANDBOX [--cwd DIR | --snapshot NAME] | list "
@@ -364,6 +365,36 @@ cmd_sandbox(struct client *c, int argc, char **argv)
 		if ((j = ok_json(c, &r)) != NULL) {
 			if (!c->json)
 				print_created(j);
+			rc = 0;
+		}
+	} else if (strcmp(argv[0], "link") == 0 &&
+	    (argc == 3 || (argc == 5 && strcmp(argv[3], "--ttl") == 0))) {
+		/* A signed, expiring link to a port (no token needed). */
+		char *end;
+		long port = strtol(argv[2], &end, 10);
+		json_t *body;
+
+		if (!need_id(argv[1]))
+			return 1;
+		if (*end != '\0' || port < 1 || port > 65535) {
+			fprintf(stderr, "keep api: bad port '%s'\n", argv[2]);
+			return EXIT_USAGE;
+		}
+		body = argc == 5
+		    ? json_pack("{s:i,s:s}", "port", (int)port, "ttl", argv[4])
+		    : json_pack("{s:i}", "port", (int)port);
+		snprintf(path, sizeof(path), "/v1/sandboxes/%s/links", argv[1]);
+		if (request_json(c, "POST", path, body, &r) != 0)
+			return 1;
+		if ((j = ok_json(c, &r)) != NULL) {
+			if (!c->json) {
+				printf("url: %s\n", jstr(j, "url"));
+				if (json_object_get(j, "host_url") != NULL)
+					printf("host_url: %s\n",
+					    jstr(j, "host_url"));
+				printf("id: %s\nexpires_at: %s\n",
+				    jstr(j, "id"), jstr(j, "expires_at"));
+			}
 			rc = 0;
 		}
 	} else if (strcmp(argv[0], "list") == 0 && argc == 1) {

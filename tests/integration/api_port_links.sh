@@ -262,6 +262,13 @@ else
 	ok "no link's text in the audit log nor keepd's log"
 fi
 
+# keep api sandbox link: the same, from the command line.
+out=$("$KEEP" api --url "$url" --token "$alice" sandbox link "$sbx" 8000 --ttl 10m 2>&1)
+curl_url=$(printf '%s\n' "$out" | sed -n 's/^url: //p')
+code=$(get_code -L -c "$tmp/jar2" -b "$tmp/jar2" "$curl_url")
+[ "$code" = 200 ] && printf '%s' "$out" | grep -q '^host_url: http://8000-' &&
+    ok "keep api sandbox link prints a URL that opens the port" || bad "cli link: $code $out"
+
 # --- a deleted sandbox's link ---------------------------------------------
 req "$alice" DELETE "/v1/sandboxes/$sbx"
 code=$(get_code -H "E2B-Traffic-Access-Token: $link" "$url/v1/sandboxes/$sbx/ports/8000/hello.txt")
