@@ -6,10 +6,10 @@
 # and by host name (a browser's GET is sent back without the link, which
 # a cookie then carries), in E2B's traffic token header, through a
 # WebSocket-style upgrade. A link opens no other port nor sandbox, nor
-# any other route; a tampered, expired, revoked link or one to a deleted
-# sandbox is refused; every request is audited with the issuer as
-# principal and "by link", and the link never appears in the audit log
-# nor keepd's log. All on loopback.
+# any other route; a tampered, expired, revoked link, one whose rule no
+# longer says `link`, or one to a deleted sandbox is refused; every
+# request is audited with the issuer as principal and "by link", and the
+# link never appears in the audit log nor keepd's log. All on loopback.
 source "$(dirname "$0")/../lib/keepd.sh"
 
 cat >"$tmp/test.policy" <<'EOP'
@@ -269,9 +269,27 @@ code=$(get_code -L -c "$tmp/jar2" -b "$tmp/jar2" "$curl_url")
 [ "$code" = 200 ] && printf '%s' "$out" | grep -q '^host_url: http://8000-' &&
     ok "keep api sandbox link prints a URL that opens the port" || bad "cli link: $code $out"
 
+# --- the policy closes links already given --------------------------------
+# 8000's rule loses `link`: its links stop at the next request; 8001's
+# still work; a token still reaches 8000.
+sed -i 's/expose 8000 link 2h, 8001 link, 8002/expose 8000, 8001 link, 8002/' "$tmp/policy/test.policy"
+kill -HUP "$pid"
+for _ in $(seq "$(slow 100)"); do
+	code=$(get_code -H "E2B-Traffic-Access-Token: $link" "$url/v1/sandboxes/$sbx/ports/8000/hello.txt")
+	[ "$code" = 403 ] && break
+	sleep 0.1
+done
+[ "$code" = 403 ] && grep -q "may not be reached by link" "$tmp/out" &&
+    ok "the rule no longer says link: the link given before is refused (403)" ||
+    bad "after reload: $code $(cat "$tmp/out")"
+code=$(get_code -H "E2B-Traffic-Access-Token: $link1" "$url/v1/sandboxes/$sbx/ports/8001/h")
+[ "$code" = 200 ] && ok "another port's link, still allowed, still works" || bad "8001 after reload: $code"
+code=$(get_code -H "Authorization: Bearer $alice" "$url/v1/sandboxes/$sbx/ports/8000/hello.txt")
+[ "$code" = 200 ] && ok "and the owner's token still reaches 8000" || bad "token after reload: $code"
+
 # --- a deleted sandbox's link ---------------------------------------------
 req "$alice" DELETE "/v1/sandboxes/$sbx"
-code=$(get_code -H "E2B-Traffic-Access-Token: $link" "$url/v1/sandboxes/$sbx/ports/8000/hello.txt")
+code=$(get_code -H "E2B-Traffic-Access-Token: $link1" "$url/v1/sandboxes/$sbx/ports/8001/h")
 [ "$code" = 404 ] && ok "a deleted sandbox's link: 404" || bad "deleted: $code $(cat "$tmp/out")"
 req "$alice" DELETE "/v1/sandboxes/$sbx2"
 keepd_finish
