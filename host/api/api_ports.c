@@ -509,6 +509,10 @@ link_redirect(struct rq *r, unsigned port)
 	}
 	http_buf_init(&loc);
 	http_buf_init(&ck);
+	/* "//host" or "/\\host" would be another site to a browser (an
+	 * open redirect): "/." keeps it a path on this one. */
+	if (req->path_len >= 2 && (req->path[1] == '/' || req->path[1] == '\\'))
+		http_buf_puts(&loc, "/.");
 	http_buf_add(&loc, req->path, req->path_len);
 	{
 		size_t at = loc.len;

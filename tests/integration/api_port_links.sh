@@ -153,6 +153,10 @@ printf '%s' "$hdrs" | grep -q '^HTTP/1.1 303' &&
     printf '%s' "$hdrs" | grep -qi "^Set-Cookie: keep_link=$link; Path=/;" &&
     ok "host form, link in the URL: 303 to / without it, a host-only cookie" ||
     bad "host redirect: $hdrs"
+hdrs=$(curl -s -D - -o /dev/null --path-as-is -H "Host: 8000-$sbx.sbx.keep.test:$hp" "$url//evil.test/?keep_link=$link")
+printf '%s' "$hdrs" | grep -qi "^Location: /.//evil.test/"$'\r'"$" &&
+    ok "a path of //host is sent back as a path on the same host, not another site" ||
+    bad "open redirect: $hdrs"
 body=$(curl -s -w '\n%{http_code}' -H "Host: 8000-$sbx.sbx.keep.test:$hp" \
     -H "Cookie: keep_link=$link" "$url/hello.txt")
 code=${body##*$'\n'}; body=${body%$'\n'*}
