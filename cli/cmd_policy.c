@@ -715,6 +715,26 @@ egress_eq(const struct policy_egress *a, const struct policy_egress *b)
 	    a->http == b->http && a->private_ == b->private_;
 }
 
+/* An expose element as the policy would say it: "8000", "3000-3999",
+ * "*", with " link" and its bound. */
+static void
+expose_text(const struct policy_expose *x, char *b, size_t len)
+{
+	char life[32];
+	int n;
+
+	if (x->port == 0)
+		n = snprintf(b, len, "*");
+	else if (x->last > x->port)
+		n = snprintf(b, len, "%u-%u", x->port, x->last);
+	else
+		n = snprintf(b, len, "%u", x->port);
+	if (x->link_ms != 0 && n >= 0 && (size_t)n < len) {
+		units_format_duration(life, sizeof(life), x->link_ms);
+		snprintf(b + n, len - (size_t)n, " link %s", life);
+	}
+}
+
 static int
 diff_lists(const struct policy *a, const struct policy_principal *pa,
     const struct policy *b, const struct policy_principal *pb, const char *sign)
@@ -761,6 +781,24 @@ diff_lists(const struct policy *a, const struct policy_principal *pa,
 				printf("agent \"%s\": egress \"%s\":*%s%s %s\n",
 				    pa->name, e->host, e->http ? " http" : "",
 				    e->private_ ? " private" : "", sign);
+			n++;
+		}
+	}
+	for (i = 0; i < pa->nexpose; i++) {
+		const struct policy_expose *x = &a->expose[pa->expose_off + i];
+		char t[64];
+
+		for (k = 0; k < pb->nexpose; k++) {
+			const struct policy_expose *y =
+			    &b->expose[pb->expose_off + k];
+			if (x->port == y->port && x->last == y->last &&
+			    x->link_ms == y->link_ms)
+				break;
+		}
+		if (k == pb->nexpose) {
+			expose_text(x, t, sizeof(t));
+			printf(
+			    "agent \"%s\": expose %s %s\n", pa->name, t, sign);
 			n++;
 		}
 	}

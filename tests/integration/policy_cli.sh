@@ -38,6 +38,24 @@ sed 's/budget 50000/budget 60000/' $ex >"$tmp/new.policy"
 "$keep" policy diff $ex "$tmp/new.policy" >"$tmp/d" && die "diff with a change: exit 0"
 grep -q 'agent "agent-b": budget: 50000 -> 60000' "$tmp/d" || die "diff: $(cat "$tmp/d")"
 
+# Links to ports: explain says which rule gives them and for how long,
+# who-can lists who may give them, diff shows a bound that changes.
+printf 'agent "w" {\n\tallow sandbox:read\n\texpose 8000 link 2h, 9000\n}\n' >"$tmp/links.policy"
+"$keep" policy explain "$tmp/links.policy" w sandbox:read link:8000 >"$tmp/e" &&
+    grep -q "a link to port 8000 lasts at most 2h" "$tmp/e" || die "explain link: $(cat "$tmp/e")"
+"$keep" policy explain "$tmp/links.policy" w sandbox:read link:9000 >/dev/null &&
+    die "explain link:9000 allowed (its rule gives no links)"
+"$keep" policy explain "$tmp/links.policy" w sandbox:read port:9000 >/dev/null ||
+    die "explain port:9000 refused"
+"$keep" policy explain "$tmp/links.policy" w sandbox:read link:0 >/dev/null 2>&1; [ $? -eq 2 ] ||
+    die "explain link:0 not usage"
+[ "$("$keep" policy who-can "$tmp/links.policy" sandbox:read link:8000 | cut -f1)" = w ] ||
+    die "who-can link:8000"
+sed 's/link 2h/link 1h/' "$tmp/links.policy" >"$tmp/links2.policy"
+"$keep" policy diff "$tmp/links.policy" "$tmp/links2.policy" >"$tmp/d"
+grep -q 'agent "w": expose 8000 link 2h removed' "$tmp/d" &&
+    grep -q 'agent "w": expose 8000 link 1h added' "$tmp/d" || die "diff links: $(cat "$tmp/d")"
+
 # fmt -w rewrites in place; an already canonical file is untouched.
 printf 'role r{allow artifact:read}\nagent "a":r\n' >"$tmp/w.policy"
 "$keep" policy fmt -w "$tmp/w.policy" || die "fmt -w"
