@@ -112,8 +112,8 @@ server_name(struct span ext, char *name)
 	return host_name(&host, name);
 }
 
-enum tls_hello_result
-tls_hello_parse(const uint8_t *p, size_t len, char *name, size_t *need)
+static enum tls_hello_result
+parse(const uint8_t *p, size_t len, char *name, size_t *need)
 {
 	struct span rec = { p, len }, msg, body, exts, ext, skip;
 	size_t v, rlen, hlen, type, elen;
@@ -163,12 +163,22 @@ tls_hello_parse(const uint8_t *p, size_t len, char *name, size_t *need)
 			return TLS_HELLO_MALFORMED;
 		if (type != TLS_EXT_SERVER_NAME)
 			continue;
-		if (seen_sni++ || server_name(ext, name) != 0) {
-			name[0] = '\0';
+		if (seen_sni++ || server_name(ext, name) != 0)
 			return TLS_HELLO_MALFORMED;
-		}
 	}
 	return seen_sni ? TLS_HELLO_SNI : TLS_HELLO_NO_SNI;
+}
+
+enum tls_hello_result
+tls_hello_parse(const uint8_t *p, size_t len, char *name, size_t *need)
+{
+	enum tls_hello_result r = parse(p, len, name, need);
+
+	/* A name found before a later extension proved the hello bad is
+	 * no answer. */
+	if (r != TLS_HELLO_SNI)
+		name[0] = '\0';
+	return r;
 }
 
 const char *

@@ -117,6 +117,16 @@ print(r.read().decode().strip())
     ok "TLS with the resolved name as server_hostname, verified against the test CA: the body arrives, egress_bytes counted" ||
     bad "tls: $out $body"
 
+# The same counts in the SSE stream's exit event.
+sse=$(curl -s -N -H "Authorization: Bearer $alice" -H 'Accept: text/event-stream' \
+    -H 'Content-Type: application/json' -X POST "$url/v1/sandboxes/$sbx/execute" \
+    -d "$(python3 -c 'import json,sys; print(json.dumps({"code": sys.argv[1], "language": "python"}))' "$prelude
+print(urllib.request.urlopen('https://allowed.test:$tp/x', context=ctx, timeout=30).read().decode().strip())
+")")
+echo "$sse" | grep -A1 '^event: exit' | grep -q '"egress_bytes": *{"out": *[1-9][0-9]*, *"in": *[1-9][0-9]*}' &&
+    ok "the SSE exit event carries egress_bytes" ||
+    bad "sse: $sse"
+
 pyexec "$alice" "$sbx" "
 s = socket.create_connection(('allowed.test', $tp), timeout=30)
 c = ssl.create_default_context(cafile='ca.pem')

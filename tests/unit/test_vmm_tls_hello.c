@@ -197,6 +197,18 @@ test_built(void **state)
 	assert_int_equal(parse(buf, n, name, &need), TLS_HELLO_MALFORMED);
 	n = hello(buf, ext_overrun, sizeof(ext_overrun));
 	assert_int_equal(parse(buf, n, name, &need), TLS_HELLO_MALFORMED);
+	/* A good server_name, then an extension that lies: no name. */
+	{
+		uint8_t two[sizeof(other_then_sni) + sizeof(ext_overrun)];
+
+		memcpy(two, other_then_sni, sizeof(other_then_sni));
+		memcpy(two + sizeof(other_then_sni), ext_overrun,
+		    sizeof(ext_overrun));
+		n = hello(buf, two, sizeof(two));
+		assert_int_equal(
+		    parse(buf, n, name, &need), TLS_HELLO_MALFORMED);
+		assert_string_equal(name, "");
+	}
 	n = hello(buf, trailing_dot, sizeof(trailing_dot));
 	assert_int_equal(parse(buf, n, name, &need), TLS_HELLO_SNI);
 	assert_string_equal(name, "a.b");
