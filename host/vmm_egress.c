@@ -53,6 +53,24 @@ vmm_egress_prepare(struct vmm_egress_run *r, const char *principal,
 	return 0;
 }
 
+/* The vm side is gone: its link closed, but who the run is (principal,
+ * sandbox, request id) is kept for the audit entries of its end
+ * (vmm_egress_audit_bytes), until vmm_egress_close. */
+static void
+link_close(struct vmm_egress_run *r)
+{
+	if (r->fd >= 0)
+		close(r->fd);
+	if (r->shm >= 0)
+		close(r->shm);
+	free(r->req);
+	r->req = NULL;
+	r->fd = r->shm = -1;
+	r->stage = 0;
+	r->reqid = 0;
+	r->op = 0;
+}
+
 void
 vmm_egress_close(struct vmm_egress_run *r)
 {
@@ -459,9 +477,7 @@ vmm_egress_audit_bytes(struct proc_ctx *ctx, const struct vmm_egress_run *r,
 {
 	char detail[96];
 
-	if (r->fd < 0 && r->principal[0] == '\0')
-		return;
-	if (bytes->out == 0 && bytes->in == 0)
+	if (r->principal[0] == '\0' || (bytes->out == 0 && bytes->in == 0))
 		return;
 	snprintf(detail, sizeof(detail), "out %llu in %llu",
 	    (unsigned long long)bytes->out, (unsigned long long)bytes->in);
@@ -736,7 +752,7 @@ vmm_egress_event(struct proc_ctx *ctx, struct vmm_egress_run *r)
 	rc = 0;
 	goto out;
 gone:
-	vmm_egress_close(r);
+	link_close(r);
 out:
 	if (fd != MSG_NO_FD)
 		close(fd);

@@ -226,7 +226,7 @@ case "$out" in ConnectionResetError$'\n'ConnectionResetError|IncompleteRead$'\n'
     bad "limit: $out $counts $body"
 
 # The audit log: the refusals with why, and each run's counts.
-for _ in $(seq "$(slow 50)"); do
+for _ in $(seq "$(slow 300)"); do
 	"$KEEP" audit tail -n 1000 --data "$tmp/state/db" >"$tmp/audit" 2>&1
 	grep -q "egress.tls.*without a server name" "$tmp/audit" &&
 	    grep -q "egress.bytes.*deny" "$tmp/audit" &&
