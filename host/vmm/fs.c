@@ -1092,7 +1092,9 @@ do_iov(struct vm *vm, struct vfd *f, uint64_t iov, uint64_t cnt, int wr)
 		return -EINVAL;
 	if ((v = vm_gptr(vm, iov, cnt * 16)) == NULL)
 		return -EFAULT;
-	if (wr && f->kind == VFD_HOST && f->pipe && f->egress_addr == 0)
+	if (wr && f->kind == VFD_HOST && f->egress_addr != 0)
+		return vm_egress_writev(vm, f, v, cnt);
+	if (wr && f->kind == VFD_HOST && f->pipe)
 		return pipe_writev(vm, f, v, cnt);
 	for (i = 0; i < cnt; i++) {
 		uint64_t base, len;

@@ -300,3 +300,40 @@ vm_egress_write(struct vm *vm, struct vfd *f, const void *g, uint64_t len)
 		vm_signal_raise(vm, SIGPIPE);
 	return rc;
 }
+
+int64_t
+vm_egress_writev(struct vm *vm, struct vfd *f, const uint64_t *v, uint64_t cnt)
+{
+	struct iovec *iov;
+	uint64_t i, base, len, reserved;
+	int64_t rc;
+	ssize_t n;
+
+	if ((iov = calloc(cnt ? cnt : 1, sizeof(*iov))) == NULL)
+		return -ENOMEM;
+	for (i = 0; i < cnt; i++) {
+		memcpy(&base, &v[2 * i], 8);
+		memcpy(&len, &v[2 * i + 1], 8);
+		if ((int64_t)len < 0) {
+			free(iov);
+			return -EINVAL;
+		}
+		iov[i].iov_len = len;
+		if (len != 0 &&
+		    (iov[i].iov_base = vm_gptr(vm, base, len)) == NULL) {
+			free(iov);
+			return -EFAULT;
+		}
+	}
+	if ((rc = vm_egress_out_begin(vm, f, iov, cnt, &reserved)) == 0) {
+		n = sendmsg(f->hostfd,
+		    &(struct msghdr){ .msg_iov = iov, .msg_iovlen = cnt },
+		    MSG_NOSIGNAL);
+		rc = n == -1 ? -errno : n;
+		vm_egress_out_end(vm, f, reserved, rc);
+		if (rc == -EPIPE)
+			vm_signal_raise(vm, SIGPIPE);
+	}
+	free(iov);
+	return rc;
+}

@@ -455,6 +455,9 @@ void vm_egress_in_end(
 int64_t vm_egress_read(struct vm *, struct vfd *f, void *g, uint64_t len);
 int64_t vm_egress_write(
     struct vm *, struct vfd *f, const void *g, uint64_t len);
+/* writev's guest vectors v (cnt of them), judged and sent as one. */
+int64_t vm_egress_writev(
+    struct vm *, struct vfd *f, const uint64_t *v, uint64_t cnt);
 uint64_t vm_proc_peek_pending(struct vm *);
 void vm_proc_dispositions(struct vm *, uint64_t caught, uint64_t ignored);
 

@@ -189,6 +189,31 @@ for name in ('allowed.test', 'other.test'):
     ok "a ClientHello sent in 7-byte pieces is held until whole, then sent or refused (and the connection stays shut)" ||
     bad "split hello: $out $(jget "$body" '["stderr"]' 2>/dev/null)"
 
+# write and writev are judged as send is.
+pyexec "$alice" "$sbx" "
+i, o = ssl.MemoryBIO(), ssl.MemoryBIO()
+t = ctx.wrap_bio(i, o, server_hostname='other.test')
+try:
+    t.do_handshake()
+except ssl.SSLWantReadError:
+    pass
+h = o.read()
+for how in ('write', 'writev'):
+    s = socket.create_connection(('allowed.test', $tp), timeout=30)
+    try:
+        if how == 'write':
+            print(how, os.write(s.fileno(), h[:10]) == 10, end=' ')
+            os.write(s.fileno(), h[10:])
+        else:
+            os.writev(s.fileno(), [h[:10], h[10:]])
+        print(how, 'sent')
+    except OSError as e:
+        print(how, e.errno)
+"
+[ "$out" = $'write True write 13\nwritev 13' ] &&
+    ok "write and writev of a ClientHello naming another server: EACCES" ||
+    bad "write/writev: $out $(jget "$body" '["stderr"]' 2>/dev/null)"
+
 # Counts: 1 MiB in and 300000 bytes out, in two processes of one run.
 pyexec "$alice" "$sbx" "
 pid = os.fork()
