@@ -6,7 +6,9 @@
 # one that names another server, or none, is refused before a byte of its
 # ClientHello leaves (PermissionError, limits: egress, egress_refused
 # name:port, an egress.tls audit entry); a ClientHello sent in pieces is
-# judged whole. Bytes out and in are counted across a run's processes
+# judged whole, and so is one written with write or writev; plain bytes
+# on port 443 are refused (when 127.0.0.1:443 is free to listen on).
+# Bytes out and in are counted across a run's processes
 # (the result's egress_bytes, an egress.bytes audit entry), and a policy's
 # `egress bytes` stops a download past it (ConnectionResetError, limits:
 # egress). Loopback only: the server is on 127.0.0.1, the name maps there
@@ -56,7 +58,7 @@ s.serve_forever()
 EOPY
 python3 "$tmp/tls_server.py" "$tmp/leaf.pem" "$tmp/leaf.key" >"$tmp/tls.out" 2>&1 &
 spid=$!
-trap 'kill $spid 2>/dev/null; keepd_cleanup' EXIT
+trap 'kill $spid ${p443pid:-} 2>/dev/null; keepd_cleanup' EXIT
 for _ in $(seq 50); do
 	tp=$(sed -n 's/^port \([0-9]*\)$/\1/p' "$tmp/tls.out" | head -n 1)
 	[ -n "$tp" ] && break
@@ -64,12 +66,37 @@ for _ in $(seq 50); do
 done
 [ -n "$tp" ] || { echo "FAIL: tls server: $(cat "$tmp/tls.out")"; exit 1; }
 echo "127.0.0.1 allowed.test other.test" >"$tmp/hosts"
+# Port 443 on loopback, when it is free (tests run as root): a plain
+# TCP server that answers whatever comes, for the rule that 443 is TLS.
+cat >"$tmp/plain443.py" <<'EOPY'
+import socket, threading
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+try:
+    s.bind(("127.0.0.1", 443))
+except OSError:
+    print("busy", flush=True)
+    raise SystemExit
+s.listen(8)
+print("listening", flush=True)
+def serve(c):
+    try:
+        if c.recv(4096):
+            c.sendall(b"plain\n")
+    finally:
+        c.close()
+while True:
+    threading.Thread(target=serve, args=(s.accept()[0],), daemon=True).start()
+EOPY
+python3 "$tmp/plain443.py" >"$tmp/p443.out" 2>&1 &
+p443pid=$!
+for _ in $(seq 50); do [ -s "$tmp/p443.out" ] && break; sleep 0.1; done
 
 cat >"$tmp/test.policy" <<EOP
 role net {
 	allow sandbox:read, sandbox:write, exec
 	exec "python"
-	egress "allowed.test":$tp private
+	egress "allowed.test":$tp private, "allowed.test":443 private
 	timeout 120s
 }
 agent "alice" : net {
@@ -189,6 +216,26 @@ for name in ('allowed.test', 'other.test'):
     ok "a ClientHello sent in 7-byte pieces is held until whole, then sent or refused (and the connection stays shut)" ||
     bad "split hello: $out $(jget "$body" '["stderr"]' 2>/dev/null)"
 
+# On 443 the first bytes must be TLS; elsewhere anything else goes (the
+# HTTP of egress_names.sh).
+if grep -q listening "$tmp/p443.out"; then
+	pyexec "$alice" "$sbx" "
+s = socket.create_connection(('allowed.test', 443), timeout=30)
+try:
+    s.sendall(b'GET / HTTP/1.1\\r\\nHost: allowed.test\\r\\n\\r\\n')
+    print('sent', s.recv(10))
+except OSError as e:
+    print(type(e).__name__, e.errno)
+"
+	[ "$out" = "PermissionError 13" ] && [ "$(jget "$body" '["egress_refused"]')" = "allowed.test:443" ] &&
+	    ok "plain HTTP on port 443: refused (EACCES), egress_refused allowed.test:443" ||
+	    bad "not TLS on 443: $out $body"
+	not443=1
+else
+	echo "note: 127.0.0.1:443 is taken; the not-TLS-on-443 case is not run"
+	not443=0
+fi
+
 # write and writev are judged as send is.
 pyexec "$alice" "$sbx" "
 i, o = ssl.MemoryBIO(), ssl.MemoryBIO()
@@ -261,6 +308,7 @@ done
 grep -q "egress.tls.*allowed.test:$tp.*deny.*other.test" "$tmp/audit" &&
     grep -q "egress.tls.*deny.*without a server name" "$tmp/audit" &&
     grep -q "egress.bytes.*allowed.test:$tp.*deny" "$tmp/audit" &&
+    { [ "$not443" = 0 ] || grep -q "egress.tls.*allowed.test:443.*deny.*not TLS on port 443" "$tmp/audit"; } &&
     grep -q "egress.bytes.*allow.*out [0-9]* in [0-9]*" "$tmp/audit" &&
     ok "the audit log says why each was refused, and each run's bytes" ||
     bad "audit: $(grep -E 'egress.(tls|bytes)' "$tmp/audit")"
