@@ -428,6 +428,10 @@ print_limits(const struct policy_limits *lim)
 		units_format_size(b, sizeof(b), lim->output_max);
 		printf("%soutput %s", any++ ? ", " : "  limits: ", b);
 	}
+	if (lim->egress_max) {
+		units_format_size(b, sizeof(b), lim->egress_max);
+		printf("%segress bytes %s", any++ ? ", " : "  limits: ", b);
+	}
 	if (lim->isolation == POLICY_ISO_KVM)
 		printf("%sisolation kvm", any++ ? ", " : "  limits: ");
 	if (lim->lock_writes)

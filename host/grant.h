@@ -47,7 +47,10 @@ struct grant {
 	uint32_t count_max;
 	uint32_t procs_max; /* guest processes at once, <= GRANT_PROCS_MAX */
 	uint32_t flags; /* GRANT_F_* */
-	uint32_t reserved; /* 0 */
+	/* For a run (exec): bytes out and in of its connections through
+	 * egress together (the policy's `egress bytes`), in KiB rounded
+	 * up (a uint32 where the layout had room: up to 4 TiB); 0 = none. */
+	uint32_t egress_kib;
 	uint8_t nonce[GRANT_NONCE_BYTES];
 	uint8_t mac[GRANT_MAC_BYTES];
 };

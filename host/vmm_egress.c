@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "host/proc_egress.h"
+#include "host/store/store_wire.h"
 #include "host/vmm/vmm.h"
 #include "host/vmm_egress.h"
 #include "host/vmm_msg.h"
@@ -50,6 +51,24 @@ vmm_egress_prepare(struct vmm_egress_run *r, const char *principal,
 		strlcpy(r->request_id, caps->request_id, sizeof(r->request_id));
 	}
 	return 0;
+}
+
+/* The vm side is gone: its link closed, but who the run is (principal,
+ * sandbox, request id) is kept for the audit entries of its end
+ * (vmm_egress_audit_bytes), until vmm_egress_close. */
+static void
+link_close(struct vmm_egress_run *r)
+{
+	if (r->fd >= 0)
+		close(r->fd);
+	if (r->shm >= 0)
+		close(r->shm);
+	free(r->req);
+	r->req = NULL;
+	r->fd = r->shm = -1;
+	r->stage = 0;
+	r->reqid = 0;
+	r->op = 0;
 }
 
 void
@@ -277,6 +296,26 @@ child_net(
 	return rc;
 }
 
+/* A connection the vm process shut itself, told to the vmm for the
+ * audit log (vmm_config.egress_report). Nothing is answered: the call
+ * that was refused does not wait for the log. */
+static void
+child_report(
+    void *arg, int why, const char *name, uint16_t port, const char *sni)
+{
+	struct msg_vmm_net_report q;
+
+	(void)arg;
+	memset(&q, 0, sizeof(q));
+	q.why = (uint32_t)why;
+	q.port = port;
+	strlcpy(q.name, name, sizeof(q.name));
+	strlcpy(q.sni, sni, sizeof(q.sni));
+	if (msg_send(child.sock, MSG_VMM_NET_REPORT, 0, request_id(), &q,
+	        sizeof(q), -1) != MSG_OK)
+		log_warnx("%s: not sent", __func__);
+}
+
 void
 vmm_egress_child(
     const struct vmm_egress_run *r, int child_fd, struct vmm_config *cfg)
@@ -288,6 +327,7 @@ vmm_egress_child(
 	child.shm = r->shm;
 	cfg->fetch = child_fetch;
 	cfg->egress_net = child_net;
+	cfg->egress_report = child_report;
 	cfg->fetch_arg = NULL;
 }
 
@@ -302,6 +342,147 @@ vmm_egress_child_done(struct vmm_result *res)
 }
 
 /* ---- the vmm's side ------------------------------------------------- */
+
+/* Audit entries the vmm writes itself get request ids of their own
+ * range (the store's replies to them are dropped). */
+static uint64_t audit_seq = 3ull << 61;
+
+/* One audit entry for run r: what the vm process saw and did on its
+ * own (no grant is involved: a refusal of bytes the policy's grant had
+ * let through, or a count). */
+static void
+audit_entry(struct proc_ctx *ctx, const struct vmm_egress_run *r,
+    const char *action, const char *target, int allow, const char *rule,
+    const char *detail)
+{
+	struct store_audit e;
+	char rid[48];
+	void *msg = NULL;
+	size_t len;
+
+	log_info("%s: %s in %s: %s %s: %s", action, r->principal, r->sandbox,
+	    allow ? "allow" : "deny", target, detail);
+	memset(&e, 0, sizeof(e));
+	e.time_ms = (int64_t)grant_now_ms();
+	if (r->request_id[0] != '\0')
+		strlcpy(rid, r->request_id, sizeof(rid));
+	else
+		snprintf(rid, sizeof(rid), "vmm-%llu",
+		    (unsigned long long)(audit_seq + 1));
+	e.request_id = rid;
+	e.principal = r->principal;
+	e.jti = "";
+	e.action = action;
+	e.target = target;
+	e.decision = allow ? STORE_DECISION_ALLOW : STORE_DECISION_DENY;
+	e.rule = rule;
+	e.detail = detail;
+	if (ctx->fd[PROC_STORE] < 0 ||
+	    store_wire_audit_encode(&e, 1, &msg, &len) != STORE_OK ||
+	    msg_send(ctx->fd[PROC_STORE], MSG_STORE_AUDIT, 0, ++audit_seq, msg,
+	        len, -1) != MSG_OK)
+		log_warnx(
+		    "audit: not sent; lost: %s %s %s", action, target, detail);
+	free(msg);
+}
+
+/* Only what a host name or TLS's server name may hold (the vm process
+ * checked; this is its word only). */
+static int
+name_ok(const char *s, size_t cap, int empty_ok)
+{
+	size_t i;
+
+	if (memchr(s, '\0', cap) == NULL)
+		return 0;
+	for (i = 0; s[i] != '\0'; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') ||
+		        (s[i] >= 'A' && s[i] <= 'Z') ||
+		        (s[i] >= '0' && s[i] <= '9') || s[i] == '-' ||
+		        s[i] == '_' || s[i] == '.'))
+			return 0;
+	return i > 0 || empty_ok;
+}
+
+/* MSG_VMM_NET_REPORT: audited as the vm process tells it. 0, or -1 when
+ * it misbehaved. */
+static int
+report_event(struct proc_ctx *ctx, struct vmm_egress_run *r, const uint8_t *p)
+{
+	struct msg_vmm_net_report q;
+	char target[VMM_NET_NAME_MAX + 16], detail[2 * VMM_NET_NAME_MAX + 64];
+	const char *action = "egress.tls";
+
+	memcpy(&q, p, sizeof(q));
+	if (q.why < VMM_NET_TLS_NAME || q.why > VMM_NET_BYTES || q.pad != 0 ||
+	    q.port == 0 || !name_ok(q.name, sizeof(q.name), 1) ||
+	    !name_ok(q.sni, sizeof(q.sni), 1)) {
+		log_warnx("%s: malformed report from a vm process", __func__);
+		return -1;
+	}
+	snprintf(target, sizeof(target), "TCP %s:%u", q.name, (unsigned)q.port);
+	switch (q.why) {
+	case VMM_NET_TLS_NAME:
+		snprintf(detail, sizeof(detail),
+		    "TLS server name \"%s\" is not the name resolved, \"%s\"",
+		    q.sni, q.name);
+		break;
+	case VMM_NET_TLS_NO_NAME:
+		snprintf(detail, sizeof(detail),
+		    "TLS ClientHello without a server name (SNI)");
+		break;
+	case VMM_NET_TLS_MALFORMED:
+		snprintf(detail, sizeof(detail),
+		    "TLS handshake record without a well-formed ClientHello");
+		break;
+	case VMM_NET_NOT_TLS:
+		snprintf(detail, sizeof(detail), "not TLS on port 443");
+		break;
+	default:
+		action = "egress.bytes";
+		snprintf(detail, sizeof(detail),
+		    "the run's egress bytes limit is reached");
+		break;
+	}
+	audit_entry(ctx, r, action, target, 0, "", detail);
+	return 0;
+}
+
+void
+vmm_egress_drain(struct proc_ctx *ctx, struct vmm_egress_run *r)
+{
+	struct pollfd p;
+	struct msg_hdr h;
+	int i;
+
+	/* A bounded number: each is one report the guest's refusals
+	 * made, one per connection. */
+	for (i = 0; i < 64 && r->fd >= 0 && r->stage == 0; i++) {
+		p.fd = r->fd;
+		p.events = POLLIN;
+		p.revents = 0;
+		if (poll(&p, 1, 0) != 1 || !(p.revents & POLLIN) ||
+		    recv(r->fd, &h, sizeof(h), MSG_PEEK | MSG_DONTWAIT) !=
+		        (ssize_t)sizeof(h) ||
+		    h.type != MSG_VMM_NET_REPORT)
+			return;
+		if (vmm_egress_event(ctx, r) != 0)
+			return;
+	}
+}
+
+void
+vmm_egress_audit_bytes(struct proc_ctx *ctx, const struct vmm_egress_run *r,
+    const struct vmm_egress_bytes *bytes)
+{
+	char detail[96];
+
+	if (r->principal[0] == '\0' || (bytes->out == 0 && bytes->in == 0))
+		return;
+	snprintf(detail, sizeof(detail), "out %llu in %llu",
+	    (unsigned long long)bytes->out, (unsigned long long)bytes->in);
+	audit_entry(ctx, r, "egress.bytes", r->sandbox, 1, "", detail);
+}
 
 /* Answer the vm with a refusal or failure made here. */
 static void
@@ -495,6 +676,13 @@ vmm_egress_event(struct proc_ctx *ctx, struct vmm_egress_run *r)
 	if (msg_recv(r->fd, buf, MSG_BUFSZ, &n, &fd) != MSG_OK)
 		goto gone; /* the vm process exited */
 	memcpy(&h, buf, n < sizeof(h) ? n : sizeof(h));
+	if (n == sizeof(h) + sizeof(struct msg_vmm_net_report) &&
+	    h.type == MSG_VMM_NET_REPORT && h.flags == 0 && h.pad == 0 &&
+	    h.len == sizeof(struct msg_vmm_net_report) && fd == MSG_NO_FD) {
+		if ((rc = report_event(ctx, r, buf + sizeof(h))) != 0)
+			goto gone;
+		goto out;
+	}
 	r->vm_reqid = h.reqid; /* echoed in the reply */
 	if (n == sizeof(h) + sizeof(struct msg_vmm_net) &&
 	    h.type == MSG_VMM_NET && h.flags == 0 && h.pad == 0 &&
@@ -564,7 +752,7 @@ vmm_egress_event(struct proc_ctx *ctx, struct vmm_egress_run *r)
 	rc = 0;
 	goto out;
 gone:
-	vmm_egress_close(r);
+	link_close(r);
 out:
 	if (fd != MSG_NO_FD)
 		close(fd);

@@ -91,6 +91,16 @@ vmm_egress_busy(const struct vmm_egress_run *r)
 	return r->stage != 0;
 }
 
+/* The run's vm process is gone: what it reported and the vmm has not
+ * read yet (MSG_VMM_NET_REPORT only) is audited now. */
+void vmm_egress_drain(struct proc_ctx *ctx, struct vmm_egress_run *r);
+
+/* The run is over, its guest's egress byte counts in bytes: one audit
+ * entry (egress.bytes) when it moved any. */
+struct vmm_egress_bytes;
+void vmm_egress_audit_bytes(struct proc_ctx *ctx,
+    const struct vmm_egress_run *r, const struct vmm_egress_bytes *bytes);
+
 /* The run is over: close and forget. */
 void vmm_egress_close(struct vmm_egress_run *r);
 

@@ -73,6 +73,10 @@ enum {
 	 * socket for a connect that succeeded). */
 	MSG_VMM_NET = MSG_VMM_BASE + 0x34,
 	MSG_VMM_NET_REPLY = MSG_VMM_BASE + 0x35,
+	/* vm -> vmm, unanswered: msg_vmm_net_report, a connection through
+	 * egress the vm process shut itself (TLS's server name, the bytes
+	 * limit), for the audit log. */
+	MSG_VMM_NET_REPORT = MSG_VMM_BASE + 0x3a,
 	MSG_VMM_RUN_CAPS = MSG_VMM_BASE + 0x22, /* front -> vmm, just before
 						   MSG_VMM_RUN, same reqid:
 						   msg_vmm_run_caps */
@@ -590,6 +594,8 @@ struct msg_vmm_run_done {
 	/* RUN_LIMIT_EGRESS: the first destination refused ("name",
 	 * "name:port", "address:port"), NUL-terminated; "" unknown. */
 	char egress[RUN_EGRESS_MAX];
+	/* Bytes the run's guest sent and received through egress. */
+	uint64_t egress_out, egress_in;
 };
 /* A fork refused at the process limit; a mapping or fork refused at the
  * memory limit (docs/vmm.md, "Limits and how a run ends"). */
@@ -683,6 +689,17 @@ struct msg_vmm_net {
 struct msg_vmm_net_reply {
 	int32_t error;
 	uint32_t refused;
+};
+
+/* MSG_VMM_NET_REPORT: why (VMM_NET_TLS_NAME ... VMM_NET_BYTES,
+ * host/vmm/vmm.h), the connection's name and port, and the server name
+ * its ClientHello asked for ("" none). Strings NUL-terminated. */
+struct msg_vmm_net_report {
+	uint32_t why;
+	uint16_t port;
+	uint16_t pad;
+	char name[VMM_NET_NAME_MAX];
+	char sni[VMM_NET_NAME_MAX];
 };
 
 #endif

@@ -87,7 +87,10 @@ enum lang_stmt_kind {
 	LANG_S_PROCESSES, /* guest processes a run may have at once */
 	LANG_S_SECRET, /* secrets it may inject (docs/secrets.md) */
 	LANG_S_ISOLATION, /* the guest platform its runs need */
-	LANG_S_EXPOSE /* guest ports it may reach (docs/policy-language.md) */
+	LANG_S_EXPOSE, /* guest ports it may reach (docs/policy-language.md) */
+	/* `egress bytes SIZE`: bytes out and in of a run's connections
+	 * through egress (docs/egress.md) */
+	LANG_S_EGRESS_BYTES
 };
 
 /* isolation's value (lang_stmt.value) */

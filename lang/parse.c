@@ -790,6 +790,8 @@ static const char *const stmt_names[] = {
 	[LANG_S_SECRET] = "secret",
 	[LANG_S_ISOLATION] = "isolation",
 	[LANG_S_EXPOSE] = "expose",
+	/* Never a word of its own: `egress` then `bytes` (stmt_body). */
+	[LANG_S_EGRESS_BYTES] = "egress bytes",
 };
 
 const char *
@@ -862,7 +864,24 @@ stmt_body(struct parser *p, struct lang_stmt *s)
 	case LANG_S_EXEC:
 		return parse_exec(p, s);
 	case LANG_S_EGRESS:
+		/* `egress bytes 100M`: endpoints are quoted strings, so a
+		 * bare word after egress can only be this. */
+		if (is_word(p, "bytes")) {
+			s->kind = LANG_S_EGRESS_BYTES;
+			next(p);
+			if (parse_unit(p, s, 0) < 0)
+				return -1;
+			/* A grant carries it in KiB, in 32 bits. */
+			if (s->value > (UINT64_C(1) << 42)) {
+				lang_diag(p->f, LANG_ERROR, s->loc,
+				    "egress bytes larger than 4T");
+				return -1;
+			}
+			return 0;
+		}
 		return parse_egress(p, s);
+	case LANG_S_EGRESS_BYTES:
+		return -1; /* never a statement's first word */
 	case LANG_S_SECRET:
 		return parse_secret(p, s);
 	case LANG_S_EXPOSE:

@@ -119,6 +119,7 @@ stmt(struct out *o, const struct lang_stmt *s)
 	case LANG_S_MEMORY:
 	case LANG_S_OUTPUT:
 	case LANG_S_SNAPSHOTS:
+	case LANG_S_EGRESS_BYTES:
 		units_format_size(b, sizeof(b), s->value);
 		put(o, " %s", b);
 		break;

@@ -151,7 +151,8 @@ set_rule(uint32_t *rule, uint32_t *line, const struct lang_item *it)
 
 /* isolation's slot in fold_stmt's set[64], past the costs' (32 + cap) */
 #define SET_ISOLATION 63
-_Static_assert(32 + CAP_COUNT <= SET_ISOLATION, "set[] slots overlap");
+#define SET_EGRESS_BYTES 62 /* `egress bytes`'s, the same way */
+_Static_assert(32 + CAP_COUNT <= SET_EGRESS_BYTES, "set[] slots overlap");
 
 static void
 fold_stmt(struct policy_principal *pr, const struct lang_stmt *s,
@@ -196,6 +197,11 @@ fold_stmt(struct policy_principal *pr, const struct lang_stmt *s,
 			return;
 		l->isolation =
 		    s->value == LANG_ISO_KVM ? POLICY_ISO_KVM : POLICY_ISO_ANY;
+		return;
+	case LANG_S_EGRESS_BYTES:
+		if (set[SET_EGRESS_BYTES]++)
+			return;
+		l->egress_max = s->value;
 		return;
 	case LANG_S_RATE:
 		if (set[LANG_S_RATE * 2 + s->which]++)

@@ -147,7 +147,7 @@ hook_decide(void *compiled, const struct msg_policy_decide *q,
 	r->grant.mem_max = r->grant.timeout_ms = r->grant.output_max = 0;
 	r->grant.count_max = 0;
 	r->grant.procs_max = 0;
-	r->grant.flags = r->grant.reserved = 0;
+	r->grant.flags = r->grant.egress_kib = 0;
 	if (c == NULL || q->cap >= CAP_COUNT ||
 	    q->target_len > sizeof(q->target))
 		return;
@@ -203,6 +203,10 @@ hook_decide(void *compiled, const struct msg_policy_decide *q,
 		if (q->cap == CAP_SANDBOX_WRITE)
 			r->grant.count_max = res.limits->sandboxes;
 		r->grant.procs_max = res.limits->procs_max;
+		/* KiB, rounded up (the language's bound keeps it in a
+		 * uint32). */
+		r->grant.egress_kib =
+		    (uint32_t)((res.limits->egress_max + 1023) / 1024);
 		if (res.limits->isolation == POLICY_ISO_KVM)
 			r->grant.flags |= GRANT_F_KVM;
 	}

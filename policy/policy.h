@@ -81,6 +81,9 @@ struct policy_limits {
 	uint64_t pause_ms; /* a context idle this long is paused, 0 = never */
 	uint64_t snapshots_max; /* bytes of journals and snapshots, 0 = none */
 	uint32_t isolation; /* POLICY_ISO_KVM: its runs need KVM */
+	/* bytes out and in of one run's connections through egress
+	 * (`egress bytes`), 0 = not set */
+	uint64_t egress_max;
 };
 
 #define POLICY_ISO_ANY 0

@@ -244,6 +244,9 @@ struct api_run_result {
 	/* API_LIMIT_EGRESS: the first destination refused, "" unknown
 	 * (the result's "egress_refused"). */
 	char egress[264];
+	/* Bytes its guest sent and received through egress (the result's
+	 * "egress_bytes", when either is not 0). */
+	uint64_t egress_out, egress_in;
 	int cell; /* out: a live context's JSON lines (docs/contexts.md) */
 	/* malloc, a python execute's results as a JSON array (untrusted:
 	 * written by the guest), or NULL: no results field. */
@@ -265,6 +268,9 @@ struct json_t;
 void api_run_limits(struct json_t *o, unsigned limits, const char *egress);
 /* Add "platform" (kvm or trap: what ran the guest) to a run's result. */
 void api_run_platform(struct json_t *o, const char *platform);
+/* Add "egress_bytes": {"out": N, "in": N} to a run's result when its
+ * guest moved any bytes through egress. */
+void api_run_egress_bytes(struct json_t *o, const struct api_run_result *res);
 
 struct api_process {
 	uint64_t pid;

@@ -679,8 +679,19 @@ run_events(
 	    "duration_ms", (json_int_t)res->duration_ms, "reason",
 	    res->reason[0] ? json_string(res->reason) : json_null());
 	api_run_limits(ex, res->limits, res->egress);
+	api_run_egress_bytes(ex, res);
 	api_run_platform(ex, platform);
 	sse_event(b, "exit", ex);
+}
+
+void
+api_run_egress_bytes(json_t *o, const struct api_run_result *res)
+{
+	if (o == NULL || (res->egress_out == 0 && res->egress_in == 0))
+		return;
+	json_object_set_new(o, "egress_bytes",
+	    json_pack("{s:I,s:I}", "out", (json_int_t)res->egress_out, "in",
+	        (json_int_t)res->egress_in));
 }
 
 void
@@ -752,6 +763,7 @@ reply_run(struct rq *r, struct api_run_result *res)
 			json_object_set_new(o, "results",
 			    api_results_decode(res->results, res->results_len));
 		api_run_limits(o, res->limits, res->egress);
+		api_run_egress_bytes(o, res);
 		api_run_platform(o, r->api->platform);
 		rq_json(r, 200, o);
 	}

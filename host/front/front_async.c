@@ -123,6 +123,7 @@ result_json(const struct fb_async *a, int rc, const struct api_run_result *res,
 		    json_integer((json_int_t)res->duration_ms));
 		json_object_set_new(o, "reason", json_string(res->reason));
 		api_run_limits(o, res->limits, res->egress);
+		api_run_egress_bytes(o, res);
 		api_run_platform(o, platform);
 	} else
 		json_object_set_new(o, "error", json_string(err->message));

@@ -1044,6 +1044,8 @@ h_run_done(struct proc_ctx *ctx, const struct msg *m)
 	    ((d.limits & RUN_LIMIT_EGRESS) ? API_LIMIT_EGRESS : 0);
 	d.egress[sizeof(d.egress) - 1] = '\0';
 	strlcpy(r->res.egress, d.egress, sizeof(r->res.egress));
+	r->res.egress_out = d.egress_out;
+	r->res.egress_in = d.egress_in;
 	r->res.cell = r->cell;
 	if (r->results_nonce[0] != '\0')
 		fb_take_results(&r->res, r->results_nonce);

@@ -27,6 +27,7 @@
 
 #include "host/vmm/fs_int.h"
 #include "host/vmm/sys.h"
+#include "host/vmm/tls_hello.h"
 #include "host/vmm/vm_int.h"
 #include "host/vmm/workspace.h"
 
@@ -85,6 +86,7 @@ fd_release(struct vfd *f)
 		close(f->hostfd);
 	free(f->path);
 	free(f->owned);
+	free(f->hello);
 	memset(f, 0, sizeof(*f));
 	f->hostfd = -1;
 }
@@ -121,9 +123,17 @@ vm_fd_copy(struct vm *vm, const struct vfd *f, int newfd, int cloexec)
 	n->cloexec = cloexec;
 	n->path = NULL;
 	n->owned = NULL;
+	n->hello = NULL;
 	n->hostfd = -1;
 	if (f->path != NULL && (n->path = strdup(f->path)) == NULL)
 		goto nomem;
+	if (f->hello != NULL) {
+		/* A connection's first bytes, held: each its own copy,
+		 * with room for the rest of the record. */
+		if ((n->hello = malloc(TLS_HELLO_MAX)) == NULL)
+			goto nomem;
+		memcpy(n->hello, f->hello, f->hello_len);
+	}
 	if (f->owned != NULL) {
 		/* A /proc file's bytes: each descriptor its own copy. */
 		if ((n->owned = malloc(f->len ? f->len : 1)) == NULL)
@@ -728,6 +738,8 @@ vm_fd_read(struct vm *vm, struct vfd *f, void *g, uint64_t len, int64_t pos)
 	case VFD_SYNTH:
 		return read_bytes(vm, f, f->data, f->len, g, len, pos);
 	case VFD_HOST:
+		if (f->egress_addr != 0 && pos < 0)
+			return vm_egress_read(vm, f, g, len);
 		n = pos >= 0 ? pread(f->hostfd, g, len, (off_t)pos)
 		             : read(f->hostfd, g, len);
 		return n == -1 ? -errno : n;
@@ -854,6 +866,8 @@ fd_write(struct vm *vm, struct vfd *f, const void *g, uint64_t len, int64_t pos)
 		if (f->pipe) {
 			if (pos >= 0)
 				return -ESPIPE;
+			if (f->egress_addr != 0)
+				return vm_egress_write(vm, f, g, len);
 			/* No reader: EPIPE and SIGPIPE, which ends the
 			 * writer unless it ignores or catches it. */
 			if ((n = write(f->hostfd, g, len)) == -1 &&
@@ -1078,6 +1092,8 @@ do_iov(struct vm *vm, struct vfd *f, uint64_t iov, uint64_t cnt, int wr)
 		return -EINVAL;
 	if ((v = vm_gptr(vm, iov, cnt * 16)) == NULL)
 		return -EFAULT;
+	if (wr && f->kind == VFD_HOST && f->egress_addr != 0)
+		return vm_egress_writev(vm, f, v, cnt);
 	if (wr && f->kind == VFD_HOST && f->pipe)
 		return pipe_writev(vm, f, v, cnt);
 	for (i = 0; i < cnt; i++) {

@@ -73,6 +73,9 @@ struct vm_tree {
 	int32_t egress_hit; /* a destination outside was refused */
 	int32_t egress_named; /* egress_what is being or has been written */
 	char egress_what[VMM_EGRESS_WHAT]; /* the first one refused */
+	/* Bytes out and in through egress, and egress_max's part taken
+	 * (sock_egress.c): every process of the run counts here. */
+	struct vmm_egress_bytes egress_bytes;
 	uint64_t mem_used, mem_limit; /* bytes: the rows' sum, its bound */
 	unsigned nslots;
 	struct vm_slot slot[];
@@ -110,6 +113,13 @@ vm_output_counter(struct vm *vm)
 {
 	return vm->tree != NULL ? &vm->tree->output_bytes
 	                        : &vm->res->output_bytes;
+}
+
+struct vmm_egress_bytes *
+vm_egress_counters(struct vm *vm)
+{
+	return vm->tree != NULL ? &vm->tree->egress_bytes
+	                        : &vm->res->egress_bytes;
 }
 
 int
@@ -303,6 +313,9 @@ vm_proc_finish(struct vm *vm)
 	while (waitpid(-1, NULL, __WALL) > 0 || errno == EINTR)
 		;
 	vm->res->output_bytes = LOAD(&t->output_bytes);
+	vm->res->egress_bytes.out = LOAD(&t->egress_bytes.out);
+	vm->res->egress_bytes.in = LOAD(&t->egress_bytes.in);
+	vm->res->egress_bytes.used = LOAD(&t->egress_bytes.used);
 	if (LOAD(&t->output_limited) && vm->res->status == VMM_EXITED) {
 		vm->stopped = 0;
 		vm_stop(vm, VMM_OUTPUT_LIMIT, -1,

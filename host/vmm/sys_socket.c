@@ -478,6 +478,11 @@ connect_by_name(struct vm *vm, struct vfd *f, const struct sockaddr_storage *ss)
 	}
 	close(f->hostfd);
 	f->hostfd = fd;
+	/* Its bytes are served by sock_egress.c from now on: the first
+	 * judged, all counted. */
+	f->egress_addr = a;
+	f->egress_port = port;
+	f->egress_first = 1;
 	/* Done at once, as a loopback connect is: a non-blocking caller
 	 * hears EINPROGRESS and then finds it writable, SO_ERROR 0. */
 	return (fl != -1 && (fl & O_NONBLOCK)) ? -EINPROGRESS : 0;
@@ -918,7 +923,10 @@ control_in(
 			memcpy(&gfd, &fds[i], sizeof(gfd));
 			if (gfd < 0 || (f = vm_fd(vm, (uint64_t)gfd)) == NULL)
 				return -EBADF;
-			if (f->kind != VFD_HOST || !f->pipe)
+			/* A connection through egress stays with the
+			 * descriptors that count its bytes. */
+			if (f->kind != VFD_HOST || !f->pipe ||
+			    f->egress_addr != 0)
 				return -EOPNOTSUPP;
 			memcpy(&fds[i], &f->hostfd, sizeof(int));
 		}
@@ -1023,7 +1031,7 @@ control_drop(uint8_t *host, size_t hl)
  * after some was.
  */
 static int64_t
-do_send(struct vm *vm, struct vfd *f, struct iovec *iov, size_t n,
+send_host(struct vm *vm, struct vfd *f, struct iovec *iov, size_t n,
     uint64_t addr, uint64_t alen, uint8_t *ctl, size_t cl, int gflags)
 {
 	struct sockaddr_storage ss;
@@ -1100,6 +1108,74 @@ do_send(struct vm *vm, struct vfd *f, struct iovec *iov, size_t n,
 	return done;
 }
 
+/* A send on a connection through egress is judged and counted around
+ * the host's (sock_egress.c). */
+static int64_t
+do_send(struct vm *vm, struct vfd *f, struct iovec *iov, size_t n,
+    uint64_t addr, uint64_t alen, uint8_t *ctl, size_t cl, int gflags)
+{
+	uint64_t reserved;
+	int64_t rc;
+
+	if (f->egress_addr == 0)
+		return send_host(vm, f, iov, n, addr, alen, ctl, cl, gflags);
+	if ((rc = vm_egress_out_begin(vm, f, iov, n, &reserved)) != 0)
+		return rc;
+	rc = send_host(vm, f, iov, n, addr, alen, ctl, cl, gflags);
+	vm_egress_out_end(vm, f, reserved, rc == RET_PARKED ? 0 : rc);
+	return rc;
+}
+
+/* iov (n) cut to at most max bytes in all. */
+static void
+iov_cap(struct iovec *iov, size_t n, uint64_t max)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (iov[i].iov_len > max)
+			iov[i].iov_len = max;
+		max -= iov[i].iov_len;
+	}
+}
+
+static uint64_t
+iov_total(const struct iovec *iov, size_t n)
+{
+	uint64_t t = 0;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		t += iov[i].iov_len;
+	return t;
+}
+
+/* recvmsg on f's host socket (MSG_DONTWAIT in flags); on a connection
+ * through egress, cut to what its limit leaves and counted. As
+ * recvmsg: -1 with errno set. */
+static ssize_t
+sock_recvmsg(struct vm *vm, struct vfd *f, struct msghdr *m, int flags)
+{
+	uint64_t allowed;
+	int64_t rc;
+	ssize_t r;
+
+	if (f->egress_addr == 0)
+		return recvmsg(f->hostfd, m, flags);
+	if ((rc = vm_egress_in_begin(
+	         vm, f, iov_total(m->msg_iov, m->msg_iovlen), &allowed)) != 0) {
+		errno = (int)-rc;
+		return -1;
+	}
+	iov_cap(m->msg_iov, m->msg_iovlen, allowed);
+	r = recvmsg(f->hostfd, m, flags);
+	rc = r == -1 ? -errno : r;
+	vm_egress_in_end(vm, f, allowed, (flags & MSG_PEEK) ? 0 : rc);
+	if (rc < 0)
+		errno = (int)-rc;
+	return r;
+}
+
 /*
  * MSG_WAITALL on a stream: after got bytes into iov, the rest, waiting
  * between as the first did; less at the end of the stream, an error, a
@@ -1128,7 +1204,7 @@ recv_rest(struct vm *vm, struct vfd *f, struct iovec *iov, size_t n, size_t got,
 		v->iov_len -= got;
 		if (sock_wait_park(vm, f, POLLIN, 0, SO_RCVTIMEO, 0) != 0)
 			return more;
-		r = recvmsg(f->hostfd,
+		r = sock_recvmsg(vm, f,
 		    &(struct msghdr){ .msg_iov = v, .msg_iovlen = left },
 		    MSG_DONTWAIT);
 		if (r == 0 || (r < 0 && errno != EAGAIN))
@@ -1173,7 +1249,7 @@ do_recv(struct vm *vm, struct vfd *f, struct iovec *iov, size_t n,
 		m.msg_iovlen = n;
 		m.msg_control = *clen ? ctl : NULL;
 		m.msg_controllen = *clen;
-		if ((r = recvmsg(f->hostfd, &m, flags)) >= 0)
+		if ((r = sock_recvmsg(vm, f, &m, flags)) >= 0)
 			break;
 		if (errno != EAGAIN || dontwait ||
 		    (fcntl(f->hostfd, F_GETFL) & O_NONBLOCK))

@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "host/vmm/elf.h"
 #include "host/vmm/vmm.h"
@@ -60,6 +61,17 @@ struct vfd {
 	uint64_t len;
 	uint8_t *owned;
 	char *path; /* normalized guest path (not for 0-2 at start) */
+	/* VFD_HOST: a TCP socket connected through egress (sock_egress.c):
+	 * keep's address of its name (0: none), its port; first: its first
+	 * bytes are still to be judged, held (hello, malloc'd) until a
+	 * ClientHello is whole; shut: the positive errno every later send
+	 * and receive answers, once the VMM refused it. */
+	uint32_t egress_addr;
+	uint16_t egress_port;
+	uint8_t egress_first;
+	int egress_shut;
+	uint8_t *hello;
+	uint32_t hello_len;
 };
 
 /* The kernel's struct sigaction on x86-64 (rt_sigaction). */
@@ -418,6 +430,34 @@ uint64_t vm_proc_take_pending(struct vm *);
 /* proc.c: a destination outside refused ("name", "name:port", an
  * address and port): the run's limits say egress, and name the first. */
 void vm_proc_egress_refused(struct vm *, const char *what);
+/* The run's egress byte counts, the whole tree's: out, in, and the part
+ * of cfg->egress_max taken (sock_egress.c). */
+struct vmm_egress_bytes *vm_egress_counters(struct vm *);
+
+/* Connections through egress (sock_egress.c). Before bytes iov (n)
+ * go out on f: 0 to send them (then vm_egress_out_end with *reserved
+ * and what was sent), > 0 when taken here (held until a ClientHello is
+ * whole, or sent with those held), or -errno (refused: EACCES for a
+ * ClientHello's name, ECONNRESET past the bytes limit). */
+int64_t vm_egress_out_begin(struct vm *, struct vfd *f, const struct iovec *iov,
+    size_t n, uint64_t *reserved);
+void vm_egress_out_end(
+    struct vm *, struct vfd *f, uint64_t reserved, int64_t sent);
+/* Before a receive of up to want bytes on f: 0 with *allowed (at most
+ * want; the caller receives no more), or -errno; then
+ * vm_egress_in_end with what was received (peek: 0). */
+int64_t vm_egress_in_begin(
+    struct vm *, struct vfd *f, uint64_t want, uint64_t *allowed);
+void vm_egress_in_end(
+    struct vm *, struct vfd *f, uint64_t allowed, int64_t got);
+/* A read or write of an egress socket through read/write and their
+ * kin (fs.c): the same, around one host call. */
+int64_t vm_egress_read(struct vm *, struct vfd *f, void *g, uint64_t len);
+int64_t vm_egress_write(
+    struct vm *, struct vfd *f, const void *g, uint64_t len);
+/* writev's guest vectors v (cnt of them), judged and sent as one. */
+int64_t vm_egress_writev(
+    struct vm *, struct vfd *f, const uint64_t *v, uint64_t cnt);
 uint64_t vm_proc_peek_pending(struct vm *);
 void vm_proc_dispositions(struct vm *, uint64_t caught, uint64_t ignored);
 

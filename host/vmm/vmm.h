@@ -100,6 +100,15 @@ int vmm_platform_parse(const char *name);
 #define VMM_NET_RESOLVE 1
 #define VMM_NET_CONNECT 2
 
+/* vmm_config.egress_report's: why the vm process itself shut a
+ * connection made through egress (docs/egress.md, "Names and
+ * connections"). */
+#define VMM_NET_TLS_NAME 1 /* its ClientHello named another server */
+#define VMM_NET_TLS_NO_NAME 2 /* its ClientHello named none */
+#define VMM_NET_TLS_MALFORMED 3 /* a handshake record, no ClientHello */
+#define VMM_NET_NOT_TLS 4 /* on 443, bytes that are no TLS */
+#define VMM_NET_BYTES 5 /* the run's egress bytes limit */
+
 struct vmm_config {
 	int kvm_fd; /* an open /dev/kvm, or -1 */
 	int platform; /* enum vmm_platform */
@@ -161,6 +170,16 @@ struct vmm_config {
 	 * the policy or egress refused. NULL: every name is refused. */
 	int (*egress_net)(void *arg, int op, const char *name, uint16_t port,
 	    int *fd, int *refused);
+	/* A connection through egress the vm process shut itself, why
+	 * (VMM_NET_TLS_NAME ...), for the audit log: name:port, and the
+	 * server name its ClientHello asked for ("" none). NULL: not
+	 * reported (the run's result still says so). */
+	void (*egress_report)(void *arg, int why, const char *name,
+	    uint16_t port, const char *sni);
+	/* Bytes out and in of the run's connections through egress
+	 * together, its whole process tree's (the grant's egress_max,
+	 * the policy's `egress bytes`); 0: no limit. */
+	uint64_t egress_max;
 	void *fetch_arg;
 	/* The guest's resolver: a table shared by the run's processes and a
 	 * UDP socket bound to 127.0.0.53:53 in the run's network namespace
@@ -210,6 +229,14 @@ struct vmm_winsize {
  * 253), a colon and a port, and the NUL. */
 #define VMM_EGRESS_WHAT 264
 
+/* Bytes of a run's connections through egress: out (the guest sent),
+ * in (it received), and used, egress_max's part taken (a send or
+ * receive reserves its bytes first, and gives back what it did not
+ * move). */
+struct vmm_egress_bytes {
+	uint64_t out, in, used;
+};
+
 struct vmm_result {
 	enum vmm_status status;
 	int exit_code; /* VMM_EXITED */
@@ -231,6 +258,9 @@ struct vmm_result {
 	/* VMM_LIMIT_EGRESS: the first destination refused, "name",
 	 * "name:port" or "address:port" ("" when unknown). */
 	char egress_refused[VMM_EGRESS_WHAT];
+	/* Bytes the guest sent and received on its connections through
+	 * egress (the whole tree's), and the part of egress_max spent. */
+	struct vmm_egress_bytes egress_bytes;
 	/* Set last by a keepd vm process, once its guest's processes are
 	 * gone and its output is whole: the result is final, and what is
 	 * left is the process's own exit (freeing the VM's memory, about a

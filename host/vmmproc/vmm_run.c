@@ -72,6 +72,8 @@ run_reply(struct proc_ctx *ctx, enum proc_id to, uint64_t reqid,
 	if (res != NULL) {
 		d.duration_ms = (res->boot_us + res->run_us) / 1000;
 		d.boot_us = res->boot_us;
+		d.egress_out = res->egress_bytes.out;
+		d.egress_in = res->egress_bytes.in;
 		if (res->limits_hit & VMM_LIMIT_PROCESSES)
 			d.limits |= RUN_LIMIT_PROCESSES;
 		if (res->limits_hit & VMM_LIMIT_MEMORY)
@@ -606,6 +608,7 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	cfg.output_max = g.output_max ? g.output_max
 	    : ctx->config != NULL     ? ctx->config->output_max
 	                              : 0;
+	cfg.egress_max = (uint64_t)g.egress_kib * 1024; /* `egress bytes` */
 	cfg.workspace_max =
 	    ctx->config != NULL ? ctx->config->workspace_max : 0;
 	cfg.max_files = ctx->config != NULL ? ctx->config->max_files : 0;
@@ -908,6 +911,8 @@ job_answer(struct proc_ctx *ctx, struct job *job, int wst)
 	    (unsigned long long)res.syscalls, reason[0] != '\0' ? ": " : "",
 	    reason);
 	job_record(ctx, job, st, res.exit_code, &res);
+	vmm_egress_drain(ctx, &job->egress);
+	vmm_egress_audit_bytes(ctx, &job->egress, &res.egress_bytes);
 	if (!job->background)
 		run_reply(ctx, job->from, job->reqid, st, res.exit_code, reason,
 		    job->outfd, out_len, err_len, &res);

@@ -87,6 +87,7 @@ struct tpl_clone {
 	uint32_t net; /* 1: TPL_FD_NETNS_* are its sandbox's namespaces */
 	uint64_t strings_len;
 	uint64_t timeout_ms, output_max, workspace_max;
+	uint64_t egress_max; /* the grant's egress bytes, 0 none */
 	char id[SBX_ID_MAX]; /* the sandbox, for the process title */
 };
 
@@ -294,6 +295,7 @@ clone_run(struct proc_ctx *ctx, struct vmm_template *t, int sock,
 	cfg.output_arg = outfds;
 	cfg.timeout_ms = q->timeout_ms;
 	cfg.output_max = q->output_max;
+	cfg.egress_max = q->egress_max;
 	cfg.workspace_max = q->workspace_max;
 	if (cfg.workspace_max != 0)
 		cfg.workspace_count = vmm_count_map(fds[TPL_FD_COUNT]);
@@ -805,6 +807,7 @@ vmm_template_clone(struct proc_ctx *ctx, struct vmm_state *vs,
 	q.magic = TPL_MAGIC;
 	q.timeout_ms = cfg->timeout_ms;
 	q.output_max = cfg->output_max;
+	q.egress_max = cfg->egress_max;
 	q.workspace_max = cfg->workspace_max;
 	strlcpy(q.id, sbx_id, sizeof(q.id));
 	if ((sfd = memfd_create("keep-argv", MFD_CLOEXEC)) == -1 ||
