@@ -392,6 +392,24 @@ if reqs:
           (sum(p[0] for p in parts), ", ".join("%s %.1f" % (nm, us) for us, nm in parts)))
 if ncpu[1]:
     print("  CPU per request, us: nginx and the native server %.1f" % (ncpu[0] / 1000 / ncpu[1]))
+# One client, one request at a time: the latency of a request through the
+# port when nothing queues (wrk's p50), beside nginx's.
+def p50(target, script=None):
+    a = ["wrk", "-t1", "-c1", "-d%ds" % DURATION, "--latency"]
+    if script:
+        a += ["-s", script]
+    r = subprocess.run(a + [target], capture_output=True, text=True)
+    for l in r.stdout.splitlines():
+        f = l.split()
+        if len(f) == 2 and f[0] == "50%":
+            v = f[1]
+            for unit, mul in (("us", 0.001), ("ms", 1.0), ("s", 1000.0)):
+                if v.endswith(unit):
+                    return float(v[:-len(unit)]) * mul
+    return float("nan")
+kl = p50("%s/v1/sandboxes/%s/ports/8080/" % (url, nb), lua)
+nl = p50("http://127.0.0.1:%s/" % nport)
+print("  one client (wrk -c1 p50): keepd %.2f ms, nginx %.2f ms (%.1fx)" % (kl, nl, kl / nl if nl else 0))
 print("guest platform: %s" % ", ".join(sorted(platform)))
 print("load average after: %s" % " ".join(open("/proc/loadavg").read().split()[:3]))
 EOPY
