@@ -20,7 +20,7 @@ bench-density: $(B)/bin/keep $(B)/bin/keepd images
 DEPS_BENCH_NET = wrk nginx-light
 .PHONY: bench-net
 bench-net: $(B)/bench/netbench $(B)/bench/netbench.img $(B)/bin/keep \
-           $(B)/bin/keepd images
+           $(B)/bin/keepd $(B)/images/machine.img
 	@sh mk/deps.sh $(DEPS_BENCH_NET)
 	bash bench/net.sh $(B)
 
