@@ -46,12 +46,12 @@ NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 [ -x "$NGINX" ] || { echo "bench/net: nginx is not installed"; exit 1; }
 PY=/usr/bin/python3.11
 "$PY" -m pip --version >/dev/null 2>&1 || { echo "bench/net: $PY has no pip"; exit 1; }
+export KEEPD_IMAGES=machine
+source "$(dirname "$0")/../tests/lib/keepd.sh" || exit 1 # (cd to the tree)
 for f in "$B/bench/netbench" "$B/bench/netbench.img" "$B/images/machine.img"; do
 	[ -f "$f" ] || { echo "bench/net: $f is missing (make bench-net builds it)"; exit 1; }
 done
-export KEEPD_IMAGES=machine
-source "$(dirname "$0")/../tests/lib/keepd.sh" || exit 1
-NETBENCH=$PWD/$B/bench/netbench
+NETBENCH=$(realpath "$B/bench/netbench")
 pids=()
 trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done; keepd_cleanup' EXIT
 chmod 755 "$tmp"
