@@ -15,12 +15,15 @@
 #               --target: from an HTTP index on the host by name
 #               (pypi.test), and from a file in the workspace, in the
 #               machine image through commands/run, beside the host's
-#               /usr/bin/python3.11 -m pip (target <= 1.5x)
+#               /usr/bin/python3.11 -m pip (target <= 1.5x). The machine
+#               image has no /etc/resolv.conf yet, so the sandbox's
+#               workspace is given images/resolv.conf as etc/resolv.conf
 #  4. port      wrk through keepd's /v1/sandboxes/{id}/ports/8080/ to a
 #               guest's HTTP server beside wrk through nginx (one worker,
 #               proxy_pass) to the same server program run natively, the
 #               same connections and duration (target >= 0.5x); with the
-#               CPU each keepd process spends per request
+#               CPU each keepd process spends per request, how often the
+#               front was restarted, and one client's p50 latency
 # bench/netbench.c is both sides' program (client, server): a static musl
 # binary, run as the guest (the netbench image) and natively. The keep
 # figures of rows 1-2 are timed inside the guest, as the native ones are;
