@@ -21,7 +21,8 @@ done
 declare -A needs=([bench-api]="wrk nginx-light" [bench-vmm]="qemu-system-x86"
     [bench-policy]="nodejs npm" [bench-store]="" [bench-token]=""
     [bench-images]="" [bench-procs]="" [bench-snap]="" [bench-templates]=""
-    [bench-trap]="" [bench-start]="" [bench-density]="")
+    [bench-trap]="" [bench-start]="" [bench-density]=""
+    [bench-net]="wrk nginx-light")
 targets=$(sed -n 's/^\(bench-[a-z]*\):.*/\1/p' <<<"$db" | sort -u)
 [ -n "$targets" ] || bad "no bench-* targets found"
 for t in $targets; do
