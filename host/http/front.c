@@ -53,7 +53,19 @@
 /* C_WS: upgraded to a WebSocket (the terminal, host/http/ws.h).
  * C_PIPE: a byte pipe to a sandbox's port (api_pipe_fn): what the
  * client sends goes to the port's socket and back, unparsed. */
-enum conn_state { C_IDLE, C_HEAD, C_BODY, C_WAIT, C_LINGER, C_WS, C_PIPE };
+/* C_DEAD: closed while front_step walks its events; freed after them,
+ * so that a later event of the same pass (a pipe's client side after
+ * its port side closed it) finds it dead rather than freed. */
+enum conn_state {
+	C_IDLE,
+	C_HEAD,
+	C_BODY,
+	C_WAIT,
+	C_LINGER,
+	C_WS,
+	C_PIPE,
+	C_DEAD
+};
 
 /* A pipe stops reading a side while this much waits for the other. */
 #define PIPE_MAX_OUT (256u * 1024)
@@ -102,6 +114,7 @@ struct conn {
 	struct http_buf up_out;
 	size_t up_off;
 	int up_eof, client_eof, up_shut;
+	struct conn *dead_next; /* C_DEAD: front.dead's list */
 };
 
 /*
@@ -126,6 +139,7 @@ struct front {
 	uint32_t next_gen;
 	size_t pending_total; /* sum of conns' counted */
 	int in_step; /* front_step is walking its events */
+	struct conn *dead; /* closed during this step, freed at its end */
 };
 
 void
@@ -194,7 +208,14 @@ conn_close(struct front *f, struct conn *c)
 	f->conns[c->slot] = NULL;
 	f->nconns--;
 	free(c->in);
+	c->in = NULL;
 	http_buf_free(&c->out);
+	if (f->in_step) {
+		c->state = C_DEAD;
+		c->dead_next = f->dead;
+		f->dead = c;
+		return;
+	}
 	free(c);
 }
 
@@ -1451,6 +1472,8 @@ front_step(struct front *f, int timeout_ms)
 			accept_due = 1;
 			continue;
 		}
+		if (c->state == C_DEAD)
+			continue;
 		if (c->state == C_PIPE) {
 			if (c->out.len == 0 || (evs[i].events & EPOLLIN))
 				pipe_client_read(f, c);
@@ -1468,6 +1491,12 @@ front_step(struct front *f, int timeout_ms)
 		conn_settle(f, c);
 	}
 	f->in_step = 0;
+	while (f->dead != NULL) {
+		struct conn *d = f->dead;
+
+		f->dead = d->dead_next;
+		free(d);
+	}
 	/* After the events: making room closes other connections, which
 	 * may have events of their own further down evs. */
 	if (accept_due)

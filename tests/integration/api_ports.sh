@@ -156,6 +156,20 @@ PY
     ok "an upgrade through the port: 101, then bytes both ways" ||
     bad "upgrade: '$ws'"
 
+# Many requests in a row, each a pipe the port's side ends: the front
+# once freed a pipe's connection on its port's event and then read it
+# for its client's event in the same pass (a double free, the front
+# killed and restarted: bench/net.sh saw 13 in 200).
+bad_pipes=0
+for i in $(seq 150); do
+	get "$alice" "/v1/sandboxes/$sbx/ports/8000/hello.txt"
+	[ "$code" = 200 ] || bad_pipes=$((bad_pipes + 1))
+done
+restarts=$(grep -c "front (pid [0-9]*) \(killed\|exited\)\|double free\|restarting front" "$tmp/log")
+[ "$bad_pipes" = 0 ] && [ "$restarts" = 0 ] &&
+    ok "150 requests through the port in a row: all 200, the front never restarted" ||
+    bad "150 in a row: $bad_pipes not 200, $restarts front restarts: $(grep -m 3 'front' "$tmp/log")"
+
 get "$alice" "/v1/sandboxes/$sbx/ports/8002/"
 [ "$code" = 502 ] && [ "$(jget "$body" '["error"]["code"]')" = BAD_GATEWAY ] &&
     jget "$body" '["error"]["message"]' | grep -q "port 8002" &&
