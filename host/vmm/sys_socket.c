@@ -244,7 +244,7 @@ sa_port(const struct sockaddr_storage *ss)
 	return 0;
 }
 
-static void opts_copy(int from, int to);
+static void opts_copy(const struct vfd *from, int to);
 
 /* Whether ss is the guest resolver's address, and the run has one. */
 static int
@@ -470,7 +470,7 @@ connect_by_name(struct vm *vm, struct vfd *f, const struct sockaddr_storage *ss)
 	 * that take a value; one the other family lacks is let go).
 	 */
 	fl = fcntl(f->hostfd, F_GETFL);
-	opts_copy(f->hostfd, fd);
+	opts_copy(f, fd);
 	if (fcntl(fd, F_SETFL, fl != -1 ? fl & O_NONBLOCK : 0) == -1) {
 		rc = -errno;
 		close(fd);
@@ -1572,38 +1572,68 @@ static const struct {
 	{ IPPROTO_IPV6, IPV6_UNICAST_HOPS, 0 },
 };
 
-/* The settable options of socket from onto to (a connection made for
- * it elsewhere): those the other family lacks fail, and are let go. */
-static void
-opts_copy(int from, int to)
-{
-	uint8_t v[OPT_MAX];
-	socklen_t l;
-	size_t i;
+/* struct vfd's opts_set has a bit for each. */
+_Static_assert(sizeof(sock_opts) / sizeof(sock_opts[0]) <= 64,
+    "sock_opts has more options than opts_set has bits");
 
-	for (i = 0; i < sizeof(sock_opts) / sizeof(sock_opts[0]); i++) {
-		if (sock_opts[i].get)
-			continue;
-		l = sizeof(v);
-		if (getsockopt(from, sock_opts[i].level, sock_opts[i].name, v,
-		        &l) == 0 &&
-		    l <= sizeof(v))
-			(void)setsockopt(
-			    to, sock_opts[i].level, sock_opts[i].name, v, l);
-	}
-}
-
-/* 1: settable; 0: readable only; -1: neither. */
+/* sock_opts' index of an option, or -1. */
 static int
-opt_known(uint64_t level, uint64_t name)
+opt_index(uint64_t level, uint64_t name)
 {
 	size_t i;
 
 	for (i = 0; i < sizeof(sock_opts) / sizeof(sock_opts[0]); i++)
 		if ((uint64_t)sock_opts[i].level == level &&
 		    (uint64_t)sock_opts[i].name == name)
-			return !sock_opts[i].get;
+			return (int)i;
 	return -1;
+}
+
+/* 1: settable; 0: readable only; -1: neither. */
+static int
+opt_known(uint64_t level, uint64_t name)
+{
+	int i = opt_index(level, name);
+
+	return i < 0 ? -1 : !sock_opts[i].get;
+}
+
+/*
+ * The options the guest set on from onto to (a connection made for it
+ * elsewhere); one the other family lacks fails and is let go. Only
+ * those it set: writing back a default locks it (SO_SNDBUF set, even to
+ * what it was, ends the kernel's tuning of the buffer, and a stream to
+ * a server through egress ran at 32 KiB a round trip, bench/net.sh).
+ */
+static void
+opts_copy(const struct vfd *from, int to)
+{
+	uint8_t v[OPT_MAX];
+	socklen_t l;
+	size_t i;
+	int n;
+
+	for (i = 0; i < sizeof(sock_opts) / sizeof(sock_opts[0]); i++) {
+		if (!(from->opts_set & (UINT64_C(1) << i)))
+			continue;
+		l = sizeof(v);
+		if (getsockopt(from->hostfd, sock_opts[i].level,
+		        sock_opts[i].name, v, &l) != 0 ||
+		    l > sizeof(v))
+			continue;
+		/* The kernel keeps twice what was asked of a buffer and
+		 * reads that back: ask for half, as the guest did. */
+		if (sock_opts[i].level == SOL_SOCKET &&
+		    (sock_opts[i].name == SO_SNDBUF ||
+		        sock_opts[i].name == SO_RCVBUF) &&
+		    l == sizeof(n)) {
+			memcpy(&n, v, sizeof(n));
+			n /= 2;
+			memcpy(v, &n, sizeof(n));
+		}
+		(void)setsockopt(
+		    to, sock_opts[i].level, sock_opts[i].name, v, l);
+	}
 }
 
 int64_t
@@ -1626,10 +1656,11 @@ sys_setsockopt(struct vm *vm, const uint64_t a[6])
 		return -EFAULT;
 	if (g != NULL)
 		memcpy(v, g, a[4]);
-	return setsockopt(f->hostfd, (int)a[1], (int)a[2], g ? v : NULL,
-	           (socklen_t)a[4]) == 0
-	    ? 0
-	    : -errno;
+	if (setsockopt(f->hostfd, (int)a[1], (int)a[2], g ? v : NULL,
+	        (socklen_t)a[4]) == -1)
+		return -errno;
+	f->opts_set |= UINT64_C(1) << opt_index(a[1], a[2]);
+	return 0;
 }
 
 int64_t

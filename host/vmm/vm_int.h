@@ -49,6 +49,10 @@ struct vfd {
 	int pipe; /* VFD_HOST: a pipe's end, an eventfd, an epoll
 		     instance or a socketpair's end (no path, no quota) */
 	int sock; /* VFD_HOST: a socket (sys_socket.c), its SOCK_ type */
+	/* VFD_HOST socket: bit i when the guest set sys_socket.c's
+	 * sock_opts[i], the options a connection made for it elsewhere
+	 * takes over (opts_copy). */
+	uint64_t opts_set;
 	int cloexec;
 	int flags; /* O_ACCMODE | O_APPEND | O_NONBLOCK as opened */
 	uint64_t dir_end; /* VFD_VDIR: off + 1 where its entries ran out

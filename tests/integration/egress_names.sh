@@ -64,6 +64,27 @@ print('body', urllib.request.urlopen('http://allowed.test:$hp/x', timeout=30).re
     ok "an allowed name resolves to 198.18/15 (stable, IPv4 only) and urllib fetches the host's server through it" ||
     bad "allowed: $out $(jget "$body" '["stderr"]' 2>/dev/null)"
 
+# The options a guest set before its connect go with it onto egress's
+# socket, and only those: a send buffer it did not set stays the
+# kernel's to tune (written back, it was locked small and a stream ran
+# at one 32 KiB window a round trip). Compared with the same code
+# natively, against the same server.
+sockopts='
+import socket, sys
+host = sys.argv[1] if len(sys.argv) > 1 else "allowed.test"
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+s.connect((host, PORT))
+t = socket.socket(); t.connect((host, PORT))
+print("set", s.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF),
+      "unset", t.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF))
+'
+sockopts=${sockopts//PORT/$hp}
+pyexec "$alice" "$sockopts"
+native=$(python3 -c "$sockopts" 127.0.0.1)
+[ "$out" = "$native" ] && [[ $out == "set 131072 unset "* ]] &&
+    ok "socket options set before a connect by name carry over, unset ones stay the kernel's ($out)" ||
+    bad "sockopts: keep '$out', native '$native' $(jget "$body" '["stderr"]' 2>/dev/null)"
+
 # Processes of one run resolve and connect at once: they take turns
 # through the relay, and share the run's table of names.
 pyexec "$alice" "
