@@ -272,6 +272,12 @@ struct msg_policy_decision {
 	/* The deciding rule as "file:line:col" (the file's base name in
 	 * policy_dir), NUL-terminated; "" when none. */
 	char where[48];
+	/* An allowed egress to "host:port" whose entry injects a secret
+	 * (`inject "SECRET" as "Header"`): both names, NUL-terminated,
+	 * and the grant's target is egress_grant_target_inject()'s; else
+	 * both "". */
+	char inject_secret[64];
+	char inject_header[64];
 };
 
 /* The agent's policy says `lock writes` and this capability is a write:

@@ -107,6 +107,10 @@ struct lang_item {
 	uint16_t port_last; /* expose: a range's last port (port if none) */
 	uint8_t http; /* egress: http allowed too */
 	uint8_t private_; /* egress: private addresses allowed */
+	/* egress ... inject "SECRET" as "Header": the secret egress puts in
+	 * place of the guest's placeholder in that request header (NULL
+	 * when none; docs/egress.md, "Secrets injected at egress"). */
+	char *inject_secret, *inject_header;
 	/* Set by lang_check: the rule matters for some agent. */
 	uint8_t used;
 };
