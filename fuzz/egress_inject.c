@@ -50,8 +50,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		rc = egress_inject_head(
 		    &in, data, end, &out, &outlen, &replaced, &why);
 		if (rc == EGRESS_INJECT_OK) {
-			if (out == NULL || outlen < 23 ||
-			    memcmp(out + outlen - 23,
+			if (out == NULL || outlen < 21 ||
+			    memcmp(out + outlen - 21,
 			        "Connection: close\r\n\r\n", 21) != 0 ||
 			    memmem(out, outlen, EGRESS_INJECT_MARKER,
 			        EGRESS_INJECT_MARKER_LEN) != NULL ||

@@ -238,7 +238,7 @@ egress_inject_head(const struct egress_inject *in, const uint8_t *head,
 	struct obuf o = { NULL, 0, 0, 0 };
 	const uint8_t *p, *end, *eol, *colon, *v, *ve, *sp1, *sp2;
 	unsigned nheaders = 0, nhost = 0;
-	int rc = EGRESS_INJECT_MALFORMED;
+	int rc = EGRESS_INJECT_MALFORMED, sub;
 
 	*out = NULL;
 	*outlen = 0;
@@ -315,9 +315,11 @@ egress_inject_head(const struct egress_inject *in, const uint8_t *head,
 		}
 		if (name_is(p, (size_t)(colon - p), in->header)) {
 			put(&o, p, (size_t)(v - p));
-			if ((rc = substitute(
-			         in, v, (size_t)(ve - v), &o, replaced)) != 0)
+			if ((sub = substitute(
+			         in, v, (size_t)(ve - v), &o, replaced)) != 0) {
+				rc = sub;
 				goto out;
+			}
 			put(&o, "\r\n", 2);
 			continue;
 		}

@@ -194,6 +194,11 @@ test_head_refused(void **state)
 		{ "GET / HTTP/1.1\r\nHost: api.example.test\r\n\r\nextra",
 		    EGRESS_INJECT_MALFORMED },
 		{ "\r\n\r\n", EGRESS_INJECT_MALFORMED },
+		/* malformed after a substitution (found by the fuzzer) */
+		{ "GET / HTTP/1.1\r\nHost: "
+		  "api.example.test\r\nAuthorization: " PH
+		  "\r\nConnect\xcc: x\r\n\r\n",
+		    EGRESS_INJECT_MALFORMED },
 	};
 	unsigned n;
 	size_t i;
