@@ -247,6 +247,11 @@ struct msg_policy_decide {
 /* DECIDE_PORT: sandbox:read of a guest's port, its number the target in
  * decimal (the ports route): the policy's expose rules decide it. */
 #define DECIDE_PORT 0x8u
+/* DECIDE_CONNECT: egress for a guest's TCP connect by name (the vmm's
+ * relay): only then does the decision bind an `inject` entry's secret
+ * and header (docs/egress.md, "Secrets injected at egress"); a fetch's
+ * or a webhook's grant stays a plain destination's. */
+#define DECIDE_CONNECT 0x10u
 
 struct msg_policy_leave {
 	char principal[GRANT_PRINCIPAL_MAX]; /* NUL-terminated */

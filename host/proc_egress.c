@@ -773,6 +773,30 @@ job_url(const char *u, size_t n, char *url, size_t cap)
 		strlcpy(url, "-", cap);
 }
 
+/*
+ * A placeholder of a secret injected at egress, anywhere in a guest's
+ * fetch (URL, headers, body): KEEP_SYS_FETCH does not inject, so such a
+ * request is refused rather than sent with the placeholder in it
+ * (docs/egress.md, "Secrets injected at egress").
+ */
+static int
+fetch_has_placeholder(const struct egress_request *r)
+{
+	size_t i;
+
+	if (memmem(r->url, r->url_len, EGRESS_INJECT_MARKER,
+	        EGRESS_INJECT_MARKER_LEN) != NULL ||
+	    (r->body_len > 0 &&
+	        memmem(r->body, r->body_len, EGRESS_INJECT_MARKER,
+	            EGRESS_INJECT_MARKER_LEN) != NULL))
+		return 1;
+	for (i = 0; i < r->nheaders; i++)
+		if (strstr(r->headers[i].name, EGRESS_INJECT_MARKER) != NULL ||
+		    strstr(r->headers[i].value, EGRESS_INJECT_MARKER) != NULL)
+			return 1;
+	return 0;
+}
+
 /* A guest's fetch: the grant must be for this principal and destination;
  * the transfer is held to the config's and the grant's limits. */
 static int
@@ -789,11 +813,15 @@ fetch_admit(void *arg, struct egress_decoded *dec, struct egress_decision *d)
 
 	rc = egress_check_grant(
 	    j->ctx, j->m, &j->q.grant, r->principal, r->rules, r->nrules, &g);
-	if (rc == GRANT_OK && es->have_config) {
+	if (rc == GRANT_OK && es->have_config && !fetch_has_placeholder(r)) {
 		clamp_limits(es, &g, &r->limits);
 		return 0;
 	}
-	why = rc != GRANT_OK ? grant_why(rc) : "egress: not configured";
+	why = rc != GRANT_OK ? grant_why(rc)
+	    : !es->have_config
+	    ? "egress: not configured"
+	    : "refused: a placeholder (secrets are injected on a guest's own "
+	      "TLS connections only)";
 	/* A policy refusal says why (token caps, target, ...). */
 	if (rc == GRANT_ERR_DENIED) {
 		snprintf(denied, sizeof(denied), "policy: denied (%s)",
@@ -802,7 +830,9 @@ fetch_admit(void *arg, struct egress_decoded *dec, struct egress_decision *d)
 		why = denied;
 	}
 	deny_decision(d, r->rules, r->url, r->url_len,
-	    rc != GRANT_OK ? EGRESS_E_NOT_ALLOWED : EGRESS_E_INTERNAL, why);
+	    rc != GRANT_OK || es->have_config ? EGRESS_E_NOT_ALLOWED
+	                                      : EGRESS_E_INTERNAL,
+	    why);
 	job_url(r->url, r->url_len, url, sizeof(url));
 	audit(j->ctx, j->m, &j->q, r->principal, "egress", r->method, url, d,
 	    why);

@@ -394,12 +394,15 @@ net_event(struct proc_ctx *ctx, struct vmm_egress_run *r, const uint8_t *p)
 	q.link = PROC_EGRESS;
 	q.token_caps = r->token_caps;
 	strlcpy(q.principal, r->principal, sizeof(q.principal));
-	/* A query: any port of a rule for the name ("name:*"). */
+	/* A query: any port of a rule for the name ("name:*"). A connect
+	 * may be one that injects a secret. */
 	if (n.op == VMM_NET_RESOLVE)
 		t = snprintf(q.target, sizeof(q.target), "%s:*", u.host);
-	else
+	else {
 		t = snprintf(q.target, sizeof(q.target), "%s:%u", u.host,
 		    (unsigned)n.port);
+		q.flags |= DECIDE_CONNECT;
+	}
 	q.target_len = (uint32_t)t;
 	if (t <= 0 || (size_t)t >= sizeof(q.target) ||
 	    ctx->fd[PROC_POLICY] < 0) {

@@ -112,7 +112,8 @@ egress_bind_flags(const struct policy *p, int principal,
 		priv |= e->private_;
 		/* The first matching entry that injects decides which
 		 * secret, and only where the principal may use it. */
-		if (inj == NULL && e->inject_secret != NULL &&
+		if (inj == NULL && (q->flags & DECIDE_CONNECT) &&
+		    e->inject_secret != NULL &&
 		    secret_listed(p, pr, e->inject_secret))
 			inj = e;
 	}

@@ -77,7 +77,7 @@ echo "127.0.0.1 api.inject.test other.inject.test" >"$tmp/hosts"
 cat >"$tmp/test.policy" <<EOP
 agent "dev" {
 	allow sandbox:read, sandbox:write, exec, secret:write
-	exec "python"
+	exec "python", "js"
 	secret "gh-token"
 	egress "api.inject.test":$sp private inject "gh-token" as "Authorization"
 	egress "other.inject.test":$pp http private
@@ -85,7 +85,7 @@ agent "dev" {
 }
 agent "ops" { allow admin, audit:read }
 EOP
-KEEPD_IMAGES="python" KEEPD_YAML_EXTRA="egress:
+KEEPD_IMAGES="python js" KEEPD_YAML_EXTRA="egress:
   ca_file: $tmp/ca.pem
   hosts_file: $tmp/hosts
   connect_timeout: 5s" keepd_start "$tmp/test.policy"
@@ -162,6 +162,11 @@ pyexec "$prelude
 print('other', get({'Authorization': 'Bearer x', 'X-Other': tok}))
 print('body', get({'Content-Type': 'text/plain'}, body=('t=' + tok).encode(), method='POST'))
 print('path', get({}, path='/?t=' + tok))
+c2 = ssl.create_default_context(cadata=os.environ['CA'])
+c2.set_alpn_protocols(['h2', 'http/1.1'])
+s = c2.wrap_socket(socket.create_connection(('api.inject.test', $sp), timeout=30), server_hostname='api.inject.test')
+print('alpn', s.selected_alpn_protocol(), s.getpeercert()['issuer'][-1][0][1].startswith('keep appliance CA'))
+s.close()
 "
 printf '%s\n' "$out" | grep -q '^other 403 keep egress: refused: a placeholder where it may not be$' &&
     ok "the placeholder in another header: 403 from keep, the server never asked" ||
@@ -170,6 +175,9 @@ printf '%s\n' "$out" | grep -q '^body 403 keep egress: refused: a placeholder in
     ok "the placeholder in a body (held whole, Content-Length): 403" || bad "body: $out"
 printf '%s\n' "$out" | grep -q '^path 403 keep egress: refused: a placeholder where it may not be$' &&
     ok "the placeholder in the request line: refused" || bad "path: $out"
+printf '%s\n' "$out" | grep -q '^alpn http/1.1 True$' &&
+    ok "the guest's side: a leaf from the appliance CA, ALPN http/1.1 when h2 is offered too" ||
+    bad "alpn: $out"
 [ "$(wc -l <"$tmp/tls.log")" = "$n0" ] &&
     ok "no refused request reached the server" || bad "server got: $(tail -n +$((n0+1)) "$tmp/tls.log" | cut -c 1-300)"
 # Deep in a body that streams: the head went on, the connection is cut
@@ -200,6 +208,17 @@ printf '%s\n' "$out" | grep -q '^plain cut ' && ! grep -q 'keep-placeholder' "$t
     bad "plain other: $out ($(cat "$tmp/plain.log"))"
 printf '%s\n' "$out" | grep -q '^clean 200$' &&
     ok "a request without a placeholder to that name goes through" || bad "clean: $out"
+
+# KEEP_SYS_FETCH (the js image's fetch) does not inject: a placeholder in
+# one is refused, and a fetch without one still reaches the name.
+rq "$dev" POST /v1/sandboxes '{"image":"js"}'
+jsx=$(jget "$body" '["id"]' 2>/dev/null)
+code_js="try { fetch('https://api.inject.test:$sp/js', {headers: {'Authorization': 'Bearer keep-placeholder-gh-token-00000000000000000000000000000000'}}); print('sent'); } catch (e) { print('refused', e.message); } var r = fetch('https://api.inject.test:$sp/js2'); print('plain', r.status);"
+rq "$dev" POST "/v1/sandboxes/$jsx/execute" "$(python3 -c 'import json,sys; print(json.dumps({"code":sys.argv[1],"language":"javascript"}))' "$code_js")"
+jo=$(jget "$body" '["stdout"]' 2>/dev/null)
+[[ $jo == *"refused"*"placeholder"* && $jo == *"plain 200"* ]] &&
+    ok "KEEP_SYS_FETCH: a placeholder is refused; a fetch without one goes through" ||
+    bad "js fetch: $code $body"
 
 # --- A context's memory image: a context never holds a secret (cells
 # may not name one); its image after a cell that read the sandbox's

@@ -406,6 +406,7 @@ test_policy(void **state)
 	q.cap = CAP_EGRESS;
 	q.link = 5;
 	q.token_caps = CAP_BIT(CAP_EGRESS) | CAP_BIT(CAP_SECRET_READ);
+	q.flags = DECIDE_CONNECT;
 	strcpy(q.principal, "dev");
 	strcpy(q.target, "api.example.test:443");
 	q.target_len = (uint32_t)strlen(q.target);
@@ -418,6 +419,13 @@ test_policy(void **state)
 	    "api.example.test", 443, 0, 1, "gh", "Authorization", t, sizeof(t));
 	grant_target_hash(t, strlen(t), hash);
 	assert_memory_equal(hash, r.grant.target, sizeof(hash));
+	/* A fetch's decision (no DECIDE_CONNECT): a plain destination's. */
+	q.flags = 0;
+	memset(&r, 0, sizeof(r));
+	h->decide(c, &q, &r);
+	assert_int_equal(r.grant.decision, GRANT_ALLOW);
+	assert_string_equal(r.inject_secret, "");
+	q.flags = DECIDE_CONNECT;
 	/* Another destination: nothing injected. */
 	strcpy(q.target, "other.test:443");
 	q.target_len = (uint32_t)strlen(q.target);
