@@ -72,7 +72,7 @@ done
 [ -n "$sp" ] && [ -n "$pp" ] || { echo "FAIL: servers"; exit 1; }
 : >"$tmp/tls.log"
 : >"$tmp/plain.log"
-echo "127.0.0.1 api.inject.test other.inject.test" >"$tmp/hosts"
+echo "127.0.0.1 api.inject.test other.inject.test wrong.inject.test" >"$tmp/hosts"
 
 cat >"$tmp/test.policy" <<EOP
 agent "dev" {
@@ -81,6 +81,7 @@ agent "dev" {
 	secret "gh-token"
 	egress "api.inject.test":$sp private inject "gh-token" as "Authorization"
 	egress "other.inject.test":$pp http private
+	egress "wrong.inject.test":$sp private inject "gh-token" as "Authorization"
 	timeout 60s
 }
 agent "ops" { allow admin, audit:read }
@@ -189,6 +190,21 @@ printf '%s\n' "$out" | grep -Eq '^big (403 |cut )' &&
     ok "the placeholder deep in a streamed body: the connection is cut" || bad "big body: $out"
 grep -qF -- "keep-placeholder" "$tmp/tls.log" &&
     bad "a placeholder reached the server: $(grep -F keep-placeholder "$tmp/tls.log" | cut -c 1-300)"
+
+# The real server's certificate is verified: the server behind
+# wrong.inject.test has one for api.inject.test only, so the request
+# never leaves egress (502, and the server sees no request).
+n1=$(wc -l <"$tmp/tls.log")
+pyexec "$prelude
+c = http.client.HTTPSConnection('wrong.inject.test', $sp, context=ctx, timeout=30)
+c.request('GET', '/w', headers={'Authorization': 'Bearer ' + tok})
+r = c.getresponse()
+print('wrong', r.status, r.read().decode().strip())
+"
+printf '%s\n' "$out" | grep -q '^wrong 502 keep egress: server TLS: .*' &&
+    [ "$(wc -l <"$tmp/tls.log")" = "$n1" ] &&
+    ok "a server whose certificate is not for the name: 502 from keep, nothing sent" ||
+    bad "wrong name: $out $(jget "$body" '["stderr"]' 2>/dev/null)"
 
 # The placeholder in clear to another allowed name: refused.
 pyexec "$prelude
