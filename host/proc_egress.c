@@ -51,6 +51,10 @@
 #include "lib/memfd.h"
 #include "policy/policy.h"
 
+/* Relays of guests' connections at once (each lives as long as its
+ * connection); past it, such a connect is EACCES. */
+#define EGRESS_RELAYS_MAX 128
+
 struct egress_state {
 	struct proc_ctx *ctx;
 	uint8_t *buf; /* MSG_BUFSZ, for pings during a transfer */
@@ -61,6 +65,10 @@ struct egress_state {
 	uint8_t master[EGRESS_WEBHOOK_KEYBYTES];
 	size_t nameservers; /* 0: DNS is off, the hosts table only */
 	unsigned workers; /* webhook deliveries running in forked workers */
+	/* Relays of injecting (or scanning) connections, by pid, apart
+	 * from webhook workers so that neither starves the other. */
+	pid_t relays[EGRESS_RELAYS_MAX];
+	unsigned nrelays;
 	int in_worker; /* this process is one of them */
 	uint64_t audit_seq;
 	/* For the TLS relays of injected secrets (docs/egress.md): the CA
@@ -732,18 +740,25 @@ grant_why(int rc)
 }
 
 #define EGRESS_WORKERS_MAX 16
-/* Webhook deliveries and injecting relays together; a relay lives as
- * long as its connection. */
-#define EGRESS_INJECT_WORKERS_MAX 64
 
-/* Collect finished webhook workers (called on every request). */
+/* Collect finished workers, webhook deliveries and relays (called on
+ * every request). */
 static void
 reap_workers(struct egress_state *es)
 {
+	unsigned i;
+	pid_t pid;
 	int st;
 
-	while (es->workers > 0 && waitpid(-1, &st, WNOHANG) > 0)
-		es->workers--;
+	while ((es->workers > 0 || es->nrelays > 0) &&
+	    (pid = waitpid(-1, &st, WNOHANG)) > 0) {
+		for (i = 0; i < es->nrelays && es->relays[i] != pid; i++)
+			;
+		if (i < es->nrelays)
+			es->relays[i] = es->relays[--es->nrelays];
+		else if (es->workers > 0)
+			es->workers--;
+	}
 }
 
 static int
@@ -1123,7 +1138,7 @@ hand_to_worker(struct proc_ctx *ctx, const struct msg *m,
 	pid_t pid;
 
 	reap_workers(es);
-	if (es->workers >= EGRESS_INJECT_WORKERS_MAX ||
+	if (es->nrelays >= EGRESS_RELAYS_MAX ||
 	    (value = malloc(4096)) == NULL) {
 		close(*fd);
 		*fd = -1;
@@ -1146,7 +1161,7 @@ hand_to_worker(struct proc_ctx *ctx, const struct msg *m,
 		close(pair[0]);
 		inject_worker(ctx, m, aq, in, value, *fd, pair[1]);
 	}
-	es->workers++;
+	es->relays[es->nrelays++] = pid;
 	sodium_memzero(value, 4096);
 	free(value);
 	close(pair[1]);
