@@ -40,8 +40,10 @@ struct egress_relay_result {
  * verification against ca_bundle and SNI = the name, sends the
  * rewritten head, then relays both ways, scanning what the guest sends
  * after the head for the placeholder marker, until the server closes.
- * Closes neither descriptor. Returns 0, or -1 when the connection ended
- * refused or failed (*r says why).
+ * Closes neither descriptor. SIGPIPE must be ignored (it is in every
+ * keepd process: host/parent.c), as a peer may close at any time.
+ * Returns 0, or -1 when the connection ended refused or failed (*r
+ * says why).
  */
 int egress_relay_run(const struct egress_relay_cfg *c, int guest_fd,
     int upstream_fd, struct egress_relay_result *r);
