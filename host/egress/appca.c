@@ -122,8 +122,12 @@ egress_appca_ensure(const char *key_path, const char *cert_path)
 	size_t kl = 0, cl = 0;
 	int rc = -1;
 
-	if (stat(key_path, &st) == 0 && stat(cert_path, &st) == 0)
-		return 0;
+	/* Both there: done. One of them: refused, never overwritten (an
+	 * operator's key, or a certificate images already trust). */
+	if (stat(key_path, &st) == 0 || stat(cert_path, &st) == 0)
+		return stat(key_path, &st) == 0 && stat(cert_path, &st) == 0
+		    ? 0
+		    : -1;
 	if ((k = p256_key()) == NULL || (x = X509_new()) == NULL ||
 	    X509_set_version(x, 2) != 1 || random_serial(x) != 0 ||
 	    X509_gmtime_adj(X509_getm_notBefore(x), -3600) == NULL ||
@@ -225,8 +229,11 @@ egress_appca_leaf(const void *ca_pem, size_t ca_len, const void *key_pem,
 	    X509_gmtime_adj(X509_getm_notBefore(x), -3600) == NULL ||
 	    X509_gmtime_adj(X509_getm_notAfter(x), 7L * 86400) == NULL ||
 	    X509_set_pubkey(x, k) != 1 ||
-	    X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN",
-	        MBSTRING_ASC, (const unsigned char *)name, -1, -1, 0) != 1 ||
+	    /* The name is in the SAN; a CN holds at most 64 bytes. */
+	    (strlen(name) <= 64 &&
+	        X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN",
+	            MBSTRING_ASC, (const unsigned char *)name, -1, -1,
+	            0) != 1) ||
 	    X509_set_issuer_name(x, X509_get_subject_name(ca)) != 1 ||
 	    add_ext(ca, x, NID_basic_constraints, "critical,CA:FALSE") != 0 ||
 	    add_ext(ca, x, NID_key_usage, "critical,digitalSignature") != 0 ||

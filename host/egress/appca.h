@@ -10,7 +10,8 @@
 /*
  * Parent side, at start: make the CA (a P-256 key, mode 0600, and a
  * self-signed certificate valid ten years, CA:TRUE, pathlen 0, mode
- * 0644) unless both files exist. Never overwrites one.
+ * 0644) unless both files exist (0). Never overwrites one: with only
+ * one of them there, -1.
  */
 int egress_appca_ensure(const char *key_path, const char *cert_path);
 

@@ -342,6 +342,20 @@ test_appca(void **state)
 	kl = fread(cak, 1, 8191, f);
 	fclose(f);
 	assert_int_equal(egress_appca_check(ca, (size_t)n, cak, kl), 0);
+	{
+		/* A name longer than a CN may be: in the SAN only. */
+		char longname[200];
+		char *lc = NULL, *lk = NULL;
+		size_t lcl, lkl;
+
+		memset(longname, 'a', 150);
+		strcpy(longname + 150, ".example.test");
+		assert_int_equal(egress_appca_leaf(ca, (size_t)n, cak, kl,
+		                     longname, &lc, &lcl, &lk, &lkl),
+		    0);
+		free(lc);
+		free(lk);
+	}
 	assert_int_equal(egress_appca_leaf(ca, (size_t)n, cak, kl,
 	                     "api.example.test", &cert, &cl, &key, &kl),
 	    0);
@@ -370,8 +384,11 @@ test_appca(void **state)
 	free(key);
 	free(ca);
 	free(cak);
-	unlink(kp);
+	/* One file without the other: refused, not overwritten. */
 	unlink(cp);
+	assert_int_equal(egress_appca_ensure(kp, cp), -1);
+	assert_int_equal(stat(cp, &st), -1);
+	unlink(kp);
 	rmdir(dir);
 }
 
