@@ -134,6 +134,7 @@ def get(headers, body=None, method='GET', path='/x'):
 
 pyexec "$prelude
 print('placeholder', tok.startswith('keep-placeholder-gh-token-'), len(tok))
+# /proc/self/environ where the VMM serves it; os.environ always.
 try:
     print('environ', open('/proc/self/environ', 'rb').read().decode('latin-1').replace(chr(0), ' '))
 except OSError:
@@ -154,7 +155,7 @@ auth=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline(
     bad "server saw: $auth ($(cat "$tmp/tls.log"))"
 printf '%s\n' "$out" | grep -qF -- "$val" && bad "the value in the guest's environment or output"
 printf '%s\n' "$out" | grep -q '^environ .*TOK=keep-placeholder-gh-token-' &&
-    ok "/proc/self/environ and os.environ hold the placeholder, not the value" ||
+    ok "the guest's environment (os.environ, /proc/self/environ where served) holds the placeholder, not the value" ||
     bad "environ: $out"
 
 # --- Refusals: the placeholder anywhere but Authorization.
