@@ -77,7 +77,7 @@ echo "127.0.0.1 api.inject.test other.inject.test wrong.inject.test" >"$tmp/host
 cat >"$tmp/test.policy" <<EOP
 agent "dev" {
 	allow sandbox:read, sandbox:write, exec, secret:write
-	exec "python", "js"
+	exec "python", "js", "bash"
 	secret "gh-token"
 	egress "api.inject.test":$sp private inject "gh-token" as "Authorization"
 	egress "other.inject.test":$pp http private
@@ -86,7 +86,10 @@ agent "dev" {
 }
 agent "ops" { allow admin, audit:read }
 EOP
-KEEPD_IMAGES="python js" KEEPD_YAML_EXTRA="egress:
+# The machine image (curl, requests), when it was built.
+imgs="python js"
+[ -f "$B/images/machine.img" ] && imgs="$imgs machine"
+KEEPD_IMAGES="$imgs" KEEPD_YAML_EXTRA="egress:
   ca_file: $tmp/ca.pem
   hosts_file: $tmp/hosts
   connect_timeout: 5s" keepd_start "$tmp/test.policy"
@@ -157,6 +160,45 @@ printf '%s\n' "$out" | grep -qF -- "$val" && bad "the value in the guest's envir
 printf '%s\n' "$out" | grep -q '^environ .*TOK=keep-placeholder-gh-token-' &&
     ok "the guest's environment (os.environ, /proc/self/environ where served) holds the placeholder, not the value" ||
     bad "environ: $out"
+
+# The tools programs use, unchanged: curl (which offers h2 and http/1.1)
+# and requests (urllib3 sets TCP_NODELAY on its socket).
+if [ -f "$B/images/machine.img" ]; then
+	rq "$dev" POST /v1/sandboxes '{"image":"machine"}'
+	msb=$(jget "$body" '["id"]' 2>/dev/null)
+	n2=$(wc -l <"$tmp/tls.log")
+	# The machine image has no resolv.conf of keep's yet (the python,
+	# node and shell images do): the name's address is asked of the
+	# VMM's resolver (127.0.0.53) directly, and given to curl and
+	# requests as a resolver would.
+	cat >"$tmp/machine.sh" <<EOS
+printf '%s' "\$CA" >appca.pem
+addr=\$(python3 -c '
+import socket, struct
+q = struct.pack(">HHHHHH", 0x1234, 0x0100, 1, 0, 0, 0) + b"".join(bytes([len(l)]) + l.encode() for l in "api.inject.test".split(".")) + b"\\0" + struct.pack(">HH", 1, 1)
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(5)
+s.sendto(q, ("127.0.0.53", 53))
+print(socket.inet_ntoa(s.recv(512)[-4:]))')
+curl -sS --cacert appca.pem --resolve api.inject.test:$sp:\$addr -H "Authorization: Bearer \$TOK" https://api.inject.test:$sp/curl
+ADDR=\$addr python3 -c '
+import os, socket, requests
+real = socket.getaddrinfo
+socket.getaddrinfo = lambda h, *a, **k: real(os.environ["ADDR"] if h == "api.inject.test" else h, *a, **k)
+r = requests.get("https://api.inject.test:$sp/requests", headers={"Authorization": "Bearer " + os.environ["TOK"]}, verify="appca.pem", timeout=30)
+print("requests", r.text.strip())'
+EOS
+	script=$(cat "$tmp/machine.sh")
+	rq "$dev" POST "/v1/sandboxes/$msb/commands/run" \
+	    "$(python3 -c 'import json,sys; print(json.dumps({"cmd": "bash", "args": ["-c", sys.argv[1]], "env": {"TOK": "${{ secrets.gh-token }}", "CA": open(sys.argv[2]).read()}}))' "$script" "$appca")"
+	mout=$(jget "$body" '["stdout"]' 2>/dev/null)
+	auths=$(tail -n +$((n2+1)) "$tmp/tls.log" | python3 -c 'import json,sys; print(" ".join(json.loads(l)["path"] + "=" + str(json.loads(l)["auth"] == "Bearer " + sys.argv[1]) for l in sys.stdin))' "$val")
+	[ "$mout" = $'seen\nrequests seen' ] && [ "$auths" = "/curl=True /requests=True" ] &&
+	    ok "curl and requests in the machine image: the server receives the value" ||
+	    bad "machine: $mout ($auths) $(jget "$body" '["stderr"]' 2>/dev/null)"
+else
+	echo "skip: no machine image (curl, requests)"
+fi
 
 # --- Refusals: the placeholder anywhere but Authorization.
 n0=$(wc -l <"$tmp/tls.log")
