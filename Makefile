@@ -29,7 +29,7 @@ OPT      ?= -O2
 CPPFLAGS += -I. -D_GNU_SOURCE -isystem /usr/include/bsd -DLIBBSD_OVERLAY -DLIBBSD_NETBSD_VIS
 CFLAGS   += -std=gnu11 $(OPT) -g $(WARN) $(HARDEN)
 LDFLAGS  += -pie -Wl,-z,relro,-z,now -Wl,--as-needed
-LDLIBS   += -lbsd -lseccomp -lcap -lsodium -llmdb -lyaml -lcurl -ljansson -ltls -lm
+LDLIBS   += -lbsd -lseccomp -lcap -lsodium -llmdb -lyaml -lcurl -ljansson -ltls -lssl -lcrypto -lm
 
 ifeq ($(SAN),)
 CPPFLAGS += -D_FORTIFY_SOURCE=2

@@ -557,6 +557,18 @@ do_who_can(int argc, char **argv)
 	return n > 0 ? 0 : 1;
 }
 
+/* An entry's ` inject "S" as "H"`, or "" (a diff must show it: it
+ * decides where a secret's value goes). */
+static const char *
+inject_text(const struct policy_egress *e, char *buf, size_t len)
+{
+	if (e->inject_secret == NULL)
+		return "";
+	snprintf(buf, len, " inject \"%s\" as \"%s\"", e->inject_secret,
+	    e->inject_header);
+	return buf;
+}
+
 static void
 table_row_limits(const struct policy_limits *lim)
 {
@@ -630,10 +642,13 @@ do_table(int argc, char **argv)
 		for (k = 0; k < pr->negress; k++) {
 			const struct policy_egress *e =
 			    &l.p->egress[pr->egress_off + k];
+			char inj[160];
+
 			if (e->port)
-				printf("%-*s   egress \"%s\":%u%s%s\n", w, "",
+				printf("%-*s   egress \"%s\":%u%s%s%s\n", w, "",
 				    e->host, e->port, e->http ? " http" : "",
-				    e->private_ ? " private" : "");
+				    e->private_ ? " private" : "",
+				    inject_text(e, inj, sizeof(inj)));
 			else
 				printf("%-*s   egress \"%s\":*%s%s\n", w, "",
 				    e->host, e->http ? " http" : "",
@@ -712,11 +727,21 @@ limit_text(const struct policy_limits *l, int field, char *b, size_t len)
 	}
 }
 
+/* Whether two optional names are equal (both NULL, or the same). */
+static int
+opt_eq(const char *a, const char *b)
+{
+	return (a == NULL && b == NULL) ||
+	    (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
 static int
 egress_eq(const struct policy_egress *a, const struct policy_egress *b)
 {
 	return strcmp(a->host, b->host) == 0 && a->port == b->port &&
-	    a->http == b->http && a->private_ == b->private_;
+	    a->http == b->http && a->private_ == b->private_ &&
+	    opt_eq(a->inject_secret, b->inject_secret) &&
+	    opt_eq(a->inject_header, b->inject_header);
 }
 
 /* An expose element as the policy would say it: "8000", "3000-3999",
@@ -775,12 +800,15 @@ diff_lists(const struct policy *a, const struct policy_principal *pa,
 			if (egress_eq(&b->egress[pb->egress_off + k], e))
 				break;
 		if (k == pb->negress) {
+			char inj[160];
+
 			if (e->port)
-				printf(
-				    "agent \"%s\": egress \"%s\":%u%s%s %s\n",
+				printf("agent \"%s\": egress \"%s\":%u%s%s%s "
+				       "%s\n",
 				    pa->name, e->host, e->port,
 				    e->http ? " http" : "",
-				    e->private_ ? " private" : "", sign);
+				    e->private_ ? " private" : "",
+				    inject_text(e, inj, sizeof(inj)), sign);
 			else
 				printf("agent \"%s\": egress \"%s\":*%s%s %s\n",
 				    pa->name, e->host, e->http ? " http" : "",

@@ -57,6 +57,10 @@ struct grant {
 /* flags: the run needs hardware isolation (the policy's isolation kvm);
  * the vmm refuses it on the trap platform. */
 #define GRANT_F_KVM 0x1u
+/* secret:read: an `egress ... inject` entry of the principal names this
+ * secret, so its value never enters the guest: the run's variables get
+ * a placeholder, and egress puts the value in (docs/egress.md). */
+#define GRANT_F_SECRET_EGRESS 0x2u
 _Static_assert(sizeof(struct grant) == 216, "grant is fixed-width");
 
 enum grant_err {

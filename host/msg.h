@@ -251,6 +251,11 @@ struct msg_policy_decide {
  * request through it, or the minting of one): only an expose rule that
  * says "link" names the port. */
 #define DECIDE_LINK 0x10u
+/* DECIDE_CONNECT: egress for a guest's TCP connect by name (the vmm's
+ * relay): only then does the decision bind an `inject` entry's secret
+ * and header (docs/egress.md, "Secrets injected at egress"); a fetch's
+ * or a webhook's grant stays a plain destination's. */
+#define DECIDE_CONNECT 0x20u
 
 struct msg_policy_leave {
 	char principal[GRANT_PRINCIPAL_MAX]; /* NUL-terminated */
@@ -279,6 +284,12 @@ struct msg_policy_decision {
 	/* DECIDE_LINK allowed: the deciding rule's longest link life, in
 	 * ms; else 0. */
 	uint64_t link_ms;
+	/* An allowed egress to "host:port" whose entry injects a secret
+	 * (`inject "SECRET" as "Header"`): both names, NUL-terminated,
+	 * and the grant's target is egress_grant_target_inject()'s; else
+	 * both "". */
+	char inject_secret[64];
+	char inject_header[64];
 };
 
 /* The agent's policy says `lock writes` and this capability is a write:

@@ -35,7 +35,9 @@
 #include <curl/curl.h>
 #include <sodium.h>
 
+#include "host/egress/appca.h"
 #include "host/egress/egress.h"
+#include "host/egress/relay.h"
 #include "host/msg.h"
 #include "host/proc.h"
 #include "host/proc_egress.h"
@@ -49,6 +51,10 @@
 #include "lib/memfd.h"
 #include "policy/policy.h"
 
+/* Relays of guests' connections at once (each lives as long as its
+ * connection); past it, such a connect is EACCES. */
+#define EGRESS_RELAYS_MAX 128
+
 struct egress_state {
 	struct proc_ctx *ctx;
 	uint8_t *buf; /* MSG_BUFSZ, for pings during a transfer */
@@ -59,8 +65,17 @@ struct egress_state {
 	uint8_t master[EGRESS_WEBHOOK_KEYBYTES];
 	size_t nameservers; /* 0: DNS is off, the hosts table only */
 	unsigned workers; /* webhook deliveries running in forked workers */
+	/* Relays of injecting (or scanning) connections, by pid, apart
+	 * from webhook workers so that neither starves the other. */
+	pid_t relays[EGRESS_RELAYS_MAX];
+	unsigned nrelays;
 	int in_worker; /* this process is one of them */
 	uint64_t audit_seq;
+	/* For the TLS relays of injected secrets (docs/egress.md): the CA
+	 * bundle that verifies real servers, and the appliance CA that
+	 * signs the guest's side; NULL when not configured. */
+	uint8_t *ca_copy, *appca_cert, *appca_key;
+	size_t ca_copy_len, appca_cert_len, appca_key_len;
 };
 
 void
@@ -186,8 +201,11 @@ egress_send_config(const struct keepd_config *k, int fd)
 	struct msg_egress_config m;
 	uint8_t key[EGRESS_WEBHOOK_KEYBYTES], *blob = NULL;
 	void *ca = NULL, *hosts = NULL, *resolv = NULL;
+	void *acert = NULL, *akey = NULL;
 	size_t ca_len = 0, hosts_len = 0, resolv_len = 0, total;
+	size_t acert_len = 0, akey_len = 0;
 	char defkey[PATH_MAX], sysca[PATH_MAX] = "";
+	char akey_path[PATH_MAX], acert_path[PATH_MAX];
 	const char *keyfile, *ca_file;
 	int mfd = -1;
 
@@ -235,11 +253,34 @@ egress_send_config(const struct keepd_config *k, int fd)
 	        NULL)
 		log_warn("%s: egress.resolv_conf %s", __func__,
 		    k->egress_resolv_conf);
+	/* The appliance CA: made once, its key read here and held by the
+	 * egress process alone (images trust the certificate). */
+	snprintf(akey_path, sizeof(akey_path), "%s/keys/appliance-ca.key",
+	    k->state_dir);
+	snprintf(acert_path, sizeof(acert_path), "%s/keys/appliance-ca.pem",
+	    k->state_dir);
+	if (egress_appca_ensure(akey_path, acert_path) != 0 ||
+	    (akey = slurp(akey_path, 64u << 10, &akey_len)) == NULL ||
+	    (acert = slurp(acert_path, 64u << 10, &acert_len)) == NULL ||
+	    egress_appca_check(acert, acert_len, akey, akey_len) != 0) {
+		log_warnx("%s: the appliance CA (%s) is unusable: secrets "
+		          "are not injected at egress",
+		    __func__, acert_path);
+		if (akey != NULL)
+			sodium_memzero(akey, akey_len);
+		free(akey);
+		free(acert);
+		akey = acert = NULL;
+		akey_len = acert_len = 0;
+	}
 	m.ca_len = ca_len;
 	m.hosts_len = hosts_len;
 	m.resolv_len = resolv_len;
+	m.appca_cert_len = acert_len;
+	m.appca_key_len = akey_len;
 	m.dns_port = k->egress_dns_port;
-	total = ca_len + hosts_len + m.key_len + resolv_len;
+	total =
+	    ca_len + hosts_len + m.key_len + resolv_len + acert_len + akey_len;
 	if ((blob = malloc(total + 1)) == NULL)
 		goto out;
 	if (ca_len > 0)
@@ -251,6 +292,13 @@ egress_send_config(const struct keepd_config *k, int fd)
 	if (resolv_len > 0)
 		memcpy(
 		    blob + ca_len + hosts_len + m.key_len, resolv, resolv_len);
+	if (acert_len > 0) {
+		memcpy(blob + ca_len + hosts_len + m.key_len + resolv_len,
+		    acert, acert_len);
+		memcpy(blob + ca_len + hosts_len + m.key_len + resolv_len +
+		        acert_len,
+		    akey, akey_len);
+	}
 	mfd = memfd_make_sealed("keep-egress", blob, total);
 	if (mfd == -1 ||
 	    msg_send(fd, MSG_EGRESS_CONFIG, 0, 0, &m, sizeof(m), mfd) != MSG_OK)
@@ -263,6 +311,10 @@ out:
 		free(blob);
 	}
 	sodium_memzero(key, sizeof(key));
+	if (akey != NULL)
+		sodium_memzero(akey, akey_len);
+	free(akey);
+	free(acert);
 	free(ca);
 	free(hosts);
 	free(resolv);
@@ -453,6 +505,52 @@ set_nameservers(
 	log_info("%s: %zu nameserver(s)", __func__, n);
 }
 
+static uint8_t *
+dup_bytes(const uint8_t *p, size_t len)
+{
+	uint8_t *d = len > 0 ? malloc(len) : NULL;
+
+	if (d != NULL)
+		memcpy(d, p, len);
+	return d;
+}
+
+static void
+drop_bytes(uint8_t **p, size_t *len)
+{
+	if (*p != NULL) {
+		sodium_memzero(*p, *len);
+		free(*p);
+	}
+	*p = NULL;
+	*len = 0;
+}
+
+/* What the TLS relays of injected secrets need, copied out of the
+ * configuration: the CA bundle and the appliance CA. */
+static void
+keep_relay_material(struct egress_state *es, const uint8_t *blob,
+    const struct msg_egress_config *c)
+{
+	const uint8_t *a =
+	    blob + c->ca_len + c->hosts_len + c->key_len + c->resolv_len;
+
+	drop_bytes(&es->ca_copy, &es->ca_copy_len);
+	drop_bytes(&es->appca_cert, &es->appca_cert_len);
+	drop_bytes(&es->appca_key, &es->appca_key_len);
+	if ((es->ca_copy = dup_bytes(blob, c->ca_len)) != NULL)
+		es->ca_copy_len = c->ca_len;
+	if (c->appca_cert_len == 0 ||
+	    egress_appca_check(a, c->appca_cert_len, a + c->appca_cert_len,
+	        c->appca_key_len) != 0)
+		return;
+	if ((es->appca_cert = dup_bytes(a, c->appca_cert_len)) != NULL)
+		es->appca_cert_len = c->appca_cert_len;
+	if ((es->appca_key =
+	            dup_bytes(a + c->appca_cert_len, c->appca_key_len)) != NULL)
+		es->appca_key_len = c->appca_key_len;
+}
+
 static int
 egress_h_config(struct proc_ctx *ctx, const struct msg *m)
 {
@@ -467,10 +565,13 @@ egress_h_config(struct proc_ctx *ctx, const struct msg *m)
 	int rc;
 
 	memcpy(&c, m->data, sizeof(c));
-	total = c.ca_len + c.hosts_len + c.key_len + c.resolv_len;
+	total = c.ca_len + c.hosts_len + c.key_len + c.resolv_len +
+	    c.appca_cert_len + c.appca_key_len;
 	if (c.ca_len > (4u << 20) || c.hosts_len > (1u << 20) ||
-	    c.resolv_len > (64u << 10) || c.dns_port == 0 ||
-	    c.dns_port > 65535 || c.pad != 0 ||
+	    c.resolv_len > (64u << 10) || c.appca_cert_len > (64u << 10) ||
+	    c.appca_key_len > (64u << 10) ||
+	    (c.appca_cert_len == 0) != (c.appca_key_len == 0) ||
+	    c.dns_port == 0 || c.dns_port > 65535 || c.pad != 0 ||
 	    (c.key_len != 0 && c.key_len != EGRESS_WEBHOOK_KEYBYTES) ||
 	    (blob = memfd_read(m->fd, total, EGRESS_REPLY_MAX)) == NULL) {
 		close(m->fd);
@@ -509,6 +610,7 @@ egress_h_config(struct proc_ctx *ctx, const struct msg *m)
 		    sizeof(es->master));
 	set_nameservers(es, (char *)blob + c.ca_len + c.hosts_len + c.key_len,
 	    c.resolv_len, (uint16_t)c.dns_port);
+	keep_relay_material(es, blob, &c);
 	sodium_memzero(blob, total);
 	free(blob);
 	es->have_config = 1;
@@ -639,14 +741,24 @@ grant_why(int rc)
 
 #define EGRESS_WORKERS_MAX 16
 
-/* Collect finished webhook workers (called on every request). */
+/* Collect finished workers, webhook deliveries and relays (called on
+ * every request). */
 static void
 reap_workers(struct egress_state *es)
 {
+	unsigned i;
+	pid_t pid;
 	int st;
 
-	while (es->workers > 0 && waitpid(-1, &st, WNOHANG) > 0)
-		es->workers--;
+	while ((es->workers > 0 || es->nrelays > 0) &&
+	    (pid = waitpid(-1, &st, WNOHANG)) > 0) {
+		for (i = 0; i < es->nrelays && es->relays[i] != pid; i++)
+			;
+		if (i < es->nrelays)
+			es->relays[i] = es->relays[--es->nrelays];
+		else if (es->workers > 0)
+			es->workers--;
+	}
 }
 
 static int
@@ -676,6 +788,30 @@ job_url(const char *u, size_t n, char *url, size_t cap)
 		strlcpy(url, "-", cap);
 }
 
+/*
+ * A placeholder of a secret injected at egress, anywhere in a guest's
+ * fetch (URL, headers, body): KEEP_SYS_FETCH does not inject, so such a
+ * request is refused rather than sent with the placeholder in it
+ * (docs/egress.md, "Secrets injected at egress").
+ */
+static int
+fetch_has_placeholder(const struct egress_request *r)
+{
+	size_t i;
+
+	if (memmem(r->url, r->url_len, EGRESS_INJECT_MARKER,
+	        EGRESS_INJECT_MARKER_LEN) != NULL ||
+	    (r->body_len > 0 &&
+	        memmem(r->body, r->body_len, EGRESS_INJECT_MARKER,
+	            EGRESS_INJECT_MARKER_LEN) != NULL))
+		return 1;
+	for (i = 0; i < r->nheaders; i++)
+		if (strstr(r->headers[i].name, EGRESS_INJECT_MARKER) != NULL ||
+		    strstr(r->headers[i].value, EGRESS_INJECT_MARKER) != NULL)
+			return 1;
+	return 0;
+}
+
 /* A guest's fetch: the grant must be for this principal and destination;
  * the transfer is held to the config's and the grant's limits. */
 static int
@@ -692,11 +828,15 @@ fetch_admit(void *arg, struct egress_decoded *dec, struct egress_decision *d)
 
 	rc = egress_check_grant(
 	    j->ctx, j->m, &j->q.grant, r->principal, r->rules, r->nrules, &g);
-	if (rc == GRANT_OK && es->have_config) {
+	if (rc == GRANT_OK && es->have_config && !fetch_has_placeholder(r)) {
 		clamp_limits(es, &g, &r->limits);
 		return 0;
 	}
-	why = rc != GRANT_OK ? grant_why(rc) : "egress: not configured";
+	why = rc != GRANT_OK ? grant_why(rc)
+	    : !es->have_config
+	    ? "egress: not configured"
+	    : "refused: a placeholder (secrets are injected on a guest's own "
+	      "TLS connections only)";
 	/* A policy refusal says why (token caps, target, ...). */
 	if (rc == GRANT_ERR_DENIED) {
 		snprintf(denied, sizeof(denied), "policy: denied (%s)",
@@ -705,7 +845,9 @@ fetch_admit(void *arg, struct egress_decoded *dec, struct egress_decision *d)
 		why = denied;
 	}
 	deny_decision(d, r->rules, r->url, r->url_len,
-	    rc != GRANT_OK ? EGRESS_E_NOT_ALLOWED : EGRESS_E_INTERNAL, why);
+	    rc != GRANT_OK || es->have_config ? EGRESS_E_NOT_ALLOWED
+	                                      : EGRESS_E_INTERNAL,
+	    why);
 	job_url(r->url, r->url_len, url, sizeof(url));
 	audit(j->ctx, j->m, &j->q, r->principal, "egress", r->method, url, d,
 	    why);
@@ -868,22 +1010,192 @@ egress_h_webhook(struct proc_ctx *ctx, const struct msg *m)
  * audited, and for an allowed connect the destination resolved, checked
  * and connected here; the socket goes back to the vmm.
  */
+/*
+ * A pair of connected loopback TCP sockets: one end goes to the vm
+ * process in place of the guest's socket (programs set TCP options on
+ * it and read its addresses, which an AF_UNIX pair would refuse), the
+ * other stays with the relay. The listener lives for this call only, on
+ * 127.0.0.1 and an ephemeral port, takes one connection, and that one
+ * must come from our own connecting socket's address, so nobody else on
+ * the host can slip in. 0 or -1.
+ */
 static int
-egress_h_name(struct proc_ctx *ctx, const struct msg *m)
+loopback_pair(int fds[2])
+{
+	struct sockaddr_in a, mine, peer;
+	socklen_t al = sizeof(a), ml = sizeof(mine), pl = sizeof(peer);
+	int l, c = -1, s = -1;
+
+	if ((l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1)
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.sin_family = AF_INET;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (bind(l, (struct sockaddr *)&a, sizeof(a)) == -1 ||
+	    listen(l, 1) == -1 ||
+	    getsockname(l, (struct sockaddr *)&a, &al) == -1 ||
+	    (c = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
+	    connect(c, (struct sockaddr *)&a, sizeof(a)) == -1 ||
+	    getsockname(c, (struct sockaddr *)&mine, &ml) == -1 ||
+	    (s = accept4(l, (struct sockaddr *)&peer, &pl, SOCK_CLOEXEC)) ==
+	        -1 ||
+	    peer.sin_port != mine.sin_port ||
+	    peer.sin_addr.s_addr != mine.sin_addr.s_addr)
+		goto fail;
+	close(l);
+	fds[0] = c;
+	fds[1] = s;
+	return 0;
+fail:
+	close(l);
+	if (c != -1)
+		close(c);
+	if (s != -1)
+		close(s);
+	return -1;
+}
+
+/*
+ * In the worker forked for one injecting connection: relay, audit the
+ * outcome (never the value), exit. upstream is the real server's
+ * socket, peer the relay's end of the loopback pair.
+ */
+static void __attribute__((noreturn)) inject_worker(struct proc_ctx *ctx,
+    const struct msg *m, const struct msg_egress_req *aq,
+    const struct msg_egress_inject *in, uint8_t *value, int upstream, int peer)
 {
 	struct egress_state *es = ctx->arg;
-	struct msg_egress_name q;
+	struct egress_relay_cfg c;
+	struct egress_relay_result r;
+	struct egress_decision d;
+	char target[300], why[400];
+
+	memset(&c, 0, sizeof(c));
+	c.inject.name = in->name.name;
+	c.inject.port = in->name.port;
+	c.inject.header = in->header;
+	c.inject.placeholder = in->placeholder;
+	c.inject.value = in->value_len > 0 ? value : NULL;
+	c.inject.value_len = in->value_len;
+	c.ca_bundle = es->ca_copy;
+	c.ca_len = es->ca_copy_len;
+	c.appca_cert = es->appca_cert;
+	c.appca_cert_len = es->appca_cert_len;
+	c.appca_key = es->appca_key;
+	c.appca_key_len = es->appca_key_len;
+	c.idle_ms = (uint32_t)lesser(es->cfg.timeout_ms, 600000);
+	if (in->secret[0] == '\0')
+		(void)egress_relay_scan(peer, upstream, c.idle_ms, &r);
+	else
+		(void)egress_relay_run(&c, peer, upstream, &r);
+	sodium_memzero(value, 4096);
+	close(peer);
+	close(upstream);
+	memset(&d, 0, sizeof(d));
+	d.rule = 0;
+	d.addr_class = -1;
+	d.allowed = !r.refused && !r.upstream_failed && r.why[0] == '\0';
+	if (!d.allowed)
+		d.error = r.refused     ? EGRESS_E_HEADER
+		    : r.upstream_failed ? EGRESS_E_TLS
+		                        : EGRESS_E_TRANSFER;
+	strlcpy(d.host, in->name.name, sizeof(d.host));
+	d.port = in->name.port;
+	d.bytes_out = r.bytes_out;
+	d.bytes_in = r.bytes_in;
+	strlcpy(d.detail, r.why[0] != '\0' ? r.why : "ok", sizeof(d.detail));
+	snprintf(target, sizeof(target), "%s:%u", in->name.name,
+	    (unsigned)in->name.port);
+	/* Names and counts only: the value is in no log and no entry. A
+	 * scanned connection is audited only when it was cut (its connect
+	 * is audited already). */
+	if (in->secret[0] == '\0') {
+		if (r.refused)
+			audit(ctx, m, aq, in->name.principal, "egress.scan",
+			    "TCP", target, &d, r.why);
+		_exit(0);
+	}
+	snprintf(why, sizeof(why), "secret %s as %s, %s, replaced %u%s%s",
+	    in->secret, in->header, r.method[0] != '\0' ? r.method : "-",
+	    r.replaced, r.why[0] != '\0' ? ": " : "", r.why);
+	audit(ctx, m, aq, in->name.principal, "egress.inject", "TLS", target,
+	    &d, why);
+	_exit(0);
+}
+
+/*
+ * An allowed injecting connect: *fd (the real server) goes to a forked
+ * worker with one end of a loopback pair; *fd becomes the other end,
+ * for the vm process. 0, or -1 (nothing forked, *fd closed).
+ */
+static int
+hand_to_worker(struct proc_ctx *ctx, const struct msg *m,
+    const struct msg_egress_req *aq, const struct msg_egress_inject *in,
+    int *fd, int pair[2])
+{
+	struct egress_state *es = ctx->arg;
+	uint8_t *value;
+	pid_t pid;
+
+	reap_workers(es);
+	if (es->nrelays >= EGRESS_RELAYS_MAX ||
+	    (value = malloc(4096)) == NULL) {
+		close(*fd);
+		*fd = -1;
+		return -1;
+	}
+	memcpy(value, in->value, in->value_len);
+	if (loopback_pair(pair) != 0 || (pid = fork()) == -1) {
+		if (pair[0] != -1) {
+			close(pair[0]);
+			close(pair[1]);
+		}
+		sodium_memzero(value, 4096);
+		free(value);
+		close(*fd);
+		*fd = -1;
+		return -1;
+	}
+	if (pid == 0) {
+		es->in_worker = 1;
+		close(pair[0]);
+		inject_worker(ctx, m, aq, in, value, *fd, pair[1]);
+	}
+	es->relays[es->nrelays++] = pid;
+	sodium_memzero(value, 4096);
+	free(value);
+	close(pair[1]);
+	close(*fd);
+	*fd = pair[0];
+	return 0;
+}
+
+/*
+ * A guest's name query or TCP connection (docs/egress.md, "Names and
+ * connections"): the grant verified as a fetch's is (for a query its
+ * target is "name:*", any port of a rule for the name), the outcome
+ * audited, and for an allowed connect the destination resolved, checked
+ * and connected here; the socket goes back to the vmm. With `in` (a
+ * connect whose destination injects a secret) the grant's target names
+ * the secret and header too, and what goes back is one end of a
+ * loopback pair whose other end a forked worker relays (inject_worker).
+ */
+static int
+serve_name(struct proc_ctx *ctx, const struct msg *m,
+    const struct msg_egress_name *qp, const struct msg_egress_inject *in)
+{
+	struct egress_state *es = ctx->arg;
+	struct msg_egress_name q = *qp;
 	struct msg_egress_name_reply r;
 	struct msg_egress_req aq;
 	struct egress_decision d;
 	struct egress_rule rule;
 	struct grant g;
 	uint8_t hash[GRANT_HASH_BYTES];
-	char t[EGRESS_GRANT_TARGET_MAX], why[96], target[300];
+	char t[EGRESS_INJECT_TARGET_MAX], why[96], target[300];
 	const char *action;
-	int rc, fd = -1, err;
+	int rc, fd = -1, err, pair[2] = { -1, -1 };
 
-	memcpy(&q, m->data, sizeof(q));
 	memset(&r, 0, sizeof(r));
 	if (memchr(q.name, '\0', sizeof(q.name)) == NULL ||
 	    memchr(q.principal, '\0', sizeof(q.principal)) == NULL ||
@@ -896,6 +1208,10 @@ egress_h_name(struct proc_ctx *ctx, const struct msg *m)
 		return -1;
 	}
 	action = q.op == VMM_NET_RESOLVE ? "egress.dns" : "egress.connect";
+	if (in != NULL && q.op != VMM_NET_CONNECT) {
+		log_warnx("%s: an injection for a query", __func__);
+		return -1;
+	}
 	memset(&rule, 0, sizeof(rule));
 	strlcpy(rule.host, q.name, sizeof(rule.host));
 	rule.port = q.port;
@@ -910,8 +1226,12 @@ egress_h_name(struct proc_ctx *ctx, const struct msg *m)
 	if (rc == GRANT_OK || rc == GRANT_ERR_DENIED) {
 		if (q.op == VMM_NET_RESOLVE)
 			snprintf(t, sizeof(t), "%s:*", q.name);
-		else if (egress_grant_target(q.name, q.port, q.allow_http,
-		             q.allow_private, t, sizeof(t)) != 0)
+		else if (in != NULL && in->secret[0] != '\0'
+		        ? egress_grant_target_inject(q.name, q.port,
+		              q.allow_http, q.allow_private, in->secret,
+		              in->header, t, sizeof(t)) != 0
+		        : egress_grant_target(q.name, q.port, q.allow_http,
+		              q.allow_private, t, sizeof(t)) != 0)
 			t[0] = '\0';
 		grant_target_hash(t, strlen(t), hash);
 		if (t[0] == '\0' ||
@@ -942,9 +1262,13 @@ egress_h_name(struct proc_ctx *ctx, const struct msg *m)
 	} else if (q.op == VMM_NET_RESOLVE) {
 		d.allowed = 1;
 		d.rule = 0;
-	} else if (!es->have_config) {
+	} else if (!es->have_config ||
+	    (in != NULL && in->secret[0] != '\0' && es->appca_key == NULL)) {
 		r.error = EACCES;
-		strlcpy(why, "egress: not configured", sizeof(why));
+		strlcpy(why,
+		    es->have_config ? "egress: no appliance CA to inject with"
+		                    : "egress: not configured",
+		    sizeof(why));
 		d.error = EGRESS_E_INTERNAL;
 	} else {
 		uint64_t ms = lesser(es->cfg.connect_timeout_ms, g.timeout_ms);
@@ -969,6 +1293,14 @@ egress_h_name(struct proc_ctx *ctx, const struct msg *m)
 	else
 		snprintf(
 		    target, sizeof(target), "%s:%u", q.name, (unsigned)q.port);
+	if (in != NULL && fd >= 0 &&
+	    hand_to_worker(ctx, m, &aq, in, &fd, pair) != 0) {
+		r.error = EACCES;
+		r.refused = 0;
+		strlcpy(why, "egress: no relay for the injection", sizeof(why));
+		d.allowed = 0;
+		d.error = EGRESS_E_INTERNAL;
+	}
 	audit(ctx, m, &aq, q.principal, action,
 	    q.op == VMM_NET_RESOLVE ? "DNS" : "TCP", target, &d, why);
 	if (msg_reply(ctx, m,
@@ -978,6 +1310,51 @@ egress_h_name(struct proc_ctx *ctx, const struct msg *m)
 	if (fd >= 0)
 		close(fd);
 	return 0;
+}
+
+static int
+egress_h_name(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct msg_egress_name q;
+
+	memcpy(&q, m->data, sizeof(q));
+	return serve_name(ctx, m, &q, NULL);
+}
+
+/* A connect whose destination injects a secret: the request checked
+ * as the name request it contains, then served as it is. The value is
+ * zeroed from the message buffer whatever happens. */
+static int
+egress_h_inject(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct msg_egress_inject *in;
+	int rc = -1;
+
+	if ((in = malloc(sizeof(*in))) == NULL)
+		goto out;
+	memcpy(in, m->data, sizeof(*in));
+	if (memchr(in->secret, '\0', sizeof(in->secret)) == NULL ||
+	    memchr(in->header, '\0', sizeof(in->header)) == NULL ||
+	    memchr(in->placeholder, '\0', sizeof(in->placeholder)) == NULL ||
+	    in->value_len > sizeof(in->value) || in->pad != 0 ||
+	    (in->value_len == 0) != (in->placeholder[0] == '\0') ||
+	    (in->secret[0] == '\0') != (in->header[0] == '\0') ||
+	    (in->secret[0] == '\0' && in->value_len != 0) ||
+	    (in->placeholder[0] != '\0' &&
+	        strncmp(in->placeholder, EGRESS_INJECT_MARKER,
+	            EGRESS_INJECT_MARKER_LEN) != 0)) {
+		log_warnx("%s: malformed request", __func__);
+		goto out;
+	}
+	rc = serve_name(ctx, m, &in->name, in);
+out:
+	if (in != NULL) {
+		sodium_memzero(in, sizeof(*in));
+		free(in);
+	}
+	/* The datagram's copy of the value, in the receive buffer. */
+	sodium_memzero((void *)m->data, sizeof(struct msg_egress_inject));
+	return rc;
 }
 
 /*
@@ -1014,6 +1391,8 @@ static const struct msg_handler egress_handlers[] = {
 	    sizeof(struct msg_egress_req), MSG_H_FD, egress_h_webhook },
 	{ MSG_EGRESS_NAME, PROC_BIT(PROC_VMM), sizeof(struct msg_egress_name),
 	    0, egress_h_name },
+	{ MSG_EGRESS_INJECT, PROC_BIT(PROC_VMM),
+	    sizeof(struct msg_egress_inject), 0, egress_h_inject },
 	{ MSG_EGRESS_SECRET, PROC_BIT(PROC_FRONT),
 	    sizeof(struct msg_egress_secret), 0, egress_h_secret },
 	{ MSG_STORE_REPLY, PROC_BIT(PROC_STORE), MSG_MAX_PAYLOAD,

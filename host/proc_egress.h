@@ -59,6 +59,29 @@ struct msg_egress_name {
 	uint32_t pad;
 };
 
+/*
+ * vmm -> egress: a connect to a destination whose policy entry injects
+ * a secret (docs/egress.md, "Secrets injected at egress"). The grant's
+ * target is egress_grant_target_inject() of name, port, flags, secret
+ * and header. The value is the run's (the vmm opened it under the
+ * run's secret:read grant), value_len 0 when the run was not given the
+ * secret: the connection is then relayed with nothing substituted. The
+ * reply is MSG_EGRESS_NAME_REPLY or _SOCKET, as for a plain connect.
+ * With secret and header "" (and no value), the grant is a plain
+ * connect's: a run that holds placeholders connects elsewhere, and
+ * egress relays the bytes scanning for them.
+ */
+#define MSG_EGRESS_INJECT (MSG_EGRESS_BASE + 0x0b)
+struct msg_egress_inject {
+	struct msg_egress_name name; /* op VMM_NET_CONNECT */
+	char secret[64]; /* NUL-terminated */
+	char header[64]; /* NUL-terminated */
+	char placeholder[128]; /* NUL-terminated; "" with no value */
+	uint32_t value_len; /* 0..4096 */
+	uint32_t pad;
+	uint8_t value[4096];
+};
+
 struct msg_egress_name_reply {
 	int32_t error; /* 0 or a positive errno */
 	uint32_t refused;
@@ -100,11 +123,15 @@ struct msg_egress_config {
 	uint64_t resolv_len; /* egress.resolv_conf's text, last in the memfd */
 	uint32_t dns_port;
 	uint32_t pad;
+	/* The appliance CA's certificate and key (PEM), after resolv's
+	 * text: egress signs the leaves of the names it injects into. */
+	uint64_t appca_cert_len, appca_key_len;
 };
 
 /*
  * Parent side: read egress.ca_file, egress.hosts_file and
- * egress.webhook_key_file (as root, before the child can) and send them
+ * egress.webhook_key_file (as root, before the child can), make the
+ * appliance CA under <state_dir>/keys/ if it is missing, and send them
  * with the limits on fd. Logs and sends what it could on failure.
  */
 void egress_send_config(const struct keepd_config *cfg, int fd);

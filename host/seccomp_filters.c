@@ -453,6 +453,13 @@ static const struct seccomp_rule egress_rules[] = {
 	R(set_robust_list, "glibc fork in the worker"),
 	R(rseq, "glibc fork in the worker"),
 	R(wait4, "reap webhook workers"),
+	/* A connection that injects a secret is handed to the vm process
+	 * as one end of a loopback TCP pair (host/proc_egress.c,
+	 * loopback_pair): a listener on 127.0.0.1, one connection, its
+	 * peer checked to be our own socket, then closed. */
+	R(listen, "the loopback pair of an injecting relay"),
+	R(accept4, "the loopback pair of an injecting relay (one peer)"),
+	R(shutdown, "a scanning relay passes a half-close on"),
 };
 
 const struct seccomp_filter seccomp_egress = { "egress", egress_rules,

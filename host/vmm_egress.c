@@ -13,6 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
+#include "host/egress/inject.h"
 #include "host/proc_egress.h"
 #include "host/store/store_wire.h"
 #include "host/vmm/vmm.h"
@@ -572,12 +575,15 @@ net_event(struct proc_ctx *ctx, struct vmm_egress_run *r, const uint8_t *p)
 	q.link = PROC_EGRESS;
 	q.token_caps = r->token_caps;
 	strlcpy(q.principal, r->principal, sizeof(q.principal));
-	/* A query: any port of a rule for the name ("name:*"). */
+	/* A query: any port of a rule for the name ("name:*"). A connect
+	 * may be one that injects a secret. */
 	if (n.op == VMM_NET_RESOLVE)
 		t = snprintf(q.target, sizeof(q.target), "%s:*", u.host);
-	else
+	else {
 		t = snprintf(q.target, sizeof(q.target), "%s:%u", u.host,
 		    (unsigned)n.port);
+		q.flags |= DECIDE_CONNECT;
+	}
 	q.target_len = (uint32_t)t;
 	if (t <= 0 || (size_t)t >= sizeof(q.target) ||
 	    ctx->fd[PROC_POLICY] < 0) {
@@ -592,6 +598,74 @@ net_event(struct proc_ctx *ctx, struct vmm_egress_run *r, const uint8_t *p)
 	}
 	r->stage = 1;
 	return 0;
+}
+
+/*
+ * A connect the policy allows to a destination that injects a secret
+ * (docs/egress.md, "Secrets injected at egress"): the flags as the
+ * plain connect's, read from the grant, whose target also names the
+ * secret and header; the run's value and placeholder, when it was
+ * given the secret, for egress's relay. The message is zeroed once
+ * sent: the value stays only in the run's secrets. A connect to any
+ * other destination, by a run that holds placeholders, goes the same
+ * way with no secret named: egress relays it scanning for them.
+ */
+static int
+net_inject(struct proc_ctx *ctx, struct vmm_egress_run *r, const struct msg *m,
+    const struct msg_policy_decision *d, const struct msg_egress_name *name)
+{
+	struct msg_egress_inject *q;
+	const uint8_t *value = NULL;
+	const char *placeholder = NULL;
+	char t[EGRESS_INJECT_TARGET_MAX];
+	uint8_t hash[GRANT_HASH_BYTES];
+	size_t len = 0;
+	int h, p, rc = -1;
+
+	if ((q = calloc(1, sizeof(*q))) == NULL) {
+		net_answer(r, EACCES, 0, -1);
+		return -1;
+	}
+	q->name = *name;
+	/* No injection here, but the run holds placeholders: a relay
+	 * that scans what the guest sends in clear (the plain grant). */
+	if (d->inject_secret[0] == '\0')
+		goto send;
+	q->name.allow_http = q->name.allow_private = 0;
+	for (h = 0; h < 2; h++)
+		for (p = 0; p < 2; p++) {
+			if (egress_grant_target_inject(r->host, r->port, h, p,
+			        d->inject_secret, d->inject_header, t,
+			        sizeof(t)) != 0)
+				continue;
+			grant_target_hash(t, strlen(t), hash);
+			if (memcmp(hash, d->grant.target, sizeof(hash)) == 0) {
+				q->name.allow_http = (uint8_t)h;
+				q->name.allow_private = (uint8_t)p;
+			}
+		}
+	strlcpy(q->secret, d->inject_secret, sizeof(q->secret));
+	strlcpy(q->header, d->inject_header, sizeof(q->header));
+	if (r->secret_for_egress != NULL &&
+	    r->secret_for_egress(r->secret_arg, d->inject_secret, &value, &len,
+	        &placeholder) == 0 &&
+	    len > 0 && len <= sizeof(q->value)) {
+		memcpy(q->value, value, len);
+		q->value_len = (uint32_t)len;
+		strlcpy(q->placeholder, placeholder, sizeof(q->placeholder));
+	}
+send:
+	if (ctx->fd[PROC_EGRESS] < 0 ||
+	    msg_send(ctx->fd[PROC_EGRESS], MSG_EGRESS_INJECT, 0, m->hdr.reqid,
+	        q, sizeof(*q), -1) != MSG_OK)
+		net_answer(r, EACCES, 0, -1);
+	else {
+		r->stage = 2;
+		rc = 0;
+	}
+	sodium_memzero(q, sizeof(*q));
+	free(q);
+	return rc;
 }
 
 /* The policy's decision on a name request: on to egress, allow or deny
@@ -616,6 +690,14 @@ net_decision(
 	if (r->op == VMM_NET_CONNECT)
 		egress_grant_flags(&d.grant, r->host, r->port, &q.allow_http,
 		    &q.allow_private);
+	if (r->op == VMM_NET_CONNECT && d.grant.decision == GRANT_ALLOW &&
+	    memchr(d.inject_secret, '\0', sizeof(d.inject_secret)) != NULL &&
+	    memchr(d.inject_header, '\0', sizeof(d.inject_header)) != NULL &&
+	    (d.inject_secret[0] != '\0' ||
+	        (r->secret_for_egress != NULL &&
+	            r->secret_for_egress(
+	                r->secret_arg, NULL, NULL, NULL, NULL) == 0)))
+		return net_inject(ctx, r, m, &d, &q);
 	if (ctx->fd[PROC_EGRESS] < 0 ||
 	    msg_send(ctx->fd[PROC_EGRESS], MSG_EGRESS_NAME, 0, m->hdr.reqid, &q,
 	        sizeof(q), -1) != MSG_OK) {

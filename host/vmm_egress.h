@@ -61,6 +61,11 @@ struct vmm_egress_run {
 	uint16_t port;
 	uint32_t op; /* 0 a fetch, else VMM_NET_RESOLVE or _CONNECT */
 	uint64_t vm_reqid; /* the vm's id of its request, echoed */
+	/* The run's secrets injected at egress: value and placeholder of
+	 * one by name, 0; -1 when the run was not given it (NULL: none). */
+	int (*secret_for_egress)(void *arg, const char *name,
+	    const uint8_t **value, size_t *len, const char **placeholder);
+	void *secret_arg;
 };
 
 /*

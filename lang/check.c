@@ -183,6 +183,56 @@ stmt_allows(const struct lang_stmt *s)
 	}
 }
 
+/* Whether the agent's closure lists `secret "name"`. */
+static int
+closure_has_secret(
+    const struct lang_file *f, const uint32_t *clos, size_t n, const char *name)
+{
+	const struct lang_stmt *s;
+	size_t i, j;
+
+	for (i = 0; i < n; i++)
+		for (s = f->byindex[clos[i]]->stmts; s != NULL; s = s->next)
+			if (s->kind == LANG_S_SECRET)
+				for (j = 0; j < s->nitems; j++)
+					if (strcmp(s->items[j].str, name) == 0)
+						return 1;
+	return 0;
+}
+
+/*
+ * An `egress ... inject "S" as "H"` reaching an agent without `secret
+ * "S"` injects nothing for it (the policy binds an injection only for
+ * a secret the agent may use): said, not refused, as a role may serve
+ * agents with and without the secret.
+ */
+static void
+check_injects(struct lang_file *f, const struct lang_decl *a,
+    const uint32_t *clos, size_t n)
+{
+	const struct lang_stmt *s;
+	size_t i, j;
+
+	for (i = 0; i < n; i++)
+		for (s = f->byindex[clos[i]]->stmts; s != NULL; s = s->next) {
+			if (s->kind != LANG_S_EGRESS)
+				continue;
+			for (j = 0; j < s->nitems; j++) {
+				const struct lang_item *it = &s->items[j];
+				if (it->inject_secret == NULL ||
+				    closure_has_secret(
+				        f, clos, n, it->inject_secret))
+					continue;
+				lang_diag(f, LANG_WARNING, it->loc,
+				    "egress \"%s\" injects secret \"%s\", "
+				    "which agent '%s' may not use (no secret "
+				    "\"%s\"): nothing is injected for it",
+				    it->str, it->inject_secret, a->name,
+				    it->inject_secret);
+			}
+		}
+}
+
 static void
 check_agents(struct lang_file *f)
 {
@@ -243,6 +293,7 @@ check_agents(struct lang_file *f)
 						s->items[j].used = 1;
 				}
 			}
+		check_injects(f, a, clos, n);
 		for (i = 0; i < n; i++) {
 			d = f->byindex[clos[i]];
 			for (s = d->stmts; s != NULL; s = s->next)

@@ -114,6 +114,10 @@ struct lang_item {
 	 * link lasts at most link_ms (0: not written, LANG_LINK_MAX_MS). */
 	uint8_t link;
 	uint64_t link_ms;
+	/* egress ... inject "SECRET" as "Header": the secret egress puts in
+	 * place of the guest's placeholder in that request header (NULL
+	 * when none; docs/egress.md, "Secrets injected at egress"). */
+	char *inject_secret, *inject_header;
 	/* Set by lang_check: the rule matters for some agent. */
 	uint8_t used;
 };

@@ -662,6 +662,66 @@ parse_expose(struct parser *p, struct lang_stmt *s)
 	return 0;
 }
 
+/* An HTTP header name: an RFC 9110 token. */
+static int
+header_name_ok(const char *s)
+{
+	if (*s == '\0')
+		return 0;
+	for (; *s != '\0'; s++)
+		if (!isalnum((unsigned char)*s) &&
+		    strchr("!#$%&'*+-.^_`|~", *s) == NULL)
+			return 0;
+	return 1;
+}
+
+/*
+ * After an egress endpoint: inject "SECRET" as "Header". Its own clause
+ * (after the flags), so other endpoint words never meet it; not
+ * `secret`, which would read as the next statement.
+ */
+static int
+parse_inject(struct parser *p, struct lang_item *it)
+{
+	struct lang_loc loc;
+
+	next(p); /* inject */
+	loc = p->t.loc;
+	if ((it->inject_secret = take_string(p, "secret name", 63)) == NULL)
+		return -1;
+	if (!secret_name_ok(it->inject_secret, strlen(it->inject_secret))) {
+		lang_diag(p->f, LANG_ERROR, loc,
+		    "'%s' is not a secret name (letters, digits, - and _)",
+		    it->inject_secret);
+		return -1;
+	}
+	if (!is_word(p, "as"))
+		return expected(p, "'as' and a header name");
+	next(p);
+	loc = p->t.loc;
+	if ((it->inject_header = take_string(p, "header name", 63)) == NULL)
+		return -1;
+	if (!header_name_ok(it->inject_header)) {
+		lang_diag(p->f, LANG_ERROR, loc,
+		    "'%s' is not an HTTP header name", it->inject_header);
+		return -1;
+	}
+	/* Only over TLS that egress terminates: never into plain http,
+	 * where anyone on the path would read the value. */
+	if (it->http) {
+		lang_diag(p->f, LANG_ERROR, loc,
+		    "a secret is injected over https only: drop 'http'");
+		return -1;
+	}
+	if (it->port == 0) {
+		lang_diag(p->f, LANG_ERROR, loc,
+		    "a secret is injected on one port: name it (\"%s\":443)",
+		    it->str);
+		return -1;
+	}
+	return 0;
+}
+
 static int
 parse_egress(struct parser *p, struct lang_stmt *s)
 {
@@ -702,6 +762,8 @@ parse_egress(struct parser *p, struct lang_stmt *s)
 			} else
 				break;
 		}
+		if (is_word(p, "inject") && parse_inject(p, it) < 0)
+			return -1;
 	} while (accept(p, T_COMMA));
 	return 0;
 }

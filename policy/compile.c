@@ -358,6 +358,8 @@ add_lists(struct build *b, struct policy_principal *pr, const uint32_t *clos,
 					e->port = it->port;
 					e->http = it->http;
 					e->private_ = it->private_;
+					e->inject_secret = it->inject_secret;
+					e->inject_header = it->inject_header;
 					e->rule = it->rule;
 					e->line = it->loc.line;
 				}
@@ -465,8 +467,12 @@ policy_compile(const struct lang_file *f, struct policy **out)
 	 * policy keeps no pointer into the tree. */
 	for (i = 0; i < p->nexecs; i++)
 		strsize += strlen(p->execs[i].name) + 1;
-	for (i = 0; i < p->negress; i++)
+	for (i = 0; i < p->negress; i++) {
 		strsize += strlen(p->egress[i].host) + 1;
+		if (p->egress[i].inject_secret != NULL)
+			strsize += strlen(p->egress[i].inject_secret) +
+			    strlen(p->egress[i].inject_header) + 2;
+	}
 	for (i = 0; i < p->nsecrets; i++)
 		strsize += strlen(p->secrets[i].name) + 1;
 	if ((p->strings = malloc(strsize + 1)) == NULL)
@@ -487,8 +493,13 @@ policy_compile(const struct lang_file *f, struct policy **out)
 	}
 	for (i = 0; i < p->nexecs; i++)
 		INTERN(p->execs[i].name);
-	for (i = 0; i < p->negress; i++)
+	for (i = 0; i < p->negress; i++) {
 		INTERN(p->egress[i].host);
+		if (p->egress[i].inject_secret != NULL) {
+			INTERN(p->egress[i].inject_secret);
+			INTERN(p->egress[i].inject_header);
+		}
+	}
 	for (i = 0; i < p->nsecrets; i++)
 		INTERN(p->secrets[i].name);
 #undef INTERN

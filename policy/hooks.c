@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "host/egress/egress.h"
+#include "host/egress/inject.h"
 #include "host/grant.h"
 #include "host/msg.h"
 #include "policy/policy.h"
@@ -45,6 +46,19 @@ hook_compile(const char *text, size_t len, void **out, char *err, size_t errlen)
 	return 0;
 }
 
+/* Whether the principal's `secret` list names this secret. */
+static int
+secret_listed(
+    const struct policy *p, const struct policy_principal *pr, const char *name)
+{
+	uint32_t i;
+
+	for (i = 0; i < pr->nsecret; i++)
+		if (strcmp(p->secrets[pr->secret_off + i].name, name) == 0)
+			return 1;
+	return 0;
+}
+
 /*
  * An egress grant also carries, under its MAC, whether the principal's
  * entries for this destination allow plain http or non-public addresses:
@@ -59,7 +73,9 @@ egress_bind_flags(const struct policy *p, int principal,
 	const struct policy_principal *pr;
 	const struct policy_egress *e;
 	char host[EGRESS_HOST_MAX + 1], t[EGRESS_GRANT_TARGET_MAX];
+	char ti[EGRESS_INJECT_TARGET_MAX];
 	const char *colon;
+	const struct policy_egress *inj = NULL;
 	int http = 0, priv = 0;
 	unsigned long port;
 	uint32_t i;
@@ -94,11 +110,51 @@ egress_bind_flags(const struct policy *p, int principal,
 			continue;
 		http |= e->http;
 		priv |= e->private_;
+		/* The first matching entry that injects decides which
+		 * secret, and only where the principal may use it. */
+		if (inj == NULL && (q->flags & DECIDE_CONNECT) &&
+		    e->inject_secret != NULL &&
+		    secret_listed(p, pr, e->inject_secret))
+			inj = e;
+	}
+	if (inj != NULL &&
+	    egress_grant_target_inject(host, (uint16_t)port, http, priv,
+	        inj->inject_secret, inj->inject_header, ti, sizeof(ti)) == 0) {
+		grant_target_hash(ti, strlen(ti), r->grant.target);
+		strlcpy(r->inject_secret, inj->inject_secret,
+		    sizeof(r->inject_secret));
+		strlcpy(r->inject_header, inj->inject_header,
+		    sizeof(r->inject_header));
+		return;
 	}
 	if ((http || priv) &&
 	    egress_grant_target(
 	        host, (uint16_t)port, http, priv, t, sizeof(t)) == 0)
 		grant_target_hash(t, strlen(t), r->grant.target);
+}
+
+/* A secret:read grant for a secret one of the principal's egress
+ * entries injects says so: the vmm gives the run a placeholder. */
+static void
+secret_bind_egress(const struct policy *p, int principal,
+    const struct msg_policy_decide *q, struct msg_policy_decision *r)
+{
+	const struct policy_principal *pr;
+	const struct policy_egress *e;
+	uint32_t i;
+
+	if (principal < 0 || (uint32_t)principal >= p->npr)
+		return;
+	pr = &p->pr[principal];
+	for (i = 0; i < pr->negress; i++) {
+		e = &p->egress[pr->egress_off + i];
+		if (e->inject_secret != NULL &&
+		    strlen(e->inject_secret) == q->target_len &&
+		    memcmp(e->inject_secret, q->target, q->target_len) == 0) {
+			r->grant.flags |= GRANT_F_SECRET_EGRESS;
+			return;
+		}
+	}
 }
 
 static uint64_t
@@ -214,6 +270,8 @@ hook_decide(void *compiled, const struct msg_policy_decide *q,
 	r->link_ms = res.allow ? res.link_ms : 0;
 	if (res.allow && q->cap == CAP_EGRESS)
 		egress_bind_flags(c->p, res.principal, q, r);
+	if (res.allow && q->cap == CAP_SECRET_READ)
+		secret_bind_egress(c->p, res.principal, q, r);
 }
 
 static void

@@ -106,6 +106,8 @@ struct policy_egress {
 	uint16_t port; /* 0 = any */
 	uint8_t http, private_;
 	uint32_t rule, line;
+	/* inject "SECRET" as "Header" (both NULL when none) */
+	const char *inject_secret, *inject_header;
 };
 
 struct policy_principal {

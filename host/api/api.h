@@ -99,7 +99,7 @@ struct api_idem {
 };
 
 /* Bytes of api_call.authz_room. */
-#define API_AUTHZ_ROOM 320
+#define API_AUTHZ_ROOM 448 /* a decision carries an injection's two names */
 
 /* Passed to every op after authentication. */
 struct api_call {

@@ -158,6 +158,10 @@ struct vmm_secret {
 	char principal[GRANT_PRINCIPAL_MAX];
 	uint8_t value[4096];
 	size_t len;
+	/* The policy injects it at egress (GRANT_F_SECRET_EGRESS): the
+	 * run's variables get this placeholder, never the value. */
+	int at_egress;
+	char placeholder[128];
 };
 struct vmm_run_secrets {
 	uint64_t reqid;
@@ -409,6 +413,8 @@ int vmm_h_run_secret(struct proc_ctx *ctx, const struct msg *m);
 struct vmm_run_secrets *vmm_secrets_take(
     struct vmm_state *vs, uint64_t reqid, const char *principal);
 void vmm_secrets_free(struct vmm_run_secrets *rs);
+int vmm_secrets_for_egress(void *job, const char *name, const uint8_t **value,
+    size_t *len, const char **placeholder);
 int vmm_secrets_expand(
     const struct vmm_run_secrets *rs, const char **envp, size_t n, char **bufs);
 int vmm_secrets_stream(struct proc_ctx *ctx, struct job *j, int s, int fd);

@@ -665,6 +665,10 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	if (vmm_egress_prepare(&job->egress, g.principal, s->id,
 	        vs->caps_reqid == m->hdr.reqid ? &vs->caps : NULL, &efd) == -1)
 		goto error;
+	/* Its secrets injected at egress, read when a connect needs one
+	 * (job->secrets is set below, before the loop reads a request). */
+	job->egress.secret_for_egress = vmm_secrets_for_egress;
+	job->egress.secret_arg = job;
 	vs->caps_reqid = 0;
 	/* A clone of the image's template when one is ready, else a cold
 	 * boot (docs/templates.md). */

@@ -11,6 +11,7 @@
 #include "lib/fdio.h"
 #include "lib/redact.h"
 #include "lib/secret_ref.h"
+#include "host/egress/inject.h"
 
 int
 vmm_h_secret_key(struct proc_ctx *ctx, const struct msg *m)
@@ -80,6 +81,17 @@ vmm_h_run_secret(struct proc_ctx *ctx, const struct msg *m)
 	}
 	sec->len = (size_t)len;
 	strlcpy(sec->name, q.name, sizeof(sec->name));
+	if (g.flags & GRANT_F_SECRET_EGRESS) {
+		uint8_t r[16];
+
+		randombytes_buf(r, sizeof(r));
+		sec->at_egress = 1;
+		if (egress_placeholder_make(q.name, r, sec->placeholder,
+		        sizeof(sec->placeholder)) != 0) {
+			sodium_memzero(sec, sizeof(*sec));
+			return 0;
+		}
+	}
 	strlcpy(sec->principal, g.principal, sizeof(sec->principal));
 	rs->n++;
 	return 0;
@@ -123,10 +135,43 @@ lookup(void *arg, const char *name, size_t name_len, size_t *value_len)
 	for (i = 0; rs != NULL && i < rs->n; i++)
 		if (strlen(rs->s[i].name) == name_len &&
 		    memcmp(rs->s[i].name, name, name_len) == 0) {
+			/* Injected at egress: the guest gets the
+			 * placeholder only. */
+			if (rs->s[i].at_egress) {
+				*value_len = strlen(rs->s[i].placeholder);
+				return rs->s[i].placeholder;
+			}
 			*value_len = rs->s[i].len;
 			return (const char *)rs->s[i].value;
 		}
 	return NULL;
+}
+
+/*
+ * For the run's egress relay (host/vmm_egress.h): the value and
+ * placeholder of a secret the run was given to be injected at egress.
+ * 0, or -1 when the run holds no such secret. With name NULL: whether
+ * the run holds any (nothing is returned).
+ */
+int
+vmm_secrets_for_egress(void *arg, const char *name, const uint8_t **value,
+    size_t *len, const char **placeholder)
+{
+	const struct job *j = arg;
+	const struct vmm_run_secrets *rs = j->secrets;
+	size_t i;
+
+	for (i = 0; rs != NULL && i < rs->n; i++)
+		if (rs->s[i].at_egress && name == NULL)
+			return 0;
+		else if (rs->s[i].at_egress &&
+		    strcmp(rs->s[i].name, name) == 0) {
+			*value = rs->s[i].value;
+			*len = rs->s[i].len;
+			*placeholder = rs->s[i].placeholder;
+			return 0;
+		}
+	return -1;
 }
 
 /*

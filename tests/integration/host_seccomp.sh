@@ -48,6 +48,10 @@ for p in policy store; do expect_killed "$p" accept4; done
 # guest's accept, connect and sendto (docs/vmm.md, "Sockets").
 expect_alive vmm accept4
 expect_alive front accept4
+# egress: listen and accept4 for an injecting relay's loopback pair
+# (docs/egress.md, "Secrets injected at egress"); plain accept is not.
+expect_alive egress accept4
+expect_killed egress accept
 expect_alive store fdatasync
 expect_killed front fdatasync
 # A `keepd: vm` process: KVM and its workspace, nothing else; not even

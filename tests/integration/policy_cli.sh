@@ -37,6 +37,14 @@ grep -q "two-agents-budgets.policy:10:" "$tmp/e" || die "explain: no file:line"
 sed 's/budget 50000/budget 60000/' $ex >"$tmp/new.policy"
 "$keep" policy diff $ex "$tmp/new.policy" >"$tmp/d" && die "diff with a change: exit 0"
 grep -q 'agent "agent-b": budget: 50000 -> 60000' "$tmp/d" || die "diff: $(cat "$tmp/d")"
+# An egress entry's injection (where a secret's value goes) is part of it.
+printf 'agent "a" {\n\tsecret "t"\n\tegress "x.test":443 inject "t" as "Authorization"\n}\n' >"$tmp/i1.policy"
+sed 's/"Authorization"/"X-Token"/' "$tmp/i1.policy" >"$tmp/i2.policy"
+"$keep" policy diff "$tmp/i1.policy" "$tmp/i2.policy" >"$tmp/d" && die "diff of an injection: exit 0"
+grep -q 'agent "a": egress "x.test":443 inject "t" as "X-Token" added' "$tmp/d" ||
+    die "diff of an injection: $(cat "$tmp/d")"
+"$keep" policy table "$tmp/i1.policy" | grep -q 'egress "x.test":443 inject "t" as "Authorization"' ||
+    die "table: the injection"
 
 # Links to ports: explain says which rule gives them and for how long,
 # who-can lists who may give them, diff shows a bound that changes.
