@@ -29,7 +29,7 @@ OPT      ?= -O2
 CPPFLAGS += -I. -D_GNU_SOURCE -isystem /usr/include/bsd -DLIBBSD_OVERLAY -DLIBBSD_NETBSD_VIS
 CFLAGS   += -std=gnu11 $(OPT) -g $(WARN) $(HARDEN)
 LDFLAGS  += -pie -Wl,-z,relro,-z,now -Wl,--as-needed
-LDLIBS   += -lbsd -lseccomp -lcap -lsodium -llmdb -lyaml -lcurl -ljansson -ltls -lm
+LDLIBS   += -lbsd -lseccomp -lcap -lsodium -llmdb -lyaml -lcurl -ljansson -ltls -lcrypto -lm
 
 ifeq ($(SAN),)
 CPPFLAGS += -D_FORTIFY_SOURCE=2
@@ -59,7 +59,7 @@ endif
 DEPS_PKGS += build-essential clang libclang-rt-14-dev clang-format \
              libbsd-dev libseccomp-dev libcap-dev libsodium-dev liblmdb-dev \
              lmdb-utils libyaml-dev libcurl4-openssl-dev libcmocka-dev \
-             libjansson-dev libtls-dev python3 curl procps
+             libjansson-dev libtls-dev libssl-dev python3 curl procps
 
 LIB_SRCS   = $(wildcard lib/*.c lang/*.c policy/*.c image/*.c token/*.c host/*/*.c) \
              $(filter-out host/keepd.c,$(wildcard host/*.c))
