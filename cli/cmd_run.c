@@ -396,6 +396,10 @@ cmd_run(int argc, char **argv)
 	envp[nenv] = NULL;
 
 	memory_opt = memory;
+	/* A template's holder is keyed by what its boot had, which has no
+	 * added certificates: such a run boots cold. */
+	if (ca != NULL)
+		use_template = 0;
 	if (ntrust > 0 && use_template && argc >= 2) {
 		/* A template holder for this image file verified it when it
 		 * started (docs/templates.md). */

@@ -156,19 +156,46 @@ grep -q "CERTIFICATE_VERIFY_FAILED" <<<"$out" && ! grep -q "rc=0" <<<"$out" &&
     ok "without guest.ca_file: pip install refuses the certificate" ||
     bad "pip without the CA: $out"
 
-# The CA into keepd.yaml, then a reload: the parent reads it, the vmm
-# gets it, the next runs (and a new template) trust it.
-cp "$tmp/ca.pem" "$tmp/guest-ca.pem"
+# A reload with a guest.ca_file that holds a key besides its
+# certificate is refused, and the guests keep what they had (nothing).
+cat "$tmp/ca.pem" "$tmp/ca.key" >"$tmp/guest-ca.pem"
 printf 'guest:\n  ca_file: %s\n' "$tmp/guest-ca.pem" >>"$tmp/keepd.yaml"
-m=$(wc -l <"$tmp/log")
-kill -HUP "$pid"
-for _ in $(seq "$(slow 100)"); do
-	tail -n +"$m" "$tmp/log" | grep -q "bytes of added certificates" && break
-	sleep 0.1
-done
-tail -n +"$m" "$tmp/log" | grep -q "guests trust 1 added certificate" &&
-    ok "a reload reads guest.ca_file: guests trust 1 added certificate" ||
-    bad "reload: $(tail -n +"$m" "$tmp/log" | tail -5)"
+reload() { # reload PATTERN: SIGHUP, then wait for PATTERN in the log
+	local m
+	m=$(wc -l <"$tmp/log")
+	kill -HUP "$pid"
+	for _ in $(seq "$(slow 100)"); do
+		log=$(tail -n +"$m" "$tmp/log")
+		grep -q "$1" <<<"$log" && break
+		sleep 0.1
+	done
+}
+reload "the guests keep the certificates they had"
+grep -q "guest.ca_file: $tmp/guest-ca.pem: a block that is not a CERTIFICATE (block 2)" <<<"$log" &&
+    grep -q "the guests keep the certificates they had" <<<"$log" &&
+    ok "a guest.ca_file with a private key in it is refused at reload, naming the block" ||
+    bad "bad ca_file: $log"
+sh "wc -c </etc/keep/ca.pem"
+[ "$out" = 0 ] && ok "and the guests still trust nothing added" || bad "after a refused reload: $out"
+
+# The CA into guest.ca_file, and an appliance CA in
+# <state_dir>/keys/appliance-ca.pem, then a reload: the parent reads
+# both, the vmm gets them, the next runs (and a new template) trust
+# them.
+cp "$tmp/ca.pem" "$tmp/guest-ca.pem"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+    -keyout "$tmp/appliance.key" -out "$tmp/state/keys/appliance-ca.pem" -days 2 \
+    -subj "/CN=keep test appliance CA" 2>/dev/null
+reload "vmm_h_guest_ca: .* bytes of added certificates"
+grep -q "guests trust 2 added certificate" <<<"$log" &&
+    ok "a reload reads guest.ca_file and the appliance CA: guests trust 2 added certificates" ||
+    bad "reload: $log"
+want=$(openssl x509 -in "$tmp/ca.pem"; openssl x509 -in "$tmp/state/keys/appliance-ca.pem")
+sh "cat /etc/keep/ca.pem; echo; tail -n $(wc -l <<<"$want") /etc/ssl/certs/ca-certificates.crt; echo;
+	tail -n $(wc -l <<<"$want") /usr/lib/ssl/cert.pem; echo \$NODE_EXTRA_CA_CERTS"
+[ "$out" = "$want"$'\n\n'"$want"$'\n\n'"$want"$'\n/etc/keep/ca.pem' ] &&
+    ok "/etc/keep/ca.pem holds the two; Debian's bundle and OpenSSL's cert.pem end with them" ||
+    bad "the files: $out"
 
 sh "curl -sS https://web.test:$P/hello.txt"
 [ "$out" = "hello over https" ] && ok "curl https://web.test: the body" || bad "curl: $out"
@@ -202,5 +229,16 @@ grep -q "rc=7" <<<"$out" && [ "$(jget "$body" '["limits"]')" = "['egress']" ] &&
     [ "$(jget "$body" '["egress_refused"]')" = "web.test:$cp" ] &&
     ok "curl to a port the rule does not list: refused (exit 7), egress_refused: web.test:$cp" ||
     bad "refused port: $out $body"
+
+# At start, a guest.ca_file that is not certificates stops keepd, with
+# the reason (its own state directory: the running keepd's is left be).
+printf 'not a certificate\n' >"$tmp/junk.pem"
+sed -e "s|^state_dir: .*|state_dir: $tmp/state2|" \
+    -e "s|^  ca_file: .*|  ca_file: $tmp/junk.pem|" "$tmp/keepd.yaml" >"$tmp/bad.yaml"
+timeout 60 "$KEEPD" -d -f "$tmp/bad.yaml" >"$tmp/bad.log" 2>&1
+rc=$?
+[ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "guest.ca_file: $tmp/junk.pem: no certificate" "$tmp/bad.log" &&
+    ok "keepd refuses to start with a guest.ca_file that holds no certificate, and says why" ||
+    bad "bad ca_file at start: rc $rc $(tail -3 "$tmp/bad.log")"
 
 keepd_finish
