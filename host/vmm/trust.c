@@ -41,7 +41,7 @@ vmm_ca_text_ok(const uint8_t *p, size_t len)
 	static const char begin[] = "-----BEGIN CERTIFICATE-----",
 	                  end[] = "-----END CERTIFICATE-----";
 	size_t at = 0, n, i, blocks = 0;
-	int in = 0;
+	int in = 0; /* 0 outside a block, 1 after its BEGIN, 2 past a line */
 
 	if (len == 0 || len > VMM_CA_EXTRA_MAX || p[len - 1] != '\n')
 		return 0;
@@ -53,13 +53,13 @@ vmm_ca_text_ok(const uint8_t *p, size_t len)
 		if (!in && n == sizeof(begin) - 1 &&
 		    memcmp(line, begin, n) == 0)
 			in = 1;
-		else if (in && n == sizeof(end) - 1 &&
+		else if (in == 2 && n == sizeof(end) - 1 &&
 		    memcmp(line, end, n) == 0) {
 			in = 0;
 			blocks++;
 		} else if (!in || n == 0 || n > 76)
 			return 0;
-		else
+		else {
 			for (i = 0; i < n; i++)
 				if (!((line[i] >= 'A' && line[i] <= 'Z') ||
 				        (line[i] >= 'a' && line[i] <= 'z') ||
@@ -67,6 +67,8 @@ vmm_ca_text_ok(const uint8_t *p, size_t len)
 				        line[i] == '+' || line[i] == '/' ||
 				        line[i] == '='))
 					return 0;
+			in = 2;
+		}
 		at += n + 1;
 	}
 	return !in && blocks > 0;
