@@ -9,8 +9,9 @@
 # `private`. Without guest.ca_file the same commands fail with a
 # certificate error, so the trust comes from keepd's configuration (added
 # by a reload); a name no rule allows and a port no rule lists are
-# refused, the run's result saying egress. Offline: nothing reaches any
-# other host (pip --no-build-isolation, every index and registry named).
+# refused, the run's result saying egress. keep run --ca-file gives a
+# run the same files. Offline: nothing reaches any other host (pip
+# --no-build-isolation, every index and registry named).
 set -u
 source "$(dirname "$0")/../lib/keepd.sh"
 [ -f "$B/images/machine.img" ] || { echo "SKIP: no machine image"; exit 77; }
@@ -33,6 +34,23 @@ printf 'subjectAltName=%s\nextendedKeyUsage=serverAuth\n' \
 openssl x509 -req -in "$tmp/leaf.csr" -CA "$tmp/ca.pem" -CAkey "$tmp/ca.key" \
     -CAcreateserial -days 2 -extfile "$tmp/leaf.ext" -out "$tmp/leaf.pem" 2>/dev/null ||
     { echo "FAIL: the leaf"; exit 1; }
+
+# keep run --ca-file: the same files, for one run without keepd; a file
+# that is not certificates alone is refused before the boot.
+I=$B/images/machine.img
+got=$("$KEEP" run --trust "$B/keys/dev.public" --ca-file "$tmp/ca.pem" "$I" bash -c \
+    'cat /etc/keep/ca.pem; tail -n '"$(wc -l <"$tmp/ca.pem")"' /etc/ssl/certs/ca-certificates.crt;
+	python3 -c "import ssl; print(any(c[\"subject\"] == (((\"commonName\", \"keep test CA\"),),) for c in ssl.create_default_context().get_ca_certs()))"' 2>&1)
+[ "$got" = "$(cat "$tmp/ca.pem" "$tmp/ca.pem")"$'\nTrue' ] &&
+    ok "keep run --ca-file: /etc/keep/ca.pem and the end of Debian's bundle hold the CA; python's ssl trusts it" ||
+    bad "keep run --ca-file: $got"
+got=$("$KEEP" run --trust "$B/keys/dev.public" "$I" bash -c 'wc -c </etc/keep/ca.pem' 2>&1)
+[ "$got" = 0 ] && ok "keep run without it: /etc/keep/ca.pem is empty" || bad "keep run without: $got"
+"$KEEP" run --trust "$B/keys/dev.public" --ca-file "$tmp/ca.key" "$I" true >"$tmp/run.out" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "not PEM certificates alone" "$tmp/run.out" &&
+    ok "keep run --ca-file of a private key: refused (exit 2), saying why" ||
+    bad "keep run --ca-file key: rc $rc $(cat "$tmp/run.out")"
 
 # The packages, built here, offline: keeptool as a wheel, keepsdist as
 # an sdist only (pip builds it in the guest), under a PEP 503 index.
@@ -146,7 +164,7 @@ sh "GIT_TERMINAL_PROMPT=0 git clone -q https://git.test:$P/repo.git nocl; echo r
 grep -q "rc=128" <<<"$out" && grep -qi "certificate" <<<"$out" &&
     ok "without guest.ca_file: git clone refuses the certificate" ||
     bad "git without the CA: $out"
-sh "mkdir -p noapp && cd noapp && npm install --no-audit --no-fund --fetch-retries=0 --cache ../nocache --registry https://npm.test:$P/ keep-tool; echo rc=\$?"
+sh "mkdir -p noapp && cd noapp && npm install --no-audit --no-fund --update-notifier=false --fetch-retries=0 --cache ../nocache --registry https://npm.test:$P/ keep-tool; echo rc=\$?"
 grep -q "UNABLE_TO_VERIFY_LEAF_SIGNATURE\|unable to verify\|self.signed\|local issuer" <<<"$out" &&
     ! grep -q "rc=0" <<<"$out" &&
     ok "without guest.ca_file: npm install refuses the certificate" ||
@@ -213,7 +231,7 @@ sh "GIT_TERMINAL_PROMPT=0 git clone -q https://git.test:$P/repo.git cl && git -C
 [ "$out" = $'the first commit\ntracked' ] &&
     ok "git clone over HTTPS from git http-backend: the log and the file" || bad "git: $out"
 
-sh "mkdir -p app && cd app && npm install --no-audit --no-fund --silent --cache ../npmcache --registry https://npm.test:$P/ keep-tool &&
+sh "mkdir -p app && cd app && npm install --no-audit --no-fund --update-notifier=false --silent --cache ../npmcache --registry https://npm.test:$P/ keep-tool &&
 	node -e 'console.log(require(\"keep-tool\").answer)'"
 [ "$out" = 42 ] && ok "npm install from an HTTPS registry; require works" || bad "npm: $out"
 
