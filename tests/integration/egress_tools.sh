@@ -51,6 +51,16 @@ rc=$?
 [ $rc = 2 ] && grep -q "not PEM certificates alone" "$tmp/run.out" &&
     ok "keep run --ca-file of a private key: refused (exit 2), saying why" ||
     bad "keep run --ca-file key: rc $rc $(cat "$tmp/run.out")"
+# The node image: node reads the added certificates through
+# NODE_EXTRA_CA_CERTS without a warning (it prints one for a file it
+# cannot load).
+if [ -f "$B/images/node.img" ]; then
+	got=$("$KEEP" run --trust "$B/keys/dev.public" --ca-file "$tmp/ca.pem" "$B/images/node.img" \
+	    node -e 'console.log(process.env.NODE_EXTRA_CA_CERTS, require("fs").readFileSync(process.env.NODE_EXTRA_CA_CERTS, "utf8").length)' 2>&1)
+	[ "$got" = "/etc/keep/ca.pem $(wc -c <"$tmp/ca.pem")" ] &&
+	    ok "the node image: NODE_EXTRA_CA_CERTS names /etc/keep/ca.pem, which node loads without a warning" ||
+	    bad "node image: $got"
+fi
 
 # The packages, built here, offline: keeptool as a wheel, keepsdist as
 # an sdist only (pip builds it in the guest), under a PEP 503 index.
