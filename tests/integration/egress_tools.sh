@@ -133,7 +133,7 @@ echo "127.0.0.1 $names other.test" >"$tmp/hosts"
 cat >"$tmp/test.policy" <<EOP
 agent "dev" {
 	allow sandbox:read, sandbox:write, exec
-	exec "bash"
+	exec "bash", "python3"
 	egress "pypi.test":$P private
 	egress "git.test":$P private
 	egress "npm.test":$P private
@@ -158,6 +158,19 @@ sh() {
 	out=$(both "$body")
 }
 
+# py CODE: python3 as the run's own program, which the machine image's
+# template serves (a clone of an interpreter booted beforehand); sets
+# out (stdout) and err (stderr). A clone that imported requests prints
+# an "Exception ignored in: <function _removeHandlerRef" traceback to
+# stderr as it exits, with or without added certificates (keep run
+# --template does the same): the checks below read stdout.
+py() {
+	req "$tok" POST "/v1/sandboxes/$sbx/commands/run" \
+	    "$(python3 -c 'import json,sys; print(json.dumps({"cmd": "python3", "args": ["-c", sys.argv[1]]}))' "$1")"
+	out=$(jget "$body" '["stdout"]' 2>/dev/null || echo "HTTP $code $body")
+	err=$(jget "$body" '["stderr"]' 2>/dev/null)
+}
+
 pip_args="--disable-pip-version-check --no-cache-dir --no-build-isolation --root-user-action=ignore"
 fetch_py="import requests; print(requests.get('https://web.test:$P/hello.txt', timeout=60).text, end='')"
 
@@ -170,6 +183,10 @@ sh "python3 -c \"$fetch_py\""
 grep -q "CERTIFICATE_VERIFY_FAILED" <<<"$out" &&
     ok "without guest.ca_file: requests.get raises CERTIFICATE_VERIFY_FAILED" ||
     bad "requests without the CA: $out"
+py "$fetch_py"
+grep -q "CERTIFICATE_VERIFY_FAILED" <<<"$err" &&
+    ok "without guest.ca_file: requests.get in python3 as the run's program (the template's command) raises CERTIFICATE_VERIFY_FAILED" ||
+    bad "requests (template) without the CA: $out $err"
 sh "GIT_TERMINAL_PROMPT=0 git clone -q https://git.test:$P/repo.git nocl; echo rc=\$?"
 grep -q "rc=128" <<<"$out" && grep -qi "certificate" <<<"$out" &&
     ok "without guest.ca_file: git clone refuses the certificate" ||
@@ -229,6 +246,10 @@ sh "curl -sS https://web.test:$P/hello.txt"
 [ "$out" = "hello over https" ] && ok "curl https://web.test: the body" || bad "curl: $out"
 sh "python3 -c \"$fetch_py\""
 [ "$out" = "hello over https" ] && ok "requests.get https://web.test: the body" || bad "requests: $out"
+py "$fetch_py"
+[ "$out" = "hello over https" ] &&
+    ok "requests.get in python3 after the reload: the body (the template booted before it is not used)" ||
+    bad "requests (template): $out $err"
 
 sh "python3 -m pip install -q $pip_args --target site --index-url https://pypi.test:$P/simple/ keeptool keepsdist &&
 	PYTHONPATH=site python3 -c 'import keeptool, keepsdist; print(keeptool.answer(), keepsdist.hello())' &&
@@ -244,6 +265,19 @@ sh "GIT_TERMINAL_PROMPT=0 git clone -q https://git.test:$P/repo.git cl && git -C
 sh "mkdir -p app && cd app && npm install --no-audit --no-fund --update-notifier=false --silent --cache ../npmcache --registry https://npm.test:$P/ keep-tool &&
 	node -e 'console.log(require(\"keep-tool\").answer)'"
 [ "$out" = 42 ] && ok "npm install from an HTTPS registry; require works" || bad "npm: $out"
+
+# By now the template booted after the reload is ready: a clone of it
+# trusts the CA too.
+for _ in $(seq "$(slow 300)"); do
+	[ "$(grep -c "template machine python.*: ready" "$tmp/log")" -ge 2 ] && break
+	sleep 0.1
+done
+m=$(wc -l <"$tmp/log")
+py "$fetch_py"
+[ "$out" = "hello over https" ] &&
+    tail -n +"$m" "$tmp/log" | grep -q "python3 in sandbox .*, from its template" &&
+    ok "requests.get in a clone of the template booted after the reload: the body" ||
+    bad "requests (clone): $out $err $(tail -n +"$m" "$tmp/log" | grep 'python3 in')"
 
 # Refusals, with the CA trusted: a name no rule allows, a port the
 # rule does not list.
