@@ -59,7 +59,7 @@ endif
 DEPS_PKGS += build-essential clang libclang-rt-14-dev clang-format \
              libbsd-dev libseccomp-dev libcap-dev libsodium-dev liblmdb-dev \
              lmdb-utils libyaml-dev libcurl4-openssl-dev libcmocka-dev \
-             libjansson-dev libtls-dev python3 curl procps
+             libjansson-dev libtls-dev libssl-dev python3 curl procps
 
 LIB_SRCS   = $(wildcard lib/*.c lang/*.c policy/*.c image/*.c token/*.c host/*/*.c) \
              $(filter-out host/keepd.c,$(wildcard host/*.c))

@@ -47,7 +47,7 @@ run_usage_fp(FILE *fp)
 	    "[--workspace DIR]\n"
 	    "                [--workspace-max SIZE] [--env K=V]... "
 	    "[--output-max SIZE] [--processes N] [--stats]\n"
-	    "                [--template]\n"
+	    "                [--template] [--ca-file PEM]...\n"
 	    "                PROGRAM [ARG...]\n"
 	    "       keep run [options] --trust PUBLIC... IMAGE COMMAND "
 	    "[ARG...]\n"
@@ -177,6 +177,56 @@ map_file(const char *path, size_t *len)
 	return p;
 }
 
+/*
+ * --ca-file PATH: its PEM certificates after those of the files before
+ * it, in *ca (ca_len bytes, at most VMM_CA_EXTRA_MAX in all). keep run
+ * checks them as text (vmm_ca_text_ok): keepd's guest.ca_file is parsed
+ * with OpenSSL (host/guest_ca.c), which keep, linked statically, does
+ * without; the guest's TLS library parses them either way.
+ */
+static int
+add_ca_file(const char *path, uint8_t **ca, size_t *ca_len)
+{
+	size_t room, n = 0;
+	ssize_t got;
+	uint8_t *b;
+	int fd;
+
+	if (*ca == NULL && (*ca = malloc(VMM_CA_EXTRA_MAX + 1)) == NULL) {
+		fprintf(stderr, "keep run: out of memory\n");
+		return -1;
+	}
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) == -1) {
+		fprintf(stderr, "keep run: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	/* One byte past the room: a file too large is refused. */
+	b = *ca + *ca_len;
+	room = VMM_CA_EXTRA_MAX + 1 - *ca_len;
+	while (n < room && (got = read(fd, b + n, room - n)) != 0) {
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0) {
+			fprintf(stderr, "keep run: %s: %s\n", path,
+			    strerror(errno));
+			close(fd);
+			return -1;
+		}
+		n += (size_t)got;
+	}
+	close(fd);
+	if (!vmm_ca_text_ok(b, n) || !vmm_ca_text_ok(*ca, *ca_len + n)) {
+		fprintf(stderr,
+		    "keep run: %s: not PEM certificates alone (CERTIFICATE "
+		    "blocks, nothing between them), or more than %d bytes "
+		    "with the others\n",
+		    path, VMM_CA_EXTRA_MAX);
+		return -1;
+	}
+	*ca_len += n;
+	return 0;
+}
+
 int
 cmd_run(int argc, char **argv)
 {
@@ -195,6 +245,7 @@ cmd_run(int argc, char **argv)
 		{ "processes", required_argument, NULL, 'P' },
 		{ "template", no_argument, NULL, 'L' },
 		{ "platform", required_argument, NULL, 'p' },
+		{ "ca-file", required_argument, NULL, 'C' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct vmm_config cfg;
@@ -214,6 +265,8 @@ cmd_run(int argc, char **argv)
 	int c, stats = 0, rc, ex = RUN_EXIT_BOOT, kvm = -1, use_template = 0;
 	int platform = VMM_PLATFORM_AUTO;
 	const char *env_platform = getenv("KEEP_PLATFORM");
+	uint8_t *ca = NULL; /* --ca-file's, kept until the process ends */
+	size_t ca_len = 0;
 
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.workspace_fd = -1;
@@ -286,6 +339,15 @@ cmd_run(int argc, char **argv)
 			}
 			envp[nenv++] = optarg;
 			break;
+		case 'C':
+			/* Certificates the guest trusts beside the image's
+			 * (docs/vmm.md "Added certificates"), as keepd's
+			 * guest.ca_file. */
+			if (add_ca_file(optarg, &ca, &ca_len) != 0)
+				return EXIT_USAGE;
+			cfg.ca_extra = ca;
+			cfg.ca_extra_len = ca_len;
+			break;
 		case 'T':
 			if (ntrust == MAX_TRUST ||
 			    paserk_load_public(optarg, trust[ntrust]) != 0) {
@@ -334,6 +396,10 @@ cmd_run(int argc, char **argv)
 	envp[nenv] = NULL;
 
 	memory_opt = memory;
+	/* A template's holder is keyed by what its boot had, which has no
+	 * added certificates: such a run boots cold. */
+	if (ca != NULL)
+		use_template = 0;
 	if (ntrust > 0 && use_template && argc >= 2) {
 		/* A template holder for this image file verified it when it
 		 * started (docs/templates.md). */

@@ -108,6 +108,7 @@ static const struct field fields[] = {
 	    1024 * GIB),
 	F("limits", "restart_backoff_max", K_DUR, restart_backoff_max_ms, 100,
 	    HOUR),
+	F("guest", "ca_file", K_PATH, guest_ca_file, 0, 0),
 	F("egress", "ca_file", K_PATH, egress_ca_file, 0, 0),
 	F("egress", "hosts_file", K_PATH, egress_hosts_file, 0, 0),
 	F("egress", "webhook_key_file", K_PATH, egress_webhook_key_file, 0, 0),
@@ -128,7 +129,7 @@ static const struct field fields[] = {
 };
 
 static const char *const sections[] = { "listen", "tls", "tokens", "images",
-	"limits", "egress", "ports" };
+	"limits", "egress", "ports", "guest" };
 
 void
 config_defaults(struct keepd_config *cfg)

@@ -83,6 +83,9 @@ struct keepd_config {
 	uint32_t egress_max_concurrent;
 	uint32_t egress_webhook_attempts;
 	uint64_t egress_webhook_backoff_ms;
+	/* guest: ca_file: certificates the guests trust beside their
+	 * image's (PEM; "": none). docs/vmm.md "Added certificates" */
+	char guest_ca_file[CONFIG_PATH_MAX];
 	/* The secrets key (docs/secrets.md); "": <state_dir>/keys/secrets.key */
 	char secrets_key_file[CONFIG_PATH_MAX];
 };

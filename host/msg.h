@@ -60,6 +60,9 @@ enum msg_type {
 	/* parent -> front: msg_zones + memfd, the time zones' rules */
 	MSG_CTL_ZONES = 0x0121,
 	MSG_CTL_SECRET_KEY = 0x0110, /* parent -> front, vmm: msg_secret_key */
+	/* parent -> vmm: the certificates guests trust beside their
+	 * image's, PEM (host/guest_ca.h), 0 to VMM_CA_EXTRA_MAX bytes */
+	MSG_CTL_GUEST_CA = 0x0111,
 
 	/* 0x02xx policy */
 	MSG_POLICY_LOAD = 0x0200, /* parent -> policy: msg_policy_load+memfd */

@@ -26,6 +26,7 @@
 #include <sodium.h>
 
 #include "host/config.h"
+#include "host/guest_ca.h"
 #include "host/msg.h"
 #include "host/parent.h"
 #include "host/vmm/vmm.h"
@@ -68,6 +69,7 @@ struct parent {
 	uint8_t keys[PROC_COUNT][GRANT_KEY_BYTES];
 	uint8_t mint_sk[64]; /* the delegation key (msg_mint_key) */
 	struct msg_secret_key secret_key; /* docs/secrets.md */
+	struct guest_ca *guest_ca; /* load_guest_ca; NULL: none */
 	char mint_pk[MSG_PUBKEY_LEN]; /* its public half, PASERK */
 	uint8_t keys_audited[32]; /* hash of the key set last audited */
 	int kvm_fd, listen_fd, sig_fd;
@@ -579,6 +581,47 @@ send_zones(struct parent *ps)
 		log_warnx("%s: the front did not take it", __func__);
 }
 
+/*
+ * The certificates guests trust beside their image's (docs/vmm.md "Added
+ * certificates"): guest.ca_file and the appliance's CA, read at start
+ * (a bad file stops keepd) and at each reload (a bad file keeps what the
+ * vmm has), and sent to the vmm with the rest of its setup.
+ */
+static int
+load_guest_ca(struct parent *ps)
+{
+	struct guest_ca *ca;
+	char path[PATH_MAX + 32], err[PATH_MAX + 128];
+
+	if ((ca = calloc(1, sizeof(*ca))) == NULL) {
+		log_warn("%s", __func__);
+		return -1;
+	}
+	snprintf(path, sizeof(path), "%s/keys/appliance-ca.pem", ps->state);
+	if ((ps->cfg.guest_ca_file[0] != '\0' &&
+	        guest_ca_add_file(
+	            ca, ps->cfg.guest_ca_file, 0, err, sizeof(err)) != 0) ||
+	    guest_ca_add_file(ca, path, 1, err, sizeof(err)) != 0) {
+		log_warnx("guest.ca_file: %s", err);
+		free(ca);
+		return -1;
+	}
+	if (ca->count > 0)
+		log_info("guests trust %u added certificate(s)", ca->count);
+	free(ps->guest_ca);
+	ps->guest_ca = ca;
+	return 0;
+}
+
+static void
+send_guest_ca(struct parent *ps)
+{
+	if (msg_send(ps->ctx.fd[PROC_VMM], MSG_CTL_GUEST_CA, 0, 0,
+	        ps->guest_ca != NULL ? ps->guest_ca->pem : NULL,
+	        ps->guest_ca != NULL ? ps->guest_ca->len : 0, -1) != MSG_OK)
+		log_warnx("%s: the vmm did not take it", __func__);
+}
+
 /* Everything a child gets from the parent after its start or a reload. */
 static void
 send_setup(struct parent *ps, enum proc_id c)
@@ -595,6 +638,8 @@ send_setup(struct parent *ps, enum proc_id c)
 		send_mint_key(ps);
 	if (c == PROC_FRONT || c == PROC_VMM)
 		send_secret_key(ps, c);
+	if (c == PROC_VMM)
+		send_guest_ca(ps);
 	if (c == PROC_POLICY)
 		send_policy(ps);
 	if (c == PROC_STORE)
@@ -960,6 +1005,9 @@ reload(struct parent *ps)
 		strlcpy(cfg.user, ps->cfg.user, sizeof(cfg.user));
 		ps->cfg = cfg;
 	}
+	if (load_guest_ca(ps) != 0)
+		log_warnx(
+		    "%s: the guests keep the certificates they had", __func__);
 	for (p = PROC_FRONT; p < PROC_COUNT; p++)
 		if (ps->ctx.fd[p] >= 0)
 			send_setup(ps, p);
@@ -1123,6 +1171,8 @@ setup(struct parent *ps)
 
 	load_mint_key(ps);
 	load_secret_key(ps);
+	if (load_guest_ca(ps) != 0)
+		fatalx("guest.ca_file: refused (the reason is above)");
 
 	/* The platform (docs/vmm.md): KVM where /dev/kvm opens, unless the
 	 * operator chose trap; the trap platform elsewhere, unless the

@@ -550,7 +550,7 @@ struct msg_vmm_image_ref {
 struct vmm_image_info {
 	char name[RUN_NAME_MAX];
 	char version[RUN_NAME_MAX];
-	char digest[72]; /* BLAKE2b-256 of the file, hex */
+	char digest[72]; /* BLAKE2b-256 of the signed bytes, hex */
 	uint64_t size;
 	char languages[64]; /* "python", "javascript", "" */
 	uint32_t uploaded; /* 1: from the API */

@@ -1219,6 +1219,7 @@ vm_teardown(struct vm *vm)
 		close(vm->mem_fd);
 	vm->mem_fd = -1;
 	vm_boot_script_free(vm);
+	vm_trust_free(vm);
 }
 
 int
@@ -1367,19 +1368,21 @@ int
 vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,
     size_t errlen)
 {
+	struct vmm_config own = *cfg;
 	struct vm vm;
 	uint64_t t0;
 	int rc;
 
 	memset(res, 0, sizeof(*res));
 	memset(&vm, 0, sizeof(vm));
-	vm.cfg = cfg;
+	vm.cfg = &own;
 	vm.res = res;
 	vm.vmfd = vm.vcpufd = vm.ws_fd = vm.mem_fd = -1;
 	if (err != NULL && errlen > 0)
 		err[0] = '\0';
 	t0 = now_us();
-	if ((rc = vm_boot(&vm, err, errlen)) == VMM_OK && cfg->snap_restore &&
+	if ((rc = vm_trust_apply(&vm, &own, err, errlen)) == VMM_OK &&
+	    (rc = vm_boot(&vm, err, errlen)) == VMM_OK && cfg->snap_restore &&
 	    (vm_snap_restore(&vm, cfg->snap_in_fd, err, errlen) != 0 ||
 	        vm_space_sync(&vm) != 0))
 		rc = VMM_E_SNAPSHOT;

@@ -101,7 +101,10 @@ vmm_template_boot(const struct vmm_config *cfg, struct vmm_template **out,
 	vm->res = &t->boot_res;
 	vm->vmfd = vm->vcpufd = vm->ws_fd = vm->mem_fd = -1;
 	vm->template_state = VM_TPL_BOOTING;
-	if ((rc = vm_boot(vm, err, errlen)) != VMM_OK)
+	/* Its clones' configurations are copies of t->boot: they keep the
+	 * added certificates. */
+	if ((rc = vm_trust_apply(vm, &t->boot, err, errlen)) != VMM_OK ||
+	    (rc = vm_boot(vm, err, errlen)) != VMM_OK)
 		goto fail;
 	vm_serve(vm);
 	if (!vm->parked) {

@@ -102,6 +102,11 @@ struct vm_memslot {
 
 struct vm_trap;
 
+/* The CA bundles trust.c appends added certificates to, and the file
+ * that holds them alone (an image that wants it has it, empty). */
+#define VM_TRUST_FILES 5
+#define VM_TRUST_ADDED "/etc/keep/ca.pem"
+
 struct vm {
 	const struct vmm_config *cfg;
 	struct vmm_result *res;
@@ -151,6 +156,11 @@ struct vm {
 	uint32_t *img_order; /* cfg->files by path (imgtree.c) */
 	uint32_t *img_pos; /* per file: its place in img_order */
 	uint8_t *img_checked; /* per file: its hash was checked */
+	/* Added certificates (trust.c): the run's copy of cfg->files, in
+	 * which the image's CA bundles are the buffers trust_bufs, or
+	 * NULL. */
+	struct vmm_file *trust_files;
+	uint8_t *trust_bufs[VM_TRUST_FILES];
 	struct vfd *fds;
 	unsigned nfds;
 	int ws_fd; /* the workspace directory, or -1 */
@@ -393,6 +403,16 @@ int vm_imgmap_segment(
     struct vm *vm, const uint8_t *src, uint64_t g, uint64_t len);
 /* imgmap.c: a new record at the end of vm->imgruns, or NULL. */
 struct vm_imgrun *vm_imgrun_add(struct vm *);
+
+/* trust.c: when cfg->ca_extra holds certificates and the image has
+ * one of the CA bundles trust.c names, cfg->files becomes the run's own
+ * copy in which each such bundle (its hash checked first) is followed by
+ * them; cfg is the caller's copy, which vm->cfg points at. VMM_OK, or a
+ * VMM_E_* with a reason in err. vm_trust_free (vm_teardown) frees what
+ * it made. */
+int vm_trust_apply(
+    struct vm *, struct vmm_config *cfg, char *err, size_t errlen);
+void vm_trust_free(struct vm *);
 
 /* exec.c */
 void vm_exec_free(struct vm *);

@@ -217,7 +217,25 @@ struct vmm_config {
 	 * sockets and abstract AF_UNIX names are the guest's. 0: AF_UNIX
 	 * paths in the workspace only. */
 	int net;
+	/* Certificates (PEM text, at most VMM_CA_EXTRA_MAX bytes) the guest
+	 * trusts beside the image's own: appended to each of the image's CA
+	 * bundles that host/vmm/trust.c names (docs/vmm.md "Added
+	 * certificates"); NULL or 0 bytes: none. */
+	const uint8_t *ca_extra;
+	size_t ca_extra_len;
 };
+
+/* What vmm_config.ca_extra may hold: keepd's guest.ca_file and the
+ * appliance's CA, as host/guest_ca.c bounds them (docs/keepd.yaml.5). */
+#define VMM_CA_EXTRA_MAX (60 * 1024)
+
+/* 1 when p[0..len) is what vmm_config.ca_extra may hold: 1 to
+ * VMM_CA_EXTRA_MAX bytes of PEM CERTIFICATE blocks and nothing else
+ * (lines of base64 between the BEGIN and END lines, each ending in a
+ * newline), else 0. The text only: keepd's parent has OpenSSL parse
+ * each certificate (host/guest_ca.c); the guest's TLS library parses
+ * them again. */
+int vmm_ca_text_ok(const uint8_t *p, size_t len);
 
 /* A terminal's size (rows, columns), which the caller may change while
  * the guest runs (shared memory): TIOCGWINSZ reads it. */

@@ -285,6 +285,8 @@ ctx_spawn(struct proc_ctx *ctx, struct vmm_state *vs, struct vmm_context *c,
 	cfg.file_hints = hints;
 	cfg.image_fd = image_fd(img, &cfg.image_map, &image_len);
 	cfg.image_map_len = image_len;
+	cfg.ca_extra = vs->guest_ca;
+	cfg.ca_extra_len = vs->guest_ca_len;
 	cfg.no_pagemap = 1;
 	cfg.workspace_fd = s->ws_fd;
 	cfg.memory = c->mem_max ? c->mem_max : image_memory(img);

@@ -283,6 +283,12 @@ image_info(const struct image *img, const uint8_t *bytes, size_t len,
 	memset(out, 0, sizeof(*out));
 	strlcpy(out->name, image_name(img), sizeof(out->name));
 	strlcpy(out->version, image_version(img), sizeof(out->version));
+	/* Of what the signature covers (image_signed_bytes): for an image
+	 * with deferred hashes its manifest, which holds every file's hash.
+	 * A list then costs milliseconds; hashing whole files (1.2 GB for
+	 * the machine image) at every list held the vmm's loop past the
+	 * front's wait, and under load past the parent's, which took the
+	 * vmm for hung and restarted it. */
 	crypto_generichash(sum, sizeof(sum), bytes, len, NULL, 0);
 	sodium_bin2hex(out->digest, sizeof(out->digest), sum, sizeof(sum));
 	out->size = len;
@@ -328,7 +334,7 @@ image_scan(struct vmm_state *vs, const char *dir, int uploaded,
 		if (image_open_trusted(path, (const uint8_t(*)[32])vs->keys,
 		        vs->nkeys, &img, err, sizeof(err)) != 0)
 			continue;
-		bytes = image_bytes(img, &len);
+		bytes = image_signed_bytes(img, &len);
 		image_info(img, bytes, len, uploaded, &r->im[r->n]);
 		/* The file's name is what a sandbox asks for. */
 		strlcpy(r->im[r->n].name, name, sizeof(r->im[r->n].name));
@@ -375,6 +381,8 @@ vmm_h_images(struct proc_ctx *ctx, const struct msg *m)
 	struct msg_vmm_images *r;
 	struct image *img = NULL;
 	uint8_t *bytes = MAP_FAILED;
+	const uint8_t *bytes_signed;
+	size_t signed_len;
 	char path[RUN_NAME_MAX + 16], err[256] = "";
 	struct grant g;
 	int put = m->hdr.type == MSG_VMM_IMAGE_PUT;
@@ -453,7 +461,8 @@ vmm_h_images(struct proc_ctx *ctx, const struct msg *m)
 		goto reply;
 	}
 	image_forget(vs, image_name(img));
-	image_info(img, bytes, q.size, 1, &r->im[0]);
+	bytes_signed = image_signed_bytes(img, &signed_len);
+	image_info(img, bytes_signed, signed_len, 1, &r->im[0]);
 	r->n = 1;
 	r->status = SBX_OK;
 	log_info("image %s %s uploaded by %s", image_name(img),

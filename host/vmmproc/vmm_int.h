@@ -185,6 +185,9 @@ struct tpl_slot {
 	int state;
 	uint64_t request_max;
 	uint64_t started_ms, failed_at_ms;
+	/* vmm_state.guest_ca_gen it booted with: part of the key, so a
+	 * reload's certificates reach the next clones. */
+	uint32_t ca_gen;
 };
 
 /* Live contexts in all (issue 28's density: a thousand on one box), at
@@ -282,6 +285,12 @@ struct vmm_state {
 	 * secrets sent for the MSG_VMM_RUN that comes next. */
 	struct msg_secret_key secret_key;
 	int have_secret_key;
+	/* MSG_CTL_GUEST_CA: the certificates every run's guest trusts
+	 * beside its image's (vmm_config.ca_extra), guest_ca_len bytes of
+	 * PEM; 0: none. */
+	uint8_t guest_ca[VMM_CA_EXTRA_MAX];
+	size_t guest_ca_len;
+	uint32_t guest_ca_gen; /* counts changes of guest_ca */
 	struct vmm_run_secrets *pending_secrets;
 	struct vmm_fork forks[VMM_FORKS_MAX];
 };

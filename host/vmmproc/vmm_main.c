@@ -79,6 +79,30 @@ vmm_h_batch(struct proc_ctx *ctx, const struct msg *m)
 	return msg_batch_serve(ctx, m, MSG_VMM_BATCH_REPLY, &replies);
 }
 
+/*
+ * MSG_CTL_GUEST_CA: the certificates every run's guest trusts beside its
+ * image's (docs/vmm.md "Added certificates"). The parent read and
+ * checked them (host/guest_ca.c); what comes here is still bounded and
+ * checked as text (vmm_ca_text_ok) before a guest reads it, or nothing.
+ */
+static int
+vmm_h_guest_ca(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct vmm_state *vs = ctx->arg;
+	size_t len = m->hdr.len;
+
+	if (len > sizeof(vs->guest_ca) ||
+	    (len > 0 && !vmm_ca_text_ok(m->data, len)))
+		return -1;
+	if (len == vs->guest_ca_len && memcmp(vs->guest_ca, m->data, len) == 0)
+		return 0;
+	memcpy(vs->guest_ca, m->data, len);
+	vs->guest_ca_len = len;
+	vs->guest_ca_gen++;
+	log_info("%s: %zu bytes of added certificates", __func__, len);
+	return 0;
+}
+
 static const struct msg_handler vmm_handlers[] = {
 	MSG_HANDLERS_COMMON,
 	{ MSG_VMM_BATCH, PROC_BIT(PROC_FRONT), MSG_MAX_PAYLOAD, MSG_H_VARIABLE,
@@ -111,6 +135,8 @@ static const struct msg_handler vmm_handlers[] = {
 	    sizeof(struct msg_vmm_run_secret), 0, vmm_h_run_secret },
 	{ MSG_CTL_SECRET_KEY, PROC_BIT(PROC_PARENT),
 	    sizeof(struct msg_secret_key), 0, vmm_h_secret_key },
+	{ MSG_CTL_GUEST_CA, PROC_BIT(PROC_PARENT), VMM_CA_EXTRA_MAX,
+	    MSG_H_VARIABLE, vmm_h_guest_ca },
 	{ MSG_POLICY_DECISION, PROC_BIT(PROC_POLICY),
 	    sizeof(struct msg_policy_decision), 0, vmm_h_egress_decision },
 	{ MSG_EGRESS_FETCH_REPLY, PROC_BIT(PROC_EGRESS),

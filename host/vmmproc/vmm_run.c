@@ -596,6 +596,8 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	cfg.files_checked = checked;
 	cfg.image_fd = image_fd(img, &cfg.image_map, &image_len);
 	cfg.image_map_len = image_len;
+	cfg.ca_extra = vs->guest_ca;
+	cfg.ca_extra_len = vs->guest_ca_len;
 	cfg.no_pagemap = 1;
 	cfg.workspace_fd = s->ws_fd;
 	cfg.cwd = cwd;

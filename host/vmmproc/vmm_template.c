@@ -687,7 +687,7 @@ slot_get(struct proc_ctx *ctx, struct vmm_state *vs, const struct image *img,
 		slot_check(s);
 		if (strcmp(s->image, image_name) == 0 &&
 		    strcmp(s->command, spec.commands[0]) == 0 &&
-		    s->memory == memory &&
+		    s->memory == memory && s->ca_gen == vs->guest_ca_gen &&
 		    vmm_template_usable(s->owner, principal)) {
 			if (s->state == TPL_READY)
 				return s;
@@ -736,6 +736,7 @@ slot_get(struct proc_ctx *ctx, struct vmm_state *vs, const struct image *img,
 	strlcpy(ts->image, image_name, sizeof(ts->image));
 	strlcpy(ts->command, spec.commands[0], sizeof(ts->command));
 	ts->memory = memory;
+	ts->ca_gen = vs->guest_ca_gen;
 	ts->started_ms = mono_ms();
 	/* Only the image's code runs in the template: no owner. */
 	ts->owner[0] = '\0';

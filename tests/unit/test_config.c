@@ -106,6 +106,7 @@ test_values(void **state)
 	assert_int_equal(c.unauthenticated_timeout_ms, 2000);
 	assert_int_equal(c.max_replies_pending, 8 << 20);
 	assert_int_equal(c.process_memory, 512 << 20);
+	assert_string_equal(c.guest_ca_file, "/etc/keep/guest-ca.pem");
 }
 
 static void
