@@ -34,6 +34,7 @@
 #include "host/store/store.h"
 #include "host/store/store_wire.h"
 #include "host/proc_egress.h"
+#include "host/egress/appca.h"
 #include "lang/lang.h"
 #include "lib/clock.h"
 #include "lib/fdio.h"
@@ -1171,6 +1172,20 @@ setup(struct parent *ps)
 
 	load_mint_key(ps);
 	load_secret_key(ps);
+	/* The appliance CA before the guests' certificates are read: made
+	 * later (egress_send_config), the first start's guests would trust
+	 * it only after a reload. A failure is egress_send_config's to log. */
+	{
+		char akey[PATH_MAX], acert[PATH_MAX];
+		int kn = snprintf(
+		    akey, sizeof(akey), "%s/keys/appliance-ca.key", ps->state);
+		int cn = snprintf(acert, sizeof(acert),
+		    "%s/keys/appliance-ca.pem", ps->state);
+
+		if (kn > 0 && (size_t)kn < sizeof(akey) && cn > 0 &&
+		    (size_t)cn < sizeof(acert))
+			(void)egress_appca_ensure(akey, acert);
+	}
 	if (load_guest_ca(ps) != 0)
 		fatalx("guest.ca_file: refused (the reason is above)");
 
