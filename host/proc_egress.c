@@ -889,7 +889,8 @@ egress_h_name(struct proc_ctx *ctx, const struct msg *m)
 	    memchr(q.principal, '\0', sizeof(q.principal)) == NULL ||
 	    memchr(q.sandbox, '\0', sizeof(q.sandbox)) == NULL ||
 	    memchr(q.request_id, '\0', sizeof(q.request_id)) == NULL ||
-	    (q.op != VMM_NET_RESOLVE && q.op != VMM_NET_CONNECT) ||
+	    (q.op != VMM_NET_RESOLVE && q.op != VMM_NET_CONNECT &&
+	        q.op != VMM_NET_CONNECT_ADDR) ||
 	    (q.op == VMM_NET_RESOLVE) != (q.port == 0) || q.allow_http > 1 ||
 	    q.allow_private > 1 || strlen(q.name) > EGRESS_HOST_MAX) {
 		log_warnx("%s: malformed request", __func__);
@@ -952,8 +953,11 @@ egress_h_name(struct proc_ctx *ctx, const struct msg *m)
 		if (ms == 0 || ms > UINT32_MAX)
 			ms = 10000;
 
-		if (egress_connect(
-		        es->ec, &rule, (uint32_t)ms, &fd, &err, &d) != 0) {
+		if ((q.op == VMM_NET_CONNECT_ADDR
+		            ? egress_connect_addr(es->ec, q.name, q.port,
+		                  q.allow_private, (uint32_t)ms, &fd, &err, &d)
+		            : egress_connect(es->ec, &rule, (uint32_t)ms, &fd,
+		                  &err, &d)) != 0) {
 			r.error = err;
 			r.refused = d.error != EGRESS_E_CONNECT &&
 			    d.error != EGRESS_E_TIMEOUT &&

@@ -283,6 +283,27 @@ size_t lang_closure(const struct lang_file *f, const struct lang_decl *d,
 int lang_deny_applies(const struct lang_decl *deny,
     const struct lang_decl *agent, const uint32_t *mark, uint32_t stamp);
 
+/*
+ * An egress endpoint's address literal or range (docs/policy-language.md,
+ * "Egress allowlist"): "10.0.0.5" (bits 32), "10.1.0.0/16", "fd00::/8".
+ * lang_addr_range_parse reads s[0..n): 1 and *r when it is one; 0 when
+ * it is no address form at all (a host name: no '/' or ':', and not a
+ * dotted quad); -1 when it looks like one but is not (a bad address, a
+ * prefix length that is not 0 to 32 or 128 in plain digits, bits set past
+ * the prefix, IPv4-mapped IPv6), with why saying so (why may be NULL).
+ * lang_addr_range_has: whether addr (4 or 16 bytes, network order, of
+ * family AF_INET or AF_INET6) lies in *r.
+ */
+struct lang_addr_range {
+	int family; /* AF_INET or AF_INET6 */
+	unsigned bits; /* prefix length; 32 or 128 for one address */
+	uint8_t addr[16]; /* network order */
+};
+int lang_addr_range_parse(const char *s, size_t n, struct lang_addr_range *r,
+    char *why, size_t whylen);
+int lang_addr_range_has(
+    const struct lang_addr_range *r, int family, const uint8_t *addr);
+
 /* Name of a statement kind as written ("allow", "rate", ...). */
 const char *lang_stmt_name(enum lang_stmt_kind k);
 

@@ -98,7 +98,7 @@ struct policy_expose {
 };
 
 struct policy_egress {
-	const char *host; /* exact, or "*.suffix" */
+	const char *host; /* exact, "*.suffix", an address or a range */
 	uint16_t port; /* 0 = any */
 	uint8_t http, private_;
 	uint32_t rule, line;

@@ -556,6 +556,21 @@ int egress_grant_target(const char *host, uint16_t port, int allow_http,
 int egress_connect(struct egress_ctx *ctx, const struct egress_rule *rule,
     uint32_t timeout_ms, int *fd, int *err, struct egress_decision *d);
 
+/*
+ * A guest's TCP connection to an address an address rule allowed
+ * (`egress "10.1.0.0/16":5432 private`; the policy decided, the caller
+ * verified its grant): addr is "10.1.2.3" or "[fd00::1]". The address
+ * is classified: a metadata address, loopback, the unspecified address
+ * and keep's own 198.18.0.0/15 are refused whatever the rule says; other
+ * non-public classes need allow_private (egress_addr_permitted). Then
+ * a connect bounded by timeout_ms. d, *fd and *err as egress_connect's;
+ * EGRESS_E_HOST for a malformed addr (IPv4-mapped IPv6 included: IPv4
+ * is written as IPv4), EGRESS_E_ADDR_DENIED for a class.
+ */
+int egress_connect_addr(struct egress_ctx *ctx, const char *addr, uint16_t port,
+    int allow_private, uint32_t timeout_ms, int *fd, int *err,
+    struct egress_decision *d);
+
 /* ---- a static hosts table (tests, air-gapped set-ups) ---------------
  *
  * hosts(5) syntax: "address name [name...]" per line, '#' comments. The

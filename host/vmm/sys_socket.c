@@ -234,6 +234,16 @@ addr_v4(const struct sockaddr_storage *ss, uint16_t *port)
 	return 0;
 }
 
+/* Whether ss is in keep's own range for names (198.18.0.0/15): only a
+ * name the resolver gave reaches out from there. */
+static int
+addr_keeps(const struct sockaddr_storage *ss)
+{
+	uint16_t port;
+
+	return dns_synthetic(addr_v4(ss, &port));
+}
+
 static uint16_t
 sa_port(const struct sockaddr_storage *ss)
 {
@@ -245,6 +255,7 @@ sa_port(const struct sockaddr_storage *ss)
 }
 
 static void opts_copy(int from, int to);
+static int64_t sock_take_egress(struct vfd *f, int fd);
 
 /* Whether ss is the guest resolver's address, and the run has one. */
 static int
@@ -437,7 +448,7 @@ connect_by_name(struct vm *vm, struct vfd *f, const struct sockaddr_storage *ss)
 	const char *name;
 	uint16_t port;
 	uint32_t a;
-	int fd = -1, refused = 0, fl, rc;
+	int fd = -1, refused = 0, rc;
 	char namecopy[DNS_NAME_MAX + 1];
 
 	if (vm->cfg->dns_table == NULL ||
@@ -463,12 +474,71 @@ connect_by_name(struct vm *vm, struct vfd *f, const struct sockaddr_storage *ss)
 		}
 		return rc;
 	}
-	/*
-	 * The connected socket in place of the guest's host socket (each
-	 * guest descriptor has a host one of its own, fs.c): O_NONBLOCK
-	 * and the options the guest set on it are carried over (those
-	 * that take a value; one the other family lacks is let go).
-	 */
+	return sock_take_egress(f, fd);
+}
+
+/*
+ * A TCP connect to an address outside the sandbox that keep gave no
+ * name (loopback and 198.18/15 are not asked about): the vmm asks the
+ * policy for an address rule ("10.1.0.0/16":5432) and egress connects
+ * to exactly that address after its class checks. 0 or -errno; -ENOENT
+ * when there is nobody to ask (the caller refuses, as before).
+ */
+static int64_t
+connect_by_addr(struct vm *vm, struct vfd *f, const struct sockaddr_storage *ss)
+{
+	const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+	struct sockaddr_storage peer;
+	socklen_t pl = sizeof(peer);
+	char host[INET6_ADDRSTRLEN], text[INET6_ADDRSTRLEN + 2];
+	uint16_t port;
+	uint32_t a;
+	int fd = -1, refused = 0, rc;
+
+	if (f->sock != SOCK_STREAM || vm->cfg->egress_net == NULL)
+		return -ENOENT;
+	/* IPv4, or IPv4 in an IPv6 socket's mapped form: asked as IPv4. */
+	if ((a = addr_v4(ss, &port)) != 0 || ss->ss_family == AF_INET) {
+		struct in_addr in = { htonl(a) };
+
+		if (inet_ntop(AF_INET, &in, text, sizeof(text)) == NULL)
+			return -ENOENT;
+	} else {
+		port = ntohs(in6->sin6_port);
+		if (inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host)) ==
+		    NULL)
+			return -ENOENT;
+		snprintf(text, sizeof(text), "[%s]", host);
+	}
+	if (port == 0)
+		return -ENOENT;
+	if (getpeername(f->hostfd, (struct sockaddr *)&peer, &pl) == 0)
+		return -EISCONN;
+	rc = vm->cfg->egress_net(vm->cfg->fetch_arg, VMM_NET_CONNECT_ADDR, text,
+	    port, &fd, &refused);
+	if (rc != 0) {
+		if (refused) {
+			char what[VMM_EGRESS_WHAT];
+
+			snprintf(what, sizeof(what), "%s:%u", text, port);
+			vm_proc_egress_refused(vm, what);
+		}
+		return rc;
+	}
+	return sock_take_egress(f, fd);
+}
+
+/*
+ * The connected socket fd (from egress) in place of the guest's host
+ * socket (each guest descriptor has a host one of its own, fs.c):
+ * O_NONBLOCK and the options the guest set on it are carried over
+ * (those that take a value; one the other family lacks is let go).
+ */
+static int64_t
+sock_take_egress(struct vfd *f, int fd)
+{
+	int fl, rc;
+
 	fl = fcntl(f->hostfd, F_GETFL);
 	opts_copy(f->hostfd, fd);
 	if (fcntl(fd, F_SETFL, fl != -1 ? fl & O_NONBLOCK : 0) == -1) {
@@ -831,6 +901,9 @@ sys_connect(struct vm *vm, const uint64_t a[6])
 	if ((ss.ss_family == AF_INET || ss.ss_family == AF_INET6) &&
 	    !addr_local(&ss)) {
 		if ((rc = connect_by_name(vm, f, &ss)) != -ENOENT)
+			return rc;
+		if (!addr_keeps(&ss) &&
+		    (rc = connect_by_addr(vm, f, &ss)) != -ENOENT)
 			return rc;
 		return egress_refused(vm, &ss);
 	}
