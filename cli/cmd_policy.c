@@ -599,13 +599,15 @@ do_table(int argc, char **argv)
 			const struct policy_egress *e =
 			    &l.p->egress[pr->egress_off + k];
 			if (e->port)
-				printf("%-*s   egress \"%s\":%u%s%s\n", w, "",
+				printf("%-*s   egress \"%s\":%u%s%s%s\n", w, "",
 				    e->host, e->port, e->http ? " http" : "",
-				    e->private_ ? " private" : "");
+				    e->private_ ? " private" : "",
+				    e->udp ? " udp" : "");
 			else
-				printf("%-*s   egress \"%s\":*%s%s\n", w, "",
+				printf("%-*s   egress \"%s\":*%s%s%s\n", w, "",
 				    e->host, e->http ? " http" : "",
-				    e->private_ ? " private" : "");
+				    e->private_ ? " private" : "",
+				    e->udp ? " udp" : "");
 		}
 	}
 	printf("\nA allow, D explicit deny, . default deny\n");
@@ -684,7 +686,8 @@ static int
 egress_eq(const struct policy_egress *a, const struct policy_egress *b)
 {
 	return strcmp(a->host, b->host) == 0 && a->port == b->port &&
-	    a->http == b->http && a->private_ == b->private_;
+	    a->http == b->http && a->private_ == b->private_ &&
+	    a->udp == b->udp;
 }
 
 static int
@@ -724,15 +727,18 @@ diff_lists(const struct policy *a, const struct policy_principal *pa,
 				break;
 		if (k == pb->negress) {
 			if (e->port)
-				printf(
-				    "agent \"%s\": egress \"%s\":%u%s%s %s\n",
+				printf("agent \"%s\": egress \"%s\":%u%s%s%s "
+				       "%s\n",
 				    pa->name, e->host, e->port,
 				    e->http ? " http" : "",
-				    e->private_ ? " private" : "", sign);
+				    e->private_ ? " private" : "",
+				    e->udp ? " udp" : "", sign);
 			else
-				printf("agent \"%s\": egress \"%s\":*%s%s %s\n",
+				printf("agent \"%s\": egress \"%s\":*%s%s%s "
+				       "%s\n",
 				    pa->name, e->host, e->http ? " http" : "",
-				    e->private_ ? " private" : "", sign);
+				    e->private_ ? " private" : "",
+				    e->udp ? " udp" : "", sign);
 			n++;
 		}
 	}

@@ -120,6 +120,9 @@ void egress_send_config(const struct keepd_config *cfg, int fd);
  */
 void egress_grant_flags(const struct grant *g, const char *host, uint16_t port,
     uint8_t *http, uint8_t *priv);
+/* The same for a UDP grant when udp is 1 (egress_grant_target_proto). */
+void egress_grant_flags_proto(const struct grant *g, const char *host,
+    uint16_t port, int udp, uint8_t *http, uint8_t *priv);
 
 /*
  * The egress process's check of a request's grant (in message m, which

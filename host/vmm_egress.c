@@ -354,6 +354,19 @@ net_answer(struct vmm_egress_run *r, int err, int refused, int fd)
 	r->op = 0;
 }
 
+/* The operations on an address rather than a name, and on UDP. */
+static int
+net_byaddr(uint32_t op)
+{
+	return op == VMM_NET_CONNECT_ADDR || op == VMM_NET_UDP_ADDR;
+}
+
+static int
+net_udp(uint32_t op)
+{
+	return op == VMM_NET_UDP || op == VMM_NET_UDP_ADDR;
+}
+
 /* Whether name, asked for a connect to an address, is that address's
  * canonical text as the URL parser read it: "10.1.2.3", or "[fd00::1]"
  * for IPv6 (brackets, as a target writes it). */
@@ -382,8 +395,7 @@ net_event(struct proc_ctx *ctx, struct vmm_egress_run *r, const uint8_t *p)
 	int t;
 
 	memcpy(&n, p, sizeof(n));
-	if ((n.op != VMM_NET_RESOLVE && n.op != VMM_NET_CONNECT &&
-	        n.op != VMM_NET_CONNECT_ADDR) ||
+	if (n.op < VMM_NET_RESOLVE || n.op > VMM_NET_UDP_ADDR ||
 	    (n.op == VMM_NET_RESOLVE) != (n.port == 0) || n.pad != 0 ||
 	    memchr(n.name, '\0', sizeof(n.name)) == NULL) {
 		log_warnx("%s: malformed request from a vm process", __func__);
@@ -399,12 +411,12 @@ net_event(struct proc_ctx *ctx, struct vmm_egress_run *r, const uint8_t *p)
 	 * what the policy's address rules and the grant are matched on. */
 	if (t <= 0 || (size_t)t >= sizeof(url) ||
 	    egress_url_parse(url, (size_t)t, &u) != 0 ||
-	    (n.op == VMM_NET_CONNECT_ADDR ? !addr_canonical(&u, n.name)
-	                                  : u.kind != EGRESS_HOST_NAME)) {
+	    (net_byaddr(n.op) ? !addr_canonical(&u, n.name)
+	                      : u.kind != EGRESS_HOST_NAME)) {
 		net_answer(r, EACCES, 1, -1);
 		return 0;
 	}
-	if (n.op == VMM_NET_CONNECT_ADDR)
+	if (net_byaddr(n.op))
 		strlcpy(r->host, n.name, sizeof(r->host));
 	else
 		strlcpy(r->host, u.host, sizeof(r->host));
@@ -418,8 +430,8 @@ net_event(struct proc_ctx *ctx, struct vmm_egress_run *r, const uint8_t *p)
 	if (n.op == VMM_NET_RESOLVE)
 		t = snprintf(q.target, sizeof(q.target), "%s:*", r->host);
 	else
-		t = snprintf(q.target, sizeof(q.target), "%s:%u", r->host,
-		    (unsigned)n.port);
+		t = snprintf(q.target, sizeof(q.target), "%s:%u%s", r->host,
+		    (unsigned)n.port, net_udp(n.op) ? "/udp" : "");
 	q.target_len = (uint32_t)t;
 	if (t <= 0 || (size_t)t >= sizeof(q.target) ||
 	    ctx->fd[PROC_POLICY] < 0) {
@@ -456,8 +468,8 @@ net_decision(
 	strlcpy(q.sandbox, r->sandbox, sizeof(q.sandbox));
 	strlcpy(q.request_id, r->request_id, sizeof(q.request_id));
 	if (r->op != VMM_NET_RESOLVE)
-		egress_grant_flags(&d.grant, r->host, r->port, &q.allow_http,
-		    &q.allow_private);
+		egress_grant_flags_proto(&d.grant, r->host, r->port,
+		    net_udp(r->op), &q.allow_http, &q.allow_private);
 	if (ctx->fd[PROC_EGRESS] < 0 ||
 	    msg_send(ctx->fd[PROC_EGRESS], MSG_EGRESS_NAME, 0, m->hdr.reqid, &q,
 	        sizeof(q), -1) != MSG_OK) {

@@ -107,6 +107,7 @@ struct lang_item {
 	uint16_t port_last; /* expose: a range's last port (port if none) */
 	uint8_t http; /* egress: http allowed too */
 	uint8_t private_; /* egress: private addresses allowed */
+	uint8_t udp; /* egress: UDP allowed too */
 	/* Set by lang_check: the rule matters for some agent. */
 	uint8_t used;
 };

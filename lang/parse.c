@@ -691,6 +691,9 @@ parse_egress(struct parser *p, struct lang_stmt *s)
 			} else if (is_word(p, "private")) {
 				it->private_ = 1;
 				next(p);
+			} else if (is_word(p, "udp")) {
+				it->udp = 1;
+				next(p);
 			} else
 				break;
 		}

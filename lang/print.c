@@ -144,6 +144,8 @@ stmt(struct out *o, const struct lang_stmt *s)
 				put(o, " http");
 			if (it->private_)
 				put(o, " private");
+			if (it->udp)
+				put(o, " udp");
 		}
 		break;
 	case LANG_S_ISOLATION:

@@ -347,6 +347,7 @@ add_lists(struct build *b, struct policy_principal *pr, const uint32_t *clos,
 					e->port = it->port;
 					e->http = it->http;
 					e->private_ = it->private_;
+					e->udp = it->udp;
 					e->rule = it->rule;
 					e->line = it->loc.line;
 				}

@@ -200,6 +200,19 @@ policy_egress_match(
 	return hlen == plen && strncasecmp(host, pattern, plen) == 0;
 }
 
+int
+policy_egress_match_proto(
+    const char *pattern, uint16_t port, int udp, const char *target, size_t len)
+{
+	static const char sfx[] = "/udp";
+	const size_t n = sizeof(sfx) - 1;
+
+	if (len > n && memcmp(target + len - n, sfx, n) == 0)
+		return udp &&
+		    policy_egress_match(pattern, port, target, len - n);
+	return policy_egress_match(pattern, port, target, len);
+}
+
 void
 policy_decide_index(
     const struct policy *p, int i, int cap, struct policy_result *res)
@@ -249,8 +262,8 @@ check_target(const struct policy *p, const struct policy_principal *pr,
 			const struct policy_egress *e =
 			    &p->egress[pr->egress_off + i];
 			if ((best == 0 || e->rule < best) &&
-			    policy_egress_match(e->host, e->port, req->target,
-			        req->target_len)) {
+			    policy_egress_match_proto(e->host, e->port, e->udp,
+			        req->target, req->target_len)) {
 				best = e->rule;
 				line = e->line;
 			}

@@ -31,13 +31,14 @@ now_ms(void)
 }
 
 /*
- * A non-blocking TCP connect to pin within timeout_ms, answering the
- * supervisor's pings meanwhile: 0 and *fdp, or an EGRESS_E_* code with
- * *err the guest's errno and d filled.
+ * A non-blocking connect of a socket of type (SOCK_STREAM or SOCK_DGRAM:
+ * a UDP connect only sets the peer) to pin within timeout_ms, answering
+ * the supervisor's pings meanwhile: 0 and *fdp, or an EGRESS_E_* code
+ * with *err the guest's errno and d filled.
  */
 static int
 connect_bounded(struct egress_ctx *ctx, const struct sockaddr_storage *pin,
-    socklen_t pinlen, uint32_t timeout_ms, int *fdp, int *err,
+    socklen_t pinlen, int type, uint32_t timeout_ms, int *fdp, int *err,
     struct egress_decision *d)
 {
 	struct pollfd p;
@@ -45,8 +46,8 @@ connect_bounded(struct egress_ctx *ctx, const struct sockaddr_storage *pin,
 	uint64_t end;
 	int rc, fd, left, soerr = 0;
 
-	if ((fd = socket(pin->ss_family,
-	         SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)) == -1) {
+	if ((fd = socket(pin->ss_family, type | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	         0)) == -1) {
 		*err = errno;
 		d->error = EGRESS_E_CONNECT;
 		return d->error;
@@ -107,6 +108,15 @@ int
 egress_connect(struct egress_ctx *ctx, const struct egress_rule *rule,
     uint32_t timeout_ms, int *fdp, int *err, struct egress_decision *d)
 {
+	return egress_connect_type(
+	    ctx, rule, SOCK_STREAM, timeout_ms, fdp, err, d);
+}
+
+int
+egress_connect_type(struct egress_ctx *ctx, const struct egress_rule *rule,
+    int type, uint32_t timeout_ms, int *fdp, int *err,
+    struct egress_decision *d)
+{
 	struct sockaddr_storage pin;
 	struct egress_url u;
 	socklen_t pinlen = 0;
@@ -139,7 +149,12 @@ egress_connect(struct egress_ctx *ctx, const struct egress_rule *rule,
 		return rc;
 	}
 	d->rule = 0;
-	return connect_bounded(ctx, &pin, pinlen, timeout_ms, fdp, err, d);
+	if (type != SOCK_STREAM && type != SOCK_DGRAM) {
+		d->error = EGRESS_E_INTERNAL;
+		return d->error;
+	}
+	return connect_bounded(
+	    ctx, &pin, pinlen, type, timeout_ms, fdp, err, d);
 }
 
 /* Whether ss is in 198.18.0.0/15, the range keep's resolver hands out
@@ -156,7 +171,7 @@ addr_keeps_range(const struct sockaddr_storage *ss)
 
 int
 egress_connect_addr(struct egress_ctx *ctx, const char *addr, uint16_t port,
-    int allow_private, uint32_t timeout_ms, int *fdp, int *err,
+    int type, int allow_private, uint32_t timeout_ms, int *fdp, int *err,
     struct egress_decision *d)
 {
 	struct sockaddr_storage pin;
@@ -177,7 +192,8 @@ egress_connect_addr(struct egress_ctx *ctx, const char *addr, uint16_t port,
 	d->port = port;
 	d->error = EGRESS_E_HOST;
 	memset(&pin, 0, sizeof(pin));
-	if (port == 0 || n == 0 || n > EGRESS_HOST_MAX)
+	if (port == 0 || n == 0 || n > EGRESS_HOST_MAX ||
+	    (type != SOCK_STREAM && type != SOCK_DGRAM))
 		return d->error;
 	if (addr[0] == '[') {
 		if (n < 3 || addr[n - 1] != ']')
@@ -220,5 +236,6 @@ egress_connect_addr(struct egress_ctx *ctx, const char *addr, uint16_t port,
 	}
 	d->error = 0;
 	d->rule = 0;
-	return connect_bounded(ctx, &pin, pinlen, timeout_ms, fdp, err, d);
+	return connect_bounded(
+	    ctx, &pin, pinlen, type, timeout_ms, fdp, err, d);
 }

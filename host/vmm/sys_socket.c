@@ -255,7 +255,8 @@ sa_port(const struct sockaddr_storage *ss)
 }
 
 static void opts_copy(int from, int to);
-static int64_t sock_take_egress(struct vfd *f, int fd);
+static int64_t sock_take_egress(
+    struct vfd *f, int fd, const struct sockaddr_storage *ss);
 
 /* Whether ss is the guest resolver's address, and the run has one. */
 static int
@@ -435,10 +436,12 @@ vm_sock_dns_write(struct vm *vm, struct vfd *f, uint64_t addr, uint64_t len)
 }
 
 /*
- * A TCP connect to an address the resolver gave: the egress process
- * connects to that one name (with its checks) and the socket it hands
- * back takes the place of f's host socket. 0 or -errno; -ENOENT when
- * ss is no address of keep's (the caller goes on as before).
+ * A TCP connect to an address the resolver gave, or a UDP socket's
+ * first datagram or connect there: the egress process connects to that
+ * one name (with its checks; for UDP the name's rule must say `udp`)
+ * and the socket it hands back takes the place of f's host socket. 0
+ * or -errno; -ENOENT when ss is no address of keep's (the caller goes
+ * on as before).
  */
 static int64_t
 connect_by_name(struct vm *vm, struct vfd *f, const struct sockaddr_storage *ss)
@@ -455,34 +458,38 @@ connect_by_name(struct vm *vm, struct vfd *f, const struct sockaddr_storage *ss)
 	    !dns_synthetic(a = addr_v4(ss, &port)) ||
 	    (name = dns_table_name(vm->cfg->dns_table, a)) == NULL)
 		return -ENOENT;
-	/* Only TCP by name (UDP out is not done); port 0 is no port. */
-	if (f->sock != SOCK_STREAM || port == 0)
+	/* TCP and UDP by name; port 0 is no port. */
+	if ((f->sock != SOCK_STREAM && f->sock != SOCK_DGRAM) || port == 0)
 		return -ENOENT;
-	if (getpeername(f->hostfd, (struct sockaddr *)&peer, &pl) == 0)
+	if (f->sock == SOCK_STREAM &&
+	    getpeername(f->hostfd, (struct sockaddr *)&peer, &pl) == 0)
 		return -EISCONN;
 	if (vm->cfg->egress_net == NULL)
 		return -ENOENT;
 	strlcpy(namecopy, name, sizeof(namecopy));
-	rc = vm->cfg->egress_net(
-	    vm->cfg->fetch_arg, VMM_NET_CONNECT, namecopy, port, &fd, &refused);
+	rc = vm->cfg->egress_net(vm->cfg->fetch_arg,
+	    f->sock == SOCK_DGRAM ? VMM_NET_UDP : VMM_NET_CONNECT, namecopy,
+	    port, &fd, &refused);
 	if (rc != 0) {
 		if (refused) {
 			char what[VMM_EGRESS_WHAT];
 
-			snprintf(what, sizeof(what), "%s:%u", namecopy, port);
+			snprintf(what, sizeof(what), "%s:%u%s", namecopy, port,
+			    f->sock == SOCK_DGRAM ? "/udp" : "");
 			vm_proc_egress_refused(vm, what);
 		}
 		return rc;
 	}
-	return sock_take_egress(f, fd);
+	return sock_take_egress(f, fd, ss);
 }
 
 /*
- * A TCP connect to an address outside the sandbox that keep gave no
- * name (loopback and 198.18/15 are not asked about): the vmm asks the
- * policy for an address rule ("10.1.0.0/16":5432) and egress connects
- * to exactly that address after its class checks. 0 or -errno; -ENOENT
- * when there is nobody to ask (the caller refuses, as before).
+ * A TCP connect (or a UDP socket's first datagram or connect) to an
+ * address outside the sandbox that keep gave no name (loopback and
+ * 198.18/15 are not asked about): the vmm asks the policy for an address
+ * rule ("10.1.0.0/16":5432; for UDP one that says `udp`) and egress
+ * connects to exactly that address after its class checks. 0 or -errno;
+ * -ENOENT when there is nobody to ask (the caller refuses, as before).
  */
 static int64_t
 connect_by_addr(struct vm *vm, struct vfd *f, const struct sockaddr_storage *ss)
@@ -495,7 +502,8 @@ connect_by_addr(struct vm *vm, struct vfd *f, const struct sockaddr_storage *ss)
 	uint32_t a;
 	int fd = -1, refused = 0, rc;
 
-	if (f->sock != SOCK_STREAM || vm->cfg->egress_net == NULL)
+	if ((f->sock != SOCK_STREAM && f->sock != SOCK_DGRAM) ||
+	    vm->cfg->egress_net == NULL)
 		return -ENOENT;
 	/* IPv4, or IPv4 in an IPv6 socket's mapped form: asked as IPv4. */
 	if ((a = addr_v4(ss, &port)) != 0 || ss->ss_family == AF_INET) {
@@ -512,30 +520,105 @@ connect_by_addr(struct vm *vm, struct vfd *f, const struct sockaddr_storage *ss)
 	}
 	if (port == 0)
 		return -ENOENT;
-	if (getpeername(f->hostfd, (struct sockaddr *)&peer, &pl) == 0)
+	if (f->sock == SOCK_STREAM &&
+	    getpeername(f->hostfd, (struct sockaddr *)&peer, &pl) == 0)
 		return -EISCONN;
-	rc = vm->cfg->egress_net(vm->cfg->fetch_arg, VMM_NET_CONNECT_ADDR, text,
-	    port, &fd, &refused);
+	rc = vm->cfg->egress_net(vm->cfg->fetch_arg,
+	    f->sock == SOCK_DGRAM ? VMM_NET_UDP_ADDR : VMM_NET_CONNECT_ADDR,
+	    text, port, &fd, &refused);
 	if (rc != 0) {
 		if (refused) {
 			char what[VMM_EGRESS_WHAT];
 
-			snprintf(what, sizeof(what), "%s:%u", text, port);
+			snprintf(what, sizeof(what), "%s:%u%s", text, port,
+			    f->sock == SOCK_DGRAM ? "/udp" : "");
 			vm_proc_egress_refused(vm, what);
 		}
 		return rc;
 	}
-	return sock_take_egress(f, fd);
+	return sock_take_egress(f, fd, ss);
+}
+
+/* Whether ss is the peer a UDP socket egress made was made for, as the
+ * guest named it. */
+static int
+egress_same_peer(const struct vfd *f, const struct sockaddr_storage *ss)
+{
+	const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+	const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)ss;
+	struct sockaddr_in b;
+	struct sockaddr_in6 b6;
+
+	if (f->egress_peerlen == 0 || ss->ss_family == AF_UNSPEC)
+		return 0;
+	if (ss->ss_family == AF_INET &&
+	    f->egress_peerlen == sizeof(struct sockaddr_in)) {
+		memcpy(&b, f->egress_peer, sizeof(b));
+		return a->sin_port == b.sin_port &&
+		    a->sin_addr.s_addr == b.sin_addr.s_addr;
+	}
+	if (ss->ss_family == AF_INET6 &&
+	    f->egress_peerlen == sizeof(struct sockaddr_in6)) {
+		memcpy(&b6, f->egress_peer, sizeof(b6));
+		return a6->sin6_port == b6.sin6_port &&
+		    memcmp(&a6->sin6_addr, &b6.sin6_addr, 16) == 0;
+	}
+	return 0;
+}
+
+/*
+ * A socket egress made, asked to go somewhere (connect, or a send with
+ * an address): it lives outside the sandbox's network namespace, so
+ * nothing may re-aim it, not even at "loopback", which there is the
+ * host's. A connected TCP socket is EISCONN, as Linux says; a UDP one
+ * may name its own peer (0: send as connected) and nothing else.
+ */
+static int64_t
+egress_reaim(struct vm *vm, struct vfd *f, const struct sockaddr_storage *ss)
+{
+	if (f->sock == SOCK_STREAM)
+		return -EISCONN;
+	if (egress_same_peer(f, ss))
+		return 0;
+	if ((ss->ss_family == AF_INET || ss->ss_family == AF_INET6) &&
+	    !addr_local(ss))
+		return egress_refused(vm, ss);
+	return -EACCES;
+}
+
+/*
+ * A datagram to an address outside the sandbox: the socket is made
+ * egress's, connected to the one destination a `udp` rule allows (by
+ * name or address), and the datagram then goes on it as on a connected
+ * socket. 0 (send with no address), -ENOENT (not such a datagram: the
+ * caller goes on as before) or -errno.
+ */
+static int64_t
+udp_out(struct vm *vm, struct vfd *f, const struct sockaddr_storage *ss)
+{
+	int64_t rc;
+
+	if (f->egress)
+		return egress_reaim(vm, f, ss);
+	if (f->sock != SOCK_DGRAM ||
+	    (ss->ss_family != AF_INET && ss->ss_family != AF_INET6) ||
+	    addr_local(ss))
+		return -ENOENT;
+	if ((rc = connect_by_name(vm, f, ss)) == -ENOENT && !addr_keeps(ss))
+		rc = connect_by_addr(vm, f, ss);
+	return rc;
 }
 
 /*
  * The connected socket fd (from egress) in place of the guest's host
  * socket (each guest descriptor has a host one of its own, fs.c):
  * O_NONBLOCK and the options the guest set on it are carried over
- * (those that take a value; one the other family lacks is let go).
+ * (those that take a value; one the other family lacks is let go). It
+ * is marked egress's; a UDP one remembers ss, its peer as the guest
+ * named it, which its datagrams then come from.
  */
 static int64_t
-sock_take_egress(struct vfd *f, int fd)
+sock_take_egress(struct vfd *f, int fd, const struct sockaddr_storage *ss)
 {
 	int fl, rc;
 
@@ -548,6 +631,15 @@ sock_take_egress(struct vfd *f, int fd)
 	}
 	close(f->hostfd);
 	f->hostfd = fd;
+	f->egress = 1;
+	f->egress_peerlen = 0;
+	if (f->sock == SOCK_DGRAM) {
+		f->egress_peerlen = ss->ss_family == AF_INET
+		    ? sizeof(struct sockaddr_in)
+		    : sizeof(struct sockaddr_in6);
+		memcpy(f->egress_peer, ss, f->egress_peerlen);
+		return 0; /* a UDP connect is done at once, even so */
+	}
 	/* Done at once, as a loopback connect is: a non-blocking caller
 	 * hears EINPROGRESS and then finds it writable, SO_ERROR 0. */
 	return (fl != -1 && (fl & O_NONBLOCK)) ? -EINPROGRESS : 0;
@@ -789,6 +881,8 @@ sys_bind(struct vm *vm, const uint64_t a[6])
 
 	if ((f = sock_get(vm, a[0], &rc)) == NULL)
 		return rc;
+	if (f->egress)
+		return -EINVAL; /* bound already, outside the sandbox */
 	if ((rc = addr_in(vm, f, a[1], a[2], &ss, &sl, path, sizeof(path))) !=
 	    0)
 		return rc;
@@ -822,6 +916,8 @@ sys_listen(struct vm *vm, const uint64_t a[6])
 
 	if ((f = sock_get(vm, a[0], &err)) == NULL)
 		return err;
+	if (f->egress)
+		return -EINVAL; /* connected, and outside the sandbox */
 	return listen(f->hostfd, backlog < 0 ? 0 : backlog) == 0 ? 0 : -errno;
 }
 
@@ -898,6 +994,8 @@ sys_connect(struct vm *vm, const uint64_t a[6])
 	if ((rc = addr_in(vm, f, a[1], a[2], &ss, &sl, path, sizeof(path))) !=
 	    0)
 		return rc;
+	if (f->egress)
+		return egress_reaim(vm, f, &ss);
 	if ((ss.ss_family == AF_INET || ss.ss_family == AF_INET6) &&
 	    !addr_local(&ss)) {
 		if ((rc = connect_by_name(vm, f, &ss)) != -ENOENT)
@@ -991,7 +1089,9 @@ control_in(
 			memcpy(&gfd, &fds[i], sizeof(gfd));
 			if (gfd < 0 || (f = vm_fd(vm, (uint64_t)gfd)) == NULL)
 				return -EBADF;
-			if (f->kind != VFD_HOST || !f->pipe)
+			/* A socket egress made stays in its process tree:
+			 * one unmarked elsewhere could be re-aimed. */
+			if (f->kind != VFD_HOST || !f->pipe || f->egress)
 				return -EOPNOTSUPP;
 			memcpy(&fds[i], &f->hostfd, sizeof(int));
 		}
@@ -1116,13 +1216,20 @@ do_send(struct vm *vm, struct vfd *f, struct iovec *iov, size_t n,
 		if ((rc = addr_in(
 		         vm, f, addr, alen, &ss, &sl, path, sizeof(path))) != 0)
 			return rc;
-		if ((ss.ss_family == AF_INET || ss.ss_family == AF_INET6) &&
-		    !addr_local(&ss))
-			return egress_refused(vm, &ss);
-		if (f->sock == SOCK_DGRAM && dns_dest(vm, &ss))
-			return dns_serve(vm, f, iov, n);
-		m.msg_name = &ss;
-		m.msg_namelen = sl;
+		if ((rc = udp_out(vm, f, &ss)) != -ENOENT) {
+			if (rc != 0)
+				return rc;
+			addr = 0; /* on the socket egress connected there */
+		} else {
+			if ((ss.ss_family == AF_INET ||
+			        ss.ss_family == AF_INET6) &&
+			    !addr_local(&ss))
+				return egress_refused(vm, &ss);
+			if (f->sock == SOCK_DGRAM && dns_dest(vm, &ss))
+				return dns_serve(vm, f, iov, n);
+			m.msg_name = &ss;
+			m.msg_namelen = sl;
+		}
 	} else if (dns_peer(vm, f))
 		return dns_serve(vm, f, iov, n);
 	m.msg_iov = iov;
@@ -1253,6 +1360,12 @@ do_recv(struct vm *vm, struct vfd *f, struct iovec *iov, size_t n,
 			return -errno;
 	}
 	*mflags = m.msg_flags & ~MSG_CMSG_CLOEXEC;
+	if (f->egress_peerlen != 0) {
+		/* From the peer as the guest named it (198.18.x.y for a
+		 * name), which resolvers and NTP clients check. */
+		memcpy(&ss, f->egress_peer, f->egress_peerlen);
+		m.msg_namelen = f->egress_peerlen;
+	}
 	if ((gflags & MSG_WAITALL) && f->sock == SOCK_STREAM && r > 0)
 		r += recv_rest(vm, f, iov, n, (size_t)r, dontwait);
 	if (addr != 0 &&
@@ -1492,6 +1605,9 @@ sock_name(struct vm *vm, const uint64_t a[6], int peer)
 
 	if ((f = sock_get(vm, a[0], &err)) == NULL)
 		return err;
+	if (peer && f->egress_peerlen != 0)
+		return addr_out(
+		    vm, a[1], a[2], f->egress_peer, f->egress_peerlen);
 	if ((peer ? getpeername(f->hostfd, (struct sockaddr *)&ss, &sl)
 	          : getsockname(f->hostfd, (struct sockaddr *)&ss, &sl)) == -1)
 		return -errno;

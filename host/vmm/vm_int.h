@@ -60,6 +60,13 @@ struct vfd {
 	uint64_t len;
 	uint8_t *owned;
 	char *path; /* normalized guest path (not for 0-2 at start) */
+	/* VFD_HOST: a socket egress made (sys_socket.c, docs/egress.md),
+	 * which lives outside the sandbox's network namespace: never
+	 * re-aimed, bound, listened on or passed; a UDP one's peer as the
+	 * guest named it (egress_peerlen bytes of egress_peer). */
+	uint8_t egress;
+	uint8_t egress_peerlen;
+	uint8_t egress_peer[28]; /* a sockaddr_in or sockaddr_in6 */
 };
 
 /* The kernel's struct sigaction on x86-64 (rt_sigaction). */

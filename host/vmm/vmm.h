@@ -102,6 +102,10 @@ int vmm_platform_parse(const char *name);
 /* A TCP connection to an address an address rule may allow; name is
  * its canonical text, "10.1.2.3" or "[fd00::1]" (docs/egress.md). */
 #define VMM_NET_CONNECT_ADDR 3
+/* A connected UDP socket to name:port (VMM_NET_UDP) or to an address
+ * (VMM_NET_UDP_ADDR), by a rule that says `udp`. */
+#define VMM_NET_UDP 4
+#define VMM_NET_UDP_ADDR 5
 
 struct vmm_config {
 	int kvm_fd; /* an open /dev/kvm, or -1 */

@@ -715,8 +715,8 @@ test_connect_addr(void **state)
 	ctx = new_ctx(NULL, 0);
 	for (i = 0; i < sizeof(never) / sizeof(never[0]); i++) {
 		fd = 7;
-		if (egress_connect_addr(ctx, never[i], 80, 1, 1000, &fd, &err,
-		        &d) != EGRESS_E_ADDR_DENIED)
+		if (egress_connect_addr(ctx, never[i], 80, SOCK_STREAM, 1, 1000,
+		        &fd, &err, &d) != EGRESS_E_ADDR_DENIED)
 			fail_msg("connected to %s", never[i]);
 		assert_int_equal(fd, -1);
 		assert_int_equal(err, EACCES);
@@ -724,22 +724,22 @@ test_connect_addr(void **state)
 		assert_true(d.addr[0] != '\0');
 	}
 	for (i = 0; i < sizeof(malformed) / sizeof(malformed[0]); i++)
-		if (egress_connect_addr(ctx, malformed[i], 80, 1, 1000, &fd,
-		        &err, &d) != EGRESS_E_HOST)
+		if (egress_connect_addr(ctx, malformed[i], 80, SOCK_DGRAM, 1,
+		        1000, &fd, &err, &d) != EGRESS_E_HOST)
 			fail_msg("took '%s' for an address", malformed[i]);
-	assert_int_equal(
-	    egress_connect_addr(ctx, "10.0.0.1", 0, 1, 1000, &fd, &err, &d),
+	assert_int_equal(egress_connect_addr(ctx, "10.0.0.1", 0, SOCK_STREAM, 1,
+	                     1000, &fd, &err, &d),
 	    EGRESS_E_HOST);
-	assert_int_equal(
-	    egress_connect_addr(ctx, "10.0.0.1", 80, 0, 1000, &fd, &err, &d),
+	assert_int_equal(egress_connect_addr(ctx, "10.0.0.1", 80, SOCK_DGRAM, 0,
+	                     1000, &fd, &err, &d),
 	    EGRESS_E_ADDR_DENIED);
 	assert_int_equal(d.addr_class, EGRESS_ADDR_PRIVATE);
 	assert_string_equal(d.addr, "10.0.0.1");
-	assert_int_equal(
-	    egress_connect_addr(ctx, "[fd00::1]", 80, 0, 1000, &fd, &err, &d),
+	assert_int_equal(egress_connect_addr(ctx, "[fd00::1]", 80, SOCK_STREAM,
+	                     0, 1000, &fd, &err, &d),
 	    EGRESS_E_ADDR_DENIED);
-	assert_int_equal(
-	    egress_connect_addr(ctx, "224.0.0.1", 80, 1, 1000, &fd, &err, &d),
+	assert_int_equal(egress_connect_addr(ctx, "224.0.0.1", 80, SOCK_DGRAM,
+	                     1, 1000, &fd, &err, &d),
 	    EGRESS_E_ADDR_DENIED);
 	egress_ctx_free(ctx);
 }

@@ -432,6 +432,35 @@ test_egress_ranges(void **state)
 	assert_false(ask(fx, "r", "egress", "example.com:9999", STATIC).allow);
 }
 
+/* udp: a target ending in "/udp" (a guest's UDP socket) matches only an
+ * entry that says udp; such an entry allows TCP too, as http does. */
+static void
+test_egress_udp(void **state)
+{
+	struct fx *fx = *state;
+
+	build(fx,
+	    "agent \"u\" { egress \"ntp.test\":123 udp private, "
+	    "\"tcp.test\":123 private, \"10.9.0.0/16\":53 udp, "
+	    "\"*.dns.test\":* udp }\n");
+	assert_true(ask(fx, "u", "egress", "ntp.test:123/udp", STATIC).allow);
+	assert_true(ask(fx, "u", "egress", "ntp.test:123", STATIC).allow);
+	assert_false(ask(fx, "u", "egress", "ntp.test:124/udp", STATIC).allow);
+	assert_false(ask(fx, "u", "egress", "tcp.test:123/udp", STATIC).allow);
+	assert_true(ask(fx, "u", "egress", "tcp.test:123", STATIC).allow);
+	assert_true(ask(fx, "u", "egress", "10.9.1.1:53/udp", STATIC).allow);
+	assert_false(ask(fx, "u", "egress", "10.8.1.1:53/udp", STATIC).allow);
+	assert_true(
+	    ask(fx, "u", "egress", "a.dns.test:5353/udp", STATIC).allow);
+	/* Malformed: the suffix once, at the end, after a port. */
+	assert_false(ask(fx, "u", "egress", "ntp.test/udp", STATIC).allow);
+	assert_false(
+	    ask(fx, "u", "egress", "ntp.test:123/udp/udp", STATIC).allow);
+	assert_false(ask(fx, "u", "egress", "ntp.test:123/UDP", STATIC).allow);
+	assert_false(ask(fx, "u", "egress", "/udp", STATIC).allow);
+	assert_false(ask(fx, "u", "egress", "ntp.test:/udp", STATIC).allow);
+}
+
 /* The parser of addresses and ranges, on hostile text. */
 static void
 test_addr_range_parse(void **state)
@@ -1051,6 +1080,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(
 		    test_egress_ranges, setup, teardown),
 		cmocka_unit_test(test_addr_range_parse),
+		cmocka_unit_test_setup_teardown(
+		    test_egress_udp, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_egress_v6, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rate, setup, teardown),
