@@ -1431,7 +1431,7 @@ sys_write(struct vm *vm, const uint64_t a[6])
 	if (f == NULL)
 		return -EBADF;
 	/* A query to the guest's resolver is the VMM's to answer. */
-	if (f->kind == VFD_HOST && f->sock == SOCK_DGRAM &&
+	if (f->kind == VFD_HOST && (f->sock == SOCK_DGRAM || f->dns_tcp) &&
 	    (rc = (int)vm_sock_dns_write(vm, f, a[1], a[2])) != -ENOENT)
 		return rc;
 	if (park_io(vm, f, 1))
@@ -1488,6 +1488,11 @@ sys_writev(struct vm *vm, const uint64_t a[6])
 
 	if (f == NULL)
 		return -EBADF;
+	/* A query to the guest's resolver over TCP (glibc writes the
+	 * length and the message as two iovecs). */
+	if (f->kind == VFD_HOST && f->dns_tcp &&
+	    (rc = (int)vm_sock_dns_writev(vm, f, a[1], a[2])) != -ENOENT)
+		return rc;
 	if (park_io(vm, f, 1))
 		return 0;
 	if ((rc = wait_io(vm, f, 1)) != 0)

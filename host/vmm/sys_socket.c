@@ -255,6 +255,8 @@ sa_port(const struct sockaddr_storage *ss)
 }
 
 static void opts_copy(int from, int to);
+static int64_t iov_in(
+    struct vm *vm, uint64_t addr, uint64_t n, struct iovec *iov);
 static int64_t sock_take_egress(
     struct vfd *f, int fd, const struct sockaddr_storage *ss);
 
@@ -335,6 +337,45 @@ dns_decide(struct vm *vm, const struct dns_query *q, uint8_t addr[4], int *has)
 }
 
 /*
+ * The answer to the query (len bytes, at most DNS_UDP_MAX) into answer
+ * (DNS_UDP_MAX bytes), *alen its length (0: none, the query is dropped).
+ * 0, or -1 when a signal cut the policy's wait short.
+ */
+static int
+dns_answer(struct vm *vm, const uint8_t *query, size_t len, uint8_t *answer,
+    size_t *alen)
+{
+	struct dns_query q;
+	uint8_t addr[4];
+	int rc, has = 0;
+
+	*alen = 0;
+	rc = dns_query_parse(query, len, &q);
+	switch (rc) {
+	case DNS_PARSE_DROP:
+		return 0;
+	case DNS_PARSE_FORMERR:
+	case DNS_PARSE_NOTIMP:
+		q.question_end = 0;
+		*alen = dns_answer_make(query, &q,
+		    rc == DNS_PARSE_NOTIMP ? DNS_RCODE_NOTIMP
+		                           : DNS_RCODE_FORMERR,
+		    NULL, answer, DNS_UDP_MAX);
+		return 0;
+	case DNS_PARSE_BADNAME:
+		*alen = dns_answer_make(
+		    query, &q, DNS_RCODE_NXDOMAIN, NULL, answer, DNS_UDP_MAX);
+		return 0;
+	default:
+		if ((rc = dns_decide(vm, &q, addr, &has)) < 0)
+			return -1;
+		*alen = dns_answer_make(
+		    query, &q, rc, has ? addr : NULL, answer, DNS_UDP_MAX);
+		return 0;
+	}
+}
+
+/*
  * A datagram the guest sends to the resolver (iov, n): answered here,
  * from the resolver's own socket to f's address, before the call
  * returns, so the guest's recv, poll and epoll find a real reply from
@@ -343,15 +384,13 @@ dns_decide(struct vm *vm, const struct dns_query *q, uint8_t addr[4], int *has)
 static int64_t
 dns_serve(struct vm *vm, struct vfd *f, const struct iovec *iov, size_t n)
 {
-	uint8_t query[DNS_UDP_MAX], answer[DNS_UDP_MAX], addr[4];
+	uint8_t query[DNS_UDP_MAX], answer[DNS_UDP_MAX];
 	struct sockaddr_storage me;
 	struct sockaddr_in to;
-	struct dns_query q;
 	socklen_t sl = sizeof(me);
 	size_t total = 0, len = 0, i, alen = 0;
 	uint16_t port;
 	uint32_t a;
-	int rc, has = 0;
 
 	for (i = 0; i < n; i++) {
 		size_t take = iov[i].iov_len;
@@ -384,29 +423,8 @@ dns_serve(struct vm *vm, struct vfd *f, const struct iovec *iov, size_t n)
 	port = sa_port(&me);
 	if (total > sizeof(query))
 		return (int64_t)total; /* no query is that long: dropped */
-	rc = dns_query_parse(query, len, &q);
-	switch (rc) {
-	case DNS_PARSE_DROP:
-		return (int64_t)total;
-	case DNS_PARSE_FORMERR:
-	case DNS_PARSE_NOTIMP:
-		q.question_end = 0;
-		alen = dns_answer_make(query, &q,
-		    rc == DNS_PARSE_NOTIMP ? DNS_RCODE_NOTIMP
-		                           : DNS_RCODE_FORMERR,
-		    NULL, answer, sizeof(answer));
-		break;
-	case DNS_PARSE_BADNAME:
-		alen = dns_answer_make(query, &q, DNS_RCODE_NXDOMAIN, NULL,
-		    answer, sizeof(answer));
-		break;
-	default:
-		if ((rc = dns_decide(vm, &q, addr, &has)) < 0)
-			return -EINTR;
-		alen = dns_answer_make(
-		    query, &q, rc, has ? addr : NULL, answer, sizeof(answer));
-		break;
-	}
+	if (dns_answer(vm, query, len, answer, &alen) != 0)
+		return -EINTR;
 	if (alen == 0)
 		return (int64_t)total;
 	memset(&to, 0, sizeof(to));
@@ -419,12 +437,219 @@ dns_serve(struct vm *vm, struct vfd *f, const struct iovec *iov, size_t n)
 	return (int64_t)total;
 }
 
+/* ---- DNS over TCP ---------------------------------------------------
+ *
+ * A guest TCP connect to 127.0.0.53:53 is made to a listener of the
+ * VMM's own on 127.0.0.53, an ephemeral port, in the run's namespace,
+ * which it accepts at once and closes: the guest holds an ordinary
+ * loopback TCP socket, and the VMM the other end. Each query the guest
+ * writes (a 2-byte length, then the message, as RFC 1035 frames them;
+ * across writes too) is answered as a datagram's is, framed the same,
+ * on the VMM's end, before the write returns; nothing reads the bytes
+ * the guest wrote. The VMM's ends live in a small table per process,
+ * found by the guest socket's inode (its dups and a fork's copies share
+ * it), and go once the guest has closed its end.
+ */
+#define DNS_TCP_MAX 8 /* connections to the resolver a process holds */
+
+static struct dns_tcp {
+	ino_t ino; /* the guest socket's; 0: free */
+	int srv; /* the VMM's end */
+	uint16_t len; /* bytes of a frame not yet whole in buf */
+	uint8_t buf[2 + DNS_UDP_MAX];
+} dns_tcp[DNS_TCP_MAX];
+
+static void
+dns_tcp_free(struct dns_tcp *e)
+{
+	close(e->srv);
+	memset(e, 0, sizeof(*e));
+}
+
+/* f's entry, or NULL (f was passed in from elsewhere, or its entry was
+ * let go after a malformed frame). */
+static struct dns_tcp *
+dns_tcp_find(const struct vfd *f)
+{
+	struct stat st;
+	size_t i;
+
+	if (fstat(f->hostfd, &st) == -1)
+		return NULL;
+	for (i = 0; i < DNS_TCP_MAX; i++)
+		if (dns_tcp[i].ino != 0 && dns_tcp[i].ino == st.st_ino)
+			return &dns_tcp[i];
+	return NULL;
+}
+
+/* A free entry, after letting go of those whose guest end is closed. */
+static struct dns_tcp *
+dns_tcp_slot(void)
+{
+	struct dns_tcp *free_one = NULL;
+	struct pollfd p;
+	size_t i;
+
+	for (i = 0; i < DNS_TCP_MAX; i++) {
+		if (dns_tcp[i].ino != 0) {
+			p.fd = dns_tcp[i].srv;
+			p.events = POLLRDHUP;
+			p.revents = 0;
+			if (poll(&p, 1, 0) == 1 &&
+			    (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+				dns_tcp_free(&dns_tcp[i]);
+		}
+		if (dns_tcp[i].ino == 0 && free_one == NULL)
+			free_one = &dns_tcp[i];
+	}
+	return free_one;
+}
+
+/* connect(f, 127.0.0.53:53) on a TCP socket: 0, -EINPROGRESS for a
+ * non-blocking one (done already, as a loopback connect is), or -errno
+ * (ECONNREFUSED when the table is full, as with no server). */
+static int64_t
+dns_tcp_connect(struct vm *vm, struct vfd *f)
+{
+	struct sockaddr_storage to, me, peer;
+	struct sockaddr_in lo;
+	struct dns_tcp *e;
+	struct pollfd p;
+	struct stat st;
+	socklen_t sl;
+	int l = -1, srv = -1, fl, rc;
+
+	(void)vm;
+	sl = sizeof(peer);
+	if (getpeername(f->hostfd, (struct sockaddr *)&peer, &sl) == 0)
+		return -EISCONN;
+	if ((e = dns_tcp_slot()) == NULL)
+		return -ECONNREFUSED;
+	memset(&lo, 0, sizeof(lo));
+	lo.sin_family = AF_INET;
+	lo.sin_addr.s_addr = htonl(DNS_SERVER_ADDR);
+	sl = sizeof(lo);
+	if ((l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
+	    bind(l, (struct sockaddr *)&lo, sizeof(lo)) == -1 ||
+	    listen(l, 1) == -1 ||
+	    getsockname(l, (struct sockaddr *)&lo, &sl) == -1) {
+		rc = -errno;
+		goto out;
+	}
+	/* The guest's socket, in its own family (an IPv6 one to the
+	 * mapped address). */
+	memset(&to, 0, sizeof(to));
+	if (sock_family(f) == AF_INET6) {
+		struct sockaddr_in6 *t6 = (struct sockaddr_in6 *)&to;
+
+		t6->sin6_family = AF_INET6;
+		t6->sin6_port = lo.sin_port;
+		t6->sin6_addr.s6_addr[10] = t6->sin6_addr.s6_addr[11] = 0xff;
+		memcpy(&t6->sin6_addr.s6_addr[12], &lo.sin_addr, 4);
+		sl = sizeof(*t6);
+	} else {
+		memcpy(&to, &lo, sizeof(lo));
+		sl = sizeof(lo);
+	}
+	if (connect(f->hostfd, (struct sockaddr *)&to, sl) == -1 &&
+	    errno != EINPROGRESS) {
+		rc = -errno;
+		goto out;
+	}
+	/* Loopback's handshake is done by now; a second at most, should
+	 * the host be slow. The connection accepted must be the guest's
+	 * (another run's process could reach the port meanwhile). */
+	p.fd = l;
+	p.events = POLLIN;
+	p.revents = 0;
+	sl = sizeof(me);
+	if (poll(&p, 1, 1000) != 1 ||
+	    (srv = accept4(l, (struct sockaddr *)&peer,
+	         &(socklen_t){ sizeof(peer) }, SOCK_CLOEXEC)) == -1 ||
+	    getsockname(f->hostfd, (struct sockaddr *)&me, &sl) == -1 ||
+	    sa_port(&me) != sa_port(&peer) || fstat(f->hostfd, &st) == -1) {
+		rc = -ECONNREFUSED;
+		goto out;
+	}
+	e->ino = st.st_ino;
+	e->srv = srv;
+	e->len = 0;
+	srv = -1;
+	f->dns_tcp = 1;
+	fl = fcntl(f->hostfd, F_GETFL);
+	rc = (fl != -1 && (fl & O_NONBLOCK)) ? -EINPROGRESS : 0;
+out:
+	if (l != -1)
+		close(l);
+	if (srv != -1)
+		close(srv);
+	return rc;
+}
+
+/*
+ * What the guest writes on f, a TCP connection to the resolver (iov, n):
+ * each whole frame answered on the VMM's end. The bytes "sent", or
+ * -errno; -ENOENT when f has no entry (its bytes go as any socket's).
+ * A frame of length 0 or over DNS_UDP_MAX ends the connection, as a
+ * server would close it: the guest reads the end of the stream.
+ */
+static int64_t
+dns_tcp_serve(struct vm *vm, struct vfd *f, const struct iovec *iov, size_t n)
+{
+	uint8_t answer[2 + DNS_UDP_MAX];
+	struct dns_tcp *e;
+	size_t i, off, take = 0, flen, want, alen, total = 0;
+
+	if ((e = dns_tcp_find(f)) == NULL)
+		return -ENOENT;
+	for (i = 0; i < n; i++) {
+		const uint8_t *b = iov[i].iov_base;
+
+		for (off = 0; off < iov[i].iov_len; off += take) {
+			flen = e->len >= 2
+			    ? (size_t)((e->buf[0] << 8) | e->buf[1])
+			    : 0;
+			want = e->len < 2 ? 2 : 2 + flen;
+			take = iov[i].iov_len - off;
+			if (take > want - e->len)
+				take = want - e->len;
+			memcpy(e->buf + e->len, b + off, take);
+			e->len += (uint16_t)take;
+			if (e->len == 2) {
+				flen = (size_t)((e->buf[0] << 8) | e->buf[1]);
+				if (flen == 0 || flen > DNS_UDP_MAX) {
+					dns_tcp_free(e);
+					return (
+					    int64_t)(total + iov[i].iov_len);
+				}
+				continue;
+			}
+			if (e->len < 2 + flen)
+				continue;
+			/* A whole query. A signal during the policy's answer
+			 * loses it, as a dropped datagram would be. */
+			e->len = 0;
+			if (dns_answer(
+			        vm, e->buf + 2, flen, answer + 2, &alen) != 0)
+				return (int64_t)(total + off + take);
+			if (alen == 0)
+				continue;
+			answer[0] = (uint8_t)(alen >> 8);
+			answer[1] = (uint8_t)alen;
+			(void)send(e->srv, answer, alen + 2,
+			    MSG_DONTWAIT | MSG_NOSIGNAL);
+		}
+		total += iov[i].iov_len;
+	}
+	return (int64_t)total;
+}
+
 int64_t
 vm_sock_dns_write(struct vm *vm, struct vfd *f, uint64_t addr, uint64_t len)
 {
 	struct iovec iov;
 
-	if (!dns_peer(vm, f))
+	if (!f->dns_tcp && !dns_peer(vm, f))
 		return -ENOENT;
 	if ((int64_t)len < 0)
 		return -EINVAL;
@@ -432,7 +657,27 @@ vm_sock_dns_write(struct vm *vm, struct vfd *f, uint64_t addr, uint64_t len)
 	iov.iov_base = NULL;
 	if (len != 0 && (iov.iov_base = vm_gptr(vm, addr, len)) == NULL)
 		return -EFAULT;
+	if (f->dns_tcp)
+		return dns_tcp_serve(vm, f, &iov, 1);
 	return dns_serve(vm, f, &iov, 1);
+}
+
+int64_t
+vm_sock_dns_writev(struct vm *vm, struct vfd *f, uint64_t addr, uint64_t n)
+{
+	struct iovec *iov;
+	int64_t rc;
+
+	if (!f->dns_tcp || dns_tcp_find(f) == NULL)
+		return -ENOENT;
+	if (n > IOV_MAX_G)
+		return -EINVAL; /* writev's answer */
+	if ((iov = calloc(n ? n : 1, sizeof(*iov))) == NULL)
+		return -ENOMEM;
+	if ((rc = iov_in(vm, addr, n, iov)) == 0)
+		rc = dns_tcp_serve(vm, f, iov, (size_t)n);
+	free(iov);
+	return rc;
 }
 
 /*
@@ -1005,6 +1250,8 @@ sys_connect(struct vm *vm, const uint64_t a[6])
 			return rc;
 		return egress_refused(vm, &ss);
 	}
+	if (f->sock == SOCK_STREAM && dns_dest(vm, &ss))
+		return dns_tcp_connect(vm, f);
 	if (path[0] != '\0' &&
 	    (rc = unix_at(vm, path, 0, &ss, &sl, &back)) != 0)
 		return rc;
@@ -1230,6 +1477,9 @@ do_send(struct vm *vm, struct vfd *f, struct iovec *iov, size_t n,
 			m.msg_name = &ss;
 			m.msg_namelen = sl;
 		}
+	} else if (f->dns_tcp) {
+		if ((rc = dns_tcp_serve(vm, f, iov, n)) != -ENOENT)
+			return rc;
 	} else if (dns_peer(vm, f))
 		return dns_serve(vm, f, iov, n);
 	m.msg_iov = iov;
@@ -1611,6 +1861,12 @@ sock_name(struct vm *vm, const uint64_t a[6], int peer)
 	if ((peer ? getpeername(f->hostfd, (struct sockaddr *)&ss, &sl)
 	          : getsockname(f->hostfd, (struct sockaddr *)&ss, &sl)) == -1)
 		return -errno;
+	/* The resolver's end says port 53, whatever the VMM bound. */
+	if (peer && f->dns_tcp && ss.ss_family == AF_INET)
+		((struct sockaddr_in *)&ss)->sin_port = htons(DNS_SERVER_PORT);
+	else if (peer && f->dns_tcp && ss.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&ss)->sin6_port =
+		    htons(DNS_SERVER_PORT);
 	if (!peer && ss.ss_family == AF_UNIX && f->path != NULL &&
 	    strlen(f->path) < sizeof(un.sun_path)) {
 		memset(&un, 0, sizeof(un));

@@ -65,6 +65,7 @@ struct vfd {
 	 * re-aimed, bound, listened on or passed; a UDP one's peer as the
 	 * guest named it (egress_peerlen bytes of egress_peer). */
 	uint8_t egress;
+	uint8_t dns_tcp; /* a TCP connection to the guest resolver */
 	uint8_t egress_peerlen;
 	uint8_t egress_peer[28]; /* a sockaddr_in or sockaddr_in6 */
 };
