@@ -645,14 +645,17 @@ do_table(int argc, char **argv)
 			char inj[160];
 
 			if (e->port)
-				printf("%-*s   egress \"%s\":%u%s%s%s\n", w, "",
-				    e->host, e->port, e->http ? " http" : "",
+				printf("%-*s   egress \"%s\":%u%s%s%s%s\n", w,
+				    "", e->host, e->port,
+				    e->http ? " http" : "",
 				    e->private_ ? " private" : "",
+				    e->udp ? " udp" : "",
 				    inject_text(e, inj, sizeof(inj)));
 			else
-				printf("%-*s   egress \"%s\":*%s%s\n", w, "",
+				printf("%-*s   egress \"%s\":*%s%s%s\n", w, "",
 				    e->host, e->http ? " http" : "",
-				    e->private_ ? " private" : "");
+				    e->private_ ? " private" : "",
+				    e->udp ? " udp" : "");
 		}
 	}
 	printf("\nA allow, D explicit deny, . default deny\n");
@@ -741,7 +744,7 @@ egress_eq(const struct policy_egress *a, const struct policy_egress *b)
 	return strcmp(a->host, b->host) == 0 && a->port == b->port &&
 	    a->http == b->http && a->private_ == b->private_ &&
 	    opt_eq(a->inject_secret, b->inject_secret) &&
-	    opt_eq(a->inject_header, b->inject_header);
+	    opt_eq(a->inject_header, b->inject_header) && a->udp == b->udp;
 }
 
 /* An expose element as the policy would say it: "8000", "3000-3999",
@@ -803,16 +806,19 @@ diff_lists(const struct policy *a, const struct policy_principal *pa,
 			char inj[160];
 
 			if (e->port)
-				printf("agent \"%s\": egress \"%s\":%u%s%s%s "
+				printf("agent \"%s\": egress \"%s\":%u%s%s%s%s "
 				       "%s\n",
 				    pa->name, e->host, e->port,
 				    e->http ? " http" : "",
 				    e->private_ ? " private" : "",
+				    e->udp ? " udp" : "",
 				    inject_text(e, inj, sizeof(inj)), sign);
 			else
-				printf("agent \"%s\": egress \"%s\":*%s%s %s\n",
+				printf("agent \"%s\": egress \"%s\":*%s%s%s "
+				       "%s\n",
 				    pa->name, e->host, e->http ? " http" : "",
-				    e->private_ ? " private" : "", sign);
+				    e->private_ ? " private" : "",
+				    e->udp ? " udp" : "", sign);
 			n++;
 		}
 	}

@@ -19,7 +19,8 @@ differential(const struct lang_file *f, const struct policy *p,
 {
 	static const char *const targets[] = { "", "node", "sh",
 		"api.github.com:443", "x.npmjs.org:443", "evil.com",
-		"a.example.com:8443" };
+		"a.example.com:8443", "10.1.2.3:5432", "[fd00::1]:443",
+		"169.254.169.254:80", "ntp.test:123/udp", "10.1.2.3:53/udp" };
 	struct policy_request req;
 	struct policy_result a, b;
 	uint32_t i;
@@ -28,7 +29,7 @@ differential(const struct lang_file *f, const struct policy *p,
 
 	for (i = 0; i < p->npr && i < 16; i++)
 		for (cap = 0; cap < CAP_COUNT; cap++) {
-			t = size ? data[k++ % size] % 7 : 0;
+			t = size ? data[k++ % size] % 12 : 0;
 			memset(&req, 0, sizeof(req));
 			req.principal = p->pr[i].name;
 			req.principal_len = p->pr[i].len;

@@ -82,6 +82,13 @@ void
 egress_grant_flags(const struct grant *g, const char *host, uint16_t port,
     uint8_t *http, uint8_t *priv)
 {
+	egress_grant_flags_proto(g, host, port, 0, http, priv);
+}
+
+void
+egress_grant_flags_proto(const struct grant *g, const char *host, uint16_t port,
+    int udp, uint8_t *http, uint8_t *priv)
+{
 	char t[EGRESS_GRANT_TARGET_MAX];
 	uint8_t hash[GRANT_HASH_BYTES];
 	int h, p;
@@ -89,8 +96,8 @@ egress_grant_flags(const struct grant *g, const char *host, uint16_t port,
 	*http = *priv = 0;
 	for (h = 0; h < 2; h++)
 		for (p = 0; p < 2; p++) {
-			if (egress_grant_target(
-			        host, port, h, p, t, sizeof(t)) != 0)
+			if (egress_grant_target_proto(
+			        host, port, udp, h, p, t, sizeof(t)) != 0)
 				continue;
 			grant_target_hash(t, strlen(t), hash);
 			if (memcmp(hash, g->target, sizeof(hash)) == 0) {
@@ -1194,14 +1201,14 @@ serve_name(struct proc_ctx *ctx, const struct msg *m,
 	uint8_t hash[GRANT_HASH_BYTES];
 	char t[EGRESS_INJECT_TARGET_MAX], why[96], target[300];
 	const char *action;
-	int rc, fd = -1, err, pair[2] = { -1, -1 };
+	int rc, fd = -1, err, udp, byaddr, pair[2] = { -1, -1 };
 
 	memset(&r, 0, sizeof(r));
 	if (memchr(q.name, '\0', sizeof(q.name)) == NULL ||
 	    memchr(q.principal, '\0', sizeof(q.principal)) == NULL ||
 	    memchr(q.sandbox, '\0', sizeof(q.sandbox)) == NULL ||
 	    memchr(q.request_id, '\0', sizeof(q.request_id)) == NULL ||
-	    (q.op != VMM_NET_RESOLVE && q.op != VMM_NET_CONNECT) ||
+	    q.op < VMM_NET_RESOLVE || q.op > VMM_NET_UDP_ADDR ||
 	    (q.op == VMM_NET_RESOLVE) != (q.port == 0) || q.allow_http > 1 ||
 	    q.allow_private > 1 || strlen(q.name) > EGRESS_HOST_MAX) {
 		log_warnx("%s: malformed request", __func__);
@@ -1212,6 +1219,8 @@ serve_name(struct proc_ctx *ctx, const struct msg *m,
 		log_warnx("%s: an injection for a query", __func__);
 		return -1;
 	}
+	udp = q.op == VMM_NET_UDP || q.op == VMM_NET_UDP_ADDR;
+	byaddr = q.op == VMM_NET_CONNECT_ADDR || q.op == VMM_NET_UDP_ADDR;
 	memset(&rule, 0, sizeof(rule));
 	strlcpy(rule.host, q.name, sizeof(rule.host));
 	rule.port = q.port;
@@ -1230,8 +1239,8 @@ serve_name(struct proc_ctx *ctx, const struct msg *m,
 		        ? egress_grant_target_inject(q.name, q.port,
 		              q.allow_http, q.allow_private, in->secret,
 		              in->header, t, sizeof(t)) != 0
-		        : egress_grant_target(q.name, q.port, q.allow_http,
-		              q.allow_private, t, sizeof(t)) != 0)
+		        : egress_grant_target_proto(q.name, q.port, udp,
+		              q.allow_http, q.allow_private, t, sizeof(t)) != 0)
 			t[0] = '\0';
 		grant_target_hash(t, strlen(t), hash);
 		if (t[0] == '\0' ||
@@ -1276,8 +1285,12 @@ serve_name(struct proc_ctx *ctx, const struct msg *m,
 		if (ms == 0 || ms > UINT32_MAX)
 			ms = 10000;
 
-		if (egress_connect(
-		        es->ec, &rule, (uint32_t)ms, &fd, &err, &d) != 0) {
+		int type = udp ? SOCK_DGRAM : SOCK_STREAM;
+
+		if ((byaddr ? egress_connect_addr(es->ec, q.name, q.port, type,
+		                  q.allow_private, (uint32_t)ms, &fd, &err, &d)
+		            : egress_connect_type(es->ec, &rule, type,
+		                  (uint32_t)ms, &fd, &err, &d)) != 0) {
 			r.error = err;
 			r.refused = d.error != EGRESS_E_CONNECT &&
 			    d.error != EGRESS_E_TIMEOUT &&
@@ -1291,8 +1304,8 @@ serve_name(struct proc_ctx *ctx, const struct msg *m,
 	if (q.op == VMM_NET_RESOLVE)
 		snprintf(target, sizeof(target), "%s", q.name);
 	else
-		snprintf(
-		    target, sizeof(target), "%s:%u", q.name, (unsigned)q.port);
+		snprintf(target, sizeof(target), "%s:%u%s", q.name,
+		    (unsigned)q.port, udp ? "/udp" : "");
 	if (in != NULL && fd >= 0 &&
 	    hand_to_worker(ctx, m, &aq, in, &fd, pair) != 0) {
 		r.error = EACCES;
@@ -1302,7 +1315,10 @@ serve_name(struct proc_ctx *ctx, const struct msg *m,
 		d.error = EGRESS_E_INTERNAL;
 	}
 	audit(ctx, m, &aq, q.principal, action,
-	    q.op == VMM_NET_RESOLVE ? "DNS" : "TCP", target, &d, why);
+	    q.op == VMM_NET_RESOLVE ? "DNS"
+	        : udp               ? "UDP"
+	                            : "TCP",
+	    target, &d, why);
 	if (msg_reply(ctx, m,
 	        fd >= 0 ? MSG_EGRESS_NAME_SOCKET : MSG_EGRESS_NAME_REPLY, &r,
 	        sizeof(r), fd) != MSG_OK)

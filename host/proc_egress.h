@@ -44,7 +44,9 @@
  * The grant is the policy's for cap egress and the run's principal:
  * for a query (op VMM_NET_RESOLVE, port 0) its target is "name:*" (any
  * port of a rule for the name); for a connect, egress_grant_target() of
- * name, port and the flags below, which egress recomputes.
+ * name, port and the flags below, which egress recomputes (for an
+ * address, the name is its canonical text with brackets around IPv6,
+ * as the policy's target "ADDR:PORT" writes it).
  */
 struct msg_egress_name {
 	struct grant grant;
@@ -52,7 +54,8 @@ struct msg_egress_name {
 	char name[256]; /* NUL-terminated */
 	char sandbox[72];
 	char request_id[40];
-	uint32_t op; /* VMM_NET_RESOLVE or VMM_NET_CONNECT */
+	uint32_t op; /* VMM_NET_RESOLVE, VMM_NET_CONNECT or _CONNECT_ADDR
+			(name: "10.1.2.3" or "[fd00::1]") */
 	uint32_t policy_reason; /* of a denied grant */
 	uint16_t port;
 	uint8_t allow_http, allow_private;
@@ -144,6 +147,9 @@ void egress_send_config(const struct keepd_config *cfg, int fd);
  */
 void egress_grant_flags(const struct grant *g, const char *host, uint16_t port,
     uint8_t *http, uint8_t *priv);
+/* The same for a UDP grant when udp is 1 (egress_grant_target_proto). */
+void egress_grant_flags_proto(const struct grant *g, const char *host,
+    uint16_t port, int udp, uint8_t *http, uint8_t *priv);
 
 /*
  * The egress process's check of a request's grant (in message m, which

@@ -235,13 +235,13 @@ net_locked(
 	memcpy(&h, buf, sizeof(h));
 	memcpy(&r, buf + sizeof(h), sizeof(r));
 	if (h.type != MSG_VMM_NET_REPLY || h.len != sizeof(r) || r.error < 0 ||
-	    (r.error == 0 && op == VMM_NET_CONNECT && rfd == MSG_NO_FD)) {
+	    (r.error == 0 && op != VMM_NET_RESOLVE && rfd == MSG_NO_FD)) {
 		if (rfd != MSG_NO_FD)
 			close(rfd);
 		return -EACCES;
 	}
 	*refused = r.refused != 0;
-	if (r.error != 0 || op != VMM_NET_CONNECT) {
+	if (r.error != 0 || op == VMM_NET_RESOLVE) {
 		if (rfd != MSG_NO_FD)
 			close(rfd);
 		return -r.error;
@@ -538,6 +538,35 @@ net_answer(struct vmm_egress_run *r, int err, int refused, int fd)
 	r->op = 0;
 }
 
+/* The operations on an address rather than a name, and on UDP. */
+static int
+net_byaddr(uint32_t op)
+{
+	return op == VMM_NET_CONNECT_ADDR || op == VMM_NET_UDP_ADDR;
+}
+
+static int
+net_udp(uint32_t op)
+{
+	return op == VMM_NET_UDP || op == VMM_NET_UDP_ADDR;
+}
+
+/* Whether name, asked for a connect to an address, is that address's
+ * canonical text as the URL parser read it: "10.1.2.3", or "[fd00::1]"
+ * for IPv6 (brackets, as a target writes it). */
+static int
+addr_canonical(const struct egress_url *u, const char *name)
+{
+	char b[EGRESS_HOST_MAX + 3];
+
+	if (u->kind == EGRESS_HOST_IPV4)
+		return strcmp(u->host, name) == 0;
+	if (u->kind != EGRESS_HOST_IPV6)
+		return 0;
+	snprintf(b, sizeof(b), "[%s]", u->host);
+	return strcmp(b, name) == 0;
+}
+
 /* MSG_VMM_NET from the vm: the name checked as a URL's host, then the
  * policy asked for it. 0, or -1 when the vm process misbehaved. */
 static int
@@ -550,7 +579,7 @@ net_event(struct proc_ctx *ctx, struct vmm_egress_run *r, const uint8_t *p)
 	int t;
 
 	memcpy(&n, p, sizeof(n));
-	if ((n.op != VMM_NET_RESOLVE && n.op != VMM_NET_CONNECT) ||
+	if (n.op < VMM_NET_RESOLVE || n.op > VMM_NET_UDP_ADDR ||
 	    (n.op == VMM_NET_RESOLVE) != (n.port == 0) || n.pad != 0 ||
 	    memchr(n.name, '\0', sizeof(n.name)) == NULL) {
 		log_warnx("%s: malformed request from a vm process", __func__);
@@ -560,15 +589,21 @@ net_event(struct proc_ctx *ctx, struct vmm_egress_run *r, const uint8_t *p)
 	/* The guest's name, as any URL's host: canonical, lower case. */
 	t = snprintf(url, sizeof(url), "https://%s:%u/", n.name,
 	    (unsigned)(n.port != 0 ? n.port : 443));
-	/* Names only: an address literal asked as a name ("10.0.0.5") is
-	 * no way around address rules, which are a later step. */
+	/* A name asked as one, an address as one: an address literal
+	 * asked as a name ("10.0.0.5") is refused, and an address is asked
+	 * in its canonical text only ("10.1.2.3", "[fd00::1]"), which is
+	 * what the policy's address rules and the grant are matched on. */
 	if (t <= 0 || (size_t)t >= sizeof(url) ||
 	    egress_url_parse(url, (size_t)t, &u) != 0 ||
-	    u.kind != EGRESS_HOST_NAME) {
+	    (net_byaddr(n.op) ? !addr_canonical(&u, n.name)
+	                      : u.kind != EGRESS_HOST_NAME)) {
 		net_answer(r, EACCES, 1, -1);
 		return 0;
 	}
-	strlcpy(r->host, u.host, sizeof(r->host));
+	if (net_byaddr(n.op))
+		strlcpy(r->host, n.name, sizeof(r->host));
+	else
+		strlcpy(r->host, u.host, sizeof(r->host));
 	r->port = n.port;
 	memset(&q, 0, sizeof(q));
 	q.cap = CAP_EGRESS;
@@ -578,11 +613,13 @@ net_event(struct proc_ctx *ctx, struct vmm_egress_run *r, const uint8_t *p)
 	/* A query: any port of a rule for the name ("name:*"). A connect
 	 * may be one that injects a secret. */
 	if (n.op == VMM_NET_RESOLVE)
-		t = snprintf(q.target, sizeof(q.target), "%s:*", u.host);
+		t = snprintf(q.target, sizeof(q.target), "%s:*", r->host);
 	else {
-		t = snprintf(q.target, sizeof(q.target), "%s:%u", u.host,
-		    (unsigned)n.port);
-		q.flags |= DECIDE_CONNECT;
+		t = snprintf(q.target, sizeof(q.target), "%s:%u%s", r->host,
+		    (unsigned)n.port, net_udp(n.op) ? "/udp" : "");
+		/* Only a TCP connect by name may be one that injects. */
+		if (n.op == VMM_NET_CONNECT)
+			q.flags |= DECIDE_CONNECT;
 	}
 	q.target_len = (uint32_t)t;
 	if (t <= 0 || (size_t)t >= sizeof(q.target) ||
@@ -687,9 +724,9 @@ net_decision(
 	strlcpy(q.name, r->host, sizeof(q.name));
 	strlcpy(q.sandbox, r->sandbox, sizeof(q.sandbox));
 	strlcpy(q.request_id, r->request_id, sizeof(q.request_id));
-	if (r->op == VMM_NET_CONNECT)
-		egress_grant_flags(&d.grant, r->host, r->port, &q.allow_http,
-		    &q.allow_private);
+	if (r->op != VMM_NET_RESOLVE)
+		egress_grant_flags_proto(&d.grant, r->host, r->port,
+		    net_udp(r->op), &q.allow_http, &q.allow_private);
 	if (r->op == VMM_NET_CONNECT && d.grant.decision == GRANT_ALLOW &&
 	    memchr(d.inject_secret, '\0', sizeof(d.inject_secret)) != NULL &&
 	    memchr(d.inject_header, '\0', sizeof(d.inject_header)) != NULL &&
@@ -725,11 +762,11 @@ vmm_egress_name_reply(
 	/* Checked here, not only in the vm process: nothing but a socket
 	 * for a connect that succeeded goes to it. */
 	if (q.error < 0 || q.error > 4095 ||
-	    (q.error == 0 && r->op == VMM_NET_CONNECT && fd < 0)) {
+	    (q.error == 0 && r->op != VMM_NET_RESOLVE && fd < 0)) {
 		q.error = EACCES;
 		q.refused = 0;
 	}
-	if (q.error != 0 || r->op != VMM_NET_CONNECT) {
+	if (q.error != 0 || r->op == VMM_NET_RESOLVE) {
 		if (fd >= 0)
 			close(fd);
 		fd = -1;

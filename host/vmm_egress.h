@@ -59,7 +59,8 @@ struct vmm_egress_run {
 	size_t len;
 	char host[EGRESS_HOST_MAX + 1];
 	uint16_t port;
-	uint32_t op; /* 0 a fetch, else VMM_NET_RESOLVE or _CONNECT */
+	uint32_t op; /* 0 a fetch, else VMM_NET_RESOLVE, _CONNECT or
+			_CONNECT_ADDR */
 	uint64_t vm_reqid; /* the vm's id of its request, echoed */
 	/* The run's secrets injected at egress: value and placeholder of
 	 * one by name, 0; -1 when the run was not given it (NULL: none). */

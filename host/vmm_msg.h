@@ -673,7 +673,9 @@ struct msg_vmm_port_reply {
 };
 
 /* MSG_VMM_NET: may the guest resolve name (VMM_NET_RESOLVE, port 0), or
- * a connection to name:port (VMM_NET_CONNECT), host/vmm/vmm.h. */
+ * a connection to name:port (VMM_NET_CONNECT) or to an address by an
+ * address rule (VMM_NET_CONNECT_ADDR, name "10.1.2.3" or "[fd00::1]"),
+ * host/vmm/vmm.h. */
 #define VMM_NET_NAME_MAX 256
 
 struct msg_vmm_net {

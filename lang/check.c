@@ -373,7 +373,7 @@ decl_what(const struct lang_decl *d, char *buf, size_t len)
 static void
 check_block(struct lang_file *f, struct lang_decl *d)
 {
-	const struct lang_stmt *seen[LANG_S_EGRESS_BYTES + 1][CAP_COUNT];
+	const struct lang_stmt *seen[LANG_S_LAST + 1][CAP_COUNT];
 	struct lang_stmt *s;
 	int k;
 

@@ -92,6 +92,9 @@ enum lang_stmt_kind {
 	 * through egress (docs/egress.md) */
 	LANG_S_EGRESS_BYTES
 };
+/* The last kind: arrays indexed by kind have LANG_S_LAST + 1 entries.
+ * A new kind goes before this line's and becomes it. */
+#define LANG_S_LAST LANG_S_EGRESS_BYTES
 
 /* isolation's value (lang_stmt.value) */
 enum lang_isolation { LANG_ISO_ANY = 0, LANG_ISO_KVM = 1 };
@@ -118,6 +121,7 @@ struct lang_item {
 	 * place of the guest's placeholder in that request header (NULL
 	 * when none; docs/egress.md, "Secrets injected at egress"). */
 	char *inject_secret, *inject_header;
+	uint8_t udp; /* egress: UDP allowed too */
 	/* Set by lang_check: the rule matters for some agent. */
 	uint8_t used;
 };
@@ -298,6 +302,27 @@ size_t lang_closure(const struct lang_file *f, const struct lang_decl *d,
  * marked with stamp by lang_closure. */
 int lang_deny_applies(const struct lang_decl *deny,
     const struct lang_decl *agent, const uint32_t *mark, uint32_t stamp);
+
+/*
+ * An egress endpoint's address literal or range (docs/policy-language.md,
+ * "Egress allowlist"): "10.0.0.5" (bits 32), "10.1.0.0/16", "fd00::/8".
+ * lang_addr_range_parse reads s[0..n): 1 and *r when it is one; 0 when
+ * it is no address form at all (a host name: no '/' or ':', and not a
+ * dotted quad); -1 when it looks like one but is not (a bad address, a
+ * prefix length that is not 0 to 32 or 128 in plain digits, bits set past
+ * the prefix, IPv4-mapped IPv6), with why saying so (why may be NULL).
+ * lang_addr_range_has: whether addr (4 or 16 bytes, network order, of
+ * family AF_INET or AF_INET6) lies in *r.
+ */
+struct lang_addr_range {
+	int family; /* AF_INET or AF_INET6 */
+	unsigned bits; /* prefix length; 32 or 128 for one address */
+	uint8_t addr[16]; /* network order */
+};
+int lang_addr_range_parse(const char *s, size_t n, struct lang_addr_range *r,
+    char *why, size_t whylen);
+int lang_addr_range_has(
+    const struct lang_addr_range *r, int family, const uint8_t *addr);
 
 /* Name of a statement kind as written ("allow", "rate", ...). */
 const char *lang_stmt_name(enum lang_stmt_kind k);

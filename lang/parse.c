@@ -719,7 +719,40 @@ parse_inject(struct parser *p, struct lang_item *it)
 		    it->str);
 		return -1;
 	}
+	/* TLS to a name egress can issue a certificate for. */
+	if (it->udp || strchr(it->str, '/') != NULL) {
+		lang_diag(p->f, LANG_ERROR, loc,
+		    "a secret is injected into TLS to a host name: not over "
+		    "udp, not for an address range");
+		return -1;
+	}
 	return 0;
+}
+
+/* An endpoint's host: a name, "*.suffix", an address or an address
+ * range ("10.1.0.0/16"); 0 with a diagnostic that says what is wrong. */
+static int
+egress_host_ok(struct parser *p, struct lang_loc loc, const char *host)
+{
+	struct lang_addr_range r;
+	char why[LANG_MSG_MAX];
+
+	switch (
+	    lang_addr_range_parse(host, strlen(host), &r, why, sizeof(why))) {
+	case 1:
+		return 1;
+	case -1:
+		lang_diag(p->f, LANG_ERROR, loc, "'%s': %s", host, why);
+		return 0;
+	}
+	if (!lang_host_ok(host)) {
+		lang_diag(p->f, LANG_ERROR, loc,
+		    "'%s' is not a host name, IP address, address range or "
+		    "'*.suffix'",
+		    host);
+		return 0;
+	}
+	return 1;
 }
 
 static int
@@ -737,12 +770,8 @@ parse_egress(struct parser *p, struct lang_stmt *s)
 			return -1;
 		for (i = 0; host[i] != '\0'; i++)
 			host[i] = tolower((unsigned char)host[i]);
-		if (!lang_host_ok(host)) {
-			lang_diag(p->f, LANG_ERROR, loc,
-			    "'%s' is not a host name, IP address or '*.suffix'",
-			    host);
+		if (!egress_host_ok(p, loc, host))
 			return -1;
-		}
 		if ((it = grow_items(p, s, &cap)) == NULL)
 			return -1;
 		it->loc = loc;
@@ -758,6 +787,9 @@ parse_egress(struct parser *p, struct lang_stmt *s)
 				next(p);
 			} else if (is_word(p, "private")) {
 				it->private_ = 1;
+				next(p);
+			} else if (is_word(p, "udp")) {
+				it->udp = 1;
 				next(p);
 			} else
 				break;

@@ -145,6 +145,8 @@ stmt(struct out *o, const struct lang_stmt *s)
 				put(o, " http");
 			if (it->private_)
 				put(o, " private");
+			if (it->udp)
+				put(o, " udp");
 			if (it->inject_secret != NULL)
 				put(o, " inject \"%s\" as \"%s\"",
 				    it->inject_secret, it->inject_header);

@@ -360,6 +360,7 @@ add_lists(struct build *b, struct policy_principal *pr, const uint32_t *clos,
 					e->private_ = it->private_;
 					e->inject_secret = it->inject_secret;
 					e->inject_header = it->inject_header;
+					e->udp = it->udp;
 					e->rule = it->rule;
 					e->line = it->loc.line;
 				}

@@ -5,6 +5,9 @@
  * time" per bucket), budgets a counter, concurrency a counter the caller
  * moves with enter and leave.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,11 +91,68 @@ parse_port(const char *s, size_t n)
 	return v <= 65535 ? v : 0;
 }
 
+/* Whether an entry's pattern may be an address or a range: ':' or '/'
+ * in it, or digits and dots only. A cheap test that keeps names (most
+ * entries) away from inet_pton. */
+static int
+addr_form(const char *s, size_t n)
+{
+	size_t i;
+
+	if (memchr(s, ':', n) != NULL || memchr(s, '/', n) != NULL)
+		return 1;
+	for (i = 0; i < n; i++)
+		if ((s[i] < '0' || s[i] > '9') && s[i] != '.')
+			return 0;
+	return n > 0;
+}
+
+/*
+ * An address entry ("10.0.0.5", "fd00::1") or range ("10.1.0.0/16")
+ * against a target's host, compared as addresses. A range never covers
+ * a metadata address (169.254.169.254 and the others egress classifies
+ * so): only an entry that names one exactly may reach it, as a fetch's
+ * rule must (docs/egress.md). -1: the pattern is no address form after
+ * all ("1.2.3"), and is matched as a name.
+ */
+static int
+addr_match(const char *pattern, size_t plen, const char *host, size_t hlen)
+{
+	struct lang_addr_range r;
+	struct sockaddr_storage ss;
+	char h[INET6_ADDRSTRLEN];
+	uint8_t a[16];
+	int fam, rc;
+
+	if ((rc = lang_addr_range_parse(pattern, plen, &r, NULL, 0)) != 1)
+		return rc == 0 ? -1 : 0;
+	if (hlen >= sizeof(h))
+		return 0;
+	memcpy(h, host, hlen);
+	h[hlen] = '\0';
+	memset(&ss, 0, sizeof(ss));
+	if (inet_pton(AF_INET, h, a) == 1) {
+		fam = AF_INET;
+		memcpy(&((struct sockaddr_in *)&ss)->sin_addr, a, 4);
+	} else if (inet_pton(AF_INET6, h, a) == 1) {
+		fam = AF_INET6;
+		memcpy(&((struct sockaddr_in6 *)&ss)->sin6_addr, a, 16);
+	} else
+		return 0;
+	if (!lang_addr_range_has(&r, fam, a))
+		return 0;
+	ss.ss_family = (sa_family_t)fam;
+	return memchr(pattern, '/', plen) == NULL ||
+	    egress_addr_classify((struct sockaddr *)&ss, sizeof(ss)) !=
+	    EGRESS_ADDR_METADATA;
+}
+
 /*
  * Whether a request target matches an egress entry (pattern, port; port
  * 0 is any). Targets: "host", "host:port", "host:*" (any port),
  * "[v6]" or "[v6]:port"; no port means 443. A bare IPv6 literal ("::1")
- * has no port.
+ * has no port. Address entries and ranges match address targets as
+ * addresses.
  */
 int
 policy_egress_match(
@@ -101,7 +161,7 @@ policy_egress_match(
 	const char *host = target, *colon, *rb;
 	size_t hlen = len, plen, slen;
 	unsigned long tport = 443;
-	int any = 0;
+	int any = 0, m;
 
 	if (len > 0 && target[0] == '[') {
 		if ((rb = memchr(target, ']', len)) == NULL)
@@ -128,6 +188,9 @@ policy_egress_match(
 	if (hlen == 0 || (port != 0 && !any && tport != port))
 		return 0;
 	plen = strlen(pattern);
+	if (addr_form(pattern, plen) &&
+	    (m = addr_match(pattern, plen, host, hlen)) >= 0)
+		return m;
 	if (plen >= 2 && pattern[0] == '*' && pattern[1] == '.') {
 		slen = plen - 1; /* ".suffix" */
 		if (hlen <= slen)
@@ -135,6 +198,19 @@ policy_egress_match(
 		return strncasecmp(host + hlen - slen, pattern + 1, slen) == 0;
 	}
 	return hlen == plen && strncasecmp(host, pattern, plen) == 0;
+}
+
+int
+policy_egress_match_proto(
+    const char *pattern, uint16_t port, int udp, const char *target, size_t len)
+{
+	static const char sfx[] = "/udp";
+	const size_t n = sizeof(sfx) - 1;
+
+	if (len > n && memcmp(target + len - n, sfx, n) == 0)
+		return udp &&
+		    policy_egress_match(pattern, port, target, len - n);
+	return policy_egress_match(pattern, port, target, len);
 }
 
 void
@@ -186,8 +262,8 @@ check_target(const struct policy *p, const struct policy_principal *pr,
 			const struct policy_egress *e =
 			    &p->egress[pr->egress_off + i];
 			if ((best == 0 || e->rule < best) &&
-			    policy_egress_match(e->host, e->port, req->target,
-			        req->target_len)) {
+			    policy_egress_match_proto(e->host, e->port, e->udp,
+			        req->target, req->target_len)) {
 				best = e->rule;
 				line = e->line;
 			}

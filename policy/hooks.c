@@ -76,28 +76,33 @@ egress_bind_flags(const struct policy *p, int principal,
 	char ti[EGRESS_INJECT_TARGET_MAX];
 	const char *colon;
 	const struct policy_egress *inj = NULL;
-	int http = 0, priv = 0;
+	int http = 0, priv = 0, udp = 0;
 	unsigned long port;
 	uint32_t i;
-	size_t hl;
+	size_t hl, tl = q->target_len;
 	char *end;
 
 	if (principal < 0 || (uint32_t)principal >= p->npr)
 		return;
-	colon = memrchr(q->target, ':', q->target_len);
+	/* A guest's UDP socket asks for "host:port/udp" (docs/egress.md). */
+	if (tl > 4 && memcmp(q->target + tl - 4, "/udp", 4) == 0) {
+		udp = 1;
+		tl -= 4;
+	}
+	colon = memrchr(q->target, ':', tl);
 	if (colon == NULL)
 		return;
 	hl = (size_t)(colon - q->target);
-	if (hl == 0 || hl > EGRESS_HOST_MAX || q->target_len - hl - 1 == 0 ||
-	    q->target_len - hl - 1 > 5)
+	if (hl == 0 || hl > EGRESS_HOST_MAX || tl - hl - 1 == 0 ||
+	    tl - hl - 1 > 5)
 		return;
 	memcpy(host, q->target, hl);
 	host[hl] = '\0';
 	{
 		char num[6];
 
-		memcpy(num, colon + 1, q->target_len - hl - 1);
-		num[q->target_len - hl - 1] = '\0';
+		memcpy(num, colon + 1, tl - hl - 1);
+		num[tl - hl - 1] = '\0';
 		port = strtoul(num, &end, 10);
 		if (*end != '\0' || port == 0 || port > 65535)
 			return;
@@ -105,8 +110,8 @@ egress_bind_flags(const struct policy *p, int principal,
 	pr = &p->pr[principal];
 	for (i = 0; i < pr->negress; i++) {
 		e = &p->egress[pr->egress_off + i];
-		if (!policy_egress_match(
-		        e->host, e->port, q->target, q->target_len))
+		if (!policy_egress_match_proto(
+		        e->host, e->port, e->udp, q->target, q->target_len))
 			continue;
 		http |= e->http;
 		priv |= e->private_;
@@ -128,8 +133,8 @@ egress_bind_flags(const struct policy *p, int principal,
 		return;
 	}
 	if ((http || priv) &&
-	    egress_grant_target(
-	        host, (uint16_t)port, http, priv, t, sizeof(t)) == 0)
+	    egress_grant_target_proto(
+	        host, (uint16_t)port, udp, http, priv, t, sizeof(t)) == 0)
 		grant_target_hash(t, strlen(t), r->grant.target);
 }
 

@@ -102,9 +102,9 @@ struct policy_expose {
 };
 
 struct policy_egress {
-	const char *host; /* exact, or "*.suffix" */
+	const char *host; /* exact, "*.suffix", an address or a range */
 	uint16_t port; /* 0 = any */
-	uint8_t http, private_;
+	uint8_t http, private_, udp;
 	uint32_t rule, line;
 	/* inject "SECRET" as "Header" (both NULL when none) */
 	const char *inject_secret, *inject_header;
@@ -265,5 +265,10 @@ void policy_ref_decide(const struct lang_file *f,
  * (shared by both evaluators). */
 int policy_egress_match(
     const char *pattern, uint16_t port, const char *target, size_t len);
+/* The same for an entry whose `udp` flag is udp: a target ending in
+ * "/udp" ("ntp.test:123/udp", a guest's UDP socket: docs/egress.md)
+ * matches only an entry that says udp; any other as above. */
+int policy_egress_match_proto(const char *pattern, uint16_t port, int udp,
+    const char *target, size_t len);
 
 #endif

@@ -76,8 +76,8 @@ walk(const struct lang_file *f, const struct lang_decl *d, int cap,
 			    cap == CAP_EGRESS) {
 				consider(allow, it);
 				if (req->target_len > 0 &&
-				    policy_egress_match(it->str, it->port,
-				        req->target, req->target_len))
+				    policy_egress_match_proto(it->str, it->port,
+				        it->udp, req->target, req->target_len))
 					consider(target, it);
 			}
 		}

@@ -131,12 +131,21 @@ int
 egress_grant_target(const char *host, uint16_t port, int allow_http,
     int allow_private, char *buf, size_t buflen)
 {
+	return egress_grant_target_proto(
+	    host, port, 0, allow_http, allow_private, buf, buflen);
+}
+
+int
+egress_grant_target_proto(const char *host, uint16_t port, int udp,
+    int allow_http, int allow_private, char *buf, size_t buflen)
+{
 	size_t hl = strnlen(host, EGRESS_HOST_MAX + 1);
 	int n;
 
 	if (hl == 0 || hl > EGRESS_HOST_MAX)
 		return EGRESS_E_HOST;
-	n = snprintf(buf, buflen, "%s:%u%s%s", host, (unsigned)port,
-	    allow_http ? " http" : "", allow_private ? " private" : "");
+	n = snprintf(buf, buflen, "%s:%u%s%s%s", host, (unsigned)port,
+	    udp ? "/udp" : "", allow_http ? " http" : "",
+	    allow_private ? " private" : "");
 	return n < 0 || (size_t)n >= buflen ? EGRESS_E_HOST : 0;
 }

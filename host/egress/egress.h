@@ -537,9 +537,13 @@ int egress_service_run(struct egress_ctx *ctx,
  * string and checks the hash. Returns 0 or EGRESS_E_HOST (host empty or
  * too long, buffer short).
  */
-#define EGRESS_GRANT_TARGET_MAX (EGRESS_HOST_MAX + 24)
+#define EGRESS_GRANT_TARGET_MAX (EGRESS_HOST_MAX + 28)
 int egress_grant_target(const char *host, uint16_t port, int allow_http,
     int allow_private, char *buf, size_t buflen);
+/* The same, for a guest's UDP socket when udp is 1: "host:port/udp",
+ * then the flags (the policy's target for UDP, docs/egress.md). */
+int egress_grant_target_proto(const char *host, uint16_t port, int udp,
+    int allow_http, int allow_private, char *buf, size_t buflen);
 
 /* ---- a guest's connection by name ---------------------------------- */
 
@@ -555,6 +559,28 @@ int egress_grant_target(const char *host, uint16_t port, int allow_http,
  */
 int egress_connect(struct egress_ctx *ctx, const struct egress_rule *rule,
     uint32_t timeout_ms, int *fd, int *err, struct egress_decision *d);
+/* The same with a socket of type SOCK_STREAM or SOCK_DGRAM (a guest's
+ * UDP socket by a `udp` rule: connected, so it sends to that address
+ * only and hears from it only). */
+int egress_connect_type(struct egress_ctx *ctx, const struct egress_rule *rule,
+    int type, uint32_t timeout_ms, int *fd, int *err,
+    struct egress_decision *d);
+
+/*
+ * A guest's TCP (type SOCK_STREAM) or UDP (SOCK_DGRAM) connection to an
+ * address an address rule allowed
+ * (`egress "10.1.0.0/16":5432 private`; the policy decided, the caller
+ * verified its grant): addr is "10.1.2.3" or "[fd00::1]". The address
+ * is classified: a metadata address, loopback, the unspecified address
+ * and keep's own 198.18.0.0/15 are refused whatever the rule says; other
+ * non-public classes need allow_private (egress_addr_permitted). Then
+ * a connect bounded by timeout_ms. d, *fd and *err as egress_connect's;
+ * EGRESS_E_HOST for a malformed addr (IPv4-mapped IPv6 included: IPv4
+ * is written as IPv4), EGRESS_E_ADDR_DENIED for a class.
+ */
+int egress_connect_addr(struct egress_ctx *ctx, const char *addr, uint16_t port,
+    int type, int allow_private, uint32_t timeout_ms, int *fd, int *err,
+    struct egress_decision *d);
 
 /* ---- a static hosts table (tests, air-gapped set-ups) ---------------
  *

@@ -738,7 +738,7 @@ vm_fd_read(struct vm *vm, struct vfd *f, void *g, uint64_t len, int64_t pos)
 	case VFD_SYNTH:
 		return read_bytes(vm, f, f->data, f->len, g, len, pos);
 	case VFD_HOST:
-		if (f->egress_addr != 0 && pos < 0)
+		if (f->egress && pos < 0)
 			return vm_egress_read(vm, f, g, len);
 		n = pos >= 0 ? pread(f->hostfd, g, len, (off_t)pos)
 		             : read(f->hostfd, g, len);
@@ -866,7 +866,7 @@ fd_write(struct vm *vm, struct vfd *f, const void *g, uint64_t len, int64_t pos)
 		if (f->pipe) {
 			if (pos >= 0)
 				return -ESPIPE;
-			if (f->egress_addr != 0)
+			if (f->egress)
 				return vm_egress_write(vm, f, g, len);
 			/* No reader: EPIPE and SIGPIPE, which ends the
 			 * writer unless it ignores or catches it. */
@@ -1092,7 +1092,7 @@ do_iov(struct vm *vm, struct vfd *f, uint64_t iov, uint64_t cnt, int wr)
 		return -EINVAL;
 	if ((v = vm_gptr(vm, iov, cnt * 16)) == NULL)
 		return -EFAULT;
-	if (wr && f->kind == VFD_HOST && f->egress_addr != 0)
+	if (wr && f->kind == VFD_HOST && f->egress)
 		return vm_egress_writev(vm, f, v, cnt);
 	if (wr && f->kind == VFD_HOST && f->pipe)
 		return pipe_writev(vm, f, v, cnt);
@@ -1447,7 +1447,7 @@ sys_write(struct vm *vm, const uint64_t a[6])
 	if (f == NULL)
 		return -EBADF;
 	/* A query to the guest's resolver is the VMM's to answer. */
-	if (f->kind == VFD_HOST && f->sock == SOCK_DGRAM &&
+	if (f->kind == VFD_HOST && (f->sock == SOCK_DGRAM || f->dns_tcp) &&
 	    (rc = (int)vm_sock_dns_write(vm, f, a[1], a[2])) != -ENOENT)
 		return rc;
 	if (park_io(vm, f, 1))
@@ -1504,6 +1504,11 @@ sys_writev(struct vm *vm, const uint64_t a[6])
 
 	if (f == NULL)
 		return -EBADF;
+	/* A query to the guest's resolver over TCP (glibc writes the
+	 * length and the message as two iovecs). */
+	if (f->kind == VFD_HOST && f->dns_tcp &&
+	    (rc = (int)vm_sock_dns_writev(vm, f, a[1], a[2])) != -ENOENT)
+		return rc;
 	if (park_io(vm, f, 1))
 		return 0;
 	if ((rc = wait_io(vm, f, 1)) != 0)

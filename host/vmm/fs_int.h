@@ -105,5 +105,9 @@ void vm_fd_describe(const struct vfd *f, int fd, char *out, size_t outlen);
  * bytes "sent" or -errno; -ENOENT when f is no such socket. */
 int64_t vm_sock_dns_write(
     struct vm *, struct vfd *f, uint64_t addr, uint64_t len);
+/* The same for writev (iov, n guest iovecs) on f, a TCP connection to
+ * the guest resolver (f->dns_tcp; -ENOENT for any other). */
+int64_t vm_sock_dns_writev(
+    struct vm *, struct vfd *f, uint64_t iov, uint64_t n);
 
 #endif

@@ -234,6 +234,16 @@ addr_v4(const struct sockaddr_storage *ss, uint16_t *port)
 	return 0;
 }
 
+/* Whether ss is in keep's own range for names (198.18.0.0/15): only a
+ * name the resolver gave reaches out from there. */
+static int
+addr_keeps(const struct sockaddr_storage *ss)
+{
+	uint16_t port;
+
+	return dns_synthetic(addr_v4(ss, &port));
+}
+
 static uint16_t
 sa_port(const struct sockaddr_storage *ss)
 {
@@ -245,6 +255,10 @@ sa_port(const struct sockaddr_storage *ss)
 }
 
 static void opts_copy(const struct vfd *from, int to);
+static int64_t iov_in(
+    struct vm *vm, uint64_t addr, uint64_t n, struct iovec *iov);
+static int64_t sock_take_egress(
+    struct vfd *f, int fd, const struct sockaddr_storage *ss);
 
 /* Whether ss is the guest resolver's address, and the run has one. */
 static int
@@ -323,6 +337,45 @@ dns_decide(struct vm *vm, const struct dns_query *q, uint8_t addr[4], int *has)
 }
 
 /*
+ * The answer to the query (len bytes, at most DNS_UDP_MAX) into answer
+ * (DNS_UDP_MAX bytes), *alen its length (0: none, the query is dropped).
+ * 0, or -1 when a signal cut the policy's wait short.
+ */
+static int
+dns_answer(struct vm *vm, const uint8_t *query, size_t len, uint8_t *answer,
+    size_t *alen)
+{
+	struct dns_query q;
+	uint8_t addr[4];
+	int rc, has = 0;
+
+	*alen = 0;
+	rc = dns_query_parse(query, len, &q);
+	switch (rc) {
+	case DNS_PARSE_DROP:
+		return 0;
+	case DNS_PARSE_FORMERR:
+	case DNS_PARSE_NOTIMP:
+		q.question_end = 0;
+		*alen = dns_answer_make(query, &q,
+		    rc == DNS_PARSE_NOTIMP ? DNS_RCODE_NOTIMP
+		                           : DNS_RCODE_FORMERR,
+		    NULL, answer, DNS_UDP_MAX);
+		return 0;
+	case DNS_PARSE_BADNAME:
+		*alen = dns_answer_make(
+		    query, &q, DNS_RCODE_NXDOMAIN, NULL, answer, DNS_UDP_MAX);
+		return 0;
+	default:
+		if ((rc = dns_decide(vm, &q, addr, &has)) < 0)
+			return -1;
+		*alen = dns_answer_make(
+		    query, &q, rc, has ? addr : NULL, answer, DNS_UDP_MAX);
+		return 0;
+	}
+}
+
+/*
  * A datagram the guest sends to the resolver (iov, n): answered here,
  * from the resolver's own socket to f's address, before the call
  * returns, so the guest's recv, poll and epoll find a real reply from
@@ -331,15 +384,13 @@ dns_decide(struct vm *vm, const struct dns_query *q, uint8_t addr[4], int *has)
 static int64_t
 dns_serve(struct vm *vm, struct vfd *f, const struct iovec *iov, size_t n)
 {
-	uint8_t query[DNS_UDP_MAX], answer[DNS_UDP_MAX], addr[4];
+	uint8_t query[DNS_UDP_MAX], answer[DNS_UDP_MAX];
 	struct sockaddr_storage me;
 	struct sockaddr_in to;
-	struct dns_query q;
 	socklen_t sl = sizeof(me);
 	size_t total = 0, len = 0, i, alen = 0;
 	uint16_t port;
 	uint32_t a;
-	int rc, has = 0;
 
 	for (i = 0; i < n; i++) {
 		size_t take = iov[i].iov_len;
@@ -372,29 +423,8 @@ dns_serve(struct vm *vm, struct vfd *f, const struct iovec *iov, size_t n)
 	port = sa_port(&me);
 	if (total > sizeof(query))
 		return (int64_t)total; /* no query is that long: dropped */
-	rc = dns_query_parse(query, len, &q);
-	switch (rc) {
-	case DNS_PARSE_DROP:
-		return (int64_t)total;
-	case DNS_PARSE_FORMERR:
-	case DNS_PARSE_NOTIMP:
-		q.question_end = 0;
-		alen = dns_answer_make(query, &q,
-		    rc == DNS_PARSE_NOTIMP ? DNS_RCODE_NOTIMP
-		                           : DNS_RCODE_FORMERR,
-		    NULL, answer, sizeof(answer));
-		break;
-	case DNS_PARSE_BADNAME:
-		alen = dns_answer_make(query, &q, DNS_RCODE_NXDOMAIN, NULL,
-		    answer, sizeof(answer));
-		break;
-	default:
-		if ((rc = dns_decide(vm, &q, addr, &has)) < 0)
-			return -EINTR;
-		alen = dns_answer_make(
-		    query, &q, rc, has ? addr : NULL, answer, sizeof(answer));
-		break;
-	}
+	if (dns_answer(vm, query, len, answer, &alen) != 0)
+		return -EINTR;
 	if (alen == 0)
 		return (int64_t)total;
 	memset(&to, 0, sizeof(to));
@@ -407,12 +437,219 @@ dns_serve(struct vm *vm, struct vfd *f, const struct iovec *iov, size_t n)
 	return (int64_t)total;
 }
 
+/* ---- DNS over TCP ---------------------------------------------------
+ *
+ * A guest TCP connect to 127.0.0.53:53 is made to a listener of the
+ * VMM's own on 127.0.0.53, an ephemeral port, in the run's namespace,
+ * which it accepts at once and closes: the guest holds an ordinary
+ * loopback TCP socket, and the VMM the other end. Each query the guest
+ * writes (a 2-byte length, then the message, as RFC 1035 frames them;
+ * across writes too) is answered as a datagram's is, framed the same,
+ * on the VMM's end, before the write returns; nothing reads the bytes
+ * the guest wrote. The VMM's ends live in a small table per process,
+ * found by the guest socket's inode (its dups and a fork's copies share
+ * it), and go once the guest has closed its end.
+ */
+#define DNS_TCP_MAX 8 /* connections to the resolver a process holds */
+
+static struct dns_tcp {
+	ino_t ino; /* the guest socket's; 0: free */
+	int srv; /* the VMM's end */
+	uint16_t len; /* bytes of a frame not yet whole in buf */
+	uint8_t buf[2 + DNS_UDP_MAX];
+} dns_tcp[DNS_TCP_MAX];
+
+static void
+dns_tcp_free(struct dns_tcp *e)
+{
+	close(e->srv);
+	memset(e, 0, sizeof(*e));
+}
+
+/* f's entry, or NULL (f was passed in from elsewhere, or its entry was
+ * let go after a malformed frame). */
+static struct dns_tcp *
+dns_tcp_find(const struct vfd *f)
+{
+	struct stat st;
+	size_t i;
+
+	if (fstat(f->hostfd, &st) == -1)
+		return NULL;
+	for (i = 0; i < DNS_TCP_MAX; i++)
+		if (dns_tcp[i].ino != 0 && dns_tcp[i].ino == st.st_ino)
+			return &dns_tcp[i];
+	return NULL;
+}
+
+/* A free entry, after letting go of those whose guest end is closed. */
+static struct dns_tcp *
+dns_tcp_slot(void)
+{
+	struct dns_tcp *free_one = NULL;
+	struct pollfd p;
+	size_t i;
+
+	for (i = 0; i < DNS_TCP_MAX; i++) {
+		if (dns_tcp[i].ino != 0) {
+			p.fd = dns_tcp[i].srv;
+			p.events = POLLRDHUP;
+			p.revents = 0;
+			if (poll(&p, 1, 0) == 1 &&
+			    (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+				dns_tcp_free(&dns_tcp[i]);
+		}
+		if (dns_tcp[i].ino == 0 && free_one == NULL)
+			free_one = &dns_tcp[i];
+	}
+	return free_one;
+}
+
+/* connect(f, 127.0.0.53:53) on a TCP socket: 0, -EINPROGRESS for a
+ * non-blocking one (done already, as a loopback connect is), or -errno
+ * (ECONNREFUSED when the table is full, as with no server). */
+static int64_t
+dns_tcp_connect(struct vm *vm, struct vfd *f)
+{
+	struct sockaddr_storage to, me, peer;
+	struct sockaddr_in lo;
+	struct dns_tcp *e;
+	struct pollfd p;
+	struct stat st;
+	socklen_t sl;
+	int l = -1, srv = -1, fl, rc;
+
+	(void)vm;
+	sl = sizeof(peer);
+	if (getpeername(f->hostfd, (struct sockaddr *)&peer, &sl) == 0)
+		return -EISCONN;
+	if ((e = dns_tcp_slot()) == NULL)
+		return -ECONNREFUSED;
+	memset(&lo, 0, sizeof(lo));
+	lo.sin_family = AF_INET;
+	lo.sin_addr.s_addr = htonl(DNS_SERVER_ADDR);
+	sl = sizeof(lo);
+	if ((l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) == -1 ||
+	    bind(l, (struct sockaddr *)&lo, sizeof(lo)) == -1 ||
+	    listen(l, 1) == -1 ||
+	    getsockname(l, (struct sockaddr *)&lo, &sl) == -1) {
+		rc = -errno;
+		goto out;
+	}
+	/* The guest's socket, in its own family (an IPv6 one to the
+	 * mapped address). */
+	memset(&to, 0, sizeof(to));
+	if (sock_family(f) == AF_INET6) {
+		struct sockaddr_in6 *t6 = (struct sockaddr_in6 *)&to;
+
+		t6->sin6_family = AF_INET6;
+		t6->sin6_port = lo.sin_port;
+		t6->sin6_addr.s6_addr[10] = t6->sin6_addr.s6_addr[11] = 0xff;
+		memcpy(&t6->sin6_addr.s6_addr[12], &lo.sin_addr, 4);
+		sl = sizeof(*t6);
+	} else {
+		memcpy(&to, &lo, sizeof(lo));
+		sl = sizeof(lo);
+	}
+	if (connect(f->hostfd, (struct sockaddr *)&to, sl) == -1 &&
+	    errno != EINPROGRESS) {
+		rc = -errno;
+		goto out;
+	}
+	/* Loopback's handshake is done by now; a second at most, should
+	 * the host be slow. The connection accepted must be the guest's
+	 * (another run's process could reach the port meanwhile). */
+	p.fd = l;
+	p.events = POLLIN;
+	p.revents = 0;
+	sl = sizeof(me);
+	if (poll(&p, 1, 1000) != 1 ||
+	    (srv = accept4(l, (struct sockaddr *)&peer,
+	         &(socklen_t){ sizeof(peer) }, SOCK_CLOEXEC)) == -1 ||
+	    getsockname(f->hostfd, (struct sockaddr *)&me, &sl) == -1 ||
+	    sa_port(&me) != sa_port(&peer) || fstat(f->hostfd, &st) == -1) {
+		rc = -ECONNREFUSED;
+		goto out;
+	}
+	e->ino = st.st_ino;
+	e->srv = srv;
+	e->len = 0;
+	srv = -1;
+	f->dns_tcp = 1;
+	fl = fcntl(f->hostfd, F_GETFL);
+	rc = (fl != -1 && (fl & O_NONBLOCK)) ? -EINPROGRESS : 0;
+out:
+	if (l != -1)
+		close(l);
+	if (srv != -1)
+		close(srv);
+	return rc;
+}
+
+/*
+ * What the guest writes on f, a TCP connection to the resolver (iov, n):
+ * each whole frame answered on the VMM's end. The bytes "sent", or
+ * -errno; -ENOENT when f has no entry (its bytes go as any socket's).
+ * A frame of length 0 or over DNS_UDP_MAX ends the connection, as a
+ * server would close it: the guest reads the end of the stream.
+ */
+static int64_t
+dns_tcp_serve(struct vm *vm, struct vfd *f, const struct iovec *iov, size_t n)
+{
+	uint8_t answer[2 + DNS_UDP_MAX];
+	struct dns_tcp *e;
+	size_t i, off, take = 0, flen, want, alen, total = 0;
+
+	if ((e = dns_tcp_find(f)) == NULL)
+		return -ENOENT;
+	for (i = 0; i < n; i++) {
+		const uint8_t *b = iov[i].iov_base;
+
+		for (off = 0; off < iov[i].iov_len; off += take) {
+			flen = e->len >= 2
+			    ? (size_t)((e->buf[0] << 8) | e->buf[1])
+			    : 0;
+			want = e->len < 2 ? 2 : 2 + flen;
+			take = iov[i].iov_len - off;
+			if (take > want - e->len)
+				take = want - e->len;
+			memcpy(e->buf + e->len, b + off, take);
+			e->len += (uint16_t)take;
+			if (e->len == 2) {
+				flen = (size_t)((e->buf[0] << 8) | e->buf[1]);
+				if (flen == 0 || flen > DNS_UDP_MAX) {
+					dns_tcp_free(e);
+					return (
+					    int64_t)(total + iov[i].iov_len);
+				}
+				continue;
+			}
+			if (e->len < 2 + flen)
+				continue;
+			/* A whole query. A signal during the policy's answer
+			 * loses it, as a dropped datagram would be. */
+			e->len = 0;
+			if (dns_answer(
+			        vm, e->buf + 2, flen, answer + 2, &alen) != 0)
+				return (int64_t)(total + off + take);
+			if (alen == 0)
+				continue;
+			answer[0] = (uint8_t)(alen >> 8);
+			answer[1] = (uint8_t)alen;
+			(void)send(e->srv, answer, alen + 2,
+			    MSG_DONTWAIT | MSG_NOSIGNAL);
+		}
+		total += iov[i].iov_len;
+	}
+	return (int64_t)total;
+}
+
 int64_t
 vm_sock_dns_write(struct vm *vm, struct vfd *f, uint64_t addr, uint64_t len)
 {
 	struct iovec iov;
 
-	if (!dns_peer(vm, f))
+	if (!f->dns_tcp && !dns_peer(vm, f))
 		return -ENOENT;
 	if ((int64_t)len < 0)
 		return -EINVAL;
@@ -420,14 +657,36 @@ vm_sock_dns_write(struct vm *vm, struct vfd *f, uint64_t addr, uint64_t len)
 	iov.iov_base = NULL;
 	if (len != 0 && (iov.iov_base = vm_gptr(vm, addr, len)) == NULL)
 		return -EFAULT;
+	if (f->dns_tcp)
+		return dns_tcp_serve(vm, f, &iov, 1);
 	return dns_serve(vm, f, &iov, 1);
 }
 
+int64_t
+vm_sock_dns_writev(struct vm *vm, struct vfd *f, uint64_t addr, uint64_t n)
+{
+	struct iovec *iov;
+	int64_t rc;
+
+	if (!f->dns_tcp || dns_tcp_find(f) == NULL)
+		return -ENOENT;
+	if (n > IOV_MAX_G)
+		return -EINVAL; /* writev's answer */
+	if ((iov = calloc(n ? n : 1, sizeof(*iov))) == NULL)
+		return -ENOMEM;
+	if ((rc = iov_in(vm, addr, n, iov)) == 0)
+		rc = dns_tcp_serve(vm, f, iov, (size_t)n);
+	free(iov);
+	return rc;
+}
+
 /*
- * A TCP connect to an address the resolver gave: the egress process
- * connects to that one name (with its checks) and the socket it hands
- * back takes the place of f's host socket. 0 or -errno; -ENOENT when
- * ss is no address of keep's (the caller goes on as before).
+ * A TCP connect to an address the resolver gave, or a UDP socket's
+ * first datagram or connect there: the egress process connects to that
+ * one name (with its checks; for UDP the name's rule must say `udp`)
+ * and the socket it hands back takes the place of f's host socket. 0
+ * or -errno; -ENOENT when ss is no address of keep's (the caller goes
+ * on as before).
  */
 static int64_t
 connect_by_name(struct vm *vm, struct vfd *f, const struct sockaddr_storage *ss)
@@ -437,38 +696,177 @@ connect_by_name(struct vm *vm, struct vfd *f, const struct sockaddr_storage *ss)
 	const char *name;
 	uint16_t port;
 	uint32_t a;
-	int fd = -1, refused = 0, fl, rc;
+	int fd = -1, refused = 0, rc;
 	char namecopy[DNS_NAME_MAX + 1];
 
 	if (vm->cfg->dns_table == NULL ||
 	    !dns_synthetic(a = addr_v4(ss, &port)) ||
 	    (name = dns_table_name(vm->cfg->dns_table, a)) == NULL)
 		return -ENOENT;
-	/* Only TCP by name (UDP out is not done); port 0 is no port. */
-	if (f->sock != SOCK_STREAM || port == 0)
+	/* TCP and UDP by name; port 0 is no port. */
+	if ((f->sock != SOCK_STREAM && f->sock != SOCK_DGRAM) || port == 0)
 		return -ENOENT;
-	if (getpeername(f->hostfd, (struct sockaddr *)&peer, &pl) == 0)
+	if (f->sock == SOCK_STREAM &&
+	    getpeername(f->hostfd, (struct sockaddr *)&peer, &pl) == 0)
 		return -EISCONN;
 	if (vm->cfg->egress_net == NULL)
 		return -ENOENT;
 	strlcpy(namecopy, name, sizeof(namecopy));
-	rc = vm->cfg->egress_net(
-	    vm->cfg->fetch_arg, VMM_NET_CONNECT, namecopy, port, &fd, &refused);
+	rc = vm->cfg->egress_net(vm->cfg->fetch_arg,
+	    f->sock == SOCK_DGRAM ? VMM_NET_UDP : VMM_NET_CONNECT, namecopy,
+	    port, &fd, &refused);
 	if (rc != 0) {
 		if (refused) {
 			char what[VMM_EGRESS_WHAT];
 
-			snprintf(what, sizeof(what), "%s:%u", namecopy, port);
+			snprintf(what, sizeof(what), "%s:%u%s", namecopy, port,
+			    f->sock == SOCK_DGRAM ? "/udp" : "");
 			vm_proc_egress_refused(vm, what);
 		}
 		return rc;
 	}
-	/*
-	 * The connected socket in place of the guest's host socket (each
-	 * guest descriptor has a host one of its own, fs.c): O_NONBLOCK
-	 * and the options the guest set on it are carried over (those
-	 * that take a value; one the other family lacks is let go).
-	 */
+	return sock_take_egress(f, fd, ss);
+}
+
+/*
+ * A TCP connect (or a UDP socket's first datagram or connect) to an
+ * address outside the sandbox that keep gave no name (loopback and
+ * 198.18/15 are not asked about): the vmm asks the policy for an address
+ * rule ("10.1.0.0/16":5432; for UDP one that says `udp`) and egress
+ * connects to exactly that address after its class checks. 0 or -errno;
+ * -ENOENT when there is nobody to ask (the caller refuses, as before).
+ */
+static int64_t
+connect_by_addr(struct vm *vm, struct vfd *f, const struct sockaddr_storage *ss)
+{
+	const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+	struct sockaddr_storage peer;
+	socklen_t pl = sizeof(peer);
+	char host[INET6_ADDRSTRLEN], text[INET6_ADDRSTRLEN + 2];
+	uint16_t port;
+	uint32_t a;
+	int fd = -1, refused = 0, rc;
+
+	if ((f->sock != SOCK_STREAM && f->sock != SOCK_DGRAM) ||
+	    vm->cfg->egress_net == NULL)
+		return -ENOENT;
+	/* IPv4, or IPv4 in an IPv6 socket's mapped form: asked as IPv4. */
+	if ((a = addr_v4(ss, &port)) != 0 || ss->ss_family == AF_INET) {
+		struct in_addr in = { htonl(a) };
+
+		if (inet_ntop(AF_INET, &in, text, sizeof(text)) == NULL)
+			return -ENOENT;
+	} else {
+		port = ntohs(in6->sin6_port);
+		if (inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host)) ==
+		    NULL)
+			return -ENOENT;
+		snprintf(text, sizeof(text), "[%s]", host);
+	}
+	if (port == 0)
+		return -ENOENT;
+	if (f->sock == SOCK_STREAM &&
+	    getpeername(f->hostfd, (struct sockaddr *)&peer, &pl) == 0)
+		return -EISCONN;
+	rc = vm->cfg->egress_net(vm->cfg->fetch_arg,
+	    f->sock == SOCK_DGRAM ? VMM_NET_UDP_ADDR : VMM_NET_CONNECT_ADDR,
+	    text, port, &fd, &refused);
+	if (rc != 0) {
+		if (refused) {
+			char what[VMM_EGRESS_WHAT];
+
+			snprintf(what, sizeof(what), "%s:%u%s", text, port,
+			    f->sock == SOCK_DGRAM ? "/udp" : "");
+			vm_proc_egress_refused(vm, what);
+		}
+		return rc;
+	}
+	return sock_take_egress(f, fd, ss);
+}
+
+/* Whether ss is the peer a UDP socket egress made was made for, as the
+ * guest named it. */
+static int
+egress_same_peer(const struct vfd *f, const struct sockaddr_storage *ss)
+{
+	const struct sockaddr_in *a = (const struct sockaddr_in *)ss;
+	const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)ss;
+	struct sockaddr_in b;
+	struct sockaddr_in6 b6;
+
+	if (f->egress_peerlen == 0 || ss->ss_family == AF_UNSPEC)
+		return 0;
+	if (ss->ss_family == AF_INET &&
+	    f->egress_peerlen == sizeof(struct sockaddr_in)) {
+		memcpy(&b, f->egress_peer, sizeof(b));
+		return a->sin_port == b.sin_port &&
+		    a->sin_addr.s_addr == b.sin_addr.s_addr;
+	}
+	if (ss->ss_family == AF_INET6 &&
+	    f->egress_peerlen == sizeof(struct sockaddr_in6)) {
+		memcpy(&b6, f->egress_peer, sizeof(b6));
+		return a6->sin6_port == b6.sin6_port &&
+		    memcmp(&a6->sin6_addr, &b6.sin6_addr, 16) == 0;
+	}
+	return 0;
+}
+
+/*
+ * A socket egress made, asked to go somewhere (connect, or a send with
+ * an address): it lives outside the sandbox's network namespace, so
+ * nothing may re-aim it, not even at "loopback", which there is the
+ * host's. A connected TCP socket is EISCONN, as Linux says; a UDP one
+ * may name its own peer (0: send as connected) and nothing else.
+ */
+static int64_t
+egress_reaim(struct vm *vm, struct vfd *f, const struct sockaddr_storage *ss)
+{
+	if (f->sock == SOCK_STREAM)
+		return -EISCONN;
+	if (egress_same_peer(f, ss))
+		return 0;
+	if ((ss->ss_family == AF_INET || ss->ss_family == AF_INET6) &&
+	    !addr_local(ss))
+		return egress_refused(vm, ss);
+	return -EACCES;
+}
+
+/*
+ * A datagram to an address outside the sandbox: the socket is made
+ * egress's, connected to the one destination a `udp` rule allows (by
+ * name or address), and the datagram then goes on it as on a connected
+ * socket. 0 (send with no address), -ENOENT (not such a datagram: the
+ * caller goes on as before) or -errno.
+ */
+static int64_t
+udp_out(struct vm *vm, struct vfd *f, const struct sockaddr_storage *ss)
+{
+	int64_t rc;
+
+	if (f->egress)
+		return egress_reaim(vm, f, ss);
+	if (f->sock != SOCK_DGRAM ||
+	    (ss->ss_family != AF_INET && ss->ss_family != AF_INET6) ||
+	    addr_local(ss))
+		return -ENOENT;
+	if ((rc = connect_by_name(vm, f, ss)) == -ENOENT && !addr_keeps(ss))
+		rc = connect_by_addr(vm, f, ss);
+	return rc;
+}
+
+/*
+ * The connected socket fd (from egress) in place of the guest's host
+ * socket (each guest descriptor has a host one of its own, fs.c):
+ * O_NONBLOCK and the options the guest set on it are carried over
+ * (those that take a value; one the other family lacks is let go). It
+ * is marked egress's; a UDP one remembers ss, its peer as the guest
+ * named it, which its datagrams then come from.
+ */
+static int64_t
+sock_take_egress(struct vfd *f, int fd, const struct sockaddr_storage *ss)
+{
+	int fl, rc;
+
 	fl = fcntl(f->hostfd, F_GETFL);
 	opts_copy(f, fd);
 	if (fcntl(fd, F_SETFL, fl != -1 ? fl & O_NONBLOCK : 0) == -1) {
@@ -478,11 +876,28 @@ connect_by_name(struct vm *vm, struct vfd *f, const struct sockaddr_storage *ss)
 	}
 	close(f->hostfd);
 	f->hostfd = fd;
-	/* Its bytes are served by sock_egress.c from now on: the first
-	 * judged, all counted. */
-	f->egress_addr = a;
-	f->egress_port = port;
-	f->egress_first = 1;
+	f->egress = 1;
+	f->egress_peerlen = 0;
+	/* Its bytes are served by sock_egress.c from now on: all counted,
+	 * and a TCP connection's to a name keep resolved (egress_addr, the
+	 * key of the run's table of names) judged first (TLS's server name).
+	 * By address there is no name to hold a ClientHello to. */
+	f->egress_addr = 0;
+	if (addr_keeps(ss))
+		f->egress_addr = addr_v4(ss, &f->egress_port);
+	else
+		(void)addr_v4(ss, &f->egress_port);
+	if (ss->ss_family == AF_INET6 && f->egress_port == 0)
+		f->egress_port =
+		    ntohs(((const struct sockaddr_in6 *)ss)->sin6_port);
+	f->egress_first = f->sock == SOCK_STREAM && f->egress_addr != 0;
+	if (f->sock == SOCK_DGRAM) {
+		f->egress_peerlen = ss->ss_family == AF_INET
+		    ? sizeof(struct sockaddr_in)
+		    : sizeof(struct sockaddr_in6);
+		memcpy(f->egress_peer, ss, f->egress_peerlen);
+		return 0; /* a UDP connect is done at once, even so */
+	}
 	/* Done at once, as a loopback connect is: a non-blocking caller
 	 * hears EINPROGRESS and then finds it writable, SO_ERROR 0. */
 	return (fl != -1 && (fl & O_NONBLOCK)) ? -EINPROGRESS : 0;
@@ -724,6 +1139,8 @@ sys_bind(struct vm *vm, const uint64_t a[6])
 
 	if ((f = sock_get(vm, a[0], &rc)) == NULL)
 		return rc;
+	if (f->egress)
+		return -EINVAL; /* bound already, outside the sandbox */
 	if ((rc = addr_in(vm, f, a[1], a[2], &ss, &sl, path, sizeof(path))) !=
 	    0)
 		return rc;
@@ -757,6 +1174,8 @@ sys_listen(struct vm *vm, const uint64_t a[6])
 
 	if ((f = sock_get(vm, a[0], &err)) == NULL)
 		return err;
+	if (f->egress)
+		return -EINVAL; /* connected, and outside the sandbox */
 	return listen(f->hostfd, backlog < 0 ? 0 : backlog) == 0 ? 0 : -errno;
 }
 
@@ -833,12 +1252,19 @@ sys_connect(struct vm *vm, const uint64_t a[6])
 	if ((rc = addr_in(vm, f, a[1], a[2], &ss, &sl, path, sizeof(path))) !=
 	    0)
 		return rc;
+	if (f->egress)
+		return egress_reaim(vm, f, &ss);
 	if ((ss.ss_family == AF_INET || ss.ss_family == AF_INET6) &&
 	    !addr_local(&ss)) {
 		if ((rc = connect_by_name(vm, f, &ss)) != -ENOENT)
 			return rc;
+		if (!addr_keeps(&ss) &&
+		    (rc = connect_by_addr(vm, f, &ss)) != -ENOENT)
+			return rc;
 		return egress_refused(vm, &ss);
 	}
+	if (f->sock == SOCK_STREAM && dns_dest(vm, &ss))
+		return dns_tcp_connect(vm, f);
 	if (path[0] != '\0' &&
 	    (rc = unix_at(vm, path, 0, &ss, &sl, &back)) != 0)
 		return rc;
@@ -923,10 +1349,10 @@ control_in(
 			memcpy(&gfd, &fds[i], sizeof(gfd));
 			if (gfd < 0 || (f = vm_fd(vm, (uint64_t)gfd)) == NULL)
 				return -EBADF;
-			/* A connection through egress stays with the
-			 * descriptors that count its bytes. */
-			if (f->kind != VFD_HOST || !f->pipe ||
-			    f->egress_addr != 0)
+			/* A socket egress made stays in its process tree:
+			 * one unmarked elsewhere could be re-aimed, and its
+			 * bytes are counted by the descriptors that know. */
+			if (f->kind != VFD_HOST || !f->pipe || f->egress)
 				return -EOPNOTSUPP;
 			memcpy(&fds[i], &f->hostfd, sizeof(int));
 		}
@@ -1051,13 +1477,23 @@ send_host(struct vm *vm, struct vfd *f, struct iovec *iov, size_t n,
 		if ((rc = addr_in(
 		         vm, f, addr, alen, &ss, &sl, path, sizeof(path))) != 0)
 			return rc;
-		if ((ss.ss_family == AF_INET || ss.ss_family == AF_INET6) &&
-		    !addr_local(&ss))
-			return egress_refused(vm, &ss);
-		if (f->sock == SOCK_DGRAM && dns_dest(vm, &ss))
-			return dns_serve(vm, f, iov, n);
-		m.msg_name = &ss;
-		m.msg_namelen = sl;
+		if ((rc = udp_out(vm, f, &ss)) != -ENOENT) {
+			if (rc != 0)
+				return rc;
+			addr = 0; /* on the socket egress connected there */
+		} else {
+			if ((ss.ss_family == AF_INET ||
+			        ss.ss_family == AF_INET6) &&
+			    !addr_local(&ss))
+				return egress_refused(vm, &ss);
+			if (f->sock == SOCK_DGRAM && dns_dest(vm, &ss))
+				return dns_serve(vm, f, iov, n);
+			m.msg_name = &ss;
+			m.msg_namelen = sl;
+		}
+	} else if (f->dns_tcp) {
+		if ((rc = dns_tcp_serve(vm, f, iov, n)) != -ENOENT)
+			return rc;
 	} else if (dns_peer(vm, f))
 		return dns_serve(vm, f, iov, n);
 	m.msg_iov = iov;
@@ -1117,7 +1553,7 @@ do_send(struct vm *vm, struct vfd *f, struct iovec *iov, size_t n,
 	uint64_t reserved;
 	int64_t rc;
 
-	if (f->egress_addr == 0)
+	if (!f->egress)
 		return send_host(vm, f, iov, n, addr, alen, ctl, cl, gflags);
 	if ((rc = vm_egress_out_begin(vm, f, iov, n, &reserved)) != 0)
 		return rc;
@@ -1160,7 +1596,7 @@ sock_recvmsg(struct vm *vm, struct vfd *f, struct msghdr *m, int flags)
 	int64_t rc;
 	ssize_t r;
 
-	if (f->egress_addr == 0)
+	if (!f->egress)
 		return recvmsg(f->hostfd, m, flags);
 	if ((rc = vm_egress_in_begin(
 	         vm, f, iov_total(m->msg_iov, m->msg_iovlen), &allowed)) != 0) {
@@ -1256,6 +1692,12 @@ do_recv(struct vm *vm, struct vfd *f, struct iovec *iov, size_t n,
 			return -errno;
 	}
 	*mflags = m.msg_flags & ~MSG_CMSG_CLOEXEC;
+	if (f->egress_peerlen != 0) {
+		/* From the peer as the guest named it (198.18.x.y for a
+		 * name), which resolvers and NTP clients check. */
+		memcpy(&ss, f->egress_peer, f->egress_peerlen);
+		m.msg_namelen = f->egress_peerlen;
+	}
 	if ((gflags & MSG_WAITALL) && f->sock == SOCK_STREAM && r > 0)
 		r += recv_rest(vm, f, iov, n, (size_t)r, dontwait);
 	if (addr != 0 &&
@@ -1495,9 +1937,18 @@ sock_name(struct vm *vm, const uint64_t a[6], int peer)
 
 	if ((f = sock_get(vm, a[0], &err)) == NULL)
 		return err;
+	if (peer && f->egress_peerlen != 0)
+		return addr_out(
+		    vm, a[1], a[2], f->egress_peer, f->egress_peerlen);
 	if ((peer ? getpeername(f->hostfd, (struct sockaddr *)&ss, &sl)
 	          : getsockname(f->hostfd, (struct sockaddr *)&ss, &sl)) == -1)
 		return -errno;
+	/* The resolver's end says port 53, whatever the VMM bound. */
+	if (peer && f->dns_tcp && ss.ss_family == AF_INET)
+		((struct sockaddr_in *)&ss)->sin_port = htons(DNS_SERVER_PORT);
+	else if (peer && f->dns_tcp && ss.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&ss)->sin6_port =
+		    htons(DNS_SERVER_PORT);
 	if (!peer && ss.ss_family == AF_UNIX && f->path != NULL &&
 	    strlen(f->path) < sizeof(un.sun_path)) {
 		memset(&un, 0, sizeof(un));

@@ -104,12 +104,15 @@ static const struct vm_sysent linux_calls[] = {
 	    "seqpacket); the internet families only in the run's own "
 	    "network namespace (only lo): EACCES without one"),
 	PART(42, connect, sys_connect,
-	    "loopback only (EACCES elsewhere, the result says egress); "
-	    "AF_UNIX paths beneath the workspace"),
+	    "loopback, and what the policy's egress rules allow by name or "
+	    "address (UDP only under udp rules), opened by egress (EACCES "
+	    "elsewhere, the result says egress); AF_UNIX paths beneath the "
+	    "workspace"),
 	OK(43, accept, sys_accept, "wakes for the guest's signals"),
 	OK(44, sendto, sys_sendto,
-	    "to loopback only (EACCES elsewhere); AF_UNIX paths beneath "
-	    "the workspace"),
+	    "to loopback, or UDP where an egress udp rule allows, on a "
+	    "socket egress connects there (EACCES elsewhere); AF_UNIX paths "
+	    "beneath the workspace"),
 	OK(45, recvfrom, sys_recvfrom, ""),
 	PART(46, sendmsg, sys_sendmsg,
 	    "SCM_RIGHTS only, of the run's pipes, sockets, eventfds and "

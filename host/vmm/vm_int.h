@@ -76,6 +76,14 @@ struct vfd {
 	int egress_shut;
 	uint8_t *hello;
 	uint32_t hello_len;
+	/* VFD_HOST: a socket egress made (sys_socket.c, docs/egress.md),
+	 * which lives outside the sandbox's network namespace: never
+	 * re-aimed, bound, listened on or passed; a UDP one's peer as the
+	 * guest named it (egress_peerlen bytes of egress_peer). */
+	uint8_t egress;
+	uint8_t dns_tcp; /* a TCP connection to the guest resolver */
+	uint8_t egress_peerlen;
+	uint8_t egress_peer[28]; /* a sockaddr_in or sockaddr_in6 */
 };
 
 /* The kernel's struct sigaction on x86-64 (rt_sigaction). */

@@ -99,6 +99,13 @@ int vmm_platform_parse(const char *name);
 /* vmm_config.egress_net's operations. */
 #define VMM_NET_RESOLVE 1
 #define VMM_NET_CONNECT 2
+/* A TCP connection to an address an address rule may allow; name is
+ * its canonical text, "10.1.2.3" or "[fd00::1]" (docs/egress.md). */
+#define VMM_NET_CONNECT_ADDR 3
+/* A connected UDP socket to name:port (VMM_NET_UDP) or to an address
+ * (VMM_NET_UDP_ADDR), by a rule that says `udp`. */
+#define VMM_NET_UDP 4
+#define VMM_NET_UDP_ADDR 5
 
 /* vmm_config.egress_report's: why the vm process itself shut a
  * connection made through egress (docs/egress.md, "Names and
@@ -166,7 +173,8 @@ struct vmm_config {
 	 * "Names and connections"), with fetch_arg: op VMM_NET_RESOLVE
 	 * (host/vmm_msg.h) asks whether name may be resolved (0 or
 	 * -errno), VMM_NET_CONNECT for a TCP connection to name:port (0
-	 * and a connected socket in *fd, or -errno); *refused is 1 when
+	 * and a connected socket in *fd, or -errno), VMM_NET_CONNECT_ADDR
+	 * the same to an address; *refused is 1 when
 	 * the policy or egress refused. NULL: every name is refused. */
 	int (*egress_net)(void *arg, int op, const char *name, uint16_t port,
 	    int *fd, int *refused);

@@ -196,6 +196,47 @@ print(socket.gethostbyname('allowed.test').startswith('198.18.'))
     ok "malformed DNS packets: FORMERR, NOTIMP, NXDOMAIN or dropped; the resolver answers on (write on a connected socket too)" ||
     bad "hostile DNS: $out $(jget "$body" '["stderr"]' 2>/dev/null)"
 
+# DNS over TCP: the same answers, framed with a 2-byte length; two
+# queries in one write, one split over three; a length over 512 ends
+# the connection; glibc's resolver with use-vc (writev) resolves.
+pyexec "$alice" "
+import os, socket, struct, subprocess
+def q(name):
+    m = struct.pack('>HHHHHH', 0x4242, 0x0100, 1, 0, 0, 0)
+    m += b''.join(bytes([len(l)]) + l.encode() for l in name.split('.'))
+    m += b'\x00' + struct.pack('>HH', 1, 1)
+    return struct.pack('>H', len(m)) + m
+def exactly(s, n):
+    b = b''
+    while len(b) < n:
+        c = s.recv(n - len(b))
+        if not c:
+            return None
+        b += c
+    return b
+def answer(s):
+    b = exactly(s, struct.unpack('>H', exactly(s, 2))[0])
+    an = struct.unpack('>H', b[6:8])[0]
+    return b[3] & 15, an, socket.inet_ntoa(b[-4:]) if an else None
+want = socket.gethostbyname('allowed.test')
+s = socket.create_connection(('127.0.0.53', 53), timeout=30)
+print('peer', s.getpeername())
+s.sendall(q('allowed.test') + q('other.test'))
+a, b = answer(s), answer(s)
+print(a[0], a[1], a[2] == want, b[0], b[1])
+m = q('allowed.test')
+s.send(m[:1]); s.send(m[1:7]); s.send(m[7:])
+print(answer(s)[2] == want)
+s.send(struct.pack('>H', 600) + b'x')
+print('closed', s.recv(10) == b'')
+r = subprocess.run(['python3', '-c', 'import socket; print(socket.gethostbyname(\"allowed.test\"))'],
+    env=dict(os.environ, RES_OPTIONS='use-vc'), capture_output=True, text=True)
+print('use-vc', r.stdout.strip() == want, r.stderr.strip())
+"
+[ "$out" = $'peer (\'127.0.0.53\', 53)\n0 1 True 3 0\nTrue\nclosed True\nuse-vc True ' ] &&
+    ok "DNS over TCP: framed answers as UDP's (two in a write, one split), an oversized frame closes, glibc's use-vc resolves" ||
+    bad "dns over tcp: $out $(jget "$body" '["stderr"]' 2>/dev/null)"
+
 # node: dns.lookup and a non-blocking connect through libuv's epoll.
 if [ -f "$B/images/node.img" ]; then
 	req "$alice" POST /v1/sandboxes '{"image":"node"}'

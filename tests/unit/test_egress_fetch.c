@@ -691,6 +691,59 @@ test_connect(void **state)
 	egress_ctx_free(ctx);
 }
 
+/* A guest's connection to an address an address rule allowed: what no
+ * rule reaches is refused before any connect (metadata even with
+ * private, loopback, unspecified, keep's 198.18/15), private needs
+ * private, and the text must be an address. Nothing here connects: a
+ * connect that succeeds is tests/integration/egress_addr.sh's. */
+static void
+test_connect_addr(void **state)
+{
+	static const char *never[] = { "169.254.169.254", "[fd00:ec2::254]",
+		"168.63.129.16", "127.0.0.1", "[::1]", "0.0.0.0", "[::]",
+		"198.18.0.5", "198.19.255.1" };
+	static const char *malformed[] = { "", "10.0.0", "010.0.0.1", "fd00::1",
+		"[fd00::1", "fd00::1]", "[]", "[10.0.0.1]", "10.0.0.1:80",
+		"host.test", "10.0.0.0/8", "[::ffff:10.0.0.1]",
+		"[::ffff:169.254.169.254]", "[::ffff:198.18.0.5]" };
+	struct egress_ctx *ctx;
+	struct egress_decision d;
+	size_t i;
+	int fd, err;
+
+	(void)state;
+	ctx = new_ctx(NULL, 0);
+	for (i = 0; i < sizeof(never) / sizeof(never[0]); i++) {
+		fd = 7;
+		if (egress_connect_addr(ctx, never[i], 80, SOCK_STREAM, 1, 1000,
+		        &fd, &err, &d) != EGRESS_E_ADDR_DENIED)
+			fail_msg("connected to %s", never[i]);
+		assert_int_equal(fd, -1);
+		assert_int_equal(err, EACCES);
+		assert_int_equal(d.allowed, 0);
+		assert_true(d.addr[0] != '\0');
+	}
+	for (i = 0; i < sizeof(malformed) / sizeof(malformed[0]); i++)
+		if (egress_connect_addr(ctx, malformed[i], 80, SOCK_DGRAM, 1,
+		        1000, &fd, &err, &d) != EGRESS_E_HOST)
+			fail_msg("took '%s' for an address", malformed[i]);
+	assert_int_equal(egress_connect_addr(ctx, "10.0.0.1", 0, SOCK_STREAM, 1,
+	                     1000, &fd, &err, &d),
+	    EGRESS_E_HOST);
+	assert_int_equal(egress_connect_addr(ctx, "10.0.0.1", 80, SOCK_DGRAM, 0,
+	                     1000, &fd, &err, &d),
+	    EGRESS_E_ADDR_DENIED);
+	assert_int_equal(d.addr_class, EGRESS_ADDR_PRIVATE);
+	assert_string_equal(d.addr, "10.0.0.1");
+	assert_int_equal(egress_connect_addr(ctx, "[fd00::1]", 80, SOCK_STREAM,
+	                     0, 1000, &fd, &err, &d),
+	    EGRESS_E_ADDR_DENIED);
+	assert_int_equal(egress_connect_addr(ctx, "224.0.0.1", 80, SOCK_DGRAM,
+	                     1, 1000, &fd, &err, &d),
+	    EGRESS_E_ADDR_DENIED);
+	egress_ctx_free(ctx);
+}
+
 /* The system resolver (getaddrinfo) path: localhost is loopback. */
 static void
 test_system_resolver(void **state)
@@ -1089,6 +1142,7 @@ main(void)
 		cmocka_unit_test(test_http_when_allowed),
 		cmocka_unit_test(test_private_addresses),
 		cmocka_unit_test(test_connect),
+		cmocka_unit_test(test_connect_addr),
 		cmocka_unit_test(test_ipv6),
 		cmocka_unit_test(test_system_resolver),
 		cmocka_unit_test(test_mixed_answers),

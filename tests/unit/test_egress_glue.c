@@ -48,6 +48,19 @@ test_grant_target(void **state)
 	assert_int_equal(
 	    egress_grant_target("a.test", 443, 0, 0, tiny, sizeof(tiny)),
 	    EGRESS_E_HOST);
+	/* A guest's UDP socket: its own target, never a TCP grant's. */
+	assert_int_equal(egress_grant_target_proto(
+	                     "ntp.test", 123, 1, 0, 1, buf, sizeof(buf)),
+	    0);
+	assert_string_equal(buf, "ntp.test:123/udp private");
+	assert_int_equal(egress_grant_target_proto(
+	                     "[fd00::1]", 53, 1, 0, 0, buf, sizeof(buf)),
+	    0);
+	assert_string_equal(buf, "[fd00::1]:53/udp");
+	assert_int_equal(egress_grant_target_proto(
+	                     "ntp.test", 123, 0, 0, 1, buf, sizeof(buf)),
+	    0);
+	assert_string_equal(buf, "ntp.test:123 private");
 }
 
 /* The flags a relay reads back are exactly the ones bound. */
@@ -69,6 +82,19 @@ test_grant_flags(void **state)
 			assert_int_equal(http, h);
 			assert_int_equal(priv, p);
 		}
+	/* A TCP grant read as a UDP one (or the reverse) yields nothing:
+	 * a relay cannot turn one into the other. */
+	memset(&g, 0, sizeof(g));
+	egress_grant_target("x.test", 9, 0, 1, t, sizeof(t));
+	grant_target_hash(t, strlen(t), g.target);
+	egress_grant_flags_proto(&g, "x.test", 9, 1, &http, &priv);
+	assert_int_equal(priv, 0);
+	egress_grant_target_proto("x.test", 9, 1, 0, 1, t, sizeof(t));
+	grant_target_hash(t, strlen(t), g.target);
+	egress_grant_flags_proto(&g, "x.test", 9, 1, &http, &priv);
+	assert_int_equal(priv, 1);
+	egress_grant_flags(&g, "x.test", 9, &http, &priv);
+	assert_int_equal(priv, 0);
 	/* Another destination's grant yields nothing. */
 	memset(&g, 0, sizeof(g));
 	grant_target_hash("y.test:9 http", 13, g.target);
@@ -102,6 +128,8 @@ test_policy_binds_flags(void **state)
 	                           "\tegress \"a.test\":443 private\n"
 	                           "\tegress \"*.b.test\":80 http\n"
 	                           "\tegress \"c.test\":443\n"
+	                           "\tegress \"10.1.0.0/16\":53 udp private\n"
+	                           "\tegress \"ntp.test\":123 udp\n"
 	                           "}\n"
 	                           "agent \"bot\" : r\n";
 	struct msg_policy_decision r;
@@ -128,6 +156,24 @@ test_policy_binds_flags(void **state)
 	decide(compiled, "evil.test:443", &r);
 	assert_int_equal(r.grant.decision, GRANT_DENY);
 	grant_target_hash("evil.test:443", 13, h);
+	assert_memory_equal(h, r.grant.target, sizeof(h));
+	/* An address under a range, over UDP and over TCP (udp is "UDP
+	 * too"); a UDP request under a rule without udp is refused. */
+	decide(compiled, "10.1.2.3:53/udp", &r);
+	assert_int_equal(r.grant.decision, GRANT_ALLOW);
+	grant_target_hash("10.1.2.3:53/udp private", 23, h);
+	assert_memory_equal(h, r.grant.target, sizeof(h));
+	decide(compiled, "10.1.2.3:53", &r);
+	assert_int_equal(r.grant.decision, GRANT_ALLOW);
+	grant_target_hash("10.1.2.3:53 private", 19, h);
+	assert_memory_equal(h, r.grant.target, sizeof(h));
+	decide(compiled, "ntp.test:123/udp", &r);
+	assert_int_equal(r.grant.decision, GRANT_ALLOW);
+	grant_target_hash("ntp.test:123/udp", 16, h);
+	assert_memory_equal(h, r.grant.target, sizeof(h));
+	decide(compiled, "a.test:443/udp", &r);
+	assert_int_equal(r.grant.decision, GRANT_DENY);
+	grant_target_hash("a.test:443/udp", 14, h);
 	assert_memory_equal(h, r.grant.target, sizeof(h));
 	policy_lang_hooks.free(compiled);
 }

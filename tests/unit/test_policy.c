@@ -1,6 +1,8 @@
 /* Unit tests for policy/: compiler, evaluator, quotas, service functions,
  * the process hooks, and the differential test against the reference
  * evaluator on random policies. */
+#include <sys/socket.h>
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -431,6 +433,133 @@ test_egress_v6(void **state)
 	assert_true(ask(fx, "v", "egress", "[::1]:443", STATIC).allow);
 	assert_false(ask(fx, "v", "egress", "[::1", STATIC).allow);
 	assert_false(ask(fx, "v", "egress", "[::1]:", STATIC).allow);
+}
+
+/* Address ranges (docs/policy-language.md): addresses in the range on
+ * the rule's port, compared as addresses; names never; a range never
+ * covers a metadata address; the exact address rule still does. */
+static void
+test_egress_ranges(void **state)
+{
+	struct fx *fx = *state;
+
+	build(fx,
+	    "agent \"r\" { egress \"10.1.0.0/16\":5432 private, "
+	    "\"fd00:ab::/32\":* private, \"192.168.7.128/25\":53 "
+	    "private, \"169.254.0.0/16\":* private, \"0.0.0.0/0\":9999, "
+	    "\"100.100.100.200\":80 }\n");
+	assert_true(ask(fx, "r", "egress", "10.1.2.3:5432", STATIC).allow);
+	assert_true(ask(fx, "r", "egress", "10.1.0.0:5432", STATIC).allow);
+	assert_true(ask(fx, "r", "egress", "10.1.255.255:5432", STATIC).allow);
+	assert_false(ask(fx, "r", "egress", "10.2.0.1:5432", STATIC).allow);
+	assert_false(ask(fx, "r", "egress", "10.1.2.3:5433", STATIC).allow);
+	assert_false(ask(fx, "r", "egress", "10.1.2.3", STATIC).allow);
+	assert_true(ask(fx, "r", "egress", "10.1.2.3:*", STATIC).allow);
+	/* Not an address, or not the canonical text of one: no match. */
+	assert_false(ask(fx, "r", "egress", "10.1.2:5432", STATIC).allow);
+	assert_false(ask(fx, "r", "egress", "010.1.2.3:5432", STATIC).allow);
+	assert_false(ask(fx, "r", "egress", "10.1.2.3x:5432", STATIC).allow);
+	assert_false(ask(fx, "r", "egress", "a10.1.0.0/16:5432", STATIC).allow);
+	assert_false(ask(fx, "r", "egress", "10.1.0.0/16:5432", STATIC).allow);
+	assert_true(ask(fx, "r", "egress", "[fd00:ab::1]:1", STATIC).allow);
+	assert_true(ask(fx, "r", "egress",
+	    "[fd00:ab:ffff:ffff:ffff:ffff:ffff:ffff]:1", STATIC)
+	                .allow);
+	assert_true(ask(fx, "r", "egress", "[FD00:AB:0::1]:1", STATIC).allow);
+	assert_false(ask(fx, "r", "egress", "[fd00:ac::1]:1", STATIC).allow);
+	assert_false(
+	    ask(fx, "r", "egress", "[::ffff:10.1.2.3]:5432", STATIC).allow);
+	/* A prefix that is not a multiple of 8. */
+	assert_true(ask(fx, "r", "egress", "192.168.7.128:53", STATIC).allow);
+	assert_true(ask(fx, "r", "egress", "192.168.7.255:53", STATIC).allow);
+	assert_false(ask(fx, "r", "egress", "192.168.7.127:53", STATIC).allow);
+	/* Metadata: never under a range, even /0 or 169.254/16; an exact
+	 * rule still names one (egress refuses it for a guest's connect). */
+	assert_true(ask(fx, "r", "egress", "169.254.1.1:80", STATIC).allow);
+	assert_false(
+	    ask(fx, "r", "egress", "169.254.169.254:80", STATIC).allow);
+	assert_false(
+	    ask(fx, "r", "egress", "169.254.169.254:9999", STATIC).allow);
+	assert_false(
+	    ask(fx, "r", "egress", "168.63.129.16:9999", STATIC).allow);
+	assert_true(ask(fx, "r", "egress", "8.8.8.8:9999", STATIC).allow);
+	assert_true(ask(fx, "r", "egress", "100.100.100.200:80", STATIC).allow);
+	/* A name never matches an address rule. */
+	assert_false(ask(fx, "r", "egress", "example.com:9999", STATIC).allow);
+}
+
+/* udp: a target ending in "/udp" (a guest's UDP socket) matches only an
+ * entry that says udp; such an entry allows TCP too, as http does. */
+static void
+test_egress_udp(void **state)
+{
+	struct fx *fx = *state;
+
+	build(fx,
+	    "agent \"u\" { egress \"ntp.test\":123 udp private, "
+	    "\"tcp.test\":123 private, \"10.9.0.0/16\":53 udp, "
+	    "\"*.dns.test\":* udp }\n");
+	assert_true(ask(fx, "u", "egress", "ntp.test:123/udp", STATIC).allow);
+	assert_true(ask(fx, "u", "egress", "ntp.test:123", STATIC).allow);
+	assert_false(ask(fx, "u", "egress", "ntp.test:124/udp", STATIC).allow);
+	assert_false(ask(fx, "u", "egress", "tcp.test:123/udp", STATIC).allow);
+	assert_true(ask(fx, "u", "egress", "tcp.test:123", STATIC).allow);
+	assert_true(ask(fx, "u", "egress", "10.9.1.1:53/udp", STATIC).allow);
+	assert_false(ask(fx, "u", "egress", "10.8.1.1:53/udp", STATIC).allow);
+	assert_true(
+	    ask(fx, "u", "egress", "a.dns.test:5353/udp", STATIC).allow);
+	/* Malformed: the suffix once, at the end, after a port. */
+	assert_false(ask(fx, "u", "egress", "ntp.test/udp", STATIC).allow);
+	assert_false(
+	    ask(fx, "u", "egress", "ntp.test:123/udp/udp", STATIC).allow);
+	assert_false(ask(fx, "u", "egress", "ntp.test:123/UDP", STATIC).allow);
+	assert_false(ask(fx, "u", "egress", "/udp", STATIC).allow);
+	assert_false(ask(fx, "u", "egress", "ntp.test:/udp", STATIC).allow);
+}
+
+/* The parser of addresses and ranges, on hostile text. */
+static void
+test_addr_range_parse(void **state)
+{
+	static const char *bad[] = { "10.0.0.0/33", "10.0.0.0/8x",
+		"10.0.0.0/08", "10.0.0.0/", "10.0.0.0/-1", "10.0.0.0/+8",
+		"10.0.0.0/ 8", "10.0.0.0//8", "10.1.2.0/16", "/8", "10.0.0/8",
+		"1.2.3.4.5/8", "fd00::/129", "fd00::1/64", "fd00::g/8",
+		"::ffff:10.0.0.0/104", "fe80::1%eth0", ":::", "10.0.0.0/1000",
+		"0x0a.0.0.0/8", "010.0.0.0/8", "[fd00::]/8",
+		"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa:/8" };
+	struct lang_addr_range r;
+	char why[LANG_MSG_MAX];
+	uint8_t a[16] = { 10, 1, 2, 3 };
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		why[0] = '\0';
+		if (lang_addr_range_parse(
+		        bad[i], strlen(bad[i]), &r, why, sizeof(why)) != -1)
+			fail_msg("accepted '%s'", bad[i]);
+		assert_true(why[0] != '\0');
+	}
+	assert_int_equal(
+	    lang_addr_range_parse("example.com", 11, &r, why, sizeof(why)), 0);
+	assert_int_equal(lang_addr_range_parse("*.a.b", 5, &r, NULL, 0), 0);
+	assert_int_equal(
+	    lang_addr_range_parse("10.1.0.0/16", 11, &r, NULL, 0), 1);
+	assert_int_equal(r.bits, 16);
+	assert_true(lang_addr_range_has(&r, AF_INET, a));
+	a[1] = 2;
+	assert_false(lang_addr_range_has(&r, AF_INET, a));
+	assert_false(lang_addr_range_has(&r, AF_INET6, a));
+	assert_int_equal(lang_addr_range_parse("0.0.0.0/0", 9, &r, NULL, 0), 1);
+	assert_true(lang_addr_range_has(&r, AF_INET, a));
+	assert_int_equal(lang_addr_range_parse("10.0.0.5", 8, &r, NULL, 0), 1);
+	assert_int_equal(r.bits, 32);
+	assert_int_equal(lang_addr_range_parse("::/0", 4, &r, NULL, 0), 1);
+	assert_int_equal(r.family, AF_INET6);
+	/* n bounds the text: no NUL needed, nothing read past it. */
+	assert_int_equal(
+	    lang_addr_range_parse("10.1.0.0/16trailing", 11, &r, NULL, 0), 1);
 }
 
 static void
@@ -1006,6 +1135,11 @@ main(void)
 		cmocka_unit_test_setup_teardown(
 		    test_exec_allowlist, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_egress, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_egress_ranges, setup, teardown),
+		cmocka_unit_test(test_addr_range_parse),
+		cmocka_unit_test_setup_teardown(
+		    test_egress_udp, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_egress_v6, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rate, setup, teardown),
