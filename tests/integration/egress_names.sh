@@ -28,13 +28,14 @@ done
 [ -n "$hp" ] || { echo "FAIL: http server"; exit 1; }
 # A port nothing listens on, which no rule lists either.
 cp=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-echo "127.0.0.1 allowed.test other.test" >"$tmp/hosts"
+echo "127.0.0.1 allowed.test other.test rebind.test" >"$tmp/hosts"
 
 cat >"$tmp/test.policy" <<EOP
 agent "alice" {
 	allow sandbox:read, sandbox:write, exec
 	exec "python", "node"
 	egress "allowed.test":$hp private
+	egress "rebind.test":$hp
 	timeout 60s
 }
 EOP
@@ -136,6 +137,24 @@ except ConnectionRefusedError:
     [ "$(jget "$body" '["egress_refused"]')" = "allowed.test:$cp" ] &&
     ok "an allowed name on a port its rule does not list: ConnectionRefusedError, limits: egress, egress_refused: allowed.test:$cp" ||
     bad "refused port: $out $body"
+
+# A rebinding answer: a name the rules allow without `private` whose
+# real answer is a loopback address (as a hostile DNS would give, here
+# hosts_file) resolves for the guest, and the connect is refused by
+# egress's address check, with its reason in the audit log.
+pyexec "$alice" "
+import socket
+print(socket.gethostbyname('rebind.test').startswith('198.18.'))
+try:
+    socket.create_connection(('rebind.test', $hp), timeout=30)
+    print('connected')
+except PermissionError:
+    print('refused')
+"
+[ "$out" = $'True\nrefused' ] && [ "$(jget "$body" '["limits"]')" = "['egress']" ] &&
+    [ "$(jget "$body" '["egress_refused"]')" = "rebind.test:$hp" ] &&
+    ok "a name whose answer is a loopback address, under a rule without private: PermissionError, limits: egress, egress_refused: rebind.test:$hp" ||
+    bad "rebinding: $out $body"
 
 pyexec "$alice" "
 import socket
@@ -284,6 +303,7 @@ grep -q "egress.dns.*allowed.test.*allow" "$tmp/audit" &&
     grep -q "egress.dns.*other.test.*deny" "$tmp/audit" &&
     grep -q "egress.connect.*allowed.test:$hp.*allow" "$tmp/audit" &&
     grep -q "egress.connect.*allowed.test:$cp.*deny" "$tmp/audit" &&
+    grep -q "egress.connect.*rebind.test:$hp.*deny" "$tmp/audit" &&
     ok "the audit log has the queries and the connects, allowed and refused" ||
     bad "audit: $(grep egress "$tmp/audit")"
 
