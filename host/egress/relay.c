@@ -24,6 +24,7 @@
 
 #include "host/egress/appca.h"
 #include "host/egress/relay.h"
+#include "lib/clock.h"
 
 struct side {
 	struct tls *t;
@@ -31,15 +32,6 @@ struct side {
 	short want; /* POLLIN or POLLOUT: what the last call waits for */
 	int eof;
 };
-
-static uint64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static int
 wait_fd(int fd, short ev, uint32_t ms)
@@ -326,7 +318,7 @@ egress_relay_run(const struct egress_relay_cfg *c, int guest_fd,
 	free(out);
 	out = NULL;
 	/* Both ways until the server is done (it closes: one request). */
-	last = now_ms();
+	last = mono_ms();
 	while (!u.eof) {
 		int moved = 0;
 
@@ -350,12 +342,12 @@ egress_relay_run(const struct egress_relay_cfg *c, int guest_fd,
 			r->bytes_in += (uint64_t)n;
 		}
 		if (moved) {
-			last = now_ms();
+			last = mono_ms();
 			continue;
 		}
 		if (u.eof)
 			break;
-		if (now_ms() - last >= ms) {
+		if (mono_ms() - last >= ms) {
 			strlcpy(r->why, "idle", sizeof(r->why));
 			break;
 		}
@@ -364,7 +356,7 @@ egress_relay_run(const struct egress_relay_cfg *c, int guest_fd,
 		pfd[1].fd = u.fd;
 		pfd[1].events = u.want;
 		pfd[0].revents = pfd[1].revents = 0;
-		(void)poll(pfd, 2, (int)(ms - (now_ms() - last)));
+		(void)poll(pfd, 2, (int)(ms - (mono_ms() - last)));
 	}
 	rc = r->refused ? -1 : 0;
 out:
