@@ -36,13 +36,13 @@ source "$(dirname "$0")/../lib/keepd.sh"
 
 # A server that says who it is on 10.77.0.1 and fd77::1, one port each.
 cat >"$tmp/srv.py" <<'EOPY'
-import socket, sys, threading
+import os, socket, sys, threading
 def serve(fam, addr):
     s = socket.socket(fam)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind((addr, 0))
     s.listen(16)
-    print(addr, s.getsockname()[1], flush=True)
+    os.write(1, ('%s %d\n' % (addr, s.getsockname()[1])).encode())  # one write: threads print at once
     while True:
         c, _ = s.accept()
         c.sendall(b'hello from ' + addr.encode() + b'\n')
@@ -50,7 +50,7 @@ def serve(fam, addr):
 def echo():
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     s.bind(('10.77.0.1', 0))
-    print('udp', s.getsockname()[1], flush=True)
+    os.write(1, ('udp %d\n' % s.getsockname()[1]).encode())
     while True:
         d, a = s.recvfrom(2048)
         s.sendto(b'echo ' + d, a)
