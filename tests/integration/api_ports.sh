@@ -170,6 +170,20 @@ restarts=$(grep -c "front (pid [0-9]*) \(killed\|exited\)\|double free\|restarti
     ok "150 requests through the port in a row: all 200, the front never restarted" ||
     bad "150 in a row: $bad_pipes not 200, $restarts front restarts: $(grep -m 3 'front' "$tmp/log")"
 
+# One connector per sandbox makes those connections (host/vmmproc/
+# vmm_port.c, `keepd: port ID`); one that died is made again by the
+# next request, which is answered all the same.
+conn=$(pgrep -f "^keepd: port $sbx\$")
+[ "$(wc -w <<<"$conn")" = 1 ] && ok "one port connector for the sandbox" ||
+    bad "port connectors for $sbx: '$conn'"
+[ -n "$conn" ] && kill -9 $conn
+sleep 0.2
+get "$alice" "/v1/sandboxes/$sbx/ports/8000/hello.txt"
+conn2=$(pgrep -f "^keepd: port $sbx\$")
+[ "$code" = 200 ] && [ -n "$conn2" ] && [ "$conn2" != "$conn" ] &&
+    ok "a killed port connector: the next request makes another and is answered" ||
+    bad "after the connector was killed: $code, connector '$conn2' (was '$conn')"
+
 get "$alice" "/v1/sandboxes/$sbx/ports/8002/"
 [ "$code" = 502 ] && [ "$(jget "$body" '["error"]["code"]')" = BAD_GATEWAY ] &&
     jget "$body" '["error"]["message"]' | grep -q "port 8002" &&
@@ -199,4 +213,8 @@ code=$(curl -s -o /dev/null -w '%{http_code}' "$url/v1/sandboxes/$sbx/ports/8000
     bad "audit: $(tail -5 "$tmp/alice.audit")"
 
 req "$alice" DELETE "/v1/sandboxes/$sbx"
+sleep 0.2
+pgrep -f "^keepd: port $sbx\$" >/dev/null &&
+    bad "the port connector outlived its sandbox" ||
+    ok "the sandbox deleted, its port connector ended"
 keepd_finish
