@@ -212,6 +212,19 @@ code=$(curl -s -o /dev/null -w '%{http_code}' "$url/v1/sandboxes/$sbx/ports/8000
     ok "requests through a port are audited (decisions; the 502 as its outcome; the port not exposed)" ||
     bad "audit: $(tail -5 "$tmp/alice.audit")"
 
+# A pause ends the sandbox's commands, its server among them, and its
+# port connector; a request through the port then makes another, which
+# finds nothing listening.
+req "$alice" POST "/v1/sandboxes/$sbx/pause" '{}'
+pcode=$code
+sleep 0.2
+pgrep -f "^keepd: port $sbx\$" >/dev/null && paused_conn=yes || paused_conn=no
+get "$alice" "/v1/sandboxes/$sbx/ports/8000/hello.txt"
+[ "$pcode" = 200 ] && [ "$paused_conn" = no ] && [ "$code" = 502 ] &&
+    pgrep -f "^keepd: port $sbx\$" >/dev/null &&
+    ok "paused: its port connector ended; the next request makes another (502: its server ended)" ||
+    bad "pause: $pcode, a connector after it: $paused_conn, then $code"
+
 req "$alice" DELETE "/v1/sandboxes/$sbx"
 sleep 0.2
 pgrep -f "^keepd: port $sbx\$" >/dev/null &&
