@@ -63,6 +63,10 @@ seccomp_selftest(const char *name, const char *call)
 
 	if (strcmp(name, "netns") == 0)
 		f = &seccomp_netns;
+	if (strcmp(name, "port-connector") == 0) {
+		flags = SCF_NO_SOCKETS | SCF_VM_NET;
+		f = &seccomp_port_connector;
+	}
 	if (strcmp(name, "vm") == 0 || strcmp(name, "vm-net") == 0) {
 		flags = SCF_NO_SOCKETS |
 		    (strcmp(name, "vm-net") == 0 ? SCF_VM_NET : 0);

@@ -360,6 +360,24 @@ static const struct seccomp_rule netns_rules[] = {
 const struct seccomp_filter seccomp_netns = { "netns", netns_rules,
 	nitems(netns_rules), 0 };
 
+/*
+ * A sandbox's port connector (host/vmmproc/vmm_port.c): in the sandbox's
+ * network namespace, a port in on its socketpair, a stream socket
+ * connected to that port on the namespace's loopback out (SCM_RIGHTS,
+ * the common sendmsg row). Its sockets are the internet families' alone
+ * (installed with SCF_NO_SOCKETS | SCF_VM_NET); no file, no fork, no
+ * bind, listen or accept.
+ */
+static const struct seccomp_rule port_connector_rules[] = {
+	R(recvfrom, "a port to connect to, from the vmm (recv)"),
+	R(connect, "to that port on the sandbox's loopback"),
+	RA(setsockopt, 2, SO_SNDTIMEO,
+	    "a bound on the connect (a listener whose backlog is full)"),
+};
+
+const struct seccomp_filter seccomp_port_connector = { "port-connector",
+	port_connector_rules, nitems(port_connector_rules), 0 };
+
 static const struct seccomp_rule vmm_rules[] = {
 	VM_RULES,
 	RA(ioctl, 1, KVM_GET_DIRTY_LOG,

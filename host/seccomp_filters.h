@@ -46,6 +46,8 @@ extern const struct seccomp_filter seccomp_vm;
 extern const struct seccomp_filter seccomp_template;
 /* The vmm's namespace maker (host/vm_confine.h). */
 extern const struct seccomp_filter seccomp_netns;
+/* A sandbox's port connector (host/vmmproc/vmm_port.c). */
+extern const struct seccomp_filter seccomp_port_connector;
 
 /*
  * Install seccomp_common (minus its syslog rows with SCF_NO_SOCKETS) plus

@@ -52,6 +52,14 @@ int vm_confine_net_join(
     int userfd, int netfd, int ws_fd, char *err, size_t errlen);
 
 /*
+ * A sandbox's port connector (host/vmmproc/vmm_port.c) joins its user
+ * and network namespaces as vm_confine_net_join does, and drops every
+ * capability the user namespace lends (no chroot, no resolver: it only
+ * connects). 0, or -1 with a reason in err.
+ */
+int vm_confine_port_join(int userfd, int netfd, char *err, size_t errlen);
+
+/*
  * The namespace maker: a child of the vmm forked before its privilege
  * drop (host/proc.c), so that it keeps /proc and no chroot, the two
  * things a user namespace needs; it runs as user (the vmm's), with

@@ -73,6 +73,12 @@ struct sandbox {
 	 * namespace maker (host/vm_confine.h) and held for its life, so
 	 * that a server one run starts is there for the next. */
 	int has_netns, netns_user, netns_net;
+	/* Its port connector (host/vmmproc/vmm_port.c): a child in that
+	 * network namespace, made at its first port request, that connects
+	 * to a port on its loopback; port_fd is the vmm's end of its
+	 * socketpair. */
+	int has_port, port_fd;
+	pid_t port_pid;
 	/* Paused (E2B's pause): its contexts saved to their memory images,
 	 * its commands ended; the next run or cell, or a resume, ends it. */
 	int paused;
@@ -415,6 +421,11 @@ int vmm_h_store_reply(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_system(struct proc_ctx *ctx, const struct msg *m);
 /* vmm_port.c: a connected socket to a port in a sandbox's netns. */
 int vmm_h_port(struct proc_ctx *ctx, const struct msg *m);
+/* End s's port connector, if it has one (its sandbox deleted, expired
+ * or paused). */
+void vmm_port_stop(struct sandbox *s);
+/* In a child of the vmm: close every sandbox's connector socket. */
+void vmm_port_close_all(struct vmm_state *vs);
 /* Secrets (host/vmmproc/vmm_secrets.c). */
 int vmm_h_secret_key(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_term_input(struct proc_ctx *ctx, const struct msg *m);

@@ -351,12 +351,15 @@ vmm_main(struct proc_ctx *ctx)
 	ctx->handlers = vmm_handlers;
 	ctx->nhandlers = nitems(vmm_handlers);
 	ctx->arg = &vs;
-	/* Each run's vm process and each template holder install these:
+	/* Each run's vm process, each template holder and each port
+	 * connector install these:
 	 * compiled once here, inherited by the forks. */
 	if (seccomp_filter_prepare(&seccomp_vm, SCF_NO_SOCKETS) == -1 ||
 	    seccomp_filter_prepare(&seccomp_vm, SCF_NO_SOCKETS | SCF_VM_NET) ==
 	        -1 ||
-	    seccomp_filter_prepare(&seccomp_template, VMM_TEMPLATE_SCF) == -1)
+	    seccomp_filter_prepare(&seccomp_template, VMM_TEMPLATE_SCF) == -1 ||
+	    seccomp_filter_prepare(
+	        &seccomp_port_connector, SCF_NO_SOCKETS | SCF_VM_NET) == -1)
 		log_warn("%s: seccomp filters compiled at each use", __func__);
 	ctx->on_peer = vmm_on_peer;
 	for (i = 0; i < VMM_SANDBOXES_MAX; i++)

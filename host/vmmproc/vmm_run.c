@@ -159,6 +159,8 @@ void __attribute__((noreturn)) vmm_vm_process(struct proc_ctx *ctx,
 			cfg->workspace_count = vmm_count_map(o->count_fd);
 		if (o->ws_fd != cfg->workspace_fd)
 			close(o->ws_fd);
+		if (o->has_port)
+			close(o->port_fd);
 		if (o->has_count)
 			close(o->count_fd);
 		if (o->has_netns && o->ws_fd == cfg->workspace_fd) {

@@ -46,6 +46,7 @@ vmm_sandbox_discard(struct vmm_state *vs, struct sandbox *s)
 		close(s->ws_fd);
 	if (s->has_count)
 		close(s->count_fd);
+	vmm_port_stop(s);
 	if (s->has_netns) {
 		close(s->netns_user);
 		close(s->netns_net);
@@ -297,6 +298,8 @@ vmm_h_ref(struct proc_ctx *ctx, const struct msg *m)
 					vs->jobs[i].killed = 1;
 				}
 			vmm_contexts_fork_prepare(vs, s);
+			/* Its servers ended with its commands. */
+			vmm_port_stop(s);
 			s->paused = 1;
 			log_info("sandbox %s paused", s->id);
 		} else if (resume && s->paused) {

@@ -571,6 +571,7 @@ slot_start(struct proc_ctx *ctx, struct vmm_state *vs, struct tpl_slot *ts,
 				if (vs->jobs[i].egress.shm >= 0)
 					close(vs->jobs[i].egress.shm);
 			}
+		vmm_port_close_all(vs);
 		vmm_templates_close(vs);
 		vmm_images_shed(vs, boot->image_map);
 		holder_main(ctx, boot, sv[1], ts->image);

@@ -170,6 +170,20 @@ restarts=$(grep -c "front (pid [0-9]*) \(killed\|exited\)\|double free\|restarti
     ok "150 requests through the port in a row: all 200, the front never restarted" ||
     bad "150 in a row: $bad_pipes not 200, $restarts front restarts: $(grep -m 3 'front' "$tmp/log")"
 
+# One connector per sandbox makes those connections (host/vmmproc/
+# vmm_port.c, `keepd: port ID`); one that died is made again by the
+# next request, which is answered all the same.
+conn=$(pgrep -f "^keepd: port $sbx\$")
+[ "$(wc -w <<<"$conn")" = 1 ] && ok "one port connector for the sandbox" ||
+    bad "port connectors for $sbx: '$conn'"
+[ -n "$conn" ] && kill -9 $conn
+sleep 0.2
+get "$alice" "/v1/sandboxes/$sbx/ports/8000/hello.txt"
+conn2=$(pgrep -f "^keepd: port $sbx\$")
+[ "$code" = 200 ] && [ -n "$conn2" ] && [ "$conn2" != "$conn" ] &&
+    ok "a killed port connector: the next request makes another and is answered" ||
+    bad "after the connector was killed: $code, connector '$conn2' (was '$conn')"
+
 get "$alice" "/v1/sandboxes/$sbx/ports/8002/"
 [ "$code" = 502 ] && [ "$(jget "$body" '["error"]["code"]')" = BAD_GATEWAY ] &&
     jget "$body" '["error"]["message"]' | grep -q "port 8002" &&
@@ -198,5 +212,22 @@ code=$(curl -s -o /dev/null -w '%{http_code}' "$url/v1/sandboxes/$sbx/ports/8000
     ok "requests through a port are audited (decisions; the 502 as its outcome; the port not exposed)" ||
     bad "audit: $(tail -5 "$tmp/alice.audit")"
 
+# A pause ends the sandbox's commands, its server among them, and its
+# port connector; a request through the port then makes another, which
+# finds nothing listening.
+req "$alice" POST "/v1/sandboxes/$sbx/pause" '{}'
+pcode=$code
+sleep 0.2
+pgrep -f "^keepd: port $sbx\$" >/dev/null && paused_conn=yes || paused_conn=no
+get "$alice" "/v1/sandboxes/$sbx/ports/8000/hello.txt"
+[ "$pcode" = 200 ] && [ "$paused_conn" = no ] && [ "$code" = 502 ] &&
+    pgrep -f "^keepd: port $sbx\$" >/dev/null &&
+    ok "paused: its port connector ended; the next request makes another (502: its server ended)" ||
+    bad "pause: $pcode, a connector after it: $paused_conn, then $code"
+
 req "$alice" DELETE "/v1/sandboxes/$sbx"
+sleep 0.2
+pgrep -f "^keepd: port $sbx\$" >/dev/null &&
+    bad "the port connector outlived its sandbox" ||
+    ok "the sandbox deleted, its port connector ended"
 keepd_finish

@@ -73,6 +73,19 @@ for sc in ptrace execve clone mount setuid socket bind accept4 \
     setns chroot bpf kill process_vm_readv; do
 	expect_killed netns "$sc"
 done
+# A sandbox's port connector (host/vmmproc/vmm_port.c): an internet
+# stream socket connected and passed back, nothing else: no file, no
+# fork, no AF_UNIX socket (2 is AF_INET, 10 AF_INET6, 1 AF_UNIX), no
+# bind, listen or accept, no namespace, no signal.
+expect_alive port-connector getpid
+for sc in connect recvfrom socket:2 socket:10; do
+	expect_alive port-connector "$sc"
+done
+for sc in socket:1 socket:16 openat open openat2 execve fork clone clone3 \
+    bind listen accept4 sendto setns unshare kill ptrace mount chroot \
+    ioctl setsockopt process_vm_readv; do
+	expect_killed port-connector "$sc"
+done
 # The vmm forks vm processes, with glibc fork's flags only.
 expect_killed vmm clone
 # An unknown process name is a usage error, not a silent pass.
