@@ -1,8 +1,11 @@
 // E2B's own SDK (npm @e2b/code-interpreter and e2b) against keepd, with
 // nothing changed but its environment: E2B_API_URL, E2B_SANDBOX_URL and
 // E2B_API_KEY (tests/integration/e2b_sdk.sh sets them, and KEEP_OTHER_KEY,
-// another principal's). Prints ok:/FAIL: lines; exits 1 on any failure.
+// another principal's, and KEEP_PORTS_DOMAIN, keepd.yaml's ports.domain,
+// which getHost's answer must name). Prints ok:/FAIL: lines; exits 1 on
+// any failure.
 'use strict';
+const http = require('node:http');
 const { Sandbox } = require('@e2b/code-interpreter');
 
 let fails = 0;
@@ -738,6 +741,82 @@ async function stdin() {
 	await sh.kill();
 }
 
+// A server in the sandbox reached by getHost, as an E2B user reaches
+// one: `${port}-${id}.${domain}` with the sandbox's traffic token. The
+// name resolves nowhere on this machine, so the request goes to keepd's
+// own loopback address and port (E2B_SANDBOX_URL's) with the name as its
+// Host header: no traffic leaves loopback.
+function viaHost(host, path, headers) {
+	const keepd = new URL(process.env.E2B_SANDBOX_URL);
+	return new Promise((resolve, reject) => {
+		const req = http.request({ host: '127.0.0.1', port: keepd.port,
+			path, headers: { ...headers, Host: host } }, (res) => {
+			const chunks = [];
+			res.on('data', (c) => chunks.push(c));
+			res.on('end', () => resolve({ status: res.statusCode,
+				body: Buffer.concat(chunks).toString() }));
+			res.on('error', reject);
+		});
+		req.setTimeout(30000, () => req.destroy(new Error('no answer')));
+		req.on('error', reject);
+		req.end();
+	});
+}
+
+async function ports() {
+	// E2B's own way to ask for a port that needs the traffic token.
+	const sbx = await Sandbox.create('base',
+	    { network: { allowPublicTraffic: false } });
+	const host = sbx.getHost(8000);
+	check('getHost(8000) is 8000-{id}.{ports.domain in keepd.yaml}',
+	    host === `8000-${sbx.sandboxId}.${process.env.KEEP_PORTS_DOMAIN}`,
+	    host);
+	const page = `served from ${sbx.sandboxId}\n`;
+	await sbx.files.write('site/hello.txt', page);
+	const server = await sbx.commands.run(
+	    'python3 -m http.server 8000 --bind 127.0.0.1 --directory site',
+	    { background: true });
+	const token = { 'E2B-Traffic-Access-Token': sbx.trafficAccessToken };
+	// Until the server listens keep answers 502 (nothing on the port).
+	let r = null;
+	for (let i = 0; i < 300; i++) {
+		r = await viaHost(host, '/hello.txt', token);
+		if (r.status !== 502)
+			break;
+		await new Promise((res) => setTimeout(res, 200));
+	}
+	check("a file files.write wrote, fetched from the sandbox's http.server " +
+	    'through getHost(8000) with E2B-Traffic-Access-Token',
+	    r.status === 200 && r.body === page, r);
+	r = await viaHost(host, '/hello.txt',
+	    { Authorization: `Bearer ${sbx.trafficAccessToken}` });
+	check('the same with the token as Authorization: Bearer',
+	    r.status === 200 && r.body === page, r);
+	r = await viaHost(host, '/', token);
+	check("the server's directory listing names the file",
+	    r.status === 200 && r.body.includes('hello.txt'), r.status);
+	r = await viaHost(host, '/hello.txt', {});
+	check('without a token the port is refused (401)', r.status === 401, r);
+	r = await viaHost(host, '/hello.txt',
+	    { 'E2B-Traffic-Access-Token': process.env.KEEP_OTHER_KEY });
+	check("another principal's token, allowed port 8000 of its own " +
+	    'sandboxes, does not reach this one (404)',
+	    r.status === 404, r);
+	r = await viaHost(sbx.getHost(8001), '/hello.txt', token);
+	check('getHost(8001), a port the policy does not expose: 403',
+	    r.status === 403 && /Port 8001 is not exposed/.test(r.body), r);
+	check('commands.kill ends the server', (await server.kill()) === true);
+	for (let i = 0; i < 300; i++) {
+		r = await viaHost(host, '/hello.txt', token);
+		if (r.status !== 200)
+			break;
+		await new Promise((res) => setTimeout(res, 200));
+	}
+	check('then nothing listens on the port: 502, as E2B\'s proxy answers',
+	    r.status === 502, r);
+	await sbx.kill();
+}
+
 // The key's principal may not run bash (the policy's exec allowlist).
 async function denied() {
 	const sh = await Sandbox.create('base');
@@ -761,6 +840,7 @@ async function denied() {
 		if (which === 'all' || which === 'machine') await layout();
 		if (which === 'all' || which === 'machine') await cells();
 		if (which === 'all' || which === 'machine') await pause();
+		if (which === 'all' || which === 'ports') await ports();
 		if (which === 'denied') await denied();
 	} catch (e) {
 		fails++;

@@ -7,7 +7,11 @@
 # context and in others (results, logs, errors, streaming callbacks, a
 # matplotlib PNG), files (rename and watchDir too), commands (list, kill,
 # stdin with sendStdin and closeStdin, connect to a running one), ptys
-# (sendInput, resize, kill), setTimeout and connect's timeout, kill.
+# (sendInput, resize, kill), setTimeout and connect's timeout, kill,
+# and getHost: a python http.server started in the background, fetched
+# through getHost(8000) (the name sent as the Host header to keepd's
+# loopback address: it resolves nowhere) with the traffic token; a port
+# the policy does not expose is 403.
 # Then what the SDK cannot
 # show: the policy still decides (a command outside the exec allowlist),
 # E2B's error shapes, and the credentials the routes take.
@@ -37,12 +41,24 @@ role coder {
 	memory 512M
 	contexts 8
 }
-agent "e2b" : coder { exec "python", "js", "bash", "node" }
-agent "other" : coder { exec "python" }
+agent "e2b" : coder {
+	exec "python", "js", "bash", "node"
+	expose 8000
+}
+# other may reach its own port 8000: another's sandbox is then 404.
+agent "other" : coder {
+	exec "python"
+	expose 8000
+}
 agent "writer" : coder { rate write 4/hour }
 agent "auditor" { allow audit:read }
 EOP
-keepd_start "$tmp/test.policy"
+# ports.domain: E2B's sandbox answer names it, so getHost(port) is
+# PORT-ID.sbx.keep.test, a name that resolves nowhere (the test sends it
+# to keepd's loopback address as the Host header).
+domain=sbx.keep.test
+KEEPD_YAML_EXTRA="ports:
+  domain: $domain" keepd_start "$tmp/test.policy"
 caps=sandbox:read,sandbox:write,exec,artifact:read,artifact:write
 key=$(mint e2b $caps 30m)
 other=$(mint other $caps 30m)
@@ -50,7 +66,7 @@ other=$(mint other $caps 30m)
 sdk_run() { # sdk_run KEY MODE: the node script with E2B's variables only
 	env -u E2B_DEBUG -u E2B_DOMAIN -u E2B_ACCESS_TOKEN \
 	    NODE_PATH="$sdk/node_modules" E2B_API_URL="$url/e2b" \
-	    E2B_SANDBOX_URL="$url/e2b" E2B_API_KEY="$1" KEEP_OTHER_KEY="$other" \
+	    E2B_SANDBOX_URL="$url/e2b" E2B_API_KEY="$1" KEEP_OTHER_KEY="$other" KEEP_PORTS_DOMAIN="$domain" \
 	    timeout 600 node tests/e2b/sdk_test.cjs "$2" >"$tmp/sdk.out" 2>&1
 	local rc=$?
 	sed 's/^/  /' "$tmp/sdk.out"
@@ -63,6 +79,9 @@ sdk_run "$key" commands && ok "commands and files through E2B's SDK" ||
 sdk_run "$key" machine &&
 	ok "E2B's layout (/home/user), bash and js cells, pause and resume" ||
 	bad "the machine: layout, cells, pause through E2B's SDK"
+sdk_run "$key" ports &&
+	ok "a server in the sandbox through getHost(8000); a port not exposed is 403" ||
+	bad "getHost: a guest server through E2B's host name"
 
 # The policy decides: "other" may not run bash, so its commands.run in
 # a base sandbox is refused, PermissionDenied to the SDK.
