@@ -22,16 +22,8 @@ command -v node >/dev/null && command -v npm >/dev/null ||
 node -e 'const [a, b] = process.versions.node.split(".").map(Number);
 process.exit(a > 20 || (a === 20 && b >= 18) ? 0 : 1)' ||
 	{ echo "SKIP: the SDK needs node 20.18 or later"; exit 77; }
-sdk=$PWD/$B/e2b-sdk
-if ! cmp -s tests/e2b/package.json "$sdk/package.json" ||
-    [ ! -d "$sdk/node_modules/@e2b/code-interpreter" ]; then
-	timeout 60 npm ping >/dev/null 2>&1 ||
-		{ echo "SKIP: npm registry unreachable"; exit 77; }
-	rm -rf "$sdk" && mkdir -p "$sdk" && cp tests/e2b/package.json "$sdk/" &&
-		(cd "$sdk" && timeout 300 npm install --no-audit --no-fund \
-		    --loglevel=error >"$sdk/install.log" 2>&1) ||
-		{ echo "FAIL: npm install (see $sdk/install.log)"; rm -f "$sdk/package.json"; exit 1; }
-fi
+source tests/lib/e2b_sdk.sh
+e2b_sdk_install
 
 cat >"$tmp/test.policy" <<'EOP'
 role coder {
