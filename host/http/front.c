@@ -114,6 +114,7 @@ struct conn {
 	struct http_buf up_out;
 	size_t up_off;
 	int up_eof, client_eof, up_shut;
+	int up_answered; /* a byte came from the port */
 	struct conn *dead_next; /* C_DEAD: front.dead's list */
 };
 
@@ -679,7 +680,30 @@ pipe_up_event(struct front *f, struct conn *c, uint32_t events)
 			c->up_eof = 1;
 			break;
 		}
+		c->up_answered = 1;
 		http_buf_add(&c->out, buf, (size_t)n);
+	}
+	/* The port's server ended the connection without a byte of an
+	 * answer (it died, or was killed, with the request in flight): the
+	 * client gets a 502 as from any proxy, not a connection closed on
+	 * it with nothing. */
+	if (c->up_eof && !c->up_answered && c->out.len == 0) {
+		static const char body[] =
+		    "{\"error\":{\"message\":\"The sandbox's server on this "
+		    "port closed the connection without answering\","
+		    "\"code\":\"BAD_GATEWAY\"}}\n";
+		char head[160];
+		int hn = snprintf(head, sizeof(head),
+		    "HTTP/1.1 502 Bad Gateway\r\nContent-Type: "
+		    "application/json\r\nContent-Length: %zu\r\nConnection: "
+		    "close\r\n\r\n",
+		    sizeof(body) - 1);
+
+		c->up_answered = 1;
+		if (hn > 0 && (size_t)hn < sizeof(head)) {
+			http_buf_add(&c->out, head, (size_t)hn);
+			http_buf_add(&c->out, body, sizeof(body) - 1);
+		}
 	}
 	if (c->out.oom)
 		c->closing = 2;

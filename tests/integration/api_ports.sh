@@ -44,6 +44,9 @@ def serve(c):
             return
         head += b
     lines = head.decode().split("\r\n")
+    if " /close " in lines[0]:  # ends the connection without an answer
+        c.close()
+        return
     hdr = {l.split(":", 1)[0].lower(): l.split(":", 1)[1].strip() for l in lines[1:] if ":" in l}
     if hdr.get("upgrade", "").lower() == "websocket":
         c.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
@@ -183,6 +186,14 @@ conn2=$(pgrep -f "^keepd: port $sbx\$")
 [ "$code" = 200 ] && [ -n "$conn2" ] && [ "$conn2" != "$conn" ] &&
     ok "a killed port connector: the next request makes another and is answered" ||
     bad "after the connector was killed: $code, connector '$conn2' (was '$conn')"
+
+# A server that ends the connection without a byte of an answer (as
+# one killed with the request in flight): 502, not a connection closed
+# on the client with nothing (E2B's SDK saw "socket hang up").
+get "$alice" "/v1/sandboxes/$sbx/ports/8001/close"
+[ "$code" = 502 ] && [ "$(jget "$body" '["error"]["code"]')" = BAD_GATEWAY ] &&
+    ok "a port whose server closes without answering: 502 BAD_GATEWAY" ||
+    bad "closed without an answer: $code $body"
 
 get "$alice" "/v1/sandboxes/$sbx/ports/8002/"
 [ "$code" = 502 ] && [ "$(jget "$body" '["error"]["code"]')" = BAD_GATEWAY ] &&
