@@ -1388,6 +1388,7 @@ vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,
 		rc = VMM_E_SNAPSHOT;
 	if (rc == VMM_OK) {
 		res->boot_us = now_us() - t0;
+		res->served = 1;
 		vm_serve(&vm);
 	}
 	vm_teardown(&vm);

@@ -380,6 +380,7 @@ template_run(struct vmm_template *t, const struct vmm_config *run, int probe,
 	vm->run->kvm_dirty_regs |= KVM_SYNC_X86_REGS;
 	vm->template_state = VM_TPL_CLONE;
 	res->boot_us = mono_us() - t0;
+	res->served = 1;
 	vm_serve(vm);
 	return VMM_OK;
 }

@@ -267,6 +267,10 @@ struct vmm_result {
 	enum vmm_status status;
 	int exit_code; /* VMM_EXITED */
 	char reason[160]; /* "" or what stopped the guest */
+	/* Set when the guest is about to run: a vm process that ends with
+	 * status 0 without it ran nothing (a template's spare that lost
+	 * its holder), which the vmm must not report as the run's exit 0. */
+	uint32_t served;
 	uint64_t boot_us; /* process-relative: VM created to first entry */
 	uint64_t run_us; /* first entry to exit */
 	uint64_t exits; /* VM exits */

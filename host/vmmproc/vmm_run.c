@@ -871,7 +871,7 @@ job_answer(struct proc_ctx *ctx, struct job *job, int wst)
 	char reason[64];
 
 	res.reason[sizeof(res.reason) - 1] = '\0';
-	if (WIFEXITED(wst) && WEXITSTATUS(wst) == 0 &&
+	if (WIFEXITED(wst) && WEXITSTATUS(wst) == 0 && res.served &&
 	    (unsigned)res.status < nitems(map)) {
 		st = map[res.status];
 		strlcpy(reason, res.reason, sizeof(reason));
@@ -880,7 +880,9 @@ job_answer(struct proc_ctx *ctx, struct job *job, int wst)
 		strlcpy(reason,
 		    WIFSIGNALED(wst)            ? "the vm process was killed"
 		        : res.reason[0] != '\0' ? res.reason
-		                                : "the vm process failed",
+		        : WIFEXITED(wst) && WEXITSTATUS(wst) == 0
+		        ? "the vm process ended before its run"
+		        : "the vm process failed",
 		    sizeof(reason));
 		log_warnx("run %llu: vm pid %d: %s",
 		    (unsigned long long)job->reqid, (int)job->pid, reason);
