@@ -7,6 +7,9 @@
 # a new value applies to the next run. The value appears in no API
 # reply, no line of keepd's log (-v), no audit entry and not in clear in
 # the store's LMDB file.
+# run-tests: alone (six runs at once from the python template: another
+# keepd's hard link to the image changes its ctime, and the vmm drops the
+# template under them)
 source "$(dirname "$0")/../lib/keepd.sh"
 
 # Log everything there is to log: the value must not be in it.

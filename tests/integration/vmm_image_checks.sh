@@ -45,6 +45,20 @@ run && ran && ok "a second run, with the files checked" || bad "second run: $cod
 sleep 0.5
 lib=/lib/x86_64-linux-gnu/libtinfo.so.6
 
+# Written in place with its mtime put back: its ctime says so, and it
+# is opened and checked again.
+mt=$(python3 -c 'import os, sys; print(os.stat(sys.argv[1]).st_mtime_ns)' "$img")
+flip "$img" "$lib" || { echo "FAIL: no $lib in the image"; exit 1; }
+python3 -c 'import os, sys; os.utime(sys.argv[1], ns=(int(sys.argv[2]), int(sys.argv[2])))' "$img" "$mt"
+[ "$(python3 -c 'import os, sys; print(os.stat(sys.argv[1]).st_mtime_ns)' "$img")" = "$mt" ] ||
+    bad "the test could not put the mtime back"
+run
+! ran && grep -q "libtinfo.so.6 does not match" "$tmp/log" &&
+    ok "a library written in place with the image's mtime put back still stops the run" ||
+    bad "mtime put back: $code $body"
+flip "$img" "$lib"
+run && ran || bad "written back: $code $body"
+
 flip "$img" "$lib" || { echo "FAIL: no $lib in the image"; exit 1; }
 # The guest stops at the library (the reply says "fault", the log why).
 stopped() { # -> 0 if the last run stopped at the tampered library
