@@ -187,6 +187,7 @@ struct tpl_slot {
 	char owner[GRANT_PRINCIPAL_MAX];
 	pid_t pid; /* the holder */
 	pid_t spare_pid; /* its spare clone, a child of this process */
+	pid_t cloned_pid; /* the last spare that took a run: now a job's */
 	int fd; /* the vmm's end of the socketpair to it */
 	int state;
 	uint64_t request_max;

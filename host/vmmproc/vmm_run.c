@@ -945,7 +945,12 @@ vmm_job_finish(struct proc_ctx *ctx, struct job *job)
 {
 	int wst = 0;
 
-	waitpid(job->pid, &wst, 0);
+	if (waitpid(job->pid, &wst, 0) != job->pid) {
+		/* Reaped elsewhere: its end is unknown, never "exited 0"
+		 * (job_answer would take a run cut short for a whole one). */
+		log_warn("%s: vm pid %d", __func__, (int)job->pid);
+		wst = W_EXITCODE(0, SIGKILL);
+	}
 	if (!job->answered)
 		job_answer(ctx, job, wst);
 	if (job->pidfd >= 0)
