@@ -378,6 +378,9 @@ int vmm_prepare(int kvm_fd);
 
 /* The trap platform's once-per-process work (its stub's memfd, the
  * host's CPUID), for a process that forks the vm processes. */
+/* The host TSC's rate is measured from now (docs/vmm.md "Time"): once,
+ * early, in a process whose children run guests on the trap platform. */
+void vmm_prepare_clocks(void);
 int vmm_prepare_trap(void);
 /* The trap stub's memfd once prepared (-1: none), for a process that
  * closes what it inherited to keep. */
