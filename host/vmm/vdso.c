@@ -76,7 +76,7 @@ host_tsc_ok(void)
 	ssize_t n;
 	int fd;
 
-	if (__get_cpuid_max(0x80000000, NULL) < 0x80000007)
+	if ((unsigned)__get_cpuid_max(0x80000000, NULL) < 0x80000007U)
 		return 0;
 	__cpuid(0x80000007, a, b, c, d);
 	if ((d & (1U << 8)) == 0)
