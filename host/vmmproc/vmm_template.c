@@ -78,6 +78,8 @@ enum {
 	TPL_FD_COUNT, /* memfd: the sandbox's shared quota count */
 	TPL_FD_NETNS_USER, /* its sandbox's namespaces (struct sandbox), */
 	TPL_FD_NETNS_NET, /* or the workspace again when net is 0 */
+	TPL_FD_BUDGET, /* its principal's egress budget, or the workspace
+	                * again when budget is 0 */
 	TPL_CLONE_FDS
 };
 
@@ -85,6 +87,8 @@ struct tpl_clone {
 	uint32_t magic;
 	uint32_t nargs, nenv;
 	uint32_t net; /* 1: TPL_FD_NETNS_* are its sandbox's namespaces */
+	uint32_t budget; /* 1: TPL_FD_BUDGET is its principal's budget */
+	uint32_t pad;
 	uint64_t strings_len;
 	uint64_t timeout_ms, output_max, workspace_max;
 	uint64_t egress_max; /* the grant's egress bytes, 0 none */
@@ -197,8 +201,9 @@ holder_recv(int sock, struct tpl_clone *q, int fds[TPL_CLONE_FDS])
 		}
 	if (n != (ssize_t)sizeof(*q) || nfd != TPL_CLONE_FDS ||
 	    (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0 ||
-	    q->magic != TPL_MAGIC || q->nargs == 0 ||
-	    q->nargs > RUN_MAX_ARGS + 1 || q->nenv > 2 * RUN_MAX_ENV ||
+	    q->magic != TPL_MAGIC || q->nargs == 0 || q->budget > 1 ||
+	    q->pad != 0 || q->nargs > RUN_MAX_ARGS + 1 ||
+	    q->nenv > 2 * RUN_MAX_ENV ||
 	    q->strings_len > RUN_MAX_INPUT + SBX_ENV_MAX ||
 	    memchr(q->id, '\0', sizeof(q->id)) == NULL) {
 		for (i = 0; i < nfd; i++)
@@ -300,6 +305,14 @@ clone_run(struct proc_ctx *ctx, struct vmm_template *t, int sock,
 	if (cfg.workspace_max != 0)
 		cfg.workspace_count = vmm_count_map(fds[TPL_FD_COUNT]);
 	close(fds[TPL_FD_COUNT]);
+	if (q->budget &&
+	    (cfg.egress_budget = vmm_budget_map(fds[TPL_FD_BUDGET])) == NULL) {
+		strlcpy(res->reason, "error: the egress budget",
+		    sizeof(res->reason));
+		res->status = VMM_FAULT;
+		_exit(2);
+	}
+	close(fds[TPL_FD_BUDGET]);
 	memset(&er, 0, sizeof(er));
 	er.fd = -1;
 	er.shm = fds[TPL_FD_EGRESS_SHM];
@@ -830,7 +843,7 @@ vmm_template_clone(struct proc_ctx *ctx, struct vmm_state *vs,
     const struct image *img, const char *image_name, const char *command,
     const char *principal, const char *sbx_id, const struct vmm_config *cfg,
     struct job *job, const int outfds[2], int efd, int count_fd, int ns_user,
-    int ns_net)
+    int ns_net, int budget_fd)
 {
 	struct tpl_slot *ts;
 	struct tpl_clone q;
@@ -874,6 +887,8 @@ vmm_template_clone(struct proc_ctx *ctx, struct vmm_state *vs,
 	q.net = ns_user >= 0 && ns_net >= 0;
 	fds[TPL_FD_NETNS_USER] = q.net ? ns_user : cfg->workspace_fd;
 	fds[TPL_FD_NETNS_NET] = q.net ? ns_net : cfg->workspace_fd;
+	q.budget = budget_fd >= 0;
+	fds[TPL_FD_BUDGET] = q.budget ? budget_fd : cfg->workspace_fd;
 	st.status = 0;
 	rc = -1;
 	if (cfg->stdin_fd >= 0 && cfg->workspace_fd >= 0 && efd >= 0 &&
