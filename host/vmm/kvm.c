@@ -561,6 +561,7 @@ load_program(struct vm *vm, char *err, size_t errlen)
 	uint64_t free_lo, free_hi;
 	size_t i;
 
+	vm->nimgsegs = 0; /* execve: the old program's went with its memory */
 	/* The stack takes the top (2 MiB aligned, under a 2 MiB guard). */
 	vm->stack_top = vm->memsz;
 	vm->stack_lo = vm->memsz - vm_space_stack(vm->memsz);
@@ -574,8 +575,11 @@ load_program(struct vm *vm, char *err, size_t errlen)
 		const struct elf_load *l = &vm->elf.load[i];
 
 		/* A template's memory is huge pages its clones map whole
-		 * (guest_mem_map): its program is copied into them. */
-		if ((l->flags & PF_W) || vm->template_state == VM_TPL_BOOTING ||
+		 * (guest_mem_map): its program is copied into them. On trap
+		 * its clones copy the memfd, not huge pages: the image's
+		 * pages are theirs to map again (imgmap.c). */
+		if ((l->flags & PF_W) ||
+		    (vm->template_state == VM_TPL_BOOTING && !vm->on_trap) ||
 		    vm_imgmap_segment(
 		        vm, cfg->elf + l->offset, l->vaddr, l->filesz) != 0)
 			vm_mem_copy(vm, vm->mem + l->vaddr,

@@ -251,6 +251,22 @@ vm_trap_map_shared(
 	return 0;
 }
 
+int
+vm_trap_map_readonly(
+    struct vm *vm, uint64_t addr, uint64_t len, int fd, uint64_t off)
+{
+	int dup;
+
+	if ((dup = fcntl(fd, F_DUPFD_CLOEXEC, 0)) == -1)
+		return -1;
+	queue_op(vm, addr, len,
+	    (struct trap_op){ .off = off,
+	        .prot = PROT_READ | PROT_EXEC,
+	        .kind = TRAP_OP_MAP },
+	    dup);
+	return 0;
+}
+
 void
 vm_trap_restore(struct vm *vm, uint64_t addr, uint64_t len)
 {
@@ -945,7 +961,8 @@ vm_trap_fork_adopt(struct vm *vm, int fd, char *err, size_t errlen)
 	/* Everything open in the host is open in the guest: the same
 	 * walk that closes the rest host-side queues it for the stub. */
 	vm_trap_protect(vm, 0, vm->memsz, 1);
-	if (vm_space_reopen(vm) != 0 || vm_shmap_refork(vm) != 0) {
+	if (vm_space_reopen(vm) != 0 || vm_shmap_refork(vm) != 0 ||
+	    vm_imgmap_refork(vm) != 0) {
 		snprintf(
 		    err, errlen, "the child's memory: %s", strerror(errno));
 		return -1;
