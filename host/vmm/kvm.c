@@ -718,7 +718,7 @@ on_exception(struct vm *vm, struct kvm_regs *r, struct kvm_sregs *s)
 	 * has one (RIP, RFLAGS and RSP from the frame; AL holds the vector,
 	 * the rest of the registers are the program's). */
 	if ((frame[1] & 3) == 3 && sp + 40 <= GUEST_KSTACK_TOP &&
-	    vm_signal_fault(vm, v, frame[0], frame[3], frame[2], s->cr2))
+	    vm_signal_fault(vm, v, frame[0], frame[3], frame[2], s->cr2, ec))
 		return;
 	if ((frame[1] & 3) == 0 && v != 14)
 		vm_stop(vm, VMM_FAULT, -1,
@@ -874,8 +874,8 @@ vcpu_loop(struct vm *vm)
 			}
 			if (errno == EFAULT && (s->cs.selector & 3) == 3) {
 				efaults = 0;
-				if (!vm_signal_fault(
-				        vm, 14, r->rip, r->rsp, r->rflags, 0))
+				if (!vm_signal_fault(vm, 14, r->rip, r->rsp,
+				        r->rflags, 0, 0))
 					vm_stop(vm, VMM_FAULT, -1,
 					    "fault: touched memory it does not "
 					    "hold (unmapped or PROT_NONE) at "

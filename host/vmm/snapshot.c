@@ -432,7 +432,8 @@ sort_page(struct vm *vm, struct lists *l, uint64_t g, int keep_zero)
 	const struct vmm_config *cfg = vm->cfg;
 	const uint8_t *page = vm->mem + g;
 	const struct vm_imgrun *ir;
-	uint64_t pos;
+	/* On trap every image page the guest holds is a read-only one. */
+	uint64_t pos, ro = vm->on_trap ? SNAP_REF_READONLY : 0;
 
 	if (g >= vm->mmap_lo && g < vm->mmap_hi &&
 	    vm->mmap_file[(g - vm->mmap_lo) / VM_PAGE] &&
@@ -444,10 +445,8 @@ sort_page(struct vm *vm, struct lists *l, uint64_t g, int keep_zero)
 		    memcmp(page, f->data + pos, VM_PAGE) == 0) {
 			if (flush_run(l) != 0)
 				return -1;
-			uint64_t file =
-			    ir->file | (vm->on_trap ? SNAP_REF_READONLY : 0);
-
-			if (l->ref.npages > 0 && l->ref.file == file &&
+			if (l->ref.npages > 0 &&
+			    l->ref.file == (ir->file | ro) &&
 			    l->ref.g + l->ref.npages * VM_PAGE == g &&
 			    l->ref.pos + l->ref.npages * VM_PAGE == pos) {
 				l->ref.npages++;
@@ -455,7 +454,7 @@ sort_page(struct vm *vm, struct lists *l, uint64_t g, int keep_zero)
 			}
 			if (flush_ref(l) != 0)
 				return -1;
-			l->ref = (struct snap_ref){ g, 1, file, pos };
+			l->ref = (struct snap_ref){ g, 1, ir->file | ro, pos };
 			return 0;
 		}
 	}

@@ -986,7 +986,8 @@ on_fault(struct vm *vm, struct trap_box *b)
 	vector = trapno < 32 ? (unsigned)trapno : 13;
 	if (signo == 5 && trapno != 1)
 		vector = 3;
-	if (vm_signal_fault(vm, vector, r->rip, r->rsp, r->rflags, addr))
+	if (vm_signal_fault(vm, vector, r->rip, r->rsp, r->rflags, addr,
+	        __atomic_load_n(&b->err, 0)))
 		return;
 	vm_fault_stop(vm, vector, r->rip, addr, __atomic_load_n(&b->err, 0));
 }

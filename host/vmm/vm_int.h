@@ -534,9 +534,11 @@ int vm_signal_interrupts(struct vm *);
  * is ready (0), or -EINTR for a kick, one that came before the call as
  * well as during it (never slept through). */
 int vm_signal_wait_fd(struct vm *, int hfd, short events);
-/* An exception the program has a handler for: 1 when delivered. */
+/* An exception the program has a handler for: 1 when delivered. ec:
+ * the error code of a #PF (bit 0 set: the page is present, the access
+ * was refused, SEGV_ACCERR, as a write to a read-only page). */
 int vm_signal_fault(struct vm *, unsigned vector, uint64_t rip, uint64_t rsp,
-    uint64_t rflags, uint64_t addr);
+    uint64_t rflags, uint64_t addr, uint64_t ec);
 
 /* The guest pid of the run's live process whose vm process is host pid
  * hp, or 0. */

@@ -10,7 +10,8 @@
  * program from an image): it writes over its constant data, which
  * reads as written in this run and as built in the next; or, where the
  * write faults (natively, and on keep's trap platform, which maps
- * read-only image pages read-only), says so and goes on. A read-only
+ * read-only image pages read-only), says so (the fault's si_code
+ * SEGV_ACCERR) and goes on. A read-only
  * mapping made before a fork reads the file in the child, and in the
  * parent after the child unmapped its own.
  * "mapimage rowrite FILE" writes to a read-only mapping of the file (a
@@ -47,11 +48,14 @@ check(int ok, const char *what)
 }
 
 static sigjmp_buf faulted;
+static volatile sig_atomic_t fault_code;
 
 static void
-on_segv(int sig)
+on_segv(int sig, siginfo_t *si, void *uc)
 {
 	(void)sig;
+	(void)uc;
+	fault_code = si->si_code;
 	siglongjmp(faulted, 1);
 }
 
@@ -64,7 +68,8 @@ write_rodata(volatile unsigned char *r)
 	int wrote = 0;
 
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_segv;
+	sa.sa_sigaction = on_segv;
+	sa.sa_flags = SA_SIGINFO;
 	sigaction(SIGSEGV, &sa, &old);
 	if (sigsetjmp(faulted, 1) == 0) {
 		r[0] = 0x33;
@@ -215,7 +220,8 @@ main(int argc, char **argv)
 			check(was == 0 && r[2 * PG] == 0x33,
 			    "own constant data: built as 0, written over");
 		else
-			check(was == 0 && r[2 * PG] == 0,
+			check(was == 0 && r[2 * PG] == 0 &&
+			        fault_code == SEGV_ACCERR,
 			    "own constant data: built as 0, a write faulted");
 	}
 	checks(fd, want, len, "process");
