@@ -17,7 +17,8 @@
  * "mapimage rowrite FILE" writes to a read-only mapping of the file (a
  * SIGSEGV natively); "mapimage protect FILE" makes a read-only mapping
  * of the file and of its own constant data writable with mprotect,
- * writes them and reads back.
+ * writes them and reads back; "mapimage many FILE" maps the file 3000
+ * times read-only and reads every mapping in a forked child.
  * Prints "mapimage: ok" when every check passed.
  */
 #include <fcntl.h>
@@ -168,6 +169,37 @@ protect(int fd, size_t len)
 	return bad;
 }
 
+/* MANY read-only mappings of the file's first two pages, read in a
+ * forked child: each is one to map again in the child's process. */
+#define MANY 3000
+static int
+many(int fd)
+{
+	static unsigned char *maps[MANY];
+	unsigned char want[2 * PG];
+	int i, status, ok = 1;
+	pid_t pid;
+
+	if (pread(fd, want, sizeof(want), 0) != (ssize_t)sizeof(want))
+		return 1;
+	for (i = 0; i < MANY; i++)
+		if ((maps[i] = mmap(NULL, sizeof(want), PROT_READ, MAP_PRIVATE,
+		         fd, 0)) == MAP_FAILED)
+			return 1;
+	if ((pid = fork()) == 0) {
+		for (i = 0; i < MANY; i++)
+			ok &= memcmp(maps[i], want, sizeof(want)) == 0;
+		_exit(!ok);
+	}
+	for (i = 0; i < MANY; i++)
+		ok &= memcmp(maps[i], want, sizeof(want)) == 0;
+	check(ok && pid > 0 && waitpid(pid, &status, 0) == pid &&
+	        WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	    "3000 read-only mappings, read in a forked child");
+	printf(bad ? "mapimage: FAILED\n" : "mapimage: ok\n");
+	return bad;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -198,6 +230,8 @@ main(int argc, char **argv)
 	}
 	if (argc == 3 && strcmp(argv[1], "protect") == 0)
 		return protect(fd, len);
+	if (argc == 3 && strcmp(argv[1], "many") == 0)
+		return many(fd);
 	if (argc == 3 && strcmp(argv[1], "touch") == 0) {
 		volatile unsigned char *p =
 		    mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);

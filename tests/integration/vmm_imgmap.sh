@@ -62,6 +62,12 @@ fi
 out=$("$KEEP" run $T "$tmp/m.img" mapimage protect /data 2>&1); rc=$?
 [ $rc -eq 0 ] && [[ $out == *"mapimage: ok" ]] &&
 	ok "mprotect to writable, write, read back" || bad "protect ($rc): $out"
+# Many read-only mappings across a fork, with few descriptors to spare:
+# the child maps every one again (on trap, in its process too, with the
+# image's one descriptor).
+out=$(ulimit -n 64; "$KEEP" run $T "$tmp/m.img" mapimage many /data 2>&1); rc=$?
+[ $rc -eq 0 ] && [[ $out == *"mapimage: ok" ]] &&
+	ok "3000 read-only image mappings across a fork, 64 descriptors" || bad "many ($rc): $out"
 
 [ "$(sha256sum <"$tmp/m.img")" = "$sum" ] && ok "the image file is unchanged" ||
 	bad "the image file changed"
