@@ -717,8 +717,11 @@ on_exception(struct vm *vm, struct kvm_regs *r, struct kvm_sregs *s)
 	/* A fault in the program's own code goes to its handler, if it
 	 * has one (RIP, RFLAGS and RSP from the frame; AL holds the vector,
 	 * the rest of the registers are the program's). */
+	/* No error code for the signal: here a present page's fault is
+	 * mostly a user touch of the guest kernel's own pages, where Linux
+	 * has no mapping at all (SEGV_MAPERR). */
 	if ((frame[1] & 3) == 3 && sp + 40 <= GUEST_KSTACK_TOP &&
-	    vm_signal_fault(vm, v, frame[0], frame[3], frame[2], s->cr2, ec))
+	    vm_signal_fault(vm, v, frame[0], frame[3], frame[2], s->cr2, 0))
 		return;
 	if ((frame[1] & 3) == 0 && v != 14)
 		vm_stop(vm, VMM_FAULT, -1,
