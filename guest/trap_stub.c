@@ -398,7 +398,9 @@ run_op(struct trap_box *b, uint64_t addr, uint64_t len, uint64_t off,
 
 	if (addr < TRAP_MEM_LO || len > b->memsz || addr > b->memsz - len ||
 	    (addr & 0xfff) != 0 || (len & 0xfff) != 0 || len == 0 ||
-	    (prot != PROT_NONE && prot != (PROT_READ | PROT_WRITE | PROT_EXEC)))
+	    (prot != PROT_NONE &&
+	        prot != (PROT_READ | PROT_WRITE | PROT_EXEC) &&
+	        (kind != TRAP_OP_MAP || prot != (PROT_READ | PROT_EXEC))))
 		return -EINVAL;
 	switch (kind) {
 	case TRAP_OP_PROTECT:
@@ -406,9 +408,13 @@ run_op(struct trap_box *b, uint64_t addr, uint64_t len, uint64_t off,
 	case TRAP_OP_MAP:
 		if ((fd = receive_fd(b)) < 0)
 			return fd;
+		/* Read-only: an image file's pages (the descriptor is
+		 * read-only, so the kernel would refuse a writable shared
+		 * mapping of it, and any later mprotect to writable). */
 		rc = stub_syscall6(NR_mmap, (long)addr, (long)len,
-		    PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
-		    (long)off);
+		    prot == (PROT_READ | PROT_EXEC) ? PROT_READ | PROT_EXEC
+		                                    : PROT_READ | PROT_WRITE,
+		    MAP_SHARED | MAP_FIXED, fd, (long)off);
 		sys(NR_close, fd, 0, 0);
 		if (rc < 0 && rc > -4096)
 			return rc;

@@ -72,7 +72,8 @@ struct vm_trap {
 	uint64_t cookie[2];
 	int chan; /* our end of the stub's TRAP_FD_CHAN */
 	/* Ops on guest memory not yet sent to the stub, and beside each
-	 * TRAP_OP_MAP its descriptor (ours to close), -1 for the rest. */
+	 * TRAP_OP_MAP its descriptor: ours to close (>= 0), or the image's,
+	 * borrowed (BORROWED(fd)); -1 for the rest. */
 	struct trap_op *ops;
 	int *op_fds;
 	size_t nops, cap;
@@ -183,8 +184,15 @@ trap_state(struct vm *vm)
 	return t;
 }
 
+/* A descriptor the queue sends but does not close (the image's, open
+ * as long as the vm process serves it): a fork's child maps every image
+ * range again, and a descriptor each would pass the process's
+ * RLIMIT_NOFILE long before the 8,192 image mappings it may hold. */
+#define BORROWED(fd) (-2 - (fd))
+#define IS_BORROWED(v) ((v) <= -2)
+
 /* Queue one op on [addr, addr + len), cut to what the stub maps; fd
- * (TRAP_OP_MAP's, or -1) is the queue's from here. */
+ * (TRAP_OP_MAP's, or -1) is the queue's from here, or BORROWED(fd). */
 static void
 queue_op(struct vm *vm, uint64_t addr, uint64_t len, struct trap_op op, int fd)
 {
@@ -249,6 +257,20 @@ vm_trap_map_shared(
 	        .prot = PROT_READ | PROT_WRITE | PROT_EXEC,
 	        .kind = TRAP_OP_MAP },
 	    dup);
+	return 0;
+}
+
+int
+vm_trap_map_readonly(
+    struct vm *vm, uint64_t addr, uint64_t len, int fd, uint64_t off)
+{
+	if (fd < 0)
+		return -1;
+	queue_op(vm, addr, len,
+	    (struct trap_op){ .off = off,
+	        .prot = PROT_READ | PROT_EXEC,
+	        .kind = TRAP_OP_MAP },
+	    BORROWED(fd));
 	return 0;
 }
 
@@ -606,10 +628,12 @@ take_regs(struct vm *vm, struct vm_trap *t)
 	take_fpu(t);
 }
 
-/* A TRAP_OP_MAP's descriptor to the stub, closed here once sent. */
+/* A TRAP_OP_MAP's descriptor to the stub, closed here once sent unless
+ * borrowed. */
 static int
 send_fd(struct vm_trap *t, int *fdp)
 {
+	int fd = IS_BORROWED(*fdp) ? -2 - *fdp : *fdp;
 	union {
 		struct cmsghdr h;
 		uint8_t buf[CMSG_SPACE(sizeof(int))];
@@ -626,11 +650,12 @@ send_fd(struct vm_trap *t, int *fdp)
 	cm.h.cmsg_level = SOL_SOCKET;
 	cm.h.cmsg_type = SCM_RIGHTS;
 	cm.h.cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(&cm.h), fdp, sizeof(int));
+	memcpy(CMSG_DATA(&cm.h), &fd, sizeof(int));
 	do
 		n = sendmsg(t->chan, &msg, MSG_NOSIGNAL);
 	while (n == -1 && errno == EINTR);
-	close(*fdp);
+	if (!IS_BORROWED(*fdp))
+		close(fd);
 	*fdp = -1;
 	return n == 1 ? 0 : -1;
 }
@@ -649,7 +674,7 @@ flush_ops(struct vm *vm, struct vm_trap *t, int *status)
 		if (n > TRAP_OPS_MAX)
 			n = TRAP_OPS_MAX;
 		for (i = done; i < done + n; i++)
-			if (t->op_fds[i] >= 0 &&
+			if (t->op_fds[i] != -1 &&
 			    send_fd(t, &t->op_fds[i]) != 0) {
 				drop_ops(t);
 				*status = -1;
@@ -946,7 +971,8 @@ vm_trap_fork_adopt(struct vm *vm, int fd, char *err, size_t errlen)
 	/* Everything open in the host is open in the guest: the same
 	 * walk that closes the rest host-side queues it for the stub. */
 	vm_trap_protect(vm, 0, vm->memsz, 1);
-	if (vm_space_reopen(vm) != 0 || vm_shmap_refork(vm) != 0) {
+	if (vm_space_reopen(vm) != 0 || vm_shmap_refork(vm) != 0 ||
+	    vm_imgmap_refork(vm) != 0) {
 		snprintf(
 		    err, errlen, "the child's memory: %s", strerror(errno));
 		return -1;
@@ -970,7 +996,8 @@ on_fault(struct vm *vm, struct trap_box *b)
 	vector = trapno < 32 ? (unsigned)trapno : 13;
 	if (signo == 5 && trapno != 1)
 		vector = 3;
-	if (vm_signal_fault(vm, vector, r->rip, r->rsp, r->rflags, addr))
+	if (vm_signal_fault(vm, vector, r->rip, r->rsp, r->rflags, addr,
+	        __atomic_load_n(&b->err, 0)))
 		return;
 	vm_fault_stop(vm, vector, r->rip, addr, __atomic_load_n(&b->err, 0));
 }

@@ -52,7 +52,9 @@ enum trap_reply {
 enum trap_op_kind {
 	TRAP_OP_PROTECT =
 	    0, /* mprotect: prot is PROT_NONE or the guest's all */
-	TRAP_OP_MAP, /* map the channel's next descriptor at off, shared */
+	TRAP_OP_MAP, /* map the channel's next descriptor at off, shared:
+			read and write (prot all), or read-only (prot
+			PROT_READ | PROT_EXEC: an image file's pages) */
 	TRAP_OP_RESTORE /* guest memory back in place of such a mapping */
 };
 

@@ -237,6 +237,27 @@ exec_py "$code_rand"; p2=$(jget "$body" '["stdout"]')
     ! [ "$(cut -d' ' -f3 <<<"$p1")" = "$(cut -d' ' -f3 <<<"$p2")" ] &&
     ok "two python clones draw different random.random, os.urandom and numpy.random values" ||
     bad "python random: '$p1' '$p2'"
+# A clone's forked child writes the code of libraries the template
+# mapped (libc, numpy's extension): a SIGSEGV where pages have rights
+# (natively, and on trap, whose clones map the image's read-only pages
+# again: docs/vmm.md "Image pages"); under KVM the child's own copy.
+code_ro='import ctypes, os, numpy.core._multiarray_umath as m
+def child_writes(addr):
+    pid = os.fork()
+    if pid == 0:
+        ctypes.memset(addr, 0xcc, 1)
+        os._exit(0)
+    st = os.waitpid(pid, 0)[1]
+    return os.WIFSIGNALED(st) and os.WTERMSIG(st)
+libc = ctypes.CDLL(None)
+ext = ctypes.CDLL(m.__file__)
+print(child_writes(ctypes.cast(libc.printf, ctypes.c_void_p).value), child_writes(ctypes.cast(ext.PyInit__multiarray_umath, ctypes.c_void_p).value), numpy.arange(4).sum() if "numpy" in dir() else __import__("numpy").arange(4).sum())'
+exec_py "$code_ro"; pro=$(jget "$body" '["stdout"]')
+if grep -q "platform: trap" "$tmp/log"; then want_ro="11 11 6"; else want_ro="False False 6"; fi
+[ "$pro" = "$want_ro" ] && [ "$want_ro" = "11 11 6" ] &&
+    ok "trap: a clone's child writing a library's code is a SIGSEGV, as natively" ||
+    { [ "$pro" = "$want_ro" ] && ok "kvm: a clone's child writing a library's code writes its own copy"; } ||
+    bad "library code write from a clone: '$pro' (want '$want_ro') $body"
 
 # The same programs cold (keep run) and from the template (execute):
 # the same stdout, stderr and exit status, byte for byte.
