@@ -1453,9 +1453,9 @@ api_set_resume(struct api *a, api_resume_fn fn, void *arg)
 }
 
 void
-api_set_pipe(struct api *a, api_pipe_fn fn, void *arg)
+api_set_pipe(struct api *a, const struct api_pipe_ops *ops, void *arg)
 {
-	a->pipe_fn = fn;
+	a->pipe = ops;
 	a->pipe_arg = arg;
 }
 

@@ -68,7 +68,7 @@ struct api {
 	/* deferred replies */
 	api_resume_fn resume_fn;
 	void *resume_arg;
-	api_pipe_fn pipe_fn; /* a port's byte pipe (api_ports.c) */
+	const struct api_pipe_ops *pipe; /* a port's requests (api_ports.c) */
 	void *pipe_arg;
 	api_auth_fn auth_fn; /* a connection's bearer token verified */
 	void *auth_arg;

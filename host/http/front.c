@@ -39,6 +39,8 @@
 #include <unistd.h>
 
 #include "host/http/front.h"
+#include "host/http/http_upstream.h"
+#include "host/http/port_pool.h"
 #include "host/http/ws.h"
 #include "lib/clock.h"
 #include "lib/log.h"
@@ -51,8 +53,12 @@
 /* C_WAIT: a deferred reply is due; nothing after it is parsed until it
  * arrives, so replies stay in request order. */
 /* C_WS: upgraded to a WebSocket (the terminal, host/http/ws.h).
- * C_PIPE: a byte pipe to a sandbox's port (api_pipe_fn): what the
- * client sends goes to the port's socket and back, unparsed. */
+ * C_PORT: a request through a sandbox's port (api_pipe_ops): the
+ * response comes back framed (host/http/http_upstream.h), then the
+ * connection goes on to its next request; what the client sends
+ * meanwhile waits in its buffer, as in C_WAIT.
+ * C_PIPE: a byte pipe to a sandbox's port (an upgrade): what the client
+ * sends goes to the port's socket and back, unparsed. */
 /* C_DEAD: closed while front_step walks its events; freed after them,
  * so that a later event of the same pass (a pipe's client side after
  * its port side closed it) finds it dead rather than freed. */
@@ -63,12 +69,26 @@ enum conn_state {
 	C_WAIT,
 	C_LINGER,
 	C_WS,
+	C_PORT,
 	C_PIPE,
 	C_DEAD
 };
 
 /* A pipe stops reading a side while this much waits for the other. */
 #define PIPE_MAX_OUT (256u * 1024)
+
+/* A response head from a guest's server; connections to ports kept in
+ * all, and how long one is kept idle. */
+#define PORT_HEAD_MAX 65536
+#define PORT_KEPT_MAX 64
+#define PORT_KEPT_IDLE_MS 30000
+
+/* A request's task waiting to know whether a kept connection answers
+ * (api_pipe_ops' wait); on its stack. */
+struct port_wait {
+	struct task *task;
+	int rc;
+};
 
 #define WS_MAX_MESSAGE 65536
 #define WS_MAX_OUT (4u << 20) /* a client that reads no output is closed */
@@ -115,6 +135,18 @@ struct conn {
 	size_t up_off;
 	int up_eof, client_eof, up_shut;
 	int up_answered; /* a byte came from the port */
+	/* C_PORT: the response's head as it comes, then its framing; the
+	 * key its connection is kept under; the request's task while it
+	 * waits to know whether a kept connection answers. */
+	int up_flags; /* API_PIPE_* */
+	int up_phase; /* PORT_HEAD, PORT_BODY */
+	int up_junk; /* bytes past the response's end: not kept */
+	struct http_buf up_head;
+	struct http_upstream_head rh;
+	struct http_chunk_scan cs;
+	uint64_t up_left; /* HTTP_FRAME_LENGTH: body bytes to come */
+	char up_key[API_PIPE_KEY_MAX];
+	struct port_wait *up_wait;
 	struct conn *dead_next; /* C_DEAD: front.dead's list */
 };
 
@@ -141,6 +173,7 @@ struct front {
 	size_t pending_total; /* sum of conns' counted */
 	int in_step; /* front_step is walking its events */
 	struct conn *dead; /* closed during this step, freed at its end */
+	struct port_pool *pool; /* kept connections to ports */
 };
 
 void
@@ -193,6 +226,8 @@ ws_ended(struct front *f, struct conn *c)
 static void
 conn_close(struct front *f, struct conn *c)
 {
+	struct port_wait *w;
+
 	f->pending_total -= c->counted;
 	ws_ended(f, c);
 	ws_reader_free(&c->ws);
@@ -200,6 +235,7 @@ conn_close(struct front *f, struct conn *c)
 	if (c->up_fd >= 0)
 		close(c->up_fd); /* leaves the epoll set with it */
 	http_buf_free(&c->up_out);
+	http_buf_free(&c->up_head);
 	if (c->tls != NULL) {
 		/* Best effort: a close_notify if it fits without waiting. */
 		(void)tls_close(c->tls);
@@ -211,13 +247,23 @@ conn_close(struct front *f, struct conn *c)
 	free(c->in);
 	c->in = NULL;
 	http_buf_free(&c->out);
+	w = c->up_wait;
+	c->up_wait = NULL;
 	if (f->in_step) {
 		c->state = C_DEAD;
 		c->dead_next = f->dead;
 		f->dead = c;
-		return;
+	} else
+		free(c);
+	/* A request's task that waits on it learns it has gone, last:
+	 * it runs on, and finds no connection. */
+	if (w != NULL) {
+		struct task *t = w->task;
+
+		w->rc = -2;
+		if (task_run(t) == TASK_DONE)
+			task_free(t);
 	}
-	free(c);
 }
 
 static int
@@ -422,7 +468,7 @@ conn_process(struct front *f, struct conn *c)
 	int status, rc;
 
 	while (!c->closing && c->out.len < lim->max_pending_out &&
-	    c->state != C_WAIT) {
+	    c->state != C_WAIT && c->state != C_PORT) {
 		size_t consumed;
 
 		if (c->state == C_IDLE || c->state == C_HEAD) {
@@ -509,6 +555,12 @@ conn_process(struct front *f, struct conn *c)
 			c->closing = 0;
 			http_buf_add(&c->up_out, c->in, c->inlen);
 			c->inlen = 0;
+			return;
+		}
+		if (c->state == C_PORT) {
+			/* Handled without waiting: the response comes back
+			 * before the next request is read. */
+			c->closing = 0;
 			return;
 		}
 		if (rc == API_HANDLE_PENDING) {
@@ -761,25 +813,300 @@ pipe_settle(struct front *f, struct conn *c)
 		conn_close(f, c);
 }
 
-/*
- * api_pipe_fn: the api hands over connection id with the port's socket
- * and the request as it goes there (head, then body). From here on the
- * connection is a byte pipe until either side ends: a response of any
- * framing (length, chunked, to the close) and a WebSocket after a 101
- * pass through unread. What the client sent after the request goes too.
- */
-static int
-front_pipe(void *arg, uint64_t id, int fd, const void *head, size_t len)
+/* --- C_PORT: a request through a port, its response framed ------------ */
+
+enum { PORT_HEAD, PORT_BODY };
+
+/* The connection of id, if it is still there. */
+static struct conn *
+conn_of(struct front *f, uint64_t id)
 {
-	struct front *f = arg;
 	unsigned slot = (unsigned)(id >> 32);
-	struct epoll_event ev;
 	struct conn *c;
 
 	if (slot >= f->lim->max_conns || (c = f->conns[slot]) == NULL ||
-	    c->gen != (uint32_t)id || c->closing || c->up_fd >= 0)
+	    c->gen != (uint32_t)id)
+		return NULL;
+	return c;
+}
+
+/* The request's task learns rc (api_pipe_ops' wait) and runs on. Last
+ * thing its caller does with c: the task may have opened c anew, or
+ * answered and closed it. */
+static void
+port_wake(struct conn *c, int rc)
+{
+	struct port_wait *w = c->up_wait;
+	struct task *t;
+
+	if (w == NULL)
+		return;
+	c->up_wait = NULL;
+	t = w->task;
+	w->rc = rc;
+	if (task_run(t) == TASK_DONE)
+		task_free(t);
+}
+
+/* The port's connection leaves c: kept for the next request of its key,
+ * or closed. */
+static void
+port_release(struct front *f, struct conn *c, int keep)
+{
+	epoll_ctl(f->epfd, EPOLL_CTL_DEL, c->up_fd, NULL);
+	if (keep && f->pool != NULL)
+		port_pool_put(f->pool, c->up_fd, c->up_key, mono_ms());
+	else
+		close(c->up_fd);
+	c->up_fd = -1;
+	c->up_events = 0;
+	c->up_out.len = 0;
+	c->up_off = 0;
+	c->up_head.len = 0;
+}
+
+/* The response has ended: the client's connection goes on to its next
+ * request, unless the response's framing or either side says close. */
+static void
+port_done(struct front *f, struct conn *c)
+{
+	int reusable = c->rh.reusable && !c->up_junk && !c->up_eof;
+
+	port_release(f, c, reusable);
+	if ((c->up_flags & API_PIPE_CLOSE) || !c->rh.reusable || c->up_junk ||
+	    c->peer_eof)
+		c->closing = 1;
+	c->state = c->inlen > 0 ? C_HEAD : C_IDLE;
+	c->deadline = c->inlen > 0 ? mono_ms() + f->lim->head_timeout_ms
+	                           : idle_deadline(f, c);
+}
+
+/*
+ * The port's connection ended or failed before a byte of an answer. A
+ * kept one whose request's task waits: it goes back to C_WAIT and the
+ * task opens another (-1). Otherwise the server died, or was killed,
+ * with the request in flight: the client gets a 502 as from any proxy.
+ * Returns -1 when c may be gone (the task ran).
+ */
+static int
+port_unanswered(struct front *f, struct conn *c)
+{
+	static const char body[] =
+	    "{\"error\":{\"message\":\"The sandbox's server on this "
+	    "port closed the connection without answering\","
+	    "\"code\":\"BAD_GATEWAY\"}}\n";
+	char head[160];
+	int hn;
+
+	port_release(f, c, 0);
+	if (c->up_wait != NULL) {
+		c->state = C_WAIT;
+		c->deadline = mono_ms() + f->lim->wait_timeout_ms;
+		port_wake(c, -1);
 		return -1;
-	if (fcntl(fd, F_SETFL, O_NONBLOCK) == -1)
+	}
+	hn = snprintf(head, sizeof(head),
+	    "HTTP/1.1 502 Bad Gateway\r\nContent-Type: "
+	    "application/json\r\nContent-Length: %zu\r\nConnection: "
+	    "close\r\n\r\n",
+	    sizeof(body) - 1);
+	if (hn > 0 && (size_t)hn < sizeof(head)) {
+		http_buf_add(&c->out, head, (size_t)hn);
+		http_buf_add(&c->out, body, sizeof(body) - 1);
+	}
+	c->closing = 1;
+	c->state = C_IDLE;
+	return 0;
+}
+
+/*
+ * Bytes from the port, in order: the head is gathered and framed, then
+ * it and the body go to the client as they are. 1: the response has
+ * ended (what followed it is the server's junk); 0: more to come; -1:
+ * it cannot be framed.
+ */
+static int
+port_feed(struct conn *c, const char *p, size_t n)
+{
+	while (n > 0) {
+		size_t used;
+		int rc;
+
+		if (c->up_phase == PORT_HEAD) {
+			size_t before = c->up_head.len, take;
+
+			take = n < PORT_HEAD_MAX - before
+			    ? n
+			    : PORT_HEAD_MAX - before;
+			http_buf_add(&c->up_head, p, take);
+			if (c->up_head.oom)
+				return -1;
+			rc = http_upstream_head(c->up_head.data, c->up_head.len,
+			    PORT_HEAD_MAX, (c->up_flags & API_PIPE_HEAD) != 0,
+			    &c->rh);
+			if (rc == HTTP_ERROR || (rc == HTTP_MORE && take < n))
+				return -1;
+			if (rc == HTTP_MORE)
+				return 0;
+			/* Of what was added, the head's and the rest. */
+			used = c->rh.head_len - before;
+			http_buf_add(&c->out, c->up_head.data, c->rh.head_len);
+			c->up_head.len = 0;
+			p += used;
+			n -= used;
+			if (c->rh.status < 200) {
+				/* 100 or 103 goes on, and the real head
+				 * follows; a 101 nobody asked for is not a
+				 * response this loop can frame. */
+				if (c->rh.status == 101)
+					return -1;
+				continue;
+			}
+			c->up_phase = PORT_BODY;
+			c->up_left = c->rh.content_length;
+			http_chunk_scan_init(&c->cs);
+			if (c->rh.framing == HTTP_FRAME_NONE ||
+			    (c->rh.framing == HTTP_FRAME_LENGTH &&
+			        c->up_left == 0))
+				goto ended;
+			continue;
+		}
+		switch (c->rh.framing) {
+		case HTTP_FRAME_LENGTH:
+			used = n < c->up_left ? n : (size_t)c->up_left;
+			http_buf_add(&c->out, p, used);
+			c->up_left -= used;
+			p += used;
+			n -= used;
+			if (c->up_left == 0)
+				goto ended;
+			break;
+		case HTTP_FRAME_CHUNKED:
+			rc = http_chunk_scan(&c->cs, p, n, &used);
+			if (rc == HTTP_ERROR)
+				return -1;
+			http_buf_add(&c->out, p, used);
+			p += used;
+			n -= used;
+			if (rc == HTTP_OK)
+				goto ended;
+			break;
+		case HTTP_FRAME_CLOSE:
+			http_buf_add(&c->out, p, n);
+			n = 0;
+			break;
+		default:
+			goto ended;
+		}
+	}
+	return 0;
+ended:
+	if (n > 0)
+		c->up_junk = 1;
+	return 1;
+}
+
+/* The port's side is ready: write the request, read what the client may
+ * take. Returns -1 when c may be gone (a task ran): not to be settled. */
+static int
+port_up_event(struct front *f, struct conn *c)
+{
+	char buf[16384];
+	ssize_t n;
+	int rc = 0;
+
+	if (c->closing)
+		return 0;
+	c->deadline = mono_ms() + f->lim->ws_idle_timeout_ms;
+	if (pipe_up_flush(c) == -1) {
+		if (!c->up_answered)
+			return port_unanswered(f, c);
+		c->closing = 2;
+		return 0;
+	}
+	while (rc == 0 && c->out.len < PIPE_MAX_OUT) {
+		n = recv(c->up_fd, buf, sizeof(buf), 0);
+		if (n == -1 && errno == EINTR)
+			continue;
+		if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		if (n <= 0) {
+			c->up_eof = 1;
+			if (!c->up_answered)
+				return port_unanswered(f, c);
+			if (c->up_phase == PORT_BODY &&
+			    c->rh.framing == HTTP_FRAME_CLOSE) {
+				port_done(f, c);
+				return 0;
+			}
+			/* Cut short: the client sees it end there. */
+			port_release(f, c, 0);
+			c->closing = 1;
+			c->state = C_IDLE;
+			return 0;
+		}
+		if (!c->up_answered) {
+			c->up_answered = 1;
+			/* Its task ends now, while c waits in C_PORT. */
+			port_wake(c, 0);
+			if (conn_of(f, conn_id(c)) != c || c->state != C_PORT)
+				return -1;
+		}
+		rc = port_feed(c, buf, (size_t)n);
+	}
+	if (c->out.oom)
+		rc = -1;
+	if (rc == 1)
+		port_done(f, c);
+	else if (rc == -1) {
+		/* What went out was the server's; nothing can follow it. */
+		log_debug("%s: a response that cannot be framed", __func__);
+		port_release(f, c, 0);
+		c->closing = c->out.len > 0 && !c->out.oom ? 1 : 2;
+		c->state = C_IDLE;
+	}
+	return 0;
+}
+
+/* C_PORT's settle: write to the client, then what to wait for on both
+ * sides. */
+static void
+port_settle(struct front *f, struct conn *c)
+{
+	uint32_t want;
+
+	if (c->closing == 2 || conn_flush(f, c) == -1) {
+		conn_close(f, c);
+		return;
+	}
+	/* The client's next requests wait in its buffer, as in C_WAIT. */
+	want = c->out.len > 0                     ? c->wr_want
+	    : c->peer_eof || c->inlen == c->incap ? 0
+	                                          : EPOLLIN;
+	if (conn_watch(f, c, want) == -1 || pipe_watch_up(f, c) == -1)
+		conn_close(f, c);
+}
+
+/*
+ * api_pipe_ops' open: the api hands over connection id with the port's
+ * socket and the request as it goes there (head, then body). Without
+ * API_PIPE_UPGRADE the response is framed (C_PORT) and what the client
+ * sends after the request stays to be parsed; with it, the connection is
+ * a byte pipe until either side ends (C_PIPE), and what the client sent
+ * after the request goes too (a WebSocket's first frames).
+ */
+static int
+front_port_open(void *arg, uint64_t id, int fd, const void *req, size_t len,
+    const char *key, int flags)
+{
+	struct front *f = arg;
+	struct epoll_event ev;
+	struct conn *c;
+
+	if ((c = conn_of(f, id)) == NULL || c->closing || c->up_fd >= 0 ||
+	    c->state != C_WAIT || strlen(key) >= sizeof(c->up_key))
+		return -1;
+	if (!(flags & API_PIPE_REUSED) && fcntl(fd, F_SETFL, O_NONBLOCK) == -1)
 		return -1;
 	memset(&ev, 0, sizeof(ev));
 	ev.events = EPOLLOUT;
@@ -788,22 +1115,64 @@ front_pipe(void *arg, uint64_t id, int fd, const void *head, size_t len)
 		return -1;
 	c->up_fd = fd;
 	c->up_events = EPOLLOUT;
-	http_buf_add(&c->up_out, head, len);
-	/* Pipelined bytes already read are the client's next ones. The
-	 * request itself has left c->in unless it is still being handled
-	 * synchronously (conn_process then drops it). */
-	if (c->state == C_WAIT && c->inlen > 0) {
-		http_buf_add(&c->up_out, c->in, c->inlen);
-		c->inlen = 0;
-	}
-	c->state = C_PIPE;
+	c->up_eof = c->up_shut = c->up_answered = c->up_junk = 0;
+	c->client_eof = 0;
+	c->up_flags = flags;
+	c->up_phase = PORT_HEAD;
+	c->up_off = 0;
+	c->up_out.len = 0;
+	c->up_head.len = 0;
+	strlcpy(c->up_key, key, sizeof(c->up_key));
+	http_buf_add(&c->up_out, req, len);
 	c->deadline = mono_ms() + f->lim->ws_idle_timeout_ms;
-	if (c->peer_eof)
-		c->client_eof = 1;
+	if (flags & API_PIPE_UPGRADE) {
+		/* Pipelined bytes already read are the client's next
+		 * ones. */
+		if (c->inlen > 0) {
+			http_buf_add(&c->up_out, c->in, c->inlen);
+			c->inlen = 0;
+		}
+		c->state = C_PIPE;
+		if (c->peer_eof)
+			c->client_eof = 1;
+	} else
+		c->state = C_PORT;
 	if (!f->in_step)
 		conn_settle(f, c);
 	return 0;
 }
+
+static int
+front_port_take(void *arg, const char *key)
+{
+	struct front *f = arg;
+
+	return f->pool != NULL ? port_pool_take(f->pool, key) : -1;
+}
+
+static int
+front_port_wait(void *arg, uint64_t id)
+{
+	struct front *f = arg;
+	struct port_wait w = { task_self(), 0 };
+	struct conn *c;
+
+	if ((c = conn_of(f, id)) == NULL)
+		return -2;
+	if (c->state != C_PORT || c->up_answered)
+		return 0;
+	if (w.task == NULL || c->up_wait != NULL)
+		return 0;
+	c->up_wait = &w;
+	task_suspend();
+	return w.rc;
+}
+
+static const struct api_pipe_ops front_port_ops = {
+	.open = front_port_open,
+	.take = front_port_take,
+	.wait = front_port_wait,
+};
 
 static void
 conn_read(struct front *f, struct conn *c)
@@ -842,7 +1211,7 @@ conn_read(struct front *f, struct conn *c)
 		c->incap = cap;
 	}
 	if (c->inlen == c->incap) {
-		if (c->state == C_WAIT)
+		if (c->state == C_WAIT || c->state == C_PORT)
 			return; /* conn_settle stops watching input */
 		conn_refuse(f, c, 413);
 		return;
@@ -863,7 +1232,7 @@ conn_read(struct front *f, struct conn *c)
 		ws_process(f, c);
 		return;
 	}
-	if (n == 0 && c->state == C_WAIT) {
+	if (n == 0 && (c->state == C_WAIT || c->state == C_PORT)) {
 		/* Answer the request in flight, then close. */
 		c->peer_eof = 1;
 		return;
@@ -894,6 +1263,10 @@ conn_settle_io(struct front *f, struct conn *c)
 		return;
 	if (c->state == C_PIPE) {
 		pipe_settle(f, c);
+		return;
+	}
+	if (c->state == C_PORT) {
+		port_settle(f, c);
 		return;
 	}
 	if (conn_flush(f, c) == -1) {
@@ -1259,7 +1632,7 @@ front_sweep(struct front *f, uint64_t now)
 		}
 		if (c->state == C_WAIT)
 			continue;
-		if (c->state == C_PIPE) {
+		if (c->state == C_PIPE || c->state == C_PORT) {
 			if (now >= c->deadline) {
 				api_count_conn(f->api, API_CONN_TIMEOUT);
 				conn_close(f, c);
@@ -1437,8 +1810,11 @@ front_new(
 		if (epoll_ctl(f->epfd, EPOLL_CTL_ADD, lfd, &ev) == -1)
 			goto fail;
 	}
+	/* No kept connections without memory for them: each request
+	 * through a port then has a new one. */
+	f->pool = port_pool_new(PORT_KEPT_MAX);
 	api_set_resume(api, front_resume, f);
-	api_set_pipe(api, front_pipe, f);
+	api_set_pipe(api, &front_port_ops, f);
 	api_set_auth_notify(api, front_proven, f);
 	api_set_alive(api, front_alive, f);
 	return f;
@@ -1488,6 +1864,11 @@ front_step(struct front *f, int timeout_ms)
 			    (c = f->conns[slot]) == NULL ||
 			    c->gen != (uint32_t)tag || c->up_fd < 0)
 				continue;
+			if (c->state == C_PORT) {
+				if (port_up_event(f, c) == 0)
+					conn_settle(f, c);
+				continue;
+			}
 			pipe_up_event(f, c, evs[i].events);
 			conn_settle(f, c);
 			continue;
@@ -1501,6 +1882,13 @@ front_step(struct front *f, int timeout_ms)
 		if (c->state == C_PIPE) {
 			if (c->out.len == 0 || (evs[i].events & EPOLLIN))
 				pipe_client_read(f, c);
+			conn_settle(f, c);
+			continue;
+		}
+		if (c->state == C_PORT) {
+			/* The response's bytes out; the next request in. */
+			if (c->out.len == 0 || (evs[i].events & EPOLLIN))
+				conn_read(f, c);
 			conn_settle(f, c);
 			continue;
 		}
@@ -1529,6 +1917,8 @@ front_step(struct front *f, int timeout_ms)
 	now = mono_ms();
 	if (now >= f->next_sweep) {
 		front_sweep(f, now);
+		if (f->pool != NULL)
+			port_pool_expire(f->pool, now, PORT_KEPT_IDLE_MS);
 		f->next_sweep = now + 250;
 	}
 	return 0;
@@ -1546,6 +1936,7 @@ front_free(struct front *f)
 	for (unsigned i = 0; i < f->lim->max_conns; i++)
 		if (f->conns[i] != NULL)
 			conn_close(f, f->conns[i]);
+	port_pool_free(f->pool);
 	close(f->epfd);
 	free(f->conns);
 	free(f);
