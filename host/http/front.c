@@ -1108,13 +1108,7 @@ front_port_open(void *arg, uint64_t id, int fd, const void *req, size_t len,
 		return -1;
 	if (!(flags & API_PIPE_REUSED) && fcntl(fd, F_SETFL, O_NONBLOCK) == -1)
 		return -1;
-	memset(&ev, 0, sizeof(ev));
-	ev.events = EPOLLOUT;
-	ev.data.u64 = UP_TAG | conn_id(c);
-	if (epoll_ctl(f->epfd, EPOLL_CTL_ADD, fd, &ev) == -1)
-		return -1;
 	c->up_fd = fd;
-	c->up_events = EPOLLOUT;
 	c->up_eof = c->up_shut = c->up_answered = c->up_junk = 0;
 	c->client_eof = 0;
 	c->up_flags = flags;
@@ -1135,8 +1129,23 @@ front_port_open(void *arg, uint64_t id, int fd, const void *req, size_t len,
 		c->state = C_PIPE;
 		if (c->peer_eof)
 			c->client_eof = 1;
-	} else
+	} else {
 		c->state = C_PORT;
+		/* The request goes at once, as a rule whole (a socket's
+		 * buffer holds it): then the answer is what to wait for.
+		 * A send that fails is seen as the answer's absence. */
+		(void)pipe_up_flush(c);
+	}
+	memset(&ev, 0, sizeof(ev));
+	ev.events = c->up_off < c->up_out.len || c->state == C_PIPE ? EPOLLOUT
+	                                                            : EPOLLIN;
+	ev.data.u64 = UP_TAG | conn_id(c);
+	if (epoll_ctl(f->epfd, EPOLL_CTL_ADD, fd, &ev) == -1) {
+		c->up_fd = -1;
+		c->state = C_WAIT;
+		return -1;
+	}
+	c->up_events = ev.events;
 	if (!f->in_step)
 		conn_settle(f, c);
 	return 0;
@@ -1838,11 +1847,33 @@ front_nconns(const struct front *f)
 	return f->nconns;
 }
 
+/* What front_step does after its events: connections made room for,
+ * deadlines, kept connections' idle time. */
+static void
+front_after_events(struct front *f)
+{
+	uint64_t now;
+
+	front_shed(f, NULL, 0);
+	now = mono_ms();
+	if (now >= f->next_sweep) {
+		front_sweep(f, now);
+		if (f->pool != NULL)
+			port_pool_expire(f->pool, now, PORT_KEPT_IDLE_MS);
+		f->next_sweep = now + 250;
+	}
+}
+
+void
+front_tick(struct front *f)
+{
+	front_after_events(f);
+}
+
 int
 front_step(struct front *f, int timeout_ms)
 {
 	struct epoll_event evs[64];
-	uint64_t now;
 	int n, accept_due = 0;
 
 	n = epoll_wait(f->epfd, evs, (int)nitems(evs), timeout_ms);
@@ -1913,14 +1944,7 @@ front_step(struct front *f, int timeout_ms)
 	 * may have events of their own further down evs. */
 	if (accept_due)
 		front_accept(f);
-	front_shed(f, NULL, 0);
-	now = mono_ms();
-	if (now >= f->next_sweep) {
-		front_sweep(f, now);
-		if (f->pool != NULL)
-			port_pool_expire(f->pool, now, PORT_KEPT_IDLE_MS);
-		f->next_sweep = now + 250;
-	}
+	front_after_events(f);
 	return 0;
 }
 
