@@ -931,6 +931,7 @@ rq_route(struct rq *r, const struct api_route *rt, size_t ri, const char *peer)
 	r->call.cap = rt->cap >= 0 ? (enum cap_id)rt->cap : CAP_COUNT;
 	r->call.route = rt->as != NULL ? rt->as : rt->name;
 	r->call.e2b = rt->e2b != E2B_NO;
+	r->call.port = rt->fn == h_port ? api_port_number(r->tail) : 0;
 }
 
 static void

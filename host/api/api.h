@@ -144,6 +144,10 @@ struct api_call {
 	 * the backend has in flight meanwhile.
 	 */
 	_Alignas(16) unsigned char authz_room[API_AUTHZ_ROOM];
+	/* A ports route's port (1-65535), else 0: authorize may ask the
+	 * policy about it beside the route's decision, in the same round
+	 * trip, for port_check to use. */
+	unsigned port;
 };
 
 struct api_kv {

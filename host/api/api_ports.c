@@ -78,8 +78,8 @@ has_token(const struct http_request *req, const char *name, const char *tok)
 }
 
 /* The port from its path segment: 1..65535, digits only, no leading 0. */
-static unsigned
-port_parse(const char *s)
+unsigned
+api_port_number(const char *s)
 {
 	unsigned long v = 0;
 	size_t i;
@@ -277,7 +277,7 @@ h_port(struct rq *r)
 	unsigned port;
 	int fd = -1, rc, upgrade, reused, flags, tries;
 
-	if ((port = port_parse(r->tail)) == 0) {
+	if ((port = api_port_number(r->tail)) == 0) {
 		rq_error(r, API_EBADREQ, "The port must be 1 to 65535");
 		return;
 	}
@@ -452,7 +452,7 @@ api_port_link_auth(struct rq *r, const char **tok, size_t *tlen)
 	enum link_check c, worst = LINK_OK;
 	const char *v;
 	size_t vl, pos;
-	unsigned port = port_parse(r->tail);
+	unsigned port = api_port_number(r->tail);
 	int rc, n = 0;
 
 	*tok = NULL;
