@@ -870,7 +870,10 @@ port_release(struct front *f, struct conn *c, int keep)
 static void
 port_done(struct front *f, struct conn *c)
 {
-	int reusable = c->rh.reusable && !c->up_junk && !c->up_eof;
+	/* Not when any of the request is still to go: the server answered
+	 * before it had all of it. */
+	int reusable =
+	    c->rh.reusable && !c->up_junk && !c->up_eof && c->up_out.len == 0;
 
 	port_release(f, c, reusable);
 	if ((c->up_flags & API_PIPE_CLOSE) || !c->rh.reusable || c->up_junk ||
@@ -1129,23 +1132,27 @@ front_port_open(void *arg, uint64_t id, int fd, const void *req, size_t len,
 		c->state = C_PIPE;
 		if (c->peer_eof)
 			c->client_eof = 1;
-	} else {
+	} else
 		c->state = C_PORT;
-		/* The request goes at once, as a rule whole (a socket's
-		 * buffer holds it): then the answer is what to wait for.
-		 * A send that fails is seen as the answer's absence. */
-		(void)pipe_up_flush(c);
-	}
 	memset(&ev, 0, sizeof(ev));
-	ev.events = c->up_off < c->up_out.len || c->state == C_PIPE ? EPOLLOUT
-	                                                            : EPOLLIN;
+	ev.events = c->state == C_PIPE ? EPOLLOUT : EPOLLIN;
 	ev.data.u64 = UP_TAG | conn_id(c);
 	if (epoll_ctl(f->epfd, EPOLL_CTL_ADD, fd, &ev) == -1) {
 		c->up_fd = -1;
+		c->up_out.len = 0;
 		c->state = C_WAIT;
 		return -1;
 	}
 	c->up_events = ev.events;
+	/* The request goes at once, as a rule whole (a socket's buffer
+	 * holds it): then the answer is what to wait for. A send that
+	 * fails is seen as the answer's absence. */
+	if (c->state == C_PORT &&
+	    (pipe_up_flush(c) == -1 || c->up_off < c->up_out.len)) {
+		ev.events = EPOLLIN | EPOLLOUT;
+		if (epoll_ctl(f->epfd, EPOLL_CTL_MOD, fd, &ev) == 0)
+			c->up_events = ev.events;
+	}
 	if (!f->in_step)
 		conn_settle(f, c);
 	return 0;
