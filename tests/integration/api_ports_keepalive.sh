@@ -26,7 +26,10 @@ sbx=$(jget "$body" '["id"]')
 # A server that numbers its connections and their requests; by path:
 # /n the numbers (length), /chunked the same chunked, /close with
 # Connection: close, /drop answered then the connection closed without
-# a word, /raw without any length (to the close), /nocontent a 204.
+# a word, /raw without any length (to the close), /nocontent a 204,
+# /once answered as a connection's first request only (a later one on
+# it is met with the close: a keep-alive timeout that struck as the
+# request came).
 cat >"$tmp/ka.py" <<'PY'
 import socket, threading
 conns = [0]
@@ -48,6 +51,9 @@ def serve(c, n):
         f.read(int(hdr.get("content-length", "0")))
         out = b"conn %d req %d %s" % (n, k, hdr.get("connection", "-").encode())
         body = b"" if method == "HEAD" else out
+        if path == "/once" and k > 1:
+            c.close()
+            return
         if path == "/chunked":
             c.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" +
                       b"%x\r\n%s\r\n0\r\nX-Trailer: t\r\n\r\n" % (len(out), out))
@@ -167,6 +173,14 @@ for i in range(20):
     codes.append(r.status)
 check(set(codes) == {200}, "a kept connection the server closed: 40 requests, all 200, none 502", codes)
 
+# A kept connection that the server closes as the request comes, without
+# a byte of an answer: the request goes once more on a new connection.
+r1, b1 = get(c2, "/once")
+r2, b2 = get(c2, "/once")
+check(r1.status == 200 and r2.status == 200 and n(b2)[1] == 1 and n(b2)[0] != n(b1)[0],
+      "a kept connection closed on its request unanswered: sent again on a new one, 200 not 502",
+      (r1.status, b1, r2.status, b2))
+
 # A response delimited by the close: all of it, then the client's
 # connection ends too.
 r, b = get(c2, "/raw")
@@ -194,9 +208,9 @@ fails=$((fails + $(grep -c '^FAIL' "$tmp/steps")))
 grep -q '^ok' "$tmp/steps" || bad "the client script did not run: $(tail -3 "$tmp/steps")"
 
 # Every request through the port was decided and audited: 1 + 2 + 2 + 3 +
-# 2 + 2 + 40 + 1 + 2 = 55 from the script, and the readiness probes.
+# 2 + 2 + 40 + 2 + 1 + 2 = 57 from the script, and the readiness probes.
 "$KEEP" audit tail -n 2000 --principal alice --data "$tmp/state/db" >"$tmp/alice.audit" 2>&1
 na=$(grep -c "alice sandbox:read $sbx allow" "$tmp/alice.audit")
-[ "$na" -ge 55 ] && ok "every request through the port is audited ($na entries)" ||
+[ "$na" -ge 57 ] && ok "every request through the port is audited ($na entries)" ||
     bad "audit: $na entries: $(tail -3 "$tmp/alice.audit")"
 keepd_finish
