@@ -275,7 +275,7 @@ h_port(struct rq *r)
 	const char *rest, *p, *end = req->path + req->path_len;
 	char key[API_PIPE_KEY_MAX];
 	unsigned port;
-	int fd = -1, rc, upgrade, reused, flags, tries;
+	int fd = -1, rc, upgrade, reused, flags, tries, fresh;
 
 	if ((port = api_port_number(r->tail)) == 0) {
 		rq_error(r, API_EBADREQ, "The port must be 1 to 65535");
@@ -329,10 +329,15 @@ h_port(struct rq *r)
 	    (req->method == HTTP_HEAD ? API_PIPE_HEAD : 0) |
 	    (r->close ? API_PIPE_CLOSE : 0);
 	/* A kept connection the server closed meanwhile costs the client
-	 * nothing: its request goes once more, on a new one. */
+	 * nothing: its request goes once more, on a new one. Only a
+	 * request that may be sent twice (RFC 9110 9.2.2) goes on a kept
+	 * connection: a POST or PATCH that a server read and then closed
+	 * on, unanswered, must not be done again. */
+	fresh =
+	    upgrade || req->method == HTTP_POST || req->method == HTTP_PATCH;
 	for (tries = 0;; tries++) {
 		rc = port_conn(
-		    r, port, key, upgrade || tries > 0, &fd, &reused, &err);
+		    r, port, key, fresh || tries > 0, &fd, &reused, &err);
 		if (rc != API_OK) {
 			http_buf_free(&b);
 			rq_backend_error(r, rc, &err);
