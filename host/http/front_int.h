@@ -109,6 +109,7 @@ struct conn {
 	size_t up_off;
 	int up_eof, client_eof, up_shut;
 	int up_answered; /* a byte came from the port */
+	int up_forwarded; /* C_PORT: a head of its went to the client */
 	/* C_PORT: the response's head as it comes, then its framing; the
 	 * key its connection is kept under; the request's task while it
 	 * waits to know whether a kept connection answers. */

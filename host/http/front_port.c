@@ -253,6 +253,33 @@ port_done(struct front *f, struct conn *c)
 	                           : idle_deadline(f, c);
 }
 
+/* The client's answer when the port's server gave none it could have:
+ * a 502 as from any proxy, then the connection's end. */
+static void
+port_bad_gateway(struct front *f, struct conn *c, const char *why)
+{
+	char body[256], head[160];
+	int bn, hn;
+
+	port_release(f, c, 0);
+	bn = snprintf(body, sizeof(body),
+	    "{\"error\":{\"message\":\"The sandbox's server on this port %s\","
+	    "\"code\":\"BAD_GATEWAY\"}}\n",
+	    why);
+	hn = snprintf(head, sizeof(head),
+	    "HTTP/1.1 502 Bad Gateway\r\nContent-Type: "
+	    "application/json\r\nContent-Length: %d\r\nConnection: "
+	    "close\r\n\r\n",
+	    bn);
+	if (bn > 0 && (size_t)bn < sizeof(body) && hn > 0 &&
+	    (size_t)hn < sizeof(head)) {
+		http_buf_add(&c->out, head, (size_t)hn);
+		http_buf_add(&c->out, body, (size_t)bn);
+	}
+	c->closing = 1;
+	c->state = C_IDLE;
+}
+
 /*
  * The port's connection ended or failed before a byte of an answer. A
  * kept one whose request's task waits: it goes back to C_WAIT and the
@@ -263,31 +290,14 @@ port_done(struct front *f, struct conn *c)
 static int
 port_unanswered(struct front *f, struct conn *c)
 {
-	static const char body[] =
-	    "{\"error\":{\"message\":\"The sandbox's server on this "
-	    "port closed the connection without answering\","
-	    "\"code\":\"BAD_GATEWAY\"}}\n";
-	char head[160];
-	int hn;
-
-	port_release(f, c, 0);
 	if (c->up_wait != NULL) {
+		port_release(f, c, 0);
 		c->state = C_WAIT;
 		c->deadline = mono_ms() + f->lim->wait_timeout_ms;
 		port_wake(c, -1);
 		return -1;
 	}
-	hn = snprintf(head, sizeof(head),
-	    "HTTP/1.1 502 Bad Gateway\r\nContent-Type: "
-	    "application/json\r\nContent-Length: %zu\r\nConnection: "
-	    "close\r\n\r\n",
-	    sizeof(body) - 1);
-	if (hn > 0 && (size_t)hn < sizeof(head)) {
-		http_buf_add(&c->out, head, (size_t)hn);
-		http_buf_add(&c->out, body, sizeof(body) - 1);
-	}
-	c->closing = 1;
-	c->state = C_IDLE;
+	port_bad_gateway(f, c, "closed the connection without answering");
 	return 0;
 }
 
@@ -323,6 +333,7 @@ port_feed(struct conn *c, const char *p, size_t n)
 			/* Of what was added, the head's and the rest. */
 			used = c->rh.head_len - before;
 			http_buf_add(&c->out, c->up_head.data, c->rh.head_len);
+			c->up_forwarded = 1;
 			c->up_head.len = 0;
 			p += used;
 			n -= used;
@@ -411,7 +422,14 @@ port_up_event(struct front *f, struct conn *c)
 				port_done(f, c);
 				return 0;
 			}
-			/* Cut short: the client sees it end there. */
+			/* Cut short: the client sees it end there, or a
+			 * 502 when none of it has gone to the client. */
+			if (!c->up_forwarded) {
+				port_bad_gateway(f, c,
+				    "closed the connection in its answer's "
+				    "head");
+				return 0;
+			}
 			port_release(f, c, 0);
 			c->closing = 1;
 			c->state = C_IDLE;
@@ -433,9 +451,14 @@ port_up_event(struct front *f, struct conn *c)
 	else if (rc == -1) {
 		/* What went out was the server's; nothing can follow it. */
 		log_debug("%s: a response that cannot be framed", __func__);
-		port_release(f, c, 0);
-		c->closing = c->out.len > 0 && !c->out.oom ? 1 : 2;
-		c->state = C_IDLE;
+		if (!c->up_forwarded && !c->out.oom)
+			port_bad_gateway(
+			    f, c, "answered what is not an HTTP/1.1 response");
+		else {
+			port_release(f, c, 0);
+			c->closing = c->out.len > 0 && !c->out.oom ? 1 : 2;
+			c->state = C_IDLE;
+		}
 	}
 	return 0;
 }
@@ -482,6 +505,7 @@ front_port_open(void *arg, uint64_t id, int fd, const void *req, size_t len,
 		return -1;
 	c->up_fd = fd;
 	c->up_eof = c->up_shut = c->up_answered = c->up_junk = 0;
+	c->up_forwarded = 0;
 	c->client_eof = 0;
 	c->up_flags = flags;
 	c->up_phase = PORT_HEAD;

@@ -30,7 +30,8 @@ sbx=$(jget "$body" '["id"]')
 # a word, /raw without any length (to the close), /nocontent a 204,
 # /once answered as a connection's first request only (a later one on
 # it is met with the close: a keep-alive timeout that struck as the
-# request came).
+# request came), /bad something that is no HTTP response, /cut half a
+# head and the close.
 cat >"$tmp/ka.py" <<'PY'
 import socket, threading
 conns = [0]
@@ -53,6 +54,14 @@ def serve(c, n):
         out = b"conn %d req %d %s" % (n, k, hdr.get("connection", "-").encode())
         body = b"" if method == "HEAD" else out
         if path == "/once" and k > 1:
+            c.close()
+            return
+        if path == "/bad":
+            c.sendall(b"SSH-2.0-OpenSSH\r\n\r\n")
+            c.close()
+            return
+        if path == "/cut":
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Le")
             c.close()
             return
         if path == "/chunked":
@@ -186,6 +195,14 @@ check(r1.status == 200 and r2.status == 200 and n(b2)[1] == 1 and n(b2)[0] != n(
       "a kept connection closed on its request unanswered: sent again on a new one, 200 not 502",
       (r1.status, b1, r2.status, b2))
 
+# What is no response, or half a head: 502 BAD_GATEWAY, not a silent end.
+for path in ("/bad", "/cut"):
+    c3 = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+    r, b = get(c3, path)
+    check(r.status == 502 and "BAD_GATEWAY" in b, "a server's answer to %s: 502 BAD_GATEWAY" % path,
+          (r.status, b))
+    c3.close()
+
 # A response delimited by the close: all of it, then the client's
 # connection ends too.
 r, b = get(c2, "/raw")
@@ -213,16 +230,16 @@ fails=$((fails + $(grep -c '^FAIL' "$tmp/steps")))
 grep -q '^ok' "$tmp/steps" || bad "the client script did not run: $(tail -3 "$tmp/steps")"
 
 # Every request through the port was decided and audited: 1 + 2 + 1 + 2 +
-# 3 + 2 + 2 + 40 + 2 + 1 + 2 = 58 from the script, and the readiness
+# 3 + 2 + 2 + 40 + 2 + 2 + 1 + 2 = 60 from the script, and the readiness
 # probes.
 # The front's audit entries reach the store a moment after the replies
 # (they go in batches): read until they are all there.
 for _ in $(seq "$(slow 50)"); do
 	"$KEEP" audit tail -n 2000 --principal alice --data "$tmp/state/db" >"$tmp/alice.audit" 2>&1
 	na=$(grep -c "alice sandbox:read $sbx allow" "$tmp/alice.audit")
-	[ "$na" -ge 58 ] && break
+	[ "$na" -ge 60 ] && break
 	sleep 0.1
 done
-[ "$na" -ge 58 ] && ok "every request through the port is audited ($na entries)" ||
+[ "$na" -ge 60 ] && ok "every request through the port is audited ($na entries)" ||
     bad "audit: $na entries: $(tail -3 "$tmp/alice.audit")"
 keepd_finish
