@@ -127,7 +127,7 @@ vm_fork(struct vm *vm, const struct vm_cpu_state *st, char *err, size_t errlen)
 			close(fd);
 		return pid; /* the parent, or -1 */
 	}
-	if (vm->on_trap && vm_trap_fork_adopt(vm, fd, err, errlen) != 0) {
+	if (vm->on_trap && vm_trap_fork_child(vm, fd, err, errlen) != 0) {
 		log_warnx("guest fork: the child's memory: %s", err);
 		_exit(127);
 	}

@@ -353,6 +353,7 @@ size_t vm_trap_fpu_area(struct vm *, uint8_t *out, size_t max);
 void vm_trap_fpu_load_area(struct vm *, const uint8_t *area, size_t len);
 int vm_trap_fork_copy(struct vm *);
 int vm_trap_fork_adopt(struct vm *, int fd, char *err, size_t errlen);
+int vm_trap_fork_child(struct vm *, int fd, char *err, size_t errlen);
 /* mem_space.c: the host's rights over guest memory made again from the
  * tree's state (a fork's child on a new memfd): 0, or -1 with errno. */
 int vm_space_reopen(struct vm *);
