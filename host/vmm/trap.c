@@ -716,17 +716,22 @@ post_and_wait(struct vm *vm, struct vm_trap *t, uint32_t reply,
 {
 	struct trap_box *b = t->box;
 	struct timespec ts = { 0, POLL_NS };
+	/* Neither side spins while the tree has more than one process
+	 * (docs/vmm.md, "Fork"), nor for the stub's boot, whose execve
+	 * and set-up take far longer than a spin. */
+	int spin = reply != 0 && !vm->is_child && vm->nchildren == 0;
 	uint32_t seen;
 	int i;
 
 	if (reply != 0) {
 		b->reply = reply;
+		store32(&b->host_blocks, !spin);
 		store32(&b->state, TRAP_S_REPLY);
 		if (load32(&b->stub_sleeps))
 			syscall(
 			    SYS_futex, &b->state, FUTEX_WAKE, 1, NULL, NULL, 0);
 	}
-	for (i = 0; i < HOST_SPINS; i++) {
+	for (i = 0; spin && i < HOST_SPINS; i++) {
 		if (load32(&b->state) == TRAP_S_EVENT)
 			return WAIT_EVENT;
 		__builtin_ia32_pause();
@@ -751,6 +756,15 @@ post_and_wait(struct vm *vm, struct vm_trap *t, uint32_t reply,
 		if (stub_ended(t, status))
 			return WAIT_DEAD;
 	}
+}
+
+/* The vm process is about to block in a host call for the guest's
+ * event: the stub may stop spinning. */
+void
+vm_trap_blocking(struct vm *vm)
+{
+	if (vm->on_trap && vm->trap != NULL && vm->trap->box != NULL)
+		store32(&vm->trap->box->host_blocks, 1);
 }
 
 /* The vm process's registers into the box, the FPU area if changed. */

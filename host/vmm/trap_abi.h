@@ -84,7 +84,14 @@ struct trap_box {
 	int32_t result; /* TRAP_EV_OPS: 0 or the first failure's errno */
 	/* TRAP_EV_FAULT. */
 	int32_t signo, code;
-	uint32_t pad0;
+	/* The vm process's word that the stub should sleep at once
+	 * rather than spin for its reply: set with a reply while the
+	 * guest tree has more than one process (two spinning pairs want
+	 * more cores than a small box has, and a spinner takes the core
+	 * its server waits for), and while the vm process blocks in a
+	 * host call for the event (a fork's copy, a wait4). It only ever
+	 * makes the stub sleep sooner. */
+	uint32_t host_blocks;
 	uint64_t trapno, err, addr;
 	/* Both ways. */
 	struct trap_regs regs;
