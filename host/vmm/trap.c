@@ -72,8 +72,8 @@ _Static_assert(TRAP_CLONE_JOINED_ROOT ==
 
 /* The namespaces a guest tree's stubs share, in the order a stub joins
  * them (the user namespace first: it gives the rights to join the
- * rest), with pidfd ioctls that open them (<linux/pidfd.h>, Linux 6.11)
- * and their names under /proc/PID/ns (older kernels). */
+ * rest), with the pidfd ioctls that open them (<linux/pidfd.h>, Linux
+ * 6.11; before it, no sharing). */
 enum {
 	TREE_NS_USER,
 	TREE_NS_NET,
@@ -89,14 +89,13 @@ _Static_assert(PIDFD_GET_USER_NAMESPACE == _IO(0xFF, 9) &&
 static const struct {
 	int type;
 	unsigned long get;
-	const char *name;
 } tree_ns[TREE_NS_N] = {
-	{ CLONE_NEWUSER, PIDFD_GET_USER_NAMESPACE, "user" },
-	{ CLONE_NEWNET, PIDFD_GET_NET_NAMESPACE, "net" },
-	{ CLONE_NEWIPC, PIDFD_GET_IPC_NAMESPACE, "ipc" },
-	{ CLONE_NEWUTS, PIDFD_GET_UTS_NAMESPACE, "uts" },
-	{ CLONE_NEWCGROUP, PIDFD_GET_CGROUP_NAMESPACE, "cgroup" },
-	{ CLONE_NEWNS, PIDFD_GET_MNT_NAMESPACE, "mnt" },
+	{ CLONE_NEWUSER, PIDFD_GET_USER_NAMESPACE },
+	{ CLONE_NEWNET, PIDFD_GET_NET_NAMESPACE },
+	{ CLONE_NEWIPC, PIDFD_GET_IPC_NAMESPACE },
+	{ CLONE_NEWUTS, PIDFD_GET_UTS_NAMESPACE },
+	{ CLONE_NEWCGROUP, PIDFD_GET_CGROUP_NAMESPACE },
+	{ CLONE_NEWNS, PIDFD_GET_MNT_NAMESPACE },
 };
 #define HOST_SPINS 2000 /* the vm process's spin before it sleeps */
 #define POLL_NS 20000000 /* a sleeping vm process looks at the stub */
@@ -566,16 +565,12 @@ spawn_one(unsigned long flags, struct spawn_arg *a, const int *ns, int nns,
 static void
 tree_ns_take(struct vm_trap *t, int pidfd, int with_mnt)
 {
-	char path[64];
 	int i, n = with_mnt ? TREE_NS_N : TREE_NS_MNT;
 
 	for (i = 0; i < n; i++) {
+		/* Not /proc/PID/ns before Linux 6.11: keepd's vm process
+		 * has no /proc, and its filter no open. */
 		t->tree_ns[i] = ioctl(pidfd, tree_ns[i].get, 0);
-		if (t->tree_ns[i] == -1) {
-			snprintf(path, sizeof(path), "/proc/%d/ns/%s",
-			    (int)t->pid, tree_ns[i].name);
-			t->tree_ns[i] = open(path, O_RDONLY | O_CLOEXEC);
-		}
 		if (t->tree_ns[i] == -1) {
 			tree_ns_close(t);
 			return;
@@ -613,8 +608,9 @@ spawn(struct vm *vm, struct vm_trap *t, char *err, size_t errlen)
 	if ((nns = tree_ns_count(t)) >= TREE_NS_MNT) {
 		/* A later stub of the tree: its namespaces joined, a pid
 		 * namespace (and a mount namespace where the tree's is not
-		 * shared) of its own. Should that fail, a stub of its own
-		 * as the first was, and no more joining. */
+		 * shared) of its own. Should that fail, a stub in
+		 * namespaces of its own, as the first was, which the next
+		 * ones then join. */
 		a.joined_root = nns == TREE_NS_N;
 		pid = spawn_one(
 		    a.joined_root ? TRAP_CLONE_JOINED_ROOT : TRAP_CLONE_JOINED,
@@ -625,10 +621,8 @@ spawn(struct vm *vm, struct vm_trap *t, char *err, size_t errlen)
 	}
 	if (pid == -1) {
 		pid = spawn_one(TRAP_CLONE_NS, &a, NULL, 0, &pidfd);
-		if (pid != -1 && tree_ns_count(t) == 0) {
-			t->pid = pid;
+		if (pid != -1 && tree_ns_count(t) == 0)
 			tree_ns_take(t, pidfd, a.root_tmpfs);
-		}
 	}
 	if (pid == -1 &&
 	    (errno == EPERM || errno == EINVAL || errno == ENOSPC ||
