@@ -237,7 +237,7 @@ post_and_wait(struct trap_box *b, uint32_t event)
 	store32(&b->state, TRAP_S_EVENT);
 	if (load32(&b->host_sleeps))
 		sys(NR_futex, (long)&b->state, FUTEX_WAKE, 1);
-	for (i = 0; i < SPINS; i++) {
+	for (i = 0; i < SPINS && !load32(&b->host_blocks); i++) {
 		if (load32(&b->state) == TRAP_S_REPLY)
 			return;
 		__builtin_ia32_pause();

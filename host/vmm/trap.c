@@ -13,6 +13,7 @@
  * the guest holds into a new memfd (vm_trap_fork_copy), since a shared
  * mapping is not copied on write as KVM's private one is.
  */
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -59,6 +60,43 @@ _Static_assert(TRAP_CLONE_NS ==
     "the namespaces the filters allow");
 _Static_assert(TRAP_CLONE_PLAIN == (CLONE_PIDFD | CLONE_VM | CLONE_VFORK),
     "a pidfd, no namespace");
+_Static_assert(TRAP_CLONE_JOIN == (CLONE_VM | CLONE_FILES | CLONE_VFORK),
+    "the go-between: no namespace, no exit signal");
+_Static_assert(TRAP_CLONE_JOINED ==
+        (CLONE_PARENT | CLONE_NEWPID | CLONE_NEWNS | CLONE_PIDFD | CLONE_VM |
+            CLONE_VFORK),
+    "a later stub: its own pid and mount namespaces");
+_Static_assert(TRAP_CLONE_JOINED_ROOT ==
+        (CLONE_PARENT | CLONE_NEWPID | CLONE_PIDFD | CLONE_VM | CLONE_VFORK),
+    "a later stub: its own pid namespace, the tree's empty root");
+
+/* The namespaces a guest tree's stubs share, in the order a stub joins
+ * them (the user namespace first: it gives the rights to join the
+ * rest), with the pidfd ioctls that open them (<linux/pidfd.h>, Linux
+ * 6.11; before it, no sharing). */
+enum {
+	TREE_NS_USER,
+	TREE_NS_NET,
+	TREE_NS_IPC,
+	TREE_NS_UTS,
+	TREE_NS_CGROUP,
+	TREE_NS_MNT,
+	TREE_NS_N
+};
+_Static_assert(PIDFD_GET_USER_NAMESPACE == _IO(0xFF, 9) &&
+        PIDFD_GET_MNT_NAMESPACE == _IO(0xFF, 3),
+    "<linux/pidfd.h>'s numbering");
+static const struct {
+	int type;
+	unsigned long get;
+} tree_ns[TREE_NS_N] = {
+	{ CLONE_NEWUSER, PIDFD_GET_USER_NAMESPACE },
+	{ CLONE_NEWNET, PIDFD_GET_NET_NAMESPACE },
+	{ CLONE_NEWIPC, PIDFD_GET_IPC_NAMESPACE },
+	{ CLONE_NEWUTS, PIDFD_GET_UTS_NAMESPACE },
+	{ CLONE_NEWCGROUP, PIDFD_GET_CGROUP_NAMESPACE },
+	{ CLONE_NEWNS, PIDFD_GET_MNT_NAMESPACE },
+};
 #define HOST_SPINS 2000 /* the vm process's spin before it sleeps */
 #define POLL_NS 20000000 /* a sleeping vm process looks at the stub */
 #define BOOT_WAIT_US 5000000 /* a stub that has not booted by then */
@@ -82,6 +120,11 @@ struct vm_trap {
 	uint32_t fpu_len;
 	int fpu_dirty;
 	int ns; /* started in namespaces of its own */
+	/* The guest tree's namespaces, which its later stubs join (-1:
+	 * none yet; the mount namespace's only where its root is a tmpfs
+	 * of its own); carried across a guest fork, never to a template's
+	 * clone (vm_trap_fork_child). */
+	int tree_ns[TREE_NS_N];
 };
 
 /* The stub as a sealed memfd, made once per process (and inherited). */
@@ -166,6 +209,33 @@ vm_trap_mem_map(uint64_t size, int prot, int *fdp)
 	return aligned;
 }
 
+/* A new platform state, holding nothing; NULL without memory. */
+static struct vm_trap *
+trap_new(void)
+{
+	struct vm_trap *t = calloc(1, sizeof(*t));
+	int i;
+
+	if (t == NULL)
+		return NULL;
+	t->box_fd = t->pidfd = t->chan = -1;
+	for (i = 0; i < TREE_NS_N; i++)
+		t->tree_ns[i] = -1;
+	return t;
+}
+
+static void
+tree_ns_close(struct vm_trap *t)
+{
+	int i;
+
+	for (i = 0; i < TREE_NS_N; i++) {
+		if (t->tree_ns[i] >= 0)
+			close(t->tree_ns[i]);
+		t->tree_ns[i] = -1;
+	}
+}
+
 /* The platform's state, made at the first op queued before the stub
  * starts; NULL (and the guest stopped) without memory for it. */
 static struct vm_trap *
@@ -174,11 +244,10 @@ trap_state(struct vm *vm)
 	struct vm_trap *t = vm->trap;
 
 	if (t == NULL) {
-		if ((t = calloc(1, sizeof(*t))) == NULL) {
+		if ((t = trap_new()) == NULL) {
 			vm_stop(vm, VMM_FAULT, -1, "fault: out of host memory");
 			return NULL;
 		}
-		t->box_fd = t->pidfd = t->chan = -1;
 		vm->trap = t;
 	}
 	return t;
@@ -351,39 +420,50 @@ child_limit(int resource, rlim_t v)
 
 struct spawn_arg {
 	int mem_fd, box_fd, chan_fd, ns;
+	int joined_root; /* in the tree's mount namespace: its root is made */
+	int root_tmpfs; /* out: the root is a tmpfs of the stub's own */
 };
 
 /*
  * In the new process, which shares the vm process's memory until its
  * execve (CLONE_VM | CLONE_VFORK: no page tables copied, a millisecond
- * less here), so it writes nothing but its own stack and runs with every
- * signal blocked (the stub opens them): nothing but the stub's
- * descriptors, no core, no way back to the vm process's files; then the
- * stub.
+ * less here), so it writes nothing but its own stack and the one word
+ * of the vm process's arguments that tells what root it made (the vm
+ * process waits meanwhile), and runs with every signal blocked (the stub
+ * opens them): nothing but the stub's descriptors, no core, no way back
+ * to the vm process's files; then the stub.
  */
 static int
 stub_child(void *argp)
 {
 	static const char *const argv[] = { "keepd: guest", NULL };
 	static const char *const envp[] = { NULL };
-	const struct spawn_arg *a = argp;
+	struct spawn_arg *a = argp;
 	int exe_fd, mem_fd = a->mem_fd, box_fd = a->box_fd;
-	int chan_fd = a->chan_fd, ns = a->ns;
+	int chan_fd = a->chan_fd;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (ns) {
+	if (a->joined_root) {
+		/* The tree's mount namespace, joined: its root is the
+		 * tmpfs its first stub made (setns puts this process on
+		 * the namespace's root, ".." at it crosses into the mount
+		 * over it). Nothing is mounted again. */
+		if (chdir("/..") != 0 || chroot(".") != 0 || chdir("/") != 0)
+			_exit(127);
+	} else if (a->ns) {
 		/* An empty root: a tmpfs over / that only the stub's
-		 * process sees (".." at the root crosses into it), or, in
-		 * keepd, its empty directory. */
+		 * process (and the later stubs of its guest tree, which
+		 * join its mount namespace) sees (".." at the root crosses
+		 * into it), or, in keepd, its empty directory. */
 		if (mount("none", "/", "tmpfs", MS_NOSUID | MS_NODEV,
 		        "size=4k,mode=0500") == 0 &&
 		    chdir("/..") == 0 && chroot(".") == 0 && chdir("/") == 0)
-			ns = 2;
+			a->root_tmpfs = 1;
 		/* Landlock refuses a mount to a confined vm process: keepd's
 		 * state directory, its root, has an empty directory. */
 		else if (chdir("/empty") == 0 && chroot(".") == 0 &&
 		    chdir("/") == 0)
-			ns = 2;
+			a->root_tmpfs = 0;
 	}
 	/* Out of the way first: any of them may sit on 3 to 6. */
 	if ((mem_fd = fcntl(mem_fd, F_DUPFD, 16)) == -1 ||
@@ -416,35 +496,127 @@ stub_child(void *argp)
 
 #define SPAWN_STACK 65536
 
-/* The stub's process: its pid (pidfd in *pidfd), or -1 with errno. */
-static pid_t
-spawn_one(unsigned long flags, const struct spawn_arg *a, int *pidfd)
+/* The go-between of a later stub (TRAP_CLONE_JOIN), which shares the
+ * vm process's memory and descriptor table: the tree's namespaces
+ * joined, the stub started beside it as the vm process's child, whose
+ * pidfd lands in the shared table. It writes only its answer. */
+struct join_arg {
+	struct spawn_arg *a;
+	const int *ns;
+	int nns;
+	unsigned long flags;
+	uint8_t *stack;
+	pid_t pid;
+	int pidfd, err;
+};
+
+static int
+join_child(void *argp)
 {
+	struct join_arg *j = argp;
+	int i;
+
+	for (i = 0; i < j->nns; i++)
+		if (setns(j->ns[i], tree_ns[i].type) == -1) {
+			j->err = errno;
+			_exit(127);
+		}
+	/* The low byte of flags is the exit signal: none (the pidfd). */
+	j->pid = clone(stub_child, j->stack + SPAWN_STACK, (int)j->flags, j->a,
+	    &j->pidfd, NULL, NULL);
+	if (j->pid == -1)
+		j->err = errno;
+	_exit(0);
+}
+
+/* The stub's process: its pid (pidfd in *pidfd), or -1 with errno. With
+ * ns (the tree's namespaces, nns of them), through a go-between that
+ * joins them. */
+static pid_t
+spawn_one(unsigned long flags, struct spawn_arg *a, const int *ns, int nns,
+    int *pidfd)
+{
+	struct join_arg j = { a, ns, nns, flags, NULL, -1, -1, 0 };
 	sigset_t all, old;
 	uint8_t *stack;
+	siginfo_t si;
 	pid_t pid;
 	int saved;
 
-	if ((stack = malloc(SPAWN_STACK)) == NULL)
+	if ((stack = malloc(ns != NULL ? 2 * SPAWN_STACK : SPAWN_STACK)) ==
+	    NULL)
 		return -1;
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old);
-	/* The low byte of flags is the exit signal: none (the pidfd). */
-	pid = clone(stub_child, stack + SPAWN_STACK, (int)flags, (void *)a,
-	    pidfd, NULL, NULL);
-	saved = errno;
+	if (ns == NULL) {
+		/* The low byte of flags is the exit signal: none (the
+		 * pidfd). */
+		pid = clone(stub_child, stack + SPAWN_STACK, (int)flags,
+		    (void *)a, pidfd, NULL, NULL);
+		saved = errno;
+	} else {
+		j.stack = stack + SPAWN_STACK;
+		pid =
+		    clone(join_child, stack + SPAWN_STACK, TRAP_CLONE_JOIN, &j);
+		if (pid != -1) {
+			/* Back once the stub has its program (or it failed):
+			 * reap the go-between. */
+			while (waitid(P_PID, (id_t)pid, &si,
+			           WEXITED | __WALL) == -1 &&
+			    errno == EINTR)
+				;
+			pid = j.pid;
+			*pidfd = j.pidfd;
+			saved = j.err != 0 ? j.err : EPERM;
+		} else
+			saved = errno;
+	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	free(stack);
 	errno = saved;
 	return pid;
 }
 
+/*
+ * The namespaces of the tree's first stub (pidfd), for its later ones
+ * to join: a new network namespace is the dearest part of a stub's start
+ * (docs/vmm.md, "The trap platform"). The mount namespace only where
+ * the stub's root is a tmpfs of its own (keepd's empty directory is a
+ * chroot, which a process joining the namespace would not be in).
+ * Nothing is kept unless all are.
+ */
+static void
+tree_ns_take(struct vm_trap *t, int pidfd, int with_mnt)
+{
+	int i, n = with_mnt ? TREE_NS_N : TREE_NS_MNT;
+
+	for (i = 0; i < n; i++) {
+		/* Not /proc/PID/ns before Linux 6.11: keepd's vm process
+		 * has no /proc, and its filter no open. */
+		t->tree_ns[i] = ioctl(pidfd, tree_ns[i].get, 0);
+		if (t->tree_ns[i] == -1) {
+			tree_ns_close(t);
+			return;
+		}
+	}
+}
+
+static int
+tree_ns_count(const struct vm_trap *t)
+{
+	int n = 0;
+
+	while (n < TREE_NS_N && t->tree_ns[n] >= 0)
+		n++;
+	return n;
+}
+
 static int
 spawn(struct vm *vm, struct vm_trap *t, char *err, size_t errlen)
 {
-	struct spawn_arg a = { vm->mem_fd, t->box_fd, -1, 1 };
-	pid_t pid;
-	int pidfd = -1, sv[2];
+	struct spawn_arg a = { vm->mem_fd, t->box_fd, -1, 1, 0, 0 };
+	pid_t pid = -1;
+	int pidfd = -1, sv[2], nns;
 
 	if (t->chan >= 0)
 		close(t->chan);
@@ -456,14 +628,32 @@ spawn(struct vm *vm, struct vm_trap *t, char *err, size_t errlen)
 	t->chan = sv[0];
 	a.chan_fd = sv[1];
 	t->ns = 1;
-	pid = spawn_one(TRAP_CLONE_NS, &a, &pidfd);
+	if ((nns = tree_ns_count(t)) >= TREE_NS_MNT) {
+		/* A later stub of the tree: its namespaces joined, a pid
+		 * namespace (and a mount namespace where the tree's is not
+		 * shared) of its own. Should that fail, a stub in
+		 * namespaces of its own, as the first was, which the next
+		 * ones then join. */
+		a.joined_root = nns == TREE_NS_N;
+		pid = spawn_one(
+		    a.joined_root ? TRAP_CLONE_JOINED_ROOT : TRAP_CLONE_JOINED,
+		    &a, t->tree_ns, nns, &pidfd);
+		if (pid == -1)
+			tree_ns_close(t);
+		a.joined_root = 0;
+	}
+	if (pid == -1) {
+		pid = spawn_one(TRAP_CLONE_NS, &a, NULL, 0, &pidfd);
+		if (pid != -1 && tree_ns_count(t) == 0)
+			tree_ns_take(t, pidfd, a.root_tmpfs);
+	}
 	if (pid == -1 &&
 	    (errno == EPERM || errno == EINVAL || errno == ENOSPC ||
 	        errno == EUSERS)) {
 		/* No user namespace to be had here (a sysctl, an old
 		 * kernel): the filter alone confines the stub (docs/vmm.md). */
 		a.ns = t->ns = 0;
-		pid = spawn_one(TRAP_CLONE_PLAIN, &a, &pidfd);
+		pid = spawn_one(TRAP_CLONE_PLAIN, &a, NULL, 0, &pidfd);
 	}
 	close(sv[1]);
 	if (pid == -1) {
@@ -543,17 +733,22 @@ post_and_wait(struct vm *vm, struct vm_trap *t, uint32_t reply,
 {
 	struct trap_box *b = t->box;
 	struct timespec ts = { 0, POLL_NS };
+	/* Neither side spins while the tree has more than one process
+	 * (docs/vmm.md, "Fork"), nor for the stub's boot, whose execve
+	 * and set-up take far longer than a spin. */
+	int spin = reply != 0 && !vm->is_child && vm->nchildren == 0;
 	uint32_t seen;
 	int i;
 
 	if (reply != 0) {
 		b->reply = reply;
+		store32(&b->host_blocks, !spin);
 		store32(&b->state, TRAP_S_REPLY);
 		if (load32(&b->stub_sleeps))
 			syscall(
 			    SYS_futex, &b->state, FUTEX_WAKE, 1, NULL, NULL, 0);
 	}
-	for (i = 0; i < HOST_SPINS; i++) {
+	for (i = 0; spin && i < HOST_SPINS; i++) {
 		if (load32(&b->state) == TRAP_S_EVENT)
 			return WAIT_EVENT;
 		__builtin_ia32_pause();
@@ -578,6 +773,15 @@ post_and_wait(struct vm *vm, struct vm_trap *t, uint32_t reply,
 		if (stub_ended(t, status))
 			return WAIT_DEAD;
 	}
+}
+
+/* The vm process is about to block in a host call for the guest's
+ * event: the stub may stop spinning. */
+void
+vm_trap_blocking(struct vm *vm)
+{
+	if (vm->on_trap && vm->trap != NULL && vm->trap->box != NULL)
+		store32(&vm->trap->box->host_blocks, 1);
 }
 
 /* The vm process's registers into the box, the FPU area if changed. */
@@ -727,11 +931,10 @@ vm_trap_create(struct vm *vm, char *err, size_t errlen)
 		return -1;
 	}
 	if (t == NULL) {
-		if ((t = calloc(1, sizeof(*t))) == NULL) {
+		if ((t = trap_new()) == NULL) {
 			snprintf(err, errlen, "out of memory");
 			return -1;
 		}
-		t->box_fd = t->pidfd = t->chan = -1;
 		vm->trap = t;
 	}
 	if (vm->run == NULL &&
@@ -802,6 +1005,7 @@ vm_trap_drop(struct vm *vm)
 	if (t->chan >= 0)
 		close(t->chan);
 	drop_ops(t);
+	tree_ns_close(t);
 	free(t->ops);
 	free(t->op_fds);
 	free(t);
@@ -824,6 +1028,7 @@ vm_trap_forget(struct vm *vm)
 	if (t->chan >= 0)
 		close(t->chan);
 	drop_ops(t);
+	tree_ns_close(t);
 	free(t->ops);
 	free(t->op_fds);
 	free(t);
@@ -978,6 +1183,33 @@ vm_trap_fork_adopt(struct vm *vm, int fd, char *err, size_t errlen)
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * In a guest fork's child (clone.c): vm_trap_fork_adopt, keeping the
+ * guest tree's namespaces for the child's stub to join. A template's
+ * clone adopts without them: its runs are not its holder's tree.
+ */
+int
+vm_trap_fork_child(struct vm *vm, int fd, char *err, size_t errlen)
+{
+	int ns[TREE_NS_N], i, rc;
+	struct vm_trap *t;
+
+	for (i = 0; i < TREE_NS_N; i++) {
+		ns[i] = vm->trap != NULL ? vm->trap->tree_ns[i] : -1;
+		if (vm->trap != NULL)
+			vm->trap->tree_ns[i] = -1;
+	}
+	rc = vm_trap_fork_adopt(vm, fd, err, errlen);
+	t = rc == 0 ? trap_state(vm) : NULL;
+	for (i = 0; i < TREE_NS_N; i++) {
+		if (t != NULL)
+			t->tree_ns[i] = ns[i];
+		else if (ns[i] >= 0)
+			close(ns[i]);
+	}
+	return rc;
 }
 
 /* ---- the loop --------------------------------------------------------- */

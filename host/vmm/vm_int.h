@@ -191,6 +191,7 @@ struct vm {
 	int slot; /* this process's row in tree->slot */
 	int32_t pid, ppid; /* guest pids; the first process is 1 */
 	int is_child; /* forked: ends with _exit, never returns */
+	unsigned nchildren; /* forked and not yet reaped by a wait */
 	int term_sig; /* killed by a guest kill of itself */
 	int vfork_fd; /* a vfork child's pipe to its waiting parent, or -1 */
 	struct vmm_result child_res; /* a child's own result */
@@ -360,6 +361,7 @@ int vm_trap_create(struct vm *, char *err, size_t errlen);
 void vm_trap_drop(struct vm *);
 void vm_trap_forget(struct vm *);
 void vm_trap_stop(struct vm *);
+void vm_trap_blocking(struct vm *); /* a host call will block: stub, sleep */
 void vm_trap_loop(struct vm *);
 int vm_trap_fpu_get(struct vm *, struct kvm_fpu *);
 int vm_trap_fpu_set(struct vm *, const struct kvm_fpu *);
@@ -367,6 +369,7 @@ size_t vm_trap_fpu_area(struct vm *, uint8_t *out, size_t max);
 void vm_trap_fpu_load_area(struct vm *, const uint8_t *area, size_t len);
 int vm_trap_fork_copy(struct vm *);
 int vm_trap_fork_adopt(struct vm *, int fd, char *err, size_t errlen);
+int vm_trap_fork_child(struct vm *, int fd, char *err, size_t errlen);
 /* mem_space.c: the host's rights over guest memory made again from the
  * tree's state (a fork's child on a new memfd): 0, or -1 with errno. */
 int vm_space_reopen(struct vm *);
