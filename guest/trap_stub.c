@@ -59,8 +59,6 @@
 #define PROT_WRITE 2
 #define PROT_EXEC 4
 #define MAP_SHARED 0x01
-#define MAP_PRIVATE 0x02
-#define MAP_ANONYMOUS 0x20
 #define MAP_FIXED 0x10
 #define MAP_FIXED_NOREPLACE 0x100000
 #define MREMAP_MAYMOVE 1
@@ -94,7 +92,6 @@
 #define bit(sig) (1ULL << ((sig)-1))
 #define AT_NULL 0
 #define AT_SYSINFO_EHDR 33
-#define ALTSTACK_SIZE 0x10000
 #define SPINS 4000
 #define FP_XSTATE_MAGIC1 0x46505853U
 
@@ -260,6 +257,7 @@ save_regs(struct trap_box *b, const struct stub_ucontext *uc)
 	const struct stub_sigcontext *m = &uc->mc;
 	struct trap_regs *r = &b->regs;
 	const uint8_t *fp = (const uint8_t *)m->fpstate;
+	const uint8_t *lo = b->sigstack, *hi = lo + TRAP_SIGSTACK_SIZE;
 	uint32_t len = 512, magic, ext;
 
 	r->rax = m->rax;
@@ -282,26 +280,32 @@ save_regs(struct trap_box *b, const struct stub_ucontext *uc)
 	r->rflags = m->eflags;
 	b->fs_base = st.fs_base;
 	b->gs_base = st.gs_base;
-	b->fpu_dirty = 0;
 	b->fpu_len = 0;
+	b->fpu_off = 0;
 	if (fp == NULL)
 		return;
-	/* The software-reserved bytes of the FXSAVE area say how much the
+	/* The frame is in the box (the signal stack): the vm process
+	 * reads its FPU area there if it needs it, nothing is copied. The
+	 * software-reserved bytes of the FXSAVE area say how much the
 	 * kernel wrote (the XSAVE area and its trailing magic). */
+	if (fp < lo || fp > hi - 512)
+		die(118);
 	copy(&magic, fp + 464, 4);
 	copy(&ext, fp + 468, 4);
-	if (magic == FP_XSTATE_MAGIC1 && ext > 512 && ext <= TRAP_FPU_MAX)
+	if (magic == FP_XSTATE_MAGIC1 && ext > 512 && ext <= TRAP_FPU_MAX &&
+	    ext <= (uint64_t)(hi - fp))
 		len = ext;
-	copy(b->fpu, fp, len);
+	b->fpu_off = (uint32_t)(fp - (const uint8_t *)b);
 	b->fpu_len = len;
 }
 
+/* The vm process's registers into the frame; the FPU area, if it
+ * changed it, it wrote into the frame itself. */
 static void
 load_regs(struct trap_box *b, struct stub_ucontext *uc)
 {
 	struct stub_sigcontext *m = &uc->mc;
 	const struct trap_regs *r = &b->regs;
-	uint8_t *fp = (uint8_t *)m->fpstate;
 	uint64_t fs = b->fs_base, gs = b->gs_base;
 
 	m->rax = r->rax;
@@ -323,11 +327,6 @@ load_regs(struct trap_box *b, struct stub_ucontext *uc)
 	m->rip = r->rip;
 	/* The kernel's sigreturn keeps only the flags user mode may set. */
 	m->eflags = r->rflags;
-	/* The FPU area goes back whole as the frame had it, its length
-	 * unchanged: a wrong one only fails this process's sigreturn. */
-	if (b->fpu_dirty && fp != NULL && b->fpu_len >= 512 &&
-	    b->fpu_len <= TRAP_FPU_MAX)
-		copy(fp, b->fpu, b->fpu_len);
 	if (fs != st.fs_base) {
 		sys(NR_arch_prctl, ARCH_SET_FS, (long)fs, 0);
 		st.fs_base = fs;
@@ -458,6 +457,13 @@ relay(struct stub_ucontext *uc, uint32_t event)
 {
 	struct trap_box *b = st.box;
 
+	/* The frame sits at the top of the signal stack, the box's, unless
+	 * the guest ran with its stack pointer there: then the handler's
+	 * own calls could reach below the stack into the box's fields, and
+	 * the stub ends rather than relay from there. */
+	if ((uint8_t *)uc < b->sigstack + TRAP_SIGSTACK_SPARE ||
+	    (uint8_t *)uc >= b->sigstack + TRAP_SIGSTACK_SIZE)
+		die(118);
 	save_regs(b, uc);
 	for (;;) {
 		post_and_wait(b, event);
@@ -746,14 +752,12 @@ stub_main(uint64_t *sp)
 	sys(NR_close, TRAP_FD_BOX, 0, 0);
 	st.box = b;
 
-	rc = stub_syscall6(NR_mmap, 0, ALTSTACK_SIZE, PROT_READ | PROT_WRITE,
-	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (rc < 0 && rc > -4096)
-		die(124);
-	ss.sp = (uint64_t)rc;
+	/* The handlers' stack is the box's: the kernel writes each signal
+	 * frame where the vm process reads the guest's FPU area from. */
+	ss.sp = (uint64_t)b->sigstack;
 	ss.flags = 0;
 	ss.pad = 0;
-	ss.size = ALTSTACK_SIZE;
+	ss.size = TRAP_SIGSTACK_SIZE;
 	if (sys(NR_sigaltstack, (long)&ss, 0, 0) != 0)
 		die(120);
 	handle(SIGSYS, on_sigsys);

@@ -76,10 +76,15 @@ struct vm_trap {
 	struct trap_op *ops;
 	int *op_fds;
 	size_t nops, cap;
-	/* The guest's FPU area as of its last event (private copy). */
+	/* Where the current event's frame keeps the guest's FPU area in
+	 * the box (its length 0: nowhere), as checked when the event came. */
+	uint32_t frame_off, frame_len;
+	/* The guest's FPU area, copied out of the frame only when asked
+	 * for (fpu_here: fpu holds the current event's), and written back
+	 * into the frame before the reply when changed (fpu_dirty). */
 	_Alignas(64) uint8_t fpu[TRAP_FPU_MAX];
 	uint32_t fpu_len;
-	int fpu_dirty;
+	int fpu_here, fpu_dirty;
 	int ns; /* started in namespaces of its own */
 };
 
@@ -557,7 +562,8 @@ post_and_wait(struct vm *vm, struct vm_trap *t, uint32_t reply,
 	}
 }
 
-/* The vm process's registers into the box, the FPU area if changed. */
+/* The vm process's registers into the box, and the FPU area into the
+ * frame if it changed it there. */
 static void
 put_regs(struct vm *vm, struct vm_trap *t)
 {
@@ -569,31 +575,46 @@ put_regs(struct vm *vm, struct vm_trap *t)
 	memcpy(&b->regs, r, sizeof(b->regs));
 	b->fs_base = vm->run->s.regs.sregs.fs.base;
 	b->gs_base = vm->run->s.regs.sregs.gs.base;
-	b->fpu_dirty = 0;
-	if (t->fpu_dirty && t->fpu_len >= 512) {
-		memcpy(b->fpu, t->fpu, t->fpu_len);
-		b->fpu_len = t->fpu_len;
-		b->fpu_dirty = 1;
-		t->fpu_dirty = 0;
-	}
-}
-
-static void
-take_fpu(struct vm_trap *t)
-{
-	struct trap_box *b = t->box;
-	uint32_t len;
-
-	len = __atomic_load_n(&b->fpu_len, 0);
-	if (len < 512 || len > TRAP_FPU_MAX)
-		len = 0;
-	if (len != 0)
-		memcpy(t->fpu, b->fpu, len);
-	t->fpu_len = len;
+	if (t->fpu_dirty && t->frame_len != 0 && t->fpu_len == t->frame_len)
+		memcpy((uint8_t *)b + t->frame_off, t->fpu, t->fpu_len);
 	t->fpu_dirty = 0;
 }
 
-/* The event's registers and FPU area, copied once out of the box. */
+/* Where the event's frame has the FPU area, read once and checked: in
+ * the signal stack, 64-byte aligned (XSAVE's), of a length the kernel
+ * writes. Anything else is no FPU area (the guest's own doing). */
+static void
+take_frame(struct vm_trap *t)
+{
+	struct trap_box *b = t->box;
+	uint32_t off = __atomic_load_n(&b->fpu_off, 0);
+	uint32_t len = __atomic_load_n(&b->fpu_len, 0);
+
+	if (off < TRAP_SIGSTACK_OFF || off > TRAP_BOX_SIZE || off % 64 != 0 ||
+	    len < 512 || len > TRAP_FPU_MAX || len > TRAP_BOX_SIZE - off)
+		off = len = 0;
+	t->frame_off = off;
+	t->frame_len = len;
+	t->fpu_here = 0;
+	t->fpu_dirty = 0;
+}
+
+/* The current event's FPU area in t->fpu, copied out of the frame the
+ * first time it is asked for (a call like getppid never asks). */
+static void
+fetch_fpu(struct vm_trap *t)
+{
+	if (t->fpu_here)
+		return;
+	if (t->frame_len != 0)
+		memcpy(t->fpu, (const uint8_t *)t->box + t->frame_off,
+		    t->frame_len);
+	t->fpu_len = t->frame_len;
+	t->fpu_here = 1;
+}
+
+/* The event's registers, copied once out of the box; its FPU area stays
+ * in the frame until asked for. */
 static void
 take_regs(struct vm *vm, struct vm_trap *t)
 {
@@ -602,7 +623,7 @@ take_regs(struct vm *vm, struct vm_trap *t)
 	memcpy(&vm->run->s.regs.regs, &b->regs, sizeof(b->regs));
 	vm->run->s.regs.sregs.fs.base = __atomic_load_n(&b->fs_base, 0);
 	vm->run->s.regs.sregs.gs.base = __atomic_load_n(&b->gs_base, 0);
-	take_fpu(t);
+	take_frame(t);
 }
 
 /* A TRAP_OP_MAP's descriptor to the stub, closed here once sent. */
@@ -719,6 +740,8 @@ vm_trap_create(struct vm *vm, char *err, size_t errlen)
 	if (t->box != NULL)
 		munmap(t->box, TRAP_BOX_SIZE);
 	t->box = NULL;
+	t->frame_off = t->frame_len = t->fpu_len = 0;
+	t->fpu_here = t->fpu_dirty = 0;
 	t->box_fd = memfd_create("keep-trap-box", MFD_CLOEXEC);
 	if (t->box_fd == -1 || ftruncate(t->box_fd, TRAP_BOX_SIZE) == -1 ||
 	    (t->box = mmap(NULL, TRAP_BOX_SIZE, PROT_READ | PROT_WRITE,
@@ -757,7 +780,7 @@ vm_trap_create(struct vm *vm, char *err, size_t errlen)
 	}
 	/* The stub's FPU area is the clean state a new process has: the
 	 * guest's first, unless the caller loads another. */
-	take_fpu(t);
+	take_frame(t);
 	return 0;
 }
 
@@ -813,6 +836,8 @@ vm_trap_fpu_get(struct vm *vm, struct kvm_fpu *fpu)
 	uint8_t fx[512];
 
 	memset(fx, 0, sizeof(fx));
+	if (t != NULL)
+		fetch_fpu(t);
 	if (t != NULL && t->fpu_len >= 512)
 		memcpy(fx, t->fpu, 512);
 	else {
@@ -833,7 +858,10 @@ vm_trap_fpu_set(struct vm *vm, const struct kvm_fpu *fpu)
 	uint8_t fx[512];
 	uint64_t bv;
 
-	if (t == NULL || t->fpu_len < 512)
+	if (t == NULL)
+		return 0;
+	fetch_fpu(t);
+	if (t->fpu_len < 512)
 		return 0; /* nothing to load it into: the stub's is clean */
 	vm_fpu_to_fxsave(fpu, fx);
 	/* The legacy area only: the kernel's software bytes stay. */
@@ -854,7 +882,10 @@ vm_trap_fpu_area(struct vm *vm, uint8_t *out, size_t max)
 {
 	struct vm_trap *t = vm->trap;
 
-	if (t == NULL || t->fpu_len > max)
+	if (t == NULL)
+		return 0;
+	fetch_fpu(t);
+	if (t->fpu_len > max)
 		return 0;
 	memcpy(out, t->fpu, t->fpu_len);
 	return t->fpu_len;
@@ -866,9 +897,11 @@ vm_trap_fpu_load_area(struct vm *vm, const uint8_t *area, size_t len)
 	struct vm_trap *t = vm->trap;
 
 	/* Only an area of the frame's own size and layout goes back. */
-	if (t == NULL || len == 0 || len != t->fpu_len)
+	if (t == NULL || len == 0 || len != t->frame_len)
 		return;
 	memcpy(t->fpu, area, len);
+	t->fpu_len = t->frame_len;
+	t->fpu_here = 1;
 	t->fpu_dirty = 1;
 }
 
