@@ -92,7 +92,11 @@
 #define bit(sig) (1ULL << ((sig)-1))
 #define AT_NULL 0
 #define AT_SYSINFO_EHDR 33
-#define SPINS 4000
+/* How long the stub spins for the vm process's reply before it sleeps,
+ * in TSC ticks (about 4.6 to 108 us at 2.6 GHz), adapted at each wait
+ * (spin_adapt; host/vmm/trap.c's side does the same). */
+#define SPIN_MIN 12000
+#define SPIN_MAX 280000
 #define FP_XSTATE_MAGIC1 0x46505853U
 
 long stub_syscall6(
@@ -145,6 +149,7 @@ struct stub_state {
 	struct trap_box *box;
 	uint64_t alias; /* guest memory from TRAP_MEM_LO again, PROT_NONE */
 	uint64_t fs_base, gs_base; /* as last set */
+	uint64_t spin; /* the next wait's spin, in TSC ticks */
 	int booted;
 };
 
@@ -220,6 +225,25 @@ store32(uint32_t *p, uint32_t v)
 	__atomic_store_n(p, v, __ATOMIC_SEQ_CST);
 }
 
+/*
+ * The next spin's length after one that lasted `took` ticks of `spin`
+ * and saw the answer (`seen`) or not. A spin is worth its core only
+ * while the other side runs on another: one that ended unanswered, or
+ * whose answer came only after the spinner was off its core (it took
+ * longer than it was allowed: preempted), shrinks the next by a
+ * quarter, down to one a tight loop's call still fits in; one answered
+ * in time doubles it. With more busy processes than cores the spins
+ * shrink and both sides sleep at once, as a futex ping-pong does.
+ */
+static uint64_t
+spin_adapt(uint64_t spin, uint64_t took, int seen)
+{
+	if (seen && took <= spin)
+		return spin * 2 > SPIN_MAX ? SPIN_MAX : spin * 2;
+	spin -= spin / 4;
+	return spin < SPIN_MIN ? SPIN_MIN : spin;
+}
+
 /* Post the event and wait for the vm process's reply: spin a while
  * (the vm process often answers within microseconds), then sleep. */
 static void
@@ -228,17 +252,28 @@ post_and_wait(struct trap_box *b, uint32_t event)
 	static const struct {
 		long sec, nsec;
 	} second = { 1, 0 };
-	int i;
+	uint64_t spin = st.spin, t0, took;
+	int i, seen;
+
+	/* (out of range: the first wait, or the guest wrote it) */
+	if (spin < SPIN_MIN || spin > SPIN_MAX)
+		spin = SPIN_MAX;
 
 	b->event = event;
 	store32(&b->state, TRAP_S_EVENT);
 	if (load32(&b->host_sleeps))
 		sys(NR_futex, (long)&b->state, FUTEX_WAKE, 1);
-	for (i = 0; i < SPINS; i++) {
-		if (load32(&b->state) == TRAP_S_REPLY)
-			return;
+	t0 = __builtin_ia32_rdtsc();
+	for (;;) {
+		seen = load32(&b->state) == TRAP_S_REPLY;
+		took = __builtin_ia32_rdtsc() - t0;
+		if (seen || took > spin)
+			break;
 		__builtin_ia32_pause();
 	}
+	st.spin = spin_adapt(spin, took, seen);
+	if (seen)
+		return;
 	store32(&b->stub_sleeps, 1);
 	/* The first event waits 10 s at most: a vm process gone before
 	 * the stub could ask to die with it never answers. */

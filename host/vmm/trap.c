@@ -59,7 +59,11 @@ _Static_assert(TRAP_CLONE_NS ==
     "the namespaces the filters allow");
 _Static_assert(TRAP_CLONE_PLAIN == (CLONE_PIDFD | CLONE_VM | CLONE_VFORK),
     "a pidfd, no namespace");
-#define HOST_SPINS 2000 /* the vm process's spin before it sleeps */
+/* How long the vm process spins for the stub's next event before it
+ * sleeps, in TSC ticks (about 4.6 to 54 us at 2.6 GHz), adapted at each
+ * wait as the stub does its own (spin_adapt). */
+#define SPIN_MIN 12000
+#define SPIN_MAX 140000
 #define POLL_NS 20000000 /* a sleeping vm process looks at the stub */
 #define BOOT_WAIT_US 5000000 /* a stub that has not booted by then */
 #define XSTATE_BV_OFF 512 /* the XSAVE header's first word */
@@ -86,6 +90,7 @@ struct vm_trap {
 	uint32_t fpu_len;
 	int fpu_here, fpu_dirty;
 	int ns; /* started in namespaces of its own */
+	uint64_t spin; /* the next wait's spin, in TSC ticks */
 };
 
 /* The stub as a sealed memfd, made once per process (and inherited). */
@@ -509,6 +514,47 @@ store32(uint32_t *p, uint32_t v)
 enum { WAIT_EVENT, WAIT_DEAD, WAIT_TIMEOUT, WAIT_STOPPED };
 
 /*
+ * The next spin's length after one that lasted `took` ticks of `spin`
+ * and saw the event (`seen`) or not. A spin is worth its core only
+ * while the stub runs on another: one that ended with no event, or
+ * whose event came only after this process was off its core (it took
+ * longer than it was allowed: preempted), shrinks the next by a
+ * quarter, down to one a tight loop's next call still fits in; one
+ * answered in time doubles it. With more busy guests than cores the
+ * spins shrink and both sides sleep at once, as a futex ping-pong does;
+ * alone, a guest's calls keep them long. The stub's is the same
+ * (guest/trap_stub.c).
+ */
+static uint64_t
+spin_adapt(uint64_t spin, uint64_t took, int seen)
+{
+	if (seen && took <= spin)
+		return spin * 2 > SPIN_MAX ? SPIN_MAX : spin * 2;
+	spin -= spin / 4;
+	return spin < SPIN_MIN ? SPIN_MIN : spin;
+}
+
+/* Spin for the stub's event as long as t->spin says; 1 if it came. */
+static int
+spin_for_event(struct vm_trap *t)
+{
+	uint64_t spin = t->spin, t0 = __builtin_ia32_rdtsc(), took;
+	int seen;
+
+	if (spin < SPIN_MIN || spin > SPIN_MAX)
+		spin = SPIN_MAX;
+	for (;;) {
+		seen = load32(&t->box->state) == TRAP_S_EVENT;
+		took = __builtin_ia32_rdtsc() - t0;
+		if (seen || took > spin)
+			break;
+		__builtin_ia32_pause();
+	}
+	t->spin = spin_adapt(spin, took, seen);
+	return seen;
+}
+
+/*
  * Post the reply (0: none, the stub's first event is awaited) and wait
  * for the next event: spin a while, then sleep
  * on the futex, looking at the stub now and then (a dead one posts
@@ -526,7 +572,6 @@ post_and_wait(struct vm *vm, struct vm_trap *t, uint32_t reply,
 	struct trap_box *b = t->box;
 	struct timespec ts = { 0, POLL_NS };
 	uint32_t seen;
-	int i;
 
 	if (reply != 0) {
 		b->reply = reply;
@@ -535,11 +580,8 @@ post_and_wait(struct vm *vm, struct vm_trap *t, uint32_t reply,
 			syscall(
 			    SYS_futex, &b->state, FUTEX_WAKE, 1, NULL, NULL, 0);
 	}
-	for (i = 0; i < HOST_SPINS; i++) {
-		if (load32(&b->state) == TRAP_S_EVENT)
-			return WAIT_EVENT;
-		__builtin_ia32_pause();
-	}
+	if (spin_for_event(t))
+		return WAIT_EVENT;
 	for (;;) {
 		if (reply != 0 && vm->run->immediate_exit) {
 			vm->run->immediate_exit = 0;
