@@ -93,10 +93,12 @@
 #define AT_NULL 0
 #define AT_SYSINFO_EHDR 33
 /* How long the stub spins for the vm process's reply before it sleeps,
- * in TSC ticks (about 4.6 to 108 us at 2.6 GHz), adapted at each wait
- * (spin_adapt; host/vmm/trap.c's side does the same). */
-#define SPIN_MIN 12000
+ * in TSC ticks (about 1.9 to 108 us at 2.6 GHz), adapted at each wait
+ * (spin_adapt; host/vmm/trap.c's side does the same); every
+ * SPIN_PROBE-th wait spins the longest. */
+#define SPIN_MIN 5000
 #define SPIN_MAX 280000
+#define SPIN_PROBE 64
 #define FP_XSTATE_MAGIC1 0x46505853U
 
 long stub_syscall6(
@@ -150,6 +152,7 @@ struct stub_state {
 	uint64_t alias; /* guest memory from TRAP_MEM_LO again, PROT_NONE */
 	uint64_t fs_base, gs_base; /* as last set */
 	uint64_t spin; /* the next wait's spin, in TSC ticks */
+	uint32_t waits; /* counts them, for the probes */
 	int booted;
 };
 
@@ -226,19 +229,21 @@ store32(uint32_t *p, uint32_t v)
 }
 
 /*
- * The next spin's length after one that lasted `took` ticks of `spin`
- * and saw the answer (`seen`) or not. A spin is worth its core only
- * while the other side runs on another: one that ended unanswered, or
- * whose answer came only after the spinner was off its core (it took
- * longer than it was allowed: preempted), shrinks the next by a
- * quarter, down to one a tight loop's call still fits in; one answered
- * in time doubles it. With more busy processes than cores the spins
- * shrink and both sides sleep at once, as a futex ping-pong does.
+ * The next spin's length after `spin`, answered in time or not. A spin
+ * is worth its core only while the other side runs on another: one that
+ * ended unanswered, or whose answer came only after the spinner was off
+ * its core (it took longer than it was allowed: preempted), shrinks the
+ * next by a quarter, down to one a quick answer still fits in; one
+ * answered in time doubles it. With more busy processes than cores the
+ * spins shrink and both sides sleep at once, as a futex ping-pong does.
+ * A probe (every SPIN_PROBE-th wait spins the longest) finds again that
+ * answers come within the longest spin once the cores are free; one that
+ * fails leaves the spin as it was.
  */
 static uint64_t
-spin_adapt(uint64_t spin, uint64_t took, int seen)
+spin_adapt(uint64_t spin, int in_time)
 {
-	if (seen && took <= spin)
+	if (in_time)
 		return spin * 2 > SPIN_MAX ? SPIN_MAX : spin * 2;
 	spin -= spin / 4;
 	return spin < SPIN_MIN ? SPIN_MIN : spin;
@@ -252,12 +257,14 @@ post_and_wait(struct trap_box *b, uint32_t event)
 	static const struct {
 		long sec, nsec;
 	} second = { 1, 0 };
-	uint64_t spin = st.spin, t0, took;
-	int i, seen;
+	uint64_t was = st.spin, spin, t0, took;
+	int i, seen, probe;
 
 	/* (out of range: the first wait, or the guest wrote it) */
-	if (spin < SPIN_MIN || spin > SPIN_MAX)
-		spin = SPIN_MAX;
+	if (was < SPIN_MIN || was > SPIN_MAX)
+		was = SPIN_MAX;
+	probe = ++st.waits % SPIN_PROBE == 0;
+	spin = probe ? SPIN_MAX : was;
 
 	b->event = event;
 	store32(&b->state, TRAP_S_EVENT);
@@ -271,7 +278,9 @@ post_and_wait(struct trap_box *b, uint32_t event)
 			break;
 		__builtin_ia32_pause();
 	}
-	st.spin = spin_adapt(spin, took, seen);
+	st.spin = probe && !(seen && took <= spin)
+	    ? was
+	    : spin_adapt(spin, seen && took <= spin);
 	if (seen)
 		return;
 	store32(&b->stub_sleeps, 1);

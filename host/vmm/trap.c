@@ -60,10 +60,12 @@ _Static_assert(TRAP_CLONE_NS ==
 _Static_assert(TRAP_CLONE_PLAIN == (CLONE_PIDFD | CLONE_VM | CLONE_VFORK),
     "a pidfd, no namespace");
 /* How long the vm process spins for the stub's next event before it
- * sleeps, in TSC ticks (about 4.6 to 54 us at 2.6 GHz), adapted at each
- * wait as the stub does its own (spin_adapt). */
-#define SPIN_MIN 12000
+ * sleeps, in TSC ticks (about 3.8 to 54 us at 2.6 GHz), adapted at each
+ * wait as the stub does its own (spin_adapt); every SPIN_PROBE-th wait
+ * spins the longest. */
+#define SPIN_MIN 10000
 #define SPIN_MAX 140000
+#define SPIN_PROBE 64
 #define POLL_NS 20000000 /* a sleeping vm process looks at the stub */
 #define BOOT_WAIT_US 5000000 /* a stub that has not booted by then */
 #define XSTATE_BV_OFF 512 /* the XSAVE header's first word */
@@ -91,6 +93,7 @@ struct vm_trap {
 	int fpu_here, fpu_dirty;
 	int ns; /* started in namespaces of its own */
 	uint64_t spin; /* the next wait's spin, in TSC ticks */
+	uint32_t waits; /* counts them, for the probes */
 };
 
 /* The stub as a sealed memfd, made once per process (and inherited). */
@@ -514,21 +517,22 @@ store32(uint32_t *p, uint32_t v)
 enum { WAIT_EVENT, WAIT_DEAD, WAIT_TIMEOUT, WAIT_STOPPED };
 
 /*
- * The next spin's length after one that lasted `took` ticks of `spin`
- * and saw the event (`seen`) or not. A spin is worth its core only
- * while the stub runs on another: one that ended with no event, or
- * whose event came only after this process was off its core (it took
- * longer than it was allowed: preempted), shrinks the next by a
- * quarter, down to one a tight loop's next call still fits in; one
+ * The next spin's length after `spin`, answered in time or not. A spin
+ * is worth its core only while the stub runs on another: one that ended
+ * with no event, or whose event came only after this process was off its
+ * core (it took longer than it was allowed: preempted), shrinks the next
+ * by a quarter, down to one a tight loop's next call still fits in; one
  * answered in time doubles it. With more busy guests than cores the
  * spins shrink and both sides sleep at once, as a futex ping-pong does;
- * alone, a guest's calls keep them long. The stub's is the same
- * (guest/trap_stub.c).
+ * alone, a guest's calls keep them long. A probe (every SPIN_PROBE-th
+ * wait spins the longest) finds again that events come within the
+ * longest spin once the cores are free; one that fails leaves the spin
+ * as it was. The stub's is the same (guest/trap_stub.c).
  */
 static uint64_t
-spin_adapt(uint64_t spin, uint64_t took, int seen)
+spin_adapt(uint64_t spin, int in_time)
 {
-	if (seen && took <= spin)
+	if (in_time)
 		return spin * 2 > SPIN_MAX ? SPIN_MAX : spin * 2;
 	spin -= spin / 4;
 	return spin < SPIN_MIN ? SPIN_MIN : spin;
@@ -538,11 +542,13 @@ spin_adapt(uint64_t spin, uint64_t took, int seen)
 static int
 spin_for_event(struct vm_trap *t)
 {
-	uint64_t spin = t->spin, t0 = __builtin_ia32_rdtsc(), took;
-	int seen;
+	uint64_t was = t->spin, spin, t0 = __builtin_ia32_rdtsc(), took;
+	int seen, probe;
 
-	if (spin < SPIN_MIN || spin > SPIN_MAX)
-		spin = SPIN_MAX;
+	if (was < SPIN_MIN || was > SPIN_MAX)
+		was = SPIN_MAX; /* the first */
+	probe = ++t->waits % SPIN_PROBE == 0;
+	spin = probe ? SPIN_MAX : was;
 	for (;;) {
 		seen = load32(&t->box->state) == TRAP_S_EVENT;
 		took = __builtin_ia32_rdtsc() - t0;
@@ -550,7 +556,9 @@ spin_for_event(struct vm_trap *t)
 			break;
 		__builtin_ia32_pause();
 	}
-	t->spin = spin_adapt(spin, took, seen);
+	t->spin = probe && !(seen && took <= spin)
+	    ? was
+	    : spin_adapt(spin, seen && took <= spin);
 	return seen;
 }
 
