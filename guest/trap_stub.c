@@ -93,10 +93,10 @@
 #define AT_NULL 0
 #define AT_SYSINFO_EHDR 33
 /* How long the stub spins for the vm process's reply before it sleeps,
- * in TSC ticks (about 1.9 to 108 us at 2.6 GHz), adapted at each wait
+ * in TSC ticks (about 0.4 to 108 us at 2.6 GHz), adapted at each wait
  * (spin_adapt; host/vmm/trap.c's side does the same); every
  * SPIN_PROBE-th wait spins the longest. */
-#define SPIN_MIN 5000
+#define SPIN_MIN 1000
 #define SPIN_MAX 280000
 #define SPIN_PROBE 64
 #define FP_XSTATE_MAGIC1 0x46505853U
@@ -233,8 +233,8 @@ store32(uint32_t *p, uint32_t v)
  * is worth its core only while the other side runs on another: one that
  * ended unanswered, or whose answer came only after the spinner was off
  * its core (it took longer than it was allowed: preempted), shrinks the
- * next by a quarter, down to one a quick answer still fits in; one
- * answered in time doubles it. With more busy processes than cores the
+ * next by a quarter, down to all but none; one answered in time
+ * doubles it. With more busy processes than cores the
  * spins shrink and both sides sleep at once, as a futex ping-pong does.
  * A probe (every SPIN_PROBE-th wait spins the longest) finds again that
  * answers come within the longest spin once the cores are free; one that

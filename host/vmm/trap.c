@@ -60,10 +60,10 @@ _Static_assert(TRAP_CLONE_NS ==
 _Static_assert(TRAP_CLONE_PLAIN == (CLONE_PIDFD | CLONE_VM | CLONE_VFORK),
     "a pidfd, no namespace");
 /* How long the vm process spins for the stub's next event before it
- * sleeps, in TSC ticks (about 3.8 to 54 us at 2.6 GHz), adapted at each
+ * sleeps, in TSC ticks (about 0.4 to 54 us at 2.6 GHz), adapted at each
  * wait as the stub does its own (spin_adapt); every SPIN_PROBE-th wait
  * spins the longest. */
-#define SPIN_MIN 10000
+#define SPIN_MIN 1000
 #define SPIN_MAX 140000
 #define SPIN_PROBE 64
 #define POLL_NS 20000000 /* a sleeping vm process looks at the stub */
@@ -521,10 +521,10 @@ enum { WAIT_EVENT, WAIT_DEAD, WAIT_TIMEOUT, WAIT_STOPPED };
  * is worth its core only while the stub runs on another: one that ended
  * with no event, or whose event came only after this process was off its
  * core (it took longer than it was allowed: preempted), shrinks the next
- * by a quarter, down to one a tight loop's next call still fits in; one
- * answered in time doubles it. With more busy guests than cores the
- * spins shrink and both sides sleep at once, as a futex ping-pong does;
- * alone, a guest's calls keep them long. A probe (every SPIN_PROBE-th
+ * by a quarter, down to all but none; one answered in time doubles it.
+ * With more busy guests than cores the spins shrink and both sides
+ * sleep at once, as a futex ping-pong does; alone, a guest's calls keep
+ * them long. A probe (every SPIN_PROBE-th
  * wait spins the longest) finds again that events come within the
  * longest spin once the cores are free; one that fails leaves the spin
  * as it was. The stub's is the same (guest/trap_stub.c).
