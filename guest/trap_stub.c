@@ -234,11 +234,11 @@ store32(uint32_t *p, uint32_t v)
  * ended unanswered, or whose answer came only after the spinner was off
  * its core (it took longer than it was allowed: preempted), shrinks the
  * next by a quarter, down to all but none; one answered in time
- * doubles it. With more busy processes than cores the
- * spins shrink and both sides sleep at once, as a futex ping-pong does.
- * A probe (every SPIN_PROBE-th wait spins the longest) finds again that
- * answers come within the longest spin once the cores are free; one that
- * fails leaves the spin as it was.
+ * doubles it. With more busy processes than cores the spins shrink and
+ * both sides sleep at once, as a futex ping-pong does. A probe (every
+ * SPIN_PROBE-th wait spins the longest) finds again that answers come
+ * within the longest spin once the cores are free; one that fails
+ * leaves the spin as it was.
  */
 static uint64_t
 spin_adapt(uint64_t spin, int in_time)

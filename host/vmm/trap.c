@@ -524,10 +524,10 @@ enum { WAIT_EVENT, WAIT_DEAD, WAIT_TIMEOUT, WAIT_STOPPED };
  * by a quarter, down to all but none; one answered in time doubles it.
  * With more busy guests than cores the spins shrink and both sides
  * sleep at once, as a futex ping-pong does; alone, a guest's calls keep
- * them long. A probe (every SPIN_PROBE-th
- * wait spins the longest) finds again that events come within the
- * longest spin once the cores are free; one that fails leaves the spin
- * as it was. The stub's is the same (guest/trap_stub.c).
+ * them long. A probe (every SPIN_PROBE-th wait spins the longest) finds
+ * again that events come within the longest spin once the cores are
+ * free; one that fails leaves the spin as it was. The stub's is the same
+ * (guest/trap_stub.c).
  */
 static uint64_t
 spin_adapt(uint64_t spin, int in_time)
