@@ -146,7 +146,10 @@ struct stub_sigaction {
 	uint64_t mask;
 };
 
-/* Read once at boot, before the guest runs; never written after. */
+/* box and alias set at boot, before the guest runs, and never written
+ * after; the rest is the relay's bookkeeping, which the guest may
+ * overwrite at no one's cost but its own (each value is checked or
+ * bounded where it is used). */
 struct stub_state {
 	struct trap_box *box;
 	uint64_t alias; /* guest memory from TRAP_MEM_LO again, PROT_NONE */
