@@ -32,8 +32,9 @@
 #
 # usage: bench/net.sh [BUILD_DIR]   (env: RUNS=5 MIB=256 CONNECTS=100
 #        PIP_MODULES=200 DURATION=5 CONNS=32 THREADS=2; QUICK=1 sets them
-#        all small, to see that every row runs). Needs root (keepd), wrk
-#        and nginx (make bench-net installs them).
+#        all small, to see that every row runs; ROWS="stream connect pip
+#        port" names the rows to run, e.g. ROWS=port). Needs root (keepd),
+#        wrk and nginx (make bench-net installs them).
 set -u
 B=${1:-build}
 export B
@@ -43,7 +44,8 @@ fi
 RUNS=${RUNS:-5} MIB=${MIB:-256} CONNECTS=${CONNECTS:-100}
 PIP_MODULES=${PIP_MODULES:-200} DURATION=${DURATION:-5} CONNS=${CONNS:-32}
 THREADS=${THREADS:-2}
-export RUNS MIB CONNECTS PIP_MODULES DURATION CONNS THREADS
+ROWS=${ROWS:-stream connect pip port}
+export RUNS MIB CONNECTS PIP_MODULES DURATION CONNS THREADS ROWS
 command -v wrk >/dev/null || { echo "bench/net: wrk is not installed"; exit 1; }
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 [ -x "$NGINX" ] || { echo "bench/net: nginx is not installed"; exit 1; }
@@ -165,6 +167,7 @@ url, tok, keepd, netbench, sink, idx, tmp, whl, nport, npid, hpid = sys.argv[1:]
 E = os.environ
 RUNS, MIB, CONNECTS = int(E["RUNS"]), int(E["MIB"]), int(E["CONNECTS"])
 DURATION, CONNS, THREADS = int(E["DURATION"]), int(E["CONNS"]), int(E["THREADS"])
+ROWS = E["ROWS"].split()
 u = urllib.parse.urlparse(url)
 hdr = {"Authorization": "Bearer " + tok, "Content-Type": "application/json"}
 
@@ -235,9 +238,10 @@ def kstream():
 def nstream():
     out, _ = native([netbench, "stream", "127.0.0.1", sink, str(MIB)])
     return float(out.split()[1])
-k, n = alternate(kstream, nstream)
-row("stream", "MiB/s", med(k), med(n), True, 0.5,
-    "%d MiB a run; keep %s, native %s" % (MIB, [round(x) for x in k], [round(x) for x in n]))
+if "stream" in ROWS:
+    k, n = alternate(kstream, nstream)
+    row("stream", "MiB/s", med(k), med(n), True, 0.5,
+        "%d MiB a run; keep %s, native %s" % (MIB, [round(x) for x in k], [round(x) for x in n]))
 
 # 2. Connect + first byte.
 def krtt():
@@ -246,173 +250,176 @@ def krtt():
 def nrtt():
     out, _ = native([netbench, "rtt", "127.0.0.1", sink, str(CONNECTS)])
     return float(out.split()[1])
-k, n = alternate(krtt, nrtt)
-row("connect", "us", med(k), med(n), False, 3.0,
-    "p50 of %d connections a run, connect() to the reply's first byte" % CONNECTS)
+if "connect" in ROWS:
+    k, n = alternate(krtt, nrtt)
+    row("connect", "us", med(k), med(n), False, 3.0,
+        "p50 of %d connections a run, connect() to the reply's first byte" % CONNECTS)
 
 # 3. pip install of the wheel: from the index by name, and from a file in
 # the workspace; each into a fresh --target.
-mc = sandbox("machine")
-with open(os.path.join(tmp, "index", whl), "rb") as f:
-    call("POST", "/v1/sandboxes/%s/files/write?path=%s" % (mc, whl), raw=f.read())
-call("POST", "/v1/sandboxes/%s/files/mkdir?path=etc" % mc)
-with open("images/resolv.conf", "rb") as f:
-    call("POST", "/v1/sandboxes/%s/files/write?path=etc/resolv.conf" % mc, raw=f.read())
-pip = ["-m", "pip", "install", "--no-deps", "--no-cache-dir",
-       "--disable-pip-version-check", "--quiet", "--root-user-action=ignore"]
-nenv = {"PATH": "/usr/bin:/bin", "HOME": os.path.join(tmp, "home")}
-seq = iter(range(1 << 30))
-def kpip(src):
-    def f():
-        i = next(seq)
-        a = pip + ["--target", "/t%d" % i] + (
-            ["--index-url", "http://pypi.test:%s/simple/" % idx, "--trusted-host",
-             "pypi.test", "keepbenchpkg"]
-            if src == "index" else ["--no-index", "/" + whl])
-        out, dt = guest(mc, "python3", a)
-        return dt * 1000
-    return f
-def npip(src):
-    def f():
-        i = next(seq)
-        a = ["/usr/bin/python3.11"] + pip + ["--target", os.path.join(tmp, "t%d" % i)] + (
-            ["--index-url", "http://127.0.0.1:%s/simple/" % idx, "--trusted-host",
-             "127.0.0.1", "keepbenchpkg"]
-            if src == "index" else ["--no-index", os.path.join(tmp, "index", whl)])
-        out, dt = native(a, nenv)
-        return dt * 1000
-    return f
-for src in ("index", "file"):
-    k, n = alternate(kpip(src), npip(src))
-    row("pip " + src, "ms", med(k), med(n), False, 1.5,
-        ("by name from http://pypi.test (host: 127.0.0.1)" if src == "index"
-         else "--no-index, the wheel in the workspace") +
-        "; %s modules, machine image vs the host's python3.11" % E["PIP_MODULES"])
+if "pip" in ROWS:
+    mc = sandbox("machine")
+    with open(os.path.join(tmp, "index", whl), "rb") as f:
+        call("POST", "/v1/sandboxes/%s/files/write?path=%s" % (mc, whl), raw=f.read())
+    call("POST", "/v1/sandboxes/%s/files/mkdir?path=etc" % mc)
+    with open("images/resolv.conf", "rb") as f:
+        call("POST", "/v1/sandboxes/%s/files/write?path=etc/resolv.conf" % mc, raw=f.read())
+    pip = ["-m", "pip", "install", "--no-deps", "--no-cache-dir",
+           "--disable-pip-version-check", "--quiet", "--root-user-action=ignore"]
+    nenv = {"PATH": "/usr/bin:/bin", "HOME": os.path.join(tmp, "home")}
+    seq = iter(range(1 << 30))
+    def kpip(src):
+        def f():
+            i = next(seq)
+            a = pip + ["--target", "/t%d" % i] + (
+                ["--index-url", "http://pypi.test:%s/simple/" % idx, "--trusted-host",
+                 "pypi.test", "keepbenchpkg"]
+                if src == "index" else ["--no-index", "/" + whl])
+            out, dt = guest(mc, "python3", a)
+            return dt * 1000
+        return f
+    def npip(src):
+        def f():
+            i = next(seq)
+            a = ["/usr/bin/python3.11"] + pip + ["--target", os.path.join(tmp, "t%d" % i)] + (
+                ["--index-url", "http://127.0.0.1:%s/simple/" % idx, "--trusted-host",
+                 "127.0.0.1", "keepbenchpkg"]
+                if src == "index" else ["--no-index", os.path.join(tmp, "index", whl)])
+            out, dt = native(a, nenv)
+            return dt * 1000
+        return f
+    for src in ("index", "file"):
+        k, n = alternate(kpip(src), npip(src))
+        row("pip " + src, "ms", med(k), med(n), False, 1.5,
+            ("by name from http://pypi.test (host: 127.0.0.1)" if src == "index"
+             else "--no-index, the wheel in the workspace") +
+            "; %s modules, machine image vs the host's python3.11" % E["PIP_MODULES"])
 
 # 4. Requests through a port beside nginx's proxy_pass to the same server.
-call("POST", "/v1/sandboxes/%s/commands/background" % nb,
-     {"cmd": "netbench", "args": ["http", "8080"]})
-for _ in range(200):
-    c = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
-    c.request("GET", "/v1/sandboxes/%s/ports/8080/" % nb, None, hdr)
-    r = c.getresponse(); r.read(); c.close()
-    if r.status == 200:
-        break
-    time.sleep(0.1)
-else:
-    sys.exit("bench/net: the guest's server never answered through the port: %d" % r.status)
-lua = os.path.join(tmp, "auth.lua")
-with open(lua, "w") as f:
-    f.write('wrk.headers["Authorization"] = "Bearer %s"\n' % tok)
+if "port" in ROWS:
+    call("POST", "/v1/sandboxes/%s/commands/background" % nb,
+         {"cmd": "netbench", "args": ["http", "8080"]})
+    for _ in range(200):
+        c = http.client.HTTPConnection(u.hostname, u.port, timeout=10)
+        c.request("GET", "/v1/sandboxes/%s/ports/8080/" % nb, None, hdr)
+        r = c.getresponse(); r.read(); c.close()
+        if r.status == 200:
+            break
+        time.sleep(0.1)
+    else:
+        sys.exit("bench/net: the guest's server never answered through the port: %d" % r.status)
+    lua = os.path.join(tmp, "auth.lua")
+    with open(lua, "w") as f:
+        f.write('wrk.headers["Authorization"] = "Bearer %s"\n' % tok)
 
-def descendants(root):
-    kids = {}
-    for p in os.listdir("/proc"):
-        if p.isdigit():
+    def descendants(root):
+        kids = {}
+        for p in os.listdir("/proc"):
+            if p.isdigit():
+                try:
+                    with open("/proc/%s/stat" % p) as f:
+                        ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                    kids.setdefault(ppid, []).append(int(p))
+                except (OSError, IndexError, ValueError):
+                    pass
+        out, todo = [], [int(root)]
+        while todo:
+            p = todo.pop()
+            out.append(p)
+            todo += kids.get(p, [])
+        return out
+
+    TICK_NS = 1e9 / os.sysconf("SC_CLK_TCK")
+    def cpu_by_name(*roots):
+        """ns of CPU of the roots and their descendants, by (pid, name): each
+        process's own and that of its children it reaped (the vmm's per-request
+        children end inside the window); every thread's."""
+        t = {}
+        for p in [d for r in roots for d in descendants(r)]:
             try:
-                with open("/proc/%s/stat" % p) as f:
-                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-                kids.setdefault(ppid, []).append(int(p))
-            except (OSError, IndexError, ValueError):
-                pass
-    out, todo = [], [int(root)]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo += kids.get(p, [])
-    return out
+                with open("/proc/%d/cmdline" % p, "rb") as f:
+                    name = f.read().split(b"\0")[0].decode(errors="replace")
+                with open("/proc/%d/stat" % p) as f:
+                    st = f.read().rsplit(")", 1)[1].split()
+            except (OSError, ValueError, IndexError):
+                continue
+            name = name.replace("keepd: ", "").split()[0] if name.strip() else "?"
+            name = os.path.basename(name)
+            t[(p, name)] = sum(int(x) for x in st[11:15]) * TICK_NS
+        return t
 
-TICK_NS = 1e9 / os.sysconf("SC_CLK_TCK")
-def cpu_by_name(*roots):
-    """ns of CPU of the roots and their descendants, by (pid, name): each
-    process's own and that of its children it reaped (the vmm's per-request
-    children end inside the window); every thread's."""
-    t = {}
-    for p in [d for r in roots for d in descendants(r)]:
-        try:
-            with open("/proc/%d/cmdline" % p, "rb") as f:
-                name = f.read().split(b"\0")[0].decode(errors="replace")
-            with open("/proc/%d/stat" % p) as f:
-                st = f.read().rsplit(")", 1)[1].split()
-        except (OSError, ValueError, IndexError):
-            continue
-        name = name.replace("keepd: ", "").split()[0] if name.strip() else "?"
-        name = os.path.basename(name)
-        t[(p, name)] = sum(int(x) for x in st[11:15]) * TICK_NS
-    return t
+    def wrk(target, script=None):
+        a = ["wrk", "-t%d" % THREADS, "-c%d" % CONNS, "-d%ds" % DURATION]
+        if script:
+            a += ["-s", script]
+        r = subprocess.run(a + [target], capture_output=True, text=True)
+        rps = reqs = errs = 0
+        for l in r.stdout.splitlines():
+            if l.startswith("Requests/sec:"):
+                rps = float(l.split()[1])
+            elif "requests in" in l:
+                reqs = int(l.split()[0])
+            elif "Non-2xx" in l or "Socket errors" in l:
+                errs += 1
+        if errs:
+            print("  wrk %s: %s" % (target, " ".join(l.strip() for l in r.stdout.splitlines()
+                                                   if "Non-2xx" in l or "Socket errors" in l)))
+        return rps, reqs
 
-def wrk(target, script=None):
-    a = ["wrk", "-t%d" % THREADS, "-c%d" % CONNS, "-d%ds" % DURATION]
-    if script:
-        a += ["-s", script]
-    r = subprocess.run(a + [target], capture_output=True, text=True)
-    rps = reqs = errs = 0
-    for l in r.stdout.splitlines():
-        if l.startswith("Requests/sec:"):
-            rps = float(l.split()[1])
-        elif "requests in" in l:
-            reqs = int(l.split()[0])
-        elif "Non-2xx" in l or "Socket errors" in l:
-            errs += 1
-    if errs:
-        print("  wrk %s: %s" % (target, " ".join(l.strip() for l in r.stdout.splitlines()
-                                               if "Non-2xx" in l or "Socket errors" in l)))
-    return rps, reqs
-
-kcpu = {}
-def kport():
-    c0 = cpu_by_name(keepd)
-    rps, reqs = wrk("%s/v1/sandboxes/%s/ports/8080/" % (url, nb), lua)
-    c1 = cpu_by_name(keepd)
-    for key, ns in c1.items():
-        kcpu.setdefault(key[1], [0, 0])
-        kcpu[key[1]][0] += ns - c0.get(key, 0)
-    kcpu.setdefault("", [0, 0])[1] += reqs
-    return rps
-ncpu = [0, 0]
-def nport_():
-    c0 = cpu_by_name(npid, hpid)
-    rps, reqs = wrk("http://127.0.0.1:%s/" % nport)
-    c1 = cpu_by_name(npid, hpid)
-    ncpu[0] += sum(ns - c0.get(key, 0) for key, ns in c1.items())
-    ncpu[1] += reqs
-    return rps
-def restarts():
-    with open(os.path.join(tmp, "log"), errors="replace") as f:
-        return sum("restarting front" in l for l in f)
-r0 = restarts()
-k, n = alternate(kport, nport_)
-r1 = restarts()
-if r1 > r0:
-    print("  keepd's front died and was restarted %d times during the port runs "
-          "(KEEP_TEST_KEEP=DIR keeps keepd's log)" % (r1 - r0))
-row("port", "req/s", med(k), med(n), True, 0.5,
-    "wrk -t%d -c%d -d%ds; nginx: 1 worker, proxy_pass" % (THREADS, CONNS, DURATION))
-reqs = kcpu.pop("")[1]
-if reqs:
-    parts = sorted(((ns / 1000 / reqs, name) for name, (ns, _) in kcpu.items() if ns > 0), reverse=True)
-    print("  CPU per request through the port, us: keepd %.1f (%s)" %
-          (sum(p[0] for p in parts), ", ".join("%s %.1f" % (nm, us) for us, nm in parts)))
-if ncpu[1]:
-    print("  CPU per request, us: nginx and the native server %.1f" % (ncpu[0] / 1000 / ncpu[1]))
-# One client, one request at a time: the latency of a request through the
-# port when nothing queues (wrk's p50), beside nginx's.
-def p50(target, script=None):
-    a = ["wrk", "-t1", "-c1", "-d%ds" % DURATION, "--latency"]
-    if script:
-        a += ["-s", script]
-    r = subprocess.run(a + [target], capture_output=True, text=True)
-    for l in r.stdout.splitlines():
-        f = l.split()
-        if len(f) == 2 and f[0] == "50%":
-            v = f[1]
-            for unit, mul in (("us", 0.001), ("ms", 1.0), ("s", 1000.0)):
-                if v.endswith(unit):
-                    return float(v[:-len(unit)]) * mul
-    return float("nan")
-kl = p50("%s/v1/sandboxes/%s/ports/8080/" % (url, nb), lua)
-nl = p50("http://127.0.0.1:%s/" % nport)
-print("  one client (wrk -c1 p50): keepd %.2f ms, nginx %.2f ms (%.1fx)" % (kl, nl, kl / nl if nl else 0))
-print("guest platform: %s" % ", ".join(sorted(platform)))
+    kcpu = {}
+    def kport():
+        c0 = cpu_by_name(keepd)
+        rps, reqs = wrk("%s/v1/sandboxes/%s/ports/8080/" % (url, nb), lua)
+        c1 = cpu_by_name(keepd)
+        for key, ns in c1.items():
+            kcpu.setdefault(key[1], [0, 0])
+            kcpu[key[1]][0] += ns - c0.get(key, 0)
+        kcpu.setdefault("", [0, 0])[1] += reqs
+        return rps
+    ncpu = [0, 0]
+    def nport_():
+        c0 = cpu_by_name(npid, hpid)
+        rps, reqs = wrk("http://127.0.0.1:%s/" % nport)
+        c1 = cpu_by_name(npid, hpid)
+        ncpu[0] += sum(ns - c0.get(key, 0) for key, ns in c1.items())
+        ncpu[1] += reqs
+        return rps
+    def restarts():
+        with open(os.path.join(tmp, "log"), errors="replace") as f:
+            return sum("restarting front" in l for l in f)
+    r0 = restarts()
+    k, n = alternate(kport, nport_)
+    r1 = restarts()
+    if r1 > r0:
+        print("  keepd's front died and was restarted %d times during the port runs "
+              "(KEEP_TEST_KEEP=DIR keeps keepd's log)" % (r1 - r0))
+    row("port", "req/s", med(k), med(n), True, 0.5,
+        "wrk -t%d -c%d -d%ds; nginx: 1 worker, proxy_pass" % (THREADS, CONNS, DURATION))
+    reqs = kcpu.pop("")[1]
+    if reqs:
+        parts = sorted(((ns / 1000 / reqs, name) for name, (ns, _) in kcpu.items() if ns > 0), reverse=True)
+        print("  CPU per request through the port, us: keepd %.1f (%s)" %
+              (sum(p[0] for p in parts), ", ".join("%s %.1f" % (nm, us) for us, nm in parts)))
+    if ncpu[1]:
+        print("  CPU per request, us: nginx and the native server %.1f" % (ncpu[0] / 1000 / ncpu[1]))
+    # One client, one request at a time: the latency of a request through the
+    # port when nothing queues (wrk's p50), beside nginx's.
+    def p50(target, script=None):
+        a = ["wrk", "-t1", "-c1", "-d%ds" % DURATION, "--latency"]
+        if script:
+            a += ["-s", script]
+        r = subprocess.run(a + [target], capture_output=True, text=True)
+        for l in r.stdout.splitlines():
+            f = l.split()
+            if len(f) == 2 and f[0] == "50%":
+                v = f[1]
+                for unit, mul in (("us", 0.001), ("ms", 1.0), ("s", 1000.0)):
+                    if v.endswith(unit):
+                        return float(v[:-len(unit)]) * mul
+        return float("nan")
+    kl = p50("%s/v1/sandboxes/%s/ports/8080/" % (url, nb), lua)
+    nl = p50("http://127.0.0.1:%s/" % nport)
+    print("  one client (wrk -c1 p50): keepd %.2f ms, nginx %.2f ms (%.1fx)" % (kl, nl, kl / nl if nl else 0))
+print("guest platform: %s" % ", ".join(sorted(platform) or ["KEEP_PLATFORM=" + E.get("KEEP_PLATFORM", "auto")]))
 print("load average after: %s" % " ".join(open("/proc/loadavg").read().split()[:3]))
 EOPY

@@ -432,6 +432,14 @@ print_limits(const struct policy_limits *lim)
 		units_format_size(b, sizeof(b), lim->egress_max);
 		printf("%segress bytes %s", any++ ? ", " : "  limits: ", b);
 	}
+	if (lim->egress_budget) {
+		units_format_size(b, sizeof(b), lim->egress_budget);
+		printf("%segress budget %s/%s", any++ ? ", " : "  limits: ", b,
+		    lim->egress_budget_ms == 1000          ? "s"
+		        : lim->egress_budget_ms == 60000   ? "min"
+		        : lim->egress_budget_ms == 3600000 ? "h"
+		                                           : "day");
+	}
 	if (lim->isolation == POLICY_ISO_KVM)
 		printf("%sisolation kvm", any++ ? ", " : "  limits: ");
 	if (lim->lock_writes)

@@ -261,7 +261,7 @@ post_and_wait(struct trap_box *b, uint32_t event)
 		long sec, nsec;
 	} second = { 1, 0 };
 	uint64_t was = st.spin, spin, t0, took;
-	int i, seen, probe;
+	int i, seen, probe, blocked = 0;
 
 	/* (out of range: the first wait, or the guest wrote it) */
 	if (was < SPIN_MIN || was > SPIN_MAX)
@@ -277,11 +277,13 @@ post_and_wait(struct trap_box *b, uint32_t event)
 	for (;;) {
 		seen = load32(&b->state) == TRAP_S_REPLY;
 		took = __builtin_ia32_rdtsc() - t0;
-		if (seen || took > spin)
+		/* (host_blocks: the vm process blocks in a host call, no
+		 * answer comes soon: no spin, and nothing learnt from it) */
+		if (seen || took > spin || (blocked = load32(&b->host_blocks)))
 			break;
 		__builtin_ia32_pause();
 	}
-	st.spin = probe && !(seen && took <= spin)
+	st.spin = (probe || blocked) && !(seen && took <= spin)
 	    ? was
 	    : spin_adapt(spin, seen && took <= spin);
 	if (seen)
@@ -444,7 +446,9 @@ run_op(struct trap_box *b, uint64_t addr, uint64_t len, uint64_t off,
 
 	if (addr < TRAP_MEM_LO || len > b->memsz || addr > b->memsz - len ||
 	    (addr & 0xfff) != 0 || (len & 0xfff) != 0 || len == 0 ||
-	    (prot != PROT_NONE && prot != (PROT_READ | PROT_WRITE | PROT_EXEC)))
+	    (prot != PROT_NONE &&
+	        prot != (PROT_READ | PROT_WRITE | PROT_EXEC) &&
+	        (kind != TRAP_OP_MAP || prot != (PROT_READ | PROT_EXEC))))
 		return -EINVAL;
 	switch (kind) {
 	case TRAP_OP_PROTECT:
@@ -452,9 +456,13 @@ run_op(struct trap_box *b, uint64_t addr, uint64_t len, uint64_t off,
 	case TRAP_OP_MAP:
 		if ((fd = receive_fd(b)) < 0)
 			return fd;
+		/* Read-only: an image file's pages (the descriptor is
+		 * read-only, so the kernel would refuse a writable shared
+		 * mapping of it, and any later mprotect to writable). */
 		rc = stub_syscall6(NR_mmap, (long)addr, (long)len,
-		    PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
-		    (long)off);
+		    prot == (PROT_READ | PROT_EXEC) ? PROT_READ | PROT_EXEC
+		                                    : PROT_READ | PROT_WRITE,
+		    MAP_SHARED | MAP_FIXED, fd, (long)off);
 		sys(NR_close, fd, 0, 0);
 		if (rc < 0 && rc > -4096)
 			return rc;

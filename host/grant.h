@@ -51,6 +51,11 @@ struct grant {
 	 * egress together (the policy's `egress bytes`), in KiB rounded
 	 * up (a uint32 where the layout had room: up to 4 TiB); 0 = none. */
 	uint32_t egress_kib;
+	/* For a run: the principal's `egress budget`, the bytes of all its
+	 * runs together (KiB, rounded up) refilled per egress_budget_s
+	 * seconds; 0 = none. */
+	uint32_t egress_budget_kib;
+	uint32_t egress_budget_s;
 	uint8_t nonce[GRANT_NONCE_BYTES];
 	uint8_t mac[GRANT_MAC_BYTES];
 };
@@ -61,7 +66,7 @@ struct grant {
  * secret, so its value never enters the guest: the run's variables get
  * a placeholder, and egress puts the value in (docs/egress.md). */
 #define GRANT_F_SECRET_EGRESS 0x2u
-_Static_assert(sizeof(struct grant) == 216, "grant is fixed-width");
+_Static_assert(sizeof(struct grant) == 224, "grant is fixed-width");
 
 enum grant_err {
 	GRANT_OK = 0,

@@ -201,6 +201,7 @@ front_loop(struct proc_ctx *ctx, struct front_state *fs)
 	struct epoll_event ev[16];
 	uint8_t *buf;
 	int epfd, n, i, started = 0, linkfd[PROC_COUNT], timeout, due;
+	int front_due;
 	enum proc_id p;
 	uint64_t t0 = mono_ms();
 
@@ -247,10 +248,13 @@ front_loop(struct proc_ctx *ctx, struct front_state *fs)
 		n = epoll_wait(epfd, ev, nitems(ev), timeout);
 		if (n == -1 && errno != EINTR)
 			fatal("%s: epoll_wait", __func__);
+		front_due = 0;
 		for (i = 0; i < n && !ctx->quit; i++) {
 			p = (enum proc_id)ev[i].data.u64;
-			if (p == PROC_COUNT)
+			if (p == PROC_COUNT) {
+				front_due = 1;
 				continue;
+			}
 			if (ctx->fd[p] == -1)
 				continue;
 			/* Once serving, replies go to the tasks that wait
@@ -261,10 +265,15 @@ front_loop(struct proc_ctx *ctx, struct front_state *fs)
 			                  ctx, p, buf, MSG_BUFSZ)) == -1)
 				ctx->quit = 1;
 		}
-		/* Timeouts are enforced inside front_step: call it always. */
+		/* Timeouts are enforced inside front_step: call it always,
+		 * but ask its epoll only when this wait said it had events
+		 * (a pass per reply from a peer would ask it for nothing). */
 		if (started && !ctx->quit) {
 			front_backend_resume(fs->fb);
-			front_step(fs->front, 0);
+			if (front_due || n <= 0)
+				front_step(fs->front, 0);
+			else
+				front_tick(fs->front);
 			front_backend_flush(fs->fb);
 		}
 	}

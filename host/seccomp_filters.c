@@ -254,6 +254,32 @@ const struct seccomp_filter seccomp_policy = { "policy", policy_rules,
 	        "trap: the guest's process, in namespaces of its own"),        \
 	    RA(clone, 0, TRAP_CLONE_PLAIN,                                     \
 	        "trap: the guest's process where no user namespace opens"),    \
+	    RA(clone, 0, TRAP_CLONE_JOIN,                                      \
+	        "trap: a later guest process of the tree: the go-between "     \
+	        "that joins the tree's namespaces"),                           \
+	    RA(clone, 0, TRAP_CLONE_JOINED,                                    \
+	        "trap: from the go-between, the guest's process, in a pid "    \
+	        "and a mount namespace of its own"),                           \
+	    RA(clone, 0, TRAP_CLONE_JOINED_ROOT,                               \
+	        "trap: the same, in the tree's mount namespace (its empty "    \
+	        "root)"),                                                      \
+	    RA(setns, 1, CLONE_NEWUSER,                                        \
+	        "trap: the go-between joins the tree's user namespace, "       \
+	        "owned by the vm process's uid (its first stub's)"),           \
+	    RA(setns, 1, CLONE_NEWNET, "trap: then its network namespace"),    \
+	    RA(setns, 1, CLONE_NEWIPC, "trap: then its IPC namespace"),        \
+	    RA(setns, 1, CLONE_NEWUTS, "trap: then its UTS namespace"),        \
+	    RA(setns, 1, CLONE_NEWCGROUP, "trap: then its cgroup namespace"),  \
+	    RA(setns, 1, CLONE_NEWNS,                                          \
+	        "trap: then its mount namespace (the empty root)"),            \
+	    RA(ioctl, 1, PIDFD_GET_USER_NAMESPACE,                             \
+	        "trap: the first stub's namespaces, from its pidfd, kept "     \
+	        "for the tree's later stubs"),                                 \
+	    RA(ioctl, 1, PIDFD_GET_NET_NAMESPACE, "trap: the same"),           \
+	    RA(ioctl, 1, PIDFD_GET_IPC_NAMESPACE, "trap: the same"),           \
+	    RA(ioctl, 1, PIDFD_GET_UTS_NAMESPACE, "trap: the same"),           \
+	    RA(ioctl, 1, PIDFD_GET_CGROUP_NAMESPACE, "trap: the same"),        \
+	    RA(ioctl, 1, PIDFD_GET_MNT_NAMESPACE, "trap: the same"),           \
 	    R(waitid, "trap: the guest's process ended (its pidfd)"),          \
 	    RA(kill, 1, SIGUSR1, "trap: kick the guest's process"),            \
 	    R(copy_file_range, "trap: a guest fork copies its memory"),        \

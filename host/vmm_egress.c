@@ -417,7 +417,7 @@ report_event(struct proc_ctx *ctx, struct vmm_egress_run *r, const uint8_t *p)
 	const char *action = "egress.tls";
 
 	memcpy(&q, p, sizeof(q));
-	if (q.why < VMM_NET_TLS_NAME || q.why > VMM_NET_BYTES || q.pad != 0 ||
+	if (q.why < VMM_NET_TLS_NAME || q.why > VMM_NET_BUDGET || q.pad != 0 ||
 	    q.port == 0 || !name_ok(q.name, sizeof(q.name), 1) ||
 	    !name_ok(q.sni, sizeof(q.sni), 1)) {
 		log_warnx("%s: malformed report from a vm process", __func__);
@@ -440,6 +440,11 @@ report_event(struct proc_ctx *ctx, struct vmm_egress_run *r, const uint8_t *p)
 		break;
 	case VMM_NET_NOT_TLS:
 		snprintf(detail, sizeof(detail), "not TLS on port 443");
+		break;
+	case VMM_NET_BUDGET:
+		action = "egress.budget";
+		snprintf(detail, sizeof(detail),
+		    "the principal's egress budget is spent");
 		break;
 	default:
 		action = "egress.bytes";

@@ -693,7 +693,7 @@ struct msg_vmm_net_reply {
 	uint32_t refused;
 };
 
-/* MSG_VMM_NET_REPORT: why (VMM_NET_TLS_NAME ... VMM_NET_BYTES,
+/* MSG_VMM_NET_REPORT: why (VMM_NET_TLS_NAME ... VMM_NET_BUDGET,
  * host/vmm/vmm.h), the connection's name and port, and the server name
  * its ClientHello asked for ("" none). Strings NUL-terminated. */
 struct msg_vmm_net_report {

@@ -90,11 +90,14 @@ enum lang_stmt_kind {
 	LANG_S_EXPOSE, /* guest ports it may reach (docs/policy-language.md) */
 	/* `egress bytes SIZE`: bytes out and in of a run's connections
 	 * through egress (docs/egress.md) */
-	LANG_S_EGRESS_BYTES
+	LANG_S_EGRESS_BYTES,
+	/* `egress budget SIZE/unit`: the same bytes of all the agent's
+	 * runs together, refilled at SIZE per unit (value, period_ms) */
+	LANG_S_EGRESS_BUDGET
 };
 /* The last kind: arrays indexed by kind have LANG_S_LAST + 1 entries.
  * A new kind goes before this line's and becomes it. */
-#define LANG_S_LAST LANG_S_EGRESS_BYTES
+#define LANG_S_LAST LANG_S_EGRESS_BUDGET
 
 /* isolation's value (lang_stmt.value) */
 enum lang_isolation { LANG_ISO_ANY = 0, LANG_ISO_KVM = 1 };
@@ -145,7 +148,7 @@ struct lang_stmt {
 	size_t nitems;
 	int which; /* rate: enum lang_rate_kind; cost: enum cap_id */
 	uint64_t value; /* count, bytes or ms */
-	uint64_t period_ms; /* rate */
+	uint64_t period_ms; /* rate, egress budget */
 	struct lang_stmt *next;
 };
 

@@ -800,9 +800,10 @@ parse_egress(struct parser *p, struct lang_stmt *s)
 	return 0;
 }
 
-/* N/unit: s, sec, second, min, minute, h, hour, day */
+/* After N: '/' and a unit (s, sec, second, min, minute, h, hour, day)
+ * into s->period_ms; eg is the example an error shows. */
 static int
-parse_rate(struct parser *p, struct lang_stmt *s)
+take_period(struct parser *p, struct lang_stmt *s, const char *eg)
 {
 	static const struct {
 		const char *w;
@@ -812,6 +813,21 @@ parse_rate(struct parser *p, struct lang_stmt *s)
 		{ "hour", 3600000 }, { "day", 86400000 } };
 	size_t i;
 
+	if (!accept(p, T_SLASH))
+		return expected(p, eg);
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (is_word(p, units[i].w)) {
+			s->period_ms = units[i].ms;
+			next(p);
+			return 0;
+		}
+	return expected(p, "s, min, h or day");
+}
+
+/* N/unit */
+static int
+parse_rate(struct parser *p, struct lang_stmt *s)
+{
 	if (is_word(p, "read"))
 		s->which = LANG_RATE_READ;
 	else if (is_word(p, "write"))
@@ -826,15 +842,7 @@ parse_rate(struct parser *p, struct lang_stmt *s)
 		    "a rate of 0; use deny to forbid");
 		return -1;
 	}
-	if (!accept(p, T_SLASH))
-		return expected(p, "'/' and a unit (100/min)");
-	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-		if (is_word(p, units[i].w)) {
-			s->period_ms = units[i].ms;
-			next(p);
-			return 0;
-		}
-	return expected(p, "s, min, h or day");
+	return take_period(p, s, "'/' and a unit (100/min)");
 }
 
 static int
@@ -886,6 +894,7 @@ static const char *const stmt_names[] = {
 	[LANG_S_EXPOSE] = "expose",
 	/* Never a word of its own: `egress` then `bytes` (stmt_body). */
 	[LANG_S_EGRESS_BYTES] = "egress bytes",
+	[LANG_S_EGRESS_BUDGET] = "egress budget",
 };
 
 const char *
@@ -973,8 +982,24 @@ stmt_body(struct parser *p, struct lang_stmt *s)
 			}
 			return 0;
 		}
+		/* `egress budget 10G/day`: the agent's runs together. */
+		if (is_word(p, "budget")) {
+			s->kind = LANG_S_EGRESS_BUDGET;
+			next(p);
+			if (parse_unit(p, s, 0) < 0 ||
+			    take_period(p, s, "'/' and a unit (10G/day)") < 0)
+				return -1;
+			/* A grant carries it in KiB, in 32 bits. */
+			if (s->value > (UINT64_C(1) << 42)) {
+				lang_diag(p->f, LANG_ERROR, s->loc,
+				    "egress budget larger than 4T");
+				return -1;
+			}
+			return 0;
+		}
 		return parse_egress(p, s);
 	case LANG_S_EGRESS_BYTES:
+	case LANG_S_EGRESS_BUDGET:
 		return -1; /* never a statement's first word */
 	case LANG_S_SECRET:
 		return parse_secret(p, s);

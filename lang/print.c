@@ -123,6 +123,10 @@ stmt(struct out *o, const struct lang_stmt *s)
 		units_format_size(b, sizeof(b), s->value);
 		put(o, " %s", b);
 		break;
+	case LANG_S_EGRESS_BUDGET:
+		units_format_size(b, sizeof(b), s->value);
+		put(o, " %s/%s", b, period_name(s->period_ms));
+		break;
 	case LANG_S_TIMEOUT:
 	case LANG_S_PAUSE:
 		units_format_duration(b, sizeof(b), s->value);

@@ -152,7 +152,8 @@ set_rule(uint32_t *rule, uint32_t *line, const struct lang_item *it)
 /* isolation's slot in fold_stmt's set[64], past the costs' (32 + cap) */
 #define SET_ISOLATION 63
 #define SET_EGRESS_BYTES 62 /* `egress bytes`'s, the same way */
-_Static_assert(32 + CAP_COUNT <= SET_EGRESS_BYTES, "set[] slots overlap");
+#define SET_EGRESS_BUDGET 61 /* and `egress budget`'s */
+_Static_assert(32 + CAP_COUNT <= SET_EGRESS_BUDGET, "set[] slots overlap");
 
 static void
 fold_stmt(struct policy_principal *pr, const struct lang_stmt *s,
@@ -202,6 +203,12 @@ fold_stmt(struct policy_principal *pr, const struct lang_stmt *s,
 		if (set[SET_EGRESS_BYTES]++)
 			return;
 		l->egress_max = s->value;
+		return;
+	case LANG_S_EGRESS_BUDGET:
+		if (set[SET_EGRESS_BUDGET]++)
+			return;
+		l->egress_budget = s->value;
+		l->egress_budget_ms = s->period_ms;
 		return;
 	case LANG_S_RATE:
 		if (set[LANG_S_RATE * 2 + s->which]++)

@@ -209,6 +209,7 @@ hook_decide(void *compiled, const struct msg_policy_decide *q,
 	r->grant.count_max = 0;
 	r->grant.procs_max = 0;
 	r->grant.flags = r->grant.egress_kib = 0;
+	r->grant.egress_budget_kib = r->grant.egress_budget_s = 0;
 	if (c == NULL || q->cap >= CAP_COUNT ||
 	    q->target_len > sizeof(q->target))
 		return;
@@ -268,6 +269,10 @@ hook_decide(void *compiled, const struct msg_policy_decide *q,
 		 * uint32). */
 		r->grant.egress_kib =
 		    (uint32_t)((res.limits->egress_max + 1023) / 1024);
+		r->grant.egress_budget_kib =
+		    (uint32_t)((res.limits->egress_budget + 1023) / 1024);
+		r->grant.egress_budget_s =
+		    (uint32_t)(res.limits->egress_budget_ms / 1000);
 		if (res.limits->isolation == POLICY_ISO_KVM)
 			r->grant.flags |= GRANT_F_KVM;
 	}

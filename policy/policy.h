@@ -84,6 +84,10 @@ struct policy_limits {
 	/* bytes out and in of one run's connections through egress
 	 * (`egress bytes`), 0 = not set */
 	uint64_t egress_max;
+	/* bytes out and in of all its runs' connections together, refilled
+	 * at egress_budget per egress_budget_ms (`egress budget`); 0 = none */
+	uint64_t egress_budget;
+	uint64_t egress_budget_ms;
 };
 
 #define POLICY_ISO_ANY 0

@@ -931,6 +931,7 @@ rq_route(struct rq *r, const struct api_route *rt, size_t ri, const char *peer)
 	r->call.cap = rt->cap >= 0 ? (enum cap_id)rt->cap : CAP_COUNT;
 	r->call.route = rt->as != NULL ? rt->as : rt->name;
 	r->call.e2b = rt->e2b != E2B_NO;
+	r->call.port = rt->fn == h_port ? api_port_number(r->tail) : 0;
 }
 
 static void
@@ -1453,9 +1454,9 @@ api_set_resume(struct api *a, api_resume_fn fn, void *arg)
 }
 
 void
-api_set_pipe(struct api *a, api_pipe_fn fn, void *arg)
+api_set_pipe(struct api *a, const struct api_pipe_ops *ops, void *arg)
 {
-	a->pipe_fn = fn;
+	a->pipe = ops;
 	a->pipe_arg = arg;
 }
 

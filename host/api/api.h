@@ -99,7 +99,7 @@ struct api_idem {
 };
 
 /* Bytes of api_call.authz_room. */
-#define API_AUTHZ_ROOM 448 /* a decision carries an injection's two names */
+#define API_AUTHZ_ROOM 464 /* a decision carries an injection's two names */
 
 /* Passed to every op after authentication. */
 struct api_call {
@@ -144,6 +144,10 @@ struct api_call {
 	 * the backend has in flight meanwhile.
 	 */
 	_Alignas(16) unsigned char authz_room[API_AUTHZ_ROOM];
+	/* A ports route's port (1-65535), else 0: authorize may ask the
+	 * policy about it beside the route's decision, in the same round
+	 * trip, for port_check to use. */
+	unsigned port;
 };
 
 struct api_kv {
@@ -673,6 +677,14 @@ struct api_backend {
 	int (*port_open)(void *ctx, const struct api_call *, const char *id,
 	    unsigned port, int *fd, struct api_error *err);
 	/*
+	 * Whether the policy exposes port of sandbox id to the caller (a
+	 * decision that spends nothing; a refusal is audited): API_OK, or
+	 * an error with err filled. Asked before every request through a
+	 * port, before port_open or a kept connection. Optional.
+	 */
+	int (*port_check)(void *ctx, const struct api_call *, const char *id,
+	    unsigned port, struct api_error *err);
+	/*
 	 * Links (optional, with port_open). link_verify: tok is a link (not
 	 * a bearer token) that verifies, has not expired nor been revoked;
 	 * *out is its issuer with via_link, link_port and sbx set (whether
@@ -797,14 +809,39 @@ typedef void (*api_resume_fn)(
     void *arg, uint64_t conn, const void *resp, size_t len, int flags);
 void api_set_resume(struct api *, api_resume_fn fn, void *arg);
 /*
- * A sandbox's port (docs/architecture.md, "Ports"): the connection conn
- * becomes a byte pipe to fd (a connected socket, which fn takes, and
- * closes, on success), starting with the request as it goes there (head
- * and body, len bytes). 0, or -1: fn took nothing, fd is the caller's.
+ * A sandbox's port (docs/architecture.md, "Ports"), served by the event
+ * loop that owns the connections:
+ *
+ * open: connection conn sends req (the request as it goes to the port,
+ * head and body, len bytes) on fd, a connected socket that open takes
+ * (and closes) on success, and passes the response back: framed
+ * (host/http/http_upstream.h), so that fd, when the server lets it, is
+ * kept for the next request with the same key and the client's
+ * connection carries its next request through the api again; or, with
+ * API_PIPE_UPGRADE, as a byte pipe both ways until either side ends (a
+ * WebSocket after its 101). 0, or -1: open took nothing, fd is the
+ * caller's.
+ * take: a kept connection for key (one that still looks open), or -1.
+ * wait: in the task of conn's request, after open with API_PIPE_REUSED:
+ * 0 once the answer's first byte came; -1 when the kept connection
+ * ended (or failed) before any, its request unanswered, so that the
+ * caller may open a fresh one and call open again; -2 when the client's
+ * connection has gone.
  */
-typedef int (*api_pipe_fn)(
-    void *arg, uint64_t conn, int fd, const void *head, size_t len);
-void api_set_pipe(struct api *, api_pipe_fn fn, void *arg);
+#define API_PIPE_UPGRADE 0x1 /* the client asked for an upgrade */
+#define API_PIPE_HEAD 0x2 /* a HEAD: its answer has no body */
+#define API_PIPE_CLOSE 0x4 /* close the client's connection after it */
+#define API_PIPE_REUSED 0x8 /* fd came from take */
+struct api_pipe_ops {
+	int (*open)(void *arg, uint64_t conn, int fd, const void *req,
+	    size_t len, const char *key, int flags);
+	int (*take)(void *arg, const char *key);
+	int (*wait)(void *arg, uint64_t conn);
+};
+/* The key of kept connections: the sandbox, the port, the principal
+ * (the one the vmm found the sandbox's owner when it was opened). */
+#define API_PIPE_KEY_MAX 256
+void api_set_pipe(struct api *, const struct api_pipe_ops *ops, void *arg);
 /* keepd.yaml ports.domain ("" or NULL: none): a request whose Host is
  * "{port}-{sandbox id}.DOMAIN" goes to that port as if its path were
  * under /v1/sandboxes/{id}/ports/{port}. */

@@ -68,7 +68,7 @@ struct api {
 	/* deferred replies */
 	api_resume_fn resume_fn;
 	void *resume_arg;
-	api_pipe_fn pipe_fn; /* a port's byte pipe (api_ports.c) */
+	const struct api_pipe_ops *pipe; /* a port's requests (api_ports.c) */
 	void *pipe_arg;
 	api_auth_fn auth_fn; /* a connection's bearer token verified */
 	void *auth_arg;
@@ -325,6 +325,8 @@ void h_port(struct rq *); /* api_ports.c */
  * ports route for its method, id and port (as text) filled; else -1. */
 long api_port_host(
     const struct api *, const struct http_request *, char *id, char *port);
+/* A port's path segment as a number: 1..65535, or 0 when it is not one. */
+unsigned api_port_number(const char *);
 /* A port's links (api_ports.c): POST /v1/sandboxes/{id}/links, and the
  * credential of a ports request without Authorization (api.c's
  * authenticate asks it): 0, r->who the link's issuer and r->link_from

@@ -2,15 +2,19 @@
  * /v1/sandboxes/{id}/ports/{port}/{path...} (docs/architecture.md,
  * "Ports"): a request to a server the guest runs on 127.0.0.1:port in
  * its sandbox's network namespace. The checks are those of every sandbox
- * route (token, decision, the sandbox is the caller's); then the backend
- * has the socket made where the namespace is, and the connection becomes
- * a byte pipe to it (api_pipe_fn), so a response of any framing and a
- * WebSocket after its 101 pass through unread.
+ * route (token, decision, the sandbox is the caller's), and the policy's
+ * expose rule for the port, on every request; then the request goes on a
+ * connection to the port: one kept from an earlier request of the same
+ * principal to the same sandbox and port, or a new one that the backend
+ * has made where the namespace is. The loop (api_pipe_ops) passes the
+ * response back as it comes, reading only its framing, and keeps the
+ * connection for the next request when the server lets it; a WebSocket
+ * after its 101 passes as a byte pipe.
  *
  * The request goes on rewritten: the path from the port on, the query;
  * the caller's headers but keep's own (its bearer token never reaches the
- * guest) and those that frame the hop (Connection and its kin, which the
- * head here restates); its body, whole, with its length.
+ * guest) and those that frame the hop (Connection and its kin); its body,
+ * whole, with its length.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,8 +78,8 @@ has_token(const struct http_request *req, const char *name, const char *tok)
 }
 
 /* The port from its path segment: 1..65535, digits only, no leading 0. */
-static unsigned
-port_parse(const char *s)
+unsigned
+api_port_number(const char *s)
 {
 	unsigned long v = 0;
 	size_t i;
@@ -143,10 +147,10 @@ build_head(const struct rq *r, const char *rest, size_t restlen, int upgrade,
 		else if (!b->oom)
 			b->len = at;
 	}
-	/* One request per connection to the port: its response's end is
-	 * then the connection's, whatever its framing. */
-	http_buf_puts(
-	    b, upgrade ? "Connection: Upgrade\r\n" : "Connection: close\r\n");
+	/* HTTP/1.1's default, keep-alive, but for an upgrade: the
+	 * connection is the front's to keep, whatever the client asked. */
+	if (upgrade)
+		http_buf_puts(b, "Connection: Upgrade\r\n");
 	if (req->body_len > 0 || req->method == HTTP_POST ||
 	    req->method == HTTP_PUT || req->method == HTTP_PATCH) {
 		http_buf_puts(b, "Content-Length: ");
@@ -235,6 +239,33 @@ api_port_host(
 
 static void link_redirect(struct rq *r, unsigned port);
 
+/*
+ * The connection the request goes on: a kept one (*reused), else one
+ * the backend makes. API_OK, or an error with err filled.
+ */
+static int
+port_conn(struct rq *r, unsigned port, const char *key, int fresh, int *fd,
+    int *reused, struct api_error *err)
+{
+	int rc;
+
+	*fd = -1;
+	*reused = 0;
+	if (!fresh && (*fd = r->api->pipe->take(r->api->pipe_arg, key)) >= 0) {
+		*reused = 1;
+		return API_OK;
+	}
+	memset(err, 0, sizeof(*err));
+	rc = BE(r)->port_open(BE(r)->ctx, &r->call, r->id, port, fd, err);
+	if (rc == API_OK && *fd < 0)
+		rc = API_EINTERNAL;
+	if (rc != API_OK && *fd >= 0) {
+		close(*fd);
+		*fd = -1;
+	}
+	return rc;
+}
+
 void
 h_port(struct rq *r)
 {
@@ -242,15 +273,15 @@ h_port(struct rq *r)
 	struct api_error err;
 	struct http_buf b;
 	const char *rest, *p, *end = req->path + req->path_len;
+	char key[API_PIPE_KEY_MAX];
 	unsigned port;
-	int fd = -1, rc, upgrade;
+	int fd = -1, rc, upgrade, reused, flags, tries, fresh;
 
-	if ((port = port_parse(r->tail)) == 0) {
+	if ((port = api_port_number(r->tail)) == 0) {
 		rq_error(r, API_EBADREQ, "The port must be 1 to 65535");
 		return;
 	}
-	if (BE(r)->port_open == NULL || r->api->pipe_fn == NULL ||
-	    !r->can_defer) {
+	if (BE(r)->port_open == NULL || r->api->pipe == NULL || !r->can_defer) {
 		rq_error(r, API_ENOTIMPL, "Ports are not served here");
 		return;
 	}
@@ -273,34 +304,66 @@ h_port(struct rq *r)
 		link_redirect(r, port);
 		return;
 	}
-
 	memset(&err, 0, sizeof(err));
-	rc = BE(r)->port_open(BE(r)->ctx, &r->call, r->id, port, &fd, &err);
-	if (rc != API_OK || fd < 0) {
-		if (rc == API_OK)
-			rc = API_EINTERNAL;
-		if (fd >= 0)
-			close(fd);
+	if (BE(r)->port_check != NULL &&
+	    (rc = BE(r)->port_check(BE(r)->ctx, &r->call, r->id, port, &err)) !=
+	        API_OK) {
 		rq_backend_error(r, rc, &err);
+		return;
+	}
+	/* Kept connections are the principal's that the vmm found the
+	 * sandbox's owner: an id has no space, a port is digits. */
+	if ((size_t)snprintf(key, sizeof(key), "%u %s %s", port, r->id,
+	        r->who.sub) >= sizeof(key)) {
+		rq_error(r, API_EINTERNAL, "Internal error");
 		return;
 	}
 	http_buf_init(&b);
 	build_head(r, rest, (size_t)(end - rest), upgrade, &b);
-	if (b.oom ||
-	    r->api->pipe_fn(r->api->pipe_arg, r->conn, fd, b.data, b.len) !=
-	        0) {
+	if (b.oom) {
 		http_buf_free(&b);
-		close(fd);
-		/* The client has gone meanwhile, or there is no memory. */
-		rq_error(r, API_EUNAVAIL, "The port could not be joined");
-		r->close = 1;
+		rq_error(r, API_EINTERNAL, "Out of memory");
 		return;
 	}
+	flags = (upgrade ? API_PIPE_UPGRADE : 0) |
+	    (req->method == HTTP_HEAD ? API_PIPE_HEAD : 0) |
+	    (r->close ? API_PIPE_CLOSE : 0);
+	/* A kept connection the server closed meanwhile costs the client
+	 * nothing: its request goes once more, on a new one. Only a
+	 * request that may be sent twice (RFC 9110 9.2.2) goes on a kept
+	 * connection: a POST or PATCH that a server read and then closed
+	 * on, unanswered, must not be done again. */
+	fresh =
+	    upgrade || req->method == HTTP_POST || req->method == HTTP_PATCH;
+	for (tries = 0;; tries++) {
+		rc = port_conn(
+		    r, port, key, fresh || tries > 0, &fd, &reused, &err);
+		if (rc != API_OK) {
+			http_buf_free(&b);
+			rq_backend_error(r, rc, &err);
+			return;
+		}
+		if (r->api->pipe->open(r->api->pipe_arg, r->conn, fd, b.data,
+		        b.len, key,
+		        flags | (reused ? API_PIPE_REUSED : 0)) != 0) {
+			close(fd);
+			http_buf_free(&b);
+			/* The client has gone meanwhile, or no memory. */
+			rq_error(
+			    r, API_EUNAVAIL, "The port could not be joined");
+			r->close = 1;
+			return;
+		}
+		if (!reused ||
+		    (rc = r->api->pipe->wait(r->api->pipe_arg, r->conn)) != -1)
+			break;
+	}
 	http_buf_free(&b);
-	/* The guest's server answers on the pipe; what is counted and
+	/* The guest's server answers through the loop; what is counted and
 	 * audited here is that the request went through. */
 	r->status = 200;
-	r->close = 1;
+	if (reused && rc == -2)
+		r->close = 1;
 }
 
 /* ---- links ------------------------------------------------------------ */
@@ -394,7 +457,7 @@ api_port_link_auth(struct rq *r, const char **tok, size_t *tlen)
 	enum link_check c, worst = LINK_OK;
 	const char *v;
 	size_t vl, pos;
-	unsigned port = port_parse(r->tail);
+	unsigned port = api_port_number(r->tail);
 	int rc, n = 0;
 
 	*tok = NULL;

@@ -729,6 +729,78 @@ fb_decide(struct front_backend *fb, const struct api_principal *who,
 	return API_OK;
 }
 
+/*
+ * The route's decision (as fb_decide, in a task) and, in the same batch
+ * so the same round trip, a dry run beside it: the same principal and
+ * capability on target2 with flags2 (a port's expose rule). *allowed2:
+ * whether that one allowed; a failure of it is not the route's.
+ */
+static int
+fb_decide_beside(struct front_backend *fb, const struct api_principal *who,
+    enum cap_id cap, enum proc_id link, const char *target, uint64_t reqid,
+    uint32_t flags, struct msg_policy_decision *d, const char *target2,
+    uint32_t flags2, int *allowed2, struct api_error *err)
+{
+	struct msg_policy_decide q[2];
+	struct msg_policy_decision d2;
+	struct api_error err2;
+	size_t rlen[2] = { sizeof(*d), sizeof(d2) };
+	struct fb_wait w[2];
+	const char *targets[2] = { target, target2 };
+	uint32_t fl[2] = { flags, flags2 | DECIDE_DRY_RUN };
+	uint64_t ids[2] = { reqid, ++fb->next_reqid };
+	int i;
+
+	*allowed2 = 0;
+	if (task_self() == NULL || fb->ctx->fd[PROC_POLICY] < 0)
+		return fb_decide(
+		    fb, who, cap, link, target, reqid, flags, d, err);
+	if (fb->dbatch == NULL &&
+	    (fb->dbatch = malloc(sizeof(*fb->dbatch))) == NULL)
+		return fb_fail(err, API_EINTERNAL, "Out of memory");
+	memset(q, 0, sizeof(q));
+	memset(&err2, 0, sizeof(err2));
+	for (i = 0; i < 2; i++) {
+		q[i].cap = cap;
+		q[i].link = link;
+		q[i].token_caps = who->caps;
+		q[i].flags = fl[i];
+		if (strlcpy(q[i].principal, who->sub, sizeof(q[i].principal)) >=
+		    sizeof(q[i].principal))
+			return fb_fail(
+			    err, API_EFORBIDDEN, "Principal name too long");
+		q[i].target_len =
+		    (uint32_t)strnlen(targets[i], sizeof(q[i].target));
+		memcpy(q[i].target, targets[i], q[i].target_len);
+	}
+	if (fb->dbatch_n + 2 > MSG_DECIDE_BATCH_MAX)
+		fb_flush_decisions(fb);
+	for (i = 0; i < 2; i++) {
+		w[i] = (struct fb_wait){ .task = task_self(),
+			.peer = PROC_POLICY,
+			.reqid = ids[i],
+			.type = MSG_POLICY_DECIDE_BATCH,
+			.rtype = MSG_POLICY_DECISIONS,
+			.r = i == 0 ? (void *)d : (void *)&d2,
+			.rlen = &rlen[i],
+			.err = i == 0 ? err : &err2,
+			.deadline = mono_ms() + FRONT_CALL_TIMEOUT_MS,
+			.rc = -1 }; /* not yet: rcs are 0 or above */
+		fb->dbatch->e[fb->dbatch_n].reqid = ids[i];
+		fb->dbatch->e[fb->dbatch_n].q = q[i];
+		fb->dbatch_n++;
+		wait_add(fb, &w[i]);
+	}
+	/* Each answer wakes the task; it waits for both (a failure or a
+	 * deadline wakes it too, with an error). */
+	while (w[0].rc == -1 || w[1].rc == -1)
+		task_suspend();
+	*allowed2 = w[1].rc == API_OK && d2.grant.decision == GRANT_ALLOW;
+	if (w[0].rc != API_OK)
+		return w[0].rc > API_ERR_COUNT ? API_EUNAVAIL : w[0].rc;
+	return API_OK;
+}
+
 void
 fb_leave(struct front_backend *fb, const char *principal)
 {
@@ -809,8 +881,21 @@ fb_authorize(
 		call->authz = a;
 		return API_OK;
 	}
-	rc = fb_decide(fb, call->who, call->cap, a->link, target, a->reqid,
-	    budget_free(call) ? DECIDE_NO_BUDGET : 0, &a->d, err);
+	if (call->port != 0 && call->cap == CAP_SANDBOX_READ) {
+		/* A request through a port: its expose rule is asked
+		 * beside the route's decision (fb_port_check). */
+		char port[12];
+
+		snprintf(port, sizeof(port), "%u", call->port);
+		a->port = call->port;
+		rc = fb_decide_beside(fb, call->who, call->cap, a->link, target,
+		    a->reqid, 0, &a->d, port,
+		    DECIDE_PORT | (call->who->via_link ? DECIDE_LINK : 0),
+		    &a->port_allowed, err);
+	} else
+		rc = fb_decide(fb, call->who, call->cap, a->link, target,
+		    a->reqid, budget_free(call) ? DECIDE_NO_BUDGET : 0, &a->d,
+		    err);
 	if (rc != API_OK)
 		return rc;
 	if (a->d.grant.decision != GRANT_ALLOW) {

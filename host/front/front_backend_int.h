@@ -22,6 +22,10 @@ struct fb_authz {
 	uint64_t reqid; /* the grant is bound to it */
 	enum proc_id link;
 	int deferred; /* the op decides (exec: on the program's name) */
+	/* A ports route: the policy's answer for the port, asked with the
+	 * route's decision (fb_port_check reads it). */
+	unsigned port;
+	int port_allowed;
 	struct msg_policy_decision d;
 };
 

@@ -730,8 +730,6 @@ fb_port_open(void *arg, const struct api_call *call, const char *id,
 	        (call->who->link_port != port ||
 	            strcmp(call->who->sbx, id) != 0)))
 		return fb_fail(err, API_EINTERNAL, "Internal error");
-	if ((rc = port_exposed(fb, call, a, port, err)) != API_OK)
-		return rc;
 	memset(&q, 0, sizeof(q));
 	q.grant = a->d.grant;
 	strlcpy(q.id, id, sizeof(q.id));
@@ -757,6 +755,27 @@ fb_port_open(void *arg, const struct api_call *call, const char *id,
 		    "Port %u in sandbox %s cannot be reached: %s", port, id,
 		    strerror(r.err > 0 ? r.err : EIO));
 	return fb_sbx_error((int)r.status, err);
+}
+
+/* Is the port exposed to the caller (api_backend's port_check)? Asked
+ * before each request through a port, a kept connection's included. */
+static int
+fb_port_check(void *arg, const struct api_call *call, const char *id,
+    unsigned port, struct api_error *err)
+{
+	struct front_backend *fb = arg;
+	struct fb_authz *a = call->authz;
+
+	if (a == NULL || a->link != PROC_VMM || port == 0 || port > 65535 ||
+	    (call->who->via_link &&
+	        (call->who->link_port != port ||
+	            strcmp(call->who->sbx, id) != 0)))
+		return fb_fail(err, API_EINTERNAL, "Internal error");
+	/* Allowed when asked beside the route's decision: nothing to ask
+	 * again. A refusal is asked again, to be explained and audited. */
+	if (a->port == port && a->port_allowed)
+		return API_OK;
+	return port_exposed(fb, call, a, port, err);
 }
 
 /* Killing names no program: the decision is exec, without a target. */
@@ -1292,6 +1311,7 @@ fb_run_ops(struct api_backend *ops)
 	ops->kill = fb_kill;
 	ops->system = fb_system;
 	ops->port_open = fb_port_open;
+	ops->port_check = fb_port_check;
 	ops->metrics = fb_metrics;
 	ops->terminal_open = fb_terminal_open;
 	ops->terminal_input = fb_terminal_input;

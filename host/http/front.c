@@ -39,109 +39,14 @@
 #include <unistd.h>
 
 #include "host/http/front.h"
+#include "host/http/http_upstream.h"
+#include "host/http/port_pool.h"
 #include "host/http/ws.h"
 #include "lib/clock.h"
 #include "lib/log.h"
 #include "lib/task.h"
 
-/* C_LINGER: answered and half-closed, discarding input until the peer
- * closes or 2 s pass, so that our last response is not destroyed by a
- * reset caused by unread request bytes (the peer may still be sending a
- * body we refused). */
-/* C_WAIT: a deferred reply is due; nothing after it is parsed until it
- * arrives, so replies stay in request order. */
-/* C_WS: upgraded to a WebSocket (the terminal, host/http/ws.h).
- * C_PIPE: a byte pipe to a sandbox's port (api_pipe_fn): what the
- * client sends goes to the port's socket and back, unparsed. */
-/* C_DEAD: closed while front_step walks its events; freed after them,
- * so that a later event of the same pass (a pipe's client side after
- * its port side closed it) finds it dead rather than freed. */
-enum conn_state {
-	C_IDLE,
-	C_HEAD,
-	C_BODY,
-	C_WAIT,
-	C_LINGER,
-	C_WS,
-	C_PIPE,
-	C_DEAD
-};
-
-/* A pipe stops reading a side while this much waits for the other. */
-#define PIPE_MAX_OUT (256u * 1024)
-
-#define WS_MAX_MESSAGE 65536
-#define WS_MAX_OUT (4u << 20) /* a client that reads no output is closed */
-
-#define LINGER_MS 2000
-
-struct conn {
-	int fd;
-	unsigned slot;
-	uint32_t gen; /* with slot, the id a deferred reply finds it by */
-	int peer_eof; /* the client half-closed while we waited */
-	enum conn_state state;
-	char *in;
-	size_t inlen;
-	size_t incap;
-	struct http_buf out;
-	size_t outoff;
-	struct http_request req;
-	const char *head_at; /* c->in when req was parsed */
-	struct http_chunked ch;
-	size_t body_r; /* chunked: raw read position */
-	size_t body_w; /* chunked: decoded write position */
-	uint64_t deadline;
-	uint64_t write_deadline;
-	int closing;
-	uint32_t events; /* registered epoll events */
-	uint32_t rd_want; /* what the last read waits for */
-	uint32_t wr_want; /* what the last write waits for */
-	struct tls *tls; /* NULL: plain TCP */
-	int sent_continue;
-	unsigned nreq;
-	int proven; /* a bearer token verified on this connection */
-	size_t counted; /* out.len as counted in front.pending_total */
-	uint8_t peer[17]; /* family, then the address (IPv6: its /64) */
-	uint8_t peerlen; /* 0: no address (adopted), no per-client limit */
-	char peertext[48]; /* the same as text, for the audit log */
-	struct ws_reader ws; /* C_WS */
-	int ws_told; /* the api knows the session has ended */
-	/* C_PIPE: the port's socket, the bytes still to write to it, and
-	 * which halves have ended. */
-	int up_fd;
-	uint32_t up_events;
-	struct http_buf up_out;
-	size_t up_off;
-	int up_eof, client_eof, up_shut;
-	int up_answered; /* a byte came from the port */
-	struct conn *dead_next; /* C_DEAD: front.dead's list */
-};
-
-/*
- * One epoll set serves clients and the ports' sockets. A client's event
- * carries its conn; a port's carries UP_TAG and the conn's id (slot and
- * generation), never the pointer: the conn may have been closed by its
- * client's event earlier in the same pass. User-space pointers never
- * have the top bit.
- */
-#define UP_TAG (UINT64_C(1) << 63)
-
-struct front {
-	int epfd;
-	int lfd;
-	struct api *api;
-	const struct front_limits *lim;
-	struct tls *tls; /* server context, or NULL */
-	struct conn **conns;
-	unsigned nconns;
-	size_t incap_max;
-	uint64_t next_sweep;
-	uint32_t next_gen;
-	size_t pending_total; /* sum of conns' counted */
-	int in_step; /* front_step is walking its events */
-	struct conn *dead; /* closed during this step, freed at its end */
-};
+#include "host/http/front_int.h"
 
 void
 front_limits_default(struct front_limits *l)
@@ -162,7 +67,7 @@ front_limits_default(struct front_limits *l)
 }
 
 /* When a connection that has nothing in flight may be dropped. */
-static uint64_t
+uint64_t
 idle_deadline(const struct front *f, const struct conn *c)
 {
 	uint64_t ms = f->lim->idle_timeout_ms;
@@ -173,7 +78,7 @@ idle_deadline(const struct front *f, const struct conn *c)
 	return mono_ms() + ms;
 }
 
-static uint64_t
+uint64_t
 conn_id(const struct conn *c)
 {
 	return (uint64_t)c->slot << 32 | c->gen;
@@ -190,9 +95,11 @@ ws_ended(struct front *f, struct conn *c)
 	}
 }
 
-static void
+void
 conn_close(struct front *f, struct conn *c)
 {
+	struct port_wait *w;
+
 	f->pending_total -= c->counted;
 	ws_ended(f, c);
 	ws_reader_free(&c->ws);
@@ -200,6 +107,7 @@ conn_close(struct front *f, struct conn *c)
 	if (c->up_fd >= 0)
 		close(c->up_fd); /* leaves the epoll set with it */
 	http_buf_free(&c->up_out);
+	http_buf_free(&c->up_head);
 	if (c->tls != NULL) {
 		/* Best effort: a close_notify if it fits without waiting. */
 		(void)tls_close(c->tls);
@@ -211,16 +119,26 @@ conn_close(struct front *f, struct conn *c)
 	free(c->in);
 	c->in = NULL;
 	http_buf_free(&c->out);
+	w = c->up_wait;
+	c->up_wait = NULL;
 	if (f->in_step) {
 		c->state = C_DEAD;
 		c->dead_next = f->dead;
 		f->dead = c;
-		return;
+	} else
+		free(c);
+	/* A request's task that waits on it learns it has gone, last:
+	 * it runs on, and finds no connection. */
+	if (w != NULL) {
+		struct task *t = w->task;
+
+		w->rc = -2;
+		if (task_run(t) == TASK_DONE)
+			task_free(t);
 	}
-	free(c);
 }
 
-static int
+int
 conn_watch(struct front *f, struct conn *c, uint32_t events)
 {
 	struct epoll_event ev;
@@ -264,7 +182,7 @@ tls_result(struct tls *t, ssize_t n, uint32_t *want)
 	return n;
 }
 
-static ssize_t
+ssize_t
 conn_recv(struct conn *c, void *buf, size_t len)
 {
 	ssize_t n;
@@ -386,7 +304,7 @@ conn_refuse(struct front *f, struct conn *c, int status)
 }
 
 /* Write what is pending; 0 ok (maybe partial), -1 the peer is gone. */
-static int
+int
 conn_flush(struct front *f, struct conn *c)
 {
 	while (c->outoff < c->out.len) {
@@ -422,7 +340,7 @@ conn_process(struct front *f, struct conn *c)
 	int status, rc;
 
 	while (!c->closing && c->out.len < lim->max_pending_out &&
-	    c->state != C_WAIT) {
+	    c->state != C_WAIT && c->state != C_PORT) {
 		size_t consumed;
 
 		if (c->state == C_IDLE || c->state == C_HEAD) {
@@ -509,6 +427,12 @@ conn_process(struct front *f, struct conn *c)
 			c->closing = 0;
 			http_buf_add(&c->up_out, c->in, c->inlen);
 			c->inlen = 0;
+			return;
+		}
+		if (c->state == C_PORT) {
+			/* Handled without waiting: the response comes back
+			 * before the next request is read. */
+			c->closing = 0;
 			return;
 		}
 		if (rc == API_HANDLE_PENDING) {
@@ -600,211 +524,6 @@ ws_process(struct front *f, struct conn *c)
 	}
 }
 
-static void conn_settle(struct front *, struct conn *);
-
-/* --- C_PIPE: a sandbox's port (docs/architecture.md, "Ports") ---------- */
-
-static int
-pipe_watch_up(struct front *f, struct conn *c)
-{
-	struct epoll_event ev;
-	uint32_t want = 0;
-
-	if (!c->up_eof && c->out.len < PIPE_MAX_OUT)
-		want |= EPOLLIN;
-	if (c->up_off < c->up_out.len)
-		want |= EPOLLOUT;
-	if (want == c->up_events)
-		return 0;
-	memset(&ev, 0, sizeof(ev));
-	ev.events = want;
-	ev.data.u64 = UP_TAG | conn_id(c);
-	if (epoll_ctl(f->epfd, EPOLL_CTL_MOD, c->up_fd, &ev) == -1)
-		return -1;
-	c->up_events = want;
-	return 0;
-}
-
-/* Bytes to the port's socket; -1: it is gone. */
-static int
-pipe_up_flush(struct conn *c)
-{
-	while (c->up_off < c->up_out.len) {
-		ssize_t n = send(c->up_fd, c->up_out.data + c->up_off,
-		    c->up_out.len - c->up_off, MSG_NOSIGNAL);
-		if (n == -1) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				return 0;
-			return -1;
-		}
-		c->up_off += (size_t)n;
-	}
-	c->up_off = 0;
-	c->up_out.len = 0;
-	/* The client has ended its half: so does the port's, once all of
-	 * it is there. */
-	if (c->client_eof && !c->up_shut) {
-		shutdown(c->up_fd, SHUT_WR);
-		c->up_shut = 1;
-	}
-	return 0;
-}
-
-/* The port's side is ready: read what the client may take, write what
- * waits for it. */
-static void
-pipe_up_event(struct front *f, struct conn *c, uint32_t events)
-{
-	char buf[16384];
-	ssize_t n;
-
-	if (c->closing)
-		return;
-	c->deadline = mono_ms() + f->lim->ws_idle_timeout_ms;
-	if (pipe_up_flush(c) == -1) {
-		c->closing = 2;
-		return;
-	}
-	while (!c->up_eof && c->out.len < PIPE_MAX_OUT) {
-		n = recv(c->up_fd, buf, sizeof(buf), 0);
-		if (n == -1) {
-			if (errno == EINTR)
-				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				c->up_eof = 1;
-			break;
-		}
-		if (n == 0) {
-			c->up_eof = 1;
-			break;
-		}
-		c->up_answered = 1;
-		http_buf_add(&c->out, buf, (size_t)n);
-	}
-	/* The port's server ended the connection without a byte of an
-	 * answer (it died, or was killed, with the request in flight): the
-	 * client gets a 502 as from any proxy, not a connection closed on
-	 * it with nothing. */
-	if (c->up_eof && !c->up_answered && c->out.len == 0) {
-		static const char body[] =
-		    "{\"error\":{\"message\":\"The sandbox's server on this "
-		    "port closed the connection without answering\","
-		    "\"code\":\"BAD_GATEWAY\"}}\n";
-		char head[160];
-		int hn = snprintf(head, sizeof(head),
-		    "HTTP/1.1 502 Bad Gateway\r\nContent-Type: "
-		    "application/json\r\nContent-Length: %zu\r\nConnection: "
-		    "close\r\n\r\n",
-		    sizeof(body) - 1);
-
-		c->up_answered = 1;
-		if (hn > 0 && (size_t)hn < sizeof(head)) {
-			http_buf_add(&c->out, head, (size_t)hn);
-			http_buf_add(&c->out, body, sizeof(body) - 1);
-		}
-	}
-	if (c->out.oom)
-		c->closing = 2;
-	(void)events;
-}
-
-/* The client's side: what it sends goes to the port as it is. */
-static void
-pipe_client_read(struct front *f, struct conn *c)
-{
-	ssize_t n;
-
-	while (!c->client_eof && c->up_out.len < PIPE_MAX_OUT) {
-		char buf[16384];
-
-		n = conn_recv(c, buf, sizeof(buf));
-		if (n == -1) {
-			if (errno == EINTR)
-				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK)
-				c->closing = 2;
-			break;
-		}
-		if (n == 0) {
-			c->client_eof = 1;
-			break;
-		}
-		c->deadline = mono_ms() + f->lim->ws_idle_timeout_ms;
-		http_buf_add(&c->up_out, buf, (size_t)n);
-	}
-	if (c->up_out.oom || pipe_up_flush(c) == -1)
-		c->closing = 2;
-}
-
-/* After an event on either side: write, then what to wait for. */
-static void
-pipe_settle(struct front *f, struct conn *c)
-{
-	uint32_t want = 0;
-
-	if (c->closing == 2 || conn_flush(f, c) == -1) {
-		conn_close(f, c);
-		return;
-	}
-	/* The port has said all it will and the client has it all. */
-	if (c->up_eof && c->out.len == 0) {
-		conn_close(f, c);
-		return;
-	}
-	if (c->out.len > 0)
-		want |= c->wr_want;
-	if (!c->client_eof && c->up_out.len < PIPE_MAX_OUT)
-		want |= c->rd_want;
-	if (conn_watch(f, c, want) == -1 || pipe_watch_up(f, c) == -1)
-		conn_close(f, c);
-}
-
-/*
- * api_pipe_fn: the api hands over connection id with the port's socket
- * and the request as it goes there (head, then body). From here on the
- * connection is a byte pipe until either side ends: a response of any
- * framing (length, chunked, to the close) and a WebSocket after a 101
- * pass through unread. What the client sent after the request goes too.
- */
-static int
-front_pipe(void *arg, uint64_t id, int fd, const void *head, size_t len)
-{
-	struct front *f = arg;
-	unsigned slot = (unsigned)(id >> 32);
-	struct epoll_event ev;
-	struct conn *c;
-
-	if (slot >= f->lim->max_conns || (c = f->conns[slot]) == NULL ||
-	    c->gen != (uint32_t)id || c->closing || c->up_fd >= 0)
-		return -1;
-	if (fcntl(fd, F_SETFL, O_NONBLOCK) == -1)
-		return -1;
-	memset(&ev, 0, sizeof(ev));
-	ev.events = EPOLLOUT;
-	ev.data.u64 = UP_TAG | conn_id(c);
-	if (epoll_ctl(f->epfd, EPOLL_CTL_ADD, fd, &ev) == -1)
-		return -1;
-	c->up_fd = fd;
-	c->up_events = EPOLLOUT;
-	http_buf_add(&c->up_out, head, len);
-	/* Pipelined bytes already read are the client's next ones. The
-	 * request itself has left c->in unless it is still being handled
-	 * synchronously (conn_process then drops it). */
-	if (c->state == C_WAIT && c->inlen > 0) {
-		http_buf_add(&c->up_out, c->in, c->inlen);
-		c->inlen = 0;
-	}
-	c->state = C_PIPE;
-	c->deadline = mono_ms() + f->lim->ws_idle_timeout_ms;
-	if (c->peer_eof)
-		c->client_eof = 1;
-	if (!f->in_step)
-		conn_settle(f, c);
-	return 0;
-}
-
 static void
 conn_read(struct front *f, struct conn *c)
 {
@@ -842,7 +561,7 @@ conn_read(struct front *f, struct conn *c)
 		c->incap = cap;
 	}
 	if (c->inlen == c->incap) {
-		if (c->state == C_WAIT)
+		if (c->state == C_WAIT || c->state == C_PORT)
 			return; /* conn_settle stops watching input */
 		conn_refuse(f, c, 413);
 		return;
@@ -863,7 +582,7 @@ conn_read(struct front *f, struct conn *c)
 		ws_process(f, c);
 		return;
 	}
-	if (n == 0 && c->state == C_WAIT) {
+	if (n == 0 && (c->state == C_WAIT || c->state == C_PORT)) {
 		/* Answer the request in flight, then close. */
 		c->peer_eof = 1;
 		return;
@@ -894,6 +613,10 @@ conn_settle_io(struct front *f, struct conn *c)
 		return;
 	if (c->state == C_PIPE) {
 		pipe_settle(f, c);
+		return;
+	}
+	if (c->state == C_PORT) {
+		port_settle(f, c);
 		return;
 	}
 	if (conn_flush(f, c) == -1) {
@@ -961,7 +684,7 @@ conn_settle_io(struct front *f, struct conn *c)
 }
 
 /* conn_settle_io, then count what is left waiting for the reader. */
-static void
+void
 conn_settle(struct front *f, struct conn *c)
 {
 	unsigned slot = c->slot;
@@ -1259,7 +982,7 @@ front_sweep(struct front *f, uint64_t now)
 		}
 		if (c->state == C_WAIT)
 			continue;
-		if (c->state == C_PIPE) {
+		if (c->state == C_PIPE || c->state == C_PORT) {
 			if (now >= c->deadline) {
 				api_count_conn(f->api, API_CONN_TIMEOUT);
 				conn_close(f, c);
@@ -1437,8 +1160,11 @@ front_new(
 		if (epoll_ctl(f->epfd, EPOLL_CTL_ADD, lfd, &ev) == -1)
 			goto fail;
 	}
+	/* No kept connections without memory for them: each request
+	 * through a port then has a new one. */
+	f->pool = port_pool_new(PORT_KEPT_MAX);
 	api_set_resume(api, front_resume, f);
-	api_set_pipe(api, front_pipe, f);
+	api_set_pipe(api, &front_port_ops, f);
 	api_set_auth_notify(api, front_proven, f);
 	api_set_alive(api, front_alive, f);
 	return f;
@@ -1462,11 +1188,33 @@ front_nconns(const struct front *f)
 	return f->nconns;
 }
 
+/* What front_step does after its events: connections made room for,
+ * deadlines, kept connections' idle time. */
+static void
+front_after_events(struct front *f)
+{
+	uint64_t now;
+
+	front_shed(f, NULL, 0);
+	now = mono_ms();
+	if (now >= f->next_sweep) {
+		front_sweep(f, now);
+		if (f->pool != NULL)
+			port_pool_expire(f->pool, now, PORT_KEPT_IDLE_MS);
+		f->next_sweep = now + 250;
+	}
+}
+
+void
+front_tick(struct front *f)
+{
+	front_after_events(f);
+}
+
 int
 front_step(struct front *f, int timeout_ms)
 {
 	struct epoll_event evs[64];
-	uint64_t now;
 	int n, accept_due = 0;
 
 	n = epoll_wait(f->epfd, evs, (int)nitems(evs), timeout_ms);
@@ -1488,6 +1236,11 @@ front_step(struct front *f, int timeout_ms)
 			    (c = f->conns[slot]) == NULL ||
 			    c->gen != (uint32_t)tag || c->up_fd < 0)
 				continue;
+			if (c->state == C_PORT) {
+				if (port_up_event(f, c) == 0)
+					conn_settle(f, c);
+				continue;
+			}
 			pipe_up_event(f, c, evs[i].events);
 			conn_settle(f, c);
 			continue;
@@ -1501,6 +1254,13 @@ front_step(struct front *f, int timeout_ms)
 		if (c->state == C_PIPE) {
 			if (c->out.len == 0 || (evs[i].events & EPOLLIN))
 				pipe_client_read(f, c);
+			conn_settle(f, c);
+			continue;
+		}
+		if (c->state == C_PORT) {
+			/* The response's bytes out; the next request in. */
+			if (c->out.len == 0 || (evs[i].events & EPOLLIN))
+				conn_read(f, c);
 			conn_settle(f, c);
 			continue;
 		}
@@ -1525,12 +1285,7 @@ front_step(struct front *f, int timeout_ms)
 	 * may have events of their own further down evs. */
 	if (accept_due)
 		front_accept(f);
-	front_shed(f, NULL, 0);
-	now = mono_ms();
-	if (now >= f->next_sweep) {
-		front_sweep(f, now);
-		f->next_sweep = now + 250;
-	}
+	front_after_events(f);
 	return 0;
 }
 
@@ -1546,6 +1301,7 @@ front_free(struct front *f)
 	for (unsigned i = 0; i < f->lim->max_conns; i++)
 		if (f->conns[i] != NULL)
 			conn_close(f, f->conns[i]);
+	port_pool_free(f->pool);
 	close(f->epfd);
 	free(f->conns);
 	free(f);

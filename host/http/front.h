@@ -85,6 +85,9 @@ struct front *front_new(
     int listen_fd, struct api *, const struct front_limits *, struct tls *tls);
 int front_fd(const struct front *);
 int front_step(struct front *, int timeout_ms);
+/* front_step without its epoll_wait, for a loop whose own wait said
+ * front_fd() had nothing: the deadlines and limits alone. */
+void front_tick(struct front *);
 unsigned front_nconns(const struct front *);
 /* Serve an already-connected stream socket as if accepted (tests, fuzzing,
  * a descriptor passed in). Takes ownership of fd; 0, or -1 (fd closed). */

@@ -107,8 +107,8 @@ struct store_wire_reply {
 	int64_t value;
 };
 
-_Static_assert(sizeof(struct store_wire_put) == 232, "put layout");
-_Static_assert(sizeof(struct store_wire_key) == 240, "key layout");
+_Static_assert(sizeof(struct store_wire_put) == 240, "put layout");
+_Static_assert(sizeof(struct store_wire_key) == 248, "key layout");
 _Static_assert(sizeof(struct store_wire_audit) == 8, "audit layout");
 _Static_assert(sizeof(struct store_wire_counter) == 24, "counter layout");
 _Static_assert(sizeof(struct store_wire_reply) == 24, "reply layout");

@@ -119,7 +119,10 @@ vm_fork(struct vm *vm, const struct vm_cpu_state *st, char *err, size_t errlen)
 	int fd = -1;
 
 	/* The trap platform's memory is shared, not copied on write: the
-	 * child's copy is made while the parent's guest waits here. */
+	 * child's copy is made while the parent's guest waits here, its
+	 * process asleep rather than spinning (the copy, the host fork and
+	 * the child's start want both cores). */
+	vm_trap_blocking(vm);
 	if (vm->on_trap && (fd = vm_trap_fork_copy(vm)) == -1)
 		return -1;
 	if ((pid = fork()) != 0) {
@@ -127,7 +130,7 @@ vm_fork(struct vm *vm, const struct vm_cpu_state *st, char *err, size_t errlen)
 			close(fd);
 		return pid; /* the parent, or -1 */
 	}
-	if (vm->on_trap && vm_trap_fork_adopt(vm, fd, err, errlen) != 0) {
+	if (vm->on_trap && vm_trap_fork_child(vm, fd, err, errlen) != 0) {
 		log_warnx("guest fork: the child's memory: %s", err);
 		_exit(127);
 	}

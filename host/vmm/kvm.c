@@ -561,6 +561,7 @@ load_program(struct vm *vm, char *err, size_t errlen)
 	uint64_t free_lo, free_hi;
 	size_t i;
 
+	vm->nimgsegs = 0; /* execve: the old program's went with its memory */
 	/* The stack takes the top (2 MiB aligned, under a 2 MiB guard). */
 	vm->stack_top = vm->memsz;
 	vm->stack_lo = vm->memsz - vm_space_stack(vm->memsz);
@@ -574,8 +575,11 @@ load_program(struct vm *vm, char *err, size_t errlen)
 		const struct elf_load *l = &vm->elf.load[i];
 
 		/* A template's memory is huge pages its clones map whole
-		 * (guest_mem_map): its program is copied into them. */
-		if ((l->flags & PF_W) || vm->template_state == VM_TPL_BOOTING ||
+		 * (guest_mem_map): its program is copied into them. On trap
+		 * its clones copy the memfd, not huge pages: the image's
+		 * pages are theirs to map again (imgmap.c). */
+		if ((l->flags & PF_W) ||
+		    (vm->template_state == VM_TPL_BOOTING && !vm->on_trap) ||
 		    vm_imgmap_segment(
 		        vm, cfg->elf + l->offset, l->vaddr, l->filesz) != 0)
 			vm_mem_copy(vm, vm->mem + l->vaddr,
@@ -713,8 +717,11 @@ on_exception(struct vm *vm, struct kvm_regs *r, struct kvm_sregs *s)
 	/* A fault in the program's own code goes to its handler, if it
 	 * has one (RIP, RFLAGS and RSP from the frame; AL holds the vector,
 	 * the rest of the registers are the program's). */
+	/* No error code for the signal: here a present page's fault is
+	 * mostly a user touch of the guest kernel's own pages, where Linux
+	 * has no mapping at all (SEGV_MAPERR). */
 	if ((frame[1] & 3) == 3 && sp + 40 <= GUEST_KSTACK_TOP &&
-	    vm_signal_fault(vm, v, frame[0], frame[3], frame[2], s->cr2))
+	    vm_signal_fault(vm, v, frame[0], frame[3], frame[2], s->cr2, 0))
 		return;
 	if ((frame[1] & 3) == 0 && v != 14)
 		vm_stop(vm, VMM_FAULT, -1,
@@ -870,8 +877,8 @@ vcpu_loop(struct vm *vm)
 			}
 			if (errno == EFAULT && (s->cs.selector & 3) == 3) {
 				efaults = 0;
-				if (!vm_signal_fault(
-				        vm, 14, r->rip, r->rsp, r->rflags, 0))
+				if (!vm_signal_fault(vm, 14, r->rip, r->rsp,
+				        r->rflags, 0, 0))
 					vm_stop(vm, VMM_FAULT, -1,
 					    "fault: touched memory it does not "
 					    "hold (unmapped or PROT_NONE) at "

@@ -451,6 +451,7 @@ do_clone(struct vm *vm, uint64_t flags, uint64_t newsp, uint64_t ptid,
 		goto nomem;
 	if (pid > 0) {
 		STORE(&s->host_pid, pid);
+		vm->nchildren++;
 		if (vp[0] >= 0) {
 			/* vfork: until the child execs or exits. */
 			close(vp[1]);
@@ -466,6 +467,7 @@ do_clone(struct vm *vm, uint64_t flags, uint64_t newsp, uint64_t ptid,
 	if (LOAD(&vm->tree->closing))
 		_exit(128 + SIGKILL);
 	vm->is_child = 1;
+	vm->nchildren = 0;
 	vm->slot = slot;
 	if (flags & CLONE_VFORK_)
 		vm->mem_charged = 0;
@@ -581,6 +583,8 @@ wait_child(struct vm *vm, int32_t gpid, int nohang, int32_t *gst)
 		target = hp;
 		nohang = 0;
 	}
+	if (!nohang)
+		vm_trap_blocking(vm);
 	for (;;) {
 		/* With other threads: look, and if no child has ended, look
 		 * again in a few milliseconds while they run rather than
@@ -614,6 +618,8 @@ wait_child(struct vm *vm, int32_t gpid, int nohang, int32_t *gst)
 		else
 			*gst = (WEXITSTATUS(hst) & 0xff) << 8;
 		got = LOAD(&s->guest_pid);
+		if (vm->nchildren > 0)
+			vm->nchildren--;
 		uncharge_all(vm->tree, s);
 		STORE(&s->host_pid, 0);
 		STORE(&s->word, word(SLOT_FREE, 0));

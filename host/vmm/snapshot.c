@@ -72,10 +72,15 @@ struct snap_fd {
 	uint64_t off, file, datalen, st_dev, st_ino;
 };
 
-/* Pages of guest memory at g that read as the image file's from pos. */
+/* Pages of guest memory at g that read as the image file's from pos.
+ * file: the file's index, with SNAP_REF_READONLY when the guest could
+ * not write them (saved on trap, whose guest maps only those: imgmap.c),
+ * which the trap platform maps read-only again; any other is a copy
+ * there (KVM maps both kinds copy-on-write). */
 struct snap_ref {
 	uint64_t g, npages, file, pos;
 };
+#define SNAP_REF_READONLY (1ULL << 63)
 
 /* Pages of guest memory at g, stored at file offset at. */
 struct snap_run {
@@ -207,7 +212,8 @@ vm_snap_parse(const uint8_t *meta, size_t meta_len,
 		if (rf.g % VM_PAGE != 0 || rf.pos % VM_PAGE != 0 ||
 		    rf.npages == 0 || rf.g < st.mmap_lo || rf.g >= st.mmap_hi ||
 		    rf.npages > (st.mmap_hi - rf.g) / VM_PAGE ||
-		    rf.file >= lay->nfiles || rf.pos > (1ULL << 40))
+		    (rf.file & ~SNAP_REF_READONLY) >= lay->nfiles ||
+		    rf.pos > (1ULL << 40))
 			return fail(err, errlen, "a bad image reference");
 	}
 	if ((meta_len - at) / sizeof(rn) < st.nruns)
@@ -426,7 +432,8 @@ sort_page(struct vm *vm, struct lists *l, uint64_t g, int keep_zero)
 	const struct vmm_config *cfg = vm->cfg;
 	const uint8_t *page = vm->mem + g;
 	const struct vm_imgrun *ir;
-	uint64_t pos;
+	/* On trap every image page the guest holds is a read-only one. */
+	uint64_t pos, ro = vm->on_trap ? SNAP_REF_READONLY : 0;
 
 	if (g >= vm->mmap_lo && g < vm->mmap_hi &&
 	    vm->mmap_file[(g - vm->mmap_lo) / VM_PAGE] &&
@@ -438,7 +445,8 @@ sort_page(struct vm *vm, struct lists *l, uint64_t g, int keep_zero)
 		    memcmp(page, f->data + pos, VM_PAGE) == 0) {
 			if (flush_run(l) != 0)
 				return -1;
-			if (l->ref.npages > 0 && l->ref.file == ir->file &&
+			if (l->ref.npages > 0 &&
+			    l->ref.file == (ir->file | ro) &&
 			    l->ref.g + l->ref.npages * VM_PAGE == g &&
 			    l->ref.pos + l->ref.npages * VM_PAGE == pos) {
 				l->ref.npages++;
@@ -446,7 +454,7 @@ sort_page(struct vm *vm, struct lists *l, uint64_t g, int keep_zero)
 			}
 			if (flush_ref(l) != 0)
 				return -1;
-			l->ref = (struct snap_ref){ g, 1, ir->file, pos };
+			l->ref = (struct snap_ref){ g, 1, ir->file | ro, pos };
 			return 0;
 		}
 	}
@@ -822,15 +830,16 @@ open_held(struct vm *vm, const struct snap_state *st, const uint8_t *used)
  * segments, then the references mapped and the runs read in. */
 static int
 restore_memory(struct vm *vm, int fd, const struct snap_state *st,
-    const uint8_t *used, const uint8_t *refs, const uint8_t *runs, char *err,
-    size_t errlen)
+    const uint8_t *used, uint8_t *file_map, const uint8_t *refs,
+    const uint8_t *runs, uint64_t *copied, char *err, size_t errlen)
 {
 	const struct vmm_config *cfg = vm->cfg;
 	struct snap_ref rf;
 	struct snap_run rn;
 	struct vm_imgrun *ir;
-	uint64_t i, len, base;
+	uint64_t i, len, base, k;
 	ssize_t n;
+	int rc;
 
 	/* The program's segments stay as the boot left them: the image
 	 * holds their pages that differ. */
@@ -840,10 +849,14 @@ restore_memory(struct vm *vm, int fd, const struct snap_state *st,
 		return fail(err, errlen, "guest memory");
 	vm->nimgruns = 0;
 	vm->imgmaps = 0;
+	*copied = 0;
 	for (i = 0; i < st->nrefs; i++) {
 		const struct vmm_file *f;
+		int readonly;
 
 		memcpy(&rf, refs + i * sizeof(rf), sizeof(rf));
+		readonly = (rf.file & SNAP_REF_READONLY) != 0;
+		rf.file &= ~SNAP_REF_READONLY;
 		f = &cfg->files[rf.file];
 		len = rf.npages * VM_PAGE;
 		if (cfg->image_map == NULL || cfg->image_fd < 0 ||
@@ -855,15 +868,24 @@ restore_memory(struct vm *vm, int fd, const struct snap_state *st,
 		base = (uint64_t)(f->data - cfg->image_map);
 		if (base % VM_PAGE != 0 || vm_img_verify(vm, f) != 0)
 			return fail(err, errlen, "an image file that fails");
-		/* The trap platform maps no image pages: a copy. */
-		if (vm->on_trap)
+		/* The trap platform maps read-only ones read-only in the
+		 * guest's process too; one the guest may write is a copy
+		 * there, its pages guest memory's own (flags cleared, the
+		 * caller counts them as held). */
+		k = (rf.g - vm->mmap_lo) / VM_PAGE;
+		if (vm->on_trap && memchr(file_map + k, 0, rf.npages) != NULL)
+			return fail(
+			    err, errlen, "a reference to no image page");
+		if ((rc = vm_imgmap_ref(
+		         vm, rf.g, len, base + rf.pos, readonly)) < 0)
+			return fail(err, errlen, "mapping the image");
+		if (rc > 0) {
 			memcpy(vm->mem + rf.g, cfg->image_map + base + rf.pos,
 			    len);
-		else if (mmap(vm->mem + rf.g, len, PROT_READ | PROT_WRITE,
-		             MAP_PRIVATE | MAP_FIXED | MAP_NORESERVE,
-		             cfg->image_fd,
-		             (off_t)(base + rf.pos)) == MAP_FAILED)
-			return fail(err, errlen, "mapping the image");
+			memset(file_map + k, 0, rf.npages);
+			*copied += rf.npages;
+			continue;
+		}
 		if ((ir = vm_imgrun_add(vm)) == NULL)
 			return fail(err, errlen, "out of memory");
 		*ir = (struct vm_imgrun){ rf.g, len, rf.file, rf.pos };
@@ -872,6 +894,10 @@ restore_memory(struct vm *vm, int fd, const struct snap_state *st,
 	for (i = 0; i < st->nruns; i++) {
 		memcpy(&rn, runs + i * sizeof(rn), sizeof(rn));
 		len = rn.npages * VM_PAGE;
+		/* On trap, a page of the program's read-only segments that
+		 * the guest made writable and wrote (the boot mapped it from
+		 * the image again): its own first, then its bytes. */
+		vm_imgmap_unshare(vm, rn.g, len);
 		while (len > 0) {
 			n = pread(fd, vm->mem + rn.g, len, (off_t)rn.at);
 			if (n <= 0)
@@ -920,7 +946,7 @@ vm_snap_restore(struct vm *vm, int fd, char *err, size_t errlen)
 	struct snap_fd fr;
 	struct stat sb;
 	uint8_t *meta = NULL, *used_map = NULL, *file_map = NULL;
-	uint64_t npages, at, i, used = 0, file = 0;
+	uint64_t npages, at, i, used = 0, file = 0, copied = 0;
 	unsigned k;
 	int rc = -1;
 
@@ -988,17 +1014,17 @@ vm_snap_restore(struct vm *vm, int fd, char *err, size_t errlen)
 			goto out;
 		at += pad8((uint64_t)fr.pathlen + fr.datalen);
 	}
-	if (restore_memory(vm, fd, &st, used_map, meta + at,
-	        meta + at + st.nrefs * sizeof(struct snap_ref), err,
+	if (restore_memory(vm, fd, &st, used_map, file_map, meta + at,
+	        meta + at + st.nrefs * sizeof(struct snap_ref), &copied, err,
 	        errlen) != 0)
 		goto out;
 	memcpy(vm->mmap_used, used_map, npages);
 	memcpy(vm->mmap_file, file_map, npages);
 	vm->brk_cur = st.brk_cur;
 	vm->brk_peak = st.brk_peak;
-	vm->mmap_pages_used = st.mmap_pages_used;
+	vm->mmap_pages_used = st.mmap_pages_used + copied;
 	vm->mmap_pages_peak = st.mmap_pages_peak;
-	vm->mmap_file_pages = st.mmap_file_pages;
+	vm->mmap_file_pages = st.mmap_file_pages - copied;
 	vm->file_touched_pages = st.file_touched_pages;
 	vm_mem_uncharge(vm, vm->mem_charged);
 	if (vm_mem_charge(vm, st.mem_charged) != 0) {

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <strings.h>
 #include <unistd.h>
 
@@ -83,25 +84,95 @@ conn_refuse(struct vm *vm, struct vfd *f, int why, const char *sni, int err)
 	return -err;
 }
 
-/* Take want bytes of the run's allowance (with partial, as many as are
- * left): how many were taken, 0 when none are left. */
 static uint64_t
-allowance_take(struct vm *vm, uint64_t want, int partial)
+mono_ns(void)
 {
-	struct vmm_egress_bytes *c = vm_egress_counters(vm);
-	uint64_t max = vm->cfg->egress_max, used, n;
+	struct timespec ts;
 
-	if (max == 0 || want == 0)
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* n bytes' share of the period, rounded up (taking) or down. */
+static uint64_t
+budget_ns(uint64_t n, uint64_t bytes, uint64_t period, int up)
+{
+	unsigned __int128 v = (unsigned __int128)n * period;
+
+	return (uint64_t)((v + (up ? bytes - 1 : 0)) / bytes);
+}
+
+uint64_t
+vmm_egress_budget_take(struct vmm_egress_budget *b, uint64_t want, int partial)
+{
+	uint64_t bytes, period, now, tat, base, room, n;
+
+	if (b == NULL || want == 0)
 		return want;
-	used = LOAD(&c->used);
+	bytes = LOAD(&b->bytes);
+	period = LOAD(&b->period_ns);
+	if (bytes == 0 || period == 0)
+		return want;
+	now = mono_ns();
+	tat = LOAD(&b->tat_ns);
 	do {
-		if (used >= max)
+		base = tat > now ? tat : now;
+		if (base - now >= period)
 			return 0;
-		n = max - used >= want ? want : partial ? max - used : 0;
+		/* What the bucket holds now, in bytes. */
+		room = (uint64_t)((unsigned __int128)(period - (base - now)) *
+		    bytes / period);
+		n = room >= want ? want : partial ? room : 0;
 		if (n == 0)
 			return 0;
-	} while (!CAS(&c->used, &used, used + n));
+	} while (!CAS(&b->tat_ns, &tat, base + budget_ns(n, bytes, period, 1)));
 	return n;
+}
+
+void
+vmm_egress_budget_give(struct vmm_egress_budget *b, uint64_t n)
+{
+	uint64_t bytes, period, tat, back;
+
+	if (b == NULL || n == 0 || (bytes = LOAD(&b->bytes)) == 0 ||
+	    (period = LOAD(&b->period_ns)) == 0)
+		return;
+	back = budget_ns(n, bytes, period, 0);
+	tat = LOAD(&b->tat_ns);
+	while (!CAS(&b->tat_ns, &tat, tat > back ? tat - back : 0))
+		;
+}
+
+/* Take want bytes of the run's allowance and its principal's budget
+ * (with partial, as many as both have left): how many were taken, 0
+ * when none are left, *why then VMM_NET_BYTES or VMM_NET_BUDGET. */
+static uint64_t
+allowance_take(struct vm *vm, uint64_t want, int partial, int *why)
+{
+	struct vmm_egress_bytes *c = vm_egress_counters(vm);
+	uint64_t max = vm->cfg->egress_max, used, n = want, m;
+
+	*why = VMM_NET_BYTES;
+	if (want == 0)
+		return 0;
+	if (max != 0) {
+		used = LOAD(&c->used);
+		do {
+			if (used >= max)
+				return 0;
+			n = max - used >= want ? want
+			    : partial          ? max - used
+			                       : 0;
+			if (n == 0)
+				return 0;
+		} while (!CAS(&c->used, &used, used + n));
+	}
+	m = vmm_egress_budget_take(vm->cfg->egress_budget, n, partial);
+	if (m < n && max != 0)
+		SUB(&c->used, n - m);
+	if (m == 0)
+		*why = VMM_NET_BUDGET;
+	return m;
 }
 
 static void
@@ -109,12 +180,13 @@ allowance_give(struct vm *vm, uint64_t n)
 {
 	if (vm->cfg->egress_max != 0 && n > 0)
 		SUB(&vm_egress_counters(vm)->used, n);
+	vmm_egress_budget_give(vm->cfg->egress_budget, n);
 }
 
 static int64_t
-limit_refuse(struct vm *vm, struct vfd *f)
+limit_refuse(struct vm *vm, struct vfd *f, int why)
 {
-	return conn_refuse(vm, f, VMM_NET_BYTES, "", ECONNRESET);
+	return conn_refuse(vm, f, why, "", ECONNRESET);
 }
 
 /* Send the held bytes, all of them (a connection's first: its buffer
@@ -125,13 +197,13 @@ held_send(struct vm *vm, struct vfd *f)
 {
 	struct pollfd p = { .fd = f->hostfd, .events = POLLOUT };
 	uint32_t off = 0;
-	int waits = 0;
+	int waits = 0, why;
 	ssize_t w;
 
 	if (f->hello_len == 0)
 		return 0;
-	if (allowance_take(vm, f->hello_len, 0) != f->hello_len)
-		return limit_refuse(vm, f);
+	if (allowance_take(vm, f->hello_len, 0, &why) != f->hello_len)
+		return limit_refuse(vm, f, why);
 	while (off < f->hello_len) {
 		w = send(f->hostfd, f->hello + off, f->hello_len - off,
 		    MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -212,6 +284,7 @@ vm_egress_out_begin(struct vm *vm, struct vfd *f, const struct iovec *iov,
 {
 	uint64_t total = 0;
 	size_t i;
+	int why;
 
 	*reserved = 0;
 	if (f->egress_shut)
@@ -220,8 +293,8 @@ vm_egress_out_begin(struct vm *vm, struct vfd *f, const struct iovec *iov,
 		return first_bytes(vm, f, iov, n);
 	for (i = 0; i < n; i++)
 		total += iov[i].iov_len;
-	if (total > 0 && (*reserved = allowance_take(vm, total, 0)) == 0)
-		return limit_refuse(vm, f);
+	if (total > 0 && (*reserved = allowance_take(vm, total, 0, &why)) == 0)
+		return limit_refuse(vm, f, why);
 	return 0;
 }
 
@@ -242,13 +315,15 @@ int64_t
 vm_egress_in_begin(
     struct vm *vm, struct vfd *f, uint64_t want, uint64_t *allowed)
 {
+	int why;
+
 	*allowed = 0;
 	if (f->egress_shut)
 		return -f->egress_shut;
 	if (want == 0)
 		return 0;
-	if ((*allowed = allowance_take(vm, want, 1)) == 0)
-		return limit_refuse(vm, f);
+	if ((*allowed = allowance_take(vm, want, 1, &why)) == 0)
+		return limit_refuse(vm, f, why);
 	return 0;
 }
 

@@ -176,7 +176,8 @@ sys_mmap(struct vm *vm, const uint64_t a[6])
 		n = n == SHARE_ANON ? vm_shmap_anon(vm, g, len)
 		                    : vm_shmap(vm, (int)n, g, len, off);
 	else if (!(flags & MAP_ANONYMOUS_) &&
-	    (n = vm_imgmap(vm, (int)a[4], g, len, off)) >= 0 &&
+	    (n = vm_imgmap(
+	         vm, (int)a[4], g, len, off, (a[2] & PROT_WRITE_) != 0)) >= 0 &&
 	    (uint64_t)n < len)
 		n = vm_mmap_fill(vm, (int)a[4], g + (uint64_t)n,
 		    len - (uint64_t)n, off + (uint64_t)n);
@@ -284,13 +285,24 @@ sys_mprotect(struct vm *vm, const uint64_t a[6])
 	    ~(uint64_t)(PROT_READ_ | PROT_WRITE_ | PROT_EXEC_ | 0x8 /* SEM */ |
 	        0x01000000 /* GROWSDOWN */ | 0x02000000 /* GROWSUP */))
 		return -EINVAL;
-	if ((rc = mapped_range(vm, addr, len, &lo, &hi)) != 0)
-		return rc < 0 ? rc : 0;
-	if ((prot & (PROT_READ_ | PROT_WRITE_ | PROT_EXEC_)) == 0 ||
+	if ((rc = mapped_range(vm, addr, len, &lo, &hi)) < 0)
+		return rc;
+	/* On trap, image pages the guest's process maps read-only
+	 * (imgmap.c): made writable, they are guest memory's own again,
+	 * with the bytes they held (the program's segments, below the mmap
+	 * area, too). */
+	if (prot & PROT_WRITE_)
+		vm_imgmap_unshare(
+		    vm, addr, (len + VM_PAGE - 1) & ~(VM_PAGE - 1));
+	if (rc != 0 || (prot & (PROT_READ_ | PROT_WRITE_ | PROT_EXEC_)) == 0 ||
 	    (resv = pages_in(vm, lo, hi - lo, VM_PG_RESERVED)) == 0)
 		return 0;
 	if (vm_mem_charge(vm, resv * VM_PAGE) != 0)
 		return -ENOMEM;
+	/* The whole range is opened below, image pages among it: as
+	 * guest memory's own (the stub's read-only mapping of the image
+	 * would refuse to open). */
+	vm_imgmap_unshare(vm, lo, hi - lo);
 	/* Held pages in the range are open already: opening the whole
 	 * range keeps one host call per mprotect. */
 	if (vm_space_open(vm, lo, hi - lo) != 0) {

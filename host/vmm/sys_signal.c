@@ -718,7 +718,7 @@ vm_signal_after_kick(struct vm *vm)
 
 int
 vm_signal_fault(struct vm *vm, unsigned vector, uint64_t rip, uint64_t rsp,
-    uint64_t rflags, uint64_t addr)
+    uint64_t rflags, uint64_t addr, uint64_t ec)
 {
 	struct kvm_regs *r = &vm->run->s.regs.regs;
 	int sig, code;
@@ -747,7 +747,9 @@ vm_signal_fault(struct vm *vm, unsigned vector, uint64_t rip, uint64_t rsp,
 	case 14:
 	case 12:
 		sig = SIGSEGV;
-		code = vector == 14 ? 1 /* SEGV_MAPERR */ : 0x80;
+		code = vector != 14 ? 0x80 /* SI_KERNEL */
+		    : (ec & 1)      ? 2 /* SEGV_ACCERR */
+		                    : 1 /* SEGV_MAPERR */;
 		break;
 	default:
 		return 0;

@@ -340,6 +340,7 @@ template_run(struct vmm_template *t, const struct vmm_config *run, int probe,
 	t->run.egress_net = run->egress_net;
 	t->run.egress_report = run->egress_report;
 	t->run.egress_max = run->egress_max;
+	t->run.egress_budget = run->egress_budget;
 	t->run.dns_table = run->dns_table;
 	t->run.dns_fd = run->dns_fd;
 	t->run.net = run->net; /* the clone's sandbox's network */

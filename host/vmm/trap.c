@@ -13,6 +13,7 @@
  * the guest holds into a new memfd (vm_trap_fork_copy), since a shared
  * mapping is not copied on write as KVM's private one is.
  */
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
@@ -59,6 +60,43 @@ _Static_assert(TRAP_CLONE_NS ==
     "the namespaces the filters allow");
 _Static_assert(TRAP_CLONE_PLAIN == (CLONE_PIDFD | CLONE_VM | CLONE_VFORK),
     "a pidfd, no namespace");
+_Static_assert(TRAP_CLONE_JOIN == (CLONE_VM | CLONE_FILES | CLONE_VFORK),
+    "the go-between: no namespace, no exit signal");
+_Static_assert(TRAP_CLONE_JOINED ==
+        (CLONE_PARENT | CLONE_NEWPID | CLONE_NEWNS | CLONE_PIDFD | CLONE_VM |
+            CLONE_VFORK),
+    "a later stub: its own pid and mount namespaces");
+_Static_assert(TRAP_CLONE_JOINED_ROOT ==
+        (CLONE_PARENT | CLONE_NEWPID | CLONE_PIDFD | CLONE_VM | CLONE_VFORK),
+    "a later stub: its own pid namespace, the tree's empty root");
+
+/* The namespaces a guest tree's stubs share, in the order a stub joins
+ * them (the user namespace first: it gives the rights to join the
+ * rest), with the pidfd ioctls that open them (<linux/pidfd.h>, Linux
+ * 6.11; before it, no sharing). */
+enum {
+	TREE_NS_USER,
+	TREE_NS_NET,
+	TREE_NS_IPC,
+	TREE_NS_UTS,
+	TREE_NS_CGROUP,
+	TREE_NS_MNT,
+	TREE_NS_N
+};
+_Static_assert(PIDFD_GET_USER_NAMESPACE == _IO(0xFF, 9) &&
+        PIDFD_GET_MNT_NAMESPACE == _IO(0xFF, 3),
+    "<linux/pidfd.h>'s numbering");
+static const struct {
+	int type;
+	unsigned long get;
+} tree_ns[TREE_NS_N] = {
+	{ CLONE_NEWUSER, PIDFD_GET_USER_NAMESPACE },
+	{ CLONE_NEWNET, PIDFD_GET_NET_NAMESPACE },
+	{ CLONE_NEWIPC, PIDFD_GET_IPC_NAMESPACE },
+	{ CLONE_NEWUTS, PIDFD_GET_UTS_NAMESPACE },
+	{ CLONE_NEWCGROUP, PIDFD_GET_CGROUP_NAMESPACE },
+	{ CLONE_NEWNS, PIDFD_GET_MNT_NAMESPACE },
+};
 /* How long the vm process spins for the stub's next event before it
  * sleeps, in TSC ticks (about 0.4 to 54 us at 2.6 GHz), adapted at each
  * wait as the stub does its own (spin_adapt); every SPIN_PROBE-th wait
@@ -78,7 +116,8 @@ struct vm_trap {
 	uint64_t cookie[2];
 	int chan; /* our end of the stub's TRAP_FD_CHAN */
 	/* Ops on guest memory not yet sent to the stub, and beside each
-	 * TRAP_OP_MAP its descriptor (ours to close), -1 for the rest. */
+	 * TRAP_OP_MAP its descriptor: ours to close (>= 0), or the image's,
+	 * borrowed (BORROWED(fd)); -1 for the rest. */
 	struct trap_op *ops;
 	int *op_fds;
 	size_t nops, cap;
@@ -92,6 +131,11 @@ struct vm_trap {
 	uint32_t fpu_len;
 	int fpu_here, fpu_dirty;
 	int ns; /* started in namespaces of its own */
+	/* The guest tree's namespaces, which its later stubs join (-1:
+	 * none yet; the mount namespace's only where its root is a tmpfs
+	 * of its own); carried across a guest fork, never to a template's
+	 * clone (vm_trap_fork_child). */
+	int tree_ns[TREE_NS_N];
 	uint64_t spin; /* the next wait's spin, in TSC ticks */
 	uint32_t waits; /* counts them, for the probes */
 };
@@ -121,6 +165,7 @@ vm_trap_prepare(void)
 		return -1;
 	}
 	stub_fd = fd;
+	vm_vdso_host_rate();
 	return 0;
 }
 
@@ -177,6 +222,33 @@ vm_trap_mem_map(uint64_t size, int prot, int *fdp)
 	return aligned;
 }
 
+/* A new platform state, holding nothing; NULL without memory. */
+static struct vm_trap *
+trap_new(void)
+{
+	struct vm_trap *t = calloc(1, sizeof(*t));
+	int i;
+
+	if (t == NULL)
+		return NULL;
+	t->box_fd = t->pidfd = t->chan = -1;
+	for (i = 0; i < TREE_NS_N; i++)
+		t->tree_ns[i] = -1;
+	return t;
+}
+
+static void
+tree_ns_close(struct vm_trap *t)
+{
+	int i;
+
+	for (i = 0; i < TREE_NS_N; i++) {
+		if (t->tree_ns[i] >= 0)
+			close(t->tree_ns[i]);
+		t->tree_ns[i] = -1;
+	}
+}
+
 /* The platform's state, made at the first op queued before the stub
  * starts; NULL (and the guest stopped) without memory for it. */
 static struct vm_trap *
@@ -185,18 +257,24 @@ trap_state(struct vm *vm)
 	struct vm_trap *t = vm->trap;
 
 	if (t == NULL) {
-		if ((t = calloc(1, sizeof(*t))) == NULL) {
+		if ((t = trap_new()) == NULL) {
 			vm_stop(vm, VMM_FAULT, -1, "fault: out of host memory");
 			return NULL;
 		}
-		t->box_fd = t->pidfd = t->chan = -1;
 		vm->trap = t;
 	}
 	return t;
 }
 
+/* A descriptor the queue sends but does not close (the image's, open
+ * as long as the vm process serves it): a fork's child maps every image
+ * range again, and a descriptor each would pass the process's
+ * RLIMIT_NOFILE long before the 8,192 image mappings it may hold. */
+#define BORROWED(fd) (-2 - (fd))
+#define IS_BORROWED(v) ((v) <= -2)
+
 /* Queue one op on [addr, addr + len), cut to what the stub maps; fd
- * (TRAP_OP_MAP's, or -1) is the queue's from here. */
+ * (TRAP_OP_MAP's, or -1) is the queue's from here, or BORROWED(fd). */
 static void
 queue_op(struct vm *vm, uint64_t addr, uint64_t len, struct trap_op op, int fd)
 {
@@ -261,6 +339,20 @@ vm_trap_map_shared(
 	        .prot = PROT_READ | PROT_WRITE | PROT_EXEC,
 	        .kind = TRAP_OP_MAP },
 	    dup);
+	return 0;
+}
+
+int
+vm_trap_map_readonly(
+    struct vm *vm, uint64_t addr, uint64_t len, int fd, uint64_t off)
+{
+	if (fd < 0)
+		return -1;
+	queue_op(vm, addr, len,
+	    (struct trap_op){ .off = off,
+	        .prot = PROT_READ | PROT_EXEC,
+	        .kind = TRAP_OP_MAP },
+	    BORROWED(fd));
 	return 0;
 }
 
@@ -341,39 +433,50 @@ child_limit(int resource, rlim_t v)
 
 struct spawn_arg {
 	int mem_fd, box_fd, chan_fd, ns;
+	int joined_root; /* in the tree's mount namespace: its root is made */
+	int root_tmpfs; /* out: the root is a tmpfs of the stub's own */
 };
 
 /*
  * In the new process, which shares the vm process's memory until its
  * execve (CLONE_VM | CLONE_VFORK: no page tables copied, a millisecond
- * less here), so it writes nothing but its own stack and runs with every
- * signal blocked (the stub opens them): nothing but the stub's
- * descriptors, no core, no way back to the vm process's files; then the
- * stub.
+ * less here), so it writes nothing but its own stack and the one word
+ * of the vm process's arguments that tells what root it made (the vm
+ * process waits meanwhile), and runs with every signal blocked (the stub
+ * opens them): nothing but the stub's descriptors, no core, no way back
+ * to the vm process's files; then the stub.
  */
 static int
 stub_child(void *argp)
 {
 	static const char *const argv[] = { "keepd: guest", NULL };
 	static const char *const envp[] = { NULL };
-	const struct spawn_arg *a = argp;
+	struct spawn_arg *a = argp;
 	int exe_fd, mem_fd = a->mem_fd, box_fd = a->box_fd;
-	int chan_fd = a->chan_fd, ns = a->ns;
+	int chan_fd = a->chan_fd;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	if (ns) {
+	if (a->joined_root) {
+		/* The tree's mount namespace, joined: its root is the
+		 * tmpfs its first stub made (setns puts this process on
+		 * the namespace's root, ".." at it crosses into the mount
+		 * over it). Nothing is mounted again. */
+		if (chdir("/..") != 0 || chroot(".") != 0 || chdir("/") != 0)
+			_exit(127);
+	} else if (a->ns) {
 		/* An empty root: a tmpfs over / that only the stub's
-		 * process sees (".." at the root crosses into it), or, in
-		 * keepd, its empty directory. */
+		 * process (and the later stubs of its guest tree, which
+		 * join its mount namespace) sees (".." at the root crosses
+		 * into it), or, in keepd, its empty directory. */
 		if (mount("none", "/", "tmpfs", MS_NOSUID | MS_NODEV,
 		        "size=4k,mode=0500") == 0 &&
 		    chdir("/..") == 0 && chroot(".") == 0 && chdir("/") == 0)
-			ns = 2;
+			a->root_tmpfs = 1;
 		/* Landlock refuses a mount to a confined vm process: keepd's
 		 * state directory, its root, has an empty directory. */
 		else if (chdir("/empty") == 0 && chroot(".") == 0 &&
 		    chdir("/") == 0)
-			ns = 2;
+			a->root_tmpfs = 0;
 	}
 	/* Out of the way first: any of them may sit on 3 to 6. */
 	if ((mem_fd = fcntl(mem_fd, F_DUPFD, 16)) == -1 ||
@@ -406,35 +509,127 @@ stub_child(void *argp)
 
 #define SPAWN_STACK 65536
 
-/* The stub's process: its pid (pidfd in *pidfd), or -1 with errno. */
-static pid_t
-spawn_one(unsigned long flags, const struct spawn_arg *a, int *pidfd)
+/* The go-between of a later stub (TRAP_CLONE_JOIN), which shares the
+ * vm process's memory and descriptor table: the tree's namespaces
+ * joined, the stub started beside it as the vm process's child, whose
+ * pidfd lands in the shared table. It writes only its answer. */
+struct join_arg {
+	struct spawn_arg *a;
+	const int *ns;
+	int nns;
+	unsigned long flags;
+	uint8_t *stack;
+	pid_t pid;
+	int pidfd, err;
+};
+
+static int
+join_child(void *argp)
 {
+	struct join_arg *j = argp;
+	int i;
+
+	for (i = 0; i < j->nns; i++)
+		if (setns(j->ns[i], tree_ns[i].type) == -1) {
+			j->err = errno;
+			_exit(127);
+		}
+	/* The low byte of flags is the exit signal: none (the pidfd). */
+	j->pid = clone(stub_child, j->stack + SPAWN_STACK, (int)j->flags, j->a,
+	    &j->pidfd, NULL, NULL);
+	if (j->pid == -1)
+		j->err = errno;
+	_exit(0);
+}
+
+/* The stub's process: its pid (pidfd in *pidfd), or -1 with errno. With
+ * ns (the tree's namespaces, nns of them), through a go-between that
+ * joins them. */
+static pid_t
+spawn_one(unsigned long flags, struct spawn_arg *a, const int *ns, int nns,
+    int *pidfd)
+{
+	struct join_arg j = { a, ns, nns, flags, NULL, -1, -1, 0 };
 	sigset_t all, old;
 	uint8_t *stack;
+	siginfo_t si;
 	pid_t pid;
 	int saved;
 
-	if ((stack = malloc(SPAWN_STACK)) == NULL)
+	if ((stack = malloc(ns != NULL ? 2 * SPAWN_STACK : SPAWN_STACK)) ==
+	    NULL)
 		return -1;
 	sigfillset(&all);
 	sigprocmask(SIG_SETMASK, &all, &old);
-	/* The low byte of flags is the exit signal: none (the pidfd). */
-	pid = clone(stub_child, stack + SPAWN_STACK, (int)flags, (void *)a,
-	    pidfd, NULL, NULL);
-	saved = errno;
+	if (ns == NULL) {
+		/* The low byte of flags is the exit signal: none (the
+		 * pidfd). */
+		pid = clone(stub_child, stack + SPAWN_STACK, (int)flags,
+		    (void *)a, pidfd, NULL, NULL);
+		saved = errno;
+	} else {
+		j.stack = stack + SPAWN_STACK;
+		pid =
+		    clone(join_child, stack + SPAWN_STACK, TRAP_CLONE_JOIN, &j);
+		if (pid != -1) {
+			/* Back once the stub has its program (or it failed):
+			 * reap the go-between. */
+			while (waitid(P_PID, (id_t)pid, &si,
+			           WEXITED | __WALL) == -1 &&
+			    errno == EINTR)
+				;
+			pid = j.pid;
+			*pidfd = j.pidfd;
+			saved = j.err != 0 ? j.err : EPERM;
+		} else
+			saved = errno;
+	}
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	free(stack);
 	errno = saved;
 	return pid;
 }
 
+/*
+ * The namespaces of the tree's first stub (pidfd), for its later ones
+ * to join: a new network namespace is the dearest part of a stub's start
+ * (docs/vmm.md, "The trap platform"). The mount namespace only where
+ * the stub's root is a tmpfs of its own (keepd's empty directory is a
+ * chroot, which a process joining the namespace would not be in).
+ * Nothing is kept unless all are.
+ */
+static void
+tree_ns_take(struct vm_trap *t, int pidfd, int with_mnt)
+{
+	int i, n = with_mnt ? TREE_NS_N : TREE_NS_MNT;
+
+	for (i = 0; i < n; i++) {
+		/* Not /proc/PID/ns before Linux 6.11: keepd's vm process
+		 * has no /proc, and its filter no open. */
+		t->tree_ns[i] = ioctl(pidfd, tree_ns[i].get, 0);
+		if (t->tree_ns[i] == -1) {
+			tree_ns_close(t);
+			return;
+		}
+	}
+}
+
+static int
+tree_ns_count(const struct vm_trap *t)
+{
+	int n = 0;
+
+	while (n < TREE_NS_N && t->tree_ns[n] >= 0)
+		n++;
+	return n;
+}
+
 static int
 spawn(struct vm *vm, struct vm_trap *t, char *err, size_t errlen)
 {
-	struct spawn_arg a = { vm->mem_fd, t->box_fd, -1, 1 };
-	pid_t pid;
-	int pidfd = -1, sv[2];
+	struct spawn_arg a = { vm->mem_fd, t->box_fd, -1, 1, 0, 0 };
+	pid_t pid = -1;
+	int pidfd = -1, sv[2], nns;
 
 	if (t->chan >= 0)
 		close(t->chan);
@@ -446,14 +641,32 @@ spawn(struct vm *vm, struct vm_trap *t, char *err, size_t errlen)
 	t->chan = sv[0];
 	a.chan_fd = sv[1];
 	t->ns = 1;
-	pid = spawn_one(TRAP_CLONE_NS, &a, &pidfd);
+	if ((nns = tree_ns_count(t)) >= TREE_NS_MNT) {
+		/* A later stub of the tree: its namespaces joined, a pid
+		 * namespace (and a mount namespace where the tree's is not
+		 * shared) of its own. Should that fail, a stub in
+		 * namespaces of its own, as the first was, which the next
+		 * ones then join. */
+		a.joined_root = nns == TREE_NS_N;
+		pid = spawn_one(
+		    a.joined_root ? TRAP_CLONE_JOINED_ROOT : TRAP_CLONE_JOINED,
+		    &a, t->tree_ns, nns, &pidfd);
+		if (pid == -1)
+			tree_ns_close(t);
+		a.joined_root = 0;
+	}
+	if (pid == -1) {
+		pid = spawn_one(TRAP_CLONE_NS, &a, NULL, 0, &pidfd);
+		if (pid != -1 && tree_ns_count(t) == 0)
+			tree_ns_take(t, pidfd, a.root_tmpfs);
+	}
 	if (pid == -1 &&
 	    (errno == EPERM || errno == EINVAL || errno == ENOSPC ||
 	        errno == EUSERS)) {
 		/* No user namespace to be had here (a sysctl, an old
 		 * kernel): the filter alone confines the stub (docs/vmm.md). */
 		a.ns = t->ns = 0;
-		pid = spawn_one(TRAP_CLONE_PLAIN, &a, &pidfd);
+		pid = spawn_one(TRAP_CLONE_PLAIN, &a, NULL, 0, &pidfd);
 	}
 	close(sv[1]);
 	if (pid == -1) {
@@ -579,16 +792,21 @@ post_and_wait(struct vm *vm, struct vm_trap *t, uint32_t reply,
 {
 	struct trap_box *b = t->box;
 	struct timespec ts = { 0, POLL_NS };
+	/* Neither side spins while the tree has more than one process
+	 * (docs/vmm.md, "Fork"), nor for the stub's boot, whose execve
+	 * and set-up take far longer than a spin. */
+	int spin = reply != 0 && !vm->is_child && vm->nchildren == 0;
 	uint32_t seen;
 
 	if (reply != 0) {
 		b->reply = reply;
+		store32(&b->host_blocks, !spin);
 		store32(&b->state, TRAP_S_REPLY);
 		if (load32(&b->stub_sleeps))
 			syscall(
 			    SYS_futex, &b->state, FUTEX_WAKE, 1, NULL, NULL, 0);
 	}
-	if (spin_for_event(t))
+	if (spin && spin_for_event(t))
 		return WAIT_EVENT;
 	for (;;) {
 		if (reply != 0 && vm->run->immediate_exit) {
@@ -610,6 +828,15 @@ post_and_wait(struct vm *vm, struct vm_trap *t, uint32_t reply,
 		if (stub_ended(t, status))
 			return WAIT_DEAD;
 	}
+}
+
+/* The vm process is about to block in a host call for the guest's
+ * event: the stub may stop spinning. */
+void
+vm_trap_blocking(struct vm *vm)
+{
+	if (vm->on_trap && vm->trap != NULL && vm->trap->box != NULL)
+		store32(&vm->trap->box->host_blocks, 1);
 }
 
 /* The vm process's registers into the box, and the FPU area into the
@@ -676,10 +903,12 @@ take_regs(struct vm *vm, struct vm_trap *t)
 	take_frame(t);
 }
 
-/* A TRAP_OP_MAP's descriptor to the stub, closed here once sent. */
+/* A TRAP_OP_MAP's descriptor to the stub, closed here once sent unless
+ * borrowed. */
 static int
 send_fd(struct vm_trap *t, int *fdp)
 {
+	int fd = IS_BORROWED(*fdp) ? -2 - *fdp : *fdp;
 	union {
 		struct cmsghdr h;
 		uint8_t buf[CMSG_SPACE(sizeof(int))];
@@ -696,11 +925,12 @@ send_fd(struct vm_trap *t, int *fdp)
 	cm.h.cmsg_level = SOL_SOCKET;
 	cm.h.cmsg_type = SCM_RIGHTS;
 	cm.h.cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(&cm.h), fdp, sizeof(int));
+	memcpy(CMSG_DATA(&cm.h), &fd, sizeof(int));
 	do
 		n = sendmsg(t->chan, &msg, MSG_NOSIGNAL);
 	while (n == -1 && errno == EINTR);
-	close(*fdp);
+	if (!IS_BORROWED(*fdp))
+		close(fd);
 	*fdp = -1;
 	return n == 1 ? 0 : -1;
 }
@@ -719,7 +949,7 @@ flush_ops(struct vm *vm, struct vm_trap *t, int *status)
 		if (n > TRAP_OPS_MAX)
 			n = TRAP_OPS_MAX;
 		for (i = done; i < done + n; i++)
-			if (t->op_fds[i] >= 0 &&
+			if (t->op_fds[i] != -1 &&
 			    send_fd(t, &t->op_fds[i]) != 0) {
 				drop_ops(t);
 				*status = -1;
@@ -772,11 +1002,10 @@ vm_trap_create(struct vm *vm, char *err, size_t errlen)
 		return -1;
 	}
 	if (t == NULL) {
-		if ((t = calloc(1, sizeof(*t))) == NULL) {
+		if ((t = trap_new()) == NULL) {
 			snprintf(err, errlen, "out of memory");
 			return -1;
 		}
-		t->box_fd = t->pidfd = t->chan = -1;
 		vm->trap = t;
 	}
 	if (vm->run == NULL &&
@@ -849,6 +1078,7 @@ vm_trap_drop(struct vm *vm)
 	if (t->chan >= 0)
 		close(t->chan);
 	drop_ops(t);
+	tree_ns_close(t);
 	free(t->ops);
 	free(t->op_fds);
 	free(t);
@@ -871,6 +1101,7 @@ vm_trap_forget(struct vm *vm)
 	if (t->chan >= 0)
 		close(t->chan);
 	drop_ops(t);
+	tree_ns_close(t);
 	free(t->ops);
 	free(t->op_fds);
 	free(t);
@@ -1028,12 +1259,40 @@ vm_trap_fork_adopt(struct vm *vm, int fd, char *err, size_t errlen)
 	/* Everything open in the host is open in the guest: the same
 	 * walk that closes the rest host-side queues it for the stub. */
 	vm_trap_protect(vm, 0, vm->memsz, 1);
-	if (vm_space_reopen(vm) != 0 || vm_shmap_refork(vm) != 0) {
+	if (vm_space_reopen(vm) != 0 || vm_shmap_refork(vm) != 0 ||
+	    vm_imgmap_refork(vm) != 0) {
 		snprintf(
 		    err, errlen, "the child's memory: %s", strerror(errno));
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * In a guest fork's child (clone.c): vm_trap_fork_adopt, keeping the
+ * guest tree's namespaces for the child's stub to join. A template's
+ * clone adopts without them: its runs are not its holder's tree.
+ */
+int
+vm_trap_fork_child(struct vm *vm, int fd, char *err, size_t errlen)
+{
+	int ns[TREE_NS_N], i, rc;
+	struct vm_trap *t;
+
+	for (i = 0; i < TREE_NS_N; i++) {
+		ns[i] = vm->trap != NULL ? vm->trap->tree_ns[i] : -1;
+		if (vm->trap != NULL)
+			vm->trap->tree_ns[i] = -1;
+	}
+	rc = vm_trap_fork_adopt(vm, fd, err, errlen);
+	t = rc == 0 ? trap_state(vm) : NULL;
+	for (i = 0; i < TREE_NS_N; i++) {
+		if (t != NULL)
+			t->tree_ns[i] = ns[i];
+		else if (ns[i] >= 0)
+			close(ns[i]);
+	}
+	return rc;
 }
 
 /* ---- the loop --------------------------------------------------------- */
@@ -1052,7 +1311,8 @@ on_fault(struct vm *vm, struct trap_box *b)
 	vector = trapno < 32 ? (unsigned)trapno : 13;
 	if (signo == 5 && trapno != 1)
 		vector = 3;
-	if (vm_signal_fault(vm, vector, r->rip, r->rsp, r->rflags, addr))
+	if (vm_signal_fault(vm, vector, r->rip, r->rsp, r->rflags, addr,
+	        __atomic_load_n(&b->err, 0)))
 		return;
 	vm_fault_stop(vm, vector, r->rip, addr, __atomic_load_n(&b->err, 0));
 }

@@ -59,7 +59,9 @@ enum trap_reply {
 enum trap_op_kind {
 	TRAP_OP_PROTECT =
 	    0, /* mprotect: prot is PROT_NONE or the guest's all */
-	TRAP_OP_MAP, /* map the channel's next descriptor at off, shared */
+	TRAP_OP_MAP, /* map the channel's next descriptor at off, shared:
+			read and write (prot all), or read-only (prot
+			PROT_READ | PROT_EXEC: an image file's pages) */
 	TRAP_OP_RESTORE /* guest memory back in place of such a mapping */
 };
 
@@ -91,7 +93,14 @@ struct trap_box {
 	int32_t result; /* TRAP_EV_OPS: 0 or the first failure's errno */
 	/* TRAP_EV_FAULT. */
 	int32_t signo, code;
-	uint32_t pad0;
+	/* The vm process's word that the stub should sleep at once
+	 * rather than spin for its reply: set with a reply while the
+	 * guest tree has more than one process (two spinning pairs want
+	 * more cores than a small box has, and a spinner takes the core
+	 * its server waits for), and while the vm process blocks in a
+	 * host call for the event (a fork's copy, a wait4). It only ever
+	 * makes the stub sleep sooner. */
+	uint32_t host_blocks;
 	uint64_t trapno, err, addr;
 	/* Both ways. */
 	struct trap_regs regs;
@@ -125,9 +134,29 @@ _Static_assert(sizeof(struct trap_box) <= TRAP_BOX_SIZE, "the box fits");
 /* clone(2) flags of the stub's process (no exit signal: only its pidfd
  * reaps it; CLONE_VM | CLONE_VFORK until its execve): in new user, pid, mount, network, IPC, UTS and cgroup
  * namespaces, or, where no user namespace can be made, in none. The
- * seccomp filters of the vm process allow exactly these two. */
+ * seccomp filters of the vm process allow exactly these two, and the
+ * three below. */
 #define TRAP_CLONE_NS 0x7e025100UL
 #define TRAP_CLONE_PLAIN 0x00005100UL /* CLONE_PIDFD | CLONE_VM | VFORK */
+/* A later stub of the same guest tree (docs/vmm.md, "The trap
+ * platform"): a go-between (CLONE_VM | CLONE_FILES | CLONE_VFORK, no
+ * exit signal) joins the tree's user, network, IPC, UTS, cgroup (and
+ * mount) namespaces and starts the stub as the vm process's child
+ * (CLONE_PARENT) in a pid namespace of its own (CLONE_NEWPID), with a
+ * mount namespace of its own where the tree's is not shared. */
+#define TRAP_CLONE_JOIN 0x00004500UL
+#define TRAP_CLONE_JOINED 0x2002d100UL
+#define TRAP_CLONE_JOINED_ROOT 0x2000d100UL /* the tree's mount ns */
+/* The pidfd ioctls that open a process's namespaces (<linux/pidfd.h>,
+ * Linux 6.11: _IO(0xFF, n)), which Debian 12's headers lack. */
+#ifndef PIDFD_GET_CGROUP_NAMESPACE
+#define PIDFD_GET_CGROUP_NAMESPACE 0xff01UL
+#define PIDFD_GET_IPC_NAMESPACE 0xff02UL
+#define PIDFD_GET_MNT_NAMESPACE 0xff03UL
+#define PIDFD_GET_NET_NAMESPACE 0xff04UL
+#define PIDFD_GET_USER_NAMESPACE 0xff09UL
+#define PIDFD_GET_UTS_NAMESPACE 0xff0aUL
+#endif
 
 /* The stub's kick: the vm process wants the registers now. */
 #define TRAP_SIG_KICK 10 /* SIGUSR1 */

@@ -5,15 +5,21 @@
  *
  * The guest reads its clocks as the host's CLOCK_MONOTONIC and
  * CLOCK_REALTIME at a base instant plus its own TSC since then, at the
- * rate KVM gives the vCPU's TSC (KVM_GET_TSC_KHZ). The base is taken at
+ * rate KVM gives the vCPU's TSC (KVM_GET_TSC_KHZ), or on the trap
+ * platform, whose guest reads the host's own TSC, at the rate measured
+ * here. The base is taken at
  * boot, after execve, on a VM rebuilt around the guest (fork, a
  * template) and at least a second apart at later exits, and never moves
  * the guest's monotonic clock back.
  */
 #include <sys/ioctl.h>
 
+#include <cpuid.h>
+#include <fcntl.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <x86intrin.h>
 
 #include "host/vmm/abi.h"
 #include "host/vmm/vm_int.h"
@@ -47,6 +53,116 @@ vm_vdso_install(struct vm *vm)
 	vm->vdso_sync_us = 0;
 }
 
+/*
+ * The trap platform's guest reads the host's own TSC, whose rate no KVM
+ * gives (nor, on a VM's guest kernel, perf's user page). It is measured
+ * against CLOCK_MONOTONIC_RAW, which runs at the host clocksource's
+ * fixed rate, NTP aside, from an instant taken once per vmm (keepd's
+ * start, keep run's) to each new base: the longer the span, the closer
+ * the rate (a microsecond of jitter over the 10 ms needed first is
+ * 100 ppm, and each base is taken again within a second). Only on a
+ * TSC that runs at one rate whatever the CPU's state (CPUID's invariant
+ * TSC) and that the host kernel itself keeps time with.
+ */
+#define TSC_SPAN_MIN_NS 10000000ULL
+static uint64_t tsc_start, raw_start;
+static int tsc_usable = -1;
+
+static int
+host_tsc_ok(void)
+{
+	unsigned a, b, c, d;
+	char cs[32];
+	ssize_t n;
+	int fd;
+
+	if ((unsigned)__get_cpuid_max(0x80000000, NULL) < 0x80000007U)
+		return 0;
+	__cpuid(0x80000007, a, b, c, d);
+	if ((d & (1U << 8)) == 0)
+		return 0;
+	/* Where it can be read (keepd's vmm before its confinement, keep
+	 * run): the host's clock is the TSC, or KVM's clock over it. */
+	fd = open("/sys/devices/system/clocksource/clocksource0/"
+	          "current_clocksource",
+	    O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 1;
+	n = read(fd, cs, sizeof(cs) - 1);
+	close(fd);
+	if (n <= 0)
+		return 1;
+	cs[n] = '\0';
+	return strcmp(cs, "tsc\n") == 0 || strcmp(cs, "kvm-clock\n") == 0;
+}
+
+static uint64_t
+host_tsc(void)
+{
+	uint64_t t;
+
+	_mm_lfence();
+	t = __rdtsc();
+	_mm_lfence();
+	return t;
+}
+
+static uint64_t host_ns(clockid_t id);
+
+/*
+ * The host's TSC and CLOCK_MONOTONIC_RAW at one instant: the raw clock
+ * read on both sides of the TSC, the tightest of a few tries (a process
+ * preempted in between would make the rate wrong by the time it lost).
+ */
+static void
+tsc_raw_pair(uint64_t *tsc, uint64_t *raw)
+{
+	uint64_t before, after, t, best = UINT64_MAX;
+	int i;
+
+	for (i = 0; i < VDSO_TRIES && best > VDSO_WINDOW_NS / 10; i++) {
+		before = host_ns(CLOCK_MONOTONIC_RAW);
+		t = host_tsc();
+		after = host_ns(CLOCK_MONOTONIC_RAW);
+		if (after - before < best) {
+			best = after - before;
+			*tsc = t;
+			*raw = before + (after - before) / 2;
+		}
+	}
+}
+
+void
+vm_vdso_host_rate(void)
+{
+	if (tsc_usable != -1)
+		return;
+	tsc_usable = host_tsc_ok();
+	tsc_raw_pair(&tsc_start, &raw_start);
+}
+
+void
+vmm_prepare_clocks(void)
+{
+	vm_vdso_host_rate();
+}
+
+/* ns per host TSC tick << VVAR_SHIFT, from the span since the start; 0
+ * while the span is too short or the TSC unusable. */
+static uint64_t
+host_tsc_mult(void)
+{
+	uint64_t raw = 0, tsc = 0;
+
+	if (tsc_usable != 1)
+		return 0;
+	tsc_raw_pair(&tsc, &raw);
+	if (raw - raw_start < TSC_SPAN_MIN_NS || tsc <= tsc_start)
+		return 0;
+	return (uint64_t)(((unsigned __int128)(raw - raw_start) << VVAR_SHIFT) /
+	    (tsc - tsc_start));
+}
+
 static int
 guest_tsc(struct vm *vm, uint64_t *tsc)
 {
@@ -56,6 +172,11 @@ guest_tsc(struct vm *vm, uint64_t *tsc)
 		    sizeof(struct kvm_msr_entry)];
 	} m;
 
+	if (vm->on_trap) {
+		/* The guest's TSC is the host's: the stub runs on it. */
+		*tsc = host_tsc();
+		return 0;
+	}
 	memset(&m, 0, sizeof(m));
 	m.h.nmsrs = 1;
 	m.h.entries[0].index = MSR_IA32_TSC;
@@ -108,23 +229,31 @@ void
 vm_vdso_sync(struct vm *vm)
 {
 	struct keep_vvar *v = (struct keep_vvar *)(vm->mem + GUEST_VVAR);
-	uint64_t tsc = 0, mono = 0, real = 0, mult, guest;
+	uint64_t tsc = 0, mono = 0, real = 0, mult, guest, now;
 	int khz;
 
 	if (vm_vdso_base() == 0)
 		return;
-	/* The trap platform's guest reads the host's TSC, at a rate KVM
-	 * is not there to give: every clock call is a call, for now. */
 	if (vm->on_trap) {
-		v->enabled = 0;
-		return;
+		mult = host_tsc_mult();
+		if (mult == 0 && tsc_usable == 1) {
+			/* Not measured closely enough yet: ask again at a
+			 * call 10 ms on (vm_vdso_tick). */
+			v->enabled = 0;
+			now = vm_now_us();
+			vm->vdso_sync_us = now > VDSO_RESYNC_US
+			    ? now - VDSO_RESYNC_US + TSC_SPAN_MIN_NS / 1000
+			    : 1;
+			return;
+		}
+	} else {
+		khz = ioctl(vm->vcpufd, KVM_GET_TSC_KHZ, 0);
+		mult = khz > 0 ? (1000000ULL << VVAR_SHIFT) / (uint64_t)khz : 0;
 	}
-	khz = ioctl(vm->vcpufd, KVM_GET_TSC_KHZ, 0);
-	if (khz <= 0 || pair_clocks(vm, &tsc, &mono, &real) != 0) {
+	if (mult == 0 || pair_clocks(vm, &tsc, &mono, &real) != 0) {
 		v->enabled = 0; /* every clock call exits, as before */
 		return;
 	}
-	mult = (1000000ULL << VVAR_SHIFT) / (uint64_t)khz;
 	if (v->enabled) {
 		/* What the guest reads now: never step back from it. */
 		guest = v->mono_ns +

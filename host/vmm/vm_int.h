@@ -24,6 +24,9 @@
 #define VM_UMASK_DEFAULT 022
 #define VM_TERMIOS_BYTES 36 /* the kernel's struct termios */
 #define VM_PIPE_MAX (1U << 20) /* F_SETPIPE_SZ: Linux's fs.pipe-max-size */
+/* Trap: the program's read-only segments shared with the image, with
+ * room for those an mprotect splits in two (imgmap.c). */
+#define VM_IMGSEGS_MAX (2 * ELF_MAX_LOADS)
 
 enum vfd_kind {
 	VFD_FREE = 0,
@@ -188,6 +191,7 @@ struct vm {
 	int slot; /* this process's row in tree->slot */
 	int32_t pid, ppid; /* guest pids; the first process is 1 */
 	int is_child; /* forked: ends with _exit, never returns */
+	unsigned nchildren; /* forked and not yet reaped by a wait */
 	int term_sig; /* killed by a guest kill of itself */
 	int vfork_fd; /* a vfork child's pipe to its waiting parent, or -1 */
 	struct vmm_result child_res; /* a child's own result */
@@ -232,6 +236,14 @@ struct vm {
 	 * memory image (snapshot.c). */
 	struct vm_imgrun *imgruns;
 	unsigned nimgruns, imgruns_cap;
+	/* Trap: the program's read-only segments the stub maps from the
+	 * image (imgmap.c), and whether it may (imgshare: 1 yes, 0 no, as
+	 * found for the descriptor imgshare_fd - 1). */
+	struct vm_imgseg {
+		uint64_t g, len, pos; /* pos: in the image file */
+	} imgsegs[VM_IMGSEGS_MAX];
+	unsigned nimgsegs;
+	int imgshare, imgshare_fd;
 	/* Shared mappings (shmap.c), in no order. */
 	struct vm_shmap *shmaps;
 	unsigned nshmaps, shmaps_cap;
@@ -338,6 +350,9 @@ void vm_trap_protect(struct vm *, uint64_t addr, uint64_t len, int open);
 /* The stub maps fd (borrowed) at addr too, or guest memory again. */
 int vm_trap_map_shared(
     struct vm *, uint64_t addr, uint64_t len, int fd, uint64_t off);
+/* The stub maps fd (borrowed, read-only) at addr, read-only: 0 or -1. */
+int vm_trap_map_readonly(
+    struct vm *, uint64_t addr, uint64_t len, int fd, uint64_t off);
 void vm_trap_restore(struct vm *, uint64_t addr, uint64_t len);
 void vm_trap_forget_ops(struct vm *); /* execve: the old memory's */
 int vm_trap_started(const struct vm *); /* its process is running */
@@ -346,6 +361,7 @@ int vm_trap_create(struct vm *, char *err, size_t errlen);
 void vm_trap_drop(struct vm *);
 void vm_trap_forget(struct vm *);
 void vm_trap_stop(struct vm *);
+void vm_trap_blocking(struct vm *); /* a host call will block: stub, sleep */
 void vm_trap_loop(struct vm *);
 int vm_trap_fpu_get(struct vm *, struct kvm_fpu *);
 int vm_trap_fpu_set(struct vm *, const struct kvm_fpu *);
@@ -353,6 +369,7 @@ size_t vm_trap_fpu_area(struct vm *, uint8_t *out, size_t max);
 void vm_trap_fpu_load_area(struct vm *, const uint8_t *area, size_t len);
 int vm_trap_fork_copy(struct vm *);
 int vm_trap_fork_adopt(struct vm *, int fd, char *err, size_t errlen);
+int vm_trap_fork_child(struct vm *, int fd, char *err, size_t errlen);
 /* mem_space.c: the host's rights over guest memory made again from the
  * tree's state (a fork's child on a new memfd): 0, or -1 with errno. */
 int vm_space_reopen(struct vm *);
@@ -409,6 +426,12 @@ int vm_thread_alone(const struct vm *);
  * read-only segment of the program): 0, or -1 and nothing mapped. */
 int vm_imgmap_segment(
     struct vm *vm, const uint8_t *src, uint64_t g, uint64_t len);
+/* imgmap.c: the image's pages from pos at g, for a memory image's
+ * reference (snapshot.c): 0 mapped; 1 the caller copies them (on trap,
+ * pages the guest could write, or an image the stub cannot map); -1
+ * failed. */
+int vm_imgmap_ref(
+    struct vm *, uint64_t g, uint64_t len, uint64_t pos, int readonly);
 /* imgmap.c: a new record at the end of vm->imgruns, or NULL. */
 struct vm_imgrun *vm_imgrun_add(struct vm *);
 
@@ -514,9 +537,11 @@ int vm_signal_interrupts(struct vm *);
  * is ready (0), or -EINTR for a kick, one that came before the call as
  * well as during it (never slept through). */
 int vm_signal_wait_fd(struct vm *, int hfd, short events);
-/* An exception the program has a handler for: 1 when delivered. */
+/* An exception the program has a handler for: 1 when delivered. ec:
+ * the error code of a #PF (bit 0 set: the page is present, the access
+ * was refused, SEGV_ACCERR, as a write to a read-only page). */
 int vm_signal_fault(struct vm *, unsigned vector, uint64_t rip, uint64_t rsp,
-    uint64_t rflags, uint64_t addr);
+    uint64_t rflags, uint64_t addr, uint64_t ec);
 
 /* The guest pid of the run's live process whose vm process is host pid
  * hp, or 0. */
@@ -599,6 +624,7 @@ void vm_fast_image_slot(struct vm *);
  * second or more after the last. */
 uint64_t vm_vdso_base(void);
 void vm_vdso_install(struct vm *);
+void vm_vdso_host_rate(void);
 void vm_vdso_sync(struct vm *);
 void vm_vdso_tick(struct vm *);
 
@@ -609,8 +635,17 @@ void vm_vdso_tick(struct vm *);
  * image pages in a range become anonymous zeroes again, charged if
  * touched (held: counted as pages the guest holds from now on).
  * Settle: release them all at the end of the run. */
-int64_t vm_imgmap(struct vm *, int fd, uint64_t g, uint64_t len, uint64_t off);
+int64_t vm_imgmap(
+    struct vm *, int fd, uint64_t g, uint64_t len, uint64_t off, int writable);
 void vm_imgmap_release(struct vm *, uint64_t addr, uint64_t len, int held);
+/* Trap: image pages in [addr, addr + len) that the guest's process maps
+ * read-only (an mmap without PROT_WRITE, the program's read-only
+ * segments) become guest memory's own, holding the same bytes, before
+ * the guest may write them (mprotect) or the VMM writes them for it.
+ * Refork: map them all again over a fork's or a clone's new memory, in
+ * both processes; 0 or -1. No-ops under KVM. */
+void vm_imgmap_unshare(struct vm *, uint64_t addr, uint64_t len);
+int vm_imgmap_refork(struct vm *);
 
 /* shmap.c: MAP_SHARED as the host file's own pages (docs/vmm.md,
  * "Shared mappings"). vm_shmap maps fd (borrowed) at g over memory the

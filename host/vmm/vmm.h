@@ -115,6 +115,7 @@ int vmm_platform_parse(const char *name);
 #define VMM_NET_TLS_MALFORMED 3 /* a handshake record, no ClientHello */
 #define VMM_NET_NOT_TLS 4 /* on 443, bytes that are no TLS */
 #define VMM_NET_BYTES 5 /* the run's egress bytes limit */
+#define VMM_NET_BUDGET 6 /* its principal's egress budget */
 
 struct vmm_config {
 	int kvm_fd; /* an open /dev/kvm, or -1 */
@@ -188,6 +189,9 @@ struct vmm_config {
 	 * together, its whole process tree's (the grant's egress_max,
 	 * the policy's `egress bytes`); 0: no limit. */
 	uint64_t egress_max;
+	/* The principal's `egress budget`, shared by all its runs (the
+	 * vmm's, mapped; host/vmmproc/vmm_budget.c); NULL: none. */
+	struct vmm_egress_budget *egress_budget;
 	void *fetch_arg;
 	/* The guest's resolver: a table shared by the run's processes and a
 	 * UDP socket bound to 127.0.0.53:53 in the run's network namespace
@@ -262,6 +266,26 @@ struct vmm_winsize {
 struct vmm_egress_bytes {
 	uint64_t out, in, used;
 };
+
+/*
+ * A principal's egress budget (the policy's `egress budget SIZE/unit`),
+ * one page shared by the vmm and every vm process of the principal's
+ * runs: `bytes` refilled per `period_ns`, kept as GCRA's one word, the
+ * instant (CLOCK_MONOTONIC, ns) by which all that was taken is paid
+ * back; a take may leave it at most period_ns ahead of now. The vmm
+ * writes bytes and period_ns; the vm processes move tat_ns.
+ */
+struct vmm_egress_budget {
+	uint64_t tat_ns;
+	uint64_t bytes;
+	uint64_t period_ns;
+};
+
+/* want bytes of the budget (with partial, as many as are left): how
+ * many were taken, 0 when none are left; given back the same way. */
+uint64_t vmm_egress_budget_take(
+    struct vmm_egress_budget *, uint64_t want, int partial);
+void vmm_egress_budget_give(struct vmm_egress_budget *, uint64_t n);
 
 struct vmm_result {
 	enum vmm_status status;
@@ -378,6 +402,9 @@ int vmm_prepare(int kvm_fd);
 
 /* The trap platform's once-per-process work (its stub's memfd, the
  * host's CPUID), for a process that forks the vm processes. */
+/* The host TSC's rate is measured from now (docs/vmm.md "Time"): once,
+ * early, in a process whose children run guests on the trap platform. */
+void vmm_prepare_clocks(void);
 int vmm_prepare_trap(void);
 /* The trap stub's memfd once prepared (-1: none), for a process that
  * closes what it inherited to keep. */

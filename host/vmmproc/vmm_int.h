@@ -187,6 +187,7 @@ struct tpl_slot {
 	char owner[GRANT_PRINCIPAL_MAX];
 	pid_t pid; /* the holder */
 	pid_t spare_pid; /* its spare clone, a child of this process */
+	pid_t cloned_pid; /* the last spare that took a run: now a job's */
 	int fd; /* the vmm's end of the socketpair to it */
 	int state;
 	uint64_t request_max;
@@ -269,6 +270,17 @@ struct vmm_snapshot {
 	uint64_t mem_cells, mem_bytes;
 };
 
+/* A principal's `egress budget` (host/vmmproc/vmm_budget.c). */
+#define VMM_BUDGETS_MAX 256
+struct vmm_budget {
+	int used;
+	/* memfd of the shared struct vmm_egress_budget, mapped only for a
+	 * moment here: a child of the vmm inherits no principal's page */
+	int fd;
+	uint64_t last_ms; /* its last run's start: the oldest goes first */
+	char principal[GRANT_PRINCIPAL_MAX];
+};
+
 struct vmm_state {
 	struct sandbox sbx[VMM_SANDBOXES_MAX];
 	struct loaded_image images[VMM_IMAGES_MAX];
@@ -299,7 +311,18 @@ struct vmm_state {
 	uint32_t guest_ca_gen; /* counts changes of guest_ca */
 	struct vmm_run_secrets *pending_secrets;
 	struct vmm_fork forks[VMM_FORKS_MAX];
+	struct vmm_budget budgets[VMM_BUDGETS_MAX];
 };
+
+/* The budget of the grant's principal, its parameters the grant's: the
+ * descriptor to map in the run's vm process (the table keeps it), or -1
+ * when the grant gives none or it could not be made (logged; the run
+ * then has none). */
+int vmm_budget_fd(struct vmm_state *vs, const struct grant *g);
+/* In a forked child: every budget's descriptor closed but keep (-1:
+ * all). */
+void vmm_budgets_close(struct vmm_state *vs, int keep);
+struct vmm_egress_budget *vmm_budget_map(int fd);
 
 /* The platform the parent resolved (VMM_PLATFORM_KVM or _TRAP), and
  * the refusal of every run where KVM is required and /dev/kvm did not
@@ -459,12 +482,13 @@ void vmm_watch_stop_all(struct vmm_state *vs);
  * this process; job->res is replaced by a page it shares), or 0 when the
  * run must boot cold (no template, still booting, the request too large,
  * the holder failing). count_fd: the sandbox's shared quota count
- * (vmm_sandbox_count_fd); -1 boots cold. */
+ * (vmm_sandbox_count_fd); -1 boots cold. budget_fd: its principal's
+ * egress budget (vmm_budget_fd), -1 none. */
 pid_t vmm_template_clone(struct proc_ctx *ctx, struct vmm_state *vs,
     const struct image *img, const char *image_name, const char *command,
     const char *principal, const char *sbx_id, const struct vmm_config *cfg,
     struct job *job, const int outfds[2], int efd, int count_fd, int ns_user,
-    int ns_net);
+    int ns_net, int budget_fd);
 /* A holder's filter: its clones join their sandbox's network namespace
  * (host/vm_confine.h) and make sockets there. */
 #define VMM_TEMPLATE_SCF (SCF_VM_NET | SCF_VM_NETNS)

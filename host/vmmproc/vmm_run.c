@@ -147,6 +147,9 @@ void __attribute__((noreturn)) vmm_vm_process(struct proc_ctx *ctx,
 	for (i = 0; i < PROC_COUNT; i++)
 		if (ctx->fd[i] >= 0)
 			close(ctx->fd[i]);
+	/* Its principal's budget is mapped (cfg->egress_budget); no other
+	 * principal's is within reach. */
+	vmm_budgets_close(vs, -1);
 	for (i = 0; i < VMM_SANDBOXES_MAX; i++) {
 		struct sandbox *o = &vs->sbx[i];
 
@@ -426,7 +429,7 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	char *strbuf = NULL, reason[64] = "", cwd[RUN_CWD_MAX] = "/";
 	size_t used = 0, nenv = 0, i;
 	int outfds[2] = { -1, -1 }, st = RUN_REFUSED, efd = -1;
-	int from_template = 0;
+	int from_template = 0, budget_fd = -1;
 	int term[2] = { -1, -1 };
 	struct vmm_run_secrets *rs = NULL;
 	char *ebufs[2 * RUN_MAX_ENV + 1] = { NULL };
@@ -613,6 +616,7 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	    : ctx->config != NULL     ? ctx->config->output_max
 	                              : 0;
 	cfg.egress_max = (uint64_t)g.egress_kib * 1024; /* `egress bytes` */
+	budget_fd = vmm_budget_fd(vs, &g); /* `egress budget` */
 	cfg.workspace_max =
 	    ctx->config != NULL ? ctx->config->workspace_max : 0;
 	cfg.max_files = ctx->config != NULL ? ctx->config->max_files : 0;
@@ -687,7 +691,7 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	         g.principal, s->id, &cfg, job, outfds, efd,
 	         s->has_count ? s->count_fd : -1,
 	         s->has_netns ? s->netns_user : -1,
-	         s->has_netns ? s->netns_net : -1)) > 0)
+	         s->has_netns ? s->netns_net : -1, budget_fd)) > 0)
 		from_template = 1;
 	else
 		switch (pid = fork()) {
@@ -703,6 +707,10 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 			close(job->egress.fd);
 			job->egress.fd = -1;
 			job->egress.shm = -1; /* now the vm process's own */
+			if (budget_fd >= 0 &&
+			    (cfg.egress_budget = vmm_budget_map(budget_fd)) ==
+			        NULL)
+				_exit(2);
 			vmm_vm_process(ctx, vs, &cfg, outfds, job->res, s->id);
 		}
 	close(efd);
@@ -945,7 +953,12 @@ vmm_job_finish(struct proc_ctx *ctx, struct job *job)
 {
 	int wst = 0;
 
-	waitpid(job->pid, &wst, 0);
+	if (waitpid(job->pid, &wst, 0) != job->pid) {
+		/* Reaped elsewhere: its end is unknown, never "exited 0"
+		 * (job_answer would take a run cut short for a whole one). */
+		log_warn("%s: vm pid %d", __func__, (int)job->pid);
+		wst = W_EXITCODE(0, SIGKILL);
+	}
 	if (!job->answered)
 		job_answer(ctx, job, wst);
 	if (job->pidfd >= 0)

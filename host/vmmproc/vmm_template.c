@@ -78,6 +78,8 @@ enum {
 	TPL_FD_COUNT, /* memfd: the sandbox's shared quota count */
 	TPL_FD_NETNS_USER, /* its sandbox's namespaces (struct sandbox), */
 	TPL_FD_NETNS_NET, /* or the workspace again when net is 0 */
+	TPL_FD_BUDGET, /* its principal's egress budget, or the workspace
+	                * again when budget is 0 */
 	TPL_CLONE_FDS
 };
 
@@ -85,6 +87,8 @@ struct tpl_clone {
 	uint32_t magic;
 	uint32_t nargs, nenv;
 	uint32_t net; /* 1: TPL_FD_NETNS_* are its sandbox's namespaces */
+	uint32_t budget; /* 1: TPL_FD_BUDGET is its principal's budget */
+	uint32_t pad;
 	uint64_t strings_len;
 	uint64_t timeout_ms, output_max, workspace_max;
 	uint64_t egress_max; /* the grant's egress bytes, 0 none */
@@ -197,8 +201,9 @@ holder_recv(int sock, struct tpl_clone *q, int fds[TPL_CLONE_FDS])
 		}
 	if (n != (ssize_t)sizeof(*q) || nfd != TPL_CLONE_FDS ||
 	    (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0 ||
-	    q->magic != TPL_MAGIC || q->nargs == 0 ||
-	    q->nargs > RUN_MAX_ARGS + 1 || q->nenv > 2 * RUN_MAX_ENV ||
+	    q->magic != TPL_MAGIC || q->nargs == 0 || q->budget > 1 ||
+	    q->pad != 0 || q->nargs > RUN_MAX_ARGS + 1 ||
+	    q->nenv > 2 * RUN_MAX_ENV ||
 	    q->strings_len > RUN_MAX_INPUT + SBX_ENV_MAX ||
 	    memchr(q->id, '\0', sizeof(q->id)) == NULL) {
 		for (i = 0; i < nfd; i++)
@@ -300,6 +305,14 @@ clone_run(struct proc_ctx *ctx, struct vmm_template *t, int sock,
 	if (cfg.workspace_max != 0)
 		cfg.workspace_count = vmm_count_map(fds[TPL_FD_COUNT]);
 	close(fds[TPL_FD_COUNT]);
+	if (q->budget &&
+	    (cfg.egress_budget = vmm_budget_map(fds[TPL_FD_BUDGET])) == NULL) {
+		strlcpy(res->reason, "error: the egress budget",
+		    sizeof(res->reason));
+		res->status = VMM_FAULT;
+		_exit(2);
+	}
+	close(fds[TPL_FD_BUDGET]);
 	memset(&er, 0, sizeof(er));
 	er.fd = -1;
 	er.shm = fds[TPL_FD_EGRESS_SHM];
@@ -315,19 +328,34 @@ clone_run(struct proc_ctx *ctx, struct vmm_template *t, int sock,
 	_exit(0);
 }
 
-/* A spare: rebuild the VM now, then wait for a request and run it. It
- * tells the holder (one byte on taken) when it has taken one. */
-static void __attribute__((noreturn))
-spare_main(struct proc_ctx *ctx, struct vmm_template *t, int sock, int taken)
+/*
+ * A spare: rebuild the VM now, then wait for the holder's word that it
+ * has announced this spare to the vmm (a byte on go, end of file if the
+ * holder died), then for a request, and run it. It tells the holder (one
+ * byte on taken) when it has taken one.
+ *
+ * The word orders the socketpair: the vmm reads "spare P" before "cloned
+ * P". Without it a holder slow to announce its new spare (a loaded box)
+ * let the spare take a run first; the late announcement then named a
+ * running clone as the spare, and the next announcement killed it as a
+ * spare that died: its run answered exit 0 with no output.
+ */
+static void __attribute__((noreturn)) spare_main(
+    struct proc_ctx *ctx, struct vmm_template *t, int sock, int go, int taken)
 {
 	struct tpl_clone q;
-	char err[160];
+	char err[160], c;
 	int fds[TPL_CLONE_FDS], n;
 
 	/* A child of the vmm: it goes with the vmm. */
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (vmm_template_prepare(t, err, sizeof(err)) != VMM_OK)
 		_exit(1);
+	while ((n = (int)read(go, &c, 1)) == -1 && errno == EINTR)
+		;
+	if (n != 1)
+		_exit(1);
+	close(go);
 	for (;;) {
 		if ((n = holder_recv(sock, &q, fds)) == 0)
 			_exit(0);
@@ -354,7 +382,7 @@ static void __attribute__((noreturn)) holder_main(struct proc_ctx *ctx,
 	struct vmm_template *t;
 	struct pollfd pfd[2];
 	char err[160], reason[160], c;
-	int p[2], failures = 0, learnt;
+	int p[2], go[2], failures = 0, learnt;
 	pid_t pid;
 	size_t i;
 
@@ -407,17 +435,30 @@ static void __attribute__((noreturn)) holder_main(struct proc_ctx *ctx,
 	while (failures < 3) {
 		if (pipe2(p, O_CLOEXEC) == -1)
 			break;
+		if (pipe2(go, O_CLOEXEC) == -1) {
+			close(p[0]);
+			close(p[1]);
+			break;
+		}
 		/* The spare is the vmm's child, as a cold vm process is. */
 		pid = (pid_t)syscall(
 		    SYS_clone, CLONE_PARENT | SIGCHLD, NULL, NULL, NULL, 0);
 		if (pid == 0) {
 			close(p[0]);
-			spare_main(ctx, t, sock, p[1]);
+			close(go[1]);
+			spare_main(ctx, t, sock, go[0], p[1]);
 		}
 		close(p[1]);
-		if (pid < 0)
+		close(go[0]);
+		if (pid < 0) {
+			close(p[0]);
+			close(go[1]);
 			break;
+		}
 		holder_send(sock, TPL_ST_SPARE, pid, 0, 0, "");
+		if (write(go[1], "g", 1) != 1)
+			_exit(1);
+		close(go[1]);
 		/* Until the spare takes a request (a byte) or dies (end of
 		 * file), or the vmm hangs up. */
 		pfd[0].fd = p[0];
@@ -500,6 +541,15 @@ slot_status(struct tpl_slot *ts, int rc, const struct tpl_status *st)
 		return;
 	}
 	if (rc == 0 && st->status == TPL_ST_SPARE && st->pid > 0) {
+		/* A spare is announced before it may take a run; one named
+		 * after it took one is a job's process now, never a spare
+		 * to reap. */
+		if (st->pid == ts->cloned_pid) {
+			log_warnx("template %s %s: a spare announced after "
+			          "its run began (pid %d)",
+			    ts->image, ts->command, (int)st->pid);
+			return;
+		}
 		/* The last spare died before it took a run. */
 		slot_reap_spare(ts);
 		ts->spare_pid = st->pid;
@@ -793,7 +843,7 @@ vmm_template_clone(struct proc_ctx *ctx, struct vmm_state *vs,
     const struct image *img, const char *image_name, const char *command,
     const char *principal, const char *sbx_id, const struct vmm_config *cfg,
     struct job *job, const int outfds[2], int efd, int count_fd, int ns_user,
-    int ns_net)
+    int ns_net, int budget_fd)
 {
 	struct tpl_slot *ts;
 	struct tpl_clone q;
@@ -837,6 +887,8 @@ vmm_template_clone(struct proc_ctx *ctx, struct vmm_state *vs,
 	q.net = ns_user >= 0 && ns_net >= 0;
 	fds[TPL_FD_NETNS_USER] = q.net ? ns_user : cfg->workspace_fd;
 	fds[TPL_FD_NETNS_NET] = q.net ? ns_net : cfg->workspace_fd;
+	q.budget = budget_fd >= 0;
+	fds[TPL_FD_BUDGET] = q.budget ? budget_fd : cfg->workspace_fd;
 	st.status = 0;
 	rc = -1;
 	if (cfg->stdin_fd >= 0 && cfg->workspace_fd >= 0 && efd >= 0 &&
@@ -861,6 +913,7 @@ vmm_template_clone(struct proc_ctx *ctx, struct vmm_state *vs,
 	}
 	if (st.pid == ts->spare_pid)
 		ts->spare_pid = 0; /* now a job's, reaped as one */
+	ts->cloned_pid = st.pid;
 	close(sfd);
 	close(rfd);
 	munmap(job->res, sizeof(*job->res));

@@ -8,10 +8,23 @@
  * the whole file and reads one byte, for the memory it is charged.
  * The program's own read-only segments are the image's pages too (a
  * program from an image): it writes over its constant data, which
- * reads as written in this run and as built in the next.
+ * reads as written in this run and as built in the next; or, where the
+ * write faults (natively, and on keep's trap platform, which maps
+ * read-only image pages read-only), says so (the fault's si_code
+ * SEGV_ACCERR) and goes on. A read-only
+ * mapping made before a fork reads the file in the child, and in the
+ * parent after the child unmapped its own.
+ * "mapimage rowrite FILE" writes to a read-only mapping of the file (a
+ * SIGSEGV natively); "mapimage protect FILE" makes a read-only mapping
+ * of the file and of its own constant data writable with mprotect,
+ * writes them and reads back; "mapimage many FILE" maps the file 3000
+ * times read-only and reads every mapping in a forked child.
  * Prints "mapimage: ok" when every check passed.
  */
 #include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +46,38 @@ check(int ok, const char *what)
 {
 	printf("%s: %s\n", what, ok ? "ok" : "FAILED");
 	bad |= !ok;
+}
+
+static sigjmp_buf faulted;
+static volatile sig_atomic_t fault_code;
+
+static void
+on_segv(int sig, siginfo_t *si, void *uc)
+{
+	(void)sig;
+	(void)uc;
+	fault_code = si->si_code;
+	siglongjmp(faulted, 1);
+}
+
+/* Write over a page of the program's own constant data: 1 written, 0
+ * the write faulted (SIGSEGV). */
+static int
+write_rodata(volatile unsigned char *r)
+{
+	struct sigaction sa, old;
+	int wrote = 0;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_segv;
+	sa.sa_flags = SA_SIGINFO;
+	sigaction(SIGSEGV, &sa, &old);
+	if (sigsetjmp(faulted, 1) == 0) {
+		r[0] = 0x33;
+		wrote = 1;
+	}
+	sigaction(SIGSEGV, &old, NULL);
+	return wrote;
 }
 
 static int
@@ -89,10 +134,76 @@ checks(int fd, const unsigned char *want, size_t len, const char *who)
 	munmap(q, span);
 }
 
+/* mprotect to writable, then write and read back: a read-only mapping
+ * of the file, and the program's own constant data. */
+static int
+protect(int fd, size_t len)
+{
+	unsigned char *p, b, first;
+	volatile unsigned char *r = (volatile unsigned char *)rodata;
+	uintptr_t page = ((uintptr_t)rodata + PG - 1) & ~(uintptr_t)(PG - 1);
+
+	p = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (p == MAP_FAILED) {
+		check(0, "mmap");
+		return 1;
+	}
+	first = p[PG];
+	check(mprotect(p + PG, 2 * PG, PROT_READ | PROT_WRITE) == 0,
+	    "mprotect the mapping writable");
+	p[PG] ^= 0xff;
+	p[2 * PG + 7] = 0x5a;
+	check(p[PG] == (unsigned char)(first ^ 0xff) && p[2 * PG + 7] == 0x5a,
+	    "the mapping reads what was written");
+	check(pread(fd, &b, 1, PG) == 1 && b == first, "the file is unchanged");
+	check(pread(fd, &b, 1, 3 * PG) == 1 && b == p[3 * PG] &&
+	        pread(fd, &b, 1, 0) == 1 && b == p[0],
+	    "the pages around it read the file");
+	check(mprotect((void *)page, PG, PROT_READ | PROT_WRITE) == 0,
+	    "mprotect own constant data writable");
+	r[page - (uintptr_t)rodata] = 0x44;
+	check(r[page - (uintptr_t)rodata] == 0x44 && r[0] == 1,
+	    "own constant data reads what was written");
+	munmap(p, len);
+	printf(bad ? "mapimage: FAILED\n" : "mapimage: ok\n");
+	return bad;
+}
+
+/* MANY read-only mappings of the file's first two pages, read in a
+ * forked child: each is one to map again in the child's process. */
+#define MANY 3000
+static int
+many(int fd)
+{
+	static unsigned char *maps[MANY];
+	unsigned char want[2 * PG];
+	int i, status, ok = 1;
+	pid_t pid;
+
+	if (pread(fd, want, sizeof(want), 0) != (ssize_t)sizeof(want))
+		return 1;
+	for (i = 0; i < MANY; i++)
+		if ((maps[i] = mmap(NULL, sizeof(want), PROT_READ, MAP_PRIVATE,
+		         fd, 0)) == MAP_FAILED)
+			return 1;
+	if ((pid = fork()) == 0) {
+		for (i = 0; i < MANY; i++)
+			ok &= memcmp(maps[i], want, sizeof(want)) == 0;
+		_exit(!ok);
+	}
+	for (i = 0; i < MANY; i++)
+		ok &= memcmp(maps[i], want, sizeof(want)) == 0;
+	check(ok && pid > 0 && waitpid(pid, &status, 0) == pid &&
+	        WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	    "3000 read-only mappings, read in a forked child");
+	printf(bad ? "mapimage: FAILED\n" : "mapimage: ok\n");
+	return bad;
+}
+
 int
 main(int argc, char **argv)
 {
-	unsigned char *want;
+	unsigned char *want, *ro, *q;
 	struct stat st;
 	size_t len, done;
 	ssize_t n;
@@ -105,6 +216,22 @@ main(int argc, char **argv)
 		return 2;
 	}
 	len = (size_t)st.st_size;
+	if (argc == 3 && strcmp(argv[1], "rowrite") == 0) {
+		volatile unsigned char *p =
+		    mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+
+		if (p == MAP_FAILED)
+			return 1;
+		printf("read %u, writing\n", p[PG]);
+		fflush(stdout);
+		p[PG] ^= 0xff;
+		printf("wrote %u\n", p[PG]);
+		return 0;
+	}
+	if (argc == 3 && strcmp(argv[1], "protect") == 0)
+		return protect(fd, len);
+	if (argc == 3 && strcmp(argv[1], "many") == 0)
+		return many(fd);
 	if (argc == 3 && strcmp(argv[1], "touch") == 0) {
 		volatile unsigned char *p =
 		    mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -123,13 +250,30 @@ main(int argc, char **argv)
 		volatile unsigned char *r = (volatile unsigned char *)rodata;
 		unsigned char was = r[2 * PG];
 
-		r[2 * PG] = 0x33;
-		check(was == 0 && r[2 * PG] == 0x33,
-		    "own constant data: built as 0, written over");
+		if (write_rodata(r + 2 * PG))
+			check(was == 0 && r[2 * PG] == 0x33,
+			    "own constant data: built as 0, written over");
+		else
+			check(was == 0 && r[2 * PG] == 0 &&
+			        fault_code == SEGV_ACCERR,
+			    "own constant data: built as 0, a write faulted");
 	}
 	checks(fd, want, len, "process");
+	ro = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+	check(ro != MAP_FAILED && memcmp(ro, want, len) == 0,
+	    "read-only mapping before fork");
 	fflush(stdout);
 	if ((pid = fork()) == 0) {
+		check(ro != MAP_FAILED && memcmp(ro, want, len) == 0,
+		    "child: the parent's read-only mapping reads the file");
+		if (ro != MAP_FAILED) {
+			q = mmap(ro, PG, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+			check(q == ro && all_zero(q, PG) &&
+			        memcmp(ro + PG, want + PG, PG) == 0,
+			    "child: anonymous memory over part of it");
+			munmap(ro, len);
+		}
 		checks(fd, want, len, "child");
 		fflush(stdout);
 		_exit(bad);
@@ -137,6 +281,9 @@ main(int argc, char **argv)
 	check(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
 	        WEXITSTATUS(status) == 0,
 	    "child");
+	check(ro != MAP_FAILED && memcmp(ro, want, len) == 0,
+	    "parent: its read-only mapping reads the file after the child's "
+	    "munmap");
 	printf(bad ? "mapimage: FAILED\n" : "mapimage: ok\n");
 	return bad;
 }

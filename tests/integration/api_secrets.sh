@@ -211,15 +211,6 @@ for i in 1 2 3 4 5 6; do
 	cpids="$cpids $!"
 done
 wait $cpids
-# A known fault, not of secrets: a template's spare that ends before it
-# takes its run (docs/vmm.md, "Not done yet") fails that run ("the vm
-# process ended before its run"); such a run is asked once more.
-for i in 1 2 3 4 5 6; do
-	grep -q "ended before its run" "$tmp/conc.$i" || continue
-	echo "note: run $i met the spare fault; asked again"
-	curl -s -m 120 -X POST -H "Authorization: Bearer $dev" -H 'Content-Type: application/json' \
-	    -d "$conc_body" "$url/v1/sandboxes/$sid/execute" >"$tmp/conc.$i"
-done
 nconc=0
 for i in 1 2 3 4 5 6; do
 	cat "$tmp/conc.$i" >>"$replies"

@@ -11,7 +11,8 @@
 # Bytes out and in are counted across a run's processes
 # (the result's egress_bytes, an egress.bytes audit entry), and a policy's
 # `egress bytes` stops a download past it (ConnectionResetError, limits:
-# egress). Loopback only: the server is on 127.0.0.1, the name maps there
+# egress); `egress budget` bounds an agent's runs together, each agent
+# its own, and refills with time. Loopback only: the server is on 127.0.0.1, the name maps there
 # through egress.hosts_file, and the rule says private.
 set -u
 source "$(dirname "$0")/../lib/keepd.sh"
@@ -103,6 +104,16 @@ agent "alice" : net {
 }
 agent "bob" : net {
 	egress bytes 256K
+}
+role budgeted : net {
+	egress budget 1536K/day
+}
+agent "carol" : budgeted {
+}
+agent "erin" : budgeted {
+}
+agent "frank" : net {
+	egress budget 1536K/s
 }
 EOP
 KEEPD_IMAGES="python" KEEPD_YAML_EXTRA="egress:
@@ -297,20 +308,74 @@ case "$out" in ConnectionResetError$'\n'ConnectionResetError|IncompleteRead$'\n'
     ok "egress bytes 256K stops a 1 MiB download ($out), limits: egress, counts within the limit" ||
     bad "limit: $out $counts $body"
 
+# `egress budget 1536K/day`: carol's first 1 MiB download fits, her
+# second run's does not; erin, under the same rule, has her own.
+big="
+try:
+    b = urllib.request.urlopen('https://allowed.test:$tp/big', context=ctx, timeout=60).read()
+    print('read', len(b))
+except Exception as e:
+    print(type(e).__name__)
+"
+carol=$(mint carol sandbox:read,sandbox:write,exec,egress)
+erin=$(mint erin sandbox:read,sandbox:write,exec,egress)
+frank=$(mint frank sandbox:read,sandbox:write,exec,egress)
+"$KEEP" policy explain "$tmp/test.policy" carol exec python >"$tmp/explain" 2>&1
+grep -q "limits: .*egress budget 1536K/day" "$tmp/explain" &&
+    ok "keep policy explain shows egress budget" ||
+    bad "explain: $(cat "$tmp/explain")"
+req "$carol" POST /v1/sandboxes '{"image":"python"}'
+csbx=$(jget "$body" '["id"]')
+pyexec "$carol" "$csbx" "$big"
+[ "$out" = "read 1048576" ] && [ "$(jget "$body" '.get("limits")')" = None ] &&
+    ok "egress budget: a first 1 MiB download fits in 1536K" || bad "budget first: $out $body"
+req "$carol" POST /v1/sandboxes '{"image":"python"}'
+csbx2=$(jget "$body" '["id"]')
+pyexec "$carol" "$csbx2" "$big"
+case "$out" in ConnectionResetError | IncompleteRead) true ;; *) false ;; esac &&
+    [ "$(jget "$body" '["limits"]')" = "['egress']" ] &&
+    [ "$(jget "$body" '["egress_refused"]')" = "allowed.test:$tp" ] &&
+    ok "egress budget: the agent's next run, in another sandbox, is stopped past it ($out)" ||
+    bad "budget spent: $out $body"
+req "$erin" POST /v1/sandboxes '{"image":"python"}'
+esbx=$(jget "$body" '["id"]')
+pyexec "$erin" "$esbx" "$big"
+[ "$out" = "read 1048576" ] && ok "egress budget: another agent under the same rule has its own" ||
+    bad "budget erin: $out $body"
+# `egress budget 1536K/s`: spent, then back a second and more later.
+req "$frank" POST /v1/sandboxes '{"image":"python"}'
+fsbx=$(jget "$body" '["id"]')
+pyexec "$frank" "$fsbx" "${big}
+try:
+    b = urllib.request.urlopen('https://allowed.test:$tp/big', context=ctx, timeout=60).read()
+    print('read', len(b))
+except Exception as e:
+    print(type(e).__name__)
+import time; time.sleep(1.5)
+b = urllib.request.urlopen('https://allowed.test:$tp/big', context=ctx, timeout=60).read()
+print('later', len(b))
+"
+[ "$(printf '%s\n' "$out" | head -1)" = "read 1048576" ] &&
+    [ "$(printf '%s\n' "$out" | tail -1)" = "later 1048576" ] &&
+    ok "egress budget 1536K/s: refilled after a second ($(printf '%s' "$out" | tr '\n' ' '))" ||
+    bad "budget refill: $out $body"
+
 # The audit log: the refusals with why, and each run's counts.
 for _ in $(seq "$(slow 300)"); do
 	"$KEEP" audit tail -n 1000 --data "$tmp/state/db" >"$tmp/audit" 2>&1
 	grep -q "egress.tls.*without a server name" "$tmp/audit" &&
 	    grep -q "egress.bytes.*deny" "$tmp/audit" &&
+	    grep -q "egress.budget.*deny" "$tmp/audit" &&
 	    [ "$(grep -c "egress.bytes.*allow" "$tmp/audit")" -ge 6 ] && break
 	sleep 0.1
 done
 grep -q "egress.tls.*allowed.test:$tp.*deny.*other.test" "$tmp/audit" &&
     grep -q "egress.tls.*deny.*without a server name" "$tmp/audit" &&
     grep -q "egress.bytes.*allowed.test:$tp.*deny" "$tmp/audit" &&
+    grep -q "carol egress.budget .*allowed.test:$tp.*deny.*egress budget is spent" "$tmp/audit" &&
     { [ "$not443" = 0 ] || grep -q "egress.tls.*allowed.test:443.*deny.*not TLS on port 443" "$tmp/audit"; } &&
     grep -q "egress.bytes.*allow.*out [0-9]* in [0-9]*" "$tmp/audit" &&
     ok "the audit log says why each was refused, and each run's bytes" ||
-    bad "audit: $(grep -E 'egress.(tls|bytes)' "$tmp/audit")"
+    bad "audit: $(grep -E 'egress.(tls|bytes|budget)' "$tmp/audit")"
 
 keepd_finish

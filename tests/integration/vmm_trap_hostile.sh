@@ -69,13 +69,31 @@ confinement() {
 	grep -E '^(CapEff|CapPrm|NoNewPrivs|Seccomp):' "/proc/$pid/status" | tr -s '\t ' ' '
 }
 
-# run NAME [--addrs] -- keep run args: runs keep in a session of its own,
-# hands the stub's addresses over with --addrs, and sets rc, out, err.
+# Which namespaces the processes a and b share.
+namespaces() {
+	local ns
+	for ns in user pid net mnt ipc uts cgroup; do
+		[ "$(readlink "/proc/$1/ns/$ns")" = "$(readlink "/proc/$2/ns/$ns")" ] &&
+		    echo "ns $ns: shared" || echo "ns $ns: apart"
+	done
+}
+
+# The network devices of pid's namespace and their state.
+netdev() {
+	nsenter --net="/proc/$1/ns/net" ip -o link 2>&1 |
+	    awk '{ sub(":", "", $2); s = $0; sub(/.* state /, "", s); sub(/ .*/, "", s); print $2, s }'
+}
+
+# run NAME [--addrs|--forked] -- keep run args: runs keep in a session of
+# its own, hands the stub's addresses over with --addrs (with --forked,
+# once both the guest's and its forked child's processes are looked
+# at), and sets rc, out, err.
 # Afterwards, no stub of the session may be left.
 run() {
 	local name=$1 addrs=0 sid i pid
 	shift
 	[ "$1" = --addrs ] && { addrs=1; shift; }
+	[ "$1" = --forked ] && { addrs=2; shift; }
 	shift
 	rm -f "$ws/stub.addr" "$tmp/sid"
 	setsid -w bash -c 'echo $$ >"$0"; exec "$@"' "$tmp/sid" \
@@ -93,6 +111,22 @@ run() {
 			sleep 0.02
 		done
 		[ -s "$ws/stub.addr" ] || bad "$name: no stub found to attack"
+	fi
+	if [ $addrs = 2 ]; then
+		# The guest's and its forked child's: each looked at while
+		# both run (the child waits for the addresses).
+		for i in $(seq 1000); do
+			set -- $(stubs_of "$sid")
+			if [ $# -ge 2 ] && confinement "$1" >"$tmp/confine.1" &&
+			    confinement "$2" >"$tmp/confine.2" &&
+			    namespaces "$1" "$2" >"$tmp/shared"; then
+				netdev "$1" >"$tmp/netdev.1"
+				netdev "$2" >"$tmp/netdev.2"
+				write_addrs "$2" && break
+			fi
+			sleep 0.02
+		done
+		[ -s "$ws/stub.addr" ] || bad "$name: no forked stub found"
 	fi
 	wait $job; rc=$?
 	out=$(cat "$tmp/out"); err=$(cat "$tmp/err")
@@ -179,6 +213,34 @@ else
 	# the platform's: shared mappings' descriptors arrive on it.
 	bad "HOLE: the stub's process is not confined as issue 28 says: $(diff "$tmp/confine.want" "$tmp/confine" | grep '^[<>]' | tr '\n' ' ')"
 fi
+# A forked child's process: confined as the first, in the guest tree's
+# user, network, IPC, UTS, cgroup and mount namespaces (the first
+# process's, never the host's), with a pid namespace of its own; the
+# tree's network namespace holds only lo, down.
+run forked --forked -- "$H" forked
+check "a fork is served" 0 $'forked child: exit 7\nsurvived' ""
+if cmp -s "$tmp/confine.want" "$tmp/confine.1" && cmp -s "$tmp/confine.want" "$tmp/confine.2"; then
+	ok "a forked guest's process and its parent's: no descriptor but the channel, an empty root, namespaces not the host's, no capabilities, filtered"
+else
+	bad "a forked guest's process is not confined as the first: $(diff "$tmp/confine.want" "$tmp/confine.2" | grep '^[<>]' | tr '\n' ' ') / $(diff "$tmp/confine.want" "$tmp/confine.1" | grep '^[<>]' | tr '\n' ' ')"
+fi
+# (Linux 6.11's pidfd ioctls open the first process's namespaces; before
+# them, each process has its own, as the first.)
+IFS=. read -r kmaj kmin _ <<<"$(uname -r)"
+if [ "$kmaj" -gt 6 ] || { [ "$kmaj" -eq 6 ] && [ "${kmin%%[!0-9]*}" -ge 11 ]; }; then
+	sh=shared
+else
+	sh=apart
+fi
+printf '%s\n' "ns user: $sh" "ns pid: apart" "ns net: $sh" "ns mnt: $sh" \
+    "ns ipc: $sh" "ns uts: $sh" "ns cgroup: $sh" >"$tmp/shared.want"
+cmp -s "$tmp/shared.want" "$tmp/shared" &&
+    ok "the tree's processes share its namespaces but for pid (or, before Linux 6.11, none): $sh" ||
+    bad "the tree's namespaces: $(tr '\n' ' ' <"$tmp/shared")"
+[ "$(cat "$tmp/netdev.1")" = "lo DOWN" ] && [ "$(cat "$tmp/netdev.2")" = "lo DOWN" ] &&
+    ok "the tree's network namespace: lo alone, down" ||
+    bad "the tree's network: $(tr '\n' ' ' <"$tmp/netdev.1") / $(tr '\n' ' ' <"$tmp/netdev.2")"
+
 run stubwrite --addrs -- "$H" stubwrite
 check "a write to the stub's code, mprotected without the cookie, faults" 139 "" "keep run: fault: vector 14 (#PF*"
 

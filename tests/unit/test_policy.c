@@ -271,7 +271,8 @@ test_inheritance_limits(void **state)
 	    "role a { budget 10\n memory 64M\n timeout 5s\n"
 	    " rate read 10/s\n cost exec 7\n allow exec }\n"
 	    "role b : a { budget 20\n lock writes\n output 1K }\n"
-	    "agent \"x\" : b { memory 1G\n egress bytes 100M }\n"
+	    "agent \"x\" : b { memory 1G\n egress bytes 100M\n"
+	    " egress budget 1536K/day }\n"
 	    "agent \"y\" : a\n");
 	l = policy_limits_of(fx->p, "x");
 	assert_non_null(l);
@@ -286,7 +287,10 @@ test_inheritance_limits(void **state)
 	assert_int_equal(l->cost[CAP_EXEC], 7);
 	assert_int_equal(l->cost[CAP_ADMIN], 1);
 	assert_int_equal(l->egress_max, 100ull << 20);
+	assert_int_equal(l->egress_budget, 1536ull << 10);
+	assert_int_equal(l->egress_budget_ms, 86400000);
 	l = policy_limits_of(fx->p, "y");
+	assert_int_equal(l->egress_budget, 0);
 	assert_int_equal(l->budget, 10);
 	assert_int_equal(l->egress_max, 0);
 	assert_int_equal(l->lock_writes, 0);
@@ -711,7 +715,7 @@ test_hooks(void **state)
 	static const char text[] =
 	    "agent \"a\" { allow artifact:read, exec\n exec \"node\"\n"
 	    " memory 64M\n timeout 3s\n output 2K\n concurrent 1\n"
-	    " egress bytes 1500 }\n";
+	    " egress bytes 1500\n egress budget 1025/min }\n";
 	struct msg_policy_decide q;
 	struct msg_policy_decision r;
 	void *c = NULL;
@@ -740,6 +744,8 @@ test_hooks(void **state)
 	assert_int_equal(r.grant.timeout_ms, 3000);
 	assert_int_equal(r.grant.output_max, 2048);
 	assert_int_equal(r.grant.egress_kib, 2); /* KiB, rounded up */
+	assert_int_equal(r.grant.egress_budget_kib, 2);
+	assert_int_equal(r.grant.egress_budget_s, 60);
 	assert_int_equal(r.line, 2);
 	assert_int_equal(r.rule, 3);
 	/* token caps narrow the policy */
