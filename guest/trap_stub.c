@@ -59,8 +59,6 @@
 #define PROT_WRITE 2
 #define PROT_EXEC 4
 #define MAP_SHARED 0x01
-#define MAP_PRIVATE 0x02
-#define MAP_ANONYMOUS 0x20
 #define MAP_FIXED 0x10
 #define MAP_FIXED_NOREPLACE 0x100000
 #define MREMAP_MAYMOVE 1
@@ -94,8 +92,13 @@
 #define bit(sig) (1ULL << ((sig)-1))
 #define AT_NULL 0
 #define AT_SYSINFO_EHDR 33
-#define ALTSTACK_SIZE 0x10000
-#define SPINS 4000
+/* How long the stub spins for the vm process's reply before it sleeps,
+ * in TSC ticks (about 0.4 to 108 us at 2.6 GHz), adapted at each wait
+ * (spin_adapt; host/vmm/trap.c's side does the same); every
+ * SPIN_PROBE-th wait spins the longest. */
+#define SPIN_MIN 1000
+#define SPIN_MAX 280000
+#define SPIN_PROBE 64
 #define FP_XSTATE_MAGIC1 0x46505853U
 
 long stub_syscall6(
@@ -143,11 +146,16 @@ struct stub_sigaction {
 	uint64_t mask;
 };
 
-/* Read once at boot, before the guest runs; never written after. */
+/* box and alias set at boot, before the guest runs, and never written
+ * after; the rest is the relay's bookkeeping, which the guest may
+ * overwrite at no one's cost but its own (each value is checked or
+ * bounded where it is used). */
 struct stub_state {
 	struct trap_box *box;
 	uint64_t alias; /* guest memory from TRAP_MEM_LO again, PROT_NONE */
 	uint64_t fs_base, gs_base; /* as last set */
+	uint64_t spin; /* the next wait's spin, in TSC ticks */
+	uint32_t waits; /* counts them, for the probes */
 	int booted;
 };
 
@@ -223,6 +231,27 @@ store32(uint32_t *p, uint32_t v)
 	__atomic_store_n(p, v, __ATOMIC_SEQ_CST);
 }
 
+/*
+ * The next spin's length after `spin`, answered in time or not. A spin
+ * is worth its core only while the other side runs on another: one that
+ * ended unanswered, or whose answer came only after the spinner was off
+ * its core (it took longer than it was allowed: preempted), shrinks the
+ * next by a quarter, down to all but none; one answered in time
+ * doubles it. With more busy processes than cores the spins shrink and
+ * both sides sleep at once, as a futex ping-pong does. A probe (every
+ * SPIN_PROBE-th wait spins the longest) finds again that answers come
+ * within the longest spin once the cores are free; one that fails
+ * leaves the spin as it was.
+ */
+static uint64_t
+spin_adapt(uint64_t spin, int in_time)
+{
+	if (in_time)
+		return spin * 2 > SPIN_MAX ? SPIN_MAX : spin * 2;
+	spin -= spin / 4;
+	return spin < SPIN_MIN ? SPIN_MIN : spin;
+}
+
 /* Post the event and wait for the vm process's reply: spin a while
  * (the vm process often answers within microseconds), then sleep. */
 static void
@@ -231,17 +260,34 @@ post_and_wait(struct trap_box *b, uint32_t event)
 	static const struct {
 		long sec, nsec;
 	} second = { 1, 0 };
-	int i;
+	uint64_t was = st.spin, spin, t0, took;
+	int i, seen, probe, blocked = 0;
+
+	/* (out of range: the first wait, or the guest wrote it) */
+	if (was < SPIN_MIN || was > SPIN_MAX)
+		was = SPIN_MAX;
+	probe = ++st.waits % SPIN_PROBE == 0;
+	spin = probe ? SPIN_MAX : was;
 
 	b->event = event;
 	store32(&b->state, TRAP_S_EVENT);
 	if (load32(&b->host_sleeps))
 		sys(NR_futex, (long)&b->state, FUTEX_WAKE, 1);
-	for (i = 0; i < SPINS && !load32(&b->host_blocks); i++) {
-		if (load32(&b->state) == TRAP_S_REPLY)
-			return;
+	t0 = __builtin_ia32_rdtsc();
+	for (;;) {
+		seen = load32(&b->state) == TRAP_S_REPLY;
+		took = __builtin_ia32_rdtsc() - t0;
+		/* (host_blocks: the vm process blocks in a host call, no
+		 * answer comes soon: no spin, and nothing learnt from it) */
+		if (seen || took > spin || (blocked = load32(&b->host_blocks)))
+			break;
 		__builtin_ia32_pause();
 	}
+	st.spin = (probe || blocked) && !(seen && took <= spin)
+	    ? was
+	    : spin_adapt(spin, seen && took <= spin);
+	if (seen)
+		return;
 	store32(&b->stub_sleeps, 1);
 	/* The first event waits 10 s at most: a vm process gone before
 	 * the stub could ask to die with it never answers. */
@@ -260,6 +306,7 @@ save_regs(struct trap_box *b, const struct stub_ucontext *uc)
 	const struct stub_sigcontext *m = &uc->mc;
 	struct trap_regs *r = &b->regs;
 	const uint8_t *fp = (const uint8_t *)m->fpstate;
+	const uint8_t *lo = b->sigstack, *hi = lo + TRAP_SIGSTACK_SIZE;
 	uint32_t len = 512, magic, ext;
 
 	r->rax = m->rax;
@@ -282,26 +329,32 @@ save_regs(struct trap_box *b, const struct stub_ucontext *uc)
 	r->rflags = m->eflags;
 	b->fs_base = st.fs_base;
 	b->gs_base = st.gs_base;
-	b->fpu_dirty = 0;
 	b->fpu_len = 0;
+	b->fpu_off = 0;
 	if (fp == NULL)
 		return;
-	/* The software-reserved bytes of the FXSAVE area say how much the
+	/* The frame is in the box (the signal stack): the vm process
+	 * reads its FPU area there if it needs it, nothing is copied. The
+	 * software-reserved bytes of the FXSAVE area say how much the
 	 * kernel wrote (the XSAVE area and its trailing magic). */
+	if (fp < lo || fp > hi - 512)
+		die(118);
 	copy(&magic, fp + 464, 4);
 	copy(&ext, fp + 468, 4);
-	if (magic == FP_XSTATE_MAGIC1 && ext > 512 && ext <= TRAP_FPU_MAX)
+	if (magic == FP_XSTATE_MAGIC1 && ext > 512 && ext <= TRAP_FPU_MAX &&
+	    ext <= (uint64_t)(hi - fp))
 		len = ext;
-	copy(b->fpu, fp, len);
+	b->fpu_off = (uint32_t)(fp - (const uint8_t *)b);
 	b->fpu_len = len;
 }
 
+/* The vm process's registers into the frame; the FPU area, if it
+ * changed it, it wrote into the frame itself. */
 static void
 load_regs(struct trap_box *b, struct stub_ucontext *uc)
 {
 	struct stub_sigcontext *m = &uc->mc;
 	const struct trap_regs *r = &b->regs;
-	uint8_t *fp = (uint8_t *)m->fpstate;
 	uint64_t fs = b->fs_base, gs = b->gs_base;
 
 	m->rax = r->rax;
@@ -323,11 +376,6 @@ load_regs(struct trap_box *b, struct stub_ucontext *uc)
 	m->rip = r->rip;
 	/* The kernel's sigreturn keeps only the flags user mode may set. */
 	m->eflags = r->rflags;
-	/* The FPU area goes back whole as the frame had it, its length
-	 * unchanged: a wrong one only fails this process's sigreturn. */
-	if (b->fpu_dirty && fp != NULL && b->fpu_len >= 512 &&
-	    b->fpu_len <= TRAP_FPU_MAX)
-		copy(fp, b->fpu, b->fpu_len);
 	if (fs != st.fs_base) {
 		sys(NR_arch_prctl, ARCH_SET_FS, (long)fs, 0);
 		st.fs_base = fs;
@@ -464,6 +512,13 @@ relay(struct stub_ucontext *uc, uint32_t event)
 {
 	struct trap_box *b = st.box;
 
+	/* The frame sits at the top of the signal stack, the box's, unless
+	 * the guest ran with its stack pointer there: then the handler's
+	 * own calls could reach below the stack into the box's fields, and
+	 * the stub ends rather than relay from there. */
+	if ((uint8_t *)uc < b->sigstack + TRAP_SIGSTACK_SPARE ||
+	    (uint8_t *)uc >= b->sigstack + TRAP_SIGSTACK_SIZE)
+		die(118);
 	save_regs(b, uc);
 	for (;;) {
 		post_and_wait(b, event);
@@ -752,14 +807,12 @@ stub_main(uint64_t *sp)
 	sys(NR_close, TRAP_FD_BOX, 0, 0);
 	st.box = b;
 
-	rc = stub_syscall6(NR_mmap, 0, ALTSTACK_SIZE, PROT_READ | PROT_WRITE,
-	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (rc < 0 && rc > -4096)
-		die(124);
-	ss.sp = (uint64_t)rc;
+	/* The handlers' stack is the box's: the kernel writes each signal
+	 * frame where the vm process reads the guest's FPU area from. */
+	ss.sp = (uint64_t)b->sigstack;
 	ss.flags = 0;
 	ss.pad = 0;
-	ss.size = ALTSTACK_SIZE;
+	ss.size = TRAP_SIGSTACK_SIZE;
 	if (sys(NR_sigaltstack, (long)&ss, 0, 0) != 0)
 		die(120);
 	handle(SIGSYS, on_sigsys);

@@ -97,7 +97,13 @@ static const struct {
 	{ CLONE_NEWCGROUP, PIDFD_GET_CGROUP_NAMESPACE },
 	{ CLONE_NEWNS, PIDFD_GET_MNT_NAMESPACE },
 };
-#define HOST_SPINS 2000 /* the vm process's spin before it sleeps */
+/* How long the vm process spins for the stub's next event before it
+ * sleeps, in TSC ticks (about 0.4 to 54 us at 2.6 GHz), adapted at each
+ * wait as the stub does its own (spin_adapt); every SPIN_PROBE-th wait
+ * spins the longest. */
+#define SPIN_MIN 1000
+#define SPIN_MAX 140000
+#define SPIN_PROBE 64
 #define POLL_NS 20000000 /* a sleeping vm process looks at the stub */
 #define BOOT_WAIT_US 5000000 /* a stub that has not booted by then */
 #define XSTATE_BV_OFF 512 /* the XSAVE header's first word */
@@ -115,16 +121,23 @@ struct vm_trap {
 	struct trap_op *ops;
 	int *op_fds;
 	size_t nops, cap;
-	/* The guest's FPU area as of its last event (private copy). */
+	/* Where the current event's frame keeps the guest's FPU area in
+	 * the box (its length 0: nowhere), as checked when the event came. */
+	uint32_t frame_off, frame_len;
+	/* The guest's FPU area, copied out of the frame only when asked
+	 * for (fpu_here: fpu holds the current event's), and written back
+	 * into the frame before the reply when changed (fpu_dirty). */
 	_Alignas(64) uint8_t fpu[TRAP_FPU_MAX];
 	uint32_t fpu_len;
-	int fpu_dirty;
+	int fpu_here, fpu_dirty;
 	int ns; /* started in namespaces of its own */
 	/* The guest tree's namespaces, which its later stubs join (-1:
 	 * none yet; the mount namespace's only where its root is a tmpfs
 	 * of its own); carried across a guest fork, never to a template's
 	 * clone (vm_trap_fork_child). */
 	int tree_ns[TREE_NS_N];
+	uint64_t spin; /* the next wait's spin, in TSC ticks */
+	uint32_t waits; /* counts them, for the probes */
 };
 
 /* The stub as a sealed memfd, made once per process (and inherited). */
@@ -717,6 +730,52 @@ store32(uint32_t *p, uint32_t v)
 enum { WAIT_EVENT, WAIT_DEAD, WAIT_TIMEOUT, WAIT_STOPPED };
 
 /*
+ * The next spin's length after `spin`, answered in time or not. A spin
+ * is worth its core only while the stub runs on another: one that ended
+ * with no event, or whose event came only after this process was off its
+ * core (it took longer than it was allowed: preempted), shrinks the next
+ * by a quarter, down to all but none; one answered in time doubles it.
+ * With more busy guests than cores the spins shrink and both sides
+ * sleep at once, as a futex ping-pong does; alone, a guest's calls keep
+ * them long. A probe (every SPIN_PROBE-th wait spins the longest) finds
+ * again that events come within the longest spin once the cores are
+ * free; one that fails leaves the spin as it was. The stub's is the same
+ * (guest/trap_stub.c).
+ */
+static uint64_t
+spin_adapt(uint64_t spin, int in_time)
+{
+	if (in_time)
+		return spin * 2 > SPIN_MAX ? SPIN_MAX : spin * 2;
+	spin -= spin / 4;
+	return spin < SPIN_MIN ? SPIN_MIN : spin;
+}
+
+/* Spin for the stub's event as long as t->spin says; 1 if it came. */
+static int
+spin_for_event(struct vm_trap *t)
+{
+	uint64_t was = t->spin, spin, t0 = __builtin_ia32_rdtsc(), took;
+	int seen, probe;
+
+	if (was < SPIN_MIN || was > SPIN_MAX)
+		was = SPIN_MAX; /* the first */
+	probe = ++t->waits % SPIN_PROBE == 0;
+	spin = probe ? SPIN_MAX : was;
+	for (;;) {
+		seen = load32(&t->box->state) == TRAP_S_EVENT;
+		took = __builtin_ia32_rdtsc() - t0;
+		if (seen || took > spin)
+			break;
+		__builtin_ia32_pause();
+	}
+	t->spin = probe && !(seen && took <= spin)
+	    ? was
+	    : spin_adapt(spin, seen && took <= spin);
+	return seen;
+}
+
+/*
  * Post the reply (0: none, the stub's first event is awaited) and wait
  * for the next event: spin a while, then sleep
  * on the futex, looking at the stub now and then (a dead one posts
@@ -738,7 +797,6 @@ post_and_wait(struct vm *vm, struct vm_trap *t, uint32_t reply,
 	 * and set-up take far longer than a spin. */
 	int spin = reply != 0 && !vm->is_child && vm->nchildren == 0;
 	uint32_t seen;
-	int i;
 
 	if (reply != 0) {
 		b->reply = reply;
@@ -748,11 +806,8 @@ post_and_wait(struct vm *vm, struct vm_trap *t, uint32_t reply,
 			syscall(
 			    SYS_futex, &b->state, FUTEX_WAKE, 1, NULL, NULL, 0);
 	}
-	for (i = 0; spin && i < HOST_SPINS; i++) {
-		if (load32(&b->state) == TRAP_S_EVENT)
-			return WAIT_EVENT;
-		__builtin_ia32_pause();
-	}
+	if (spin && spin_for_event(t))
+		return WAIT_EVENT;
 	for (;;) {
 		if (reply != 0 && vm->run->immediate_exit) {
 			vm->run->immediate_exit = 0;
@@ -784,7 +839,8 @@ vm_trap_blocking(struct vm *vm)
 		store32(&vm->trap->box->host_blocks, 1);
 }
 
-/* The vm process's registers into the box, the FPU area if changed. */
+/* The vm process's registers into the box, and the FPU area into the
+ * frame if it changed it there. */
 static void
 put_regs(struct vm *vm, struct vm_trap *t)
 {
@@ -796,31 +852,46 @@ put_regs(struct vm *vm, struct vm_trap *t)
 	memcpy(&b->regs, r, sizeof(b->regs));
 	b->fs_base = vm->run->s.regs.sregs.fs.base;
 	b->gs_base = vm->run->s.regs.sregs.gs.base;
-	b->fpu_dirty = 0;
-	if (t->fpu_dirty && t->fpu_len >= 512) {
-		memcpy(b->fpu, t->fpu, t->fpu_len);
-		b->fpu_len = t->fpu_len;
-		b->fpu_dirty = 1;
-		t->fpu_dirty = 0;
-	}
-}
-
-static void
-take_fpu(struct vm_trap *t)
-{
-	struct trap_box *b = t->box;
-	uint32_t len;
-
-	len = __atomic_load_n(&b->fpu_len, 0);
-	if (len < 512 || len > TRAP_FPU_MAX)
-		len = 0;
-	if (len != 0)
-		memcpy(t->fpu, b->fpu, len);
-	t->fpu_len = len;
+	if (t->fpu_dirty && t->frame_len != 0 && t->fpu_len == t->frame_len)
+		memcpy((uint8_t *)b + t->frame_off, t->fpu, t->fpu_len);
 	t->fpu_dirty = 0;
 }
 
-/* The event's registers and FPU area, copied once out of the box. */
+/* Where the event's frame has the FPU area, read once and checked: in
+ * the signal stack, 64-byte aligned (XSAVE's), of a length the kernel
+ * writes. Anything else is no FPU area (the guest's own doing). */
+static void
+take_frame(struct vm_trap *t)
+{
+	struct trap_box *b = t->box;
+	uint32_t off = __atomic_load_n(&b->fpu_off, 0);
+	uint32_t len = __atomic_load_n(&b->fpu_len, 0);
+
+	if (off < TRAP_SIGSTACK_OFF || off > TRAP_BOX_SIZE || off % 64 != 0 ||
+	    len < 512 || len > TRAP_FPU_MAX || len > TRAP_BOX_SIZE - off)
+		off = len = 0;
+	t->frame_off = off;
+	t->frame_len = len;
+	t->fpu_here = 0;
+	t->fpu_dirty = 0;
+}
+
+/* The current event's FPU area in t->fpu, copied out of the frame the
+ * first time it is asked for (a call like getppid never asks). */
+static void
+fetch_fpu(struct vm_trap *t)
+{
+	if (t->fpu_here)
+		return;
+	if (t->frame_len != 0)
+		memcpy(t->fpu, (const uint8_t *)t->box + t->frame_off,
+		    t->frame_len);
+	t->fpu_len = t->frame_len;
+	t->fpu_here = 1;
+}
+
+/* The event's registers, copied once out of the box; its FPU area stays
+ * in the frame until asked for. */
 static void
 take_regs(struct vm *vm, struct vm_trap *t)
 {
@@ -829,7 +900,7 @@ take_regs(struct vm *vm, struct vm_trap *t)
 	memcpy(&vm->run->s.regs.regs, &b->regs, sizeof(b->regs));
 	vm->run->s.regs.sregs.fs.base = __atomic_load_n(&b->fs_base, 0);
 	vm->run->s.regs.sregs.gs.base = __atomic_load_n(&b->gs_base, 0);
-	take_fpu(t);
+	take_frame(t);
 }
 
 /* A TRAP_OP_MAP's descriptor to the stub, closed here once sent unless
@@ -948,6 +1019,8 @@ vm_trap_create(struct vm *vm, char *err, size_t errlen)
 	if (t->box != NULL)
 		munmap(t->box, TRAP_BOX_SIZE);
 	t->box = NULL;
+	t->frame_off = t->frame_len = t->fpu_len = 0;
+	t->fpu_here = t->fpu_dirty = 0;
 	t->box_fd = memfd_create("keep-trap-box", MFD_CLOEXEC);
 	if (t->box_fd == -1 || ftruncate(t->box_fd, TRAP_BOX_SIZE) == -1 ||
 	    (t->box = mmap(NULL, TRAP_BOX_SIZE, PROT_READ | PROT_WRITE,
@@ -986,7 +1059,7 @@ vm_trap_create(struct vm *vm, char *err, size_t errlen)
 	}
 	/* The stub's FPU area is the clean state a new process has: the
 	 * guest's first, unless the caller loads another. */
-	take_fpu(t);
+	take_frame(t);
 	return 0;
 }
 
@@ -1044,6 +1117,8 @@ vm_trap_fpu_get(struct vm *vm, struct kvm_fpu *fpu)
 	uint8_t fx[512];
 
 	memset(fx, 0, sizeof(fx));
+	if (t != NULL)
+		fetch_fpu(t);
 	if (t != NULL && t->fpu_len >= 512)
 		memcpy(fx, t->fpu, 512);
 	else {
@@ -1064,7 +1139,10 @@ vm_trap_fpu_set(struct vm *vm, const struct kvm_fpu *fpu)
 	uint8_t fx[512];
 	uint64_t bv;
 
-	if (t == NULL || t->fpu_len < 512)
+	if (t == NULL)
+		return 0;
+	fetch_fpu(t);
+	if (t->fpu_len < 512)
 		return 0; /* nothing to load it into: the stub's is clean */
 	vm_fpu_to_fxsave(fpu, fx);
 	/* The legacy area only: the kernel's software bytes stay. */
@@ -1085,7 +1163,10 @@ vm_trap_fpu_area(struct vm *vm, uint8_t *out, size_t max)
 {
 	struct vm_trap *t = vm->trap;
 
-	if (t == NULL || t->fpu_len > max)
+	if (t == NULL)
+		return 0;
+	fetch_fpu(t);
+	if (t->fpu_len > max)
 		return 0;
 	memcpy(out, t->fpu, t->fpu_len);
 	return t->fpu_len;
@@ -1097,9 +1178,11 @@ vm_trap_fpu_load_area(struct vm *vm, const uint8_t *area, size_t len)
 	struct vm_trap *t = vm->trap;
 
 	/* Only an area of the frame's own size and layout goes back. */
-	if (t == NULL || len == 0 || len != t->fpu_len)
+	if (t == NULL || len == 0 || len != t->frame_len)
 		return;
 	memcpy(t->fpu, area, len);
+	t->fpu_len = t->frame_len;
+	t->fpu_here = 1;
 	t->fpu_dirty = 1;
 }
 

@@ -24,6 +24,13 @@
 #define TRAP_BOX_SIZE 0x8000
 #define TRAP_OPS_MAX 128
 #define TRAP_FPU_MAX 0x4000 /* the largest signal-frame FPU area taken */
+/* The stub's signal stack: the box from its third page on. */
+#define TRAP_SIGSTACK_OFF 0x2000
+#define TRAP_SIGSTACK_SIZE (TRAP_BOX_SIZE - TRAP_SIGSTACK_OFF)
+/* The least of the signal stack a handler's frame leaves below it for
+ * the handler's own calls; a frame lower is not the stub's (the guest
+ * ran with its stack pointer on the signal stack): the stub dies. */
+#define TRAP_SIGSTACK_SPARE 0x1000
 #define TRAP_MAGIC 0x7061727470656b6bULL /* "kkeptrap" */
 
 /* The box's futex word. */
@@ -44,7 +51,7 @@ enum trap_event {
 
 /* What the vm process answers. */
 enum trap_reply {
-	TRAP_R_RESUME = 1, /* load regs (and fpu if fpu_dirty) and go on */
+	TRAP_R_RESUME = 1, /* load regs and go on */
 	TRAP_R_OPS /* carry out ops[0..nops) with op_cookie, then report */
 };
 
@@ -98,17 +105,26 @@ struct trap_box {
 	/* Both ways. */
 	struct trap_regs regs;
 	uint64_t fs_base, gs_base;
-	uint32_t fpu_len; /* bytes of fpu: the frame's whole FPU area */
-	uint32_t fpu_dirty; /* TRAP_R_RESUME: load fpu into the frame */
+	/* The signal frame's whole FPU area, which the kernel wrote into
+	 * the signal stack below: where it starts in the box, and its
+	 * bytes. The vm process reads it there only when it needs it, and
+	 * writes it there when it changes it; the stub copies nothing. */
+	uint32_t fpu_len;
+	uint32_t fpu_off;
 	uint8_t pad1[4096 - 280];
 	struct trap_op ops[TRAP_OPS_MAX]; /* at 4096 */
-	_Alignas(64) uint8_t fpu[TRAP_FPU_MAX]; /* at 8192 */
+	/* The stub's handlers run here (sigaltstack): the kernel's signal
+	 * frame, the guest's registers and FPU area in it, is in the box. */
+	_Alignas(64) uint8_t sigstack[TRAP_SIGSTACK_SIZE]; /* at 8192 */
 };
 
 _Static_assert(__builtin_offsetof(struct trap_box, ops) == 4096,
     "ops start the second page");
-_Static_assert(__builtin_offsetof(struct trap_box, fpu) == 8192,
-    "the FPU area starts the third page");
+_Static_assert(
+    __builtin_offsetof(struct trap_box, sigstack) == TRAP_SIGSTACK_OFF,
+    "the signal stack starts the third page");
+_Static_assert(TRAP_SIGSTACK_SIZE >= TRAP_FPU_MAX + TRAP_SIGSTACK_SPARE + 0x800,
+    "the largest FPU area, its frame and the handler's calls fit");
 _Static_assert(sizeof(struct trap_box) <= TRAP_BOX_SIZE, "the box fits");
 
 /* The guest memory the stub maps: the program's (from GUEST_LOW_END),

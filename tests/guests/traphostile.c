@@ -453,6 +453,29 @@ stub_data(void)
 
 /* ---- the box ------------------------------------------------------------ */
 
+/* getpid(2) made with the stack pointer at sp: where the kernel writes
+ * the stub's signal frame when sp lies on the stub's signal stack. */
+static long
+call_on_stack(uint64_t sp)
+{
+	long rc;
+
+	__asm__ volatile("mov %%rsp, %%r12\n"
+	                 "mov %1, %%rsp\n"
+	                 "syscall\n"
+	                 "mov %%r12, %%rsp"
+	                 : "=a"(rc)
+	                 : "r"(sp), "0"((long)SYS_getpid)
+	                 : "rcx", "r11", "r12", "memory");
+	return rc;
+}
+
+static void
+on_usr2(int sig)
+{
+	(void)sig;
+}
+
 static volatile struct trap_box *box;
 
 /* Wait (spinning: any call would be an event of its own) until the vm
@@ -511,7 +534,7 @@ box_attack(const char *how)
 		box->reply = TRAP_R_OPS;
 		box->nops = 0xffffffff;
 		box->fpu_len = 0xffffffff;
-		box->fpu_dirty = 1;
+		box->fpu_off = 0xffffffc0;
 		box->ops[0].addr = text_lo;
 		box->ops[0].len = 4096;
 		box->ops[0].prot = 7;
@@ -551,6 +574,30 @@ box_attack(const char *how)
 		box_forge(TRAP_EV_FAULT, 0, 0, 0, 0);
 		for (;;)
 			;
+	} else if (strcmp(how, "sigstack") == 0) {
+		/* The stub's signal stack is in the box: a call with the
+		 * stack pointer near its top is relayed from a frame a
+		 * little lower, one near its bottom would have the stub's
+		 * handler run below the stack, into the box's fields. */
+		say("a call, stack pointer high on the signal stack",
+		    call_on_stack(box_addr + TRAP_BOX_SIZE - 64) > 0 ? 0 : -1);
+		survived();
+		call_on_stack(box_addr + TRAP_SIGSTACK_OFF + 0x1800);
+		printf("a call low on the signal stack came back\n");
+	} else if (strcmp(how, "fpu") == 0) {
+		/* A forged call that makes the vm process read the FPU
+		 * area (a signal to deliver), which the box says lies far
+		 * outside it. */
+		signal(SIGUSR2, on_usr2);
+		long pid = getpid();
+		box->fpu_off = 0xffffffc0;
+		box->fpu_len = TRAP_FPU_MAX;
+		box_forge(TRAP_EV_SYSCALL, SYS_kill, pid, SIGUSR2, 0);
+		answered = box_wait_reply();
+		ours = box->regs.rip == (uint64_t)on_usr2;
+		printf("reply: %s, to the handler: %s\n",
+		    answered ? "yes" : "no", ours ? "yes" : "no");
+		survived();
 	} else if (strcmp(how, "cookie") == 0) {
 		/* Without the cookie, the stub's mprotect is a guest call. */
 		say("mprotect closed memory, no cookie",
