@@ -59,13 +59,17 @@ vm_vdso_install(struct vm *vm)
  * against CLOCK_MONOTONIC_RAW, which runs at the host clocksource's
  * fixed rate, NTP aside, from an instant taken once per vmm (keepd's
  * start, keep run's) to each new base: the longer the span, the closer
- * the rate (a microsecond of jitter over the 10 ms needed first is
- * 100 ppm, and each base is taken again within a second). Only on a
+ * the rate. Each pairing's uncertainty is known (the raw clock's two
+ * readings around the TSC), so the clocks are enabled once the two
+ * pairings' uncertainty is at most 20 ppm of the span between them
+ * (about 2 ms on a quiet host, whose pairings are 0.1 us wide; longer
+ * under load), and each base is taken again within a second. Only on a
  * TSC that runs at one rate whatever the CPU's state (CPUID's invariant
  * TSC) and that the host kernel itself keeps time with.
  */
-#define TSC_SPAN_MIN_NS 10000000ULL
-static uint64_t tsc_start, raw_start;
+#define TSC_PPM_MAX 20
+#define TSC_RETRY_US 1000 /* not yet: ask again a millisecond on */
+static uint64_t tsc_start, raw_start, raw_start_err;
 static int tsc_usable = -1;
 
 static int
@@ -114,13 +118,13 @@ static uint64_t host_ns(clockid_t id);
  * read on both sides of the TSC, the tightest of a few tries (a process
  * preempted in between would make the rate wrong by the time it lost).
  */
-static void
+static uint64_t
 tsc_raw_pair(uint64_t *tsc, uint64_t *raw)
 {
 	uint64_t before, after, t, best = UINT64_MAX;
 	int i;
 
-	for (i = 0; i < VDSO_TRIES && best > VDSO_WINDOW_NS / 10; i++) {
+	for (i = 0; i < VDSO_TRIES && best > VDSO_WINDOW_NS / 100; i++) {
 		before = host_ns(CLOCK_MONOTONIC_RAW);
 		t = host_tsc();
 		after = host_ns(CLOCK_MONOTONIC_RAW);
@@ -130,6 +134,7 @@ tsc_raw_pair(uint64_t *tsc, uint64_t *raw)
 			*raw = before + (after - before) / 2;
 		}
 	}
+	return best / 2 + 1; /* how far *raw may lie from the TSC's instant */
 }
 
 void
@@ -138,7 +143,7 @@ vm_vdso_host_rate(void)
 	if (tsc_usable != -1)
 		return;
 	tsc_usable = host_tsc_ok();
-	tsc_raw_pair(&tsc_start, &raw_start);
+	raw_start_err = tsc_raw_pair(&tsc_start, &raw_start);
 }
 
 void
@@ -148,16 +153,17 @@ vmm_prepare_clocks(void)
 }
 
 /* ns per host TSC tick << VVAR_SHIFT, from the span since the start; 0
- * while the span is too short or the TSC unusable. */
+ * while the span is too short for TSC_PPM_MAX or the TSC unusable. */
 static uint64_t
 host_tsc_mult(void)
 {
-	uint64_t raw = 0, tsc = 0;
+	uint64_t raw = 0, tsc = 0, err;
 
 	if (tsc_usable != 1)
 		return 0;
-	tsc_raw_pair(&tsc, &raw);
-	if (raw - raw_start < TSC_SPAN_MIN_NS || tsc <= tsc_start)
+	err = tsc_raw_pair(&tsc, &raw) + raw_start_err;
+	if (raw <= raw_start || tsc <= tsc_start ||
+	    err * 1000000 / (raw - raw_start) > TSC_PPM_MAX)
 		return 0;
 	return (uint64_t)(((unsigned __int128)(raw - raw_start) << VVAR_SHIFT) /
 	    (tsc - tsc_start));
@@ -238,11 +244,11 @@ vm_vdso_sync(struct vm *vm)
 		mult = host_tsc_mult();
 		if (mult == 0 && tsc_usable == 1) {
 			/* Not measured closely enough yet: ask again at a
-			 * call 10 ms on (vm_vdso_tick). */
+			 * call a millisecond on (vm_vdso_tick). */
 			v->enabled = 0;
 			now = vm_now_us();
 			vm->vdso_sync_us = now > VDSO_RESYNC_US
-			    ? now - VDSO_RESYNC_US + TSC_SPAN_MIN_NS / 1000
+			    ? now - VDSO_RESYNC_US + TSC_RETRY_US
 			    : 1;
 			return;
 		}

@@ -2,7 +2,7 @@
  * Makes N cheap system calls (argv[1]): bench/boot and bench/trap time
  * the round trip. With "clock" after N: N reads of CLOCK_MONOTONIC
  * through the vDSO instead (answered in the guest), after 50 ms of reads
- * (the trap platform's vmm measures the TSC's rate for its first 10),
+ * (the trap platform's vmm measures the TSC's rate in its first few),
  * and prints the nanoseconds a read took.
  */
 #include <stdio.h>

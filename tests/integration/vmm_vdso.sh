@@ -5,8 +5,8 @@
 # the time without a single clock_gettime exit, and the time it reads
 # lies between the host's readings before and after the run.
 # On either platform; on trap the guest reads the host's TSC at a rate
-# the vmm measures over its first 10 ms (docs/vmm.md "Time"), so a `keep
-# run` that reads its clocks before then makes those reads as calls.
+# the vmm measures over its first milliseconds (docs/vmm.md "Time"), so a
+# `keep run` that reads its clocks before then makes those reads as calls.
 source "$(dirname "$0")/../lib/guest.sh"
 K=$B/keys/dev.public; I=$B/images
 # keep's vDSO counts the host's time in TSC cycles: right only where the
@@ -36,11 +36,11 @@ esac
 n=$("$KEEP" run --trace "$G/vdso" 2>&1 | grep -c "syscall clock_gettime(0x[01],")
 if [ "$PLATFORM" = trap ]; then
 	# The vdso guest reads its clocks from its first instruction,
-	# inside keep run's first 10 ms: those reads exit (as calls, about
-	# 3.5 us each, so fewer than 3,000 of its 8,000 vDSO reads).
+	# inside keep run's first milliseconds: those reads exit (as calls,
+	# about 3.5 us each, so fewer than 4,000 of its 8,000 vDSO reads).
 	[ "$n" -ge 8002 ] && [ "$n" -lt 12002 ] &&
-		ok "syscall() readings exit, and $((n - 8002)) vDSO reads of the first 10 ms" ||
-		bad "clock_gettime exits: $n, want 8002 and the first 10 ms' reads"
+		ok "syscall() readings exit, and $((n - 8002)) vDSO reads of the first milliseconds" ||
+		bad "clock_gettime exits: $n, want 8002 and the first milliseconds' reads"
 else
 	[ "$n" -eq 8002 ] && ok "only syscall() readings exit ($n)" ||
 		bad "clock_gettime exits: $n, want 8002"
