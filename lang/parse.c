@@ -967,32 +967,23 @@ stmt_body(struct parser *p, struct lang_stmt *s)
 	case LANG_S_EXEC:
 		return parse_exec(p, s);
 	case LANG_S_EGRESS:
-		/* `egress bytes 100M`: endpoints are quoted strings, so a
-		 * bare word after egress can only be this. */
-		if (is_word(p, "bytes")) {
-			s->kind = LANG_S_EGRESS_BYTES;
-			next(p);
-			if (parse_unit(p, s, 0) < 0)
-				return -1;
-			/* A grant carries it in KiB, in 32 bits. */
-			if (s->value > (UINT64_C(1) << 42)) {
-				lang_diag(p->f, LANG_ERROR, s->loc,
-				    "egress bytes larger than 4T");
-				return -1;
-			}
-			return 0;
-		}
-		/* `egress budget 10G/day`: the agent's runs together. */
-		if (is_word(p, "budget")) {
-			s->kind = LANG_S_EGRESS_BUDGET;
+		/* `egress bytes 100M` and `egress budget 10G/day`:
+		 * endpoints are quoted strings, so a bare word after egress
+		 * can only be one of these. */
+		if (is_word(p, "bytes") || is_word(p, "budget")) {
+			s->kind = is_word(p, "bytes") ? LANG_S_EGRESS_BYTES
+			                              : LANG_S_EGRESS_BUDGET;
 			next(p);
 			if (parse_unit(p, s, 0) < 0 ||
-			    take_period(p, s, "'/' and a unit (10G/day)") < 0)
+			    (s->kind == LANG_S_EGRESS_BUDGET &&
+			        take_period(p, s, "'/' and a unit (10G/day)") <
+			            0))
 				return -1;
 			/* A grant carries it in KiB, in 32 bits. */
 			if (s->value > (UINT64_C(1) << 42)) {
 				lang_diag(p->f, LANG_ERROR, s->loc,
-				    "egress budget larger than 4T");
+				    "%s larger than 4T",
+				    lang_stmt_name(s->kind));
 				return -1;
 			}
 			return 0;

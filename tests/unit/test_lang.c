@@ -226,6 +226,7 @@ test_values(void **state)
 	                     "egress \"API.github.com\", \"*.x.org\":* http "
 	                     "private, \"10.0.0.1\":8080\n"
 	                     "exec \"node\", \"pnpm\"\n"
+	                     "egress budget 10G/h\n"
 	                     "}\n"),
 	    LANG_OK);
 	d = lang_find(fx->f, LANG_D_AGENT, "a");
@@ -248,6 +249,10 @@ test_values(void **state)
 	s = s->next;
 	assert_int_equal(s->nitems, 2);
 	assert_int_equal(s->items[1].rule, 5);
+	s = s->next;
+	assert_int_equal(s->kind, LANG_S_EGRESS_BUDGET);
+	assert_int_equal(s->value, 10ull << 30);
+	assert_int_equal(s->period_ms, 3600000);
 }
 
 static void
@@ -265,6 +270,12 @@ test_bad_names(void **state)
 		"agent \"a\" { egress \"a.com\":0 }",
 		"agent \"a\" { egress \"a.com\":65536 }",
 		"agent \"a\" { rate read 5/fortnight }",
+		"agent \"a\" { egress bytes 5T }",
+		"agent \"a\" { egress budget 10G }",
+		"agent \"a\" { egress budget 10G/week }",
+		"agent \"a\" { egress budget 5T/day }",
+		"agent \"a\" { egress budget 0/day }",
+		"agent \"a\" { egress budget \"x\":443 }",
 		"agent \"\"",
 		"agent \"a\\\"\"",
 		"agent \"a\" { allow }",
