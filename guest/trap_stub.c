@@ -94,7 +94,7 @@
 #define AT_SYSINFO_EHDR 33
 /* How long the stub spins for the vm process's reply before it sleeps,
  * in TSC ticks (about 0.4 to 108 us at 2.6 GHz), adapted at each wait
- * (spin_adapt; host/vmm/trap.c's side does the same); every
+ * (trap_spin_adapt in host/vmm/trap_abi.h; host/vmm/trap.c's side does the same); every
  * SPIN_PROBE-th wait spins the longest. */
 #define SPIN_MIN 1000
 #define SPIN_MAX 280000
@@ -231,27 +231,6 @@ store32(uint32_t *p, uint32_t v)
 	__atomic_store_n(p, v, __ATOMIC_SEQ_CST);
 }
 
-/*
- * The next spin's length after `spin`, answered in time or not. A spin
- * is worth its core only while the other side runs on another: one that
- * ended unanswered, or whose answer came only after the spinner was off
- * its core (it took longer than it was allowed: preempted), shrinks the
- * next by a quarter, down to all but none; one answered in time
- * doubles it. With more busy processes than cores the spins shrink and
- * both sides sleep at once, as a futex ping-pong does. A probe (every
- * SPIN_PROBE-th wait spins the longest) finds again that answers come
- * within the longest spin once the cores are free; one that fails
- * leaves the spin as it was.
- */
-static uint64_t
-spin_adapt(uint64_t spin, int in_time)
-{
-	if (in_time)
-		return spin * 2 > SPIN_MAX ? SPIN_MAX : spin * 2;
-	spin -= spin / 4;
-	return spin < SPIN_MIN ? SPIN_MIN : spin;
-}
-
 /* Post the event and wait for the vm process's reply: spin a while
  * (the vm process often answers within microseconds), then sleep. */
 static void
@@ -285,7 +264,7 @@ post_and_wait(struct trap_box *b, uint32_t event)
 	}
 	st.spin = (probe || blocked) && !(seen && took <= spin)
 	    ? was
-	    : spin_adapt(spin, seen && took <= spin);
+	    : trap_spin_adapt(spin, seen && took <= spin, SPIN_MIN, SPIN_MAX);
 	if (seen)
 		return;
 	store32(&b->stub_sleeps, 1);

@@ -99,7 +99,7 @@ static const struct {
 };
 /* How long the vm process spins for the stub's next event before it
  * sleeps, in TSC ticks (about 0.4 to 54 us at 2.6 GHz), adapted at each
- * wait as the stub does its own (spin_adapt); every SPIN_PROBE-th wait
+ * wait as the stub does its own (trap_spin_adapt, host/vmm/trap_abi.h); every SPIN_PROBE-th wait
  * spins the longest. */
 #define SPIN_MIN 1000
 #define SPIN_MAX 140000
@@ -729,28 +729,6 @@ store32(uint32_t *p, uint32_t v)
 
 enum { WAIT_EVENT, WAIT_DEAD, WAIT_TIMEOUT, WAIT_STOPPED };
 
-/*
- * The next spin's length after `spin`, answered in time or not. A spin
- * is worth its core only while the stub runs on another: one that ended
- * with no event, or whose event came only after this process was off its
- * core (it took longer than it was allowed: preempted), shrinks the next
- * by a quarter, down to all but none; one answered in time doubles it.
- * With more busy guests than cores the spins shrink and both sides
- * sleep at once, as a futex ping-pong does; alone, a guest's calls keep
- * them long. A probe (every SPIN_PROBE-th wait spins the longest) finds
- * again that events come within the longest spin once the cores are
- * free; one that fails leaves the spin as it was. The stub's is the same
- * (guest/trap_stub.c).
- */
-static uint64_t
-spin_adapt(uint64_t spin, int in_time)
-{
-	if (in_time)
-		return spin * 2 > SPIN_MAX ? SPIN_MAX : spin * 2;
-	spin -= spin / 4;
-	return spin < SPIN_MIN ? SPIN_MIN : spin;
-}
-
 /* Spin for the stub's event as long as t->spin says; 1 if it came. */
 static int
 spin_for_event(struct vm_trap *t)
@@ -771,7 +749,7 @@ spin_for_event(struct vm_trap *t)
 	}
 	t->spin = probe && !(seen && took <= spin)
 	    ? was
-	    : spin_adapt(spin, seen && took <= spin);
+	    : trap_spin_adapt(spin, seen && took <= spin, SPIN_MIN, SPIN_MAX);
 	return seen;
 }
 

@@ -161,4 +161,25 @@ _Static_assert(sizeof(struct trap_box) <= TRAP_BOX_SIZE, "the box fits");
 /* The stub's kick: the vm process wants the registers now. */
 #define TRAP_SIG_KICK 10 /* SIGUSR1 */
 
+/*
+ * The next spin's length after `spin`, in TSC ticks between min and max,
+ * on both sides (guest/trap_stub.c, host/vmm/trap.c). A spin is worth its
+ * core only while the other side runs on another: one that ended
+ * unanswered, or whose answer came only after the spinner was off its
+ * core (it took longer than it was allowed: preempted), shrinks the next
+ * by a quarter; one answered in time doubles it. With more busy guests
+ * than cores the spins shrink and both sides sleep at once, as a futex
+ * ping-pong does; alone, a guest's calls keep them long. Each side's
+ * probe (every SPIN_PROBE-th wait spins the longest) finds again that
+ * answers come within the longest spin once the cores are free.
+ */
+static inline uint64_t
+trap_spin_adapt(uint64_t spin, int in_time, uint64_t min, uint64_t max)
+{
+	if (in_time)
+		return spin * 2 > max ? max : spin * 2;
+	spin -= spin / 4;
+	return spin < min ? min : spin;
+}
+
 #endif
