@@ -71,18 +71,20 @@ to_fd(void *arg, int fd, const void *buf, size_t len)
 }
 
 /*
- * Where keep run keeps KVM's CPUID answer between runs (vmm_prepare_cached,
- * host/vmm/cpuid.h): a per-boot directory only this user can write, /run
+ * Where keep run keeps a CPUID table between runs, "cpuid" for KVM's
+ * answer (vmm_prepare_cached) and "cpuid-host" for the host's own, the
+ * trap platform's (vmm_prepare_host_cached; host/vmm/cpuid.h): in a
+ * per-boot directory only this user can write, /run
  * for root and $XDG_RUNTIME_DIR for anyone else; NULL (no cache) when
  * there is none.
  */
 static const char *
-cpuid_cache_path(char *buf, size_t len)
+cpuid_cache_path(char *buf, size_t len, const char *name)
 {
 	const char *dir = geteuid() == 0 ? "/run" : getenv("XDG_RUNTIME_DIR");
 
 	if (dir == NULL || dir[0] != '/' ||
-	    snprintf(buf, len, "%s/keep-cpuid", dir) >= (int)len)
+	    snprintf(buf, len, "%s/keep-%s", dir, name) >= (int)len)
 		return NULL;
 	return buf;
 }
@@ -536,8 +538,11 @@ cmd_run(int argc, char **argv)
 	vmm_host_cpus_init();
 	/* A failure here is vmm_run's to report, uncached. */
 	if (kvm >= 0)
-		(void)vmm_prepare_cached(
-		    kvm, cpuid_cache_path(cachepath, sizeof(cachepath)));
+		(void)vmm_prepare_cached(kvm,
+		    cpuid_cache_path(cachepath, sizeof(cachepath), "cpuid"));
+	else
+		(void)vmm_prepare_host_cached(cpuid_cache_path(
+		    cachepath, sizeof(cachepath), "cpuid-host"));
 	cfg.argv = gargv;
 	cfg.envp = envp;
 	cfg.stdin_fd = 0;

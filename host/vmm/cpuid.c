@@ -85,10 +85,8 @@ cpuid_fetch(int kvm_fd)
 }
 
 int
-cpuid_cache_key(uint8_t key[CPUID_KEY_LEN])
+cpuid_cache_key_host(uint8_t key[CPUID_KEY_LEN])
 {
-	struct stat sb;
-	uint64_t ino;
 	ssize_t n;
 	int fd;
 
@@ -103,6 +101,19 @@ cpuid_cache_key(uint8_t key[CPUID_KEY_LEN])
 	if (n != CPUID_KEY_BOOT_ID + 1 || key[CPUID_KEY_BOOT_ID] != '\n')
 		return -1;
 	key[CPUID_KEY_BOOT_ID] = 0;
+	/* No inode is all ones: never a KVM key. */
+	memset(key + CPUID_KEY_BOOT_ID + 4, 0xff, 8);
+	return 0;
+}
+
+int
+cpuid_cache_key(uint8_t key[CPUID_KEY_LEN])
+{
+	struct stat sb;
+	uint64_t ino;
+
+	if (cpuid_cache_key_host(key) != 0)
+		return -1;
 	/*
 	 * /dev/kvm's device in sysfs. KVM registers it last thing when the
 	 * vendor module (kvm_intel, kvm_amd, kvm_pvm, ...) loads and removes
@@ -279,6 +290,27 @@ vm_cpuid_host(void)
 	c->nent = n;
 	cpuid_table = c;
 	return 0;
+}
+
+int
+vmm_prepare_host_cached(const char *cache_path)
+{
+	uint8_t key[CPUID_KEY_LEN];
+	struct kvm_cpuid2 *c;
+	int keyed;
+
+	if (cpuid_table != NULL)
+		return VMM_OK;
+	keyed = cache_path != NULL && cpuid_cache_key_host(key) == 0;
+	if (keyed && (c = cpuid_cache_load(cache_path, key)) != NULL) {
+		cpuid_table = c;
+		return VMM_OK;
+	}
+	if (vm_cpuid_host() != 0)
+		return VMM_E_NOMEM;
+	if (keyed)
+		cpuid_cache_store(cache_path, key, cpuid_table);
+	return VMM_OK;
 }
 
 const struct kvm_cpuid2 *

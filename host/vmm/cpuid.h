@@ -10,6 +10,11 @@
  * to exactly that (the boot id and the sysfs identity of /dev/kvm, which
  * KVM registers anew whenever it loads).
  *
+ * The trap platform's table is the host's own CPUID, read leaf by leaf
+ * (about 0.5 ms here: every `cpuid` traps to the hypervisor under it);
+ * it holds for the boot, and keep run keeps it the same way in a file
+ * of its own, keyed to the boot alone.
+ *
  * A cache file is untrusted bytes: cpuid_cache_decode() accepts only a
  * file of exactly the right size, magic and key, with sane entries; the
  * loader accepts only a regular file owned by the caller's user and
@@ -40,6 +45,9 @@ struct cpuid_cache_hdr {
 /* The key of this boot and these KVM modules; -1 when it cannot be told
  * (no boot id, no /sys/module/kvm): then nothing may be cached. */
 int cpuid_cache_key(uint8_t key[CPUID_KEY_LEN]);
+/* The key of the host's own CPUID (the trap platform's table): this
+ * boot's, with an inode no KVM key has. */
+int cpuid_cache_key_host(uint8_t key[CPUID_KEY_LEN]);
 
 /* The table in buf (malloc'd) if buf is one well-formed cache file made
  * under key, else NULL. */

@@ -416,6 +416,8 @@ int vmm_trap_stub_fd(void);
  * A missing, foreign or stale file costs only the ioctl; a file that
  * cannot be written is no error. */
 int vmm_prepare_cached(int kvm_fd, const char *cache_path);
+/* The same for the trap platform: the host's CPUID, valid for this boot. */
+int vmm_prepare_host_cached(const char *cache_path);
 
 /* The guest's system calls, one Markdown table row each: number, name,
  * support (full, partial, refused with its errno) and why

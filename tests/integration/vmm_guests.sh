@@ -167,5 +167,30 @@ if [ "$(id -u)" -eq 0 ] && [ "$KEEP_TEST_PLATFORM" = kvm ]; then
 	fresh && ok "cpuid cache: foreign file replaced" || bad "cpuid cache: foreign file kept"
 fi
 
+# The trap platform's: the host's own CPUID, kept for the boot in
+# keep-cpuid-host, foreign or stale files ignored the same way. What
+# the guest is told of the CPU (AT_HWCAP, XSAVE's size) comes from it:
+# a forged table must never reach a guest.
+hcache=/run/keep-cpuid-host
+if [ "$(id -u)" -eq 0 ] && [ "$KEEP_TEST_PLATFORM" = trap ]; then
+	hkey() { od -An -tx1 -j16 -N48 "$hcache" 2>/dev/null; }
+	rm -f "$hcache"
+	expect "host cpuid cache written" 0 "hello from a keep guest" "" -- "$G/hello"
+	hgood=$(hkey); hsum=$(od -An -tx1 -j64 -N40 "$hcache" 2>/dev/null)
+	[ "$(head -c 8 "$hcache" 2>/dev/null)" = KEEPCPU3 ] && [ -n "$hgood" ] &&
+	    ok "host cpuid cache written" || bad "host cpuid cache not written"
+	# Its first entry (leaf 0: the vendor, the same on every CPU) changed under
+	# a foreign owner: ignored and replaced by the host's.
+	printf '\177' | dd of="$hcache" bs=1 seek=84 conv=notrunc 2>/dev/null
+	chown 65534 "$hcache"
+	expect "host cpuid cache: foreign owner ignored" 0 "hello from a keep guest" "" -- "$G/hello"
+	[ "$(stat -c %u "$hcache")" -eq 0 ] && [ "$(od -An -tx1 -j64 -N40 "$hcache")" = "$hsum" ] &&
+	    ok "host cpuid cache: foreign file replaced" || bad "host cpuid cache: foreign file kept"
+	printf '\377\377\377\377' | dd of="$hcache" bs=1 seek=20 conv=notrunc 2>/dev/null
+	expect "host cpuid cache: stale key ignored" 0 "hello from a keep guest" "" -- "$G/hello"
+	[ "$(hkey)" = "$hgood" ] && ok "host cpuid cache: stale file replaced" ||
+	    bad "host cpuid cache: stale file kept"
+fi
+
 echo "vmm_guests: $fails failures"
 [ $fails -eq 0 ]

@@ -187,6 +187,27 @@ test_key(void **state)
 	assert_memory_equal(a, b, CPUID_KEY_LEN);
 }
 
+/* The host's key (the trap platform's table): this boot's, stable, and
+ * never a KVM key, so neither file can pass for the other. */
+static void
+test_key_host(void **state)
+{
+	uint8_t a[CPUID_KEY_LEN], b[CPUID_KEY_LEN], k[CPUID_KEY_LEN];
+
+	(void)state;
+	assert_int_equal(cpuid_cache_key_host(a), 0);
+	assert_int_equal(cpuid_cache_key_host(b), 0);
+	assert_memory_equal(a, b, CPUID_KEY_LEN);
+	assert_int_equal(a[CPUID_KEY_BOOT_ID], 0);
+	assert_int_equal(a[CPUID_KEY_BOOT_ID + 4], 0xff);
+	assert_int_equal(a[CPUID_KEY_LEN - 1], 0xff);
+	if (access("/sys/devices/virtual/misc/kvm", F_OK) != 0)
+		return;
+	assert_int_equal(cpuid_cache_key(k), 0);
+	assert_memory_equal(a, k, CPUID_KEY_BOOT_ID);
+	assert_memory_not_equal(a, k, CPUID_KEY_LEN);
+}
+
 int
 main(void)
 {
@@ -195,6 +216,7 @@ main(void)
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_load_store),
 		cmocka_unit_test(test_key),
+		cmocka_unit_test(test_key_host),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
