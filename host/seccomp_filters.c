@@ -252,6 +252,8 @@ const struct seccomp_filter seccomp_policy = { "policy", policy_rules,
 	R(memfd_create, "trap: guest memory, the box, a fork's copy"),         \
 	    RA(clone, 0, TRAP_CLONE_NS,                                        \
 	        "trap: the guest's process, in namespaces of its own"),        \
+	    RA(clone, 0, TRAP_CLONE_NS_RUN_NET,                                \
+	        "trap: the same, in the run's network namespace"),             \
 	    RA(clone, 0, TRAP_CLONE_PLAIN,                                     \
 	        "trap: the guest's process where no user namespace opens"),    \
 	    RA(clone, 0, TRAP_CLONE_JOIN,                                      \

@@ -308,9 +308,11 @@ vm_proc_finish(struct vm *vm)
 			signal_host(vm, s, SIGKILL);
 	}
 	/* The guest's own host process first: it waits for a reply
-	 * that will not come. */
+	 * that will not come. It is killed, not waited for (trap.c); the
+	 * run's other host processes are: they are in this process's
+	 * group, where a stub, which leads a group of its own, is not. */
 	vm_trap_stop(vm);
-	while (waitpid(-1, NULL, __WALL) > 0 || errno == EINTR)
+	while (waitpid(0, NULL, __WALL) > 0 || errno == EINTR)
 		;
 	vm->res->output_bytes = LOAD(&t->output_bytes);
 	vm->res->egress_bytes.out = LOAD(&t->egress_bytes.out);

@@ -58,6 +58,8 @@ _Static_assert(TRAP_CLONE_NS ==
             CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_PIDFD |
             CLONE_VM | CLONE_VFORK),
     "the namespaces the filters allow");
+_Static_assert(TRAP_CLONE_NS_RUN_NET == (TRAP_CLONE_NS & ~CLONE_NEWNET),
+    "the same, in the run's network namespace");
 _Static_assert(TRAP_CLONE_PLAIN == (CLONE_PIDFD | CLONE_VM | CLONE_VFORK),
     "a pidfd, no namespace");
 _Static_assert(TRAP_CLONE_JOIN == (CLONE_VM | CLONE_FILES | CLONE_VFORK),
@@ -97,6 +99,9 @@ static const struct {
 	{ CLONE_NEWCGROUP, PIDFD_GET_CGROUP_NAMESPACE },
 	{ CLONE_NEWNS, PIDFD_GET_MNT_NAMESPACE },
 };
+/* In tree_ns: a namespace the later stubs inherit from their vm process
+ * rather than join (the run's network, TRAP_CLONE_NS_RUN_NET). */
+#define TREE_NS_INHERITED (-2)
 /* How long the vm process spins for the stub's next event before it
  * sleeps, in TSC ticks (about 0.4 to 54 us at 2.6 GHz), adapted at each
  * wait as the stub does its own (trap_spin_adapt, host/vmm/trap_abi.h); every SPIN_PROBE-th wait
@@ -530,7 +535,8 @@ join_child(void *argp)
 	int i;
 
 	for (i = 0; i < j->nns; i++)
-		if (setns(j->ns[i], tree_ns[i].type) == -1) {
+		if (j->ns[i] != TREE_NS_INHERITED &&
+		    setns(j->ns[i], tree_ns[i].type) == -1) {
 			j->err = errno;
 			_exit(127);
 		}
@@ -599,11 +605,19 @@ spawn_one(unsigned long flags, struct spawn_arg *a, const int *ns, int nns,
  * Nothing is kept unless all are.
  */
 static void
-tree_ns_take(struct vm_trap *t, int pidfd, int with_mnt)
+tree_ns_take(struct vm_trap *t, int pidfd, int with_mnt, int run_net)
 {
 	int i, n = with_mnt ? TREE_NS_N : TREE_NS_MNT;
 
 	for (i = 0; i < n; i++) {
+		/* The run's network is the later stubs' vm processes' own
+		 * (a guest fork's vm process stays in it): joining it
+		 * again would ask rights in a user namespace the stub's
+		 * is not over (keep run as root: the host's). */
+		if (i == TREE_NS_NET && run_net) {
+			t->tree_ns[i] = TREE_NS_INHERITED;
+			continue;
+		}
 		/* Not /proc/PID/ns before Linux 6.11: keepd's vm process
 		 * has no /proc, and its filter no open. */
 		t->tree_ns[i] = ioctl(pidfd, tree_ns[i].get, 0);
@@ -619,7 +633,8 @@ tree_ns_count(const struct vm_trap *t)
 {
 	int n = 0;
 
-	while (n < TREE_NS_N && t->tree_ns[n] >= 0)
+	while (n < TREE_NS_N &&
+	    (t->tree_ns[n] >= 0 || t->tree_ns[n] == TREE_NS_INHERITED))
 		n++;
 	return n;
 }
@@ -629,7 +644,7 @@ spawn(struct vm *vm, struct vm_trap *t, char *err, size_t errlen)
 {
 	struct spawn_arg a = { vm->mem_fd, t->box_fd, -1, 1, 0, 0 };
 	pid_t pid = -1;
-	int pidfd = -1, sv[2], nns;
+	int pidfd = -1, sv[2], nns, run_net = vm->cfg->net == 1;
 
 	if (t->chan >= 0)
 		close(t->chan);
@@ -656,9 +671,18 @@ spawn(struct vm *vm, struct vm_trap *t, char *err, size_t errlen)
 		a.joined_root = 0;
 	}
 	if (pid == -1) {
-		pid = spawn_one(TRAP_CLONE_NS, &a, NULL, 0, &pidfd);
+		/*
+		 * A network namespace is the dearest of a stub's (about
+		 * 0.5 ms to make, more to tear down). Where the vm process
+		 * is in the run's own (cfg->net: loopback and the guest's
+		 * sockets, nothing of the host's), the stub stays in it:
+		 * its filter lets it make no socket, and what it could
+		 * reach there is its own sandbox's (docs/threat-model.md).
+		 */
+		pid = spawn_one(run_net ? TRAP_CLONE_NS_RUN_NET : TRAP_CLONE_NS,
+		    &a, NULL, 0, &pidfd);
 		if (pid != -1 && tree_ns_count(t) == 0)
-			tree_ns_take(t, pidfd, a.root_tmpfs);
+			tree_ns_take(t, pidfd, a.root_tmpfs, run_net);
 	}
 	if (pid == -1 &&
 	    (errno == EPERM || errno == EINVAL || errno == ENOSPC ||
@@ -1384,6 +1408,18 @@ vm_trap_loop(struct vm *vm)
 void
 vm_trap_stop(struct vm *vm)
 {
-	if (vm->trap != NULL)
-		stub_kill(vm->trap);
+	struct vm_trap *t = vm->trap;
+
+	/*
+	 * At the run's end: killed, not waited for. Its exit (its page
+	 * tables, its pid and mount namespaces: about 0.7 ms here) is the
+	 * kernel's to finish while the result goes out; the process that
+	 * reaps it is whichever waits next, or init once this one ends
+	 * (a vm process ends with its run). Nothing of the run reads what
+	 * it could still touch, guest memory, in the meantime.
+	 */
+	if (t != NULL && t->pid > 0) {
+		kill(t->pid, SIGKILL);
+		t->pid = 0;
+	}
 }

@@ -132,11 +132,14 @@ _Static_assert(sizeof(struct trap_box) <= TRAP_BOX_SIZE, "the box fits");
 #define TRAP_MEM_LO 0x200000ULL
 
 /* clone(2) flags of the stub's process (no exit signal: only its pidfd
- * reaps it; CLONE_VM | CLONE_VFORK until its execve): in new user, pid, mount, network, IPC, UTS and cgroup
- * namespaces, or, where no user namespace can be made, in none. The
- * seccomp filters of the vm process allow exactly these two, and the
+ * reaps it; CLONE_VM | CLONE_VFORK until its execve): in new user, pid,
+ * mount, network, IPC, UTS and cgroup namespaces; or the same but the
+ * network's, where the vm process's own is the run's (docs/vmm.md, "The
+ * trap platform"); or, where no user namespace can be made, in none. The
+ * seccomp filters of the vm process allow exactly these three, and the
  * three below. */
 #define TRAP_CLONE_NS 0x7e025100UL
+#define TRAP_CLONE_NS_RUN_NET 0x3e025100UL /* TRAP_CLONE_NS less NEWNET */
 #define TRAP_CLONE_PLAIN 0x00005100UL /* CLONE_PIDFD | CLONE_VM | VFORK */
 /* A later stub of the same guest tree (docs/vmm.md, "The trap
  * platform"): a go-between (CLONE_VM | CLONE_FILES | CLONE_VFORK, no
