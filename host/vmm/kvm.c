@@ -1116,6 +1116,7 @@ vm_exec_image(
 	old->mem_fd = old_fd;
 	*old = *vm;
 	vm->mem = mem;
+	vm->mem_borrowed = 0; /* its own memory now, a vfork child's too */
 	vm->cfg = cfg;
 	vm->mmap_used = NULL;
 	vm->mmap_file = NULL;

@@ -192,9 +192,11 @@ vm_space_close(struct vm *vm, uint64_t addr, uint64_t len)
 	vm->space_gen++;
 	vm_trap_protect(vm, addr, len, 0);
 	/* A shared mapping's pages are its memfd's: MADV_REMOVE frees
-	 * them, where MADV_DONTNEED would only unmap them here. */
+	 * them, where MADV_DONTNEED would only unmap them here, which is
+	 * all a vfork child may do to its parent's. */
 	if (madvise(vm->mem + addr, len,
-	        vm->on_trap ? MADV_REMOVE : MADV_DONTNEED) != 0 ||
+	        vm->on_trap && !vm->mem_borrowed ? MADV_REMOVE
+	                                         : MADV_DONTNEED) != 0 ||
 	    mprotect(vm->mem + addr, len, PROT_NONE) != 0) {
 		vm_stop(vm, VMM_FAULT, -1,
 		    "fault: guest memory could not be remapped: %s",

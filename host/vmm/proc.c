@@ -449,7 +449,8 @@ do_clone(struct vm *vm, uint64_t flags, uint64_t newsp, uint64_t ptid,
 		goto nomem;
 	if (vm_cpu_capture(vm, &st) != 0)
 		goto nomem;
-	if ((pid = vm_fork(vm, &st, err, sizeof(err))) == -1)
+	if ((pid = vm_fork(
+	         vm, &st, (flags & CLONE_VFORK_) != 0, err, sizeof(err))) == -1)
 		goto nomem;
 	if (pid > 0) {
 		STORE(&s->host_pid, pid);

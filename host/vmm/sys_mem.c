@@ -42,7 +42,11 @@ sys_brk(struct vm *vm, const uint64_t a[6])
 {
 	uint64_t want = a[0], now, then, open, next;
 
-	if (want == 0 || want < vm->brk_start || want > vm->brk_max)
+	/* A vfork child in its parent's memory (vm_int.h, mem_borrowed)
+	 * changes no mapping: the parent's table of them is its own, and
+	 * POSIX leaves such a child only execve and _exit. */
+	if (want == 0 || want < vm->brk_start || want > vm->brk_max ||
+	    vm->mem_borrowed)
 		return (int64_t)vm->brk_cur;
 	now = brk_pages(vm, vm->brk_cur);
 	then = brk_pages(vm, want);
@@ -151,6 +155,8 @@ sys_mmap(struct vm *vm, const uint64_t a[6])
 	 * not memory, as Linux's commit accounting counts it. */
 	int reserved = a[2] == PROT_NONE_ && (flags & MAP_ANONYMOUS_);
 
+	if (vm->mem_borrowed)
+		return -ENOMEM; /* as brk */
 	if (len == 0 || len > vm->mmap_hi - vm->mmap_lo || (off % VM_PAGE) != 0)
 		return -EINVAL;
 	if ((flags & (MAP_SHARED_ | MAP_PRIVATE_)) == 0)
@@ -198,6 +204,8 @@ sys_mremap(struct vm *vm, const uint64_t a[6])
 {
 	uint64_t old = a[0], olen = a[1], nlen = a[2], flags = a[3], g;
 
+	if (vm->mem_borrowed)
+		return -ENOMEM; /* as brk */
 	if (old % VM_PAGE != 0 || olen == 0 || nlen == 0 ||
 	    !vm_mmap_is_used(vm, old, olen))
 		return -EINVAL;
@@ -232,6 +240,8 @@ sys_mremap(struct vm *vm, const uint64_t a[6])
 int64_t
 sys_munmap(struct vm *vm, const uint64_t a[6])
 {
+	if (vm->mem_borrowed)
+		return -ENOMEM; /* as brk */
 	return vm_mmap_free(vm, a[0], a[1]);
 }
 

@@ -144,7 +144,8 @@ static const struct vm_sysent linux_calls[] = {
 	OK(57, fork, sys_fork,
 	    "a host process with its own VM over copy-on-write memory"),
 	PART(58, vfork, sys_vfork,
-	    "the child runs on a copy; the parent waits for its exec or exit"),
+	    "the child runs on a copy (KVM) or in its parent's memory, where "
+	    "it may not map (trap); the parent waits for its exec or exit"),
 	OK(59, execve, sys_execve,
 	    "/proc/self/exe, image files, workspace files with an exec bit, "
 	    "#! scripts"),

@@ -194,6 +194,10 @@ struct vm {
 	unsigned nchildren; /* forked and not yet reaped by a wait */
 	int term_sig; /* killed by a guest kill of itself */
 	int vfork_fd; /* a vfork child's pipe to its waiting parent, or -1 */
+	/* A vfork child's on the trap platform, until it execs: guest
+	 * memory is its parent's memfd (vm_fork), whose map it may not
+	 * change (sys_mem.c) and whose pages it never frees. */
+	int mem_borrowed;
 	struct vmm_result child_res; /* a child's own result */
 	struct vm_exec *exec; /* what execve loaded (exec.c), or NULL */
 	/* The run's own program was a "#!" script: its interpreter's
@@ -311,11 +315,12 @@ int vm_cpu_capture(struct vm *, struct vm_cpu_state *);
 int vm_cpu_rebuild(
     struct vm *, const struct vm_cpu_state *, char *err, size_t errlen);
 /* fork(2) for a guest: the child inherits guest memory copy-on-write
- * and runs on a VM of its own built from the captured state. Returns
- * the child's host pid in the parent, 0 in the child (on its new VM),
- * -1 with errno on failure (nothing changed). */
-pid_t vm_fork(
-    struct vm *, const struct vm_cpu_state *, char *err, size_t errlen);
+ * (with share, a vfork's child on the trap platform: the parent's own
+ * memory, as Linux's vfork) and runs on a VM of its own built from the
+ * captured state. Returns the child's host pid in the parent, 0 in the
+ * child (on its new VM), -1 with errno on failure (nothing changed). */
+pid_t vm_fork(struct vm *, const struct vm_cpu_state *, int share, char *err,
+    size_t errlen);
 
 /* ---- the platforms ---------------------------------------------------- */
 
