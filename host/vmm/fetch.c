@@ -182,6 +182,9 @@ vm_keep_fetch(struct vm *vm, uint64_t addr, uint64_t size)
 		ret = -EACCES;
 		goto out;
 	}
+	/* A whole transfer through the vmm and egress: the stub sleeps
+	 * meanwhile rather than spin (sys_socket.c, relay_net). */
+	vm_trap_blocking(vm);
 	if (vm->cfg->fetch(vm->cfg->fetch_arg, wire, wlen, &reply, &rlen) !=
 	        0 ||
 	    egress_wire_decode_reply(reply, rlen, &rh, &rhead, &rbody) != 0) {

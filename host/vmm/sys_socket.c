@@ -211,6 +211,22 @@ egress_refused(struct vm *vm, const struct sockaddr_storage *ss)
 
 /* ---- names and connections out of the sandbox (docs/egress.md) ------ */
 
+/*
+ * The vmm's word on a name or connection (vmm_config.egress_net): a
+ * policy decision and the egress process's work, tens or hundreds of
+ * microseconds. The guest's call waits for it with its stub asleep, not
+ * spinning (vm_trap_blocking): on a small box a spinning stub holds a
+ * core that the vmm, the policy and egress want for the answer.
+ */
+static int
+relay_net(struct vm *vm, int op, const char *name, uint16_t port, int *fd,
+    int *refused)
+{
+	vm_trap_blocking(vm);
+	return vm->cfg->egress_net(
+	    vm->cfg->fetch_arg, op, name, port, fd, refused);
+}
+
 /* The IPv4 address of an internet socket address (v4-mapped in v6
  * too), host byte order, and its port; 0 when it has none. */
 static uint32_t
@@ -316,8 +332,7 @@ dns_decide(struct vm *vm, const struct dns_query *q, uint8_t addr[4], int *has)
 		 * any port of a rule for the name. */
 		if (vm->cfg->egress_net == NULL)
 			return DNS_RCODE_NXDOMAIN;
-		rc = vm->cfg->egress_net(vm->cfg->fetch_arg, VMM_NET_RESOLVE,
-		    q->name, 0, &fd, &refused);
+		rc = relay_net(vm, VMM_NET_RESOLVE, q->name, 0, &fd, &refused);
 		if (fd >= 0)
 			close(fd);
 		if (rc != 0 && refused)
@@ -712,9 +727,9 @@ connect_by_name(struct vm *vm, struct vfd *f, const struct sockaddr_storage *ss)
 	if (vm->cfg->egress_net == NULL)
 		return -ENOENT;
 	strlcpy(namecopy, name, sizeof(namecopy));
-	rc = vm->cfg->egress_net(vm->cfg->fetch_arg,
-	    f->sock == SOCK_DGRAM ? VMM_NET_UDP : VMM_NET_CONNECT, namecopy,
-	    port, &fd, &refused);
+	rc =
+	    relay_net(vm, f->sock == SOCK_DGRAM ? VMM_NET_UDP : VMM_NET_CONNECT,
+	        namecopy, port, &fd, &refused);
 	if (rc != 0) {
 		if (refused) {
 			char what[VMM_EGRESS_WHAT];
@@ -768,7 +783,7 @@ connect_by_addr(struct vm *vm, struct vfd *f, const struct sockaddr_storage *ss)
 	if (f->sock == SOCK_STREAM &&
 	    getpeername(f->hostfd, (struct sockaddr *)&peer, &pl) == 0)
 		return -EISCONN;
-	rc = vm->cfg->egress_net(vm->cfg->fetch_arg,
+	rc = relay_net(vm,
 	    f->sock == SOCK_DGRAM ? VMM_NET_UDP_ADDR : VMM_NET_CONNECT_ADDR,
 	    text, port, &fd, &refused);
 	if (rc != 0) {
