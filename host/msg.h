@@ -78,6 +78,9 @@ enum msg_type {
 	MSG_POLICY_USAGE_REPLY = 0x020a, /* msg_policy_usage */
 	MSG_POLICY_DECIDE_BATCH = 0x020b, /* front -> policy: decide_batch */
 	MSG_POLICY_DECISIONS = 0x020c, /* policy -> front: decisions */
+	/* policy -> vmm, unanswered: msg_policy_changed, a policy was
+	 * loaded; decisions given before it may no longer be reused */
+	MSG_POLICY_CHANGED = 0x020d,
 
 	/* 0x03xx vmm, 0x04xx store, 0x05xx egress, 0x06xx front: their
 	 * owners define the verbs; the ranges are reserved here. */
@@ -259,6 +262,10 @@ struct msg_policy_decide {
  * and header (docs/egress.md, "Secrets injected at egress"); a fetch's
  * or a webhook's grant stays a plain destination's. */
 #define DECIDE_CONNECT 0x20u
+/* DECIDE_REUSE: the asker may reuse an allow for the same principal,
+ * token caps and target for a while (the vmm's relay: docs/egress.md,
+ * "Decisions reused"); the decision's reuse_ms says how long. */
+#define DECIDE_REUSE 0x40u
 
 struct msg_policy_leave {
 	char principal[GRANT_PRINCIPAL_MAX]; /* NUL-terminated */
@@ -293,6 +300,13 @@ struct msg_policy_decision {
 	 * both "". */
 	char inject_secret[64];
 	char inject_header[64];
+	/* DECIDE_REUSE asked and an allow that spends no quota (no budget
+	 * or rate counts it: policy_decision_spends): for how long, in ms,
+	 * the asker may reuse it (its grant with it, which egress verifies
+	 * each time) instead of asking again, while no MSG_POLICY_CHANGED
+	 * has come and the grant has not expired; else 0. */
+	uint32_t reuse_ms;
+	uint32_t pad;
 };
 
 /* The agent's policy says `lock writes` and this capability is a write:
@@ -358,6 +372,11 @@ struct msg_policy_minted {
 	uint32_t token_len;
 	int64_t exp;
 	char token[MSG_TOKEN_MAX]; /* not NUL-terminated */
+};
+
+/* MSG_POLICY_CHANGED: the generation now in force. */
+struct msg_policy_changed {
+	uint64_t generation;
 };
 
 /* The policy in force, for GET /v1/policy. */

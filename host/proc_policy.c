@@ -272,6 +272,29 @@ policy_on_peer(struct proc_ctx *ctx, enum proc_id peer)
 	}
 }
 
+/*
+ * The vmm may be reusing decisions of the policy just replaced
+ * (DECIDE_REUSE): it drops them on this message. Sent before the load is
+ * logged or answered, and on the link its decisions come by, so that
+ * nothing that learns of the load (a test reading the log, the front's
+ * GET /v1/policy) can have a connect decided by a reuse after it; a
+ * decision the old policy made and sent before it is dropped with it.
+ */
+static void
+changed_tell(struct proc_ctx *ctx)
+{
+	const struct policy_state *ps = ctx->arg;
+	struct msg_policy_changed c;
+
+	if (ctx->fd[PROC_VMM] < 0)
+		return;
+	memset(&c, 0, sizeof(c));
+	c.generation = ps->generation;
+	if (msg_send(ctx->fd[PROC_VMM], MSG_POLICY_CHANGED, 0, 0, &c, sizeof(c),
+	        -1) != MSG_OK)
+		log_warnx("%s: the vmm did not get it", __func__);
+}
+
 static int
 policy_h_load(struct proc_ctx *ctx, const struct msg *m)
 {
@@ -331,6 +354,7 @@ policy_h_load(struct proc_ctx *ctx, const struct msg *m)
 	ps->generation = req.generation;
 	ps->loaded_at = (int64_t)(grant_now_ms() / 1000);
 	memcpy(ps->hash, rep.hash, sizeof(ps->hash));
+	changed_tell(ctx);
 	log_info("%s: policy generation %llu loaded, %zu bytes", __func__,
 	    (unsigned long long)ps->generation, ps->len);
 	ps->load_audited = 0;
@@ -340,6 +364,29 @@ policy_h_load(struct proc_ctx *ctx, const struct msg *m)
 	}
 	msg_reply(ctx, m, MSG_POLICY_LOADED, &rep, sizeof(rep), -1);
 	return 0;
+}
+
+/*
+ * How long the asker may reuse decision r of q (msg_policy_decision's
+ * reuse_ms): only an allowed egress the asker said it would reuse
+ * (DECIDE_REUSE), not a dry run, and only one that spends no quota, so
+ * that a reuse skips nothing a repeat would have counted or refused.
+ */
+static uint32_t
+reuse_ms(const struct policy_state *ps, const struct msg_policy_decide *q,
+    const struct msg_policy_decision *r)
+{
+	const struct policy *p;
+
+	if ((q->flags & DECIDE_REUSE) == 0 || (q->flags & DECIDE_DRY_RUN) ||
+	    q->cap != CAP_EGRESS || r->grant.decision != GRANT_ALLOW ||
+	    policy_hooks != &policy_lang_hooks ||
+	    (p = policy_hooks_policy(ps->compiled)) == NULL ||
+	    policy_decision_spends(p,
+	        policy_find(p, q->principal, strlen(q->principal)), q->cap,
+	        (q->flags & DECIDE_NO_BUDGET) != 0))
+		return 0;
+	return POLICY_REUSE_MS;
 }
 
 /*
@@ -388,6 +435,7 @@ decide_one(struct proc_ctx *ctx, const struct msg_policy_decide *q,
 		r->grant.decision = GRANT_DENY;
 	if (r->grant.decision != GRANT_ALLOW || (q->flags & DECIDE_LINK) == 0)
 		r->link_ms = 0;
+	r->reuse_ms = reuse_ms(ps, q, r);
 	/* The hook may not widen what was asked for. */
 	r->grant.link = q->link;
 	r->grant.cap = q->cap;

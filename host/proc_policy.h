@@ -28,5 +28,9 @@ extern const struct policy_hooks *policy_hooks;
 
 /* Lifetime of a grant the policy process mints, in ms. */
 #define POLICY_GRANT_TTL_MS 30000
+/* How long an asker may reuse an egress decision that spends no quota
+ * (DECIDE_REUSE), in ms: a burst of one program's connections, well
+ * within the grant's life. */
+#define POLICY_REUSE_MS 10000
 
 #endif

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -68,6 +69,7 @@ link_close(struct vmm_egress_run *r)
 		close(r->shm);
 	free(r->req);
 	r->req = NULL;
+	vmm_egress_reuse_drop(r);
 	r->fd = r->shm = -1;
 	r->stage = 0;
 	r->reqid = 0;
@@ -82,8 +84,97 @@ vmm_egress_close(struct vmm_egress_run *r)
 	if (r->shm >= 0)
 		close(r->shm);
 	free(r->req);
+	vmm_egress_reuse_drop(r);
 	memset(r, 0, sizeof(*r));
 	r->fd = r->shm = -1;
+}
+
+/* ---- decisions reused (vmm_egress.h, struct vmm_egress_reuse) --------- */
+
+static uint64_t
+mono_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+void
+vmm_egress_reuse_drop(struct vmm_egress_run *r)
+{
+	if (r->reuse != NULL)
+		sodium_memzero(r->reuse,
+		    VMM_EGRESS_REUSE_MAX * sizeof(struct vmm_egress_reuse));
+	free(r->reuse);
+	r->reuse = NULL;
+	r->reuse_next = 0;
+}
+
+/* The decision r may reuse for op on host:port, or NULL. */
+static const struct msg_policy_decision *
+reuse_find(
+    struct vmm_egress_run *r, uint32_t op, const char *host, uint16_t port)
+{
+	struct vmm_egress_reuse *e;
+	uint64_t now;
+	unsigned i;
+
+	if (r->reuse == NULL)
+		return NULL;
+	now = mono_now_ms();
+	for (i = 0; i < VMM_EGRESS_REUSE_MAX; i++) {
+		e = &r->reuse[i];
+		if (e->until_ms == 0 || e->op != op || e->port != port ||
+		    strcmp(e->host, host) != 0)
+			continue;
+		if (now >= e->until_ms ||
+		    grant_now_ms() + VMM_EGRESS_REUSE_MARGIN_MS >=
+		        e->d.grant.expires) {
+			e->until_ms = 0; /* spent: the policy is asked */
+			return NULL;
+		}
+		return &e->d;
+	}
+	return NULL;
+}
+
+/* Keep d, the policy's decision on r's request in flight, when the
+ * policy said it may be reused (an allowed connect: reuse_ms). */
+static void
+reuse_keep(struct vmm_egress_run *r, const struct msg_policy_decision *d)
+{
+	struct vmm_egress_reuse *e;
+	uint64_t left, real = grant_now_ms(), ms = d->reuse_ms;
+	unsigned i;
+
+	if (ms == 0 || r->op == VMM_NET_RESOLVE ||
+	    d->grant.decision != GRANT_ALLOW ||
+	    d->grant.expires <= real + VMM_EGRESS_REUSE_MARGIN_MS)
+		return;
+	left = d->grant.expires - real - VMM_EGRESS_REUSE_MARGIN_MS;
+	if (ms > left)
+		ms = left;
+	if (r->reuse == NULL &&
+	    (r->reuse = calloc(VMM_EGRESS_REUSE_MAX, sizeof(*r->reuse))) ==
+	        NULL)
+		return; /* asked each time, as before */
+	/* The same destination's older entry first, else the next slot. */
+	for (i = 0; i < VMM_EGRESS_REUSE_MAX; i++)
+		if (r->reuse[i].until_ms != 0 && r->reuse[i].op == r->op &&
+		    r->reuse[i].port == r->port &&
+		    strcmp(r->reuse[i].host, r->host) == 0)
+			break;
+	if (i == VMM_EGRESS_REUSE_MAX) {
+		i = r->reuse_next;
+		r->reuse_next = (r->reuse_next + 1) % VMM_EGRESS_REUSE_MAX;
+	}
+	e = &r->reuse[i];
+	e->op = r->op;
+	e->port = r->port;
+	strlcpy(e->host, r->host, sizeof(e->host));
+	e->d = *d;
+	e->until_ms = mono_now_ms() + ms;
 }
 
 /* ---- the vm process's side -------------------------------------------- */
@@ -572,11 +663,15 @@ addr_canonical(const struct egress_url *u, const char *name)
 	return strcmp(b, name) == 0;
 }
 
+static int net_decision(struct proc_ctx *ctx, struct vmm_egress_run *r,
+    const struct msg_policy_decision *dp, uint64_t reqid);
+
 /* MSG_VMM_NET from the vm: the name checked as a URL's host, then the
  * policy asked for it. 0, or -1 when the vm process misbehaved. */
 static int
 net_event(struct proc_ctx *ctx, struct vmm_egress_run *r, const uint8_t *p)
 {
+	const struct msg_policy_decision *reused;
 	struct msg_policy_decide q;
 	struct msg_vmm_net n;
 	struct egress_url u;
@@ -625,10 +720,25 @@ net_event(struct proc_ctx *ctx, struct vmm_egress_run *r, const uint8_t *p)
 		/* Only a TCP connect by name may be one that injects. */
 		if (n.op == VMM_NET_CONNECT)
 			q.flags |= DECIDE_CONNECT;
+		q.flags |= DECIDE_REUSE;
 	}
 	q.target_len = (uint32_t)t;
-	if (t <= 0 || (size_t)t >= sizeof(q.target) ||
-	    ctx->fd[PROC_POLICY] < 0) {
+	if (t <= 0 || (size_t)t >= sizeof(q.target)) {
+		net_answer(r, EACCES, 0, -1);
+		return 0;
+	}
+	/* A decision the policy let this run reuse: to egress as it is,
+	 * under the request id its grant was minted for (one request of
+	 * the run's is in flight at a time, and the id is the run's). */
+	if (n.op != VMM_NET_RESOLVE &&
+	    (reused = reuse_find(r, n.op, r->host, n.port)) != NULL) {
+		r->reqid = reused->grant.reqid;
+		r->stage = 1;
+		/* A failure is answered to the vm in there. */
+		(void)net_decision(ctx, r, reused, r->reqid);
+		return 0;
+	}
+	if (ctx->fd[PROC_POLICY] < 0) {
 		net_answer(r, EACCES, 0, -1);
 		return 0;
 	}
@@ -653,7 +763,7 @@ net_event(struct proc_ctx *ctx, struct vmm_egress_run *r, const uint8_t *p)
  * way with no secret named: egress relays it scanning for them.
  */
 static int
-net_inject(struct proc_ctx *ctx, struct vmm_egress_run *r, const struct msg *m,
+net_inject(struct proc_ctx *ctx, struct vmm_egress_run *r, uint64_t reqid,
     const struct msg_policy_decision *d, const struct msg_egress_name *name)
 {
 	struct msg_egress_inject *q;
@@ -698,8 +808,8 @@ net_inject(struct proc_ctx *ctx, struct vmm_egress_run *r, const struct msg *m,
 	}
 send:
 	if (ctx->fd[PROC_EGRESS] < 0 ||
-	    msg_send(ctx->fd[PROC_EGRESS], MSG_EGRESS_INJECT, 0, m->hdr.reqid,
-	        q, sizeof(*q), -1) != MSG_OK)
+	    msg_send(ctx->fd[PROC_EGRESS], MSG_EGRESS_INJECT, 0, reqid, q,
+	        sizeof(*q), -1) != MSG_OK)
 		net_answer(r, EACCES, 0, -1);
 	else {
 		r->stage = 2;
@@ -710,16 +820,16 @@ send:
 	return rc;
 }
 
-/* The policy's decision on a name request: on to egress, allow or deny
- * alike (it audits both). */
+/* The policy's decision d on a name request, its grant minted for
+ * request id reqid: on to egress, allow or deny alike (it audits
+ * both). */
 static int
-net_decision(
-    struct proc_ctx *ctx, struct vmm_egress_run *r, const struct msg *m)
+net_decision(struct proc_ctx *ctx, struct vmm_egress_run *r,
+    const struct msg_policy_decision *dp, uint64_t reqid)
 {
-	struct msg_policy_decision d;
+	struct msg_policy_decision d = *dp;
 	struct msg_egress_name q;
 
-	memcpy(&d, m->data, sizeof(d));
 	memset(&q, 0, sizeof(q));
 	q.grant = d.grant;
 	q.policy_reason = d.reason;
@@ -739,9 +849,9 @@ net_decision(
 	        (r->secret_for_egress != NULL &&
 	            r->secret_for_egress(
 	                r->secret_arg, NULL, NULL, NULL, NULL) == 0)))
-		return net_inject(ctx, r, m, &d, &q);
+		return net_inject(ctx, r, reqid, &d, &q);
 	if (ctx->fd[PROC_EGRESS] < 0 ||
-	    msg_send(ctx->fd[PROC_EGRESS], MSG_EGRESS_NAME, 0, m->hdr.reqid, &q,
+	    msg_send(ctx->fd[PROC_EGRESS], MSG_EGRESS_NAME, 0, reqid, &q,
 	        sizeof(q), -1) != MSG_OK) {
 		net_answer(r, EACCES, 0, -1);
 		return -1;
@@ -910,9 +1020,11 @@ vmm_egress_decision(
 
 	if (r->stage != 1)
 		return -1;
-	if (r->op != 0)
-		return net_decision(ctx, r, m);
 	memcpy(&d, m->data, sizeof(d));
+	if (r->op != 0) {
+		reuse_keep(r, &d);
+		return net_decision(ctx, r, &d, m->hdr.reqid);
+	}
 	memset(&dec, 0, sizeof(dec));
 	if (egress_wire_decode(MSG_EGRESS_FETCH, r->req, r->len, &dec) != 0) {
 		answer(r, EGRESS_E_MSG, "malformed request");

@@ -46,6 +46,28 @@ struct vmm_config;
 struct vmm_result;
 struct msg_vmm_run_caps;
 
+/*
+ * A connect's decision the policy let the run reuse (DECIDE_REUSE,
+ * msg_policy_decision.reuse_ms; docs/egress.md, "Decisions reused"):
+ * the next connect of the run to the same op, name and port takes it,
+ * grant and all, to egress without asking the policy again, which
+ * verifies the grant and checks the name's addresses as ever. At most
+ * VMM_EGRESS_REUSE_MAX a run (the oldest goes), each for the policy's
+ * reuse_ms and no later than VMM_EGRESS_REUSE_MARGIN_MS before its grant
+ * expires; all dropped when a policy is loaded (MSG_POLICY_CHANGED) and
+ * with the run. A run is one principal, token and sandbox, so those are
+ * the same for every entry.
+ */
+#define VMM_EGRESS_REUSE_MAX 8
+#define VMM_EGRESS_REUSE_MARGIN_MS 5000
+struct vmm_egress_reuse {
+	uint64_t until_ms; /* CLOCK_MONOTONIC; 0: the slot is empty */
+	uint32_t op;
+	uint16_t port;
+	char host[EGRESS_HOST_MAX + 1];
+	struct msg_policy_decision d;
+};
+
 struct vmm_egress_run {
 	int fd; /* the vmm's end of the socketpair, -1 when none */
 	int shm; /* memfd the vm process writes its request into, or -1 */
@@ -67,6 +89,10 @@ struct vmm_egress_run {
 	int (*secret_for_egress)(void *arg, const char *name,
 	    const uint8_t **value, size_t *len, const char **placeholder);
 	void *secret_arg;
+	/* Decisions to reuse: VMM_EGRESS_REUSE_MAX slots, allocated with
+	 * the first (NULL: none yet); reuse_next the slot to fill next. */
+	struct vmm_egress_reuse *reuse;
+	unsigned reuse_next;
 };
 
 /*
@@ -106,6 +132,10 @@ void vmm_egress_drain(struct proc_ctx *ctx, struct vmm_egress_run *r);
 struct vmm_egress_bytes;
 void vmm_egress_audit_bytes(struct proc_ctx *ctx,
     const struct vmm_egress_run *r, const struct vmm_egress_bytes *bytes);
+
+/* A policy was loaded (MSG_POLICY_CHANGED): r reuses no decision made
+ * before it. */
+void vmm_egress_reuse_drop(struct vmm_egress_run *r);
 
 /* The run is over: close and forget. */
 void vmm_egress_close(struct vmm_egress_run *r);

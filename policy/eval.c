@@ -387,6 +387,26 @@ policy_decide(const struct policy *p, struct policy_quota *q, uint64_t now,
 	c->spent += cost;
 }
 
+int
+policy_decision_spends(
+    const struct policy *p, int principal, int cap, int no_budget)
+{
+	const struct policy_principal *pr;
+	int w;
+
+	if (p == NULL || principal < 0 || (uint32_t)principal >= p->npr ||
+	    cap < 0 || cap >= CAP_COUNT)
+		return 1;
+	pr = &p->pr[principal];
+	w = (p->writes & CAP_BIT(cap)) ? 1 : 0;
+	/* As policy_decide spends: a budget (an unlimited one is counted
+	 * there, but nothing reads that count), then the rate. */
+	if (pr->lim.budget != POLICY_UNLIMITED && !no_budget &&
+	    pr->lim.cost[cap] > 0)
+		return 1;
+	return pr->gcra_t[w] != 0;
+}
+
 struct policy_quota *
 policy_quota_new(const struct policy *p)
 {

@@ -204,6 +204,17 @@ void policy_decide(const struct policy *p, struct policy_quota *q,
     uint64_t now_ns, const struct policy_request *req,
     struct policy_result *res);
 
+/*
+ * Whether an allowed cap for principal (an index) spends a quota that a
+ * repeat of the decision would spend again: a budget that counts cap
+ * (no_budget clear, its cost above 0), or a rate on cap's bucket. 0
+ * means the decision is the same each time while this policy is
+ * loaded, so an asker may reuse it for a while (docs/egress.md,
+ * "Decisions reused"); 1 for an unknown principal or cap.
+ */
+int policy_decision_spends(
+    const struct policy *p, int principal, int cap, int no_budget);
+
 /* The static rule for one principal index and capability, no target. */
 void policy_decide_index(
     const struct policy *p, int principal, int cap, struct policy_result *res);

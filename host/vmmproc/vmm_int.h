@@ -430,6 +430,7 @@ int vmm_h_create(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_egress_decision(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_egress_reply(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_egress_name_reply(struct proc_ctx *ctx, const struct msg *m);
+int vmm_h_policy_changed(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_env(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_file(struct proc_ctx *ctx, const struct msg *m);
 int vmm_h_images(struct proc_ctx *ctx, const struct msg *m);

@@ -139,6 +139,8 @@ static const struct msg_handler vmm_handlers[] = {
 	    MSG_H_VARIABLE, vmm_h_guest_ca },
 	{ MSG_POLICY_DECISION, PROC_BIT(PROC_POLICY),
 	    sizeof(struct msg_policy_decision), 0, vmm_h_egress_decision },
+	{ MSG_POLICY_CHANGED, PROC_BIT(PROC_POLICY),
+	    sizeof(struct msg_policy_changed), 0, vmm_h_policy_changed },
 	{ MSG_EGRESS_FETCH_REPLY, PROC_BIT(PROC_EGRESS),
 	    sizeof(struct msg_egress_rep), MSG_H_FD, vmm_h_egress_reply },
 	{ MSG_EGRESS_NAME_REPLY, PROC_BIT(PROC_EGRESS),

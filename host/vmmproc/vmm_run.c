@@ -1069,6 +1069,20 @@ vmm_h_egress_decision(struct proc_ctx *ctx, const struct msg *m)
 	return r != NULL ? vmm_egress_decision(ctx, r, m) : -1;
 }
 
+/* A policy was loaded: no run reuses a decision made before it. */
+int
+vmm_h_policy_changed(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct vmm_state *vs = ctx->arg;
+	size_t i;
+
+	(void)m;
+	for (i = 0; i < VMM_JOBS_MAX; i++)
+		if (vs->jobs[i].used)
+			vmm_egress_reuse_drop(&vs->jobs[i].egress);
+	return 0;
+}
+
 int
 vmm_h_egress_name_reply(struct proc_ctx *ctx, const struct msg *m)
 {
