@@ -374,7 +374,7 @@ proc_loop_every(
 	uint64_t next = mono_ms() + every_ms, now;
 	uint8_t *buf;
 	size_t n, i;
-	int timeout = -1;
+	int timeout, w;
 
 	if ((buf = malloc(MSG_BUFSZ)) == NULL)
 		fatal("%s", __func__);
@@ -388,10 +388,14 @@ proc_loop_every(
 			pfd[n].revents = 0;
 			who[n++] = (enum proc_id)i;
 		}
+		timeout = -1;
 		if (tick != NULL) {
 			now = mono_ms();
 			timeout = next > now ? (int)(next - now) : 0;
 		}
+		if (ctx->wake_in != NULL && (w = ctx->wake_in(ctx)) >= 0 &&
+		    (timeout < 0 || w < timeout))
+			timeout = w;
 		if (poll(pfd, n, timeout) == -1) {
 			if (errno == EINTR)
 				continue;

@@ -99,6 +99,10 @@ struct proc_ctx {
 	 * has been served, before the timer: the store commits the writes
 	 * of the round there. NULL: nothing. */
 	void (*on_round_end)(struct proc_ctx *);
+	/* The process's own deadline: proc_loop_every waits in poll no
+	 * longer than the ms this returns (-1: none), so on_round_end runs
+	 * by then (egress's batched audit entries). NULL: none. */
+	int (*wake_in)(struct proc_ctx *);
 };
 
 /*

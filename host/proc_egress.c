@@ -54,6 +54,9 @@
 /* Relays of guests' connections at once (each lives as long as its
  * connection); past it, such a connect is EACCES. */
 #define EGRESS_RELAYS_MAX 128
+/* Audit entries wait at most this long, then go to the store in one
+ * message (one transaction, one sync), as the front's do. */
+#define EGRESS_AUDIT_DELAY_MS 5
 
 struct egress_state {
 	struct proc_ctx *ctx;
@@ -71,6 +74,13 @@ struct egress_state {
 	unsigned nrelays;
 	int in_worker; /* this process is one of them */
 	uint64_t audit_seq;
+	/* Audit entries not yet sent (MSG_STORE_AUDIT's payload, its
+	 * header written at the flush): audit_count of them, the oldest
+	 * queued at audit_since_ms (CLOCK_MONOTONIC). */
+	uint8_t *audit_buf;
+	size_t audit_len;
+	uint32_t audit_count;
+	uint64_t audit_since_ms;
 	/* For the TLS relays of injected secrets (docs/egress.md): the CA
 	 * bundle that verifies real servers, and the appliance CA that
 	 * signs the guest's side; NULL when not configured. */
@@ -353,7 +363,103 @@ printable(const char *s, size_t max)
 	return i > 0 && i < max;
 }
 
-/* Log one decision and append it to the audit log (fire and forget: the
+/* The queued audit entries to the store, in one message. */
+static void
+audit_flush(struct egress_state *es)
+{
+	struct proc_ctx *ctx = es->ctx;
+	struct store_wire_audit hdr;
+
+	if (es->audit_count == 0)
+		return;
+	hdr.version = STORE_WIRE_VERSION;
+	hdr.count = es->audit_count;
+	memcpy(es->audit_buf, &hdr, sizeof(hdr));
+	if (ctx->fd[PROC_STORE] < 0 ||
+	    msg_send(ctx->fd[PROC_STORE], MSG_STORE_AUDIT, 0, ++es->audit_seq,
+	        es->audit_buf, es->audit_len, -1) != MSG_OK)
+		log_warnx("audit: the store is down; %u entries lost",
+		    es->audit_count);
+	es->audit_len = 0;
+	es->audit_count = 0;
+}
+
+/*
+ * One entry to the store. In the loop's process entries wait (at most
+ * EGRESS_AUDIT_DELAY_MS, egress_round_end) and go together: one store
+ * transaction for a burst of a guest's connects rather than one each.
+ * A forked worker sends its entry at once: it exits next, and what the
+ * buffer held when it was forked is its parent's to send.
+ */
+static void
+audit_send(
+    struct egress_state *es, const struct store_audit *e, const char *line)
+{
+	struct store_wire_audit hdr;
+	void *msg = NULL;
+	size_t len;
+
+	if (store_wire_audit_encode(e, 1, &msg, &len) != STORE_OK) {
+		log_warnx("audit: not encoded; lost: %s", line);
+		return;
+	}
+	if (es->in_worker) {
+		if (es->ctx->fd[PROC_STORE] < 0 ||
+		    msg_send(es->ctx->fd[PROC_STORE], MSG_STORE_AUDIT, 0,
+		        ++es->audit_seq, msg, len, -1) != MSG_OK)
+			log_warnx("audit: not sent; lost: %s", line);
+		free(msg);
+		return;
+	}
+	/* The entry's encoding past the header: its length and record. */
+	len -= sizeof(hdr);
+	if (es->audit_len + len > MSG_MAX_PAYLOAD - sizeof(hdr) ||
+	    es->audit_count == STORE_WIRE_MAX_AUDIT)
+		audit_flush(es);
+	if (es->audit_buf == NULL &&
+	    (es->audit_buf = malloc(MSG_MAX_PAYLOAD)) == NULL) {
+		log_warnx("audit: out of memory; lost: %s", line);
+		free(msg);
+		return;
+	}
+	if (es->audit_len == 0) {
+		es->audit_len = sizeof(hdr);
+		es->audit_since_ms = mono_ms();
+	}
+	memcpy(
+	    es->audit_buf + es->audit_len, (uint8_t *)msg + sizeof(hdr), len);
+	es->audit_len += len;
+	es->audit_count++;
+	free(msg);
+}
+
+/* proc_ctx.wake_in: ms until the oldest queued entry is due, -1 none. */
+static int
+egress_wake_in(struct proc_ctx *ctx)
+{
+	const struct egress_state *es = ctx->arg;
+	uint64_t now;
+
+	if (es->audit_count == 0)
+		return -1;
+	now = mono_ms();
+	return now >= es->audit_since_ms + EGRESS_AUDIT_DELAY_MS
+	    ? 0
+	    : (int)(es->audit_since_ms + EGRESS_AUDIT_DELAY_MS - now);
+}
+
+/* proc_ctx.on_round_end: the queued entries go once they are due. */
+static void
+egress_round_end(struct proc_ctx *ctx)
+{
+	struct egress_state *es = ctx->arg;
+
+	if (es->audit_count != 0 &&
+	    mono_ms() >= es->audit_since_ms + EGRESS_AUDIT_DELAY_MS)
+		audit_flush(es);
+}
+
+/* Log one decision and queue it for the audit log (fire and forget: the
  * store answers in order; a refusal is logged by h_store_reply). */
 static void
 audit(struct proc_ctx *ctx, const struct msg *m, const struct msg_egress_req *q,
@@ -365,8 +471,6 @@ audit(struct proc_ctx *ctx, const struct msg *m, const struct msg_egress_req *q,
 	struct store_audit e;
 	char line[512], target[EGRESS_URL_MAX + 40], rid[40], rule[300];
 	char esc[4 * 64 + 1];
-	void *msg = NULL;
-	size_t len;
 
 	egress_decision_format(d, line, sizeof(line));
 	log_info("%s %llu: %s %s in %s: %s%s%s", action,
@@ -404,11 +508,7 @@ audit(struct proc_ctx *ctx, const struct msg *m, const struct msg_egress_req *q,
 		log_warnx("audit: the store is down; lost: %s", line);
 		return;
 	}
-	if (store_wire_audit_encode(&e, 1, &msg, &len) != STORE_OK ||
-	    msg_send(ctx->fd[PROC_STORE], MSG_STORE_AUDIT, 0, ++es->audit_seq,
-	        msg, len, -1) != MSG_OK)
-		log_warnx("audit: not sent; lost: %s", line);
-	free(msg);
+	audit_send(es, &e, line);
 }
 
 /*
@@ -961,6 +1061,9 @@ egress_serve(struct proc_ctx *ctx, const struct msg *m, uint16_t type,
 	uint16_t rtype;
 	int rc;
 
+	/* A transfer holds the loop (a webhook forks): what waits goes
+	 * first. */
+	audit_flush(es);
 	reap_workers(es);
 	memset(&j, 0, sizeof(j));
 	j.ctx = ctx;
@@ -1419,6 +1522,7 @@ int
 egress_main(struct proc_ctx *ctx)
 {
 	static struct egress_state es;
+	int rc;
 
 	/* Until the parent's configuration arrives: a random webhook key,
 	 * and no requests served. */
@@ -1429,6 +1533,10 @@ egress_main(struct proc_ctx *ctx)
 	ctx->arg = &es;
 	ctx->handlers = egress_handlers;
 	ctx->nhandlers = nitems(egress_handlers);
+	ctx->wake_in = egress_wake_in;
+	ctx->on_round_end = egress_round_end;
 	log_info("%s: ready", __func__);
-	return proc_loop(ctx);
+	rc = proc_loop(ctx);
+	audit_flush(&es); /* stopping: what waits goes now */
+	return rc;
 }
