@@ -492,6 +492,55 @@ test_egress_ranges(void **state)
 	assert_false(ask(fx, "r", "egress", "example.com:9999", STATIC).allow);
 }
 
+/* Whether a decision spends a quota (policy_decision_spends): what lets
+ * the vmm reuse an egress decision (docs/egress.md, "Decisions
+ * reused"). A budget that counts the capability, or a rate on its
+ * bucket, spends; none, a cost of 0 or an operation the budget does not
+ * count does not. */
+static void
+test_decision_spends(void **state)
+{
+	struct fx *fx = *state;
+	int e = CAP_EGRESS, w;
+
+	build(fx,
+	    "agent \"free\" { egress \"x.test\":443 }\n"
+	    "agent \"budget\" { egress \"x.test\":443; budget 100 }\n"
+	    "agent \"zero\" { egress \"x.test\":443; budget 100; "
+	    "cost egress 0 }\n"
+	    "agent \"read\" { egress \"x.test\":443; rate read 100/min }\n"
+	    "agent \"write\" { egress \"x.test\":443; rate write 100/min "
+	    "}\n");
+	w = (fx->p->writes & CAP_BIT(CAP_EGRESS)) != 0;
+	assert_int_equal(
+	    policy_decision_spends(fx->p, policy_find(fx->p, "free", 4), e, 0),
+	    0);
+	assert_int_equal(policy_decision_spends(
+	                     fx->p, policy_find(fx->p, "budget", 6), e, 0),
+	    1);
+	assert_int_equal(policy_decision_spends(
+	                     fx->p, policy_find(fx->p, "budget", 6), e, 1),
+	    0);
+	assert_int_equal(
+	    policy_decision_spends(fx->p, policy_find(fx->p, "zero", 4), e, 0),
+	    0);
+	/* A rate on the bucket egress is counted in, and not the other. */
+	assert_int_equal(
+	    policy_decision_spends(fx->p, policy_find(fx->p, "read", 4), e, 0),
+	    !w);
+	assert_int_equal(
+	    policy_decision_spends(fx->p, policy_find(fx->p, "write", 5), e, 0),
+	    w);
+	/* What it cannot know about spends. */
+	assert_int_equal(policy_decision_spends(fx->p, -1, e, 0), 1);
+	assert_int_equal(
+	    policy_decision_spends(fx->p, (int)fx->p->npr, e, 0), 1);
+	assert_int_equal(policy_decision_spends(fx->p,
+	                     policy_find(fx->p, "free", 4), CAP_COUNT, 0),
+	    1);
+	assert_int_equal(policy_decision_spends(NULL, 0, e, 0), 1);
+}
+
 /* udp: a target ending in "/udp" (a guest's UDP socket) matches only an
  * entry that says udp; such an entry allows TCP too, as http does. */
 static void
@@ -1149,6 +1198,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(
 		    test_egress_v6, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rate, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_decision_spends, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_budget_and_cost, setup, teardown),
 		cmocka_unit_test_setup_teardown(
