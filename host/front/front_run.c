@@ -964,8 +964,9 @@ fb_metrics(void *arg, struct http_buf *b)
 	        &err) == API_OK)
 		http_buf_printf(b,
 		    "# HELP keep_egress_decisions_total Egress decisions "
-		    "(guest fetches, webhooks) since the policy process "
-		    "started.\n"
+		    "(guest fetches, names and connections, webhooks) the "
+		    "policy process made since it started; a decision the "
+		    "vmm reuses counts once.\n"
 		    "# TYPE keep_egress_decisions_total counter\n"
 		    "keep_egress_decisions_total{result=\"allow\"} %llu\n"
 		    "keep_egress_decisions_total{result=\"deny\"} %llu\n",
