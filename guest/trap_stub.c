@@ -416,10 +416,11 @@ protect(struct trap_box *b, uint64_t addr, uint64_t len, uint32_t prot)
 	return rc;
 }
 
-/* One op; 0 or -errno. */
+/* One op; 0 or -errno. *held is the descriptor the batch's last
+ * TRAP_OP_MAP received (-1: none), kept for a TRAP_OP_MAP_AGAIN. */
 static long
 run_op(struct trap_box *b, uint64_t addr, uint64_t len, uint64_t off,
-    uint32_t prot, uint32_t kind)
+    uint32_t prot, uint32_t kind, long *held)
 {
 	long rc, fd;
 
@@ -427,14 +428,23 @@ run_op(struct trap_box *b, uint64_t addr, uint64_t len, uint64_t off,
 	    (addr & 0xfff) != 0 || (len & 0xfff) != 0 || len == 0 ||
 	    (prot != PROT_NONE &&
 	        prot != (PROT_READ | PROT_WRITE | PROT_EXEC) &&
-	        (kind != TRAP_OP_MAP || prot != (PROT_READ | PROT_EXEC))))
+	        ((kind != TRAP_OP_MAP && kind != TRAP_OP_MAP_AGAIN) ||
+	            prot != (PROT_READ | PROT_EXEC))))
 		return -EINVAL;
 	switch (kind) {
 	case TRAP_OP_PROTECT:
 		return protect(b, addr, len, prot);
 	case TRAP_OP_MAP:
-		if ((fd = receive_fd(b)) < 0)
-			return fd;
+	case TRAP_OP_MAP_AGAIN:
+		if (kind == TRAP_OP_MAP) {
+			if (*held >= 0)
+				sys(NR_close, *held, 0, 0);
+			*held = -1;
+			if ((fd = receive_fd(b)) < 0)
+				return fd;
+			*held = fd;
+		} else if ((fd = *held) < 0)
+			return -EBADF;
 		/* Read-only: an image file's pages (the descriptor is
 		 * read-only, so the kernel would refuse a writable shared
 		 * mapping of it, and any later mprotect to writable). */
@@ -442,7 +452,6 @@ run_op(struct trap_box *b, uint64_t addr, uint64_t len, uint64_t off,
 		    prot == (PROT_READ | PROT_EXEC) ? PROT_READ | PROT_EXEC
 		                                    : PROT_READ | PROT_WRITE,
 		    MAP_SHARED | MAP_FIXED, fd, (long)off);
-		sys(NR_close, fd, 0, 0);
 		if (rc < 0 && rc > -4096)
 			return rc;
 		return rc == (long)addr ? 0 : -EINVAL;
@@ -469,18 +478,21 @@ run_ops(struct trap_box *b)
 {
 	uint32_t n = b->nops, i;
 	int32_t res = 0;
-	long rc;
+	long rc, held = -1;
 
 	if (n > TRAP_OPS_MAX)
 		n = 0, res = EINVAL;
 	for (i = 0; i < n; i++) {
 		rc = run_op(b, b->ops[i].addr, b->ops[i].len, b->ops[i].off,
-		    b->ops[i].prot, b->ops[i].kind);
+		    b->ops[i].prot, b->ops[i].kind, &held);
 		if (rc < 0) {
 			res = (int32_t)-rc;
 			break;
 		}
 	}
+	/* The process holds no descriptor while the guest runs. */
+	if (held >= 0)
+		sys(NR_close, held, 0, 0);
 	wipe(b->op_cookie, sizeof(b->op_cookie));
 	b->result = res;
 }

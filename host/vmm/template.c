@@ -251,6 +251,7 @@ vmm_template_prepare(struct vmm_template *t, char *err, size_t errlen)
 		}
 		if (vm_trap_fork_adopt(vm, fd, err, errlen) != 0)
 			return VMM_E_NOMEM;
+		vm_mem_maps_touch(vm);
 		/* Its process is started with the run, once this one has
 		 * confined itself: Landlock lets a process signal (kick, kill)
 		 * only what it started inside its own domain. */
@@ -277,6 +278,7 @@ vmm_template_prepare(struct vmm_template *t, char *err, size_t errlen)
 			continue;
 		*page = *page;
 	}
+	vm_mem_maps_touch(vm);
 	vm->template_state = VM_TPL_PREPARED;
 	return VMM_OK;
 }

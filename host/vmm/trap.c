@@ -300,6 +300,28 @@ queue_op(struct vm *vm, uint64_t addr, uint64_t len, struct trap_op op, int fd)
 			close(fd);
 		return;
 	}
+	/* The same image file mapped over or beside the last op's range at
+	 * the same offsets (ld.so maps a library whole, then its segments
+	 * over it; a fork or a clone maps each again): one mapping of the
+	 * union leaves the same pages, and a clone of the python image's
+	 * template then sends about 30 maps instead of 90. */
+	if (op.kind == TRAP_OP_MAP && IS_BORROWED(fd) && t->nops > 0) {
+		struct trap_op *last = &t->ops[t->nops - 1];
+		uint64_t last_end = last->addr + last->len;
+
+		if (last->kind == TRAP_OP_MAP && t->op_fds[t->nops - 1] == fd &&
+		    last->prot == op.prot &&
+		    last->off - last->addr == op.off - addr &&
+		    addr <= last_end && last->addr <= end) {
+			if (addr < last->addr) {
+				last->off = op.off;
+				last->addr = addr;
+			}
+			last->len =
+			    (end > last_end ? end : last_end) - last->addr;
+			return;
+		}
+	}
 	if (t->nops == t->cap) {
 		size_t cap = t->cap ? 2 * t->cap : 64;
 
@@ -944,20 +966,30 @@ flush_ops(struct vm *vm, struct vm_trap *t, int *status)
 {
 	struct trap_box *b = t->box;
 	size_t done = 0, n, i;
-	int rc;
+	int rc, sent;
 
 	while (done < t->nops) {
 		n = t->nops - done;
 		if (n > TRAP_OPS_MAX)
 			n = TRAP_OPS_MAX;
-		for (i = done; i < done + n; i++)
-			if (t->op_fds[i] != -1 &&
-			    send_fd(t, &t->op_fds[i]) != 0) {
+		memcpy(b->ops, t->ops + done, n * sizeof(*t->ops));
+		/* An image's descriptor crosses once a batch: the stub holds
+		 * the last one it received until the batch ends. */
+		for (i = done, sent = -1; i < done + n; i++) {
+			if (t->op_fds[i] == -1)
+				continue;
+			if (IS_BORROWED(t->op_fds[i]) && t->op_fds[i] == sent) {
+				b->ops[i - done].kind = TRAP_OP_MAP_AGAIN;
+				t->op_fds[i] = -1;
+				continue;
+			}
+			sent = IS_BORROWED(t->op_fds[i]) ? t->op_fds[i] : -1;
+			if (send_fd(t, &t->op_fds[i]) != 0) {
 				drop_ops(t);
 				*status = -1;
 				return WAIT_DEAD;
 			}
-		memcpy(b->ops, t->ops + done, n * sizeof(*t->ops));
+		}
 		b->nops = (uint32_t)n;
 		b->op_cookie[0] = t->cookie[0];
 		b->op_cookie[1] = t->cookie[1];

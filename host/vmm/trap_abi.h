@@ -62,7 +62,12 @@ enum trap_op_kind {
 	TRAP_OP_MAP, /* map the channel's next descriptor at off, shared:
 			read and write (prot all), or read-only (prot
 			PROT_READ | PROT_EXEC: an image file's pages) */
-	TRAP_OP_RESTORE /* guest memory back in place of such a mapping */
+	TRAP_OP_RESTORE, /* guest memory back in place of such a mapping */
+	TRAP_OP_MAP_AGAIN /* as TRAP_OP_MAP, with the descriptor this batch's
+			     last TRAP_OP_MAP received (the stub holds it
+			     until the batch ends): an image's read-only
+			     ranges, dozens at a clone's or a fork's start,
+			     then cross the channel once */
 };
 
 struct trap_op {

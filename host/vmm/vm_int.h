@@ -694,6 +694,7 @@ int vm_env_parse(const uint8_t *data, size_t len, const char *const *envp,
 
 /* The page allocator behind mmap (mem.c). */
 int vm_mem_init(struct vm *);
+void vm_mem_maps_touch(struct vm *);
 /* vm->mem_charged and the tree's charge together: 0 or -ENOMEM; and
  * back (at most what this process was charged: a vfork child's
  * inherited pages never were). */

@@ -43,6 +43,9 @@
 
 #define TPL_BOOT_TIMEOUT_MS 120000
 #define TPL_REPLY_MS 5000
+/* How long the holder waits, after a spare took a run, before it makes
+ * the next one while that run goes on and no request waits. */
+#define TPL_SPARE_DEFER_MS 50
 #define TPL_RETRY_MS 60000 /* after a failed boot */
 #define TPL_MAGIC 0x4b54504cU /* "KTPL" */
 
@@ -370,7 +373,9 @@ static void __attribute__((noreturn)) spare_main(
 	holder_send(sock, TPL_ST_CLONED, getpid(), 0, 0, "");
 	if (write(taken, "t", 1) != 1)
 		_exit(1);
-	close(taken);
+	/* taken stays open: it closes with this process (and the guest's
+	 * forks), and the holder makes the next spare then, once the run
+	 * is answered, not on the cores the run wants. */
 	clone_run(ctx, t, sock, &q, fds);
 }
 
@@ -382,7 +387,7 @@ static void __attribute__((noreturn)) holder_main(struct proc_ctx *ctx,
 	struct vmm_template *t;
 	struct pollfd pfd[2];
 	char err[160], reason[160], c;
-	int p[2], go[2], failures = 0, learnt;
+	int p[2], go[2], failures = 0, learnt, n;
 	pid_t pid;
 	size_t i;
 
@@ -475,6 +480,26 @@ static void __attribute__((noreturn)) holder_main(struct proc_ctx *ctx,
 				break;
 		}
 		failures = read(p[0], &c, 1) == 1 ? 0 : failures + 1;
+		/* A spare made at once would copy the template's memory
+		 * (about 11 ms of a core for python's) while the run that
+		 * just took the last one wants both cores for its guest and
+		 * the vm process that serves it. The next spare waits for
+		 * that run's end (its end of the pipe closes), a request
+		 * that finds no spare, or TPL_SPARE_DEFER_MS. */
+		if (failures == 0) {
+			pfd[0].events = POLLIN;
+			pfd[1].events = POLLIN;
+			for (;;) {
+				pfd[0].revents = pfd[1].revents = 0;
+				n = poll(pfd, 2, TPL_SPARE_DEFER_MS);
+				if (n == -1 && errno != EINTR)
+					_exit(1);
+				if (pfd[1].revents & (POLLHUP | POLLERR))
+					_exit(0);
+				if (n != -1)
+					break;
+			}
+		}
 		close(p[0]);
 	}
 	holder_send(sock, TPL_ST_FAILED, 0, 0, 0, "its clones fail");

@@ -13,7 +13,9 @@
 #  - python from the template prints what a cold `keep run` prints;
 #  - runs that overlap, each taking a spare in turn, each answer whole
 #    (a run cut short by the vmm reaping it as a spare answered exit 0
-#    with no output).
+#    with no output), and each is a clone: the holder makes the next
+#    spare after a run ends, or sooner when a run goes on or a request
+#    waits.
 # run-tests: alone (templates held and timed across runs; another keepd's
 # hard link to the same image makes the vmm rebuild them)
 source "$(dirname "$0")/../lib/keepd.sh"
@@ -301,6 +303,7 @@ exec_py "print(open('unclosed.txt').read())"
 # Runs at once, each long enough to be running when the next spares are
 # announced: every one answers whole, and nothing is reaped as a spare
 # that is a run's (docs/templates.md).
+before=$(count_log 'python in sandbox .* from its template')
 body_sleep=$(python3 -c 'import json; print(json.dumps({"code": "import time, os; time.sleep(1); print(\"whole\", os.getpid() > 0)", "language": "python"}))')
 for round in 1 2; do
 	spids=
@@ -317,8 +320,9 @@ for f in "$tmp"/overlap.*; do
 	[ "$(jget "$(cat "$f")" '["stdout"]' 2>/dev/null)" = "whole True" ] && nwhole=$((nwhole + 1))
 done
 [ $nwhole = 10 ] && ! grep -q "announced after its run began" "$tmp/log" &&
+    [ $(($(count_log 'python in sandbox .* from its template') - before)) = 10 ] &&
     ok "ten overlapping runs from the template each answer whole" ||
-    bad "overlapping runs: $nwhole of 10 whole: $(head -c 300 "$tmp"/overlap.*)"
+    bad "overlapping runs: $nwhole of 10 whole, $(($(count_log 'python in sandbox .* from its template') - before)) of 10 from the template: $(head -c 300 "$tmp"/overlap.*)"
 exec_py 'x = 42'
 exec_py 'print(x)'
 [[ $(jget "$body" '["stderr"]') == *"NameError"* ]] && ok "an execute does not see the last one's variables" ||
