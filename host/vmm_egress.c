@@ -314,10 +314,17 @@ net_locked(
 	if (msg_send(child.sock, MSG_VMM_NET, 0, id, &q, sizeof(q), -1) !=
 	    MSG_OK)
 		return -EACCES;
-	/* As a fetch's: a signal (the run's time limit among them) cuts
-	 * the wait short; the reply, when it comes, is dropped. */
-	if (reply_wait(id, buf, sizeof(buf), &n, &rfd) != MSG_OK)
-		return errno == EINTR ? -EINTR : -EACCES;
+	/*
+	 * Only the run's time limit cuts the wait short (the reply, when it
+	 * comes, is then dropped). Any other signal, a guest's own or a
+	 * kick between the run's processes, waits for the answer, which
+	 * egress's connect timeout bounds: a connect answered EINTR here
+	 * would leave a socket that never connects, which CPython, polling
+	 * it as Linux's interrupted connect asks, takes for connected.
+	 */
+	while (reply_wait(id, buf, sizeof(buf), &n, &rfd) != MSG_OK)
+		if (errno != EINTR || vmm_run_timed_out())
+			return errno == EINTR ? -EINTR : -EACCES;
 	if (n != sizeof(h) + sizeof(r)) {
 		if (rfd != MSG_NO_FD)
 			close(rfd);
@@ -383,8 +390,10 @@ child_net(
 
 	*fd = -1;
 	*refused = 0;
-	if (relay_lock(F_WRLCK) == -1)
-		return errno == EINTR ? -EINTR : -EACCES;
+	/* The lock's wait as the answer's (net_locked). */
+	while (relay_lock(F_WRLCK) == -1)
+		if (errno != EINTR || vmm_run_timed_out())
+			return errno == EINTR ? -EINTR : -EACCES;
 	rc = net_locked(arg, op, name, port, fd, refused);
 	relay_lock(F_UNLCK);
 	return rc;

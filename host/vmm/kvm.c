@@ -670,7 +670,7 @@ vm_outside_signals(int take)
 }
 
 int
-vm_timed_out(void)
+vmm_run_timed_out(void)
 {
 	return timed_out;
 }

@@ -387,7 +387,11 @@ int vm_kvm_create(struct vm *, char *err, size_t errlen);
 void vm_kvm_drop(struct vm *);
 int vm_cpu_fixed(struct vm *);
 void vm_timer_arm(struct vm *);
-int vm_timed_out(void);
+static inline int
+vm_timed_out(void)
+{
+	return vmm_run_timed_out();
+}
 /* SIGINT, SIGTERM, SIGHUP from outside the run, as guest signal bits
  * (bit sig-1); take: and clear them. */
 uint64_t vm_outside_signals(int take);

@@ -341,6 +341,11 @@ struct vmm_result {
  */
 void vmm_workspace_count_adjust(uint64_t *count, uint64_t add, uint64_t sub);
 
+/* Whether this process's run has passed its time limit: a wait on
+ * something outside the VMM (egress_net's) gives up then, and for no
+ * other signal. */
+int vmm_run_timed_out(void);
+
 /* Boot, run to completion, tear down. Returns VMM_OK whenever the guest
  * ran (result says how it ended) or a VMM_E_* when it could not start. */
 int vmm_run(const struct vmm_config *cfg, struct vmm_result *res, char *err,

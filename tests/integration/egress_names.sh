@@ -19,7 +19,7 @@ echo "hello from the host" >"$tmp/www/x"
 python3 -m http.server --bind 127.0.0.1 --directory "$tmp/www" 0 \
     >"$tmp/http.out" 2>&1 &
 hpid=$!
-trap 'kill $hpid 2>/dev/null; keepd_cleanup' EXIT
+trap 'kill $hpid $fpid 2>/dev/null; keepd_cleanup' EXIT
 for _ in $(seq 50); do
 	hp=$(sed -n 's/.*port \([0-9]*\).*/\1/p' "$tmp/http.out" | head -n 1)
 	[ -n "$hp" ] && break
@@ -28,7 +28,23 @@ done
 [ -n "$hp" ] || { echo "FAIL: http server"; exit 1; }
 # A port nothing listens on, which no rule lists either.
 cp=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-echo "127.0.0.1 allowed.test other.test rebind.test" >"$tmp/hosts"
+# A server whose one-connection backlog is full: a connect to it waits
+# (its SYNs dropped) until egress's connect timeout.
+python3 -c '
+import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(0)
+c = socket.create_connection(s.getsockname())
+print("port", s.getsockname()[1], flush=True)
+time.sleep(300)' >"$tmp/full.out" 2>&1 &
+fpid=$!
+echo "127.0.0.1 allowed.test other.test rebind.test slow.test" >"$tmp/hosts"
+
+for _ in $(seq 50); do
+	sp=$(sed -n 's/^port \([0-9]*\)/\1/p' "$tmp/full.out")
+	[ -n "$sp" ] && break
+	sleep 0.1
+done
+[ -n "$sp" ] || { echo "FAIL: the full server"; exit 1; }
 
 cat >"$tmp/test.policy" <<EOP
 agent "alice" {
@@ -36,6 +52,7 @@ agent "alice" {
 	exec "python", "node"
 	egress "allowed.test":$hp private
 	egress "rebind.test":$hp
+	egress "slow.test":$sp private
 	timeout 60s
 }
 EOP
@@ -292,6 +309,28 @@ out=$("$KEEP" run --trust "$B/keys/dev.public" --timeout 60s --workspace "$tmp/w
 [ "$out" = $'gaierror True\n127.0.0.1' ] &&
     ok "keep run: every name NXDOMAIN (no relay), localhost from /etc/hosts" ||
     bad "keep run names: $out"
+
+# A signal while the connect waits on egress (here the guest's own
+# timer) does not cut it short: the guest's connect ends as egress's
+# does, timed out; before, it answered EINTR, and CPython, polling the
+# socket as Linux's interrupted connect asks, took the socket that never
+# connected for a connected one.
+pyexec "$alice" "
+import signal, socket
+ticks = []
+signal.signal(signal.SIGALRM, lambda *a: ticks.append(1))
+signal.setitimer(signal.ITIMER_REAL, 0.2, 0.2)
+try:
+    s = socket.create_connection(('slow.test', $sp), timeout=30)
+    print('connected', s.getpeername())
+except OSError as e:
+    print('refused', type(e).__name__)
+signal.setitimer(signal.ITIMER_REAL, 0)
+print('ticks', len(ticks) > 0)
+"
+[ "$out" = $'refused TimeoutError\nticks True' ] &&
+    ok "a connect a signal interrupts waits for egress's answer (timed out), never a socket that never connected" ||
+    bad "interrupted connect: $out $(jget "$body" '["stderr"]' 2>/dev/null)"
 
 # The audit log: the queries and the connects, allowed and refused.
 for _ in $(seq "$(slow 50)"); do
