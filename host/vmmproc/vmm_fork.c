@@ -26,6 +26,7 @@ static void __attribute__((noreturn)) copy_child(
 	struct tree_copy_limits lim;
 	char err[160];
 	size_t i;
+	int from, to;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	setproctitle("fork %s", s->id);
@@ -36,11 +37,22 @@ static void __attribute__((noreturn)) copy_child(
 		log_warnx("sandbox %s: fork: %s", s->id, err);
 		_exit(COPY_FAILED);
 	}
+	/* The two workspaces and the standard streams (the log's), no
+	 * more: the vmm's other descriptors (other sandboxes' workspaces,
+	 * egress budgets, links) have no business beside a tree a guest
+	 * wrote. Above 2, where nothing else is kept. */
+	if ((from = fcntl(src->ws_fd, F_DUPFD_CLOEXEC, 3)) == -1 ||
+	    (to = fcntl(s->ws_fd, F_DUPFD_CLOEXEC, from + 1)) == -1 ||
+	    dup2(from, 3) != 3 || dup2(to, 4) != 4 ||
+	    syscall(SYS_close_range, 5U, ~0U, 0U) != 0) {
+		log_warn("sandbox %s: fork: descriptors", s->id);
+		_exit(COPY_FAILED);
+	}
 	memset(&lim, 0, sizeof(lim));
 	lim.max_bytes = ctx->config != NULL ? ctx->config->workspace_max : 0;
 	lim.max_entries = WS_USAGE_MAX_ENTRIES;
 	lim.max_depth = WS_USAGE_MAX_DEPTH;
-	if (tree_copy(src->ws_fd, s->ws_fd, &lim) == -1) {
+	if (tree_copy(3, 4, &lim) == -1) {
 		if (errno == EDQUOT || errno == E2BIG)
 			_exit(COPY_TOOBIG);
 		log_warn("sandbox %s: fork of %s", s->id, src->id);
