@@ -119,7 +119,7 @@ try:
     open("a.bin", "wb").write(b"\1" * 5000000); r = "wrote"
 except OSError as e:
     r = errno.errorcode.get(e.errno, str(e.errno))
-open("a.done", "w").write(r)')"
+open("a.tmp", "w").write(r); os.rename("a.tmp", "a.done")')"
 [ "$code" = 200 ] || [ "$code" = 202 ] || bad "background run A: $code $body"
 for _ in $(seq 200); do
 	req "$bob" GET "/v1/sandboxes/$py/files/exists?path=a.ready"; [[ $body == *true* ]] && break; sleep 0.05
@@ -141,7 +141,7 @@ print(a, b)'
 # An upload while a run goes on counts for the run: A starts, 5 MB are
 # uploaded, then A's own 5 MB do not fit in 8M.
 pyrun 'import os
-for n in ("a.bin", "b.bin", "a.ready", "a.done", "start"):
+for n in ("a.bin", "b.bin", "a.ready", "a.done", "a.tmp", "start"):
     if os.path.exists(n):
         os.remove(n)'
 req "$bob" POST "/v1/sandboxes/$py/execute/background" "$(python3 -c 'import json,sys; print(json.dumps({"code": sys.argv[1], "language": "python"}))' 'import errno, os, time
@@ -153,7 +153,7 @@ try:
     open("a.bin", "wb").write(b"\1" * 5000000); r = "wrote"
 except OSError as e:
     r = errno.errorcode.get(e.errno, str(e.errno))
-open("a.done", "w").write(r)')"
+open("a.tmp", "w").write(r); os.rename("a.tmp", "a.done")')"
 for _ in $(seq 200); do
 	req "$bob" GET "/v1/sandboxes/$py/files/exists?path=a.ready"; [[ $body == *true* ]] && break; sleep 0.05
 done
