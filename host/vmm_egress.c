@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -23,6 +22,7 @@
 #include "host/vmm_egress.h"
 #include "host/vmm_msg.h"
 #include "lib/caps.h"
+#include "lib/clock.h"
 #include "lib/log.h"
 #include "lib/memfd.h"
 
@@ -91,15 +91,6 @@ vmm_egress_close(struct vmm_egress_run *r)
 
 /* ---- decisions reused (vmm_egress.h, struct vmm_egress_reuse) --------- */
 
-static uint64_t
-mono_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 void
 vmm_egress_reuse_drop(struct vmm_egress_run *r)
 {
@@ -122,7 +113,7 @@ reuse_find(
 
 	if (r->reuse == NULL)
 		return NULL;
-	now = mono_now_ms();
+	now = mono_ms();
 	for (i = 0; i < VMM_EGRESS_REUSE_MAX; i++) {
 		e = &r->reuse[i];
 		if (e->until_ms == 0 || e->op != op || e->port != port ||
@@ -174,7 +165,7 @@ reuse_keep(struct vmm_egress_run *r, const struct msg_policy_decision *d)
 	e->port = r->port;
 	strlcpy(e->host, r->host, sizeof(e->host));
 	e->d = *d;
-	e->until_ms = mono_now_ms() + ms;
+	e->until_ms = mono_ms() + ms;
 }
 
 /* ---- the vm process's side -------------------------------------------- */
