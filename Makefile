@@ -138,6 +138,7 @@ build/libfuzzer/bin/%: FORCE
 	$(MAKE) --no-print-directory B=build/libfuzzer SAN=fuzz CC=clang build/libfuzzer/libkeeptest.a build/libfuzzer/libkeep.a build/libfuzzer/obj/fuzz/$*.o
 	@mkdir -p $(dir $@)
 	clang -fsanitize=fuzzer,address,undefined -o $@ build/libfuzzer/obj/fuzz/$*.o build/libfuzzer/libkeeptest.a build/libfuzzer/libkeep.a $(LDLIBS)
+.PHONY: FORCE
 FORCE:
 
 tests: $(UNIT_BINS) $(addprefix $(B)/replay/,$(FUZZ_NAMES))
