@@ -82,7 +82,7 @@ FUZZ_NAMES = $(patsubst fuzz/%.c,%,$(FUZZ_SRCS))
 ALL_EXTRA   +=
 CHECK_EXTRA +=
 
-.PHONY: all deps check unit unit-asan fuzz-replay fuzz-smoke integration \
+.PHONY: all deps check unit unit-asan fuzz-replay fuzz-smoke fuzz-seeds integration \
         format format-check run clean tests
 .DEFAULT_GOAL := all
 # Keep objects that pattern chains build (harness and test objects).
@@ -151,8 +151,25 @@ unit-asan: deps
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	  bash tests/run-tests.sh unit-asan $(patsubst $(B)/%,build/asan/%,$(UNIT_BINS))
 
-fuzz-replay: deps $(addprefix $(B)/replay/,$(FUZZ_NAMES))
-	@sh tests/run-fuzz.sh replay $(B)/replay $(FUZZ_NAMES)
+fuzz-replay: deps $(addprefix $(B)/replay/,$(FUZZ_NAMES)) $(B)/fuzz-seeds/gen_seeds
+	@st=0; sh tests/run-fuzz.sh replay $(B)/replay $(FUZZ_NAMES) || st=1; \
+	GEN_SEEDS=$(B)/fuzz-seeds/gen_seeds bash tests/run-tests.sh fuzz-seeds tests/fuzz-seeds.sh || st=1; \
+	exit $$st
+
+# Seed generator: fuzz/seeds/gen_seeds.c builds the binary seed corpora
+# with the project's own encoders (struct grant, store_wire_*_encode, ...),
+# so a layout change regenerates them. fuzz-seeds replaces each corpus it
+# writes; tests/fuzz-seeds.sh (unit, so make check) fails when the
+# committed corpora differ from its output.
+$(B)/fuzz-seeds/gen_seeds: $(B)/obj/fuzz/seeds/gen_seeds.o $(B)/libkeep.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(B)/libkeep.a $(LDLIBS)
+
+fuzz-seeds: deps $(B)/fuzz-seeds/gen_seeds
+	@out=$$(mktemp -d) && $(B)/fuzz-seeds/gen_seeds "$$out" && \
+	for d in "$$out"/*/; do n=$$(basename "$$d"); \
+	  rm -rf "fuzz/corpus/$$n" && cp -r "$$d" "fuzz/corpus/$$n" && echo "fuzz-seeds: fuzz/corpus/$$n"; \
+	done; st=$$?; rm -rf "$$out"; exit $$st
 
 FUZZ_SECONDS ?= 10
 fuzz-smoke: deps $(addprefix build/libfuzzer/bin/,$(FUZZ_NAMES))
