@@ -1,7 +1,8 @@
 /*
  * gen_seeds OUTDIR: writes the fuzz seed corpora whose inputs are binary
  * wire structures, built with the project's own encoders and structs
- * (struct grant, store_wire_*_encode, the store's record encoders), so a
+ * (struct grant, store_wire_*_encode, the store's record encoders, the
+ * msg structs, egress_wire_encode_*), so a
  * layout change regenerates them instead of leaving seeds that stop at
  * the decoder's first refusal. `make fuzz-seeds` runs it into a scratch
  * directory and replaces fuzz/corpus/NAME for every NAME it writes;
@@ -22,6 +23,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "host/egress/egress.h"
 #include "host/grant.h"
 #include "host/msg.h"
 #include "host/proc.h"
@@ -458,6 +460,119 @@ gen_host_msg(void)
 	    sizeof(variable), 0);
 }
 
+/* ---- egress_wire ---------------------------------------------------- */
+
+/* fuzz/egress_wire.c: byte 0 picks FETCH, WEBHOOK or FETCH_REPLY (the
+ * index in its types[]), the rest is the message. */
+enum egress_wire_seed_type { EW_FETCH, EW_WEBHOOK, EW_REPLY };
+
+static void
+seed_egress_wire(const char *name, unsigned type, void *msg, size_t len)
+{
+	const uint8_t prefix[1] = { (uint8_t)type };
+
+	write_seed("egress_wire", name, prefix, sizeof(prefix), msg, len);
+	free(msg);
+}
+
+static void
+gen_egress_wire(void)
+{
+	static const struct egress_header headers[] = {
+		{ "Accept", "application/json" }, { "X-E", "" }
+	};
+	static const uint8_t secret[EGRESS_WEBHOOK_KEYBYTES] = { 1 };
+	static const char body[] = "{\"a\":1}";
+	static const char hook_body[] = "{\"exit_code\":0}";
+	static const char resp_headers[] = "HTTP/1.1 200 OK\r\n\r\n";
+	struct egress_rule rules[2];
+	struct egress_limits lim;
+	struct egress_request req;
+	struct egress_webhook wh;
+	struct egress_decision d;
+	struct egress_response resp;
+	void *msg;
+	size_t len;
+
+	memset(rules, 0, sizeof(rules));
+	snprintf(rules[0].host, sizeof(rules[0].host), "api.github.com");
+	rules[0].port = 443;
+	snprintf(rules[1].host, sizeof(rules[1].host), "*.npmjs.org");
+	rules[1].port = 0; /* any port */
+	rules[1].allow_http = 1;
+	rules[1].allow_private = 1;
+	memset(&lim, 0, sizeof(lim));
+	lim.max_request = 1 << 20;
+	lim.max_response = 8 << 20;
+	lim.max_resp_headers = 64 << 10;
+	lim.timeout_ms = 30000;
+	lim.connect_timeout_ms = 10000;
+	lim.max_redirects = 5;
+	lim.max_concurrent = 4;
+
+	/* A message too short for the header: the decoder's first refusal. */
+	write_seed("egress_wire", "empty_fetch", (const uint8_t[]){ EW_FETCH },
+	    1, NULL, 0);
+
+	memset(&req, 0, sizeof(req));
+	req.principal = "agent-b";
+	req.method = "GET";
+	req.url = "https://api.github.com/x";
+	req.url_len = strlen(req.url);
+	req.rules = rules;
+	req.nrules = 2;
+	req.limits = lim;
+	check(egress_wire_encode_fetch(&req, &msg, &len), "fetch_get");
+	seed_egress_wire("fetch_get", EW_FETCH, msg, len);
+
+	req.method = "POST";
+	req.headers = headers;
+	req.nheaders = sizeof(headers) / sizeof(headers[0]);
+	req.body = body;
+	req.body_len = sizeof(body) - 1;
+	check(egress_wire_encode_fetch(&req, &msg, &len), "fetch_post");
+	seed_egress_wire("fetch_post", EW_FETCH, msg, len);
+
+	req.nrules = 1;
+	check(egress_wire_encode_fetch(&req, &msg, &len), "fetch_1rule");
+	seed_egress_wire("fetch_1rule", EW_FETCH, msg, len);
+
+	memset(&wh, 0, sizeof(wh));
+	wh.principal = "agent-b";
+	wh.url = "https://hooks.npmjs.org/x";
+	wh.delivery_id = "run-1";
+	wh.body = hook_body;
+	wh.body_len = sizeof(hook_body) - 1;
+	wh.secret = secret;
+	wh.rules = rules;
+	wh.nrules = 2;
+	wh.limits = lim;
+	wh.max_attempts = 3;
+	wh.backoff_ms = 100;
+	wh.max_backoff_ms = 1000;
+	check(egress_wire_encode_webhook(&wh, &msg, &len), "webhook");
+	seed_egress_wire("webhook", EW_WEBHOOK, msg, len);
+
+	/* The reply egress makes for an allowed fetch that got a 200. */
+	memset(&d, 0, sizeof(d));
+	d.allowed = 1;
+	d.rule = 0;
+	d.addr_class = 0;
+	snprintf(d.host, sizeof(d.host), "api.github.com");
+	d.port = 443;
+	snprintf(d.addr, sizeof(d.addr), "140.82.112.5");
+	d.status = 200;
+	d.bytes_in = 5;
+	memset(&resp, 0, sizeof(resp));
+	resp.status = 200;
+	resp.headers = (char *)resp_headers;
+	resp.headers_len = sizeof(resp_headers) - 1;
+	resp.body = (uint8_t *)"hello";
+	resp.body_len = 5;
+	check(egress_wire_encode_reply(&d, 1, &resp, &msg, &len), "reply");
+	seed_egress_wire("reply", EW_REPLY, msg, len);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -469,5 +584,6 @@ main(int argc, char **argv)
 	make_dir(outdir);
 	gen_store_wire();
 	gen_host_msg();
+	gen_egress_wire();
 	return 0;
 }
