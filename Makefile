@@ -166,10 +166,11 @@ $(B)/fuzz-seeds/gen_seeds: $(B)/obj/fuzz/seeds/gen_seeds.o $(B)/libkeep.a
 	$(CC) $(LDFLAGS) -o $@ $< $(B)/libkeep.a $(LDLIBS)
 
 fuzz-seeds: deps $(B)/fuzz-seeds/gen_seeds
-	@out=$$(mktemp -d) && $(B)/fuzz-seeds/gen_seeds "$$out" && \
+	@set -e; out=$$(mktemp -d); trap 'rm -rf "$$out"' EXIT; \
+	$(B)/fuzz-seeds/gen_seeds "$$out"; \
 	for d in "$$out"/*/; do n=$$(basename "$$d"); \
-	  rm -rf "fuzz/corpus/$$n" && cp -r "$$d" "fuzz/corpus/$$n" && echo "fuzz-seeds: fuzz/corpus/$$n"; \
-	done; st=$$?; rm -rf "$$out"; exit $$st
+	  rm -rf "fuzz/corpus/$$n"; cp -r "$$d" "fuzz/corpus/$$n"; echo "fuzz-seeds: fuzz/corpus/$$n"; \
+	done
 
 FUZZ_SECONDS ?= 10
 fuzz-smoke: deps $(addprefix build/libfuzzer/bin/,$(FUZZ_NAMES))
