@@ -156,6 +156,8 @@ struct stub_state {
 	uint64_t fs_base, gs_base; /* as last set */
 	uint64_t spin; /* the next wait's spin, in TSC ticks */
 	uint32_t waits; /* counts them, for the probes */
+	uint32_t yield_off; /* waits left that pause, not yield */
+	uint64_t replied; /* the TSC as the last reply was seen */
 	int booted;
 };
 
@@ -231,6 +233,21 @@ store32(uint32_t *p, uint32_t v)
 	__atomic_store_n(p, v, __ATOMIC_SEQ_CST);
 }
 
+/* The CPU this stub runs on, plus 1, posted for the vm process; 0 where
+ * the vm process did not say that RDTSCP tells it (Linux keeps the CPU
+ * in TSC_AUX's low 12 bits). */
+static uint32_t
+own_cpu(struct trap_box *b)
+{
+	unsigned int aux;
+
+	if (!b->cpu_hint)
+		return 0;
+	(void)__builtin_ia32_rdtscp(&aux);
+	b->stub_cpu = (aux & 0xfff) + 1;
+	return b->stub_cpu;
+}
+
 /* Post the event and wait for the vm process's reply: spin a while
  * (the vm process often answers within microseconds), then sleep. */
 static void
@@ -240,15 +257,22 @@ post_and_wait(struct trap_box *b, uint32_t event)
 		long sec, nsec;
 	} second = { 1, 0 };
 	uint64_t was = st.spin, spin, t0, took;
+	uint32_t cpu;
 	int i, seen, probe, blocked = 0;
 
 	/* (out of range: the first wait, or the guest wrote it) */
 	if (was < SPIN_MIN || was > SPIN_MAX)
 		was = SPIN_MAX;
 	probe = ++st.waits % SPIN_PROBE == 0;
+	if (st.yield_off > TRAP_YIELD_BACKOFF) /* (the guest wrote it) */
+		st.yield_off = TRAP_YIELD_BACKOFF;
+	else if (st.yield_off > 0)
+		st.yield_off--;
 	spin = probe ? SPIN_MAX : was;
 
 	b->event = event;
+	b->stub_work = __builtin_ia32_rdtsc() - st.replied;
+	cpu = own_cpu(b);
 	store32(&b->state, TRAP_S_EVENT);
 	if (load32(&b->host_sleeps))
 		sys(NR_futex, (long)&b->state, FUTEX_WAKE, 1);
@@ -260,13 +284,26 @@ post_and_wait(struct trap_box *b, uint32_t event)
 		 * answer comes soon: no spin, and nothing learnt from it) */
 		if (seen || took > spin || (blocked = load32(&b->host_blocks)))
 			break;
-		__builtin_ia32_pause();
+		if (cpu != 0 && st.yield_off == 0 &&
+		    cpu == load32(&b->vm_cpu)) {
+			uint64_t y = __builtin_ia32_rdtsc();
+
+			sys(NR_sched_yield, 0, 0, 0);
+			if (trap_yield_crowded(__builtin_ia32_rdtsc() - y,
+			        load32(&b->state) == TRAP_S_REPLY, b->vm_work))
+				st.yield_off = TRAP_YIELD_BACKOFF;
+			cpu = own_cpu(b);
+		} else {
+			__builtin_ia32_pause();
+		}
 	}
 	st.spin = (probe || blocked) && !(seen && took <= spin)
 	    ? was
 	    : trap_spin_adapt(spin, seen && took <= spin, SPIN_MIN, SPIN_MAX);
-	if (seen)
+	if (seen) {
+		st.replied = __builtin_ia32_rdtsc();
 		return;
+	}
 	store32(&b->stub_sleeps, 1);
 	/* The first event waits 10 s at most: a vm process gone before
 	 * the stub could ask to die with it never answers. */
@@ -277,6 +314,7 @@ post_and_wait(struct trap_box *b, uint32_t event)
 		    TRAP_S_EVENT, (long)&second, 0, 0);
 	}
 	store32(&b->stub_sleeps, 0);
+	st.replied = __builtin_ia32_rdtsc();
 }
 
 static void

@@ -302,7 +302,12 @@ const struct seccomp_filter seccomp_policy = { "policy", policy_rules,
 	    RA(prctl, 0, PR_SET_NO_NEW_PRIVS, "trap stub: before its filter"), \
 	    R(seccomp, "trap stub: its filter"),                               \
 	    R(arch_prctl, "trap stub: the guest's FS and GS bases"),           \
-	    R(sched_yield, "trap stub: allowed by its filter"),                \
+	    R(sched_yield,                                                     \
+	        "trap: the stub's filter allows it; either side "              \
+	        "yields its spin to a peer on its own CPU"),                   \
+	    R(getcpu,                                                          \
+	        "trap: the vm process's CPU, posted for the stub (if "         \
+	        "glibc's rseq and vDSO do not answer)"),                       \
 	    RA(mprotect, 2, PROT_READ | PROT_WRITE | PROT_EXEC,                \
 	        "trap stub: open guest memory (the guest's rights are all "    \
 	        "of them, as under KVM)")

@@ -22,6 +22,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
+#include <cpuid.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -143,6 +144,8 @@ struct vm_trap {
 	int tree_ns[TREE_NS_N];
 	uint64_t spin; /* the next wait's spin, in TSC ticks */
 	uint32_t waits; /* counts them, for the probes */
+	uint32_t yield_off; /* waits left that pause, not yield */
+	uint64_t evented; /* the TSC as the last event was seen */
 };
 
 /* The stub as a sealed memfd, made once per process (and inherited). */
@@ -775,23 +778,62 @@ store32(uint32_t *p, uint32_t v)
 
 enum { WAIT_EVENT, WAIT_DEAD, WAIT_TIMEOUT, WAIT_STOPPED };
 
+/* Whether RDTSCP tells the stub its CPU: the host CPU has it (CPUID
+ * 0x80000001 EDX bit 27), and Linux keeps the CPU in TSC_AUX. */
+static int
+rdtscp_tells_cpu(void)
+{
+	unsigned int a, b, c, d;
+
+	return __get_cpuid(0x80000001U, &a, &b, &c, &d) && (d >> 27 & 1);
+}
+
+/* The CPU this process runs on, plus 1 (0: unknown), posted for the
+ * stub beside each reply (trap_abi.h, the yield). */
+static uint32_t
+own_cpu(struct trap_box *b)
+{
+	int c = sched_getcpu();
+	uint32_t v = c >= 0 && c < 4095 ? (uint32_t)c + 1 : 0;
+
+	store32(&b->vm_cpu, v);
+	return v;
+}
+
 /* Spin for the stub's event as long as t->spin says; 1 if it came. */
 static int
 spin_for_event(struct vm_trap *t)
 {
 	uint64_t was = t->spin, spin, t0 = __builtin_ia32_rdtsc(), took;
+	uint32_t cpu = load32(&t->box->vm_cpu);
 	int seen, probe;
 
 	if (was < SPIN_MIN || was > SPIN_MAX)
 		was = SPIN_MAX; /* the first */
 	probe = ++t->waits % SPIN_PROBE == 0;
+	if (t->yield_off > 0)
+		t->yield_off--;
 	spin = probe ? SPIN_MAX : was;
 	for (;;) {
 		seen = load32(&t->box->state) == TRAP_S_EVENT;
 		took = __builtin_ia32_rdtsc() - t0;
 		if (seen || took > spin)
 			break;
-		__builtin_ia32_pause();
+		/* The stub last posted from this CPU: it cannot post
+		 * again until this process leaves it (trap_abi.h). */
+		if (cpu != 0 && t->yield_off == 0 &&
+		    cpu == load32(&t->box->stub_cpu)) {
+			uint64_t y = __builtin_ia32_rdtsc();
+
+			sched_yield();
+			if (trap_yield_crowded(__builtin_ia32_rdtsc() - y,
+			        load32(&t->box->state) == TRAP_S_EVENT,
+			        t->box->stub_work))
+				t->yield_off = TRAP_YIELD_BACKOFF;
+			cpu = own_cpu(t->box);
+		} else {
+			__builtin_ia32_pause();
+		}
 	}
 	t->spin = probe && !(seen && took <= spin)
 	    ? was
@@ -824,14 +866,19 @@ post_and_wait(struct vm *vm, struct vm_trap *t, uint32_t reply,
 
 	if (reply != 0) {
 		b->reply = reply;
+		b->vm_work = __builtin_ia32_rdtsc() - t->evented;
+		if (spin)
+			(void)own_cpu(b);
 		store32(&b->host_blocks, !spin);
 		store32(&b->state, TRAP_S_REPLY);
 		if (load32(&b->stub_sleeps))
 			syscall(
 			    SYS_futex, &b->state, FUTEX_WAKE, 1, NULL, NULL, 0);
 	}
-	if (spin && spin_for_event(t))
+	if (spin && spin_for_event(t)) {
+		t->evented = __builtin_ia32_rdtsc();
 		return WAIT_EVENT;
+	}
 	for (;;) {
 		if (reply != 0 && vm->run->immediate_exit) {
 			vm->run->immediate_exit = 0;
@@ -847,8 +894,10 @@ post_and_wait(struct vm *vm, struct vm_trap *t, uint32_t reply,
 			syscall(SYS_futex, &b->state, FUTEX_WAIT, seen, &ts,
 			    NULL, 0);
 		store32(&b->host_sleeps, 0);
-		if (load32(&b->state) == TRAP_S_EVENT)
+		if (load32(&b->state) == TRAP_S_EVENT) {
+			t->evented = __builtin_ia32_rdtsc();
 			return WAIT_EVENT;
+		}
 		if (stub_ended(t, status))
 			return WAIT_DEAD;
 	}
@@ -1075,6 +1124,7 @@ vm_trap_create(struct vm *vm, char *err, size_t errlen)
 	b->filter_cookie[0] = t->cookie[0];
 	b->filter_cookie[1] = t->cookie[1];
 	b->state = TRAP_S_GUEST;
+	b->cpu_hint = rdtscp_tells_cpu();
 	if (spawn(vm, t, err, errlen) != 0)
 		return -1;
 	close(t->box_fd);

@@ -116,7 +116,21 @@ struct trap_box {
 	 * writes it there when it changes it; the stub copies nothing. */
 	uint32_t fpu_len;
 	uint32_t fpu_off;
-	uint8_t pad1[4096 - 280];
+	/* Where each side last posted from, its CPU plus 1 (0: unknown),
+	 * and whether the stub can tell its own (RDTSCP; the vm process
+	 * sets it before the start). A spinner whose peer was last on its
+	 * own CPU yields rather than spins (trap_spin_adapt's comment). A
+	 * hint only, worth nothing else, as anything the stub writes. */
+	uint32_t stub_cpu;
+	uint32_t vm_cpu;
+	uint32_t cpu_hint;
+	uint32_t pad0;
+	/* TSC ticks each side worked between the other's post and its
+	 * own (the stub: the guest's run and its handler), so that a
+	 * yielder can tell the peer's time from another task's. */
+	uint64_t stub_work;
+	uint64_t vm_work;
+	uint8_t pad1[4096 - 312];
 	struct trap_op ops[TRAP_OPS_MAX]; /* at 4096 */
 	/* The stub's handlers run here (sigaltstack): the kernel's signal
 	 * frame, the guest's registers and FPU area in it, is in the box. */
@@ -180,7 +194,33 @@ _Static_assert(sizeof(struct trap_box) <= TRAP_BOX_SIZE, "the box fits");
  * ping-pong does; alone, a guest's calls keep them long. Each side's
  * probe (every SPIN_PROBE-th wait spins the longest) finds again that
  * answers come within the longest spin once the cores are free.
+ *
+ * A spinner whose peer last posted from its own CPU yields at each turn
+ * of its spin rather than pause: the peer cannot answer until the
+ * spinner leaves the CPU. Both stay runnable, so the scheduler sees two
+ * tasks on one CPU and an idle CPU takes one of them; had the spinner
+ * slept instead, the pair would look like one task and stay together
+ * (on a two-CPU box, the wake-up of one by the other put both on one
+ * CPU in about one run in ten, and that run made every call a sleep
+ * and a wake-up: 1,000 context switches in a python start that takes
+ * 45 apart). On a busy CPU a yield may run another task for its whole
+ * slice, milliseconds: a yield that took TRAP_YIELD_SLOW longer than
+ * the work the peer says it did meanwhile (trap_yield_crowded) makes
+ * that side pause, as before, for its next TRAP_YIELD_BACKOFF waits.
  */
+#define TRAP_YIELD_SLOW 260000 /* TSC ticks, about 100 us at 2.6 GHz */
+#define TRAP_YIELD_BACKOFF 1024
+
+/* Whether a yield of `took` ticks ran some task other than the peer.
+ * peer_work is the peer's word, counted only where its answer came
+ * (hostile or stale, it can only change its own side's yields). */
+static inline int
+trap_yield_crowded(uint64_t took, int answered, uint64_t peer_work)
+{
+	if (answered)
+		took = peer_work < took ? took - peer_work : 0;
+	return took > TRAP_YIELD_SLOW;
+}
 static inline uint64_t
 trap_spin_adapt(uint64_t spin, int in_time, uint64_t min, uint64_t max)
 {

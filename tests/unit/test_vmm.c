@@ -17,6 +17,7 @@
 #include "host/vmm/abi.h"
 #include "host/vmm/elf.h"
 #include "host/vmm/sys.h"
+#include "host/vmm/trap_abi.h"
 #include "host/vmm/vm_int.h"
 #include "host/vmm/workspace.h"
 #include "lib/util.h"
@@ -635,6 +636,40 @@ test_ws_usage(void **state)
 	assert_int_equal(system(buf), 0);
 }
 
+/* The trap platform's spins: answered in time they grow, late or
+ * unanswered they shrink, within their bounds. */
+static void
+test_trap_spin_adapt(void **state)
+{
+	(void)state;
+	assert_int_equal(trap_spin_adapt(1000, 1, 1000, 140000), 2000);
+	assert_int_equal(trap_spin_adapt(100000, 1, 1000, 140000), 140000);
+	assert_int_equal(trap_spin_adapt(4000, 0, 1000, 140000), 3000);
+	assert_int_equal(trap_spin_adapt(1200, 0, 1000, 140000), 1000);
+}
+
+/* A yield is crowded when another task than the peer took the CPU:
+ * its time beyond the peer's own work, where the peer answered. */
+static void
+test_trap_yield_crowded(void **state)
+{
+	const uint64_t slow = TRAP_YIELD_SLOW;
+
+	(void)state;
+	/* The peer answered and worked for all of it: not crowded. */
+	assert_false(trap_yield_crowded(10 * slow, 1, 10 * slow));
+	assert_false(trap_yield_crowded(10 * slow, 1, 9 * slow + 1));
+	/* Answered, but most of the time was someone else's. */
+	assert_true(trap_yield_crowded(10 * slow, 1, 2 * slow));
+	/* No answer: all of it was someone else's (or a long guest). */
+	assert_true(trap_yield_crowded(slow + 1, 0, 100 * slow));
+	assert_false(trap_yield_crowded(slow, 0, 0));
+	/* The peer's word past the yield (hostile or stale) counts as
+	 * all of the yield, never wraps. */
+	assert_false(trap_yield_crowded(3 * slow, 1, UINT64_MAX));
+	assert_false(trap_yield_crowded(0, 1, 5));
+}
+
 int
 main(void)
 {
@@ -652,6 +687,8 @@ main(void)
 		cmocka_unit_test(test_ws_normalize),
 		cmocka_unit_test(test_sys_table),
 		cmocka_unit_test(test_ws_usage),
+		cmocka_unit_test(test_trap_spin_adapt),
+		cmocka_unit_test(test_trap_yield_crowded),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
