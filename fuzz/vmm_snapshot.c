@@ -3,7 +3,8 @@
  * vm_snap_parse): the bytes are what follows the seal, which a vm process
  * (perhaps one a guest took over) wrote. The harness puts a valid seal in
  * front, pads to a page, and takes the layout the parse must match from
- * the state's first words (mmap_lo, mmap_hi, then nfiles at word 9), so
+ * the state's first words (mmap_lo, mmap_hi, the stack's top as the
+ * guest's size, then nfiles at word 9), so
  * the fuzzer reaches the page maps, descriptors, references and runs.
  * No input may read past the buffer (the sanitizers watch) or be refused
  * without a reason.
@@ -42,7 +43,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if ((meta = calloc(1, meta_len)) == NULL)
 		return 0;
 	memset(&lay, 0, sizeof(lay));
-	lay.memsz = 64ULL << 20;
+	/* The guest's size from the state's stack top (word 3), where it
+	 * is a whole number of 2 MiB pages from 64 MiB to 64 GiB: a
+	 * context saved with the images' 2 GiB fits as one with 64 MiB. */
+	lay.memsz = word(data, size, 3);
+	if (lay.memsz < (64ULL << 20) || lay.memsz > (64ULL << 30) ||
+	    lay.memsz % (2ULL << 20) != 0)
+		lay.memsz = 64ULL << 20;
 	lay.low_end = 2ULL << 20;
 	lay.mmap_lo = word(data, size, 0);
 	lay.mmap_hi = word(data, size, 1);
