@@ -176,6 +176,7 @@ reuse_keep(struct vmm_egress_run *r, const struct msg_policy_decision *d)
 static struct {
 	int set;
 	int sock, shm;
+	uint64_t net_spin_us; /* NET_SPIN_US, or 0 with one CPU */
 } child;
 
 static int
@@ -364,8 +365,8 @@ net_locked(
 	 * would leave a socket that never connects, which CPython, polling
 	 * it as Linux's interrupted connect asks, takes for connected.
 	 */
-	while (
-	    reply_wait(id, buf, sizeof(buf), &n, &rfd, NET_SPIN_US) != MSG_OK)
+	while (reply_wait(id, buf, sizeof(buf), &n, &rfd, child.net_spin_us) !=
+	    MSG_OK)
 		if (errno != EINTR || vmm_run_timed_out())
 			return errno == EINTR ? -EINTR : -EACCES;
 	if (n != sizeof(h) + sizeof(r)) {
@@ -471,6 +472,8 @@ vmm_egress_child(
 	child.set = 1;
 	child.sock = child_fd;
 	child.shm = r->shm;
+	/* With one CPU a look only holds up the processes it waits for. */
+	child.net_spin_us = vm_cpus() > 1 ? NET_SPIN_US : 0;
 	cfg->fetch = child_fetch;
 	cfg->egress_net = child_net;
 	cfg->egress_report = child_report;

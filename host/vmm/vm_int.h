@@ -797,9 +797,7 @@ void vm_space_peak(struct vm *);
  * register of one leaf in it (reg 0-3: EAX EBX ECX EDX; 0 if absent). */
 const struct kvm_cpuid2 *vm_cpuid(void);
 uint32_t vm_cpuid_reg(uint32_t fn, uint32_t idx, int reg);
-/* The guest's CPU count, 1 to VM_CPUS_MAX (vmm_host_cpus_init). */
-#define VM_CPUS_MAX 64
-unsigned vm_cpus(void);
+#define VM_CPUS_MAX 64 /* vm_cpus's most (host/vmm/vmm.h) */
 
 /* Stop the guest with a status and reason. */
 void vm_stop(struct vm *, enum vmm_status, int code, const char *fmt, ...)

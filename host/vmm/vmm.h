@@ -400,6 +400,10 @@ void vmm_template_free(struct vmm_template *t);
  * `keep run` before its run); unread, the guest sees one CPU.
  */
 void vmm_host_cpus_init(void);
+/* The guest's CPU count, 1 to VM_CPUS_MAX: the host CPUs read above
+ * (also whether a vm process's wait may look before it sleeps,
+ * host/vmm_egress.c). */
+unsigned vm_cpus(void);
 
 /* KVM_GET_SUPPORTED_CPUID is slow (~0.3 ms here); vmm_run fetches it
  * once per process. Call this early to take the cost before timing. */
