@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -223,15 +222,6 @@ request_id(void)
  */
 #define NET_SPIN_US 250
 
-static uint64_t
-now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 /* Whether the link has a message within spin_us: looked at without
  * sleeping, yielding the CPU between looks to whatever else is ready
  * on it (on a busy box, likely the process the answer comes from). */
@@ -243,15 +233,21 @@ reply_soon(uint64_t spin_us)
 
 	if (spin_us == 0)
 		return 0;
-	until = now_us() + spin_us;
+	until = mono_us() + spin_us;
 	do {
 		pfd.fd = child.sock;
 		pfd.events = POLLIN;
 		pfd.revents = 0;
-		if (poll(&pfd, 1, 0) != 0)
-			return 1; /* ready (or an error, for the poll after) */
+		switch (poll(&pfd, 1, 0)) {
+		case 0:
+			break;
+		case 1:
+			return 1;
+		default:
+			return 0; /* the sleeping poll tells */
+		}
 		sched_yield();
-	} while (now_us() < until);
+	} while (mono_us() < until);
 	return 0;
 }
 

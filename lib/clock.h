@@ -6,5 +6,7 @@
 
 /* CLOCK_MONOTONIC in milliseconds. */
 uint64_t mono_ms(void);
+/* CLOCK_MONOTONIC in microseconds. */
+uint64_t mono_us(void);
 
 #endif
