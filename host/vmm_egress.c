@@ -211,10 +211,10 @@ request_id(void)
 /*
  * How long the vm process looks for a name's answer before it sleeps
  * for it (net_locked), in microseconds. A connect whose decision the
- * run reuses is answered in about 100 us on a quiet box, most of it the
- * wakes of the processes on its way (the vmm's, egress's, the vmm's
- * again, each 15-40 us on a virtual machine whose idle vCPU must be
- * woken by an IPI); while this process looks, its CPU is not idle, so
+ * run reuses is answered in 100-150 us on a quiet box (traced), much
+ * of it the wakes of the processes on its way (the vmm's, egress's,
+ * the vmm's again, each 15-40 us on a virtual machine whose idle vCPU
+ * must be woken by an IPI); while this process looks, its CPU is not idle, so
  * those wakes find the process woken a place on the CPU that is
  * running (a hand-off, not an IPI), and the answer finds this process
  * awake. Past the bound (a policy decision, a slow server) it sleeps
