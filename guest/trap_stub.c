@@ -258,7 +258,7 @@ post_and_wait(struct trap_box *b, uint32_t event)
 	} second = { 1, 0 };
 	uint64_t was = st.spin, spin, t0, took;
 	uint32_t cpu;
-	int i, seen, probe, blocked = 0;
+	int i, seen, probe, blocked = 0, together;
 
 	/* (out of range: the first wait, or the guest wrote it) */
 	if (was < SPIN_MIN || was > SPIN_MAX)
@@ -277,6 +277,8 @@ post_and_wait(struct trap_box *b, uint32_t event)
 	if (load32(&b->host_sleeps))
 		sys(NR_futex, (long)&b->state, FUTEX_WAKE, 1);
 	t0 = __builtin_ia32_rdtsc();
+	/* (read once a spin, and after each yield: see trap.c's) */
+	together = st.yield_off == 0 && cpu != 0 && cpu == load32(&b->vm_cpu);
 	for (;;) {
 		seen = load32(&b->state) == TRAP_S_REPLY;
 		took = __builtin_ia32_rdtsc() - t0;
@@ -284,8 +286,7 @@ post_and_wait(struct trap_box *b, uint32_t event)
 		 * answer comes soon: no spin, and nothing learnt from it) */
 		if (seen || took > spin || (blocked = load32(&b->host_blocks)))
 			break;
-		if (cpu != 0 && st.yield_off == 0 &&
-		    cpu == load32(&b->vm_cpu)) {
+		if (together) {
 			uint64_t y = __builtin_ia32_rdtsc();
 
 			sys(NR_sched_yield, 0, 0, 0);
@@ -293,6 +294,8 @@ post_and_wait(struct trap_box *b, uint32_t event)
 			        load32(&b->state) == TRAP_S_REPLY, b->vm_work))
 				st.yield_off = TRAP_YIELD_BACKOFF;
 			cpu = own_cpu(b);
+			together =
+			    st.yield_off == 0 && cpu == load32(&b->vm_cpu);
 		} else {
 			__builtin_ia32_pause();
 		}

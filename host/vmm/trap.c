@@ -810,6 +810,11 @@ spin_for_event(struct vm_trap *t, int longest)
 {
 	uint64_t was = t->spin, spin, t0 = __builtin_ia32_rdtsc(), took;
 	uint32_t cpu = load32(&t->box->vm_cpu);
+	/* The stub last posted from this CPU: it cannot post again until
+	 * this process leaves it (trap_abi.h). Its word is read once a
+	 * spin, not at each turn: the line it shares would bounce. */
+	int together =
+	    t->yield_off == 0 && cpu != 0 && cpu == load32(&t->box->stub_cpu);
 	int seen, probe;
 
 	if (was < SPIN_MIN || was > SPIN_MAX)
@@ -823,10 +828,7 @@ spin_for_event(struct vm_trap *t, int longest)
 		took = __builtin_ia32_rdtsc() - t0;
 		if (seen || took > spin)
 			break;
-		/* The stub last posted from this CPU: it cannot post
-		 * again until this process leaves it (trap_abi.h). */
-		if (cpu != 0 && t->yield_off == 0 &&
-		    cpu == load32(&t->box->stub_cpu)) {
+		if (together) {
 			uint64_t y = __builtin_ia32_rdtsc();
 
 			sched_yield();
@@ -835,6 +837,8 @@ spin_for_event(struct vm_trap *t, int longest)
 			        t->box->stub_work))
 				t->yield_off = TRAP_YIELD_BACKOFF;
 			cpu = own_cpu(t->box);
+			together = t->yield_off == 0 &&
+			    cpu == load32(&t->box->stub_cpu);
 		} else {
 			__builtin_ia32_pause();
 		}
