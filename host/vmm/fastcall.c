@@ -382,6 +382,12 @@ vm_fast_reap(struct vm *vm)
 
 	if (!vm->fast || vm->fds == NULL)
 		return;
+	/* A kick inside the answers may find an entry half written (its
+	 * fields, not yet its op, over a close still unread): clearing it
+	 * now would lose them. The answer ends in microseconds, and the
+	 * next exit reads what it made. */
+	if (vm_fast_inside(vm, vm->run->s.regs.regs.rip))
+		return;
 	for (fd = 0; fd < FAST_FDS; fd++) {
 		if (page->fd[fd].op == FAST_CH_NONE)
 			continue;

@@ -115,9 +115,12 @@ vm_signal_exec(struct vm *vm)
  * code on purpose gets its signals there after that (its own answers
  * may then be wrong, nothing else). Well past an entry's own cost
  * (about 30 us here): a kick due sooner lands before the guest has run
- * an instruction, again and again. */
+ * an instruction, again and again. The hold ends only after as many
+ * tries as well as the time: a loaded host may not run the vCPU at all
+ * for 10 ms, and the one exit after finds it where it was. */
 #define SIGNAL_RETRY_US 200
 #define SIGNAL_HOLD_MAX_US 10000
+#define SIGNAL_HOLD_TRIES 50
 /* ---- the system calls ------------------------------------------------- */
 
 int64_t
@@ -681,6 +684,7 @@ void
 vm_signal_after_syscall(struct vm *vm, uint64_t nr)
 {
 	vm->signal_held_us = 0;
+	vm->signal_holds = 0;
 	deliver(vm, nr, restartable_call(nr));
 }
 
@@ -698,17 +702,19 @@ vm_signal_after_kick(struct vm *vm)
 	 * it so. They take microseconds; a kick again after a few finds
 	 * the program past them. */
 	if (vm_fast_inside(vm, rip) &&
-	    (vm->signal_held_us == 0 ||
+	    (vm->signal_held_us == 0 || vm->signal_holds < SIGNAL_HOLD_TRIES ||
 	        vm_now_us() - vm->signal_held_us < SIGNAL_HOLD_MAX_US)) {
 		if (deliverable(vm)) {
 			if (vm->signal_held_us == 0)
 				vm->signal_held_us = vm_now_us();
+			vm->signal_holds++;
 			vm->signal_retry_us = vm_now_us() + SIGNAL_RETRY_US;
 			vm_timer_arm(vm);
 		}
 		return;
 	}
 	vm->signal_held_us = 0;
+	vm->signal_holds = 0;
 	if (vm->signal_retry_us != 0) {
 		vm->signal_retry_us = 0;
 		vm_timer_arm(vm);

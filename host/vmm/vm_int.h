@@ -213,6 +213,7 @@ struct vm {
 	uint64_t signal_retry_us; /* a signal that came inside the fast
 				     calls is tried again (sys_signal.c) */
 	uint64_t signal_held_us; /* since when (0: none held) */
+	unsigned signal_holds; /* held at how many exits */
 	int preempt_due; /* the slice ended inside a call: switch at its return */
 	/* Templates (template.c): booting one, parked at its ready call
 	 * (KEEP_SYS_READY) with the request buffer it gave, or a clone. */
