@@ -5,7 +5,7 @@
 # into one folder leave each other's half (MODULE_NOT_FOUND). Exits 77
 # when the registry cannot be reached, 1 when the install fails.
 e2b_sdk_install() {
-	sdk=$PWD/$B/e2b-sdk
+	sdk=$(realpath -m "$B/e2b-sdk")
 	mkdir -p "$B"
 	exec 8>"$B/e2b-sdk.lock"
 	flock 8

@@ -58,7 +58,7 @@ tokens:
   issuer_keys: [ $tmp/issuer.public ]
   max_ttl: 1h
 images:
-  trusted_keys: [ $PWD/$B/keys/dev.public ]
+  trusted_keys: [ $(realpath "$B/keys/dev.public") ]
 ${KEEPD_YAML_EXTRA:-}
 $platform_line
 EOC
