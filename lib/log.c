@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/fdio.h"
 #include "lib/log.h"
 
 /*
@@ -63,9 +64,16 @@ static void KEEP_PRINTF(2, 0)
 		snprintf(msg + len, sizeof(msg) - len, ": %s",
 		    strerror(saved_errno));
 	}
-	if (log_to_stderr)
-		dprintf(STDERR_FILENO, "%s: %s\n", log_name, msg);
-	else
+	if (log_to_stderr) {
+		/* One write a line: dprintf's FILE cost an fstat and an
+		 * lseek besides, on every line (egress logs each connect). */
+		char line[sizeof(log_name) + 2 + sizeof(msg) + 1];
+		int len =
+		    snprintf(line, sizeof(line), "%s: %s\n", log_name, msg);
+
+		if (len > 0 && (size_t)len < sizeof(line))
+			(void)write_all(STDERR_FILENO, line, (size_t)len);
+	} else
 		syslog(pri, "%s", msg);
 }
 
