@@ -76,12 +76,6 @@
 #define S_IFDIR_ 0040000
 #define RFLAGS_TF 0x100
 
-/* What the entry saved, lowest first; ret is the answer for RAX. */
-struct fast_regs {
-	int64_t ret;
-	uint64_t r9, r8, r10, rdx, rsi, rdi, r11, rcx, rax;
-};
-
 /* struct stat on x86-64, as the VMM writes it (put_stat). */
 struct kstat {
 	uint64_t dev, ino, nlink;
@@ -91,8 +85,6 @@ struct kstat {
 	int64_t times[6];
 	int64_t unused[3];
 };
-
-int fast_call(struct fast_regs *r);
 
 static const struct keep_fast *
 data(void)

@@ -11,6 +11,9 @@
  * keeps: it writes that state here before every entry of the vCPU, and
  * the code at LSTAR answers them from it without an exit. Everything
  * else, and anything unusual about those, goes to the VMM as before.
+ * The trap platform's stub runs the same answers in its SIGSYS handler
+ * (guest/trap_stub.c answer_here), from the same pages mapped at the
+ * same addresses.
  *
  * Every page here but one is user read-only: the guest cannot change
  * what it is answered, and nothing here is more than the program could
@@ -32,6 +35,18 @@
 #define FAST_PATH_MAX 256
 /* Room the fast code needs below the caller's red zone. */
 #define FAST_STACK 4096
+
+/* A call's registers, lowest first as guest/fastcall_entry.S pushes
+ * them; ret is the answer for RAX. r11 is the caller's RFLAGS and rcx
+ * its RIP, as `syscall` leaves them (the trap stub fills the same from
+ * its SIGSYS frame). */
+struct fast_regs {
+	int64_t ret;
+	uint64_t r9, r8, r10, rdx, rsi, rdi, r11, rcx, rax;
+};
+
+/* 1 with r->ret the answer, or 0: the VMM answers (guest/fastcall.c). */
+int fast_call(struct fast_regs *r);
 
 /* A descriptor's kind (host/vmm/vm_int.h enum vfd_kind, as the VMM
  * answers these calls for it). */

@@ -3,9 +3,11 @@
  * program a guest process starts as on a host without KVM. It maps the
  * guest's memory at the guest's addresses, installs a seccomp filter
  * under which every system call the guest makes raises SIGSYS, and from
- * then on only relays: each SIGSYS, fault and kick becomes an event in
- * the box, and the vm process's reply becomes the registers the handler
- * returns to.
+ * then on relays: each SIGSYS, fault and kick becomes an event in the
+ * box, and the vm process's reply becomes the registers the handler
+ * returns to. The few calls guest/fastcall.c answers from the vm
+ * process's read-only pages are answered in the handler instead
+ * (answer_here).
  *
  * The guest shares this process and can read and write all of it, the
  * stub included (its code only read and execute). So the stub holds
@@ -33,6 +35,7 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 
+#include "guest/fastcall.h"
 #include "host/vmm/abi.h"
 #include "host/vmm/trap_abi.h"
 
@@ -566,6 +569,46 @@ relay(struct stub_ucontext *uc, uint32_t event)
 	store32(&b->state, TRAP_S_GUEST);
 }
 
+/*
+ * A call guest/fastcall.c answers from the pages the vm process keeps
+ * for it (docs/vmm.md, "Calls answered in the guest"), here in the
+ * guest's own process as under KVM it is in the guest's ring: the answer
+ * goes into RAX and the handler returns, with no relay. The pages are
+ * read-only here but the changed descriptors' one, whose entries the vm
+ * process takes as requests; the answers write only where the call asked
+ * (checked as vm_gptr checks), so a guest that calls this itself gains
+ * nothing it could not do with the call. Not from a frame outside the
+ * signal stack's room (relay's check), where the answers' own stack
+ * could reach below it.
+ */
+static int
+answer_here(struct stub_ucontext *uc)
+{
+	const volatile uint64_t *enabled = (const uint64_t *)GUEST_FASTDATA;
+	struct stub_sigcontext *m = &uc->mc;
+	struct trap_box *b = st.box;
+	struct fast_regs r;
+
+	if (*enabled == 0 ||
+	    (uint8_t *)uc < b->sigstack + TRAP_SIGSTACK_SPARE ||
+	    (uint8_t *)uc >= b->sigstack + TRAP_SIGSTACK_SIZE)
+		return 0;
+	r.ret = 0;
+	r.r9 = m->r9;
+	r.r8 = m->r8;
+	r.r10 = m->r10;
+	r.rdx = m->rdx;
+	r.rsi = m->rsi;
+	r.rdi = m->rdi;
+	r.r11 = m->eflags;
+	r.rcx = m->rip;
+	r.rax = m->rax;
+	if (!fast_call(&r))
+		return 0;
+	m->rax = (uint64_t)r.ret;
+	return 1;
+}
+
 /* ---- handlers --------------------------------------------------------- */
 
 static void
@@ -579,6 +622,8 @@ on_sigsys(int sig, struct stub_siginfo *si, void *ucv)
 		relay(ucv, TRAP_EV_BOOT);
 		return;
 	}
+	if (answer_here(ucv))
+		return;
 	relay(ucv, TRAP_EV_SYSCALL);
 }
 
@@ -803,6 +848,19 @@ map_guest(uint64_t memsz)
 	    PROT_READ | PROT_EXEC, MAP_SHARED | MAP_FIXED_NOREPLACE,
 	    TRAP_FD_MEM, GUEST_VDSO);
 	if (rc != GUEST_VDSO)
+		die(123);
+	/* The calls answered here (answer_here): the changed descriptors'
+	 * page, the guest's to write as under KVM, and the answers' data,
+	 * runs and index, read-only. */
+	rc = stub_syscall6(NR_mmap, GUEST_FASTCHANGE, 0x1000,
+	    PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE,
+	    TRAP_FD_MEM, GUEST_FASTCHANGE);
+	if (rc != GUEST_FASTCHANGE)
+		die(123);
+	rc = stub_syscall6(NR_mmap, GUEST_FASTDATA,
+	    GUEST_LOW_END - GUEST_FASTDATA, PROT_READ,
+	    MAP_SHARED | MAP_FIXED_NOREPLACE, TRAP_FD_MEM, GUEST_FASTDATA);
+	if (rc != GUEST_FASTDATA)
 		die(123);
 }
 

@@ -8,13 +8,14 @@ TRAP_STUB_C   = $(B)/gen/trap_stub.c
 LIB_OBJS += $(B)/obj/gen/trap_stub.o
 
 $(TRAP_STUB_ELF): guest/trap_stub.c guest/trap_stub_entry.S host/vmm/abi.h \
-                  host/vmm/trap_abi.h | deps
+                  host/vmm/trap_abi.h guest/fastcall.c guest/fastcall.h | deps
 	@mkdir -p $(dir $@)
 	$(CC) -I. -std=gnu11 -O2 $(WARN) -ffreestanding -fPIE \
 	    -mgeneral-regs-only -fno-stack-protector -fcf-protection=none \
 	    -fno-asynchronous-unwind-tables -fno-builtin -nostdlib \
 	    -static-pie -Wl,--build-id=none -Wl,-z,noexecstack \
-	    -Wl,-e,_stub_start -o $@.tmp guest/trap_stub_entry.S guest/trap_stub.c
+	    -Wl,-e,_stub_start -o $@.tmp guest/trap_stub_entry.S guest/trap_stub.c \
+	    guest/fastcall.c
 	@if readelf -r $@.tmp | grep -q R_X86_64; then \
 	    echo "trap stub: has relocations (no loader applies them)" >&2; exit 1; fi
 	mv $@.tmp $@

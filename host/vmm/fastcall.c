@@ -7,7 +7,10 @@
  * once the first system call shows the guest's `syscall` stays at CPL3
  * (kvm-pvm, where each exit costs about 30 us): on hardware
  * virtualization LSTAR runs at CPL0 on the caller's stack, and the stub
- * alone stays. Before every entry of the vCPU the VMM writes what the
+ * alone stays. The trap platform's stub answers them in its SIGSYS
+ * handler (guest/trap_stub.c) from the same pages, synced before every
+ * resume and reaped as every event begins (trap.c). Before every entry
+ * of the vCPU the VMM writes what the
  * answers need at GUEST_FASTDATA (its descriptors, signal actions, cwd,
  * the memory a pointer may name); the index of the image's files goes
  * to GUEST_FASTIDX when the VMM first answers a path's stat itself, so
@@ -120,9 +123,12 @@ vm_fast_probe(struct vm *vm)
 	if (vm->fast_probed)
 		return;
 	vm->fast_probed = 1;
-	/* The trap platform answers every call in the vm process. */
-	if (vm->on_trap)
+	/* The trap stub answers them in its SIGSYS handler, from the same
+	 * pages (guest/trap_stub.c answer_here): no LSTAR to set. */
+	if (vm->on_trap) {
+		vm->fast = 1;
 		return;
+	}
 	/* The stub's `out` ran at CPL3: kvm-pvm (abi.h). */
 	if ((vm->run->s.regs.sregs.cs.selector & 3) != 3 ||
 	    guest_fast_len > GUEST_FAST_MAX)
@@ -476,8 +482,13 @@ vm_fast_sync(struct vm *vm)
 	size_t n, i, hi = 0;
 	int sig;
 
-	if (!vm->fast)
+	/* The trap stub looks at enabled itself, whatever vm->fast says: a
+	 * memory image taken with the answers on is not taken as on. */
+	if (!vm->fast) {
+		if (vm->on_trap)
+			d->enabled = 0;
 		return;
+	}
 	/* Traced runs show every call; several threads would read the
 	 * page while another changes what it says. */
 	d->enabled = 0;
@@ -520,7 +531,8 @@ vm_fast_sync(struct vm *vm)
 	d->id = VM_GUEST_ID;
 	d->io_chunk = VM_IO_CHUNK;
 	d->dir_chunk = VM_DIR_CHUNK;
-	d->changes_here = changes_page_mapped(vm);
+	/* The trap stub maps it writable at boot, or does not start. */
+	d->changes_here = vm->on_trap || changes_page_mapped(vm);
 	d->image_at = vm->image_slot ? GUEST_IMAGE_GPA : 0;
 	n = strlen(vm->cwd);
 	if (n < sizeof(d->cwd)) {

@@ -1447,6 +1447,8 @@ vm_trap_loop(struct vm *vm)
 		}
 		rc = t->nops != 0 ? flush_ops(vm, t, &status) : WAIT_EVENT;
 		if (rc == WAIT_EVENT) {
+			/* What the stub answers from while the guest runs. */
+			vm_fast_sync(vm);
 			put_regs(vm, t);
 			rc = post_and_wait(
 			    vm, t, TRAP_R_RESUME, vm->deadline_us, &status);
@@ -1465,6 +1467,8 @@ vm_trap_loop(struct vm *vm)
 		}
 		ev = __atomic_load_n(&t->box->event, 0);
 		take_regs(vm, t);
+		/* Before anything looks at the descriptors. */
+		vm_fast_reap(vm);
 		vm->res->exits++;
 		switch (ev) {
 		case TRAP_EV_SYSCALL:
