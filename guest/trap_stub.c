@@ -62,6 +62,9 @@
 #define PROT_WRITE 2
 #define PROT_EXEC 4
 #define MAP_SHARED 0x01
+#define MAP_PRIVATE 0x02
+#define MAP_ANONYMOUS 0x20
+#define MAP_NORESERVE 0x4000
 #define MAP_FIXED 0x10
 #define MAP_FIXED_NOREPLACE 0x100000
 #define MREMAP_MAYMOVE 1
@@ -467,13 +470,21 @@ run_op(struct trap_box *b, uint64_t addr, uint64_t len, uint64_t off,
     uint32_t prot, uint32_t kind, long *held)
 {
 	long rc, fd;
+	/* Guest memory, or the image's bytes read-only where the answers
+	 * read them (GUEST_IMAGE_GPA, as KVM's read-only slot), past guest
+	 * memory, over the room map_guest reserved for them. */
+	int image = (kind == TRAP_OP_MAP || kind == TRAP_OP_MAP_AGAIN) &&
+	    prot == (PROT_READ | PROT_EXEC) && addr == GUEST_IMAGE_GPA &&
+	    GUEST_IMAGE_GPA >= b->memsz && len != 0 && (len & 0xfff) == 0 &&
+	    len <= GUEST_IMAGE_MAX;
 
-	if (addr < TRAP_MEM_LO || len > b->memsz || addr > b->memsz - len ||
-	    (addr & 0xfff) != 0 || (len & 0xfff) != 0 || len == 0 ||
-	    (prot != PROT_NONE &&
-	        prot != (PROT_READ | PROT_WRITE | PROT_EXEC) &&
-	        ((kind != TRAP_OP_MAP && kind != TRAP_OP_MAP_AGAIN) ||
-	            prot != (PROT_READ | PROT_EXEC))))
+	if (!image &&
+	    (addr < TRAP_MEM_LO || len > b->memsz || addr > b->memsz - len ||
+	        (addr & 0xfff) != 0 || (len & 0xfff) != 0 || len == 0 ||
+	        (prot != PROT_NONE &&
+	            prot != (PROT_READ | PROT_WRITE | PROT_EXEC) &&
+	            ((kind != TRAP_OP_MAP && kind != TRAP_OP_MAP_AGAIN) ||
+	                prot != (PROT_READ | PROT_EXEC)))))
 		return -EINVAL;
 	switch (kind) {
 	case TRAP_OP_PROTECT:
@@ -862,6 +873,18 @@ map_guest(uint64_t memsz)
 	    MAP_SHARED | MAP_FIXED_NOREPLACE, TRAP_FD_MEM, GUEST_FASTDATA);
 	if (rc != GUEST_FASTDATA)
 		die(123);
+	/* The image's room, closed, where the vm process maps the image
+	 * read-only (run_op): held from here, so that mapping can only ever
+	 * replace this. */
+	if (memsz <= GUEST_IMAGE_GPA) {
+		rc = stub_syscall6(NR_mmap, (long)GUEST_IMAGE_GPA,
+		    (long)GUEST_IMAGE_MAX, PROT_NONE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE |
+		        MAP_FIXED_NOREPLACE,
+		    -1, 0);
+		if (rc != (long)GUEST_IMAGE_GPA)
+			die(123);
+	}
 }
 
 void

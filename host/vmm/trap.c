@@ -283,13 +283,38 @@ trap_state(struct vm *vm)
 
 /* Queue one op on [addr, addr + len), cut to what the stub maps; fd
  * (TRAP_OP_MAP's, or -1) is the queue's from here, or BORROWED(fd). */
+/* op at the queue's end: 0, or -1 with the run stopped. */
+static int
+append_op(struct vm *vm, struct vm_trap *t, struct trap_op op, int fd)
+{
+	struct trap_op *n;
+	int *nf;
+
+	if (t->nops == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 64;
+
+		if ((n = reallocarray(t->ops, cap, sizeof(*n))) != NULL)
+			t->ops = n;
+		if ((nf = reallocarray(t->op_fds, cap, sizeof(*nf))) != NULL)
+			t->op_fds = nf;
+		if (n == NULL || nf == NULL) {
+			if (fd >= 0)
+				close(fd);
+			vm_stop(vm, VMM_FAULT, -1, "fault: out of host memory");
+			return -1;
+		}
+		t->cap = cap;
+	}
+	t->op_fds[t->nops] = fd;
+	t->ops[t->nops++] = op;
+	return 0;
+}
+
 static void
 queue_op(struct vm *vm, uint64_t addr, uint64_t len, struct trap_op op, int fd)
 {
 	struct vm_trap *t;
 	uint64_t end = addr + len;
-	struct trap_op *n;
-	int *nf;
 
 	/* The kernel's first 2 MiB are not the guest's to touch here. */
 	if (addr < TRAP_MEM_LO) {
@@ -325,25 +350,9 @@ queue_op(struct vm *vm, uint64_t addr, uint64_t len, struct trap_op op, int fd)
 			return;
 		}
 	}
-	if (t->nops == t->cap) {
-		size_t cap = t->cap ? 2 * t->cap : 64;
-
-		if ((n = reallocarray(t->ops, cap, sizeof(*n))) != NULL)
-			t->ops = n;
-		if ((nf = reallocarray(t->op_fds, cap, sizeof(*nf))) != NULL)
-			t->op_fds = nf;
-		if (n == NULL || nf == NULL) {
-			if (fd >= 0)
-				close(fd);
-			vm_stop(vm, VMM_FAULT, -1, "fault: out of host memory");
-			return;
-		}
-		t->cap = cap;
-	}
 	op.addr = addr;
 	op.len = end - addr;
-	t->op_fds[t->nops] = fd;
-	t->ops[t->nops++] = op;
+	append_op(vm, t, op, fd);
 }
 
 void
@@ -1081,6 +1090,33 @@ wait_reason(int status, char *buf, size_t len)
 
 /* ---- starting and stopping -------------------------------------------- */
 
+/*
+ * The image's bytes, read-only at GUEST_IMAGE_GPA as KVM's read-only
+ * slot gives them (fastcall.c vm_fast_image_slot): the stub's answers
+ * read image files from there. Queued for each new stub, so that a
+ * fork's, an execve's and a clone's have it too; none for an image past
+ * GUEST_IMAGE_MAX or a program that is no image's.
+ */
+static void
+map_image(struct vm *vm, struct vm_trap *t)
+{
+	const struct vmm_config *cfg = vm->cfg;
+	uint64_t len;
+
+	vm->image_slot = 0;
+	if (cfg->image_map == NULL || cfg->image_fd < 0 ||
+	    cfg->image_map_len == 0 || cfg->image_map_len > GUEST_IMAGE_MAX)
+		return;
+	len = (cfg->image_map_len + VM_PAGE - 1) & ~(uint64_t)(VM_PAGE - 1);
+	if (append_op(vm, t,
+	        (struct trap_op){ .addr = GUEST_IMAGE_GPA,
+	            .len = len,
+	            .prot = PROT_READ | PROT_EXEC,
+	            .kind = TRAP_OP_MAP },
+	        BORROWED(cfg->image_fd)) == 0)
+		vm->image_slot = 1;
+}
+
 int
 vm_trap_create(struct vm *vm, char *err, size_t errlen)
 {
@@ -1153,6 +1189,7 @@ vm_trap_create(struct vm *vm, char *err, size_t errlen)
 	/* The stub's FPU area is the clean state a new process has: the
 	 * guest's first, unless the caller loads another. */
 	take_frame(t);
+	map_image(vm, t);
 	return 0;
 }
 
