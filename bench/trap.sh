@@ -3,9 +3,10 @@
 # its floors, measured in the same run (bench/trap_floor.c): a call served
 # by the vm process against an in-process SIGSYS round trip plus a
 # spinning hand-off between two processes (target 1.2x); a call answered
-# in the guest (a clock read through keep's vDSO) against the SIGSYS
-# round trip (target 1.5x); and against a
-# futex ping-pong with more busy guests than cores (target 1.2x);
+# in the guest's process (getpid, in the stub's SIGSYS handler) and a
+# clock read through keep's vDSO against the SIGSYS round trip (target
+# 1.5x); a call served with more busy guests than cores against a
+# futex ping-pong (target 1.2x);
 # compute against the same program natively (target 0.95x or better);
 # python -c 'print(1)' and import numpy cold against Debian's python3.11
 # (target 1.5x); fork+exit+wait against the same binary natively (target
@@ -42,6 +43,9 @@ floor() { awk -v k="$1" '$1 == k {print $2}' "$tmp/floor"; }
 for ((i = 0; i < RUNS; i++)); do
 	a=$(run_us "$G/sysloop" "$N"); b=$(run_us "$G/sysloop" 0)
 	echo "$(( (a - b) * 1000 / N ))" >>"$tmp/call"
+	# A call answered in the guest's process: getpid, in the stub.
+	a=$(run_us "$G/sysloop" "$N" getpid)
+	echo "$(( (a - b) * 1000 / N ))" >>"$tmp/here"
 	# A call answered in the guest: a clock read through keep's vDSO.
 	"$KEEP" run --platform trap "$G/sysloop" 1000000 clock | awk '{print $2}' >>"$tmp/clock"
 	# Three guests calling at once on two cores: the futex row.
@@ -76,6 +80,7 @@ echo
 echo "| row | keep (trap) | baseline | ratio | target |"
 echo "|---|---|---|---|---|"
 row "a call served by the vm process" "$call" "$((sigsys + spin))" ns "1.2x (SIGSYS + spinning hand-off)"
+row "a call answered in the guest's process (getpid, the stub's handler)" "$(med <"$tmp/here")" "$sigsys" ns "1.5x (SIGSYS round trip)"
 row "a call answered in the guest (clock_gettime, keep's vDSO)" "$(med <"$tmp/clock")" "$sigsys" ns "1.5x (SIGSYS round trip)"
 row "the same, 3 busy guests on 2 cores" "$busy" "$futex" ns "1.2x (futex ping-pong)"
 row "compute (300M xorshift steps)" "$(med <"$tmp/ck")" "$(med <"$tmp/cn")" ms "1/0.95 = 1.05x"

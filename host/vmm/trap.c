@@ -281,8 +281,6 @@ trap_state(struct vm *vm)
 #define BORROWED(fd) (-2 - (fd))
 #define IS_BORROWED(v) ((v) <= -2)
 
-/* Queue one op on [addr, addr + len), cut to what the stub maps; fd
- * (TRAP_OP_MAP's, or -1) is the queue's from here, or BORROWED(fd). */
 /* op at the queue's end: 0, or -1 with the run stopped. */
 static int
 append_op(struct vm *vm, struct vm_trap *t, struct trap_op op, int fd)
@@ -310,6 +308,8 @@ append_op(struct vm *vm, struct vm_trap *t, struct trap_op op, int fd)
 	return 0;
 }
 
+/* Queue one op on [addr, addr + len), cut to what the stub maps; fd
+ * (TRAP_OP_MAP's, or -1) is the queue's from here, or BORROWED(fd). */
 static void
 queue_op(struct vm *vm, uint64_t addr, uint64_t len, struct trap_op op, int fd)
 {
