@@ -240,6 +240,14 @@ change(uint32_t fd)
 	return &((struct fast_changes *)(uintptr_t)GUEST_FASTCHANGE)->fd[fd];
 }
 
+/* An op was written: the VMM reads the page as its next exit begins. */
+static void
+changed(void)
+{
+	((volatile struct fast_changes *)(uintptr_t)GUEST_FASTCHANGE)->changed =
+	    1;
+}
+
 /* Whether descriptor fd (< d->nfds) is free, as the VMM will have it
  * once it reads back what the guest changed. */
 static int
@@ -318,6 +326,7 @@ moved(uint32_t fd, uint64_t off)
 	c->off = off;
 	if (c->op != FAST_CH_OPENED && c->op != FAST_CH_OPENED_DIR)
 		c->op = FAST_CH_MOVED; /* last: the entry is made */
+	changed();
 }
 
 /* n bytes from the image (read-only at d->image_at) to the program. */
@@ -583,6 +592,7 @@ open_image(const struct keep_fast *d, const struct fast_file *f, uint64_t flags,
 	c->file = (uint32_t)(f - file_at(0));
 	c->off = 0; /* a read may have left its offset here before a close */
 	c->op = FAST_CH_OPENED; /* last: the entry is made */
+	changed();
 	r->ret = fd;
 	return 1;
 }
@@ -625,6 +635,7 @@ open_dir(const struct keep_fast *d, const char *path, uint64_t flags,
 	c->file = pos;
 	c->off = 0;
 	c->op = FAST_CH_OPENED_DIR; /* last: the entry is made */
+	changed();
 	r->ret = fd;
 	return 1;
 }
@@ -902,6 +913,7 @@ close_image(const struct keep_fast *d, struct fast_regs *r)
 	    (v.kind != FAST_FD_IMAGE && v.kind != FAST_FD_DIR))
 		return 0;
 	change((uint32_t)r->rdi)->op = FAST_CH_CLOSED;
+	changed();
 	r->ret = 0;
 	return 1;
 }

@@ -165,6 +165,10 @@ struct fast_change {
 
 struct fast_changes {
 	struct fast_change fd[FAST_FDS];
+	/* Nonzero once an op is written: the VMM reads the entries only
+	 * then (and zeroes it), not 128 of them at every call. A program
+	 * that writes an op and not this has its own change unread. */
+	uint32_t changed;
 };
 
 /* The image's files at GUEST_FASTIDX, sorted by path (strcmp order):

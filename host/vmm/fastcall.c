@@ -377,7 +377,7 @@ reap_open_dir(struct vm *vm, size_t fd, const struct fast_change *c)
  * descriptor; an image file's offset moved; an image file or directory
  * closed); anything else is dropped.
  */
-void
+int
 vm_fast_reap(struct vm *vm)
 {
 	struct fast_changes *page =
@@ -387,13 +387,14 @@ vm_fast_reap(struct vm *vm)
 	size_t fd;
 
 	if (!vm->fast || vm->fds == NULL)
-		return;
+		return 0;
 	/* A kick inside the answers may find an entry half written (its
 	 * fields, not yet its op, over a close still unread): clearing it
 	 * now would lose them. The answer ends in microseconds, and the
 	 * next exit reads what it made. */
-	if (vm_fast_inside(vm, vm->run->s.regs.regs.rip))
-		return;
+	if (vm_fast_inside(vm, vm->run->s.regs.regs.rip) || page->changed == 0)
+		return 0;
+	page->changed = 0;
 	for (fd = 0; fd < FAST_FDS; fd++) {
 		if (page->fd[fd].op == FAST_CH_NONE)
 			continue;
@@ -415,6 +416,52 @@ vm_fast_reap(struct vm *vm)
 			vm->fds[fd].off = reader_offset(c.off);
 	}
 	errno = saved;
+	return 1;
+}
+
+/*
+ * Whether call nr leaves all vm_fast_sync writes as it was, its answer
+ * aside (the trap platform then writes nothing before the next resume,
+ * trap.c): calls of time, ids, waits and writes (a write moves no
+ * offset the page holds: an image file is read-only, a workspace file's
+ * offset is the VMM's). A signal delivered after it is another matter,
+ * which the caller sees by RIP.
+ */
+int
+vm_fast_keeps(uint64_t nr)
+{
+	switch (nr) {
+	case 1: /* write */
+	case 7: /* poll */
+	case 14: /* rt_sigprocmask */
+	case 18: /* pwrite64 */
+	case 23: /* select */
+	case 24: /* sched_yield */
+	case 35: /* nanosleep */
+	case 39: /* getpid */
+	case 96: /* gettimeofday */
+	case 98: /* getrusage */
+	case 99: /* sysinfo */
+	case 100: /* times */
+	case 102: /* getuid */
+	case 104: /* getgid */
+	case 107: /* geteuid */
+	case 108: /* getegid */
+	case 110: /* getppid */
+	case 111: /* getpgrp */
+	case 186: /* gettid */
+	case 201: /* time */
+	case 202: /* futex */
+	case 228: /* clock_gettime */
+	case 229: /* clock_getres */
+	case 230: /* clock_nanosleep */
+	case 270: /* pselect6 */
+	case 271: /* ppoll */
+	case 318: /* getrandom */
+		return 1;
+	default:
+		return 0;
+	}
 }
 
 /* A file just found to match its hash: the guest may now open it. */
@@ -474,33 +521,56 @@ vm_fast_image_slot(struct vm *vm)
 		vm->image_slot = 1;
 }
 
+/*
+ * The sync below stores only what changed: the page is read at every
+ * call (the trap stub's handler, on another CPU, reads enabled at each),
+ * and a store of the same value still takes the line from the reader's
+ * cache. No guest code runs while it writes (the vCPU is out; the stub
+ * waits for its reply; guest threads take turns), so enabled need not
+ * be off in between.
+ */
+#define PUT(lv, v)                                                             \
+	do {                                                                   \
+		__typeof__(lv) put_v_ = (v);                                   \
+		if ((lv) != put_v_)                                            \
+			(lv) = put_v_;                                         \
+	} while (0)
+
+static void
+put_bytes(void *dst, const void *src, size_t n)
+{
+	if (memcmp(dst, src, n) != 0)
+		memcpy(dst, src, n);
+}
+
 void
 vm_fast_sync(struct vm *vm)
 {
 	static const uint64_t no_args[6];
 	struct keep_fast *d = (struct keep_fast *)(vm->mem + GUEST_FASTDATA);
+	struct fast_fd e;
 	size_t n, i, hi = 0;
-	int sig;
 
 	/* The trap stub looks at enabled itself, whatever vm->fast says: a
 	 * memory image taken with the answers on is not taken as on. */
 	if (!vm->fast) {
 		if (vm->on_trap)
-			d->enabled = 0;
+			PUT(d->enabled, 0);
 		return;
 	}
 	/* Traced runs show every call; several threads would read the
 	 * page while another changes what it says. */
-	d->enabled = 0;
 	if (vm->cfg->trace || (vm->threads != NULL && !vm_thread_alone(vm)) ||
-	    vm->fds == NULL)
+	    vm->fds == NULL) {
+		PUT(d->enabled, 0);
 		return;
-	d->mem_lo = GUEST_LOW_END;
-	d->mem_hi = vm->memsz;
-	d->guard_lo = vm->stack_lo - VM_HUGE;
-	d->guard_hi = vm->stack_lo;
-	d->low_hi = vm_space_low_end(vm);
-	d->stack_lo = vm->stack_lo;
+	}
+	PUT(d->mem_lo, GUEST_LOW_END);
+	PUT(d->mem_hi, vm->memsz);
+	PUT(d->guard_lo, vm->stack_lo - VM_HUGE);
+	PUT(d->guard_hi, vm->stack_lo);
+	PUT(d->low_hi, vm_space_low_end(vm));
+	PUT(d->stack_lo, vm->stack_lo);
 	if (vm->fast_space_gen != vm->space_gen && vm->mmap_used != NULL) {
 		sync_runs(vm, d);
 		vm->fast_space_gen = vm->space_gen;
@@ -508,37 +578,41 @@ vm_fast_sync(struct vm *vm)
 	/* The entry writes below the caller's RSP: only on the stack,
 	 * which is open whole (a coroutine's stack in the mmap area, whose
 	 * next page may be closed, exits). */
-	d->sp_lo = vm->stack_lo + FAST_STACK;
-	d->sp_hi = vm->memsz + 1;
-	d->gap_lo = d->guard_lo;
-	d->gap_hi = d->guard_hi + FAST_STACK;
-	d->no_workspace = vm->ws_fd < 0;
+	PUT(d->sp_lo, vm->stack_lo + FAST_STACK);
+	PUT(d->sp_hi, vm->memsz + 1);
+	PUT(d->gap_lo, d->guard_lo);
+	PUT(d->gap_hi, d->guard_hi + FAST_STACK);
+	PUT(d->no_workspace, vm->ws_fd < 0);
 	/* Up to the last descriptor in use; those above read as free. */
 	n = vm->nfds < FAST_FDS ? vm->nfds : FAST_FDS;
 	for (i = 0; i < n; i++)
 		if (vm->fds[i].kind != VFD_FREE)
 			hi = i + 1;
-	for (i = 0; i < hi; i++)
-		sync_fd(vm, &d->fd[i], &vm->fds[i]);
+	for (i = 0; i < hi; i++) {
+		sync_fd(vm, &e, &vm->fds[i]);
+		put_bytes(&d->fd[i], &e, sizeof(e));
+	}
+	memset(&e, 0, sizeof(e));
 	for (i = hi; i < vm->fast_fds && i < FAST_FDS; i++)
-		memset(&d->fd[i], 0, sizeof(d->fd[i]));
+		put_bytes(&d->fd[i], &e, sizeof(e));
 	vm->fast_fds = (unsigned)hi;
-	d->nfds = (uint32_t)n;
-	for (sig = 1; sig <= 64; sig++)
-		memcpy(&d->act[sig], &vm->sig.act[sig], sizeof(d->act[sig]));
-	d->pid = (uint32_t)vm->pid;
-	d->tid = (uint32_t)sys_gettid(vm, no_args);
-	d->id = VM_GUEST_ID;
-	d->io_chunk = VM_IO_CHUNK;
-	d->dir_chunk = VM_DIR_CHUNK;
+	PUT(d->nfds, (uint32_t)n);
+	_Static_assert(sizeof(d->act) == sizeof(vm->sig.act),
+	    "the same 65 actions on both sides");
+	put_bytes(d->act, vm->sig.act, sizeof(d->act));
+	PUT(d->pid, (uint32_t)vm->pid);
+	PUT(d->tid, (uint32_t)sys_gettid(vm, no_args));
+	PUT(d->id, VM_GUEST_ID);
+	PUT(d->io_chunk, VM_IO_CHUNK);
+	PUT(d->dir_chunk, VM_DIR_CHUNK);
 	/* The trap stub maps it writable at boot, or does not start. */
-	d->changes_here = vm->on_trap || changes_page_mapped(vm);
-	d->image_at = vm->image_slot ? GUEST_IMAGE_GPA : 0;
+	PUT(d->changes_here, vm->on_trap || changes_page_mapped(vm));
+	PUT(d->image_at, vm->image_slot ? GUEST_IMAGE_GPA : 0);
 	n = strlen(vm->cwd);
 	if (n < sizeof(d->cwd)) {
-		memcpy(d->cwd, vm->cwd, n + 1);
-		d->cwd_len = (uint32_t)n;
+		put_bytes(d->cwd, vm->cwd, n + 1);
+		PUT(d->cwd_len, (uint32_t)n);
 	} else
-		d->cwd_len = 0;
-	d->enabled = 1;
+		PUT(d->cwd_len, 0);
+	PUT(d->enabled, 1);
 }

@@ -1464,7 +1464,8 @@ void
 vm_trap_loop(struct vm *vm)
 {
 	struct vm_trap *t;
-	int rc, status = 0;
+	int rc, status = 0, synced = 0, changed;
+	uint64_t rip, nr;
 	uint32_t ev;
 	char why[64];
 
@@ -1480,12 +1481,17 @@ vm_trap_loop(struct vm *vm)
 		if (vm->run->immediate_exit) {
 			vm->run->immediate_exit = 0;
 			kick(vm);
+			synced = 0;
 			continue;
 		}
 		rc = t->nops != 0 ? flush_ops(vm, t, &status) : WAIT_EVENT;
 		if (rc == WAIT_EVENT) {
-			/* What the stub answers from while the guest runs. */
-			vm_fast_sync(vm);
+			/* What the stub answers from while the guest runs,
+			 * unless the last event left it all as it was (a
+			 * served call costs about 0.2 us less). */
+			if (!synced)
+				vm_fast_sync(vm);
+			synced = 0;
 			put_regs(vm, t);
 			rc = post_and_wait(
 			    vm, t, TRAP_R_RESUME, vm->deadline_us, &status);
@@ -1505,7 +1511,9 @@ vm_trap_loop(struct vm *vm)
 		ev = __atomic_load_n(&t->box->event, 0);
 		take_regs(vm, t);
 		/* Before anything looks at the descriptors. */
-		vm_fast_reap(vm);
+		changed = vm_fast_reap(vm);
+		rip = vm->run->s.regs.regs.rip;
+		nr = vm->run->s.regs.regs.rax;
 		vm->res->exits++;
 		switch (ev) {
 		case TRAP_EV_SYSCALL:
@@ -1519,6 +1527,12 @@ vm_trap_loop(struct vm *vm)
 				break;
 			}
 			vm_on_syscall(vm);
+			/* Nothing the answers hold moved: no change read
+			 * back, a call that changes none, no handler's frame
+			 * (RIP where the call returns), no ops queued. */
+			synced = !changed && vm_fast_keeps(nr) &&
+			    vm->run->s.regs.regs.rip == rip && vm->trap == t &&
+			    t->nops == 0;
 			break;
 		case TRAP_EV_FAULT:
 			on_fault(vm, t->box);

@@ -622,7 +622,8 @@ void vm_fast_install(struct vm *);
 void vm_fast_probe(struct vm *);
 void vm_fast_index(struct vm *, uint64_t nr);
 void vm_fast_sync(struct vm *);
-void vm_fast_reap(struct vm *);
+int vm_fast_reap(struct vm *); /* 1: it made a change the guest made */
+int vm_fast_keeps(uint64_t nr);
 void vm_fast_checked(struct vm *, size_t file);
 int vm_fast_inside(const struct vm *, uint64_t rip);
 void vm_fast_image_slot(struct vm *);

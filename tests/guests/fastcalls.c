@@ -527,7 +527,8 @@ ends(const char *who)
 }
 
 /* The program writes the page of descriptors it changed itself (struct
- * fast_changes: 16 bytes each, op first, the offset at 8): an image
+ * fast_changes: 16 bytes each, op first, the offset at 8, and after the
+ * 128 of them a word that says one changed): an image
  * file's close closes it and its move moves it, as close(2) and lseek(2)
  * would; a close of stdout, an open over stdout and an open of a file
  * the image does not have are dropped. */
@@ -550,6 +551,7 @@ change_page(void)
 	page[16 * g + 8] = 7; /* moved to 7 */
 	page[16 * g] = 3;
 	page[16 * 127] = 0xee;
+	page[16 * 128] = 1; /* changed */
 	w = raw(SYS_getppid, 0, 0, 0, 0); /* an exit: the VMM reads it */
 	a = raw(SYS_fstat, f, (long)&st, 0, 0);
 	b = raw(SYS_lseek, g, 0, SEEK_CUR, 0);
