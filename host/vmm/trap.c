@@ -1105,7 +1105,8 @@ map_image(struct vm *vm, struct vm_trap *t)
 
 	vm->image_slot = 0;
 	if (cfg->image_map == NULL || cfg->image_fd < 0 ||
-	    cfg->image_map_len == 0 || cfg->image_map_len > GUEST_IMAGE_MAX)
+	    cfg->image_map_len == 0 || cfg->image_map_len > GUEST_IMAGE_MAX ||
+	    vm->memsz > GUEST_IMAGE_GPA)
 		return;
 	len = (cfg->image_map_len + VM_PAGE - 1) & ~(uint64_t)(VM_PAGE - 1);
 	if (append_op(vm, t,
