@@ -386,7 +386,9 @@ vm_fast_reap(struct vm *vm)
 	int saved = errno;
 	size_t fd;
 
-	if (!vm->fast || vm->fds == NULL)
+	/* A vfork child in its parent's memory answers nothing itself, and
+	 * what the page says is its parent's. */
+	if (!vm->fast || vm->fds == NULL || vm->mem_borrowed)
 		return 0;
 	/* A kick inside the answers may find an entry half written (its
 	 * fields, not yet its op, over a close still unread): clearing it
@@ -559,9 +561,11 @@ vm_fast_sync(struct vm *vm)
 		return;
 	}
 	/* Traced runs show every call; several threads would read the
-	 * page while another changes what it says. */
+	 * page while another changes what it says; a vfork child in its
+	 * parent's memory (the trap platform's) would write its own
+	 * descriptors into its parent's page. */
 	if (vm->cfg->trace || (vm->threads != NULL && !vm_thread_alone(vm)) ||
-	    vm->fds == NULL) {
+	    vm->fds == NULL || vm->mem_borrowed) {
 		PUT(d->enabled, 0);
 		return;
 	}

@@ -8,7 +8,8 @@
  * stat in hex). tests/integration/vmm_fastcalls.sh runs it twice, once
  * with the answers in the guest and once with every call exiting
  * (--trace), and the two outputs must be the same byte for byte; also
- * in a forked child and while a second thread exists.
+ * in a forked child, after a vfork child, and while a second thread
+ * exists.
  *
  * usage: fastcalls [ROUNDS]   (repeats the stats ROUNDS times, default 1)
  *        fastcalls poke     (writes to the VMM's answers: must fault)
@@ -28,6 +29,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -697,6 +699,38 @@ under_alarms(long rounds)
 	return bad != 0 || alarm_bad != 0;
 }
 
+/* A vfork child runs in its parent's memory (the trap platform shares
+ * it, as Linux does): what it opens, and the calls after, leave its
+ * parent's descriptors as they were. */
+static void
+vforked(void)
+{
+	struct utsname u;
+	struct stat st;
+	pid_t pid;
+	int w, fd;
+
+	fflush(stdout);
+	if ((pid = vfork()) == 0) {
+		fd = (int)raw(SYS_open, (long)"/d/a.txt", O_RDONLY, 0, 0);
+		(void)raw(SYS_uname, (long)&u, 0, 0, 0);
+		(void)raw(SYS_open, (long)"/d/sub/b.txt", O_RDONLY, 0, 0);
+		(void)raw(SYS_uname, (long)&u, 0, 0, 0);
+		_exit(fd >= 0 ? 0 : 1);
+	}
+	waitpid(pid, &w, 0);
+	printf("vfork child status %d\n", w);
+	for (fd = 3; fd < 8; fd++) {
+		char what[32];
+
+		snprintf(what, sizeof(what), "after vfork fstat %d", fd);
+		show(
+		    what, raw(SYS_fstat, fd, (long)&st, 0, 0), &st, sizeof(st));
+	}
+	show("after vfork open",
+	    raw(SYS_open, (long)"/d/a.txt", O_RDONLY, 0, 0), NULL, 0);
+}
+
 static void *
 thread_stats(void *arg)
 {
@@ -742,6 +776,7 @@ main(int argc, char **argv)
 	}
 	waitpid(pid, &st, 0);
 	printf("child status %d\n", st);
+	vforked();
 	/* While another thread exists, everything exits. */
 	pthread_create(&t, NULL, thread_stats, "thread");
 	pthread_join(t, NULL);

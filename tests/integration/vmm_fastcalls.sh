@@ -3,8 +3,9 @@
 # guest"): tests/guests/fastcalls.c makes every case of them, and the cases
 # around them, printing each raw result; run with the answers in the guest
 # and with every call exiting (--trace turns them off), its output must be
-# the same byte for byte, with and without a workspace, in a forked child
-# and while a second thread exists. The answers' page is read-only; what
+# the same byte for byte, with and without a workspace, in a forked child,
+# while a second thread exists, and after a vfork child that opened
+# files in its parent's memory. The answers' page is read-only; what
 # the program writes into the changed descriptors' page opens and closes
 # no more than open(2) and close(2) would. Signals come while the guest
 # opens and closes files itself, and their handlers open and close too.
