@@ -332,6 +332,7 @@ do_exec(struct vm *vm, const char *gpath, uint64_t argv, uint64_t envp)
 	vm->regs_replaced = 1;
 	vm_signal_exec(vm);
 	vm_thread_reset(vm);
+	vm_proc_program(vm, gpath);
 	vm_fs_exec_close(vm);
 	if (vm->vfork_fd >= 0) {
 		/* A vfork parent waits until here. */

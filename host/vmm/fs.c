@@ -638,6 +638,13 @@ open_at(
 		return fd;
 	f = &vm->fds[fd];
 again:
+	if (vm_synth_path(path) && !followed &&
+	    vm_synth_outside(
+	        vm, path, (flags & O_NOFOLLOW) != 0, via, sizeof(via))) {
+		strlcpy(path, via, sizeof(path));
+		followed = 1;
+		goto again;
+	}
 	if (vm_synth_path(path)) {
 		int64_t r = vm_synth_open(vm, path, flags, f, fd);
 
@@ -1906,7 +1913,7 @@ program_via(struct vm *vm, const char *gpath, char *path, size_t pathlen,
 		return -ENOENT;
 	if ((rc = ws_normalize(vm->cwd, gpath, path, pathlen)) != 0)
 		return rc;
-	if (strcmp(path, "/proc/self/exe") == 0) {
+	if (vm_synth_is_exe(vm, path)) {
 		/* The running program (busybox re-executes itself so). */
 		*data = vm->cfg->elf;
 		*len = vm->cfg->elf_len;

@@ -97,6 +97,13 @@ int vm_synth_fd_of(struct vm *, const char *path);
  * anything not a symlink). */
 int64_t vm_synth_readlink(
     struct vm *, const char *path, char *out, size_t outlen);
+/* Whether path, followed, leaves the synthetic tree (below
+ * /proc/self/cwd): 1 with where it leads in out, else 0. */
+int vm_synth_outside(
+    struct vm *, const char *path, int nofollow, char *out, size_t outlen);
+/* Whether path leads to the running program (/proc/self/exe and the
+ * ways to it). */
+int vm_synth_is_exe(struct vm *, const char *path);
 /* What /proc/self/fd/N names for descriptor f. */
 void vm_fd_describe(const struct vfd *f, int fd, char *out, size_t outlen);
 

@@ -502,13 +502,16 @@ build_stack(struct vm *vm, uint64_t *rsp)
 	strs = sp;
 	w = words;
 	*w++ = argc;
+	vm->arg_start = strs;
 	for (i = 0; i < argc; i++)
 		*w++ = put_string(vm, &strs, cfg->argv[i]);
 	*w++ = 0;
+	vm->env_start = strs;
 	for (i = 0; i < envc; i++)
 		*w++ = put_string(vm, &strs, cfg->envp[i]);
 	for (i = 0; i < imgc; i++)
 		*w++ = put_string(vm, &strs, imgenv[i]);
+	vm->env_end = strs;
 	*w++ = 0;
 	platform = push_bytes(vm, &sp, "x86_64", 7);
 	randombytes_buf(rnd, sizeof(rnd));

@@ -26,6 +26,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "host/vmm/sys.h"
@@ -60,6 +61,15 @@ struct vm_slot {
 	 * ignored one nor wakes the process for it. Bit sig-1. */
 	uint64_t pending, caught, ignored;
 	uint64_t mem; /* bytes charged to this process */
+	/* What the tree's /proc tells of it (procfs.c): its threads, when
+	 * it was forked (vm_now_us), its name and its argv as its last
+	 * execve gave them (the argv cut to VM_PROC_CMDLINE). Written only
+	 * by the process itself; a reader clamps what it reads. */
+	int32_t nthreads;
+	uint32_t cmdline_len;
+	uint64_t start_us;
+	char comm[VM_PROC_COMM];
+	char cmdline[VM_PROC_CMDLINE];
 };
 
 struct vm_tree {
@@ -77,6 +87,9 @@ struct vm_tree {
 	 * (sock_egress.c): every process of the run counts here. */
 	struct vmm_egress_bytes egress_bytes;
 	uint64_t mem_used, mem_limit; /* bytes: the rows' sum, its bound */
+	/* The tree's "boot", for /proc's uptime and start times: when its
+	 * first process began, on vm_now_us and on the wall clock. */
+	uint64_t start_us, start_real_ns;
 	unsigned nslots;
 	struct vm_slot slot[];
 };
@@ -126,6 +139,7 @@ int
 vm_proc_init(struct vm *vm)
 {
 	unsigned n = vm->cfg->max_procs ? vm->cfg->max_procs : PROCS_DEFAULT;
+	struct timespec now;
 	size_t size;
 	struct vm_tree *t;
 
@@ -146,11 +160,17 @@ vm_proc_init(struct vm *vm)
 	 * template's clone inherited. */
 	t->mem_limit = vm_space_limit(vm);
 	t->mem_used = t->slot[0].mem = vm->mem_charged;
+	t->start_us = t->slot[0].start_us = vm_now_us();
+	clock_gettime(CLOCK_REALTIME, &now);
+	t->start_real_ns =
+	    (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+	t->slot[0].nthreads = 1;
 	vm->tree = t;
 	vm->slot = 0;
 	vm->pid = 1;
 	vm->ppid = 0;
 	vm->vfork_fd = -1;
+	vm_proc_program(vm, NULL);
 	return 0;
 }
 
@@ -425,6 +445,12 @@ do_clone(struct vm *vm, uint64_t flags, uint64_t newsp, uint64_t ptid,
 	STORE(&s->pending, 0);
 	STORE(&s->caught, LOAD(&me(vm)->caught));
 	STORE(&s->ignored, LOAD(&me(vm)->ignored));
+	/* The child is its parent's program until it execs. */
+	s->nthreads = 1;
+	s->start_us = vm_now_us();
+	memcpy(s->comm, me(vm)->comm, sizeof(s->comm));
+	s->cmdline_len = me(vm)->cmdline_len;
+	memcpy(s->cmdline, me(vm)->cmdline, sizeof(s->cmdline));
 	if (flags & CLONE_PARENT_SETTID_) {
 		int32_t *p = vm_gptr(vm, ptid, sizeof(*p));
 
@@ -1016,4 +1042,168 @@ vm_proc_fresh(struct vm *vm)
 {
 	tree_free(vm);
 	return vm_proc_init(vm);
+}
+
+/* ---- what the tree's /proc shows (procfs.c) ----------------------------- */
+
+/* This process's name and argv, for the others' /proc: at its start
+ * (path NULL: argv[0]'s last part, which the run resolved to the
+ * program) and after each execve (the path it gave, as Linux names a
+ * process after the file it executed, a script's own name included). */
+void
+vm_proc_program(struct vm *vm, const char *path)
+{
+	const char *name = path;
+	struct vm_slot *s;
+	size_t i, n, len = 0;
+
+	if (vm->tree == NULL)
+		return;
+	s = me(vm);
+	if (name == NULL || name[0] == '\0') /* execveat of a descriptor */
+		name = vm->cfg->argv != NULL && vm->cfg->argv[0] != NULL
+		    ? vm->cfg->argv[0]
+		    : "program";
+	vm_proc_set_name(
+	    vm, strrchr(name, '/') != NULL ? strrchr(name, '/') + 1 : name);
+	for (i = 0; vm->cfg->argv != NULL && vm->cfg->argv[i] != NULL; i++) {
+		n = strlen(vm->cfg->argv[i]) + 1;
+		if (n > sizeof(s->cmdline) - len)
+			n = sizeof(s->cmdline) - len;
+		memcpy(s->cmdline + len, vm->cfg->argv[i], n);
+		len += n;
+		if (len == sizeof(s->cmdline))
+			break;
+	}
+	STORE(&s->cmdline_len, (uint32_t)len);
+	STORE(&s->nthreads, 1);
+}
+
+/* prctl(PR_SET_NAME) and the program's name: at most 15 bytes. */
+void
+vm_proc_set_name(struct vm *vm, const char *name)
+{
+	char comm[VM_PROC_COMM];
+
+	if (vm->tree == NULL)
+		return;
+	memset(comm, 0, sizeof(comm));
+	strncpy(comm, name, sizeof(comm) - 1);
+	memcpy(me(vm)->comm, comm, sizeof(comm));
+}
+
+void
+vm_proc_set_threads(struct vm *vm, int n)
+{
+	if (vm->tree != NULL)
+		STORE(&me(vm)->nthreads, n);
+}
+
+/* What /proc says of guest process pid (0 or -ENOENT): a live one of the
+ * tree or a zombie not yet reaped. The caller itself is running; the
+ * rest are shown sleeping, as they are while the caller runs on a box
+ * with fewer cores than processes, or waiting for it. */
+int
+vm_proc_view(struct vm *vm, int32_t pid, struct vm_proc_view *v)
+{
+	const char *name;
+	struct vm_slot *s;
+	uint64_t w;
+	size_t n;
+
+	memset(v, 0, sizeof(*v));
+	v->pid = pid;
+	if (vm->tree == NULL) {
+		if (pid != vm->pid)
+			return -ENOENT;
+		v->state = 'R';
+		v->pgid = v->sid = pid;
+		v->nthreads = 1;
+		name = vm->cfg->argv != NULL && vm->cfg->argv[0] != NULL
+		    ? vm->cfg->argv[0]
+		    : "program";
+		strncpy(v->comm,
+		    strrchr(name, '/') != NULL ? strrchr(name, '/') + 1 : name,
+		    sizeof(v->comm) - 1);
+		return 0;
+	}
+	if (pid == vm->pid)
+		s = me(vm);
+	else if ((s = find_pid(vm, pid)) == NULL)
+		return -ENOENT;
+	w = LOAD(&s->word);
+	if (w_state(w) == SLOT_FREE || LOAD(&s->guest_pid) != pid)
+		return -ENOENT;
+	v->state = pid == vm->pid ? 'R' : w_state(w) == SLOT_ZOMBIE ? 'Z' : 'S';
+	/* An orphan's parent is the tree's first process, as init adopts
+	 * orphans on Linux. */
+	v->ppid = w_parent(w) != 0 ? w_parent(w) : pid == 1 ? 0 : 1;
+	v->pgid = LOAD(&s->pgid);
+	v->sid = LOAD(&s->sid);
+	v->nthreads = v->state == 'Z' ? 1 : LOAD(&s->nthreads);
+	v->start_us = LOAD(&s->start_us) - vm->tree->start_us;
+	v->mem = v->state == 'Z' ? 0 : LOAD(&s->mem);
+	v->pending = LOAD(&s->pending);
+	v->caught = LOAD(&s->caught);
+	v->ignored = LOAD(&s->ignored);
+	memcpy(v->comm, s->comm, sizeof(v->comm));
+	v->comm[sizeof(v->comm) - 1] = '\0';
+	if (v->state != 'Z') {
+		n = LOAD(&s->cmdline_len);
+		if (n > sizeof(v->cmdline))
+			n = sizeof(v->cmdline);
+		memcpy(v->cmdline, s->cmdline, n);
+		v->cmdline_len = n;
+	}
+	return 0;
+}
+
+/* The tree's guest pids (live and zombie), ascending, at most max;
+ * returns how many there are. */
+size_t
+vm_proc_pids(struct vm *vm, int32_t *pids, size_t max)
+{
+	size_t n = 0, i, j;
+	int32_t p;
+
+	if (vm->tree == NULL) {
+		if (max > 0)
+			pids[0] = vm->pid;
+		return 1;
+	}
+	for (i = 0; i < vm->tree->nslots; i++) {
+		if (w_state(LOAD(&vm->tree->slot[i].word)) == SLOT_FREE ||
+		    (p = LOAD(&vm->tree->slot[i].guest_pid)) <= 0)
+			continue;
+		if (n < max) {
+			for (j = n; j > 0 && pids[j - 1] > p; j--)
+				pids[j] = pids[j - 1];
+			pids[j] = p;
+		}
+		n++;
+	}
+	return n;
+}
+
+/* The tree's "boot": how long ago (us) its first process started, and
+ * that instant on the wall clock (ns since the epoch); the last pid
+ * handed out. */
+void
+vm_proc_clock(
+    struct vm *vm, uint64_t *uptime_us, uint64_t *boot_real_ns, int32_t *last)
+{
+	struct timespec now;
+	uint64_t real;
+
+	if (vm->tree != NULL) {
+		*uptime_us = vm_now_us() - vm->tree->start_us;
+		*boot_real_ns = vm->tree->start_real_ns;
+		*last = LOAD(&vm->tree->next_pid) - 1;
+		return;
+	}
+	clock_gettime(CLOCK_REALTIME, &now);
+	real = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+	*uptime_us = 0;
+	*boot_real_ns = real;
+	*last = vm->pid;
 }

@@ -1,18 +1,21 @@
 /*
- * The guest's /proc and /dev: a few synthetic files made by the vm
- * process from the guest's own state, read-only where Linux's are.
- * Nothing of the host shows through: the figures are the guest's
- * (its memory, its descriptors, its CPUID as the guest sees it).
+ * The guest's /proc and /dev: synthetic files made by the vm process
+ * from the guest's own state, read-only where Linux's are. Nothing of
+ * the host shows through: the figures are the guest's (its memory, its
+ * descriptors, its CPUID as the guest sees it, its process tree).
  *
  *   /dev/null, /dev/zero, /dev/random, /dev/urandom   devices
  *   /dev/tty          exists, but opens with ENXIO: no controlling terminal
  *   /dev/stdin, /dev/stdout, /dev/stderr, /dev/fd     symlinks into /proc/self/fd
- *   /proc/self -> 1
- *   /proc/1/exe       symlink to the program; opening it gives its bytes
- *   /proc/1/fd/N      symlinks naming each open descriptor; opening one
- *                     duplicates it
- *   /proc/1/maps, /proc/1/status, /proc/1/cmdline
- *   /proc/cpuinfo, /proc/meminfo, /proc/stat
+ *   /proc/self, /proc/thread-self -> the caller's guest pid
+ *   /proc/PID/        one for each process of the run's tree (proc.c's
+ *                     table): stat, statm, status, cmdline, comm; the
+ *                     caller's own also exe (the program's bytes), fd/N
+ *                     (opening one duplicates it), cwd, environ, maps,
+ *                     mounts, mountinfo. Another's private ones are
+ *                     EACCES, as for a process that is not dumpable.
+ *   /proc/cpuinfo, /proc/meminfo, /proc/stat, /proc/loadavg,
+ *   /proc/uptime, /proc/version, /proc/mounts -> self/mounts
  *   /sys/devices/system/cpu/online, possible, present: the CPU list
  *
  * Paths are the normalized guest paths of fs.c; symlinks here are
@@ -33,7 +36,8 @@
 #include "host/vmm/vm_int.h"
 
 #define SYNTH_MAX (64u << 10) /* the largest /proc file made */
-#define PID_DIR "/proc/1"
+#define PROC_PIDS_MAX 1024 /* listed in /proc; the tree's limit */
+#define USER_HZ 100 /* the clock ticks of /proc's times */
 /* glibc's get_nprocs reads online first (sysconf, os.cpu_count), lscpu
  * and others the rest: the same CPUs as sched_getaffinity. */
 #define SYS_CPU "/sys/devices/system/cpu"
@@ -44,9 +48,10 @@ enum node_kind {
 	N_FILE, /* made by a generator */
 	N_DEV,
 	N_LINK,
-	N_FD, /* /proc/1/fd/N followed: descriptor N itself */
-	N_EXE, /* /proc/1/exe followed: the program's bytes */
-	N_TTY /* /dev/tty of a process without a controlling terminal */
+	N_FD, /* /proc/PID/fd/N followed: descriptor N itself */
+	N_EXE, /* /proc/PID/exe followed: the program's bytes */
+	N_TTY, /* /dev/tty of a process without a controlling terminal */
+	N_OUTSIDE /* /proc/PID/cwd followed: link names a path outside */
 };
 
 enum gen {
@@ -57,7 +62,20 @@ enum gen {
 	G_MAPS,
 	G_STATUS,
 	G_CMDLINE,
-	G_CPULIST
+	G_CPULIST,
+	G_PIDSTAT,
+	G_STATM,
+	G_COMM,
+	G_ENVIRON,
+	G_MOUNTS,
+	G_MOUNTINFO,
+	G_LOADAVG,
+	G_UPTIME,
+	G_VERSION,
+	G_HOSTNAME,
+	G_OSRELEASE,
+	G_OSTYPE,
+	G_PID_MAX
 };
 
 struct node {
@@ -65,6 +83,8 @@ struct node {
 	enum gen gen; /* N_FILE */
 	enum vm_dev dev; /* N_DEV */
 	int fd; /* N_FD */
+	int32_t pid; /* under /proc/PID: the process described */
+	int denied; /* another process's private entry: stat alone */
 	char link[VM_PATH_MAX]; /* N_LINK: the target */
 	char path[VM_PATH_MAX]; /* where the walk ended */
 };
@@ -87,16 +107,19 @@ static const struct {
 	{ "/dev/stderr", N_LINK, G_NONE, 0, "/proc/self/fd/2" },
 	{ "/dev/fd", N_LINK, G_NONE, 0, "/proc/self/fd" },
 	{ "/proc", N_DIR, G_NONE, 0, NULL },
-	{ "/proc/self", N_LINK, G_NONE, 0, "1" },
 	{ "/proc/cpuinfo", N_FILE, G_CPUINFO, 0, NULL },
 	{ "/proc/meminfo", N_FILE, G_MEMINFO, 0, NULL },
 	{ "/proc/stat", N_FILE, G_STAT, 0, NULL },
-	{ PID_DIR, N_DIR, G_NONE, 0, NULL },
-	{ PID_DIR "/fd", N_DIR, G_NONE, 0, NULL },
-	{ PID_DIR "/maps", N_FILE, G_MAPS, 0, NULL },
-	{ PID_DIR "/status", N_FILE, G_STATUS, 0, NULL },
-	{ PID_DIR "/cmdline", N_FILE, G_CMDLINE, 0, NULL },
-	{ PID_DIR "/exe", N_LINK, G_NONE, 0, NULL /* exe_path() */ },
+	{ "/proc/loadavg", N_FILE, G_LOADAVG, 0, NULL },
+	{ "/proc/uptime", N_FILE, G_UPTIME, 0, NULL },
+	{ "/proc/version", N_FILE, G_VERSION, 0, NULL },
+	{ "/proc/mounts", N_LINK, G_NONE, 0, "self/mounts" },
+	{ "/proc/sys", N_DIR, G_NONE, 0, NULL },
+	{ "/proc/sys/kernel", N_DIR, G_NONE, 0, NULL },
+	{ "/proc/sys/kernel/hostname", N_FILE, G_HOSTNAME, 0, NULL },
+	{ "/proc/sys/kernel/osrelease", N_FILE, G_OSRELEASE, 0, NULL },
+	{ "/proc/sys/kernel/ostype", N_FILE, G_OSTYPE, 0, NULL },
+	{ "/proc/sys/kernel/pid_max", N_FILE, G_PID_MAX, 0, NULL },
 	{ SYS_CPU, N_DIR, G_NONE, 0, NULL },
 	{ SYS_CPU "/online", N_FILE, G_CPULIST, 0, NULL },
 	{ SYS_CPU "/possible", N_FILE, G_CPULIST, 0, NULL },
@@ -157,33 +180,141 @@ fd_name(const char *s)
 	return *end == '\0' && n >= 0 && n < VM_MAX_FILES_LIMIT ? (int)n : -1;
 }
 
-/* One step: what path itself is (symlinks not followed). */
-static int
-lookup_one(struct vm *vm, const char *path, struct node *nd)
-{
-	size_t i;
-	int fd;
+/* The entries of a /proc/PID directory. private: only the process
+ * itself may open or follow it (EACCES for the others). */
+static const struct {
+	const char *name;
+	enum node_kind kind;
+	enum gen gen;
+	int private;
+} pid_ents[] = {
+	{ "cmdline", N_FILE, G_CMDLINE, 0 },
+	{ "comm", N_FILE, G_COMM, 0 },
+	{ "cwd", N_LINK, G_NONE, 1 },
+	{ "environ", N_FILE, G_ENVIRON, 1 },
+	{ "exe", N_LINK, G_NONE, 1 },
+	{ "fd", N_DIR, G_NONE, 1 },
+	{ "maps", N_FILE, G_MAPS, 1 },
+	{ "mountinfo", N_FILE, G_MOUNTINFO, 0 },
+	{ "mounts", N_FILE, G_MOUNTS, 0 },
+	{ "stat", N_FILE, G_PIDSTAT, 0 },
+	{ "statm", N_FILE, G_STATM, 0 },
+	{ "status", N_FILE, G_STATUS, 0 },
+	{ "task", N_DIR, G_NONE, 0 },
+};
 
-	memset(nd, 0, sizeof(*nd));
-	strlcpy(nd->path, path, sizeof(nd->path));
-	for (i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
-		if (strcmp(fixed[i].path, path) != 0)
-			continue;
-		nd->kind = fixed[i].kind;
-		nd->gen = fixed[i].gen;
-		nd->dev = fixed[i].dev;
-		if (fixed[i].kind == N_LINK) {
-			if (fixed[i].link != NULL)
-				strlcpy(
-				    nd->link, fixed[i].link, sizeof(nd->link));
-			else
-				exe_path(vm, nd->link, sizeof(nd->link));
-		}
+#define THREADS_LISTED 256
+
+/* Whether tid is a thread of process pid (another's: its first alone,
+ * which is all the table knows of it). */
+static int
+has_thread(struct vm *vm, int32_t pid, int32_t tid)
+{
+	int32_t tids[THREADS_LISTED];
+	int i, n;
+
+	if (pid != vm->pid)
+		return tid == pid;
+	n = vm_thread_ids(vm, tids, THREADS_LISTED);
+	for (i = 0; i < n && i < THREADS_LISTED; i++)
+		if (tids[i] == tid)
+			return 1;
+	return 0;
+}
+
+/* "/proc/PID" and what follows it ("" or "/..."): PID as Linux spells
+ * it (decimal, no leading zero), or 0. */
+static int32_t
+pid_of(const char *path, const char **rest)
+{
+	const char *p = path + strlen("/proc/");
+	int32_t pid = 0;
+
+	if (!under(path, "/proc") || strlen(path) <= strlen("/proc/") ||
+	    *p < '1' || *p > '9')
+		return 0;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (pid > (INT32_MAX - 9) / 10)
+			return 0;
+		pid = pid * 10 + (*p - '0');
+	}
+	if (*p != '\0' && *p != '/')
+		return 0;
+	*rest = p;
+	return pid;
+}
+
+/* What path is under a /proc/PID of the tree, symlinks not followed. */
+static int
+lookup_pid(struct vm *vm, int32_t pid, const char *rest, struct node *nd)
+{
+	struct vm_proc_view v;
+	int self = pid == vm->pid, fd;
+	size_t i, n;
+
+	if (!self && vm_proc_view(vm, pid, &v) != 0)
+		return -ENOENT;
+	nd->pid = pid;
+	if (*rest == '\0') {
+		nd->kind = N_DIR;
 		return 0;
 	}
-	if (under(path, PID_DIR "/fd") &&
-	    strlen(path) > strlen(PID_DIR "/fd/")) {
-		fd = fd_name(path + strlen(PID_DIR "/fd/"));
+	rest++;
+	for (i = 0; i < sizeof(pid_ents) / sizeof(pid_ents[0]); i++) {
+		n = strlen(pid_ents[i].name);
+		if (strncmp(rest, pid_ents[i].name, n) != 0 ||
+		    (rest[n] != '\0' && rest[n] != '/'))
+			continue;
+		if (pid_ents[i].private && !self && rest[n] != '\0')
+			return -EACCES;
+		if (rest[n] == '\0') {
+			nd->kind = pid_ents[i].kind;
+			nd->gen = pid_ents[i].gen;
+			/* Its owner's, who alone may open or follow it (the
+			 * others' fds, memory and environment are their vm
+			 * processes'); ls -l still shows it. */
+			nd->denied = pid_ents[i].private && !self;
+			if (nd->denied)
+				return 0;
+			if (strcmp(rest, "exe") == 0)
+				exe_path(vm, nd->link, sizeof(nd->link));
+			else if (strcmp(rest, "cwd") == 0)
+				strlcpy(nd->link, vm->cwd, sizeof(nd->link));
+			return 0;
+		}
+		if (strcmp(pid_ents[i].name, "task") == 0) {
+			/* task/TID/...: the process's own entries again. */
+			const char *sub = NULL;
+			char tpath[24];
+			int32_t tid;
+
+			if (strcspn(rest + n + 1, "/") > 10) /* past int32 */
+				return -ENOENT;
+			snprintf(tpath, sizeof(tpath), "/proc/%.*s",
+			    (int)strcspn(rest + n + 1, "/"), rest + n + 1);
+			if ((tid = pid_of(tpath, &sub)) <= 0 ||
+			    !has_thread(vm, pid, tid))
+				return -ENOENT;
+			sub = rest + n + 1 + strcspn(rest + n + 1, "/");
+			if (under(sub, "/task"))
+				return -ENOENT;
+			return lookup_pid(vm, pid, sub, nd);
+		}
+		if (strcmp(pid_ents[i].name, "cwd") == 0) {
+			/* Below the cwd: the workspace's or the image's (a
+			 * cwd in /proc would lead back here). */
+			if (under(vm->cwd, "/proc"))
+				return -ELOOP;
+			nd->kind = N_OUTSIDE;
+			if (snprintf(nd->link, sizeof(nd->link), "%s%s",
+			        strcmp(vm->cwd, "/") == 0 ? "" : vm->cwd,
+			        rest + n) >= (int)sizeof(nd->link))
+				return -ENAMETOOLONG;
+			return 0;
+		}
+		if (strcmp(pid_ents[i].name, "fd") != 0)
+			return -ENOTDIR;
+		fd = fd_name(rest + n + 1);
 		if (fd < 0 || vm_fd(vm, (uint64_t)fd) == NULL)
 			return -ENOENT;
 		nd->kind = N_LINK;
@@ -195,52 +326,112 @@ lookup_one(struct vm *vm, const char *path, struct node *nd)
 	return -ENOENT;
 }
 
-/* Symlinks that stand for directories, followed wherever they are the
- * start of a longer path. */
-static const struct {
-	const char *from, *to;
-} dir_links[] = {
-	{ "/proc/self", PID_DIR },
-	{ "/proc/thread-self", PID_DIR },
-	{ "/dev/fd", PID_DIR "/fd" },
-};
+/* One step: what path itself is (symlinks not followed). */
+static int
+lookup_one(struct vm *vm, const char *path, struct node *nd)
+{
+	const char *rest = NULL;
+	int32_t pid;
+	size_t i;
+
+	memset(nd, 0, sizeof(*nd));
+	strlcpy(nd->path, path, sizeof(nd->path));
+	if (strcmp(path, "/proc/self") == 0 ||
+	    strcmp(path, "/proc/thread-self") == 0) {
+		nd->kind = N_LINK;
+		snprintf(nd->link, sizeof(nd->link), "%d", (int)vm->pid);
+		return 0;
+	}
+	for (i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
+		if (strcmp(fixed[i].path, path) != 0)
+			continue;
+		nd->kind = fixed[i].kind;
+		nd->gen = fixed[i].gen;
+		nd->dev = fixed[i].dev;
+		if (fixed[i].link != NULL)
+			strlcpy(nd->link, fixed[i].link, sizeof(nd->link));
+		return 0;
+	}
+	if ((pid = pid_of(path, &rest)) > 0)
+		return lookup_pid(vm, pid, rest, nd);
+	return -ENOENT;
+}
+
+/* path's start as the directory it stands for: /proc/self and
+ * /proc/thread-self are the caller's /proc/PID, /dev/fd its fd. 0, or
+ * -ENAMETOOLONG. */
+static int
+follow_dir_links(struct vm *vm, char *cur, size_t len, int nofollow)
+{
+	static const struct {
+		const char *from, *to;
+	} links[] = {
+		{ "/proc/self", "" },
+		{ "/proc/thread-self", "" },
+		{ "/dev/fd", "/fd" },
+	};
+	char next[VM_PATH_MAX];
+	size_t i, n;
+
+	for (i = 0; i < sizeof(links) / sizeof(links[0]); i++) {
+		n = strlen(links[i].from);
+		if (!under(cur, links[i].from) || (cur[n] == '\0' && nofollow))
+			continue;
+		if (snprintf(next, sizeof(next), "/proc/%d%s%s", (int)vm->pid,
+		        links[i].to, cur + n) >= (int)sizeof(next))
+			return -ENAMETOOLONG;
+		strlcpy(cur, next, len);
+	}
+	return 0;
+}
 
 /* Resolve path, following synthetic symlinks (the last one too unless
- * nofollow): /dev/stdin leads to /proc/1/fd/0, which followed is the
- * descriptor itself (N_FD); /proc/1/exe followed is the program. */
+ * nofollow): /dev/stdin leads to /proc/PID/fd/0, which followed is the
+ * descriptor itself (N_FD); /proc/PID/exe followed is the program. */
 static int
 lookup(struct vm *vm, const char *path, int nofollow, struct node *nd)
 {
 	char cur[VM_PATH_MAX], next[VM_PATH_MAX];
+	const char *rest = NULL, *slash;
 	int hops, rc;
-	size_t i;
 
 	strlcpy(cur, path, sizeof(cur));
 	for (hops = 0; hops < 8; hops++) {
-		for (i = 0; i < sizeof(dir_links) / sizeof(dir_links[0]); i++) {
-			size_t n = strlen(dir_links[i].from);
-
-			if (!under(cur, dir_links[i].from) ||
-			    (cur[n] == '\0' && nofollow))
-				continue;
-			if (snprintf(next, sizeof(next), "%s%s",
-			        dir_links[i].to, cur + n) >= (int)sizeof(next))
-				return -ENAMETOOLONG;
-			strlcpy(cur, next, sizeof(cur));
-		}
+		if ((rc = follow_dir_links(vm, cur, sizeof(cur), nofollow)) !=
+		    0)
+			return rc;
 		if ((rc = lookup_one(vm, cur, nd)) != 0)
 			return rc;
 		if (nd->kind != N_LINK || nofollow)
 			return 0;
-		if (under(cur, PID_DIR "/fd")) {
-			nd->kind = N_FD;
+		if (nd->denied)
+			return -EACCES;
+		if (pid_of(cur, &rest) == vm->pid) {
+			if (under(rest, "/fd")) {
+				nd->kind = N_FD;
+				return 0;
+			}
+			if (strcmp(rest, "/exe") == 0) {
+				nd->kind = N_EXE;
+				return 0;
+			}
+		}
+		if (nd->link[0] == '/' && !vm_synth_path(nd->link)) {
+			nd->kind = N_OUTSIDE; /* fs.c goes on from there */
 			return 0;
 		}
-		if (strcmp(cur, PID_DIR "/exe") == 0) {
-			nd->kind = N_EXE;
-			return 0;
+		if (nd->link[0] == '/')
+			strlcpy(cur, nd->link, sizeof(cur));
+		else {
+			/* Relative (/proc/mounts -> self/mounts): from the
+			 * link's own directory. */
+			slash = strrchr(cur, '/');
+			if (snprintf(next, sizeof(next), "%.*s/%s",
+			        (int)(slash - cur), cur,
+			        nd->link) >= (int)sizeof(next))
+				return -ENAMETOOLONG;
+			strlcpy(cur, next, sizeof(cur));
 		}
-		strlcpy(cur, nd->link, sizeof(cur));
 	}
 	return -ELOOP;
 }
@@ -410,17 +601,55 @@ map_line(struct buf *b, uint64_t lo, uint64_t hi, const char *perm,
  * os.cpus() (libuv's uv_cpu_info) counts them from here, and so does
  * glibc's get_nprocs (sysconf's online CPUs, python's os.cpu_count)
  * where /sys is not served, as in keep. The host's figures are not the
- * guest's to see.
+ * guest's to see. The tree began at btime ("boot", proc.c), and has
+ * forked processes and threads up to its last pid.
  */
 static void
-gen_stat(struct buf *b)
+gen_stat(struct vm *vm, struct buf *b)
 {
+	uint64_t up, boot;
+	int32_t last;
+
+	vm_proc_clock(vm, &up, &boot, &last);
 	put(b, "cpu  0 0 0 0 0 0 0 0 0 0\n");
 	for (unsigned cpu = 0; cpu < vm_cpus(); cpu++)
 		put(b, "cpu%u 0 0 0 0 0 0 0 0 0 0\n", cpu);
 	put(b,
-	    "intr 0\nctxt 0\nbtime 0\nprocesses 1\nprocs_running 1\n"
-	    "procs_blocked 0\n");
+	    "intr 0\nctxt 0\nbtime %llu\nprocesses %d\nprocs_running 1\n"
+	    "procs_blocked 0\n",
+	    (unsigned long long)(boot / 1000000000u), (int)last);
+}
+
+/* No load is counted (the host's is not the guest's to see); the
+ * runnable and all tasks, and the last pid, are the tree's. */
+static void
+gen_loadavg(struct vm *vm, struct buf *b)
+{
+	int32_t pids[PROC_PIDS_MAX], last;
+	uint64_t up, boot;
+	size_t n = vm_proc_pids(vm, pids, PROC_PIDS_MAX);
+
+	vm_proc_clock(vm, &up, &boot, &last);
+	put(b, "0.00 0.00 0.00 1/%zu %d\n", n, (int)last);
+}
+
+/* Since the tree began; no idle time is counted. */
+static void
+gen_uptime(struct vm *vm, struct buf *b)
+{
+	uint64_t up, boot;
+	int32_t last;
+
+	vm_proc_clock(vm, &up, &boot, &last);
+	put(b, "%llu.%02llu 0.00\n", (unsigned long long)(up / 1000000),
+	    (unsigned long long)(up % 1000000 / 10000));
+}
+
+/* What uname(2) says (sys_proc.c). */
+static void
+gen_version(struct buf *b)
+{
+	put(b, "Linux version 6.1.0-keep (keep) #1 keep guest\n");
 }
 
 /* The kernel's CPU list format: "0" or "0-N". */
@@ -467,44 +696,69 @@ gen_maps(struct vm *vm, struct buf *b)
 	map_line(b, vm->stack_lo, vm->stack_top, "rw-p", 0, "[stack]");
 }
 
-static void
-gen_status(struct vm *vm, struct buf *b)
+/* The memory a process holds, in bytes: the caller's own from its
+ * state (its program's segments and stack too), another's its charge
+ * in the tree (proc.c). */
+static uint64_t
+proc_rss(struct vm *vm, const struct vm_proc_view *v)
 {
-	const char *a0 = vm->cfg->argv != NULL && vm->cfg->argv[0] != NULL
-	    ? vm->cfg->argv[0]
-	    : "program";
-	const char *slash = strrchr(a0, '/');
-	uint64_t rss = (vm->brk_cur - vm->brk_start) +
+	if (v->pid != vm->pid)
+		return v->mem;
+	return (vm->brk_cur - vm->brk_start) +
 	    (vm->mmap_pages_used - vm->mmap_reserved_pages) * VM_PAGE +
 	    (vm->stack_top - vm->stack_lo) + (vm->elf.hi - vm->elf.lo);
+}
+
+static const char *
+state_name(char state)
+{
+	return state == 'R' ? "R (running)"
+	    : state == 'Z'  ? "Z (zombie)"
+	                    : "S (sleeping)";
+}
+
+static void
+gen_status(struct vm *vm, const struct vm_proc_view *v, struct buf *b)
+{
 	static const char *sigs[] = { "SigPnd", "ShdPnd", "SigBlk", "SigIgn",
 		"SigCgt", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb" };
 	/* The signal masks as the process's own state has them (CPython's
-	 * subprocess tests read SigIgn); no capabilities. */
+	 * subprocess tests read SigIgn), another's as it posted them for
+	 * senders; no capabilities. */
 	uint64_t mask[sizeof(sigs) / sizeof(sigs[0])] = { 0 };
+	int self = v->pid == vm->pid;
 	size_t i;
 
-	mask[0] = vm->sig.pending;
-	mask[2] = vm->sig.blocked;
-	for (i = 1; i < 65; i++) {
-		if (vm->sig.act[i].handler == 1 /* SIG_IGN */)
-			mask[3] |= 1ULL << (i - 1);
-		else if (vm->sig.act[i].handler > 1)
-			mask[4] |= 1ULL << (i - 1);
+	mask[0] = v->pending;
+	mask[3] = v->ignored;
+	mask[4] = v->caught;
+	if (self) {
+		mask[0] = vm->sig.pending;
+		mask[2] = vm->sig.blocked;
+		mask[3] = mask[4] = 0;
+		for (i = 1; i < 65; i++) {
+			if (vm->sig.act[i].handler == 1 /* SIG_IGN */)
+				mask[3] |= 1ULL << (i - 1);
+			else if (vm->sig.act[i].handler > 1)
+				mask[4] |= 1ULL << (i - 1);
+		}
 	}
-
-	put(b, "Name:\t%.15s\nUmask:\t%04o\nState:\tR (running)\n",
-	    slash != NULL ? slash + 1 : a0, vm->umask);
-	put(b, "Tgid:\t1\nNgid:\t0\nPid:\t1\nPPid:\t0\nTracerPid:\t0\n");
+	put(b, "Name:\t%s\nUmask:\t%04o\nState:\t%s\n", v->comm,
+	    self ? vm->umask : 022, state_name(v->state));
+	put(b, "Tgid:\t%d\nNgid:\t0\nPid:\t%d\nPPid:\t%d\nTracerPid:\t0\n",
+	    (int)v->pid, (int)v->pid, (int)v->ppid);
 	put(b, "Uid:\t%d\t%d\t%d\t%d\nGid:\t%d\t%d\t%d\t%d\n", VM_GUEST_ID,
 	    VM_GUEST_ID, VM_GUEST_ID, VM_GUEST_ID, VM_GUEST_ID, VM_GUEST_ID,
 	    VM_GUEST_ID, VM_GUEST_ID);
-	put(b, "FDSize:\t%u\nGroups:\t%d \n", vm->nfds, VM_GUEST_ID);
-	put(b, "VmPeak:\t%8llu kB\nVmSize:\t%8llu kB\nVmRSS:\t%8llu kB\n",
-	    (unsigned long long)(vm->memsz >> 10),
-	    (unsigned long long)(vm->memsz >> 10),
-	    (unsigned long long)(rss >> 10));
-	put(b, "Threads:\t1\nSigQ:\t0/0\n");
+	put(b, "FDSize:\t%u\nGroups:\t%d \n", self ? vm->nfds : 64,
+	    VM_GUEST_ID);
+	if (v->state != 'Z')
+		put(b,
+		    "VmPeak:\t%8llu kB\nVmSize:\t%8llu kB\nVmRSS:\t%8llu kB\n",
+		    (unsigned long long)(vm->memsz >> 10),
+		    (unsigned long long)(vm->memsz >> 10),
+		    (unsigned long long)(proc_rss(vm, v) >> 10));
+	put(b, "Threads:\t%d\nSigQ:\t0/0\n", (int)v->nthreads);
 	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
 		put(b, "%s:\t%016llx\n", sigs[i], (unsigned long long)mask[i]);
 	put(b,
@@ -512,22 +766,107 @@ gen_status(struct vm *vm, struct buf *b)
 	    "Cpus_allowed_list:\t0\n");
 }
 
+/*
+ * Linux's 52 fields (proc(5)). No CPU time is counted (utime, stime
+ * and their children's are 0, as in /proc/stat); the start time is in
+ * clock ticks since the tree began; no terminal (tty_nr 0, tpgid -1).
+ */
 static void
-gen_cmdline(struct vm *vm, struct buf *b)
+gen_pidstat(struct vm *vm, const struct vm_proc_view *v, struct buf *b)
 {
-	size_t i, n;
+	uint64_t rss = v->state == 'Z' ? 0 : proc_rss(vm, v) / VM_PAGE;
+	uint64_t vsize = v->state == 'Z' ? 0 : vm->memsz;
 
-	for (i = 0; vm->cfg->argv != NULL && vm->cfg->argv[i] != NULL; i++) {
-		n = strlen(vm->cfg->argv[i]) + 1;
-		if (b->len + n > b->cap)
-			break;
-		memcpy(b->p + b->len, vm->cfg->argv[i], n);
-		b->len += n;
+	put(b, "%d (%s) %c %d %d %d 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 %d 0 ",
+	    (int)v->pid, v->comm, v->state, (int)v->ppid, (int)v->pgid,
+	    (int)v->sid, (int)v->nthreads);
+	put(b, "%llu %llu %llu 18446744073709551615 0 0 0 0 0 ",
+	    (unsigned long long)(v->start_us / (1000000 / USER_HZ)),
+	    (unsigned long long)vsize, (unsigned long long)rss);
+	put(b, "%llu 0 %llu %llu 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
+	    (unsigned long long)(v->pending & 0xffffffffu),
+	    (unsigned long long)(v->ignored & 0xffffffffu),
+	    (unsigned long long)(v->caught & 0xffffffffu));
+}
+
+/* size resident shared text lib data dt, in pages. */
+static void
+gen_statm(struct vm *vm, const struct vm_proc_view *v, struct buf *b)
+{
+	uint64_t rss = proc_rss(vm, v) / VM_PAGE;
+	uint64_t text =
+	    v->pid == vm->pid ? (vm->elf.hi - vm->elf.lo) / VM_PAGE : 0;
+
+	if (v->state == 'Z')
+		put(b, "0 0 0 0 0 0 0\n");
+	else
+		put(b, "%llu %llu 0 %llu 0 %llu 0\n",
+		    (unsigned long long)(vm->memsz / VM_PAGE),
+		    (unsigned long long)rss, (unsigned long long)text,
+		    (unsigned long long)(rss - (text < rss ? text : rss)));
+}
+
+/* Guest memory [lo, hi), as far as the buffer holds: the program's
+ * own strings, whatever it has written over them since. */
+static void
+put_guest(struct vm *vm, uint64_t lo, uint64_t hi, struct buf *b)
+{
+	const void *g;
+	size_t n;
+
+	if (hi <= lo)
+		return;
+	n = hi - lo < b->cap - b->len ? hi - lo : b->cap - b->len;
+	if ((g = vm_gptr(vm, lo, n)) == NULL)
+		return;
+	memcpy(b->p + b->len, g, n);
+	b->len += n;
+}
+
+/* The caller's argv from its stack; another's as far as it posted it
+ * (at its start or last execve). */
+static void
+gen_cmdline(struct vm *vm, const struct vm_proc_view *v, struct buf *b)
+{
+	if (v->pid == vm->pid) {
+		put_guest(vm, vm->arg_start, vm->env_start, b);
+		return;
 	}
+	memcpy(b->p, v->cmdline, v->cmdline_len);
+	b->len = v->cmdline_len;
+}
+
+/*
+ * The guest's file system as mounts: one root, /proc and /dev. The root's
+ * device is what stat(2) of "/" answers, so df and findmnt find the
+ * mount a workspace file is on.
+ */
+static void
+gen_mounts(struct vm *vm, int info, struct buf *b)
+{
+	struct stat st;
+	unsigned maj = 0, min = 0;
+
+	if (vm_stat_path(vm, "/", 0, &st) == 0) {
+		maj = major(st.st_dev);
+		min = minor(st.st_dev);
+	}
+	if (!info) {
+		put(b,
+		    "keep / keep rw,relatime 0 0\n"
+		    "proc /proc proc rw,nosuid,nodev,noexec,relatime 0 0\n"
+		    "dev /dev devtmpfs rw,nosuid,relatime 0 0\n");
+		return;
+	}
+	put(b, "1 0 %u:%u / / rw,relatime - keep keep rw\n", maj, min);
+	put(b,
+	    "2 1 0:4 / /proc rw,nosuid,nodev,noexec,relatime - proc proc "
+	    "rw\n");
+	put(b, "3 1 0:5 / /dev rw,nosuid,relatime - devtmpfs dev rw\n");
 }
 
 static void
-gen_dir(struct vm *vm, const char *path, struct buf *b)
+gen_dir(struct vm *vm, const struct node *nd, struct buf *b)
 {
 	static const struct {
 		const char *dir, *name;
@@ -543,23 +882,29 @@ gen_dir(struct vm *vm, const char *path, struct buf *b)
 		{ "/dev", "stderr", DT_LNK },
 		{ "/dev", "fd", DT_LNK },
 		{ "/dev", "shm", DT_DIR },
-		{ "/proc", "1", DT_DIR },
 		{ "/proc", "self", DT_LNK },
 		{ "/proc", "thread-self", DT_LNK },
 		{ "/proc", "cpuinfo", DT_REG },
+		{ "/proc", "loadavg", DT_REG },
 		{ "/proc", "meminfo", DT_REG },
+		{ "/proc", "mounts", DT_LNK },
 		{ "/proc", "stat", DT_REG },
-		{ PID_DIR, "cmdline", DT_REG },
-		{ PID_DIR, "exe", DT_LNK },
-		{ PID_DIR, "fd", DT_DIR },
-		{ PID_DIR, "maps", DT_REG },
-		{ PID_DIR, "status", DT_REG },
+		{ "/proc", "sys", DT_DIR },
+		{ "/proc", "uptime", DT_REG },
+		{ "/proc", "version", DT_REG },
+		{ "/proc/sys", "kernel", DT_DIR },
+		{ "/proc/sys/kernel", "hostname", DT_REG },
+		{ "/proc/sys/kernel", "osrelease", DT_REG },
+		{ "/proc/sys/kernel", "ostype", DT_REG },
+		{ "/proc/sys/kernel", "pid_max", DT_REG },
 		{ SYS_CPU, "online", DT_REG },
 		{ SYS_CPU, "possible", DT_REG },
 		{ SYS_CPU, "present", DT_REG },
 	};
+	const char *path = nd->path, *rest = NULL;
+	int32_t pids[PROC_PIDS_MAX], tids[THREADS_LISTED], pid;
 	char num[16];
-	size_t i;
+	size_t i, n;
 
 #define ENTRY(type, name)                                                      \
 	do {                                                                   \
@@ -572,13 +917,41 @@ gen_dir(struct vm *vm, const char *path, struct buf *b)
 	} while (0)
 	ENTRY(DT_DIR, ".");
 	ENTRY(DT_DIR, "..");
-	if (strcmp(path, PID_DIR "/fd") == 0) {
-		for (i = 0; i < vm->nfds; i++)
-			if (vm_fd(vm, i) != NULL) {
-				snprintf(num, sizeof(num), "%zu", i);
-				ENTRY(DT_LNK, num);
+	if ((pid = pid_of(path, &rest)) > 0) {
+		if (strcmp(rest, "/task") == 0) {
+			n = (size_t)vm_thread_ids(vm, tids, THREADS_LISTED);
+			if (pid != vm->pid)
+				n = 1, tids[0] = pid;
+			for (i = 0; i < n && i < THREADS_LISTED; i++) {
+				snprintf(num, sizeof(num), "%d", (int)tids[i]);
+				ENTRY(DT_DIR, num);
 			}
+			return;
+		}
+		if (under(rest, "/task")) /* /task/TID: the entries again */
+			rest = rest + strlen("/task/") +
+			    strcspn(rest + strlen("/task/"), "/");
+		if (strcmp(rest, "/fd") == 0) {
+			for (i = 0; i < vm->nfds; i++)
+				if (vm_fd(vm, i) != NULL) {
+					snprintf(num, sizeof(num), "%zu", i);
+					ENTRY(DT_LNK, num);
+				}
+		} else if (*rest == '\0')
+			for (i = 0; i < sizeof(pid_ents) / sizeof(pid_ents[0]);
+			     i++)
+				ENTRY(pid_ents[i].kind == N_DIR      ? DT_DIR
+				        : pid_ents[i].kind == N_LINK ? DT_LNK
+				                                     : DT_REG,
+				    pid_ents[i].name);
 		return;
+	}
+	if (strcmp(path, "/proc") == 0) {
+		n = vm_proc_pids(vm, pids, PROC_PIDS_MAX);
+		for (i = 0; i < n && i < PROC_PIDS_MAX; i++) {
+			snprintf(num, sizeof(num), "%d", (int)pids[i]);
+			ENTRY(DT_DIR, num);
+		}
 	}
 	for (i = 0; i < sizeof(ents) / sizeof(ents[0]); i++)
 		if (strcmp(ents[i].dir, path) == 0)
@@ -591,11 +964,21 @@ static int
 make(struct vm *vm, const struct node *nd, uint8_t **out, uint64_t *len)
 {
 	struct buf b = { malloc(SYNTH_MAX), 0, SYNTH_MAX };
+	struct vm_proc_view *v = NULL;
 
 	if (b.p == NULL)
 		return -ENOMEM;
+	if (nd->pid != 0 && nd->kind == N_FILE) {
+		/* The process may have been reaped since the lookup. */
+		if ((v = malloc(sizeof(*v))) == NULL ||
+		    vm_proc_view(vm, nd->pid, v) != 0) {
+			free(v);
+			free(b.p);
+			return v == NULL ? -ENOMEM : -ESRCH;
+		}
+	}
 	if (nd->kind == N_DIR)
-		gen_dir(vm, nd->path, &b);
+		gen_dir(vm, nd, &b);
 	else
 		switch (nd->gen) {
 		case G_CPUINFO:
@@ -605,16 +988,53 @@ make(struct vm *vm, const struct node *nd, uint8_t **out, uint64_t *len)
 			gen_meminfo(vm, &b);
 			break;
 		case G_STAT:
-			gen_stat(&b);
+			gen_stat(vm, &b);
+			break;
+		case G_LOADAVG:
+			gen_loadavg(vm, &b);
+			break;
+		case G_UPTIME:
+			gen_uptime(vm, &b);
+			break;
+		case G_VERSION:
+			gen_version(&b);
+			break;
+		case G_HOSTNAME: /* uname(2)'s, as the rest */
+			put(&b, "keep\n");
+			break;
+		case G_OSRELEASE:
+			put(&b, "6.1.0-keep\n");
+			break;
+		case G_OSTYPE:
+			put(&b, "Linux\n");
+			break;
+		case G_PID_MAX: /* Linux's default; the tree's pids stay low */
+			put(&b, "32768\n");
 			break;
 		case G_MAPS:
 			gen_maps(vm, &b);
 			break;
 		case G_STATUS:
-			gen_status(vm, &b);
+			gen_status(vm, v, &b);
+			break;
+		case G_PIDSTAT:
+			gen_pidstat(vm, v, &b);
+			break;
+		case G_STATM:
+			gen_statm(vm, v, &b);
+			break;
+		case G_COMM:
+			put(&b, "%s\n", v->comm);
 			break;
 		case G_CMDLINE:
-			gen_cmdline(vm, &b);
+			gen_cmdline(vm, v, &b);
+			break;
+		case G_ENVIRON:
+			put_guest(vm, vm->env_start, vm->env_end, &b);
+			break;
+		case G_MOUNTS:
+		case G_MOUNTINFO:
+			gen_mounts(vm, nd->gen == G_MOUNTINFO, &b);
 			break;
 		case G_CPULIST:
 			gen_cpulist(&b);
@@ -622,6 +1042,7 @@ make(struct vm *vm, const struct node *nd, uint8_t **out, uint64_t *len)
 		default:
 			break;
 		}
+	free(v);
 	*out = (uint8_t *)b.p;
 	*len = b.len;
 	return 0;
@@ -642,16 +1063,16 @@ node_stat(struct vm *vm, const struct node *nd, struct stat *st)
 	st->st_dev = under(nd->path, "/dev") ? makedev(0, 5) : makedev(0, 4);
 	st->st_nlink = 1;
 	st->st_blksize = 4096;
-	/* /proc/1 is the guest's; the rest belongs to root. */
-	if (under(nd->path, PID_DIR))
+	/* A /proc/PID is its process's; the rest belongs to root. */
+	if (nd->pid != 0)
 		st->st_uid = st->st_gid = VM_GUEST_ID;
 	switch (nd->kind) {
 	case N_DIR:
-		st->st_mode = S_IFDIR | 0555;
+		st->st_mode = S_IFDIR | (nd->denied ? 0500 : 0555);
 		st->st_nlink = 2;
 		break;
 	case N_FILE:
-		st->st_mode = S_IFREG | 0444;
+		st->st_mode = S_IFREG | (nd->denied ? 0400 : 0444);
 		break;
 	case N_DEV:
 		st->st_mode = S_IFCHR | 0666;
@@ -696,8 +1117,31 @@ vm_synth_stat(struct vm *vm, const char *path, int nofollow, struct stat *st)
 			return -ELOOP;
 		return vm_stat_fd(vm, f, st);
 	}
+	if (nd.kind == N_OUTSIDE)
+		return vm_stat_path(vm, nd.link, nofollow, st);
 	node_stat(vm, &nd, st);
 	return 0;
+}
+
+int
+vm_synth_outside(
+    struct vm *vm, const char *path, int nofollow, char *out, size_t outlen)
+{
+	struct node nd;
+
+	if (lookup(vm, path, nofollow, &nd) != 0 || nd.kind != N_OUTSIDE)
+		return 0;
+	strlcpy(out, nd.link, outlen);
+	return 1;
+}
+
+int
+vm_synth_is_exe(struct vm *vm, const char *path)
+{
+	struct node nd;
+
+	return vm_synth_path(path) && lookup(vm, path, 0, &nd) == 0 &&
+	    nd.kind == N_EXE;
 }
 
 int
@@ -720,6 +1164,8 @@ vm_synth_readlink(struct vm *vm, const char *path, char *out, size_t outlen)
 		return rc;
 	if (nd.kind != N_LINK)
 		return -EINVAL;
+	if (nd.denied)
+		return -EACCES;
 	strlcpy(out, nd.link, outlen);
 	return (int64_t)strlen(out);
 }
@@ -737,6 +1183,8 @@ vm_synth_open(
 		return rc == -ENOENT && (flags & O_CREAT) ? -EACCES : rc;
 	if ((flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL))
 		return -EEXIST;
+	if (nd.denied)
+		return -EACCES;
 	if ((flags & O_DIRECTORY) && nd.kind != N_DIR && nd.kind != N_FD)
 		return -ENOTDIR;
 	switch (nd.kind) {

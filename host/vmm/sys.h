@@ -165,6 +165,7 @@ int64_t sys_clock_nanosleep(struct vm *, const uint64_t a[6]);
 int64_t sys_uname(struct vm *, const uint64_t a[6]);
 int64_t sys_getrlimit(struct vm *, const uint64_t a[6]);
 int64_t sys_sysinfo(struct vm *, const uint64_t a[6]);
+int64_t sys_prctl(struct vm *, const uint64_t a[6]);
 int64_t sys_getuid(struct vm *, const uint64_t a[6]);
 int64_t sys_getgid(struct vm *, const uint64_t a[6]);
 int64_t sys_geteuid(struct vm *, const uint64_t a[6]);

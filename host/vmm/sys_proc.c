@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <sodium.h>
@@ -101,6 +102,50 @@ sys_uname(struct vm *vm, const uint64_t a[6])
 	return vm_put(vm, a[0], &u, sizeof(u));
 }
 
+/*
+ * The few prctl options programs set on themselves: the process's name
+ * (shown in the tree's /proc), and the flags keep fixes (no new
+ * privileges, always; dumpable). The rest are ENOSYS, as before.
+ */
+int64_t
+sys_prctl(struct vm *vm, const uint64_t a[6])
+{
+	struct vm_proc_view *v;
+	char name[VM_PROC_COMM];
+	int64_t rc;
+
+	switch (a[0]) {
+	case 15: /* PR_SET_NAME: at most 15 bytes, cut, as Linux */
+		memset(name, 0, sizeof(name));
+		if (vm_gstr(vm, a[1], name, sizeof(name)) == -EFAULT &&
+		    name[0] == '\0')
+			return -EFAULT;
+		name[sizeof(name) - 1] = '\0';
+		vm_proc_set_name(vm, name);
+		return 0;
+	case 16: /* PR_GET_NAME */
+		if ((v = malloc(sizeof(*v))) == NULL)
+			return -ENOMEM;
+		rc = vm_proc_view(vm, vm->pid, v);
+		if (rc == 0)
+			rc = vm_put(vm, a[1], v->comm, sizeof(v->comm));
+		free(v);
+		return rc;
+	case 3: /* PR_GET_DUMPABLE */
+		return 1;
+	case 4: /* PR_SET_DUMPABLE */
+		return a[1] <= 1 ? 0 : -EINVAL;
+	case 38: /* PR_SET_NO_NEW_PRIVS: it is set already */
+		return a[1] == 1 && a[2] == 0 && a[3] == 0 && a[4] == 0
+		    ? 0
+		    : -EINVAL;
+	case 39: /* PR_GET_NO_NEW_PRIVS */
+		return 1;
+	default:
+		return -ENOSYS;
+	}
+}
+
 int64_t
 sys_sysinfo(struct vm *vm, const uint64_t a[6])
 {
@@ -113,14 +158,18 @@ sys_sysinfo(struct vm *vm, const uint64_t a[6])
 		uint32_t mem_unit;
 		char pad2[4];
 	} si;
+	uint64_t up, boot;
+	int32_t last;
 
+	/* As /proc/uptime and /proc/loadavg say (procfs.c): the tree's. */
+	vm_proc_clock(vm, &up, &boot, &last);
 	memset(&si, 0, sizeof(si));
-	si.uptime = 1;
+	si.uptime = (int64_t)((up + 999999) / 1000000); /* up, as Linux */
 	si.totalram = vm_space_limit(vm);
 	si.freeram = (vm->mmap_hi - vm->mmap_lo) -
 	    (vm->mmap_pages_used - vm->mmap_reserved_pages) * VM_PAGE;
 	si.freeram = si.freeram > vm->reserve ? si.freeram - vm->reserve : 0;
-	si.procs = 1;
+	si.procs = (uint16_t)vm_proc_pids(vm, NULL, 0);
 	si.mem_unit = 1;
 	return vm_put(vm, a[0], &si, sizeof(si));
 }

@@ -278,7 +278,10 @@ static const struct vm_sysent linux_calls[] = {
 	    "the machine's administration: not a guest's"),
 	NO(156, _sysctl, ENOSYS,
 	    "obsolete or never built: Linux answers ENOSYS too"),
-	NO(157, prctl, ENOSYS, "not provided"),
+	PART(157, prctl, sys_prctl,
+	    "PR_SET_NAME PR_GET_NAME (the tree's /proc shows the name), "
+	    "PR_GET_DUMPABLE PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS "
+	    "PR_GET_NO_NEW_PRIVS (always set); others ENOSYS"),
 	PART(158, arch_prctl, sys_arch_prctl,
 	    "ARCH_SET_FS ARCH_SET_GS ARCH_GET_FS ARCH_GET_GS; others EINVAL"),
 	NO(159, adjtimex, ENOSYS,

@@ -19,6 +19,8 @@
 #define VM_MAX_FILES_DEFAULT 1024
 #define VM_MAX_FILES_LIMIT 65536
 #define VM_GUEST_ID 1000 /* the guest's uid and gid */
+#define VM_PROC_COMM 16 /* a process's name, as Linux's comm, NUL included */
+#define VM_PROC_CMDLINE 1024 /* of its argv shown to the tree's others */
 #define VM_IO_CHUNK (1u << 20) /* the most one read or write moves */
 #define VM_DIR_CHUNK (1u << 20) /* the most one getdents64 fills */
 #define VM_UMASK_DEFAULT 022
@@ -163,6 +165,10 @@ struct vm {
 	 * charge (proc.c), which the run's memory limit bounds. */
 	uint64_t mem_charged;
 	uint64_t stack_lo, stack_top;
+	/* Where the initial stack holds the argument and environment
+	 * strings (guest addresses): /proc/self's cmdline and environ are
+	 * those bytes as the program has them now, as on Linux. */
+	uint64_t arg_start, env_start, env_end;
 	/* Files. */
 	uint32_t *img_order; /* cfg->files by path (imgtree.c) */
 	uint32_t *img_pos; /* per file: its place in img_order */
@@ -431,6 +437,8 @@ void vm_snap_unsaved(struct vm *, const char *why);
 int vm_snap_restore(struct vm *, int fd, char *err, size_t errlen);
 /* sys_thread.c: whether the running thread is its process's only one. */
 int vm_thread_alone(const struct vm *);
+/* The process's thread ids, at most max (its /proc/PID/task): how many. */
+int vm_thread_ids(const struct vm *, int32_t *tids, int max);
 
 /* imgmap.c: len bytes of an image file at src mapped at guest g (a
  * read-only segment of the program): 0, or -1 and nothing mapped. */
@@ -490,6 +498,29 @@ void vm_proc_mem_uncharge(struct vm *, uint64_t bytes);
 /* Signals queued for this process by others (taken or looked at), and
  * what it catches and ignores, for senders to see. */
 uint64_t vm_proc_take_pending(struct vm *);
+/* What the tree's /proc tells of its processes (procfs.c): each process
+ * posts its program (at its start, path NULL, and after each execve),
+ * its name (prctl) and its threads; vm_proc_view reads one process
+ * (0 or -ENOENT), vm_proc_pids lists them (ascending, at most max;
+ * returns how many there are), vm_proc_clock gives the tree's uptime,
+ * the wall-clock instant it began and the last pid handed out. */
+struct vm_proc_view {
+	int32_t pid, ppid, pgid, sid, nthreads;
+	char state; /* 'R' the caller, 'S' another live one, 'Z' a zombie */
+	uint64_t start_us; /* since the tree began */
+	uint64_t mem; /* bytes charged */
+	uint64_t pending, caught, ignored; /* bit sig-1 */
+	char comm[VM_PROC_COMM];
+	size_t cmdline_len;
+	char cmdline[VM_PROC_CMDLINE];
+};
+void vm_proc_program(struct vm *, const char *path);
+void vm_proc_set_name(struct vm *, const char *name);
+void vm_proc_set_threads(struct vm *, int n);
+int vm_proc_view(struct vm *, int32_t pid, struct vm_proc_view *);
+size_t vm_proc_pids(struct vm *, int32_t *pids, size_t max);
+void vm_proc_clock(
+    struct vm *, uint64_t *uptime_us, uint64_t *boot_real_ns, int32_t *last);
 /* A socket's destination outside the sandbox was refused: the run's
  * result says "egress" (whichever of its processes it was). */
 /* proc.c: a destination outside refused ("name", "name:port", an

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# The guest's /proc shows the run's process tree (docs/vmm.md, "/proc and
+# /dev"), so the tools an agent reaches for work: ps, pgrep, pkill,
+# uptime, df; /proc/self is the caller, a forked child's too; another
+# process's threads, zombies, name after exec and prctl(PR_SET_NAME);
+# another's private entries (environ, fd) refused, its own allowed.
+# Debian's procps and coreutils in the machine image, under keep run.
+source "$(dirname "$0")/../lib/guest.sh"
+I=$B/images/machine.img; K=$B/keys/dev.public
+[ -f "$I" ] || { bad "$I is missing (make images)"; exit 1; }
+ws=$tmp/ws; mkdir "$ws"
+
+# NAME, PATTERN (a bash glob over the whole output), then a bash script,
+# in which `ready PID NAME` waits until process PID runs program NAME (no
+# fixed sleeps: a loaded machine starts python slowly).
+ready='ready() { until [ "$(cat /proc/$1/comm 2>/dev/null)" = "$2" ]; do sleep 0.05; done; }'
+guest() {
+	local name=$1 want=$2 out
+	out=$("$KEEP" run --workspace "$ws" --trust "$K" "$I" bash -c "$ready
+$3" 2>&1 </dev/null)
+	# shellcheck disable=SC2053
+	if [[ "$out" == $want ]]; then ok "$name"
+	else bad "$name: got '$out'"; fi
+}
+
+# Two sleeps and a python started in the background: ps lists each with
+# its parent, state, name and arguments; ps itself runs.
+guest "ps lists the tree" $'  PID  PPID STAT COMMAND         COMMAND\n    1     0 Ss   bash            bash -c *\n    2     1 S    sleep           sleep 30\n    3     1 S    sleep           sleep 31\n    4     1 S    python3         python3 -c import time; time.sleep(30)\n *     1 R    ps              ps -eo pid,ppid,stat,comm,args' \
+	'sleep 30 & sleep 31 & python3 -c "import time; time.sleep(30)" &
+	ready 2 sleep; ready 3 sleep; ready 4 python3
+	ps -eo pid,ppid,stat,comm,args; kill %1 %2 %3'
+
+# pgrep finds by name, pkill ends them, wait sees SIGTERM.
+guest "pgrep and pkill" $'2\n3\nkilled\n143 143\nleft: 0' \
+	'sleep 30 & a=$!; sleep 30 & b=$!; ready $a sleep; ready $b sleep
+	pgrep -x sleep; pkill -x sleep && echo killed
+	wait $a; ra=$?; wait $b; echo $ra $?
+	echo "left: $(pgrep -c -x sleep)"'
+
+# /proc/self is the caller, in the first process and in forked children.
+guest "/proc/self is the caller" $'self 1 1 0\nself 2 2 1\nself 3 3 2\nexit' \
+	'python3 -c "
+import os
+def show():
+    st = dict(l.split(\":\\t\", 1) for l in open(\"/proc/self/status\").read().splitlines() if \":\\t\" in l)
+    print(\"self\", os.readlink(\"/proc/self\"), st[\"Pid\"], st[\"PPid\"], flush=True)
+show()
+if os.fork() == 0:
+    show()
+    if os.fork() == 0:
+        show(); os._exit(0)
+    os.wait(); os._exit(0)
+os.wait(); print(\"exit\")
+"'
+
+# A process's threads, seen by itself and by its parent.
+guest "threads: task/ and Threads:" $'inside 4 4\noutside Threads:\t4\nnlwp 4' \
+	'python3 -c "
+import os, threading, time
+ev = threading.Event()
+ts = [threading.Thread(target=ev.wait) for _ in range(3)]
+[t.start() for t in ts]
+n = open(\"/proc/self/status\").read().split(\"Threads:\")[1].split()[0]
+print(\"inside\", len(os.listdir(\"/proc/self/task\")), n, flush=True)
+open(\"started\", \"w\").close()
+while not os.path.exists(\"seen\"): time.sleep(0.05)
+ev.set(); [t.join() for t in ts]
+" & until [ -e started ]; do sleep 0.05; done
+	echo "outside $(grep Threads: /proc/$!/status)"
+	echo "nlwp $(ps -o nlwp= -p $! | tr -d " ")"; touch seen; wait; rm started seen'
+
+# A child that ended and was not reaped yet is a zombie; then it is gone.
+guest "a zombie, then reaped" $'Z (sh)\nZ (zombie)\nreaped: gone' \
+	'python3 -c "
+import os, time
+pid = os.fork()
+if pid == 0:
+    os.execv(\"/bin/sh\", [\"sh\", \"-c\", \"exit 3\"])
+while open(\"/proc/%d/stat\" % pid).read().split()[2] != \"Z\": time.sleep(0.05)
+f = open(\"/proc/%d/stat\" % pid).read().split()
+print(f[2], f[1])
+print(open(\"/proc/%d/status\" % pid).read().split(\"State:\\t\")[1].splitlines()[0])
+os.waitpid(pid, 0)
+print(\"reaped:\", \"gone\" if not os.path.exists(\"/proc/%d\" % pid) else \"still there\")
+"'
+
+# A process is named after what it executed, and prctl renames it.
+guest "names: exec and PR_SET_NAME" $'sleep\nrenamed-proc\nrenamed-proc' \
+	'(exec sleep 30) & ready $! sleep; cat /proc/$!/comm; kill $!
+	python3 -c "
+import ctypes, os, subprocess
+libc = ctypes.CDLL(None)
+assert libc.prctl(15, b\"renamed-proc\", 0, 0, 0) == 0
+buf = ctypes.create_string_buffer(16)
+assert libc.prctl(16, buf, 0, 0, 0) == 0
+print(buf.value.decode(), flush=True)
+subprocess.run([\"ps\", \"-o\", \"comm=\", \"-p\", str(os.getpid())])
+"'
+
+# Another process's environment, descriptors and program are its own;
+# the caller's are readable, and another's public entries are.
+guest "another's private entries" $'environ: Permission denied\nfd: Permission denied\nexe: refused\nown: 1\nown fd: 0 1 2 3\ncmdline: sleep 30' \
+	'sleep 30 & p=$!; ready $p sleep
+	cat /proc/$p/environ 2>&1 >/dev/null | sed "s/.*: /environ: /"
+	ls /proc/$p/fd 2>&1 | sed "s/.*: /fd: /"
+	readlink /proc/$p/exe >/dev/null 2>&1 || echo "exe: refused"
+	echo "own: $(tr "\0" "\n" </proc/self/environ | grep -c "^PATH=")"
+	echo "own fd: $(ls /proc/self/fd | tr "\n" " " | sed "s/ $//")"
+	echo "cmdline: $(tr "\0" " " </proc/$p/cmdline | sed "s/ $//")"; kill $p'
+
+# uptime, df, the mounts and the tree's load line.
+guest "uptime, df, mounts, loadavg" $'* up 0 min,  0 user,  load average: 0.00, 0.00, 0.00\nFilesystem * Mounted on\nkeep * /\nkeep / keep rw,relatime 0 0\nproc /proc proc *\ndev /dev devtmpfs *\n0.00 0.00 0.00 1/3 *' \
+	'uptime; df -h | head -2; head -3 /proc/mounts; sleep 1 & cat /proc/loadavg; wait'
+
+[ $fails -eq 0 ] || exit 1
