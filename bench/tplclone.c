@@ -96,6 +96,7 @@ main(int argc, char **argv)
 		err(1, "/dev/kvm");
 	if (vmm_prepare(kvm) != VMM_OK)
 		errx(1, "KVM_GET_SUPPORTED_CPUID");
+	vmm_prepare_clocks();
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.kvm_fd = kvm;
 	cfg.elf = elf;

@@ -536,6 +536,7 @@ cmd_run(int argc, char **argv)
 	cfg.kvm_fd = kvm;
 	cfg.platform = kvm >= 0 ? VMM_PLATFORM_KVM : VMM_PLATFORM_TRAP;
 	vmm_host_cpus_init();
+	vmm_prepare_clocks();
 	/* A failure here is vmm_run's to report, uncached. */
 	if (kvm >= 0)
 		(void)vmm_prepare_cached(kvm,

@@ -298,6 +298,9 @@ proc_child_start(const struct proc_info *info, const char *root,
 			    __func__);
 		vmm_raise_nofile();
 		vmm_host_cpus_init();
+		/* The host's clocksource, which decides whether guests get
+		 * a vDSO, is in /sys, out of sight past the chroot. */
+		vmm_prepare_clocks();
 	}
 	/* proc_privdrop_ns (a mount namespace, so the trap platform's stubs
 	 * get user namespaces) is not used yet: keep status and the privsep

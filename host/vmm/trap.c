@@ -173,7 +173,6 @@ vm_trap_prepare(void)
 		return -1;
 	}
 	stub_fd = fd;
-	vm_vdso_host_rate();
 	return 0;
 }
 

@@ -10,7 +10,9 @@
  * here. The base is taken at
  * boot, after execve, on a VM rebuilt around the guest (fork, a
  * template) and at least a second apart at later exits, and never moves
- * the guest's monotonic clock back.
+ * the guest's monotonic clock back. All of it only on a host whose own
+ * clocks run on its TSC (host_tsc_ok); elsewhere the page stays
+ * disabled and every clock read is a system call.
  */
 #include <sys/ioctl.h>
 
@@ -63,15 +65,38 @@ vm_vdso_install(struct vm *vm)
  * readings around the TSC), so the clocks are enabled once the two
  * pairings' uncertainty is at most 20 ppm of the span between them
  * (about 2 ms on a quiet host, whose pairings are 0.1 us wide; longer
- * under load), and each base is taken again within a second. Only on a
- * TSC that runs at one rate whatever the CPU's state (CPUID's invariant
- * TSC) and that the host kernel itself keeps time with.
+ * under load), and each base is taken again within a second.
  */
 #define TSC_PPM_MAX 20
 #define TSC_RETRY_US 1000 /* not yet: ask again a millisecond on */
 static uint64_t tsc_start, raw_start, raw_start_err;
 static int tsc_usable = -1;
 
+/*
+ * Whether the guest may count time in the host's TSC cycles, on either
+ * platform: the guest's TSC is the host's (under KVM scaled and offset
+ * by a fixed ratio), and the vDSO converts it at one rate for up to a
+ * second. That holds only where the host kernel itself keeps its time
+ * with the TSC (clocksource `tsc`, or `kvm-clock` over it). One that
+ * gave its TSC up (unsynchronized between CPUs, drifting against its
+ * watchdog) keeps it with hpet or acpi_pm, whose CLOCK_MONOTONIC the
+ * TSC does not follow: the guest's clocks part from the host's and can
+ * fall behind them (docs/vmm.md, "Under QEMU's TCG"). Any other name
+ * (xen's, say) is not judged: no vDSO.
+ *
+ * The clocksource is read once (vmm_prepare_clocks), where /sys is in
+ * sight: keepd's vmm before it confines itself (proc_child_start) and
+ * keep run. A host that hides it gets no vDSO: the calls are right,
+ * only slower. But keepd's vmm lives for months, and a kernel that
+ * keeps time with a TSC at start may give it up later (at the CPU's
+ * first change of rate or halt in idle), which nothing confined sees.
+ * So the TSC must also be one the CPU promises runs at one rate through
+ * every P- and C-state (CPUID's invariant TSC), under KVM as on trap:
+ * KVM only scales and offsets the host's TSC, so the guest's changes
+ * rate whenever the host's does, while KVM_GET_TSC_KHZ stays the
+ * nominal rate. The cost: a VM whose hypervisor hides the bit (QEMU's
+ * default, for migration) gets no vDSO on either platform.
+ */
 static int
 host_tsc_ok(void)
 {
@@ -85,17 +110,15 @@ host_tsc_ok(void)
 	__cpuid(0x80000007, a, b, c, d);
 	if ((d & (1U << 8)) == 0)
 		return 0;
-	/* Where it can be read (keepd's vmm before its confinement, keep
-	 * run): the host's clock is the TSC, or KVM's clock over it. */
 	fd = open("/sys/devices/system/clocksource/clocksource0/"
 	          "current_clocksource",
 	    O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return 1;
+		return 0;
 	n = read(fd, cs, sizeof(cs) - 1);
 	close(fd);
 	if (n <= 0)
-		return 1;
+		return 0;
 	cs[n] = '\0';
 	return strcmp(cs, "tsc\n") == 0 || strcmp(cs, "kvm-clock\n") == 0;
 }
@@ -137,19 +160,16 @@ tsc_raw_pair(uint64_t *tsc, uint64_t *raw)
 	return best / 2 + 1; /* how far *raw may lie from the TSC's instant */
 }
 
+/* Once per process, and the only place /sys is read: whether the host's
+ * TSC is usable (host_tsc_ok), and the trap platform's first pairing,
+ * from which its rate is measured. */
 void
-vm_vdso_host_rate(void)
+vmm_prepare_clocks(void)
 {
 	if (tsc_usable != -1)
 		return;
 	tsc_usable = host_tsc_ok();
 	raw_start_err = tsc_raw_pair(&tsc_start, &raw_start);
-}
-
-void
-vmm_prepare_clocks(void)
-{
-	vm_vdso_host_rate();
 }
 
 /* ns per host TSC tick << VVAR_SHIFT, from the span since the start; 0
@@ -240,9 +260,13 @@ vm_vdso_sync(struct vm *vm)
 
 	if (vm_vdso_base() == 0)
 		return;
-	if (vm->on_trap) {
-		mult = host_tsc_mult();
-		if (mult == 0 && tsc_usable == 1) {
+	/* /sys is not read here: a process that never called
+	 * vmm_prepare_clocks (tsc_usable -1) gets no vDSO, since a vm
+	 * process's filter kills an open of /sys. */
+	if (tsc_usable != 1)
+		mult = 0;
+	else if (vm->on_trap) {
+		if ((mult = host_tsc_mult()) == 0) {
 			/* Not measured closely enough yet: ask again at a
 			 * call a millisecond on (vm_vdso_tick). */
 			v->enabled = 0;

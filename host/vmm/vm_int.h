@@ -666,7 +666,6 @@ void vm_fast_image_slot(struct vm *);
  * second or more after the last. */
 uint64_t vm_vdso_base(void);
 void vm_vdso_install(struct vm *);
-void vm_vdso_host_rate(void);
 void vm_vdso_sync(struct vm *);
 void vm_vdso_tick(struct vm *);
 

@@ -409,11 +409,15 @@ unsigned vm_cpus(void);
  * once per process. Call this early to take the cost before timing. */
 int vmm_prepare(int kvm_fd);
 
+/* Whether the guest's vDSO may count the host's TSC, which needs the
+ * host's clocksource from /sys, and the trap platform's TSC rate,
+ * measured from now (docs/vmm.md "Time"): once, early, before the
+ * process confines itself, in a process that boots guests or forks the
+ * processes that do. Without it the vDSO stays off where /sys is out
+ * of sight. */
+void vmm_prepare_clocks(void);
 /* The trap platform's once-per-process work (its stub's memfd, the
  * host's CPUID), for a process that forks the vm processes. */
-/* The host TSC's rate is measured from now (docs/vmm.md "Time"): once,
- * early, in a process whose children run guests on the trap platform. */
-void vmm_prepare_clocks(void);
 int vmm_prepare_trap(void);
 /* The trap stub's memfd once prepared (-1: none), for a process that
  * closes what it inherited to keep. */

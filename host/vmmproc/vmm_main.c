@@ -366,8 +366,6 @@ vmm_main(struct proc_ctx *ctx)
 	ctx->on_peer = vmm_on_peer;
 	for (i = 0; i < VMM_SANDBOXES_MAX; i++)
 		vs.sbx[i].ws_fd = -1;
-	/* Any run may be on trap (keep run --platform, KEEP_PLATFORM). */
-	vmm_prepare_clocks();
 	if (ctx->kvm_fd < 0 && vmm_ctx_platform(ctx) == VMM_PLATFORM_KVM)
 		log_warnx("%s: platform kvm and no /dev/kvm: guests cannot run",
 		    __func__);

@@ -47,6 +47,16 @@ want=$("$PY" -c "$cpus")
 [ "$(jget "$body" '["stdout"]' 2>/dev/null)" = "$want" ] && ok "through keepd the CPU count is the host's ($want)" ||
 	bad "CPU count through keepd: $body, native $want"
 
+# And the vDSO where keep run's guests get it (its vmm reads the host's
+# clocksource before its chroot, docs/vmm.md "Time"): the data page's
+# first word, enabled (vdso/vvar.h), read by the guest itself.
+vvar='import ctypes; print(ctypes.c_uint32.from_address(0x30000).value)'
+req "$tok" POST "/v1/sandboxes/$sb/execute" "$(python3 -c 'import json,sys; print(json.dumps({"code": sys.argv[1], "language": "python"}))' "$vvar")"
+want=0
+host_tsc_clocks && want=1
+[ "$(jget "$body" '["stdout"]' 2>/dev/null)" = "$want" ] && ok "through keepd the vDSO is $([ $want = 1 ] && echo on || echo off), as the host's clocks say" ||
+	bad "the vDSO's enabled through keepd: $body, want $want"
+
 # File locks in a keepd vm process, whose filter and Landlock rules
 # keep run does not have (host/vmm/sys_lock.c; tests/integration/
 # vmm_locks.sh has the rest): a child's flock and lockf of a file the

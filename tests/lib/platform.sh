@@ -52,3 +52,15 @@ if [ -z "${KEEPD_NO_GUEST:-}" ]; then
 	fi
 	export KEEP_TEST_PLATFORM=$PLATFORM
 fi
+
+# host_tsc_clocks: true where keep gives its guests a vDSO (docs/vmm.md
+# "Time"): the host kernel keeps its time with the TSC (its clocksource
+# is tsc, or kvm-clock over it) and the CPU calls the TSC invariant
+# (CPUID 0x80000007 EDX bit 8, which the kernel shows as nonstop_tsc).
+# Elsewhere every guest clock read is a call to the VMM.
+host_tsc_clocks() {
+	local cs
+	cs=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource 2>/dev/null)
+	case $cs in tsc | kvm-clock) ;; *) return 1 ;; esac
+	grep -qw nonstop_tsc /proc/cpuinfo
+}
