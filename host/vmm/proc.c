@@ -68,6 +68,13 @@ struct vm_slot {
 	int32_t nthreads;
 	uint32_t cmdline_len;
 	uint64_t start_us;
+	/* Its CPU time (cputime.c): its stub's host pid and the CPU time of
+	 * the stubs before it (trap), then, once it has ended, its user and
+	 * system time and its peak memory, its reaped children's included,
+	 * for its parent to add at the reap. */
+	int32_t stub_pid;
+	uint64_t stub_banked[2];
+	uint64_t done_cpu[2], done_maxrss_kib;
 	char comm[VM_PROC_COMM];
 	char cmdline[VM_PROC_CMDLINE];
 };
@@ -139,7 +146,9 @@ int
 vm_proc_init(struct vm *vm)
 {
 	unsigned n = vm->cfg->max_procs ? vm->cfg->max_procs : PROCS_DEFAULT;
+	uint64_t banked[2];
 	struct timespec now;
+	pid_t stub;
 	size_t size;
 	struct vm_tree *t;
 
@@ -171,6 +180,9 @@ vm_proc_init(struct vm *vm)
 	vm->ppid = 0;
 	vm->vfork_fd = -1;
 	vm_proc_program(vm, NULL);
+	/* Its stub started before the table existed (trap). */
+	if ((stub = vm_trap_cpu(vm, banked)) > 0)
+		vm_proc_post_stub(vm, stub, banked);
 	return 0;
 }
 
@@ -290,6 +302,20 @@ orphan_children(struct vm *vm)
 	}
 }
 
+/* An ending process's CPU time and peak memory, its reaped children's
+ * included, for its parent's reap (cputime.c). */
+static void
+post_done(struct vm *vm, struct vm_slot *s)
+{
+	uint64_t user, sys, rss = vm_cpu_maxrss_kib(vm);
+
+	vm_cpu_times(vm, &user, &sys);
+	STORE(&s->done_cpu[0], user + vm->cpu_child[0]);
+	STORE(&s->done_cpu[1], sys + vm->cpu_child[1]);
+	STORE(&s->done_maxrss_kib,
+	    rss > vm->cpu_child_maxrss_kib ? rss : vm->cpu_child_maxrss_kib);
+}
+
 void
 vm_proc_finish(struct vm *vm)
 {
@@ -305,6 +331,7 @@ vm_proc_finish(struct vm *vm)
 	orphan_children(vm);
 	if (vm->is_child) {
 		s = me(vm);
+		post_done(vm, s);
 		uncharge_all(t, s);
 		STORE(&s->wstatus, guest_wstatus(vm));
 		for (w = LOAD(&s->word);;) {
@@ -448,6 +475,10 @@ do_clone(struct vm *vm, uint64_t flags, uint64_t newsp, uint64_t ptid,
 	/* The child is its parent's program until it execs. */
 	s->nthreads = 1;
 	s->start_us = vm_now_us();
+	s->stub_pid = 0;
+	memset(s->stub_banked, 0, sizeof(s->stub_banked));
+	memset(s->done_cpu, 0, sizeof(s->done_cpu));
+	s->done_maxrss_kib = 0;
 	memcpy(s->comm, me(vm)->comm, sizeof(s->comm));
 	s->cmdline_len = me(vm)->cmdline_len;
 	memcpy(s->cmdline, me(vm)->cmdline, sizeof(s->cmdline));
@@ -497,6 +528,7 @@ do_clone(struct vm *vm, uint64_t flags, uint64_t newsp, uint64_t ptid,
 		_exit(128 + SIGKILL);
 	vm->is_child = 1;
 	vm->nchildren = 0;
+	vm->cpu_child[0] = vm->cpu_child[1] = vm->cpu_child_maxrss_kib = 0;
 	vm->slot = slot;
 	if (flags & CLONE_VFORK_)
 		vm->mem_charged = 0;
@@ -581,6 +613,29 @@ ended_child(struct vm *vm, int32_t gpid)
 	return 0;
 }
 
+/* A reaped child's CPU time and peak memory into ru (user, system ns;
+ * KiB) and this process's children's sums: what it posted as it ended,
+ * or, for one killed before it could, what the host counted of its vm
+ * process (its guest's time under KVM, its serving alone on trap). */
+static void
+reaped_cpu(
+    struct vm *vm, struct vm_slot *s, const struct rusage *hru, uint64_t ru[3])
+{
+	ru[0] = LOAD(&s->done_cpu[0]);
+	ru[1] = LOAD(&s->done_cpu[1]);
+	ru[2] = LOAD(&s->done_maxrss_kib);
+	if (ru[0] == 0 && ru[1] == 0 && ru[2] == 0) {
+		ru[0] = (uint64_t)hru->ru_utime.tv_sec * 1000000000u +
+		    (uint64_t)hru->ru_utime.tv_usec * 1000u;
+		ru[1] = (uint64_t)hru->ru_stime.tv_sec * 1000000000u +
+		    (uint64_t)hru->ru_stime.tv_usec * 1000u;
+	}
+	vm->cpu_child[0] += ru[0];
+	vm->cpu_child[1] += ru[1];
+	if (ru[2] > vm->cpu_child_maxrss_kib)
+		vm->cpu_child_maxrss_kib = ru[2];
+}
+
 /*
  * Wait for a child (gpid > 0: that one; anything else: any, since the
  * guest's process groups live only in the table). The host's wait4 does
@@ -588,10 +643,12 @@ ended_child(struct vm *vm, int32_t gpid)
  * 0 (WNOHANG, none yet), a guest pid with *gst set, or -errno.
  */
 static int64_t
-wait_child(struct vm *vm, int32_t gpid, int nohang, int32_t *gst)
+wait_child(
+    struct vm *vm, int32_t gpid, int nohang, int32_t *gst, uint64_t ru[3])
 {
 	struct vm_slot *s = NULL;
 	pid_t target = -1, hp;
+	struct rusage hru;
 	int hst;
 	unsigned i;
 	int32_t got;
@@ -619,15 +676,15 @@ wait_child(struct vm *vm, int32_t gpid, int nohang, int32_t *gst)
 		 * again in a few milliseconds while they run rather than
 		 * block them (no descriptor tells of a child's end). */
 		if (!nohang && vm->threads != NULL) {
-			hp = wait4(target, &hst, WNOHANG, NULL);
+			hp = wait4(target, &hst, WNOHANG, &hru);
 			if (hp == 0 &&
 			    vm_thread_park(vm, NULL, 0,
 			        vm_now_us() + WAIT_POLL_US, VM_PARK_AGAIN))
 				return WAIT_PARKED;
 			if (hp == 0)
-				hp = wait4(target, &hst, 0, NULL);
+				hp = wait4(target, &hst, 0, &hru);
 		} else
-			hp = wait4(target, &hst, nohang ? WNOHANG : 0, NULL);
+			hp = wait4(target, &hst, nohang ? WNOHANG : 0, &hru);
 		if (hp == 0)
 			return 0;
 		if (hp == -1)
@@ -647,6 +704,7 @@ wait_child(struct vm *vm, int32_t gpid, int nohang, int32_t *gst)
 		else
 			*gst = (WEXITSTATUS(hst) & 0xff) << 8;
 		got = LOAD(&s->guest_pid);
+		reaped_cpu(vm, s, &hru, ru);
 		if (vm->nchildren > 0)
 			vm->nchildren--;
 		uncharge_all(vm->tree, s);
@@ -659,6 +717,7 @@ wait_child(struct vm *vm, int32_t gpid, int nohang, int32_t *gst)
 int64_t
 sys_wait4(struct vm *vm, const uint64_t a[6])
 {
+	uint64_t cpu[3] = { 0, 0, 0 };
 	int32_t gst = 0;
 	int64_t r;
 	void *st = NULL, *ru = NULL;
@@ -671,14 +730,14 @@ sys_wait4(struct vm *vm, const uint64_t a[6])
 	    (a[3] != 0 &&
 	        (ru = vm_gptr(vm, a[3], sizeof(struct rusage))) == NULL))
 		return -EFAULT;
-	if ((r = wait_child(vm, (int32_t)a[0], a[2] & WNOHANG, &gst)) ==
+	if ((r = wait_child(vm, (int32_t)a[0], a[2] & WNOHANG, &gst, cpu)) ==
 	    WAIT_PARKED)
 		return 0; /* issued again later (sys_thread.c) */
 	if (r > 0) {
 		if (st != NULL)
 			memcpy(st, &gst, 4);
 		if (ru != NULL)
-			memset(ru, 0, sizeof(struct rusage));
+			vm_cpu_rusage(cpu[0], cpu[1], cpu[2], ru);
 	}
 	return r;
 }
@@ -686,19 +745,22 @@ sys_wait4(struct vm *vm, const uint64_t a[6])
 int64_t
 sys_waitid(struct vm *vm, const uint64_t a[6])
 {
-	uint8_t *info = NULL;
+	uint64_t cpu[3] = { 0, 0, 0 };
+	uint8_t *info = NULL, *ru = NULL;
 	int32_t gst = 0, v;
-	int64_t r;
+	int64_t r, ticks;
 
 	if (a[0] > P_PGID || (a[3] & WEXITED) == 0 ||
 	    (a[3] &
 	        ~(uint64_t)(WNOHANG | WEXITED | WSTOPPED | WCONTINUED | __WALL |
 	            __WCLONE | __WNOTHREAD)) != 0)
 		return -EINVAL; /* WNOWAIT among them: docs/vmm.md */
-	if (a[2] != 0 && (info = vm_gptr(vm, a[2], 128)) == NULL)
+	if ((a[2] != 0 && (info = vm_gptr(vm, a[2], 128)) == NULL) ||
+	    (a[4] != 0 &&
+	        (ru = vm_gptr(vm, a[4], sizeof(struct rusage))) == NULL))
 		return -EFAULT;
 	r = wait_child(
-	    vm, a[0] == P_PID ? (int32_t)a[1] : -1, a[3] & WNOHANG, &gst);
+	    vm, a[0] == P_PID ? (int32_t)a[1] : -1, a[3] & WNOHANG, &gst, cpu);
 	if (r == WAIT_PARKED)
 		return 0; /* issued again later (sys_thread.c) */
 	if (r < 0)
@@ -716,8 +778,15 @@ sys_waitid(struct vm *vm, const uint64_t a[6])
 			memcpy(info + 20, &v, 4);
 			v = WIFEXITED(gst) ? WEXITSTATUS(gst) : WTERMSIG(gst);
 			memcpy(info + 24, &v, 4);
+			/* si_utime, si_stime: clock ticks */
+			ticks = (int64_t)(cpu[0] / 10000000u);
+			memcpy(info + 32, &ticks, 8);
+			ticks = (int64_t)(cpu[1] / 10000000u);
+			memcpy(info + 40, &ticks, 8);
 		}
 	}
+	if (ru != NULL)
+		vm_cpu_rusage(cpu[0], cpu[1], cpu[2], ru);
 	return 0;
 }
 
@@ -1093,6 +1162,16 @@ vm_proc_set_name(struct vm *vm, const char *name)
 }
 
 void
+vm_proc_post_stub(struct vm *vm, pid_t pid, const uint64_t banked[2])
+{
+	if (vm->tree == NULL)
+		return;
+	STORE(&me(vm)->stub_banked[0], banked[0]);
+	STORE(&me(vm)->stub_banked[1], banked[1]);
+	STORE(&me(vm)->stub_pid, pid);
+}
+
+void
 vm_proc_set_threads(struct vm *vm, int n)
 {
 	if (vm->tree != NULL)
@@ -1106,9 +1185,9 @@ vm_proc_set_threads(struct vm *vm, int n)
 int
 vm_proc_view(struct vm *vm, int32_t pid, struct vm_proc_view *v)
 {
+	uint64_t w, banked[2];
 	const char *name;
 	struct vm_slot *s;
-	uint64_t w;
 	size_t n;
 
 	memset(v, 0, sizeof(*v));
@@ -1125,6 +1204,7 @@ vm_proc_view(struct vm *vm, int32_t pid, struct vm_proc_view *v)
 		strncpy(v->comm,
 		    strrchr(name, '/') != NULL ? strrchr(name, '/') + 1 : name,
 		    sizeof(v->comm) - 1);
+		vm_cpu_times(vm, &v->cpu[0], &v->cpu[1]);
 		return 0;
 	}
 	if (pid == vm->pid)
@@ -1148,6 +1228,19 @@ vm_proc_view(struct vm *vm, int32_t pid, struct vm_proc_view *v)
 	v->ignored = LOAD(&s->ignored);
 	memcpy(v->comm, s->comm, sizeof(v->comm));
 	v->comm[sizeof(v->comm) - 1] = '\0';
+	if (v->state == 'R') {
+		vm_cpu_times(vm, &v->cpu[0], &v->cpu[1]);
+		v->cpu_child[0] = vm->cpu_child[0];
+		v->cpu_child[1] = vm->cpu_child[1];
+	} else if (v->state == 'Z') {
+		v->cpu[0] = LOAD(&s->done_cpu[0]);
+		v->cpu[1] = LOAD(&s->done_cpu[1]);
+	} else {
+		banked[0] = LOAD(&s->stub_banked[0]);
+		banked[1] = LOAD(&s->stub_banked[1]);
+		vm_cpu_of(LOAD(&s->host_pid), LOAD(&s->stub_pid), banked,
+		    &v->cpu[0], &v->cpu[1]);
+	}
 	if (v->state != 'Z') {
 		n = LOAD(&s->cmdline_len);
 		if (n > sizeof(v->cmdline))

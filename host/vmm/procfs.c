@@ -38,6 +38,7 @@
 #define SYNTH_MAX (64u << 10) /* the largest /proc file made */
 #define PROC_PIDS_MAX 1024 /* listed in /proc; the tree's limit */
 #define USER_HZ 100 /* the clock ticks of /proc's times */
+#define TICK_NS (1000000000u / USER_HZ)
 /* glibc's get_nprocs reads online first (sysconf, os.cpu_count), lscpu
  * and others the rest: the same CPUs as sched_getaffinity. */
 #define SYS_CPU "/sys/devices/system/cpu"
@@ -767,9 +768,9 @@ gen_status(struct vm *vm, const struct vm_proc_view *v, struct buf *b)
 }
 
 /*
- * Linux's 52 fields (proc(5)). No CPU time is counted (utime, stime
- * and their children's are 0, as in /proc/stat); the start time is in
- * clock ticks since the tree began; no terminal (tty_nr 0, tpgid -1).
+ * Linux's 52 fields (proc(5)): the times in clock ticks (cputime.c; the
+ * children's the caller's alone), the start time since the tree began;
+ * no terminal (tty_nr 0, tpgid -1).
  */
 static void
 gen_pidstat(struct vm *vm, const struct vm_proc_view *v, struct buf *b)
@@ -777,9 +778,13 @@ gen_pidstat(struct vm *vm, const struct vm_proc_view *v, struct buf *b)
 	uint64_t rss = v->state == 'Z' ? 0 : proc_rss(vm, v) / VM_PAGE;
 	uint64_t vsize = v->state == 'Z' ? 0 : vm->memsz;
 
-	put(b, "%d (%s) %c %d %d %d 0 -1 4194304 0 0 0 0 0 0 0 0 20 0 %d 0 ",
-	    (int)v->pid, v->comm, v->state, (int)v->ppid, (int)v->pgid,
-	    (int)v->sid, (int)v->nthreads);
+	put(b, "%d (%s) %c %d %d %d 0 -1 4194304 0 0 0 0 ", (int)v->pid,
+	    v->comm, v->state, (int)v->ppid, (int)v->pgid, (int)v->sid);
+	put(b, "%llu %llu %llu %llu 20 0 %d 0 ",
+	    (unsigned long long)(v->cpu[0] / TICK_NS),
+	    (unsigned long long)(v->cpu[1] / TICK_NS),
+	    (unsigned long long)(v->cpu_child[0] / TICK_NS),
+	    (unsigned long long)(v->cpu_child[1] / TICK_NS), (int)v->nthreads);
 	put(b, "%llu %llu %llu 18446744073709551615 0 0 0 0 0 ",
 	    (unsigned long long)(v->start_us / (1000000 / USER_HZ)),
 	    (unsigned long long)vsize, (unsigned long long)rss);

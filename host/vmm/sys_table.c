@@ -206,9 +206,11 @@ static const struct vm_sysent linux_calls[] = {
 	OK(96, gettimeofday, sys_gettimeofday, ""),
 	OK(97, getrlimit, sys_getrlimit,
 	    "the run's limits (stack, descriptors, memory)"),
-	NO(98, getrusage, ENOSYS, "not provided"),
+	PART(98, getrusage, sys_getrusage,
+	    "ru_utime, ru_stime and ru_maxrss (RUSAGE_THREAD: the "
+	    "process's); the rest 0"),
 	OK(99, sysinfo, sys_sysinfo, "the guest's own memory figures"),
-	NO(100, times, ENOSYS, "not provided"),
+	OK(100, times, sys_times, "ticks since the process tree began"),
 	NO(101, ptrace, ENOSYS, "no other process to inspect"),
 	OK(102, getuid, sys_getuid, "1000"),
 	NO(103, syslog, ENOSYS, "the machine's administration: not a guest's"),
@@ -397,7 +399,8 @@ static const struct vm_sysent linux_calls[] = {
 	NO(227, clock_settime, ENOSYS,
 	    "the machine's administration: not a guest's"),
 	OK(228, clock_gettime, sys_clock_gettime,
-	    "the host's clocks; CPU-time clocks are the vm process's thread"),
+	    "the host's clocks; the CPU-time clocks count the guest "
+	    "process's user and system time (a thread's: its process's)"),
 	OK(229, clock_getres, sys_clock_getres, "1 ns"),
 	OK(230, clock_nanosleep, sys_clock_nanosleep,
 	    "relative and TIMER_ABSTIME; EINTR for a signal the guest "

@@ -12,6 +12,7 @@ int64_t
 sys_clock_gettime(struct vm *vm, const uint64_t a[6])
 {
 	struct timespec ts;
+	uint64_t user, sys;
 	clockid_t id;
 
 	switch (a[0]) {
@@ -26,9 +27,11 @@ sys_clock_gettime(struct vm *vm, const uint64_t a[6])
 		id = CLOCK_MONOTONIC;
 		break;
 	case CLOCK_PROCESS_CPUTIME_ID:
-	case CLOCK_THREAD_CPUTIME_ID:
-		id = CLOCK_THREAD_CPUTIME_ID;
-		break;
+	case CLOCK_THREAD_CPUTIME_ID: /* its threads share one vCPU */
+		vm_cpu_times(vm, &user, &sys);
+		ts.tv_sec = (time_t)((user + sys) / 1000000000u);
+		ts.tv_nsec = (long)((user + sys) % 1000000000u);
+		return vm_put(vm, a[1], &ts, sizeof(ts));
 	default:
 		return -EINVAL;
 	}

@@ -146,6 +146,9 @@ struct vm_trap {
 	uint32_t waits; /* counts them, for the probes */
 	uint32_t yield_off; /* waits left that pause, not yield */
 	uint64_t evented; /* the TSC as the last event was seen */
+	/* The CPU time of the stubs an execve replaced, user and all, ns
+	 * (cputime.c): the process's own, as Linux keeps it across exec. */
+	uint64_t banked[2];
 };
 
 /* The stub as a sealed memfd, made once per process (and inherited). */
@@ -407,6 +410,16 @@ int
 vm_trap_started(const struct vm *vm)
 {
 	return vm->trap != NULL && vm->trap->pid > 0;
+}
+
+pid_t
+vm_trap_cpu(const struct vm *vm, uint64_t banked[2])
+{
+	if (vm->trap == NULL)
+		return 0;
+	banked[0] = vm->trap->banked[0];
+	banked[1] = vm->trap->banked[1];
+	return vm->trap->pid;
 }
 
 #define COPY_BY_WRITE 16384 /* smaller copies: memcpy */
@@ -733,6 +746,7 @@ spawn(struct vm *vm, struct vm_trap *t, char *err, size_t errlen)
 	}
 	t->pid = pid;
 	t->pidfd = pidfd;
+	vm_proc_post_stub(vm, pid, t->banked);
 	return 0;
 }
 
@@ -757,9 +771,13 @@ stub_ended(struct vm_trap *t, int *status)
 static void
 stub_kill(struct vm_trap *t)
 {
+	uint64_t user, total;
 	siginfo_t si;
 
 	if (t->pid > 0) {
+		vm_cpu_clock(t->pid, &user, &total);
+		t->banked[0] += user;
+		t->banked[1] += total;
 		kill(t->pid, SIGKILL);
 		if (t->pidfd >= 0)
 			waitid(P_PIDFD, (id_t)t->pidfd, &si, WEXITED | __WALL);

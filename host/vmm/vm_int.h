@@ -200,6 +200,10 @@ struct vm {
 	unsigned nchildren; /* forked and not yet reaped by a wait */
 	int term_sig; /* killed by a guest kill of itself */
 	int vfork_fd; /* a vfork child's pipe to its waiting parent, or -1 */
+	/* The CPU time (ns, user and system) and the peak memory (KiB) of
+	 * the children this process has reaped, theirs included
+	 * (cputime.c). */
+	uint64_t cpu_child[2], cpu_child_maxrss_kib;
 	/* A vfork child's on the trap platform, until it execs: guest
 	 * memory is its parent's memfd (vm_fork), whose map it may not
 	 * change (sys_mem.c) and whose pages it never frees. */
@@ -368,6 +372,9 @@ int vm_trap_map_readonly(
 void vm_trap_restore(struct vm *, uint64_t addr, uint64_t len);
 void vm_trap_forget_ops(struct vm *); /* execve: the old memory's */
 int vm_trap_started(const struct vm *); /* its process is running */
+/* The stub's host pid (0: none) and the CPU time of the stubs before it
+ * (user, all; ns), for cputime.c. */
+pid_t vm_trap_cpu(const struct vm *, uint64_t banked[2]);
 int vm_trap_drop_pages(struct vm *, uint64_t addr, uint64_t len);
 int vm_trap_create(struct vm *, char *err, size_t errlen);
 void vm_trap_drop(struct vm *);
@@ -437,6 +444,21 @@ void vm_snap_unsaved(struct vm *, const char *why);
 int vm_snap_restore(struct vm *, int fd, char *err, size_t errlen);
 /* sys_thread.c: whether the running thread is its process's only one. */
 int vm_thread_alone(const struct vm *);
+/* ---- cputime.c: a guest process's CPU time ------------------------------ */
+
+/* A host process's CPU clocks (pid 0: this one): user time and all, ns;
+ * 0 once it has ended. */
+void vm_cpu_clock(pid_t pid, uint64_t *user, uint64_t *total);
+/* The guest process whose vm process is vm_pid (0: this one) and whose
+ * stub is stub_pid (trap; 0 on KVM), with the CPU time of its earlier
+ * stubs: its user and system time, ns. */
+void vm_cpu_of(pid_t vm_pid, pid_t stub_pid, const uint64_t banked[2],
+    uint64_t *user, uint64_t *sys);
+void vm_cpu_times(struct vm *, uint64_t *user, uint64_t *sys);
+uint64_t vm_cpu_maxrss_kib(const struct vm *);
+/* A struct rusage into out (its size), from times in ns and KiB. */
+void vm_cpu_rusage(uint64_t user, uint64_t sys, uint64_t maxrss_kib, void *out);
+
 /* The process's thread ids, at most max (its /proc/PID/task): how many. */
 int vm_thread_ids(const struct vm *, int32_t *tids, int max);
 
@@ -509,12 +531,17 @@ struct vm_proc_view {
 	char state; /* 'R' the caller, 'S' another live one, 'Z' a zombie */
 	uint64_t start_us; /* since the tree began */
 	uint64_t mem; /* bytes charged */
+	uint64_t cpu[2]; /* user and system time, ns (cputime.c) */
+	uint64_t cpu_child[2]; /* the caller's reaped children's; else 0 */
 	uint64_t pending, caught, ignored; /* bit sig-1 */
 	char comm[VM_PROC_COMM];
 	size_t cmdline_len;
 	char cmdline[VM_PROC_CMDLINE];
 };
 void vm_proc_program(struct vm *, const char *path);
+/* trap.c: this process's stub started (its host pid; the CPU time of
+ * the stubs before it), for the others' /proc. */
+void vm_proc_post_stub(struct vm *, pid_t pid, const uint64_t banked[2]);
 void vm_proc_set_name(struct vm *, const char *name);
 void vm_proc_set_threads(struct vm *, int n);
 int vm_proc_view(struct vm *, int32_t pid, struct vm_proc_view *);

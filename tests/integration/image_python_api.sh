@@ -57,6 +57,23 @@ host_tsc_clocks && want=1
 [ "$(jget "$body" '["stdout"]' 2>/dev/null)" = "$want" ] && ok "through keepd the vDSO is $([ $want = 1 ] && echo on || echo off), as the host's clocks say" ||
 	bad "the vDSO's enabled through keepd: $body, want $want"
 
+# CPU time and the process tree in a keepd vm process, whose filter
+# keep run does not have (docs/vmm.md "CPU time", "/proc and /dev"):
+# the other processes' CPU clocks are read with clock_gettime alone; a
+# forked child's /proc entry is seen from its parent.
+cpu='import os, time, resource
+t = time.process_time(); sum(i * i for i in range(2000000)); t = time.process_time() - t
+pid = os.fork()
+if pid == 0:
+    time.sleep(2); os._exit(0)
+st = open("/proc/%d/stat" % pid).read().split()
+r = resource.getrusage(resource.RUSAGE_SELF)
+os.kill(pid, 9); os.waitpid(pid, 0)
+print(t > 0.01, r.ru_utime + r.ru_stime >= t, os.times().elapsed > 0, st[2], int(st[3]) == os.getpid())'
+req "$tok" POST "/v1/sandboxes/$sb/execute" "$(python3 -c 'import json,sys; print(json.dumps({"code": sys.argv[1], "language": "python"}))' "$cpu")"
+[ "$(jget "$body" '["stdout"]' 2>/dev/null)" = "True True True S True" ] && ok "through keepd the CPU time counts and a child's /proc is seen" ||
+	bad "CPU time and /proc through keepd: $body"
+
 # File locks in a keepd vm process, whose filter and Landlock rules
 # keep run does not have (host/vmm/sys_lock.c; tests/integration/
 # vmm_locks.sh has the rest): a child's flock and lockf of a file the

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# A guest process's CPU time (docs/vmm.md, "CPU time"): what
+# time.process_time, os.times, resource.getrusage, wait4's rusage and
+# /proc/PID/stat say of a loop of known work, against the same loop's
+# CPU time natively (Debian's python3.11, the image's own); a child's
+# time is its parent's children's once reaped. Before, on trap the loop
+# counted nothing (the vm process's time, not the guest's), times(2)
+# returned garbage and getrusage ENOSYS.
+source "$(dirname "$0")/../lib/guest.sh"
+I=$B/images/python.img; K=$B/keys/dev.public
+[ -f "$I" ] || { bad "$I is missing (make images)"; exit 1; }
+PY=/usr/bin/python3.11
+[ -x $PY ] || { bad "$PY is missing (it is the image's python)"; exit 1; }
+
+# The work: a loop whose CPU time, natively, is the yardstick.
+loop='sum(i * i for i in range(3000000))'
+native=$($PY -c "import time; t = time.process_time(); $loop; print(time.process_time() - t)")
+
+out=$("$KEEP" run --trust "$K" "$I" python -c "
+import os, resource, time
+def busy():
+    t, w = time.process_time(), time.monotonic()
+    $loop
+    return time.process_time() - t, time.monotonic() - w
+cpu, wall = busy()
+print('loop', cpu, wall)
+t = os.times()
+print('times', t.user + t.system, t.elapsed)
+r = resource.getrusage(resource.RUSAGE_SELF)
+print('rusage', r.ru_utime + r.ru_stime, r.ru_maxrss)
+st = open('/proc/self/stat').read().split()
+print('stat', (int(st[13]) + int(st[14])) / os.sysconf('SC_CLK_TCK'))
+pid = os.fork()
+if pid == 0:
+    busy()
+    os._exit(0)
+_, status, ru = os.wait4(pid, 0)
+print('child', ru.ru_utime + ru.ru_stime, status)
+c = resource.getrusage(resource.RUSAGE_CHILDREN)
+print('children', c.ru_utime + c.ru_stime, os.times().children_user + os.times().children_system)
+" 2>&1); rc=$?
+[ $rc -eq 0 ] || { bad "guest: rc $rc: $out"; exit 1; }
+val() { printf '%s\n' "$out" | awk -v k="$1" -v f="$2" '$1 == k { print $f }'; }
+# At least a quarter of the native loop's CPU (the same work; a loop's
+# CPU time moves with the host's load and caches, but the bug counted
+# nothing), at most the guest loop's wall time and a tick.
+ge() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a >= b) }'; }
+
+cpu=$(val loop 2); wall=$(val loop 3)
+ge "$cpu" "$(awk -v n="$native" 'BEGIN { print n / 4 }')" &&
+	ge "$(awk -v w="$wall" 'BEGIN { print w + 0.011 }')" "$cpu" &&
+	ok "process_time of the loop: $cpu s (native $native s, wall $wall s)" ||
+	bad "process_time of the loop: $cpu s, native $native s, wall $wall s"
+for k in times rusage stat; do
+	v=$(val $k 2)
+	ge "$v" "$cpu" && ok "$k counts the loop: $v s" ||
+		bad "$k: $v s, less than the loop's $cpu s"
+done
+e=$(val times 3)
+ge "$e" "$wall" && ok "times' elapsed runs on: $e s" || bad "times' elapsed $e s, less than the loop's wall $wall s"
+ge "$(val rusage 3)" 1024 && ok "ru_maxrss: $(val rusage 3) KiB" ||
+	bad "ru_maxrss: $(val rusage 3) KiB"
+child=$(val child 2)
+ge "$child" "$(awk -v n="$native" 'BEGIN { print n / 4 }')" && [ "$(val child 3)" = 0 ] &&
+	ok "wait4's rusage: the child's $child s" || bad "wait4: $(val child 2) s, status $(val child 3)"
+ge "$(val children 2)" "$child" && ge "$(val children 3)" "$(awk -v c="$child" 'BEGIN { print c - 0.011 }')" &&
+	ok "the reaped child's time is the children's: $(val children 2) s, $(val children 3) s" ||
+	bad "children: $(val children 2) and $(val children 3) s, the child's $child s"
+
+[ $fails -eq 0 ] || exit 1
