@@ -393,9 +393,17 @@ image_build(int argc, char **argv)
 	}
 	/* PROGRAM may be left out when packages bring the programs. */
 	if (name == NULL || version == NULL || out == NULL ||
-	    optind < argc - 1 || (optind == argc && sp.ndebs == 0) ||
-	    sp.ncmds > IMAGE_MAX_COMMANDS || sp.nfiles > IMAGE_MAX_FILES) {
+	    optind < argc - 1 || (optind == argc && sp.ndebs == 0)) {
 		rc = image_usage();
+		goto out;
+	}
+	if (sp.ncmds > IMAGE_MAX_COMMANDS || sp.nfiles > IMAGE_MAX_FILES) {
+		fprintf(stderr,
+		    "keep image: %zu commands and %zu files given; an image "
+		    "holds at most %d and %d\n",
+		    (size_t)sp.ncmds, (size_t)sp.nfiles, IMAGE_MAX_COMMANDS,
+		    IMAGE_MAX_FILES);
+		rc = EXIT_USAGE;
 		goto out;
 	}
 	if (image_builder_new(name, version, memory, caps, &b) != 0) {

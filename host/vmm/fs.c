@@ -1237,6 +1237,10 @@ seek(struct vm *vm, uint64_t fd, int64_t off, uint64_t whence)
 		if (base < 0 || (off < 0 && -off > base))
 			return -EINVAL;
 		f->off = (uint64_t)(base + off);
+		/* Back to the start of a /proc file: made again, as Linux's
+		 * are (top keeps /proc/stat open and reads it so). */
+		if (f->off == 0 && f->kind == VFD_SYNTH)
+			vm_synth_refresh(vm, f);
 		return (int64_t)f->off;
 	case VFD_VDIR:
 	case VFD_SDIR:

@@ -101,6 +101,9 @@ int64_t vm_synth_readlink(
  * /proc/self/cwd): 1 with where it leads in out, else 0. */
 int vm_synth_outside(
     struct vm *, const char *path, int nofollow, char *out, size_t outlen);
+/* A /proc file's bytes made again (a seek back to its start); the old
+ * ones kept if that fails. */
+void vm_synth_refresh(struct vm *, struct vfd *f);
 /* Whether path leads to the running program (/proc/self/exe and the
  * ways to it). */
 int vm_synth_is_exe(struct vm *, const char *path);

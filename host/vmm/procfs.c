@@ -598,23 +598,40 @@ map_line(struct buf *b, uint64_t lo, uint64_t hi, const char *perm,
 }
 
 /*
- * The processors /proc/cpuinfo names, with no time counted: node's
- * os.cpus() (libuv's uv_cpu_info) counts them from here, and so does
- * glibc's get_nprocs (sysconf's online CPUs, python's os.cpu_count)
- * where /sys is not served, as in keep. The host's figures are not the
- * guest's to see. The tree began at btime ("boot", proc.c), and has
- * forked processes and threads up to its last pid.
+ * The processors /proc/cpuinfo names: node's os.cpus() (libuv's
+ * uv_cpu_info) counts them from here, and so does glibc's get_nprocs
+ * (sysconf's online CPUs, python's os.cpu_count) where /sys is not
+ * served, as in keep. The times are the tree's, not the host's (which
+ * are not the guest's to see): user and system the sum of its live
+ * processes' (cputime.c), idle the rest of its uptime on every CPU,
+ * each CPU's line an equal share. The tree began at btime ("boot",
+ * proc.c), and has forked processes and threads up to its last pid.
  */
 static void
 gen_stat(struct vm *vm, struct buf *b)
 {
-	uint64_t up, boot;
-	int32_t last;
+	int32_t pids[PROC_PIDS_MAX], last;
+	uint64_t up, boot, user = 0, sys = 0, all, idle;
+	unsigned ncpu = vm_cpus() > 0 ? vm_cpus() : 1;
+	struct vm_proc_view *v = malloc(sizeof(*v));
+	size_t n = vm_proc_pids(vm, pids, PROC_PIDS_MAX), i;
 
+	for (i = 0; v != NULL && i < n && i < PROC_PIDS_MAX; i++)
+		if (vm_proc_view(vm, pids[i], v) == 0 && v->state != 'Z') {
+			user += v->cpu[0] / TICK_NS;
+			sys += v->cpu[1] / TICK_NS;
+		}
+	free(v);
 	vm_proc_clock(vm, &up, &boot, &last);
-	put(b, "cpu  0 0 0 0 0 0 0 0 0 0\n");
-	for (unsigned cpu = 0; cpu < vm_cpus(); cpu++)
-		put(b, "cpu%u 0 0 0 0 0 0 0 0 0 0\n", cpu);
+	all = up / (TICK_NS / 1000) * ncpu;
+	idle = all > user + sys ? all - user - sys : 0;
+	put(b, "cpu  %llu 0 %llu %llu 0 0 0 0 0 0\n", (unsigned long long)user,
+	    (unsigned long long)sys, (unsigned long long)idle);
+	for (unsigned cpu = 0; cpu < ncpu; cpu++)
+		put(b, "cpu%u %llu 0 %llu %llu 0 0 0 0 0 0\n", cpu,
+		    (unsigned long long)(user / ncpu),
+		    (unsigned long long)(sys / ncpu),
+		    (unsigned long long)(idle / ncpu));
 	put(b,
 	    "intr 0\nctxt 0\nbtime %llu\nprocesses %d\nprocs_running 1\n"
 	    "procs_blocked 0\n",
@@ -1138,6 +1155,23 @@ vm_synth_outside(
 		return 0;
 	strlcpy(out, nd.link, outlen);
 	return 1;
+}
+
+void
+vm_synth_refresh(struct vm *vm, struct vfd *f)
+{
+	struct node nd;
+	uint8_t *bytes;
+	uint64_t len;
+
+	if (f->owned == NULL || f->path == NULL ||
+	    lookup(vm, f->path, 0, &nd) != 0 || nd.kind != N_FILE ||
+	    nd.denied || make(vm, &nd, &bytes, &len) != 0)
+		return;
+	free(f->owned);
+	f->owned = bytes;
+	f->data = bytes;
+	f->len = len;
 }
 
 int

@@ -108,6 +108,20 @@ guest "another's private entries" $'environ: Permission denied\nfd: Permission d
 	echo "own fd: $(ls /proc/self/fd | tr "\n" " " | sed "s/ $//")"
 	echo "cmdline: $(tr "\0" " " </proc/$p/cmdline | sed "s/ $//")"; kill $p'
 
+# top: the tree's processes with their CPU (a busy python's %CPU and
+# TIME+ above 0), and the tree's CPU lines; it keeps /proc/stat open and
+# seeks back to read it again, which makes it anew, as Linux does.
+guest "top, and a /proc file read again" $'busy: yes\nfresh: yes' \
+	'python3 -c "while True: pass" & ready $! python3
+	top -b -n2 -d 0.3 | awk "\$12 == \"python3\" { cpu = \$9; t = \$11 } END { print \"busy:\", (cpu > 0 && t != \"0:00.00\") ? \"yes\" : \"no: \" cpu \" \" t }"
+	kill $!
+	python3 -c "
+import os, time
+fd = os.open(\"/proc/uptime\", os.O_RDONLY)
+a = float(os.read(fd, 64).split()[0]); time.sleep(0.2)
+os.lseek(fd, 0, os.SEEK_SET); b = float(os.read(fd, 64).split()[0])
+print(\"fresh:\", \"yes\" if b >= a + 0.1 else \"no %s %s\" % (a, b))"'
+
 # uptime, df, the mounts and the tree's load line.
 guest "uptime, df, mounts, loadavg" $'* up 0 min,  0 user,  load average: 0.00, 0.00, 0.00\nFilesystem * Mounted on\nkeep * /\nkeep / keep rw,relatime 0 0\nproc /proc proc *\ndev /dev devtmpfs *\n0.00 0.00 0.00 1/3 *' \
 	'uptime; df -h | head -2; head -3 /proc/mounts; sleep 1 & cat /proc/loadavg; wait'
