@@ -246,7 +246,10 @@ guest_path(struct vm *vm, int64_t dirfd, uint64_t addr, char *out,
 	if (p[0] != '/' && dirfd != G_AT_FDCWD) {
 		if ((d = fd_get(vm, (uint64_t)dirfd)) == NULL)
 			return -EBADF;
-		if ((d->kind != VFD_HOST && d->kind != VFD_VDIR) ||
+		/* find and fts walk /proc with *at calls from its
+		 * directories' descriptors. */
+		if ((d->kind != VFD_HOST && d->kind != VFD_VDIR &&
+		        d->kind != VFD_SDIR) ||
 		    d->path == NULL)
 			return -ENOTDIR;
 		base = d->path;

@@ -925,6 +925,7 @@ gen_dir(struct vm *vm, const struct node *nd, struct buf *b)
 	};
 	const char *path = nd->path, *rest = NULL;
 	int32_t pids[PROC_PIDS_MAX], tids[THREADS_LISTED], pid;
+	int intask = 0;
 	char num[16];
 	size_t i, n;
 
@@ -950,9 +951,11 @@ gen_dir(struct vm *vm, const struct node *nd, struct buf *b)
 			}
 			return;
 		}
-		if (under(rest, "/task")) /* /task/TID: the entries again */
+		if (under(rest, "/task")) { /* /task/TID: the entries again */
 			rest = rest + strlen("/task/") +
 			    strcspn(rest + strlen("/task/"), "/");
+			intask = 1;
+		}
 		if (strcmp(rest, "/fd") == 0) {
 			for (i = 0; i < vm->nfds; i++)
 				if (vm_fd(vm, i) != NULL) {
@@ -962,10 +965,13 @@ gen_dir(struct vm *vm, const struct node *nd, struct buf *b)
 		} else if (*rest == '\0')
 			for (i = 0; i < sizeof(pid_ents) / sizeof(pid_ents[0]);
 			     i++)
-				ENTRY(pid_ents[i].kind == N_DIR      ? DT_DIR
-				        : pid_ents[i].kind == N_LINK ? DT_LNK
-				                                     : DT_REG,
-				    pid_ents[i].name);
+				if (!intask ||
+				    strcmp(pid_ents[i].name, "task") != 0)
+					ENTRY(pid_ents[i].kind == N_DIR ? DT_DIR
+					        : pid_ents[i].kind == N_LINK
+					        ? DT_LNK
+					        : DT_REG,
+					    pid_ents[i].name);
 		return;
 	}
 	if (strcmp(path, "/proc") == 0) {

@@ -122,6 +122,17 @@ a = float(os.read(fd, 64).split()[0]); time.sleep(0.2)
 os.lseek(fd, 0, os.SEEK_SET); b = float(os.read(fd, 64).split()[0])
 print(\"fresh:\", \"yes\" if b >= a + 0.1 else \"no %s %s\" % (a, b))"'
 
+# find walks /proc with *at calls from its directories' descriptors; a
+# thread's task/TID holds no task/ again; only another's private
+# entries are refused.
+guest "find walks /proc" $'walked: yes\nrefused: /proc/1/fd\nrefused: /proc/1/task/1/fd\nrefused: /proc/2/fd\nrefused: /proc/2/task/2/fd' \
+	'sleep 30 & ready $! sleep
+	find /proc >$HOME/found 2>$HOME/err
+	grep -q "^/proc/sys/kernel/pid_max$" $HOME/found && grep -q "^/proc/1/task/1/status$" $HOME/found &&
+	    ! grep -q "task/1/task" $HOME/found && echo "walked: yes"
+	sed "s/^find: .\(.*\).: Permission denied$/refused: \1/" $HOME/err | sort
+	kill $!; rm $HOME/found $HOME/err'
+
 # uptime, df, the mounts and the tree's load line.
 guest "uptime, df, mounts, loadavg" $'* up 0 min,  0 user,  load average: 0.00, 0.00, 0.00\nFilesystem * Mounted on\nkeep * /\nkeep / keep rw,relatime 0 0\nproc /proc proc *\ndev /dev devtmpfs *\n0.00 0.00 0.00 1/3 *' \
 	'uptime; df -h | head -2; head -3 /proc/mounts; sleep 1 & cat /proc/loadavg; wait'
