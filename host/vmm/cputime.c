@@ -34,6 +34,7 @@
 #define CPUCLOCK_PROF 0
 #define CPUCLOCK_VIRT 1
 #define TICK_NS (1000000000u / 100) /* USER_HZ, clock_t's unit */
+#define THREADS_SEEN 256 /* a process's threads looked through */
 
 static uint64_t
 clock_ns(clockid_t id)
@@ -80,6 +81,48 @@ vm_cpu_times(struct vm *vm, uint64_t *user, uint64_t *sys)
 	pid_t stub = vm->on_trap ? vm_trap_cpu(vm, banked) : 0;
 
 	vm_cpu_of(0, stub, banked, user, sys);
+}
+
+/*
+ * A CPU clock id a guest made (clock_getcpuclockid, pthread_getcpuclockid):
+ * the id is ~pid << 3, or ~tid << 3 with bit 2 for a thread, over the
+ * kind in the low two bits (PROF: user and system; VIRT: user; SCHED:
+ * both, precisely). A pid 0, the caller or one of its threads is the
+ * caller's (its threads share its time); another process of the tree
+ * its own. user and sys come out so that their sum is the clock's.
+ */
+static int
+own_thread(const struct vm *vm, int32_t tid)
+{
+	int32_t tids[THREADS_SEEN];
+	int i, n = vm_thread_ids(vm, tids, THREADS_SEEN);
+
+	for (i = 0; i < n && i < THREADS_SEEN; i++)
+		if (tids[i] == tid)
+			return 1;
+	return 0;
+}
+
+int
+vm_cpu_clock_of(struct vm *vm, int32_t id, uint64_t *user, uint64_t *sys)
+{
+	struct vm_proc_view v;
+	int32_t who = ~(id >> 3); /* gcc shifts a negative int arithmetically */
+	int kind = id & 3, thread = (id & 4) != 0;
+
+	if (kind == 3 || who < 0)
+		return -1;
+	if (who == 0 || who == vm->pid || (thread && own_thread(vm, who)))
+		vm_cpu_times(vm, user, sys);
+	else if (thread || vm_proc_view(vm, who, &v) != 0 || v.state == 'Z')
+		return -1;
+	else {
+		*user = v.cpu[0];
+		*sys = v.cpu[1];
+	}
+	if (kind == CPUCLOCK_VIRT)
+		*sys = 0;
+	return 0;
 }
 
 static void

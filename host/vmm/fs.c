@@ -1764,7 +1764,7 @@ sys_getcwd(struct vm *vm, const uint64_t a[6])
 int64_t
 sys_chdir(struct vm *vm, const uint64_t a[6])
 {
-	char path[VM_PATH_MAX];
+	char path[VM_PATH_MAX], via[VM_PATH_MAX];
 	struct stat st;
 	int64_t rc;
 
@@ -1774,6 +1774,11 @@ sys_chdir(struct vm *vm, const uint64_t a[6])
 		return rc;
 	if (!S_ISDIR(st.st_mode))
 		return -ENOTDIR;
+	/* /proc/self/cwd and below: the directory they lead to, as getcwd
+	 * tells it on Linux (and a later relative path starts there). */
+	if (vm_synth_path(path) &&
+	    vm_synth_outside(vm, path, 0, via, sizeof(via)))
+		strlcpy(path, via, sizeof(path));
 	strlcpy(vm->cwd, path, sizeof(vm->cwd));
 	return 0;
 }

@@ -108,6 +108,7 @@ struct vm_tree {
 	    p, old, new, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)
 
 static void post(struct vm *, struct vm_slot *, int sig);
+static void post_stub(struct vm *);
 static void signal_host(struct vm *, struct vm_slot *, int sig);
 
 static uint64_t
@@ -146,9 +147,7 @@ int
 vm_proc_init(struct vm *vm)
 {
 	unsigned n = vm->cfg->max_procs ? vm->cfg->max_procs : PROCS_DEFAULT;
-	uint64_t banked[2];
 	struct timespec now;
-	pid_t stub;
 	size_t size;
 	struct vm_tree *t;
 
@@ -180,9 +179,6 @@ vm_proc_init(struct vm *vm)
 	vm->ppid = 0;
 	vm->vfork_fd = -1;
 	vm_proc_program(vm, NULL);
-	/* Its stub started before the table existed (trap). */
-	if ((stub = vm_trap_cpu(vm, banked)) > 0)
-		vm_proc_post_stub(vm, stub, banked);
 	return 0;
 }
 
@@ -534,6 +530,7 @@ do_clone(struct vm *vm, uint64_t flags, uint64_t newsp, uint64_t ptid,
 		vm->mem_charged = 0;
 	vm->ppid = vm->pid;
 	vm->pid = gpid;
+	post_stub(vm); /* its own, started in vm_fork */
 	memset(&vm->child_res, 0, sizeof(vm->child_res));
 	vm->res = &vm->child_res;
 	vm_signal_forked(vm);
@@ -1146,6 +1143,7 @@ vm_proc_program(struct vm *vm, const char *path)
 	}
 	STORE(&s->cmdline_len, (uint32_t)len);
 	STORE(&s->nthreads, 1);
+	post_stub(vm);
 }
 
 /* prctl(PR_SET_NAME) and the program's name: at most 15 bytes. */
@@ -1161,11 +1159,16 @@ vm_proc_set_name(struct vm *vm, const char *name)
 	memcpy(me(vm)->comm, comm, sizeof(comm));
 }
 
-void
-vm_proc_post_stub(struct vm *vm, pid_t pid, const uint64_t banked[2])
+/* This process's stub (trap) and the CPU time of those before it, for
+ * the others' /proc: posted once the process is itself in the table
+ * (its start, a fork's child, each execve), never from a fork's child
+ * still in its parent's row. */
+static void
+post_stub(struct vm *vm)
 {
-	if (vm->tree == NULL)
-		return;
+	uint64_t banked[2] = { 0, 0 };
+	pid_t pid = vm->on_trap ? vm_trap_cpu(vm, banked) : 0;
+
 	STORE(&me(vm)->stub_banked[0], banked[0]);
 	STORE(&me(vm)->stub_banked[1], banked[1]);
 	STORE(&me(vm)->stub_pid, pid);

@@ -292,8 +292,8 @@ static const struct vm_sysent linux_calls[] = {
 	NO(161, chroot, ENOSYS, "the machine's administration: not a guest's"),
 	NO(162, sync, ENOSYS, "not provided"),
 	NO(163, acct, ENOSYS, "the machine's administration: not a guest's"),
-	NO(164, settimeofday, ENOSYS,
-	    "the machine's administration: not a guest's"),
+	NO(164, settimeofday, EPERM,
+	    "the machine's administration, as to an unprivileged user"),
 	NO(165, mount, ENOSYS, "the machine's administration: not a guest's"),
 	NO(166, umount2, ENOSYS, "the machine's administration: not a guest's"),
 	NO(167, swapon, ENOSYS, "the machine's administration: not a guest's"),
@@ -396,11 +396,14 @@ static const struct vm_sysent linux_calls[] = {
 	    "no timers: their expiry is a signal or a readable descriptor"),
 	NO(226, timer_delete, ENOSYS,
 	    "no timers: their expiry is a signal or a readable descriptor"),
-	NO(227, clock_settime, ENOSYS,
-	    "the machine's administration: not a guest's"),
+	NO(227, clock_settime, EPERM,
+	    "the machine's administration, as to an unprivileged user"),
 	OK(228, clock_gettime, sys_clock_gettime,
-	    "the host's clocks; the CPU-time clocks count the guest "
-	    "process's user and system time (a thread's: its process's)"),
+	    "the host's clocks; the CPU-time clocks (and "
+	    "clock_getcpuclockid's, "
+	    "pthread_getcpuclockid's of a process of the tree) count the "
+	    "guest process's user and system time (a thread's: its "
+	    "process's)"),
 	OK(229, clock_getres, sys_clock_getres, "1 ns"),
 	OK(230, clock_nanosleep, sys_clock_nanosleep,
 	    "relative and TIMER_ABSTIME; EINTR for a signal the guest "

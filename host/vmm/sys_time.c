@@ -11,11 +11,12 @@
 int64_t
 sys_clock_gettime(struct vm *vm, const uint64_t a[6])
 {
+	int32_t which = (int32_t)a[0]; /* a clockid_t, an int */
+	clockid_t id = -1; /* stays -1 for a CPU clock */
 	struct timespec ts;
-	uint64_t user, sys;
-	clockid_t id;
+	uint64_t user = 0, sys = 0;
 
-	switch (a[0]) {
+	switch (which) {
 	case CLOCK_REALTIME:
 	case CLOCK_REALTIME_COARSE:
 		id = CLOCK_REALTIME;
@@ -29,13 +30,20 @@ sys_clock_gettime(struct vm *vm, const uint64_t a[6])
 	case CLOCK_PROCESS_CPUTIME_ID:
 	case CLOCK_THREAD_CPUTIME_ID: /* its threads share one vCPU */
 		vm_cpu_times(vm, &user, &sys);
+		break;
+	default:
+		/* clock_getcpuclockid's and pthread_getcpuclockid's: a
+		 * process's or thread's id, complemented, over the kind. */
+		if (which >= 0 || vm_cpu_clock_of(vm, which, &user, &sys) != 0)
+			return -EINVAL;
+		break;
+	}
+	if (id != -1)
+		clock_gettime(id, &ts);
+	else {
 		ts.tv_sec = (time_t)((user + sys) / 1000000000u);
 		ts.tv_nsec = (long)((user + sys) % 1000000000u);
-		return vm_put(vm, a[1], &ts, sizeof(ts));
-	default:
-		return -EINVAL;
 	}
-	clock_gettime(id, &ts);
 	return vm_put(vm, a[1], &ts, sizeof(ts));
 }
 

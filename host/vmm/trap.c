@@ -746,7 +746,6 @@ spawn(struct vm *vm, struct vm_trap *t, char *err, size_t errlen)
 	}
 	t->pid = pid;
 	t->pidfd = pidfd;
-	vm_proc_post_stub(vm, pid, t->banked);
 	return 0;
 }
 

@@ -455,6 +455,10 @@ void vm_cpu_clock(pid_t pid, uint64_t *user, uint64_t *total);
 void vm_cpu_of(pid_t vm_pid, pid_t stub_pid, const uint64_t banked[2],
     uint64_t *user, uint64_t *sys);
 void vm_cpu_times(struct vm *, uint64_t *user, uint64_t *sys);
+/* A guest's CPU clock id (clock_getcpuclockid's, pthread_getcpuclockid's,
+ * negative) read: 0, or -1 for one that names no process or thread of
+ * the tree. */
+int vm_cpu_clock_of(struct vm *, int32_t id, uint64_t *user, uint64_t *sys);
 uint64_t vm_cpu_maxrss_kib(const struct vm *);
 /* A struct rusage into out (its size), from times in ns and KiB. */
 void vm_cpu_rusage(uint64_t user, uint64_t sys, uint64_t maxrss_kib, void *out);
@@ -539,9 +543,6 @@ struct vm_proc_view {
 	char cmdline[VM_PROC_CMDLINE];
 };
 void vm_proc_program(struct vm *, const char *path);
-/* trap.c: this process's stub started (its host pid; the CPU time of
- * the stubs before it), for the others' /proc. */
-void vm_proc_post_stub(struct vm *, pid_t pid, const uint64_t banked[2]);
 void vm_proc_set_name(struct vm *, const char *name);
 void vm_proc_set_threads(struct vm *, int n);
 int vm_proc_view(struct vm *, int32_t pid, struct vm_proc_view *);

@@ -17,7 +17,7 @@ loop='sum(i * i for i in range(3000000))'
 native=$($PY -c "import time; t = time.process_time(); $loop; print(time.process_time() - t)")
 
 out=$("$KEEP" run --trust "$K" "$I" python -c "
-import os, resource, time
+import ctypes, os, resource, signal, threading, time
 def busy():
     t, w = time.process_time(), time.monotonic()
     $loop
@@ -30,12 +30,19 @@ r = resource.getrusage(resource.RUSAGE_SELF)
 print('rusage', r.ru_utime + r.ru_stime, r.ru_maxrss)
 st = open('/proc/self/stat').read().split()
 print('stat', (int(st[13]) + int(st[14])) / os.sysconf('SC_CLK_TCK'))
+print('thread', time.clock_gettime(time.pthread_getcpuclockid(threading.get_ident())))
+r, w = os.pipe()
 pid = os.fork()
 if pid == 0:
     busy()
-    os._exit(0)
+    os.write(w, b'x'); time.sleep(30); os._exit(0)
+os.read(r, 1)
+cid = ctypes.c_int()
+assert ctypes.CDLL(None).clock_getcpuclockid(pid, ctypes.byref(cid)) == 0
+print('other', time.clock_gettime(cid.value))
+os.kill(pid, signal.SIGTERM)
 _, status, ru = os.wait4(pid, 0)
-print('child', ru.ru_utime + ru.ru_stime, status)
+print('child', ru.ru_utime + ru.ru_stime, status & 0x7f)
 c = resource.getrusage(resource.RUSAGE_CHILDREN)
 print('children', c.ru_utime + c.ru_stime, os.times().children_user + os.times().children_system)
 " 2>&1); rc=$?
@@ -60,8 +67,13 @@ e=$(val times 3)
 ge "$e" "$wall" && ok "times' elapsed runs on: $e s" || bad "times' elapsed $e s, less than the loop's wall $wall s"
 ge "$(val rusage 3)" 1024 && ok "ru_maxrss: $(val rusage 3) KiB" ||
 	bad "ru_maxrss: $(val rusage 3) KiB"
+ge "$(val thread 2)" "$cpu" && ok "pthread_getcpuclockid's clock counts the loop: $(val thread 2) s" ||
+	bad "the thread's clock: $(val thread 2) s, less than the loop's $cpu s"
+quarter=$(awk -v n="$native" 'BEGIN { print n / 4 }')
+ge "$(val other 2)" "$quarter" && ok "clock_getcpuclockid of another process: its loop, $(val other 2) s" ||
+	bad "another process's clock: $(val other 2) s, the native loop $native s"
 child=$(val child 2)
-ge "$child" "$(awk -v n="$native" 'BEGIN { print n / 4 }')" && [ "$(val child 3)" = 0 ] &&
+ge "$child" "$quarter" && [ "$(val child 3)" = 15 ] &&
 	ok "wait4's rusage: the child's $child s" || bad "wait4: $(val child 2) s, status $(val child 3)"
 ge "$(val children 2)" "$child" && ge "$(val children 3)" "$(awk -v c="$child" 'BEGIN { print c - 0.011 }')" &&
 	ok "the reaped child's time is the children's: $(val children 2) s, $(val children 3) s" ||
