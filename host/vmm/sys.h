@@ -216,6 +216,7 @@ int64_t sys_sigaltstack(struct vm *, const uint64_t a[6]);
 int64_t sys_rt_sigreturn(struct vm *, const uint64_t a[6]);
 int64_t sys_rt_sigpending(struct vm *, const uint64_t a[6]);
 int64_t sys_rt_sigsuspend(struct vm *, const uint64_t a[6]);
+int64_t sys_rt_sigtimedwait(struct vm *, const uint64_t a[6]);
 int64_t sys_pause(struct vm *, const uint64_t a[6]);
 int64_t sys_alarm(struct vm *, const uint64_t a[6]);
 int64_t sys_getitimer(struct vm *, const uint64_t a[6]);

@@ -362,6 +362,108 @@ sys_pause(struct vm *vm, const uint64_t a[6])
 	return suspend(vm);
 }
 
+#define SIGWAIT_POLL_US 5000 /* a parked sigtimedwait looks this often */
+#define SI_TIMER_ (-2)
+
+/* Take signal sig, pending, for sigtimedwait: its siginfo (who sent it
+ * is not kept: si_pid 0, as from the kernel) and its number. */
+static int64_t
+take_waited(struct vm *vm, int sig, uint64_t info)
+{
+	int32_t si[32];
+
+	vm->sig.pending &= ~bit(sig);
+	if (info != 0) {
+		memset(si, 0, sizeof(si));
+		si[0] = sig;
+		si[2] = sig == SIGALRM ? SI_TIMER_ : 0 /* SI_USER */;
+		si[5] = VM_GUEST_ID;
+		if (vm_put(vm, info, si, sizeof(si)) != 0)
+			return -EFAULT;
+	}
+	return sig;
+}
+
+/*
+ * rt_sigtimedwait (sigwait, sigwaitinfo, sigtimedwait): take a pending
+ * signal of set (blocked, as a rule) without running its handler; EINTR
+ * when another, unblocked, would act (its handler runs first); EAGAIN
+ * at the timeout. The process's only thread sleeps in the host, woken
+ * by what wakes rt_sigsuspend; a thread with others parks and looks
+ * again every few milliseconds, its call issued again towards the
+ * deadline its first issue set.
+ */
+int64_t
+sys_rt_sigtimedwait(struct vm *vm, const uint64_t a[6])
+{
+	uint64_t set, deadline = 0, now, *saved = vm_thread_call_deadline(vm);
+	struct timespec left, *wait;
+	const void *g, *gt = NULL;
+	sigset_t block, old;
+	int64_t ts[2], rc = 0;
+	int sig;
+
+	if (a[3] != 8)
+		return -EINVAL;
+	if ((g = vm_gptr(vm, a[0], 8)) == NULL ||
+	    (a[2] != 0 && (gt = vm_gptr(vm, a[2], sizeof(ts))) == NULL))
+		return -EFAULT;
+	memcpy(&set, g, 8);
+	if (a[2] != 0)
+		memcpy(ts, gt, sizeof(ts));
+	if (a[2] != 0 && (ts[0] < 0 || ts[1] < 0 || ts[1] >= 1000000000))
+		return -EINVAL;
+	set &= ~UNBLOCKABLE;
+	if (a[2] != 0)
+		deadline = saved != NULL && *saved != 0 ? *saved
+		                                        : vm_now_us() +
+		        (uint64_t)ts[0] * 1000000 + (uint64_t)ts[1] / 1000;
+	vm_wake_signals(&block);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	for (;;) {
+		deliverable(vm);
+		for (sig = 1; sig <= 64; sig++)
+			if (vm->sig.pending & set & bit(sig))
+				break;
+		if (sig <= 64) {
+			rc = take_waited(vm, sig, a[1]);
+			break;
+		}
+		now = vm_now_us();
+		if ((vm_signal_acting(vm) & ~vm->sig.blocked) != 0 ||
+		    vm_timed_out()) {
+			rc = -EINTR;
+			break;
+		}
+		if (a[2] != 0 && now >= deadline) {
+			rc = -EAGAIN;
+			break;
+		}
+		if (saved != NULL &&
+		    vm_thread_park(vm, NULL, 0,
+		        a[2] != 0 && deadline < now + SIGWAIT_POLL_US
+		            ? deadline
+		            : now + SIGWAIT_POLL_US,
+		        VM_PARK_AGAIN)) {
+			*saved = deadline;
+			sigprocmask(SIG_SETMASK, &old, NULL);
+			return 0; /* issued again (sys_thread.c) */
+		}
+		wait = NULL;
+		if (a[2] != 0) {
+			left.tv_sec = (time_t)((deadline - now) / 1000000);
+			left.tv_nsec =
+			    (long)((deadline - now) % 1000000) * 1000;
+			wait = &left;
+		}
+		ppoll(NULL, 0, wait, &old);
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (saved != NULL)
+		*saved = 0;
+	return rc;
+}
+
 /* ITIMER_REAL as microseconds: value and interval. */
 static void
 itimer_get(struct vm *vm, int64_t out[4])

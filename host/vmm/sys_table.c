@@ -241,7 +241,9 @@ static const struct vm_sysent linux_calls[] = {
 	NO(125, capget, ENOSYS, "not provided"),
 	NO(126, capset, ENOSYS, "the machine's administration: not a guest's"),
 	OK(127, rt_sigpending, sys_rt_sigpending, ""),
-	NO(128, rt_sigtimedwait, ENOSYS, "no signal is ever delivered"),
+	PART(128, rt_sigtimedwait, sys_rt_sigtimedwait,
+	    "siginfo names no sender (si_pid 0); a thread with others looks "
+	    "again every 5 ms"),
 	NO(129, rt_sigqueueinfo, ENOSYS, "no signal is ever delivered"),
 	OK(130, rt_sigsuspend, sys_rt_sigsuspend, ""),
 	OK(131, sigaltstack, sys_sigaltstack, ""),

@@ -113,6 +113,9 @@ struct vm_thread {
 	int reissue;
 	int npfd;
 	struct pollfd pfd[PARK_FDS_MAX];
+	/* A timed call issued again and again while parked (sigtimedwait):
+	 * its deadline from the first issue (vm_now_us), 0 none. */
+	uint64_t call_deadline_us;
 };
 
 struct vm_threads {
@@ -147,6 +150,14 @@ vm_thread_alone(const struct vm *vm)
 		if (i != ts->cur && ts->t[i].state != T_FREE)
 			return 0;
 	return 1;
+}
+
+uint64_t *
+vm_thread_call_deadline(struct vm *vm)
+{
+	return vm->threads != NULL
+	    ? &vm->threads->t[vm->threads->cur].call_deadline_us
+	    : NULL;
 }
 
 int

@@ -653,6 +653,9 @@ void vm_thread_preempt(struct vm *);
  * caller waits itself.
  */
 int vm_thread_sigwait(struct vm *);
+/* The running thread's deadline for a call it issues again while
+ * parked (0: none set yet), or NULL in a process without a thread table. */
+uint64_t *vm_thread_call_deadline(struct vm *);
 /* At each delivery, sigs those pending that act: a thread parked by
  * vm_thread_sigwait that lets one through becomes the running thread,
  * to take it (the one that ran is kept runnable, between two

@@ -192,6 +192,36 @@ got=$(py sleepsig.py 2>&1)
 	ok "a handled signal or a child's end does not cut time.sleep short: $got" ||
 	bad "sleep and signals: native '$want', keep '$got'"
 
+# Waiting for a blocked signal (rt_sigtimedwait): sigwait for one a
+# child sends, sigtimedwait's timeout, sigwaitinfo's siginfo, one taken
+# while its handler would have run had it not been blocked, and sigwait
+# in a thread while the main thread works. The same as natively.
+cat >"$ws/sigwait.py" <<'PY'
+import os, signal, threading, time
+signal.signal(signal.SIGUSR1, lambda s, f: print("handler ran: wrong"))
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1, signal.SIGUSR2})
+pid = os.fork()
+if pid == 0:
+    time.sleep(0.2); os.kill(os.getppid(), signal.SIGUSR1); os._exit(0)
+print("sigwait:", signal.sigwait({signal.SIGUSR1, signal.SIGUSR2}) == signal.SIGUSR1)
+os.waitpid(pid, 0)
+t0 = time.monotonic()
+print("timeout:", signal.sigtimedwait({signal.SIGUSR2}, 0.3), time.monotonic() - t0 >= 0.3)
+os.kill(os.getpid(), signal.SIGUSR2)
+info = signal.sigwaitinfo({signal.SIGUSR2})
+print("sigwaitinfo:", info.si_signo == signal.SIGUSR2)
+got = []
+t = threading.Thread(target=lambda: got.append(signal.sigwait({signal.SIGUSR2})))
+t.start(); n = sum(range(10 ** 6)); time.sleep(0.2)
+os.kill(os.getpid(), signal.SIGUSR2); t.join(5)
+print("in a thread:", got == [signal.SIGUSR2], not t.is_alive())
+PY
+want=$(cd "$ws" && $PY sigwait.py 2>&1)
+got=$(py sigwait.py 2>&1)
+[ "$got" = "$want" ] && [[ $want == *"True"*"None True"*"True"*"True True" ]] &&
+	ok "sigwait, sigtimedwait and sigwaitinfo take blocked signals: $(tr '\n' ' ' <<<"$got")" ||
+	bad "sigwait: native '$want', keep '$got'"
+
 # signal.pause() in the main thread while another thread works and then
 # signals the process: the main thread wakes (its C handler only sets a
 # flag, so the handler must run on the thread that paused) and the other
