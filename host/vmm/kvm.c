@@ -1060,6 +1060,9 @@ vm_timer_arm(struct vm *vm)
 	if (vm->signal_retry_us != 0 &&
 	    (next == 0 || vm->signal_retry_us < next))
 		next = vm->signal_retry_us;
+	if (vm->sig.cpu_poll_us != 0 &&
+	    (next == 0 || vm->sig.cpu_poll_us < next))
+		next = vm->sig.cpu_poll_us;
 	memset(&it, 0, sizeof(it));
 	if (next != 0) {
 		left = next > now ? next - now : 1;

@@ -94,6 +94,10 @@ vm_signal_forked(struct vm *vm)
 	/* A child starts with nothing pending and no timer (fork(2)). */
 	vm->sig.pending = 0;
 	vm->sig.alarm_at_us = vm->sig.alarm_interval_us = 0;
+	memset(vm->sig.cpu_timer_at, 0, sizeof(vm->sig.cpu_timer_at));
+	memset(
+	    vm->sig.cpu_timer_interval, 0, sizeof(vm->sig.cpu_timer_interval));
+	vm->sig.cpu_poll_us = 0;
 }
 
 void
@@ -239,14 +243,64 @@ sys_rt_sigpending(struct vm *vm, const uint64_t a[6])
 	return vm_put(vm, a[0], &p, 8);
 }
 
+#define CPU_POLL_US 4000 /* a CPU-time timer's look, as Linux's 250 Hz tick */
+
+/* The CPU time an ITIMER_VIRTUAL (0) or ITIMER_PROF (1) counts, ns. */
+static uint64_t
+cpu_now(struct vm *vm, int which)
+{
+	uint64_t user, sys;
+
+	vm_cpu_times(vm, &user, &sys);
+	return which == 0 ? user : user + sys;
+}
+
+/* The CPU-time timers, when the time to look has come: an expired one
+ * raises SIGVTALRM or SIGPROF and starts its interval again; the next
+ * look is due no later than either can expire. */
+static void
+cpu_timers(struct vm *vm, uint64_t now)
+{
+	static const int sigs[2] = { SIGVTALRM, SIGPROF };
+	uint64_t next = 0, cpu, left;
+	int i;
+
+	if (vm->sig.cpu_poll_us == 0 || now < vm->sig.cpu_poll_us)
+		return;
+	for (i = 0; i < 2; i++) {
+		if (vm->sig.cpu_timer_at[i] == 0)
+			continue;
+		cpu = cpu_now(vm, i);
+		if (cpu >= vm->sig.cpu_timer_at[i]) {
+			vm->sig.pending |= bit(sigs[i]);
+			vm->sig.cpu_timer_at[i] =
+			    vm->sig.cpu_timer_interval[i] != 0
+			    ? cpu + vm->sig.cpu_timer_interval[i]
+			    : 0;
+		}
+		if (vm->sig.cpu_timer_at[i] != 0) {
+			/* CPU time runs no faster than the wall clock on
+			 * one vCPU: look when it could have run out. */
+			left = (vm->sig.cpu_timer_at[i] - cpu) / 1000;
+			left = left < CPU_POLL_US ? CPU_POLL_US : left;
+			next =
+			    next == 0 || now + left < next ? now + left : next;
+		}
+	}
+	vm->sig.cpu_poll_us = next;
+	vm_timer_arm(vm);
+}
+
 /* Whether a signal the process would act on is pending (taking the
- * table's into its own, and a due alarm). */
+ * table's into its own, a due alarm, and a CPU-time timer's). */
 static int
 deliverable(struct vm *vm)
 {
 	uint64_t now;
 
 	vm->sig.pending |= vm_proc_take_pending(vm);
+	if (vm->sig.cpu_poll_us != 0)
+		cpu_timers(vm, vm_now_us());
 	if (vm->sig.alarm_at_us != 0 &&
 	    (now = vm_now_us()) >= vm->sig.alarm_at_us) {
 		vm->sig.pending |= bit(SIGALRM);
@@ -488,6 +542,38 @@ itimer_set(struct vm *vm, uint64_t value_us, uint64_t interval_us)
 	vm_timer_arm(vm);
 }
 
+/* ITIMER_VIRTUAL (which 0) or ITIMER_PROF (1) as microseconds: the
+ * CPU time left and the interval. */
+static void
+cpu_itimer_get(struct vm *vm, int which, int64_t out[4])
+{
+	uint64_t at = vm->sig.cpu_timer_at[which], cpu, left = 0;
+	uint64_t iv = vm->sig.cpu_timer_interval[which] / 1000;
+
+	if (at != 0) {
+		cpu = cpu_now(vm, which);
+		left = at > cpu ? (at - cpu + 999) / 1000 : 1;
+	}
+	out[0] = (int64_t)(iv / 1000000);
+	out[1] = (int64_t)(iv % 1000000);
+	out[2] = (int64_t)(left / 1000000);
+	out[3] = (int64_t)(left % 1000000);
+}
+
+static void
+cpu_itimer_set(struct vm *vm, int which, uint64_t value_us, uint64_t iv_us)
+{
+	vm->sig.cpu_timer_at[which] =
+	    value_us != 0 ? cpu_now(vm, which) + value_us * 1000 : 0;
+	vm->sig.cpu_timer_interval[which] = iv_us * 1000;
+	vm->sig.cpu_poll_us =
+	    vm->sig.cpu_timer_at[0] != 0 || vm->sig.cpu_timer_at[1] != 0
+	    ? vm_now_us()
+	    : 0;
+	cpu_timers(vm, vm_now_us());
+	vm_timer_arm(vm);
+}
+
 int64_t
 sys_getitimer(struct vm *vm, const uint64_t a[6])
 {
@@ -497,6 +583,8 @@ sys_getitimer(struct vm *vm, const uint64_t a[6])
 		return -EINVAL;
 	if (a[0] == ITIMER_REAL)
 		itimer_get(vm, v);
+	else
+		cpu_itimer_get(vm, (int)a[0] - 1, v);
 	return vm_put(vm, a[1], v, sizeof(v));
 }
 
@@ -506,14 +594,21 @@ sys_setitimer(struct vm *vm, const uint64_t a[6])
 	int64_t v[4], old[4] = { 0, 0, 0, 0 };
 	const void *g;
 
-	if (a[0] != ITIMER_REAL)
-		return a[0] > 2 ? -EINVAL : -ENOSYS;
+	if (a[0] > 2)
+		return -EINVAL;
 	if (a[1] == 0 || (g = vm_gptr(vm, a[1], sizeof(v))) == NULL)
 		return -EFAULT;
 	memcpy(v, g, sizeof(v));
 	if (v[0] < 0 || v[2] < 0 || v[1] < 0 || v[1] >= 1000000 || v[3] < 0 ||
 	    v[3] >= 1000000 || v[0] > (1LL << 31) || v[2] > (1LL << 31))
 		return -EINVAL;
+	if (a[0] != ITIMER_REAL) {
+		cpu_itimer_get(vm, (int)a[0] - 1, old);
+		cpu_itimer_set(vm, (int)a[0] - 1,
+		    (uint64_t)v[2] * 1000000 + (uint64_t)v[3],
+		    (uint64_t)v[0] * 1000000 + (uint64_t)v[1]);
+		return a[2] != 0 ? vm_put(vm, a[2], old, sizeof(old)) : 0;
+	}
 	itimer_get(vm, old);
 	itimer_set(vm, (uint64_t)v[2] * 1000000 + (uint64_t)v[3],
 	    (uint64_t)v[0] * 1000000 + (uint64_t)v[1]);

@@ -91,11 +91,13 @@ static const struct vm_sysent linux_calls[] = {
 	OK(35, nanosleep, sys_nanosleep,
 	    "sleeps on the host; EINTR and the rest for a signal the guest "
 	    "handles; cut short by the run's timeout"),
-	PART(36, getitimer, sys_getitimer,
-	    "ITIMER_REAL; the CPU-time timers read as disarmed"),
+	OK(36, getitimer, sys_getitimer,
+	    "ITIMER_REAL on the host's clock; ITIMER_VIRTUAL and "
+	    "ITIMER_PROF on the process's CPU time"),
 	OK(37, alarm, sys_alarm, "SIGALRM from the host's timer"),
 	PART(38, setitimer, sys_setitimer,
-	    "ITIMER_REAL; the CPU-time timers are ENOSYS"),
+	    "ITIMER_REAL from the host's timer; ITIMER_VIRTUAL and "
+	    "ITIMER_PROF on the process's CPU time, looked at every 4 ms"),
 	OK(39, getpid, sys_getpid, "the guest pid: the first process is 1"),
 	OK(40, sendfile, sys_sendfile,
 	    "through a host buffer, at most 1 MiB a call"),

@@ -105,6 +105,12 @@ struct vm_signals {
 	uint64_t ss_sp, ss_size; /* sigaltstack; size 0: none */
 	uint32_t ss_flags;
 	uint64_t alarm_at_us, alarm_interval_us; /* ITIMER_REAL, vm_now_us */
+	/* ITIMER_VIRTUAL and ITIMER_PROF: when they expire on the process's
+	 * CPU time (user; user and system: cputime.c), ns, 0 disarmed, and
+	 * their intervals; looked at every few ms of wall time while one is
+	 * armed (cpu_poll_us, vm_now_us). */
+	uint64_t cpu_timer_at[2], cpu_timer_interval[2];
+	uint64_t cpu_poll_us;
 };
 
 /* A KVM memory slot over guest [gpa, gpa+size) (mem_slots.c). */

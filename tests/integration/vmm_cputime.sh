@@ -45,6 +45,21 @@ _, status, ru = os.wait4(pid, 0)
 print('child', ru.ru_utime + ru.ru_stime, status & 0x7f)
 c = resource.getrusage(resource.RUSAGE_CHILDREN)
 print('children', c.ru_utime + c.ru_stime, os.times().children_user + os.times().children_system)
+# The CPU-time interval timers: every 20 ms of the loop's CPU time a
+# SIGPROF, every 20 ms of its user time a SIGVTALRM; a forked child
+# inherits neither (fork(2)); disarmed, they read 0.
+n = {signal.SIGPROF: 0, signal.SIGVTALRM: 0}
+def tick(s, f): n[s] += 1
+signal.signal(signal.SIGPROF, tick); signal.signal(signal.SIGVTALRM, tick)
+signal.setitimer(signal.ITIMER_PROF, 0.02, 0.02)
+signal.setitimer(signal.ITIMER_VIRTUAL, 0.02, 0.02)
+pid = os.fork()
+if pid == 0:
+    os._exit(int(signal.getitimer(signal.ITIMER_PROF) != (0.0, 0.0)))
+child_timer = os.waitpid(pid, 0)[1]
+cpu, wall = busy()
+signal.setitimer(signal.ITIMER_PROF, 0); signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+print('itimer', n[signal.SIGPROF], n[signal.SIGVTALRM], cpu, child_timer, signal.getitimer(signal.ITIMER_PROF) == (0.0, 0.0))
 " 2>&1); rc=$?
 [ $rc -eq 0 ] || { bad "guest: rc $rc: $out"; exit 1; }
 val() { printf '%s\n' "$out" | awk -v k="$1" -v f="$2" '$1 == k { print $f }'; }
@@ -78,5 +93,15 @@ ge "$child" "$quarter" && [ "$(val child 3)" = 15 ] &&
 ge "$(val children 2)" "$child" && ge "$(val children 3)" "$(awk -v c="$child" 'BEGIN { print c - 0.011 }')" &&
 	ok "the reaped child's time is the children's: $(val children 2) s, $(val children 3) s" ||
 	bad "children: $(val children 2) and $(val children 3) s, the child's $child s"
+
+# At least half the 20 ms ticks the loop's CPU time holds (the timers
+# are looked at every 4 ms of wall time), at most one more than it holds.
+read -r _ prof virt icpu ichild off <<<"$(printf '%s\n' "$out" | grep '^itimer ')"
+lo=$(awk -v c="$icpu" 'BEGIN { print int(c / 0.02 / 2) }')
+hi=$(awk -v c="$icpu" 'BEGIN { print int(c / 0.02) + 1 }')
+[ -n "$prof" ] && [ "$prof" -ge "$lo" ] && [ "$prof" -le "$hi" ] && [ "$virt" -ge 1 ] &&
+	[ "$virt" -le "$hi" ] && [ "$ichild" = 0 ] && [ "$off" = True ] &&
+	ok "ITIMER_PROF $prof and ITIMER_VIRTUAL $virt ticks in the loop's $icpu s (want $lo..$hi); a child inherits none" ||
+	bad "CPU-time timers: $(printf '%s\n' "$out" | grep '^itimer '), want $lo..$hi"
 
 [ $fails -eq 0 ] || exit 1
