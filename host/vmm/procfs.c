@@ -982,7 +982,9 @@ gen_dir(struct vm *vm, const struct node *nd, struct buf *b)
 		}
 	}
 	for (i = 0; i < sizeof(ents) / sizeof(ents[0]); i++)
-		if (strcmp(ents[i].dir, path) == 0)
+		/* /dev/shm is the workspace's (fs.c): none without one. */
+		if (strcmp(ents[i].dir, path) == 0 &&
+		    (vm->ws_fd >= 0 || strcmp(ents[i].name, "shm") != 0))
 			ENTRY(ents[i].type, ents[i].name);
 #undef ENTRY
 }
