@@ -302,6 +302,7 @@ resume(struct vm_thread *t, int64_t ret)
 		return;
 	}
 	t->regs.rax = (uint64_t)ret;
+	t->call_deadline_us = 0; /* the call is over, whatever ended it */
 	if (t->reissue) {
 		t->regs.rip = t->regs.rcx;
 		t->reissue = 0;
