@@ -119,7 +119,7 @@ $(STOCK_DIR)/mpl/fontlist-v330.json: image/stock/mpl_fontlist.py /var/lib/dpkg/s
 	@test -f $@
 
 $(IMG_DIR)/python.img: images/python.manifest images/python.template \
-    images/hosts images/nsswitch.conf images/host.conf images/resolv.conf images/python-ready.py images/python.reserve image/stock/keep_once.py $(STOCK_DIR)/mpl/fontlist-v330.json $(DEB_IMAGE_DEPS)
+    images/hosts images/nsswitch.conf images/host.conf images/resolv.conf images/passwd images/group images/python-ready.py images/python.reserve image/stock/keep_once.py $(STOCK_DIR)/mpl/fontlist-v330.json $(DEB_IMAGE_DEPS)
 	@mkdir -p $(dir $@)
 	$(B)/bin/keep image build --name python --version 3.11 --memory 1G \
 	    --defer-hashes --manifest $< \
@@ -133,7 +133,7 @@ $(STOCK_DIR)/shell.manifest: images/shell.manifest mk/deb-commands.sh /var/lib/d
 	mv $@.tmp $@
 
 $(IMG_DIR)/shell.img: $(STOCK_DIR)/shell.manifest images/hosts \
-    images/nsswitch.conf images/host.conf images/resolv.conf $(DEB_IMAGE_DEPS)
+    images/nsswitch.conf images/host.conf images/resolv.conf images/passwd images/group $(DEB_IMAGE_DEPS)
 	@mkdir -p $(dir $@)
 	$(B)/bin/keep image build --name shell --version 1.0 --memory 256M \
 	    --defer-hashes --manifest $< -o $@.tmp
@@ -152,7 +152,7 @@ $(IMG_DIR)/shell.img: $(STOCK_DIR)/shell.manifest images/hosts \
 DEPS_PKGS += nodejs
 
 $(IMG_DIR)/node.img: images/node.manifest images/node.reserve images/hosts \
-    images/nsswitch.conf images/host.conf images/resolv.conf $(DEB_IMAGE_DEPS)
+    images/nsswitch.conf images/host.conf images/resolv.conf images/passwd images/group $(DEB_IMAGE_DEPS)
 	@mkdir -p $(dir $@)
 	wasm=; if /usr/bin/node --disable-wasm-trap-handler -e 0 2>/dev/null; \
 	then wasm=--env=NODE_OPTIONS=--disable-wasm-trap-handler; fi; \
@@ -225,8 +225,8 @@ $(STOCK_DIR)/machine.manifest: images/machine.manifest images/machine.omit \
 # template python's; matplotlib's font list is the python image's.
 $(IMG_DIR)/machine.img: $(STOCK_DIR)/machine.manifest images/node.reserve \
     images/python.template images/python-ready.py image/stock/keep_once.py \
-    images/hosts images/nsswitch.conf images/host.conf \
-    $(STOCK_DIR)/mpl/fontlist-v330.json $(DEB_IMAGE_DEPS)
+    images/hosts images/nsswitch.conf images/host.conf images/passwd \
+    images/group $(STOCK_DIR)/mpl/fontlist-v330.json $(DEB_IMAGE_DEPS)
 	@mkdir -p $(dir $@)
 	wasm=; if /usr/bin/node --disable-wasm-trap-handler -e 0 2>/dev/null; \
 	then wasm=--env=NODE_OPTIONS=--disable-wasm-trap-handler; fi; \
