@@ -133,6 +133,14 @@ guest "find walks /proc" $'walked: yes\nrefused: /proc/1/fd\nrefused: /proc/1/ta
 	sed "s/^find: .\(.*\).: Permission denied$/refused: \1/" $HOME/err | sort
 	kill $!; rm $HOME/found $HOME/err'
 
+# The guest's uid has a name (images/passwd): whoami, ps's USER,
+# CPython's getpass.getuser(), and ssh, which refuses to start for a
+# uid without one (-G reads its configuration, connecting nowhere).
+guest "the user has a name" $'user user\nUSER\nuser\nuser\nuser user' \
+	'echo "$(whoami) $(id -gn)"; ps -o user -p $$ | head -1
+	ps -o user= -p $$; python3 -c "import getpass; print(getpass.getuser())"
+	ssh -G localhost 2>/dev/null | grep "^user "'
+
 # uptime, df, the mounts and the tree's load line.
 guest "uptime, df, mounts, loadavg" $'* up 0 min,  0 user,  load average: 0.00, 0.00, 0.00\nFilesystem * Mounted on\nkeep * /\nkeep / keep rw,relatime 0 0\nproc /proc proc *\ndev /dev devtmpfs *\n0.00 0.00 0.00 1/3 *' \
 	'uptime; df -h | head -2; head -3 /proc/mounts; sleep 1 & cat /proc/loadavg; wait'
