@@ -133,6 +133,25 @@ guest "find walks /proc" $'walked: yes\nrefused: /proc/1/fd\nrefused: /proc/1/ta
 	sed "s/^find: .\(.*\).: Permission denied$/refused: \1/" $HOME/err | sort
 	kill $!; rm $HOME/found $HOME/err'
 
+# Hostile paths under /proc: a pid with a leading zero, past int32 or
+# absurdly long; a thread id past int32; task/ inside task/; a file as
+# a directory; a cwd that leads back into /proc. Each a clean error.
+guest "hostile /proc paths" $'/proc/0 ENOENT\n/proc/01 ENOENT\n/proc/2147483648 ENOENT\n/proc/1x ENOENT\n/proc/1/task/999 ENOENT\n/proc/1/task/1/t ENOENT\n/proc/1/stat/x ENOTDIR\n/proc/1/fd/99999 ENOENT\n/proc/1111111111 ENAMETOOLONG\ncwd in /proc: ELOOP' \
+	'python3 -c "
+import errno, os
+for p in [\"/proc/0\", \"/proc/01\", \"/proc/2147483648\", \"/proc/1x\", \"/proc/1/task/\" + \"9\" * 23,
+          \"/proc/1/task/1/task\", \"/proc/1/stat/x\", \"/proc/1/fd/99999999999\", \"/proc/\" + \"1\" * 4000]:
+    try:
+        open(p).close(); print(p[:16], \"opened\") # the first 16 bytes
+    except OSError as e:
+        print(p[:16], errno.errorcode[e.errno])
+os.chdir(\"/proc\")
+try:
+    os.stat(\"/proc/self/cwd/stat\"); print(\"cwd in /proc: found\")
+except OSError as e:
+    print(\"cwd in /proc:\", errno.errorcode[e.errno])
+"'
+
 # The guest's uid has a name (images/passwd): whoami, ps's USER,
 # CPython's getpass.getuser(), and ssh, which refuses to start for a
 # uid without one (-G reads its configuration, connecting nowhere).
