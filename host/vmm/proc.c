@@ -66,6 +66,7 @@ struct vm_slot {
 	 * execve gave them (the argv cut to VM_PROC_CMDLINE). Written only
 	 * by the process itself; a reader clamps what it reads. */
 	int32_t nthreads;
+	int32_t nice; /* setpriority's, inherited by a fork's child */
 	uint32_t cmdline_len;
 	uint64_t start_us;
 	/* Its CPU time (cputime.c): its stub's host pid and the CPU time of
@@ -470,6 +471,7 @@ do_clone(struct vm *vm, uint64_t flags, uint64_t newsp, uint64_t ptid,
 	STORE(&s->ignored, LOAD(&me(vm)->ignored));
 	/* The child is its parent's program until it execs. */
 	s->nthreads = 1;
+	s->nice = LOAD(&me(vm)->nice);
 	s->start_us = vm_now_us();
 	s->stub_pid = 0;
 	memset(s->stub_banked, 0, sizeof(s->stub_banked));
@@ -1224,6 +1226,7 @@ vm_proc_view(struct vm *vm, int32_t pid, struct vm_proc_view *v)
 	v->pgid = LOAD(&s->pgid);
 	v->sid = LOAD(&s->sid);
 	v->nthreads = v->state == 'Z' ? 1 : LOAD(&s->nthreads);
+	v->nice = LOAD(&s->nice);
 	v->start_us = LOAD(&s->start_us) - vm->tree->start_us;
 	v->mem = v->state == 'Z' ? 0 : LOAD(&s->mem);
 	v->pending = LOAD(&s->pending);
@@ -1302,4 +1305,55 @@ vm_proc_clock(
 	*uptime_us = 0;
 	*boot_real_ns = real;
 	*last = vm->pid;
+}
+
+/* ---- nice values -------------------------------------------------------- */
+
+static struct vm_slot *
+live_pid(struct vm *vm, int32_t pid)
+{
+	struct vm_slot *s;
+
+	if (pid == 0 || pid == vm->pid)
+		return me(vm);
+	if ((s = find_pid(vm, pid)) == NULL ||
+	    w_state(LOAD(&s->word)) != SLOT_LIVE)
+		return NULL;
+	return s;
+}
+
+int
+vm_proc_nice(struct vm *vm, int32_t pid, int *nice)
+{
+	struct vm_slot *s;
+
+	if (vm->tree == NULL) {
+		*nice = 0;
+		return pid == 0 || pid == vm->pid ? 0 : -ESRCH;
+	}
+	if ((s = live_pid(vm, pid)) == NULL)
+		return -ESRCH;
+	*nice = LOAD(&s->nice);
+	return 0;
+}
+
+/* As Linux answers a user without CAP_SYS_NICE and RLIMIT_NICE 0: a
+ * process may be made nicer, never less nice. */
+int
+vm_proc_set_nice(struct vm *vm, int32_t pid, int nice)
+{
+	struct vm_slot *s;
+	int32_t old;
+
+	if (vm->tree == NULL)
+		return pid == 0 || pid == vm->pid ? (nice < 0 ? -EACCES : 0)
+		                                  : -ESRCH;
+	if ((s = live_pid(vm, pid)) == NULL)
+		return -ESRCH;
+	old = LOAD(&s->nice);
+	do {
+		if (nice < old)
+			return -EACCES;
+	} while (!CAS(&s->nice, &old, nice));
+	return 0;
 }

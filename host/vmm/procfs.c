@@ -797,11 +797,12 @@ gen_pidstat(struct vm *vm, const struct vm_proc_view *v, struct buf *b)
 
 	put(b, "%d (%s) %c %d %d %d 0 -1 4194304 0 0 0 0 ", (int)v->pid,
 	    v->comm, v->state, (int)v->ppid, (int)v->pgid, (int)v->sid);
-	put(b, "%llu %llu %llu %llu 20 0 %d 0 ",
+	put(b, "%llu %llu %llu %llu %d %d %d 0 ",
 	    (unsigned long long)(v->cpu[0] / TICK_NS),
 	    (unsigned long long)(v->cpu[1] / TICK_NS),
 	    (unsigned long long)(v->cpu_child[0] / TICK_NS),
-	    (unsigned long long)(v->cpu_child[1] / TICK_NS), (int)v->nthreads);
+	    (unsigned long long)(v->cpu_child[1] / TICK_NS), 20 + (int)v->nice,
+	    (int)v->nice, (int)v->nthreads);
 	put(b, "%llu %llu %llu 18446744073709551615 0 0 0 0 0 ",
 	    (unsigned long long)(v->start_us / (1000000 / USER_HZ)),
 	    (unsigned long long)vsize, (unsigned long long)rss);

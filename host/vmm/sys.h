@@ -166,6 +166,8 @@ int64_t sys_uname(struct vm *, const uint64_t a[6]);
 int64_t sys_getrlimit(struct vm *, const uint64_t a[6]);
 int64_t sys_sysinfo(struct vm *, const uint64_t a[6]);
 int64_t sys_prctl(struct vm *, const uint64_t a[6]);
+int64_t sys_getpriority(struct vm *, const uint64_t a[6]);
+int64_t sys_setpriority(struct vm *, const uint64_t a[6]);
 int64_t sys_getrusage(struct vm *, const uint64_t a[6]);
 int64_t sys_times(struct vm *, const uint64_t a[6]);
 int64_t sys_getuid(struct vm *, const uint64_t a[6]);

@@ -146,6 +146,33 @@ sys_prctl(struct vm *vm, const uint64_t a[6])
 	}
 }
 
+#define PRIO_PROCESS_ 0
+
+/* getpriority's raw answer is 20 - nice (1..40), so no nice value reads
+ * as an error; glibc turns it back. */
+int64_t
+sys_getpriority(struct vm *vm, const uint64_t a[6])
+{
+	int nice, rc;
+
+	if (a[0] != PRIO_PROCESS_)
+		return -EINVAL;
+	if ((rc = vm_proc_nice(vm, (int32_t)a[1], &nice)) != 0)
+		return rc;
+	return 20 - nice;
+}
+
+int64_t
+sys_setpriority(struct vm *vm, const uint64_t a[6])
+{
+	int32_t nice = (int32_t)a[2];
+
+	if (a[0] != PRIO_PROCESS_)
+		return -EINVAL;
+	nice = nice < -20 ? -20 : nice > 19 ? 19 : nice;
+	return vm_proc_set_nice(vm, (int32_t)a[1], nice);
+}
+
 int64_t
 sys_sysinfo(struct vm *vm, const uint64_t a[6])
 {
@@ -179,7 +206,7 @@ sys_prlimit64(struct vm *vm, const uint64_t a[6])
 {
 	uint64_t lim[2];
 
-	if (a[0] != 0)
+	if (a[0] != 0 && (int32_t)a[0] != vm->pid)
 		return -ESRCH; /* only ourselves */
 	if (a[3] != 0) {
 		switch (a[1]) {

@@ -264,8 +264,12 @@ static const struct vm_sysent linux_calls[] = {
 	PART(138, fstatfs, sys_fstatfs, "as statfs"),
 	NO(139, sysfs, ENOSYS,
 	    "obsolete or never built: Linux answers ENOSYS too"),
-	NO(140, getpriority, ENOSYS, "not provided"),
-	NO(141, setpriority, ENOSYS, "not provided"),
+	PART(140, getpriority, sys_getpriority,
+	    "PRIO_PROCESS, of a process of the tree; others EINVAL"),
+	PART(141, setpriority, sys_setpriority,
+	    "PRIO_PROCESS: a process of the tree made nicer (EACCES to lower "
+	    "its nice, as to an unprivileged user); kept and shown, not given "
+	    "to the host's scheduler"),
 	NO(142, sched_setparam, ENOSYS, "not provided"),
 	NO(143, sched_getparam, ENOSYS, "not provided"),
 	NO(144, sched_setscheduler, ENOSYS, "not provided"),

@@ -537,7 +537,7 @@ uint64_t vm_proc_take_pending(struct vm *);
  * returns how many there are), vm_proc_clock gives the tree's uptime,
  * the wall-clock instant it began and the last pid handed out. */
 struct vm_proc_view {
-	int32_t pid, ppid, pgid, sid, nthreads;
+	int32_t pid, ppid, pgid, sid, nthreads, nice;
 	char state; /* 'R' the caller, 'S' another live one, 'Z' a zombie */
 	uint64_t start_us; /* since the tree began */
 	uint64_t mem; /* bytes charged */
@@ -551,6 +551,10 @@ struct vm_proc_view {
 void vm_proc_program(struct vm *, const char *path);
 void vm_proc_set_name(struct vm *, const char *name);
 void vm_proc_set_threads(struct vm *, int n);
+/* A process's nice value (-20..19): 0, or -ESRCH for no such process of
+ * the tree; set: 0, -ESRCH, or -EACCES to lower it. */
+int vm_proc_nice(struct vm *, int32_t pid, int *nice);
+int vm_proc_set_nice(struct vm *, int32_t pid, int nice);
 int vm_proc_view(struct vm *, int32_t pid, struct vm_proc_view *);
 size_t vm_proc_pids(struct vm *, int32_t *pids, size_t max);
 void vm_proc_clock(

@@ -133,6 +133,23 @@ guest "find walks /proc" $'walked: yes\nrefused: /proc/1/fd\nrefused: /proc/1/ta
 	sed "s/^find: .\(.*\).: Permission denied$/refused: \1/" $HOME/err | sort
 	kill $!; rm $HOME/found $HOME/err'
 
+# nice: a command started nicer, its NI in ps, a child inheriting it;
+# lowering it again refused (EPERM from nice(3)), as for a user; a
+# process's own rlimits by its pid.
+guest "nice" $'5\n  7\n7\nlower: 1\nrlimit: 1024' \
+	'nice -n 5 nice
+	nice -n 7 sleep 30 & ready $! sleep; ps -o ni= -p $!; kill $!
+	python3 -c "
+import os, resource
+os.nice(7)
+pid = os.fork()
+if pid == 0:
+    print(os.getpriority(os.PRIO_PROCESS, 0), flush=True); os._exit(0)
+os.waitpid(pid, 0)
+try: os.nice(-1)
+except OSError as e: print(\"lower:\", e.errno)
+print(\"rlimit:\", resource.prlimit(os.getpid(), resource.RLIMIT_NOFILE)[0])"'
+
 # Hostile paths under /proc: a pid with a leading zero, past int32 or
 # absurdly long; a thread id past int32; task/ inside task/; a file as
 # a directory; a cwd that leads back into /proc. Each a clean error.
