@@ -57,7 +57,11 @@ struct snap_state {
 	uint64_t mmap_file_pages, file_touched_pages, mem_charged;
 	uint32_t umask, nfds, nrefs, nruns;
 	char cwd[VM_PATH_MAX];
+	/* The CPU-time timers count the saving process's CPU time: they
+	 * hold what was left of them, which the restoring one counts on
+	 * from its own (vm_signal_saved, vm_signal_restored). */
 	struct vm_signals sig;
+	uint64_t arg_start, env_start, env_end; /* /proc/self's cmdline */
 	struct kvm_regs regs;
 	uint64_t fs_base, gs_base, tsc;
 	uint32_t has_xsave, pad;
@@ -593,7 +597,10 @@ save(struct vm *vm, int fd, char *why, size_t wlen)
 	st.mem_charged = vm->mem_charged;
 	st.umask = vm->umask;
 	strlcpy(st.cwd, vm->cwd, sizeof(st.cwd));
-	st.sig = vm->sig;
+	vm_signal_saved(vm, &st.sig);
+	st.arg_start = vm->arg_start;
+	st.env_start = vm->env_start;
+	st.env_end = vm->env_end;
 	st.regs = cpu.regs;
 	st.fs_base = cpu.sregs.fs.base;
 	st.gs_base = cpu.sregs.gs.base;
@@ -1035,6 +1042,16 @@ vm_snap_restore(struct vm *vm, int fd, char *err, size_t errlen)
 	strlcpy(vm->cwd, st.cwd, sizeof(vm->cwd));
 	vm->sig = st.sig;
 	vm->sig.has_saved = st.sig.has_saved != 0;
+	vm_signal_restored(vm);
+	/* The strings lie in the restored stack, where it says; anywhere
+	 * else /proc/self shows none. */
+	if (st.arg_start >= vm->stack_lo && st.arg_start <= st.env_start &&
+	    st.env_start <= st.env_end && st.env_end <= vm->stack_top) {
+		vm->arg_start = st.arg_start;
+		vm->env_start = st.env_start;
+		vm->env_end = st.env_end;
+	} else
+		vm->arg_start = vm->env_start = vm->env_end = 0;
 	if (restore_cpu(vm, &st, err, errlen) != 0)
 		goto out;
 	rc = 0;

@@ -14,7 +14,10 @@
 
 #define VM_SNAP_MAGIC "KEEPMEM1"
 #define VM_SNAP_END "KEEPMEMZ"
-#define VM_SNAP_VERSION 2
+/* 3 (2026-12-06): the state holds the CPU-time timers and where the
+ * stack's argument and environment strings lie; a version 2 image is
+ * refused, and its context resumes from its journal. */
+#define VM_SNAP_VERSION 3
 #define VM_SNAP_META_MAX (64u << 20)
 
 /* How a context's vm process ended when the vmm asked it to pause. */

@@ -542,6 +542,40 @@ itimer_set(struct vm *vm, uint64_t value_us, uint64_t interval_us)
 	vm_timer_arm(vm);
 }
 
+void
+vm_signal_saved(struct vm *vm, struct vm_signals *out)
+{
+	uint64_t cpu;
+	int i;
+
+	*out = vm->sig;
+	for (i = 0; i < 2; i++)
+		if (out->cpu_timer_at[i] != 0) {
+			cpu = cpu_now(vm, i);
+			out->cpu_timer_at[i] = out->cpu_timer_at[i] > cpu
+			    ? out->cpu_timer_at[i] - cpu
+			    : 1;
+		}
+	out->cpu_poll_us = 0;
+}
+
+void
+vm_signal_restored(struct vm *vm)
+{
+	uint64_t left;
+	int i, armed = 0;
+
+	for (i = 0; i < 2; i++) {
+		if ((left = vm->sig.cpu_timer_at[i]) == 0)
+			continue;
+		/* A hostile image's figure only moves its own signal. */
+		vm->sig.cpu_timer_at[i] = cpu_now(vm, i) + left;
+		armed = 1;
+	}
+	vm->sig.cpu_poll_us = armed ? vm_now_us() : 0;
+	vm_timer_arm(vm);
+}
+
 /* ITIMER_VIRTUAL (which 0) or ITIMER_PROF (1) as microseconds: the
  * CPU time left and the interval. */
 static void

@@ -113,6 +113,13 @@ struct vm_signals {
 	uint64_t cpu_poll_us;
 };
 
+/* A memory image's copy of the signals, its CPU-time timers as what
+ * is left of them (sys_signal.c), and the restored ones counting on
+ * from this process's CPU time. */
+struct vm;
+void vm_signal_saved(struct vm *, struct vm_signals *out);
+void vm_signal_restored(struct vm *);
+
 /* A KVM memory slot over guest [gpa, gpa+size) (mem_slots.c). */
 struct vm_memslot {
 	uint64_t gpa, size;
