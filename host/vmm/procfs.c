@@ -245,6 +245,16 @@ pid_of(const char *path, const char **rest)
 	return pid;
 }
 
+/* What follows /proc/PID's "/task/TID", which stands for /proc/PID. */
+static const char *
+past_task(const char *rest)
+{
+	if (!under(rest, "/task") || rest[strlen("/task")] == '\0')
+		return rest;
+	rest += strlen("/task/");
+	return rest + strcspn(rest, "/");
+}
+
 /* What path is under a /proc/PID of the tree, symlinks not followed. */
 static int
 lookup_pid(struct vm *vm, int32_t pid, const char *rest, struct node *nd)
@@ -408,6 +418,7 @@ lookup(struct vm *vm, const char *path, int nofollow, struct node *nd)
 		if (nd->denied)
 			return -EACCES;
 		if (pid_of(cur, &rest) == vm->pid) {
+			rest = past_task(rest);
 			if (under(rest, "/fd")) {
 				nd->kind = N_FD;
 				return 0;
@@ -477,7 +488,7 @@ put(struct buf *b, const char *fmt, ...)
 }
 
 static void
-gen_cpuinfo(struct vm *vm, struct buf *b)
+gen_cpuinfo(struct vm *vm, const struct vm_proc_view *pv, struct buf *b)
 {
 	static const struct {
 		uint32_t leaf;
@@ -570,7 +581,7 @@ guest_free(const struct vm *vm)
 }
 
 static void
-gen_meminfo(struct vm *vm, struct buf *b)
+gen_meminfo(struct vm *vm, const struct vm_proc_view *v, struct buf *b)
 {
 	static const char *zero[] = { "Buffers:", "Cached:", "SwapCached:",
 		"SwapTotal:", "SwapFree:", "Shmem:" };
@@ -608,7 +619,7 @@ map_line(struct buf *b, uint64_t lo, uint64_t hi, const char *perm,
  * proc.c), and has forked processes and threads up to its last pid.
  */
 static void
-gen_stat(struct vm *vm, struct buf *b)
+gen_stat(struct vm *vm, const struct vm_proc_view *pv, struct buf *b)
 {
 	int32_t pids[PROC_PIDS_MAX], last;
 	uint64_t up, boot, user = 0, sys = 0, all, idle;
@@ -641,7 +652,7 @@ gen_stat(struct vm *vm, struct buf *b)
 /* No load is counted (the host's is not the guest's to see); the
  * runnable and all tasks, and the last pid, are the tree's. */
 static void
-gen_loadavg(struct vm *vm, struct buf *b)
+gen_loadavg(struct vm *vm, const struct vm_proc_view *v, struct buf *b)
 {
 	int32_t pids[PROC_PIDS_MAX], last;
 	uint64_t up, boot;
@@ -653,7 +664,7 @@ gen_loadavg(struct vm *vm, struct buf *b)
 
 /* Since the tree began; no idle time is counted. */
 static void
-gen_uptime(struct vm *vm, struct buf *b)
+gen_uptime(struct vm *vm, const struct vm_proc_view *v, struct buf *b)
 {
 	uint64_t up, boot;
 	int32_t last;
@@ -665,14 +676,40 @@ gen_uptime(struct vm *vm, struct buf *b)
 
 /* What uname(2) says (sys_proc.c). */
 static void
-gen_version(struct buf *b)
+gen_version(struct vm *vm, const struct vm_proc_view *v, struct buf *b)
 {
-	put(b, "Linux version 6.1.0-keep (keep) #1 keep guest\n");
+	put(b, "%s version %s (%s) %s\n", VM_UNAME_SYSNAME, VM_UNAME_RELEASE,
+	    VM_UNAME_NODENAME, VM_UNAME_VERSION);
+}
+
+static void
+gen_hostname(struct vm *vm, const struct vm_proc_view *v, struct buf *b)
+{
+	put(b, "%s\n", VM_UNAME_NODENAME);
+}
+
+static void
+gen_osrelease(struct vm *vm, const struct vm_proc_view *v, struct buf *b)
+{
+	put(b, "%s\n", VM_UNAME_RELEASE);
+}
+
+static void
+gen_ostype(struct vm *vm, const struct vm_proc_view *v, struct buf *b)
+{
+	put(b, "%s\n", VM_UNAME_SYSNAME);
+}
+
+/* Linux's default; the tree's pids stay far below it. */
+static void
+gen_pid_max(struct vm *vm, const struct vm_proc_view *v, struct buf *b)
+{
+	put(b, "32768\n");
 }
 
 /* The kernel's CPU list format: "0" or "0-N". */
 static void
-gen_cpulist(struct buf *b)
+gen_cpulist(struct vm *vm, const struct vm_proc_view *v, struct buf *b)
 {
 	if (vm_cpus() == 1)
 		put(b, "0\n");
@@ -681,7 +718,7 @@ gen_cpulist(struct buf *b)
 }
 
 static void
-gen_maps(struct vm *vm, struct buf *b)
+gen_maps(struct vm *vm, const struct vm_proc_view *v, struct buf *b)
 {
 	char exe[VM_PATH_MAX], perm[5];
 	uint64_t pages = (vm->mmap_hi - vm->mmap_lo) / VM_PAGE, p, q;
@@ -865,7 +902,7 @@ gen_cmdline(struct vm *vm, const struct vm_proc_view *v, struct buf *b)
  * mount a workspace file is on.
  */
 static void
-gen_mounts(struct vm *vm, int info, struct buf *b)
+mounts(struct vm *vm, int info, struct buf *b)
 {
 	struct stat st;
 	unsigned maj = 0, min = 0;
@@ -887,6 +924,56 @@ gen_mounts(struct vm *vm, int info, struct buf *b)
 	    "rw\n");
 	put(b, "3 1 0:5 / /dev rw,nosuid,relatime - devtmpfs dev rw\n");
 }
+
+static void
+gen_mounts(struct vm *vm, const struct vm_proc_view *v, struct buf *b)
+{
+	mounts(vm, 0, b);
+}
+
+static void
+gen_mountinfo(struct vm *vm, const struct vm_proc_view *v, struct buf *b)
+{
+	mounts(vm, 1, b);
+}
+
+static void
+gen_comm(struct vm *vm, const struct vm_proc_view *v, struct buf *b)
+{
+	put(b, "%s\n", v->comm);
+}
+
+/* The caller's environment strings from its stack. */
+static void
+gen_environ(struct vm *vm, const struct vm_proc_view *v, struct buf *b)
+{
+	put_guest(vm, vm->env_start, vm->env_end, b);
+}
+
+/* Each file's maker; those under /proc/PID get the process's view. */
+typedef void gen_fn(struct vm *, const struct vm_proc_view *, struct buf *);
+static gen_fn *const gens[] = {
+	[G_CPUINFO] = gen_cpuinfo,
+	[G_MEMINFO] = gen_meminfo,
+	[G_STAT] = gen_stat,
+	[G_MAPS] = gen_maps,
+	[G_STATUS] = gen_status,
+	[G_CMDLINE] = gen_cmdline,
+	[G_CPULIST] = gen_cpulist,
+	[G_PIDSTAT] = gen_pidstat,
+	[G_STATM] = gen_statm,
+	[G_COMM] = gen_comm,
+	[G_ENVIRON] = gen_environ,
+	[G_MOUNTS] = gen_mounts,
+	[G_MOUNTINFO] = gen_mountinfo,
+	[G_LOADAVG] = gen_loadavg,
+	[G_UPTIME] = gen_uptime,
+	[G_VERSION] = gen_version,
+	[G_HOSTNAME] = gen_hostname,
+	[G_OSRELEASE] = gen_osrelease,
+	[G_OSTYPE] = gen_ostype,
+	[G_PID_MAX] = gen_pid_max,
+};
 
 static void
 gen_dir(struct vm *vm, const struct node *nd, struct buf *b)
@@ -953,8 +1040,7 @@ gen_dir(struct vm *vm, const struct node *nd, struct buf *b)
 			return;
 		}
 		if (under(rest, "/task")) { /* /task/TID: the entries again */
-			rest = rest + strlen("/task/") +
-			    strcspn(rest + strlen("/task/"), "/");
+			rest = past_task(rest);
 			intask = 1;
 		}
 		if (strcmp(rest, "/fd") == 0) {
@@ -1010,69 +1096,9 @@ make(struct vm *vm, const struct node *nd, uint8_t **out, uint64_t *len)
 	}
 	if (nd->kind == N_DIR)
 		gen_dir(vm, nd, &b);
-	else
-		switch (nd->gen) {
-		case G_CPUINFO:
-			gen_cpuinfo(vm, &b);
-			break;
-		case G_MEMINFO:
-			gen_meminfo(vm, &b);
-			break;
-		case G_STAT:
-			gen_stat(vm, &b);
-			break;
-		case G_LOADAVG:
-			gen_loadavg(vm, &b);
-			break;
-		case G_UPTIME:
-			gen_uptime(vm, &b);
-			break;
-		case G_VERSION:
-			gen_version(&b);
-			break;
-		case G_HOSTNAME: /* uname(2)'s, as the rest */
-			put(&b, "keep\n");
-			break;
-		case G_OSRELEASE:
-			put(&b, "6.1.0-keep\n");
-			break;
-		case G_OSTYPE:
-			put(&b, "Linux\n");
-			break;
-		case G_PID_MAX: /* Linux's default; the tree's pids stay low */
-			put(&b, "32768\n");
-			break;
-		case G_MAPS:
-			gen_maps(vm, &b);
-			break;
-		case G_STATUS:
-			gen_status(vm, v, &b);
-			break;
-		case G_PIDSTAT:
-			gen_pidstat(vm, v, &b);
-			break;
-		case G_STATM:
-			gen_statm(vm, v, &b);
-			break;
-		case G_COMM:
-			put(&b, "%s\n", v->comm);
-			break;
-		case G_CMDLINE:
-			gen_cmdline(vm, v, &b);
-			break;
-		case G_ENVIRON:
-			put_guest(vm, vm->env_start, vm->env_end, &b);
-			break;
-		case G_MOUNTS:
-		case G_MOUNTINFO:
-			gen_mounts(vm, nd->gen == G_MOUNTINFO, &b);
-			break;
-		case G_CPULIST:
-			gen_cpulist(&b);
-			break;
-		default:
-			break;
-		}
+	else if ((size_t)nd->gen < sizeof(gens) / sizeof(gens[0]) &&
+	    gens[nd->gen] != NULL)
+		gens[nd->gen](vm, v, &b);
 	free(v);
 	*out = (uint8_t *)b.p;
 	*len = b.len;

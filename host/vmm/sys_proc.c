@@ -94,10 +94,10 @@ sys_uname(struct vm *vm, const uint64_t a[6])
 	struct utsname u;
 
 	memset(&u, 0, sizeof(u));
-	strlcpy(u.sysname, "Linux", sizeof(u.sysname));
-	strlcpy(u.nodename, "keep", sizeof(u.nodename));
-	strlcpy(u.release, "6.1.0-keep", sizeof(u.release));
-	strlcpy(u.version, "#1 keep guest", sizeof(u.version));
+	strlcpy(u.sysname, VM_UNAME_SYSNAME, sizeof(u.sysname));
+	strlcpy(u.nodename, VM_UNAME_NODENAME, sizeof(u.nodename));
+	strlcpy(u.release, VM_UNAME_RELEASE, sizeof(u.release));
+	strlcpy(u.version, VM_UNAME_VERSION, sizeof(u.version));
 	strlcpy(u.machine, "x86_64", sizeof(u.machine));
 	return vm_put(vm, a[0], &u, sizeof(u));
 }

@@ -157,7 +157,9 @@ static const struct vm_sysent linux_calls[] = {
 	PART(62, kill, sys_kill,
 	    "within the run's own processes; no job-control stops"),
 	OK(63, uname, sys_uname,
-	    "Linux 6.1.0-keep x86_64, node \"keep\": nothing of the host"),
+	    VM_UNAME_SYSNAME " " VM_UNAME_RELEASE
+	                     " x86_64, node \"" VM_UNAME_NODENAME
+	                     "\": nothing of the host"),
 	NO(64, semget, ENOSYS, "no System V IPC"),
 	NO(65, semop, ENOSYS, "no System V IPC"),
 	NO(66, semctl, ENOSYS, "no System V IPC"),

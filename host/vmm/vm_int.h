@@ -19,6 +19,11 @@
 #define VM_MAX_FILES_DEFAULT 1024
 #define VM_MAX_FILES_LIMIT 65536
 #define VM_GUEST_ID 1000 /* the guest's uid and gid */
+/* What uname(2) and /proc say the machine is (sys_proc.c, procfs.c). */
+#define VM_UNAME_SYSNAME "Linux"
+#define VM_UNAME_NODENAME "keep"
+#define VM_UNAME_RELEASE "6.1.0-keep"
+#define VM_UNAME_VERSION "#1 keep guest"
 #define VM_PROC_COMM 16 /* a process's name, as Linux's comm, NUL included */
 #define VM_PROC_CMDLINE 1024 /* of its argv shown to the tree's others */
 #define VM_IO_CHUNK (1u << 20) /* the most one read or write moves */
