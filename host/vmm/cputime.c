@@ -33,7 +33,6 @@
 #define CPUCLOCK(pid, type) ((clockid_t)(~(unsigned)(pid) << 3 | (type)))
 #define CPUCLOCK_PROF 0
 #define CPUCLOCK_VIRT 1
-#define TICK_NS (1000000000u / 100) /* USER_HZ, clock_t's unit */
 #define THREADS_SEEN 256 /* a process's threads looked through */
 
 static uint64_t
@@ -190,12 +189,12 @@ sys_times(struct vm *vm, const uint64_t a[6])
 	int32_t last;
 
 	vm_cpu_times(vm, &user, &sys);
-	t[0] = (int64_t)(user / TICK_NS);
-	t[1] = (int64_t)(sys / TICK_NS);
-	t[2] = (int64_t)(vm->cpu_child[0] / TICK_NS);
-	t[3] = (int64_t)(vm->cpu_child[1] / TICK_NS);
+	t[0] = (int64_t)(user / VM_TICK_NS);
+	t[1] = (int64_t)(sys / VM_TICK_NS);
+	t[2] = (int64_t)(vm->cpu_child[0] / VM_TICK_NS);
+	t[3] = (int64_t)(vm->cpu_child[1] / VM_TICK_NS);
 	if (a[0] != 0 && vm_put(vm, a[0], t, sizeof(t)) != 0)
 		return -EFAULT;
 	vm_proc_clock(vm, &up, &boot, &last);
-	return (int64_t)(up / (TICK_NS / 1000));
+	return (int64_t)(up / (VM_TICK_NS / 1000));
 }

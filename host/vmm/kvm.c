@@ -533,7 +533,7 @@ build_stack(struct vm *vm, uint64_t *rsp)
 	AUX(AT_GID, 1000);
 	AUX(AT_EGID, 1000);
 	AUX(AT_SECURE, 0);
-	AUX(AT_CLKTCK, 100);
+	AUX(AT_CLKTCK, 1000000000u / VM_TICK_NS);
 	AUX(AT_HWCAP, vm_cpuid_reg(1, 0, 3));
 	AUX(AT_HWCAP2, 0);
 	AUX(AT_RANDOM, random);

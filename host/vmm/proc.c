@@ -260,6 +260,20 @@ find_pid(struct vm *vm, int32_t gpid)
 	return NULL;
 }
 
+/* A live process of the tree (0: this one), or NULL. */
+static struct vm_slot *
+live_pid(struct vm *vm, int32_t pid)
+{
+	struct vm_slot *s;
+
+	if (pid == 0 || pid == vm->pid)
+		return me(vm);
+	if ((s = find_pid(vm, pid)) == NULL ||
+	    w_state(LOAD(&s->word)) != SLOT_LIVE)
+		return NULL;
+	return s;
+}
+
 /* The wait status a guest parent sees for a process that ended as res
  * says: exit codes as they are, a fault as SIGSEGV, a process the run
  * stopped (time, output) as SIGKILL. */
@@ -778,9 +792,9 @@ sys_waitid(struct vm *vm, const uint64_t a[6])
 			v = WIFEXITED(gst) ? WEXITSTATUS(gst) : WTERMSIG(gst);
 			memcpy(info + 24, &v, 4);
 			/* si_utime, si_stime: clock ticks */
-			ticks = (int64_t)(cpu[0] / 10000000u);
+			ticks = (int64_t)(cpu[0] / VM_TICK_NS);
 			memcpy(info + 32, &ticks, 8);
-			ticks = (int64_t)(cpu[1] / 10000000u);
+			ticks = (int64_t)(cpu[1] / VM_TICK_NS);
 			memcpy(info + 40, &ticks, 8);
 		}
 	}
@@ -887,8 +901,7 @@ do_kill(struct vm *vm, int32_t pid, uint64_t sig)
 	if (pid == INT32_MIN)
 		return -ESRCH; /* no such group, and -pid would overflow */
 	if (pid > 0) {
-		if ((s = find_pid(vm, pid)) == NULL ||
-		    w_state(LOAD(&s->word)) != SLOT_LIVE)
+		if ((s = live_pid(vm, pid)) == NULL)
 			return -ESRCH;
 		if (sig != 0)
 			post(vm, s, (int)sig);
@@ -1114,6 +1127,21 @@ vm_proc_fresh(struct vm *vm)
 
 /* ---- what the tree's /proc shows (procfs.c) ----------------------------- */
 
+/* A process's name: the last part of path, or of argv[0] without one
+ * (its start, where the run resolved argv[0] to the program; an
+ * execveat of a descriptor). */
+static const char *
+program_name(struct vm *vm, const char *path)
+{
+	const char *name = path;
+
+	if (name == NULL || name[0] == '\0')
+		name = vm->cfg->argv != NULL && vm->cfg->argv[0] != NULL
+		    ? vm->cfg->argv[0]
+		    : "program";
+	return strrchr(name, '/') != NULL ? strrchr(name, '/') + 1 : name;
+}
+
 /* This process's name and argv, for the others' /proc: at its start
  * (path NULL: argv[0]'s last part, which the run resolved to the
  * program) and after each execve (the path it gave, as Linux names a
@@ -1121,19 +1149,13 @@ vm_proc_fresh(struct vm *vm)
 void
 vm_proc_program(struct vm *vm, const char *path)
 {
-	const char *name = path;
 	struct vm_slot *s;
 	size_t i, n, len = 0;
 
 	if (vm->tree == NULL)
 		return;
 	s = me(vm);
-	if (name == NULL || name[0] == '\0') /* execveat of a descriptor */
-		name = vm->cfg->argv != NULL && vm->cfg->argv[0] != NULL
-		    ? vm->cfg->argv[0]
-		    : "program";
-	vm_proc_set_name(
-	    vm, strrchr(name, '/') != NULL ? strrchr(name, '/') + 1 : name);
+	vm_proc_set_name(vm, program_name(vm, path));
 	for (i = 0; vm->cfg->argv != NULL && vm->cfg->argv[i] != NULL; i++) {
 		n = strlen(vm->cfg->argv[i]) + 1;
 		if (n > sizeof(s->cmdline) - len)
@@ -1191,7 +1213,6 @@ int
 vm_proc_view(struct vm *vm, int32_t pid, struct vm_proc_view *v)
 {
 	uint64_t w, banked[2];
-	const char *name;
 	struct vm_slot *s;
 	size_t n;
 
@@ -1203,12 +1224,7 @@ vm_proc_view(struct vm *vm, int32_t pid, struct vm_proc_view *v)
 		v->state = 'R';
 		v->pgid = v->sid = pid;
 		v->nthreads = 1;
-		name = vm->cfg->argv != NULL && vm->cfg->argv[0] != NULL
-		    ? vm->cfg->argv[0]
-		    : "program";
-		strncpy(v->comm,
-		    strrchr(name, '/') != NULL ? strrchr(name, '/') + 1 : name,
-		    sizeof(v->comm) - 1);
+		strncpy(v->comm, program_name(vm, NULL), sizeof(v->comm) - 1);
 		vm_cpu_times(vm, &v->cpu[0], &v->cpu[1]);
 		return 0;
 	}
@@ -1308,19 +1324,6 @@ vm_proc_clock(
 }
 
 /* ---- nice values -------------------------------------------------------- */
-
-static struct vm_slot *
-live_pid(struct vm *vm, int32_t pid)
-{
-	struct vm_slot *s;
-
-	if (pid == 0 || pid == vm->pid)
-		return me(vm);
-	if ((s = find_pid(vm, pid)) == NULL ||
-	    w_state(LOAD(&s->word)) != SLOT_LIVE)
-		return NULL;
-	return s;
-}
 
 int
 vm_proc_nice(struct vm *vm, int32_t pid, int *nice)

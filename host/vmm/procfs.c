@@ -37,8 +37,6 @@
 
 #define SYNTH_MAX (64u << 10) /* the largest /proc file made */
 #define PROC_PIDS_MAX 1024 /* listed in /proc; the tree's limit */
-#define USER_HZ 100 /* the clock ticks of /proc's times */
-#define TICK_NS (1000000000u / USER_HZ)
 /* glibc's get_nprocs reads online first (sysconf, os.cpu_count), lscpu
  * and others the rest: the same CPUs as sched_getaffinity. */
 #define SYS_CPU "/sys/devices/system/cpu"
@@ -629,12 +627,12 @@ gen_stat(struct vm *vm, const struct vm_proc_view *pv, struct buf *b)
 
 	for (i = 0; v != NULL && i < n && i < PROC_PIDS_MAX; i++)
 		if (vm_proc_view(vm, pids[i], v) == 0 && v->state != 'Z') {
-			user += v->cpu[0] / TICK_NS;
-			sys += v->cpu[1] / TICK_NS;
+			user += v->cpu[0] / VM_TICK_NS;
+			sys += v->cpu[1] / VM_TICK_NS;
 		}
 	free(v);
 	vm_proc_clock(vm, &up, &boot, &last);
-	all = up / (TICK_NS / 1000) * ncpu;
+	all = up / (VM_TICK_NS / 1000) * ncpu;
 	idle = all > user + sys ? all - user - sys : 0;
 	put(b, "cpu  %llu 0 %llu %llu 0 0 0 0 0 0\n", (unsigned long long)user,
 	    (unsigned long long)sys, (unsigned long long)idle);
@@ -835,13 +833,13 @@ gen_pidstat(struct vm *vm, const struct vm_proc_view *v, struct buf *b)
 	put(b, "%d (%s) %c %d %d %d 0 -1 4194304 0 0 0 0 ", (int)v->pid,
 	    v->comm, v->state, (int)v->ppid, (int)v->pgid, (int)v->sid);
 	put(b, "%llu %llu %llu %llu %d %d %d 0 ",
-	    (unsigned long long)(v->cpu[0] / TICK_NS),
-	    (unsigned long long)(v->cpu[1] / TICK_NS),
-	    (unsigned long long)(v->cpu_child[0] / TICK_NS),
-	    (unsigned long long)(v->cpu_child[1] / TICK_NS), 20 + (int)v->nice,
-	    (int)v->nice, (int)v->nthreads);
+	    (unsigned long long)(v->cpu[0] / VM_TICK_NS),
+	    (unsigned long long)(v->cpu[1] / VM_TICK_NS),
+	    (unsigned long long)(v->cpu_child[0] / VM_TICK_NS),
+	    (unsigned long long)(v->cpu_child[1] / VM_TICK_NS),
+	    20 + (int)v->nice, (int)v->nice, (int)v->nthreads);
 	put(b, "%llu %llu %llu 18446744073709551615 0 0 0 0 0 ",
-	    (unsigned long long)(v->start_us / (1000000 / USER_HZ)),
+	    (unsigned long long)(v->start_us / (VM_TICK_NS / 1000)),
 	    (unsigned long long)vsize, (unsigned long long)rss);
 	put(b, "%llu 0 %llu %llu 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
 	    (unsigned long long)(v->pending & 0xffffffffu),

@@ -24,6 +24,9 @@
 #define VM_UNAME_NODENAME "keep"
 #define VM_UNAME_RELEASE "6.1.0-keep"
 #define VM_UNAME_VERSION "#1 keep guest"
+/* clock_t's tick (USER_HZ 100, as AT_CLKTCK tells the guest), in ns:
+ * times(2), /proc/PID/stat, waitid's si_utime. */
+#define VM_TICK_NS 10000000u
 #define VM_PROC_COMM 16 /* a process's name, as Linux's comm, NUL included */
 #define VM_PROC_CMDLINE 1024 /* of its argv shown to the tree's others */
 #define VM_IO_CHUNK (1u << 20) /* the most one read or write moves */
