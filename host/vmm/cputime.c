@@ -33,7 +33,6 @@
 #define CPUCLOCK(pid, type) ((clockid_t)(~(unsigned)(pid) << 3 | (type)))
 #define CPUCLOCK_PROF 0
 #define CPUCLOCK_VIRT 1
-#define THREADS_SEEN 256 /* a process's threads looked through */
 
 static uint64_t
 clock_ns(clockid_t id)
@@ -90,18 +89,6 @@ vm_cpu_times(struct vm *vm, uint64_t *user, uint64_t *sys)
  * caller's (its threads share its time); another process of the tree
  * its own. user and sys come out so that their sum is the clock's.
  */
-static int
-own_thread(const struct vm *vm, int32_t tid)
-{
-	int32_t tids[THREADS_SEEN];
-	int i, n = vm_thread_ids(vm, tids, THREADS_SEEN);
-
-	for (i = 0; i < n && i < THREADS_SEEN; i++)
-		if (tids[i] == tid)
-			return 1;
-	return 0;
-}
-
 int
 vm_cpu_clock_of(struct vm *vm, int32_t id, uint64_t *user, uint64_t *sys)
 {
@@ -111,7 +98,8 @@ vm_cpu_clock_of(struct vm *vm, int32_t id, uint64_t *user, uint64_t *sys)
 
 	if (kind == 3 || who < 0)
 		return -1;
-	if (who == 0 || who == vm->pid || (thread && own_thread(vm, who)))
+	if (who == 0 || who == vm->pid ||
+	    (thread && vm_thread_is_mine(vm, who)))
 		vm_cpu_times(vm, user, sys);
 	else if (thread || vm_proc_view(vm, who, &v) != 0 || v.state == 'Z')
 		return -1;

@@ -209,16 +209,7 @@ static const struct {
 static int
 has_thread(struct vm *vm, int32_t pid, int32_t tid)
 {
-	int32_t tids[THREADS_LISTED];
-	int i, n;
-
-	if (pid != vm->pid)
-		return tid == pid;
-	n = vm_thread_ids(vm, tids, THREADS_LISTED);
-	for (i = 0; i < n && i < THREADS_LISTED; i++)
-		if (tids[i] == tid)
-			return 1;
-	return 0;
+	return pid == vm->pid ? vm_thread_is_mine(vm, tid) : tid == pid;
 }
 
 /* "/proc/PID" and what follows it ("" or "/..."): PID as Linux spells
