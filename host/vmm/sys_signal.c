@@ -417,6 +417,9 @@ sys_pause(struct vm *vm, const uint64_t a[6])
 }
 
 #define SIGWAIT_POLL_US 5000 /* a parked sigtimedwait looks this often */
+/* A timeout this long (a century) is no timeout: its deadline in us
+ * would not fit in 64 bits for the largest. */
+#define SIGWAIT_FOREVER_S (100LL * 365 * 24 * 3600)
 #define SI_TIMER_ (-2)
 
 /* Take signal sig, pending, for sigtimedwait: its siginfo (who sent it
@@ -455,7 +458,7 @@ sys_rt_sigtimedwait(struct vm *vm, const uint64_t a[6])
 	const void *g, *gt = NULL;
 	sigset_t block, old;
 	int64_t ts[2], rc = 0;
-	int sig;
+	int sig, timed;
 
 	if (a[3] != 8)
 		return -EINVAL;
@@ -468,7 +471,8 @@ sys_rt_sigtimedwait(struct vm *vm, const uint64_t a[6])
 	if (a[2] != 0 && (ts[0] < 0 || ts[1] < 0 || ts[1] >= 1000000000))
 		return -EINVAL;
 	set &= ~UNBLOCKABLE;
-	if (a[2] != 0)
+	timed = a[2] != 0 && ts[0] < SIGWAIT_FOREVER_S; /* else no end */
+	if (timed)
 		deadline = saved != NULL && *saved != 0 ? *saved
 		                                        : vm_now_us() +
 		        (uint64_t)ts[0] * 1000000 + (uint64_t)ts[1] / 1000;
@@ -489,13 +493,13 @@ sys_rt_sigtimedwait(struct vm *vm, const uint64_t a[6])
 			rc = -EINTR;
 			break;
 		}
-		if (a[2] != 0 && now >= deadline) {
+		if (timed && now >= deadline) {
 			rc = -EAGAIN;
 			break;
 		}
 		if (saved != NULL &&
 		    vm_thread_park(vm, NULL, 0,
-		        a[2] != 0 && deadline < now + SIGWAIT_POLL_US
+		        timed && deadline < now + SIGWAIT_POLL_US
 		            ? deadline
 		            : now + SIGWAIT_POLL_US,
 		        VM_PARK_AGAIN)) {
@@ -504,7 +508,7 @@ sys_rt_sigtimedwait(struct vm *vm, const uint64_t a[6])
 			return 0; /* issued again (sys_thread.c) */
 		}
 		wait = NULL;
-		if (a[2] != 0) {
+		if (timed) {
 			left.tv_sec = (time_t)((deadline - now) / 1000000);
 			left.tv_nsec =
 			    (long)((deadline - now) % 1000000) * 1000;

@@ -188,18 +188,6 @@ vm_thread_reset(struct vm *vm)
 	vm->slice_at_us = 0;
 }
 
-/* The process's threads, for its /proc (proc.c). */
-static void
-post_threads(struct vm *vm, const struct vm_threads *ts)
-{
-	int i, n = 0;
-
-	for (i = 0; i < THREADS_MAX; i++)
-		if (ts->t[i].state != T_FREE)
-			n++;
-	vm_proc_set_threads(vm, n);
-}
-
 static int
 runnable_others(struct vm_threads *ts)
 {
@@ -620,7 +608,7 @@ vm_thread_clone(struct vm *vm, uint64_t flags, uint64_t newsp, uint64_t ptid,
 		memcpy(vm_gptr(vm, ptid, 4), &tid, 4);
 	if (flags & CLONE_CHILD_SETTID_)
 		memcpy(vm_gptr(vm, ctid, 4), &tid, 4);
-	post_threads(vm, ts);
+	vm_proc_set_threads(vm, vm_thread_ids(vm, NULL, 0));
 	set_slice(vm);
 	return tid;
 }
@@ -957,7 +945,7 @@ sys_exit(struct vm *vm, const uint64_t a[6])
 		futex_wake(vm, t->clear_tid, ~0u, 1);
 	}
 	t->state = T_FREE;
-	post_threads(vm, ts);
+	vm_proc_set_threads(vm, vm_thread_ids(vm, NULL, 0));
 	switch_away(vm, ts);
 	return 0;
 }
