@@ -38,6 +38,8 @@ sys_clock_gettime(struct vm *vm, const uint64_t a[6])
 			return -EINVAL;
 		break;
 	}
+	if (id == CLOCK_REALTIME)
+		vm_vdso_follow_wall(vm);
 	if (id != -1)
 		clock_gettime(id, &ts);
 	else {
@@ -61,6 +63,7 @@ sys_gettimeofday(struct vm *vm, const uint64_t a[6])
 	struct timespec ts;
 	int64_t tv[2];
 
+	vm_vdso_follow_wall(vm);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	tv[0] = ts.tv_sec;
 	tv[1] = ts.tv_nsec / 1000;
@@ -70,8 +73,10 @@ sys_gettimeofday(struct vm *vm, const uint64_t a[6])
 int64_t
 sys_time(struct vm *vm, const uint64_t a[6])
 {
-	int64_t t = (int64_t)time(NULL);
+	int64_t t;
 
+	vm_vdso_follow_wall(vm);
+	t = (int64_t)time(NULL);
 	if (a[0] != 0 && vm_put(vm, a[0], &t, sizeof(t)) != 0)
 		return -EFAULT;
 	return t;

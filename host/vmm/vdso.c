@@ -305,6 +305,37 @@ vm_vdso_sync(struct vm *vm)
 	vm->vdso_sync_us = vm_now_us();
 }
 
+/*
+ * The host's CLOCK_REALTIME can be set (an NTP daemon's step, an
+ * operator's date), which moves it against CLOCK_MONOTONIC; Linux's
+ * vDSO follows at once. The page's real-time base follows when the
+ * guest asks the VMM for the wall time, so a guest's vDSO reading after
+ * its own system call's never lies behind it, and at each new base
+ * (within a second) otherwise. Only a pairing whose two monotonic reads
+ * lie close is trusted; the offset is taken against the earlier one,
+ * so the guest's wall clock may lead the host's by that gap, never
+ * trail it. */
+#define VDSO_WALL_SLACK_NS 10000
+
+void
+vm_vdso_follow_wall(struct vm *vm)
+{
+	struct keep_vvar *v = (struct keep_vvar *)(vm->mem + GUEST_VVAR);
+	uint64_t before, real, after, offset;
+
+	if (vm_vdso_base() == 0 || !v->enabled)
+		return;
+	before = host_ns(CLOCK_MONOTONIC);
+	real = host_ns(CLOCK_REALTIME);
+	after = host_ns(CLOCK_MONOTONIC);
+	if (after - before > VDSO_WINDOW_NS)
+		return;
+	offset = real - before;
+	if (offset - (v->real_ns - v->mono_ns) + VDSO_WALL_SLACK_NS >
+	    2 * VDSO_WALL_SLACK_NS)
+		v->real_ns = v->mono_ns + offset;
+}
+
 void
 vm_vdso_tick(struct vm *vm)
 {

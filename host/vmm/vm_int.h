@@ -724,6 +724,7 @@ uint64_t vm_vdso_base(void);
 void vm_vdso_install(struct vm *);
 void vm_vdso_sync(struct vm *);
 void vm_vdso_tick(struct vm *);
+void vm_vdso_follow_wall(struct vm *);
 
 /* imgmap.c: a guest mmap of an image file at g as the image's own
  * pages, copy-on-write: the bytes so mapped from g on (whole pages of
