@@ -108,21 +108,6 @@ for _ in $(seq 100); do
 done
 [ "$(jget "$body" '["error"]["name"]')" = NameError ] && ok "a restarted context stays empty across a keepd restart" || bad "after restart: $code $body"
 
-# Hostile cells leave the context usable (or say it was put back): a
-# fork bomb and a signal storm, each bounded by a short time limit.
-cellt() { # cellt TOKEN CONTEXT CODE: with a 3 s limit
-	req "$1" POST "/v1/sandboxes/$sbx/execute" "$(python3 -c 'import json, sys; print(json.dumps({"code": sys.argv[2], "context_id": sys.argv[1], "timeout": 3000}))' "$2" "$3")"
-}
-cell "$alice" "$cid" 'keep_me = 5'
-cellt "$alice" "$cid" 'import os
-while True:
-    try:
-        os.fork()
-    except OSError:
-        break'
-[ "$code" = 200 ] && ok "a fork bomb is answered ($(jget "$body" '["reason"]'))" || bad "fork bomb: $code $body"
-cell "$alice" "$cid" 'print(keep_me)'
-[ "$(jget "$body" '["stdout"]')" = 5 ] && ok "the context is usable after a fork bomb" || bad "after fork bomb: $body"
 # A process a cell forks ends with the cell: only the context's own
 # interpreter answers the next cells.
 cell "$alice" "$cid" 'import os
@@ -140,6 +125,29 @@ for _ in 1 2 3; do
 done
 [[ $seen == "True True True " || $seen == *unsupported* ]] &&
     ok "a cell's forked child never answers for the context ($seen)" || bad "after a fork in a cell: $seen / $body"
+# Hostile cells leave the context usable (or say it was put back): a
+# fork bomb and a signal storm, each bounded by a short time limit. In
+# a context of their own: the bomb's children are never waited for, so
+# the context cannot be saved after it (its zombies are processes:
+# docs/contexts.md) and each pause after resumes it by running the bomb
+# and the storm again, seconds each on a loaded machine, which the
+# later checks on $cid need not pay.
+cellt() { # cellt TOKEN CONTEXT CODE: with a 3 s limit
+	req "$1" POST "/v1/sandboxes/$sbx/execute" "$(python3 -c 'import json, sys; print(json.dumps({"code": sys.argv[2], "context_id": sys.argv[1], "timeout": 3000}))' "$2" "$3")"
+}
+main_cid=$cid
+req "$alice" POST "/v1/sandboxes/$sbx/contexts" '{}'
+cid=$(jget "$body" '["id"]')
+cell "$alice" "$cid" 'keep_me = 5'
+cellt "$alice" "$cid" 'import os
+while True:
+    try:
+        os.fork()
+    except OSError:
+        break'
+[ "$code" = 200 ] && ok "a fork bomb is answered ($(jget "$body" '["reason"]'))" || bad "fork bomb: $code $body"
+cell "$alice" "$cid" 'print(keep_me)'
+[ "$(jget "$body" '["stdout"]')" = 5 ] && ok "the context is usable after a fork bomb" || bad "after fork bomb: $body"
 cellt "$alice" "$cid" 'import os, signal
 hits = []
 signal.signal(signal.SIGUSR1, lambda *a: hits.append(1))
@@ -151,6 +159,8 @@ for _ in range(20000):
 [ "$code" = 200 ] && ok "a signal storm is answered ($(jget "$body" '["reason"]'))" || bad "signal storm: $code $body"
 cell "$alice" "$cid" 'print(keep_me)'
 [ "$(jget "$body" '["stdout"]')" = 5 ] && ok "the context is usable after a signal storm" || bad "after signal storm: $body"
+req "$alice" DELETE "/v1/sandboxes/$sbx/contexts/$cid"
+cid=$main_cid
 
 # Fork: a new context with the same state; a write in one is not seen
 # in the other.
