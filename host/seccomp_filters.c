@@ -191,6 +191,11 @@ const struct seccomp_filter seccomp_policy = { "policy", policy_rules,
 	        "the vDSO: the rate of the guest's TSC (host/vmm/vdso.c)"),    \
 	    R(pipe2, "guest vfork: the parent waits for the child's exec"),    \
 	    R(eventfd2, "a guest eventfd is a host one (vmm/sys_event.c)"),    \
+	    R(inotify_init1,                                                   \
+	        "a guest inotify is a host one (vmm/sys_inotify.c)"),          \
+	    R(inotify_add_watch,                                               \
+	        "a workspace watch, from its directory (fchdir)"),             \
+	    R(inotify_rm_watch, "a guest inotify_rm_watch"),                   \
 	    R(epoll_create1, "a guest epoll is a host one (vmm/sys_event.c)"), \
 	    R(epoll_ctl, "a guest epoll's interest list"),                     \
 	    R(epoll_wait, "a guest epoll_wait"),                               \

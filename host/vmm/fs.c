@@ -463,6 +463,40 @@ vm_ws_parent(struct vm *vm, const char *path, char *name, size_t namelen)
 	return ws_parent(vm, path, name, namelen);
 }
 
+/* There is no bindat nor an inotify_add_watch at a descriptor: such a
+ * call is made from inside the directory, by one last name that cannot
+ * leave it. The host's cwd matters to nothing of the VMM's (every path
+ * is beneath a descriptor), but keep run's caller has its own, so it
+ * goes back after. */
+int
+vm_cwd_enter(int dfd)
+{
+	struct open_how how;
+	int back, err;
+
+	memset(&how, 0, sizeof(how));
+	how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+	if ((back = (int)syscall(
+	         SYS_openat2, AT_FDCWD, ".", &how, sizeof(how))) == -1)
+		return -errno;
+	if (fchdir(dfd) == -1) {
+		err = errno;
+		close(back);
+		return -err;
+	}
+	return back;
+}
+
+void
+vm_cwd_leave(int back)
+{
+	if (back >= 0) {
+		if (fchdir(back) == -1)
+			(void)0;
+		close(back);
+	}
+}
+
 /* ---- stat ------------------------------------------------------------- */
 
 static void

@@ -38,6 +38,10 @@ int vm_path_in_image(struct vm *, const char *path);
 /* The workspace, beneath its directory (host/vmm/workspace.c). */
 int vm_ws_open(struct vm *, const char *path, uint64_t flags, uint64_t mode);
 int vm_ws_parent(struct vm *, const char *path, char *name, size_t namelen);
+/* Into directory dfd, for a call that takes only a name there: the
+ * descriptor vm_cwd_leave goes back by, or -errno (still where it was). */
+int vm_cwd_enter(int dfd);
+void vm_cwd_leave(int back);
 int64_t vm_stat_path(
     struct vm *, const char *path, int nofollow, struct stat *st);
 int64_t vm_stat_fd(struct vm *, struct vfd *, struct stat *st);

@@ -32,7 +32,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/openat2.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -980,7 +979,6 @@ unix_at(struct vm *vm, const char *path, int for_bind,
     struct sockaddr_storage *ss, socklen_t *sl, int *back)
 {
 	struct sockaddr_un *un = (struct sockaddr_un *)ss;
-	struct open_how how;
 	char name[VM_PATH_MAX];
 	struct stat st;
 	int dfd;
@@ -1004,15 +1002,9 @@ unix_at(struct vm *vm, const char *path, int for_bind,
 			return -ECONNREFUSED;
 		}
 	}
-	memset(&how, 0, sizeof(how));
-	how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
-	if ((*back = (int)syscall(
-	         SYS_openat2, AT_FDCWD, ".", &how, sizeof(how))) == -1 ||
-	    fchdir(dfd) == -1) {
-		int64_t rc = -errno;
+	if ((*back = vm_cwd_enter(dfd)) < 0) {
+		int64_t rc = *back;
 
-		if (*back >= 0)
-			close(*back);
 		*back = -1;
 		close(dfd);
 		return rc;
@@ -1029,13 +1021,7 @@ unix_at(struct vm *vm, const char *path, int for_bind,
 static void
 unix_done(int back)
 {
-	/* The host's cwd matters to nothing of the VMM's (every path is
-	 * beneath a descriptor), but keep run's caller has its own. */
-	if (back >= 0) {
-		if (fchdir(back) == -1)
-			(void)0;
-		close(back);
-	}
+	vm_cwd_leave(back);
 }
 
 /* A host address out to the guest's (addr, *lenp), Linux's way: as much

@@ -95,6 +95,7 @@ struct vfd {
 	 * guest named it (egress_peerlen bytes of egress_peer). */
 	uint8_t egress;
 	uint8_t dns_tcp; /* a TCP connection to the guest resolver */
+	uint8_t inotify; /* VFD_HOST: an inotify instance (sys_inotify.c) */
 	uint8_t egress_peerlen;
 	uint8_t egress_peer[28]; /* a sockaddr_in or sockaddr_in6 */
 };
@@ -202,6 +203,8 @@ struct vm {
 	struct vfd *fds;
 	unsigned nfds;
 	int ws_fd; /* the workspace directory, or -1 */
+	/* inotify watches on paths that never change (sys_inotify.c). */
+	unsigned inotify_still_wds;
 	uint64_t *ws_used; /* bytes the workspace holds (docs/vmm.md), in a
 			      page the run's process tree shares (or the
 			      sandbox's runs: cfg->workspace_count); NULL:
