@@ -55,6 +55,17 @@ vm_put(struct vm *vm, uint64_t addr, const void *p, size_t len)
 	return 0;
 }
 
+int64_t
+vm_get(struct vm *vm, uint64_t addr, void *p, size_t len)
+{
+	const void *g;
+
+	if ((g = vm_gptr(vm, addr, len)) == NULL)
+		return -EFAULT;
+	memcpy(p, g, len);
+	return 0;
+}
+
 int
 vm_mem_init(struct vm *vm)
 {

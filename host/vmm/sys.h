@@ -56,6 +56,8 @@ const char *vm_sys_level_name(enum vm_sys_level);
 
 /* Copy len bytes to guest memory at addr: 0 or -EFAULT. */
 int64_t vm_put(struct vm *, uint64_t addr, const void *p, size_t len);
+/* Copy len bytes from guest memory at addr: 0 or -EFAULT. */
+int64_t vm_get(struct vm *, uint64_t addr, void *p, size_t len);
 
 /* Files (fs.c). */
 int64_t sys_read(struct vm *, const uint64_t a[6]);
@@ -248,6 +250,15 @@ int64_t sys_getsockopt(struct vm *, const uint64_t a[6]);
 int64_t sys_sendto(struct vm *, const uint64_t a[6]);
 int64_t sys_recvfrom(struct vm *, const uint64_t a[6]);
 int64_t sys_inotify_init(struct vm *, const uint64_t a[6]);
+int64_t sys_sched_setaffinity(struct vm *, const uint64_t a[6]);
+int64_t sys_capget(struct vm *, const uint64_t a[6]);
+int64_t sys_capset(struct vm *, const uint64_t a[6]);
+int64_t sys_personality(struct vm *, const uint64_t a[6]);
+int64_t sys_mlock(struct vm *, const uint64_t a[6]);
+int64_t sys_mlock2(struct vm *, const uint64_t a[6]);
+int64_t sys_mlockall(struct vm *, const uint64_t a[6]);
+int64_t sys_munlockall(struct vm *, const uint64_t a[6]);
+int64_t sys_membarrier(struct vm *, const uint64_t a[6]);
 int64_t sys_inotify_init1(struct vm *, const uint64_t a[6]);
 int64_t sys_inotify_add_watch(struct vm *, const uint64_t a[6]);
 int64_t sys_inotify_rm_watch(struct vm *, const uint64_t a[6]);

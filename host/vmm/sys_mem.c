@@ -344,6 +344,85 @@ sys_msync(struct vm *vm, const uint64_t a[6])
 	return rc < 0 ? rc : 0;
 }
 
+/*
+ * mlock and its kin: nothing of the guest's memory is ever paged out by
+ * keep (it is charged against the run's memory limit while held), so a
+ * lock has nothing to do; Linux's checks stay: a range that runs into
+ * memory the guest has not mapped is ENOMEM, unknown flags EINVAL. The
+ * guest's RLIMIT_MEMLOCK is unlimited (prlimit64), so no lock is too
+ * big.
+ */
+static int64_t
+lock_range(struct vm *vm, uint64_t addr, uint64_t len)
+{
+	uint64_t lo = 0, hi = 0, start = addr & ~(uint64_t)(VM_PAGE - 1);
+	int rc;
+
+	if (len > UINT64_MAX - (addr - start))
+		return -ENOMEM;
+	rc = mapped_range(vm, start, len + (addr - start), &lo, &hi);
+	return rc < 0 ? rc : 0;
+}
+
+int64_t
+sys_mlock(struct vm *vm, const uint64_t a[6])
+{
+	return lock_range(vm, a[0], a[1]);
+}
+
+int64_t
+sys_mlock2(struct vm *vm, const uint64_t a[6])
+{
+	if ((a[2] & ~(uint64_t)1 /* MLOCK_ONFAULT */) != 0)
+		return -EINVAL;
+	return lock_range(vm, a[0], a[1]);
+}
+
+int64_t
+sys_mlockall(struct vm *vm, const uint64_t a[6])
+{
+	uint64_t flags = a[0];
+
+	(void)vm;
+	/* MCL_CURRENT 1, MCL_FUTURE 2, MCL_ONFAULT 4 (with one of them). */
+	if (flags == 0 || (flags & ~(uint64_t)7) != 0 || flags == 4)
+		return -EINVAL;
+	return 0;
+}
+
+int64_t
+sys_munlockall(struct vm *vm, const uint64_t a[6])
+{
+	(void)vm;
+	(void)a;
+	return 0;
+}
+
+/*
+ * membarrier's private commands: a process's threads take turns on its
+ * one vCPU and every switch goes through the VMM, so by the time the
+ * call returns every other thread of the process has passed a full
+ * barrier (and a core serializing one) already. The global commands
+ * would reach the sandbox's other processes, whose shared memory the
+ * guest has no other way to fence yet: not offered, as a kernel
+ * without them. Registration is not tracked: an expedited barrier
+ * before its registration, EPERM in Linux, is answered 0.
+ */
+#define MEMBARRIER_PRIVATE_CMDS (8 | 16 | 32 | 64)
+
+int64_t
+sys_membarrier(struct vm *vm, const uint64_t a[6])
+{
+	(void)vm;
+	if (a[1] != 0)
+		return -EINVAL;
+	if (a[0] == 0 /* MEMBARRIER_CMD_QUERY */)
+		return MEMBARRIER_PRIVATE_CMDS;
+	if ((a[0] & (a[0] - 1)) != 0 || (a[0] & MEMBARRIER_PRIVATE_CMDS) == 0)
+		return -EINVAL;
+	return 0;
+}
+
 int64_t
 sys_madvise(struct vm *vm, const uint64_t a[6])
 {

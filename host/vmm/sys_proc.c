@@ -76,16 +76,128 @@ vm_cpus(void)
 
 /* CPUs 0 to vm_cpus() - 1, in the kernel's 64-bit mask (at most 64
  * CPUs: its size is the mask's, as Linux answers nr_cpu_ids' bytes). */
+static uint64_t
+online_mask(void)
+{
+	return vm_cpus() >= 64 ? ~0ULL : (1ULL << vm_cpus()) - 1;
+}
+
+/*
+ * A process's own CPU mask: kept and answered back (taskset, Python's
+ * os.sched_setaffinity and os.process_cpu_count read what they set),
+ * not given to the host's scheduler, which runs a sandbox's processes
+ * where it will, as it does their nice values. Only the caller's own
+ * (pid 0 or its own), as prlimit64.
+ */
+int64_t
+sys_sched_setaffinity(struct vm *vm, const uint64_t a[6])
+{
+	uint64_t mask = 0;
+	uint64_t len = a[1] < sizeof(mask) ? a[1] : sizeof(mask);
+
+	/* Linux's order: the mask copied, the process found, then a mask
+	 * with no online CPU in it is EINVAL. */
+	if (len > 0 && vm_get(vm, a[2], &mask, len) != 0)
+		return -EFAULT;
+	if ((int32_t)a[0] != 0 && (int32_t)a[0] != vm->pid)
+		return -ESRCH;
+	if ((mask &= online_mask()) == 0)
+		return -EINVAL;
+	vm->cpu_mask = mask == online_mask() ? 0 : mask;
+	return 0;
+}
+
 int64_t
 sys_sched_getaffinity(struct vm *vm, const uint64_t a[6])
 {
-	uint64_t mask = vm_cpus() >= 64 ? ~0ULL : (1ULL << vm_cpus()) - 1;
+	uint64_t mask = vm->cpu_mask != 0 ? vm->cpu_mask : online_mask();
 
 	if (a[1] < sizeof(mask))
 		return -EINVAL;
 	return vm_put(vm, a[2], &mask, sizeof(mask)) == 0
 	    ? (int64_t)sizeof(mask)
 	    : -EFAULT;
+}
+
+/*
+ * Capabilities: the guest is uid 1000 with none (docs/vmm.md, "Names
+ * for the user"), and says so as Linux does to such a process. The
+ * header's version is checked first; an unknown one is answered with
+ * the version this kernel prefers, and is EINVAL unless data is NULL
+ * (libcap's probe).
+ */
+#define CAP_V1 0x19980330u
+#define CAP_V2 0x20071026u
+#define CAP_V3 0x20080522u
+
+static int64_t
+cap_header(struct vm *vm, uint64_t hdr, unsigned *words)
+{
+	struct vm_proc_view v;
+	uint32_t h[2];
+
+	if (vm_get(vm, hdr, h, sizeof(h)) != 0)
+		return -EFAULT;
+	if (h[0] != CAP_V1 && h[0] != CAP_V2 && h[0] != CAP_V3) {
+		h[0] = CAP_V3;
+		return vm_put(vm, hdr, h, sizeof(h[0])) != 0 ? -EFAULT
+		                                             : -EINVAL;
+	}
+	*words = h[0] == CAP_V1 ? 1 : 2;
+	if ((int32_t)h[1] < 0)
+		return -EINVAL;
+	if (h[1] != 0 && (int32_t)h[1] != vm->pid &&
+	    vm_proc_view(vm, (int32_t)h[1], &v) != 0)
+		return -ESRCH;
+	return h[1] == 0 || (int32_t)h[1] == vm->pid ? 0 : 1;
+}
+
+int64_t
+sys_capget(struct vm *vm, const uint64_t a[6])
+{
+	uint32_t none[6] = { 0 };
+	unsigned words = 0;
+	int64_t rc = cap_header(vm, a[0], &words);
+
+	if (a[1] == 0)
+		return rc == -EINVAL || rc >= 0 ? 0 : rc;
+	if (rc < 0)
+		return rc;
+	return vm_put(vm, a[1], none, words * 3 * sizeof(uint32_t)) != 0
+	    ? -EFAULT
+	    : 0;
+}
+
+/* Only the empty set may be set, on oneself: there is nothing to drop. */
+int64_t
+sys_capset(struct vm *vm, const uint64_t a[6])
+{
+	uint32_t want[6];
+	unsigned words = 0, i;
+	int64_t rc = cap_header(vm, a[0], &words);
+
+	if (rc < 0)
+		return rc;
+	if (rc == 1)
+		return -EPERM;
+	if (vm_get(vm, a[1], want, words * 3 * sizeof(uint32_t)) != 0)
+		return -EFAULT;
+	for (i = 0; i < words * 3; i++)
+		if (want[i] != 0)
+			return -EPERM;
+	return 0;
+}
+
+/* The persona is kept and answered back, as Linux sets any value;
+ * none changes what keep gives the guest (its layout, uname). */
+int64_t
+sys_personality(struct vm *vm, const uint64_t a[6])
+{
+	uint32_t old = vm->personality;
+
+	if ((uint32_t)a[0] != 0xffffffffu)
+		vm->personality = (uint32_t)a[0];
+	return old;
 }
 
 int64_t

@@ -220,6 +220,11 @@ struct vm {
 	struct vm_tree *tree;
 	int slot; /* this process's row in tree->slot */
 	int32_t pid, ppid; /* guest pids; the first process is 1 */
+	/* sched_setaffinity's mask (0: every CPU) and personality's value:
+	 * kept, inherited across fork and execve, and answered back; the
+	 * host's scheduler and layout do not take them (sys_proc.c). */
+	uint64_t cpu_mask;
+	uint32_t personality;
 	int is_child; /* forked: ends with _exit, never returns */
 	unsigned nchildren; /* forked and not yet reaped by a wait */
 	int term_sig; /* killed by a guest kill of itself */
