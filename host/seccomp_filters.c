@@ -196,6 +196,9 @@ const struct seccomp_filter seccomp_policy = { "policy", policy_rules,
 	    R(inotify_add_watch,                                               \
 	        "a workspace watch, from its directory (fchdir)"),             \
 	    R(inotify_rm_watch, "a guest inotify_rm_watch"),                   \
+	    R(timerfd_create, "a guest timerfd is a host one (sys_event.c)"),  \
+	    R(timerfd_settime, "a guest timerfd_settime"),                     \
+	    R(timerfd_gettime, "a guest timerfd_gettime"),                     \
 	    R(epoll_create1, "a guest epoll is a host one (vmm/sys_event.c)"), \
 	    R(epoll_ctl, "a guest epoll's interest list"),                     \
 	    R(epoll_wait, "a guest epoll_wait"),                               \

@@ -1,8 +1,10 @@
 /*
- * epoll and eventfd (docs/vmm.md, "Pipes and waiting"). Both are host
- * objects behind guest descriptors, as pipes are: an eventfd is a host
- * eventfd, so its counter, EFD_SEMAPHORE and blocking are the kernel's
- * and it crosses fork as it is; an epoll descriptor is a host epoll
+ * epoll, eventfd and timerfd (docs/vmm.md, "Pipes and waiting"). All
+ * are host objects behind guest descriptors, as pipes are: an eventfd
+ * is a host eventfd, so its counter, EFD_SEMAPHORE and blocking are the
+ * kernel's and it crosses fork as it is; a timerfd is a host timerfd on
+ * the host's clocks, which are the guest's (sys_time.c); an epoll
+ * descriptor is a host epoll
  * instance watching the host descriptors behind the guest's (pipes,
  * eventfds, other epolls, stdin), so readiness, level and edge
  * triggering, EPOLLONESHOT and a child's shared interest list are the
@@ -19,12 +21,14 @@
  */
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "host/vmm/sys.h"
@@ -147,6 +151,76 @@ int64_t
 sys_eventfd2(struct vm *vm, const uint64_t a[6])
 {
 	return make_eventfd(vm, (uint32_t)a[0], (uint32_t)a[1]);
+}
+
+/* ---- timerfd ------------------------------------------------------------- */
+
+int64_t
+sys_timerfd_create(struct vm *vm, const uint64_t a[6])
+{
+	int32_t clock = (int32_t)a[0];
+	uint64_t flags = a[1];
+	struct vfd *f;
+	int hfd, gfd;
+
+	if ((flags & ~(uint64_t)(TFD_CLOEXEC | TFD_NONBLOCK)) != 0)
+		return -EINVAL;
+	if (clock == CLOCK_REALTIME_ALARM || clock == CLOCK_BOOTTIME_ALARM)
+		return -EPERM; /* no CAP_WAKE_ALARM */
+	if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC &&
+	    clock != CLOCK_BOOTTIME)
+		return -EINVAL;
+	if ((hfd = timerfd_create(
+	         clock, TFD_CLOEXEC | (int)(flags & TFD_NONBLOCK))) == -1)
+		return -errno;
+	if ((gfd = vm_fd_add_host(vm, hfd, (flags & TFD_CLOEXEC) != 0)) < 0) {
+		close(hfd);
+		return gfd;
+	}
+	f = vm_fd(vm, (uint64_t)gfd);
+	f->timerfd = 1;
+	f->flags = O_RDONLY | (int)(flags & TFD_NONBLOCK);
+	return gfd;
+}
+
+static struct vfd *
+timer_fd(struct vm *vm, uint64_t fd, int64_t *err)
+{
+	struct vfd *f = vm_fd(vm, fd);
+
+	*err = f == NULL ? -EBADF : !f->timerfd ? -EINVAL : 0;
+	return *err == 0 ? f : NULL;
+}
+
+int64_t
+sys_timerfd_settime(struct vm *vm, const uint64_t a[6])
+{
+	struct itimerspec want, old;
+	struct vfd *f;
+	int64_t rc;
+
+	if ((f = timer_fd(vm, a[0], &rc)) == NULL)
+		return rc;
+	if (vm_get(vm, a[2], &want, sizeof(want)) != 0)
+		return -EFAULT;
+	/* The host checks the flags and the times (EINVAL), as Linux. */
+	if (timerfd_settime(f->hostfd, (int)(uint32_t)a[1], &want, &old) == -1)
+		return -errno;
+	return a[3] != 0 ? vm_put(vm, a[3], &old, sizeof(old)) : 0;
+}
+
+int64_t
+sys_timerfd_gettime(struct vm *vm, const uint64_t a[6])
+{
+	struct itimerspec now;
+	struct vfd *f;
+	int64_t rc;
+
+	if ((f = timer_fd(vm, a[0], &rc)) == NULL)
+		return rc;
+	if (timerfd_gettime(f->hostfd, &now) == -1)
+		return -errno;
+	return vm_put(vm, a[1], &now, sizeof(now));
 }
 
 /* ---- epoll --------------------------------------------------------------- */

@@ -96,6 +96,7 @@ struct vfd {
 	uint8_t egress;
 	uint8_t dns_tcp; /* a TCP connection to the guest resolver */
 	uint8_t inotify; /* VFD_HOST: an inotify instance (sys_inotify.c) */
+	uint8_t timerfd; /* VFD_HOST: a timerfd (sys_event.c) */
 	uint8_t egress_peerlen;
 	uint8_t egress_peer[28]; /* a sockaddr_in or sockaddr_in6 */
 };
