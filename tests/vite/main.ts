@@ -1,0 +1,2 @@
+const greeting: string = "served by vite in keep";
+document.getElementById("title")!.textContent = greeting;
