@@ -15,8 +15,8 @@
  *    beneath the workspace; abstract names live in the run's network
  *    namespace (private), and without one they are refused.
  *  - SCM_RIGHTS carries only the run's own host-backed descriptors
- *    (pipes, sockets, eventfds, epolls): what arrives is installed as
- *    guest descriptors, never handed over raw.
+ *    (pipes, sockets, eventfds, epolls, workspace files): what arrives
+ *    is installed as guest descriptors, never handed over raw.
  *
  * A call that would block waits in the VMM, not in the host: a thread
  * with others parks (sys_thread.c), the only thread sleeps in ppoll with
@@ -1310,11 +1310,32 @@ iov_in(struct vm *vm, uint64_t addr, uint64_t n, struct iovec *iov)
 }
 
 /*
+ * Whether guest descriptor f may travel in SCM_RIGHTS: one of the run's
+ * own host-backed ones, a pipe, socket, eventfd or epoll, or a
+ * workspace file (multiprocessing's reduction.send_handle passes open
+ * files to its children). A file's writes are counted against the
+ * quota by whichever process of the sandbox makes them, through the
+ * host descriptor, as a forked child's are. Not a workspace directory
+ * (its receiver would have no guest path to walk from), not what is
+ * not the host's (the image's files, /proc, the output sink), and not
+ * a socket egress made: it stays in its process tree, since one
+ * unmarked elsewhere could be re-aimed, and its bytes are counted by
+ * the descriptors that know.
+ */
+static int
+passable(const struct vfd *f)
+{
+	struct stat st;
+
+	if (f->kind != VFD_HOST || f->egress)
+		return 0;
+	return f->pipe || (fstat(f->hostfd, &st) == 0 && S_ISREG(st.st_mode));
+}
+
+/*
  * The guest's control messages for a send, made the host's: SCM_RIGHTS
- * only, each descriptor one of the run's own host-backed ones (a pipe,
- * socket, eventfd or epoll: nothing with a workspace path, whose writes
- * the quota counts, and nothing that is not the host's). 0 with *hl the
- * bytes made in host (CTL_MAX), or -errno.
+ * only, each descriptor passable. 0 with *hl the bytes made in host
+ * (CTL_MAX), or -errno.
  */
 static int64_t
 control_in(
@@ -1350,10 +1371,7 @@ control_in(
 			memcpy(&gfd, &fds[i], sizeof(gfd));
 			if (gfd < 0 || (f = vm_fd(vm, (uint64_t)gfd)) == NULL)
 				return -EBADF;
-			/* A socket egress made stays in its process tree:
-			 * one unmarked elsewhere could be re-aimed, and its
-			 * bytes are counted by the descriptors that know. */
-			if (f->kind != VFD_HOST || !f->pipe || f->egress)
+			if (!passable(f))
 				return -EOPNOTSUPP;
 			memcpy(&fds[i], &f->hostfd, sizeof(int));
 		}
@@ -1364,21 +1382,29 @@ control_in(
 }
 
 /* A received descriptor, a guest one now; its number or -errno (the
- * host one closed). */
+ * host one closed). A regular file is a workspace file a process of the
+ * sandbox passed (passable): a file descriptor with no guest path, open
+ * as it was opened; a directory never travels from here, and is not
+ * taken from anyone else either. */
 static int
 fd_install(struct vm *vm, int hfd, int cloexec)
 {
 	struct stat st;
-	int gfd, type = 0;
+	int gfd, fl, type = 0;
 	socklen_t tl = sizeof(type);
 
-	if ((gfd = vm_fd_add_host(vm, hfd, cloexec)) < 0) {
+	if (fstat(hfd, &st) == -1 || S_ISDIR(st.st_mode) ||
+	    (gfd = vm_fd_add_host(vm, hfd, cloexec)) < 0) {
 		close(hfd);
-		return gfd;
+		return -EBADF;
 	}
-	if (fstat(hfd, &st) == 0 && S_ISSOCK(st.st_mode) &&
+	if (S_ISSOCK(st.st_mode) &&
 	    getsockopt(hfd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0)
 		vm->fds[gfd].sock = type;
+	if (S_ISREG(st.st_mode) && (fl = fcntl(hfd, F_GETFL)) != -1) {
+		vm->fds[gfd].pipe = 0;
+		vm->fds[gfd].flags = fl & (O_ACCMODE | O_APPEND | O_NONBLOCK);
+	}
 	return gfd;
 }
 

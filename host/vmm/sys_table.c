@@ -117,8 +117,8 @@ static const struct vm_sysent linux_calls[] = {
 	    "beneath the workspace"),
 	OK(45, recvfrom, sys_recvfrom, ""),
 	PART(46, sendmsg, sys_sendmsg,
-	    "SCM_RIGHTS only, of the run's pipes, sockets, eventfds and "
-	    "epolls (workspace files: EOPNOTSUPP)"),
+	    "SCM_RIGHTS only, of the run's pipes, sockets, eventfds, "
+	    "epolls and workspace files (directories: EOPNOTSUPP)"),
 	OK(47, recvmsg, sys_recvmsg,
 	    "descriptors passed arrive as the guest's own"),
 	OK(48, shutdown, sys_shutdown, ""),

@@ -1,8 +1,9 @@
 /*
  * Sockets (issue 29): TCP over 127.0.0.1 and ::1 between forked processes
  * and between threads, UDP echo, AF_UNIX stream on a path (in DIR, the
- * first argument) and on an abstract name, SCM_RIGHTS passing a pipe and
- * a socket to another process, non-blocking connect with poll, epoll and
+ * first argument) and on an abstract name, SCM_RIGHTS passing a pipe, a
+ * socket and an open file (in DIR) to another process, which reads and
+ * appends through it, non-blocking connect with poll, epoll and
  * select, the options programs set, a receive timeout, a blocking accept
  * cut short by a signal; the same lines natively and in keep.
  * `sockets egress` tries destinations outside the sandbox: in keep each
@@ -382,10 +383,10 @@ recv_fd(int sock)
 }
 
 static void
-rights(void)
+rights(const char *dir)
 {
-	int sv[2], p[2], st, fd, lfd, c;
-	char buf[8];
+	int sv[2], p[2], st, fd, lfd, c, ffd;
+	char buf[32], path[512];
 	pid_t pid;
 
 	CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
@@ -407,6 +408,10 @@ rights(void)
 		c = accept(fd, NULL, NULL);
 		CHECK(c >= 0);
 		CHECK(write(c, "via fd", 6) == 6);
+		/* An open file, read at its offset and appended to. */
+		fd = recv_fd(sv[1]);
+		CHECK(read(fd, buf, 6) == 6 && memcmp(buf, "parent", 6) == 0);
+		CHECK(write(fd, "+child", 6) == 6);
 		_exit(0);
 	}
 	close(sv[1]);
@@ -416,13 +421,23 @@ rights(void)
 	send_fd(sv[0], lfd, "s");
 	c = dial(AF_INET, port_of(lfd));
 	CHECK(read(c, buf, 6) == 6 && memcmp(buf, "via fd", 6) == 0);
+	snprintf(path, sizeof(path), "%s/passed", dir);
+	ffd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	CHECK(ffd >= 0 && write(ffd, "parent", 6) == 6 &&
+	    lseek(ffd, 0, SEEK_SET) == 0);
+	send_fd(sv[0], ffd, "f");
 	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
 	    WEXITSTATUS(st) == 0);
+	/* The child moved the shared offset and wrote through it. */
+	CHECK(lseek(ffd, 0, SEEK_CUR) == 12 && pread(ffd, buf, 12, 0) == 12 &&
+	    memcmp(buf, "parent+child", 12) == 0);
+	close(ffd);
+	unlink(path);
 	close(c);
 	close(lfd);
 	close(p[1]);
 	close(sv[0]);
-	printf("SCM_RIGHTS: a pipe and a listening socket to another "
+	printf("SCM_RIGHTS: a pipe, a listening socket and a file to another "
 	       "process: ok\n");
 }
 
@@ -771,7 +786,7 @@ main(int argc, char **argv)
 	udp_echo();
 	unix_named(argc > 1 ? argv[1] : ".");
 	unix_abstract();
-	rights();
+	rights(argc > 1 ? argv[1] : ".");
 	nonblocking();
 	waitall();
 	options();
