@@ -250,6 +250,7 @@ int64_t sys_getsockopt(struct vm *, const uint64_t a[6]);
 int64_t sys_sendto(struct vm *, const uint64_t a[6]);
 int64_t sys_recvfrom(struct vm *, const uint64_t a[6]);
 int64_t sys_inotify_init(struct vm *, const uint64_t a[6]);
+int64_t sys_memfd_create(struct vm *, const uint64_t a[6]);
 int64_t sys_timerfd_create(struct vm *, const uint64_t a[6]);
 int64_t sys_timerfd_settime(struct vm *, const uint64_t a[6]);
 int64_t sys_timerfd_gettime(struct vm *, const uint64_t a[6]);

@@ -12,6 +12,7 @@
  * component. The image's files are read-only (EROFS) and so are /proc
  * and /dev (procfs.c).
  */
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
@@ -966,4 +967,41 @@ sys_fallocate(struct vm *vm, const uint64_t a[6])
 	rc = fallocate(f->hostfd, (int)mode, off, len) == -1 ? -errno : 0;
 	vm_quota_settle(vm, reserved, before, f->hostfd);
 	return rc;
+}
+
+/*
+ * memfd_create: an anonymous file, which here is a file with no name in
+ * the workspace's /dev/shm (O_TMPFILE), so its bytes count against the
+ * workspace quota, as a tmpfs file's count against memory in Linux. It
+ * is a workspace file with no guest path, as one passed with
+ * SCM_RIGHTS: read, write, mmap (shared across fork), truncate, stat.
+ * Seals are not kept: F_ADD_SEALS and F_GET_SEALS answer EINVAL, as for
+ * any file that is not a memfd; MFD_HUGETLB and the newer exec flags
+ * EINVAL, as on a kernel without them. No workspace, no room: ENOMEM.
+ */
+#define MFD_NAME_MAX 249 /* Linux's, without its "memfd:" */
+
+int64_t
+sys_memfd_create(struct vm *vm, const uint64_t a[6])
+{
+	char name[MFD_NAME_MAX + 1];
+	uint64_t flags = a[1];
+	struct vfd *f;
+	int hfd, gfd, rc;
+
+	if ((rc = vm_gstr(vm, a[0], name, sizeof(name))) != 0)
+		return rc == -ENAMETOOLONG ? -EINVAL : rc;
+	if ((flags & ~(uint64_t)(MFD_CLOEXEC | MFD_ALLOW_SEALING)) != 0)
+		return -EINVAL;
+	if ((hfd = vm_ws_open(
+	         vm, "/dev/shm", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600)) < 0)
+		return hfd == -ENOENT ? -ENOMEM : hfd;
+	if ((gfd = vm_fd_add_host(vm, hfd, (flags & MFD_CLOEXEC) != 0)) < 0) {
+		close(hfd);
+		return gfd;
+	}
+	f = vm_fd(vm, (uint64_t)gfd);
+	f->pipe = 0;
+	f->flags = O_RDWR;
+	return gfd;
 }

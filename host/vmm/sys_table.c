@@ -551,7 +551,9 @@ static const struct vm_sysent linux_calls[] = {
 	    "RENAME_NOREPLACE, RENAME_EXCHANGE; RENAME_WHITEOUT EINVAL"),
 	NO(317, seccomp, ENOSYS, "the machine's administration: not a guest's"),
 	OK(318, getrandom, sys_getrandom, "libsodium"),
-	NO(319, memfd_create, ENOSYS, "not provided"),
+	PART(319, memfd_create, sys_memfd_create,
+	    "a nameless file in the workspace's /dev/shm (its quota); no "
+	    "seals"),
 	NO(320, kexec_file_load, ENOSYS,
 	    "the machine's administration: not a guest's"),
 	NO(321, bpf, ENOSYS, "the machine's administration: not a guest's"),
