@@ -199,6 +199,7 @@ const struct seccomp_filter seccomp_policy = { "policy", policy_rules,
 	    R(timerfd_create, "a guest timerfd is a host one (sys_event.c)"),  \
 	    R(timerfd_settime, "a guest timerfd_settime"),                     \
 	    R(timerfd_gettime, "a guest timerfd_gettime"),                     \
+	    R(tee, "a guest tee, between two host pipes (sys_file.c)"),        \
 	    R(epoll_create1, "a guest epoll is a host one (vmm/sys_event.c)"), \
 	    R(epoll_ctl, "a guest epoll's interest list"),                     \
 	    R(epoll_wait, "a guest epoll_wait"),                               \

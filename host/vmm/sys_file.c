@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -856,6 +857,145 @@ sys_copy_file_range(struct vm *vm, const uint64_t a[6])
 			memcpy(go, &outpos, 8);
 	}
 	return n;
+}
+
+/* ---- splice, tee, vmsplice ------------------------------------------------ */
+
+#define G_SPLICE_F_NONBLOCK 2
+#define G_SPLICE_FLAGS 15 /* MOVE, NONBLOCK, MORE, GIFT */
+
+static int
+is_pipe(const struct vfd *f)
+{
+	struct stat st;
+
+	return f->kind == VFD_HOST && f->pipe && fstat(f->hostfd, &st) == 0 &&
+	    S_ISFIFO(st.st_mode);
+}
+
+static int
+ready(int hfd, short events)
+{
+	struct pollfd p = { .fd = hfd, .events = events };
+
+	return poll(&p, 1, 0) == 1;
+}
+
+/* Before a move out of in: 0 when it may go on, 1 when the thread was
+ * parked (the call is made again when in is ready, as a read's), or
+ * -EINTR. A descriptor that is not the host's never waits. */
+static int
+splice_wait(struct vm *vm, const struct vfd *in, uint64_t flags)
+{
+	if (in->kind != VFD_HOST || (!in->pipe && in->sock == 0) ||
+	    (flags & G_SPLICE_F_NONBLOCK) || (in->flags & O_NONBLOCK) ||
+	    ready(in->hostfd, POLLIN))
+		return 0;
+	if (vm_thread_park_fd(vm, in->hostfd, POLLIN))
+		return 1;
+	return vm_signal_wait_fd(vm, in->hostfd, POLLIN);
+}
+
+/*
+ * splice: bytes between a pipe and another descriptor, moved through a
+ * host buffer as sendfile's are (so a workspace file's writes count
+ * against the quota, and an egress connection's bytes are judged as a
+ * write's), not page by page: what Linux promises of the result holds,
+ * none of the zero copy. One end must be a pipe (EINVAL), and a pipe's
+ * end takes no offset (ESPIPE).
+ */
+int64_t
+sys_splice(struct vm *vm, const uint64_t a[6])
+{
+	struct vfd *in = vm_fd(vm, a[0]), *out = vm_fd(vm, a[2]);
+	int64_t inpos, outpos, n;
+	void *gi = NULL, *go = NULL;
+	int rc;
+
+	if (in == NULL || out == NULL)
+		return -EBADF;
+	if ((a[5] & ~(uint64_t)G_SPLICE_FLAGS) != 0 ||
+	    (!is_pipe(in) && !is_pipe(out)) || !readable_kind(in))
+		return -EINVAL;
+	if ((a[1] != 0 && is_pipe(in)) || (a[3] != 0 && is_pipe(out)))
+		return -ESPIPE;
+	if (a[1] != 0) {
+		if ((gi = vm_gptr(vm, a[1], 8)) == NULL)
+			return -EFAULT;
+		memcpy(&inpos, gi, 8);
+		if (inpos < 0)
+			return -EINVAL;
+	}
+	if (a[3] != 0) {
+		if ((go = vm_gptr(vm, a[3], 8)) == NULL)
+			return -EFAULT;
+		memcpy(&outpos, go, 8);
+		if (outpos < 0)
+			return -EINVAL;
+	}
+	if (a[4] == 0)
+		return 0;
+	/* SPLICE_F_NONBLOCK: neither pipe end may wait (the host
+	 * descriptors may be blocking ones). */
+	if ((a[5] & G_SPLICE_F_NONBLOCK) &&
+	    ((is_pipe(in) && !ready(in->hostfd, POLLIN)) ||
+	        (is_pipe(out) && !ready(out->hostfd, POLLOUT))))
+		return -EAGAIN;
+	if ((rc = splice_wait(vm, in, a[5])) != 0)
+		return rc == 1 ? 0 : rc;
+	n = copy_fds(
+	    vm, in, gi ? &inpos : NULL, out, go ? &outpos : NULL, a[4]);
+	if (n >= 0) {
+		if (gi != NULL)
+			memcpy(gi, &inpos, 8);
+		if (go != NULL)
+			memcpy(go, &outpos, 8);
+	}
+	return n;
+}
+
+/* tee: the host's, between two host pipes (nothing leaves them). */
+int64_t
+sys_tee(struct vm *vm, const uint64_t a[6])
+{
+	struct vfd *in = vm_fd(vm, a[0]), *out = vm_fd(vm, a[1]);
+	struct stat si, so;
+	ssize_t n;
+	int rc;
+
+	if (in == NULL || out == NULL)
+		return -EBADF;
+
+	if ((a[3] & ~(uint64_t)G_SPLICE_FLAGS) != 0 || !is_pipe(in) ||
+	    !is_pipe(out) || fstat(in->hostfd, &si) == -1 ||
+	    fstat(out->hostfd, &so) == -1 ||
+	    (si.st_ino == so.st_ino && si.st_dev == so.st_dev))
+		return -EINVAL; /* two ends of one pipe too, as Linux */
+	if ((rc = splice_wait(vm, in, a[3])) != 0)
+		return rc == 1 ? 0 : rc;
+	/* Never blocks on the output: a full pipe answers EAGAIN, where
+	 * Linux would wait for room. */
+	n = tee(in->hostfd, out->hostfd, a[2] > COPY_MAX ? COPY_MAX : a[2],
+	    SPLICE_F_NONBLOCK);
+	return n == -1 ? -errno : n;
+}
+
+/* vmsplice: the guest's memory into a pipe (its write end) or out of
+ * it (its read end), as writev and readv move it. */
+int64_t
+sys_vmsplice(struct vm *vm, const uint64_t a[6])
+{
+	struct vfd *f = vm_fd(vm, a[0]);
+	uint64_t v[6] = { a[0], a[1], a[2], 0, 0, 0 };
+	int fl;
+
+	if (f == NULL || !is_pipe(f) || (fl = fcntl(f->hostfd, F_GETFL)) == -1)
+		return -EBADF;
+	if ((a[3] & ~(uint64_t)G_SPLICE_FLAGS) != 0)
+		return -EINVAL;
+	/* Which end: the host's pipe says. */
+	return (fl & O_ACCMODE) == O_RDONLY ? sys_readv(vm, v)
+	                                    : sys_writev(vm, v);
 }
 
 /* ---- descriptors and sizes ------------------------------------------------ */
