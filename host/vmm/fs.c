@@ -52,6 +52,17 @@ vm_fd(struct vm *vm, uint64_t fd)
 	return fd_get(vm, fd);
 }
 
+struct vfd *
+vm_fd_anon(struct vm *vm, uint64_t fd, enum vm_anon kind, int64_t *err)
+{
+	struct vfd *f = fd_get(vm, fd);
+
+	*err = f == NULL                             ? -EBADF
+	    : f->kind != VFD_HOST || f->anon != kind ? -EINVAL
+	                                             : 0;
+	return *err == 0 ? f : NULL;
+}
+
 static int
 fd_alloc(struct vm *vm, unsigned from)
 {

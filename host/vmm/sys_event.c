@@ -178,18 +178,9 @@ sys_timerfd_create(struct vm *vm, const uint64_t a[6])
 		return gfd;
 	}
 	f = vm_fd(vm, (uint64_t)gfd);
-	f->timerfd = 1;
+	f->anon = VM_ANON_TIMERFD;
 	f->flags = O_RDONLY | (int)(flags & TFD_NONBLOCK);
 	return gfd;
-}
-
-static struct vfd *
-timer_fd(struct vm *vm, uint64_t fd, int64_t *err)
-{
-	struct vfd *f = vm_fd(vm, fd);
-
-	*err = f == NULL ? -EBADF : !f->timerfd ? -EINVAL : 0;
-	return *err == 0 ? f : NULL;
 }
 
 int64_t
@@ -199,7 +190,7 @@ sys_timerfd_settime(struct vm *vm, const uint64_t a[6])
 	struct vfd *f;
 	int64_t rc;
 
-	if ((f = timer_fd(vm, a[0], &rc)) == NULL)
+	if ((f = vm_fd_anon(vm, a[0], VM_ANON_TIMERFD, &rc)) == NULL)
 		return rc;
 	if (vm_get(vm, a[2], &want, sizeof(want)) != 0)
 		return -EFAULT;
@@ -216,7 +207,7 @@ sys_timerfd_gettime(struct vm *vm, const uint64_t a[6])
 	struct vfd *f;
 	int64_t rc;
 
-	if ((f = timer_fd(vm, a[0], &rc)) == NULL)
+	if ((f = vm_fd_anon(vm, a[0], VM_ANON_TIMERFD, &rc)) == NULL)
 		return rc;
 	if (timerfd_gettime(f->hostfd, &now) == -1)
 		return -errno;

@@ -780,6 +780,37 @@ copy_fds(struct vm *vm, struct vfd *in, int64_t *inpos, struct vfd *out,
 	return (int64_t)total;
 }
 
+/* A loff_t the guest gives by pointer (0: none, *g NULL): 0, -EFAULT
+ * or -EINVAL for a negative one. */
+static int64_t
+offset_in(struct vm *vm, uint64_t addr, void **g, int64_t *pos)
+{
+	*g = NULL;
+	if (addr == 0)
+		return 0;
+	if ((*g = vm_gptr(vm, addr, 8)) == NULL)
+		return -EFAULT;
+	memcpy(pos, *g, 8);
+	return *pos < 0 ? -EINVAL : 0;
+}
+
+/* copy_fds at the guest's offsets, written back when it moved bytes. */
+static int64_t
+copy_at(struct vm *vm, struct vfd *in, void *gi, int64_t inpos, struct vfd *out,
+    void *go, int64_t outpos, uint64_t len)
+{
+	int64_t n =
+	    copy_fds(vm, in, gi ? &inpos : NULL, out, go ? &outpos : NULL, len);
+
+	if (n >= 0) {
+		if (gi != NULL)
+			memcpy(gi, &inpos, 8);
+		if (go != NULL)
+			memcpy(go, &outpos, 8);
+	}
+	return n;
+}
+
 static int
 readable_kind(const struct vfd *f)
 {
@@ -792,8 +823,8 @@ sys_sendfile(struct vm *vm, const uint64_t a[6])
 {
 	struct vfd *out = vm_fd(vm, a[0]), *in = vm_fd(vm, a[1]);
 	struct stat st;
-	int64_t pos, n;
-	void *g = NULL;
+	int64_t pos = 0, rc;
+	void *g;
 
 	if (out == NULL || in == NULL)
 		return -EBADF;
@@ -801,25 +832,17 @@ sys_sendfile(struct vm *vm, const uint64_t a[6])
 	    (in->kind == VFD_HOST &&
 	        (fstat(in->hostfd, &st) == -1 || S_ISDIR(st.st_mode))))
 		return -EINVAL;
-	if (a[2] != 0) {
-		if ((g = vm_gptr(vm, a[2], 8)) == NULL)
-			return -EFAULT;
-		memcpy(&pos, g, 8);
-		if (pos < 0)
-			return -EINVAL;
-	}
-	n = copy_fds(vm, in, g != NULL ? &pos : NULL, out, NULL, a[3]);
-	if (g != NULL && n >= 0)
-		memcpy(g, &pos, 8);
-	return n;
+	if ((rc = offset_in(vm, a[2], &g, &pos)) != 0)
+		return rc;
+	return copy_at(vm, in, g, pos, out, NULL, 0, a[3]);
 }
 
 int64_t
 sys_copy_file_range(struct vm *vm, const uint64_t a[6])
 {
 	struct vfd *in = vm_fd(vm, a[0]), *out = vm_fd(vm, a[2]);
-	int64_t inpos, outpos, n;
-	void *gi = NULL, *go = NULL;
+	int64_t inpos = 0, outpos = 0, rc;
+	void *gi, *go;
 	struct stat st;
 
 	if (a[5] != 0)
@@ -834,29 +857,10 @@ sys_copy_file_range(struct vm *vm, const uint64_t a[6])
 	        (fstat(in->hostfd, &st) == -1 || !S_ISREG(st.st_mode))) ||
 	    fstat(out->hostfd, &st) == -1 || !S_ISREG(st.st_mode))
 		return -EINVAL;
-	if (a[1] != 0) {
-		if ((gi = vm_gptr(vm, a[1], 8)) == NULL)
-			return -EFAULT;
-		memcpy(&inpos, gi, 8);
-		if (inpos < 0)
-			return -EINVAL;
-	}
-	if (a[3] != 0) {
-		if ((go = vm_gptr(vm, a[3], 8)) == NULL)
-			return -EFAULT;
-		memcpy(&outpos, go, 8);
-		if (outpos < 0)
-			return -EINVAL;
-	}
-	n = copy_fds(
-	    vm, in, gi ? &inpos : NULL, out, go ? &outpos : NULL, a[4]);
-	if (n >= 0) {
-		if (gi != NULL)
-			memcpy(gi, &inpos, 8);
-		if (go != NULL)
-			memcpy(go, &outpos, 8);
-	}
-	return n;
+	if ((rc = offset_in(vm, a[1], &gi, &inpos)) != 0 ||
+	    (rc = offset_in(vm, a[3], &go, &outpos)) != 0)
+		return rc;
+	return copy_at(vm, in, gi, inpos, out, go, outpos, a[4]);
 }
 
 /* ---- splice, tee, vmsplice ------------------------------------------------ */
@@ -908,9 +912,8 @@ int64_t
 sys_splice(struct vm *vm, const uint64_t a[6])
 {
 	struct vfd *in = vm_fd(vm, a[0]), *out = vm_fd(vm, a[2]);
-	int64_t inpos, outpos, n;
-	void *gi = NULL, *go = NULL;
-	int rc;
+	int64_t inpos = 0, outpos = 0, rc;
+	void *gi, *go;
 
 	if (in == NULL || out == NULL)
 		return -EBADF;
@@ -919,20 +922,9 @@ sys_splice(struct vm *vm, const uint64_t a[6])
 		return -EINVAL;
 	if ((a[1] != 0 && is_pipe(in)) || (a[3] != 0 && is_pipe(out)))
 		return -ESPIPE;
-	if (a[1] != 0) {
-		if ((gi = vm_gptr(vm, a[1], 8)) == NULL)
-			return -EFAULT;
-		memcpy(&inpos, gi, 8);
-		if (inpos < 0)
-			return -EINVAL;
-	}
-	if (a[3] != 0) {
-		if ((go = vm_gptr(vm, a[3], 8)) == NULL)
-			return -EFAULT;
-		memcpy(&outpos, go, 8);
-		if (outpos < 0)
-			return -EINVAL;
-	}
+	if ((rc = offset_in(vm, a[1], &gi, &inpos)) != 0 ||
+	    (rc = offset_in(vm, a[3], &go, &outpos)) != 0)
+		return rc;
 	if (a[4] == 0)
 		return 0;
 	/* SPLICE_F_NONBLOCK: neither pipe end may wait (the host
@@ -943,15 +935,7 @@ sys_splice(struct vm *vm, const uint64_t a[6])
 		return -EAGAIN;
 	if ((rc = splice_wait(vm, in, a[5])) != 0)
 		return rc == 1 ? 0 : rc;
-	n = copy_fds(
-	    vm, in, gi ? &inpos : NULL, out, go ? &outpos : NULL, a[4]);
-	if (n >= 0) {
-		if (gi != NULL)
-			memcpy(gi, &inpos, 8);
-		if (go != NULL)
-			memcpy(go, &outpos, 8);
-	}
-	return n;
+	return copy_at(vm, in, gi, inpos, out, go, outpos, a[4]);
 }
 
 /* tee: the host's, between two host pipes (nothing leaves them). */

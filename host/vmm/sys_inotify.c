@@ -50,7 +50,7 @@ make_inotify(struct vm *vm, uint64_t flags)
 		return gfd;
 	}
 	f = vm_fd(vm, (uint64_t)gfd);
-	f->inotify = 1;
+	f->anon = VM_ANON_INOTIFY;
 	f->flags = O_RDONLY | (int)(flags & IN_NONBLOCK);
 	return gfd;
 }
@@ -65,15 +65,6 @@ int64_t
 sys_inotify_init1(struct vm *vm, const uint64_t a[6])
 {
 	return make_inotify(vm, (uint32_t)a[0]);
-}
-
-static struct vfd *
-inotify_fd(struct vm *vm, uint64_t fd, int64_t *err)
-{
-	struct vfd *f = vm_fd(vm, fd);
-
-	*err = f == NULL ? -EBADF : !f->inotify ? -EINVAL : 0;
-	return *err == 0 ? f : NULL;
 }
 
 /* A host watch on name in directory dfd, added from inside it. */
@@ -172,7 +163,7 @@ sys_inotify_add_watch(struct vm *vm, const uint64_t a[6])
 	struct vfd *f;
 	int64_t rc;
 
-	if ((f = inotify_fd(vm, a[0], &rc)) == NULL)
+	if ((f = vm_fd_anon(vm, a[0], VM_ANON_INOTIFY, &rc)) == NULL)
 		return rc;
 	/* Linux's checks, before the path's. */
 	if ((mask & IN_ALL_EVENTS) == 0 ||
@@ -190,7 +181,7 @@ sys_inotify_rm_watch(struct vm *vm, const uint64_t a[6])
 	struct vfd *f;
 	int64_t rc;
 
-	if ((f = inotify_fd(vm, a[0], &rc)) == NULL)
+	if ((f = vm_fd_anon(vm, a[0], VM_ANON_INOTIFY, &rc)) == NULL)
 		return rc;
 	if (wd >= STILL_WD_FIRST)
 		return 0;

@@ -52,6 +52,11 @@ enum vfd_kind {
 
 enum vm_dev { VM_DEV_NULL = 1, VM_DEV_ZERO, VM_DEV_RANDOM };
 
+/* Host objects behind a guest descriptor whose own calls take only
+ * that kind (Linux's EINVAL for another): an inotify instance
+ * (sys_inotify.c), a timerfd (sys_event.c). */
+enum vm_anon { VM_ANON_NONE = 0, VM_ANON_INOTIFY, VM_ANON_TIMERFD };
+
 struct vfd {
 	enum vfd_kind kind;
 	int outfd; /* VFD_OUT: 1 or 2 */
@@ -95,8 +100,7 @@ struct vfd {
 	 * guest named it (egress_peerlen bytes of egress_peer). */
 	uint8_t egress;
 	uint8_t dns_tcp; /* a TCP connection to the guest resolver */
-	uint8_t inotify; /* VFD_HOST: an inotify instance (sys_inotify.c) */
-	uint8_t timerfd; /* VFD_HOST: a timerfd (sys_event.c) */
+	uint8_t anon; /* VFD_HOST: enum vm_anon, what its own calls need */
 	uint8_t egress_peerlen;
 	uint8_t egress_peer[28]; /* a sockaddr_in or sockaddr_in6 */
 };
@@ -934,6 +938,9 @@ int vm_fs_program(struct vm *, const char *gpath, char *path, size_t pathlen,
     const uint8_t **data, size_t *len, uint8_t **owned);
 /* Descriptor fd (its low 32 bits), or NULL when not open (fs.c). */
 struct vfd *vm_fd(struct vm *, uint64_t fd);
+/* Guest descriptor fd when it is a host object of that kind; else NULL
+ * with *err -EBADF (no such descriptor) or -EINVAL (another kind). */
+struct vfd *vm_fd_anon(struct vm *, uint64_t fd, enum vm_anon, int64_t *err);
 /* A new guest descriptor (the lowest free) for a host one with no path
  * (an eventfd, an epoll instance; read and written as a pipe end): its
  * number, or -EMFILE, and then hostfd is still the caller's. */
