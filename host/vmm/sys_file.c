@@ -27,6 +27,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "host/vmm/fs_int.h"
 #include "host/vmm/sys.h"
 #include "host/vmm/vm_int.h"
@@ -1105,6 +1107,30 @@ sys_fallocate(struct vm *vm, const uint64_t a[6])
  */
 #define MFD_NAME_MAX 249 /* Linux's, without its "memfd:" */
 
+/* Where the workspace's filesystem has no O_TMPFILE (EOPNOTSUPP; EISDIR
+ * from kernels that predate it): a new file of a random name in
+ * /dev/shm, unlinked at once. */
+static int
+named_then_gone(struct vm *vm)
+{
+	char path[64], leaf[64];
+	unsigned char r[8];
+	int dfd, fd;
+
+	randombytes_buf(r, sizeof(r));
+	snprintf(path, sizeof(path),
+	    "/dev/shm/.memfd-%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1],
+	    r[2], r[3], r[4], r[5], r[6], r[7]);
+	if ((fd = vm_ws_open(
+	         vm, path, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600)) < 0)
+		return fd;
+	if ((dfd = vm_ws_parent(vm, path, leaf, sizeof(leaf))) >= 0) {
+		(void)unlinkat(dfd, leaf, 0);
+		close(dfd);
+	}
+	return fd;
+}
+
 int64_t
 sys_memfd_create(struct vm *vm, const uint64_t a[6])
 {
@@ -1118,7 +1144,10 @@ sys_memfd_create(struct vm *vm, const uint64_t a[6])
 	if ((flags & ~(uint64_t)(MFD_CLOEXEC | MFD_ALLOW_SEALING)) != 0)
 		return -EINVAL;
 	if ((hfd = vm_ws_open(
-	         vm, "/dev/shm", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600)) < 0)
+	         vm, "/dev/shm", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600)) < 0 &&
+	    (hfd == -EOPNOTSUPP || hfd == -EISDIR))
+		hfd = named_then_gone(vm);
+	if (hfd < 0)
 		return hfd == -ENOENT ? -ENOMEM : hfd;
 	if ((gfd = vm_fd_add_host(vm, hfd, (flags & MFD_CLOEXEC) != 0)) < 0) {
 		close(hfd);
