@@ -23,9 +23,11 @@
  * the wake signals let in, so a kick is never slept through, and
  * SO_RCVTIMEO and SO_SNDTIMEO bound the wait as Linux's do.
  */
+#include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <sys/uio.h>
 #include <sys/un.h>
 
@@ -1381,6 +1383,22 @@ control_in(
 	return 0;
 }
 
+/* What a received anonymous descriptor is, for the calls that take only
+ * their own kind: a timerfd answers timerfd_gettime; an inotify
+ * instance, asked to watch the empty path, looks it up (ENOENT) where
+ * any other descriptor is EINVAL first, and no watch is made. */
+static uint8_t
+anon_kind(int hfd)
+{
+	struct itimerspec t;
+
+	if (timerfd_gettime(hfd, &t) == 0)
+		return VM_ANON_TIMERFD;
+	if (inotify_add_watch(hfd, "", IN_ACCESS) == -1 && errno == ENOENT)
+		return VM_ANON_INOTIFY;
+	return VM_ANON_NONE;
+}
+
 /* A received descriptor, a guest one now; its number or -errno (the
  * host one closed). A regular file is a workspace file a process of the
  * sandbox passed (passable): a file descriptor with no guest path, open
@@ -1405,6 +1423,8 @@ fd_install(struct vm *vm, int hfd, int cloexec)
 		vm->fds[gfd].pipe = 0;
 		vm->fds[gfd].flags = fl & (O_ACCMODE | O_APPEND | O_NONBLOCK);
 	}
+	if ((st.st_mode & S_IFMT) == 0)
+		vm->fds[gfd].anon = anon_kind(hfd);
 	return gfd;
 }
 

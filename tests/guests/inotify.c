@@ -13,11 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 static char base[512];
+
+static void passed(void);
 
 static const char *
 at(const char *name)
@@ -183,7 +186,53 @@ common(void)
 	close(open(at("w/for-the-child"), O_CREAT | O_WRONLY, 0644));
 	waitpid(pid, &st, 0);
 	printf("child: %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	passed();
 	return 0;
+}
+
+/* An instance passed to another process (SCM_RIGHTS) is one there:
+ * the child watches through it and reads what the parent makes. */
+static void
+passed(void)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))], b = 'i', buf[4096];
+	struct iovec iov = { &b, 1 };
+	struct msghdr m = { .msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = cbuf,
+		.msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *c;
+	int sv[2], fd, st;
+
+	socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+	fflush(stdout);
+	if (fork() == 0) {
+		const struct inotify_event *e = (const void *)buf;
+
+		if (recvmsg(sv[1], &m, 0) != 1 ||
+		    (c = CMSG_FIRSTHDR(&m)) == NULL)
+			_exit(1);
+		memcpy(&fd, CMSG_DATA(c), sizeof(fd));
+		say("a passed instance watches",
+		    inotify_add_watch(fd, at("w"), IN_CREATE));
+		if (write(sv[1], "w", 1) != 1)
+			_exit(1);
+		printf("and reads: %s\n",
+		    read(fd, buf, sizeof(buf)) > 0 ? e->name : "nothing");
+		_exit(0);
+	}
+	unlink(at("w/passed"));
+	fd = inotify_init();
+	c = CMSG_FIRSTHDR(&m);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	sendmsg(sv[0], &m, 0);
+	if (read(sv[0], &b, 1) == 1)
+		close(open(at("w/passed"), O_CREAT | O_WRONLY, 0644));
+	wait(&st);
+	printf("child: %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 }
 
 /* Only in keep: what a guest must not reach or cannot change. */

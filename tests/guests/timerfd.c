@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
@@ -128,5 +129,43 @@ main(int argc, char **argv)
 	timerfd_settime(fd, 0, &t, NULL);
 	wait(&st);
 	printf("child: %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+
+	/* A timerfd passed to another process (SCM_RIGHTS) is one there. */
+	{
+		char cbuf[CMSG_SPACE(sizeof(int))], b = 't';
+		struct iovec iov = { &b, 1 };
+		struct msghdr m = { .msg_iov = &iov,
+			.msg_iovlen = 1,
+			.msg_control = cbuf,
+			.msg_controllen = sizeof(cbuf) };
+		struct cmsghdr *c;
+		int sv[2];
+
+		socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+		fflush(stdout);
+		if (fork() == 0) {
+			if (recvmsg(sv[1], &m, 0) != 1 ||
+			    (c = CMSG_FIRSTHDR(&m)) == NULL)
+				_exit(1);
+			memcpy(&fd, CMSG_DATA(c), sizeof(fd));
+			t = spec(0, 0);
+			say("a passed timerfd's gettime",
+			    timerfd_gettime(fd, &t));
+			printf("its interval %ld ms\n",
+			    t.it_interval.tv_nsec / MS);
+			_exit(0);
+		}
+		fd = timerfd_create(CLOCK_MONOTONIC, 0);
+		t = spec(10000 * MS, 30 * MS);
+		timerfd_settime(fd, 0, &t, NULL);
+		c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+		sendmsg(sv[0], &m, 0);
+		wait(&st);
+		printf("child: %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	}
 	return 0;
 }
