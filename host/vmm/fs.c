@@ -90,6 +90,31 @@ vm_fd_add_host(struct vm *vm, int hostfd, int cloexec)
 	return gfd;
 }
 
+int
+vm_fd_add_anon(
+    struct vm *vm, int hostfd, int cloexec, int nonblock, enum vm_anon kind)
+{
+	int gfd;
+
+	if ((gfd = vm_fd_add_host(vm, hostfd, cloexec)) < 0) {
+		close(hostfd);
+		return gfd;
+	}
+	vm->fds[gfd].anon = (uint8_t)kind;
+	vm->fds[gfd].flags = O_RDONLY | (nonblock ? O_NONBLOCK : 0);
+	return gfd;
+}
+
+void
+vm_fd_is_file(struct vm *vm, int gfd)
+{
+	int fl = fcntl(vm->fds[gfd].hostfd, F_GETFL);
+
+	vm->fds[gfd].pipe = 0;
+	vm->fds[gfd].flags =
+	    fl == -1 ? O_RDWR : fl & (O_ACCMODE | O_APPEND | O_NONBLOCK);
+}
+
 static void
 fd_release(struct vfd *f)
 {
@@ -193,22 +218,34 @@ vm_fs_init(struct vm *vm)
 	 * apply again (vmm_run owns its process, vmm.h). */
 	vm->umask = VM_UMASK_DEFAULT;
 	vm->host_umask = umask(0);
-	if (cfg->workspace_fd >= 0) {
-		if ((vm->ws_fd =
-		            fcntl(cfg->workspace_fd, F_DUPFD_CLOEXEC, 0)) == -1)
-			return VMM_E_INVAL;
-	} else if (cfg->workspace != NULL &&
-	    (vm->ws_fd = open(
-	         cfg->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+	if (vm_ws_attach(vm, cfg) != 0)
 		return VMM_E_INVAL;
-	if (vm->ws_fd >= 0) {
-		/* A writable /tmp and /dev/shm, as programs expect. */
-		(void)mkdirat(vm->ws_fd, "tmp", 01777);
-		(void)mkdirat(vm->ws_fd, &WS_SHM_DIR[1], 01777);
-	}
 	if (vm_quota_start(vm) != 0)
 		return VMM_E_NOMEM;
 	return VMM_OK;
+}
+
+int
+vm_ws_attach(struct vm *vm, const struct vmm_config *cfg)
+{
+	if (vm->ws_fd >= 0)
+		close(vm->ws_fd);
+	vm->ws_fd = -1;
+	if (cfg->workspace_fd >= 0) {
+		if ((vm->ws_fd =
+		            fcntl(cfg->workspace_fd, F_DUPFD_CLOEXEC, 0)) == -1)
+			return -errno;
+	} else if (cfg->workspace != NULL &&
+	    (vm->ws_fd = open(
+	         cfg->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1)
+		return -errno;
+	if (vm->ws_fd >= 0) {
+		/* A writable /tmp and /dev/shm, as programs expect (the
+		 * process's umask is 0 here: vm_fs_init). */
+		(void)mkdirat(vm->ws_fd, "tmp", 01777);
+		(void)mkdirat(vm->ws_fd, &WS_SHM_DIR[1], 01777);
+	}
+	return 0;
 }
 
 void

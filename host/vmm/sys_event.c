@@ -160,8 +160,7 @@ sys_timerfd_create(struct vm *vm, const uint64_t a[6])
 {
 	int32_t clock = (int32_t)a[0];
 	uint64_t flags = a[1];
-	struct vfd *f;
-	int hfd, gfd;
+	int hfd;
 
 	if ((flags & ~(uint64_t)(TFD_CLOEXEC | TFD_NONBLOCK)) != 0)
 		return -EINVAL;
@@ -173,14 +172,8 @@ sys_timerfd_create(struct vm *vm, const uint64_t a[6])
 	if ((hfd = timerfd_create(
 	         clock, TFD_CLOEXEC | (int)(flags & TFD_NONBLOCK))) == -1)
 		return -errno;
-	if ((gfd = vm_fd_add_host(vm, hfd, (flags & TFD_CLOEXEC) != 0)) < 0) {
-		close(hfd);
-		return gfd;
-	}
-	f = vm_fd(vm, (uint64_t)gfd);
-	f->anon = VM_ANON_TIMERFD;
-	f->flags = O_RDONLY | (int)(flags & TFD_NONBLOCK);
-	return gfd;
+	return vm_fd_add_anon(vm, hfd, (flags & TFD_CLOEXEC) != 0,
+	    (flags & TFD_NONBLOCK) != 0, VM_ANON_TIMERFD);
 }
 
 int64_t

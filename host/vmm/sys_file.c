@@ -951,7 +951,6 @@ sys_tee(struct vm *vm, const uint64_t a[6])
 
 	if (in == NULL || out == NULL)
 		return -EBADF;
-
 	if ((a[3] & ~(uint64_t)G_SPLICE_FLAGS) != 0 || !is_pipe(in) ||
 	    !is_pipe(out) || fstat(in->hostfd, &si) == -1 ||
 	    fstat(out->hostfd, &so) == -1 ||
@@ -1136,7 +1135,6 @@ sys_memfd_create(struct vm *vm, const uint64_t a[6])
 {
 	char name[MFD_NAME_MAX + 1];
 	uint64_t flags = a[1];
-	struct vfd *f;
 	int hfd, gfd, rc;
 
 	if ((rc = vm_gstr(vm, a[0], name, sizeof(name))) != 0)
@@ -1153,8 +1151,6 @@ sys_memfd_create(struct vm *vm, const uint64_t a[6])
 		close(hfd);
 		return gfd;
 	}
-	f = vm_fd(vm, (uint64_t)gfd);
-	f->pipe = 0;
-	f->flags = O_RDWR;
+	vm_fd_is_file(vm, gfd);
 	return gfd;
 }

@@ -37,22 +37,15 @@
 static int64_t
 make_inotify(struct vm *vm, uint64_t flags)
 {
-	struct vfd *f;
-	int hfd, gfd;
+	int hfd;
 
 	if ((flags & ~(uint64_t)(IN_NONBLOCK | IN_CLOEXEC)) != 0)
 		return -EINVAL;
 	if ((hfd = inotify_init1(IN_CLOEXEC | (int)(flags & IN_NONBLOCK))) ==
 	    -1)
 		return -errno;
-	if ((gfd = vm_fd_add_host(vm, hfd, (flags & IN_CLOEXEC) != 0)) < 0) {
-		close(hfd);
-		return gfd;
-	}
-	f = vm_fd(vm, (uint64_t)gfd);
-	f->anon = VM_ANON_INOTIFY;
-	f->flags = O_RDONLY | (int)(flags & IN_NONBLOCK);
-	return gfd;
+	return vm_fd_add_anon(vm, hfd, (flags & IN_CLOEXEC) != 0,
+	    (flags & IN_NONBLOCK) != 0, VM_ANON_INOTIFY);
 }
 
 int64_t

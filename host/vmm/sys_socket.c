@@ -1408,7 +1408,7 @@ static int
 fd_install(struct vm *vm, int hfd, int cloexec)
 {
 	struct stat st;
-	int gfd, fl, type = 0;
+	int gfd, type = 0;
 	socklen_t tl = sizeof(type);
 
 	if (fstat(hfd, &st) == -1 || S_ISDIR(st.st_mode) ||
@@ -1419,10 +1419,8 @@ fd_install(struct vm *vm, int hfd, int cloexec)
 	if (S_ISSOCK(st.st_mode) &&
 	    getsockopt(hfd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0)
 		vm->fds[gfd].sock = type;
-	if (S_ISREG(st.st_mode) && (fl = fcntl(hfd, F_GETFL)) != -1) {
-		vm->fds[gfd].pipe = 0;
-		vm->fds[gfd].flags = fl & (O_ACCMODE | O_APPEND | O_NONBLOCK);
-	}
+	if (S_ISREG(st.st_mode))
+		vm_fd_is_file(vm, gfd);
 	if ((st.st_mode & S_IFMT) == 0)
 		vm->fds[gfd].anon = anon_kind(hfd);
 	return gfd;

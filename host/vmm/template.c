@@ -351,20 +351,11 @@ template_run(struct vmm_template *t, const struct vmm_config *run, int probe,
 	vm->parked = 0;
 	vm->stopped = 0;
 
-	if (vm->ws_fd >= 0)
-		close(vm->ws_fd);
-	vm->ws_fd = -1;
-	if (run->workspace_fd >= 0) {
-		if ((vm->ws_fd = fcntl(
-		         run->workspace_fd, F_DUPFD_CLOEXEC, 0)) == -1) {
-			snprintf(
-			    err, errlen, "the workspace: %s", strerror(errno));
-			return VMM_E_INVAL;
-		}
-	} else if (run->workspace != NULL &&
-	    (vm->ws_fd = open(
-	         run->workspace, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) == -1) {
-		snprintf(err, errlen, "the workspace: %s", strerror(errno));
+	/* The run's workspace, with the /tmp and /dev/shm a boot makes
+	 * (a clone lacked them: tempfile and multiprocessing's locks
+	 * failed in a fresh sandbox's first execute). */
+	if ((rc = vm_ws_attach(vm, run)) != 0) {
+		snprintf(err, errlen, "the workspace: %s", strerror(-rc));
 		return VMM_E_INVAL;
 	}
 	/* The template knew no workspace: count the run's, as a cold

@@ -930,6 +930,10 @@ size_t vm_img_first_under(struct vm *, const char *dir);
 
 /* Files (fs.c). */
 int vm_fs_init(struct vm *);
+/* The run's workspace (cfg's descriptor or path) as vm->ws_fd, in place
+ * of any before, with its /tmp and /dev/shm made: a boot's and a
+ * template clone's. 0 or -errno. */
+int vm_ws_attach(struct vm *, const struct vmm_config *cfg);
 void vm_fs_free(struct vm *);
 /* execve's program at a guest path (relative to the cwd): the running
  * program for /proc/self/exe, an image file, or a workspace file with an
@@ -945,6 +949,15 @@ struct vfd *vm_fd_anon(struct vm *, uint64_t fd, enum vm_anon, int64_t *err);
  * (an eventfd, an epoll instance; read and written as a pipe end): its
  * number, or -EMFILE, and then hostfd is still the caller's. */
 int vm_fd_add_host(struct vm *, int hostfd, int cloexec);
+/* The same for a host object whose own calls take only its kind (an
+ * inotify instance, a timerfd), read-only to read and write; hostfd is
+ * closed when no descriptor is free. */
+int vm_fd_add_anon(
+    struct vm *, int hostfd, int cloexec, int nonblock, enum vm_anon);
+/* Guest descriptor gfd, made by vm_fd_add_host, is a regular file with
+ * no guest path (a memfd, one passed with SCM_RIGHTS): open as its host
+ * descriptor says. */
+void vm_fd_is_file(struct vm *, int gfd);
 /* Close the close-on-exec descriptors. */
 void vm_fs_exec_close(struct vm *);
 

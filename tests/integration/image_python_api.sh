@@ -122,4 +122,24 @@ code=$(curl -s -o "$tmp/chart.png" -w '%{http_code}' -H "Authorization: Bearer $
 dims=$("$PY" -c 'import sys; from PIL import Image; im = Image.open(sys.argv[1]); im.load(); print(im.format, im.size)' "$tmp/chart.png" 2>&1)
 [ "$code" = 200 ] && [ "$dims" = "PNG (512, 384)" ] &&
 	ok "files/read chart.png: the matplotlib chart decodes ($dims)" || bad "chart: $code '$dims'"
+
+# A new sandbox's first execute, a clone of the image's template (the
+# log says so: the template is ready by now), finds the /tmp and
+# /dev/shm a boot makes, so tempfile, multiprocessing's locks and
+# memfd_create work. A clone lacked both: in a new sandbox every
+# execute's mp.Lock raised FileNotFoundError until a cold boot had
+# made them.
+req "$tok" POST /v1/sandboxes '{"image":"python"}'
+sb2=$(jget "$body" '["id"]')
+first='import multiprocessing as mp, os, tempfile
+mp.Lock(); os.memfd_create("m")
+print(tempfile.gettempdir(), os.path.isdir("/dev/shm"))'
+req "$tok" POST "/v1/sandboxes/$sb2/execute" "$(python3 -c 'import json,sys; print(json.dumps({"code": sys.argv[1], "language": "python"}))' "$first")"
+if ! grep -q "in sandbox $sb2, .*from its template" "$tmp/log"; then
+	bad "the new sandbox's execute was not a template's clone: $(grep "$sb2" "$tmp/log" | head -3)"
+elif [ "$(jget "$body" '["stdout"]' 2>/dev/null)" = "/tmp True" ]; then
+	ok "a template's clone in a new sandbox has /tmp and /dev/shm: tempfile, mp.Lock and memfd_create work"
+else
+	bad "/tmp in a clone: $body"
+fi
 keepd_finish
