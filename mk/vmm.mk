@@ -29,7 +29,7 @@ GUEST_SRCS = $(wildcard tests/guests/*.c)
 GUEST_BINS = $(patsubst tests/guests/%.c,$(B)/guests/%,$(GUEST_SRCS))
 ALL_EXTRA += $(GUEST_BINS)
 
-$(B)/guests/%: tests/guests/%.c | deps
+$(B)/guests/%: tests/guests/%.c tests/guests/lines.h | deps
 	@mkdir -p $(dir $@)
 	musl-gcc -static -O1 -Wall -Werror -o $@ $<
 

@@ -18,6 +18,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "lines.h"
+
 static char base[512];
 
 static void passed(void);
@@ -91,8 +93,9 @@ drain(int fd, int wd1, int wd2)
 		printf("  read: %s\n", strerror(errno));
 }
 
+/* "what: ok", or errno's words: watch descriptors differ by run. */
 static void
-say(const char *what, long rc)
+said(const char *what, long rc)
 {
 	printf("%s: %s\n", what, rc >= 0 ? "ok" : strerror(errno));
 }
@@ -106,23 +109,23 @@ common(void)
 	pid_t pid;
 
 	mkdir(at("w"), 0755);
-	say("init1 with a bad flag", inotify_init1(0x4));
+	said("init1 with a bad flag", inotify_init1(0x4));
 	fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	say("init1", fd);
-	say("add_watch with no event", inotify_add_watch(fd, at("w"), 0));
-	say("add_watch on a missing path",
+	said("init1", fd);
+	said("add_watch with no event", inotify_add_watch(fd, at("w"), 0));
+	said("add_watch on a missing path",
 	    inotify_add_watch(fd, at("missing"), IN_CREATE));
-	say("add_watch on stdin's descriptor",
+	said("add_watch on stdin's descriptor",
 	    inotify_add_watch(0, at("w"), IN_CREATE));
-	say("add_watch on a closed descriptor",
+	said("add_watch on a closed descriptor",
 	    inotify_add_watch(99, at("w"), IN_CREATE));
 	wd = inotify_add_watch(fd, at("w"),
 	    IN_ALL_EVENTS & ~(IN_ACCESS | IN_OPEN | IN_CLOSE_NOWRITE));
-	say("add_watch on a directory", wd);
-	say("the same directory again: the same wd",
+	said("add_watch on a directory", wd);
+	said("the same directory again: the same wd",
 	    inotify_add_watch(fd, at("w"), IN_CREATE | IN_MASK_ADD) == wd ? 0
 	                                                                  : -1);
-	say("IN_MASK_ADD with IN_MASK_CREATE",
+	said("IN_MASK_ADD with IN_MASK_CREATE",
 	    inotify_add_watch(
 	        fd, at("w"), IN_CREATE | IN_MASK_ADD | IN_MASK_CREATE));
 
@@ -136,10 +139,10 @@ common(void)
 	close(f);
 	fwd = inotify_add_watch(
 	    fd, at("w/a"), IN_MODIFY | IN_ATTRIB | IN_DELETE_SELF | IN_ONLYDIR);
-	say("IN_ONLYDIR on a file", fwd);
+	said("IN_ONLYDIR on a file", fwd);
 	fwd = inotify_add_watch(
 	    fd, at("w/a"), IN_MODIFY | IN_ATTRIB | IN_DELETE_SELF);
-	say("add_watch on a file", fwd);
+	said("add_watch on a file", fwd);
 	f = open(at("w/a"), O_WRONLY | O_APPEND);
 	if (write(f, "!", 1) != 1)
 		printf("write failed\n");
@@ -153,17 +156,17 @@ common(void)
 
 	/* Through a symlink: the directory it leads to. */
 	symlink("w", at("link"));
-	say("add_watch through a symlink: the directory's wd",
+	said("add_watch through a symlink: the directory's wd",
 	    inotify_add_watch(fd, at("link"), IN_CREATE | IN_MASK_ADD) == wd
 	        ? 0
 	        : -1);
-	say("IN_DONT_FOLLOW: the link's own wd",
+	said("IN_DONT_FOLLOW: the link's own wd",
 	    inotify_add_watch(fd, at("link"), IN_ATTRIB | IN_DONT_FOLLOW) != wd
 	        ? 0
 	        : -1);
 
-	say("rm_watch", inotify_rm_watch(fd, wd));
-	say("rm_watch again", inotify_rm_watch(fd, wd));
+	said("rm_watch", inotify_rm_watch(fd, wd));
+	said("rm_watch again", inotify_rm_watch(fd, wd));
 	close(open(at("w/after"), O_CREAT | O_WRONLY, 0644));
 	printf("after rm_watch:\n");
 	drain(fd, wd, fwd);
@@ -195,13 +198,7 @@ common(void)
 static void
 passed(void)
 {
-	char cbuf[CMSG_SPACE(sizeof(int))], b = 'i', buf[4096];
-	struct iovec iov = { &b, 1 };
-	struct msghdr m = { .msg_iov = &iov,
-		.msg_iovlen = 1,
-		.msg_control = cbuf,
-		.msg_controllen = sizeof(cbuf) };
-	struct cmsghdr *c;
+	char b, buf[4096];
 	int sv[2], fd, st;
 
 	socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
@@ -209,11 +206,9 @@ passed(void)
 	if (fork() == 0) {
 		const struct inotify_event *e = (const void *)buf;
 
-		if (recvmsg(sv[1], &m, 0) != 1 ||
-		    (c = CMSG_FIRSTHDR(&m)) == NULL)
+		if ((fd = fd_take(sv[1])) < 0)
 			_exit(1);
-		memcpy(&fd, CMSG_DATA(c), sizeof(fd));
-		say("a passed instance watches",
+		said("a passed instance watches",
 		    inotify_add_watch(fd, at("w"), IN_CREATE));
 		if (write(sv[1], "w", 1) != 1)
 			_exit(1);
@@ -223,12 +218,7 @@ passed(void)
 	}
 	unlink(at("w/passed"));
 	fd = inotify_init();
-	c = CMSG_FIRSTHDR(&m);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	sendmsg(sv[0], &m, 0);
+	fd_pass(sv[0], fd);
 	if (read(sv[0], &b, 1) == 1)
 		close(open(at("w/passed"), O_CREAT | O_WRONLY, 0644));
 	wait(&st);
@@ -246,15 +236,16 @@ guest_only(void)
 	wd = inotify_add_watch(fd, "/proc/self", IN_ALL_EVENTS);
 	printf("/proc/self: %s\n",
 	    wd >= 0x40000000 ? "a still wd" : strerror(errno));
-	say("/proc/nonexistent",
+	said("/proc/nonexistent",
 	    inotify_add_watch(fd, "/proc/nonexistent", IN_ALL_EVENTS));
-	say("rm_watch of a still wd", inotify_rm_watch(fd, wd));
+	said("rm_watch of a still wd", inotify_rm_watch(fd, wd));
 	/* The test put a symlink "escape" here to a host directory outside
 	 * the workspace, and changes that directory while we wait. */
-	say("the escape link", inotify_add_watch(fd, "/escape", IN_ALL_EVENTS));
-	say("the escape link's own",
+	said(
+	    "the escape link", inotify_add_watch(fd, "/escape", IN_ALL_EVENTS));
+	said("the escape link's own",
 	    inotify_add_watch(fd, "/escape", IN_ALL_EVENTS | IN_DONT_FOLLOW));
-	say("the escape link, with ..",
+	said("the escape link, with ..",
 	    inotify_add_watch(fd, "/w/../../../../escape", IN_ALL_EVENTS));
 	fflush(stdout);
 	sleep(1);

@@ -21,14 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static void
-say(const char *what, long rc)
-{
-	if (rc < 0)
-		printf("%s: %s\n", what, strerror(errno));
-	else
-		printf("%s: %ld\n", what, rc);
-}
+#include "lines.h"
 
 static void
 affinity(const char *who)

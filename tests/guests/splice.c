@@ -15,14 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static void
-say(const char *what, long rc)
-{
-	if (rc < 0)
-		printf("%s: %s\n", what, strerror(errno));
-	else
-		printf("%s: %ld\n", what, rc);
-}
+#include "lines.h"
 
 static void
 drain(const char *what, int fd, size_t n)

@@ -20,16 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MS 1000000L
+#include "lines.h"
 
-static void
-say(const char *what, long rc)
-{
-	if (rc < 0)
-		printf("%s: %s\n", what, strerror(errno));
-	else
-		printf("%s: %ld\n", what, rc);
-}
+#define MS 1000000L
 
 static struct itimerspec
 spec(long value_ns, long interval_ns)
@@ -51,7 +44,7 @@ main(int argc, char **argv)
 	struct pollfd p;
 	struct timespec now;
 	uint64_t n = 0;
-	int fd, ep, efd, st;
+	int fd, ep, efd, st, sv[2];
 
 	(void)argv;
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -131,41 +124,21 @@ main(int argc, char **argv)
 	printf("child: %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 
 	/* A timerfd passed to another process (SCM_RIGHTS) is one there. */
-	{
-		char cbuf[CMSG_SPACE(sizeof(int))], b = 't';
-		struct iovec iov = { &b, 1 };
-		struct msghdr m = { .msg_iov = &iov,
-			.msg_iovlen = 1,
-			.msg_control = cbuf,
-			.msg_controllen = sizeof(cbuf) };
-		struct cmsghdr *c;
-		int sv[2];
-
-		socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
-		fflush(stdout);
-		if (fork() == 0) {
-			if (recvmsg(sv[1], &m, 0) != 1 ||
-			    (c = CMSG_FIRSTHDR(&m)) == NULL)
-				_exit(1);
-			memcpy(&fd, CMSG_DATA(c), sizeof(fd));
-			t = spec(0, 0);
-			say("a passed timerfd's gettime",
-			    timerfd_gettime(fd, &t));
-			printf("its interval %ld ms\n",
-			    t.it_interval.tv_nsec / MS);
-			_exit(0);
-		}
-		fd = timerfd_create(CLOCK_MONOTONIC, 0);
-		t = spec(10000 * MS, 30 * MS);
-		timerfd_settime(fd, 0, &t, NULL);
-		c = CMSG_FIRSTHDR(&m);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
-		sendmsg(sv[0], &m, 0);
-		wait(&st);
-		printf("child: %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	socketpair(AF_UNIX, SOCK_STREAM, 0, sv);
+	fflush(stdout);
+	if (fork() == 0) {
+		if ((fd = fd_take(sv[1])) < 0)
+			_exit(1);
+		t = spec(0, 0);
+		say("a passed timerfd's gettime", timerfd_gettime(fd, &t));
+		printf("its interval %ld ms\n", t.it_interval.tv_nsec / MS);
+		_exit(0);
 	}
+	fd = timerfd_create(CLOCK_MONOTONIC, 0);
+	t = spec(10000 * MS, 30 * MS);
+	timerfd_settime(fd, 0, &t, NULL);
+	fd_pass(sv[0], fd);
+	wait(&st);
+	printf("child: %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 	return 0;
 }

@@ -13,11 +13,7 @@ K=$B/keys/dev.public; I=$B/images
 
 "$G/selfcalls" >"$tmp/native.out" 2>&1
 "$KEEP" run "$G/selfcalls" >"$tmp/keep.out" 2>&1
-if cmp -s "$tmp/native.out" "$tmp/keep.out"; then
-	ok "mlock, personality and affinity as natively ($(wc -l <"$tmp/keep.out") lines)"
-else
-	bad "they differ from Linux's: $(diff "$tmp/native.out" "$tmp/keep.out")"
-fi
+like_native "mlock, personality and affinity" "$tmp/native.out" "$tmp/keep.out"
 
 out=$("$KEEP" run "$G/selfcalls" keep 2>&1)
 want="capget probe: 0

@@ -11,10 +11,6 @@ source "$(dirname "$0")/../lib/guest.sh"
 mkdir -p "$tmp/native" "$tmp/ws"
 timeout 60 "$G/splice" "$tmp/native" >"$tmp/native.out" 2>&1
 "$KEEP" run --timeout "$(slow 60)s" --workspace "$tmp/ws" "$G/splice" / >"$tmp/keep.out" 2>&1
-if cmp -s "$tmp/native.out" "$tmp/keep.out"; then
-	ok "splice, tee and vmsplice in keep as natively ($(wc -l <"$tmp/keep.out") lines)"
-else
-	bad "they differ from Linux's: $(diff "$tmp/native.out" "$tmp/keep.out")"
-fi
+like_native "splice, tee and vmsplice in keep" "$tmp/native.out" "$tmp/keep.out"
 
 [ $fails -eq 0 ] || exit 1

@@ -12,11 +12,7 @@ source "$(dirname "$0")/../lib/guest.sh"
 
 "$G/timerfd" >"$tmp/native.out" 2>&1
 "$KEEP" run "$G/timerfd" >"$tmp/keep.out" 2>&1
-if cmp -s "$tmp/native.out" "$tmp/keep.out"; then
-	ok "timerfd in keep as natively ($(wc -l <"$tmp/keep.out") lines)"
-else
-	bad "timerfd differs from Linux's: $(diff "$tmp/native.out" "$tmp/keep.out")"
-fi
+like_native "timerfd in keep" "$tmp/native.out" "$tmp/keep.out"
 out=$("$KEEP" run "$G/timerfd" keep 2>&1)
 [ "$out" = $'CLOCK_REALTIME_ALARM: Operation not permitted\nCLOCK_BOOTTIME_ALARM: Operation not permitted' ] &&
 	ok "the alarm clocks are EPERM, as without CAP_WAKE_ALARM" || bad "alarm clocks: $out"

@@ -10,3 +10,12 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fails=0
 ok() { echo "ok: $*"; }
 bad() { echo "FAIL: $*"; fails=$((fails+1)); }
+# like_native WHAT NATIVE KEEP: ok when a program's output natively and
+# in keep (two files) are the same bytes, else bad with their diff.
+like_native() {
+	if cmp -s "$2" "$3"; then
+		ok "$1 as natively ($(wc -l <"$3") lines)"
+	else
+		bad "$1 differs from Linux's: $(diff "$2" "$3")"
+	fi
+}
