@@ -253,7 +253,8 @@ def nrtt():
 if "connect" in ROWS:
     k, n = alternate(krtt, nrtt)
     row("connect", "us", med(k), med(n), False, 3.0,
-        "p50 of %d connections a run, connect() to the reply's first byte" % CONNECTS)
+        "p50 of %d connections a run, connect() to the reply's first byte; keep %s, native %s" %
+        (CONNECTS, [round(x) for x in k], [round(x) for x in n]))
 
 # 3. pip install of the wheel: from the index by name, and from a file in
 # the workspace; each into a fresh --target.

@@ -306,7 +306,10 @@ struct msg_policy_decision {
 	 * each time) instead of asking again, while no MSG_POLICY_CHANGED
 	 * has come and the grant has not expired; else 0. */
 	uint32_t reuse_ms;
-	uint32_t pad;
+	/* The policy generation that decided, its low 32 bits: egress
+	 * keeps a reusable decision for a run's direct link only while
+	 * that generation is in force (host/proc_egress.h, MSG_EGRESS_RUN). */
+	uint32_t generation;
 };
 
 /* The agent's policy says `lock writes` and this capability is a write:

@@ -42,7 +42,8 @@ const struct proc_info proc_table[PROC_COUNT] = {
 	    P(POLICY) | P(VMM) | P(STORE) | P(EGRESS), PROC_ROOT_EMPTY,
 	    &seccomp_front },
 	[PROC_POLICY] = { "policy", PROC_POLICY, policy_main,
-	    P(FRONT) | P(VMM) | P(STORE), PROC_ROOT_EMPTY, &seccomp_policy },
+	    P(FRONT) | P(VMM) | P(STORE) | P(EGRESS), PROC_ROOT_EMPTY,
+	    &seccomp_policy },
 	[PROC_VMM] = { "vmm", PROC_VMM, vmm_main,
 	    P(FRONT) | P(POLICY) | P(STORE) | P(EGRESS), PROC_ROOT_STATE,
 	    &seccomp_vmm },
@@ -50,7 +51,8 @@ const struct proc_info proc_table[PROC_COUNT] = {
 	    P(FRONT) | P(POLICY) | P(VMM) | P(EGRESS), PROC_ROOT_DB,
 	    &seccomp_store },
 	[PROC_EGRESS] = { "egress", PROC_EGRESS, egress_main,
-	    P(FRONT) | P(VMM) | P(STORE), PROC_ROOT_EMPTY, &seccomp_egress },
+	    P(FRONT) | P(POLICY) | P(VMM) | P(STORE), PROC_ROOT_EMPTY,
+	    &seccomp_egress },
 };
 
 const struct proc_info *
@@ -372,11 +374,11 @@ int
 proc_loop_every(
     struct proc_ctx *ctx, unsigned every_ms, void (*tick)(void *), void *arg)
 {
-	struct pollfd pfd[PROC_COUNT];
+	struct pollfd pfd[PROC_COUNT + PROC_POLL_MORE];
 	enum proc_id who[PROC_COUNT];
 	uint64_t next = mono_ms() + every_ms, now;
 	uint8_t *buf;
-	size_t n, i;
+	size_t n, i, more;
 	int timeout, w;
 
 	if ((buf = malloc(MSG_BUFSZ)) == NULL)
@@ -391,6 +393,11 @@ proc_loop_every(
 			pfd[n].revents = 0;
 			who[n++] = (enum proc_id)i;
 		}
+		more = ctx->poll_more != NULL
+		    ? ctx->poll_more(ctx, pfd + n, PROC_POLL_MORE)
+		    : 0;
+		if (more > PROC_POLL_MORE)
+			more = PROC_POLL_MORE;
 		timeout = -1;
 		if (tick != NULL) {
 			now = mono_ms();
@@ -399,7 +406,7 @@ proc_loop_every(
 		if (ctx->wake_in != NULL && (w = ctx->wake_in(ctx)) >= 0 &&
 		    (timeout < 0 || w < timeout))
 			timeout = w;
-		if (poll(pfd, n, timeout) == -1) {
+		if (poll(pfd, n + more, timeout) == -1) {
 			if (errno == EINTR)
 				continue;
 			fatal("%s: poll", __func__);
@@ -410,6 +417,8 @@ proc_loop_every(
 			if (proc_link_event(ctx, who[i], buf, MSG_BUFSZ) == -1)
 				ctx->quit = 1;
 		}
+		if (more > 0 && ctx->poll_ready != NULL && !ctx->quit)
+			ctx->poll_ready(ctx, pfd + n, more);
 		if (ctx->on_round_end != NULL)
 			ctx->on_round_end(ctx);
 		if (tick != NULL && !ctx->quit && mono_ms() >= next) {

@@ -16,6 +16,7 @@
 #ifndef KEEP_HOST_PROC_H
 #define KEEP_HOST_PROC_H
 
+#include <poll.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -103,7 +104,14 @@ struct proc_ctx {
 	 * longer than the ms this returns (-1: none), so on_round_end runs
 	 * by then (egress's batched audit entries). NULL: none. */
 	int (*wake_in)(struct proc_ctx *);
+	/* Descriptors polled beside the links (egress's runs' direct
+	 * links): poll_more fills at most PROC_POLL_MORE and says how many;
+	 * poll_ready gets them back, revents set, once the links the poll
+	 * found ready are served. NULL: none. */
+	size_t (*poll_more)(struct proc_ctx *, struct pollfd *, size_t room);
+	void (*poll_ready)(struct proc_ctx *, const struct pollfd *, size_t n);
 };
+#define PROC_POLL_MORE 64
 
 /*
  * The token verifier's settings for this process, from the keys and the

@@ -38,6 +38,7 @@
 #include "host/egress/appca.h"
 #include "host/egress/egress.h"
 #include "host/egress/relay.h"
+#include "host/egress_runs.h"
 #include "host/msg.h"
 #include "host/proc.h"
 #include "host/proc_egress.h"
@@ -86,6 +87,10 @@ struct egress_state {
 	 * signs the guest's side; NULL when not configured. */
 	uint8_t *ca_copy, *appca_cert, *appca_key;
 	size_t ca_copy_len, appca_cert_len, appca_key_len;
+	/* Runs' direct links (host/egress_runs.h), and which of them the
+	 * loop's last poll_more handed out, in order. */
+	struct egress_runs runs;
+	size_t polled[PROC_POLL_MORE];
 };
 
 void
@@ -460,11 +465,13 @@ egress_round_end(struct proc_ctx *ctx)
 }
 
 /* Log one decision and queue it for the audit log (fire and forget: the
- * store answers in order; a refusal is logged by h_store_reply). */
+ * store answers in order; a refusal is logged by h_store_reply). via
+ * goes into the log line only (how the request came). */
 static void
-audit(struct proc_ctx *ctx, const struct msg *m, const struct msg_egress_req *q,
-    const char *principal, const char *action, const char *method,
-    const char *url, const struct egress_decision *d, const char *why)
+audit_via(struct proc_ctx *ctx, const struct msg *m,
+    const struct msg_egress_req *q, const char *principal, const char *action,
+    const char *method, const char *url, const struct egress_decision *d,
+    const char *why, const char *via)
 {
 	uint64_t reqid = m->hdr.reqid;
 	struct egress_state *es = ctx->arg;
@@ -473,8 +480,8 @@ audit(struct proc_ctx *ctx, const struct msg *m, const struct msg_egress_req *q,
 	char esc[4 * 64 + 1];
 
 	egress_decision_format(d, line, sizeof(line));
-	log_info("%s %llu: %s %s in %s: %s%s%s", action,
-	    (unsigned long long)reqid,
+	log_info("%s %llu%s: %s %s in %s: %s%s%s", action,
+	    (unsigned long long)reqid, via,
 	    log_escape(esc, sizeof(esc), principal, strnlen(principal, 64)),
 	    method,
 	    q != NULL && printable(q->sandbox, sizeof(q->sandbox)) ? q->sandbox
@@ -509,6 +516,14 @@ audit(struct proc_ctx *ctx, const struct msg *m, const struct msg_egress_req *q,
 		return;
 	}
 	audit_send(es, &e, line);
+}
+
+static void
+audit(struct proc_ctx *ctx, const struct msg *m, const struct msg_egress_req *q,
+    const char *principal, const char *action, const char *method,
+    const char *url, const struct egress_decision *d, const char *why)
+{
+	audit_via(ctx, m, q, principal, action, method, url, d, why, "");
 }
 
 /*
@@ -1290,9 +1305,16 @@ hand_to_worker(struct proc_ctx *ctx, const struct msg *m,
  * the secret and header too, and what goes back is one end of a
  * loopback pair whose other end a forked worker relays (inject_worker).
  */
+/* Where a direct link's request is answered (egress_poll_ready). */
+struct direct_to {
+	int fd;
+	uint64_t reqid; /* the vm process's, echoed */
+};
+
 static int
 serve_name(struct proc_ctx *ctx, const struct msg *m,
-    const struct msg_egress_name *qp, const struct msg_egress_inject *in)
+    const struct msg_egress_name *qp, const struct msg_egress_inject *in,
+    const struct direct_to *dt)
 {
 	struct egress_state *es = ctx->arg;
 	struct msg_egress_name q = *qp;
@@ -1421,17 +1443,30 @@ serve_name(struct proc_ctx *ctx, const struct msg *m,
 	 * connect waits on the one and not on the others (about 10 us
 	 * here), and the entry is no less sure after it, since entries go
 	 * to the store in batches anyway (audit_send). */
-	if (msg_reply(ctx, m,
-	        fd >= 0 ? MSG_EGRESS_NAME_SOCKET : MSG_EGRESS_NAME_REPLY, &r,
-	        sizeof(r), fd) != MSG_OK)
+	if (dt != NULL) {
+		struct msg_egress_direct_reply dr;
+
+		memset(&dr, 0, sizeof(dr));
+		dr.error = r.error;
+		dr.refused = r.refused;
+		if (msg_send(dt->fd, MSG_EGRESS_DIRECT_REPLY, MSG_F_REPLY,
+		        dt->reqid, &dr, sizeof(dr), fd) != MSG_OK)
+			log_warn("%s: direct reply lost", __func__);
+	} else if (msg_reply(ctx, m,
+	               fd >= 0 ? MSG_EGRESS_NAME_SOCKET : MSG_EGRESS_NAME_REPLY,
+	               &r, sizeof(r), fd) != MSG_OK)
 		log_warn("%s: reply lost", __func__);
+	/* A connect made on a decision the run may reuse: its direct link
+	 * may have it from now on (host/egress_runs.h). */
+	if (dt == NULL && in == NULL && fd >= 0 && r.error == 0)
+		egress_runs_keep(&es->runs, &q, mono_ms(), grant_now_ms());
 	if (fd >= 0)
 		close(fd);
-	audit(ctx, m, &aq, q.principal, action,
+	audit_via(ctx, m, &aq, q.principal, action,
 	    q.op == VMM_NET_RESOLVE ? "DNS"
 	        : udp               ? "UDP"
 	                            : "TCP",
-	    target, &d, why);
+	    target, &d, why, dt != NULL ? " (direct link)" : "");
 	return 0;
 }
 
@@ -1441,7 +1476,147 @@ egress_h_name(struct proc_ctx *ctx, const struct msg *m)
 	struct msg_egress_name q;
 
 	memcpy(&q, m->data, sizeof(q));
-	return serve_name(ctx, m, &q, NULL);
+	return serve_name(ctx, m, &q, NULL, NULL);
+}
+
+/* ---- runs' direct links (host/egress_runs.h) --------------------------- */
+
+_Static_assert(EGRESS_RUNS_MAX <= PROC_POLL_MORE, "every link is polled");
+
+static int
+egress_h_run(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct egress_state *es = ctx->arg;
+	struct msg_egress_run q;
+
+	memcpy(&q, m->data, sizeof(q));
+	if (egress_runs_add(&es->runs, &q, m->fd) != 0)
+		log_warnx("%s: a run's direct link refused (malformed, taken "
+		          "or %d held)",
+		    __func__, EGRESS_RUNS_MAX);
+	return 0;
+}
+
+static int
+egress_h_policy_changed(struct proc_ctx *ctx, const struct msg *m)
+{
+	struct egress_state *es = ctx->arg;
+	struct msg_policy_changed c;
+
+	memcpy(&c, m->data, sizeof(c));
+	egress_runs_changed(&es->runs, c.generation);
+	return 0;
+}
+
+/* A restarted vmm's runs are new: the old links go (their vm processes
+ * went with the old vmm). */
+static void
+egress_on_peer(struct proc_ctx *ctx, enum proc_id peer)
+{
+	struct egress_state *es = ctx->arg;
+
+	if (peer == PROC_VMM)
+		egress_runs_drop_all(&es->runs);
+}
+
+static size_t
+egress_poll_more(struct proc_ctx *ctx, struct pollfd *p, size_t room)
+{
+	struct egress_state *es = ctx->arg;
+	size_t i, n = 0;
+
+	for (i = 0; i < EGRESS_RUNS_MAX && n < room; i++) {
+		if (es->runs.run[i].fd < 0)
+			continue;
+		p[n].fd = es->runs.run[i].fd;
+		p[n].events = POLLIN;
+		p[n].revents = 0;
+		es->polled[n++] = i;
+	}
+	return n;
+}
+
+/*
+ * One request on run i's direct link: a connect the run's kept decision
+ * allows is served as the vmm's would be (serve_name, under the grant's
+ * request id, audited the same), answered on the link; anything else
+ * kept nothing is a miss. The policy link is read first, so a load it
+ * told of before this request was sent has dropped what it replaced.
+ * -1 when the link is gone or misbehaved (it is then dropped).
+ */
+static int
+direct_request(struct proc_ctx *ctx, size_t i)
+{
+	struct egress_state *es = ctx->arg;
+	struct egress_run *run = &es->runs.run[i];
+	const struct msg_egress_name *kept;
+	struct msg_egress_direct q;
+	struct msg_egress_direct_reply miss;
+	struct msg_egress_name name;
+	struct direct_to dt;
+	struct msg m;
+	struct msg_hdr h;
+	size_t n;
+	int fd = MSG_NO_FD, k;
+
+	if (msg_recv(run->fd, es->buf, MSG_BUFSZ, &n, &fd) != MSG_OK)
+		return -1;
+	if (fd != MSG_NO_FD) {
+		close(fd);
+		return -1;
+	}
+	if (egress_direct_parse(es->buf, n, &h, &q) != 0)
+		return -1;
+	for (k = 0; k < 64 && ctx->fd[PROC_POLICY] >= 0 &&
+	     msg_dispatch_nowait(ctx, PROC_POLICY, es->buf, MSG_BUFSZ) ==
+	         MSG_OK;
+	     k++)
+		;
+	if (run->fd < 0)
+		return 0; /* dropped meanwhile */
+	kept = egress_runs_find(
+	    &es->runs, i, q.op, q.name, q.port, mono_ms(), grant_now_ms());
+	if (kept == NULL) {
+		memset(&miss, 0, sizeof(miss));
+		miss.miss = 1;
+		if (msg_send(run->fd, MSG_EGRESS_DIRECT_REPLY, MSG_F_REPLY,
+		        h.reqid, &miss, sizeof(miss), -1) != MSG_OK)
+			return -1;
+		return 0;
+	}
+	/* Served as the vmm's request with this grant was: the same
+	 * request id, the same checks, its own audit entry. */
+	name = *kept;
+	memset(&m, 0, sizeof(m));
+	m.hdr.type = MSG_EGRESS_NAME;
+	m.hdr.reqid = name.grant.reqid;
+	m.hdr.len = sizeof(name);
+	m.data = (const uint8_t *)&name;
+	m.from = PROC_VMM;
+	m.fd = MSG_NO_FD;
+	dt.fd = run->fd;
+	dt.reqid = h.reqid;
+	if (serve_name(ctx, &m, &name, NULL, &dt) != 0)
+		return -1;
+	return 0;
+}
+
+static void
+egress_poll_ready(struct proc_ctx *ctx, const struct pollfd *p, size_t n)
+{
+	struct egress_state *es = ctx->arg;
+	size_t j, i;
+
+	for (j = 0; j < n; j++) {
+		if (p[j].revents == 0)
+			continue;
+		i = es->polled[j];
+		/* Dropped or replaced since the poll (a vmm restart). */
+		if (es->runs.run[i].fd != p[j].fd)
+			continue;
+		if ((p[j].revents & POLLIN) == 0 || direct_request(ctx, i) != 0)
+			egress_runs_drop(&es->runs, i);
+	}
 }
 
 /* A connect whose destination injects a secret: the request checked
@@ -1469,7 +1644,7 @@ egress_h_inject(struct proc_ctx *ctx, const struct msg *m)
 		log_warnx("%s: malformed request", __func__);
 		goto out;
 	}
-	rc = serve_name(ctx, m, &in->name, in);
+	rc = serve_name(ctx, m, &in->name, in, NULL);
 out:
 	if (in != NULL) {
 		sodium_memzero(in, sizeof(*in));
@@ -1516,6 +1691,10 @@ static const struct msg_handler egress_handlers[] = {
 	    0, egress_h_name },
 	{ MSG_EGRESS_INJECT, PROC_BIT(PROC_VMM),
 	    sizeof(struct msg_egress_inject), 0, egress_h_inject },
+	{ MSG_EGRESS_RUN, PROC_BIT(PROC_VMM), sizeof(struct msg_egress_run),
+	    MSG_H_FD, egress_h_run },
+	{ MSG_POLICY_CHANGED, PROC_BIT(PROC_POLICY),
+	    sizeof(struct msg_policy_changed), 0, egress_h_policy_changed },
 	{ MSG_EGRESS_SECRET, PROC_BIT(PROC_FRONT),
 	    sizeof(struct msg_egress_secret), 0, egress_h_secret },
 	{ MSG_STORE_REPLY, PROC_BIT(PROC_STORE), MSG_MAX_PAYLOAD,
@@ -1539,6 +1718,10 @@ egress_main(struct proc_ctx *ctx)
 	ctx->nhandlers = nitems(egress_handlers);
 	ctx->wake_in = egress_wake_in;
 	ctx->on_round_end = egress_round_end;
+	egress_runs_init(&es.runs);
+	ctx->on_peer = egress_on_peer;
+	ctx->poll_more = egress_poll_more;
+	ctx->poll_ready = egress_poll_ready;
 	log_info("%s: ready", __func__);
 	rc = proc_loop(ctx);
 	audit_flush(&es); /* stopping: what waits goes now */

@@ -59,6 +59,55 @@ struct msg_egress_name {
 	uint32_t policy_reason; /* of a denied grant */
 	uint16_t port;
 	uint8_t allow_http, allow_private;
+	/* A connect's decision the policy let the run reuse (its
+	 * msg_policy_decision's reuse_ms, what is left of it, and
+	 * generation): once connected, egress keeps it for the run's
+	 * direct link (MSG_EGRESS_RUN) that run names; reuse_ms 0 or run
+	 * 0: nothing kept. */
+	uint32_t reuse_ms;
+	uint32_t generation;
+	uint32_t pad;
+	uint64_t run;
+};
+
+/*
+ * vmm -> egress: a run's direct link (docs/egress.md, "Direct links"),
+ * with one end of a socketpair whose other end is the run's vm
+ * processes'. Egress keeps the run's connect decisions the policy let it
+ * reuse (msg_egress_name's reuse_ms), at most EGRESS_RUN_REUSE_MAX, and
+ * a vm process asks on the link (MSG_EGRESS_DIRECT) for a connect one of
+ * them allows: egress verifies and connects as for the vmm and answers
+ * the socket itself, two hops fewer. Anything else is a miss, which the
+ * vm process asks the vmm as before. Who the run is comes from here,
+ * never from the link. Dropped when the link's last vm process closes
+ * it; decisions dropped on every policy load (MSG_POLICY_CHANGED).
+ */
+#define MSG_EGRESS_RUN (MSG_EGRESS_BASE + 0x0c) /* + the socket */
+#define EGRESS_RUNS_MAX 64
+#define EGRESS_RUN_REUSE_MAX 8
+struct msg_egress_run {
+	uint64_t run; /* the vmm's id for it, not 0 */
+	char principal[GRANT_PRINCIPAL_MAX];
+	char sandbox[72];
+	char request_id[40];
+};
+
+/* vm -> egress on a direct link, the header's reqid the vm's own: a
+ * connect (op VMM_NET_CONNECT or _UDP, by name; _CONNECT_ADDR or
+ * _UDP_ADDR, by canonical address text) to name:port. */
+#define MSG_EGRESS_DIRECT (MSG_EGRESS_BASE + 0x0d)
+#define MSG_EGRESS_DIRECT_REPLY (MSG_EGRESS_BASE + 0x0e) /* socket or none */
+struct msg_egress_direct {
+	uint32_t op;
+	uint16_t port;
+	uint16_t pad;
+	char name[256]; /* NUL-terminated */
+};
+
+struct msg_egress_direct_reply {
+	int32_t error; /* 0 or a positive errno */
+	uint32_t refused; /* 1: the decision or egress's checks refused */
+	uint32_t miss; /* 1: no decision kept for it: ask the vmm */
 	uint32_t pad;
 };
 

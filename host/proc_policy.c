@@ -255,8 +255,11 @@ policy_h_store_reply(struct proc_ctx *ctx, const struct msg *m)
 	return 0;
 }
 
+static void changed_tell_one(struct proc_ctx *ctx, enum proc_id to);
+
 /* A restarted front has no runs in flight: their slots are free. A new
- * store link is where the restore and the load's audit can happen. */
+ * store link is where the restore and the load's audit can happen. A
+ * restarted egress is told the generation in force. */
 static void
 policy_on_peer(struct proc_ctx *ctx, enum proc_id peer)
 {
@@ -266,6 +269,10 @@ policy_on_peer(struct proc_ctx *ctx, enum proc_id peer)
 		return;
 	if (peer == PROC_FRONT)
 		policy_quota_leave_all(policy_hooks_quota(ps->compiled));
+	/* A restarted egress knows no generation: until told, it keeps
+	 * no decision for a direct link. */
+	if (peer == PROC_EGRESS && ps->compiled != NULL)
+		changed_tell_one(ctx, PROC_EGRESS);
 	if (peer == PROC_STORE) {
 		budgets_restore(ctx);
 		load_audit(ctx);
@@ -273,26 +280,36 @@ policy_on_peer(struct proc_ctx *ctx, enum proc_id peer)
 }
 
 /*
- * The vmm may be reusing decisions of the policy just replaced
- * (DECIDE_REUSE): it drops them on this message. Sent before the load is
- * logged or answered, and on the link its decisions come by, so that
- * nothing that learns of the load (a test reading the log, the front's
- * GET /v1/policy) can have a connect decided by a reuse after it; a
+ * The vmm and egress may be reusing decisions of the policy just
+ * replaced (DECIDE_REUSE; egress for runs' direct links): they drop
+ * them on this message. Sent before the load is logged or answered, and
+ * to the vmm on the link its decisions come by, so that nothing that
+ * learns of the load (a test reading the log, the front's GET
+ * /v1/policy) can have a connect decided by a reuse after it; a
  * decision the old policy made and sent before it is dropped with it.
+ * Egress reads its policy link before it serves a direct connect, and
+ * keeps only decisions of the generation this names.
  */
 static void
-changed_tell(struct proc_ctx *ctx)
+changed_tell_one(struct proc_ctx *ctx, enum proc_id to)
 {
 	const struct policy_state *ps = ctx->arg;
 	struct msg_policy_changed c;
 
-	if (ctx->fd[PROC_VMM] < 0)
+	if (ctx->fd[to] < 0)
 		return;
 	memset(&c, 0, sizeof(c));
 	c.generation = ps->generation;
-	if (msg_send(ctx->fd[PROC_VMM], MSG_POLICY_CHANGED, 0, 0, &c, sizeof(c),
+	if (msg_send(ctx->fd[to], MSG_POLICY_CHANGED, 0, 0, &c, sizeof(c),
 	        -1) != MSG_OK)
-		log_warnx("%s: the vmm did not get it", __func__);
+		log_warnx("%s: the %s did not get it", __func__, proc_name(to));
+}
+
+static void
+changed_tell(struct proc_ctx *ctx)
+{
+	changed_tell_one(ctx, PROC_VMM);
+	changed_tell_one(ctx, PROC_EGRESS);
 }
 
 static int
@@ -436,6 +453,7 @@ decide_one(struct proc_ctx *ctx, const struct msg_policy_decide *q,
 	if (r->grant.decision != GRANT_ALLOW || (q->flags & DECIDE_LINK) == 0)
 		r->link_ms = 0;
 	r->reuse_ms = reuse_ms(ps, q, r);
+	r->generation = (uint32_t)ps->generation;
 	/* The hook may not widen what was asked for. */
 	r->grant.link = q->link;
 	r->grant.cap = q->cap;

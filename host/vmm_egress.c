@@ -39,6 +39,7 @@ vmm_egress_prepare(struct vmm_egress_run *r, const char *principal,
 
 	memset(r, 0, sizeof(*r));
 	r->fd = r->shm = -1;
+	r->direct_vm = -1;
 	*child_fd = -1;
 	if ((r->shm = memfd_create("keep-fetch", MFD_CLOEXEC)) == -1)
 		return -1;
@@ -58,6 +59,45 @@ vmm_egress_prepare(struct vmm_egress_run *r, const char *principal,
 	return 0;
 }
 
+void
+vmm_egress_direct(struct proc_ctx *ctx, struct vmm_egress_run *r)
+{
+	struct msg_egress_run q;
+	uint64_t id;
+	int sv[2];
+
+	if (r->fd < 0 || r->direct_vm >= 0 || ctx->fd[PROC_EGRESS] < 0 ||
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1)
+		return;
+	/* Random, so no id of a run gone (or of a vmm before a restart)
+	 * can name this one at egress. */
+	do
+		randombytes_buf(&id, sizeof(id));
+	while (id == 0);
+	memset(&q, 0, sizeof(q));
+	q.run = id;
+	strlcpy(q.principal, r->principal, sizeof(q.principal));
+	strlcpy(q.sandbox, r->sandbox, sizeof(q.sandbox));
+	strlcpy(q.request_id, r->request_id, sizeof(q.request_id));
+	if (msg_send(ctx->fd[PROC_EGRESS], MSG_EGRESS_RUN, 0, 0, &q, sizeof(q),
+	        sv[0]) != MSG_OK) {
+		close(sv[0]);
+		close(sv[1]);
+		return;
+	}
+	close(sv[0]);
+	r->direct_vm = sv[1];
+	r->run_id = id;
+}
+
+void
+vmm_egress_direct_handed(struct vmm_egress_run *r)
+{
+	if (r->direct_vm >= 0)
+		close(r->direct_vm);
+	r->direct_vm = -1;
+}
+
 /* The vm side is gone: its link closed, but who the run is (principal,
  * sandbox, request id) is kept for the audit entries of its end
  * (vmm_egress_audit_bytes), until vmm_egress_close. */
@@ -71,6 +111,7 @@ link_close(struct vmm_egress_run *r)
 	free(r->req);
 	r->req = NULL;
 	vmm_egress_reuse_drop(r);
+	vmm_egress_direct_handed(r);
 	r->fd = r->shm = -1;
 	r->stage = 0;
 	r->reqid = 0;
@@ -86,8 +127,10 @@ vmm_egress_close(struct vmm_egress_run *r)
 		close(r->shm);
 	free(r->req);
 	vmm_egress_reuse_drop(r);
+	vmm_egress_direct_handed(r);
 	memset(r, 0, sizeof(*r));
 	r->fd = r->shm = -1;
+	r->direct_vm = -1;
 }
 
 /* ---- decisions reused (vmm_egress.h, struct vmm_egress_reuse) --------- */
@@ -171,10 +214,11 @@ reuse_keep(struct vmm_egress_run *r, const struct msg_policy_decision *d)
 
 /* ---- the vm process's side -------------------------------------------- */
 
-/* The vm process's two descriptors (one run per process). */
+/* The vm process's descriptors (one run per process). */
 static struct {
 	int set;
 	int sock, shm;
+	int direct; /* the run's direct link to egress, or -1 */
 	uint64_t net_spin_us; /* NET_SPIN_US, or 0 with one CPU */
 } child;
 
@@ -226,7 +270,7 @@ request_id(void)
  * sleeping, yielding the CPU between looks to whatever else is ready
  * on it (on a busy box, likely the process the answer comes from). */
 static int
-reply_soon(uint64_t spin_us)
+reply_soon(int fd, uint64_t spin_us)
 {
 	struct pollfd pfd;
 	uint64_t until;
@@ -235,7 +279,7 @@ reply_soon(uint64_t spin_us)
 		return 0;
 	until = mono_us() + spin_us;
 	do {
-		pfd.fd = child.sock;
+		pfd.fd = fd;
 		pfd.events = POLLIN;
 		pfd.revents = 0;
 		switch (poll(&pfd, 1, 0)) {
@@ -255,7 +299,7 @@ reply_soon(uint64_t spin_us)
  * (errno EINTR when a signal cut the wait short). The first spin_us
  * microseconds of the wait are spent looking (reply_soon), not asleep. */
 static int
-reply_wait(uint64_t id, uint8_t *buf, size_t cap, size_t *n, int *rfd,
+reply_wait(int fd, uint64_t id, uint8_t *buf, size_t cap, size_t *n, int *rfd,
     uint64_t spin_us)
 {
 	struct pollfd pfd;
@@ -263,13 +307,13 @@ reply_wait(uint64_t id, uint8_t *buf, size_t cap, size_t *n, int *rfd,
 
 	for (;;) {
 		*rfd = MSG_NO_FD;
-		pfd.fd = child.sock;
+		pfd.fd = fd;
 		pfd.events = POLLIN;
 		pfd.revents = 0;
-		if (!reply_soon(spin_us) && poll(&pfd, 1, -1) != 1)
+		if (!reply_soon(fd, spin_us) && poll(&pfd, 1, -1) != 1)
 			return -1;
 		spin_us = 0; /* one spin a wait */
-		if (msg_recv(child.sock, buf, cap, n, rfd) != MSG_OK) {
+		if (msg_recv(fd, buf, cap, n, rfd) != MSG_OK) {
 			errno = EIO;
 			return -1;
 		}
@@ -309,7 +353,7 @@ fetch_locked(
 	/* The vmm answers this one request. The run's time limit (SIGALRM,
 	 * no SA_RESTART) interrupts the wait: the call fails and the vCPU
 	 * loop then stops the guest as timed out. */
-	if (reply_wait(id, buf, MSG_BUFSZ, &n, &rfd, 0) != MSG_OK ||
+	if (reply_wait(child.sock, id, buf, MSG_BUFSZ, &n, &rfd, 0) != MSG_OK ||
 	    n != sizeof(h) + sizeof(r))
 		goto out;
 	memcpy(&h, buf, sizeof(h));
@@ -361,8 +405,8 @@ net_locked(
 	 * would leave a socket that never connects, which CPython, polling
 	 * it as Linux's interrupted connect asks, takes for connected.
 	 */
-	while (reply_wait(id, buf, sizeof(buf), &n, &rfd, child.net_spin_us) !=
-	    MSG_OK)
+	while (reply_wait(child.sock, id, buf, sizeof(buf), &n, &rfd,
+	           child.net_spin_us) != MSG_OK)
 		if (errno != EINTR || vmm_run_timed_out())
 			return errno == EINTR ? -EINTR : -EACCES;
 	if (n != sizeof(h) + sizeof(r)) {
@@ -384,6 +428,77 @@ net_locked(
 			close(rfd);
 		return -r.error;
 	}
+	*fd = rfd;
+	return 0;
+}
+
+/* The direct link is given up on: every connect asks the vmm. */
+static void
+direct_close(void)
+{
+	if (child.direct >= 0)
+		close(child.direct);
+	child.direct = -1;
+}
+
+/*
+ * A connect asked on the run's direct link (host/proc_egress.h,
+ * MSG_EGRESS_DIRECT): 0 (and *fd) or -errno as net_locked answers, or 1
+ * when egress keeps no decision for it (or the link failed: it is then
+ * closed), and the vmm is to be asked.
+ */
+static int
+direct_locked(int op, const char *name, uint16_t port, int *fd, int *refused)
+{
+	struct msg_egress_direct q;
+	struct msg_egress_direct_reply r;
+	struct msg_hdr h;
+	uint8_t buf[sizeof(h) + sizeof(r) + 16];
+	uint64_t id;
+	size_t n;
+	int rfd = MSG_NO_FD;
+
+	memset(&q, 0, sizeof(q));
+	q.op = (uint32_t)op;
+	q.port = port;
+	if (strlcpy(q.name, name, sizeof(q.name)) >= sizeof(q.name))
+		return 1;
+	id = request_id();
+	if (msg_send(child.direct, MSG_EGRESS_DIRECT, 0, id, &q, sizeof(q),
+	        -1) != MSG_OK) {
+		direct_close();
+		return 1;
+	}
+	/* As net_locked's wait: only the run's time limit cuts it short. */
+	while (reply_wait(child.direct, id, buf, sizeof(buf), &n, &rfd,
+	           child.net_spin_us) != MSG_OK) {
+		if (errno != EINTR) {
+			direct_close();
+			return 1;
+		}
+		if (vmm_run_timed_out()) {
+			/* Its answer would come on the link later. */
+			direct_close();
+			return -EINTR;
+		}
+	}
+	memcpy(&h, buf, sizeof(h));
+	memcpy(&r, buf + sizeof(h), sizeof(r));
+	if (n != sizeof(h) + sizeof(r) || h.type != MSG_EGRESS_DIRECT_REPLY ||
+	    h.len != sizeof(r) || r.error < 0 || r.error > 4095 || r.miss > 1 ||
+	    (r.miss && rfd != MSG_NO_FD) ||
+	    (!r.miss && r.error == 0 && rfd == MSG_NO_FD) ||
+	    (r.error != 0 && rfd != MSG_NO_FD)) {
+		if (rfd != MSG_NO_FD)
+			close(rfd);
+		direct_close();
+		return 1;
+	}
+	if (r.miss)
+		return 1;
+	*refused = r.refused != 0;
+	if (r.error != 0)
+		return -r.error;
 	*fd = rfd;
 	return 0;
 }
@@ -439,6 +554,27 @@ child_net(
 	return rc;
 }
 
+/* A connect asked on the direct link first (vmm_config.egress_direct),
+ * under the relay's lock: 1 when the vmm is to be asked. */
+static int
+child_direct(
+    void *arg, int op, const char *name, uint16_t port, int *fd, int *refused)
+{
+	int rc;
+
+	(void)arg;
+	*fd = -1;
+	*refused = 0;
+	if (child.direct < 0 || op == VMM_NET_RESOLVE)
+		return 1;
+	while (relay_lock(F_WRLCK) == -1)
+		if (errno != EINTR || vmm_run_timed_out())
+			return errno == EINTR ? -EINTR : -EACCES;
+	rc = direct_locked(op, name, port, fd, refused);
+	relay_lock(F_UNLCK);
+	return rc;
+}
+
 /* A connection the vm process shut itself, told to the vmm for the
  * audit log (vmm_config.egress_report). Nothing is answered: the call
  * that was refused does not wait for the log. */
@@ -468,10 +604,12 @@ vmm_egress_child(
 	child.set = 1;
 	child.sock = child_fd;
 	child.shm = r->shm;
+	child.direct = r->direct_vm;
 	/* With one CPU a look only holds up the processes it waits for. */
 	child.net_spin_us = vm_cpus() > 1 ? NET_SPIN_US : 0;
 	cfg->fetch = child_fetch;
 	cfg->egress_net = child_net;
+	cfg->egress_direct = child_direct;
 	cfg->egress_report = child_report;
 	cfg->fetch_arg = NULL;
 }
@@ -482,6 +620,7 @@ vmm_egress_child_done(struct vmm_result *res)
 	__atomic_store_n(&res->done, 1, __ATOMIC_RELEASE);
 	if (child.set) {
 		close(child.sock);
+		direct_close();
 		child.set = 0;
 	}
 }
@@ -715,7 +854,7 @@ addr_canonical(const struct egress_url *u, const char *name)
 }
 
 static int net_decision(struct proc_ctx *ctx, struct vmm_egress_run *r,
-    const struct msg_policy_decision *dp, uint64_t reqid);
+    const struct msg_policy_decision *dp, uint64_t reqid, int fresh);
 
 /* MSG_VMM_NET from the vm: the name checked as a URL's host, then the
  * policy asked for it. 0, or -1 when the vm process misbehaved. */
@@ -786,7 +925,7 @@ net_event(struct proc_ctx *ctx, struct vmm_egress_run *r, const uint8_t *p)
 		r->reqid = reused->grant.reqid;
 		r->stage = 1;
 		/* A failure is answered to the vm in there. */
-		(void)net_decision(ctx, r, reused, r->reqid);
+		(void)net_decision(ctx, r, reused, r->reqid, 0);
 		return 0;
 	}
 	if (ctx->fd[PROC_POLICY] < 0) {
@@ -873,10 +1012,11 @@ send:
 
 /* The policy's decision d on a name request, its grant minted for
  * request id reqid: on to egress, allow or deny alike (it audits
- * both). */
+ * both). A fresh one (not reused here) the run may reuse goes with what
+ * egress needs to keep it for the run's direct link. */
 static int
 net_decision(struct proc_ctx *ctx, struct vmm_egress_run *r,
-    const struct msg_policy_decision *dp, uint64_t reqid)
+    const struct msg_policy_decision *dp, uint64_t reqid, int fresh)
 {
 	struct msg_policy_decision d = *dp;
 	struct msg_egress_name q;
@@ -893,6 +1033,12 @@ net_decision(struct proc_ctx *ctx, struct vmm_egress_run *r,
 	if (r->op != VMM_NET_RESOLVE)
 		egress_grant_flags_proto(&d.grant, r->host, r->port,
 		    net_udp(r->op), &q.allow_http, &q.allow_private);
+	if (fresh && r->run_id != 0 && r->op != VMM_NET_RESOLVE &&
+	    d.grant.decision == GRANT_ALLOW) {
+		q.run = r->run_id;
+		q.reuse_ms = d.reuse_ms;
+		q.generation = d.generation;
+	}
 	if (r->op == VMM_NET_CONNECT && d.grant.decision == GRANT_ALLOW &&
 	    memchr(d.inject_secret, '\0', sizeof(d.inject_secret)) != NULL &&
 	    memchr(d.inject_header, '\0', sizeof(d.inject_header)) != NULL &&
@@ -1074,7 +1220,7 @@ vmm_egress_decision(
 	memcpy(&d, m->data, sizeof(d));
 	if (r->op != 0) {
 		reuse_keep(r, &d);
-		return net_decision(ctx, r, &d, m->hdr.reqid);
+		return net_decision(ctx, r, &d, m->hdr.reqid, 1);
 	}
 	memset(&dec, 0, sizeof(dec));
 	if (egress_wire_decode(MSG_EGRESS_FETCH, r->req, r->len, &dec) != 0) {

@@ -93,6 +93,11 @@ struct vmm_egress_run {
 	 * the first (NULL: none yet); reuse_next the slot to fill next. */
 	struct vmm_egress_reuse *reuse;
 	unsigned reuse_next;
+	/* The run's direct link to egress (host/proc_egress.h,
+	 * MSG_EGRESS_RUN): its id there (0: none), and the vm processes'
+	 * end until the fork hands it over (-1: none). */
+	uint64_t run_id;
+	int direct_vm;
 };
 
 /*
@@ -105,8 +110,21 @@ struct vmm_egress_run {
 int vmm_egress_prepare(struct vmm_egress_run *r, const char *principal,
     const char *sandbox, const struct msg_vmm_run_caps *caps, int *child_fd);
 
+/*
+ * After vmm_egress_prepare: make the run's direct link to egress and
+ * send egress its end, with who the run is; the vm's end is
+ * r->direct_vm. Without it (no egress link, or a failure) the vm
+ * process asks the vmm for every connect, as before.
+ */
+void vmm_egress_direct(struct proc_ctx *ctx, struct vmm_egress_run *r);
+
+/* The vm process has its end of the direct link (or the fork failed):
+ * the vmm's copy goes. */
+void vmm_egress_direct_handed(struct vmm_egress_run *r);
+
 /* In the vm process, after the fork: let cfg's fetch calls go over
- * child_fd, with requests written into r->shm. */
+ * child_fd, with requests written into r->shm, and connects whose
+ * decision egress keeps over r->direct_vm. */
 void vmm_egress_child(
     const struct vmm_egress_run *r, int child_fd, struct vmm_config *cfg);
 

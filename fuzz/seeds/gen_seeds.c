@@ -27,6 +27,7 @@
 #include "host/grant.h"
 #include "host/msg.h"
 #include "host/proc.h"
+#include "host/proc_egress.h"
 #include "host/store/store.h"
 #include "host/store/store_wire.h"
 #include "host/vmm/vmm.h"
@@ -573,6 +574,35 @@ gen_egress_wire(void)
 	seed_egress_wire("reply", EW_REPLY, msg, len);
 }
 
+/* egress_direct: a vm process's datagrams on its run's direct link. */
+static void
+seed_direct(const char *name, uint32_t op, uint16_t port, const char *host)
+{
+	struct msg_egress_direct q;
+	struct msg_hdr h;
+	uint8_t buf[sizeof(h) + sizeof(q)];
+
+	memset(&h, 0, sizeof(h));
+	h.type = MSG_EGRESS_DIRECT;
+	h.reqid = 7;
+	h.len = sizeof(q);
+	memset(&q, 0, sizeof(q));
+	q.op = op;
+	q.port = port;
+	strlcpy(q.name, host, sizeof(q.name));
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + sizeof(h), &q, sizeof(q));
+	write_seed("egress_direct", name, NULL, 0, buf, sizeof(buf));
+}
+
+static void
+gen_egress_direct(void)
+{
+	seed_direct("kept", VMM_NET_CONNECT, 443, "reuse.test");
+	seed_direct("other_port", VMM_NET_CONNECT, 80, "reuse.test");
+	seed_direct("udp_addr", VMM_NET_UDP_ADDR, 53, "[fd00::1]");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -585,5 +615,6 @@ main(int argc, char **argv)
 	gen_store_wire();
 	gen_host_msg();
 	gen_egress_wire();
+	gen_egress_direct();
 	return 0;
 }

@@ -42,6 +42,7 @@
 #define SUB(p, v) __atomic_fetch_sub(p, v, __ATOMIC_SEQ_CST)
 
 #define TLS_PORT 443
+#define TLS_HANDSHAKE_RECORD 22 /* the first byte of any ClientHello */
 #define FLUSH_WAIT_MS 1000 /* per wait for room to send the held bytes */
 #define FLUSH_WAITS 30
 
@@ -289,8 +290,21 @@ vm_egress_out_begin(struct vm *vm, struct vfd *f, const struct iovec *iov,
 	*reserved = 0;
 	if (f->egress_shut)
 		return -f->egress_shut;
-	if (f->egress_first)
-		return first_bytes(vm, f, iov, n);
+	if (f->egress_first) {
+		uint8_t b = 0;
+
+		for (i = 0; i < n && iov[i].iov_len == 0; i++)
+			;
+		if (i < n)
+			memcpy(&b, iov[i].iov_base, 1);
+		/* Off 443, a first byte that starts no handshake record is
+		 * no TLS (tls_hello_parse judges so on that byte): nothing
+		 * to hold, and the bytes go as any later ones do. */
+		if (i == n || f->hello_len != 0 || f->egress_port == TLS_PORT ||
+		    b == TLS_HANDSHAKE_RECORD)
+			return first_bytes(vm, f, iov, n);
+		f->egress_first = 0;
+	}
 	for (i = 0; i < n; i++)
 		total += iov[i].iov_len;
 	if (total > 0 && (*reserved = allowance_take(vm, total, 0, &why)) == 0)

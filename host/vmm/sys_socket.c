@@ -217,12 +217,23 @@ egress_refused(struct vm *vm, const struct sockaddr_storage *ss)
  * policy decision and the egress process's work, tens or hundreds of
  * microseconds. The guest's call waits for it with its stub asleep, not
  * spinning (vm_trap_blocking): on a small box a spinning stub holds a
- * core that the vmm, the policy and egress want for the answer.
+ * core that the vmm, the policy and egress want for the answer. A
+ * connect egress answers on the run's direct link is asked first, with
+ * the stub left to spin as for any call: the answer takes egress alone
+ * about 60 to 90 us here, within the stub's longest spin, and waking a
+ * stub that slept cost 10 to 20 us of it (bench/net.sh's connect row,
+ * docs/egress.md).
  */
 static int
 relay_net(struct vm *vm, int op, const char *name, uint16_t port, int *fd,
     int *refused)
 {
+	int rc;
+
+	if (op != VMM_NET_RESOLVE && vm->cfg->egress_direct != NULL &&
+	    (rc = vm->cfg->egress_direct(
+	         vm->cfg->fetch_arg, op, name, port, fd, refused)) != 1)
+		return rc;
 	vm_trap_blocking(vm);
 	return vm->cfg->egress_net(
 	    vm->cfg->fetch_arg, op, name, port, fd, refused);

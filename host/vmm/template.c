@@ -340,6 +340,7 @@ template_run(struct vmm_template *t, const struct vmm_config *run, int probe,
 	t->run.fetch = run->fetch;
 	t->run.fetch_arg = run->fetch_arg;
 	t->run.egress_net = run->egress_net;
+	t->run.egress_direct = run->egress_direct;
 	t->run.egress_report = run->egress_report;
 	t->run.egress_max = run->egress_max;
 	t->run.egress_budget = run->egress_budget;

@@ -179,6 +179,12 @@ struct vmm_config {
 	 * the policy or egress refused. NULL: every name is refused. */
 	int (*egress_net)(void *arg, int op, const char *name, uint16_t port,
 	    int *fd, int *refused);
+	/* A connect (not a query) asked of egress directly on the run's
+	 * link (docs/egress.md, "Names and connections", 8), with
+	 * fetch_arg: as egress_net, or 1 when egress keeps no decision for
+	 * it and egress_net is to be asked. NULL: egress_net only. */
+	int (*egress_direct)(void *arg, int op, const char *name, uint16_t port,
+	    int *fd, int *refused);
 	/* A connection through egress the vm process shut itself, why
 	 * (VMM_NET_TLS_NAME ...), for the audit log: name:port, and the
 	 * server name its ClientHello asked for ("" none). NULL: not

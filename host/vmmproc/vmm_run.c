@@ -677,6 +677,8 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	 * (job->secrets is set below, before the loop reads a request). */
 	job->egress.secret_for_egress = vmm_secrets_for_egress;
 	job->egress.secret_arg = job;
+	/* Its connects on decisions it may reuse go to egress directly. */
+	vmm_egress_direct(ctx, &job->egress);
 	vs->caps_reqid = 0;
 	/* A clone of the image's template when one is ready, else a cold
 	 * boot (docs/templates.md). */
@@ -714,6 +716,7 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 			vmm_vm_process(ctx, vs, &cfg, outfds, job->res, s->id);
 		}
 	close(efd);
+	vmm_egress_direct_handed(&job->egress);
 	if (term[0] != -1) {
 		close(term[0]);
 		term[0] = -1;

@@ -83,6 +83,8 @@ enum {
 	TPL_FD_NETNS_NET, /* or the workspace again when net is 0 */
 	TPL_FD_BUDGET, /* its principal's egress budget, or the workspace
 	                * again when budget is 0 */
+	TPL_FD_EGRESS_DIRECT, /* the run's direct link to egress (vm end),
+	                       * or the workspace again when direct is 0 */
 	TPL_CLONE_FDS
 };
 
@@ -91,7 +93,7 @@ struct tpl_clone {
 	uint32_t nargs, nenv;
 	uint32_t net; /* 1: TPL_FD_NETNS_* are its sandbox's namespaces */
 	uint32_t budget; /* 1: TPL_FD_BUDGET is its principal's budget */
-	uint32_t pad;
+	uint32_t direct; /* 1: TPL_FD_EGRESS_DIRECT is the run's link */
 	uint64_t strings_len;
 	uint64_t timeout_ms, output_max, workspace_max;
 	uint64_t egress_max; /* the grant's egress bytes, 0 none */
@@ -205,7 +207,7 @@ holder_recv(int sock, struct tpl_clone *q, int fds[TPL_CLONE_FDS])
 	if (n != (ssize_t)sizeof(*q) || nfd != TPL_CLONE_FDS ||
 	    (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0 ||
 	    q->magic != TPL_MAGIC || q->nargs == 0 || q->budget > 1 ||
-	    q->pad != 0 || q->nargs > RUN_MAX_ARGS + 1 ||
+	    q->direct > 1 || q->nargs > RUN_MAX_ARGS + 1 ||
 	    q->nenv > 2 * RUN_MAX_ENV ||
 	    q->strings_len > RUN_MAX_INPUT + SBX_ENV_MAX ||
 	    memchr(q->id, '\0', sizeof(q->id)) == NULL) {
@@ -319,6 +321,11 @@ clone_run(struct proc_ctx *ctx, struct vmm_template *t, int sock,
 	memset(&er, 0, sizeof(er));
 	er.fd = -1;
 	er.shm = fds[TPL_FD_EGRESS_SHM];
+	er.direct_vm = -1;
+	if (q->direct)
+		er.direct_vm = fds[TPL_FD_EGRESS_DIRECT];
+	else
+		close(fds[TPL_FD_EGRESS_DIRECT]);
 	vmm_egress_child(&er, fds[TPL_FD_EGRESS], &cfg);
 	rc = vmm_template_run(t, &cfg, res, err, sizeof(err));
 	if (rc != VMM_OK) {
@@ -914,6 +921,9 @@ vmm_template_clone(struct proc_ctx *ctx, struct vmm_state *vs,
 	fds[TPL_FD_NETNS_NET] = q.net ? ns_net : cfg->workspace_fd;
 	q.budget = budget_fd >= 0;
 	fds[TPL_FD_BUDGET] = q.budget ? budget_fd : cfg->workspace_fd;
+	q.direct = job->egress.direct_vm >= 0;
+	fds[TPL_FD_EGRESS_DIRECT] =
+	    q.direct ? job->egress.direct_vm : cfg->workspace_fd;
 	st.status = 0;
 	rc = -1;
 	if (cfg->stdin_fd >= 0 && cfg->workspace_fd >= 0 && efd >= 0 &&

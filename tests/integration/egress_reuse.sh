@@ -5,8 +5,10 @@
 # makes one decision for the two, every connect is still audited); a
 # policy reload that removes the rule refuses the run's next connect at
 # once, with its reason; an agent whose budget counts egress is asked
-# each time. Loopback only: the server is on 127.0.0.1, the names map
-# there through egress.hosts_file, and the rules say private.
+# each time; the reused connect goes to egress on the run's direct
+# link, and a reload drops it there too. Loopback only: the server is
+# on 127.0.0.1, the names map there through egress.hosts_file, and the
+# rules say private.
 set -u
 source "$(dirname "$0")/../lib/keepd.sh"
 [ -f "$B/images/python.img" ] || { echo "SKIP: no python image"; exit 77; }
@@ -164,6 +166,16 @@ done
     grep "TCP reuse.test:$sp deny rule=" "$tmp/audit" | grep -q "policy: denied" &&
     ok "both allowed connects and the refusal are in the audit log, the refusal with the policy's reason" ||
     bad "audit: $(cat "$tmp/audit")"
+# The reused connect went to egress on the run's direct link, not
+# through the vmm (docs/egress.md, "Direct links"); the refusal after
+# the reload did not: egress had dropped what the old policy let it keep
+# (were it not so, the third connect above would have read "hi").
+lines=$(grep "egress.connect [0-9]*.*: alice TCP in $sbx" "$tmp/log")
+[ "$(grep -c ' (direct link): alice TCP .* egress allow host=reuse.test' <<<"$lines")" = 1 ] &&
+    [ "$(grep -c 'egress allow host=reuse.test' <<<"$lines")" = 2 ] &&
+    ! grep -q '(direct link).*egress deny' <<<"$lines" &&
+    ok "the reused connect was served on the run's direct link to egress, the refusal after the reload by the vmm's path" ||
+    bad "direct link: $lines"
 
 # ---- a budget that counts egress: asked each time -----------------------
 rm -f "$tmp/go"
@@ -191,7 +203,41 @@ req "$bob" POST "/v1/sandboxes/$bsbx/execute" "$(execute_body "${guest//$sp/$sp2
 out=$(jget "$body" '["stdout"]' 2>/dev/null || echo "HTTP $code $body")
 read -r b1 _ <<<"$(decisions)"
 [[ $out == *$'1 hi\n2 hi\n3 hi'* ]] && [ $((b1 - b0)) = 4 ] &&
+    ! grep -q "(direct link): bob" "$tmp/log" &&
     ok "an agent whose budget counts egress: each of three connects decided (allow +$((b1 - b0)) with the query)" ||
     bad "budget: $out, allow $b0 -> $b1"
+
+# ---- a template's clone has the run's direct link too -----------------
+# alice's rule is now other.test:$sp2. A new sandbox's execute is a
+# clone of the python template once it is built (keepd's log says
+# which); its second connect is served on the link the clone was given.
+twice="
+import socket
+for i in (1, 2):
+    s = socket.create_connection(('other.test', $sp2), timeout=30)
+    print(i, s.recv(10).decode().strip())
+    s.close()
+"
+cloned=
+for _ in $(seq 60); do
+	req "$alice" POST /v1/sandboxes '{"image":"python"}'
+	csbx=$(jget "$body" '["id"]')
+	req "$alice" POST "/v1/sandboxes/$csbx/execute" "$(execute_body "$twice")"
+	cout=$(jget "$body" '["stdout"]' 2>/dev/null || echo "HTTP $code $body")
+	if grep -q "in sandbox $csbx, .*from its template" "$tmp/log"; then
+		cloned=1
+		break
+	fi
+	req "$alice" DELETE "/v1/sandboxes/$csbx"
+	sleep 1
+done
+if [ -z "$cloned" ]; then
+	bad "no new sandbox's execute was a template's clone in a minute"
+else
+	[[ $cout == *$'1 hi\n2 hi'* ]] &&
+	    [ "$(grep -c "egress.connect [0-9]* (direct link): alice TCP in $csbx: egress allow host=other.test" "$tmp/log")" = 1 ] &&
+	    ok "a template's clone: its reused connect served on the run's direct link" ||
+	    bad "clone: $cout; $(grep "alice TCP in $csbx" "$tmp/log")"
+fi
 
 keepd_finish

@@ -481,8 +481,10 @@ test_names(void **state)
 	assert_null(proc_by_name("nope"));
 	assert_true(proc_linked(PROC_FRONT, PROC_POLICY));
 	assert_true(proc_linked(PROC_POLICY, PROC_FRONT));
-	assert_false(proc_linked(PROC_POLICY, PROC_EGRESS));
+	/* The policy tells egress of its loads (MSG_POLICY_CHANGED). */
+	assert_true(proc_linked(PROC_POLICY, PROC_EGRESS));
 	assert_false(proc_linked(PROC_FRONT, PROC_FRONT));
+	assert_false(proc_linked(PROC_EGRESS, PROC_COUNT));
 }
 
 /* Every process table is well-formed: the common handlers first, the
