@@ -111,9 +111,14 @@ wait_fds(struct vm *vm, struct gpollfd *p, size_t n, int64_t timeout_ns)
 		ts.tv_nsec = (long)(timeout_ns % 1000000000);
 		tp = &ts;
 	}
+	if (timeout_ns != 0)
+		vm_proc_waiting(vm, 1);
 	rc = ppoll(h, n, tp, NULL);
-	if (rc == -1) {
+	if (rc == -1)
 		rc = -errno;
+	if (timeout_ns != 0)
+		vm_proc_waiting(vm, 0);
+	if (rc < 0) {
 		free(h);
 		return rc;
 	}

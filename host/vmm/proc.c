@@ -78,6 +78,9 @@ struct vm_slot {
 	uint64_t done_cpu[2], done_maxrss_kib;
 	char comm[VM_PROC_COMM];
 	char cmdline[VM_PROC_CMDLINE];
+	/* 1 while the process waits on another (vm_proc_waiting) or has
+	 * ended: not counted in the tree's running. */
+	int32_t waiting;
 };
 
 struct vm_tree {
@@ -90,6 +93,9 @@ struct vm_tree {
 	int32_t mem_hit; /* a charge was refused */
 	int32_t egress_hit; /* a destination outside was refused */
 	int32_t egress_named; /* egress_what is being or has been written */
+	/* The processes not waiting on another (vm_proc_waiting): while a
+	 * process is the only one, its calls may spin (trap.c). */
+	int32_t running;
 	char egress_what[VMM_EGRESS_WHAT]; /* the first one refused */
 	/* Bytes out and in through egress, and egress_max's part taken
 	 * (sock_egress.c): every process of the run counts here. */
@@ -164,6 +170,7 @@ vm_proc_init(struct vm *vm)
 	t->next_pid = 2;
 	t->slot[0].word = word(SLOT_LIVE, 0);
 	t->slot[0].host_pid = getpid();
+	t->running = 1;
 	t->slot[0].guest_pid = t->slot[0].pgid = t->slot[0].sid = 1;
 	/* What the first process mapped before the table existed, or a
 	 * template's clone inherited. */
@@ -246,6 +253,38 @@ static struct vm_slot *
 me(struct vm *vm)
 {
 	return &vm->tree->slot[vm->slot];
+}
+
+/* s ended or is ending: no longer one of the tree's running processes
+ * (once, whoever sees it first). */
+static void
+leave_running(struct vm_tree *t, struct vm_slot *s)
+{
+	if (__atomic_exchange_n(&s->waiting, 1, __ATOMIC_SEQ_CST) == 0)
+		(void)__atomic_fetch_sub(&t->running, 1, __ATOMIC_SEQ_CST);
+}
+
+void
+vm_proc_waiting(struct vm *vm, int waiting)
+{
+	struct vm_slot *s;
+
+	/* (With other threads, the process runs on while one waits.) */
+	if (vm->tree == NULL || !vm_thread_alone(vm))
+		return;
+	s = me(vm);
+	if (__atomic_exchange_n(&s->waiting, waiting, __ATOMIC_SEQ_CST) !=
+	    waiting)
+		(void)__atomic_fetch_add(
+		    &vm->tree->running, waiting ? -1 : 1, __ATOMIC_SEQ_CST);
+}
+
+int
+vm_proc_runs_alone(struct vm *vm)
+{
+	if (vm->tree == NULL)
+		return !vm->is_child && vm->nchildren == 0;
+	return LOAD(&vm->tree->running) <= 1;
 }
 
 static struct vm_slot *
@@ -342,6 +381,7 @@ vm_proc_finish(struct vm *vm)
 	orphan_children(vm);
 	if (vm->is_child) {
 		s = me(vm);
+		leave_running(t, s);
 		post_done(vm, s);
 		uncharge_all(t, s);
 		STORE(&s->wstatus, guest_wstatus(vm));
@@ -488,6 +528,7 @@ do_clone(struct vm *vm, uint64_t flags, uint64_t newsp, uint64_t ptid,
 	s->nice = LOAD(&me(vm)->nice);
 	s->start_us = vm_now_us();
 	s->stub_pid = 0;
+	STORE(&s->waiting, 1); /* counted once it is forked, below */
 	memset(s->stub_banked, 0, sizeof(s->stub_banked));
 	memset(s->done_cpu, 0, sizeof(s->done_cpu));
 	s->done_maxrss_kib = 0;
@@ -518,18 +559,26 @@ do_clone(struct vm *vm, uint64_t flags, uint64_t newsp, uint64_t ptid,
 		goto nomem;
 	if (vm_cpu_capture(vm, &st) != 0)
 		goto nomem;
-	if ((pid = vm_fork(
-	         vm, &st, (flags & CLONE_VFORK_) != 0, err, sizeof(err))) == -1)
+	/* Counted before the fork: the child may call before the parent
+	 * goes on. */
+	STORE(&s->waiting, 0);
+	(void)__atomic_fetch_add(&vm->tree->running, 1, __ATOMIC_SEQ_CST);
+	if ((pid = vm_fork(vm, &st, (flags & CLONE_VFORK_) != 0, err,
+	         sizeof(err))) == -1) {
+		leave_running(vm->tree, s);
 		goto nomem;
+	}
 	if (pid > 0) {
 		STORE(&s->host_pid, pid);
 		vm->nchildren++;
 		if (vp[0] >= 0) {
 			/* vfork: until the child execs or exits. */
 			close(vp[1]);
+			vm_proc_waiting(vm, 1);
 			while (read(vp[0], &c, 1) == -1 && errno == EINTR &&
 			    !vm->stopped)
 				;
+			vm_proc_waiting(vm, 0);
 			close(vp[0]);
 		}
 		return gpid;
@@ -656,7 +705,7 @@ reaped_cpu(
  * 0 (WNOHANG, none yet), a guest pid with *gst set, or -errno.
  */
 static int64_t
-wait_child(
+wait_child_here(
     struct vm *vm, int32_t gpid, int nohang, int32_t *gst, uint64_t ru[3])
 {
 	struct vm_slot *s = NULL;
@@ -725,6 +774,21 @@ wait_child(
 		STORE(&s->word, word(SLOT_FREE, 0));
 		return got;
 	}
+}
+
+/* wait_child_here, the process counted as waiting meanwhile. */
+static int64_t
+wait_child(
+    struct vm *vm, int32_t gpid, int nohang, int32_t *gst, uint64_t ru[3])
+{
+	int64_t r;
+
+	if (!nohang)
+		vm_proc_waiting(vm, 1);
+	r = wait_child_here(vm, gpid, nohang, gst, ru);
+	if (!nohang)
+		vm_proc_waiting(vm, 0);
+	return r;
 }
 
 int64_t
@@ -845,6 +909,7 @@ post(struct vm *vm, struct vm_slot *s, int sig)
 	if (sig == SIGKILL) {
 		__atomic_compare_exchange_n(&s->killsig, &zero, sig, 0,
 		    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+		leave_running(vm->tree, s);
 		signal_host(vm, s, SIGKILL);
 		/* An orphan has no one to reap it. */
 		w = word(SLOT_LIVE, 0);

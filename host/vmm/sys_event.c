@@ -341,8 +341,12 @@ epoll_wait_ms(
 		        0))
 			return 0;
 	}
+	if (timeout_ms != 0)
+		vm_proc_waiting(vm, 1);
 	if ((n = epoll_wait(ep, g, max, timeout_ms)) == -1)
-		return -errno;
+		n = -errno;
+	if (timeout_ms != 0)
+		vm_proc_waiting(vm, 0);
 	return n;
 }
 

@@ -346,8 +346,10 @@ wait_signal(struct vm *vm)
 
 	vm_wake_signals(&block);
 	sigprocmask(SIG_BLOCK, &block, &old);
+	vm_proc_waiting(vm, 1);
 	while (!deliverable(vm) && !vm_timed_out())
 		ppoll(NULL, 0, NULL, &old);
+	vm_proc_waiting(vm, 0);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
@@ -367,9 +369,11 @@ vm_signal_wait_fd(struct vm *vm, int hfd, short events)
 
 	vm_wake_signals(&block);
 	sigprocmask(SIG_BLOCK, &block, &old);
+	vm_proc_waiting(vm, 1);
 	if (vm->run->immediate_exit ||
 	    (ppoll(&p, 1, NULL, &old) == -1 && errno == EINTR))
 		rc = -EINTR;
+	vm_proc_waiting(vm, 0);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return rc;
 }

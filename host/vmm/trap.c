@@ -891,10 +891,11 @@ post_and_wait(struct vm *vm, struct vm_trap *t, uint32_t reply,
 {
 	struct trap_box *b = t->box;
 	struct timespec ts = { 0, POLL_NS };
-	/* Neither side spins while the tree has more than one process
-	 * (docs/vmm.md, "Fork"), nor for the stub's boot, whose execve
+	/* Neither side spins while another process of the tree runs
+	 * (docs/vmm.md, "Fork": one that waits on a child, a descriptor or
+	 * a signal does not count), nor for the stub's boot, whose execve
 	 * and set-up take far longer than a spin. */
-	int spin = reply != 0 && !vm->is_child && vm->nchildren == 0;
+	int spin = reply != 0 && vm_proc_runs_alone(vm);
 	int woke = 0;
 	uint32_t seen;
 

@@ -549,6 +549,12 @@ void vm_proc_finish(struct vm *);
 int vm_proc_alone(struct vm *);
 /* Whether this process is the tree's only one, alive or not. */
 int vm_proc_only(struct vm *);
+/* The process's only thread waits on another process (a child's end, a
+ * vfork child's exec, a descriptor, a signal): waiting 1 before, 0
+ * after. vm_proc_runs_alone: whether no other process of the tree is
+ * running (not waiting) now, so a call may spin (trap.c). */
+void vm_proc_waiting(struct vm *, int waiting);
+int vm_proc_runs_alone(struct vm *);
 int vm_proc_fresh(struct vm *);
 /* The tree's memory charge, for this process: take bytes more (0, or
  * -ENOMEM past the run's memory limit), give bytes back. Before the
