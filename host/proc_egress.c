@@ -1128,6 +1128,14 @@ egress_h_webhook(struct proc_ctx *ctx, const struct msg *m)
 	return egress_serve(ctx, m, MSG_EGRESS_WEBHOOK, &hooks);
 }
 
+/* Where a direct link's request is answered (egress_poll_ready); lost
+ * is set when the answer could not be sent (the link is then dropped). */
+struct direct_to {
+	int fd;
+	uint64_t reqid; /* the vm process's, echoed */
+	int lost;
+};
+
 /*
  * A guest's name query or TCP connection (docs/egress.md, "Names and
  * connections"): the grant verified as a fetch's is (for a query its
@@ -1304,17 +1312,13 @@ hand_to_worker(struct proc_ctx *ctx, const struct msg *m,
  * connect whose destination injects a secret) the grant's target names
  * the secret and header too, and what goes back is one end of a
  * loopback pair whose other end a forked worker relays (inject_worker).
+ * With dt, the request came on a run's direct link (its kept decision,
+ * m made for it) and is answered there.
  */
-/* Where a direct link's request is answered (egress_poll_ready). */
-struct direct_to {
-	int fd;
-	uint64_t reqid; /* the vm process's, echoed */
-};
-
 static int
 serve_name(struct proc_ctx *ctx, const struct msg *m,
     const struct msg_egress_name *qp, const struct msg_egress_inject *in,
-    const struct direct_to *dt)
+    struct direct_to *dt)
 {
 	struct egress_state *es = ctx->arg;
 	struct msg_egress_name q = *qp;
@@ -1449,9 +1453,13 @@ serve_name(struct proc_ctx *ctx, const struct msg *m,
 		memset(&dr, 0, sizeof(dr));
 		dr.error = r.error;
 		dr.refused = r.refused;
+		/* The link does not block: a vm process that does not read
+		 * its answers loses its link, not egress its loop. */
 		if (msg_send(dt->fd, MSG_EGRESS_DIRECT_REPLY, MSG_F_REPLY,
-		        dt->reqid, &dr, sizeof(dr), fd) != MSG_OK)
+		        dt->reqid, &dr, sizeof(dr), fd) != MSG_OK) {
 			log_warn("%s: direct reply lost", __func__);
+			dt->lost = 1;
+		}
 	} else if (msg_reply(ctx, m,
 	               fd >= 0 ? MSG_EGRESS_NAME_SOCKET : MSG_EGRESS_NAME_REPLY,
 	               &r, sizeof(r), fd) != MSG_OK)
@@ -1490,6 +1498,13 @@ egress_h_run(struct proc_ctx *ctx, const struct msg *m)
 	struct msg_egress_run q;
 
 	memcpy(&q, m->data, sizeof(q));
+	/* Egress's end never blocks it: an empty link reads as nothing
+	 * yet, a full one fails the answer (direct_request). */
+	if (fcntl(m->fd, F_SETFL, O_NONBLOCK) == -1) {
+		log_warn("%s: a run's direct link", __func__);
+		close(m->fd);
+		return 0;
+	}
 	if (egress_runs_add(&es->runs, &q, m->fd) != 0)
 		log_warnx("%s: a run's direct link refused (malformed, taken "
 		          "or %d held)",
@@ -1557,9 +1572,12 @@ direct_request(struct proc_ctx *ctx, size_t i)
 	struct msg m;
 	struct msg_hdr h;
 	size_t n;
-	int fd = MSG_NO_FD, k;
+	int fd = MSG_NO_FD, k, rc;
 
-	if (msg_recv(run->fd, es->buf, MSG_BUFSZ, &n, &fd) != MSG_OK)
+	if ((rc = msg_recv(run->fd, es->buf, MSG_BUFSZ, &n, &fd)) ==
+	    MSG_ERR_AGAIN)
+		return 0; /* nothing after all */
+	if (rc != MSG_OK)
 		return -1;
 	if (fd != MSG_NO_FD) {
 		close(fd);
@@ -1596,7 +1614,8 @@ direct_request(struct proc_ctx *ctx, size_t i)
 	m.fd = MSG_NO_FD;
 	dt.fd = run->fd;
 	dt.reqid = h.reqid;
-	if (serve_name(ctx, &m, &name, NULL, &dt) != 0)
+	dt.lost = 0;
+	if (serve_name(ctx, &m, &name, NULL, &dt) != 0 || dt.lost)
 		return -1;
 	return 0;
 }
