@@ -84,9 +84,11 @@ req "$alice" GET "/v1/sandboxes/$sbx/files/read?path=/sub/fg.txt"
 [ "$body" = fg ] && ok "a relative path is the cwd's" || bad "cwd file: $code $body"
 req "$alice" POST "/v1/sandboxes/$sbx/commands/background" '{"cmd":"python","args":["-c","import os; open(\"bg.txt\", \"w\").write(os.getcwd())"],"cwd":"/sub/"}'
 [ "$code" = 202 ] || bad "background with cwd: $code $body"
+# (The file exists, empty, from its open until its write: read until
+# it holds something.)
 for _ in $(seq 100); do
 	req "$alice" GET "/v1/sandboxes/$sbx/files/read?path=/sub/bg.txt"
-	[ "$code" = 200 ] && break; sleep 0.1
+	[ "$code" = 200 ] && [ -n "$body" ] && break; sleep 0.1
 done
 [ "$body" = /sub ] && ok "commands/background starts in its cwd" || bad "background cwd: $code $body"
 refused() { req "$(mint ops admin)" GET /metrics; sed -n 's/^keep_runs_total{status="refused"} //p' <<<"$body"; }
