@@ -16,7 +16,13 @@ agent "alice" : runner
 EOP
 keepd_start "$tmp/test.policy"
 for _ in $(seq 50); do grep -q "policy generation 1 in force" "$tmp/log" && break; sleep 0.1; done
-out=$("$KEEP" status -f "$tmp/keepd.yaml" 2>&1); rc=$?
+# The children start in parallel with the policy's load: on a loaded
+# box egress or the vmm's namespace maker may not have its title yet.
+for _ in $(seq 50); do
+	out=$("$KEEP" status -f "$tmp/keepd.yaml" 2>&1); rc=$?
+	[[ $out == *"keepd: egress"* && $out == *"keepd: netns"* ]] && break
+	sleep 0.1
+done
 echo "$out" | sed 's/^/  /'
 [ $rc = 0 ] && echo "$out" | grep -q "healthy" && ok "status: healthy, exit 0" || bad "status rc $rc"
 # netns: the vmm's namespace maker (host/vm_confine.h), forked before the
