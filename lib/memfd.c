@@ -55,6 +55,35 @@ fail:
 }
 
 int
+memfd_owned_view(const char *name, size_t len, void **rw, const void **ro)
+{
+	void *w = MAP_FAILED, *r = MAP_FAILED;
+	int fd, saved;
+
+	if ((fd = memfd_new(name)) == -1)
+		return -1;
+	if (ftruncate(fd, (off_t)len) == -1 ||
+	    (w = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) ==
+	        MAP_FAILED ||
+	    madvise(w, len, MADV_DONTFORK) == -1 ||
+	    fcntl(fd, F_ADD_SEALS,
+	        F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE |
+	            F_SEAL_SEAL) == -1 ||
+	    (r = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+		saved = errno;
+		if (w != MAP_FAILED)
+			munmap(w, len);
+		close(fd);
+		errno = saved;
+		return -1;
+	}
+	close(fd);
+	*rw = w;
+	*ro = r;
+	return 0;
+}
+
+int
 memfd_check(int fd, uint64_t len, uint64_t max)
 {
 	struct stat st;

@@ -55,6 +55,18 @@ void *memfd_read(int fd, uint64_t len, uint64_t max);
  */
 char *memfd_read_at(int fd, uint64_t off, uint64_t len);
 
+/*
+ * A zeroed shared region of len bytes that this process writes through
+ * *rw and every process forked after this call reads, live, through
+ * *ro. The writable view is not inherited (MADV_DONTFORK), and the
+ * memfd's seals, F_SEAL_FUTURE_WRITE among them, keep a child from
+ * making its view writable (mprotect: EACCES) or mapping the file
+ * writable again; the descriptor is closed before this returns. A child
+ * must not unmap *rw: something of its own may lie there. Returns 0, or
+ * -1 with errno.
+ */
+int memfd_owned_view(const char *name, size_t len, void **rw, const void **ro);
+
 /* len bytes at off of fd into buf (pread until done). 0, or -1 with
  * errno (EIO when the file ends first). */
 int memfd_pread_all(int fd, void *buf, size_t len, uint64_t off);

@@ -142,13 +142,15 @@ vm_fast_probe(struct vm *vm)
 }
 
 /* Whether file i (cfg->files) may be opened without a check: its hash
- * was checked (by this run, or an earlier one: keep run's record), or
- * the image had it checked as it opened. */
+ * was checked (by this run, or an earlier one: keep run's record, or
+ * keepd's vmm since this process's template was made), or the image had
+ * it checked as it opened. */
 static int
 file_checked(const struct vm *vm, size_t i)
 {
 	return vm->cfg->files[i].hash == NULL ||
-	    (vm->img_checked != NULL && vm->img_checked[i]);
+	    (vm->img_checked != NULL && vm->img_checked[i]) ||
+	    (vm->cfg->files_checked != NULL && vm->cfg->files_checked[i]);
 }
 
 /* Where file f's bytes lie in the image mapping (cfg->image_map), or

@@ -136,8 +136,10 @@ struct vmm_config {
 	volatile uint8_t *file_hints;
 	/* NULL, or per file a byte: nonzero when the caller answers for the
 	 * file having matched its hash already (keep run's record of the
-	 * files it checked, image/verified.h); the VMM does not hash it. */
-	const uint8_t *files_checked;
+	 * files it checked, image/verified.h; keepd's vmm's verdicts, which
+	 * it goes on setting while the run lasts); the VMM does not hash
+	 * it. */
+	const volatile uint8_t *files_checked;
 	const char *workspace; /* host directory for the guest's files, or
 				  NULL: only the read-only files exist */
 	int workspace_fd; /* or an open directory (used when >= 0; vmm_run
@@ -308,6 +310,9 @@ struct vmm_result {
 	 * the host failed a page of the guest it holds, once. */
 	uint64_t efault_retries;
 	uint64_t syscalls;
+	/* Image files whose deferred hash the run's tree checked, none
+	 * of them known checked before (keepd's log says it). */
+	uint64_t files_hashed;
 	/* The KVM memory slots of the first process's VM at the end,
 	 * and their bytes (host/vmm/mem_slots.c). */
 	uint64_t memslots, memslot_bytes;

@@ -41,11 +41,33 @@ same_file(const struct stat *a, const struct stat *b)
 	    a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
 }
 
+/* The image's verdicts: the vmm's to write, every vm process's to read
+ * and none's to change (memfd_owned_view), so one guest's vm process
+ * cannot mark a file checked for another's runs. */
+static int
+checked_map(struct loaded_image *li, size_t n)
+{
+	void *rw;
+	const void *ro;
+
+	if (memfd_owned_view("keep-image-checked", n, &rw, &ro) == -1)
+		return -1;
+	li->checked = rw;
+	li->checked_ro = ro;
+	li->checked_pid = getpid();
+	return 0;
+}
+
 static void
 loaded_clear(struct loaded_image *li)
 {
 	image_close(li->img);
-	free(li->checked);
+	/* A forked child has no writable view: its address may hold
+	 * something else of the child's by now. */
+	if (li->checked != NULL && li->checked_pid == getpid())
+		munmap(li->checked, li->nfiles);
+	if (li->checked_ro != NULL)
+		munmap((void *)li->checked_ro, li->nfiles);
 	free(li->files);
 	if (li->hints != NULL)
 		munmap((void *)li->hints, li->nfiles);
@@ -119,7 +141,7 @@ vmm_image_get(struct proc_ctx *ctx, struct vmm_state *vs, const char *name)
 	strlcpy(li->name, name, sizeof(li->name));
 	strlcpy(li->path, path, sizeof(li->path));
 	if (n > 0 &&
-	    ((li->checked = calloc(n, 1)) == NULL ||
+	    (checked_map(li, n) == -1 ||
 	        (li->files = calloc(n, sizeof(*li->files))) == NULL ||
 	        (li->hints = mmap(NULL, n, PROT_READ | PROT_WRITE,
 	             MAP_SHARED | MAP_ANONYMOUS, -1, 0)) == MAP_FAILED)) {
@@ -197,7 +219,7 @@ vmm_image_files(struct vmm_state *vs, const struct image *img, size_t extra,
 
 const struct vmm_file *
 vmm_image_files_shared(struct vmm_state *vs, const struct image *img,
-    volatile uint8_t **hints, const uint8_t **checked)
+    volatile uint8_t **hints, const volatile uint8_t **checked)
 {
 	struct loaded_image *li = loaded_find(vs, img);
 
@@ -206,7 +228,7 @@ vmm_image_files_shared(struct vmm_state *vs, const struct image *img,
 	if (li == NULL || li->files == NULL)
 		return NULL;
 	*hints = li->hints;
-	*checked = li->checked;
+	*checked = li->checked_ro;
 	return li->files;
 }
 

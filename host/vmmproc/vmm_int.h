@@ -111,8 +111,15 @@ struct loaded_image {
 	struct stat sb; /* the file before it was opened: a change reopens */
 	size_t nfiles;
 	/* Per file of an image with deferred hashes: the vmm hashed it and
-	 * it matched, so runs skip the check. */
+	 * it matched, so runs skip the check. checked is the vmm's own
+	 * writable view, never inherited (MADV_DONTFORK); checked_ro a view
+	 * of the same sealed memfd that every process forked from the vmm
+	 * shares and none can make writable, so a template's clones,
+	 * forked from a holder made before the verdicts, read them live
+	 * (vmmproc/vmm_images.c). */
 	uint8_t *checked;
+	const volatile uint8_t *checked_ro;
+	pid_t checked_pid; /* the vmm: where checked is mapped */
 	/* Per file, shared with the vm processes: one found it matched. A
 	 * hint only; the vmm hashes the file itself before it sets checked
 	 * (vmmproc/vmm_images.c). */
@@ -351,10 +358,13 @@ int vmm_image_file_check(
 struct vmm_file *vmm_image_files(struct vmm_state *vs, const struct image *img,
     size_t extra, volatile uint8_t **hints);
 /* The same made once per opened image, hashes kept: pass *checked as
- * vmm_config.files_checked. Owned by the image's slot (valid until it
- * is shed or reopened); NULL when img is not one the vmm loaded. */
+ * vmm_config.files_checked (the vmm's verdicts, read-only and live in
+ * every process forked after the image was opened). Owned by the
+ * image's slot (valid until it is shed or reopened); NULL when img is
+ * not one the vmm loaded. */
 const struct vmm_file *vmm_image_files_shared(struct vmm_state *vs,
-    const struct image *img, volatile uint8_t **hints, const uint8_t **checked);
+    const struct image *img, volatile uint8_t **hints,
+    const volatile uint8_t **checked);
 /* Hash, within a budget, the files vm processes found matching, so later
  * runs skip them. */
 void vmm_images_settle(struct vmm_state *vs);

@@ -417,7 +417,7 @@ vmm_h_run(struct proc_ctx *ctx, const struct msg *m)
 	struct vmm_file *fv = NULL;
 	size_t image_len;
 	volatile uint8_t *hints = NULL;
-	const uint8_t *checked = NULL;
+	const volatile uint8_t *checked = NULL;
 	struct image *img;
 	struct sandbox *s;
 	struct grant g;
@@ -924,12 +924,13 @@ job_answer(struct proc_ctx *ctx, struct job *job, int wst)
 		strlcpy(reason, "killed", sizeof(reason));
 	}
 	log_info("run %llu done: status %u, exit %d, %llu+%llu bytes, %llu us "
-	         "(boot %llu, %llu exits, %llu calls)%s%s",
+	         "(boot %llu, %llu exits, %llu calls, %llu files hashed)%s%s",
 	    (unsigned long long)job->reqid, st, res.exit_code,
 	    (unsigned long long)out_len, (unsigned long long)err_len,
 	    (unsigned long long)(res.boot_us + res.run_us),
 	    (unsigned long long)res.boot_us, (unsigned long long)res.exits,
-	    (unsigned long long)res.syscalls, reason[0] != '\0' ? ": " : "",
+	    (unsigned long long)res.syscalls,
+	    (unsigned long long)res.files_hashed, reason[0] != '\0' ? ": " : "",
 	    reason);
 	job_record(ctx, job, st, res.exit_code, &res);
 	vmm_egress_drain(ctx, &job->egress);

@@ -1,5 +1,7 @@
-/* Unit tests for lib/memfd.c: what a receiver of a memfd accepts. */
+/* Unit tests for lib/memfd.c: what a receiver of a memfd accepts, and
+ * a view a child reads but cannot write. */
 #include <sys/mman.h>
+#include <sys/wait.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -142,6 +144,53 @@ test_not_memfd(void **state)
 	assert_int_equal(errno, EBADF);
 }
 
+/*
+ * memfd_owned_view: a child forked after it reads what the parent
+ * writes later, and can neither make its view writable, map the region
+ * writable another way, nor reach the parent's writable view.
+ */
+static void
+test_owned_view(void **state)
+{
+	void *rw;
+	const void *ro;
+	volatile const uint8_t *r;
+	uint8_t *w;
+	int go[2], st;
+	pid_t pid;
+	char c;
+
+	(void)state;
+	assert_int_equal(memfd_owned_view("t", 8192, &rw, &ro), 0);
+	w = rw;
+	r = ro;
+	w[5000] = 1;
+	assert_int_equal(r[5000], 1);
+	assert_int_equal(pipe(go), 0);
+	if ((pid = fork()) == 0) {
+		/* Each check its own exit code, for the parent to name. */
+		if (read(go[0], &c, 1) != 1 || r[5000] != 1 || r[7000] != 2)
+			_exit(1);
+		if (mprotect((void *)ro, 8192, PROT_READ | PROT_WRITE) == 0 ||
+		    errno != EACCES)
+			_exit(2);
+		/* The writable view is not there (msync: ENOMEM). */
+		if (msync(rw, 8192, MS_ASYNC) == 0 || errno != ENOMEM)
+			_exit(3);
+		_exit(0);
+	}
+	assert_true(pid > 0);
+	w[7000] = 2; /* after the fork: seen live */
+	assert_int_equal(write(go[1], "x", 1), 1);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+	close(go[0]);
+	close(go[1]);
+	munmap(rw, 8192);
+	munmap((void *)ro, 8192);
+}
+
 int
 main(void)
 {
@@ -151,6 +200,7 @@ main(void)
 		cmocka_unit_test(test_short),
 		cmocka_unit_test(test_unsealed),
 		cmocka_unit_test(test_not_memfd),
+		cmocka_unit_test(test_owned_view),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
