@@ -578,11 +578,17 @@ box_attack(const char *how)
 		/* The stub's signal stack is in the box: a call with the
 		 * stack pointer near its top is relayed from a frame a
 		 * little lower, one near its bottom would have the stub's
-		 * handler run below the stack, into the box's fields. */
+		 * handler run below the stack, into the box's fields. The
+		 * low one is a quarter of a KiB above the room the handler
+		 * keeps, so that any frame lands in that room: how much a
+		 * frame takes is the CPU's (its XSAVE area), and 6 KiB up,
+		 * where this was, a CPU without AVX-512 had the frame fit
+		 * above the room and the call served, as it should be. */
 		say("a call, stack pointer high on the signal stack",
 		    call_on_stack(box_addr + TRAP_BOX_SIZE - 64) > 0 ? 0 : -1);
 		survived();
-		call_on_stack(box_addr + TRAP_SIGSTACK_OFF + 0x1800);
+		call_on_stack(
+		    box_addr + TRAP_SIGSTACK_OFF + TRAP_SIGSTACK_SPARE + 0x100);
 		printf("a call low on the signal stack came back\n");
 	} else if (strcmp(how, "fpu") == 0) {
 		/* A forged call that makes the vm process read the FPU
