@@ -294,7 +294,8 @@ if "pip" in ROWS:
         row("pip " + src, "ms", med(k), med(n), False, 1.5,
             ("by name from http://pypi.test (host: 127.0.0.1)" if src == "index"
              else "--no-index, the wheel in the workspace") +
-            "; %s modules, machine image vs the host's python3.11" % E["PIP_MODULES"])
+            "; %s modules, machine image vs the host's python3.11; keep %s, native %s" %
+            (E["PIP_MODULES"], [round(x) for x in k], [round(x) for x in n]))
 
 # 4. Requests through a port beside nginx's proxy_pass to the same server.
 if "port" in ROWS:
