@@ -182,7 +182,7 @@ vmm_image_file_check(
 	struct loaded_image *li = loaded_find(vs, img);
 	size_t i = li != NULL ? (size_t)(f - image_file_at(img, 0)) : 0;
 
-	if (li != NULL && i < li->nfiles && li->checked[i])
+	if (li != NULL && i < li->nfiles && li->checked_ro[i])
 		return 0;
 	if (image_file_verify(f) != 0)
 		return IMAGE_E_HASH;
@@ -209,7 +209,7 @@ vmm_image_files(struct vmm_state *vs, const struct image *img, size_t extra,
 		fv[i].data = f->data;
 		fv[i].len = f->len;
 		fv[i].mode = f->mode;
-		fv[i].hash = li != NULL && i < li->nfiles && li->checked[i]
+		fv[i].hash = li != NULL && i < li->nfiles && li->checked_ro[i]
 		    ? NULL
 		    : f->hash;
 		fv[i].pad = fv[i].hash != NULL ? f->pad : 0;
@@ -249,7 +249,7 @@ vmm_images_settle(struct vmm_state *vs)
 		for (k = 0; li->hints != NULL && k < li->nfiles; k++) {
 			const struct image_file *f;
 
-			if (!li->hints[k] || li->checked[k])
+			if (!li->hints[k] || li->checked_ro[k])
 				continue;
 			if (budget == 0)
 				return;

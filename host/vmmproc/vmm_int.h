@@ -116,7 +116,8 @@ struct loaded_image {
 	 * of the same sealed memfd that every process forked from the vmm
 	 * shares and none can make writable, so a template's clones,
 	 * forked from a holder made before the verdicts, read them live
-	 * (vmmproc/vmm_images.c). */
+	 * (vmmproc/vmm_images.c). Reads go through checked_ro, which every
+	 * process has; only the vmm's writes through checked. */
 	uint8_t *checked;
 	const volatile uint8_t *checked_ro;
 	pid_t checked_pid; /* the vmm: where checked is mapped */

@@ -146,8 +146,8 @@ test_not_memfd(void **state)
 
 /*
  * memfd_owned_view: a child forked after it reads what the parent
- * writes later, and can neither make its view writable, map the region
- * writable another way, nor reach the parent's writable view.
+ * writes later, cannot make its view writable, and has no writable view
+ * of the parent's (nor the descriptor, closed before the fork).
  */
 static void
 test_owned_view(void **state)
