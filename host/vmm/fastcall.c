@@ -75,31 +75,17 @@ vm_fast_install(struct vm *vm)
 }
 
 /* Runs of the mmap area's held pages (open in the host), into the runs
- * page; runs_whole 0 when they do not fit. Eight pages at a time where
- * they agree: runs are long. */
+ * page; runs_whole 0 when they do not fit. */
 static void
 sync_runs(struct vm *vm, struct keep_fast *d)
 {
 	struct fast_run *r = (struct fast_run *)(vm->mem + GUEST_FASTRUNS);
-	const uint8_t *u = vm->mmap_used, *p;
-	const uint64_t held8 = 0x0101010101010101ULL * VM_PG_HELD;
 	size_t pages = (size_t)((vm->mmap_hi - vm->mmap_lo) / VM_PAGE);
 	size_t i = 0, j, n = 0;
-	uint64_t w;
 
 	d->runs_whole = 0;
 	d->nruns = 0;
-	while (i < pages) {
-		if ((p = memchr(u + i, VM_PG_HELD, pages - i)) == NULL)
-			break;
-		i = (size_t)(p - u);
-		for (j = i + 1; j + 8 <= pages; j += 8) {
-			memcpy(&w, u + j, 8);
-			if (w != held8)
-				break;
-		}
-		while (j < pages && u[j] == VM_PG_HELD)
-			j++;
+	while ((i = vm_space_held_run(vm, i, &j)) < pages) {
 		if (n == FAST_RUNS)
 			return;
 		r[n].lo = vm->mmap_lo + (uint64_t)i * VM_PAGE;

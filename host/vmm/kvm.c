@@ -1136,8 +1136,7 @@ vm_exec_image(
 		if (err[0] == '\0')
 			snprintf(err, errlen, "arguments too large");
 		vm_proc_mem_uncharge(vm, vm->mem_charged);
-		free(vm->mmap_used);
-		free(vm->mmap_file);
+		vm_mem_maps_free(vm);
 		munmap(mem, vm->memsz);
 		if (mem_fd >= 0)
 			close(mem_fd);
@@ -1153,8 +1152,7 @@ vm_exec_image(
 	vm_shmap_forget(vm); /* the old memory's, gone with it */
 	if (old->mem_fd >= 0 && old->mem_fd != vm->mem_fd)
 		close(old->mem_fd);
-	free(old->mmap_used);
-	free(old->mmap_file);
+	vm_mem_maps_free(old);
 	free(old);
 	if (vm->on_trap) {
 		/* A new process for the new program: the old one's mappings
@@ -1215,10 +1213,7 @@ vm_teardown(struct vm *vm)
 	vm_fs_free(vm);
 	vm_exec_free(vm);
 	vm_thread_reset(vm);
-	free(vm->mmap_used);
-	vm->mmap_used = NULL;
-	free(vm->mmap_file);
-	vm->mmap_file = NULL;
+	vm_mem_maps_free(vm);
 	free(vm->imgruns);
 	vm->imgruns = NULL;
 	vm->nimgruns = vm->imgruns_cap = 0;

@@ -206,22 +206,45 @@ vm_space_close(struct vm *vm, uint64_t addr, uint64_t len)
 	return 0;
 }
 
+size_t
+vm_space_held_run(const struct vm *vm, size_t i, size_t *end)
+{
+	const uint64_t held8 = 0x0101010101010101ULL * VM_PG_HELD;
+	const uint8_t *u = vm->mmap_used, *p;
+	size_t pages = (size_t)((vm->mmap_hi - vm->mmap_lo) / VM_PAGE), j;
+	uint64_t w;
+
+	if (i < vm->mmap_low)
+		i = vm->mmap_low;
+	if (i >= pages || (p = memchr(u + i, VM_PG_HELD, pages - i)) == NULL)
+		return *end = pages;
+	i = (size_t)(p - u);
+	for (j = i + 1; j + 8 <= pages; j += 8) {
+		memcpy(&w, u + j, 8);
+		if (w != held8)
+			break;
+	}
+	while (j < pages && u[j] == VM_PG_HELD)
+		j++;
+	*end = j;
+	return i;
+}
+
 int
 vm_space_sync(struct vm *vm)
 {
-	uint64_t a, run, b = vm_space_low_end(vm);
+	uint64_t b = vm_space_low_end(vm);
+	size_t i, at, end;
 
 	if (b < vm->mmap_lo && vm_space_close(vm, b, vm->mmap_lo - b) != 0)
 		return -1;
-	for (a = vm->mmap_lo; a < vm->mmap_hi; a += run) {
-		run = VM_PAGE;
-		if (vm->mmap_used[(a - vm->mmap_lo) / VM_PAGE] == VM_PG_HELD)
-			continue;
-		while (a + run < vm->mmap_hi &&
-		    vm->mmap_used[(a + run - vm->mmap_lo) / VM_PAGE] !=
-		        VM_PG_HELD)
-			run += VM_PAGE;
-		if (vm_space_close(vm, a, run) != 0)
+	/* The gaps between held runs, each closed in one call. */
+	for (i = 0; vm->mmap_lo + (uint64_t)i * VM_PAGE < vm->mmap_hi;
+	     i = end) {
+		at = vm_space_held_run(vm, i, &end);
+		if (at > i &&
+		    vm_space_close(vm, vm->mmap_lo + (uint64_t)i * VM_PAGE,
+		        (uint64_t)(at - i) * VM_PAGE) != 0)
 			return -1;
 	}
 	return 0;

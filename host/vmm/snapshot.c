@@ -1026,6 +1026,7 @@ vm_snap_restore(struct vm *vm, int fd, char *err, size_t errlen)
 	        errlen) != 0)
 		goto out;
 	memcpy(vm->mmap_used, used_map, npages);
+	vm->mmap_low = 0; /* anything may be held: not looked for */
 	memcpy(vm->mmap_file, file_map, npages);
 	vm->brk_cur = st.brk_cur;
 	vm->brk_peak = st.brk_peak;

@@ -105,7 +105,7 @@ mmap_over(struct vm *vm, uint64_t g, uint64_t len, int reserved)
 		if (vm_space_close(vm, g, len) != 0)
 			return -ENOMEM;
 		vm_mem_uncharge(vm, held * VM_PAGE);
-		memset(vm->mmap_used + first, VM_PG_RESERVED, len / VM_PAGE);
+		vm_pages_mark(vm, first, len / VM_PAGE, VM_PG_RESERVED);
 		vm->mmap_reserved_pages += held;
 		return 0;
 	}
@@ -116,7 +116,7 @@ mmap_over(struct vm *vm, uint64_t g, uint64_t len, int reserved)
 		return -ENOMEM;
 	}
 	vm_mmap_zero(vm, g, len);
-	memset(vm->mmap_used + first, VM_PG_HELD, len / VM_PAGE);
+	vm_pages_mark(vm, first, len / VM_PAGE, VM_PG_HELD);
 	vm->mmap_reserved_pages -= resv;
 	return 0;
 }
@@ -319,8 +319,8 @@ sys_mprotect(struct vm *vm, const uint64_t a[6])
 		vm_mem_uncharge(vm, resv * VM_PAGE);
 		return -ENOMEM;
 	}
-	memset(vm->mmap_used + (lo - vm->mmap_lo) / VM_PAGE, VM_PG_HELD,
-	    (hi - lo) / VM_PAGE);
+	vm_pages_mark(
+	    vm, (lo - vm->mmap_lo) / VM_PAGE, (hi - lo) / VM_PAGE, VM_PG_HELD);
 	vm->mmap_reserved_pages -= resv;
 	vm_space_peak(vm);
 	return 0;

@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/uio.h>
 
 #include "host/vmm/elf.h"
@@ -177,8 +178,11 @@ struct vm {
 	uint64_t brk_start, brk_cur, brk_max;
 	uint64_t mmap_lo, mmap_hi; /* page allocator range */
 	/* One byte per page of [mmap_lo, mmap_hi): VM_PG_FREE, _HELD or
-	 * _RESERVED (mem_space.c). */
+	 * _RESERVED (mem_space.c), set through vm_pages_mark; every page
+	 * below mmap_low is free. It and mmap_file are mmap_maps_len bytes
+	 * of their own mapping each (mem.c). */
 	uint8_t *mmap_used;
+	size_t mmap_low, mmap_maps_len;
 	/* Pages in use (held or reserved, not the image's), and the peak
 	 * of those held. */
 	uint64_t mmap_pages_used, mmap_pages_peak;
@@ -806,6 +810,8 @@ int vm_env_parse(const uint8_t *data, size_t len, const char *const *envp,
 
 /* The page allocator behind mmap (mem.c). */
 int vm_mem_init(struct vm *);
+/* The two page maps unmapped (mmap_used, mmap_file: NULL after). */
+void vm_mem_maps_free(struct vm *);
 void vm_mem_maps_touch(struct vm *);
 /* vm->mem_charged and the tree's charge together: 0 or -ENOMEM; and
  * back (at most what this process was charged: a vfork child's
@@ -833,6 +839,14 @@ int64_t vm_mmap_fill(
 #define VM_PG_FREE 0
 #define VM_PG_HELD 1 /* mapped and charged: open */
 #define VM_PG_RESERVED 2 /* mapped PROT_NONE: not charged, closed */
+/* Pages [first, first + n) of the mmap area set to st in mmap_used. */
+static inline void
+vm_pages_mark(struct vm *vm, size_t first, size_t n, uint8_t st)
+{
+	memset(vm->mmap_used + first, st, n);
+	if (st != VM_PG_FREE && n > 0 && first < vm->mmap_low)
+		vm->mmap_low = first;
+}
 #define VM_RESERVE_FILE "/etc/keep/reserve"
 #define VM_RESERVE_FILE_MAX 256
 /* Parse an image's reserve file: 0 with *bytes (rounded up to 2 MiB),
@@ -894,6 +908,12 @@ int vm_space_close(struct vm *, uint64_t addr, uint64_t len);
 /* Close what the guest does not hold: at boot (vm_mem_init) and after a
  * memory image is restored, whose file says nothing of host rights. */
 int vm_space_sync(struct vm *);
+/* The first page of the next run of held pages of the mmap area at or
+ * after page i (the area's page count when there is none), the page
+ * after the run in *end. memchr, then eight pages at a time: the area
+ * is mostly free (784,384 pages in a machine image's run) and what is
+ * held lies in a few long runs. */
+size_t vm_space_held_run(const struct vm *, size_t i, size_t *end);
 /* A paused context's save (snapshot.c reads every page): refused while
  * the guest holds reservations, which its file cannot say apart from
  * held pages; otherwise every page is opened first. */

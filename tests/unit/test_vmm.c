@@ -333,6 +333,74 @@ test_gptr_space(void **state)
 	assert_null(vm_gptr(&vm, LO, m + 4096 - LO)); /* over all of it */
 }
 
+/*
+ * The held runs of the mmap area (vm_space_held_run, which both the
+ * fork's and execve's walk and the fast calls' runs use) against a
+ * page-at-a-time reading of the same map: runs of every length, at
+ * every offset from the eight-page steps, reserved pages between held
+ * ones, a run to the area's end; and pages below mmap_low, which
+ * vm_pages_mark keeps below anything it marks, never looked at.
+ */
+static void
+test_space_held_runs(void **state)
+{
+	enum { N = 613 };
+	static uint8_t used[N];
+	struct vm vm;
+	size_t i, j, at, end, want_at, want_end;
+	unsigned seed = 1, runs = 0;
+
+	(void)state;
+	memset(&vm, 0, sizeof(vm));
+	vm.mmap_lo = 1ULL << 30;
+	vm.mmap_hi = vm.mmap_lo + (uint64_t)N * VM_PAGE;
+	vm.mmap_used = used;
+	vm.mmap_low = N;
+	for (i = 0; i < N;) {
+		seed = seed * 1103515245u + 12345u;
+		j = i + 1 + (seed >> 16) % 23;
+		if (j > N)
+			j = N;
+		vm_pages_mark(&vm, i, j - i,
+		    (seed >> 8) % 3 == 0       ? VM_PG_FREE
+		        : (seed >> 8) % 3 == 1 ? VM_PG_HELD
+		                               : VM_PG_RESERVED);
+		i = j;
+	}
+	vm_pages_mark(&vm, N - 5, 5, VM_PG_HELD);
+	assert_true(vm.mmap_low < N);
+	for (i = 0; i < vm.mmap_low; i++)
+		assert_int_equal(used[i], VM_PG_FREE);
+	for (i = 0;; i = end) {
+		for (want_at = i; want_at < N && used[want_at] != VM_PG_HELD;
+		     want_at++)
+			;
+		for (want_end = want_at;
+		     want_end < N && used[want_end] == VM_PG_HELD; want_end++)
+			;
+		at = vm_space_held_run(&vm, i, &end);
+		assert_int_equal(at, want_at);
+		assert_int_equal(end, want_at < N ? want_end : N);
+		if (at == N)
+			break;
+		runs++;
+	}
+	assert_true(runs > 10);
+	/* Below the mark nothing is looked at: a held byte there (which
+	 * only a write past vm_pages_mark could put) is not found. */
+	memset(used, VM_PG_FREE, N);
+	vm.mmap_low = N;
+	vm_pages_mark(&vm, 400, 3, VM_PG_HELD);
+	assert_int_equal(vm.mmap_low, 400);
+	used[10] = VM_PG_HELD;
+	assert_int_equal(vm_space_held_run(&vm, 0, &end), 400);
+	assert_int_equal(end, 403);
+	vm_pages_mark(&vm, 10, 1, VM_PG_RESERVED);
+	assert_int_equal(vm.mmap_low, 10);
+	assert_int_equal(vm_space_held_run(&vm, 403, &end), N);
+	assert_int_equal(end, N);
+}
+
 /* Whether the guest's page tables map the 2 MiB page at addr. */
 static int
 pde_present(const struct vm *vm, uint64_t addr)
@@ -681,6 +749,7 @@ main(void)
 		cmocka_unit_test(test_img_tree),
 		cmocka_unit_test(test_gptr_bounds),
 		cmocka_unit_test(test_gptr_space),
+		cmocka_unit_test(test_space_held_runs),
 		cmocka_unit_test(test_memslots_reach),
 		cmocka_unit_test(test_reserve_parse),
 		cmocka_unit_test(test_image_env_parse),
