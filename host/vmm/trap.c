@@ -119,6 +119,7 @@ struct vm_trap {
 	int box_fd;
 	pid_t pid;
 	int pidfd;
+	int retired; /* the pidfd of the stub an execve replaced, or -1 */
 	uint64_t cookie[2];
 	int chan; /* our end of the stub's TRAP_FD_CHAN */
 	/* Ops on guest memory not yet sent to the stub, and beside each
@@ -241,7 +242,7 @@ trap_new(void)
 
 	if (t == NULL)
 		return NULL;
-	t->box_fd = t->pidfd = t->chan = -1;
+	t->box_fd = t->pidfd = t->chan = t->retired = -1;
 	for (i = 0; i < TREE_NS_N; i++)
 		t->tree_ns[i] = -1;
 	return t;
@@ -787,6 +788,49 @@ stub_kill(struct vm_trap *t)
 	t->pidfd = -1;
 }
 
+/*
+ * An execve's old stub: killed, not waited for. Its one thread waits in
+ * the stub's code for the reply to that execve (the vm process runs a
+ * guest's threads one at a time), so SIGKILL leaves it nothing to run;
+ * what is slow is its teardown, the old program's memory freed (a
+ * shell's copy, for each command it runs), which the new stub's start
+ * overlaps. Reaped by retired_reap.
+ */
+static void
+stub_retire(struct vm_trap *t)
+{
+	uint64_t user, total;
+
+	if (t->pid <= 0 || t->pidfd < 0) {
+		stub_kill(t);
+		return;
+	}
+	vm_cpu_clock(t->pid, &user, &total);
+	t->banked[0] += user;
+	t->banked[1] += total;
+	kill(t->pid, SIGKILL);
+	t->retired = t->pidfd;
+	t->pid = 0;
+	t->pidfd = -1;
+}
+
+/* The retired stub reaped: now (block), or only if it has gone. */
+static void
+retired_reap(struct vm_trap *t, int block)
+{
+	siginfo_t si;
+
+	if (t->retired < 0)
+		return;
+	memset(&si, 0, sizeof(si));
+	if (waitid(P_PIDFD, (id_t)t->retired, &si,
+	        WEXITED | __WALL | (block ? 0 : WNOHANG)) == 0 &&
+	    si.si_pid == 0)
+		return;
+	close(t->retired);
+	t->retired = -1;
+}
+
 /* ---- the handshake ---------------------------------------------------- */
 
 static uint32_t
@@ -1161,7 +1205,8 @@ vm_trap_create(struct vm *vm, char *err, size_t errlen)
 	}
 	/* A process started before (execve's old program) goes first; the
 	 * opens queued since are for the new one. */
-	stub_kill(t);
+	retired_reap(t, 1);
+	stub_retire(t);
 	if (t->box != NULL)
 		munmap(t->box, TRAP_BOX_SIZE);
 	t->box = NULL;
@@ -1204,6 +1249,7 @@ vm_trap_create(struct vm *vm, char *err, size_t errlen)
 		stub_kill(t);
 		return -1;
 	}
+	retired_reap(t, 0);
 	/* The stub's FPU area is the clean state a new process has: the
 	 * guest's first, unless the caller loads another. */
 	take_frame(t);
@@ -1219,6 +1265,7 @@ vm_trap_drop(struct vm *vm)
 	if (t == NULL)
 		return;
 	stub_kill(t);
+	retired_reap(t, 1);
 	if (t->box != NULL)
 		munmap(t->box, TRAP_BOX_SIZE);
 	if (t->box_fd >= 0)
@@ -1244,6 +1291,8 @@ vm_trap_forget(struct vm *vm)
 		return;
 	if (t->pidfd >= 0)
 		close(t->pidfd);
+	if (t->retired >= 0)
+		close(t->retired); /* the parent's to reap */
 	if (t->box != NULL)
 		munmap(t->box, TRAP_BOX_SIZE);
 	if (t->chan >= 0)

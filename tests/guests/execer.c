@@ -1,6 +1,8 @@
 /* execve: the running program again (/proc/self/exe, as busybox does),
  * a workspace program, a "#!" script, and the errors that leave the
- * caller running. Usage: execer [child ARGS...] */
+ * caller running. Usage: execer [child ARGS...]; execer chain N: N
+ * execve of itself in one process, then "chain done" and a pause of
+ * SECONDS (the third argument) before it exits. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -34,6 +36,21 @@ main(int argc, char **argv)
 		printf(
 		    "  empty argv: argv[0]=\"\", env WHO=%s\n", getenv("WHO"));
 		return 9;
+	}
+	if (argc == 4 && strcmp(argv[1], "chain") == 0) {
+		char n[16];
+
+		if (atoi(argv[2]) > 0) {
+			snprintf(n, sizeof(n), "%d", atoi(argv[2]) - 1);
+			execve("/proc/self/exe",
+			    (char *[]){ argv[0], "chain", n, argv[3], NULL },
+			    (char *[]){ NULL });
+			printf("execve: %s\n", strerror(errno));
+			return 1;
+		}
+		printf("chain done\n");
+		sleep((unsigned)atoi(argv[3]));
+		return 0;
 	}
 	if (argc > 1 && strcmp(argv[1], "child") == 0) {
 		for (i = 0; i < argc; i++)

@@ -274,6 +274,25 @@ empty argv: exit 9'
     ok "execve: self, a script, EACCES, ENOEXEC, ENOENT" ||
     bad "execve: exit $rc: $(diff <(echo "$want") "$tmp/out") $(cat "$tmp/err")"
 
+# Thirty execve in one process: on the trap platform each leaves its old
+# stub to end while the new one starts (docs/vmm.md, "The trap
+# platform: Fork"), and each is reaped; no zombie piles up behind the
+# run (at most the last, reaped at the next execve or the end). While the
+# chain's last program waits, the run's host processes are counted.
+"$KEEP" run --timeout 30s "$G/execer" chain 30 3 >"$tmp/out" 2>"$tmp/err" &
+runner=$!
+for _ in $(seq 200); do grep -q "chain done" "$tmp/out" && break; sleep 0.05; done
+# Every descendant of the run's keep process, with its state.
+tree=$(ps -e -o pid=,ppid=,stat= | awk -v root="$runner" '
+	{ parent[$1] = $2; state[$1] = $3 }
+	END { for (p in parent) { q = p; while (q in parent && q != root) q = parent[q]
+		if (q == root && p != root) print p, state[p] } }')
+zombies=$(awk '$2 ~ /^Z/' <<<"$tree" | wc -l)
+wait "$runner"; rc=$?
+[ $rc -eq 0 ] && [ "$(cat "$tmp/out")" = "chain done" ] && [ "$zombies" -le 1 ] &&
+    ok "thirty execve in a row: $zombies zombie left behind the run ($(wc -l <<<"$tree") host processes)" ||
+    bad "execve chain: exit $rc, $zombies zombies: $tree $(cat "$tmp/out" "$tmp/err")"
+
 # busybox sh: pipelines, $(...), redirections, && and ||, subshells, a
 # writer whose reader is gone (yes | head), byte-identical to native.
 # Paths are relative: the workspace is the guest's / and its cwd.
