@@ -19,6 +19,7 @@
  */
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include <errno.h>
@@ -81,6 +82,10 @@ struct vm_slot {
 	/* 1 while the process waits on another (vm_proc_waiting) or has
 	 * ended: not counted in the tree's running. */
 	int32_t waiting;
+	/* The child its blocking wait4 or waitid waits for: a guest pid,
+	 * -1 any, 0 none. A child that ends wakes it only then, so a wait
+	 * for another child is not cut short (vm_proc_finish). */
+	int32_t wait_for;
 };
 
 struct vm_tree {
@@ -385,6 +390,16 @@ vm_proc_finish(struct vm *vm)
 		post_done(vm, s);
 		uncharge_all(t, s);
 		STORE(&s->wstatus, guest_wstatus(vm));
+		/*
+		 * The parent reaps this row (wait_child_here) without
+		 * waiting for this host process, whose teardown (its memory
+		 * unmapped, the stub's) takes half a millisecond and more:
+		 * what a zombie has let go of under Linux goes first, every
+		 * descriptor (a pipe's reader sees its end, locks are free),
+		 * and the stub is on its way out.
+		 */
+		vm_trap_stop(vm);
+		syscall(SYS_close_range, 0, ~0U, 0);
 		for (w = LOAD(&s->word);;) {
 			uint64_t nw = w_parent(w) == 0
 			    ? word(SLOT_FREE, 0)
@@ -392,8 +407,16 @@ vm_proc_finish(struct vm *vm)
 			if (CAS(&s->word, &w, nw))
 				break;
 		}
-		if (w_parent(w) != 0 && (s = find_pid(vm, w_parent(w))) != NULL)
+		if (w_parent(w) != 0 &&
+		    (s = find_pid(vm, w_parent(w))) != NULL) {
 			post(vm, s, SIGCHLD);
+			/* A parent blocked in a wait for this child wakes
+			 * even when it takes no SIGCHLD: the row is what it
+			 * reaps (wait_child_here). */
+			if (LOAD(&s->wait_for) == -1 ||
+			    LOAD(&s->wait_for) == vm->pid)
+				signal_host(vm, s, SIGUSR2);
+		}
 		_exit(vm->res->status == VMM_EXITED ? vm->res->exit_code & 0xff
 		                                    : 128 + SIGKILL);
 	}
@@ -562,6 +585,7 @@ do_clone(struct vm *vm, uint64_t flags, uint64_t newsp, uint64_t ptid,
 	/* Counted before the fork: the child may call before the parent
 	 * goes on. */
 	STORE(&s->waiting, 0);
+	STORE(&s->wait_for, 0);
 	(void)__atomic_fetch_add(&vm->tree->running, 1, __ATOMIC_SEQ_CST);
 	if ((pid = vm_fork(vm, &st, (flags & CLONE_VFORK_) != 0, err,
 	         sizeof(err))) == -1) {
@@ -589,6 +613,7 @@ do_clone(struct vm *vm, uint64_t flags, uint64_t newsp, uint64_t ptid,
 		_exit(128 + SIGKILL);
 	vm->is_child = 1;
 	vm->nchildren = 0;
+	vm->nunreaped = 0; /* the parent's to reap */
 	vm->cpu_child[0] = vm->cpu_child[1] = vm->cpu_child_maxrss_kib = 0;
 	vm->slot = slot;
 	if (flags & CLONE_VFORK_)
@@ -656,23 +681,57 @@ vm_guest_pid_of(struct vm *vm, pid_t hp)
 	return 0;
 }
 
-/* The host pid of a child of ours that the table says has ended (gpid
- * > 0: that one; else any), or 0. */
-static pid_t
+/* A child of ours that the table says has ended (gpid > 0: that one;
+ * else any), or NULL. */
+static struct vm_slot *
 ended_child(struct vm *vm, int32_t gpid)
 {
 	unsigned i;
 	uint64_t w;
-	pid_t hp;
 
 	for (i = 0; i < vm->tree->nslots; i++) {
 		w = LOAD(&vm->tree->slot[i].word);
 		if (w_state(w) == SLOT_ZOMBIE && w_parent(w) == vm->pid &&
 		    (gpid <= 0 || LOAD(&vm->tree->slot[i].guest_pid) == gpid) &&
-		    (hp = LOAD(&vm->tree->slot[i].host_pid)) > 0)
-			return hp;
+		    LOAD(&vm->tree->slot[i].host_pid) > 0)
+			return &vm->tree->slot[i];
 	}
-	return 0;
+	return NULL;
+}
+
+/*
+ * The host processes of children reaped from the table, reaped as they
+ * end; with no room left, the oldest is waited for. A row is freed only
+ * after its child posted its end, and its host process stays a zombie
+ * until reaped here, so no signal to a row's host pid can reach another
+ * process (signal_host).
+ */
+static void
+reap_later(struct vm *vm, pid_t hp)
+{
+	siginfo_t si;
+	unsigned i, n = 0;
+
+	for (i = 0; i < vm->nunreaped; i++) {
+		memset(&si, 0, sizeof(si));
+		if (waitid(P_PID, (id_t)vm->unreaped[i], &si,
+		        WEXITED | WNOHANG | __WALL) == 0 &&
+		    si.si_pid == 0)
+			vm->unreaped[n++] = vm->unreaped[i];
+	}
+	vm->nunreaped = n;
+	if (hp <= 0)
+		return;
+	if (n == sizeof(vm->unreaped) / sizeof(vm->unreaped[0])) {
+		while (waitid(P_PID, (id_t)vm->unreaped[0], &si,
+		           WEXITED | __WALL) == -1 &&
+		    errno == EINTR)
+			;
+		memmove(vm->unreaped, vm->unreaped + 1,
+		    --n * sizeof(vm->unreaped[0]));
+	}
+	vm->unreaped[n++] = hp;
+	vm->nunreaped = n;
 }
 
 /* A reaped child's CPU time and peak memory into ru (user, system ns;
@@ -698,6 +757,37 @@ reaped_cpu(
 		vm->cpu_child_maxrss_kib = ru[2];
 }
 
+/* A reaped child's row given back: its times into ru (reaped_cpu), its
+ * guest pid out. */
+static int32_t
+reap_row(
+    struct vm *vm, struct vm_slot *s, const struct rusage *hru, uint64_t ru[3])
+{
+	int32_t got = LOAD(&s->guest_pid);
+
+	reaped_cpu(vm, s, hru, ru);
+	if (vm->nchildren > 0)
+		vm->nchildren--;
+	uncharge_all(vm->tree, s);
+	STORE(&s->host_pid, 0);
+	STORE(&s->word, word(SLOT_FREE, 0));
+	return got;
+}
+
+/* A child the table says has ended, reaped from there: its status and
+ * times what it posted; its host process, perhaps still tearing down,
+ * left to reap_later. */
+static int32_t
+reap_ended(struct vm *vm, struct vm_slot *s, int32_t *gst, uint64_t ru[3])
+{
+	struct rusage none;
+
+	memset(&none, 0, sizeof(none));
+	*gst = LOAD(&s->wstatus);
+	reap_later(vm, LOAD(&s->host_pid));
+	return reap_row(vm, s, &none, ru);
+}
+
 /*
  * Wait for a child (gpid > 0: that one; anything else: any, since the
  * guest's process groups live only in the table). The host's wait4 does
@@ -713,7 +803,6 @@ wait_child_here(
 	struct rusage hru;
 	int hst;
 	unsigned i;
-	int32_t got;
 
 	if (gpid > 0) {
 		if ((s = find_pid(vm, gpid)) == NULL ||
@@ -722,15 +811,16 @@ wait_child_here(
 			return -ECHILD;
 	} else if (!has_children(vm))
 		return -ECHILD;
+	reap_later(vm, 0);
 	/* A child that has ended in the table (a zombie, its SIGCHLD
-	 * already sent) may still be tearing its host process down: WNOHANG
-	 * must find it all the same, so its host process is waited for, a
-	 * moment at most. Else a shell woken by SIGCHLD saw no child ended
-	 * and waited for another SIGCHLD that never came. */
-	if (nohang && (hp = ended_child(vm, gpid)) > 0) {
-		target = hp;
-		nohang = 0;
-	}
+	 * already sent, its descriptors closed: vm_proc_finish) is reaped
+	 * from there, its status and times what it posted, while its host
+	 * process may still be tearing down: WNOHANG must find it (a shell
+	 * woken by SIGCHLD that saw no child ended would wait for another
+	 * SIGCHLD that never came), and a blocking wait need not wait for
+	 * the teardown. */
+	if ((s = ended_child(vm, gpid)) != NULL)
+		return reap_ended(vm, s, gst, ru);
 	if (!nohang)
 		vm_trap_blocking(vm);
 	for (;;) {
@@ -749,6 +839,11 @@ wait_child_here(
 			hp = wait4(target, &hst, nohang ? WNOHANG : 0, &hru);
 		if (hp == 0)
 			return 0;
+		/* Woken by a child that ended (vm_proc_finish kicks a
+		 * parent that waits): it is in the table. */
+		if (hp == -1 && errno == EINTR &&
+		    (s = ended_child(vm, gpid)) != NULL)
+			return reap_ended(vm, s, gst, ru);
 		if (hp == -1)
 			return errno == EINTR ? -EINTR : -ECHILD;
 		for (i = 0, s = NULL; i < vm->tree->nslots && s == NULL; i++)
@@ -765,14 +860,7 @@ wait_child_here(
 			*gst = WTERMSIG(hst);
 		else
 			*gst = (WEXITSTATUS(hst) & 0xff) << 8;
-		got = LOAD(&s->guest_pid);
-		reaped_cpu(vm, s, &hru, ru);
-		if (vm->nchildren > 0)
-			vm->nchildren--;
-		uncharge_all(vm->tree, s);
-		STORE(&s->host_pid, 0);
-		STORE(&s->word, word(SLOT_FREE, 0));
-		return got;
+		return reap_row(vm, s, &hru, ru);
 	}
 }
 
@@ -783,11 +871,17 @@ wait_child(
 {
 	int64_t r;
 
-	if (!nohang)
+	if (!nohang) {
 		vm_proc_waiting(vm, 1);
+		if (vm->tree != NULL && vm_thread_alone(vm))
+			STORE(&me(vm)->wait_for, gpid > 0 ? gpid : -1);
+	}
 	r = wait_child_here(vm, gpid, nohang, gst, ru);
-	if (!nohang)
+	if (!nohang) {
+		if (vm->tree != NULL)
+			STORE(&me(vm)->wait_for, 0);
 		vm_proc_waiting(vm, 0);
+	}
 	return r;
 }
 

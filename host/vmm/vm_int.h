@@ -236,6 +236,10 @@ struct vm {
 	uint32_t personality;
 	int is_child; /* forked: ends with _exit, never returns */
 	unsigned nchildren; /* forked and not yet reaped by a wait */
+	/* Host processes of children reaped from the tree's table, still
+	 * ending (proc.c reap_later). */
+	pid_t unreaped[8];
+	unsigned nunreaped;
 	int term_sig; /* killed by a guest kill of itself */
 	int vfork_fd; /* a vfork child's pipe to its waiting parent, or -1 */
 	/* The CPU time (ns, user and system) and the peak memory (KiB) of

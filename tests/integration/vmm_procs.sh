@@ -27,6 +27,7 @@ same "fork, wait4, statuses, kill" "$G/forkwait"
 same "pipes: poll and select timeouts, POLLHUP, dup2 across exec, SIGPIPE" "$G/pipes"
 same "epoll and eventfd: counters, level and edge, one-shot, timeouts, fork" "$G/events"
 same "socketpair: both ways, shutdown, a forked child's end, datagrams, refusals" "$G/sockpair"
+same "after wait4 the child's descriptors are closed: a pipe and a socketpair read their end at once" "$G/waitclose"
 : | "$G/events" stdio 2>&1 | cat >"$tmp/native"
 : | "$KEEP" run --timeout 20s "$G/events" stdio 2>&1 | cat >"$tmp/keep"
 cmp -s "$tmp/native" "$tmp/keep" && ok "epoll on stdout and stdin pipes: same as native" ||
