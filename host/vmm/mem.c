@@ -108,9 +108,10 @@ vm_mem_maps_free(struct vm *vm)
 
 /* A template's spare, ahead of its run: each page of the mmap area's two
  * page maps read once. Pages of them never written are mapped by no one
- * (calloc'd, and a fork copies no mapping of them), and the run's end
- * reads the image map whole (vm_imgmap_settle): about 100 first-touch
- * faults of a python clone's, before its result was final. */
+ * (fresh anonymous pages, vm_mem_init, and a fork copies no mapping of
+ * them), and the run's end reads the image map whole (vm_imgmap_settle):
+ * about 100 first-touch faults of a python clone's, before its result
+ * was final. */
 void
 vm_mem_maps_touch(struct vm *vm)
 {
