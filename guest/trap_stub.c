@@ -49,7 +49,10 @@
 #define NR_rt_sigreturn 15
 #define NR_mremap 25
 #define NR_sched_yield 24
+#define NR_getpid 39
+#define NR_recvfrom 45
 #define NR_recvmsg 47
+#define NR_fcntl 72
 #define NR_sigaltstack 131
 #define NR_prctl 157
 #define NR_arch_prctl 158
@@ -69,6 +72,7 @@
 #define MAP_FIXED_NOREPLACE 0x100000
 #define MREMAP_MAYMOVE 1
 #define MREMAP_FIXED 2
+#define MSG_PEEK 0x02
 #define MSG_DONTWAIT 0x40
 #define MSG_CTRUNC 0x08
 #define SOL_SOCKET 1
@@ -79,6 +83,11 @@
 #define EPERM 1
 #define FUTEX_WAIT 0
 #define FUTEX_WAKE 1
+#define F_SETFL 4
+#define F_SETOWN 8
+#define F_SETSIG 10
+#define O_ASYNC 0x2000
+#define POLL_HUP 6
 #define ARCH_SET_GS 0x1001
 #define ARCH_SET_FS 0x1002
 #define ARCH_GET_FS 0x1003
@@ -94,6 +103,7 @@
 #define SIGBUS 7
 #define SIGFPE 8
 #define SIGSEGV 11
+#define SIGIO 29
 #define SIGSYS 31
 #define bit(sig) (1ULL << ((sig)-1))
 #define AT_NULL 0
@@ -140,8 +150,9 @@ struct stub_ucontext {
 
 struct stub_siginfo {
 	int32_t signo, errno_, code, pad;
-	uint64_t addr; /* SIGSYS: the call's address; faults: si_addr */
-	int32_t syscall_nr;
+	uint64_t addr; /* SIGSYS: the call's address; faults: si_addr;
+			  SIGIO: si_band */
+	int32_t syscall_nr; /* SIGIO: si_fd */
 	uint32_t arch;
 };
 
@@ -660,6 +671,22 @@ on_kick(int sig, struct stub_siginfo *si, void *ucv)
 	relay(ucv, TRAP_EV_KICK);
 }
 
+/*
+ * The life socket's peer closed (TRAP_FD_LIFE): the vm process that
+ * served this process has ended, however it ended, and nothing will
+ * answer again. Only the kernel's SIGIO for that descriptor counts; a
+ * SIGIO sent by a process (SI_USER) is not a hang-up. It nests in a
+ * relay, whose wait would otherwise outlast its vm process.
+ */
+static void
+on_orphan(int sig, struct stub_siginfo *si, void *ucv)
+{
+	(void)sig;
+	(void)ucv;
+	if (si->code == POLL_HUP && si->syscall_nr == TRAP_FD_LIFE)
+		die(117);
+}
+
 static void
 handle(int sig, void (*fn)(int, struct stub_siginfo *, void *))
 {
@@ -668,7 +695,8 @@ handle(int sig, void (*fn)(int, struct stub_siginfo *, void *))
 	sa.handler = fn;
 	sa.flags = SA_SIGINFO | SA_ONSTACK | SA_RESTORER;
 	sa.restorer = stub_restorer;
-	sa.mask = ~0ULL; /* nothing nests in a relay */
+	/* Nothing nests in a relay but the orphan's end. */
+	sa.mask = sig == SIGIO ? ~0ULL : ~bit(SIGIO);
 	if (stub_syscall6(NR_rt_sigaction, sig, (long)&sa, 0, 8, 0, 0) != 0)
 		die(120);
 }
@@ -703,9 +731,10 @@ enum {
 	F_ARCH = 32,
 	F_MMAP = 35,
 	F_MREMAP = 37,
-	F_TRAP = 43,
-	F_ALLOW = 44,
-	F_LEN = 45
+	F_CLOSE = 43,
+	F_TRAP = 45,
+	F_ALLOW = 46,
+	F_LEN = 47
 };
 
 static void
@@ -730,7 +759,7 @@ install_filter(const volatile uint64_t cookie[2])
 		/* 13 */ JEQ(NR_rt_sigreturn, J(13, F_ALLOW), 0),
 		/* 14 */ JEQ(NR_sched_yield, J(14, F_ALLOW), 0),
 		/* 15 */ JEQ(NR_exit_group, J(15, F_ALLOW), 0),
-		/* 16 */ JEQ(NR_close, J(16, F_ALLOW), 0),
+		/* 16 */ JEQ(NR_close, J(16, F_CLOSE), 0),
 		/* 17 */ JEQ(NR_arch_prctl, J(17, F_ARCH), 0),
 		/* 18 */ JEQ(NR_mmap, J(18, F_MMAP), 0),
 		/* 19 */ JEQ(NR_mremap, J(19, F_MREMAP), 0),
@@ -763,9 +792,14 @@ install_filter(const volatile uint64_t cookie[2])
 		/* 39 */ LD(ARG_HI(1)),
 		/* 40 */ JEQ(0, 0, J(40, F_TRAP)),
 		/* 41 */ LD(ARG_LO(3)),
-		/* 42 */ JEQ(MREMAP_MAYMOVE | MREMAP_FIXED, J(42, F_ALLOW), 0),
-		/* 43 */ RET(SECCOMP_RET_TRAP),
-		/* 44 */ RET(SECCOMP_RET_ALLOW),
+		/* 42 */
+		JEQ(MREMAP_MAYMOVE | MREMAP_FIXED, J(42, F_ALLOW),
+		    J(42, F_TRAP)),
+		/* close: anything but the life socket */
+		/* 43 */ LD(ARG_LO(0)),
+		/* 44 */ JEQ(TRAP_FD_LIFE, 0, J(44, F_ALLOW)),
+		/* 45 */ RET(SECCOMP_RET_TRAP),
+		/* 46 */ RET(SECCOMP_RET_ALLOW),
 	};
 	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
 
@@ -841,36 +875,35 @@ drop_host_vdso(uint64_t *sp)
 }
 
 static void
-map_guest(uint64_t memsz)
+map_guest(uint64_t memsz, long fd)
 {
 	long rc;
 
 	rc = stub_syscall6(NR_mmap, (long)TRAP_MEM_LO,
 	    (long)(memsz - TRAP_MEM_LO), PROT_NONE,
-	    MAP_SHARED | MAP_FIXED_NOREPLACE, TRAP_FD_MEM, (long)TRAP_MEM_LO);
+	    MAP_SHARED | MAP_FIXED_NOREPLACE, fd, (long)TRAP_MEM_LO);
 	if (rc != (long)TRAP_MEM_LO)
 		die(123);
 	rc = stub_syscall6(NR_mmap, GUEST_VVAR, GUEST_VDSO - GUEST_VVAR,
-	    PROT_READ, MAP_SHARED | MAP_FIXED_NOREPLACE, TRAP_FD_MEM,
-	    GUEST_VVAR);
+	    PROT_READ, MAP_SHARED | MAP_FIXED_NOREPLACE, fd, GUEST_VVAR);
 	if (rc != GUEST_VVAR)
 		die(123);
 	rc = stub_syscall6(NR_mmap, GUEST_VDSO, GUEST_VDSO_MAX,
-	    PROT_READ | PROT_EXEC, MAP_SHARED | MAP_FIXED_NOREPLACE,
-	    TRAP_FD_MEM, GUEST_VDSO);
+	    PROT_READ | PROT_EXEC, MAP_SHARED | MAP_FIXED_NOREPLACE, fd,
+	    GUEST_VDSO);
 	if (rc != GUEST_VDSO)
 		die(123);
 	/* The calls answered here (answer_here): the changed descriptors'
 	 * page, the guest's to write as under KVM, and the answers' data,
 	 * runs and index, read-only. */
 	rc = stub_syscall6(NR_mmap, GUEST_FASTCHANGE, 0x1000,
-	    PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE,
-	    TRAP_FD_MEM, GUEST_FASTCHANGE);
+	    PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED_NOREPLACE, fd,
+	    GUEST_FASTCHANGE);
 	if (rc != GUEST_FASTCHANGE)
 		die(123);
 	rc = stub_syscall6(NR_mmap, GUEST_FASTDATA,
 	    GUEST_LOW_END - GUEST_FASTDATA, PROT_READ,
-	    MAP_SHARED | MAP_FIXED_NOREPLACE, TRAP_FD_MEM, GUEST_FASTDATA);
+	    MAP_SHARED | MAP_FIXED_NOREPLACE, fd, GUEST_FASTDATA);
 	if (rc != GUEST_FASTDATA)
 		die(123);
 	/* The image's room, closed, where the vm process maps the image
@@ -887,11 +920,67 @@ map_guest(uint64_t memsz)
 	}
 }
 
+/*
+ * Die with the vm process that serves this one: SIGIO (on_orphan) once
+ * the peer of TRAP_FD_LIFE closes, which only that process holds. The
+ * pdeath signal ties the stub to the process that started it, which for
+ * a spare is the run's first vm process, not the one it serves; and the
+ * stub is its pid namespace's init, which a SIGKILL from the socket
+ * would not end (the kernel forces only a kill from an ancestor
+ * namespace), so the signal is one it handles. Checked once armed: a
+ * peer closed before then raised nothing.
+ */
+static void
+watch_life(void)
+{
+	uint8_t byte;
+
+	handle(SIGIO, on_orphan);
+	if (sys(NR_fcntl, TRAP_FD_LIFE, F_SETOWN, sys(NR_getpid, 0, 0, 0)) !=
+	        0 ||
+	    sys(NR_fcntl, TRAP_FD_LIFE, F_SETSIG, SIGIO) != 0 ||
+	    sys(NR_fcntl, TRAP_FD_LIFE, F_SETFL, O_ASYNC) != 0)
+		die(120);
+	if (stub_syscall6(NR_recvfrom, TRAP_FD_LIFE, (long)&byte, 1,
+	        MSG_DONTWAIT | MSG_PEEK, 0, 0) == 0)
+		die(117);
+}
+
+/*
+ * A spare waits here, set up but for guest memory, until a vm process
+ * takes it (host/vmm/trap.c, spare_take): then guest memory's
+ * descriptor is on the channel, and memsz in the box is that guest's.
+ * Its own filter is not yet in place: nothing of a guest's has run.
+ * Its name (argv[0], "keepd: spare" as started) becomes a guest's.
+ */
+static long
+wait_for_memory(struct trap_box *b, char *name)
+{
+	static const char spare[] = "keepd: spare", guest[] = "keepd: guest";
+	long fd;
+	size_t i;
+
+	if (stub_syscall6(NR_rt_sigprocmask, 2 /* SIG_SETMASK */,
+	        (long)&(uint64_t){ ~bit(SIGIO) }, 0, 8, 0, 0) != 0)
+		die(120);
+	while (load32(&b->go) == 0)
+		sys(NR_futex, (long)&b->go, FUTEX_WAIT, 0);
+	if ((fd = receive_fd(b)) < 0)
+		die(123);
+	for (i = 0; i < sizeof(spare) && name != NULL && name[i] == spare[i];
+	     i++)
+		;
+	if (i == sizeof(spare))
+		copy(name, guest, sizeof(guest));
+	return fd;
+}
+
 void
 stub_main(uint64_t *sp)
 {
 	struct trap_box *b;
-	long rc;
+	long rc, mem_fd = TRAP_FD_MEM;
+	uint64_t memsz;
 	struct {
 		uint64_t sp;
 		int32_t flags, pad;
@@ -904,19 +993,8 @@ stub_main(uint64_t *sp)
 	if (rc < 0 && rc > -4096)
 		die(124);
 	b = (struct trap_box *)rc;
-	if (b->magic != TRAP_MAGIC || b->memsz <= TRAP_MEM_LO ||
-	    b->memsz > (1ULL << 40) || (b->memsz & 0xfff) != 0)
+	if (b->magic != TRAP_MAGIC)
 		die(125);
-	map_guest(b->memsz);
-	/* The guest's memory again, out of its way and closed: a shared
-	 * mapping unmapped gives way to a duplicate of its range from here
-	 * (TRAP_OP_RESTORE), with no descriptor kept for it. */
-	rc = stub_syscall6(NR_mmap, 0, (long)(b->memsz - TRAP_MEM_LO),
-	    PROT_NONE, MAP_SHARED, TRAP_FD_MEM, (long)TRAP_MEM_LO);
-	if (rc < 0 && rc > -4096)
-		die(123);
-	st.alias = (uint64_t)rc;
-	sys(NR_close, TRAP_FD_MEM, 0, 0);
 	sys(NR_close, TRAP_FD_BOX, 0, 0);
 	st.box = b;
 
@@ -936,19 +1014,38 @@ stub_main(uint64_t *sp)
 	handle(SIGTRAP, on_fault);
 	handle(TRAP_SIG_KICK, on_kick);
 	sys(NR_prctl, PR_SET_DUMPABLE, 0, 0);
+	watch_life();
+	if (load32(&b->spare))
+		mem_fd = wait_for_memory(b, sp[0] >= 1 ? (char *)sp[1] : NULL);
+	memsz = b->memsz;
+	if (memsz <= TRAP_MEM_LO || memsz > (1ULL << 40) ||
+	    (memsz & 0xfff) != 0)
+		die(125);
+	map_guest(memsz, mem_fd);
+	/* The guest's memory again, out of its way and closed: a shared
+	 * mapping unmapped gives way to a duplicate of its range from here
+	 * (TRAP_OP_RESTORE), with no descriptor kept for it. */
+	rc = stub_syscall6(NR_mmap, 0, (long)(memsz - TRAP_MEM_LO), PROT_NONE,
+	    MAP_SHARED, mem_fd, (long)TRAP_MEM_LO);
+	if (rc < 0 && rc > -4096)
+		die(123);
+	st.alias = (uint64_t)rc;
+	sys(NR_close, mem_fd, 0, 0);
+
 	/* Again after execve, which may clear what the vm process set
 	 * before it; a vm process that died in between is caught by the
-	 * boot's own wait (post_and_wait's limit). */
+	 * boot's own wait (post_and_wait's limit). A spare's parent is the
+	 * run's first vm process, not the one it serves (watch_life). */
 	sys(NR_prctl, PR_SET_PDEATHSIG, 9 /* SIGKILL */, 0);
 	/* Only the relay's signals open (the handlers' masks hold them off
-	 * one another): any other, a SIGTERM or SIGINT sent to a process
-	 * group from outside, stays pending here rather than ending the
-	 * guest's process behind the vm process's back; the guest's own
-	 * signals are the vm process's to deliver. */
+	 * one another), and the orphan's: any other, a SIGTERM or SIGINT
+	 * sent to a process group from outside, stays pending here rather
+	 * than ending the guest's process behind the vm process's back; the
+	 * guest's own signals are the vm process's to deliver. */
 	if (stub_syscall6(NR_rt_sigprocmask, 2 /* SIG_SETMASK */,
-	        (long)&(uint64_t){
-	            ~(bit(SIGSYS) | bit(SIGSEGV) | bit(SIGBUS) | bit(SIGFPE) |
-	                bit(SIGILL) | bit(SIGTRAP) | bit(TRAP_SIG_KICK)) },
+	        (long)&(uint64_t){ ~(bit(SIGSYS) | bit(SIGSEGV) | bit(SIGBUS) |
+	            bit(SIGFPE) | bit(SIGILL) | bit(SIGTRAP) |
+	            bit(TRAP_SIG_KICK) | bit(SIGIO)) },
 	        0, 8, 0, 0) != 0)
 		die(120);
 	install_filter(b->filter_cookie);

@@ -135,6 +135,8 @@ vm_fork(struct vm *vm, const struct vm_cpu_state *st, int share, char *err,
 	if ((pid = fork()) != 0) {
 		if (fd >= 0)
 			close(fd);
+		if (pid > 0 && vm->on_trap)
+			vm_trap_spare_given(vm);
 		return pid; /* the parent, or -1 */
 	}
 	/* Before the adopt, whose walk closes what the child does not

@@ -86,6 +86,8 @@ struct vm_slot {
 	 * -1 any, 0 none. A child that ends wakes it only then, so a wait
 	 * for another child is not cut short (vm_proc_finish). */
 	int32_t wait_for;
+	/* Its execve calls since its fork (trap.c's spares). */
+	int32_t execs;
 };
 
 struct vm_tree {
@@ -586,6 +588,7 @@ do_clone(struct vm *vm, uint64_t flags, uint64_t newsp, uint64_t ptid,
 	 * goes on. */
 	STORE(&s->waiting, 0);
 	STORE(&s->wait_for, 0);
+	STORE(&s->execs, 0);
 	(void)__atomic_fetch_add(&vm->tree->running, 1, __ATOMIC_SEQ_CST);
 	if ((pid = vm_fork(vm, &st, (flags & CLONE_VFORK_) != 0, err,
 	         sizeof(err))) == -1) {
@@ -598,6 +601,7 @@ do_clone(struct vm *vm, uint64_t flags, uint64_t newsp, uint64_t ptid,
 		if (vp[0] >= 0) {
 			/* vfork: until the child execs or exits. */
 			close(vp[1]);
+			vm_trap_spare(vm);
 			vm_proc_waiting(vm, 1);
 			while (read(vp[0], &c, 1) == -1 && errno == EINTR &&
 			    !vm->stopped)
@@ -765,6 +769,7 @@ reap_row(
 {
 	int32_t got = LOAD(&s->guest_pid);
 
+	vm_trap_spare_hint(vm, LOAD(&s->execs) > 0);
 	reaped_cpu(vm, s, hru, ru);
 	if (vm->nchildren > 0)
 		vm->nchildren--;
@@ -821,8 +826,14 @@ wait_child_here(
 	 * the teardown. */
 	if ((s = ended_child(vm, gpid)) != NULL)
 		return reap_ended(vm, s, gst, ru);
-	if (!nohang)
+	if (!nohang) {
+		/* While the child runs: a stub for the next fork's child
+		 * (trap.c); the child may have ended meanwhile. */
+		vm_trap_spare(vm);
+		if ((s = ended_child(vm, gpid)) != NULL)
+			return reap_ended(vm, s, gst, ru);
 		vm_trap_blocking(vm);
+	}
 	for (;;) {
 		/* With other threads: look, and if no child has ended, look
 		 * again in a few milliseconds while they run rather than
@@ -1326,6 +1337,7 @@ vm_proc_program(struct vm *vm, const char *path)
 	}
 	STORE(&s->cmdline_len, (uint32_t)len);
 	STORE(&s->nthreads, 1);
+	STORE(&s->execs, LOAD(&s->execs) + 1);
 	post_stub(vm);
 }
 

@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -114,11 +115,39 @@ static const struct {
 #define BOOT_WAIT_US 5000000 /* a stub that has not booted by then */
 #define XSTATE_BV_OFF 512 /* the XSAVE header's first word */
 
+/*
+ * A stub's process as started: its box, its pid and pidfd, our ends of
+ * its channel and life socket, its filter's cookie, and which process
+ * started it (its parent, the only one that can reap it). A spare is one
+ * started ahead, waiting for guest memory (docs/vmm.md, "Spare stubs").
+ */
+struct trap_stub {
+	struct trap_box *box; /* NULL: none */
+	pid_t pid, maker;
+	int pidfd, chan, life;
+	uint64_t cookie[2];
+};
+#define GIVEN_MAX 16
+/* Spares a process keeps: one for its next fork's child, and one for
+ * that child's execve where its last child reaped had made one. */
+#define SPARES_MAX 2
+
 struct vm_trap {
 	struct trap_box *box;
-	int box_fd;
 	pid_t pid;
 	int pidfd;
+	int life; /* our end of the stub's TRAP_FD_LIFE */
+	/* The stub is not this process's child (a spare its parent
+	 * started): its pidfd tells that it has ended, not how, and its
+	 * parent (or init) reaps it. */
+	int foreign;
+	/* The spares, for the next fork's child (and its execve) or the
+	 * next execve here; how many to keep (vm_trap_spare_hint). */
+	struct trap_stub spare[SPARES_MAX];
+	unsigned nspares, want_spares;
+	/* The pidfds of spares handed to forked children, ours to reap. */
+	int given[GIVEN_MAX];
+	unsigned ngiven;
 	int retired; /* the pidfd of the stub an execve replaced, or -1 */
 	uint64_t cookie[2];
 	int chan; /* our end of the stub's TRAP_FD_CHAN */
@@ -242,7 +271,8 @@ trap_new(void)
 
 	if (t == NULL)
 		return NULL;
-	t->box_fd = t->pidfd = t->chan = t->retired = -1;
+	t->pidfd = t->chan = t->retired = t->life = -1;
+	t->want_spares = 1;
 	for (i = 0; i < TREE_NS_N; i++)
 		t->tree_ns[i] = -1;
 	return t;
@@ -483,8 +513,11 @@ child_limit(int resource, rlim_t v)
 	setrlimit(resource, &rl);
 }
 
+#define TRAP_FD_STUB_EXE (TRAP_FD_LIFE + 1) /* closed by its execveat */
+
 struct spawn_arg {
-	int mem_fd, box_fd, chan_fd, ns;
+	int mem_fd, box_fd, chan_fd, life_fd, ns;
+	int spare; /* a spare: no mem_fd (-1), and its own name */
 	int joined_root; /* in the tree's mount namespace: its root is made */
 	int root_tmpfs; /* out: the root is a tmpfs of the stub's own */
 };
@@ -502,10 +535,11 @@ static int
 stub_child(void *argp)
 {
 	static const char *const argv[] = { "keepd: guest", NULL };
+	static const char *const spare_argv[] = { "keepd: spare", NULL };
 	static const char *const envp[] = { NULL };
 	struct spawn_arg *a = argp;
 	int exe_fd, mem_fd = a->mem_fd, box_fd = a->box_fd;
-	int chan_fd = a->chan_fd;
+	int chan_fd = a->chan_fd, life_fd = a->life_fd;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (a->joined_root) {
@@ -530,32 +564,37 @@ stub_child(void *argp)
 		    chdir("/") == 0)
 			a->root_tmpfs = 0;
 	}
-	/* Out of the way first: any of them may sit on 3 to 6. */
-	if ((mem_fd = fcntl(mem_fd, F_DUPFD, 16)) == -1 ||
+	/* Out of the way first: any of them may sit on 3 to 7. */
+	if ((mem_fd >= 0 && (mem_fd = fcntl(mem_fd, F_DUPFD, 16)) == -1) ||
 	    (box_fd = fcntl(box_fd, F_DUPFD, 16)) == -1 ||
 	    (chan_fd = fcntl(chan_fd, F_DUPFD, 16)) == -1 ||
+	    (life_fd = fcntl(life_fd, F_DUPFD, 16)) == -1 ||
 	    (exe_fd = fcntl(stub_fd, F_DUPFD, 16)) == -1 ||
-	    dup2(mem_fd, TRAP_FD_MEM) == -1 ||
+	    (mem_fd >= 0 && dup2(mem_fd, TRAP_FD_MEM) == -1) ||
 	    dup2(box_fd, TRAP_FD_BOX) == -1 ||
 	    dup2(chan_fd, TRAP_FD_CHAN) == -1 ||
-	    dup2(exe_fd, TRAP_FD_CHAN + 1) == -1)
+	    dup2(life_fd, TRAP_FD_LIFE) == -1 ||
+	    dup2(exe_fd, TRAP_FD_STUB_EXE) == -1)
 		_exit(127);
 	/* Nothing else, not even 0, 1 and 2: the guest's standard
 	 * streams are the vm process's to serve. */
 	syscall(SYS_close_range, 0, TRAP_FD_MEM - 1, 0);
-	syscall(SYS_close_range, TRAP_FD_CHAN + 2, ~0U, 0);
+	if (mem_fd < 0)
+		close(TRAP_FD_MEM);
+	syscall(SYS_close_range, TRAP_FD_STUB_EXE + 1, ~0U, 0);
 	/* A group of its own: a signal sent from outside to the vm
 	 * process's group (a terminal's ^C, the API's kill) is the vm
 	 * process's to relay, and never reaches it. */
 	setpgid(0, 0);
-	fcntl(TRAP_FD_CHAN + 1, F_SETFD, FD_CLOEXEC);
+	fcntl(TRAP_FD_STUB_EXE, F_SETFD, FD_CLOEXEC);
 	child_limit(RLIMIT_CORE, 0);
 	child_limit(RLIMIT_FSIZE, 0);
 	child_limit(RLIMIT_NOFILE, 8);
 	child_limit(RLIMIT_MEMLOCK, 0);
 	child_limit(RLIMIT_MSGQUEUE, 0);
 	child_limit(RLIMIT_NPROC, 1);
-	syscall(SYS_execveat, TRAP_FD_CHAN + 1, "", argv, envp, AT_EMPTY_PATH);
+	syscall(SYS_execveat, TRAP_FD_STUB_EXE, "",
+	    a->spare ? spare_argv : argv, envp, AT_EMPTY_PATH);
 	_exit(127);
 }
 
@@ -686,22 +725,28 @@ tree_ns_count(const struct vm_trap *t)
 	return n;
 }
 
+/* The stub's process over box_fd and mem_fd (-1: a spare, which
+ * receives it later) into *s: 0, or -1 with err. */
 static int
-spawn(struct vm *vm, struct vm_trap *t, char *err, size_t errlen)
+spawn(struct vm *vm, struct vm_trap *t, int box_fd, int mem_fd,
+    struct trap_stub *s, char *err, size_t errlen)
 {
-	struct spawn_arg a = { vm->mem_fd, t->box_fd, -1, 1, 0, 0 };
+	struct spawn_arg a = { mem_fd, box_fd, -1, -1, 1, mem_fd < 0, 0, 0 };
 	pid_t pid = -1;
-	int pidfd = -1, sv[2], nns, run_net = vm->cfg->net == 1;
+	int pidfd = -1, sv[2], lv[2], nns, run_net = vm->cfg->net == 1;
 
-	if (t->chan >= 0)
-		close(t->chan);
-	t->chan = -1;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == -1) {
 		snprintf(err, errlen, "the trap channel: %s", strerror(errno));
 		return -1;
 	}
-	t->chan = sv[0];
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, lv) == -1) {
+		snprintf(err, errlen, "the trap channel: %s", strerror(errno));
+		close(sv[0]);
+		close(sv[1]);
+		return -1;
+	}
 	a.chan_fd = sv[1];
+	a.life_fd = lv[1];
 	t->ns = 1;
 	if ((nns = tree_ns_count(t)) >= TREE_NS_MNT) {
 		/* A later stub of the tree: its namespaces joined, a pid
@@ -740,13 +785,19 @@ spawn(struct vm *vm, struct vm_trap *t, char *err, size_t errlen)
 		pid = spawn_one(TRAP_CLONE_PLAIN, &a, NULL, 0, &pidfd);
 	}
 	close(sv[1]);
+	close(lv[1]);
 	if (pid == -1) {
 		snprintf(err, errlen, "starting the guest's process: %s",
 		    strerror(errno));
+		close(sv[0]);
+		close(lv[0]);
 		return -1;
 	}
-	t->pid = pid;
-	t->pidfd = pidfd;
+	s->pid = pid;
+	s->pidfd = pidfd;
+	s->chan = sv[0];
+	s->life = lv[0];
+	s->maker = getpid();
 	return 0;
 }
 
@@ -755,7 +806,16 @@ static int
 stub_ended(struct vm_trap *t, int *status)
 {
 	siginfo_t si;
+	struct pollfd p = { t->pidfd, POLLIN, 0 };
 
+	if (t->foreign && t->pidfd >= 0) {
+		/* Not ours to wait for: its pidfd reads once it has ended,
+		 * how is its parent's to know. */
+		if (poll(&p, 1, 0) != 1)
+			return 0;
+		*status = SIGKILL;
+		return 1;
+	}
 	memset(&si, 0, sizeof(si));
 	if (t->pidfd < 0 ||
 	    waitid(P_PIDFD, (id_t)t->pidfd, &si, WEXITED | WNOHANG | __WALL) ==
@@ -779,7 +839,7 @@ stub_kill(struct vm_trap *t)
 		t->banked[0] += user;
 		t->banked[1] += total;
 		kill(t->pid, SIGKILL);
-		if (t->pidfd >= 0)
+		if (t->pidfd >= 0 && !t->foreign)
 			waitid(P_PIDFD, (id_t)t->pidfd, &si, WEXITED | __WALL);
 	}
 	t->pid = 0;
@@ -801,7 +861,7 @@ stub_retire(struct vm_trap *t)
 {
 	uint64_t user, total;
 
-	if (t->pid <= 0 || t->pidfd < 0) {
+	if (t->pid <= 0 || t->pidfd < 0 || t->foreign) {
 		stub_kill(t);
 		return;
 	}
@@ -1179,6 +1239,239 @@ map_image(struct vm *vm, struct vm_trap *t)
 		vm->image_slot = 1;
 }
 
+/* A new box, set up for a stub (spare: one started ahead); its
+ * descriptor in *fdp. NULL with errno. */
+static struct trap_box *
+box_make(const struct vm *vm, int spare, uint64_t cookie[2], int *fdp)
+{
+	struct trap_box *b;
+	int fd, saved;
+
+	if ((fd = memfd_create("keep-trap-box", MFD_CLOEXEC)) == -1)
+		return NULL;
+	if (ftruncate(fd, TRAP_BOX_SIZE) == -1 ||
+	    (b = mmap(NULL, TRAP_BOX_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED,
+	         fd, 0)) == MAP_FAILED) {
+		saved = errno;
+		close(fd);
+		errno = saved;
+		return NULL;
+	}
+	randombytes_buf(cookie, 2 * sizeof(cookie[0]));
+	b->magic = TRAP_MAGIC;
+	b->memsz = vm->memsz;
+	b->filter_cookie[0] = cookie[0];
+	b->filter_cookie[1] = cookie[1];
+	b->state = TRAP_S_GUEST;
+	b->cpu_hint = rdtscp_tells_cpu();
+	b->spare = (uint32_t)spare;
+	*fdp = fd;
+	return b;
+}
+
+static void
+stub_clear(struct trap_stub *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->pidfd = s->chan = s->life = -1;
+}
+
+/* The stub s as this process's own. */
+static void
+stub_install(struct vm_trap *t, const struct trap_stub *s)
+{
+	t->box = s->box;
+	t->pid = s->pid;
+	t->pidfd = s->pidfd;
+	t->chan = s->chan;
+	t->life = s->life;
+	t->cookie[0] = s->cookie[0];
+	t->cookie[1] = s->cookie[1];
+	t->foreign = s->maker != getpid();
+}
+
+/* A stub started now over this process's memory: 0, or -1 with err. */
+static int
+stub_start(struct vm *vm, struct vm_trap *t, char *err, size_t errlen)
+{
+	struct trap_stub s;
+	int box_fd;
+
+	stub_clear(&s);
+	if ((s.box = box_make(vm, 0, s.cookie, &box_fd)) == NULL) {
+		snprintf(err, errlen, "the trap box: %s", strerror(errno));
+		return -1;
+	}
+	if (spawn(vm, t, box_fd, vm->mem_fd, &s, err, errlen) != 0) {
+		munmap(s.box, TRAP_BOX_SIZE);
+		close(box_fd);
+		return -1;
+	}
+	close(box_fd);
+	stub_install(t, &s);
+	return 0;
+}
+
+/*
+ * The spare as this process's stub (docs/vmm.md, "Spare stubs"): guest
+ * memory's descriptor on its channel, then its go. 0, or -1 where there
+ * is none or it could not be given its memory (it is killed; the caller
+ * starts a stub as ever).
+ */
+static int
+spare_take(struct vm *vm, struct vm_trap *t)
+{
+	struct trap_stub s;
+	int fd = BORROWED(vm->mem_fd);
+
+	if (t->nspares == 0)
+		return -1;
+	s = t->spare[--t->nspares];
+	stub_clear(&t->spare[t->nspares]);
+	stub_install(t, &s);
+	t->box->memsz = vm->memsz;
+	if (send_fd(t, &fd) != 0) {
+		stub_kill(t);
+		munmap(t->box, TRAP_BOX_SIZE);
+		t->box = NULL;
+		close(t->chan);
+		close(t->life);
+		t->chan = t->life = -1;
+		return -1;
+	}
+	store32(&t->box->go, 1);
+	syscall(SYS_futex, &t->box->go, FUTEX_WAKE, 1, NULL, NULL, 0);
+	return 0;
+}
+
+/* A spare's descriptors closed; with end, the spare killed (and
+ * reaped, if this process started it). */
+static void
+stub_drop(struct trap_stub *s, int end)
+{
+	siginfo_t si;
+
+	if (s->box == NULL)
+		return;
+	if (end && s->pid > 0) {
+		kill(s->pid, SIGKILL);
+		if (s->maker == getpid() && s->pidfd >= 0)
+			waitid(P_PIDFD, (id_t)s->pidfd, &si, WEXITED | __WALL);
+	}
+	munmap(s->box, TRAP_BOX_SIZE);
+	if (s->pidfd >= 0)
+		close(s->pidfd);
+	if (s->chan >= 0)
+		close(s->chan);
+	if (s->life >= 0)
+		close(s->life);
+	stub_clear(s);
+}
+
+static void
+spares_drop(struct vm_trap *t, int end)
+{
+	while (t->nspares > 0)
+		stub_drop(&t->spare[--t->nspares], end);
+}
+
+/* The pidfds of spares handed to forked children, closed: their
+ * processes are left to init (or the run's end, proc.c). */
+static void
+given_close(struct vm_trap *t)
+{
+	while (t->ngiven > 0)
+		close(t->given[--t->ngiven]);
+}
+
+/* The spares handed to forked children that have ended, reaped. */
+static void
+given_reap(struct vm_trap *t)
+{
+	siginfo_t si;
+	unsigned i = 0;
+
+	while (i < t->ngiven) {
+		memset(&si, 0, sizeof(si));
+		if (waitid(P_PIDFD, (id_t)t->given[i], &si,
+		        WEXITED | WNOHANG | __WALL) == 0 &&
+		    si.si_pid == 0) {
+			i++;
+			continue;
+		}
+		close(t->given[i]);
+		t->given[i] = t->given[--t->ngiven];
+	}
+}
+
+/*
+ * Spares made ahead, where this process is about to block (a wait for a
+ * child): its next fork's child takes one (and its execve the other), so
+ * that neither starts a process of its own on its way (docs/vmm.md,
+ * "Spare stubs"). Only by the run's first process, whose end is the
+ * run's: a stub dies with the process that started it (its pdeath
+ * signal, which nothing the guest does can hold off), so a spare
+ * outlives no run, while the vm process it serves may end before it
+ * only where the life socket ends it too. And only in a tree whose
+ * namespaces they join, which is the cheap start.
+ */
+void
+vm_trap_spare(struct vm *vm)
+{
+	struct vm_trap *t = vm->trap;
+	struct trap_stub s;
+	char err[128];
+	int box_fd;
+
+	if (!vm->on_trap || vm->is_child || t == NULL || t->box == NULL ||
+	    t->nspares >= t->want_spares || tree_ns_count(t) < TREE_NS_MNT)
+		return;
+	given_reap(t);
+	while (t->nspares < t->want_spares && t->nspares < SPARES_MAX) {
+		stub_clear(&s);
+		if ((s.box = box_make(vm, 1, s.cookie, &box_fd)) == NULL)
+			return;
+		if (spawn(vm, t, box_fd, -1, &s, err, sizeof(err)) != 0) {
+			munmap(s.box, TRAP_BOX_SIZE);
+			close(box_fd);
+			return;
+		}
+		close(box_fd);
+		t->spare[t->nspares++] = s;
+	}
+}
+
+/* A child reaped: whether it made an execve tells whether the next
+ * one is likely to, and so how many spares to keep. */
+void
+vm_trap_spare_hint(struct vm *vm, int execed)
+{
+	if (vm->trap != NULL)
+		vm->trap->want_spares = execed ? SPARES_MAX : 1;
+}
+
+/* After a host fork whose child (a guest fork's) took the spares: ours
+ * no longer, but to reap. */
+void
+vm_trap_spare_given(struct vm *vm)
+{
+	struct vm_trap *t = vm->trap;
+	struct trap_stub *s;
+
+	while (t != NULL && t->nspares > 0) {
+		s = &t->spare[--t->nspares];
+		if (t->ngiven == GIVEN_MAX) {
+			/* Left to init, or to the run's end (proc.c). */
+			close(t->given[0]);
+			t->given[0] = t->given[--t->ngiven];
+		}
+		t->given[t->ngiven++] = s->pidfd;
+		s->pidfd = -1;
+		s->pid = 0;
+		stub_drop(s, 0);
+	}
+}
+
 int
 vm_trap_create(struct vm *vm, char *err, size_t errlen)
 {
@@ -1210,33 +1503,21 @@ vm_trap_create(struct vm *vm, char *err, size_t errlen)
 	if (t->box != NULL)
 		munmap(t->box, TRAP_BOX_SIZE);
 	t->box = NULL;
+	if (t->chan >= 0)
+		close(t->chan);
+	if (t->life >= 0)
+		close(t->life);
+	t->chan = t->life = -1;
 	t->frame_off = t->frame_len = t->fpu_len = 0;
 	t->fpu_here = t->fpu_dirty = 0;
-	t->box_fd = memfd_create("keep-trap-box", MFD_CLOEXEC);
-	if (t->box_fd == -1 || ftruncate(t->box_fd, TRAP_BOX_SIZE) == -1 ||
-	    (t->box = mmap(NULL, TRAP_BOX_SIZE, PROT_READ | PROT_WRITE,
-	         MAP_SHARED, t->box_fd, 0)) == MAP_FAILED) {
-		t->box = NULL;
-		snprintf(err, errlen, "the trap box: %s", strerror(errno));
-		return -1;
-	}
 	/* The stack's guard: absent from KVM's page tables, closed here,
 	 * so an overflow faults in it (the host's side stays open: the
 	 * VMM never reads it, vm_gptr refuses it). */
 	if (vm->stack_lo >= TRAP_MEM_LO + VM_HUGE)
 		vm_trap_protect(vm, vm->stack_lo - VM_HUGE, VM_HUGE, 0);
-	b = t->box;
-	randombytes_buf(t->cookie, sizeof(t->cookie));
-	b->magic = TRAP_MAGIC;
-	b->memsz = vm->memsz;
-	b->filter_cookie[0] = t->cookie[0];
-	b->filter_cookie[1] = t->cookie[1];
-	b->state = TRAP_S_GUEST;
-	b->cpu_hint = rdtscp_tells_cpu();
-	if (spawn(vm, t, err, errlen) != 0)
+	if (spare_take(vm, t) != 0 && stub_start(vm, t, err, errlen) != 0)
 		return -1;
-	close(t->box_fd);
-	t->box_fd = -1;
+	b = t->box;
 	/* The stub's first event asks for the registers: the loop's
 	 * first reply gives them (vm->run's, set by the caller). */
 	rc = post_and_wait(vm, t, 0, vm_now_us() + BOOT_WAIT_US, &status);
@@ -1266,12 +1547,14 @@ vm_trap_drop(struct vm *vm)
 		return;
 	stub_kill(t);
 	retired_reap(t, 1);
+	spares_drop(t, 1);
+	given_close(t);
 	if (t->box != NULL)
 		munmap(t->box, TRAP_BOX_SIZE);
-	if (t->box_fd >= 0)
-		close(t->box_fd);
 	if (t->chan >= 0)
 		close(t->chan);
+	if (t->life >= 0)
+		close(t->life);
 	drop_ops(t);
 	tree_ns_close(t);
 	free(t->ops);
@@ -1293,10 +1576,14 @@ vm_trap_forget(struct vm *vm)
 		close(t->pidfd);
 	if (t->retired >= 0)
 		close(t->retired); /* the parent's to reap */
+	spares_drop(t, 0); /* the parent's, unless taken before */
+	given_close(t);
 	if (t->box != NULL)
 		munmap(t->box, TRAP_BOX_SIZE);
 	if (t->chan >= 0)
 		close(t->chan);
+	if (t->life >= 0)
+		close(t->life);
 	drop_ops(t);
 	tree_ns_close(t);
 	free(t->ops);
@@ -1475,11 +1762,21 @@ vm_trap_fork_child(struct vm *vm, int fd, char *err, size_t errlen)
 {
 	int ns[TREE_NS_N], i, rc;
 	struct vm_trap *t;
+	struct trap_stub spare[SPARES_MAX];
+	unsigned nspares = 0, want = 1;
 
 	for (i = 0; i < TREE_NS_N; i++) {
 		ns[i] = vm->trap != NULL ? vm->trap->tree_ns[i] : -1;
 		if (vm->trap != NULL)
 			vm->trap->tree_ns[i] = -1;
+	}
+	/* The parent's spares are this child's stub and spare
+	 * (vm_trap_spare_given). */
+	if (vm->trap != NULL) {
+		want = vm->trap->want_spares;
+		for (nspares = 0; nspares < vm->trap->nspares; nspares++)
+			spare[nspares] = vm->trap->spare[nspares];
+		vm->trap->nspares = 0;
 	}
 	rc = vm_trap_fork_adopt(vm, fd, err, errlen);
 	t = rc == 0 ? trap_state(vm) : NULL;
@@ -1489,6 +1786,14 @@ vm_trap_fork_child(struct vm *vm, int fd, char *err, size_t errlen)
 		else if (ns[i] >= 0)
 			close(ns[i]);
 	}
+	for (i = 0; i < (int)nspares; i++) {
+		if (t != NULL)
+			t->spare[t->nspares++] = spare[i];
+		else
+			stub_drop(&spare[i], 0);
+	}
+	if (t != NULL)
+		t->want_spares = want;
 	return rc;
 }
 
@@ -1622,6 +1927,7 @@ void
 vm_trap_stop(struct vm *vm)
 {
 	struct vm_trap *t = vm->trap;
+	unsigned i;
 
 	/*
 	 * At the run's end: killed, not waited for. Its exit (its page
@@ -1635,4 +1941,11 @@ vm_trap_stop(struct vm *vm)
 		kill(t->pid, SIGKILL);
 		t->pid = 0;
 	}
+	/* A spare leads no group of its own: the run's end waits for the
+	 * group (proc.c). */
+	for (i = 0; t != NULL && i < t->nspares; i++)
+		if (t->spare[i].pid > 0) {
+			kill(t->spare[i].pid, SIGKILL);
+			t->spare[i].pid = 0;
+		}
 }

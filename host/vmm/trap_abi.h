@@ -16,10 +16,16 @@
 
 /* Descriptors the stub is started with; it closes the first two once
  * mapped and keeps the channel, on which the vm process sends each
- * shared mapping's descriptor (TRAP_OP_MAP). */
+ * shared mapping's descriptor (TRAP_OP_MAP), and its life. A spare
+ * (trap_box.spare) starts without TRAP_FD_MEM and receives its memory's
+ * descriptor on the channel once a vm process takes it. */
 #define TRAP_FD_MEM 3 /* guest memory: offset = guest address */
 #define TRAP_FD_BOX 4 /* the box */
 #define TRAP_FD_CHAN 5 /* a SOCK_SEQPACKET socket: descriptors only */
+/* A socket whose peer only the vm process that serves the stub holds:
+ * its close (that process's end, however it ends) raises SIGIO
+ * (O_ASYNC), on which the stub ends. Nothing is ever sent on it. */
+#define TRAP_FD_LIFE 6
 
 #define TRAP_BOX_SIZE 0x8000
 #define TRAP_OPS_MAX 128
@@ -130,7 +136,14 @@ struct trap_box {
 	 * yielder can tell the peer's time from another task's. */
 	uint64_t stub_work;
 	uint64_t vm_work;
-	uint8_t pad1[4096 - 312];
+	/* A spare (docs/vmm.md, "Spare stubs"): started ahead, before
+	 * there is a guest for it, it waits on `go` after its set-up, then
+	 * takes guest memory's descriptor from the channel and reads memsz.
+	 * Written by the vm process only; the stub reads both before the
+	 * guest ever runs. */
+	uint32_t spare;
+	uint32_t go;
+	uint8_t pad1[4096 - 320];
 	struct trap_op ops[TRAP_OPS_MAX]; /* at 4096 */
 	/* The stub's handlers run here (sigaltstack): the kernel's signal
 	 * frame, the guest's registers and FPU area in it, is in the box. */

@@ -423,6 +423,9 @@ void vm_trap_drop(struct vm *);
 void vm_trap_forget(struct vm *);
 void vm_trap_stop(struct vm *);
 void vm_trap_blocking(struct vm *); /* a host call will block: stub, sleep */
+void vm_trap_spare(struct vm *); /* about to block: start a spare stub */
+void vm_trap_spare_given(struct vm *); /* a fork's child took the spares */
+void vm_trap_spare_hint(struct vm *, int execed); /* a child reaped */
 void vm_trap_loop(struct vm *);
 int vm_trap_fpu_get(struct vm *, struct kvm_fpu *);
 int vm_trap_fpu_set(struct vm *, const struct kvm_fpu *);

@@ -372,6 +372,12 @@ stub_jump(void)
 	say("mmap the channel, shared and fixed",
 	    gcall(g, SYS_mmap, (long)closed, 4096, PROT_READ | PROT_WRITE,
 	        MAP_SHARED | MAP_FIXED, TRAP_FD_CHAN, 0));
+	say("mmap the life socket, shared and fixed",
+	    gcall(g, SYS_mmap, (long)closed, 4096, PROT_READ | PROT_WRITE,
+	        MAP_SHARED | MAP_FIXED, TRAP_FD_LIFE, 0));
+	/* The filter refuses it from there: a guest close(6), served. */
+	say("close the life socket",
+	    gcall(g, SYS_close, TRAP_FD_LIFE, 0, 0, 0, 0, 0));
 	say("mmap a descriptor the guest names, shared and fixed",
 	    gcall(g, SYS_mmap, (long)closed, 4096, PROT_READ | PROT_WRITE,
 	        MAP_SHARED | MAP_FIXED, 0, 0));
@@ -682,6 +688,77 @@ forked(void)
 	printf("forked child: exit %d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 }
 
+/* ---- a child whose vm process is killed ---------------------------------- */
+
+static void __attribute__((noreturn)) masked_landing(void)
+{
+	int fd;
+
+	/* SIGIO is blocked in the host's mask now; calls are served. */
+	if ((fd = open("/orphan.masked", O_WRONLY | O_CREAT, 0600)) >= 0)
+		close(fd);
+	for (;;)
+		__asm__ volatile("" ::: "memory");
+}
+
+/*
+ * A child forked after a first one was waited for: its process is a
+ * spare its parent started ahead (docs/vmm.md, "Spare stubs"), not a
+ * child of the vm process that serves it, so only its life socket ends
+ * it with that process. It writes /orphan.ready and then spins in its
+ * own code (spin), waits in a call (wait), or (masked) blocks the life
+ * socket's SIGIO in its process's own mask with a forged sigreturn from
+ * the stub's code, writes /orphan.masked and spins, which only the end
+ * of the run's first process ends (the spare's pdeath signal). The
+ * script kills its vm process from the host and looks for its process
+ * to end. The parent tells how the child ended.
+ */
+static void
+orphan(const char *how)
+{
+	static _Alignas(16) struct frame f;
+
+	pid_t c;
+	int st, fd;
+
+	if ((c = fork()) == 0)
+		_exit(0);
+	if (c == -1 || waitpid(c, &st, 0) != c) {
+		printf("the first child: %s\n", strerror(errno));
+		return;
+	}
+	if ((c = fork()) == 0) {
+		if ((fd = open("/orphan.ready", O_WRONLY | O_CREAT, 0600)) >= 0)
+			close(fd);
+		if (strcmp(how, "wait") == 0)
+			for (;;)
+				pause();
+		if (strcmp(how, "masked") == 0) {
+			load_addrs();
+			memset(&f, 0, sizeof(f));
+			/* The handlers' stack kept: the box's. */
+			f.ss_sp = box_addr + TRAP_SIGSTACK_OFF;
+			f.ss_size = TRAP_SIGSTACK_SIZE;
+			f.rip = (uint64_t)masked_landing;
+			f.rsp = (uint64_t)(landing_stack +
+			    sizeof(landing_stack) - 8);
+			f.eflags = 0x202;
+			f.cs = 0x33;
+			f.ss = 0x2b;
+			f.sigmask = 1ULL << (SIGIO - 1);
+			gsigreturn(gadget(), &f);
+		}
+		for (;;)
+			__asm__ volatile("" ::: "memory");
+	}
+	if (c == -1 || waitpid(c, &st, 0) != c) {
+		printf("waitpid: %s\n", strerror(errno));
+		return;
+	}
+	printf("orphan child: %s %d\n", WIFSIGNALED(st) ? "killed by" : "exit",
+	    WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+}
+
 /* ---- main --------------------------------------------------------------- */
 
 int
@@ -718,6 +795,8 @@ main(int argc, char **argv)
 		stub_data();
 	else if (strcmp(how, "forked") == 0)
 		forked();
+	else if (strcmp(how, "orphan") == 0 && argc > 2)
+		orphan(argv[2]);
 	else if (strcmp(how, "box") == 0 && argc > 2)
 		box_attack(argv[2]);
 	else {

@@ -24,16 +24,19 @@ top=$tmp/top; ws=$top/ws; mkdir -p "$ws"
 echo canary >"$top/canary"
 passwd_sum=$(sha256sum </etc/passwd)
 
-# The pids of the session sid's stubs ("keepd: guest").
+# The pids of the session sid's stubs ("keepd: guest"; with a second
+# argument, the spares started ahead too, "keepd: spare").
 stubs_of() {
-	local sid=$1 f rest
+	local sid=$1 spares=${2:-} f rest name
 	for f in /proc/[0-9]*/stat; do
 		{ read -r rest <"$f"; } 2>/dev/null || continue
 		rest=${rest##*) }
 		set -- $rest
 		[ "${4:-}" = "$sid" ] || continue
 		f=${f%/stat}
-		[ "$(tr '\0' ' ' <"$f/cmdline" 2>/dev/null)" = "keepd: guest " ] &&
+		name=$(tr '\0' ' ' <"$f/cmdline" 2>/dev/null)
+		[ "$name" = "keepd: guest " ] ||
+		    { [ -n "$spares" ] && [ "$name" = "keepd: spare " ]; } &&
 		    echo "${f#/proc/}"
 	done
 }
@@ -94,8 +97,11 @@ run() {
 	shift
 	[ "$1" = --addrs ] && { addrs=1; shift; }
 	[ "$1" = --forked ] && { addrs=2; shift; }
+	[ "$1" = --orphan ] && { addrs=3; shift; }
+	[ "$1" = --orphan-masked ] && { addrs=4; shift; }
 	shift
-	rm -f "$ws/stub.addr" "$tmp/sid"
+	rm -f "$ws/stub.addr" "$ws/orphan.ready" "$ws/orphan.masked" "$tmp/sid" \
+	    "$tmp/orphan"
 	setsid -w bash -c 'echo $$ >"$0"; exec "$@"' "$tmp/sid" \
 	    "$KEEP" run --platform trap --timeout 60s --workspace "$ws" "$@" \
 	    >"$tmp/out" 2>"$tmp/err" &
@@ -131,15 +137,48 @@ run() {
 		done
 		[ -s "$ws/stub.addr" ] || bad "$name: no forked stub found"
 	fi
+	if [ $addrs -ge 3 ]; then
+		for i in $(seq 1000); do [ -e "$ws/orphan.ready" ] && break; sleep 0.02; done
+		if [ $addrs = 4 ]; then
+			# The child's process, the session's newest stub, gets
+			# its addresses; it then blocks SIGIO.
+			pid=$(for p in $(stubs_of "$sid"); do
+				rest=$(cat "/proc/$p/stat" 2>/dev/null) || continue
+				rest=${rest##*) }
+				set -- $rest
+				echo "${20} $p"
+			done | sort -n | tail -1 | cut -d' ' -f2)
+			[ -n "$pid" ] && write_addrs "$pid"
+			for i in $(seq 1000); do [ -e "$ws/orphan.masked" ] && break; sleep 0.02; done
+			[ -e "$ws/orphan.masked" ] || bad "$name: the child did not mask SIGIO"
+		fi
+		# The child's vm process: keep run's child that is no stub.
+		for f in /proc/[0-9]*/stat; do
+			{ read -r rest <"$f"; } 2>/dev/null || continue
+			rest=${rest##*) }
+			set -- $rest
+			[ "${2:-}" = "$sid" ] || continue
+			f=${f%/stat}
+			[[ "$(tr '\0' ' ' <"$f/cmdline" 2>/dev/null)" == "keepd: "* ]] ||
+			    echo "${f#/proc/}" >>"$tmp/orphan"
+		done
+		if [ "$(wc -l <"$tmp/orphan" 2>/dev/null)" = 1 ]; then
+			stubs_of "$sid" >"$tmp/orphan.stubs"
+			kill -KILL "$(cat "$tmp/orphan")"
+		else
+			bad "$name: not one vm process of the child: $(cat "$tmp/orphan" 2>/dev/null)"
+		fi
+	fi
 	wait $job; rc=$?
 	out=$(cat "$tmp/out"); err=$(cat "$tmp/err")
-	# PR_SET_PDEATHSIG and the vm process's own kill end them: wait
+	# PR_SET_PDEATHSIG, the life socket's hang-up (a spare's) and the vm
+	# process's own kill end them: wait
 	# for that, without a clock (a bounded count of looks).
 	for i in $(seq 200); do
-		[ -z "$(stubs_of "$sid")" ] && break; sleep 0.05
+		[ -z "$(stubs_of "$sid" spares)" ] && break; sleep 0.05
 	done
-	left=$(stubs_of "$sid" | wc -l)
-	[ "$left" -eq 0 ] || bad "$name: $left keepd: guest processes left"
+	left=$(stubs_of "$sid" spares | wc -l)
+	[ "$left" -eq 0 ] || bad "$name: $left keepd: guest (or spare) processes left"
 	# Nothing of the host's: passwd's content, the canary.
 	if grep -q '^root:' "$tmp/out" "$tmp/err"; then
 		bad "$name: /etc/passwd's content reached the guest"
@@ -205,16 +244,17 @@ run mmapstub --addrs -- "$H" mmapstub
 # does nothing: the stub is there and unchanged, and serves on)
 check "mmap, mprotect, munmap over the stub and the box: no effect" 0 $'mmap fixed over the stub: Out of memory\nmmap fixed over the box: Out of memory\nmprotect the stub writable: *\nmunmap the stub: *\nthe stub\'s code: unchanged\nsurvived' ""
 # The stub's process as the host sees it while the guest runs.
-printf '%s\n' "fds: 5 " "root: " "ns user: own" "ns pid: own" "ns net: own" \
+printf '%s\n' "fds: 5 6 " "root: " "ns user: own" "ns pid: own" "ns net: own" \
     "ns mnt: own" "ns ipc: own" "ns uts: own" "ns cgroup: own" \
     "CapPrm: 0000000000000000" "CapEff: 0000000000000000" "NoNewPrivs: 1" \
     "Seccomp: 2" >"$tmp/confine.want"
 if cmp -s "$tmp/confine.want" "$tmp/confine"; then
-	ok "the stub's process: no descriptor but its channel (5), an empty root, namespaces of its own, no capabilities, filtered"
+	ok "the stub's process: no descriptor but its channel (5) and its life (6), an empty root, namespaces of its own, no capabilities, filtered"
 else
 	# HOLE (issue 28, Deliver 2: "no descriptors but the platform's"):
 	# the stub inherits the vm process's 0, 1 and 2. Its channel (5) is
-	# the platform's: shared mappings' descriptors arrive on it.
+	# the platform's: shared mappings' descriptors arrive on it; so is
+	# its life (6), whose hang-up ends it with its vm process.
 	bad "HOLE: the stub's process is not confined as issue 28 says: $(diff "$tmp/confine.want" "$tmp/confine" | grep '^[<>]' | tr '\n' ' ')"
 fi
 # A forked child's process: confined as the first, in the guest tree's
@@ -225,10 +265,26 @@ fi
 run forked --forked -- "$H" forked
 check "a fork is served" 0 $'forked child: exit 7\nsurvived' ""
 if cmp -s "$tmp/confine.want" "$tmp/confine.1" && cmp -s "$tmp/confine.want" "$tmp/confine.2"; then
-	ok "a forked guest's process and its parent's: no descriptor but the channel, an empty root, namespaces not the host's, no capabilities, filtered"
+	ok "a forked guest's process and its parent's: no descriptor but the channel and the life, an empty root, namespaces not the host's, no capabilities, filtered"
 else
 	bad "a forked guest's process is not confined as the first: $(diff "$tmp/confine.want" "$tmp/confine.2" | grep '^[<>]' | tr '\n' ' ') / $(diff "$tmp/confine.want" "$tmp/confine.1" | grep '^[<>]' | tr '\n' ' ')"
 fi
+# A child whose process is a spare its parent started (not a child of
+# its own vm process, so no parent-death signal ends it), its vm process
+# killed from the host: its process ends with it, spinning in its own
+# code or waiting in a call, and the parent's wait tells the kill; the
+# run then ends with nothing of it left (run's count).
+for how in spin wait; do
+	run "orphan $how" --orphan -- "$H" orphan "$how"
+	check "a spare's process ends with its vm process ($how)" 0 $'orphan child: killed by 9\nsurvived' ""
+	[ "$(wc -l <"$tmp/orphan.stubs")" -eq 2 ] ||
+	    bad "orphan $how: the parent's and the child's processes, not: $(cat "$tmp/orphan.stubs")"
+done
+# The same child with SIGIO blocked in its process's own mask (a forged
+# sigreturn from the stub's code): it outlives its vm process, but not
+# the run, whose first process started it (run's count of what is left).
+run "orphan masked" --orphan-masked -- "$H" orphan masked
+check "a spare's process that blocks its life's signal ends with the run" 0 $'orphan child: killed by 9\nsurvived' ""
 # (Linux 6.11's pidfd ioctls open the first process's namespaces; before
 # them, each process has its own, as the first.)
 IFS=. read -r kmaj kmin _ <<<"$(uname -r)"
@@ -257,7 +313,7 @@ check "a write to the stub's code, mprotected without the cookie, faults" 139 ""
 # only its few calls through from there; the rest trap and are served as
 # the guest's (its files, not the host's).
 run stubjump --addrs -- "$H" stubjump
-check "the stub's syscall with chosen registers: served as the guest's" 0 $'openat /etc/passwd: No such file or directory\nopen /proc/1/environ: *\nexecve /bin/sh: No such file or directory\nmprotect the stub without the cookie: *\nmprotect closed memory without the cookie: [A-Z]*\nmmap fixed over the stub: [A-Z]*\nmmap the box again: [A-Z]*\nrecvmsg on the channel without the cookie: [A-Z]*\nmmap the channel, shared and fixed: No such device\nmmap a descriptor the guest names, shared and fixed: Bad file descriptor\nkill 1 0: *\nsetns: [A-Z]*\nsched_yield: 0\nsurvived' ""
+check "the stub's syscall with chosen registers: served as the guest's" 0 $'openat /etc/passwd: No such file or directory\nopen /proc/1/environ: *\nexecve /bin/sh: No such file or directory\nmprotect the stub without the cookie: *\nmprotect closed memory without the cookie: [A-Z]*\nmmap fixed over the stub: [A-Z]*\nmmap the box again: [A-Z]*\nrecvmsg on the channel without the cookie: [A-Z]*\nmmap the channel, shared and fixed: No such device\nmmap the life socket, shared and fixed: No such device\nclose the life socket: Bad file descriptor\nmmap a descriptor the guest names, shared and fixed: Bad file descriptor\nkill 1 0: *\nsetns: [A-Z]*\nsched_yield: 0\nsurvived' ""
 run stubexit --addrs -- "$H" stubexit
 check "exit_group from the stub's code ends the run, reported" 139 "" "$ended (exited 7)*"
 run sigreturn --addrs -- "$H" sigreturn
