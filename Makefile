@@ -76,6 +76,9 @@ FUZZ_SRCS  = $(filter-out %_driver.c,$(wildcard fuzz/*.c))
 obj        = $(patsubst %.c,$(B)/obj/%.o,$(1))
 LIB_OBJS   = $(call obj,$(LIB_SRCS))
 UNIT_BINS  = $(patsubst tests/unit/%.c,$(B)/tests/%,$(UNIT_SRCS))
+# What the integration tests run besides keep's own binaries
+# (front_unit_stalls.sh drives the front's unit test binary).
+INTEGRATION_BINS = $(B)/tests/test_http_front
 FUZZ_NAMES = $(patsubst fuzz/%.c,%,$(FUZZ_SRCS))
 
 # Extra targets that `make` builds and `make check` runs; fragments append.
@@ -184,7 +187,7 @@ fuzz-smoke: deps $(addprefix build/libfuzzer/bin/,$(FUZZ_NAMES))
 # test's time is waiting on keepd and guests); tests/run-tests.sh runs
 # the ones marked "# run-tests: alone" by themselves.
 INTEGRATION_JOBS ?= 2
-integration: all
+integration: all $(INTEGRATION_BINS)
 	@JOBS=$(INTEGRATION_JOBS) bash tests/run-tests.sh integration $(sort $(wildcard tests/integration/*.sh))
 
 # The whole suite. Each step prints its own summary; tests/summary.sh adds

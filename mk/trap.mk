@@ -46,7 +46,7 @@ $(B)/bench/trap_floor: bench/trap_floor.c | deps
 # make check already ran them on trap. Its tally is
 # $(B)/check-trap.results. T=TEST... runs those tests instead.
 .PHONY: check-trap
-check-trap: all
+check-trap: all $(INTEGRATION_BINS)
 	@rm -f $(B)/check-trap.results $(B)/check-trap.results.failed
 	@KEEP_PLATFORM=trap JOBS=$(INTEGRATION_JOBS) RESULTS=$(abspath $(B))/check-trap.results \
 	    bash tests/run-tests.sh check-trap $(or $(T),$(sort $(wildcard tests/integration/*.sh)))
