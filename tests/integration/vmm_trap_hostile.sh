@@ -24,21 +24,25 @@ top=$tmp/top; ws=$top/ws; mkdir -p "$ws"
 echo canary >"$top/canary"
 passwd_sum=$(sha256sum </etc/passwd)
 
-# The pids of the session sid's stubs ("keepd: guest"; with a second
-# argument, the spares started ahead too, "keepd: spare").
-stubs_of() {
-	local sid=$1 spares=${2:-} f rest name
+# Every process: its pid, parent, session, start time and command line.
+procs() {
+	local f rest
 	for f in /proc/[0-9]*/stat; do
 		{ read -r rest <"$f"; } 2>/dev/null || continue
 		rest=${rest##*) }
 		set -- $rest
-		[ "${4:-}" = "$sid" ] || continue
 		f=${f%/stat}
-		name=$(tr '\0' ' ' <"$f/cmdline" 2>/dev/null)
-		[ "$name" = "keepd: guest " ] ||
-		    { [ -n "$spares" ] && [ "$name" = "keepd: spare " ]; } &&
-		    echo "${f#/proc/}"
+		echo "${f#/proc/} $2 $4 ${20} $(tr '\0' ' ' <"$f/cmdline" 2>/dev/null)"
 	done
+}
+
+# The pids of the session sid's stubs ("keepd: guest"; with a second
+# argument, the spares started ahead too, "keepd: spare"), the oldest
+# first.
+stubs_of() {
+	procs | awk -v sid="$1" -v spares="${2:-}" '$3 == sid && $5 == "keepd:" &&
+	    ($6 == "guest" || (spares != "" && $6 == "spare")) { print $4, $1 }' |
+	    sort -n | cut -d' ' -f2
 }
 
 # /stub.addr from the maps of the session's stub: its code, its writable
@@ -142,26 +146,14 @@ run() {
 		if [ $addrs = 4 ]; then
 			# The child's process, the session's newest stub, gets
 			# its addresses; it then blocks SIGIO.
-			pid=$(for p in $(stubs_of "$sid"); do
-				rest=$(cat "/proc/$p/stat" 2>/dev/null) || continue
-				rest=${rest##*) }
-				set -- $rest
-				echo "${20} $p"
-			done | sort -n | tail -1 | cut -d' ' -f2)
+			pid=$(stubs_of "$sid" | tail -1)
 			[ -n "$pid" ] && write_addrs "$pid"
 			for i in $(seq 1000); do [ -e "$ws/orphan.masked" ] && break; sleep 0.02; done
 			[ -e "$ws/orphan.masked" ] || bad "$name: the child did not mask SIGIO"
 		fi
 		# The child's vm process: keep run's child that is no stub.
-		for f in /proc/[0-9]*/stat; do
-			{ read -r rest <"$f"; } 2>/dev/null || continue
-			rest=${rest##*) }
-			set -- $rest
-			[ "${2:-}" = "$sid" ] || continue
-			f=${f%/stat}
-			[[ "$(tr '\0' ' ' <"$f/cmdline" 2>/dev/null)" == "keepd: "* ]] ||
-			    echo "${f#/proc/}" >>"$tmp/orphan"
-		done
+		procs | awk -v sid="$sid" '$2 == sid && $5 != "keepd:" { print $1 }' \
+		    >"$tmp/orphan"
 		if [ "$(wc -l <"$tmp/orphan" 2>/dev/null)" = 1 ]; then
 			stubs_of "$sid" >"$tmp/orphan.stubs"
 			kill -KILL "$(cat "$tmp/orphan")"
