@@ -759,6 +759,39 @@ orphan(const char *how)
 	    WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
 }
 
+/*
+ * Spares killed before they are taken: the first child waits for
+ * /spares.killed (the script's word that it has killed the spares its
+ * parent started during the wait), and the next fork's child runs on a
+ * stub started then, as before spares.
+ */
+static void
+dead_spares(void)
+{
+	struct timespec ts = { 0, 10000000 };
+	pid_t c;
+	int st, i;
+
+	if ((c = fork()) == 0) {
+		for (i = 0; i < 6000 && access("/spares.killed", F_OK) != 0;
+		     i++)
+			nanosleep(&ts, NULL);
+		_exit(i < 6000 ? 0 : 2);
+	}
+	if (c == -1 || waitpid(c, &st, 0) != c) {
+		printf("the first child: %s\n", strerror(errno));
+		return;
+	}
+	printf("the first child: exit %d\n", WEXITSTATUS(st));
+	if ((c = fork()) == 0)
+		_exit(5);
+	if (c == -1 || waitpid(c, &st, 0) != c) {
+		printf("the second child: %s\n", strerror(errno));
+		return;
+	}
+	printf("the second child: exit %d\n", WEXITSTATUS(st));
+}
+
 /* ---- main --------------------------------------------------------------- */
 
 int
@@ -797,6 +830,8 @@ main(int argc, char **argv)
 		forked();
 	else if (strcmp(how, "orphan") == 0 && argc > 2)
 		orphan(argv[2]);
+	else if (strcmp(how, "deadspares") == 0)
+		dead_spares();
 	else if (strcmp(how, "box") == 0 && argc > 2)
 		box_attack(argv[2]);
 	else {

@@ -103,9 +103,10 @@ run() {
 	[ "$1" = --forked ] && { addrs=2; shift; }
 	[ "$1" = --orphan ] && { addrs=3; shift; }
 	[ "$1" = --orphan-masked ] && { addrs=4; shift; }
+	[ "$1" = --kill-spares ] && { addrs=5; shift; }
 	shift
-	rm -f "$ws/stub.addr" "$ws/orphan.ready" "$ws/orphan.masked" "$tmp/sid" \
-	    "$tmp/orphan"
+	rm -f "$ws/stub.addr" "$ws/orphan.ready" "$ws/orphan.masked" \
+	    "$ws/spares.killed" "$tmp/sid" "$tmp/orphan"
 	setsid -w bash -c 'echo $$ >"$0"; exec "$@"' "$tmp/sid" \
 	    "$KEEP" run --platform trap --timeout 60s --workspace "$ws" "$@" \
 	    >"$tmp/out" 2>"$tmp/err" &
@@ -141,7 +142,16 @@ run() {
 		done
 		[ -s "$ws/stub.addr" ] || bad "$name: no forked stub found"
 	fi
-	if [ $addrs -ge 3 ]; then
+	if [ $addrs = 5 ]; then
+		# The spares the parent started while it waits: killed.
+		for i in $(seq 1000); do
+			spares=$(procs | awk -v sid="$sid" '$3 == sid && $5 == "keepd:" && $6 == "spare" { print $1 }')
+			[ -n "$spares" ] && break; sleep 0.02
+		done
+		[ -n "$spares" ] && kill -KILL $spares || bad "$name: no spare found"
+		: >"$ws/spares.killed"
+	fi
+	if [ $addrs = 3 ] || [ $addrs = 4 ]; then
 		for i in $(seq 1000); do [ -e "$ws/orphan.ready" ] && break; sleep 0.02; done
 		if [ $addrs = 4 ]; then
 			# The child's process, the session's newest stub, gets
@@ -277,6 +287,10 @@ done
 # the run, whose first process started it (run's count of what is left).
 run "orphan masked" --orphan-masked -- "$H" orphan masked
 check "a spare's process that blocks its life's signal ends with the run" 0 $'orphan child: killed by 9\nsurvived' ""
+# Spares that died before they were taken: the next fork's child starts
+# a stub of its own.
+run "dead spares" --kill-spares -- "$H" deadspares
+check "a fork after its spares were killed is served" 0 $'the first child: exit 0\nthe second child: exit 5\nsurvived' ""
 # (Linux 6.11's pidfd ioctls open the first process's namespaces; before
 # them, each process has its own, as the first.)
 IFS=. read -r kmaj kmin _ <<<"$(uname -r)"
