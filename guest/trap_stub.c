@@ -14,11 +14,12 @@
  * nothing: no descriptor it could map, no secret past the moment it is
  * used, and the calls its filter lets through (only from its own code,
  * see trap_stub_entry.S) are harmless in any hands: futex, rt_sigreturn,
- * exit_group, sched_yield, close, arch_prctl for FS and GS; mprotect,
+ * exit_group, sched_yield, close (but of the life socket, whose peer's
+ * end ends this process), arch_prctl for FS and GS; mprotect,
  * and recvmsg on the channel, only with the vm process's cookie, which
  * lies in the box only while the stub, not the guest, runs; mmap of a
  * file, fixed (while the guest runs the process holds no descriptor a
- * file could be mapped from: the channel is a socket, and a descriptor
+ * file could be mapped from: the channel and the life are sockets, and a descriptor
  * received on it is closed before the guest runs again); and mremap
  * that duplicates a shared mapping (old size 0), which gives the guest
  * a second view of what it can reach already (its memory, the box).

@@ -829,10 +829,10 @@ wait_child_here(
 	if (!nohang) {
 		/* While the child runs: a stub for the next fork's child
 		 * (trap.c); the child may have ended meanwhile. */
+		vm_trap_blocking(vm);
 		vm_trap_spare(vm);
 		if ((s = ended_child(vm, gpid)) != NULL)
 			return reap_ended(vm, s, gst, ru);
-		vm_trap_blocking(vm);
 	}
 	for (;;) {
 		/* With other threads: look, and if no child has ended, look

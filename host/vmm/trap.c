@@ -1118,7 +1118,7 @@ take_regs(struct vm *vm, struct vm_trap *t)
 /* A TRAP_OP_MAP's descriptor to the stub, closed here once sent unless
  * borrowed. */
 static int
-send_fd(struct vm_trap *t, int *fdp)
+send_fd(int chan, int *fdp)
 {
 	int fd = IS_BORROWED(*fdp) ? -2 - *fdp : *fdp;
 	union {
@@ -1139,7 +1139,7 @@ send_fd(struct vm_trap *t, int *fdp)
 	cm.h.cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(&cm.h), &fd, sizeof(int));
 	do
-		n = sendmsg(t->chan, &msg, MSG_NOSIGNAL);
+		n = sendmsg(chan, &msg, MSG_NOSIGNAL);
 	while (n == -1 && errno == EINTR);
 	if (!IS_BORROWED(*fdp))
 		close(fd);
@@ -1172,7 +1172,7 @@ flush_ops(struct vm *vm, struct vm_trap *t, int *status)
 				continue;
 			}
 			sent = IS_BORROWED(t->op_fds[i]) ? t->op_fds[i] : -1;
-			if (send_fd(t, &t->op_fds[i]) != 0) {
+			if (send_fd(t->chan, &t->op_fds[i]) != 0) {
 				drop_ops(t);
 				*status = -1;
 				return WAIT_DEAD;
@@ -1312,38 +1312,6 @@ stub_start(struct vm *vm, struct vm_trap *t, char *err, size_t errlen)
 	return 0;
 }
 
-/*
- * The spare as this process's stub (docs/vmm.md, "Spare stubs"): guest
- * memory's descriptor on its channel, then its go. 0, or -1 where there
- * is none or it could not be given its memory (it is killed; the caller
- * starts a stub as ever).
- */
-static int
-spare_take(struct vm *vm, struct vm_trap *t)
-{
-	struct trap_stub s;
-	int fd = BORROWED(vm->mem_fd);
-
-	if (t->nspares == 0)
-		return -1;
-	s = t->spare[--t->nspares];
-	stub_clear(&t->spare[t->nspares]);
-	stub_install(t, &s);
-	t->box->memsz = vm->memsz;
-	if (send_fd(t, &fd) != 0) {
-		stub_kill(t);
-		munmap(t->box, TRAP_BOX_SIZE);
-		t->box = NULL;
-		close(t->chan);
-		close(t->life);
-		t->chan = t->life = -1;
-		return -1;
-	}
-	store32(&t->box->go, 1);
-	syscall(SYS_futex, &t->box->go, FUTEX_WAKE, 1, NULL, NULL, 0);
-	return 0;
-}
-
 /* A spare's descriptors closed; with end, the spare killed (and
  * reaped, if this process started it). */
 static void
@@ -1366,6 +1334,33 @@ stub_drop(struct trap_stub *s, int end)
 	if (s->life >= 0)
 		close(s->life);
 	stub_clear(s);
+}
+
+/*
+ * The spare as this process's stub (docs/vmm.md, "Spare stubs"): guest
+ * memory's descriptor on its channel, then its go. 0, or -1 where there
+ * is none or it could not be given its memory (it is killed; the caller
+ * starts a stub as ever).
+ */
+static int
+spare_take(struct vm *vm, struct vm_trap *t)
+{
+	struct trap_stub s;
+	int fd = BORROWED(vm->mem_fd);
+
+	if (t->nspares == 0)
+		return -1;
+	s = t->spare[--t->nspares];
+	stub_clear(&t->spare[t->nspares]);
+	if (send_fd(s.chan, &fd) != 0) {
+		stub_drop(&s, 1);
+		return -1;
+	}
+	stub_install(t, &s);
+	t->box->memsz = vm->memsz;
+	store32(&t->box->go, 1);
+	syscall(SYS_futex, &t->box->go, FUTEX_WAKE, 1, NULL, NULL, 0);
+	return 0;
 }
 
 static void
@@ -1763,7 +1758,7 @@ vm_trap_fork_child(struct vm *vm, int fd, char *err, size_t errlen)
 	int ns[TREE_NS_N], i, rc;
 	struct vm_trap *t;
 	struct trap_stub spare[SPARES_MAX];
-	unsigned nspares = 0, want = 1;
+	unsigned nspares = 0;
 
 	for (i = 0; i < TREE_NS_N; i++) {
 		ns[i] = vm->trap != NULL ? vm->trap->tree_ns[i] : -1;
@@ -1773,7 +1768,6 @@ vm_trap_fork_child(struct vm *vm, int fd, char *err, size_t errlen)
 	/* The parent's spares are this child's stub and spare
 	 * (vm_trap_spare_given). */
 	if (vm->trap != NULL) {
-		want = vm->trap->want_spares;
 		for (nspares = 0; nspares < vm->trap->nspares; nspares++)
 			spare[nspares] = vm->trap->spare[nspares];
 		vm->trap->nspares = 0;
@@ -1792,8 +1786,6 @@ vm_trap_fork_child(struct vm *vm, int fd, char *err, size_t errlen)
 		else
 			stub_drop(&spare[i], 0);
 	}
-	if (t != NULL)
-		t->want_spares = want;
 	return rc;
 }
 
@@ -1941,8 +1933,7 @@ vm_trap_stop(struct vm *vm)
 		kill(t->pid, SIGKILL);
 		t->pid = 0;
 	}
-	/* A spare leads no group of its own: the run's end waits for the
-	 * group (proc.c). */
+	/* The spares, which no guest has used yet. */
 	for (i = 0; t != NULL && i < t->nspares; i++)
 		if (t->spare[i].pid > 0) {
 			kill(t->spare[i].pid, SIGKILL);
