@@ -161,9 +161,15 @@ run() {
 			for i in $(seq 1000); do [ -e "$ws/orphan.masked" ] && break; sleep 0.02; done
 			[ -e "$ws/orphan.masked" ] || bad "$name: the child did not mask SIGIO"
 		fi
-		# The child's vm process: keep run's child that is no stub.
-		procs | awk -v sid="$sid" '$2 == sid && $5 != "keepd:" { print $1 }' \
-		    >"$tmp/orphan"
+		# The child's vm process: keep run's child that is no stub
+		# (looked for again while the parent, starting its spares,
+		# has a go-between or an unstarted stub beside it).
+		for i in $(seq 500); do
+			procs | awk -v sid="$sid" '$2 == sid && $5 != "keepd:" { print $1 }' \
+			    >"$tmp/orphan"
+			[ "$(wc -l <"$tmp/orphan")" = 1 ] && break
+			sleep 0.02
+		done
 		if [ "$(wc -l <"$tmp/orphan" 2>/dev/null)" = 1 ]; then
 			stubs_of "$sid" >"$tmp/orphan.stubs"
 			kill -KILL "$(cat "$tmp/orphan")"
