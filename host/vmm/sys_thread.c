@@ -43,7 +43,7 @@
 #include "host/vmm/trap_abi.h"
 #include "host/vmm/vm_int.h"
 
-#define THREADS_MAX 64
+#define THREADS_MAX 64 /* the bits of vm_threads' live */
 
 _Static_assert(TRAP_FPU_MAX >= sizeof(struct kvm_xsave),
     "a thread's FPU area holds KVM's XSAVE state too");
@@ -121,7 +121,26 @@ struct vm_thread {
 struct vm_threads {
 	struct vm_thread t[THREADS_MAX];
 	int cur;
+	/* Bit i: t[i] is not T_FREE. An entry is 16 KiB (its FPU area), so
+	 * a walk that read each one's state touched 64 pages: in every new
+	 * process (the table is made at set_tid_address), 64 page faults. */
+	uint64_t live;
 };
+
+_Static_assert(THREADS_MAX <= 64, "live has a bit for each thread");
+
+static int
+live_at(const struct vm_threads *ts, int i)
+{
+	return (int)((ts->live >> i) & 1);
+}
+
+/* Whether threads other than the current one are live. */
+static int
+others_live(const struct vm_threads *ts)
+{
+	return (ts->live & ~(1ULL << ts->cur)) != 0;
+}
 
 /* The thread table, made at the first thread or set_tid_address. */
 static struct vm_threads *
@@ -133,6 +152,7 @@ table(struct vm *vm)
 		ts->t[0].state = T_RUN;
 		ts->t[0].tid = vm->pid;
 		ts->cur = 0;
+		ts->live = 1;
 		vm->threads = ts;
 	}
 	return ts;
@@ -143,13 +163,7 @@ table(struct vm *vm)
 int
 vm_thread_alone(const struct vm *vm)
 {
-	const struct vm_threads *ts = vm->threads;
-	int i;
-
-	for (i = 0; ts != NULL && i < THREADS_MAX; i++)
-		if (i != ts->cur && ts->t[i].state != T_FREE)
-			return 0;
-	return 1;
+	return vm->threads == NULL || !others_live(vm->threads);
 }
 
 uint64_t *
@@ -172,7 +186,7 @@ vm_thread_ids(const struct vm *vm, int32_t *tids, int max)
 		return 1;
 	}
 	for (i = 0; i < THREADS_MAX; i++)
-		if (ts->t[i].state != T_FREE) {
+		if (live_at(ts, i)) {
 			if (n < max)
 				tids[n] = ts->t[i].tid;
 			n++;
@@ -194,7 +208,7 @@ runnable_others(struct vm_threads *ts)
 	int i, n = 0;
 
 	for (i = 0; i < THREADS_MAX; i++)
-		if (i != ts->cur && ts->t[i].state == T_RUN)
+		if (i != ts->cur && live_at(ts, i) && ts->t[i].state == T_RUN)
 			n++;
 	return n;
 }
@@ -245,7 +259,8 @@ next_runnable(struct vm_threads *ts, int include_cur)
 
 	for (i = 1; i <= THREADS_MAX; i++) {
 		k = (ts->cur + i) % THREADS_MAX;
-		if (ts->t[k].state == T_RUN && (k != ts->cur || include_cur))
+		if (live_at(ts, k) && ts->t[k].state == T_RUN &&
+		    (k != ts->cur || include_cur))
 			return k;
 	}
 	return -1;
@@ -259,7 +274,7 @@ timed_waiters(struct vm_threads *ts)
 	int i;
 
 	for (i = 0; i < THREADS_MAX; i++)
-		if (ts->t[i].state == T_WAIT &&
+		if (live_at(ts, i) && ts->t[i].state == T_WAIT &&
 		    (ts->t[i].deadline_us != 0 || ts->t[i].npfd > 0))
 			return 1;
 	return 0;
@@ -305,8 +320,8 @@ expire(struct vm_threads *ts, uint64_t now)
 	int i;
 
 	for (i = 0; i < THREADS_MAX; i++)
-		if (ts->t[i].state == T_WAIT && ts->t[i].deadline_us != 0 &&
-		    now >= ts->t[i].deadline_us)
+		if (live_at(ts, i) && ts->t[i].state == T_WAIT &&
+		    ts->t[i].deadline_us != 0 && now >= ts->t[i].deadline_us)
 			resume(&ts->t[i], ts->t[i].timeout_ret);
 }
 
@@ -320,7 +335,8 @@ wake_ready(struct vm_threads *ts, const struct timespec *timeout,
 	int i, j, n = 0, rc;
 
 	for (i = 0; i < THREADS_MAX; i++)
-		if (ts->t[i].state == T_WAIT && ts->t[i].npfd > 0) {
+		if (live_at(ts, i) && ts->t[i].state == T_WAIT &&
+		    ts->t[i].npfd > 0) {
 			memcpy(&all[n], ts->t[i].pfd,
 			    (size_t)ts->t[i].npfd * sizeof(all[0]));
 			n += ts->t[i].npfd;
@@ -331,7 +347,8 @@ wake_ready(struct vm_threads *ts, const struct timespec *timeout,
 	if ((rc = ppoll(all, (nfds_t)n, timeout, sigmask)) <= 0)
 		return;
 	for (i = 0, n = 0; i < THREADS_MAX; i++) {
-		if (ts->t[i].state != T_WAIT || ts->t[i].npfd == 0)
+		if (!live_at(ts, i) || ts->t[i].state != T_WAIT ||
+		    ts->t[i].npfd == 0)
 			continue;
 		for (j = 0; j < ts->t[i].npfd; j++)
 			if (all[n + j].fd >= 0 && all[n + j].revents != 0)
@@ -353,8 +370,8 @@ signal_waiter(struct vm *vm, struct vm_threads *ts, uint64_t sigs)
 	int i, k = -1;
 
 	for (i = 0; i < THREADS_MAX; i++)
-		if (ts->t[i].state == T_WAIT && ts->t[i].sigwait &&
-		    (sigs & ~ts->t[i].blocked) != 0 &&
+		if (live_at(ts, i) && ts->t[i].state == T_WAIT &&
+		    ts->t[i].sigwait && (sigs & ~ts->t[i].blocked) != 0 &&
 		    (k < 0 || ts->t[i].tid == vm->pid))
 			k = i;
 	return k;
@@ -370,7 +387,7 @@ wake_for_signal(struct vm *vm, struct vm_threads *ts, uint64_t sigs)
 
 	if ((k = signal_waiter(vm, ts, sigs)) < 0)
 		for (i = 0; i < THREADS_MAX && k < 0; i++)
-			if (ts->t[i].state == T_WAIT &&
+			if (live_at(ts, i) && ts->t[i].state == T_WAIT &&
 			    (sigs & ~ts->t[i].blocked) != 0)
 				k = i;
 	if (k < 0)
@@ -403,7 +420,7 @@ shared_idle(struct vm *vm, struct vm_threads *ts, struct timespec *tmo,
 	int i, k = -1, nshared = 0, fds = 0, woke = 0;
 
 	for (i = 0; i < THREADS_MAX; i++) {
-		if (ts->t[i].state != T_WAIT)
+		if (!live_at(ts, i) || ts->t[i].state != T_WAIT)
 			continue;
 		fds += ts->t[i].npfd;
 		if (!ts->t[i].fshared)
@@ -474,7 +491,7 @@ idle(struct vm *vm, struct vm_threads *ts)
 		    wake_for_signal(vm, ts, sigs))
 			break;
 		for (i = 0, first = 0; i < THREADS_MAX; i++)
-			if (ts->t[i].state == T_WAIT &&
+			if (live_at(ts, i) && ts->t[i].state == T_WAIT &&
 			    ts->t[i].deadline_us != 0 &&
 			    (first == 0 || ts->t[i].deadline_us < first))
 				first = ts->t[i].deadline_us;
@@ -581,7 +598,7 @@ vm_thread_clone(struct vm *vm, uint64_t flags, uint64_t newsp, uint64_t ptid,
 		return -EINVAL;
 	if ((ts = table(vm)) == NULL)
 		return -ENOMEM;
-	for (i = 0; i < THREADS_MAX && ts->t[i].state != T_FREE; i++)
+	for (i = 0; i < THREADS_MAX && live_at(ts, i); i++)
 		;
 	if (i == THREADS_MAX)
 		return -EAGAIN;
@@ -604,6 +621,7 @@ vm_thread_clone(struct vm *vm, uint64_t flags, uint64_t newsp, uint64_t ptid,
 		t->clear_tid = ctid;
 	t->tid = tid;
 	t->state = T_RUN;
+	ts->live |= 1ULL << i;
 	if (flags & CLONE_PARENT_SETTID_)
 		memcpy(vm_gptr(vm, ptid, 4), &tid, 4);
 	if (flags & CLONE_CHILD_SETTID_)
@@ -623,8 +641,9 @@ futex_wake(struct vm *vm, uint64_t addr, uint32_t bitset, int64_t n)
 	int64_t woken = 0;
 
 	for (i = 0; ts != NULL && i < THREADS_MAX && woken < n; i++)
-		if (ts->t[i].state == T_WAIT && !ts->t[i].reissue &&
-		    ts->t[i].futex == addr && (ts->t[i].bitset & bitset) != 0) {
+		if (live_at(ts, i) && ts->t[i].state == T_WAIT &&
+		    !ts->t[i].reissue && ts->t[i].futex == addr &&
+		    (ts->t[i].bitset & bitset) != 0) {
 			ts->t[i].state = T_RUN;
 			ts->t[i].regs.rax = 0;
 			woken++;
@@ -718,14 +737,8 @@ vm_thread_park(struct vm *vm, const struct pollfd *fds, int n,
 	struct vm_threads *ts = vm->threads;
 	struct kvm_regs *r = &vm->run->s.regs.regs;
 	struct vm_thread *t;
-	int i, others = 0;
 
-	if (ts == NULL || n < 0 || n > PARK_FDS_MAX)
-		return 0;
-	for (i = 0; i < THREADS_MAX; i++)
-		if (i != ts->cur && ts->t[i].state != T_FREE)
-			others++;
-	if (others == 0)
+	if (ts == NULL || n < 0 || n > PARK_FDS_MAX || !others_live(ts))
 		return 0;
 	t = &ts->t[ts->cur];
 	/* The registers of the `syscall` itself: RAX still holds the
@@ -753,12 +766,8 @@ vm_thread_sigwait(struct vm *vm)
 {
 	struct vm_threads *ts = vm->threads;
 	struct vm_thread *t;
-	int i, others = 0;
 
-	for (i = 0; ts != NULL && i < THREADS_MAX; i++)
-		if (i != ts->cur && ts->t[i].state != T_FREE)
-			others++;
-	if (others == 0)
+	if (ts == NULL || !others_live(ts))
 		return 0;
 	t = &ts->t[ts->cur];
 	/* It returns EINTR whenever it runs again: only a signal wakes it
@@ -824,8 +833,8 @@ futex_requeue(
 	if (vm_gptr(vm, addr2, 4) == NULL)
 		return -EFAULT;
 	for (i = 0; ts != NULL && i < THREADS_MAX && moved < nmove; i++)
-		if (ts->t[i].state == T_WAIT && !ts->t[i].reissue &&
-		    ts->t[i].futex == addr) {
+		if (live_at(ts, i) && ts->t[i].state == T_WAIT &&
+		    !ts->t[i].reissue && ts->t[i].futex == addr) {
 			ts->t[i].futex = addr2;
 			ts->t[i].fshared = 0; /* woken from here only */
 			moved++;
@@ -880,8 +889,7 @@ vm_thread_is_mine(struct vm *vm, int32_t tid)
 	if (vm->threads == NULL)
 		return 0;
 	for (i = 0; i < THREADS_MAX; i++)
-		if (vm->threads->t[i].state != T_FREE &&
-		    vm->threads->t[i].tid == tid)
+		if (live_at(vm->threads, i) && vm->threads->t[i].tid == tid)
 			return 1;
 	return 0;
 }
@@ -931,12 +939,8 @@ sys_exit(struct vm *vm, const uint64_t a[6])
 	struct vm_threads *ts = vm->threads;
 	struct vm_thread *t;
 	uint32_t zero = 0;
-	int i, live = 0;
 
-	for (i = 0; ts != NULL && i < THREADS_MAX; i++)
-		if (ts->t[i].state != T_FREE)
-			live++;
-	if (live <= 1)
+	if (ts == NULL || !others_live(ts))
 		return sys_exit_group(vm, a);
 	t = &ts->t[ts->cur];
 	/* CLONE_CHILD_CLEARTID: zero the tid and wake its joiner. */
@@ -945,6 +949,7 @@ sys_exit(struct vm *vm, const uint64_t a[6])
 		futex_wake(vm, t->clear_tid, ~0u, 1);
 	}
 	t->state = T_FREE;
+	ts->live &= ~(1ULL << ts->cur);
 	vm_proc_set_threads(vm, vm_thread_ids(vm, NULL, 0));
 	switch_away(vm, ts);
 	return 0;
