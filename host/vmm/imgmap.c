@@ -194,7 +194,7 @@ unmap_host(struct vm *vm, uint64_t a, uint64_t len, int keep)
 static int
 map_both(struct vm *vm, uint64_t g, uint64_t len, uint64_t pos)
 {
-	if (map_host(vm, g, len, pos) != 0) {
+	if (!vm->stub_view_only && map_host(vm, g, len, pos) != 0) {
 		unmap_host(vm, g, len, 0);
 		return -1;
 	}

@@ -191,6 +191,8 @@ vm_space_close(struct vm *vm, uint64_t addr, uint64_t len)
 		return 0;
 	vm->space_gen++;
 	vm_trap_protect(vm, addr, len, 0);
+	if (vm->stub_view_only)
+		return 0;
 	/* A shared mapping's pages are its memfd's: MADV_REMOVE frees
 	 * them, where MADV_DONTNEED would only unmap them here, which is
 	 * all a vfork child may do to its parent's. */

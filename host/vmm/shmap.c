@@ -120,7 +120,8 @@ add(struct vm *vm)
 static int
 map_both(struct vm *vm, int fd, uint64_t g, uint64_t len, uint64_t off)
 {
-	if (mmap(vm->mem + g, len, PROT_READ | PROT_WRITE,
+	if (!vm->stub_view_only &&
+	    mmap(vm->mem + g, len, PROT_READ | PROT_WRITE,
 	        MAP_SHARED | MAP_FIXED, fd, (off_t)off) == MAP_FAILED)
 		return -errno;
 	if (vm->on_trap && vm_trap_map_shared(vm, g, len, fd, off) != 0)

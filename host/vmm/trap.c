@@ -1725,8 +1725,14 @@ fail:
 int
 vm_trap_fork_adopt(struct vm *vm, int fd, char *err, size_t errlen)
 {
+	int rc;
+
 	vm_trap_forget(vm);
-	if (mmap(vm->mem, vm->memsz, PROT_READ | PROT_WRITE,
+	/* A vfork's child keeps the view its host fork gave it, which is
+	 * its parent's (a third of a Python subprocess's start went into
+	 * making it again). */
+	if (!vm->mem_borrowed &&
+	    mmap(vm->mem, vm->memsz, PROT_READ | PROT_WRITE,
 	        MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
 		snprintf(
 		    err, errlen, "the child's memory: %s", strerror(errno));
@@ -1737,9 +1743,12 @@ vm_trap_fork_adopt(struct vm *vm, int fd, char *err, size_t errlen)
 	vm->mem_fd = fd;
 	/* Everything open in the host is open in the guest: the same
 	 * walk that closes the rest host-side queues it for the stub. */
+	vm->stub_view_only = vm->mem_borrowed;
 	vm_trap_protect(vm, 0, vm->memsz, 1);
-	if (vm_space_reopen(vm) != 0 || vm_shmap_refork(vm) != 0 ||
-	    vm_imgmap_refork(vm) != 0) {
+	rc = vm_space_reopen(vm) != 0 || vm_shmap_refork(vm) != 0 ||
+	    vm_imgmap_refork(vm) != 0;
+	vm->stub_view_only = 0;
+	if (rc) {
 		snprintf(
 		    err, errlen, "the child's memory: %s", strerror(errno));
 		return -1;

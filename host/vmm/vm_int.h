@@ -250,6 +250,10 @@ struct vm {
 	 * memory is its parent's memfd (vm_fork), whose map it may not
 	 * change (sys_mem.c) and whose pages it never frees. */
 	int mem_borrowed;
+	/* While a vfork child adopts its parent's memory (trap.c): the host
+	 * fork left this process the parent's view of it, the same memfd,
+	 * protections and file mappings, so only the stub's is built. */
+	int stub_view_only;
 	struct vmm_result child_res; /* a child's own result */
 	struct vm_exec *exec; /* what execve loaded (exec.c), or NULL */
 	/* The run's own program was a "#!" script: its interpreter's
