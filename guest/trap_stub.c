@@ -51,15 +51,20 @@
 #define NR_mremap 25
 #define NR_sched_yield 24
 #define NR_getpid 39
+#define NR_dup2 33
 #define NR_recvfrom 45
+#define NR_sendmsg 46
 #define NR_recvmsg 47
+#define NR_clone 56
 #define NR_fcntl 72
 #define NR_sigaltstack 131
 #define NR_prctl 157
 #define NR_arch_prctl 158
 #define NR_futex 202
 #define NR_exit_group 231
+#define NR_prlimit64 302
 #define NR_seccomp 317
+#define NR_close_range 436
 
 #define PROT_NONE 0
 #define PROT_READ 1
@@ -104,8 +109,15 @@
 #define SIGBUS 7
 #define SIGFPE 8
 #define SIGSEGV 11
+#define SIGCHLD 17
 #define SIGIO 29
 #define SIGSYS 31
+#define SIG_IGN 1
+#define RLIMIT_NPROC 6
+#define EINTR 4
+/* glibc fork's flags: of the clones the vm process's filter allows (the
+ * maker inherits it; host/seccomp_filters.c), the plain child's. */
+#define CLONE_FORK 0x01200011
 #define bit(sig) (1ULL << ((sig)-1))
 #define AT_NULL 0
 #define AT_SYSINFO_EHDR 33
@@ -976,19 +988,20 @@ wait_for_memory(struct trap_box *b, char *name)
 	return fd;
 }
 
-void
-stub_main(uint64_t *sp)
+/* The box from TRAP_FD_BOX, the handlers on its stack, the life
+ * watched: what every stub sets up first, a spare the maker forked
+ * again over its own descriptors. */
+static struct trap_box *
+take_box(void)
 {
 	struct trap_box *b;
-	long rc, mem_fd = TRAP_FD_MEM;
-	uint64_t memsz;
+	long rc;
 	struct {
 		uint64_t sp;
 		int32_t flags, pad;
 		uint64_t size;
 	} ss;
 
-	drop_host_vdso(sp);
 	rc = stub_syscall6(NR_mmap, 0, TRAP_BOX_SIZE, PROT_READ | PROT_WRITE,
 	    MAP_SHARED, TRAP_FD_BOX, 0);
 	if (rc < 0 && rc > -4096)
@@ -1016,8 +1029,188 @@ stub_main(uint64_t *sp)
 	handle(TRAP_SIG_KICK, on_kick);
 	sys(NR_prctl, PR_SET_DUMPABLE, 0, 0);
 	watch_life();
+	return b;
+}
+
+static long
+set_mask(uint64_t blocked)
+{
+	return stub_syscall6(
+	    NR_rt_sigprocmask, 2 /* SIG_SETMASK */, (long)&blocked, 0, 8, 0, 0);
+}
+
+/*
+ * A request to the maker: one byte and three descriptors, a spare's
+ * box, channel and life. They land on the lowest free numbers, 0 to 2
+ * (the maker holds only 5 and 6): below the ones a spare's must take.
+ * 0, -1 at the vm process's end of the channel, or -EBADF for a request
+ * not so made (whatever came is closed).
+ */
+static long
+receive_request(int32_t fds[3])
+{
+	struct {
+		uint64_t len;
+		int32_t level, type;
+		int32_t fd[4];
+	} cm;
+	uint8_t byte;
+	struct {
+		void *base;
+		uint64_t len;
+	} iov = { &byte, 1 };
+	struct {
+		void *name;
+		uint32_t namelen, pad0;
+		void *iov;
+		uint64_t iovlen;
+		void *control;
+		uint64_t controllen;
+		int32_t flags, pad1;
+	} msg = { 0, 0, 0, &iov, 1, &cm, sizeof(cm), 0, 0 };
+	long rc;
+	int i, n, ok;
+
+	do {
+		wipe(&cm, sizeof(cm));
+		msg.controllen = sizeof(cm);
+		msg.flags = 0;
+		rc = stub_syscall6(
+		    NR_recvmsg, TRAP_FD_CHAN, (long)&msg, 0, 0, 0, 0);
+	} while (rc == -EINTR);
+	if (rc == 0)
+		return -1;
+	if (rc < 0)
+		die(121);
+	ok = cm.len == 28 && cm.level == SOL_SOCKET && cm.type == SCM_RIGHTS &&
+	    !(msg.flags & MSG_CTRUNC);
+	n = cm.len > 16 && cm.len <= sizeof(cm) && cm.level == SOL_SOCKET &&
+	        cm.type == SCM_RIGHTS
+	    ? (int)((cm.len - 16) / 4)
+	    : 0;
+	for (i = 0; i < n; i++)
+		if (cm.fd[i] < 0 || cm.fd[i] >= TRAP_FD_BOX)
+			ok = 0;
+	if (!ok) {
+		for (i = 0; i < n; i++)
+			if (cm.fd[i] >= 0)
+				sys(NR_close, cm.fd[i], 0, 0);
+		return -EBADF;
+	}
+	for (i = 0; i < 3; i++)
+		fds[i] = cm.fd[i];
+	return 0;
+}
+
+/*
+ * In a spare just forked by the maker: the maker's box, channel and life
+ * given up for its own, its process limit the stub's, its name a
+ * spare's; then its hello on the channel, which tells the vm process
+ * its pid (the credentials the kernel attaches, in the reader's pid
+ * namespace).
+ */
+static void
+become_spare(const int32_t fds[3], char *name)
+{
+	static const char spare[] = "keepd: spare";
+	const struct {
+		uint64_t cur, max;
+	} one = { 1, 1 };
+	uint8_t byte = 's';
+	struct {
+		void *base;
+		uint64_t len;
+	} iov = { &byte, 1 };
+	struct {
+		void *name;
+		uint32_t namelen, pad0;
+		void *iov;
+		uint64_t iovlen;
+		void *control;
+		uint64_t controllen;
+		int32_t flags, pad1;
+	} msg = { 0, 0, 0, &iov, 1, 0, 0, 0, 0 };
+
+	sys(NR_munmap, (long)st.box, TRAP_BOX_SIZE, 0);
+	st.box = 0;
+	if (sys(NR_dup2, fds[0], TRAP_FD_BOX, 0) != TRAP_FD_BOX ||
+	    sys(NR_dup2, fds[1], TRAP_FD_CHAN, 0) != TRAP_FD_CHAN ||
+	    sys(NR_dup2, fds[2], TRAP_FD_LIFE, 0) != TRAP_FD_LIFE ||
+	    sys(NR_close_range, 0, TRAP_FD_BOX - 1, 0) != 0 ||
+	    stub_syscall6(NR_prlimit64, 0, RLIMIT_NPROC, (long)&one, 0, 0, 0) !=
+	        0)
+		die(122);
+	if (name != 0)
+		copy(name, spare, sizeof(spare));
+	if (stub_syscall6(NR_sendmsg, TRAP_FD_CHAN, (long)&msg, 0, 0, 0, 0) !=
+	    1)
+		die(122);
+}
+
+/*
+ * The tree's maker (docs/vmm.md, "Spare stubs"): a stub that never takes
+ * a guest but forks a spare of itself for each request on its channel,
+ * set up but for its box, its channel and its life; no exec, no
+ * namespace to join. Its children are reaped by the kernel (SIGCHLD
+ * ignored); they die with it, the init of their pid namespace, and it
+ * with the run's first vm process (its pdeath signal, its life). Returns
+ * only in a new spare, whose descriptors are in place.
+ */
+static void
+make_spares(char *name)
+{
+	struct stub_sigaction ign = {
+		(void (*)(int, struct stub_siginfo *, void *))SIG_IGN,
+		SA_RESTORER, stub_restorer, 0
+	};
+	int32_t fds[3], tid;
+	long pid;
+	int i;
+
+	if (stub_syscall6(NR_rt_sigaction, SIGCHLD, (long)&ign, 0, 8, 0, 0) !=
+	    0)
+		die(120);
+	for (;;) {
+		if (set_mask(~bit(SIGIO)) != 0)
+			die(120);
+		if ((pid = receive_request(fds)) == -1)
+			die(0); /* the vm process closed its end */
+		if (pid != 0)
+			continue;
+		/* Every signal held off in the child until it is set up. */
+		if (set_mask(~0ULL) != 0)
+			die(120);
+		pid =
+		    stub_syscall6(NR_clone, CLONE_FORK, 0, 0, (long)&tid, 0, 0);
+		if (pid == 0) {
+			become_spare(fds, name);
+			return;
+		}
+		/* (a clone that failed closes the request's channel: the vm
+		 * process starts that spare itself) */
+		for (i = 0; i < 3; i++)
+			sys(NR_close, fds[i], 0, 0);
+	}
+}
+
+void
+stub_main(uint64_t *sp)
+{
+	struct trap_box *b;
+	long rc, mem_fd = TRAP_FD_MEM;
+	uint64_t memsz;
+	char *name = sp[0] >= 1 ? (char *)sp[1] : 0;
+
+	drop_host_vdso(sp);
+	b = take_box();
+	if (load32(&b->spare) == TRAP_SPARE_MAKER) {
+		make_spares(name);
+		b = take_box();
+		if (load32(&b->spare) != TRAP_SPARE)
+			die(125);
+	}
 	if (load32(&b->spare))
-		mem_fd = wait_for_memory(b, sp[0] >= 1 ? (char *)sp[1] : NULL);
+		mem_fd = wait_for_memory(b, name);
 	memsz = b->memsz;
 	if (memsz <= TRAP_MEM_LO || memsz > (1ULL << 40) ||
 	    (memsz & 0xfff) != 0)

@@ -292,6 +292,9 @@ const struct seccomp_filter seccomp_policy = { "policy", policy_rules,
 	    RA(ioctl, 1, PIDFD_GET_CGROUP_NAMESPACE, "trap: the same"),        \
 	    RA(ioctl, 1, PIDFD_GET_MNT_NAMESPACE, "trap: the same"),           \
 	    R(waitid, "trap: the guest's process ended (its pidfd)"),          \
+	    R(pidfd_open,                                                      \
+	        "trap: a spare the tree's maker forked, by the pid its "       \
+	        "hello carried"),                                              \
 	    RA(kill, 1, SIGUSR1, "trap: kick the guest's process"),            \
 	    R(copy_file_range, "trap: a guest fork copies its memory"),        \
 	    RA(prctl, 0, PR_SET_PDEATHSIG,                                     \

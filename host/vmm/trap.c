@@ -117,13 +117,15 @@ static const struct {
 
 /*
  * A stub's process as started: its box, its pid and pidfd, our ends of
- * its channel and life socket, its filter's cookie, and which process
- * started it (its parent, the only one that can reap it). A spare is one
- * started ahead, waiting for guest memory (docs/vmm.md, "Spare stubs").
+ * its channel and life socket, its filter's cookie, and its parent, the
+ * only process that can reap it (0: the tree's spare maker, not a vm
+ * process). A spare is one started ahead, waiting for guest memory
+ * (docs/vmm.md, "Spare stubs"); a spare the maker forked has pid 0 and
+ * no pidfd until its hello is read (spare_hello).
  */
 struct trap_stub {
 	struct trap_box *box; /* NULL: none */
-	pid_t pid, maker;
+	pid_t pid, parent;
 	int pidfd, chan, life;
 	uint64_t cookie[2];
 };
@@ -148,6 +150,11 @@ struct vm_trap {
 	/* The pidfds of spares handed to forked children, ours to reap. */
 	int given[GIVEN_MAX];
 	unsigned ngiven;
+	/* The tree's spare maker, the run's first vm process's (its box
+	 * NULL: none), and whether it failed (its spares are then started
+	 * here, as before it). */
+	struct trap_stub spare_maker;
+	int spare_maker_failed;
 	int retired; /* the pidfd of the stub an execve replaced, or -1 */
 	uint64_t cookie[2];
 	int chan; /* our end of the stub's TRAP_FD_CHAN */
@@ -262,6 +269,8 @@ vm_trap_mem_map(uint64_t size, int prot, int *fdp)
 	return aligned;
 }
 
+static void stub_clear(struct trap_stub *s);
+
 /* A new platform state, holding nothing; NULL without memory. */
 static struct vm_trap *
 trap_new(void)
@@ -273,6 +282,7 @@ trap_new(void)
 		return NULL;
 	t->pidfd = t->chan = t->retired = t->life = -1;
 	t->want_spares = 1;
+	stub_clear(&t->spare_maker);
 	for (i = 0; i < TREE_NS_N; i++)
 		t->tree_ns[i] = -1;
 	return t;
@@ -517,7 +527,7 @@ child_limit(int resource, rlim_t v)
 
 struct spawn_arg {
 	int mem_fd, box_fd, chan_fd, life_fd, ns;
-	int spare; /* a spare: no mem_fd (-1), and its own name */
+	int spare; /* enum trap_spare: a spare (or the maker) has no mem_fd */
 	int joined_root; /* in the tree's mount namespace: its root is made */
 	int root_tmpfs; /* out: the root is a tmpfs of the stub's own */
 };
@@ -536,6 +546,7 @@ stub_child(void *argp)
 {
 	static const char *const argv[] = { "keepd: guest", NULL };
 	static const char *const spare_argv[] = { "keepd: spare", NULL };
+	static const char *const maker_argv[] = { "keepd: maker", NULL };
 	static const char *const envp[] = { NULL };
 	struct spawn_arg *a = argp;
 	int exe_fd, mem_fd = a->mem_fd, box_fd = a->box_fd;
@@ -592,9 +603,15 @@ stub_child(void *argp)
 	child_limit(RLIMIT_NOFILE, 8);
 	child_limit(RLIMIT_MEMLOCK, 0);
 	child_limit(RLIMIT_MSGQUEUE, 0);
-	child_limit(RLIMIT_NPROC, 1);
+	/* (The maker keeps the vm process's: it forks the spares, which
+	 * then take 1 themselves.) */
+	if (a->spare != TRAP_SPARE_MAKER)
+		child_limit(RLIMIT_NPROC, 1);
 	syscall(SYS_execveat, TRAP_FD_STUB_EXE, "",
-	    a->spare ? spare_argv : argv, envp, AT_EMPTY_PATH);
+	    a->spare == TRAP_SPARE_MAKER      ? maker_argv
+	        : a->spare != TRAP_SPARE_NONE ? spare_argv
+	                                      : argv,
+	    envp, AT_EMPTY_PATH);
 	_exit(127);
 }
 
@@ -731,7 +748,8 @@ static int
 spawn(struct vm *vm, struct vm_trap *t, int box_fd, int mem_fd,
     struct trap_stub *s, char *err, size_t errlen)
 {
-	struct spawn_arg a = { mem_fd, box_fd, -1, -1, 1, mem_fd < 0, 0, 0 };
+	struct spawn_arg a = { mem_fd, box_fd, -1, -1, 1, (int)s->box->spare, 0,
+		0 };
 	pid_t pid = -1;
 	int pidfd = -1, sv[2], lv[2], nns, run_net = vm->cfg->net == 1;
 
@@ -797,7 +815,7 @@ spawn(struct vm *vm, struct vm_trap *t, int box_fd, int mem_fd,
 	s->pidfd = pidfd;
 	s->chan = sv[0];
 	s->life = lv[0];
-	s->maker = getpid();
+	s->parent = getpid();
 	return 0;
 }
 
@@ -1287,7 +1305,7 @@ stub_install(struct vm_trap *t, const struct trap_stub *s)
 	t->life = s->life;
 	t->cookie[0] = s->cookie[0];
 	t->cookie[1] = s->cookie[1];
-	t->foreign = s->maker != getpid();
+	t->foreign = s->parent != getpid();
 }
 
 /* A stub started now over this process's memory: 0, or -1 with err. */
@@ -1323,7 +1341,7 @@ stub_drop(struct trap_stub *s, int end)
 		return;
 	if (end && s->pid > 0) {
 		kill(s->pid, SIGKILL);
-		if (s->maker == getpid() && s->pidfd >= 0)
+		if (s->parent == getpid() && s->pidfd >= 0)
 			waitid(P_PIDFD, (id_t)s->pidfd, &si, WEXITED | __WALL);
 	}
 	munmap(s->box, TRAP_BOX_SIZE);
@@ -1334,6 +1352,150 @@ stub_drop(struct trap_stub *s, int end)
 	if (s->life >= 0)
 		close(s->life);
 	stub_clear(s);
+}
+
+/*
+ * The tree's spare maker (docs/vmm.md, "Spare stubs"), started by the
+ * run's first vm process as a spare is: a stub in the tree's namespaces
+ * that forks a spare of itself for each request on its channel
+ * (guest/trap_stub.c, make_spares). A spare then costs the fork of a
+ * small process, made beside this one, rather than a go-between, the
+ * tree's namespaces joined and the stub's execve, made while this
+ * process waits for them. 0, or -1.
+ */
+static int
+spare_maker_start(struct vm *vm, struct vm_trap *t)
+{
+	struct trap_stub *m = &t->spare_maker;
+	char err[128];
+	int box_fd;
+
+	stub_clear(m);
+	if ((m->box = box_make(vm, TRAP_SPARE_MAKER, m->cookie, &box_fd)) ==
+	    NULL)
+		return -1;
+	if (spawn(vm, t, box_fd, -1, m, err, sizeof(err)) != 0) {
+		munmap(m->box, TRAP_BOX_SIZE);
+		close(box_fd);
+		stub_clear(m);
+		return -1;
+	}
+	close(box_fd);
+	return 0;
+}
+
+/*
+ * A spare asked of the maker, into *s: its box made here, the far ends
+ * of its channel and life socket sent with the request, ours kept. Its
+ * pid comes in its hello (spare_hello). 0, or -1 (the maker gone, or
+ * not reading: no request waits on it; or no descriptor to be had).
+ */
+static int
+spare_ask(struct vm *vm, struct vm_trap *t, struct trap_stub *s)
+{
+	union {
+		struct cmsghdr h;
+		uint8_t buf[CMSG_SPACE(3 * sizeof(int))];
+	} cm;
+	uint8_t byte = 0;
+	struct iovec iov = { &byte, 1 };
+	struct msghdr msg = { .msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = cm.buf,
+		.msg_controllen = sizeof(cm.buf) };
+	int box_fd, sv[2] = { -1, -1 }, lv[2] = { -1, -1 }, fds[3], one = 1;
+	ssize_t n = -1;
+
+	stub_clear(s);
+	if ((s->box = box_make(vm, TRAP_SPARE, s->cookie, &box_fd)) == NULL)
+		return -1;
+	/* (SO_PASSCRED: the hello's credentials, the spare's pid as this
+	 * process sees it) */
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0 &&
+	    socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, lv) == 0 &&
+	    setsockopt(sv[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) ==
+	        0) {
+		fds[0] = box_fd;
+		fds[1] = sv[1];
+		fds[2] = lv[1];
+		memset(&cm, 0, sizeof(cm));
+		cm.h.cmsg_level = SOL_SOCKET;
+		cm.h.cmsg_type = SCM_RIGHTS;
+		cm.h.cmsg_len = CMSG_LEN(sizeof(fds));
+		memcpy(CMSG_DATA(&cm.h), fds, sizeof(fds));
+		do
+			n = sendmsg(t->spare_maker.chan, &msg,
+			    MSG_NOSIGNAL | MSG_DONTWAIT);
+		while (n == -1 && errno == EINTR);
+	}
+	/* The far ends are the maker's now (or nobody's). */
+	close(box_fd);
+	if (sv[1] >= 0)
+		close(sv[1]);
+	if (lv[1] >= 0)
+		close(lv[1]);
+	if (n != 1) {
+		if (sv[0] >= 0)
+			close(sv[0]);
+		if (lv[0] >= 0)
+			close(lv[0]);
+		munmap(s->box, TRAP_BOX_SIZE);
+		stub_clear(s);
+		return -1;
+	}
+	s->chan = sv[0];
+	s->life = lv[0];
+	return 0;
+}
+
+/*
+ * A spare the maker forked: its pid, from the credentials the kernel
+ * gave its hello (in this process's pid namespace), and a pidfd for it,
+ * opened while the hello's pid could not yet have been reused (the
+ * spare is the maker's child, reaped the moment it ends, so its pid is
+ * free again only once it has ended; pids are handed out in turn). 0
+ * (at once where they are known), or -1: no hello (the maker could not
+ * fork it, or it has ended).
+ */
+static int
+spare_hello(struct trap_stub *s)
+{
+	union {
+		struct cmsghdr h;
+		uint8_t buf[CMSG_SPACE(sizeof(struct ucred))];
+	} cm;
+	struct ucred uc;
+	uint8_t byte;
+	struct iovec iov = { &byte, 1 };
+	struct msghdr msg = { .msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = cm.buf,
+		.msg_controllen = sizeof(cm.buf) };
+	struct pollfd p = { s->chan, POLLIN, 0 };
+	ssize_t n;
+	int rc;
+
+	if (s->pid > 0)
+		return 0;
+	do
+		rc = poll(&p, 1, BOOT_WAIT_US / 1000);
+	while (rc == -1 && errno == EINTR);
+	if (rc != 1)
+		return -1;
+	memset(&cm, 0, sizeof(cm));
+	do
+		n = recvmsg(s->chan, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	while (n == -1 && errno == EINTR);
+	if (n != 1 || (msg.msg_flags & MSG_CTRUNC) ||
+	    msg.msg_controllen < CMSG_LEN(sizeof(uc)) ||
+	    cm.h.cmsg_level != SOL_SOCKET || cm.h.cmsg_type != SCM_CREDENTIALS)
+		return -1;
+	memcpy(&uc, CMSG_DATA(&cm.h), sizeof(uc));
+	if (uc.pid <= 0 ||
+	    (s->pidfd = (int)syscall(SYS_pidfd_open, uc.pid, 0)) == -1)
+		return -1;
+	s->pid = uc.pid;
+	return 0;
 }
 
 /*
@@ -1352,7 +1514,7 @@ spare_take(struct vm *vm, struct vm_trap *t)
 		return -1;
 	s = t->spare[--t->nspares];
 	stub_clear(&t->spare[t->nspares]);
-	if (send_fd(s.chan, &fd) != 0) {
+	if (spare_hello(&s) != 0 || send_fd(s.chan, &fd) != 0) {
 		stub_drop(&s, 1);
 		return -1;
 	}
@@ -1422,7 +1584,19 @@ vm_trap_spare(struct vm *vm)
 	    t->nspares >= t->want_spares || tree_ns_count(t) < TREE_NS_MNT)
 		return;
 	given_reap(t);
+	if (t->spare_maker.box == NULL && !t->spare_maker_failed &&
+	    spare_maker_start(vm, t) != 0)
+		t->spare_maker_failed = 1;
 	while (t->nspares < t->want_spares && t->nspares < SPARES_MAX) {
+		if (t->spare_maker.box != NULL) {
+			if (spare_ask(vm, t, &s) == 0) {
+				t->spare[t->nspares++] = s;
+				continue;
+			}
+			/* Gone: its spares are started here from now on. */
+			stub_drop(&t->spare_maker, 1);
+			t->spare_maker_failed = 1;
+		}
 		stub_clear(&s);
 		if ((s.box = box_make(vm, 1, s.cookie, &box_fd)) == NULL)
 			return;
@@ -1455,6 +1629,10 @@ vm_trap_spare_given(struct vm *vm)
 
 	while (t != NULL && t->nspares > 0) {
 		s = &t->spare[--t->nspares];
+		if (s->parent != getpid() || s->pidfd < 0) {
+			stub_drop(s, 0); /* the maker's child */
+			continue;
+		}
 		if (t->ngiven == GIVEN_MAX) {
 			/* Left to init, or to the run's end (proc.c). */
 			close(t->given[0]);
@@ -1543,6 +1721,7 @@ vm_trap_drop(struct vm *vm)
 	stub_kill(t);
 	retired_reap(t, 1);
 	spares_drop(t, 1);
+	stub_drop(&t->spare_maker, 1);
 	given_close(t);
 	if (t->box != NULL)
 		munmap(t->box, TRAP_BOX_SIZE);
@@ -1572,6 +1751,7 @@ vm_trap_forget(struct vm *vm)
 	if (t->retired >= 0)
 		close(t->retired); /* the parent's to reap */
 	spares_drop(t, 0); /* the parent's, unless taken before */
+	stub_drop(&t->spare_maker, 0); /* the run's first process's */
 	given_close(t);
 	if (t->box != NULL)
 		munmap(t->box, TRAP_BOX_SIZE);
@@ -1942,10 +2122,15 @@ vm_trap_stop(struct vm *vm)
 		kill(t->pid, SIGKILL);
 		t->pid = 0;
 	}
-	/* The spares, which no guest has used yet. */
+	/* The spares, which no guest has used yet, and their maker (whose
+	 * end, its pid namespace's init's, ends those it forked). */
 	for (i = 0; t != NULL && i < t->nspares; i++)
 		if (t->spare[i].pid > 0) {
 			kill(t->spare[i].pid, SIGKILL);
 			t->spare[i].pid = 0;
 		}
+	if (t != NULL && t->spare_maker.pid > 0) {
+		kill(t->spare_maker.pid, SIGKILL);
+		t->spare_maker.pid = 0;
+	}
 }

@@ -40,6 +40,13 @@
 #define TRAP_MAGIC 0x7061727470656b6bULL /* "kkeptrap" */
 
 /* The box's futex word. */
+/* What a stub is asked to be at its start (trap_box.spare). */
+enum trap_spare {
+	TRAP_SPARE_NONE = 0, /* a stub: its memory is at TRAP_FD_MEM */
+	TRAP_SPARE = 1, /* a spare: set up, it waits for `go` */
+	TRAP_SPARE_MAKER = 2, /* the tree's maker: forks spares on request */
+};
+
 enum trap_state {
 	TRAP_S_GUEST = 1, /* the guest runs (or the stub boots) */
 	TRAP_S_EVENT, /* the stub posted an event and waits */
@@ -141,7 +148,7 @@ struct trap_box {
 	 * takes guest memory's descriptor from the channel and reads memsz.
 	 * Written by the vm process only; the stub reads both before the
 	 * guest ever runs. */
-	uint32_t spare;
+	uint32_t spare; /* enum trap_spare */
 	uint32_t go;
 	uint8_t pad1[4096 - 320];
 	struct trap_op ops[TRAP_OPS_MAX]; /* at 4096 */

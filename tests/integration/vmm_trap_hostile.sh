@@ -37,11 +37,11 @@ procs() {
 }
 
 # The pids of the session sid's stubs ("keepd: guest"; with a second
-# argument, the spares started ahead too, "keepd: spare"), the oldest
-# first.
+# argument, the spares started ahead too, "keepd: spare", and the tree's
+# spare maker, "keepd: maker"), the oldest first.
 stubs_of() {
 	procs | awk -v sid="$1" -v spares="${2:-}" '$3 == sid && $5 == "keepd:" &&
-	    ($6 == "guest" || (spares != "" && $6 == "spare")) { print $4, $1 }' |
+	    ($6 == "guest" || (spares != "" && ($6 == "spare" || $6 == "maker"))) { print $4, $1 }' |
 	    sort -n | cut -d' ' -f2
 }
 
@@ -104,6 +104,7 @@ run() {
 	[ "$1" = --orphan ] && { addrs=3; shift; }
 	[ "$1" = --orphan-masked ] && { addrs=4; shift; }
 	[ "$1" = --kill-spares ] && { addrs=5; shift; }
+	[ "$1" = --kill-maker ] && { addrs=6; shift; }
 	shift
 	rm -f "$ws/stub.addr" "$ws/orphan.ready" "$ws/orphan.masked" \
 	    "$ws/spares.killed" "$tmp/sid" "$tmp/orphan"
@@ -142,13 +143,16 @@ run() {
 		done
 		[ -s "$ws/stub.addr" ] || bad "$name: no forked stub found"
 	fi
-	if [ $addrs = 5 ]; then
-		# The spares the parent started while it waits: killed.
+	if [ $addrs = 5 ] || [ $addrs = 6 ]; then
+		# The spares the parent started while it waits, or the maker
+		# that forked them (whose end, their pid namespace's init's,
+		# ends them too): killed.
+		what=spare; [ $addrs = 6 ] && what=maker
 		for i in $(seq 1000); do
-			spares=$(procs | awk -v sid="$sid" '$3 == sid && $5 == "keepd:" && $6 == "spare" { print $1 }')
+			spares=$(procs | awk -v sid="$sid" -v what=$what '$3 == sid && $5 == "keepd:" && $6 == what { print $1 }')
 			[ -n "$spares" ] && break; sleep 0.02
 		done
-		[ -n "$spares" ] && kill -KILL $spares || bad "$name: no spare found"
+		[ -n "$spares" ] && kill -KILL $spares || bad "$name: no $what found"
 		: >"$ws/spares.killed"
 	fi
 	if [ $addrs = 3 ] || [ $addrs = 4 ]; then
@@ -297,6 +301,10 @@ check "a spare's process that blocks its life's signal ends with the run" 0 $'or
 # a stub of its own.
 run "dead spares" --kill-spares -- "$H" deadspares
 check "a fork after its spares were killed is served" 0 $'the first child: exit 0\nthe second child: exit 5\nsurvived' ""
+# The spare maker killed, and its spares with it: the fork's child
+# starts a stub of its own, and the parent its spares, as before it.
+run "dead maker" --kill-maker -- "$H" deadspares
+check "a fork after the spare maker was killed is served" 0 $'the first child: exit 0\nthe second child: exit 5\nsurvived' ""
 # (Linux 6.11's pidfd ioctls open the first process's namespaces; before
 # them, each process has its own, as the first.)
 IFS=. read -r kmaj kmin _ <<<"$(uname -r)"
