@@ -176,6 +176,23 @@ struct stub_sigaction {
 	uint64_t mask;
 };
 
+/* The kernel's msghdr and iovec (x86-64), for one byte and a control
+ * buffer. */
+struct stub_iovec {
+	void *base;
+	uint64_t len;
+};
+
+struct stub_msghdr {
+	void *name;
+	uint32_t namelen, pad0;
+	struct stub_iovec *iov;
+	uint64_t iovlen;
+	void *control;
+	uint64_t controllen;
+	int32_t flags, pad1;
+};
+
 /* box and alias set at boot, before the guest runs, and never written
  * after; the rest is the relay's bookkeeping, which the guest may
  * overwrite at no one's cost but its own (each value is checked or
@@ -446,19 +463,8 @@ receive_fd(struct trap_box *b)
 		int32_t fd, pad;
 	} cm;
 	uint8_t byte;
-	struct {
-		void *base;
-		uint64_t len;
-	} iov = { &byte, 1 };
-	struct {
-		void *name;
-		uint32_t namelen, pad0;
-		void *iov;
-		uint64_t iovlen;
-		void *control;
-		uint64_t controllen;
-		int32_t flags, pad1;
-	} msg = { 0, 0, 0, &iov, 1, &cm, sizeof(cm), 0, 0 };
+	struct stub_iovec iov = { &byte, 1 };
+	struct stub_msghdr msg = { 0, 0, 0, &iov, 1, &cm, sizeof(cm), 0, 0 };
 	long rc;
 
 	wipe(&cm, sizeof(cm));
@@ -1055,19 +1061,8 @@ receive_request(int32_t fds[3])
 		int32_t fd[4];
 	} cm;
 	uint8_t byte;
-	struct {
-		void *base;
-		uint64_t len;
-	} iov = { &byte, 1 };
-	struct {
-		void *name;
-		uint32_t namelen, pad0;
-		void *iov;
-		uint64_t iovlen;
-		void *control;
-		uint64_t controllen;
-		int32_t flags, pad1;
-	} msg = { 0, 0, 0, &iov, 1, &cm, sizeof(cm), 0, 0 };
+	struct stub_iovec iov = { &byte, 1 };
+	struct stub_msghdr msg = { 0, 0, 0, &iov, 1, &cm, sizeof(cm), 0, 0 };
 	long rc;
 	int i, n, ok;
 
@@ -1117,19 +1112,8 @@ become_spare(const int32_t fds[3], char *name)
 		uint64_t cur, max;
 	} one = { 1, 1 };
 	uint8_t byte = 's';
-	struct {
-		void *base;
-		uint64_t len;
-	} iov = { &byte, 1 };
-	struct {
-		void *name;
-		uint32_t namelen, pad0;
-		void *iov;
-		uint64_t iovlen;
-		void *control;
-		uint64_t controllen;
-		int32_t flags, pad1;
-	} msg = { 0, 0, 0, &iov, 1, 0, 0, 0, 0 };
+	struct stub_iovec iov = { &byte, 1 };
+	struct stub_msghdr msg = { 0, 0, 0, &iov, 1, 0, 0, 0, 0 };
 
 	sys(NR_munmap, (long)st.box, TRAP_BOX_SIZE, 0);
 	st.box = 0;

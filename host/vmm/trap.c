@@ -1133,36 +1133,50 @@ take_regs(struct vm *vm, struct vm_trap *t)
 	take_frame(t);
 }
 
-/* A TRAP_OP_MAP's descriptor to the stub, closed here once sent unless
- * borrowed. */
+/* One byte and the descriptors fds[0..n), n at most 3, on chan: 0, or
+ * -1 with errno. */
 static int
-send_fd(int chan, int *fdp)
+send_fds(int chan, const int *fds, size_t n, int flags)
 {
-	int fd = IS_BORROWED(*fdp) ? -2 - *fdp : *fdp;
 	union {
 		struct cmsghdr h;
-		uint8_t buf[CMSG_SPACE(sizeof(int))];
+		uint8_t buf[CMSG_SPACE(3 * sizeof(int))];
 	} cm;
 	uint8_t byte = 0;
 	struct iovec iov = { &byte, 1 };
 	struct msghdr msg = { .msg_iov = &iov,
 		.msg_iovlen = 1,
 		.msg_control = cm.buf,
-		.msg_controllen = sizeof(cm.buf) };
-	ssize_t n;
+		.msg_controllen = CMSG_SPACE(n * sizeof(int)) };
+	ssize_t r;
 
+	if (n == 0 || n > 3) {
+		errno = EINVAL;
+		return -1;
+	}
 	memset(&cm, 0, sizeof(cm));
 	cm.h.cmsg_level = SOL_SOCKET;
 	cm.h.cmsg_type = SCM_RIGHTS;
-	cm.h.cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(&cm.h), &fd, sizeof(int));
+	cm.h.cmsg_len = CMSG_LEN(n * sizeof(int));
+	memcpy(CMSG_DATA(&cm.h), fds, n * sizeof(int));
 	do
-		n = sendmsg(chan, &msg, MSG_NOSIGNAL);
-	while (n == -1 && errno == EINTR);
+		r = sendmsg(chan, &msg, MSG_NOSIGNAL | flags);
+	while (r == -1 && errno == EINTR);
+	return r == 1 ? 0 : -1;
+}
+
+/* A TRAP_OP_MAP's descriptor to the stub, closed here once sent unless
+ * borrowed. */
+static int
+send_fd(int chan, int *fdp)
+{
+	int fd = IS_BORROWED(*fdp) ? -2 - *fdp : *fdp;
+	int rc = send_fds(chan, &fd, 1, 0);
+
 	if (!IS_BORROWED(*fdp))
 		close(fd);
 	*fdp = -1;
-	return n == 1 ? 0 : -1;
+	return rc;
 }
 
 /* Send the queued ops, a box at a time, with the cookie (and the
@@ -1393,18 +1407,8 @@ spare_maker_start(struct vm *vm, struct vm_trap *t)
 static int
 spare_ask(struct vm *vm, struct vm_trap *t, struct trap_stub *s)
 {
-	union {
-		struct cmsghdr h;
-		uint8_t buf[CMSG_SPACE(3 * sizeof(int))];
-	} cm;
-	uint8_t byte = 0;
-	struct iovec iov = { &byte, 1 };
-	struct msghdr msg = { .msg_iov = &iov,
-		.msg_iovlen = 1,
-		.msg_control = cm.buf,
-		.msg_controllen = sizeof(cm.buf) };
 	int box_fd, sv[2] = { -1, -1 }, lv[2] = { -1, -1 }, fds[3], one = 1;
-	ssize_t n = -1;
+	int sent = 0;
 
 	stub_clear(s);
 	if ((s->box = box_make(vm, TRAP_SPARE, s->cookie, &box_fd)) == NULL)
@@ -1418,15 +1422,7 @@ spare_ask(struct vm *vm, struct vm_trap *t, struct trap_stub *s)
 		fds[0] = box_fd;
 		fds[1] = sv[1];
 		fds[2] = lv[1];
-		memset(&cm, 0, sizeof(cm));
-		cm.h.cmsg_level = SOL_SOCKET;
-		cm.h.cmsg_type = SCM_RIGHTS;
-		cm.h.cmsg_len = CMSG_LEN(sizeof(fds));
-		memcpy(CMSG_DATA(&cm.h), fds, sizeof(fds));
-		do
-			n = sendmsg(t->spare_maker.chan, &msg,
-			    MSG_NOSIGNAL | MSG_DONTWAIT);
-		while (n == -1 && errno == EINTR);
+		sent = send_fds(t->spare_maker.chan, fds, 3, MSG_DONTWAIT) == 0;
 	}
 	/* The far ends are the maker's now (or nobody's). */
 	close(box_fd);
@@ -1434,7 +1430,7 @@ spare_ask(struct vm *vm, struct vm_trap *t, struct trap_stub *s)
 		close(sv[1]);
 	if (lv[1] >= 0)
 		close(lv[1]);
-	if (n != 1) {
+	if (!sent) {
 		if (sv[0] >= 0)
 			close(sv[0]);
 		if (lv[0] >= 0)
