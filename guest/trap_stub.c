@@ -1143,14 +1143,17 @@ become_spare(const int32_t fds[3], char *name)
 static void
 make_spares(char *name)
 {
-	struct stub_sigaction ign = {
-		(void (*)(int, struct stub_siginfo *, void *))SIG_IGN,
-		SA_RESTORER, stub_restorer, 0
-	};
+	struct stub_sigaction ign;
 	int32_t fds[3], tid;
 	long pid;
 	int i;
 
+	/* (Set field by field, as handle does: an initializer holding
+	 * stub_restorer's address may be laid out as data, a relocation.) */
+	ign.handler = (void (*)(int, struct stub_siginfo *, void *))SIG_IGN;
+	ign.flags = SA_RESTORER;
+	ign.restorer = stub_restorer;
+	ign.mask = 0;
 	if (stub_syscall6(NR_rt_sigaction, SIGCHLD, (long)&ign, 0, 8, 0, 0) !=
 	    0)
 		die(120);
