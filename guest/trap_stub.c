@@ -1,6 +1,7 @@
 /*
  * The trap platform's stub (docs/vmm.md, "The trap platform"): the
- * program a guest process starts as on a host without KVM. It maps the
+ * program a guest process starts as on a host without KVM (and the
+ * tree's spare maker, which forks spares of it: make_spares). It maps the
  * guest's memory at the guest's addresses, installs a seccomp filter
  * under which every system call the guest makes raises SIGSYS, and from
  * then on relays: each SIGSYS, fault and kick becomes an event in the
@@ -1173,8 +1174,9 @@ make_spares(char *name)
 			become_spare(fds, name);
 			return;
 		}
-		/* (a clone that failed closes the request's channel: the vm
-		 * process starts that spare itself) */
+		/* The request's descriptors are the child's now; where the
+		 * clone failed, their close here is the spare's end: the vm
+		 * process that takes it, finding no hello, starts a stub. */
 		for (i = 0; i < 3; i++)
 			sys(NR_close, fds[i], 0, 0);
 	}

@@ -1330,7 +1330,8 @@ stub_start(struct vm *vm, struct vm_trap *t, char *err, size_t errlen)
 	int box_fd;
 
 	stub_clear(&s);
-	if ((s.box = box_make(vm, 0, s.cookie, &box_fd)) == NULL) {
+	if ((s.box = box_make(vm, TRAP_SPARE_NONE, s.cookie, &box_fd)) ==
+	    NULL) {
 		snprintf(err, errlen, "the trap box: %s", strerror(errno));
 		return -1;
 	}
@@ -1401,14 +1402,16 @@ spare_maker_start(struct vm *vm, struct vm_trap *t)
 /*
  * A spare asked of the maker, into *s: its box made here, the far ends
  * of its channel and life socket sent with the request, ours kept. Its
- * pid comes in its hello (spare_hello). 0, or -1 (the maker gone, or
- * not reading: no request waits on it; or no descriptor to be had).
+ * pid comes in its hello (spare_hello). 0; -1 where this process could
+ * not ask (no descriptor or memory to be had: a guest at its descriptor
+ * limit) or the maker is not reading (no request waits on it); -2 where
+ * the maker is gone.
  */
 static int
 spare_ask(struct vm *vm, struct vm_trap *t, struct trap_stub *s)
 {
 	int box_fd, sv[2] = { -1, -1 }, lv[2] = { -1, -1 }, fds[3], one = 1;
-	int sent = 0;
+	int sent = 0, gone = 0;
 
 	stub_clear(s);
 	if ((s->box = box_make(vm, TRAP_SPARE, s->cookie, &box_fd)) == NULL)
@@ -1423,6 +1426,9 @@ spare_ask(struct vm *vm, struct vm_trap *t, struct trap_stub *s)
 		fds[1] = sv[1];
 		fds[2] = lv[1];
 		sent = send_fds(t->spare_maker.chan, fds, 3, MSG_DONTWAIT) == 0;
+		gone = !sent &&
+		    (errno == EPIPE || errno == ECONNRESET ||
+		        errno == ECONNREFUSED || errno == ENOTCONN);
 	}
 	/* The far ends are the maker's now (or nobody's). */
 	close(box_fd);
@@ -1437,7 +1443,7 @@ spare_ask(struct vm *vm, struct vm_trap *t, struct trap_stub *s)
 			close(lv[0]);
 		munmap(s->box, TRAP_BOX_SIZE);
 		stub_clear(s);
-		return -1;
+		return gone ? -2 : -1;
 	}
 	s->chan = sv[0];
 	s->life = lv[0];
@@ -1446,12 +1452,13 @@ spare_ask(struct vm *vm, struct vm_trap *t, struct trap_stub *s)
 
 /*
  * A spare the maker forked: its pid, from the credentials the kernel
- * gave its hello (in this process's pid namespace), and a pidfd for it,
- * opened while the hello's pid could not yet have been reused (the
- * spare is the maker's child, reaped the moment it ends, so its pid is
- * free again only once it has ended; pids are handed out in turn). 0
- * (at once where they are known), or -1: no hello (the maker could not
- * fork it, or it has ended).
+ * gave its hello (in this process's pid namespace), and a pidfd for it.
+ * Its pid is free again only once it has ended (the maker reaps it at
+ * once), and a free pid is handed out again only after the allocator
+ * has gone round all the others (pids are given in turn), so the pidfd
+ * is the spare's or, where it has ended, open fails (ESRCH). 0 (at once
+ * where they are known), or -1: no hello (the maker could not fork it,
+ * or it has ended).
  */
 static int
 spare_hello(struct trap_stub *s)
@@ -1574,7 +1581,7 @@ vm_trap_spare(struct vm *vm)
 	struct vm_trap *t = vm->trap;
 	struct trap_stub s;
 	char err[128];
-	int box_fd;
+	int box_fd, rc;
 
 	if (!vm->on_trap || vm->is_child || t == NULL || t->box == NULL ||
 	    t->nspares >= t->want_spares || tree_ns_count(t) < TREE_NS_MNT)
@@ -1585,16 +1592,22 @@ vm_trap_spare(struct vm *vm)
 		t->spare_maker_failed = 1;
 	while (t->nspares < t->want_spares && t->nspares < SPARES_MAX) {
 		if (t->spare_maker.box != NULL) {
-			if (spare_ask(vm, t, &s) == 0) {
+			if ((rc = spare_ask(vm, t, &s)) == 0) {
 				t->spare[t->nspares++] = s;
 				continue;
 			}
-			/* Gone: its spares are started here from now on. */
-			stub_drop(&t->spare_maker, 1);
-			t->spare_maker_failed = 1;
+			/* Gone: its spares are started here from now on (and
+			 * it is reaped). Not for a request that could not be
+			 * made: the maker's end would end every stub it made,
+			 * the running children's among them. */
+			if (rc == -2) {
+				stub_drop(&t->spare_maker, 1);
+				t->spare_maker_failed = 1;
+			}
 		}
 		stub_clear(&s);
-		if ((s.box = box_make(vm, 1, s.cookie, &box_fd)) == NULL)
+		if ((s.box = box_make(vm, TRAP_SPARE, s.cookie, &box_fd)) ==
+		    NULL)
 			return;
 		if (spawn(vm, t, box_fd, -1, &s, err, sizeof(err)) != 0) {
 			munmap(s.box, TRAP_BOX_SIZE);
