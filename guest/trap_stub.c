@@ -558,8 +558,9 @@ run_op(struct trap_box *b, uint64_t addr, uint64_t len, uint64_t off,
 }
 
 /* Carry out the vm process's ops, then wipe its cookie before anything
- * of the guest's runs again. */
-static void
+ * of the guest's runs again. The result: 0, or the first failure's
+ * errno (also in the box, for the vm process). */
+static int32_t
 run_ops(struct trap_box *b)
 {
 	uint32_t n = b->nops, i;
@@ -581,6 +582,7 @@ run_ops(struct trap_box *b)
 		sys(NR_close, held, 0, 0);
 	wipe(b->op_cookie, sizeof(b->op_cookie));
 	b->result = res;
+	return res;
 }
 
 /* Relay one event until the reply says to resume. */
@@ -588,6 +590,7 @@ static void
 relay(struct stub_ucontext *uc, uint32_t event)
 {
 	struct trap_box *b = st.box;
+	uint32_t reply;
 
 	/* The frame sits at the top of the signal stack, the box's, unless
 	 * the guest ran with its stack pointer there: then the handler's
@@ -599,13 +602,16 @@ relay(struct stub_ucontext *uc, uint32_t event)
 	save_regs(b, uc);
 	for (;;) {
 		post_and_wait(b, event);
-		if (b->reply != TRAP_R_OPS)
+		/* (read once: the guest's other threads can write it) */
+		reply = load32(&b->reply);
+		if (reply != TRAP_R_OPS && reply != TRAP_R_OPS_RESUME)
 			break;
-		run_ops(b);
+		if (run_ops(b) == 0 && reply == TRAP_R_OPS_RESUME)
+			break;
 		event = TRAP_EV_OPS;
 	}
 	wipe(b->op_cookie, sizeof(b->op_cookie));
-	if (b->reply != TRAP_R_RESUME)
+	if (reply != TRAP_R_RESUME && reply != TRAP_R_OPS_RESUME)
 		die(126);
 	load_regs(b, uc);
 	store32(&b->state, TRAP_S_GUEST);

@@ -1180,13 +1180,15 @@ send_fd(int chan, int *fdp)
 }
 
 /* Send the queued ops, a box at a time, with the cookie (and the
- * descriptors of a batch's maps first, in order, on the channel). */
+ * descriptors of a batch's maps first, in order, on the channel); the
+ * last batch with the guest's resume (its registers are in the box):
+ * WAIT_EVENT is then the guest's next event. */
 static int
 flush_ops(struct vm *vm, struct vm_trap *t, int *status)
 {
 	struct trap_box *b = t->box;
 	size_t done = 0, n, i;
-	int rc, sent;
+	int rc, sent, last;
 
 	while (done < t->nops) {
 		n = t->nops - done;
@@ -1213,12 +1215,17 @@ flush_ops(struct vm *vm, struct vm_trap *t, int *status)
 		b->nops = (uint32_t)n;
 		b->op_cookie[0] = t->cookie[0];
 		b->op_cookie[1] = t->cookie[1];
-		rc = post_and_wait(
-		    vm, t, TRAP_R_OPS, vm_now_us() + 1000000, status);
+		last = done + n == t->nops;
+		rc = last ? post_and_wait(vm, t, TRAP_R_OPS_RESUME,
+		                vm->deadline_us, status)
+		          : post_and_wait(vm, t, TRAP_R_OPS,
+		                vm_now_us() + 1000000, status);
 		if (rc != WAIT_EVENT)
 			return rc;
-		if (__atomic_load_n(&b->event, 0) != TRAP_EV_OPS ||
-		    __atomic_load_n(&b->result, 0) != 0) {
+		/* After the last, any event but TRAP_EV_OPS is the guest's:
+		 * the ops worked. */
+		if ((__atomic_load_n(&b->event, 0) == TRAP_EV_OPS) == last ||
+		    (!last && __atomic_load_n(&b->result, 0) != 0)) {
 			drop_ops(t);
 			*status = -1;
 			return WAIT_DEAD;
@@ -2046,18 +2053,17 @@ vm_trap_loop(struct vm *vm)
 			synced = 0;
 			continue;
 		}
-		rc = t->nops != 0 ? flush_ops(vm, t, &status) : WAIT_EVENT;
-		if (rc == WAIT_EVENT) {
-			/* What the stub answers from while the guest runs,
-			 * unless the last event left it all as it was (a
-			 * served call costs about 0.2 us less). */
-			if (!synced)
-				vm_fast_sync(vm);
-			synced = 0;
-			put_regs(vm, t);
-			rc = post_and_wait(
-			    vm, t, TRAP_R_RESUME, vm->deadline_us, &status);
-		}
+		/* What the stub answers from while the guest runs, unless
+		 * the last event left it all as it was (a served call costs
+		 * about 0.2 us less). */
+		if (!synced)
+			vm_fast_sync(vm);
+		synced = 0;
+		put_regs(vm, t);
+		/* The queued ops go with the resume, in one reply. */
+		rc = t->nops != 0 ? flush_ops(vm, t, &status)
+		                  : post_and_wait(vm, t, TRAP_R_RESUME,
+		                        vm->deadline_us, &status);
 		if (rc == WAIT_TIMEOUT) {
 			vm_stop(vm, VMM_TIMEOUT, -1,
 			    "timeout: stopped after %llu ms",

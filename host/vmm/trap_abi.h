@@ -65,7 +65,11 @@ enum trap_event {
 /* What the vm process answers. */
 enum trap_reply {
 	TRAP_R_RESUME = 1, /* load regs and go on */
-	TRAP_R_OPS /* carry out ops[0..nops) with op_cookie, then report */
+	TRAP_R_OPS, /* carry out ops[0..nops) with op_cookie, then report */
+	/* TRAP_R_OPS, then TRAP_R_RESUME where they all worked (and
+	 * TRAP_EV_OPS with the failure where one did not): the round
+	 * trip between them saved */
+	TRAP_R_OPS_RESUME
 };
 
 /* What an op does to [addr, addr + len) of guest memory. */
