@@ -316,9 +316,12 @@ do_exec(struct vm *vm, const char *gpath, uint64_t argv, uint64_t envp)
 	case 0:
 		break;
 	case -1:
-		rc = strstr(err, "memory") != NULL ? -ENOMEM
-		    : strstr(err, "large") != NULL ? -E2BIG
-		                                   : -ENOEXEC;
+		/* (Linux's answer for an interpreter it cannot find is
+		 * ENOENT, as for the program itself) */
+		rc = strstr(err, "not in the image") != NULL ? -ENOENT
+		    : strstr(err, "memory") != NULL          ? -ENOMEM
+		    : strstr(err, "large") != NULL           ? -E2BIG
+		                                             : -ENOEXEC;
 		goto fail;
 	default:
 		/* Past the point of no return: the old program is gone. */

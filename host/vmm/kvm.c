@@ -1119,8 +1119,10 @@ vm_exec_image(
 		snprintf(err, errlen, "guest memory: %s", strerror(errno));
 		return -1;
 	}
-	old->mem_fd = old_fd;
 	*old = *vm;
+	/* (after the copy: the old memory's descriptor, closed once the
+	 * new program has loaded, kept where it fails) */
+	old->mem_fd = old_fd;
 	vm->mem = mem;
 	vm->mem_borrowed = 0; /* its own memory now, a vfork child's too */
 	vm->cfg = cfg;

@@ -26,6 +26,37 @@ run(char *const argv[])
 	printf("%s: exit %d\n", argv[0], WEXITSTATUS(st));
 }
 
+/* A program whose interpreter is missing (the test's /badinterp) fails
+ * in this very process, which goes on and forks: the fork's child must
+ * hold this process's memory, whatever took the descriptor numbers the
+ * failed execve used. */
+static void
+exec_fails_here(void)
+{
+	static char mark[1 << 20];
+	size_t i;
+	pid_t p;
+	int st, fd;
+
+	memset(mark, 'k', sizeof(mark));
+	execve(
+	    "/badinterp", (char *[]){ "/badinterp", NULL }, (char *[]){ NULL });
+	printf("execve /badinterp: %s\n", strerror(errno));
+	fd = open("/badinterp", O_RDONLY); /* the lowest free number */
+	if ((p = fork()) == 0) {
+		for (i = 0; i < sizeof(mark) && mark[i] == 'k'; i++)
+			;
+		_exit(i == sizeof(mark) ? 0 : 3);
+	}
+	if (p == -1 || waitpid(p, &st, 0) != p)
+		printf("fork after it: %s\n", strerror(errno));
+	else
+		printf("fork after it: %s\n",
+		    WIFEXITED(st) && WEXITSTATUS(st) == 0 ? "same memory"
+		                                          : "other memory");
+	close(fd);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -84,5 +115,7 @@ main(int argc, char **argv)
 	}
 	wait(&fd);
 	printf("empty argv: exit %d\n", WEXITSTATUS(fd));
+	if (access("/badinterp", X_OK) == 0)
+		exec_fails_here();
 	return 0;
 }

@@ -249,8 +249,20 @@ bash -c 'exec "$0" run --timeout 20s "$1" $$ $PPID "$2"' "$KEEP" "$G/hostkill" \
     ok "keep run: a guest's kill and tgkill never reach a host process" ||
     bad "hostkill: exit $rc: $(cat "$tmp/out" "$tmp/err")"
 
-# execve: /proc/self/exe, a workspace "#!" script, and the errors.
+# execve: /proc/self/exe, a workspace "#!" script, and the errors; last,
+# a dynamic program whose interpreter is missing (the host's true with
+# its PT_INTERP renamed), which fails in the calling process itself.
+python3 - "$ws/badinterp" <<'PY'
+import os, sys
+data = open("/bin/true", "rb").read()
+bad = data.replace(b"ld-linux-x86-64.so.2", b"ld-linux-x86-64.so.9")
+assert bad != data
+with open(sys.argv[1], "wb") as f:
+    f.write(bad)
+os.chmod(sys.argv[1], 0o755)
+PY
 "$KEEP" run --timeout 20s --workspace "$ws" "$G/execer" >"$tmp/out" 2>"$tmp/err"; rc=$?
+rm -f "$ws/badinterp"
 want='  argv[0]=/proc/self/exe
   argv[1]=child
   argv[2]=one
@@ -270,16 +282,20 @@ execve /garbage: Exec format error
 execve /missing: No such file or directory
 /missing: exit 127
   empty argv: argv[0]="", env WHO=nobody
-empty argv: exit 9'
+empty argv: exit 9
+execve /badinterp: No such file or directory
+fork after it: same memory'
 [ $rc -eq 0 ] && [ "$(cat "$tmp/out")" = "$want" ] &&
-    ok "execve: self, a script, EACCES, ENOEXEC, ENOENT" ||
+    ok "execve: self, a script, EACCES, ENOEXEC, ENOENT, a missing interpreter" ||
     bad "execve: exit $rc: $(diff <(echo "$want") "$tmp/out") $(cat "$tmp/err")"
 
 # Thirty execve in one process: on the trap platform each leaves its old
 # stub to end while the new one starts (docs/vmm.md, "The trap
 # platform: Fork"), and each is reaped; no zombie piles up behind the
 # run (at most the last, reaped at the next execve or the end). While the
-# chain's last program waits, the run's host processes are counted.
+# chain's last program waits, the run's host processes are counted, and
+# the guest memories they hold open: the last program's, no other (on
+# trap each execve used to keep the old memfd open to the end).
 "$KEEP" run --timeout 30s "$G/execer" chain 30 3 >"$tmp/out" 2>"$tmp/err" &
 runner=$!
 for _ in $(seq 200); do grep -q "chain done" "$tmp/out" && break; sleep 0.05; done
@@ -289,10 +305,16 @@ tree=$(ps -e -o pid=,ppid=,stat= | awk -v root="$runner" '
 	END { for (p in parent) { q = p; while (q in parent && q != root) q = parent[q]
 		if (q == root && p != root) print p, state[p] } }')
 zombies=$(awk '$2 ~ /^Z/' <<<"$tree" | wc -l)
+memories=0
+for p in "$runner" $(awk '{ print $1 }' <<<"$tree"); do
+	n=$(ls -l "/proc/$p/fd" 2>/dev/null | grep -c 'memfd:keep-guest')
+	memories=$((memories + n))
+done
 wait "$runner"; rc=$?
 [ $rc -eq 0 ] && [ "$(cat "$tmp/out")" = "chain done" ] && [ "$zombies" -le 1 ] &&
-    ok "thirty execve in a row: $zombies zombie left behind the run ($(wc -l <<<"$tree") host processes)" ||
-    bad "execve chain: exit $rc, $zombies zombies: $tree $(cat "$tmp/out" "$tmp/err")"
+    [ "$memories" -le 1 ] &&
+    ok "thirty execve in a row: $zombies zombie left behind the run ($(wc -l <<<"$tree") host processes), $memories guest memory open" ||
+    bad "execve chain: exit $rc, $zombies zombies, $memories guest memories open: $tree $(cat "$tmp/out" "$tmp/err")"
 
 # busybox sh: pipelines, $(...), redirections, && and ||, subshells, a
 # writer whose reader is gone (yes | head), byte-identical to native.
