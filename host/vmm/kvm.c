@@ -628,6 +628,16 @@ on_alarm(int sig)
 		running->immediate_exit = 1;
 }
 
+/* A host child, a guest fork's vm process, ended: blocked but in a
+ * guest's wait4, which it cuts short (proc.c, wait_host_child); a no-op
+ * rather than SIG_DFL so that it does (an ignored signal restarts the
+ * wait). */
+static void
+on_child(int sig)
+{
+	(void)sig;
+}
+
 /* Another guest process queued a signal for this one (proc.c). */
 static void
 on_kick(int sig)
@@ -1320,7 +1330,8 @@ vm_serve(struct vm *vm)
 {
 	/* SIGINT, SIGTERM and SIGHUP from outside go to the guest. */
 	static const int outside[] = { SIGINT, SIGTERM, SIGHUP };
-	struct sigaction sa, osa, okick, oout[3];
+	struct sigaction sa, osa, okick, ochild, oout[3];
+	sigset_t child, omask;
 	struct itimerval it;
 	size_t i;
 	uint64_t t0;
@@ -1336,6 +1347,11 @@ vm_serve(struct vm *vm)
 	sigaction(SIGALRM, &sa, &osa);
 	sa.sa_handler = on_kick;
 	sigaction(SIGUSR2, &sa, &okick);
+	sa.sa_handler = on_child;
+	sigaction(SIGCHLD, &sa, &ochild);
+	sigemptyset(&child);
+	sigaddset(&child, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &child, &omask);
 	sa.sa_handler = on_outside;
 	from_outside = 0;
 	for (i = 0; i < sizeof(outside) / sizeof(outside[0]); i++)
@@ -1361,6 +1377,9 @@ vm_serve(struct vm *vm)
 	running = NULL;
 	sigaction(SIGALRM, &osa, NULL);
 	sigaction(SIGUSR2, &okick, NULL);
+	sigaction(SIGCHLD, &ochild, NULL);
+	if (!sigismember(&omask, SIGCHLD))
+		sigprocmask(SIG_UNBLOCK, &child, NULL);
 	for (i = 0; i < sizeof(outside) / sizeof(outside[0]); i++)
 		sigaction(outside[i], &oout[i], NULL);
 	/* Settling counts the image pages touched and puts zeroes back

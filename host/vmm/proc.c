@@ -24,6 +24,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -794,6 +795,47 @@ reap_ended(struct vm *vm, struct vm_slot *s, int32_t *gst, uint64_t ru[3])
 }
 
 /*
+ * wait4 for target, blocking, without losing a wake-up: SIGCHLD (kept
+ * blocked while the guest runs: vmm_run) and the signals that wake a
+ * guest (a child's end posted in the table, a signal for the guest, the
+ * run's limit) are blocked while the table and immediate_exit are
+ * checked, and let in only inside ppoll, so one that came since the
+ * call began (while spares were made, say) cuts the wait short as one
+ * that comes during it. A blocking wait4 slept through such a wake until
+ * the child's host process was gone: a signal for the guest until the
+ * child ended. -1 with EINTR where the table has the child's end or a
+ * wake came (the caller looks at the table), else wait4's answer.
+ */
+static pid_t
+wait_host_child(
+    struct vm *vm, int32_t gpid, pid_t target, int *hst, struct rusage *hru)
+{
+	sigset_t block, old, in;
+	pid_t hp;
+	int saved;
+
+	vm_wake_signals(&block);
+	sigaddset(&block, SIGCHLD);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	in = old;
+	sigdelset(&in, SIGCHLD);
+	for (;;) {
+		if (ended_child(vm, gpid) != NULL || vm->run->immediate_exit) {
+			hp = -1;
+			errno = EINTR;
+			break;
+		}
+		if ((hp = wait4(target, hst, WNOHANG, hru)) != 0)
+			break;
+		(void)ppoll(NULL, 0, NULL, &in);
+	}
+	saved = errno;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	errno = saved;
+	return hp;
+}
+
+/*
  * Wait for a child (gpid > 0: that one; anything else: any, since the
  * guest's process groups live only in the table). The host's wait4 does
  * the waiting: the guest's children are this process's host children.
@@ -845,9 +887,12 @@ wait_child_here(
 			        vm_now_us() + WAIT_POLL_US, VM_PARK_AGAIN))
 				return WAIT_PARKED;
 			if (hp == 0)
-				hp = wait4(target, &hst, 0, &hru);
-		} else
-			hp = wait4(target, &hst, nohang ? WNOHANG : 0, &hru);
+				hp = wait_host_child(
+				    vm, gpid, target, &hst, &hru);
+		} else if (nohang)
+			hp = wait4(target, &hst, WNOHANG, &hru);
+		else
+			hp = wait_host_child(vm, gpid, target, &hst, &hru);
 		if (hp == 0)
 			return 0;
 		/* Woken by a child that ended (vm_proc_finish kicks a
