@@ -602,7 +602,8 @@ relay(struct stub_ucontext *uc, uint32_t event)
 	save_regs(b, uc);
 	for (;;) {
 		post_and_wait(b, event);
-		/* (read once: the guest's other threads can write it) */
+		/* (read once: a guest that forged the event runs, and can
+		 * write it, while the vm process replies) */
 		reply = load32(&b->reply);
 		if (reply != TRAP_R_OPS && reply != TRAP_R_OPS_RESUME)
 			break;
