@@ -862,28 +862,43 @@ default_action(struct vm *vm, int sig)
 	vm_stop(vm, VMM_EXITED, 128 + sig, "killed by signal %d", sig);
 }
 
+/* What may become of a call that returned -EINTR. */
+#define RESTART_UNSEEN 1u /* made again when no handler runs */
+#define RESTART_HANDLED 2u /* and after a handler with SA_RESTART */
+
 /*
  * Deliver one pending, unblocked signal that acts, if any (those
- * ignored before it are dropped). restart: the call that just returned
- * -EINTR may be restarted (SA_RESTART). A thread parked in pause or
- * rt_sigsuspend that lets a pending signal through takes it, rather
- * than the running thread: the signal is what it waits for.
+ * ignored before it are dropped). restart: what may become of the call
+ * that just returned -EINTR. A thread parked in pause or rt_sigsuspend
+ * that lets a pending signal through takes it, rather than the running
+ * thread: the signal is what it waits for.
  */
 static void
-deliver(struct vm *vm, uint64_t nr, int restartable)
+deliver(struct vm *vm, uint64_t nr, unsigned restart)
 {
 	struct kvm_regs *r = &vm->run->s.regs.regs;
 	uint64_t ready;
 	int sig;
 
 	if (vm_thread_take_signal(vm, vm_signal_acting(vm)))
-		restartable = 0; /* its call returns EINTR, never again */
+		restart = 0; /* its call returns EINTR, never again */
 	for (;;) {
 		ready = vm->sig.pending & ~vm->sig.blocked;
 		if (ready == 0) {
 			if (vm->sig.has_saved) { /* woke for nothing */
 				vm->sig.blocked = vm->sig.saved;
 				vm->sig.has_saved = 0;
+			}
+			/* Woken for a signal it blocks or ignores, or for
+			 * none (the run's timer, a context's pause): no
+			 * handler runs, so the call is made again, as
+			 * Linux restarts it (it never returns EINTR then).
+			 * A sender cannot see this process's mask, and
+			 * wakes it for a blocked signal too. */
+			if ((restart & RESTART_UNSEEN) &&
+			    (int64_t)r->rax == -EINTR) {
+				r->rax = nr;
+				r->rip -= 2; /* back onto the `syscall` */
 			}
 			return;
 		}
@@ -899,10 +914,10 @@ deliver(struct vm *vm, uint64_t nr, int restartable)
 		}
 		break;
 	}
-	if (restartable && (int64_t)r->rax == -EINTR &&
+	if ((restart & RESTART_HANDLED) && (int64_t)r->rax == -EINTR &&
 	    (vm->sig.act[sig].flags & SA_RESTART_)) {
 		r->rax = nr;
-		r->rip -= 2; /* back onto the `syscall` */
+		r->rip -= 2;
 	}
 	if (setup_frame(vm, sig, 0 /* SI_USER */, 0) != 0) {
 		vm->term_sig = SIGSEGV;
@@ -911,12 +926,48 @@ deliver(struct vm *vm, uint64_t nr, int restartable)
 	}
 }
 
-static int
-restartable_call(uint64_t nr)
+/*
+ * What Linux makes of the call nr cut short by a signal (registers r as
+ * it returned: the arguments are still in them): SA_RESTART restarts
+ * the reads, writes, waits and socket calls; a wait with no deadline
+ * (poll, select, epoll_wait and their p- forms) is made again only
+ * where no handler runs (with one it returns EINTR, SA_RESTART or not).
+ * A wait with a deadline returns EINTR here even where no handler runs,
+ * rather than start its whole time again (Linux goes on with the time
+ * left).
+ */
+static unsigned
+restart_of(uint64_t nr, const struct kvm_regs *r)
 {
-	/* read write readv writev wait4 waitid */
-	return nr == 0 || nr == 1 || nr == 19 || nr == 20 || nr == 61 ||
-	    nr == 247;
+	switch (nr) {
+	case 0: /* read */
+	case 1: /* write */
+	case 19: /* readv */
+	case 20: /* writev */
+	case 61: /* wait4 */
+	case 247: /* waitid */
+	case 43: /* accept */
+	case 288: /* accept4 */
+	case 44: /* sendto */
+	case 45: /* recvfrom */
+	case 46: /* sendmsg */
+	case 47: /* recvmsg */
+		return RESTART_UNSEEN | RESTART_HANDLED;
+	case 7: /* poll */
+		return (int32_t)r->rdx < 0 ? RESTART_UNSEEN : 0;
+	case 232: /* epoll_wait */
+	case 281: /* epoll_pwait */
+		return (int32_t)r->r10 < 0 ? RESTART_UNSEEN : 0;
+	case 271: /* ppoll */
+		return r->rdx == 0 ? RESTART_UNSEEN : 0;
+	case 441: /* epoll_pwait2 */
+		return r->r10 == 0 ? RESTART_UNSEEN : 0;
+	case 23: /* select */
+	case 270: /* pselect6 */
+		return r->r8 == 0 ? RESTART_UNSEEN : 0;
+	default:
+		return 0;
+	}
 }
 
 void
@@ -924,7 +975,7 @@ vm_signal_after_syscall(struct vm *vm, uint64_t nr)
 {
 	vm->signal_held_us = 0;
 	vm->signal_holds = 0;
-	deliver(vm, nr, restartable_call(nr));
+	deliver(vm, nr, restart_of(nr, &vm->run->s.regs.regs));
 }
 
 void

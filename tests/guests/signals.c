@@ -1,14 +1,20 @@
 /* Signals: handlers with siginfo, masks, pending, alarm into a pause and
  * into a busy loop, interval timers, SIGCHLD, a kill to a child with a
  * handler, SIGSEGV and SIGFPE to handlers, the alternate stack, SSE
- * state across a handler. "signals corrupt": a handler that wrecks its
+ * state across a handler, a blocked or ignored signal that cuts short
+ * no read, poll or wait. "signals corrupt": a handler that wrecks its
  * own frame (it must only hurt itself). */
+#include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static volatile sig_atomic_t got, code, alrm, chld, ticks;
@@ -46,6 +52,12 @@ on_tick(int sig)
 }
 
 static void
+on_usr1(int sig)
+{
+	(void)sig;
+}
+
+static void
 on_fault(int sig)
 {
 	siglongjmp(jb, sig);
@@ -73,6 +85,80 @@ wreck(int sig, siginfo_t *si, void *uc)
 	(void)sig;
 	(void)si;
 	memset(uc, 0x41, 400);
+}
+
+/* Calls a signal that runs no handler must not cut short (nor one whose
+ * handler has SA_RESTART, but for the polls). */
+static const char *const waits[] = { "read", "recv", "poll", "select",
+	"epoll_wait", "waitpid" };
+
+/* Whether the wait of kind k on fd (a socket that turns readable) or
+ * for the child p gave its answer. */
+static int
+wait_answered(int k, int fd, pid_t p)
+{
+	struct pollfd pf = { .fd = fd, .events = POLLIN };
+	struct epoll_event ev = { .events = EPOLLIN }, out;
+	fd_set in;
+	int ep, rc, st;
+	char c;
+
+	switch (k) {
+	case 0:
+		return read(fd, &c, 1) == 1;
+	case 1:
+		return recv(fd, &c, 1, 0) == 1;
+	case 2:
+		return poll(&pf, 1, -1) == 1;
+	case 3:
+		FD_ZERO(&in);
+		FD_SET(fd, &in);
+		return select(fd + 1, &in, NULL, NULL, NULL) == 1;
+	case 4:
+		if ((ep = epoll_create1(0)) < 0 ||
+		    epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) != 0)
+			return 0;
+		rc = epoll_wait(ep, &out, 1, -1);
+		close(ep);
+		return rc == 1;
+	default:
+		return waitpid(p, &st, 0) == p && WEXITSTATUS(st) == 3;
+	}
+}
+
+/* Rounds of a child that sends SIGUSR1 (blocked, ignored or handled
+ * here) while this process waits in each kind of call: how many of
+ * those calls returned anything but their answer (EINTR), by kind. The
+ * nap only makes the signal likely to come during the call; the answer
+ * is the same whenever it comes. */
+static void
+cut_short(const char *how, int polls)
+{
+	struct timespec nap = { 0, 20 * 1000 * 1000 };
+	int fd[2], st, bad, k, round;
+	pid_t p;
+
+	for (k = 0; k < (int)(sizeof(waits) / sizeof(waits[0])); k++) {
+		if (!polls && k >= 2 && k <= 4)
+			continue;
+		for (bad = 0, round = 0; round < 3; round++) {
+			if (socketpair(AF_UNIX, SOCK_STREAM, 0, fd) != 0)
+				return;
+			if ((p = fork()) == 0) {
+				kill(getppid(), SIGUSR1);
+				nanosleep(&nap, NULL);
+				if (write(fd[1], "x", 1) != 1)
+					_exit(1);
+				_exit(3);
+			}
+			bad += !wait_answered(k, fd[0], p);
+			if (k != 5)
+				waitpid(p, &st, 0);
+			close(fd[0]);
+			close(fd[1]);
+		}
+		printf("%s signal cut %s short: %d\n", how, waits[k], bad);
+	}
 }
 
 int
@@ -192,7 +278,22 @@ main(int argc, char **argv)
 	raise(SIGUSR2);
 	printf("alternate stack: %d\n", on_alt);
 
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	cut_short("a blocked", 1);
 	signal(SIGUSR1, SIG_IGN);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	cut_short("an ignored", 1);
+	sa.sa_handler = on_usr1;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	/* (a handler cuts a poll short only if the signal comes once it
+	 * waits: not asked) */
+	cut_short("an SA_RESTART handler's", 0);
+	signal(SIGUSR1, SIG_IGN);
+
 	raise(SIGUSR1);
 	printf("ignored: still here\n");
 	return 0;
