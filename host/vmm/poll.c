@@ -3,8 +3,9 @@
  * timeouts. Pipes and workspace files are host descriptors, so the host's
  * ppoll waits on them; the output sink is always writable, image files
  * and directories always ready, and stdin is the caller's descriptor (or
- * at end of file when there is none). The run's time limit interrupts
- * the wait (SIGALRM), and the guest then stops at its next entry.
+ * at end of file when there is none). The run's time limit and a signal
+ * the guest acts on end the wait (vm_signal_wait_fds); a wake-up for a
+ * signal it blocks or ignores does not.
  *
  * The guest's sigmask argument of ppoll and pselect6 is not applied:
  * signals are delivered at system-call boundaries (docs/vmm.md).
@@ -57,7 +58,6 @@ wait_fds(struct vm *vm, struct gpollfd *p, size_t n, int64_t timeout_ns)
 {
 	struct pollfd *h;
 	size_t i, ready = 0;
-	struct timespec ts, *tp = NULL;
 	const short always = POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM;
 	int rc;
 
@@ -106,16 +106,9 @@ wait_fds(struct vm *vm, struct gpollfd *p, size_t n, int64_t timeout_ns)
 		free(h);
 		return rc;
 	}
-	if (timeout_ns >= 0) {
-		ts.tv_sec = (time_t)(timeout_ns / 1000000000);
-		ts.tv_nsec = (long)(timeout_ns % 1000000000);
-		tp = &ts;
-	}
 	if (timeout_ns != 0)
 		vm_proc_waiting(vm, 1);
-	rc = ppoll(h, n, tp, NULL);
-	if (rc == -1)
-		rc = -errno;
+	rc = vm_signal_wait_fds(vm, h, n, timeout_ns);
 	if (timeout_ns != 0)
 		vm_proc_waiting(vm, 0);
 	if (rc < 0) {

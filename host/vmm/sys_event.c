@@ -312,11 +312,13 @@ sys_epoll_ctl(struct vm *vm, const uint64_t a[6])
 
 /* Wait on the host epoll for at most timeout_ms (-1: no limit); the
  * events go straight into the guest's array. The run's time limit and
- * a guest signal interrupt the wait (EINTR), as in poll.c. */
+ * a signal the guest acts on end the wait (EINTR), as in poll.c. */
 static int64_t
 epoll_wait_ms(
     struct vm *vm, uint64_t epfd, uint64_t events, int32_t max, int timeout_ms)
 {
+	uint64_t end = 0, now;
+	int64_t left;
 	void *g;
 	int ep, n;
 
@@ -341,12 +343,31 @@ epoll_wait_ms(
 		        0))
 			return 0;
 	}
-	if (timeout_ms != 0)
-		vm_proc_waiting(vm, 1);
-	if ((n = epoll_wait(ep, g, max, timeout_ms)) == -1)
-		n = -errno;
-	if (timeout_ms != 0)
-		vm_proc_waiting(vm, 0);
+	if (timeout_ms == 0)
+		return (n = epoll_wait(ep, g, max, 0)) == -1 ? -errno : n;
+	/* The wait itself on the epoll descriptor, readable when an event
+	 * is, as poll.c waits (vm_signal_wait_fds); then the events. An
+	 * event gone again by then (another epoll's reader took it) waits
+	 * on for the time left. */
+	if (timeout_ms > 0)
+		end = vm_now_us() + (uint64_t)timeout_ms * 1000;
+	vm_proc_waiting(vm, 1);
+	for (;;) {
+		struct pollfd p = { .fd = ep, .events = POLLIN };
+
+		left = timeout_ms < 0           ? -1
+		    : (now = vm_now_us()) < end ? (int64_t)(end - now) * 1000
+		                                : 0;
+		if ((n = vm_signal_wait_fds(vm, &p, 1, left)) <= 0)
+			break;
+		if ((n = epoll_wait(ep, g, max, 0)) != 0) {
+			n = n == -1 ? -errno : n;
+			break;
+		}
+		if (left == 0)
+			break;
+	}
+	vm_proc_waiting(vm, 0);
 	return n;
 }
 

@@ -48,28 +48,13 @@ struct gflock {
 };
 _Static_assert(sizeof(struct gflock) == 32, "x86-64 struct flock");
 
-/*
- * Sleep us between two tries of a lock, with the wake signals let in
- * only here (as vm_signal_wait_fd): 0 to try again, -EINTR when a
- * signal the guest acts on came, or the run is over.
- */
+/* Sleep us between two tries of a lock: 0 to try again, -EINTR when a
+ * signal the guest acts on came, or the run is over. */
 static int
 lock_sleep(struct vm *vm, uint64_t us)
 {
-	struct timespec ts = { (time_t)(us / 1000000),
-		(long)(us % 1000000) * 1000 };
-	sigset_t block, old;
-	int rc = 0;
-
-	vm_wake_signals(&block);
-	sigprocmask(SIG_BLOCK, &block, &old);
-	if (vm->run->immediate_exit)
-		rc = -EINTR;
-	else if (ppoll(NULL, 0, &ts, &old) == -1 && errno == EINTR &&
-	    (vm_timed_out() || vm_signal_interrupts(vm)))
-		rc = -EINTR;
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	return rc;
+	return vm_signal_wait_fds(vm, NULL, 0, (int64_t)us * 1000) < 0 ? -EINTR
+	                                                               : 0;
 }
 
 /*

@@ -379,6 +379,61 @@ vm_signal_wait_fd(struct vm *vm, int hfd, short events)
 }
 
 /*
+ * The guest's wait on host descriptors (n may be 0: a plain sleep) for
+ * at most timeout_ns (-1: no limit; 0: a look). The wake signals are
+ * blocked but inside ppoll, so none is lost (one that came before the
+ * wait ends it at once), and the wait ends early only where the guest
+ * must see it: a signal it acts on is pending (-EINTR) or the run is
+ * over. A wake-up for a signal it blocks or ignores, which its sender
+ * cannot tell, waits on for the time left, as Linux's waits do not wake
+ * for it, in a process's only thread. ppoll's count (0: the time is
+ * up), or -errno.
+ */
+int
+vm_signal_wait_fds(
+    struct vm *vm, struct pollfd *h, size_t n, int64_t timeout_ns)
+{
+	struct timespec zero = { 0, 0 }, ts, *tp = NULL;
+	sigset_t block, old;
+	uint64_t end = 0, now, left;
+	int rc;
+
+	if (timeout_ns == 0)
+		return (rc = ppoll(h, n, &zero, NULL)) == -1 ? -errno : rc;
+	if (timeout_ns > 0)
+		end = vm_now_us() + (uint64_t)timeout_ns / 1000 + 1;
+	vm_wake_signals(&block);
+	sigprocmask(SIG_BLOCK, &block, &old);
+	for (;;) {
+		if (vm_timed_out() || vm_signal_interrupts(vm)) {
+			rc = -EINTR;
+			break;
+		}
+		if (timeout_ns > 0) {
+			now = vm_now_us();
+			left = now < end ? end - now : 0;
+			ts.tv_sec = (time_t)(left / 1000000);
+			ts.tv_nsec = (long)(left % 1000000) * 1000;
+			tp = &ts;
+		}
+		if ((rc = ppoll(h, n, tp, &old)) >= 0)
+			break;
+		if (errno != EINTR) {
+			rc = -errno;
+			break;
+		}
+		/* With other threads a wake-up may be the time slice's:
+		 * the call ends, and is made again (restart_of). */
+		if (!vm_thread_alone(vm)) {
+			rc = -EINTR;
+			break;
+		}
+	}
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return rc;
+}
+
+/*
  * pause and rt_sigsuspend, under the mask now in force: a thread with
  * others parks, so they run on until a signal comes for it (sys_thread.c);
  * the process's only thread sleeps in the host. Either returns EINTR
@@ -929,12 +984,13 @@ deliver(struct vm *vm, uint64_t nr, unsigned restart)
 /*
  * What Linux makes of the call nr cut short by a signal (registers r as
  * it returned: the arguments are still in them): SA_RESTART restarts
- * the reads, writes, waits and socket calls; a wait with no deadline
- * (poll, select, epoll_wait and their p- forms) is made again only
- * where no handler runs (with one it returns EINTR, SA_RESTART or not).
- * A wait with a deadline returns EINTR here even where no handler runs,
- * rather than start its whole time again (Linux goes on with the time
- * left).
+ * the reads, writes, child waits, socket calls and lock waits; a poll
+ * with no deadline (poll, select, epoll_wait and their p- forms) is
+ * made again only where no handler runs (with one it returns EINTR,
+ * SA_RESTART or not). The waits themselves go on where no handler runs
+ * (vm_signal_wait_fds) where they can; this catches the rest. A poll
+ * with a deadline is not made again here: it would start its whole
+ * time again.
  */
 static unsigned
 restart_of(uint64_t nr, const struct kvm_regs *r)
@@ -952,6 +1008,10 @@ restart_of(uint64_t nr, const struct kvm_regs *r)
 	case 45: /* recvfrom */
 	case 46: /* sendmsg */
 	case 47: /* recvmsg */
+	case 72: /* fcntl (F_SETLKW, F_OFD_SETLKW) */
+	case 73: /* flock */
+	case 275: /* splice */
+	case 276: /* tee */
 		return RESTART_UNSEEN | RESTART_HANDLED;
 	case 7: /* poll */
 		return (int32_t)r->rdx < 0 ? RESTART_UNSEEN : 0;

@@ -20,7 +20,8 @@
  *
  * A call that would block waits in the VMM, not in the host: a thread
  * with others parks (sys_thread.c), the only thread sleeps in ppoll with
- * the wake signals let in, so a kick is never slept through, and
+ * the wake signals let in (vm_signal_wait_fds), so a signal the guest
+ * acts on is never slept through and one it blocks ends nothing, and
  * SO_RCVTIMEO and SO_SNDTIMEO bound the wait as Linux's do.
  */
 #include <sys/inotify.h>
@@ -37,11 +38,9 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <arpa/inet.h>
 #include <unistd.h>
 
@@ -109,8 +108,9 @@ sock_family(const struct vfd *f)
 /*
  * Before an operation that may block on f: 0 to go on (ready, or the
  * caller asked not to wait), SOCK_PARKED when the running thread was
- * parked until it is ready, -EINTR for a kick (one that came before
- * the call too), -EAGAIN when the socket's timeout (optname: SO_RCVTIMEO
+ * parked until it is ready, -EINTR for a signal the guest acts on (one
+ * that came before the call too) or the run's end, -EAGAIN when the
+ * socket's timeout (optname: SO_RCVTIMEO
  * or SO_SNDTIMEO) ran out first, as Linux answers. With park 0 a thread
  * with others is not parked (part of the call is done, and a parked call
  * is issued again whole): -EAGAIN instead.
@@ -121,9 +121,7 @@ sock_wait_park(struct vm *vm, struct vfd *f, short events, int dontwait,
 {
 	struct pollfd p = { .fd = f->hostfd, .events = events };
 	struct timeval tv = { 0, 0 };
-	struct timespec ts;
 	socklen_t tl = sizeof(tv);
-	sigset_t block, old;
 	int64_t ms = -1;
 	int fl, rc;
 
@@ -139,21 +137,8 @@ sock_wait_park(struct vm *vm, struct vfd *f, short events, int dontwait,
 	    vm_thread_park(vm, &p, 1,
 	        ms >= 0 ? vm_now_us() + (uint64_t)ms * 1000 : 0, -EAGAIN))
 		return SOCK_PARKED;
-	vm_wake_signals(&block);
-	sigprocmask(SIG_BLOCK, &block, &old);
-	if (vm->run->immediate_exit)
-		rc = -EINTR;
-	else {
-		ts.tv_sec = (time_t)(ms / 1000);
-		ts.tv_nsec = (long)(ms % 1000) * 1000000;
-		rc = ppoll(&p, 1, ms >= 0 ? &ts : NULL, &old);
-		rc = rc > 0          ? 0
-		    : rc == 0        ? -EAGAIN
-		    : errno == EINTR ? -EINTR
-		                     : -errno;
-	}
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	return rc;
+	rc = vm_signal_wait_fds(vm, &p, 1, ms >= 0 ? ms * 1000000 : -1);
+	return rc > 0 ? 0 : rc == 0 ? -EAGAIN : rc;
 }
 
 static int

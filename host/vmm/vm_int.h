@@ -665,6 +665,13 @@ int vm_signal_interrupts(struct vm *);
  * is ready (0), or -EINTR for a kick, one that came before the call as
  * well as during it (never slept through). */
 int vm_signal_wait_fd(struct vm *, int hfd, short events);
+/* The guest's poll of n host descriptors (a sleep where n is 0) for at
+ * most timeout_ns (-1: no limit): ppoll's count, -EINTR for a signal
+ * the guest acts on or the run's end (never slept through), or -errno.
+ * Nothing else ends it early. */
+struct pollfd;
+int vm_signal_wait_fds(
+    struct vm *, struct pollfd *, size_t n, int64_t timeout_ns);
 /* An exception the program has a handler for: 1 when delivered. ec:
  * the error code of a #PF (bit 0 set: the page is present, the access
  * was refused, SEGV_ACCERR, as a write to a read-only page). */

@@ -88,14 +88,26 @@ wreck(int sig, siginfo_t *si, void *uc)
 }
 
 /* Calls a signal that runs no handler must not cut short (nor one whose
- * handler has SA_RESTART, but for the polls). */
-static const char *const waits[] = { "read", "recv", "poll", "select",
-	"epoll_wait", "waitpid" };
+ * handler has SA_RESTART, but for the polls, from POLL to EPOLL_LIMIT). */
+enum wait_kind {
+	READ,
+	RECV,
+	POLL,
+	POLL_LIMIT,
+	SELECT,
+	EPOLL,
+	EPOLL_LIMIT,
+	WAITPID,
+	WAIT_KINDS
+};
+static const char *const wait_name[WAIT_KINDS] = { "read", "recv", "poll",
+	"poll with a deadline", "select", "epoll_wait",
+	"epoll_wait with a deadline", "waitpid" };
 
 /* Whether the wait of kind k on fd (a socket that turns readable) or
- * for the child p gave its answer. */
+ * for the child p gave its answer. The deadlines are far beyond it. */
 static int
-wait_answered(int k, int fd, pid_t p)
+wait_answered(enum wait_kind k, int fd, pid_t p)
 {
 	struct pollfd pf = { .fd = fd, .events = POLLIN };
 	struct epoll_event ev = { .events = EPOLLIN }, out;
@@ -104,21 +116,23 @@ wait_answered(int k, int fd, pid_t p)
 	char c;
 
 	switch (k) {
-	case 0:
+	case READ:
 		return read(fd, &c, 1) == 1;
-	case 1:
+	case RECV:
 		return recv(fd, &c, 1, 0) == 1;
-	case 2:
-		return poll(&pf, 1, -1) == 1;
-	case 3:
+	case POLL:
+	case POLL_LIMIT:
+		return poll(&pf, 1, k == POLL ? -1 : 60000) == 1;
+	case SELECT:
 		FD_ZERO(&in);
 		FD_SET(fd, &in);
 		return select(fd + 1, &in, NULL, NULL, NULL) == 1;
-	case 4:
+	case EPOLL:
+	case EPOLL_LIMIT:
 		if ((ep = epoll_create1(0)) < 0 ||
 		    epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) != 0)
 			return 0;
-		rc = epoll_wait(ep, &out, 1, -1);
+		rc = epoll_wait(ep, &out, 1, k == EPOLL ? -1 : 60000);
 		close(ep);
 		return rc == 1;
 	default:
@@ -127,19 +141,20 @@ wait_answered(int k, int fd, pid_t p)
 }
 
 /* Rounds of a child that sends SIGUSR1 (blocked, ignored or handled
- * here) while this process waits in each kind of call: how many of
- * those calls returned anything but their answer (EINTR), by kind. The
- * nap only makes the signal likely to come during the call; the answer
- * is the same whenever it comes. */
+ * here) while this process waits in each kind of call (the polls only
+ * where polls is set): how many of those calls returned anything but
+ * their answer (EINTR), by kind. The nap only makes the signal likely
+ * to come during the call; the answer is the same whenever it comes. */
 static void
 cut_short(const char *how, int polls)
 {
 	struct timespec nap = { 0, 20 * 1000 * 1000 };
-	int fd[2], st, bad, k, round;
+	int fd[2], st, bad, round;
+	enum wait_kind k;
 	pid_t p;
 
-	for (k = 0; k < (int)(sizeof(waits) / sizeof(waits[0])); k++) {
-		if (!polls && k >= 2 && k <= 4)
+	for (k = READ; k < WAIT_KINDS; k++) {
+		if (!polls && k >= POLL && k <= EPOLL_LIMIT)
 			continue;
 		for (bad = 0, round = 0; round < 3; round++) {
 			if (socketpair(AF_UNIX, SOCK_STREAM, 0, fd) != 0)
@@ -152,12 +167,12 @@ cut_short(const char *how, int polls)
 				_exit(3);
 			}
 			bad += !wait_answered(k, fd[0], p);
-			if (k != 5)
+			if (k != WAITPID)
 				waitpid(p, &st, 0);
 			close(fd[0]);
 			close(fd[1]);
 		}
-		printf("%s signal cut %s short: %d\n", how, waits[k], bad);
+		printf("%s signal cut %s short: %d\n", how, wait_name[k], bad);
 	}
 }
 
