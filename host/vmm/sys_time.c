@@ -82,18 +82,49 @@ sys_time(struct vm *vm, const uint64_t a[6])
 	return t;
 }
 
+/* The time from now on clock id to end in *left: 0 (and *left zero)
+ * once end has come. */
+static int
+time_left(clockid_t id, const struct timespec *end, struct timespec *left)
+{
+	struct timespec now;
+
+	clock_gettime(id, &now);
+	left->tv_sec = end->tv_sec - now.tv_sec;
+	left->tv_nsec = end->tv_nsec - now.tv_nsec;
+	if (left->tv_nsec < 0) {
+		left->tv_sec--;
+		left->tv_nsec += 1000000000L;
+	}
+	if (left->tv_sec < 0 || (left->tv_sec == 0 && left->tv_nsec == 0)) {
+		left->tv_sec = left->tv_nsec = 0;
+		return 0;
+	}
+	return 1;
+}
+
+/* A duration in nanoseconds, at most 2^32 seconds' worth (a longer
+ * sleep is made of such waits). */
+static int64_t
+timespec_to_ns(const struct timespec *t)
+{
+	return t->tv_sec > (1LL << 32)
+	    ? (1LL << 32) * 1000000000LL
+	    : (int64_t)t->tv_sec * 1000000000LL + t->tv_nsec;
+}
+
 /*
  * nanosleep and clock_nanosleep: the guest's time passes for real (a
  * program that sleeps and reads the clock must see it), on the host's
  * clocks as sys_clock_gettime gives them. The run's time limit is a
- * SIGALRM that interrupts the sleep; the next KVM_RUN then stops the
- * guest, so a long sleep costs no more than the limit.
+ * SIGALRM that ends the sleep; the guest is then stopped, so a long
+ * sleep costs no more than the limit.
  */
 static int64_t
 guest_sleep(
     struct vm *vm, uint64_t clk, uint64_t flags, uint64_t req, uint64_t rem)
 {
-	struct timespec ts, end, now;
+	struct timespec ts, end, now, left;
 	const void *g;
 	clockid_t id;
 
@@ -144,31 +175,26 @@ guest_sleep(
 		}
 	}
 	/*
-	 * A host signal cuts the host's sleep short. The run's limit: the
-	 * guest will not run again, the sleep is reported done. A signal
-	 * the guest acts on: EINTR, and what was left of a relative sleep,
-	 * as Linux answers (Python, for one, then sleeps on for the rest).
-	 * Anything else (a wake-up for a signal the guest ignores) is not
-	 * the guest's business: the sleep goes on to its end.
+	 * The sleep ends early for the run's limit (the guest will not run
+	 * again; the sleep is reported done) and for a signal the guest
+	 * acts on: EINTR, and what was left of a relative sleep, as Linux
+	 * answers (Python, for one, then sleeps on for the rest). It waits
+	 * in vm_signal_wait_fds, so such a signal that came just before it
+	 * began ends it too; any other wake-up (a signal the guest blocks
+	 * or ignores) is not the guest's business: it sleeps on to its end
+	 * on the guest's clock.
 	 */
-	while (clock_nanosleep(id, TIMER_ABSTIME, &end, NULL) == EINTR &&
-	    !vm_timed_out()) {
-		struct timespec left = { 0, 0 };
-
+	while (time_left(id, &end, &left)) {
+		if (vm_signal_wait_fds(vm, NULL, 0, timespec_to_ns(&left)) !=
+		    -EINTR)
+			continue;
+		if (vm_timed_out())
+			return 0;
 		if (!vm_signal_interrupts(vm))
 			continue;
 		if (flags & TIMER_ABSTIME || rem == 0)
 			return -EINTR;
-		clock_gettime(id, &now);
-		if (now.tv_sec < end.tv_sec ||
-		    (now.tv_sec == end.tv_sec && now.tv_nsec < end.tv_nsec)) {
-			left.tv_sec = end.tv_sec - now.tv_sec;
-			left.tv_nsec = end.tv_nsec - now.tv_nsec;
-			if (left.tv_nsec < 0) {
-				left.tv_sec--;
-				left.tv_nsec += 1000000000L;
-			}
-		}
+		(void)time_left(id, &end, &left);
 		return vm_put(vm, rem, &left, sizeof(left)) != 0 ? -EFAULT
 		                                                 : -EINTR;
 	}
