@@ -123,6 +123,7 @@ struct vm_tree {
 	    p, old, new, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)
 
 static void post(struct vm *, struct vm_slot *, int sig);
+static int64_t reap_unwaited(struct vm *, int32_t gpid, int nohang);
 static void post_stub(struct vm *);
 static void signal_host(struct vm *, struct vm_slot *, int sig);
 
@@ -534,6 +535,10 @@ do_clone(struct vm *vm, uint64_t flags, uint64_t newsp, uint64_t ptid,
 		return -ENOSYS;
 	if (LOAD(&vm->tree->closing))
 		return -EAGAIN;
+	/* Children a parent takes no wait status from are freed first
+	 * (reap_unwaited). */
+	if (vm_signal_reaps_children(vm))
+		(void)reap_unwaited(vm, -1, 1);
 	if ((slot = reserve_slot(vm)) < 0) {
 		STORE(&vm->tree->limit_hit, 1);
 		return -EAGAIN;
@@ -920,6 +925,34 @@ wait_child_here(
 	}
 }
 
+/*
+ * Under Linux the children of a process that takes no wait status from
+ * them (SIGCHLD ignored, or SA_NOCLDWAIT) leave no zombie, and a wait
+ * lasts until none is left, then fails with ECHILD. Here a child's row
+ * stays a zombie until its parent's next fork or wait, which frees it
+ * without its times, as Linux counts only the children waited for: a
+ * parent that forks a child per request and never waits would otherwise
+ * fill the tree's rows (the 64th fork failed with EAGAIN).
+ */
+static int64_t
+reap_unwaited(struct vm *vm, int32_t gpid, int nohang)
+{
+	uint64_t cpu[2] = { vm->cpu_child[0], vm->cpu_child[1] };
+	uint64_t maxrss = vm->cpu_child_maxrss_kib, ru[3];
+	int32_t gst;
+	int64_t r;
+
+	while ((r = wait_child_here(vm, gpid, nohang, &gst, ru)) > 0)
+		if (gpid > 0) {
+			r = -ECHILD; /* that one is gone */
+			break;
+		}
+	vm->cpu_child[0] = cpu[0];
+	vm->cpu_child[1] = cpu[1];
+	vm->cpu_child_maxrss_kib = maxrss;
+	return r;
+}
+
 /* wait_child_here, the process counted as waiting meanwhile. */
 static int64_t
 wait_child(
@@ -932,7 +965,10 @@ wait_child(
 		if (vm->tree != NULL && vm_thread_alone(vm))
 			STORE(&me(vm)->wait_for, gpid > 0 ? gpid : -1);
 	}
-	r = wait_child_here(vm, gpid, nohang, gst, ru);
+	if (vm_signal_reaps_children(vm))
+		r = reap_unwaited(vm, gpid, nohang);
+	else
+		r = wait_child_here(vm, gpid, nohang, gst, ru);
 	if (!nohang) {
 		if (vm->tree != NULL)
 			STORE(&me(vm)->wait_for, 0);

@@ -34,6 +34,7 @@
 #define SA_SIGINFO_ 0x4ULL
 #define SA_ONSTACK_ 0x08000000ULL
 #define SA_RESTART_ 0x10000000ULL
+#define SA_NOCLDWAIT_ 0x00000002ULL
 #define SA_NODEFER_ 0x40000000ULL
 #define SA_RESETHAND_ 0x80000000ULL
 #define SA_RESTORER_ 0x04000000ULL
@@ -56,6 +57,13 @@ static uint64_t
 bit(int sig)
 {
 	return 1ULL << (sig - 1);
+}
+
+int
+vm_signal_reaps_children(const struct vm *vm)
+{
+	return vm->sig.act[SIGCHLD].handler == SIG_IGN_ ||
+	    (vm->sig.act[SIGCHLD].flags & SA_NOCLDWAIT_);
 }
 
 int

@@ -647,6 +647,9 @@ void vm_proc_dispositions(struct vm *, uint64_t caught, uint64_t ignored);
 /* ---- sys_signal.c: delivery ------------------------------------------- */
 
 int vm_signal_default_ignored(int sig);
+/* Whether the process takes no wait status from its children (SIGCHLD
+ * ignored, or SA_NOCLDWAIT): they leave no zombie (proc.c). */
+int vm_signal_reaps_children(const struct vm *);
 void vm_signal_raise(struct vm *, int sig); /* to this process */
 void vm_signal_forked(struct vm *);
 void vm_signal_exec(struct vm *);

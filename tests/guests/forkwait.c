@@ -1,12 +1,13 @@
 /* fork, wait4, getpid/getppid, exit statuses, copy-on-write memory and a
- * grandchild, process groups and sessions: what a shell does with its
- * children. */
+ * grandchild, children no one waits for, process groups and sessions:
+ * what a shell does with its children. */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static char big[4 << 20];
@@ -70,6 +71,46 @@ sessions(void)
 	printf("sessions child: %d\n", WEXITSTATUS(st));
 }
 
+/* Children of a parent that ignores SIGCHLD (or sets SA_NOCLDWAIT)
+ * leave no zombie: more of them than the tree has rows (64) come and go
+ * without a wait, and a wait lasts until the child has ended, then fails
+ * with ECHILD. */
+static void
+unwaited(void)
+{
+	struct timespec nap = { 0, 30 * 1000 * 1000 };
+	struct sigaction sa;
+	int i, st, forked = 0, e;
+	pid_t p, w;
+
+	signal(SIGCHLD, SIG_IGN);
+	for (i = 0; i < 100; i++) {
+		if ((p = fork()) == 0)
+			_exit(0);
+		forked += p > 0;
+	}
+	printf("ignoring SIGCHLD: %d of 100 forks\n", forked);
+	if ((p = fork()) == 0) {
+		nanosleep(&nap, NULL);
+		_exit(0);
+	}
+	w = waitpid(p, &st, 0);
+	e = errno;
+	printf("its waitpid: %d %s\n", (int)w, strerror(e));
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	sa.sa_flags = SA_NOCLDWAIT;
+	sigaction(SIGCHLD, &sa, NULL);
+	if ((p = fork()) == 0) {
+		nanosleep(&nap, NULL);
+		_exit(5);
+	}
+	w = wait(&st);
+	e = errno;
+	printf("SA_NOCLDWAIT: wait %d %s\n", (int)w, strerror(e));
+	signal(SIGCHLD, SIG_DFL);
+}
+
 int
 main(void)
 {
@@ -123,6 +164,7 @@ main(void)
 	waitpid(p, &st, 0);
 	printf("killed: %d by %d\n", WIFSIGNALED(st), WTERMSIG(st));
 	printf("no more children: %d\n", wait(&st) == -1);
+	unwaited();
 	sessions();
 	return 3;
 }
