@@ -799,6 +799,54 @@ reap_ended(struct vm *vm, struct vm_slot *s, int32_t *gst, uint64_t ru[3])
 	return reap_row(vm, s, &none, ru);
 }
 
+/* The host's wait for target (-1: any) that leaves the process to be
+ * reaped: its pid with *hst as wait4 would set it, 0 when none has
+ * ended, -1 with errno. */
+static pid_t
+host_peek(pid_t target, int *hst)
+{
+	siginfo_t si;
+
+	memset(&si, 0, sizeof(si));
+	if (waitid(target > 0 ? P_PID : P_ALL, target > 0 ? (id_t)target : 0,
+	        &si, WEXITED | WNOHANG | WNOWAIT | __WALL) == -1)
+		return -1;
+	if (si.si_pid == 0)
+		return 0;
+	*hst = si.si_code == CLD_EXITED ? (si.si_status & 0xff) << 8
+	                                : si.si_status & 0x7f;
+	return si.si_pid;
+}
+
+/* The row of the guest process whose host process is hp, or NULL (a
+ * host process that is no guest process of ours). */
+static struct vm_slot *
+host_row(struct vm *vm, pid_t hp)
+{
+	unsigned i;
+
+	for (i = 0; i < vm->tree->nslots; i++)
+		if (LOAD(&vm->tree->slot[i].host_pid) == hp &&
+		    w_state(LOAD(&vm->tree->slot[i].word)) != SLOT_FREE)
+			return &vm->tree->slot[i];
+	return NULL;
+}
+
+/* The guest's wait status for the ended child of row s, whose host
+ * process ended with hst: what it posted, else the guest kill's signal,
+ * else the host's status. */
+static int32_t
+row_wstatus(struct vm_slot *s, int hst)
+{
+	if (w_state(LOAD(&s->word)) == SLOT_ZOMBIE)
+		return LOAD(&s->wstatus);
+	if (LOAD(&s->killsig) != 0)
+		return LOAD(&s->killsig);
+	if (WIFSIGNALED(hst))
+		return WTERMSIG(hst);
+	return (WEXITSTATUS(hst) & 0xff) << 8;
+}
+
 /*
  * wait4 for target, blocking, without losing a wake-up: SIGCHLD (kept
  * blocked while the guest runs: vmm_run) and the signals that wake a
@@ -809,11 +857,12 @@ reap_ended(struct vm *vm, struct vm_slot *s, int32_t *gst, uint64_t ru[3])
  * that comes during it. A blocking wait4 slept through such a wake until
  * the child's host process was gone: a signal for the guest until the
  * child ended. -1 with EINTR where the table has the child's end or a
- * wake came (the caller looks at the table), else wait4's answer.
+ * wake came (the caller looks at the table), else wait4's answer (with
+ * peek, host_peek's: the host process is left unreaped).
  */
 static pid_t
-wait_host_child(
-    struct vm *vm, int32_t gpid, pid_t target, int *hst, struct rusage *hru)
+wait_host_child(struct vm *vm, int32_t gpid, pid_t target, int *hst,
+    struct rusage *hru, int peek)
 {
 	sigset_t block, old, in;
 	pid_t hp;
@@ -830,7 +879,8 @@ wait_host_child(
 			errno = EINTR;
 			break;
 		}
-		if ((hp = wait4(target, hst, WNOHANG, hru)) != 0)
+		if ((hp = peek ? host_peek(target, hst)
+		               : wait4(target, hst, WNOHANG, hru)) != 0)
 			break;
 		(void)ppoll(NULL, 0, NULL, &in);
 	}
@@ -854,7 +904,6 @@ wait_child_here(
 	pid_t target = -1, hp;
 	struct rusage hru;
 	int hst;
-	unsigned i;
 
 	if (gpid > 0) {
 		if ((s = find_pid(vm, gpid)) == NULL ||
@@ -893,11 +942,11 @@ wait_child_here(
 				return WAIT_PARKED;
 			if (hp == 0)
 				hp = wait_host_child(
-				    vm, gpid, target, &hst, &hru);
+				    vm, gpid, target, &hst, &hru, 0);
 		} else if (nohang)
 			hp = wait4(target, &hst, WNOHANG, &hru);
 		else
-			hp = wait_host_child(vm, gpid, target, &hst, &hru);
+			hp = wait_host_child(vm, gpid, target, &hst, &hru, 0);
 		if (hp == 0)
 			return 0;
 		/* Woken by a child that ended (vm_proc_finish kicks a
@@ -907,20 +956,9 @@ wait_child_here(
 			return reap_ended(vm, s, gst, ru);
 		if (hp == -1)
 			return errno == EINTR ? -EINTR : -ECHILD;
-		for (i = 0, s = NULL; i < vm->tree->nslots && s == NULL; i++)
-			if (LOAD(&vm->tree->slot[i].host_pid) == hp &&
-			    w_state(LOAD(&vm->tree->slot[i].word)) != SLOT_FREE)
-				s = &vm->tree->slot[i];
-		if (s == NULL)
+		if ((s = host_row(vm, hp)) == NULL)
 			continue; /* not a guest process of ours */
-		if (w_state(LOAD(&s->word)) == SLOT_ZOMBIE)
-			*gst = LOAD(&s->wstatus);
-		else if (LOAD(&s->killsig) != 0)
-			*gst = LOAD(&s->killsig);
-		else if (WIFSIGNALED(hst))
-			*gst = WTERMSIG(hst);
-		else
-			*gst = (WEXITSTATUS(hst) & 0xff) << 8;
+		*gst = row_wstatus(s, hst);
 		return reap_row(vm, s, &hru, ru);
 	}
 }
@@ -953,10 +991,60 @@ reap_unwaited(struct vm *vm, int32_t gpid, int nohang)
 	return r;
 }
 
-/* wait_child_here, the process counted as waiting meanwhile. */
+/*
+ * waitid's WNOWAIT: wait as wait_child_here does, but leave the child to
+ * be waited for again, its row and its host process as they are (Go's
+ * os/exec waits so before each reap). 0 (WNOHANG, none yet), a guest
+ * pid with *gst set, WAIT_PARKED, or -errno.
+ */
 static int64_t
-wait_child(
-    struct vm *vm, int32_t gpid, int nohang, int32_t *gst, uint64_t ru[3])
+peek_child(struct vm *vm, int32_t gpid, int nohang, int32_t *gst)
+{
+	struct vm_slot *s;
+	pid_t target = -1, hp;
+	int hst = 0;
+
+	for (;;) {
+		if (gpid > 0) {
+			if ((s = find_pid(vm, gpid)) == NULL ||
+			    w_parent(LOAD(&s->word)) != vm->pid ||
+			    (target = LOAD(&s->host_pid)) <= 0)
+				return -ECHILD;
+		} else if (!has_children(vm))
+			return -ECHILD;
+		if ((s = ended_child(vm, gpid)) != NULL) {
+			*gst = LOAD(&s->wstatus);
+			return LOAD(&s->guest_pid);
+		}
+		if ((hp = host_peek(target, &hst)) > 0) {
+			if ((s = host_row(vm, hp)) != NULL) {
+				*gst = row_wstatus(s, hst);
+				return LOAD(&s->guest_pid);
+			}
+			/* not a guest process of ours (one reaped from its
+			 * row, say): reaped, as a wait4 would */
+			(void)waitpid(hp, NULL, WNOHANG | __WALL);
+			continue;
+		}
+		if (nohang)
+			return 0;
+		if (vm->threads != NULL &&
+		    vm_thread_park(
+		        vm, NULL, 0, vm_now_us() + WAIT_POLL_US, VM_PARK_AGAIN))
+			return WAIT_PARKED;
+		hp = wait_host_child(vm, gpid, target, &hst, NULL, 1);
+		if (hp == -1 && errno == EINTR && ended_child(vm, gpid) == NULL)
+			return -EINTR;
+		if (hp == -1 && errno != EINTR)
+			return -ECHILD;
+	}
+}
+
+/* wait_child_here (peek: peek_child), the process counted as waiting
+ * meanwhile. */
+static int64_t
+wait_child(struct vm *vm, int32_t gpid, int nohang, int peek, int32_t *gst,
+    uint64_t ru[3])
 {
 	int64_t r;
 
@@ -967,6 +1055,8 @@ wait_child(
 	}
 	if (vm_signal_reaps_children(vm))
 		r = reap_unwaited(vm, gpid, nohang);
+	else if (peek)
+		r = peek_child(vm, gpid, nohang, gst);
 	else
 		r = wait_child_here(vm, gpid, nohang, gst, ru);
 	if (!nohang) {
@@ -993,7 +1083,7 @@ sys_wait4(struct vm *vm, const uint64_t a[6])
 	    (a[3] != 0 &&
 	        (ru = vm_gptr(vm, a[3], sizeof(struct rusage))) == NULL))
 		return -EFAULT;
-	if ((r = wait_child(vm, (int32_t)a[0], a[2] & WNOHANG, &gst, cpu)) ==
+	if ((r = wait_child(vm, (int32_t)a[0], a[2] & WNOHANG, 0, &gst, cpu)) ==
 	    WAIT_PARKED)
 		return 0; /* issued again later (sys_thread.c) */
 	if (r > 0) {
@@ -1015,15 +1105,15 @@ sys_waitid(struct vm *vm, const uint64_t a[6])
 
 	if (a[0] > P_PGID || (a[3] & WEXITED) == 0 ||
 	    (a[3] &
-	        ~(uint64_t)(WNOHANG | WEXITED | WSTOPPED | WCONTINUED | __WALL |
-	            __WCLONE | __WNOTHREAD)) != 0)
-		return -EINVAL; /* WNOWAIT among them: docs/vmm.md */
+	        ~(uint64_t)(WNOHANG | WNOWAIT | WEXITED | WSTOPPED |
+	            WCONTINUED | __WALL | __WCLONE | __WNOTHREAD)) != 0)
+		return -EINVAL;
 	if ((a[2] != 0 && (info = vm_gptr(vm, a[2], 128)) == NULL) ||
 	    (a[4] != 0 &&
 	        (ru = vm_gptr(vm, a[4], sizeof(struct rusage))) == NULL))
 		return -EFAULT;
-	r = wait_child(
-	    vm, a[0] == P_PID ? (int32_t)a[1] : -1, a[3] & WNOHANG, &gst, cpu);
+	r = wait_child(vm, a[0] == P_PID ? (int32_t)a[1] : -1, a[3] & WNOHANG,
+	    (a[3] & WNOWAIT) != 0, &gst, cpu);
 	if (r == WAIT_PARKED)
 		return 0; /* issued again later (sys_thread.c) */
 	if (r < 0)

@@ -1,7 +1,8 @@
 /* fork, wait4, getpid/getppid, exit statuses, copy-on-write memory and a
- * grandchild, children no one waits for, process groups and sessions:
- * what a shell does with its children. */
+ * grandchild, children no one waits for, waitid's WNOWAIT, process
+ * groups and sessions: what a shell does with its children. */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,13 +81,22 @@ unwaited(void)
 {
 	struct timespec nap = { 0, 30 * 1000 * 1000 };
 	struct sigaction sa;
-	int i, st, forked = 0, e;
+	int i, st, forked = 0, e, fd[2];
 	pid_t p, w;
+	char c;
 
 	signal(SIGCHLD, SIG_IGN);
 	for (i = 0; i < 100; i++) {
+		/* Each one is let end before the next is forked (its end
+		 * of the pipe closes as it does): the tree's limit counts
+		 * live children, and a loaded machine could fill it. */
+		if (pipe(fd) != 0)
+			break;
 		if ((p = fork()) == 0)
 			_exit(0);
+		close(fd[1]);
+		(void)read(fd[0], &c, 1);
+		close(fd[0]);
 		forked += p > 0;
 	}
 	printf("ignoring SIGCHLD: %d of 100 forks\n", forked);
@@ -109,6 +119,53 @@ unwaited(void)
 	e = errno;
 	printf("SA_NOCLDWAIT: wait %d %s\n", (int)w, strerror(e));
 	signal(SIGCHLD, SIG_DFL);
+}
+
+static void *
+idle(void *arg)
+{
+	pause();
+	return arg;
+}
+
+/* waitid's WNOWAIT, as Go's os/exec waits before each reap: it waits for
+ * the child's end and leaves it to be waited for again; WNOHANG with it
+ * finds nothing while the child runs. threaded: with another thread in
+ * the process, as in every Go program. */
+static void
+peeked(int threaded)
+{
+	struct timespec nap = { 0, 30 * 1000 * 1000 };
+	siginfo_t si;
+	pthread_t t;
+	int st, r, e;
+	pid_t p, w;
+
+	if (threaded && pthread_create(&t, NULL, idle, NULL) != 0)
+		return;
+	if ((p = fork()) == 0) {
+		nanosleep(&nap, NULL);
+		_exit(9);
+	}
+	memset(&si, 0, sizeof(si));
+	r = waitid(P_PID, (id_t)p, &si, WEXITED | WNOWAIT | WNOHANG);
+	printf(
+	    "WNOWAIT|WNOHANG while it runs: %d, pid %d\n", r, si.si_pid != 0);
+	memset(&si, 0, sizeof(si));
+	r = waitid(P_PID, (id_t)p, &si, WEXITED | WNOWAIT);
+	e = errno;
+	printf("WNOWAIT%s: %d %s, pid %d, code %d, status %d\n",
+	    threaded ? " with a thread" : "", r, r ? strerror(e) : "",
+	    si.si_pid == p, si.si_code, si.si_status);
+	memset(&si, 0, sizeof(si));
+	r = waitid(P_ALL, 0, &si, WEXITED | WNOWAIT);
+	printf("again, any child: %d, pid %d\n", r, si.si_pid == p);
+	w = waitpid(p, &st, 0);
+	printf("then its waitpid: %d, exit %d\n", w == p, WEXITSTATUS(st));
+	if (threaded) {
+		pthread_cancel(t);
+		pthread_join(t, NULL);
+	}
 }
 
 int
@@ -165,6 +222,8 @@ main(void)
 	printf("killed: %d by %d\n", WIFSIGNALED(st), WTERMSIG(st));
 	printf("no more children: %d\n", wait(&st) == -1);
 	unwaited();
+	peeked(0);
+	peeked(1);
 	sessions();
 	return 3;
 }
