@@ -890,6 +890,24 @@ wait_host_child(struct vm *vm, int32_t gpid, pid_t target, int *hst,
 	return hp;
 }
 
+/* The host process a wait for gpid (> 0: that child; else any) waits
+ * on, -1 for any, in *target: 0, or -ECHILD where there is no such
+ * child. */
+static int
+wait_target(struct vm *vm, int32_t gpid, pid_t *target)
+{
+	struct vm_slot *s;
+
+	*target = -1;
+	if (gpid <= 0)
+		return has_children(vm) ? 0 : -ECHILD;
+	if ((s = find_pid(vm, gpid)) == NULL ||
+	    w_parent(LOAD(&s->word)) != vm->pid ||
+	    (*target = LOAD(&s->host_pid)) <= 0)
+		return -ECHILD;
+	return 0;
+}
+
 /*
  * Wait for a child (gpid > 0: that one; anything else: any, since the
  * guest's process groups live only in the table). The host's wait4 does
@@ -901,16 +919,11 @@ wait_child_here(
     struct vm *vm, int32_t gpid, int nohang, int32_t *gst, uint64_t ru[3])
 {
 	struct vm_slot *s = NULL;
-	pid_t target = -1, hp;
+	pid_t target, hp;
 	struct rusage hru;
 	int hst;
 
-	if (gpid > 0) {
-		if ((s = find_pid(vm, gpid)) == NULL ||
-		    w_parent(LOAD(&s->word)) != vm->pid ||
-		    (target = LOAD(&s->host_pid)) <= 0)
-			return -ECHILD;
-	} else if (!has_children(vm))
+	if (wait_target(vm, gpid, &target) != 0)
 		return -ECHILD;
 	reap_later(vm, 0);
 	/* A child that has ended in the table (a zombie, its SIGCHLD
@@ -1001,16 +1014,11 @@ static int64_t
 peek_child(struct vm *vm, int32_t gpid, int nohang, int32_t *gst)
 {
 	struct vm_slot *s;
-	pid_t target = -1, hp;
+	pid_t target, hp;
 	int hst = 0;
 
 	for (;;) {
-		if (gpid > 0) {
-			if ((s = find_pid(vm, gpid)) == NULL ||
-			    w_parent(LOAD(&s->word)) != vm->pid ||
-			    (target = LOAD(&s->host_pid)) <= 0)
-				return -ECHILD;
-		} else if (!has_children(vm))
+		if (wait_target(vm, gpid, &target) != 0)
 			return -ECHILD;
 		if ((s = ended_child(vm, gpid)) != NULL) {
 			*gst = LOAD(&s->wstatus);
