@@ -446,7 +446,9 @@ static const struct vm_sysent linux_calls[] = {
 	NO(245, mq_getsetattr, ENOSYS, "no POSIX message queues"),
 	NO(246, kexec_load, ENOSYS,
 	    "the machine's administration: not a guest's"),
-	PART(247, waitid, sys_waitid, "no WNOWAIT; P_PGID waits for any child"),
+	PART(247, waitid, sys_waitid,
+	    "P_PGID waits for any child; WNOWAIT leaves the child to be waited "
+	    "for again"),
 	NO(248, add_key, ENOSYS, "no kernel keyring"),
 	NO(249, request_key, ENOSYS, "no kernel keyring"),
 	NO(250, keyctl, ENOSYS, "no kernel keyring"),
