@@ -178,7 +178,7 @@ run() {
 			stubs_of "$sid" >"$tmp/orphan.stubs"
 			kill -KILL "$(cat "$tmp/orphan")"
 		else
-			bad "$name: not one vm process of the child: $(cat "$tmp/orphan" 2>/dev/null)"
+			bad "$name: not one vm process of the child: $(cat "$tmp/orphan" 2>/dev/null); the session's processes (pid ppid sid start cmdline): $(procs | awk -v sid="$sid" '$3 == sid' | cut -c1-100 | tr '\n' ';')"
 		fi
 	fi
 	wait $job; rc=$?
