@@ -128,8 +128,10 @@ sock_wait_park(struct vm *vm, struct vfd *f, short events, int dontwait,
 	if (dontwait || (fl = fcntl(f->hostfd, F_GETFL)) == -1 ||
 	    (fl & O_NONBLOCK) || poll(&p, 1, 0) != 0)
 		return 0;
+	/* (a timeout past 2^33 seconds, which the guest may set, is none:
+	 * its nanoseconds would not fit) */
 	if (getsockopt(f->hostfd, SOL_SOCKET, optname, &tv, &tl) == 0 &&
-	    (tv.tv_sec > 0 || tv.tv_usec > 0))
+	    (tv.tv_sec > 0 || tv.tv_usec > 0) && tv.tv_sec < (1LL << 33))
 		ms = (int64_t)tv.tv_sec * 1000 + (tv.tv_usec + 999) / 1000;
 	if (vm->threads != NULL && !park && !vm_thread_alone(vm))
 		return -EAGAIN;
