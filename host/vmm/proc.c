@@ -633,9 +633,9 @@ do_clone(struct vm *vm, uint64_t flags, uint64_t newsp, uint64_t ptid,
 	post_stub(vm); /* its own, started in vm_fork */
 	memset(&vm->child_res, 0, sizeof(vm->child_res));
 	vm->res = &vm->child_res;
-	vm_signal_forked(vm);
-	vm_outside_signals(1); /* the parent's, not inherited (fork(2)) */
 	vm_thread_reset(vm);
+	vm_signal_forked(vm); /* after: the thread's own go too */
+	vm_outside_signals(1); /* the parent's, not inherited (fork(2)) */
 	vm_timer_arm(vm);
 	if (vp[0] >= 0) {
 		close(vp[0]);
@@ -1359,19 +1359,24 @@ sys_kill(struct vm *vm, const uint64_t a[6])
 }
 
 /*
- * A thread-directed signal. The threads of a process share its one vCPU
- * (sys_thread.c), and a signal for one of them is the process's: the
- * thread running when it is delivered takes it (docs/vmm.md). A tid of
- * another process is its main thread's, its pid; any other is ESRCH.
+ * A thread-directed signal. A thread of this process takes it alone,
+ * when it runs (sys_thread.c; Go's preemption of a goroutine that never
+ * calls, and its garbage collector's stop, are such signals); the
+ * process's one thread takes it as the process's. A tid of another
+ * process is its main thread's, its pid; any other is ESRCH.
  */
 static int64_t
 thread_kill(struct vm *vm, int32_t tgid, int32_t tid, uint64_t sig)
 {
-	if (tid <= 0 || tgid == 0 || tgid < -1)
+	if (tid <= 0 || tgid == 0 || tgid < -1 || sig > 64)
 		return -EINVAL;
 	if (vm_thread_is_mine(vm, tid)) {
 		if (tgid != -1 && tgid != vm->pid)
 			return -ESRCH;
+		if (sig != 0 &&
+		    vm_thread_signal(
+		        vm, tid, (int)sig, vm_signal_acts(vm, (int)sig)))
+			return 0;
 		return do_kill(vm, vm->pid, sig);
 	}
 	if (tgid != -1 && tgid != tid)

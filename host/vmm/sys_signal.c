@@ -74,6 +74,36 @@ vm_signal_default_ignored(int sig)
 	    sig == SIGTTIN || sig == SIGTTOU;
 }
 
+/* What was sent to the running thread alone (tgkill), 0 if none. */
+static uint64_t
+own_pending(struct vm *vm)
+{
+	const uint64_t *p = vm_thread_pending(vm);
+
+	return p != NULL ? *p : 0;
+}
+
+/* Take sig from what is pending, the running thread's own first (as
+ * Linux dequeues the thread's before the process's). */
+static void
+take_pending(struct vm *vm, int sig)
+{
+	uint64_t *p = vm_thread_pending(vm);
+
+	if (p != NULL && (*p & bit(sig)))
+		*p &= ~bit(sig);
+	else
+		vm->sig.pending &= ~bit(sig);
+}
+
+int
+vm_signal_acts(const struct vm *vm, int sig)
+{
+	return vm->sig.act[sig].handler > SIG_IGN_ ||
+	    (vm->sig.act[sig].handler == SIG_DFL_ &&
+	        !vm_signal_default_ignored(sig));
+}
+
 static void
 publish(struct vm *vm)
 {
@@ -158,8 +188,11 @@ sys_rt_sigaction(struct vm *vm, const uint64_t a[6])
 		nw.mask &= ~UNBLOCKABLE;
 		*cur = nw;
 		if (nw.handler == SIG_IGN_ ||
-		    (nw.handler == SIG_DFL_ && vm_signal_default_ignored(sig)))
+		    (nw.handler == SIG_DFL_ &&
+		        vm_signal_default_ignored(sig))) {
 			vm->sig.pending &= ~bit(sig); /* POSIX: discarded */
+			vm_thread_discard(vm, bit(sig));
+		}
 		publish(vm);
 	}
 	return 0;
@@ -244,7 +277,8 @@ int64_t
 sys_rt_sigpending(struct vm *vm, const uint64_t a[6])
 {
 	uint64_t p =
-	    (vm->sig.pending | vm_proc_peek_pending(vm)) & vm->sig.blocked;
+	    (vm->sig.pending | own_pending(vm) | vm_proc_peek_pending(vm)) &
+	    vm->sig.blocked;
 
 	if (a[1] != 8)
 		return -EINVAL;
@@ -317,21 +351,19 @@ deliverable(struct vm *vm)
 		    : 0;
 		vm_timer_arm(vm);
 	}
-	return (vm->sig.pending & ~vm->sig.blocked) != 0;
+	return ((vm->sig.pending | own_pending(vm)) & ~vm->sig.blocked) != 0;
 }
 
 uint64_t
 vm_signal_acting(struct vm *vm)
 {
-	uint64_t acting = 0;
+	uint64_t acting = 0, pending;
 	int sig;
 
 	deliverable(vm);
-	for (sig = 1; sig <= 64 && vm->sig.pending != 0; sig++)
-		if ((vm->sig.pending & bit(sig)) != 0 &&
-		    (vm->sig.act[sig].handler > SIG_IGN_ ||
-		        (vm->sig.act[sig].handler == SIG_DFL_ &&
-		            !vm_signal_default_ignored(sig))))
+	pending = vm->sig.pending | own_pending(vm);
+	for (sig = 1; sig <= 64 && pending != 0; sig++)
+		if ((pending & bit(sig)) != 0 && vm_signal_acts(vm, sig))
 			acting |= bit(sig);
 	return acting;
 }
@@ -496,7 +528,7 @@ take_waited(struct vm *vm, int sig, uint64_t info)
 {
 	int32_t si[32];
 
-	vm->sig.pending &= ~bit(sig);
+	take_pending(vm, sig);
 	if (info != 0) {
 		memset(si, 0, sizeof(si));
 		si[0] = sig;
@@ -548,7 +580,8 @@ sys_rt_sigtimedwait(struct vm *vm, const uint64_t a[6])
 	for (;;) {
 		deliverable(vm);
 		for (sig = 1; sig <= 64; sig++)
-			if (vm->sig.pending & set & bit(sig))
+			if ((vm->sig.pending | own_pending(vm)) & set &
+			    bit(sig))
 				break;
 		if (sig <= 64) {
 			rc = take_waited(vm, sig, a[1]);
@@ -946,7 +979,7 @@ deliver(struct vm *vm, uint64_t nr, unsigned restart)
 	if (vm_thread_take_signal(vm, vm_signal_acting(vm)))
 		restart = 0; /* its call returns EINTR, never again */
 	for (;;) {
-		ready = vm->sig.pending & ~vm->sig.blocked;
+		ready = (vm->sig.pending | own_pending(vm)) & ~vm->sig.blocked;
 		if (ready == 0) {
 			if (vm->sig.has_saved) { /* woke for nothing */
 				vm->sig.blocked = vm->sig.saved;
@@ -966,7 +999,7 @@ deliver(struct vm *vm, uint64_t nr, unsigned restart)
 			return;
 		}
 		sig = __builtin_ctzll(ready) + 1;
-		vm->sig.pending &= ~bit(sig);
+		take_pending(vm, sig);
 		if (vm->sig.act[sig].handler == SIG_IGN_ ||
 		    (vm->sig.act[sig].handler == SIG_DFL_ &&
 		        vm_signal_default_ignored(sig)))

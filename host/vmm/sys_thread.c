@@ -92,6 +92,9 @@ struct vm_thread {
 	uint8_t xarea[TRAP_FPU_MAX];
 	uint32_t xlen;
 	uint64_t blocked;
+	/* Signals sent to this thread alone (tgkill, tkill, raise): only it
+	 * takes them, when it runs (vm_thread_pending). */
+	uint64_t pending;
 	uint64_t saved; /* rt_sigsuspend's mask to restore, if has_saved */
 	int has_saved;
 	/* The call whose return its registers hold when it runs again, or
@@ -197,6 +200,10 @@ vm_thread_ids(const struct vm *vm, int32_t *tids, int max)
 void
 vm_thread_reset(struct vm *vm)
 {
+	/* The thread left (execve's) keeps what was sent to it alone, now
+	 * its process's only thread. */
+	if (vm->threads != NULL)
+		vm->sig.pending |= vm->threads->t[vm->threads->cur].pending;
 	free(vm->threads);
 	vm->threads = NULL;
 	vm->slice_at_us = 0;
@@ -807,6 +814,51 @@ vm_thread_take_signal(struct vm *vm, uint64_t sigs)
 	load(vm, &ts->t[k]);
 	set_slice(vm);
 	return 1;
+}
+
+uint64_t *
+vm_thread_pending(struct vm *vm)
+{
+	return vm->threads != NULL ? &vm->threads->t[vm->threads->cur].pending
+	                           : NULL;
+}
+
+int
+vm_thread_signal(struct vm *vm, int32_t tid, int sig, int acts)
+{
+	struct vm_threads *ts = vm->threads;
+	struct vm_thread *t;
+	uint64_t b = 1ULL << (sig - 1);
+	int i;
+
+	if (ts == NULL || !others_live(ts))
+		return 0;
+	for (i = 0; i < THREADS_MAX; i++)
+		if (live_at(ts, i) && ts->t[i].tid == tid)
+			break;
+	if (i == THREADS_MAX)
+		return 0;
+	t = &ts->t[i];
+	t->pending |= b;
+	/* A waiting thread that would act on it wakes to take it, its
+	 * call cut short (EINTR; made again under SA_RESTART where Linux
+	 * would: restart_of). The running one takes it at this call's
+	 * return. */
+	if (i != ts->cur && t->state == T_WAIT && acts && !(t->blocked & b)) {
+		resume(t, -EINTR);
+		set_slice(vm);
+	}
+	return 1;
+}
+
+void
+vm_thread_discard(struct vm *vm, uint64_t sigs)
+{
+	struct vm_threads *ts = vm->threads;
+	int i;
+
+	for (i = 0; ts != NULL && i < THREADS_MAX; i++)
+		ts->t[i].pending &= ~sigs;
 }
 
 int

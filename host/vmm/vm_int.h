@@ -647,6 +647,8 @@ void vm_proc_dispositions(struct vm *, uint64_t caught, uint64_t ignored);
 /* ---- sys_signal.c: delivery ------------------------------------------- */
 
 int vm_signal_default_ignored(int sig);
+/* Whether sig would act: a handler, or a default that ends the process. */
+int vm_signal_acts(const struct vm *, int sig);
 /* Whether the process takes no wait status from its children (SIGCHLD
  * ignored, or SA_NOCLDWAIT): they leave no zombie (proc.c). */
 int vm_signal_reaps_children(const struct vm *);
@@ -731,6 +733,21 @@ uint64_t *vm_thread_call_deadline(struct vm *);
  * instructions), unless the running one was just woken from such a
  * wait to take it. 1 when switched. */
 int vm_thread_take_signal(struct vm *, uint64_t sigs);
+/* What was sent to the running thread alone (tgkill), or NULL in a
+ * process without a thread table (its one thread takes the process's). */
+uint64_t *vm_thread_pending(struct vm *);
+/*
+ * A signal to one thread of a process that has others (tgkill): pending
+ * for that thread alone, which takes it when it runs; a waiting one is
+ * woken if it does not block sig and acts is set (the signal has a
+ * handler or a default that ends the process). 1 when sent so; 0 when
+ * the process's one thread is meant (or tid is none of its threads), a
+ * signal to the process.
+ */
+int vm_thread_signal(struct vm *, int32_t tid, int sig, int acts);
+/* Drop sigs from every thread's own pending set (a disposition set to
+ * ignore them). */
+void vm_thread_discard(struct vm *, uint64_t sigs);
 
 /* Output bytes of the whole tree (fs.c counts writes to fds 1 and 2). */
 uint64_t *vm_output_counter(struct vm *);

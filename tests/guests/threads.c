@@ -8,7 +8,10 @@
  * "threads spin": a thread that spins past the run's time limit;
  * "threads calls": two threads that make system calls without end, past
  * it (the time slice's kick then mostly lands inside a call);
- * "threads wait": threads that all wait past it (a join, a read, pause). */
+ * "threads wait": threads that all wait past it (a join, a read, pause).
+ * Signals sent to one thread (pthread_kill): a thread that spins
+ * without a call takes its own (Go preempts goroutines so), one that
+ * blocks it keeps it pending for itself alone, one asleep wakes. */
 #include <errno.h>
 #include <pthread.h>
 #include <poll.h>
@@ -252,6 +255,111 @@ caller(void *arg)
 	return NULL;
 }
 
+static volatile pid_t aimed_tid, aimed_on;
+static volatile int aimed_stop, aimed_ready, aimed_others;
+
+/* Stops the spinner only on the thread it was sent to. */
+static void
+on_aimed(int sig)
+{
+	(void)sig;
+	aimed_on = (pid_t)syscall(SYS_gettid);
+	if (aimed_on == aimed_tid)
+		aimed_stop = 1;
+	else
+		aimed_others++;
+}
+
+static void *
+aimed_spinner(void *arg)
+{
+	(void)arg;
+	aimed_tid = (pid_t)syscall(SYS_gettid);
+	aimed_ready = 1;
+	while (!aimed_stop)
+		;
+	return NULL;
+}
+
+/* Blocks SIGUSR2, is sent it, sees it pending, then lets it in. */
+static void *
+aimed_blocker(void *arg)
+{
+	sigset_t s, p;
+	long pending;
+
+	(void)arg;
+	sigemptyset(&s);
+	sigaddset(&s, SIGUSR2);
+	pthread_sigmask(SIG_BLOCK, &s, NULL);
+	aimed_tid = (pid_t)syscall(SYS_gettid);
+	aimed_ready = 1;
+	while (aimed_ready != 2)
+		sched_yield();
+	sigpending(&p);
+	pending = sigismember(&p, SIGUSR2);
+	pthread_sigmask(SIG_UNBLOCK, &s, NULL);
+	return (void *)(pending + 2 * (long)aimed_stop);
+}
+
+static void *
+aimed_sleeper(void *arg)
+{
+	struct timespec d = { 5, 0 };
+	int rc;
+
+	(void)arg;
+	aimed_tid = (pid_t)syscall(SYS_gettid);
+	aimed_ready = 1;
+	rc = nanosleep(&d, NULL);
+	return (void *)(long)(rc == -1 && errno == EINTR);
+}
+
+static void
+aimed(void)
+{
+	struct sigaction sa;
+	struct timespec d = { 0, 20000000 };
+	pthread_t p;
+	void *ret;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_aimed;
+	sigaction(SIGUSR2, &sa, NULL);
+	aimed_ready = aimed_stop = aimed_others = 0;
+	pthread_create(&p, NULL, aimed_spinner, NULL);
+	while (!aimed_ready)
+		sched_yield();
+	pthread_kill(p, SIGUSR2);
+	pthread_join(p, NULL);
+	printf("pthread_kill to a spinning thread: its handler ran there %d, "
+	       "elsewhere %d\n",
+	    aimed_on == aimed_tid, (int)aimed_others);
+
+	aimed_ready = aimed_stop = aimed_others = 0;
+	pthread_create(&p, NULL, aimed_blocker, NULL);
+	while (aimed_ready != 1)
+		sched_yield();
+	pthread_kill(p, SIGUSR2);
+	nanosleep(&d, NULL); /* the first thread lets SIGUSR2 in meanwhile */
+	aimed_ready = 2;
+	pthread_join(p, &ret);
+	printf("pthread_kill to a thread that blocks it: pending there %ld, "
+	       "taken elsewhere %d, taken there once let in %d\n",
+	    (long)ret & 1, (int)aimed_others, aimed_on == aimed_tid);
+
+	aimed_ready = aimed_stop = aimed_others = 0;
+	pthread_create(&p, NULL, aimed_sleeper, NULL);
+	while (!aimed_ready)
+		sched_yield();
+	nanosleep(&d, NULL); /* it sleeps meanwhile */
+	pthread_kill(p, SIGUSR2);
+	pthread_join(p, &ret);
+	printf("pthread_kill to a sleeping thread: EINTR %ld, handler there "
+	       "%d, elsewhere %d\n",
+	    (long)ret, aimed_on == aimed_tid, (int)aimed_others);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -446,5 +554,6 @@ main(int argc, char **argv)
 		    work, (long)ret, (int)handled_on);
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
+	aimed();
 	return 0;
 }
