@@ -190,6 +190,9 @@ MACHINE_PKGS = bash dash coreutils findutils grep sed gawk diffutils tar \
 # lists it: `npm install -g npm` replaces it in place (here NodeSource's
 # npm 10 had become npm 11, whose new files no package lists).
 DEPS_PKGS += $(MACHINE_PKGS) npm:npm
+# Go builds tests/guests/go (tests/integration/image_go.sh), run in the
+# machine image beside itself natively.
+DEPS_PKGS += golang-go
 
 $(STOCK_DIR)/machine.manifest: images/machine.manifest images/machine.omit \
     mk/deb-closure.sh mk/deb-omit.sh mk/deb-commands.sh /var/lib/dpkg/status | deps
