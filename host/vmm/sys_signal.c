@@ -653,6 +653,8 @@ vm_signal_saved(struct vm *vm, struct vm_signals *out)
 	int i;
 
 	*out = vm->sig;
+	/* Saved only with one thread left, whose own are the process's. */
+	out->pending |= own_pending(vm);
 	for (i = 0; i < 2; i++)
 		if (out->cpu_timer_at[i] != 0) {
 			cpu = cpu_now(vm, i);
