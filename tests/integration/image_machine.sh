@@ -86,6 +86,9 @@ same "git init, add, commit, log" 'git init -q repo && cd repo && echo x >f &&
 	git add f && git -c user.name=keep -c user.email=keep@example.org \
 	    commit -q -m first && git log --format="%s %an" && git ls-files &&
 	git status --porcelain | wc -l'
+same "the C.UTF-8 locale: perl starts quietly, ls shows a UTF-8 name, wc -m counts characters" \
+    'touch "é.txt" && ls -- *.txt && printf "h\303\251llo" | wc -m && perl -e "print 1+1, qq(\n)" &&
+	printf "%s\n" b a B | sort | tr "\n" " "'
 same "bc" 'echo "2^100; scale=20; 4*a(1); sqrt(2)" | bc -l'
 same "jq" 'jq -c ".a[2], (.n * 2), (.a | length)" j.json'
 same "sqlite3 in memory" "sqlite3 :memory: 'create table t(x); insert into t values (1), (2), (40); select sum(x), group_concat(x) from t;'"
