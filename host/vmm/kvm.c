@@ -782,6 +782,10 @@ preempt_at_return(struct vm *vm)
 	if (vm->preempt_due && !vm->stopped) {
 		vm->preempt_due = 0;
 		vm_thread_preempt(vm);
+		/* The thread switched in takes its signals now, not at its
+		 * next call or kick. */
+		if (vm->switched_in)
+			vm_signal_after_kick(vm);
 	}
 }
 

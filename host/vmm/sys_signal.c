@@ -1076,6 +1076,7 @@ restart_of(uint64_t nr, const struct kvm_regs *r)
 void
 vm_signal_after_syscall(struct vm *vm, uint64_t nr)
 {
+	vm->switched_in = 0;
 	vm->signal_held_us = 0;
 	vm->signal_holds = 0;
 	deliver(vm, nr, restart_of(nr, &vm->run->s.regs.regs));
@@ -1111,6 +1112,15 @@ vm_signal_after_kick(struct vm *vm)
 	if (vm->signal_retry_us != 0) {
 		vm->signal_retry_us = 0;
 		vm_timer_arm(vm);
+	}
+	/* A thread just switched in returns from its own call, if it was
+	 * in one (a parked call a signal woke, EINTR): that call is made
+	 * again where Linux would restart it, as at a call's return. */
+	if (vm->switched_in) {
+		vm->switched_in = 0;
+		deliver(vm, vm->call_nr,
+		    restart_of(vm->call_nr, &vm->run->s.regs.regs));
+		return;
 	}
 	deliver(vm, 0, 0);
 }

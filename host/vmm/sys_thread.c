@@ -583,6 +583,7 @@ vm_thread_preempt(struct vm *vm)
 	save(vm, &ts->t[ts->cur]);
 	switch_away(vm, ts);
 	vm->regs_replaced = 0; /* not inside a call */
+	vm->switched_in = 1;
 }
 
 /* ---- clone of a thread ---------------------------------------------------- */

@@ -271,6 +271,10 @@ struct vm {
 	uint64_t signal_held_us; /* since when (0: none held) */
 	unsigned signal_holds; /* held at how many exits */
 	int preempt_due; /* the slice ended inside a call: switch at its return */
+	/* vm_thread_preempt put another thread on the vCPU, whose registers
+	 * may hold its own call's return (call_nr): the next delivery
+	 * restarts that call as its return says (sys_signal.c). */
+	int switched_in;
 	/* Templates (template.c): booting one, parked at its ready call
 	 * (KEEP_SYS_READY) with the request buffer it gave, or a clone. */
 	int template_state; /* VM_TPL_NONE, ... */

@@ -315,6 +315,38 @@ aimed_sleeper(void *arg)
 	return (void *)(long)(rc == -1 && errno == EINTR);
 }
 
+static int aimed_pipe[2];
+
+static void *
+aimed_reader(void *arg)
+{
+	char c = 0;
+	ssize_t n;
+
+	(void)arg;
+	aimed_tid = (pid_t)syscall(SYS_gettid);
+	aimed_ready = 1;
+	n = read(aimed_pipe[0], &c, 1);
+	return (void *)(long)(n == 1        ? c
+	        : n == -1 && errno == EINTR ? 'I'
+	                                    : '?');
+}
+
+/* Busy for ms milliseconds without a call (clock_gettime is the vDSO's):
+ * the time slice, not a call, switches threads meanwhile. */
+static void
+busy_ms(long ms)
+{
+	struct timespec a, b;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	do
+		clock_gettime(CLOCK_MONOTONIC, &b);
+	while (
+	    (b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000 <
+	    ms);
+}
+
 static void
 aimed(void)
 {
@@ -358,6 +390,24 @@ aimed(void)
 	printf("pthread_kill to a sleeping thread: EINTR %ld, handler there "
 	       "%d, elsewhere %d\n",
 	    (long)ret, aimed_on == aimed_tid, (int)aimed_others);
+	/* A read that the signal's SA_RESTART handler interrupts is made
+	 * again, though the thread runs again at a time slice's end. */
+	sa.sa_flags = SA_RESTART;
+	sigaction(SIGUSR2, &sa, NULL);
+	pipe(aimed_pipe);
+	aimed_ready = aimed_stop = aimed_others = 0;
+	aimed_on = 0;
+	pthread_create(&p, NULL, aimed_reader, NULL);
+	while (!aimed_ready)
+		sched_yield();
+	nanosleep(&d, NULL); /* it blocks meanwhile */
+	pthread_kill(p, SIGUSR2);
+	busy_ms(50);
+	write(aimed_pipe[1], "r", 1);
+	pthread_join(p, &ret);
+	printf("pthread_kill to a thread in read, SA_RESTART, the sender busy: "
+	       "handler there %d, read gave %c\n",
+	    aimed_on == aimed_tid, (int)(long)ret);
 }
 
 int
