@@ -978,8 +978,9 @@ deliver(struct vm *vm, uint64_t nr, unsigned restart)
 	uint64_t ready;
 	int sig;
 
-	if (vm_thread_take_signal(vm, vm_signal_acting(vm)))
-		restart = 0; /* its call returns EINTR, never again */
+	if (vm_thread_take_signal(
+	        vm, vm_signal_acting(vm), nr, (restart & RESTART_UNSEEN) != 0))
+		restart = 0; /* the thread switched in returns EINTR */
 	for (;;) {
 		ready = (vm->sig.pending | own_pending(vm)) & ~vm->sig.blocked;
 		if (ready == 0) {

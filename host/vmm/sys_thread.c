@@ -794,8 +794,9 @@ vm_thread_sigwait(struct vm *vm)
 }
 
 int
-vm_thread_take_signal(struct vm *vm, uint64_t sigs)
+vm_thread_take_signal(struct vm *vm, uint64_t sigs, uint64_t nr, int again)
 {
+	struct kvm_regs *r = &vm->run->s.regs.regs;
 	struct vm_threads *ts = vm->threads;
 	int k, woke;
 
@@ -807,8 +808,15 @@ vm_thread_take_signal(struct vm *vm, uint64_t sigs)
 	ts->t[ts->cur].sigwoke = 0;
 	if (woke || sigs == 0 || (k = signal_waiter(vm, ts, sigs)) < 0)
 		return 0;
-	if (ts->t[ts->cur].state == T_RUN)
+	if (ts->t[ts->cur].state == T_RUN) {
+		/* Its call was cut short for a signal it does not take: it
+		 * is made again when the thread runs, as Linux never woke it. */
+		if (again && (int64_t)r->rax == -EINTR) {
+			r->rax = nr;
+			r->rip -= 2;
+		}
 		save(vm, &ts->t[ts->cur]);
+	}
 	resume(&ts->t[k], -EINTR);
 	ts->t[k].sigwoke = 0;
 	ts->cur = k;

@@ -734,9 +734,10 @@ uint64_t *vm_thread_call_deadline(struct vm *);
 /* At each delivery, sigs those pending that act: a thread parked by
  * vm_thread_sigwait that lets one through becomes the running thread,
  * to take it (the one that ran is kept runnable, between two
- * instructions), unless the running one was just woken from such a
- * wait to take it. 1 when switched. */
-int vm_thread_take_signal(struct vm *, uint64_t sigs);
+ * instructions; its call nr, if it returned EINTR and again is set,
+ * made again when it runs), unless the running one was just woken from
+ * such a wait to take it. 1 when switched. */
+int vm_thread_take_signal(struct vm *, uint64_t sigs, uint64_t nr, int again);
 /* What was sent to the running thread alone (tgkill), or NULL in a
  * process without a thread table (its one thread takes the process's). */
 uint64_t *vm_thread_pending(struct vm *);

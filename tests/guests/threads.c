@@ -347,6 +347,83 @@ busy_ms(long ms)
 	    ms);
 }
 
+static volatile int susp_ready, susp_got;
+
+static void
+on_susp(int sig)
+{
+	(void)sig;
+	susp_got = (pid_t)syscall(SYS_gettid) != getpid();
+}
+
+static void *
+suspender(void *arg)
+{
+	sigset_t none;
+
+	(void)arg;
+	sigemptyset(&none);
+	susp_ready = 1;
+	sigsuspend(&none);
+	return NULL;
+}
+
+/* A signal another thread waits for in sigsuspend, sent by a child
+ * while this thread, which blocks it, polls more descriptors than a
+ * parked call holds: the waiter takes it, and the poll goes on to the
+ * child's write (Linux never wakes it). */
+static void
+poll_beside_suspend(void)
+{
+	struct pollfd pf[20];
+	struct sigaction sa;
+	struct timespec d = { 0, 20000000 }, d2 = { 0, 50000000 };
+	sigset_t s, old;
+	int pp[20][2], i, rc, err;
+	pthread_t p;
+	pid_t c;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_susp;
+	sigaction(SIGUSR1, &sa, NULL);
+	sigemptyset(&s);
+	sigaddset(&s, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &s, &old);
+	for (i = 0; i < 20; i++) {
+		pipe(pp[i]);
+		pf[i].fd = pp[i][0];
+		pf[i].events = POLLIN;
+	}
+	pthread_create(&p, NULL, suspender, NULL);
+	while (!susp_ready)
+		sched_yield();
+	nanosleep(&d, NULL);
+	if ((c = fork()) == 0) {
+		nanosleep(&d2, NULL);
+		kill(getppid(), SIGUSR1);
+		nanosleep(&d2, NULL);
+		nanosleep(&d2, NULL);
+		write(pp[19][1], "x", 1);
+		_exit(0);
+	}
+	rc = poll(pf, 20, -1);
+	err = rc == -1 ? errno : 0;
+	waitpid(c, NULL, 0);
+	pthread_join(p, NULL);
+	printf("poll of 20 pipes beside a thread in sigsuspend that takes the "
+	       "signal: %d %s, taken there %d\n",
+	    rc,
+	    err == EINTR ? "EINTR"
+	        : err    ? "?"
+	                 : "-",
+	    (int)susp_got);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	for (i = 0; i < 20; i++) {
+		close(pp[i][0]);
+		close(pp[i][1]);
+	}
+}
+
 static void
 aimed(void)
 {
@@ -605,5 +682,6 @@ main(int argc, char **argv)
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	}
 	aimed();
+	poll_beside_suspend();
 	return 0;
 }
