@@ -31,6 +31,11 @@
 #define VDSO_RESYNC_US 1000000
 #define VDSO_TRIES 8
 #define VDSO_WINDOW_NS 20000 /* a pairing this tight is good enough */
+/* Two estimates of the wall clock's offset from the monotonic one each
+ * lead by up to a window; Linux slews both clocks alike, so only a
+ * difference past both windows and this slack is the wall clock set. */
+#define VDSO_WALL_SLACK_NS 10000
+#define VDSO_WALL_STEP_NS (VDSO_WALL_SLACK_NS + VDSO_WINDOW_NS)
 
 extern const unsigned char guest_vdso[];
 extern const size_t guest_vdso_len;
@@ -228,24 +233,30 @@ host_ns(clockid_t id)
  * for a time and reads it again sees at least that time pass. The
  * host's monotonic clock read before the TSC bounds that lead; a
  * process preempted in between would make it large, so the tightest of
- * a few tries is kept. 0, or -1 when KVM cannot say.
+ * a few tries is kept. The wall clock is read inside the same window,
+ * its offset taken against the earlier monotonic read as
+ * vm_vdso_follow_wall takes it: read after the window, a preemption
+ * there made the base's wall clock lead by as long, which the next
+ * follow took for a step back, and the guest's CLOCK_REALTIME ran
+ * backwards. 0, or -1 when KVM cannot say.
  */
 static int
 pair_clocks(struct vm *vm, uint64_t *tsc, uint64_t *mono, uint64_t *real)
 {
-	uint64_t t, before, after, best = UINT64_MAX;
+	uint64_t t, before, after, r, best = UINT64_MAX;
 	int i;
 
 	for (i = 0; i < VDSO_TRIES && best > VDSO_WINDOW_NS; i++) {
 		before = host_ns(CLOCK_MONOTONIC);
 		if (guest_tsc(vm, &t) != 0)
 			return -1;
+		r = host_ns(CLOCK_REALTIME);
 		after = host_ns(CLOCK_MONOTONIC);
 		if (after - before < best) {
 			best = after - before;
 			*tsc = t;
 			*mono = after;
-			*real = host_ns(CLOCK_REALTIME);
+			*real = r + (after - before);
 		}
 	}
 	return 0;
@@ -296,6 +307,13 @@ vm_vdso_sync(struct vm *vm)
 			real += guest - mono;
 			mono = guest;
 		}
+		/* The same offset unless the wall clock was set: a new
+		 * estimate a few microseconds lower would run the guest's
+		 * CLOCK_REALTIME backwards while CLOCK_MONOTONIC goes on. */
+		if ((real - mono) - (v->real_ns - v->mono_ns) +
+		        VDSO_WALL_STEP_NS <
+		    2 * VDSO_WALL_STEP_NS)
+			real = mono + (v->real_ns - v->mono_ns);
 	}
 	v->tsc_base = tsc;
 	v->mult = mult;
@@ -314,8 +332,9 @@ vm_vdso_sync(struct vm *vm)
  * (within a second) otherwise. Only a pairing whose two monotonic reads
  * lie close is trusted; the offset is taken against the earlier one,
  * so the guest's wall clock may lead the host's by that gap, never
- * trail it. */
-#define VDSO_WALL_SLACK_NS 10000
+ * trail it. The base's offset leads by up to a window too, so only a
+ * change past both windows and the slack is a step (VDSO_WALL_STEP_NS).
+ */
 
 void
 vm_vdso_follow_wall(struct vm *vm)
@@ -331,8 +350,8 @@ vm_vdso_follow_wall(struct vm *vm)
 	if (after - before > VDSO_WINDOW_NS)
 		return;
 	offset = real - before;
-	if (offset - (v->real_ns - v->mono_ns) + VDSO_WALL_SLACK_NS >
-	    2 * VDSO_WALL_SLACK_NS)
+	if (offset - (v->real_ns - v->mono_ns) + VDSO_WALL_STEP_NS >
+	    2 * VDSO_WALL_STEP_NS)
 		v->real_ns = v->mono_ns + offset;
 }
 

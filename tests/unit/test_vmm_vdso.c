@@ -158,6 +158,21 @@ test_disabled_page(void **state)
 	assert_memory_equal(&before, f->page, sizeof(before));
 }
 
+/* A base whose wall clock leads the host's by less than a pairing's
+ * window (its own pairing was slow): no step, so not moved back, which
+ * would run the guest's CLOCK_REALTIME backwards. */
+static void
+test_leading_base(void **state)
+{
+	struct fixture *f = *state;
+	struct keep_vvar before;
+
+	f->page->real_ns += 25000;
+	before = *f->page;
+	vm_vdso_follow_wall(&f->vm);
+	assert_memory_equal(&before, f->page, sizeof(before));
+}
+
 /* Preempted between its reads (the second monotonic read 1 ms on): the
  * offset it would take is not trusted. */
 static void
@@ -189,6 +204,8 @@ main(void)
 		    test_disabled_page, setup, teardown),
 		cmocka_unit_test_setup_teardown(
 		    test_preempted_pairing, setup, teardown),
+		cmocka_unit_test_setup_teardown(
+		    test_leading_base, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
