@@ -1,5 +1,6 @@
 // A Go program in keep (tests/integration/image_go.sh), beside the same
-// binary run natively: Go's runtime preempts a goroutine that makes no
+// binary run natively (and, with "fetch", through keepd's egress by
+// name): Go's runtime preempts a goroutine that makes no
 // call with a signal to its thread alone (tgkill), its garbage collector
 // stops every goroutine so, os/exec waits with waitid(WNOWAIT), and its
 // network poller is epoll. Each line's text is the same both ways.
@@ -177,7 +178,30 @@ func signals() {
 	}
 }
 
+// fetch URL NAME: Go's own resolver (static) or glibc's (cgo) for the
+// URL's host, then its body; NAME, a name no rule allows, must not
+// resolve.
+func fetch(url, refused string) {
+	host := strings.Split(strings.Split(url, "//")[1], ":")[0]
+	addrs, err := net.LookupHost(host)
+	fmt.Println("resolved:", err == nil && len(addrs) > 0)
+	resp, err := http.Get(url)
+	if err != nil {
+		fmt.Println("get: error", err)
+	} else {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		fmt.Printf("get: %d %q\n", resp.StatusCode, b)
+	}
+	_, err = net.LookupHost(refused)
+	fmt.Println("a name no rule allows resolves:", err == nil)
+}
+
 func main() {
+	if len(os.Args) == 4 && os.Args[1] == "fetch" {
+		fetch(os.Args[2], os.Args[3])
+		return
+	}
 	fmt.Println(runtime.GOOS, runtime.GOARCH)
 	preemption()
 	collector()
