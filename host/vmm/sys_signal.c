@@ -978,8 +978,10 @@ deliver(struct vm *vm, uint64_t nr, unsigned restart)
 	uint64_t ready;
 	int sig;
 
-	if (vm_thread_take_signal(
-	        vm, vm_signal_acting(vm), nr, (restart & RESTART_UNSEEN) != 0))
+	/* Only the process's signals: one sent to the running thread is
+	 * its own to take. (vm_signal_acting has brought the table's in.) */
+	if (vm_thread_take_signal(vm, vm_signal_acting(vm) & vm->sig.pending,
+	        nr, (restart & RESTART_UNSEEN) != 0))
 		restart = 0; /* the thread switched in returns EINTR */
 	for (;;) {
 		ready = (vm->sig.pending | own_pending(vm)) & ~vm->sig.blocked;

@@ -494,7 +494,8 @@ idle(struct vm *vm, struct vm_threads *ts)
 		if (next_runnable(ts, 1) >= 0 || vm_timed_out() ||
 		    vm_snap_asked(vm))
 			break;
-		if ((sigs = vm_signal_acting(vm)) != 0 &&
+		/* The process's signals; a thread's own woke it when sent. */
+		if ((sigs = vm_signal_acting(vm) & vm->sig.pending) != 0 &&
 		    wake_for_signal(vm, ts, sigs))
 			break;
 		for (i = 0, first = 0; i < THREADS_MAX; i++)

@@ -424,6 +424,69 @@ poll_beside_suspend(void)
 	}
 }
 
+static volatile int own_waiting, own_woke;
+static volatile pid_t own_on[2];
+static volatile int own_n;
+
+static void
+on_own(int sig)
+{
+	(void)sig;
+	if (own_n < 2)
+		own_on[own_n++] = (pid_t)syscall(SYS_gettid);
+}
+
+static void *
+own_suspender(void *arg)
+{
+	sigset_t none;
+
+	(void)arg;
+	sigemptyset(&none);
+	aimed_tid = (pid_t)syscall(SYS_gettid);
+	own_waiting = 1;
+	sigsuspend(&none);
+	own_woke = 1;
+	return NULL;
+}
+
+/* A signal the first thread sends itself while it blocks it stays its
+ * own: a second thread in sigsuspend that lets it through does not wake
+ * for it; the first takes it once it lets it in. */
+static void
+own_pending_kept(void)
+{
+	struct sigaction sa;
+	struct timespec d = { 0, 50000000 };
+	sigset_t s, old;
+	pthread_t p;
+	int early;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_own;
+	sigaction(SIGUSR2, &sa, NULL);
+	sigemptyset(&s);
+	sigaddset(&s, SIGUSR2);
+	pthread_sigmask(SIG_BLOCK, &s, &old);
+	own_n = 0;
+	pthread_create(&p, NULL, own_suspender, NULL);
+	while (!own_waiting)
+		sched_yield();
+	nanosleep(&d, NULL);
+	pthread_kill(pthread_self(), SIGUSR2);
+	nanosleep(&d, NULL);
+	early = own_woke;
+	pthread_sigmask(SIG_UNBLOCK, &s, NULL); /* taken here */
+	pthread_kill(p, SIGUSR2); /* ends the other's wait */
+	pthread_join(p, NULL);
+	printf("a signal a thread sent itself, blocked, beside another in "
+	       "sigsuspend: the other woke for it %d, handlers on the first "
+	       "%d and on the other %d\n",
+	    early, own_n > 0 && own_on[0] == getpid(),
+	    own_n > 1 && own_on[1] == aimed_tid);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 static void
 aimed(void)
 {
@@ -683,5 +746,6 @@ main(int argc, char **argv)
 	}
 	aimed();
 	poll_beside_suspend();
+	own_pending_kept();
 	return 0;
 }
