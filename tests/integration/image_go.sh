@@ -64,7 +64,8 @@ sbx=$(jget "$body" '["id"]' 2>/dev/null)
 want=$'resolved: true\nget: 200 "hello from the host\\n"\na name no rule allows resolves: false'
 for kind in static cgo; do
 	cgo=0; [ "$kind" = cgo ] && cgo=1
-	CGO_ENABLED=$cgo go build -o "$tmp/goprog" tests/guests/go/main.go || continue
+	CGO_ENABLED=$cgo go build -o "$tmp/goprog" tests/guests/go/main.go ||
+	    { bad "go build ($kind) for the sandbox"; continue; }
 	code=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $tok" \
 	    --data-binary @"$tmp/goprog" "$url/v1/sandboxes/$sbx/files/write?path=/goprog-$kind")
 	[ "$code" = 200 ] || bad "files/write goprog-$kind: $code"
